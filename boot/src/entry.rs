@@ -1,0 +1,191 @@
+//! 32-bit entry points (PVH and multiboot2) and the switch to long mode.
+//!
+//! Both boot protocols enter in 32-bit flat protected mode with paging off:
+//! - PVH (`XEN_ELFNOTE_PHYS32_ENTRY`, xen/include/public/elfnote.h and
+//!   xen/include/public/arch-x86/hvm/start_info.h): `%ebx` = physical address of
+//!   `hvm_start_info`. QEMU's `-kernel` and Xen's `type="pvh"` use this entry.
+//! - multiboot2 (GRUB): `%eax` = 0x36d76289, `%ebx` = physical address of the boot
+//!   information structure.
+//!
+//! The code zeroes `.bss`, identity-maps the first 4 GiB with 2 MiB pages, enables PAE
+//! and long mode, loads a minimal GDT and calls `xenlet_kernel_entry(kind, info)` on the
+//! boot stack. The kernel replaces GDT and IDT with its own right after.
+//! Layout as in Mini-OS `arch/x86/x86_hvm.S` (CR4.PAE → EFER.LME → CR0.PG → lgdt →
+//! far jump), written for Xenlet.
+//!
+//! The crate denies unsafe code; this file is its one exception (`global_asm!`): the
+//! entry runs before any Rust invariant can hold.
+#![allow(unsafe_code)]
+
+/// Boot protocol value passed to the kernel for a PVH boot.
+pub const BOOT_KIND_PVH: u32 = 1;
+/// Boot protocol value passed to the kernel for a multiboot2 boot.
+pub const BOOT_KIND_MULTIBOOT2: u32 = 2;
+/// Boot protocol value when the multiboot2 magic was wrong.
+pub const BOOT_KIND_UNKNOWN: u32 = 0;
+
+/// Size of the boot stack the kernel runs on.
+pub const BOOT_STACK_BYTES: usize = 64 * 1024;
+
+// The entry assembly only makes sense in the bare-metal kernel image; host builds
+// (unit tests) leave it out.
+#[cfg(target_os = "none")]
+core::arch::global_asm!(
+    r#"
+    .set MB2_MAGIC_HEADER, 0xe85250d6
+    .set MB2_MAGIC_LOADER, 0x36d76289
+    .set XEN_ELFNOTE_PHYS32_ENTRY, 18
+
+    /* ---- multiboot2 header (multiboot2 spec §3.1) ---- */
+    .section .multiboot2, "a"
+    .balign 8
+xenlet_mb2_header:
+    .long MB2_MAGIC_HEADER
+    .long 0                                         /* architecture: i386 protected mode */
+    .long xenlet_mb2_header_end - xenlet_mb2_header
+    .long -(MB2_MAGIC_HEADER + (xenlet_mb2_header_end - xenlet_mb2_header))
+    .balign 8                                       /* entry address tag */
+    .short 3
+    .short 0
+    .long 12
+    .long xenlet_mb2_start32
+    .balign 8                                       /* end tag */
+    .short 0
+    .short 0
+    .long 8
+xenlet_mb2_header_end:
+
+    /* ---- PVH entry note (elfnote.h: XEN_ELFNOTE_PHYS32_ENTRY) ---- */
+    .section .note.Xen, "a"
+    .balign 4
+    .long 4                                         /* namesz: "Xen\0" */
+    .long 4                                         /* descsz */
+    .long XEN_ELFNOTE_PHYS32_ENTRY
+    .asciz "Xen"
+    .balign 4
+    .long xenlet_pvh_start32
+    .balign 4
+
+    .section .text.boot, "ax"
+    .code32
+    .global xenlet_pvh_start32
+xenlet_pvh_start32:
+    mov $1, %ebp                                    /* BOOT_KIND_PVH; %ebx = hvm_start_info */
+    jmp 1f
+
+    .global xenlet_mb2_start32
+xenlet_mb2_start32:
+    mov $2, %ebp                                    /* BOOT_KIND_MULTIBOOT2; %ebx = info */
+    cmp $MB2_MAGIC_LOADER, %eax
+    je 1f
+    xor %ebp, %ebp                                  /* unknown loader: the kernel says so */
+
+1:  cli
+    cld
+    mov $xenlet_boot_stack_top, %esp
+
+    /* Zero .bss (page tables and stacks live there). Loaders zero it too, but the
+       kernel must not depend on it. */
+    mov $__bss_start, %edi
+    mov $__bss_end, %ecx
+    sub %edi, %ecx
+    xor %eax, %eax
+    rep stosb
+
+    /* Long mode available? CPUID 0x80000001 EDX bit 29. Without it, stop.
+       CPUID clobbers %ebx, which holds the boot information address. */
+    push %ebx
+    mov $0x80000000, %eax
+    cpuid
+    cmp $0x80000001, %eax
+    jb 9f
+    mov $0x80000001, %eax
+    cpuid
+    bt $29, %edx
+    jnc 9f
+    pop %ebx
+
+    /* Page tables: PML4[0] -> PDPT; PDPT[0..4] -> PD0..PD3; PDn maps 1 GiB with
+       2 MiB pages (present | writable | page size). */
+    mov $xenlet_boot_pdpt, %eax
+    or $0x3, %eax
+    mov %eax, xenlet_boot_pml4
+    mov $xenlet_boot_pd, %eax
+    or $0x3, %eax
+    mov $xenlet_boot_pdpt, %edi
+    mov $4, %ecx
+2:  mov %eax, (%edi)
+    add $4096, %eax
+    add $8, %edi
+    loop 2b
+    mov $xenlet_boot_pd, %edi
+    xor %eax, %eax                                  /* low 32 bits of the physical address */
+    xor %edx, %edx                                  /* entry index 0..2047 */
+3:  mov %eax, %esi
+    or $0x83, %esi
+    mov %esi, (%edi,%edx,8)
+    movl $0, 4(%edi,%edx,8)
+    add $0x200000, %eax
+    inc %edx
+    cmp $2048, %edx
+    jne 3b
+
+    mov %cr4, %eax                                  /* CR4.PAE */
+    or $(1 << 5), %eax
+    mov %eax, %cr4
+    mov $xenlet_boot_pml4, %eax
+    mov %eax, %cr3
+    mov $0xc0000080, %ecx                           /* EFER.LME */
+    rdmsr
+    or $(1 << 8), %eax
+    wrmsr
+    mov %cr0, %eax                                  /* CR0.PG | CR0.WP | CR0.PE */
+    or $((1 << 31) | (1 << 16) | 1), %eax
+    mov %eax, %cr0
+
+    lgdt xenlet_boot_gdt_ptr
+    ljmp $0x08, $4f
+
+9:  hlt
+    jmp 9b
+
+    .code64
+4:  mov $0x10, %eax
+    mov %eax, %ds
+    mov %eax, %es
+    mov %eax, %ss
+    xor %eax, %eax
+    mov %eax, %fs
+    mov %eax, %gs
+    mov $xenlet_boot_stack_top, %rsp
+    mov %ebp, %edi                                  /* arg 1: boot kind (zero-extends) */
+    mov %ebx, %esi                                  /* arg 2: boot information address */
+    xor %ebp, %ebp                                  /* end of the frame-pointer chain */
+    call xenlet_kernel_entry
+6:  cli
+    hlt
+    jmp 6b
+
+    .section .rodata
+    .balign 8
+xenlet_boot_gdt:
+    .quad 0
+    .quad 0x00af9a000000ffff                        /* 0x08: 64-bit code */
+    .quad 0x00cf92000000ffff                        /* 0x10: data */
+xenlet_boot_gdt_ptr:
+    .short xenlet_boot_gdt_ptr - xenlet_boot_gdt - 1
+    .long xenlet_boot_gdt
+
+    .section .bss
+    .balign 4096
+xenlet_boot_pml4: .skip 4096
+xenlet_boot_pdpt: .skip 4096
+xenlet_boot_pd:   .skip 4 * 4096
+    .balign 16
+xenlet_boot_stack: .skip {stack}
+    .global xenlet_boot_stack_top
+xenlet_boot_stack_top:
+    "#,
+    stack = const BOOT_STACK_BYTES,
+    options(att_syntax)
+);

@@ -1,0 +1,13 @@
+//! The console seam: where the kernel's text output goes.
+//!
+//! The 16550 serial port implements it now; the Xen PV console (`io/console.h`) will
+//! implement it too, and the kernel writes to every registered console.
+
+/// A byte sink for console text. `\n` is sent as is; implementations add the `\r`
+/// their device needs.
+pub trait Console: Send {
+    /// Short name shown in the boot report (e.g. "com1").
+    fn name(&self) -> &'static str;
+    /// Writes all of `bytes`, blocking until the device took them (or gave up).
+    fn write_bytes(&mut self, bytes: &[u8]);
+}

@@ -1,0 +1,13 @@
+//! Xenlet device drivers, in safe Rust over typed hardware abstractions.
+//!
+//! Drivers never touch hardware directly: they get a [`pio::PortIo`] (and, for the Xen
+//! frontends to come, shared rings and grant handles) from the kernel, which holds the
+//! few `unsafe` lines. That keeps every driver testable on the host against a fake.
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod bytering;
+pub mod console;
+pub mod pio;
+pub mod uart16550;

@@ -1,0 +1,58 @@
+//! CPU identification, timestamp counter and control registers.
+
+use core::arch::x86_64::{__cpuid, _rdtsc, CpuidResult};
+
+/// Executes CPUID for `leaf` (subleaf 0).
+pub fn cpuid(leaf: u32) -> CpuidResult {
+    // SAFETY: CPUID is available on every x86_64 CPU and has no side effects.
+    #[allow(unused_unsafe)]
+    unsafe {
+        __cpuid(leaf)
+    }
+}
+
+/// Reads the timestamp counter.
+pub fn rdtsc() -> u64 {
+    // SAFETY: RDTSC is unprivileged by default and only reads a counter.
+    #[allow(unused_unsafe)]
+    unsafe {
+        _rdtsc()
+    }
+}
+
+/// The 12-byte vendor string of CPUID leaf 0.
+pub fn vendor() -> [u8; 12] {
+    let r = cpuid(0);
+    let mut v = [0u8; 12];
+    v[0..4].copy_from_slice(&r.ebx.to_le_bytes());
+    v[4..8].copy_from_slice(&r.edx.to_le_bytes());
+    v[8..12].copy_from_slice(&r.ecx.to_le_bytes());
+    v
+}
+
+/// The hypervisor signature at CPUID 0x40000000 when the hypervisor bit is set.
+/// Xen may also place its leaves at 0x40000100.. (viridian), which the Xen layer scans.
+pub fn hypervisor_signature() -> Option<[u8; 12]> {
+    if cpuid(1).ecx & (1 << 31) == 0 {
+        return None;
+    }
+    let r = cpuid(0x4000_0000);
+    let mut v = [0u8; 12];
+    v[0..4].copy_from_slice(&r.ebx.to_le_bytes());
+    v[4..8].copy_from_slice(&r.ecx.to_le_bytes());
+    v[8..12].copy_from_slice(&r.edx.to_le_bytes());
+    Some(v)
+}
+
+/// CR2: the faulting address of the last page fault.
+pub fn cr2() -> u64 {
+    x86_64::registers::control::Cr2::read_raw()
+}
+
+/// Stops this CPU for good: interrupts off, halt forever.
+pub fn halt_forever() -> ! {
+    loop {
+        x86_64::instructions::interrupts::disable();
+        x86_64::instructions::hlt();
+    }
+}

@@ -1,0 +1,107 @@
+//! The clock source behind [`Instant::now`]: the TSC, calibrated against PIT
+//! channel 2 at boot. The Xen layer will install pvclock here instead.
+
+use crate::arch::cpu::rdtsc;
+use crate::arch::pio::Pio;
+use crate::time::{tsc_hz_from_pit, Instant, TickScale};
+use spin::Once;
+use xenlet_drivers::pio::PortIo;
+
+/// How the clock was set up, for the boot report.
+#[derive(Clone, Copy, Debug)]
+pub struct ClockInfo {
+    /// TSC frequency in Hz.
+    pub tsc_hz: u64,
+    /// Where the frequency came from.
+    pub source: &'static str,
+}
+
+struct Clock {
+    scale: TickScale,
+    origin_tsc: u64,
+    info: ClockInfo,
+}
+
+static CLOCK: Once<Clock> = Once::new();
+
+/// PIT ticks in the calibration window (10 ms at 1.193182 MHz).
+const CALIBRATION_PIT_TICKS: u16 = 11_932;
+/// Used when neither CPUID nor the PIT give a frequency (keeps time moving).
+const FALLBACK_TSC_HZ: u64 = 1_000_000_000;
+
+/// Measures the TSC against PIT channel 2 (gate via port 0x61, mode 0 one-shot).
+fn calibrate_with_pit() -> Option<u64> {
+    let mut io = Pio::new();
+    let gate = io.inb(0x61);
+    io.outb(0x61, (gate & !0x02) | 0x01); // gate on, speaker off
+    io.outb(0x43, 0xb0); // channel 2, lobyte/hibyte, mode 0, binary
+    let [lo, hi] = CALIBRATION_PIT_TICKS.to_le_bytes();
+    io.outb(0x42, lo);
+    io.outb(0x42, hi);
+    // Restart the count: gate low then high.
+    let g = io.inb(0x61);
+    io.outb(0x61, g & !0x01);
+    io.outb(0x61, g | 0x01);
+    let start = rdtsc();
+    // OUT2 (bit 5 of port 0x61) goes high at terminal count. Bounded: a machine with
+    // no PIT (Xen PVH) must not hang here.
+    let mut spins: u64 = 0;
+    while io.inb(0x61) & 0x20 == 0 {
+        spins += 1;
+        if spins > 50_000_000 {
+            io.outb(0x61, gate);
+            return None;
+        }
+    }
+    let end = rdtsc();
+    io.outb(0x61, gate);
+    tsc_hz_from_pit(end.wrapping_sub(start), u64::from(CALIBRATION_PIT_TICKS))
+        .filter(|&hz| hz > 10_000_000)
+}
+
+/// CPUID leaf 0x15 (TSC/crystal ratio) when it states the crystal frequency.
+fn cpuid_tsc_hz() -> Option<u64> {
+    use crate::arch::cpu::cpuid;
+    if cpuid(0).eax < 0x15 {
+        return None;
+    }
+    let r = cpuid(0x15);
+    (r.eax != 0 && r.ebx != 0 && r.ecx != 0)
+        .then(|| u64::from(r.ecx) * u64::from(r.ebx) / u64::from(r.eax))
+}
+
+/// Calibrates the TSC and starts the clock; `origin_tsc` is time zero (kernel entry).
+pub fn init(origin_tsc: u64) -> ClockInfo {
+    CLOCK
+        .call_once(|| {
+            let (tsc_hz, source) = match cpuid_tsc_hz() {
+                Some(hz) => (hz, "TSC, CPUID 0x15"),
+                None => match calibrate_with_pit() {
+                    Some(hz) => (hz, "TSC, PIT-calibrated"),
+                    None => (
+                        FALLBACK_TSC_HZ,
+                        "TSC, uncalibrated (no PIT): times are approximate",
+                    ),
+                },
+            };
+            Clock {
+                scale: TickScale::from_hz(tsc_hz),
+                origin_tsc,
+                info: ClockInfo { tsc_hz, source },
+            }
+        })
+        .info
+}
+
+/// Now, on the monotonic clock (zero before [`init`]).
+pub fn now() -> Instant {
+    match CLOCK.get() {
+        Some(c) => Instant::from_nanos(c.scale.ticks_to_ns(rdtsc().saturating_sub(c.origin_tsc))),
+        None => Instant::ZERO,
+    }
+}
+
+/// The clock setup, once initialised.
+pub fn info() -> Option<ClockInfo> {
+    CLOCK.get().map(|c| c.info)
+}

@@ -1,0 +1,180 @@
+//! The kernel's shell commands and the shell loop.
+
+use crate::fault::{provoke, Deliberate};
+use crate::kmain::{boot_info, boot_times};
+use crate::{clock, console, mm, power};
+use core::fmt::Write;
+use xenlet_shell::{echo, no_args, CmdError, CmdResult, Command, Shell};
+
+/// State the commands work on (grows with the Xen layer and drivers).
+pub struct Host {
+    _private: (),
+}
+
+/// Every command, in `help` order.
+pub static COMMANDS: &[Command<Host>] = &[
+    Command {
+        name: "version",
+        usage: "",
+        help: "show the Xenlet version",
+        run: version,
+    },
+    Command {
+        name: "mem",
+        usage: "",
+        help: "show the memory map, frames and heap",
+        run: mem,
+    },
+    Command {
+        name: "uptime",
+        usage: "",
+        help: "show time since boot",
+        run: uptime,
+    },
+    Command {
+        name: "echo",
+        usage: "[-n] [WORD]...",
+        help: "print the words",
+        run: echo,
+    },
+    Command {
+        name: "poweroff",
+        usage: "",
+        help: "power the machine off",
+        run: poweroff,
+    },
+    Command {
+        name: "reboot",
+        usage: "",
+        help: "reset the machine",
+        run: reboot,
+    },
+    Command {
+        name: "crash",
+        usage: "pf|gp|ud|de|panic",
+        help: "provoke a fault or panic (tests the fault report)",
+        run: crash,
+    },
+];
+
+fn version(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    no_args(args)?;
+    writeln!(
+        out,
+        "Xenlet {} (git {}), x86_64-unknown-none",
+        crate::VERSION,
+        crate::GIT_REV
+    )?;
+    Ok(())
+}
+
+fn kib(bytes: u64) -> u64 {
+    bytes / 1024
+}
+
+fn mem(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    no_args(args)?;
+    let info = boot_info().ok_or_else(|| CmdError::failed("no boot information"))?;
+    writeln!(out, "memory map ({}):", info.protocol)?;
+    for r in info.memory.regions() {
+        let end = r.start.saturating_add(r.len_bytes).saturating_sub(1);
+        writeln!(
+            out,
+            "  {:#018x}-{:#018x} {:>10} KiB  {:?}",
+            r.start,
+            end,
+            kib(r.len_bytes),
+            r.kind
+        )?;
+    }
+    let (free, total, ranges) = mm::heap::frame_stats();
+    let (used, hfree) = mm::heap::heap_stats();
+    writeln!(out, "usable: {} KiB", kib(info.memory.usable_bytes()))?;
+    writeln!(
+        out,
+        "frames: {} free of {} ({} KiB free, {} free ranges)",
+        free,
+        total,
+        kib(free * mm::FRAME_BYTES),
+        ranges
+    )?;
+    writeln!(
+        out,
+        "heap: {} KiB used, {} KiB free",
+        used / 1024,
+        hfree / 1024
+    )?;
+    let (dropped, overruns) = console::input_losses();
+    writeln!(
+        out,
+        "serial input: {dropped} bytes dropped, {overruns} overruns"
+    )?;
+    Ok(())
+}
+
+fn uptime(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    no_args(args)?;
+    let now = clock::now();
+    let s = now.as_nanos() / 1_000_000_000;
+    let ms = (now.as_nanos() / 1_000_000) % 1000;
+    write!(
+        out,
+        "up {}:{:02}:{:02}.{:03}",
+        s / 3600,
+        (s / 60) % 60,
+        s % 60,
+        ms
+    )?;
+    if let Some(t) = boot_times() {
+        let us = t.prompt.as_micros();
+        write!(out, ", booted in {}.{:03} ms", us / 1000, us % 1000)?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+fn poweroff(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {
+    no_args(args)?;
+    power::poweroff()
+}
+
+fn reboot(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {
+    no_args(args)?;
+    power::reboot()
+}
+
+fn crash(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {
+    let kind = match args {
+        ["pf"] => Deliberate::PageFault,
+        ["gp"] => Deliberate::GeneralProtection,
+        ["ud"] => Deliberate::InvalidOpcode,
+        ["de"] => Deliberate::DivideError,
+        ["panic"] => Deliberate::Panic,
+        [] => return Err(CmdError::usage("missing fault kind")),
+        [k] => return Err(CmdError::usage(alloc::format!("unknown fault kind '{k}'"))),
+        [_, extra, ..] => return Err(CmdError::usage(alloc::format!("extra operand '{extra}'"))),
+    };
+    provoke(kind)
+}
+
+/// Runs the shell on the console forever.
+pub fn run_shell() -> ! {
+    let mut shell = Shell::new(COMMANDS);
+    let mut host = Host { _private: () };
+    let mut out = console::ConsoleWriter;
+    shell.prompt(&mut out);
+    loop {
+        console::poll_serial();
+        while let Some(b) = console::read_byte() {
+            shell.feed(&mut host, b, &mut out);
+        }
+        // Sleep until the next interrupt, unless input arrived since the check:
+        // `sti; hlt` is atomic, so a byte arriving now still wakes us.
+        x86_64::instructions::interrupts::disable();
+        if console::input_pending() {
+            x86_64::instructions::interrupts::enable();
+        } else {
+            x86_64::instructions::interrupts::enable_and_hlt();
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Kernel console: text output to every registered [`Console`], and serial input.
+//!
+//! COM1 is the console on PCs, QEMU and Xen HVM. Output is written with interrupts
+//! off so an interrupt handler can never deadlock on the console lock. Input bytes are
+//! moved by the COM1 interrupt handler from the UART FIFO into a 16 KiB ring, so a
+//! pasted burst is not lost while the shell is busy running a command.
+
+use crate::arch::{pic, pio::Pio, trap};
+use core::fmt::{self, Write};
+use spin::Mutex;
+use xenlet_drivers::bytering::ByteRing;
+use xenlet_drivers::console::Console;
+use xenlet_drivers::uart16550::{Uart16550, COM1, COM1_IRQ};
+
+static COM1_UART: Mutex<Option<Uart16550<Pio>>> = Mutex::new(None);
+static RX: Mutex<ByteRing<16384>> = Mutex::new(ByteRing::new());
+
+/// Brings up COM1 (probe + program). Returns whether a UART answered.
+pub fn init_serial() -> bool {
+    let uart = Uart16550::new(Pio::new(), COM1);
+    let present = uart.is_present();
+    *COM1_UART.lock() = Some(uart);
+    present
+}
+
+/// Routes the COM1 receive interrupt through the PIC to [`on_com1_irq`].
+pub fn enable_serial_irq() -> bool {
+    let ok = trap::register(pic::vector_of(COM1_IRQ), on_com1_irq);
+    if ok {
+        pic::unmask(COM1_IRQ);
+    }
+    ok
+}
+
+fn on_com1_irq(_vector: u8) {
+    poll_serial();
+}
+
+/// Moves waiting bytes from the UART into the input ring (also used by polling).
+pub fn poll_serial() {
+    x86_64::instructions::interrupts::without_interrupts(|| {
+        if let Some(u) = COM1_UART.lock().as_mut() {
+            let mut rx = RX.lock();
+            u.drain_rx(|b| {
+                rx.push(b);
+            });
+        }
+    });
+}
+
+/// Takes the next input byte, if any.
+pub fn read_byte() -> Option<u8> {
+    x86_64::instructions::interrupts::without_interrupts(|| RX.lock().pop())
+}
+
+/// Whether input bytes wait in the ring.
+pub fn input_pending() -> bool {
+    x86_64::instructions::interrupts::without_interrupts(|| !RX.lock().is_empty())
+}
+
+/// Input statistics: (bytes dropped because the ring was full, UART overruns).
+pub fn input_losses() -> (u64, u64) {
+    x86_64::instructions::interrupts::without_interrupts(|| {
+        let dropped = RX.lock().dropped();
+        let overruns = COM1_UART.lock().as_ref().map_or(0, |u| u.overruns());
+        (dropped, overruns)
+    })
+}
+
+/// Writes bytes to every console.
+pub fn write_bytes(bytes: &[u8]) {
+    x86_64::instructions::interrupts::without_interrupts(|| {
+        if let Some(u) = COM1_UART.lock().as_mut() {
+            u.write_bytes(bytes);
+        }
+    });
+}
+
+/// Writes from a context that may have interrupted a console writer (fault or panic):
+/// takes the lock if free, else uses a fresh handle on COM1.
+pub fn emergency_write(bytes: &[u8]) {
+    match COM1_UART.try_lock() {
+        Some(mut g) => {
+            if let Some(u) = g.as_mut() {
+                u.write_bytes(bytes);
+            }
+        }
+        None => Uart16550::new(Pio::new(), COM1).write_bytes(bytes),
+    }
+}
+
+/// `fmt::Write` into the consoles.
+pub struct ConsoleWriter;
+
+impl Write for ConsoleWriter {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        write_bytes(s.as_bytes());
+        Ok(())
+    }
+}
+
+/// `fmt::Write` for fault and panic reports.
+pub struct EmergencyWriter;
+
+impl Write for EmergencyWriter {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        emergency_write(s.as_bytes());
+        Ok(())
+    }
+}
+
+/// Prints to the console.
+#[macro_export]
+macro_rules! print {
+    ($($arg:tt)*) => {{
+        let _ = core::fmt::Write::write_fmt(&mut $crate::console::ConsoleWriter, format_args!($($arg)*));
+    }};
+}
+
+/// Prints a line to the console.
+#[macro_export]
+macro_rules! println {
+    () => { $crate::print!("\n") };
+    ($($arg:tt)*) => {{
+        let _ = core::fmt::Write::write_fmt(&mut $crate::console::ConsoleWriter, format_args!("{}\n", format_args!($($arg)*)));
+    }};
+}

@@ -1,0 +1,113 @@
+//! Fault and panic reports: every CPU exception and every panic prints what happened
+//! on the console and stops the machine cleanly — no silent scroll, no reboot loop.
+
+use crate::arch::cpu;
+use crate::arch::trap::{exception_name, TrapFrame};
+use crate::console::EmergencyWriter;
+use core::fmt::Write;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// Prints the fault report for a CPU exception and stops.
+pub fn report_and_stop(f: &TrapFrame) -> ! {
+    if STOPPING.swap(true, Ordering::SeqCst) {
+        // A fault while reporting a fault: say nothing more, stop.
+        cpu::halt_forever();
+    }
+    let w = &mut EmergencyWriter;
+    let _ = write!(
+        w,
+        "\n*** XENLET FAULT: {} (vector {}), error code {:#x}\n\
+         ***   rip {:#018x}  cs {:#06x}  rflags {:#010x}\n\
+         ***   rsp {:#018x}  ss {:#06x}  cr2 {:#018x}\n\
+         ***   rax {:#018x}  rbx {:#018x}  rcx {:#018x}  rdx {:#018x}\n\
+         ***   rsi {:#018x}  rdi {:#018x}  rbp {:#018x}\n\
+         ***   r8  {:#018x}  r9  {:#018x}  r10 {:#018x}  r11 {:#018x}\n\
+         ***   r12 {:#018x}  r13 {:#018x}  r14 {:#018x}  r15 {:#018x}\n",
+        exception_name(f.vector),
+        f.vector,
+        f.error_code,
+        f.rip,
+        f.cs,
+        f.rflags,
+        f.rsp,
+        f.ss,
+        cpu::cr2(),
+        f.rax,
+        f.rbx,
+        f.rcx,
+        f.rdx,
+        f.rsi,
+        f.rdi,
+        f.rbp,
+        f.r8,
+        f.r9,
+        f.r10,
+        f.r11,
+        f.r12,
+        f.r13,
+        f.r14,
+        f.r15,
+    );
+    crate::power::stop_after_fault()
+}
+
+/// The panic handler: message and location, then stop.
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    if STOPPING.swap(true, Ordering::SeqCst) {
+        cpu::halt_forever();
+    }
+    let w = &mut EmergencyWriter;
+    let _ = write!(w, "\n*** XENLET PANIC");
+    if let Some(l) = info.location() {
+        let _ = write!(w, " at {}:{}:{}", l.file(), l.line(), l.column());
+    }
+    let _ = writeln!(w, ": {}", info.message());
+    crate::power::stop_after_fault()
+}
+
+/// What the `crash` shell command can provoke, to show the reports work.
+#[derive(Clone, Copy, Debug)]
+pub enum Deliberate {
+    /// Read an unmapped address (#PF).
+    PageFault,
+    /// Execute `ud2` (#UD).
+    InvalidOpcode,
+    /// Divide by zero in hardware (#DE).
+    DivideError,
+    /// Load a non-canonical address (#GP).
+    GeneralProtection,
+    /// `panic!`.
+    Panic,
+}
+
+/// Provokes the fault `kind`; does not return.
+pub fn provoke(kind: Deliberate) -> ! {
+    match kind {
+        // Each instruction below faults before it changes any state; the handler reports
+        // and stops the machine, so execution never continues past it.
+        Deliberate::PageFault => {
+            // SAFETY: a load from 16 TiB, far above the 4 GiB identity map: not present,
+            // so it faults (see above) and nothing is read.
+            unsafe {
+                core::arch::asm!("mov {0}, [{1}]", out(reg) _, in(reg) 0x1000_0000_0000u64, options(nostack))
+            };
+        }
+        // SAFETY: see above.
+        Deliberate::InvalidOpcode => unsafe { core::arch::asm!("ud2", options(nostack)) },
+        // SAFETY: see above.
+        Deliberate::DivideError => unsafe {
+            core::arch::asm!("xor edx, edx", "xor eax, eax", "xor ecx, ecx", "div ecx",
+                out("eax") _, out("edx") _, out("ecx") _, options(nostack));
+        },
+        // SAFETY: see above.
+        Deliberate::GeneralProtection => unsafe {
+            core::arch::asm!("mov {0}, [{1}]", out(reg) _, in(reg) 0x8000_0000_0000_0000u64, options(nostack));
+        },
+        Deliberate::Panic => panic!("deliberate panic from the shell"),
+    }
+    panic!("the deliberate {kind:?} did not fault");
+}

@@ -1,0 +1,164 @@
+//! Kernel entry: from the boot stub to the shell prompt.
+
+use crate::arch::{cpu, gdt, pic, trap};
+use crate::time::Instant;
+use crate::{acpi, clock, console, mm, physmem::IdentityMemory, power, println};
+use alloc::vec;
+use spin::Once;
+use xenlet_boot::entry::{BOOT_KIND_MULTIBOOT2, BOOT_KIND_PVH};
+use xenlet_boot::{BootInfo, BootInfoError};
+
+static BOOT_INFO: Once<BootInfo> = Once::new();
+static BOOT_TIMES: Once<BootTimes> = Once::new();
+
+/// When each boot phase ended, from kernel entry.
+#[derive(Clone, Copy, Debug)]
+pub struct BootTimes {
+    /// Console and clock up.
+    pub early: Instant,
+    /// Memory map, frames and heap ready.
+    pub memory: Instant,
+    /// Interrupts on, prompt about to be printed.
+    pub prompt: Instant,
+}
+
+/// The boot information, once parsed.
+pub fn boot_info() -> Option<&'static BootInfo> {
+    BOOT_INFO.get()
+}
+
+/// The boot phase times.
+pub fn boot_times() -> Option<BootTimes> {
+    BOOT_TIMES.get().copied()
+}
+
+fn parse_boot_info(kind: u32, addr: u32) -> Result<BootInfo, BootInfoError> {
+    let mem = IdentityMemory;
+    match kind {
+        BOOT_KIND_PVH => xenlet_boot::pvh::parse(&mem, u64::from(addr)),
+        BOOT_KIND_MULTIBOOT2 => xenlet_boot::multiboot2::parse(&mem, u64::from(addr)),
+        _ => Err(BootInfoError::BadMagic(kind)),
+    }
+}
+
+fn mib(bytes: u64) -> u64 {
+    bytes >> 20
+}
+
+/// Called by boot/src/entry.rs in long mode on the boot stack.
+#[no_mangle]
+extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
+    let entry_tsc = cpu::rdtsc();
+    gdt::init();
+    trap::init();
+    let serial = console::init_serial();
+    println!();
+    println!("Xenlet {} ({}) starting", crate::VERSION, crate::GIT_REV);
+    let clk = clock::init(entry_tsc);
+    let early = clock::now();
+
+    let info = match parse_boot_info(kind, info_addr) {
+        Ok(i) => BOOT_INFO.call_once(|| i),
+        Err(e) => {
+            println!("xenlet: cannot use the boot information at {info_addr:#x}: {e}");
+            power::stop_after_fault();
+        }
+    };
+    let memrep = match mm::heap::init(info) {
+        Ok(r) => r,
+        Err(_) => {
+            println!("xenlet: not enough memory for a heap");
+            power::stop_after_fault();
+        }
+    };
+    let memory = clock::now();
+
+    let acpi_root = info.acpi.or_else(|| acpi::scan_for_rsdp(&IdentityMemory));
+    let mut scratch = vec![0u8; 256 * 1024];
+    let power_info = acpi_root.and_then(|r| acpi::power_info(&IdentityMemory, &r, &mut scratch));
+    drop(scratch);
+    power::set_acpi(power_info);
+
+    pic::init();
+    let serial_irq = console::enable_serial_irq();
+    x86_64::instructions::interrupts::enable();
+    let prompt = clock::now();
+    let times = *BOOT_TIMES.call_once(|| BootTimes {
+        early,
+        memory,
+        prompt,
+    });
+
+    // ---- boot report ----
+    let (kstart, kend) = mm::heap::kernel_image();
+    println!(
+        "boot: {} entry, command line \"{}\"",
+        info.protocol,
+        info.cmdline.as_str()
+    );
+    println!(
+        "cpu: {}, hypervisor: {}",
+        core::str::from_utf8(&cpu::vendor()).unwrap_or("?"),
+        cpu::hypervisor_signature()
+            .map(|s| alloc::string::String::from_utf8_lossy(&s)
+                .trim_end_matches('\0')
+                .into())
+            .unwrap_or_else(|| alloc::string::String::from("none"))
+    );
+    println!(
+        "memory: {} MiB usable in {} regions; kernel {:#x}-{:#x}; {} MiB in frames; heap {} MiB at {:#x}",
+        mib(memrep.usable_bytes),
+        info.memory.regions().len(),
+        kstart,
+        kend,
+        mib(memrep.managed_frames * mm::FRAME_BYTES),
+        mib(memrep.heap.len_bytes()),
+        memrep.heap.addr
+    );
+    if info.memory.dropped() > 0 {
+        println!(
+            "memory: {} map entries beyond {} ignored",
+            info.memory.dropped(),
+            xenlet_boot::MemoryMap::CAPACITY
+        );
+    }
+    println!("clock: {} MHz ({})", clk.tsc_hz / 1_000_000, clk.source);
+    match power_info {
+        Some(p) => println!(
+            "acpi: PM1a control {:#x}, S5 {}, reset {}",
+            p.pm1a_cnt,
+            if p.s5.is_some() {
+                "found"
+            } else {
+                "not found (trying SLP_TYP 0)"
+            },
+            if p.reset.is_some() {
+                "register"
+            } else {
+                "legacy"
+            }
+        ),
+        None => println!("acpi: no tables found; poweroff falls back to halting"),
+    }
+    println!(
+        "console: com1 {}{}",
+        if serial { "16550" } else { "absent" },
+        if serial_irq {
+            ", receive interrupt on IRQ 4"
+        } else {
+            ""
+        }
+    );
+    let ms = |i: Instant| {
+        let us = i.as_micros();
+        alloc::format!("{}.{:03}", us / 1000, us % 1000)
+    };
+    println!(
+        "boot time: {} ms from kernel entry to prompt (console+clock {} ms, memory {} ms)",
+        ms(times.prompt),
+        ms(times.early),
+        ms(times.memory)
+    );
+    println!("Type 'help' for commands.");
+    crate::commands::run_shell()
+}

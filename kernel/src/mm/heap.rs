@@ -1,0 +1,116 @@
+//! The kernel's frame allocator and heap, set up from the boot memory map.
+
+use super::frame::{FrameAllocator, FrameRun, FreeError, FRAME_BYTES};
+use linked_list_allocator::LockedHeap;
+use spin::Mutex;
+use xenlet_boot::{BootInfo, MemoryKind};
+
+#[global_allocator]
+static HEAP: LockedHeap = LockedHeap::empty();
+
+static FRAMES: Mutex<FrameAllocator> = Mutex::new(FrameAllocator::new());
+
+/// Highest physical address the boot page tables map (identity, 2 MiB pages).
+pub const MAPPED_LIMIT: u64 = 4 << 30;
+/// Low memory below 1 MiB stays with firmware (BIOS data, EBDA, option ROMs).
+const LOW_MEMORY_END: u64 = 1 << 20;
+
+extern "C" {
+    static __kernel_start: u8;
+    static __kernel_end: u8;
+}
+
+/// Physical range of the kernel image (code, data, bss, boot stack).
+pub fn kernel_image() -> (u64, u64) {
+    // Addresses of linker symbols only; nothing is read through them.
+    (
+        core::ptr::addr_of!(__kernel_start) as u64,
+        core::ptr::addr_of!(__kernel_end) as u64,
+    )
+}
+
+/// What `init` set up, for the boot report and `mem`.
+#[derive(Clone, Copy, Debug)]
+pub struct MemoryReport {
+    /// Usable RAM in the boot map.
+    pub usable_bytes: u64,
+    /// Frames handed to the allocator.
+    pub managed_frames: u64,
+    /// Heap start and size.
+    pub heap: FrameRun,
+}
+
+/// Why memory setup failed.
+#[derive(Clone, Copy, Debug)]
+pub struct NoHeapMemory;
+
+/// Builds the frame allocator from the memory map (below [`MAPPED_LIMIT`], above
+/// 1 MiB, minus the kernel image and loader data) and carves the heap out of it.
+pub fn init(info: &BootInfo) -> Result<MemoryReport, NoHeapMemory> {
+    let mut frames = FRAMES.lock();
+    for r in info
+        .memory
+        .regions()
+        .iter()
+        .filter(|r| r.kind == MemoryKind::Usable)
+    {
+        let start = r.start.max(LOW_MEMORY_END);
+        let end = r.start.saturating_add(r.len_bytes).min(MAPPED_LIMIT);
+        frames.add_region(start, end);
+    }
+    let (ks, ke) = kernel_image();
+    frames.reserve(ks, ke);
+    for &(s, e) in &info.reserved_ranges {
+        if e > s {
+            frames.reserve(s, e);
+        }
+    }
+    let managed = frames.total_frames();
+    // A quarter of memory, between 1 MiB and 64 MiB: the rest stays in frames for
+    // rings, grants and I/O buffers.
+    let heap_bytes = (managed * FRAME_BYTES / 4).clamp(1 << 20, 64 << 20);
+    let heap = frames
+        .alloc(heap_bytes / FRAME_BYTES, 1)
+        .or_else(|| frames.alloc(256, 1))
+        .ok_or(NoHeapMemory)?;
+    // SAFETY: `heap` is a run of free RAM from the allocator (usable in the memory map,
+    // outside the kernel image and loader data), identity-mapped below MAPPED_LIMIT,
+    // and owned by the heap from now on: it is never returned to FRAMES.
+    unsafe {
+        HEAP.lock()
+            .init(heap.addr as *mut u8, heap.len_bytes() as usize)
+    };
+    Ok(MemoryReport {
+        usable_bytes: info.memory.usable_bytes(),
+        managed_frames: managed,
+        heap,
+    })
+}
+
+/// Allocates `count` physically contiguous frames aligned to `align_frames`.
+pub fn alloc_frames(count: u64, align_frames: u64) -> Option<FrameRun> {
+    x86_64::instructions::interrupts::without_interrupts(|| {
+        FRAMES.lock().alloc(count, align_frames)
+    })
+}
+
+/// Returns frames to the allocator.
+pub fn free_frames(run: FrameRun) -> Result<(), FreeError> {
+    x86_64::instructions::interrupts::without_interrupts(|| FRAMES.lock().free(run))
+}
+
+/// Frame statistics: (free, total managed, free ranges).
+pub fn frame_stats() -> (u64, u64, usize) {
+    x86_64::instructions::interrupts::without_interrupts(|| {
+        let f = FRAMES.lock();
+        (f.free_frames(), f.total_frames(), f.free_ranges())
+    })
+}
+
+/// Heap statistics: (used, free) bytes.
+pub fn heap_stats() -> (usize, usize) {
+    x86_64::instructions::interrupts::without_interrupts(|| {
+        let h = HEAP.lock();
+        (h.used(), h.free())
+    })
+}

@@ -1,0 +1,7 @@
+//! Physical memory: the frame allocator and the kernel heap.
+
+pub mod frame;
+#[cfg(target_os = "none")]
+pub mod heap;
+
+pub use frame::{FrameAllocator, FrameRun, FreeError, FRAME_BYTES};

@@ -1,0 +1,86 @@
+//! Power off, reboot, and stopping after a fault.
+//!
+//! Order of attempts: ACPI (S5 through PM1a/PM1b control, reset register from the
+//! FADT), then legacy resets; QEMU's `isa-debug-exit` device (port 0xf4, present only
+//! when the test harness adds it) turns a failed power-off into a distinct exit status.
+//! Under Xen, `SCHEDOP_shutdown` will come first (platform layer).
+
+use crate::acpi::PowerInfo;
+use crate::arch::pio::Pio;
+use crate::arch::{cpu, pio};
+use spin::Once;
+use xenlet_drivers::pio::PortIo;
+
+static ACPI: Once<Option<PowerInfo>> = Once::new();
+
+/// QEMU isa-debug-exit port; QEMU exits with status `(value << 1) | 1`.
+const DEBUG_EXIT_PORT: u16 = 0xf4;
+/// Status 3: stopped after a fault or panic.
+pub const DEBUG_EXIT_FAULT: u32 = 1;
+/// Status 33: ACPI power-off did not work.
+pub const DEBUG_EXIT_POWEROFF_FAILED: u32 = 0x10;
+
+/// Records the ACPI power facts found at boot.
+pub fn set_acpi(info: Option<PowerInfo>) {
+    ACPI.call_once(|| info);
+}
+
+/// The ACPI power facts, if any.
+pub fn acpi() -> Option<PowerInfo> {
+    ACPI.get().copied().flatten()
+}
+
+fn settle() {
+    // Give the device model a moment (each port write is an exit under Xen).
+    let start = crate::clock::now();
+    while crate::clock::now()
+        .saturating_duration_since(start)
+        .as_millis()
+        < 200
+    {
+        core::hint::spin_loop();
+    }
+}
+
+/// Powers the machine off.
+pub fn poweroff() -> ! {
+    crate::println!("xenlet: powering off");
+    x86_64::instructions::interrupts::disable();
+    if let Some(p) = acpi() {
+        let (a, b) = p.s5.unwrap_or((0, 0));
+        const SLP_EN: u16 = 1 << 13;
+        pio::outw(p.pm1a_cnt, (u16::from(a & 7) << 10) | SLP_EN);
+        if p.pm1b_cnt != 0 {
+            pio::outw(p.pm1b_cnt, (u16::from(b & 7) << 10) | SLP_EN);
+        }
+        settle();
+    }
+    pio::outl(DEBUG_EXIT_PORT, DEBUG_EXIT_POWEROFF_FAILED);
+    crate::console::emergency_write(b"xenlet: power-off failed (no ACPI S5); halted\n");
+    cpu::halt_forever()
+}
+
+/// Resets the machine.
+pub fn reboot() -> ! {
+    crate::println!("xenlet: rebooting");
+    x86_64::instructions::interrupts::disable();
+    let mut io = Pio::new();
+    if let Some((port, value)) = acpi().and_then(|p| p.reset) {
+        io.outb(port, value);
+        settle();
+    }
+    io.outb(0x64, 0xfe); // keyboard controller: pulse reset
+    settle();
+    io.outb(0xcf9, 0x06); // PCI reset control: hard reset
+    settle();
+    crate::console::emergency_write(b"xenlet: reset failed; halted\n");
+    cpu::halt_forever()
+}
+
+/// Ends the machine after a fault report: QEMU test runs exit with status 3,
+/// elsewhere the CPU halts with the report on screen.
+pub fn stop_after_fault() -> ! {
+    crate::console::emergency_write(b"*** system halted\n");
+    pio::outl(DEBUG_EXIT_PORT, DEBUG_EXIT_FAULT);
+    cpu::halt_forever()
+}

@@ -1,0 +1,309 @@
+//! Xenlet's serial-console shell: line editing, tokenizing and command dispatch.
+//!
+//! The shell knows nothing about the kernel: commands are a table of [`Command`]s over
+//! a host type `H` the kernel supplies, and all output goes through `core::fmt::Write`.
+//! That keeps the editor and the dispatcher testable on the host byte by byte.
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+mod editor;
+mod parse;
+
+pub use editor::{LineEditor, LineEvent};
+pub use parse::{parse_size, split_args, ParseError};
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::{self, Write};
+
+/// The prompt, as the test bed and users expect it.
+pub const PROMPT: &str = "xenlet> ";
+
+/// Why a command failed; printed as one line prefixed with the command name.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CmdError {
+    /// Wrong arguments; the shell appends the command's usage.
+    Usage(String),
+    /// The command ran and failed.
+    Failed(String),
+}
+
+impl CmdError {
+    /// A usage error with a message.
+    pub fn usage(msg: impl Into<String>) -> Self {
+        CmdError::Usage(msg.into())
+    }
+    /// A failure with a message.
+    pub fn failed(msg: impl Into<String>) -> Self {
+        CmdError::Failed(msg.into())
+    }
+}
+
+impl From<fmt::Error> for CmdError {
+    fn from(_: fmt::Error) -> Self {
+        CmdError::Failed(String::from("output error"))
+    }
+}
+
+/// What a command returns.
+pub type CmdResult = Result<(), CmdError>;
+
+/// One shell command over host state `H`.
+pub struct Command<H: ?Sized> {
+    /// Name typed at the prompt.
+    pub name: &'static str,
+    /// Argument synopsis, e.g. `"[-a] PATH"`.
+    pub usage: &'static str,
+    /// One-line description for `help`.
+    pub help: &'static str,
+    /// The implementation: host, arguments after the name, output.
+    pub run: fn(&mut H, &[&str], &mut dyn Write) -> CmdResult,
+}
+
+/// The shell: a line editor plus a command table.
+pub struct Shell<H: ?Sized + 'static> {
+    editor: LineEditor,
+    commands: &'static [Command<H>],
+}
+
+impl<H: ?Sized + 'static> Shell<H> {
+    /// A shell over `commands`.
+    pub fn new(commands: &'static [Command<H>]) -> Self {
+        Shell {
+            editor: LineEditor::new(),
+            commands,
+        }
+    }
+
+    /// The command table.
+    pub fn commands(&self) -> &'static [Command<H>] {
+        self.commands
+    }
+
+    /// Prints the prompt.
+    pub fn prompt(&self, out: &mut dyn Write) {
+        let _ = out.write_str(PROMPT);
+    }
+
+    /// Feeds one input byte: echoes, edits, and on Enter runs the line and prints the
+    /// next prompt.
+    pub fn feed(&mut self, host: &mut H, byte: u8, out: &mut dyn Write) {
+        match self.editor.feed(byte, out) {
+            None => {}
+            Some(LineEvent::Cancel) => self.prompt(out),
+            Some(LineEvent::Submit { overflowed }) => {
+                if overflowed {
+                    let _ = writeln!(
+                        out,
+                        "xenlet: line too long (at most {} characters); ignored",
+                        LineEditor::CAPACITY
+                    );
+                } else {
+                    let line = String::from(self.editor.line());
+                    self.run_line(host, &line, out);
+                }
+                self.editor.clear();
+                self.prompt(out);
+            }
+        }
+    }
+
+    /// Runs one command line (without editing), printing its output and any error.
+    pub fn run_line(&self, host: &mut H, line: &str, out: &mut dyn Write) {
+        let words = match split_args(line) {
+            Ok(w) => w,
+            Err(e) => {
+                let _ = writeln!(out, "xenlet: {e}");
+                return;
+            }
+        };
+        let Some((name, rest)) = words.split_first() else {
+            return;
+        };
+        let args: Vec<&str> = rest.iter().map(String::as_str).collect();
+        if name == "help" {
+            let _ = self.help(&args, out);
+            return;
+        }
+        let Some(cmd) = self.commands.iter().find(|c| c.name == name) else {
+            let _ = writeln!(out, "xenlet: {name}: command not found (try 'help')");
+            return;
+        };
+        match (cmd.run)(host, &args, out) {
+            Ok(()) => {}
+            Err(CmdError::Usage(msg)) => {
+                let _ = writeln!(
+                    out,
+                    "{}: {msg} (usage: {} {})",
+                    cmd.name, cmd.name, cmd.usage
+                );
+            }
+            Err(CmdError::Failed(msg)) => {
+                let _ = writeln!(out, "{}: {msg}", cmd.name);
+            }
+        }
+    }
+
+    fn help(&self, args: &[&str], out: &mut dyn Write) -> fmt::Result {
+        match args {
+            [] => {
+                writeln!(out, "help       list commands, or show one: help [COMMAND]")?;
+                for c in self.commands {
+                    writeln!(out, "{:<10} {}", c.name, c.help)?;
+                }
+                Ok(())
+            }
+            [name] => match self.commands.iter().find(|c| c.name == *name) {
+                Some(c) => writeln!(out, "usage: {} {}\n{}", c.name, c.usage, c.help),
+                None => writeln!(out, "help: no such command '{name}'"),
+            },
+            _ => writeln!(out, "help: too many arguments (usage: help [COMMAND])"),
+        }
+    }
+}
+
+/// `echo [-n] WORDS…`: prints its arguments, as the shell builtin does.
+pub fn echo<H: ?Sized>(_: &mut H, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    let (newline, words) = match args.first() {
+        Some(&"-n") => (false, &args[1..]),
+        _ => (true, args),
+    };
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            out.write_char(' ')?;
+        }
+        out.write_str(w)?;
+    }
+    if newline {
+        out.write_char('\n')?;
+    }
+    Ok(())
+}
+
+/// Fails with a usage error when any argument is given.
+pub fn no_args(args: &[&str]) -> CmdResult {
+    match args.first() {
+        None => Ok(()),
+        Some(a) => Err(CmdError::usage(alloc::format!("extra operand '{a}'"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Host {
+        count: u32,
+    }
+
+    fn count(h: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+        no_args(args)?;
+        h.count += 1;
+        writeln!(out, "count={}", h.count)?;
+        Ok(())
+    }
+
+    fn fails(_: &mut Host, _: &[&str], _: &mut dyn Write) -> CmdResult {
+        Err(CmdError::failed("it broke"))
+    }
+
+    static COMMANDS: &[Command<Host>] = &[
+        Command {
+            name: "echo",
+            usage: "[-n] [WORD]...",
+            help: "print words",
+            run: echo,
+        },
+        Command {
+            name: "count",
+            usage: "",
+            help: "count calls",
+            run: count,
+        },
+        Command {
+            name: "fails",
+            usage: "",
+            help: "always fails",
+            run: fails,
+        },
+    ];
+
+    fn type_in(sh: &mut Shell<Host>, host: &mut Host, input: &[u8]) -> String {
+        let mut out = String::new();
+        for &b in input {
+            sh.feed(host, b, &mut out);
+        }
+        out
+    }
+
+    #[test]
+    fn runs_commands_and_reprompts() {
+        let mut sh = Shell::new(COMMANDS);
+        let mut h = Host { count: 0 };
+        let out = type_in(&mut sh, &mut h, b"echo hello   world\r");
+        assert_eq!(out, "echo hello   world\nhello world\nxenlet> ");
+        let out = type_in(&mut sh, &mut h, b"count\r\ncount\n");
+        assert!(out.contains("count=1\n"));
+        assert!(out.contains("count=2\n"));
+        assert_eq!(out.matches(PROMPT).count(), 2, "CRLF is one Enter: {out:?}");
+    }
+
+    #[test]
+    fn errors_are_one_line_and_the_shell_goes_on() {
+        let mut sh = Shell::new(COMMANDS);
+        let mut h = Host { count: 0 };
+        let out = type_in(&mut sh, &mut h, b"frobnicate now\r");
+        assert!(out.contains("xenlet: frobnicate: command not found (try 'help')\n"));
+        let out = type_in(&mut sh, &mut h, b"count extra\r");
+        assert!(out.contains("count: extra operand 'extra' (usage: count )\n"));
+        assert_eq!(h.count, 0);
+        let out = type_in(&mut sh, &mut h, b"fails\r");
+        assert!(out.contains("fails: it broke\n"));
+        let out = type_in(&mut sh, &mut h, b"echo \"unterminated\r");
+        assert!(out.contains("xenlet: unterminated quote\n"));
+        let out = type_in(&mut sh, &mut h, b"count\r");
+        assert!(out.contains("count=1"));
+    }
+
+    #[test]
+    fn help_lists_and_describes() {
+        let mut sh = Shell::new(COMMANDS);
+        let mut h = Host { count: 0 };
+        let out = type_in(&mut sh, &mut h, b"help\r");
+        for c in ["help", "echo", "count", "fails"] {
+            assert!(out.contains(c), "{c} missing from {out}");
+        }
+        let out = type_in(&mut sh, &mut h, b"help echo\r");
+        assert!(out.contains("usage: echo [-n] [WORD]..."));
+        let out = type_in(&mut sh, &mut h, b"help nope\r");
+        assert!(out.contains("help: no such command 'nope'"));
+    }
+
+    #[test]
+    fn ctrl_c_cancels_and_overlong_lines_are_refused() {
+        let mut sh = Shell::new(COMMANDS);
+        let mut h = Host { count: 0 };
+        let out = type_in(&mut sh, &mut h, b"count\x03");
+        assert!(out.ends_with("^C\nxenlet> "));
+        assert_eq!(h.count, 0);
+        let mut long = vec![b'a'; LineEditor::CAPACITY + 10];
+        long.push(b'\r');
+        let out = type_in(&mut sh, &mut h, &long);
+        assert!(out.contains("line too long"));
+        let out = type_in(&mut sh, &mut h, b"count\r");
+        assert!(out.contains("count=1"));
+    }
+
+    #[test]
+    fn echo_n_and_empty_lines() {
+        let mut sh = Shell::new(COMMANDS);
+        let mut h = Host { count: 0 };
+        let out = type_in(&mut sh, &mut h, b"echo -n a b\r");
+        assert_eq!(out, "echo -n a b\na bxenlet> ");
+        let out = type_in(&mut sh, &mut h, b"\r   \r");
+        assert_eq!(out, "\nxenlet>    \nxenlet> ");
+    }
+}
