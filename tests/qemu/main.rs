@@ -1,1 +1,8 @@
-fn main() {}
+//! Boot the kernel in QEMU and drive its shell over the serial port.
+//!
+//! Run with `cargo xtask test` (it builds the kernel and provides QEMU).
+
+mod boot;
+mod faults;
+mod power;
+mod shell;

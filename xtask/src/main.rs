@@ -1,1 +1,217 @@
-fn main() {}
+//! Xenlet's task runner: `cargo xtask <task>`.
+//!
+//! Tasks: `build`, `run`, `test`, `setup`, `ci` (and, as they land, `image`,
+//! `testbed`, `demo`, `bench`). Every external tool is looked up first; a missing one
+//! is reported with the Debian package that provides it.
+
+mod qemu;
+mod util;
+
+use std::process::ExitCode;
+use util::{Error, Result};
+
+const USAGE: &str = "\
+usage: cargo xtask <task> [options]
+
+tasks:
+  build [--debug]        build the kernel -> target/xenlet/xenlet.elf
+  run [--tcg] [-- ARGS]  build and boot the kernel in QEMU, serial on this terminal
+  test                   host unit tests, then boot tests in QEMU (tests/qemu)
+  setup                  fetch what the tasks need (Rust target, QEMU 7.2 from Debian)
+  lint                   cargo fmt --check and clippy (host crates and the kernel)
+  ci                     what .ci/run runs: `lint`, then `test`
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((task, rest)) = args.split_first() else {
+        eprint!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let result = match task.as_str() {
+        "build" => build_task(&rest),
+        "run" => run_task(&rest),
+        "test" => test_task(&rest),
+        "setup" => setup_task(),
+        "lint" => lint_task(),
+        "ci" => lint_task().and_then(|()| test_task(&[])),
+        "help" | "-h" | "--help" => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        other => Err(Error::msg(format!("unknown task '{other}'\n{USAGE}"))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Which kernel profile to build.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    Debug,
+    Release,
+}
+
+/// Builds the kernel and copies it to `target/xenlet/xenlet.elf`; returns that path.
+pub fn build_kernel(profile: Profile) -> Result<std::path::PathBuf> {
+    util::ensure_rust_target()?;
+    let root = util::workspace_root();
+    let mut cmd = util::cargo();
+    cmd.current_dir(&root).args([
+        "build",
+        "--package",
+        "xenlet-kernel",
+        "--bin",
+        "xenlet",
+        "--target",
+        "x86_64-unknown-none",
+    ]);
+    if profile == Profile::Release {
+        cmd.arg("--release");
+    }
+    util::run(&mut cmd, "cargo build (kernel)")?;
+    let dir = if profile == Profile::Release {
+        "release"
+    } else {
+        "debug"
+    };
+    let built = root
+        .join("target/x86_64-unknown-none")
+        .join(dir)
+        .join("xenlet");
+    let out_dir = root.join("target/xenlet");
+    std::fs::create_dir_all(&out_dir)?;
+    let out = out_dir.join("xenlet.elf");
+    std::fs::copy(&built, &out)?;
+    Ok(out)
+}
+
+fn build_task(args: &[&str]) -> Result<()> {
+    let profile = match args {
+        [] => Profile::Release,
+        ["--debug"] => Profile::Debug,
+        _ => return Err(Error::msg("usage: cargo xtask build [--debug]")),
+    };
+    let elf = build_kernel(profile)?;
+    println!("kernel: {}", elf.display());
+    Ok(())
+}
+
+fn run_task(args: &[&str]) -> Result<()> {
+    let (ours, extra) = match args.iter().position(|a| *a == "--") {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => (args, &[][..]),
+    };
+    let tcg = match ours {
+        [] => false,
+        ["--tcg"] => true,
+        _ => return Err(Error::msg("usage: cargo xtask run [--tcg] [-- QEMU-ARGS]")),
+    };
+    let elf = build_kernel(Profile::Release)?;
+    let q = qemu::ensure()?;
+    let mut cmd = q.command();
+    cmd.args(qemu::machine_args(!tcg && qemu::kvm_usable()))
+        .arg("-kernel")
+        .arg(&elf)
+        .args(["-serial", "mon:stdio", "-display", "none", "-nic", "none"])
+        .args(["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"])
+        .args(extra);
+    println!(
+        "xtask: booting {} in QEMU {} (Ctrl-A X quits)",
+        elf.display(),
+        q.version
+    );
+    let status = cmd
+        .status()
+        .map_err(|e| Error::msg(format!("cannot start QEMU: {e}")))?;
+    match status.code() {
+        Some(0) => Ok(()),
+        Some(3) => Err(Error::msg(
+            "the kernel stopped after a fault (QEMU exit status 3)",
+        )),
+        Some(c) => Err(Error::msg(format!("QEMU exited with status {c}"))),
+        None => Err(Error::msg("QEMU was killed")),
+    }
+}
+
+fn setup_task() -> Result<()> {
+    util::ensure_rust_target()?;
+    let q = qemu::ensure()?;
+    println!("QEMU {} at {}", q.version, q.bin.display());
+    Ok(())
+}
+
+fn test_task(args: &[&str]) -> Result<()> {
+    if !args.is_empty() {
+        return Err(Error::msg("usage: cargo xtask test"));
+    }
+    let root = util::workspace_root();
+    util::step("host unit tests (cargo test)");
+    util::run(
+        util::cargo()
+            .current_dir(&root)
+            .args(["test", "--workspace", "--exclude", "xenlet-tests"]),
+        "cargo test",
+    )?;
+    util::step("kernel build");
+    let elf = build_kernel(Profile::Release)?;
+    util::step("QEMU");
+    let q = qemu::ensure()?;
+    util::step("boot tests in QEMU (tests/qemu)");
+    let mut cmd = util::cargo();
+    cmd.current_dir(&root).args([
+        "test",
+        "--package",
+        "xenlet-tests",
+        "--",
+        "--test-threads=2",
+    ]);
+    q.export_env(&mut cmd);
+    cmd.env("XENLET_KERNEL", &elf);
+    util::run(&mut cmd, "QEMU boot tests")?;
+    util::step("all tests passed");
+    Ok(())
+}
+
+fn lint_task() -> Result<()> {
+    let root = util::workspace_root();
+    util::step("cargo fmt --check");
+    util::run(
+        util::cargo()
+            .current_dir(&root)
+            .args(["fmt", "--all", "--check"]),
+        "cargo fmt",
+    )?;
+    util::step("cargo clippy (host crates)");
+    util::run(
+        util::cargo().current_dir(&root).args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+        "cargo clippy",
+    )?;
+    util::step("cargo clippy (kernel, x86_64-unknown-none)");
+    util::run(
+        util::cargo().current_dir(&root).args([
+            "clippy",
+            "--package",
+            "xenlet-kernel",
+            "--target",
+            "x86_64-unknown-none",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+        "cargo clippy (kernel)",
+    )
+}

@@ -1,0 +1,64 @@
+//! Deliberate faults print the fault report and stop the machine (exit status 3).
+
+use std::time::Duration;
+use xenlet_tests::Guest;
+
+fn crash(kind: &str) -> String {
+    let mut g = Guest::boot(&format!("crash_{kind}"));
+    g.wait_prompt();
+    g.send(format!("crash {kind}\r").as_bytes());
+    g.expect("*** system halted");
+    let st = g.wait_exit(Duration::from_secs(30));
+    assert_eq!(st.code(), Some(3), "{}", g.transcript());
+    g.transcript()
+}
+
+fn field(out: &str, name: &str) -> u64 {
+    let at = out
+        .find(&format!("{name} 0x"))
+        .unwrap_or_else(|| panic!("no {name} in\n{out}"));
+    let hex = &out[at + name.len() + 3..];
+    let end = hex
+        .find(|c: char| !c.is_ascii_hexdigit())
+        .unwrap_or(hex.len());
+    u64::from_str_radix(&hex[..end], 16).unwrap()
+}
+
+#[test]
+fn page_fault_report_has_vector_error_rip_cr2_rsp() {
+    let out = crash("pf");
+    assert!(
+        out.contains("*** XENLET FAULT: page fault (#PF) (vector 14), error code 0x0"),
+        "{out}"
+    );
+    assert_eq!(field(&out, "cr2"), 0x1000_0000_0000);
+    let rip = field(&out, "rip");
+    assert!(
+        (0x100000..0x1000_0000).contains(&rip),
+        "rip {rip:#x} not in the kernel"
+    );
+    assert!(field(&out, "rsp") > 0x100000);
+}
+
+#[test]
+fn invalid_opcode_divide_error_and_gp_are_reported() {
+    let out = crash("ud");
+    assert!(out.contains("invalid opcode (#UD) (vector 6)"), "{out}");
+    let out = crash("de");
+    assert!(out.contains("divide error (#DE) (vector 0)"), "{out}");
+    let out = crash("gp");
+    assert!(
+        out.contains("general protection (#GP) (vector 13)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn panic_prints_message_and_location() {
+    let out = crash("panic");
+    assert!(
+        out.contains("*** XENLET PANIC at kernel/src/fault.rs:"),
+        "{out}"
+    );
+    assert!(out.contains(": deliberate panic from the shell"), "{out}");
+}
