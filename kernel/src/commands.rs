@@ -38,6 +38,12 @@ pub static COMMANDS: &[Command<Host>] = &[
         run: echo,
     },
     Command {
+        name: "xen",
+        usage: "",
+        help: "show the Xen platform: version, features, event channels",
+        run: xen,
+    },
+    Command {
         name: "poweroff",
         usage: "",
         help: "power the machine off",
@@ -133,6 +139,48 @@ fn uptime(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     Ok(())
 }
 
+fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    no_args(args)?;
+    let Some(x) = crate::xen::info() else {
+        return Err(CmdError::failed("not running on Xen"));
+    };
+    writeln!(out, "version: Xen {}", x.version)?;
+    writeln!(
+        out,
+        "cpuid: base {:#x}, max leaf {:#x}, hypercall MSR {:#x}, HVM features {:#x}{}",
+        x.cpuid.base,
+        x.cpuid.max_leaf,
+        x.cpuid.hypercall_msr,
+        x.cpuid.hvm_features,
+        x.cpuid
+            .vcpu_id
+            .map(|v| alloc::format!(", vcpu {v}"))
+            .unwrap_or_default()
+    )?;
+    writeln!(out, "features: {:#010x}", x.features)?;
+    writeln!(out, "shared info: {:#x}", x.shared_info.page().addr())?;
+    match x.callback {
+        crate::xen::CallbackMode::Vector(v) => writeln!(out, "upcall: callback vector {v:#x}")?,
+        crate::xen::CallbackMode::Polled => writeln!(out, "upcall: none (events polled)")?,
+    }
+    let ports = crate::xen::bound_ports();
+    write!(out, "event channels bound: {}", ports.len())?;
+    for p in &ports {
+        write!(out, " {p}")?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "pv console: {}",
+        if console::has_xen_console() {
+            "attached"
+        } else {
+            "absent"
+        }
+    )?;
+    Ok(())
+}
+
 fn poweroff(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {
     no_args(args)?;
     power::poweroff()
@@ -165,6 +213,8 @@ pub fn run_shell() -> ! {
     shell.prompt(&mut out);
     loop {
         console::poll_serial();
+        console::poll_xen_console();
+        crate::xen::poll_events();
         while let Some(b) = console::read_byte() {
             shell.feed(&mut host, b, &mut out);
         }

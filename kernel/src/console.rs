@@ -4,6 +4,10 @@
 //! off so an interrupt handler can never deadlock on the console lock. Input bytes are
 //! moved by the COM1 interrupt handler from the UART FIFO into a 16 KiB ring, so a
 //! pasted burst is not lost while the shell is busy running a command.
+//!
+//! Under Xen, the PV console ring (io/console.h, served by xenconsoled: `xl console`)
+//! is a second console: output goes to both, input comes from both. Under PVH it is
+//! the only one (no emulated UART).
 
 use crate::arch::{pic, pio::Pio, trap};
 use core::fmt::{self, Write};
@@ -11,8 +15,102 @@ use spin::Mutex;
 use xenlet_drivers::bytering::ByteRing;
 use xenlet_drivers::console::Console;
 use xenlet_drivers::uart16550::{Uart16550, COM1, COM1_IRQ};
+use xenlet_xen::console::ConsoleRing;
+use xenlet_xen::evtchn::Port;
 
 static COM1_UART: Mutex<Option<Uart16550<Pio>>> = Mutex::new(None);
+static XEN_CONSOLE: Mutex<Option<XenConsole>> = Mutex::new(None);
+
+/// The Xen PV console: its ring and event channel.
+struct XenConsole {
+    ring: ConsoleRing,
+    port: Port,
+}
+
+impl XenConsole {
+    /// Queues all of `bytes`, waiting (bounded) while xenconsoled drains the ring.
+    fn write_all(&mut self, bytes: &[u8]) {
+        let mut rest = bytes;
+        let mut waits = 0u32;
+        while !rest.is_empty() && !self.ring.is_broken() {
+            let n = self.ring.write(rest);
+            crate::xen::notify(self.port);
+            rest = &rest[n..];
+            if n == 0 {
+                waits += 1;
+                if waits > 20_000 {
+                    return; // the backend stopped reading: drop output rather than hang
+                }
+                crate::xen::yield_cpu();
+            }
+        }
+    }
+
+    /// Writes with "\n" sent as "\r\n" (a terminal on the other end).
+    fn write_translated(&mut self, bytes: &[u8]) {
+        let mut start = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'\n' {
+                self.write_all(&bytes[start..i]);
+                self.write_all(b"\r\n");
+                start = i + 1;
+            }
+        }
+        self.write_all(&bytes[start..]);
+    }
+}
+
+/// Adds the Xen PV console (`HVM_PARAM_CONSOLE_PFN`) as a console and input source.
+pub fn attach_xen_console(ring: ConsoleRing, port: Port) {
+    x86_64::instructions::interrupts::without_interrupts(|| {
+        *XEN_CONSOLE.lock() = Some(XenConsole { ring, port });
+    });
+}
+
+/// Whether a PV console is attached (and not broken).
+pub fn has_xen_console() -> bool {
+    x86_64::instructions::interrupts::without_interrupts(|| {
+        XEN_CONSOLE
+            .lock()
+            .as_ref()
+            .is_some_and(|c| !c.ring.is_broken())
+    })
+}
+
+/// Moves PV console input into the input ring.
+pub fn poll_xen_console() {
+    x86_64::instructions::interrupts::without_interrupts(|| {
+        if let Some(c) = XEN_CONSOLE.lock().as_mut() {
+            let mut rx = RX.lock();
+            if c.ring.read(|b| {
+                rx.push(b);
+            }) > 0
+            {
+                crate::xen::notify(c.port);
+            }
+        }
+    });
+}
+
+/// Waits (bounded) until the PV console backend has taken all output, so the last
+/// lines before a shutdown are not lost.
+pub fn flush() {
+    for _ in 0..20_000 {
+        let pending = x86_64::instructions::interrupts::without_interrupts(|| {
+            XEN_CONSOLE.lock().as_ref().map_or(0, |c| {
+                if c.ring.is_broken() {
+                    0
+                } else {
+                    c.ring.out_pending()
+                }
+            })
+        });
+        if pending == 0 {
+            return;
+        }
+        crate::xen::yield_cpu();
+    }
+}
 static RX: Mutex<ByteRing<16384>> = Mutex::new(ByteRing::new());
 
 /// Brings up COM1 (probe + program). Returns whether a UART answered.
@@ -73,6 +171,9 @@ pub fn write_bytes(bytes: &[u8]) {
         if let Some(u) = COM1_UART.lock().as_mut() {
             u.write_bytes(bytes);
         }
+        if let Some(c) = XEN_CONSOLE.lock().as_mut() {
+            c.write_translated(bytes);
+        }
     });
 }
 
@@ -86,6 +187,11 @@ pub fn emergency_write(bytes: &[u8]) {
             }
         }
         None => Uart16550::new(Pio::new(), COM1).write_bytes(bytes),
+    }
+    if let Some(mut g) = XEN_CONSOLE.try_lock() {
+        if let Some(c) = g.as_mut() {
+            c.write_translated(bytes);
+        }
     }
 }
 

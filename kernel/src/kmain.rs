@@ -18,6 +18,8 @@ pub struct BootTimes {
     pub early: Instant,
     /// Memory map, frames and heap ready.
     pub memory: Instant,
+    /// Xen platform layer up (or found absent).
+    pub xen: Instant,
     /// Interrupts on, prompt about to be printed.
     pub prompt: Instant,
 }
@@ -73,6 +75,15 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     };
     let memory = clock::now();
 
+    let xen = match crate::xen::init() {
+        Ok(x) => x,
+        Err(e) => {
+            println!("xen: found but unusable: {e}");
+            None
+        }
+    };
+    let xen_done = clock::now();
+
     let acpi_root = info.acpi.or_else(|| acpi::scan_for_rsdp(&IdentityMemory));
     let mut scratch = vec![0u8; 256 * 1024];
     let power_info = acpi_root.and_then(|r| acpi::power_info(&IdentityMemory, &r, &mut scratch));
@@ -86,6 +97,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     let times = *BOOT_TIMES.call_once(|| BootTimes {
         early,
         memory,
+        xen: xen_done,
         prompt,
     });
 
@@ -123,6 +135,23 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         );
     }
     println!("clock: {} MHz ({})", clk.tsc_hz / 1_000_000, clk.source);
+    match xen {
+        Some(x) => println!(
+            "xen: Xen {} (CPUID base {:#x}), hypercall page installed, shared info at {:#x}, upcall {}, PV console {}",
+            x.version,
+            x.cpuid.base,
+            x.shared_info.page().addr(),
+            match x.callback {
+                crate::xen::CallbackMode::Vector(v) => alloc::format!("vector {v:#x}"),
+                crate::xen::CallbackMode::Polled => alloc::string::String::from("polled"),
+            },
+            match x.console_port {
+                Some(p) => alloc::format!("on event channel {p}"),
+                None => alloc::string::String::from("absent"),
+            }
+        ),
+        None => println!("xen: not running on Xen"),
+    }
     match power_info {
         Some(p) => println!(
             "acpi: PM1a control {:#x}, S5 {}, reset {}",
@@ -154,10 +183,11 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         alloc::format!("{}.{:03}", us / 1000, us % 1000)
     };
     println!(
-        "boot time: {} ms from kernel entry to prompt (console+clock {} ms, memory {} ms)",
+        "boot time: {} ms from kernel entry to prompt (console+clock {} ms, memory {} ms, xen {} ms)",
         ms(times.prompt),
         ms(times.early),
-        ms(times.memory)
+        ms(times.memory),
+        ms(times.xen)
     );
     println!("Type 'help' for commands.");
     crate::commands::run_shell()

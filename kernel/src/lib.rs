@@ -32,6 +32,8 @@ pub mod kmain;
 pub mod physmem;
 #[cfg(target_os = "none")]
 pub mod power;
+#[cfg(target_os = "none")]
+pub mod xen;
 
 /// The Xenlet version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

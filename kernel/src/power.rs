@@ -3,7 +3,7 @@
 //! Order of attempts: ACPI (S5 through PM1a/PM1b control, reset register from the
 //! FADT), then legacy resets; QEMU's `isa-debug-exit` device (port 0xf4, present only
 //! when the test harness adds it) turns a failed power-off into a distinct exit status.
-//! Under Xen, `SCHEDOP_shutdown` will come first (platform layer).
+//! Under Xen, `SCHEDOP_shutdown` comes first, after the PV console is flushed.
 
 use crate::acpi::PowerInfo;
 use crate::arch::pio::Pio;
@@ -42,9 +42,24 @@ fn settle() {
     }
 }
 
+/// Under Xen: flushes the PV console and asks Xen to end the domain with `reason`;
+/// returns only if there is no Xen or Xen refused.
+fn xen_shutdown(reason: u32) {
+    if crate::xen::info().is_none() {
+        return;
+    }
+    crate::console::flush();
+    if let Err(e) = crate::xen::shutdown(reason) {
+        crate::console::emergency_write(
+            alloc::format!("xenlet: SCHEDOP_shutdown failed: {e}\n").as_bytes(),
+        );
+    }
+}
+
 /// Powers the machine off.
 pub fn poweroff() -> ! {
     crate::println!("xenlet: powering off");
+    xen_shutdown(xenlet_xen::abi::SHUTDOWN_poweroff);
     x86_64::instructions::interrupts::disable();
     if let Some(p) = acpi() {
         let (a, b) = p.s5.unwrap_or((0, 0));
@@ -63,6 +78,7 @@ pub fn poweroff() -> ! {
 /// Resets the machine.
 pub fn reboot() -> ! {
     crate::println!("xenlet: rebooting");
+    xen_shutdown(xenlet_xen::abi::SHUTDOWN_reboot);
     x86_64::instructions::interrupts::disable();
     let mut io = Pio::new();
     if let Some((port, value)) = acpi().and_then(|p| p.reset) {
@@ -81,6 +97,7 @@ pub fn reboot() -> ! {
 /// elsewhere the CPU halts with the report on screen.
 pub fn stop_after_fault() -> ! {
     crate::console::emergency_write(b"*** system halted\n");
+    xen_shutdown(xenlet_xen::abi::SHUTDOWN_crash);
     pio::outl(DEBUG_EXIT_PORT, DEBUG_EXIT_FAULT);
     cpu::halt_forever()
 }

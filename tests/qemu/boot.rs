@@ -21,6 +21,7 @@ fn boot_report_names_protocol_memory_clock_and_boot_time() {
         .unwrap();
     assert!((100..=128).contains(&mib), "{mem_line}");
     assert!(out.contains("clock: "), "{out}");
+    assert!(out.contains("xen: not running on Xen"), "{out}");
     assert!(out.contains("acpi: PM1a control"), "{out}");
     assert!(out.contains("receive interrupt on IRQ 4"), "{out}");
     let bt = out

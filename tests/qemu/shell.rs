@@ -49,6 +49,8 @@ fn version_mem_uptime_echo() {
     assert!(b - a >= 1.0 && b - a < 30.0, "uptime went from {a} to {b}");
     assert_eq!(g.run("echo hello   \"xen let\""), "hello xen let\n");
     assert_eq!(g.run("echo"), "\n");
+    // plain QEMU/KVM: no Xen, said clearly
+    assert_eq!(g.run("xen"), "xen: not running on Xen\n");
 }
 
 #[test]

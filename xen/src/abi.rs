@@ -1,0 +1,115 @@
+//! Xen ABI numbers and layouts that `xen-sys` does not carry.
+//!
+//! Names are Xen's C names, verbatim, so they can be grepped for in Xen's headers.
+#![allow(missing_docs, non_upper_case_globals, non_camel_case_types)]
+
+pub use xen_sys::{
+    __HYPERVISOR_console_io, __HYPERVISOR_event_channel_op, __HYPERVISOR_hvm_op,
+    __HYPERVISOR_memory_op, __HYPERVISOR_sched_op, __HYPERVISOR_vcpu_op, __HYPERVISOR_xen_version,
+    CONSOLEIO_write, EVTCHNOP_alloc_unbound, EVTCHNOP_bind_interdomain, EVTCHNOP_bind_virq,
+    EVTCHNOP_close, EVTCHNOP_send, EVTCHNOP_unmask, SCHEDOP_shutdown, SCHEDOP_yield,
+    SHUTDOWN_crash, SHUTDOWN_poweroff, SHUTDOWN_reboot, VIRQ_TIMER,
+};
+
+// xen/include/public/version.h
+pub const XENVER_version: u32 = 0;
+pub const XENVER_extraversion: u32 = 1;
+pub const XENVER_get_features: u32 = 6;
+/// Length of `xen_extraversion_t`.
+pub const XEN_EXTRAVERSION_LEN: usize = 16;
+
+// xen/include/public/features.h
+pub const XENFEAT_hvm_callback_vector: u32 = 8;
+pub const XENFEAT_hvm_safe_pvclock: u32 = 9;
+pub const XENFEAT_hvm_pirqs: u32 = 10;
+
+// xen/include/public/hvm/hvm_op.h
+pub const HVMOP_set_param: u32 = 0;
+pub const HVMOP_get_param: u32 = 1;
+/// `xen_hvm_param_t`: domid u16, pad, index u32, value u64.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct xen_hvm_param {
+    pub domid: u16,
+    pub pad: u16,
+    pub index: u32,
+    pub value: u64,
+}
+const _: () = assert!(core::mem::size_of::<xen_hvm_param>() == 16);
+pub const DOMID_SELF: u16 = 0x7ff0;
+
+// xen/include/public/hvm/params.h
+pub const HVM_PARAM_CALLBACK_IRQ: u32 = 0;
+pub const HVM_PARAM_STORE_PFN: u32 = 1;
+pub const HVM_PARAM_STORE_EVTCHN: u32 = 2;
+pub const HVM_PARAM_CONSOLE_PFN: u32 = 17;
+pub const HVM_PARAM_CONSOLE_EVTCHN: u32 = 18;
+/// `HVM_PARAM_CALLBACK_TYPE_VECTOR` in bits 63:56 of `HVM_PARAM_CALLBACK_IRQ`.
+pub const HVM_PARAM_CALLBACK_TYPE_VECTOR: u64 = 2;
+
+// xen/include/public/memory.h
+pub const XENMEM_add_to_physmap: u32 = 7;
+pub const XENMAPSPACE_shared_info: u32 = 0;
+pub const XENMAPSPACE_grant_table: u32 = 1;
+/// `xen_add_to_physmap`: domid u16, size u16, space u32, idx u64, gpfn u64.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct xen_add_to_physmap {
+    pub domid: u16,
+    pub size: u16,
+    pub space: u32,
+    pub idx: u64,
+    pub gpfn: u64,
+}
+const _: () = assert!(core::mem::size_of::<xen_add_to_physmap>() == 24);
+
+// xen/include/public/event_channel.h (xen-sys has the structs; these are the plain
+// layouts we pass, checked against it)
+/// `evtchn_send`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct evtchn_send {
+    pub port: u32,
+}
+const _: () =
+    assert!(core::mem::size_of::<evtchn_send>() == core::mem::size_of::<xen_sys::evtchn_send>());
+
+/// `sched_shutdown`: passed to SCHEDOP_shutdown by pointer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct sched_shutdown {
+    pub reason: u32,
+}
+const _: () = assert!(
+    core::mem::size_of::<sched_shutdown>() == core::mem::size_of::<xen_sys::sched_shutdown>()
+);
+
+// xen/include/public/xen.h: shared_info layout (x86_64), checked against xen-sys.
+pub const SHARED_INFO_VCPU_INFO: usize = 0;
+pub const VCPU_INFO_BYTES: usize = 64;
+pub const VCPU_INFO_UPCALL_PENDING: usize = 0;
+pub const VCPU_INFO_UPCALL_MASK: usize = 1;
+pub const VCPU_INFO_PENDING_SEL: usize = 8;
+pub const VCPU_INFO_TIME: usize = 32;
+pub const SHARED_INFO_EVTCHN_PENDING: usize = 2048;
+pub const SHARED_INFO_EVTCHN_MASK: usize = 2560;
+/// Event channel words (2-level ABI, 64-bit guest): 64 words of 64 ports.
+pub const EVTCHN_WORDS: usize = 64;
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<xen_sys::vcpu_info>() == VCPU_INFO_BYTES);
+    assert!(offset_of!(xen_sys::vcpu_info, evtchn_pending_sel) == VCPU_INFO_PENDING_SEL);
+    assert!(offset_of!(xen_sys::vcpu_info, time) == VCPU_INFO_TIME);
+    assert!(offset_of!(xen_sys::shared_info, evtchn_pending) == SHARED_INFO_EVTCHN_PENDING);
+    assert!(offset_of!(xen_sys::shared_info, evtchn_mask) == SHARED_INFO_EVTCHN_MASK);
+};
+
+// xen/include/public/io/console.h: struct xencons_interface
+pub const XENCONS_IN: usize = 0;
+pub const XENCONS_IN_SIZE: u32 = 1024;
+pub const XENCONS_OUT: usize = 1024;
+pub const XENCONS_OUT_SIZE: u32 = 2048;
+pub const XENCONS_IN_CONS: usize = 3072;
+pub const XENCONS_IN_PROD: usize = 3076;
+pub const XENCONS_OUT_CONS: usize = 3080;
+pub const XENCONS_OUT_PROD: usize = 3084;

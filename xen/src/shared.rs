@@ -1,0 +1,170 @@
+//! A page of memory shared with Xen or another domain, accessed by copy only.
+//!
+//! The other side may change the page at any time, so no Rust reference ever points
+//! into it: reads and writes are bounds-checked volatile copies, atomics are done on
+//! raw pointers (as Asterinas's `SafePtr` and Xen's `RING_COPY_REQUEST` do). This file
+//! and `hypercall.rs` are the only ones in the crate that use `unsafe`.
+#![allow(unsafe_code)]
+
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+/// Bytes in a page.
+pub const PAGE_BYTES: usize = 4096;
+
+/// A 4 KiB page of shared memory at a fixed address.
+#[derive(Debug)]
+pub struct SharedPage {
+    base: *mut u8,
+}
+
+// SAFETY: the page is only accessed through volatile copies and atomics, which are
+// sound from any CPU; the pointer itself is just an address.
+unsafe impl Send for SharedPage {}
+// SAFETY: as above; no method hands out references into the page.
+unsafe impl Sync for SharedPage {}
+
+impl SharedPage {
+    /// Wraps the page at `base`.
+    ///
+    /// # Safety
+    /// `base` must be 4 KiB-aligned, mapped readable and writable for the life of the
+    /// value, and not used as a Rust object by anyone else (it is memory Xen or a
+    /// backend writes to).
+    pub const unsafe fn new(base: *mut u8) -> Self {
+        SharedPage { base }
+    }
+
+    /// The page's address (its guest-physical address under identity mapping).
+    pub fn addr(&self) -> u64 {
+        self.base as u64
+    }
+
+    fn check(offset: usize, len: usize, align: usize) -> usize {
+        // An out-of-range offset is a bug in this crate's constants, never input.
+        assert!(
+            offset.is_multiple_of(align) && offset + len <= PAGE_BYTES,
+            "shared page access out of bounds"
+        );
+        offset
+    }
+
+    /// Copies `buf.len()` bytes out of the page at `offset`.
+    pub fn read_bytes(&self, offset: usize, buf: &mut [u8]) {
+        let off = Self::check(offset, buf.len(), 1);
+        for (i, b) in buf.iter_mut().enumerate() {
+            // SAFETY: in bounds (checked above) of a mapped page (constructor contract).
+            *b = unsafe { self.base.add(off + i).read_volatile() };
+        }
+    }
+
+    /// Copies `buf` into the page at `offset`.
+    pub fn write_bytes(&self, offset: usize, buf: &[u8]) {
+        let off = Self::check(offset, buf.len(), 1);
+        for (i, b) in buf.iter().enumerate() {
+            // SAFETY: in bounds (checked above) of a mapped, writable page.
+            unsafe { self.base.add(off + i).write_volatile(*b) };
+        }
+    }
+
+    /// Zeroes the whole page.
+    pub fn zero(&self) {
+        for i in 0..PAGE_BYTES {
+            // SAFETY: every offset below PAGE_BYTES is in the page.
+            unsafe { self.base.add(i).write_volatile(0) };
+        }
+    }
+
+    fn atomic_u8(&self, offset: usize) -> &AtomicU8 {
+        let off = Self::check(offset, 1, 1);
+        // SAFETY: in bounds; AtomicU8 has alignment 1; the reference is to an atomic
+        // cell, whose concurrent modification by Xen is exactly what atomics allow,
+        // and it does not outlive `self`.
+        unsafe { AtomicU8::from_ptr(self.base.add(off)) }
+    }
+
+    fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
+        let off = Self::check(offset, 4, 4);
+        // SAFETY: in bounds and 4-aligned (checked); see `atomic_u8`.
+        unsafe { AtomicU32::from_ptr(self.base.add(off).cast()) }
+    }
+
+    fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
+        let off = Self::check(offset, 8, 8);
+        // SAFETY: in bounds and 8-aligned (checked); see `atomic_u8`.
+        unsafe { AtomicU64::from_ptr(self.base.add(off).cast()) }
+    }
+
+    /// Atomic load of a byte.
+    pub fn load_u8(&self, offset: usize) -> u8 {
+        self.atomic_u8(offset).load(Ordering::SeqCst)
+    }
+    /// Atomic store of a byte.
+    pub fn store_u8(&self, offset: usize, v: u8) {
+        self.atomic_u8(offset).store(v, Ordering::SeqCst)
+    }
+    /// Atomic load of a u32 (ring indexes).
+    pub fn load_u32(&self, offset: usize) -> u32 {
+        self.atomic_u32(offset).load(Ordering::SeqCst)
+    }
+    /// Atomic store of a u32 (ring indexes).
+    pub fn store_u32(&self, offset: usize, v: u32) {
+        self.atomic_u32(offset).store(v, Ordering::SeqCst)
+    }
+    /// Atomic load of a u64.
+    pub fn load_u64(&self, offset: usize) -> u64 {
+        self.atomic_u64(offset).load(Ordering::SeqCst)
+    }
+    /// Atomic swap of a u64 (pending selector).
+    pub fn swap_u64(&self, offset: usize, v: u64) -> u64 {
+        self.atomic_u64(offset).swap(v, Ordering::SeqCst)
+    }
+    /// Atomic AND of a u64; returns the old value (clearing pending bits).
+    pub fn and_u64(&self, offset: usize, v: u64) -> u64 {
+        self.atomic_u64(offset).fetch_and(v, Ordering::SeqCst)
+    }
+    /// Atomic OR of a u64; returns the old value (setting mask bits).
+    pub fn or_u64(&self, offset: usize, v: u64) -> u64 {
+        self.atomic_u64(offset).fetch_or(v, Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testpage {
+    //! A heap page standing in for shared memory in host tests.
+    use super::{SharedPage, PAGE_BYTES};
+
+    #[repr(C, align(4096))]
+    pub struct Page(pub [u8; PAGE_BYTES]);
+
+    /// A leaked, zeroed page (tests only).
+    pub fn page() -> SharedPage {
+        let p: &'static mut Page = Box::leak(Box::new(Page([0; PAGE_BYTES])));
+        // SAFETY: a leaked, aligned heap page used only through the SharedPage.
+        unsafe { SharedPage::new(p.0.as_mut_ptr()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testpage::page;
+
+    #[test]
+    fn copies_and_atomics_round_trip() {
+        let p = page();
+        p.write_bytes(100, b"xenlet");
+        let mut b = [0u8; 6];
+        p.read_bytes(100, &mut b);
+        assert_eq!(&b, b"xenlet");
+        p.store_u32(3072, 7);
+        assert_eq!(p.load_u32(3072), 7);
+        assert_eq!(p.or_u64(2048, 0b101), 0);
+        assert_eq!(p.and_u64(2048, !0b1), 0b101);
+        assert_eq!(p.swap_u64(2048, 0), 0b100);
+    }
+
+    #[test]
+    #[should_panic(expected = "out of bounds")]
+    fn out_of_bounds_is_caught() {
+        page().store_u32(4094, 1);
+    }
+}
