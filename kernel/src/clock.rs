@@ -1,5 +1,6 @@
 //! The clock source behind [`Instant::now`]: the TSC, calibrated against PIT
-//! channel 2 at boot. The Xen layer will install pvclock here instead.
+//! channel 2 at boot; under Xen, pvclock (`vcpu_time_info`) once the platform layer
+//! is up. The switch keeps time continuous and `now()` never goes backwards.
 
 use crate::arch::cpu::rdtsc;
 use crate::arch::pio::Pio;
@@ -23,6 +24,41 @@ struct Clock {
 }
 
 static CLOCK: Once<Clock> = Once::new();
+
+/// A pvclock reader: Xen system time in ns, `None` if no consistent record.
+pub type SystemTimeFn = fn() -> Option<u64>;
+
+struct Pv {
+    read: SystemTimeFn,
+    /// Xen system time at our time zero.
+    offset_ns: u64,
+}
+
+static PVCLOCK: Once<Pv> = Once::new();
+/// Last value returned by `now()`, so the clock is monotonic across sources.
+static LAST_NS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// Switches the clock to pvclock: `read` returns Xen system time. Time continues
+/// from the TSC clock's current value.
+pub fn use_pvclock(read: SystemTimeFn) -> bool {
+    let Some(sys) = read() else { return false };
+    let ours = tsc_now().as_nanos();
+    let offset_ns = sys.saturating_sub(ours);
+    PVCLOCK.call_once(|| Pv { read, offset_ns });
+    true
+}
+
+/// Whether pvclock is the clock source.
+pub fn is_pvclock() -> bool {
+    PVCLOCK.get().is_some()
+}
+
+fn tsc_now() -> Instant {
+    match CLOCK.get() {
+        Some(c) => Instant::from_nanos(c.scale.ticks_to_ns(rdtsc().saturating_sub(c.origin_tsc))),
+        None => Instant::ZERO,
+    }
+}
 
 /// PIT ticks in the calibration window (10 ms at 1.193182 MHz).
 const CALIBRATION_PIT_TICKS: u16 = 11_932;
@@ -95,10 +131,15 @@ pub fn init(origin_tsc: u64) -> ClockInfo {
 
 /// Now, on the monotonic clock (zero before [`init`]).
 pub fn now() -> Instant {
-    match CLOCK.get() {
-        Some(c) => Instant::from_nanos(c.scale.ticks_to_ns(rdtsc().saturating_sub(c.origin_tsc))),
-        None => Instant::ZERO,
-    }
+    let raw = match PVCLOCK
+        .get()
+        .and_then(|p| (p.read)().map(|t| t.saturating_sub(p.offset_ns)))
+    {
+        Some(ns) => ns,
+        None => tsc_now().as_nanos(),
+    };
+    let prev = LAST_NS.fetch_max(raw, core::sync::atomic::Ordering::Relaxed);
+    Instant::from_nanos(raw.max(prev))
 }
 
 /// The clock setup, once initialised.

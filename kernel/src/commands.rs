@@ -44,6 +44,18 @@ pub static COMMANDS: &[Command<Host>] = &[
         run: xen,
     },
     Command {
+        name: "xenstore",
+        usage: "ls [PATH] | read PATH | write PATH VALUE | rm PATH | mkdir PATH | perms PATH | watch PATH | unwatch PATH",
+        help: "read and change XenStore (paths relative to this domain's home)",
+        run: xenstore_cmd,
+    },
+    Command {
+        name: "devices",
+        usage: "",
+        help: "list the PV devices xenbus found, with frontend and backend states",
+        run: devices,
+    },
+    Command {
         name: "poweroff",
         usage: "",
         help: "power the machine off",
@@ -181,6 +193,100 @@ fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     Ok(())
 }
 
+fn xs_err(e: crate::xenstore::Error) -> CmdError {
+    CmdError::failed(alloc::format!("{e}"))
+}
+
+fn xs_ls(path: &str, depth: usize, out: &mut dyn Write) -> CmdResult {
+    let children = crate::xenstore::directory(path).map_err(xs_err)?;
+    for c in children {
+        let child = if path == "/" {
+            alloc::format!("/{c}")
+        } else {
+            alloc::format!("{path}/{c}")
+        };
+        let value = crate::xenstore::read(&child).unwrap_or_default();
+        writeln!(out, "{:indent$}{c} = \"{value}\"", "", indent = depth)?;
+        if depth < 8 {
+            xs_ls(&child, depth + 1, out)?;
+        }
+    }
+    Ok(())
+}
+
+fn xenstore_cmd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    if !crate::xenstore::connected() {
+        return Err(CmdError::failed(
+            "XenStore is not connected (not running on Xen?)",
+        ));
+    }
+    match args {
+        ["ls"] => xs_ls("/local/domain", 0, out).or_else(|_| xs_ls("device", 0, out)),
+        ["ls", path] => xs_ls(path, 0, out),
+        ["read", path] => {
+            let v = crate::xenstore::read(path).map_err(xs_err)?;
+            writeln!(out, "{v}")?;
+            Ok(())
+        }
+        ["write", path, value] => crate::xenstore::write(path, value).map_err(xs_err),
+        ["rm", path] => crate::xenstore::rm(path).map_err(xs_err),
+        ["mkdir", path] => crate::xenstore::mkdir(path).map_err(xs_err),
+        ["perms", path] => {
+            let p = crate::xenstore::get_perms(path).map_err(xs_err)?;
+            writeln!(out, "{}", p.join(" "))?;
+            Ok(())
+        }
+        ["watch", path] => crate::xenstore::watch(path, path, |ev| {
+            crate::println!("xenstore: watch {} fired: {}", ev.token, ev.path);
+        })
+        .map_err(xs_err),
+        ["unwatch", path] => crate::xenstore::unwatch(path, path).map_err(xs_err),
+        [] => Err(CmdError::usage("missing operation")),
+        [op, ..]
+            if [
+                "ls", "read", "write", "rm", "mkdir", "perms", "watch", "unwatch",
+            ]
+            .contains(op) =>
+        {
+            Err(CmdError::usage(alloc::format!(
+                "wrong number of operands for '{op}'"
+            )))
+        }
+        [op, ..] => Err(CmdError::usage(alloc::format!("unknown operation '{op}'"))),
+    }
+}
+
+fn devices(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    no_args(args)?;
+    if !crate::xenstore::connected() {
+        return Err(CmdError::failed(
+            "XenStore is not connected (not running on Xen?)",
+        ));
+    }
+    let devs = crate::xenbus::enumerate().map_err(xs_err)?;
+    if devs.is_empty() {
+        writeln!(out, "no PV devices")?;
+    }
+    for d in devs {
+        let st = |s: Option<xenlet_xen::xenbus::XenbusState>| {
+            s.map_or(alloc::string::String::from("?"), |s| alloc::format!("{s}"))
+        };
+        writeln!(
+            out,
+            "{:<6} {:<5} {:<12} frontend {:<12} backend dom{} {} ({})",
+            d.name(),
+            d.kind,
+            d.path(),
+            st(d.state),
+            d.backend_id
+                .map_or(alloc::string::String::from("?"), |b| alloc::format!("{b}")),
+            st(d.backend_state),
+            d.backend
+        )?;
+    }
+    Ok(())
+}
+
 fn poweroff(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {
     no_args(args)?;
     power::poweroff()
@@ -215,6 +321,7 @@ pub fn run_shell() -> ! {
         console::poll_serial();
         console::poll_xen_console();
         crate::xen::poll_events();
+        crate::xenstore::dispatch_watches();
         while let Some(b) = console::read_byte() {
             shell.feed(&mut host, b, &mut out);
         }

@@ -20,6 +20,10 @@ pub struct BootTimes {
     pub memory: Instant,
     /// Xen platform layer up (or found absent).
     pub xen: Instant,
+    /// XenStore connected, shutdown watch set.
+    pub xenstore: Instant,
+    /// PV devices enumerated.
+    pub devices: Instant,
     /// Interrupts on, prompt about to be printed.
     pub prompt: Instant,
 }
@@ -82,7 +86,19 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
             None
         }
     };
+    // Emulated disks/NICs go before any PV device is touched.
+    let unplugged = xen.map(|_| crate::unplug::unplug_emulated_devices());
+    let grants = xen.map(|_| crate::gnttab::init());
     let xen_done = clock::now();
+    let xenstore_state = xen.map(|_| {
+        crate::xenstore::init().and_then(|port| crate::xenstore::watch_shutdown().map(|()| port))
+    });
+    let xenstore_done = clock::now();
+    let devices = match xenstore_state {
+        Some(Ok(_)) => crate::xenbus::enumerate().ok(),
+        _ => None,
+    };
+    let devices_done = clock::now();
 
     let acpi_root = info.acpi.or_else(|| acpi::scan_for_rsdp(&IdentityMemory));
     let mut scratch = vec![0u8; 256 * 1024];
@@ -98,6 +114,8 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         early,
         memory,
         xen: xen_done,
+        xenstore: xenstore_done,
+        devices: devices_done,
         prompt,
     });
 
@@ -152,6 +170,41 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         ),
         None => println!("xen: not running on Xen"),
     }
+    if clock::is_pvclock() {
+        println!(
+            "clock: now pvclock (Xen system time; TSC {} MHz per Xen)",
+            crate::xen::pvclock_tsc_hz().unwrap_or(0) / 1_000_000
+        );
+    }
+    match grants {
+        Some(Ok(s)) => println!("gnttab: v1, {} of {} frames mapped", s.frames, s.max_frames),
+        Some(Err(e)) => println!("gnttab: unavailable: {e}"),
+        None => {}
+    }
+    match unplugged {
+        Some(crate::unplug::Unplug::Done { version, mask }) => println!(
+            "unplug: emulated IDE disks and NICs unplugged (platform device protocol v{version}, mask {mask:#x})"
+        ),
+        Some(crate::unplug::Unplug::Blacklisted) => {
+            println!("unplug: the device model refused this driver build; emulated devices stay")
+        }
+        Some(crate::unplug::Unplug::NoPlatformDevice) => println!("unplug: no emulated devices (no Xen platform device)"),
+        None => {}
+    }
+    match &xenstore_state {
+        Some(Ok(port)) => {
+            println!("xenstore: connected on event channel {port}, watching control/shutdown")
+        }
+        Some(Err(e)) => println!("xenstore: unavailable: {e}"),
+        None => {}
+    }
+    if let Some(devs) = &devices {
+        let names: alloc::vec::Vec<alloc::string::String> = devs
+            .iter()
+            .map(|d| alloc::format!("{} ({})", d.name(), d.path()))
+            .collect();
+        println!("xenbus: {} PV devices: {}", devs.len(), names.join(", "));
+    }
     match power_info {
         Some(p) => println!(
             "acpi: PM1a control {:#x}, S5 {}, reset {}",
@@ -183,11 +236,13 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         alloc::format!("{}.{:03}", us / 1000, us % 1000)
     };
     println!(
-        "boot time: {} ms from kernel entry to prompt (console+clock {} ms, memory {} ms, xen {} ms)",
+        "boot time: {} ms from kernel entry to prompt (console+clock {} ms, memory {} ms, xen {} ms, xenstore {} ms, devices {} ms)",
         ms(times.prompt),
         ms(times.early),
         ms(times.memory),
-        ms(times.xen)
+        ms(times.xen),
+        ms(times.xenstore),
+        ms(times.devices)
     );
     println!("Type 'help' for commands.");
     crate::commands::run_shell()

@@ -27,13 +27,21 @@ pub mod console;
 #[cfg(target_os = "none")]
 pub mod fault;
 #[cfg(target_os = "none")]
+pub mod gnttab;
+#[cfg(target_os = "none")]
 pub mod kmain;
 #[cfg(target_os = "none")]
 pub mod physmem;
 #[cfg(target_os = "none")]
 pub mod power;
 #[cfg(target_os = "none")]
+pub mod unplug;
+#[cfg(target_os = "none")]
 pub mod xen;
+#[cfg(target_os = "none")]
+pub mod xenbus;
+#[cfg(target_os = "none")]
+pub mod xenstore;
 
 /// The Xenlet version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

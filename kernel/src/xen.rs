@@ -151,14 +151,35 @@ pub fn init() -> Result<Option<&'static XenInfo>, XenInitError> {
         _ => None,
     };
 
-    Ok(Some(XEN.call_once(|| XenInfo {
+    let info = XEN.call_once(|| XenInfo {
         cpuid: c,
         version,
         features,
         shared_info,
         callback,
         console_port,
-    })))
+    });
+    crate::clock::use_pvclock(pvclock_system_time);
+    Ok(Some(info))
+}
+
+/// Xen system time now, from vCPU 0's `vcpu_time_info`.
+fn pvclock_system_time() -> Option<u64> {
+    let x = XEN.get()?;
+    let t = xenlet_xen::pvclock::read_consistent(|| {
+        let mut b = [0u8; 32];
+        x.shared_info.read_time_info(0, &mut b);
+        b
+    })?;
+    Some(t.system_time_at(cpu::rdtsc()))
+}
+
+/// The TSC frequency pvclock implies (for the boot report).
+pub fn pvclock_tsc_hz() -> Option<u64> {
+    let x = XEN.get()?;
+    let mut b = [0u8; 32];
+    x.shared_info.read_time_info(0, &mut b);
+    Some(xenlet_xen::pvclock::TimeInfo::decode(&b).tsc_hz())
 }
 
 /// Calls `handler` (in interrupt context) whenever `port` fires.

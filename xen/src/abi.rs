@@ -4,11 +4,11 @@
 #![allow(missing_docs, non_upper_case_globals, non_camel_case_types)]
 
 pub use xen_sys::{
-    __HYPERVISOR_console_io, __HYPERVISOR_event_channel_op, __HYPERVISOR_hvm_op,
-    __HYPERVISOR_memory_op, __HYPERVISOR_sched_op, __HYPERVISOR_vcpu_op, __HYPERVISOR_xen_version,
-    CONSOLEIO_write, EVTCHNOP_alloc_unbound, EVTCHNOP_bind_interdomain, EVTCHNOP_bind_virq,
-    EVTCHNOP_close, EVTCHNOP_send, EVTCHNOP_unmask, SCHEDOP_shutdown, SCHEDOP_yield,
-    SHUTDOWN_crash, SHUTDOWN_poweroff, SHUTDOWN_reboot, VIRQ_TIMER,
+    __HYPERVISOR_console_io, __HYPERVISOR_event_channel_op, __HYPERVISOR_grant_table_op,
+    __HYPERVISOR_hvm_op, __HYPERVISOR_memory_op, __HYPERVISOR_sched_op, __HYPERVISOR_vcpu_op,
+    __HYPERVISOR_xen_version, CONSOLEIO_write, EVTCHNOP_alloc_unbound, EVTCHNOP_bind_interdomain,
+    EVTCHNOP_bind_virq, EVTCHNOP_close, EVTCHNOP_send, EVTCHNOP_unmask, SCHEDOP_shutdown,
+    SCHEDOP_yield, SHUTDOWN_crash, SHUTDOWN_poweroff, SHUTDOWN_reboot, VIRQ_TIMER,
 };
 
 // xen/include/public/version.h

@@ -230,3 +230,137 @@ pub fn console_io_write(bytes: &[u8]) -> Result<(), XenError> {
     };
     XenError::check(r).map(|_| ())
 }
+
+/// `GNTTABOP_query_size`: (frames in use, maximum frames) of this domain's table.
+pub fn gnttab_query_size() -> Result<(u32, u32), XenError> {
+    #[repr(C)]
+    struct QuerySize {
+        domid: u16,
+        nr_frames: u32,
+        max_nr_frames: u32,
+        status: i16,
+    }
+    const GNTTABOP_QUERY_SIZE: u64 = 6;
+    let mut q = QuerySize {
+        domid: DOMID_SELF,
+        nr_frames: 0,
+        max_nr_frames: 0,
+        status: 0,
+    };
+    // SAFETY: `q` has the layout of `gnttab_query_size` (u16, u32, u32, i16); count 1.
+    let r = unsafe {
+        hypercall5(
+            __HYPERVISOR_grant_table_op,
+            GNTTABOP_QUERY_SIZE,
+            &mut q as *mut QuerySize as u64,
+            1,
+            0,
+            0,
+        )
+    };
+    XenError::check(r)?;
+    if q.status != 0 {
+        return Err(XenError::from_ret(i64::from(q.status)));
+    }
+    Ok((q.nr_frames, q.max_nr_frames))
+}
+
+/// `EVTCHNOP_alloc_unbound`: a port `remote` can bind to.
+pub fn evtchn_alloc_unbound(remote: u16) -> Result<u32, XenError> {
+    #[repr(C)]
+    struct AllocUnbound {
+        dom: u16,
+        remote_dom: u16,
+        port: u32,
+    }
+    let mut a = AllocUnbound {
+        dom: DOMID_SELF,
+        remote_dom: remote,
+        port: 0,
+    };
+    // SAFETY: `a` has the layout of `evtchn_alloc_unbound`.
+    unsafe {
+        op_ptr(
+            __HYPERVISOR_event_channel_op,
+            EVTCHNOP_alloc_unbound,
+            &mut a,
+        )
+    }?;
+    Ok(a.port)
+}
+
+/// `EVTCHNOP_bind_interdomain`: connects to `remote_port` of domain `remote`.
+pub fn evtchn_bind_interdomain(remote: u16, remote_port: u32) -> Result<u32, XenError> {
+    #[repr(C)]
+    struct BindInterdomain {
+        remote_dom: u16,
+        remote_port: u32,
+        local_port: u32,
+    }
+    let mut b = BindInterdomain {
+        remote_dom: remote,
+        remote_port,
+        local_port: 0,
+    };
+    // SAFETY: `b` has the layout of `evtchn_bind_interdomain`.
+    unsafe {
+        op_ptr(
+            __HYPERVISOR_event_channel_op,
+            EVTCHNOP_bind_interdomain,
+            &mut b,
+        )
+    }?;
+    Ok(b.local_port)
+}
+
+/// `EVTCHNOP_bind_virq` on vCPU `vcpu`.
+pub fn evtchn_bind_virq(virq: u32, vcpu: u32) -> Result<u32, XenError> {
+    #[repr(C)]
+    struct BindVirq {
+        virq: u32,
+        vcpu: u32,
+        port: u32,
+    }
+    let mut b = BindVirq {
+        virq,
+        vcpu,
+        port: 0,
+    };
+    // SAFETY: `b` has the layout of `evtchn_bind_virq`.
+    unsafe { op_ptr(__HYPERVISOR_event_channel_op, EVTCHNOP_bind_virq, &mut b) }?;
+    Ok(b.port)
+}
+
+/// `EVTCHNOP_close`.
+pub fn evtchn_close(port: u32) -> Result<(), XenError> {
+    let mut c = evtchn_send { port }; // evtchn_close is { port }
+                                      // SAFETY: `c` has the layout of `evtchn_close`.
+    unsafe { op_ptr(__HYPERVISOR_event_channel_op, EVTCHNOP_close, &mut c) }?;
+    Ok(())
+}
+
+/// `VCPUOP_set_singleshot_timer`: a `VIRQ_TIMER` at Xen system time `deadline_ns`.
+pub fn set_singleshot_timer(vcpu: u32, deadline_ns: u64) -> Result<(), XenError> {
+    #[repr(C)]
+    struct SingleShot {
+        timeout_abs_ns: u64,
+        flags: u32,
+    }
+    const VCPUOP_SET_SINGLESHOT_TIMER: u64 = 4;
+    let mut s = SingleShot {
+        timeout_abs_ns: deadline_ns,
+        flags: 0,
+    };
+    // SAFETY: `s` has the layout of `vcpu_set_singleshot_timer`.
+    let r = unsafe {
+        hypercall5(
+            __HYPERVISOR_vcpu_op,
+            VCPUOP_SET_SINGLESHOT_TIMER,
+            u64::from(vcpu),
+            &mut s as *mut SingleShot as u64,
+            0,
+            0,
+        )
+    };
+    XenError::check(r).map(|_| ())
+}

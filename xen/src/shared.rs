@@ -6,7 +6,7 @@
 //! and `hypercall.rs` are the only ones in the crate that use `unsafe`.
 #![allow(unsafe_code)]
 
-use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// Bytes in a page.
 pub const PAGE_BYTES: usize = 4096;
@@ -82,6 +82,12 @@ impl SharedPage {
         unsafe { AtomicU8::from_ptr(self.base.add(off)) }
     }
 
+    fn atomic_u16(&self, offset: usize) -> &AtomicU16 {
+        let off = Self::check(offset, 2, 2);
+        // SAFETY: in bounds and 2-aligned (checked); see `atomic_u8`.
+        unsafe { AtomicU16::from_ptr(self.base.add(off).cast()) }
+    }
+
     fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
         let off = Self::check(offset, 4, 4);
         // SAFETY: in bounds and 4-aligned (checked); see `atomic_u8`.
@@ -101,6 +107,19 @@ impl SharedPage {
     /// Atomic store of a byte.
     pub fn store_u8(&self, offset: usize, v: u8) {
         self.atomic_u8(offset).store(v, Ordering::SeqCst)
+    }
+    /// Atomic load of a u16 (grant entry flags).
+    pub fn load_u16(&self, offset: usize) -> u16 {
+        self.atomic_u16(offset).load(Ordering::SeqCst)
+    }
+    /// Atomic store of a u16.
+    pub fn store_u16(&self, offset: usize, v: u16) {
+        self.atomic_u16(offset).store(v, Ordering::SeqCst)
+    }
+    /// Atomic compare-exchange of a u16; `Err(actual)` when it did not match.
+    pub fn cmpxchg_u16(&self, offset: usize, current: u16, new: u16) -> Result<u16, u16> {
+        self.atomic_u16(offset)
+            .compare_exchange(current, new, Ordering::SeqCst, Ordering::SeqCst)
     }
     /// Atomic load of a u32 (ring indexes).
     pub fn load_u32(&self, offset: usize) -> u32 {

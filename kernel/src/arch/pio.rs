@@ -27,15 +27,24 @@ impl PortIo for Pio {
     }
 }
 
-/// Writes a 16-bit value to a port (ACPI PM1 control).
+/// Writes a 16-bit value to a port (ACPI PM1 control, Xen platform device).
 pub(crate) fn outw(port: u16, value: u16) {
     // SAFETY: used only for the ACPI PM1 control block found in the FADT, which
-    // powers the machine off; no memory is affected.
+    // powers the machine off, and the Xen platform device's unplug registers, which
+    // detach emulated disks/NICs the kernel has no driver for; no memory is affected.
     unsafe { Port::<u16>::new(port).write(value) }
 }
 
-/// Writes a 32-bit value to a port (QEMU isa-debug-exit).
+/// Writes a 32-bit value to a port (QEMU isa-debug-exit, the Xen platform device).
 pub(crate) fn outl(port: u16, value: u32) {
-    // SAFETY: used only for QEMU's isa-debug-exit port, which ends the emulator.
+    // SAFETY: used only for QEMU's isa-debug-exit port, which ends the emulator, and
+    // the Xen platform device's unplug registers; neither affects memory.
     unsafe { Port::<u32>::new(port).write(value) }
+}
+
+/// Reads a 16-bit value from a port (the Xen platform device).
+pub(crate) fn inw(port: u16) -> u16 {
+    // SAFETY: used only for the Xen platform device's magic/unplug register; reading
+    // it has no memory effect.
+    unsafe { Port::<u16>::new(port).read() }
 }

@@ -1,0 +1,277 @@
+//! The kernel's XenStore connection: requests, transactions and watches over the
+//! ring in `xenlet_xen::xenstore`, the shutdown watch (`xl shutdown`/`xl reboot`).
+//!
+//! Requests are synchronous and made from thread context (shell, drivers' setup);
+//! while waiting the CPU is yielded to Xen. Watch events are queued by the protocol
+//! layer and dispatched to callbacks from the idle loop, never in interrupt context.
+
+use crate::{clock, xen};
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::time::Duration;
+use spin::Mutex;
+use xenlet_xen::abi::*;
+use xenlet_xen::evtchn::Port;
+use xenlet_xen::hypercall;
+use xenlet_xen::shared::SharedPage;
+use xenlet_xen::xenstore::{
+    self, check_path, encode, list, text, Message, MsgType, Ring, WatchEvent, XsError,
+};
+
+struct Conn {
+    ring: Ring,
+    port: Port,
+}
+
+static CONN: Mutex<Option<Conn>> = Mutex::new(None);
+
+/// A watch callback: gets the event (path, token).
+pub type WatchFn = fn(&WatchEvent);
+
+static WATCHES: Mutex<Vec<(String, WatchFn)>> = Mutex::new(Vec::new());
+
+/// How long a request may wait for xenstored (nested emulation is slow).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Connects to XenStore through `HVM_PARAM_STORE_PFN`/`_EVTCHN`.
+pub fn init() -> Result<Port, XsError> {
+    let pfn = hypercall::hvm_get_param(HVM_PARAM_STORE_PFN)
+        .map_err(|_| XsError::Protocol("no HVM_PARAM_STORE_PFN"))?;
+    let port = hypercall::hvm_get_param(HVM_PARAM_STORE_EVTCHN)
+        .map_err(|_| XsError::Protocol("no HVM_PARAM_STORE_EVTCHN"))?;
+    if pfn == 0 || pfn >= crate::mm::heap::MAPPED_LIMIT >> 12 {
+        return Err(XsError::Protocol("store page missing or out of reach"));
+    }
+    // SAFETY: HVM_PARAM_STORE_PFN names this domain's XenStore ring page, set up by
+    // the toolstack in reserved memory below the identity-map limit; only this module
+    // uses it, through the SharedPage.
+    let page = unsafe { SharedPage::new((pfn << 12) as *mut u8) };
+    let port = Port(u32::try_from(port).map_err(|_| XsError::Protocol("bad store event channel"))?);
+    *CONN.lock() = Some(Conn {
+        ring: Ring::new(page),
+        port,
+    });
+    // Replies are polled by the waiting request; the event only needs to wake the CPU.
+    xen::register_port(port, |_| {});
+    Ok(port)
+}
+
+/// Whether XenStore is connected.
+pub fn connected() -> bool {
+    CONN.lock().is_some()
+}
+
+fn request(kind: MsgType, tx: u32, parts: &[&[u8]], nul_last: bool) -> Result<Message, XsError> {
+    let mut guard = CONN.lock();
+    let conn = guard
+        .as_mut()
+        .ok_or(XsError::Protocol("XenStore not connected"))?;
+    let id = conn.ring.alloc_id();
+    let msg = encode(kind, id, tx, parts, nul_last)?;
+    let deadline = clock::now() + REQUEST_TIMEOUT;
+    let mut sent = 0;
+    loop {
+        if sent < msg.len() {
+            let n = conn.ring.write_some(&msg[sent..])?;
+            sent += n;
+            if n > 0 {
+                xen::notify(conn.port);
+            }
+        }
+        conn.ring.read_some()?;
+        if sent == msg.len() {
+            if let Some(reply) = conn.ring.take_reply(id)? {
+                return Ok(reply);
+            }
+        }
+        if clock::now() > deadline {
+            return Err(XsError::Timeout);
+        }
+        xen::yield_cpu();
+    }
+}
+
+fn path_bytes(path: &str) -> Result<&[u8], XsError> {
+    check_path(path)?;
+    Ok(path.as_bytes())
+}
+
+/// `XS_READ`.
+pub fn read(path: &str) -> Result<String, XsError> {
+    text(&request(MsgType::Read, 0, &[path_bytes(path)?], true)?.payload)
+}
+
+/// `XS_WRITE` (inside transaction `tx`, 0 for none).
+pub fn write_tx(tx: u32, path: &str, value: &str) -> Result<(), XsError> {
+    request(
+        MsgType::Write,
+        tx,
+        &[path_bytes(path)?, value.as_bytes()],
+        false,
+    )
+    .map(|_| ())
+}
+
+/// `XS_WRITE`.
+pub fn write(path: &str, value: &str) -> Result<(), XsError> {
+    write_tx(0, path, value)
+}
+
+/// `XS_DIRECTORY`: the children's names.
+pub fn directory(path: &str) -> Result<Vec<String>, XsError> {
+    list(&request(MsgType::Directory, 0, &[path_bytes(path)?], true)?.payload)
+}
+
+/// `XS_MKDIR`.
+pub fn mkdir(path: &str) -> Result<(), XsError> {
+    request(MsgType::Mkdir, 0, &[path_bytes(path)?], true).map(|_| ())
+}
+
+/// `XS_RM`.
+pub fn rm(path: &str) -> Result<(), XsError> {
+    request(MsgType::Rm, 0, &[path_bytes(path)?], true).map(|_| ())
+}
+
+/// `XS_GET_PERMS`: permission strings such as `n0`, `r5`.
+pub fn get_perms(path: &str) -> Result<Vec<String>, XsError> {
+    list(&request(MsgType::GetPerms, 0, &[path_bytes(path)?], true)?.payload)
+}
+
+/// `XS_SET_PERMS`.
+pub fn set_perms(path: &str, perms: &[&str]) -> Result<(), XsError> {
+    let mut parts: Vec<&[u8]> = Vec::with_capacity(perms.len() + 1);
+    parts.push(path_bytes(path)?);
+    for p in perms {
+        let ok = p.len() >= 2
+            && matches!(p.as_bytes()[0], b'n' | b'r' | b'w' | b'b')
+            && p[1..].parse::<u16>().is_ok();
+        if !ok {
+            return Err(XsError::Protocol(
+                "permission must be n|r|w|b followed by a domain id",
+            ));
+        }
+        parts.push(p.as_bytes());
+    }
+    request(MsgType::SetPerms, 0, &parts, true).map(|_| ())
+}
+
+/// `XS_GET_DOMAIN_PATH` for `domid`.
+pub fn domain_path(domid: u16) -> Result<String, XsError> {
+    let d = domid.to_string();
+    text(&request(MsgType::GetDomainPath, 0, &[d.as_bytes()], true)?.payload)
+}
+
+/// Runs `body` in a transaction, retrying on `EAGAIN` (up to 10 times).
+pub fn transaction<T>(mut body: impl FnMut(u32) -> Result<T, XsError>) -> Result<T, XsError> {
+    for _ in 0..10 {
+        let m = request(MsgType::TransactionStart, 0, &[b""], true)?;
+        let tx: u32 = text(&m.payload)?
+            .parse()
+            .map_err(|_| XsError::Protocol("transaction id"))?;
+        match body(tx) {
+            Ok(v) => match request(MsgType::TransactionEnd, tx, &[b"T"], true) {
+                Ok(_) => return Ok(v),
+                Err(e) if e.is_eagain() => continue,
+                Err(e) => return Err(e),
+            },
+            Err(e) => {
+                let _ = request(MsgType::TransactionEnd, tx, &[b"F"], true);
+                if !e.is_eagain() {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Err(XsError::Remote("EAGAIN".into()))
+}
+
+/// Sets a watch on `path`; `callback` runs from the idle loop for each event.
+pub fn watch(path: &str, token: &str, callback: WatchFn) -> Result<(), XsError> {
+    check_path(token)?;
+    WATCHES.lock().push((token.to_string(), callback));
+    request(
+        MsgType::Watch,
+        0,
+        &[path_bytes(path)?, token.as_bytes()],
+        true,
+    )
+    .map(|_| ())
+    .inspect_err(|_| {
+        WATCHES.lock().retain(|(t, _)| t != token);
+    })
+}
+
+/// Removes a watch.
+pub fn unwatch(path: &str, token: &str) -> Result<(), XsError> {
+    WATCHES.lock().retain(|(t, _)| t != token);
+    request(
+        MsgType::Unwatch,
+        0,
+        &[path_bytes(path)?, token.as_bytes()],
+        true,
+    )
+    .map(|_| ())
+}
+
+/// Reads pending watch events from the ring and runs their callbacks (idle loop).
+pub fn dispatch_watches() {
+    loop {
+        let ev = {
+            let mut g = CONN.lock();
+            let Some(conn) = g.as_mut() else { return };
+            if !conn.ring.is_broken() {
+                let _ = conn.ring.read_some();
+                let _ = conn.ring.take_reply(0); // ids start at 1: only queues events
+            }
+            conn.ring.pop_event()
+        };
+        let Some(ev) = ev else { return };
+        let cb = WATCHES
+            .lock()
+            .iter()
+            .find(|(t, _)| *t == ev.token)
+            .map(|(_, f)| *f);
+        if let Some(f) = cb {
+            f(&ev);
+        }
+    }
+}
+
+/// Advertises shutdown support and watches `control/shutdown`, so `xl shutdown` and
+/// `xl reboot` end the domain cleanly.
+pub fn watch_shutdown() -> Result<(), XsError> {
+    for f in ["control/feature-poweroff", "control/feature-reboot"] {
+        write(f, "1")?;
+    }
+    watch("control/shutdown", "xenlet-shutdown", on_shutdown_request)
+}
+
+fn on_shutdown_request(_: &WatchEvent) {
+    // Read and acknowledge (write "") in one transaction, as Linux's xenbus does.
+    let req = transaction(|tx| {
+        let v = match request(MsgType::Read, tx, &[b"control/shutdown"], true) {
+            Ok(m) => text(&m.payload)?,
+            Err(e) if e.is_enoent() => String::new(),
+            Err(e) => return Err(e),
+        };
+        if !v.is_empty() {
+            write_tx(tx, "control/shutdown", "")?;
+        }
+        Ok(v)
+    });
+    match req.as_deref() {
+        Ok("poweroff") | Ok("halt") => {
+            crate::println!("\nxenlet: shutdown requested by the toolstack");
+            crate::power::poweroff();
+        }
+        Ok("reboot") => {
+            crate::println!("\nxenlet: reboot requested by the toolstack");
+            crate::power::reboot();
+        }
+        Ok("") => {}
+        Ok(other) => crate::println!("\nxenlet: unsupported shutdown request '{other}' ignored"),
+        Err(e) => crate::println!("\nxenlet: reading control/shutdown failed: {e}"),
+    }
+}
+
+pub use xenstore::XsError as Error;
