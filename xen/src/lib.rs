@@ -5,6 +5,7 @@
 //!   `memory_op`, `hvm_op`, `event_channel_op`, `sched_op`, `console_io`);
 //! - [`shared`]: a page shared with Xen or another domain, accessed by copy only;
 //! - [`shared_info`]: the shared info page and `vcpu_info`;
+//! - [`ring`]: the io/ring.h request/response ring, frontend side;
 //! - [`pvclock`]: system time from `vcpu_time_info`;
 //! - [`evtchn`]: 2-level event channels: the pending scan, notify, mask;
 //! - [`gnttab`]: grant table v1 entries, the reference allocator, grant handles;
@@ -35,6 +36,7 @@ pub mod gnttab;
 #[cfg(target_os = "none")]
 pub mod hypercall;
 pub mod pvclock;
+pub mod ring;
 pub mod shared;
 pub mod shared_info;
 pub mod xenbus;

@@ -11,10 +11,12 @@ use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 /// Bytes in a page.
 pub const PAGE_BYTES: usize = 4096;
 
-/// A 4 KiB page of shared memory at a fixed address.
+/// Shared memory at a fixed address: one 4 KiB page, or a physically contiguous run
+/// of pages (multi-page rings).
 #[derive(Debug)]
 pub struct SharedPage {
     base: *mut u8,
+    len: usize,
 }
 
 // SAFETY: the page is only accessed through volatile copies and atomics, which are
@@ -31,7 +33,26 @@ impl SharedPage {
     /// value, and not used as a Rust object by anyone else (it is memory Xen or a
     /// backend writes to).
     pub const unsafe fn new(base: *mut u8) -> Self {
-        SharedPage { base }
+        SharedPage {
+            base,
+            len: PAGE_BYTES,
+        }
+    }
+
+    /// Wraps `pages` contiguous pages at `base`.
+    ///
+    /// # Safety
+    /// As for [`SharedPage::new`], for all `pages` pages.
+    pub const unsafe fn new_region(base: *mut u8, pages: usize) -> Self {
+        SharedPage {
+            base,
+            len: pages * PAGE_BYTES,
+        }
+    }
+
+    /// Length in bytes.
+    pub fn len_bytes(&self) -> usize {
+        self.len
     }
 
     /// The page's address (its guest-physical address under identity mapping).
@@ -39,10 +60,10 @@ impl SharedPage {
         self.base as u64
     }
 
-    fn check(offset: usize, len: usize, align: usize) -> usize {
+    fn check(&self, offset: usize, len: usize, align: usize) -> usize {
         // An out-of-range offset is a bug in this crate's constants, never input.
         assert!(
-            offset.is_multiple_of(align) && offset + len <= PAGE_BYTES,
+            offset.is_multiple_of(align) && offset + len <= self.len,
             "shared page access out of bounds"
         );
         offset
@@ -50,7 +71,7 @@ impl SharedPage {
 
     /// Copies `buf.len()` bytes out of the page at `offset`.
     pub fn read_bytes(&self, offset: usize, buf: &mut [u8]) {
-        let off = Self::check(offset, buf.len(), 1);
+        let off = self.check(offset, buf.len(), 1);
         for (i, b) in buf.iter_mut().enumerate() {
             // SAFETY: in bounds (checked above) of a mapped page (constructor contract).
             *b = unsafe { self.base.add(off + i).read_volatile() };
@@ -59,7 +80,7 @@ impl SharedPage {
 
     /// Copies `buf` into the page at `offset`.
     pub fn write_bytes(&self, offset: usize, buf: &[u8]) {
-        let off = Self::check(offset, buf.len(), 1);
+        let off = self.check(offset, buf.len(), 1);
         for (i, b) in buf.iter().enumerate() {
             // SAFETY: in bounds (checked above) of a mapped, writable page.
             unsafe { self.base.add(off + i).write_volatile(*b) };
@@ -68,14 +89,14 @@ impl SharedPage {
 
     /// Zeroes the whole page.
     pub fn zero(&self) {
-        for i in 0..PAGE_BYTES {
-            // SAFETY: every offset below PAGE_BYTES is in the page.
+        for i in 0..self.len {
+            // SAFETY: every offset below `len` is in the region.
             unsafe { self.base.add(i).write_volatile(0) };
         }
     }
 
     fn atomic_u8(&self, offset: usize) -> &AtomicU8 {
-        let off = Self::check(offset, 1, 1);
+        let off = self.check(offset, 1, 1);
         // SAFETY: in bounds; AtomicU8 has alignment 1; the reference is to an atomic
         // cell, whose concurrent modification by Xen is exactly what atomics allow,
         // and it does not outlive `self`.
@@ -83,19 +104,19 @@ impl SharedPage {
     }
 
     fn atomic_u16(&self, offset: usize) -> &AtomicU16 {
-        let off = Self::check(offset, 2, 2);
+        let off = self.check(offset, 2, 2);
         // SAFETY: in bounds and 2-aligned (checked); see `atomic_u8`.
         unsafe { AtomicU16::from_ptr(self.base.add(off).cast()) }
     }
 
     fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
-        let off = Self::check(offset, 4, 4);
+        let off = self.check(offset, 4, 4);
         // SAFETY: in bounds and 4-aligned (checked); see `atomic_u8`.
         unsafe { AtomicU32::from_ptr(self.base.add(off).cast()) }
     }
 
     fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
-        let off = Self::check(offset, 8, 8);
+        let off = self.check(offset, 8, 8);
         // SAFETY: in bounds and 8-aligned (checked); see `atomic_u8`.
         unsafe { AtomicU64::from_ptr(self.base.add(off).cast()) }
     }
@@ -154,6 +175,12 @@ pub(crate) mod testpage {
 
     #[repr(C, align(4096))]
     pub struct Page(pub [u8; PAGE_BYTES]);
+
+    /// A second handle on the same memory, playing the other domain (tests only).
+    pub fn alias(p: &SharedPage) -> SharedPage {
+        // SAFETY: the same leaked test memory; both handles only copy and use atomics.
+        unsafe { SharedPage::new_region(p.base, p.len / PAGE_BYTES) }
+    }
 
     /// A leaked, zeroed page (tests only).
     pub fn page() -> SharedPage {
