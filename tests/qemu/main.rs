@@ -4,5 +4,6 @@
 
 mod boot;
 mod faults;
+mod multiboot2;
 mod power;
 mod shell;

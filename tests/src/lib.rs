@@ -77,10 +77,13 @@ impl Guest {
                 cmd.arg("-L").arg(d);
             }
         }
-        if kvm() {
-            cmd.args(["-accel", "kvm", "-cpu", "host"]);
-        } else {
-            cmd.args(["-accel", "tcg", "-cpu", "qemu64"]);
+        // `extra` naming an accelerator (`-accel ...`, with its `-cpu`) replaces the default.
+        if !extra.contains(&"-accel") {
+            if kvm() {
+                cmd.args(["-accel", "kvm", "-cpu", "host"]);
+            } else {
+                cmd.args(["-accel", "tcg", "-cpu", "qemu64"]);
+            }
         }
         cmd.args(["-machine", "pc", "-m", "128M", "-no-reboot", "-nic", "none"])
             .args(["-display", "none", "-monitor", "none", "-serial", "stdio"])

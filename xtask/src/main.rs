@@ -4,6 +4,7 @@
 //! `testbed`, `demo`, `bench`). Every external tool is looked up first; a missing one
 //! is reported with the Debian package that provides it.
 
+mod image;
 mod qemu;
 mod util;
 
@@ -16,6 +17,8 @@ usage: cargo xtask <task> [options]
 tasks:
   build [--debug]        build the kernel -> target/xenlet/xenlet.elf
   run [--tcg] [-- ARGS]  build and boot the kernel in QEMU, serial on this terminal
+  image                  bootable disk image (MBR, GRUB 2, ext2 with the kernel)
+                         -> target/xenlet/xenlet.img
   test                   host unit tests, then boot tests in QEMU (tests/qemu)
   setup                  fetch what the tasks need (Rust target, QEMU 7.2 from Debian)
   lint                   cargo fmt --check and clippy (host crates and the kernel)
@@ -32,6 +35,7 @@ fn main() -> ExitCode {
     let result = match task.as_str() {
         "build" => build_task(&rest),
         "run" => run_task(&rest),
+        "image" => image_task(&rest),
         "test" => test_task(&rest),
         "setup" => setup_task(),
         "lint" => lint_task(),
@@ -140,6 +144,15 @@ fn run_task(args: &[&str]) -> Result<()> {
     }
 }
 
+fn image_task(args: &[&str]) -> Result<()> {
+    if !args.is_empty() {
+        return Err(Error::msg("usage: cargo xtask image"));
+    }
+    let img = image::build()?;
+    println!("image: {}", img.display());
+    Ok(())
+}
+
 fn setup_task() -> Result<()> {
     util::ensure_rust_target()?;
     let q = qemu::ensure()?;
@@ -161,6 +174,8 @@ fn test_task(args: &[&str]) -> Result<()> {
     )?;
     util::step("kernel build");
     let elf = build_kernel(Profile::Release)?;
+    util::step("disk image (GRUB 2, multiboot2)");
+    let img = image::build()?;
     util::step("QEMU");
     let q = qemu::ensure()?;
     util::step("boot tests in QEMU (tests/qemu)");
@@ -173,7 +188,7 @@ fn test_task(args: &[&str]) -> Result<()> {
         "--test-threads=2",
     ]);
     q.export_env(&mut cmd);
-    cmd.env("XENLET_KERNEL", &elf);
+    cmd.env("XENLET_KERNEL", &elf).env("XENLET_IMAGE", &img);
     util::run(&mut cmd, "QEMU boot tests")?;
     util::step("all tests passed");
     Ok(())
