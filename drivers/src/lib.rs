@@ -7,7 +7,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+extern crate alloc;
+
+pub mod blkfront;
+pub mod blkif;
 pub mod bytering;
 pub mod console;
 pub mod pio;
+pub mod platform;
 pub mod uart16550;

@@ -50,6 +50,28 @@ impl SharedPage {
         }
     }
 
+    /// Fresh zeroed heap memory of `pages` pages, leaked so it lives forever: stands
+    /// in for memory shared with another domain in host tests.
+    #[cfg(any(test, feature = "test-util"))]
+    pub fn leak_new(pages: usize) -> Self {
+        extern crate std;
+        #[repr(C, align(4096))]
+        struct Page([u8; PAGE_BYTES]);
+        let v: std::vec::Vec<Page> = (0..pages.max(1)).map(|_| Page([0; PAGE_BYTES])).collect();
+        let leaked: &'static mut [Page] = std::vec::Vec::leak(v);
+        // SAFETY: leaked, page-aligned heap memory of `pages` pages that nothing else
+        // references; it is never freed.
+        unsafe { SharedPage::new_region(leaked.as_mut_ptr().cast(), pages.max(1)) }
+    }
+
+    /// A second handle on the same memory, for a test playing the other domain.
+    #[cfg(any(test, feature = "test-util"))]
+    pub fn alias_for_test(&self) -> Self {
+        // SAFETY: both handles only copy and use atomics on memory that lives forever
+        // (test memory from `leak_new`).
+        unsafe { SharedPage::new_region(self.base, self.len / PAGE_BYTES) }
+    }
+
     /// Length in bytes.
     pub fn len_bytes(&self) -> usize {
         self.len

@@ -1,0 +1,1192 @@
+//! blkfront: the Xen PV block frontend (xen/include/public/io/blkif.h).
+//!
+//! Handshake ([`Blkfront::connect`]): read the backend's transport features at
+//! InitWait (`max-ring-page-order`), publish the ring (`ring-ref` or
+//! `ring-page-order` + `ring-refN`), `event-channel`, `protocol` and
+//! `feature-persistent`, go Initialised; when the backend is Connected read the disk
+//! (`sectors`, `info`, `sector-size`, `physical-sector-size`) and its I/O features
+//! (`feature-persistent`, `feature-max-indirect-segments`, `feature-flush-cache`,
+//! `feature-barrier`, `feature-discard`) and go Connected.
+//!
+//! Data path: I/O buffers are 4 KiB pages ([`IoBuf`]) from a pool. With persistent
+//! grants the pool's pages stay granted to the backend, so callers (dd, the
+//! filesystem) fill and read the granted memory directly — no bounce copy and no
+//! grant/ungrant per request; without the feature each request grants its pages and
+//! ends the grants on completion. Requests of more than 11 pages go out as indirect
+//! requests when the backend offers them. Submission and completion are
+//! asynchronous ([`BlockDevice::submit`], [`BlockDevice::poll`]); the ring is kept
+//! full by the caller.
+//!
+//! Every response is copied out of the ring once and checked (id in range and in
+//! flight, operation matching, status known). A bad one marks the disk broken: its
+//! pending I/O fails, nothing panics, other disks go on.
+
+use crate::blkif::{self, Segment};
+use crate::platform::{DmaPages, XenPlatform};
+use alloc::collections::VecDeque;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+use xenlet_xen::evtchn::Port;
+use xenlet_xen::gnttab::{Access, Grant};
+use xenlet_xen::ring::FrontRing;
+use xenlet_xen::shared::PAGE_BYTES;
+use xenlet_xen::xenbus::XenbusState;
+
+/// Largest ring order asked for (16 pages, 512 requests in flight).
+pub const MAX_RING_ORDER: u32 = 4;
+/// Most indirect segments used per request (1 MiB and more of 4 KiB pages).
+pub const MAX_INDIRECT_SEGMENTS: u32 = 256;
+/// Sector unit of the protocol.
+pub const SECTOR_BYTES: u64 = 512;
+/// How long the handshake waits for the backend.
+const HANDSHAKE_TIMEOUT_NS: u64 = 60_000_000_000;
+
+/// Negotiated protocol features.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Features {
+    /// Ring pages in use.
+    pub ring_pages: u32,
+    /// Requests the ring holds.
+    pub ring_entries: u32,
+    /// Segments per request (11 direct, more when indirect).
+    pub max_segments: u32,
+    /// Indirect segments the backend accepts (0: none).
+    pub indirect_segments: u32,
+    /// Persistent grants in use.
+    pub persistent: bool,
+    /// `BLKIF_OP_FLUSH_DISKCACHE` available.
+    pub flush: bool,
+    /// `BLKIF_OP_WRITE_BARRIER` available.
+    pub barrier: bool,
+    /// `BLKIF_OP_DISCARD` available.
+    pub discard: bool,
+}
+
+/// What the backend says about the disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiskInfo {
+    /// Linux-style name (xvda, …).
+    pub name: String,
+    /// Size in 512-byte sectors.
+    pub sectors: u64,
+    /// Logical sector size in bytes.
+    pub sector_size: u32,
+    /// Physical sector size in bytes.
+    pub physical_sector_size: u32,
+    /// Read-only disk.
+    pub readonly: bool,
+    /// Removable medium.
+    pub removable: bool,
+    /// Negotiated features.
+    pub features: Features,
+}
+
+impl DiskInfo {
+    /// Size in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.sectors.saturating_mul(SECTOR_BYTES)
+    }
+}
+
+/// Block-layer errors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BlockError {
+    /// The backend reported an I/O error.
+    Io,
+    /// The backend does not support the operation.
+    NotSupported,
+    /// The device is broken (bad response, dead backend); the reason is kept.
+    Broken(String),
+    /// Outside the disk, misaligned, or too many buffers for one request.
+    Invalid(&'static str),
+    /// The disk is read-only.
+    ReadOnly,
+    /// No free ring slot: poll for completions first.
+    Busy,
+    /// Handshake failed.
+    Handshake(String),
+}
+
+impl fmt::Display for BlockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BlockError::Io => f.write_str("Input/output error"),
+            BlockError::NotSupported => f.write_str("Operation not supported"),
+            BlockError::Broken(why) => write!(f, "device broken: {why}"),
+            BlockError::Invalid(why) => write!(f, "Invalid argument ({why})"),
+            BlockError::ReadOnly => f.write_str("Read-only file system"),
+            BlockError::Busy => f.write_str("device busy"),
+            BlockError::Handshake(why) => write!(f, "handshake failed: {why}"),
+        }
+    }
+}
+
+/// A 4 KiB I/O buffer in grantable memory. Its bytes are reached by copy only.
+pub struct IoBuf {
+    page: DmaPages,
+    grant: Option<Grant>,
+}
+
+impl IoBuf {
+    /// Copies `data` into the buffer at `offset`.
+    pub fn write_at(&self, offset: usize, data: &[u8]) {
+        self.page.mem.write_bytes(offset, data);
+    }
+    /// Copies bytes out of the buffer at `offset`.
+    pub fn read_at(&self, offset: usize, out: &mut [u8]) {
+        self.page.mem.read_bytes(offset, out);
+    }
+    /// Zeroes the buffer.
+    pub fn zero(&self) {
+        self.page.mem.zero();
+    }
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        PAGE_BYTES
+    }
+    /// Never empty.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+}
+
+/// What a request does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockOp {
+    /// Read into the buffers.
+    Read,
+    /// Write from the buffers.
+    Write,
+    /// Flush the backend's write cache (or a barrier when only that exists).
+    Flush,
+    /// Discard `sectors` sectors.
+    Discard {
+        /// Sectors to discard.
+        sectors: u64,
+    },
+}
+
+/// A request: `bytes` (a multiple of 512) at 512-byte `sector`, through `bufs`.
+pub struct BlockRequest {
+    /// Caller's cookie, returned in the completion.
+    pub tag: u64,
+    /// Operation.
+    pub op: BlockOp,
+    /// First sector (512-byte units).
+    pub sector: u64,
+    /// Bytes to transfer (reads/writes).
+    pub bytes: usize,
+    /// Buffers, 4 KiB each, in order.
+    pub bufs: Vec<IoBuf>,
+}
+
+/// A finished request with its buffers returned.
+pub struct Completion {
+    /// The request's tag.
+    pub tag: u64,
+    /// Outcome.
+    pub result: Result<(), BlockError>,
+    /// The buffers, to reuse or free.
+    pub bufs: Vec<IoBuf>,
+}
+
+/// Asynchronous block devices, as dd and the filesystem use them.
+pub trait BlockDevice {
+    /// Size, sector sizes, features.
+    fn info(&self) -> &DiskInfo;
+    /// An I/O buffer (from the device's pool).
+    fn alloc_buf(&mut self) -> Option<IoBuf>;
+    /// Returns a buffer to the pool.
+    fn free_buf(&mut self, buf: IoBuf);
+    /// Queues a request; on failure the request comes back with the error.
+    fn submit(&mut self, req: BlockRequest) -> Result<(), (BlockError, BlockRequest)>;
+    /// Makes queued requests visible to the device.
+    fn kick(&mut self);
+    /// Takes finished requests.
+    fn poll(&mut self, out: &mut Vec<Completion>);
+    /// Requests in flight.
+    fn in_flight(&self) -> usize;
+    /// Whether the device has failed for good.
+    fn broken(&self) -> Option<&str>;
+    /// Waits a little for completions (yields the CPU).
+    fn wait(&self);
+}
+
+struct Slot {
+    tag: u64,
+    op: u8,
+    in_flight: bool,
+    bufs: Vec<IoBuf>,
+    grants: Vec<Grant>,
+    indirect: Vec<IoBuf>,
+}
+
+/// Statistics for `lsblk`/`disks`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlkStats {
+    /// Requests completed.
+    pub requests: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub written_bytes: u64,
+    /// Flushes sent.
+    pub flushes: u64,
+    /// Notifications sent.
+    pub notifies: u64,
+    /// Grants left in place because the backend kept the page mapped.
+    pub leaked_grants: u64,
+}
+
+/// One connected virtual block device.
+pub struct Blkfront<P: XenPlatform> {
+    platform: P,
+    vdev: u16,
+    backend_id: u16,
+    ring: FrontRing,
+    ring_grants: Vec<Grant>,
+    port: Port,
+    slots: Vec<Slot>,
+    free_slots: Vec<usize>,
+    pool: Vec<IoBuf>,
+    pool_total: usize,
+    pool_limit: usize,
+    done: VecDeque<Completion>,
+    info: DiskInfo,
+    broken: Option<String>,
+    stats: BlkStats,
+}
+
+fn read_u64<P: XenPlatform>(p: &P, path: &str) -> Option<u64> {
+    p.xs_read(path).ok()?.trim().parse().ok()
+}
+
+fn read_state<P: XenPlatform>(p: &P, path: &str) -> Option<XenbusState> {
+    XenbusState::parse(&p.xs_read(path).ok()?)
+}
+
+fn wait_backend<P: XenPlatform>(
+    p: &P,
+    path: &str,
+    want: &[XenbusState],
+) -> Result<XenbusState, BlockError> {
+    let start = p.now_ns();
+    loop {
+        match read_state(p, path) {
+            Some(s) if want.contains(&s) => return Ok(s),
+            Some(XenbusState::Closing | XenbusState::Closed) => {
+                return Err(BlockError::Handshake(format!("backend closed ({path})")))
+            }
+            _ => {}
+        }
+        if p.now_ns().saturating_sub(start) > HANDSHAKE_TIMEOUT_NS {
+            return Err(BlockError::Handshake(format!(
+                "timed out waiting for {path} to reach {want:?}"
+            )));
+        }
+        p.wait();
+    }
+}
+
+fn hs<T, E: fmt::Display>(what: &str, r: Result<T, E>) -> Result<T, BlockError> {
+    r.map_err(|e| BlockError::Handshake(format!("{what}: {e}")))
+}
+
+impl<P: XenPlatform> Blkfront<P> {
+    /// Connects to `device/vbd/<vdev>`; `name` is the Linux-style name.
+    pub fn connect(platform: P, vdev: u16, name: String) -> Result<Self, BlockError> {
+        let p = &platform;
+        let base = format!("device/vbd/{vdev}");
+        let backend = hs("backend path", p.xs_read(&format!("{base}/backend")))?;
+        let backend_id = read_u64(p, &format!("{base}/backend-id"))
+            .and_then(|v| u16::try_from(v).ok())
+            .ok_or_else(|| BlockError::Handshake(String::from("bad backend-id")))?;
+        let bstate = format!("{backend}/state");
+        wait_backend(
+            p,
+            &bstate,
+            &[
+                XenbusState::InitWait,
+                XenbusState::Initialised,
+                XenbusState::Connected,
+            ],
+        )?;
+
+        let order = read_u64(p, &format!("{backend}/max-ring-page-order"))
+            .unwrap_or(0)
+            .min(u64::from(MAX_RING_ORDER)) as u32;
+        let pages = 1usize << order;
+        let ring_mem = p
+            .alloc_pages(pages)
+            .ok_or_else(|| BlockError::Handshake(String::from("no memory for the ring")))?;
+        // The ring pages belong to the ring (and the backend's mapping) from now on.
+        let DmaPages {
+            mem: ring_mem,
+            gfn: ring_gfn,
+            ..
+        } = ring_mem;
+        let ring = FrontRing::init(ring_mem, blkif::ENTRY_BYTES);
+        let mut ring_grants = Vec::with_capacity(pages);
+        for i in 0..pages {
+            let g = hs(
+                "grant ring page",
+                p.grant(backend_id, ring_gfn + i as u64, Access::ReadWrite),
+            )?;
+            ring_grants.push(g);
+        }
+        let port = hs("event channel", p.alloc_unbound(backend_id))?;
+
+        let w = |k: &str, v: &str| hs(k, p.xs_write(&format!("{base}/{k}"), v));
+        if order == 0 {
+            w("ring-ref", &format!("{}", ring_grants[0].gref()))?;
+        } else {
+            w("ring-page-order", &format!("{order}"))?;
+            for (i, g) in ring_grants.iter().enumerate() {
+                w(&format!("ring-ref{i}"), &format!("{}", g.gref()))?;
+            }
+        }
+        w("event-channel", &format!("{}", port.0))?;
+        w("protocol", "x86_64-abi")?;
+        w("feature-persistent", "1")?;
+        w("state", &format!("{}", XenbusState::Initialised.number()))?;
+
+        wait_backend(p, &bstate, &[XenbusState::Connected])?;
+        let sectors = read_u64(p, &format!("{backend}/sectors"))
+            .ok_or_else(|| BlockError::Handshake(String::from("no sectors")))?;
+        let info_bits = read_u64(p, &format!("{backend}/info")).unwrap_or(0) as u32;
+        let sector_size = read_u64(p, &format!("{backend}/sector-size")).unwrap_or(512) as u32;
+        let physical_sector_size = read_u64(p, &format!("{backend}/physical-sector-size"))
+            .unwrap_or(u64::from(sector_size)) as u32;
+        let flag = |k: &str| read_u64(p, &format!("{backend}/{k}")).unwrap_or(0) != 0;
+        let indirect = read_u64(p, &format!("{backend}/feature-max-indirect-segments"))
+            .unwrap_or(0)
+            .min(u64::from(MAX_INDIRECT_SEGMENTS)) as u32;
+        let features = Features {
+            ring_pages: pages as u32,
+            ring_entries: ring.size(),
+            max_segments: if indirect > blkif::MAX_SEGMENTS as u32 {
+                indirect
+            } else {
+                blkif::MAX_SEGMENTS as u32
+            },
+            indirect_segments: if indirect > blkif::MAX_SEGMENTS as u32 {
+                indirect
+            } else {
+                0
+            },
+            persistent: flag("feature-persistent"),
+            flush: flag("feature-flush-cache"),
+            barrier: flag("feature-barrier"),
+            discard: flag("feature-discard"),
+        };
+        if sector_size == 0 || !sector_size.is_multiple_of(512) {
+            return Err(BlockError::Handshake(format!(
+                "unsupported sector-size {sector_size}"
+            )));
+        }
+        w("state", &format!("{}", XenbusState::Connected.number()))?;
+
+        let entries = ring.size() as usize;
+        let slots = (0..entries)
+            .map(|_| Slot {
+                tag: 0,
+                op: 0,
+                in_flight: false,
+                bufs: Vec::new(),
+                grants: Vec::new(),
+                indirect: Vec::new(),
+            })
+            .collect();
+        let pool_limit = entries.min(64) * features.max_segments as usize + 64;
+        Ok(Blkfront {
+            platform,
+            vdev,
+            backend_id,
+            ring,
+            ring_grants,
+            port,
+            slots,
+            free_slots: (0..entries).rev().collect(),
+            pool: Vec::new(),
+            pool_total: 0,
+            pool_limit,
+            done: VecDeque::new(),
+            info: DiskInfo {
+                name,
+                sectors,
+                sector_size,
+                physical_sector_size,
+                readonly: info_bits & blkif::VDISK_READONLY != 0,
+                removable: info_bits & blkif::VDISK_REMOVABLE != 0,
+                features,
+            },
+            broken: None,
+            stats: BlkStats::default(),
+        })
+    }
+
+    /// The virtual device number.
+    pub fn vdev(&self) -> u16 {
+        self.vdev
+    }
+
+    /// The event channel.
+    pub fn port(&self) -> Port {
+        self.port
+    }
+
+    /// Statistics.
+    pub fn stats(&self) -> BlkStats {
+        self.stats
+    }
+
+    /// Grant references of the ring pages.
+    pub fn ring_refs(&self) -> Vec<u32> {
+        self.ring_grants.iter().map(|g| g.gref().0).collect()
+    }
+
+    fn new_buf(&mut self) -> Option<IoBuf> {
+        if self.pool_total >= self.pool_limit {
+            return None;
+        }
+        let page = self.platform.alloc_pages(1)?;
+        let grant = if self.info.features.persistent {
+            match self
+                .platform
+                .grant(self.backend_id, page.gfn, Access::ReadWrite)
+            {
+                Ok(g) => Some(g),
+                Err(_) => {
+                    self.platform.free_pages(page);
+                    return None;
+                }
+            }
+        } else {
+            None
+        };
+        self.pool_total += 1;
+        Some(IoBuf { page, grant })
+    }
+
+    /// Marks the device broken and fails everything in flight.
+    fn fail(&mut self, why: String) {
+        if self.broken.is_some() {
+            return;
+        }
+        self.ring.mark_broken();
+        for slot in self.slots.iter_mut().filter(|s| s.in_flight) {
+            slot.in_flight = false;
+            // Grants of a broken backend are not ended: the pages may still be
+            // mapped, so references and pages are leaked, never reused.
+            self.stats.leaked_grants += slot.grants.len() as u64;
+            slot.grants.clear();
+            self.done.push_back(Completion {
+                tag: slot.tag,
+                result: Err(BlockError::Broken(why.clone())),
+                bufs: core::mem::take(&mut slot.bufs),
+            });
+        }
+        self.broken = Some(why);
+    }
+
+    fn segments_for(&self, req: &BlockRequest) -> Result<Vec<u8>, BlockError> {
+        // Sectors per buffer: 8 except possibly the last.
+        let total_sectors = (req.bytes as u64) / SECTOR_BYTES;
+        let mut left = total_sectors;
+        let mut per = Vec::with_capacity(req.bufs.len());
+        for _ in &req.bufs {
+            let n = left.min(8) as u8;
+            if n == 0 {
+                return Err(BlockError::Invalid("more buffers than bytes"));
+            }
+            per.push(n);
+            left -= u64::from(n);
+        }
+        if left != 0 {
+            return Err(BlockError::Invalid("buffers too small for the byte count"));
+        }
+        Ok(per)
+    }
+
+    fn start(&mut self, req: BlockRequest) -> Result<(), (BlockError, BlockRequest)> {
+        if let Some(why) = &self.broken {
+            return Err((BlockError::Broken(why.clone()), req));
+        }
+        let f = self.info.features;
+        let (op, sectors) = match req.op {
+            BlockOp::Read => (blkif::OP_READ, req.bytes as u64 / SECTOR_BYTES),
+            BlockOp::Write => (blkif::OP_WRITE, req.bytes as u64 / SECTOR_BYTES),
+            BlockOp::Flush if f.flush => (blkif::OP_FLUSH_DISKCACHE, 0),
+            BlockOp::Flush if f.barrier => (blkif::OP_WRITE_BARRIER, 0),
+            BlockOp::Flush => return Err((BlockError::NotSupported, req)),
+            BlockOp::Discard { sectors } if f.discard => (blkif::OP_DISCARD, sectors),
+            BlockOp::Discard { .. } => return Err((BlockError::NotSupported, req)),
+        };
+        if matches!(req.op, BlockOp::Write | BlockOp::Discard { .. }) && self.info.readonly {
+            return Err((BlockError::ReadOnly, req));
+        }
+        if matches!(req.op, BlockOp::Read | BlockOp::Write) {
+            if req.bytes == 0 || !(req.bytes as u64).is_multiple_of(SECTOR_BYTES) {
+                return Err((BlockError::Invalid("length not a multiple of 512"), req));
+            }
+            if req.bufs.len() > f.max_segments as usize {
+                return Err((BlockError::Invalid("too many buffers for one request"), req));
+            }
+        }
+        if req
+            .sector
+            .checked_add(sectors)
+            .is_none_or(|end| end > self.info.sectors)
+        {
+            return Err((BlockError::Invalid("beyond the end of the disk"), req));
+        }
+        let per = match self.segments_for(&req) {
+            Ok(p) => p,
+            Err(e) if matches!(req.op, BlockOp::Read | BlockOp::Write) => return Err((e, req)),
+            Err(_) => Vec::new(),
+        };
+        let Some(slot_idx) = self.free_slots.pop() else {
+            return Err((BlockError::Busy, req));
+        };
+
+        // Grant references for the buffers.
+        let mut grants = Vec::new();
+        let mut segs = Vec::with_capacity(req.bufs.len());
+        let access = if op == blkif::OP_READ {
+            Access::ReadWrite
+        } else {
+            Access::ReadOnly
+        };
+        for (buf, n) in req.bufs.iter().zip(per.iter()) {
+            let gref = match &buf.grant {
+                Some(g) => g.gref().0,
+                None => match self.platform.grant(self.backend_id, buf.page.gfn, access) {
+                    Ok(g) => {
+                        let r = g.gref().0;
+                        grants.push(g);
+                        r
+                    }
+                    Err(_) => {
+                        for g in grants {
+                            let _ = self.platform.end_grant(g);
+                        }
+                        self.free_slots.push(slot_idx);
+                        return Err((BlockError::Busy, req));
+                    }
+                },
+            };
+            segs.push(Segment {
+                gref,
+                first_sect: 0,
+                last_sect: n - 1,
+            });
+        }
+
+        let id = slot_idx as u64;
+        let mut indirect = Vec::new();
+        let entry = match op {
+            blkif::OP_READ | blkif::OP_WRITE if segs.len() <= blkif::MAX_SEGMENTS => {
+                blkif::encode_rw(op, self.vdev, id, req.sector, &segs)
+            }
+            blkif::OP_READ | blkif::OP_WRITE => {
+                let pages = segs.len().div_ceil(blkif::SEGMENTS_PER_INDIRECT_PAGE);
+                let mut irefs = Vec::with_capacity(pages);
+                for chunk in segs.chunks(blkif::SEGMENTS_PER_INDIRECT_PAGE) {
+                    let Some(ib) = self.pool.pop().or_else(|| self.new_buf()) else {
+                        self.unwind(slot_idx, grants, indirect);
+                        return Err((BlockError::Busy, req));
+                    };
+                    let mut raw = [0u8; PAGE_BYTES];
+                    blkif::encode_indirect_segments(chunk, &mut raw);
+                    ib.write_at(0, &raw[..chunk.len() * 8]);
+                    let r = match &ib.grant {
+                        Some(g) => g.gref().0,
+                        None => match self.platform.grant(
+                            self.backend_id,
+                            ib.page.gfn,
+                            Access::ReadOnly,
+                        ) {
+                            Ok(g) => {
+                                let r = g.gref().0;
+                                grants.push(g);
+                                r
+                            }
+                            Err(_) => {
+                                indirect.push(ib);
+                                self.unwind(slot_idx, grants, indirect);
+                                return Err((BlockError::Busy, req));
+                            }
+                        },
+                    };
+                    irefs.push(r);
+                    indirect.push(ib);
+                }
+                blkif::encode_indirect(op, self.vdev, id, req.sector, segs.len() as u16, &irefs)
+            }
+            blkif::OP_DISCARD => blkif::encode_discard(self.vdev, id, req.sector, sectors),
+            _ => blkif::encode_flush(op, self.vdev, id),
+        };
+        if let Err(e) = self.ring.push_request(&entry) {
+            self.unwind(slot_idx, grants, indirect);
+            let err = if e == xenlet_xen::ring::RingError::Full {
+                BlockError::Busy
+            } else {
+                BlockError::Broken(format!("{e}"))
+            };
+            return Err((err, req));
+        }
+        let slot = &mut self.slots[slot_idx];
+        slot.tag = req.tag;
+        slot.op = op;
+        slot.in_flight = true;
+        slot.bufs = req.bufs;
+        slot.grants = grants;
+        slot.indirect = indirect;
+        if op == blkif::OP_FLUSH_DISKCACHE || op == blkif::OP_WRITE_BARRIER {
+            self.stats.flushes += 1;
+        }
+        Ok(())
+    }
+
+    fn unwind(&mut self, slot_idx: usize, grants: Vec<Grant>, indirect: Vec<IoBuf>) {
+        for g in grants {
+            let _ = self.platform.end_grant(g);
+        }
+        self.pool.extend(indirect);
+        self.free_slots.push(slot_idx);
+    }
+
+    fn complete(&mut self, raw: &[u8; blkif::RESPONSE_BYTES]) {
+        let rsp = blkif::decode_response(raw);
+        let Some(idx) = usize::try_from(rsp.id)
+            .ok()
+            .filter(|&i| i < self.slots.len())
+        else {
+            return self.fail(format!("response id {} out of range", rsp.id));
+        };
+        if !self.slots[idx].in_flight {
+            return self.fail(format!("response id {} not in flight (duplicate?)", rsp.id));
+        }
+        let sent = self.slots[idx].op;
+        let op_ok = rsp.operation == sent
+            || (rsp.operation == blkif::OP_INDIRECT && !self.slots[idx].indirect.is_empty());
+        if !op_ok {
+            return self.fail(format!(
+                "response id {} has operation {} for request operation {sent}",
+                rsp.id, rsp.operation
+            ));
+        }
+        let result = match rsp.status {
+            blkif::RSP_OKAY => Ok(()),
+            blkif::RSP_ERROR => Err(BlockError::Io),
+            blkif::RSP_EOPNOTSUPP => {
+                match sent {
+                    blkif::OP_FLUSH_DISKCACHE => self.info.features.flush = false,
+                    blkif::OP_WRITE_BARRIER => self.info.features.barrier = false,
+                    blkif::OP_DISCARD => self.info.features.discard = false,
+                    _ => {}
+                }
+                Err(BlockError::NotSupported)
+            }
+            s => return self.fail(format!("response id {} has unknown status {s}", rsp.id)),
+        };
+        let slot = &mut self.slots[idx];
+        slot.in_flight = false;
+        let grants = core::mem::take(&mut slot.grants);
+        let indirect = core::mem::take(&mut slot.indirect);
+        let bufs = core::mem::take(&mut slot.bufs);
+        let tag = slot.tag;
+        for g in grants {
+            if self.platform.end_grant(g).is_err() {
+                // The backend still maps the page after answering: the reference and
+                // the page are leaked (never reused), and counted.
+                self.stats.leaked_grants += 1;
+            }
+        }
+        self.pool.extend(indirect);
+        self.free_slots.push(idx);
+        let bytes: u64 = bufs.len() as u64 * PAGE_BYTES as u64;
+        self.stats.requests += 1;
+        match sent {
+            blkif::OP_READ => self.stats.read_bytes += bytes,
+            blkif::OP_WRITE => self.stats.written_bytes += bytes,
+            _ => {}
+        }
+        self.done.push_back(Completion { tag, result, bufs });
+    }
+}
+
+impl<P: XenPlatform> BlockDevice for Blkfront<P> {
+    fn info(&self) -> &DiskInfo {
+        &self.info
+    }
+
+    fn alloc_buf(&mut self) -> Option<IoBuf> {
+        self.pool.pop().or_else(|| self.new_buf())
+    }
+
+    fn free_buf(&mut self, buf: IoBuf) {
+        self.pool.push(buf);
+    }
+
+    fn submit(&mut self, req: BlockRequest) -> Result<(), (BlockError, BlockRequest)> {
+        self.start(req)
+    }
+
+    fn kick(&mut self) {
+        if self.broken.is_none() && self.ring.push_requests_and_check_notify() {
+            self.stats.notifies += 1;
+            self.platform.notify(self.port);
+        }
+    }
+
+    fn poll(&mut self, out: &mut Vec<Completion>) {
+        let mut raw = [0u8; blkif::RESPONSE_BYTES];
+        loop {
+            if self.broken.is_some() {
+                break;
+            }
+            match self.ring.take_response(&mut raw) {
+                Ok(true) => self.complete(&raw),
+                Ok(false) => match self.ring.final_check_for_responses() {
+                    Ok(true) => continue,
+                    Ok(false) => break,
+                    Err(e) => {
+                        self.fail(format!("{e}"));
+                        break;
+                    }
+                },
+                Err(e) => {
+                    self.fail(format!("{e}"));
+                    break;
+                }
+            }
+        }
+        out.extend(self.done.drain(..));
+    }
+
+    fn in_flight(&self) -> usize {
+        self.slots.iter().filter(|s| s.in_flight).count()
+    }
+
+    fn broken(&self) -> Option<&str> {
+        self.broken.as_deref()
+    }
+
+    fn wait(&self) {
+        self.platform.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::collections::BTreeMap;
+    use core::cell::{Cell, RefCell};
+    use xenlet_xen::gnttab::GrantRef;
+    use xenlet_xen::shared::SharedPage;
+    use xenlet_xen::xenstore::XsError;
+    use xenlet_xen::XenError;
+
+    /// A fake kernel plus a scripted backend domain (id 0).
+    #[derive(Default)]
+    struct Fake {
+        xs: RefCell<BTreeMap<String, String>>,
+        pages: RefCell<Vec<(u64, SharedPage)>>,
+        grants: RefCell<BTreeMap<u32, u64>>,
+        next_gfn: Cell<u64>,
+        next_gref: Cell<u32>,
+        notifies: Cell<u32>,
+    }
+
+    const BE: &str = "/local/domain/0/backend/vbd/5/51712";
+
+    impl Fake {
+        fn new(persistent: bool, indirect: u32, order: u32) -> Self {
+            let f = Fake::default();
+            f.next_gfn.set(0x1000);
+            f.next_gref.set(8);
+            let mut xs = f.xs.borrow_mut();
+            xs.insert("device/vbd/51712/backend".into(), BE.into());
+            xs.insert("device/vbd/51712/backend-id".into(), "0".into());
+            xs.insert(format!("{BE}/state"), "2".into());
+            xs.insert(format!("{BE}/max-ring-page-order"), format!("{order}"));
+            xs.insert(format!("{BE}/sectors"), "2048".into());
+            xs.insert(format!("{BE}/info"), "0".into());
+            xs.insert(format!("{BE}/sector-size"), "512".into());
+            xs.insert(format!("{BE}/feature-flush-cache"), "1".into());
+            xs.insert(
+                format!("{BE}/feature-persistent"),
+                if persistent { "1" } else { "0" }.into(),
+            );
+            if indirect > 0 {
+                xs.insert(
+                    format!("{BE}/feature-max-indirect-segments"),
+                    format!("{indirect}"),
+                );
+            }
+            drop(xs);
+            f
+        }
+
+        fn ring(&self) -> SharedPage {
+            let xs = self.xs.borrow();
+            let gref: u32 = xs
+                .get("device/vbd/51712/ring-ref")
+                .or_else(|| xs.get("device/vbd/51712/ring-ref0"))
+                .unwrap()
+                .parse()
+                .unwrap();
+            let gfn = self.grants.borrow()[&gref];
+            self.pages
+                .borrow()
+                .iter()
+                .find(|(g, _)| *g == gfn)
+                .unwrap()
+                .1
+                .alias_for_test()
+        }
+    }
+
+    impl XenPlatform for &Fake {
+        fn xs_read(&self, path: &str) -> Result<String, XsError> {
+            self.xs
+                .borrow()
+                .get(path)
+                .cloned()
+                .ok_or_else(|| XsError::Remote("ENOENT".into()))
+        }
+        fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
+            if path == "device/vbd/51712/state" && value == "3" {
+                self.xs
+                    .borrow_mut()
+                    .insert(format!("{BE}/state"), "4".into());
+            }
+            self.xs.borrow_mut().insert(path.into(), value.into());
+            Ok(())
+        }
+        fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
+            let gfn = self.next_gfn.get();
+            self.next_gfn.set(gfn + count as u64);
+            let mem = SharedPage::leak_new(count);
+            self.pages.borrow_mut().push((gfn, mem.alias_for_test()));
+            Some(DmaPages { mem, gfn, count })
+        }
+        fn free_pages(&self, _: DmaPages) {}
+        fn grant(
+            &self,
+            _domid: u16,
+            gfn: u64,
+            _access: Access,
+        ) -> Result<Grant, xenlet_xen::gnttab::GrantError> {
+            let r = self.next_gref.get();
+            self.next_gref.set(r + 1);
+            self.grants.borrow_mut().insert(r, gfn);
+            Ok(Grant::new(GrantRef(r), gfn as u32))
+        }
+        fn end_grant(&self, g: Grant) -> Result<(), Grant> {
+            self.grants.borrow_mut().remove(&g.gref().0);
+            Ok(())
+        }
+        fn alloc_unbound(&self, _remote: u16) -> Result<Port, XenError> {
+            Ok(Port(7))
+        }
+        fn close_port(&self, _: Port) {}
+        fn notify(&self, _: Port) {
+            self.notifies.set(self.notifies.get() + 1);
+        }
+        fn wait(&self) {}
+        fn now_ns(&self) -> u64 {
+            0
+        }
+    }
+
+    /// The backend: takes every queued request, answers with `answer(id, op)`.
+    struct Backend {
+        ring: SharedPage,
+        req_cons: u32,
+        rsp_prod: u32,
+        size: u32,
+    }
+
+    impl Backend {
+        fn requests(&mut self) -> Vec<(u64, u8, u8, u16)> {
+            let prod = self.ring.load_u32(0);
+            let mut v = Vec::new();
+            while self.req_cons != prod {
+                let off = 64 + (self.req_cons & (self.size - 1)) as usize * 112;
+                let mut e = [0u8; 112];
+                self.ring.read_bytes(off, &mut e);
+                let id = u64::from_le_bytes(e[8..16].try_into().unwrap());
+                let nseg = if e[0] == blkif::OP_INDIRECT {
+                    u16::from_le_bytes([e[2], e[3]])
+                } else {
+                    u16::from(e[1])
+                };
+                v.push((id, e[0], e[1], nseg));
+                self.req_cons += 1;
+            }
+            v
+        }
+        fn respond(&mut self, id: u64, op: u8, status: i16) {
+            let off = 64 + (self.rsp_prod & (self.size - 1)) as usize * 112;
+            let mut r = [0u8; 16];
+            r[0..8].copy_from_slice(&id.to_le_bytes());
+            r[8] = op;
+            r[10..12].copy_from_slice(&status.to_le_bytes());
+            self.ring.write_bytes(off, &r);
+            self.rsp_prod += 1;
+            self.ring.store_u32(8, self.rsp_prod);
+        }
+    }
+
+    fn connect(f: &Fake) -> (Blkfront<&Fake>, Backend) {
+        let d = Blkfront::connect(f, 51712, "xvda".into()).unwrap();
+        let size = d.info().features.ring_entries;
+        (
+            d,
+            Backend {
+                ring: f.ring(),
+                req_cons: 0,
+                rsp_prod: 0,
+                size,
+            },
+        )
+    }
+
+    fn write_req(d: &mut Blkfront<&Fake>, tag: u64, sector: u64, pages: usize) -> BlockRequest {
+        let bufs = (0..pages).map(|_| d.alloc_buf().unwrap()).collect();
+        BlockRequest {
+            tag,
+            op: BlockOp::Write,
+            sector,
+            bytes: pages * 4096,
+            bufs,
+        }
+    }
+
+    #[test]
+    fn handshake_publishes_ring_and_reads_the_disk() {
+        let f = Fake::new(true, 0, 0);
+        let (d, _) = connect(&f);
+        let xs = f.xs.borrow();
+        assert!(xs.contains_key("device/vbd/51712/ring-ref"));
+        assert_eq!(xs["device/vbd/51712/event-channel"], "7");
+        assert_eq!(xs["device/vbd/51712/protocol"], "x86_64-abi");
+        assert_eq!(xs["device/vbd/51712/state"], "4");
+        let i = d.info();
+        assert_eq!((i.sectors, i.sector_size, i.bytes()), (2048, 512, 1 << 20));
+        assert!(i.features.persistent && i.features.flush && !i.features.discard);
+        assert_eq!(
+            (
+                i.features.ring_pages,
+                i.features.ring_entries,
+                i.features.max_segments
+            ),
+            (1, 32, 11)
+        );
+    }
+
+    #[test]
+    fn multi_page_ring_and_indirect_segments_are_negotiated() {
+        let f = Fake::new(true, 512, 3);
+        let (mut d, mut be) = connect(&f);
+        assert_eq!(f.xs.borrow()["device/vbd/51712/ring-page-order"], "3");
+        assert!(f.xs.borrow().contains_key("device/vbd/51712/ring-ref7"));
+        let ft = d.info().features;
+        assert_eq!(
+            (
+                ft.ring_pages,
+                ft.ring_entries,
+                ft.max_segments,
+                ft.indirect_segments
+            ),
+            (8, 256, 256, 256)
+        );
+        // a 1 MiB write goes out as one indirect request of 256 segments
+        let req = write_req(&mut d, 1, 0, 256);
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+        d.kick();
+        let reqs = be.requests();
+        assert_eq!(reqs, vec![(0, blkif::OP_INDIRECT, blkif::OP_WRITE, 256)]);
+        be.respond(0, blkif::OP_WRITE, 0);
+        let mut out = Vec::new();
+        d.poll(&mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].result, Ok(()));
+        assert_eq!(out[0].bufs.len(), 256);
+    }
+
+    #[test]
+    fn persistent_grants_are_made_once_per_buffer() {
+        let f = Fake::new(true, 0, 0);
+        let (mut d, mut be) = connect(&f);
+        let mut out = Vec::new();
+        let mut bufs: Vec<IoBuf> = (0..4).map(|_| d.alloc_buf().unwrap()).collect();
+        let grants_before = f.grants.borrow().len();
+        for round in 0..10 {
+            let req = BlockRequest {
+                tag: round,
+                op: BlockOp::Write,
+                sector: 8 * round,
+                bytes: 4 * 4096,
+                bufs,
+            };
+            d.submit(req).map_err(|(e, _)| e).unwrap();
+            d.kick();
+            for (id, op, _, _) in be.requests() {
+                be.respond(id, op, 0);
+            }
+            d.poll(&mut out);
+            bufs = out.pop().unwrap().bufs;
+        }
+        assert_eq!(
+            f.grants.borrow().len(),
+            grants_before,
+            "no grant per request"
+        );
+        assert_eq!(d.stats().written_bytes, 10 * 4 * 4096);
+    }
+
+    #[test]
+    fn without_persistent_grants_each_request_grants_and_ends() {
+        let f = Fake::new(false, 0, 0);
+        let (mut d, mut be) = connect(&f);
+        let base = f.grants.borrow().len();
+        let req = write_req(&mut d, 1, 0, 3);
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+        assert_eq!(f.grants.borrow().len(), base + 3);
+        d.kick();
+        for (id, op, _, _) in be.requests() {
+            be.respond(id, op, 0);
+        }
+        let mut out = Vec::new();
+        d.poll(&mut out);
+        assert_eq!(out[0].result, Ok(()));
+        assert_eq!(f.grants.borrow().len(), base, "grants ended on completion");
+    }
+
+    #[test]
+    fn bad_requests_are_refused_before_the_ring() {
+        let f = Fake::new(true, 0, 0);
+        let (mut d, _) = connect(&f);
+        let req = write_req(&mut d, 1, 2047, 1); // 8 sectors from 2047: past the end
+        assert_eq!(
+            d.submit(req).err().map(|(e, _)| e),
+            Some(BlockError::Invalid("beyond the end of the disk"))
+        );
+        let req = write_req(&mut d, 1, 0, 12); // 12 pages, no indirect
+        assert_eq!(
+            d.submit(req).err().map(|(e, _)| e),
+            Some(BlockError::Invalid("too many buffers for one request"))
+        );
+        let mut req = write_req(&mut d, 1, 0, 1);
+        req.bytes = 100;
+        assert!(matches!(
+            d.submit(req).err().map(|(e, _)| e),
+            Some(BlockError::Invalid(_))
+        ));
+        let req = BlockRequest {
+            tag: 9,
+            op: BlockOp::Discard { sectors: 8 },
+            sector: 0,
+            bytes: 0,
+            bufs: Vec::new(),
+        };
+        assert_eq!(
+            d.submit(req).err().map(|(e, _)| e),
+            Some(BlockError::NotSupported)
+        );
+        assert_eq!(d.in_flight(), 0);
+    }
+
+    fn hostile(
+        answer: impl Fn(&mut Backend, u64, u8),
+    ) -> (Blkfront<&'static Fake>, Vec<Completion>) {
+        let f: &'static Fake = Box::leak(Box::new(Fake::new(true, 0, 0)));
+        let (mut d, mut be) = connect(f);
+        for tag in 0..3 {
+            let req = write_req(&mut d, tag, tag * 8, 1);
+            d.submit(req).map_err(|(e, _)| e).unwrap();
+        }
+        d.kick();
+        let reqs = be.requests();
+        answer(&mut be, reqs[0].0, reqs[0].1);
+        let mut out = Vec::new();
+        d.poll(&mut out);
+        (d, out)
+    }
+
+    #[test]
+    fn hostile_responses_break_the_disk_and_fail_pending_io() {
+        type Answer = fn(&mut Backend, u64, u8);
+        let cases: [(&str, Answer); 5] = [
+            ("out of range", |b, _, op| b.respond(999, op, 0)),
+            ("not in flight", |b, id, op| {
+                b.respond(id, op, 0);
+                b.respond(id, op, 0);
+            }),
+            ("operation", |b, id, _| b.respond(id, blkif::OP_READ, 0)),
+            ("unknown status", |b, id, op| b.respond(id, op, 77)),
+            ("corrupted", |b, _, _| b.ring.store_u32(8, 50)),
+        ];
+        for (why, answer) in cases {
+            let (mut d, out) = hostile(answer);
+            let msg = d
+                .broken()
+                .unwrap_or_else(|| panic!("not broken for {why}"))
+                .to_string();
+            assert!(msg.contains(why), "{why}: {msg}");
+            let failed = out
+                .iter()
+                .filter(|c| matches!(c.result, Err(BlockError::Broken(_))))
+                .count();
+            assert!(failed >= 2, "{why}: pending requests failed ({failed})");
+            // further I/O is refused, no panic
+            let buf = d.alloc_buf().unwrap();
+            let req = BlockRequest {
+                tag: 5,
+                op: BlockOp::Read,
+                sector: 0,
+                bytes: 4096,
+                bufs: vec![buf],
+            };
+            assert!(matches!(
+                d.submit(req).err().map(|(e, _)| e),
+                Some(BlockError::Broken(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn io_errors_and_unsupported_flush_are_reported_not_fatal() {
+        let f = Fake::new(true, 0, 0);
+        let (mut d, mut be) = connect(&f);
+        let req = write_req(&mut d, 1, 0, 1);
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+        d.submit(BlockRequest {
+            tag: 2,
+            op: BlockOp::Flush,
+            sector: 0,
+            bytes: 0,
+            bufs: Vec::new(),
+        })
+        .map_err(|(e, _)| e)
+        .unwrap();
+        d.kick();
+        let r = be.requests();
+        be.respond(r[0].0, r[0].1, blkif::RSP_ERROR);
+        be.respond(r[1].0, r[1].1, blkif::RSP_EOPNOTSUPP);
+        let mut out = Vec::new();
+        d.poll(&mut out);
+        assert_eq!(out[0].result, Err(BlockError::Io));
+        assert_eq!(out[1].result, Err(BlockError::NotSupported));
+        assert!(d.broken().is_none());
+        assert!(
+            !d.info().features.flush,
+            "flush turned off after EOPNOTSUPP"
+        );
+    }
+}
