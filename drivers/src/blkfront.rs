@@ -126,7 +126,8 @@ impl fmt::Display for BlockError {
 /// A 4 KiB I/O buffer in grantable memory. Its bytes are reached by copy only.
 pub struct IoBuf {
     page: DmaPages,
-    grant: Option<Grant>,
+    /// Persistent grant, and the domain it was made to.
+    grant: Option<(Grant, u16)>,
 }
 
 impl IoBuf {
@@ -457,7 +458,7 @@ impl<P: XenPlatform> Blkfront<P> {
                 .platform
                 .grant(self.backend_id, page.gfn, Access::ReadWrite)
             {
-                Ok(g) => Some(g),
+                Ok(g) => Some((g, self.backend_id)),
                 Err(_) => {
                     self.platform.free_pages(page);
                     return None;
@@ -560,9 +561,11 @@ impl<P: XenPlatform> Blkfront<P> {
             Access::ReadOnly
         };
         for (buf, n) in req.bufs.iter().zip(per.iter()) {
+            // A buffer persistently granted to this backend is used as is; one from
+            // another disk's pool (a disk-to-disk copy) is granted for this request.
             let gref = match &buf.grant {
-                Some(g) => g.gref().0,
-                None => match self.platform.grant(self.backend_id, buf.page.gfn, access) {
+                Some((g, dom)) if *dom == self.backend_id => g.gref().0,
+                _ => match self.platform.grant(self.backend_id, buf.page.gfn, access) {
                     Ok(g) => {
                         let r = g.gref().0;
                         grants.push(g);
@@ -602,7 +605,7 @@ impl<P: XenPlatform> Blkfront<P> {
                     blkif::encode_indirect_segments(chunk, &mut raw);
                     ib.write_at(0, &raw[..chunk.len() * 8]);
                     let r = match &ib.grant {
-                        Some(g) => g.gref().0,
+                        Some((g, _)) => g.gref().0,
                         None => match self.platform.grant(
                             self.backend_id,
                             ib.page.gfn,

@@ -56,6 +56,24 @@ pub static COMMANDS: &[Command<Host>] = &[
         run: devices,
     },
     Command {
+        name: "lsblk",
+        usage: "",
+        help: "list disks: size, sector size, read-only, negotiated blkfront features",
+        run: lsblk,
+    },
+    Command {
+        name: "sync",
+        usage: "[DEVICE]...",
+        help: "flush the disks' write caches (BLKIF_OP_FLUSH_DISKCACHE)",
+        run: sync,
+    },
+    Command {
+        name: "discard",
+        usage: "DEVICE OFFSET LENGTH",
+        help: "discard a byte range of a disk (BLKIF_OP_DISCARD; 512-byte aligned)",
+        run: discard,
+    },
+    Command {
         name: "poweroff",
         usage: "",
         help: "power the machine off",
@@ -285,6 +303,130 @@ fn devices(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         )?;
     }
     Ok(())
+}
+
+fn lsblk(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    use xenlet_drivers::blkfront::BlockDevice;
+    no_args(args)?;
+    writeln!(out, "NAME   SIZE(MiB)   SECTOR PHYS  RO RING(pages/slots) SEGS   PERSISTENT FLUSH DISCARD STATE")?;
+    let mut n = 0;
+    let mut res = Ok(());
+    crate::frontends::for_each_disk(|d| {
+        n += 1;
+        let i = d.info();
+        let f = i.features;
+        res = res.and(writeln!(
+            out,
+            "{:<6} {:>9} {:>8} {:>5} {:>3} {:>6}/{:<10} {:>4}{} {:<10} {:<5} {:<7} {}",
+            i.name,
+            i.bytes() >> 20,
+            i.sector_size,
+            i.physical_sector_size,
+            if i.readonly { 1 } else { 0 },
+            f.ring_pages,
+            f.ring_entries,
+            f.max_segments,
+            if f.indirect_segments > 0 { "i" } else { " " },
+            if f.persistent { "yes" } else { "no" },
+            if f.flush {
+                "flush"
+            } else if f.barrier {
+                "barr"
+            } else {
+                "no"
+            },
+            if f.discard { "yes" } else { "no" },
+            match d.broken() {
+                Some(why) => alloc::format!("broken: {why}"),
+                None => alloc::string::String::from("ok"),
+            }
+        ));
+    });
+    res?;
+    if n == 0 {
+        writeln!(
+            out,
+            "no disks (blkfront needs Xen and a vbd in the domain's config)"
+        )?;
+    }
+    Ok(())
+}
+
+/// Sends one request to `disk` and waits for it (flush, discard).
+fn one_request(
+    disk: &mut crate::frontends::Disk,
+    op: xenlet_drivers::blkfront::BlockOp,
+    sector: u64,
+) -> Result<(), xenlet_drivers::blkfront::BlockError> {
+    use xenlet_drivers::blkfront::{BlockDevice, BlockError, BlockRequest};
+    let tag = u64::MAX;
+    disk.submit(BlockRequest {
+        tag,
+        op,
+        sector,
+        bytes: 0,
+        bufs: alloc::vec::Vec::new(),
+    })
+    .map_err(|(e, _)| e)?;
+    disk.kick();
+    let start = clock::now();
+    let mut done = alloc::vec::Vec::new();
+    loop {
+        disk.poll(&mut done);
+        if let Some(i) = done.iter().position(|c| c.tag == tag) {
+            return done.swap_remove(i).result;
+        }
+        if clock::now().saturating_duration_since(start).as_secs() > 60 {
+            return Err(BlockError::Broken(alloc::string::String::from(
+                "no response in 60 s",
+            )));
+        }
+        disk.wait();
+    }
+}
+
+fn sync(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    use xenlet_drivers::blkfront::{BlockDevice, BlockOp};
+    let mut res = Ok(());
+    let mut flush = |d: &mut crate::frontends::Disk| {
+        let name = d.info().name.clone();
+        match one_request(d, BlockOp::Flush, 0) {
+            Ok(()) => {}
+            Err(xenlet_drivers::blkfront::BlockError::NotSupported) => {}
+            Err(e) => res = Err(CmdError::failed(alloc::format!("{name}: {e}"))),
+        }
+    };
+    if args.is_empty() {
+        crate::frontends::for_each_disk(&mut flush);
+    } else {
+        for a in args {
+            if crate::frontends::with_disk(a, &mut flush).is_none() {
+                return Err(CmdError::failed(alloc::format!("{a}: No such device")));
+            }
+        }
+    }
+    let _ = out; // GNU sync prints nothing on success
+    res
+}
+
+fn discard(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {
+    use xenlet_drivers::blkfront::BlockOp;
+    let [dev, off, len] = args else {
+        return Err(CmdError::usage("expected DEVICE OFFSET LENGTH"));
+    };
+    let num =
+        |s: &str| xenlet_shell::parse_size(s).map_err(|e| CmdError::usage(alloc::format!("{e}")));
+    let (off, len) = (num(off)?, num(len)?);
+    if off % 512 != 0 || len % 512 != 0 || len == 0 {
+        return Err(CmdError::usage(
+            "OFFSET and LENGTH must be non-zero multiples of 512",
+        ));
+    }
+    crate::frontends::with_disk(dev, |d| {
+        one_request(d, BlockOp::Discard { sectors: len / 512 }, off / 512)
+    })
+    .ok_or_else(|| CmdError::failed(alloc::format!("{dev}: No such device")))?
+    .map_err(|e| CmdError::failed(alloc::format!("{dev}: {e}")))
 }
 
 fn poweroff(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {

@@ -98,6 +98,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         Some(Ok(_)) => crate::xenbus::enumerate().ok(),
         _ => None,
     };
+    let disks = devices.as_deref().map(crate::frontends::connect_disks);
     let devices_done = clock::now();
 
     let acpi_root = info.acpi.or_else(|| acpi::scan_for_rsdp(&IdentityMemory));
@@ -204,6 +205,12 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
             .map(|d| alloc::format!("{} ({})", d.name(), d.path()))
             .collect();
         println!("xenbus: {} PV devices: {}", devs.len(), names.join(", "));
+    }
+    for line in disks.iter().flatten() {
+        match line {
+            Ok(s) => println!("blkfront: {s}"),
+            Err((name, e)) => println!("blkfront: {name}: {e}"),
+        }
     }
     match power_info {
         Some(p) => println!(

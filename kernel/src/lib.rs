@@ -27,6 +27,8 @@ pub mod console;
 #[cfg(target_os = "none")]
 pub mod fault;
 #[cfg(target_os = "none")]
+pub mod frontends;
+#[cfg(target_os = "none")]
 pub mod gnttab;
 #[cfg(target_os = "none")]
 pub mod kmain;

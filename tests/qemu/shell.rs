@@ -51,6 +51,16 @@ fn version_mem_uptime_echo() {
     assert_eq!(g.run("echo"), "\n");
     // plain QEMU/KVM: no Xen, said clearly
     assert_eq!(g.run("xen"), "xen: not running on Xen\n");
+    assert_eq!(
+        g.run("xenstore read name"),
+        "xenstore: XenStore is not connected (not running on Xen?)\n"
+    );
+    assert!(g.run("lsblk").contains("no disks"));
+    assert_eq!(
+        g.run("discard xvdb 0 4096"),
+        "discard: xvdb: No such device\n"
+    );
+    assert_eq!(g.run("discard xvdb 1 4096"), "discard: OFFSET and LENGTH must be non-zero multiples of 512 (usage: discard DEVICE OFFSET LENGTH)\n");
 }
 
 #[test]

@@ -1,0 +1,140 @@
+//! The PV frontends as the kernel runs them: [`KernelXen`] gives the drivers their
+//! platform services (XenStore, grants, event channels, grantable pages), and the
+//! connected disks live here for the shell.
+
+use crate::{clock, gnttab, mm, xen, xenbus, xenstore};
+use alloc::string::String;
+use alloc::vec::Vec;
+use spin::Mutex;
+use xenlet_drivers::blkfront::{Blkfront, BlockError};
+use xenlet_drivers::platform::{DmaPages, XenPlatform};
+use xenlet_xen::evtchn::Port;
+use xenlet_xen::gnttab::{Access, Grant, GrantError};
+use xenlet_xen::hypercall;
+use xenlet_xen::shared::SharedPage;
+use xenlet_xen::xenstore::XsError;
+use xenlet_xen::XenError;
+
+/// The kernel's implementation of the frontends' platform.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KernelXen;
+
+impl XenPlatform for KernelXen {
+    fn xs_read(&self, path: &str) -> Result<String, XsError> {
+        xenstore::read(path)
+    }
+    fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
+        xenstore::write(path, value)
+    }
+    fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
+        let run = mm::heap::alloc_frames(count as u64, 1)?;
+        // SAFETY: a run of frames just taken from the allocator, identity-mapped below
+        // the mapping limit and owned by nobody else; from now on it is reached only
+        // through this SharedPage (it may be granted to a backend).
+        let mem = unsafe { SharedPage::new_region(run.addr as *mut u8, count) };
+        mem.zero();
+        Some(DmaPages {
+            mem,
+            gfn: run.addr >> 12,
+            count,
+        })
+    }
+    fn free_pages(&self, pages: DmaPages) {
+        let _ = mm::heap::free_frames(mm::FrameRun {
+            addr: pages.gfn << 12,
+            count: pages.count as u64,
+        });
+    }
+    fn grant(&self, domid: u16, gfn: u64, access: Access) -> Result<Grant, GrantError> {
+        gnttab::grant(
+            domid,
+            u32::try_from(gfn).map_err(|_| GrantError::Exhausted)?,
+            access,
+        )
+    }
+    fn end_grant(&self, grant: Grant) -> Result<(), Grant> {
+        gnttab::end(grant).map(|_| ())
+    }
+    fn alloc_unbound(&self, remote: u16) -> Result<Port, XenError> {
+        let port = Port(hypercall::evtchn_alloc_unbound(remote)?);
+        // Completions are polled; the event only has to wake the CPU.
+        xen::register_port(port, |_| {});
+        Ok(port)
+    }
+    fn close_port(&self, port: Port) {
+        let _ = hypercall::evtchn_close(port.0);
+    }
+    fn notify(&self, port: Port) {
+        xen::notify(port);
+    }
+    fn wait(&self) {
+        xen::yield_cpu();
+    }
+    fn now_ns(&self) -> u64 {
+        clock::now().as_nanos()
+    }
+}
+
+/// A connected disk.
+pub type Disk = Blkfront<KernelXen>;
+
+static DISKS: Mutex<Vec<Disk>> = Mutex::new(Vec::new());
+
+/// Connects every vbd; returns one line per device for the boot report.
+pub fn connect_disks(devices: &[xenbus::Device]) -> Vec<Result<String, (String, BlockError)>> {
+    let mut report = Vec::new();
+    for d in devices.iter().filter(|d| d.kind == "vbd") {
+        let name = d.name();
+        let Ok(vdev) = d.id.parse::<u16>() else {
+            report.push(Err((
+                name,
+                BlockError::Handshake(alloc::format!("vdev {} not supported", d.id)),
+            )));
+            continue;
+        };
+        match Blkfront::connect(KernelXen, vdev, name.clone()) {
+            Ok(disk) => {
+                use xenlet_drivers::blkfront::BlockDevice;
+                let i = disk.info();
+                let f = i.features;
+                report.push(Ok(alloc::format!(
+                    "{} {} MiB, {}-byte sectors{}, ring {} page(s)/{} slots, {} segments/request{}{}{}{}",
+                    i.name,
+                    i.bytes() >> 20,
+                    i.sector_size,
+                    if i.readonly { ", read-only" } else { "" },
+                    f.ring_pages,
+                    f.ring_entries,
+                    f.max_segments,
+                    if f.indirect_segments > 0 { " (indirect)" } else { "" },
+                    if f.persistent { ", persistent grants" } else { "" },
+                    if f.flush { ", flush" } else if f.barrier { ", barrier" } else { "" },
+                    if f.discard { ", discard" } else { "" },
+                )));
+                DISKS.lock().push(disk);
+            }
+            Err(e) => report.push(Err((name, e))),
+        }
+    }
+    report
+}
+
+/// Runs `f` on the disk called `name` (e.g. "xvdb" or "/dev/xvdb").
+pub fn with_disk<T>(name: &str, f: impl FnOnce(&mut Disk) -> T) -> Option<T> {
+    let name = name.strip_prefix("/dev/").unwrap_or(name);
+    let mut disks = DISKS.lock();
+    use xenlet_drivers::blkfront::BlockDevice;
+    disks.iter_mut().find(|d| d.info().name == name).map(f)
+}
+
+/// Runs `f` with all disks at once (a copy between two disks).
+pub fn with_all_disks<T>(f: impl FnOnce(&mut [Disk]) -> T) -> T {
+    f(&mut DISKS.lock())
+}
+
+/// Runs `f` on every disk.
+pub fn for_each_disk(mut f: impl FnMut(&mut Disk)) {
+    for d in DISKS.lock().iter_mut() {
+        f(d);
+    }
+}
