@@ -40,6 +40,9 @@ pub const MAX_RING_ORDER: u32 = 4;
 pub const MAX_INDIRECT_SEGMENTS: u32 = 256;
 /// Sector unit of the protocol.
 pub const SECTOR_BYTES: u64 = 512;
+/// Most I/O buffer pages per disk (4 MiB of data plus indirect pages): bounded so a
+/// 32 MiB guest keeps memory for everything else.
+pub const POOL_MAX_PAGES: usize = 1024 + 64;
 /// How long the handshake waits for the backend.
 const HANDSHAKE_TIMEOUT_NS: u64 = 60_000_000_000;
 
@@ -400,7 +403,7 @@ impl<P: XenPlatform> Blkfront<P> {
                 indirect: Vec::new(),
             })
             .collect();
-        let pool_limit = entries.min(64) * features.max_segments as usize + 64;
+        let pool_limit = (entries * features.max_segments as usize + 64).min(POOL_MAX_PAGES);
         Ok(Blkfront {
             platform,
             vdev,

@@ -3,6 +3,7 @@
 use crate::fault::{provoke, Deliberate};
 use crate::kmain::{boot_info, boot_times};
 use crate::{clock, console, mm, power};
+use alloc::string::String;
 use core::fmt::Write;
 use xenlet_shell::{echo, no_args, CmdError, CmdResult, Command, Shell};
 
@@ -54,6 +55,12 @@ pub static COMMANDS: &[Command<Host>] = &[
         usage: "",
         help: "list the PV devices xenbus found, with frontend and backend states",
         run: devices,
+    },
+    Command {
+        name: "dd",
+        usage: "if=FILE of=FILE [bs=N] [ibs=N] [obs=N] [count=N] [skip=N] [seek=N] [conv=fsync,notrunc] [oflag=direct,dsync] [status=progress|none|noxfer]",
+        help: "copy between /dev/zero, /dev/urandom, /dev/null and /dev/xvdX, GNU-style",
+        run: dd,
     },
     Command {
         name: "lsblk",
@@ -302,6 +309,112 @@ fn devices(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             d.backend
         )?;
     }
+    Ok(())
+}
+
+fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    use crate::dd::{Plan, Sink, Source};
+    use xenlet_shell::dd::{parse, summary, Stats, Status};
+    let a = match parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            // GNU's message is already prefixed with "dd: ".
+            writeln!(out, "{e}")?;
+            return Ok(());
+        }
+    };
+    if a.status != Status::None {
+        for w in &a.warnings {
+            writeln!(out, "dd: warning: {w}")?;
+        }
+    }
+    let disk = |p: &str| {
+        p.strip_prefix("/dev/")
+            .filter(|n| n.starts_with("xvd") || n.starts_with("hd"))
+            .map(String::from)
+    };
+    let source = match a.input.as_str() {
+        "/dev/zero" => Source::Zero,
+        "/dev/urandom" | "/dev/random" => Source::Urandom,
+        p => match disk(p) {
+            Some(n) => Source::Disk(n),
+            None => {
+                writeln!(out, "dd: failed to open '{p}': No such file or directory")?;
+                return Ok(());
+            }
+        },
+    };
+    let sink = match a.output.as_str() {
+        "/dev/null" => Sink::Null,
+        p => match disk(p) {
+            Some(n) => Sink::Disk(n),
+            None => {
+                writeln!(out, "dd: failed to open '{p}': No such file or directory")?;
+                return Ok(());
+            }
+        },
+    };
+    // Offsets and count in GNU's terms (and GNU's errors for skip/seek past an end).
+    let size_of = |n: &str| {
+        crate::frontends::with_disk(n, |d| {
+            use xenlet_drivers::blkfront::BlockDevice;
+            d.info().bytes()
+        })
+    };
+    let in_size = match &source {
+        Source::Disk(n) => size_of(n),
+        _ => None,
+    };
+    let out_size = match &sink {
+        Sink::Disk(n) => size_of(n),
+        Sink::Null => None,
+    };
+    // GNU prints only the error (no statistics) when a file cannot be opened.
+    for (is_disk, size, path) in [
+        (matches!(source, Source::Disk(_)), in_size, &a.input),
+        (matches!(sink, Sink::Disk(_)), out_size, &a.output),
+    ] {
+        if is_disk && size.is_none() {
+            writeln!(out, "dd: failed to open '{path}': No such device")?;
+            return Ok(());
+        }
+    }
+    let gp = match xenlet_shell::dd::plan(&a, in_size, out_size) {
+        Ok(p) => p,
+        Err(e) => {
+            writeln!(out, "{e}")?;
+            return Ok(());
+        }
+    };
+    let plan = Plan {
+        source,
+        sink,
+        obs: a.obs,
+        skip_bytes: gp.in_offset,
+        seek_bytes: gp.out_offset,
+        count_bytes: gp
+            .max_records
+            .map(|r| r.saturating_mul(a.ibs).saturating_add(gp.max_bytes)),
+        direct: a.oflag.direct,
+        dsync: a.oflag.dsync || a.oflag.sync,
+        fsync: a.conv.fsync || a.conv.fdatasync,
+        progress: a.status == Status::Progress,
+    };
+    let o = crate::dd::run(&plan);
+    if let Some(e) = &o.error {
+        writeln!(out, "dd: {e}")?;
+    }
+    // Every read and write of this engine is full except the last one of a stream,
+    // so the records follow from the byte totals (GNU counts the same way then).
+    let stats = Stats {
+        full_in: o.bytes_in / a.ibs,
+        partial_in: u64::from(!o.bytes_in.is_multiple_of(a.ibs)),
+        full_out: o.bytes_out / a.obs,
+        partial_out: u64::from(!o.bytes_out.is_multiple_of(a.obs)),
+        bytes_out: o.bytes_out,
+        truncated: 0,
+    };
+    out.write_str(&summary(&stats, o.elapsed_ns, a.status))?;
     Ok(())
 }
 

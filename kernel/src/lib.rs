@@ -25,6 +25,8 @@ pub mod commands;
 #[cfg(target_os = "none")]
 pub mod console;
 #[cfg(target_os = "none")]
+pub mod dd;
+#[cfg(target_os = "none")]
 pub mod fault;
 #[cfg(target_os = "none")]
 pub mod frontends;

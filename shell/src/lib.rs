@@ -9,6 +9,7 @@
 
 extern crate alloc;
 
+pub mod dd;
 mod editor;
 mod parse;
 

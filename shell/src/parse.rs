@@ -69,42 +69,195 @@ pub fn split_args(line: &str) -> Result<Vec<String>, ParseError> {
     Ok(words)
 }
 
-/// Parses a size the way GNU dd does: a decimal number with an optional suffix
-/// `c`(1) `w`(2) `b`(512) `kB`(1000) `K`/`KiB`(1024) `MB` `M`/`MiB` `GB` `G`/`GiB`
-/// `TB` `T`/`TiB`, and `x` products (`2x512`).
+/// Parses a size the way GNU dd (coreutils 9.x) parses its numeric operands.
+///
+/// A number is a decimal integer (leading white space and a `+` are allowed, a `-` is
+/// not) followed by an optional suffix: `c` (1), `w` (2), `b` (512), `K`/`k` (1024),
+/// `M`, `G`, `T`, `P`, `E`, `Z`, `Y`, `R`, `Q` (powers of 1024); a power letter
+/// followed by `iB` is the same power of 1024 and followed by `B` (or the obsolescent
+/// `D`) the power of 1000, so `kB` is 1000, `KiB` 1024, `MB` 1000000. A suffix letter
+/// alone stands for one of it (`K` is 1024). Any number may end in a `B` (`12B` is 12:
+/// dd's marker for counting in bytes). Numbers multiply with `x` (`2x512`, `1Kx2`);
+/// a zero factor makes the product zero even if another factor is too large.
+///
+/// Results above `i64::MAX` are [`ParseError::Overflow`], as in GNU dd (which keeps
+/// them in `intmax_t`/`off_t`); so is an otherwise invalid number whose digits overflow
+/// (`99999999999999999999q`), as GNU reports it.
 pub fn parse_size(s: &str) -> Result<u64, ParseError> {
-    let mut total: u64 = 1;
-    for part in s.split('x') {
-        let digits_end = part
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(part.len());
-        let (num, suffix) = part.split_at(digits_end);
-        if num.is_empty() {
-            return Err(ParseError::InvalidNumber(String::from(s)));
-        }
-        let n: u64 = num
-            .parse()
-            .map_err(|_| ParseError::Overflow(String::from(s)))?;
-        let mult: u64 = match suffix {
-            "" | "c" => 1,
-            "w" => 2,
-            "b" => 512,
-            "kB" => 1000,
-            "K" | "k" | "KiB" => 1 << 10,
-            "MB" => 1_000_000,
-            "M" | "MiB" => 1 << 20,
-            "GB" => 1_000_000_000,
-            "G" | "GiB" => 1 << 30,
-            "TB" => 1_000_000_000_000,
-            "T" | "TiB" => 1 << 40,
-            _ => return Err(ParseError::InvalidNumber(String::from(s))),
+    const MAX: u64 = i64::MAX as u64;
+    let invalid = || ParseError::InvalidNumber(String::from(s));
+    let mut result: u64 = 1;
+    let mut overflow = false;
+    let mut rest = s;
+    loop {
+        let (n, f) = gnu_factor(rest);
+        let mut n_overflow = f.overflow;
+        let multiply = match f.end {
+            FactorEnd::End => false,
+            FactorEnd::Times(after) => {
+                rest = after;
+                true
+            }
+            FactorEnd::Invalid => {
+                // GNU: an invalid number whose value overflowed is reported as
+                // too large.
+                if !f.overflow && n <= MAX {
+                    return Err(invalid());
+                }
+                n_overflow = true;
+                false
+            }
         };
-        total = n
-            .checked_mul(mult)
-            .and_then(|v| v.checked_mul(total))
-            .ok_or_else(|| ParseError::Overflow(String::from(s)))?;
+        if n == 0 {
+            result = 0;
+        } else if result != 0 {
+            match result.checked_mul(n) {
+                Some(p) if !n_overflow && !overflow && p <= MAX => result = p,
+                _ => overflow = true,
+            }
+        }
+        if !multiply {
+            break;
+        }
     }
-    Ok(total)
+    if result != 0 && overflow {
+        return Err(ParseError::Overflow(String::from(s)));
+    }
+    Ok(result)
+}
+
+/// The suffix letters GNU dd accepts (`0` is gnulib's flag for `B`/`iB`/`D` second
+/// suffixes).
+const VALID_SUFFIXES: &[u8] = b"bcEGkKMPQRTwYZ0";
+
+enum FactorEnd<'a> {
+    /// The string ended.
+    End,
+    /// An `x` followed; the next factor starts here.
+    Times(&'a str),
+    /// Not a number, or a bad suffix.
+    Invalid,
+}
+
+struct Factor<'a> {
+    overflow: bool,
+    end: FactorEnd<'a>,
+}
+
+/// One factor of a dd number, as gnulib's `xstrtoumax(s, &end, 10, &n,
+/// "bcEGkKMPQRTwYZ0")` followed by dd's `B` and `x` handling. Returns the value
+/// (saturated at `u64::MAX` on overflow) and how the factor ended.
+fn gnu_factor(s: &str) -> (u64, Factor<'_>) {
+    let b = s.as_bytes();
+    let bad = |n, overflow| {
+        (
+            n,
+            Factor {
+                overflow,
+                end: FactorEnd::Invalid,
+            },
+        )
+    };
+    // xstrtoumax refuses a minus sign after leading white space (C isspace).
+    let is_space = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r');
+    let ws = b.iter().take_while(|c| is_space(c)).count();
+    if b.get(ws) == Some(&b'-') {
+        return bad(0, false);
+    }
+    // strtoumax: white space, an optional '+', decimal digits.
+    let mut i = ws;
+    if b.get(i) == Some(&b'+') {
+        i += 1;
+    }
+    let digits = i;
+    let mut n: u64 = 0;
+    let mut overflow = false;
+    while let Some(&c) = b.get(i).filter(|c| c.is_ascii_digit()) {
+        match n
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(c - b'0')))
+        {
+            Some(v) if !overflow => n = v,
+            _ => {
+                overflow = true;
+                n = u64::MAX;
+            }
+        }
+        i += 1;
+    }
+    let mut p = i;
+    if i == digits {
+        // No number: a valid suffix letter at the very start stands for 1 of it.
+        match b.first() {
+            Some(c) if VALID_SUFFIXES.contains(c) => {
+                n = 1;
+                p = 0;
+            }
+            _ => return bad(0, false),
+        }
+    }
+    if let Some(&c) = b.get(p) {
+        let (mut base, mut len) = (1024u64, 1);
+        if b"EGkKMPQRTYZ".contains(&c) {
+            match (b.get(p + 1), b.get(p + 2)) {
+                (Some(b'i'), Some(b'B')) => len = 3,
+                (Some(b'B' | b'D'), _) => {
+                    base = 1000;
+                    len = 2;
+                }
+                _ => {}
+            }
+        }
+        let (factor, power) = match c {
+            b'c' => (1, 1),
+            b'w' => (2, 1),
+            b'b' => (512, 1),
+            b'k' | b'K' => (base, 1),
+            b'M' => (base, 2),
+            b'G' => (base, 3),
+            b'T' => (base, 4),
+            b'P' => (base, 5),
+            b'E' => (base, 6),
+            b'Z' => (base, 7),
+            b'Y' => (base, 8),
+            b'R' => (base, 9),
+            b'Q' => (base, 10),
+            _ => (1, 0), // not a suffix: the number ends here
+        };
+        if power > 0 {
+            for _ in 0..power {
+                n = n.checked_mul(factor).unwrap_or_else(|| {
+                    overflow = true;
+                    u64::MAX
+                });
+            }
+            p += len;
+        }
+        // dd accepts a trailing 'B' after anything but another 'B' ("12B", "1cB").
+        if b.get(p) == Some(&b'B') && p > 0 && b[p - 1] != b'B' {
+            p += 1;
+        }
+        match b.get(p) {
+            None => {}
+            Some(b'x') => {
+                return (
+                    n,
+                    Factor {
+                        overflow,
+                        end: FactorEnd::Times(&s[p + 1..]),
+                    },
+                )
+            }
+            Some(_) => return bad(n, overflow),
+        }
+    }
+    (
+        n,
+        Factor {
+            overflow,
+            end: FactorEnd::End,
+        },
+    )
 }
 
 #[cfg(test)]
@@ -150,5 +303,125 @@ mod tests {
             parse_size("99999999999T"),
             Err(ParseError::Overflow(_))
         ));
+    }
+
+    /// Cases checked against GNU dd 9.1 (`dd bs=VALUE count=1`), except the `R`/`Q`
+    /// suffixes (9.2+) and products of more than two factors or with a `B` after the
+    /// `x` (9.4+), which follow the newer parser.
+    #[test]
+    fn gnu_dd_number_forms() {
+        let ok = |s: &str, v: u64| assert_eq!(parse_size(s), Ok(v), "{s:?}");
+        let invalid = |s: &str| {
+            assert_eq!(
+                parse_size(s),
+                Err(ParseError::InvalidNumber(String::from(s))),
+                "{s:?}"
+            )
+        };
+        let overflow = |s: &str| {
+            assert_eq!(
+                parse_size(s),
+                Err(ParseError::Overflow(String::from(s))),
+                "{s:?}"
+            )
+        };
+        // Every suffix.
+        ok("7", 7);
+        ok("7c", 7);
+        ok("7w", 14);
+        ok("7b", 3584);
+        ok("1k", 1024);
+        ok("1K", 1024);
+        ok("1KiB", 1024);
+        ok("1kiB", 1024);
+        ok("1kB", 1000);
+        ok("1KB", 1000);
+        ok("1KD", 1000);
+        ok("1M", 1 << 20);
+        ok("1MiB", 1 << 20);
+        ok("1MB", 1_000_000);
+        ok("1G", 1 << 30);
+        ok("1GiB", 1 << 30);
+        ok("1GB", 1_000_000_000);
+        ok("1T", 1 << 40);
+        ok("1TiB", 1 << 40);
+        ok("1TB", 1_000_000_000_000);
+        ok("1P", 1 << 50);
+        ok("1PiB", 1 << 50);
+        ok("1PB", 1_000_000_000_000_000);
+        ok("1E", 1 << 60);
+        ok("1EiB", 1 << 60);
+        ok("1EB", 1_000_000_000_000_000_000);
+        ok("7E", 7 << 60);
+        overflow("8E");
+        overflow("16E");
+        overflow("1Z");
+        overflow("1ZB");
+        overflow("1Y");
+        overflow("1R");
+        overflow("1Q");
+        ok("0Q", 0);
+        // A suffix alone is one of it; white space and '+' are accepted.
+        ok("K", 1024);
+        ok("KB", 1000);
+        ok("KiB", 1024);
+        ok("kiB", 1024);
+        ok("KD", 1000);
+        ok("b", 512);
+        ok("c", 1);
+        ok("+5", 5);
+        ok(" 5", 5);
+        ok("\t+5K", 5120);
+        // A trailing 'B' (dd's "count in bytes" marker).
+        ok("3B", 3);
+        ok("1cB", 1);
+        ok("1bB", 512);
+        ok("1wB", 2);
+        ok("1KDB", 1000);
+        invalid("1BB");
+        invalid("1KiBB");
+        invalid("1MBB");
+        invalid("B");
+        invalid("iB");
+        invalid("1iB");
+        // Products.
+        ok("4xK", 4096);
+        ok("1Kx2", 2048);
+        ok("1KiBx2", 2048);
+        ok("2xb", 1024);
+        ok("Kx2", 2048);
+        ok("1Bx2", 2);
+        ok("2x3x4", 24);
+        ok("1x2B", 2);
+        ok("0x512", 0);
+        ok("00x512", 0);
+        ok("2x0x9", 0);
+        invalid("2x");
+        invalid("x2");
+        invalid("1x");
+        invalid("1xx2");
+        invalid("2x-1");
+        // Not numbers; GNU's lower-case m, g, t and e are not dd suffixes.
+        for s in [
+            "", " ", "+", "-1", " -0", "+-1", "1m", "1g", "1t", "1e", "12q", "1K2", "0x", "5 ",
+        ] {
+            invalid(s);
+        }
+        // Limits: i64::MAX, as dd keeps numbers in intmax_t.
+        ok("9223372036854775807", i64::MAX as u64);
+        overflow("9223372036854775808");
+        overflow("18446744073709551615");
+        overflow("99999999999999999999");
+        overflow("4611686018427387904x2");
+        ok("4611686018427387903x2", 9_223_372_036_854_775_806);
+        overflow("8Ex1");
+        overflow("2x8E");
+        // A zero factor wins over an overflowing one, as in GNU.
+        ok("99999999999999999999x0", 0);
+        ok("0x99999999999999999999", 0);
+        ok("16Ex0", 0);
+        // An invalid number whose digits overflowed is reported as too large.
+        overflow("99999999999999999999q");
+        overflow("18446744073709551615q");
     }
 }

@@ -3,6 +3,7 @@
 //! Run with `cargo xtask test` (it builds the kernel and provides QEMU).
 
 mod boot;
+mod dd;
 mod faults;
 mod multiboot2;
 mod power;
