@@ -63,6 +63,12 @@ pub static COMMANDS: &[Command<Host>] = &[
         run: dd,
     },
     Command {
+        name: "sha256sum",
+        usage: "[-n BYTES] /dev/xvdX...",
+        help: "SHA-256 of a disk (or of its first BYTES), GNU coreutils output",
+        run: sha256sum,
+    },
+    Command {
         name: "lsblk",
         usage: "",
         help: "list disks: size, sector size, read-only, negotiated blkfront features",
@@ -415,6 +421,98 @@ fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         truncated: 0,
     };
     out.write_str(&summary(&stats, o.elapsed_ns, a.status))?;
+    Ok(())
+}
+
+/// Reads `len` bytes of a disk from offset 0 through blkfront and hashes them.
+fn hash_disk(
+    d: &mut crate::frontends::Disk,
+    len: u64,
+) -> Result<[u8; 32], xenlet_drivers::blkfront::BlockError> {
+    use sha2::Digest;
+    use xenlet_drivers::blkfront::{BlockDevice, BlockError, BlockOp, BlockRequest};
+    let mut h = sha2::Sha256::new();
+    let chunk_pages = d.info().features.max_segments as u64;
+    let mut pos = 0u64;
+    let mut page = [0u8; 4096];
+    let mut done = alloc::vec::Vec::new();
+    while pos < len {
+        let bytes = (len - pos).min(chunk_pages * 4096);
+        let pages = bytes.div_ceil(4096) as usize;
+        let mut bufs = alloc::vec::Vec::with_capacity(pages);
+        for _ in 0..pages {
+            bufs.push(d.alloc_buf().ok_or(BlockError::Busy)?);
+        }
+        let tag = pos;
+        d.submit(BlockRequest {
+            tag,
+            op: BlockOp::Read,
+            sector: pos / 512,
+            bytes: bytes as usize,
+            bufs,
+        })
+        .map_err(|(e, _)| e)?;
+        d.kick();
+        let c = loop {
+            done.clear();
+            d.poll(&mut done);
+            if let Some(i) = done.iter().position(|c| c.tag == tag) {
+                break done.swap_remove(i);
+            }
+            if let Some(why) = d.broken() {
+                return Err(BlockError::Broken(String::from(why)));
+            }
+            d.wait();
+        };
+        let result = c.result;
+        let mut left = bytes as usize;
+        for b in c.bufs {
+            let n = left.min(4096);
+            b.read_at(0, &mut page[..n]);
+            h.update(&page[..n]);
+            left -= n;
+            d.free_buf(b);
+        }
+        result?;
+        pos += bytes;
+    }
+    Ok(h.finalize().into())
+}
+
+fn sha256sum(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    use xenlet_drivers::blkfront::BlockDevice;
+    let (limit, files) = match args {
+        ["-n", n, rest @ ..] => (
+            Some(xenlet_shell::parse_size(n).map_err(|e| CmdError::usage(alloc::format!("{e}")))?),
+            rest,
+        ),
+        rest => (None, rest),
+    };
+    if files.is_empty() {
+        return Err(CmdError::usage("missing file operand"));
+    }
+    for f in files {
+        let r = crate::frontends::with_disk(f, |d| {
+            let size = d.info().bytes();
+            let len = limit.unwrap_or(size).min(size);
+            if len % 512 != 0 {
+                return Err(xenlet_drivers::blkfront::BlockError::Invalid(
+                    "length not a multiple of 512",
+                ));
+            }
+            hash_disk(d, len)
+        });
+        match r {
+            None => writeln!(out, "sha256sum: {f}: No such device")?,
+            Some(Err(e)) => writeln!(out, "sha256sum: {f}: {e}")?,
+            Some(Ok(h)) => {
+                for b in h {
+                    write!(out, "{b:02x}")?;
+                }
+                writeln!(out, "  {f}")?;
+            }
+        }
+    }
     Ok(())
 }
 
