@@ -1,0 +1,205 @@
+//! Network ring entries (xen/include/public/io/netif.h), x86_64 layout, by copy.
+//!
+//! `netif_tx_request` (12 bytes): gref u32 @0, offset u16 @4, flags u16 @6, id u16 @8,
+//! size u16 @10. `netif_tx_response` (4): id u16 @0, status i16 @2.
+//! `netif_rx_request` (8): id u16 @0, gref u32 @4. `netif_rx_response` (8): id u16 @0,
+//! offset u16 @2, flags u16 @4, status i16 @6 (bytes received when positive).
+//! `netif_extra_info` (8): type u8 @0, flags u8 @1, gso {size u16 @2, type u8 @4,
+//! features u16 @6}. Ring entries are 12 bytes (TX) and 8 bytes (RX).
+
+/// TX ring entry size.
+pub const TX_ENTRY_BYTES: usize = 12;
+/// RX ring entry size.
+pub const RX_ENTRY_BYTES: usize = 8;
+
+/// `NETTXF_csum_blank`: the checksum is to be filled in (offload).
+pub const NETTXF_CSUM_BLANK: u16 = 1;
+/// `NETTXF_data_validated`: the checksum is known good.
+pub const NETTXF_DATA_VALIDATED: u16 = 2;
+/// `NETTXF_more_data`: the packet continues in the next request.
+pub const NETTXF_MORE_DATA: u16 = 4;
+/// `NETTXF_extra_info`: an extra-info slot follows.
+pub const NETTXF_EXTRA_INFO: u16 = 8;
+
+/// `NETRXF_data_validated`.
+pub const NETRXF_DATA_VALIDATED: u16 = 1;
+/// `NETRXF_csum_blank`.
+pub const NETRXF_CSUM_BLANK: u16 = 2;
+/// `NETRXF_more_data`.
+pub const NETRXF_MORE_DATA: u16 = 4;
+/// `NETRXF_extra_info`.
+pub const NETRXF_EXTRA_INFO: u16 = 8;
+
+/// `NETIF_RSP_OKAY`.
+pub const RSP_OKAY: i16 = 0;
+/// `NETIF_RSP_ERROR`.
+pub const RSP_ERROR: i16 = -1;
+/// `NETIF_RSP_DROPPED`.
+pub const RSP_DROPPED: i16 = -2;
+/// `NETIF_RSP_NULL` (padding response for an extra-info slot).
+pub const RSP_NULL: i16 = 1;
+
+/// `XEN_NETIF_EXTRA_TYPE_GSO`.
+pub const EXTRA_TYPE_GSO: u8 = 2;
+/// `XEN_NETIF_GSO_TYPE_TCPV4`.
+pub const GSO_TYPE_TCPV4: u8 = 1;
+
+/// A transmit request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxRequest {
+    /// Grant of the page holding the data.
+    pub gref: u32,
+    /// Offset of the data in the page.
+    pub offset: u16,
+    /// `NETTXF_*`.
+    pub flags: u16,
+    /// Echoed in the response.
+    pub id: u16,
+    /// First slot: the whole packet's size; later slots: this slot's size.
+    pub size: u16,
+}
+
+impl TxRequest {
+    /// Encodes for the ring.
+    pub fn encode(&self) -> [u8; TX_ENTRY_BYTES] {
+        let mut e = [0u8; TX_ENTRY_BYTES];
+        e[0..4].copy_from_slice(&self.gref.to_le_bytes());
+        e[4..6].copy_from_slice(&self.offset.to_le_bytes());
+        e[6..8].copy_from_slice(&self.flags.to_le_bytes());
+        e[8..10].copy_from_slice(&self.id.to_le_bytes());
+        e[10..12].copy_from_slice(&self.size.to_le_bytes());
+        e
+    }
+}
+
+/// Encodes a GSO extra-info slot (TCPv4, segment size `mss`).
+pub fn encode_gso_extra(mss: u16) -> [u8; TX_ENTRY_BYTES] {
+    let mut e = [0u8; TX_ENTRY_BYTES];
+    e[0] = EXTRA_TYPE_GSO;
+    e[2..4].copy_from_slice(&mss.to_le_bytes());
+    e[4] = GSO_TYPE_TCPV4;
+    e
+}
+
+/// A transmit response, decoded from a copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxResponse {
+    /// Request id.
+    pub id: u16,
+    /// `NETIF_RSP_*`.
+    pub status: i16,
+}
+
+/// Decodes a transmit response.
+pub fn decode_tx_response(b: &[u8; 4]) -> TxResponse {
+    TxResponse {
+        id: u16::from_le_bytes([b[0], b[1]]),
+        status: i16::from_le_bytes([b[2], b[3]]),
+    }
+}
+
+/// Encodes a receive request: buffer `id` in the page granted as `gref`.
+pub fn encode_rx_request(id: u16, gref: u32) -> [u8; RX_ENTRY_BYTES] {
+    let mut e = [0u8; RX_ENTRY_BYTES];
+    e[0..2].copy_from_slice(&id.to_le_bytes());
+    e[4..8].copy_from_slice(&gref.to_le_bytes());
+    e
+}
+
+/// A receive response, decoded from a copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxResponse {
+    /// Buffer id.
+    pub id: u16,
+    /// Offset of the data in the buffer's page.
+    pub offset: u16,
+    /// `NETRXF_*`.
+    pub flags: u16,
+    /// Bytes received (> 0) or a negative `NETIF_RSP_*`.
+    pub status: i16,
+}
+
+/// Decodes a receive response.
+pub fn decode_rx_response(b: &[u8; RX_ENTRY_BYTES]) -> RxResponse {
+    RxResponse {
+        id: u16::from_le_bytes([b[0], b[1]]),
+        offset: u16::from_le_bytes([b[2], b[3]]),
+        flags: u16::from_le_bytes([b[4], b[5]]),
+        status: i16::from_le_bytes([b[6], b[7]]),
+    }
+}
+
+impl RxResponse {
+    /// Checks a response against the buffer it names: the data must lie within the
+    /// 4 KiB page. Returns the (offset, length) of the data.
+    pub fn data_range(&self) -> Result<(usize, usize), &'static str> {
+        if self.status < 0 {
+            return Err("error status");
+        }
+        let (off, len) = (usize::from(self.offset), self.status as usize);
+        if off + len > 4096 {
+            return Err("data beyond the buffer");
+        }
+        Ok((off, len))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tx_layout() {
+        let r = TxRequest {
+            gref: 0x0a0b0c0d,
+            offset: 0x10,
+            flags: NETTXF_CSUM_BLANK | NETTXF_MORE_DATA,
+            id: 7,
+            size: 1514,
+        };
+        assert_eq!(
+            r.encode(),
+            [0x0d, 0x0c, 0x0b, 0x0a, 0x10, 0, 5, 0, 7, 0, 0xea, 0x05]
+        );
+        assert_eq!(
+            decode_tx_response(&[7, 0, 0xff, 0xff]),
+            TxResponse {
+                id: 7,
+                status: RSP_ERROR
+            }
+        );
+        let g = encode_gso_extra(1448);
+        assert_eq!((g[0], g[4]), (EXTRA_TYPE_GSO, GSO_TYPE_TCPV4));
+        assert_eq!(u16::from_le_bytes([g[2], g[3]]), 1448);
+    }
+
+    #[test]
+    fn rx_layout_and_range_checks() {
+        assert_eq!(encode_rx_request(3, 99), [3, 0, 0, 0, 99, 0, 0, 0]);
+        let r = decode_rx_response(&[3, 0, 0x10, 0, 1, 0, 0xdc, 0x05]);
+        assert_eq!(
+            r,
+            RxResponse {
+                id: 3,
+                offset: 16,
+                flags: NETRXF_DATA_VALIDATED,
+                status: 1500
+            }
+        );
+        assert_eq!(r.data_range(), Ok((16, 1500)));
+        let bad = RxResponse {
+            id: 0,
+            offset: 4000,
+            flags: 0,
+            status: 200,
+        };
+        assert_eq!(bad.data_range(), Err("data beyond the buffer"));
+        let err = RxResponse {
+            id: 0,
+            offset: 0,
+            flags: 0,
+            status: RSP_DROPPED,
+        };
+        assert!(err.data_range().is_err());
+    }
+}
