@@ -1,6 +1,7 @@
 //! blkfront: the Xen PV block frontend (xen/include/public/io/blkif.h).
 //!
-//! Handshake ([`Blkfront::connect`]): read the backend's transport features at
+//! Handshake ([`Blkfront::connect`], driven by the shared xenbus [`Frontend`] state
+//! machine; the backend's state is polled from XenStore): read the backend's transport features at
 //! InitWait (`max-ring-page-order`), publish the ring (`ring-ref` or
 //! `ring-page-order` + `ring-refN`), `event-channel`, `protocol` and
 //! `feature-persistent`, go Initialised; when the backend is Connected read the disk
@@ -32,7 +33,7 @@ use xenlet_xen::evtchn::Port;
 use xenlet_xen::gnttab::{Access, Grant};
 use xenlet_xen::ring::FrontRing;
 use xenlet_xen::shared::PAGE_BYTES;
-use xenlet_xen::xenbus::XenbusState;
+use xenlet_xen::xenbus::{Action, Frontend, XenbusState};
 
 /// Largest ring order asked for (16 pages, 512 requests in flight).
 pub const MAX_RING_ORDER: u32 = 4;
@@ -271,23 +272,31 @@ fn read_state<P: XenPlatform>(p: &P, path: &str) -> Option<XenbusState> {
     XenbusState::parse(&p.xs_read(path).ok()?)
 }
 
-fn wait_backend<P: XenPlatform>(
+/// Waits until the shared frontend state machine asks for `want` given the backend's
+/// state (polled from XenStore); a backend that closes ends the handshake.
+fn wait_for_action<P: XenPlatform>(
     p: &P,
     path: &str,
-    want: &[XenbusState],
-) -> Result<XenbusState, BlockError> {
+    fe: &Frontend,
+    want: Action,
+) -> Result<(), BlockError> {
     let start = p.now_ns();
     loop {
-        match read_state(p, path) {
-            Some(s) if want.contains(&s) => return Ok(s),
-            Some(XenbusState::Closing | XenbusState::Closed) => {
-                return Err(BlockError::Handshake(format!("backend closed ({path})")))
+        if let Some(s) = read_state(p, path) {
+            match fe.on_backend(s) {
+                a if a == want => return Ok(()),
+                Action::Close => {
+                    return Err(BlockError::Handshake(format!(
+                        "backend closed ({path} = {s})"
+                    )))
+                }
+                _ => {}
             }
-            _ => {}
         }
         if p.now_ns().saturating_sub(start) > HANDSHAKE_TIMEOUT_NS {
             return Err(BlockError::Handshake(format!(
-                "timed out waiting for {path} to reach {want:?}"
+                "timed out waiting on {path} (frontend {})",
+                fe.state()
             )));
         }
         p.wait();
@@ -308,15 +317,8 @@ impl<P: XenPlatform> Blkfront<P> {
             .and_then(|v| u16::try_from(v).ok())
             .ok_or_else(|| BlockError::Handshake(String::from("bad backend-id")))?;
         let bstate = format!("{backend}/state");
-        wait_backend(
-            p,
-            &bstate,
-            &[
-                XenbusState::InitWait,
-                XenbusState::Initialised,
-                XenbusState::Connected,
-            ],
-        )?;
+        let mut fe = Frontend::new();
+        wait_for_action(p, &bstate, &fe, Action::Setup)?;
 
         let order = read_u64(p, &format!("{backend}/max-ring-page-order"))
             .unwrap_or(0)
@@ -355,8 +357,9 @@ impl<P: XenPlatform> Blkfront<P> {
         w("protocol", "x86_64-abi")?;
         w("feature-persistent", "1")?;
         w("state", &format!("{}", XenbusState::Initialised.number()))?;
+        fe.switched(XenbusState::Initialised);
 
-        wait_backend(p, &bstate, &[XenbusState::Connected])?;
+        wait_for_action(p, &bstate, &fe, Action::Connect)?;
         let sectors = read_u64(p, &format!("{backend}/sectors"))
             .ok_or_else(|| BlockError::Handshake(String::from("no sectors")))?;
         let info_bits = read_u64(p, &format!("{backend}/info")).unwrap_or(0) as u32;
