@@ -13,6 +13,7 @@ pub mod blkfront;
 pub mod blkif;
 pub mod bytering;
 pub mod console;
+pub mod netfront;
 pub mod netif;
 pub mod pio;
 pub mod platform;

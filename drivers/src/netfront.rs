@@ -1,0 +1,720 @@
+//! netfront: the Xen PV network frontend (xen/include/public/io/netif.h), data path
+//! and handshake.
+//!
+//! Handshake ([`Netfront::connect`], driven by the shared xenbus [`Frontend`]):
+//! publish `tx-ring-ref`, `rx-ring-ref`, `event-channel`, `request-rx-copy` = 1,
+//! `feature-rx-notify` = 1, `feature-sg` = 1, `feature-gso-tcpv4` = 1 (when the backend
+//! offers it), then go Connected when the backend is; the MAC comes from the
+//! frontend's `mac` key.
+//!
+//! RX: a pool of pages stays granted to the backend (read-write) and posted on the RX
+//! ring; a received packet's data is copied out of its page once and the page is
+//! posted again. TX: each packet is copied into pages granted read-only for the
+//! request (several slots with `NETTXF_more_data` when it is larger than a page)
+//! and ended on the response. Every response is checked (id in range and in flight,
+//! data inside the page, status); a bad one marks the vif broken.
+
+use crate::netif::{self, RxResponse, TxRequest};
+use crate::platform::{DmaPages, XenPlatform};
+use alloc::collections::VecDeque;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+use xenlet_xen::evtchn::Port;
+use xenlet_xen::gnttab::{Access, Grant};
+use xenlet_xen::ring::FrontRing;
+use xenlet_xen::shared::PAGE_BYTES;
+use xenlet_xen::xenbus::{Action, Frontend, XenbusState};
+
+/// Largest Ethernet frame handled without GSO (1500 MTU + 14 header).
+pub const MAX_FRAME: usize = 1514;
+/// How long the handshake waits for the backend.
+const HANDSHAKE_TIMEOUT_NS: u64 = 60_000_000_000;
+
+/// Network errors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NetError {
+    /// The vif is broken (bad response); the reason is kept.
+    Broken(String),
+    /// No TX slot or buffer free now.
+    Busy,
+    /// The frame is empty or larger than 64 KiB.
+    BadFrame,
+    /// The handshake failed.
+    Handshake(String),
+}
+
+impl fmt::Display for NetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NetError::Broken(w) => write!(f, "vif broken: {w}"),
+            NetError::Busy => f.write_str("transmit queue full"),
+            NetError::BadFrame => f.write_str("bad frame size"),
+            NetError::Handshake(w) => write!(f, "handshake failed: {w}"),
+        }
+    }
+}
+
+/// Link statistics, as `ip -s link` shows them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NetStats {
+    /// Packets received.
+    pub rx_packets: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Received packets dropped (errors, oversize, no room).
+    pub rx_dropped: u64,
+    /// Receive errors reported by the backend.
+    pub rx_errors: u64,
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Transmit errors reported by the backend.
+    pub tx_errors: u64,
+}
+
+struct RxBuf {
+    page: DmaPages,
+    grant: Grant,
+    posted: bool,
+}
+
+struct TxSlot {
+    in_flight: bool,
+    page: Option<DmaPages>,
+    grant: Option<Grant>,
+    /// Bytes of the packet this slot starts (0 for continuation slots).
+    packet_bytes: usize,
+}
+
+/// One connected virtual network interface.
+pub struct Netfront<P: XenPlatform> {
+    platform: P,
+    backend_id: u16,
+    mac: [u8; 6],
+    tx: FrontRing,
+    rx: FrontRing,
+    port: Port,
+    rx_bufs: Vec<RxBuf>,
+    tx_slots: Vec<TxSlot>,
+    tx_free: Vec<u16>,
+    /// Frames received and copied out, not yet taken.
+    received: VecDeque<Vec<u8>>,
+    /// A multi-slot packet being assembled.
+    partial: Option<Vec<u8>>,
+    broken: Option<String>,
+    stats: NetStats,
+    sg: bool,
+}
+
+fn read_state<P: XenPlatform>(p: &P, path: &str) -> Option<XenbusState> {
+    XenbusState::parse(&p.xs_read(path).ok()?)
+}
+
+fn wait_for_action<P: XenPlatform>(
+    p: &P,
+    path: &str,
+    fe: &Frontend,
+    want: Action,
+) -> Result<(), NetError> {
+    let start = p.now_ns();
+    loop {
+        if let Some(s) = read_state(p, path) {
+            match fe.on_backend(s) {
+                a if a == want => return Ok(()),
+                Action::Close => {
+                    return Err(NetError::Handshake(format!(
+                        "backend closed ({path} = {s})"
+                    )))
+                }
+                _ => {}
+            }
+        }
+        if p.now_ns().saturating_sub(start) > HANDSHAKE_TIMEOUT_NS {
+            return Err(NetError::Handshake(format!("timed out waiting on {path}")));
+        }
+        p.wait();
+    }
+}
+
+fn hs<T, E: fmt::Display>(what: &str, r: Result<T, E>) -> Result<T, NetError> {
+    r.map_err(|e| NetError::Handshake(format!("{what}: {e}")))
+}
+
+/// Parses "aa:bb:cc:dd:ee:ff".
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    let mut parts = s.trim().split(':');
+    for b in &mut mac {
+        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    parts.next().is_none().then_some(mac)
+}
+
+impl<P: XenPlatform> Netfront<P> {
+    /// Connects to `device/vif/<id>`.
+    pub fn connect(platform: P, id: u32) -> Result<Self, NetError> {
+        let p = &platform;
+        let base = format!("device/vif/{id}");
+        let backend = hs("backend path", p.xs_read(&format!("{base}/backend")))?;
+        let backend_id = p
+            .xs_read(&format!("{base}/backend-id"))
+            .ok()
+            .and_then(|v| v.trim().parse::<u16>().ok())
+            .ok_or_else(|| NetError::Handshake(String::from("bad backend-id")))?;
+        let mac = parse_mac(&hs("mac", p.xs_read(&format!("{base}/mac")))?)
+            .ok_or_else(|| NetError::Handshake(String::from("malformed mac")))?;
+        let bstate = format!("{backend}/state");
+        let mut fe = Frontend::new();
+        wait_for_action(p, &bstate, &fe, Action::Setup)?;
+
+        let flag = |k: &str| {
+            p.xs_read(&format!("{backend}/{k}"))
+                .ok()
+                .is_some_and(|v| v.trim() == "1")
+        };
+        let sg = flag("feature-sg");
+        let ring = |what: &str, entry: usize| -> Result<(FrontRing, Grant), NetError> {
+            let pages = p
+                .alloc_pages(1)
+                .ok_or_else(|| NetError::Handshake(format!("no memory for {what}")))?;
+            let DmaPages { mem, gfn, .. } = pages;
+            let g = hs(what, p.grant(backend_id, gfn, Access::ReadWrite))?;
+            Ok((FrontRing::init(mem, entry), g))
+        };
+        let (tx, tx_grant) = ring("tx ring", netif::TX_ENTRY_BYTES)?;
+        let (mut rx, rx_grant) = ring("rx ring", netif::RX_ENTRY_BYTES)?;
+        let port = hs("event channel", p.alloc_unbound(backend_id))?;
+
+        // RX buffers: one per RX ring slot, granted for good.
+        let mut rx_bufs = Vec::with_capacity(rx.size() as usize);
+        for i in 0..rx.size() as usize {
+            let page = p
+                .alloc_pages(1)
+                .ok_or_else(|| NetError::Handshake(String::from("no memory for RX buffers")))?;
+            let grant = hs(
+                "RX buffer grant",
+                p.grant(backend_id, page.gfn, Access::ReadWrite),
+            )?;
+            hs(
+                "RX ring",
+                rx.push_request(&netif::encode_rx_request(i as u16, grant.gref().0)),
+            )?;
+            rx_bufs.push(RxBuf {
+                page,
+                grant,
+                posted: true,
+            });
+        }
+        let _ = rx.push_requests_and_check_notify();
+
+        let w = |k: &str, v: &str| hs(k, p.xs_write(&format!("{base}/{k}"), v));
+        w("tx-ring-ref", &format!("{}", tx_grant.gref()))?;
+        w("rx-ring-ref", &format!("{}", rx_grant.gref()))?;
+        w("event-channel", &format!("{}", port.0))?;
+        w("request-rx-copy", "1")?;
+        w("feature-rx-notify", "1")?;
+        w("feature-sg", if sg { "1" } else { "0" })?;
+        w("state", &format!("{}", XenbusState::Connected.number()))?;
+        fe.switched(XenbusState::Initialised);
+        wait_for_action(p, &bstate, &fe, Action::Connect)?;
+        p.notify(port);
+
+        let entries = tx.size() as usize;
+        Ok(Netfront {
+            platform,
+            backend_id,
+            mac,
+            tx,
+            rx,
+            port,
+            rx_bufs,
+            tx_slots: (0..entries)
+                .map(|_| TxSlot {
+                    in_flight: false,
+                    page: None,
+                    grant: None,
+                    packet_bytes: 0,
+                })
+                .collect(),
+            tx_free: (0..entries as u16).rev().collect(),
+            received: VecDeque::new(),
+            partial: None,
+            broken: None,
+            stats: NetStats::default(),
+            sg,
+        })
+    }
+
+    /// The MAC address from XenStore.
+    pub fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    /// Link statistics.
+    pub fn stats(&self) -> NetStats {
+        self.stats
+    }
+
+    /// Why the vif is broken, if it is.
+    pub fn broken(&self) -> Option<&str> {
+        self.broken.as_deref()
+    }
+
+    /// Whether scatter-gather is on.
+    pub fn has_sg(&self) -> bool {
+        self.sg
+    }
+
+    fn fail(&mut self, why: String) {
+        if self.broken.is_none() {
+            self.tx.mark_broken();
+            self.rx.mark_broken();
+            self.broken = Some(why);
+        }
+    }
+
+    /// Free TX slots.
+    pub fn can_send(&self) -> bool {
+        self.broken.is_none() && self.tx_free.len() >= MAX_FRAME.div_ceil(PAGE_BYTES)
+    }
+
+    /// Sends one Ethernet frame (copied into pages granted for the request).
+    pub fn send(&mut self, frame: &[u8]) -> Result<(), NetError> {
+        if let Some(w) = &self.broken {
+            return Err(NetError::Broken(w.clone()));
+        }
+        if frame.is_empty() || frame.len() > 65535 {
+            return Err(NetError::BadFrame);
+        }
+        let chunks: Vec<&[u8]> = frame.chunks(PAGE_BYTES).collect();
+        if chunks.len() > 1 && !self.sg {
+            return Err(NetError::BadFrame);
+        }
+        if self.tx_free.len() < chunks.len() || self.tx.free_requests() < chunks.len() as u32 {
+            self.reap_tx();
+            if self.tx_free.len() < chunks.len() || self.tx.free_requests() < chunks.len() as u32 {
+                return Err(NetError::Busy);
+            }
+        }
+        for (i, chunk) in chunks.iter().enumerate() {
+            let id = self.tx_free.pop().ok_or(NetError::Busy)?;
+            let page = self.platform.alloc_pages(1).ok_or(NetError::Busy)?;
+            page.mem.write_bytes(0, chunk);
+            let grant = self
+                .platform
+                .grant(self.backend_id, page.gfn, Access::ReadOnly)
+                .map_err(|_| NetError::Busy)?;
+            let more = if i + 1 < chunks.len() {
+                netif::NETTXF_MORE_DATA
+            } else {
+                0
+            };
+            let size = if i == 0 { frame.len() } else { chunk.len() } as u16;
+            let req = TxRequest {
+                gref: grant.gref().0,
+                offset: 0,
+                flags: more,
+                id,
+                size,
+            };
+            if let Err(e) = self.tx.push_request(&req.encode()) {
+                let _ = self.platform.end_grant(grant);
+                self.platform.free_pages(page);
+                self.tx_free.push(id);
+                self.fail(format!("tx ring: {e}"));
+                return Err(NetError::Broken(format!("{e}")));
+            }
+            let slot = &mut self.tx_slots[usize::from(id)];
+            slot.in_flight = true;
+            slot.page = Some(page);
+            slot.grant = Some(grant);
+            slot.packet_bytes = if i == 0 { frame.len() } else { 0 };
+        }
+        if self.tx.push_requests_and_check_notify() {
+            self.platform.notify(self.port);
+        }
+        Ok(())
+    }
+
+    /// Takes TX responses: ends grants, frees pages, counts.
+    pub fn reap_tx(&mut self) {
+        let mut raw = [0u8; 4];
+        loop {
+            if self.broken.is_some() {
+                return;
+            }
+            match self.tx.take_response(&mut raw) {
+                Ok(true) => {}
+                Ok(false) => match self.tx.final_check_for_responses() {
+                    Ok(true) => continue,
+                    Ok(false) => return,
+                    Err(e) => return self.fail(format!("tx ring: {e}")),
+                },
+                Err(e) => return self.fail(format!("tx ring: {e}")),
+            }
+            let r = netif::decode_tx_response(&raw);
+            if r.status == netif::RSP_NULL {
+                continue; // extra-info slot
+            }
+            let Some(slot) = self
+                .tx_slots
+                .get_mut(usize::from(r.id))
+                .filter(|s| s.in_flight)
+            else {
+                return self.fail(format!("tx response id {} not in flight", r.id));
+            };
+            slot.in_flight = false;
+            let bytes = slot.packet_bytes;
+            let (page, grant) = (slot.page.take(), slot.grant.take());
+            if let Some(g) = grant {
+                // Still mapped after the response: leak page and ref rather than reuse.
+                if self.platform.end_grant(g).is_ok() {
+                    if let Some(p) = page {
+                        self.platform.free_pages(p);
+                    }
+                }
+            }
+            self.tx_free.push(r.id);
+            match r.status {
+                netif::RSP_OKAY => {
+                    if bytes > 0 {
+                        self.stats.tx_packets += 1;
+                        self.stats.tx_bytes += bytes as u64;
+                    }
+                }
+                netif::RSP_ERROR | netif::RSP_DROPPED => self.stats.tx_errors += 1,
+                s => return self.fail(format!("tx response id {} has unknown status {s}", r.id)),
+            }
+        }
+    }
+
+    /// Takes RX responses: copies each frame out once, reposts the buffers.
+    pub fn poll_rx(&mut self) {
+        let mut raw = [0u8; netif::RX_ENTRY_BYTES];
+        let mut reposted = false;
+        loop {
+            if self.broken.is_some() {
+                break;
+            }
+            match self.rx.take_response(&mut raw) {
+                Ok(true) => {}
+                Ok(false) => match self.rx.final_check_for_responses() {
+                    Ok(true) => continue,
+                    Ok(false) => break,
+                    Err(e) => {
+                        self.fail(format!("rx ring: {e}"));
+                        break;
+                    }
+                },
+                Err(e) => {
+                    self.fail(format!("rx ring: {e}"));
+                    break;
+                }
+            }
+            let r: RxResponse = netif::decode_rx_response(&raw);
+            let idx = usize::from(r.id);
+            let Some(buf) = self.rx_bufs.get_mut(idx).filter(|b| b.posted) else {
+                self.fail(format!("rx response id {} not posted", r.id));
+                break;
+            };
+            buf.posted = false;
+            if r.flags & netif::NETRXF_EXTRA_INFO != 0 {
+                // Extra info (GSO) is not requested; a backend sending it is confused.
+                self.fail(String::from("rx extra info not negotiated"));
+                break;
+            }
+            match r.data_range() {
+                Ok((off, len)) => {
+                    let mut data = alloc::vec![0u8; len];
+                    buf.page.mem.read_bytes(off, &mut data);
+                    let more = r.flags & netif::NETRXF_MORE_DATA != 0;
+                    let frame = match self.partial.take() {
+                        Some(mut p) => {
+                            p.extend_from_slice(&data);
+                            p
+                        }
+                        None => data,
+                    };
+                    if more {
+                        if frame.len() > 65535 {
+                            self.stats.rx_dropped += 1;
+                        } else {
+                            self.partial = Some(frame);
+                        }
+                    } else {
+                        self.stats.rx_packets += 1;
+                        self.stats.rx_bytes += frame.len() as u64;
+                        if self.received.len() < 1024 {
+                            self.received.push_back(frame);
+                        } else {
+                            self.stats.rx_dropped += 1;
+                        }
+                    }
+                }
+                Err(_) if r.status < 0 => {
+                    self.stats.rx_errors += 1;
+                    self.partial = None;
+                }
+                Err(why) => {
+                    self.fail(format!("rx response id {}: {why}", r.id));
+                    break;
+                }
+            }
+            // Post the buffer again.
+            let gref = self.rx_bufs[idx].grant.gref().0;
+            if self
+                .rx
+                .push_request(&netif::encode_rx_request(r.id, gref))
+                .is_ok()
+            {
+                self.rx_bufs[idx].posted = true;
+                reposted = true;
+            }
+        }
+        if reposted && self.rx.push_requests_and_check_notify() {
+            self.platform.notify(self.port);
+        }
+    }
+
+    /// The next received frame.
+    pub fn recv(&mut self) -> Option<Vec<u8>> {
+        if self.received.is_empty() {
+            self.poll_rx();
+        }
+        self.received.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::collections::BTreeMap;
+    use core::cell::{Cell, RefCell};
+    use xenlet_xen::gnttab::GrantRef;
+    use xenlet_xen::shared::SharedPage;
+    use xenlet_xen::xenstore::XsError;
+    use xenlet_xen::XenError;
+
+    const BE: &str = "/local/domain/0/backend/vif/5/0";
+
+    #[derive(Default)]
+    struct Fake {
+        xs: RefCell<BTreeMap<String, String>>,
+        pages: RefCell<BTreeMap<u64, SharedPage>>,
+        grants: RefCell<BTreeMap<u32, u64>>,
+        next_gfn: Cell<u64>,
+        next_gref: Cell<u32>,
+    }
+
+    impl Fake {
+        fn new() -> Self {
+            let f = Fake::default();
+            f.next_gfn.set(0x1000);
+            f.next_gref.set(8);
+            let mut xs = f.xs.borrow_mut();
+            xs.insert("device/vif/0/backend".into(), BE.into());
+            xs.insert("device/vif/0/backend-id".into(), "0".into());
+            xs.insert("device/vif/0/mac".into(), "00:16:3e:01:02:03".into());
+            xs.insert(format!("{BE}/state"), "2".into());
+            xs.insert(format!("{BE}/feature-sg"), "1".into());
+            drop(xs);
+            f
+        }
+        fn page_of(&self, key: &str) -> SharedPage {
+            let gref: u32 = self.xs.borrow()[key].parse().unwrap();
+            let gfn = self.grants.borrow()[&gref];
+            self.pages.borrow()[&gfn].alias_for_test()
+        }
+        fn page_by_gref(&self, gref: u32) -> SharedPage {
+            let gfn = self.grants.borrow()[&gref];
+            self.pages.borrow()[&gfn].alias_for_test()
+        }
+    }
+
+    impl XenPlatform for &Fake {
+        fn xs_read(&self, path: &str) -> Result<String, XsError> {
+            self.xs
+                .borrow()
+                .get(path)
+                .cloned()
+                .ok_or_else(|| XsError::Remote("ENOENT".into()))
+        }
+        fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
+            if path == "device/vif/0/state" && value == "4" {
+                self.xs
+                    .borrow_mut()
+                    .insert(format!("{BE}/state"), "4".into());
+            }
+            self.xs.borrow_mut().insert(path.into(), value.into());
+            Ok(())
+        }
+        fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
+            let gfn = self.next_gfn.get();
+            self.next_gfn.set(gfn + count as u64);
+            let mem = SharedPage::leak_new(count);
+            self.pages.borrow_mut().insert(gfn, mem.alias_for_test());
+            Some(DmaPages { mem, gfn, count })
+        }
+        fn free_pages(&self, _: DmaPages) {}
+        fn grant(
+            &self,
+            _: u16,
+            gfn: u64,
+            _: Access,
+        ) -> Result<Grant, xenlet_xen::gnttab::GrantError> {
+            let r = self.next_gref.get();
+            self.next_gref.set(r + 1);
+            self.grants.borrow_mut().insert(r, gfn);
+            Ok(Grant::new(GrantRef(r), gfn as u32))
+        }
+        fn end_grant(&self, g: Grant) -> Result<(), Grant> {
+            self.grants.borrow_mut().remove(&g.gref().0);
+            Ok(())
+        }
+        fn alloc_unbound(&self, _: u16) -> Result<Port, XenError> {
+            Ok(Port(9))
+        }
+        fn close_port(&self, _: Port) {}
+        fn notify(&self, _: Port) {}
+        fn wait(&self) {}
+        fn now_ns(&self) -> u64 {
+            0
+        }
+    }
+
+    /// Backend side of the RX ring: delivers a frame into the next posted buffer.
+    fn deliver(
+        f: &Fake,
+        rx_rsp_prod: &mut u32,
+        id_override: Option<u16>,
+        offset: u16,
+        data: &[u8],
+        status: Option<i16>,
+    ) {
+        let ring = f.page_of("device/vif/0/rx-ring-ref");
+        // the request at the same index names the buffer
+        let slot = 64 + (*rx_rsp_prod % 256) as usize * 8;
+        let mut req = [0u8; 8];
+        ring.read_bytes(slot, &mut req);
+        let id = u16::from_le_bytes([req[0], req[1]]);
+        let gref = u32::from_le_bytes([req[4], req[5], req[6], req[7]]);
+        if usize::from(offset) + data.len() <= 4096 {
+            f.page_by_gref(gref).write_bytes(usize::from(offset), data);
+        }
+        let mut rsp = [0u8; 8];
+        rsp[0..2].copy_from_slice(&id_override.unwrap_or(id).to_le_bytes());
+        rsp[2..4].copy_from_slice(&offset.to_le_bytes());
+        rsp[6..8].copy_from_slice(&status.unwrap_or(data.len() as i16).to_le_bytes());
+        ring.write_bytes(slot, &rsp);
+        *rx_rsp_prod += 1;
+        ring.store_u32(8, *rx_rsp_prod);
+    }
+
+    #[test]
+    fn handshake_mac_and_rx_pool() {
+        let f = Fake::new();
+        let n = Netfront::connect(&f, 0).unwrap();
+        assert_eq!(n.mac(), [0x00, 0x16, 0x3e, 1, 2, 3]);
+        let xs = f.xs.borrow();
+        for k in ["tx-ring-ref", "rx-ring-ref", "event-channel"] {
+            assert!(xs.contains_key(&format!("device/vif/0/{k}")), "{k}");
+        }
+        assert_eq!(xs["device/vif/0/request-rx-copy"], "1");
+        assert_eq!(xs["device/vif/0/state"], "4");
+        drop(xs);
+        let ring = f.page_of("device/vif/0/rx-ring-ref");
+        assert_eq!(ring.load_u32(0), 256, "every RX buffer posted");
+        assert!(n.has_sg());
+    }
+
+    #[test]
+    fn receives_frames_and_reposts_buffers() {
+        let f = Fake::new();
+        let mut n = Netfront::connect(&f, 0).unwrap();
+        let mut prod = 0;
+        for i in 0..300u32 {
+            let frame = [i as u8; 60];
+            deliver(&f, &mut prod, None, 0, &frame, None);
+            assert_eq!(n.recv().unwrap(), frame.to_vec());
+        }
+        assert_eq!(n.stats().rx_packets, 300);
+        assert!(n.broken().is_none());
+    }
+
+    #[test]
+    fn hostile_rx_responses_break_the_vif() {
+        let f = Fake::new();
+        let mut n = Netfront::connect(&f, 0).unwrap();
+        let mut prod = 0;
+        deliver(&f, &mut prod, None, 4000, &[1; 200], None); // data beyond the page
+        assert!(n.recv().is_none());
+        assert!(n.broken().unwrap().contains("beyond"), "{:?}", n.broken());
+
+        let f = Fake::new();
+        let mut n = Netfront::connect(&f, 0).unwrap();
+        let mut prod = 0;
+        deliver(&f, &mut prod, Some(999), 0, &[1; 60], None); // unknown buffer
+        assert!(n.recv().is_none());
+        assert!(n.broken().unwrap().contains("not posted"));
+        assert!(matches!(n.send(&[0; 60]), Err(NetError::Broken(_))));
+    }
+
+    #[test]
+    fn backend_errors_are_counted_not_fatal() {
+        let f = Fake::new();
+        let mut n = Netfront::connect(&f, 0).unwrap();
+        let mut prod = 0;
+        deliver(&f, &mut prod, None, 0, &[], Some(netif::RSP_ERROR));
+        assert!(n.recv().is_none());
+        assert_eq!(n.stats().rx_errors, 1);
+        assert!(n.broken().is_none());
+    }
+
+    #[test]
+    fn transmits_single_and_multi_slot_frames() {
+        let f = Fake::new();
+        let mut n = Netfront::connect(&f, 0).unwrap();
+        let grants_before = f.grants.borrow().len();
+        n.send(&[0xab; 60]).unwrap();
+        n.send(&[0xcd; 9000]).unwrap(); // 3 slots with scatter-gather
+        let ring = f.page_of("device/vif/0/tx-ring-ref");
+        assert_eq!(ring.load_u32(0), 4);
+        let mut e = [0u8; 12];
+        ring.read_bytes(64 + 12, &mut e);
+        assert_eq!(
+            u16::from_le_bytes([e[6], e[7]]) & netif::NETTXF_MORE_DATA,
+            netif::NETTXF_MORE_DATA
+        );
+        assert_eq!(u16::from_le_bytes([e[10], e[11]]), 9000);
+        // backend answers all four
+        for i in 0..4u32 {
+            ring.read_bytes(64 + i as usize * 12, &mut e);
+            let id = [e[8], e[9]];
+            ring.write_bytes(64 + i as usize * 12, &[id[0], id[1], 0, 0]);
+        }
+        ring.store_u32(8, 4);
+        n.reap_tx();
+        assert_eq!(n.stats().tx_packets, 2);
+        assert_eq!(n.stats().tx_bytes, 9060);
+        assert_eq!(f.grants.borrow().len(), grants_before, "TX grants ended");
+        // a response for a slot not in flight breaks the vif
+        ring.write_bytes(64 + 4 * 12, &[0, 0, 0, 0]);
+        ring.store_u32(8, 5);
+        n.reap_tx();
+        assert!(n.broken().is_some());
+    }
+
+    #[test]
+    fn mac_parsing() {
+        assert_eq!(
+            parse_mac("00:16:3e:aa:bb:cc"),
+            Some([0, 0x16, 0x3e, 0xaa, 0xbb, 0xcc])
+        );
+        assert_eq!(parse_mac("00:16:3e:aa:bb"), None);
+        assert_eq!(parse_mac("00:16:3e:aa:bb:cc:dd"), None);
+        assert_eq!(parse_mac("zz:16:3e:aa:bb:cc"), None);
+    }
+}
