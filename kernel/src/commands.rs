@@ -69,6 +69,12 @@ pub static COMMANDS: &[Command<Host>] = &[
         run: sha256sum,
     },
     Command {
+        name: "ip",
+        usage: "[-s] link [show [DEV]]",
+        help: "show network interfaces (iproute2 style)",
+        run: ip,
+    },
+    Command {
         name: "lsblk",
         usage: "",
         help: "list disks: size, sector size, read-only, negotiated blkfront features",
@@ -516,6 +522,62 @@ fn sha256sum(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     Ok(())
 }
 
+fn ip(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    let (stats, rest) = match args {
+        ["-s", rest @ ..] => (true, rest),
+        rest => (false, rest),
+    };
+    let only = match rest {
+        ["link"] | ["link", "show"] | ["l"] => None,
+        ["link", "show", dev] | ["link", dev] => Some(*dev),
+        [] => {
+            return Err(CmdError::usage(
+                "missing object (only 'link' exists until the IP stack arrives)",
+            ))
+        }
+        [obj, ..] => {
+            return Err(CmdError::usage(alloc::format!(
+                "object \"{obj}\" is unknown or not implemented yet"
+            )))
+        }
+    };
+    let mut index = 1;
+    let mut found = false;
+    let mut res = Ok(());
+    crate::frontends::for_each_vif(|name, v| {
+        index += 1;
+        if only.is_some_and(|d| d != name) {
+            return;
+        }
+        found = true;
+        let m = v.mac();
+        let st = v.stats();
+        let state = if v.broken().is_some() { "DOWN" } else { "UP" };
+        res = res.and(writeln!(
+            out,
+            "{index}: {name}: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 state {state}\n    link/ether {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} brd ff:ff:ff:ff:ff:ff",
+            m[0], m[1], m[2], m[3], m[4], m[5]
+        ));
+        if stats {
+            res = res.and(writeln!(
+                out,
+                "    RX:  bytes packets errors dropped\n    {:>10} {:>7} {:>6} {:>7}\n    TX:  bytes packets errors dropped\n    {:>10} {:>7} {:>6} {:>7}",
+                st.rx_bytes, st.rx_packets, st.rx_errors, st.rx_dropped, st.tx_bytes, st.tx_packets, st.tx_errors, 0
+            ));
+        }
+        if let Some(why) = v.broken() {
+            res = res.and(writeln!(out, "    broken: {why}"));
+        }
+    });
+    res?;
+    match only {
+        Some(d) if !found => Err(CmdError::failed(alloc::format!(
+            "Device \"{d}\" does not exist."
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn lsblk(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     use xenlet_drivers::blkfront::BlockDevice;
     no_args(args)?;
@@ -675,6 +737,7 @@ pub fn run_shell() -> ! {
         console::poll_xen_console();
         crate::xen::poll_events();
         crate::xenstore::dispatch_watches();
+        crate::frontends::poll_vifs();
         while let Some(b) = console::read_byte() {
             shell.feed(&mut host, b, &mut out);
         }

@@ -127,6 +127,58 @@ pub fn with_disk<T>(name: &str, f: impl FnOnce(&mut Disk) -> T) -> Option<T> {
     disks.iter_mut().find(|d| d.info().name == name).map(f)
 }
 
+/// A connected network interface.
+pub type Vif = xenlet_drivers::netfront::Netfront<KernelXen>;
+
+static VIFS: Mutex<Vec<(String, Vif)>> = Mutex::new(Vec::new());
+
+/// Connects every vif; returns one line per device for the boot report.
+pub fn connect_vifs(devices: &[xenbus::Device]) -> Vec<Result<String, String>> {
+    let mut report = Vec::new();
+    for d in devices.iter().filter(|d| d.kind == "vif") {
+        let name = d.name();
+        let Ok(id) = d.id.parse::<u32>() else {
+            continue;
+        };
+        match xenlet_drivers::netfront::Netfront::connect(KernelXen, id) {
+            Ok(n) => {
+                let m = n.mac();
+                report.push(Ok(alloc::format!(
+                    "{name} {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}{}",
+                    m[0],
+                    m[1],
+                    m[2],
+                    m[3],
+                    m[4],
+                    m[5],
+                    if n.has_sg() { ", scatter-gather" } else { "" }
+                )));
+                VIFS.lock().push((name, n));
+            }
+            Err(e) => report.push(Err(alloc::format!("{name}: {e}"))),
+        }
+    }
+    report
+}
+
+/// Runs `f` on every vif.
+pub fn for_each_vif(mut f: impl FnMut(&str, &mut Vif)) {
+    for (n, v) in VIFS.lock().iter_mut() {
+        f(n, v);
+    }
+}
+
+/// Takes received frames off every vif (the IP stack is not attached yet: frames are
+/// counted and dropped) and reaps transmit completions.
+pub fn poll_vifs() {
+    if let Some(mut vifs) = VIFS.try_lock() {
+        for (_, v) in vifs.iter_mut() {
+            while v.recv().is_some() {}
+            v.reap_tx();
+        }
+    }
+}
+
 /// Runs `f` with all disks at once (a copy between two disks).
 pub fn with_all_disks<T>(f: impl FnOnce(&mut [Disk]) -> T) -> T {
     f(&mut DISKS.lock())

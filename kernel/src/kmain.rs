@@ -99,6 +99,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         _ => None,
     };
     let disks = devices.as_deref().map(crate::frontends::connect_disks);
+    let vifs = devices.as_deref().map(crate::frontends::connect_vifs);
     let devices_done = clock::now();
 
     let acpi_root = info.acpi.or_else(|| acpi::scan_for_rsdp(&IdentityMemory));
@@ -205,6 +206,12 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
             .map(|d| alloc::format!("{} ({})", d.name(), d.path()))
             .collect();
         println!("xenbus: {} PV devices: {}", devs.len(), names.join(", "));
+    }
+    for line in vifs.iter().flatten() {
+        match line {
+            Ok(s) => println!("netfront: {s}"),
+            Err(e) => println!("netfront: {e}"),
+        }
     }
     for line in disks.iter().flatten() {
         match line {

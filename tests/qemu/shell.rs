@@ -56,6 +56,11 @@ fn version_mem_uptime_echo() {
         "xenstore: XenStore is not connected (not running on Xen?)\n"
     );
     assert!(g.run("lsblk").contains("no disks"));
+    assert_eq!(g.run("ip link"), "");
+    assert_eq!(
+        g.run("ip link show eth0"),
+        "ip: Device \"eth0\" does not exist.\n"
+    );
     assert_eq!(
         g.run("discard xvdb 0 4096"),
         "discard: xvdb: No such device\n"
