@@ -6,6 +6,7 @@
 
 mod image;
 mod qemu;
+mod testbed;
 mod util;
 
 use std::process::ExitCode;
@@ -23,6 +24,9 @@ tasks:
   setup                  fetch what the tasks need (Rust target, QEMU 7.2 from Debian)
   lint                   cargo fmt --check and clippy (host crates and the kernel)
   ci                     what .ci/run runs: `lint`, then `test`
+  testbed build|run|list|shell
+                         real Xen 4.17 nested in QEMU: dom0 image, xl scenarios
+                         (see xtask/testbed/README.md)
 ";
 
 fn main() -> ExitCode {
@@ -39,6 +43,7 @@ fn main() -> ExitCode {
         "test" => test_task(&rest),
         "setup" => setup_task(),
         "lint" => lint_task(),
+        "testbed" => testbed::main(&rest),
         "ci" => lint_task().and_then(|()| test_task(&[])),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");

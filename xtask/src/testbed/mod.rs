@@ -1,0 +1,102 @@
+//! `cargo xtask testbed`: Xenlet on real Xen.
+//!
+//! Debian's Xen 4.17 with a Debian dom0 runs nested under QEMU 7.2 (TCG, emulated AMD
+//! SVM with NPT); domUs are made with the real toolstack (`xl`) and served by the real
+//! dom0 backends (blkback, netback, QEMU-xen). See `xtask/testbed/README.md`.
+//!
+//! - `build.rs`: the dom0 image, cached outside the clone (`cpio.rs`: the Linux
+//!   domU's initramfs),
+//! - `scenarios.rs`: the scenario table (`elf32.rs`: the kernel for HVM `kernel=`),
+//! - `session.rs`: one QEMU session running scenarios, with whole-session retries,
+//! - `xtask/testbed/`: what runs inside dom0 (`dom0-init`, `run.py`) and the Linux
+//!   domU's `/init`.
+
+mod build;
+mod cpio;
+mod elf32;
+mod scenarios;
+mod session;
+
+use crate::util::{Error, Result};
+
+const USAGE: &str = "\
+usage: cargo xtask testbed <command>
+
+  build [--force]            build the dom0 image (Debian bookworm, Xen 4.17) into
+                             $XENLET_CACHE/testbed (default ~/.cache/xenlet/testbed);
+                             only when its recipe changed (or with --force)
+  run [OPTIONS] SCENARIO...  boot Xen + dom0 under QEMU once, run the scenarios (or
+                             `all`) with xl, print a PASS/FAIL table; logs in
+                             target/testbed/<scenario>/
+      --retries N            whole-session retries when the session dies or a domain
+                             hits the nested-SVM flake (default 2)
+      -v, --verbose          show the whole Xen/dom0 serial console
+      --smp N                vCPUs of QEMU and dom0 (default 2)
+      --xen-arg ARG          extra Xen command-line option (repeatable)
+  list                       the scenarios
+  shell [--smp N] [--xen-arg ARG]
+                             boot Xen + dom0, start the toolstack, root shell on
+                             this terminal (xenlet.elf/.img in /payload/files;
+                             `exit` powers off, Ctrl-A X quits QEMU)
+";
+
+pub fn main(args: &[&str]) -> Result<()> {
+    match args {
+        ["build"] => build::ensure(false).map(|_| ()),
+        ["build", "--force"] => build::ensure(true).map(|_| ()),
+        ["list"] => {
+            for s in scenarios::SCENARIOS {
+                println!("{:<12} {:<7} {}", s.name, s.console.as_str(), s.about);
+            }
+            Ok(())
+        }
+        ["run", rest @ ..] => {
+            let (opts, names) = parse_options(rest)?;
+            session::run_scenarios(&names, &opts)
+        }
+        ["shell", rest @ ..] => {
+            let (opts, names) = parse_options(rest)?;
+            if !names.is_empty() {
+                return Err(Error::msg(USAGE));
+            }
+            session::shell(&opts)
+        }
+        ["help" | "-h" | "--help"] => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        _ => Err(Error::msg(USAGE)),
+    }
+}
+
+fn parse_options<'a>(args: &[&'a str]) -> Result<(session::Options, Vec<&'a str>)> {
+    let mut opts = session::Options {
+        retries: 2,
+        verbose: false,
+        smp: 2,
+        xen_args: Vec::new(),
+    };
+    let mut names = Vec::new();
+    let mut it = args.iter();
+    let number = |v: Option<&&str>, what: &str| -> Result<u32> {
+        v.and_then(|v| v.parse().ok())
+            .ok_or_else(|| Error::msg(format!("{what} needs a number\n{USAGE}")))
+    };
+    while let Some(a) = it.next() {
+        match *a {
+            "--retries" => opts.retries = number(it.next(), "--retries")?,
+            "--smp" => opts.smp = number(it.next(), "--smp")?.max(1),
+            "-v" | "--verbose" => opts.verbose = true,
+            "--xen-arg" => opts.xen_args.push(
+                it.next()
+                    .ok_or_else(|| Error::msg("--xen-arg needs a value"))?
+                    .to_string(),
+            ),
+            o if o.starts_with('-') => {
+                return Err(Error::msg(format!("unknown option {o}\n{USAGE}")))
+            }
+            name => names.push(name),
+        }
+    }
+    Ok((opts, names))
+}

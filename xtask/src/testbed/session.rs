@@ -1,0 +1,671 @@
+//! `cargo xtask testbed run`: one QEMU session of Xen + dom0 running scenarios.
+//!
+//! The host writes a payload disk (a tar: `run.py`, `scenarios.json`, `files/`) and a
+//! blank results disk, boots Xen with the dom0 image under QEMU 7.2 (TCG, nested SVM),
+//! and reads the serial console: lines starting with `TESTBED:` come from dom0 and
+//! drive a watchdog (every step announces its timeout). dom0 writes `/results` back as
+//! a tar onto the results disk and powers off; the host unpacks it into
+//! `target/testbed/`, one directory per scenario, and prints the summary.
+//!
+//! QEMU 7.2's nested SVM is flaky: a session that dies (no results, a watchdog timeout,
+//! a Xen or dom0 panic) or in which a domain hit the flake (it died before any sign of
+//! life, or was found running on Xen's own register state; see `run.py`) is retried
+//! whole, never a single step; every retry is counted and printed.
+
+use super::build::{self, Bed};
+use super::scenarios::{self, Need, Scenario};
+use crate::util::{require_tool, run, step, workspace_root, Error, Result};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Options of `testbed run`.
+pub struct Options {
+    /// Whole-session retries after a session died or a domain crashed at once.
+    pub retries: u32,
+    /// Print every serial line, not only the test bed's own.
+    pub verbose: bool,
+    /// vCPUs of the outer QEMU and dom0.
+    pub smp: u32,
+    /// Extra Xen command-line options.
+    pub xen_args: Vec<String>,
+}
+
+/// Xen options for every session. `asid=0`: no SVM ASIDs (a full TLB flush on every
+/// VMRUN), which avoids most of QEMU 7.2's nested-SVM triple faults in domU boots.
+const XEN_CMDLINE: &str = "console=com1 com1=115200,8n1 dom0_mem=1G,max:1G loglvl=all \
+                           guest_loglvl=all console_timestamps=boot asid=0";
+const DOM0_CMDLINE: &str =
+    "root=/dev/vda rw console=hvc0 earlyprintk=xen loglevel=4 init=/sbin/testbed-init";
+/// Seconds from starting QEMU to dom0's userspace.
+const BOOT_TIMEOUT: u64 = 300;
+/// Added to every step's own timeout (the dom0 runner enforces the step's timeout
+/// itself; the host only steps in when dom0 is stuck).
+const WATCHDOG_SLACK: u64 = 60;
+
+fn out_dir() -> PathBuf {
+    workspace_root().join("target/testbed")
+}
+
+pub fn run_scenarios(names: &[&str], opts: &Options) -> Result<()> {
+    let list = select(names)?;
+    let out = out_dir();
+    let work = out.join(".work");
+    if out.exists() {
+        fs::remove_dir_all(&out)?;
+    }
+    fs::create_dir_all(&work)?;
+
+    step("test bed image");
+    let bed = build::ensure(false)?;
+    step("QEMU 7.2");
+    let qemu = crate::qemu::ensure()?;
+    let (files, skipped) = payload_files(&list)?;
+    for (name, why) in &skipped {
+        println!("!!! {name} cannot run: {why}");
+    }
+    let all = list.clone();
+    let list: Vec<&Scenario> = list
+        .into_iter()
+        .filter(|s| !skipped.iter().any(|(n, _)| *n == s.name))
+        .collect();
+    if list.is_empty() {
+        return Err(Error::msg("no scenario can run (see above)"));
+    }
+    let payload = make_payload(&work, &list, &files)?;
+
+    let attempts = opts.retries + 1;
+    let mut retries: Vec<String> = Vec::new();
+    let mut last: Option<Attempt> = None;
+    for n in 1..=attempts {
+        let a = attempt(n, attempts, &qemu, &bed, &payload, &work, opts)?;
+        let why = a.retry_reason(&list);
+        match why {
+            Some(why) if n < attempts => {
+                println!("!!! attempt {n}/{attempts} must be retried whole: {why}");
+                retries.push(format!("attempt {n}: {why}"));
+                let keep = out.join(format!("attempt-{n}"));
+                fs::create_dir_all(&keep)?;
+                let _ = fs::rename(out.join("serial.log"), keep.join("serial.log"));
+                let _ = fs::rename(&a.results, keep.join("results"));
+            }
+            _ => {
+                last = Some(a);
+                break;
+            }
+        }
+    }
+    let a = last.expect("the last attempt is kept");
+    let rows = collect(&all, &a, &skipped, &out)?;
+    let ok = summary(&rows, &a, &retries, &out)?;
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::msg(format!(
+            "test bed: {} of {} scenario(s) failed; logs in {}",
+            rows.iter().filter(|r| r.status != "PASS").count(),
+            rows.len(),
+            out.display()
+        )))
+    }
+}
+
+fn select(names: &[&str]) -> Result<Vec<&'static Scenario>> {
+    let mut list: Vec<&'static Scenario> = Vec::new();
+    for n in names {
+        if *n == "all" {
+            list.extend(scenarios::SCENARIOS.iter());
+            continue;
+        }
+        let s = scenarios::find(n).ok_or_else(|| {
+            let known: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.name).collect();
+            Error::msg(format!(
+                "unknown scenario '{n}'; known: {} (or all)",
+                known.join(", ")
+            ))
+        })?;
+        list.push(s);
+    }
+    let mut seen = Vec::new();
+    list.retain(|s| {
+        let new = !seen.contains(&s.name);
+        seen.push(s.name);
+        new
+    });
+    if list.is_empty() {
+        return Err(Error::msg(
+            "name at least one scenario (see `testbed list`)",
+        ));
+    }
+    Ok(list)
+}
+
+/// Files the scenarios need, built on the host; and the scenarios that cannot run,
+/// with the reason.
+type Skipped = Vec<(&'static str, String)>;
+fn payload_files(list: &[&Scenario]) -> Result<(Vec<(Need, PathBuf)>, Skipped)> {
+    let mut files = Vec::new();
+    let needs = |n: Need| list.iter().any(|s| s.needs.contains(&n));
+    let mut skipped = Vec::new();
+    if needs(Need::XenletElf) || needs(Need::XenletElf32) {
+        step("kernel build (release)");
+        let elf = crate::build_kernel(crate::Profile::Release)?;
+        if needs(Need::XenletElf32) {
+            let bytes = fs::read(&elf)?;
+            let e32 = elf.with_file_name("xenlet32.elf");
+            fs::write(&e32, super::elf32::from_elf64(&bytes)?)?;
+            files.push((Need::XenletElf32, e32));
+            if let Err(why) = super::elf32::check_hvm_load_range(&bytes) {
+                for s in list.iter().filter(|s| s.needs.contains(&Need::XenletElf32)) {
+                    skipped.push((s.name, why.to_string()));
+                }
+            }
+        }
+        files.push((Need::XenletElf, elf));
+    }
+    if needs(Need::XenletImage) {
+        files.push((Need::XenletImage, xenlet_image()?));
+    }
+    Ok((files, skipped))
+}
+
+/// `target/xenlet/xenlet.img`, made fresh by `cargo xtask image`'s code.
+fn xenlet_image() -> Result<PathBuf> {
+    step("disk image (cargo xtask image)");
+    crate::image::build().map_err(|e| {
+        Error::msg(format!(
+            "the disk image (cargo xtask image) failed: {e}; the hvm-disk scenarios need it"
+        ))
+    })
+}
+
+/// The payload disk: a tar of run.py, scenarios.json and files/, padded to whole
+/// sectors.
+fn make_payload(work: &Path, list: &[&Scenario], files: &[(Need, PathBuf)]) -> Result<PathBuf> {
+    require_tool("tar", "tar")?;
+    let dir = work.join("payload");
+    fs::create_dir_all(dir.join("files"))?;
+    fs::copy(build::assets_dir().join("run.py"), dir.join("run.py"))?;
+    fs::write(dir.join("scenarios.json"), scenarios::to_json(list))?;
+    for (need, path) in files {
+        fs::copy(path, dir.join("files").join(need.file_name()))?;
+    }
+    let tar = work.join("payload.tar");
+    run(
+        Command::new("tar")
+            .arg("-cf")
+            .arg(&tar)
+            .arg("-C")
+            .arg(&dir)
+            .arg("."),
+        "tar (payload)",
+    )?;
+    let f = fs::OpenOptions::new().write(true).open(&tar)?;
+    let len = f.metadata()?.len();
+    f.set_len(len.div_ceil(1 << 20) << 20)?;
+    Ok(tar)
+}
+
+/// What one QEMU session left behind.
+struct Attempt {
+    /// Why the session died (no results / watchdog / panic), if it did.
+    died: Option<String>,
+    /// Unpacked results disk.
+    results: PathBuf,
+    /// Host seconds since QEMU started of the "TESTBED: ..." milestones.
+    marks: BTreeMap<String, f64>,
+    serial: PathBuf,
+    seconds: f64,
+}
+
+impl Attempt {
+    fn retry_reason(&self, list: &[&Scenario]) -> Option<String> {
+        if let Some(d) = &self.died {
+            return Some(d.clone());
+        }
+        if let Ok(t) = fs::read_to_string(self.results.join("toolstack-failed.txt")) {
+            return Some(format!("the Xen toolstack did not start: {}", t.trim()));
+        }
+        let flaky: Vec<&str> = list
+            .iter()
+            .filter(|s| {
+                read_kv(&self.results.join(s.name).join("result.txt"))
+                    .get("flake")
+                    .is_some_and(|v| v == "1")
+            })
+            .map(|s| s.name)
+            .collect();
+        if flaky.is_empty() {
+            None
+        } else {
+            Some(format!(
+                "nested-SVM flake in {} (the domain died before any sign of life, or ran \
+                 on Xen's register state; see its crash.txt)",
+                flaky.join(", ")
+            ))
+        }
+    }
+}
+
+fn attempt(
+    n: u32,
+    of: u32,
+    qemu: &crate::qemu::Qemu,
+    bed: &Bed,
+    payload: &Path,
+    work: &Path,
+    opts: &Options,
+) -> Result<Attempt> {
+    let out = out_dir();
+    let results_img = work.join("results.img");
+    let _ = fs::remove_file(&results_img);
+    fs::File::create(&results_img)?.set_len(512 << 20)?;
+    let serial_path = out.join("serial.log");
+    let mut serial = fs::File::create(&serial_path)?;
+
+    let mut cmd = xen_qemu(qemu, bed, opts);
+    cmd.args(["-drive", &drive(payload, "readonly=on")])
+        .args(["-drive", &drive(&results_img, "cache=unsafe")])
+        .args(["-nographic", "-serial", "stdio", "-monitor", "none"])
+        .args(["-no-reboot", "-nic", "none"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    writeln!(serial, "== xtask testbed attempt {n}/{of}: {cmd:?}")?;
+    step(&format!(
+        "attempt {n}/{of}: booting Xen 4.17 + dom0 under QEMU 7.2 (TCG, nested SVM); serial log: {}",
+        serial_path.display()
+    ));
+    let t0 = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| Error::msg(format!("cannot start QEMU: {e}")))?;
+
+    let (tx, rx) = mpsc::channel::<String>();
+    let stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut r = BufReader::new(stdout);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match r.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let line = String::from_utf8_lossy(&buf);
+                    let line = line.trim_end_matches(['\n', '\r']).replace('\r', "");
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    let mut stderr = child.stderr.take().expect("piped");
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+
+    let mut watch = Watchdog::new();
+    let mut marks = BTreeMap::new();
+    let mut died: Option<String> = None;
+    let mut panic_at: Option<Instant> = None;
+    let mut panic_lines: Vec<String> = Vec::new();
+    loop {
+        let line = match rx.recv_timeout(Duration::from_millis(500)) {
+            Ok(l) => Some(l),
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        let t = t0.elapsed().as_secs_f64();
+        if let Some(line) = line {
+            writeln!(serial, "[{t:7.1}] {line}")?;
+            if let Some(i) = line.find("TESTBED: ") {
+                let msg = &line[i + 9..];
+                println!("    [{t:6.1}s] {msg}");
+                watch.mark(msg);
+                let key = msg.split(" uptime").next().unwrap_or(msg).to_string();
+                marks.entry(key).or_insert(t);
+            } else if opts.verbose {
+                println!("    [{t:6.1}s] | {line}");
+            }
+            if panic_at.is_some() {
+                if panic_lines.len() < 6 && !line.trim().is_empty() {
+                    panic_lines.push(line.clone());
+                }
+            } else if line.contains("Panic on CPU") || line.contains("Kernel panic - not syncing") {
+                println!("    [{t:6.1}s] !!! {line}");
+                panic_lines.push(line.clone());
+                panic_at = Some(Instant::now());
+            }
+        }
+        if let Some(p) = panic_at {
+            if p.elapsed() > Duration::from_secs(15) {
+                let _ = child.kill();
+            }
+            continue;
+        }
+        if let Some(what) = watch.expired() {
+            died = Some(format!("step '{what}' timed out (host watchdog)"));
+            println!("!!! {}", died.as_deref().unwrap_or_default());
+            let _ = child.kill();
+        }
+    }
+    let status = child.wait()?;
+    let _ = reader.join();
+    let qemu_err = err_reader.join().unwrap_or_default();
+    fs::write(out.join("qemu-stderr.log"), &qemu_err)?;
+    let seconds = t0.elapsed().as_secs_f64();
+    writeln!(serial, "== QEMU exited ({status}) after {seconds:.1}s")?;
+    println!("    [{seconds:6.1}s] QEMU exited ({status})");
+    if !panic_lines.is_empty() && died.is_none() {
+        // "(XEN) [  68.57] Panic on CPU 0:", "(XEN) [  68.57] DOUBLE FAULT -- system
+        // shutdown", then a line of stars
+        let text: Vec<&str> = panic_lines
+            .iter()
+            .map(|l| match l.find("] ") {
+                Some(i) if l.starts_with("(XEN)") => l[i + 2..].trim(),
+                _ => l.trim(),
+            })
+            .take_while(|l| !l.starts_with('*'))
+            .filter(|l| !l.is_empty())
+            .collect();
+        died = Some(format!("panic: {}", text.join(" ")));
+    }
+
+    let results = work.join(format!("results-{n}"));
+    let _ = fs::remove_dir_all(&results);
+    fs::create_dir_all(&results)?;
+    let unpacked = Command::new("tar")
+        .arg("-xf")
+        .arg(&results_img)
+        .arg("-C")
+        .arg(&results)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if died.is_none() && (!unpacked || !results.join("payload.rc").is_file()) {
+        let last = watch.current.0.clone();
+        died = Some(format!(
+            "no results came back (QEMU {status}; last step: {last}){}",
+            if qemu_err.trim().is_empty() {
+                String::new()
+            } else {
+                format!("; QEMU said: {}", qemu_err.trim())
+            }
+        ));
+    }
+    Ok(Attempt {
+        died,
+        results,
+        marks,
+        serial: serial_path,
+        seconds,
+    })
+}
+
+/// QEMU booting Xen with dom0 on the test-bed image (snapshot: it is never written).
+fn xen_qemu(qemu: &crate::qemu::Qemu, bed: &Bed, opts: &Options) -> Command {
+    let mut xen_cmd = format!("{XEN_CMDLINE} dom0_max_vcpus={}", opts.smp);
+    for a in &opts.xen_args {
+        xen_cmd.push(' ');
+        xen_cmd.push_str(a);
+    }
+    // in QEMU's -initrd list ',' separates modules: a literal one is written ',,'
+    let modules = format!(
+        "{} {},{}",
+        bed.vmlinuz.display(),
+        DOM0_CMDLINE.replace(',', ",,"),
+        bed.initrd.display()
+    );
+    let mut cmd = qemu.command();
+    cmd.args([
+        "-accel",
+        "tcg",
+        "-machine",
+        "q35",
+        "-cpu",
+        "qemu64,+svm,+npt",
+    ])
+    .args(["-m", "6G", "-smp", &opts.smp.to_string()])
+    .arg("-kernel")
+    .arg(&bed.xen)
+    .args(["-append", &xen_cmd, "-initrd", &modules])
+    .args(["-drive", &drive(&bed.image, "cache=unsafe,snapshot=on")]);
+    cmd
+}
+
+fn drive(p: &Path, extra: &str) -> String {
+    format!(
+        "file={},if=virtio,format=raw,{extra}",
+        p.display().to_string().replace(',', ",,")
+    )
+}
+
+/// The host's deadline for the step dom0 is in.
+struct Watchdog {
+    current: (String, Instant),
+}
+
+impl Watchdog {
+    fn new() -> Watchdog {
+        Watchdog {
+            current: (
+                "boot Xen and dom0 to its userspace".to_string(),
+                Instant::now() + Duration::from_secs(BOOT_TIMEOUT),
+            ),
+        }
+    }
+
+    fn set(&mut self, what: &str, secs: u64) {
+        self.current = (
+            what.to_string(),
+            Instant::now() + Duration::from_secs(secs + WATCHDOG_SLACK),
+        );
+    }
+
+    fn mark(&mut self, msg: &str) {
+        if msg.starts_with("dom0 up") {
+            self.set("dom0: start the payload runner", 60);
+        } else if let Some(rest) = msg.strip_prefix("step ") {
+            let (what, t) = rest.rsplit_once(" timeout=").unwrap_or((rest, "120"));
+            self.set(what, t.trim().parse().unwrap_or(120));
+        } else if msg.starts_with("payload finished") || msg.starts_with("all scenarios done") {
+            self.set("dom0: write the results and power off", 120);
+        }
+    }
+
+    fn expired(&self) -> Option<String> {
+        (Instant::now() > self.current.1).then(|| self.current.0.clone())
+    }
+}
+
+fn read_kv(p: &Path) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for l in fs::read_to_string(p).unwrap_or_default().lines() {
+        if let Some((k, v)) = l.split_once('=') {
+            if k == "match" {
+                let e = m.entry("matches".to_string()).or_insert_with(String::new);
+                e.push_str(v);
+                e.push('\n');
+            } else {
+                m.insert(k.to_string(), v.to_string());
+            }
+        }
+    }
+    m
+}
+
+struct Row {
+    name: &'static str,
+    status: String,
+    detail: String,
+    kv: BTreeMap<String, String>,
+}
+
+/// Moves the last attempt's logs into place and reads each scenario's result.
+fn collect(list: &[&Scenario], a: &Attempt, skipped: &Skipped, out: &Path) -> Result<Vec<Row>> {
+    let serial = fs::read_to_string(&a.serial).unwrap_or_default();
+    for f in [
+        "run.log",
+        "xl-info.txt",
+        "xl-dmesg-boot.txt",
+        "xl-dmesg.txt",
+    ] {
+        let _ = fs::copy(a.results.join(f), out.join(f));
+    }
+    let mut rows = Vec::new();
+    for s in list {
+        let dir = out.join(s.name);
+        fs::create_dir_all(&dir)?;
+        let src = a.results.join(s.name);
+        if let Ok(entries) = fs::read_dir(&src) {
+            for e in entries.flatten() {
+                let _ = fs::copy(e.path(), dir.join(e.file_name()));
+            }
+        }
+        // this scenario's part of the Xen/dom0 serial console
+        let begin = format!("TESTBED: scenario {} begin", s.name);
+        let end = format!("TESTBED: scenario {} end", s.name);
+        let mut inside = false;
+        let mut part = String::new();
+        for l in serial.lines() {
+            if l.contains(&begin) {
+                inside = true;
+            }
+            if inside {
+                part.push_str(l);
+                part.push('\n');
+            }
+            if l.contains(&end) {
+                inside = false;
+            }
+        }
+        fs::write(dir.join("serial.log"), part)?;
+        let kv = read_kv(&dir.join("result.txt"));
+        let skip = skipped.iter().find(|(n, _)| *n == s.name);
+        let (status, detail) = match kv.get("status") {
+            _ if skip.is_some() => (
+                "FAIL".to_string(),
+                format!("not run: {}", skip.map_or("", |(_, w)| w.as_str())),
+            ),
+            Some(st) if st == "PASS" => ("PASS".to_string(), pass_detail(&kv)),
+            Some(_) => (
+                "FAIL".to_string(),
+                format!(
+                    "step {}: {}",
+                    kv.get("failed_step").map_or("?", String::as_str),
+                    kv.get("message").map_or("?", String::as_str)
+                ),
+            ),
+            None => (
+                "FAIL".to_string(),
+                format!(
+                    "not run: {}",
+                    a.died.as_deref().unwrap_or("no result from dom0")
+                ),
+            ),
+        };
+        rows.push(Row {
+            name: s.name,
+            status,
+            detail,
+            kv,
+        });
+    }
+    Ok(rows)
+}
+
+fn pass_detail(kv: &BTreeMap<String, String>) -> String {
+    let mut d = format!(
+        "create {}s, first prompt {}s after unpause, ended {}",
+        kv.get("t_create").map_or("?", String::as_str),
+        kv.get("t_first_prompt").map_or("?", String::as_str),
+        kv.get("ended").map_or("?", String::as_str)
+    );
+    if d.len() > 200 {
+        d.truncate(200);
+    }
+    d
+}
+
+fn summary(rows: &[Row], a: &Attempt, retries: &[String], out: &Path) -> Result<bool> {
+    let mut s = String::new();
+    let mark = |k: &str| {
+        a.marks
+            .iter()
+            .find(|(m, _)| m.starts_with(k))
+            .map_or("-".to_string(), |(_, t)| format!("{t:.0}s"))
+    };
+    s.push_str(&format!(
+        "\nXenlet test bed: QEMU session {:.0}s (dom0 up at {}, toolstack up at {}); \
+         whole-session retries: {}\n",
+        a.seconds,
+        mark("dom0 up"),
+        mark("toolstack up"),
+        retries.len()
+    ));
+    for r in retries {
+        s.push_str(&format!("  retried: {r}\n"));
+    }
+    s.push_str(&format!(
+        "\n{:<12} {:<6} {:>7}  {}\n",
+        "scenario", "result", "time", "detail"
+    ));
+    for r in rows {
+        let t =
+            r.kv.get("t_total")
+                .map_or("-".to_string(), |t| format!("{t}s"));
+        s.push_str(&format!(
+            "{:<12} {:<6} {:>7}  {}\n",
+            r.name, r.status, t, r.detail
+        ));
+        if let Some(m) = r.kv.get("matches") {
+            for l in m.lines() {
+                let l: String = l.chars().take(120).collect();
+                s.push_str(&format!("{:<28}{}\n", "", l));
+            }
+        }
+    }
+    s.push_str(&format!("\nlogs: {}/<scenario>/\n", out.display()));
+    print!("{s}");
+    fs::write(out.join("summary.txt"), &s)?;
+    Ok(rows.iter().all(|r| r.status == "PASS"))
+}
+
+/// `testbed shell`: Xen + dom0 with the toolstack started and a root shell on this
+/// terminal; the Xenlet kernel and disk image (when built) are in /payload/files.
+pub fn shell(opts: &Options) -> Result<()> {
+    let bed = build::ensure(false)?;
+    let qemu = crate::qemu::ensure()?;
+    let work = out_dir().join(".work");
+    let _ = fs::remove_dir_all(work.join("payload"));
+    fs::create_dir_all(&work)?;
+    step("kernel build (release)");
+    let mut files = vec![(
+        Need::XenletElf,
+        crate::build_kernel(crate::Profile::Release)?,
+    )];
+    let img = workspace_root().join("target/xenlet/xenlet.img");
+    if img.is_file() {
+        files.push((Need::XenletImage, img));
+    }
+    fs::create_dir_all(work.join("payload"))?;
+    fs::write(work.join("payload/interactive"), "")?;
+    let payload = make_payload(&work, &[], &files)?;
+    let results = work.join("results.img");
+    let _ = fs::remove_file(&results);
+    fs::File::create(&results)?.set_len(64 << 20)?;
+    let mut cmd = xen_qemu(&qemu, &bed, opts);
+    cmd.args(["-drive", &drive(&payload, "readonly=on")])
+        .args(["-drive", &drive(&results, "cache=unsafe")])
+        .args(["-nographic", "-serial", "mon:stdio", "-monitor", "none"])
+        .args(["-no-reboot", "-nic", "none"]);
+    step("booting Xen + dom0: a root shell once the toolstack is up (~40 s); Ctrl-A X quits");
+    run(&mut cmd, "QEMU")
+}

@@ -1,0 +1,575 @@
+#!/usr/bin/env python3
+"""Scenario runner of the Xenlet test bed; runs inside dom0.
+
+Started by /sbin/testbed-init (xtask/testbed/dom0-init) from the payload disk, which
+`cargo xtask testbed run` fills with this file, scenarios.json (the scenario table of
+xtask/src/testbed/scenarios.rs) and files/ (the Xenlet ELF, the disk image, ...).
+
+Starts the Xen toolstack daemons and a bridge xenbr0 (dom0 = 10.99.0.1/24), then for
+each scenario: makes its disks, writes its xl config, `xl create -p`, opens the guest
+console's pty (the emulated COM1 of an HVM guest, or the Xen PV console), unpauses the
+guest, waits for the prompt, sends each command and checks the output before the next
+prompt against the expected regexes, waits for the guest to end the way the scenario
+expects, collects the logs and tears the domain down.
+
+With /payload/interactive (`cargo xtask testbed shell`) it starts the toolstack and
+gives a root shell on the console instead of running scenarios.
+
+Everything the host needs goes to /results (written back as a tar by dom0-init):
+  run.log, xl-info.txt, xl-dmesg-boot.txt, xl-dmesg.txt (session)
+  <scenario>/result.txt  key=value: status (PASS|FAIL), failed_step, message, flake,
+                         t_create, t_first_prompt, t_total, ended, match=... lines
+  <scenario>/domu.cfg, console.log (raw bytes from the guest console), driver.log,
+  xl-create.log, xl-<dom>.log, qemu-dm-<dom>.log, guest-<dom>.log, xl-dmesg.txt, crash.txt
+Lines printed with the "TESTBED:" prefix reach the host on the Xen serial console; the
+host watchdog reads "TESTBED: step NAME timeout=N" as the deadline of the next step.
+"""
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import termios
+import time
+import tty
+
+PAYLOAD = '/payload'
+RESULTS = '/results'
+XEN_BIN = '/usr/lib/xen-4.17/bin'
+LINUX = '/testbed/domu-vmlinuz'
+LINUX_INITRD = '/testbed/domu-initrd.cpio'
+SCRATCH = '/var/tmp/testbed'
+os.environ['PATH'] = XEN_BIN + ':/usr/sbin:/usr/bin:/sbin:/bin'
+T0 = time.monotonic()
+RUN_LOG = None
+
+
+def now():
+    return time.monotonic() - T0
+
+
+def say(msg):
+    """A line for the host (Xen serial console) and run.log."""
+    line = 'TESTBED: ' + msg
+    print(line, flush=True)
+    if RUN_LOG:
+        RUN_LOG.write('[%8.2f] %s\n' % (now(), line))
+        RUN_LOG.flush()
+
+
+def step(name, timeout):
+    say('step %s timeout=%d' % (name, timeout))
+
+
+def sh(cmd, timeout=60):
+    """Runs cmd (list or shell string) -> (rc, output). rc 124 on timeout."""
+    try:
+        p = subprocess.run(cmd, shell=isinstance(cmd, str), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=timeout)
+        return p.returncode, p.stdout.decode('utf-8', 'replace')
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode('utf-8', 'replace') if e.stdout else ''
+        return 124, out + '\n(timed out after %ss)' % timeout
+
+
+def write(path, text):
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+class Fail(Exception):
+    """A scenario failed in `step`; flake=True when it looks like the nested-SVM
+    flakiness: the domain crashed or triple-faulted before printing anything (seen in
+    hvmloader's first instructions and in early Linux boot), or with its vCPU state
+    replaced by Xen's own (seen after GRUB)."""
+
+    def __init__(self, step, message, flake=False):
+        super().__init__(message)
+        self.step = step
+        self.message = message
+        self.flake = flake
+
+
+# ---------------------------------------------------------------- toolstack
+
+def start_toolstack():
+    step('toolstack', 180)
+    for m in ['xen-evtchn', 'xen-gntdev', 'xen-gntalloc', 'xen-privcmd', 'xen-blkback',
+              'xen-netback', 'loop', 'bridge']:
+        rc, out = sh(['modprobe', m])
+        if rc:
+            say('modprobe %s: rc=%d %s' % (m, rc, out.strip()))
+    if not os.path.ismount('/proc/xen'):
+        sh(['mount', '-t', 'xenfs', 'xenfs', '/proc/xen'])
+    for d in ['/var/run/xen', '/var/run/xenstored', '/var/log/xen/console', '/var/lib/xen',
+              '/var/lib/xenstored', SCRATCH]:
+        os.makedirs(d, exist_ok=True)
+    for cmd in [[XEN_BIN + '/xenstored', '--pid-file', '/run/xenstored.pid'],
+                [XEN_BIN + '/xen-init-dom0'],
+                [XEN_BIN + '/xenconsoled', '--pid-file=/run/xenconsoled.pid', '--log=guest',
+                 '--log-dir=/var/log/xen/console']]:
+        rc, out = sh(cmd, timeout=60)
+        if rc:
+            raise Fail('toolstack', '%s failed rc=%d: %s' % (os.path.basename(cmd[0]), rc,
+                                                             out.strip()[-300:]))
+    rc, out = sh('ip link add xenbr0 type bridge && ip addr add 10.99.0.1/24 dev xenbr0'
+                 ' && ip link set xenbr0 up')
+    if rc:
+        raise Fail('toolstack', 'bridge xenbr0: ' + out.strip())
+    rc, info = sh(['xl', 'info'])
+    write(RESULTS + '/xl-info.txt', info)
+    if rc or not re.search(r'virt_caps\s*:.*\bhvm\b', info):
+        raise Fail('toolstack', 'xl info: no hvm in virt_caps (rc=%d)' % rc)
+    _, dm = sh(['xl', 'dmesg', '-c'])
+    write(RESULTS + '/xl-dmesg-boot.txt', dm)
+
+
+# ---------------------------------------------------------------- the domain
+
+def dom_state(name):
+    """None when the domain does not exist, else xl's state column (e.g. '-b----')."""
+    rc, out = sh(['xl', 'list', name], timeout=30)
+    if rc:
+        return None
+    lines = out.strip().splitlines()
+    if len(lines) < 2:
+        return None
+    f = lines[-1].split()
+    return f[4] if len(f) >= 5 else '?'
+
+
+def shutdown_reason(name):
+    """From the xl daemon's log: 'Domain N has shut down, reason code R 0x..'."""
+    try:
+        text = open('/var/log/xen/xl-%s.log' % name, errors='replace').read()
+    except OSError:
+        return None
+    codes = re.findall(r'has shut down, reason code (\d+)', text)
+    return int(codes[-1]) if codes else None
+
+
+REASONS = {0: 'poweroff', 1: 'reboot', 2: 'suspend', 3: 'crash', 4: 'watchdog', 5: 'soft_reset'}
+
+ANSI = re.compile(rb'\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]')
+
+
+def clean(data):
+    """Guest output as text: no CRs, no terminal escape sequences."""
+    return ANSI.sub(b'', data).decode('latin-1').replace('\r', '')
+
+
+class Console:
+    """The guest side of a console pty in dom0 (the device model or xenconsoled holds
+    the master). Every byte read goes to console.log."""
+
+    def __init__(self, path, out_dir, log):
+        self.fd = os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+        tty.setraw(self.fd)
+        attrs = termios.tcgetattr(self.fd)
+        attrs[3] &= ~(termios.ECHO | termios.ECHONL | termios.ICANON | termios.ISIG)
+        termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+        self.transcript = open(out_dir + '/console.log', 'ab', buffering=0)
+        self.pending = b''
+        self.total = 0
+        self.last_rx = time.monotonic()
+        self.eof = False
+        self.log = log
+
+    def pump(self, timeout):
+        if self.eof:
+            time.sleep(max(0.0, min(timeout, 0.5)))
+            return
+        r, _, _ = select.select([self.fd], [], [], max(0.0, timeout))
+        if not r:
+            return
+        try:
+            data = os.read(self.fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:         # EIO: the other side closed (the guest is gone)
+            data = b''
+        if not data:
+            self.eof = True
+            self.log('console: end of file (the device model / console daemon closed it)')
+            return
+        self.transcript.write(data)
+        t = time.monotonic()
+        if self.total == 0:
+            self.log('console: first bytes from the guest')
+        elif t - self.last_rx > 3:
+            self.log('console: output again after %.1fs of silence' % (t - self.last_rx))
+        self.last_rx = t
+        self.total += len(data)
+        self.pending += data
+
+    def wait_for(self, needle, timeout, alive):
+        """-> (status, bytes before and including needle). status: 'found', 'timeout',
+        'gone' (domain no longer exists), 'crashed', 'shutdown'."""
+        end = time.monotonic() + timeout
+        next_check = time.monotonic() + 2
+        while True:
+            i = self.pending.find(needle)
+            if i >= 0:
+                got = self.pending[:i + len(needle)]
+                self.pending = self.pending[i + len(needle):]
+                return 'found', got
+            t = time.monotonic()
+            if t >= end:
+                return 'timeout', self.take()
+            if t >= next_check:
+                next_check = t + 2
+                st = alive()
+                if st != 'running':
+                    self.pump(0.3)      # what the guest printed last
+                    return st, self.take()
+            self.pump(min(0.5, end - t))
+
+    def take(self):
+        got, self.pending = self.pending, b''
+        return got
+
+    def send(self, data):
+        while data:
+            try:
+                n = os.write(self.fd, data)
+                data = data[n:]
+            except BlockingIOError:
+                time.sleep(0.05)
+
+    def close(self):
+        os.close(self.fd)
+        self.transcript.close()
+
+
+def run_scenario(sc):
+    name = sc['name']
+    dom = 'tb-' + name
+    out = '%s/%s' % (RESULTS, name)
+    os.makedirs(out, exist_ok=True)
+    drv = open(out + '/driver.log', 'a', buffering=1)
+    t_start = time.monotonic()
+    deadline = t_start + sc['budget']
+    res = {'status': 'FAIL', 'failed_step': '', 'message': '', 'flake': 0, 'ended': '',
+           't_create': '', 't_first_prompt': '', 't_total': ''}
+    matches = []
+    loops = []
+    console = None
+    phase = ['setup']
+
+    def log(msg, show=True):
+        drv.write('[%7.2fs] %s\n' % (time.monotonic() - t_start, msg))
+        if show:
+            say('[%s] %s' % (name, msg[:220]))
+
+    def left(want):
+        """A step's timeout, bounded by what is left of the scenario's budget."""
+        r = deadline - time.monotonic()
+        if r <= 1:
+            raise Fail(phase[0], 'the scenario budget of %ds is used up' % sc['budget'])
+        return min(want, r)
+
+    def alive():
+        st = dom_state(dom)
+        if st is None:
+            return 'gone'
+        if 'c' in st:
+            return 'crashed'
+        if 's' in st:
+            return 'shutdown'
+        return 'running'
+
+    def show_output(text):
+        for ln in text.splitlines():
+            if ln.strip():
+                log('| ' + ln.rstrip())
+
+    say('scenario %s begin' % name)
+    step('scenario:' + name, sc['budget'])
+    sh(['xl', 'dmesg', '-c'])
+    try:
+        # disks
+        vars_ = {'NAME': dom, 'FILES': PAYLOAD + '/files', 'LINUX': LINUX,
+                 'LINUX_INITRD': LINUX_INITRD}
+        for d in sc['disks']:
+            path = '%s/%s-%s.img' % (SCRATCH, name, d['var'].lower())
+            if d['source']:
+                shutil.copyfile(PAYLOAD + '/files/' + d['source'], path)
+            else:
+                with open(path, 'wb') as f:
+                    f.truncate(d['size_mb'] << 20)
+            if d['loop']:
+                rc, dev = sh(['losetup', '-f', '--show', path])
+                if rc:
+                    raise Fail('setup', 'losetup %s: %s' % (path, dev.strip()))
+                loops.append(dev.strip())
+                vars_[d['var']] = dev.strip()
+            else:
+                vars_[d['var']] = path
+        cfg = sc['config']
+        for k, v in vars_.items():
+            cfg = cfg.replace('@%s@' % k, v)
+        if '@' in re.sub(r'#.*', '', cfg):
+            left_over = sorted(set(re.findall(r'@[A-Z0-9_]+@', cfg)))
+            if left_over:
+                raise Fail('setup', 'unknown variables in the xl config: ' + ' '.join(left_over))
+        write(out + '/domu.cfg', cfg)
+        for k in ['xl-%s.log', 'qemu-dm-%s.log', 'console/guest-%s.log']:
+            try:
+                os.remove('/var/log/xen/' + k % dom)
+            except OSError:
+                pass
+
+        # create, paused
+        phase[0] = 'create'
+        log('xl create -p (memory and disks: see domu.cfg)')
+        t = time.monotonic()
+        rc, text = sh(['xl', '-v', 'create', '-p', out + '/domu.cfg'], timeout=left(120))
+        write(out + '/xl-create.log', text)
+        if rc:
+            tail = ' | '.join(l for l in text.strip().splitlines()[-4:])
+            raise Fail('create', 'xl create failed (rc %d): %s' % (rc, tail))
+        res['t_create'] = '%.1f' % (time.monotonic() - t)
+        rc, domid = sh(['xl', 'domid', dom])
+        domid = domid.strip()
+        log('created paused in %ss, domid %s' % (res['t_create'], domid))
+
+        # console pty
+        phase[0] = 'console'
+        key = '/local/domain/%s/%s' % (domid, 'serial/0/tty' if sc['console'] == 'serial'
+                                       else 'console/tty')
+        ptyp = ''
+        end = time.monotonic() + left(30)
+        while not ptyp and time.monotonic() < end:
+            rc, v = sh(['xenstore-read', key])
+            ptyp = v.strip() if rc == 0 else ''
+            if not ptyp:
+                time.sleep(0.5)
+        if not ptyp:
+            raise Fail('console', 'no pty at xenstore %s' % key)
+        console = Console(ptyp, out, lambda m: log(m, False))
+        log('%s console: %s (xenstore %s)' % (sc['console'], ptyp, key))
+        time.sleep(1)   # QEMU notices a connected pty by polling; don't lose early bytes
+
+        phase[0] = 'unpause'
+        rc, text = sh(['xl', 'unpause', dom])
+        if rc:
+            raise Fail('unpause', 'xl unpause: ' + text.strip())
+        t_unpause = time.monotonic()
+
+        prompt = sc['prompt'].encode('latin-1')
+        eol = sc['eol'].encode('latin-1')
+
+        def silent(domid, dm):
+            """Nested-SVM flake: nothing from the guest at all (no console byte, no
+            line of its firmware in Xen's log), or its vCPU found running at a Xen
+            address with Xen's code selector (QEMU mixing L1 and L2 state)."""
+            mixed = re.search(r'd%sv\d+ \w+ @ e008:ffff82d' % domid, dm) or re.search(
+                r'd%sv\d+ Triple fault[^\n]*\n(?:[^\n]*\n){0,4}[^\n]*RIP:\s+e008:\[<ffff82d'
+                % domid, dm)
+            return bool(mixed) or (console.total == 0 and '(d%s)' % domid not in dm)
+
+        def fail_gone(st, what, text):
+            if st == 'crashed':
+                diagnose(dom, out)
+                _, dm = sh(['xl', 'dmesg'])
+                raise Fail(phase[0], 'the domain crashed %s' % what,
+                           flake=silent(domid, dm))
+            if st in ('gone', 'shutdown'):
+                r = shutdown_reason(dom)
+                _, dm = sh(['xl', 'dmesg'])
+                triple = 'd%sv0 Triple fault' % domid in dm
+                raise Fail(phase[0], 'the domain ended %s (%s%s)' % (
+                    what, REASONS.get(r, 'no shutdown reason in the xl log'),
+                    ', after a triple fault' if triple else ''),
+                    flake=triple and silent(domid, dm))
+            tail = text.strip().splitlines()[-1:] if text.strip() else []
+            raise Fail(phase[0], 'no prompt %r %s; last output: %r' % (
+                sc['prompt'], what, tail[0][-160:] if tail else '(none)'))
+
+        # boot to the first prompt
+        phase[0] = 'boot'
+        log('waiting up to %ds for the first prompt %r' % (sc['boot_timeout'], sc['prompt']))
+        st, got = console.wait_for(prompt, left(sc['boot_timeout']), alive)
+        text = clean(got)
+        show_output(text)
+        if st != 'found':
+            fail_gone(st, 'within %ds of unpausing' % sc['boot_timeout'], text)
+        res['t_first_prompt'] = '%.1f' % (time.monotonic() - t_unpause)
+        log('first prompt %ss after unpause' % res['t_first_prompt'])
+        check(sc['boot_expect'], text, 'boot', matches, log)
+
+        # the command script
+        ended = False
+        for i, s in enumerate(sc['steps'], 1):
+            phase[0] = 'command %d (%s)' % (i, s['send'])
+            log('> %s' % s['send'])
+            t = time.monotonic()
+            console.send(s['send'].encode('latin-1') + eol)
+            if s['ends']:
+                ended = True
+                break
+            st, got = console.wait_for(prompt, left(s['timeout']), alive)
+            text = clean(got)
+            if text.endswith(sc['prompt']):
+                text = text[:-len(sc['prompt'])]
+            text = strip_echo(text, s['send'])
+            show_output(text)
+            if st != 'found':
+                fail_gone(st, 'within %ds' % s['timeout'], text)
+            log('answered in %.1fs' % (time.monotonic() - t), False)
+            check(s['expect'], text, phase[0], matches, log)
+
+        # how the guest ends
+        phase[0] = 'end'
+        if sc['end'] == 'poweroff':
+            if not ended:
+                raise Fail('end', 'the script has no command that ends the guest')
+            log('waiting up to %ds for the guest to power off' % sc['end_timeout'])
+            end = time.monotonic() + left(sc['end_timeout'])
+            st = alive()
+            while st == 'running' and time.monotonic() < end:
+                console.pump(1.0)
+                st = alive()
+            console.pump(0.2)
+            show_output(clean(console.take()))
+            if st == 'running':
+                raise Fail('end', 'the guest is still running %ds after the last command'
+                           % sc['end_timeout'])
+            if st == 'crashed':
+                diagnose(dom, out)
+                raise Fail('end', 'the domain crashed instead of powering off')
+            time.sleep(1)
+            r = None
+            for _ in range(10):
+                r = shutdown_reason(dom)
+                if r is not None:
+                    break
+                time.sleep(1)
+            res['ended'] = '%s (reason code %s)' % (REASONS.get(r, 'unknown'), r)
+            if r != 0:
+                raise Fail('end', 'the domain shut down with reason %s, expected poweroff'
+                           % res['ended'])
+        else:
+            console.pump(0.5)
+            show_output(clean(console.take()))
+            res['ended'] = 'destroyed by the test bed after the script'
+        log('ended: ' + res['ended'])
+        res['status'] = 'PASS'
+    except Fail as f:
+        if dom_state(dom) is not None and not os.path.exists(out + '/crash.txt'):
+            diagnose(dom, out)      # where the guest is stuck: registers, xl dmesg
+        res['failed_step'] = f.step
+        res['message'] = f.message
+        res['flake'] = 1 if f.flake else 0
+        log('FAILED in step %s: %s%s' % (f.step, f.message,
+                                         ' (suspected nested-virtualisation flake)'
+                                         if f.flake else ''))
+    except Exception as e:      # a bug in this runner: report it, go on
+        res['failed_step'] = phase[0]
+        res['message'] = 'runner error: %r' % e
+        log('runner error in step %s: %r' % (phase[0], e))
+    finally:
+        if console:
+            try:
+                console.pump(0.1)
+                console.close()
+            except OSError:
+                pass
+        if dom_state(dom) is not None:
+            sh(['xl', 'list', '-v'], timeout=30)
+            sh(['xl', 'destroy', dom], timeout=60)
+        for lo in loops:
+            sh(['losetup', '-d', lo])
+        for k in ['xl-%s.log', 'qemu-dm-%s.log', 'console/guest-%s.log']:
+            src = '/var/log/xen/' + k % dom
+            if os.path.exists(src):
+                shutil.copyfile(src, out + '/' + os.path.basename(src))
+        _, dm = sh(['xl', 'dmesg', '-c'])
+        write(out + '/xl-dmesg.txt', dm)
+        for f in os.listdir(SCRATCH):
+            if f.startswith(name + '-'):
+                os.remove(SCRATCH + '/' + f)
+    res['t_total'] = '%.1f' % (time.monotonic() - t_start)
+    with open(out + '/result.txt', 'w') as f:
+        for k, v in res.items():
+            f.write('%s=%s\n' % (k, str(v).replace('\n', ' ')))
+        for m in matches:
+            f.write('match=%s\n' % m.replace('\n', ' '))
+    say('scenario %s end %s in %ss%s' % (name, res['status'], res['t_total'],
+                                         '' if res['status'] == 'PASS' else
+                                         ': %s: %s' % (res['failed_step'], res['message'])))
+    drv.close()
+    return res['status'] == 'PASS'
+
+
+def strip_echo(text, sent):
+    """The output without the guest's echo of the command line, which a line editor
+    may have wrapped (extra newlines and spaces) at its terminal width."""
+    i = j = 0
+    while i < len(text) and j < len(sent):
+        if text[i] == sent[j]:
+            i += 1
+            j += 1
+        elif text[i] in '\n ':
+            i += 1
+        else:
+            return text      # not an echo: keep everything
+    if j < len(sent):
+        return text
+    return text[i:].lstrip('\n')
+
+
+def check(expects, text, where, matches, log):
+    """Every regex in expects must match text; records the matching lines."""
+    for rx in expects:
+        found = [ln for ln in text.split('\n') if re.search(rx, ln)]
+        if not found and not re.search(rx, text, re.M):
+            raise Fail(where, 'expected /%s/ in the output, not found' % rx)
+        for ln in found or ['(multi-line match)']:
+            matches.append('/%s/ %s' % (rx, ln.strip()))
+            log('matched /%s/: %s' % (rx, ln.strip()))
+
+
+def diagnose(dom, out):
+    parts = []
+    for cmd in [['xl', 'list', '-v'], 'xen-hvmctx $(xl domid %s) | head -80' % dom,
+                ['xl', 'dmesg']]:
+        rc, text = sh(cmd, timeout=60)
+        parts.append('$ %s (rc %d)\n%s' % (cmd if isinstance(cmd, str) else ' '.join(cmd),
+                                           rc, text))
+    write(out + '/crash.txt', '\n'.join(parts))   # despite the name: any failure
+
+
+def main():
+    global RUN_LOG
+    os.makedirs(RESULTS, exist_ok=True)
+    RUN_LOG = open(RESULTS + '/run.log', 'a')
+    with open(PAYLOAD + '/scenarios.json') as f:
+        scenarios = json.load(f)
+    say('runner started: %d scenario(s): %s' % (len(scenarios),
+                                                 ' '.join(s['name'] for s in scenarios)))
+    try:
+        start_toolstack()
+    except Fail as f:
+        say('toolstack FAILED: %s' % f.message)
+        write(RESULTS + '/toolstack-failed.txt', f.message + '\n')
+        return 3
+    say('toolstack up')
+    if os.path.exists(PAYLOAD + '/interactive'):
+        say('interactive dom0 shell (xl is on PATH, files in %s/files; exit to power off)'
+            % PAYLOAD)
+        with open('/dev/hvc0', 'r+b', buffering=0) as tty:
+            subprocess.call(['setsid', '-c', 'bash', '-l'], stdin=tty, stdout=tty, stderr=tty,
+                            cwd=PAYLOAD)
+        return 0
+    failed = [s['name'] for s in scenarios if not run_scenario(s)]
+    _, dm = sh(['xl', 'dmesg'])
+    write(RESULTS + '/xl-dmesg.txt', dm)
+    say('all scenarios done; failed: %s' % (' '.join(failed) or 'none'))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
