@@ -268,39 +268,14 @@ fn read_u64<P: XenPlatform>(p: &P, path: &str) -> Option<u64> {
     p.xs_read(path).ok()?.trim().parse().ok()
 }
 
-fn read_state<P: XenPlatform>(p: &P, path: &str) -> Option<XenbusState> {
-    XenbusState::parse(&p.xs_read(path).ok()?)
-}
-
-/// Waits until the shared frontend state machine asks for `want` given the backend's
-/// state (polled from XenStore); a backend that closes ends the handshake.
 fn wait_for_action<P: XenPlatform>(
     p: &P,
     path: &str,
     fe: &Frontend,
     want: Action,
 ) -> Result<(), BlockError> {
-    let start = p.now_ns();
-    loop {
-        if let Some(s) = read_state(p, path) {
-            match fe.on_backend(s) {
-                a if a == want => return Ok(()),
-                Action::Close => {
-                    return Err(BlockError::Handshake(format!(
-                        "backend closed ({path} = {s})"
-                    )))
-                }
-                _ => {}
-            }
-        }
-        if p.now_ns().saturating_sub(start) > HANDSHAKE_TIMEOUT_NS {
-            return Err(BlockError::Handshake(format!(
-                "timed out waiting on {path} (frontend {})",
-                fe.state()
-            )));
-        }
-        p.wait();
-    }
+    crate::platform::wait_for_action(p, path, fe, want, HANDSHAKE_TIMEOUT_NS)
+        .map_err(BlockError::Handshake)
 }
 
 fn hs<T, E: fmt::Display>(what: &str, r: Result<T, E>) -> Result<T, BlockError> {

@@ -109,34 +109,14 @@ pub struct Netfront<P: XenPlatform> {
     sg: bool,
 }
 
-fn read_state<P: XenPlatform>(p: &P, path: &str) -> Option<XenbusState> {
-    XenbusState::parse(&p.xs_read(path).ok()?)
-}
-
 fn wait_for_action<P: XenPlatform>(
     p: &P,
     path: &str,
     fe: &Frontend,
     want: Action,
 ) -> Result<(), NetError> {
-    let start = p.now_ns();
-    loop {
-        if let Some(s) = read_state(p, path) {
-            match fe.on_backend(s) {
-                a if a == want => return Ok(()),
-                Action::Close => {
-                    return Err(NetError::Handshake(format!(
-                        "backend closed ({path} = {s})"
-                    )))
-                }
-                _ => {}
-            }
-        }
-        if p.now_ns().saturating_sub(start) > HANDSHAKE_TIMEOUT_NS {
-            return Err(NetError::Handshake(format!("timed out waiting on {path}")));
-        }
-        p.wait();
-    }
+    crate::platform::wait_for_action(p, path, fe, want, HANDSHAKE_TIMEOUT_NS)
+        .map_err(NetError::Handshake)
 }
 
 fn hs<T, E: fmt::Display>(what: &str, r: Result<T, E>) -> Result<T, NetError> {

@@ -46,3 +46,37 @@ pub trait XenPlatform {
     /// Monotonic time in nanoseconds.
     fn now_ns(&self) -> u64;
 }
+
+/// Reads a xenbus state key (e.g. `<backend>/state`).
+pub fn read_state<P: XenPlatform>(p: &P, path: &str) -> Option<xenlet_xen::xenbus::XenbusState> {
+    xenlet_xen::xenbus::XenbusState::parse(&p.xs_read(path).ok()?)
+}
+
+/// Waits (polling XenStore) until the shared frontend state machine asks for `want`
+/// given the backend's state at `path`; a closing backend or `timeout_ns` ends it.
+pub fn wait_for_action<P: XenPlatform>(
+    p: &P,
+    path: &str,
+    fe: &xenlet_xen::xenbus::Frontend,
+    want: xenlet_xen::xenbus::Action,
+    timeout_ns: u64,
+) -> Result<(), String> {
+    use xenlet_xen::xenbus::Action;
+    let start = p.now_ns();
+    loop {
+        if let Some(s) = read_state(p, path) {
+            match fe.on_backend(s) {
+                a if a == want => return Ok(()),
+                Action::Close => return Err(alloc::format!("backend closed ({path} = {s})")),
+                _ => {}
+            }
+        }
+        if p.now_ns().saturating_sub(start) > timeout_ns {
+            return Err(alloc::format!(
+                "timed out waiting on {path} (frontend {})",
+                fe.state()
+            ));
+        }
+        p.wait();
+    }
+}

@@ -9,17 +9,8 @@ fn boot_report_names_protocol_memory_clock_and_boot_time() {
     assert!(out.contains("Xenlet 0.1.0"), "{out}");
     assert!(out.contains("boot: PVH entry"), "{out}");
     // 128 MiB guest: between 100 and 128 MiB usable
-    let mem_line = out
-        .lines()
-        .find(|l| l.starts_with("memory: "))
-        .expect("memory line");
-    let mib: u64 = mem_line["memory: ".len()..]
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!((100..=128).contains(&mib), "{mem_line}");
+    let mib = xenlet_tests::usable_mib(&out);
+    assert!((100..=128).contains(&mib), "{mib} MiB");
     assert!(out.contains("clock: "), "{out}");
     assert!(out.contains("xen: not running on Xen"), "{out}");
     assert!(out.contains("acpi: PM1a control"), "{out}");

@@ -27,17 +27,8 @@ fn disk_image_boots_through_grub_and_multiboot2() {
     assert!(out.contains("Xenlet 0.1.0"), "{out}");
     assert!(out.contains("boot: multiboot2 entry"), "{out}");
     // 128 MiB guest: GRUB's memory map (from the BIOS's E820) leaves 100-128 MiB usable
-    let mem_line = out
-        .lines()
-        .find(|l| l.starts_with("memory: "))
-        .expect("memory line");
-    let mib: u64 = mem_line["memory: ".len()..]
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!((100..=128).contains(&mib), "{mem_line}");
+    let mib = xenlet_tests::usable_mib(&out);
+    assert!((100..=128).contains(&mib), "{mib} MiB");
     assert!(out.contains("acpi: PM1a control"), "{out}");
 
     let out = g.run("version");

@@ -249,3 +249,16 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     }
     hay.windows(needle.len()).position(|w| w == needle)
 }
+
+/// The usable MiB in the boot report's `memory:` line.
+pub fn usable_mib(boot_output: &str) -> u64 {
+    let line = boot_output
+        .lines()
+        .find(|l| l.starts_with("memory: "))
+        .unwrap_or_else(|| panic!("no memory line in:\n{boot_output}"));
+    line["memory: ".len()..]
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("bad memory line: {line}"))
+}
