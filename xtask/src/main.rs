@@ -4,6 +4,8 @@
 //! `testbed`, `demo`, `bench`). Every external tool is looked up first; a missing one
 //! is reported with the Debian package that provides it.
 
+mod bench;
+mod demo;
 mod image;
 mod qemu;
 mod testbed;
@@ -28,6 +30,8 @@ tasks:
   testbed build|run|list|shell
                          real Xen 4.17 nested in QEMU: dom0 image, xl scenarios
                          (see xtask/testbed/README.md)
+  bench dd               dd throughput on the test bed: dom0, Linux domU, Xenlet
+  demo                   Xenlet as an HVM domain on the nested Xen, console live
 ";
 
 fn main() -> ExitCode {
@@ -45,6 +49,8 @@ fn main() -> ExitCode {
         "setup" => setup_task(),
         "lint" => lint_task(),
         "testbed" => testbed::main(&rest),
+        "bench" => bench::main(&rest),
+        "demo" => demo::main(&rest),
         "ci" => lint_task().and_then(|()| test_task(&[])),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");

@@ -18,6 +18,27 @@ mod scenarios;
 mod session;
 
 use crate::util::{Error, Result};
+use std::collections::BTreeMap;
+
+pub use session::Options;
+
+/// Runs the named scenarios (those of `testbed list`, or `bench-*`/`demo`) in one
+/// session, as `testbed run` does; their results are then read with [`result`].
+pub fn run(names: &[&str], opts: &Options) -> Result<()> {
+    session::run_scenarios(names, opts)
+}
+
+/// A scenario's `result.txt` from the last run: `status`, `t_total`, `ended`, ... and
+/// `var.NAME` for each captured variable.
+pub fn result(name: &str) -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(session::out_dir().join(name).join("result.txt"))
+        .unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .filter(|(k, _)| *k != "match")
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
 
 const USAGE: &str = "\
 usage: cargo xtask testbed <command>
@@ -48,6 +69,10 @@ pub fn main(args: &[&str]) -> Result<()> {
             for s in scenarios::SCENARIOS {
                 println!("{:<12} {:<7} {}", s.name, s.console.as_str(), s.about);
             }
+            println!("\nrun by name only (not by `all`; used by `cargo xtask bench dd` / `demo`):");
+            for s in scenarios::EXTRA {
+                println!("{:<12} {:<7} {}", s.name, s.console.as_str(), s.about);
+            }
             Ok(())
         }
         ["run", rest @ ..] => {
@@ -69,12 +94,15 @@ pub fn main(args: &[&str]) -> Result<()> {
     }
 }
 
-fn parse_options<'a>(args: &[&'a str]) -> Result<(session::Options, Vec<&'a str>)> {
+/// The options of `testbed run` (`--retries`, `-v`, `--smp`, `--xen-arg`) and the
+/// other words, for tasks that run scenarios (`bench`, `demo`).
+pub fn parse_options<'a>(args: &[&'a str]) -> Result<(session::Options, Vec<&'a str>)> {
     let mut opts = session::Options {
         retries: 2,
         verbose: false,
         smp: 2,
         xen_args: Vec::new(),
+        live: false,
     };
     let mut names = Vec::new();
     let mut it = args.iter();

@@ -39,6 +39,23 @@ pub enum End {
     /// running, e.g. a server another scenario step talks to).
     #[allow(dead_code)]
     Destroy,
+    /// dom0 runs `xl shutdown -w NAME`: the guest must end with reason code 0
+    /// (poweroff) within `end_timeout_s`; the seconds are measured and reported.
+    XlShutdown,
+    /// dom0 runs `xl reboot NAME` (the config has `on_reboot = "destroy"`): the guest
+    /// must end with reason code 1 (reboot) within `end_timeout_s`.
+    XlReboot,
+}
+
+impl End {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            End::Poweroff => "poweroff",
+            End::Destroy => "destroy",
+            End::XlShutdown => "xl-shutdown",
+            End::XlReboot => "xl-reboot",
+        }
+    }
 }
 
 /// A file the host puts into the payload (`@FILES@/<name>` in dom0).
@@ -76,13 +93,48 @@ pub struct Disk {
     pub loop_dev: bool,
 }
 
-/// One line typed into the guest's shell.
+/// Where a step runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    /// A line typed into the guest's shell; its output runs to the next prompt.
+    Guest,
+    /// A shell command (bash) run in dom0; its output is stdout and stderr, and a
+    /// non-zero exit status fails the step. Environment: `$DOMID`, `$NAME` (the
+    /// domain name), each disk's variable (`$DATA`: the file or `/dev/loopN`) and
+    /// every variable captured so far.
+    Dom0,
+    /// Wait for guest console output matching `send` (a regex) that arrives on its
+    /// own, e.g. a XenStore watch firing; nothing is typed.
+    WaitOutput,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Guest => "guest",
+            Kind::Dom0 => "dom0",
+            Kind::WaitOutput => "wait",
+        }
+    }
+}
+
+/// One step of a scenario's script.
+///
+/// `${VAR}` in `send` and `expect` is replaced by a variable captured by an earlier
+/// step (in an expectation, as a literal: regex-escaped); in a dom0 command, other
+/// `${VAR}`/`$VAR` are left to bash (the environment above).
+#[derive(Clone, Copy)]
 pub struct Step {
+    pub kind: Kind,
+    /// The guest command line, the dom0 shell command, or the regex to wait for.
     pub send: &'static str,
-    /// Regexes (Python `re`), each must match a line of the output before the next
-    /// prompt (the echo of the command line itself is not searched).
+    /// Regexes (Python `re`), each must match a line of the output (for a guest
+    /// command: before the next prompt, the echo of the command line not searched).
     pub expect: &'static [&'static str],
-    /// Seconds to the next prompt.
+    /// `(VAR, regex)`: the regex's first group in the output becomes `${VAR}` (and is
+    /// written to `result.txt` as `var.VAR=...`); no match fails the step.
+    pub capture: &'static [(&'static str, &'static str)],
+    /// Seconds to the next prompt (the dom0 command's run time, the wait).
     pub timeout_s: u32,
     /// The command ends the guest: no prompt is awaited, the scenario's [`End`] follows.
     pub ends: bool,
@@ -91,8 +143,68 @@ pub struct Step {
 /// A command whose output must match `expect` before the prompt returns.
 const fn cmd(send: &'static str, expect: &'static [&'static str], timeout_s: u32) -> Step {
     Step {
+        kind: Kind::Guest,
         send,
         expect,
+        capture: &[],
+        timeout_s,
+        ends: false,
+    }
+}
+
+/// A guest command whose output also sets variables.
+const fn cmd_cap(
+    send: &'static str,
+    expect: &'static [&'static str],
+    capture: &'static [(&'static str, &'static str)],
+    timeout_s: u32,
+) -> Step {
+    Step {
+        kind: Kind::Guest,
+        send,
+        expect,
+        capture,
+        timeout_s,
+        ends: false,
+    }
+}
+
+/// A dom0 shell command.
+const fn dom0(send: &'static str, expect: &'static [&'static str], timeout_s: u32) -> Step {
+    Step {
+        kind: Kind::Dom0,
+        send,
+        expect,
+        capture: &[],
+        timeout_s,
+        ends: false,
+    }
+}
+
+/// A dom0 shell command whose output sets variables.
+const fn dom0_cap(
+    send: &'static str,
+    expect: &'static [&'static str],
+    capture: &'static [(&'static str, &'static str)],
+    timeout_s: u32,
+) -> Step {
+    Step {
+        kind: Kind::Dom0,
+        send,
+        expect,
+        capture,
+        timeout_s,
+        ends: false,
+    }
+}
+
+/// Wait for console output matching `regex` that the guest prints on its own.
+const fn wait_output(regex: &'static str, timeout_s: u32) -> Step {
+    Step {
+        kind: Kind::WaitOutput,
+        send: regex,
+        expect: &[],
+        capture: &[],
         timeout_s,
         ends: false,
     }
@@ -101,8 +213,10 @@ const fn cmd(send: &'static str, expect: &'static [&'static str], timeout_s: u32
 /// The command that ends the guest (e.g. `poweroff`).
 const fn last(send: &'static str) -> Step {
     Step {
+        kind: Kind::Guest,
         send,
         expect: &[],
+        capture: &[],
         timeout_s: 0,
         ends: true,
     }
@@ -164,6 +278,30 @@ const DATA_FILE: Disk = Disk {
     source: None,
     loop_dev: false,
 };
+const DATA2: Disk = Disk {
+    var: "DATA2",
+    size_mb: 16,
+    source: None,
+    loop_dev: false,
+};
+
+const LINUX_HVM_CONFIG: &str = r#"name    = "@NAME@"
+type    = "hvm"
+memory  = 256
+vcpus   = 1
+kernel  = "@LINUX@"
+ramdisk = "@LINUX_INITRD@"
+extra   = "console=ttyS0,115200 loglevel=4"
+disk    = [ "phy:@DATA@,xvdb,w", "@DATA2@,raw,xvdc,w" ]
+vif     = [ "bridge=xenbr0,type=vif" ]
+serial  = "pty"
+vga     = "none"
+vnc     = 0
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#;
+
 const IMAGE_COPY: Disk = Disk {
     var: "DISK",
     size_mb: 0,
@@ -184,36 +322,133 @@ on_reboot   = "destroy"
 on_crash    = "preserve"
 "#;
 
-pub const SCENARIOS: &[Scenario] = &[
-    Scenario {
-        name: "linux-hvm",
-        about: "Debian's Linux as a PVHVM domU (busybox initramfs): blkfront, netfront, ping",
-        needs: &[],
-        config: r#"name    = "@NAME@"
-type    = "hvm"
-memory  = 256
+/// The hvm-disk configuration with xvdb on dom0's kernel blkback (`phy:` on a loop
+/// device) instead of QEMU's qdisk.
+const XENLET_HVM_PHY_CONFIG: &str = r#"name    = "@NAME@"
+builder = "hvm"
+memory  = 32
 vcpus   = 1
-kernel  = "@LINUX@"
-ramdisk = "@LINUX_INITRD@"
-extra   = "console=ttyS0,115200 loglevel=4"
-disk    = [ "phy:@DATA@,xvdb,w", "@DATA2@,raw,xvdc,w" ]
-vif     = [ "bridge=xenbr0,type=vif" ]
+disk    = [ "@DISK@,raw,xvda,w", "phy:@DATA@,xvdb,w" ]
 serial  = "pty"
 vga     = "none"
 vnc     = 0
 on_poweroff = "destroy"
 on_reboot   = "destroy"
 on_crash    = "preserve"
-"#,
-        disks: &[
-            DATA_LOOP,
-            Disk {
-                var: "DATA2",
-                size_mb: 16,
-                source: None,
-                loop_dev: false,
-            },
+"#;
+
+const XENLET_PVH_CONFIG: &str = r#"name    = "@NAME@"
+type    = "pvh"
+memory  = 32
+vcpus   = 1
+kernel  = "@FILES@/xenlet.elf"
+disk    = [ "phy:@DATA@,xvdb,w" ]
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#;
+
+/// The Xen platform layer: version, XenStore both ways (a guest write read in dom0, a
+/// dom0 write firing a guest watch), the PV devices. The guest is then ended from dom0.
+const XEN_STEPS: &[Step] = &[
+    cmd("xen", &[r"^version: Xen 4\.17"], 30),
+    cmd("xenstore read name", &[r"^${NAME}$"], 30),
+    cmd("xenstore write data/x 1", &[], 30),
+    dom0("xenstore-read /local/domain/$DOMID/data/x", &[r"^1$"], 30),
+    cmd("xenstore watch data/y", &[], 30),
+    // the runner drains the console before a dom0 step, so the watch's first firing
+    // (on registration) is not taken for the one this write causes
+    dom0("xenstore-write /local/domain/$DOMID/data/y hello", &[], 30),
+    wait_output(r"xenstore: watch data/y fired: data/y", 30),
+    cmd("devices", &[r"xvdb"], 30),
+    cmd("lsblk", &[r"xvdb"], 30),
+];
+
+const XEN_HVM_BOOT: &[&str] = &[
+    r"^xen: Xen 4\.17",
+    r"^boot time: .* xen .* xenstore .* devices",
+    r"^unplug: emulated IDE disks and NICs unplugged",
+];
+const XEN_PVH_BOOT: &[&str] = &[
+    r"^xen: Xen 4\.17",
+    r"^boot time: .* xen .* xenstore .* devices",
+    r"^unplug: no emulated devices",
+];
+
+/// A GNU dd summary line, captured whole (`bench` reads bytes and seconds from it).
+const DD_SUMMARY: &str = r"^(\d+ bytes .*copied, [0-9.]+ s.*)$";
+/// The blkfront data path: 8 MiB of random data written with a flush, hashed in the
+/// guest and in dom0 from the backing store, read back.
+const BLK_DATA_STEPS: [Step; 5] = [
+    cmd("lsblk", &[r"^xvdb\s+64\s.*\sok\s*$"], 30),
+    cmd_cap(
+        "dd if=/dev/urandom of=/dev/xvdb bs=16k count=512 conv=fsync",
+        &[
+            r"^512\+0 records out",
+            r"^8388608 bytes \(8\.4 MB, 8\.0 MiB\) copied",
         ],
+        &[("DD_WRITE", DD_SUMMARY)],
+        120,
+    ),
+    cmd_cap(
+        "sha256sum -n 8M /dev/xvdb",
+        &[],
+        &[("SUM", r"^([0-9a-f]{64})  /dev/xvdb$")],
+        90,
+    ),
+    dom0("head -c 8388608 $DATA | sha256sum", &[r"^${SUM}  -$"], 60),
+    cmd(
+        "dd if=/dev/xvdb of=/dev/null bs=1M count=8",
+        &[r"^8\+0 records in"],
+        90,
+    ),
+];
+
+const BLK_QDISK_STEPS: &[Step] = &[
+    BLK_DATA_STEPS[0],
+    BLK_DATA_STEPS[1],
+    BLK_DATA_STEPS[2],
+    BLK_DATA_STEPS[3],
+    BLK_DATA_STEPS[4],
+    last("poweroff"),
+];
+
+const BLK_PHY_STEPS: &[Step] = &[
+    BLK_DATA_STEPS[0],
+    BLK_DATA_STEPS[1],
+    BLK_DATA_STEPS[2],
+    BLK_DATA_STEPS[3],
+    BLK_DATA_STEPS[4],
+    dom0_cap(
+        "cat /sys/bus/xen-backend/devices/vbd-$DOMID-51728/statistics/f_req",
+        &[],
+        &[("FLUSHES", r"^(\d+)$")],
+        30,
+    ),
+    cmd("sync /dev/xvdb", &[], 30),
+    dom0(
+        concat!(
+            "n=$(cat /sys/bus/xen-backend/devices/vbd-$DOMID-51728/statistics/f_req); ",
+            "echo \"blkback f_req: ${FLUSHES} -> $n\"; test \"$n\" -gt \"${FLUSHES}\""
+        ),
+        &[r"^blkback f_req: \d+ -> \d+$"],
+        30,
+    ),
+    cmd(
+        "dd if=/dev/zero of=/dev/xvdb bs=1M count=80",
+        &[r"No space left on device", r"^64\+0 records out"],
+        150,
+    ),
+    last("poweroff"),
+];
+
+pub const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "linux-hvm",
+        about: "Debian's Linux as a PVHVM domU (busybox initramfs): blkfront, netfront, ping",
+        needs: &[],
+        config: LINUX_HVM_CONFIG,
+        disks: &[DATA_LOOP, DATA2],
         console: Console::Serial,
         prompt: LINUX_PROMPT,
         eol: "\r",
@@ -362,10 +597,167 @@ on_crash    = "preserve"
         end_timeout_s: 60,
         budget_s: 170,
     },
+    Scenario {
+        name: "xen-hvm",
+        about: "Xen platform layer, HVM disk image: version, XenStore both ways, a watch, devices; xl shutdown -w",
+        needs: &[Need::XenletImage],
+        config: XENLET_HVM_DISK_CONFIG,
+        disks: &[IMAGE_COPY, DATA_FILE],
+        console: Console::Serial,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 140,
+        boot_expect: XEN_HVM_BOOT,
+        steps: XEN_STEPS,
+        end: End::XlShutdown,
+        end_timeout_s: 10,
+        budget_s: 175,
+    },
+    Scenario {
+        name: "xen-pvh",
+        about: "Xen platform layer, PVH: version, XenStore both ways, a watch, devices; xl reboot",
+        needs: &[Need::XenletElf],
+        config: XENLET_PVH_CONFIG,
+        disks: &[DATA_LOOP],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 120,
+        boot_expect: XEN_PVH_BOOT,
+        steps: XEN_STEPS,
+        end: End::XlReboot,
+        end_timeout_s: 10,
+        budget_s: 170,
+    },
+    Scenario {
+        name: "blk-phy",
+        about: "blkfront on kernel blkback (phy: loop device): dd, sha256 vs dom0, sync -> f_req, ENOSPC",
+        needs: &[Need::XenletImage],
+        config: XENLET_HVM_PHY_CONFIG,
+        disks: &[IMAGE_COPY, DATA_LOOP],
+        console: Console::Serial,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 140,
+        boot_expect: &[],
+        steps: BLK_PHY_STEPS,
+        end: End::Poweroff,
+        end_timeout_s: 30,
+        budget_s: 178,
+    },
+    Scenario {
+        name: "blk-qdisk",
+        about: "blkfront on QEMU's qdisk (raw file): dd, sha256 vs dom0, read back",
+        needs: &[Need::XenletImage],
+        config: XENLET_HVM_DISK_CONFIG,
+        disks: &[IMAGE_COPY, DATA_FILE],
+        console: Console::Serial,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 140,
+        boot_expect: &[],
+        steps: BLK_QDISK_STEPS,
+        end: End::Poweroff,
+        end_timeout_s: 30,
+        budget_s: 178,
+    },
+];
+
+/// Scenarios run by name only (not by `all`): `cargo xtask bench` and `cargo xtask
+/// demo`.
+pub const EXTRA: &[Scenario] = &[
+    Scenario {
+        name: "bench-linux",
+        about: "bench: dom0's dd to the loop device, then the Linux PVHVM domU's dd to xvdb (phy:)",
+        needs: &[],
+        config: LINUX_HVM_CONFIG,
+        disks: &[DATA_LOOP, DATA2],
+        console: Console::Serial,
+        prompt: LINUX_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 300,
+        boot_expect: &[],
+        steps: &[
+            dom0_cap(
+                "dd if=/dev/zero of=$DATA bs=16k count=512 conv=fsync 2>&1",
+                &[r"^512\+0 records out"],
+                &[("DOM0", DD_SUMMARY)],
+                120,
+            ),
+            // Debian's busybox dd prints no summary line: timed with /proc/uptime
+            // (10 ms steps), printed as dd would
+            cmd_cap(
+                concat!(
+                    "a=$(cut -d' ' -f1 /proc/uptime); ",
+                    "dd if=/dev/zero of=/dev/xvdb bs=16k count=512 conv=fsync && ",
+                    "b=$(cut -d' ' -f1 /proc/uptime) && ",
+                    "echo \"8388608 bytes copied, $(echo $a $b | awk '{printf \"%.2f\", $2 - $1}') s ",
+                    "(busybox dd, timed by /proc/uptime)\""
+                ),
+                &[r"^512\+0 records out"],
+                &[("LINUX", DD_SUMMARY)],
+                240,
+            ),
+            last("poweroff -f"),
+        ],
+        end: End::Poweroff,
+        end_timeout_s: 60,
+        budget_s: 600,
+    },
+    Scenario {
+        name: "bench-xenlet",
+        about: "bench: Xenlet's dd to xvdb (phy:), HVM disk image",
+        needs: &[Need::XenletImage],
+        config: XENLET_HVM_PHY_CONFIG,
+        disks: &[IMAGE_COPY, DATA_LOOP],
+        console: Console::Serial,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 140,
+        boot_expect: &[],
+        steps: &[
+            cmd_cap(
+                "dd if=/dev/zero of=/dev/xvdb bs=16k count=512 conv=fsync",
+                &[r"^512\+0 records out"],
+                &[("XENLET", DD_SUMMARY)],
+                240,
+            ),
+            last("poweroff"),
+        ],
+        end: End::Poweroff,
+        end_timeout_s: 30,
+        budget_s: 178,
+    },
+    Scenario {
+        name: "demo",
+        about: "demo: the report's HVM configuration, boot report and a few shell commands",
+        needs: &[Need::XenletImage],
+        config: XENLET_HVM_DISK_CONFIG,
+        disks: &[IMAGE_COPY, DATA_FILE],
+        console: Console::Serial,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 140,
+        boot_expect: &[],
+        steps: &[
+            cmd("version", &[r"^Xenlet "], 30),
+            cmd("xen", &[r"^version: Xen "], 30),
+            cmd("lsblk", &[r"^xvdb"], 30),
+            cmd(
+                "dd bs=16k count=1024 if=/dev/zero of=/dev/xvdb conv=fsync",
+                &[r"^1024\+0 records out"],
+                120,
+            ),
+            last("poweroff"),
+        ],
+        end: End::Poweroff,
+        end_timeout_s: 30,
+        budget_s: 178,
+    },
 ];
 
 pub fn find(name: &str) -> Option<&'static Scenario> {
-    SCENARIOS.iter().find(|s| s.name == name)
+    SCENARIOS.iter().chain(EXTRA).find(|s| s.name == name)
 }
 
 /// `scenarios.json` for the dom0 runner.
@@ -389,19 +781,24 @@ pub fn to_json(list: &[&Scenario]) -> String {
             .steps
             .iter()
             .map(|st| {
+                let capture: Vec<String> = st
+                    .capture
+                    .iter()
+                    .map(|(v, rx)| format!("[{}, {}]", js(v), js(rx)))
+                    .collect();
                 format!(
-                    "{{\"send\": {}, \"expect\": {}, \"timeout\": {}, \"ends\": {}}}",
+                    "{{\"kind\": {}, \"send\": {}, \"expect\": {}, \"capture\": [{}], \
+                     \"timeout\": {}, \"ends\": {}}}",
+                    js(st.kind.as_str()),
                     js(st.send),
                     js_list(st.expect),
+                    capture.join(", "),
                     st.timeout_s,
                     st.ends
                 )
             })
             .collect();
-        let end = match s.end {
-            End::Poweroff => "poweroff",
-            End::Destroy => "destroy",
-        };
+        let end = s.end.as_str();
         o.push_str(&format!(
             " {{\"name\": {}, \"config\": {}, \"console\": {}, \"prompt\": {}, \"eol\": {},\n  \
              \"boot_timeout\": {}, \"boot_expect\": {}, \"disks\": [{}],\n  \"steps\": [{}],\n  \
@@ -453,12 +850,9 @@ mod tests {
 
     #[test]
     fn names_unique_and_budgets_fit() {
-        for (i, s) in SCENARIOS.iter().enumerate() {
-            assert!(
-                SCENARIOS[..i].iter().all(|o| o.name != s.name),
-                "{}",
-                s.name
-            );
+        let all: Vec<&Scenario> = SCENARIOS.iter().chain(EXTRA).collect();
+        for (i, s) in all.iter().enumerate() {
+            assert!(all[..i].iter().all(|o| o.name != s.name), "{}", s.name);
             assert!(s.boot_timeout_s < s.budget_s, "{}", s.name);
             if !s.needs.is_empty() {
                 assert!(
@@ -469,6 +863,16 @@ mod tests {
             }
             if s.end == End::Poweroff {
                 assert!(s.steps.last().is_some_and(|l| l.ends), "{}", s.name);
+            }
+            if matches!(s.end, End::XlShutdown | End::XlReboot) {
+                assert!(s.steps.iter().all(|l| !l.ends), "{}", s.name);
+                assert!(s.end_timeout_s <= 10, "{}: xl ends within 10 s", s.name);
+            }
+            for st in s.steps {
+                assert!(!st.ends || st.kind == Kind::Guest, "{}", s.name);
+                for (_, rx) in st.capture {
+                    assert!(rx.contains('('), "{}: a capture needs a group", s.name);
+                }
             }
             for d in s.disks {
                 assert!(s.config.contains(&format!("@{}@", d.var)), "{}", s.name);
@@ -482,5 +886,9 @@ mod tests {
         let j = to_json(&[find("hvm-kernel").unwrap()]);
         assert!(j.starts_with("[\n {\"name\": \"hvm-kernel\""));
         assert!(j.contains(r#""expect": ["^Xenlet "]"#));
+        let j = to_json(&[find("blk-phy").unwrap()]);
+        assert!(j.contains(r#""kind": "dom0""#));
+        assert!(j.contains(r#""capture": [["SUM", "^([0-9a-f]{64})  /dev/xvdb$"]]"#));
+        assert!(to_json(&[find("xen-pvh").unwrap()]).contains(r#""end": "xl-reboot""#));
     }
 }

@@ -33,6 +33,8 @@ pub struct Options {
     pub smp: u32,
     /// Extra Xen command-line options.
     pub xen_args: Vec<String>,
+    /// Print every line of the guests' consoles as it arrives (`cargo xtask demo`).
+    pub live: bool,
 }
 
 /// Xen options for every session. `asid=0`: no SVM ASIDs (a full TLB flush on every
@@ -47,7 +49,7 @@ const BOOT_TIMEOUT: u64 = 300;
 /// itself; the host only steps in when dom0 is stuck).
 const WATCHDOG_SLACK: u64 = 60;
 
-fn out_dir() -> PathBuf {
+pub fn out_dir() -> PathBuf {
     workspace_root().join("target/testbed")
 }
 
@@ -75,6 +77,10 @@ pub fn run_scenarios(names: &[&str], opts: &Options) -> Result<()> {
         .collect();
     if list.is_empty() {
         return Err(Error::msg("no scenario can run (see above)"));
+    }
+    if opts.live {
+        fs::create_dir_all(work.join("payload"))?;
+        fs::write(work.join("payload/live"), "")?;
     }
     let payload = make_payload(&work, &list, &files)?;
 
@@ -243,8 +249,9 @@ impl Attempt {
             None
         } else {
             Some(format!(
-                "nested-SVM flake in {} (the domain died before any sign of life, or ran \
-                 on Xen's register state; see its crash.txt)",
+                "nested-SVM flake in {} (the domain died before any sign of life, ran \
+                 on Xen's register state, or hung in real mode in its firmware; see its \
+                 crash.txt)",
                 flaky.join(", ")
             ))
         }
