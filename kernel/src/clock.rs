@@ -69,6 +69,11 @@ const FALLBACK_TSC_HZ: u64 = 1_000_000_000;
 fn calibrate_with_pit() -> Option<u64> {
     let mut io = Pio::new();
     let gate = io.inb(0x61);
+    // No PIT/port 0x61 at all (Xen PVH): the port reads as all ones, and OUT2 would
+    // look set at once.
+    if gate == 0xff {
+        return None;
+    }
     io.outb(0x61, (gate & !0x02) | 0x01); // gate on, speaker off
     io.outb(0x43, 0xb0); // channel 2, lobyte/hibyte, mode 0, binary
     let [lo, hi] = CALIBRATION_PIT_TICKS.to_le_bytes();
@@ -106,12 +111,25 @@ fn cpuid_tsc_hz() -> Option<u64> {
         .then(|| u64::from(r.ecx) * u64::from(r.ebx) / u64::from(r.eax))
 }
 
+/// Xen's TSC leaf (base + 3, subleaf 0): ECX is the guest TSC frequency in kHz.
+fn xen_tsc_hz() -> Option<u64> {
+    let x = crate::xen::detect()?;
+    if x.max_leaf < x.base + 3 {
+        return None;
+    }
+    let khz = u64::from(crate::arch::cpu::cpuid(x.base + 3).ecx);
+    (khz > 0).then_some(khz * 1000)
+}
+
 /// Calibrates the TSC and starts the clock; `origin_tsc` is time zero (kernel entry).
 pub fn init(origin_tsc: u64) -> ClockInfo {
     CLOCK
         .call_once(|| {
-            let (tsc_hz, source) = match cpuid_tsc_hz() {
-                Some(hz) => (hz, "TSC, CPUID 0x15"),
+            let (tsc_hz, source) = match xen_tsc_hz()
+                .map(|hz| (hz, "TSC, Xen CPUID leaf"))
+                .or_else(|| cpuid_tsc_hz().map(|hz| (hz, "TSC, CPUID 0x15")))
+            {
+                Some(found) => found,
                 // The shortest of three windows: a window stretched by a slow exit
                 // (a loaded host, nested virtualisation) overstates the frequency.
                 None => match (0..3).filter_map(|_| calibrate_with_pit()).min() {

@@ -527,6 +527,13 @@ fn handle(
                     }
                 }
             }
+            (_, None) => {
+                // Written to /dev/null: it takes everything.
+                out.bytes_out += p.bytes as u64;
+                for b in c.bufs {
+                    disks[from].free_buf(b);
+                }
+            }
             _ => {
                 for b in c.bufs {
                     disks[from].free_buf(b);
