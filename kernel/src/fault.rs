@@ -90,8 +90,7 @@ pub fn provoke(kind: Deliberate) -> ! {
         // Each instruction below faults before it changes any state; the handler reports
         // and stops the machine, so execution never continues past it.
         Deliberate::PageFault => {
-            // SAFETY: a load from 16 TiB, far above the 4 GiB identity map: not present,
-            // so it faults (see above) and nothing is read.
+            // SAFETY: a load from 16 TiB, far above the 4 GiB identity map: not present, so it faults (see above) and nothing is read.
             unsafe {
                 core::arch::asm!("mov {0}, [{1}]", out(reg) _, in(reg) 0x1000_0000_0000u64, options(nostack))
             };

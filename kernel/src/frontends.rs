@@ -28,9 +28,7 @@ impl XenPlatform for KernelXen {
     }
     fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
         let run = mm::heap::alloc_frames(count as u64, 1)?;
-        // SAFETY: a run of frames just taken from the allocator, identity-mapped below
-        // the mapping limit and owned by nobody else; from now on it is reached only
-        // through this SharedPage (it may be granted to a backend).
+        // SAFETY: a run of frames just taken from the allocator, identity-mapped below the mapping limit and owned by nobody else; from now on it is reached only through this SharedPage (it may be granted to a backend).
         let mem = unsafe { SharedPage::new_region(run.addr as *mut u8, count) };
         mem.zero();
         Some(DmaPages {

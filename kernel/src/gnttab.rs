@@ -31,11 +31,9 @@ pub struct Stats {
 
 fn map_frame(index: u32) -> Result<SharedPage, XenError> {
     let f = mm::heap::alloc_frames(1, 1).ok_or(XenError::NoMem)?;
-    // SAFETY: a frame just taken from the allocator, given up as RAM: Xen maps grant
-    // table frame `index` there.
+    // SAFETY: a frame just taken from the allocator, given up as RAM: Xen maps grant table frame `index` there.
     unsafe { hypercall::add_to_physmap(XENMAPSPACE_grant_table, u64::from(index), f.addr >> 12) }?;
-    // SAFETY: the frame is identity-mapped, page-aligned and now Xen's grant-table
-    // frame, accessed only through this SharedPage.
+    // SAFETY: the frame is identity-mapped, page-aligned and now Xen's grant-table frame, accessed only through this SharedPage.
     Ok(unsafe { SharedPage::new(f.addr as *mut u8) })
 }
 

@@ -17,10 +17,7 @@ impl PhysMemory for IdentityMemory {
         if addr < LOWEST || end > MAPPED_LIMIT {
             return Err(());
         }
-        // SAFETY: [addr, end) lies in the identity map set up in boot/src/entry.rs
-        // (first 4 GiB, always mapped) and does not start at the null address. Callers only pass
-        // addresses the loader or the firmware named as data (boot information, ACPI
-        // tables), never MMIO, and the bytes are copied out, not referenced.
+        // SAFETY: [addr, end) lies in the identity map set up in boot/src/entry.rs (first 4 GiB, always mapped) and does not start at the null address. Callers only pass addresses the loader or the firmware named as data (boot information, ACPI tables), never MMIO, and the bytes are copied out, not referenced.
         unsafe { core::ptr::copy_nonoverlapping(addr as *const u8, buf.as_mut_ptr(), buf.len()) };
         Ok(())
     }

@@ -111,13 +111,11 @@ pub fn init() -> Result<Option<&'static XenInfo>, XenInitError> {
 
     // Shared info replaces one of our RAM frames; that frame is Xen's from now on.
     let frame = mm::heap::alloc_frames(1, 1).ok_or(XenInitError::NoMemory)?;
-    // SAFETY: the frame was just allocated, is owned by nobody else, and is given up
-    // as RAM: Xen maps the shared info page there.
+    // SAFETY: the frame was just allocated, is owned by nobody else, and is given up as RAM: Xen maps the shared info page there.
     hc("XENMEM_add_to_physmap(shared_info)", unsafe {
         hypercall::add_to_physmap(XENMAPSPACE_shared_info, 0, frame.addr >> 12)
     })?;
-    // SAFETY: the frame is identity-mapped, page-aligned, now holds the shared info
-    // page, and is used only through this SharedPage.
+    // SAFETY: the frame is identity-mapped, page-aligned, now holds the shared info page, and is used only through this SharedPage.
     let shared_info = SharedInfo::new(unsafe { SharedPage::new(frame.addr as *mut u8) });
 
     let callback = if features & (1 << XENFEAT_hvm_callback_vector) != 0
@@ -139,9 +137,7 @@ pub fn init() -> Result<Option<&'static XenInfo>, XenInitError> {
         hypercall::hvm_get_param(HVM_PARAM_CONSOLE_EVTCHN),
     ) {
         (Ok(pfn), Ok(port)) if pfn != 0 && pfn < (mm::heap::MAPPED_LIMIT >> 12) => {
-            // SAFETY: HVM_PARAM_CONSOLE_PFN names the console ring page Xen set up for
-            // this domain (reserved in the memory map, below the identity-map limit);
-            // only the console uses it, through this SharedPage.
+            // SAFETY: HVM_PARAM_CONSOLE_PFN names the console ring page Xen set up for this domain (reserved in the memory map, below the identity-map limit); only the console uses it, through this SharedPage.
             let page = unsafe { SharedPage::new((pfn << 12) as *mut u8) };
             let port = Port(port as u32);
             console::attach_xen_console(ConsoleRing::new(page), port);

@@ -42,9 +42,7 @@ pub fn init() -> Result<Port, XsError> {
     if pfn == 0 || pfn >= crate::mm::heap::MAPPED_LIMIT >> 12 {
         return Err(XsError::Protocol("store page missing or out of reach"));
     }
-    // SAFETY: HVM_PARAM_STORE_PFN names this domain's XenStore ring page, set up by
-    // the toolstack in reserved memory below the identity-map limit; only this module
-    // uses it, through the SharedPage.
+    // SAFETY: HVM_PARAM_STORE_PFN names this domain's XenStore ring page, set up by the toolstack in reserved memory below the identity-map limit; only this module uses it, through the SharedPage.
     let page = unsafe { SharedPage::new((pfn << 12) as *mut u8) };
     let port = Port(u32::try_from(port).map_err(|_| XsError::Protocol("bad store event channel"))?);
     *CONN.lock() = Some(Conn {

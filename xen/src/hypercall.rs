@@ -39,9 +39,7 @@ pub fn install(xen: &XenCpuid) -> Result<(), InstallError> {
         return Err(InstallError::NoPages);
     }
     let addr = PAGE.0.get() as u64;
-    // SAFETY: writing Xen's hypercall MSR with the guest-physical address (identity
-    // mapped kernel) of a page-aligned, writable, executable static page that nothing
-    // else uses; Xen overwrites it with hypercall stubs.
+    // SAFETY: writing Xen's hypercall MSR with the guest-physical address (identity mapped kernel) of a page-aligned, writable, executable static page that nothing else uses; Xen overwrites it with hypercall stubs.
     unsafe {
         core::arch::asm!("wrmsr", in("ecx") xen.hypercall_msr, in("eax") addr as u32,
             in("edx") (addr >> 32) as u32, options(nostack, preserves_flags));
@@ -71,9 +69,7 @@ pub unsafe fn hypercall5(op: u32, a1: u64, a2: u64, a3: u64, a4: u64, a5: u64) -
     }
     let entry = PAGE.0.get() as u64 + u64::from(op) * 32;
     let ret: i64;
-    // SAFETY: `entry` is the stub for `op` in the page Xen filled (checked by
-    // `installed`); the stub executes vmcall/vmmcall and returns. The caller vouches
-    // for the arguments. All caller-saved registers are declared clobbered.
+    // SAFETY: `entry` is the stub for `op` in the page Xen filled (checked by `installed`); the stub executes vmcall/vmmcall and returns. The caller vouches for the arguments. All caller-saved registers are declared clobbered.
     unsafe {
         core::arch::asm!(
             "call {entry}",

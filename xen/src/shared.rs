@@ -59,16 +59,14 @@ impl SharedPage {
         struct Page([u8; PAGE_BYTES]);
         let v: std::vec::Vec<Page> = (0..pages.max(1)).map(|_| Page([0; PAGE_BYTES])).collect();
         let leaked: &'static mut [Page] = std::vec::Vec::leak(v);
-        // SAFETY: leaked, page-aligned heap memory of `pages` pages that nothing else
-        // references; it is never freed.
+        // SAFETY: leaked, page-aligned heap memory of `pages` pages that nothing else references; it is never freed.
         unsafe { SharedPage::new_region(leaked.as_mut_ptr().cast(), pages.max(1)) }
     }
 
     /// A second handle on the same memory, for a test playing the other domain.
     #[cfg(any(test, feature = "test-util"))]
     pub fn alias_for_test(&self) -> Self {
-        // SAFETY: both handles only copy and use atomics on memory that lives forever
-        // (test memory from `leak_new`).
+        // SAFETY: both handles only copy and use atomics on memory that lives forever (test memory from `leak_new`).
         unsafe { SharedPage::new_region(self.base, self.len / PAGE_BYTES) }
     }
 
@@ -119,9 +117,7 @@ impl SharedPage {
 
     fn atomic_u8(&self, offset: usize) -> &AtomicU8 {
         let off = self.check(offset, 1, 1);
-        // SAFETY: in bounds; AtomicU8 has alignment 1; the reference is to an atomic
-        // cell, whose concurrent modification by Xen is exactly what atomics allow,
-        // and it does not outlive `self`.
+        // SAFETY: in bounds; AtomicU8 has alignment 1; the reference is to an atomic cell, whose concurrent modification by Xen is exactly what atomics allow, and it does not outlive `self`.
         unsafe { AtomicU8::from_ptr(self.base.add(off)) }
     }
 

@@ -51,8 +51,7 @@ pub fn init() {
         (gdt, code, data, tss_sel)
     });
     gdt.load();
-    // SAFETY: the selectors index descriptors of the GDT just loaded, which lives in a
-    // static for the life of the kernel; the TSS descriptor points at a static TSS.
+    // SAFETY: the selectors index descriptors of the GDT just loaded, which lives in a static for the life of the kernel; the TSS descriptor points at a static TSS.
     unsafe {
         CS::set_reg(*code);
         DS::set_reg(*data);

@@ -147,9 +147,7 @@ pub fn init() {
         limit: (core::mem::size_of_val(idt) - 1) as u16,
         base: idt.as_ptr() as u64,
     };
-    // SAFETY: the IDT lives in a static for the life of the kernel and every gate
-    // points at a stub of `xenlet_trap_stubs`, which saves state and calls
-    // `trap_dispatch` with a valid frame.
+    // SAFETY: the IDT lives in a static for the life of the kernel and every gate points at a stub of `xenlet_trap_stubs`, which saves state and calls `trap_dispatch` with a valid frame.
     unsafe {
         core::arch::asm!("lidt [{}]", in(reg) &ptr, options(readonly, nostack, preserves_flags))
     };

@@ -73,9 +73,7 @@ pub fn init(info: &BootInfo) -> Result<MemoryReport, NoHeapMemory> {
         .alloc(heap_bytes / FRAME_BYTES, 1)
         .or_else(|| frames.alloc(256, 1))
         .ok_or(NoHeapMemory)?;
-    // SAFETY: `heap` is a run of free RAM from the allocator (usable in the memory map,
-    // outside the kernel image and loader data), identity-mapped below MAPPED_LIMIT,
-    // and owned by the heap from now on: it is never returned to FRAMES.
+    // SAFETY: `heap` is a run of free RAM from the allocator (usable in the memory map, outside the kernel image and loader data), identity-mapped below MAPPED_LIMIT, and owned by the heap from now on: it is never returned to FRAMES.
     unsafe {
         HEAP.lock()
             .init(heap.addr as *mut u8, heap.len_bytes() as usize)
