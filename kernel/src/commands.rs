@@ -625,45 +625,12 @@ fn lsblk(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     Ok(())
 }
 
-/// Sends one request to `disk` and waits for it (flush, discard).
-fn one_request(
-    disk: &mut crate::frontends::Disk,
-    op: xenlet_drivers::blkfront::BlockOp,
-    sector: u64,
-) -> Result<(), xenlet_drivers::blkfront::BlockError> {
-    use xenlet_drivers::blkfront::{BlockDevice, BlockError, BlockRequest};
-    let tag = u64::MAX;
-    disk.submit(BlockRequest {
-        tag,
-        op,
-        sector,
-        bytes: 0,
-        bufs: alloc::vec::Vec::new(),
-    })
-    .map_err(|(e, _)| e)?;
-    disk.kick();
-    let start = clock::now();
-    let mut done = alloc::vec::Vec::new();
-    loop {
-        disk.poll(&mut done);
-        if let Some(i) = done.iter().position(|c| c.tag == tag) {
-            return done.swap_remove(i).result;
-        }
-        if clock::now().saturating_duration_since(start).as_secs() > 60 {
-            return Err(BlockError::Broken(alloc::string::String::from(
-                "no response in 60 s",
-            )));
-        }
-        disk.wait();
-    }
-}
-
 fn sync(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     use xenlet_drivers::blkfront::{BlockDevice, BlockOp};
     let mut res = Ok(());
     let mut flush = |d: &mut crate::frontends::Disk| {
         let name = d.info().name.clone();
-        match one_request(d, BlockOp::Flush, 0) {
+        match crate::frontends::run_one(d, BlockOp::Flush, 0) {
             Ok(()) => {}
             Err(xenlet_drivers::blkfront::BlockError::NotSupported) => {}
             Err(e) => res = Err(CmdError::failed(alloc::format!("{name}: {e}"))),
@@ -696,7 +663,7 @@ fn discard(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {
         ));
     }
     crate::frontends::with_disk(dev, |d| {
-        one_request(d, BlockOp::Discard { sectors: len / 512 }, off / 512)
+        crate::frontends::run_one(d, BlockOp::Discard { sectors: len / 512 }, off / 512)
     })
     .ok_or_else(|| CmdError::failed(alloc::format!("{dev}: No such device")))?
     .map_err(|e| CmdError::failed(alloc::format!("{dev}: {e}")))

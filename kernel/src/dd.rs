@@ -11,7 +11,7 @@
 
 use crate::frontends::{self, Disk};
 use crate::{clock, console};
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use alloc::vec::Vec;
 use xenlet_drivers::blkfront::{BlockDevice, BlockError, BlockOp, BlockRequest, Completion, IoBuf};
 use xenlet_xen::shared::PAGE_BYTES;
@@ -351,7 +351,9 @@ fn copy(
                     bytes: bytes as usize,
                     bufs,
                 },
-                (None, Some(_)) => {
+                // `run` never brings a copy without a disk here: no input disk means
+                // an output disk.
+                (None, _) => {
                     for (i, b) in bufs.iter().enumerate() {
                         fill(b, &plan.source, &mut rng, bytes as usize - i * PAGE_BYTES);
                     }
@@ -363,7 +365,6 @@ fn copy(
                         bufs,
                     }
                 }
-                (None, None) => unreachable_plan(),
             };
             let read_for_write_at = match (src, dst) {
                 (Some(_), Some(_)) => Some(plan.seek_bytes + issued),
@@ -444,17 +445,6 @@ fn copy(
     match error {
         Some(e) => Err(e),
         None => Ok(()),
-    }
-}
-
-fn unreachable_plan() -> BlockRequest {
-    // (None, None) never reaches the disk copy: `run` handles it.
-    BlockRequest {
-        tag: 0,
-        op: BlockOp::Flush,
-        sector: 0,
-        bytes: 0,
-        bufs: Vec::new(),
     }
 }
 
@@ -562,34 +552,11 @@ fn handle(
     }
 }
 
-/// Flushes one disk and waits.
+/// Flushes one disk and waits (nothing else is in flight when this runs); a backend
+/// without a flush operation has nothing to flush.
 fn flush_wait(d: &mut Disk) -> Result<(), BlockError> {
-    let tag = u64::MAX - 1;
-    d.submit(BlockRequest {
-        tag,
-        op: BlockOp::Flush,
-        sector: 0,
-        bytes: 0,
-        bufs: Vec::new(),
-    })
-    .map_err(|(e, _)| e)?;
-    d.kick();
-    let mut done = Vec::new();
-    let start = clock::now();
-    loop {
-        d.poll(&mut done);
-        if let Some(i) = done.iter().position(|c| c.tag == tag) {
-            return done.swap_remove(i).result.or_else(|e| {
-                if e == BlockError::NotSupported {
-                    Ok(())
-                } else {
-                    Err(e)
-                }
-            });
-        }
-        if clock::now().saturating_duration_since(start).as_secs() > 60 {
-            return Err(BlockError::Broken("flush: no response in 60 s".to_string()));
-        }
-        d.wait();
+    match frontends::run_one(d, BlockOp::Flush, 0) {
+        Err(BlockError::NotSupported) => Ok(()),
+        r => r,
     }
 }

@@ -117,6 +117,39 @@ pub fn connect_disks(devices: &[xenbus::Device]) -> Vec<Result<String, (String, 
     report
 }
 
+/// Sends one request without buffers (flush, discard) to `disk` and waits up to 60 s
+/// for it. Only for a disk with nothing else in flight: other completions seen
+/// meanwhile are dropped.
+pub fn run_one(
+    disk: &mut Disk,
+    op: xenlet_drivers::blkfront::BlockOp,
+    sector: u64,
+) -> Result<(), BlockError> {
+    use xenlet_drivers::blkfront::{BlockDevice, BlockRequest};
+    let tag = u64::MAX;
+    disk.submit(BlockRequest {
+        tag,
+        op,
+        sector,
+        bytes: 0,
+        bufs: Vec::new(),
+    })
+    .map_err(|(e, _)| e)?;
+    disk.kick();
+    let start = clock::now();
+    let mut done = Vec::new();
+    loop {
+        disk.poll(&mut done);
+        if let Some(i) = done.iter().position(|c| c.tag == tag) {
+            return done.swap_remove(i).result;
+        }
+        if clock::now().saturating_duration_since(start).as_secs() > 60 {
+            return Err(BlockError::Broken(String::from("no response in 60 s")));
+        }
+        disk.wait();
+    }
+}
+
 /// Runs `f` on the disk called `name` (e.g. "xvdb" or "/dev/xvdb").
 pub fn with_disk<T>(name: &str, f: impl FnOnce(&mut Disk) -> T) -> Option<T> {
     let name = name.strip_prefix("/dev/").unwrap_or(name);

@@ -118,14 +118,7 @@ struct Grub {
 
 impl Grub {
     fn at(root: &Path) -> Grub {
-        let lib_path = [
-            root.join("usr/lib/x86_64-linux-gnu"),
-            root.join("lib/x86_64-linux-gnu"),
-        ]
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(":");
+        let lib_path = crate::util::unpacked_lib_path(root);
         Grub {
             mkimage: root.join("usr/bin/grub-mkimage"),
             platform_dir: root.join("usr/lib/grub/i386-pc"),

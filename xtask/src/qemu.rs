@@ -45,14 +45,7 @@ pub struct Qemu {
 
 impl Qemu {
     fn at(root: PathBuf) -> Qemu {
-        let lib_path = [
-            root.join("usr/lib/x86_64-linux-gnu"),
-            root.join("lib/x86_64-linux-gnu"),
-        ]
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(":");
+        let lib_path = crate::util::unpacked_lib_path(&root);
         Qemu {
             bin: root.join("usr/bin/qemu-system-x86_64"),
             lib_path,

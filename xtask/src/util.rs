@@ -120,3 +120,15 @@ pub fn ensure_rust_target() -> Result<()> {
         "rustup target add",
     )
 }
+
+/// `LD_LIBRARY_PATH` for programs unpacked from Debian packages under `root`.
+pub fn unpacked_lib_path(root: &Path) -> String {
+    [
+        root.join("usr/lib/x86_64-linux-gnu"),
+        root.join("lib/x86_64-linux-gnu"),
+    ]
+    .iter()
+    .map(|p| p.display().to_string())
+    .collect::<Vec<_>>()
+    .join(":")
+}
