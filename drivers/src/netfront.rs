@@ -9,9 +9,13 @@
 //!
 //! RX: a pool of pages stays granted to the backend (read-write) and posted on the RX
 //! ring; a received packet's data is copied out of its page once and the page is
-//! posted again. TX: each packet is copied into pages granted read-only for the
-//! request (several slots with `NETTXF_more_data` when it is larger than a page)
-//! and ended on the response. Every response is checked (id in range and in flight,
+//! posted again. TX: every TX ring slot owns a page granted read-only for good; a
+//! packet is copied into the pages of the slots it takes (several slots with
+//! `NETTXF_more_data` when it is larger than a page) and the slots are free again on
+//! the response (netback copies or maps the page only until it answers).
+//! Checksums: the frontend writes `feature-no-csum-offload` = 1, so the backend
+//! fills in checksums of packets it passes on (smoltcp checks them on receive) and
+//! sends nothing with `NETRXF_csum_blank`; packets sent carry full checksums. Every response is checked (id in range and in flight,
 //! data inside the page, status); a bad one marks the vif broken.
 
 use crate::netif::{self, RxResponse, TxRequest};
@@ -83,8 +87,8 @@ struct RxBuf {
 
 struct TxSlot {
     in_flight: bool,
-    page: Option<DmaPages>,
-    grant: Option<Grant>,
+    page: DmaPages,
+    grant: Grant,
     /// Bytes of the packet this slot starts (0 for continuation slots).
     packet_bytes: usize,
 }
@@ -168,6 +172,24 @@ impl<P: XenPlatform> Netfront<P> {
         let (mut rx, rx_grant) = ring("rx ring", netif::RX_ENTRY_BYTES)?;
         let port = hs("event channel", p.alloc_unbound(backend_id))?;
 
+        // TX buffers: one page per TX ring slot, granted read-only for good.
+        let mut tx_slots = Vec::with_capacity(tx.size() as usize);
+        for _ in 0..tx.size() {
+            let page = p
+                .alloc_pages(1)
+                .ok_or_else(|| NetError::Handshake(String::from("no memory for TX buffers")))?;
+            let grant = hs(
+                "TX buffer grant",
+                p.grant(backend_id, page.gfn, Access::ReadOnly),
+            )?;
+            tx_slots.push(TxSlot {
+                in_flight: false,
+                page,
+                grant,
+                packet_bytes: 0,
+            });
+        }
+
         // RX buffers: one per RX ring slot, granted for good.
         let mut rx_bufs = Vec::with_capacity(rx.size() as usize);
         for i in 0..rx.size() as usize {
@@ -197,6 +219,7 @@ impl<P: XenPlatform> Netfront<P> {
         w("request-rx-copy", "1")?;
         w("feature-rx-notify", "1")?;
         w("feature-sg", if sg { "1" } else { "0" })?;
+        w("feature-no-csum-offload", "1")?;
         w("state", &format!("{}", XenbusState::Connected.number()))?;
         fe.switched(XenbusState::Initialised);
         wait_for_action(p, &bstate, &fe, Action::Connect)?;
@@ -211,14 +234,7 @@ impl<P: XenPlatform> Netfront<P> {
             rx,
             port,
             rx_bufs,
-            tx_slots: (0..entries)
-                .map(|_| TxSlot {
-                    in_flight: false,
-                    page: None,
-                    grant: None,
-                    packet_bytes: 0,
-                })
-                .collect(),
+            tx_slots,
             tx_free: (0..entries as u16).rev().collect(),
             received: VecDeque::new(),
             partial: None,
@@ -231,6 +247,11 @@ impl<P: XenPlatform> Netfront<P> {
     /// The MAC address from XenStore.
     pub fn mac(&self) -> [u8; 6] {
         self.mac
+    }
+
+    /// The backend's domain id.
+    pub fn backend_id(&self) -> u16 {
+        self.backend_id
     }
 
     /// Link statistics.
@@ -281,12 +302,11 @@ impl<P: XenPlatform> Netfront<P> {
         }
         for (i, chunk) in chunks.iter().enumerate() {
             let id = self.tx_free.pop().ok_or(NetError::Busy)?;
-            let page = self.platform.alloc_pages(1).ok_or(NetError::Busy)?;
-            page.mem.write_bytes(0, chunk);
-            let grant = self
-                .platform
-                .grant(self.backend_id, page.gfn, Access::ReadOnly)
-                .map_err(|_| NetError::Busy)?;
+            let Some(slot) = self.tx_slots.get_mut(usize::from(id)) else {
+                self.fail(format!("tx slot {id} out of range"));
+                return Err(NetError::Broken(format!("tx slot {id}")));
+            };
+            slot.page.mem.write_bytes(0, chunk);
             let more = if i + 1 < chunks.len() {
                 netif::NETTXF_MORE_DATA
             } else {
@@ -294,24 +314,18 @@ impl<P: XenPlatform> Netfront<P> {
             };
             let size = if i == 0 { frame.len() } else { chunk.len() } as u16;
             let req = TxRequest {
-                gref: grant.gref().0,
+                gref: slot.grant.gref().0,
                 offset: 0,
                 flags: more,
                 id,
                 size,
             };
+            slot.in_flight = true;
+            slot.packet_bytes = if i == 0 { frame.len() } else { 0 };
             if let Err(e) = self.tx.push_request(&req.encode()) {
-                let _ = self.platform.end_grant(grant);
-                self.platform.free_pages(page);
-                self.tx_free.push(id);
                 self.fail(format!("tx ring: {e}"));
                 return Err(NetError::Broken(format!("{e}")));
             }
-            let slot = &mut self.tx_slots[usize::from(id)];
-            slot.in_flight = true;
-            slot.page = Some(page);
-            slot.grant = Some(grant);
-            slot.packet_bytes = if i == 0 { frame.len() } else { 0 };
         }
         if self.tx.push_requests_and_check_notify() {
             self.platform.notify(self.port);
@@ -348,15 +362,6 @@ impl<P: XenPlatform> Netfront<P> {
             };
             slot.in_flight = false;
             let bytes = slot.packet_bytes;
-            let (page, grant) = (slot.page.take(), slot.grant.take());
-            if let Some(g) = grant {
-                // Still mapped after the response: leak page and ref rather than reuse.
-                if self.platform.end_grant(g).is_ok() {
-                    if let Some(p) = page {
-                        self.platform.free_pages(p);
-                    }
-                }
-            }
             self.tx_free.push(r.id);
             match r.status {
                 netif::RSP_OKAY => {
@@ -679,12 +684,41 @@ mod tests {
         n.reap_tx();
         assert_eq!(n.stats().tx_packets, 2);
         assert_eq!(n.stats().tx_bytes, 9060);
-        assert_eq!(f.grants.borrow().len(), grants_before, "TX grants ended");
+        assert_eq!(
+            f.grants.borrow().len(),
+            grants_before,
+            "TX pages stay granted, no grant per packet"
+        );
         // a response for a slot not in flight breaks the vif
         ring.write_bytes(64 + 4 * 12, &[0, 0, 0, 0]);
         ring.store_u32(8, 5);
         n.reap_tx();
         assert!(n.broken().is_some());
+    }
+
+    #[test]
+    fn tx_slots_are_reused_after_responses() {
+        let f = Fake::new();
+        let mut n = Netfront::connect(&f, 0).unwrap();
+        let ring = f.page_of("device/vif/0/tx-ring-ref");
+        for _ in 0..256 {
+            n.send(&[1; 100]).unwrap();
+        }
+        assert_eq!(n.send(&[1; 100]), Err(NetError::Busy), "ring full");
+        let mut e = [0u8; 12];
+        for i in 0..256usize {
+            ring.read_bytes(64 + i * 12, &mut e);
+            ring.write_bytes(64 + i * 12, &[e[8], e[9], 0, 0]);
+        }
+        ring.store_u32(8, 256);
+        n.send(&[2; 100]).unwrap();
+        assert_eq!(n.stats().tx_packets, 256);
+        // the new request names a page holding the new packet
+        ring.read_bytes(64, &mut e);
+        let gref = u32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+        let mut b = [0u8; 100];
+        f.page_by_gref(gref).read_bytes(0, &mut b);
+        assert_eq!(b, [2; 100]);
     }
 
     #[test]

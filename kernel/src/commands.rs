@@ -70,9 +70,27 @@ pub static COMMANDS: &[Command<Host>] = &[
     },
     Command {
         name: "ip",
-        usage: "[-s] link [show [DEV]]",
-        help: "show network interfaces (iproute2 style)",
+        usage: "[-s] { link | addr | route | neigh } [show [DEV] | add | del ...]",
+        help: "show and change interfaces, addresses, routes, neighbours (iproute2 style)",
         run: ip,
+    },
+    Command {
+        name: "ifconfig",
+        usage: "[-a] [DEV]",
+        help: "show network interfaces (net-tools style)",
+        run: ifconfig,
+    },
+    Command {
+        name: "udhcpc",
+        usage: "[-i IFACE]",
+        help: "run DHCPv4 on an interface (default eth0) and wait up to 30 s for a lease",
+        run: udhcpc,
+    },
+    Command {
+        name: "ping",
+        usage: "[-c COUNT] [-i SECONDS] [-s SIZE] [-W SECONDS] [-4|-6] ADDRESS",
+        help: "ICMP echo, iputils-style output and summary; Ctrl-C stops",
+        run: ping,
     },
     Command {
         name: "lsblk",
@@ -523,59 +541,150 @@ fn sha256sum(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 }
 
 fn ip(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
-    let (stats, rest) = match args {
-        ["-s", rest @ ..] => (true, rest),
-        rest => (false, rest),
-    };
-    let only = match rest {
-        ["link"] | ["link", "show"] | ["l"] => None,
-        ["link", "show", dev] | ["link", dev] => Some(*dev),
-        [] => {
-            return Err(CmdError::usage(
-                "missing object (only 'link' exists until the IP stack arrives)",
-            ))
+    let mut text = String::new();
+    let r = xenlet_net::ip::ip(&mut crate::network::NET.lock(), args, &mut text);
+    out.write_str(&text)?;
+    r.map_err(CmdError::failed)
+}
+
+fn ifconfig(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    let mut text = String::new();
+    let r = xenlet_net::ip::ifconfig(&mut crate::network::NET.lock(), args, &mut text);
+    out.write_str(&text)?;
+    r.map_err(CmdError::failed)
+}
+
+/// Polls the network, with Ctrl-C, until `done` says so or `timeout_ms` passes;
+/// whether `done` said so (false on timeout or Ctrl-C).
+fn net_wait(
+    out: &mut dyn Write,
+    timeout_ms: i64,
+    mut done: impl FnMut(&mut xenlet_net::NetStack<crate::frontends::Vif>) -> bool,
+) -> Result<bool, CmdError> {
+    use crate::network::{now_ms, NET};
+    let start = now_ms();
+    loop {
+        let next = {
+            let mut st = NET.lock();
+            st.poll(now_ms());
+            if done(&mut st) {
+                return Ok(true);
+            }
+            st.poll_at(now_ms())
+        };
+        if now_ms() - start > timeout_ms {
+            return Ok(false);
         }
-        [obj, ..] => {
-            return Err(CmdError::usage(alloc::format!(
-                "object \"{obj}\" is unknown or not implemented yet"
-            )))
+        while let Some(b) = console::read_byte() {
+            if b == 3 {
+                writeln!(out, "^C")?;
+                return Ok(false);
+            }
         }
-    };
-    let mut index = 1;
-    let mut found = false;
-    let mut res = Ok(());
-    crate::frontends::for_each_vif(|name, v| {
-        index += 1;
-        if only.is_some_and(|d| d != name) {
-            return;
-        }
-        found = true;
-        let m = v.mac();
-        let st = v.stats();
-        let state = if v.broken().is_some() { "DOWN" } else { "UP" };
-        res = res.and(writeln!(
-            out,
-            "{index}: {name}: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 state {state}\n    link/ether {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} brd ff:ff:ff:ff:ff:ff",
-            m[0], m[1], m[2], m[3], m[4], m[5]
-        ));
-        if stats {
-            res = res.and(writeln!(
-                out,
-                "    RX:  bytes packets errors dropped\n    {:>10} {:>7} {:>6} {:>7}\n    TX:  bytes packets errors dropped\n    {:>10} {:>7} {:>6} {:>7}",
-                st.rx_bytes, st.rx_packets, st.rx_errors, st.rx_dropped, st.tx_bytes, st.tx_packets, st.tx_errors, 0
-            ));
-        }
-        if let Some(why) = v.broken() {
-            res = res.and(writeln!(out, "    broken: {why}"));
-        }
-    });
-    res?;
-    match only {
-        Some(d) if !found => Err(CmdError::failed(alloc::format!(
-            "Device \"{d}\" does not exist."
-        ))),
-        _ => Ok(()),
+        let deadline = next.unwrap_or(i64::MAX).min(start + timeout_ms).max(0) as u64;
+        crate::network::wait_until_us(deadline.saturating_mul(1000));
     }
+}
+
+fn udhcpc(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    use crate::network::NET;
+    let dev = match args {
+        [] => "eth0",
+        ["-i", d] => d,
+        _ => return Err(CmdError::usage("unknown option")),
+    };
+    {
+        let mut st = NET.lock();
+        let n = st
+            .by_name(dev)
+            .ok_or_else(|| CmdError::failed(alloc::format!("SIOCGIFINDEX: No such device ({dev})")))?;
+        n.start_dhcp();
+    }
+    writeln!(out, "udhcpc: started on {dev}")?;
+    let got = net_wait(out, 30_000, |st| {
+        st.by_name(dev).is_some_and(|n| n.dhcp_address().is_some())
+    })?;
+    let mut st = NET.lock();
+    let n = st.by_name(dev).ok_or_else(|| CmdError::failed("interface gone"))?;
+    match (got, n.dhcp_address()) {
+        (true, Some(a)) => {
+            let via = n
+                .routes()
+                .iter()
+                .find(|r| r.dhcp)
+                .and_then(|r| r.via)
+                .map(|v| alloc::format!(", router {v}"))
+                .unwrap_or_default();
+            writeln!(out, "udhcpc: lease of {a} obtained{via}")?;
+            Ok(())
+        }
+        _ => Err(CmdError::failed("no lease, failing")),
+    }
+}
+
+fn ping(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    use crate::network::{now_ms, now_us, NET};
+    use xenlet_net::ping::{parse_args, Ping};
+    let (opts, target) = parse_args(args).map_err(CmdError::failed)?;
+    let ident = (crate::arch::cpu::rdtsc() as u16) | 1;
+    let (idx, mut p) = {
+        let mut st = NET.lock();
+        let idx = st.route(target).ok_or_else(|| {
+            CmdError::failed(alloc::format!("connect: Network is unreachable ({target})"))
+        })?;
+        let p = Ping::start(&mut st.ifs[idx], target, opts, ident, now_us())
+            .map_err(CmdError::failed)?;
+        (idx, p)
+    };
+    writeln!(out, "{}", p.header())?;
+    let mut interrupted = false;
+    loop {
+        let next = {
+            let mut st = NET.lock();
+            st.poll(now_ms());
+            let Some(n) = st.ifs.get_mut(idx) else {
+                return Err(CmdError::failed("interface gone"));
+            };
+            for line in p.poll(n, now_us()) {
+                writeln!(out, "{line}")?;
+            }
+            n.poll(now_ms());
+            st.poll_at(now_ms())
+        };
+        if p.done() {
+            break;
+        }
+        while let Some(b) = console::read_byte() {
+            if b == 3 {
+                interrupted = true;
+            }
+        }
+        if interrupted {
+            writeln!(out, "^C")?;
+            break;
+        }
+        let deadline_us = next
+            .map(|ms| (ms.max(0) as u64) * 1000)
+            .unwrap_or(u64::MAX)
+            .min(p.next_deadline_us());
+        crate::network::wait_until_us(deadline_us);
+    }
+    let (_, received) = p.counts();
+    let summary = {
+        let mut st = NET.lock();
+        match st.ifs.get_mut(idx) {
+            Some(n) => p.finish(n, now_us()),
+            None => alloc::vec::Vec::new(),
+        }
+    };
+    writeln!(out)?;
+    for line in summary {
+        writeln!(out, "{line}")?;
+    }
+    if received == 0 && !interrupted {
+        return Err(CmdError::failed("no reply"));
+    }
+    Ok(())
 }
 
 fn lsblk(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
@@ -704,7 +813,7 @@ pub fn run_shell() -> ! {
         console::poll_xen_console();
         crate::xen::poll_events();
         crate::xenstore::dispatch_watches();
-        crate::frontends::poll_vifs();
+        crate::network::poll();
         while let Some(b) = console::read_byte() {
             shell.feed(&mut host, b, &mut out);
         }

@@ -192,22 +192,9 @@ pub fn connect_vifs(devices: &[xenbus::Device]) -> Vec<Result<String, String>> {
     report
 }
 
-/// Runs `f` on every vif.
-pub fn for_each_vif(mut f: impl FnMut(&str, &mut Vif)) {
-    for (n, v) in VIFS.lock().iter_mut() {
-        f(n, v);
-    }
-}
-
-/// Takes received frames off every vif (the IP stack is not attached yet: frames are
-/// counted and dropped) and reaps transmit completions.
-pub fn poll_vifs() {
-    if let Some(mut vifs) = VIFS.try_lock() {
-        for (_, v) in vifs.iter_mut() {
-            while v.recv().is_some() {}
-            v.reap_tx();
-        }
-    }
+/// Hands the connected vifs over (to the network stack).
+pub fn take_vifs() -> Vec<(String, Vif)> {
+    core::mem::take(&mut *VIFS.lock())
 }
 
 /// Runs `f` with all disks at once (a copy between two disks).

@@ -100,6 +100,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     };
     let disks = devices.as_deref().map(crate::frontends::connect_disks);
     let vifs = devices.as_deref().map(crate::frontends::connect_vifs);
+    let net_report = crate::network::init(info.cmdline.as_str());
     let devices_done = clock::now();
 
     let acpi_root = info.acpi.or_else(|| acpi::scan_for_rsdp(&IdentityMemory));
@@ -212,6 +213,9 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
             Ok(s) => println!("netfront: {s}"),
             Err(e) => println!("netfront: {e}"),
         }
+    }
+    for line in &net_report {
+        println!("net: {line}");
     }
     for line in disks.iter().flatten() {
         match line {

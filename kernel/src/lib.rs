@@ -35,6 +35,8 @@ pub mod gnttab;
 #[cfg(target_os = "none")]
 pub mod kmain;
 #[cfg(target_os = "none")]
+pub mod network;
+#[cfg(target_os = "none")]
 pub mod physmem;
 #[cfg(target_os = "none")]
 pub mod power;

@@ -5,7 +5,8 @@ Started by /sbin/testbed-init (xtask/testbed/dom0-init) from the payload disk, w
 `cargo xtask testbed run` fills with this file, scenarios.json (the scenario table of
 xtask/src/testbed/scenarios.rs) and files/ (the Xenlet ELF, the disk image, ...).
 
-Starts the Xen toolstack daemons and a bridge xenbr0 (dom0 = 10.99.0.1/24), then for
+Starts the Xen toolstack daemons, a bridge xenbr0 (dom0 = 10.99.0.1/24, fd00:99::1/64)
+and a bridge xenbr1 (10.98.0.1/24, fd00:98::1/64) served by dnsmasq's DHCP, then for
 each scenario: makes its disks, writes its xl config, `xl create -p`, opens the guest
 console's pty (the emulated COM1 of an HVM guest, or the Xen PV console), unpauses the
 guest, waits for the prompt, runs the script (guest commands checked against regexes
@@ -123,6 +124,15 @@ def start_toolstack():
                  ' && ip link set xenbr0 up')
     if rc:
         raise Fail('toolstack', 'bridge xenbr0: ' + out.strip())
+    # IPv6 on xenbr0; a second bridge with a DHCP server for the guests' second vif
+    rc, out = sh('ip -6 addr add fd00:99::1/64 dev xenbr0 nodad'
+                 ' && ip link add xenbr1 type bridge && ip addr add 10.98.0.1/24 dev xenbr1'
+                 ' && ip -6 addr add fd00:98::1/64 dev xenbr1 nodad && ip link set xenbr1 up'
+                 ' && dnsmasq --interface=xenbr1 --bind-dynamic --port=0 --user=root'
+                 ' --dhcp-range=10.98.0.100,10.98.0.199,1h --dhcp-leasefile=/tmp/dnsmasq.leases'
+                 ' --log-dhcp --log-facility=' + RESULTS + '/dnsmasq.log')
+    if rc:
+        raise Fail('toolstack', 'bridge xenbr1 / dnsmasq: ' + out.strip())
     rc, info = sh(['xl', 'info'])
     write(RESULTS + '/xl-info.txt', info)
     if rc or not re.search(r'virt_caps\s*:.*\bhvm\b', info):

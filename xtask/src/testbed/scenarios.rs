@@ -364,6 +364,72 @@ const XEN_STEPS: &[Step] = &[
     cmd("lsblk", &[r"xvdb"], 30),
 ];
 
+/// Xenlet as a PVH guest with two vifs: eth0 on xenbr0 configured from the kernel
+/// command line (IPv4 and IPv6), eth1 on xenbr1 by DHCP from dom0's dnsmasq.
+const XENLET_NET_CONFIG: &str = r#"name    = "@NAME@"
+type    = "pvh"
+memory  = 64
+vcpus   = 1
+kernel  = "@FILES@/xenlet.elf"
+cmdline = "xenlet.eth0=10.99.0.2/24,gw=10.99.0.1,fd00:99::2/64 xenlet.eth1=dhcp"
+vif     = [ "bridge=xenbr0,mac=00:16:3e:58:00:02", "bridge=xenbr1,mac=00:16:3e:58:01:02" ]
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#;
+
+const NET_BOOT: &[&str] = &[
+    r"^netfront: eth0 00:16:3e:58:00:02",
+    r"^net: eth0: .*10\.99\.0\.2/24.* \(command line\)",
+    r"^net: eth1: .*DHCPv4 running \(command line\)",
+];
+
+/// netfront + smoltcp on real Xen: addresses, DHCP, ping both ways over IPv4 and
+/// IPv6, two vifs on two bridges.
+const NET_STEPS: &[Step] = &[
+    cmd(
+        "ip addr",
+        &[
+            r"^    inet 10\.99\.0\.2/24 brd 10\.99\.0\.255 scope global eth0$",
+            r"^    inet6 fd00:99::2/64 scope global$",
+            r"^    inet6 fe80::216:3eff:fe58:2/64 scope link$",
+        ],
+        30,
+    ),
+    cmd_cap(
+        "udhcpc -i eth1",
+        &[r"^udhcpc: lease of 10\.98\.0\.\d+/24 obtained, router 10\.98\.0\.1$"],
+        &[("LEASE", r"lease of (10\.98\.0\.\d+)/24")],
+        60,
+    ),
+    cmd(
+        "ping -c 3 -i 0.2 10.99.0.1",
+        &[
+            r"^64 bytes from 10\.99\.0\.1: icmp_seq=1 time=[0-9.]+ ms$",
+            r"^3 packets transmitted, 3 received, 0% packet loss",
+            r"^rtt min/avg/max/mdev = [0-9.]+/[0-9.]+/[0-9.]+/[0-9.]+ ms$",
+        ],
+        60,
+    ),
+    // dom0 has busybox's ping (iputils is not in the image)
+    dom0("busybox ping -c 3 -W 5 10.99.0.2", &[r"^3 packets transmitted, 3 packets received, 0% packet loss$"], 60),
+    dom0("busybox ping -6 -c 3 -W 5 fd00:99::2", &[r"^3 packets transmitted, 3 packets received, 0% packet loss$"], 60),
+    cmd("ping -c 2 -i 0.2 fd00:99::1", &[r"^2 packets transmitted, 2 received, 0% packet loss"], 60),
+    cmd("ping -c 2 -i 0.2 10.98.0.1", &[r"^2 packets transmitted, 2 received, 0% packet loss"], 60),
+    dom0("busybox ping -c 2 -W 5 ${LEASE}", &[r"^2 packets transmitted, 2 packets received, 0% packet loss$"], 60),
+    cmd(
+        "ip route",
+        &[
+            r"^default via 10\.99\.0\.1 dev eth0$",
+            r"^default via 10\.98\.0\.1 dev eth1 proto dhcp$",
+            r"^10\.99\.0\.0/24 dev eth0 proto kernel scope link src 10\.99\.0\.2$",
+        ],
+        30,
+    ),
+    cmd("ip neigh", &[r"^10\.99\.0\.1 dev eth0 lladdr [0-9a-f:]{17} REACHABLE$"], 30),
+    cmd("ip -s link show eth1", &[r"^2: eth1: <BROADCAST,MULTICAST,UP,LOWER_UP>", r"RX:  bytes"], 30),
+];
+
 const XEN_HVM_BOOT: &[&str] = &[
     r"^xen: Xen 4\.17",
     r"^boot time: .* xen .* xenstore .* devices",
@@ -632,6 +698,22 @@ on_crash    = "preserve"
         end: End::XlReboot,
         end_timeout_s: 10,
         budget_s: 170,
+    },
+    Scenario {
+        name: "net-pvh",
+        about: "netfront + smoltcp, PVH, two vifs: static IPv4/IPv6 and DHCP, ping both ways",
+        needs: &[Need::XenletElf],
+        config: XENLET_NET_CONFIG,
+        disks: &[],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 120,
+        boot_expect: NET_BOOT,
+        steps: NET_STEPS,
+        end: End::XlShutdown,
+        end_timeout_s: 90,
+        budget_s: 178,
     },
     Scenario {
         name: "blk-phy",

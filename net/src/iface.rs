@@ -1,0 +1,405 @@
+//! One network interface: a [`Link`], its smoltcp [`Interface`] and sockets, its
+//! addresses (static, DHCPv4, IPv6 link-local) and routes, and the services that
+//! listen on it.
+//!
+//! Each interface has its own socket set: smoltcp sends a socket's packets through
+//! whichever interface polls it, so sockets are kept with the interface they belong
+//! to.
+
+use crate::config::{self, IfConfig};
+use crate::link::{Link, LinkDevice, Neighbors};
+use alloc::collections::VecDeque;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use smoltcp::iface::{Config, Interface, PollResult, SocketHandle, SocketSet};
+use smoltcp::socket::dhcpv4;
+use smoltcp::time::Instant;
+use smoltcp::wire::{
+    EthernetAddress, HardwareAddress, IpAddress, IpCidr, Ipv4Address, Ipv4Cidr, Ipv6Address,
+};
+
+/// Where an address came from (for `ip addr`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Configured statically.
+    Static,
+    /// From a DHCPv4 lease.
+    Dhcp,
+    /// The IPv6 link-local address.
+    LinkLocal,
+}
+
+/// A route as `ip route` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouteView {
+    /// Destination (prefix length 0 = default).
+    pub cidr: IpCidr,
+    /// Gateway, if not on-link.
+    pub via: Option<IpAddress>,
+    /// Source address for on-link routes.
+    pub src: Option<IpAddress>,
+    /// Installed by DHCP.
+    pub dhcp: bool,
+}
+
+/// A network interface.
+pub struct NetIf<L: Link> {
+    /// Its name (eth0, eth1, …).
+    pub name: String,
+    /// The frontend under it.
+    pub link: L,
+    /// smoltcp's interface.
+    pub iface: Interface,
+    /// Sockets that use this interface.
+    pub sockets: SocketSet<'static>,
+    neighbors: Neighbors,
+    scratch: Vec<u8>,
+    tx_dropped: u64,
+    dhcp: Option<SocketHandle>,
+    dhcp_addr: Option<Ipv4Cidr>,
+    dhcp_gw: bool,
+    origins: Vec<(IpCidr, Origin)>,
+    events: VecDeque<String>,
+}
+
+impl<L: Link> NetIf<L> {
+    /// Brings up `link` as `name` with `config` (addresses, gateways, DHCP).
+    pub fn new(name: &str, mut link: L, config: &IfConfig, now_ms: i64, seed: u64) -> Self {
+        let mac = link.mac();
+        let mut cfg = Config::new(HardwareAddress::Ethernet(EthernetAddress(mac)));
+        cfg.random_seed = seed;
+        let mut neighbors = Neighbors::default();
+        let mut scratch = Vec::new();
+        let mut dropped = 0;
+        let iface = {
+            let mut dev = LinkDevice::new(&mut link, &mut neighbors, &mut scratch, &mut dropped);
+            Interface::new(cfg, &mut dev, Instant::from_millis(now_ms))
+        };
+        let mut n = NetIf {
+            name: String::from(name),
+            link,
+            iface,
+            sockets: SocketSet::new(Vec::new()),
+            neighbors,
+            scratch,
+            tx_dropped: dropped,
+            dhcp: None,
+            dhcp_addr: None,
+            dhcp_gw: false,
+            origins: Vec::new(),
+            events: VecDeque::new(),
+        };
+        let ll = IpCidr::new(IpAddress::Ipv6(config::link_local(mac)), 64);
+        let _ = n.add_addr_from(ll, Origin::LinkLocal);
+        n.apply(config);
+        n
+    }
+
+    /// Applies a configuration on top of what is there.
+    pub fn apply(&mut self, config: &IfConfig) {
+        for a in &config.addrs {
+            if let Err(e) = self.add_addr(*a) {
+                self.event(format!("{}: {e}", self.name));
+            }
+        }
+        if let Some(g) = config.gw4 {
+            self.set_gateway(IpAddress::Ipv4(g));
+        }
+        if let Some(g) = config.gw6 {
+            self.set_gateway(IpAddress::Ipv6(g));
+        }
+        let wants_dhcp = config.dhcp || (config.addrs.is_empty() && config.gw4.is_none());
+        if wants_dhcp {
+            self.start_dhcp();
+        }
+    }
+
+    fn event(&mut self, s: String) {
+        if self.events.len() < 32 {
+            self.events.push_back(s);
+        }
+    }
+
+    /// A message for the console (DHCP lease gained or lost, …).
+    pub fn take_event(&mut self) -> Option<String> {
+        self.events.pop_front()
+    }
+
+    /// Starts the DHCPv4 client (if not running).
+    pub fn start_dhcp(&mut self) {
+        if self.dhcp.is_none() {
+            self.dhcp = Some(self.sockets.add(dhcpv4::Socket::new()));
+        }
+    }
+
+    /// Whether DHCPv4 runs.
+    pub fn dhcp_running(&self) -> bool {
+        self.dhcp.is_some()
+    }
+
+    /// Adds a static address.
+    pub fn add_addr(&mut self, cidr: IpCidr) -> Result<(), String> {
+        self.add_addr_from(cidr, Origin::Static)
+    }
+
+    fn add_addr_from(&mut self, cidr: IpCidr, origin: Origin) -> Result<(), String> {
+        if self.iface.ip_addrs().contains(&cidr) {
+            return Err(format!("address {cidr} already assigned"));
+        }
+        let mut full = false;
+        self.iface.update_ip_addrs(|a| full = a.push(cidr).is_err());
+        if full {
+            return Err(String::from("too many addresses on the interface"));
+        }
+        self.origins.push((cidr, origin));
+        Ok(())
+    }
+
+    /// Removes an address (static or DHCP's).
+    pub fn del_addr(&mut self, cidr: IpCidr) -> Result<(), String> {
+        if !self.iface.ip_addrs().contains(&cidr) {
+            return Err(format!("address {cidr} not assigned"));
+        }
+        self.iface.update_ip_addrs(|a| a.retain(|c| *c != cidr));
+        self.origins.retain(|(c, _)| *c != cidr);
+        if self.dhcp_addr.map(IpCidr::Ipv4) == Some(cidr) {
+            self.dhcp_addr = None;
+        }
+        Ok(())
+    }
+
+    /// Addresses with their origin.
+    pub fn addrs(&self) -> Vec<(IpCidr, Origin)> {
+        self.iface
+            .ip_addrs()
+            .iter()
+            .map(|c| {
+                let o = self
+                    .origins
+                    .iter()
+                    .find(|(x, _)| x == c)
+                    .map_or(Origin::Static, |(_, o)| *o);
+                (*c, o)
+            })
+            .collect()
+    }
+
+    /// Sets the default gateway of the address's family.
+    pub fn set_gateway(&mut self, gw: IpAddress) {
+        let r = match gw {
+            IpAddress::Ipv4(a) => self.iface.routes_mut().add_default_ipv4_route(a).map(|_| ()),
+            IpAddress::Ipv6(a) => self.iface.routes_mut().add_default_ipv6_route(a).map(|_| ()),
+        };
+        if r.is_err() {
+            self.event(format!("{}: route table full", self.name));
+        }
+        if matches!(gw, IpAddress::Ipv4(_)) {
+            self.dhcp_gw = false;
+        }
+    }
+
+    /// Removes the default gateway of one family; whether there was one.
+    pub fn del_gateway(&mut self, v6: bool) -> bool {
+        if v6 {
+            self.iface.routes_mut().remove_default_ipv6_route().is_some()
+        } else {
+            self.dhcp_gw = false;
+            self.iface.routes_mut().remove_default_ipv4_route().is_some()
+        }
+    }
+
+    /// Routes: on-link prefixes of the addresses, then the default routes.
+    pub fn routes(&mut self) -> Vec<RouteView> {
+        let mut v: Vec<RouteView> = Vec::new();
+        for c in self.iface.ip_addrs() {
+            if let IpAddress::Ipv6(a) = c.address() {
+                if a.is_unicast_link_local() {
+                    continue;
+                }
+            }
+            let net = match c {
+                IpCidr::Ipv4(c) => IpCidr::Ipv4(c.network()),
+                IpCidr::Ipv6(c) => {
+                    let bits = c.address().to_bits();
+                    let mask = u128::MAX.checked_shl(128 - u32::from(c.prefix_len())).unwrap_or(0);
+                    IpCidr::new(IpAddress::Ipv6(Ipv6Address::from_bits(bits & mask)), c.prefix_len())
+                }
+            };
+            if !v.iter().any(|r| r.cidr == net) {
+                v.push(RouteView {
+                    cidr: net,
+                    via: None,
+                    src: Some(c.address()),
+                    dhcp: false,
+                });
+            }
+        }
+        let dhcp_gw = self.dhcp_gw;
+        let mut defaults = Vec::new();
+        self.iface.routes_mut().update(|t| {
+            for r in t.iter() {
+                defaults.push(RouteView {
+                    cidr: r.cidr,
+                    via: Some(r.via_router),
+                    src: None,
+                    dhcp: dhcp_gw && matches!(r.via_router, IpAddress::Ipv4(_)),
+                });
+            }
+        });
+        defaults.extend(v);
+        defaults
+    }
+
+    /// Whether `dst` is on one of this interface's subnets.
+    pub fn on_link(&self, dst: IpAddress) -> bool {
+        self.iface.ip_addrs().iter().any(|c| c.contains_addr(&dst))
+    }
+
+    /// Whether this interface has a default route for `dst`'s family.
+    pub fn has_default_for(&mut self, dst: IpAddress) -> bool {
+        let mut found = false;
+        self.iface.routes_mut().update(|t| {
+            found = t.iter().any(|r| {
+                r.cidr.prefix_len() == 0
+                    && matches!(
+                        (r.via_router, dst),
+                        (IpAddress::Ipv4(_), IpAddress::Ipv4(_))
+                            | (IpAddress::Ipv6(_), IpAddress::Ipv6(_))
+                    )
+            })
+        });
+        found
+    }
+
+    /// The source address for `dst`.
+    pub fn source_for(&self, dst: IpAddress) -> Option<IpAddress> {
+        self.iface.get_source_address(&dst)
+    }
+
+    /// Learned neighbours.
+    pub fn neighbors(&self) -> &Neighbors {
+        &self.neighbors
+    }
+
+    /// Frames the link refused.
+    pub fn tx_dropped(&self) -> u64 {
+        self.tx_dropped
+    }
+
+    /// Processes received frames and sends what sockets have queued; then applies a
+    /// DHCP lease change. Whether anything happened that sockets should look at.
+    pub fn poll(&mut self, now_ms: i64) -> bool {
+        let now = Instant::from_millis(now_ms);
+        let changed = {
+            let mut dev = LinkDevice::new(
+                &mut self.link,
+                &mut self.neighbors,
+                &mut self.scratch,
+                &mut self.tx_dropped,
+            );
+            self.iface.poll(now, &mut dev, &mut self.sockets) == PollResult::SocketStateChanged
+        };
+        self.poll_dhcp();
+        changed
+    }
+
+    /// When smoltcp next wants to be polled (ms), if it has a timer running.
+    pub fn poll_at(&mut self, now_ms: i64) -> Option<i64> {
+        self.iface
+            .poll_at(Instant::from_millis(now_ms), &self.sockets)
+            .map(|t| t.total_millis())
+    }
+
+    fn poll_dhcp(&mut self) {
+        let Some(h) = self.dhcp else { return };
+        let ev = match self.sockets.get_mut::<dhcpv4::Socket>(h).poll() {
+            None => return,
+            Some(dhcpv4::Event::Configured(c)) => Some((c.address, c.router)),
+            Some(dhcpv4::Event::Deconfigured) => None,
+        };
+        if let Some(old) = self.dhcp_addr.take() {
+            let _ = self.del_addr(IpCidr::Ipv4(old));
+            if self.dhcp_gw {
+                self.del_gateway(false);
+            }
+        }
+        match ev {
+            Some((addr, router)) => {
+                let _ = self.add_addr_from(IpCidr::Ipv4(addr), Origin::Dhcp);
+                self.dhcp_addr = Some(addr);
+                if let Some(r) = router {
+                    let _ = self.iface.routes_mut().add_default_ipv4_route(r);
+                    self.dhcp_gw = true;
+                }
+                let via = router.map(|r| format!(" via {r}")).unwrap_or_default();
+                self.event(format!("{}: DHCP lease {addr}{via}", self.name));
+            }
+            None => self.event(format!("{}: DHCP lease lost", self.name)),
+        }
+    }
+
+    /// The DHCP lease's address, if there is one.
+    pub fn dhcp_address(&self) -> Option<Ipv4Cidr> {
+        self.dhcp_addr
+    }
+
+    /// The IPv4 address, if any.
+    pub fn ipv4(&self) -> Option<Ipv4Address> {
+        self.iface.ipv4_addr()
+    }
+
+    /// A global IPv6 address, if any.
+    pub fn ipv6_global(&self) -> Option<Ipv6Address> {
+        self.iface.ip_addrs().iter().find_map(|c| match c.address() {
+            IpAddress::Ipv6(a) if !a.is_unicast_link_local() => Some(a),
+            _ => None,
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::link::tests::{cable, Pipe};
+
+    pub fn pair(a: &str, b: &str) -> (NetIf<Pipe>, NetIf<Pipe>) {
+        let (pa, pb) = cable();
+        (
+            NetIf::new("eth0", pa, &config::parse(a).unwrap(), 0, 1),
+            NetIf::new("eth0", pb, &config::parse(b).unwrap(), 0, 2),
+        )
+    }
+
+    #[test]
+    fn static_addresses_routes_and_link_local() {
+        let (mut a, _) = pair("10.0.0.1/24,gw=10.0.0.254,fd00::1/64", "10.0.0.2/24");
+        let addrs = a.addrs();
+        assert_eq!(addrs.len(), 3);
+        assert!(addrs.iter().any(|(c, o)| *o == Origin::LinkLocal
+            && c.to_string() == "fe80::ff:fe00:1/64"));
+        assert!(!a.dhcp_running(), "static config runs no DHCP");
+        let r = a.routes();
+        assert_eq!(r[0].cidr.prefix_len(), 0);
+        assert_eq!(r[0].via, Some(IpAddress::v4(10, 0, 0, 254)));
+        assert!(r.iter().any(|x| x.cidr.to_string() == "10.0.0.0/24"
+            && x.src == Some(IpAddress::v4(10, 0, 0, 1))));
+        assert!(r.iter().any(|x| x.cidr.to_string() == "fd00::/64"));
+        assert!(a.on_link(IpAddress::v4(10, 0, 0, 77)));
+        assert!(!a.on_link(IpAddress::v4(10, 0, 1, 77)));
+        assert!(a.has_default_for(IpAddress::v4(8, 8, 8, 8)));
+        assert!(!a.has_default_for("2001:db8::1".parse::<IpAddress>().unwrap()));
+        let c = config::parse_cidr("10.0.0.1/24").unwrap();
+        assert!(a.add_addr(c).unwrap_err().contains("already"));
+        a.del_addr(c).unwrap();
+        assert!(a.del_addr(c).unwrap_err().contains("not assigned"));
+        assert!(a.del_gateway(false));
+        assert!(!a.del_gateway(false));
+    }
+
+    #[test]
+    fn no_configuration_means_dhcp() {
+        let (a, _) = pair("", "10.0.0.2/24");
+        assert!(a.dhcp_running());
+    }
+}

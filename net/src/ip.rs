@@ -1,0 +1,399 @@
+//! The `ip` and `ifconfig` tools over a [`NetStack`], in the habits of iproute2 and
+//! net-tools: `ip [-s] link [show [DEV]]`, `ip addr [show [dev] DEV]`,
+//! `ip addr add|del ADDR/PREFIX dev DEV`, `ip route [show]`,
+//! `ip route add default via ADDR [dev DEV]`, `ip route del default [via ADDR] [dev DEV]`,
+//! `ip neigh [show]`, and `ifconfig [DEV]`. Errors read like iproute2's.
+
+use crate::config::{parse_addr, parse_cidr};
+use crate::iface::{NetIf, Origin};
+use crate::link::Link;
+use crate::NetStack;
+use alloc::format;
+use alloc::string::String;
+use core::fmt::Write;
+use smoltcp::wire::{IpAddress, IpCidr};
+
+type Out<'a> = &'a mut dyn Write;
+
+fn w(out: Out, s: &str) -> Result<(), String> {
+    out.write_str(s).map_err(|_| String::from("write error"))
+}
+
+fn mac(m: [u8; 6]) -> String {
+    format!(
+        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+        m[0], m[1], m[2], m[3], m[4], m[5]
+    )
+}
+
+fn link_line<L: Link>(idx: usize, n: &NetIf<L>, stats: bool) -> String {
+    let state = if n.link.broken().is_some() { "DOWN" } else { "UP" };
+    let mut s = format!(
+        "{idx}: {}: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state {state}\n    link/ether {} brd ff:ff:ff:ff:ff:ff\n",
+        n.name,
+        mac(n.link.mac())
+    );
+    if stats {
+        let st = n.link.stats();
+        s += &format!(
+            "    RX:  bytes packets errors dropped\n    {:>10} {:>7} {:>6} {:>7}\n    TX:  bytes packets errors dropped\n    {:>10} {:>7} {:>6} {:>7}\n",
+            st.rx_bytes, st.rx_packets, st.rx_errors, st.rx_dropped,
+            st.tx_bytes, st.tx_packets, st.tx_errors, n.tx_dropped()
+        );
+    }
+    if let Some(why) = n.link.broken() {
+        s += &format!("    broken: {why}\n");
+    }
+    s
+}
+
+fn broadcast(c: &IpCidr) -> Option<String> {
+    match c {
+        IpCidr::Ipv4(c) if c.prefix_len() < 31 => c.broadcast().map(|b| format!(" brd {b}")),
+        _ => None,
+    }
+}
+
+fn addr_lines<L: Link>(n: &NetIf<L>) -> String {
+    let mut s = String::new();
+    for (c, o) in n.addrs() {
+        let (fam, scope) = match (c.address(), o) {
+            (IpAddress::Ipv4(_), _) => ("inet", "global"),
+            (IpAddress::Ipv6(_), Origin::LinkLocal) => ("inet6", "link"),
+            (IpAddress::Ipv6(_), _) => ("inet6", "global"),
+        };
+        let brd = broadcast(&c).unwrap_or_default();
+        let dynamic = if o == Origin::Dhcp { " dynamic" } else { "" };
+        let dev = if fam == "inet" {
+            format!(" {}", n.name)
+        } else {
+            String::new()
+        };
+        s += &format!("    {fam} {c}{brd} scope {scope}{dynamic}{dev}\n");
+    }
+    s
+}
+
+fn find<'a, L: Link>(
+    stack: &'a mut NetStack<L>,
+    dev: &str,
+) -> Result<(usize, &'a mut NetIf<L>), String> {
+    stack
+        .ifs
+        .iter_mut()
+        .enumerate()
+        .find(|(_, n)| n.name == dev)
+        .map(|(i, n)| (i + 1, n))
+        .ok_or_else(|| format!("Cannot find device \"{dev}\""))
+}
+
+/// Runs `ip ARGS`.
+pub fn ip<L: Link>(
+    stack: &mut NetStack<L>,
+    args: &[&str],
+    out: Out,
+) -> Result<(), String> {
+    let mut stats = false;
+    let mut args = args;
+    while let Some((first, rest)) = args.split_first() {
+        match *first {
+            "-s" | "-stats" => stats = true,
+            "-4" | "-6" => {}
+            _ => break,
+        }
+        args = rest;
+    }
+    let Some((obj, rest)) = args.split_first() else {
+        return Err(String::from(
+            "Usage: ip [ -s ] { link | addr | route | neigh } [ COMMAND ]",
+        ));
+    };
+    let obj = *obj;
+    if "link".starts_with(obj) && !obj.is_empty() {
+        link(stack, rest, stats, out)
+    } else if "address".starts_with(obj) && !obj.is_empty() {
+        addr(stack, rest, out)
+    } else if "route".starts_with(obj) && !obj.is_empty() {
+        route(stack, rest, out)
+    } else if "neighbour".starts_with(obj) || "neighbor".starts_with(obj) {
+        neigh(stack, rest, out)
+    } else {
+        Err(format!(
+            "Object \"{obj}\" is unknown, try \"ip help\"."
+        ))
+    }
+}
+
+fn show_dev<'a>(rest: &[&'a str]) -> Result<Option<&'a str>, String> {
+    match rest {
+        [] | ["show"] | ["list"] => Ok(None),
+        ["show" | "list", "dev", d] | ["show" | "list", d] | ["dev", d] => Ok(Some(d)),
+        [cmd, ..] => Err(format!(
+            "Command \"{cmd}\" is unknown, try \"ip help\"."
+        )),
+    }
+}
+
+fn link<L: Link>(stack: &mut NetStack<L>, rest: &[&str], stats: bool, out: Out) -> Result<(), String> {
+    match show_dev(rest)? {
+        Some(d) => {
+            let (i, n) = find(stack, d)?;
+            w(out, &link_line(i, n, stats))
+        }
+        None => {
+            for (i, n) in stack.ifs.iter().enumerate() {
+                w(out, &link_line(i + 1, n, stats))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn addr<L: Link>(stack: &mut NetStack<L>, rest: &[&str], out: Out) -> Result<(), String> {
+    match rest {
+        [op @ ("add" | "del" | "delete"), a, "dev", d] | [op @ ("add" | "del" | "delete"), "dev", d, a] => {
+            let c = parse_cidr(a).map_err(|e| format!("Error: any valid prefix is expected rather than {e}."))?;
+            let (_, n) = find(stack, d)?;
+            if *op == "add" {
+                n.add_addr(c).map_err(|_| String::from("RTNETLINK answers: File exists"))
+            } else {
+                n.del_addr(c)
+                    .map_err(|_| String::from("RTNETLINK answers: Cannot assign requested address"))
+            }
+        }
+        ["add" | "del" | "delete", ..] => Err(String::from(
+            "Usage: ip addr {add|del} IFADDR dev IFNAME",
+        )),
+        _ => {
+            let only = show_dev(rest)?;
+            if let Some(d) = only {
+                find(stack, d)?;
+            }
+            for (i, n) in stack.ifs.iter().enumerate() {
+                if only.is_some_and(|d| d != n.name) {
+                    continue;
+                }
+                w(out, &link_line(i + 1, n, false))?;
+                w(out, &addr_lines(n))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn route<L: Link>(stack: &mut NetStack<L>, rest: &[&str], out: Out) -> Result<(), String> {
+    match rest {
+        [] | ["show"] | ["list"] => {
+            for n in stack.ifs.iter_mut() {
+                let name = n.name.clone();
+                for r in n.routes() {
+                    let line = match (r.cidr.prefix_len(), r.via) {
+                        (0, Some(v)) => format!(
+                            "default via {v} dev {name}{}",
+                            if r.dhcp { " proto dhcp" } else { "" }
+                        ),
+                        _ => format!(
+                            "{} dev {name} proto kernel scope link{}",
+                            r.cidr,
+                            r.src.map(|s| format!(" src {s}")).unwrap_or_default()
+                        ),
+                    };
+                    w(out, &line)?;
+                    w(out, "\n")?;
+                }
+            }
+            Ok(())
+        }
+        ["add" | "replace", "default", "via", gw, tail @ ..] => {
+            let gw = parse_addr(gw).map_err(|e| format!("Error: inet address is expected rather than {e}."))?;
+            let idx = match tail {
+                [] => stack
+                    .ifs
+                    .iter()
+                    .position(|n| n.on_link(gw))
+                    .ok_or_else(|| String::from("Error: Nexthop has invalid gateway."))?,
+                ["dev", d] => find(stack, d)?.0 - 1,
+                _ => return Err(String::from("Usage: ip route add default via ADDR [dev IFNAME]")),
+            };
+            let n = &mut stack.ifs[idx];
+            if !n.on_link(gw) && !matches!(gw, IpAddress::Ipv6(a) if a.is_unicast_link_local()) {
+                return Err(String::from("Error: Nexthop has invalid gateway."));
+            }
+            n.set_gateway(gw);
+            Ok(())
+        }
+        ["del" | "delete", "default", tail @ ..] => {
+            let v6 = matches!(tail, ["via", g, ..] if g.contains(':'));
+            let mut any = false;
+            for n in stack.ifs.iter_mut() {
+                if let ["dev", d] | ["via", _, "dev", d] = tail {
+                    if n.name != *d {
+                        continue;
+                    }
+                }
+                any |= n.del_gateway(v6);
+            }
+            if any {
+                Ok(())
+            } else {
+                Err(String::from("RTNETLINK answers: No such process"))
+            }
+        }
+        [cmd, ..] => Err(format!(
+            "Command \"{cmd}\" is unknown or not supported (show, add default, del default)."
+        )),
+    }
+}
+
+fn neigh<L: Link>(stack: &mut NetStack<L>, rest: &[&str], out: Out) -> Result<(), String> {
+    show_dev(rest)?;
+    let now = stack.now_ms;
+    for n in &stack.ifs {
+        for (ip, e) in n.neighbors().iter() {
+            let state = if now - e.seen_ms < 30_000 {
+                "REACHABLE"
+            } else {
+                "STALE"
+            };
+            w(out, &format!("{ip} dev {} lladdr {} {state}\n", n.name, mac(e.mac)))?;
+        }
+    }
+    Ok(())
+}
+
+fn human(bytes: u64) -> String {
+    let (v, u) = match bytes {
+        b if b >= 1 << 30 => (b as f64 / (1u64 << 30) as f64, "GiB"),
+        b if b >= 1 << 20 => (b as f64 / (1u64 << 20) as f64, "MiB"),
+        b if b >= 1 << 10 => (b as f64 / 1024.0, "KiB"),
+        b => (b as f64, "B"),
+    };
+    format!("{v:.1} {u}")
+}
+
+/// Runs `ifconfig [DEV]` (net-tools layout).
+pub fn ifconfig<L: Link>(stack: &mut NetStack<L>, args: &[&str], out: Out) -> Result<(), String> {
+    let only = match args {
+        [] | ["-a"] => None,
+        [d] => Some(*d),
+        _ => return Err(String::from("usage: ifconfig [-a] [INTERFACE]")),
+    };
+    if let Some(d) = only {
+        find(stack, d)?;
+    }
+    for n in &stack.ifs {
+        if only.is_some_and(|d| d != n.name) {
+            continue;
+        }
+        let st = n.link.stats();
+        let mut s = format!(
+            "{}: flags=4163<UP,BROADCAST,RUNNING,MULTICAST>  mtu 1500\n",
+            n.name
+        );
+        for (c, o) in n.addrs() {
+            match c {
+                IpCidr::Ipv4(c4) => {
+                    s += &format!("        inet {}  netmask {}", c4.address(), c4.netmask());
+                    if let Some(b) = c4.broadcast() {
+                        s += &format!("  broadcast {b}");
+                    }
+                    s += "\n";
+                }
+                IpCidr::Ipv6(c6) => {
+                    let scope = if o == Origin::LinkLocal {
+                        "0x20<link>"
+                    } else {
+                        "0x0<global>"
+                    };
+                    s += &format!(
+                        "        inet6 {}  prefixlen {}  scopeid {scope}\n",
+                        c6.address(),
+                        c6.prefix_len()
+                    );
+                }
+            }
+        }
+        s += &format!(
+            "        ether {}  txqueuelen 256  (Ethernet)\n        RX packets {}  bytes {} ({})\n        RX errors {}  dropped {}  overruns 0  frame 0\n        TX packets {}  bytes {} ({})\n        TX errors {}  dropped {} overruns 0  carrier 0  collisions 0\n\n",
+            mac(n.link.mac()),
+            st.rx_packets, st.rx_bytes, human(st.rx_bytes),
+            st.rx_errors, st.rx_dropped,
+            st.tx_packets, st.tx_bytes, human(st.tx_bytes),
+            st.tx_errors, n.tx_dropped()
+        );
+        w(out, &s)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iface::tests::pair;
+    use alloc::vec::Vec;
+
+    fn stack(cfg: &str) -> NetStack<crate::link::tests::Pipe> {
+        let (a, _) = pair(cfg, "10.0.0.9/24");
+        let mut s = NetStack::new();
+        s.ifs.push(a);
+        s
+    }
+
+    fn run(s: &mut NetStack<crate::link::tests::Pipe>, line: &str) -> Result<String, String> {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        let mut out = String::new();
+        ip(s, &args, &mut out).map(|_| out)
+    }
+
+    #[test]
+    fn shows_addresses_routes_links() {
+        let mut s = stack("10.0.0.2/24,gw=10.0.0.1");
+        let a = run(&mut s, "addr").unwrap();
+        assert!(a.contains("1: eth0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500"), "{a}");
+        assert!(a.contains("    link/ether 02:00:00:00:00:01 brd ff:ff:ff:ff:ff:ff"));
+        assert!(a.contains("    inet 10.0.0.2/24 brd 10.0.0.255 scope global eth0"), "{a}");
+        assert!(a.contains("    inet6 fe80::ff:fe00:1/64 scope link"), "{a}");
+        assert_eq!(run(&mut s, "a show dev eth0").unwrap(), a);
+        let r = run(&mut s, "route").unwrap();
+        assert_eq!(
+            r,
+            "default via 10.0.0.1 dev eth0\n10.0.0.0/24 dev eth0 proto kernel scope link src 10.0.0.2\n"
+        );
+        let l = run(&mut s, "-s link show eth0").unwrap();
+        assert!(l.contains("RX:  bytes packets errors dropped"));
+        let mut o = String::new();
+        ifconfig(&mut s, &[], &mut o).unwrap();
+        assert!(o.contains("inet 10.0.0.2  netmask 255.255.255.0  broadcast 10.0.0.255"), "{o}");
+    }
+
+    #[test]
+    fn changes_addresses_and_routes() {
+        let mut s = stack("10.0.0.2/24");
+        run(&mut s, "addr add 192.168.5.5/16 dev eth0").unwrap();
+        assert!(run(&mut s, "addr").unwrap().contains("inet 192.168.5.5/16"));
+        assert_eq!(
+            run(&mut s, "addr add 192.168.5.5/16 dev eth0").unwrap_err(),
+            "RTNETLINK answers: File exists"
+        );
+        run(&mut s, "addr del 192.168.5.5/16 dev eth0").unwrap();
+        assert!(!run(&mut s, "addr").unwrap().contains("192.168"));
+        run(&mut s, "route add default via 10.0.0.1").unwrap();
+        assert!(run(&mut s, "route").unwrap().starts_with("default via 10.0.0.1 dev eth0"));
+        assert!(run(&mut s, "route add default via 172.16.0.1").unwrap_err().contains("Nexthop"));
+        run(&mut s, "route del default").unwrap();
+        assert!(run(&mut s, "route del default").unwrap_err().contains("No such process"));
+    }
+
+    #[test]
+    fn malformed_commands_get_iproute2_errors() {
+        let mut s = stack("10.0.0.2/24");
+        assert!(run(&mut s, "").unwrap_err().starts_with("Usage: ip"));
+        assert_eq!(run(&mut s, "bogus").unwrap_err(), "Object \"bogus\" is unknown, try \"ip help\".");
+        assert_eq!(run(&mut s, "link show eth7").unwrap_err(), "Cannot find device \"eth7\"");
+        assert!(run(&mut s, "addr add 10.1.1.1 dev eth0").unwrap_err().contains("prefix"));
+        assert!(run(&mut s, "addr add 10.1.1.1/8 dev eth9").unwrap_err().contains("Cannot find"));
+        assert!(run(&mut s, "addr add").unwrap_err().starts_with("Usage"));
+        assert!(run(&mut s, "route add default via banana").is_err());
+        assert!(run(&mut s, "neigh flush").is_err());
+    }
+}

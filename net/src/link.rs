@@ -1,0 +1,331 @@
+//! The link layer under smoltcp: the [`Link`] trait a network frontend implements
+//! (frames in, frames out, statistics), and [`LinkDevice`], the smoltcp
+//! [`Device`] over a link. The device also learns neighbours (IPv4 ARP, IPv6
+//! neighbour discovery) from what it receives, for `ip neigh`: smoltcp keeps its own
+//! cache private.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+use smoltcp::phy::{self, Device, DeviceCapabilities, Medium};
+use smoltcp::time::Instant;
+use smoltcp::wire::{
+    ArpOperation, ArpPacket, EthernetFrame, EthernetProtocol, IpAddress, IpProtocol, Ipv6Packet,
+};
+use xenlet_drivers::netfront::{NetError, NetStats, Netfront};
+use xenlet_drivers::platform::XenPlatform;
+
+/// Largest Ethernet frame (1500-byte MTU).
+pub const MAX_FRAME: usize = 1514;
+
+/// A network interface's frame interface.
+pub trait Link {
+    /// The MAC address.
+    fn mac(&self) -> [u8; 6];
+    /// The next received frame.
+    fn recv(&mut self) -> Option<Vec<u8>>;
+    /// Whether a frame can be sent now (reaps send completions first).
+    fn can_send(&mut self) -> bool;
+    /// Sends one frame.
+    fn send(&mut self, frame: &[u8]) -> Result<(), String>;
+    /// Counters.
+    fn stats(&self) -> NetStats;
+    /// Why the link is broken, if it is.
+    fn broken(&self) -> Option<&str>;
+}
+
+impl<P: XenPlatform> Link for Netfront<P> {
+    fn mac(&self) -> [u8; 6] {
+        Netfront::mac(self)
+    }
+    fn recv(&mut self) -> Option<Vec<u8>> {
+        Netfront::recv(self)
+    }
+    fn can_send(&mut self) -> bool {
+        self.reap_tx();
+        Netfront::can_send(self)
+    }
+    fn send(&mut self, frame: &[u8]) -> Result<(), String> {
+        Netfront::send(self, frame).map_err(|e: NetError| alloc::format!("{e}"))
+    }
+    fn stats(&self) -> NetStats {
+        Netfront::stats(self)
+    }
+    fn broken(&self) -> Option<&str> {
+        Netfront::broken(self)
+    }
+}
+
+/// A neighbour learned from the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Neighbor {
+    /// Its link-layer address.
+    pub mac: [u8; 6],
+    /// When it was last heard from (ms).
+    pub seen_ms: i64,
+}
+
+/// Neighbours by IP address (bounded: the oldest entry makes room).
+#[derive(Default, Debug)]
+pub struct Neighbors {
+    map: BTreeMap<IpAddress, Neighbor>,
+}
+
+const MAX_NEIGHBORS: usize = 64;
+
+impl Neighbors {
+    /// Records that `ip` is at `mac`.
+    pub fn learn(&mut self, ip: IpAddress, mac: [u8; 6], now_ms: i64) {
+        if mac[0] & 1 != 0 || mac == [0; 6] || ip.is_unspecified() || ip.is_multicast() {
+            return;
+        }
+        if self.map.len() >= MAX_NEIGHBORS && !self.map.contains_key(&ip) {
+            if let Some(oldest) = self.map.iter().min_by_key(|(_, n)| n.seen_ms).map(|(k, _)| *k) {
+                self.map.remove(&oldest);
+            }
+        }
+        self.map.insert(ip, Neighbor { mac, seen_ms: now_ms });
+    }
+
+    /// Every entry.
+    pub fn iter(&self) -> impl Iterator<Item = (&IpAddress, &Neighbor)> {
+        self.map.iter()
+    }
+
+    /// Learns from a received frame: ARP senders, IPv6 neighbour solicitations and
+    /// advertisements (the source of the packet at the frame's source MAC).
+    pub fn learn_from_frame(&mut self, frame: &[u8], now_ms: i64) {
+        let Ok(eth) = EthernetFrame::new_checked(frame) else {
+            return;
+        };
+        let src_mac = eth.src_addr().0;
+        match eth.ethertype() {
+            EthernetProtocol::Arp => {
+                let Ok(arp) = ArpPacket::new_checked(eth.payload()) else {
+                    return;
+                };
+                if matches!(arp.operation(), ArpOperation::Request | ArpOperation::Reply)
+                    && arp.protocol_len() == 4
+                    && arp.hardware_len() == 6
+                {
+                    let ip = arp.source_protocol_addr();
+                    let hw = arp.source_hardware_addr();
+                    if let (Ok(ip), Ok(hw)) = (<[u8; 4]>::try_from(ip), <[u8; 6]>::try_from(hw)) {
+                        self.learn(IpAddress::Ipv4(ip.into()), hw, now_ms);
+                    }
+                }
+            }
+            EthernetProtocol::Ipv6 => {
+                let Ok(ip) = Ipv6Packet::new_checked(eth.payload()) else {
+                    return;
+                };
+                // ICMPv6 type 135 (NS) / 136 (NA) straight after the fixed header.
+                if ip.next_header() == IpProtocol::Icmpv6
+                    && matches!(ip.payload().first(), Some(135 | 136))
+                    && !ip.src_addr().is_unspecified()
+                {
+                    self.learn(IpAddress::Ipv6(ip.src_addr()), src_mac, now_ms);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The smoltcp device over a [`Link`] (borrowed for one poll).
+pub struct LinkDevice<'a, L: Link> {
+    link: &'a mut L,
+    neighbors: &'a mut Neighbors,
+    scratch: &'a mut Vec<u8>,
+    /// Frames the link refused (counted as drops).
+    pub tx_dropped: &'a mut u64,
+}
+
+impl<'a, L: Link> LinkDevice<'a, L> {
+    /// A device for one poll.
+    pub fn new(
+        link: &'a mut L,
+        neighbors: &'a mut Neighbors,
+        scratch: &'a mut Vec<u8>,
+        tx_dropped: &'a mut u64,
+    ) -> Self {
+        LinkDevice {
+            link,
+            neighbors,
+            scratch,
+            tx_dropped,
+        }
+    }
+}
+
+/// A received frame.
+pub struct RxToken(Vec<u8>);
+
+impl phy::RxToken for RxToken {
+    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
+        f(&self.0)
+    }
+}
+
+/// Room to send one frame.
+pub struct TxToken<'a, L: Link> {
+    link: &'a mut L,
+    scratch: &'a mut Vec<u8>,
+    dropped: &'a mut u64,
+}
+
+impl<L: Link> phy::TxToken for TxToken<'_, L> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
+        self.scratch.clear();
+        self.scratch.resize(len, 0);
+        let r = f(&mut self.scratch[..]);
+        if self.link.send(self.scratch).is_err() {
+            *self.dropped += 1;
+        }
+        r
+    }
+}
+
+impl<L: Link> Device for LinkDevice<'_, L> {
+    type RxToken<'b>
+        = RxToken
+    where
+        Self: 'b;
+    type TxToken<'b>
+        = TxToken<'b, L>
+    where
+        Self: 'b;
+
+    fn receive(&mut self, now: Instant) -> Option<(RxToken, TxToken<'_, L>)> {
+        let frame = self.link.recv()?;
+        self.neighbors.learn_from_frame(&frame, now.total_millis());
+        Some((
+            RxToken(frame),
+            TxToken {
+                link: self.link,
+                scratch: self.scratch,
+                dropped: self.tx_dropped,
+            },
+        ))
+    }
+
+    fn transmit(&mut self, _now: Instant) -> Option<TxToken<'_, L>> {
+        if !self.link.can_send() {
+            return None;
+        }
+        Some(TxToken {
+            link: self.link,
+            scratch: self.scratch,
+            dropped: self.tx_dropped,
+        })
+    }
+
+    fn capabilities(&self) -> DeviceCapabilities {
+        let mut caps = DeviceCapabilities::default();
+        caps.medium = Medium::Ethernet;
+        caps.max_transmission_unit = MAX_FRAME;
+        caps
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use alloc::collections::VecDeque;
+    use alloc::rc::Rc;
+    use core::cell::RefCell;
+
+    /// One end of an in-memory cable.
+    pub struct Pipe {
+        pub mac: [u8; 6],
+        pub rx: Rc<RefCell<VecDeque<Vec<u8>>>>,
+        pub tx: Rc<RefCell<VecDeque<Vec<u8>>>>,
+        pub stats: NetStats,
+        /// Drop every frame sent while set.
+        pub cut: Rc<RefCell<bool>>,
+    }
+
+    /// Two links connected back to back.
+    pub fn cable() -> (Pipe, Pipe) {
+        let a = Rc::new(RefCell::new(VecDeque::new()));
+        let b = Rc::new(RefCell::new(VecDeque::new()));
+        let cut = Rc::new(RefCell::new(false));
+        (
+            Pipe {
+                mac: [2, 0, 0, 0, 0, 1],
+                rx: a.clone(),
+                tx: b.clone(),
+                stats: NetStats::default(),
+                cut: cut.clone(),
+            },
+            Pipe {
+                mac: [2, 0, 0, 0, 0, 2],
+                rx: b,
+                tx: a,
+                stats: NetStats::default(),
+                cut,
+            },
+        )
+    }
+
+    impl Link for Pipe {
+        fn mac(&self) -> [u8; 6] {
+            self.mac
+        }
+        fn recv(&mut self) -> Option<Vec<u8>> {
+            let f = self.rx.borrow_mut().pop_front()?;
+            self.stats.rx_packets += 1;
+            self.stats.rx_bytes += f.len() as u64;
+            Some(f)
+        }
+        fn can_send(&mut self) -> bool {
+            self.tx.borrow().len() < 512
+        }
+        fn send(&mut self, frame: &[u8]) -> Result<(), String> {
+            if *self.cut.borrow() {
+                return Ok(());
+            }
+            self.stats.tx_packets += 1;
+            self.stats.tx_bytes += frame.len() as u64;
+            self.tx.borrow_mut().push_back(frame.to_vec());
+            Ok(())
+        }
+        fn stats(&self) -> NetStats {
+            self.stats
+        }
+        fn broken(&self) -> Option<&str> {
+            None
+        }
+    }
+
+    #[test]
+    fn neighbors_learned_from_arp_bounded_and_sane() {
+        let mut n = Neighbors::default();
+        // ARP request from 10.0.0.1 at 02:..:01
+        let mut f = alloc::vec![0u8; 42];
+        f[0..6].copy_from_slice(&[0xff; 6]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[12..14].copy_from_slice(&[0x08, 0x06]);
+        f[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+        f[22..28].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[28..32].copy_from_slice(&[10, 0, 0, 1]);
+        f[38..42].copy_from_slice(&[10, 0, 0, 2]);
+        n.learn_from_frame(&f, 5);
+        let v: Vec<_> = n.iter().collect();
+        assert_eq!(v.len(), 1);
+        assert_eq!(*v[0].0, IpAddress::v4(10, 0, 0, 1));
+        assert_eq!(v[0].1.mac, [2, 0, 0, 0, 0, 1]);
+        // truncated and garbage frames teach nothing
+        n.learn_from_frame(&f[..30], 6);
+        n.learn_from_frame(&[0xff; 7], 6);
+        // a multicast MAC is never learned
+        n.learn(IpAddress::v4(10, 0, 0, 9), [1, 0, 0x5e, 0, 0, 1], 7);
+        assert_eq!(n.iter().count(), 1);
+        for i in 0..200u8 {
+            n.learn(IpAddress::v4(10, 1, 0, i), [2, 0, 0, 0, 1, i], 10 + i64::from(i));
+        }
+        assert_eq!(n.iter().count(), MAX_NEIGHBORS);
+        assert!(n.iter().any(|(ip, _)| *ip == IpAddress::v4(10, 1, 0, 199)));
+        assert!(!n.iter().any(|(ip, _)| *ip == IpAddress::v4(10, 0, 0, 1)));
+    }
+}
