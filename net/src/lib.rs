@@ -9,3 +9,5 @@
 #![warn(missing_docs)]
 
 extern crate alloc;
+
+pub mod iperf3;
