@@ -10,4 +10,5 @@
 
 extern crate alloc;
 
+pub mod echo;
 pub mod iperf3;
