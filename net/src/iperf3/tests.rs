@@ -439,7 +439,13 @@ fn two_parallel_streams_both_directions() {
 #[test]
 fn busy_server_denies_second_client() {
     let mut net = Net::new();
-    let c = start(&mut net, 4, &params(false, 1, 5));
+    let c = open_control(&mut net, 4);
+    assert_eq!(net.read_state(c.ctrl), msg::PARAM_EXCHANGE);
+    // While waiting for parameters: denied without reading the cookie.
+    let other = net.connect(1024, 1024);
+    assert_eq!(net.read_state(other), msg::ACCESS_DENIED);
+    net.send_json(c.ctrl, &params(false, 1, 5));
+    assert_eq!(net.read_state(c.ctrl), msg::CREATE_STREAMS);
     // While waiting for streams, a stranger's connection gets ACCESS_DENIED after its
     // cookie (it lands where data connections are expected).
     let other = open_control(&mut net, 5);
@@ -457,7 +463,7 @@ fn busy_server_denies_second_client() {
     let ev = net.events();
     assert_eq!(
         ev.iter().filter(|e| e.contains("refused")).count(),
-        2,
+        3,
         "{ev:?}"
     );
 }
