@@ -689,3 +689,38 @@ fn rate_line_formatting() {
     push_rate(&mut s, u64::MAX, 1);
     assert!(s.starts_with("0.00 s = "), "{s}");
 }
+
+#[test]
+fn omitted_seconds_are_not_reported() {
+    let mut net = Net::new();
+    let p = "{\"tcp\":true,\"omit\":1,\"time\":2,\"parallel\":1,\"len\":131072}";
+    let c = start(&mut net, 0, p);
+    let streams = open_streams(&mut net, &c, 1);
+    send_data(&mut net, &streams, 50_000);
+    net.advance(1000);
+    send_data(&mut net, &streams, 70_000);
+    let server = finish(&mut net, &c, &streams, &[120_000], false);
+    assert_eq!(stream_bytes(&server, 1), 70_000);
+}
+
+#[test]
+fn malformed_client_results_end_the_test() {
+    let mut net = Net::new();
+    let c = start(&mut net, 0, &params(false, 1, 5));
+    let streams = open_streams(&mut net, &c, 1);
+    net.send_all(c.ctrl, &[msg::TEST_END]);
+    assert_eq!(net.read_state(c.ctrl), msg::EXCHANGE_RESULTS);
+    net.send_json(c.ctrl, "{\"streams\":[");
+    net.until("server idle", |n| !n.srv.busy());
+    assert!(net.events()[0].contains("malformed client results"));
+    net.sock(streams[0]).abort();
+    net.settle();
+    // Length over the cap: also ends it, without waiting for 4 GiB.
+    let c = start(&mut net, 1, &params(false, 1, 5));
+    let _streams = open_streams(&mut net, &c, 1);
+    net.send_all(c.ctrl, &[msg::TEST_END]);
+    assert_eq!(net.read_state(c.ctrl), msg::EXCHANGE_RESULTS);
+    net.send_all(c.ctrl, &u32::MAX.to_be_bytes());
+    net.until("server idle", |n| !n.srv.busy());
+    assert!(net.events()[0].contains("too long"));
+}
