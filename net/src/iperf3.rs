@@ -247,7 +247,9 @@ struct Closing {
     fresh: bool,
 }
 
-/// The iperf3 server: owns its sockets in the caller's [`SocketSet`].
+/// The iperf3 server: owns its sockets in the caller's [`SocketSet`] (at most a few
+/// listeners, [`MAX_STREAMS`] streams, one control connection and a bounded number of
+/// pending and closing sockets). Its handles must not be removed by anyone else.
 pub struct Iperf3Server {
     port: u16,
     listeners: Vec<SocketHandle>,
@@ -516,6 +518,8 @@ impl Iperf3Server {
         self.event(line);
     }
 
+    /// Reads cookies in accept order (`remove`, not `swap_remove`), so stream ids
+    /// follow the order in which the client opened its data connections.
     fn process_pending(&mut self, sockets: &mut SocketSet<'static>, now: u64) {
         let mut i = 0;
         while i < self.pending.len() {
@@ -527,13 +531,13 @@ impl Iperf3Server {
             match socket.state() {
                 // Back to listening (handshake reset) or gone: drop it.
                 tcp::State::Listen | tcp::State::Closed => {
-                    self.pending.swap_remove(i);
+                    self.pending.remove(i);
                     sockets.remove(handle);
                     continue;
                 }
                 tcp::State::SynReceived => {
                     if now.saturating_sub(p.since) > COOKIE_TIMEOUT_MS {
-                        self.pending.swap_remove(i);
+                        self.pending.remove(i);
                         self.retire(sockets, handle, now, true);
                         continue;
                     }
@@ -545,7 +549,7 @@ impl Iperf3Server {
             let busy = matches!(&self.test, Some(t) if t.phase != Phase::CreateStreams);
             if busy {
                 // Like iperf3: don't read from it, just say no.
-                self.pending.swap_remove(i);
+                self.pending.remove(i);
                 self.deny(sockets, handle, now);
                 continue;
             }
@@ -558,14 +562,14 @@ impl Iperf3Server {
             }
             if p.got < COOKIE_SIZE {
                 if !socket.may_recv() || now.saturating_sub(p.since) > COOKIE_TIMEOUT_MS {
-                    self.pending.swap_remove(i);
+                    self.pending.remove(i);
                     self.retire(sockets, handle, now, true);
                     continue;
                 }
                 i += 1;
                 continue;
             }
-            let p = self.pending.swap_remove(i);
+            let p = self.pending.remove(i);
             self.classify(sockets, p, now);
         }
     }
