@@ -11,7 +11,9 @@
 extern crate alloc;
 
 pub mod config;
+pub mod echo;
 pub mod iface;
+pub mod iperf3;
 pub mod ip;
 pub mod link;
 pub mod ping;
