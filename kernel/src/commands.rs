@@ -87,6 +87,18 @@ pub static COMMANDS: &[Command<Host>] = &[
         run: udhcpc,
     },
     Command {
+        name: "iperf3",
+        usage: "-s [-p PORT] [-D]",
+        help: "iperf3-compatible server on every interface (TCP; runs in the background, reports on the console)",
+        run: iperf3,
+    },
+    Command {
+        name: "echod",
+        usage: "[-p PORT]",
+        help: "TCP and UDP echo server (RFC 862, default port 7) on every interface, in the background",
+        run: echod,
+    },
+    Command {
         name: "ping",
         usage: "[-c COUNT] [-i SECONDS] [-s SIZE] [-W SECONDS] [-4|-6] ADDRESS",
         help: "ICMP echo, iputils-style output and summary; Ctrl-C stops",
@@ -586,6 +598,52 @@ fn net_wait(
     }
 }
 
+fn port_arg(args: &[&str], default: u16) -> Result<u16, CmdError> {
+    match args {
+        [] => Ok(default),
+        ["-p", p] => p
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or_else(|| CmdError::usage(alloc::format!("bad port '{p}'"))),
+        [a, ..] => Err(CmdError::usage(alloc::format!("unknown option '{a}'"))),
+    }
+}
+
+fn start_service(
+    out: &mut dyn Write,
+    what: &str,
+    port: u16,
+    start: impl Fn(&mut xenlet_net::iface::NetIf<crate::frontends::Vif>, u16) -> bool,
+) -> CmdResult {
+    let mut st = crate::network::NET.lock();
+    if st.ifs.is_empty() {
+        return Err(CmdError::failed("no network interface"));
+    }
+    for n in st.ifs.iter_mut() {
+        if start(n, port) {
+            writeln!(out, "{what}: listening on {} port {port}", n.name)?;
+        } else {
+            writeln!(out, "{what}: already running on {}", n.name)?;
+        }
+    }
+    Ok(())
+}
+
+fn iperf3(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    let args: alloc::vec::Vec<&str> = args.iter().copied().filter(|a| *a != "-D").collect();
+    let ["-s", rest @ ..] = args.as_slice() else {
+        return Err(CmdError::usage("only the server (-s) is implemented"));
+    };
+    let port = port_arg(rest, xenlet_net::iperf3::DEFAULT_PORT)?;
+    start_service(out, "iperf3", port, |n, p| n.start_iperf3(p))
+}
+
+fn echod(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    let port = port_arg(args, xenlet_net::echo::DEFAULT_PORT)?;
+    start_service(out, "echod", port, |n, p| n.start_echo(p))
+}
+
 fn udhcpc(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     use crate::network::NET;
     let dev = match args {
@@ -595,9 +653,9 @@ fn udhcpc(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     };
     {
         let mut st = NET.lock();
-        let n = st
-            .by_name(dev)
-            .ok_or_else(|| CmdError::failed(alloc::format!("SIOCGIFINDEX: No such device ({dev})")))?;
+        let n = st.by_name(dev).ok_or_else(|| {
+            CmdError::failed(alloc::format!("SIOCGIFINDEX: No such device ({dev})"))
+        })?;
         n.start_dhcp();
     }
     writeln!(out, "udhcpc: started on {dev}")?;
@@ -605,7 +663,9 @@ fn udhcpc(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         st.by_name(dev).is_some_and(|n| n.dhcp_address().is_some())
     })?;
     let mut st = NET.lock();
-    let n = st.by_name(dev).ok_or_else(|| CmdError::failed("interface gone"))?;
+    let n = st
+        .by_name(dev)
+        .ok_or_else(|| CmdError::failed("interface gone"))?;
     match (got, n.dhcp_address()) {
         (true, Some(a)) => {
             let via = n

@@ -58,7 +58,11 @@ pub fn init(cmdline: &str) -> Vec<String> {
         report.push(format!(
             "{name}: {}{} ({source})",
             addrs.join(" "),
-            if n.dhcp_running() { ", DHCPv4 running" } else { "" }
+            if n.dhcp_running() {
+                ", DHCPv4 running"
+            } else {
+                ""
+            }
         ));
         stack.ifs.push(n);
     }

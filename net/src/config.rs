@@ -78,9 +78,7 @@ pub fn parse(s: &str) -> Result<IfConfig, String> {
             }
             c.addrs.push(parse_cidr(w)?);
         } else {
-            return Err(format!(
-                "'{w}': expected dhcp, ADDR/PREFIX or gw=ADDR"
-            ));
+            return Err(format!("'{w}': expected dhcp, ADDR/PREFIX or gw=ADDR"));
         }
     }
     Ok(c)
@@ -161,6 +159,9 @@ mod tests {
     fn link_local_is_modified_eui64() {
         // Linux: 00:16:3e:01:02:03 -> fe80::216:3eff:fe01:203
         let ll = link_local([0x00, 0x16, 0x3e, 1, 2, 3]);
-        assert_eq!(ll, "fe80::216:3eff:fe01:203".parse::<Ipv6Address>().unwrap());
+        assert_eq!(
+            ll,
+            "fe80::216:3eff:fe01:203".parse::<Ipv6Address>().unwrap()
+        );
     }
 }

@@ -7,6 +7,8 @@
 //! to.
 
 use crate::config::{self, IfConfig};
+use crate::echo::EchoServer;
+use crate::iperf3::Iperf3Server;
 use crate::link::{Link, LinkDevice, Neighbors};
 use alloc::collections::VecDeque;
 use alloc::format;
@@ -61,6 +63,8 @@ pub struct NetIf<L: Link> {
     dhcp_gw: bool,
     origins: Vec<(IpCidr, Origin)>,
     events: VecDeque<String>,
+    iperf: Option<Iperf3Server>,
+    echo: Option<EchoServer>,
 }
 
 impl<L: Link> NetIf<L> {
@@ -89,6 +93,8 @@ impl<L: Link> NetIf<L> {
             dhcp_gw: false,
             origins: Vec::new(),
             events: VecDeque::new(),
+            iperf: None,
+            echo: None,
         };
         let ll = IpCidr::new(IpAddress::Ipv6(config::link_local(mac)), 64);
         let _ = n.add_addr_from(ll, Origin::LinkLocal);
@@ -188,8 +194,16 @@ impl<L: Link> NetIf<L> {
     /// Sets the default gateway of the address's family.
     pub fn set_gateway(&mut self, gw: IpAddress) {
         let r = match gw {
-            IpAddress::Ipv4(a) => self.iface.routes_mut().add_default_ipv4_route(a).map(|_| ()),
-            IpAddress::Ipv6(a) => self.iface.routes_mut().add_default_ipv6_route(a).map(|_| ()),
+            IpAddress::Ipv4(a) => self
+                .iface
+                .routes_mut()
+                .add_default_ipv4_route(a)
+                .map(|_| ()),
+            IpAddress::Ipv6(a) => self
+                .iface
+                .routes_mut()
+                .add_default_ipv6_route(a)
+                .map(|_| ()),
         };
         if r.is_err() {
             self.event(format!("{}: route table full", self.name));
@@ -202,10 +216,16 @@ impl<L: Link> NetIf<L> {
     /// Removes the default gateway of one family; whether there was one.
     pub fn del_gateway(&mut self, v6: bool) -> bool {
         if v6 {
-            self.iface.routes_mut().remove_default_ipv6_route().is_some()
+            self.iface
+                .routes_mut()
+                .remove_default_ipv6_route()
+                .is_some()
         } else {
             self.dhcp_gw = false;
-            self.iface.routes_mut().remove_default_ipv4_route().is_some()
+            self.iface
+                .routes_mut()
+                .remove_default_ipv4_route()
+                .is_some()
         }
     }
 
@@ -222,8 +242,13 @@ impl<L: Link> NetIf<L> {
                 IpCidr::Ipv4(c) => IpCidr::Ipv4(c.network()),
                 IpCidr::Ipv6(c) => {
                     let bits = c.address().to_bits();
-                    let mask = u128::MAX.checked_shl(128 - u32::from(c.prefix_len())).unwrap_or(0);
-                    IpCidr::new(IpAddress::Ipv6(Ipv6Address::from_bits(bits & mask)), c.prefix_len())
+                    let mask = u128::MAX
+                        .checked_shl(128 - u32::from(c.prefix_len()))
+                        .unwrap_or(0);
+                    IpCidr::new(
+                        IpAddress::Ipv6(Ipv6Address::from_bits(bits & mask)),
+                        c.prefix_len(),
+                    )
                 }
             };
             if !v.iter().any(|r| r.cidr == net) {
@@ -287,19 +312,58 @@ impl<L: Link> NetIf<L> {
         self.tx_dropped
     }
 
-    /// Processes received frames and sends what sockets have queued; then applies a
-    /// DHCP lease change. Whether anything happened that sockets should look at.
+    /// Starts the iperf3 server on `port` (it stays up); false if one runs.
+    pub fn start_iperf3(&mut self, port: u16) -> bool {
+        if self.iperf.is_some() {
+            return false;
+        }
+        self.iperf = Some(Iperf3Server::new(&mut self.sockets, port));
+        true
+    }
+
+    /// Starts the TCP/UDP echo server on `port` (it stays up); false if one runs.
+    pub fn start_echo(&mut self, port: u16) -> bool {
+        if self.echo.is_some() {
+            return false;
+        }
+        self.echo = Some(EchoServer::new(&mut self.sockets, port));
+        true
+    }
+
+    /// Whether an iperf3 test is running.
+    pub fn iperf3_busy(&self) -> bool {
+        self.iperf.as_ref().is_some_and(|i| i.busy())
+    }
+
+    fn poll_iface(&mut self, now: Instant) -> bool {
+        let mut dev = LinkDevice::new(
+            &mut self.link,
+            &mut self.neighbors,
+            &mut self.scratch,
+            &mut self.tx_dropped,
+        );
+        self.iface.poll(now, &mut dev, &mut self.sockets) == PollResult::SocketStateChanged
+    }
+
+    /// Processes received frames and sends what sockets have queued, runs the
+    /// services (which may queue more, sent at once), then applies a DHCP lease
+    /// change. Whether anything happened that sockets should look at.
     pub fn poll(&mut self, now_ms: i64) -> bool {
         let now = Instant::from_millis(now_ms);
-        let changed = {
-            let mut dev = LinkDevice::new(
-                &mut self.link,
-                &mut self.neighbors,
-                &mut self.scratch,
-                &mut self.tx_dropped,
-            );
-            self.iface.poll(now, &mut dev, &mut self.sockets) == PollResult::SocketStateChanged
-        };
+        let mut changed = self.poll_iface(now);
+        if self.iperf.is_some() || self.echo.is_some() {
+            let ms = u64::try_from(now_ms).unwrap_or(0);
+            if let Some(i) = self.iperf.as_mut() {
+                i.poll(&mut self.sockets, ms);
+            }
+            if let Some(e) = self.echo.as_mut() {
+                e.poll(&mut self.sockets);
+            }
+            changed |= self.poll_iface(now);
+            while let Some(e) = self.iperf.as_mut().and_then(|i| i.take_events()) {
+                self.event(e);
+            }
+        }
         self.poll_dhcp();
         changed
     }
@@ -351,10 +415,13 @@ impl<L: Link> NetIf<L> {
 
     /// A global IPv6 address, if any.
     pub fn ipv6_global(&self) -> Option<Ipv6Address> {
-        self.iface.ip_addrs().iter().find_map(|c| match c.address() {
-            IpAddress::Ipv6(a) if !a.is_unicast_link_local() => Some(a),
-            _ => None,
-        })
+        self.iface
+            .ip_addrs()
+            .iter()
+            .find_map(|c| match c.address() {
+                IpAddress::Ipv6(a) if !a.is_unicast_link_local() => Some(a),
+                _ => None,
+            })
     }
 }
 
@@ -376,14 +443,17 @@ pub(crate) mod tests {
         let (mut a, _) = pair("10.0.0.1/24,gw=10.0.0.254,fd00::1/64", "10.0.0.2/24");
         let addrs = a.addrs();
         assert_eq!(addrs.len(), 3);
-        assert!(addrs.iter().any(|(c, o)| *o == Origin::LinkLocal
-            && c.to_string() == "fe80::ff:fe00:1/64"));
+        assert!(addrs
+            .iter()
+            .any(|(c, o)| *o == Origin::LinkLocal && c.to_string() == "fe80::ff:fe00:1/64"));
         assert!(!a.dhcp_running(), "static config runs no DHCP");
         let r = a.routes();
         assert_eq!(r[0].cidr.prefix_len(), 0);
         assert_eq!(r[0].via, Some(IpAddress::v4(10, 0, 0, 254)));
-        assert!(r.iter().any(|x| x.cidr.to_string() == "10.0.0.0/24"
-            && x.src == Some(IpAddress::v4(10, 0, 0, 1))));
+        assert!(r
+            .iter()
+            .any(|x| x.cidr.to_string() == "10.0.0.0/24"
+                && x.src == Some(IpAddress::v4(10, 0, 0, 1))));
         assert!(r.iter().any(|x| x.cidr.to_string() == "fd00::/64"));
         assert!(a.on_link(IpAddress::v4(10, 0, 0, 77)));
         assert!(!a.on_link(IpAddress::v4(10, 0, 1, 77)));

@@ -27,7 +27,11 @@ fn mac(m: [u8; 6]) -> String {
 }
 
 fn link_line<L: Link>(idx: usize, n: &NetIf<L>, stats: bool) -> String {
-    let state = if n.link.broken().is_some() { "DOWN" } else { "UP" };
+    let state = if n.link.broken().is_some() {
+        "DOWN"
+    } else {
+        "UP"
+    };
     let mut s = format!(
         "{idx}: {}: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state {state}\n    link/ether {} brd ff:ff:ff:ff:ff:ff\n",
         n.name,
@@ -88,11 +92,7 @@ fn find<'a, L: Link>(
 }
 
 /// Runs `ip ARGS`.
-pub fn ip<L: Link>(
-    stack: &mut NetStack<L>,
-    args: &[&str],
-    out: Out,
-) -> Result<(), String> {
+pub fn ip<L: Link>(stack: &mut NetStack<L>, args: &[&str], out: Out) -> Result<(), String> {
     let mut stats = false;
     let mut args = args;
     while let Some((first, rest)) = args.split_first() {
@@ -118,9 +118,7 @@ pub fn ip<L: Link>(
     } else if "neighbour".starts_with(obj) || "neighbor".starts_with(obj) {
         neigh(stack, rest, out)
     } else {
-        Err(format!(
-            "Object \"{obj}\" is unknown, try \"ip help\"."
-        ))
+        Err(format!("Object \"{obj}\" is unknown, try \"ip help\"."))
     }
 }
 
@@ -128,13 +126,16 @@ fn show_dev<'a>(rest: &[&'a str]) -> Result<Option<&'a str>, String> {
     match rest {
         [] | ["show"] | ["list"] => Ok(None),
         ["show" | "list", "dev", d] | ["show" | "list", d] | ["dev", d] => Ok(Some(d)),
-        [cmd, ..] => Err(format!(
-            "Command \"{cmd}\" is unknown, try \"ip help\"."
-        )),
+        [cmd, ..] => Err(format!("Command \"{cmd}\" is unknown, try \"ip help\".")),
     }
 }
 
-fn link<L: Link>(stack: &mut NetStack<L>, rest: &[&str], stats: bool, out: Out) -> Result<(), String> {
+fn link<L: Link>(
+    stack: &mut NetStack<L>,
+    rest: &[&str],
+    stats: bool,
+    out: Out,
+) -> Result<(), String> {
     match show_dev(rest)? {
         Some(d) => {
             let (i, n) = find(stack, d)?;
@@ -151,19 +152,22 @@ fn link<L: Link>(stack: &mut NetStack<L>, rest: &[&str], stats: bool, out: Out) 
 
 fn addr<L: Link>(stack: &mut NetStack<L>, rest: &[&str], out: Out) -> Result<(), String> {
     match rest {
-        [op @ ("add" | "del" | "delete"), a, "dev", d] | [op @ ("add" | "del" | "delete"), "dev", d, a] => {
-            let c = parse_cidr(a).map_err(|e| format!("Error: any valid prefix is expected rather than {e}."))?;
+        [op @ ("add" | "del" | "delete"), a, "dev", d]
+        | [op @ ("add" | "del" | "delete"), "dev", d, a] => {
+            let c = parse_cidr(a)
+                .map_err(|e| format!("Error: any valid prefix is expected rather than {e}."))?;
             let (_, n) = find(stack, d)?;
             if *op == "add" {
-                n.add_addr(c).map_err(|_| String::from("RTNETLINK answers: File exists"))
+                n.add_addr(c)
+                    .map_err(|_| String::from("RTNETLINK answers: File exists"))
             } else {
                 n.del_addr(c)
                     .map_err(|_| String::from("RTNETLINK answers: Cannot assign requested address"))
             }
         }
-        ["add" | "del" | "delete", ..] => Err(String::from(
-            "Usage: ip addr {add|del} IFADDR dev IFNAME",
-        )),
+        ["add" | "del" | "delete", ..] => {
+            Err(String::from("Usage: ip addr {add|del} IFADDR dev IFNAME"))
+        }
         _ => {
             let only = show_dev(rest)?;
             if let Some(d) = only {
@@ -205,7 +209,8 @@ fn route<L: Link>(stack: &mut NetStack<L>, rest: &[&str], out: Out) -> Result<()
             Ok(())
         }
         ["add" | "replace", "default", "via", gw, tail @ ..] => {
-            let gw = parse_addr(gw).map_err(|e| format!("Error: inet address is expected rather than {e}."))?;
+            let gw = parse_addr(gw)
+                .map_err(|e| format!("Error: inet address is expected rather than {e}."))?;
             let idx = match tail {
                 [] => stack
                     .ifs
@@ -213,7 +218,11 @@ fn route<L: Link>(stack: &mut NetStack<L>, rest: &[&str], out: Out) -> Result<()
                     .position(|n| n.on_link(gw))
                     .ok_or_else(|| String::from("Error: Nexthop has invalid gateway."))?,
                 ["dev", d] => find(stack, d)?.0 - 1,
-                _ => return Err(String::from("Usage: ip route add default via ADDR [dev IFNAME]")),
+                _ => {
+                    return Err(String::from(
+                        "Usage: ip route add default via ADDR [dev IFNAME]",
+                    ))
+                }
             };
             let n = &mut stack.ifs[idx];
             if !n.on_link(gw) && !matches!(gw, IpAddress::Ipv6(a) if a.is_unicast_link_local()) {
@@ -255,7 +264,10 @@ fn neigh<L: Link>(stack: &mut NetStack<L>, rest: &[&str], out: Out) -> Result<()
             } else {
                 "STALE"
             };
-            w(out, &format!("{ip} dev {} lladdr {} {state}\n", n.name, mac(e.mac)))?;
+            w(
+                out,
+                &format!("{ip} dev {} lladdr {} {state}\n", n.name, mac(e.mac)),
+            )?;
         }
     }
     Ok(())
@@ -349,9 +361,15 @@ mod tests {
     fn shows_addresses_routes_links() {
         let mut s = stack("10.0.0.2/24,gw=10.0.0.1");
         let a = run(&mut s, "addr").unwrap();
-        assert!(a.contains("1: eth0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500"), "{a}");
+        assert!(
+            a.contains("1: eth0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500"),
+            "{a}"
+        );
         assert!(a.contains("    link/ether 02:00:00:00:00:01 brd ff:ff:ff:ff:ff:ff"));
-        assert!(a.contains("    inet 10.0.0.2/24 brd 10.0.0.255 scope global eth0"), "{a}");
+        assert!(
+            a.contains("    inet 10.0.0.2/24 brd 10.0.0.255 scope global eth0"),
+            "{a}"
+        );
         assert!(a.contains("    inet6 fe80::ff:fe00:1/64 scope link"), "{a}");
         assert_eq!(run(&mut s, "a show dev eth0").unwrap(), a);
         let r = run(&mut s, "route").unwrap();
@@ -363,7 +381,10 @@ mod tests {
         assert!(l.contains("RX:  bytes packets errors dropped"));
         let mut o = String::new();
         ifconfig(&mut s, &[], &mut o).unwrap();
-        assert!(o.contains("inet 10.0.0.2  netmask 255.255.255.0  broadcast 10.0.0.255"), "{o}");
+        assert!(
+            o.contains("inet 10.0.0.2  netmask 255.255.255.0  broadcast 10.0.0.255"),
+            "{o}"
+        );
     }
 
     #[test]
@@ -378,20 +399,36 @@ mod tests {
         run(&mut s, "addr del 192.168.5.5/16 dev eth0").unwrap();
         assert!(!run(&mut s, "addr").unwrap().contains("192.168"));
         run(&mut s, "route add default via 10.0.0.1").unwrap();
-        assert!(run(&mut s, "route").unwrap().starts_with("default via 10.0.0.1 dev eth0"));
-        assert!(run(&mut s, "route add default via 172.16.0.1").unwrap_err().contains("Nexthop"));
+        assert!(run(&mut s, "route")
+            .unwrap()
+            .starts_with("default via 10.0.0.1 dev eth0"));
+        assert!(run(&mut s, "route add default via 172.16.0.1")
+            .unwrap_err()
+            .contains("Nexthop"));
         run(&mut s, "route del default").unwrap();
-        assert!(run(&mut s, "route del default").unwrap_err().contains("No such process"));
+        assert!(run(&mut s, "route del default")
+            .unwrap_err()
+            .contains("No such process"));
     }
 
     #[test]
     fn malformed_commands_get_iproute2_errors() {
         let mut s = stack("10.0.0.2/24");
         assert!(run(&mut s, "").unwrap_err().starts_with("Usage: ip"));
-        assert_eq!(run(&mut s, "bogus").unwrap_err(), "Object \"bogus\" is unknown, try \"ip help\".");
-        assert_eq!(run(&mut s, "link show eth7").unwrap_err(), "Cannot find device \"eth7\"");
-        assert!(run(&mut s, "addr add 10.1.1.1 dev eth0").unwrap_err().contains("prefix"));
-        assert!(run(&mut s, "addr add 10.1.1.1/8 dev eth9").unwrap_err().contains("Cannot find"));
+        assert_eq!(
+            run(&mut s, "bogus").unwrap_err(),
+            "Object \"bogus\" is unknown, try \"ip help\"."
+        );
+        assert_eq!(
+            run(&mut s, "link show eth7").unwrap_err(),
+            "Cannot find device \"eth7\""
+        );
+        assert!(run(&mut s, "addr add 10.1.1.1 dev eth0")
+            .unwrap_err()
+            .contains("prefix"));
+        assert!(run(&mut s, "addr add 10.1.1.1/8 dev eth9")
+            .unwrap_err()
+            .contains("Cannot find"));
         assert!(run(&mut s, "addr add").unwrap_err().starts_with("Usage"));
         assert!(run(&mut s, "route add default via banana").is_err());
         assert!(run(&mut s, "neigh flush").is_err());

@@ -13,8 +13,8 @@ extern crate alloc;
 pub mod config;
 pub mod echo;
 pub mod iface;
-pub mod iperf3;
 pub mod ip;
+pub mod iperf3;
 pub mod link;
 pub mod ping;
 

@@ -80,11 +80,22 @@ impl Neighbors {
             return;
         }
         if self.map.len() >= MAX_NEIGHBORS && !self.map.contains_key(&ip) {
-            if let Some(oldest) = self.map.iter().min_by_key(|(_, n)| n.seen_ms).map(|(k, _)| *k) {
+            if let Some(oldest) = self
+                .map
+                .iter()
+                .min_by_key(|(_, n)| n.seen_ms)
+                .map(|(k, _)| *k)
+            {
                 self.map.remove(&oldest);
             }
         }
-        self.map.insert(ip, Neighbor { mac, seen_ms: now_ms });
+        self.map.insert(
+            ip,
+            Neighbor {
+                mac,
+                seen_ms: now_ms,
+            },
+        );
     }
 
     /// Every entry.
@@ -322,7 +333,11 @@ pub(crate) mod tests {
         n.learn(IpAddress::v4(10, 0, 0, 9), [1, 0, 0x5e, 0, 0, 1], 7);
         assert_eq!(n.iter().count(), 1);
         for i in 0..200u8 {
-            n.learn(IpAddress::v4(10, 1, 0, i), [2, 0, 0, 0, 1, i], 10 + i64::from(i));
+            n.learn(
+                IpAddress::v4(10, 1, 0, i),
+                [2, 0, 0, 0, 1, i],
+                10 + i64::from(i),
+            );
         }
         assert_eq!(n.iter().count(), MAX_NEIGHBORS);
         assert!(n.iter().any(|(ip, _)| *ip == IpAddress::v4(10, 1, 0, 199)));

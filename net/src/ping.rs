@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 use smoltcp::iface::SocketHandle;
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::socket::icmp;
-use smoltcp::wire::{IpAddress, Icmpv4Packet, Icmpv4Repr, Icmpv6Packet, Icmpv6Repr};
+use smoltcp::wire::{Icmpv4Packet, Icmpv4Repr, Icmpv6Packet, Icmpv6Repr, IpAddress};
 
 /// Options, as iputils names them.
 #[derive(Clone, Copy, Debug)]
@@ -55,7 +55,9 @@ pub fn parse_args(args: &[&str]) -> Result<(PingOptions, IpAddress), String> {
             0
         } else {
             let digits: String = frac.chars().chain("000".chars()).take(3).collect();
-            digits.parse::<u64>().map_err(|_| format!("ping: bad {what}: {v}"))?
+            digits
+                .parse::<u64>()
+                .map_err(|_| format!("ping: bad {what}: {v}"))?
         };
         Ok(i.saturating_mul(1000).saturating_add(f))
     };
@@ -68,17 +70,16 @@ pub fn parse_args(args: &[&str]) -> Result<(PingOptions, IpAddress), String> {
         match a {
             "-c" => {
                 let v = val("c")?;
-                o.count = Some(
-                    v.parse()
-                        .ok()
-                        .filter(|&n: &u32| n > 0)
-                        .ok_or_else(|| format!("ping: invalid argument: '{v}': out of range: 1 <= value <= 4294967295"))?,
-                );
+                o.count = Some(v.parse().ok().filter(|&n: &u32| n > 0).ok_or_else(|| {
+                    format!("ping: invalid argument: '{v}': out of range: 1 <= value <= 4294967295")
+                })?);
             }
             "-i" => {
                 o.interval_ms = secs_ms(val("i")?, "timing interval")?;
                 if o.interval_ms < 10 {
-                    return Err(String::from("ping: cannot flood; minimal interval allowed is 10ms"));
+                    return Err(String::from(
+                        "ping: cannot flood; minimal interval allowed is 10ms",
+                    ));
                 }
             }
             "-s" => {
@@ -89,10 +90,14 @@ pub fn parse_args(args: &[&str]) -> Result<(PingOptions, IpAddress), String> {
             }
             "-W" => o.linger_ms = secs_ms(val("W")?, "linger time")?,
             "-4" | "-6" => {}
-            s if s.starts_with('-') => return Err(format!("ping: invalid option -- '{}'", &s[1..])),
+            s if s.starts_with('-') => {
+                return Err(format!("ping: invalid option -- '{}'", &s[1..]))
+            }
             s => {
                 if target.is_some() {
-                    return Err(String::from("usage: ping [-c count] [-i interval] [-s size] [-W timeout] address"));
+                    return Err(String::from(
+                        "usage: ping [-c count] [-i interval] [-s size] [-W timeout] address",
+                    ));
                 }
                 target = Some(
                     crate::config::parse_addr(s)
@@ -101,7 +106,8 @@ pub fn parse_args(args: &[&str]) -> Result<(PingOptions, IpAddress), String> {
             }
         }
     }
-    let t = target.ok_or_else(|| String::from("ping: usage error: Destination address required"))?;
+    let t =
+        target.ok_or_else(|| String::from("ping: usage error: Destination address required"))?;
     Ok((o, t))
 }
 
@@ -237,7 +243,11 @@ impl Ping {
             fill(&mut expect, seq, sent_us);
             let idx = usize::from(seq);
             if expect != payload || idx == 0 || idx > self.seen.len() {
-                out.push(format!("{} bytes from {}: icmp_seq={seq} (corrupted reply)", payload.len() + 8, from));
+                out.push(format!(
+                    "{} bytes from {}: icmp_seq={seq} (corrupted reply)",
+                    payload.len() + 8,
+                    from
+                ));
                 continue;
             }
             let dup = self.seen[idx - 1];
@@ -382,7 +392,12 @@ mod tests {
     use super::*;
     use crate::iface::tests::pair;
 
-    fn run(a: &mut NetIf<crate::link::tests::Pipe>, b: &mut NetIf<crate::link::tests::Pipe>, p: &mut Ping, lines: &mut Vec<String>) {
+    fn run(
+        a: &mut NetIf<crate::link::tests::Pipe>,
+        b: &mut NetIf<crate::link::tests::Pipe>,
+        p: &mut Ping,
+        lines: &mut Vec<String>,
+    ) {
         let mut now_us = 0u64;
         for _ in 0..2000 {
             a.poll((now_us / 1000) as i64);
@@ -410,9 +425,14 @@ mod tests {
                 ..PingOptions::default()
             };
             let mut p = Ping::start(&mut a, t, opts, 0x1234, 0).unwrap();
-            assert!(p.header().starts_with(&format!("PING {target} ({target}) 56")));
+            assert!(p
+                .header()
+                .starts_with(&format!("PING {target} ({target}) 56")));
             if target.contains('.') {
-                assert_eq!(p.header(), format!("PING {target} ({target}) 56(84) bytes of data."));
+                assert_eq!(
+                    p.header(),
+                    format!("PING {target} ({target}) 56(84) bytes of data.")
+                );
             }
             let mut lines = Vec::new();
             run(&mut a, &mut b, &mut p, &mut lines);
@@ -422,7 +442,10 @@ mod tests {
             assert!(lines[0].starts_with(&format!("64 bytes from {target}: icmp_seq=1 time=")));
             assert!(lines[2].contains("icmp_seq=3"));
             let s = p.finish(&mut a, 300_000);
-            assert_eq!(s[1], "3 packets transmitted, 3 received, 0% packet loss, time 200ms");
+            assert_eq!(
+                s[1],
+                "3 packets transmitted, 3 received, 0% packet loss, time 200ms"
+            );
             assert!(s[2].starts_with("rtt min/avg/max/mdev = "));
         }
     }
@@ -442,16 +465,28 @@ mod tests {
         run(&mut a, &mut b, &mut p, &mut lines);
         assert!(p.done());
         let s = p.finish(&mut a, 700_000);
-        assert!(s[1].starts_with("2 packets transmitted, 0 received, 100% packet loss"), "{s:?}");
+        assert!(
+            s[1].starts_with("2 packets transmitted, 0 received, 100% packet loss"),
+            "{s:?}"
+        );
         assert_eq!(s.len(), 2, "no rtt line without replies");
     }
 
     #[test]
     fn refuses_unroutable_and_bad_sizes() {
         let (mut a, _) = pair("10.0.0.1/24", "10.0.0.2/24");
-        let e = Ping::start(&mut a, IpAddress::v4(192, 168, 1, 1), PingOptions::default(), 1, 0);
+        let e = Ping::start(
+            &mut a,
+            IpAddress::v4(192, 168, 1, 1),
+            PingOptions::default(),
+            1,
+            0,
+        );
         assert!(e.err().unwrap().contains("unreachable"));
-        let big = PingOptions { size: 9000, ..PingOptions::default() };
+        let big = PingOptions {
+            size: 9000,
+            ..PingOptions::default()
+        };
         assert!(Ping::start(&mut a, IpAddress::v4(10, 0, 0, 2), big, 1, 0).is_err());
     }
 
@@ -462,12 +497,22 @@ mod tests {
         assert_eq!(t, IpAddress::v4(10, 0, 0, 1));
         let (_, t6) = parse_args(&["-6", "fd00::1"]).unwrap();
         assert_eq!(t6, "fd00::1".parse::<IpAddress>().unwrap());
-        assert!(parse_args(&[]).unwrap_err().contains("Destination address required"));
-        assert!(parse_args(&["-c"]).unwrap_err().contains("requires an argument"));
+        assert!(parse_args(&[])
+            .unwrap_err()
+            .contains("Destination address required"));
+        assert!(parse_args(&["-c"])
+            .unwrap_err()
+            .contains("requires an argument"));
         assert!(parse_args(&["-c", "0", "1.1.1.1"]).is_err());
-        assert!(parse_args(&["-i", "0.001", "1.1.1.1"]).unwrap_err().contains("flood"));
-        assert!(parse_args(&["example.org"]).unwrap_err().contains("Name or service not known"));
-        assert!(parse_args(&["-x", "1.1.1.1"]).unwrap_err().contains("invalid option"));
+        assert!(parse_args(&["-i", "0.001", "1.1.1.1"])
+            .unwrap_err()
+            .contains("flood"));
+        assert!(parse_args(&["example.org"])
+            .unwrap_err()
+            .contains("Name or service not known"));
+        assert!(parse_args(&["-x", "1.1.1.1"])
+            .unwrap_err()
+            .contains("invalid option"));
     }
 
     #[test]

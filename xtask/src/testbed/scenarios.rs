@@ -428,6 +428,34 @@ const NET_STEPS: &[Step] = &[
     ),
     cmd("ip neigh", &[r"^10\.99\.0\.1 dev eth0 lladdr [0-9a-f:]{17} REACHABLE$"], 30),
     cmd("ip -s link show eth1", &[r"^2: eth1: <BROADCAST,MULTICAST,UP,LOWER_UP>", r"RX:  bytes"], 30),
+    cmd("iperf3 -s -D", &[r"^iperf3: listening on eth0 port 5201$"], 30),
+    cmd("echod", &[r"^echod: listening on eth0 port 7$"], 30),
+    dom0(
+        "printf 'hello xenlet\\n' | busybox nc -w 3 10.99.0.2 7",
+        &[r"^hello xenlet$"],
+        30,
+    ),
+    dom0(
+        concat!(
+            "python3 -c \"import socket; s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); ",
+            "s.settimeout(5); s.sendto(b'udp echo', ('fd00:99::2', 7)); print(s.recv(64).decode())\""
+        ),
+        &[r"^udp echo$"],
+        30,
+    ),
+    dom0_cap(
+        "iperf3 -c 10.99.0.2 -t 3",
+        &[r"receiver$"],
+        &[("RX_RATE", r"([0-9.]+ [KMG]?bits/sec) .*receiver$")],
+        60,
+    ),
+    dom0_cap(
+        "iperf3 -c 10.99.0.2 -t 3 -R",
+        &[r"receiver$"],
+        &[("TX_RATE", r"([0-9.]+ [KMG]?bits/sec) .*receiver$")],
+        60,
+    ),
+    cmd("ip -s link show eth0", &[r"^1: eth0: "], 30),
 ];
 
 const XEN_HVM_BOOT: &[&str] = &[
@@ -712,7 +740,7 @@ on_crash    = "preserve"
         boot_expect: NET_BOOT,
         steps: NET_STEPS,
         end: End::XlShutdown,
-        end_timeout_s: 90,
+        end_timeout_s: 10,
         budget_s: 178,
     },
     Scenario {
