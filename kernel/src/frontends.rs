@@ -66,7 +66,7 @@ impl XenPlatform for KernelXen {
         xen::notify(port);
     }
     fn wait(&self) {
-        xen::yield_cpu();
+        crate::idle::pause();
     }
     fn now_ns(&self) -> u64 {
         clock::now().as_nanos()

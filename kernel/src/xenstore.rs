@@ -2,7 +2,7 @@
 //! ring in `xenlet_xen::xenstore`, the shutdown watch (`xl shutdown`/`xl reboot`).
 //!
 //! Requests are synchronous and made from thread context (shell, drivers' setup);
-//! while waiting the CPU is yielded to Xen. Watch events are queued by the protocol
+//! while waiting the CPU halts until the store's event (or a short deadline). Watch events are queued by the protocol
 //! layer and dispatched to callbacks from the idle loop, never in interrupt context.
 
 use crate::{clock, xen};
@@ -85,7 +85,7 @@ fn request(kind: MsgType, tx: u32, parts: &[&[u8]], nul_last: bool) -> Result<Me
         if clock::now() > deadline {
             return Err(XsError::Timeout);
         }
-        xen::yield_cpu();
+        crate::idle::pause();
     }
 }
 
