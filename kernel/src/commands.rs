@@ -376,6 +376,11 @@ fn devices(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             d.backend
         )?;
     }
+    writeln!(
+        out,
+        "handshake waits woken by a XenStore watch on the backend state: {}",
+        crate::frontends::watch_wakeups()
+    )?;
     Ok(())
 }
 

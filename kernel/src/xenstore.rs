@@ -211,6 +211,32 @@ pub fn unwatch(path: &str, token: &str) -> Result<(), XsError> {
     .map(|_| ())
 }
 
+/// Token of the next [`watch_for_wait`] watch.
+static NEXT_WAIT_TOKEN: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(1);
+
+/// Sets a watch on `path` to be waited on with [`take_fired`] (its events are not
+/// dispatched to a callback); returns its token.
+pub fn watch_for_wait(path: &str) -> Result<String, XsError> {
+    let n = NEXT_WAIT_TOKEN.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    let token = alloc::format!("xenlet-wait-{n}");
+    // Events the idle loop finds for it (after the waiter is gone) are dropped.
+    watch(path, &token, |_| {})?;
+    Ok(token)
+}
+
+/// Whether the watch `token` fired since the last call: reads the ring and takes that
+/// watch's queued events (other watches' events stay queued for
+/// [`dispatch_watches`]).
+pub fn take_fired(token: &str) -> bool {
+    let mut g = CONN.lock();
+    let Some(conn) = g.as_mut() else { return false };
+    if !conn.ring.is_broken() {
+        let _ = conn.ring.read_some();
+        let _ = conn.ring.take_reply(0); // ids start at 1: only queues events
+    }
+    conn.ring.take_events_for(token) > 0
+}
+
 /// Reads pending watch events from the ring and runs their callbacks (idle loop).
 pub fn dispatch_watches() {
     loop {

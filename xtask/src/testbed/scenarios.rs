@@ -377,7 +377,15 @@ const XEN_STEPS: &[Step] = &[
     // (on registration) is not taken for the one this write causes
     dom0("xenstore-write /local/domain/$DOMID/data/y hello", &[], 30),
     wait_output(r"xenstore: watch data/y fired: data/y", 30),
-    cmd("devices", &[r"xvdb"], 30),
+    // the frontends' handshakes waited on XenStore watches of the backends' state
+    cmd(
+        "devices",
+        &[
+            r"xvdb",
+            r"^handshake waits woken by a XenStore watch on the backend state: [1-9]\d*$",
+        ],
+        30,
+    ),
     cmd("lsblk", &[r"xvdb"], 30),
 ];
 
