@@ -783,6 +783,8 @@ mod tests {
         next_gfn: Cell<u64>,
         next_gref: Cell<u32>,
         notifies: Cell<u32>,
+        /// "+path" for each watch set, "-path" for each removed.
+        watch_log: RefCell<Vec<String>>,
     }
 
     const BE: &str = "/local/domain/0/backend/vbd/5/51712";
@@ -850,6 +852,19 @@ mod tests {
             }
             self.xs.borrow_mut().insert(path.into(), value.into());
             Ok(())
+        }
+        fn xs_watch(&self, path: &str) -> Result<crate::platform::Watch, XsError> {
+            self.watch_log.borrow_mut().push(format!("+{path}"));
+            Ok(crate::platform::Watch {
+                path: path.into(),
+                token: "fe".into(),
+            })
+        }
+        fn xs_unwatch(&self, w: crate::platform::Watch) {
+            self.watch_log.borrow_mut().push(format!("-{}", w.path));
+        }
+        fn wait_watch(&self, _: &crate::platform::Watch, _: u64) -> bool {
+            true
         }
         fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
             let gfn = self.next_gfn.get();
@@ -960,6 +975,18 @@ mod tests {
         assert_eq!(xs["device/vbd/51712/event-channel"], "7");
         assert_eq!(xs["device/vbd/51712/protocol"], "x86_64-abi");
         assert_eq!(xs["device/vbd/51712/state"], "4");
+        // Both handshake waits (InitWait, Connected) watched the backend's state, and
+        // each watch was removed afterwards.
+        let st = format!("{BE}/state");
+        assert_eq!(
+            *f.watch_log.borrow(),
+            [
+                format!("+{st}"),
+                format!("-{st}"),
+                format!("+{st}"),
+                format!("-{st}")
+            ]
+        );
         let i = d.info();
         assert_eq!((i.sectors, i.sector_size, i.bytes()), (2048, 512, 1 << 20));
         assert!(i.features.persistent && i.features.flush && !i.features.discard);

@@ -492,6 +492,8 @@ mod tests {
         grants: RefCell<BTreeMap<u32, u64>>,
         next_gfn: Cell<u64>,
         next_gref: Cell<u32>,
+        /// "+path" for each watch set, "-path" for each removed.
+        watch_log: RefCell<Vec<String>>,
     }
 
     impl Fake {
@@ -535,6 +537,19 @@ mod tests {
             }
             self.xs.borrow_mut().insert(path.into(), value.into());
             Ok(())
+        }
+        fn xs_watch(&self, path: &str) -> Result<crate::platform::Watch, XsError> {
+            self.watch_log.borrow_mut().push(format!("+{path}"));
+            Ok(crate::platform::Watch {
+                path: path.into(),
+                token: "fe".into(),
+            })
+        }
+        fn xs_unwatch(&self, w: crate::platform::Watch) {
+            self.watch_log.borrow_mut().push(format!("-{}", w.path));
+        }
+        fn wait_watch(&self, _: &crate::platform::Watch, _: u64) -> bool {
+            true
         }
         fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
             let gfn = self.next_gfn.get();
@@ -610,6 +625,12 @@ mod tests {
         assert_eq!(xs["device/vif/0/request-rx-copy"], "1");
         assert_eq!(xs["device/vif/0/state"], "4");
         drop(xs);
+        let log = f.watch_log.borrow();
+        assert!(!log.is_empty(), "the handshake waited on a watch");
+        for pair in log.chunks(2) {
+            assert_eq!(pair, [format!("+{BE}/state"), format!("-{BE}/state")]);
+        }
+        drop(log);
         let ring = f.page_of("device/vif/0/rx-ring-ref");
         assert_eq!(ring.load_u32(0), 256, "every RX buffer posted");
         assert!(n.has_sg());

@@ -21,12 +21,29 @@ pub struct DmaPages {
     pub count: usize,
 }
 
+/// A XenStore watch a frontend set with [`XenPlatform::xs_watch`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Watch {
+    /// The watched path (the node and everything below it).
+    pub path: String,
+    /// The token its events carry.
+    pub token: String,
+}
+
 /// Kernel services for frontends.
 pub trait XenPlatform {
     /// XenStore read (paths relative to the domain's home, or absolute).
     fn xs_read(&self, path: &str) -> Result<String, XsError>;
     /// XenStore write.
     fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError>;
+    /// Sets a XenStore watch on `path`. Like every XenStore watch it fires once when
+    /// set, then after each change of the node or below it.
+    fn xs_watch(&self, path: &str) -> Result<Watch, XsError>;
+    /// Removes a watch (its pending events are dropped).
+    fn xs_unwatch(&self, watch: Watch);
+    /// Waits until `watch` fires (an event since the last call counts) or the clock
+    /// ([`XenPlatform::now_ns`]) reaches `deadline_ns`; true if it fired.
+    fn wait_watch(&self, watch: &Watch, deadline_ns: u64) -> bool;
     /// `count` physically contiguous, zeroed pages.
     fn alloc_pages(&self, count: usize) -> Option<DmaPages>;
     /// Gives pages back (only once no grant refers to them).
@@ -52,8 +69,10 @@ pub fn read_state<P: XenPlatform>(p: &P, path: &str) -> Option<xenlet_xen::xenbu
     xenlet_xen::xenbus::XenbusState::parse(&p.xs_read(path).ok()?)
 }
 
-/// Waits (polling XenStore) until the shared frontend state machine asks for `want`
-/// given the backend's state at `path`; a closing backend or `timeout_ns` ends it.
+/// Waits until the shared frontend state machine asks for `want` given the backend's
+/// state at `path`; a closing backend or `timeout_ns` ends it. The state is re-read
+/// each time a XenStore watch on `path` fires (or, if the watch cannot be set, after
+/// each [`XenPlatform::wait`]).
 pub fn wait_for_action<P: XenPlatform>(
     p: &P,
     path: &str,
@@ -62,21 +81,200 @@ pub fn wait_for_action<P: XenPlatform>(
     timeout_ns: u64,
 ) -> Result<(), String> {
     use xenlet_xen::xenbus::Action;
-    let start = p.now_ns();
-    loop {
+    let deadline = p.now_ns().saturating_add(timeout_ns);
+    // Watch first, read after: a change in between still fires the watch.
+    let watch = p.xs_watch(path).ok();
+    let result = loop {
         if let Some(s) = read_state(p, path) {
             match fe.on_backend(s) {
-                a if a == want => return Ok(()),
-                Action::Close => return Err(alloc::format!("backend closed ({path} = {s})")),
+                a if a == want => break Ok(()),
+                Action::Close => break Err(alloc::format!("backend closed ({path} = {s})")),
                 _ => {}
             }
         }
-        if p.now_ns().saturating_sub(start) > timeout_ns {
-            return Err(alloc::format!(
+        if p.now_ns() >= deadline {
+            break Err(alloc::format!(
                 "timed out waiting on {path} (frontend {})",
                 fe.state()
             ));
         }
-        p.wait();
+        match &watch {
+            Some(w) => {
+                p.wait_watch(w, deadline);
+            }
+            None => p.wait(),
+        }
+    };
+    if let Some(w) = watch {
+        p.xs_unwatch(w);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::collections::BTreeMap;
+    use alloc::vec::Vec;
+    use core::cell::{Cell, RefCell};
+    use xenlet_xen::xenbus::{Action, Frontend, XenbusState};
+
+    const BE: &str = "/local/domain/0/backend/vbd/1/51712/state";
+
+    /// A XenStore whose backend moves through `script` one state per watch firing
+    /// (or per `wait` when watches fail); a clock that moves 1 ms per look.
+    struct Fake {
+        xs: RefCell<BTreeMap<String, String>>,
+        script: RefCell<Vec<&'static str>>,
+        watch_ok: bool,
+        watching: RefCell<Vec<String>>,
+        unwatched: RefCell<Vec<Watch>>,
+        reads: Cell<u32>,
+        watch_waits: Cell<u32>,
+        plain_waits: Cell<u32>,
+        clock: Cell<u64>,
+    }
+
+    impl Fake {
+        fn new(first: &str, script: &[&'static str], watch_ok: bool) -> Self {
+            let mut xs = BTreeMap::new();
+            xs.insert(String::from(BE), String::from(first));
+            Fake {
+                xs: RefCell::new(xs),
+                script: RefCell::new(script.iter().rev().copied().collect()),
+                watch_ok,
+                watching: RefCell::new(Vec::new()),
+                unwatched: RefCell::new(Vec::new()),
+                reads: Cell::new(0),
+                watch_waits: Cell::new(0),
+                plain_waits: Cell::new(0),
+                clock: Cell::new(0),
+            }
+        }
+        /// The backend's next step, if any: true if the state changed.
+        fn step(&self) -> bool {
+            match self.script.borrow_mut().pop() {
+                Some(s) => {
+                    self.xs
+                        .borrow_mut()
+                        .insert(String::from(BE), String::from(s));
+                    true
+                }
+                None => false,
+            }
+        }
+    }
+
+    impl XenPlatform for Fake {
+        fn xs_read(&self, path: &str) -> Result<String, XsError> {
+            self.reads.set(self.reads.get() + 1);
+            self.xs
+                .borrow()
+                .get(path)
+                .cloned()
+                .ok_or_else(|| XsError::Remote("ENOENT".into()))
+        }
+        fn xs_write(&self, _: &str, _: &str) -> Result<(), XsError> {
+            Ok(())
+        }
+        fn xs_watch(&self, path: &str) -> Result<Watch, XsError> {
+            if !self.watch_ok {
+                return Err(XsError::Remote("EACCES".into()));
+            }
+            self.watching.borrow_mut().push(String::from(path));
+            Ok(Watch {
+                path: String::from(path),
+                token: String::from("t1"),
+            })
+        }
+        fn xs_unwatch(&self, w: Watch) {
+            self.unwatched.borrow_mut().push(w);
+        }
+        fn wait_watch(&self, w: &Watch, deadline_ns: u64) -> bool {
+            assert_eq!(w.path, BE);
+            self.watch_waits.set(self.watch_waits.get() + 1);
+            if self.step() {
+                return true;
+            }
+            // Nothing will change: sleep to the deadline.
+            self.clock.set(self.clock.get().max(deadline_ns));
+            false
+        }
+        fn alloc_pages(&self, _: usize) -> Option<DmaPages> {
+            None
+        }
+        fn free_pages(&self, _: DmaPages) {}
+        fn grant(&self, _: u16, _: u64, _: Access) -> Result<Grant, GrantError> {
+            Err(GrantError::Exhausted)
+        }
+        fn end_grant(&self, g: Grant) -> Result<(), Grant> {
+            Err(g)
+        }
+        fn alloc_unbound(&self, _: u16) -> Result<Port, XenError> {
+            Err(XenError::NoMem)
+        }
+        fn close_port(&self, _: Port) {}
+        fn notify(&self, _: Port) {}
+        fn wait(&self) {
+            self.plain_waits.set(self.plain_waits.get() + 1);
+            self.step();
+            self.clock.set(self.clock.get() + 1_000_000);
+        }
+        fn now_ns(&self) -> u64 {
+            self.clock.get()
+        }
+    }
+
+    #[test]
+    fn state_is_reread_once_per_watch_firing_and_the_watch_removed() {
+        let f = Fake::new("1", &["2"], true);
+        let fe = Frontend::new();
+        wait_for_action(&f, BE, &fe, Action::Setup, 10_000_000_000).unwrap();
+        assert_eq!(*f.watching.borrow(), [BE]);
+        assert_eq!(f.watch_waits.get(), 1);
+        assert_eq!(
+            f.reads.get(),
+            2,
+            "one read before the watch fired, one after"
+        );
+        assert_eq!(f.plain_waits.get(), 0, "no polling while a watch is set");
+        assert_eq!(f.unwatched.borrow().len(), 1);
+        assert_eq!(f.unwatched.borrow()[0].path, BE);
+    }
+
+    #[test]
+    fn a_silent_backend_times_out_at_the_deadline_and_the_watch_goes() {
+        let f = Fake::new("1", &[], true);
+        let fe = Frontend::new();
+        let e = wait_for_action(&f, BE, &fe, Action::Setup, 5_000_000_000).unwrap_err();
+        assert!(e.contains("timed out waiting on"), "{e}");
+        assert_eq!(
+            f.now_ns(),
+            5_000_000_000,
+            "slept to the deadline, no further"
+        );
+        assert_eq!(f.watch_waits.get(), 1);
+        assert_eq!(f.unwatched.borrow().len(), 1);
+    }
+
+    #[test]
+    fn a_closing_backend_ends_the_wait_and_the_watch_goes() {
+        let f = Fake::new("1", &["2", "5"], true);
+        let mut fe = Frontend::new();
+        wait_for_action(&f, BE, &fe, Action::Setup, 10_000_000_000).unwrap();
+        fe.switched(XenbusState::Initialised);
+        let e = wait_for_action(&f, BE, &fe, Action::Connect, 10_000_000_000).unwrap_err();
+        assert!(e.contains("backend closed"), "{e}");
+        assert_eq!(f.unwatched.borrow().len(), 2);
+    }
+
+    #[test]
+    fn without_watches_the_state_is_polled() {
+        let f = Fake::new("1", &["1", "1", "2"], false);
+        let fe = Frontend::new();
+        wait_for_action(&f, BE, &fe, Action::Setup, 10_000_000_000).unwrap();
+        assert_eq!(f.plain_waits.get(), 3);
+        assert_eq!(f.reads.get(), 4);
+        assert!(f.unwatched.borrow().is_empty());
     }
 }

@@ -4,7 +4,8 @@
 
 use crate::arch::cpu::rdtsc;
 use crate::arch::pio::Pio;
-use crate::time::{tsc_hz_from_pit, Instant, TickScale};
+pub use crate::time::Instant;
+use crate::time::{tsc_hz_from_pit, TickScale};
 use spin::Once;
 use xenlet_drivers::pio::PortIo;
 
@@ -46,6 +47,14 @@ pub fn use_pvclock(read: SystemTimeFn) -> bool {
     let offset_ns = sys.saturating_sub(ours);
     PVCLOCK.call_once(|| Pv { read, offset_ns });
     true
+}
+
+/// Xen system time (what `VCPUOP_set_singleshot_timer` takes) at `t`, when pvclock
+/// is the clock source.
+pub fn to_system_time(t: Instant) -> Option<u64> {
+    PVCLOCK
+        .get()
+        .map(|p| t.as_nanos().saturating_add(p.offset_ns))
 }
 
 /// Whether pvclock is the clock source.

@@ -33,6 +33,12 @@ pub static COMMANDS: &[Command<Host>] = &[
         run: uptime,
     },
     Command {
+        name: "sleep",
+        usage: "SECONDS",
+        help: "halt for SECONDS (fractions, s/m/h suffixes); under Xen on the one-shot timer",
+        run: sleep,
+    },
+    Command {
         name: "echo",
         usage: "[-n] [WORD]...",
         help: "print the words",
@@ -218,6 +224,37 @@ fn uptime(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     Ok(())
 }
 
+fn secs_ms(ns: u64) -> alloc::string::String {
+    alloc::format!("{}.{:03}", ns / 1_000_000_000, (ns / 1_000_000) % 1000)
+}
+
+fn sleep(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    let [arg] = args else {
+        return Err(CmdError::usage("expected one operand"));
+    };
+    let d =
+        xenlet_shell::parse_duration(arg).map_err(|e| CmdError::usage(alloc::format!("{e}")))?;
+    let (timer0, run0) = (crate::xen::timer_events(), crate::xen::runstate());
+    let start = clock::now();
+    let end = start + d;
+    while clock::now() < end {
+        crate::idle::halt_until(Some(end));
+    }
+    let slept = clock::now().saturating_duration_since(start);
+    write!(out, "slept {} s", secs_ms(slept.as_nanos() as u64))?;
+    // What Xen saw: the time the vCPU was blocked (halted) rather than running.
+    if let (Some(a), Some(b)) = (run0, crate::xen::runstate()) {
+        write!(
+            out,
+            "; vCPU 0 blocked {} s of it, {} VIRQ_TIMER events",
+            secs_ms(b[2].saturating_sub(a[2])),
+            crate::xen::timer_events() - timer0
+        )?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
 fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     no_args(args)?;
     let Some(x) = crate::xen::info() else {
@@ -248,6 +285,24 @@ fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         write!(out, " {p}")?;
     }
     writeln!(out)?;
+    match x.timer_port {
+        Some(p) => writeln!(
+            out,
+            "timer: VIRQ_TIMER on event channel {p}, {} events",
+            crate::xen::timer_events()
+        )?,
+        None => writeln!(out, "timer: VIRQ_TIMER not bound")?,
+    }
+    if let Some(t) = crate::xen::runstate() {
+        writeln!(
+            out,
+            "vcpu 0: running {} s, runnable {} s, blocked {} s, offline {} s",
+            secs_ms(t[0]),
+            secs_ms(t[1]),
+            secs_ms(t[2]),
+            secs_ms(t[3])
+        )?;
+    }
     writeln!(
         out,
         "pv console: {}",
@@ -351,6 +406,11 @@ fn devices(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             d.backend
         )?;
     }
+    writeln!(
+        out,
+        "handshake waits woken by a XenStore watch on the backend state: {}",
+        crate::frontends::watch_wakeups()
+    )?;
     Ok(())
 }
 
@@ -877,13 +937,8 @@ pub fn run_shell() -> ! {
         while let Some(b) = console::read_byte() {
             shell.feed(&mut host, b, &mut out);
         }
-        // Sleep until the next interrupt, unless input arrived since the check:
-        // `sti; hlt` is atomic, so a byte arriving now still wakes us.
-        x86_64::instructions::interrupts::disable();
-        if console::input_pending() {
-            x86_64::instructions::interrupts::enable();
-        } else {
-            x86_64::instructions::interrupts::enable_and_hlt();
-        }
+        // Sleep until the next interrupt or event (returns at once if input or an
+        // event arrived since the checks above).
+        crate::idle::halt_until(None);
     }
 }

@@ -5,9 +5,10 @@
 use crate::{clock, gnttab, mm, xen, xenbus, xenstore};
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
 use spin::Mutex;
 use xenlet_drivers::blkfront::{Blkfront, BlockError};
-use xenlet_drivers::platform::{DmaPages, XenPlatform};
+use xenlet_drivers::platform::{DmaPages, Watch, XenPlatform};
 use xenlet_xen::evtchn::Port;
 use xenlet_xen::gnttab::{Access, Grant, GrantError};
 use xenlet_xen::hypercall;
@@ -25,6 +26,30 @@ impl XenPlatform for KernelXen {
     }
     fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
         xenstore::write(path, value)
+    }
+    fn xs_watch(&self, path: &str) -> Result<Watch, XsError> {
+        let token = xenstore::watch_for_wait(path)?;
+        Ok(Watch {
+            path: String::from(path),
+            token,
+        })
+    }
+    fn xs_unwatch(&self, watch: Watch) {
+        let _ = xenstore::unwatch(&watch.path, &watch.token);
+    }
+    fn wait_watch(&self, watch: &Watch, deadline_ns: u64) -> bool {
+        let deadline = clock::Instant::from_nanos(deadline_ns);
+        loop {
+            if xenstore::take_fired(&watch.token) {
+                WATCH_WAKEUPS.fetch_add(1, Ordering::Relaxed);
+                return true;
+            }
+            if clock::now() >= deadline {
+                return false;
+            }
+            // The watch event arrives on the store's event channel and ends the halt.
+            crate::idle::halt_until(Some(deadline));
+        }
     }
     fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
         let run = mm::heap::alloc_frames(count as u64, 1)?;
@@ -66,11 +91,19 @@ impl XenPlatform for KernelXen {
         xen::notify(port);
     }
     fn wait(&self) {
-        xen::yield_cpu();
+        crate::idle::pause();
     }
     fn now_ns(&self) -> u64 {
         clock::now().as_nanos()
     }
+}
+
+/// Watch firings the frontends' handshake waits woke on (for `devices`).
+static WATCH_WAKEUPS: AtomicU64 = AtomicU64::new(0);
+
+/// How many times a frontend's handshake wait was woken by its XenStore watch.
+pub fn watch_wakeups() -> u64 {
+    WATCH_WAKEUPS.load(Ordering::Relaxed)
 }
 
 /// A connected disk.

@@ -86,6 +86,10 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
             None
         }
     };
+    // Interrupts on from here (after the upcall is set up and its state published):
+    // XenStore requests and the frontends' handshakes halt until their events.
+    pic::init();
+    x86_64::instructions::interrupts::enable();
     // Emulated disks/NICs go before any PV device is touched.
     let unplugged = xen.map(|_| crate::unplug::unplug_emulated_devices());
     let grants = xen.map(|_| crate::gnttab::init());
@@ -109,9 +113,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     drop(scratch);
     power::set_acpi(power_info);
 
-    pic::init();
     let serial_irq = console::enable_serial_irq();
-    x86_64::instructions::interrupts::enable();
     let prompt = clock::now();
     let times = *BOOT_TIMES.call_once(|| BootTimes {
         early,

@@ -33,6 +33,8 @@ pub mod frontends;
 #[cfg(target_os = "none")]
 pub mod gnttab;
 #[cfg(target_os = "none")]
+pub mod idle;
+#[cfg(target_os = "none")]
 pub mod kmain;
 #[cfg(target_os = "none")]
 pub mod network;

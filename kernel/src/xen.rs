@@ -8,6 +8,7 @@ use crate::{console, mm};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use spin::{Mutex, Once};
 use xenlet_xen::abi::*;
 use xenlet_xen::console::ConsoleRing;
@@ -44,6 +45,8 @@ pub struct XenInfo {
     pub callback: CallbackMode,
     /// PV console event channel, when the domain has a PV console.
     pub console_port: Option<Port>,
+    /// `VIRQ_TIMER` of vCPU 0 (the one-shot timer [`arm_timer`] sets), when bound.
+    pub timer_port: Option<Port>,
 }
 
 /// Why Xen was found but could not be used.
@@ -73,6 +76,10 @@ static SCAN: Mutex<PendingScan> = Mutex::new(PendingScan::new());
 pub type PortHandler = fn(Port);
 
 static PORT_HANDLERS: Mutex<Vec<(Port, PortHandler)>> = Mutex::new(Vec::new());
+/// Set by every upcall, taken by the idle path: an event arrived since the last look.
+static EVENT_SEEN: AtomicBool = AtomicBool::new(false);
+/// `VIRQ_TIMER` events served.
+static TIMER_EVENTS: AtomicU64 = AtomicU64::new(0);
 
 /// The platform state, when running on Xen.
 pub fn info() -> Option<&'static XenInfo> {
@@ -132,6 +139,15 @@ pub fn init() -> Result<Option<&'static XenInfo>, XenInitError> {
     };
     shared_info.set_upcall_mask(0, false);
 
+    // The one-shot timer of vCPU 0: its VIRQ only has to wake the CPU (and is counted).
+    // Xen may give a vCPU a periodic tick too; the idle path wants none.
+    let _ = hypercall::stop_periodic_timer(0);
+    let timer_port = hypercall::evtchn_bind_virq(VIRQ_TIMER, 0).ok().map(|p| {
+        let port = Port(p);
+        register_port(port, on_timer);
+        port
+    });
+
     let console_port = match (
         hypercall::hvm_get_param(HVM_PARAM_CONSOLE_PFN),
         hypercall::hvm_get_param(HVM_PARAM_CONSOLE_EVTCHN),
@@ -154,6 +170,7 @@ pub fn init() -> Result<Option<&'static XenInfo>, XenInitError> {
         shared_info,
         callback,
         console_port,
+        timer_port,
     });
     crate::clock::use_pvclock(pvclock_system_time);
     Ok(Some(info))
@@ -192,8 +209,13 @@ pub fn bound_ports() -> Vec<Port> {
     })
 }
 
-/// Serves pending events (from the upcall, or polled from the idle loop).
+/// Serves pending events (from the upcall, or polled from the idle loop). Runs with
+/// interrupts off: an upcall arriving mid-scan would spin on the scan's lock.
 pub fn poll_events() {
+    x86_64::instructions::interrupts::without_interrupts(poll_events_masked);
+}
+
+fn poll_events_masked() {
     let Some(x) = XEN.get() else { return };
     let mut fired: [Option<Port>; 16] = [None; 16];
     let mut n = 0;
@@ -226,7 +248,44 @@ pub fn poll_events() {
 }
 
 fn on_upcall(_vector: u8) {
-    poll_events();
+    EVENT_SEEN.store(true, Ordering::SeqCst);
+    poll_events_masked();
+}
+
+fn on_timer(_port: Port) {
+    TIMER_EVENTS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Whether an event arrived since the last call (clears the flag). The idle path asks
+/// before halting, so an event served between a caller's last poll and the halt is
+/// not slept through.
+pub fn take_event_seen() -> bool {
+    EVENT_SEEN.swap(false, Ordering::SeqCst)
+}
+
+/// `VIRQ_TIMER` events served so far.
+pub fn timer_events() -> u64 {
+    TIMER_EVENTS.load(Ordering::Relaxed)
+}
+
+/// Arms vCPU 0's one-shot timer for `deadline`; false when there is no bound
+/// `VIRQ_TIMER`, no upcall to deliver it, no pvclock to convert the time, or Xen
+/// refused.
+pub fn arm_timer(deadline: crate::clock::Instant) -> bool {
+    let Some(x) = XEN.get() else { return false };
+    if x.timer_port.is_none() || x.callback == CallbackMode::Polled {
+        return false;
+    }
+    let Some(sys) = crate::clock::to_system_time(deadline) else {
+        return false;
+    };
+    hypercall::set_singleshot_timer(0, sys).is_ok()
+}
+
+/// vCPU 0's runstate times from Xen: (running, runnable, blocked, offline) in ns.
+pub fn runstate() -> Option<[u64; 4]> {
+    XEN.get()?;
+    hypercall::runstate_info(0).ok().map(|r| r.time)
 }
 
 fn on_console_event(_port: Port) {

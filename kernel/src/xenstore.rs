@@ -2,7 +2,7 @@
 //! ring in `xenlet_xen::xenstore`, the shutdown watch (`xl shutdown`/`xl reboot`).
 //!
 //! Requests are synchronous and made from thread context (shell, drivers' setup);
-//! while waiting the CPU is yielded to Xen. Watch events are queued by the protocol
+//! while waiting the CPU halts until the store's event (or a short deadline). Watch events are queued by the protocol
 //! layer and dispatched to callbacks from the idle loop, never in interrupt context.
 
 use crate::{clock, xen};
@@ -85,7 +85,7 @@ fn request(kind: MsgType, tx: u32, parts: &[&[u8]], nul_last: bool) -> Result<Me
         if clock::now() > deadline {
             return Err(XsError::Timeout);
         }
-        xen::yield_cpu();
+        crate::idle::pause();
     }
 }
 
@@ -209,6 +209,32 @@ pub fn unwatch(path: &str, token: &str) -> Result<(), XsError> {
         true,
     )
     .map(|_| ())
+}
+
+/// Token of the next [`watch_for_wait`] watch.
+static NEXT_WAIT_TOKEN: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(1);
+
+/// Sets a watch on `path` to be waited on with [`take_fired`] (its events are not
+/// dispatched to a callback); returns its token.
+pub fn watch_for_wait(path: &str) -> Result<String, XsError> {
+    let n = NEXT_WAIT_TOKEN.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    let token = alloc::format!("xenlet-wait-{n}");
+    // Events the idle loop finds for it (after the waiter is gone) are dropped.
+    watch(path, &token, |_| {})?;
+    Ok(token)
+}
+
+/// Whether the watch `token` fired since the last call: reads the ring and takes that
+/// watch's queued events (other watches' events stay queued for
+/// [`dispatch_watches`]).
+pub fn take_fired(token: &str) -> bool {
+    let mut g = CONN.lock();
+    let Some(conn) = g.as_mut() else { return false };
+    if !conn.ring.is_broken() {
+        let _ = conn.ring.read_some();
+        let _ = conn.ring.take_reply(0); // ids start at 1: only queues events
+    }
+    conn.ring.take_events_for(token) > 0
 }
 
 /// Reads pending watch events from the ring and runs their callbacks (idle loop).

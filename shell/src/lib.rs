@@ -14,7 +14,7 @@ mod editor;
 mod parse;
 
 pub use editor::{LineEditor, LineEvent};
-pub use parse::{parse_size, split_args, ParseError};
+pub use parse::{parse_duration, parse_size, split_args, ParseError};
 
 use alloc::string::String;
 use alloc::vec::Vec;

@@ -126,6 +126,43 @@ pub fn parse_size(s: &str) -> Result<u64, ParseError> {
     Ok(result)
 }
 
+/// Parses a `sleep` operand: decimal seconds with an optional fraction (`1`, `0.25`,
+/// `.5`) and an optional unit suffix `s`, `m`, `h` (GNU sleep's, `d` left out); up to
+/// nanosecond precision (further digits are dropped). At most one day.
+pub fn parse_duration(s: &str) -> Result<core::time::Duration, ParseError> {
+    let invalid = || ParseError::InvalidNumber(String::from(s));
+    let (num, unit) = match s.as_bytes().last() {
+        Some(b's') => (&s[..s.len() - 1], 1),
+        Some(b'm') => (&s[..s.len() - 1], 60),
+        Some(b'h') => (&s[..s.len() - 1], 3600),
+        _ => (s, 1),
+    };
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    if int.is_empty() && frac.is_empty()
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(invalid());
+    }
+    let too_long = || ParseError::Overflow(String::from(s));
+    let secs: u64 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| too_long())?
+    };
+    let mut nanos: u64 = 0;
+    for b in frac.bytes().chain(core::iter::repeat(b'0')).take(9) {
+        nanos = nanos * 10 + u64::from(b - b'0');
+    }
+    let total = secs
+        .checked_mul(1_000_000_000)
+        .and_then(|n| n.checked_add(nanos))
+        .and_then(|n| n.checked_mul(unit))
+        .filter(|&n| n <= 86_400 * 1_000_000_000)
+        .ok_or_else(too_long)?;
+    Ok(core::time::Duration::from_nanos(total))
+}
+
 /// The suffix letters GNU dd accepts (`0` is gnulib's flag for `B`/`iB`/`D` second
 /// suffixes).
 const VALID_SUFFIXES: &[u8] = b"bcEGkKMPQRTwYZ0";
@@ -263,6 +300,35 @@ fn gnu_factor(s: &str) -> (u64, Factor<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_as_gnu_sleep_takes_them() {
+        use core::time::Duration;
+        assert_eq!(parse_duration("1"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_duration("0.25"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration(".5s"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2."), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(
+            parse_duration("0.1234567891"),
+            Ok(Duration::from_nanos(123_456_789))
+        );
+        for bad in ["", ".", "s", "-1", "1x", "1.2.3", "a", "1 "] {
+            assert!(
+                matches!(parse_duration(bad), Err(ParseError::InvalidNumber(_))),
+                "{bad:?}"
+            );
+        }
+        assert!(matches!(
+            parse_duration("25h"),
+            Err(ParseError::Overflow(_))
+        ));
+        assert!(matches!(
+            parse_duration("99999999999999999999"),
+            Err(ParseError::Overflow(_))
+        ));
+    }
 
     #[test]
     fn splits_words_quotes_and_escapes() {

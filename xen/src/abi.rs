@@ -38,6 +38,31 @@ pub struct xen_hvm_param {
 const _: () = assert!(core::mem::size_of::<xen_hvm_param>() == 16);
 pub const DOMID_SELF: u16 = 0x7ff0;
 
+// xen/include/public/vcpu.h
+pub const VCPUOP_get_runstate_info: u32 = 4;
+pub const VCPUOP_stop_periodic_timer: u32 = 7;
+pub const VCPUOP_set_singleshot_timer: u32 = 8;
+pub const VCPUOP_stop_singleshot_timer: u32 = 9;
+/// `vcpu_set_singleshot_timer`: timeout_abs_ns u64 (Xen system time), flags u32.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct vcpu_set_singleshot_timer {
+    pub timeout_abs_ns: u64,
+    pub flags: u32,
+}
+const _: () = assert!(core::mem::size_of::<vcpu_set_singleshot_timer>() == 16);
+/// `vcpu_runstate_info`: state i32, state_entry_time u64, time[4] u64 (ns spent
+/// running, runnable, blocked, offline). 48 bytes: what VCPUOP_get_runstate_info
+/// writes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct vcpu_runstate_info {
+    pub state: i32,
+    pub state_entry_time: u64,
+    pub time: [u64; 4],
+}
+const _: () = assert!(core::mem::size_of::<vcpu_runstate_info>() == 48);
+
 // xen/include/public/hvm/params.h
 pub const HVM_PARAM_CALLBACK_IRQ: u32 = 0;
 pub const HVM_PARAM_STORE_PFN: u32 = 1;

@@ -335,28 +335,53 @@ pub fn evtchn_close(port: u32) -> Result<(), XenError> {
     Ok(())
 }
 
-/// `VCPUOP_set_singleshot_timer`: a `VIRQ_TIMER` at Xen system time `deadline_ns`.
+/// `VCPUOP_set_singleshot_timer`: a `VIRQ_TIMER` on `vcpu` at Xen system time
+/// `deadline_ns` (absolute, as in `vcpu_time_info`; a time already past fires at once).
 pub fn set_singleshot_timer(vcpu: u32, deadline_ns: u64) -> Result<(), XenError> {
-    #[repr(C)]
-    struct SingleShot {
-        timeout_abs_ns: u64,
-        flags: u32,
-    }
-    const VCPUOP_SET_SINGLESHOT_TIMER: u64 = 4;
-    let mut s = SingleShot {
+    let mut s = vcpu_set_singleshot_timer {
         timeout_abs_ns: deadline_ns,
         flags: 0,
     };
-    // SAFETY: `s` has the layout of `vcpu_set_singleshot_timer`.
-    let r = unsafe {
+    // SAFETY: `s` is a `vcpu_set_singleshot_timer`, which Xen only reads for this command.
+    unsafe { vcpu_op(VCPUOP_set_singleshot_timer, vcpu, &mut s) }.map(|_| ())
+}
+
+/// `VCPUOP_stop_singleshot_timer` on `vcpu`.
+pub fn stop_singleshot_timer(vcpu: u32) -> Result<(), XenError> {
+    // SAFETY: the command takes no argument.
+    unsafe { vcpu_op::<u8>(VCPUOP_stop_singleshot_timer, vcpu, core::ptr::null_mut()) }.map(|_| ())
+}
+
+/// `VCPUOP_stop_periodic_timer` on `vcpu` (Xen may start vCPUs with a 10 ms tick).
+pub fn stop_periodic_timer(vcpu: u32) -> Result<(), XenError> {
+    // SAFETY: the command takes no argument.
+    unsafe { vcpu_op::<u8>(VCPUOP_stop_periodic_timer, vcpu, core::ptr::null_mut()) }.map(|_| ())
+}
+
+/// `VCPUOP_get_runstate_info` of `vcpu`: time spent running, runnable, blocked and
+/// offline (ns).
+pub fn runstate_info(vcpu: u32) -> Result<vcpu_runstate_info, XenError> {
+    let mut r = vcpu_runstate_info::default();
+    // SAFETY: `r` is a whole 48-byte `vcpu_runstate_info`, which Xen writes.
+    unsafe { vcpu_op(VCPUOP_get_runstate_info, vcpu, &mut r) }?;
+    Ok(r)
+}
+
+/// `HYPERVISOR_vcpu_op(cmd, vcpuid, arg)`.
+///
+/// # Safety
+/// `arg` must point to what `cmd` reads or writes (or be null if it takes nothing):
+/// Xen writes the command's output struct whole, whatever the caller's buffer size.
+unsafe fn vcpu_op<T>(cmd: u32, vcpu: u32, arg: *mut T) -> Result<u64, XenError> {
+    // SAFETY: forwarded contract.
+    XenError::check(unsafe {
         hypercall5(
             __HYPERVISOR_vcpu_op,
-            VCPUOP_SET_SINGLESHOT_TIMER,
+            u64::from(cmd),
             u64::from(vcpu),
-            &mut s as *mut SingleShot as u64,
+            arg as u64,
             0,
             0,
         )
-    };
-    XenError::check(r).map(|_| ())
+    })
 }

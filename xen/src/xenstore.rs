@@ -317,6 +317,14 @@ impl Ring {
         self.events.pop_front()
     }
 
+    /// Removes the queued events of watch `token` and returns how many there were;
+    /// other watches' events stay queued, in order.
+    pub fn take_events_for(&mut self, token: &str) -> usize {
+        let before = self.events.len();
+        self.events.retain(|e| e.token != token);
+        before - self.events.len()
+    }
+
     /// Whether the ring was found corrupt.
     pub fn is_broken(&self) -> bool {
         self.broken
@@ -388,6 +396,23 @@ mod tests {
                 token: "tok".into()
             })
         );
+        assert_eq!(r.pop_event(), None);
+    }
+
+    #[test]
+    fn one_watch_events_are_taken_and_the_others_stay_in_order() {
+        let mut r = Ring::new(page());
+        let mut events = Vec::new();
+        for (path, tok) in [("a", "fe"), ("b", "other"), ("a", "fe"), ("c", "last")] {
+            events.extend(msg(15, 0, alloc::format!("{path}\0{tok}\0").as_bytes()));
+        }
+        serve(&r, &events);
+        r.read_some().unwrap();
+        assert_eq!(r.take_reply(0).unwrap(), None);
+        assert_eq!(r.take_events_for("fe"), 2);
+        assert_eq!(r.take_events_for("fe"), 0);
+        assert_eq!(r.pop_event().unwrap().token, "other");
+        assert_eq!(r.pop_event().unwrap().token, "last");
         assert_eq!(r.pop_event(), None);
     }
 

@@ -348,10 +348,27 @@ on_reboot   = "destroy"
 on_crash    = "preserve"
 "#;
 
-/// The Xen platform layer: version, XenStore both ways (a guest write read in dom0, a
+/// The Xen platform layer: version, the one-shot timer (`sleep`), XenStore both ways (a guest write read in dom0, a
 /// dom0 write firing a guest watch), the PV devices. The guest is then ended from dom0.
 const XEN_STEPS: &[Step] = &[
-    cmd("xen", &[r"^version: Xen 4\.17"], 30),
+    cmd(
+        "xen",
+        &[
+            r"^version: Xen 4\.17",
+            r"^timer: VIRQ_TIMER on event channel \d+, \d+ events$",
+            r"^vcpu 0: running \d+\.\d{3} s, runnable \d+\.\d{3} s, blocked \d+\.\d{3} s",
+        ],
+        30,
+    ),
+    // The idle path halts on the one-shot timer: at least 1 s passes, the vCPU is
+    // blocked in Xen (not running) for most of it, and VIRQ_TIMER fired.
+    cmd(
+        "sleep 1",
+        &[
+            r"^slept 1\.\d{3} s; vCPU 0 blocked (0\.[5-9]|1\.)\d+ s of it, [1-9]\d* VIRQ_TIMER events$",
+        ],
+        30,
+    ),
     cmd("xenstore read name", &[r"^${NAME}$"], 30),
     cmd("xenstore write data/x 1", &[], 30),
     dom0("xenstore-read /local/domain/$DOMID/data/x", &[r"^1$"], 30),
@@ -360,7 +377,15 @@ const XEN_STEPS: &[Step] = &[
     // (on registration) is not taken for the one this write causes
     dom0("xenstore-write /local/domain/$DOMID/data/y hello", &[], 30),
     wait_output(r"xenstore: watch data/y fired: data/y", 30),
-    cmd("devices", &[r"xvdb"], 30),
+    // the frontends' handshakes waited on XenStore watches of the backends' state
+    cmd(
+        "devices",
+        &[
+            r"xvdb",
+            r"^handshake waits woken by a XenStore watch on the backend state: [1-9]\d*$",
+        ],
+        30,
+    ),
     cmd("lsblk", &[r"xvdb"], 30),
 ];
 
