@@ -933,12 +933,13 @@ pub fn run_shell() -> ! {
         console::poll_xen_console();
         crate::xen::poll_events();
         crate::xenstore::dispatch_watches();
-        crate::network::poll();
+        let net_deadline = crate::network::poll();
         while let Some(b) = console::read_byte() {
             shell.feed(&mut host, b, &mut out);
         }
         // Sleep until the next interrupt or event (returns at once if input or an
-        // event arrived since the checks above).
-        crate::idle::halt_until(None);
+        // event arrived since the checks above), or until the network stack's next
+        // timer (TCP retransmission, delayed ACK, DHCP renewal).
+        crate::idle::halt_until(net_deadline.map(crate::network::instant_of_ms));
     }
 }

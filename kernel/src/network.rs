@@ -89,9 +89,14 @@ pub fn present() -> bool {
     !NET.lock().ifs.is_empty()
 }
 
+/// The clock instant of `ms` milliseconds since boot (smoltcp's time).
+pub fn instant_of_ms(ms: i64) -> clock::Instant {
+    clock::Instant::from_nanos(u64::try_from(ms).unwrap_or(0).saturating_mul(1_000_000))
+}
+
 /// Waits for an event (a packet, a key) or until `deadline_us` (µs since boot).
 pub fn wait_until_us(deadline_us: u64) {
-    if now_us() < deadline_us {
-        crate::xen::yield_cpu();
-    }
+    crate::idle::halt_until(Some(clock::Instant::from_nanos(
+        deadline_us.saturating_mul(1000),
+    )));
 }

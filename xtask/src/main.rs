@@ -31,6 +31,7 @@ tasks:
                          real Xen 4.17 nested in QEMU: dom0 image, xl scenarios
                          (see xtask/testbed/README.md)
   bench dd               dd throughput on the test bed: dom0, Linux domU, Xenlet
+  bench net              iperf3 throughput on the test bed: Linux domU vs Xenlet
   demo                   Xenlet as an HVM domain on the nested Xen, console live
 ";
 

@@ -141,6 +141,59 @@ def start_toolstack():
     write(RESULTS + '/xl-dmesg-boot.txt', dm)
 
 
+# ---------------------------------------------------------------- initramfs + iperf3
+
+def cpio_newc(entries):
+    """A newc cpio archive of (path, mode, data) entries (directories: data None)."""
+    out = bytearray()
+    ino = 1000
+
+    def add(name, mode, data):
+        nonlocal ino
+        ino += 1
+        nb = name.encode() + b'\0'
+        hdr = '070701' + ''.join('%08X' % v for v in [
+            ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(nb), 0])
+        out.extend(hdr.encode() + nb)
+        out.extend(b'\0' * (-len(out) % 4))
+        out.extend(data)
+        out.extend(b'\0' * (-len(out) % 4))
+    for name, mode, data in entries:
+        add(name, mode, data if data is not None else b'')
+    add('TRAILER!!!', 0, b'')
+    return bytes(out)
+
+
+def initrd_with_iperf3():
+    """The Linux domU's initramfs plus dom0's iperf3 and the libraries it loads (the
+    kernel unpacks concatenated cpio archives in order)."""
+    path = SCRATCH + '/domu-initrd-iperf3.cpio'
+    if os.path.exists(path):
+        return path
+    files = ['/usr/bin/iperf3']
+    rc, out = sh(['ldd', '/usr/bin/iperf3'])
+    if rc:
+        raise Fail('setup', 'ldd iperf3: ' + out.strip())
+    for m in re.finditer(r'(/\S+\.so[.0-9]*)', out):
+        files.append(m.group(1))
+    entries, dirs = [], set()
+    for f in files:
+        real = os.path.realpath(f)
+        parts = f.strip('/').split('/')[:-1]
+        for i in range(1, len(parts) + 1):
+            d = '/'.join(parts[:i])
+            if d not in dirs:
+                dirs.add(d)
+                entries.append((d, 0o040755, None))
+        with open(real, 'rb') as fh:
+            entries.append((f.strip('/'), 0o100755, fh.read()))
+    with open(LINUX_INITRD, 'rb') as fh:
+        base = fh.read()
+    with open(path, 'wb') as fh:
+        fh.write(base + b'\0' * (-len(base) % 512) + cpio_newc(entries))
+    return path
+
+
 # ---------------------------------------------------------------- the domain
 
 def dom_state(name):
@@ -347,6 +400,8 @@ def run_scenario(sc):
         env_disks = {}
         vars_ = {'NAME': dom, 'FILES': PAYLOAD + '/files', 'LINUX': LINUX,
                  'LINUX_INITRD': LINUX_INITRD}
+        if '@LINUX_INITRD_IPERF3@' in sc['config']:
+            vars_['LINUX_INITRD_IPERF3'] = initrd_with_iperf3()
         for d in sc['disks']:
             path = '%s/%s-%s.img' % (SCRATCH, name, d['var'].lower())
             if d['source']:

@@ -403,6 +403,10 @@ on_reboot   = "destroy"
 on_crash    = "preserve"
 "#;
 
+/// The iperf3 client's receiver summary line, captured whole (`bench net` reads the
+/// rate from it).
+const IPERF3_RECEIVER: &str = r"^(\[ *\d+\] .*bits/sec .*receiver)$";
+
 const NET_BOOT: &[&str] = &[
     r"^netfront: eth0 00:16:3e:58:00:02",
     r"^net: eth0: .*10\.99\.0\.2/24.* \(command line\)",
@@ -481,6 +485,7 @@ const NET_STEPS: &[Step] = &[
         60,
     ),
     cmd("ip -s link show eth0", &[r"^1: eth0: "], 30),
+    last("poweroff"),
 ];
 
 const XEN_HVM_BOOT: &[&str] = &[
@@ -764,8 +769,8 @@ on_crash    = "preserve"
         boot_timeout_s: 120,
         boot_expect: NET_BOOT,
         steps: NET_STEPS,
-        end: End::XlShutdown,
-        end_timeout_s: 10,
+        end: End::Poweroff,
+        end_timeout_s: 60,
         budget_s: 178,
     },
     Scenario {
@@ -858,6 +863,67 @@ pub const EXTRA: &[Scenario] = &[
         end: End::Poweroff,
         end_timeout_s: 60,
         budget_s: 600,
+    },
+    Scenario {
+        name: "bench-net-linux",
+        about: "bench net: iperf3 from dom0 to the Linux PVHVM domU (iperf3 -s) and back (-R)",
+        needs: &[],
+        config: r#"name    = "@NAME@"
+type    = "hvm"
+memory  = 256
+vcpus   = 1
+kernel  = "@LINUX@"
+ramdisk = "@LINUX_INITRD_IPERF3@"
+extra   = "console=ttyS0,115200 loglevel=4"
+disk    = [ "phy:@DATA@,xvdb,w" ]
+vif     = [ "bridge=xenbr0,type=vif" ]
+serial  = "pty"
+vga     = "none"
+vnc     = 0
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#,
+        disks: &[DATA_LOOP],
+        console: Console::Serial,
+        prompt: LINUX_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 300,
+        boot_expect: &[],
+        steps: &[
+            cmd(
+                "ip link set eth0 up && ip addr add 10.99.0.3/24 dev eth0 && iperf3 -s -D && sleep 1 && echo iperf3-ready",
+                &[r"^iperf3-ready$"],
+                60,
+            ),
+            dom0_cap("iperf3 -c 10.99.0.3 -t 5", &[r"receiver$"], &[("RX", IPERF3_RECEIVER)], 90),
+            dom0_cap("iperf3 -c 10.99.0.3 -t 5 -R", &[r"receiver$"], &[("TX", IPERF3_RECEIVER)], 90),
+            last("poweroff -f"),
+        ],
+        end: End::Poweroff,
+        end_timeout_s: 60,
+        budget_s: 600,
+    },
+    Scenario {
+        name: "bench-net-xenlet",
+        about: "bench net: iperf3 from dom0 to Xenlet (PVH, iperf3 -s) and back (-R)",
+        needs: &[Need::XenletElf],
+        config: XENLET_NET_CONFIG,
+        disks: &[],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 120,
+        boot_expect: &[],
+        steps: &[
+            cmd("iperf3 -s -D", &[r"^iperf3: listening on eth0 port 5201$"], 30),
+            dom0_cap("iperf3 -c 10.99.0.2 -t 5", &[r"receiver$"], &[("RX", IPERF3_RECEIVER)], 90),
+            dom0_cap("iperf3 -c 10.99.0.2 -t 5 -R", &[r"receiver$"], &[("TX", IPERF3_RECEIVER)], 90),
+            last("poweroff"),
+        ],
+        end: End::Poweroff,
+        end_timeout_s: 60,
+        budget_s: 178,
     },
     Scenario {
         name: "bench-xenlet",
