@@ -346,7 +346,7 @@ impl Ping {
     pub fn finish<L: Link>(self, netif: &mut NetIf<L>, now_us: u64) -> Vec<String> {
         netif.sockets.remove(self.handle);
         let (t, r) = (self.transmitted, self.received);
-        let loss = if t == 0 { 0 } else { (t - r) * 100 / t };
+        let loss = ((t - r) * 100).checked_div(t).unwrap_or(0);
         let time_ms = now_us.min(self.last_send_us).saturating_sub(self.start_us) / 1000;
         let mut v = vec![
             format!("--- {} ping statistics ---", self.target),

@@ -892,7 +892,7 @@ on_crash    = "preserve"
         boot_expect: &[],
         steps: &[
             cmd(
-                "ip link set eth0 up && ip addr add 10.99.0.3/24 dev eth0 && iperf3 -s -D && sleep 1 && echo iperf3-ready",
+                "ip link set eth0 up && ip addr add 10.99.0.3/24 dev eth0 && /usr/bin/iperf3 -s -D && sleep 1 && echo iperf3-ready",
                 &[r"^iperf3-ready$"],
                 60,
             ),
