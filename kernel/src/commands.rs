@@ -303,6 +303,18 @@ fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             secs_ms(t[3])
         )?;
     }
+    match crate::gnttab::stats() {
+        // Frames are mapped on demand: more than one means the table grew.
+        Some(g) => writeln!(
+            out,
+            "grant table: v1, {} of {} frames mapped, {} refs in use of {}",
+            g.frames,
+            g.max_frames,
+            g.refs_in_use,
+            g.frames * xenlet_xen::gnttab::ENTRIES_PER_FRAME
+        )?,
+        None => writeln!(out, "grant table: not set up")?,
+    }
     writeln!(
         out,
         "pv console: {}",
