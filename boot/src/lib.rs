@@ -10,6 +10,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod e820;
 pub mod entry;
 mod info;
 pub mod multiboot2;

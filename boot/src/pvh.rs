@@ -31,19 +31,17 @@ pub fn parse(mem: &dyn PhysMemory, addr: u64) -> Result<BootInfo, BootInfoError>
         return Err(BootInfoError::BadMagic(magic));
     }
     let version = u32_at(&si, 4).unwrap_or(0);
-    if version < 1 {
-        // Version 0 has no memory map; under Xen the kernel would ask XENMEM_memory_map.
-        return Err(BootInfoError::NoMemoryMap);
+    // Version 0 has no memory map fields; version 1 may leave them empty. Either way
+    // the map comes back empty and the kernel asks Xen (XENMEM_memory_map).
+    if version >= 1 {
+        mem.read(addr, &mut si)
+            .map_err(|()| BootInfoError::Unreadable(addr))?;
     }
-    mem.read(addr, &mut si)
-        .map_err(|()| BootInfoError::Unreadable(addr))?;
     let field = |off| u64_at(&si, off).unwrap_or(0);
 
     let mut memory = MemoryMap::new();
     let (map_addr, entries) = (field(40), u32_at(&si, 48).unwrap_or(0));
-    if map_addr == 0 || entries == 0 {
-        return Err(BootInfoError::NoMemoryMap);
-    }
+    let entries = if map_addr == 0 { 0 } else { entries };
     if entries > MAX_MEMMAP_ENTRIES {
         return Err(BootInfoError::Malformed("memmap_entries"));
     }
@@ -161,15 +159,27 @@ mod tests {
     }
 
     #[test]
-    fn rejects_bad_magic_version0_and_huge_tables() {
+    fn rejects_bad_magic_and_huge_tables_and_takes_version0_without_a_map() {
         let mut m = FakeMem::default();
         let mut s = start_info(1, 0, 0, 0x8000, 1);
         s[0] ^= 0xff;
         m.put(0x1000, &s);
         assert!(matches!(parse(&m, 0x1000), Err(BootInfoError::BadMagic(_))));
         let mut m = FakeMem::default();
-        m.put(0x1000, &start_info(0, 0, 0, 0, 0));
-        assert_eq!(parse(&m, 0x1000).unwrap_err(), BootInfoError::NoMemoryMap);
+        // Version 0 (no map fields), and version 1 without entries or address: parsed,
+        // with an empty map for the kernel to fill from XENMEM_memory_map.
+        let mut v0 = start_info(0, 0x7000, 0, 0x8000, 3);
+        v0.truncate(40);
+        m.put(0x1000, &v0);
+        m.put(0x7000, b"v0\0");
+        let bi = parse(&m, 0x1000).unwrap();
+        assert!(bi.memory.regions().is_empty());
+        assert_eq!(bi.cmdline.as_str(), "v0");
+        for (map, n) in [(0x8000, 0), (0, 3)] {
+            let mut m = FakeMem::default();
+            m.put(0x1000, &start_info(1, 0, 0, map, n));
+            assert!(parse(&m, 0x1000).unwrap().memory.regions().is_empty());
+        }
         let mut m = FakeMem::default();
         m.put(0x1000, &start_info(1, 0, 0, 0x8000, 100_000));
         assert!(matches!(

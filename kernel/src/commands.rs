@@ -178,6 +178,29 @@ fn mem(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             r.kind
         )?;
     }
+    // Xen's own copy of the map (XENMEM_memory_map): the source when the loader gave
+    // none, otherwise compared with the loader's.
+    if crate::xen::info().is_some() {
+        match crate::xen::memory_map() {
+            Some(x) if crate::kmain::memory_map_from_xen() => writeln!(
+                out,
+                "memory map source: XENMEM_memory_map ({} entries)",
+                x.regions().len()
+            )?,
+            Some(x) => writeln!(
+                out,
+                "XENMEM_memory_map: {} entries, {} KiB usable, {} the boot map",
+                x.regions().len(),
+                kib(x.usable_bytes()),
+                if x.regions() == info.memory.regions() {
+                    "same as"
+                } else {
+                    "differs from"
+                }
+            )?,
+            None => writeln!(out, "XENMEM_memory_map: failed")?,
+        }
+    }
     let (free, total, ranges) = mm::heap::frame_stats();
     let (used, hfree) = mm::heap::heap_stats();
     writeln!(out, "usable: {} KiB", kib(info.memory.usable_bytes()))?;
@@ -276,7 +299,14 @@ fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     writeln!(out, "features: {:#010x}", x.features)?;
     writeln!(out, "shared info: {:#x}", x.shared_info.page().addr())?;
     match x.callback {
-        crate::xen::CallbackMode::Vector(v) => writeln!(out, "upcall: callback vector {v:#x}")?,
+        crate::xen::CallbackMode::PerVcpu(v) => writeln!(
+            out,
+            "upcall: per-vCPU vector {v:#x} (HVMOP_set_evtchn_upcall_vector, x2APIC)"
+        )?,
+        crate::xen::CallbackMode::Vector(v) => writeln!(
+            out,
+            "upcall: callback vector {v:#x} (HVM_PARAM_CALLBACK_IRQ)"
+        )?,
         crate::xen::CallbackMode::Polled => writeln!(out, "upcall: none (events polled)")?,
     }
     let ports = crate::xen::bound_ports();
@@ -302,6 +332,18 @@ fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             secs_ms(t[2]),
             secs_ms(t[3])
         )?;
+    }
+    match crate::gnttab::stats() {
+        // Frames are mapped on demand: more than one means the table grew.
+        Some(g) => writeln!(
+            out,
+            "grant table: v1, {} of {} frames mapped, {} refs in use of {}",
+            g.frames,
+            g.max_frames,
+            g.refs_in_use,
+            g.frames * xenlet_xen::gnttab::ENTRIES_PER_FRAME
+        )?,
+        None => writeln!(out, "grant table: not set up")?,
     }
     writeln!(
         out,

@@ -10,6 +10,12 @@ use xenlet_boot::{BootInfo, BootInfoError};
 
 static BOOT_INFO: Once<BootInfo> = Once::new();
 static BOOT_TIMES: Once<BootTimes> = Once::new();
+static MEMMAP_FROM_XEN: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Whether the memory map came from `XENMEM_memory_map` (the loader gave none).
+pub fn memory_map_from_xen() -> bool {
+    MEMMAP_FROM_XEN.load(core::sync::atomic::Ordering::Relaxed)
+}
 
 /// When each boot phase ended, from kernel entry.
 #[derive(Clone, Copy, Debug)]
@@ -64,7 +70,23 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     let early = clock::now();
 
     let info = match parse_boot_info(kind, info_addr) {
-        Ok(i) => BOOT_INFO.call_once(|| i),
+        Ok(mut i) => {
+            // A PVH start info without a memory map (version 0, or no entries): ask Xen.
+            // `xenlet.memmap=xen` on the command line takes Xen's map regardless (to
+            // exercise this path where the loader does give one).
+            let force = i
+                .cmdline
+                .as_str()
+                .split_whitespace()
+                .any(|w| w == "xenlet.memmap=xen");
+            if i.memory.regions().is_empty() || force {
+                if let Some(m) = crate::xen::memory_map() {
+                    i.memory = m;
+                    MEMMAP_FROM_XEN.store(true, core::sync::atomic::Ordering::Relaxed);
+                }
+            }
+            BOOT_INFO.call_once(|| i)
+        }
         Err(e) => {
             println!("xenlet: cannot use the boot information at {info_addr:#x}: {e}");
             power::stop_after_fault();
@@ -150,6 +172,9 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         mib(memrep.heap.len_bytes()),
         memrep.heap.addr
     );
+    if memory_map_from_xen() {
+        println!("memory: map from XENMEM_memory_map (the loader gave none, or xenlet.memmap=xen)");
+    }
     if info.memory.dropped() > 0 {
         println!(
             "memory: {} map entries beyond {} ignored",
@@ -165,6 +190,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
             x.cpuid.base,
             x.shared_info.page().addr(),
             match x.callback {
+                crate::xen::CallbackMode::PerVcpu(v) => alloc::format!("per-vCPU vector {v:#x}"),
                 crate::xen::CallbackMode::Vector(v) => alloc::format!("vector {v:#x}"),
                 crate::xen::CallbackMode::Polled => alloc::string::String::from("polled"),
             },

@@ -3,7 +3,7 @@
 //!
 //! Without Xen (plain QEMU, KVM, bare metal) [`init`] says so and the kernel runs on.
 
-use crate::arch::{cpu, trap};
+use crate::arch::{cpu, lapic, trap};
 use crate::{console, mm};
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -25,6 +25,9 @@ pub const UPCALL_VECTOR: u8 = 0xf3;
 /// How event-channel upcalls are delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallbackMode {
+    /// `HVMOP_set_evtchn_upcall_vector`: vCPU 0's upcalls arrive as this vector
+    /// through its local APIC (x2APIC mode; each acknowledged with an EOI).
+    PerVcpu(u8),
     /// `HVM_PARAM_CALLBACK_IRQ` with the vector type (XENFEAT_hvm_callback_vector).
     Vector(u8),
     /// No upcalls: events are polled from the idle loop.
@@ -99,6 +102,17 @@ pub fn detect() -> Option<XenCpuid> {
     })
 }
 
+/// The domain's memory map from Xen (`XENMEM_memory_map`), when on Xen. Usable
+/// before [`init`] and before any allocator: it installs the hypercall page itself and
+/// reads into a stack buffer.
+pub fn memory_map() -> Option<xenlet_boot::MemoryMap> {
+    let c = detect()?;
+    hypercall::install(&c).ok()?;
+    let mut buf = [0u8; xenlet_boot::e820::ENTRY_BYTES * 128];
+    let n = hypercall::memory_map(&mut buf).ok()?;
+    Some(xenlet_boot::e820::parse(&buf, n))
+}
+
 fn hc<T>(what: &'static str, r: Result<T, XenError>) -> Result<T, XenInitError> {
     r.map_err(|e| XenInitError::Hypercall(what, e))
 }
@@ -128,12 +142,27 @@ pub fn init() -> Result<Option<&'static XenInfo>, XenInitError> {
     let callback = if features & (1 << XENFEAT_hvm_callback_vector) != 0
         && trap::register(UPCALL_VECTOR, on_upcall)
     {
-        let via = (HVM_PARAM_CALLBACK_TYPE_VECTOR << 56) | u64::from(UPCALL_VECTOR);
-        hc(
-            "HVM_PARAM_CALLBACK_IRQ",
-            hypercall::hvm_set_param(HVM_PARAM_CALLBACK_IRQ, via),
-        )?;
-        CallbackMode::Vector(UPCALL_VECTOR)
+        // The per-vCPU vector when Xen has it and the local APIC can take it; else the
+        // domain-wide callback vector.
+        if lapic::enable_x2apic()
+            && hypercall::hvm_set_evtchn_upcall_vector(0, UPCALL_VECTOR).is_ok()
+        {
+            // The toolstack takes a zero HVM_PARAM_CALLBACK_IRQ for "no PV drivers"
+            // (then `xl shutdown` refuses): set GSI 1 as Linux does, which Xen never
+            // raises while a per-vCPU vector is set.
+            hc(
+                "HVM_PARAM_CALLBACK_IRQ",
+                hypercall::hvm_set_param(HVM_PARAM_CALLBACK_IRQ, 1),
+            )?;
+            CallbackMode::PerVcpu(UPCALL_VECTOR)
+        } else {
+            let via = (HVM_PARAM_CALLBACK_TYPE_VECTOR << 56) | u64::from(UPCALL_VECTOR);
+            hc(
+                "HVM_PARAM_CALLBACK_IRQ",
+                hypercall::hvm_set_param(HVM_PARAM_CALLBACK_IRQ, via),
+            )?;
+            CallbackMode::Vector(UPCALL_VECTOR)
+        }
     } else {
         CallbackMode::Polled
     };
@@ -248,6 +277,14 @@ fn poll_events_masked() {
 }
 
 fn on_upcall(_vector: u8) {
+    // Per-vCPU vector: acknowledge first (as Linux does); an event arriving while the
+    // scan runs raises the vector again. A no-op in the other modes.
+    if matches!(
+        XEN.get().map(|x| x.callback),
+        Some(CallbackMode::PerVcpu(_))
+    ) {
+        lapic::eoi();
+    }
     EVENT_SEEN.store(true, Ordering::SeqCst);
     poll_events_masked();
 }

@@ -26,6 +26,15 @@ pub const XENFEAT_hvm_pirqs: u32 = 10;
 // xen/include/public/hvm/hvm_op.h
 pub const HVMOP_set_param: u32 = 0;
 pub const HVMOP_get_param: u32 = 1;
+pub const HVMOP_set_evtchn_upcall_vector: u32 = 23;
+/// `xen_hvm_evtchn_upcall_vector`: vcpu u32, vector u8.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct xen_hvm_evtchn_upcall_vector {
+    pub vcpu: u32,
+    pub vector: u8,
+}
+const _: () = assert!(core::mem::size_of::<xen_hvm_evtchn_upcall_vector>() == 8);
 /// `xen_hvm_param_t`: domid u16, pad, index u32, value u64.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -74,6 +83,15 @@ pub const HVM_PARAM_CALLBACK_TYPE_VECTOR: u64 = 2;
 
 // xen/include/public/memory.h
 pub const XENMEM_add_to_physmap: u32 = 7;
+pub const XENMEM_memory_map: u32 = 9;
+/// `xen_memory_map`: nr_entries u32 (in: room, out: written), pad, buffer u64.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct xen_memory_map {
+    pub nr_entries: u32,
+    pub buffer: u64,
+}
+const _: () = assert!(core::mem::size_of::<xen_memory_map>() == 16);
 pub const XENMAPSPACE_shared_info: u32 = 0;
 pub const XENMAPSPACE_grant_table: u32 = 1;
 /// `xen_add_to_physmap`: domid u16, size u16, space u32, idx u64, gpfn u64.

@@ -35,6 +35,9 @@ pub enum InstallError {
 
 /// Installs the hypercall page through the MSR from CPUID; checks Xen filled it.
 pub fn install(xen: &XenCpuid) -> Result<(), InstallError> {
+    if installed() {
+        return Ok(());
+    }
     if xen.hypercall_pages == 0 {
         return Err(InstallError::NoPages);
     }
@@ -178,6 +181,28 @@ pub unsafe fn add_to_physmap(space: u32, idx: u64, gpfn: u64) -> Result<(), XenE
     };
     // SAFETY: `a` is a `xen_add_to_physmap`; the caller owns `gpfn`.
     unsafe { op_ptr(__HYPERVISOR_memory_op, XENMEM_add_to_physmap, &mut a) }?;
+    Ok(())
+}
+
+/// `XENMEM_memory_map`: the domain's E820 map (packed 20-byte entries) into `buf`;
+/// returns how many entries Xen wrote.
+pub fn memory_map(buf: &mut [u8]) -> Result<usize, XenError> {
+    let room = u32::try_from(buf.len() / 20).unwrap_or(u32::MAX);
+    let mut m = xen_memory_map {
+        nr_entries: room,
+        buffer: buf.as_mut_ptr() as u64,
+    };
+    // SAFETY: `m` is a `xen_memory_map` whose buffer has room for `nr_entries` 20-byte entries, all in `buf`; Xen writes at most that many.
+    unsafe { op_ptr(__HYPERVISOR_memory_op, XENMEM_memory_map, &mut m) }?;
+    Ok(m.nr_entries.min(room) as usize)
+}
+
+/// `HVMOP_set_evtchn_upcall_vector`: event-channel upcalls of `vcpu` arrive as
+/// `vector` through its local APIC (which must then be acknowledged with an EOI).
+pub fn hvm_set_evtchn_upcall_vector(vcpu: u32, vector: u8) -> Result<(), XenError> {
+    let mut v = xen_hvm_evtchn_upcall_vector { vcpu, vector };
+    // SAFETY: `v` is a `xen_hvm_evtchn_upcall_vector` Xen reads.
+    unsafe { op_ptr(__HYPERVISOR_hvm_op, HVMOP_set_evtchn_upcall_vector, &mut v) }?;
     Ok(())
 }
 

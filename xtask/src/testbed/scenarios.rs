@@ -348,6 +348,21 @@ on_reboot   = "destroy"
 on_crash    = "preserve"
 "#;
 
+/// The PVH configuration with `xenlet.memmap=xen`: the kernel ignores the start
+/// info's memory map and takes Xen's (`XENMEM_memory_map`), the path a start info
+/// without a map (version 0) takes.
+const XENLET_PVH_XENMEM_CONFIG: &str = r#"name    = "@NAME@"
+type    = "pvh"
+memory  = 32
+vcpus   = 1
+kernel  = "@FILES@/xenlet.elf"
+extra   = "xenlet.memmap=xen"
+disk    = [ "phy:@DATA@,xvdb,w" ]
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#;
+
 /// The Xen platform layer: version, the one-shot timer (`sleep`), XenStore both ways (a guest write read in dom0, a
 /// dom0 write firing a guest watch), the PV devices. The guest is then ended from dom0.
 const XEN_STEPS: &[Step] = &[
@@ -355,6 +370,8 @@ const XEN_STEPS: &[Step] = &[
         "xen",
         &[
             r"^version: Xen 4\.17",
+            // Xen 4.17 has HVMOP_set_evtchn_upcall_vector (since 4.6)
+            r"^upcall: per-vCPU vector 0xf3 \(HVMOP_set_evtchn_upcall_vector, x2APIC\)$",
             r"^timer: VIRQ_TIMER on event channel \d+, \d+ events$",
             r"^vcpu 0: running \d+\.\d{3} s, runnable \d+\.\d{3} s, blocked \d+\.\d{3} s",
         ],
@@ -367,6 +384,16 @@ const XEN_STEPS: &[Step] = &[
         &[
             r"^slept 1\.\d{3} s; vCPU 0 blocked (0\.[5-9]|1\.)\d+ s of it, [1-9]\d* VIRQ_TIMER events$",
         ],
+        30,
+    ),
+    // Xen's E820 (XENMEM_memory_map): the map in use (xen-pvh boots with
+    // xenlet.memmap=xen), or compared with the loader's
+    cmd(
+        "mem",
+        &[concat!(
+            r"^(memory map source: XENMEM_memory_map \([1-9]\d* entries\)",
+            r"|XENMEM_memory_map: [1-9]\d* entries, [1-9]\d* KiB usable, (same as|differs from) the boot map)$"
+        )],
         30,
     ),
     cmd("xenstore read name", &[r"^${NAME}$"], 30),
@@ -495,6 +522,8 @@ const XEN_HVM_BOOT: &[&str] = &[
 ];
 const XEN_PVH_BOOT: &[&str] = &[
     r"^xen: Xen 4\.17",
+    // booted with xenlet.memmap=xen: the frame allocator runs on Xen's map
+    r"^memory: map from XENMEM_memory_map",
     r"^boot time: .* xen .* xenstore .* devices",
     r"^unplug: no emulated devices",
 ];
@@ -566,6 +595,13 @@ const BLK_PHY_STEPS: &[Step] = &[
         "dd if=/dev/zero of=/dev/xvdb bs=1M count=80",
         &[r"No space left on device", r"^64\+0 records out"],
         150,
+    ),
+    // blkfront's persistent-grant pool grew with the 1 MiB requests past the 512
+    // entries of the first grant frame: the table was grown on demand
+    cmd(
+        "xen",
+        &[r"^grant table: v1, ([2-9]|[1-9]\d+) of \d+ frames mapped, \d+ refs in use of \d+$"],
+        30,
     ),
     last("poweroff"),
 ];
@@ -743,9 +779,9 @@ on_crash    = "preserve"
     },
     Scenario {
         name: "xen-pvh",
-        about: "Xen platform layer, PVH: version, XenStore both ways, a watch, devices; xl reboot",
+        about: "Xen platform layer, PVH (memory map from XENMEM_memory_map): version, XenStore both ways, a watch, devices; xl reboot",
         needs: &[Need::XenletElf],
-        config: XENLET_PVH_CONFIG,
+        config: XENLET_PVH_XENMEM_CONFIG,
         disks: &[DATA_LOOP],
         console: Console::Pv,
         prompt: XENLET_PROMPT,
