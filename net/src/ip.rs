@@ -78,6 +78,11 @@ fn addr_lines<L: Link>(n: &NetIf<L>) -> String {
     s
 }
 
+/// What iproute2 says when asked to show a device that is not there.
+fn no_such(dev: &str) -> String {
+    format!("Device \"{dev}\" does not exist.")
+}
+
 fn find<'a, L: Link>(
     stack: &'a mut NetStack<L>,
     dev: &str,
@@ -138,7 +143,7 @@ fn link<L: Link>(
 ) -> Result<(), String> {
     match show_dev(rest)? {
         Some(d) => {
-            let (i, n) = find(stack, d)?;
+            let (i, n) = find(stack, d).map_err(|_| no_such(d))?;
             w(out, &link_line(i, n, stats))
         }
         None => {
@@ -171,7 +176,7 @@ fn addr<L: Link>(stack: &mut NetStack<L>, rest: &[&str], out: Out) -> Result<(),
         _ => {
             let only = show_dev(rest)?;
             if let Some(d) = only {
-                find(stack, d)?;
+                find(stack, d).map_err(|_| no_such(d))?;
             }
             for (i, n) in stack.ifs.iter().enumerate() {
                 if only.is_some_and(|d| d != n.name) {
@@ -421,7 +426,11 @@ mod tests {
         );
         assert_eq!(
             run(&mut s, "link show eth7").unwrap_err(),
-            "Cannot find device \"eth7\""
+            "Device \"eth7\" does not exist."
+        );
+        assert_eq!(
+            run(&mut s, "addr show dev eth7").unwrap_err(),
+            "Device \"eth7\" does not exist."
         );
         assert!(run(&mut s, "addr add 10.1.1.1 dev eth0")
             .unwrap_err()
