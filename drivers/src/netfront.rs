@@ -111,6 +111,7 @@ pub struct Netfront<P: XenPlatform> {
     broken: Option<String>,
     stats: NetStats,
     sg: bool,
+    gso: bool,
 }
 
 fn wait_for_action<P: XenPlatform>(
@@ -160,6 +161,9 @@ impl<P: XenPlatform> Netfront<P> {
                 .is_some_and(|v| v.trim() == "1")
         };
         let sg = flag("feature-sg");
+        // TCP segmentation offload on transmit: the backend splits large TCPv4
+        // packets (needs scatter-gather to carry them).
+        let gso = sg && flag("feature-gso-tcpv4");
         let ring = |what: &str, entry: usize| -> Result<(FrontRing, Grant), NetError> {
             let pages = p
                 .alloc_pages(1)
@@ -241,6 +245,7 @@ impl<P: XenPlatform> Netfront<P> {
             broken: None,
             stats: NetStats::default(),
             sg,
+            gso,
         })
     }
 
@@ -277,13 +282,40 @@ impl<P: XenPlatform> Netfront<P> {
         }
     }
 
+    /// Whether the backend takes TCPv4 GSO packets ([`Netfront::send_gso`]).
+    pub fn has_gso_tcpv4(&self) -> bool {
+        self.gso
+    }
+
+    /// TX slots free now (a GSO packet of up to 64 KiB needs 17).
+    pub fn tx_free_slots(&self) -> usize {
+        if self.broken.is_some() {
+            return 0;
+        }
+        self.tx_free.len().min(self.tx.free_requests() as usize)
+    }
+
     /// Free TX slots.
     pub fn can_send(&self) -> bool {
         self.broken.is_none() && self.tx_free.len() >= MAX_FRAME.div_ceil(PAGE_BYTES)
     }
 
-    /// Sends one Ethernet frame (copied into pages granted for the request).
+    /// Sends one Ethernet frame (copied into the pages of the TX slots it takes).
     pub fn send(&mut self, frame: &[u8]) -> Result<(), NetError> {
+        self.send_frame(frame, None)
+    }
+
+    /// Sends a TCPv4 frame larger than the MTU for the backend to cut into `mss`-byte
+    /// segments (GSO). The frame's TCP checksum field must hold the pseudo-header
+    /// sum (the backend completes it: `NETTXF_csum_blank`).
+    pub fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), NetError> {
+        if !self.gso || mss == 0 {
+            return Err(NetError::BadFrame);
+        }
+        self.send_frame(frame, Some(mss))
+    }
+
+    fn send_frame(&mut self, frame: &[u8], gso: Option<u16>) -> Result<(), NetError> {
         if let Some(w) = &self.broken {
             return Err(NetError::Broken(w.clone()));
         }
@@ -294,9 +326,11 @@ impl<P: XenPlatform> Netfront<P> {
         if chunks.len() > 1 && !self.sg {
             return Err(NetError::BadFrame);
         }
-        if self.tx_free.len() < chunks.len() || self.tx.free_requests() < chunks.len() as u32 {
+        let ring_slots = chunks.len() + usize::from(gso.is_some());
+        if self.tx_free.len() < chunks.len() || (self.tx.free_requests() as usize) < ring_slots {
             self.reap_tx();
-            if self.tx_free.len() < chunks.len() || self.tx.free_requests() < chunks.len() as u32 {
+            if self.tx_free.len() < chunks.len() || (self.tx.free_requests() as usize) < ring_slots
+            {
                 return Err(NetError::Busy);
             }
         }
@@ -307,11 +341,16 @@ impl<P: XenPlatform> Netfront<P> {
                 return Err(NetError::Broken(format!("tx slot {id}")));
             };
             slot.page.mem.write_bytes(0, chunk);
-            let more = if i + 1 < chunks.len() {
+            let mut more = if i + 1 < chunks.len() {
                 netif::NETTXF_MORE_DATA
             } else {
                 0
             };
+            if i == 0 && gso.is_some() {
+                more |= netif::NETTXF_EXTRA_INFO
+                    | netif::NETTXF_CSUM_BLANK
+                    | netif::NETTXF_DATA_VALIDATED;
+            }
             let size = if i == 0 { frame.len() } else { chunk.len() } as u16;
             let req = TxRequest {
                 gref: slot.grant.gref().0,
@@ -325,6 +364,14 @@ impl<P: XenPlatform> Netfront<P> {
             if let Err(e) = self.tx.push_request(&req.encode()) {
                 self.fail(format!("tx ring: {e}"));
                 return Err(NetError::Broken(format!("{e}")));
+            }
+            if let (0, Some(mss)) = (i, gso) {
+                // The extra-info slot follows the first request; its response is
+                // NETIF_RSP_NULL.
+                if let Err(e) = self.tx.push_request(&netif::encode_gso_extra(mss)) {
+                    self.fail(format!("tx ring: {e}"));
+                    return Err(NetError::Broken(format!("{e}")));
+                }
             }
         }
         if self.tx.push_requests_and_check_notify() {
@@ -740,6 +787,59 @@ mod tests {
         let mut b = [0u8; 100];
         f.page_by_gref(gref).read_bytes(0, &mut b);
         assert_eq!(b, [2; 100]);
+    }
+
+    #[test]
+    fn gso_packet_carries_an_extra_info_slot() {
+        let f = Fake::new();
+        let mut n = Netfront::connect(&f, 0).unwrap();
+        assert!(!n.has_gso_tcpv4(), "not offered by this backend");
+        assert_eq!(n.send_gso(&[0; 9000], 1448), Err(NetError::BadFrame));
+        let f = Fake::new();
+        f.xs.borrow_mut()
+            .insert(format!("{BE}/feature-gso-tcpv4"), "1".into());
+        let mut n = Netfront::connect(&f, 0).unwrap();
+        assert!(n.has_gso_tcpv4());
+        let free = n.tx_free_slots();
+        n.send_gso(&[5; 9000], 1448).unwrap();
+        assert_eq!(
+            n.tx_free_slots(),
+            free - 4,
+            "3 data slots + 1 extra-info slot"
+        );
+        let ring = f.page_of("device/vif/0/tx-ring-ref");
+        assert_eq!(ring.load_u32(0), 4);
+        let mut e = [0u8; 12];
+        ring.read_bytes(64, &mut e);
+        let flags = u16::from_le_bytes([e[6], e[7]]);
+        assert_eq!(
+            flags,
+            netif::NETTXF_EXTRA_INFO
+                | netif::NETTXF_CSUM_BLANK
+                | netif::NETTXF_DATA_VALIDATED
+                | netif::NETTXF_MORE_DATA
+        );
+        assert_eq!(u16::from_le_bytes([e[10], e[11]]), 9000);
+        // netif_extra_info: type GSO (1), flags 0, gso.size, gso.type TCPv4 (1)
+        ring.read_bytes(64 + 12, &mut e);
+        assert_eq!(&e[..6], &[1, 0, 0xa8, 0x05, 1, 0]);
+        // responses: the first data slot, NULL for the extra slot, the other two
+        let mut d = [0u8; 12];
+        let mut ids = Vec::new();
+        for i in [0usize, 2, 3] {
+            ring.read_bytes(64 + i * 12, &mut d);
+            ids.push([d[8], d[9]]);
+        }
+        ring.write_bytes(64, &[ids[0][0], ids[0][1], 0, 0]);
+        ring.write_bytes(64 + 12, &[0xff, 0xff, 1, 0]); // RSP_NULL, id not meaningful
+        ring.write_bytes(64 + 24, &[ids[1][0], ids[1][1], 0, 0]);
+        ring.write_bytes(64 + 36, &[ids[2][0], ids[2][1], 0, 0]);
+        ring.store_u32(8, 4);
+        n.reap_tx();
+        assert!(n.broken().is_none(), "{:?}", n.broken());
+        assert_eq!(n.stats().tx_packets, 1);
+        assert_eq!(n.stats().tx_bytes, 9000);
+        assert_eq!(n.tx_free_slots(), free);
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub const RSP_DROPPED: i16 = -2;
 pub const RSP_NULL: i16 = 1;
 
 /// `XEN_NETIF_EXTRA_TYPE_GSO`.
-pub const EXTRA_TYPE_GSO: u8 = 2;
+pub const EXTRA_TYPE_GSO: u8 = 1;
 /// `XEN_NETIF_GSO_TYPE_TCPV4`.
 pub const GSO_TYPE_TCPV4: u8 = 1;
 

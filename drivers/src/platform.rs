@@ -111,6 +111,40 @@ pub fn wait_for_action<P: XenPlatform>(
     result
 }
 
+/// Closes a connected device the xenbus way before the domain goes away: the frontend
+/// (`<fe>/state`) goes Closing, the backend (`be_state`) is given until `timeout_ns`
+/// to follow to Closing or Closed (so it unmaps the rings and grants while this
+/// domain still runs, and the toolstack's teardown after shutdown does not wait on
+/// it), then the frontend goes Closed. Whether the backend followed in time.
+pub fn close_device<P: XenPlatform>(p: &P, fe: &str, be_state: &str, timeout_ns: u64) -> bool {
+    use xenlet_xen::xenbus::XenbusState;
+    let deadline = p.now_ns().saturating_add(timeout_ns);
+    let watch = p.xs_watch(be_state).ok();
+    let _ = p.xs_write(&alloc::format!("{fe}/state"), "5");
+    let followed = loop {
+        if matches!(
+            read_state(p, be_state),
+            Some(XenbusState::Closing | XenbusState::Closed) | None
+        ) {
+            break true;
+        }
+        if p.now_ns() >= deadline {
+            break false;
+        }
+        match &watch {
+            Some(w) => {
+                p.wait_watch(w, deadline);
+            }
+            None => p.wait(),
+        }
+    };
+    if let Some(w) = watch {
+        p.xs_unwatch(w);
+    }
+    let _ = p.xs_write(&alloc::format!("{fe}/state"), "6");
+    followed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,7 +208,10 @@ mod tests {
                 .cloned()
                 .ok_or_else(|| XsError::Remote("ENOENT".into()))
         }
-        fn xs_write(&self, _: &str, _: &str) -> Result<(), XsError> {
+        fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
+            self.xs
+                .borrow_mut()
+                .insert(String::from(path), String::from(value));
             Ok(())
         }
         fn xs_watch(&self, path: &str) -> Result<Watch, XsError> {
@@ -223,6 +260,18 @@ mod tests {
         fn now_ns(&self) -> u64 {
             self.clock.get()
         }
+    }
+
+    #[test]
+    fn close_waits_for_the_backend_then_goes_closed() {
+        let f = Fake::new("4", &["4", "5"], true);
+        assert!(close_device(&f, "device/vbd/51712", BE, 1_000_000_000));
+        assert_eq!(f.xs.borrow()["device/vbd/51712/state"], "6");
+        assert_eq!(f.unwatched.borrow().len(), 1);
+        // a backend that never follows: bounded, and the frontend still ends Closed
+        let g = Fake::new("4", &[], true);
+        assert!(!close_device(&g, "device/vbd/51712", BE, 5_000_000));
+        assert_eq!(g.xs.borrow()["device/vbd/51712/state"], "6");
     }
 
     #[test]

@@ -48,6 +48,12 @@ fn xen_shutdown(reason: u32) {
     if crate::xen::info().is_none() {
         return;
     }
+    if reason != xenlet_xen::abi::SHUTDOWN_crash {
+        let (n, followed) = crate::frontends::close_all();
+        if n > 0 {
+            crate::println!("xenlet: closed {n} PV device(s), {followed} backend(s) followed");
+        }
+    }
     crate::console::flush();
     if let Err(e) = crate::xen::shutdown(reason) {
         crate::console::emergency_write(

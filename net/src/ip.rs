@@ -44,6 +44,12 @@ fn link_line<L: Link>(idx: usize, n: &NetIf<L>, stats: bool) -> String {
             st.rx_bytes, st.rx_packets, st.rx_errors, st.rx_dropped,
             st.tx_bytes, st.tx_packets, st.tx_errors, n.tx_dropped()
         );
+        let ((packets, segs), refused) = n.tso_stats();
+        if n.link.gso_tcpv4() {
+            s += &format!(
+                "    TSO: {packets} GSO packets carrying {segs} segments, {refused} refused\n"
+            );
+        }
     }
     if let Some(why) = n.link.broken() {
         s += &format!("    broken: {why}\n");

@@ -17,6 +17,7 @@ pub mod ip;
 pub mod iperf3;
 pub mod link;
 pub mod ping;
+pub mod tso;
 
 use alloc::string::String;
 use alloc::vec::Vec;

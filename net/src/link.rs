@@ -4,6 +4,7 @@
 //! neighbour discovery) from what it receives, for `ip neigh`: smoltcp keeps its own
 //! cache private.
 
+use crate::tso::Coalescer;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -32,7 +33,25 @@ pub trait Link {
     fn stats(&self) -> NetStats;
     /// Why the link is broken, if it is.
     fn broken(&self) -> Option<&str>;
+    /// Whether the link takes TCPv4 GSO packets ([`Link::send_gso`]).
+    fn gso_tcpv4(&self) -> bool {
+        false
+    }
+    /// Sends a TCPv4 packet larger than the MTU, to be cut into `mss`-byte segments
+    /// further on; its TCP checksum field holds the pseudo-header sum.
+    fn send_gso(&mut self, _frame: &[u8], _mss: u16) -> Result<(), String> {
+        Err(String::from("GSO not supported"))
+    }
+    /// Transmit slots free now (a GSO packet takes up to 17).
+    fn tx_free_slots(&self) -> usize {
+        usize::MAX
+    }
 }
+
+/// Free transmit slots required before smoltcp may queue one more frame while
+/// segments are merged: a held 64 KiB packet (17 slots) plus the frame, twice over
+/// (one send while taking the frame, one at the flush after the poll).
+const GSO_SLOTS: usize = 35;
 
 impl<P: XenPlatform> Link for Netfront<P> {
     fn mac(&self) -> [u8; 6] {
@@ -53,6 +72,15 @@ impl<P: XenPlatform> Link for Netfront<P> {
     }
     fn broken(&self) -> Option<&str> {
         Netfront::broken(self)
+    }
+    fn gso_tcpv4(&self) -> bool {
+        self.has_gso_tcpv4()
+    }
+    fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), String> {
+        Netfront::send_gso(self, frame, mss).map_err(|e: NetError| alloc::format!("{e}"))
+    }
+    fn tx_free_slots(&self) -> usize {
+        Netfront::tx_free_slots(self)
     }
 }
 
@@ -150,6 +178,7 @@ pub struct LinkDevice<'a, L: Link> {
     scratch: &'a mut Vec<u8>,
     /// Frames the link refused (counted as drops).
     pub tx_dropped: &'a mut u64,
+    tso: Option<&'a mut Coalescer>,
 }
 
 impl<'a, L: Link> LinkDevice<'a, L> {
@@ -165,7 +194,25 @@ impl<'a, L: Link> LinkDevice<'a, L> {
             neighbors,
             scratch,
             tx_dropped,
+            tso: None,
         }
+    }
+
+    /// Merges TCP segments into GSO packets through `tso` (flushed by the caller
+    /// after the poll) when the link takes them.
+    pub fn with_tso(mut self, tso: &'a mut Coalescer) -> Self {
+        if self.link.gso_tcpv4() {
+            self.tso = Some(tso);
+        }
+        self
+    }
+}
+
+/// Sends what the coalescer hands out: plain frames or GSO packets.
+pub fn emit_to<L: Link>(link: &mut L) -> impl FnMut(&[u8], Option<u16>) -> bool + '_ {
+    move |f, gso| match gso {
+        None => link.send(f).is_ok(),
+        Some(mss) => link.send_gso(f, mss).is_ok(),
     }
 }
 
@@ -183,6 +230,7 @@ pub struct TxToken<'a, L: Link> {
     link: &'a mut L,
     scratch: &'a mut Vec<u8>,
     dropped: &'a mut u64,
+    tso: Option<&'a mut Coalescer>,
 }
 
 impl<L: Link> phy::TxToken for TxToken<'_, L> {
@@ -190,8 +238,13 @@ impl<L: Link> phy::TxToken for TxToken<'_, L> {
         self.scratch.clear();
         self.scratch.resize(len, 0);
         let r = f(&mut self.scratch[..]);
-        if self.link.send(self.scratch).is_err() {
-            *self.dropped += 1;
+        match self.tso {
+            Some(c) => c.push(self.scratch, &mut emit_to(self.link)),
+            None => {
+                if self.link.send(self.scratch).is_err() {
+                    *self.dropped += 1;
+                }
+            }
         }
         r
     }
@@ -216,18 +269,20 @@ impl<L: Link> Device for LinkDevice<'_, L> {
                 link: self.link,
                 scratch: self.scratch,
                 dropped: self.tx_dropped,
+                tso: self.tso.as_deref_mut(),
             },
         ))
     }
 
     fn transmit(&mut self, _now: Instant) -> Option<TxToken<'_, L>> {
-        if !self.link.can_send() {
+        if !self.link.can_send() || (self.tso.is_some() && self.link.tx_free_slots() < GSO_SLOTS) {
             return None;
         }
         Some(TxToken {
             link: self.link,
             scratch: self.scratch,
             dropped: self.tx_dropped,
+            tso: self.tso.as_deref_mut(),
         })
     }
 
@@ -254,6 +309,10 @@ pub(crate) mod tests {
         pub stats: NetStats,
         /// Drop every frame sent while set.
         pub cut: Rc<RefCell<bool>>,
+        /// Take GSO packets (cut in software, as a backend would).
+        pub gso: bool,
+        /// GSO packets taken.
+        pub gso_packets: u64,
     }
 
     /// Two links connected back to back.
@@ -268,6 +327,8 @@ pub(crate) mod tests {
                 tx: b.clone(),
                 stats: NetStats::default(),
                 cut: cut.clone(),
+                gso: false,
+                gso_packets: 0,
             },
             Pipe {
                 mac: [2, 0, 0, 0, 0, 2],
@@ -275,6 +336,8 @@ pub(crate) mod tests {
                 tx: a,
                 stats: NetStats::default(),
                 cut,
+                gso: false,
+                gso_packets: 0,
             },
         )
     }
@@ -306,6 +369,20 @@ pub(crate) mod tests {
         }
         fn broken(&self) -> Option<&str> {
             None
+        }
+        fn gso_tcpv4(&self) -> bool {
+            self.gso
+        }
+        fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), String> {
+            let segs = crate::tso::segment(frame, usize::from(mss)).ok_or("bad GSO packet")?;
+            self.gso_packets += 1;
+            for s in segs {
+                self.send(&s)?;
+            }
+            Ok(())
+        }
+        fn tx_free_slots(&self) -> usize {
+            512 - self.tx.borrow().len().min(512)
         }
     }
 

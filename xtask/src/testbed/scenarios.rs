@@ -511,7 +511,7 @@ const NET_STEPS: &[Step] = &[
         &[("TX_RATE", r"([0-9.]+ [KMG]?bits/sec) .*receiver$")],
         60,
     ),
-    cmd("ip -s link show eth0", &[r"^1: eth0: "], 30),
+    cmd("ip -s link show eth0", &[r"^1: eth0: ", r"^    TSO: [1-9]\d* GSO packets carrying \d+ segments, 0 refused$"], 30),
     last("poweroff"),
 ];
 

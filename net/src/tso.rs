@@ -1,0 +1,381 @@
+//! Transmit segmentation offload, built from smoltcp's segments.
+//!
+//! smoltcp cuts a TCP stream into MSS-sized segments; each one crossing to dom0 costs
+//! netback a grant copy and a grant map, the bridge and dom0's TCP a packet each. When
+//! the backend offers `feature-gso-tcpv4`, consecutive segments of one connection
+//! that smoltcp emits in one poll are merged back into one large TCPv4 packet (up to
+//! 64 KiB) sent with a GSO descriptor: the backend (or dom0's stack) cuts it again.
+//!
+//! A segment is merged only when it continues the pending packet exactly: the same
+//! Ethernet, IPv4 (no options, not fragmented) and TCP headers (ports, ACK number,
+//! window, options) apart from length, IP id, checksums and PSH; flags ACK (and
+//! PSH) only; its sequence number right after the pending data; every merged segment
+//! but the last exactly one MSS long (the first segment's payload). Anything else
+//! flushes the pending packet and goes out as it is. The merged packet's TCP checksum
+//! field holds the pseudo-header sum, as `NETTXF_csum_blank` requires.
+
+use alloc::vec::Vec;
+
+const ETH: usize = 14;
+const IP: usize = 20;
+
+/// Largest merged frame (its length must fit a TX request's 16-bit size).
+pub const MAX_GSO_FRAME: usize = 65535;
+
+/// Where a frame goes: the link's plain send, or its GSO send with the MSS.
+pub type Emit<'a> = dyn FnMut(&[u8], Option<u16>) -> bool + 'a;
+
+struct Pending {
+    frame: Vec<u8>,
+    /// Offset of the TCP payload.
+    payload: usize,
+    mss: usize,
+    segs: usize,
+    next_seq: u32,
+    psh: bool,
+    closed: bool,
+}
+
+/// The merger; lives with the interface, flushed after every poll.
+#[derive(Default)]
+pub struct Coalescer {
+    pending: Option<Pending>,
+    /// Frames the link refused.
+    pub dropped: u64,
+    /// Merged packets sent, and the segments they carried.
+    pub merged: (u64, u64),
+}
+
+/// The TCP header offset and payload offset of a mergeable IPv4 TCP segment.
+fn candidate(f: &[u8]) -> Option<(usize, usize)> {
+    if f.len() < ETH + IP + 20 || f[12..14] != [0x08, 0x00] {
+        return None;
+    }
+    let ip = &f[ETH..];
+    if ip[0] != 0x45 || ip[9] != 6 || u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
+        return None;
+    }
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    if total != f.len() - ETH {
+        return None;
+    }
+    let tcp = ETH + IP;
+    let hlen = usize::from(f[tcp + 12] >> 4) * 4;
+    let flags = f[tcp + 13];
+    if hlen < 20 || tcp + hlen >= f.len() || flags & !0x18 != 0 || flags & 0x10 == 0 {
+        return None;
+    }
+    Some((tcp, tcp + hlen))
+}
+
+fn seq(f: &[u8]) -> u32 {
+    u32::from_be_bytes([
+        f[ETH + IP + 4],
+        f[ETH + IP + 5],
+        f[ETH + IP + 6],
+        f[ETH + IP + 7],
+    ])
+}
+
+/// Whether `b`'s headers equal `a`'s except length, id, checksums, seq and PSH.
+fn same_flow(a: &[u8], b: &[u8], payload: usize) -> bool {
+    let tcp = ETH + IP;
+    a[..ETH] == b[..ETH]
+        && a[ETH..ETH + 2] == b[ETH..ETH + 2]
+        && a[ETH + 6..ETH + 10] == b[ETH + 6..ETH + 10]
+        && a[ETH + 12..tcp] == b[ETH + 12..tcp]
+        && a[tcp..tcp + 4] == b[tcp..tcp + 4]
+        && a[tcp + 8..tcp + 13] == b[tcp + 8..tcp + 13]
+        && (a[tcp + 13] | 0x08) == (b[tcp + 13] | 0x08)
+        && a[tcp + 14..tcp + 16] == b[tcp + 14..tcp + 16]
+        && a[tcp + 18..payload] == b[tcp + 18..payload]
+}
+
+/// One's-complement sum of 16-bit big-endian words.
+fn sum16(data: &[u8], mut acc: u32) -> u32 {
+    let mut it = data.chunks_exact(2);
+    for w in &mut it {
+        acc = acc.wrapping_add(u32::from(u16::from_be_bytes([w[0], w[1]])));
+    }
+    if let [last] = it.remainder() {
+        acc = acc.wrapping_add(u32::from(*last) << 8);
+    }
+    acc
+}
+
+fn fold(mut acc: u32) -> u16 {
+    while acc > 0xffff {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc as u16
+}
+
+/// The pseudo-header sum (not complemented) for a TCP segment of `tcp_len` bytes.
+pub fn pseudo_header_sum(ip_header: &[u8], tcp_len: usize) -> u16 {
+    let acc = sum16(&ip_header[12..20], 6 + tcp_len as u32);
+    fold(acc)
+}
+
+impl Pending {
+    fn finish(&mut self) -> Option<u16> {
+        if self.segs < 2 {
+            return None;
+        }
+        let total = (self.frame.len() - ETH) as u16;
+        let tcp = ETH + IP;
+        self.frame[ETH + 2..ETH + 4].copy_from_slice(&total.to_be_bytes());
+        self.frame[ETH + 10..ETH + 12].copy_from_slice(&[0, 0]);
+        let ipsum = !fold(sum16(&self.frame[ETH..tcp], 0));
+        self.frame[ETH + 10..ETH + 12].copy_from_slice(&ipsum.to_be_bytes());
+        if self.psh {
+            self.frame[tcp + 13] |= 0x08;
+        }
+        let ps = pseudo_header_sum(&self.frame[ETH..tcp], self.frame.len() - tcp);
+        self.frame[tcp + 16..tcp + 18].copy_from_slice(&ps.to_be_bytes());
+        Some(self.mss as u16)
+    }
+}
+
+impl Coalescer {
+    /// Takes one frame smoltcp emitted: merges it, or flushes and sends.
+    pub fn push(&mut self, frame: &[u8], emit: &mut Emit<'_>) {
+        let Some((_, payload)) = candidate(frame) else {
+            self.flush(emit);
+            if !emit(frame, None) {
+                self.dropped += 1;
+            }
+            return;
+        };
+        let len = frame.len() - payload;
+        if let Some(p) = &mut self.pending {
+            let fits = p.frame.len() + len <= MAX_GSO_FRAME;
+            if !p.closed
+                && fits
+                && payload == p.payload
+                && len <= p.mss
+                && seq(frame) == p.next_seq
+                && same_flow(&p.frame, frame, payload)
+            {
+                p.frame.extend_from_slice(&frame[payload..]);
+                p.segs += 1;
+                p.next_seq = p.next_seq.wrapping_add(len as u32);
+                p.psh |= frame[ETH + IP + 13] & 0x08 != 0;
+                p.closed = len < p.mss;
+                return;
+            }
+        }
+        self.flush(emit);
+        self.pending = Some(Pending {
+            frame: frame.to_vec(),
+            payload,
+            mss: len,
+            segs: 1,
+            next_seq: seq(frame).wrapping_add(len as u32),
+            psh: frame[ETH + IP + 13] & 0x08 != 0,
+            closed: false,
+        });
+    }
+
+    /// Sends the pending packet, if any.
+    pub fn flush(&mut self, emit: &mut Emit<'_>) {
+        if let Some(mut p) = self.pending.take() {
+            let gso = p.finish();
+            if gso.is_some() {
+                self.merged.0 += 1;
+                self.merged.1 += p.segs as u64;
+            }
+            if !emit(&p.frame, gso) {
+                self.dropped += 1;
+            }
+        }
+    }
+
+    /// Whether a packet is held.
+    pub fn holding(&self) -> bool {
+        self.pending.is_some()
+    }
+}
+
+/// Cuts a GSO packet into MSS-sized segments with full checksums, as a backend
+/// does; for tests (and a link that must segment in software).
+pub fn segment(frame: &[u8], mss: usize) -> Option<Vec<Vec<u8>>> {
+    let tcp = ETH + IP;
+    if frame.len() < tcp + 20 || mss == 0 {
+        return None;
+    }
+    let hlen = usize::from(frame[tcp + 12] >> 4) * 4;
+    let payload = tcp + hlen;
+    if payload > frame.len() {
+        return None;
+    }
+    let data = &frame[payload..];
+    let chunks: Vec<&[u8]> = data.chunks(mss).collect();
+    let base_seq = seq(frame);
+    let id = u16::from_be_bytes([frame[ETH + 4], frame[ETH + 5]]);
+    let mut out = Vec::new();
+    let mut off = 0u32;
+    for (i, c) in chunks.iter().enumerate() {
+        let mut f = frame[..payload].to_vec();
+        f.extend_from_slice(c);
+        let total = (f.len() - ETH) as u16;
+        f[ETH + 2..ETH + 4].copy_from_slice(&total.to_be_bytes());
+        f[ETH + 4..ETH + 6].copy_from_slice(&id.wrapping_add(i as u16).to_be_bytes());
+        f[ETH + 10..ETH + 12].copy_from_slice(&[0, 0]);
+        let ipsum = !fold(sum16(&f[ETH..tcp], 0));
+        f[ETH + 10..ETH + 12].copy_from_slice(&ipsum.to_be_bytes());
+        f[tcp + 4..tcp + 8].copy_from_slice(&base_seq.wrapping_add(off).to_be_bytes());
+        if i + 1 < chunks.len() {
+            f[tcp + 13] &= !0x08;
+        }
+        f[tcp + 16..tcp + 18].copy_from_slice(&[0, 0]);
+        let tcp_len = f.len() - tcp;
+        let acc = sum16(
+            &f[tcp..],
+            u32::from(pseudo_header_sum(&f[ETH..tcp], tcp_len)),
+        );
+        let sum = !fold(acc);
+        f[tcp + 16..tcp + 18].copy_from_slice(&sum.to_be_bytes());
+        off = off.wrapping_add(c.len() as u32);
+        out.push(f);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    /// A TCP segment with full checksums: `seq`, payload `data`, flags.
+    fn seg(seq: u32, data: &[u8], flags: u8) -> Vec<u8> {
+        seg_id(seq, data, flags, 0)
+    }
+
+    fn seg_id(seq: u32, data: &[u8], flags: u8, id: u16) -> Vec<u8> {
+        let mut f = vec![0u8; ETH + IP + 20];
+        f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[12..14].copy_from_slice(&[8, 0]);
+        f[ETH] = 0x45;
+        f[ETH + 4..ETH + 6].copy_from_slice(&id.to_be_bytes());
+        f[ETH + 8] = 64;
+        f[ETH + 9] = 6;
+        f[ETH + 12..ETH + 16].copy_from_slice(&[10, 0, 0, 1]);
+        f[ETH + 16..ETH + 20].copy_from_slice(&[10, 0, 0, 2]);
+        let t = ETH + IP;
+        f[t..t + 2].copy_from_slice(&5201u16.to_be_bytes());
+        f[t + 2..t + 4].copy_from_slice(&40000u16.to_be_bytes());
+        f[t + 8..t + 12].copy_from_slice(&77u32.to_be_bytes());
+        f[t + 12] = 5 << 4;
+        f[t + 14..t + 16].copy_from_slice(&[0x10, 0]);
+        f.extend_from_slice(data);
+        f[t + 13] = flags;
+        f[t + 4..t + 8].copy_from_slice(&seq.to_be_bytes());
+        // let segment() compute the checksums of a one-segment "GSO" packet
+        segment(&f, 65535).unwrap().remove(0)
+    }
+
+    type Sent = Vec<(Vec<u8>, Option<u16>)>;
+
+    fn run(frames: &[Vec<u8>]) -> (Sent, Coalescer) {
+        let mut c = Coalescer::default();
+        let mut out = Vec::new();
+        {
+            let mut emit = |f: &[u8], g: Option<u16>| {
+                out.push((f.to_vec(), g));
+                true
+            };
+            for f in frames {
+                c.push(f, &mut emit);
+            }
+            c.flush(&mut emit);
+        }
+        (out, c)
+    }
+
+    #[test]
+    fn merges_a_run_and_backend_segmentation_restores_it() {
+        let data: Vec<u8> = (0..5000u32).map(|i| (i * 13) as u8).collect();
+        let mss = 1460;
+        let mut frames = Vec::new();
+        for (i, c) in data.chunks(mss).enumerate() {
+            let last = (i + 1) * mss >= data.len();
+            let flags = if last { 0x18 } else { 0x10 };
+            frames.push(seg_id(1000 + (i * mss) as u32, c, flags, i as u16));
+        }
+        let (out, c) = run(&frames);
+        assert_eq!(out.len(), 1, "one GSO packet");
+        assert_eq!(out[0].1, Some(1460));
+        assert_eq!(c.merged, (1, 4));
+        let big = &out[0].0;
+        // the checksum field holds the pseudo-header sum for the whole TCP length
+        let t = ETH + IP;
+        // NIC-style completion (sum over the TCP bytes starting from the partial sum in
+        // the field) gives the checksum computed independently from scratch
+        let tcp_len = (big.len() - t) as u32;
+        let mut pseudo = 6 + tcp_len;
+        for w in big[ETH + 12..ETH + 20].chunks(2) {
+            pseudo += u32::from(u16::from_be_bytes([w[0], w[1]]));
+        }
+        let mut zeroed = big[t..].to_vec();
+        zeroed[16] = 0;
+        zeroed[17] = 0;
+        let want = !fold(sum16(&zeroed, pseudo));
+        let nic = !fold(sum16(&big[t..], 0));
+        assert_eq!(nic, want, "partial checksum completes to the right one");
+        assert_eq!(big[t + 13], 0x18, "PSH of the last segment kept");
+        // a backend cutting it again gives back the very frames smoltcp made
+        let again = segment(big, 1460).unwrap();
+        assert_eq!(again.len(), frames.len());
+        assert!(again == frames, "segmentation did not restore the frames");
+    }
+
+    #[test]
+    fn only_continuations_are_merged() {
+        let a = seg(1000, &[1; 100], 0x10);
+        let gap = seg(1200, &[2; 100], 0x10); // not 1100: a hole
+        let (out, _) = run(&[a.clone(), gap.clone()]);
+        assert!(out == vec![(a.clone(), None), (gap, None)]);
+        // after a short segment the packet is closed
+        let full = seg(1000, &[1; 100], 0x10);
+        let short = seg(1100, &[1; 50], 0x10);
+        let next = seg(1150, &[1; 100], 0x10);
+        let (out, _) = run(&[full, short, next]);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].1, Some(100));
+        assert_eq!(out[0].0.len(), 54 + 150);
+        // a segment longer than the first one's payload starts anew
+        let (out, _) = run(&[seg(1000, &[1; 50], 0x10), seg(1050, &[1; 100], 0x10)]);
+        assert_eq!(out.len(), 2);
+        // a FIN, a SYN or a pure ACK is never merged, and flushes what is held
+        let fin = seg(1100, &[3; 10], 0x11);
+        let (out, _) = run(&[a.clone(), fin.clone()]);
+        assert!(out == vec![(a.clone(), None), (fin, None)]);
+        let mut other_port = seg(1100, &[4; 100], 0x10);
+        other_port[ETH + IP + 1] ^= 1;
+        let (out, _) = run(&[a.clone(), other_port]);
+        assert_eq!(out.len(), 2);
+        // non-IPv4 frames pass through untouched
+        let arp = vec![0xffu8; 42];
+        let (out, _) = run(core::slice::from_ref(&arp));
+        assert_eq!(out, vec![(arp, None)]);
+    }
+
+    #[test]
+    fn stays_under_64k_and_counts_refusals() {
+        let frames: Vec<Vec<u8>> = (0..60u32)
+            .map(|i| seg(i * 1460, &[7; 1460], 0x10))
+            .collect();
+        let (out, c) = run(&frames);
+        assert!(out.len() >= 2);
+        assert!(out.iter().all(|(f, _)| f.len() <= MAX_GSO_FRAME));
+        let segs: usize = out.iter().map(|(f, _)| (f.len() - 54) / 1460).sum();
+        assert_eq!(segs, 60);
+        assert_eq!(c.dropped, 0);
+        let mut c = Coalescer::default();
+        let mut refuse = |_: &[u8], _: Option<u16>| false;
+        c.push(&frames[0], &mut refuse);
+        c.flush(&mut refuse);
+        assert_eq!(c.dropped, 1);
+    }
+}
