@@ -3,14 +3,17 @@
 //! (`xenlet.eth0=...`), else from XenStore (`data/xenlet/net/eth0`), else DHCPv4
 //! (see `xenlet_net::config`). The idle loop and the network commands poll it.
 
-use crate::frontends::Vif;
-use crate::{arch::cpu, clock, xenstore};
+use crate::frontends::{KernelXen, Vif};
+use crate::{arch::cpu, clock, xenbus, xenstore};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use spin::Mutex;
+use core::sync::atomic::{AtomicBool, Ordering};
+use spin::{Mutex, Once};
 use xenlet_net::iface::NetIf;
 use xenlet_net::{config, NetStack};
+use xenlet_xen::xenbus::XenbusState;
+use xenlet_xen::xenstore::WatchEvent;
 
 /// The stack.
 pub static NET: Mutex<NetStack<Vif>> = Mutex::new(NetStack::new());
@@ -35,36 +38,129 @@ fn config_for(name: &str, cmdline: &str) -> (String, &'static str) {
     (String::from("dhcp"), "default")
 }
 
-/// Makes an interface of every connected vif; returns boot report lines.
+/// The kernel command line (per-interface configuration for vifs attached later).
+static CMDLINE: Once<String> = Once::new();
+/// Set by the XenStore watches on `device/vif` and on each vif's backend state.
+static RESCAN: AtomicBool = AtomicBool::new(false);
+
+fn on_vif_event(_: &WatchEvent) {
+    RESCAN.store(true, Ordering::SeqCst);
+}
+
+fn backend_token(name: &str) -> String {
+    format!("xenlet-vif-backend-{name}")
+}
+
+/// Watches `<backend>/state` of vif `name`: `xl network-detach` closes the backend.
+fn watch_backend(name: &str) {
+    let id = name.trim_start_matches("eth");
+    if let Ok(be) = xenstore::read(&format!("device/vif/{id}/backend")) {
+        let _ = xenstore::watch(&format!("{be}/state"), &backend_token(name), on_vif_event);
+    }
+}
+
+/// Makes an interface of `vif` called `name`, configured from the command line,
+/// XenStore or DHCP; returns its report line.
+fn add_interface(stack: &mut xenlet_net::NetStack<Vif>, name: &str, vif: Vif) -> String {
+    let cmdline = CMDLINE.get().map(String::as_str).unwrap_or("");
+    let (text, source) = config_for(name, cmdline);
+    let (cfg, note) = match config::parse(&text) {
+        Ok(c) => (c, String::new()),
+        Err(e) => (
+            config::IfConfig {
+                dhcp: true,
+                ..config::IfConfig::default()
+            },
+            format!(" (bad configuration \"{text}\" from the {source}: {e}; using DHCP)"),
+        ),
+    };
+    let n: NetIf<Vif> = NetIf::new(name, vif, &cfg, now_ms(), cpu::rdtsc());
+    let addrs: Vec<String> = n.addrs().iter().map(|(c, _)| format!("{c}")).collect();
+    let line = format!(
+        "{name}: {}{} ({source}){note}",
+        addrs.join(" "),
+        if n.dhcp_running() {
+            ", DHCPv4 running"
+        } else {
+            ""
+        }
+    );
+    stack.ifs.push(n);
+    watch_backend(name);
+    line
+}
+
+/// Follows `xl network-attach` / `network-detach`: connects vifs that appeared,
+/// closes and drops those whose backend is closing or gone.
+fn rescan() {
+    let Ok(devices) = xenbus::enumerate() else {
+        return;
+    };
+    let vifs: Vec<&xenbus::Device> = devices.iter().filter(|d| d.kind == "vif").collect();
+    let mut stack = NET.lock();
+    // Detached: the backend closes (or the device went away).
+    let mut i = 0;
+    while i < stack.ifs.len() {
+        let name = stack.ifs[i].name.clone();
+        let dev = vifs.iter().find(|d| d.name() == name);
+        let gone = match dev {
+            None => true,
+            Some(d) => matches!(
+                d.backend_state,
+                None | Some(XenbusState::Closing | XenbusState::Closed | XenbusState::Unknown)
+            ),
+        };
+        if !gone {
+            i += 1;
+            continue;
+        }
+        if let Some(d) = dev {
+            let _ = xenlet_drivers::platform::close_device(
+                &KernelXen,
+                &d.path(),
+                &format!("{}/state", d.backend),
+                2_000_000_000,
+            );
+        }
+        if let Ok(be) = xenstore::read(&format!(
+            "device/vif/{}/backend",
+            name.trim_start_matches("eth")
+        )) {
+            let _ = xenstore::unwatch(&format!("{be}/state"), &backend_token(&name));
+        }
+        stack.ifs.remove(i);
+        crate::println!("netfront: {name} detached");
+    }
+    // Attached: a new vif waiting for its frontend.
+    for d in vifs {
+        let name = d.name();
+        if stack.ifs.iter().any(|n| n.name == name) || d.state != Some(XenbusState::Initialising) {
+            continue;
+        }
+        let Ok(id) = d.id.parse::<u32>() else {
+            continue;
+        };
+        match xenlet_drivers::netfront::Netfront::connect(KernelXen, id) {
+            Ok(vif) => {
+                let line = add_interface(&mut stack, &name, vif);
+                crate::println!("netfront: {name} attached; {line}");
+            }
+            Err(e) => crate::println!("netfront: {name} attach failed: {e}"),
+        }
+    }
+}
+
+/// Makes an interface of every connected vif, and watches for vifs attached or
+/// detached later; returns boot report lines.
 pub fn init(cmdline: &str) -> Vec<String> {
+    CMDLINE.call_once(|| String::from(cmdline));
     let mut report = Vec::new();
+    if xenstore::connected() {
+        let _ = xenstore::watch("device/vif", "xenlet-vifs", on_vif_event);
+    }
     let mut stack = NET.lock();
     for (name, vif) in crate::frontends::take_vifs() {
-        let (text, source) = config_for(&name, cmdline);
-        let cfg = match config::parse(&text) {
-            Ok(c) => c,
-            Err(e) => {
-                report.push(format!(
-                    "{name}: bad configuration \"{text}\" ({source}): {e}; using DHCP"
-                ));
-                config::IfConfig {
-                    dhcp: true,
-                    ..config::IfConfig::default()
-                }
-            }
-        };
-        let n: NetIf<Vif> = NetIf::new(&name, vif, &cfg, now_ms(), cpu::rdtsc());
-        let addrs: Vec<String> = n.addrs().iter().map(|(c, _)| format!("{c}")).collect();
-        report.push(format!(
-            "{name}: {}{} ({source})",
-            addrs.join(" "),
-            if n.dhcp_running() {
-                ", DHCPv4 running"
-            } else {
-                ""
-            }
-        ));
-        stack.ifs.push(n);
+        report.push(add_interface(&mut stack, &name, vif));
     }
     report
 }
@@ -72,6 +168,9 @@ pub fn init(cmdline: &str) -> Vec<String> {
 /// Polls the stack (unless a command holds it) and prints its messages; returns
 /// when it next wants to be polled (ms since boot).
 pub fn poll() -> Option<i64> {
+    if RESCAN.swap(false, Ordering::SeqCst) {
+        rescan();
+    }
     let mut stack = NET.try_lock()?;
     if stack.ifs.is_empty() {
         return None;

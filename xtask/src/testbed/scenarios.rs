@@ -423,7 +423,7 @@ type    = "pvh"
 memory  = 64
 vcpus   = 1
 kernel  = "@FILES@/xenlet.elf"
-cmdline = "xenlet.eth0=10.99.0.2/24,gw=10.99.0.1,fd00:99::2/64 xenlet.eth1=dhcp"
+cmdline = "xenlet.eth0=10.99.0.2/24,gw=10.99.0.1,fd00:99::2/64 xenlet.eth1=dhcp xenlet.eth2=10.99.0.22/24"
 vif     = [ "bridge=xenbr0,mac=00:16:3e:58:00:02", "bridge=xenbr1,mac=00:16:3e:58:01:02" ]
 on_poweroff = "destroy"
 on_reboot   = "destroy"
@@ -512,6 +512,13 @@ const NET_STEPS: &[Step] = &[
         60,
     ),
     cmd("ip -s link show eth0", &[r"^1: eth0: ", r"^    TSO: [1-9]\d* GSO packets carrying \d+ segments, 0 refused$"], 30),
+    // a vif attached and detached at run time
+    dom0("xl network-attach $NAME bridge=xenbr0 mac=00:16:3e:58:02:02", &[], 60),
+    wait_output(r"netfront: eth2 attached; eth2: .*10\.99\.0\.22/24", 30),
+    dom0("busybox ping -c 2 -W 5 10.99.0.22", &[r"^2 packets transmitted, 2 packets received, 0% packet loss$"], 60),
+    dom0("xl network-detach $NAME 2 && echo detached", &[r"^detached$"], 60),
+    wait_output(r"netfront: eth2 detached", 30),
+    cmd("ip link show eth2", &[r#"^ip: Device "eth2" does not exist\.$"#], 30),
     last("poweroff"),
 ];
 
