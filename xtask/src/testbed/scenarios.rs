@@ -519,7 +519,6 @@ const NET_STEPS: &[Step] = &[
     dom0("xl network-detach $NAME 2 && echo detached", &[r"^detached$"], 60),
     wait_output(r"netfront: eth2 detached", 30),
     cmd("ip link show eth2", &[r#"^ip: Device "eth2" does not exist\.$"#], 30),
-    last("poweroff"),
 ];
 
 const XEN_HVM_BOOT: &[&str] = &[
@@ -812,8 +811,8 @@ on_crash    = "preserve"
         boot_timeout_s: 120,
         boot_expect: NET_BOOT,
         steps: NET_STEPS,
-        end: End::Poweroff,
-        end_timeout_s: 60,
+        end: End::XlShutdown,
+        end_timeout_s: 10,
         budget_s: 178,
     },
     Scenario {
