@@ -16,7 +16,8 @@ usage: cargo xtask demo [--retries N] [-v] [--smp N] [--xen-arg ARG]
 
   boots Xen 4.17 nested in QEMU (needs root), creates Xenlet as an HVM domain from its
   disk image (memory 32, xvda image, xvdb data) and shows its console live: the boot
-  report, version, xen, lsblk, a dd to xvdb, poweroff (logs in target/testbed/demo/)
+  report, version, xen, lsblk, a dd to xvdb, its address, a ping to dom0 and iperf3
+        from dom0 both ways, poweroff (logs in target/testbed/demo/)
 ";
 
 pub fn main(args: &[&str]) -> Result<()> {

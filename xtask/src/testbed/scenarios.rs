@@ -993,9 +993,21 @@ on_crash    = "preserve"
     },
     Scenario {
         name: "demo",
-        about: "demo: the report's HVM configuration, boot report and a few shell commands",
+        about: "demo: the report's HVM configuration plus a vif, boot report, shell commands, dd, ping, iperf3",
         needs: &[Need::XenletImage],
-        config: XENLET_HVM_DISK_CONFIG,
+        config: r#"name    = "@NAME@"
+builder = "hvm"
+memory  = 32
+vcpus   = 1
+disk    = [ "@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w" ]
+vif     = [ "bridge=xenbr0" ]
+serial  = "pty"
+vga     = "none"
+vnc     = 0
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#,
         disks: &[IMAGE_COPY, DATA_FILE],
         console: Console::Serial,
         prompt: XENLET_PROMPT,
@@ -1011,6 +1023,12 @@ on_crash    = "preserve"
                 &[r"^1024\+0 records out"],
                 120,
             ),
+            cmd("ip addr add 10.99.0.2/24 dev eth0", &[], 30),
+            cmd("ip addr show eth0", &[r"inet 10\.99\.0\.2/24"], 30),
+            cmd("ping -c 3 -i 0.2 10.99.0.1", &[r"^3 packets transmitted, 3 received"], 60),
+            cmd("iperf3 -s -D", &[r"^iperf3: listening on eth0"], 30),
+            dom0("iperf3 -c 10.99.0.2 -t 3", &[r"receiver$"], 60),
+            dom0("iperf3 -c 10.99.0.2 -t 3 -R", &[r"receiver$"], 60),
             last("poweroff"),
         ],
         end: End::Poweroff,
