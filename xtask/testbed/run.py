@@ -103,7 +103,7 @@ class Fail(Exception):
 def start_toolstack():
     step('toolstack', 180)
     for m in ['xen-evtchn', 'xen-gntdev', 'xen-gntalloc', 'xen-privcmd', 'xen-blkback',
-              'xen-netback', 'loop', 'bridge']:
+              'xen-netback', 'loop', 'bridge', 'tun']:
         rc, out = sh(['modprobe', m])
         if rc:
             say('modprobe %s: rc=%d %s' % (m, rc, out.strip()))
