@@ -194,11 +194,6 @@ pub fn poll() -> Option<i64> {
 /// Longest the idle loop sleeps without looking at the interfaces.
 const POLL_CAP_MS: i64 = 10;
 
-/// Whether there is any interface.
-pub fn present() -> bool {
-    !NET.lock().ifs.is_empty()
-}
-
 /// The clock instant of `ms` milliseconds since boot (smoltcp's time).
 pub fn instant_of_ms(ms: i64) -> clock::Instant {
     clock::Instant::from_nanos(u64::try_from(ms).unwrap_or(0).saturating_mul(1_000_000))
