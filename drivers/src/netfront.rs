@@ -13,9 +13,10 @@
 //! packet is copied into the pages of the slots it takes (several slots with
 //! `NETTXF_more_data` when it is larger than a page) and the slots are free again on
 //! the response (netback copies or maps the page only until it answers).
-//! Checksums: the frontend writes `feature-no-csum-offload` = 1, so the backend
-//! fills in checksums of packets it passes on (smoltcp checks them on receive) and
-//! sends nothing with `NETRXF_csum_blank`; packets sent carry full checksums. Every response is checked (id in range and in flight,
+//! Checksums: receive checksum offload is on (the default of netif.h): a packet the
+//! backend marks `NETRXF_csum_blank` comes with its TCP/UDP checksum left as the
+//! pseudo-header sum, and the caller fills it in ([`Netfront::recv_flagged`]); packets
+//! sent carry full checksums, except GSO packets (`NETTXF_csum_blank`). Every response is checked (id in range and in flight,
 //! data inside the page, status); a bad one marks the vif broken.
 
 use crate::netif::{self, RxResponse, TxRequest};
@@ -104,10 +105,10 @@ pub struct Netfront<P: XenPlatform> {
     rx_bufs: Vec<RxBuf>,
     tx_slots: Vec<TxSlot>,
     tx_free: Vec<u16>,
-    /// Frames received and copied out, not yet taken.
-    received: VecDeque<Vec<u8>>,
+    /// Frames received and copied out, not yet taken, with their first slot's flags.
+    received: VecDeque<(Vec<u8>, u16)>,
     /// A multi-slot packet being assembled.
-    partial: Option<Vec<u8>>,
+    partial: Option<(Vec<u8>, u16)>,
     broken: Option<String>,
     stats: NetStats,
     sg: bool,
@@ -223,7 +224,6 @@ impl<P: XenPlatform> Netfront<P> {
         w("request-rx-copy", "1")?;
         w("feature-rx-notify", "1")?;
         w("feature-sg", if sg { "1" } else { "0" })?;
-        w("feature-no-csum-offload", "1")?;
         w("state", &format!("{}", XenbusState::Connected.number()))?;
         fe.switched(XenbusState::Initialised);
         wait_for_action(p, &bstate, &fe, Action::Connect)?;
@@ -463,24 +463,24 @@ impl<P: XenPlatform> Netfront<P> {
                     let mut data = alloc::vec![0u8; len];
                     buf.page.mem.read_bytes(off, &mut data);
                     let more = r.flags & netif::NETRXF_MORE_DATA != 0;
-                    let frame = match self.partial.take() {
-                        Some(mut p) => {
+                    let (frame, flags) = match self.partial.take() {
+                        Some((mut p, f)) => {
                             p.extend_from_slice(&data);
-                            p
+                            (p, f)
                         }
-                        None => data,
+                        None => (data, r.flags),
                     };
                     if more {
                         if frame.len() > 65535 {
                             self.stats.rx_dropped += 1;
                         } else {
-                            self.partial = Some(frame);
+                            self.partial = Some((frame, flags));
                         }
                     } else {
                         self.stats.rx_packets += 1;
                         self.stats.rx_bytes += frame.len() as u64;
                         if self.received.len() < 1024 {
-                            self.received.push_back(frame);
+                            self.received.push_back((frame, flags));
                         } else {
                             self.stats.rx_dropped += 1;
                         }
@@ -513,10 +513,19 @@ impl<P: XenPlatform> Netfront<P> {
 
     /// The next received frame.
     pub fn recv(&mut self) -> Option<Vec<u8>> {
+        self.recv_flagged().map(|(f, _)| f)
+    }
+
+    /// The next received frame, and whether the backend left its TCP/UDP checksum
+    /// to be filled in (`NETRXF_csum_blank`: the field holds the pseudo-header sum;
+    /// the data itself was validated by the backend).
+    pub fn recv_flagged(&mut self) -> Option<(Vec<u8>, bool)> {
         if self.received.is_empty() {
             self.poll_rx();
         }
-        self.received.pop_front()
+        self.received
+            .pop_front()
+            .map(|(f, flags)| (f, flags & netif::NETRXF_CSUM_BLANK != 0))
     }
 }
 
@@ -713,6 +722,28 @@ mod tests {
         assert!(n.recv().is_none());
         assert!(n.broken().unwrap().contains("not posted"));
         assert!(matches!(n.send(&[0; 60]), Err(NetError::Broken(_))));
+    }
+
+    #[test]
+    fn csum_blank_flag_reaches_the_caller() {
+        let f = Fake::new();
+        let mut n = Netfront::connect(&f, 0).unwrap();
+        assert!(
+            !f.xs
+                .borrow()
+                .contains_key("device/vif/0/feature-no-csum-offload"),
+            "receive checksum offload stays on"
+        );
+        let mut prod = 0;
+        deliver(&f, &mut prod, None, 0, &[7; 60], None);
+        assert_eq!(n.recv_flagged(), Some((alloc::vec![7; 60], false)));
+        // the same with NETRXF_csum_blank | NETRXF_data_validated in the response
+        let ring = f.page_of("device/vif/0/rx-ring-ref");
+        deliver(&f, &mut prod, None, 0, &[8; 60], None);
+        let slot = 64 + ((prod - 1) % 256) as usize * 8;
+        let flags = netif::NETRXF_CSUM_BLANK | netif::NETRXF_DATA_VALIDATED;
+        ring.write_bytes(slot + 4, &flags.to_le_bytes());
+        assert_eq!(n.recv_flagged(), Some((alloc::vec![8; 60], true)));
     }
 
     #[test]

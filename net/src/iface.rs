@@ -62,6 +62,7 @@ pub struct NetIf<L: Link> {
     neighbors: Neighbors,
     scratch: Vec<u8>,
     tx_dropped: u64,
+    rx_csum_filled: u64,
     dhcp: Option<SocketHandle>,
     dhcp_addr: Option<Ipv4Cidr>,
     dhcp_gw: bool,
@@ -93,6 +94,7 @@ impl<L: Link> NetIf<L> {
             neighbors,
             scratch,
             tx_dropped: dropped,
+            rx_csum_filled: 0,
             dhcp: None,
             dhcp_addr: None,
             dhcp_gw: false,
@@ -362,8 +364,14 @@ impl<L: Link> NetIf<L> {
             }
             changed = true;
         }
+        self.rx_csum_filled += dev.rx_csum_filled;
         self.tso.flush(&mut emit_to(&mut self.link));
         changed
+    }
+
+    /// Received packets whose TCP/UDP checksum the backend left to us and we filled in.
+    pub fn rx_csum_filled(&self) -> u64 {
+        self.rx_csum_filled
     }
 
     /// GSO packets sent and the segments merged into them; frames the link refused.

@@ -44,6 +44,10 @@ fn link_line<L: Link>(idx: usize, n: &NetIf<L>, stats: bool) -> String {
             st.rx_bytes, st.rx_packets, st.rx_errors, st.rx_dropped,
             st.tx_bytes, st.tx_packets, st.tx_errors, n.tx_dropped()
         );
+        s += &format!(
+            "    RX checksums filled in (offload): {}\n",
+            n.rx_csum_filled()
+        );
         let ((packets, segs), refused) = n.tso_stats();
         if n.link.gso_tcpv4() {
             s += &format!(

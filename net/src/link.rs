@@ -25,6 +25,11 @@ pub trait Link {
     fn mac(&self) -> [u8; 6];
     /// The next received frame.
     fn recv(&mut self) -> Option<Vec<u8>>;
+    /// The next received frame, and whether its TCP/UDP checksum is left to be
+    /// filled in (receive checksum offload).
+    fn recv_flagged(&mut self) -> Option<(Vec<u8>, bool)> {
+        self.recv().map(|f| (f, false))
+    }
     /// Whether a frame can be sent now (reaps send completions first).
     fn can_send(&mut self) -> bool;
     /// Sends one frame.
@@ -59,6 +64,9 @@ impl<P: XenPlatform> Link for Netfront<P> {
     }
     fn recv(&mut self) -> Option<Vec<u8>> {
         Netfront::recv(self)
+    }
+    fn recv_flagged(&mut self) -> Option<(Vec<u8>, bool)> {
+        Netfront::recv_flagged(self)
     }
     fn can_send(&mut self) -> bool {
         self.reap_tx();
@@ -179,6 +187,8 @@ pub struct LinkDevice<'a, L: Link> {
     /// Frames the link refused (counted as drops).
     pub tx_dropped: &'a mut u64,
     tso: Option<&'a mut Coalescer>,
+    /// Received frames whose checksum was filled in (receive checksum offload).
+    pub rx_csum_filled: u64,
 }
 
 impl<'a, L: Link> LinkDevice<'a, L> {
@@ -195,6 +205,7 @@ impl<'a, L: Link> LinkDevice<'a, L> {
             scratch,
             tx_dropped,
             tso: None,
+            rx_csum_filled: 0,
         }
     }
 
@@ -261,7 +272,10 @@ impl<L: Link> Device for LinkDevice<'_, L> {
         Self: 'b;
 
     fn receive(&mut self, now: Instant) -> Option<(RxToken, TxToken<'_, L>)> {
-        let frame = self.link.recv()?;
+        let (mut frame, csum_blank) = self.link.recv_flagged()?;
+        if csum_blank && crate::tso::fill_l4_checksum(&mut frame) {
+            self.rx_csum_filled += 1;
+        }
         self.neighbors.learn_from_frame(&frame, now.total_millis());
         Some((
             RxToken(frame),

@@ -511,7 +511,15 @@ const NET_STEPS: &[Step] = &[
         &[("TX_RATE", r"([0-9.]+ [KMG]?bits/sec) .*receiver$")],
         60,
     ),
-    cmd("ip -s link show eth0", &[r"^1: eth0: ", r"^    TSO: [1-9]\d* GSO packets carrying \d+ segments, 0 refused$"], 30),
+    cmd(
+        "ip -s link show eth0",
+        &[
+            r"^1: eth0: ",
+            r"^    RX checksums filled in \(offload\): [1-9]\d*$",
+            r"^    TSO: [1-9]\d* GSO packets carrying \d+ segments, 0 refused$",
+        ],
+        30,
+    ),
     // a vif attached and detached at run time
     dom0("xl network-attach $NAME bridge=xenbr0 mac=00:16:3e:58:02:02", &[], 60),
     wait_output(r"netfront: eth2 attached; eth2: .*10\.99\.0\.22/24", 30),
