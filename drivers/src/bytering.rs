@@ -41,6 +41,18 @@ impl<const N: usize> ByteRing<N> {
         Some(b)
     }
 
+    /// If `b` waits in the ring, drops everything up to and including its first
+    /// occurrence and returns true (Ctrl-C during a command: what was typed before it
+    /// is cancelled with it, what follows stays for the shell).
+    pub fn take_through(&mut self, b: u8) -> bool {
+        let Some(pos) = (0..self.len).find(|i| self.buf[(self.head + i) % N] == b) else {
+            return false;
+        };
+        self.head = (self.head + pos + 1) % N;
+        self.len -= pos + 1;
+        true
+    }
+
     /// Bytes waiting.
     pub fn len(&self) -> usize {
         self.len
@@ -66,6 +78,22 @@ impl<const N: usize> Default for ByteRing<N> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn take_through_drops_up_to_the_byte_and_keeps_the_rest() {
+        let mut r = ByteRing::<4>::new();
+        for b in [7, 8, 9] {
+            r.push(b);
+        }
+        assert!(!r.take_through(3));
+        assert_eq!(r.len(), 3);
+        r.pop();
+        r.push(3);
+        r.push(5); // wraps around
+        assert!(r.take_through(3));
+        assert_eq!(r.pop(), Some(5));
+        assert_eq!(r.pop(), None);
+    }
 
     #[test]
     fn fifo_order_wraparound_and_overflow() {

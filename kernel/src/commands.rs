@@ -260,10 +260,18 @@ fn sleep(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let (timer0, run0) = (crate::xen::timer_events(), crate::xen::runstate());
     let start = clock::now();
     let end = start + d;
+    let mut interrupted = false;
     while clock::now() < end {
-        crate::idle::halt_until(Some(end));
+        if console::take_interrupt() {
+            interrupted = true;
+            break;
+        }
+        crate::idle::halt_in_command(Some(end));
     }
     let slept = clock::now().saturating_duration_since(start);
+    if interrupted {
+        writeln!(out, "^C")?;
+    }
     write!(out, "slept {} s", secs_ms(slept.as_nanos() as u64))?;
     // What Xen saw: the time the vCPU was blocked (halted) rather than running.
     if let (Some(a), Some(b)) = (run0, crate::xen::runstate()) {
@@ -689,11 +697,9 @@ fn net_wait(
         if now_ms() - start > timeout_ms {
             return Ok(false);
         }
-        while let Some(b) = console::read_byte() {
-            if b == 3 {
-                writeln!(out, "^C")?;
-                return Ok(false);
-            }
+        if console::take_interrupt() {
+            writeln!(out, "^C")?;
+            return Ok(false);
         }
         let deadline = next.unwrap_or(i64::MAX).min(start + timeout_ms).max(0) as u64;
         crate::network::wait_until_us(deadline.saturating_mul(1000));
@@ -816,11 +822,7 @@ fn ping(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         if p.done() {
             break;
         }
-        while let Some(b) = console::read_byte() {
-            if b == 3 {
-                interrupted = true;
-            }
-        }
+        interrupted = console::take_interrupt();
         if interrupted {
             writeln!(out, "^C")?;
             break;

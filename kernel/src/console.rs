@@ -151,6 +151,11 @@ pub fn read_byte() -> Option<u8> {
     x86_64::instructions::interrupts::without_interrupts(|| RX.lock().pop())
 }
 
+/// Whether Ctrl-C was typed: takes it (and what was typed before it) off the input.
+pub fn take_interrupt() -> bool {
+    x86_64::instructions::interrupts::without_interrupts(|| RX.lock().take_through(3))
+}
+
 /// Whether input bytes wait in the ring.
 pub fn input_pending() -> bool {
     x86_64::instructions::interrupts::without_interrupts(|| !RX.lock().is_empty())

@@ -17,6 +17,18 @@ use x86_64::instructions::interrupts;
 /// With interrupts disabled on entry (early boot) it only yields the CPU to Xen: the
 /// interrupt that would end the halt could not be taken.
 pub fn halt_until(deadline: Option<Instant>) {
+    halt(deadline, true)
+}
+
+/// As [`halt_until`] for a command that runs for a while (`sleep`, `ping`): input
+/// already waiting does not keep it awake (the command only looks for Ctrl-C with
+/// [`console::take_interrupt`], the rest stays queued for the shell), but new input
+/// still ends the halt.
+pub fn halt_in_command(deadline: Option<Instant>) {
+    halt(deadline, false)
+}
+
+fn halt(deadline: Option<Instant>, wake_on_queued_input: bool) {
     if !interrupts::are_enabled() {
         xen::yield_cpu();
         return;
@@ -24,7 +36,7 @@ pub fn halt_until(deadline: Option<Instant>) {
     interrupts::disable();
     // Checked with interrupts off: whatever arrives from here on raises an interrupt
     // that ends the `hlt` below (`sti; hlt` takes no interrupt in between).
-    if console::input_pending() || xen::take_event_seen() {
+    if (wake_on_queued_input && console::input_pending()) || xen::take_event_seen() {
         interrupts::enable();
         return;
     }

@@ -201,7 +201,7 @@ pub fn instant_of_ms(ms: i64) -> clock::Instant {
 
 /// Waits for an event (a packet, a key) or until `deadline_us` (µs since boot).
 pub fn wait_until_us(deadline_us: u64) {
-    crate::idle::halt_until(Some(clock::Instant::from_nanos(
+    crate::idle::halt_in_command(Some(clock::Instant::from_nanos(
         deadline_us.saturating_mul(1000),
     )));
 }

@@ -67,6 +67,15 @@ fn version_mem_uptime_echo() {
         "discard: xvdb: No such device\n"
     );
     assert_eq!(g.run("discard xvdb 1 4096"), "discard: OFFSET and LENGTH must be non-zero multiples of 512 (usage: discard DEVICE OFFSET LENGTH)\n");
+    // Ctrl-C ends a long sleep; what is typed after it waits for the shell
+    g.send(b"sleep 600\r");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    g.send(b"\x03echo after\r");
+    let out = g.wait_prompt();
+    assert!(out.contains("^C"), "{out}");
+    assert!(out.contains("slept "), "{out}");
+    let out = g.wait_prompt();
+    assert!(out.lines().any(|l| l == "after"), "{out}");
 }
 
 #[test]
