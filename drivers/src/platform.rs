@@ -69,34 +69,27 @@ pub fn read_state<P: XenPlatform>(p: &P, path: &str) -> Option<xenlet_xen::xenbu
     xenlet_xen::xenbus::XenbusState::parse(&p.xs_read(path).ok()?)
 }
 
-/// Waits until the shared frontend state machine asks for `want` given the backend's
-/// state at `path`; a closing backend or `timeout_ns` ends it. The state is re-read
-/// each time a XenStore watch on `path` fires (or, if the watch cannot be set, after
-/// each [`XenPlatform::wait`]).
-pub fn wait_for_action<P: XenPlatform>(
+/// Watches the xenbus state at `path` until `check` returns a value or `timeout_ns`
+/// passes (then `None`). `start` runs once the watch is set: a change it causes
+/// still fires the watch. The state is re-read each time the watch fires (or, if the
+/// watch cannot be set, after each [`XenPlatform::wait`]).
+fn watch_state<P: XenPlatform, R>(
     p: &P,
     path: &str,
-    fe: &xenlet_xen::xenbus::Frontend,
-    want: xenlet_xen::xenbus::Action,
     timeout_ns: u64,
-) -> Result<(), String> {
-    use xenlet_xen::xenbus::Action;
+    start: impl FnOnce(),
+    mut check: impl FnMut(Option<xenlet_xen::xenbus::XenbusState>) -> Option<R>,
+) -> Option<R> {
     let deadline = p.now_ns().saturating_add(timeout_ns);
     // Watch first, read after: a change in between still fires the watch.
     let watch = p.xs_watch(path).ok();
+    start();
     let result = loop {
-        if let Some(s) = read_state(p, path) {
-            match fe.on_backend(s) {
-                a if a == want => break Ok(()),
-                Action::Close => break Err(alloc::format!("backend closed ({path} = {s})")),
-                _ => {}
-            }
+        if let Some(r) = check(read_state(p, path)) {
+            break Some(r);
         }
         if p.now_ns() >= deadline {
-            break Err(alloc::format!(
-                "timed out waiting on {path} (frontend {})",
-                fe.state()
-            ));
+            break None;
         }
         match &watch {
             Some(w) => {
@@ -111,6 +104,38 @@ pub fn wait_for_action<P: XenPlatform>(
     result
 }
 
+/// Waits until the shared frontend state machine asks for `want` given the backend's
+/// state at `path`; a closing backend or `timeout_ns` ends it.
+pub fn wait_for_action<P: XenPlatform>(
+    p: &P,
+    path: &str,
+    fe: &xenlet_xen::xenbus::Frontend,
+    want: xenlet_xen::xenbus::Action,
+    timeout_ns: u64,
+) -> Result<(), String> {
+    use xenlet_xen::xenbus::Action;
+    watch_state(
+        p,
+        path,
+        timeout_ns,
+        || {},
+        |s| {
+            let s = s?;
+            match fe.on_backend(s) {
+                a if a == want => Some(Ok(())),
+                Action::Close => Some(Err(alloc::format!("backend closed ({path} = {s})"))),
+                _ => None,
+            }
+        },
+    )
+    .unwrap_or_else(|| {
+        Err(alloc::format!(
+            "timed out waiting on {path} (frontend {})",
+            fe.state()
+        ))
+    })
+}
+
 /// Closes a connected device the xenbus way before the domain goes away: the frontend
 /// (`<fe>/state`) goes Closing, the backend (`be_state`) is given until `timeout_ns`
 /// to follow to Closing or Closed (so it unmaps the rings and grants while this
@@ -118,30 +143,18 @@ pub fn wait_for_action<P: XenPlatform>(
 /// it), then the frontend goes Closed. Whether the backend followed in time.
 pub fn close_device<P: XenPlatform>(p: &P, fe: &str, be_state: &str, timeout_ns: u64) -> bool {
     use xenlet_xen::xenbus::XenbusState;
-    let deadline = p.now_ns().saturating_add(timeout_ns);
-    let watch = p.xs_watch(be_state).ok();
-    let _ = p.xs_write(&alloc::format!("{fe}/state"), "5");
-    let followed = loop {
-        if matches!(
-            read_state(p, be_state),
-            Some(XenbusState::Closing | XenbusState::Closed) | None
-        ) {
-            break true;
-        }
-        if p.now_ns() >= deadline {
-            break false;
-        }
-        match &watch {
-            Some(w) => {
-                p.wait_watch(w, deadline);
-            }
-            None => p.wait(),
-        }
-    };
-    if let Some(w) = watch {
-        p.xs_unwatch(w);
-    }
-    let _ = p.xs_write(&alloc::format!("{fe}/state"), "6");
+    let state_key = alloc::format!("{fe}/state");
+    let followed = watch_state(
+        p,
+        be_state,
+        timeout_ns,
+        || {
+            let _ = p.xs_write(&state_key, "5");
+        },
+        |s| matches!(s, Some(XenbusState::Closing | XenbusState::Closed) | None).then_some(()),
+    )
+    .is_some();
+    let _ = p.xs_write(&state_key, "6");
     followed
 }
 

@@ -17,6 +17,8 @@ pub mod ip;
 pub mod iperf3;
 pub mod link;
 pub mod ping;
+#[cfg(test)]
+mod testnet;
 pub mod tso;
 
 use alloc::string::String;

@@ -16,8 +16,7 @@ use smoltcp::wire::{
 use xenlet_drivers::netfront::{NetError, NetStats, Netfront};
 use xenlet_drivers::platform::XenPlatform;
 
-/// Largest Ethernet frame (1500-byte MTU).
-pub const MAX_FRAME: usize = 1514;
+pub use xenlet_drivers::netfront::MAX_FRAME;
 
 /// A network interface's frame interface.
 pub trait Link {

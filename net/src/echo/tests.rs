@@ -1,10 +1,10 @@
 //! Host tests of the echo server over smoltcp's loopback device.
 
 use super::*;
-use smoltcp::iface::{Config, Interface};
-use smoltcp::phy::{Loopback, Medium};
+use smoltcp::iface::Interface;
+use smoltcp::phy::Loopback;
 use smoltcp::time::Instant;
-use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr, IpEndpoint};
+use smoltcp::wire::{IpAddress, IpEndpoint};
 
 const SERVER: IpAddress = IpAddress::v4(10, 0, 0, 1);
 const PORT: u16 = 7;
@@ -19,10 +19,7 @@ struct Net {
 
 impl Net {
     fn new() -> Self {
-        let mut dev = Loopback::new(Medium::Ethernet);
-        let config = Config::new(EthernetAddress([2, 0, 0, 0, 0, 1]).into());
-        let mut iface = Interface::new(config, &mut dev, Instant::from_millis(0));
-        iface.update_ip_addrs(|a| a.push(IpCidr::new(SERVER, 24)).unwrap());
+        let (iface, dev) = crate::testnet::loopback(SERVER);
         let mut sockets = SocketSet::new(Vec::new());
         let srv = EchoServer::new(&mut sockets, PORT);
         Net {

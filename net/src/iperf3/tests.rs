@@ -3,10 +3,10 @@
 
 use super::json::{self, Value};
 use super::*;
-use smoltcp::iface::{Config, Interface};
-use smoltcp::phy::{Loopback, Medium};
+use smoltcp::iface::Interface;
+use smoltcp::phy::Loopback;
 use smoltcp::time::Instant;
-use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
+use smoltcp::wire::IpAddress;
 
 const SERVER: IpAddress = IpAddress::v4(10, 0, 0, 1);
 const PORT: u16 = 5201;
@@ -24,10 +24,7 @@ struct Net {
 
 impl Net {
     fn new() -> Self {
-        let mut dev = Loopback::new(Medium::Ethernet);
-        let config = Config::new(EthernetAddress([2, 0, 0, 0, 0, 1]).into());
-        let mut iface = Interface::new(config, &mut dev, Instant::from_millis(0));
-        iface.update_ip_addrs(|a| a.push(IpCidr::new(SERVER, 24)).unwrap());
+        let (iface, dev) = crate::testnet::loopback(SERVER);
         let mut sockets = SocketSet::new(Vec::new());
         let srv = Iperf3Server::new(&mut sockets, PORT);
         Net {

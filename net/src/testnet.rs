@@ -1,0 +1,16 @@
+//! Test support: one smoltcp interface on a loopback device, for the services' host
+//! tests (a server and the test's client share it).
+
+use smoltcp::iface::{Config, Interface};
+use smoltcp::phy::{Loopback, Medium};
+use smoltcp::time::Instant;
+use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
+
+/// An interface with `addr`/24 on a fresh loopback device.
+pub fn loopback(addr: IpAddress) -> (Interface, Loopback) {
+    let mut dev = Loopback::new(Medium::Ethernet);
+    let config = Config::new(EthernetAddress([2, 0, 0, 0, 0, 1]).into());
+    let mut iface = Interface::new(config, &mut dev, Instant::from_millis(0));
+    iface.update_ip_addrs(|a| a.push(IpCidr::new(addr, 24)).unwrap());
+    (iface, dev)
+}
