@@ -567,11 +567,19 @@ def run_scenario(sc):
                     rc, text = p.returncode, p.stdout.decode('utf-8', 'replace')
                 except subprocess.TimeoutExpired as e:
                     show_output(e.stdout.decode('utf-8', 'replace') if e.stdout else '')
+                    # the guest may have died under the command (a dom0 iperf3 then
+                    # waits for ever): judge that death, flake or not, first
+                    st = alive()
+                    if st != 'running':
+                        fail_gone(st, 'while dom0 ran %r' % send, '')
                     raise Fail(phase[0], 'the dom0 command did not finish within %ds'
                                % timeout)
                 show_output(text)
                 log('dom0 command: exit status %d in %.1fs' % (rc, time.monotonic() - t))
                 if rc:
+                    st = alive()
+                    if st != 'running':
+                        fail_gone(st, 'while dom0 ran %r' % send, '')
                     raise Fail(phase[0], 'the dom0 command exited with status %d: %s' % (
                         rc, ' | '.join(text.strip().splitlines()[-3:])))
             elif kind == 'wait':
