@@ -249,6 +249,32 @@ impl<P: XenPlatform> Netfront<P> {
         })
     }
 
+    /// Gives back the RX and TX buffers (grants ended, pages freed) and closes the
+    /// event channel, once the backend has closed (`xl network-detach`). A page the
+    /// backend still maps keeps its grant and stays allocated. Returns the pages freed.
+    pub fn release(self) -> usize {
+        let Netfront {
+            platform,
+            rx_bufs,
+            tx_slots,
+            port,
+            ..
+        } = self;
+        let mut freed = 0;
+        let pages = rx_bufs
+            .into_iter()
+            .map(|b| (b.page, b.grant))
+            .chain(tx_slots.into_iter().map(|t| (t.page, t.grant)));
+        for (page, grant) in pages {
+            if platform.end_grant(grant).is_ok() {
+                platform.free_pages(page);
+                freed += 1;
+            }
+        }
+        platform.close_port(port);
+        freed
+    }
+
     /// The MAC address from XenStore.
     pub fn mac(&self) -> [u8; 6] {
         self.mac
@@ -871,6 +897,24 @@ mod tests {
         assert_eq!(n.stats().tx_packets, 1);
         assert_eq!(n.stats().tx_bytes, 9000);
         assert_eq!(n.tx_free_slots(), free);
+    }
+
+    #[test]
+    fn release_ends_the_buffer_grants() {
+        let f = Fake::new();
+        let before = f.grants.borrow().len();
+        let n = Netfront::connect(&f, 0).unwrap();
+        assert_eq!(
+            f.grants.borrow().len(),
+            before + 2 + 512,
+            "rings + 256 RX + 256 TX"
+        );
+        assert_eq!(n.release(), 512);
+        assert_eq!(
+            f.grants.borrow().len(),
+            before + 2,
+            "only the ring grants remain"
+        );
     }
 
     #[test]

@@ -128,8 +128,8 @@ fn rescan() {
         )) {
             let _ = xenstore::unwatch(&format!("{be}/state"), &backend_token(&name));
         }
-        stack.ifs.remove(i);
-        crate::println!("netfront: {name} detached");
+        let freed = stack.ifs.remove(i).link.release();
+        crate::println!("netfront: {name} detached ({freed} buffer pages freed)");
     }
     // Attached: a new vif waiting for its frontend.
     for d in vifs {
