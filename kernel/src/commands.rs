@@ -331,6 +331,13 @@ fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         )?,
         None => writeln!(out, "timer: VIRQ_TIMER not bound")?,
     }
+    // Interrupts taken on the idle `hlt` before it ran (an STI shadow not honoured
+    // by the virtualization below), resumed past it rather than slept through.
+    writeln!(
+        out,
+        "idle: {} wakeups taken before the hlt, resumed past it",
+        crate::arch::halt::rescued()
+    )?;
     if let Some(t) = crate::xen::runstate() {
         writeln!(
             out,

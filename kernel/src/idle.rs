@@ -53,7 +53,7 @@ fn halt(deadline: Option<Instant>, wake_on_queued_input: bool) {
             return;
         }
     }
-    interrupts::enable_and_hlt();
+    crate::arch::halt::enable_and_hlt();
 }
 
 /// The longest a [`pause`] sleeps when no event comes.

@@ -180,20 +180,8 @@ pub fn poll() -> Option<i64> {
     for e in stack.take_events() {
         crate::println!("{e}");
     }
-    // While a TCP connection is open, look again within POLL_CAP_MS even when
-    // smoltcp has no timer running: without it a dom0 -> guest stream sometimes
-    // stalls for seconds on the test bed (the cause is not found yet; it is not a
-    // missed event at the halt). An idle appliance, listening only, is not woken.
-    let next = stack.poll_at(now);
-    if stack.tcp_active() {
-        Some(next.map_or(now + POLL_CAP_MS, |t| t.min(now + POLL_CAP_MS)))
-    } else {
-        next
-    }
+    stack.poll_at(now)
 }
-
-/// Longest the idle loop sleeps without looking at the interfaces.
-const POLL_CAP_MS: i64 = 10;
 
 /// The clock instant of `ms` milliseconds since boot (smoltcp's time).
 pub fn instant_of_ms(ms: i64) -> clock::Instant {

@@ -85,11 +85,6 @@ impl<L: Link> NetStack<L> {
         self.ifs.iter_mut().filter_map(|n| n.poll_at(now_ms)).min()
     }
 
-    /// Whether any interface has an open TCP connection.
-    pub fn tcp_active(&self) -> bool {
-        self.ifs.iter().any(|n| n.tcp_active())
-    }
-
     /// Console messages from every interface.
     pub fn take_events(&mut self) -> Vec<String> {
         let mut v = Vec::new();

@@ -219,6 +219,9 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
     if frame.vector < 32 {
         crate::fault::report_and_stop(frame);
     }
+    if let Some(rip) = crate::arch::halt::resume_past_idle_hlt(frame.rip) {
+        frame.rip = rip;
+    }
     let handler = HANDLERS.lock()[usize::from(vector)];
     match pic::end_of_interrupt_needed(vector) {
         Some(pic::Irq::Spurious) => {}
