@@ -3,9 +3,9 @@
 //!
 //! Handshake ([`Netfront::connect`], driven by the shared xenbus [`Frontend`]):
 //! publish `tx-ring-ref`, `rx-ring-ref`, `event-channel`, `request-rx-copy` = 1,
-//! `feature-rx-notify` = 1, `feature-sg` = 1, `feature-gso-tcpv4` = 1 (when the backend
-//! offers it), then go Connected when the backend is; the MAC comes from the
-//! frontend's `mac` key.
+//! `feature-rx-notify` = 1, `feature-sg` = 1, then go Connected when the backend is;
+//! the MAC comes from the frontend's `mac` key. TCPv4 GSO packets are sent when the
+//! backend offers `feature-gso-tcpv4` (and scatter-gather).
 //!
 //! RX: a pool of pages stays granted to the backend (read-write) and posted on the RX
 //! ring; a received packet's data is copied out of its page once and the page is
@@ -18,6 +18,9 @@
 //! pseudo-header sum, and the caller fills it in ([`Netfront::recv_flagged`]); packets
 //! sent carry full checksums, except GSO packets (`NETTXF_csum_blank`). Every response is checked (id in range and in flight,
 //! data inside the page, status); a bad one marks the vif broken.
+//!
+//! The rings, the event channel and the buffers make up a queue; the received
+//! frames, the counters and the broken state are the vif's.
 
 use crate::netif::{self, RxResponse, TxRequest};
 use crate::platform::{DmaPages, XenPlatform};
@@ -36,6 +39,10 @@ use xenlet_xen::xenbus::{Action, Frontend, XenbusState};
 pub const MAX_FRAME: usize = 1514;
 /// How long the handshake waits for the backend.
 const HANDSHAKE_TIMEOUT_NS: u64 = 60_000_000_000;
+/// Received frames kept until taken; more are dropped (counted).
+const RECEIVED_MAX: usize = 1024;
+/// RX responses one queue hands over before the next queue's turn.
+const RX_BUDGET: usize = 64;
 
 /// Network errors.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,21 +101,342 @@ struct TxSlot {
     packet_bytes: usize,
 }
 
+/// Why a queue did not take a packet.
+enum QueueError {
+    /// No free slot now.
+    Busy,
+    /// A bad response or a ring failure: the vif is broken, for this reason.
+    Broken(String),
+}
+
+/// One TX/RX ring pair with its event channel and buffers.
+struct Queue {
+    tx: FrontRing,
+    rx: FrontRing,
+    /// The ring pages' grants (published as `tx-ring-ref` / `rx-ring-ref`). They are
+    /// kept for the life of the queue: [`FrontRing`] owns the pages.
+    tx_ring_grant: Grant,
+    rx_ring_grant: Grant,
+    port: Port,
+    rx_bufs: Vec<RxBuf>,
+    tx_slots: Vec<TxSlot>,
+    tx_free: Vec<u16>,
+    /// A multi-slot packet being assembled (its slots come in order on this ring).
+    partial: Option<(Vec<u8>, u16)>,
+    /// Packets received on this queue.
+    rx_packets: u64,
+    /// Packets sent on this queue (answered OK).
+    tx_packets: u64,
+}
+
+impl Queue {
+    /// Grants the ring pages, allocates the event channel, grants one page per TX
+    /// slot (read-only) and per RX slot (read-write), and posts every RX buffer.
+    fn setup<P: XenPlatform>(p: &P, backend_id: u16) -> Result<Self, NetError> {
+        let ring = |what: &str, entry: usize| -> Result<(FrontRing, Grant), NetError> {
+            let pages = p
+                .alloc_pages(1)
+                .ok_or_else(|| NetError::Handshake(format!("no memory for {what}")))?;
+            let DmaPages { mem, gfn, .. } = pages;
+            let g = hs(what, p.grant(backend_id, gfn, Access::ReadWrite))?;
+            Ok((FrontRing::init(mem, entry), g))
+        };
+        let (tx, tx_ring_grant) = ring("tx ring", netif::TX_ENTRY_BYTES)?;
+        let (mut rx, rx_ring_grant) = ring("rx ring", netif::RX_ENTRY_BYTES)?;
+        let port = hs("event channel", p.alloc_unbound(backend_id))?;
+
+        // TX buffers: one page per TX ring slot, granted read-only for good.
+        let mut tx_slots = Vec::with_capacity(tx.size() as usize);
+        for _ in 0..tx.size() {
+            let page = p
+                .alloc_pages(1)
+                .ok_or_else(|| NetError::Handshake(String::from("no memory for TX buffers")))?;
+            let grant = hs(
+                "TX buffer grant",
+                p.grant(backend_id, page.gfn, Access::ReadOnly),
+            )?;
+            tx_slots.push(TxSlot {
+                in_flight: false,
+                page,
+                grant,
+                packet_bytes: 0,
+            });
+        }
+
+        // RX buffers: one per RX ring slot, granted for good.
+        let mut rx_bufs = Vec::with_capacity(rx.size() as usize);
+        for i in 0..rx.size() as usize {
+            let page = p
+                .alloc_pages(1)
+                .ok_or_else(|| NetError::Handshake(String::from("no memory for RX buffers")))?;
+            let grant = hs(
+                "RX buffer grant",
+                p.grant(backend_id, page.gfn, Access::ReadWrite),
+            )?;
+            hs(
+                "RX ring",
+                rx.push_request(&netif::encode_rx_request(i as u16, grant.gref().0)),
+            )?;
+            rx_bufs.push(RxBuf {
+                page,
+                grant,
+                posted: true,
+            });
+        }
+        let _ = rx.push_requests_and_check_notify();
+
+        let entries = tx.size() as usize;
+        Ok(Queue {
+            tx,
+            rx,
+            tx_ring_grant,
+            rx_ring_grant,
+            port,
+            rx_bufs,
+            tx_slots,
+            tx_free: (0..entries as u16).rev().collect(),
+            partial: None,
+            rx_packets: 0,
+            tx_packets: 0,
+        })
+    }
+
+    /// Ends the buffers' grants and frees their pages (a page the backend still maps
+    /// keeps its grant and stays allocated), closes the event channel. Returns the
+    /// pages freed.
+    fn release<P: XenPlatform>(self, p: &P) -> usize {
+        let mut freed = 0;
+        let pages = self
+            .rx_bufs
+            .into_iter()
+            .map(|b| (b.page, b.grant))
+            .chain(self.tx_slots.into_iter().map(|t| (t.page, t.grant)));
+        for (page, grant) in pages {
+            if p.end_grant(grant).is_ok() {
+                p.free_pages(page);
+                freed += 1;
+            }
+        }
+        p.close_port(self.port);
+        freed
+    }
+
+    fn mark_broken(&mut self) {
+        self.tx.mark_broken();
+        self.rx.mark_broken();
+    }
+
+    /// TX slots free now.
+    fn tx_free_slots(&self) -> usize {
+        self.tx_free.len().min(self.tx.free_requests() as usize)
+    }
+
+    /// Queues one packet (already checked: 1..=65535 bytes, one page unless
+    /// scatter-gather is on) in `chunks.len()` slots, plus a GSO extra-info slot
+    /// when `gso` is set.
+    fn send<P: XenPlatform>(
+        &mut self,
+        p: &P,
+        frame: &[u8],
+        gso: Option<u16>,
+        stats: &mut NetStats,
+    ) -> Result<(), QueueError> {
+        let chunks: Vec<&[u8]> = frame.chunks(PAGE_BYTES).collect();
+        let ring_slots = chunks.len() + usize::from(gso.is_some());
+        let fits = |q: &Self| {
+            q.tx_free.len() >= chunks.len() && q.tx.free_requests() as usize >= ring_slots
+        };
+        if !fits(self) {
+            self.reap_tx(stats).map_err(QueueError::Broken)?;
+            if !fits(self) {
+                return Err(QueueError::Busy);
+            }
+        }
+        for (i, chunk) in chunks.iter().enumerate() {
+            let id = self.tx_free.pop().ok_or(QueueError::Busy)?;
+            let Some(slot) = self.tx_slots.get_mut(usize::from(id)) else {
+                return Err(QueueError::Broken(format!("tx slot {id} out of range")));
+            };
+            slot.page.mem.write_bytes(0, chunk);
+            let mut more = if i + 1 < chunks.len() {
+                netif::NETTXF_MORE_DATA
+            } else {
+                0
+            };
+            if i == 0 && gso.is_some() {
+                more |= netif::NETTXF_EXTRA_INFO
+                    | netif::NETTXF_CSUM_BLANK
+                    | netif::NETTXF_DATA_VALIDATED;
+            }
+            let size = if i == 0 { frame.len() } else { chunk.len() } as u16;
+            let req = TxRequest {
+                gref: slot.grant.gref().0,
+                offset: 0,
+                flags: more,
+                id,
+                size,
+            };
+            slot.in_flight = true;
+            slot.packet_bytes = if i == 0 { frame.len() } else { 0 };
+            if let Err(e) = self.tx.push_request(&req.encode()) {
+                return Err(QueueError::Broken(format!("tx ring: {e}")));
+            }
+            if let (0, Some(mss)) = (i, gso) {
+                // The extra-info slot follows the first request; its response is
+                // NETIF_RSP_NULL.
+                if let Err(e) = self.tx.push_request(&netif::encode_gso_extra(mss)) {
+                    return Err(QueueError::Broken(format!("tx ring: {e}")));
+                }
+            }
+        }
+        if self.tx.push_requests_and_check_notify() {
+            p.notify(self.port);
+        }
+        Ok(())
+    }
+
+    /// Takes TX responses: frees the slots, counts. A bad response is an error.
+    fn reap_tx(&mut self, stats: &mut NetStats) -> Result<(), String> {
+        let mut raw = [0u8; 4];
+        loop {
+            match self.tx.take_response(&mut raw) {
+                Ok(true) => {}
+                Ok(false) => match self.tx.final_check_for_responses() {
+                    Ok(true) => continue,
+                    Ok(false) => return Ok(()),
+                    Err(e) => return Err(format!("tx ring: {e}")),
+                },
+                Err(e) => return Err(format!("tx ring: {e}")),
+            }
+            let r = netif::decode_tx_response(&raw);
+            if r.status == netif::RSP_NULL {
+                continue; // extra-info slot
+            }
+            let Some(slot) = self
+                .tx_slots
+                .get_mut(usize::from(r.id))
+                .filter(|s| s.in_flight)
+            else {
+                return Err(format!("tx response id {} not in flight", r.id));
+            };
+            slot.in_flight = false;
+            let bytes = slot.packet_bytes;
+            self.tx_free.push(r.id);
+            match r.status {
+                netif::RSP_OKAY => {
+                    if bytes > 0 {
+                        stats.tx_packets += 1;
+                        stats.tx_bytes += bytes as u64;
+                        self.tx_packets += 1;
+                    }
+                }
+                netif::RSP_ERROR | netif::RSP_DROPPED => stats.tx_errors += 1,
+                s => return Err(format!("tx response id {} has unknown status {s}", r.id)),
+            }
+        }
+    }
+
+    /// Takes up to `budget` RX responses: copies each frame out once (complete
+    /// frames go to `received`), reposts the buffers. Returns the responses taken;
+    /// a bad response is an error.
+    fn poll_rx<P: XenPlatform>(
+        &mut self,
+        p: &P,
+        stats: &mut NetStats,
+        received: &mut VecDeque<(Vec<u8>, u16)>,
+        budget: usize,
+    ) -> Result<usize, String> {
+        let mut raw = [0u8; netif::RX_ENTRY_BYTES];
+        let mut taken = 0;
+        let mut reposted = false;
+        let result = loop {
+            if taken >= budget {
+                break Ok(());
+            }
+            match self.rx.take_response(&mut raw) {
+                Ok(true) => {}
+                Ok(false) => match self.rx.final_check_for_responses() {
+                    Ok(true) => continue,
+                    Ok(false) => break Ok(()),
+                    Err(e) => break Err(format!("rx ring: {e}")),
+                },
+                Err(e) => break Err(format!("rx ring: {e}")),
+            }
+            taken += 1;
+            let r: RxResponse = netif::decode_rx_response(&raw);
+            let idx = usize::from(r.id);
+            let Some(buf) = self.rx_bufs.get_mut(idx).filter(|b| b.posted) else {
+                break Err(format!("rx response id {} not posted", r.id));
+            };
+            buf.posted = false;
+            if r.flags & netif::NETRXF_EXTRA_INFO != 0 {
+                // Extra info (GSO) is not requested; a backend sending it is confused.
+                break Err(String::from("rx extra info not negotiated"));
+            }
+            match r.data_range() {
+                Ok((off, len)) => {
+                    let mut data = alloc::vec![0u8; len];
+                    buf.page.mem.read_bytes(off, &mut data);
+                    let more = r.flags & netif::NETRXF_MORE_DATA != 0;
+                    let (frame, flags) = match self.partial.take() {
+                        Some((mut p, f)) => {
+                            p.extend_from_slice(&data);
+                            (p, f)
+                        }
+                        None => (data, r.flags),
+                    };
+                    if more {
+                        if frame.len() > 65535 {
+                            stats.rx_dropped += 1;
+                        } else {
+                            self.partial = Some((frame, flags));
+                        }
+                    } else {
+                        stats.rx_packets += 1;
+                        stats.rx_bytes += frame.len() as u64;
+                        self.rx_packets += 1;
+                        if received.len() < RECEIVED_MAX {
+                            received.push_back((frame, flags));
+                        } else {
+                            stats.rx_dropped += 1;
+                        }
+                    }
+                }
+                Err(_) if r.status < 0 => {
+                    stats.rx_errors += 1;
+                    self.partial = None;
+                }
+                Err(why) => break Err(format!("rx response id {}: {why}", r.id)),
+            }
+            // Post the buffer again.
+            let gref = buf.grant.gref().0;
+            if self
+                .rx
+                .push_request(&netif::encode_rx_request(r.id, gref))
+                .is_ok()
+            {
+                buf.posted = true;
+                reposted = true;
+            }
+        };
+        if reposted && self.rx.push_requests_and_check_notify() {
+            p.notify(self.port);
+        }
+        result.map(|()| taken)
+    }
+}
+
 /// One connected virtual network interface.
 pub struct Netfront<P: XenPlatform> {
     platform: P,
     backend_id: u16,
     mac: [u8; 6],
-    tx: FrontRing,
-    rx: FrontRing,
-    port: Port,
-    rx_bufs: Vec<RxBuf>,
-    tx_slots: Vec<TxSlot>,
-    tx_free: Vec<u16>,
+    /// At least one.
+    queues: Vec<Queue>,
+    /// The queue whose RX responses are taken first at the next poll.
+    rx_next: usize,
     /// Frames received and copied out, not yet taken, with their first slot's flags.
     received: VecDeque<(Vec<u8>, u16)>,
-    /// A multi-slot packet being assembled.
-    partial: Option<(Vec<u8>, u16)>,
     broken: Option<String>,
     stats: NetStats,
     sg: bool,
@@ -165,83 +493,31 @@ impl<P: XenPlatform> Netfront<P> {
         // TCP segmentation offload on transmit: the backend splits large TCPv4
         // packets (needs scatter-gather to carry them).
         let gso = sg && flag("feature-gso-tcpv4");
-        let ring = |what: &str, entry: usize| -> Result<(FrontRing, Grant), NetError> {
-            let pages = p
-                .alloc_pages(1)
-                .ok_or_else(|| NetError::Handshake(format!("no memory for {what}")))?;
-            let DmaPages { mem, gfn, .. } = pages;
-            let g = hs(what, p.grant(backend_id, gfn, Access::ReadWrite))?;
-            Ok((FrontRing::init(mem, entry), g))
-        };
-        let (tx, tx_grant) = ring("tx ring", netif::TX_ENTRY_BYTES)?;
-        let (mut rx, rx_grant) = ring("rx ring", netif::RX_ENTRY_BYTES)?;
-        let port = hs("event channel", p.alloc_unbound(backend_id))?;
-
-        // TX buffers: one page per TX ring slot, granted read-only for good.
-        let mut tx_slots = Vec::with_capacity(tx.size() as usize);
-        for _ in 0..tx.size() {
-            let page = p
-                .alloc_pages(1)
-                .ok_or_else(|| NetError::Handshake(String::from("no memory for TX buffers")))?;
-            let grant = hs(
-                "TX buffer grant",
-                p.grant(backend_id, page.gfn, Access::ReadOnly),
-            )?;
-            tx_slots.push(TxSlot {
-                in_flight: false,
-                page,
-                grant,
-                packet_bytes: 0,
-            });
-        }
-
-        // RX buffers: one per RX ring slot, granted for good.
-        let mut rx_bufs = Vec::with_capacity(rx.size() as usize);
-        for i in 0..rx.size() as usize {
-            let page = p
-                .alloc_pages(1)
-                .ok_or_else(|| NetError::Handshake(String::from("no memory for RX buffers")))?;
-            let grant = hs(
-                "RX buffer grant",
-                p.grant(backend_id, page.gfn, Access::ReadWrite),
-            )?;
-            hs(
-                "RX ring",
-                rx.push_request(&netif::encode_rx_request(i as u16, grant.gref().0)),
-            )?;
-            rx_bufs.push(RxBuf {
-                page,
-                grant,
-                posted: true,
-            });
-        }
-        let _ = rx.push_requests_and_check_notify();
+        let queues = alloc::vec![Queue::setup(p, backend_id)?];
 
         let w = |k: &str, v: &str| hs(k, p.xs_write(&format!("{base}/{k}"), v));
-        w("tx-ring-ref", &format!("{}", tx_grant.gref()))?;
-        w("rx-ring-ref", &format!("{}", rx_grant.gref()))?;
-        w("event-channel", &format!("{}", port.0))?;
+        for q in &queues {
+            w("tx-ring-ref", &format!("{}", q.tx_ring_grant.gref()))?;
+            w("rx-ring-ref", &format!("{}", q.rx_ring_grant.gref()))?;
+            w("event-channel", &format!("{}", q.port.0))?;
+        }
         w("request-rx-copy", "1")?;
         w("feature-rx-notify", "1")?;
         w("feature-sg", if sg { "1" } else { "0" })?;
         w("state", &format!("{}", XenbusState::Connected.number()))?;
         fe.switched(XenbusState::Initialised);
         wait_for_action(p, &bstate, &fe, Action::Connect)?;
-        p.notify(port);
+        for q in &queues {
+            p.notify(q.port);
+        }
 
-        let entries = tx.size() as usize;
         Ok(Netfront {
             platform,
             backend_id,
             mac,
-            tx,
-            rx,
-            port,
-            rx_bufs,
-            tx_slots,
-            tx_free: (0..entries as u16).rev().collect(),
+            queues,
+            rx_next: 0,
             received: VecDeque::new(),
-            partial: None,
             broken: None,
             stats: NetStats::default(),
             sg,
@@ -254,25 +530,9 @@ impl<P: XenPlatform> Netfront<P> {
     /// backend still maps keeps its grant and stays allocated. Returns the pages freed.
     pub fn release(self) -> usize {
         let Netfront {
-            platform,
-            rx_bufs,
-            tx_slots,
-            port,
-            ..
+            platform, queues, ..
         } = self;
-        let mut freed = 0;
-        let pages = rx_bufs
-            .into_iter()
-            .map(|b| (b.page, b.grant))
-            .chain(tx_slots.into_iter().map(|t| (t.page, t.grant)));
-        for (page, grant) in pages {
-            if platform.end_grant(grant).is_ok() {
-                platform.free_pages(page);
-                freed += 1;
-            }
-        }
-        platform.close_port(port);
-        freed
+        queues.into_iter().map(|q| q.release(&platform)).sum()
     }
 
     /// The MAC address from XenStore.
@@ -300,10 +560,12 @@ impl<P: XenPlatform> Netfront<P> {
         self.sg
     }
 
+    /// Marks the vif broken (every queue's rings), keeping the first reason.
     fn fail(&mut self, why: String) {
         if self.broken.is_none() {
-            self.tx.mark_broken();
-            self.rx.mark_broken();
+            for q in &mut self.queues {
+                q.mark_broken();
+            }
             self.broken = Some(why);
         }
     }
@@ -318,12 +580,20 @@ impl<P: XenPlatform> Netfront<P> {
         if self.broken.is_some() {
             return 0;
         }
-        self.tx_free.len().min(self.tx.free_requests() as usize)
+        self.queues
+            .iter()
+            .map(Queue::tx_free_slots)
+            .min()
+            .unwrap_or(0)
     }
 
     /// Free TX slots.
     pub fn can_send(&self) -> bool {
-        self.broken.is_none() && self.tx_free.len() >= MAX_FRAME.div_ceil(PAGE_BYTES)
+        self.broken.is_none()
+            && self
+                .queues
+                .iter()
+                .all(|q| q.tx_free.len() >= MAX_FRAME.div_ceil(PAGE_BYTES))
     }
 
     /// Sends one Ethernet frame (copied into the pages of the TX slots it takes).
@@ -348,192 +618,84 @@ impl<P: XenPlatform> Netfront<P> {
         if frame.is_empty() || frame.len() > 65535 {
             return Err(NetError::BadFrame);
         }
-        let chunks: Vec<&[u8]> = frame.chunks(PAGE_BYTES).collect();
-        if chunks.len() > 1 && !self.sg {
+        if frame.len() > PAGE_BYTES && !self.sg {
             return Err(NetError::BadFrame);
         }
-        let ring_slots = chunks.len() + usize::from(gso.is_some());
-        if self.tx_free.len() < chunks.len() || (self.tx.free_requests() as usize) < ring_slots {
-            self.reap_tx();
-            if self.tx_free.len() < chunks.len() || (self.tx.free_requests() as usize) < ring_slots
-            {
-                return Err(NetError::Busy);
+        let Netfront {
+            platform,
+            queues,
+            stats,
+            ..
+        } = self;
+        let Some(q) = queues.first_mut() else {
+            return Err(NetError::Busy);
+        };
+        match q.send(platform, frame, gso, stats) {
+            Ok(()) => Ok(()),
+            Err(QueueError::Busy) => Err(NetError::Busy),
+            Err(QueueError::Broken(why)) => {
+                self.fail(why.clone());
+                Err(NetError::Broken(why))
             }
         }
-        for (i, chunk) in chunks.iter().enumerate() {
-            let id = self.tx_free.pop().ok_or(NetError::Busy)?;
-            let Some(slot) = self.tx_slots.get_mut(usize::from(id)) else {
-                self.fail(format!("tx slot {id} out of range"));
-                return Err(NetError::Broken(format!("tx slot {id}")));
-            };
-            slot.page.mem.write_bytes(0, chunk);
-            let mut more = if i + 1 < chunks.len() {
-                netif::NETTXF_MORE_DATA
-            } else {
-                0
-            };
-            if i == 0 && gso.is_some() {
-                more |= netif::NETTXF_EXTRA_INFO
-                    | netif::NETTXF_CSUM_BLANK
-                    | netif::NETTXF_DATA_VALIDATED;
-            }
-            let size = if i == 0 { frame.len() } else { chunk.len() } as u16;
-            let req = TxRequest {
-                gref: slot.grant.gref().0,
-                offset: 0,
-                flags: more,
-                id,
-                size,
-            };
-            slot.in_flight = true;
-            slot.packet_bytes = if i == 0 { frame.len() } else { 0 };
-            if let Err(e) = self.tx.push_request(&req.encode()) {
-                self.fail(format!("tx ring: {e}"));
-                return Err(NetError::Broken(format!("{e}")));
-            }
-            if let (0, Some(mss)) = (i, gso) {
-                // The extra-info slot follows the first request; its response is
-                // NETIF_RSP_NULL.
-                if let Err(e) = self.tx.push_request(&netif::encode_gso_extra(mss)) {
-                    self.fail(format!("tx ring: {e}"));
-                    return Err(NetError::Broken(format!("{e}")));
-                }
-            }
-        }
-        if self.tx.push_requests_and_check_notify() {
-            self.platform.notify(self.port);
-        }
-        Ok(())
     }
 
-    /// Takes TX responses: ends grants, frees pages, counts.
+    /// Takes TX responses on every queue: frees slots, counts.
     pub fn reap_tx(&mut self) {
-        let mut raw = [0u8; 4];
-        loop {
-            if self.broken.is_some() {
-                return;
-            }
-            match self.tx.take_response(&mut raw) {
-                Ok(true) => {}
-                Ok(false) => match self.tx.final_check_for_responses() {
-                    Ok(true) => continue,
-                    Ok(false) => return,
-                    Err(e) => return self.fail(format!("tx ring: {e}")),
-                },
-                Err(e) => return self.fail(format!("tx ring: {e}")),
-            }
-            let r = netif::decode_tx_response(&raw);
-            if r.status == netif::RSP_NULL {
-                continue; // extra-info slot
-            }
-            let Some(slot) = self
-                .tx_slots
-                .get_mut(usize::from(r.id))
-                .filter(|s| s.in_flight)
-            else {
-                return self.fail(format!("tx response id {} not in flight", r.id));
-            };
-            slot.in_flight = false;
-            let bytes = slot.packet_bytes;
-            self.tx_free.push(r.id);
-            match r.status {
-                netif::RSP_OKAY => {
-                    if bytes > 0 {
-                        self.stats.tx_packets += 1;
-                        self.stats.tx_bytes += bytes as u64;
-                    }
-                }
-                netif::RSP_ERROR | netif::RSP_DROPPED => self.stats.tx_errors += 1,
-                s => return self.fail(format!("tx response id {} has unknown status {s}", r.id)),
-            }
+        if self.broken.is_some() {
+            return;
+        }
+        let Netfront { queues, stats, .. } = self;
+        let failed = queues.iter_mut().find_map(|q| q.reap_tx(stats).err());
+        if let Some(why) = failed {
+            self.fail(why);
         }
     }
 
-    /// Takes RX responses: copies each frame out once, reposts the buffers.
+    /// Takes RX responses from every queue, in turn (a queue hands over at most
+    /// [`RX_BUDGET`] responses before the next one's turn, and the queue that starts
+    /// moves on at every call): copies each frame out once, reposts the buffers.
     pub fn poll_rx(&mut self) {
-        let mut raw = [0u8; netif::RX_ENTRY_BYTES];
-        let mut reposted = false;
-        loop {
-            if self.broken.is_some() {
-                break;
-            }
-            match self.rx.take_response(&mut raw) {
-                Ok(true) => {}
-                Ok(false) => match self.rx.final_check_for_responses() {
-                    Ok(true) => continue,
-                    Ok(false) => break,
-                    Err(e) => {
-                        self.fail(format!("rx ring: {e}"));
-                        break;
-                    }
-                },
-                Err(e) => {
-                    self.fail(format!("rx ring: {e}"));
-                    break;
-                }
-            }
-            let r: RxResponse = netif::decode_rx_response(&raw);
-            let idx = usize::from(r.id);
-            let Some(buf) = self.rx_bufs.get_mut(idx).filter(|b| b.posted) else {
-                self.fail(format!("rx response id {} not posted", r.id));
-                break;
-            };
-            buf.posted = false;
-            if r.flags & netif::NETRXF_EXTRA_INFO != 0 {
-                // Extra info (GSO) is not requested; a backend sending it is confused.
-                self.fail(String::from("rx extra info not negotiated"));
-                break;
-            }
-            match r.data_range() {
-                Ok((off, len)) => {
-                    let mut data = alloc::vec![0u8; len];
-                    buf.page.mem.read_bytes(off, &mut data);
-                    let more = r.flags & netif::NETRXF_MORE_DATA != 0;
-                    let (frame, flags) = match self.partial.take() {
-                        Some((mut p, f)) => {
-                            p.extend_from_slice(&data);
-                            (p, f)
-                        }
-                        None => (data, r.flags),
-                    };
-                    if more {
-                        if frame.len() > 65535 {
-                            self.stats.rx_dropped += 1;
-                        } else {
-                            self.partial = Some((frame, flags));
-                        }
-                    } else {
-                        self.stats.rx_packets += 1;
-                        self.stats.rx_bytes += frame.len() as u64;
-                        if self.received.len() < 1024 {
-                            self.received.push_back((frame, flags));
-                        } else {
-                            self.stats.rx_dropped += 1;
-                        }
-                    }
-                }
-                Err(_) if r.status < 0 => {
-                    self.stats.rx_errors += 1;
-                    self.partial = None;
-                }
-                Err(why) => {
-                    self.fail(format!("rx response id {}: {why}", r.id));
-                    break;
-                }
-            }
-            // Post the buffer again.
-            let gref = self.rx_bufs[idx].grant.gref().0;
-            if self
-                .rx
-                .push_request(&netif::encode_rx_request(r.id, gref))
-                .is_ok()
-            {
-                self.rx_bufs[idx].posted = true;
-                reposted = true;
-            }
+        let n = self.queues.len();
+        if n == 0 {
+            return;
         }
-        if reposted && self.rx.push_requests_and_check_notify() {
-            self.platform.notify(self.port);
+        // Enough turns to drain full rings and see them empty, not more: reposted
+        // buffers may be answered again meanwhile, and the next call takes those.
+        let rounds = self
+            .queues
+            .iter()
+            .map(|q| q.rx.size() as usize)
+            .max()
+            .unwrap_or(0)
+            .div_ceil(RX_BUDGET)
+            + 1;
+        for _ in 0..rounds {
+            let mut taken = 0;
+            for k in 0..n {
+                if self.broken.is_some() {
+                    return;
+                }
+                let i = (self.rx_next + k) % n;
+                let Netfront {
+                    platform,
+                    queues,
+                    stats,
+                    received,
+                    ..
+                } = self;
+                let Some(q) = queues.get_mut(i) else {
+                    continue;
+                };
+                match q.poll_rx(platform, stats, received, RX_BUDGET) {
+                    Ok(t) => taken += t,
+                    Err(why) => return self.fail(why),
+                }
+            }
+            self.rx_next = (self.rx_next + 1) % n;
+            if taken == 0 {
+                break;
+            }
         }
     }
 
