@@ -467,6 +467,65 @@ pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
     parts.next().is_none().then_some(mac)
 }
 
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+const IPPROTO_TCP: u8 = 6;
+const IPPROTO_UDP: u8 = 17;
+
+/// A hash of the flow an Ethernet frame belongs to: the IP protocol, source and
+/// destination addresses of an IPv4 or IPv6 packet, and its TCP or UDP ports when it
+/// carries them where they are found without parsing further (not in IPv4
+/// fragments, whose later pieces have no ports, nor behind IPv6 extension headers).
+/// `None` for any other frame (ARP, ...). Only the fields named count, so every
+/// frame of one flow hashes alike.
+fn flow_hash(frame: &[u8]) -> Option<u32> {
+    let ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+    let ip = frame.get(14..)?;
+    let (proto, addrs, l4) = match ethertype {
+        ETHERTYPE_IPV4 => {
+            let ihl = usize::from(*ip.first()? & 0x0f) * 4;
+            if *ip.first()? >> 4 != 4 || ihl < 20 || ip.len() < ihl {
+                return None;
+            }
+            // More-fragments flag or a fragment offset: a piece of a datagram.
+            let fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0;
+            (ip[9], &ip[12..20], (!fragment).then(|| &ip[ihl..]))
+        }
+        ETHERTYPE_IPV6 => {
+            if ip.len() < 40 || ip[0] >> 4 != 6 {
+                return None;
+            }
+            (ip[6], &ip[8..40], Some(&ip[40..]))
+        }
+        _ => return None,
+    };
+    let ports = match (proto, l4) {
+        (IPPROTO_TCP | IPPROTO_UDP, Some(l4)) => l4.get(..4).unwrap_or(&[]),
+        _ => &[],
+    };
+    // FNV-1a, then a final mix (murmur3's) so that the low bits, which pick the
+    // queue, depend on every input bit.
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in core::iter::once(&proto).chain(addrs).chain(ports) {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    Some(h ^ (h >> 16))
+}
+
+/// The transmit queue (of `queues`) for a frame: by its flow hash, so that one flow
+/// keeps to one queue (no reordering) and flows spread; frames without one go to
+/// queue 0.
+fn tx_queue(frame: &[u8], queues: usize) -> usize {
+    match flow_hash(frame) {
+        Some(h) if queues > 1 => h as usize % queues,
+        _ => 0,
+    }
+}
+
 impl<P: XenPlatform> Netfront<P> {
     /// Connects to `device/vif/<id>`.
     pub fn connect(platform: P, id: u32) -> Result<Self, NetError> {
@@ -621,13 +680,14 @@ impl<P: XenPlatform> Netfront<P> {
         if frame.len() > PAGE_BYTES && !self.sg {
             return Err(NetError::BadFrame);
         }
+        let k = tx_queue(frame, self.queues.len());
         let Netfront {
             platform,
             queues,
             stats,
             ..
         } = self;
-        let Some(q) = queues.first_mut() else {
+        let Some(q) = queues.get_mut(k) else {
             return Err(NetError::Busy);
         };
         match q.send(platform, frame, gso, stats) {
@@ -1077,6 +1137,192 @@ mod tests {
             before + 2,
             "only the ring grants remain"
         );
+    }
+
+    /// An Ethernet frame holding an IPv4 packet (20-byte header, `frag` = flags and
+    /// fragment offset, TTL `ttl`) whose payload is `l4`.
+    fn ipv4(src: [u8; 4], dst: [u8; 4], proto: u8, frag: u16, ttl: u8, l4: &[u8]) -> Vec<u8> {
+        let mut f = alloc::vec![0u8; 14];
+        f[0..6].copy_from_slice(&[0x00, 0x16, 0x3e, 9, 9, 9]);
+        f[6..12].copy_from_slice(&[0x00, 0x16, 0x3e, 1, 2, 3]);
+        f[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+        f.extend_from_slice(&[0x45, 0]);
+        f.extend_from_slice(&(20 + l4.len() as u16).to_be_bytes());
+        f.extend_from_slice(&[0x12, 0x34]);
+        f.extend_from_slice(&frag.to_be_bytes());
+        f.extend_from_slice(&[ttl, proto, 0, 0]);
+        f.extend_from_slice(&src);
+        f.extend_from_slice(&dst);
+        f.extend_from_slice(l4);
+        f
+    }
+
+    /// A TCP segment's bytes: ports, then the rest of a 20-byte header (flags
+    /// `flags`, sequence `seq`), then `payload` bytes.
+    fn tcp(sport: u16, dport: u16, seq: u32, flags: u8, payload: usize) -> Vec<u8> {
+        let mut t = Vec::new();
+        t.extend_from_slice(&sport.to_be_bytes());
+        t.extend_from_slice(&dport.to_be_bytes());
+        t.extend_from_slice(&seq.to_be_bytes());
+        t.extend_from_slice(&[0, 0, 0, 0, 0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+        t.resize(20 + payload, seq as u8);
+        t
+    }
+
+    /// A TCP/IPv4 frame from 10.0.0.2:`sport` to 10.0.0.1:`dport`.
+    fn tcp4(sport: u16, dport: u16, seq: u32, payload: usize) -> Vec<u8> {
+        ipv4(
+            [10, 0, 0, 2],
+            [10, 0, 0, 1],
+            IPPROTO_TCP,
+            0x4000, // don't fragment
+            64,
+            &tcp(sport, dport, seq, 0x18, payload),
+        )
+    }
+
+    /// An Ethernet frame holding an IPv6 packet (next header `next`, payload `l4`).
+    fn ipv6(src: [u8; 16], dst: [u8; 16], next: u8, hops: u8, l4: &[u8]) -> Vec<u8> {
+        let mut f = alloc::vec![0u8; 14];
+        f[12..14].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
+        f.extend_from_slice(&[0x60, 0, 0, 0]);
+        f.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+        f.extend_from_slice(&[next, hops]);
+        f.extend_from_slice(&src);
+        f.extend_from_slice(&dst);
+        f.extend_from_slice(l4);
+        f
+    }
+
+    #[test]
+    fn one_flow_hashes_alike_whatever_else_changes() {
+        let h = flow_hash(&tcp4(40000, 80, 1, 0)).unwrap();
+        // payload, length, sequence number, flags, TTL: none of them count
+        assert_eq!(flow_hash(&tcp4(40000, 80, 99_999, 1400)), Some(h));
+        let other_flags = ipv4(
+            [10, 0, 0, 2],
+            [10, 0, 0, 1],
+            IPPROTO_TCP,
+            0,
+            3,
+            &tcp(40000, 80, 7, 0x11, 5),
+        );
+        assert_eq!(flow_hash(&other_flags), Some(h));
+        // a 64 KiB GSO packet of the flow goes the same way as its small segments
+        assert_eq!(flow_hash(&tcp4(40000, 80, 5, 65_000)), Some(h));
+        // every field of the flow counts
+        assert_ne!(flow_hash(&tcp4(40001, 80, 1, 0)), Some(h), "source port");
+        assert_ne!(
+            flow_hash(&tcp4(40000, 81, 1, 0)),
+            Some(h),
+            "destination port"
+        );
+        let other_host = ipv4(
+            [10, 0, 0, 3],
+            [10, 0, 0, 1],
+            IPPROTO_TCP,
+            0x4000,
+            64,
+            &tcp(40000, 80, 1, 0x18, 0),
+        );
+        assert_ne!(flow_hash(&other_host), Some(h), "source address");
+        let udp = ipv4(
+            [10, 0, 0, 2],
+            [10, 0, 0, 1],
+            IPPROTO_UDP,
+            0,
+            64,
+            &tcp(40000, 80, 1, 0, 0)[..8],
+        );
+        assert_ne!(flow_hash(&udp), Some(h), "protocol");
+        let udp2 = ipv4(
+            [10, 0, 0, 2],
+            [10, 0, 0, 1],
+            IPPROTO_UDP,
+            0,
+            64,
+            &tcp(40000, 53, 1, 0, 0)[..8],
+        );
+        assert_ne!(flow_hash(&udp2), flow_hash(&udp), "UDP ports count");
+    }
+
+    #[test]
+    fn pieces_of_a_datagram_and_portless_protocols_hash_by_address() {
+        let dgram = tcp(5353, 5353, 0, 0, 3000);
+        let first = ipv4(
+            [10, 0, 0, 2],
+            [10, 0, 0, 1],
+            IPPROTO_UDP,
+            0x2000,
+            64,
+            &dgram[..1480],
+        );
+        let last = ipv4(
+            [10, 0, 0, 2],
+            [10, 0, 0, 1],
+            IPPROTO_UDP,
+            185,
+            64,
+            &dgram[1480..],
+        );
+        assert_eq!(flow_hash(&first), flow_hash(&last));
+        assert!(flow_hash(&first).is_some());
+        // ICMP: the bytes after the IP header do not count
+        let ping = |id: u8| ipv4([10, 0, 0, 2], [10, 0, 0, 1], 1, 0, 64, &[8, 0, 0, 0, id, 1]);
+        assert_eq!(flow_hash(&ping(1)), flow_hash(&ping(2)));
+    }
+
+    #[test]
+    fn ipv6_flows_hash_by_addresses_and_ports() {
+        let a = [0xfd, 0, 0, 0x99, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+        let b = [0xfd, 0, 0, 0x99, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        let f = |sport, hops, payload| {
+            ipv6(a, b, IPPROTO_TCP, hops, &tcp(sport, 443, 1, 0x10, payload))
+        };
+        let h = flow_hash(&f(50000, 64, 0)).unwrap();
+        assert_eq!(flow_hash(&f(50000, 1, 1000)), Some(h));
+        assert_ne!(flow_hash(&f(50001, 64, 0)), Some(h));
+        assert_ne!(
+            flow_hash(&ipv6(b, a, IPPROTO_TCP, 64, &tcp(50000, 443, 1, 0, 0))),
+            Some(h)
+        );
+        // truncated: no IPv6 header, no hash
+        assert_eq!(flow_hash(&f(50000, 64, 0)[..50]), None);
+    }
+
+    #[test]
+    fn frames_without_a_flow_go_to_queue_0() {
+        let mut arp = alloc::vec![0u8; 42];
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(flow_hash(&arp), None);
+        assert_eq!(tx_queue(&arp, 4), 0);
+        for short in [&[][..], &[0u8; 13][..], &tcp4(1, 2, 3, 0)[..30]] {
+            assert_eq!(flow_hash(short), None);
+            assert_eq!(tx_queue(short, 4), 0);
+        }
+        // an IPv4 header with a bad version or length is not parsed
+        let mut bad = tcp4(1, 2, 3, 0);
+        bad[14] = 0x44;
+        assert_eq!(flow_hash(&bad), None);
+        bad[14] = 0x65;
+        assert_eq!(flow_hash(&bad), None);
+        // with one queue everything goes to queue 0
+        assert_eq!(tx_queue(&tcp4(40000, 80, 1, 0), 1), 0);
+    }
+
+    #[test]
+    fn flows_spread_over_the_queues() {
+        for queues in [2usize, 3, 4] {
+            let mut used = alloc::vec![0u32; queues];
+            for sport in 40000..40064 {
+                let q = tx_queue(&tcp4(sport, 80, 1, 0), queues);
+                assert!(q < queues);
+                used[q] += 1;
+            }
+            // 64 flows: every queue gets a fair share (at least half the average)
+            let fair = 64 / queues as u32 / 2;
+            assert!(used.iter().all(|&n| n >= fair), "{queues} queues: {used:?}");
+        }
     }
 
     #[test]
