@@ -1,11 +1,23 @@
 //! netfront: the Xen PV network frontend (xen/include/public/io/netif.h), data path
 //! and handshake.
 //!
-//! Handshake ([`Netfront::connect`], driven by the shared xenbus [`Frontend`]):
-//! publish `tx-ring-ref`, `rx-ring-ref`, `event-channel`, `request-rx-copy` = 1,
-//! `feature-rx-notify` = 1, `feature-sg` = 1, then go Connected when the backend is;
+//! Handshake ([`Netfront::connect_with`], driven by the shared xenbus [`Frontend`]):
+//! once the backend waits (InitWait), choose the number of queues N: the caller's
+//! cap, no more than the backend's `multi-queue-max-queues` (a missing, malformed or
+//! zero value counts as 1). Each queue is a TX ring, an RX ring and one event
+//! channel. With N = 1 publish `tx-ring-ref`, `rx-ring-ref` and `event-channel` in
+//! the frontend's directory, as a frontend that knows nothing of queues does, and no
+//! `multi-queue-num-queues`; with N > 1 publish `multi-queue-num-queues` = N and
+//! those three keys under `queue-0/` .. `queue-<N-1>/` instead (netif.h, "Multiple
+//! transmit and receive queues"). Then, for the whole vif: `request-rx-copy` = 1,
+//! `feature-rx-notify` = 1, `feature-sg` = 1, and go Connected when the backend is;
 //! the MAC comes from the frontend's `mac` key. TCPv4 GSO packets are sent when the
 //! backend offers `feature-gso-tcpv4` (and scatter-gather).
+//!
+//! Queues: a frame is sent on the queue its flow hashes to (IPv4/IPv6 addresses and
+//! TCP/UDP ports; anything else on queue 0), so one flow is never reordered across
+//! queues; the backend picks the queue of each received packet, and the RX rings
+//! are taken in turn (a bounded batch each), into one received queue.
 //!
 //! RX: a pool of pages stays granted to the backend (read-write) and posted on the RX
 //! ring; a received packet's data is copied out of its page once and the page is
@@ -20,7 +32,8 @@
 //! data inside the page, status); a bad one marks the vif broken.
 //!
 //! The rings, the event channel and the buffers make up a queue; the received
-//! frames, the counters and the broken state are the vif's.
+//! frames, the counters and the broken state are the vif's: a bad response on any
+//! queue breaks the whole vif.
 
 use crate::netif::{self, RxResponse, TxRequest};
 use crate::platform::{DmaPages, XenPlatform};
@@ -37,6 +50,9 @@ use xenlet_xen::xenbus::{Action, Frontend, XenbusState};
 
 /// Largest Ethernet frame handled without GSO (1500 MTU + 14 header).
 pub const MAX_FRAME: usize = 1514;
+/// Queues [`Netfront::connect`] asks for at most (fewer when the backend offers
+/// fewer). Each queue holds 2 ring pages and 512 buffer pages (2 MiB).
+pub const DEFAULT_MAX_QUEUES: usize = 4;
 /// How long the handshake waits for the backend.
 const HANDSHAKE_TIMEOUT_NS: u64 = 60_000_000_000;
 /// Received frames kept until taken; more are dropped (counted).
@@ -99,6 +115,15 @@ struct TxSlot {
     grant: Grant,
     /// Bytes of the packet this slot starts (0 for continuation slots).
     packet_bytes: usize,
+}
+
+/// Packet counters of one queue ([`Netfront::queue_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Packets received on the queue.
+    pub rx_packets: u64,
+    /// Packets sent on the queue (answered OK by the backend).
+    pub tx_packets: u64,
 }
 
 /// Why a queue did not take a packet.
@@ -526,9 +551,27 @@ fn tx_queue(frame: &[u8], queues: usize) -> usize {
     }
 }
 
+/// The number of queues to use: the caller's cap `max_queues`, no more than the
+/// backend's `multi-queue-max-queues` value `backend_max` (absent, malformed or 0:
+/// the backend has one queue), and at least 1.
+fn queue_count(max_queues: usize, backend_max: Option<&str>) -> usize {
+    let offered = backend_max
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(1);
+    max_queues.min(offered).max(1)
+}
+
 impl<P: XenPlatform> Netfront<P> {
-    /// Connects to `device/vif/<id>`.
+    /// Connects to `device/vif/<id>` with up to [`DEFAULT_MAX_QUEUES`] queues (as
+    /// many as the backend offers, no more).
     pub fn connect(platform: P, id: u32) -> Result<Self, NetError> {
+        Self::connect_with(platform, id, DEFAULT_MAX_QUEUES)
+    }
+
+    /// Connects to `device/vif/<id>` with up to `max_queues` queues: as many as the
+    /// backend offers (`multi-queue-max-queues`), no more, and at least one (also for
+    /// `max_queues` = 0). Each queue costs 514 pages.
+    pub fn connect_with(platform: P, id: u32, max_queues: usize) -> Result<Self, NetError> {
         let p = &platform;
         let base = format!("device/vif/{id}");
         let backend = hs("backend path", p.xs_read(&format!("{base}/backend")))?;
@@ -552,13 +595,32 @@ impl<P: XenPlatform> Netfront<P> {
         // TCP segmentation offload on transmit: the backend splits large TCPv4
         // packets (needs scatter-gather to carry them).
         let gso = sg && flag("feature-gso-tcpv4");
-        let queues = alloc::vec![Queue::setup(p, backend_id)?];
+        let max = p.xs_read(&format!("{backend}/multi-queue-max-queues")).ok();
+        let n = queue_count(max_queues, max.as_deref());
+        let queues = (0..n)
+            .map(|_| Queue::setup(p, backend_id))
+            .collect::<Result<Vec<_>, _>>()?;
 
         let w = |k: &str, v: &str| hs(k, p.xs_write(&format!("{base}/{k}"), v));
-        for q in &queues {
-            w("tx-ring-ref", &format!("{}", q.tx_ring_grant.gref()))?;
-            w("rx-ring-ref", &format!("{}", q.rx_ring_grant.gref()))?;
-            w("event-channel", &format!("{}", q.port.0))?;
+        if n > 1 {
+            w("multi-queue-num-queues", &format!("{n}"))?;
+        }
+        for (k, q) in queues.iter().enumerate() {
+            // One queue: the keys at the top, as without multi-queue (netif.h).
+            let dir = if n > 1 {
+                format!("queue-{k}/")
+            } else {
+                String::new()
+            };
+            w(
+                &format!("{dir}tx-ring-ref"),
+                &format!("{}", q.tx_ring_grant.gref()),
+            )?;
+            w(
+                &format!("{dir}rx-ring-ref"),
+                &format!("{}", q.rx_ring_grant.gref()),
+            )?;
+            w(&format!("{dir}event-channel"), &format!("{}", q.port.0))?;
         }
         w("request-rx-copy", "1")?;
         w("feature-rx-notify", "1")?;
@@ -584,9 +646,10 @@ impl<P: XenPlatform> Netfront<P> {
         })
     }
 
-    /// Gives back the RX and TX buffers (grants ended, pages freed) and closes the
-    /// event channel, once the backend has closed (`xl network-detach`). A page the
-    /// backend still maps keeps its grant and stays allocated. Returns the pages freed.
+    /// Gives back every queue's RX and TX buffers (grants ended, pages freed) and
+    /// closes the event channels, once the backend has closed (`xl network-detach`).
+    /// A page the backend still maps keeps its grant and stays allocated. Returns the
+    /// pages freed (512 per queue when all are).
     pub fn release(self) -> usize {
         let Netfront {
             platform, queues, ..
@@ -607,6 +670,22 @@ impl<P: XenPlatform> Netfront<P> {
     /// Link statistics.
     pub fn stats(&self) -> NetStats {
         self.stats
+    }
+
+    /// The number of queues (TX/RX ring pairs) in use.
+    pub fn queues(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// Packet counters per queue, queue 0 first.
+    pub fn queue_stats(&self) -> Vec<QueueStats> {
+        self.queues
+            .iter()
+            .map(|q| QueueStats {
+                rx_packets: q.rx_packets,
+                tx_packets: q.tx_packets,
+            })
+            .collect()
     }
 
     /// Why the vif is broken, if it is.
@@ -634,7 +713,8 @@ impl<P: XenPlatform> Netfront<P> {
         self.gso
     }
 
-    /// TX slots free now (a GSO packet of up to 64 KiB needs 17).
+    /// TX slots free now (a GSO packet of up to 64 KiB needs 17), on the fullest
+    /// queue: the frame to be sent, and so its queue, is not known yet.
     pub fn tx_free_slots(&self) -> usize {
         if self.broken.is_some() {
             return 0;
@@ -646,7 +726,8 @@ impl<P: XenPlatform> Netfront<P> {
             .unwrap_or(0)
     }
 
-    /// Free TX slots.
+    /// Whether a frame of up to [`MAX_FRAME`] bytes can be sent now, whatever its
+    /// queue (every queue has the slots).
     pub fn can_send(&self) -> bool {
         self.broken.is_none()
             && self
@@ -655,7 +736,8 @@ impl<P: XenPlatform> Netfront<P> {
                 .all(|q| q.tx_free.len() >= MAX_FRAME.div_ceil(PAGE_BYTES))
     }
 
-    /// Sends one Ethernet frame (copied into the pages of the TX slots it takes).
+    /// Sends one Ethernet frame (copied into the pages of the TX slots it takes) on
+    /// the queue of its flow.
     pub fn send(&mut self, frame: &[u8]) -> Result<(), NetError> {
         self.send_frame(frame, None)
     }
@@ -712,9 +794,10 @@ impl<P: XenPlatform> Netfront<P> {
         }
     }
 
-    /// Takes RX responses from every queue, in turn (a queue hands over at most
-    /// [`RX_BUDGET`] responses before the next one's turn, and the queue that starts
-    /// moves on at every call): copies each frame out once, reposts the buffers.
+    /// Takes RX responses from every queue, in turn (a queue hands over at most 64
+    /// responses before the next one's turn, and the queue that starts moves on at
+    /// every call): copies each frame out once, reposts the buffers (notifying that
+    /// queue's event channel when the backend asks for it).
     pub fn poll_rx(&mut self) {
         let n = self.queues.len();
         if n == 0 {
@@ -730,13 +813,15 @@ impl<P: XenPlatform> Netfront<P> {
             .unwrap_or(0)
             .div_ceil(RX_BUDGET)
             + 1;
+        let start = self.rx_next;
+        self.rx_next = (start + 1) % n;
         for _ in 0..rounds {
             let mut taken = 0;
             for k in 0..n {
                 if self.broken.is_some() {
                     return;
                 }
-                let i = (self.rx_next + k) % n;
+                let i = (start + k) % n;
                 let Netfront {
                     platform,
                     queues,
@@ -752,7 +837,6 @@ impl<P: XenPlatform> Netfront<P> {
                     Err(why) => return self.fail(why),
                 }
             }
-            self.rx_next = (self.rx_next + 1) % n;
             if taken == 0 {
                 break;
             }
@@ -798,6 +882,10 @@ mod tests {
         next_gref: Cell<u32>,
         /// "+path" for each watch set, "-path" for each removed.
         watch_log: RefCell<Vec<String>>,
+        next_port: Cell<u32>,
+        notified: RefCell<Vec<u32>>,
+        closed: RefCell<Vec<u32>>,
+        pages_freed: Cell<usize>,
     }
 
     impl Fake {
@@ -805,6 +893,7 @@ mod tests {
             let f = Fake::default();
             f.next_gfn.set(0x1000);
             f.next_gref.set(8);
+            f.next_port.set(9);
             let mut xs = f.xs.borrow_mut();
             xs.insert("device/vif/0/backend".into(), BE.into());
             xs.insert("device/vif/0/backend-id".into(), "0".into());
@@ -818,6 +907,16 @@ mod tests {
             let gref: u32 = self.xs.borrow()[key].parse().unwrap();
             let gfn = self.grants.borrow()[&gref];
             self.pages.borrow()[&gfn].alias_for_test()
+        }
+        /// A backend offering `max` as `multi-queue-max-queues`.
+        fn offering_queues(max: &str) -> Self {
+            let f = Fake::new();
+            f.xs.borrow_mut()
+                .insert(format!("{BE}/multi-queue-max-queues"), max.into());
+            f
+        }
+        fn key(&self, key: &str) -> Option<String> {
+            self.xs.borrow().get(key).cloned()
         }
         fn page_by_gref(&self, gref: u32) -> SharedPage {
             let gfn = self.grants.borrow()[&gref];
@@ -862,7 +961,9 @@ mod tests {
             self.pages.borrow_mut().insert(gfn, mem.alias_for_test());
             Some(DmaPages { mem, gfn, count })
         }
-        fn free_pages(&self, _: DmaPages) {}
+        fn free_pages(&self, p: DmaPages) {
+            self.pages_freed.set(self.pages_freed.get() + p.count);
+        }
         fn grant(
             &self,
             _: u16,
@@ -879,17 +980,24 @@ mod tests {
             Ok(())
         }
         fn alloc_unbound(&self, _: u16) -> Result<Port, XenError> {
-            Ok(Port(9))
+            let p = self.next_port.get();
+            self.next_port.set(p + 1);
+            Ok(Port(p))
         }
-        fn close_port(&self, _: Port) {}
-        fn notify(&self, _: Port) {}
+        fn close_port(&self, p: Port) {
+            self.closed.borrow_mut().push(p.0);
+        }
+        fn notify(&self, p: Port) {
+            self.notified.borrow_mut().push(p.0);
+        }
         fn wait(&self) {}
         fn now_ns(&self) -> u64 {
             0
         }
     }
 
-    /// Backend side of the RX ring: delivers a frame into the next posted buffer.
+    /// Backend side of the single queue's RX ring: delivers a frame into the next
+    /// posted buffer.
     fn deliver(
         f: &Fake,
         rx_rsp_prod: &mut u32,
@@ -898,7 +1006,29 @@ mod tests {
         data: &[u8],
         status: Option<i16>,
     ) {
-        let ring = f.page_of("device/vif/0/rx-ring-ref");
+        deliver_on(
+            f,
+            "device/vif/0",
+            rx_rsp_prod,
+            id_override,
+            offset,
+            data,
+            status,
+        );
+    }
+
+    /// Backend side of the RX ring published in `dir` (`device/vif/0` or
+    /// `device/vif/0/queue-<k>`): delivers a frame into the next posted buffer.
+    fn deliver_on(
+        f: &Fake,
+        dir: &str,
+        rx_rsp_prod: &mut u32,
+        id_override: Option<u16>,
+        offset: u16,
+        data: &[u8],
+        status: Option<i16>,
+    ) {
+        let ring = f.page_of(&format!("{dir}/rx-ring-ref"));
         // the request at the same index names the buffer
         let slot = 64 + (*rx_rsp_prod % 256) as usize * 8;
         let mut req = [0u8; 8];
@@ -1323,6 +1453,343 @@ mod tests {
             let fair = 64 / queues as u32 / 2;
             assert!(used.iter().all(|&n| n >= fair), "{queues} queues: {used:?}");
         }
+    }
+
+    const QDIR: [&str; 2] = ["device/vif/0/queue-0", "device/vif/0/queue-1"];
+    const MQ_NUM: &str = "device/vif/0/multi-queue-num-queues";
+    const QUEUE_KEYS: [&str; 3] = ["tx-ring-ref", "rx-ring-ref", "event-channel"];
+
+    /// Backend side of a TX ring: answers the requests `from..to` with OKAY.
+    fn answer_tx(f: &Fake, dir: &str, from: u32, to: u32) {
+        let ring = f.page_of(&format!("{dir}/tx-ring-ref"));
+        let mut e = [0u8; 12];
+        for i in from..to {
+            let slot = 64 + (i % 256) as usize * 12;
+            ring.read_bytes(slot, &mut e);
+            ring.write_bytes(slot, &[e[8], e[9], 0, 0]);
+        }
+        ring.store_u32(8, to);
+    }
+
+    /// The frame bytes at `at` in the page the `i`-th request of a TX ring names.
+    fn tx_bytes(f: &Fake, dir: &str, i: u32, at: usize, buf: &mut [u8]) {
+        let ring = f.page_of(&format!("{dir}/tx-ring-ref"));
+        let mut e = [0u8; 12];
+        ring.read_bytes(64 + (i % 256) as usize * 12, &mut e);
+        let gref = u32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+        f.page_by_gref(gref).read_bytes(at, buf);
+    }
+
+    fn event_channel(f: &Fake, dir: &str) -> u32 {
+        f.key(&format!("{dir}/event-channel"))
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
+    /// A source port whose TCP flow to port 80 goes to the other of two queues
+    /// than source port 40000's.
+    fn flows_on_both_queues() -> (u16, usize, u16, usize) {
+        let qa = tx_queue(&tcp4(40000, 80, 0, 0), 2);
+        let b = (40001..40100)
+            .find(|&p| tx_queue(&tcp4(p, 80, 0, 0), 2) != qa)
+            .expect("some flow goes to the other queue");
+        (40000, qa, b, 1 - qa)
+    }
+
+    #[test]
+    fn multi_queue_handshake_publishes_each_queue_in_its_directory() {
+        let f = Fake::offering_queues("4");
+        let n = Netfront::connect_with(&f, 0, 2).unwrap();
+        assert_eq!(n.queues(), 2);
+        assert_eq!(f.key(MQ_NUM).as_deref(), Some("2"));
+        for k in QUEUE_KEYS {
+            assert_eq!(f.key(&format!("device/vif/0/{k}")), None, "top-level {k}");
+            assert_eq!(f.key(&format!("device/vif/0/queue-2/{k}")), None);
+        }
+        let mut refs = Vec::new();
+        let mut ports = Vec::new();
+        for dir in QDIR {
+            refs.push(f.key(&format!("{dir}/tx-ring-ref")).unwrap());
+            refs.push(f.key(&format!("{dir}/rx-ring-ref")).unwrap());
+            ports.push(event_channel(&f, dir));
+            let rx = f.page_of(&format!("{dir}/rx-ring-ref"));
+            assert_eq!(rx.load_u32(0), 256, "{dir}: every RX buffer posted");
+        }
+        refs.sort();
+        refs.dedup();
+        assert_eq!(refs.len(), 4, "four rings");
+        assert_ne!(ports[0], ports[1], "an event channel per queue");
+        // the vif's own keys stay at the top
+        assert_eq!(f.key("device/vif/0/request-rx-copy").as_deref(), Some("1"));
+        assert_eq!(
+            f.key("device/vif/0/feature-rx-notify").as_deref(),
+            Some("1")
+        );
+        assert_eq!(f.key("device/vif/0/feature-sg").as_deref(), Some("1"));
+        assert_eq!(f.key("device/vif/0/state").as_deref(), Some("4"));
+        assert_eq!(f.key("device/vif/0/queue-0/state"), None);
+        let notified = f.notified.borrow();
+        assert!(ports.iter().all(|p| notified.contains(p)), "{notified:?}");
+        assert_eq!(f.grants.borrow().len(), 2 * (2 + 512));
+    }
+
+    #[test]
+    fn connect_takes_what_the_backend_offers_up_to_four_queues() {
+        for (offer, want) in [("1", 1), ("2", 2), ("3", 3), ("4", 4), ("16", 4)] {
+            let f = Fake::offering_queues(offer);
+            assert_eq!(Netfront::connect(&f, 0).unwrap().queues(), want, "{offer}");
+            let num = (want > 1).then(|| format!("{want}"));
+            assert_eq!(f.key(MQ_NUM), num, "{offer}");
+        }
+        // the caller's cap wins over a larger offer
+        let f = Fake::offering_queues("8");
+        assert_eq!(Netfront::connect_with(&f, 0, 3).unwrap().queues(), 3);
+        assert_eq!(f.key(MQ_NUM).as_deref(), Some("3"));
+    }
+
+    #[test]
+    fn one_queue_keeps_the_keys_at_the_top() {
+        // a backend without multi-queue, and one offering it to a frontend asking
+        // for a single queue (or none at all)
+        for (f, cap) in [
+            (Fake::new(), 4),
+            (Fake::offering_queues("4"), 1),
+            (Fake::offering_queues("4"), 0),
+        ] {
+            let n = Netfront::connect_with(&f, 0, cap).unwrap();
+            assert_eq!(n.queues(), 1);
+            assert_eq!(f.key(MQ_NUM), None, "cap {cap}");
+            for k in QUEUE_KEYS {
+                assert!(f.key(&format!("device/vif/0/{k}")).is_some(), "{k}");
+                assert_eq!(f.key(&format!("device/vif/0/queue-0/{k}")), None);
+            }
+        }
+    }
+
+    #[test]
+    fn a_malformed_queue_offer_means_one_queue() {
+        for offer in ["x", "0", "", "-2", "2.5", "99999999999999999999999"] {
+            let f = Fake::offering_queues(offer);
+            let n = Netfront::connect_with(&f, 0, 4).unwrap();
+            assert_eq!(n.queues(), 1, "{offer:?}");
+            assert_eq!(f.key(MQ_NUM), None, "{offer:?}");
+            assert!(f.key("device/vif/0/tx-ring-ref").is_some());
+        }
+        assert_eq!(queue_count(4, Some(" 3\n")), 3);
+        assert_eq!(queue_count(4, None), 1);
+        assert_eq!(queue_count(0, Some("4")), 1);
+        assert_eq!(queue_count(usize::MAX, Some("2")), 2);
+    }
+
+    #[test]
+    fn frames_are_received_on_every_queue() {
+        let f = Fake::offering_queues("2");
+        let mut n = Netfront::connect_with(&f, 0, 2).unwrap();
+        let mut prod = [0u32; 2];
+        deliver_on(&f, QDIR[1], &mut prod[1], None, 0, &[0x11; 60], None);
+        assert_eq!(n.recv(), Some(alloc::vec![0x11; 60]));
+        deliver_on(&f, QDIR[0], &mut prod[0], None, 0, &[0x22; 60], None);
+        deliver_on(&f, QDIR[1], &mut prod[1], None, 0, &[0x33; 70], None);
+        let mut got = Vec::new();
+        while let Some(fr) = n.recv() {
+            got.push(fr);
+        }
+        got.sort();
+        assert_eq!(got, [alloc::vec![0x22; 60], alloc::vec![0x33; 70]]);
+        let qs = n.queue_stats();
+        assert_eq!(qs[0].rx_packets, 1);
+        assert_eq!(qs[1].rx_packets, 2);
+        assert_eq!(n.stats().rx_packets, 3);
+        assert_eq!(n.stats().rx_bytes, 190);
+        // the buffers go back to the ring they came from, and a backend waiting
+        // for requests on queue 1 is woken on queue 1's event channel
+        let rx1 = f.page_of(&format!("{}/rx-ring-ref", QDIR[1]));
+        assert_eq!(rx1.load_u32(0), 256 + 2, "two buffers reposted on queue 1");
+        rx1.store_u32(4, rx1.load_u32(0) + 1); // req_event
+        f.notified.borrow_mut().clear();
+        deliver_on(&f, QDIR[1], &mut prod[1], None, 0, &[0x44; 60], None);
+        assert_eq!(n.recv(), Some(alloc::vec![0x44; 60]));
+        assert_eq!(*f.notified.borrow(), [event_channel(&f, QDIR[1])]);
+        assert!(n.broken().is_none());
+    }
+
+    #[test]
+    fn a_busy_queue_does_not_starve_the_other() {
+        let f = Fake::offering_queues("2");
+        let mut n = Netfront::connect_with(&f, 0, 2).unwrap();
+        let mut prod = [0u32; 2];
+        for i in 0..200u8 {
+            for q in 0..2u8 {
+                let mut fr = [0u8; 60];
+                fr[0] = q;
+                fr[1] = i;
+                deliver_on(
+                    &f,
+                    QDIR[usize::from(q)],
+                    &mut prod[usize::from(q)],
+                    None,
+                    0,
+                    &fr,
+                    None,
+                );
+            }
+        }
+        let mut order = Vec::new();
+        while let Some(fr) = n.recv() {
+            order.push((fr[0], fr[1]));
+        }
+        assert_eq!(order.len(), 400);
+        // in ring order within each queue
+        for q in 0..2 {
+            let seq: Vec<u8> = order.iter().filter(|o| o.0 == q).map(|o| o.1).collect();
+            assert_eq!(seq, (0..200).collect::<Vec<u8>>());
+        }
+        // and taken in turns of at most 64 frames
+        let longest = order
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(<[_]>::len)
+            .max()
+            .unwrap();
+        assert!(longest <= 64, "a run of {longest} frames from one queue");
+    }
+
+    #[test]
+    fn each_flow_keeps_to_one_queue_and_flows_spread() {
+        let f = Fake::offering_queues("2");
+        let mut n = Netfront::connect_with(&f, 0, 2).unwrap();
+        let (a, qa, b, qb) = flows_on_both_queues();
+        for i in 0..3 {
+            n.send(&tcp4(a, 80, i, 10 * i as usize)).unwrap();
+        }
+        for i in 0..2 {
+            n.send(&tcp4(b, 80, i, 100)).unwrap();
+        }
+        let mut arp = alloc::vec![0u8; 42];
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        n.send(&arp).unwrap();
+        let sent = |q: usize| f.page_of(&format!("{}/tx-ring-ref", QDIR[q])).load_u32(0);
+        let arp_on = |q: usize| u32::from(q == 0);
+        assert_eq!(sent(qa), 3 + arp_on(qa), "flow A");
+        assert_eq!(sent(qb), 2 + arp_on(qb), "flow B");
+        // the requests carry their flow's frames (source port at byte 34)
+        let mut port = [0u8; 2];
+        for i in 0..3 {
+            tx_bytes(&f, QDIR[qa], i, 34, &mut port);
+            assert_eq!(u16::from_be_bytes(port), a);
+        }
+        for i in 0..2 {
+            tx_bytes(&f, QDIR[qb], i, 34, &mut port);
+            assert_eq!(u16::from_be_bytes(port), b);
+        }
+        let mut ethertype = [0u8; 2];
+        tx_bytes(&f, QDIR[0], sent(0) - 1, 12, &mut ethertype);
+        assert_eq!(ethertype, [0x08, 0x06], "ARP on queue 0");
+        // answered on both rings: counted per queue
+        for (q, dir) in QDIR.iter().enumerate() {
+            answer_tx(&f, dir, 0, sent(q));
+        }
+        n.reap_tx();
+        assert!(n.broken().is_none(), "{:?}", n.broken());
+        let qs = n.queue_stats();
+        assert_eq!(qs[qa].tx_packets, u64::from(3 + arp_on(qa)));
+        assert_eq!(qs[qb].tx_packets, u64::from(2 + arp_on(qb)));
+        assert_eq!(n.stats().tx_packets, 6);
+    }
+
+    #[test]
+    fn the_fullest_queue_decides_can_send() {
+        let f = Fake::offering_queues("2");
+        let mut n = Netfront::connect_with(&f, 0, 2).unwrap();
+        let (a, qa, b, qb) = flows_on_both_queues();
+        assert_eq!(n.tx_free_slots(), 256);
+        for i in 0..256 {
+            n.send(&tcp4(a, 80, i, 0)).unwrap();
+        }
+        assert_eq!(n.send(&tcp4(a, 80, 256, 0)), Err(NetError::Busy));
+        assert!(!n.can_send(), "queue {qa} is full");
+        assert_eq!(n.tx_free_slots(), 0);
+        // a frame of another flow still goes out on its own queue
+        n.send(&tcp4(b, 80, 0, 0)).unwrap();
+        assert_eq!(
+            f.page_of(&format!("{}/tx-ring-ref", QDIR[qb])).load_u32(0),
+            1
+        );
+        answer_tx(&f, QDIR[qa], 0, 256);
+        n.reap_tx();
+        assert!(n.can_send());
+        assert_eq!(n.tx_free_slots(), 255, "queue {qb} has one in flight");
+    }
+
+    #[test]
+    fn a_bad_response_on_queue_1_breaks_the_whole_vif() {
+        // RX: a response naming a buffer never posted
+        let f = Fake::offering_queues("2");
+        let mut n = Netfront::connect_with(&f, 0, 2).unwrap();
+        let mut prod = [0u32; 2];
+        deliver_on(&f, QDIR[1], &mut prod[1], Some(999), 0, &[1; 60], None);
+        assert!(n.recv().is_none());
+        assert!(
+            n.broken().unwrap().contains("not posted"),
+            "{:?}",
+            n.broken()
+        );
+        deliver_on(&f, QDIR[0], &mut prod[0], None, 0, &[2; 60], None);
+        assert!(n.recv().is_none(), "queue 0 is not read any more");
+        let (a, _, b, _) = flows_on_both_queues();
+        for fr in [tcp4(a, 80, 0, 0), tcp4(b, 80, 0, 0)] {
+            assert!(matches!(n.send(&fr), Err(NetError::Broken(_))));
+        }
+        assert!(!n.can_send());
+        assert_eq!(n.tx_free_slots(), 0);
+        for q in QDIR {
+            let tx = f.page_of(&format!("{q}/tx-ring-ref"));
+            assert_eq!(tx.load_u32(0), 0, "{q}: nothing sent");
+        }
+
+        // TX: a response on queue 1 for a slot not in flight
+        let f = Fake::offering_queues("2");
+        let mut n = Netfront::connect_with(&f, 0, 2).unwrap();
+        let (a, qa, b, _) = flows_on_both_queues();
+        let on_1 = if qa == 1 { a } else { b };
+        n.send(&tcp4(on_1, 80, 0, 0)).unwrap();
+        let tx1 = f.page_of(&format!("{}/tx-ring-ref", QDIR[1]));
+        tx1.write_bytes(64, &[200, 0, 0, 0]);
+        tx1.store_u32(8, 1);
+        n.reap_tx();
+        assert!(
+            n.broken().unwrap().contains("not in flight"),
+            "{:?}",
+            n.broken()
+        );
+        let on_0 = if qa == 0 { a } else { b };
+        assert!(matches!(
+            n.send(&tcp4(on_0, 80, 1, 0)),
+            Err(NetError::Broken(_))
+        ));
+        let tx0 = f.page_of(&format!("{}/tx-ring-ref", QDIR[0]));
+        assert_eq!(tx0.load_u32(0), 0);
+    }
+
+    #[test]
+    fn release_frees_every_queue() {
+        let f = Fake::offering_queues("4");
+        let n = Netfront::connect_with(&f, 0, 3).unwrap();
+        assert_eq!(f.grants.borrow().len(), 3 * (2 + 512));
+        let mut ports: Vec<u32> = (0..3)
+            .map(|k| event_channel(&f, &format!("device/vif/0/queue-{k}")))
+            .collect();
+        assert_eq!(n.release(), 3 * 512);
+        assert_eq!(f.pages_freed.get(), 3 * 512);
+        assert_eq!(
+            f.grants.borrow().len(),
+            3 * 2,
+            "only the ring grants remain"
+        );
+        let mut closed = f.closed.borrow().clone();
+        closed.sort();
+        ports.sort();
+        assert_eq!(closed, ports, "every queue's event channel closed");
     }
 
     #[test]
