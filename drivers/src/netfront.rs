@@ -1,11 +1,23 @@
 //! netfront: the Xen PV network frontend (xen/include/public/io/netif.h), data path
 //! and handshake.
 //!
-//! Handshake ([`Netfront::connect`], driven by the shared xenbus [`Frontend`]):
-//! publish `tx-ring-ref`, `rx-ring-ref`, `event-channel`, `request-rx-copy` = 1,
-//! `feature-rx-notify` = 1, `feature-sg` = 1, `feature-gso-tcpv4` = 1 (when the backend
-//! offers it), then go Connected when the backend is; the MAC comes from the
-//! frontend's `mac` key.
+//! Handshake ([`Netfront::connect_with`], driven by the shared xenbus [`Frontend`]):
+//! once the backend waits (InitWait), choose the number of queues N: the caller's
+//! cap, no more than the backend's `multi-queue-max-queues` (a missing, malformed or
+//! zero value counts as 1). Each queue is a TX ring, an RX ring and one event
+//! channel. With N = 1 publish `tx-ring-ref`, `rx-ring-ref` and `event-channel` in
+//! the frontend's directory, as a frontend that knows nothing of queues does, and no
+//! `multi-queue-num-queues`; with N > 1 publish `multi-queue-num-queues` = N and
+//! those three keys under `queue-0/` .. `queue-<N-1>/` instead (netif.h, "Multiple
+//! transmit and receive queues"). Then, for the whole vif: `request-rx-copy` = 1,
+//! `feature-rx-notify` = 1, `feature-sg` = 1, and go Connected when the backend is;
+//! the MAC comes from the frontend's `mac` key. TCPv4 GSO packets are sent when the
+//! backend offers `feature-gso-tcpv4` (and scatter-gather).
+//!
+//! Queues: a frame is sent on the queue its flow hashes to (IPv4/IPv6 addresses and
+//! TCP/UDP ports; anything else on queue 0), so one flow is never reordered across
+//! queues; the backend picks the queue of each received packet, and the RX rings
+//! are taken in turn (a bounded batch each), into one received queue.
 //!
 //! RX: a pool of pages stays granted to the backend (read-write) and posted on the RX
 //! ring; a received packet's data is copied out of its page once and the page is
@@ -18,6 +30,10 @@
 //! pseudo-header sum, and the caller fills it in ([`Netfront::recv_flagged`]); packets
 //! sent carry full checksums, except GSO packets (`NETTXF_csum_blank`). Every response is checked (id in range and in flight,
 //! data inside the page, status); a bad one marks the vif broken.
+//!
+//! The rings, the event channel and the buffers make up a queue; the received
+//! frames, the counters and the broken state are the vif's: a bad response on any
+//! queue breaks the whole vif.
 
 use crate::netif::{self, RxResponse, TxRequest};
 use crate::platform::{DmaPages, XenPlatform};
@@ -34,8 +50,15 @@ use xenlet_xen::xenbus::{Action, Frontend, XenbusState};
 
 /// Largest Ethernet frame handled without GSO (1500 MTU + 14 header).
 pub const MAX_FRAME: usize = 1514;
+/// Queues [`Netfront::connect`] asks for at most (fewer when the backend offers
+/// fewer). Each queue holds 2 ring pages and 512 buffer pages (2 MiB).
+pub const DEFAULT_MAX_QUEUES: usize = 4;
 /// How long the handshake waits for the backend.
 const HANDSHAKE_TIMEOUT_NS: u64 = 60_000_000_000;
+/// Received frames kept until taken; more are dropped (counted).
+const RECEIVED_MAX: usize = 1024;
+/// RX responses one queue hands over before the next queue's turn.
+const RX_BUDGET: usize = 64;
 
 /// Network errors.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,77 +117,47 @@ struct TxSlot {
     packet_bytes: usize,
 }
 
-/// One connected virtual network interface.
-pub struct Netfront<P: XenPlatform> {
-    platform: P,
-    backend_id: u16,
-    mac: [u8; 6],
+/// Packet counters of one queue ([`Netfront::queue_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Packets received on the queue.
+    pub rx_packets: u64,
+    /// Packets sent on the queue (answered OK by the backend).
+    pub tx_packets: u64,
+}
+
+/// Why a queue did not take a packet.
+enum QueueError {
+    /// No free slot now.
+    Busy,
+    /// A bad response or a ring failure: the vif is broken, for this reason.
+    Broken(String),
+}
+
+/// One TX/RX ring pair with its event channel and buffers.
+struct Queue {
     tx: FrontRing,
     rx: FrontRing,
+    /// The ring pages' grants (published as `tx-ring-ref` / `rx-ring-ref`). They are
+    /// kept for the life of the queue: [`FrontRing`] owns the pages.
+    tx_ring_grant: Grant,
+    rx_ring_grant: Grant,
     port: Port,
     rx_bufs: Vec<RxBuf>,
     tx_slots: Vec<TxSlot>,
     tx_free: Vec<u16>,
-    /// Frames received and copied out, not yet taken, with their first slot's flags.
-    received: VecDeque<(Vec<u8>, u16)>,
-    /// A multi-slot packet being assembled.
+    /// A multi-slot packet being assembled (its slots come in order on this ring).
     partial: Option<(Vec<u8>, u16)>,
-    broken: Option<String>,
-    stats: NetStats,
-    sg: bool,
-    gso: bool,
+    /// Packets received on this queue.
+    rx_packets: u64,
+    /// Packets sent on this queue (answered OK).
+    tx_packets: u64,
 }
 
-fn wait_for_action<P: XenPlatform>(
-    p: &P,
-    path: &str,
-    fe: &Frontend,
-    want: Action,
-) -> Result<(), NetError> {
-    crate::platform::wait_for_action(p, path, fe, want, HANDSHAKE_TIMEOUT_NS)
-        .map_err(NetError::Handshake)
-}
-
-fn hs<T, E: fmt::Display>(what: &str, r: Result<T, E>) -> Result<T, NetError> {
-    r.map_err(|e| NetError::Handshake(format!("{what}: {e}")))
-}
-
-/// Parses "aa:bb:cc:dd:ee:ff".
-pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
-    let mut mac = [0u8; 6];
-    let mut parts = s.trim().split(':');
-    for b in &mut mac {
-        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
-    }
-    parts.next().is_none().then_some(mac)
-}
-
-impl<P: XenPlatform> Netfront<P> {
-    /// Connects to `device/vif/<id>`.
-    pub fn connect(platform: P, id: u32) -> Result<Self, NetError> {
-        let p = &platform;
-        let base = format!("device/vif/{id}");
-        let backend = hs("backend path", p.xs_read(&format!("{base}/backend")))?;
-        let backend_id = p
-            .xs_read(&format!("{base}/backend-id"))
-            .ok()
-            .and_then(|v| v.trim().parse::<u16>().ok())
-            .ok_or_else(|| NetError::Handshake(String::from("bad backend-id")))?;
-        let mac = parse_mac(&hs("mac", p.xs_read(&format!("{base}/mac")))?)
-            .ok_or_else(|| NetError::Handshake(String::from("malformed mac")))?;
-        let bstate = format!("{backend}/state");
-        let mut fe = Frontend::new();
-        wait_for_action(p, &bstate, &fe, Action::Setup)?;
-
-        let flag = |k: &str| {
-            p.xs_read(&format!("{backend}/{k}"))
-                .ok()
-                .is_some_and(|v| v.trim() == "1")
-        };
-        let sg = flag("feature-sg");
-        // TCP segmentation offload on transmit: the backend splits large TCPv4
-        // packets (needs scatter-gather to carry them).
-        let gso = sg && flag("feature-gso-tcpv4");
+impl Queue {
+    /// Grants the ring pages, allocates the event channel, grants one page per TX
+    /// slot (read-only) and per RX slot (read-write), and posts every RX buffer.
+    fn setup<P: XenPlatform>(p: &P, backend_id: u16) -> Result<Self, NetError> {
         let ring = |what: &str, entry: usize| -> Result<(FrontRing, Grant), NetError> {
             let pages = p
                 .alloc_pages(1)
@@ -173,8 +166,8 @@ impl<P: XenPlatform> Netfront<P> {
             let g = hs(what, p.grant(backend_id, gfn, Access::ReadWrite))?;
             Ok((FrontRing::init(mem, entry), g))
         };
-        let (tx, tx_grant) = ring("tx ring", netif::TX_ENTRY_BYTES)?;
-        let (mut rx, rx_grant) = ring("rx ring", netif::RX_ENTRY_BYTES)?;
+        let (tx, tx_ring_grant) = ring("tx ring", netif::TX_ENTRY_BYTES)?;
+        let (mut rx, rx_ring_grant) = ring("rx ring", netif::RX_ENTRY_BYTES)?;
         let port = hs("event channel", p.alloc_unbound(backend_id))?;
 
         // TX buffers: one page per TX ring slot, granted read-only for good.
@@ -217,154 +210,77 @@ impl<P: XenPlatform> Netfront<P> {
         }
         let _ = rx.push_requests_and_check_notify();
 
-        let w = |k: &str, v: &str| hs(k, p.xs_write(&format!("{base}/{k}"), v));
-        w("tx-ring-ref", &format!("{}", tx_grant.gref()))?;
-        w("rx-ring-ref", &format!("{}", rx_grant.gref()))?;
-        w("event-channel", &format!("{}", port.0))?;
-        w("request-rx-copy", "1")?;
-        w("feature-rx-notify", "1")?;
-        w("feature-sg", if sg { "1" } else { "0" })?;
-        w("state", &format!("{}", XenbusState::Connected.number()))?;
-        fe.switched(XenbusState::Initialised);
-        wait_for_action(p, &bstate, &fe, Action::Connect)?;
-        p.notify(port);
-
         let entries = tx.size() as usize;
-        Ok(Netfront {
-            platform,
-            backend_id,
-            mac,
+        Ok(Queue {
             tx,
             rx,
+            tx_ring_grant,
+            rx_ring_grant,
             port,
             rx_bufs,
             tx_slots,
             tx_free: (0..entries as u16).rev().collect(),
-            received: VecDeque::new(),
             partial: None,
-            broken: None,
-            stats: NetStats::default(),
-            sg,
-            gso,
+            rx_packets: 0,
+            tx_packets: 0,
         })
     }
 
-    /// Gives back the RX and TX buffers (grants ended, pages freed) and closes the
-    /// event channel, once the backend has closed (`xl network-detach`). A page the
-    /// backend still maps keeps its grant and stays allocated. Returns the pages freed.
-    pub fn release(self) -> usize {
-        let Netfront {
-            platform,
-            rx_bufs,
-            tx_slots,
-            port,
-            ..
-        } = self;
+    /// Ends the buffers' grants and frees their pages (a page the backend still maps
+    /// keeps its grant and stays allocated), closes the event channel. Returns the
+    /// pages freed.
+    fn release<P: XenPlatform>(self, p: &P) -> usize {
         let mut freed = 0;
-        let pages = rx_bufs
+        let pages = self
+            .rx_bufs
             .into_iter()
             .map(|b| (b.page, b.grant))
-            .chain(tx_slots.into_iter().map(|t| (t.page, t.grant)));
+            .chain(self.tx_slots.into_iter().map(|t| (t.page, t.grant)));
         for (page, grant) in pages {
-            if platform.end_grant(grant).is_ok() {
-                platform.free_pages(page);
+            if p.end_grant(grant).is_ok() {
+                p.free_pages(page);
                 freed += 1;
             }
         }
-        platform.close_port(port);
+        p.close_port(self.port);
         freed
     }
 
-    /// The MAC address from XenStore.
-    pub fn mac(&self) -> [u8; 6] {
-        self.mac
+    fn mark_broken(&mut self) {
+        self.tx.mark_broken();
+        self.rx.mark_broken();
     }
 
-    /// The backend's domain id.
-    pub fn backend_id(&self) -> u16 {
-        self.backend_id
-    }
-
-    /// Link statistics.
-    pub fn stats(&self) -> NetStats {
-        self.stats
-    }
-
-    /// Why the vif is broken, if it is.
-    pub fn broken(&self) -> Option<&str> {
-        self.broken.as_deref()
-    }
-
-    /// Whether scatter-gather is on.
-    pub fn has_sg(&self) -> bool {
-        self.sg
-    }
-
-    fn fail(&mut self, why: String) {
-        if self.broken.is_none() {
-            self.tx.mark_broken();
-            self.rx.mark_broken();
-            self.broken = Some(why);
-        }
-    }
-
-    /// Whether the backend takes TCPv4 GSO packets ([`Netfront::send_gso`]).
-    pub fn has_gso_tcpv4(&self) -> bool {
-        self.gso
-    }
-
-    /// TX slots free now (a GSO packet of up to 64 KiB needs 17).
-    pub fn tx_free_slots(&self) -> usize {
-        if self.broken.is_some() {
-            return 0;
-        }
+    /// TX slots free now.
+    fn tx_free_slots(&self) -> usize {
         self.tx_free.len().min(self.tx.free_requests() as usize)
     }
 
-    /// Free TX slots.
-    pub fn can_send(&self) -> bool {
-        self.broken.is_none() && self.tx_free.len() >= MAX_FRAME.div_ceil(PAGE_BYTES)
-    }
-
-    /// Sends one Ethernet frame (copied into the pages of the TX slots it takes).
-    pub fn send(&mut self, frame: &[u8]) -> Result<(), NetError> {
-        self.send_frame(frame, None)
-    }
-
-    /// Sends a TCPv4 frame larger than the MTU for the backend to cut into `mss`-byte
-    /// segments (GSO). The frame's TCP checksum field must hold the pseudo-header
-    /// sum (the backend completes it: `NETTXF_csum_blank`).
-    pub fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), NetError> {
-        if !self.gso || mss == 0 {
-            return Err(NetError::BadFrame);
-        }
-        self.send_frame(frame, Some(mss))
-    }
-
-    fn send_frame(&mut self, frame: &[u8], gso: Option<u16>) -> Result<(), NetError> {
-        if let Some(w) = &self.broken {
-            return Err(NetError::Broken(w.clone()));
-        }
-        if frame.is_empty() || frame.len() > 65535 {
-            return Err(NetError::BadFrame);
-        }
+    /// Queues one packet (already checked: 1..=65535 bytes, one page unless
+    /// scatter-gather is on) in `chunks.len()` slots, plus a GSO extra-info slot
+    /// when `gso` is set.
+    fn send<P: XenPlatform>(
+        &mut self,
+        p: &P,
+        frame: &[u8],
+        gso: Option<u16>,
+        stats: &mut NetStats,
+    ) -> Result<(), QueueError> {
         let chunks: Vec<&[u8]> = frame.chunks(PAGE_BYTES).collect();
-        if chunks.len() > 1 && !self.sg {
-            return Err(NetError::BadFrame);
-        }
         let ring_slots = chunks.len() + usize::from(gso.is_some());
-        if self.tx_free.len() < chunks.len() || (self.tx.free_requests() as usize) < ring_slots {
-            self.reap_tx();
-            if self.tx_free.len() < chunks.len() || (self.tx.free_requests() as usize) < ring_slots
-            {
-                return Err(NetError::Busy);
+        let fits = |q: &Self| {
+            q.tx_free.len() >= chunks.len() && q.tx.free_requests() as usize >= ring_slots
+        };
+        if !fits(self) {
+            self.reap_tx(stats).map_err(QueueError::Broken)?;
+            if !fits(self) {
+                return Err(QueueError::Busy);
             }
         }
         for (i, chunk) in chunks.iter().enumerate() {
-            let id = self.tx_free.pop().ok_or(NetError::Busy)?;
+            let id = self.tx_free.pop().ok_or(QueueError::Busy)?;
             let Some(slot) = self.tx_slots.get_mut(usize::from(id)) else {
-                self.fail(format!("tx slot {id} out of range"));
-                return Err(NetError::Broken(format!("tx slot {id}")));
+                return Err(QueueError::Broken(format!("tx slot {id} out of range")));
             };
             slot.page.mem.write_bytes(0, chunk);
             let mut more = if i + 1 < chunks.len() {
@@ -388,39 +304,34 @@ impl<P: XenPlatform> Netfront<P> {
             slot.in_flight = true;
             slot.packet_bytes = if i == 0 { frame.len() } else { 0 };
             if let Err(e) = self.tx.push_request(&req.encode()) {
-                self.fail(format!("tx ring: {e}"));
-                return Err(NetError::Broken(format!("{e}")));
+                return Err(QueueError::Broken(format!("tx ring: {e}")));
             }
             if let (0, Some(mss)) = (i, gso) {
                 // The extra-info slot follows the first request; its response is
                 // NETIF_RSP_NULL.
                 if let Err(e) = self.tx.push_request(&netif::encode_gso_extra(mss)) {
-                    self.fail(format!("tx ring: {e}"));
-                    return Err(NetError::Broken(format!("{e}")));
+                    return Err(QueueError::Broken(format!("tx ring: {e}")));
                 }
             }
         }
         if self.tx.push_requests_and_check_notify() {
-            self.platform.notify(self.port);
+            p.notify(self.port);
         }
         Ok(())
     }
 
-    /// Takes TX responses: ends grants, frees pages, counts.
-    pub fn reap_tx(&mut self) {
+    /// Takes TX responses: frees the slots, counts. A bad response is an error.
+    fn reap_tx(&mut self, stats: &mut NetStats) -> Result<(), String> {
         let mut raw = [0u8; 4];
         loop {
-            if self.broken.is_some() {
-                return;
-            }
             match self.tx.take_response(&mut raw) {
                 Ok(true) => {}
                 Ok(false) => match self.tx.final_check_for_responses() {
                     Ok(true) => continue,
-                    Ok(false) => return,
-                    Err(e) => return self.fail(format!("tx ring: {e}")),
+                    Ok(false) => return Ok(()),
+                    Err(e) => return Err(format!("tx ring: {e}")),
                 },
-                Err(e) => return self.fail(format!("tx ring: {e}")),
+                Err(e) => return Err(format!("tx ring: {e}")),
             }
             let r = netif::decode_tx_response(&raw);
             if r.status == netif::RSP_NULL {
@@ -431,7 +342,7 @@ impl<P: XenPlatform> Netfront<P> {
                 .get_mut(usize::from(r.id))
                 .filter(|s| s.in_flight)
             else {
-                return self.fail(format!("tx response id {} not in flight", r.id));
+                return Err(format!("tx response id {} not in flight", r.id));
             };
             slot.in_flight = false;
             let bytes = slot.packet_bytes;
@@ -439,50 +350,53 @@ impl<P: XenPlatform> Netfront<P> {
             match r.status {
                 netif::RSP_OKAY => {
                     if bytes > 0 {
-                        self.stats.tx_packets += 1;
-                        self.stats.tx_bytes += bytes as u64;
+                        stats.tx_packets += 1;
+                        stats.tx_bytes += bytes as u64;
+                        self.tx_packets += 1;
                     }
                 }
-                netif::RSP_ERROR | netif::RSP_DROPPED => self.stats.tx_errors += 1,
-                s => return self.fail(format!("tx response id {} has unknown status {s}", r.id)),
+                netif::RSP_ERROR | netif::RSP_DROPPED => stats.tx_errors += 1,
+                s => return Err(format!("tx response id {} has unknown status {s}", r.id)),
             }
         }
     }
 
-    /// Takes RX responses: copies each frame out once, reposts the buffers.
-    pub fn poll_rx(&mut self) {
+    /// Takes up to `budget` RX responses: copies each frame out once (complete
+    /// frames go to `received`), reposts the buffers. Returns the responses taken;
+    /// a bad response is an error.
+    fn poll_rx<P: XenPlatform>(
+        &mut self,
+        p: &P,
+        stats: &mut NetStats,
+        received: &mut VecDeque<(Vec<u8>, u16)>,
+        budget: usize,
+    ) -> Result<usize, String> {
         let mut raw = [0u8; netif::RX_ENTRY_BYTES];
+        let mut taken = 0;
         let mut reposted = false;
-        loop {
-            if self.broken.is_some() {
-                break;
+        let result = loop {
+            if taken >= budget {
+                break Ok(());
             }
             match self.rx.take_response(&mut raw) {
                 Ok(true) => {}
                 Ok(false) => match self.rx.final_check_for_responses() {
                     Ok(true) => continue,
-                    Ok(false) => break,
-                    Err(e) => {
-                        self.fail(format!("rx ring: {e}"));
-                        break;
-                    }
+                    Ok(false) => break Ok(()),
+                    Err(e) => break Err(format!("rx ring: {e}")),
                 },
-                Err(e) => {
-                    self.fail(format!("rx ring: {e}"));
-                    break;
-                }
+                Err(e) => break Err(format!("rx ring: {e}")),
             }
+            taken += 1;
             let r: RxResponse = netif::decode_rx_response(&raw);
             let idx = usize::from(r.id);
             let Some(buf) = self.rx_bufs.get_mut(idx).filter(|b| b.posted) else {
-                self.fail(format!("rx response id {} not posted", r.id));
-                break;
+                break Err(format!("rx response id {} not posted", r.id));
             };
             buf.posted = false;
             if r.flags & netif::NETRXF_EXTRA_INFO != 0 {
                 // Extra info (GSO) is not requested; a backend sending it is confused.
-                self.fail(String::from("rx extra info not negotiated"));
-                break;
+                break Err(String::from("rx extra info not negotiated"));
             }
             match r.data_range() {
                 Ok((off, len)) => {
@@ -498,42 +412,434 @@ impl<P: XenPlatform> Netfront<P> {
                     };
                     if more {
                         if frame.len() > 65535 {
-                            self.stats.rx_dropped += 1;
+                            stats.rx_dropped += 1;
                         } else {
                             self.partial = Some((frame, flags));
                         }
                     } else {
-                        self.stats.rx_packets += 1;
-                        self.stats.rx_bytes += frame.len() as u64;
-                        if self.received.len() < 1024 {
-                            self.received.push_back((frame, flags));
+                        stats.rx_packets += 1;
+                        stats.rx_bytes += frame.len() as u64;
+                        self.rx_packets += 1;
+                        if received.len() < RECEIVED_MAX {
+                            received.push_back((frame, flags));
                         } else {
-                            self.stats.rx_dropped += 1;
+                            stats.rx_dropped += 1;
                         }
                     }
                 }
                 Err(_) if r.status < 0 => {
-                    self.stats.rx_errors += 1;
+                    stats.rx_errors += 1;
                     self.partial = None;
                 }
-                Err(why) => {
-                    self.fail(format!("rx response id {}: {why}", r.id));
-                    break;
-                }
+                Err(why) => break Err(format!("rx response id {}: {why}", r.id)),
             }
             // Post the buffer again.
-            let gref = self.rx_bufs[idx].grant.gref().0;
+            let gref = buf.grant.gref().0;
             if self
                 .rx
                 .push_request(&netif::encode_rx_request(r.id, gref))
                 .is_ok()
             {
-                self.rx_bufs[idx].posted = true;
+                buf.posted = true;
                 reposted = true;
             }
-        }
+        };
         if reposted && self.rx.push_requests_and_check_notify() {
-            self.platform.notify(self.port);
+            p.notify(self.port);
+        }
+        result.map(|()| taken)
+    }
+}
+
+/// One connected virtual network interface.
+pub struct Netfront<P: XenPlatform> {
+    platform: P,
+    backend_id: u16,
+    mac: [u8; 6],
+    /// At least one.
+    queues: Vec<Queue>,
+    /// The queue whose RX responses are taken first at the next poll.
+    rx_next: usize,
+    /// Frames received and copied out, not yet taken, with their first slot's flags.
+    received: VecDeque<(Vec<u8>, u16)>,
+    broken: Option<String>,
+    stats: NetStats,
+    sg: bool,
+    gso: bool,
+}
+
+fn wait_for_action<P: XenPlatform>(
+    p: &P,
+    path: &str,
+    fe: &Frontend,
+    want: Action,
+) -> Result<(), NetError> {
+    crate::platform::wait_for_action(p, path, fe, want, HANDSHAKE_TIMEOUT_NS)
+        .map_err(NetError::Handshake)
+}
+
+fn hs<T, E: fmt::Display>(what: &str, r: Result<T, E>) -> Result<T, NetError> {
+    r.map_err(|e| NetError::Handshake(format!("{what}: {e}")))
+}
+
+/// Parses "aa:bb:cc:dd:ee:ff".
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    let mut parts = s.trim().split(':');
+    for b in &mut mac {
+        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    parts.next().is_none().then_some(mac)
+}
+
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+const IPPROTO_TCP: u8 = 6;
+const IPPROTO_UDP: u8 = 17;
+
+/// A hash of the flow an Ethernet frame belongs to: the IP protocol, source and
+/// destination addresses of an IPv4 or IPv6 packet, and its TCP or UDP ports when it
+/// carries them where they are found without parsing further (not in IPv4
+/// fragments, whose later pieces have no ports, nor behind IPv6 extension headers).
+/// `None` for any other frame (ARP, ...). Only the fields named count, so every
+/// frame of one flow hashes alike.
+fn flow_hash(frame: &[u8]) -> Option<u32> {
+    let ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+    let ip = frame.get(14..)?;
+    let (proto, addrs, l4) = match ethertype {
+        ETHERTYPE_IPV4 => {
+            let ihl = usize::from(*ip.first()? & 0x0f) * 4;
+            if *ip.first()? >> 4 != 4 || ihl < 20 || ip.len() < ihl {
+                return None;
+            }
+            // More-fragments flag or a fragment offset: a piece of a datagram.
+            let fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0;
+            (ip[9], &ip[12..20], (!fragment).then(|| &ip[ihl..]))
+        }
+        ETHERTYPE_IPV6 => {
+            if ip.len() < 40 || ip[0] >> 4 != 6 {
+                return None;
+            }
+            (ip[6], &ip[8..40], Some(&ip[40..]))
+        }
+        _ => return None,
+    };
+    let ports = match (proto, l4) {
+        (IPPROTO_TCP | IPPROTO_UDP, Some(l4)) => l4.get(..4).unwrap_or(&[]),
+        _ => &[],
+    };
+    // FNV-1a, then a final mix (murmur3's) so that the low bits, which pick the
+    // queue, depend on every input bit.
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in core::iter::once(&proto).chain(addrs).chain(ports) {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    Some(h ^ (h >> 16))
+}
+
+/// The transmit queue (of `queues`) for a frame: by its flow hash, so that one flow
+/// keeps to one queue (no reordering) and flows spread; frames without one go to
+/// queue 0.
+fn tx_queue(frame: &[u8], queues: usize) -> usize {
+    match flow_hash(frame) {
+        Some(h) if queues > 1 => h as usize % queues,
+        _ => 0,
+    }
+}
+
+/// The number of queues to use: the caller's cap `max_queues`, no more than the
+/// backend's `multi-queue-max-queues` value `backend_max` (absent, malformed or 0:
+/// the backend has one queue), and at least 1.
+fn queue_count(max_queues: usize, backend_max: Option<&str>) -> usize {
+    let offered = backend_max
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(1);
+    max_queues.min(offered).max(1)
+}
+
+impl<P: XenPlatform> Netfront<P> {
+    /// Connects to `device/vif/<id>` with up to [`DEFAULT_MAX_QUEUES`] queues (as
+    /// many as the backend offers, no more).
+    pub fn connect(platform: P, id: u32) -> Result<Self, NetError> {
+        Self::connect_with(platform, id, DEFAULT_MAX_QUEUES)
+    }
+
+    /// Connects to `device/vif/<id>` with up to `max_queues` queues: as many as the
+    /// backend offers (`multi-queue-max-queues`), no more, and at least one (also for
+    /// `max_queues` = 0). Each queue costs 514 pages.
+    pub fn connect_with(platform: P, id: u32, max_queues: usize) -> Result<Self, NetError> {
+        let p = &platform;
+        let base = format!("device/vif/{id}");
+        let backend = hs("backend path", p.xs_read(&format!("{base}/backend")))?;
+        let backend_id = p
+            .xs_read(&format!("{base}/backend-id"))
+            .ok()
+            .and_then(|v| v.trim().parse::<u16>().ok())
+            .ok_or_else(|| NetError::Handshake(String::from("bad backend-id")))?;
+        let mac = parse_mac(&hs("mac", p.xs_read(&format!("{base}/mac")))?)
+            .ok_or_else(|| NetError::Handshake(String::from("malformed mac")))?;
+        let bstate = format!("{backend}/state");
+        let mut fe = Frontend::new();
+        wait_for_action(p, &bstate, &fe, Action::Setup)?;
+
+        let flag = |k: &str| {
+            p.xs_read(&format!("{backend}/{k}"))
+                .ok()
+                .is_some_and(|v| v.trim() == "1")
+        };
+        let sg = flag("feature-sg");
+        // TCP segmentation offload on transmit: the backend splits large TCPv4
+        // packets (needs scatter-gather to carry them).
+        let gso = sg && flag("feature-gso-tcpv4");
+        let max = p.xs_read(&format!("{backend}/multi-queue-max-queues")).ok();
+        let n = queue_count(max_queues, max.as_deref());
+        let queues = (0..n)
+            .map(|_| Queue::setup(p, backend_id))
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let w = |k: &str, v: &str| hs(k, p.xs_write(&format!("{base}/{k}"), v));
+        if n > 1 {
+            w("multi-queue-num-queues", &format!("{n}"))?;
+        }
+        for (k, q) in queues.iter().enumerate() {
+            // One queue: the keys at the top, as without multi-queue (netif.h).
+            let dir = if n > 1 {
+                format!("queue-{k}/")
+            } else {
+                String::new()
+            };
+            w(
+                &format!("{dir}tx-ring-ref"),
+                &format!("{}", q.tx_ring_grant.gref()),
+            )?;
+            w(
+                &format!("{dir}rx-ring-ref"),
+                &format!("{}", q.rx_ring_grant.gref()),
+            )?;
+            w(&format!("{dir}event-channel"), &format!("{}", q.port.0))?;
+        }
+        w("request-rx-copy", "1")?;
+        w("feature-rx-notify", "1")?;
+        w("feature-sg", if sg { "1" } else { "0" })?;
+        w("state", &format!("{}", XenbusState::Connected.number()))?;
+        fe.switched(XenbusState::Initialised);
+        wait_for_action(p, &bstate, &fe, Action::Connect)?;
+        for q in &queues {
+            p.notify(q.port);
+        }
+
+        Ok(Netfront {
+            platform,
+            backend_id,
+            mac,
+            queues,
+            rx_next: 0,
+            received: VecDeque::new(),
+            broken: None,
+            stats: NetStats::default(),
+            sg,
+            gso,
+        })
+    }
+
+    /// Gives back every queue's RX and TX buffers (grants ended, pages freed) and
+    /// closes the event channels, once the backend has closed (`xl network-detach`).
+    /// A page the backend still maps keeps its grant and stays allocated. Returns the
+    /// pages freed (512 per queue when all are).
+    pub fn release(self) -> usize {
+        let Netfront {
+            platform, queues, ..
+        } = self;
+        queues.into_iter().map(|q| q.release(&platform)).sum()
+    }
+
+    /// The MAC address from XenStore.
+    pub fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    /// The backend's domain id.
+    pub fn backend_id(&self) -> u16 {
+        self.backend_id
+    }
+
+    /// Link statistics.
+    pub fn stats(&self) -> NetStats {
+        self.stats
+    }
+
+    /// The number of queues (TX/RX ring pairs) in use.
+    pub fn queues(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// Packet counters per queue, queue 0 first.
+    pub fn queue_stats(&self) -> Vec<QueueStats> {
+        self.queues
+            .iter()
+            .map(|q| QueueStats {
+                rx_packets: q.rx_packets,
+                tx_packets: q.tx_packets,
+            })
+            .collect()
+    }
+
+    /// Why the vif is broken, if it is.
+    pub fn broken(&self) -> Option<&str> {
+        self.broken.as_deref()
+    }
+
+    /// Whether scatter-gather is on.
+    pub fn has_sg(&self) -> bool {
+        self.sg
+    }
+
+    /// Marks the vif broken (every queue's rings), keeping the first reason.
+    fn fail(&mut self, why: String) {
+        if self.broken.is_none() {
+            for q in &mut self.queues {
+                q.mark_broken();
+            }
+            self.broken = Some(why);
+        }
+    }
+
+    /// Whether the backend takes TCPv4 GSO packets ([`Netfront::send_gso`]).
+    pub fn has_gso_tcpv4(&self) -> bool {
+        self.gso
+    }
+
+    /// TX slots free now (a GSO packet of up to 64 KiB needs 17), on the fullest
+    /// queue: the frame to be sent, and so its queue, is not known yet.
+    pub fn tx_free_slots(&self) -> usize {
+        if self.broken.is_some() {
+            return 0;
+        }
+        self.queues
+            .iter()
+            .map(Queue::tx_free_slots)
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Whether a frame of up to [`MAX_FRAME`] bytes can be sent now, whatever its
+    /// queue (every queue has the slots).
+    pub fn can_send(&self) -> bool {
+        self.broken.is_none()
+            && self
+                .queues
+                .iter()
+                .all(|q| q.tx_free.len() >= MAX_FRAME.div_ceil(PAGE_BYTES))
+    }
+
+    /// Sends one Ethernet frame (copied into the pages of the TX slots it takes) on
+    /// the queue of its flow.
+    pub fn send(&mut self, frame: &[u8]) -> Result<(), NetError> {
+        self.send_frame(frame, None)
+    }
+
+    /// Sends a TCPv4 frame larger than the MTU for the backend to cut into `mss`-byte
+    /// segments (GSO). The frame's TCP checksum field must hold the pseudo-header
+    /// sum (the backend completes it: `NETTXF_csum_blank`).
+    pub fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), NetError> {
+        if !self.gso || mss == 0 {
+            return Err(NetError::BadFrame);
+        }
+        self.send_frame(frame, Some(mss))
+    }
+
+    fn send_frame(&mut self, frame: &[u8], gso: Option<u16>) -> Result<(), NetError> {
+        if let Some(w) = &self.broken {
+            return Err(NetError::Broken(w.clone()));
+        }
+        if frame.is_empty() || frame.len() > 65535 {
+            return Err(NetError::BadFrame);
+        }
+        if frame.len() > PAGE_BYTES && !self.sg {
+            return Err(NetError::BadFrame);
+        }
+        let k = tx_queue(frame, self.queues.len());
+        let Netfront {
+            platform,
+            queues,
+            stats,
+            ..
+        } = self;
+        let Some(q) = queues.get_mut(k) else {
+            return Err(NetError::Busy);
+        };
+        match q.send(platform, frame, gso, stats) {
+            Ok(()) => Ok(()),
+            Err(QueueError::Busy) => Err(NetError::Busy),
+            Err(QueueError::Broken(why)) => {
+                self.fail(why.clone());
+                Err(NetError::Broken(why))
+            }
+        }
+    }
+
+    /// Takes TX responses on every queue: frees slots, counts.
+    pub fn reap_tx(&mut self) {
+        if self.broken.is_some() {
+            return;
+        }
+        let Netfront { queues, stats, .. } = self;
+        let failed = queues.iter_mut().find_map(|q| q.reap_tx(stats).err());
+        if let Some(why) = failed {
+            self.fail(why);
+        }
+    }
+
+    /// Takes RX responses from every queue, in turn (a queue hands over at most 64
+    /// responses before the next one's turn, and the queue that starts moves on at
+    /// every call): copies each frame out once, reposts the buffers (notifying that
+    /// queue's event channel when the backend asks for it).
+    pub fn poll_rx(&mut self) {
+        let n = self.queues.len();
+        if n == 0 {
+            return;
+        }
+        // Enough turns to drain full rings and see them empty, not more: reposted
+        // buffers may be answered again meanwhile, and the next call takes those.
+        let rounds = self
+            .queues
+            .iter()
+            .map(|q| q.rx.size() as usize)
+            .max()
+            .unwrap_or(0)
+            .div_ceil(RX_BUDGET)
+            + 1;
+        let start = self.rx_next;
+        self.rx_next = (start + 1) % n;
+        for _ in 0..rounds {
+            let mut taken = 0;
+            for k in 0..n {
+                if self.broken.is_some() {
+                    return;
+                }
+                let i = (start + k) % n;
+                let Netfront {
+                    platform,
+                    queues,
+                    stats,
+                    received,
+                    ..
+                } = self;
+                let Some(q) = queues.get_mut(i) else {
+                    continue;
+                };
+                match q.poll_rx(platform, stats, received, RX_BUDGET) {
+                    Ok(t) => taken += t,
+                    Err(why) => return self.fail(why),
+                }
+            }
+            if taken == 0 {
+                break;
+            }
         }
     }
 
@@ -576,6 +882,10 @@ mod tests {
         next_gref: Cell<u32>,
         /// "+path" for each watch set, "-path" for each removed.
         watch_log: RefCell<Vec<String>>,
+        next_port: Cell<u32>,
+        notified: RefCell<Vec<u32>>,
+        closed: RefCell<Vec<u32>>,
+        pages_freed: Cell<usize>,
     }
 
     impl Fake {
@@ -583,6 +893,7 @@ mod tests {
             let f = Fake::default();
             f.next_gfn.set(0x1000);
             f.next_gref.set(8);
+            f.next_port.set(9);
             let mut xs = f.xs.borrow_mut();
             xs.insert("device/vif/0/backend".into(), BE.into());
             xs.insert("device/vif/0/backend-id".into(), "0".into());
@@ -596,6 +907,16 @@ mod tests {
             let gref: u32 = self.xs.borrow()[key].parse().unwrap();
             let gfn = self.grants.borrow()[&gref];
             self.pages.borrow()[&gfn].alias_for_test()
+        }
+        /// A backend offering `max` as `multi-queue-max-queues`.
+        fn offering_queues(max: &str) -> Self {
+            let f = Fake::new();
+            f.xs.borrow_mut()
+                .insert(format!("{BE}/multi-queue-max-queues"), max.into());
+            f
+        }
+        fn key(&self, key: &str) -> Option<String> {
+            self.xs.borrow().get(key).cloned()
         }
         fn page_by_gref(&self, gref: u32) -> SharedPage {
             let gfn = self.grants.borrow()[&gref];
@@ -640,7 +961,9 @@ mod tests {
             self.pages.borrow_mut().insert(gfn, mem.alias_for_test());
             Some(DmaPages { mem, gfn, count })
         }
-        fn free_pages(&self, _: DmaPages) {}
+        fn free_pages(&self, p: DmaPages) {
+            self.pages_freed.set(self.pages_freed.get() + p.count);
+        }
         fn grant(
             &self,
             _: u16,
@@ -657,17 +980,24 @@ mod tests {
             Ok(())
         }
         fn alloc_unbound(&self, _: u16) -> Result<Port, XenError> {
-            Ok(Port(9))
+            let p = self.next_port.get();
+            self.next_port.set(p + 1);
+            Ok(Port(p))
         }
-        fn close_port(&self, _: Port) {}
-        fn notify(&self, _: Port) {}
+        fn close_port(&self, p: Port) {
+            self.closed.borrow_mut().push(p.0);
+        }
+        fn notify(&self, p: Port) {
+            self.notified.borrow_mut().push(p.0);
+        }
         fn wait(&self) {}
         fn now_ns(&self) -> u64 {
             0
         }
     }
 
-    /// Backend side of the RX ring: delivers a frame into the next posted buffer.
+    /// Backend side of the single queue's RX ring: delivers a frame into the next
+    /// posted buffer.
     fn deliver(
         f: &Fake,
         rx_rsp_prod: &mut u32,
@@ -676,7 +1006,29 @@ mod tests {
         data: &[u8],
         status: Option<i16>,
     ) {
-        let ring = f.page_of("device/vif/0/rx-ring-ref");
+        deliver_on(
+            f,
+            "device/vif/0",
+            rx_rsp_prod,
+            id_override,
+            offset,
+            data,
+            status,
+        );
+    }
+
+    /// Backend side of the RX ring published in `dir` (`device/vif/0` or
+    /// `device/vif/0/queue-<k>`): delivers a frame into the next posted buffer.
+    fn deliver_on(
+        f: &Fake,
+        dir: &str,
+        rx_rsp_prod: &mut u32,
+        id_override: Option<u16>,
+        offset: u16,
+        data: &[u8],
+        status: Option<i16>,
+    ) {
+        let ring = f.page_of(&format!("{dir}/rx-ring-ref"));
         // the request at the same index names the buffer
         let slot = 64 + (*rx_rsp_prod % 256) as usize * 8;
         let mut req = [0u8; 8];
@@ -915,6 +1267,529 @@ mod tests {
             before + 2,
             "only the ring grants remain"
         );
+    }
+
+    /// An Ethernet frame holding an IPv4 packet (20-byte header, `frag` = flags and
+    /// fragment offset, TTL `ttl`) whose payload is `l4`.
+    fn ipv4(src: [u8; 4], dst: [u8; 4], proto: u8, frag: u16, ttl: u8, l4: &[u8]) -> Vec<u8> {
+        let mut f = alloc::vec![0u8; 14];
+        f[0..6].copy_from_slice(&[0x00, 0x16, 0x3e, 9, 9, 9]);
+        f[6..12].copy_from_slice(&[0x00, 0x16, 0x3e, 1, 2, 3]);
+        f[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+        f.extend_from_slice(&[0x45, 0]);
+        f.extend_from_slice(&(20 + l4.len() as u16).to_be_bytes());
+        f.extend_from_slice(&[0x12, 0x34]);
+        f.extend_from_slice(&frag.to_be_bytes());
+        f.extend_from_slice(&[ttl, proto, 0, 0]);
+        f.extend_from_slice(&src);
+        f.extend_from_slice(&dst);
+        f.extend_from_slice(l4);
+        f
+    }
+
+    /// A TCP segment's bytes: ports, then the rest of a 20-byte header (flags
+    /// `flags`, sequence `seq`), then `payload` bytes.
+    fn tcp(sport: u16, dport: u16, seq: u32, flags: u8, payload: usize) -> Vec<u8> {
+        let mut t = Vec::new();
+        t.extend_from_slice(&sport.to_be_bytes());
+        t.extend_from_slice(&dport.to_be_bytes());
+        t.extend_from_slice(&seq.to_be_bytes());
+        t.extend_from_slice(&[0, 0, 0, 0, 0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+        t.resize(20 + payload, seq as u8);
+        t
+    }
+
+    /// A TCP/IPv4 frame from 10.0.0.2:`sport` to 10.0.0.1:`dport`.
+    fn tcp4(sport: u16, dport: u16, seq: u32, payload: usize) -> Vec<u8> {
+        ipv4(
+            [10, 0, 0, 2],
+            [10, 0, 0, 1],
+            IPPROTO_TCP,
+            0x4000, // don't fragment
+            64,
+            &tcp(sport, dport, seq, 0x18, payload),
+        )
+    }
+
+    /// An Ethernet frame holding an IPv6 packet (next header `next`, payload `l4`).
+    fn ipv6(src: [u8; 16], dst: [u8; 16], next: u8, hops: u8, l4: &[u8]) -> Vec<u8> {
+        let mut f = alloc::vec![0u8; 14];
+        f[12..14].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
+        f.extend_from_slice(&[0x60, 0, 0, 0]);
+        f.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+        f.extend_from_slice(&[next, hops]);
+        f.extend_from_slice(&src);
+        f.extend_from_slice(&dst);
+        f.extend_from_slice(l4);
+        f
+    }
+
+    #[test]
+    fn one_flow_hashes_alike_whatever_else_changes() {
+        let h = flow_hash(&tcp4(40000, 80, 1, 0)).unwrap();
+        // payload, length, sequence number, flags, TTL: none of them count
+        assert_eq!(flow_hash(&tcp4(40000, 80, 99_999, 1400)), Some(h));
+        let other_flags = ipv4(
+            [10, 0, 0, 2],
+            [10, 0, 0, 1],
+            IPPROTO_TCP,
+            0,
+            3,
+            &tcp(40000, 80, 7, 0x11, 5),
+        );
+        assert_eq!(flow_hash(&other_flags), Some(h));
+        // a 64 KiB GSO packet of the flow goes the same way as its small segments
+        assert_eq!(flow_hash(&tcp4(40000, 80, 5, 65_000)), Some(h));
+        // every field of the flow counts
+        assert_ne!(flow_hash(&tcp4(40001, 80, 1, 0)), Some(h), "source port");
+        assert_ne!(
+            flow_hash(&tcp4(40000, 81, 1, 0)),
+            Some(h),
+            "destination port"
+        );
+        let other_host = ipv4(
+            [10, 0, 0, 3],
+            [10, 0, 0, 1],
+            IPPROTO_TCP,
+            0x4000,
+            64,
+            &tcp(40000, 80, 1, 0x18, 0),
+        );
+        assert_ne!(flow_hash(&other_host), Some(h), "source address");
+        let udp = ipv4(
+            [10, 0, 0, 2],
+            [10, 0, 0, 1],
+            IPPROTO_UDP,
+            0,
+            64,
+            &tcp(40000, 80, 1, 0, 0)[..8],
+        );
+        assert_ne!(flow_hash(&udp), Some(h), "protocol");
+        let udp2 = ipv4(
+            [10, 0, 0, 2],
+            [10, 0, 0, 1],
+            IPPROTO_UDP,
+            0,
+            64,
+            &tcp(40000, 53, 1, 0, 0)[..8],
+        );
+        assert_ne!(flow_hash(&udp2), flow_hash(&udp), "UDP ports count");
+    }
+
+    #[test]
+    fn pieces_of_a_datagram_and_portless_protocols_hash_by_address() {
+        let dgram = tcp(5353, 5353, 0, 0, 3000);
+        let first = ipv4(
+            [10, 0, 0, 2],
+            [10, 0, 0, 1],
+            IPPROTO_UDP,
+            0x2000,
+            64,
+            &dgram[..1480],
+        );
+        let last = ipv4(
+            [10, 0, 0, 2],
+            [10, 0, 0, 1],
+            IPPROTO_UDP,
+            185,
+            64,
+            &dgram[1480..],
+        );
+        assert_eq!(flow_hash(&first), flow_hash(&last));
+        assert!(flow_hash(&first).is_some());
+        // ICMP: the bytes after the IP header do not count
+        let ping = |id: u8| ipv4([10, 0, 0, 2], [10, 0, 0, 1], 1, 0, 64, &[8, 0, 0, 0, id, 1]);
+        assert_eq!(flow_hash(&ping(1)), flow_hash(&ping(2)));
+    }
+
+    #[test]
+    fn ipv6_flows_hash_by_addresses_and_ports() {
+        let a = [0xfd, 0, 0, 0x99, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+        let b = [0xfd, 0, 0, 0x99, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        let f = |sport, hops, payload| {
+            ipv6(a, b, IPPROTO_TCP, hops, &tcp(sport, 443, 1, 0x10, payload))
+        };
+        let h = flow_hash(&f(50000, 64, 0)).unwrap();
+        assert_eq!(flow_hash(&f(50000, 1, 1000)), Some(h));
+        assert_ne!(flow_hash(&f(50001, 64, 0)), Some(h));
+        assert_ne!(
+            flow_hash(&ipv6(b, a, IPPROTO_TCP, 64, &tcp(50000, 443, 1, 0, 0))),
+            Some(h)
+        );
+        // truncated: no IPv6 header, no hash
+        assert_eq!(flow_hash(&f(50000, 64, 0)[..50]), None);
+    }
+
+    #[test]
+    fn frames_without_a_flow_go_to_queue_0() {
+        let mut arp = alloc::vec![0u8; 42];
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(flow_hash(&arp), None);
+        assert_eq!(tx_queue(&arp, 4), 0);
+        for short in [&[][..], &[0u8; 13][..], &tcp4(1, 2, 3, 0)[..30]] {
+            assert_eq!(flow_hash(short), None);
+            assert_eq!(tx_queue(short, 4), 0);
+        }
+        // an IPv4 header with a bad version or length is not parsed
+        let mut bad = tcp4(1, 2, 3, 0);
+        bad[14] = 0x44;
+        assert_eq!(flow_hash(&bad), None);
+        bad[14] = 0x65;
+        assert_eq!(flow_hash(&bad), None);
+        // with one queue everything goes to queue 0
+        assert_eq!(tx_queue(&tcp4(40000, 80, 1, 0), 1), 0);
+    }
+
+    #[test]
+    fn flows_spread_over_the_queues() {
+        for queues in [2usize, 3, 4] {
+            let mut used = alloc::vec![0u32; queues];
+            for sport in 40000..40064 {
+                let q = tx_queue(&tcp4(sport, 80, 1, 0), queues);
+                assert!(q < queues);
+                used[q] += 1;
+            }
+            // 64 flows: every queue gets a fair share (at least half the average)
+            let fair = 64 / queues as u32 / 2;
+            assert!(used.iter().all(|&n| n >= fair), "{queues} queues: {used:?}");
+        }
+    }
+
+    const QDIR: [&str; 2] = ["device/vif/0/queue-0", "device/vif/0/queue-1"];
+    const MQ_NUM: &str = "device/vif/0/multi-queue-num-queues";
+    const QUEUE_KEYS: [&str; 3] = ["tx-ring-ref", "rx-ring-ref", "event-channel"];
+
+    /// Backend side of a TX ring: answers the requests `from..to` with OKAY.
+    fn answer_tx(f: &Fake, dir: &str, from: u32, to: u32) {
+        let ring = f.page_of(&format!("{dir}/tx-ring-ref"));
+        let mut e = [0u8; 12];
+        for i in from..to {
+            let slot = 64 + (i % 256) as usize * 12;
+            ring.read_bytes(slot, &mut e);
+            ring.write_bytes(slot, &[e[8], e[9], 0, 0]);
+        }
+        ring.store_u32(8, to);
+    }
+
+    /// The frame bytes at `at` in the page the `i`-th request of a TX ring names.
+    fn tx_bytes(f: &Fake, dir: &str, i: u32, at: usize, buf: &mut [u8]) {
+        let ring = f.page_of(&format!("{dir}/tx-ring-ref"));
+        let mut e = [0u8; 12];
+        ring.read_bytes(64 + (i % 256) as usize * 12, &mut e);
+        let gref = u32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+        f.page_by_gref(gref).read_bytes(at, buf);
+    }
+
+    fn event_channel(f: &Fake, dir: &str) -> u32 {
+        f.key(&format!("{dir}/event-channel"))
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
+    /// A source port whose TCP flow to port 80 goes to the other of two queues
+    /// than source port 40000's.
+    fn flows_on_both_queues() -> (u16, usize, u16, usize) {
+        let qa = tx_queue(&tcp4(40000, 80, 0, 0), 2);
+        let b = (40001..40100)
+            .find(|&p| tx_queue(&tcp4(p, 80, 0, 0), 2) != qa)
+            .expect("some flow goes to the other queue");
+        (40000, qa, b, 1 - qa)
+    }
+
+    #[test]
+    fn multi_queue_handshake_publishes_each_queue_in_its_directory() {
+        let f = Fake::offering_queues("4");
+        let n = Netfront::connect_with(&f, 0, 2).unwrap();
+        assert_eq!(n.queues(), 2);
+        assert_eq!(f.key(MQ_NUM).as_deref(), Some("2"));
+        for k in QUEUE_KEYS {
+            assert_eq!(f.key(&format!("device/vif/0/{k}")), None, "top-level {k}");
+            assert_eq!(f.key(&format!("device/vif/0/queue-2/{k}")), None);
+        }
+        let mut refs = Vec::new();
+        let mut ports = Vec::new();
+        for dir in QDIR {
+            refs.push(f.key(&format!("{dir}/tx-ring-ref")).unwrap());
+            refs.push(f.key(&format!("{dir}/rx-ring-ref")).unwrap());
+            ports.push(event_channel(&f, dir));
+            let rx = f.page_of(&format!("{dir}/rx-ring-ref"));
+            assert_eq!(rx.load_u32(0), 256, "{dir}: every RX buffer posted");
+        }
+        refs.sort();
+        refs.dedup();
+        assert_eq!(refs.len(), 4, "four rings");
+        assert_ne!(ports[0], ports[1], "an event channel per queue");
+        // the vif's own keys stay at the top
+        assert_eq!(f.key("device/vif/0/request-rx-copy").as_deref(), Some("1"));
+        assert_eq!(
+            f.key("device/vif/0/feature-rx-notify").as_deref(),
+            Some("1")
+        );
+        assert_eq!(f.key("device/vif/0/feature-sg").as_deref(), Some("1"));
+        assert_eq!(f.key("device/vif/0/state").as_deref(), Some("4"));
+        assert_eq!(f.key("device/vif/0/queue-0/state"), None);
+        let notified = f.notified.borrow();
+        assert!(ports.iter().all(|p| notified.contains(p)), "{notified:?}");
+        assert_eq!(f.grants.borrow().len(), 2 * (2 + 512));
+    }
+
+    #[test]
+    fn connect_takes_what_the_backend_offers_up_to_four_queues() {
+        for (offer, want) in [("1", 1), ("2", 2), ("3", 3), ("4", 4), ("16", 4)] {
+            let f = Fake::offering_queues(offer);
+            assert_eq!(Netfront::connect(&f, 0).unwrap().queues(), want, "{offer}");
+            let num = (want > 1).then(|| format!("{want}"));
+            assert_eq!(f.key(MQ_NUM), num, "{offer}");
+        }
+        // the caller's cap wins over a larger offer
+        let f = Fake::offering_queues("8");
+        assert_eq!(Netfront::connect_with(&f, 0, 3).unwrap().queues(), 3);
+        assert_eq!(f.key(MQ_NUM).as_deref(), Some("3"));
+    }
+
+    #[test]
+    fn one_queue_keeps_the_keys_at_the_top() {
+        // a backend without multi-queue, and one offering it to a frontend asking
+        // for a single queue (or none at all)
+        for (f, cap) in [
+            (Fake::new(), 4),
+            (Fake::offering_queues("4"), 1),
+            (Fake::offering_queues("4"), 0),
+        ] {
+            let n = Netfront::connect_with(&f, 0, cap).unwrap();
+            assert_eq!(n.queues(), 1);
+            assert_eq!(f.key(MQ_NUM), None, "cap {cap}");
+            for k in QUEUE_KEYS {
+                assert!(f.key(&format!("device/vif/0/{k}")).is_some(), "{k}");
+                assert_eq!(f.key(&format!("device/vif/0/queue-0/{k}")), None);
+            }
+        }
+    }
+
+    #[test]
+    fn a_malformed_queue_offer_means_one_queue() {
+        for offer in ["x", "0", "", "-2", "2.5", "99999999999999999999999"] {
+            let f = Fake::offering_queues(offer);
+            let n = Netfront::connect_with(&f, 0, 4).unwrap();
+            assert_eq!(n.queues(), 1, "{offer:?}");
+            assert_eq!(f.key(MQ_NUM), None, "{offer:?}");
+            assert!(f.key("device/vif/0/tx-ring-ref").is_some());
+        }
+        assert_eq!(queue_count(4, Some(" 3\n")), 3);
+        assert_eq!(queue_count(4, None), 1);
+        assert_eq!(queue_count(0, Some("4")), 1);
+        assert_eq!(queue_count(usize::MAX, Some("2")), 2);
+    }
+
+    #[test]
+    fn frames_are_received_on_every_queue() {
+        let f = Fake::offering_queues("2");
+        let mut n = Netfront::connect_with(&f, 0, 2).unwrap();
+        let mut prod = [0u32; 2];
+        deliver_on(&f, QDIR[1], &mut prod[1], None, 0, &[0x11; 60], None);
+        assert_eq!(n.recv(), Some(alloc::vec![0x11; 60]));
+        deliver_on(&f, QDIR[0], &mut prod[0], None, 0, &[0x22; 60], None);
+        deliver_on(&f, QDIR[1], &mut prod[1], None, 0, &[0x33; 70], None);
+        let mut got = Vec::new();
+        while let Some(fr) = n.recv() {
+            got.push(fr);
+        }
+        got.sort();
+        assert_eq!(got, [alloc::vec![0x22; 60], alloc::vec![0x33; 70]]);
+        let qs = n.queue_stats();
+        assert_eq!(qs[0].rx_packets, 1);
+        assert_eq!(qs[1].rx_packets, 2);
+        assert_eq!(n.stats().rx_packets, 3);
+        assert_eq!(n.stats().rx_bytes, 190);
+        // the buffers go back to the ring they came from, and a backend waiting
+        // for requests on queue 1 is woken on queue 1's event channel
+        let rx1 = f.page_of(&format!("{}/rx-ring-ref", QDIR[1]));
+        assert_eq!(rx1.load_u32(0), 256 + 2, "two buffers reposted on queue 1");
+        rx1.store_u32(4, rx1.load_u32(0) + 1); // req_event
+        f.notified.borrow_mut().clear();
+        deliver_on(&f, QDIR[1], &mut prod[1], None, 0, &[0x44; 60], None);
+        assert_eq!(n.recv(), Some(alloc::vec![0x44; 60]));
+        assert_eq!(*f.notified.borrow(), [event_channel(&f, QDIR[1])]);
+        assert!(n.broken().is_none());
+    }
+
+    #[test]
+    fn a_busy_queue_does_not_starve_the_other() {
+        let f = Fake::offering_queues("2");
+        let mut n = Netfront::connect_with(&f, 0, 2).unwrap();
+        let mut prod = [0u32; 2];
+        for i in 0..200u8 {
+            for q in 0..2u8 {
+                let mut fr = [0u8; 60];
+                fr[0] = q;
+                fr[1] = i;
+                deliver_on(
+                    &f,
+                    QDIR[usize::from(q)],
+                    &mut prod[usize::from(q)],
+                    None,
+                    0,
+                    &fr,
+                    None,
+                );
+            }
+        }
+        let mut order = Vec::new();
+        while let Some(fr) = n.recv() {
+            order.push((fr[0], fr[1]));
+        }
+        assert_eq!(order.len(), 400);
+        // in ring order within each queue
+        for q in 0..2 {
+            let seq: Vec<u8> = order.iter().filter(|o| o.0 == q).map(|o| o.1).collect();
+            assert_eq!(seq, (0..200).collect::<Vec<u8>>());
+        }
+        // and taken in turns of at most 64 frames
+        let longest = order
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(<[_]>::len)
+            .max()
+            .unwrap();
+        assert!(longest <= 64, "a run of {longest} frames from one queue");
+    }
+
+    #[test]
+    fn each_flow_keeps_to_one_queue_and_flows_spread() {
+        let f = Fake::offering_queues("2");
+        let mut n = Netfront::connect_with(&f, 0, 2).unwrap();
+        let (a, qa, b, qb) = flows_on_both_queues();
+        for i in 0..3 {
+            n.send(&tcp4(a, 80, i, 10 * i as usize)).unwrap();
+        }
+        for i in 0..2 {
+            n.send(&tcp4(b, 80, i, 100)).unwrap();
+        }
+        let mut arp = alloc::vec![0u8; 42];
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        n.send(&arp).unwrap();
+        let sent = |q: usize| f.page_of(&format!("{}/tx-ring-ref", QDIR[q])).load_u32(0);
+        let arp_on = |q: usize| u32::from(q == 0);
+        assert_eq!(sent(qa), 3 + arp_on(qa), "flow A");
+        assert_eq!(sent(qb), 2 + arp_on(qb), "flow B");
+        // the requests carry their flow's frames (source port at byte 34)
+        let mut port = [0u8; 2];
+        for i in 0..3 {
+            tx_bytes(&f, QDIR[qa], i, 34, &mut port);
+            assert_eq!(u16::from_be_bytes(port), a);
+        }
+        for i in 0..2 {
+            tx_bytes(&f, QDIR[qb], i, 34, &mut port);
+            assert_eq!(u16::from_be_bytes(port), b);
+        }
+        let mut ethertype = [0u8; 2];
+        tx_bytes(&f, QDIR[0], sent(0) - 1, 12, &mut ethertype);
+        assert_eq!(ethertype, [0x08, 0x06], "ARP on queue 0");
+        // answered on both rings: counted per queue
+        for (q, dir) in QDIR.iter().enumerate() {
+            answer_tx(&f, dir, 0, sent(q));
+        }
+        n.reap_tx();
+        assert!(n.broken().is_none(), "{:?}", n.broken());
+        let qs = n.queue_stats();
+        assert_eq!(qs[qa].tx_packets, u64::from(3 + arp_on(qa)));
+        assert_eq!(qs[qb].tx_packets, u64::from(2 + arp_on(qb)));
+        assert_eq!(n.stats().tx_packets, 6);
+    }
+
+    #[test]
+    fn the_fullest_queue_decides_can_send() {
+        let f = Fake::offering_queues("2");
+        let mut n = Netfront::connect_with(&f, 0, 2).unwrap();
+        let (a, qa, b, qb) = flows_on_both_queues();
+        assert_eq!(n.tx_free_slots(), 256);
+        for i in 0..256 {
+            n.send(&tcp4(a, 80, i, 0)).unwrap();
+        }
+        assert_eq!(n.send(&tcp4(a, 80, 256, 0)), Err(NetError::Busy));
+        assert!(!n.can_send(), "queue {qa} is full");
+        assert_eq!(n.tx_free_slots(), 0);
+        // a frame of another flow still goes out on its own queue
+        n.send(&tcp4(b, 80, 0, 0)).unwrap();
+        assert_eq!(
+            f.page_of(&format!("{}/tx-ring-ref", QDIR[qb])).load_u32(0),
+            1
+        );
+        answer_tx(&f, QDIR[qa], 0, 256);
+        n.reap_tx();
+        assert!(n.can_send());
+        assert_eq!(n.tx_free_slots(), 255, "queue {qb} has one in flight");
+    }
+
+    #[test]
+    fn a_bad_response_on_queue_1_breaks_the_whole_vif() {
+        // RX: a response naming a buffer never posted
+        let f = Fake::offering_queues("2");
+        let mut n = Netfront::connect_with(&f, 0, 2).unwrap();
+        let mut prod = [0u32; 2];
+        deliver_on(&f, QDIR[1], &mut prod[1], Some(999), 0, &[1; 60], None);
+        assert!(n.recv().is_none());
+        assert!(
+            n.broken().unwrap().contains("not posted"),
+            "{:?}",
+            n.broken()
+        );
+        deliver_on(&f, QDIR[0], &mut prod[0], None, 0, &[2; 60], None);
+        assert!(n.recv().is_none(), "queue 0 is not read any more");
+        let (a, _, b, _) = flows_on_both_queues();
+        for fr in [tcp4(a, 80, 0, 0), tcp4(b, 80, 0, 0)] {
+            assert!(matches!(n.send(&fr), Err(NetError::Broken(_))));
+        }
+        assert!(!n.can_send());
+        assert_eq!(n.tx_free_slots(), 0);
+        for q in QDIR {
+            let tx = f.page_of(&format!("{q}/tx-ring-ref"));
+            assert_eq!(tx.load_u32(0), 0, "{q}: nothing sent");
+        }
+
+        // TX: a response on queue 1 for a slot not in flight
+        let f = Fake::offering_queues("2");
+        let mut n = Netfront::connect_with(&f, 0, 2).unwrap();
+        let (a, qa, b, _) = flows_on_both_queues();
+        let on_1 = if qa == 1 { a } else { b };
+        n.send(&tcp4(on_1, 80, 0, 0)).unwrap();
+        let tx1 = f.page_of(&format!("{}/tx-ring-ref", QDIR[1]));
+        tx1.write_bytes(64, &[200, 0, 0, 0]);
+        tx1.store_u32(8, 1);
+        n.reap_tx();
+        assert!(
+            n.broken().unwrap().contains("not in flight"),
+            "{:?}",
+            n.broken()
+        );
+        let on_0 = if qa == 0 { a } else { b };
+        assert!(matches!(
+            n.send(&tcp4(on_0, 80, 1, 0)),
+            Err(NetError::Broken(_))
+        ));
+        let tx0 = f.page_of(&format!("{}/tx-ring-ref", QDIR[0]));
+        assert_eq!(tx0.load_u32(0), 0);
+    }
+
+    #[test]
+    fn release_frees_every_queue() {
+        let f = Fake::offering_queues("4");
+        let n = Netfront::connect_with(&f, 0, 3).unwrap();
+        assert_eq!(f.grants.borrow().len(), 3 * (2 + 512));
+        let mut ports: Vec<u32> = (0..3)
+            .map(|k| event_channel(&f, &format!("device/vif/0/queue-{k}")))
+            .collect();
+        assert_eq!(n.release(), 3 * 512);
+        assert_eq!(f.pages_freed.get(), 3 * 512);
+        assert_eq!(
+            f.grants.borrow().len(),
+            3 * 2,
+            "only the ring grants remain"
+        );
+        let mut closed = f.closed.borrow().clone();
+        closed.sort();
+        ports.sort();
+        assert_eq!(closed, ports, "every queue's event channel closed");
     }
 
     #[test]
