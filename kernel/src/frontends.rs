@@ -196,26 +196,31 @@ pub type Vif = xenlet_drivers::netfront::Netfront<KernelXen>;
 
 static VIFS: Mutex<Vec<(String, Vif)>> = Mutex::new(Vec::new());
 
-/// Connects every vif; returns one line per device for the boot report.
-pub fn connect_vifs(devices: &[xenbus::Device]) -> Vec<Result<String, String>> {
+/// Connects every vif with up to `queues` queues each; returns one line per device
+/// for the boot report.
+pub fn connect_vifs(devices: &[xenbus::Device], queues: usize) -> Vec<Result<String, String>> {
     let mut report = Vec::new();
     for d in devices.iter().filter(|d| d.kind == "vif") {
         let name = d.name();
         let Ok(id) = d.id.parse::<u32>() else {
             continue;
         };
-        match xenlet_drivers::netfront::Netfront::connect(KernelXen, id) {
+        match xenlet_drivers::netfront::Netfront::connect_with(KernelXen, id, queues) {
             Ok(n) => {
                 let m = n.mac();
                 report.push(Ok(alloc::format!(
-                    "{name} {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}{}",
+                    "{name} {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}{}{}",
                     m[0],
                     m[1],
                     m[2],
                     m[3],
                     m[4],
                     m[5],
-                    if n.has_sg() { ", scatter-gather" } else { "" }
+                    if n.has_sg() { ", scatter-gather" } else { "" },
+                    match n.queues() {
+                        1 => String::new(),
+                        q => alloc::format!(", {q} queues"),
+                    }
                 )));
                 VIFS.lock().push((name, n));
             }

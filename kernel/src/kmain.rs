@@ -125,7 +125,10 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         _ => None,
     };
     let disks = devices.as_deref().map(crate::frontends::connect_disks);
-    let vifs = devices.as_deref().map(crate::frontends::connect_vifs);
+    let queues = crate::network::queues(info.cmdline.as_str());
+    let vifs = devices
+        .as_deref()
+        .map(|d| crate::frontends::connect_vifs(d, queues));
     let net_report = crate::network::init(info.cmdline.as_str());
     let devices_done = clock::now();
 

@@ -140,7 +140,8 @@ fn rescan() {
         let Ok(id) = d.id.parse::<u32>() else {
             continue;
         };
-        match xenlet_drivers::netfront::Netfront::connect(KernelXen, id) {
+        let queues = queues(CMDLINE.get().map_or("", |c| c.as_str()));
+        match xenlet_drivers::netfront::Netfront::connect_with(KernelXen, id, queues) {
             Ok(vif) => {
                 let line = add_interface(&mut stack, &name, vif);
                 crate::println!("netfront: {name} attached; {line}");
@@ -148,6 +149,15 @@ fn rescan() {
             Err(e) => crate::println!("netfront: {name} attach failed: {e}"),
         }
     }
+}
+
+/// How many queues a vif asks for: `xenlet.netqueues=N`, else
+/// [`config::DEFAULT_QUEUES`] (a malformed value is reported and the default used).
+pub fn queues(cmdline: &str) -> usize {
+    config::queues_from_cmdline(cmdline).unwrap_or_else(|e| {
+        crate::println!("net: {e}; using {}", config::DEFAULT_QUEUES);
+        config::DEFAULT_QUEUES
+    })
 }
 
 /// Makes an interface of every connected vif, and watches for vifs attached or

@@ -93,6 +93,30 @@ pub fn from_cmdline<'a>(cmdline: &'a str, ifname: &str) -> Option<&'a str> {
     })
 }
 
+/// Queues a vif asks its backend for by default: two, so that dom0 can spread its
+/// netback work over two threads, at 2 MiB of buffers per queue. The backend may
+/// offer fewer (`multi-queue-max-queues`), and then that many are used.
+pub const DEFAULT_QUEUES: usize = 2;
+/// The most `xenlet.netqueues=` accepts.
+pub const MAX_QUEUES: usize = 8;
+
+/// The queue count from `xenlet.netqueues=N` (1 to [`MAX_QUEUES`]) on the kernel
+/// command line, [`DEFAULT_QUEUES`] without it; an error names a malformed value.
+pub fn queues_from_cmdline(cmdline: &str) -> Result<usize, String> {
+    let Some(v) = cmdline
+        .split_ascii_whitespace()
+        .find_map(|w| w.strip_prefix("xenlet.netqueues="))
+    else {
+        return Ok(DEFAULT_QUEUES);
+    };
+    match v.parse::<usize>() {
+        Ok(n) if (1..=MAX_QUEUES).contains(&n) => Ok(n),
+        _ => Err(alloc::format!(
+            "xenlet.netqueues={v}: expected a number from 1 to {MAX_QUEUES}"
+        )),
+    }
+}
+
 /// The IPv6 link-local address for `mac` (modified EUI-64).
 pub fn link_local(mac: [u8; 6]) -> Ipv6Address {
     Ipv6Address::new(
@@ -163,5 +187,17 @@ mod tests {
             ll,
             "fe80::216:3eff:fe01:203".parse::<Ipv6Address>().unwrap()
         );
+    }
+
+    #[test]
+    fn queue_count_from_the_command_line() {
+        assert_eq!(queues_from_cmdline(""), Ok(DEFAULT_QUEUES));
+        assert_eq!(queues_from_cmdline("xenlet.eth0=dhcp"), Ok(DEFAULT_QUEUES));
+        assert_eq!(queues_from_cmdline("a xenlet.netqueues=1 b"), Ok(1));
+        assert_eq!(queues_from_cmdline("xenlet.netqueues=8"), Ok(8));
+        for bad in ["0", "9", "-1", "two", ""] {
+            let e = queues_from_cmdline(&alloc::format!("xenlet.netqueues={bad}")).unwrap_err();
+            assert!(e.contains("expected a number from 1 to 8"), "{e}");
+        }
     }
 }

@@ -48,6 +48,14 @@ fn link_line<L: Link>(idx: usize, n: &NetIf<L>, stats: bool) -> String {
             "    RX checksums filled in (offload): {}\n",
             n.rx_csum_filled()
         );
+        let queues = n.link.queue_stats();
+        if !queues.is_empty() {
+            s += &format!("    queues: {} (RX/TX packets:", queues.len());
+            for (i, q) in queues.iter().enumerate() {
+                s += &format!(" q{i} {}/{}", q.rx_packets, q.tx_packets);
+            }
+            s += ")\n";
+        }
         let ((packets, segs), refused) = n.tso_stats();
         if n.link.gso_tcpv4() {
             s += &format!(
@@ -358,6 +366,7 @@ mod tests {
     use super::*;
     use crate::iface::tests::pair;
     use alloc::vec::Vec;
+    use xenlet_drivers::netfront::QueueStats;
 
     fn stack(cfg: &str) -> NetStack<crate::link::tests::Pipe> {
         let (a, _) = pair(cfg, "10.0.0.9/24");
@@ -394,6 +403,22 @@ mod tests {
         );
         let l = run(&mut s, "-s link show eth0").unwrap();
         assert!(l.contains("RX:  bytes packets errors dropped"));
+        assert!(!l.contains("queues:"), "one queue: no queue line\n{l}");
+        s.ifs[0].link.queues = alloc::vec![
+            QueueStats {
+                rx_packets: 5,
+                tx_packets: 2
+            },
+            QueueStats {
+                rx_packets: 7,
+                tx_packets: 0
+            },
+        ];
+        let l = run(&mut s, "-s link show eth0").unwrap();
+        assert!(
+            l.contains("    queues: 2 (RX/TX packets: q0 5/2 q1 7/0)\n"),
+            "{l}"
+        );
         let mut o = String::new();
         ifconfig(&mut s, &[], &mut o).unwrap();
         assert!(

@@ -13,7 +13,7 @@ use smoltcp::time::Instant;
 use smoltcp::wire::{
     ArpOperation, ArpPacket, EthernetFrame, EthernetProtocol, IpAddress, IpProtocol, Ipv6Packet,
 };
-use xenlet_drivers::netfront::{NetError, NetStats, Netfront};
+use xenlet_drivers::netfront::{NetError, NetStats, Netfront, QueueStats};
 use xenlet_drivers::platform::XenPlatform;
 
 pub use xenlet_drivers::netfront::MAX_FRAME;
@@ -49,6 +49,10 @@ pub trait Link {
     /// Transmit slots free now (a GSO packet takes up to 17).
     fn tx_free_slots(&self) -> usize {
         usize::MAX
+    }
+    /// Per-queue packet counters when the link has several queues (else empty).
+    fn queue_stats(&self) -> Vec<QueueStats> {
+        Vec::new()
     }
 }
 
@@ -88,6 +92,13 @@ impl<P: XenPlatform> Link for Netfront<P> {
     }
     fn tx_free_slots(&self) -> usize {
         Netfront::tx_free_slots(self)
+    }
+    fn queue_stats(&self) -> Vec<QueueStats> {
+        if self.queues() > 1 {
+            Netfront::queue_stats(self)
+        } else {
+            Vec::new()
+        }
     }
 }
 
@@ -326,6 +337,8 @@ pub(crate) mod tests {
         pub gso: bool,
         /// GSO packets taken.
         pub gso_packets: u64,
+        /// Per-queue counters to report.
+        pub queues: Vec<QueueStats>,
     }
 
     /// Two links connected back to back.
@@ -342,6 +355,7 @@ pub(crate) mod tests {
                 cut: cut.clone(),
                 gso: false,
                 gso_packets: 0,
+                queues: Vec::new(),
             },
             Pipe {
                 mac: [2, 0, 0, 0, 0, 2],
@@ -351,11 +365,15 @@ pub(crate) mod tests {
                 cut,
                 gso: false,
                 gso_packets: 0,
+                queues: Vec::new(),
             },
         )
     }
 
     impl Link for Pipe {
+        fn queue_stats(&self) -> Vec<QueueStats> {
+            self.queues.clone()
+        }
         fn mac(&self) -> [u8; 6] {
             self.mac
         }
