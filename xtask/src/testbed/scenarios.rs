@@ -309,6 +309,21 @@ const IMAGE_COPY: Disk = Disk {
     loop_dev: false,
 };
 
+/// The hvm-disk configuration plus a vif on xenbr1 (DHCP from dom0's dnsmasq).
+const XENLET_HVM_XEN_CONFIG: &str = r#"name    = "@NAME@"
+builder = "hvm"
+memory  = 32
+vcpus   = 1
+disk    = [ "@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w" ]
+vif     = [ "bridge=xenbr1" ]
+serial  = "pty"
+vga     = "none"
+vnc     = 0
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#;
+
 const XENLET_HVM_DISK_CONFIG: &str = r#"name    = "@NAME@"
 builder = "hvm"
 memory  = 32
@@ -350,7 +365,7 @@ on_crash    = "preserve"
 
 /// The PVH configuration with `xenlet.memmap=xen`: the kernel ignores the start
 /// info's memory map and takes Xen's (`XENMEM_memory_map`), the path a start info
-/// without a map (version 0) takes.
+/// without a map (version 0) takes. A vif on xenbr1, configured by DHCP.
 const XENLET_PVH_XENMEM_CONFIG: &str = r#"name    = "@NAME@"
 type    = "pvh"
 memory  = 32
@@ -358,13 +373,15 @@ vcpus   = 1
 kernel  = "@FILES@/xenlet.elf"
 extra   = "xenlet.memmap=xen"
 disk    = [ "phy:@DATA@,xvdb,w" ]
+vif     = [ "bridge=xenbr1" ]
 on_poweroff = "destroy"
 on_reboot   = "destroy"
 on_crash    = "preserve"
 "#;
 
 /// The Xen platform layer: version, the one-shot timer (`sleep`), XenStore both ways (a guest write read in dom0, a
-/// dom0 write firing a guest watch), the PV devices. The guest is then ended from dom0.
+/// dom0 write firing a guest watch), the PV devices, a DHCP lease and pings both ways
+/// on the vif. The guest is then ended from dom0.
 const XEN_STEPS: &[Step] = &[
     cmd(
         "xen",
@@ -414,6 +431,24 @@ const XEN_STEPS: &[Step] = &[
         30,
     ),
     cmd("lsblk", &[r"xvdb"], 30),
+    // netfront on this boot path too: a vif on xenbr1, configured by DHCP (the
+    // default without a configuration), reaches dom0
+    cmd_cap(
+        "udhcpc -i eth0",
+        &[r"^udhcpc: lease of 10\.98\.0\.\d+/24 obtained, router 10\.98\.0\.1$"],
+        &[("LEASE", r"lease of (10\.98\.0\.\d+)/24")],
+        60,
+    ),
+    cmd(
+        "ping -c 2 -i 0.2 10.98.0.1",
+        &[r"^2 packets transmitted, 2 received, 0% packet loss"],
+        30,
+    ),
+    dom0(
+        "busybox ping -c 2 -W 5 ${LEASE}",
+        &[r"^2 packets transmitted, 2 packets received, 0% packet loss$"],
+        60,
+    ),
 ];
 
 /// Xenlet as a PVH guest with two vifs: eth0 on xenbr0 configured from the kernel
@@ -785,7 +820,7 @@ on_crash    = "preserve"
         name: "xen-hvm",
         about: "Xen platform layer, HVM disk image: version, XenStore both ways, a watch, devices; xl shutdown -w",
         needs: &[Need::XenletImage],
-        config: XENLET_HVM_DISK_CONFIG,
+        config: XENLET_HVM_XEN_CONFIG,
         disks: &[IMAGE_COPY, DATA_FILE],
         console: Console::Serial,
         prompt: XENLET_PROMPT,
