@@ -3,10 +3,11 @@
 //!
 //! `bench net`: one session runs dom0's real `iperf3 -c` (5 s, TCP, one stream)
 //! against an `iperf3 -s` in the Linux PVHVM domU (Debian's kernel and netfront,
-//! iperf3 added to its initramfs; `bench-net-linux`) and in Xenlet (PVH, its netfront
-//! and smoltcp; `bench-net-xenlet`), both directions (`-R`: the guest sends), each
-//! guest on the bridge xenbr0 through dom0's netback; the table gives Mbit/s of the
-//! receiver line and Xenlet's ratio to Linux.
+//! iperf3 added to its initramfs; `bench-net-linux`) and in Xenlet, its netfront and
+//! smoltcp, booted both as PVH (`bench-net-xenlet`) and as HVM from its disk image
+//! like the Linux peer (`bench-net-xenlet-hvm`), both directions (`-R`: the guest
+//! sends), each guest on the bridge xenbr0 through dom0's netback; the table gives
+//! Mbit/s of the receiver line and Xenlet's ratios to Linux.
 //!
 //! `bench dd`:
 //! One test-bed session (see `xtask/testbed/README.md`) writes the same 8 MiB
@@ -36,8 +37,8 @@ usage: cargo xtask bench dd|net [--retries N] [-v] [--smp N] [--xen-arg ARG]
         8 MiB each (bs=16k count=512 conv=fsync); prints bytes, seconds, MB/s and
         the ratios to the Linux domU and to dom0 (also in target/testbed/bench-dd.txt)
   net   one session: dom0's iperf3 -c (5 s, both directions) against iperf3 -s in the
-        Linux PVHVM domU and in Xenlet (PVH); Mbit/s and Xenlet/Linux ratios (also in
-        target/testbed/bench-net.txt)
+        Linux PVHVM domU and in Xenlet (PVH, and HVM from its disk image); Mbit/s and
+        Xenlet/Linux ratios (also in target/testbed/bench-net.txt)
 ";
 
 pub fn main(args: &[&str]) -> Result<()> {
@@ -160,7 +161,14 @@ fn net(args: &[&str]) -> Result<()> {
         return Err(Error::msg(USAGE));
     }
     step("bench net: dom0's iperf3 -c against the Linux domU and Xenlet, both directions");
-    let ran = testbed::run(&["bench-net-linux", "bench-net-xenlet"], &opts);
+    let ran = testbed::run(
+        &[
+            "bench-net-linux",
+            "bench-net-xenlet",
+            "bench-net-xenlet-hvm",
+        ],
+        &opts,
+    );
     let get = |sc: &str, var: &str| {
         testbed::result(sc)
             .get(&format!("var.{var}"))
@@ -168,6 +176,10 @@ fn net(args: &[&str]) -> Result<()> {
     };
     let linux = (get("bench-net-linux", "RX"), get("bench-net-linux", "TX"));
     let xenlet = (get("bench-net-xenlet", "RX"), get("bench-net-xenlet", "TX"));
+    let hvm = (
+        get("bench-net-xenlet-hvm", "RX"),
+        get("bench-net-xenlet-hvm", "TX"),
+    );
     let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1}"));
     let r = |a: Option<f64>, b: Option<f64>| match (a, b) {
         (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
@@ -194,9 +206,21 @@ fn net(args: &[&str]) -> Result<()> {
     ));
     table.push_str(&format!(
         "{:<22} {:>16} {:>16}\n",
-        "Xenlet / Linux",
+        "Xenlet (HVM)",
+        f(hvm.0),
+        f(hvm.1)
+    ));
+    table.push_str(&format!(
+        "{:<22} {:>16} {:>16}\n",
+        "Xenlet PVH / Linux",
         r(xenlet.0, linux.0),
         r(xenlet.1, linux.1)
+    ));
+    table.push_str(&format!(
+        "{:<22} {:>16} {:>16}\n",
+        "Xenlet HVM / Linux",
+        r(hvm.0, linux.0),
+        r(hvm.1, linux.1)
     ));
     table.push('\n');
     print!("{table}");
@@ -205,7 +229,7 @@ fn net(args: &[&str]) -> Result<()> {
         &table,
     );
     ran?;
-    if [linux.0, linux.1, xenlet.0, xenlet.1]
+    if [linux.0, linux.1, xenlet.0, xenlet.1, hvm.0, hvm.1]
         .iter()
         .any(Option::is_none)
     {

@@ -1017,6 +1017,40 @@ on_crash    = "preserve"
         budget_s: 178,
     },
     Scenario {
+        name: "bench-net-xenlet-hvm",
+        about: "bench net: iperf3 from dom0 to Xenlet booted as HVM from its disk image (iperf3 -s) and back (-R)",
+        needs: &[Need::XenletImage],
+        config: r#"name    = "@NAME@"
+builder = "hvm"
+memory  = 32
+vcpus   = 1
+disk    = [ "@DISK@,raw,xvda,w" ]
+vif     = [ "bridge=xenbr0,mac=00:16:3e:58:00:02" ]
+serial  = "pty"
+vga     = "none"
+vnc     = 0
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#,
+        disks: &[IMAGE_COPY],
+        console: Console::Serial,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 140,
+        boot_expect: &[],
+        steps: &[
+            cmd("ip addr add 10.99.0.2/24 dev eth0", &[], 30),
+            cmd("iperf3 -s -D", &[r"^iperf3: listening on eth0 port 5201$"], 30),
+            dom0_cap("iperf3 -c 10.99.0.2 -t 5", &[r"receiver$"], &[("RX", IPERF3_RECEIVER)], 90),
+            dom0_cap("iperf3 -c 10.99.0.2 -t 5 -R", &[r"receiver$"], &[("TX", IPERF3_RECEIVER)], 90),
+            last("poweroff"),
+        ],
+        end: End::Poweroff,
+        end_timeout_s: 60,
+        budget_s: 178,
+    },
+    Scenario {
         name: "net-soak",
         about: "net: 20 s iperf3 from dom0 with 1 s intervals and dom0's TCP retransmission counters, then -R; `xen` shows idle wakeups rescued",
         needs: &[Need::XenletElf],
