@@ -11,8 +11,10 @@
 //! those three keys under `queue-0/` .. `queue-<N-1>/` instead (netif.h, "Multiple
 //! transmit and receive queues"). Then, for the whole vif: `request-rx-copy` = 1,
 //! `feature-rx-notify` = 1, `feature-sg` = 1, and go Connected when the backend is;
-//! the MAC comes from the frontend's `mac` key. TCPv4 GSO packets are sent when the
-//! backend offers `feature-gso-tcpv4` (and scatter-gather).
+//! the MAC comes from the frontend's `mac` key and the MTU from the backend's `mtu`
+//! key (libxl's `vif = [ "...,mtu=9000" ]`; 1500 when absent or malformed, and at
+//! most 1500 without scatter-gather, as Linux's netfront does). TCPv4 GSO packets are
+//! sent when the backend offers `feature-gso-tcpv4` (and scatter-gather).
 //!
 //! Queues: a frame is sent on the queue its flow hashes to (IPv4/IPv6 addresses and
 //! TCP/UDP ports; anything else on queue 0), so one flow is never reordered across
@@ -48,8 +50,29 @@ use xenlet_xen::ring::FrontRing;
 use xenlet_xen::shared::PAGE_BYTES;
 use xenlet_xen::xenbus::{Action, Frontend, XenbusState};
 
-/// Largest Ethernet frame handled without GSO (1500 MTU + 14 header).
-pub const MAX_FRAME: usize = 1514;
+/// The MTU when the backend names none (Ethernet's).
+pub const DEFAULT_MTU: usize = 1500;
+/// Ethernet header bytes in front of the MTU's worth of packet.
+pub const ETH_HEADER: usize = 14;
+/// The largest MTU taken from the backend: a frame must fit netif's 16-bit size.
+pub const MAX_MTU: usize = 65535 - ETH_HEADER;
+/// The smallest MTU taken (IPv4's minimum).
+pub const MIN_MTU: usize = 68;
+
+/// The MTU from the backend's `mtu` key: [`DEFAULT_MTU`] when it is absent, not a
+/// number or outside [`MIN_MTU`]..=[`MAX_MTU`]; at most [`DEFAULT_MTU`] without
+/// scatter-gather (a frame must then fit one page, and Linux keeps such a vif at 1500).
+pub fn mtu_from_backend(value: Option<&str>, sg: bool) -> usize {
+    let mtu = value
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|m| (MIN_MTU..=MAX_MTU).contains(m))
+        .unwrap_or(DEFAULT_MTU);
+    if sg {
+        mtu
+    } else {
+        mtu.min(DEFAULT_MTU)
+    }
+}
 /// Queues [`Netfront::connect`] asks for at most (fewer when the backend offers
 /// fewer). Each queue holds 2 ring pages and 512 buffer pages (2 MiB).
 pub const DEFAULT_MAX_QUEUES: usize = 4;
@@ -466,6 +489,7 @@ pub struct Netfront<P: XenPlatform> {
     stats: NetStats,
     sg: bool,
     gso: bool,
+    mtu: usize,
 }
 
 fn wait_for_action<P: XenPlatform>(
@@ -595,6 +619,7 @@ impl<P: XenPlatform> Netfront<P> {
         // TCP segmentation offload on transmit: the backend splits large TCPv4
         // packets (needs scatter-gather to carry them).
         let gso = sg && flag("feature-gso-tcpv4");
+        let mtu = mtu_from_backend(p.xs_read(&format!("{backend}/mtu")).ok().as_deref(), sg);
         let max = p.xs_read(&format!("{backend}/multi-queue-max-queues")).ok();
         let n = queue_count(max_queues, max.as_deref());
         let queues = (0..n)
@@ -643,6 +668,7 @@ impl<P: XenPlatform> Netfront<P> {
             stats: NetStats::default(),
             sg,
             gso,
+            mtu,
         })
     }
 
@@ -698,6 +724,16 @@ impl<P: XenPlatform> Netfront<P> {
         self.sg
     }
 
+    /// The MTU (from the backend's `mtu` key, see [`mtu_from_backend`]).
+    pub fn mtu(&self) -> usize {
+        self.mtu
+    }
+
+    /// The largest frame sent or expected without GSO: the MTU plus the Ethernet header.
+    pub fn max_frame(&self) -> usize {
+        self.mtu + ETH_HEADER
+    }
+
     /// Marks the vif broken (every queue's rings), keeping the first reason.
     fn fail(&mut self, why: String) {
         if self.broken.is_none() {
@@ -726,14 +762,11 @@ impl<P: XenPlatform> Netfront<P> {
             .unwrap_or(0)
     }
 
-    /// Whether a frame of up to [`MAX_FRAME`] bytes can be sent now, whatever its
-    /// queue (every queue has the slots).
+    /// Whether a frame of up to [`Netfront::max_frame`] bytes can be sent now,
+    /// whatever its queue (every queue has the slots).
     pub fn can_send(&self) -> bool {
-        self.broken.is_none()
-            && self
-                .queues
-                .iter()
-                .all(|q| q.tx_free.len() >= MAX_FRAME.div_ceil(PAGE_BYTES))
+        let slots = self.max_frame().div_ceil(PAGE_BYTES);
+        self.broken.is_none() && self.queues.iter().all(|q| q.tx_free.len() >= slots)
     }
 
     /// Sends one Ethernet frame (copied into the pages of the TX slots it takes) on
@@ -1133,6 +1166,44 @@ mod tests {
         assert!(n.recv().is_none());
         assert_eq!(n.stats().rx_errors, 1);
         assert!(n.broken().is_none());
+    }
+
+    #[test]
+    fn mtu_comes_from_the_backend_within_bounds() {
+        assert_eq!(mtu_from_backend(None, true), 1500);
+        assert_eq!(mtu_from_backend(Some("9000"), true), 9000);
+        assert_eq!(mtu_from_backend(Some(" 9000\n"), true), 9000);
+        assert_eq!(mtu_from_backend(Some("68"), true), 68);
+        assert_eq!(mtu_from_backend(Some("65521"), true), 65521);
+        for bad in ["", "jumbo", "-1", "67", "65522", "99999999999999999999"] {
+            assert_eq!(mtu_from_backend(Some(bad), true), 1500, "{bad:?}");
+        }
+        // without scatter-gather a frame must fit one page: kept at 1500
+        assert_eq!(mtu_from_backend(Some("9000"), false), 1500);
+        assert_eq!(mtu_from_backend(Some("1280"), false), 1280);
+    }
+
+    #[test]
+    fn jumbo_mtu_from_xenstore_sets_frame_size_and_slots_needed() {
+        let f = Fake::new();
+        f.xs.borrow_mut().insert(format!("{BE}/mtu"), "9000".into());
+        let mut n = Netfront::connect_with(&f, 0, 1).unwrap();
+        assert_eq!((n.mtu(), n.max_frame()), (9000, 9014));
+        // a 9014-byte frame takes 3 slots: with 2 free, no frame may be promised
+        for _ in 0..(n.tx_free_slots() - 2) {
+            n.send(&[1; 60]).unwrap();
+        }
+        assert_eq!(n.tx_free_slots(), 2);
+        assert!(!n.can_send(), "2 slots cannot carry a 9014-byte frame");
+
+        let f = Fake::new();
+        let n = Netfront::connect_with(&f, 0, 1).unwrap();
+        assert_eq!((n.mtu(), n.max_frame()), (1500, 1514), "no mtu key");
+        let f = Fake::new();
+        f.xs.borrow_mut().remove(&format!("{BE}/feature-sg"));
+        f.xs.borrow_mut().insert(format!("{BE}/mtu"), "9000".into());
+        let n = Netfront::connect_with(&f, 0, 1).unwrap();
+        assert_eq!(n.mtu(), 1500, "no scatter-gather: one page per frame");
     }
 
     #[test]

@@ -33,8 +33,9 @@ fn link_line<L: Link>(idx: usize, n: &NetIf<L>, stats: bool) -> String {
         "UP"
     };
     let mut s = format!(
-        "{idx}: {}: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state {state}\n    link/ether {} brd ff:ff:ff:ff:ff:ff\n",
+        "{idx}: {}: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu {} qdisc noqueue state {state}\n    link/ether {} brd ff:ff:ff:ff:ff:ff\n",
         n.name,
+        n.link.mtu(),
         mac(n.link.mac())
     );
     if stats {
@@ -322,8 +323,9 @@ pub fn ifconfig<L: Link>(stack: &mut NetStack<L>, args: &[&str], out: Out) -> Re
         }
         let st = n.link.stats();
         let mut s = format!(
-            "{}: flags=4163<UP,BROADCAST,RUNNING,MULTICAST>  mtu 1500\n",
-            n.name
+            "{}: flags=4163<UP,BROADCAST,RUNNING,MULTICAST>  mtu {}\n",
+            n.name,
+            n.link.mtu()
         );
         for (c, o) in n.addrs() {
             match c {

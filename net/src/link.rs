@@ -16,7 +16,7 @@ use smoltcp::wire::{
 use xenlet_drivers::netfront::{NetError, NetStats, Netfront, QueueStats};
 use xenlet_drivers::platform::XenPlatform;
 
-pub use xenlet_drivers::netfront::MAX_FRAME;
+pub use xenlet_drivers::netfront::{DEFAULT_MTU, ETH_HEADER};
 
 /// A network interface's frame interface.
 pub trait Link {
@@ -54,12 +54,18 @@ pub trait Link {
     fn queue_stats(&self) -> Vec<QueueStats> {
         Vec::new()
     }
+    /// The MTU: the largest IP packet sent without GSO.
+    fn mtu(&self) -> usize {
+        DEFAULT_MTU
+    }
 }
 
 /// Free transmit slots required before smoltcp may queue one more frame while
-/// segments are merged: a held 64 KiB packet (17 slots) plus the frame, twice over
-/// (one send while taking the frame, one at the flush after the poll).
-const GSO_SLOTS: usize = 35;
+/// segments are merged: the frame's own slots plus room for two held 64 KiB packets of
+/// 17 slots each (one sent while taking the frame, one at the flush after the poll).
+fn gso_slots(mtu: usize) -> usize {
+    2 * 17 + (mtu + ETH_HEADER).div_ceil(4096)
+}
 
 impl<P: XenPlatform> Link for Netfront<P> {
     fn mac(&self) -> [u8; 6] {
@@ -92,6 +98,9 @@ impl<P: XenPlatform> Link for Netfront<P> {
     }
     fn tx_free_slots(&self) -> usize {
         Netfront::tx_free_slots(self)
+    }
+    fn mtu(&self) -> usize {
+        Netfront::mtu(self)
     }
     fn queue_stats(&self) -> Vec<QueueStats> {
         if self.queues() > 1 {
@@ -299,7 +308,9 @@ impl<L: Link> Device for LinkDevice<'_, L> {
     }
 
     fn transmit(&mut self, _now: Instant) -> Option<TxToken<'_, L>> {
-        if !self.link.can_send() || (self.tso.is_some() && self.link.tx_free_slots() < GSO_SLOTS) {
+        if !self.link.can_send()
+            || (self.tso.is_some() && self.link.tx_free_slots() < gso_slots(self.link.mtu()))
+        {
             return None;
         }
         Some(TxToken {
@@ -313,7 +324,7 @@ impl<L: Link> Device for LinkDevice<'_, L> {
     fn capabilities(&self) -> DeviceCapabilities {
         let mut caps = DeviceCapabilities::default();
         caps.medium = Medium::Ethernet;
-        caps.max_transmission_unit = MAX_FRAME;
+        caps.max_transmission_unit = self.link.mtu() + ETH_HEADER;
         caps
     }
 }
@@ -339,6 +350,8 @@ pub(crate) mod tests {
         pub gso_packets: u64,
         /// Per-queue counters to report.
         pub queues: Vec<QueueStats>,
+        /// The MTU it reports.
+        pub mtu: usize,
     }
 
     /// Two links connected back to back.
@@ -356,6 +369,7 @@ pub(crate) mod tests {
                 gso: false,
                 gso_packets: 0,
                 queues: Vec::new(),
+                mtu: DEFAULT_MTU,
             },
             Pipe {
                 mac: [2, 0, 0, 0, 0, 2],
@@ -366,6 +380,7 @@ pub(crate) mod tests {
                 gso: false,
                 gso_packets: 0,
                 queues: Vec::new(),
+                mtu: DEFAULT_MTU,
             },
         )
     }
@@ -373,6 +388,9 @@ pub(crate) mod tests {
     impl Link for Pipe {
         fn queue_stats(&self) -> Vec<QueueStats> {
             self.queues.clone()
+        }
+        fn mtu(&self) -> usize {
+            self.mtu
         }
         fn mac(&self) -> [u8; 6] {
             self.mac

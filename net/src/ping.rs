@@ -145,8 +145,21 @@ impl Ping {
         ident: u16,
         now_us: u64,
     ) -> Result<Ping, String> {
-        if opts.size < 8 || opts.size > 1400 {
-            return Err(format!("invalid packet size {}: 8 to 1400", opts.size));
+        // One unfragmented packet: the payload, the ICMP header (8) and the IP header
+        // (20 for IPv4, 40 for IPv6) within the interface's MTU.
+        let ip_header = if matches!(target, IpAddress::Ipv4(_)) {
+            20
+        } else {
+            40
+        };
+        let max = netif.link.mtu().saturating_sub(ip_header + 8);
+        if opts.size < 8 || opts.size > max {
+            return Err(format!(
+                "invalid packet size {}: 8 to {max} (the MTU of {}, {}, less headers)",
+                opts.size,
+                netif.name,
+                netif.link.mtu()
+            ));
         }
         if target.is_unspecified() || target.is_multicast() {
             return Err(format!("{target}: not a unicast address"));
@@ -158,8 +171,10 @@ impl Ping {
         let src = netif
             .source_for(target)
             .ok_or_else(|| format!("connect: Network is unreachable ({target})"))?;
-        let rx = icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 16], vec![0; 16 * 1500]);
-        let tx = icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 4], vec![0; 4 * 1500]);
+        let packet = opts.size + 8;
+        let rx =
+            icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 16], vec![0; 16 * packet]);
+        let tx = icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 4], vec![0; 4 * packet]);
         let mut s = icmp::Socket::new(rx, tx);
         s.bind(icmp::Endpoint::Ident(ident))
             .map_err(|e| format!("bind: {e}"))?;
@@ -483,11 +498,19 @@ mod tests {
             0,
         );
         assert!(e.err().unwrap().contains("unreachable"));
-        let big = PingOptions {
-            size: 9000,
+        let sized = |size| PingOptions {
+            size,
             ..PingOptions::default()
         };
-        assert!(Ping::start(&mut a, IpAddress::v4(10, 0, 0, 2), big, 1, 0).is_err());
+        let e = Ping::start(&mut a, IpAddress::v4(10, 0, 0, 2), sized(1473), 1, 0);
+        assert_eq!(
+            e.err().unwrap(),
+            "invalid packet size 1473: 8 to 1472 (the MTU of eth0, 1500, less headers)"
+        );
+        assert!(Ping::start(&mut a, IpAddress::v4(10, 0, 0, 2), sized(1472), 1, 0).is_ok());
+        assert!(Ping::start(&mut a, IpAddress::v4(10, 0, 0, 2), sized(7), 1, 0).is_err());
+        a.link.mtu = 9000;
+        assert!(Ping::start(&mut a, IpAddress::v4(10, 0, 0, 2), sized(8972), 1, 0).is_ok());
     }
 
     #[test]

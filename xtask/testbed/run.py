@@ -126,7 +126,7 @@ def start_toolstack():
         raise Fail('toolstack', 'bridge xenbr0: ' + out.strip())
     # IPv6 on xenbr0; a second bridge with a DHCP server for the guests' second vif
     rc, out = sh('ip -6 addr add fd00:99::1/64 dev xenbr0 nodad'
-                 ' && ip link add xenbr1 type bridge && ip addr add 10.98.0.1/24 dev xenbr1'
+                 ' && ip link add xenbr1 mtu 9000 type bridge && ip addr add 10.98.0.1/24 dev xenbr1'
                  ' && ip -6 addr add fd00:98::1/64 dev xenbr1 nodad && ip link set xenbr1 up'
                  ' && dnsmasq --interface=xenbr1 --bind-dynamic --port=0 --user=root'
                  ' --dhcp-range=10.98.0.100,10.98.0.199,1h --dhcp-leasefile=/tmp/dnsmasq.leases'
