@@ -14,7 +14,11 @@
 //! the MAC comes from the frontend's `mac` key and the MTU from the backend's `mtu`
 //! key (libxl's `vif = [ "...,mtu=9000" ]`; 1500 when absent or malformed, and at
 //! most 1500 without scatter-gather, as Linux's netfront does). TCPv4 GSO packets are
-//! sent when the backend offers `feature-gso-tcpv4` (and scatter-gather).
+//! sent when the backend offers `feature-gso-tcpv4` (and scatter-gather); with
+//! scatter-gather the frontend also writes `feature-gso-tcpv4`/`feature-gso-tcpv6`,
+//! so TCP packets of up to 64 KiB arrive whole: a first data slot flagged
+//! `NETRXF_extra_info`, a GSO extra-info slot (written over a response, so its
+//! buffer is found by ring position), then the remaining data slots.
 //!
 //! Queues: a frame is sent on the queue its flow hashes to (IPv4/IPv6 addresses and
 //! TCP/UDP ports; anything else on queue 0), so one flow is never reordered across
@@ -116,8 +120,10 @@ pub struct NetStats {
     pub rx_bytes: u64,
     /// Received packets dropped (errors, oversize, no room).
     pub rx_dropped: u64,
-    /// Receive errors reported by the backend.
+    /// Receive errors reported by the backend, and packets with unusable extra info.
     pub rx_errors: u64,
+    /// Packets received whole as GSO packets (not cut into MTU-sized frames by dom0).
+    pub rx_gso: u64,
     /// Packets sent.
     pub tx_packets: u64,
     /// Bytes sent.
@@ -170,11 +176,42 @@ struct Queue {
     tx_slots: Vec<TxSlot>,
     tx_free: Vec<u16>,
     /// A multi-slot packet being assembled (its slots come in order on this ring).
-    partial: Option<(Vec<u8>, u16)>,
+    partial: Option<RxPacket>,
+    /// The buffer id posted at each RX ring position (index mod ring size): an
+    /// extra-info slot overwrites the response's id, so its buffer is found here.
+    posted_ids: Vec<u16>,
     /// Packets received on this queue.
     rx_packets: u64,
     /// Packets sent on this queue (answered OK).
     tx_packets: u64,
+}
+
+/// The largest received frame kept: an IPv4 or IPv6 packet of 64 KiB (a GSO packet)
+/// behind its Ethernet header.
+pub const RX_FRAME_MAX: usize = 65535 + ETH_HEADER;
+
+/// Why a received packet is dropped once all its slots are in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RxDrop {
+    /// The backend reported an error, or sent extra info not asked for (`rx_errors`).
+    Error,
+    /// Larger than [`RX_FRAME_MAX`] (`rx_dropped`).
+    TooLong,
+}
+
+/// A received packet being put together from its slots: the first data slot, then
+/// its extra-info slots, then the other data slots.
+struct RxPacket {
+    data: Vec<u8>,
+    /// The first slot's flags.
+    flags: u16,
+    /// More data slots follow.
+    more_data: bool,
+    /// Extra-info slots follow.
+    extras: bool,
+    /// It came with a GSO extra.
+    gso: bool,
+    drop: Option<RxDrop>,
 }
 
 impl Queue {
@@ -232,6 +269,8 @@ impl Queue {
             });
         }
         let _ = rx.push_requests_and_check_notify();
+        // buffer i went to ring position i
+        let rx_entries = rx.size() as usize;
 
         let entries = tx.size() as usize;
         Ok(Queue {
@@ -244,6 +283,7 @@ impl Queue {
             tx_slots,
             tx_free: (0..entries as u16).rev().collect(),
             partial: None,
+            posted_ids: (0..rx_entries as u16).collect(),
             rx_packets: 0,
             tx_packets: 0,
         })
@@ -393,14 +433,17 @@ impl Queue {
         stats: &mut NetStats,
         received: &mut VecDeque<(Vec<u8>, u16)>,
         budget: usize,
+        gso_rx: bool,
     ) -> Result<usize, String> {
         let mut raw = [0u8; netif::RX_ENTRY_BYTES];
         let mut taken = 0;
         let mut reposted = false;
+        let size = self.rx.size();
         let result = loop {
             if taken >= budget {
                 break Ok(());
             }
+            let pos = self.rx.next_response_index();
             match self.rx.take_response(&mut raw) {
                 Ok(true) => {}
                 Ok(false) => match self.rx.final_check_for_responses() {
@@ -411,58 +454,88 @@ impl Queue {
                 Err(e) => break Err(format!("rx ring: {e}")),
             }
             taken += 1;
-            let r: RxResponse = netif::decode_rx_response(&raw);
-            let idx = usize::from(r.id);
-            let Some(buf) = self.rx_bufs.get_mut(idx).filter(|b| b.posted) else {
-                break Err(format!("rx response id {} not posted", r.id));
+            // A data response names its buffer; an extra-info slot was written over
+            // the response, and its buffer is the one posted at that ring position.
+            let extra_slot = self.partial.as_ref().is_some_and(|k| k.extras);
+            let id = if extra_slot {
+                self.posted_ids[(pos % size) as usize]
+            } else {
+                netif::decode_rx_response(&raw).id
+            };
+            let Some(buf) = self.rx_bufs.get_mut(usize::from(id)).filter(|b| b.posted) else {
+                break Err(format!("rx response id {id} not posted"));
             };
             buf.posted = false;
-            if r.flags & netif::NETRXF_EXTRA_INFO != 0 {
-                // Extra info (GSO) is not requested; a backend sending it is confused.
-                break Err(String::from("rx extra info not negotiated"));
-            }
-            match r.data_range() {
-                Ok((off, len)) => {
-                    let mut data = alloc::vec![0u8; len];
-                    buf.page.mem.read_bytes(off, &mut data);
-                    let more = r.flags & netif::NETRXF_MORE_DATA != 0;
-                    let (frame, flags) = match self.partial.take() {
-                        Some((mut p, f)) => {
-                            p.extend_from_slice(&data);
-                            (p, f)
-                        }
-                        None => (data, r.flags),
-                    };
-                    if more {
-                        if frame.len() > 65535 {
-                            stats.rx_dropped += 1;
-                        } else {
-                            self.partial = Some((frame, flags));
-                        }
-                    } else {
-                        stats.rx_packets += 1;
-                        stats.rx_bytes += frame.len() as u64;
-                        self.rx_packets += 1;
-                        if received.len() < RECEIVED_MAX {
-                            received.push_back((frame, flags));
-                        } else {
-                            stats.rx_dropped += 1;
+            if extra_slot {
+                let e = netif::decode_rx_extra(&raw);
+                if let Some(pkt) = self.partial.as_mut() {
+                    pkt.extras = e.more;
+                    match e.check() {
+                        Ok(()) => pkt.gso |= e.kind == netif::EXTRA_TYPE_GSO,
+                        Err(_) => {
+                            pkt.drop.get_or_insert(RxDrop::Error);
                         }
                     }
                 }
-                Err(_) if r.status < 0 => {
-                    stats.rx_errors += 1;
-                    self.partial = None;
+            } else {
+                let r: RxResponse = netif::decode_rx_response(&raw);
+                if r.flags & netif::NETRXF_EXTRA_INFO != 0 {
+                    if !gso_rx {
+                        // Only GSO extras are asked for, and only with scatter-gather.
+                        break Err(String::from("rx extra info not negotiated"));
+                    }
+                    if self.partial.is_some() {
+                        break Err(format!(
+                            "rx response id {id}: extra info after the first slot"
+                        ));
+                    }
                 }
-                Err(why) => break Err(format!("rx response id {}: {why}", r.id)),
+                let pkt = self.partial.get_or_insert_with(|| RxPacket {
+                    data: Vec::new(),
+                    flags: r.flags,
+                    more_data: false,
+                    extras: r.flags & netif::NETRXF_EXTRA_INFO != 0,
+                    gso: false,
+                    drop: None,
+                });
+                pkt.more_data = r.flags & netif::NETRXF_MORE_DATA != 0;
+                match r.data_range() {
+                    Ok((off, len)) => {
+                        if pkt.drop.is_none() {
+                            let start = pkt.data.len();
+                            if start + len > RX_FRAME_MAX {
+                                pkt.drop = Some(RxDrop::TooLong);
+                                pkt.data = Vec::new();
+                            } else {
+                                pkt.data.resize(start + len, 0);
+                                buf.page.mem.read_bytes(off, &mut pkt.data[start..]);
+                            }
+                        }
+                    }
+                    Err(_) if r.status < 0 => {
+                        pkt.drop.get_or_insert(RxDrop::Error);
+                    }
+                    Err(why) => break Err(format!("rx response id {id}: {why}")),
+                }
             }
-            // Post the buffer again.
+            if self
+                .partial
+                .as_ref()
+                .is_some_and(|k| !k.more_data && !k.extras)
+            {
+                if let Some(pkt) = self.partial.take() {
+                    deliver(pkt, &mut self.rx_packets, stats, received);
+                }
+            }
+            // Post the buffer again, noting where.
+            let at = self.rx.next_request_index();
             let gref = buf.grant.gref().0;
             if self
                 .rx
-                .push_request(&netif::encode_rx_request(r.id, gref))
+                .push_request(&netif::encode_rx_request(id, gref))
                 .is_ok()
             {
+                self.posted_ids[(at % size) as usize] = id;
                 buf.posted = true;
                 reposted = true;
             }
@@ -471,6 +544,31 @@ impl Queue {
             p.notify(self.port);
         }
         result.map(|()| taken)
+    }
+}
+
+/// Counts a complete packet (also in its queue's `queue_packets`) and hands it over,
+/// or drops it.
+fn deliver(
+    pkt: RxPacket,
+    queue_packets: &mut u64,
+    stats: &mut NetStats,
+    received: &mut VecDeque<(Vec<u8>, u16)>,
+) {
+    match pkt.drop {
+        Some(RxDrop::Error) => stats.rx_errors += 1,
+        Some(RxDrop::TooLong) => stats.rx_dropped += 1,
+        None => {
+            stats.rx_packets += 1;
+            stats.rx_bytes += pkt.data.len() as u64;
+            stats.rx_gso += u64::from(pkt.gso);
+            *queue_packets += 1;
+            if received.len() < RECEIVED_MAX {
+                received.push_back((pkt.data, pkt.flags));
+            } else {
+                stats.rx_dropped += 1;
+            }
+        }
     }
 }
 
@@ -650,6 +748,11 @@ impl<P: XenPlatform> Netfront<P> {
         w("request-rx-copy", "1")?;
         w("feature-rx-notify", "1")?;
         w("feature-sg", if sg { "1" } else { "0" })?;
+        // Receive GSO: with scatter-gather, TCP packets up to 64 KiB arrive whole
+        // (several data slots and a GSO extra-info slot) instead of cut to the MTU.
+        let gso_rx = if sg { "1" } else { "0" };
+        w("feature-gso-tcpv4", gso_rx)?;
+        w("feature-gso-tcpv6", gso_rx)?;
         w("state", &format!("{}", XenbusState::Connected.number()))?;
         fe.switched(XenbusState::Initialised);
         wait_for_action(p, &bstate, &fe, Action::Connect)?;
@@ -860,12 +963,13 @@ impl<P: XenPlatform> Netfront<P> {
                     queues,
                     stats,
                     received,
+                    sg,
                     ..
                 } = self;
                 let Some(q) = queues.get_mut(i) else {
                     continue;
                 };
-                match q.poll_rx(platform, stats, received, RX_BUDGET) {
+                match q.poll_rx(platform, stats, received, RX_BUDGET, *sg) {
                     Ok(t) => taken += t,
                     Err(why) => return self.fail(why),
                 }
@@ -1166,6 +1270,181 @@ mod tests {
         assert!(n.recv().is_none());
         assert_eq!(n.stats().rx_errors, 1);
         assert!(n.broken().is_none());
+    }
+
+    /// Backend side: a data slot of `data` with `flags` in the buffer posted at the
+    /// next RX ring position of `device/vif/0`.
+    fn data_slot(f: &Fake, prod: &mut u32, data: &[u8], flags: u16) {
+        let ring = f.page_of("device/vif/0/rx-ring-ref");
+        let slot = 64 + (*prod % 256) as usize * 8;
+        let mut req = [0u8; 8];
+        ring.read_bytes(slot, &mut req);
+        let gref = u32::from_le_bytes([req[4], req[5], req[6], req[7]]);
+        f.page_by_gref(gref).write_bytes(0, data);
+        let mut rsp = [0u8; 8];
+        rsp[0..2].copy_from_slice(&req[0..2]);
+        rsp[4..6].copy_from_slice(&flags.to_le_bytes());
+        rsp[6..8].copy_from_slice(&(data.len() as i16).to_le_bytes());
+        ring.write_bytes(slot, &rsp);
+        *prod += 1;
+        ring.store_u32(8, *prod);
+    }
+
+    /// Backend side: an extra-info slot (`struct netif_extra_info`) written over
+    /// the next RX response.
+    fn extra_slot(f: &Fake, prod: &mut u32, kind: u8, more: bool, gso_size: u16, gso_type: u8) {
+        let ring = f.page_of("device/vif/0/rx-ring-ref");
+        let slot = 64 + (*prod % 256) as usize * 8;
+        let mut e = [0u8; 8];
+        e[0] = kind;
+        e[1] = u8::from(more);
+        e[2..4].copy_from_slice(&gso_size.to_le_bytes());
+        e[4] = gso_type;
+        ring.write_bytes(slot, &e);
+        *prod += 1;
+        ring.store_u32(8, *prod);
+    }
+
+    /// A 9000-byte packet as netback sends a GSO packet: first data slot, the GSO
+    /// extra (plus `extra` more extras), the rest of the data.
+    fn gso_packet(f: &Fake, prod: &mut u32, payload: &[u8], extra: Option<(u8, u16, u8)>) {
+        let x = netif::NETRXF_EXTRA_INFO | netif::NETRXF_MORE_DATA | netif::NETRXF_CSUM_BLANK;
+        data_slot(f, prod, &payload[..4096], x);
+        extra_slot(
+            f,
+            prod,
+            netif::EXTRA_TYPE_GSO,
+            extra.is_some(),
+            1448,
+            netif::GSO_TYPE_TCPV4,
+        );
+        if let Some((kind, size, ty)) = extra {
+            extra_slot(f, prod, kind, false, size, ty);
+        }
+        data_slot(f, prod, &payload[4096..8192], netif::NETRXF_MORE_DATA);
+        data_slot(f, prod, &payload[8192..], 0);
+    }
+
+    #[test]
+    fn gso_packets_arrive_whole_and_their_buffers_return() {
+        let f = Fake::new();
+        let mut n = Netfront::connect_with(&f, 0, 1).unwrap();
+        assert_eq!(
+            f.key("device/vif/0/feature-gso-tcpv4").as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            f.key("device/vif/0/feature-gso-tcpv6").as_deref(),
+            Some("1")
+        );
+        let payload: Vec<u8> = (0..9000u32).map(|i| (i % 253) as u8).collect();
+        let mut prod = 0;
+        // more packets than the ring has slots: every buffer, the extra slots'
+        // included, must come back
+        for round in 0..100 {
+            gso_packet(&f, &mut prod, &payload, None);
+            let (frame, csum_blank) = n.recv_flagged().unwrap();
+            assert!(frame == payload, "round {round}: packet reassembled");
+            assert!(csum_blank);
+            data_slot(&f, &mut prod, &[round as u8; 60], 0);
+            assert_eq!(n.recv().unwrap(), alloc::vec![round as u8; 60]);
+        }
+        assert!(n.broken().is_none(), "{:?}", n.broken());
+        let st = n.stats();
+        assert_eq!((st.rx_packets, st.rx_gso, st.rx_errors), (200, 100, 0));
+        let ring = f.page_of("device/vif/0/rx-ring-ref");
+        assert_eq!(
+            ring.load_u32(0),
+            prod + 256,
+            "every slot's buffer posted again"
+        );
+    }
+
+    #[test]
+    fn an_unusable_extra_drops_its_packet_not_the_vif() {
+        let f = Fake::new();
+        let mut n = Netfront::connect_with(&f, 0, 1).unwrap();
+        let payload = alloc::vec![7u8; 9000];
+        let mut prod = 0;
+        // a hash extra (never asked for) behind the GSO one; then a GSO extra of an
+        // unknown type; then one with segment size 0
+        gso_packet(
+            &f,
+            &mut prod,
+            &payload,
+            Some((netif::EXTRA_TYPE_GSO + 3, 0, 0)),
+        );
+        assert!(n.recv().is_none());
+        let x = netif::NETRXF_EXTRA_INFO;
+        data_slot(&f, &mut prod, &[1; 60], x);
+        extra_slot(&f, &mut prod, netif::EXTRA_TYPE_GSO, false, 1448, 9);
+        data_slot(&f, &mut prod, &[2; 60], x);
+        extra_slot(
+            &f,
+            &mut prod,
+            netif::EXTRA_TYPE_GSO,
+            false,
+            0,
+            netif::GSO_TYPE_TCPV6,
+        );
+        assert!(n.recv().is_none());
+        assert_eq!(n.stats().rx_errors, 3);
+        assert!(n.broken().is_none());
+        // the ring is still in step: the next packets arrive
+        gso_packet(&f, &mut prod, &payload, None);
+        assert_eq!(n.recv().unwrap().len(), 9000);
+        data_slot(&f, &mut prod, &[3; 60], 0);
+        assert_eq!(n.recv().unwrap(), alloc::vec![3u8; 60]);
+    }
+
+    #[test]
+    fn oversized_packet_is_dropped_and_the_ring_stays_in_step() {
+        let f = Fake::new();
+        let mut n = Netfront::connect_with(&f, 0, 1).unwrap();
+        let mut prod = 0;
+        // 17 full pages: more than a 64 KiB IP packet can be
+        for _ in 0..16 {
+            data_slot(&f, &mut prod, &[9; 4096], netif::NETRXF_MORE_DATA);
+        }
+        data_slot(&f, &mut prod, &[9; 4096], 0);
+        assert!(n.recv().is_none());
+        assert_eq!(n.stats().rx_dropped, 1);
+        data_slot(&f, &mut prod, &[4; 60], 0);
+        assert_eq!(n.recv().unwrap(), alloc::vec![4u8; 60]);
+        assert!(n.broken().is_none());
+    }
+
+    #[test]
+    fn extra_info_where_it_cannot_be_breaks_the_vif() {
+        // without scatter-gather no GSO is asked for: extra info is a protocol error
+        let f = Fake::new();
+        f.xs.borrow_mut().remove(&format!("{BE}/feature-sg"));
+        let mut n = Netfront::connect_with(&f, 0, 1).unwrap();
+        assert_eq!(
+            f.key("device/vif/0/feature-gso-tcpv4").as_deref(),
+            Some("0")
+        );
+        let mut prod = 0;
+        data_slot(&f, &mut prod, &[1; 60], netif::NETRXF_EXTRA_INFO);
+        assert!(n.recv().is_none());
+        assert!(
+            n.broken().unwrap().contains("not negotiated"),
+            "{:?}",
+            n.broken()
+        );
+
+        // the extra-info flag on a packet's second data slot
+        let f = Fake::new();
+        let mut n = Netfront::connect_with(&f, 0, 1).unwrap();
+        let mut prod = 0;
+        data_slot(&f, &mut prod, &[1; 4096], netif::NETRXF_MORE_DATA);
+        data_slot(&f, &mut prod, &[1; 60], netif::NETRXF_EXTRA_INFO);
+        assert!(n.recv().is_none());
+        assert!(
+            n.broken().unwrap().contains("after the first slot"),
+            "{:?}",
+            n.broken()
+        );
     }
 
     #[test]

@@ -43,6 +43,10 @@ pub const RSP_NULL: i16 = 1;
 pub const EXTRA_TYPE_GSO: u8 = 1;
 /// `XEN_NETIF_GSO_TYPE_TCPV4`.
 pub const GSO_TYPE_TCPV4: u8 = 1;
+/// `XEN_NETIF_GSO_TYPE_TCPV6`.
+pub const GSO_TYPE_TCPV6: u8 = 2;
+/// `XEN_NETIF_EXTRA_FLAG_MORE`: another extra-info slot follows.
+pub const EXTRA_FLAG_MORE: u8 = 1;
 
 /// A transmit request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,6 +130,43 @@ pub fn decode_rx_response(b: &[u8; RX_ENTRY_BYTES]) -> RxResponse {
         offset: u16::from_le_bytes([b[2], b[3]]),
         flags: u16::from_le_bytes([b[4], b[5]]),
         status: i16::from_le_bytes([b[6], b[7]]),
+    }
+}
+
+/// An extra-info slot of a received packet (`struct netif_extra_info`, written over
+/// a response slot after the packet's first data slot), decoded from a copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxExtra {
+    /// `XEN_NETIF_EXTRA_TYPE_*`.
+    pub kind: u8,
+    /// Another extra-info slot follows.
+    pub more: bool,
+    /// GSO: the segment size the packet was built from.
+    pub gso_size: u16,
+    /// GSO: `XEN_NETIF_GSO_TYPE_*`.
+    pub gso_type: u8,
+}
+
+/// Decodes an extra-info slot of the RX ring.
+pub fn decode_rx_extra(b: &[u8; RX_ENTRY_BYTES]) -> RxExtra {
+    RxExtra {
+        kind: b[0],
+        more: b[1] & EXTRA_FLAG_MORE != 0,
+        gso_size: u16::from_le_bytes([b[2], b[3]]),
+        gso_type: b[4],
+    }
+}
+
+impl RxExtra {
+    /// Whether the extra is one this frontend asked for: GSO of TCP over IPv4 or
+    /// IPv6 with a segment size. Anything else makes the packet unusable.
+    pub fn check(&self) -> Result<(), &'static str> {
+        match self.kind {
+            EXTRA_TYPE_GSO if self.gso_size == 0 => Err("GSO extra with segment size 0"),
+            EXTRA_TYPE_GSO if matches!(self.gso_type, GSO_TYPE_TCPV4 | GSO_TYPE_TCPV6) => Ok(()),
+            EXTRA_TYPE_GSO => Err("GSO extra of an unknown type"),
+            _ => Err("extra info of a type not requested"),
+        }
     }
 }
 

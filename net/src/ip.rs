@@ -49,6 +49,7 @@ fn link_line<L: Link>(idx: usize, n: &NetIf<L>, stats: bool) -> String {
             "    RX checksums filled in (offload): {}\n",
             n.rx_csum_filled()
         );
+        s += &format!("    RX GSO packets (received whole): {}\n", st.rx_gso);
         let queues = n.link.queue_stats();
         if !queues.is_empty() {
             s += &format!("    queues: {} (RX/TX packets:", queues.len());
@@ -406,6 +407,10 @@ mod tests {
         let l = run(&mut s, "-s link show eth0").unwrap();
         assert!(l.contains("RX:  bytes packets errors dropped"));
         assert!(!l.contains("queues:"), "one queue: no queue line\n{l}");
+        assert!(
+            l.contains("    RX GSO packets (received whole): 0\n"),
+            "{l}"
+        );
         s.ifs[0].link.queues = alloc::vec![
             QueueStats {
                 rx_packets: 5,

@@ -164,6 +164,16 @@ impl FrontRing {
         Ok(true)
     }
 
+    /// The ring index the next [`FrontRing::push_request`] fills.
+    pub fn next_request_index(&self) -> u32 {
+        self.req_prod_pvt
+    }
+
+    /// The ring index of the next response [`FrontRing::take_response`] takes.
+    pub fn next_response_index(&self) -> u32 {
+        self.rsp_cons
+    }
+
     /// Re-arms the response event; true if responses arrived meanwhile
     /// (`RING_FINAL_CHECK_FOR_RESPONSES`).
     pub fn final_check_for_responses(&mut self) -> Result<bool, RingError> {

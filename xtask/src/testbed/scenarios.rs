@@ -567,6 +567,8 @@ const NET_STEPS: &[Step] = &[
         &[
             r"^1: eth0: ",
             r"^    RX checksums filled in \(offload\): [1-9]\d*$",
+            // dom0's TCP sent GSO packets up to 64 KiB, which arrived whole
+            r"^    RX GSO packets \(received whole\): [1-9]\d*$",
             // both queues carried traffic each way (flows are hashed to queues:
             // the pings, echoes and iperf3 connections so far are a dozen flows)
             r"^    queues: 2 \(RX/TX packets: q0 [1-9]\d*/[1-9]\d* q1 [1-9]\d*/[1-9]\d*\)$",
