@@ -33,7 +33,8 @@
 //! the response (netback copies or maps the page only until it answers).
 //! Checksums: receive checksum offload is on (the default of netif.h): a packet the
 //! backend marks `NETRXF_csum_blank` comes with its TCP/UDP checksum left as the
-//! pseudo-header sum, and the caller fills it in ([`Netfront::recv_flagged`]); packets
+//! pseudo-header sum, one marked `NETRXF_data_validated` was checked by it, and the
+//! caller checks the others ([`Netfront::recv_flagged`], [`RxChecksum`]); packets
 //! sent carry full checksums, except GSO packets (`NETTXF_csum_blank`). Every response is checked (id in range and in flight,
 //! data inside the page, status); a bad one marks the vif broken.
 //!
@@ -144,6 +145,32 @@ struct TxSlot {
     grant: Grant,
     /// Bytes of the packet this slot starts (0 for continuation slots).
     packet_bytes: usize,
+}
+
+/// What the backend says of a received packet's TCP/UDP checksum (receive checksum
+/// offload, on by default in netif.h).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxChecksum {
+    /// Nothing: the receiver checks it.
+    Unknown,
+    /// The backend checked it (`NETRXF_data_validated`).
+    Validated,
+    /// Never computed (`NETRXF_csum_blank`): the field holds only the pseudo-header
+    /// sum; the packet comes from dom0's own stack and its data is good.
+    Blank,
+}
+
+impl RxChecksum {
+    /// From a first RX slot's `NETRXF_*` flags.
+    pub fn from_flags(flags: u16) -> Self {
+        if flags & netif::NETRXF_CSUM_BLANK != 0 {
+            RxChecksum::Blank
+        } else if flags & netif::NETRXF_DATA_VALIDATED != 0 {
+            RxChecksum::Validated
+        } else {
+            RxChecksum::Unknown
+        }
+    }
 }
 
 /// Packet counters of one queue ([`Netfront::queue_stats`]).
@@ -985,16 +1012,14 @@ impl<P: XenPlatform> Netfront<P> {
         self.recv_flagged().map(|(f, _)| f)
     }
 
-    /// The next received frame, and whether the backend left its TCP/UDP checksum
-    /// to be filled in (`NETRXF_csum_blank`: the field holds the pseudo-header sum;
-    /// the data itself was validated by the backend).
-    pub fn recv_flagged(&mut self) -> Option<(Vec<u8>, bool)> {
+    /// The next received frame, and what the backend says of its TCP/UDP checksum.
+    pub fn recv_flagged(&mut self) -> Option<(Vec<u8>, RxChecksum)> {
         if self.received.is_empty() {
             self.poll_rx();
         }
         self.received
             .pop_front()
-            .map(|(f, flags)| (f, flags & netif::NETRXF_CSUM_BLANK != 0))
+            .map(|(f, flags)| (f, RxChecksum::from_flags(flags)))
     }
 }
 
@@ -1251,14 +1276,25 @@ mod tests {
         );
         let mut prod = 0;
         deliver(&f, &mut prod, None, 0, &[7; 60], None);
-        assert_eq!(n.recv_flagged(), Some((alloc::vec![7; 60], false)));
-        // the same with NETRXF_csum_blank | NETRXF_data_validated in the response
+        assert_eq!(
+            n.recv_flagged(),
+            Some((alloc::vec![7; 60], RxChecksum::Unknown))
+        );
+        // the same with NETRXF_csum_blank | NETRXF_data_validated in the response (a
+        // packet from dom0's stack), then with NETRXF_data_validated alone
         let ring = f.page_of("device/vif/0/rx-ring-ref");
-        deliver(&f, &mut prod, None, 0, &[8; 60], None);
-        let slot = 64 + ((prod - 1) % 256) as usize * 8;
-        let flags = netif::NETRXF_CSUM_BLANK | netif::NETRXF_DATA_VALIDATED;
-        ring.write_bytes(slot + 4, &flags.to_le_bytes());
-        assert_eq!(n.recv_flagged(), Some((alloc::vec![8; 60], true)));
+        for (flags, want) in [
+            (
+                netif::NETRXF_CSUM_BLANK | netif::NETRXF_DATA_VALIDATED,
+                RxChecksum::Blank,
+            ),
+            (netif::NETRXF_DATA_VALIDATED, RxChecksum::Validated),
+        ] {
+            deliver(&f, &mut prod, None, 0, &[8; 60], None);
+            let slot = 64 + ((prod - 1) % 256) as usize * 8;
+            ring.write_bytes(slot + 4, &flags.to_le_bytes());
+            assert_eq!(n.recv_flagged(), Some((alloc::vec![8; 60], want)));
+        }
     }
 
     #[test]
@@ -1343,9 +1379,9 @@ mod tests {
         // included, must come back
         for round in 0..100 {
             gso_packet(&f, &mut prod, &payload, None);
-            let (frame, csum_blank) = n.recv_flagged().unwrap();
+            let (frame, csum) = n.recv_flagged().unwrap();
             assert!(frame == payload, "round {round}: packet reassembled");
-            assert!(csum_blank);
+            assert_eq!(csum, RxChecksum::Blank);
             data_slot(&f, &mut prod, &[round as u8; 60], 0);
             assert_eq!(n.recv().unwrap(), alloc::vec![round as u8; 60]);
         }

@@ -45,9 +45,10 @@ fn link_line<L: Link>(idx: usize, n: &NetIf<L>, stats: bool) -> String {
             st.rx_bytes, st.rx_packets, st.rx_errors, st.rx_dropped,
             st.tx_bytes, st.tx_packets, st.tx_errors, n.tx_dropped()
         );
+        let c = n.rx_csum();
         s += &format!(
-            "    RX checksums filled in (offload): {}\n",
-            n.rx_csum_filled()
+            "    RX checksums: {} offloaded, {} verified, {} bad\n",
+            c.offloaded, c.verified, c.bad
         );
         s += &format!("    RX GSO packets (received whole): {}\n", st.rx_gso);
         let queues = n.link.queue_stats();

@@ -13,7 +13,7 @@ use smoltcp::time::Instant;
 use smoltcp::wire::{
     ArpOperation, ArpPacket, EthernetFrame, EthernetProtocol, IpAddress, IpProtocol, Ipv6Packet,
 };
-use xenlet_drivers::netfront::{NetError, NetStats, Netfront, QueueStats};
+use xenlet_drivers::netfront::{NetError, NetStats, Netfront, QueueStats, RxChecksum};
 use xenlet_drivers::platform::XenPlatform;
 
 pub use xenlet_drivers::netfront::{DEFAULT_MTU, ETH_HEADER};
@@ -24,10 +24,10 @@ pub trait Link {
     fn mac(&self) -> [u8; 6];
     /// The next received frame.
     fn recv(&mut self) -> Option<Vec<u8>>;
-    /// The next received frame, and whether its TCP/UDP checksum is left to be
-    /// filled in (receive checksum offload).
-    fn recv_flagged(&mut self) -> Option<(Vec<u8>, bool)> {
-        self.recv().map(|f| (f, false))
+    /// The next received frame, and what the link vouches for of its TCP/UDP
+    /// checksum (receive checksum offload).
+    fn recv_flagged(&mut self) -> Option<(Vec<u8>, RxChecksum)> {
+        self.recv().map(|f| (f, RxChecksum::Unknown))
     }
     /// Whether a frame can be sent now (reaps send completions first).
     fn can_send(&mut self) -> bool;
@@ -74,7 +74,7 @@ impl<P: XenPlatform> Link for Netfront<P> {
     fn recv(&mut self) -> Option<Vec<u8>> {
         Netfront::recv(self)
     }
-    fn recv_flagged(&mut self) -> Option<(Vec<u8>, bool)> {
+    fn recv_flagged(&mut self) -> Option<(Vec<u8>, RxChecksum)> {
         Netfront::recv_flagged(self)
     }
     fn can_send(&mut self) -> bool {
@@ -206,8 +206,29 @@ pub struct LinkDevice<'a, L: Link> {
     /// Frames the link refused (counted as drops).
     pub tx_dropped: &'a mut u64,
     tso: Option<&'a mut Coalescer>,
-    /// Received frames whose checksum was filled in (receive checksum offload).
-    pub rx_csum_filled: u64,
+    /// What became of received frames' TCP/UDP checksums.
+    pub rx_csum: RxCsumStats,
+}
+
+/// Received TCP/UDP checksums: vouched for by the link (checked by the backend, or
+/// never computed because the packet comes from dom0's stack), checked here in
+/// software, and found wrong (those frames are dropped).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RxCsumStats {
+    /// Vouched for by the link (receive checksum offload).
+    pub offloaded: u64,
+    /// Checked in software and right.
+    pub verified: u64,
+    /// Checked in software and wrong: dropped.
+    pub bad: u64,
+}
+
+impl core::ops::AddAssign for RxCsumStats {
+    fn add_assign(&mut self, o: Self) {
+        self.offloaded += o.offloaded;
+        self.verified += o.verified;
+        self.bad += o.bad;
+    }
 }
 
 impl<'a, L: Link> LinkDevice<'a, L> {
@@ -224,7 +245,7 @@ impl<'a, L: Link> LinkDevice<'a, L> {
             scratch,
             tx_dropped,
             tso: None,
-            rx_csum_filled: 0,
+            rx_csum: RxCsumStats::default(),
         }
     }
 
@@ -291,10 +312,23 @@ impl<L: Link> Device for LinkDevice<'_, L> {
         Self: 'b;
 
     fn receive(&mut self, now: Instant) -> Option<(RxToken, TxToken<'_, L>)> {
-        let (mut frame, csum_blank) = self.link.recv_flagged()?;
-        if csum_blank && crate::tso::fill_l4_checksum(&mut frame) {
-            self.rx_csum_filled += 1;
-        }
+        // smoltcp does not check TCP/UDP checksums (see `capabilities`): what the
+        // link vouches for is taken, the rest checked here, and a bad frame dropped.
+        let frame = loop {
+            let (frame, csum) = self.link.recv_flagged()?;
+            match csum {
+                RxChecksum::Blank | RxChecksum::Validated => self.rx_csum.offloaded += 1,
+                RxChecksum::Unknown => match crate::tso::verify_l4_checksum(&frame) {
+                    Some(true) => self.rx_csum.verified += 1,
+                    Some(false) => {
+                        self.rx_csum.bad += 1;
+                        continue;
+                    }
+                    None => {}
+                },
+            }
+            break frame;
+        };
         self.neighbors.learn_from_frame(&frame, now.total_millis());
         Some((
             RxToken(frame),
@@ -325,6 +359,10 @@ impl<L: Link> Device for LinkDevice<'_, L> {
         let mut caps = DeviceCapabilities::default();
         caps.medium = Medium::Ethernet;
         caps.max_transmission_unit = self.link.mtu() + ETH_HEADER;
+        // Compute TCP/UDP checksums on transmit, never check them on receive: that
+        // is done in `receive`, only for packets the backend did not vouch for.
+        caps.checksum.tcp = smoltcp::phy::Checksum::Tx;
+        caps.checksum.udp = smoltcp::phy::Checksum::Tx;
         caps
     }
 }

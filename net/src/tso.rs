@@ -1,5 +1,6 @@
 //! Offloads: transmit segmentation (TSO) built from smoltcp's segments, and the
-//! receive side's checksum completion ([`fill_l4_checksum`]).
+//! receive side's software check of TCP/UDP checksums the backend did not vouch for
+//! ([`verify_l4_checksum`]).
 //!
 //! smoltcp cuts a TCP stream into MSS-sized segments; each one crossing to dom0 costs
 //! netback a grant copy and a grant map, the bridge and dom0's TCP a packet each. When
@@ -242,20 +243,24 @@ pub fn segment(frame: &[u8], mss: usize) -> Option<Vec<Vec<u8>>> {
     Some(out)
 }
 
-/// Receive checksum offload: fills in the TCP or UDP checksum of an IPv4 or IPv6
-/// (no extension headers) frame whose checksum field holds only the pseudo-header
-/// sum (`NETRXF_csum_blank`). False, and the frame untouched, when it is not such a
-/// packet or is malformed (smoltcp then drops it on its checksum).
-pub fn fill_l4_checksum(f: &mut [u8]) -> bool {
+/// Where the TCP or UDP checksum of an IPv4 or IPv6 (no extension headers) frame
+/// sits: (start of the L4 header, L4 length, protocol, pseudo-header sum, offset of
+/// the checksum field). `None` for other or malformed frames.
+fn l4_span(f: &[u8]) -> Option<(usize, usize, u8, u32, usize)> {
     if f.len() < ETH + 20 {
-        return false;
+        return None;
     }
     let (l4, len, proto, pseudo) = match f[12..14] {
         [0x08, 0x00] => {
             let ihl = usize::from(f[ETH] & 0x0f) * 4;
             let total = usize::from(u16::from_be_bytes([f[ETH + 2], f[ETH + 3]]));
             if f[ETH] >> 4 != 4 || ihl < IP || total < ihl || ETH + total > f.len() {
-                return false;
+                return None;
+            }
+            // a fragment's checksum covers the whole datagram
+            let frag = u16::from_be_bytes([f[ETH + 6], f[ETH + 7]]);
+            if frag & 0x3fff != 0 {
+                return None;
             }
             let proto = f[ETH + 9];
             let len = total - ihl;
@@ -264,31 +269,36 @@ pub fn fill_l4_checksum(f: &mut [u8]) -> bool {
         }
         [0x86, 0xdd] => {
             if f.len() < ETH + 40 {
-                return false;
+                return None;
             }
             let len = usize::from(u16::from_be_bytes([f[ETH + 4], f[ETH + 5]]));
             if ETH + 40 + len > f.len() {
-                return false;
+                return None;
             }
             let proto = f[ETH + 6];
             let acc = sum16(&f[ETH + 8..ETH + 40], u32::from(proto) + len as u32);
             (ETH + 40, len, proto, acc)
         }
-        _ => return false,
+        _ => return None,
     };
     let field = match proto {
         6 if len >= 20 => l4 + 16,
         17 if len >= 8 => l4 + 6,
-        _ => return false,
+        _ => return None,
     };
-    f[field] = 0;
-    f[field + 1] = 0;
-    let mut sum = !fold(sum16(&f[l4..l4 + len], pseudo));
-    if proto == 17 && sum == 0 {
-        sum = 0xffff;
+    Some((l4, len, proto, pseudo, field))
+}
+
+/// Checks the TCP or UDP checksum of a received IPv4 or IPv6 frame in software (the
+/// stack itself is told not to, so that packets the backend vouched for are not
+/// summed again). `Some(false)` for a wrong checksum; `None` when the frame is not
+/// TCP or UDP over IP, or is malformed (the stack then judges it).
+pub fn verify_l4_checksum(f: &[u8]) -> Option<bool> {
+    let (l4, len, proto, pseudo, field) = l4_span(f)?;
+    if proto == 17 && f[field] == 0 && f[field + 1] == 0 && f[12..14] == [0x08, 0x00] {
+        return Some(true); // IPv4 UDP without a checksum
     }
-    f[field..field + 2].copy_from_slice(&sum.to_be_bytes());
-    true
+    Some(fold(sum16(&f[l4..l4 + len], pseudo)) == 0xffff)
 }
 
 #[cfg(test)]
@@ -411,17 +421,33 @@ mod tests {
         assert_eq!(out, vec![(arp, None)]);
     }
 
+    /// Writes the right TCP/UDP checksum into `f` (a test's frame builder).
+    fn fill_l4_checksum(f: &mut [u8]) {
+        let (l4, len, proto, pseudo, field) = l4_span(f).unwrap();
+        f[field] = 0;
+        f[field + 1] = 0;
+        let mut sum = !fold(sum16(&f[l4..l4 + len], pseudo));
+        if proto == 17 && sum == 0 {
+            sum = 0xffff;
+        }
+        f[field..field + 2].copy_from_slice(&sum.to_be_bytes());
+    }
+
     #[test]
-    fn receive_checksum_completion_matches_a_full_checksum() {
-        // IPv4 TCP: a correct frame; blank its checksum to the pseudo-header sum
+    fn receive_checksums_are_verified_in_software() {
+        // IPv4 TCP with smoltcp-style full checksums
         let good = seg(5, &[9; 333], 0x18);
+        assert_eq!(verify_l4_checksum(&good), Some(true));
+        let mut bad = good.clone();
+        *bad.last_mut().unwrap() ^= 0x40;
+        assert_eq!(verify_l4_checksum(&bad), Some(false));
+        // a checksum field left as the pseudo-header sum (csum_blank) is not valid
         let mut blank = good.clone();
         let t = ETH + IP;
         let ps = pseudo_header_sum(&blank[ETH..t], blank.len() - t);
         blank[t + 16..t + 18].copy_from_slice(&ps.to_be_bytes());
-        assert!(fill_l4_checksum(&mut blank));
-        assert!(blank == good);
-        // IPv6 UDP, built by hand and checked against the IPv6 pseudo-header rule
+        assert_eq!(verify_l4_checksum(&blank), Some(false));
+        // IPv6 UDP, built by hand
         let mut f = vec![0u8; ETH + 40 + 8 + 5];
         f[12..14].copy_from_slice(&[0x86, 0xdd]);
         f[ETH] = 0x60;
@@ -436,19 +462,30 @@ mod tests {
         f[u + 2..u + 4].copy_from_slice(&9u16.to_be_bytes());
         f[u + 4..u + 6].copy_from_slice(&13u16.to_be_bytes());
         f[u + 8..].copy_from_slice(b"hello");
-        assert!(fill_l4_checksum(&mut f));
-        // a receiver's check: the sum over pseudo header and segment folds to 0xffff
-        let mut acc = sum16(&f[ETH + 8..ETH + 40], 17 + 13);
-        acc = sum16(&f[u..], acc);
-        assert_eq!(fold(acc), 0xffff);
-        // truncated and foreign frames are left alone
-        let mut short = good[..40].to_vec();
-        assert!(!fill_l4_checksum(&mut short));
+        assert_eq!(
+            verify_l4_checksum(&f),
+            Some(false),
+            "zero is no IPv6 UDP checksum"
+        );
+        fill_l4_checksum(&mut f);
+        assert_eq!(verify_l4_checksum(&f), Some(true));
+        f[u + 8] ^= 1;
+        assert_eq!(verify_l4_checksum(&f), Some(false));
+        // IPv4 UDP with checksum 0: none was sent, nothing to check
+        let mut v4 = good[..ETH + IP].to_vec();
+        v4[ETH + 9] = 17;
+        v4[ETH + 2..ETH + 4].copy_from_slice(&28u16.to_be_bytes());
+        v4.extend_from_slice(&[0, 7, 0, 9, 0, 8, 0, 0]);
+        assert_eq!(verify_l4_checksum(&v4), Some(true));
+        // truncated, lying, fragmented and foreign frames are the stack's to judge
+        assert_eq!(verify_l4_checksum(&good[..40]), None);
         let mut lying = good.clone();
         lying[ETH + 2..ETH + 4].copy_from_slice(&9000u16.to_be_bytes());
-        assert!(!fill_l4_checksum(&mut lying));
-        let mut arp = vec![0xffu8; 60];
-        assert!(!fill_l4_checksum(&mut arp));
+        assert_eq!(verify_l4_checksum(&lying), None);
+        let mut frag = good.clone();
+        frag[ETH + 6] = 0x20; // more fragments
+        assert_eq!(verify_l4_checksum(&frag), None);
+        assert_eq!(verify_l4_checksum(&[0xffu8; 60]), None);
     }
 
     #[test]
