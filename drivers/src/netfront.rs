@@ -78,9 +78,11 @@ pub fn mtu_from_backend(value: Option<&str>, sg: bool) -> usize {
         mtu.min(DEFAULT_MTU)
     }
 }
-/// Queues [`Netfront::connect`] asks for at most (fewer when the backend offers
-/// fewer). Each queue holds 2 ring pages and 512 buffer pages (2 MiB).
-pub const DEFAULT_MAX_QUEUES: usize = 4;
+/// Queues a vif asks for by default ([`Netfront::connect`]; the kernel's
+/// `xenlet.netqueues=` default too): two, so that dom0 can spread its netback work
+/// over two threads. Fewer when the backend offers fewer. Each queue holds 2 ring
+/// pages and 512 buffer pages (2 MiB).
+pub const DEFAULT_MAX_QUEUES: usize = 2;
 /// How long the handshake waits for the backend.
 const HANDSHAKE_TIMEOUT_NS: u64 = 60_000_000_000;
 /// Received frames kept until taken; more are dropped (counted).
@@ -1921,8 +1923,8 @@ mod tests {
     }
 
     #[test]
-    fn connect_takes_what_the_backend_offers_up_to_four_queues() {
-        for (offer, want) in [("1", 1), ("2", 2), ("3", 3), ("4", 4), ("16", 4)] {
+    fn connect_takes_what_the_backend_offers_up_to_two_queues() {
+        for (offer, want) in [("1", 1), ("2", 2), ("3", 2), ("16", 2)] {
             let f = Fake::offering_queues(offer);
             assert_eq!(Netfront::connect(&f, 0).unwrap().queues(), want, "{offer}");
             let num = (want > 1).then(|| format!("{want}"));

@@ -93,10 +93,8 @@ pub fn from_cmdline<'a>(cmdline: &'a str, ifname: &str) -> Option<&'a str> {
     })
 }
 
-/// Queues a vif asks its backend for by default: two, so that dom0 can spread its
-/// netback work over two threads, at 2 MiB of buffers per queue. The backend may
-/// offer fewer (`multi-queue-max-queues`), and then that many are used.
-pub const DEFAULT_QUEUES: usize = 2;
+/// Queues a vif asks its backend for by default (netfront's default).
+pub use xenlet_drivers::netfront::DEFAULT_MAX_QUEUES as DEFAULT_QUEUES;
 /// The most `xenlet.netqueues=` accepts.
 pub const MAX_QUEUES: usize = 8;
 
