@@ -12,6 +12,7 @@
 extern crate alloc;
 
 pub mod blockdev;
+pub mod crc32c;
 pub mod error;
 pub mod types;
 
