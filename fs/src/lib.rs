@@ -14,7 +14,9 @@ extern crate alloc;
 pub mod blockdev;
 pub mod crc32c;
 pub mod error;
+pub mod memfs;
 pub mod types;
+pub mod vfs;
 
 pub use blockdev::{BlockDev, IoError};
 pub use error::FsError;
