@@ -155,6 +155,18 @@ impl IoBuf {
     pub fn is_empty(&self) -> bool {
         false
     }
+    /// A buffer over plain memory, for host tests of code above [`BlockDevice`].
+    #[cfg(test)]
+    pub(crate) fn for_test() -> IoBuf {
+        IoBuf {
+            page: DmaPages {
+                mem: xenlet_xen::shared::SharedPage::leak_new(1),
+                gfn: 0,
+                count: 1,
+            },
+            grant: None,
+        }
+    }
 }
 
 /// What a request does.

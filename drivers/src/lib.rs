@@ -11,6 +11,7 @@ extern crate alloc;
 
 pub mod blkfront;
 pub mod blkif;
+pub mod blocksync;
 pub mod bytering;
 pub mod console;
 pub mod netfront;

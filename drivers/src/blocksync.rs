@@ -1,0 +1,649 @@
+//! Synchronous transfers over an asynchronous [`BlockDevice`], for the filesystem:
+//! one call reads or writes any run of whole sectors, split into requests as large as
+//! the device takes (indirect descriptors: 1 MiB) and kept in flight together, then
+//! waits for all of them. The device must have nothing else in flight from the caller
+//! (the shell runs one command at a time); completions of an earlier call that gave
+//! up are recognised by their tag and their buffers recycled.
+//!
+//! Every wait has a deadline; when it passes the call fails with an I/O error (the
+//! buffers stay with the driver until the backend answers, so a late answer never
+//! lands in memory that was reused). `interrupted` (Ctrl-C) stops submitting and
+//! fails the call once what was in flight has completed.
+
+use crate::blkfront::{BlockDevice, BlockError, BlockOp, BlockRequest, Completion, IoBuf};
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+use xenlet_xen::shared::PAGE_BYTES;
+
+/// Requests kept in flight at once (each up to the device's segment limit).
+pub const MAX_IN_FLIGHT: usize = 8;
+
+/// Time and interruption, from the kernel (or a test).
+pub trait Waiter {
+    /// Monotonic nanoseconds.
+    fn now_ns(&self) -> u64;
+    /// Whether the user asked to stop (Ctrl-C).
+    fn interrupted(&self) -> bool;
+    /// How long to wait without any completion before failing.
+    fn timeout_ns(&self) -> u64 {
+        30_000_000_000
+    }
+}
+
+/// How a synchronous transfer failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SyncError {
+    /// The device failed the request, or is broken.
+    Device(BlockError),
+    /// No completion for [`Waiter::timeout_ns`].
+    Timeout,
+    /// Stopped by [`Waiter::interrupted`]; what was in flight completed.
+    Interrupted,
+    /// Not whole sectors, or outside the disk.
+    Range,
+}
+
+impl core::fmt::Display for SyncError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SyncError::Device(e) => write!(f, "{e}"),
+            SyncError::Timeout => f.write_str("Input/output error (no answer from the backend)"),
+            SyncError::Interrupted => f.write_str("Interrupted"),
+            SyncError::Range => {
+                f.write_str("Invalid argument (outside the disk or not whole sectors)")
+            }
+        }
+    }
+}
+
+/// Each call's tags carry a fresh epoch in the high half, so a completion left over
+/// from an abandoned call is never taken for one of this call's.
+static EPOCH: AtomicU64 = AtomicU64::new(1);
+
+enum Dir<'a> {
+    Read(&'a mut [u8]),
+    Write(&'a [u8]),
+}
+
+/// Reads `buf.len()` bytes at byte `offset` (whole sectors).
+pub fn read<B: BlockDevice + ?Sized>(
+    dev: &mut B,
+    w: &dyn Waiter,
+    offset: u64,
+    buf: &mut [u8],
+) -> Result<(), SyncError> {
+    transfer(dev, w, offset, Dir::Read(buf))
+}
+
+/// Writes `data` at byte `offset` (whole sectors).
+pub fn write<B: BlockDevice + ?Sized>(
+    dev: &mut B,
+    w: &dyn Waiter,
+    offset: u64,
+    data: &[u8],
+) -> Result<(), SyncError> {
+    if dev.info().readonly {
+        return Err(SyncError::Device(BlockError::ReadOnly));
+    }
+    transfer(dev, w, offset, Dir::Write(data))
+}
+
+/// Flushes the device's write cache (a barrier if that is all it has; nothing if it
+/// has neither, as Linux does for a write-through disk).
+pub fn flush<B: BlockDevice + ?Sized>(dev: &mut B, w: &dyn Waiter) -> Result<(), SyncError> {
+    let f = dev.info().features;
+    if !f.flush && !f.barrier {
+        return Ok(());
+    }
+    let tag = EPOCH.fetch_add(1, Ordering::Relaxed) << 32;
+    submit_retrying(
+        dev,
+        w,
+        BlockRequest {
+            tag,
+            op: BlockOp::Flush,
+            sector: 0,
+            bytes: 0,
+            bufs: Vec::new(),
+        },
+    )?;
+    dev.kick();
+    let mut done = Vec::new();
+    let start = w.now_ns();
+    loop {
+        dev.poll(&mut done);
+        let mut result = None;
+        for c in done.drain(..) {
+            if c.tag == tag {
+                result = Some(c.result.clone());
+            }
+            recycle(dev, c);
+        }
+        if let Some(r) = result {
+            return r.map_err(SyncError::Device);
+        }
+        if let Some(why) = dev.broken() {
+            return Err(SyncError::Device(BlockError::Broken(String::from(why))));
+        }
+        if w.now_ns().saturating_sub(start) > w.timeout_ns() {
+            return Err(SyncError::Timeout);
+        }
+        if w.interrupted() {
+            // A flush holds no buffers; its answer is recycled by a later call.
+            return Err(SyncError::Interrupted);
+        }
+        dev.wait();
+    }
+}
+
+fn recycle<B: BlockDevice + ?Sized>(dev: &mut B, c: Completion) {
+    for b in c.bufs {
+        dev.free_buf(b);
+    }
+}
+
+/// Submits, waiting for room while the ring is full.
+fn submit_retrying<B: BlockDevice + ?Sized>(
+    dev: &mut B,
+    w: &dyn Waiter,
+    mut req: BlockRequest,
+) -> Result<(), SyncError> {
+    let start = w.now_ns();
+    loop {
+        match dev.submit(req) {
+            Ok(()) => return Ok(()),
+            Err((BlockError::Busy, back)) => {
+                req = back;
+                let mut done = Vec::new();
+                dev.kick();
+                dev.poll(&mut done);
+                for c in done {
+                    recycle(dev, c);
+                }
+                if w.now_ns().saturating_sub(start) > w.timeout_ns() {
+                    for b in req.bufs {
+                        dev.free_buf(b);
+                    }
+                    return Err(SyncError::Timeout);
+                }
+                dev.wait();
+            }
+            Err((e, back)) => {
+                for b in back.bufs {
+                    dev.free_buf(b);
+                }
+                return Err(SyncError::Device(e));
+            }
+        }
+    }
+}
+
+fn transfer<B: BlockDevice + ?Sized>(
+    dev: &mut B,
+    w: &dyn Waiter,
+    offset: u64,
+    mut dir: Dir<'_>,
+) -> Result<(), SyncError> {
+    let len = match &dir {
+        Dir::Read(b) => b.len(),
+        Dir::Write(d) => d.len(),
+    };
+    let info = dev.info();
+    let size = info.bytes();
+    let max_segs = (info.features.max_segments.max(1) as usize).min(256);
+    if !offset.is_multiple_of(512)
+        || !len.is_multiple_of(512)
+        || offset.checked_add(len as u64).is_none_or(|end| end > size)
+    {
+        return Err(SyncError::Range);
+    }
+    if let Some(why) = dev.broken() {
+        return Err(SyncError::Device(BlockError::Broken(String::from(why))));
+    }
+    let chunk = max_segs * PAGE_BYTES;
+    let epoch = EPOCH.fetch_add(1, Ordering::Relaxed) << 32;
+    let chunks = len.div_ceil(chunk);
+    let mut next = 0usize; // next chunk to submit
+    let mut completed = 0usize;
+    let mut in_flight = 0usize;
+    let mut error: Option<SyncError> = None;
+    let mut done: Vec<Completion> = Vec::new();
+    let mut last_progress = w.now_ns();
+    while completed < next || (next < chunks && error.is_none()) {
+        // Fill the pipeline.
+        let mut submitted_any = false;
+        while error.is_none() && next < chunks && in_flight < MAX_IN_FLIGHT {
+            if w.interrupted() {
+                error = Some(SyncError::Interrupted);
+                break;
+            }
+            let start = next * chunk;
+            let bytes = chunk.min(len - start);
+            let pages = bytes.div_ceil(PAGE_BYTES);
+            let mut bufs: Vec<IoBuf> = Vec::with_capacity(pages);
+            while bufs.len() < pages {
+                match dev.alloc_buf() {
+                    Some(b) => bufs.push(b),
+                    None => break,
+                }
+            }
+            if bufs.len() < pages {
+                for b in bufs {
+                    dev.free_buf(b);
+                }
+                if in_flight == 0 {
+                    error = Some(SyncError::Device(BlockError::Busy));
+                }
+                break;
+            }
+            let op = match &dir {
+                Dir::Read(_) => BlockOp::Read,
+                Dir::Write(d) => {
+                    for (i, b) in bufs.iter().enumerate() {
+                        let s = start + i * PAGE_BYTES;
+                        let e = (s + PAGE_BYTES).min(start + bytes);
+                        b.write_at(0, &d[s..e]);
+                    }
+                    BlockOp::Write
+                }
+            };
+            let req = BlockRequest {
+                tag: epoch | next as u64,
+                op,
+                sector: (offset + start as u64) / 512,
+                bytes,
+                bufs,
+            };
+            match dev.submit(req) {
+                Ok(()) => {
+                    next += 1;
+                    in_flight += 1;
+                    submitted_any = true;
+                }
+                Err((BlockError::Busy, back)) => {
+                    for b in back.bufs {
+                        dev.free_buf(b);
+                    }
+                    if in_flight == 0 {
+                        error = Some(SyncError::Device(BlockError::Busy));
+                    }
+                    break;
+                }
+                Err((e, back)) => {
+                    for b in back.bufs {
+                        dev.free_buf(b);
+                    }
+                    error = Some(SyncError::Device(e));
+                }
+            }
+        }
+        if submitted_any {
+            dev.kick();
+        }
+        if in_flight == 0 {
+            break;
+        }
+        // Collect.
+        dev.poll(&mut done);
+        let mut progressed = false;
+        for c in done.drain(..) {
+            let idx = c.tag & 0xffff_ffff;
+            if c.tag & !0xffff_ffff != epoch || idx as usize >= next {
+                // An abandoned call's answer: its buffers are free now.
+                recycle(dev, c);
+                continue;
+            }
+            in_flight -= 1;
+            completed += 1;
+            progressed = true;
+            match &c.result {
+                Ok(()) => {
+                    if let Dir::Read(buf) = &mut dir {
+                        let start = idx as usize * chunk;
+                        let bytes = chunk.min(len - start);
+                        for (i, b) in c.bufs.iter().enumerate() {
+                            let s = start + i * PAGE_BYTES;
+                            let e = (s + PAGE_BYTES).min(start + bytes);
+                            if s < e {
+                                b.read_at(0, &mut buf[s..e]);
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    if error.is_none() {
+                        error = Some(SyncError::Device(e.clone()));
+                    }
+                }
+            }
+            recycle(dev, c);
+        }
+        let now = w.now_ns();
+        if progressed {
+            last_progress = now;
+            continue;
+        }
+        if let Some(why) = dev.broken().map(String::from) {
+            // A broken device fails what it holds; collect once more, then give up.
+            dev.poll(&mut done);
+            for c in done.drain(..) {
+                recycle(dev, c);
+            }
+            return Err(SyncError::Device(BlockError::Broken(why)));
+        }
+        if now.saturating_sub(last_progress) > w.timeout_ns() {
+            return Err(SyncError::Timeout);
+        }
+        if w.interrupted() && error.is_none() {
+            error = Some(SyncError::Interrupted);
+        }
+        dev.wait();
+    }
+    match error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blkfront::{DiskInfo, Features};
+    use alloc::collections::VecDeque;
+    use core::cell::Cell;
+
+    /// A device over memory whose answers can be delayed, failed, dropped or
+    /// mislabelled, and whose ring holds a limited number of requests.
+    struct FakeDisk {
+        info: DiskInfo,
+        data: Vec<u8>,
+        pool: Vec<IoBuf>,
+        bufs_made: usize,
+        buf_limit: usize,
+        ring: usize,
+        queued: VecDeque<BlockRequest>,
+        /// Answers held back until this many polls have passed.
+        delay: u32,
+        polls: u32,
+        /// Fail the request whose sector is this one.
+        fail_sector: Option<u64>,
+        /// Never answer.
+        silent: bool,
+        /// Answer with this tag instead (a lying backend).
+        wrong_tag: Option<u64>,
+        broken: Option<String>,
+        requests: Vec<(BlockOp, u64, usize)>,
+        flushes: u32,
+    }
+
+    impl FakeDisk {
+        fn new(bytes: usize, max_segments: u32) -> Self {
+            FakeDisk {
+                info: DiskInfo {
+                    name: "xvdb".into(),
+                    sectors: bytes as u64 / 512,
+                    sector_size: 512,
+                    physical_sector_size: 512,
+                    readonly: false,
+                    removable: false,
+                    features: Features {
+                        max_segments,
+                        ring_entries: 32,
+                        flush: true,
+                        ..Features::default()
+                    },
+                },
+                data: (0..bytes).map(|i| (i * 7 % 251) as u8).collect(),
+                pool: Vec::new(),
+                bufs_made: 0,
+                buf_limit: 4096,
+                ring: 32,
+                queued: VecDeque::new(),
+                delay: 0,
+                polls: 0,
+                fail_sector: None,
+                silent: false,
+                wrong_tag: None,
+                broken: None,
+                requests: Vec::new(),
+                flushes: 0,
+            }
+        }
+    }
+
+    impl BlockDevice for FakeDisk {
+        fn info(&self) -> &DiskInfo {
+            &self.info
+        }
+        fn alloc_buf(&mut self) -> Option<IoBuf> {
+            if let Some(b) = self.pool.pop() {
+                return Some(b);
+            }
+            if self.bufs_made >= self.buf_limit {
+                return None;
+            }
+            self.bufs_made += 1;
+            Some(IoBuf::for_test())
+        }
+        fn free_buf(&mut self, buf: IoBuf) {
+            self.pool.push(buf);
+        }
+        fn submit(&mut self, req: BlockRequest) -> Result<(), (BlockError, BlockRequest)> {
+            if self.queued.len() >= self.ring {
+                return Err((BlockError::Busy, req));
+            }
+            self.requests.push((req.op, req.sector, req.bytes));
+            if req.op == BlockOp::Flush {
+                self.flushes += 1;
+            }
+            self.queued.push_back(req);
+            Ok(())
+        }
+        fn kick(&mut self) {}
+        fn poll(&mut self, out: &mut Vec<Completion>) {
+            self.polls += 1;
+            if self.silent || self.polls <= self.delay {
+                return;
+            }
+            while let Some(req) = self.queued.pop_front() {
+                let start = req.sector as usize * 512;
+                let mut result = Ok(());
+                if Some(req.sector) == self.fail_sector {
+                    result = Err(BlockError::Io);
+                } else {
+                    for (i, b) in req.bufs.iter().enumerate() {
+                        let s = start + i * PAGE_BYTES;
+                        let e = (s + PAGE_BYTES).min(start + req.bytes);
+                        match req.op {
+                            BlockOp::Read => b.write_at(0, &self.data[s..e]),
+                            BlockOp::Write => b.read_at(0, &mut self.data[s..e]),
+                            _ => {}
+                        }
+                    }
+                }
+                out.push(Completion {
+                    tag: self.wrong_tag.unwrap_or(req.tag),
+                    result,
+                    bufs: req.bufs,
+                });
+            }
+        }
+        fn in_flight(&self) -> usize {
+            self.queued.len()
+        }
+        fn broken(&self) -> Option<&str> {
+            self.broken.as_deref()
+        }
+        fn wait(&self) {}
+    }
+
+    /// A clock that advances a millisecond per look.
+    struct Clock {
+        t: Cell<u64>,
+        stop_after: Cell<Option<u32>>,
+    }
+    impl Clock {
+        fn new() -> Self {
+            Clock {
+                t: Cell::new(0),
+                stop_after: Cell::new(None),
+            }
+        }
+    }
+    impl Waiter for Clock {
+        fn now_ns(&self) -> u64 {
+            self.t.set(self.t.get() + 1_000_000);
+            self.t.get()
+        }
+        fn interrupted(&self) -> bool {
+            match self.stop_after.get() {
+                Some(0) => true,
+                Some(n) => {
+                    self.stop_after.set(Some(n - 1));
+                    false
+                }
+                None => false,
+            }
+        }
+        fn timeout_ns(&self) -> u64 {
+            1_000_000_000
+        }
+    }
+
+    #[test]
+    fn large_transfers_are_split_pipelined_and_exact() {
+        let mut d = FakeDisk::new(8 << 20, 256);
+        let orig = d.data.clone();
+        let c = Clock::new();
+        let mut buf = alloc::vec![0u8; 3 << 20];
+        read(&mut d, &c, 512, &mut buf).unwrap();
+        assert_eq!(buf[..], orig[512..512 + (3 << 20)]);
+        assert_eq!(
+            d.requests.len(),
+            3,
+            "three 1 MiB requests: {:?}",
+            d.requests
+        );
+        let data: Vec<u8> = (0..(2 << 20) + 1536).map(|i| (i % 13) as u8).collect();
+        write(&mut d, &c, 4096, &data).unwrap();
+        assert_eq!(d.data[4096..4096 + data.len()], data[..]);
+        assert_eq!(d.data[..4096], orig[..4096], "nothing before it touched");
+        assert_eq!(
+            d.data[4096 + data.len()],
+            orig[4096 + data.len()],
+            "nor after"
+        );
+        flush(&mut d, &c).unwrap();
+        assert_eq!(d.flushes, 1);
+        assert_eq!(d.bufs_made, d.pool.len(), "every buffer back in the pool");
+    }
+
+    #[test]
+    fn small_rings_and_few_buffers_still_finish() {
+        let mut d = FakeDisk::new(1 << 20, 11);
+        d.ring = 1;
+        d.buf_limit = 12;
+        d.delay = 3;
+        let c = Clock::new();
+        let data = alloc::vec![0x5a; 600 * 1024];
+        write(&mut d, &c, 0, &data).unwrap();
+        assert_eq!(d.data[..data.len()], data[..]);
+    }
+
+    #[test]
+    fn bad_ranges_are_refused_without_io() {
+        let mut d = FakeDisk::new(1 << 20, 11);
+        let c = Clock::new();
+        let mut b = [0u8; 1024];
+        assert_eq!(read(&mut d, &c, 100, &mut b), Err(SyncError::Range));
+        assert_eq!(
+            read(&mut d, &c, (1 << 20) - 512, &mut b),
+            Err(SyncError::Range)
+        );
+        assert_eq!(
+            read(&mut d, &c, u64::MAX - 511, &mut b),
+            Err(SyncError::Range)
+        );
+        assert_eq!(read(&mut d, &c, 0, &mut b[..100]), Err(SyncError::Range));
+        d.info.readonly = true;
+        assert_eq!(
+            write(&mut d, &c, 0, &b),
+            Err(SyncError::Device(BlockError::ReadOnly))
+        );
+        assert!(d.requests.is_empty());
+    }
+
+    #[test]
+    fn device_errors_fail_the_call_after_everything_lands() {
+        let mut d = FakeDisk::new(4 << 20, 256);
+        d.fail_sector = Some(2048); // the second 1 MiB chunk
+        let c = Clock::new();
+        let mut buf = alloc::vec![0u8; 3 << 20];
+        assert_eq!(
+            read(&mut d, &c, 0, &mut buf),
+            Err(SyncError::Device(BlockError::Io))
+        );
+        assert_eq!(d.bufs_made, d.pool.len(), "no buffer lost");
+    }
+
+    #[test]
+    fn a_silent_backend_times_out_and_its_late_answer_is_recycled() {
+        let mut d = FakeDisk::new(1 << 20, 11);
+        d.silent = true;
+        let c = Clock::new();
+        let mut buf = alloc::vec![0u8; 8192];
+        assert_eq!(read(&mut d, &c, 0, &mut buf), Err(SyncError::Timeout));
+        assert_eq!(
+            d.pool.len(),
+            0,
+            "buffers stay with the device while it may write them"
+        );
+        d.silent = false;
+        read(&mut d, &c, 4096, &mut buf).unwrap();
+        assert_eq!(buf[..], d.data[4096..4096 + 8192]);
+        assert_eq!(
+            d.bufs_made,
+            d.pool.len(),
+            "the old answer's buffers came back"
+        );
+    }
+
+    #[test]
+    fn a_lying_backend_cannot_complete_a_request_it_was_not_given() {
+        let mut d = FakeDisk::new(1 << 20, 11);
+        d.wrong_tag = Some(12345);
+        let c = Clock::new();
+        let mut buf = alloc::vec![0u8; 8192];
+        assert_eq!(read(&mut d, &c, 0, &mut buf), Err(SyncError::Timeout));
+        assert!(
+            buf.iter().all(|&b| b == 0),
+            "nothing copied from an unknown answer"
+        );
+    }
+
+    #[test]
+    fn interruption_stops_submitting_and_drains() {
+        let mut d = FakeDisk::new(16 << 20, 11);
+        d.delay = 2;
+        let c = Clock::new();
+        c.stop_after.set(Some(3));
+        let data = alloc::vec![1u8; 8 << 20];
+        assert_eq!(write(&mut d, &c, 0, &data), Err(SyncError::Interrupted));
+        assert!(d.requests.len() < 20, "stopped early: {}", d.requests.len());
+        assert_eq!(d.in_flight(), 0, "what was in flight completed");
+        assert_eq!(d.bufs_made, d.pool.len());
+    }
+
+    #[test]
+    fn broken_device_fails_fast() {
+        let mut d = FakeDisk::new(1 << 20, 11);
+        d.broken = Some("bad response id".into());
+        let c = Clock::new();
+        let mut b = [0u8; 512];
+        assert!(matches!(
+            read(&mut d, &c, 0, &mut b),
+            Err(SyncError::Device(BlockError::Broken(_)))
+        ));
+    }
+}
