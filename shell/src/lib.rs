@@ -11,6 +11,7 @@ extern crate alloc;
 
 pub mod dd;
 mod editor;
+pub mod files;
 mod parse;
 
 pub use editor::{LineEditor, LineEvent};
