@@ -13,6 +13,7 @@ pub mod dd;
 mod editor;
 pub mod files;
 mod parse;
+pub mod pipeline;
 
 pub use editor::{LineEditor, LineEvent};
 pub use parse::{parse_duration, parse_size, split_args, ParseError};
@@ -65,10 +66,19 @@ pub struct Command<H: ?Sized> {
     pub run: fn(&mut H, &[&str], &mut dyn Write) -> CmdResult,
 }
 
+/// What the shell needs from its host for `>`/`>>` and `time`.
+pub struct Hooks<H: ?Sized> {
+    /// Writes a command's output to a file: host, path, append, text.
+    pub redirect: fn(&mut H, &str, bool, &str) -> Result<(), String>,
+    /// (monotonic nanoseconds, nanoseconds the CPU spent running), for `time`.
+    pub times: fn() -> (u64, u64),
+}
+
 /// The shell: a line editor plus a command table.
 pub struct Shell<H: ?Sized + 'static> {
     editor: LineEditor,
     commands: &'static [Command<H>],
+    hooks: Option<&'static Hooks<H>>,
 }
 
 impl<H: ?Sized + 'static> Shell<H> {
@@ -77,6 +87,16 @@ impl<H: ?Sized + 'static> Shell<H> {
         Shell {
             editor: LineEditor::new(),
             commands,
+            hooks: None,
+        }
+    }
+
+    /// A shell over `commands` with redirection and `time` served by `hooks`.
+    pub fn with_hooks(commands: &'static [Command<H>], hooks: &'static Hooks<H>) -> Self {
+        Shell {
+            editor: LineEditor::new(),
+            commands,
+            hooks: Some(hooks),
         }
     }
 
@@ -113,39 +133,104 @@ impl<H: ?Sized + 'static> Shell<H> {
         }
     }
 
-    /// Runs one command line (without editing), printing its output and any error.
+    /// Runs one command line (without editing), printing its output and any error:
+    /// `time`, pipes into filters and `>`/`>>` are handled here.
     pub fn run_line(&self, host: &mut H, line: &str, out: &mut dyn Write) {
-        let words = match split_args(line) {
+        let mut words = match split_args(line) {
             Ok(w) => w,
             Err(e) => {
                 let _ = writeln!(out, "xenlet: {e}");
                 return;
             }
         };
-        let Some((name, rest)) = words.split_first() else {
+        if words.first().map(String::as_str) == Some("time") {
+            let Some(h) = self.hooks else {
+                let _ = writeln!(out, "xenlet: time: not available");
+                return;
+            };
+            words.remove(0);
+            let (t0, c0) = (h.times)();
+            self.run_words(host, words, out);
+            let (t1, c1) = (h.times)();
+            let _ = out.write_str(&pipeline::time_report(
+                t1.saturating_sub(t0),
+                0,
+                c1.saturating_sub(c0),
+            ));
             return;
+        }
+        self.run_words(host, words, out);
+    }
+
+    fn run_words(&self, host: &mut H, words: Vec<String>, out: &mut dyn Write) {
+        let line = match pipeline::parse(words) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = writeln!(out, "xenlet: {e}");
+                return;
+            }
         };
+        if line.command.is_empty() {
+            return;
+        }
+        if line.filters.is_empty() && line.redirect.is_none() {
+            if let Some(err) = self.dispatch(host, &line.command, out) {
+                let _ = writeln!(out, "{err}");
+            }
+            return;
+        }
+        let mut buf = String::new();
+        if let Some(err) = self.dispatch(host, &line.command, &mut buf) {
+            let _ = writeln!(out, "{err}");
+        }
+        for f in &line.filters {
+            match pipeline::filter(f, &buf) {
+                Ok(b) => buf = b,
+                Err(e) => {
+                    let _ = writeln!(out, "xenlet: {e}");
+                    return;
+                }
+            }
+        }
+        match (line.redirect, self.hooks) {
+            (None, _) => {
+                let _ = out.write_str(&buf);
+            }
+            (Some((path, append)), Some(h)) => {
+                if let Err(e) = (h.redirect)(host, &path, append, &buf) {
+                    let _ = writeln!(out, "xenlet: {path}: {e}");
+                }
+            }
+            (Some(_), None) => {
+                let _ = writeln!(out, "xenlet: redirection not available");
+            }
+        }
+    }
+
+    /// Runs one command; returns the error line to print, if any.
+    fn dispatch(&self, host: &mut H, words: &[String], out: &mut dyn Write) -> Option<String> {
+        let (name, rest) = words.split_first()?;
         let args: Vec<&str> = rest.iter().map(String::as_str).collect();
         if name == "help" {
             let _ = self.help(&args, out);
-            return;
+            return None;
         }
         let Some(cmd) = self.commands.iter().find(|c| c.name == name) else {
-            let _ = writeln!(out, "xenlet: {name}: command not found (try 'help')");
-            return;
+            return Some(alloc::format!(
+                "xenlet: {name}: command not found (try 'help')"
+            ));
         };
         match (cmd.run)(host, &args, out) {
-            Ok(()) => {}
-            Err(CmdError::Usage(msg)) => {
-                let _ = writeln!(
-                    out,
-                    "{}: {msg} (usage: {} {})",
-                    cmd.name, cmd.name, cmd.usage
-                );
-            }
-            Err(CmdError::Failed(msg)) => {
-                let _ = writeln!(out, "{}: {msg}", cmd.name);
-            }
+            Ok(()) => None,
+            Err(CmdError::Usage(msg)) => Some(alloc::format!(
+                "{}: {msg} (usage: {} {})",
+                cmd.name,
+                cmd.name,
+                cmd.usage
+            )),
+            // Already reported line by line (a failing operand of several).
+            Err(CmdError::Failed(msg)) if msg.is_empty() => None,
+            Err(CmdError::Failed(msg)) => Some(alloc::format!("{}: {msg}", cmd.name)),
         }
     }
 
@@ -199,6 +284,7 @@ mod tests {
 
     struct Host {
         count: u32,
+        file: String,
     }
 
     fn count(h: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
@@ -241,10 +327,67 @@ mod tests {
         out
     }
 
+    static HOOKS: Hooks<Host> = Hooks {
+        redirect: |h, path, append, text| {
+            if path == "/full" {
+                return Err(String::from("No space left on device"));
+            }
+            h.count += 100;
+            if !append {
+                h.file.clear();
+            }
+            h.file.push_str(path);
+            h.file.push(':');
+            h.file.push_str(text);
+            Ok(())
+        },
+        times: || (2_000_000_000, 1_000_000),
+    };
+
+    #[test]
+    fn pipes_redirections_and_time() {
+        let sh = Shell::with_hooks(COMMANDS, &HOOKS);
+        let mut h = Host {
+            count: 0,
+            file: String::new(),
+        };
+        let mut out = String::new();
+        sh.run_line(&mut h, "echo one two | grep two", &mut out);
+        assert_eq!(out, "one two\n");
+        out.clear();
+        sh.run_line(&mut h, "echo hi > /f", &mut out);
+        assert_eq!((out.as_str(), h.file.as_str()), ("", "/f:hi\n"));
+        sh.run_line(&mut h, "echo more >> /f", &mut out);
+        assert_eq!(h.file, "/f:hi\n/f:more\n");
+        sh.run_line(&mut h, "echo x > /full", &mut out);
+        assert_eq!(out, "xenlet: /full: No space left on device\n");
+        out.clear();
+        // Errors go to the terminal, not into the pipe or the file.
+        sh.run_line(&mut h, "fails > /f", &mut out);
+        assert_eq!(out, "fails: it broke\n");
+        assert_eq!(h.file, "/f:");
+        out.clear();
+        sh.run_line(&mut h, "nope | grep x", &mut out);
+        assert_eq!(out, "xenlet: nope: command not found (try 'help')\n");
+        out.clear();
+        sh.run_line(&mut h, "time echo a", &mut out);
+        assert_eq!(out, "a\n\nreal\t0m0.000s\nuser\t0m0.000s\nsys\t0m0.000s\n");
+        out.clear();
+        sh.run_line(&mut h, "echo a | sort", &mut out);
+        assert_eq!(out, "xenlet: sort: not a filter (grep, head, tail, wc)\n");
+        // Without hooks, redirection is refused rather than printed.
+        out.clear();
+        Shell::new(COMMANDS).run_line(&mut h, "echo a > /f", &mut out);
+        assert_eq!(out, "xenlet: redirection not available\n");
+    }
+
     #[test]
     fn runs_commands_and_reprompts() {
         let mut sh = Shell::new(COMMANDS);
-        let mut h = Host { count: 0 };
+        let mut h = Host {
+            count: 0,
+            file: String::new(),
+        };
         let out = type_in(&mut sh, &mut h, b"echo hello   world\r");
         assert_eq!(out, "echo hello   world\nhello world\nxenlet> ");
         let out = type_in(&mut sh, &mut h, b"count\r\ncount\n");
@@ -256,7 +399,10 @@ mod tests {
     #[test]
     fn errors_are_one_line_and_the_shell_goes_on() {
         let mut sh = Shell::new(COMMANDS);
-        let mut h = Host { count: 0 };
+        let mut h = Host {
+            count: 0,
+            file: String::new(),
+        };
         let out = type_in(&mut sh, &mut h, b"frobnicate now\r");
         assert!(out.contains("xenlet: frobnicate: command not found (try 'help')\n"));
         let out = type_in(&mut sh, &mut h, b"count extra\r");
@@ -273,7 +419,10 @@ mod tests {
     #[test]
     fn help_lists_and_describes() {
         let mut sh = Shell::new(COMMANDS);
-        let mut h = Host { count: 0 };
+        let mut h = Host {
+            count: 0,
+            file: String::new(),
+        };
         let out = type_in(&mut sh, &mut h, b"help\r");
         for c in ["help", "echo", "count", "fails"] {
             assert!(out.contains(c), "{c} missing from {out}");
@@ -287,7 +436,10 @@ mod tests {
     #[test]
     fn ctrl_c_cancels_and_overlong_lines_are_refused() {
         let mut sh = Shell::new(COMMANDS);
-        let mut h = Host { count: 0 };
+        let mut h = Host {
+            count: 0,
+            file: String::new(),
+        };
         let out = type_in(&mut sh, &mut h, b"count\x03");
         assert!(out.ends_with("^C\nxenlet> "));
         assert_eq!(h.count, 0);
@@ -302,7 +454,10 @@ mod tests {
     #[test]
     fn echo_n_and_empty_lines() {
         let mut sh = Shell::new(COMMANDS);
-        let mut h = Host { count: 0 };
+        let mut h = Host {
+            count: 0,
+            file: String::new(),
+        };
         let out = type_in(&mut sh, &mut h, b"echo -n a b\r");
         assert_eq!(out, "echo -n a b\na bxenlet> ");
         let out = type_in(&mut sh, &mut h, b"\r   \r");
