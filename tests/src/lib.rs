@@ -48,13 +48,44 @@ pub struct Guest {
 }
 
 /// Whether KVM can run the guest.
+/// Whether KVM is usable: `/dev/kvm` opens and QEMU 7.2 starts a `-cpu host` guest
+/// on it (on some hosts it aborts setting MSR 0x10a); probed once, else TCG.
 fn kvm() -> bool {
-    std::env::var_os("XENLET_NO_KVM").is_none()
-        && std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/kvm")
-            .is_ok()
+    static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *USABLE.get_or_init(|| {
+        if std::env::var_os("XENLET_NO_KVM").is_some()
+            || std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/kvm")
+                .is_err()
+        {
+            return false;
+        }
+        let mut cmd = Command::new(env_path("XENLET_QEMU"));
+        if let Some(p) = std::env::var_os("XENLET_QEMU_LD_LIBRARY_PATH") {
+            cmd.env("LD_LIBRARY_PATH", p);
+        }
+        if let Some(p) = std::env::var_os("XENLET_QEMU_MODULE_DIR") {
+            cmd.env("QEMU_MODULE_DIR", p);
+        }
+        cmd.args([
+            "-accel", "kvm", "-cpu", "host", "-machine", "pc", "-m", "16M",
+        ])
+        .args(["-nodefaults", "-display", "none", "-monitor", "none", "-S"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        let Ok(mut child) = cmd.spawn() else {
+            return false;
+        };
+        // A host where KVM cannot run this CPU model makes QEMU abort at once.
+        std::thread::sleep(Duration::from_millis(1500));
+        let alive = matches!(child.try_wait(), Ok(None));
+        let _ = child.kill();
+        let _ = child.wait();
+        alive
+    })
 }
 
 impl Guest {
