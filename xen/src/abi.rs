@@ -136,6 +136,11 @@ pub const VCPU_INFO_PENDING_SEL: usize = 8;
 pub const VCPU_INFO_TIME: usize = 32;
 pub const SHARED_INFO_EVTCHN_PENDING: usize = 2048;
 pub const SHARED_INFO_EVTCHN_MASK: usize = 2560;
+pub const SHARED_INFO_WC_VERSION: usize = 3072;
+pub const SHARED_INFO_WC_SEC: usize = 3076;
+pub const SHARED_INFO_WC_NSEC: usize = 3080;
+/// `wc_sec_hi` (not on 32-bit guests), right after `wc_nsec`.
+pub const SHARED_INFO_WC_SEC_HI: usize = 3084;
 /// Event channel words (2-level ABI, 64-bit guest): 64 words of 64 ports.
 pub const EVTCHN_WORDS: usize = 64;
 const _: () = {
@@ -145,6 +150,9 @@ const _: () = {
     assert!(offset_of!(xen_sys::vcpu_info, time) == VCPU_INFO_TIME);
     assert!(offset_of!(xen_sys::shared_info, evtchn_pending) == SHARED_INFO_EVTCHN_PENDING);
     assert!(offset_of!(xen_sys::shared_info, evtchn_mask) == SHARED_INFO_EVTCHN_MASK);
+    assert!(offset_of!(xen_sys::shared_info, wc_version) == SHARED_INFO_WC_VERSION);
+    assert!(offset_of!(xen_sys::shared_info, wc_sec) == SHARED_INFO_WC_SEC);
+    assert!(offset_of!(xen_sys::shared_info, wc_nsec) == SHARED_INFO_WC_NSEC);
 };
 
 // xen/include/public/io/console.h: struct xencons_interface

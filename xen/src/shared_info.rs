@@ -46,4 +46,50 @@ impl SharedInfo {
         self.page
             .read_bytes(Self::vcpu_info(vcpu) + VCPU_INFO_TIME, buf);
     }
+
+    /// The wall-clock time at Xen system time 0 (`wc_sec`, `wc_nsec`, `wc_sec_hi`), in
+    /// nanoseconds since the epoch, read consistently (`wc_version` even and
+    /// unchanged across the read); None if it never settles.
+    pub fn wallclock_base_ns(&self) -> Option<u64> {
+        for _ in 0..1000 {
+            let v0 = self.page.load_u32(SHARED_INFO_WC_VERSION);
+            if v0 & 1 != 0 {
+                core::hint::spin_loop();
+                continue;
+            }
+            let sec = u64::from(self.page.load_u32(SHARED_INFO_WC_SEC))
+                | u64::from(self.page.load_u32(SHARED_INFO_WC_SEC_HI)) << 32;
+            let nsec = u64::from(self.page.load_u32(SHARED_INFO_WC_NSEC));
+            if self.page.load_u32(SHARED_INFO_WC_VERSION) == v0 {
+                return sec.checked_mul(1_000_000_000)?.checked_add(nsec);
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod wallclock_tests {
+    use super::*;
+
+    #[test]
+    fn wallclock_reads_sec_hi_and_refuses_an_odd_version() {
+        let page = SharedPage::leak_new(1);
+        let si = SharedInfo::new(page.alias_for_test());
+        page.store_u32(SHARED_INFO_WC_SEC, 1_764_751_200);
+        page.store_u32(SHARED_INFO_WC_NSEC, 5);
+        page.store_u32(SHARED_INFO_WC_VERSION, 2);
+        assert_eq!(si.wallclock_base_ns(), Some(1_764_751_200_000_000_005));
+        page.store_u32(SHARED_INFO_WC_SEC_HI, 1);
+        assert_eq!(
+            si.wallclock_base_ns(),
+            Some(((1u64 << 32) + 1_764_751_200) * 1_000_000_000 + 5)
+        );
+        page.store_u32(SHARED_INFO_WC_VERSION, 3);
+        assert_eq!(
+            si.wallclock_base_ns(),
+            None,
+            "an update that never finishes"
+        );
+    }
 }
