@@ -131,6 +131,10 @@ impl TempDir {
 
 impl Drop for TempDir {
     fn drop(&mut self) {
+        if std::env::var_os("XENLET_KEEP_TMP").is_some() {
+            eprintln!("kept {}", self.0.display());
+            return;
+        }
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
