@@ -14,10 +14,12 @@ extern crate alloc;
 pub mod blockdev;
 pub mod crc32c;
 pub mod error;
+pub mod ext;
 pub mod memfs;
 pub mod types;
 pub mod vfs;
 
 pub use blockdev::{BlockDev, IoError};
 pub use error::FsError;
+pub use ext::Ext;
 pub use types::{DirEntry, FileSystem, FileType, Ino, MountOptions, Stat, StatFs};

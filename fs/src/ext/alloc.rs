@@ -1,0 +1,288 @@
+//! Block and inode allocation over the group bitmaps. Groups whose bitmaps are still
+//! uninitialised (`BLOCK_UNINIT` / `INODE_UNINIT`) are initialised when first used;
+//! inodes are taken lowest-first so the initialised part of the inode table
+//! (`bg_itable_unused`) only grows by the inode handed out.
+
+use super::group::{BG_BLOCK_UNINIT, BG_INODE_UNINIT};
+use super::Ext;
+use crate::blockdev::BlockDev;
+use crate::crc32c::crc32c;
+use crate::error::FsError;
+use alloc::vec;
+use alloc::vec::Vec;
+
+fn bit(b: &[u8], i: usize) -> bool {
+    b.get(i / 8).is_some_and(|x| x & (1 << (i % 8)) != 0)
+}
+
+fn set_bit(b: &mut [u8], i: usize, v: bool) {
+    if let Some(x) = b.get_mut(i / 8) {
+        if v {
+            *x |= 1 << (i % 8);
+        } else {
+            *x &= !(1 << (i % 8));
+        }
+    }
+}
+
+impl<D: BlockDev> Ext<D> {
+    /// Blocks of one group's inode table.
+    pub(super) fn itable_blocks(&self) -> u64 {
+        (self.sb.inodes_per_group as u64 * self.sb.inode_size as u64)
+            .div_ceil(self.sb.block_size as u64)
+    }
+
+    /// The block bitmap an uninitialised group implicitly has.
+    fn computed_block_bitmap(&self, g: u32) -> Vec<u8> {
+        let bs = self.sb.block_size as usize;
+        let mut b = vec![0u8; bs];
+        let first = self.sb.group_first_block(g);
+        let n = self.sb.blocks_in_group(g) as u64;
+        let mut mark = |start: u64, len: u64| {
+            for blk in start..start.saturating_add(len) {
+                if blk >= first && blk < first + n {
+                    set_bit(&mut b, (blk - first) as usize, true);
+                }
+            }
+        };
+        mark(first, self.sb.super_overhead(g));
+        if let Some(gd) = self.gds.get(g as usize) {
+            mark(gd.block_bitmap(), 1);
+            mark(gd.inode_bitmap(), 1);
+            mark(gd.inode_table(), self.itable_blocks());
+        }
+        for i in n as usize..bs * 8 {
+            set_bit(&mut b, i, true);
+        }
+        b
+    }
+
+    /// The block bitmap of group `g`, initialised on disk if it was not.
+    fn block_bitmap_mut(&mut self, g: u32) -> Result<&mut [u8], FsError> {
+        let gd = self.gds.get(g as usize).ok_or(FsError::Invalid("group"))?;
+        let blk = gd.block_bitmap();
+        if gd.flags() & BG_BLOCK_UNINIT != 0 {
+            let b = self.computed_block_bitmap(g);
+            let gd = &mut self.gds[g as usize];
+            gd.set_flags(gd.flags() & !BG_BLOCK_UNINIT);
+            self.dirty_groups.insert(g);
+            let dst = self.cache.get_new(&mut self.dev, blk)?;
+            dst.copy_from_slice(&b);
+        }
+        self.dirty_groups.insert(g);
+        self.cache.get_mut(&mut self.dev, blk)
+    }
+
+    /// The inode bitmap of group `g`, initialised on disk if it was not.
+    fn inode_bitmap_mut(&mut self, g: u32) -> Result<&mut [u8], FsError> {
+        let gd = self.gds.get(g as usize).ok_or(FsError::Invalid("group"))?;
+        let blk = gd.inode_bitmap();
+        let ipg = self.sb.inodes_per_group as usize;
+        if gd.flags() & BG_INODE_UNINIT != 0 {
+            let gd = &mut self.gds[g as usize];
+            gd.set_flags(gd.flags() & !BG_INODE_UNINIT);
+            let dst = self.cache.get_new(&mut self.dev, blk)?;
+            for i in ipg..dst.len() * 8 {
+                set_bit(dst, i, true);
+            }
+        }
+        self.dirty_groups.insert(g);
+        self.cache.get_mut(&mut self.dev, blk)
+    }
+
+    /// Allocates up to `want` contiguous blocks at or after `goal` (wrapping); returns
+    /// the first block and how many.
+    pub(super) fn alloc_blocks(&mut self, goal: u64, want: u32) -> Result<(u64, u32), FsError> {
+        if self.free_blocks == 0 || want == 0 {
+            return Err(FsError::NoSpace);
+        }
+        let bpg = self.sb.blocks_per_group as u64;
+        let fdb = self.sb.first_data_block as u64;
+        let goal = if goal < fdb || goal >= self.sb.blocks_count {
+            fdb
+        } else {
+            goal
+        };
+        let g0 = ((goal - fdb) / bpg) as u32;
+        let groups = self.sb.group_count;
+        for k in 0..=groups {
+            let g = (g0 + k) % groups;
+            let start = if k == 0 { (goal - fdb) % bpg } else { 0 } as usize;
+            let free = self.gds[g as usize].free_blocks();
+            if free == 0 {
+                continue;
+            }
+            let n = self.sb.blocks_in_group(g) as usize;
+            if start >= n {
+                continue;
+            }
+            let bm = self.block_bitmap_mut(g)?;
+            // First free bit at or after start.
+            let mut i = start;
+            while i < n {
+                if i.is_multiple_of(8) && bm.get(i / 8) == Some(&0xFF) {
+                    i += 8;
+                    continue;
+                }
+                if !bit(bm, i) {
+                    break;
+                }
+                i += 1;
+            }
+            if i >= n {
+                continue;
+            }
+            let mut len = 0usize;
+            while i + len < n && len < want as usize && !bit(bm, i + len) {
+                set_bit(bm, i + len, true);
+                len += 1;
+            }
+            let gd = &mut self.gds[g as usize];
+            gd.set_free_blocks(gd.free_blocks().saturating_sub(len as u32));
+            self.free_blocks = self.free_blocks.saturating_sub(len as u64);
+            let first = self.sb.group_first_block(g) + i as u64;
+            self.cache.forget(first, len as u64);
+            return Ok((first, len as u32));
+        }
+        Err(FsError::NoSpace)
+    }
+
+    /// Frees blocks `start..start+len`.
+    pub(super) fn free_blocks_range(&mut self, start: u64, len: u64) -> Result<(), FsError> {
+        let bpg = self.sb.blocks_per_group as u64;
+        let fdb = self.sb.first_data_block as u64;
+        if start < fdb || start.saturating_add(len) > self.sb.blocks_count {
+            return Err(FsError::Corrupt(alloc::string::String::from(
+                "freeing blocks outside the filesystem",
+            )));
+        }
+        self.cache.forget(start, len);
+        let mut b = start;
+        let end = start + len;
+        while b < end {
+            let g = ((b - fdb) / bpg) as u32;
+            let gend = (self.sb.group_first_block(g) + bpg).min(end);
+            let base = self.sb.group_first_block(g);
+            let bm = self.block_bitmap_mut(g)?;
+            let mut cleared = 0u32;
+            for x in b..gend {
+                let i = (x - base) as usize;
+                if bit(bm, i) {
+                    set_bit(bm, i, false);
+                    cleared += 1;
+                }
+            }
+            let gd = &mut self.gds[g as usize];
+            gd.set_free_blocks(gd.free_blocks() + cleared);
+            self.free_blocks += cleared as u64;
+            b = gend;
+        }
+        Ok(())
+    }
+
+    /// Allocates an inode, preferring group `pref`.
+    pub(super) fn alloc_inode(&mut self, pref: u32, dir: bool) -> Result<u32, FsError> {
+        let groups = self.sb.group_count;
+        let ipg = self.sb.inodes_per_group;
+        for k in 0..groups {
+            let g = (pref % groups + k) % groups;
+            if self.gds[g as usize].free_inodes() == 0 {
+                continue;
+            }
+            // Linux initialises the block bitmap of a group it puts inodes in.
+            if self.gds[g as usize].flags() & BG_BLOCK_UNINIT != 0 {
+                self.block_bitmap_mut(g)?;
+            }
+            let first_ino = self.sb.first_ino;
+            let bm = self.inode_bitmap_mut(g)?;
+            let mut found = None;
+            for i in 0..ipg as usize {
+                let ino = g as u64 * ipg as u64 + i as u64 + 1;
+                if ino < first_ino as u64 {
+                    continue;
+                }
+                if !bit(bm, i) {
+                    set_bit(bm, i, true);
+                    found = Some(i as u32);
+                    break;
+                }
+            }
+            let Some(i) = found else { continue };
+            let gd = &mut self.gds[g as usize];
+            gd.set_free_inodes(gd.free_inodes().saturating_sub(1));
+            if dir {
+                gd.set_used_dirs(gd.used_dirs() + 1);
+            }
+            if self.sb.has_csum() || self.sb.ro_compat & super::superblock::RO_COMPAT_GDT_CSUM != 0
+            {
+                let unused = gd.itable_unused();
+                if i + unused >= ipg {
+                    gd.set_itable_unused(ipg - i - 1);
+                }
+            }
+            self.free_inodes = self.free_inodes.saturating_sub(1);
+            return Ok(g * ipg + i + 1);
+        }
+        Err(FsError::NoSpace)
+    }
+
+    /// Frees inode `ino`.
+    pub(super) fn free_inode(&mut self, ino: u32, dir: bool) -> Result<(), FsError> {
+        let ipg = self.sb.inodes_per_group;
+        let g = (ino - 1) / ipg;
+        let i = ((ino - 1) % ipg) as usize;
+        let bm = self.inode_bitmap_mut(g)?;
+        if !bit(bm, i) {
+            return Ok(());
+        }
+        set_bit(bm, i, false);
+        let gd = &mut self.gds[g as usize];
+        gd.set_free_inodes(gd.free_inodes() + 1);
+        if dir {
+            gd.set_used_dirs(gd.used_dirs().saturating_sub(1));
+        }
+        self.free_inodes += 1;
+        Ok(())
+    }
+
+    /// Stores bitmap checksums and descriptor checksums of the groups touched.
+    pub(super) fn finish_groups(&mut self) -> Result<(), FsError> {
+        let groups: Vec<u32> = self.dirty_groups.iter().copied().collect();
+        let seed = self.sb.csum_seed;
+        for g in groups {
+            let Some(gd) = self.gds.get(g as usize) else {
+                continue;
+            };
+            if self.sb.has_csum() {
+                let (bb, ib) = (gd.block_bitmap(), gd.inode_bitmap());
+                let bflags = gd.flags();
+                if bflags & BG_BLOCK_UNINIT == 0 {
+                    let n = self.sb.blocks_per_group as usize / 8;
+                    let b = self.cache.get(&mut self.dev, bb)?;
+                    let c = crc32c(seed, b.get(..n).unwrap_or(b));
+                    self.gds[g as usize].set_bb_csum(c);
+                }
+                if bflags & BG_INODE_UNINIT == 0 {
+                    let n = self.sb.inodes_per_group as usize / 8;
+                    let b = self.cache.get(&mut self.dev, ib)?;
+                    let c = crc32c(seed, b.get(..n).unwrap_or(b));
+                    self.gds[g as usize].set_ib_csum(c);
+                }
+            }
+            let sb = &self.sb;
+            self.gds[g as usize].update_csum(sb, g);
+            // Into the primary GDT.
+            let ds = sb.desc_size as usize;
+            let bs = sb.block_size as usize;
+            let off = g as usize * ds;
+            let blk = sb.first_data_block as u64 + 1 + (off / bs) as u64;
+            let raw = self.gds[g as usize].raw.clone();
+            let b = self.cache.get_mut(&mut self.dev, blk)?;
+            if let Some(d) = b.get_mut(off % bs..off % bs + ds) {
+                d.copy_from_slice(&raw[..ds]);
+            }
+        }
+        self.dirty_groups.clear();
+        Ok(())
+    }
+}

@@ -1,0 +1,174 @@
+//! ext2/ext3 block maps: 12 direct pointers, then single, double and triple indirect
+//! blocks. Loaded into a [`FileMap`] and rebuilt from it when it changed.
+
+use super::csum::{get32, put32};
+use super::extent::{FileMap, MetaIo, TreeCtx};
+use crate::error::FsError;
+use alloc::format;
+use alloc::vec;
+use alloc::vec::Vec;
+
+const NDIR: u64 = 12;
+
+fn corrupt(what: &str) -> FsError {
+    FsError::Corrupt(format!("block map: {what}"))
+}
+
+/// Logical blocks a block map can address.
+pub fn max_blocks(bs: usize) -> u64 {
+    let p = (bs / 4) as u64;
+    NDIR + p + p * p + p * p * p
+}
+
+/// Loads the map rooted in `i_block`.
+pub fn load(i_block: &[u8], ctx: &TreeCtx, io: &mut dyn MetaIo) -> Result<FileMap, FsError> {
+    let mut map = FileMap::default();
+    let mut budget = ctx.max_blocks;
+    let p = (ctx.bs / 4) as u64;
+    for i in 0..NDIR {
+        let b = get32(i_block, i as usize * 4) as u64;
+        if b != 0 {
+            add(&mut map, ctx, &mut budget, i, b)?;
+        }
+    }
+    let mut base = NDIR;
+    let mut span = p;
+    for level in 1..=3u32 {
+        let b = get32(i_block, (NDIR as usize + level as usize - 1) * 4) as u64;
+        if b != 0 {
+            walk(b, level, base, ctx, io, &mut map, &mut budget)?;
+        }
+        base += span;
+        span *= p;
+    }
+    Ok(map)
+}
+
+fn add(
+    map: &mut FileMap,
+    ctx: &TreeCtx,
+    budget: &mut u64,
+    lblk: u64,
+    pblk: u64,
+) -> Result<(), FsError> {
+    if !ctx.valid_range(pblk, 1) {
+        return Err(corrupt("pointer outside the filesystem"));
+    }
+    *budget = budget
+        .checked_sub(1)
+        .ok_or_else(|| corrupt("more blocks than i_blocks"))?;
+    // Blocks arrive in increasing logical order: extend the last extent or push.
+    map.insert(lblk, pblk, 1);
+    Ok(())
+}
+
+fn walk(
+    blk: u64,
+    level: u32,
+    base: u64,
+    ctx: &TreeCtx,
+    io: &mut dyn MetaIo,
+    map: &mut FileMap,
+    budget: &mut u64,
+) -> Result<(), FsError> {
+    if !ctx.valid_range(blk, 1) {
+        return Err(corrupt("indirect block outside the filesystem"));
+    }
+    *budget = budget
+        .checked_sub(1)
+        .ok_or_else(|| corrupt("more blocks than i_blocks"))?;
+    map.meta.push(blk);
+    let data = io.read_meta(blk)?;
+    let p = (ctx.bs / 4) as u64;
+    let span = p.pow(level - 1);
+    for i in 0..p {
+        let b = get32(&data, i as usize * 4) as u64;
+        if b == 0 {
+            continue;
+        }
+        let lblk = base + i * span;
+        if level == 1 {
+            add(map, ctx, budget, lblk, b)?;
+        } else {
+            walk(b, level - 1, lblk, ctx, io, map, budget)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `map` as a block map: pointers into `i_block`, indirect blocks through `io`.
+/// Returns the indirect blocks used.
+pub fn store(
+    map: &FileMap,
+    i_block: &mut [u8],
+    ctx: &TreeCtx,
+    io: &mut dyn MetaIo,
+) -> Result<Vec<u64>, FsError> {
+    i_block.fill(0);
+    let p = (ctx.bs / 4) as u64;
+    let mut used = Vec::new();
+    // (offset in its subtree, pblk) for each of the three subtrees.
+    let mut trees: [Vec<(u64, u64)>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    let bounds = [
+        NDIR,
+        NDIR + p,
+        NDIR + p + p * p,
+        NDIR + p + p * p + p * p * p,
+    ];
+    for e in &map.ext {
+        for k in 0..e.len as u64 {
+            let l = e.lblk + k;
+            let pb = e.pblk + k;
+            if l < NDIR {
+                put32(i_block, l as usize * 4, pb as u32);
+            } else if l < bounds[1] {
+                trees[0].push((l - bounds[0], pb));
+            } else if l < bounds[2] {
+                trees[1].push((l - bounds[1], pb));
+            } else if l < bounds[3] {
+                trees[2].push((l - bounds[2], pb));
+            } else {
+                return Err(FsError::TooBig);
+            }
+        }
+    }
+    for (i, t) in trees.iter().enumerate() {
+        if !t.is_empty() {
+            let b = build(t, i as u32 + 1, p, ctx, io, &mut used)?;
+            put32(i_block, (NDIR as usize + i) * 4, b as u32);
+        }
+    }
+    Ok(used)
+}
+
+fn build(
+    entries: &[(u64, u64)],
+    level: u32,
+    p: u64,
+    ctx: &TreeCtx,
+    io: &mut dyn MetaIo,
+    used: &mut Vec<u64>,
+) -> Result<u64, FsError> {
+    let blk = io.alloc_meta()?;
+    used.push(blk);
+    let mut buf = vec![0u8; ctx.bs];
+    let span = p.pow(level - 1);
+    let mut i = 0;
+    while i < entries.len() {
+        let slot = entries[i].0 / span;
+        let mut j = i;
+        while j < entries.len() && entries[j].0 / span == slot {
+            j += 1;
+        }
+        let ptr = if level == 1 {
+            entries[i].1
+        } else {
+            let sub: Vec<(u64, u64)> = entries[i..j].iter().map(|&(o, b)| (o % span, b)).collect();
+            build(&sub, level - 1, p, ctx, io, used)?
+        };
+        put32(&mut buf, slot as usize * 4, ptr as u32);
+        i = j;
+    }
+    io.write_meta(blk, &buf)?;
+    Ok(blk)
+}

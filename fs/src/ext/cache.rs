@@ -1,0 +1,180 @@
+//! A write-back cache of metadata blocks (bitmaps, inode tables, directory, extent and
+//! indirect blocks), keyed by physical block number. Dirty blocks reach the device at
+//! sync (sorted, adjacent ones in one write) or when the cache overflows.
+
+use crate::blockdev::BlockDev;
+use crate::error::FsError;
+use alloc::collections::BTreeMap;
+use alloc::vec;
+use alloc::vec::Vec;
+
+struct Entry {
+    data: Vec<u8>,
+    dirty: bool,
+    stamp: u64,
+}
+
+/// The cache.
+pub struct BlockCache {
+    bs: usize,
+    map: BTreeMap<u64, Entry>,
+    limit: usize,
+    clock: u64,
+    /// Bytes written to the device by this cache.
+    pub written: u64,
+}
+
+impl BlockCache {
+    /// A cache of up to `limit` blocks of `bs` bytes.
+    pub fn new(bs: usize, limit: usize) -> BlockCache {
+        BlockCache {
+            bs,
+            map: BTreeMap::new(),
+            limit: limit.max(16),
+            clock: 0,
+            written: 0,
+        }
+    }
+
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    /// Reads block `blk` (through the cache).
+    pub fn get<D: BlockDev>(&mut self, dev: &mut D, blk: u64) -> Result<&[u8], FsError> {
+        self.load(dev, blk)?;
+        let t = self.tick();
+        match self.map.get_mut(&blk) {
+            Some(e) => {
+                e.stamp = t;
+                Ok(&e.data)
+            }
+            None => Err(FsError::Corrupt(alloc::string::String::from("cache"))),
+        }
+    }
+
+    /// Block `blk` for modification (marked dirty).
+    pub fn get_mut<D: BlockDev>(&mut self, dev: &mut D, blk: u64) -> Result<&mut [u8], FsError> {
+        self.load(dev, blk)?;
+        let t = self.tick();
+        match self.map.get_mut(&blk) {
+            Some(e) => {
+                e.stamp = t;
+                e.dirty = true;
+                Ok(&mut e.data)
+            }
+            None => Err(FsError::Corrupt(alloc::string::String::from("cache"))),
+        }
+    }
+
+    /// Block `blk` for complete overwrite: zeroed, not read, marked dirty.
+    pub fn get_new<D: BlockDev>(&mut self, dev: &mut D, blk: u64) -> Result<&mut [u8], FsError> {
+        self.make_room(dev)?;
+        let t = self.tick();
+        let bs = self.bs;
+        let e = self.map.entry(blk).or_insert_with(|| Entry {
+            data: vec![0; bs],
+            dirty: true,
+            stamp: t,
+        });
+        e.data.fill(0);
+        e.dirty = true;
+        e.stamp = t;
+        Ok(&mut e.data)
+    }
+
+    /// Forgets blocks `start..start+len` (freed blocks: their stale contents must
+    /// never be written over whatever reuses them).
+    pub fn forget(&mut self, start: u64, len: u64) {
+        let end = start.saturating_add(len);
+        let keys: Vec<u64> = self.map.range(start..end).map(|(k, _)| *k).collect();
+        for k in keys {
+            self.map.remove(&k);
+        }
+    }
+
+    fn load<D: BlockDev>(&mut self, dev: &mut D, blk: u64) -> Result<(), FsError> {
+        if self.map.contains_key(&blk) {
+            return Ok(());
+        }
+        self.make_room(dev)?;
+        let mut data = vec![0; self.bs];
+        let off = blk
+            .checked_mul(self.bs as u64)
+            .ok_or(FsError::Invalid("block number"))?;
+        dev.read(off, &mut data)?;
+        let t = self.tick();
+        self.map.insert(
+            blk,
+            Entry {
+                data,
+                dirty: false,
+                stamp: t,
+            },
+        );
+        Ok(())
+    }
+
+    fn make_room<D: BlockDev>(&mut self, dev: &mut D) -> Result<(), FsError> {
+        if self.map.len() < self.limit {
+            return Ok(());
+        }
+        // Drop the older half of the clean blocks; if too few are clean, write back.
+        let clean = self.map.values().filter(|e| !e.dirty).count();
+        if clean < self.limit / 4 {
+            self.write_back(dev)?;
+        }
+        let mut stamps: Vec<u64> = self
+            .map
+            .values()
+            .filter(|e| !e.dirty)
+            .map(|e| e.stamp)
+            .collect();
+        stamps.sort_unstable();
+        if let Some(&cut) = stamps.get(stamps.len() / 2) {
+            self.map.retain(|_, e| e.dirty || e.stamp > cut);
+        }
+        Ok(())
+    }
+
+    /// Writes every dirty block (adjacent blocks coalesced), leaving them cached clean.
+    pub fn write_back<D: BlockDev>(&mut self, dev: &mut D) -> Result<(), FsError> {
+        let bs = self.bs as u64;
+        let mut run_start = 0u64;
+        let mut run: Vec<u8> = Vec::new();
+        let mut next = u64::MAX;
+        let mut done: Vec<u64> = Vec::new();
+        for (&blk, e) in self.map.iter() {
+            if !e.dirty {
+                continue;
+            }
+            if blk != next || run.len() >= 1 << 20 {
+                if !run.is_empty() {
+                    dev.write(run_start * bs, &run)?;
+                    self.written += run.len() as u64;
+                    run.clear();
+                }
+                run_start = blk;
+            }
+            run.extend_from_slice(&e.data);
+            next = blk + 1;
+            done.push(blk);
+        }
+        if !run.is_empty() {
+            dev.write(run_start * bs, &run)?;
+            self.written += run.len() as u64;
+        }
+        for b in done {
+            if let Some(e) = self.map.get_mut(&b) {
+                e.dirty = false;
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of dirty blocks.
+    pub fn dirty_count(&self) -> usize {
+        self.map.values().filter(|e| e.dirty).count()
+    }
+}

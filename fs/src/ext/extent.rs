@@ -1,0 +1,461 @@
+//! A file's block map in memory ([`FileMap`]: sorted extents), and the ext4 extent tree
+//! it is loaded from and written back to. The tree is rebuilt from the map when it
+//! changed (at sync), packed as tightly as it can be (depth 0 for up to 4 extents, then
+//! full leaves under as few index levels as needed), reusing the old tree's blocks.
+
+use super::csum::{get16, get32, put16, put32};
+use crate::crc32c::crc32c;
+use crate::error::FsError;
+use alloc::format;
+use alloc::vec;
+use alloc::vec::Vec;
+
+const MAGIC: u16 = 0xF30A;
+/// Longest initialised extent.
+pub const MAX_INIT_LEN: u32 = 32768;
+/// Longest uninitialised extent.
+pub const MAX_UNINIT_LEN: u32 = 32767;
+/// Deepest tree accepted.
+pub const MAX_DEPTH: u16 = 5;
+
+/// One mapped run: logical blocks `lblk..lblk+len` at physical `pblk..`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    /// First logical block.
+    pub lblk: u64,
+    /// Blocks.
+    pub len: u32,
+    /// First physical block.
+    pub pblk: u64,
+    /// Allocated but reads as zeros.
+    pub uninit: bool,
+}
+
+impl Extent {
+    fn end(&self) -> u64 {
+        self.lblk + self.len as u64
+    }
+    fn max_len(&self) -> u32 {
+        if self.uninit {
+            MAX_UNINIT_LEN
+        } else {
+            MAX_INIT_LEN
+        }
+    }
+}
+
+/// Block-device I/O and allocation the tree code needs (implemented by the filesystem).
+pub trait MetaIo {
+    /// Reads a metadata block.
+    fn read_meta(&mut self, blk: u64) -> Result<Vec<u8>, FsError>;
+    /// Gets a block for a tree node (reusing a freed tree block first).
+    fn alloc_meta(&mut self) -> Result<u64, FsError>;
+    /// Writes a tree node.
+    fn write_meta(&mut self, blk: u64, data: &[u8]) -> Result<(), FsError>;
+}
+
+/// What loading a tree needs to know.
+pub struct TreeCtx {
+    /// Block size.
+    pub bs: usize,
+    /// Blocks in the filesystem (every pointer must be below).
+    pub blocks_count: u64,
+    /// First data block (every pointer must be at or above).
+    pub first_data_block: u64,
+    /// The inode's checksum seed, if metadata_csum is on.
+    pub csum_seed: Option<u32>,
+    /// Most blocks (data and tree) the inode may have: bounds the walk.
+    pub max_blocks: u64,
+}
+
+impl TreeCtx {
+    /// Whether `pblk..pblk+len` is inside the filesystem.
+    pub fn valid_range(&self, pblk: u64, len: u64) -> bool {
+        pblk >= self.first_data_block
+            && pblk
+                .checked_add(len)
+                .is_some_and(|e| e <= self.blocks_count)
+    }
+}
+
+/// A file's block map.
+#[derive(Clone, Debug, Default)]
+pub struct FileMap {
+    /// Sorted, non-overlapping extents.
+    pub ext: Vec<Extent>,
+    /// The blocks the on-disk tree (extent nodes or indirect blocks) occupies.
+    pub meta: Vec<u64>,
+}
+
+impl FileMap {
+    fn index_of(&self, lblk: u64) -> Result<usize, usize> {
+        self.ext.binary_search_by(|e| {
+            if e.end() <= lblk {
+                core::cmp::Ordering::Less
+            } else if e.lblk > lblk {
+                core::cmp::Ordering::Greater
+            } else {
+                core::cmp::Ordering::Equal
+            }
+        })
+    }
+
+    /// Where `lblk` is: `Some((pblk, uninit, blocks left in this extent))`, or `None`
+    /// for a hole.
+    pub fn find(&self, lblk: u64) -> Option<(u64, bool, u64)> {
+        let i = self.index_of(lblk).ok()?;
+        let e = self.ext.get(i)?;
+        Some((e.pblk + (lblk - e.lblk), e.uninit, e.end() - lblk))
+    }
+
+    /// The first mapped block at or after `lblk`, if any.
+    pub fn next_mapped(&self, lblk: u64) -> Option<u64> {
+        match self.index_of(lblk) {
+            Ok(_) => Some(lblk),
+            Err(i) => self.ext.get(i).map(|e| e.lblk),
+        }
+    }
+
+    /// The physical block just after the extent ending at or before `lblk` (an
+    /// allocation goal for `lblk`).
+    pub fn goal_for(&self, lblk: u64) -> Option<u64> {
+        let i = match self.index_of(lblk) {
+            Ok(i) => i,
+            Err(i) => i.checked_sub(1)?,
+        };
+        let e = self.ext.get(i)?;
+        Some(e.pblk + e.len as u64 + lblk.saturating_sub(e.end()))
+    }
+
+    /// Maps the hole `lblk..lblk+len` to `pblk..`, merging with neighbours.
+    pub fn insert(&mut self, lblk: u64, pblk: u64, len: u32) {
+        let new = Extent {
+            lblk,
+            len,
+            pblk,
+            uninit: false,
+        };
+        let i = match self.index_of(lblk) {
+            Ok(i) | Err(i) => i,
+        };
+        // Merge with the previous extent?
+        if let Some(p) = i.checked_sub(1).and_then(|j| self.ext.get_mut(j)) {
+            if !p.uninit
+                && p.end() == lblk
+                && p.pblk + p.len as u64 == pblk
+                && p.len as u64 + len as u64 <= MAX_INIT_LEN as u64
+            {
+                p.len += len;
+                self.merge_next(i - 1);
+                return;
+            }
+        }
+        self.ext.insert(i, new);
+        self.merge_next(i);
+    }
+
+    fn merge_next(&mut self, i: usize) {
+        let (Some(a), Some(b)) = (self.ext.get(i).copied(), self.ext.get(i + 1).copied()) else {
+            return;
+        };
+        if a.uninit == b.uninit
+            && a.end() == b.lblk
+            && a.pblk + a.len as u64 == b.pblk
+            && a.len as u64 + b.len as u64 <= a.max_len() as u64
+        {
+            self.ext[i].len += b.len;
+            self.ext.remove(i + 1);
+        }
+    }
+
+    /// Marks block `lblk` (inside an uninitialised extent) initialised.
+    pub fn set_init(&mut self, lblk: u64) {
+        let Ok(i) = self.index_of(lblk) else { return };
+        let e = self.ext[i];
+        if !e.uninit {
+            return;
+        }
+        let off = lblk - e.lblk;
+        let mut parts = Vec::new();
+        if off > 0 {
+            parts.push(Extent {
+                len: off as u32,
+                ..e
+            });
+        }
+        parts.push(Extent {
+            lblk,
+            len: 1,
+            pblk: e.pblk + off,
+            uninit: false,
+        });
+        if off + 1 < e.len as u64 {
+            parts.push(Extent {
+                lblk: lblk + 1,
+                len: e.len - off as u32 - 1,
+                pblk: e.pblk + off + 1,
+                uninit: true,
+            });
+        }
+        self.ext.splice(i..i + 1, parts);
+        // Re-merge initialised neighbours.
+        let j = if off > 0 { i + 1 } else { i };
+        self.merge_next(j);
+        if j > 0 {
+            self.merge_next(j - 1);
+        }
+    }
+
+    /// Unmaps every block at or after `lblk`; returns the freed physical runs.
+    pub fn truncate(&mut self, lblk: u64) -> Vec<(u64, u64)> {
+        let mut freed = Vec::new();
+        while let Some(e) = self.ext.last_mut() {
+            if e.end() <= lblk {
+                break;
+            }
+            if e.lblk >= lblk {
+                freed.push((e.pblk, e.len as u64));
+                self.ext.pop();
+            } else {
+                let keep = (lblk - e.lblk) as u32;
+                freed.push((e.pblk + keep as u64, (e.len - keep) as u64));
+                e.len = keep;
+                break;
+            }
+        }
+        freed
+    }
+
+    /// Data blocks mapped.
+    pub fn data_blocks(&self) -> u64 {
+        self.ext.iter().map(|e| e.len as u64).sum()
+    }
+}
+
+fn corrupt(what: &str) -> FsError {
+    FsError::Corrupt(format!("extent tree: {what}"))
+}
+
+fn tail_off(max: usize) -> usize {
+    12 + 12 * max
+}
+
+/// Loads an extent tree rooted in `i_block` (60 bytes).
+pub fn load(i_block: &[u8], ctx: &TreeCtx, io: &mut dyn MetaIo) -> Result<FileMap, FsError> {
+    let mut map = FileMap::default();
+    let mut budget = ctx.max_blocks;
+    walk(i_block, None, ctx, io, &mut map, &mut budget, 0)?;
+    Ok(map)
+}
+
+fn walk(
+    node: &[u8],
+    want_depth: Option<u16>,
+    ctx: &TreeCtx,
+    io: &mut dyn MetaIo,
+    map: &mut FileMap,
+    budget: &mut u64,
+    level: u16,
+) -> Result<(), FsError> {
+    if get16(node, 0) != MAGIC {
+        return Err(corrupt("bad magic"));
+    }
+    let entries = get16(node, 2) as usize;
+    let max = get16(node, 4) as usize;
+    let depth = get16(node, 6);
+    if 12 + 12 * max > node.len() || entries > max {
+        return Err(corrupt("bad header"));
+    }
+    if depth > MAX_DEPTH || level > MAX_DEPTH || want_depth.is_some_and(|d| d != depth) {
+        return Err(corrupt("bad depth"));
+    }
+    for i in 0..entries {
+        let e = 12 + 12 * i;
+        let lblk = get32(node, e) as u64;
+        if depth == 0 {
+            let raw_len = get16(node, e + 4);
+            let pblk = get32(node, e + 8) as u64 | (get16(node, e + 6) as u64) << 32;
+            let (len, uninit) = if raw_len > MAX_INIT_LEN as u16 {
+                (raw_len as u32 - MAX_INIT_LEN, true)
+            } else {
+                (raw_len as u32, false)
+            };
+            if len == 0 || !ctx.valid_range(pblk, len as u64) {
+                return Err(corrupt("extent outside the filesystem"));
+            }
+            if map.ext.last().is_some_and(|p| p.end() > lblk) {
+                return Err(corrupt("extents out of order"));
+            }
+            *budget = budget
+                .checked_sub(len as u64)
+                .ok_or_else(|| corrupt("more blocks than i_blocks"))?;
+            map.ext.push(Extent {
+                lblk,
+                len,
+                pblk,
+                uninit,
+            });
+        } else {
+            let child = get32(node, e + 4) as u64 | (get16(node, e + 8) as u64) << 32;
+            if !ctx.valid_range(child, 1) {
+                return Err(corrupt("index outside the filesystem"));
+            }
+            *budget = budget
+                .checked_sub(1)
+                .ok_or_else(|| corrupt("more blocks than i_blocks"))?;
+            let blk = io.read_meta(child)?;
+            if let Some(seed) = ctx.csum_seed {
+                let cmax = get16(&blk, 4) as usize;
+                let off = tail_off(cmax);
+                if off + 4 > blk.len() || crc32c(seed, &blk[..off]) != get32(&blk, off) {
+                    return Err(corrupt("checksum mismatch"));
+                }
+            }
+            map.meta.push(child);
+            walk(&blk, Some(depth - 1), ctx, io, map, budget, level + 1)?;
+        }
+    }
+    Ok(())
+}
+
+fn write_header(b: &mut [u8], entries: usize, max: usize, depth: u16) {
+    put16(b, 0, MAGIC);
+    put16(b, 2, entries as u16);
+    put16(b, 4, max as u16);
+    put16(b, 6, depth);
+    put32(b, 8, 0);
+}
+
+fn write_extent(b: &mut [u8], off: usize, e: &Extent) {
+    put32(b, off, e.lblk as u32);
+    let len = if e.uninit {
+        e.len + MAX_INIT_LEN
+    } else {
+        e.len
+    };
+    put16(b, off + 4, len as u16);
+    put16(b, off + 6, (e.pblk >> 32) as u16);
+    put32(b, off + 8, e.pblk as u32);
+}
+
+fn write_index(b: &mut [u8], off: usize, lblk: u64, child: u64) {
+    put32(b, off, lblk as u32);
+    put32(b, off + 4, child as u32);
+    put16(b, off + 8, (child >> 32) as u16);
+    put16(b, off + 10, 0);
+}
+
+/// Writes `map.ext` as a tree: the root into `i_block`, nodes through `io`. Returns the
+/// node blocks used (the caller frees old ones not reused).
+pub fn store(
+    ext: &[Extent],
+    i_block: &mut [u8],
+    ctx: &TreeCtx,
+    io: &mut dyn MetaIo,
+) -> Result<Vec<u64>, FsError> {
+    i_block.fill(0);
+    if ext.len() <= 4 {
+        write_header(i_block, ext.len(), 4, 0);
+        for (i, e) in ext.iter().enumerate() {
+            write_extent(i_block, 12 + 12 * i, e);
+        }
+        return Ok(Vec::new());
+    }
+    let per = (ctx.bs - 12) / 12;
+    let mut used = Vec::new();
+    let finish = |b: &mut Vec<u8>, io: &mut dyn MetaIo| -> Result<u64, FsError> {
+        if let Some(seed) = ctx.csum_seed {
+            let off = tail_off(per);
+            let c = crc32c(seed, &b[..off]);
+            put32(b, off, c);
+        }
+        let blk = io.alloc_meta()?;
+        io.write_meta(blk, b)?;
+        Ok(blk)
+    };
+    // Leaves.
+    let mut level: Vec<(u64, u64)> = Vec::new();
+    for chunk in ext.chunks(per) {
+        let mut b = vec![0u8; ctx.bs];
+        write_header(&mut b, chunk.len(), per, 0);
+        for (i, e) in chunk.iter().enumerate() {
+            write_extent(&mut b, 12 + 12 * i, e);
+        }
+        let blk = finish(&mut b, io)?;
+        used.push(blk);
+        level.push((chunk[0].lblk, blk));
+    }
+    let mut depth = 1u16;
+    while level.len() > 4 {
+        let mut up = Vec::new();
+        for chunk in level.chunks(per) {
+            let mut b = vec![0u8; ctx.bs];
+            write_header(&mut b, chunk.len(), per, depth);
+            for (i, (l, c)) in chunk.iter().enumerate() {
+                write_index(&mut b, 12 + 12 * i, *l, *c);
+            }
+            let blk = finish(&mut b, io)?;
+            used.push(blk);
+            up.push((chunk[0].0, blk));
+        }
+        level = up;
+        depth += 1;
+    }
+    write_header(i_block, level.len(), 4, depth);
+    for (i, (l, c)) in level.iter().enumerate() {
+        write_index(i_block, 12 + 12 * i, *l, *c);
+    }
+    Ok(used)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_merges_and_caps_length() {
+        let mut m = FileMap::default();
+        m.insert(0, 100, 10);
+        m.insert(10, 110, 5);
+        assert_eq!(m.ext.len(), 1);
+        assert_eq!(m.ext[0].len, 15);
+        m.insert(20, 200, 1);
+        m.insert(15, 115, 5);
+        assert_eq!(m.ext.len(), 2);
+        assert_eq!(m.find(17), Some((117, false, 3)));
+        assert_eq!(m.find(20), Some((200, false, 1)));
+        assert_eq!(m.find(21), None);
+        let mut big = FileMap::default();
+        big.insert(0, 1000, MAX_INIT_LEN);
+        big.insert(MAX_INIT_LEN as u64, 1000 + MAX_INIT_LEN as u64, 1);
+        assert_eq!(big.ext.len(), 2);
+    }
+
+    #[test]
+    fn truncate_returns_freed_runs() {
+        let mut m = FileMap::default();
+        m.insert(0, 100, 10);
+        m.insert(20, 300, 10);
+        let freed = m.truncate(5);
+        assert_eq!(freed, alloc::vec![(300, 10), (105, 5)]);
+        assert_eq!(m.data_blocks(), 5);
+    }
+
+    #[test]
+    fn set_init_splits() {
+        let mut m = FileMap::default();
+        m.ext.push(Extent {
+            lblk: 0,
+            len: 10,
+            pblk: 50,
+            uninit: true,
+        });
+        m.set_init(4);
+        assert_eq!(m.ext.len(), 3);
+        assert_eq!(m.find(4), Some((54, false, 1)));
+        assert_eq!(m.find(5), Some((55, true, 5)));
+        m.set_init(5);
+        assert_eq!(m.ext.len(), 3);
+        assert_eq!(m.find(4), Some((54, false, 2)));
+    }
+}

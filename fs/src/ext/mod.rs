@@ -1,0 +1,1704 @@
+//! ext2/ext4 read-write, as Debian's `mke2fs` makes them (see the module files for
+//! each on-disk structure).
+//!
+//! Design: metadata blocks go through a write-back [`cache::BlockCache`]; each inode in
+//! use is kept parsed with its block map in memory ([`extent::FileMap`]); regular-file
+//! data is buffered per inode and allocated late (delayed allocation), in long
+//! contiguous runs, and written to the device in large requests. Extent trees and block
+//! maps are rebuilt from the in-memory map at sync. No journal is written: the
+//! filesystem is marked not-clean while mounted read-write and clean at unmount.
+
+mod alloc;
+mod blockmap;
+mod cache;
+mod csum;
+mod dir;
+mod extent;
+mod group;
+mod htree;
+mod inode;
+mod superblock;
+
+use crate::blockdev::BlockDev;
+use crate::error::FsError;
+use crate::types::{DirEntry, FileSystem, FileType, Ino, MountOptions, Stat, StatFs};
+use ::alloc::collections::{BTreeMap, BTreeSet};
+use ::alloc::format;
+use ::alloc::string::String;
+use ::alloc::vec;
+use ::alloc::vec::Vec;
+use cache::BlockCache;
+use csum::get32;
+use extent::{FileMap, MetaIo, TreeCtx};
+use group::GroupDesc;
+use inode::{Inode, FL_EXTENTS, FL_INDEX, FL_INLINE_DATA, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
+use superblock::*;
+
+const ROOT_INO: u32 = 2;
+/// Buffered file data that triggers writing it out.
+const FLUSH_BYTES: usize = 4 << 20;
+/// Largest single device write of file data.
+const MAX_IO: usize = 4 << 20;
+/// Metadata blocks in the cache before it writes back or evicts.
+const CACHE_BLOCKS: usize = 8192;
+/// Parsed inodes kept before clean ones are dropped.
+const INODE_CACHE: usize = 4096;
+/// Blocks kept back from delayed-allocation reservations for metadata.
+const META_MARGIN: u64 = 64;
+/// Hard link limit (above it dir_nlink directories count 1).
+const LINK_MAX: u16 = 65000;
+
+/// A file's mapping, as [`Ext::extents`] reports it.
+#[derive(Clone, Debug)]
+pub struct FileExtents {
+    /// (first logical block, blocks, first physical block), in logical order.
+    pub extents: Vec<(u64, u32, u64)>,
+    /// Depth of the on-disk extent tree (0 for block-mapped files).
+    pub depth: u16,
+}
+
+/// Counters a caller (or a test) can read.
+#[derive(Clone, Debug, Default)]
+pub struct ExtStats {
+    /// File data writes issued to the device.
+    pub data_writes: u64,
+    /// File data bytes written.
+    pub data_bytes: u64,
+}
+
+struct PBlock {
+    data: Vec<u8>,
+    reserved: bool,
+}
+
+struct Node {
+    inode: Inode,
+    map: Option<FileMap>,
+    dirty: bool,
+    map_dirty: bool,
+    pending: BTreeMap<u64, PBlock>,
+}
+
+/// A mounted ext2/ext3/ext4 filesystem over a block device.
+pub struct Ext<D: BlockDev> {
+    dev: D,
+    sb: Superblock,
+    gds: Vec<GroupDesc>,
+    dirty_groups: BTreeSet<u32>,
+    cache: BlockCache,
+    nodes: BTreeMap<u32, Node>,
+    opts: MountOptions,
+    ro: bool,
+    mounted: bool,
+    free_blocks: u64,
+    free_inodes: u64,
+    reserved: u64,
+    pending_bytes: usize,
+    pool: Vec<u64>,
+    meta_goal: u64,
+    gen_state: u32,
+    kind: &'static str,
+    sb_dirty: bool,
+    /// I/O counters.
+    pub stats: ExtStats,
+}
+
+/// The journal hook: a filesystem whose journal needs replaying is refused until jbd2
+/// replay is plugged in here.
+fn recover<D: BlockDev>(_dev: &mut D, sb: &Superblock) -> Result<(), FsError> {
+    // TODO(journal): call crate::journal::replay(dev, sb.block_size, &map) here, with
+    // `map` the journal inode's logical -> physical block map, then clear
+    // INCOMPAT_RECOVER and re-read the superblock and group descriptors.
+    let _ = sb.journal_inum();
+    Err(FsError::Unsupported(String::from(
+        "needs journal recovery (jbd2 replay is not available yet)",
+    )))
+}
+
+fn corrupt(what: String) -> FsError {
+    FsError::Corrupt(what)
+}
+
+fn check_name(name: &str) -> Result<&[u8], FsError> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+        return Err(FsError::Invalid("bad file name"));
+    }
+    if name.len() > 255 {
+        return Err(FsError::NameTooLong);
+    }
+    Ok(name.as_bytes())
+}
+
+impl<D: BlockDev> Ext<D> {
+    /// Mounts the filesystem on `dev`. Unknown incompatible features refuse the mount;
+    /// unknown read-only-compatible ones (or a read-only device) mount read-only.
+    pub fn mount(mut dev: D, opts: MountOptions) -> Result<Ext<D>, FsError> {
+        let mut raw = vec![0u8; SB_SIZE];
+        dev.read(SB_OFFSET, &mut raw)?;
+        let sb = Superblock::parse(raw, dev.size_bytes())?;
+        let unknown = sb.incompat & !INCOMPAT_KNOWN;
+        if unknown != 0 {
+            return Err(FsError::Unsupported(format!(
+                "ext: incompatible features {unknown:#x}"
+            )));
+        }
+        if sb.incompat & INCOMPAT_RECOVER != 0 {
+            recover(&mut dev, &sb)?;
+        }
+        let bs = sb.block_size as usize;
+        // Group descriptors.
+        let gdt_bytes = sb.gdt_blocks() as usize * bs;
+        let mut gdt = vec![0u8; gdt_bytes];
+        dev.read((sb.first_data_block as u64 + 1) * bs as u64, &mut gdt)?;
+        let ds = sb.desc_size as usize;
+        let itb = (sb.inodes_per_group as u64 * sb.inode_size as u64).div_ceil(bs as u64);
+        let mut gds = Vec::with_capacity(sb.group_count as usize);
+        let (mut free_blocks, mut free_inodes) = (0u64, 0u64);
+        for g in 0..sb.group_count {
+            let raw = gdt
+                .get(g as usize * ds..(g as usize + 1) * ds)
+                .ok_or_else(|| corrupt(String::from("group descriptor table")))?
+                .to_vec();
+            let gd = GroupDesc::new(raw, &sb);
+            if !gd.csum_ok(&sb, g) {
+                return Err(corrupt(format!("group descriptor {g} checksum mismatch")));
+            }
+            let ok = |b: u64, n: u64| {
+                b > sb.first_data_block as u64
+                    && b.checked_add(n).is_some_and(|e| e <= sb.blocks_count)
+            };
+            if !ok(gd.block_bitmap(), 1) || !ok(gd.inode_bitmap(), 1) || !ok(gd.inode_table(), itb)
+            {
+                return Err(corrupt(format!(
+                    "group descriptor {g} points outside the filesystem"
+                )));
+            }
+            if gd.free_blocks() > sb.blocks_in_group(g) || gd.free_inodes() > sb.inodes_per_group {
+                return Err(corrupt(format!("group descriptor {g}: bad free counts")));
+            }
+            free_blocks += gd.free_blocks() as u64;
+            free_inodes += gd.free_inodes() as u64;
+            gds.push(gd);
+        }
+        let ro = opts.read_only || dev.read_only() || sb.ro_compat & !RO_COMPAT_KNOWN != 0;
+        let ext4ish = INCOMPAT_EXTENTS | INCOMPAT_64BIT | INCOMPAT_FLEX_BG;
+        let kind = if sb.incompat & ext4ish != 0 || sb.has_csum() {
+            "ext4"
+        } else {
+            "ext2"
+        };
+        let now = (opts.now)();
+        let mut fs = Ext {
+            dev,
+            cache: BlockCache::new(bs, CACHE_BLOCKS),
+            gds,
+            dirty_groups: BTreeSet::new(),
+            nodes: BTreeMap::new(),
+            opts,
+            ro,
+            mounted: true,
+            free_blocks,
+            free_inodes,
+            reserved: 0,
+            pending_bytes: 0,
+            pool: Vec::new(),
+            meta_goal: 0,
+            gen_state: (now as u32) ^ 0x9E37_79B9 ^ get32(&sb.raw, 0x68),
+            kind,
+            sb_dirty: false,
+            stats: ExtStats::default(),
+            sb,
+        };
+        if !fs.ro {
+            let st = fs.sb.state();
+            fs.sb.set_state(st & !STATE_VALID);
+            fs.sb.note_mount(now);
+            fs.write_super()?;
+            fs.dev.flush()?;
+        }
+        Ok(fs)
+    }
+
+    /// The device back (after [`FileSystem::unmount`], or to abandon the mount).
+    pub fn into_device(self) -> D {
+        self.dev
+    }
+
+    /// The device, for inspection.
+    pub fn device(&self) -> &D {
+        &self.dev
+    }
+
+    /// Block size in bytes.
+    pub fn block_size(&self) -> u32 {
+        self.sb.block_size
+    }
+
+    /// The extents of a file as (logical block, length, physical block), plus the depth
+    /// of its extent tree (after a sync), for tests and diagnostics.
+    pub fn extents(&mut self, ino: Ino) -> Result<FileExtents, FsError> {
+        let i = self.ino32(ino)?;
+        self.ensure_map(i)?;
+        let n = self.node(i)?;
+        let depth = if n.inode.flags() & FL_EXTENTS != 0 {
+            csum::get16(n.inode.i_block(), 6)
+        } else {
+            0
+        };
+        let v = n
+            .map
+            .as_ref()
+            .map(|m| m.ext.iter().map(|e| (e.lblk, e.len, e.pblk)).collect())
+            .unwrap_or_default();
+        Ok(FileExtents { extents: v, depth })
+    }
+
+    fn write_super(&mut self) -> Result<(), FsError> {
+        let b = self.sb.sealed_bytes().to_vec();
+        self.dev.write(SB_OFFSET, &b)?;
+        self.sb_dirty = false;
+        Ok(())
+    }
+
+    fn now(&self) -> i64 {
+        (self.opts.now)()
+    }
+
+    fn check_rw(&self) -> Result<(), FsError> {
+        if !self.mounted {
+            return Err(FsError::Invalid("unmounted"));
+        }
+        if self.ro {
+            return Err(FsError::ReadOnly);
+        }
+        Ok(())
+    }
+
+    fn check_mounted(&self) -> Result<(), FsError> {
+        if self.mounted {
+            Ok(())
+        } else {
+            Err(FsError::Invalid("unmounted"))
+        }
+    }
+
+    fn ino32(&self, ino: Ino) -> Result<u32, FsError> {
+        if ino == 0 || ino > self.sb.inodes_count as u64 {
+            return Err(FsError::Invalid("inode number"));
+        }
+        Ok(ino as u32)
+    }
+
+    fn next_generation(&mut self) -> u32 {
+        let mut x = self.gen_state;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.gen_state = x;
+        x
+    }
+
+    /// Where inode `ino` lives: (block, offset in block).
+    fn inode_loc(&self, ino: u32) -> Result<(u64, usize), FsError> {
+        let ipg = self.sb.inodes_per_group;
+        let g = (ino - 1) / ipg;
+        let idx = ((ino - 1) % ipg) as u64;
+        let gd = self
+            .gds
+            .get(g as usize)
+            .ok_or(FsError::Invalid("inode number"))?;
+        let byte = idx * self.sb.inode_size as u64;
+        let bs = self.sb.block_size as u64;
+        Ok((gd.inode_table() + byte / bs, (byte % bs) as usize))
+    }
+
+    fn read_inode(&mut self, ino: u32) -> Result<Inode, FsError> {
+        let (blk, off) = self.inode_loc(ino)?;
+        let isz = self.sb.inode_size as usize;
+        let b = self.cache.get(&mut self.dev, blk)?;
+        let raw = b
+            .get(off..off + isz)
+            .ok_or(FsError::Invalid("inode"))?
+            .to_vec();
+        let inode = Inode { raw };
+        if self.sb.has_csum() && !inode.csum_ok(self.sb.csum_seed, ino) {
+            return Err(corrupt(format!("inode {ino} checksum mismatch")));
+        }
+        Ok(inode)
+    }
+
+    fn store_inode(&mut self, ino: u32, inode: &mut Inode) -> Result<(), FsError> {
+        if self.sb.has_csum() {
+            inode.set_csum(self.sb.csum_seed, ino);
+        }
+        let (blk, off) = self.inode_loc(ino)?;
+        let b = self.cache.get_mut(&mut self.dev, blk)?;
+        if let Some(d) = b.get_mut(off..off + inode.raw.len()) {
+            d.copy_from_slice(&inode.raw);
+        }
+        Ok(())
+    }
+
+    fn evict_nodes(&mut self) {
+        if self.nodes.len() < INODE_CACHE {
+            return;
+        }
+        self.nodes
+            .retain(|_, n| n.dirty || n.map_dirty || !n.pending.is_empty());
+    }
+
+    fn node(&mut self, ino: u32) -> Result<&mut Node, FsError> {
+        if !self.nodes.contains_key(&ino) {
+            self.evict_nodes();
+            let inode = self.read_inode(ino)?;
+            self.nodes.insert(
+                ino,
+                Node {
+                    inode,
+                    map: None,
+                    dirty: false,
+                    map_dirty: false,
+                    pending: BTreeMap::new(),
+                },
+            );
+        }
+        self.nodes.get_mut(&ino).ok_or(FsError::NotFound)
+    }
+
+    fn take(&mut self, ino: u32) -> Result<Node, FsError> {
+        self.node(ino)?;
+        self.nodes.remove(&ino).ok_or(FsError::NotFound)
+    }
+
+    fn put(&mut self, ino: u32, n: Node) {
+        self.nodes.insert(ino, n);
+    }
+
+    /// Whether the inode's `i_block` holds a block map (not a fast symlink or device).
+    fn has_map(inode: &Inode) -> bool {
+        match inode.mode() & S_IFMT {
+            S_IFREG | S_IFDIR => true,
+            S_IFLNK => inode.size() >= 60 || inode.flags() & FL_EXTENTS != 0,
+            _ => false,
+        }
+    }
+
+    fn tree_ctx(&self, ino: u32, inode: &Inode) -> TreeCtx {
+        let bs = self.sb.block_size as u64;
+        let blocks = inode.blocks_512(
+            self.sb.ro_compat & RO_COMPAT_HUGE_FILE != 0,
+            self.sb.block_size,
+        ) / (bs / 512);
+        TreeCtx {
+            bs: bs as usize,
+            blocks_count: self.sb.blocks_count,
+            first_data_block: self.sb.first_data_block as u64,
+            csum_seed: self
+                .sb
+                .has_csum()
+                .then(|| csum::inode_seed(self.sb.csum_seed, ino, inode.generation())),
+            max_blocks: blocks.min(self.sb.blocks_count),
+        }
+    }
+
+    fn ensure_map(&mut self, ino: u32) -> Result<(), FsError> {
+        if self.node(ino)?.map.is_some() {
+            return Ok(());
+        }
+        let mut n = self.take(ino)?;
+        let r = self.load_map(ino, &n.inode);
+        match r {
+            Ok(m) => {
+                n.map = Some(m);
+                self.put(ino, n);
+                Ok(())
+            }
+            Err(e) => {
+                self.put(ino, n);
+                Err(e)
+            }
+        }
+    }
+
+    fn load_map(&mut self, ino: u32, inode: &Inode) -> Result<FileMap, FsError> {
+        if !Self::has_map(inode) {
+            return Ok(FileMap::default());
+        }
+        if inode.flags() & FL_INLINE_DATA != 0 {
+            return Err(FsError::Unsupported(String::from("inline data")));
+        }
+        let ctx = self.tree_ctx(ino, inode);
+        let ib = inode.i_block().to_vec();
+        if inode.flags() & FL_EXTENTS != 0 {
+            extent::load(&ib, &ctx, self)
+        } else {
+            blockmap::load(&ib, &ctx, self)
+        }
+    }
+
+    fn map_of(&mut self, ino: u32) -> Result<&mut Node, FsError> {
+        self.ensure_map(ino)?;
+        self.node(ino)
+    }
+
+    fn group_of(&self, ino: u32) -> u32 {
+        (ino - 1) / self.sb.inodes_per_group
+    }
+
+    fn group_start(&self, g: u32) -> u64 {
+        self.sb.group_first_block(g)
+    }
+
+    fn inode_seed(&self, ino: u32, inode: &Inode) -> u32 {
+        csum::inode_seed(self.sb.csum_seed, ino, inode.generation())
+    }
+
+    // ---- directories ----
+
+    /// Reads logical block `lblk` of directory `dir` (checked); `None` for a hole.
+    /// Returns the physical block and the usable length (before any tail).
+    fn dir_block(&mut self, dir: u32, lblk: u64) -> Result<Option<(u64, usize)>, FsError> {
+        let n = self.map_of(dir)?;
+        let indexed = n.inode.flags() & FL_INDEX != 0;
+        let seed_inode = n.inode.clone();
+        let Some((pblk, _, _)) = n.map.as_ref().and_then(|m| m.find(lblk)) else {
+            return Ok(None);
+        };
+        let has_csum = self.sb.has_csum();
+        let seed = self.inode_seed(dir, &seed_inode);
+        let bs = self.sb.block_size as usize;
+        let b = self.cache.get(&mut self.dev, pblk)?;
+        if dir::has_tail(b) {
+            if has_csum && !dir::tail_ok(b, seed) {
+                return Err(corrupt(format!(
+                    "directory {dir} block {lblk} checksum mismatch"
+                )));
+            }
+            return Ok(Some((pblk, bs - dir::TAIL)));
+        }
+        if has_csum {
+            let dx_root = lblk == 0 && indexed;
+            let dx_node = get32(b, 0) == 0 && csum::get16(b, 4) as usize == bs.min(65535);
+            if !dx_root && !dx_node {
+                return Err(corrupt(format!(
+                    "directory {dir} block {lblk} has no checksum tail"
+                )));
+            }
+        }
+        Ok(Some((pblk, bs)))
+    }
+
+    fn dir_blocks(&mut self, dir: u32) -> Result<u64, FsError> {
+        let bs = self.sb.block_size as u64;
+        let max = self.sb.blocks_count;
+        let n = self.node(dir)?;
+        if n.inode.kind() != FileType::Dir {
+            return Err(FsError::NotDir);
+        }
+        Ok((n.inode.size() / bs).min(max))
+    }
+
+    /// Calls `f(name, inode, ftype)` for each entry until it returns true.
+    fn dir_scan(
+        &mut self,
+        dir: u32,
+        f: &mut dyn FnMut(&[u8], u32, u8) -> bool,
+    ) -> Result<(), FsError> {
+        let nb = self.dir_blocks(dir)?;
+        for lblk in 0..nb {
+            let Some((pblk, usable)) = self.dir_block(dir, lblk)? else {
+                continue;
+            };
+            let b = self.cache.get(&mut self.dev, pblk)?;
+            for r in dir::records(b, usable)? {
+                if r.inode != 0 && f(r.name(b), r.inode, r.ftype) {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn dir_lookup(&mut self, dir: u32, name: &[u8]) -> Result<Option<u32>, FsError> {
+        let mut found = None;
+        self.dir_scan(dir, &mut |n, ino, _| {
+            if n == name {
+                found = Some(ino);
+                true
+            } else {
+                false
+            }
+        })?;
+        if let Some(i) = found {
+            if i == 0 || i > self.sb.inodes_count {
+                return Err(corrupt(format!("directory {dir}: entry with inode {i}")));
+            }
+        }
+        Ok(found)
+    }
+
+    fn touch_dir(&mut self, dir: u32) -> Result<(), FsError> {
+        let now = self.now();
+        let n = self.node(dir)?;
+        n.inode.set_mtime(now);
+        n.inode.set_ctime(now);
+        n.dirty = true;
+        Ok(())
+    }
+
+    /// Rewrites an htree directory as a linear one (see [`htree`]).
+    fn deindex(&mut self, dir: u32) -> Result<(), FsError> {
+        let nb = self.dir_blocks(dir)?;
+        let Some((root_p, _)) = self.dir_block(dir, 0)? else {
+            return Err(corrupt(format!("directory {dir}: no block 0")));
+        };
+        let root = self.cache.get(&mut self.dev, root_p)?.to_vec();
+        let parent = get32(&root, 12);
+        let mut nodes = {
+            let mut read = |l: u32| -> Result<Vec<u8>, FsError> {
+                match self
+                    .map_of(dir)?
+                    .map
+                    .as_ref()
+                    .and_then(|m| m.find(l as u64))
+                {
+                    Some((p, _, _)) => Ok(self.cache.get(&mut self.dev, p)?.to_vec()),
+                    None => Ok(Vec::new()),
+                }
+            };
+            htree::index_nodes(&root, &mut read)?
+        };
+        nodes.retain(|&l| l != 0 && (l as u64) < nb);
+        let csum = self.sb.has_csum();
+        let bs = self.sb.block_size as usize;
+        let usable = if csum { bs - dir::TAIL } else { bs };
+        let n = self.node(dir)?;
+        let seed_inode = n.inode.clone();
+        let seed = self.inode_seed(dir, &seed_inode);
+        {
+            let b = self.cache.get_mut(&mut self.dev, root_p)?;
+            dir::init_empty(b, usable);
+            dir::write_rec(b, 0, dir, 12, b".", 2);
+            dir::write_rec(b, 12, parent, usable - 12, b"..", 2);
+            if csum {
+                dir::set_tail(b, seed);
+            }
+        }
+        for l in nodes {
+            let p = self
+                .map_of(dir)?
+                .map
+                .as_ref()
+                .and_then(|m| m.find(l as u64));
+            if let Some((p, _, _)) = p {
+                let b = self.cache.get_mut(&mut self.dev, p)?;
+                dir::init_empty(b, usable);
+                if csum {
+                    dir::set_tail(b, seed);
+                }
+            }
+        }
+        let n = self.node(dir)?;
+        let f = n.inode.flags() & !FL_INDEX;
+        n.inode.set_flags(f);
+        n.dirty = true;
+        Ok(())
+    }
+
+    fn add_entry(&mut self, dir: u32, name: &[u8], ino: u32, ftype: u8) -> Result<(), FsError> {
+        if self.node(dir)?.inode.flags() & FL_INDEX != 0 {
+            self.deindex(dir)?;
+        }
+        let ftype = if self.sb.incompat & INCOMPAT_FILETYPE != 0 {
+            ftype
+        } else {
+            0
+        };
+        let nb = self.dir_blocks(dir)?;
+        let seed_inode = self.node(dir)?.inode.clone();
+        let seed = self.inode_seed(dir, &seed_inode);
+        let csum = self.sb.has_csum();
+        for lblk in 0..nb {
+            let Some((pblk, usable)) = self.dir_block(dir, lblk)? else {
+                continue;
+            };
+            let b = self.cache.get_mut(&mut self.dev, pblk)?;
+            if dir::try_insert(b, usable, name, ino, ftype)? {
+                if csum {
+                    dir::set_tail(b, seed);
+                }
+                return self.touch_dir(dir);
+            }
+        }
+        // A new block at the end.
+        let bs = self.sb.block_size as usize;
+        let is_ext = seed_inode.flags() & FL_EXTENTS != 0;
+        if !is_ext && nb >= blockmap::max_blocks(bs) || nb >= u32::MAX as u64 {
+            return Err(FsError::NoSpace);
+        }
+        let goal = {
+            let g = self.group_start(self.group_of(dir));
+            self.map_of(dir)?
+                .map
+                .as_ref()
+                .and_then(|m| m.goal_for(nb))
+                .unwrap_or(g)
+        };
+        let (p, _) = self.alloc_blocks(goal, 1)?;
+        let usable = if csum { bs - dir::TAIL } else { bs };
+        {
+            let b = self.cache.get_new(&mut self.dev, p)?;
+            dir::init_empty(b, usable);
+            dir::try_insert(b, usable, name, ino, ftype)?;
+            if csum {
+                dir::set_tail(b, seed);
+            }
+        }
+        let n = self.map_of(dir)?;
+        if let Some(m) = n.map.as_mut() {
+            m.insert(nb, p, 1);
+        }
+        n.map_dirty = true;
+        let sz = (nb + 1) * bs as u64;
+        n.inode.set_size(sz);
+        n.dirty = true;
+        self.touch_dir(dir)
+    }
+
+    fn remove_entry(&mut self, dir: u32, name: &[u8]) -> Result<u32, FsError> {
+        let nb = self.dir_blocks(dir)?;
+        let seed_inode = self.node(dir)?.inode.clone();
+        let seed = self.inode_seed(dir, &seed_inode);
+        let csum = self.sb.has_csum();
+        for lblk in 0..nb {
+            let Some((pblk, usable)) = self.dir_block(dir, lblk)? else {
+                continue;
+            };
+            let b = self.cache.get(&mut self.dev, pblk)?;
+            let present = dir::records(b, usable)?
+                .iter()
+                .any(|r| r.inode != 0 && r.name(b) == name);
+            if !present {
+                continue;
+            }
+            let b = self.cache.get_mut(&mut self.dev, pblk)?;
+            if let Some(ino) = dir::remove(b, usable, name)? {
+                if csum && usable < b.len() {
+                    dir::set_tail(b, seed);
+                }
+                self.touch_dir(dir)?;
+                return Ok(ino);
+            }
+        }
+        Err(FsError::NotFound)
+    }
+
+    fn retarget_entry(
+        &mut self,
+        dir: u32,
+        name: &[u8],
+        ino: u32,
+        ftype: u8,
+    ) -> Result<u32, FsError> {
+        let ftype = if self.sb.incompat & INCOMPAT_FILETYPE != 0 {
+            ftype
+        } else {
+            0
+        };
+        let nb = self.dir_blocks(dir)?;
+        let seed_inode = self.node(dir)?.inode.clone();
+        let seed = self.inode_seed(dir, &seed_inode);
+        let csum = self.sb.has_csum();
+        for lblk in 0..nb {
+            let Some((pblk, usable)) = self.dir_block(dir, lblk)? else {
+                continue;
+            };
+            let b = self.cache.get(&mut self.dev, pblk)?;
+            let present = dir::records(b, usable)?
+                .iter()
+                .any(|r| r.inode != 0 && r.name(b) == name);
+            if !present {
+                continue;
+            }
+            let b = self.cache.get_mut(&mut self.dev, pblk)?;
+            if let Some(old) = dir::retarget(b, usable, name, ino, ftype)? {
+                if csum && usable < b.len() {
+                    dir::set_tail(b, seed);
+                }
+                self.touch_dir(dir)?;
+                return Ok(old);
+            }
+        }
+        Err(FsError::NotFound)
+    }
+
+    fn dir_is_empty(&mut self, dir: u32) -> Result<bool, FsError> {
+        let mut empty = true;
+        self.dir_scan(dir, &mut |n, _, _| {
+            if n != b"." && n != b".." {
+                empty = false;
+                true
+            } else {
+                false
+            }
+        })?;
+        Ok(empty)
+    }
+
+    // ---- inodes ----
+
+    fn new_inode(&mut self, dir: u32, mode: u16) -> Result<u32, FsError> {
+        let is_dir = mode & S_IFMT == S_IFDIR;
+        let ino = self.alloc_inode(self.group_of(dir), is_dir)?;
+        let now = self.now();
+        let isz = self.sb.inode_size as usize;
+        let mut inode = Inode { raw: vec![0; isz] };
+        if isz > 128 {
+            csum::put16(&mut inode.raw, 0x80, self.sb.want_extra_isize);
+        }
+        inode.set_mode(mode);
+        inode.set_links(if is_dir { 2 } else { 1 });
+        inode.set_atime(now);
+        inode.set_ctime(now);
+        inode.set_mtime(now);
+        inode.set_crtime(now);
+        let gen = self.next_generation();
+        csum::put32(&mut inode.raw, 0x64, gen);
+        if self.sb.incompat & INCOMPAT_EXTENTS != 0 {
+            inode.set_flags(FL_EXTENTS);
+            let ctx = self.tree_ctx(ino, &inode);
+            let mut ib = [0u8; 60];
+            extent::store(&[], &mut ib, &ctx, self)?;
+            inode.i_block_mut().copy_from_slice(&ib);
+        }
+        self.put(
+            ino,
+            Node {
+                inode,
+                map: Some(FileMap::default()),
+                dirty: true,
+                map_dirty: false,
+                pending: BTreeMap::new(),
+            },
+        );
+        Ok(ino)
+    }
+
+    /// Frees every block of `ino` at or after logical block `from`, and its buffered
+    /// data there.
+    fn drop_blocks(&mut self, ino: u32, from: u64) -> Result<(), FsError> {
+        self.ensure_map(ino)?;
+        let mut n = self.take(ino)?;
+        let gone: Vec<u64> = n.pending.range(from..).map(|(k, _)| *k).collect();
+        for k in gone {
+            if let Some(p) = n.pending.remove(&k) {
+                self.pending_bytes = self.pending_bytes.saturating_sub(p.data.len());
+                if p.reserved {
+                    self.reserved = self.reserved.saturating_sub(1);
+                }
+            }
+        }
+        let freed = n.map.as_mut().map(|m| m.truncate(from)).unwrap_or_default();
+        if !freed.is_empty() {
+            n.map_dirty = true;
+            n.dirty = true;
+        }
+        let mut r = Ok(());
+        for (p, l) in freed {
+            if let Err(e) = self.free_blocks_range(p, l) {
+                r = Err(e);
+            }
+        }
+        self.put(ino, n);
+        r
+    }
+
+    /// Frees the inode and everything it holds (its last link is gone).
+    fn release(&mut self, ino: u32) -> Result<(), FsError> {
+        let is_dir = self.node(ino)?.inode.kind() == FileType::Dir;
+        if Self::has_map(&self.node(ino)?.inode) {
+            self.drop_blocks(ino, 0)?;
+            self.sync_map(ino)?;
+        }
+        let now = self.now();
+        let mut n = self.take(ino)?;
+        let acl = n.inode.file_acl();
+        if acl != 0 {
+            self.release_xattr_block(acl)?;
+            csum::put32(&mut n.inode.raw, 0x68, 0);
+            csum::put16(&mut n.inode.raw, 0x76, 0);
+        }
+        n.inode.set_links(0);
+        n.inode.set_size(0);
+        n.inode.set_dtime(now);
+        n.inode.set_blocks_512(0);
+        self.store_inode(ino, &mut n.inode)?;
+        self.free_inode(ino, is_dir)
+    }
+
+    fn release_xattr_block(&mut self, blk: u64) -> Result<(), FsError> {
+        if blk < self.sb.first_data_block as u64 || blk >= self.sb.blocks_count {
+            return Ok(());
+        }
+        let b = self.cache.get(&mut self.dev, blk)?;
+        if get32(b, 0) != 0xEA02_0000 {
+            return Ok(());
+        }
+        let refs = get32(b, 4);
+        if refs > 1 {
+            let seed = self.sb.csum_seed;
+            let csum = self.sb.has_csum();
+            let b = self.cache.get_mut(&mut self.dev, blk)?;
+            csum::put32(b, 4, refs - 1);
+            if csum {
+                csum::put32(b, 0x10, 0);
+                let c = crate::crc32c::crc32c(crate::crc32c::crc32c(seed, &blk.to_le_bytes()), b);
+                csum::put32(b, 0x10, c);
+            }
+            Ok(())
+        } else {
+            self.free_blocks_range(blk, 1)
+        }
+    }
+
+    // ---- file data ----
+
+    fn max_lblk(&self, inode: &Inode) -> u64 {
+        if inode.flags() & FL_EXTENTS != 0 {
+            1 << 32
+        } else {
+            blockmap::max_blocks(self.sb.block_size as usize)
+        }
+    }
+
+    /// Allocates and writes out the buffered data of `ino`.
+    fn flush_data(&mut self, ino: u32) -> Result<(), FsError> {
+        if self.nodes.get(&ino).is_none_or(|n| n.pending.is_empty()) {
+            return Ok(());
+        }
+        self.ensure_map(ino)?;
+        let mut n = self.take(ino)?;
+        let r = self.flush_node(ino, &mut n);
+        self.put(ino, n);
+        r
+    }
+
+    fn flush_node(&mut self, ino: u32, n: &mut Node) -> Result<(), FsError> {
+        let pending = core::mem::take(&mut n.pending);
+        let bs = self.sb.block_size as u64;
+        let mut map = n.map.take().unwrap_or_default();
+        let mut run_start = 0u64;
+        let mut run: Vec<u8> = Vec::new();
+        let mut result = Ok(());
+        let keys: Vec<u64> = pending.keys().copied().collect();
+        let mut idx = 0;
+        let fallback_goal = self.group_start(self.group_of(ino));
+        while idx < keys.len() {
+            let lblk = keys[idx];
+            let pblk = match map.find(lblk) {
+                Some((p, uninit, _)) => {
+                    if uninit {
+                        map.set_init(lblk);
+                        n.map_dirty = true;
+                    }
+                    p
+                }
+                None => {
+                    // A run of consecutive unmapped buffered blocks.
+                    let mut want = 1u32;
+                    while (idx + want as usize) < keys.len()
+                        && keys[idx + want as usize] == lblk + want as u64
+                        && want < extent::MAX_INIT_LEN
+                        && map.find(lblk + want as u64).is_none()
+                    {
+                        want += 1;
+                    }
+                    let goal = map.goal_for(lblk).unwrap_or(fallback_goal);
+                    match self.alloc_blocks(goal, want) {
+                        Ok((p, got)) => {
+                            map.insert(lblk, p, got);
+                            self.reserved = self.reserved.saturating_sub(got as u64);
+                            n.map_dirty = true;
+                            p
+                        }
+                        Err(e) => {
+                            result = Err(e);
+                            break;
+                        }
+                    }
+                }
+            };
+            let data = &pending[&lblk].data;
+            if run.is_empty() || pblk != run_start + run.len() as u64 / bs || run.len() >= MAX_IO {
+                if !run.is_empty() {
+                    self.dev.write(run_start * bs, &run)?;
+                    self.stats.data_writes += 1;
+                    self.stats.data_bytes += run.len() as u64;
+                    run.clear();
+                }
+                run_start = pblk;
+            }
+            run.extend_from_slice(data);
+            idx += 1;
+        }
+        if !run.is_empty() {
+            self.dev.write(run_start * bs, &run)?;
+            self.stats.data_writes += 1;
+            self.stats.data_bytes += run.len() as u64;
+        }
+        for (_, p) in pending.iter() {
+            self.pending_bytes = self.pending_bytes.saturating_sub(p.data.len());
+        }
+        if result.is_err() {
+            // Blocks that found no room are lost; release their reservations.
+            for k in &keys[idx..] {
+                if pending[k].reserved {
+                    self.reserved = self.reserved.saturating_sub(1);
+                }
+            }
+        }
+        n.map = Some(map);
+        result
+    }
+
+    fn flush_all_data(&mut self) -> Result<(), FsError> {
+        let inos: Vec<u32> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| !n.pending.is_empty())
+            .map(|(k, _)| *k)
+            .collect();
+        for i in inos {
+            self.flush_data(i)?;
+        }
+        Ok(())
+    }
+
+    /// Rewrites the on-disk tree of `ino` from its map if it changed.
+    fn sync_map(&mut self, ino: u32) -> Result<(), FsError> {
+        if !self.nodes.get(&ino).is_some_and(|n| n.map_dirty) {
+            return Ok(());
+        }
+        let mut n = self.take(ino)?;
+        let r = self.store_map(ino, &mut n);
+        self.put(ino, n);
+        r
+    }
+
+    fn store_map(&mut self, ino: u32, n: &mut Node) -> Result<(), FsError> {
+        let Some(map) = n.map.as_mut() else {
+            return Ok(());
+        };
+        let ctx = self.tree_ctx(ino, &n.inode);
+        self.pool = core::mem::take(&mut map.meta);
+        self.pool.sort_unstable_by(|a, b| b.cmp(a));
+        self.meta_goal = map
+            .ext
+            .first()
+            .map(|e| e.pblk)
+            .unwrap_or_else(|| self.group_start(self.group_of(ino)));
+        let mut ib = [0u8; 60];
+        let r = if n.inode.flags() & FL_EXTENTS != 0 {
+            extent::store(&map.ext, &mut ib, &ctx, self)
+        } else {
+            blockmap::store(map, &mut ib, &ctx, self)
+        };
+        let leftover = core::mem::take(&mut self.pool);
+        let used = match r {
+            Ok(u) => u,
+            Err(e) => {
+                // Keep what the tree still owns; the old tree is gone.
+                map.meta = leftover;
+                return Err(e);
+            }
+        };
+        for b in leftover {
+            self.free_blocks_range(b, 1)?;
+        }
+        n.inode.i_block_mut().copy_from_slice(&ib);
+        let bs = self.sb.block_size as u64;
+        let acl = u64::from(n.inode.file_acl() != 0);
+        let total = map.data_blocks() + used.len() as u64 + acl;
+        map.meta = used;
+        n.inode.set_blocks_512(total * (bs / 512));
+        n.map_dirty = false;
+        n.dirty = true;
+        Ok(())
+    }
+
+    fn sync_all(&mut self) -> Result<(), FsError> {
+        if self.ro {
+            return Ok(());
+        }
+        self.flush_all_data()?;
+        let inos: Vec<u32> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| n.map_dirty || n.dirty)
+            .map(|(k, _)| *k)
+            .collect();
+        for i in &inos {
+            self.sync_map(*i)?;
+        }
+        for i in inos {
+            if let Some(mut n) = self.nodes.remove(&i) {
+                let r = self.store_inode(i, &mut n.inode);
+                n.dirty = r.is_err();
+                self.nodes.insert(i, n);
+                r?;
+            }
+        }
+        let had_groups = !self.dirty_groups.is_empty();
+        self.finish_groups()?;
+        let dirty = self.cache.dirty_count() as u64;
+        if had_groups || dirty > 0 || self.sb_dirty {
+            self.sb.set_free_blocks(self.free_blocks);
+            self.sb.set_free_inodes(self.free_inodes as u32);
+            let now = self.now();
+            self.sb.note_write(now);
+            let kb = (self.stats.data_bytes + self.cache.written) / 1024;
+            self.sb.add_kbytes_written(kb);
+            self.stats.data_bytes = 0;
+            self.cache.written = 0;
+            self.cache.write_back(&mut self.dev)?;
+            self.write_super()?;
+        }
+        self.dev.flush()?;
+        Ok(())
+    }
+
+    fn kind_of(&mut self, ino: u32) -> Result<FileType, FsError> {
+        Ok(self.node(ino)?.inode.kind())
+    }
+
+    fn link_inc(&mut self, ino: u32) -> Result<(), FsError> {
+        let dir_nlink = self.sb.ro_compat & RO_COMPAT_DIR_NLINK != 0;
+        let now = self.now();
+        let n = self.node(ino)?;
+        let l = n.inode.links();
+        if l >= LINK_MAX || l == 1 && n.inode.kind() == FileType::Dir {
+            if n.inode.kind() == FileType::Dir && dir_nlink {
+                n.inode.set_links(1);
+            } else {
+                return Err(FsError::Invalid("too many links"));
+            }
+        } else {
+            n.inode.set_links(l + 1);
+        }
+        n.inode.set_ctime(now);
+        n.dirty = true;
+        Ok(())
+    }
+
+    fn link_dec(&mut self, ino: u32) -> Result<u16, FsError> {
+        let now = self.now();
+        let n = self.node(ino)?;
+        let l = n.inode.links();
+        let is_dir = n.inode.kind() == FileType::Dir;
+        let nl = if is_dir && l <= 1 {
+            l
+        } else {
+            l.saturating_sub(1)
+        };
+        n.inode.set_links(nl);
+        n.inode.set_ctime(now);
+        n.dirty = true;
+        Ok(nl)
+    }
+
+    /// Whether `anc` is `ino` or one of its ancestors.
+    fn is_ancestor(&mut self, anc: u32, mut ino: u32) -> Result<bool, FsError> {
+        for _ in 0..self.sb.inodes_count.min(1 << 16) {
+            if ino == anc {
+                return Ok(true);
+            }
+            if ino == ROOT_INO {
+                return Ok(false);
+            }
+            let parent = self
+                .dir_lookup(ino, b"..")?
+                .ok_or_else(|| corrupt(format!("directory {ino} has no ..")))?;
+            if parent == ino {
+                return Ok(false);
+            }
+            ino = parent;
+        }
+        Err(corrupt(String::from("directory loop")))
+    }
+
+    fn set_dotdot(&mut self, dir: u32, parent: u32) -> Result<(), FsError> {
+        let Some((pblk, usable)) = self.dir_block(dir, 0)? else {
+            return Err(corrupt(format!("directory {dir}: no block 0")));
+        };
+        let seed_inode = self.node(dir)?.inode.clone();
+        let seed = self.inode_seed(dir, &seed_inode);
+        let csum = self.sb.has_csum();
+        let b = self.cache.get_mut(&mut self.dev, pblk)?;
+        let recs = dir::records(b, usable)?;
+        let Some(r) = recs.get(1).filter(|r| r.name(b) == b"..") else {
+            return Err(corrupt(format!("directory {dir}: no .. entry")));
+        };
+        csum::put32(b, r.off, parent);
+        if csum && usable < b.len() {
+            dir::set_tail(b, seed);
+        }
+        Ok(())
+    }
+
+    fn make(&mut self, dir: Ino, name: &str, mode: u16) -> Result<Ino, FsError> {
+        self.check_rw()?;
+        let dir = self.ino32(dir)?;
+        let name = check_name(name)?;
+        if self.kind_of(dir)? != FileType::Dir {
+            return Err(FsError::NotDir);
+        }
+        if self.node(dir)?.inode.links() == 0 {
+            return Err(FsError::NotFound);
+        }
+        if self.dir_lookup(dir, name)?.is_some() {
+            return Err(FsError::Exists);
+        }
+        let is_dir = mode & S_IFMT == S_IFDIR;
+        if is_dir {
+            self.link_inc(dir)?;
+        }
+        let ino = match self.new_inode(dir, mode) {
+            Ok(i) => i,
+            Err(e) => {
+                if is_dir {
+                    self.link_dec(dir)?;
+                }
+                return Err(e);
+            }
+        };
+        let r = (|| {
+            if is_dir {
+                self.init_dir_block(ino, dir)?;
+            }
+            self.add_entry(dir, name, ino, if is_dir { 2 } else { 1 })
+        })();
+        if let Err(e) = r {
+            let _ = self.release(ino);
+            if is_dir {
+                self.link_dec(dir)?;
+            }
+            return Err(e);
+        }
+        Ok(ino as Ino)
+    }
+
+    fn init_dir_block(&mut self, ino: u32, parent: u32) -> Result<(), FsError> {
+        let goal = self.group_start(self.group_of(ino));
+        let (p, _) = self.alloc_blocks(goal, 1)?;
+        let bs = self.sb.block_size as usize;
+        let csum = self.sb.has_csum();
+        let usable = if csum { bs - dir::TAIL } else { bs };
+        let ft = if self.sb.incompat & INCOMPAT_FILETYPE != 0 {
+            2
+        } else {
+            0
+        };
+        let seed_inode = self.node(ino)?.inode.clone();
+        let seed = self.inode_seed(ino, &seed_inode);
+        {
+            let b = self.cache.get_new(&mut self.dev, p)?;
+            dir::init_empty(b, usable);
+            dir::write_rec(b, 0, ino, 12, b".", ft);
+            dir::write_rec(b, 12, parent, usable - 12, b"..", ft);
+            if csum {
+                dir::set_tail(b, seed);
+            }
+        }
+        let n = self.node(ino)?;
+        let mut m = FileMap::default();
+        m.insert(0, p, 1);
+        n.map = Some(m);
+        n.map_dirty = true;
+        n.inode.set_size(bs as u64);
+        n.dirty = true;
+        Ok(())
+    }
+
+    fn stat_of(&mut self, ino: u32) -> Result<Stat, FsError> {
+        let huge = self.sb.ro_compat & RO_COMPAT_HUGE_FILE != 0;
+        let bs = self.sb.block_size;
+        let n = self.node(ino)?;
+        let extra = n.pending.values().filter(|p| p.reserved).count() as u64 * (bs as u64 / 512);
+        let i = &n.inode;
+        Ok(Stat {
+            ino: ino as Ino,
+            kind: i.kind(),
+            mode: i.mode(),
+            nlink: i.links() as u32,
+            uid: i.uid(),
+            gid: i.gid(),
+            size: i.size(),
+            blocks: i.blocks_512(huge, bs) + extra,
+            atime: i.atime(),
+            mtime: i.mtime(),
+            ctime: i.ctime(),
+        })
+    }
+
+    fn read_file(&mut self, ino: u32, offset: u64, buf: &mut [u8]) -> Result<usize, FsError> {
+        let n = self.node(ino)?;
+        let size = n.inode.size();
+        match n.inode.kind() {
+            FileType::Dir => return Err(FsError::IsDir),
+            FileType::Special => return Err(FsError::Invalid("special file")),
+            FileType::Symlink if !Self::has_map(&n.inode) => {
+                let n = self.node(ino)?;
+                let ib = n.inode.i_block();
+                let size = (size as usize).min(ib.len());
+                if offset >= size as u64 {
+                    return Ok(0);
+                }
+                let src = &ib[offset as usize..size];
+                let k = src.len().min(buf.len());
+                buf[..k].copy_from_slice(&src[..k]);
+                return Ok(k);
+            }
+            _ => {}
+        }
+        if offset >= size {
+            return Ok(0);
+        }
+        let total = (buf.len() as u64).min(size - offset) as usize;
+        self.ensure_map(ino)?;
+        let bs = self.sb.block_size as u64;
+        let mut done = 0usize;
+        while done < total {
+            let pos = offset + done as u64;
+            let lblk = pos / bs;
+            let boff = (pos % bs) as usize;
+            let n = self.node(ino)?;
+            if let Some(p) = n.pending.get(&lblk) {
+                let k = (bs as usize - boff).min(total - done);
+                buf[done..done + k].copy_from_slice(&p.data[boff..boff + k]);
+                done += k;
+                continue;
+            }
+            let map = n.map.as_ref();
+            match map.and_then(|m| m.find(lblk)) {
+                Some((pblk, false, left)) => {
+                    // Read a physically contiguous run (stopping at buffered blocks).
+                    let want_blocks = ((boff + total - done) as u64).div_ceil(bs);
+                    let mut nblk = left.min(want_blocks).min(MAX_IO as u64 / bs).max(1);
+                    if let Some((&k, _)) = n.pending.range(lblk + 1..).next() {
+                        nblk = nblk.min(k - lblk);
+                    }
+                    let mut tmp = vec![0u8; (nblk * bs) as usize];
+                    self.dev.read(pblk * bs, &mut tmp)?;
+                    let k = (tmp.len() - boff).min(total - done);
+                    buf[done..done + k].copy_from_slice(&tmp[boff..boff + k]);
+                    done += k;
+                }
+                other => {
+                    // A hole or an uninitialised extent: zeros up to the next mapping.
+                    let next = match other {
+                        Some((_, _, left)) => lblk + left,
+                        None => map
+                            .and_then(|m| m.next_mapped(lblk + 1))
+                            .unwrap_or(u64::MAX),
+                    };
+                    let next = match n.pending.range(lblk + 1..).next() {
+                        Some((&k, _)) => next.min(k),
+                        None => next,
+                    };
+                    let span = next
+                        .saturating_sub(lblk)
+                        .saturating_mul(bs)
+                        .saturating_sub(boff as u64);
+                    let k = (span.min((total - done) as u64) as usize).max(1);
+                    buf[done..done + k].fill(0);
+                    done += k;
+                }
+            }
+        }
+        Ok(total)
+    }
+
+    fn write_file(&mut self, ino: u32, offset: u64, data: &[u8]) -> Result<usize, FsError> {
+        let now = self.now();
+        let n = self.node(ino)?;
+        match n.inode.kind() {
+            FileType::File => {}
+            FileType::Dir => return Err(FsError::IsDir),
+            _ => return Err(FsError::Invalid("not a regular file")),
+        }
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let bs = self.sb.block_size as u64;
+        let inode = self.node(ino)?.inode.clone();
+        let max = self.max_lblk(&inode).saturating_mul(bs);
+        let end = offset
+            .checked_add(data.len() as u64)
+            .ok_or(FsError::TooBig)?;
+        if end > max {
+            return Err(FsError::TooBig);
+        }
+        self.ensure_map(ino)?;
+        let per = bs / 4;
+        let mut done = 0usize;
+        let mut err = None;
+        while done < data.len() {
+            let pos = offset + done as u64;
+            let lblk = pos / bs;
+            let boff = (pos % bs) as usize;
+            let k = (bs as usize - boff).min(data.len() - done);
+            let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
+            if !n.pending.contains_key(&lblk) {
+                let mapped = n.map.as_ref().and_then(|m| m.find(lblk));
+                let reserved = mapped.is_none();
+                if reserved {
+                    let need = self.reserved + 1 + self.reserved / per + META_MARGIN;
+                    if self.free_blocks < need {
+                        err = Some(FsError::NoSpace);
+                        break;
+                    }
+                }
+                let mut blk = vec![0u8; bs as usize];
+                if k < bs as usize {
+                    if let Some((p, false, _)) = mapped {
+                        self.dev.read(p * bs, &mut blk)?;
+                    }
+                }
+                if reserved {
+                    self.reserved += 1;
+                }
+                self.pending_bytes += bs as usize;
+                let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
+                n.pending.insert(
+                    lblk,
+                    PBlock {
+                        data: blk,
+                        reserved,
+                    },
+                );
+            }
+            let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
+            if let Some(p) = n.pending.get_mut(&lblk) {
+                p.data[boff..boff + k].copy_from_slice(&data[done..done + k]);
+            }
+            done += k;
+        }
+        let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
+        if done > 0 {
+            let end = offset + done as u64;
+            if end > n.inode.size() {
+                n.inode.set_size(end);
+            }
+            n.inode.set_mtime(now);
+            n.inode.set_ctime(now);
+            n.dirty = true;
+        }
+        if self.pending_bytes >= FLUSH_BYTES {
+            self.flush_all_data()?;
+        }
+        match (done, err) {
+            (0, Some(e)) => Err(e),
+            _ => Ok(done),
+        }
+    }
+
+    fn truncate_file(&mut self, ino: u32, size: u64) -> Result<(), FsError> {
+        let now = self.now();
+        let n = self.node(ino)?;
+        match n.inode.kind() {
+            FileType::File => {}
+            FileType::Dir => return Err(FsError::IsDir),
+            _ => return Err(FsError::Invalid("not a regular file")),
+        }
+        let old = n.inode.size();
+        let bs = self.sb.block_size as u64;
+        let inode = self.node(ino)?.inode.clone();
+        if size > self.max_lblk(&inode).saturating_mul(bs) {
+            return Err(FsError::TooBig);
+        }
+        if size < old {
+            self.drop_blocks(ino, size.div_ceil(bs))?;
+            if !size.is_multiple_of(bs) {
+                // Zero the tail of the last block, so growing later reads zeros.
+                let lblk = size / bs;
+                let boff = (size % bs) as usize;
+                let n = self.map_of(ino)?;
+                if let Some(p) = n.pending.get_mut(&lblk) {
+                    p.data[boff..].fill(0);
+                } else if let Some((p, false, _)) = n.map.as_ref().and_then(|m| m.find(lblk)) {
+                    let mut blk = vec![0u8; bs as usize];
+                    self.dev.read(p * bs, &mut blk)?;
+                    blk[boff..].fill(0);
+                    self.pending_bytes += bs as usize;
+                    let n = self.node(ino)?;
+                    n.pending.insert(
+                        lblk,
+                        PBlock {
+                            data: blk,
+                            reserved: false,
+                        },
+                    );
+                }
+            }
+        }
+        let n = self.node(ino)?;
+        n.inode.set_size(size);
+        n.inode.set_mtime(now);
+        n.inode.set_ctime(now);
+        n.dirty = true;
+        Ok(())
+    }
+}
+
+impl<D: BlockDev> MetaIo for Ext<D> {
+    fn read_meta(&mut self, blk: u64) -> Result<Vec<u8>, FsError> {
+        Ok(self.cache.get(&mut self.dev, blk)?.to_vec())
+    }
+
+    fn alloc_meta(&mut self) -> Result<u64, FsError> {
+        if let Some(b) = self.pool.pop() {
+            return Ok(b);
+        }
+        let (b, _) = self.alloc_blocks(self.meta_goal, 1)?;
+        self.meta_goal = b + 1;
+        Ok(b)
+    }
+
+    fn write_meta(&mut self, blk: u64, data: &[u8]) -> Result<(), FsError> {
+        let b = self.cache.get_new(&mut self.dev, blk)?;
+        b.copy_from_slice(data);
+        Ok(())
+    }
+}
+
+impl<D: BlockDev> FileSystem for Ext<D> {
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    fn root(&self) -> Ino {
+        ROOT_INO as Ino
+    }
+
+    fn read_only(&self) -> bool {
+        self.ro
+    }
+
+    fn statfs(&mut self) -> Result<StatFs, FsError> {
+        let free = self.free_blocks.saturating_sub(self.reserved);
+        Ok(StatFs {
+            kind: self.kind,
+            block_size: self.sb.block_size,
+            blocks: self.sb.blocks_count,
+            free_blocks: free,
+            avail_blocks: free.saturating_sub(self.sb.r_blocks_count),
+            inodes: self.sb.inodes_count as u64,
+            free_inodes: self.free_inodes,
+        })
+    }
+
+    fn lookup(&mut self, dir: Ino, name: &str) -> Result<Ino, FsError> {
+        self.check_mounted()?;
+        let dir = self.ino32(dir)?;
+        if name.len() > 255 {
+            return Err(FsError::NameTooLong);
+        }
+        match self.dir_lookup(dir, name.as_bytes())? {
+            Some(i) => Ok(i as Ino),
+            None => Err(FsError::NotFound),
+        }
+    }
+
+    fn stat(&mut self, ino: Ino) -> Result<Stat, FsError> {
+        self.check_mounted()?;
+        let ino = self.ino32(ino)?;
+        self.stat_of(ino)
+    }
+
+    fn read_dir(&mut self, dir: Ino) -> Result<Vec<DirEntry>, FsError> {
+        self.check_mounted()?;
+        let dir = self.ino32(dir)?;
+        let mut raw: Vec<(Vec<u8>, u32, u8)> = Vec::new();
+        let max = self.sb.inodes_count;
+        self.dir_scan(dir, &mut |n, ino, ft| {
+            if n != b"." && n != b".." && ino <= max {
+                raw.push((n.to_vec(), ino, ft));
+            }
+            false
+        })?;
+        let mut out = Vec::with_capacity(raw.len());
+        for (name, ino, ft) in raw {
+            let kind = match dir::ftype_kind(ft) {
+                Some(k) => k,
+                None => self
+                    .node(ino)
+                    .map(|n| n.inode.kind())
+                    .unwrap_or(FileType::Special),
+            };
+            out.push(DirEntry {
+                name: String::from_utf8_lossy(&name).into_owned(),
+                ino: ino as Ino,
+                kind,
+            });
+        }
+        Ok(out)
+    }
+
+    fn read(&mut self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize, FsError> {
+        self.check_mounted()?;
+        let ino = self.ino32(ino)?;
+        self.read_file(ino, offset, buf)
+    }
+
+    fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize, FsError> {
+        self.check_rw()?;
+        let ino = self.ino32(ino)?;
+        self.write_file(ino, offset, data)
+    }
+
+    fn truncate(&mut self, ino: Ino, size: u64) -> Result<(), FsError> {
+        self.check_rw()?;
+        let ino = self.ino32(ino)?;
+        self.truncate_file(ino, size)
+    }
+
+    fn create(&mut self, dir: Ino, name: &str, perm: u16) -> Result<Ino, FsError> {
+        self.make(dir, name, S_IFREG | (perm & 0o7777))
+    }
+
+    fn mkdir(&mut self, dir: Ino, name: &str, perm: u16) -> Result<Ino, FsError> {
+        self.make(dir, name, S_IFDIR | (perm & 0o7777))
+    }
+
+    fn unlink(&mut self, dir: Ino, name: &str) -> Result<(), FsError> {
+        self.check_rw()?;
+        let dir = self.ino32(dir)?;
+        let name = check_name(name)?;
+        let ino = self.dir_lookup(dir, name)?.ok_or(FsError::NotFound)?;
+        if self.kind_of(ino)? == FileType::Dir {
+            return Err(FsError::IsDir);
+        }
+        self.remove_entry(dir, name)?;
+        if self.link_dec(ino)? == 0 {
+            self.release(ino)?;
+        }
+        Ok(())
+    }
+
+    fn rmdir(&mut self, dir: Ino, name: &str) -> Result<(), FsError> {
+        self.check_rw()?;
+        let dir = self.ino32(dir)?;
+        let name = check_name(name)?;
+        let ino = self.dir_lookup(dir, name)?.ok_or(FsError::NotFound)?;
+        if self.kind_of(ino)? != FileType::Dir {
+            return Err(FsError::NotDir);
+        }
+        if ino == ROOT_INO {
+            return Err(FsError::Busy);
+        }
+        if !self.dir_is_empty(ino)? {
+            return Err(FsError::NotEmpty);
+        }
+        self.remove_entry(dir, name)?;
+        self.link_dec(dir)?;
+        self.release(ino)
+    }
+
+    fn rename(&mut self, from_dir: Ino, from: &str, to_dir: Ino, to: &str) -> Result<(), FsError> {
+        self.check_rw()?;
+        let fd = self.ino32(from_dir)?;
+        let td = self.ino32(to_dir)?;
+        let from = check_name(from)?;
+        let to = check_name(to)?;
+        if self.kind_of(td)? != FileType::Dir || self.kind_of(fd)? != FileType::Dir {
+            return Err(FsError::NotDir);
+        }
+        let src = self.dir_lookup(fd, from)?.ok_or(FsError::NotFound)?;
+        let src_kind = self.kind_of(src)?;
+        let src_dir = src_kind == FileType::Dir;
+        let dst = self.dir_lookup(td, to)?;
+        if dst == Some(src) {
+            return Ok(());
+        }
+        if src_dir && fd != td && self.is_ancestor(src, td)? {
+            return Err(FsError::Invalid("cannot move a directory below itself"));
+        }
+        let ft = dir::ftype_code(src_kind);
+        if let Some(d) = dst {
+            let dk = self.kind_of(d)?;
+            match (src_dir, dk == FileType::Dir) {
+                (true, false) => return Err(FsError::NotDir),
+                (false, true) => return Err(FsError::IsDir),
+                (true, true) if !self.dir_is_empty(d)? => return Err(FsError::NotEmpty),
+                _ => {}
+            }
+            self.retarget_entry(td, to, src, ft)?;
+            if dk == FileType::Dir {
+                self.link_dec(td)?;
+                self.release(d)?;
+            } else if self.link_dec(d)? == 0 {
+                self.release(d)?;
+            }
+        } else {
+            if src_dir && fd != td {
+                self.link_inc(td)?;
+            }
+            if let Err(e) = self.add_entry(td, to, src, ft) {
+                if src_dir && fd != td {
+                    self.link_dec(td)?;
+                }
+                return Err(e);
+            }
+        }
+        self.remove_entry(fd, from)?;
+        if src_dir && fd != td {
+            self.set_dotdot(src, td)?;
+            self.link_dec(fd)?;
+            if dst.is_some() {
+                self.link_inc(td)?;
+            }
+        }
+        let now = self.now();
+        let n = self.node(src)?;
+        n.inode.set_ctime(now);
+        n.dirty = true;
+        Ok(())
+    }
+
+    fn set_times(&mut self, ino: Ino, atime: i64, mtime: i64) -> Result<(), FsError> {
+        self.check_rw()?;
+        let ino = self.ino32(ino)?;
+        let now = self.now();
+        let n = self.node(ino)?;
+        n.inode.set_atime(atime);
+        n.inode.set_mtime(mtime);
+        n.inode.set_ctime(now);
+        n.dirty = true;
+        Ok(())
+    }
+
+    fn fsync(&mut self, ino: Ino) -> Result<(), FsError> {
+        self.check_mounted()?;
+        self.ino32(ino)?;
+        self.sync_all()
+    }
+
+    fn sync(&mut self) -> Result<(), FsError> {
+        self.check_mounted()?;
+        self.sync_all()
+    }
+
+    fn unmount(&mut self) -> Result<(), FsError> {
+        self.check_mounted()?;
+        if !self.ro {
+            self.sync_all()?;
+            let st = self.sb.state();
+            self.sb.set_state(st | STATE_VALID);
+            self.write_super()?;
+            self.dev.flush()?;
+        }
+        self.mounted = false;
+        self.nodes.clear();
+        Ok(())
+    }
+}

@@ -1,0 +1,375 @@
+//! Shared helpers for the ext tests: a file-backed BlockDev, a write-counting wrapper,
+//! images built with the real e2fsprogs, e2fsck and debugfs runners, temp dirs.
+#![allow(dead_code)]
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use xenlet_fs::{BlockDev, Ext, FileSystem, FileType, FsError, Ino, IoError, MountOptions};
+
+/// A block device over a (sparse) host file.
+pub struct FileDisk {
+    pub file: File,
+    pub size: u64,
+    pub read_only: bool,
+}
+
+impl FileDisk {
+    pub fn open(path: &Path) -> FileDisk {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .expect("open image");
+        let size = file.metadata().unwrap().len();
+        FileDisk {
+            file,
+            size,
+            read_only: false,
+        }
+    }
+}
+
+impl BlockDev for FileDisk {
+    fn size_bytes(&self) -> u64 {
+        self.size / 512 * 512
+    }
+    fn read_only(&self) -> bool {
+        self.read_only
+    }
+    fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        if !offset.is_multiple_of(512)
+            || !buf.len().is_multiple_of(512)
+            || offset + buf.len() as u64 > self.size
+        {
+            return Err(IoError::OutOfRange);
+        }
+        self.file
+            .read_exact_at(buf, offset)
+            .map_err(|_| IoError::Io)
+    }
+    fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
+        if self.read_only {
+            return Err(IoError::ReadOnly);
+        }
+        if !offset.is_multiple_of(512)
+            || !data.len().is_multiple_of(512)
+            || offset + data.len() as u64 > self.size
+        {
+            return Err(IoError::OutOfRange);
+        }
+        self.file
+            .write_all_at(data, offset)
+            .map_err(|_| IoError::Io)
+    }
+    fn flush(&mut self) -> Result<(), IoError> {
+        Ok(())
+    }
+}
+
+/// Counts the reads and writes that reach the device below.
+pub struct Counting<D> {
+    pub inner: D,
+    pub writes: u64,
+    pub bytes: u64,
+    pub sizes: Vec<usize>,
+    pub reads: u64,
+    pub read_bytes: u64,
+    /// Don't pass all-zero writes of 1 MiB or more down (counted all the same): for a
+    /// freshly made sparse image whose free space already reads as zeros, this keeps a
+    /// multi-GiB streaming test from filling the host disk.
+    pub skip_zero_writes: bool,
+}
+
+static ZEROS: [u8; 1 << 20] = [0; 1 << 20];
+
+impl<D: BlockDev> Counting<D> {
+    pub fn new(inner: D) -> Self {
+        Counting {
+            inner,
+            writes: 0,
+            bytes: 0,
+            sizes: Vec::new(),
+            reads: 0,
+            read_bytes: 0,
+            skip_zero_writes: false,
+        }
+    }
+}
+
+impl<D: BlockDev> BlockDev for Counting<D> {
+    fn size_bytes(&self) -> u64 {
+        self.inner.size_bytes()
+    }
+    fn read_only(&self) -> bool {
+        self.inner.read_only()
+    }
+    fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        self.reads += 1;
+        self.read_bytes += buf.len() as u64;
+        self.inner.read(offset, buf)
+    }
+    fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
+        self.writes += 1;
+        self.bytes += data.len() as u64;
+        self.sizes.push(data.len());
+        if self.skip_zero_writes
+            && data.len() >= ZEROS.len()
+            && data.chunks(ZEROS.len()).all(|c| c == &ZEROS[..c.len()])
+        {
+            return Ok(());
+        }
+        self.inner.write(offset, data)
+    }
+    fn flush(&mut self) -> Result<(), IoError> {
+        self.inner.flush()
+    }
+}
+
+/// A unique temp dir, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "xenlet-fs-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::env::var_os("XENLET_KEEP_TMP").is_some() {
+            eprintln!("kept {}", self.0.display());
+            return;
+        }
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Path of an e2fsprogs tool; panics (failing the test) if it is not installed.
+pub fn tool(name: &str) -> PathBuf {
+    for d in ["/sbin", "/usr/sbin", "/usr/bin", "/bin"] {
+        let p = Path::new(d).join(name);
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!("{name} not found in /sbin or /usr/sbin: these tests need e2fsprogs (apt-get install e2fsprogs)");
+}
+
+/// Runs mke2fs: `kind` is "ext2" or "ext4", `size` like "64M"; `src` populates it.
+pub fn mkfs(
+    img: &Path,
+    kind: &str,
+    block_size: u32,
+    size: &str,
+    src: Option<&Path>,
+    extra: &[&str],
+) {
+    let mut c = Command::new(tool("mke2fs"));
+    c.args(["-q", "-F", "-t", kind, "-b", &block_size.to_string()]);
+    c.args(extra);
+    if let Some(s) = src {
+        c.arg("-d").arg(s);
+    }
+    c.arg(img).arg(size);
+    c.env("MKE2FS_CONFIG", "/etc/mke2fs.conf");
+    let out = c.output().expect("run mke2fs");
+    assert!(
+        out.status.success(),
+        "mke2fs failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `e2fsck -fn`: panics with its output unless the filesystem is clean.
+pub fn fsck_clean(img: &Path) {
+    let out = Command::new(tool("e2fsck"))
+        .arg("-fn")
+        .arg(img)
+        .output()
+        .expect("run e2fsck");
+    assert!(
+        out.status.success(),
+        "e2fsck -fn found problems (exit {:?}):\n{}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `e2fsck -fyD`: rebuild (index) directories.
+pub fn fsck_index_dirs(img: &Path) {
+    let out = Command::new(tool("e2fsck"))
+        .arg("-fyD")
+        .arg(img)
+        .output()
+        .expect("run e2fsck");
+    assert!(
+        matches!(out.status.code(), Some(0..=2)),
+        "e2fsck -fyD: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// Runs a debugfs request, returns stdout.
+pub fn debugfs(img: &Path, req: &str) -> Vec<u8> {
+    let out = Command::new(tool("debugfs"))
+        .arg("-R")
+        .arg(req)
+        .arg(img)
+        .output()
+        .expect("run debugfs");
+    assert!(
+        out.status.success(),
+        "debugfs -R {req}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+pub fn opts() -> MountOptions {
+    MountOptions {
+        read_only: false,
+        now: || 1_700_000_000,
+    }
+}
+
+pub fn mount(img: &Path) -> Ext<FileDisk> {
+    Ext::mount(FileDisk::open(img), opts()).expect("mount")
+}
+
+/// Resolves a `/`-separated path.
+pub fn resolve<F: FileSystem>(fs: &mut F, path: &str) -> Result<Ino, FsError> {
+    let mut ino = fs.root();
+    for c in path.split('/').filter(|c| !c.is_empty()) {
+        ino = fs.lookup(ino, c)?;
+    }
+    Ok(ino)
+}
+
+/// Reads a whole file.
+pub fn read_all<F: FileSystem>(fs: &mut F, ino: Ino) -> Vec<u8> {
+    let size = fs.stat(ino).unwrap().size;
+    let mut v = vec![0u8; size as usize];
+    let mut off = 0;
+    while off < v.len() {
+        let n = fs.read(ino, off as u64, &mut v[off..]).unwrap();
+        assert!(n > 0, "short read at {off} of {size}");
+        off += n;
+    }
+    v
+}
+
+/// A small deterministic PRNG.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// Fills `dir` with a varied tree; returns nothing (compare against the directory).
+pub fn build_tree(dir: &Path, many: usize) {
+    let mut r = Rng(0x1234_5678_9abc_def1);
+    std::fs::write(dir.join("empty"), b"").unwrap();
+    std::fs::write(dir.join("one"), b"x").unwrap();
+    std::fs::write(dir.join("f4095"), r.bytes(4095)).unwrap();
+    std::fs::write(dir.join("f4097"), r.bytes(4097)).unwrap();
+    std::fs::write(dir.join("big"), r.bytes((1 << 20) + 12345)).unwrap();
+    // Sparse: data, a hole, data.
+    {
+        let f = File::create(dir.join("sparse")).unwrap();
+        f.write_all_at(&r.bytes(3000), 0).unwrap();
+        f.write_all_at(&r.bytes(5000), 5 << 20).unwrap();
+        f.set_len((9 << 20) + 7).unwrap();
+    }
+    let mut deep = dir.to_path_buf();
+    for i in 0..12 {
+        deep = deep.join(format!("level{i}"));
+        std::fs::create_dir(&deep).unwrap();
+        std::fs::write(deep.join("file"), format!("depth {i}")).unwrap();
+    }
+    std::os::unix::fs::symlink("f4095", dir.join("short-link")).unwrap();
+    let long: String = "a/".repeat(70) + "target";
+    std::os::unix::fs::symlink(&long, dir.join("long-link")).unwrap();
+    let m = dir.join("many");
+    std::fs::create_dir(&m).unwrap();
+    for i in 0..many {
+        std::fs::write(
+            m.join(format!("entry-with-a-longer-name-{i:05}")),
+            format!("{i}"),
+        )
+        .unwrap();
+    }
+}
+
+/// Checks that everything under `src` reads the same through `fs` at `path`.
+pub fn compare_tree<F: FileSystem>(fs: &mut F, src: &Path, path: &str) -> usize {
+    let ino = resolve(fs, path).unwrap_or_else(|e| panic!("resolve {path}: {e}"));
+    let mut names: Vec<String> = fs
+        .read_dir(ino)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = std::fs::read_dir(src)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n != "lost+found")
+        .collect();
+    want.sort();
+    names.retain(|n| n != "lost+found");
+    assert_eq!(names, want, "directory {path}");
+    let mut count = 0;
+    for n in want {
+        let p = src.join(&n);
+        let sub = format!("{path}/{n}");
+        let md = std::fs::symlink_metadata(&p).unwrap();
+        let ino = resolve(fs, &sub).unwrap();
+        let st = fs.stat(ino).unwrap();
+        if md.file_type().is_symlink() {
+            assert_eq!(st.kind, FileType::Symlink, "{sub}");
+            let target = std::fs::read_link(&p).unwrap();
+            assert_eq!(
+                read_all(fs, ino),
+                target.as_os_str().as_encoded_bytes(),
+                "{sub}"
+            );
+        } else if md.is_dir() {
+            assert_eq!(st.kind, FileType::Dir, "{sub}");
+            count += compare_tree(fs, &p, &sub);
+        } else {
+            assert_eq!(st.kind, FileType::File, "{sub}");
+            assert_eq!(st.size, md.len(), "{sub}");
+            assert_eq!(read_all(fs, ino), std::fs::read(&p).unwrap(), "{sub}");
+        }
+        count += 1;
+    }
+    count
+}

@@ -1,0 +1,306 @@
+//! Writing: workloads through `Ext`, then e2fsck -fn must be clean and debugfs must
+//! read back what the model says.
+
+mod common;
+use common::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+use xenlet_fs::{Ext, FileSystem, FileType, FsError, Ino};
+
+/// Expected contents: path -> Some(bytes) for files, None for directories.
+type Model = BTreeMap<String, Option<Vec<u8>>>;
+
+fn check_with_debugfs(img: &Path, model: &Model) {
+    fsck_clean(img);
+    for (p, v) in model {
+        match v {
+            Some(data) => {
+                let got = debugfs(img, &format!("cat {p}"));
+                assert_eq!(got.len(), data.len(), "debugfs cat {p}: length");
+                assert!(got == *data, "debugfs cat {p}: content differs");
+            }
+            None => {
+                let st = String::from_utf8_lossy(&debugfs(img, &format!("stat {p}"))).into_owned();
+                assert!(st.contains("Type: directory"), "{p}: {st}");
+            }
+        }
+    }
+}
+
+fn check_with_ext(img: &Path, model: &Model) {
+    let mut fs = mount(img);
+    for (p, v) in model {
+        let ino = resolve(&mut fs, p).unwrap_or_else(|e| panic!("{p}: {e}"));
+        match v {
+            Some(data) => assert!(read_all(&mut fs, ino) == *data, "{p} differs"),
+            None => assert_eq!(fs.stat(ino).unwrap().kind, FileType::Dir),
+        }
+    }
+    fs.unmount().unwrap();
+}
+
+fn write_file<F: FileSystem>(fs: &mut F, ino: Ino, data: &[u8], r: &mut Rng) {
+    let mut off = 0;
+    while off < data.len() {
+        let n = (1 + r.below(20000) as usize).min(data.len() - off);
+        assert_eq!(fs.write(ino, off as u64, &data[off..off + n]).unwrap(), n);
+        off += n;
+    }
+}
+
+fn workload(kind: &str, bs: u32) {
+    let t = TempDir::new(&format!("write-{kind}-{bs}"));
+    let src = t.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    build_tree(&src, 300);
+    let img = t.path().join("img");
+    mkfs(&img, kind, bs, "64M", Some(&src), &[]);
+    fsck_index_dirs(&img); // /many becomes an htree directory
+    let mut r = Rng(0xfeed_beef ^ bs as u64);
+    let mut model = Model::new();
+    {
+        let mut fs = mount(&img);
+        assert!(!fs.read_only());
+        let root = fs.root();
+        // New files of varied sizes.
+        for (i, size) in [0usize, 1, 4095, 4096, 4097, 70000, 1 << 20, 3 << 20]
+            .iter()
+            .enumerate()
+        {
+            let ino = fs.create(root, &format!("new{i}"), 0o644).unwrap();
+            let data = r.bytes(*size);
+            write_file(&mut fs, ino, &data, &mut r);
+            model.insert(format!("/new{i}"), Some(data));
+        }
+        assert_eq!(fs.create(root, "new1", 0o644), Err(FsError::Exists));
+        // Overwrite in the middle of an existing file (from mkfs).
+        let big = resolve(&mut fs, "big").unwrap();
+        let mut data = std::fs::read(src.join("big")).unwrap();
+        let patch = r.bytes(10000);
+        fs.write(big, 5000, &patch).unwrap();
+        data[5000..15000].copy_from_slice(&patch);
+        model.insert("/big".into(), Some(data));
+        // Holes: write far past the end.
+        let h = fs.create(root, "holes", 0o600).unwrap();
+        fs.write(h, 3 << 20, b"tail").unwrap();
+        fs.write(h, 100, b"head").unwrap();
+        let mut hd = vec![0u8; (3 << 20) + 4];
+        hd[100..104].copy_from_slice(b"head");
+        hd[3 << 20..].copy_from_slice(b"tail");
+        model.insert("/holes".into(), Some(hd));
+        // Truncate: shrink (mid-block), grow.
+        let t5 = resolve(&mut fs, "new5").unwrap();
+        fs.truncate(t5, 12345).unwrap();
+        let mut d5 = model["/new5"].clone().unwrap();
+        d5.truncate(12345);
+        fs.truncate(t5, 20000).unwrap();
+        d5.resize(20000, 0);
+        model.insert("/new5".into(), Some(d5));
+        let t7 = resolve(&mut fs, "new7").unwrap();
+        fs.truncate(t7, 0).unwrap();
+        fs.write(t7, 0, b"again").unwrap();
+        model.insert("/new7".into(), Some(b"again".to_vec()));
+        // Directories.
+        let a = fs.mkdir(root, "a", 0o755).unwrap();
+        let b = fs.mkdir(a, "b", 0o755).unwrap();
+        let c = fs.mkdir(b, "c", 0o755).unwrap();
+        let f = fs.create(c, "deep", 0o644).unwrap();
+        fs.write(f, 0, b"deep file").unwrap();
+        assert_eq!(fs.stat(a).unwrap().nlink, 3);
+        model.insert("/a".into(), None);
+        model.insert("/a/b".into(), None);
+        let e = fs.mkdir(root, "empty-dir", 0o755).unwrap();
+        assert_eq!(fs.rmdir(root, "a"), Err(FsError::NotEmpty));
+        fs.rmdir(root, "empty-dir").unwrap();
+        assert_eq!(fs.stat(e).unwrap().nlink, 0);
+        // Rename: move a directory across parents.
+        fs.rename(b, "c", root, "c-moved").unwrap();
+        assert_eq!(fs.lookup(c, "..").unwrap(), root);
+        model.insert("/c-moved".into(), None);
+        model.insert("/c-moved/deep".into(), Some(b"deep file".to_vec()));
+        assert!(matches!(
+            fs.rename(root, "a", b, "under-itself"),
+            Err(FsError::Invalid(_))
+        ));
+        // Rename replacing a file.
+        fs.rename(root, "new2", root, "new3").unwrap();
+        let d2 = model.remove("/new2").unwrap();
+        model.insert("/new3".into(), d2);
+        // Replace an empty directory with a directory.
+        fs.mkdir(root, "target", 0o755).unwrap();
+        fs.rename(root, "a", root, "target").unwrap();
+        model.remove("/a");
+        model.remove("/a/b");
+        model.insert("/target".into(), None);
+        model.insert("/target/b".into(), None);
+        // Unlink.
+        fs.unlink(root, "new4").unwrap();
+        model.remove("/new4");
+        assert_eq!(fs.unlink(root, "target"), Err(FsError::IsDir));
+        // The htree directory: add and remove names.
+        let many = resolve(&mut fs, "many").unwrap();
+        for i in 0..400 {
+            let ino = fs.create(many, &format!("added-{i}"), 0o644).unwrap();
+            fs.write(ino, 0, format!("added {i}").as_bytes()).unwrap();
+            if i % 50 == 0 {
+                model.insert(
+                    format!("/many/added-{i}"),
+                    Some(format!("added {i}").into_bytes()),
+                );
+            }
+        }
+        for i in (0..300).step_by(3) {
+            fs.unlink(many, &format!("entry-with-a-longer-name-{i:05}"))
+                .unwrap();
+        }
+        model.insert(
+            "/many/entry-with-a-longer-name-00001".into(),
+            Some(b"1".to_vec()),
+        );
+        // Times.
+        fs.set_times(f, 1000, 2000).unwrap();
+        assert_eq!(fs.stat(f).unwrap().mtime, 2000);
+        fs.unmount().unwrap();
+    }
+    check_with_debugfs(&img, &model);
+    check_with_ext(&img, &model);
+    let st = String::from_utf8_lossy(&debugfs(&img, "stat /c-moved/deep")).into_owned();
+    assert!(st.contains("mtime: 0x000007d0"), "{st}");
+}
+
+#[test]
+fn workload_ext4_1k() {
+    workload("ext4", 1024);
+}
+
+#[test]
+fn workload_ext4_4k() {
+    workload("ext4", 4096);
+}
+
+#[test]
+fn workload_ext2_1k() {
+    workload("ext2", 1024);
+}
+
+#[test]
+fn workload_ext2_4k() {
+    workload("ext2", 4096);
+}
+
+/// Interleaved, synced one-block writes fragment two files into hundreds of extents:
+/// the tree must grow (depth 2 with 1 KiB blocks) and shrink again on truncate.
+#[test]
+fn extent_tree_grows_and_shrinks() {
+    let t = TempDir::new("deep-extents");
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 1024, "32M", None, &[]);
+    let mut r = Rng(99);
+    let n = 400;
+    let (da, db) = (r.bytes(n * 1024), r.bytes(n * 1024));
+    {
+        let mut fs = mount(&img);
+        let root = fs.root();
+        let a = fs.create(root, "a", 0o644).unwrap();
+        let b = fs.create(root, "b", 0o644).unwrap();
+        for i in 0..n {
+            fs.write(a, (i * 1024) as u64, &da[i * 1024..(i + 1) * 1024])
+                .unwrap();
+            fs.write(b, (i * 1024) as u64, &db[i * 1024..(i + 1) * 1024])
+                .unwrap();
+            fs.sync().unwrap();
+        }
+        let ea = fs.extents(a).unwrap();
+        assert!(ea.extents.len() > 336, "only {} extents", ea.extents.len());
+        assert_eq!(ea.depth, 2);
+        fs.unmount().unwrap();
+    }
+    fsck_clean(&img);
+    assert!(debugfs(&img, "cat /a") == da);
+    assert!(debugfs(&img, "cat /b") == db);
+    {
+        let mut fs = mount(&img);
+        let a = resolve(&mut fs, "a").unwrap();
+        fs.truncate(a, 100 * 1024).unwrap();
+        fs.sync().unwrap();
+        let ea = fs.extents(a).unwrap();
+        assert_eq!(ea.depth, 1);
+        fs.truncate(a, 3 * 1024).unwrap();
+        fs.sync().unwrap();
+        assert_eq!(fs.extents(a).unwrap().depth, 0);
+        fs.unmount().unwrap();
+    }
+    fsck_clean(&img);
+    assert!(debugfs(&img, "cat /a") == da[..3 * 1024]);
+}
+
+/// Filling the disk gives NoSpace (or a short write), never corruption.
+#[test]
+fn enospc_is_clean() {
+    for kind in ["ext4", "ext2"] {
+        let t = TempDir::new("enospc");
+        let img = t.path().join("img");
+        mkfs(&img, kind, 1024, "8M", None, &[]);
+        let mut written = Vec::new();
+        {
+            let mut fs = mount(&img);
+            let root = fs.root();
+            let mut r = Rng(5);
+            let mut full = false;
+            for i in 0..100 {
+                let ino = match fs.create(root, &format!("f{i}"), 0o644) {
+                    Ok(i) => i,
+                    Err(FsError::NoSpace) => break,
+                    Err(e) => panic!("{e}"),
+                };
+                let data = r.bytes(300_000);
+                let mut off = 0;
+                while off < data.len() {
+                    match fs.write(ino, off as u64, &data[off..(off + 65536).min(data.len())]) {
+                        Ok(n) => off += n,
+                        Err(FsError::NoSpace) => {
+                            full = true;
+                            break;
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                written.push((format!("/f{i}"), data[..off].to_vec()));
+                if full {
+                    break;
+                }
+            }
+            assert!(full, "{kind}: disk never filled");
+            fs.unmount().unwrap();
+        }
+        fsck_clean(&img);
+        for (p, d) in &written {
+            assert!(debugfs(&img, &format!("cat {p}")) == *d, "{kind} {p}");
+        }
+        // Freeing space makes room again.
+        let mut fs = mount(&img);
+        let root = fs.root();
+        fs.unlink(root, "f0").unwrap();
+        let ino = fs.create(root, "after", 0o644).unwrap();
+        assert_eq!(fs.write(ino, 0, &[7u8; 100_000]).unwrap(), 100_000);
+        fs.unmount().unwrap();
+        fsck_clean(&img);
+    }
+}
+
+#[test]
+fn read_only_mount_refuses_writes_and_leaves_image_alone() {
+    let t = TempDir::new("ro");
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 4096, "16M", None, &[]);
+    let before = std::fs::read(&img).unwrap();
+    let mut disk = FileDisk::open(&img);
+    disk.read_only = true;
+    let mut fs = Ext::mount(disk, opts()).unwrap();
+    assert!(fs.read_only());
+    let root = fs.root();
+    assert_eq!(fs.create(root, "x", 0o644), Err(FsError::ReadOnly));
+    assert_eq!(fs.mkdir(root, "x", 0o755), Err(FsError::ReadOnly));
+    fs.unmount().unwrap();
+    assert!(std::fs::read(&img).unwrap() == before);
+}
