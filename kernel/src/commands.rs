@@ -2,7 +2,7 @@
 
 use crate::fault::{provoke, Deliberate};
 use crate::kmain::{boot_info, boot_times};
-use crate::{clock, console, mm, power};
+use crate::{clock, console, fscmds, mm, power};
 use alloc::string::String;
 use core::fmt::Write;
 use xenlet_shell::{echo, no_args, CmdError, CmdResult, Command, Shell};
@@ -65,13 +65,13 @@ pub static COMMANDS: &[Command<Host>] = &[
     Command {
         name: "dd",
         usage: "if=FILE of=FILE [bs=N] [ibs=N] [obs=N] [count=N] [skip=N] [seek=N] [conv=fsync,notrunc] [oflag=direct,dsync] [status=progress|none|noxfer]",
-        help: "copy between /dev/zero, /dev/urandom, /dev/null and /dev/xvdX, GNU-style",
+        help: "copy between /dev/zero, /dev/urandom, /dev/null, /dev/xvdX and files, GNU-style",
         run: dd,
     },
     Command {
         name: "sha256sum",
-        usage: "[-n BYTES] /dev/xvdX...",
-        help: "SHA-256 of a disk (or of its first BYTES), GNU coreutils output",
+        usage: "[-n BYTES] /dev/xvdX... | FILE...",
+        help: "SHA-256 of disks (or of their first BYTES) or of files, GNU coreutils output",
         run: sha256sum,
     },
     Command {
@@ -111,6 +111,102 @@ pub static COMMANDS: &[Command<Host>] = &[
         run: ping,
     },
     Command {
+        name: "mount",
+        usage: "[-t ext2|ext4] [-o ro] DEVICE DIR",
+        help: "mount an ext2/ext4 disk on a directory; alone, list the mounts",
+        run: fscmds::mount,
+    },
+    Command {
+        name: "umount",
+        usage: "DIR|DEVICE...",
+        help: "write back and unmount a filesystem (marked clean)",
+        run: fscmds::umount,
+    },
+    Command {
+        name: "df",
+        usage: "[-h]",
+        help: "space used and free on each mounted filesystem",
+        run: fscmds::df,
+    },
+    Command {
+        name: "ls",
+        usage: "[-l] [-a] [-d] [PATH]...",
+        help: "list directory contents",
+        run: fscmds::ls,
+    },
+    Command {
+        name: "cat",
+        usage: "FILE...",
+        help: "print files",
+        run: fscmds::cat,
+    },
+    Command {
+        name: "cp",
+        usage: "SOURCE... DEST",
+        help: "copy files",
+        run: fscmds::cp,
+    },
+    Command {
+        name: "mv",
+        usage: "SOURCE... DEST",
+        help: "rename or move files",
+        run: fscmds::mv,
+    },
+    Command {
+        name: "rm",
+        usage: "[-r] [-f] PATH...",
+        help: "remove files (and directories with -r)",
+        run: fscmds::rm,
+    },
+    Command {
+        name: "mkdir",
+        usage: "[-p] DIR...",
+        help: "make directories",
+        run: fscmds::mkdir,
+    },
+    Command {
+        name: "rmdir",
+        usage: "DIR...",
+        help: "remove empty directories",
+        run: fscmds::rmdir,
+    },
+    Command {
+        name: "touch",
+        usage: "FILE...",
+        help: "create files or update their times",
+        run: fscmds::touch,
+    },
+    Command {
+        name: "stat",
+        usage: "PATH...",
+        help: "show file metadata (GNU layout)",
+        run: fscmds::stat,
+    },
+    Command {
+        name: "hexdump",
+        usage: "-C FILE",
+        help: "canonical hex and ASCII dump of a file",
+        run: fscmds::hexdump,
+    },
+    Command {
+        name: "cd",
+        usage: "[DIR]",
+        help: "change the working directory",
+        run: fscmds::cd,
+    },
+    Command {
+        name: "pwd",
+        usage: "",
+        help: "print the working directory",
+        run: fscmds::pwd,
+    },
+    Command {
+        name: "dmesg",
+        usage: "",
+        help: "print the kernel log (boot report, device and shutdown messages)",
+        run: fscmds::dmesg,
+    },
+    Command {
         name: "lsblk",
         usage: "",
         help: "list disks: size, sector size, read-only, negotiated blkfront features",
@@ -119,7 +215,7 @@ pub static COMMANDS: &[Command<Host>] = &[
     Command {
         name: "sync",
         usage: "[DEVICE]...",
-        help: "flush the disks' write caches (BLKIF_OP_FLUSH_DISKCACHE)",
+        help: "write back the filesystems, then flush the disks' write caches (BLKIF_OP_FLUSH_DISKCACHE)",
         run: sync,
     },
     Command {
@@ -492,6 +588,10 @@ fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             .filter(|n| n.starts_with("xvd") || n.starts_with("hd"))
             .map(String::from)
     };
+    let is_file = |p: &str| !p.starts_with("/dev/");
+    if is_file(&a.input) || is_file(&a.output) {
+        return dd_file(&a, out);
+    }
     let source = match a.input.as_str() {
         "/dev/zero" => Source::Zero,
         "/dev/urandom" | "/dev/random" => Source::Urandom,
@@ -577,6 +677,91 @@ fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     Ok(())
 }
 
+/// `dd` with a file on one side or both (see `ddfile`).
+fn dd_file(a: &xenlet_shell::dd::DdArgs, out: &mut dyn Write) -> CmdResult {
+    use crate::ddfile::{End, FilePlan};
+    use xenlet_shell::dd::{summary, Stats, Status};
+    let end = |p: &str, input: bool| -> Result<End, String> {
+        Ok(match p {
+            "/dev/zero" if input => End::Zero,
+            "/dev/urandom" | "/dev/random" if input => End::Urandom,
+            "/dev/null" if !input => End::Null,
+            p if p.starts_with("/dev/") => {
+                let n = &p[5..];
+                if crate::frontends::with_disk(n, |_| ()).is_none() {
+                    return Err(alloc::format!("failed to open '{p}': No such device"));
+                }
+                End::Disk(String::from(n))
+            }
+            p => End::File(String::from(p)),
+        })
+    };
+    let (src, dst) = match (end(&a.input, true), end(&a.output, false)) {
+        (Ok(s), Ok(d)) => (s, d),
+        (Err(e), _) | (_, Err(e)) => {
+            writeln!(out, "dd: {e}")?;
+            return Ok(());
+        }
+    };
+    let in_size = match &src {
+        End::File(p) => crate::vfs::with(|v| v.resolve(p).and_then(|h| v.stat(h)).map(|s| s.size))
+            .and_then(Result::ok),
+        End::Disk(n) => crate::frontends::with_disk(n, |d| {
+            use xenlet_drivers::blkfront::BlockDevice;
+            d.info().bytes()
+        }),
+        _ => None,
+    };
+    let out_size = match &dst {
+        End::Disk(n) => crate::frontends::with_disk(n, |d| {
+            use xenlet_drivers::blkfront::BlockDevice;
+            d.info().bytes()
+        }),
+        _ => None,
+    };
+    let gp = match xenlet_shell::dd::plan(a, in_size, out_size) {
+        Ok(p) => p,
+        Err(e) => {
+            writeln!(out, "{e}")?;
+            return Ok(());
+        }
+    };
+    let plan = FilePlan {
+        src,
+        dst,
+        ibs: a.ibs,
+        skip_bytes: gp.in_offset,
+        seek_bytes: gp.out_offset,
+        count_bytes: gp
+            .max_records
+            .map(|r| r.saturating_mul(a.ibs).saturating_add(gp.max_bytes)),
+        notrunc: a.conv.notrunc,
+        fsync: a.conv.fsync || a.conv.fdatasync,
+        dsync: a.oflag.dsync || a.oflag.sync,
+        progress: a.status == Status::Progress,
+    };
+    let o = match crate::ddfile::run(&plan) {
+        Ok(o) => o,
+        Err(e) => {
+            writeln!(out, "dd: {e}")?;
+            return Ok(());
+        }
+    };
+    if let Some(e) = &o.error {
+        writeln!(out, "dd: {e}")?;
+    }
+    let stats = Stats {
+        full_in: o.bytes_in / a.ibs,
+        partial_in: u64::from(!o.bytes_in.is_multiple_of(a.ibs)),
+        full_out: o.bytes_out / a.obs,
+        partial_out: u64::from(!o.bytes_out.is_multiple_of(a.obs)),
+        bytes_out: o.bytes_out,
+        truncated: 0,
+    };
+    out.write_str(&summary(&stats, o.elapsed_ns, a.status))?;
+    Ok(())
+}
+
 /// Reads `len` bytes of a disk from offset 0 through blkfront and hashes them.
 fn hash_disk(
     d: &mut crate::frontends::Disk,
@@ -643,6 +828,9 @@ fn sha256sum(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     };
     if files.is_empty() {
         return Err(CmdError::usage("missing file operand"));
+    }
+    if limit.is_none() && files.iter().all(|f| !f.starts_with("/dev/")) {
+        return fscmds::sha256sum_files(files, out);
     }
     for f in files {
         let r = crate::frontends::with_disk(f, |d| {
@@ -908,6 +1096,11 @@ fn lsblk(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 fn sync(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     use xenlet_drivers::blkfront::{BlockDevice, BlockOp};
     let mut res = Ok(());
+    if args.is_empty() {
+        if let Err(e) = fscmds::sync_filesystems() {
+            res = Err(CmdError::failed(e));
+        }
+    }
     let mut flush = |d: &mut crate::frontends::Disk| {
         let name = d.info().name.clone();
         match crate::frontends::run_one(d, BlockOp::Flush, 0) {
@@ -975,7 +1168,11 @@ fn crash(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {
 
 /// Runs the shell on the console forever.
 pub fn run_shell() -> ! {
-    let mut shell = Shell::new(COMMANDS);
+    static HOOKS: xenlet_shell::Hooks<Host> = xenlet_shell::Hooks {
+        redirect: fscmds::redirect,
+        times: fscmds::times,
+    };
+    let mut shell = Shell::with_hooks(COMMANDS, &HOOKS);
     let mut host = Host { _private: () };
     let mut out = console::ConsoleWriter;
     shell.prompt(&mut out);

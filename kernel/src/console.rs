@@ -224,7 +224,7 @@ impl Write for EmergencyWriter {
 #[macro_export]
 macro_rules! print {
     ($($arg:tt)*) => {{
-        let _ = core::fmt::Write::write_fmt(&mut $crate::console::ConsoleWriter, format_args!($($arg)*));
+        let _ = core::fmt::Write::write_fmt(&mut $crate::klog::LogWriter, format_args!($($arg)*));
     }};
 }
 
@@ -233,6 +233,6 @@ macro_rules! print {
 macro_rules! println {
     () => { $crate::print!("\n") };
     ($($arg:tt)*) => {{
-        let _ = core::fmt::Write::write_fmt(&mut $crate::console::ConsoleWriter, format_args!("{}\n", format_args!($($arg)*)));
+        let _ = core::fmt::Write::write_fmt(&mut $crate::klog::LogWriter, format_args!("{}\n", format_args!($($arg)*)));
     }};
 }

@@ -75,10 +75,10 @@ pub struct Outcome {
 }
 
 /// xoshiro256** (Blackman & Vigna), for `/dev/urandom`-speed pseudo-random data.
-struct Xoshiro([u64; 4]);
+pub(crate) struct Xoshiro([u64; 4]);
 
 impl Xoshiro {
-    fn seeded(seed: u64) -> Self {
+    pub(crate) fn seeded(seed: u64) -> Self {
         // splitmix64 to spread the seed over the state.
         let mut z = seed;
         let mut s = [0u64; 4];
@@ -92,7 +92,7 @@ impl Xoshiro {
         Xoshiro(s)
     }
 
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         let s = &mut self.0;
         let r = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
         let t = s[1] << 17;
@@ -139,14 +139,14 @@ fn disk_err(name: &str, writing: bool, e: &BlockError) -> String {
 }
 
 /// `status=progress`: GNU's once-a-second line (shell's `dd::Progress`).
-struct Progress {
-    on: bool,
-    start_ns: u64,
-    gnu: xenlet_shell::dd::Progress,
+pub(crate) struct Progress {
+    pub(crate) on: bool,
+    pub(crate) start_ns: u64,
+    pub(crate) gnu: xenlet_shell::dd::Progress,
 }
 
 impl Progress {
-    fn tick(&mut self, bytes: u64) {
+    pub(crate) fn tick(&mut self, bytes: u64) {
         if !self.on {
             return;
         }
@@ -155,7 +155,7 @@ impl Progress {
             console::write_bytes(line.as_bytes());
         }
     }
-    fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.on {
             console::write_bytes(self.gnu.finish().as_bytes());
         }

@@ -271,6 +271,9 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         ),
         None => println!("acpi: no tables found; poweroff falls back to halting"),
     }
+    // The file tree: tmpfs root and /tmp, each capped at a quarter of the heap.
+    crate::vfs::init(memrep.heap.len_bytes() / 4);
+    power::on_orderly_shutdown(crate::vfs::shutdown);
     println!(
         "console: com1 {}{}",
         if serial { "16550" } else { "absent" },

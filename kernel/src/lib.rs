@@ -13,6 +13,7 @@
 extern crate alloc;
 
 pub mod acpi;
+pub mod klog;
 pub mod mm;
 pub mod time;
 
@@ -27,9 +28,13 @@ pub mod console;
 #[cfg(target_os = "none")]
 pub mod dd;
 #[cfg(target_os = "none")]
+pub mod ddfile;
+#[cfg(target_os = "none")]
 pub mod fault;
 #[cfg(target_os = "none")]
 pub mod frontends;
+#[cfg(target_os = "none")]
+pub mod fscmds;
 #[cfg(target_os = "none")]
 pub mod gnttab;
 #[cfg(target_os = "none")]
@@ -44,6 +49,8 @@ pub mod physmem;
 pub mod power;
 #[cfg(target_os = "none")]
 pub mod unplug;
+#[cfg(target_os = "none")]
+pub mod vfs;
 #[cfg(target_os = "none")]
 pub mod xen;
 #[cfg(target_os = "none")]

@@ -42,6 +42,21 @@ fn settle() {
     }
 }
 
+/// What runs before an orderly power-off or reboot (the file systems' write-back),
+/// registered by `kmain` so this layer does not reach up into the file tree.
+static BEFORE_SHUTDOWN: spin::Once<fn()> = spin::Once::new();
+
+/// Registers the orderly-shutdown hook (once).
+pub fn on_orderly_shutdown(f: fn()) {
+    BEFORE_SHUTDOWN.call_once(|| f);
+}
+
+fn orderly_shutdown() {
+    if let Some(f) = BEFORE_SHUTDOWN.get() {
+        f();
+    }
+}
+
 /// Under Xen: flushes the PV console and asks Xen to end the domain with `reason`;
 /// returns only if there is no Xen or Xen refused.
 fn xen_shutdown(reason: u32) {
@@ -65,6 +80,7 @@ fn xen_shutdown(reason: u32) {
 /// Powers the machine off.
 pub fn poweroff() -> ! {
     crate::println!("xenlet: powering off");
+    orderly_shutdown();
     xen_shutdown(xenlet_xen::abi::SHUTDOWN_poweroff);
     x86_64::instructions::interrupts::disable();
     if let Some(p) = acpi() {
@@ -84,6 +100,7 @@ pub fn poweroff() -> ! {
 /// Resets the machine.
 pub fn reboot() -> ! {
     crate::println!("xenlet: rebooting");
+    orderly_shutdown();
     xen_shutdown(xenlet_xen::abi::SHUTDOWN_reboot);
     x86_64::instructions::interrupts::disable();
     let mut io = Pio::new();

@@ -343,3 +343,11 @@ pub fn shutdown(reason: u32) -> Result<(), XenError> {
 pub fn yield_cpu() {
     hypercall::sched_yield();
 }
+
+/// Wall-clock seconds since the epoch from Xen's shared info and pvclock (None when
+/// not under Xen or before pvclock).
+pub fn wallclock_secs() -> Option<i64> {
+    let base = XEN.get()?.shared_info.wallclock_base_ns()?;
+    let sys = crate::clock::to_system_time(crate::clock::now())?;
+    i64::try_from(base.checked_add(sys)? / 1_000_000_000).ok()
+}

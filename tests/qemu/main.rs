@@ -5,6 +5,7 @@
 mod boot;
 mod dd;
 mod faults;
+mod files;
 mod multiboot2;
 mod power;
 mod shell;

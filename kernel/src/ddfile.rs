@@ -1,0 +1,264 @@
+//! `dd` with a file on either side (`of=/mnt/test`, `if=/etc/config/network`): the
+//! data moves in chunks of up to [`CHUNK`] bytes (whole input blocks) through the
+//! VFS, whose filesystem gathers them into large disk writes. GNU's file semantics:
+//! the output is created, and truncated at the `seek=` offset unless
+//! `conv=notrunc`; `conv=fsync`/`fdatasync` syncs the file before the statistics,
+//! `oflag=dsync` after every chunk; a full disk ends the copy with GNU's message;
+//! Ctrl-C stops it between chunks with the statistics so far.
+
+use crate::dd::{Outcome, Progress, Xoshiro};
+use crate::{clock, console, frontends, vfs};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use xenlet_drivers::blocksync::{self, Waiter};
+use xenlet_fs::vfs::Handle;
+use xenlet_fs::FsError;
+
+/// Largest piece moved at once.
+pub const CHUNK: u64 = 1 << 20;
+
+/// One side of the copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum End {
+    /// `/dev/zero` (input).
+    Zero,
+    /// `/dev/urandom` (input).
+    Urandom,
+    /// `/dev/null` (output).
+    Null,
+    /// A disk, by name.
+    Disk(String),
+    /// A file, by path.
+    File(String),
+}
+
+/// A resolved file copy.
+#[derive(Clone, Debug)]
+pub struct FilePlan {
+    /// Input.
+    pub src: End,
+    /// Output.
+    pub dst: End,
+    /// Input block size (chunks are whole input blocks).
+    pub ibs: u64,
+    /// Input offset in bytes.
+    pub skip_bytes: u64,
+    /// Output offset in bytes.
+    pub seek_bytes: u64,
+    /// Bytes to copy; None = to the end of the input.
+    pub count_bytes: Option<u64>,
+    /// `conv=notrunc`.
+    pub notrunc: bool,
+    /// `conv=fsync`/`fdatasync`.
+    pub fsync: bool,
+    /// `oflag=dsync`/`sync`.
+    pub dsync: bool,
+    /// `status=progress`.
+    pub progress: bool,
+}
+
+struct Wait;
+
+impl Waiter for Wait {
+    fn now_ns(&self) -> u64 {
+        clock::now().as_nanos()
+    }
+    fn interrupted(&self) -> bool {
+        false
+    }
+}
+
+fn fs_err(e: FsError) -> String {
+    format!("{e}")
+}
+
+fn open_in(end: &End) -> Result<Option<Handle>, String> {
+    match end {
+        End::File(p) => vfs::with(|v| {
+            let h = v.resolve(p)?;
+            if v.stat(h)?.kind == xenlet_fs::FileType::Dir {
+                return Err(FsError::IsDir);
+            }
+            Ok(h)
+        })
+        .ok_or_else(|| String::from("no file tree"))?
+        .map(Some)
+        .map_err(|e| format!("failed to open '{p}': {}", fs_err(e))),
+        _ => Ok(None),
+    }
+}
+
+fn open_out(plan: &FilePlan) -> Result<Option<Handle>, String> {
+    let End::File(p) = &plan.dst else {
+        return Ok(None);
+    };
+    vfs::with(|v| {
+        let h = v.open_write(p, false)?;
+        if !plan.notrunc {
+            // GNU: ftruncate(seek offset), growing or shrinking to it.
+            v.truncate(h, plan.seek_bytes)?;
+        }
+        Ok(h)
+    })
+    .ok_or_else(|| String::from("no file tree"))?
+    .map(Some)
+    .map_err(|e| format!("failed to open '{p}': {}", fs_err(e)))
+}
+
+/// Runs the copy. Err: a file could not be opened (GNU then prints only that).
+pub fn run(plan: &FilePlan) -> Result<Outcome, String> {
+    let hin = open_in(&plan.src)?;
+    let hout = open_out(plan)?;
+    let start = clock::now().as_nanos();
+    let mut out = Outcome::default();
+    let mut progress = Progress {
+        on: plan.progress,
+        start_ns: start,
+        gnu: xenlet_shell::dd::Progress::new(),
+    };
+    if let Err(e) = copy(plan, hin, hout, &mut out, &mut progress) {
+        out.error = Some(e);
+    }
+    progress.finish();
+    out.elapsed_ns = clock::now().as_nanos() - start;
+    Ok(out)
+}
+
+fn copy(
+    plan: &FilePlan,
+    hin: Option<Handle>,
+    hout: Option<Handle>,
+    out: &mut Outcome,
+    progress: &mut Progress,
+) -> Result<(), String> {
+    let chunk = (CHUNK / plan.ibs).max(1) * plan.ibs;
+    let mut buf: Vec<u8> = alloc::vec![0u8; chunk as usize];
+    let mut rng = Xoshiro::seeded(clock::now().as_nanos());
+    let in_name = match &plan.src {
+        End::File(p) => p.clone(),
+        End::Disk(d) => format!("/dev/{d}"),
+        _ => String::new(),
+    };
+    let out_name = match &plan.dst {
+        End::File(p) => p.clone(),
+        End::Disk(d) => format!("/dev/{d}"),
+        _ => String::new(),
+    };
+    loop {
+        if console::take_interrupt() {
+            return Err(String::from("Interrupted"));
+        }
+        let want = match plan.count_bytes {
+            Some(c) => (c - out.bytes_in).min(chunk),
+            None => chunk,
+        } as usize;
+        if want == 0 {
+            break;
+        }
+        let pos_in = plan.skip_bytes + out.bytes_in;
+        let got = match &plan.src {
+            End::Zero => {
+                buf[..want].fill(0);
+                want
+            }
+            End::Urandom => {
+                for w in buf[..want].chunks_mut(8) {
+                    let r = rng.next().to_le_bytes();
+                    w.copy_from_slice(&r[..w.len()]);
+                }
+                want
+            }
+            End::Disk(d) => {
+                let size = frontends::with_disk(d, |x| {
+                    use xenlet_drivers::blkfront::BlockDevice;
+                    x.info().bytes()
+                })
+                .ok_or_else(|| format!("error reading '{in_name}': No such device"))?;
+                let n = (size.saturating_sub(pos_in)).min(want as u64) as usize;
+                if !n.is_multiple_of(512) || !pos_in.is_multiple_of(512) {
+                    return Err(format!("error reading '{in_name}': Invalid argument"));
+                }
+                frontends::with_disk(d, |x| blocksync::read(x, &Wait, pos_in, &mut buf[..n]))
+                    .ok_or_else(|| format!("error reading '{in_name}': No such device"))?
+                    .map_err(|e| format!("error reading '{in_name}': {e}"))?;
+                n
+            }
+            End::File(_) => {
+                let h = hin.ok_or("no input")?;
+                let mut n = 0;
+                while n < want {
+                    let k = vfs::with(|v| v.read(h, pos_in + n as u64, &mut buf[n..want]))
+                        .ok_or("no file tree")?
+                        .map_err(|e| format!("error reading '{in_name}': {e}"))?;
+                    if k == 0 {
+                        break;
+                    }
+                    n += k;
+                }
+                n
+            }
+            End::Null => 0,
+        };
+        if got == 0 {
+            break;
+        }
+        out.bytes_in += got as u64;
+        let pos_out = plan.seek_bytes + out.bytes_out;
+        match &plan.dst {
+            End::Null => out.bytes_out += got as u64,
+            End::Disk(d) => {
+                if !got.is_multiple_of(512) || !pos_out.is_multiple_of(512) {
+                    return Err(format!("error writing '{out_name}': Invalid argument"));
+                }
+                frontends::with_disk(d, |x| blocksync::write(x, &Wait, pos_out, &buf[..got]))
+                    .ok_or_else(|| format!("error writing '{out_name}': No such device"))?
+                    .map_err(|e| match e {
+                        blocksync::SyncError::Range => {
+                            format!("error writing '{out_name}': No space left on device")
+                        }
+                        e => format!("error writing '{out_name}': {e}"),
+                    })?;
+                out.bytes_out += got as u64;
+            }
+            End::File(_) => {
+                let h = hout.ok_or("no output")?;
+                let mut n = 0;
+                while n < got {
+                    let r = vfs::with(|v| v.write(h, pos_out + n as u64, &buf[n..got]))
+                        .ok_or("no file tree")?;
+                    match r {
+                        Ok(k) => n += k,
+                        Err(e) => {
+                            out.bytes_out += n as u64;
+                            return Err(format!("error writing '{out_name}': {e}"));
+                        }
+                    }
+                }
+                out.bytes_out += got as u64;
+                if plan.dsync {
+                    vfs::with(|v| v.fsync(h))
+                        .ok_or("no file tree")?
+                        .map_err(|e| format!("fsync failed for '{out_name}': {e}"))?;
+                }
+            }
+            End::Zero | End::Urandom => return Err(String::from("cannot write to a source")),
+        }
+        progress.tick(out.bytes_out);
+        if got < want {
+            break; // end of the input
+        }
+    }
+    if plan.fsync {
+        match (&plan.dst, hout) {
+            (End::File(_), Some(h)) => vfs::with(|v| v.fsync(h))
+                .ok_or("no file tree")?
+                .map_err(|e| format!("fsync failed for '{out_name}': {e}"))?,
+            (End::Disk(d), _) => frontends::with_disk(d, |x| blocksync::flush(x, &Wait))
+                .ok_or_else(|| format!("fsync failed for '{out_name}': No such device"))?
+                .map_err(|e| format!("fsync failed for '{out_name}': {e}"))?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
