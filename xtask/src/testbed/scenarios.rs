@@ -678,6 +678,65 @@ const BLK_PHY_STEPS: &[Step] = &[
     last("poweroff"),
 ];
 
+/// The filesystem on real Xen: dom0 makes an ext4 disk with files in it (1 KiB blocks
+/// at 64 MiB, as mkfs.ext4 chooses), Xenlet reads them, writes, copies, renames,
+/// deletes, syncs and unmounts; dom0's e2fsck -fn is clean and debugfs reads back the
+/// bytes Xenlet wrote. Then the report's experiment, small: mount, `time dd` into a
+/// file.
+const FS_STEPS: &[Step] = &[
+    dom0_cap(
+        concat!(
+            "rm -rf /tmp/seed && mkdir -p /tmp/seed/etc/config && ",
+            "printf \"config interface 'lan'\\n\\toption proto 'static'\\n\" > /tmp/seed/etc/config/network && ",
+            "head -c 3000000 /dev/urandom > /tmp/seed/blob && sha256sum /tmp/seed/blob && ",
+            "mkfs.ext4 -q -F -d /tmp/seed $DATA && blockdev --flushbufs $DATA && ",
+            "dumpe2fs -h $DATA 2>/dev/null | grep -E '^(Block size|Filesystem features)'"
+        ),
+        &[r"^Block size:\s+1024$", r"metadata_csum"],
+        &[("BLOB", r"^([0-9a-f]{64})  /tmp/seed/blob$")],
+        60,
+    ),
+    cmd("mount /dev/xvdb /mnt", &[], 60),
+    cmd("mount", &[r"^/dev/xvdb on /mnt type ext4 \(rw\)$"], 30),
+    cmd("sha256sum /mnt/blob", &[r"^${BLOB}  /mnt/blob$"], 60),
+    cmd("cat /mnt/etc/config/network", &[r"^config interface 'lan'$", r"^\toption proto 'static'$"], 30),
+    cmd(
+        "dd if=/dev/urandom of=/mnt/data bs=16k count=1024",
+        &[r"^1024\+0 records out", r"^16777216 bytes \(17 MB, 16 MiB\) copied"],
+        120,
+    ),
+    cmd_cap("sha256sum /mnt/data", &[], &[("DSUM", r"^([0-9a-f]{64})  /mnt/data$")], 60),
+    cmd("cp /mnt/data /mnt/copy", &[], 120),
+    cmd("mv /mnt/copy /mnt/etc/moved", &[], 30),
+    cmd("mkdir -p /mnt/a/b/c", &[], 30),
+    cmd("echo hello from xenlet > /mnt/a/b/c/f", &[], 30),
+    cmd("rm /mnt/blob", &[], 60),
+    cmd("ls /mnt", &[r"^a$", r"^data$", r"^etc$", r"^lost\+found$"], 30),
+    cmd("sync", &[], 60),
+    cmd("df -h", &[r"^/dev/xvdb\s+\S+\s+\S+\s+\S+\s+\d+% /mnt$"], 30),
+    cmd("umount /mnt", &[], 60),
+    cmd("mount", &[r"^rootfs on / type tmpfs"], 30),
+    dom0(
+        "echo 3 > /proc/sys/vm/drop_caches; blockdev --flushbufs $DATA; e2fsck -fn $DATA; echo \"e2fsck exit $?\"",
+        &[r"^e2fsck exit 0$"],
+        60,
+    ),
+    dom0("debugfs -R 'cat /etc/moved' $DATA 2>/dev/null | sha256sum", &[r"^${DSUM}  -$"], 60),
+    dom0("debugfs -R 'cat /a/b/c/f' $DATA 2>/dev/null", &[r"^hello from xenlet$"], 30),
+    dom0("debugfs -R 'ls -l /' $DATA 2>/dev/null; debugfs -R 'stat /blob' $DATA 2>&1 | tail -1", &[r"File not found by ext2_lookup"], 30),
+    // The report's experiment, scaled to the 64 MiB disk.
+    cmd("mount /dev/xvdb /mnt", &[], 60),
+    cmd(
+        "time dd bs=16k count=2048 if=/dev/zero of=/mnt/test",
+        &[r"^2048\+0 records out", r"^real\t\d+m\d+\.\d{3}s$"],
+        120,
+    ),
+    cmd("sync", &[], 60),
+    cmd("ls -l /mnt/test", &[r" 33554432 .* /mnt/test$"], 30),
+    cmd("dmesg | grep xvdb", &[r"^\[\s*\d+\.\d{6}\] "], 30),
+    last("poweroff"),
+];
+
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "linux-hvm",
@@ -909,6 +968,22 @@ on_crash    = "preserve"
         boot_timeout_s: 120,
         boot_expect: &[r"^clock: \d{3,} MHz", r"^blkfront: xvdb 64 MiB"],
         steps: BLK_PHY_STEPS,
+        end: End::Poweroff,
+        end_timeout_s: 30,
+        budget_s: 178,
+    },
+    Scenario {
+        name: "fs-pvh",
+        about: "ext4 on real Xen: dom0 mkfs.ext4 -d, Xenlet mounts, reads, writes, copies, renames, deletes, unmounts; dom0 e2fsck -fn clean and debugfs reads Xenlet's bytes; time dd into a file",
+        needs: &[Need::XenletElf],
+        config: XENLET_PVH_CONFIG,
+        disks: &[DATA_LOOP],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 120,
+        boot_expect: &[r"^blkfront: xvdb 64 MiB"],
+        steps: FS_STEPS,
         end: End::Poweroff,
         end_timeout_s: 30,
         budget_s: 178,
