@@ -271,8 +271,11 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         ),
         None => println!("acpi: no tables found; poweroff falls back to halting"),
     }
-    // The file tree: tmpfs root and /tmp, each capped at a quarter of the heap.
-    crate::vfs::init(memrep.heap.len_bytes() / 4);
+    // The file tree: the root disk (or a tmpfs), and /tmp capped at a quarter of the heap.
+    println!(
+        "root: {}",
+        crate::vfs::init(info.cmdline.as_str(), memrep.heap.len_bytes() / 4)
+    );
     power::on_orderly_shutdown(crate::vfs::shutdown);
     println!(
         "console: com1 {}{}",

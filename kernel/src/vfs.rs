@@ -10,6 +10,7 @@ use spin::Mutex;
 use xenlet_drivers::blkfront::{BlockDevice, BlockError};
 use xenlet_drivers::blocksync::{self, SyncError, Waiter};
 use xenlet_fs::memfs::MemFs;
+use xenlet_fs::part::{self, Partition};
 use xenlet_fs::vfs::{BoxedFs, Vfs};
 use xenlet_fs::{BlockDev, FsError, IoError, MountOptions};
 
@@ -21,14 +22,59 @@ pub fn now_secs() -> i64 {
     crate::xen::wallclock_secs().unwrap_or(0)
 }
 
-/// Sets up `/` (tmpfs of `root_limit` bytes) with `/tmp` (another tmpfs) and `/mnt`.
-pub fn init(root_limit: u64) {
-    let mut v = Vfs::new(Box::new(MemFs::new(root_limit, now_secs)), "rootfs");
-    for d in ["/tmp", "/mnt", "/etc"] {
+/// The root filesystem `cmdline` asks for: `root=/dev/xvdXN` (or `root=none`), else
+/// partition 1 of xvda when it is a Linux partition (the boot disk, as OpenWrt's
+/// combined image lays it out). Returns the device name, or None for a tmpfs root.
+fn root_device(cmdline: &str) -> Option<String> {
+    if let Some(r) = cmdline
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("root="))
+    {
+        return (r != "none").then(|| String::from(r.strip_prefix("/dev/").unwrap_or(r)));
+    }
+    let (_, d) = open_dev("xvda1").ok()?;
+    matches!(d, Dev::Part(_)).then(|| String::from("xvda1"))
+}
+
+/// Sets up the file tree: the root disk read-write at `/` (see [`root_device`]), or a
+/// tmpfs of `tmp_limit` bytes when there is none or it cannot be mounted; a tmpfs at
+/// `/tmp`; `/mnt`. Returns the boot report's line.
+pub fn init(cmdline: &str, tmp_limit: u64) -> String {
+    let tmpfs = || Box::new(MemFs::new(tmp_limit, now_secs)) as BoxedFs;
+    let (mut v, report) = match root_device(cmdline) {
+        None => (
+            Vfs::new(tmpfs(), "rootfs"),
+            String::from("tmpfs (no root disk)"),
+        ),
+        Some(name) => match open_dev(&name).and_then(|(n, d)| {
+            open_fs(d, None, false)
+                .map(|fs| (n, fs))
+                .map_err(|e| format!("/dev/{name}: {e}"))
+        }) {
+            Ok((n, fs)) => {
+                let line = format!(
+                    "/dev/{n} {}{}",
+                    xenlet_fs::FileSystem::kind(fs.as_ref()),
+                    if fs.read_only() {
+                        ", read-only"
+                    } else {
+                        ", read-write"
+                    }
+                );
+                (Vfs::new(fs, &format!("/dev/{n}")), line)
+            }
+            // A missing or damaged root still gives a shell, with the reason.
+            Err(why) => (Vfs::new(tmpfs(), "rootfs"), format!("tmpfs ({why})")),
+        },
+    };
+    for d in ["/tmp", "/mnt"] {
         let _ = v.mkdir(d, 0o755);
     }
-    let _ = v.mount("/tmp", "tmpfs", Box::new(MemFs::new(root_limit, now_secs)));
+    if let Err(e) = v.mount("/tmp", "tmpfs", tmpfs()) {
+        crate::println!("vfs: /tmp: {e}");
+    }
     *VFS.lock() = Some(v);
+    report
 }
 
 /// Runs `f` on the tree (None before [`init`]).
@@ -102,9 +148,74 @@ impl BlockDev for XvdDev {
     }
 }
 
+/// A disk or one of its MBR partitions.
+pub enum Dev {
+    /// A whole disk (`xvdb`).
+    Whole(XvdDev),
+    /// A partition (`xvda1`).
+    Part(Partition<XvdDev>),
+}
+
+impl BlockDev for Dev {
+    fn size_bytes(&self) -> u64 {
+        match self {
+            Dev::Whole(d) => d.size_bytes(),
+            Dev::Part(p) => p.size_bytes(),
+        }
+    }
+    fn read_only(&self) -> bool {
+        match self {
+            Dev::Whole(d) => d.read_only(),
+            Dev::Part(p) => p.read_only(),
+        }
+    }
+    fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        match self {
+            Dev::Whole(d) => d.read(offset, buf),
+            Dev::Part(p) => p.read(offset, buf),
+        }
+    }
+    fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
+        match self {
+            Dev::Whole(d) => d.write(offset, data),
+            Dev::Part(p) => p.write(offset, data),
+        }
+    }
+    fn flush(&mut self) -> Result<(), IoError> {
+        match self {
+            Dev::Whole(d) => d.flush(),
+            Dev::Part(p) => p.flush(),
+        }
+    }
+}
+
+/// Opens `xvdb` or `xvda1` (with or without `/dev/`): (its name, the device).
+pub fn open_dev(arg: &str) -> Result<(String, Dev), String> {
+    let name = arg.strip_prefix("/dev/").unwrap_or(arg);
+    if let Some(d) = XvdDev::open(name) {
+        return Ok((String::from(name), Dev::Whole(d)));
+    }
+    let disk = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    let num: u8 = name[disk.len()..]
+        .parse()
+        .map_err(|_| format!("{arg}: No such device"))?;
+    let mut d = XvdDev::open(disk).ok_or_else(|| format!("{arg}: No such device"))?;
+    let mut s0 = [0u8; 512];
+    d.read(0, &mut s0).map_err(|e| format!("{disk}: {e}"))?;
+    let table = part::parse_mbr(&s0, d.size_bytes() / 512)
+        .ok_or_else(|| format!("{disk}: no valid MBR partition table"))?;
+    let e = table
+        .iter()
+        .find(|e| e.number == num)
+        .ok_or_else(|| format!("{arg}: No such device"))?;
+    let p = Partition::new(d, e.start_lba, e.sectors)
+        .ok_or_else(|| format!("{name}: partition outside the disk"))?;
+    Ok((String::from(name), Dev::Part(p)))
+}
+
 /// Opens the filesystem on `dev` (ext2 or ext4: the superblock decides; `kind`, if
 /// given, must agree).
-fn open_fs(dev: XvdDev, kind: Option<&str>, read_only: bool) -> Result<BoxedFs, FsError> {
+fn open_fs(dev: Dev, kind: Option<&str>, read_only: bool) -> Result<BoxedFs, FsError> {
     let opts = MountOptions {
         read_only,
         now: now_secs,
@@ -122,9 +233,9 @@ fn open_fs(dev: XvdDev, kind: Option<&str>, read_only: bool) -> Result<BoxedFs, 
 
 /// `mount [-t TYPE] [-o ro] DEV DIR`: returns the line for the kernel log.
 pub fn mount(dev: &str, dir: &str, kind: Option<&str>, read_only: bool) -> Result<String, String> {
-    let d = XvdDev::open(dev).ok_or_else(|| format!("{dev}: No such device"))?;
-    let ro = read_only || d.read_only;
-    let dev_path = format!("/dev/{}", d.name);
+    let (name, d) = open_dev(dev)?;
+    let ro = read_only || d.read_only();
+    let dev_path = format!("/dev/{name}");
     let fs = open_fs(d, kind, ro).map_err(|e| format!("{dev}: {e}"))?;
     let line = format!(
         "{} on {dir}: {}{}",

@@ -8,8 +8,8 @@
 //! sector 0          MBR: boot.img's first 440 bytes, disk signature, partition table, 55 AA
 //! sectors 1..=N     core.img (diskboot.img + lzma decompressor + GRUB kernel + modules)
 //! ...               zero up to 1 MiB
-//! sector 2048..     partition 1 (type 0x83, active): ext2 with
-//!                   /boot/xenlet.elf and /boot/grub/grub.cfg
+//! sector 2048..     partition 1 (type 0x83, active): the ext4 root filesystem with
+//!                   /boot/xenlet.elf, /boot/grub/grub.cfg and /etc/config/
 //! ```
 //!
 //! It is built with no loop device, mount or root privilege. This is what
@@ -27,8 +27,9 @@
 //! - Like grub-bios-setup on a hard disk, the two-byte jump at boot.img offset 0x66 is
 //!   replaced by NOPs, which enables the workaround for BIOSes passing a bad boot
 //!   drive in DL.
-//! - The partition's ext2 file system is made in a separate file with `mke2fs -d`
-//!   (e2fsprogs) and copied to 1 MiB.
+//! - The partition's ext4 file system is made in a separate file with `mke2fs -d`
+//!   (e2fsprogs) from the kernel, the GRUB config and `xtask/rootfs/` (OpenWrt's
+//!   `/etc/config` defaults), and copied to 1 MiB. Xenlet mounts it read-write at `/`.
 //!
 //! GRUB comes from Debian bookworm's `grub-pc-bin` and `grub-common`, fetched with
 //! `apt-get download` and unpacked with `dpkg-deb -x` into `~/.cache/xenlet/grub`;
@@ -45,7 +46,7 @@ const IMAGE_MIB: usize = 16;
 /// First sector of partition 1: 1 MiB, as fdisk and OpenWrt align it. The sectors
 /// before it hold the MBR and core.img.
 pub const PART_START_LBA: u32 = 2048;
-/// MBR partition type of partition 1: Linux (ext2).
+/// MBR partition type of partition 1: Linux.
 pub const PART_TYPE_LINUX: u8 = 0x83;
 /// MBR disk signature (offset 0x1b8): "XENL".
 const DISK_SIGNATURE: u32 = u32::from_le_bytes(*b"XENL");
@@ -349,19 +350,24 @@ pub fn build_from(kernel: &Path, out: &Path) -> Result<()> {
     std::fs::create_dir_all(tree.join("boot/grub"))?;
     std::fs::copy(kernel, tree.join("boot/xenlet.elf"))?;
     std::fs::write(tree.join("boot/grub/grub.cfg"), GRUB_CFG)?;
-    let fs_path = work.join("boot.ext2");
+    // OpenWrt's shape: the configuration in /etc/config, and the mount points.
+    copy_tree(&workspace_root().join("xtask/rootfs"), &tree)?;
+    for d in ["tmp", "mnt"] {
+        std::fs::create_dir_all(tree.join(d))?;
+    }
+    let fs_path = work.join("root.ext4");
     std::fs::File::create(&fs_path)?.set_len(fs_bytes as u64)?;
     run(
         Command::new(&mke2fs)
-            .args(["-q", "-F", "-t", "ext2", "-L", "xenlet", "-m", "0"])
+            .args(["-q", "-F", "-t", "ext4", "-L", "rootfs", "-m", "0"])
             .args(["-E", "root_owner=0:0", "-d"])
             .arg(&tree)
             .arg(&fs_path),
-        "mke2fs -d (ext2 partition)",
+        "mke2fs -t ext4 -d (root partition)",
     )?;
     let fs = std::fs::read(&fs_path)?;
     step(&format!(
-        "ext2 partition: {} MiB with /boot/xenlet.elf ({} KiB) and /boot/grub/grub.cfg",
+        "ext4 root partition: {} MiB with /boot/xenlet.elf ({} KiB), /boot/grub/grub.cfg, /etc/config/",
         fs.len() / MIB,
         kernel_len.div_ceil(1024)
     ));
@@ -375,7 +381,7 @@ pub fn build_from(kernel: &Path, out: &Path) -> Result<()> {
     std::fs::rename(&tmp, out)?;
     let core_sectors = core.len().div_ceil(SECTOR);
     step(&format!(
-        "image {} ({} MiB): MBR at 0, core.img at sectors 1-{} (0x200-{:#x}), partition 1 ext2 at sector {} ({:#x}), {} MiB",
+        "image {} ({} MiB): MBR at 0, core.img at sectors 1-{} (0x200-{:#x}), partition 1 ext4 at sector {} ({:#x}), {} MiB",
         out.display(),
         image_bytes / MIB,
         core_sectors,
@@ -384,6 +390,21 @@ pub fn build_from(kernel: &Path, out: &Path) -> Result<()> {
         PART_START_LBA as usize * SECTOR,
         fs.len() / MIB,
     ));
+    Ok(())
+}
+
+/// Copies the files under `from` into `to` (directories made as needed).
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let dst = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            std::fs::create_dir_all(&dst)?;
+            copy_tree(&e.path(), &dst)?;
+        } else {
+            std::fs::copy(e.path(), &dst)?;
+        }
+    }
     Ok(())
 }
 
