@@ -16,7 +16,7 @@ use xenlet_fs::vfs::Handle;
 use xenlet_fs::FsError;
 
 /// Largest piece moved at once.
-pub const CHUNK: u64 = 1 << 20;
+pub const CHUNK: u64 = 256 << 10;
 
 /// One side of the copy.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -271,10 +271,12 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         ),
         None => println!("acpi: no tables found; poweroff falls back to halting"),
     }
-    // The file tree: the root disk (or a tmpfs), and /tmp capped at a quarter of the heap.
+    // The file tree: the root disk (or a tmpfs), /tmp capped at a quarter of the heap,
+    // each ext mount's caches at a quarter too.
+    let quarter = memrep.heap.len_bytes() / 4;
     println!(
         "root: {}",
-        crate::vfs::init(info.cmdline.as_str(), memrep.heap.len_bytes() / 4)
+        crate::vfs::init(info.cmdline.as_str(), quarter, quarter as usize)
     );
     power::on_orderly_shutdown(crate::vfs::shutdown);
     println!(

@@ -6,6 +6,7 @@ use crate::{clock, frontends};
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
+use core::sync::atomic::{AtomicUsize, Ordering};
 use spin::Mutex;
 use xenlet_drivers::blkfront::{BlockDevice, BlockError};
 use xenlet_drivers::blocksync::{self, SyncError, Waiter};
@@ -15,6 +16,8 @@ use xenlet_fs::vfs::{BoxedFs, Vfs};
 use xenlet_fs::{BlockDev, FsError, IoError, MountOptions};
 
 static VFS: Mutex<Option<Vfs>> = Mutex::new(None);
+/// Memory each ext mount may use for its caches (set at [`init`]).
+static CACHE_BYTES: AtomicUsize = AtomicUsize::new(1 << 20);
 
 /// Wall-clock seconds for file times: Xen's wall clock, else 0 (plain QEMU has no
 /// clock source wired up yet).
@@ -38,8 +41,10 @@ fn root_device(cmdline: &str) -> Option<String> {
 
 /// Sets up the file tree: the root disk read-write at `/` (see [`root_device`]), or a
 /// tmpfs of `tmp_limit` bytes when there is none or it cannot be mounted; a tmpfs at
-/// `/tmp`; `/mnt`. Returns the boot report's line.
-pub fn init(cmdline: &str, tmp_limit: u64) -> String {
+/// `/tmp`; `/mnt`. Each ext mount caches up to `cache_bytes`. Returns the boot
+/// report's line.
+pub fn init(cmdline: &str, tmp_limit: u64, cache_bytes: usize) -> String {
+    CACHE_BYTES.store(cache_bytes, Ordering::Relaxed);
     let tmpfs = || Box::new(MemFs::new(tmp_limit, now_secs)) as BoxedFs;
     let (mut v, report) = match root_device(cmdline) {
         None => (
@@ -220,7 +225,8 @@ fn open_fs(dev: Dev, kind: Option<&str>, read_only: bool) -> Result<BoxedFs, FsE
         read_only,
         now: now_secs,
     };
-    let fs = xenlet_fs::ext::Ext::mount(dev, opts)?;
+    let mut fs = xenlet_fs::ext::Ext::mount(dev, opts)?;
+    fs.set_cache_bytes(CACHE_BYTES.load(Ordering::Relaxed));
     if let Some(k) = kind {
         let real = xenlet_fs::FileSystem::kind(&fs);
         // ext4's driver mounts ext2 and ext3 too, as Linux's does.

@@ -36,6 +36,12 @@ impl BlockCache {
         }
     }
 
+    /// Changes the number of blocks kept (at least 16); takes effect as blocks are
+    /// next evicted.
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit.max(16);
+    }
+
     fn tick(&mut self) -> u64 {
         self.clock += 1;
         self.clock

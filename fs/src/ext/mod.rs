@@ -101,6 +101,11 @@ pub struct Ext<D: BlockDev> {
     sb_dirty: bool,
     /// I/O counters.
     pub stats: ExtStats,
+    /// File data held back before it is allocated and written (see
+    /// [`Ext::set_cache_bytes`]).
+    flush_bytes: usize,
+    /// Largest single device write.
+    max_io: usize,
 }
 
 /// The journal hook: a filesystem whose journal needs replaying is refused until jbd2
@@ -130,6 +135,17 @@ fn check_name(name: &str) -> Result<&[u8], FsError> {
 }
 
 impl<D: BlockDev> Ext<D> {
+    /// Bounds the memory this mount uses for file data waiting to be written and
+    /// for cached metadata to about `bytes` (the kernel gives a share of its heap; a
+    /// 32 MiB guest has a heap of a few MiB). Streaming writes still reach the disk in
+    /// runs of up to a quarter of it (at most 4 MiB).
+    pub fn set_cache_bytes(&mut self, bytes: usize) {
+        let bs = self.sb.block_size as usize;
+        self.max_io = (bytes / 4).clamp(64 * 1024, MAX_IO) / bs * bs;
+        self.flush_bytes = (bytes / 4).clamp(64 * 1024, FLUSH_BYTES);
+        self.cache.set_limit(bytes / 2 / bs);
+    }
+
     /// Mounts the filesystem on `dev`. Unknown incompatible features refuse the mount;
     /// unknown read-only-compatible ones (or a read-only device) mount read-only.
     pub fn mount(mut dev: D, opts: MountOptions) -> Result<Ext<D>, FsError> {
@@ -207,6 +223,8 @@ impl<D: BlockDev> Ext<D> {
             kind,
             sb_dirty: false,
             stats: ExtStats::default(),
+            flush_bytes: FLUSH_BYTES,
+            max_io: MAX_IO,
             sb,
         };
         if !fs.ro {
@@ -929,7 +947,10 @@ impl<D: BlockDev> Ext<D> {
                 }
             };
             let data = &pending[&lblk].data;
-            if run.is_empty() || pblk != run_start + run.len() as u64 / bs || run.len() >= MAX_IO {
+            if run.is_empty()
+                || pblk != run_start + run.len() as u64 / bs
+                || run.len() >= self.max_io
+            {
                 if !run.is_empty() {
                     self.dev.write(run_start * bs, &run)?;
                     self.stats.data_writes += 1;
@@ -1266,6 +1287,7 @@ impl<D: BlockDev> Ext<D> {
         let total = (buf.len() as u64).min(size - offset) as usize;
         self.ensure_map(ino)?;
         let bs = self.sb.block_size as u64;
+        let max_io = self.max_io as u64;
         let mut done = 0usize;
         while done < total {
             let pos = offset + done as u64;
@@ -1283,7 +1305,7 @@ impl<D: BlockDev> Ext<D> {
                 Some((pblk, false, left)) => {
                     // Read a physically contiguous run (stopping at buffered blocks).
                     let want_blocks = ((boff + total - done) as u64).div_ceil(bs);
-                    let mut nblk = left.min(want_blocks).min(MAX_IO as u64 / bs).max(1);
+                    let mut nblk = left.min(want_blocks).min(max_io / bs).max(1);
                     if let Some((&k, _)) = n.pending.range(lblk + 1..).next() {
                         nblk = nblk.min(k - lblk);
                     }
@@ -1393,7 +1415,7 @@ impl<D: BlockDev> Ext<D> {
             n.inode.set_ctime(now);
             n.dirty = true;
         }
-        if self.pending_bytes >= FLUSH_BYTES {
+        if self.pending_bytes >= self.flush_bytes {
             self.flush_all_data()?;
         }
         match (done, err) {
