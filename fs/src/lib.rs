@@ -14,6 +14,7 @@ extern crate alloc;
 pub mod blockdev;
 pub mod crc32c;
 pub mod error;
+pub mod journal;
 pub mod types;
 
 pub use blockdev::{BlockDev, IoError};
