@@ -178,6 +178,22 @@ fn block_offset<D: BlockDev>(dev: &D, block_size: u32, block: u64) -> Option<u64
     (end <= dev.size_bytes()).then_some(off)
 }
 
+/// The byte offset of journal block `jblock` on the device, through `map`.
+fn locate<D: BlockDev>(
+    dev: &D,
+    map: &dyn Fn(u64) -> Option<u64>,
+    block_size: u32,
+    jblock: u64,
+) -> Result<u64, FsError> {
+    let phys = map(jblock)
+        .ok_or_else(|| FsError::Corrupt(format!("journal block {jblock} is not mapped")))?;
+    block_offset(dev, block_size, phys).ok_or_else(|| {
+        FsError::Corrupt(format!(
+            "journal block {jblock} maps to block {phys}, outside the device"
+        ))
+    })
+}
+
 /// Reads journal block `jblock` into `buf` without knowing the superblock yet.
 fn read_mapped<D: BlockDev>(
     dev: &mut D,
@@ -186,13 +202,7 @@ fn read_mapped<D: BlockDev>(
     jblock: u64,
     buf: &mut [u8],
 ) -> Result<(), FsError> {
-    let phys = map(jblock)
-        .ok_or_else(|| FsError::Corrupt(format!("journal block {jblock} is not mapped")))?;
-    let off = block_offset(dev, block_size, phys).ok_or_else(|| {
-        FsError::Corrupt(format!(
-            "journal block {jblock} maps to block {phys}, outside the device"
-        ))
-    })?;
+    let off = locate(dev, map, block_size, jblock)?;
     dev.read(off, buf)?;
     Ok(())
 }
@@ -229,14 +239,22 @@ impl<'a, D: BlockDev> Journal<'a, D> {
         })
     }
 
-    fn read(&mut self, jblock: u32, buf: &mut [u8]) -> Result<(), FsError> {
+    /// The byte offset of log block `jblock` (checked against `s_maxlen`, the map and
+    /// the device).
+    fn locate(&self, jblock: u32) -> Result<u64, FsError> {
         if jblock >= self.sb.max_len {
             return Err(FsError::Corrupt(format!(
                 "journal block {jblock} past s_maxlen {}",
                 self.sb.max_len
             )));
         }
-        read_mapped(self.dev, self.map, self.block_size, u64::from(jblock), buf)
+        locate(self.dev, self.map, self.block_size, u64::from(jblock))
+    }
+
+    fn read(&mut self, jblock: u32, buf: &mut [u8]) -> Result<(), FsError> {
+        let off = self.locate(jblock)?;
+        self.dev.read(off, buf)?;
+        Ok(())
     }
 
     /// `pos` moved on by `n` log blocks, wrapping from `s_maxlen` to `s_first`.
@@ -302,6 +320,9 @@ fn scan<D: BlockDev>(j: &mut Journal<'_, D>) -> Result<(Vec<Transaction>, LogEnd
                 }
                 let d = DescriptorBlock::parse(&buf, &j.sb);
                 for tag in d.tags {
+                    // Data blocks are read in the replay pass only: make sure now
+                    // that they can be, so that replay never stops half way.
+                    j.locate(pos)?;
                     cur.tags.push((tag, pos));
                     pos = j.advance(pos, 1);
                     walked += 1;
