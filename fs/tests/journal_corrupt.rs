@@ -343,6 +343,20 @@ fn impossible_superblocks_are_refused() {
             Box::new(move |s| s.copy_within(0x10..0x14, 0x14)),
         ),
         (
+            "s_first = s_maxlen, journal clean",
+            Box::new(move |s| {
+                s.copy_within(0x10..0x14, 0x14);
+                s[0x1c..0x20].fill(0);
+            }),
+        ),
+        (
+            "s_first = 0, journal clean",
+            Box::new(move |s| {
+                s[0x14..0x18].fill(0);
+                s[0x1c..0x20].fill(0);
+            }),
+        ),
+        (
             "s_first > s_maxlen",
             Box::new(move |s| s[0x14..0x18].copy_from_slice(&be(5000))),
         ),
