@@ -85,7 +85,7 @@ pub struct ReplayStats {
     pub first_tid: u32,
     /// The first transaction *not* replayed: the log ended there.
     pub end_tid: u32,
-    /// Blocks written to their home location.
+    /// Blocks written to their home location (by [`check`]: that would be).
     pub blocks_replayed: u64,
     /// Tagged blocks skipped because a transaction at least as new revoked them.
     pub revoked: u64,
@@ -389,6 +389,26 @@ pub fn replay<D: BlockDev>(
     block_size: u32,
     map: &dyn Fn(u64) -> Option<u64>,
 ) -> Result<ReplayStats, FsError> {
+    run(dev, block_size, map, true)
+}
+
+/// What [`replay`] would do, without writing anything (all three passes, data
+/// checksums included): for a read-only mount that has to say the filesystem needs
+/// recovery, or for `dmesg`. Works on a read-only device.
+pub fn check<D: BlockDev>(
+    dev: &mut D,
+    block_size: u32,
+    map: &dyn Fn(u64) -> Option<u64>,
+) -> Result<ReplayStats, FsError> {
+    run(dev, block_size, map, false)
+}
+
+fn run<D: BlockDev>(
+    dev: &mut D,
+    block_size: u32,
+    map: &dyn Fn(u64) -> Option<u64>,
+    write: bool,
+) -> Result<ReplayStats, FsError> {
     let mut j = Journal::open(dev, block_size, map)?;
     let mut stats = ReplayStats {
         transactions: 0,
@@ -403,7 +423,7 @@ pub fn replay<D: BlockDev>(
     if j.sb.start == 0 {
         return Ok(stats);
     }
-    if j.dev.read_only() {
+    if write && j.dev.read_only() {
         return Err(FsError::ReadOnly);
     }
 
@@ -462,9 +482,14 @@ pub fn replay<D: BlockDev>(
             }
             let off = block_offset(j.dev, block_size, tag.block)
                 .ok_or(FsError::Invalid("replayed block outside the device"))?;
-            j.dev.write(off, &buf)?;
+            if write {
+                j.dev.write(off, &buf)?;
+            }
             stats.blocks_replayed += 1;
         }
+    }
+    if !write {
+        return Ok(stats);
     }
     j.dev.flush()?;
 

@@ -143,7 +143,13 @@ fn home(disk: &[u8], b: u64) -> &[u8] {
 fn intact_log_replays_three_transactions() {
     let b = base("intact", "jo -c");
     let mut d = b.memdisk();
+    // A dry run on a read-only device: the same answer, nothing written.
+    d.read_only = true;
+    let dry = journal::check(&mut d, BS, &b.lookup()).unwrap();
+    assert!(d.bytes == b.disk);
+    d.read_only = false;
     let s = b.replay(&mut d).unwrap();
+    assert_eq!(dry, s);
     assert_eq!(s.transactions, 3);
     assert_eq!(s.blocks_replayed, 18);
     assert!(s.is_clean());
@@ -201,7 +207,9 @@ fn bad_data_checksum_skips_that_block_only() {
     let desc = b.find(2, 1);
     let r = b.jblock(desc + 2); // T2's second data block
     d.bytes[r.start + 500] ^= 0x80;
+    let dry = journal::check(&mut d, BS, &b.lookup()).unwrap();
     let s = b.replay(&mut d).unwrap();
+    assert_eq!(dry, s);
     assert_eq!(s.transactions, 3, "{s:?}");
     assert_eq!(s.data_csum_errors, 1);
     assert_eq!(s.blocks_replayed, 17);

@@ -20,7 +20,10 @@ fn replay_both(dir: &TempDir, img: &Path, bs: u32) -> (ReplayStats, Vec<u8>, Vec
     let map = journal_map(img);
     let mut dev = FileDev::open(&ours);
     let lookup = |j: u64| map.get(j as usize).copied();
+    let dry = journal::check(&mut dev, bs, &lookup).expect("check failed");
+    assert_eq!(dev.writes, 0, "check wrote");
     let stats = journal::replay(&mut dev, bs, &lookup).expect("replay failed");
+    assert_eq!(dry, stats, "check and replay disagree");
     assert!(
         dev.flushes >= 2,
         "replay must flush before and after the superblock"
