@@ -157,6 +157,15 @@ fn scenario(f: &Fixture, jo: &str) -> (Vec<u64>, Vec<Vec<u8>>) {
 }
 
 fn check_scenario(f: &Fixture, jo: &str) {
+    check_scenario_from(f, jo, 1);
+}
+
+/// The scenario with the journal's first transaction ID `tid0` (set in the journal
+/// superblock before debugfs writes the log).
+fn check_scenario_from(f: &Fixture, jo: &str, tid0: u32) {
+    if tid0 != 1 {
+        set_journal_sequence(&f.img, f.bs, tid0);
+    }
     let (free, blocks) = scenario(f, jo);
     let logged = logged_blocks(&f.img);
     assert!(logged.len() >= 155, "logdump shows {} tags", logged.len());
@@ -166,7 +175,11 @@ fn check_scenario(f: &Fixture, jo: &str) {
     assert_same_but_superblock(&ours, &theirs, f.bs);
 
     assert_eq!(stats.transactions, 3, "{stats:?}");
-    assert_eq!((stats.first_tid, stats.end_tid), (1, 4), "{stats:?}");
+    assert_eq!(
+        (stats.first_tid, stats.end_tid),
+        (tid0, tid0.wrapping_add(3)),
+        "{stats:?}"
+    );
     // 150 - 2 revoked + 2 + 2 written: free[1] and free[2] revoked in T2 (free[2] then
     // logged again in T3).
     assert_eq!(stats.blocks_replayed, 152, "{stats:?}");
@@ -193,7 +206,7 @@ fn check_scenario(f: &Fixture, jo: &str) {
     }
     // Journal marked empty, sequence one past the log's end (as e2fsck does).
     let sb = jsb(&ours, bs, &map);
-    assert_eq!((sb.start, sb.sequence), (0, 5));
+    assert_eq!((sb.start, sb.sequence), (0, tid0.wrapping_add(4)));
     assert_eq!(sb, jsb(&theirs, bs, &map));
     assert_eq!(block(&ours, bs, map[0]), block(&theirs, bs, map[0]));
 
@@ -216,6 +229,29 @@ fn csum_v3_1k_blocks_matches_e2fsck() {
     let sb = journal::read_superblock(&mut dev, 1024, &|j| map.get(j as usize).copied()).unwrap();
     assert!(sb.csum_v3() && sb.is_64bit(), "{sb}");
     assert!(sb.to_string().contains("csum_v3"), "{sb}");
+}
+
+/// Sets `s_sequence` of a clean journal (fixing the checksum if it has one).
+fn set_journal_sequence(img: &Path, bs: u32, seq: u32) {
+    let map = journal_map(img);
+    let mut data = fs::read(img).unwrap();
+    let off = (map[0] * bs as u64) as usize;
+    let sb = jsb(&data, bs, &map);
+    assert_eq!(sb.start, 0);
+    data[off + 0x18..off + 0x1c].copy_from_slice(&seq.to_be_bytes());
+    if sb.has_csum() {
+        let c = JournalSuperblock::compute_checksum(&data[off..off + 1024]);
+        data[off + 0xfc..off + 0x100].copy_from_slice(&c.to_be_bytes());
+    }
+    fs::write(img, data).unwrap();
+}
+
+#[test]
+fn transaction_ids_wrapping_past_u32_max_match_e2fsck() {
+    // T1..T4 are 0xfffffffe, 0xffffffff, 0, 1: the revoke in 0xffffffff must still
+    // win over 0xfffffffe and lose to 0.
+    let f = fixture("tidwrap", 1024, "64M", &[]);
+    check_scenario_from(&f, "jo -c", 0xffff_fffe);
 }
 
 #[test]
