@@ -503,3 +503,17 @@ fn run<D: BlockDev>(
     j.dev.flush()?;
     Ok(stats)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tid_order_wraps() {
+        assert!(tid_gt(1, 0));
+        assert!(!tid_gt(0, 0));
+        assert!(tid_gt(0, u32::MAX));
+        assert!(!tid_gt(u32::MAX, 0));
+        assert!(tid_gt(0x8000_0000 - 1 + 5, 5));
+    }
+}

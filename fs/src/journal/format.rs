@@ -595,3 +595,172 @@ impl RevokeBlock {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sb_with(incompat: u32) -> JournalSuperblock {
+        let mut raw = alloc::vec![0u8; 1024];
+        raw[0..4].copy_from_slice(&MAGIC.to_be_bytes());
+        raw[4..8].copy_from_slice(&4u32.to_be_bytes());
+        raw[0x0c..0x10].copy_from_slice(&1024u32.to_be_bytes());
+        raw[0x10..0x14].copy_from_slice(&1024u32.to_be_bytes());
+        raw[0x14..0x18].copy_from_slice(&1u32.to_be_bytes());
+        raw[0x28..0x2c].copy_from_slice(&incompat.to_be_bytes());
+        raw[0x50] = CHECKSUM_TYPE_CRC32C;
+        let c = JournalSuperblock::compute_checksum(&raw);
+        raw[0xfc..0x100].copy_from_slice(&c.to_be_bytes());
+        let sb = JournalSuperblock::parse(&raw).unwrap();
+        sb.validate(&raw, 1024).unwrap();
+        sb
+    }
+
+    #[test]
+    fn tag_sizes_follow_journal_tag_bytes() {
+        use feature::*;
+        for (incompat, bytes) in [
+            (0, 8),
+            (INCOMPAT_64BIT, 12),
+            (INCOMPAT_CSUM_V2, 10),
+            (INCOMPAT_CSUM_V2 | INCOMPAT_64BIT, 14),
+            (INCOMPAT_CSUM_V3, 16),
+            (INCOMPAT_CSUM_V3 | INCOMPAT_64BIT, 16),
+        ] {
+            assert_eq!(sb_with(incompat).tag_bytes(), bytes, "{incompat:#x}");
+        }
+    }
+
+    #[test]
+    fn v1_superblock_has_no_features() {
+        let mut raw = alloc::vec![0xffu8; 1024];
+        raw[0..4].copy_from_slice(&MAGIC.to_be_bytes());
+        raw[4..8].copy_from_slice(&3u32.to_be_bytes());
+        let sb = JournalSuperblock::parse(&raw).unwrap();
+        assert_eq!(sb.version, 1);
+        assert_eq!(
+            (sb.feature_compat, sb.feature_incompat, sb.feature_ro_compat),
+            (0, 0, 0)
+        );
+        assert!(JournalSuperblock::parse(&raw[..1000]).is_err());
+    }
+
+    #[test]
+    fn descriptor_tags_v2_32bit() {
+        let sb = sb_with(feature::INCOMPAT_CSUM_V2);
+        let mut b = alloc::vec![0u8; 1024];
+        b[0..4].copy_from_slice(&MAGIC.to_be_bytes());
+        b[4..8].copy_from_slice(&1u32.to_be_bytes());
+        b[8..12].copy_from_slice(&9u32.to_be_bytes());
+        // Tag 1 (10 bytes) + UUID (16), tag 2 (10 bytes, SAME_UUID | LAST_TAG).
+        b[12..16].copy_from_slice(&100u32.to_be_bytes());
+        b[16..18].copy_from_slice(&0xabcdu16.to_be_bytes());
+        b[18..20].copy_from_slice(&1u16.to_be_bytes()); // ESCAPE
+        b[38..42].copy_from_slice(&200u32.to_be_bytes());
+        b[44..46].copy_from_slice(&10u16.to_be_bytes());
+        let d = DescriptorBlock::parse(&b, &sb);
+        assert_eq!(d.sequence, 9);
+        assert_eq!(
+            d.tags,
+            [
+                BlockTag {
+                    block: 100,
+                    flags: tag_flag::ESCAPE,
+                    checksum: 0xabcd
+                },
+                BlockTag {
+                    block: 200,
+                    flags: tag_flag::SAME_UUID | tag_flag::LAST_TAG,
+                    checksum: 0
+                },
+            ]
+        );
+        // Without LAST_TAG the tags run to the tail: zeroed tags have no SAME_UUID, so
+        // each takes 10 + 16 bytes from offset 48 while one more fits before 1020.
+        b[44..46].copy_from_slice(&2u16.to_be_bytes());
+        let d = DescriptorBlock::parse(&b, &sb);
+        assert_eq!(d.tags.len(), 2 + (1020 - 10 - 48) / 26 + 1);
+        // 16-bit data checksums compare the low half.
+        let data = [7u8; 1024];
+        let seed = sb.csum_seed();
+        let tag = BlockTag {
+            block: 1,
+            flags: 0,
+            checksum: data_block_csum(seed, 9, &data) & 0xffff,
+        };
+        assert!(tag.data_ok(&sb, seed, 9, &data));
+        assert!(!tag.data_ok(&sb, seed, 10, &data));
+    }
+
+    #[test]
+    fn revoke_records_and_counts() {
+        let sb32 = sb_with(0);
+        let sb64 = sb_with(feature::INCOMPAT_64BIT | feature::INCOMPAT_CSUM_V3);
+        let mut b = alloc::vec![0u8; 1024];
+        for i in 0..8u32 {
+            b[16 + 4 * i as usize..20 + 4 * i as usize].copy_from_slice(&(i + 1).to_be_bytes());
+        }
+        let set = |b: &mut [u8], n: u32| b[12..16].copy_from_slice(&n.to_be_bytes());
+        set(&mut b, 16 + 12);
+        assert_eq!(RevokeBlock::parse(&b, &sb32).unwrap().blocks, [1, 2, 3]);
+        assert_eq!(
+            RevokeBlock::parse(&b, &sb64).unwrap().blocks,
+            [(1 << 32) | 2]
+        );
+        set(&mut b, 3);
+        assert!(RevokeBlock::parse(&b, &sb32).unwrap().blocks.is_empty());
+        set(&mut b, 1024);
+        assert_eq!(RevokeBlock::parse(&b, &sb32).unwrap().blocks.len(), 252);
+        assert!(RevokeBlock::parse(&b, &sb64).is_err()); // into the csum tail
+        set(&mut b, u32::MAX);
+        assert!(RevokeBlock::parse(&b, &sb32).is_err());
+        assert!(RevokeBlock::parse(&b[..10], &sb32).is_err());
+    }
+
+    #[test]
+    fn checksummed_blocks_round_trip() {
+        let seed = 0x1234_5678;
+        let mut b = alloc::vec![0x5au8; 1024];
+        let c = crc_with_hole(seed, &b, 1020);
+        b[1020..].copy_from_slice(&c.to_be_bytes());
+        assert!(block_tail_ok(&b, seed));
+        b[3] ^= 1;
+        assert!(!block_tail_ok(&b, seed));
+        assert!(!block_tail_ok(&b[..8], seed));
+        let c = crc_with_hole(seed, &b, 16);
+        b[16..20].copy_from_slice(&c.to_be_bytes());
+        assert!(CommitBlock::checksum_ok(&b, seed));
+        assert!(!CommitBlock::checksum_ok(&b, seed ^ 1));
+        let cb = CommitBlock::parse(&b).unwrap();
+        assert_eq!(cb.checksum, c);
+        assert!(CommitBlock::parse(&b[..63]).is_none());
+    }
+
+    #[test]
+    fn headers() {
+        assert_eq!(BlockHeader::parse(&[0u8; 12]), None);
+        assert_eq!(BlockHeader::parse(&MAGIC.to_be_bytes()), None);
+        let mut b = [0u8; 12];
+        b[0..4].copy_from_slice(&MAGIC.to_be_bytes());
+        b[4..8].copy_from_slice(&77u32.to_be_bytes());
+        b[8..12].copy_from_slice(&3u32.to_be_bytes());
+        assert_eq!(
+            BlockHeader::parse(&b),
+            Some(BlockHeader {
+                block_type: BlockType::Other(77),
+                sequence: 3
+            })
+        );
+    }
+
+    #[test]
+    fn display() {
+        let sb = sb_with(feature::INCOMPAT_64BIT | feature::INCOMPAT_CSUM_V3);
+        let s = alloc::format!("{sb}");
+        assert_eq!(
+            s,
+            "jbd2 v2: 1024 blocks of 1024 bytes, log from 1, clean (next transaction 0), \
+             features: 64bit csum_v3"
+        );
+    }
+}
