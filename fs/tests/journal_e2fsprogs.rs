@@ -383,3 +383,50 @@ fn wraparound_csum_v3_matches_e2fsck() {
 fn wraparound_no_csum_matches_e2fsck() {
     check_wraparound("jo", "wrap-nocsum");
 }
+
+#[test]
+fn stale_transactions_after_the_log_are_ignored() {
+    // An old log, replayed by e2fsck (journal empty, sequence advanced); then a new log
+    // from s_first that overwrites only the old log's first transaction: the blocks
+    // after it are stale metadata of older transactions, which must end the log.
+    let f = fixture("stale", 1024, "64M", &[]);
+    let free = free_blocks(&f.img, 40, 30000);
+    let data = f.dir.path("data");
+    let blocks = data_file(&data, 1024, 10, 3);
+    let d = data.to_str().unwrap();
+    let old = format!(
+        "jo -c\njw -b {} {d}\njw -b {} {d}\njw -b {} {d}\njc\n",
+        list(&free[0..10]),
+        list(&free[10..20]),
+        list(&free[20..30])
+    );
+    debugfs_script(&f.dir, &f.img, &old);
+    let o = run(
+        "e2fsck",
+        &["-y", "-E", "journal_only", f.img.to_str().unwrap()],
+    );
+    assert!(matches!(o.status.code(), Some(0) | Some(1)), "{o:?}");
+    let map = journal_map(&f.img);
+    let sb = jsb(&fs::read(&f.img).unwrap(), 1024, &map);
+    assert_eq!((sb.start, sb.sequence), (0, 5));
+    // Zero the old transactions' home blocks so a stale replay would show.
+    let script: String = free[..30]
+        .iter()
+        .map(|b| format!("zap_block -p 0 {b}\n"))
+        .collect();
+    debugfs_script(&f.dir, &f.img, &script);
+    let new = format!("jo\njw -b {} {d}\njc\n", list(&free[30..40]));
+    debugfs_script(&f.dir, &f.img, &new);
+    let (stats, ours, theirs) = replay_both(&f.dir, &f.img, 1024);
+    assert_same_but_superblock(&ours, &theirs, 1024);
+    assert_eq!((stats.first_tid, stats.end_tid), (5, 6), "{stats:?}");
+    assert_eq!(stats.blocks_replayed, 10);
+    assert!(
+        matches!(stats.log_end, LogEnd::EndOfLog { block: 13 }),
+        "{stats:?}"
+    );
+    for i in 0..10 {
+        assert_eq!(block(&ours, 1024, free[30 + i]), &blocks[i][..]);
+        assert!(block(&ours, 1024, free[10 + i]).iter().all(|&x| x == 0));
+    }
+}
