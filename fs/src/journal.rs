@@ -35,6 +35,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
 
+/// The most log data read at once in the replay pass.
+const RUN_BYTES: usize = 256 * 1024;
+
 /// Transaction ID `a` is after `b` (wrapping arithmetic, jbd2's `tid_gt`).
 pub fn tid_gt(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) > 0
@@ -463,29 +466,53 @@ fn run<D: BlockDev>(
         }
     }
 
-    // Pass 3: replay.
+    // Pass 3: replay. Logged copies that follow each other on the device are read
+    // together (up to RUN_BYTES), as the journal is usually one extent.
     let seed = j.sb.csum_seed();
-    let mut buf = vec![0u8; block_size as usize];
+    let bsz = block_size as usize;
+    let max_run = (RUN_BYTES / bsz).max(1);
+    let mut run = vec![0u8; max_run * bsz];
     for t in &txns {
-        for &(tag, jblock) in &t.tags {
+        let tags = &t.tags;
+        let mut i = 0;
+        while i < tags.len() {
+            let (tag, jblock) = tags[i];
             if is_revoked(tag.block, t.tid) {
                 stats.revoked += 1;
+                i += 1;
                 continue;
             }
-            j.read(jblock, &mut buf)?;
-            if !tag.data_ok(&j.sb, seed, t.tid, &buf) {
-                stats.data_csum_errors += 1;
-                continue;
+            let first = j.locate(jblock)?;
+            let mut n = 1;
+            while i + n < tags.len() && n < max_run {
+                let (next, nj) = tags[i + n];
+                if is_revoked(next.block, t.tid)
+                    || u64::from(nj) != u64::from(jblock) + n as u64
+                    || j.locate(nj)? != first + (n * bsz) as u64
+                {
+                    break;
+                }
+                n += 1;
             }
-            if tag.flags & format::tag_flag::ESCAPE != 0 {
-                buf[..4].copy_from_slice(&format::MAGIC.to_be_bytes());
+            let run = &mut run[..n * bsz];
+            j.dev.read(first, run)?;
+            for (k, data) in run.chunks_exact_mut(bsz).enumerate() {
+                let tag = tags[i + k].0;
+                if !tag.data_ok(&j.sb, seed, t.tid, data) {
+                    stats.data_csum_errors += 1;
+                    continue;
+                }
+                if tag.flags & format::tag_flag::ESCAPE != 0 {
+                    data[..4].copy_from_slice(&format::MAGIC.to_be_bytes());
+                }
+                let off = block_offset(j.dev, block_size, tag.block)
+                    .ok_or(FsError::Invalid("replayed block outside the device"))?;
+                if write {
+                    j.dev.write(off, data)?;
+                }
+                stats.blocks_replayed += 1;
             }
-            let off = block_offset(j.dev, block_size, tag.block)
-                .ok_or(FsError::Invalid("replayed block outside the device"))?;
-            if write {
-                j.dev.write(off, &buf)?;
-            }
-            stats.blocks_replayed += 1;
+            i += n;
         }
     }
     if !write {
