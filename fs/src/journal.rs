@@ -19,7 +19,24 @@
 //!
 //! Every walk is bounded by the journal's length, every block number is checked
 //! against the journal and the device, and a corrupt journal gives [`FsError::Corrupt`],
-//! never a panic, an endless loop or a write outside the device.
+//! never a panic, an endless loop or a write outside the device. All checks that can
+//! refuse a log (superblock, block maps, revoke blocks, home blocks inside the device)
+//! run before the first write, so a refused log leaves the device as it was.
+//!
+//! Where this differs from Linux:
+//! - A descriptor or revoke block with a bad checksum ends the log there (its
+//!   transaction is not replayed; [`LogEnd`] says so). Linux keeps scanning and, if a
+//!   newer-looking commit block follows, fails the whole recovery with EFSBADCRC.
+//! - A bad commit checksum ends the log with `async_commit` too (Linux would go on
+//!   scanning but replays no further either).
+//! - v1 transaction checksums (`COMPAT_CHECKSUM`, crc32_be in the commit block) are not
+//!   verified: the feature is compat, and mkfs/Linux use csum v3 instead.
+//! - Fast commits (`INCOMPAT_FAST_COMMIT`) are refused as unsupported.
+//! - Data blocks with bad checksums are skipped and counted
+//!   ([`ReplayStats::data_csum_errors`]) instead of failing the call; the journal is
+//!   still marked empty, as e2fsck does (which then flags the filesystem with errors).
+//! - A log that comes all the way round the journal ends there ([`LogEnd::Wrapped`])
+//!   rather than being walked again.
 
 pub mod format;
 
@@ -103,6 +120,11 @@ pub struct ReplayStats {
 }
 
 impl ReplayStats {
+    /// The last transaction replayed, if any.
+    pub fn last_tid(&self) -> Option<u32> {
+        (self.transactions > 0).then(|| self.end_tid.wrapping_sub(1))
+    }
+
     /// Replay found nothing suspicious: no bad data block and no bad checksum at the
     /// end of the log (a bad checksum there is how an interrupted commit looks, too,
     /// so it is not an error by itself; Linux and e2fsck report it as a warning).

@@ -180,6 +180,7 @@ fn check_scenario_from(f: &Fixture, jo: &str, tid0: u32) {
         (tid0, tid0.wrapping_add(3)),
         "{stats:?}"
     );
+    assert_eq!(stats.last_tid(), Some(tid0.wrapping_add(2)));
     // 150 - 2 revoked + 2 + 2 written: free[1] and free[2] revoked in T2 (free[2] then
     // logged again in T3).
     assert_eq!(stats.blocks_replayed, 152, "{stats:?}");
@@ -305,6 +306,7 @@ fn clean_journal_is_left_alone() {
     let stats = journal::replay(&mut dev, 1024, &|j| map.get(j as usize).copied()).unwrap();
     assert_eq!(stats.log_end, LogEnd::Clean);
     assert_eq!(stats.transactions, 0);
+    assert_eq!(stats.last_tid(), None);
     assert_eq!(dev.writes, 0);
     drop(dev);
     assert_eq!(fs::read(&f.img).unwrap(), before);
