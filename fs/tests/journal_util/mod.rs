@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use xenlet_fs::blockdev::{BlockDev, IoError, SECTOR};
 use xenlet_fs::crc32c::crc32c;
+use xenlet_fs::journal::{self, ReplayStats};
 
 /// The path of an e2fsprogs tool; panics with a clear message if it is not installed.
 pub fn tool(name: &str) -> PathBuf {
@@ -303,4 +304,63 @@ pub fn data_file(path: &Path, bs: u32, n: usize, seed: u64) -> Vec<Vec<u8>> {
     }
     fs::write(path, all).unwrap();
     blocks
+}
+
+/// Replays `img` with our code on a copy and with e2fsck on another; returns our stats
+/// and both images' bytes.
+pub fn replay_both(dir: &TempDir, img: &Path, bs: u32) -> (ReplayStats, Vec<u8>, Vec<u8>) {
+    let ours = dir.path("ours.img");
+    let theirs = dir.path("theirs.img");
+    fs::copy(img, &ours).unwrap();
+    fs::copy(img, &theirs).unwrap();
+    let map = journal_map(img);
+    let mut dev = FileDev::open(&ours);
+    let lookup = |j: u64| map.get(j as usize).copied();
+    let dry = journal::check(&mut dev, bs, &lookup).expect("check failed");
+    assert_eq!(dev.writes, 0, "check wrote");
+    let stats = journal::replay(&mut dev, bs, &lookup).expect("replay failed");
+    assert_eq!(dry, stats, "check and replay disagree");
+    assert!(
+        dev.flushes >= 2,
+        "replay must flush before and after the superblock"
+    );
+    drop(dev);
+    let o = run(
+        "e2fsck",
+        &["-y", "-E", "journal_only", theirs.to_str().unwrap()],
+    );
+    assert!(
+        matches!(o.status.code(), Some(0) | Some(1)),
+        "e2fsck -E journal_only failed: {o:?}"
+    );
+    (stats, fs::read(&ours).unwrap(), fs::read(&theirs).unwrap())
+}
+
+/// Both images are identical outside the ext4 superblock (bytes 1024..2048).
+pub fn assert_same_but_superblock(ours: &[u8], theirs: &[u8], bs: u32) {
+    assert_eq!(ours.len(), theirs.len());
+    let mut diff = Vec::new();
+    for (i, (a, b)) in ours
+        .chunks(bs as usize)
+        .zip(theirs.chunks(bs as usize))
+        .enumerate()
+    {
+        let (a, b) = if i * bs as usize <= 1024 && 1024 < (i + 1) * bs as usize {
+            // Block holding the ext4 superblock: compare around it.
+            let s = 1024 - i * bs as usize;
+            if a[..s] != b[..s] || a[s + 1024..] != b[s + 1024..] {
+                diff.push(i);
+            }
+            continue;
+        } else {
+            (a, b)
+        };
+        if a != b {
+            diff.push(i);
+        }
+    }
+    assert!(
+        diff.is_empty(),
+        "blocks differing from e2fsck's replay: {diff:?}"
+    );
 }
