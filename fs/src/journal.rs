@@ -21,7 +21,9 @@
 //! against the journal and the device, and a corrupt journal gives [`FsError::Corrupt`],
 //! never a panic, an endless loop or a write outside the device. All checks that can
 //! refuse a log (superblock, block maps, revoke blocks, home blocks inside the device)
-//! run before the first write, so a refused log leaves the device as it was.
+//! run before the first write, so a refused log leaves the device as it was. Memory
+//! is bounded by the journal's length (a few dozen bytes per log block), not by what
+//! the blocks claim: revoke records only enter the table for blocks the log holds.
 //!
 //! Where this differs from Linux:
 //! - A descriptor or revoke block with a bad checksum ends the log there (its
@@ -46,7 +48,7 @@ pub use format::{
 
 use crate::blockdev::BlockDev;
 use crate::error::FsError;
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -296,7 +298,9 @@ struct Transaction {
     tid: u32,
     /// Tags with the journal block of the data each describes.
     tags: Vec<(BlockTag, u32)>,
-    revokes: Vec<u64>,
+    /// Log blocks of its revoke blocks (read again in the revoke pass: keeping the
+    /// records themselves could take far more memory than the journal has blocks).
+    revoke_blocks: Vec<u32>,
     /// A malformed revoke block: an error if the transaction turns out committed.
     bad_revoke: Option<FsError>,
 }
@@ -306,7 +310,7 @@ impl Transaction {
         Transaction {
             tid,
             tags: Vec::new(),
-            revokes: Vec::new(),
+            revoke_blocks: Vec::new(),
             bad_revoke: None,
         }
     }
@@ -360,8 +364,8 @@ fn scan<D: BlockDev>(j: &mut Journal<'_, D>) -> Result<(Vec<Transaction>, LogEnd
                         block: here,
                     };
                 }
-                match RevokeBlock::parse(&buf, &j.sb) {
-                    Ok(r) => cur.revokes.extend(r.blocks),
+                match RevokeBlock::records(&buf, &j.sb) {
+                    Ok(_) => cur.revoke_blocks.push(here),
                     Err(e) => cur.bad_revoke = Some(e),
                 }
             }
@@ -458,19 +462,32 @@ fn run<D: BlockDev>(
     stats.transactions = txns.len() as u32;
     stats.end_tid = j.sb.sequence.wrapping_add(stats.transactions);
 
-    // Pass 2: the revoke table, newest revoking transaction per block.
+    // Pass 2: the revoke table, newest revoking transaction per block. Only blocks
+    // that some transaction logs matter, which bounds the table by the journal's size
+    // however many records the revoke blocks hold.
+    let logged: BTreeSet<u64> = txns
+        .iter()
+        .flat_map(|t| t.tags.iter().map(|(tag, _)| tag.block))
+        .collect();
     let mut revoked: BTreeMap<u64, u32> = BTreeMap::new();
+    let mut buf = vec![0u8; block_size as usize];
     for t in &txns {
-        for &b in &t.revokes {
-            stats.revoke_records += 1;
-            revoked
-                .entry(b)
-                .and_modify(|tid| {
-                    if tid_gt(t.tid, *tid) {
-                        *tid = t.tid
-                    }
-                })
-                .or_insert(t.tid);
+        for &rb in &t.revoke_blocks {
+            j.read(rb, &mut buf)?;
+            for b in RevokeBlock::records(&buf, &j.sb)? {
+                stats.revoke_records += 1;
+                if !logged.contains(&b) {
+                    continue;
+                }
+                revoked
+                    .entry(b)
+                    .and_modify(|tid| {
+                        if tid_gt(t.tid, *tid) {
+                            *tid = t.tid
+                        }
+                    })
+                    .or_insert(t.tid);
+            }
         }
     }
     let is_revoked = |block: u64, tid: u32| revoked.get(&block).is_some_and(|&r| !tid_gt(tid, r));

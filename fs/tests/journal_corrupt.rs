@@ -727,3 +727,52 @@ fn fragmented_journal_map() {
         assert_eq!(home(&d.bytes, *h), home(&want.bytes, *h));
     }
 }
+
+#[test]
+fn many_revoke_records_only_logged_blocks_matter() {
+    // T3 rewritten as four full revoke blocks (125 records each, one of them for a
+    // block T1 logged) and a commit.
+    let b = base("many-revokes", "jo -c");
+    let mut d = b.memdisk();
+    let seed = b.seed(&d.bytes);
+    let t3 = b.find(3, 1);
+    let mut rng = Rng(77);
+    for k in 0..4u64 {
+        let r = b.jblock(t3 + k);
+        let buf = &mut d.bytes[r];
+        buf.fill(0);
+        buf[0..4].copy_from_slice(&MAGIC.to_be_bytes());
+        buf[4..8].copy_from_slice(&5u32.to_be_bytes());
+        buf[8..12].copy_from_slice(&3u32.to_be_bytes());
+        buf[12..16].copy_from_slice(&(16 + 125 * 8u32).to_be_bytes());
+        for i in 0..125 {
+            let v = if k == 2 && i == 60 {
+                b.homes[0][5]
+            } else {
+                rng.next() >> 8
+            };
+            buf[16 + 8 * i..24 + 8 * i].copy_from_slice(&v.to_be_bytes());
+        }
+        fix_tail(buf, seed);
+    }
+    let r = b.jblock(t3 + 4);
+    let buf = &mut d.bytes[r];
+    buf.fill(0);
+    buf[0..4].copy_from_slice(&MAGIC.to_be_bytes());
+    buf[4..8].copy_from_slice(&2u32.to_be_bytes());
+    buf[8..12].copy_from_slice(&3u32.to_be_bytes());
+    fix_commit(buf, seed);
+    let s = b.replay(&mut d).unwrap();
+    assert_eq!(
+        (
+            s.transactions,
+            s.revoke_records,
+            s.revoked,
+            s.blocks_replayed
+        ),
+        (3, 500, 1, 14),
+        "{s:?}"
+    );
+    assert_eq!(home(&d.bytes, b.homes[0][5]), home(&b.disk, b.homes[0][5]));
+    assert_eq!(home(&d.bytes, b.homes[0][4]), &b.data[4][..]);
+}

@@ -566,6 +566,19 @@ impl RevokeBlock {
     /// reaching into the checksum tail or past the block is [`FsError::Corrupt`], as
     /// jbd2 refuses it.
     pub fn parse(buf: &[u8], sb: &JournalSuperblock) -> Result<Self, FsError> {
+        let blocks = Self::records(buf, sb)?.collect();
+        Ok(RevokeBlock {
+            sequence: be32(buf, 8),
+            blocks,
+        })
+    }
+
+    /// The revoked block numbers of revoke block `buf`, without allocating; errors as
+    /// [`RevokeBlock::parse`].
+    pub fn records<'a>(
+        buf: &'a [u8],
+        sb: &JournalSuperblock,
+    ) -> Result<impl Iterator<Item = u64> + 'a, FsError> {
         if buf.len() < Self::HEADER {
             return Err(FsError::Corrupt(String::from(
                 "journal revoke block too short",
@@ -579,20 +592,15 @@ impl RevokeBlock {
             )));
         }
         let record = if sb.is_64bit() { 8 } else { 4 };
-        let mut blocks = Vec::with_capacity(count.saturating_sub(Self::HEADER) / record);
-        let mut off = Self::HEADER;
-        while off + record <= count {
-            blocks.push(if record == 8 {
+        let n = count.saturating_sub(Self::HEADER) / record;
+        Ok((0..n).map(move |i| {
+            let off = Self::HEADER + i * record;
+            if record == 8 {
                 be64(buf, off)
             } else {
                 u64::from(be32(buf, off))
-            });
-            off += record;
-        }
-        Ok(RevokeBlock {
-            sequence: be32(buf, 8),
-            blocks,
-        })
+            }
+        }))
     }
 }
 
