@@ -15,6 +15,7 @@ pub mod blockdev;
 pub mod crc32c;
 pub mod error;
 pub mod ext;
+pub mod journal;
 pub mod memfs;
 pub mod part;
 pub mod types;
