@@ -227,6 +227,9 @@ fn open_fs(dev: Dev, kind: Option<&str>, read_only: bool) -> Result<BoxedFs, FsE
     };
     let mut fs = xenlet_fs::ext::Ext::mount(dev, opts)?;
     fs.set_cache_bytes(CACHE_BYTES.load(Ordering::Relaxed));
+    if let Some(r) = fs.replayed() {
+        crate::println!("ext4: journal replayed at mount: {r}");
+    }
     if let Some(k) = kind {
         let real = xenlet_fs::FileSystem::kind(&fs);
         // ext4's driver mounts ext2 and ext3 too, as Linux's does.

@@ -21,6 +21,7 @@ mod superblock;
 
 use crate::blockdev::BlockDev;
 use crate::error::FsError;
+use crate::journal::{self, ReplayStats};
 use crate::types::{DirEntry, FileSystem, FileType, Ino, MountOptions, Stat, StatFs};
 use ::alloc::collections::{BTreeMap, BTreeSet};
 use ::alloc::format;
@@ -28,7 +29,7 @@ use ::alloc::string::String;
 use ::alloc::vec;
 use ::alloc::vec::Vec;
 use cache::BlockCache;
-use csum::get32;
+use csum::{get32, put32};
 use extent::{FileMap, MetaIo, TreeCtx};
 use group::GroupDesc;
 use inode::{Inode, FL_EXTENTS, FL_INDEX, FL_INLINE_DATA, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
@@ -106,18 +107,8 @@ pub struct Ext<D: BlockDev> {
     flush_bytes: usize,
     /// Largest single device write.
     max_io: usize,
-}
-
-/// The journal hook: a filesystem whose journal needs replaying is refused until jbd2
-/// replay is plugged in here.
-fn recover<D: BlockDev>(_dev: &mut D, sb: &Superblock) -> Result<(), FsError> {
-    // TODO(journal): call crate::journal::replay(dev, sb.block_size, &map) here, with
-    // `map` the journal inode's logical -> physical block map, then clear
-    // INCOMPAT_RECOVER and re-read the superblock and group descriptors.
-    let _ = sb.journal_inum();
-    Err(FsError::Unsupported(String::from(
-        "needs journal recovery (jbd2 replay is not available yet)",
-    )))
+    /// Journal replay at mount.
+    replayed: Option<ReplayStats>,
 }
 
 fn corrupt(what: String) -> FsError {
@@ -147,8 +138,74 @@ impl<D: BlockDev> Ext<D> {
     }
 
     /// Mounts the filesystem on `dev`. Unknown incompatible features refuse the mount;
-    /// unknown read-only-compatible ones (or a read-only device) mount read-only.
+    /// unknown read-only-compatible ones (or a read-only device) mount read-only. A
+    /// filesystem marked `needs_recovery` has its journal replayed first (as Linux
+    /// does, even for a read-only mount); on a read-only device the mount is refused.
     pub fn mount(mut dev: D, opts: MountOptions) -> Result<Ext<D>, FsError> {
+        let mut raw = vec![0u8; SB_SIZE];
+        dev.read(SB_OFFSET, &mut raw)?;
+        let sb = Superblock::parse(raw, dev.size_bytes())?;
+        let mut replayed = None;
+        if sb.incompat & INCOMPAT_RECOVER != 0 && sb.incompat & !INCOMPAT_KNOWN == 0 {
+            let (d, stats) = Self::recover(dev, opts)?;
+            dev = d;
+            replayed = Some(stats);
+        }
+        let mut fs = Self::mount_as_is(dev, opts, false)?;
+        fs.replayed = replayed;
+        Ok(fs)
+    }
+
+    /// What journal replay did at mount, if it ran.
+    pub fn replayed(&self) -> Option<&ReplayStats> {
+        self.replayed.as_ref()
+    }
+
+    /// Replays the journal: its blocks are found through a read-only mount that takes
+    /// the on-disk metadata as it is (every block there is a complete old or new
+    /// version; the journal inode itself is never journalled differently), then
+    /// [`journal::replay`] writes the logged blocks home, and `needs_recovery` is
+    /// cleared in the superblock (which replay may just have rewritten).
+    fn recover(dev: D, opts: MountOptions) -> Result<(D, ReplayStats), FsError> {
+        if dev.read_only() {
+            return Err(FsError::Unsupported(String::from(
+                "needs journal recovery, and the device is read-only",
+            )));
+        }
+        let probe_opts = MountOptions {
+            read_only: true,
+            ..opts
+        };
+        let mut probe = Self::mount_as_is(dev, probe_opts, true)?;
+        let j = probe.sb.journal_inum();
+        if j == 0 {
+            return Err(corrupt(String::from(
+                "needs_recovery set but the filesystem has no journal inode",
+            )));
+        }
+        let runs = probe.extents(Ino::from(j))?.extents;
+        let bs = probe.sb.block_size;
+        let mut dev = probe.into_device();
+        let map = move |l: u64| {
+            runs.iter()
+                .find(|&&(lb, len, _)| l >= lb && l - lb < u64::from(len))
+                .map(|&(lb, _, pb)| pb + (l - lb))
+        };
+        let stats = journal::replay(&mut dev, bs, &map)?;
+        let mut raw = vec![0u8; SB_SIZE];
+        dev.read(SB_OFFSET, &mut raw)?;
+        let mut sb = Superblock::parse(raw, dev.size_bytes())?;
+        sb.incompat &= !INCOMPAT_RECOVER;
+        put32(&mut sb.raw, 0x60, sb.incompat);
+        let b = sb.sealed_bytes().to_vec();
+        dev.write(SB_OFFSET, &b)?;
+        dev.flush()?;
+        Ok((dev, stats))
+    }
+
+    /// Mounts without replaying: `needs_recovery` refuses the mount unless
+    /// `as_is` (the read-only probe [`Ext::recover`] makes).
+    fn mount_as_is(mut dev: D, opts: MountOptions, as_is: bool) -> Result<Ext<D>, FsError> {
         let mut raw = vec![0u8; SB_SIZE];
         dev.read(SB_OFFSET, &mut raw)?;
         let sb = Superblock::parse(raw, dev.size_bytes())?;
@@ -158,8 +215,10 @@ impl<D: BlockDev> Ext<D> {
                 "ext: incompatible features {unknown:#x}"
             )));
         }
-        if sb.incompat & INCOMPAT_RECOVER != 0 {
-            recover(&mut dev, &sb)?;
+        if sb.incompat & INCOMPAT_RECOVER != 0 && !as_is {
+            return Err(FsError::Unsupported(String::from(
+                "needs journal recovery, and replay did not clear it",
+            )));
         }
         let bs = sb.block_size as usize;
         // Group descriptors.
@@ -225,6 +284,7 @@ impl<D: BlockDev> Ext<D> {
             stats: ExtStats::default(),
             flush_bytes: FLUSH_BYTES,
             max_io: MAX_IO,
+            replayed: None,
             sb,
         };
         if !fs.ro {
