@@ -382,7 +382,7 @@ on_crash    = "preserve"
 /// The Xen platform layer: version, the one-shot timer (`sleep`), XenStore both ways (a guest write read in dom0, a
 /// dom0 write firing a guest watch), the PV devices, a DHCP lease and pings both ways
 /// on the vif. The guest is then ended from dom0.
-const XEN_STEPS: &[Step] = &[
+const XEN_STEPS_ARR: [Step; 14] = [
     cmd(
         "xen",
         &[
@@ -448,6 +448,61 @@ const XEN_STEPS: &[Step] = &[
         "busybox ping -c 2 -W 5 ${LEASE}",
         &[r"^2 packets transmitted, 2 packets received, 0% packet loss$"],
         60,
+    ),
+];
+const XEN_STEPS: &[Step] = &XEN_STEPS_ARR;
+
+/// The HVM disk-image boot adds its root filesystem: the image's ext4 partition at
+/// `/` with OpenWrt's `/etc/config`, written through blkfront and read back.
+const XEN_HVM_STEPS: &[Step] = &[
+    XEN_STEPS_ARR[0],
+    XEN_STEPS_ARR[1],
+    XEN_STEPS_ARR[2],
+    XEN_STEPS_ARR[3],
+    XEN_STEPS_ARR[4],
+    XEN_STEPS_ARR[5],
+    XEN_STEPS_ARR[6],
+    XEN_STEPS_ARR[7],
+    XEN_STEPS_ARR[8],
+    XEN_STEPS_ARR[9],
+    XEN_STEPS_ARR[10],
+    XEN_STEPS_ARR[11],
+    XEN_STEPS_ARR[12],
+    XEN_STEPS_ARR[13],
+    cmd(
+        "mount",
+        &[
+            r"^/dev/xvda1 on / type ext4 \(rw\)$",
+            r"^tmpfs on /tmp type tmpfs",
+        ],
+        30,
+    ),
+    cmd(
+        "ls /etc/config",
+        &[r"^dhcp$", r"^firewall$", r"^network$", r"^system$"],
+        30,
+    ),
+    cmd("cat /etc/config/network | grep -c interface", &[r"^4$"], 30),
+    cmd("cp /etc/config/system /etc/config/system.new", &[], 30),
+    cmd(
+        "echo \"\toption zonename 'UTC'\" >> /etc/config/system.new",
+        &[],
+        30,
+    ),
+    cmd("mv /etc/config/system.new /etc/config/system", &[], 30),
+    cmd("sync", &[], 30),
+    cmd(
+        "cat /etc/config/system",
+        &[
+            r"^\toption hostname 'Xenlet'$",
+            r"^\toption zonename 'UTC'$",
+        ],
+        30,
+    ),
+    cmd(
+        "ls -l /boot/xenlet.elf",
+        &[r" \d{6,} \d{4}-\d\d-\d\d \d\d:\d\d /boot/xenlet\.elf$"],
+        30,
     ),
 ];
 
@@ -591,9 +646,12 @@ const XEN_HVM_BOOT: &[&str] = &[
     r"^xen: Xen 4\.17",
     r"^boot time: .* xen .* xenstore .* devices",
     r"^unplug: emulated IDE disks and NICs unplugged",
+    // The image's ext4 root partition, mounted read-write through blkfront.
+    r"^root: /dev/xvda1 ext4, read-write$",
 ];
 const XEN_PVH_BOOT: &[&str] = &[
     r"^xen: Xen 4\.17",
+    r"^root: tmpfs \(no root disk\)$",
     // booted with xenlet.memmap=xen: the frame allocator runs on Xen's map
     r"^memory: map from XENMEM_memory_map",
     r"^boot time: .* xen .* xenstore .* devices",
@@ -903,7 +961,7 @@ on_crash    = "preserve"
         eol: "\r",
         boot_timeout_s: 140,
         boot_expect: XEN_HVM_BOOT,
-        steps: XEN_STEPS,
+        steps: XEN_HVM_STEPS,
         end: End::XlShutdown,
         end_timeout_s: 10,
         budget_s: 175,
