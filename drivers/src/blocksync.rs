@@ -137,6 +137,197 @@ pub fn flush<B: BlockDevice + ?Sized>(dev: &mut B, w: &dyn Waiter) -> Result<(),
     }
 }
 
+/// Write-behind: writes that return once they are on the ring (their data copied
+/// into the device's granted buffers, not the heap), up to a bound in flight. Their
+/// completions are collected by later calls; an error sticks and is reported by the
+/// next call and by [`drain`], as a write-back error surfaces at `fsync`. A device
+/// with write-behind in use must be drained before a synchronous [`read`] or
+/// [`flush`] (which recycle answers they do not know).
+pub struct WriteBehind {
+    epoch: u64,
+    seq: u64,
+    in_flight: usize,
+    /// (tag, first byte, end) of each request in flight: a backend may complete
+    /// requests in any order, so a write overlapping one in flight waits for it.
+    ranges: Vec<(u64, u64, u64)>,
+    max_in_flight: usize,
+    error: Option<SyncError>,
+}
+
+impl WriteBehind {
+    /// Up to `max_in_flight` requests outstanding.
+    pub fn new(max_in_flight: usize) -> Self {
+        WriteBehind {
+            epoch: EPOCH.fetch_add(1, Ordering::Relaxed) << 32,
+            seq: 0,
+            in_flight: 0,
+            ranges: Vec::new(),
+            max_in_flight: max_in_flight.max(1),
+            error: None,
+        }
+    }
+
+    /// Requests still outstanding.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+}
+
+/// Collects answers; with `block`, waits until at least one of `wb`'s arrives.
+fn reap<B: BlockDevice + ?Sized>(
+    dev: &mut B,
+    w: &dyn Waiter,
+    wb: &mut WriteBehind,
+    block: bool,
+) -> Result<(), SyncError> {
+    let start = w.now_ns();
+    let mut done = Vec::new();
+    loop {
+        dev.poll(&mut done);
+        let mut progressed = false;
+        for c in done.drain(..) {
+            if c.tag & !0xffff_ffff == wb.epoch && wb.in_flight > 0 {
+                wb.in_flight -= 1;
+                wb.ranges.retain(|r| r.0 != c.tag);
+                progressed = true;
+                if let Err(e) = &c.result {
+                    wb.error.get_or_insert(SyncError::Device(e.clone()));
+                }
+            }
+            recycle(dev, c);
+        }
+        if progressed || !block || wb.in_flight == 0 {
+            return Ok(());
+        }
+        if let Some(why) = dev.broken() {
+            return Err(SyncError::Device(BlockError::Broken(String::from(why))));
+        }
+        if w.now_ns().saturating_sub(start) > w.timeout_ns() {
+            return Err(SyncError::Timeout);
+        }
+        dev.wait();
+    }
+}
+
+/// Queues `data` for writing at byte `offset` (whole sectors) and returns once it is
+/// on the ring; waits only while `wb`'s bound of requests is in flight.
+pub fn write_behind<B: BlockDevice + ?Sized>(
+    dev: &mut B,
+    w: &dyn Waiter,
+    wb: &mut WriteBehind,
+    offset: u64,
+    data: &[u8],
+) -> Result<(), SyncError> {
+    if let Some(e) = wb.error.clone() {
+        return Err(e);
+    }
+    let info = dev.info();
+    if info.readonly {
+        return Err(SyncError::Device(BlockError::ReadOnly));
+    }
+    let size = info.bytes();
+    let max_segs = (info.features.max_segments.max(1) as usize).min(256);
+    if !offset.is_multiple_of(512)
+        || !data.len().is_multiple_of(512)
+        || offset
+            .checked_add(data.len() as u64)
+            .is_none_or(|end| end > size)
+    {
+        return Err(SyncError::Range);
+    }
+    let chunk = max_segs * PAGE_BYTES;
+    let mut start = 0;
+    let mut submitted = false;
+    while start < data.len() {
+        reap(dev, w, wb, false)?;
+        let bytes = chunk.min(data.len() - start);
+        let (lo, hi) = (offset + start as u64, offset + (start + bytes) as u64);
+        let overlaps = wb.ranges.iter().any(|r| r.1 < hi && lo < r.2);
+        if wb.in_flight >= wb.max_in_flight || overlaps {
+            dev.kick();
+            reap(dev, w, wb, true)?;
+            continue;
+        }
+        let pages = bytes.div_ceil(PAGE_BYTES);
+        let mut bufs: Vec<IoBuf> = Vec::with_capacity(pages);
+        while bufs.len() < pages {
+            match dev.alloc_buf() {
+                Some(b) => bufs.push(b),
+                None => break,
+            }
+        }
+        if bufs.len() < pages {
+            for b in bufs {
+                dev.free_buf(b);
+            }
+            if wb.in_flight == 0 {
+                return Err(SyncError::Device(BlockError::Busy));
+            }
+            dev.kick();
+            reap(dev, w, wb, true)?;
+            continue;
+        }
+        for (i, b) in bufs.iter().enumerate() {
+            let s = start + i * PAGE_BYTES;
+            let e = (s + PAGE_BYTES).min(start + bytes);
+            b.write_at(0, &data[s..e]);
+        }
+        wb.seq = (wb.seq + 1) & 0xffff_ffff;
+        let req = BlockRequest {
+            tag: wb.epoch | wb.seq,
+            op: BlockOp::Write,
+            sector: (offset + start as u64) / 512,
+            bytes,
+            bufs,
+        };
+        let tag = req.tag;
+        match dev.submit(req) {
+            Ok(()) => {
+                wb.in_flight += 1;
+                wb.ranges.push((tag, lo, hi));
+                start += bytes;
+                submitted = true;
+            }
+            Err((BlockError::Busy, back)) => {
+                for b in back.bufs {
+                    dev.free_buf(b);
+                }
+                if wb.in_flight == 0 {
+                    return Err(SyncError::Device(BlockError::Busy));
+                }
+                dev.kick();
+                reap(dev, w, wb, true)?;
+            }
+            Err((e, back)) => {
+                for b in back.bufs {
+                    dev.free_buf(b);
+                }
+                return Err(SyncError::Device(e));
+            }
+        }
+    }
+    if submitted {
+        dev.kick();
+    }
+    Ok(())
+}
+
+/// Waits for every write-behind request; reports (and clears) the first error.
+pub fn drain<B: BlockDevice + ?Sized>(
+    dev: &mut B,
+    w: &dyn Waiter,
+    wb: &mut WriteBehind,
+) -> Result<(), SyncError> {
+    dev.kick();
+    while wb.in_flight > 0 {
+        reap(dev, w, wb, true)?;
+    }
+    match wb.error.take() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
 fn recycle<B: BlockDevice + ?Sized>(dev: &mut B, c: Completion) {
     for b in c.bufs {
         dev.free_buf(b);
@@ -375,6 +566,8 @@ mod tests {
         broken: Option<String>,
         requests: Vec<(BlockOp, u64, usize)>,
         flushes: u32,
+        /// Complete the newest request first (backends may reorder).
+        lifo: bool,
     }
 
     impl FakeDisk {
@@ -408,6 +601,7 @@ mod tests {
                 broken: None,
                 requests: Vec::new(),
                 flushes: 0,
+                lifo: false,
             }
         }
     }
@@ -446,7 +640,11 @@ mod tests {
             if self.silent || self.polls <= self.delay {
                 return;
             }
-            while let Some(req) = self.queued.pop_front() {
+            while let Some(req) = if self.lifo {
+                self.queued.pop_back()
+            } else {
+                self.queued.pop_front()
+            } {
                 let start = req.sector as usize * 512;
                 let mut result = Ok(());
                 if Some(req.sector) == self.fail_sector {
@@ -633,6 +831,84 @@ mod tests {
         assert!(d.requests.len() < 20, "stopped early: {}", d.requests.len());
         assert_eq!(d.in_flight(), 0, "what was in flight completed");
         assert_eq!(d.bufs_made, d.pool.len());
+    }
+
+    #[test]
+    fn write_behind_returns_early_keeps_order_of_content_and_drains() {
+        let mut d = FakeDisk::new(8 << 20, 256);
+        d.delay = 5;
+        let c = Clock::new();
+        let mut wb = WriteBehind::new(4);
+        let a = alloc::vec![0xa1u8; 3 << 20];
+        write_behind(&mut d, &c, &mut wb, 0, &a).unwrap();
+        assert!(wb.in_flight() > 0, "returned with writes in flight");
+        assert!(wb.in_flight() <= 4);
+        let b = alloc::vec![0xb2u8; 1 << 20];
+        write_behind(&mut d, &c, &mut wb, 4 << 20, &b).unwrap();
+        drain(&mut d, &c, &mut wb).unwrap();
+        assert_eq!(wb.in_flight(), 0);
+        assert!(d.data[..3 << 20].iter().all(|&x| x == 0xa1));
+        assert!(d.data[4 << 20..5 << 20].iter().all(|&x| x == 0xb2));
+        assert_eq!(d.bufs_made, d.pool.len(), "every buffer back");
+        // A synchronous read after draining sees the data.
+        let mut r = alloc::vec![0u8; 4096];
+        read(&mut d, &c, (4 << 20) + 4096, &mut r).unwrap();
+        assert!(r.iter().all(|&x| x == 0xb2));
+    }
+
+    #[test]
+    fn a_write_behind_error_sticks_until_drained() {
+        let mut d = FakeDisk::new(4 << 20, 256);
+        d.fail_sector = Some(2048);
+        let c = Clock::new();
+        let mut wb = WriteBehind::new(8);
+        write_behind(&mut d, &c, &mut wb, 1 << 20, &alloc::vec![1u8; 1 << 20]).unwrap();
+        assert_eq!(
+            drain(&mut d, &c, &mut wb),
+            Err(SyncError::Device(BlockError::Io))
+        );
+        // Reported once; the next writes go on.
+        write_behind(&mut d, &c, &mut wb, 0, &alloc::vec![2u8; 4096]).unwrap();
+        drain(&mut d, &c, &mut wb).unwrap();
+        // An error seen by a later write is returned by that write.
+        write_behind(&mut d, &c, &mut wb, 1 << 20, &alloc::vec![1u8; 4096]).unwrap();
+        let mut seen = Err(SyncError::Range);
+        for _ in 0..10 {
+            seen = write_behind(&mut d, &c, &mut wb, 0, &alloc::vec![3u8; 4096]);
+            if seen.is_err() {
+                break;
+            }
+        }
+        assert_eq!(seen, Err(SyncError::Device(BlockError::Io)));
+    }
+
+    #[test]
+    fn overlapping_write_behind_waits_for_the_older_write() {
+        let mut d = FakeDisk::new(1 << 20, 11);
+        d.lifo = true; // the backend answers the newest first
+        d.delay = 10; // and only after all five are queued
+        let c = Clock::new();
+        let mut wb = WriteBehind::new(16);
+        for v in 1..=5u8 {
+            // The same block rewritten: a bitmap or an inode table block.
+            write_behind(&mut d, &c, &mut wb, 8192, &[v; 1024]).unwrap();
+        }
+        drain(&mut d, &c, &mut wb).unwrap();
+        assert!(
+            d.data[8192..9216].iter().all(|&x| x == 5),
+            "the last write wins"
+        );
+    }
+
+    #[test]
+    fn a_silent_backend_times_out_write_behind() {
+        let mut d = FakeDisk::new(4 << 20, 11);
+        d.silent = true;
+        let c = Clock::new();
+        let mut wb = WriteBehind::new(2);
+        let r = write_behind(&mut d, &c, &mut wb, 0, &alloc::vec![0u8; 1 << 20]);
+        assert_eq!(r, Err(SyncError::Timeout));
+        assert_eq!(drain(&mut d, &c, &mut wb), Err(SyncError::Timeout));
     }
 
     #[test]

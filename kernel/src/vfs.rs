@@ -9,7 +9,7 @@ use alloc::string::String;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use spin::Mutex;
 use xenlet_drivers::blkfront::{BlockDevice, BlockError};
-use xenlet_drivers::blocksync::{self, SyncError, Waiter};
+use xenlet_drivers::blocksync::{self, SyncError, Waiter, WriteBehind};
 use xenlet_fs::memfs::MemFs;
 use xenlet_fs::part::{self, Partition};
 use xenlet_fs::vfs::{BoxedFs, Vfs};
@@ -100,12 +100,18 @@ impl Waiter for FsWait {
     }
 }
 
-/// A blkfront disk as a filesystem's block device.
+/// A blkfront disk as a filesystem's block device. Writes go behind (see
+/// `blocksync::WriteBehind`): they return once on the ring, so the filesystem's
+/// next writes overlap the backend's work; reads and flushes drain them first.
 pub struct XvdDev {
     name: String,
     size: u64,
     read_only: bool,
+    behind: WriteBehind,
 }
+
+/// Requests a disk keeps in flight behind the filesystem's back (1 MiB each at most).
+const WRITE_BEHIND: usize = 8;
 
 impl XvdDev {
     /// The connected disk called `name` ("xvdb" or "/dev/xvdb").
@@ -115,6 +121,7 @@ impl XvdDev {
             name: String::from(name),
             size: d.info().bytes(),
             read_only: d.info().readonly,
+            behind: WriteBehind::new(WRITE_BEHIND),
         })
     }
 }
@@ -137,19 +144,30 @@ impl BlockDev for XvdDev {
         self.read_only
     }
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        frontends::with_disk(&self.name, |d| blocksync::read(d, &FsWait, offset, buf))
-            .ok_or_else(|| IoError::Broken(String::from("disk gone")))?
-            .map_err(io_err)
+        let wb = &mut self.behind;
+        frontends::with_disk(&self.name, |d| {
+            blocksync::drain(d, &FsWait, wb)?;
+            blocksync::read(d, &FsWait, offset, buf)
+        })
+        .ok_or_else(|| IoError::Broken(String::from("disk gone")))?
+        .map_err(io_err)
     }
     fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
-        frontends::with_disk(&self.name, |d| blocksync::write(d, &FsWait, offset, data))
-            .ok_or_else(|| IoError::Broken(String::from("disk gone")))?
-            .map_err(io_err)
+        let wb = &mut self.behind;
+        frontends::with_disk(&self.name, |d| {
+            blocksync::write_behind(d, &FsWait, wb, offset, data)
+        })
+        .ok_or_else(|| IoError::Broken(String::from("disk gone")))?
+        .map_err(io_err)
     }
     fn flush(&mut self) -> Result<(), IoError> {
-        frontends::with_disk(&self.name, |d| blocksync::flush(d, &FsWait))
-            .ok_or_else(|| IoError::Broken(String::from("disk gone")))?
-            .map_err(io_err)
+        let wb = &mut self.behind;
+        frontends::with_disk(&self.name, |d| {
+            blocksync::drain(d, &FsWait, wb)?;
+            blocksync::flush(d, &FsWait)
+        })
+        .ok_or_else(|| IoError::Broken(String::from("disk gone")))?
+        .map_err(io_err)
     }
 }
 
