@@ -310,9 +310,10 @@ fn mem(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     )?;
     writeln!(
         out,
-        "heap: {} KiB used, {} KiB free",
+        "heap: {} KiB used, {} KiB free ({} KiB of it in size-class slabs)",
         used / 1024,
-        hfree / 1024
+        hfree / 1024,
+        mm::heap::slab_bytes() / 1024
     )?;
     let (dropped, overruns) = console::input_losses();
     writeln!(

@@ -3,5 +3,6 @@
 pub mod frame;
 #[cfg(target_os = "none")]
 pub mod heap;
+pub mod slab;
 
 pub use frame::{FrameAllocator, FrameRun, FreeError, FRAME_BYTES};
