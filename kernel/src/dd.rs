@@ -162,7 +162,10 @@ impl Progress {
     }
 }
 
-/// Runs the copy. Interrupting (Ctrl-C) is not possible while it runs.
+/// Seconds without any completion after which a copy fails with an I/O error.
+const REQUEST_DEADLINE_S: u64 = 30;
+
+/// Runs the copy; Ctrl-C stops it with the statistics so far.
 pub fn run(plan: &Plan) -> Outcome {
     let start = clock::now().as_nanos();
     let mut out = Outcome::default();
@@ -188,6 +191,9 @@ pub fn run(plan: &Plan) -> Outcome {
                 let mut chunk = [0u8; 4096];
                 let mut done = 0;
                 while done < n {
+                    if done % (1 << 20) == 0 && console::take_interrupt() {
+                        break;
+                    }
                     if plan.source == Source::Urandom {
                         for w in chunk.chunks_exact_mut(8) {
                             w.copy_from_slice(&rng.next().to_le_bytes());
@@ -196,8 +202,8 @@ pub fn run(plan: &Plan) -> Outcome {
                     done += (n - done).min(4096);
                     progress.tick(done);
                 }
-                out.bytes_in = n;
-                out.bytes_out = n;
+                out.bytes_in = done;
+                out.bytes_out = done;
                 Ok(())
             }
         }
@@ -307,10 +313,17 @@ fn copy(
     let mut done = Vec::new();
     let mut error: Option<String> = None;
     let mut since_flush: u64 = 0;
+    // Ctrl-C stops issuing; what is in flight completes (its pages are granted), and
+    // the statistics so far are printed, as GNU dd does on SIGINT.
+    let mut interrupted = false;
+    let mut last_progress = clock::now();
 
     loop {
+        if !interrupted && console::take_interrupt() {
+            interrupted = true;
+        }
         // Issue while there is work, room and buffers.
-        while error.is_none() && issued < total && in_flight.len() < depth {
+        while error.is_none() && !interrupted && issued < total && in_flight.len() < depth {
             let mut bytes = (total - issued).min((req_pages * PAGE_BYTES) as u64);
             if let (Some(sz), Some(_)) = (out_size, dst) {
                 let room = sz.saturating_sub(plan.seek_bytes + issued);
@@ -428,7 +441,22 @@ fn copy(
             out.bytes_out
                 .max(if dst.is_none() { out.bytes_in } else { 0 }),
         );
-        if !got_any {
+        if got_any {
+            last_progress = clock::now();
+        } else {
+            // A backend that stops answering fails the copy instead of hanging the
+            // shell; its requests stay with the driver (their pages stay granted).
+            if clock::now()
+                .saturating_duration_since(last_progress)
+                .as_secs()
+                >= REQUEST_DEADLINE_S
+            {
+                let who = String::from(disk_name(disks, src.or(dst)));
+                return Err(alloc::format!(
+                    "error {} '/dev/{who}': Input/output error (no answer from the backend in {REQUEST_DEADLINE_S} s)",
+                    if src.is_some() { "reading" } else { "writing" }
+                ));
+            }
             disks[src.or(dst).unwrap_or(0)].wait();
         }
     }
