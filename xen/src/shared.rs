@@ -82,8 +82,10 @@ impl SharedPage {
 
     fn check(&self, offset: usize, len: usize, align: usize) -> usize {
         // An out-of-range offset is a bug in this crate's constants, never input.
+        // Checked: `offset + len` must not wrap (release builds do not trap on overflow).
+        let in_bounds = offset.checked_add(len).is_some_and(|end| end <= self.len);
         assert!(
-            offset.is_multiple_of(align) && offset + len <= self.len,
+            offset.is_multiple_of(align) && in_bounds,
             "shared page access out of bounds"
         );
         offset
@@ -298,5 +300,27 @@ mod tests {
     #[should_panic(expected = "out of bounds")]
     fn out_of_bounds_is_caught() {
         page().store_u32(4094, 1);
+    }
+
+    // `usize::MAX + 1` wraps to 0, which is `<= len`: without checked arithmetic a
+    // release build (no overflow traps) reads the byte before the page.
+    #[test]
+    #[should_panic(expected = "out of bounds")]
+    fn wrapping_offset_is_caught_read() {
+        let mut b = [0u8; 1];
+        page().read_bytes(usize::MAX, &mut b);
+    }
+
+    #[test]
+    #[should_panic(expected = "out of bounds")]
+    fn wrapping_offset_is_caught_write() {
+        page().write_bytes(usize::MAX - 1, &[0u8; 4]);
+    }
+
+    #[test]
+    #[should_panic(expected = "out of bounds")]
+    fn wrapping_offset_is_caught_atomic() {
+        // usize::MAX - 7 is 8-aligned, and + 8 wraps to 0.
+        page().load_u64(usize::MAX - 7);
     }
 }
