@@ -81,14 +81,24 @@ pub fn mask(si: &SharedInfo, port: Port) {
     }
 }
 
-/// Clears `port`'s mask bit; returns whether an event is pending on it (the caller
-/// then asks Xen to redeliver with EVTCHNOP_unmask).
-pub fn clear_mask(si: &SharedInfo, port: Port) -> bool {
+/// Unmasks `port` as Linux's `evtchn_2l_unmask` does on HVM: clear the mask bit, then
+/// look at the pending bit; if an event is pending, set the mask bit again and let
+/// `EVTCHNOP_unmask` (`hypercall`) clear it: Xen re-raises a pending event only when
+/// it finds the mask bit still set, so clearing it here first would lose the event.
+/// Returns whether the hypercall was made.
+pub fn unmask(si: &SharedInfo, port: Port, hypercall: impl FnOnce(Port)) -> bool {
     let Some((w, bit)) = word_bit(port) else {
         return false;
     };
+    // Clear before testing pending, so an event that becomes pending in between is
+    // seen here or raised by Xen (it is unmasked by then).
     si.page().and_u64(SHARED_INFO_EVTCHN_MASK + w * 8, !bit);
-    si.page().load_u64(SHARED_INFO_EVTCHN_PENDING + w * 8) & bit != 0
+    if si.page().load_u64(SHARED_INFO_EVTCHN_PENDING + w * 8) & bit == 0 {
+        return false;
+    }
+    si.page().or_u64(SHARED_INFO_EVTCHN_MASK + w * 8, bit);
+    hypercall(port);
+    true
 }
 
 #[cfg(test)]
@@ -101,6 +111,18 @@ mod tests {
         si.page().or_u64(SHARED_INFO_EVTCHN_PENDING + w * 8, bit);
         si.page().or_u64(VCPU_INFO_PENDING_SEL, 1 << w);
         si.page().store_u8(VCPU_INFO_UPCALL_PENDING, 1);
+    }
+
+    /// Xen's `evtchn_unmask` (common/event_2l.c): only if it finds the mask bit set
+    /// does it clear it and, with the port pending, raise the selector and upcall.
+    fn xen_unmask(si: &SharedInfo, port: Port) {
+        let (w, bit) = word_bit(port).unwrap();
+        let was_masked = si.page().and_u64(SHARED_INFO_EVTCHN_MASK + w * 8, !bit) & bit != 0;
+        let pending = si.page().load_u64(SHARED_INFO_EVTCHN_PENDING + w * 8) & bit != 0;
+        if was_masked && pending {
+            si.page().or_u64(VCPU_INFO_PENDING_SEL, 1 << w);
+            si.page().store_u8(VCPU_INFO_UPCALL_PENDING, 1);
+        }
     }
 
     fn collect(scan: &mut PendingScan, si: &SharedInfo) -> Vec<u32> {
@@ -121,9 +143,10 @@ mod tests {
         assert!(!si.upcall_pending(0));
         // nothing left but the masked port, and the selector is consumed
         assert!(collect(&mut scan, &si).is_empty());
-        // unmasking reports the held event
-        assert!(clear_mask(&si, Port(700)));
-        assert!(!clear_mask(&si, Port(5)));
+        // unmasking hands the held event to Xen's EVTCHNOP_unmask
+        assert!(unmask(&si, Port(700), |p| xen_unmask(&si, p)));
+        assert_eq!(collect(&mut scan, &si), vec![700]);
+        assert!(!unmask(&si, Port(5), |_| panic!("nothing pending on 5")));
     }
 
     #[test]
@@ -148,6 +171,6 @@ mod tests {
     fn out_of_range_ports_are_ignored() {
         let si = SharedInfo::new(page());
         mask(&si, Port(MAX_PORTS));
-        assert!(!clear_mask(&si, Port(u32::MAX)));
+        assert!(!unmask(&si, Port(u32::MAX), |_| panic!("no such port")));
     }
 }
