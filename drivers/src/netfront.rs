@@ -17,8 +17,9 @@
 //! sent when the backend offers `feature-gso-tcpv4` (and scatter-gather); with
 //! scatter-gather the frontend also writes `feature-gso-tcpv4`/`feature-gso-tcpv6`,
 //! so TCP packets of up to 64 KiB arrive whole: a first data slot flagged
-//! `NETRXF_extra_info`, a GSO extra-info slot (written over a response, so its
-//! buffer is found by ring position), then the remaining data slots.
+//! `NETRXF_extra_info`, a GSO extra-info slot (written over a response), then the
+//! remaining data slots. Every slot's buffer is the one posted at its ring position;
+//! a data response naming another id breaks the vif.
 //!
 //! Queues: a frame is sent on the queue its flow hashes to (IPv4/IPv6 addresses and
 //! TCP/UDP ports; anything else on queue 0), so one flow is never reordered across
@@ -483,16 +484,23 @@ impl Queue {
                 Err(e) => break Err(format!("rx ring: {e}")),
             }
             taken += 1;
-            // A data response names its buffer; an extra-info slot was written over
-            // the response, and its buffer is the one posted at that ring position.
+            // Every slot's buffer is the one posted at its ring position (Linux's
+            // `xennet_get_rx_skb(queue, cons + slots)`): an extra-info slot was
+            // written over the response and names none, and a data response naming
+            // another buffer is a lying backend (trusting it would post one buffer
+            // twice and orphan another).
             let extra_slot = self.partial.as_ref().is_some_and(|k| k.extras);
-            let id = if extra_slot {
-                self.posted_ids[(pos % size) as usize]
-            } else {
-                netif::decode_rx_response(&raw).id
-            };
+            let id = self.posted_ids[(pos % size) as usize];
+            if !extra_slot {
+                let named = netif::decode_rx_response(&raw).id;
+                if named != id {
+                    break Err(format!(
+                        "rx response id {named} at ring position {pos}, where buffer {id} was posted"
+                    ));
+                }
+            }
             let Some(buf) = self.rx_bufs.get_mut(usize::from(id)).filter(|b| b.posted) else {
-                break Err(format!("rx response id {id} not posted"));
+                break Err(format!("rx buffer {id} at ring position {pos} not posted"));
             };
             buf.posted = false;
             if extra_slot {
@@ -1262,8 +1270,25 @@ mod tests {
         let mut prod = 0;
         deliver(&f, &mut prod, Some(999), 0, &[1; 60], None); // unknown buffer
         assert!(n.recv().is_none());
-        assert!(n.broken().unwrap().contains("not posted"));
+        assert!(n.broken().unwrap().contains("where buffer 0 was posted"));
         assert!(matches!(n.send(&[0; 60]), Err(NetError::Broken(_))));
+    }
+
+    #[test]
+    fn a_response_naming_another_posted_buffer_breaks_the_vif() {
+        // The data goes into the buffer posted at ring position 0 (id 0), but the
+        // response names buffer 1, also posted (at position 1): taken by id, buffer
+        // 1 would be read (stale data), posted again while still posted, and buffer
+        // 0 never posted again.
+        let f = Fake::new();
+        let mut n = Netfront::connect(&f, 0).unwrap();
+        let mut prod = 0;
+        deliver(&f, &mut prod, Some(1), 0, &[5; 60], None);
+        assert_eq!(n.recv(), None, "nothing delivered from the wrong buffer");
+        let why = n.broken().expect("the vif is broken");
+        assert!(why.contains("rx response id 1 at ring position 0"), "{why}");
+        let ring = f.page_of("device/vif/0/rx-ring-ref");
+        assert_eq!(ring.load_u32(0), 256, "no buffer posted a second time");
     }
 
     #[test]
@@ -2118,7 +2143,7 @@ mod tests {
         deliver_on(&f, QDIR[1], &mut prod[1], Some(999), 0, &[1; 60], None);
         assert!(n.recv().is_none());
         assert!(
-            n.broken().unwrap().contains("not posted"),
+            n.broken().unwrap().contains("rx response id 999"),
             "{:?}",
             n.broken()
         );
