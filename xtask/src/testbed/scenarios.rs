@@ -421,6 +421,36 @@ const XEN_STEPS: &[Step] = &[
     // (on registration) is not taken for the one this write causes
     dom0("xenstore-write /local/domain/$DOMID/data/y hello", &[], 30),
     wait_output(r"xenstore: watch data/y fired: data/y", 30),
+    // A directory whose listing (300 names of 27 bytes, about 8 KiB) is longer than
+    // one XenStore message: XS_DIRECTORY answers E2BIG and the guest pages it with
+    // XS_DIRECTORY_PART; names from every part (about 150 a part) must show.
+    dom0(
+        "xenstore-write $(for i in $(seq -w 1 300); do echo /local/domain/$DOMID/data/big/entry-with-a-long-name-$i $i; done) && xenstore-list /local/domain/$DOMID/data/big | wc -l",
+        &[r"^300$"],
+        60,
+    ),
+    cmd(
+        "xenstore ls data/big",
+        &[
+            r#"^entry-with-a-long-name-001 = "001"$"#,
+            r#"^entry-with-a-long-name-025 = "025"$"#,
+            r#"^entry-with-a-long-name-050 = "050"$"#,
+            r#"^entry-with-a-long-name-075 = "075"$"#,
+            r#"^entry-with-a-long-name-100 = "100"$"#,
+            r#"^entry-with-a-long-name-125 = "125"$"#,
+            r#"^entry-with-a-long-name-150 = "150"$"#,
+            r#"^entry-with-a-long-name-151 = "151"$"#,
+            r#"^entry-with-a-long-name-152 = "152"$"#,
+            r#"^entry-with-a-long-name-175 = "175"$"#,
+            r#"^entry-with-a-long-name-200 = "200"$"#,
+            r#"^entry-with-a-long-name-225 = "225"$"#,
+            r#"^entry-with-a-long-name-250 = "250"$"#,
+            r#"^entry-with-a-long-name-275 = "275"$"#,
+            r#"^entry-with-a-long-name-299 = "299"$"#,
+            r#"^entry-with-a-long-name-300 = "300"$"#,
+        ],
+        120,
+    ),
     // the frontends' handshakes waited on XenStore watches of the backends' state
     cmd(
         "devices",
@@ -847,7 +877,7 @@ on_crash    = "preserve"
         steps: XEN_STEPS,
         end: End::XlShutdown,
         end_timeout_s: 10,
-        budget_s: 175,
+        budget_s: 178,
     },
     Scenario {
         name: "xen-pvh",
@@ -863,7 +893,7 @@ on_crash    = "preserve"
         steps: XEN_STEPS,
         end: End::XlReboot,
         end_timeout_s: 10,
-        budget_s: 170,
+        budget_s: 178,
     },
     Scenario {
         name: "net-pvh",
