@@ -219,13 +219,28 @@ pub trait BlockDevice {
     fn wait(&self);
 }
 
+/// The page a per-request grant is for: a data buffer or an indirect page of the
+/// request (index into its `bufs` / `indirect`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Held {
+    Buf(usize),
+    Indirect(usize),
+}
+
 struct Slot {
     tag: u64,
     op: u8,
     in_flight: bool,
     bufs: Vec<IoBuf>,
-    grants: Vec<Grant>,
+    grants: Vec<(Grant, Held)>,
     indirect: Vec<IoBuf>,
+}
+
+/// A page the backend still maps after its grant was to end: kept with the grant
+/// for good, never reused (as Linux does since XSA-396).
+struct Quarantined {
+    _page: Option<IoBuf>,
+    _grant: Grant,
 }
 
 /// Statistics for `lsblk`/`disks`.
@@ -243,6 +258,9 @@ pub struct BlkStats {
     pub notifies: u64,
     /// Grants left in place because the backend kept the page mapped.
     pub leaked_grants: u64,
+    /// Pages held back for good (with their grants) because the backend kept them
+    /// mapped: never given back to the caller, the pool or the kernel.
+    pub quarantined_pages: u64,
 }
 
 /// One connected virtual block device.
@@ -262,6 +280,7 @@ pub struct Blkfront<P: XenPlatform> {
     info: DiskInfo,
     broken: Option<String>,
     stats: BlkStats,
+    quarantine: Vec<Quarantined>,
 }
 
 fn read_u64<P: XenPlatform>(p: &P, path: &str) -> Option<u64> {
@@ -406,6 +425,7 @@ impl<P: XenPlatform> Blkfront<P> {
             },
             broken: None,
             stats: BlkStats::default(),
+            quarantine: Vec::new(),
         })
     }
 
@@ -458,19 +478,63 @@ impl<P: XenPlatform> Blkfront<P> {
             return;
         }
         self.ring.mark_broken();
-        for slot in self.slots.iter_mut().filter(|s| s.in_flight) {
+        for idx in 0..self.slots.len() {
+            if !self.slots[idx].in_flight {
+                continue;
+            }
+            let slot = &mut self.slots[idx];
             slot.in_flight = false;
-            // Grants of a broken backend are not ended: the pages may still be
-            // mapped, so references and pages are leaked, never reused.
-            self.stats.leaked_grants += slot.grants.len() as u64;
-            slot.grants.clear();
+            let tag = slot.tag;
+            let grants = core::mem::take(&mut slot.grants);
+            let mut bufs = core::mem::take(&mut slot.bufs);
+            let mut indirect = core::mem::take(&mut slot.indirect);
+            // The backend may still map these pages: a page whose grant ends is
+            // safe again; one it still maps is quarantined, never reused.
+            self.end_grants(grants, &mut bufs, &mut indirect);
+            self.pool.extend(indirect);
             self.done.push_back(Completion {
-                tag: slot.tag,
+                tag,
                 result: Err(BlockError::Broken(why.clone())),
-                bufs: core::mem::take(&mut slot.bufs),
+                bufs,
             });
         }
         self.broken = Some(why);
+    }
+
+    /// Ends per-request `grants`. A page whose grant the backend still maps is
+    /// taken out of `bufs` / `indirect` and quarantined with its grant. Returns how
+    /// many pages were quarantined.
+    fn end_grants(
+        &mut self,
+        grants: Vec<(Grant, Held)>,
+        bufs: &mut Vec<IoBuf>,
+        indirect: &mut Vec<IoBuf>,
+    ) -> usize {
+        let mut held: Vec<(Grant, Held)> = Vec::new();
+        for (g, h) in grants {
+            if let Err(g) = self.platform.end_grant(g) {
+                held.push((g, h));
+            }
+        }
+        // Take pages out from the highest index down, so the lower ones stay put.
+        held.sort_by_key(|(_, h)| core::cmp::Reverse(*h));
+        let mut n = 0;
+        for (g, h) in held {
+            self.stats.leaked_grants += 1;
+            let page = match h {
+                Held::Buf(i) if i < bufs.len() => Some(bufs.remove(i)),
+                Held::Indirect(i) if i < indirect.len() => Some(indirect.remove(i)),
+                // Not reachable (indexes come from `start`); the grant is kept.
+                _ => None,
+            };
+            self.quarantine.push(Quarantined {
+                _page: page,
+                _grant: g,
+            });
+            self.stats.quarantined_pages += 1;
+            n += 1;
+        }
+        n
     }
 
     fn segments_for(&self, req: &BlockRequest) -> Result<Vec<u8>, BlockError> {
@@ -541,7 +605,7 @@ impl<P: XenPlatform> Blkfront<P> {
         } else {
             Access::ReadOnly
         };
-        for (buf, n) in req.bufs.iter().zip(per.iter()) {
+        for (bi, (buf, n)) in req.bufs.iter().zip(per.iter()).enumerate() {
             // A buffer persistently granted to this backend is used as is; one from
             // another disk's pool (a disk-to-disk copy) is granted for this request.
             let gref = match &buf.grant {
@@ -549,14 +613,12 @@ impl<P: XenPlatform> Blkfront<P> {
                 _ => match self.platform.grant(self.backend_id, buf.page.gfn, access) {
                     Ok(g) => {
                         let r = g.gref().0;
-                        grants.push(g);
+                        grants.push((g, Held::Buf(bi)));
                         r
                     }
                     Err(_) => {
-                        for g in grants {
-                            let _ = self.platform.end_grant(g);
-                        }
-                        self.free_slots.push(slot_idx);
+                        let mut req = req;
+                        self.unwind(slot_idx, grants, Vec::new(), &mut req.bufs);
                         return Err((BlockError::Busy, req));
                     }
                 },
@@ -579,7 +641,8 @@ impl<P: XenPlatform> Blkfront<P> {
                 let mut irefs = Vec::with_capacity(pages);
                 for chunk in segs.chunks(blkif::SEGMENTS_PER_INDIRECT_PAGE) {
                     let Some(ib) = self.pool.pop().or_else(|| self.new_buf()) else {
-                        self.unwind(slot_idx, grants, indirect);
+                        let mut req = req;
+                        self.unwind(slot_idx, grants, indirect, &mut req.bufs);
                         return Err((BlockError::Busy, req));
                     };
                     let mut raw = [0u8; PAGE_BYTES];
@@ -594,12 +657,13 @@ impl<P: XenPlatform> Blkfront<P> {
                         ) {
                             Ok(g) => {
                                 let r = g.gref().0;
-                                grants.push(g);
+                                grants.push((g, Held::Indirect(indirect.len())));
                                 r
                             }
                             Err(_) => {
                                 indirect.push(ib);
-                                self.unwind(slot_idx, grants, indirect);
+                                let mut req = req;
+                                self.unwind(slot_idx, grants, indirect, &mut req.bufs);
                                 return Err((BlockError::Busy, req));
                             }
                         },
@@ -613,7 +677,8 @@ impl<P: XenPlatform> Blkfront<P> {
             _ => blkif::encode_flush(op, self.vdev, id),
         };
         if let Err(e) = self.ring.push_request(&entry) {
-            self.unwind(slot_idx, grants, indirect);
+            let mut req = req;
+            self.unwind(slot_idx, grants, indirect, &mut req.bufs);
             let err = if e == xenlet_xen::ring::RingError::Full {
                 BlockError::Busy
             } else {
@@ -634,10 +699,17 @@ impl<P: XenPlatform> Blkfront<P> {
         Ok(())
     }
 
-    fn unwind(&mut self, slot_idx: usize, grants: Vec<Grant>, indirect: Vec<IoBuf>) {
-        for g in grants {
-            let _ = self.platform.end_grant(g);
-        }
+    /// Undoes a request that did not reach the ring: ends its grants (a page the
+    /// backend maps all the same is quarantined, out of `bufs`), pools its indirect
+    /// pages, frees the slot.
+    fn unwind(
+        &mut self,
+        slot_idx: usize,
+        grants: Vec<(Grant, Held)>,
+        mut indirect: Vec<IoBuf>,
+        bufs: &mut Vec<IoBuf>,
+    ) {
+        self.end_grants(grants, bufs, &mut indirect);
         self.pool.extend(indirect);
         self.free_slots.push(slot_idx);
     }
@@ -679,18 +751,24 @@ impl<P: XenPlatform> Blkfront<P> {
         let slot = &mut self.slots[idx];
         slot.in_flight = false;
         let grants = core::mem::take(&mut slot.grants);
-        let indirect = core::mem::take(&mut slot.indirect);
-        let bufs = core::mem::take(&mut slot.bufs);
+        let mut indirect = core::mem::take(&mut slot.indirect);
+        let mut bufs = core::mem::take(&mut slot.bufs);
         let tag = slot.tag;
-        for g in grants {
-            if self.platform.end_grant(g).is_err() {
-                // The backend still maps the page after answering: the reference and
-                // the page are leaked (never reused), and counted.
-                self.stats.leaked_grants += 1;
-            }
-        }
+        // A page the backend still maps after answering is quarantined (never
+        // reused: not returned, not pooled) and the disk is marked broken, as Linux
+        // does since XSA-396.
+        let kept = self.end_grants(grants, &mut bufs, &mut indirect);
         self.pool.extend(indirect);
         self.free_slots.push(idx);
+        let (result, broken) = if kept > 0 {
+            let why = format!(
+                "response id {} answered with {kept} page(s) still mapped by the backend",
+                rsp.id
+            );
+            (Err(BlockError::Broken(why.clone())), Some(why))
+        } else {
+            (result, None)
+        };
         let bytes: u64 = bufs.len() as u64 * PAGE_BYTES as u64;
         self.stats.requests += 1;
         match sent {
@@ -699,6 +777,9 @@ impl<P: XenPlatform> Blkfront<P> {
             _ => {}
         }
         self.done.push_back(Completion { tag, result, bufs });
+        if let Some(why) = broken {
+            self.fail(why);
+        }
     }
 }
 
@@ -780,6 +861,11 @@ mod tests {
         xs: RefCell<BTreeMap<String, String>>,
         pages: RefCell<Vec<(u64, SharedPage)>>,
         grants: RefCell<BTreeMap<u32, u64>>,
+        /// Each live grant's access.
+        access: RefCell<BTreeMap<u32, Access>>,
+        /// Grants the backend keeps mapped: ending them fails, as Xen's
+        /// `gnttab_end_foreign_access` does while a mapping exists.
+        mapped: RefCell<alloc::collections::BTreeSet<u32>>,
         next_gfn: Cell<u64>,
         next_gref: Cell<u32>,
         notifies: Cell<u32>,
@@ -815,6 +901,21 @@ mod tests {
             }
             drop(xs);
             f
+        }
+
+        /// The backend writes into the page of grant `gref`: only through a
+        /// read-write grant, as Xen enforces.
+        fn backend_write(&self, gref: u32, data: &[u8]) -> Result<(), &'static str> {
+            match self.access.borrow().get(&gref) {
+                None => return Err("no such grant"),
+                Some(Access::ReadOnly) => return Err("read-only grant"),
+                Some(Access::ReadWrite) => {}
+            }
+            let gfn = self.grants.borrow()[&gref];
+            let pages = self.pages.borrow();
+            let page = &pages.iter().find(|(g, _)| *g == gfn).unwrap().1;
+            page.write_bytes(0, data);
+            Ok(())
         }
 
         fn ring(&self) -> SharedPage {
@@ -878,15 +979,20 @@ mod tests {
             &self,
             _domid: u16,
             gfn: u64,
-            _access: Access,
+            access: Access,
         ) -> Result<Grant, xenlet_xen::gnttab::GrantError> {
             let r = self.next_gref.get();
             self.next_gref.set(r + 1);
             self.grants.borrow_mut().insert(r, gfn);
+            self.access.borrow_mut().insert(r, access);
             Ok(Grant::new(GrantRef(r), gfn as u32))
         }
         fn end_grant(&self, g: Grant) -> Result<(), Grant> {
+            if self.mapped.borrow().contains(&g.gref().0) {
+                return Err(g);
+            }
             self.grants.borrow_mut().remove(&g.gref().0);
+            self.access.borrow_mut().remove(&g.gref().0);
             Ok(())
         }
         fn alloc_unbound(&self, _remote: u16) -> Result<Port, XenError> {
@@ -908,6 +1014,30 @@ mod tests {
         req_cons: u32,
         rsp_prod: u32,
         size: u32,
+    }
+
+    /// The data segments' and the indirect pages' grant references of the request
+    /// with `id` still in the ring (read-write requests only).
+    fn request_grefs(be: &Backend, id: u64) -> (Vec<u32>, Vec<u32>) {
+        for i in 0..be.req_cons {
+            let off = 64 + (i & (be.size - 1)) as usize * 112;
+            let mut e = [0u8; 112];
+            be.ring.read_bytes(off, &mut e);
+            if u64::from_le_bytes(e[8..16].try_into().unwrap()) != id {
+                continue;
+            }
+            let word = |at: usize| u32::from_le_bytes(e[at..at + 4].try_into().unwrap());
+            if e[0] == blkif::OP_INDIRECT {
+                let nseg = usize::from(u16::from_le_bytes([e[2], e[3]]));
+                let pages = nseg.div_ceil(blkif::SEGMENTS_PER_INDIRECT_PAGE);
+                return (Vec::new(), (0..pages).map(|p| word(28 + p * 4)).collect());
+            }
+            return (
+                (0..usize::from(e[1])).map(|k| word(24 + k * 8)).collect(),
+                Vec::new(),
+            );
+        }
+        panic!("no request {id}");
     }
 
     impl Backend {
@@ -1199,5 +1329,125 @@ mod tests {
             !d.info().features.flush,
             "flush turned off after EOPNOTSUPP"
         );
+    }
+
+    fn read_req(d: &mut Blkfront<&Fake>, tag: u64, sector: u64, pages: usize) -> BlockRequest {
+        let mut r = write_req(d, tag, sector, pages);
+        r.op = BlockOp::Read;
+        r
+    }
+
+    #[test]
+    fn the_fake_backend_writes_only_through_read_write_grants() {
+        let f = Fake::new(false, 0, 0);
+        let (mut d, mut be) = connect(&f);
+        let req = write_req(&mut d, 1, 0, 1);
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+        let req = read_req(&mut d, 2, 8, 1);
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+        d.kick();
+        let r = be.requests();
+        let (w, _) = request_grefs(&be, r[0].0);
+        let (rd, _) = request_grefs(&be, r[1].0);
+        assert_eq!(f.backend_write(w[0], b"x"), Err("read-only grant"));
+        assert_eq!(f.backend_write(rd[0], b"y"), Ok(()));
+    }
+
+    #[test]
+    fn a_page_the_backend_keeps_mapped_after_answering_is_quarantined() {
+        let f = Fake::new(false, 0, 0);
+        let (mut d, mut be) = connect(&f);
+        let req = read_req(&mut d, 1, 0, 2);
+        let kept_gfn = req.bufs[1].page.gfn;
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+        d.kick();
+        let r = be.requests();
+        let (grefs, _) = request_grefs(&be, r[0].0);
+        f.backend_write(grefs[0], &[1; 4096]).unwrap();
+        f.backend_write(grefs[1], &[2; 4096]).unwrap();
+        // it answers, but keeps the second page mapped (it could write it later)
+        f.mapped.borrow_mut().insert(grefs[1]);
+        be.respond(r[0].0, r[0].1, blkif::RSP_OKAY);
+        let mut out = Vec::new();
+        d.poll(&mut out);
+        assert_eq!(out.len(), 1);
+        assert!(
+            matches!(&out[0].result, Err(BlockError::Broken(w)) if w.contains("still mapped")),
+            "{:?}",
+            out[0].result
+        );
+        assert_eq!(out[0].bufs.len(), 1, "the mapped page is not handed back");
+        assert_ne!(out[0].bufs[0].page.gfn, kept_gfn);
+        assert!(d.broken().is_some(), "the disk is broken");
+        let st = d.stats();
+        assert_eq!((st.quarantined_pages, st.leaked_grants), (1, 1));
+        assert!(f.grants.borrow().contains_key(&grefs[1]), "its grant stays");
+        assert!(
+            !f.grants.borrow().contains_key(&grefs[0]),
+            "the other ended"
+        );
+        // the page never comes back, not from the pool either
+        for b in out.pop().unwrap().bufs {
+            d.free_buf(b);
+        }
+        while let Some(b) = d.alloc_buf() {
+            assert_ne!(b.page.gfn, kept_gfn, "quarantined page reused");
+        }
+    }
+
+    #[test]
+    fn a_mapped_indirect_page_is_quarantined_not_pooled() {
+        let f = Fake::new(false, 256, 0);
+        let (mut d, mut be) = connect(&f);
+        let req = read_req(&mut d, 1, 0, 12);
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+        d.kick();
+        let r = be.requests();
+        let (_, indirect) = request_grefs(&be, r[0].0);
+        assert_eq!(indirect.len(), 1);
+        let kept_gfn = f.grants.borrow()[&indirect[0]];
+        f.mapped.borrow_mut().insert(indirect[0]);
+        be.respond(r[0].0, r[0].1, blkif::RSP_OKAY);
+        let mut out = Vec::new();
+        d.poll(&mut out);
+        assert!(matches!(out[0].result, Err(BlockError::Broken(_))));
+        assert_eq!(out[0].bufs.len(), 12, "the data pages were unmapped");
+        assert_eq!(d.stats().quarantined_pages, 1);
+        while let Some(b) = d.alloc_buf() {
+            assert_ne!(b.page.gfn, kept_gfn, "quarantined indirect page reused");
+        }
+    }
+
+    #[test]
+    fn a_broken_disk_ends_the_grants_of_pending_io_and_quarantines_mapped_pages() {
+        let f = Fake::new(false, 0, 0);
+        let (mut d, mut be) = connect(&f);
+        for tag in 0..3 {
+            let req = read_req(&mut d, tag, tag * 8, 1);
+            d.submit(req).map_err(|(e, _)| e).unwrap();
+        }
+        d.kick();
+        let r = be.requests();
+        let (g1, _) = request_grefs(&be, r[1].0);
+        let (g2, _) = request_grefs(&be, r[2].0);
+        let kept_gfn = f.grants.borrow()[&g1[0]];
+        f.mapped.borrow_mut().insert(g1[0]);
+        be.respond(999, blkif::OP_READ, 0); // hostile: breaks the disk
+        let mut out = Vec::new();
+        d.poll(&mut out);
+        assert!(d.broken().is_some());
+        assert_eq!(out.len(), 3);
+        let bufs: usize = out.iter().map(|c| c.bufs.len()).sum();
+        assert_eq!(bufs, 2, "the mapped page is held back");
+        assert!(out
+            .iter()
+            .flat_map(|c| &c.bufs)
+            .all(|b| b.page.gfn != kept_gfn));
+        assert_eq!(d.stats().quarantined_pages, 1);
+        assert!(
+            !f.grants.borrow().contains_key(&g2[0]),
+            "unmapped: grant ended"
+        );
+        assert!(f.grants.borrow().contains_key(&g1[0]), "mapped: grant kept");
     }
 }

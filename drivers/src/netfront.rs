@@ -1050,6 +1050,10 @@ mod tests {
         xs: RefCell<BTreeMap<String, String>>,
         pages: RefCell<BTreeMap<u64, SharedPage>>,
         grants: RefCell<BTreeMap<u32, u64>>,
+        /// Each live grant's access.
+        access: RefCell<BTreeMap<u32, Access>>,
+        /// Grants the backend keeps mapped: ending them fails (as in Xen).
+        mapped: RefCell<alloc::collections::BTreeSet<u32>>,
         next_gfn: Cell<u64>,
         next_gref: Cell<u32>,
         /// "+path" for each watch set, "-path" for each removed.
@@ -1093,6 +1097,16 @@ mod tests {
         fn page_by_gref(&self, gref: u32) -> SharedPage {
             let gfn = self.grants.borrow()[&gref];
             self.pages.borrow()[&gfn].alias_for_test()
+        }
+        /// The page of `gref` for the backend to write: only through a read-write
+        /// grant, as Xen enforces.
+        fn writable_page_by_gref(&self, gref: u32) -> SharedPage {
+            assert_eq!(
+                self.access.borrow().get(&gref),
+                Some(&Access::ReadWrite),
+                "the backend writes only through read-write grants"
+            );
+            self.page_by_gref(gref)
         }
     }
 
@@ -1140,15 +1154,20 @@ mod tests {
             &self,
             _: u16,
             gfn: u64,
-            _: Access,
+            access: Access,
         ) -> Result<Grant, xenlet_xen::gnttab::GrantError> {
             let r = self.next_gref.get();
             self.next_gref.set(r + 1);
             self.grants.borrow_mut().insert(r, gfn);
+            self.access.borrow_mut().insert(r, access);
             Ok(Grant::new(GrantRef(r), gfn as u32))
         }
         fn end_grant(&self, g: Grant) -> Result<(), Grant> {
+            if self.mapped.borrow().contains(&g.gref().0) {
+                return Err(g);
+            }
             self.grants.borrow_mut().remove(&g.gref().0);
+            self.access.borrow_mut().remove(&g.gref().0);
             Ok(())
         }
         fn alloc_unbound(&self, _: u16) -> Result<Port, XenError> {
@@ -1208,7 +1227,8 @@ mod tests {
         let id = u16::from_le_bytes([req[0], req[1]]);
         let gref = u32::from_le_bytes([req[4], req[5], req[6], req[7]]);
         if usize::from(offset) + data.len() <= 4096 {
-            f.page_by_gref(gref).write_bytes(usize::from(offset), data);
+            f.writable_page_by_gref(gref)
+                .write_bytes(usize::from(offset), data);
         }
         let mut rsp = [0u8; 8];
         rsp[0..2].copy_from_slice(&id_override.unwrap_or(id).to_le_bytes());
@@ -1343,7 +1363,7 @@ mod tests {
         let mut req = [0u8; 8];
         ring.read_bytes(slot, &mut req);
         let gref = u32::from_le_bytes([req[4], req[5], req[6], req[7]]);
-        f.page_by_gref(gref).write_bytes(0, data);
+        f.writable_page_by_gref(gref).write_bytes(0, data);
         let mut rsp = [0u8; 8];
         rsp[0..2].copy_from_slice(&req[0..2]);
         rsp[4..6].copy_from_slice(&flags.to_le_bytes());
@@ -1680,6 +1700,20 @@ mod tests {
             before + 2,
             "only the ring grants remain"
         );
+    }
+
+    #[test]
+    fn release_keeps_a_page_the_backend_still_maps() {
+        let f = Fake::new();
+        let n = Netfront::connect(&f, 0).unwrap();
+        let ring = f.page_of("device/vif/0/rx-ring-ref");
+        let mut req = [0u8; 8];
+        ring.read_bytes(64, &mut req);
+        let gref = u32::from_le_bytes([req[4], req[5], req[6], req[7]]);
+        f.mapped.borrow_mut().insert(gref);
+        assert_eq!(n.release(), 511, "the mapped page is not freed");
+        assert_eq!(f.pages_freed.get(), 511);
+        assert!(f.grants.borrow().contains_key(&gref), "its grant stays");
     }
 
     /// An Ethernet frame holding an IPv4 packet (20-byte header, `frag` = flags and

@@ -889,9 +889,11 @@ fn lsblk(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
                 "no"
             },
             if f.discard { "yes" } else { "no" },
-            match d.broken() {
-                Some(why) => alloc::format!("broken: {why}"),
-                None => alloc::string::String::from("ok"),
+            match (d.broken(), d.stats().quarantined_pages) {
+                (Some(why), 0) => alloc::format!("broken: {why}"),
+                (Some(why), q) => alloc::format!("broken: {why}; {q} pages quarantined"),
+                (None, 0) => alloc::string::String::from("ok"),
+                (None, q) => alloc::format!("ok; {q} pages quarantined"),
             }
         ));
     });
