@@ -85,6 +85,8 @@ impl XenPlatform for KernelXen {
         Ok(port)
     }
     fn close_port(&self, port: Port) {
+        // Forget the handler first: Xen may hand the number out again at once.
+        xen::unregister_port(port);
         let _ = hypercall::evtchn_close(port.0);
     }
     fn notify(&self, port: Port) {

@@ -101,6 +101,75 @@ pub fn unmask(si: &SharedInfo, port: Port, hypercall: impl FnOnce(Port)) -> bool
     true
 }
 
+/// A fixed-size table of per-port handlers: no allocation, so the upcall can read it.
+/// A port has at most one entry; closing a port removes it, so a reused port number
+/// never reaches the closed port's handler.
+#[derive(Clone, Copy, Debug)]
+pub struct PortTable<H: Copy, const N: usize> {
+    entries: [Option<(Port, H)>; N],
+}
+
+/// The table is full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableFull;
+
+impl<H: Copy, const N: usize> PortTable<H, N> {
+    /// An empty table.
+    pub const fn new() -> Self {
+        PortTable { entries: [None; N] }
+    }
+
+    /// Sets `port`'s handler (replacing the one it had).
+    pub fn set(&mut self, port: Port, h: H) -> Result<(), TableFull> {
+        if let Some(e) = self.entries.iter_mut().flatten().find(|(p, _)| *p == port) {
+            e.1 = h;
+            return Ok(());
+        }
+        let free = self
+            .entries
+            .iter_mut()
+            .find(|e| e.is_none())
+            .ok_or(TableFull)?;
+        *free = Some((port, h));
+        Ok(())
+    }
+
+    /// Removes `port`'s handler; whether it had one.
+    pub fn remove(&mut self, port: Port) -> bool {
+        match self
+            .entries
+            .iter_mut()
+            .find(|e| e.is_some_and(|(p, _)| p == port))
+        {
+            Some(e) => {
+                *e = None;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `port`'s handler.
+    pub fn get(&self, port: Port) -> Option<H> {
+        self.entries
+            .iter()
+            .flatten()
+            .find(|(p, _)| *p == port)
+            .map(|(_, h)| *h)
+    }
+
+    /// Every (port, handler).
+    pub fn iter(&self) -> impl Iterator<Item = (Port, H)> + '_ {
+        self.entries.iter().flatten().copied()
+    }
+}
+
+impl<H: Copy, const N: usize> Default for PortTable<H, N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +234,25 @@ mod tests {
         raise(&si, 1);
         raise(&si, 150);
         assert_eq!(collect(&mut scan, &si), vec![150, 1]);
+    }
+
+    #[test]
+    fn port_table_is_fixed_size_and_a_closed_port_leaves_no_entry() {
+        let mut t: PortTable<u32, 3> = PortTable::new();
+        t.set(Port(5), 1).unwrap();
+        t.set(Port(6), 2).unwrap();
+        t.set(Port(5), 3).unwrap(); // replaced, not a second entry
+        assert_eq!(t.get(Port(5)), Some(3));
+        assert_eq!(t.iter().count(), 2);
+        t.set(Port(7), 4).unwrap();
+        assert_eq!(t.set(Port(8), 5), Err(TableFull));
+        // port 5 closed, then handed out again by Xen to another user
+        assert!(t.remove(Port(5)));
+        assert!(!t.remove(Port(5)));
+        assert_eq!(t.get(Port(5)), None);
+        t.set(Port(5), 9).unwrap();
+        assert_eq!(t.get(Port(5)), Some(9), "the new handler, not the old one");
+        assert_eq!(t.iter().filter(|(p, _)| *p == Port(5)).count(), 1);
     }
 
     #[test]

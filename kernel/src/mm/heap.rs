@@ -1,12 +1,20 @@
 //! The kernel's frame allocator and heap, set up from the boot memory map.
 
 use super::frame::{FrameAllocator, FrameRun, FreeError, FRAME_BYTES};
+use super::guard::{CheckedAlloc, Forbidden};
 use linked_list_allocator::LockedHeap;
 use spin::Mutex;
 use xenlet_boot::{BootInfo, MemoryKind};
 
+/// The heap, checked: allocating in interrupt context panics ([`forbid_allocation`]).
 #[global_allocator]
-static HEAP: LockedHeap = LockedHeap::empty();
+static HEAP: CheckedAlloc<LockedHeap> = CheckedAlloc::new(LockedHeap::empty());
+
+/// Forbids heap allocation until the guard is dropped: held by the interrupt
+/// dispatcher around every handler.
+pub fn forbid_allocation() -> Forbidden<'static> {
+    HEAP.forbid()
+}
 
 static FRAMES: Mutex<FrameAllocator> = Mutex::new(FrameAllocator::new());
 
@@ -75,7 +83,8 @@ pub fn init(info: &BootInfo) -> Result<MemoryReport, NoHeapMemory> {
         .ok_or(NoHeapMemory)?;
     // SAFETY: `heap` is a run of free RAM from the allocator (usable in the memory map, outside the kernel image and loader data), identity-mapped below MAPPED_LIMIT, and owned by the heap from now on: it is never returned to FRAMES.
     unsafe {
-        HEAP.lock()
+        HEAP.inner()
+            .lock()
             .init(heap.addr as *mut u8, heap.len_bytes() as usize)
     };
     Ok(MemoryReport {
@@ -108,7 +117,7 @@ pub fn frame_stats() -> (u64, u64, usize) {
 /// Heap statistics: (used, free) bytes.
 pub fn heap_stats() -> (usize, usize) {
     x86_64::instructions::interrupts::without_interrupts(|| {
-        let h = HEAP.lock();
+        let h = HEAP.inner().lock();
         (h.used(), h.free())
     })
 }
