@@ -968,6 +968,7 @@ fn crash(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {
         ["ud"] => Deliberate::InvalidOpcode,
         ["de"] => Deliberate::DivideError,
         ["panic"] => Deliberate::Panic,
+        ["console"] => Deliberate::PanicInConsoleWrite,
         [] => return Err(CmdError::usage("missing fault kind")),
         [k] => return Err(CmdError::usage(alloc::format!("unknown fault kind '{k}'"))),
         [_, extra, ..] => return Err(CmdError::usage(alloc::format!("extra operand '{extra}'"))),

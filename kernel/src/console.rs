@@ -212,6 +212,14 @@ pub fn emergency_write(bytes: &[u8]) {
     }
 }
 
+/// Runs `f` holding the consoles' locks as a console write does (for the `crash
+/// console` test of the fault path).
+pub fn while_writing<R>(f: impl FnOnce() -> R) -> R {
+    let _uart = COM1_UART.lock();
+    let _xen = XEN_CONSOLE.lock();
+    f()
+}
+
 /// `fmt::Write` into the consoles.
 pub struct ConsoleWriter;
 

@@ -45,6 +45,10 @@ pub enum End {
     /// dom0 runs `xl reboot NAME` (the config has `on_reboot = "destroy"`): the guest
     /// must end with reason code 1 (reboot) within `end_timeout_s`.
     XlReboot,
+    /// The last command (with `ends: true`) crashes the guest: within `end_timeout_s`
+    /// the domain must be crashed (`on_crash = "preserve"`), i.e. it reached
+    /// `SHUTDOWN_crash` rather than hanging on the way.
+    Crash,
 }
 
 impl End {
@@ -54,6 +58,7 @@ impl End {
             End::Destroy => "destroy",
             End::XlShutdown => "xl-shutdown",
             End::XlReboot => "xl-reboot",
+            End::Crash => "crash",
         }
     }
 }
@@ -451,6 +456,8 @@ const XEN_STEPS: &[Step] = &[
         ],
         120,
     ),
+    // gone again, so the rest of the scenario meets the XenStore it always did
+    dom0("xenstore-rm /local/domain/$DOMID/data/big", &[], 60),
     // the frontends' handshakes waited on XenStore watches of the backends' state
     cmd(
         "devices",
@@ -837,6 +844,30 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 60,
         budget_s: 175,
+    },
+    Scenario {
+        name: "crash-pvh",
+        about: "fault path, PVH: a panic while a console write holds the console locks still reaches SHUTDOWN_crash",
+        needs: &[Need::XenletElf],
+        config: r#"name    = "@NAME@"
+type    = "pvh"
+memory  = 32
+vcpus   = 1
+kernel  = "@FILES@/xenlet.elf"
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#,
+        disks: &[],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 120,
+        boot_expect: &[],
+        steps: &[cmd("version", &[r"^Xenlet "], 30), last("crash console")],
+        end: End::Crash,
+        end_timeout_s: 20,
+        budget_s: 170,
     },
     Scenario {
         name: "pvh",
@@ -1298,7 +1329,7 @@ mod tests {
                     s.name
                 );
             }
-            if s.end == End::Poweroff {
+            if matches!(s.end, End::Poweroff | End::Crash) {
                 assert!(s.steps.last().is_some_and(|l| l.ends), "{}", s.name);
             }
             if matches!(s.end, End::XlShutdown | End::XlReboot) {
