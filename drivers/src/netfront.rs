@@ -197,10 +197,12 @@ enum QueueError {
 struct Queue {
     tx: FrontRing,
     rx: FrontRing,
-    /// The ring pages' grants (published as `tx-ring-ref` / `rx-ring-ref`). They are
-    /// kept for the life of the queue: [`FrontRing`] owns the pages.
+    /// The ring pages' grants (published as `tx-ring-ref` / `rx-ring-ref`), kept for
+    /// the life of the queue, and the pages' frames ([`FrontRing`] holds the memory).
     tx_ring_grant: Grant,
     rx_ring_grant: Grant,
+    tx_ring_gfn: u64,
+    rx_ring_gfn: u64,
     port: Port,
     rx_bufs: Vec<RxBuf>,
     tx_slots: Vec<TxSlot>,
@@ -246,52 +248,45 @@ struct RxPacket {
 
 impl Queue {
     /// Grants the ring pages, allocates the event channel, grants one page per TX
-    /// slot (read-only) and per RX slot (read-write), and posts every RX buffer.
+    /// slot (read-only) and per RX slot (read-write), and posts every RX buffer. On
+    /// failure everything taken so far is given back (a page whose grant cannot be
+    /// ended stays allocated).
     fn setup<P: XenPlatform>(p: &P, backend_id: u16) -> Result<Self, NetError> {
-        let ring = |what: &str, entry: usize| -> Result<(FrontRing, Grant), NetError> {
-            let pages = p
-                .alloc_pages(1)
-                .ok_or_else(|| NetError::Handshake(format!("no memory for {what}")))?;
-            let DmaPages { mem, gfn, .. } = pages;
-            let g = hs(what, p.grant(backend_id, gfn, Access::ReadWrite))?;
-            Ok((FrontRing::init(mem, entry), g))
+        let mut held: Vec<(DmaPages, Grant)> = Vec::new();
+        let mut port = None;
+        match Self::take_resources(p, backend_id, &mut held, &mut port) {
+            Ok(()) => {}
+            Err(e) => {
+                give_back(p, held, port);
+                return Err(e);
+            }
+        }
+        let port = port.ok_or_else(|| NetError::Handshake(String::from("no event channel")))?;
+        // held: tx ring, rx ring, then the TX buffers, then the RX buffers.
+        let mut it = held.into_iter();
+        let (Some((tx_page, tx_ring_grant)), Some((rx_page, rx_ring_grant))) =
+            (it.next(), it.next())
+        else {
+            return Err(NetError::Handshake(String::from("ring pages missing")));
         };
-        let (tx, tx_ring_grant) = ring("tx ring", netif::TX_ENTRY_BYTES)?;
-        let (mut rx, rx_ring_grant) = ring("rx ring", netif::RX_ENTRY_BYTES)?;
-        let port = hs("event channel", p.alloc_unbound(backend_id))?;
-
-        // TX buffers: one page per TX ring slot, granted read-only for good.
-        let mut tx_slots = Vec::with_capacity(tx.size() as usize);
-        for _ in 0..tx.size() {
-            let page = p
-                .alloc_pages(1)
-                .ok_or_else(|| NetError::Handshake(String::from("no memory for TX buffers")))?;
-            let grant = hs(
-                "TX buffer grant",
-                p.grant(backend_id, page.gfn, Access::ReadOnly),
-            )?;
-            tx_slots.push(TxSlot {
+        let tx_ring_gfn = tx_page.gfn;
+        let rx_ring_gfn = rx_page.gfn;
+        let tx = FrontRing::init(tx_page.mem, netif::TX_ENTRY_BYTES);
+        let mut rx = FrontRing::init(rx_page.mem, netif::RX_ENTRY_BYTES);
+        let tx_slots: Vec<TxSlot> = it
+            .by_ref()
+            .take(tx.size() as usize)
+            .map(|(page, grant)| TxSlot {
                 in_flight: false,
                 page,
                 grant,
                 packet_bytes: 0,
-            });
-        }
-
-        // RX buffers: one per RX ring slot, granted for good.
+            })
+            .collect();
         let mut rx_bufs = Vec::with_capacity(rx.size() as usize);
-        for i in 0..rx.size() as usize {
-            let page = p
-                .alloc_pages(1)
-                .ok_or_else(|| NetError::Handshake(String::from("no memory for RX buffers")))?;
-            let grant = hs(
-                "RX buffer grant",
-                p.grant(backend_id, page.gfn, Access::ReadWrite),
-            )?;
-            hs(
-                "RX ring",
-                rx.push_request(&netif::encode_rx_request(i as u16, grant.gref().0)),
-            )?;
+        for (i, (page, grant)) in it.enumerate() {
+            // A fresh ring has room for every buffer: this cannot fail.
+            let _ = rx.push_request(&netif::encode_rx_request(i as u16, grant.gref().0));
             rx_bufs.push(RxBuf {
                 page,
                 grant,
@@ -308,6 +303,8 @@ impl Queue {
             rx,
             tx_ring_grant,
             rx_ring_grant,
+            tx_ring_gfn,
+            rx_ring_gfn,
             port,
             rx_bufs,
             tx_slots,
@@ -319,10 +316,49 @@ impl Queue {
         })
     }
 
-    /// Ends the buffers' grants and frees their pages (a page the backend still maps
-    /// keeps its grant and stays allocated), closes the event channel. Returns the
-    /// pages freed.
-    fn release<P: XenPlatform>(self, p: &P) -> usize {
+    /// Takes a queue's pages, grants and port, in [`Queue::setup`]'s order, into
+    /// `held` and `port` (which the caller gives back on failure).
+    fn take_resources<P: XenPlatform>(
+        p: &P,
+        backend_id: u16,
+        held: &mut Vec<(DmaPages, Grant)>,
+        port: &mut Option<Port>,
+    ) -> Result<(), NetError> {
+        let mut take = |what: &str, access: Access| -> Result<(), NetError> {
+            let page = p
+                .alloc_pages(1)
+                .ok_or_else(|| NetError::Handshake(format!("no memory for {what}")))?;
+            match p.grant(backend_id, page.gfn, access) {
+                Ok(g) => {
+                    held.push((page, g));
+                    Ok(())
+                }
+                Err(e) => {
+                    p.free_pages(page);
+                    Err(NetError::Handshake(format!("{what} grant: {e}")))
+                }
+            }
+        };
+        take("tx ring", Access::ReadWrite)?;
+        take("rx ring", Access::ReadWrite)?;
+        let tx_entries = xenlet_xen::ring::ring_entries(PAGE_BYTES, netif::TX_ENTRY_BYTES);
+        let rx_entries = xenlet_xen::ring::ring_entries(PAGE_BYTES, netif::RX_ENTRY_BYTES);
+        // TX buffers: one page per TX ring slot, granted read-only for good.
+        for _ in 0..tx_entries {
+            take("TX buffers", Access::ReadOnly)?;
+        }
+        // RX buffers: one per RX ring slot, granted for good.
+        for _ in 0..rx_entries {
+            take("RX buffers", Access::ReadWrite)?;
+        }
+        *port = Some(hs("event channel", p.alloc_unbound(backend_id))?);
+        Ok(())
+    }
+
+    /// Ends the buffers' and the rings' grants and frees their pages (a page the
+    /// backend still maps keeps its grant and stays allocated), closes the event
+    /// channel. Returns the (buffer, ring) pages freed.
+    fn release<P: XenPlatform>(self, p: &P) -> (usize, usize) {
         let mut freed = 0;
         let pages = self
             .rx_bufs
@@ -335,8 +371,19 @@ impl Queue {
                 freed += 1;
             }
         }
+        let rings = [
+            (self.tx.into_mem(), self.tx_ring_gfn, self.tx_ring_grant),
+            (self.rx.into_mem(), self.rx_ring_gfn, self.rx_ring_grant),
+        ];
+        let mut rings_freed = 0;
+        for (mem, gfn, grant) in rings {
+            if p.end_grant(grant).is_ok() {
+                p.free_pages(DmaPages { mem, gfn, count: 1 });
+                rings_freed += 1;
+            }
+        }
         p.close_port(self.port);
-        freed
+        (freed, rings_freed)
     }
 
     fn mark_broken(&mut self) {
@@ -584,6 +631,27 @@ impl Queue {
     }
 }
 
+/// Releases `queues`: (buffer pages, ring pages) freed.
+fn release_all<P: XenPlatform>(p: &P, queues: Vec<Queue>) -> (usize, usize) {
+    queues
+        .into_iter()
+        .map(|q| q.release(p))
+        .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+}
+
+/// Gives back what a failed setup took: grants ended and pages freed (a page whose
+/// grant the backend maps is kept), the port closed.
+fn give_back<P: XenPlatform>(p: &P, held: Vec<(DmaPages, Grant)>, port: Option<Port>) {
+    for (page, grant) in held {
+        if p.end_grant(grant).is_ok() {
+            p.free_pages(page);
+        }
+    }
+    if let Some(port) = port {
+        p.close_port(port);
+    }
+}
+
 /// Counts a complete packet (also in its queue's `queue_packets`) and hands it over,
 /// or drops it.
 fn deliver(
@@ -757,10 +825,58 @@ impl<P: XenPlatform> Netfront<P> {
         let mtu = mtu_from_backend(p.xs_read(&format!("{backend}/mtu")).ok().as_deref(), sg);
         let max = p.xs_read(&format!("{backend}/multi-queue-max-queues")).ok();
         let n = queue_count(max_queues, max.as_deref());
-        let queues = (0..n)
-            .map(|_| Queue::setup(p, backend_id))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut queues = Vec::with_capacity(n);
+        for _ in 0..n {
+            match Queue::setup(p, backend_id) {
+                Ok(q) => queues.push(q),
+                Err(e) => {
+                    release_all(p, queues);
+                    return Err(e);
+                }
+            }
+        }
+        match Self::publish_and_connect(p, &base, &bstate, &mut fe, &queues, sg) {
+            Ok(()) => {}
+            Err(e) => {
+                // Nothing leaks, and the device can be connected again: the frontend
+                // goes back to Initialising (netback then returns to InitWait).
+                release_all(p, queues);
+                let _ = p.xs_write(
+                    &format!("{base}/state"),
+                    &format!("{}", XenbusState::Initialising.number()),
+                );
+                return Err(e);
+            }
+        }
+        for q in &queues {
+            p.notify(q.port);
+        }
 
+        Ok(Netfront {
+            platform,
+            backend_id,
+            mac,
+            queues,
+            rx_next: 0,
+            received: VecDeque::new(),
+            broken: None,
+            stats: NetStats::default(),
+            sg,
+            gso,
+            mtu,
+        })
+    }
+
+    /// Publishes the queues and features, goes Connected and waits for the backend.
+    fn publish_and_connect(
+        p: &P,
+        base: &str,
+        bstate: &str,
+        fe: &mut Frontend,
+        queues: &[Queue],
+        sg: bool,
+    ) -> Result<(), NetError> {
+        let n = queues.len();
         let w = |k: &str, v: &str| hs(k, p.xs_write(&format!("{base}/{k}"), v));
         if n > 1 {
             w("multi-queue-num-queues", &format!("{n}"))?;
@@ -792,35 +908,19 @@ impl<P: XenPlatform> Netfront<P> {
         w("feature-gso-tcpv6", gso_rx)?;
         w("state", &format!("{}", XenbusState::Connected.number()))?;
         fe.switched(XenbusState::Initialised);
-        wait_for_action(p, &bstate, &fe, Action::Connect)?;
-        for q in &queues {
-            p.notify(q.port);
-        }
-
-        Ok(Netfront {
-            platform,
-            backend_id,
-            mac,
-            queues,
-            rx_next: 0,
-            received: VecDeque::new(),
-            broken: None,
-            stats: NetStats::default(),
-            sg,
-            gso,
-            mtu,
-        })
+        wait_for_action(p, bstate, fe, Action::Connect)
     }
 
-    /// Gives back every queue's RX and TX buffers (grants ended, pages freed) and
-    /// closes the event channels, once the backend has closed (`xl network-detach`).
-    /// A page the backend still maps keeps its grant and stays allocated. Returns the
-    /// pages freed (512 per queue when all are).
-    pub fn release(self) -> usize {
+    /// Gives back every queue's RX and TX buffers and ring pages (grants ended,
+    /// pages freed) and closes the event channels, once the backend has closed (`xl
+    /// network-detach`). A page the backend still maps keeps its grant and stays
+    /// allocated. Returns the buffer pages and the ring pages freed (512 and 2 per
+    /// queue when all are).
+    pub fn release(self) -> (usize, usize) {
         let Netfront {
             platform, queues, ..
         } = self;
-        queues.into_iter().map(|q| q.release(&platform)).sum()
+        release_all(&platform, queues)
     }
 
     /// The MAC address from XenStore.
@@ -1062,6 +1162,12 @@ mod tests {
         notified: RefCell<Vec<u32>>,
         closed: RefCell<Vec<u32>>,
         pages_freed: Cell<usize>,
+        /// The backend never goes Connected.
+        backend_stalls: Cell<bool>,
+        /// Grants made before the grant table is "full".
+        grant_limit: Cell<Option<usize>>,
+        /// The clock: one second passes per look.
+        clock: Cell<u64>,
     }
 
     impl Fake {
@@ -1119,7 +1225,7 @@ mod tests {
                 .ok_or_else(|| XsError::Remote("ENOENT".into()))
         }
         fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
-            if path == "device/vif/0/state" && value == "4" {
+            if path == "device/vif/0/state" && value == "4" && !self.backend_stalls.get() {
                 self.xs
                     .borrow_mut()
                     .insert(format!("{BE}/state"), "4".into());
@@ -1156,6 +1262,13 @@ mod tests {
             gfn: u64,
             access: Access,
         ) -> Result<Grant, xenlet_xen::gnttab::GrantError> {
+            if self
+                .grant_limit
+                .get()
+                .is_some_and(|l| self.grants.borrow().len() >= l)
+            {
+                return Err(xenlet_xen::gnttab::GrantError::Exhausted);
+            }
             let r = self.next_gref.get();
             self.next_gref.set(r + 1);
             self.grants.borrow_mut().insert(r, gfn);
@@ -1183,7 +1296,9 @@ mod tests {
         }
         fn wait(&self) {}
         fn now_ns(&self) -> u64 {
-            0
+            let t = self.clock.get();
+            self.clock.set(t + 1_000_000_000);
+            t
         }
     }
 
@@ -1694,12 +1809,61 @@ mod tests {
             before + 2 + 512,
             "rings + 256 RX + 256 TX"
         );
-        assert_eq!(n.release(), 512);
-        assert_eq!(
-            f.grants.borrow().len(),
-            before + 2,
-            "only the ring grants remain"
+        assert_eq!(n.release(), (512, 2));
+        assert_eq!(f.grants.borrow().len(), before, "ring grants ended too");
+        assert_eq!(f.pages_freed.get(), 514, "ring pages freed too");
+    }
+
+    #[test]
+    fn a_handshake_that_times_out_gives_everything_back_and_can_be_retried() {
+        let f = Fake::offering_queues("2");
+        f.backend_stalls.set(true);
+        let e = Netfront::connect_with(&f, 0, 2)
+            .err()
+            .expect("no Connected backend");
+        assert!(
+            matches!(&e, NetError::Handshake(w) if w.contains("timed out")),
+            "{e:?}"
         );
+        assert!(f.grants.borrow().is_empty(), "every grant ended");
+        assert_eq!(
+            f.pages_freed.get(),
+            f.pages.borrow().len(),
+            "every page freed"
+        );
+        assert_eq!(f.pages_freed.get(), 2 * 514);
+        assert_eq!(f.closed.borrow().len(), 2, "both ports closed");
+        assert_eq!(
+            f.key("device/vif/0/state").as_deref(),
+            Some("1"),
+            "back to Initialising, so the vif is connected again later"
+        );
+        // and it is: the backend now answers
+        f.backend_stalls.set(false);
+        f.xs.borrow_mut().insert(format!("{BE}/state"), "2".into());
+        let n = Netfront::connect_with(&f, 0, 2).unwrap();
+        assert_eq!(n.queues(), 2);
+    }
+
+    #[test]
+    fn a_setup_that_runs_out_of_grants_gives_everything_back() {
+        let f = Fake::offering_queues("2");
+        // enough for the first queue (514) and part of the second
+        f.grant_limit.set(Some(514 + 100));
+        let e = Netfront::connect_with(&f, 0, 2)
+            .err()
+            .expect("grants exhausted");
+        assert!(
+            matches!(&e, NetError::Handshake(w) if w.contains("grant")),
+            "{e:?}"
+        );
+        assert!(f.grants.borrow().is_empty(), "every grant ended");
+        assert_eq!(
+            f.pages_freed.get(),
+            f.pages.borrow().len(),
+            "every page freed"
+        );
+        assert_eq!(f.closed.borrow().len(), 1, "the first queue's port closed");
     }
 
     #[test]
@@ -1711,8 +1875,8 @@ mod tests {
         ring.read_bytes(64, &mut req);
         let gref = u32::from_le_bytes([req[4], req[5], req[6], req[7]]);
         f.mapped.borrow_mut().insert(gref);
-        assert_eq!(n.release(), 511, "the mapped page is not freed");
-        assert_eq!(f.pages_freed.get(), 511);
+        assert_eq!(n.release(), (511, 2), "the mapped page is not freed");
+        assert_eq!(f.pages_freed.get(), 513);
         assert!(f.grants.borrow().contains_key(&gref), "its grant stays");
     }
 
@@ -2226,13 +2390,9 @@ mod tests {
         let mut ports: Vec<u32> = (0..3)
             .map(|k| event_channel(&f, &format!("device/vif/0/queue-{k}")))
             .collect();
-        assert_eq!(n.release(), 3 * 512);
-        assert_eq!(f.pages_freed.get(), 3 * 512);
-        assert_eq!(
-            f.grants.borrow().len(),
-            3 * 2,
-            "only the ring grants remain"
-        );
+        assert_eq!(n.release(), (3 * 512, 3 * 2));
+        assert_eq!(f.pages_freed.get(), 3 * 514);
+        assert!(f.grants.borrow().is_empty(), "the ring grants ended too");
         let mut closed = f.closed.borrow().clone();
         closed.sort();
         ports.sort();

@@ -78,6 +78,11 @@ impl FrontRing {
         }
     }
 
+    /// Gives the ring's memory back (to free it once the backend no longer maps it).
+    pub fn into_mem(self) -> SharedPage {
+        self.mem
+    }
+
     /// Entries in the ring.
     pub fn size(&self) -> u32 {
         self.size

@@ -619,8 +619,11 @@ const NET_STEPS: &[Step] = &[
     wait_output(r"netfront: eth2 attached; eth2: .*10\.99\.0\.22/24", 30),
     dom0("busybox ping -c 2 -W 5 10.99.0.22", &[r"^2 packets transmitted, 2 packets received, 0% packet loss$"], 60),
     dom0("xl network-detach $NAME 2 && echo detached", &[r"^detached$"], 60),
-    // 512 buffer pages per queue, two queues
-    wait_output(r"netfront: eth2 detached \(1024 buffer pages freed\)", 30),
+    // 512 buffer pages and 2 ring pages per queue, two queues
+    wait_output(
+        r"netfront: eth2 detached \(1024 buffer pages freed, 4 ring pages freed\)",
+        30,
+    ),
     cmd("ip link show eth2", &[r#"^ip: Device "eth2" does not exist\.$"#], 30),
 ];
 
