@@ -163,7 +163,11 @@ mod tests {
         let mut f = Frontend::new();
         assert_eq!(f.on_backend(Initialised), Action::Wait, "not set up on it");
         f.switched(Initialised);
-        assert_eq!(f.on_backend(Initialised), Action::Wait, "not connected on it");
+        assert_eq!(
+            f.on_backend(Initialised),
+            Action::Wait,
+            "not connected on it"
+        );
         assert_eq!(f.on_backend(Connected), Action::Connect);
     }
 }
