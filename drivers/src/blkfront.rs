@@ -329,65 +329,46 @@ impl<P: XenPlatform> Blkfront<P> {
         } = ring_mem;
         let ring = FrontRing::init(ring_mem, blkif::ENTRY_BYTES);
         let mut ring_grants = Vec::with_capacity(pages);
-        for i in 0..pages {
-            let g = hs(
-                "grant ring page",
-                p.grant(backend_id, ring_gfn + i as u64, Access::ReadWrite),
-            )?;
-            ring_grants.push(g);
-        }
-        let port = hs("event channel", p.alloc_unbound(backend_id))?;
-
-        let w = |k: &str, v: &str| hs(k, p.xs_write(&format!("{base}/{k}"), v));
-        if order == 0 {
-            w("ring-ref", &format!("{}", ring_grants[0].gref()))?;
-        } else {
-            w("ring-page-order", &format!("{order}"))?;
-            for (i, g) in ring_grants.iter().enumerate() {
-                w(&format!("ring-ref{i}"), &format!("{}", g.gref()))?;
+        let mut port = None;
+        let disk = Self::handshake(
+            p,
+            &base,
+            &backend,
+            &mut fe,
+            (backend_id, order, ring_gfn, ring.size()),
+            &mut ring_grants,
+            &mut port,
+        );
+        let (sectors, info_bits, sector_size, physical_sector_size, features) = match disk {
+            Ok(d) => d,
+            Err(e) => {
+                // Give back what was taken: the frontend goes Closing (as Linux's
+                // xenbus_dev_fatal), the port is closed, and the ring pages are freed
+                // if every grant ends (a backend still mapping one keeps them).
+                let _ = p.xs_write(
+                    &format!("{base}/state"),
+                    &format!("{}", XenbusState::Closing.number()),
+                );
+                if let Some(port) = port {
+                    p.close_port(port);
+                }
+                let mut all_ended = true;
+                for g in ring_grants {
+                    all_ended &= p.end_grant(g).is_ok();
+                }
+                if all_ended {
+                    p.free_pages(DmaPages {
+                        mem: ring.into_mem(),
+                        gfn: ring_gfn,
+                        count: pages,
+                    });
+                }
+                return Err(e);
             }
-        }
-        w("event-channel", &format!("{}", port.0))?;
-        w("protocol", "x86_64-abi")?;
-        w("feature-persistent", "1")?;
-        w("state", &format!("{}", XenbusState::Initialised.number()))?;
-        fe.switched(XenbusState::Initialised);
-
-        wait_for_action(p, &bstate, &fe, Action::Connect)?;
-        let sectors = read_u64(p, &format!("{backend}/sectors"))
-            .ok_or_else(|| BlockError::Handshake(String::from("no sectors")))?;
-        let info_bits = read_u64(p, &format!("{backend}/info")).unwrap_or(0) as u32;
-        let sector_size = read_u64(p, &format!("{backend}/sector-size")).unwrap_or(512) as u32;
-        let physical_sector_size = read_u64(p, &format!("{backend}/physical-sector-size"))
-            .unwrap_or(u64::from(sector_size)) as u32;
-        let flag = |k: &str| read_u64(p, &format!("{backend}/{k}")).unwrap_or(0) != 0;
-        let indirect = read_u64(p, &format!("{backend}/feature-max-indirect-segments"))
-            .unwrap_or(0)
-            .min(u64::from(MAX_INDIRECT_SEGMENTS)) as u32;
-        let features = Features {
-            ring_pages: pages as u32,
-            ring_entries: ring.size(),
-            max_segments: if indirect > blkif::MAX_SEGMENTS as u32 {
-                indirect
-            } else {
-                blkif::MAX_SEGMENTS as u32
-            },
-            indirect_segments: if indirect > blkif::MAX_SEGMENTS as u32 {
-                indirect
-            } else {
-                0
-            },
-            persistent: flag("feature-persistent"),
-            flush: flag("feature-flush-cache"),
-            barrier: flag("feature-barrier"),
-            discard: flag("feature-discard"),
         };
-        if sector_size == 0 || !sector_size.is_multiple_of(512) {
-            return Err(BlockError::Handshake(format!(
-                "unsupported sector-size {sector_size}"
-            )));
-        }
-        w("state", &format!("{}", XenbusState::Connected.number()))?;
+        let Some(port) = port else {
+            return Err(BlockError::Handshake(String::from("no event channel")));
+        };
 
         let entries = ring.size() as usize;
         let slots = (0..entries)
@@ -427,6 +408,90 @@ impl<P: XenPlatform> Blkfront<P> {
             stats: BlkStats::default(),
             quarantine: Vec::new(),
         })
+    }
+
+    /// The handshake after the ring is allocated: grants it (into `ring_grants`),
+    /// allocates the event channel (into `port`), publishes them, waits for the
+    /// backend and reads the disk. The caller gives back what was taken on failure.
+    #[allow(clippy::type_complexity)]
+    fn handshake(
+        p: &P,
+        base: &str,
+        backend: &str,
+        fe: &mut Frontend,
+        (backend_id, order, ring_gfn, ring_entries): (u16, u32, u64, u32),
+        ring_grants: &mut Vec<Grant>,
+        port: &mut Option<Port>,
+    ) -> Result<(u64, u32, u32, u32, Features), BlockError> {
+        let pages = 1usize << order;
+        for i in 0..pages {
+            let g = hs(
+                "grant ring page",
+                p.grant(backend_id, ring_gfn + i as u64, Access::ReadWrite),
+            )?;
+            ring_grants.push(g);
+        }
+        let evtchn = hs("event channel", p.alloc_unbound(backend_id))?;
+        *port = Some(evtchn);
+
+        let w = |k: &str, v: &str| hs(k, p.xs_write(&format!("{base}/{k}"), v));
+        if order == 0 {
+            w("ring-ref", &format!("{}", ring_grants[0].gref()))?;
+        } else {
+            w("ring-page-order", &format!("{order}"))?;
+            for (i, g) in ring_grants.iter().enumerate() {
+                w(&format!("ring-ref{i}"), &format!("{}", g.gref()))?;
+            }
+        }
+        w("event-channel", &format!("{}", evtchn.0))?;
+        w("protocol", "x86_64-abi")?;
+        w("feature-persistent", "1")?;
+        w("state", &format!("{}", XenbusState::Initialised.number()))?;
+        fe.switched(XenbusState::Initialised);
+
+        let bstate = format!("{backend}/state");
+        wait_for_action(p, &bstate, fe, Action::Connect)?;
+        let sectors = read_u64(p, &format!("{backend}/sectors"))
+            .ok_or_else(|| BlockError::Handshake(String::from("no sectors")))?;
+        let info_bits = read_u64(p, &format!("{backend}/info")).unwrap_or(0) as u32;
+        let sector_size = read_u64(p, &format!("{backend}/sector-size")).unwrap_or(512) as u32;
+        let physical_sector_size = read_u64(p, &format!("{backend}/physical-sector-size"))
+            .unwrap_or(u64::from(sector_size)) as u32;
+        let flag = |k: &str| read_u64(p, &format!("{backend}/{k}")).unwrap_or(0) != 0;
+        let indirect = read_u64(p, &format!("{backend}/feature-max-indirect-segments"))
+            .unwrap_or(0)
+            .min(u64::from(MAX_INDIRECT_SEGMENTS)) as u32;
+        let features = Features {
+            ring_pages: pages as u32,
+            ring_entries,
+            max_segments: if indirect > blkif::MAX_SEGMENTS as u32 {
+                indirect
+            } else {
+                blkif::MAX_SEGMENTS as u32
+            },
+            indirect_segments: if indirect > blkif::MAX_SEGMENTS as u32 {
+                indirect
+            } else {
+                0
+            },
+            persistent: flag("feature-persistent"),
+            flush: flag("feature-flush-cache"),
+            barrier: flag("feature-barrier"),
+            discard: flag("feature-discard"),
+        };
+        if sector_size == 0 || !sector_size.is_multiple_of(512) {
+            return Err(BlockError::Handshake(format!(
+                "unsupported sector-size {sector_size}"
+            )));
+        }
+        w("state", &format!("{}", XenbusState::Connected.number()))?;
+        Ok((
+            sectors,
+            info_bits,
+            sector_size,
+            physical_sector_size,
+            features,
+        ))
     }
 
     /// The virtual device number.
@@ -869,6 +934,8 @@ mod tests {
         next_gfn: Cell<u64>,
         next_gref: Cell<u32>,
         notifies: Cell<u32>,
+        pages_freed: Cell<usize>,
+        ports_closed: Cell<usize>,
         /// "+path" for each watch set, "-path" for each removed.
         watch_log: RefCell<Vec<String>>,
     }
@@ -974,7 +1041,9 @@ mod tests {
             self.pages.borrow_mut().push((gfn, mem.alias_for_test()));
             Some(DmaPages { mem, gfn, count })
         }
-        fn free_pages(&self, _: DmaPages) {}
+        fn free_pages(&self, p: DmaPages) {
+            self.pages_freed.set(self.pages_freed.get() + p.count);
+        }
         fn grant(
             &self,
             _domid: u16,
@@ -998,7 +1067,9 @@ mod tests {
         fn alloc_unbound(&self, _remote: u16) -> Result<Port, XenError> {
             Ok(Port(7))
         }
-        fn close_port(&self, _: Port) {}
+        fn close_port(&self, _: Port) {
+            self.ports_closed.set(self.ports_closed.get() + 1);
+        }
         fn notify(&self, _: Port) {
             self.notifies.set(self.notifies.get() + 1);
         }
@@ -1449,5 +1520,29 @@ mod tests {
             "unmapped: grant ended"
         );
         assert!(f.grants.borrow().contains_key(&g1[0]), "mapped: grant kept");
+    }
+
+    #[test]
+    fn a_failed_handshake_gives_the_ring_and_port_back() {
+        let f = Fake::new(false, 0, 2);
+        f.xs.borrow_mut()
+            .insert(format!("{BE}/sector-size"), "1000".into());
+        let e = Blkfront::connect(&f, 51712, "xvda".into()).err().unwrap();
+        assert!(
+            matches!(&e, BlockError::Handshake(w) if w.contains("sector-size")),
+            "{e:?}"
+        );
+        assert!(f.grants.borrow().is_empty(), "ring grants ended");
+        assert_eq!(f.pages_freed.get(), 4, "the 4 ring pages freed");
+        assert_eq!(f.ports_closed.get(), 1);
+        assert_eq!(f.xs.borrow()["device/vbd/51712/state"], "5", "Closing");
+        // a backend that still maps a ring page: its pages stay allocated
+        let g = Fake::new(false, 0, 0);
+        g.xs.borrow_mut()
+            .insert(format!("{BE}/sector-size"), "1000".into());
+        g.mapped.borrow_mut().insert(8); // the first grant made: the ring's
+        assert!(Blkfront::connect(&g, 51712, "xvda".into()).is_err());
+        assert_eq!(g.pages_freed.get(), 0);
+        assert!(g.grants.borrow().contains_key(&8));
     }
 }
