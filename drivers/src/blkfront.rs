@@ -137,15 +137,15 @@ pub struct IoBuf {
 impl IoBuf {
     /// Copies `data` into the buffer at `offset`.
     pub fn write_at(&self, offset: usize, data: &[u8]) {
-        self.page.mem.write_bytes(offset, data);
+        self.page.mem().write_bytes(offset, data);
     }
     /// Copies bytes out of the buffer at `offset`.
     pub fn read_at(&self, offset: usize, out: &mut [u8]) {
-        self.page.mem.read_bytes(offset, out);
+        self.page.mem().read_bytes(offset, out);
     }
     /// Zeroes the buffer.
     pub fn zero(&self) {
-        self.page.mem.zero();
+        self.page.mem().zero();
     }
     /// Size in bytes.
     pub fn len(&self) -> usize {
@@ -322,11 +322,6 @@ impl<P: XenPlatform> Blkfront<P> {
             .alloc_pages(pages)
             .ok_or_else(|| BlockError::Handshake(String::from("no memory for the ring")))?;
         // The ring pages belong to the ring (and the backend's mapping) from now on.
-        let DmaPages {
-            mem: ring_mem,
-            gfn: ring_gfn,
-            ..
-        } = ring_mem;
         let ring = FrontRing::init(ring_mem, blkif::ENTRY_BYTES);
         let mut ring_grants = Vec::with_capacity(pages);
         let mut port = None;
@@ -335,7 +330,7 @@ impl<P: XenPlatform> Blkfront<P> {
             &base,
             &backend,
             &mut fe,
-            (backend_id, order, ring_gfn, ring.size()),
+            (backend_id, order, &ring),
             &mut ring_grants,
             &mut port,
         );
@@ -357,11 +352,7 @@ impl<P: XenPlatform> Blkfront<P> {
                     all_ended &= p.end_grant(g).is_ok();
                 }
                 if all_ended {
-                    p.free_pages(DmaPages {
-                        mem: ring.into_mem(),
-                        gfn: ring_gfn,
-                        count: pages,
-                    });
+                    p.free_pages(ring.into_pages());
                 }
                 return Err(e);
             }
@@ -419,7 +410,7 @@ impl<P: XenPlatform> Blkfront<P> {
         base: &str,
         backend: &str,
         fe: &mut Frontend,
-        (backend_id, order, ring_gfn, ring_entries): (u16, u32, u64, u32),
+        (backend_id, order, ring): (u16, u32, &FrontRing),
         ring_grants: &mut Vec<Grant>,
         port: &mut Option<Port>,
     ) -> Result<(u64, u32, u32, u32, Features), BlockError> {
@@ -427,7 +418,7 @@ impl<P: XenPlatform> Blkfront<P> {
         for i in 0..pages {
             let g = hs(
                 "grant ring page",
-                p.grant(backend_id, ring_gfn + i as u64, Access::ReadWrite),
+                p.grant(backend_id, ring.pages(), i, Access::ReadWrite),
             )?;
             ring_grants.push(g);
         }
@@ -463,7 +454,7 @@ impl<P: XenPlatform> Blkfront<P> {
             .min(u64::from(MAX_INDIRECT_SEGMENTS)) as u32;
         let features = Features {
             ring_pages: pages as u32,
-            ring_entries,
+            ring_entries: ring.size(),
             max_segments: if indirect > blkif::MAX_SEGMENTS as u32 {
                 indirect
             } else {
@@ -522,7 +513,7 @@ impl<P: XenPlatform> Blkfront<P> {
         let grant = if self.info.features.persistent {
             match self
                 .platform
-                .grant(self.backend_id, page.gfn, Access::ReadWrite)
+                .grant(self.backend_id, &page, 0, Access::ReadWrite)
             {
                 Ok(g) => Some((g, self.backend_id)),
                 Err(_) => {
@@ -675,7 +666,7 @@ impl<P: XenPlatform> Blkfront<P> {
             // another disk's pool (a disk-to-disk copy) is granted for this request.
             let gref = match &buf.grant {
                 Some((g, dom)) if *dom == self.backend_id => g.gref().0,
-                _ => match self.platform.grant(self.backend_id, buf.page.gfn, access) {
+                _ => match self.platform.grant(self.backend_id, &buf.page, 0, access) {
                     Ok(g) => {
                         let r = g.gref().0;
                         grants.push((g, Held::Buf(bi)));
@@ -717,7 +708,8 @@ impl<P: XenPlatform> Blkfront<P> {
                         Some((g, _)) => g.gref().0,
                         None => match self.platform.grant(
                             self.backend_id,
-                            ib.page.gfn,
+                            &ib.page,
+                            0,
                             Access::ReadOnly,
                         ) {
                             Ok(g) => {
@@ -1037,19 +1029,23 @@ mod tests {
         fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
             let gfn = self.next_gfn.get();
             self.next_gfn.set(gfn + count as u64);
-            let mem = SharedPage::leak_new(count);
-            self.pages.borrow_mut().push((gfn, mem.alias_for_test()));
-            Some(DmaPages { mem, gfn, count })
+            let (pages, alias) = DmaPages::leak_for_test(gfn, count);
+            self.pages.borrow_mut().push((gfn, alias));
+            Some(pages)
         }
         fn free_pages(&self, p: DmaPages) {
-            self.pages_freed.set(self.pages_freed.get() + p.count);
+            self.pages_freed.set(self.pages_freed.get() + p.count());
         }
         fn grant(
             &self,
             _domid: u16,
-            gfn: u64,
+            pages: &DmaPages,
+            index: usize,
             access: Access,
         ) -> Result<Grant, xenlet_xen::gnttab::GrantError> {
+            let gfn = pages
+                .frame(index)
+                .ok_or(xenlet_xen::gnttab::GrantError::NoSuchPage)?;
             let r = self.next_gref.get();
             self.next_gref.set(r + 1);
             self.grants.borrow_mut().insert(r, gfn);
@@ -1429,7 +1425,7 @@ mod tests {
         let f = Fake::new(false, 0, 0);
         let (mut d, mut be) = connect(&f);
         let req = read_req(&mut d, 1, 0, 2);
-        let kept_gfn = req.bufs[1].page.gfn;
+        let kept_gfn = req.bufs[1].page.frame(0).unwrap();
         d.submit(req).map_err(|(e, _)| e).unwrap();
         d.kick();
         let r = be.requests();
@@ -1448,7 +1444,7 @@ mod tests {
             out[0].result
         );
         assert_eq!(out[0].bufs.len(), 1, "the mapped page is not handed back");
-        assert_ne!(out[0].bufs[0].page.gfn, kept_gfn);
+        assert_ne!(out[0].bufs[0].page.frame(0).unwrap(), kept_gfn);
         assert!(d.broken().is_some(), "the disk is broken");
         let st = d.stats();
         assert_eq!((st.quarantined_pages, st.leaked_grants), (1, 1));
@@ -1462,7 +1458,11 @@ mod tests {
             d.free_buf(b);
         }
         while let Some(b) = d.alloc_buf() {
-            assert_ne!(b.page.gfn, kept_gfn, "quarantined page reused");
+            assert_ne!(
+                b.page.frame(0).unwrap(),
+                kept_gfn,
+                "quarantined page reused"
+            );
         }
     }
 
@@ -1485,7 +1485,11 @@ mod tests {
         assert_eq!(out[0].bufs.len(), 12, "the data pages were unmapped");
         assert_eq!(d.stats().quarantined_pages, 1);
         while let Some(b) = d.alloc_buf() {
-            assert_ne!(b.page.gfn, kept_gfn, "quarantined indirect page reused");
+            assert_ne!(
+                b.page.frame(0).unwrap(),
+                kept_gfn,
+                "quarantined indirect page reused"
+            );
         }
     }
 
@@ -1513,7 +1517,7 @@ mod tests {
         assert!(out
             .iter()
             .flat_map(|c| &c.bufs)
-            .all(|b| b.page.gfn != kept_gfn));
+            .all(|b| b.page.frame(0).unwrap() != kept_gfn));
         assert_eq!(d.stats().quarantined_pages, 1);
         assert!(
             !f.grants.borrow().contains_key(&g2[0]),

@@ -198,11 +198,9 @@ struct Queue {
     tx: FrontRing,
     rx: FrontRing,
     /// The ring pages' grants (published as `tx-ring-ref` / `rx-ring-ref`), kept for
-    /// the life of the queue, and the pages' frames ([`FrontRing`] holds the memory).
+    /// the life of the queue ([`FrontRing`] holds the pages).
     tx_ring_grant: Grant,
     rx_ring_grant: Grant,
-    tx_ring_gfn: u64,
-    rx_ring_gfn: u64,
     port: Port,
     rx_bufs: Vec<RxBuf>,
     tx_slots: Vec<TxSlot>,
@@ -269,10 +267,8 @@ impl Queue {
         else {
             return Err(NetError::Handshake(String::from("ring pages missing")));
         };
-        let tx_ring_gfn = tx_page.gfn;
-        let rx_ring_gfn = rx_page.gfn;
-        let tx = FrontRing::init(tx_page.mem, netif::TX_ENTRY_BYTES);
-        let mut rx = FrontRing::init(rx_page.mem, netif::RX_ENTRY_BYTES);
+        let tx = FrontRing::init(tx_page, netif::TX_ENTRY_BYTES);
+        let mut rx = FrontRing::init(rx_page, netif::RX_ENTRY_BYTES);
         let tx_slots: Vec<TxSlot> = it
             .by_ref()
             .take(tx.size() as usize)
@@ -303,8 +299,6 @@ impl Queue {
             rx,
             tx_ring_grant,
             rx_ring_grant,
-            tx_ring_gfn,
-            rx_ring_gfn,
             port,
             rx_bufs,
             tx_slots,
@@ -328,7 +322,7 @@ impl Queue {
             let page = p
                 .alloc_pages(1)
                 .ok_or_else(|| NetError::Handshake(format!("no memory for {what}")))?;
-            match p.grant(backend_id, page.gfn, access) {
+            match p.grant(backend_id, &page, 0, access) {
                 Ok(g) => {
                     held.push((page, g));
                     Ok(())
@@ -372,13 +366,13 @@ impl Queue {
             }
         }
         let rings = [
-            (self.tx.into_mem(), self.tx_ring_gfn, self.tx_ring_grant),
-            (self.rx.into_mem(), self.rx_ring_gfn, self.rx_ring_grant),
+            (self.tx.into_pages(), self.tx_ring_grant),
+            (self.rx.into_pages(), self.rx_ring_grant),
         ];
         let mut rings_freed = 0;
-        for (mem, gfn, grant) in rings {
+        for (pages, grant) in rings {
             if p.end_grant(grant).is_ok() {
-                p.free_pages(DmaPages { mem, gfn, count: 1 });
+                p.free_pages(pages);
                 rings_freed += 1;
             }
         }
@@ -422,7 +416,7 @@ impl Queue {
             let Some(slot) = self.tx_slots.get_mut(usize::from(id)) else {
                 return Err(QueueError::Broken(format!("tx slot {id} out of range")));
             };
-            slot.page.mem.write_bytes(0, chunk);
+            slot.page.mem().write_bytes(0, chunk);
             let mut more = if i + 1 < chunks.len() {
                 netif::NETTXF_MORE_DATA
             } else {
@@ -592,7 +586,7 @@ impl Queue {
                                 pkt.data = Vec::new();
                             } else {
                                 pkt.data.resize(start + len, 0);
-                                buf.page.mem.read_bytes(off, &mut pkt.data[start..]);
+                                buf.page.mem().read_bytes(off, &mut pkt.data[start..]);
                             }
                         }
                     }
@@ -1249,19 +1243,23 @@ mod tests {
         fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
             let gfn = self.next_gfn.get();
             self.next_gfn.set(gfn + count as u64);
-            let mem = SharedPage::leak_new(count);
-            self.pages.borrow_mut().insert(gfn, mem.alias_for_test());
-            Some(DmaPages { mem, gfn, count })
+            let (pages, alias) = DmaPages::leak_for_test(gfn, count);
+            self.pages.borrow_mut().insert(gfn, alias);
+            Some(pages)
         }
         fn free_pages(&self, p: DmaPages) {
-            self.pages_freed.set(self.pages_freed.get() + p.count);
+            self.pages_freed.set(self.pages_freed.get() + p.count());
         }
         fn grant(
             &self,
             _: u16,
-            gfn: u64,
+            pages: &DmaPages,
+            index: usize,
             access: Access,
         ) -> Result<Grant, xenlet_xen::gnttab::GrantError> {
+            let gfn = pages
+                .frame(index)
+                .ok_or(xenlet_xen::gnttab::GrantError::NoSuchPage)?;
             if self
                 .grant_limit
                 .get()

@@ -50,6 +50,8 @@ pub enum GrantError {
     Exhausted,
     /// The backend still has the page mapped; try again later.
     InUse,
+    /// The page index is outside the pages given.
+    NoSuchPage,
 }
 
 impl fmt::Display for GrantError {
@@ -57,6 +59,7 @@ impl fmt::Display for GrantError {
         f.write_str(match self {
             GrantError::Exhausted => "no free grant references",
             GrantError::InUse => "grant still mapped by the backend",
+            GrantError::NoSuchPage => "no such page to grant",
         })
     }
 }
