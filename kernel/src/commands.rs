@@ -142,7 +142,7 @@ pub static COMMANDS: &[Command<Host>] = &[
     },
     Command {
         name: "crash",
-        usage: "pf|gp|ud|de|panic",
+        usage: "pf|gp|ud|de|panic|console",
         help: "provoke a fault or panic (tests the fault report)",
         run: crash,
     },
