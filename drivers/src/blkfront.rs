@@ -137,15 +137,15 @@ pub struct IoBuf {
 impl IoBuf {
     /// Copies `data` into the buffer at `offset`.
     pub fn write_at(&self, offset: usize, data: &[u8]) {
-        self.page.mem.write_bytes(offset, data);
+        self.page.mem().write_bytes(offset, data);
     }
     /// Copies bytes out of the buffer at `offset`.
     pub fn read_at(&self, offset: usize, out: &mut [u8]) {
-        self.page.mem.read_bytes(offset, out);
+        self.page.mem().read_bytes(offset, out);
     }
     /// Zeroes the buffer.
     pub fn zero(&self) {
-        self.page.mem.zero();
+        self.page.mem().zero();
     }
     /// Size in bytes.
     pub fn len(&self) -> usize {
@@ -159,11 +159,7 @@ impl IoBuf {
     #[cfg(test)]
     pub(crate) fn for_test() -> IoBuf {
         IoBuf {
-            page: DmaPages {
-                mem: xenlet_xen::shared::SharedPage::leak_new(1),
-                gfn: 0,
-                count: 1,
-            },
+            page: DmaPages::leak_for_test(0, 1).0,
             grant: None,
         }
     }
@@ -231,13 +227,28 @@ pub trait BlockDevice {
     fn wait(&self);
 }
 
+/// The page a per-request grant is for: a data buffer or an indirect page of the
+/// request (index into its `bufs` / `indirect`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Held {
+    Buf(usize),
+    Indirect(usize),
+}
+
 struct Slot {
     tag: u64,
     op: u8,
     in_flight: bool,
     bufs: Vec<IoBuf>,
-    grants: Vec<Grant>,
+    grants: Vec<(Grant, Held)>,
     indirect: Vec<IoBuf>,
+}
+
+/// A page the backend still maps after its grant was to end: kept with the grant
+/// for good, never reused (as Linux does since XSA-396).
+struct Quarantined {
+    _page: Option<IoBuf>,
+    _grant: Grant,
 }
 
 /// Statistics for `lsblk`/`disks`.
@@ -255,6 +266,9 @@ pub struct BlkStats {
     pub notifies: u64,
     /// Grants left in place because the backend kept the page mapped.
     pub leaked_grants: u64,
+    /// Pages held back for good (with their grants) because the backend kept them
+    /// mapped: never given back to the caller, the pool or the kernel.
+    pub quarantined_pages: u64,
 }
 
 /// One connected virtual block device.
@@ -274,6 +288,7 @@ pub struct Blkfront<P: XenPlatform> {
     info: DiskInfo,
     broken: Option<String>,
     stats: BlkStats,
+    quarantine: Vec<Quarantined>,
 }
 
 fn read_u64<P: XenPlatform>(p: &P, path: &str) -> Option<u64> {
@@ -315,72 +330,44 @@ impl<P: XenPlatform> Blkfront<P> {
             .alloc_pages(pages)
             .ok_or_else(|| BlockError::Handshake(String::from("no memory for the ring")))?;
         // The ring pages belong to the ring (and the backend's mapping) from now on.
-        let DmaPages {
-            mem: ring_mem,
-            gfn: ring_gfn,
-            ..
-        } = ring_mem;
         let ring = FrontRing::init(ring_mem, blkif::ENTRY_BYTES);
         let mut ring_grants = Vec::with_capacity(pages);
-        for i in 0..pages {
-            let g = hs(
-                "grant ring page",
-                p.grant(backend_id, ring_gfn + i as u64, Access::ReadWrite),
-            )?;
-            ring_grants.push(g);
-        }
-        let port = hs("event channel", p.alloc_unbound(backend_id))?;
-
-        let w = |k: &str, v: &str| hs(k, p.xs_write(&format!("{base}/{k}"), v));
-        if order == 0 {
-            w("ring-ref", &format!("{}", ring_grants[0].gref()))?;
-        } else {
-            w("ring-page-order", &format!("{order}"))?;
-            for (i, g) in ring_grants.iter().enumerate() {
-                w(&format!("ring-ref{i}"), &format!("{}", g.gref()))?;
+        let mut port = None;
+        let disk = Self::handshake(
+            p,
+            &base,
+            &backend,
+            &mut fe,
+            (backend_id, order, &ring),
+            &mut ring_grants,
+            &mut port,
+        );
+        let (sectors, info_bits, sector_size, physical_sector_size, features) = match disk {
+            Ok(d) => d,
+            Err(e) => {
+                // Give back what was taken: the frontend goes Closing (as Linux's
+                // xenbus_dev_fatal), the port is closed, and the ring pages are freed
+                // if every grant ends (a backend still mapping one keeps them).
+                let _ = p.xs_write(
+                    &format!("{base}/state"),
+                    &format!("{}", XenbusState::Closing.number()),
+                );
+                if let Some(port) = port {
+                    p.close_port(port);
+                }
+                let mut all_ended = true;
+                for g in ring_grants {
+                    all_ended &= p.end_grant(g).is_ok();
+                }
+                if all_ended {
+                    p.free_pages(ring.into_pages());
+                }
+                return Err(e);
             }
-        }
-        w("event-channel", &format!("{}", port.0))?;
-        w("protocol", "x86_64-abi")?;
-        w("feature-persistent", "1")?;
-        w("state", &format!("{}", XenbusState::Initialised.number()))?;
-        fe.switched(XenbusState::Initialised);
-
-        wait_for_action(p, &bstate, &fe, Action::Connect)?;
-        let sectors = read_u64(p, &format!("{backend}/sectors"))
-            .ok_or_else(|| BlockError::Handshake(String::from("no sectors")))?;
-        let info_bits = read_u64(p, &format!("{backend}/info")).unwrap_or(0) as u32;
-        let sector_size = read_u64(p, &format!("{backend}/sector-size")).unwrap_or(512) as u32;
-        let physical_sector_size = read_u64(p, &format!("{backend}/physical-sector-size"))
-            .unwrap_or(u64::from(sector_size)) as u32;
-        let flag = |k: &str| read_u64(p, &format!("{backend}/{k}")).unwrap_or(0) != 0;
-        let indirect = read_u64(p, &format!("{backend}/feature-max-indirect-segments"))
-            .unwrap_or(0)
-            .min(u64::from(MAX_INDIRECT_SEGMENTS)) as u32;
-        let features = Features {
-            ring_pages: pages as u32,
-            ring_entries: ring.size(),
-            max_segments: if indirect > blkif::MAX_SEGMENTS as u32 {
-                indirect
-            } else {
-                blkif::MAX_SEGMENTS as u32
-            },
-            indirect_segments: if indirect > blkif::MAX_SEGMENTS as u32 {
-                indirect
-            } else {
-                0
-            },
-            persistent: flag("feature-persistent"),
-            flush: flag("feature-flush-cache"),
-            barrier: flag("feature-barrier"),
-            discard: flag("feature-discard"),
         };
-        if sector_size == 0 || !sector_size.is_multiple_of(512) {
-            return Err(BlockError::Handshake(format!(
-                "unsupported sector-size {sector_size}"
-            )));
-        }
-        w("state", &format!("{}", XenbusState::Connected.number()))?;
+        let Some(port) = port else {
+            return Err(BlockError::Handshake(String::from("no event channel")));
+        };
 
         let entries = ring.size() as usize;
         let slots = (0..entries)
@@ -418,7 +405,92 @@ impl<P: XenPlatform> Blkfront<P> {
             },
             broken: None,
             stats: BlkStats::default(),
+            quarantine: Vec::new(),
         })
+    }
+
+    /// The handshake after the ring is allocated: grants it (into `ring_grants`),
+    /// allocates the event channel (into `port`), publishes them, waits for the
+    /// backend and reads the disk. The caller gives back what was taken on failure.
+    #[allow(clippy::type_complexity)]
+    fn handshake(
+        p: &P,
+        base: &str,
+        backend: &str,
+        fe: &mut Frontend,
+        (backend_id, order, ring): (u16, u32, &FrontRing),
+        ring_grants: &mut Vec<Grant>,
+        port: &mut Option<Port>,
+    ) -> Result<(u64, u32, u32, u32, Features), BlockError> {
+        let pages = 1usize << order;
+        for i in 0..pages {
+            let g = hs(
+                "grant ring page",
+                p.grant(backend_id, ring.pages(), i, Access::ReadWrite),
+            )?;
+            ring_grants.push(g);
+        }
+        let evtchn = hs("event channel", p.alloc_unbound(backend_id))?;
+        *port = Some(evtchn);
+
+        let w = |k: &str, v: &str| hs(k, p.xs_write(&format!("{base}/{k}"), v));
+        if order == 0 {
+            w("ring-ref", &format!("{}", ring_grants[0].gref()))?;
+        } else {
+            w("ring-page-order", &format!("{order}"))?;
+            for (i, g) in ring_grants.iter().enumerate() {
+                w(&format!("ring-ref{i}"), &format!("{}", g.gref()))?;
+            }
+        }
+        w("event-channel", &format!("{}", evtchn.0))?;
+        w("protocol", "x86_64-abi")?;
+        w("feature-persistent", "1")?;
+        w("state", &format!("{}", XenbusState::Initialised.number()))?;
+        fe.switched(XenbusState::Initialised);
+
+        let bstate = format!("{backend}/state");
+        wait_for_action(p, &bstate, fe, Action::Connect)?;
+        let sectors = read_u64(p, &format!("{backend}/sectors"))
+            .ok_or_else(|| BlockError::Handshake(String::from("no sectors")))?;
+        let info_bits = read_u64(p, &format!("{backend}/info")).unwrap_or(0) as u32;
+        let sector_size = read_u64(p, &format!("{backend}/sector-size")).unwrap_or(512) as u32;
+        let physical_sector_size = read_u64(p, &format!("{backend}/physical-sector-size"))
+            .unwrap_or(u64::from(sector_size)) as u32;
+        let flag = |k: &str| read_u64(p, &format!("{backend}/{k}")).unwrap_or(0) != 0;
+        let indirect = read_u64(p, &format!("{backend}/feature-max-indirect-segments"))
+            .unwrap_or(0)
+            .min(u64::from(MAX_INDIRECT_SEGMENTS)) as u32;
+        let features = Features {
+            ring_pages: pages as u32,
+            ring_entries: ring.size(),
+            max_segments: if indirect > blkif::MAX_SEGMENTS as u32 {
+                indirect
+            } else {
+                blkif::MAX_SEGMENTS as u32
+            },
+            indirect_segments: if indirect > blkif::MAX_SEGMENTS as u32 {
+                indirect
+            } else {
+                0
+            },
+            persistent: flag("feature-persistent"),
+            flush: flag("feature-flush-cache"),
+            barrier: flag("feature-barrier"),
+            discard: flag("feature-discard"),
+        };
+        if sector_size == 0 || !sector_size.is_multiple_of(512) {
+            return Err(BlockError::Handshake(format!(
+                "unsupported sector-size {sector_size}"
+            )));
+        }
+        w("state", &format!("{}", XenbusState::Connected.number()))?;
+        Ok((
+            sectors,
+            info_bits,
+            sector_size,
+            physical_sector_size,
+            features,
+        ))
     }
 
     /// The virtual device number.
@@ -449,7 +521,7 @@ impl<P: XenPlatform> Blkfront<P> {
         let grant = if self.info.features.persistent {
             match self
                 .platform
-                .grant(self.backend_id, page.gfn, Access::ReadWrite)
+                .grant(self.backend_id, &page, 0, Access::ReadWrite)
             {
                 Ok(g) => Some((g, self.backend_id)),
                 Err(_) => {
@@ -470,19 +542,63 @@ impl<P: XenPlatform> Blkfront<P> {
             return;
         }
         self.ring.mark_broken();
-        for slot in self.slots.iter_mut().filter(|s| s.in_flight) {
+        for idx in 0..self.slots.len() {
+            if !self.slots[idx].in_flight {
+                continue;
+            }
+            let slot = &mut self.slots[idx];
             slot.in_flight = false;
-            // Grants of a broken backend are not ended: the pages may still be
-            // mapped, so references and pages are leaked, never reused.
-            self.stats.leaked_grants += slot.grants.len() as u64;
-            slot.grants.clear();
+            let tag = slot.tag;
+            let grants = core::mem::take(&mut slot.grants);
+            let mut bufs = core::mem::take(&mut slot.bufs);
+            let mut indirect = core::mem::take(&mut slot.indirect);
+            // The backend may still map these pages: a page whose grant ends is
+            // safe again; one it still maps is quarantined, never reused.
+            self.end_grants(grants, &mut bufs, &mut indirect);
+            self.pool.extend(indirect);
             self.done.push_back(Completion {
-                tag: slot.tag,
+                tag,
                 result: Err(BlockError::Broken(why.clone())),
-                bufs: core::mem::take(&mut slot.bufs),
+                bufs,
             });
         }
         self.broken = Some(why);
+    }
+
+    /// Ends per-request `grants`. A page whose grant the backend still maps is
+    /// taken out of `bufs` / `indirect` and quarantined with its grant. Returns how
+    /// many pages were quarantined.
+    fn end_grants(
+        &mut self,
+        grants: Vec<(Grant, Held)>,
+        bufs: &mut Vec<IoBuf>,
+        indirect: &mut Vec<IoBuf>,
+    ) -> usize {
+        let mut held: Vec<(Grant, Held)> = Vec::new();
+        for (g, h) in grants {
+            if let Err(g) = self.platform.end_grant(g) {
+                held.push((g, h));
+            }
+        }
+        // Take pages out from the highest index down, so the lower ones stay put.
+        held.sort_by_key(|(_, h)| core::cmp::Reverse(*h));
+        let mut n = 0;
+        for (g, h) in held {
+            self.stats.leaked_grants += 1;
+            let page = match h {
+                Held::Buf(i) if i < bufs.len() => Some(bufs.remove(i)),
+                Held::Indirect(i) if i < indirect.len() => Some(indirect.remove(i)),
+                // Not reachable (indexes come from `start`); the grant is kept.
+                _ => None,
+            };
+            self.quarantine.push(Quarantined {
+                _page: page,
+                _grant: g,
+            });
+            self.stats.quarantined_pages += 1;
+            n += 1;
+        }
+        n
     }
 
     fn segments_for(&self, req: &BlockRequest) -> Result<Vec<u8>, BlockError> {
@@ -553,22 +669,20 @@ impl<P: XenPlatform> Blkfront<P> {
         } else {
             Access::ReadOnly
         };
-        for (buf, n) in req.bufs.iter().zip(per.iter()) {
+        for (bi, (buf, n)) in req.bufs.iter().zip(per.iter()).enumerate() {
             // A buffer persistently granted to this backend is used as is; one from
             // another disk's pool (a disk-to-disk copy) is granted for this request.
             let gref = match &buf.grant {
                 Some((g, dom)) if *dom == self.backend_id => g.gref().0,
-                _ => match self.platform.grant(self.backend_id, buf.page.gfn, access) {
+                _ => match self.platform.grant(self.backend_id, &buf.page, 0, access) {
                     Ok(g) => {
                         let r = g.gref().0;
-                        grants.push(g);
+                        grants.push((g, Held::Buf(bi)));
                         r
                     }
                     Err(_) => {
-                        for g in grants {
-                            let _ = self.platform.end_grant(g);
-                        }
-                        self.free_slots.push(slot_idx);
+                        let mut req = req;
+                        self.unwind(slot_idx, grants, Vec::new(), &mut req.bufs);
                         return Err((BlockError::Busy, req));
                     }
                 },
@@ -591,7 +705,8 @@ impl<P: XenPlatform> Blkfront<P> {
                 let mut irefs = Vec::with_capacity(pages);
                 for chunk in segs.chunks(blkif::SEGMENTS_PER_INDIRECT_PAGE) {
                     let Some(ib) = self.pool.pop().or_else(|| self.new_buf()) else {
-                        self.unwind(slot_idx, grants, indirect);
+                        let mut req = req;
+                        self.unwind(slot_idx, grants, indirect, &mut req.bufs);
                         return Err((BlockError::Busy, req));
                     };
                     let mut raw = [0u8; PAGE_BYTES];
@@ -601,17 +716,19 @@ impl<P: XenPlatform> Blkfront<P> {
                         Some((g, _)) => g.gref().0,
                         None => match self.platform.grant(
                             self.backend_id,
-                            ib.page.gfn,
+                            &ib.page,
+                            0,
                             Access::ReadOnly,
                         ) {
                             Ok(g) => {
                                 let r = g.gref().0;
-                                grants.push(g);
+                                grants.push((g, Held::Indirect(indirect.len())));
                                 r
                             }
                             Err(_) => {
                                 indirect.push(ib);
-                                self.unwind(slot_idx, grants, indirect);
+                                let mut req = req;
+                                self.unwind(slot_idx, grants, indirect, &mut req.bufs);
                                 return Err((BlockError::Busy, req));
                             }
                         },
@@ -625,7 +742,8 @@ impl<P: XenPlatform> Blkfront<P> {
             _ => blkif::encode_flush(op, self.vdev, id),
         };
         if let Err(e) = self.ring.push_request(&entry) {
-            self.unwind(slot_idx, grants, indirect);
+            let mut req = req;
+            self.unwind(slot_idx, grants, indirect, &mut req.bufs);
             let err = if e == xenlet_xen::ring::RingError::Full {
                 BlockError::Busy
             } else {
@@ -646,10 +764,17 @@ impl<P: XenPlatform> Blkfront<P> {
         Ok(())
     }
 
-    fn unwind(&mut self, slot_idx: usize, grants: Vec<Grant>, indirect: Vec<IoBuf>) {
-        for g in grants {
-            let _ = self.platform.end_grant(g);
-        }
+    /// Undoes a request that did not reach the ring: ends its grants (a page the
+    /// backend maps all the same is quarantined, out of `bufs`), pools its indirect
+    /// pages, frees the slot.
+    fn unwind(
+        &mut self,
+        slot_idx: usize,
+        grants: Vec<(Grant, Held)>,
+        mut indirect: Vec<IoBuf>,
+        bufs: &mut Vec<IoBuf>,
+    ) {
+        self.end_grants(grants, bufs, &mut indirect);
         self.pool.extend(indirect);
         self.free_slots.push(slot_idx);
     }
@@ -691,18 +816,24 @@ impl<P: XenPlatform> Blkfront<P> {
         let slot = &mut self.slots[idx];
         slot.in_flight = false;
         let grants = core::mem::take(&mut slot.grants);
-        let indirect = core::mem::take(&mut slot.indirect);
-        let bufs = core::mem::take(&mut slot.bufs);
+        let mut indirect = core::mem::take(&mut slot.indirect);
+        let mut bufs = core::mem::take(&mut slot.bufs);
         let tag = slot.tag;
-        for g in grants {
-            if self.platform.end_grant(g).is_err() {
-                // The backend still maps the page after answering: the reference and
-                // the page are leaked (never reused), and counted.
-                self.stats.leaked_grants += 1;
-            }
-        }
+        // A page the backend still maps after answering is quarantined (never
+        // reused: not returned, not pooled) and the disk is marked broken, as Linux
+        // does since XSA-396.
+        let kept = self.end_grants(grants, &mut bufs, &mut indirect);
         self.pool.extend(indirect);
         self.free_slots.push(idx);
+        let (result, broken) = if kept > 0 {
+            let why = format!(
+                "response id {} answered with {kept} page(s) still mapped by the backend",
+                rsp.id
+            );
+            (Err(BlockError::Broken(why.clone())), Some(why))
+        } else {
+            (result, None)
+        };
         let bytes: u64 = bufs.len() as u64 * PAGE_BYTES as u64;
         self.stats.requests += 1;
         match sent {
@@ -711,6 +842,9 @@ impl<P: XenPlatform> Blkfront<P> {
             _ => {}
         }
         self.done.push_back(Completion { tag, result, bufs });
+        if let Some(why) = broken {
+            self.fail(why);
+        }
     }
 }
 
@@ -792,9 +926,16 @@ mod tests {
         xs: RefCell<BTreeMap<String, String>>,
         pages: RefCell<Vec<(u64, SharedPage)>>,
         grants: RefCell<BTreeMap<u32, u64>>,
+        /// Each live grant's access.
+        access: RefCell<BTreeMap<u32, Access>>,
+        /// Grants the backend keeps mapped: ending them fails, as Xen's
+        /// `gnttab_end_foreign_access` does while a mapping exists.
+        mapped: RefCell<alloc::collections::BTreeSet<u32>>,
         next_gfn: Cell<u64>,
         next_gref: Cell<u32>,
         notifies: Cell<u32>,
+        pages_freed: Cell<usize>,
+        ports_closed: Cell<usize>,
         /// "+path" for each watch set, "-path" for each removed.
         watch_log: RefCell<Vec<String>>,
     }
@@ -827,6 +968,21 @@ mod tests {
             }
             drop(xs);
             f
+        }
+
+        /// The backend writes into the page of grant `gref`: only through a
+        /// read-write grant, as Xen enforces.
+        fn backend_write(&self, gref: u32, data: &[u8]) -> Result<(), &'static str> {
+            match self.access.borrow().get(&gref) {
+                None => return Err("no such grant"),
+                Some(Access::ReadOnly) => return Err("read-only grant"),
+                Some(Access::ReadWrite) => {}
+            }
+            let gfn = self.grants.borrow()[&gref];
+            let pages = self.pages.borrow();
+            let page = &pages.iter().find(|(g, _)| *g == gfn).unwrap().1;
+            page.write_bytes(0, data);
+            Ok(())
         }
 
         fn ring(&self) -> SharedPage {
@@ -881,30 +1037,43 @@ mod tests {
         fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
             let gfn = self.next_gfn.get();
             self.next_gfn.set(gfn + count as u64);
-            let mem = SharedPage::leak_new(count);
-            self.pages.borrow_mut().push((gfn, mem.alias_for_test()));
-            Some(DmaPages { mem, gfn, count })
+            let (pages, alias) = DmaPages::leak_for_test(gfn, count);
+            self.pages.borrow_mut().push((gfn, alias));
+            Some(pages)
         }
-        fn free_pages(&self, _: DmaPages) {}
+        fn free_pages(&self, p: DmaPages) {
+            self.pages_freed.set(self.pages_freed.get() + p.count());
+        }
         fn grant(
             &self,
             _domid: u16,
-            gfn: u64,
-            _access: Access,
+            pages: &DmaPages,
+            index: usize,
+            access: Access,
         ) -> Result<Grant, xenlet_xen::gnttab::GrantError> {
+            let gfn = pages
+                .frame(index)
+                .ok_or(xenlet_xen::gnttab::GrantError::NoSuchPage)?;
             let r = self.next_gref.get();
             self.next_gref.set(r + 1);
             self.grants.borrow_mut().insert(r, gfn);
+            self.access.borrow_mut().insert(r, access);
             Ok(Grant::new(GrantRef(r), gfn as u32))
         }
         fn end_grant(&self, g: Grant) -> Result<(), Grant> {
+            if self.mapped.borrow().contains(&g.gref().0) {
+                return Err(g);
+            }
             self.grants.borrow_mut().remove(&g.gref().0);
+            self.access.borrow_mut().remove(&g.gref().0);
             Ok(())
         }
         fn alloc_unbound(&self, _remote: u16) -> Result<Port, XenError> {
             Ok(Port(7))
         }
-        fn close_port(&self, _: Port) {}
+        fn close_port(&self, _: Port) {
+            self.ports_closed.set(self.ports_closed.get() + 1);
+        }
         fn notify(&self, _: Port) {
             self.notifies.set(self.notifies.get() + 1);
         }
@@ -920,6 +1089,30 @@ mod tests {
         req_cons: u32,
         rsp_prod: u32,
         size: u32,
+    }
+
+    /// The data segments' and the indirect pages' grant references of the request
+    /// with `id` still in the ring (read-write requests only).
+    fn request_grefs(be: &Backend, id: u64) -> (Vec<u32>, Vec<u32>) {
+        for i in 0..be.req_cons {
+            let off = 64 + (i & (be.size - 1)) as usize * 112;
+            let mut e = [0u8; 112];
+            be.ring.read_bytes(off, &mut e);
+            if u64::from_le_bytes(e[8..16].try_into().unwrap()) != id {
+                continue;
+            }
+            let word = |at: usize| u32::from_le_bytes(e[at..at + 4].try_into().unwrap());
+            if e[0] == blkif::OP_INDIRECT {
+                let nseg = usize::from(u16::from_le_bytes([e[2], e[3]]));
+                let pages = nseg.div_ceil(blkif::SEGMENTS_PER_INDIRECT_PAGE);
+                return (Vec::new(), (0..pages).map(|p| word(28 + p * 4)).collect());
+            }
+            return (
+                (0..usize::from(e[1])).map(|k| word(24 + k * 8)).collect(),
+                Vec::new(),
+            );
+        }
+        panic!("no request {id}");
     }
 
     impl Backend {
@@ -1211,5 +1404,157 @@ mod tests {
             !d.info().features.flush,
             "flush turned off after EOPNOTSUPP"
         );
+    }
+
+    fn read_req(d: &mut Blkfront<&Fake>, tag: u64, sector: u64, pages: usize) -> BlockRequest {
+        let mut r = write_req(d, tag, sector, pages);
+        r.op = BlockOp::Read;
+        r
+    }
+
+    #[test]
+    fn the_fake_backend_writes_only_through_read_write_grants() {
+        let f = Fake::new(false, 0, 0);
+        let (mut d, mut be) = connect(&f);
+        let req = write_req(&mut d, 1, 0, 1);
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+        let req = read_req(&mut d, 2, 8, 1);
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+        d.kick();
+        let r = be.requests();
+        let (w, _) = request_grefs(&be, r[0].0);
+        let (rd, _) = request_grefs(&be, r[1].0);
+        assert_eq!(f.backend_write(w[0], b"x"), Err("read-only grant"));
+        assert_eq!(f.backend_write(rd[0], b"y"), Ok(()));
+    }
+
+    #[test]
+    fn a_page_the_backend_keeps_mapped_after_answering_is_quarantined() {
+        let f = Fake::new(false, 0, 0);
+        let (mut d, mut be) = connect(&f);
+        let req = read_req(&mut d, 1, 0, 2);
+        let kept_gfn = req.bufs[1].page.frame(0).unwrap();
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+        d.kick();
+        let r = be.requests();
+        let (grefs, _) = request_grefs(&be, r[0].0);
+        f.backend_write(grefs[0], &[1; 4096]).unwrap();
+        f.backend_write(grefs[1], &[2; 4096]).unwrap();
+        // it answers, but keeps the second page mapped (it could write it later)
+        f.mapped.borrow_mut().insert(grefs[1]);
+        be.respond(r[0].0, r[0].1, blkif::RSP_OKAY);
+        let mut out = Vec::new();
+        d.poll(&mut out);
+        assert_eq!(out.len(), 1);
+        assert!(
+            matches!(&out[0].result, Err(BlockError::Broken(w)) if w.contains("still mapped")),
+            "{:?}",
+            out[0].result
+        );
+        assert_eq!(out[0].bufs.len(), 1, "the mapped page is not handed back");
+        assert_ne!(out[0].bufs[0].page.frame(0).unwrap(), kept_gfn);
+        assert!(d.broken().is_some(), "the disk is broken");
+        let st = d.stats();
+        assert_eq!((st.quarantined_pages, st.leaked_grants), (1, 1));
+        assert!(f.grants.borrow().contains_key(&grefs[1]), "its grant stays");
+        assert!(
+            !f.grants.borrow().contains_key(&grefs[0]),
+            "the other ended"
+        );
+        // the page never comes back, not from the pool either
+        for b in out.pop().unwrap().bufs {
+            d.free_buf(b);
+        }
+        while let Some(b) = d.alloc_buf() {
+            assert_ne!(
+                b.page.frame(0).unwrap(),
+                kept_gfn,
+                "quarantined page reused"
+            );
+        }
+    }
+
+    #[test]
+    fn a_mapped_indirect_page_is_quarantined_not_pooled() {
+        let f = Fake::new(false, 256, 0);
+        let (mut d, mut be) = connect(&f);
+        let req = read_req(&mut d, 1, 0, 12);
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+        d.kick();
+        let r = be.requests();
+        let (_, indirect) = request_grefs(&be, r[0].0);
+        assert_eq!(indirect.len(), 1);
+        let kept_gfn = f.grants.borrow()[&indirect[0]];
+        f.mapped.borrow_mut().insert(indirect[0]);
+        be.respond(r[0].0, r[0].1, blkif::RSP_OKAY);
+        let mut out = Vec::new();
+        d.poll(&mut out);
+        assert!(matches!(out[0].result, Err(BlockError::Broken(_))));
+        assert_eq!(out[0].bufs.len(), 12, "the data pages were unmapped");
+        assert_eq!(d.stats().quarantined_pages, 1);
+        while let Some(b) = d.alloc_buf() {
+            assert_ne!(
+                b.page.frame(0).unwrap(),
+                kept_gfn,
+                "quarantined indirect page reused"
+            );
+        }
+    }
+
+    #[test]
+    fn a_broken_disk_ends_the_grants_of_pending_io_and_quarantines_mapped_pages() {
+        let f = Fake::new(false, 0, 0);
+        let (mut d, mut be) = connect(&f);
+        for tag in 0..3 {
+            let req = read_req(&mut d, tag, tag * 8, 1);
+            d.submit(req).map_err(|(e, _)| e).unwrap();
+        }
+        d.kick();
+        let r = be.requests();
+        let (g1, _) = request_grefs(&be, r[1].0);
+        let (g2, _) = request_grefs(&be, r[2].0);
+        let kept_gfn = f.grants.borrow()[&g1[0]];
+        f.mapped.borrow_mut().insert(g1[0]);
+        be.respond(999, blkif::OP_READ, 0); // hostile: breaks the disk
+        let mut out = Vec::new();
+        d.poll(&mut out);
+        assert!(d.broken().is_some());
+        assert_eq!(out.len(), 3);
+        let bufs: usize = out.iter().map(|c| c.bufs.len()).sum();
+        assert_eq!(bufs, 2, "the mapped page is held back");
+        assert!(out
+            .iter()
+            .flat_map(|c| &c.bufs)
+            .all(|b| b.page.frame(0).unwrap() != kept_gfn));
+        assert_eq!(d.stats().quarantined_pages, 1);
+        assert!(
+            !f.grants.borrow().contains_key(&g2[0]),
+            "unmapped: grant ended"
+        );
+        assert!(f.grants.borrow().contains_key(&g1[0]), "mapped: grant kept");
+    }
+
+    #[test]
+    fn a_failed_handshake_gives_the_ring_and_port_back() {
+        let f = Fake::new(false, 0, 2);
+        f.xs.borrow_mut()
+            .insert(format!("{BE}/sector-size"), "1000".into());
+        let e = Blkfront::connect(&f, 51712, "xvda".into()).err().unwrap();
+        assert!(
+            matches!(&e, BlockError::Handshake(w) if w.contains("sector-size")),
+            "{e:?}"
+        );
+        assert!(f.grants.borrow().is_empty(), "ring grants ended");
+        assert_eq!(f.pages_freed.get(), 4, "the 4 ring pages freed");
+        assert_eq!(f.ports_closed.get(), 1);
+        assert_eq!(f.xs.borrow()["device/vbd/51712/state"], "5", "Closing");
+        // a backend that still maps a ring page: its pages stay allocated
+        let g = Fake::new(false, 0, 0);
+        g.xs.borrow_mut()
+            .insert(format!("{BE}/sector-size"), "1000".into());
+        g.mapped.borrow_mut().insert(8); // the first grant made: the ring's
+        assert!(Blkfront::connect(&g, 51712, "xvda".into()).is_err());
+        assert_eq!(g.pages_freed.get(), 0);
+        assert!(g.grants.borrow().contains_key(&8));
     }
 }

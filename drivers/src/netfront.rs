@@ -17,8 +17,9 @@
 //! sent when the backend offers `feature-gso-tcpv4` (and scatter-gather); with
 //! scatter-gather the frontend also writes `feature-gso-tcpv4`/`feature-gso-tcpv6`,
 //! so TCP packets of up to 64 KiB arrive whole: a first data slot flagged
-//! `NETRXF_extra_info`, a GSO extra-info slot (written over a response, so its
-//! buffer is found by ring position), then the remaining data slots.
+//! `NETRXF_extra_info`, a GSO extra-info slot (written over a response), then the
+//! remaining data slots. Every slot's buffer is the one posted at its ring position;
+//! a data response naming another id breaks the vif.
 //!
 //! Queues: a frame is sent on the queue its flow hashes to (IPv4/IPv6 addresses and
 //! TCP/UDP ports; anything else on queue 0), so one flow is never reordered across
@@ -196,8 +197,8 @@ enum QueueError {
 struct Queue {
     tx: FrontRing,
     rx: FrontRing,
-    /// The ring pages' grants (published as `tx-ring-ref` / `rx-ring-ref`). They are
-    /// kept for the life of the queue: [`FrontRing`] owns the pages.
+    /// The ring pages' grants (published as `tx-ring-ref` / `rx-ring-ref`), kept for
+    /// the life of the queue ([`FrontRing`] holds the pages).
     tx_ring_grant: Grant,
     rx_ring_grant: Grant,
     port: Port,
@@ -245,52 +246,43 @@ struct RxPacket {
 
 impl Queue {
     /// Grants the ring pages, allocates the event channel, grants one page per TX
-    /// slot (read-only) and per RX slot (read-write), and posts every RX buffer.
+    /// slot (read-only) and per RX slot (read-write), and posts every RX buffer. On
+    /// failure everything taken so far is given back (a page whose grant cannot be
+    /// ended stays allocated).
     fn setup<P: XenPlatform>(p: &P, backend_id: u16) -> Result<Self, NetError> {
-        let ring = |what: &str, entry: usize| -> Result<(FrontRing, Grant), NetError> {
-            let pages = p
-                .alloc_pages(1)
-                .ok_or_else(|| NetError::Handshake(format!("no memory for {what}")))?;
-            let DmaPages { mem, gfn, .. } = pages;
-            let g = hs(what, p.grant(backend_id, gfn, Access::ReadWrite))?;
-            Ok((FrontRing::init(mem, entry), g))
+        let mut held: Vec<(DmaPages, Grant)> = Vec::new();
+        let mut port = None;
+        match Self::take_resources(p, backend_id, &mut held, &mut port) {
+            Ok(()) => {}
+            Err(e) => {
+                give_back(p, held, port);
+                return Err(e);
+            }
+        }
+        let port = port.ok_or_else(|| NetError::Handshake(String::from("no event channel")))?;
+        // held: tx ring, rx ring, then the TX buffers, then the RX buffers.
+        let mut it = held.into_iter();
+        let (Some((tx_page, tx_ring_grant)), Some((rx_page, rx_ring_grant))) =
+            (it.next(), it.next())
+        else {
+            return Err(NetError::Handshake(String::from("ring pages missing")));
         };
-        let (tx, tx_ring_grant) = ring("tx ring", netif::TX_ENTRY_BYTES)?;
-        let (mut rx, rx_ring_grant) = ring("rx ring", netif::RX_ENTRY_BYTES)?;
-        let port = hs("event channel", p.alloc_unbound(backend_id))?;
-
-        // TX buffers: one page per TX ring slot, granted read-only for good.
-        let mut tx_slots = Vec::with_capacity(tx.size() as usize);
-        for _ in 0..tx.size() {
-            let page = p
-                .alloc_pages(1)
-                .ok_or_else(|| NetError::Handshake(String::from("no memory for TX buffers")))?;
-            let grant = hs(
-                "TX buffer grant",
-                p.grant(backend_id, page.gfn, Access::ReadOnly),
-            )?;
-            tx_slots.push(TxSlot {
+        let tx = FrontRing::init(tx_page, netif::TX_ENTRY_BYTES);
+        let mut rx = FrontRing::init(rx_page, netif::RX_ENTRY_BYTES);
+        let tx_slots: Vec<TxSlot> = it
+            .by_ref()
+            .take(tx.size() as usize)
+            .map(|(page, grant)| TxSlot {
                 in_flight: false,
                 page,
                 grant,
                 packet_bytes: 0,
-            });
-        }
-
-        // RX buffers: one per RX ring slot, granted for good.
+            })
+            .collect();
         let mut rx_bufs = Vec::with_capacity(rx.size() as usize);
-        for i in 0..rx.size() as usize {
-            let page = p
-                .alloc_pages(1)
-                .ok_or_else(|| NetError::Handshake(String::from("no memory for RX buffers")))?;
-            let grant = hs(
-                "RX buffer grant",
-                p.grant(backend_id, page.gfn, Access::ReadWrite),
-            )?;
-            hs(
-                "RX ring",
-                rx.push_request(&netif::encode_rx_request(i as u16, grant.gref().0)),
-            )?;
+        for (i, (page, grant)) in it.enumerate() {
+            // A fresh ring has room for every buffer: this cannot fail.
+            let _ = rx.push_request(&netif::encode_rx_request(i as u16, grant.gref().0));
             rx_bufs.push(RxBuf {
                 page,
                 grant,
@@ -318,10 +310,49 @@ impl Queue {
         })
     }
 
-    /// Ends the buffers' grants and frees their pages (a page the backend still maps
-    /// keeps its grant and stays allocated), closes the event channel. Returns the
-    /// pages freed.
-    fn release<P: XenPlatform>(self, p: &P) -> usize {
+    /// Takes a queue's pages, grants and port, in [`Queue::setup`]'s order, into
+    /// `held` and `port` (which the caller gives back on failure).
+    fn take_resources<P: XenPlatform>(
+        p: &P,
+        backend_id: u16,
+        held: &mut Vec<(DmaPages, Grant)>,
+        port: &mut Option<Port>,
+    ) -> Result<(), NetError> {
+        let mut take = |what: &str, access: Access| -> Result<(), NetError> {
+            let page = p
+                .alloc_pages(1)
+                .ok_or_else(|| NetError::Handshake(format!("no memory for {what}")))?;
+            match p.grant(backend_id, &page, 0, access) {
+                Ok(g) => {
+                    held.push((page, g));
+                    Ok(())
+                }
+                Err(e) => {
+                    p.free_pages(page);
+                    Err(NetError::Handshake(format!("{what} grant: {e}")))
+                }
+            }
+        };
+        take("tx ring", Access::ReadWrite)?;
+        take("rx ring", Access::ReadWrite)?;
+        let tx_entries = xenlet_xen::ring::ring_entries(PAGE_BYTES, netif::TX_ENTRY_BYTES);
+        let rx_entries = xenlet_xen::ring::ring_entries(PAGE_BYTES, netif::RX_ENTRY_BYTES);
+        // TX buffers: one page per TX ring slot, granted read-only for good.
+        for _ in 0..tx_entries {
+            take("TX buffers", Access::ReadOnly)?;
+        }
+        // RX buffers: one per RX ring slot, granted for good.
+        for _ in 0..rx_entries {
+            take("RX buffers", Access::ReadWrite)?;
+        }
+        *port = Some(hs("event channel", p.alloc_unbound(backend_id))?);
+        Ok(())
+    }
+
+    /// Ends the buffers' and the rings' grants and frees their pages (a page the
+    /// backend still maps keeps its grant and stays allocated), closes the event
+    /// channel. Returns the (buffer, ring) pages freed.
+    fn release<P: XenPlatform>(self, p: &P) -> (usize, usize) {
         let mut freed = 0;
         let pages = self
             .rx_bufs
@@ -334,8 +365,19 @@ impl Queue {
                 freed += 1;
             }
         }
+        let rings = [
+            (self.tx.into_pages(), self.tx_ring_grant),
+            (self.rx.into_pages(), self.rx_ring_grant),
+        ];
+        let mut rings_freed = 0;
+        for (pages, grant) in rings {
+            if p.end_grant(grant).is_ok() {
+                p.free_pages(pages);
+                rings_freed += 1;
+            }
+        }
         p.close_port(self.port);
-        freed
+        (freed, rings_freed)
     }
 
     fn mark_broken(&mut self) {
@@ -374,7 +416,7 @@ impl Queue {
             let Some(slot) = self.tx_slots.get_mut(usize::from(id)) else {
                 return Err(QueueError::Broken(format!("tx slot {id} out of range")));
             };
-            slot.page.mem.write_bytes(0, chunk);
+            slot.page.mem().write_bytes(0, chunk);
             let mut more = if i + 1 < chunks.len() {
                 netif::NETTXF_MORE_DATA
             } else {
@@ -483,16 +525,23 @@ impl Queue {
                 Err(e) => break Err(format!("rx ring: {e}")),
             }
             taken += 1;
-            // A data response names its buffer; an extra-info slot was written over
-            // the response, and its buffer is the one posted at that ring position.
+            // Every slot's buffer is the one posted at its ring position (Linux's
+            // `xennet_get_rx_skb(queue, cons + slots)`): an extra-info slot was
+            // written over the response and names none, and a data response naming
+            // another buffer is a lying backend (trusting it would post one buffer
+            // twice and orphan another).
             let extra_slot = self.partial.as_ref().is_some_and(|k| k.extras);
-            let id = if extra_slot {
-                self.posted_ids[(pos % size) as usize]
-            } else {
-                netif::decode_rx_response(&raw).id
-            };
+            let id = self.posted_ids[(pos % size) as usize];
+            if !extra_slot {
+                let named = netif::decode_rx_response(&raw).id;
+                if named != id {
+                    break Err(format!(
+                        "rx response id {named} at ring position {pos}, where buffer {id} was posted"
+                    ));
+                }
+            }
             let Some(buf) = self.rx_bufs.get_mut(usize::from(id)).filter(|b| b.posted) else {
-                break Err(format!("rx response id {id} not posted"));
+                break Err(format!("rx buffer {id} at ring position {pos} not posted"));
             };
             buf.posted = false;
             if extra_slot {
@@ -537,7 +586,7 @@ impl Queue {
                                 pkt.data = Vec::new();
                             } else {
                                 pkt.data.resize(start + len, 0);
-                                buf.page.mem.read_bytes(off, &mut pkt.data[start..]);
+                                buf.page.mem().read_bytes(off, &mut pkt.data[start..]);
                             }
                         }
                     }
@@ -573,6 +622,27 @@ impl Queue {
             p.notify(self.port);
         }
         result.map(|()| taken)
+    }
+}
+
+/// Releases `queues`: (buffer pages, ring pages) freed.
+fn release_all<P: XenPlatform>(p: &P, queues: Vec<Queue>) -> (usize, usize) {
+    queues
+        .into_iter()
+        .map(|q| q.release(p))
+        .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+}
+
+/// Gives back what a failed setup took: grants ended and pages freed (a page whose
+/// grant the backend maps is kept), the port closed.
+fn give_back<P: XenPlatform>(p: &P, held: Vec<(DmaPages, Grant)>, port: Option<Port>) {
+    for (page, grant) in held {
+        if p.end_grant(grant).is_ok() {
+            p.free_pages(page);
+        }
+    }
+    if let Some(port) = port {
+        p.close_port(port);
     }
 }
 
@@ -749,10 +819,58 @@ impl<P: XenPlatform> Netfront<P> {
         let mtu = mtu_from_backend(p.xs_read(&format!("{backend}/mtu")).ok().as_deref(), sg);
         let max = p.xs_read(&format!("{backend}/multi-queue-max-queues")).ok();
         let n = queue_count(max_queues, max.as_deref());
-        let queues = (0..n)
-            .map(|_| Queue::setup(p, backend_id))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut queues = Vec::with_capacity(n);
+        for _ in 0..n {
+            match Queue::setup(p, backend_id) {
+                Ok(q) => queues.push(q),
+                Err(e) => {
+                    release_all(p, queues);
+                    return Err(e);
+                }
+            }
+        }
+        match Self::publish_and_connect(p, &base, &bstate, &mut fe, &queues, sg) {
+            Ok(()) => {}
+            Err(e) => {
+                // Nothing leaks, and the device can be connected again: the frontend
+                // goes back to Initialising (netback then returns to InitWait).
+                release_all(p, queues);
+                let _ = p.xs_write(
+                    &format!("{base}/state"),
+                    &format!("{}", XenbusState::Initialising.number()),
+                );
+                return Err(e);
+            }
+        }
+        for q in &queues {
+            p.notify(q.port);
+        }
 
+        Ok(Netfront {
+            platform,
+            backend_id,
+            mac,
+            queues,
+            rx_next: 0,
+            received: VecDeque::new(),
+            broken: None,
+            stats: NetStats::default(),
+            sg,
+            gso,
+            mtu,
+        })
+    }
+
+    /// Publishes the queues and features, goes Connected and waits for the backend.
+    fn publish_and_connect(
+        p: &P,
+        base: &str,
+        bstate: &str,
+        fe: &mut Frontend,
+        queues: &[Queue],
+        sg: bool,
+    ) -> Result<(), NetError> {
+        let n = queues.len();
         let w = |k: &str, v: &str| hs(k, p.xs_write(&format!("{base}/{k}"), v));
         if n > 1 {
             w("multi-queue-num-queues", &format!("{n}"))?;
@@ -784,35 +902,19 @@ impl<P: XenPlatform> Netfront<P> {
         w("feature-gso-tcpv6", gso_rx)?;
         w("state", &format!("{}", XenbusState::Connected.number()))?;
         fe.switched(XenbusState::Initialised);
-        wait_for_action(p, &bstate, &fe, Action::Connect)?;
-        for q in &queues {
-            p.notify(q.port);
-        }
-
-        Ok(Netfront {
-            platform,
-            backend_id,
-            mac,
-            queues,
-            rx_next: 0,
-            received: VecDeque::new(),
-            broken: None,
-            stats: NetStats::default(),
-            sg,
-            gso,
-            mtu,
-        })
+        wait_for_action(p, bstate, fe, Action::Connect)
     }
 
-    /// Gives back every queue's RX and TX buffers (grants ended, pages freed) and
-    /// closes the event channels, once the backend has closed (`xl network-detach`).
-    /// A page the backend still maps keeps its grant and stays allocated. Returns the
-    /// pages freed (512 per queue when all are).
-    pub fn release(self) -> usize {
+    /// Gives back every queue's RX and TX buffers and ring pages (grants ended,
+    /// pages freed) and closes the event channels, once the backend has closed (`xl
+    /// network-detach`). A page the backend still maps keeps its grant and stays
+    /// allocated. Returns the buffer pages and the ring pages freed (512 and 2 per
+    /// queue when all are).
+    pub fn release(self) -> (usize, usize) {
         let Netfront {
             platform, queues, ..
         } = self;
-        queues.into_iter().map(|q| q.release(&platform)).sum()
+        release_all(&platform, queues)
     }
 
     /// The MAC address from XenStore.
@@ -1042,6 +1144,10 @@ mod tests {
         xs: RefCell<BTreeMap<String, String>>,
         pages: RefCell<BTreeMap<u64, SharedPage>>,
         grants: RefCell<BTreeMap<u32, u64>>,
+        /// Each live grant's access.
+        access: RefCell<BTreeMap<u32, Access>>,
+        /// Grants the backend keeps mapped: ending them fails (as in Xen).
+        mapped: RefCell<alloc::collections::BTreeSet<u32>>,
         next_gfn: Cell<u64>,
         next_gref: Cell<u32>,
         /// "+path" for each watch set, "-path" for each removed.
@@ -1050,6 +1156,12 @@ mod tests {
         notified: RefCell<Vec<u32>>,
         closed: RefCell<Vec<u32>>,
         pages_freed: Cell<usize>,
+        /// The backend never goes Connected.
+        backend_stalls: Cell<bool>,
+        /// Grants made before the grant table is "full".
+        grant_limit: Cell<Option<usize>>,
+        /// The clock: one second passes per look.
+        clock: Cell<u64>,
     }
 
     impl Fake {
@@ -1086,6 +1198,16 @@ mod tests {
             let gfn = self.grants.borrow()[&gref];
             self.pages.borrow()[&gfn].alias_for_test()
         }
+        /// The page of `gref` for the backend to write: only through a read-write
+        /// grant, as Xen enforces.
+        fn writable_page_by_gref(&self, gref: u32) -> SharedPage {
+            assert_eq!(
+                self.access.borrow().get(&gref),
+                Some(&Access::ReadWrite),
+                "the backend writes only through read-write grants"
+            );
+            self.page_by_gref(gref)
+        }
     }
 
     impl XenPlatform for &Fake {
@@ -1097,7 +1219,7 @@ mod tests {
                 .ok_or_else(|| XsError::Remote("ENOENT".into()))
         }
         fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
-            if path == "device/vif/0/state" && value == "4" {
+            if path == "device/vif/0/state" && value == "4" && !self.backend_stalls.get() {
                 self.xs
                     .borrow_mut()
                     .insert(format!("{BE}/state"), "4".into());
@@ -1121,26 +1243,42 @@ mod tests {
         fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
             let gfn = self.next_gfn.get();
             self.next_gfn.set(gfn + count as u64);
-            let mem = SharedPage::leak_new(count);
-            self.pages.borrow_mut().insert(gfn, mem.alias_for_test());
-            Some(DmaPages { mem, gfn, count })
+            let (pages, alias) = DmaPages::leak_for_test(gfn, count);
+            self.pages.borrow_mut().insert(gfn, alias);
+            Some(pages)
         }
         fn free_pages(&self, p: DmaPages) {
-            self.pages_freed.set(self.pages_freed.get() + p.count);
+            self.pages_freed.set(self.pages_freed.get() + p.count());
         }
         fn grant(
             &self,
             _: u16,
-            gfn: u64,
-            _: Access,
+            pages: &DmaPages,
+            index: usize,
+            access: Access,
         ) -> Result<Grant, xenlet_xen::gnttab::GrantError> {
+            let gfn = pages
+                .frame(index)
+                .ok_or(xenlet_xen::gnttab::GrantError::NoSuchPage)?;
+            if self
+                .grant_limit
+                .get()
+                .is_some_and(|l| self.grants.borrow().len() >= l)
+            {
+                return Err(xenlet_xen::gnttab::GrantError::Exhausted);
+            }
             let r = self.next_gref.get();
             self.next_gref.set(r + 1);
             self.grants.borrow_mut().insert(r, gfn);
+            self.access.borrow_mut().insert(r, access);
             Ok(Grant::new(GrantRef(r), gfn as u32))
         }
         fn end_grant(&self, g: Grant) -> Result<(), Grant> {
+            if self.mapped.borrow().contains(&g.gref().0) {
+                return Err(g);
+            }
             self.grants.borrow_mut().remove(&g.gref().0);
+            self.access.borrow_mut().remove(&g.gref().0);
             Ok(())
         }
         fn alloc_unbound(&self, _: u16) -> Result<Port, XenError> {
@@ -1156,7 +1294,9 @@ mod tests {
         }
         fn wait(&self) {}
         fn now_ns(&self) -> u64 {
-            0
+            let t = self.clock.get();
+            self.clock.set(t + 1_000_000_000);
+            t
         }
     }
 
@@ -1200,7 +1340,8 @@ mod tests {
         let id = u16::from_le_bytes([req[0], req[1]]);
         let gref = u32::from_le_bytes([req[4], req[5], req[6], req[7]]);
         if usize::from(offset) + data.len() <= 4096 {
-            f.page_by_gref(gref).write_bytes(usize::from(offset), data);
+            f.writable_page_by_gref(gref)
+                .write_bytes(usize::from(offset), data);
         }
         let mut rsp = [0u8; 8];
         rsp[0..2].copy_from_slice(&id_override.unwrap_or(id).to_le_bytes());
@@ -1262,8 +1403,25 @@ mod tests {
         let mut prod = 0;
         deliver(&f, &mut prod, Some(999), 0, &[1; 60], None); // unknown buffer
         assert!(n.recv().is_none());
-        assert!(n.broken().unwrap().contains("not posted"));
+        assert!(n.broken().unwrap().contains("where buffer 0 was posted"));
         assert!(matches!(n.send(&[0; 60]), Err(NetError::Broken(_))));
+    }
+
+    #[test]
+    fn a_response_naming_another_posted_buffer_breaks_the_vif() {
+        // The data goes into the buffer posted at ring position 0 (id 0), but the
+        // response names buffer 1, also posted (at position 1): taken by id, buffer
+        // 1 would be read (stale data), posted again while still posted, and buffer
+        // 0 never posted again.
+        let f = Fake::new();
+        let mut n = Netfront::connect(&f, 0).unwrap();
+        let mut prod = 0;
+        deliver(&f, &mut prod, Some(1), 0, &[5; 60], None);
+        assert_eq!(n.recv(), None, "nothing delivered from the wrong buffer");
+        let why = n.broken().expect("the vif is broken");
+        assert!(why.contains("rx response id 1 at ring position 0"), "{why}");
+        let ring = f.page_of("device/vif/0/rx-ring-ref");
+        assert_eq!(ring.load_u32(0), 256, "no buffer posted a second time");
     }
 
     #[test]
@@ -1318,7 +1476,7 @@ mod tests {
         let mut req = [0u8; 8];
         ring.read_bytes(slot, &mut req);
         let gref = u32::from_le_bytes([req[4], req[5], req[6], req[7]]);
-        f.page_by_gref(gref).write_bytes(0, data);
+        f.writable_page_by_gref(gref).write_bytes(0, data);
         let mut rsp = [0u8; 8];
         rsp[0..2].copy_from_slice(&req[0..2]);
         rsp[4..6].copy_from_slice(&flags.to_le_bytes());
@@ -1649,12 +1807,75 @@ mod tests {
             before + 2 + 512,
             "rings + 256 RX + 256 TX"
         );
-        assert_eq!(n.release(), 512);
-        assert_eq!(
-            f.grants.borrow().len(),
-            before + 2,
-            "only the ring grants remain"
+        assert_eq!(n.release(), (512, 2));
+        assert_eq!(f.grants.borrow().len(), before, "ring grants ended too");
+        assert_eq!(f.pages_freed.get(), 514, "ring pages freed too");
+    }
+
+    #[test]
+    fn a_handshake_that_times_out_gives_everything_back_and_can_be_retried() {
+        let f = Fake::offering_queues("2");
+        f.backend_stalls.set(true);
+        let e = Netfront::connect_with(&f, 0, 2)
+            .err()
+            .expect("no Connected backend");
+        assert!(
+            matches!(&e, NetError::Handshake(w) if w.contains("timed out")),
+            "{e:?}"
         );
+        assert!(f.grants.borrow().is_empty(), "every grant ended");
+        assert_eq!(
+            f.pages_freed.get(),
+            f.pages.borrow().len(),
+            "every page freed"
+        );
+        assert_eq!(f.pages_freed.get(), 2 * 514);
+        assert_eq!(f.closed.borrow().len(), 2, "both ports closed");
+        assert_eq!(
+            f.key("device/vif/0/state").as_deref(),
+            Some("1"),
+            "back to Initialising, so the vif is connected again later"
+        );
+        // and it is: the backend now answers
+        f.backend_stalls.set(false);
+        f.xs.borrow_mut().insert(format!("{BE}/state"), "2".into());
+        let n = Netfront::connect_with(&f, 0, 2).unwrap();
+        assert_eq!(n.queues(), 2);
+    }
+
+    #[test]
+    fn a_setup_that_runs_out_of_grants_gives_everything_back() {
+        let f = Fake::offering_queues("2");
+        // enough for the first queue (514) and part of the second
+        f.grant_limit.set(Some(514 + 100));
+        let e = Netfront::connect_with(&f, 0, 2)
+            .err()
+            .expect("grants exhausted");
+        assert!(
+            matches!(&e, NetError::Handshake(w) if w.contains("grant")),
+            "{e:?}"
+        );
+        assert!(f.grants.borrow().is_empty(), "every grant ended");
+        assert_eq!(
+            f.pages_freed.get(),
+            f.pages.borrow().len(),
+            "every page freed"
+        );
+        assert_eq!(f.closed.borrow().len(), 1, "the first queue's port closed");
+    }
+
+    #[test]
+    fn release_keeps_a_page_the_backend_still_maps() {
+        let f = Fake::new();
+        let n = Netfront::connect(&f, 0).unwrap();
+        let ring = f.page_of("device/vif/0/rx-ring-ref");
+        let mut req = [0u8; 8];
+        ring.read_bytes(64, &mut req);
+        let gref = u32::from_le_bytes([req[4], req[5], req[6], req[7]]);
+        f.mapped.borrow_mut().insert(gref);
+        assert_eq!(n.release(), (511, 2), "the mapped page is not freed");
+        assert_eq!(f.pages_freed.get(), 513);
+        assert!(f.grants.borrow().contains_key(&gref), "its grant stays");
     }
 
     /// An Ethernet frame holding an IPv4 packet (20-byte header, `frag` = flags and
@@ -2118,7 +2339,7 @@ mod tests {
         deliver_on(&f, QDIR[1], &mut prod[1], Some(999), 0, &[1; 60], None);
         assert!(n.recv().is_none());
         assert!(
-            n.broken().unwrap().contains("not posted"),
+            n.broken().unwrap().contains("rx response id 999"),
             "{:?}",
             n.broken()
         );
@@ -2167,13 +2388,9 @@ mod tests {
         let mut ports: Vec<u32> = (0..3)
             .map(|k| event_channel(&f, &format!("device/vif/0/queue-{k}")))
             .collect();
-        assert_eq!(n.release(), 3 * 512);
-        assert_eq!(f.pages_freed.get(), 3 * 512);
-        assert_eq!(
-            f.grants.borrow().len(),
-            3 * 2,
-            "only the ring grants remain"
-        );
+        assert_eq!(n.release(), (3 * 512, 3 * 2));
+        assert_eq!(f.pages_freed.get(), 3 * 514);
+        assert!(f.grants.borrow().is_empty(), "the ring grants ended too");
         let mut closed = f.closed.borrow().clone();
         closed.sort();
         ports.sort();

@@ -6,20 +6,37 @@
 use alloc::string::String;
 use xenlet_xen::evtchn::Port;
 use xenlet_xen::gnttab::{Access, Grant, GrantError};
-use xenlet_xen::shared::SharedPage;
 use xenlet_xen::xenstore::XsError;
 use xenlet_xen::XenError;
 
-/// Physically contiguous pages that may be granted to another domain. Their contents
-/// are reached only by copy (the other domain may change them at any time).
-pub struct DmaPages {
-    /// The memory.
-    pub mem: SharedPage,
-    /// Guest frame number of the first page.
-    pub gfn: u64,
-    /// Number of pages.
-    pub count: usize,
-}
+/// Grantable pages: owned and opaque, made only by the kernel (see
+/// [`xenlet_xen::shared::DmaPages`]). A driver cannot forge them to name memory of
+/// its choice: the fields are private,
+///
+/// ```compile_fail,E0451
+/// fn forge(mem: xenlet_xen::shared::SharedPage) -> xenlet_drivers::platform::DmaPages {
+///     xenlet_drivers::platform::DmaPages { mem, gfn: 0x100, count: 1 }
+/// }
+/// ```
+///
+/// and the constructor is `unsafe`, which the drivers forbid:
+///
+/// ```compile_fail
+/// #![forbid(unsafe_code)]
+/// fn forge(mem: xenlet_xen::shared::SharedPage) -> xenlet_drivers::platform::DmaPages {
+///     unsafe { xenlet_drivers::platform::DmaPages::from_frames(mem, 0x100, 1) }
+/// }
+/// ```
+///
+/// (without the `forbid`, the same compiles: the failure above is the lint's)
+///
+/// ```
+/// fn forge(mem: xenlet_xen::shared::SharedPage) -> xenlet_drivers::platform::DmaPages {
+///     // SAFETY: not called; shows only that the path and types are right.
+///     unsafe { xenlet_drivers::platform::DmaPages::from_frames(mem, 0x100, 1) }
+/// }
+/// ```
+pub use xenlet_xen::shared::DmaPages;
 
 /// A XenStore watch a frontend set with [`XenPlatform::xs_watch`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,8 +65,15 @@ pub trait XenPlatform {
     fn alloc_pages(&self, count: usize) -> Option<DmaPages>;
     /// Gives pages back (only once no grant refers to them).
     fn free_pages(&self, pages: DmaPages);
-    /// Grants `domid` access to frame `gfn`.
-    fn grant(&self, domid: u16, gfn: u64, access: Access) -> Result<Grant, GrantError>;
+    /// Grants `domid` access to page `index` of `pages` (pages the driver owns: it
+    /// can name no other memory).
+    fn grant(
+        &self,
+        domid: u16,
+        pages: &DmaPages,
+        index: usize,
+        access: Access,
+    ) -> Result<Grant, GrantError>;
     /// Ends a grant; hands it back if the backend still maps the frame.
     fn end_grant(&self, grant: Grant) -> Result<(), Grant>;
     /// A new event channel port for `remote` to bind to.
@@ -254,7 +278,7 @@ mod tests {
             None
         }
         fn free_pages(&self, _: DmaPages) {}
-        fn grant(&self, _: u16, _: u64, _: Access) -> Result<Grant, GrantError> {
+        fn grant(&self, _: u16, _: &DmaPages, _: usize, _: Access) -> Result<Grant, GrantError> {
             Err(GrantError::Exhausted)
         }
         fn end_grant(&self, g: Grant) -> Result<(), Grant> {

@@ -238,7 +238,7 @@ pub static COMMANDS: &[Command<Host>] = &[
     },
     Command {
         name: "crash",
-        usage: "pf|gp|ud|de|panic",
+        usage: "pf|gp|ud|de|panic|console",
         help: "provoke a fault or panic (tests the fault report)",
         run: crash,
     },
@@ -1078,9 +1078,11 @@ fn lsblk(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
                 "no"
             },
             if f.discard { "yes" } else { "no" },
-            match d.broken() {
-                Some(why) => alloc::format!("broken: {why}"),
-                None => alloc::string::String::from("ok"),
+            match (d.broken(), d.stats().quarantined_pages) {
+                (Some(why), 0) => alloc::format!("broken: {why}"),
+                (Some(why), q) => alloc::format!("broken: {why}; {q} pages quarantined"),
+                (None, 0) => alloc::string::String::from("ok"),
+                (None, q) => alloc::format!("ok; {q} pages quarantined"),
             }
         ));
     });
@@ -1160,6 +1162,7 @@ fn crash(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {
         ["ud"] => Deliberate::InvalidOpcode,
         ["de"] => Deliberate::DivideError,
         ["panic"] => Deliberate::Panic,
+        ["console"] => Deliberate::PanicInConsoleWrite,
         [] => return Err(CmdError::usage("missing fault kind")),
         [k] => return Err(CmdError::usage(alloc::format!("unknown fault kind '{k}'"))),
         [_, extra, ..] => return Err(CmdError::usage(alloc::format!("extra operand '{extra}'"))),

@@ -9,17 +9,17 @@
 //! is a second console: output goes to both, input comes from both. Under PVH it is
 //! the only one (no emulated UART).
 
+use crate::arch::irqlock::IrqLock;
 use crate::arch::{pic, pio::Pio, trap};
 use core::fmt::{self, Write};
-use spin::Mutex;
 use xenlet_drivers::bytering::ByteRing;
 use xenlet_drivers::console::Console;
 use xenlet_drivers::uart16550::{Uart16550, COM1, COM1_IRQ};
 use xenlet_xen::console::ConsoleRing;
 use xenlet_xen::evtchn::Port;
 
-static COM1_UART: Mutex<Option<Uart16550<Pio>>> = Mutex::new(None);
-static XEN_CONSOLE: Mutex<Option<XenConsole>> = Mutex::new(None);
+static COM1_UART: IrqLock<Option<Uart16550<Pio>>> = IrqLock::new(None);
+static XEN_CONSOLE: IrqLock<Option<XenConsole>> = IrqLock::new(None);
 
 /// The Xen PV console: its ring and event channel.
 struct XenConsole {
@@ -95,23 +95,35 @@ pub fn poll_xen_console() {
 /// Waits (bounded) until the PV console backend has taken all output, so the last
 /// lines before a shutdown are not lost.
 pub fn flush() {
+    flush_with(|| Some(XEN_CONSOLE.lock()));
+}
+
+/// [`flush`] for the fault path: never waits for the console lock (the fault may
+/// have interrupted its holder); a console it cannot take is not flushed.
+pub fn flush_emergency() {
+    flush_with(|| XEN_CONSOLE.try_lock());
+}
+
+fn flush_with<'a>(
+    mut lock: impl FnMut() -> Option<crate::arch::irqlock::IrqGuard<'a, Option<XenConsole>>>,
+) {
     for _ in 0..20_000 {
-        let pending = x86_64::instructions::interrupts::without_interrupts(|| {
-            XEN_CONSOLE.lock().as_ref().map_or(0, |c| {
-                if c.ring.is_broken() {
-                    0
-                } else {
-                    c.ring.out_pending()
-                }
-            })
+        let Some(g) = lock() else { return };
+        let pending = g.as_ref().map_or(0, |c| {
+            if c.ring.is_broken() {
+                0
+            } else {
+                c.ring.out_pending()
+            }
         });
+        drop(g);
         if pending == 0 {
             return;
         }
         crate::xen::yield_cpu();
     }
 }
-static RX: Mutex<ByteRing<16384>> = Mutex::new(ByteRing::new());
+static RX: IrqLock<ByteRing<16384>> = IrqLock::new(ByteRing::new());
 
 /// Brings up COM1 (probe + program). Returns whether a UART answered.
 pub fn init_serial() -> bool {
@@ -198,6 +210,14 @@ pub fn emergency_write(bytes: &[u8]) {
             c.write_translated(bytes);
         }
     }
+}
+
+/// Runs `f` holding the consoles' locks as a console write does (for the `crash
+/// console` test of the fault path).
+pub fn while_writing<R>(f: impl FnOnce() -> R) -> R {
+    let _uart = COM1_UART.lock();
+    let _xen = XEN_CONSOLE.lock();
+    f()
 }
 
 /// `fmt::Write` into the consoles.

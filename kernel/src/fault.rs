@@ -82,6 +82,9 @@ pub enum Deliberate {
     GeneralProtection,
     /// `panic!`.
     Panic,
+    /// `panic!` while a console write holds the consoles' locks: the fault path
+    /// must still reach Xen's `SHUTDOWN_crash`.
+    PanicInConsoleWrite,
 }
 
 /// Provokes the fault `kind`; does not return.
@@ -107,6 +110,9 @@ pub fn provoke(kind: Deliberate) -> ! {
             core::arch::asm!("mov {0}, [{1}]", out(reg) _, in(reg) 0x8000_0000_0000_0000u64, options(nostack));
         },
         Deliberate::Panic => panic!("deliberate panic from the shell"),
+        Deliberate::PanicInConsoleWrite => {
+            crate::console::while_writing(|| panic!("deliberate panic during a console write"))
+        }
     }
     panic!("the deliberate {kind:?} did not fault");
 }

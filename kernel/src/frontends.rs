@@ -56,19 +56,24 @@ impl XenPlatform for KernelXen {
         // SAFETY: a run of frames just taken from the allocator, identity-mapped below the mapping limit and owned by nobody else; from now on it is reached only through this SharedPage (it may be granted to a backend).
         let mem = unsafe { SharedPage::new_region(run.addr as *mut u8, count) };
         mem.zero();
-        Some(DmaPages {
-            mem,
-            gfn: run.addr >> 12,
-            count,
-        })
+        // SAFETY: `mem` is exactly the `count` frames at `run.addr` (identity-mapped, so guest frame `run.addr >> 12` on), just allocated and handed over whole: they go back to the allocator only through `free_pages`.
+        Some(unsafe { DmaPages::from_frames(mem, run.addr >> 12, count) })
     }
     fn free_pages(&self, pages: DmaPages) {
+        let (gfn, count) = pages.into_frames();
         let _ = mm::heap::free_frames(mm::FrameRun {
-            addr: pages.gfn << 12,
-            count: pages.count as u64,
+            addr: gfn << 12,
+            count: count as u64,
         });
     }
-    fn grant(&self, domid: u16, gfn: u64, access: Access) -> Result<Grant, GrantError> {
+    fn grant(
+        &self,
+        domid: u16,
+        pages: &DmaPages,
+        index: usize,
+        access: Access,
+    ) -> Result<Grant, GrantError> {
+        let gfn = pages.frame(index).ok_or(GrantError::NoSuchPage)?;
         gnttab::grant(
             domid,
             u32::try_from(gfn).map_err(|_| GrantError::Exhausted)?,
@@ -85,6 +90,8 @@ impl XenPlatform for KernelXen {
         Ok(port)
     }
     fn close_port(&self, port: Port) {
+        // Forget the handler first: Xen may hand the number out again at once.
+        xen::unregister_port(port);
         let _ = hypercall::evtchn_close(port.0);
     }
     fn notify(&self, port: Port) {

@@ -128,8 +128,10 @@ fn rescan() {
         )) {
             let _ = xenstore::unwatch(&format!("{be}/state"), &backend_token(&name));
         }
-        let freed = stack.ifs.remove(i).link.release();
-        crate::println!("netfront: {name} detached ({freed} buffer pages freed)");
+        let (freed, rings) = stack.ifs.remove(i).link.release();
+        crate::println!(
+            "netfront: {name} detached ({freed} buffer pages freed, {rings} ring pages freed)"
+        );
     }
     // Attached: a new vif waiting for its frontend.
     for d in vifs {

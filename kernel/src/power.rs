@@ -69,10 +69,18 @@ fn xen_shutdown(reason: u32) {
             crate::println!("xenlet: closed {n} PV device(s), {followed} backend(s) followed");
         }
     }
-    crate::console::flush();
+    if reason == xenlet_xen::abi::SHUTDOWN_crash {
+        // The fault path: the fault may have hit inside a console write (lock held)
+        // or the allocator, so no waiting on locks and no allocation here.
+        crate::console::flush_emergency();
+    } else {
+        crate::console::flush();
+    }
     if let Err(e) = crate::xen::shutdown(reason) {
-        crate::console::emergency_write(
-            alloc::format!("xenlet: SCHEDOP_shutdown failed: {e}\n").as_bytes(),
+        use core::fmt::Write;
+        let _ = writeln!(
+            crate::console::EmergencyWriter,
+            "xenlet: SCHEDOP_shutdown failed: {e}"
         );
     }
 }

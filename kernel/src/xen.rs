@@ -3,17 +3,18 @@
 //!
 //! Without Xen (plain QEMU, KVM, bare metal) [`init`] says so and the kernel runs on.
 
+use crate::arch::irqlock::IrqLock;
 use crate::arch::{cpu, lapic, trap};
 use crate::{console, mm};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use spin::{Mutex, Once};
+use spin::Once;
 use xenlet_xen::abi::*;
 use xenlet_xen::console::ConsoleRing;
 use xenlet_xen::cpuid::{self, Regs, XenCpuid};
-use xenlet_xen::evtchn::{PendingScan, Port};
+use xenlet_xen::evtchn::{PendingScan, Port, PortTable};
 use xenlet_xen::hypercall;
 use xenlet_xen::shared::SharedPage;
 use xenlet_xen::shared_info::SharedInfo;
@@ -74,11 +75,18 @@ impl fmt::Display for XenInitError {
 }
 
 static XEN: Once<XenInfo> = Once::new();
-static SCAN: Mutex<PendingScan> = Mutex::new(PendingScan::new());
-/// A handler for an event channel port, called in interrupt context.
+static SCAN: IrqLock<PendingScan> = IrqLock::new(PendingScan::new());
+/// A handler for an event channel port, called in interrupt context: it must not
+/// allocate (the heap panics there) nor take a lock other than an [`IrqLock`].
 pub type PortHandler = fn(Port);
 
-static PORT_HANDLERS: Mutex<Vec<(Port, PortHandler)>> = Mutex::new(Vec::new());
+/// Ports with handlers at most (timer, console, XenStore, and each disk and vif
+/// queue).
+pub const MAX_PORT_HANDLERS: usize = 64;
+
+/// Fixed size: the upcall reads it without allocating.
+static PORT_HANDLERS: IrqLock<PortTable<PortHandler, MAX_PORT_HANDLERS>> =
+    IrqLock::new(PortTable::new());
 /// Set by every upcall, taken by the idle path: an event arrived since the last look.
 static EVENT_SEEN: AtomicBool = AtomicBool::new(false);
 /// `VIRQ_TIMER` events served.
@@ -224,18 +232,22 @@ pub fn pvclock_tsc_hz() -> Option<u64> {
     Some(xenlet_xen::pvclock::TimeInfo::decode(&b).tsc_hz())
 }
 
-/// Calls `handler` (in interrupt context) whenever `port` fires.
-pub fn register_port(port: Port, handler: PortHandler) {
-    x86_64::instructions::interrupts::without_interrupts(|| {
-        PORT_HANDLERS.lock().push((port, handler))
-    });
+/// Calls `handler` (in interrupt context) whenever `port` fires (replacing the
+/// port's handler, if it had one). False when the table is full: the port's events
+/// then only wake the CPU.
+pub fn register_port(port: Port, handler: PortHandler) -> bool {
+    PORT_HANDLERS.lock().set(port, handler).is_ok()
+}
+
+/// Forgets `port`'s handler (the port is closed; Xen may hand the number out again).
+pub fn unregister_port(port: Port) {
+    PORT_HANDLERS.lock().remove(port);
 }
 
 /// Ports with handlers, for the `xen` command.
 pub fn bound_ports() -> Vec<Port> {
-    x86_64::instructions::interrupts::without_interrupts(|| {
-        PORT_HANDLERS.lock().iter().map(|(p, _)| *p).collect()
-    })
+    let table = *PORT_HANDLERS.lock();
+    table.iter().map(|(p, _)| p).collect()
 }
 
 /// Serves pending events (from the upcall, or polled from the idle loop). Runs with
@@ -244,6 +256,8 @@ pub fn poll_events() {
     x86_64::instructions::interrupts::without_interrupts(poll_events_masked);
 }
 
+/// The scan and the handlers, with no allocation (the upcall runs this; the
+/// tables are fixed-size and copied to the stack).
 fn poll_events_masked() {
     let Some(x) = XEN.get() else { return };
     let mut fired: [Option<Port>; 16] = [None; 16];
@@ -257,20 +271,16 @@ fn poll_events_masked() {
             overflow = true;
         }
     });
+    // A copy of the table, so no lock is held while handlers run.
+    let table = *PORT_HANDLERS.lock();
     for p in fired.iter().flatten() {
-        let h = PORT_HANDLERS
-            .lock()
-            .iter()
-            .find(|(q, _)| q == p)
-            .map(|(_, h)| *h);
-        if let Some(h) = h {
+        if let Some(h) = table.get(*p) {
             h(*p);
         }
     }
     if overflow {
         // More than 16 ports at once: run every handler so none is lost.
-        let all: Vec<(Port, PortHandler)> = PORT_HANDLERS.lock().clone();
-        for (p, h) in all {
+        for (p, h) in table.iter() {
             h(p);
         }
     }

@@ -15,7 +15,7 @@ use xenlet_xen::evtchn::Port;
 use xenlet_xen::hypercall;
 use xenlet_xen::shared::SharedPage;
 use xenlet_xen::xenstore::{
-    self, check_path, encode, list, text, Message, MsgType, Ring, WatchEvent, XsError,
+    self, check_path, list, text, Message, MsgType, Ring, Transport, WatchEvent, XsError,
 };
 
 struct Conn {
@@ -59,34 +59,42 @@ pub fn connected() -> bool {
     CONN.lock().is_some()
 }
 
-fn request(kind: MsgType, tx: u32, parts: &[&[u8]], nul_last: bool) -> Result<Message, XsError> {
+/// Waiting for xenstored: notify through the store's event channel, halt until an
+/// event (or a short deadline), give up at the request's deadline.
+struct Waiter {
+    port: Port,
+    deadline: clock::Instant,
+}
+
+impl Transport for Waiter {
+    fn notify(&mut self) {
+        xen::notify(self.port);
+    }
+    fn wait(&mut self) -> Result<(), XsError> {
+        if clock::now() > self.deadline {
+            return Err(XsError::Timeout);
+        }
+        crate::idle::pause();
+        Ok(())
+    }
+}
+
+fn with_conn<T>(
+    f: impl FnOnce(&mut Ring, &mut Waiter) -> Result<T, XsError>,
+) -> Result<T, XsError> {
     let mut guard = CONN.lock();
     let conn = guard
         .as_mut()
         .ok_or(XsError::Protocol("XenStore not connected"))?;
-    let id = conn.ring.alloc_id();
-    let msg = encode(kind, id, tx, parts, nul_last)?;
-    let deadline = clock::now() + REQUEST_TIMEOUT;
-    let mut sent = 0;
-    loop {
-        if sent < msg.len() {
-            let n = conn.ring.write_some(&msg[sent..])?;
-            sent += n;
-            if n > 0 {
-                xen::notify(conn.port);
-            }
-        }
-        conn.ring.read_some()?;
-        if sent == msg.len() {
-            if let Some(reply) = conn.ring.take_reply(id)? {
-                return Ok(reply);
-            }
-        }
-        if clock::now() > deadline {
-            return Err(XsError::Timeout);
-        }
-        crate::idle::pause();
-    }
+    let mut w = Waiter {
+        port: conn.port,
+        deadline: clock::now() + REQUEST_TIMEOUT,
+    };
+    f(&mut conn.ring, &mut w)
+}
+
+fn request(kind: MsgType, tx: u32, parts: &[&[u8]], nul_last: bool) -> Result<Message, XsError> {
+    with_conn(|ring, w| ring.request(kind, tx, parts, nul_last, w))
 }
 
 fn path_bytes(path: &str) -> Result<&[u8], XsError> {
@@ -115,9 +123,10 @@ pub fn write(path: &str, value: &str) -> Result<(), XsError> {
     write_tx(0, path, value)
 }
 
-/// `XS_DIRECTORY`: the children's names.
+/// `XS_DIRECTORY`: the children's names (paged with `XS_DIRECTORY_PART` when the
+/// listing is longer than one message).
 pub fn directory(path: &str) -> Result<Vec<String>, XsError> {
-    list(&request(MsgType::Directory, 0, &[path_bytes(path)?], true)?.payload)
+    with_conn(|ring, w| ring.directory(0, path, w))
 }
 
 /// `XS_MKDIR`.
@@ -231,7 +240,8 @@ pub fn take_fired(token: &str) -> bool {
     let mut g = CONN.lock();
     let Some(conn) = g.as_mut() else { return false };
     if !conn.ring.is_broken() {
-        let _ = conn.ring.read_some();
+        let port = conn.port;
+        let _ = conn.ring.read_and_notify(|| xen::notify(port));
         let _ = conn.ring.take_reply(0); // ids start at 1: only queues events
     }
     conn.ring.take_events_for(token) > 0
@@ -244,7 +254,8 @@ pub fn dispatch_watches() {
             let mut g = CONN.lock();
             let Some(conn) = g.as_mut() else { return };
             if !conn.ring.is_broken() {
-                let _ = conn.ring.read_some();
+                let port = conn.port;
+                let _ = conn.ring.read_and_notify(|| xen::notify(port));
                 let _ = conn.ring.take_reply(0); // ids start at 1: only queues events
             }
             conn.ring.pop_event()

@@ -54,6 +54,17 @@ fn invalid_opcode_divide_error_and_gp_are_reported() {
 }
 
 #[test]
+fn a_panic_during_a_console_write_is_reported_and_stops() {
+    // The console locks are held: the report goes out through a fresh UART handle
+    // and the machine still stops (on Xen: SHUTDOWN_crash, the crash-pvh scenario).
+    let out = crash("console");
+    assert!(
+        out.contains(": deliberate panic during a console write"),
+        "{out}"
+    );
+}
+
+#[test]
 fn panic_prints_message_and_location() {
     let out = crash("panic");
     assert!(

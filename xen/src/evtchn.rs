@@ -81,14 +81,93 @@ pub fn mask(si: &SharedInfo, port: Port) {
     }
 }
 
-/// Clears `port`'s mask bit; returns whether an event is pending on it (the caller
-/// then asks Xen to redeliver with EVTCHNOP_unmask).
-pub fn clear_mask(si: &SharedInfo, port: Port) -> bool {
+/// Unmasks `port` as Linux's `evtchn_2l_unmask` does on HVM: clear the mask bit, then
+/// look at the pending bit; if an event is pending, set the mask bit again and let
+/// `EVTCHNOP_unmask` (`hypercall`) clear it: Xen re-raises a pending event only when
+/// it finds the mask bit still set, so clearing it here first would lose the event.
+/// Returns whether the hypercall was made.
+pub fn unmask(si: &SharedInfo, port: Port, hypercall: impl FnOnce(Port)) -> bool {
     let Some((w, bit)) = word_bit(port) else {
         return false;
     };
+    // Clear before testing pending, so an event that becomes pending in between is
+    // seen here or raised by Xen (it is unmasked by then).
     si.page().and_u64(SHARED_INFO_EVTCHN_MASK + w * 8, !bit);
-    si.page().load_u64(SHARED_INFO_EVTCHN_PENDING + w * 8) & bit != 0
+    if si.page().load_u64(SHARED_INFO_EVTCHN_PENDING + w * 8) & bit == 0 {
+        return false;
+    }
+    si.page().or_u64(SHARED_INFO_EVTCHN_MASK + w * 8, bit);
+    hypercall(port);
+    true
+}
+
+/// A fixed-size table of per-port handlers: no allocation, so the upcall can read it.
+/// A port has at most one entry; closing a port removes it, so a reused port number
+/// never reaches the closed port's handler.
+#[derive(Clone, Copy, Debug)]
+pub struct PortTable<H: Copy, const N: usize> {
+    entries: [Option<(Port, H)>; N],
+}
+
+/// The table is full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableFull;
+
+impl<H: Copy, const N: usize> PortTable<H, N> {
+    /// An empty table.
+    pub const fn new() -> Self {
+        PortTable { entries: [None; N] }
+    }
+
+    /// Sets `port`'s handler (replacing the one it had).
+    pub fn set(&mut self, port: Port, h: H) -> Result<(), TableFull> {
+        if let Some(e) = self.entries.iter_mut().flatten().find(|(p, _)| *p == port) {
+            e.1 = h;
+            return Ok(());
+        }
+        let free = self
+            .entries
+            .iter_mut()
+            .find(|e| e.is_none())
+            .ok_or(TableFull)?;
+        *free = Some((port, h));
+        Ok(())
+    }
+
+    /// Removes `port`'s handler; whether it had one.
+    pub fn remove(&mut self, port: Port) -> bool {
+        match self
+            .entries
+            .iter_mut()
+            .find(|e| e.is_some_and(|(p, _)| p == port))
+        {
+            Some(e) => {
+                *e = None;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `port`'s handler.
+    pub fn get(&self, port: Port) -> Option<H> {
+        self.entries
+            .iter()
+            .flatten()
+            .find(|(p, _)| *p == port)
+            .map(|(_, h)| *h)
+    }
+
+    /// Every (port, handler).
+    pub fn iter(&self) -> impl Iterator<Item = (Port, H)> + '_ {
+        self.entries.iter().flatten().copied()
+    }
+}
+
+impl<H: Copy, const N: usize> Default for PortTable<H, N> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 #[cfg(test)]
@@ -101,6 +180,18 @@ mod tests {
         si.page().or_u64(SHARED_INFO_EVTCHN_PENDING + w * 8, bit);
         si.page().or_u64(VCPU_INFO_PENDING_SEL, 1 << w);
         si.page().store_u8(VCPU_INFO_UPCALL_PENDING, 1);
+    }
+
+    /// Xen's `evtchn_unmask` (common/event_2l.c): only if it finds the mask bit set
+    /// does it clear it and, with the port pending, raise the selector and upcall.
+    fn xen_unmask(si: &SharedInfo, port: Port) {
+        let (w, bit) = word_bit(port).unwrap();
+        let was_masked = si.page().and_u64(SHARED_INFO_EVTCHN_MASK + w * 8, !bit) & bit != 0;
+        let pending = si.page().load_u64(SHARED_INFO_EVTCHN_PENDING + w * 8) & bit != 0;
+        if was_masked && pending {
+            si.page().or_u64(VCPU_INFO_PENDING_SEL, 1 << w);
+            si.page().store_u8(VCPU_INFO_UPCALL_PENDING, 1);
+        }
     }
 
     fn collect(scan: &mut PendingScan, si: &SharedInfo) -> Vec<u32> {
@@ -121,9 +212,10 @@ mod tests {
         assert!(!si.upcall_pending(0));
         // nothing left but the masked port, and the selector is consumed
         assert!(collect(&mut scan, &si).is_empty());
-        // unmasking reports the held event
-        assert!(clear_mask(&si, Port(700)));
-        assert!(!clear_mask(&si, Port(5)));
+        // unmasking hands the held event to Xen's EVTCHNOP_unmask
+        assert!(unmask(&si, Port(700), |p| xen_unmask(&si, p)));
+        assert_eq!(collect(&mut scan, &si), vec![700]);
+        assert!(!unmask(&si, Port(5), |_| panic!("nothing pending on 5")));
     }
 
     #[test]
@@ -145,9 +237,28 @@ mod tests {
     }
 
     #[test]
+    fn port_table_is_fixed_size_and_a_closed_port_leaves_no_entry() {
+        let mut t: PortTable<u32, 3> = PortTable::new();
+        t.set(Port(5), 1).unwrap();
+        t.set(Port(6), 2).unwrap();
+        t.set(Port(5), 3).unwrap(); // replaced, not a second entry
+        assert_eq!(t.get(Port(5)), Some(3));
+        assert_eq!(t.iter().count(), 2);
+        t.set(Port(7), 4).unwrap();
+        assert_eq!(t.set(Port(8), 5), Err(TableFull));
+        // port 5 closed, then handed out again by Xen to another user
+        assert!(t.remove(Port(5)));
+        assert!(!t.remove(Port(5)));
+        assert_eq!(t.get(Port(5)), None);
+        t.set(Port(5), 9).unwrap();
+        assert_eq!(t.get(Port(5)), Some(9), "the new handler, not the old one");
+        assert_eq!(t.iter().filter(|(p, _)| *p == Port(5)).count(), 1);
+    }
+
+    #[test]
     fn out_of_range_ports_are_ignored() {
         let si = SharedInfo::new(page());
         mask(&si, Port(MAX_PORTS));
-        assert!(!clear_mask(&si, Port(u32::MAX)));
+        assert!(!unmask(&si, Port(u32::MAX), |_| panic!("no such port")));
     }
 }

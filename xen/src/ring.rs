@@ -9,7 +9,7 @@
 //! once ([`FrontRing::take_response`]) and the backend's indexes are checked: a
 //! response producer that runs ahead of the requests made marks the ring broken.
 
-use crate::shared::SharedPage;
+use crate::shared::DmaPages;
 use core::fmt;
 use core::sync::atomic::{fence, Ordering};
 
@@ -53,7 +53,7 @@ pub fn ring_entries(ring_bytes: usize, entry_bytes: usize) -> u32 {
 
 /// The frontend's view of one shared ring.
 pub struct FrontRing {
-    mem: SharedPage,
+    pages: DmaPages,
     entry_bytes: usize,
     size: u32,
     req_prod_pvt: u32,
@@ -62,20 +62,33 @@ pub struct FrontRing {
 }
 
 impl FrontRing {
-    /// Initialises the shared ring in `mem` (`SHARED_RING_INIT` + `FRONT_RING_INIT`).
-    pub fn init(mem: SharedPage, entry_bytes: usize) -> Self {
+    /// Initialises the shared ring in `pages` (`SHARED_RING_INIT` +
+    /// `FRONT_RING_INIT`); the ring owns them until [`FrontRing::into_pages`].
+    pub fn init(pages: DmaPages, entry_bytes: usize) -> Self {
+        let mem = pages.mem();
         mem.zero();
         mem.store_u32(REQ_EVENT, 1);
         mem.store_u32(RSP_EVENT, 1);
         let size = ring_entries(mem.len_bytes(), entry_bytes);
         FrontRing {
-            mem,
+            pages,
             entry_bytes,
             size,
             req_prod_pvt: 0,
             rsp_cons: 0,
             broken: false,
         }
+    }
+
+    /// The ring's pages (to grant them).
+    pub fn pages(&self) -> &DmaPages {
+        &self.pages
+    }
+
+    /// Gives the ring's pages back (to free them once the backend no longer maps
+    /// them).
+    pub fn into_pages(self) -> DmaPages {
+        self.pages
     }
 
     /// Entries in the ring.
@@ -118,7 +131,9 @@ impl FrontRing {
         if self.in_flight() >= self.size {
             return Err(RingError::Full);
         }
-        self.mem.write_bytes(self.slot(self.req_prod_pvt), entry);
+        self.pages
+            .mem()
+            .write_bytes(self.slot(self.req_prod_pvt), entry);
         self.req_prod_pvt = self.req_prod_pvt.wrapping_add(1);
         Ok(())
     }
@@ -126,12 +141,12 @@ impl FrontRing {
     /// Publishes queued requests; true if the backend must be notified
     /// (`RING_PUSH_REQUESTS_AND_CHECK_NOTIFY`).
     pub fn push_requests_and_check_notify(&mut self) -> bool {
-        let old = self.mem.load_u32(REQ_PROD);
+        let old = self.pages.mem().load_u32(REQ_PROD);
         let new = self.req_prod_pvt;
         fence(Ordering::SeqCst); // requests visible before req_prod (backend reads it first)
-        self.mem.store_u32(REQ_PROD, new);
+        self.pages.mem().store_u32(REQ_PROD, new);
         fence(Ordering::SeqCst); // req_prod visible before we read req_event
-        let event = self.mem.load_u32(REQ_EVENT);
+        let event = self.pages.mem().load_u32(REQ_EVENT);
         new.wrapping_sub(event) < new.wrapping_sub(old)
     }
 
@@ -140,7 +155,7 @@ impl FrontRing {
         if self.broken {
             return Err(RingError::Corrupt);
         }
-        let prod = self.mem.load_u32(RSP_PROD);
+        let prod = self.pages.mem().load_u32(RSP_PROD);
         let n = prod.wrapping_sub(self.rsp_cons);
         if n > self.in_flight() {
             // More responses than requests outstanding: a confused or hostile backend.
@@ -159,7 +174,7 @@ impl FrontRing {
             return Ok(false);
         }
         fence(Ordering::SeqCst); // rsp_prod read before the response contents
-        self.mem.read_bytes(self.slot(self.rsp_cons), buf);
+        self.pages.mem().read_bytes(self.slot(self.rsp_cons), buf);
         self.rsp_cons = self.rsp_cons.wrapping_add(1);
         Ok(true)
     }
@@ -180,7 +195,9 @@ impl FrontRing {
         if self.unconsumed()? > 0 {
             return Ok(true);
         }
-        self.mem.store_u32(RSP_EVENT, self.rsp_cons.wrapping_add(1));
+        self.pages
+            .mem()
+            .store_u32(RSP_EVENT, self.rsp_cons.wrapping_add(1));
         fence(Ordering::SeqCst);
         Ok(self.unconsumed()? > 0)
     }
@@ -189,7 +206,8 @@ impl FrontRing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shared::testpage::{alias, page};
+    use crate::shared::testpage::alias;
+    use crate::shared::SharedPage;
 
     /// A minimal backend working on the same memory.
     struct Back {
@@ -224,7 +242,11 @@ mod tests {
     }
 
     fn view(r: &FrontRing) -> SharedPage {
-        alias(&r.mem)
+        alias(r.pages().mem())
+    }
+
+    fn pages() -> DmaPages {
+        DmaPages::leak_for_test(0x1000, 1).0
     }
 
     #[test]
@@ -239,7 +261,7 @@ mod tests {
 
     #[test]
     fn requests_and_responses_round_trip_with_wraparound() {
-        let mut r = FrontRing::init(page(), 112);
+        let mut r = FrontRing::init(pages(), 112);
         let mut back = Back {
             mem: view(&r),
             req_cons: 0,
@@ -274,7 +296,7 @@ mod tests {
 
     #[test]
     fn a_backend_running_ahead_breaks_the_ring() {
-        let mut r = FrontRing::init(page(), 112);
+        let mut r = FrontRing::init(pages(), 112);
         r.push_request(&[1]).unwrap();
         r.push_requests_and_check_notify();
         // backend claims 5 responses for 1 request
@@ -284,14 +306,14 @@ mod tests {
         assert!(r.is_broken());
         assert_eq!(r.push_request(&[2]), Err(RingError::Corrupt));
         // a wild index far away also breaks it
-        let mut r = FrontRing::init(page(), 112);
+        let mut r = FrontRing::init(pages(), 112);
         view(&r).store_u32(RSP_PROD, 0x8000_0000);
         assert_eq!(r.final_check_for_responses(), Err(RingError::Corrupt));
     }
 
     #[test]
     fn oversize_entries_are_refused() {
-        let mut r = FrontRing::init(page(), 16);
+        let mut r = FrontRing::init(pages(), 16);
         assert_eq!(r.push_request(&[0u8; 17]), Err(RingError::BadEntry));
         let mut big = [0u8; 17];
         assert_eq!(r.take_response(&mut big), Err(RingError::BadEntry));

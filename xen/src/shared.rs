@@ -82,8 +82,10 @@ impl SharedPage {
 
     fn check(&self, offset: usize, len: usize, align: usize) -> usize {
         // An out-of-range offset is a bug in this crate's constants, never input.
+        // Checked: `offset + len` must not wrap (release builds do not trap on overflow).
+        let in_bounds = offset.checked_add(len).is_some_and(|end| end <= self.len);
         assert!(
-            offset.is_multiple_of(align) && offset + len <= self.len,
+            offset.is_multiple_of(align) && in_bounds,
             "shared page access out of bounds"
         );
         offset
@@ -225,6 +227,61 @@ impl SharedPage {
     }
 }
 
+/// Physically contiguous pages that may be granted to another domain: owned and
+/// opaque. Only the kernel makes them ([`DmaPages::from_frames`] is `unsafe`, which
+/// the `forbid(unsafe_code)` drivers cannot call); a driver gets them from its
+/// platform, reaches their bytes by copy ([`DmaPages::mem`]), grants them by page
+/// index and gives them back. So a driver can neither name kernel memory to a
+/// backend nor free frames it does not own (Asterinas' `DmaCoherent` is the model).
+#[derive(Debug)]
+pub struct DmaPages {
+    mem: SharedPage,
+    gfn: u64,
+    count: usize,
+}
+
+impl DmaPages {
+    /// Wraps `count` pages at guest frame `gfn`, reached through `mem`.
+    ///
+    /// # Safety
+    /// `mem` must be exactly those `count` pages (identity-mapped at `gfn << 12`),
+    /// owned by the caller and handed over whole: nothing else uses or frees them
+    /// until the value is given back ([`DmaPages::into_frames`]).
+    pub unsafe fn from_frames(mem: SharedPage, gfn: u64, count: usize) -> Self {
+        DmaPages { mem, gfn, count }
+    }
+
+    /// The memory, reached by copy only (the other domain may change it any time).
+    pub fn mem(&self) -> &SharedPage {
+        &self.mem
+    }
+
+    /// Number of pages.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The guest frame of page `index`, if there is such a page: what a grant of
+    /// it names.
+    pub fn frame(&self, index: usize) -> Option<u64> {
+        (index < self.count).then(|| self.gfn + index as u64)
+    }
+
+    /// Gives the pages up: their first frame and count, for the kernel to free.
+    pub fn into_frames(self) -> (u64, usize) {
+        (self.gfn, self.count)
+    }
+
+    /// Fresh zeroed heap pages standing in for frames `gfn..gfn + count` in host
+    /// tests (leaked), with a second handle on them for the test's backend.
+    #[cfg(any(test, feature = "test-util"))]
+    pub fn leak_for_test(gfn: u64, count: usize) -> (Self, SharedPage) {
+        let mem = SharedPage::leak_new(count);
+        let alias = mem.alias_for_test();
+        (DmaPages { mem, gfn, count }, alias)
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod testpage {
     //! A heap page standing in for shared memory in host tests.
@@ -295,8 +352,45 @@ mod tests {
     }
 
     #[test]
+    fn dma_pages_name_only_their_own_frames() {
+        let (d, alias) = super::DmaPages::leak_for_test(0x500, 3);
+        assert_eq!(d.count(), 3);
+        assert_eq!(d.frame(0), Some(0x500));
+        assert_eq!(d.frame(2), Some(0x502));
+        assert_eq!(d.frame(3), None, "no page past the end");
+        assert_eq!(d.frame(usize::MAX), None);
+        d.mem().write_bytes(8192, b"x");
+        let mut b = [0u8];
+        alias.read_bytes(8192, &mut b);
+        assert_eq!(&b, b"x");
+        assert_eq!(d.into_frames(), (0x500, 3));
+    }
+
+    #[test]
     #[should_panic(expected = "out of bounds")]
     fn out_of_bounds_is_caught() {
         page().store_u32(4094, 1);
+    }
+
+    // `usize::MAX + 1` wraps to 0, which is `<= len`: without checked arithmetic a
+    // release build (no overflow traps) reads the byte before the page.
+    #[test]
+    #[should_panic(expected = "out of bounds")]
+    fn wrapping_offset_is_caught_read() {
+        let mut b = [0u8; 1];
+        page().read_bytes(usize::MAX, &mut b);
+    }
+
+    #[test]
+    #[should_panic(expected = "out of bounds")]
+    fn wrapping_offset_is_caught_write() {
+        page().write_bytes(usize::MAX - 1, &[0u8; 4]);
+    }
+
+    #[test]
+    #[should_panic(expected = "out of bounds")]
+    fn wrapping_offset_is_caught_atomic() {
+        // usize::MAX - 7 is 8-aligned, and + 8 wraps to 0.
+        page().load_u64(usize::MAX - 7);
     }
 }

@@ -96,9 +96,12 @@ impl Frontend {
             (Closed, _) => Action::Wait,
             (_, Closing | Closed) => Action::Close,
             (Initialising, InitWait) => Action::Setup,
-            // A backend may skip InitWait and go straight on; set up first.
-            (Initialising, Initialised | Connected) => Action::Setup,
-            (Initialised, Initialised | Connected) => Action::Connect,
+            // A backend may skip InitWait and go straight to Connected; set up first.
+            (Initialising, Connected) => Action::Setup,
+            (Initialised, Connected) => Action::Connect,
+            // A backend in Initialised is not ready: Linux's blkback_changed and
+            // netback_changed ignore it (as they do Unknown, Initialising,
+            // Reconfiguring and Reconfigured).
             _ => Action::Wait,
         }
     }
@@ -153,5 +156,18 @@ mod tests {
             "backend went away before connecting"
         );
         assert_eq!(f.on_backend(Reconfiguring), Action::Wait);
+    }
+
+    #[test]
+    fn a_backend_in_initialised_is_not_ready() {
+        let mut f = Frontend::new();
+        assert_eq!(f.on_backend(Initialised), Action::Wait, "not set up on it");
+        f.switched(Initialised);
+        assert_eq!(
+            f.on_backend(Initialised),
+            Action::Wait,
+            "not connected on it"
+        );
+        assert_eq!(f.on_backend(Connected), Action::Connect);
     }
 }

@@ -33,6 +33,9 @@ pub enum MsgType {
     SetPerms = 14,
     WatchEvent = 15,
     Error = 16,
+    /// `XS_DIRECTORY_PART` (`XS_RESET_WATCHES` + 1): a listing in pieces, for
+    /// directories whose `XS_DIRECTORY` reply would exceed [`PAYLOAD_MAX`].
+    DirectoryPart = 22,
 }
 
 /// `XENSTORE_PAYLOAD_MAX`.
@@ -209,6 +212,38 @@ pub struct WatchEvent {
     pub token: String,
 }
 
+/// How a request waits for xenstored: the event channel and the clock.
+pub trait Transport {
+    /// Notifies xenstored (the store's event channel).
+    fn notify(&mut self);
+    /// Waits a moment for xenstored; `Err(XsError::Timeout)` once the request has
+    /// waited too long.
+    fn wait(&mut self) -> Result<(), XsError>;
+}
+
+/// `XS_DIRECTORY_PART` requests one listing may take before it is given up (each
+/// returns at least one name, or the listing is over).
+const DIRECTORY_PART_MAX_REQUESTS: usize = 4096;
+/// Restarts of a listing whose directory changed (generation count) under it.
+const DIRECTORY_PART_MAX_RESTARTS: usize = 8;
+
+/// One `XS_DIRECTORY_PART` reply, as xenstored's `send_directory_part` writes it:
+/// the generation count and a NUL, then whole NUL-terminated names, then one more
+/// NUL when the list is complete. Returns (generation, names' bytes, last).
+fn directory_part_reply(p: &[u8]) -> Result<(&[u8], &[u8], bool), XsError> {
+    let nul = p
+        .iter()
+        .position(|&b| b == 0)
+        .ok_or(XsError::Protocol("directory part without a generation"))?;
+    let (gen, rest) = (&p[..nul], &p[nul + 1..]);
+    if rest.last() != Some(&0) {
+        return Err(XsError::Protocol("directory part not NUL-terminated"));
+    }
+    let last = rest.len() == 1 || rest.ends_with(&[0, 0]);
+    let names = if last { &rest[..rest.len() - 1] } else { rest };
+    Ok((gen, names, last))
+}
+
 /// The XenStore ring and the protocol state above it.
 pub struct Ring {
     page: SharedPage,
@@ -275,6 +310,102 @@ impl Ring {
         self.page.store_u32(RSP_CONS, prod);
         self.decoder.push(&tmp[..avail as usize]);
         Ok(avail as usize)
+    }
+
+    /// Reads what xenstored has produced and, when anything was consumed, calls
+    /// `notify`: xenstored goes on writing a reply longer than the free space only
+    /// when told there is room (Linux's `xb_read` notifies after moving `rsp_cons`).
+    pub fn read_and_notify(&mut self, notify: impl FnOnce()) -> Result<usize, XsError> {
+        let n = self.read_some()?;
+        if n > 0 {
+            notify();
+        }
+        Ok(n)
+    }
+
+    /// Sends a request and waits for its reply (queueing watch events meanwhile).
+    pub fn request(
+        &mut self,
+        kind: MsgType,
+        tx: u32,
+        parts: &[&[u8]],
+        nul_last: bool,
+        t: &mut impl Transport,
+    ) -> Result<Message, XsError> {
+        let id = self.alloc_id();
+        let msg = encode(kind, id, tx, parts, nul_last)?;
+        let mut sent = 0;
+        loop {
+            if sent < msg.len() {
+                let n = self.write_some(&msg[sent..])?;
+                sent += n;
+                if n > 0 {
+                    t.notify();
+                }
+            }
+            self.read_and_notify(|| t.notify())?;
+            if sent == msg.len() {
+                if let Some(reply) = self.take_reply(id)? {
+                    return Ok(reply);
+                }
+            }
+            t.wait()?;
+        }
+    }
+
+    /// The children of `path` (inside transaction `tx`, 0 for none): `XS_DIRECTORY`,
+    /// and when its answer would be longer than one message (`E2BIG`), the listing
+    /// in pieces with `XS_DIRECTORY_PART`, started again when the directory changes
+    /// under it (its generation count), as Linux's xenbus does.
+    pub fn directory(
+        &mut self,
+        tx: u32,
+        path: &str,
+        t: &mut impl Transport,
+    ) -> Result<Vec<String>, XsError> {
+        check_path(path)?;
+        match self.request(MsgType::Directory, tx, &[path.as_bytes()], true, t) {
+            Ok(m) => list(&m.payload),
+            Err(XsError::Remote(e)) if e == "E2BIG" => self.directory_parts(tx, path, t),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn directory_parts(
+        &mut self,
+        tx: u32,
+        path: &str,
+        t: &mut impl Transport,
+    ) -> Result<Vec<String>, XsError> {
+        'restart: for _ in 0..DIRECTORY_PART_MAX_RESTARTS {
+            let mut names: Vec<u8> = Vec::new();
+            let mut first_gen: Option<Vec<u8>> = None;
+            for _ in 0..DIRECTORY_PART_MAX_REQUESTS {
+                let off = alloc::format!("{}", names.len());
+                let m = self.request(
+                    MsgType::DirectoryPart,
+                    tx,
+                    &[path.as_bytes(), off.as_bytes()],
+                    true,
+                    t,
+                )?;
+                let (gen, part, last) = directory_part_reply(&m.payload)?;
+                match &first_gen {
+                    None => first_gen = Some(gen.to_vec()),
+                    Some(g) if g.as_slice() != gen => continue 'restart,
+                    Some(_) => {}
+                }
+                if !last && part.is_empty() {
+                    return Err(XsError::Protocol("directory part without names"));
+                }
+                names.extend_from_slice(part);
+                if last {
+                    return list(&names);
+                }
+            }
+            return Err(XsError::Protocol("directory listing does not end"));
+        }
+        Err(XsError::Remote("EAGAIN".into()))
     }
 
     /// A fresh request id.
@@ -471,5 +602,206 @@ mod tests {
         assert_eq!(r.write_some(&[1u8; 10]).unwrap(), 0);
         serve(&r, b"");
         assert_eq!(r.write_some(&[1u8; 10]).unwrap(), 10);
+    }
+
+    /// Plays xenstored as the real one behaves: it looks at the rings only when
+    /// notified, takes whole requests, and writes as much of its pending replies as
+    /// fits; the rest waits for the next notification. It answers `XS_READ` of
+    /// "long" with `long_value`, and `XS_DIRECTORY`/`XS_DIRECTORY_PART` of "dir"
+    /// with `children` as cxenstored's `send_directory_part` does.
+    struct FakeXenstored {
+        page: SharedPage,
+        inbuf: Vec<u8>,
+        out: VecDeque<u8>,
+        long_value: Vec<u8>,
+        children: Vec<String>,
+        gen: u64,
+        /// Change the directory (and its generation) after this many part requests.
+        change_after_parts: Option<usize>,
+        parts_served: usize,
+        /// A hostile xenstored: every part is empty and never the last.
+        empty_parts: bool,
+        notified: usize,
+        waits: usize,
+    }
+
+    impl FakeXenstored {
+        fn new(r: &Ring) -> Self {
+            FakeXenstored {
+                page: crate::shared::testpage::alias(&r.page),
+                inbuf: Vec::new(),
+                out: VecDeque::new(),
+                long_value: Vec::new(),
+                children: Vec::new(),
+                gen: 7,
+                change_after_parts: None,
+                parts_served: 0,
+                empty_parts: false,
+                notified: 0,
+                waits: 0,
+            }
+        }
+
+        fn answer(&mut self, kind: u32, id: u32, payload: &[u8]) {
+            let reply = match kind {
+                2 => msg(2, id, &self.long_value.clone()),
+                1 => {
+                    let mut l = Vec::new();
+                    for c in &self.children {
+                        l.extend(c.as_bytes());
+                        l.push(0);
+                    }
+                    if l.len() > PAYLOAD_MAX {
+                        msg(16, id, b"E2BIG\0")
+                    } else {
+                        msg(1, id, &l)
+                    }
+                }
+                22 => {
+                    self.parts_served += 1;
+                    if self.change_after_parts == Some(self.parts_served - 1) {
+                        self.children.push("added-while-listing".into());
+                        self.gen += 1;
+                    }
+                    let args = list(payload).unwrap();
+                    assert_eq!(args[0], "dir");
+                    let off: usize = args[1].parse().unwrap();
+                    let mut all = Vec::new();
+                    for c in &self.children {
+                        all.extend(c.as_bytes());
+                        all.push(0);
+                    }
+                    let mut data = alloc::format!("{}\0", self.gen).into_bytes();
+                    let maxlen = PAYLOAD_MAX - data.len() - 1;
+                    if self.empty_parts {
+                        msg(22, id, &data)
+                    } else if off >= all.len() {
+                        data.push(0);
+                        msg(22, id, &data)
+                    } else {
+                        let mut len = 0;
+                        while off + len < all.len() {
+                            let name = all[off + len..].iter().position(|&b| b == 0).unwrap();
+                            if len + name >= maxlen {
+                                break;
+                            }
+                            len += name + 1;
+                        }
+                        data.extend(&all[off..off + len]);
+                        if off + len == all.len() {
+                            data.push(0);
+                        }
+                        msg(22, id, &data)
+                    }
+                }
+                _ => panic!("unexpected request type {kind}"),
+            };
+            self.out.extend(reply);
+        }
+    }
+
+    impl Transport for FakeXenstored {
+        fn notify(&mut self) {
+            self.notified += 1;
+            let p = &self.page;
+            let (cons, prod) = (p.load_u32(REQ_CONS), p.load_u32(REQ_PROD));
+            for i in cons..prod {
+                let mut b = [0u8];
+                p.read_bytes(REQ + (i % RING_BYTES) as usize, &mut b);
+                self.inbuf.push(b[0]);
+            }
+            p.store_u32(REQ_CONS, prod);
+            let mut d = Decoder::default();
+            d.push(&self.inbuf);
+            let mut used = 0;
+            while let Some(m) = d.next_message().unwrap() {
+                used += HEADER_BYTES + m.payload.len();
+                self.answer(m.kind, m.req_id, &m.payload);
+            }
+            self.inbuf.drain(..used);
+            // as much as fits in the response ring now
+            let p = &self.page;
+            let (cons, prod) = (p.load_u32(RSP_CONS), p.load_u32(RSP_PROD));
+            let room = RING_BYTES - prod.wrapping_sub(cons);
+            let n = (room as usize).min(self.out.len());
+            for i in 0..n {
+                let b = self.out.pop_front().unwrap();
+                p.write_bytes(
+                    RSP + (prod.wrapping_add(i as u32) % RING_BYTES) as usize,
+                    &[b],
+                );
+            }
+            p.store_u32(RSP_PROD, prod.wrapping_add(n as u32));
+        }
+        fn wait(&mut self) -> Result<(), XsError> {
+            self.waits += 1;
+            if self.waits > 100 {
+                Err(XsError::Timeout)
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    #[test]
+    fn a_reply_longer_than_the_ring_arrives_from_a_xenstored_that_writes_when_notified() {
+        let mut r = Ring::new(page());
+        let mut xs = FakeXenstored::new(&r);
+        xs.long_value = (0..3000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let m = r
+            .request(MsgType::Read, 0, &[b"long"], true, &mut xs)
+            .unwrap();
+        assert_eq!(m.payload, xs.long_value);
+        assert!(xs.out.is_empty());
+        assert!(
+            xs.waits < 5,
+            "{} waits: each read made room and said so",
+            xs.waits
+        );
+    }
+
+    fn names(n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| alloc::format!("a-rather-long-entry-name-{i:03}"))
+            .collect()
+    }
+
+    #[test]
+    fn a_directory_longer_than_a_message_is_listed_in_parts() {
+        let mut r = Ring::new(page());
+        let mut xs = FakeXenstored::new(&r);
+        xs.children = names(300); // about 9 KiB of names: E2BIG for XS_DIRECTORY
+        let got = r.directory(0, "dir", &mut xs).unwrap();
+        assert_eq!(got, names(300));
+        assert!(xs.parts_served >= 3, "{} parts", xs.parts_served);
+        // a short one is a single XS_DIRECTORY
+        xs.children = names(3);
+        xs.parts_served = 0;
+        assert_eq!(r.directory(0, "dir", &mut xs).unwrap(), names(3));
+        assert_eq!(xs.parts_served, 0);
+    }
+
+    #[test]
+    fn a_directory_changing_while_listed_is_listed_again() {
+        let mut r = Ring::new(page());
+        let mut xs = FakeXenstored::new(&r);
+        xs.children = names(300);
+        xs.change_after_parts = Some(1);
+        let got = r.directory(0, "dir", &mut xs).unwrap();
+        let mut want = names(300);
+        want.push("added-while-listing".into());
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_directory_listing_that_never_ends_is_an_error() {
+        let mut r = Ring::new(page());
+        let mut xs = FakeXenstored::new(&r);
+        xs.children = names(300);
+        xs.empty_parts = true;
+        assert!(matches!(
+            r.directory(0, "dir", &mut xs),
+            Err(XsError::Protocol(_))
+        ));
     }
 }

@@ -672,7 +672,23 @@ def run_scenario(sc):
                            '%ds of %s' % (res['ended'], sc['end_timeout'], after))
             return secs
 
-        if sc['end'] == 'poweroff':
+        if sc['end'] == 'crash':
+            if not ended:
+                raise Fail('end', 'the script has no command that ends the guest')
+            log('waiting up to %ds for the domain to crash' % sc['end_timeout'])
+            t0 = time.monotonic()
+            end = t0 + left(sc['end_timeout'])
+            st = alive()
+            while st == 'running' and time.monotonic() < end:
+                console.pump(0.3)
+                st = alive()
+            console.pump(0.2)
+            show_output(clean(console.take()))
+            if st != 'crashed':
+                raise Fail('end', 'the domain is %s %ds after the crash command, not crashed'
+                           % (st, sc['end_timeout']))
+            res['ended'] = 'crashed %.1fs after the crash command' % (time.monotonic() - t0)
+        elif sc['end'] == 'poweroff':
             if not ended:
                 raise Fail('end', 'the script has no command that ends the guest')
             log('waiting up to %ds for the guest to power off' % sc['end_timeout'])

@@ -4,6 +4,7 @@
 pub mod cpu;
 pub mod gdt;
 pub mod halt;
+pub mod irqlock;
 pub mod lapic;
 pub mod pic;
 pub mod pio;

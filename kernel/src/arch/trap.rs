@@ -7,8 +7,9 @@
 //! fault report; other vectors go to the handler registered with [`register`] —
 //! the seam the Xen event-channel upcall will use.
 
+use crate::arch::irqlock::IrqLock;
 use crate::arch::{gdt, pic};
-use spin::{Mutex, Once};
+use spin::Once;
 
 /// Saved state of the interrupted context, in stack order.
 #[repr(C)]
@@ -108,7 +109,7 @@ const STUB_BYTES: u64 = 16;
 /// An interrupt handler: gets the vector it was called for.
 pub type Handler = fn(u8);
 
-static HANDLERS: Mutex<[Option<Handler>; 256]> = Mutex::new([None; 256]);
+static HANDLERS: IrqLock<[Option<Handler>; 256]> = IrqLock::new([None; 256]);
 static IDT: Once<[u128; 256]> = Once::new();
 
 #[repr(C, packed)]
@@ -159,15 +160,13 @@ pub fn register(vector: u8, handler: Handler) -> bool {
     if vector < 32 {
         return false;
     }
-    x86_64::instructions::interrupts::without_interrupts(|| {
-        let mut h = HANDLERS.lock();
-        let slot = &mut h[usize::from(vector)];
-        if slot.is_some() {
-            return false;
-        }
-        *slot = Some(handler);
-        true
-    })
+    let mut h = HANDLERS.lock();
+    let slot = &mut h[usize::from(vector)];
+    if slot.is_some() {
+        return false;
+    }
+    *slot = Some(handler);
+    true
 }
 
 /// Names of the CPU exception vectors, for the fault report.
@@ -223,6 +222,9 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
         frame.rip = rip;
     }
     let handler = HANDLERS.lock()[usize::from(vector)];
+    // Nothing reachable from an interrupt may allocate: the heap's lock may be held
+    // by the code this interrupted. A handler that does panics (loudly) here.
+    let _no_alloc = crate::mm::heap::forbid_allocation();
     match pic::end_of_interrupt_needed(vector) {
         Some(pic::Irq::Spurious) => {}
         Some(pic::Irq::Real) => {

@@ -1,14 +1,23 @@
 //! The kernel's frame allocator and heap, set up from the boot memory map.
 
 use super::frame::{FrameAllocator, FrameRun, FreeError, FRAME_BYTES};
+use super::guard::{CheckedAlloc, Forbidden};
 use super::slab::SlabHeap;
 use linked_list_allocator::LockedHeap;
 use spin::Mutex;
 use xenlet_boot::{BootInfo, MemoryKind};
 
-/// The heap: size classes (`slab`) in front of a first-fit list.
+/// The heap, checked (allocating in interrupt context panics, see
+/// [`forbid_allocation`]): size classes (`slab`) in front of a first-fit list.
 #[global_allocator]
-static HEAP: SlabHeap<LockedHeap> = SlabHeap::new(LockedHeap::empty());
+static HEAP: CheckedAlloc<SlabHeap<LockedHeap>> =
+    CheckedAlloc::new(SlabHeap::new(LockedHeap::empty()));
+
+/// Forbids heap allocation until the guard is dropped: held by the interrupt
+/// dispatcher around every handler.
+pub fn forbid_allocation() -> Forbidden<'static> {
+    HEAP.forbid()
+}
 
 static FRAMES: Mutex<FrameAllocator> = Mutex::new(FrameAllocator::new());
 
@@ -77,7 +86,8 @@ pub fn init(info: &BootInfo) -> Result<MemoryReport, NoHeapMemory> {
         .ok_or(NoHeapMemory)?;
     // SAFETY: `heap` is a run of free RAM from the allocator (usable in the memory map, outside the kernel image and loader data), identity-mapped below MAPPED_LIMIT, and owned by the heap from now on: it is never returned to FRAMES.
     unsafe {
-        HEAP.backing()
+        HEAP.inner()
+            .backing()
             .lock()
             .init(heap.addr as *mut u8, heap.len_bytes() as usize)
     };
@@ -111,12 +121,12 @@ pub fn frame_stats() -> (u64, u64, usize) {
 /// Heap statistics: (used, free) bytes.
 pub fn heap_stats() -> (usize, usize) {
     x86_64::instructions::interrupts::without_interrupts(|| {
-        let h = HEAP.backing().lock();
+        let h = HEAP.inner().backing().lock();
         (h.used(), h.free())
     })
 }
 
 /// Bytes the size classes hold (in use or free for reuse).
 pub fn slab_bytes() -> usize {
-    x86_64::instructions::interrupts::without_interrupts(|| HEAP.slab_bytes())
+    x86_64::instructions::interrupts::without_interrupts(|| HEAP.inner().slab_bytes())
 }

@@ -45,6 +45,10 @@ pub enum End {
     /// dom0 runs `xl reboot NAME` (the config has `on_reboot = "destroy"`): the guest
     /// must end with reason code 1 (reboot) within `end_timeout_s`.
     XlReboot,
+    /// The last command (with `ends: true`) crashes the guest: within `end_timeout_s`
+    /// the domain must be crashed (`on_crash = "preserve"`), i.e. it reached
+    /// `SHUTDOWN_crash` rather than hanging on the way.
+    Crash,
 }
 
 impl End {
@@ -54,6 +58,7 @@ impl End {
             End::Destroy => "destroy",
             End::XlShutdown => "xl-shutdown",
             End::XlReboot => "xl-reboot",
+            End::Crash => "crash",
         }
     }
 }
@@ -382,7 +387,7 @@ on_crash    = "preserve"
 /// The Xen platform layer: version, the one-shot timer (`sleep`), XenStore both ways (a guest write read in dom0, a
 /// dom0 write firing a guest watch), the PV devices, a DHCP lease and pings both ways
 /// on the vif. The guest is then ended from dom0.
-const XEN_STEPS_ARR: [Step; 14] = [
+const XEN_STEPS_ARR: [Step; 17] = [
     cmd(
         "xen",
         &[
@@ -421,6 +426,38 @@ const XEN_STEPS_ARR: [Step; 14] = [
     // (on registration) is not taken for the one this write causes
     dom0("xenstore-write /local/domain/$DOMID/data/y hello", &[], 30),
     wait_output(r"xenstore: watch data/y fired: data/y", 30),
+    // A directory whose listing (300 names of 27 bytes, about 8 KiB) is longer than
+    // one XenStore message: XS_DIRECTORY answers E2BIG and the guest pages it with
+    // XS_DIRECTORY_PART; names from every part (about 150 a part) must show.
+    dom0(
+        "xenstore-write $(for i in $(seq -w 1 300); do echo /local/domain/$DOMID/data/big/entry-with-a-long-name-$i $i; done) && xenstore-list /local/domain/$DOMID/data/big | wc -l",
+        &[r"^300$"],
+        60,
+    ),
+    cmd(
+        "xenstore ls data/big",
+        &[
+            r#"^entry-with-a-long-name-001 = "001"$"#,
+            r#"^entry-with-a-long-name-025 = "025"$"#,
+            r#"^entry-with-a-long-name-050 = "050"$"#,
+            r#"^entry-with-a-long-name-075 = "075"$"#,
+            r#"^entry-with-a-long-name-100 = "100"$"#,
+            r#"^entry-with-a-long-name-125 = "125"$"#,
+            r#"^entry-with-a-long-name-150 = "150"$"#,
+            r#"^entry-with-a-long-name-151 = "151"$"#,
+            r#"^entry-with-a-long-name-152 = "152"$"#,
+            r#"^entry-with-a-long-name-175 = "175"$"#,
+            r#"^entry-with-a-long-name-200 = "200"$"#,
+            r#"^entry-with-a-long-name-225 = "225"$"#,
+            r#"^entry-with-a-long-name-250 = "250"$"#,
+            r#"^entry-with-a-long-name-275 = "275"$"#,
+            r#"^entry-with-a-long-name-299 = "299"$"#,
+            r#"^entry-with-a-long-name-300 = "300"$"#,
+        ],
+        120,
+    ),
+    // gone again, so the rest of the scenario meets the XenStore it always did
+    dom0("xenstore-rm /local/domain/$DOMID/data/big", &[], 60),
     // the frontends' handshakes waited on XenStore watches of the backends' state
     cmd(
         "devices",
@@ -637,8 +674,11 @@ const NET_STEPS: &[Step] = &[
     wait_output(r"netfront: eth2 attached; eth2: .*10\.99\.0\.22/24", 30),
     dom0("busybox ping -c 2 -W 5 10.99.0.22", &[r"^2 packets transmitted, 2 packets received, 0% packet loss$"], 60),
     dom0("xl network-detach $NAME 2 && echo detached", &[r"^detached$"], 60),
-    // 512 buffer pages per queue, two queues
-    wait_output(r"netfront: eth2 detached \(1024 buffer pages freed\)", 30),
+    // 512 buffer pages and 2 ring pages per queue, two queues
+    wait_output(
+        r"netfront: eth2 detached \(1024 buffer pages freed, 4 ring pages freed\)",
+        30,
+    ),
     cmd("ip link show eth2", &[r#"^ip: Device "eth2" does not exist\.$"#], 30),
 ];
 
@@ -928,6 +968,30 @@ on_crash    = "preserve"
         budget_s: 175,
     },
     Scenario {
+        name: "crash-pvh",
+        about: "fault path, PVH: a panic while a console write holds the console locks still reaches SHUTDOWN_crash",
+        needs: &[Need::XenletElf],
+        config: r#"name    = "@NAME@"
+type    = "pvh"
+memory  = 32
+vcpus   = 1
+kernel  = "@FILES@/xenlet.elf"
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#,
+        disks: &[],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 120,
+        boot_expect: &[],
+        steps: &[cmd("version", &[r"^Xenlet "], 30), last("crash console")],
+        end: End::Crash,
+        end_timeout_s: 20,
+        budget_s: 170,
+    },
+    Scenario {
         name: "pvh",
         about: "Xenlet ELF as a PVH guest, shell on the Xen PV console",
         needs: &[Need::XenletElf],
@@ -966,7 +1030,7 @@ on_crash    = "preserve"
         steps: XEN_HVM_STEPS,
         end: End::XlShutdown,
         end_timeout_s: 10,
-        budget_s: 175,
+        budget_s: 178,
     },
     Scenario {
         name: "xen-pvh",
@@ -982,7 +1046,7 @@ on_crash    = "preserve"
         steps: XEN_STEPS,
         end: End::XlReboot,
         end_timeout_s: 10,
-        budget_s: 170,
+        budget_s: 178,
     },
     Scenario {
         name: "net-pvh",
@@ -1411,7 +1475,7 @@ mod tests {
                     s.name
                 );
             }
-            if s.end == End::Poweroff {
+            if matches!(s.end, End::Poweroff | End::Crash) {
                 assert!(s.steps.last().is_some_and(|l| l.ends), "{}", s.name);
             }
             if matches!(s.end, End::XlShutdown | End::XlReboot) {
