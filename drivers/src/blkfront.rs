@@ -536,6 +536,64 @@ impl<P: XenPlatform> Blkfront<P> {
         Some(IoBuf { page, grant })
     }
 
+    /// Gives the device up (the backend is closing, or the disk was detached):
+    /// in-flight requests fail with `why`, every grant is ended, and the pages whose
+    /// grant ended (buffers, indirect pages, the ring) go back to the platform; a page
+    /// the backend still maps is never freed (it is leaked with its grant, as Linux
+    /// does since XSA-396), and the event channel is closed. Returns (pages freed,
+    /// pages kept back).
+    pub fn release(mut self, why: String) -> (usize, usize) {
+        self.fail(why);
+        let mut freed = 0;
+        let mut kept = self.quarantine.len();
+        let mut bufs: Vec<IoBuf> = core::mem::take(&mut self.pool);
+        for c in core::mem::take(&mut self.done) {
+            bufs.extend(c.bufs);
+        }
+        for b in bufs {
+            let IoBuf { page, grant } = b;
+            let ended = match grant {
+                Some((g, _)) => self.platform.end_grant(g).map_err(|g| {
+                    self.quarantine.push(Quarantined {
+                        _page: None,
+                        _grant: g,
+                    })
+                }),
+                None => Ok(()),
+            };
+            if ended.is_ok() {
+                self.platform.free_pages(page);
+                freed += 1;
+            } else {
+                // Still mapped: the page is not given back (a DmaPages that is not
+                // freed leaves its frames allocated), so it is never reused.
+                kept += 1;
+            }
+        }
+        let mut all_ended = true;
+        for g in core::mem::take(&mut self.ring_grants) {
+            all_ended &= self.platform.end_grant(g).is_ok();
+        }
+        self.platform.close_port(self.port);
+        let Blkfront {
+            platform,
+            ring,
+            quarantine,
+            ..
+        } = self;
+        let pages = ring.into_pages();
+        if all_ended {
+            freed += pages.count();
+            platform.free_pages(pages);
+        } else {
+            // Not given back: its frames stay allocated for good.
+            kept += pages.count();
+        }
+        // Quarantined pages stay allocated for good (dropping them frees nothing).
+        drop(quarantine);
+        (freed, kept)
+    }
+
     /// Marks the device broken and fails everything in flight.
     fn fail(&mut self, why: String) {
         if self.broken.is_some() {
@@ -1556,5 +1614,42 @@ mod tests {
         assert!(Blkfront::connect(&g, 51712, "xvda".into()).is_err());
         assert_eq!(g.pages_freed.get(), 0);
         assert!(g.grants.borrow().contains_key(&8));
+    }
+
+    #[test]
+    fn release_fails_pending_io_and_frees_all_but_what_the_backend_maps() {
+        // persistent grants: buffers stay granted in the pool until release
+        let f = Fake::new(true, 0, 1);
+        let (mut d, mut be) = connect(&f);
+        for tag in 0..3 {
+            let req = read_req(&mut d, tag, tag * 8, 1);
+            d.submit(req).map_err(|(e, _)| e).unwrap();
+        }
+        d.kick();
+        let r = be.requests();
+        let (g1, _) = request_grefs(&be, r[1].0);
+        // one request answered, its buffer back in the pool
+        be.respond(r[0].0, blkif::OP_READ, 0);
+        let mut out = Vec::new();
+        d.poll(&mut out);
+        for c in out.drain(..) {
+            for b in c.bufs {
+                d.free_buf(b);
+            }
+        }
+        // the backend still maps the second request's page
+        f.mapped.borrow_mut().insert(g1[0]);
+        let (freed, kept) = d.release(String::from("disk detached"));
+        assert_eq!(kept, 1, "the mapped page is kept back");
+        // 3 buffer pages were made; 2 are freed, and the 2 ring pages
+        assert_eq!((freed, f.pages_freed.get()), (4, 4));
+        assert_eq!(f.ports_closed.get(), 1);
+        let grants = f.grants.borrow();
+        assert_eq!(
+            grants.len(),
+            1,
+            "every grant ended but the mapped one: {grants:?}"
+        );
+        assert!(grants.contains_key(&g1[0]));
     }
 }

@@ -400,6 +400,16 @@ impl Vfs {
     /// device): syncs it and marks it clean. EBUSY if something is mounted below it.
     /// The root cannot be unmounted.
     pub fn umount(&mut self, target: &str) -> Result<BoxedFs, FsError> {
+        self.umount_with(target, false)
+    }
+
+    /// Unmounts without writing anything back (`umount -f`): for a filesystem whose
+    /// device has gone, whose unsynced changes cannot be saved anyway.
+    pub fn umount_force(&mut self, target: &str) -> Result<BoxedFs, FsError> {
+        self.umount_with(target, true)
+    }
+
+    fn umount_with(&mut self, target: &str, force: bool) -> Result<BoxedFs, FsError> {
         let abs = self.absolute(target);
         let i = self
             .mounts
@@ -422,7 +432,9 @@ impl Vfs {
             return Err(FsError::Busy);
         }
         let mut m = self.mounts[i].take().ok_or(FsError::NotFound)?;
-        if let Err(e) = m.fs.unmount() {
+        if force {
+            // Nothing is written; the filesystem is dropped as it is.
+        } else if let Err(e) = m.fs.unmount() {
             // Keep it mounted: nothing is lost, the user can retry or look.
             self.mounts[i] = Some(m);
             return Err(e);
@@ -605,6 +617,12 @@ mod tests {
         v.chdir("/mnt").unwrap();
         v.umount("/dev/xvdb").unwrap();
         assert_eq!(v.cwd(), "/");
+        v.mount("/mnt", "/dev/xvdb", tmpfs()).unwrap();
+        assert!(v.umount_force("/mnt").is_ok());
+        assert_eq!(
+            v.umount("/mnt").err(),
+            Some(FsError::Invalid("not mounted"))
+        );
         assert_eq!(v.read_to_vec("/mnt/under", 100).unwrap(), b"hidden");
         assert_eq!(v.umount("/").err(), Some(FsError::Busy), "the root stays");
     }

@@ -1185,6 +1185,7 @@ pub fn run_shell() -> ! {
         console::poll_xen_console();
         crate::xen::poll_events();
         crate::xenstore::dispatch_watches();
+        crate::frontends::poll_hotplug();
         let net_deadline = crate::network::poll();
         while let Some(b) = console::read_byte() {
             shell.feed(&mut host, b, &mut out);

@@ -317,10 +317,32 @@ fn copy(
     // the statistics so far are printed, as GNU dd does on SIGINT.
     let mut interrupted = false;
     let mut last_progress = clock::now();
+    let mut last_look = clock::now();
 
     loop {
         if !interrupted && console::take_interrupt() {
             interrupted = true;
+        }
+        // A disk being detached (`xl block-detach`): stop issuing, let what is in
+        // flight complete, and fail with an I/O error.
+        if error.is_none()
+            && clock::now()
+                .saturating_duration_since(last_look)
+                .as_millis()
+                >= 1000
+        {
+            last_look = clock::now();
+            for (i, writing) in [(src, false), (dst, true)] {
+                if let Some(i) = i {
+                    if crate::frontends::backend_closing(disks[i].vdev()) {
+                        error = Some(alloc::format!(
+                            "error {} '/dev/{}': Input/output error (the disk is being detached)",
+                            if writing { "writing" } else { "reading" },
+                            disks[i].info().name
+                        ));
+                    }
+                }
+            }
         }
         // Issue while there is work, room and buffers.
         while error.is_none() && !interrupted && issued < total && in_flight.len() < depth {

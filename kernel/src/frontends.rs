@@ -5,7 +5,7 @@
 use crate::{clock, gnttab, mm, xen, xenbus, xenstore};
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use spin::Mutex;
 use xenlet_drivers::blkfront::{Blkfront, BlockError};
 use xenlet_drivers::platform::{DmaPages, Watch, XenPlatform};
@@ -130,31 +130,174 @@ pub fn connect_disks(devices: &[xenbus::Device]) -> Vec<Result<String, (String, 
             )));
             continue;
         };
-        match Blkfront::connect(KernelXen, vdev, name.clone()) {
-            Ok(disk) => {
-                use xenlet_drivers::blkfront::BlockDevice;
-                let i = disk.info();
-                let f = i.features;
-                report.push(Ok(alloc::format!(
-                    "{} {} MiB, {}-byte sectors{}, ring {} page(s)/{} slots, {} segments/request{}{}{}{}",
-                    i.name,
-                    i.bytes() >> 20,
-                    i.sector_size,
-                    if i.readonly { ", read-only" } else { "" },
-                    f.ring_pages,
-                    f.ring_entries,
-                    f.max_segments,
-                    if f.indirect_segments > 0 { " (indirect)" } else { "" },
-                    if f.persistent { ", persistent grants" } else { "" },
-                    if f.flush { ", flush" } else if f.barrier { ", barrier" } else { "" },
-                    if f.discard { ", discard" } else { "" },
-                )));
-                DISKS.lock().push(disk);
-            }
+        match connect_disk(vdev, &name) {
+            Ok(line) => report.push(Ok(line)),
             Err(e) => report.push(Err((name, e))),
         }
     }
     report
+}
+
+/// Connects one vbd and adds it to the disks; returns its boot-report line.
+fn connect_disk(vdev: u16, name: &str) -> Result<String, BlockError> {
+    use xenlet_drivers::blkfront::BlockDevice;
+    let disk = Blkfront::connect(KernelXen, vdev, String::from(name))?;
+    let i = disk.info();
+    let f = i.features;
+    let line = alloc::format!(
+        "{} {} MiB, {}-byte sectors{}, ring {} page(s)/{} slots, {} segments/request{}{}{}{}",
+        i.name,
+        i.bytes() >> 20,
+        i.sector_size,
+        if i.readonly { ", read-only" } else { "" },
+        f.ring_pages,
+        f.ring_entries,
+        f.max_segments,
+        if f.indirect_segments > 0 {
+            " (indirect)"
+        } else {
+            ""
+        },
+        if f.persistent {
+            ", persistent grants"
+        } else {
+            ""
+        },
+        if f.flush {
+            ", flush"
+        } else if f.barrier {
+            ", barrier"
+        } else {
+            ""
+        },
+        if f.discard { ", discard" } else { "" },
+    );
+    watch_backend(vdev);
+    DISKS.lock().push(disk);
+    Ok(line)
+}
+
+/// Set by the XenStore watches on `device/vbd` and on each disk's backend state.
+static DISK_RESCAN: AtomicBool = AtomicBool::new(false);
+
+fn on_vbd_event(_: &xenlet_xen::xenstore::WatchEvent) {
+    DISK_RESCAN.store(true, Ordering::SeqCst);
+}
+
+fn backend_token(vdev: u16) -> String {
+    alloc::format!("xenlet-vbd-backend-{vdev}")
+}
+
+/// The backend path of vbd `vdev`.
+fn backend_of(vdev: u16) -> Option<String> {
+    xenstore::read(&alloc::format!("device/vbd/{vdev}/backend")).ok()
+}
+
+/// Watches `<backend>/state` of vbd `vdev`: `xl block-detach` closes the backend.
+fn watch_backend(vdev: u16) {
+    if let Some(be) = backend_of(vdev) {
+        let _ = xenstore::watch(
+            &alloc::format!("{be}/state"),
+            &backend_token(vdev),
+            on_vbd_event,
+        );
+    }
+}
+
+/// Watches `device/vbd` for disks attached at run time (`xl block-attach`).
+pub fn watch_disks() {
+    let _ = xenstore::watch("device/vbd", "xenlet-vbds", on_vbd_event);
+}
+
+/// Whether the backend of vbd `vdev` is closing or gone (a detach under way): long
+/// transfers look every second and stop with an I/O error.
+pub fn backend_closing(vdev: u16) -> bool {
+    let Some(be) = backend_of(vdev) else {
+        return true;
+    };
+    match xenstore::read(&alloc::format!("{be}/state")) {
+        Ok(s) => matches!(
+            xenlet_xen::xenbus::XenbusState::parse(&s),
+            None | Some(
+                xenlet_xen::xenbus::XenbusState::Closing
+                    | xenlet_xen::xenbus::XenbusState::Closed
+                    | xenlet_xen::xenbus::XenbusState::Unknown
+            )
+        ),
+        Err(_) => true,
+    }
+}
+
+/// Follows `xl block-attach` / `block-detach` (from the shell loop, after a watch
+/// fired): a disk whose backend is closing or gone is closed and released (its
+/// filesystem, if mounted, then fails with I/O errors until unmounted); a new vbd is
+/// connected.
+pub fn poll_hotplug() {
+    if !DISK_RESCAN.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    use xenlet_drivers::blkfront::BlockDevice;
+    use xenlet_xen::xenbus::XenbusState;
+    let Ok(devices) = xenbus::enumerate() else {
+        return;
+    };
+    let vbds: Vec<&xenbus::Device> = devices.iter().filter(|d| d.kind == "vbd").collect();
+    let mut gone = Vec::new();
+    {
+        let mut disks = DISKS.lock();
+        let mut i = 0;
+        while i < disks.len() {
+            let vdev = disks[i].vdev();
+            let dev = vbds.iter().find(|d| d.id.parse::<u16>().ok() == Some(vdev));
+            let closing = match dev {
+                None => true,
+                Some(d) => matches!(
+                    d.backend_state,
+                    None | Some(XenbusState::Closing | XenbusState::Closed | XenbusState::Unknown)
+                ),
+            };
+            if closing {
+                gone.push((disks.remove(i), dev.map(|d| (d.path(), d.backend.clone()))));
+            } else {
+                i += 1;
+            }
+        }
+    }
+    for (disk, dev) in gone {
+        let name = disk.info().name.clone();
+        let vdev = disk.vdev();
+        if let Some((path, be)) = dev {
+            let _ = xenlet_drivers::platform::close_device(
+                &KernelXen,
+                &path,
+                &alloc::format!("{be}/state"),
+                2_000_000_000,
+            );
+            let _ = xenstore::unwatch(&alloc::format!("{be}/state"), &backend_token(vdev));
+        }
+        let (freed, kept) = disk.release(String::from("disk detached"));
+        crate::println!(
+            "blkfront: {name} detached ({freed} pages freed{})",
+            if kept > 0 {
+                alloc::format!(", {kept} kept back: the backend still maps them")
+            } else {
+                String::new()
+            }
+        );
+    }
+    for d in vbds {
+        let Ok(vdev) = d.id.parse::<u16>() else {
+            continue;
+        };
+        let known = DISKS.lock().iter().any(|x| x.vdev() == vdev);
+        if known || d.state != Some(XenbusState::Initialising) {
+            continue;
+        }
+        match connect_disk(vdev, &d.name()) {
+            Ok(line) => crate::println!("blkfront: {line} attached"),
+            Err(e) => crate::println!("blkfront: {} attach failed: {e}", d.name()),
+        }
+    }
 }
 
 /// Sends one request without buffers (flush, discard) to `disk` and waits up to 60 s

@@ -125,6 +125,9 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         _ => None,
     };
     let disks = devices.as_deref().map(crate::frontends::connect_disks);
+    if devices.is_some() {
+        crate::frontends::watch_disks();
+    }
     let queues = crate::network::queues(info.cmdline.as_str());
     let vifs = devices
         .as_deref()

@@ -110,6 +110,9 @@ pub struct XvdDev {
     behind: WriteBehind,
 }
 
+/// Why a filesystem's I/O fails once its disk was detached.
+const DISK_GONE: &str = "disk gone";
+
 /// Requests a disk keeps in flight behind the filesystem's back (1 MiB each at most).
 const WRITE_BEHIND: usize = 8;
 
@@ -149,7 +152,7 @@ impl BlockDev for XvdDev {
             blocksync::drain(d, &FsWait, wb)?;
             blocksync::read(d, &FsWait, offset, buf)
         })
-        .ok_or_else(|| IoError::Broken(String::from("disk gone")))?
+        .ok_or_else(|| IoError::Broken(String::from(DISK_GONE)))?
         .map_err(io_err)
     }
     fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
@@ -157,7 +160,7 @@ impl BlockDev for XvdDev {
         frontends::with_disk(&self.name, |d| {
             blocksync::write_behind(d, &FsWait, wb, offset, data)
         })
-        .ok_or_else(|| IoError::Broken(String::from("disk gone")))?
+        .ok_or_else(|| IoError::Broken(String::from(DISK_GONE)))?
         .map_err(io_err)
     }
     fn flush(&mut self) -> Result<(), IoError> {
@@ -166,7 +169,7 @@ impl BlockDev for XvdDev {
             blocksync::drain(d, &FsWait, wb)?;
             blocksync::flush(d, &FsWait)
         })
-        .ok_or_else(|| IoError::Broken(String::from("disk gone")))?
+        .ok_or_else(|| IoError::Broken(String::from(DISK_GONE)))?
         .map_err(io_err)
     }
 }
@@ -283,9 +286,18 @@ pub fn umount(target: &str) -> Result<(), String> {
     } else {
         String::from(target)
     };
-    with(|v| v.umount(&t).map(|_| ()))
-        .ok_or_else(|| String::from("no file tree"))?
-        .map_err(|e| format!("{target}: {e}"))
+    let r = with(|v| v.umount(&t).map(|_| ())).ok_or_else(|| String::from("no file tree"))?;
+    match r {
+        Ok(()) => Ok(()),
+        // The disk was detached: what was not written back cannot be any more;
+        // the mount goes, with a word about it.
+        Err(FsError::Io(IoError::Broken(why))) if why == DISK_GONE => {
+            with(|v| v.umount_force(&t).map(|_| ()));
+            crate::println!("vfs: {target}: the disk is gone; unmounted without writing back");
+            Ok(())
+        }
+        Err(e) => Err(format!("{target}: {e}")),
+    }
 }
 
 /// Writes back and marks clean every filesystem (before power-off, reboot or an

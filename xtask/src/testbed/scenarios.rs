@@ -837,6 +837,58 @@ const FS_STEPS: &[Step] = &[
     last("poweroff"),
 ];
 
+/// Disks attached and detached at run time (issue 11 item 6): `xl block-detach`
+/// during a long `dd` ends the dd with an I/O error within seconds and the disk goes;
+/// `xl block-attach` of a new disk gives a working disk, its data checked from dom0.
+const BLK_HOTPLUG_STEPS: &[Step] = &[
+    cmd("lsblk", &[r"^xvdb\s+64\s.*\sok\s*$"], 30),
+    dom0(
+        "(sleep 5; xl block-detach $NAME xvdb; echo \"detach rc=$?\") > /tmp/detach.log 2>&1 &",
+        &[],
+        30,
+    ),
+    // oflag=dsync: a flush after every 4 KiB, so this takes far longer than 5 s.
+    cmd(
+        "dd if=/dev/zero of=/dev/xvdb bs=4k count=16384 oflag=dsync",
+        &[r"^dd: error writing '/dev/xvdb': Input/output error \(the disk is being detached\)$", r"^\d+\+0 records out"],
+        120,
+    ),
+    dom0(
+        "for i in $(seq 30); do grep -q rc= /tmp/detach.log && break; sleep 1; done; cat /tmp/detach.log",
+        &[r"^detach rc=0$"],
+        60,
+    ),
+    cmd("dmesg | grep detached", &[r"blkfront: xvdb detached \(\d+ pages freed\)$"], 30),
+    cmd("lsblk", &[r"^no disks"], 30),
+    dom0(
+        concat!(
+            "truncate -s 32M /tmp/hot.img && lo=$(losetup -f --show /tmp/hot.img) && ",
+            "xl block-attach $NAME phy:$lo,xvdc,w && echo attached $lo"
+        ),
+        &[r"^attached /dev/loop\d+$"],
+        60,
+    ),
+    cmd("sleep 3", &[], 30),
+    cmd("dmesg | grep attached", &[r"blkfront: xvdc 32 MiB, .* attached$"], 30),
+    cmd(
+        "dd if=/dev/urandom of=/dev/xvdc bs=16k count=64 conv=fsync",
+        &[r"^64\+0 records out"],
+        60,
+    ),
+    cmd_cap(
+        "sha256sum -n 1M /dev/xvdc",
+        &[],
+        &[("HOTSUM", r"^([0-9a-f]{64})  /dev/xvdc$")],
+        60,
+    ),
+    dom0(
+        "head -c 1048576 $(losetup -j /tmp/hot.img | cut -d: -f1) | sha256sum",
+        &[r"^${HOTSUM}  -$"],
+        60,
+    ),
+    last("poweroff"),
+];
+
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "linux-hvm",
@@ -1108,6 +1160,22 @@ on_crash    = "preserve"
         boot_timeout_s: 120,
         boot_expect: &[r"^blkfront: xvdb 64 MiB"],
         steps: FS_STEPS,
+        end: End::Poweroff,
+        end_timeout_s: 30,
+        budget_s: 178,
+    },
+    Scenario {
+        name: "blk-hotplug",
+        about: "disks at run time, PVH: xl block-detach during a dd ends it with an I/O error and the disk goes; xl block-attach gives a working disk",
+        needs: &[Need::XenletElf],
+        config: XENLET_PVH_CONFIG,
+        disks: &[DATA_LOOP],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 120,
+        boot_expect: &[r"^blkfront: xvdb 64 MiB"],
+        steps: BLK_HOTPLUG_STEPS,
         end: End::Poweroff,
         end_timeout_s: 30,
         budget_s: 178,
