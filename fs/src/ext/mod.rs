@@ -467,12 +467,16 @@ impl<D: BlockDev> Ext<D> {
         let has_csum = self.sb.has_csum();
         let seed = self.inode_seed(dir, &seed_inode);
         let bs = self.sb.block_size as usize;
+        let verified = self.cache.verified(pblk);
         let b = self.cache.get(&mut self.dev, pblk)?;
         if dir::has_tail(b) {
-            if has_csum && !dir::tail_ok(b, seed) {
-                return Err(corrupt(format!(
-                    "directory {dir} block {lblk} checksum mismatch"
-                )));
+            if has_csum && !verified {
+                if !dir::tail_ok(b, seed) {
+                    return Err(corrupt(format!(
+                        "directory {dir} block {lblk} checksum mismatch"
+                    )));
+                }
+                self.cache.set_verified(pblk);
             }
             return Ok(Some((pblk, bs - dir::TAIL)));
         }
