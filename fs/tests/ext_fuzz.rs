@@ -36,8 +36,8 @@ impl BlockDev for Overlay {
         false
     }
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        if offset % 512 != 0
-            || buf.len() % 512 != 0
+        if !offset.is_multiple_of(512)
+            || !buf.len().is_multiple_of(512)
             || offset + buf.len() as u64 > self.base.len() as u64
         {
             return Err(IoError::OutOfRange);
@@ -52,8 +52,8 @@ impl BlockDev for Overlay {
         Ok(())
     }
     fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
-        if offset % 512 != 0
-            || data.len() % 512 != 0
+        if !offset.is_multiple_of(512)
+            || !data.len().is_multiple_of(512)
             || offset + data.len() as u64 > self.base.len() as u64
         {
             return Err(IoError::OutOfRange);
@@ -168,7 +168,7 @@ fn walk<F: FileSystem>(fs: &mut F, dir: Ino, depth: u32, budget: &mut u32) {
             return;
         }
         *budget -= 1;
-        if *budget % 16 == 0 {
+        if (*budget).is_multiple_of(16) {
             let _ = fs.lookup(dir, &e.name);
         }
         let Ok(st) = fs.stat(e.ino) else { continue };
