@@ -935,7 +935,11 @@ impl<D: BlockDev> Ext<D> {
             let data = &pending[&lblk].data;
             if run.is_empty() || pblk != run_start + run.len() as u64 / bs || run.len() >= MAX_IO {
                 if !run.is_empty() {
-                    self.dev.write(run_start * bs, &run)?;
+                    if let Err(e) = self.dev.write(run_start * bs, &run) {
+                        result = Err(e.into());
+                        run.clear();
+                        break;
+                    }
                     self.stats.data_writes += 1;
                     self.stats.data_bytes += run.len() as u64;
                     run.clear();
@@ -946,17 +950,22 @@ impl<D: BlockDev> Ext<D> {
             idx += 1;
         }
         if !run.is_empty() {
-            self.dev.write(run_start * bs, &run)?;
-            self.stats.data_writes += 1;
-            self.stats.data_bytes += run.len() as u64;
+            match self.dev.write(run_start * bs, &run) {
+                Ok(()) => {
+                    self.stats.data_writes += 1;
+                    self.stats.data_bytes += run.len() as u64;
+                }
+                Err(e) => result = Err(e.into()),
+            }
         }
         for (_, p) in pending.iter() {
             self.pending_bytes = self.pending_bytes.saturating_sub(p.data.len());
         }
         if result.is_err() {
-            // Blocks that found no room are lost; release their reservations.
+            // Blocks that found no room (or whose write failed) are lost; release the
+            // reservations of those never allocated.
             for k in &keys[idx..] {
-                if pending[k].reserved {
+                if pending[k].reserved && map.find(*k).is_none() {
                     self.reserved = self.reserved.saturating_sub(1);
                 }
             }
@@ -1131,6 +1140,10 @@ impl<D: BlockDev> Ext<D> {
     }
 
     fn set_dotdot(&mut self, dir: u32, parent: u32) -> Result<(), FsError> {
+        // The htree root's checksum covers "..": go linear rather than re-seal it.
+        if self.node(dir)?.inode.flags() & FL_INDEX != 0 {
+            self.deindex(dir)?;
+        }
         let Some((pblk, usable)) = self.dir_block(dir, 0)? else {
             return Err(corrupt(format!("directory {dir}: no block 0")));
         };
