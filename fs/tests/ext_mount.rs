@@ -141,3 +141,34 @@ fn uninit_groups_with_garbage_inode_tables() {
         fsck_clean(&img);
     }
 }
+
+fn bitmap_block(img: &std::path::Path, key: &str) -> u64 {
+    let out = std::process::Command::new(tool("dumpe2fs")).arg(img).output().unwrap();
+    let s = String::from_utf8_lossy(&out.stdout).into_owned();
+    let i = s.find(key).unwrap() + key.len();
+    s[i..].chars().take_while(|c| c.is_ascii_digit()).collect::<String>().parse().unwrap()
+}
+
+/// A bitmap whose checksum is wrong is not allocated from.
+#[test]
+fn bad_bitmap_checksum_is_corrupt() {
+    for (key, inode) in [("Block bitmap at ", false), ("Inode bitmap at ", true)] {
+        let t = TempDir::new("bitmap");
+        let img = t.path().join("img");
+        mkfs(&img, "ext4", 1024, "8M", None, &[]);
+        let blk = bitmap_block(&img, key);
+        let f = std::fs::OpenOptions::new().read(true).write(true).open(&img).unwrap();
+        // A bit well past the used ones.
+        let off = blk * 1024 + if inode { 100 } else { 900 };
+        let mut b = [0u8];
+        f.read_exact_at(&mut b, off).unwrap();
+        f.write_all_at(&[b[0] ^ 0x10], off).unwrap();
+        let mut fs = mount(&img);
+        let root = fs.root();
+        match fs.mkdir(root, "d", 0o755) {
+            Err(FsError::Corrupt(m)) => assert!(m.contains("bitmap checksum"), "{m}"),
+            other => panic!("{key}: {other:?}"),
+        }
+        fs.unmount().unwrap();
+    }
+}
