@@ -143,10 +143,18 @@ fn uninit_groups_with_garbage_inode_tables() {
 }
 
 fn bitmap_block(img: &std::path::Path, key: &str) -> u64 {
-    let out = std::process::Command::new(tool("dumpe2fs")).arg(img).output().unwrap();
+    let out = std::process::Command::new(tool("dumpe2fs"))
+        .arg(img)
+        .output()
+        .unwrap();
     let s = String::from_utf8_lossy(&out.stdout).into_owned();
     let i = s.find(key).unwrap() + key.len();
-    s[i..].chars().take_while(|c| c.is_ascii_digit()).collect::<String>().parse().unwrap()
+    s[i..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect::<String>()
+        .parse()
+        .unwrap()
 }
 
 /// A bitmap whose checksum is wrong is not allocated from.
@@ -157,7 +165,11 @@ fn bad_bitmap_checksum_is_corrupt() {
         let img = t.path().join("img");
         mkfs(&img, "ext4", 1024, "8M", None, &[]);
         let blk = bitmap_block(&img, key);
-        let f = std::fs::OpenOptions::new().read(true).write(true).open(&img).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&img)
+            .unwrap();
         // A bit well past the used ones.
         let off = blk * 1024 + if inode { 100 } else { 900 };
         let mut b = [0u8];

@@ -378,3 +378,51 @@ fn write_into_uninitialised_extents() {
     let st = String::from_utf8_lossy(&debugfs(&img, "stat /pre")).into_owned();
     assert!(st.contains("[u]):"), "{st}");
 }
+
+#[test]
+fn symlinks_and_hard_links() {
+    for (kind, bs) in [("ext4", 1024u32), ("ext4", 4096), ("ext2", 1024)] {
+        let t = TempDir::new("links");
+        let img = t.path().join("img");
+        mkfs(&img, kind, bs, "16M", None, &[]);
+        let long = "b/".repeat(100) + "end";
+        {
+            let mut fs = mount(&img);
+            let root = fs.root();
+            let f = fs.create(root, "file", 0o644).unwrap();
+            fs.write(f, 0, b"linked").unwrap();
+            let s = fs.symlink(root, "short", "file").unwrap();
+            let l = fs.symlink(root, "long", &long).unwrap();
+            assert_eq!(fs.stat(s).unwrap().kind, FileType::Symlink);
+            assert_eq!(read_all(&mut fs, s), b"file");
+            assert_eq!(read_all(&mut fs, l), long.as_bytes());
+            let d = fs.mkdir(root, "d", 0o755).unwrap();
+            fs.link(f, d, "again").unwrap();
+            assert_eq!(fs.stat(f).unwrap().nlink, 2);
+            assert_eq!(fs.link(d, root, "dirlink"), Err(FsError::IsDir));
+            assert_eq!(fs.symlink(root, "short", "x"), Err(FsError::Exists));
+            fs.unlink(root, "file").unwrap();
+            assert_eq!(fs.stat(f).unwrap().nlink, 1);
+            fs.unmount().unwrap();
+        }
+        fsck_clean(&img);
+        assert_eq!(debugfs(&img, "cat /d/again"), b"linked");
+        let st = String::from_utf8_lossy(&debugfs(&img, "stat /short")).into_owned();
+        assert!(st.contains("Fast link dest: \"file\""), "{st}");
+        let st = String::from_utf8_lossy(&debugfs(&img, "stat /long")).into_owned();
+        assert!(
+            st.contains("Type: symlink") && st.contains(&format!("Size: {}", long.len())),
+            "{st}"
+        );
+        let mut fs = mount(&img);
+        let l = resolve(&mut fs, "long").unwrap();
+        assert_eq!(read_all(&mut fs, l), long.as_bytes());
+        let root = fs.root();
+        fs.unlink(root, "long").unwrap();
+        fs.unlink(root, "short").unwrap();
+        let d = resolve(&mut fs, "d").unwrap();
+        fs.unlink(d, "again").unwrap();
+        fs.unmount().unwrap();
+        fsck_clean(&img);
+    }
+}

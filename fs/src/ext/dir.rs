@@ -48,13 +48,17 @@ pub fn rec_len_for(n: usize) -> usize {
     (8 + n + 3) & !3
 }
 
-/// The directory file type code of a kind (with the mode for special files).
-pub fn ftype_code(kind: FileType) -> u8 {
-    match kind {
-        FileType::File => 1,
-        FileType::Dir => 2,
-        FileType::Symlink => 7,
-        FileType::Special => 0,
+/// The directory file type code for an inode mode.
+pub fn ftype_of_mode(mode: u16) -> u8 {
+    match mode & 0o170000 {
+        0o100000 => 1,
+        0o040000 => 2,
+        0o020000 => 3,
+        0o060000 => 4,
+        0o010000 => 5,
+        0o140000 => 6,
+        0o120000 => 7,
+        _ => 0,
     }
 }
 

@@ -253,6 +253,87 @@ impl<D: BlockDev> Ext<D> {
         Ok(FileExtents { extents: v, depth })
     }
 
+    /// Creates a symbolic link `name` in `dir` pointing at `target` (fast symlinks,
+    /// stored in the inode, below 60 bytes; otherwise one data block).
+    pub fn symlink(&mut self, dir: Ino, name: &str, target: &str) -> Result<Ino, FsError> {
+        self.check_rw()?;
+        let bs = self.sb.block_size as usize;
+        if target.is_empty() || target.len() >= bs.min(4096) {
+            return Err(FsError::NameTooLong);
+        }
+        let (dir, name) = self.check_new_entry(dir, name)?;
+        let ino = self.new_inode(dir, S_IFLNK | 0o777)?;
+        let r = self.fill_symlink(ino, target.as_bytes());
+        let r = r.and_then(|()| self.add_entry(dir, name, ino, 7));
+        if let Err(e) = r {
+            let _ = self.release(ino);
+            return Err(e);
+        }
+        Ok(ino as Ino)
+    }
+
+    fn fill_symlink(&mut self, ino: u32, target: &[u8]) -> Result<(), FsError> {
+        if target.len() < 60 {
+            let n = self.node(ino)?;
+            let f = n.inode.flags() & !FL_EXTENTS;
+            n.inode.set_flags(f);
+            let ib = n.inode.i_block_mut();
+            ib.fill(0);
+            ib[..target.len()].copy_from_slice(target);
+            n.inode.set_size(target.len() as u64);
+            n.map = Some(FileMap::default());
+            return Ok(());
+        }
+        let goal = self.group_start(self.group_of(ino));
+        let (p, _) = self.alloc_blocks(goal, 1)?;
+        let b = self.cache.get_new(&mut self.dev, p)?;
+        b[..target.len()].copy_from_slice(target);
+        let n = self.node(ino)?;
+        let mut m = FileMap::default();
+        m.insert(0, p, 1);
+        n.map = Some(m);
+        n.map_dirty = true;
+        n.inode.set_size(target.len() as u64);
+        n.dirty = true;
+        Ok(())
+    }
+
+    /// Adds a hard link `name` in `dir` to the non-directory `ino`.
+    pub fn link(&mut self, ino: Ino, dir: Ino, name: &str) -> Result<(), FsError> {
+        self.check_rw()?;
+        let ino = self.ino32(ino)?;
+        let (dir, name) = self.check_new_entry(dir, name)?;
+        let n = self.node(ino)?;
+        if n.inode.kind() == FileType::Dir {
+            return Err(FsError::IsDir);
+        }
+        if n.inode.links() == 0 {
+            return Err(FsError::NotFound);
+        }
+        if n.inode.links() >= LINK_MAX {
+            return Err(FsError::Invalid("too many links"));
+        }
+        let ft = dir::ftype_of_mode(n.inode.mode());
+        self.add_entry(dir, name, ino, ft)?;
+        self.link_inc(ino)
+    }
+
+    /// Checks that `name` may be created in `dir`.
+    fn check_new_entry<'a>(&mut self, dir: Ino, name: &'a str) -> Result<(u32, &'a [u8]), FsError> {
+        let dir = self.ino32(dir)?;
+        let name = check_name(name)?;
+        if self.kind_of(dir)? != FileType::Dir {
+            return Err(FsError::NotDir);
+        }
+        if self.node(dir)?.inode.links() == 0 {
+            return Err(FsError::NotFound);
+        }
+        if self.dir_lookup(dir, name)?.is_some() {
+            return Err(FsError::Exists);
+        }
+        Ok((dir, name))
+    }
+
     fn write_super(&mut self) -> Result<(), FsError> {
         let b = self.sb.sealed_bytes().to_vec();
         self.dev.write(SB_OFFSET, &b)?;
@@ -1164,17 +1245,7 @@ impl<D: BlockDev> Ext<D> {
 
     fn make(&mut self, dir: Ino, name: &str, mode: u16) -> Result<Ino, FsError> {
         self.check_rw()?;
-        let dir = self.ino32(dir)?;
-        let name = check_name(name)?;
-        if self.kind_of(dir)? != FileType::Dir {
-            return Err(FsError::NotDir);
-        }
-        if self.node(dir)?.inode.links() == 0 {
-            return Err(FsError::NotFound);
-        }
-        if self.dir_lookup(dir, name)?.is_some() {
-            return Err(FsError::Exists);
-        }
+        let (dir, name) = self.check_new_entry(dir, name)?;
         let is_dir = mode & S_IFMT == S_IFDIR;
         if is_dir {
             self.link_inc(dir)?;
@@ -1282,6 +1353,18 @@ impl<D: BlockDev> Ext<D> {
         }
         let total = (buf.len() as u64).min(size - offset) as usize;
         self.ensure_map(ino)?;
+        let n = self.node(ino)?;
+        if n.inode.kind() == FileType::Symlink {
+            // A slow symlink: one block, through the metadata cache that wrote it.
+            let Some((p, _, _)) = n.map.as_ref().and_then(|m| m.find(0)) else {
+                return Err(corrupt(format!("symlink {ino} has no block")));
+            };
+            let b = self.cache.get(&mut self.dev, p)?;
+            let end = (offset as usize + total).min(b.len());
+            let src = b.get(offset as usize..end).unwrap_or(&[]);
+            buf[..src.len()].copy_from_slice(src);
+            return Ok(src.len());
+        }
         let bs = self.sb.block_size as u64;
         let mut done = 0usize;
         while done < total {
@@ -1640,7 +1723,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         if src_dir && fd != td && self.is_ancestor(src, td)? {
             return Err(FsError::Invalid("cannot move a directory below itself"));
         }
-        let ft = dir::ftype_code(src_kind);
+        let ft = dir::ftype_of_mode(self.node(src)?.inode.mode());
         if let Some(d) = dst {
             let dk = self.kind_of(d)?;
             match (src_dir, dk == FileType::Dir) {
