@@ -426,3 +426,28 @@ fn symlinks_and_hard_links() {
         fsck_clean(&img);
     }
 }
+
+/// A file over 2 GiB on an ext2 made without large_file turns the feature on.
+#[test]
+fn large_file_feature_is_set_when_needed() {
+    let t = TempDir::new("largefile");
+    let img = t.path().join("img");
+    mkfs(&img, "ext2", 4096, "32M", None, &[]);
+    let out = std::process::Command::new(tool("debugfs"))
+        .args(["-w", "-R", "feature -large_file"])
+        .arg(&img)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let feats = |img: &Path| String::from_utf8_lossy(&debugfs(img, "features")).into_owned();
+    assert!(!feats(&img).contains("large_file"));
+    let mut fs = mount(&img);
+    let root = fs.root();
+    let f = fs.create(root, "big", 0o644).unwrap();
+    fs.write(f, 3 << 30, b"end").unwrap();
+    fs.unmount().unwrap();
+    assert!(feats(&img).contains("large_file"), "{}", feats(&img));
+    fsck_clean(&img);
+    let st = String::from_utf8_lossy(&debugfs(&img, "stat /big")).into_owned();
+    assert!(st.contains("Size: 3221225475"), "{st}");
+}

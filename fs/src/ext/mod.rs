@@ -1387,7 +1387,14 @@ impl<D: BlockDev> Ext<D> {
                     if let Some((&k, _)) = n.pending.range(lblk + 1..).next() {
                         nblk = nblk.min(k - lblk);
                     }
-                    let mut tmp = vec![0u8; (nblk * bs) as usize];
+                    let bytes = (nblk * bs) as usize;
+                    if boff == 0 && bytes <= total - done {
+                        // Whole blocks: straight into the caller's buffer.
+                        self.dev.read(pblk * bs, &mut buf[done..done + bytes])?;
+                        done += bytes;
+                        continue;
+                    }
+                    let mut tmp = vec![0u8; bytes];
                     self.dev.read(pblk * bs, &mut tmp)?;
                     let k = (tmp.len() - boff).min(total - done);
                     buf[done..done + k].copy_from_slice(&tmp[boff..boff + k]);
@@ -1492,6 +1499,7 @@ impl<D: BlockDev> Ext<D> {
             n.inode.set_mtime(now);
             n.inode.set_ctime(now);
             n.dirty = true;
+            self.note_size(end);
         }
         if self.pending_bytes >= FLUSH_BYTES {
             self.flush_all_data()?;
@@ -1499,6 +1507,15 @@ impl<D: BlockDev> Ext<D> {
         match (done, err) {
             (0, Some(e)) => Err(e),
             _ => Ok(done),
+        }
+    }
+
+    /// As Linux does: the first file over 2 GiB turns large_file on.
+    fn note_size(&mut self, size: u64) {
+        if size > i32::MAX as u64 && self.sb.ro_compat & RO_COMPAT_LARGE_FILE == 0 {
+            self.sb.ro_compat |= RO_COMPAT_LARGE_FILE;
+            csum::put32(&mut self.sb.raw, 0x64, self.sb.ro_compat);
+            self.sb_dirty = true;
         }
     }
 
@@ -1541,6 +1558,7 @@ impl<D: BlockDev> Ext<D> {
                 }
             }
         }
+        self.note_size(size);
         let n = self.node(ino)?;
         n.inode.set_size(size);
         n.inode.set_mtime(now);
