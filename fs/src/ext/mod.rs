@@ -105,11 +105,16 @@ pub struct Ext<D: BlockDev> {
 
 /// The journal hook: a filesystem whose journal needs replaying is refused until jbd2
 /// replay is plugged in here.
-fn recover<D: BlockDev>(_dev: &mut D, sb: &Superblock) -> Result<(), FsError> {
-    // TODO(journal): call crate::journal::replay(dev, sb.block_size, &map) here, with
-    // `map` the journal inode's logical -> physical block map, then clear
-    // INCOMPAT_RECOVER and re-read the superblock and group descriptors.
-    let _ = sb.journal_inum();
+///
+/// `fs` is mounted read-only (nothing written yet); on success the caller drops it and
+/// mounts again from scratch, so replayed metadata is read fresh.
+fn recover<D: BlockDev>(fs: &mut Ext<D>) -> Result<(), FsError> {
+    let journal = fs.journal_map()?;
+    let _map = |l: u64| journal.find(l).map(|(p, _, _)| p);
+    // TODO(journal): plug replay in here:
+    //     crate::journal::replay(&mut fs.dev, fs.sb.block_size, &_map)?;
+    //     fs.clear_needs_recovery()?;
+    //     return Ok(());
     Err(FsError::Unsupported(String::from(
         "needs journal recovery (jbd2 replay is not available yet)",
     )))
@@ -132,7 +137,47 @@ fn check_name(name: &str) -> Result<&[u8], FsError> {
 impl<D: BlockDev> Ext<D> {
     /// Mounts the filesystem on `dev`. Unknown incompatible features refuse the mount;
     /// unknown read-only-compatible ones (or a read-only device) mount read-only.
-    pub fn mount(mut dev: D, opts: MountOptions) -> Result<Ext<D>, FsError> {
+    pub fn mount(dev: D, opts: MountOptions) -> Result<Ext<D>, FsError> {
+        let ro = MountOptions {
+            read_only: true,
+            ..opts
+        };
+        let fs = Self::mount_once(dev, if opts.read_only { opts } else { ro })?;
+        if fs.sb.incompat & INCOMPAT_RECOVER != 0 {
+            let mut fs = fs;
+            recover(&mut fs)?;
+            return Self::mount_once(fs.into_device(), opts);
+        }
+        if opts.read_only {
+            return Ok(fs);
+        }
+        // Mount again read-write (the first pass wrote nothing).
+        Self::mount_once(fs.into_device(), opts)
+    }
+
+    /// The journal inode's block map (logical journal block -> filesystem block).
+    fn journal_map(&mut self) -> Result<FileMap, FsError> {
+        let j = self.sb.journal_inum();
+        if j == 0 || j > self.sb.inodes_count {
+            return Err(corrupt(String::from(
+                "needs recovery but has no journal inode",
+            )));
+        }
+        self.ensure_map(j)?;
+        Ok(self.node(j)?.map.clone().unwrap_or_default())
+    }
+
+    /// After a replay: clears `needs_recovery` on disk.
+    #[allow(dead_code)]
+    fn clear_needs_recovery(&mut self) -> Result<(), FsError> {
+        self.sb.incompat &= !INCOMPAT_RECOVER;
+        csum::put32(&mut self.sb.raw, 0x60, self.sb.incompat);
+        self.write_super()?;
+        self.dev.flush()?;
+        Ok(())
+    }
+
+    fn mount_once(mut dev: D, opts: MountOptions) -> Result<Ext<D>, FsError> {
         let mut raw = vec![0u8; SB_SIZE];
         dev.read(SB_OFFSET, &mut raw)?;
         let sb = Superblock::parse(raw, dev.size_bytes())?;
@@ -141,9 +186,6 @@ impl<D: BlockDev> Ext<D> {
             return Err(FsError::Unsupported(format!(
                 "ext: incompatible features {unknown:#x}"
             )));
-        }
-        if sb.incompat & INCOMPAT_RECOVER != 0 {
-            recover(&mut dev, &sb)?;
         }
         let bs = sb.block_size as usize;
         // Group descriptors.
@@ -209,7 +251,7 @@ impl<D: BlockDev> Ext<D> {
             stats: ExtStats::default(),
             sb,
         };
-        if !fs.ro {
+        if !fs.ro && fs.sb.incompat & INCOMPAT_RECOVER == 0 {
             let st = fs.sb.state();
             fs.sb.set_state(st & !STATE_VALID);
             fs.sb.note_mount(now);
