@@ -22,5 +22,8 @@ fn stream_cpu_cost() {
     }
     fs.unmount().unwrap();
     let dt = t0.elapsed();
-    eprintln!("2 GiB in {dt:?}: {:.0} MiB/s of filesystem CPU", 2048.0 / dt.as_secs_f64());
+    eprintln!(
+        "2 GiB in {dt:?}: {:.0} MiB/s of filesystem CPU",
+        2048.0 / dt.as_secs_f64()
+    );
 }
