@@ -1,12 +1,28 @@
 //! ext2/ext4 read-write, as Debian's `mke2fs` makes them (see the module files for
 //! each on-disk structure).
 //!
-//! Design: metadata blocks go through a write-back [`cache::BlockCache`]; each inode in
-//! use is kept parsed with its block map in memory ([`extent::FileMap`]); regular-file
+//! Public API: [`Ext::mount`] (a [`BlockDev`] and [`MountOptions`]) gives an [`Ext`]
+//! that implements [`FileSystem`]; [`Ext::into_device`] returns the device after
+//! [`FileSystem::unmount`]. Beyond the trait: [`Ext::symlink`], [`Ext::link`],
+//! [`Ext::extents`] (a file's mapping, for tests and diagnostics) and [`Ext::stats`].
+//!
+//! What is handled: 1 KiB to 64 KiB blocks; 32- and 64-byte group descriptors; flex_bg;
+//! sparse_super/sparse_super2; lazily initialised groups (`BLOCK_UNINIT`,
+//! `INODE_UNINIT`, `bg_itable_unused`); extent trees of any depth and ext2/3 indirect
+//! block maps; linear and htree directories (read by scanning; an htree directory is
+//! turned linear before it is modified in a way its index would have to follow);
+//! metadata_csum (superblock, descriptors, bitmaps, inodes, extent blocks, directory
+//! blocks) and gdt_csum. Unknown incompatible features refuse the mount, unknown
+//! read-only-compatible ones make it read-only. A journal is left alone: the
+//! filesystem is marked not-clean while mounted read-write and clean at unmount; one
+//! that needs recovery is refused until jbd2 replay is plugged into `recover`.
+//!
+//! Design: metadata blocks go through a write-back (`cache.rs`); each inode in
+//! use is kept parsed with its block map in memory (`extent::FileMap`); regular-file
 //! data is buffered per inode and allocated late (delayed allocation), in long
-//! contiguous runs, and written to the device in large requests. Extent trees and block
-//! maps are rebuilt from the in-memory map at sync. No journal is written: the
-//! filesystem is marked not-clean while mounted read-write and clean at unmount.
+//! contiguous runs, and written to the device in large requests (up to 4 MiB). Extent
+//! trees and block maps are rebuilt from the in-memory map at sync. Every on-disk
+//! value is checked before use: bad structures give [`FsError::Corrupt`], not a panic.
 
 mod alloc;
 mod blockmap;
@@ -1015,7 +1031,7 @@ impl<D: BlockDev> Ext<D> {
         let bs = self.sb.block_size as u64;
         let mut map = n.map.take().unwrap_or_default();
         let mut run_start = 0u64;
-        let mut run: Vec<u8> = Vec::new();
+        let mut run: Vec<u8> = Vec::with_capacity((pending.len() * bs as usize).min(MAX_IO));
         let mut result = Ok(());
         let keys: Vec<u64> = pending.keys().copied().collect();
         let mut idx = 0;
