@@ -48,13 +48,13 @@ fn write_file<F: FileSystem>(fs: &mut F, ino: Ino, data: &[u8], r: &mut Rng) {
     }
 }
 
-fn workload(kind: &str, bs: u32) {
+fn workload(kind: &str, bs: u32, extra: &[&str]) {
     let t = TempDir::new(&format!("write-{kind}-{bs}"));
     let src = t.path().join("src");
     std::fs::create_dir(&src).unwrap();
     build_tree(&src, 300);
     let img = t.path().join("img");
-    mkfs(&img, kind, bs, "64M", Some(&src), &[]);
+    mkfs(&img, kind, bs, "64M", Some(&src), extra);
     fsck_index_dirs(&img); // /many becomes an htree directory
     let mut r = Rng(0xfeed_beef ^ bs as u64);
     let mut model = Model::new();
@@ -170,22 +170,40 @@ fn workload(kind: &str, bs: u32) {
 
 #[test]
 fn workload_ext4_1k() {
-    workload("ext4", 1024);
+    workload("ext4", 1024, &[]);
 }
 
 #[test]
 fn workload_ext4_4k() {
-    workload("ext4", 4096);
+    workload("ext4", 4096, &[]);
+}
+
+/// metadata_csum with 32-byte group descriptors (no 64bit): 16-bit bitmap checksums.
+#[test]
+fn workload_ext4_32bit_descriptors() {
+    workload("ext4", 4096, &["-O", "^64bit"]);
+}
+
+/// uninit_bg (gdt_csum, crc16 descriptors) instead of metadata_csum, as older ext4.
+#[test]
+fn workload_ext4_gdt_csum() {
+    workload("ext4", 1024, &["-O", "^metadata_csum,uninit_bg"]);
+}
+
+/// ext3: a journal and indirect blocks.
+#[test]
+fn workload_ext3() {
+    workload("ext3", 1024, &[]);
 }
 
 #[test]
 fn workload_ext2_1k() {
-    workload("ext2", 1024);
+    workload("ext2", 1024, &[]);
 }
 
 #[test]
 fn workload_ext2_4k() {
-    workload("ext2", 4096);
+    workload("ext2", 4096, &[]);
 }
 
 /// Interleaved, synced one-block writes fragment two files into hundreds of extents:
