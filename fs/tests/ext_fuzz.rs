@@ -233,7 +233,13 @@ fn exercise(disk: Overlay, seed: u64) -> bool {
     true
 }
 
+/// `XENLET_FUZZ_SCALE=n` runs n times the iterations (with other seeds past the first).
 fn fuzz(kind: &str, extra: &[&str], iterations: u64, seed: u64) {
+    let scale: u64 = std::env::var("XENLET_FUZZ_SCALE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    let iterations = iterations * scale.max(1);
     let t = TempDir::new(&format!("fuzz-{kind}"));
     let image = Rc::new(make_image(&t, extra, kind));
     let img_path = t.path().join(format!("img-{kind}-{}", extra.len()));

@@ -127,9 +127,23 @@ pub fn set_tail(block: &mut [u8], seed: u32) {
 
 /// Parses the records in `block[..usable]`.
 pub fn records(block: &[u8], usable: usize) -> Result<Vec<Rec>, FsError> {
+    let mut v = Vec::new();
+    for_each(block, usable, &mut |r| {
+        v.push(r);
+        false
+    })?;
+    Ok(v)
+}
+
+/// Calls `f` on each record in `block[..usable]` until it returns true (then returns
+/// true). A malformed record ends the walk with an error.
+pub fn for_each(
+    block: &[u8],
+    usable: usize,
+    f: &mut dyn FnMut(Rec) -> bool,
+) -> Result<bool, FsError> {
     let bs = block.len();
     let usable = usable.min(bs);
-    let mut v = Vec::new();
     let mut off = 0;
     while off < usable {
         let inode = get32(block, off);
@@ -145,16 +159,19 @@ pub fn records(block: &[u8], usable: usize) -> Result<Vec<Rec>, FsError> {
                 "directory entry at offset {off}: bad rec_len {rec_len}"
             )));
         }
-        v.push(Rec {
+        let r = Rec {
             off,
             inode,
             rec_len,
             name_len,
             ftype,
-        });
+        };
+        if f(r) {
+            return Ok(true);
+        }
         off += rec_len;
     }
-    Ok(v)
+    Ok(false)
 }
 
 /// Makes `block` an empty directory block (one unused record over `usable` bytes).

@@ -653,10 +653,11 @@ impl<D: BlockDev> Ext<D> {
                 continue;
             };
             let b = self.cache.get(&mut self.dev, pblk)?;
-            for r in dir::records(b, usable)? {
-                if r.inode != 0 && f(r.name(b), r.inode, r.ftype) {
-                    return Ok(());
-                }
+            let stop = dir::for_each(b, usable, &mut |r| {
+                r.inode != 0 && f(r.name(b), r.inode, r.ftype)
+            })?;
+            if stop {
+                return Ok(());
             }
         }
         Ok(())
@@ -818,9 +819,7 @@ impl<D: BlockDev> Ext<D> {
                 continue;
             };
             let b = self.cache.get(&mut self.dev, pblk)?;
-            let present = dir::records(b, usable)?
-                .iter()
-                .any(|r| r.inode != 0 && r.name(b) == name);
+            let present = dir::for_each(b, usable, &mut |r| r.inode != 0 && r.name(b) == name)?;
             if !present {
                 continue;
             }
@@ -857,9 +856,7 @@ impl<D: BlockDev> Ext<D> {
                 continue;
             };
             let b = self.cache.get(&mut self.dev, pblk)?;
-            let present = dir::records(b, usable)?
-                .iter()
-                .any(|r| r.inode != 0 && r.name(b) == name);
+            let present = dir::for_each(b, usable, &mut |r| r.inode != 0 && r.name(b) == name)?;
             if !present {
                 continue;
             }
