@@ -469,3 +469,41 @@ fn large_file_feature_is_set_when_needed() {
     let st = String::from_utf8_lossy(&debugfs(&img, "stat /big")).into_owned();
     assert!(st.contains("Size: 3221225475"), "{st}");
 }
+
+/// Write errors during writeback keep the data buffered: once the device works again a
+/// sync writes it all and the filesystem is consistent.
+#[test]
+fn write_errors_keep_data_for_a_retry() {
+    let t = TempDir::new("ioerr");
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 4096, "64M", None, &[]);
+    let data = Rng(77).bytes(10 << 20);
+    {
+        let mut fs = Ext::mount(Counting::new(FileDisk::open(&img)), opts()).unwrap();
+        let root = fs.root();
+        let f = fs.create(root, "f", 0o644).unwrap();
+        fs.sync().unwrap();
+        // The device: FileDisk under Counting; fail its writes for a while.
+        set_fail(&mut fs, true);
+        let mut errors = 0;
+        for (i, c) in data.chunks(65536).enumerate() {
+            match fs.write(f, (i * 65536) as u64, c) {
+                Ok(n) => assert_eq!(n, c.len()),
+                Err(FsError::Io(_)) => errors += 1,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(errors > 0);
+        assert!(matches!(fs.sync(), Err(FsError::Io(_))));
+        assert!(read_all(&mut fs, f) == data, "buffered data lost");
+        set_fail(&mut fs, false);
+        fs.sync().unwrap();
+        fs.unmount().unwrap();
+    }
+    fsck_clean(&img);
+    assert!(debugfs(&img, "cat /f") == data);
+}
+
+fn set_fail(fs: &mut Ext<Counting<FileDisk>>, on: bool) {
+    fs.device_mut().fail_writes = on;
+}

@@ -287,6 +287,12 @@ impl<D: BlockDev> Ext<D> {
         &self.dev
     }
 
+    /// The device, mutably (tests inject faults through it; writing to it behind the
+    /// filesystem's back is undefined).
+    pub fn device_mut(&mut self) -> &mut D {
+        &mut self.dev
+    }
+
     /// Block size in bytes.
     pub fn block_size(&self) -> u32 {
         self.sb.block_size
@@ -1024,88 +1030,94 @@ impl<D: BlockDev> Ext<D> {
     }
 
     fn flush_node(&mut self, ino: u32, n: &mut Node) -> Result<(), FsError> {
-        let pending = core::mem::take(&mut n.pending);
+        let mut pending = core::mem::take(&mut n.pending);
         let bs = self.sb.block_size as u64;
         let mut map = n.map.take().unwrap_or_default();
         let mut run_start = 0u64;
         let mut run: Vec<u8> = Vec::with_capacity((pending.len() * bs as usize).min(MAX_IO));
+        let mut run_keys: Vec<u64> = Vec::new();
         let mut result = Ok(());
         let keys: Vec<u64> = pending.keys().copied().collect();
         let mut idx = 0;
         let fallback_goal = self.group_start(self.group_of(ino));
-        while idx < keys.len() {
-            let lblk = keys[idx];
-            let pblk = match map.find(lblk) {
-                Some((p, uninit, _)) => {
-                    if uninit {
-                        map.set_init(lblk);
-                        n.map_dirty = true;
-                    }
-                    p
-                }
-                None => {
-                    // A run of consecutive unmapped buffered blocks.
-                    let mut want = 1u32;
-                    while (idx + want as usize) < keys.len()
-                        && keys[idx + want as usize] == lblk + want as u64
-                        && want < extent::MAX_INIT_LEN
-                        && map.find(lblk + want as u64).is_none()
-                    {
-                        want += 1;
-                    }
-                    let goal = map.goal_for(lblk).unwrap_or(fallback_goal);
-                    match self.alloc_blocks(goal, want) {
-                        Ok((p, got)) => {
-                            map.insert(lblk, p, got);
-                            self.reserved = self.reserved.saturating_sub(got as u64);
+        loop {
+            // Where the next buffered block goes (allocating a run if it has no home).
+            let next = match keys.get(idx) {
+                None => None,
+                Some(&lblk) => match map.find(lblk) {
+                    Some((p, uninit, _)) => {
+                        if uninit {
+                            map.set_init(lblk);
                             n.map_dirty = true;
-                            p
                         }
-                        Err(e) => {
-                            result = Err(e);
-                            break;
+                        Some((lblk, p))
+                    }
+                    None => {
+                        let mut want = 1u32;
+                        while (idx + want as usize) < keys.len()
+                            && keys[idx + want as usize] == lblk + want as u64
+                            && want < extent::MAX_INIT_LEN
+                            && map.find(lblk + want as u64).is_none()
+                        {
+                            want += 1;
+                        }
+                        let goal = map.goal_for(lblk).unwrap_or(fallback_goal);
+                        match self.alloc_blocks(goal, want) {
+                            Ok((p, got)) => {
+                                map.insert(lblk, p, got);
+                                self.reserved = self.reserved.saturating_sub(got as u64);
+                                n.map_dirty = true;
+                                for k in lblk..lblk + got as u64 {
+                                    if let Some(b) = pending.get_mut(&k) {
+                                        b.reserved = false;
+                                    }
+                                }
+                                Some((lblk, p))
+                            }
+                            Err(e) => {
+                                result = Err(e);
+                                None
+                            }
                         }
                     }
-                }
+                },
             };
-            let data = &pending[&lblk].data;
-            if run.is_empty() || pblk != run_start + run.len() as u64 / bs || run.len() >= MAX_IO {
-                if !run.is_empty() {
-                    if let Err(e) = self.dev.write(run_start * bs, &run) {
-                        result = Err(e.into());
-                        run.clear();
-                        break;
-                    }
-                    self.stats.data_writes += 1;
-                    self.stats.data_bytes += run.len() as u64;
-                    run.clear();
+            // Write the run out when the next block does not extend it (or at the end).
+            let extends = next.is_some_and(|(_, p)| {
+                !run.is_empty() && p == run_start + run.len() as u64 / bs && run.len() < MAX_IO
+            });
+            if !extends && !run.is_empty() {
+                if let Err(e) = self.dev.write(run_start * bs, &run) {
+                    result = Err(e.into());
+                    break;
                 }
-                run_start = pblk;
+                self.stats.data_writes += 1;
+                self.stats.data_bytes += run.len() as u64;
+                for k in run_keys.drain(..) {
+                    if let Some(b) = pending.remove(&k) {
+                        self.pending_bytes = self.pending_bytes.saturating_sub(b.data.len());
+                    }
+                }
+                run.clear();
             }
-            run.extend_from_slice(data);
+            let Some((lblk, p)) = next else { break };
+            if run.is_empty() {
+                run_start = p;
+            }
+            if let Some(b) = pending.get(&lblk) {
+                run.extend_from_slice(&b.data);
+            }
+            run_keys.push(lblk);
             idx += 1;
         }
-        if !run.is_empty() {
-            match self.dev.write(run_start * bs, &run) {
-                Ok(()) => {
-                    self.stats.data_writes += 1;
-                    self.stats.data_bytes += run.len() as u64;
-                }
-                Err(e) => result = Err(e.into()),
-            }
-        }
-        for (_, p) in pending.iter() {
-            self.pending_bytes = self.pending_bytes.saturating_sub(p.data.len());
-        }
-        if result.is_err() {
-            // Blocks that found no room (or whose write failed) are lost; release the
-            // reservations of those never allocated.
-            for k in &keys[idx..] {
-                if pending[k].reserved && map.find(*k).is_none() {
-                    self.reserved = self.reserved.saturating_sub(1);
-                }
-            }
-        }
+        // Whatever was not written (an I/O error, or no space) stays buffered: a later
+        // sync retries, and truncate or unlink drops it.
+        n.pending = pending;
+        // i_blocks as it will be (the tree blocks are recounted at sync).
+        let acl = u64::from(n.inode.file_acl() != 0);
+        n.inode
+            .set_blocks_512((map.data_blocks() + map.meta.len() as u64 + acl) * (bs / 512));
+        n.dirty = true;
         n.map = Some(map);
         result
     }
