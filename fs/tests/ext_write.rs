@@ -507,3 +507,68 @@ fn write_errors_keep_data_for_a_retry() {
 fn set_fail(fs: &mut Ext<Counting<FileDisk>>, on: bool) {
     fs.device_mut().fail_writes = on;
 }
+
+/// Names added to an htree directory go into the leaf their hash selects while it has
+/// room (the index stays; e2fsck checks every name's hash against its leaf's range),
+/// then the directory turns linear.
+#[test]
+fn htree_inserts_keep_the_index() {
+    for (kind, bs, alg) in [
+        ("ext4", 4096u32, "half_md4"),
+        ("ext4", 1024, "tea"),
+        ("ext2", 1024, "legacy"),
+    ] {
+        let t = TempDir::new("htree-insert");
+        let src = t.path().join("src");
+        std::fs::create_dir_all(src.join("d")).unwrap();
+        for i in 0..1500 {
+            std::fs::write(src.join(format!("d/{i:x}-{}", "n".repeat(i % 40))), b"").unwrap();
+        }
+        let img = t.path().join("img");
+        mkfs(&img, kind, bs, "32M", Some(&src), &[]);
+        let out = std::process::Command::new(tool("tune2fs"))
+            .args(["-E", &format!("hash_alg={alg}")])
+            .arg(&img)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        fsck_index_dirs(&img);
+        // Make room in the leaves (as a Linux-grown directory has).
+        {
+            let mut fs = mount(&img);
+            let d = resolve(&mut fs, "d").unwrap();
+            for i in (0..1500).step_by(3) {
+                fs.unlink(d, &format!("{i:x}-{}", "n".repeat(i % 40)))
+                    .unwrap();
+            }
+            fs.unmount().unwrap();
+        }
+        fsck_clean(&img);
+        let mut fs = mount(&img);
+        let d = resolve(&mut fs, "d").unwrap();
+        // Varied names: the legacy hash clusters similar ones into one leaf.
+        let mut r = Rng(bs as u64);
+        let added: Vec<String> = (0..100).map(|_| format!("{:016x}", r.next())).collect();
+        for n in &added {
+            fs.create(d, n, 0o644).unwrap();
+        }
+        fs.unmount().unwrap();
+        let st = String::from_utf8_lossy(&debugfs(&img, "stat /d")).into_owned();
+        assert!(
+            st.contains("Flags: 0x81000") || st.contains("Flags: 0x1000"),
+            "{kind} {alg}: index dropped: {st}"
+        );
+        fsck_clean(&img);
+        let mut fs = mount(&img);
+        let d = resolve(&mut fs, "d").unwrap();
+        assert_eq!(fs.read_dir(d).unwrap().len(), 1000 + 100);
+        for n in &added {
+            fs.lookup(d, n).unwrap();
+        }
+        fs.unmount().unwrap();
+    }
+}

@@ -755,15 +755,70 @@ impl<D: BlockDev> Ext<D> {
         Ok(())
     }
 
-    fn add_entry(&mut self, dir: u32, name: &[u8], ino: u32, ftype: u8) -> Result<(), FsError> {
-        if self.node(dir)?.inode.flags() & FL_INDEX != 0 {
-            self.deindex(dir)?;
+    /// Adds `name` to the htree leaf its hash belongs to, if that leaf has room (the
+    /// index stays valid). Returns false when it cannot (then the caller de-indexes).
+    fn htree_insert(
+        &mut self,
+        dir: u32,
+        name: &[u8],
+        ino: u32,
+        ftype: u8,
+    ) -> Result<bool, FsError> {
+        let nb = self.dir_blocks(dir)?;
+        let Some((root_p, _)) = self.dir_block(dir, 0)? else {
+            return Ok(false);
+        };
+        let root = self.cache.get(&mut self.dev, root_p)?.to_vec();
+        let mut version = *root.get(0x1C).unwrap_or(&0xFF);
+        if version <= 2 && get32(&self.sb.raw, 0x160) & htree::FLAGS_UNSIGNED_HASH != 0 {
+            version += 3;
         }
+        let seed = [0, 1, 2, 3].map(|i| get32(&self.sb.raw, 0xEC + 4 * i));
+        let Some(hash) = htree::name_hash(name, version, seed) else {
+            return Ok(false);
+        };
+        let leaf = {
+            let mut read = |l: u32| -> Result<Vec<u8>, FsError> {
+                match self.dir_block(dir, l as u64)? {
+                    Some((p, _)) => Ok(self.cache.get(&mut self.dev, p)?.to_vec()),
+                    None => Ok(Vec::new()),
+                }
+            };
+            htree::find_leaf(&root, hash, nb, &mut read)?
+        };
+        let Some(leaf) = leaf else { return Ok(false) };
+        let Some((pblk, usable)) = self.dir_block(dir, leaf as u64)? else {
+            return Ok(false);
+        };
+        let csum = self.sb.has_csum();
+        if csum && usable == self.sb.block_size as usize {
+            return Ok(false); // an index block where a leaf should be
+        }
+        let seed_inode = self.node(dir)?.inode.clone();
+        let iseed = self.inode_seed(dir, &seed_inode);
+        let b = self.cache.get_mut(&mut self.dev, pblk)?;
+        if !dir::try_insert(b, usable, name, ino, ftype)? {
+            return Ok(false);
+        }
+        if csum {
+            dir::set_tail(b, iseed);
+        }
+        self.touch_dir(dir)?;
+        Ok(true)
+    }
+
+    fn add_entry(&mut self, dir: u32, name: &[u8], ino: u32, ftype: u8) -> Result<(), FsError> {
         let ftype = if self.sb.incompat & INCOMPAT_FILETYPE != 0 {
             ftype
         } else {
             0
         };
+        if self.node(dir)?.inode.flags() & FL_INDEX != 0 {
+            if self.htree_insert(dir, name, ino, ftype)? {
+                return Ok(());
+            }
+            self.deindex(dir)?;
+        }
         let nb = self.dir_blocks(dir)?;
         let seed_inode = self.node(dir)?.inode.clone();
         let seed = self.inode_seed(dir, &seed_inode);
