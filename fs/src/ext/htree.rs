@@ -266,6 +266,84 @@ pub fn find_leaf(
     Ok(None)
 }
 
+/// The whole index as (start hash, leaf block) pairs in hash order, read from the root
+/// block and (for 1- or 2-level trees) its index nodes; `None` if the index is not one
+/// we can follow (then the directory is scanned linearly).
+pub fn flatten(
+    root: &[u8],
+    nblocks: u64,
+    read: &mut dyn FnMut(u32) -> Result<Vec<u8>, FsError>,
+) -> Result<Option<Vec<(u32, u32)>>, FsError> {
+    let levels = *root.get(0x1E).unwrap_or(&0);
+    let info_len = *root.get(0x1D).unwrap_or(&0) as usize;
+    if levels > 2 || info_len != 8 {
+        return Ok(None);
+    }
+    let mut cur = match node_entries(root, 0x18 + info_len, 0, nblocks) {
+        Some(v) => v,
+        None => return Ok(None),
+    };
+    for _ in 0..levels {
+        let mut next = Vec::new();
+        for (h, b) in cur {
+            let node = read(b)?;
+            match node_entries(&node, 8, h, nblocks) {
+                Some(v) => next.extend(v),
+                None => return Ok(None),
+            }
+            if next.len() as u64 > nblocks.saturating_mul(2) {
+                return Ok(None);
+            }
+        }
+        cur = next;
+    }
+    Ok(Some(cur))
+}
+
+/// (hash, block) entries of one index node whose count/limit header is at `at`; the
+/// first entry takes `first_hash`.
+fn node_entries(b: &[u8], at: usize, first_hash: u32, nblocks: u64) -> Option<Vec<(u32, u32)>> {
+    let limit = get16(b, at) as usize;
+    let count = get16(b, at + 2) as usize;
+    if count == 0 || count > limit || at + 8 * limit > b.len() {
+        return None;
+    }
+    let mut v = Vec::with_capacity(count);
+    for i in 0..count {
+        let h = if i == 0 {
+            first_hash
+        } else {
+            get32(b, at + 8 * i)
+        };
+        let blk = get32(b, at + 8 * i + 4) & 0x0FFF_FFFF;
+        if blk == 0 || blk as u64 >= nblocks {
+            return None;
+        }
+        v.push((h, blk));
+    }
+    Some(v)
+}
+
+/// The leaves that may hold a name hashing to `hash`: the one whose range holds it,
+/// then following ones while their start hash continues the same value (collisions).
+pub fn candidate_leaves(flat: &[(u32, u32)], hash: u32) -> Vec<u32> {
+    // The last entry whose start hash is <= hash (entry 0 starts at 0).
+    let idx = flat.partition_point(|&(h, _)| h <= hash).saturating_sub(1);
+    let mut v = Vec::new();
+    if let Some(&(_, b)) = flat.get(idx) {
+        v.push(b);
+    }
+    let mut i = idx + 1;
+    while let Some(&(h, b)) = flat.get(i) {
+        if h & !1 != hash {
+            break;
+        }
+        v.push(b);
+        i += 1;
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

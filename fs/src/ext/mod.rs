@@ -93,6 +93,8 @@ struct Node {
     dirty: bool,
     map_dirty: bool,
     pending: BTreeMap<u64, PBlock>,
+    /// An htree directory's index, flattened (see `htree::flatten`), once read.
+    dx: Option<Vec<(u32, u32)>>,
 }
 
 /// A mounted ext2/ext3/ext4 filesystem over a block device.
@@ -504,6 +506,7 @@ impl<D: BlockDev> Ext<D> {
                     dirty: false,
                     map_dirty: false,
                     pending: BTreeMap::new(),
+                    dx: None,
                 },
             );
         }
@@ -669,16 +672,78 @@ impl<D: BlockDev> Ext<D> {
         Ok(())
     }
 
+    /// The htree hash of `name` in indexed directory `dir` whose root block is `root`.
+    fn dx_hash(&self, root: &[u8], name: &[u8]) -> Option<u32> {
+        let mut version = *root.get(0x1C)?;
+        if version <= 2 && get32(&self.sb.raw, 0x160) & htree::FLAGS_UNSIGNED_HASH != 0 {
+            version += 3;
+        }
+        let seed = [0, 1, 2, 3].map(|i| get32(&self.sb.raw, 0xEC + 4 * i));
+        htree::name_hash(name, version, seed)
+    }
+
+    /// For an htree directory, the leaf blocks that can hold `name`; `None` for a
+    /// linear directory or an index we cannot follow.
+    fn dx_candidates(&mut self, dir: u32, name: &[u8]) -> Result<Option<Vec<u32>>, FsError> {
+        if self.node(dir)?.inode.flags() & FL_INDEX == 0 {
+            return Ok(None);
+        }
+        let nb = self.dir_blocks(dir)?;
+        let Some((root_p, _)) = self.dir_block(dir, 0)? else {
+            return Ok(None);
+        };
+        let root = self.cache.get(&mut self.dev, root_p)?.to_vec();
+        let Some(hash) = self.dx_hash(&root, name) else {
+            return Ok(None);
+        };
+        if self.node(dir)?.dx.is_none() {
+            let flat = {
+                let mut read = |l: u32| -> Result<Vec<u8>, FsError> {
+                    match self.dir_block(dir, l as u64)? {
+                        Some((p, _)) => Ok(self.cache.get(&mut self.dev, p)?.to_vec()),
+                        None => Ok(Vec::new()),
+                    }
+                };
+                htree::flatten(&root, nb, &mut read)?
+            };
+            let Some(flat) = flat else { return Ok(None) };
+            self.node(dir)?.dx = Some(flat);
+        }
+        let n = self.node(dir)?;
+        Ok(n.dx.as_ref().map(|f| htree::candidate_leaves(f, hash)))
+    }
+
     fn dir_lookup(&mut self, dir: u32, name: &[u8]) -> Result<Option<u32>, FsError> {
         let mut found = None;
-        self.dir_scan(dir, &mut |n, ino, _| {
+        let mut look = |n: &[u8], ino: u32, _: u8| {
             if n == name {
                 found = Some(ino);
                 true
             } else {
                 false
             }
-        })?;
+        };
+        if name != b"." && name != b".." {
+            if let Some(leaves) = self.dx_candidates(dir, name)? {
+                for l in leaves {
+                    let Some((pblk, usable)) = self.dir_block(dir, l as u64)? else {
+                        continue;
+                    };
+                    let b = self.cache.get(&mut self.dev, pblk)?;
+                    if dir::for_each(b, usable, &mut |r| {
+                        r.inode != 0 && look(r.name(b), r.inode, r.ftype)
+                    })? {
+                        break;
+                    }
+                }
+                return self.check_found(dir, found);
+            }
+        }
+        self.dir_scan(dir, &mut look)?;
+        self.check_found(dir, found)
+    }
+
+    fn check_found(&self, dir: u32, found: Option<u32>) -> Result<Option<u32>, FsError> {
         if let Some(i) = found {
             if i == 0 || i > self.sb.inodes_count {
                 return Err(corrupt(format!("directory {dir}: entry with inode {i}")));
@@ -751,6 +816,7 @@ impl<D: BlockDev> Ext<D> {
         let n = self.node(dir)?;
         let f = n.inode.flags() & !FL_INDEX;
         n.inode.set_flags(f);
+        n.dx = None;
         n.dirty = true;
         Ok(())
     }
@@ -769,12 +835,7 @@ impl<D: BlockDev> Ext<D> {
             return Ok(false);
         };
         let root = self.cache.get(&mut self.dev, root_p)?.to_vec();
-        let mut version = *root.get(0x1C).unwrap_or(&0xFF);
-        if version <= 2 && get32(&self.sb.raw, 0x160) & htree::FLAGS_UNSIGNED_HASH != 0 {
-            version += 3;
-        }
-        let seed = [0, 1, 2, 3].map(|i| get32(&self.sb.raw, 0xEC + 4 * i));
-        let Some(hash) = htree::name_hash(name, version, seed) else {
+        let Some(hash) = self.dx_hash(&root, name) else {
             return Ok(false);
         };
         let leaf = {
@@ -980,6 +1041,7 @@ impl<D: BlockDev> Ext<D> {
                 dirty: true,
                 map_dirty: false,
                 pending: BTreeMap::new(),
+                dx: None,
             },
         );
         Ok(ino)
