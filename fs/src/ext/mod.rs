@@ -931,12 +931,26 @@ impl<D: BlockDev> Ext<D> {
         self.touch_dir(dir)
     }
 
+    /// The blocks of `dir` in the order to look for `name`: the htree leaves its hash
+    /// selects first (if indexed), then all blocks.
+    fn search_order(&mut self, dir: u32, name: &[u8], nb: u64) -> Result<Vec<u64>, FsError> {
+        let first: Vec<u64> = self
+            .dx_candidates(dir, name)?
+            .unwrap_or_default()
+            .into_iter()
+            .map(u64::from)
+            .collect();
+        let mut v = first.clone();
+        v.extend((0..nb).filter(|b| !first.contains(b)));
+        Ok(v)
+    }
+
     fn remove_entry(&mut self, dir: u32, name: &[u8]) -> Result<u32, FsError> {
         let nb = self.dir_blocks(dir)?;
         let seed_inode = self.node(dir)?.inode.clone();
         let seed = self.inode_seed(dir, &seed_inode);
         let csum = self.sb.has_csum();
-        for lblk in 0..nb {
+        for lblk in self.search_order(dir, name, nb)? {
             let Some((pblk, usable)) = self.dir_block(dir, lblk)? else {
                 continue;
             };
@@ -973,7 +987,7 @@ impl<D: BlockDev> Ext<D> {
         let seed_inode = self.node(dir)?.inode.clone();
         let seed = self.inode_seed(dir, &seed_inode);
         let csum = self.sb.has_csum();
-        for lblk in 0..nb {
+        for lblk in self.search_order(dir, name, nb)? {
             let Some((pblk, usable)) = self.dir_block(dir, lblk)? else {
                 continue;
             };
