@@ -572,3 +572,40 @@ fn htree_inserts_keep_the_index() {
         fs.unmount().unwrap();
     }
 }
+
+/// Buffered data holds its blocks: once writes report NoSpace, new directories are
+/// refused too, and the buffered data still reaches the disk at sync.
+#[test]
+fn buffered_data_keeps_its_reservation() {
+    for kind in ["ext4", "ext2"] {
+        let t = TempDir::new("reserve");
+        let img = t.path().join("img");
+        mkfs(&img, kind, 1024, "4M", None, &[]);
+        let mut fs = mount(&img);
+        let root = fs.root();
+        let f = fs.create(root, "fill", 0o644).unwrap();
+        let data = Rng(9).bytes(8 << 20);
+        let mut off = 0;
+        while off < data.len() {
+            match fs.write(f, off as u64, &data[off..off + 4096]) {
+                Ok(n) => off += n,
+                Err(FsError::NoSpace) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(off < data.len(), "{kind}: never full");
+        let mut made = 0;
+        for i in 0..200 {
+            match fs.mkdir(root, &format!("d{i}"), 0o755) {
+                Ok(_) => made += 1,
+                Err(FsError::NoSpace) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(made < 200, "{kind}");
+        fs.sync().unwrap();
+        fs.unmount().unwrap();
+        fsck_clean(&img);
+        assert!(debugfs(&img, "cat /fill") == data[..off], "{kind}");
+    }
+}

@@ -351,7 +351,7 @@ impl<D: BlockDev> Ext<D> {
             return Ok(());
         }
         let goal = self.group_start(self.group_of(ino));
-        let (p, _) = self.alloc_blocks(goal, 1)?;
+        let p = self.alloc_new_block(goal)?;
         let b = self.cache.get_new(&mut self.dev, p)?;
         b[..target.len()].copy_from_slice(target);
         let n = self.node(ino)?;
@@ -398,6 +398,15 @@ impl<D: BlockDev> Ext<D> {
             return Err(FsError::Exists);
         }
         Ok((dir, name))
+    }
+
+    /// A block for a new directory or symlink block: refused (NoSpace) when only the
+    /// blocks promised to buffered file data and the tree-block margin are left.
+    fn alloc_new_block(&mut self, goal: u64) -> Result<u64, FsError> {
+        if self.free_blocks.saturating_sub(self.reserved) <= META_MARGIN / 2 {
+            return Err(FsError::NoSpace);
+        }
+        Ok(self.alloc_blocks(goal, 1)?.0)
     }
 
     fn write_super(&mut self) -> Result<(), FsError> {
@@ -910,7 +919,7 @@ impl<D: BlockDev> Ext<D> {
                 .and_then(|m| m.goal_for(nb))
                 .unwrap_or(g)
         };
-        let (p, _) = self.alloc_blocks(goal, 1)?;
+        let p = self.alloc_new_block(goal)?;
         let usable = if csum { bs - dir::TAIL } else { bs };
         {
             let b = self.cache.get_new(&mut self.dev, p)?;
@@ -1475,7 +1484,7 @@ impl<D: BlockDev> Ext<D> {
 
     fn init_dir_block(&mut self, ino: u32, parent: u32) -> Result<(), FsError> {
         let goal = self.group_start(self.group_of(ino));
-        let (p, _) = self.alloc_blocks(goal, 1)?;
+        let p = self.alloc_new_block(goal)?;
         let bs = self.sb.block_size as usize;
         let csum = self.sb.has_csum();
         let usable = if csum { bs - dir::TAIL } else { bs };
