@@ -98,7 +98,10 @@ impl<D: BlockDev> Ext<D> {
 
     /// Verifies a bitmap's checksum the first time it is read.
     fn check_bitmap(&mut self, g: u32, blk: u64, inodes: bool) -> Result<(), FsError> {
-        if !self.sb.has_csum() || self.cache.verified(blk) {
+        // A group changed since the last sync has its descriptor's checksum brought up
+        // to date only at the next sync: its bitmap (perhaps written back and evicted
+        // meanwhile) is ours, not to be checked against the stale value.
+        if !self.sb.has_csum() || self.cache.verified(blk) || self.dirty_groups.contains(&g) {
             return Ok(());
         }
         let gd = &self.gds[g as usize];

@@ -37,6 +37,11 @@ impl BlockCache {
         }
     }
 
+    /// Changes the limit (at least 16 blocks).
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit.max(16);
+    }
+
     fn tick(&mut self) -> u64 {
         self.clock += 1;
         self.clock

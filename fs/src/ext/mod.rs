@@ -55,8 +55,8 @@ const ROOT_INO: u32 = 2;
 const FLUSH_BYTES: usize = 4 << 20;
 /// Largest single device write of file data.
 const MAX_IO: usize = 4 << 20;
-/// Metadata blocks in the cache before it writes back or evicts.
-const CACHE_BLOCKS: usize = 8192;
+/// Bytes of metadata blocks cached before the cache writes back or evicts.
+const CACHE_BYTES: usize = 16 << 20;
 /// Parsed inodes kept before clean ones are dropped.
 const INODE_CACHE: usize = 4096;
 /// Blocks kept back from delayed-allocation reservations for metadata.
@@ -250,7 +250,7 @@ impl<D: BlockDev> Ext<D> {
         let now = (opts.now)();
         let mut fs = Ext {
             dev,
-            cache: BlockCache::new(bs, CACHE_BLOCKS),
+            cache: BlockCache::new(bs, (CACHE_BYTES / bs).max(64)),
             gds,
             dirty_groups: BTreeSet::new(),
             nodes: BTreeMap::new(),
@@ -293,6 +293,12 @@ impl<D: BlockDev> Ext<D> {
     /// filesystem's back is undefined).
     pub fn device_mut(&mut self) -> &mut D {
         &mut self.dev
+    }
+
+    /// Sets how many metadata blocks the cache holds before it writes back and evicts
+    /// (default: 16 MiB worth; at least 16).
+    pub fn set_cache_blocks(&mut self, blocks: usize) {
+        self.cache.set_limit(blocks);
     }
 
     /// Block size in bytes.
