@@ -72,6 +72,7 @@ impl<D: BlockDev> Ext<D> {
         } else {
             self.check_bitmap(g, blk, false)?;
         }
+        self.own_bitmaps.insert(blk);
         self.dirty_groups.insert(g);
         self.cache.get_mut(&mut self.dev, blk)
     }
@@ -92,6 +93,7 @@ impl<D: BlockDev> Ext<D> {
         } else {
             self.check_bitmap(g, blk, true)?;
         }
+        self.own_bitmaps.insert(blk);
         self.dirty_groups.insert(g);
         self.cache.get_mut(&mut self.dev, blk)
     }
@@ -101,7 +103,7 @@ impl<D: BlockDev> Ext<D> {
         // A group changed since the last sync has its descriptor's checksum brought up
         // to date only at the next sync: its bitmap (perhaps written back and evicted
         // meanwhile) is ours, not to be checked against the stale value.
-        if !self.sb.has_csum() || self.cache.verified(blk) || self.dirty_groups.contains(&g) {
+        if !self.sb.has_csum() || self.cache.verified(blk) || self.own_bitmaps.contains(&blk) {
             return Ok(());
         }
         let gd = &self.gds[g as usize];
@@ -321,6 +323,7 @@ impl<D: BlockDev> Ext<D> {
             }
         }
         self.dirty_groups.clear();
+        self.own_bitmaps.clear();
         Ok(())
     }
 }

@@ -103,6 +103,8 @@ pub struct Ext<D: BlockDev> {
     sb: Superblock,
     gds: Vec<GroupDesc>,
     dirty_groups: BTreeSet<u32>,
+    /// Bitmap blocks changed since the last sync (their checksums are updated then).
+    own_bitmaps: BTreeSet<u64>,
     cache: BlockCache,
     nodes: BTreeMap<u32, Node>,
     opts: MountOptions,
@@ -253,6 +255,7 @@ impl<D: BlockDev> Ext<D> {
             cache: BlockCache::new(bs, (CACHE_BYTES / bs).max(64)),
             gds,
             dirty_groups: BTreeSet::new(),
+            own_bitmaps: BTreeSet::new(),
             nodes: BTreeMap::new(),
             opts,
             ro,
