@@ -194,6 +194,9 @@ fn exercise(disk: Overlay, seed: u64) -> bool {
     ) else {
         return false;
     };
+    if seed.is_multiple_of(3) {
+        fs.set_cache_blocks(16); // constant eviction and write-back
+    }
     let mut budget = 400;
     let root = fs.root();
     walk(&mut fs, root, 0, &mut budget);
