@@ -86,4 +86,9 @@ fn two_gib_in_16k_writes() {
     fsck_clean(&img);
     let st = String::from_utf8_lossy(&debugfs(&img, "stat /test")).into_owned();
     assert!(st.contains("Size: 2147483648"), "{st}");
+    // debugfs sees the same shape: one index block (ETB0), <= 20 extents.
+    let etb = st.matches("(ETB").count();
+    let extents = st.matches("):").count() - etb;
+    assert!(etb <= 1 && !st.contains("(ETB1)"), "{st}");
+    assert!((1..=20).contains(&extents), "{extents} extents: {st}");
 }

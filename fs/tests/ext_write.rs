@@ -48,13 +48,13 @@ fn write_file<F: FileSystem>(fs: &mut F, ino: Ino, data: &[u8], r: &mut Rng) {
     }
 }
 
-fn workload(kind: &str, bs: u32) {
+fn workload(kind: &str, bs: u32, extra: &[&str]) {
     let t = TempDir::new(&format!("write-{kind}-{bs}"));
     let src = t.path().join("src");
     std::fs::create_dir(&src).unwrap();
     build_tree(&src, 300);
     let img = t.path().join("img");
-    mkfs(&img, kind, bs, "64M", Some(&src), &[]);
+    mkfs(&img, kind, bs, "64M", Some(&src), extra);
     fsck_index_dirs(&img); // /many becomes an htree directory
     let mut r = Rng(0xfeed_beef ^ bs as u64);
     let mut model = Model::new();
@@ -170,22 +170,40 @@ fn workload(kind: &str, bs: u32) {
 
 #[test]
 fn workload_ext4_1k() {
-    workload("ext4", 1024);
+    workload("ext4", 1024, &[]);
 }
 
 #[test]
 fn workload_ext4_4k() {
-    workload("ext4", 4096);
+    workload("ext4", 4096, &[]);
+}
+
+/// metadata_csum with 32-byte group descriptors (no 64bit): 16-bit bitmap checksums.
+#[test]
+fn workload_ext4_32bit_descriptors() {
+    workload("ext4", 4096, &["-O", "^64bit"]);
+}
+
+/// uninit_bg (gdt_csum, crc16 descriptors) instead of metadata_csum, as older ext4.
+#[test]
+fn workload_ext4_gdt_csum() {
+    workload("ext4", 1024, &["-O", "^metadata_csum,uninit_bg"]);
+}
+
+/// ext3: a journal and indirect blocks.
+#[test]
+fn workload_ext3() {
+    workload("ext3", 1024, &[]);
 }
 
 #[test]
 fn workload_ext2_1k() {
-    workload("ext2", 1024);
+    workload("ext2", 1024, &[]);
 }
 
 #[test]
 fn workload_ext2_4k() {
-    workload("ext2", 4096);
+    workload("ext2", 4096, &[]);
 }
 
 /// Interleaved, synced one-block writes fragment two files into hundreds of extents:
@@ -303,4 +321,291 @@ fn read_only_mount_refuses_writes_and_leaves_image_alone() {
     assert_eq!(fs.mkdir(root, "x", 0o755), Err(FsError::ReadOnly));
     fs.unmount().unwrap();
     assert!(std::fs::read(&img).unwrap() == before);
+}
+
+/// Moving an htree-indexed directory to another parent rewrites its "..": the index
+/// root's checksum covers it, so the directory is de-indexed first.
+#[test]
+fn move_indexed_directory() {
+    let t = TempDir::new("move-htree");
+    let src = t.path().join("src");
+    std::fs::create_dir_all(src.join("big")).unwrap();
+    std::fs::create_dir_all(src.join("other")).unwrap();
+    for i in 0..500 {
+        std::fs::write(src.join(format!("big/some-file-name-{i}")), format!("{i}")).unwrap();
+    }
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 1024, "16M", Some(&src), &[]);
+    fsck_index_dirs(&img);
+    assert!(String::from_utf8_lossy(&debugfs(&img, "stat /big")).contains("Flags: 0x81000"));
+    let mut fs = mount(&img);
+    let root = fs.root();
+    let other = fs.lookup(root, "other").unwrap();
+    fs.rename(root, "big", other, "moved").unwrap();
+    let moved = resolve(&mut fs, "other/moved").unwrap();
+    assert_eq!(fs.lookup(moved, "..").unwrap(), other);
+    assert_eq!(fs.stat(other).unwrap().nlink, 3);
+    fs.unmount().unwrap();
+    fsck_clean(&img);
+    assert_eq!(debugfs(&img, "cat /other/moved/some-file-name-321"), b"321");
+}
+
+/// Writing into preallocated (uninitialised) extents splits them; unwritten parts
+/// still read as zeros.
+#[test]
+fn write_into_uninitialised_extents() {
+    let t = TempDir::new("uninit-extents");
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 4096, "16M", None, &[]);
+    {
+        let mut fs = mount(&img);
+        let root = fs.root();
+        fs.create(root, "pre", 0o644).unwrap();
+        fs.unmount().unwrap();
+    }
+    let out = std::process::Command::new(tool("debugfs"))
+        .args(["-w", "-R", "fallocate /pre 0 99"])
+        .arg(&img)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // debugfs fallocate leaves i_size alone: set it so the blocks are inside the file.
+    let out = std::process::Command::new(tool("debugfs"))
+        .args(["-w", "-R", "sif /pre size 409600"])
+        .arg(&img)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let st = String::from_utf8_lossy(&debugfs(&img, "stat /pre")).into_owned();
+    assert!(st.contains("[u]):"), "{st}");
+    fsck_clean(&img);
+    let mut want = vec![0u8; 409600];
+    {
+        let mut fs = mount(&img);
+        let ino = resolve(&mut fs, "pre").unwrap();
+        assert!(read_all(&mut fs, ino).iter().all(|&b| b == 0));
+        fs.write(ino, 10 * 4096 + 100, b"hello").unwrap();
+        want[10 * 4096 + 100..10 * 4096 + 105].copy_from_slice(b"hello");
+        fs.write(ino, 50 * 4096, &[9u8; 3 * 4096]).unwrap();
+        want[50 * 4096..53 * 4096].fill(9);
+        assert!(read_all(&mut fs, ino) == want);
+        fs.unmount().unwrap();
+    }
+    fsck_clean(&img);
+    assert!(debugfs(&img, "cat /pre") == want);
+    let st = String::from_utf8_lossy(&debugfs(&img, "stat /pre")).into_owned();
+    assert!(st.contains("[u]):"), "{st}");
+}
+
+#[test]
+fn symlinks_and_hard_links() {
+    for (kind, bs) in [("ext4", 1024u32), ("ext4", 4096), ("ext2", 1024)] {
+        let t = TempDir::new("links");
+        let img = t.path().join("img");
+        mkfs(&img, kind, bs, "16M", None, &[]);
+        let long = "b/".repeat(100) + "end";
+        {
+            let mut fs = mount(&img);
+            let root = fs.root();
+            let f = fs.create(root, "file", 0o644).unwrap();
+            fs.write(f, 0, b"linked").unwrap();
+            let s = fs.symlink(root, "short", "file").unwrap();
+            let l = fs.symlink(root, "long", &long).unwrap();
+            assert_eq!(fs.stat(s).unwrap().kind, FileType::Symlink);
+            assert_eq!(read_all(&mut fs, s), b"file");
+            assert_eq!(read_all(&mut fs, l), long.as_bytes());
+            let d = fs.mkdir(root, "d", 0o755).unwrap();
+            fs.link(f, d, "again").unwrap();
+            assert_eq!(fs.stat(f).unwrap().nlink, 2);
+            assert_eq!(fs.link(d, root, "dirlink"), Err(FsError::IsDir));
+            assert_eq!(fs.symlink(root, "short", "x"), Err(FsError::Exists));
+            fs.unlink(root, "file").unwrap();
+            assert_eq!(fs.stat(f).unwrap().nlink, 1);
+            fs.unmount().unwrap();
+        }
+        fsck_clean(&img);
+        assert_eq!(debugfs(&img, "cat /d/again"), b"linked");
+        let st = String::from_utf8_lossy(&debugfs(&img, "stat /short")).into_owned();
+        assert!(st.contains("Fast link dest: \"file\""), "{st}");
+        let st = String::from_utf8_lossy(&debugfs(&img, "stat /long")).into_owned();
+        assert!(
+            st.contains("Type: symlink") && st.contains(&format!("Size: {}", long.len())),
+            "{st}"
+        );
+        let mut fs = mount(&img);
+        let l = resolve(&mut fs, "long").unwrap();
+        assert_eq!(read_all(&mut fs, l), long.as_bytes());
+        let root = fs.root();
+        fs.unlink(root, "long").unwrap();
+        fs.unlink(root, "short").unwrap();
+        let d = resolve(&mut fs, "d").unwrap();
+        fs.unlink(d, "again").unwrap();
+        fs.unmount().unwrap();
+        fsck_clean(&img);
+    }
+}
+
+/// A file over 2 GiB on an ext2 made without large_file turns the feature on.
+#[test]
+fn large_file_feature_is_set_when_needed() {
+    let t = TempDir::new("largefile");
+    let img = t.path().join("img");
+    mkfs(&img, "ext2", 4096, "32M", None, &[]);
+    let out = std::process::Command::new(tool("debugfs"))
+        .args(["-w", "-R", "feature -large_file"])
+        .arg(&img)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let feats = |img: &Path| String::from_utf8_lossy(&debugfs(img, "features")).into_owned();
+    assert!(!feats(&img).contains("large_file"));
+    let mut fs = mount(&img);
+    let root = fs.root();
+    let f = fs.create(root, "big", 0o644).unwrap();
+    fs.write(f, 3 << 30, b"end").unwrap();
+    fs.unmount().unwrap();
+    assert!(feats(&img).contains("large_file"), "{}", feats(&img));
+    fsck_clean(&img);
+    let st = String::from_utf8_lossy(&debugfs(&img, "stat /big")).into_owned();
+    assert!(st.contains("Size: 3221225475"), "{st}");
+}
+
+/// Write errors during writeback keep the data buffered: once the device works again a
+/// sync writes it all and the filesystem is consistent.
+#[test]
+fn write_errors_keep_data_for_a_retry() {
+    let t = TempDir::new("ioerr");
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 4096, "64M", None, &[]);
+    let data = Rng(77).bytes(10 << 20);
+    {
+        let mut fs = Ext::mount(Counting::new(FileDisk::open(&img)), opts()).unwrap();
+        let root = fs.root();
+        let f = fs.create(root, "f", 0o644).unwrap();
+        fs.sync().unwrap();
+        // The device: FileDisk under Counting; fail its writes for a while.
+        set_fail(&mut fs, true);
+        let mut errors = 0;
+        for (i, c) in data.chunks(65536).enumerate() {
+            match fs.write(f, (i * 65536) as u64, c) {
+                Ok(n) => assert_eq!(n, c.len()),
+                Err(FsError::Io(_)) => errors += 1,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(errors > 0);
+        assert!(matches!(fs.sync(), Err(FsError::Io(_))));
+        assert!(read_all(&mut fs, f) == data, "buffered data lost");
+        set_fail(&mut fs, false);
+        fs.sync().unwrap();
+        fs.unmount().unwrap();
+    }
+    fsck_clean(&img);
+    assert!(debugfs(&img, "cat /f") == data);
+}
+
+fn set_fail(fs: &mut Ext<Counting<FileDisk>>, on: bool) {
+    fs.device_mut().fail_writes = on;
+}
+
+/// Names added to an htree directory go into the leaf their hash selects while it has
+/// room (the index stays; e2fsck checks every name's hash against its leaf's range),
+/// then the directory turns linear.
+#[test]
+fn htree_inserts_keep_the_index() {
+    for (kind, bs, alg) in [
+        ("ext4", 4096u32, "half_md4"),
+        ("ext4", 1024, "tea"),
+        ("ext2", 1024, "legacy"),
+    ] {
+        let t = TempDir::new("htree-insert");
+        let src = t.path().join("src");
+        std::fs::create_dir_all(src.join("d")).unwrap();
+        for i in 0..1500 {
+            std::fs::write(src.join(format!("d/{i:x}-{}", "n".repeat(i % 40))), b"").unwrap();
+        }
+        let img = t.path().join("img");
+        mkfs(&img, kind, bs, "32M", Some(&src), &[]);
+        let out = std::process::Command::new(tool("tune2fs"))
+            .args(["-E", &format!("hash_alg={alg}")])
+            .arg(&img)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        fsck_index_dirs(&img);
+        // Make room in the leaves (as a Linux-grown directory has).
+        {
+            let mut fs = mount(&img);
+            let d = resolve(&mut fs, "d").unwrap();
+            for i in (0..1500).step_by(3) {
+                fs.unlink(d, &format!("{i:x}-{}", "n".repeat(i % 40)))
+                    .unwrap();
+            }
+            fs.unmount().unwrap();
+        }
+        fsck_clean(&img);
+        let mut fs = mount(&img);
+        let d = resolve(&mut fs, "d").unwrap();
+        // Varied names: the legacy hash clusters similar ones into one leaf.
+        let mut r = Rng(bs as u64);
+        let added: Vec<String> = (0..100).map(|_| format!("{:016x}", r.next())).collect();
+        for n in &added {
+            fs.create(d, n, 0o644).unwrap();
+        }
+        fs.unmount().unwrap();
+        let st = String::from_utf8_lossy(&debugfs(&img, "stat /d")).into_owned();
+        assert!(
+            st.contains("Flags: 0x81000") || st.contains("Flags: 0x1000"),
+            "{kind} {alg}: index dropped: {st}"
+        );
+        fsck_clean(&img);
+        let mut fs = mount(&img);
+        let d = resolve(&mut fs, "d").unwrap();
+        assert_eq!(fs.read_dir(d).unwrap().len(), 1000 + 100);
+        for n in &added {
+            fs.lookup(d, n).unwrap();
+        }
+        fs.unmount().unwrap();
+    }
+}
+
+/// Buffered data holds its blocks: once writes report NoSpace, new directories are
+/// refused too, and the buffered data still reaches the disk at sync.
+#[test]
+fn buffered_data_keeps_its_reservation() {
+    for kind in ["ext4", "ext2"] {
+        let t = TempDir::new("reserve");
+        let img = t.path().join("img");
+        mkfs(&img, kind, 1024, "4M", None, &[]);
+        let mut fs = mount(&img);
+        let root = fs.root();
+        let f = fs.create(root, "fill", 0o644).unwrap();
+        let data = Rng(9).bytes(8 << 20);
+        let mut off = 0;
+        while off < data.len() {
+            match fs.write(f, off as u64, &data[off..off + 4096]) {
+                Ok(n) => off += n,
+                Err(FsError::NoSpace) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(off < data.len(), "{kind}: never full");
+        let mut made = 0;
+        for i in 0..200 {
+            match fs.mkdir(root, &format!("d{i}"), 0o755) {
+                Ok(_) => made += 1,
+                Err(FsError::NoSpace) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(made < 200, "{kind}");
+        fs.sync().unwrap();
+        fs.unmount().unwrap();
+        fsck_clean(&img);
+        assert!(debugfs(&img, "cat /fill") == data[..off], "{kind}");
+    }
 }

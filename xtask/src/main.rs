@@ -178,7 +178,14 @@ fn setup_task() -> Result<()> {
 /// the same for PVH, `blk-pvh` blkfront's data path, verified from dom0. Scenarios
 /// that boot the disk image meet the nested-SVM flake (about one boot in four), so
 /// CI keeps to one of them; `cargo xtask testbed run all` runs everything.
-const XEN_TEST_SCENARIOS: &[&str] = &["xen-hvm", "xen-pvh", "blk-pvh", "net-pvh", "fs-pvh", "blk-hotplug"];
+const XEN_TEST_SCENARIOS: &[&str] = &[
+    "xen-hvm",
+    "xen-pvh",
+    "blk-pvh",
+    "net-pvh",
+    "fs-pvh",
+    "blk-hotplug",
+];
 /// Whole-session retries for the test bed in `cargo xtask test` (the nested-SVM flake
 /// hits about one HVM disk boot in four; every retry is printed and counted).
 const XEN_TEST_RETRIES: &str = "4";

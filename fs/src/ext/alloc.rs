@@ -68,7 +68,11 @@ impl<D: BlockDev> Ext<D> {
             self.dirty_groups.insert(g);
             let dst = self.cache.get_new(&mut self.dev, blk)?;
             dst.copy_from_slice(&b);
+            self.cache.set_verified(blk);
+        } else {
+            self.check_bitmap(g, blk, false)?;
         }
+        self.own_bitmaps.insert(blk);
         self.dirty_groups.insert(g);
         self.cache.get_mut(&mut self.dev, blk)
     }
@@ -85,9 +89,45 @@ impl<D: BlockDev> Ext<D> {
             for i in ipg..dst.len() * 8 {
                 set_bit(dst, i, true);
             }
+            self.cache.set_verified(blk);
+        } else {
+            self.check_bitmap(g, blk, true)?;
         }
+        self.own_bitmaps.insert(blk);
         self.dirty_groups.insert(g);
         self.cache.get_mut(&mut self.dev, blk)
+    }
+
+    /// Verifies a bitmap's checksum the first time it is read.
+    fn check_bitmap(&mut self, g: u32, blk: u64, inodes: bool) -> Result<(), FsError> {
+        // A group changed since the last sync has its descriptor's checksum brought up
+        // to date only at the next sync: its bitmap (perhaps written back and evicted
+        // meanwhile) is ours, not to be checked against the stale value.
+        if !self.sb.has_csum() || self.cache.verified(blk) || self.own_bitmaps.contains(&blk) {
+            return Ok(());
+        }
+        let gd = &self.gds[g as usize];
+        let (n, want) = if inodes {
+            (self.sb.inodes_per_group as usize / 8, gd.ib_csum())
+        } else {
+            (self.sb.blocks_per_group as usize / 8, gd.bb_csum())
+        };
+        let mask = if self.sb.desc_size >= 64 {
+            u32::MAX
+        } else {
+            0xFFFF
+        };
+        let seed = self.sb.csum_seed;
+        let b = self.cache.get(&mut self.dev, blk)?;
+        let c = crc32c(seed, b.get(..n).unwrap_or(b));
+        if c & mask != want & mask {
+            let what = if inodes { "inode" } else { "block" };
+            return Err(FsError::Corrupt(alloc::format!(
+                "group {g}: {what} bitmap checksum mismatch"
+            )));
+        }
+        self.cache.set_verified(blk);
+        Ok(())
     }
 
     /// Allocates up to `want` contiguous blocks at or after `goal` (wrapping); returns
@@ -283,6 +323,7 @@ impl<D: BlockDev> Ext<D> {
             }
         }
         self.dirty_groups.clear();
+        self.own_bitmaps.clear();
         Ok(())
     }
 }

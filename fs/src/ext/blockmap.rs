@@ -172,3 +172,53 @@ fn build(
     io.write_meta(blk, &buf)?;
     Ok(blk)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::extent::test_io::MemIo;
+    use super::*;
+    use alloc::collections::BTreeMap;
+
+    #[test]
+    fn store_then_load_through_triple_indirect() {
+        let bs = 1024;
+        let p = 256u64;
+        let ctx = TreeCtx {
+            bs,
+            blocks_count: 1 << 31,
+            first_data_block: 1,
+            csum_seed: None,
+            max_blocks: u64::MAX,
+        };
+        let mut map = FileMap::default();
+        // Direct, single, double and triple indirect ranges, with holes between.
+        let starts = [
+            0u64,
+            11,
+            12 + 5,
+            12 + p + 3,
+            12 + p + p * p + 1000,
+            12 + p + p * p + 7 * p * p,
+        ];
+        for (i, s) in starts.iter().enumerate() {
+            map.insert(*s, 100_000 + i as u64 * 1000, 3);
+        }
+        let mut io = MemIo {
+            blocks: BTreeMap::new(),
+            next: 10,
+        };
+        let mut ib = [0u8; 60];
+        let used = store(&map, &mut ib, &ctx, &mut io).unwrap();
+        let back = load(&ib, &ctx, &mut io).unwrap();
+        assert_eq!(back.ext, map.ext);
+        assert_eq!(back.meta.len(), used.len());
+        // 1 single + (1 double + 1) + (1 triple + 2 double-level + 2 single-level).
+        assert_eq!(used.len(), 1 + 2 + 5);
+        let mut too_far = FileMap::default();
+        too_far.insert(max_blocks(bs), 5, 1);
+        assert_eq!(
+            store(&too_far, &mut ib, &ctx, &mut io),
+            Err(FsError::TooBig)
+        );
+    }
+}

@@ -11,6 +11,7 @@ use alloc::vec::Vec;
 struct Entry {
     data: Vec<u8>,
     dirty: bool,
+    verified: bool,
     stamp: u64,
 }
 
@@ -82,12 +83,27 @@ impl BlockCache {
         let e = self.map.entry(blk).or_insert_with(|| Entry {
             data: vec![0; bs],
             dirty: true,
+            verified: false,
             stamp: t,
         });
         e.data.fill(0);
         e.dirty = true;
+        e.verified = false;
         e.stamp = t;
         Ok(&mut e.data)
+    }
+
+    /// Whether the block's checksum was checked since it was read (blocks we modify
+    /// keep the flag: we re-seal what we change).
+    pub fn verified(&self, blk: u64) -> bool {
+        self.map.get(&blk).is_some_and(|e| e.verified)
+    }
+
+    /// Records that the block's checksum is good.
+    pub fn set_verified(&mut self, blk: u64) {
+        if let Some(e) = self.map.get_mut(&blk) {
+            e.verified = true;
+        }
     }
 
     /// Forgets blocks `start..start+len` (freed blocks: their stale contents must
@@ -116,6 +132,7 @@ impl BlockCache {
             Entry {
                 data,
                 dirty: false,
+                verified: false,
                 stamp: t,
             },
         );

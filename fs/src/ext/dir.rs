@@ -48,13 +48,17 @@ pub fn rec_len_for(n: usize) -> usize {
     (8 + n + 3) & !3
 }
 
-/// The directory file type code of a kind (with the mode for special files).
-pub fn ftype_code(kind: FileType) -> u8 {
-    match kind {
-        FileType::File => 1,
-        FileType::Dir => 2,
-        FileType::Symlink => 7,
-        FileType::Special => 0,
+/// The directory file type code for an inode mode.
+pub fn ftype_of_mode(mode: u16) -> u8 {
+    match mode & 0o170000 {
+        0o100000 => 1,
+        0o040000 => 2,
+        0o020000 => 3,
+        0o060000 => 4,
+        0o010000 => 5,
+        0o140000 => 6,
+        0o120000 => 7,
+        _ => 0,
     }
 }
 
@@ -123,9 +127,23 @@ pub fn set_tail(block: &mut [u8], seed: u32) {
 
 /// Parses the records in `block[..usable]`.
 pub fn records(block: &[u8], usable: usize) -> Result<Vec<Rec>, FsError> {
+    let mut v = Vec::new();
+    for_each(block, usable, &mut |r| {
+        v.push(r);
+        false
+    })?;
+    Ok(v)
+}
+
+/// Calls `f` on each record in `block[..usable]` until it returns true (then returns
+/// true). A malformed record ends the walk with an error.
+pub fn for_each(
+    block: &[u8],
+    usable: usize,
+    f: &mut dyn FnMut(Rec) -> bool,
+) -> Result<bool, FsError> {
     let bs = block.len();
     let usable = usable.min(bs);
-    let mut v = Vec::new();
     let mut off = 0;
     while off < usable {
         let inode = get32(block, off);
@@ -141,16 +159,19 @@ pub fn records(block: &[u8], usable: usize) -> Result<Vec<Rec>, FsError> {
                 "directory entry at offset {off}: bad rec_len {rec_len}"
             )));
         }
-        v.push(Rec {
+        let r = Rec {
             off,
             inode,
             rec_len,
             name_len,
             ftype,
-        });
+        };
+        if f(r) {
+            return Ok(true);
+        }
         off += rec_len;
     }
-    Ok(v)
+    Ok(false)
 }
 
 /// Makes `block` an empty directory block (one unused record over `usable` bytes).

@@ -459,3 +459,110 @@ mod tests {
         assert_eq!(m.find(4), Some((54, false, 2)));
     }
 }
+
+#[cfg(test)]
+pub(crate) mod test_io {
+    use super::*;
+    use alloc::collections::BTreeMap;
+
+    /// An in-memory MetaIo: blocks handed out from `next` up.
+    pub struct MemIo {
+        pub blocks: BTreeMap<u64, Vec<u8>>,
+        pub next: u64,
+    }
+
+    impl MetaIo for MemIo {
+        fn read_meta(&mut self, blk: u64) -> Result<Vec<u8>, FsError> {
+            self.blocks
+                .get(&blk)
+                .cloned()
+                .ok_or(FsError::Invalid("unwritten block"))
+        }
+        fn alloc_meta(&mut self) -> Result<u64, FsError> {
+            self.next += 1;
+            Ok(self.next - 1)
+        }
+        fn write_meta(&mut self, blk: u64, data: &[u8]) -> Result<(), FsError> {
+            self.blocks.insert(blk, data.to_vec());
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tree_tests {
+    use super::test_io::MemIo;
+    use super::*;
+    use alloc::collections::BTreeMap;
+
+    fn ctx(bs: usize) -> TreeCtx {
+        TreeCtx {
+            bs,
+            blocks_count: 1 << 40,
+            first_data_block: 1,
+            csum_seed: Some(0x1234_5678),
+            max_blocks: u64::MAX,
+        }
+    }
+
+    fn fragmented(n: u64) -> Vec<Extent> {
+        (0..n)
+            .map(|i| Extent {
+                lblk: i * 3,
+                len: 2,
+                pblk: 1000 + i * 7,
+                uninit: i % 5 == 0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn store_then_load_at_every_depth() {
+        for (n, depth) in [(0u64, 0u16), (4, 0), (5, 1), (336, 1), (337, 2), (30000, 3)] {
+            let c = ctx(1024);
+            let ext = fragmented(n);
+            let mut io = MemIo {
+                blocks: BTreeMap::new(),
+                next: 10,
+            };
+            let mut ib = [0u8; 60];
+            let used = store(&ext, &mut ib, &c, &mut io).unwrap();
+            assert_eq!(get16(&ib, 6), depth, "{n} extents");
+            let m = load(&ib, &c, &mut io).unwrap();
+            assert_eq!(m.ext, ext, "{n} extents");
+            let mut a = m.meta.clone();
+            let mut b = used.clone();
+            a.sort_unstable();
+            b.sort_unstable();
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn corrupt_node_checksum_is_detected() {
+        let c = ctx(1024);
+        let ext = fragmented(20);
+        let mut io = MemIo {
+            blocks: BTreeMap::new(),
+            next: 10,
+        };
+        let mut ib = [0u8; 60];
+        let used = store(&ext, &mut ib, &c, &mut io).unwrap();
+        io.blocks.get_mut(&used[0]).unwrap()[30] ^= 1;
+        assert!(matches!(load(&ib, &c, &mut io), Err(FsError::Corrupt(_))));
+    }
+
+    #[test]
+    fn block_budget_bounds_the_walk() {
+        let mut c = ctx(1024);
+        let ext = fragmented(20);
+        let mut io = MemIo {
+            blocks: BTreeMap::new(),
+            next: 10,
+        };
+        let mut ib = [0u8; 60];
+        store(&ext, &mut ib, &c, &mut io).unwrap();
+        c.max_blocks = 10;
+        assert!(matches!(load(&ib, &c, &mut io), Err(FsError::Corrupt(_))));
+    }
+}

@@ -90,6 +90,24 @@ impl GroupDesc {
         16,
         u32
     );
+    /// The block bitmap checksum (16 bits on 32-byte descriptors).
+    pub fn bb_csum(&self) -> u32 {
+        let mut v = get16(&self.raw, 0x18) as u32;
+        if self.wide {
+            v |= (get16(&self.raw, 0x38) as u32) << 16;
+        }
+        v
+    }
+
+    /// The inode bitmap checksum.
+    pub fn ib_csum(&self) -> u32 {
+        let mut v = get16(&self.raw, 0x1A) as u32;
+        if self.wide {
+            v |= (get16(&self.raw, 0x3A) as u32) << 16;
+        }
+        v
+    }
+
     /// Stores the block bitmap checksum (hi half only on 64-byte descriptors).
     pub fn set_bb_csum(&mut self, c: u32) {
         put16(&mut self.raw, 0x18, c as u16);

@@ -57,3 +57,330 @@ fn entries(b: &[u8], at: usize) -> Vec<u32> {
     }
     v
 }
+
+/// `s_flags`: directory hashes use unsigned chars.
+pub const FLAGS_UNSIGNED_HASH: u32 = 0x2;
+
+const DEFAULT_SEED: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
+
+fn tea_transform(buf: &mut [u32; 4], inp: &[u32]) {
+    let mut sum = 0u32;
+    let (mut b0, mut b1) = (buf[0], buf[1]);
+    let (a, b, c, d) = (inp[0], inp[1], inp[2], inp[3]);
+    for _ in 0..16 {
+        sum = sum.wrapping_add(0x9E37_79B9);
+        b0 = b0.wrapping_add(
+            (b1 << 4).wrapping_add(a) ^ b1.wrapping_add(sum) ^ (b1 >> 5).wrapping_add(b),
+        );
+        b1 = b1.wrapping_add(
+            (b0 << 4).wrapping_add(c) ^ b0.wrapping_add(sum) ^ (b0 >> 5).wrapping_add(d),
+        );
+    }
+    buf[0] = buf[0].wrapping_add(b0);
+    buf[1] = buf[1].wrapping_add(b1);
+}
+
+fn half_md4_transform(buf: &mut [u32; 4], x: &[u32]) {
+    let f = |x: u32, y: u32, z: u32| z ^ (x & (y ^ z));
+    let g = |x: u32, y: u32, z: u32| (x & y).wrapping_add((x ^ y) & z);
+    let h = |x: u32, y: u32, z: u32| x ^ y ^ z;
+    let (mut a, mut b, mut c, mut d) = (buf[0], buf[1], buf[2], buf[3]);
+    macro_rules! r {
+        ($f:expr, $a:ident, $b:ident, $c:ident, $d:ident, $x:expr, $s:expr) => {
+            $a = $a
+                .wrapping_add($f($b, $c, $d))
+                .wrapping_add($x)
+                .rotate_left($s);
+        };
+    }
+    const K2: u32 = 0o13240474631;
+    const K3: u32 = 0o15666365641;
+    r!(f, a, b, c, d, x[0], 3);
+    r!(f, d, a, b, c, x[1], 7);
+    r!(f, c, d, a, b, x[2], 11);
+    r!(f, b, c, d, a, x[3], 19);
+    r!(f, a, b, c, d, x[4], 3);
+    r!(f, d, a, b, c, x[5], 7);
+    r!(f, c, d, a, b, x[6], 11);
+    r!(f, b, c, d, a, x[7], 19);
+    r!(g, a, b, c, d, x[1].wrapping_add(K2), 3);
+    r!(g, d, a, b, c, x[3].wrapping_add(K2), 5);
+    r!(g, c, d, a, b, x[5].wrapping_add(K2), 9);
+    r!(g, b, c, d, a, x[7].wrapping_add(K2), 13);
+    r!(g, a, b, c, d, x[0].wrapping_add(K2), 3);
+    r!(g, d, a, b, c, x[2].wrapping_add(K2), 5);
+    r!(g, c, d, a, b, x[4].wrapping_add(K2), 9);
+    r!(g, b, c, d, a, x[6].wrapping_add(K2), 13);
+    r!(h, a, b, c, d, x[3].wrapping_add(K3), 3);
+    r!(h, d, a, b, c, x[7].wrapping_add(K3), 9);
+    r!(h, c, d, a, b, x[2].wrapping_add(K3), 11);
+    r!(h, b, c, d, a, x[6].wrapping_add(K3), 15);
+    r!(h, a, b, c, d, x[1].wrapping_add(K3), 3);
+    r!(h, d, a, b, c, x[5].wrapping_add(K3), 9);
+    r!(h, c, d, a, b, x[0].wrapping_add(K3), 11);
+    r!(h, b, c, d, a, x[4].wrapping_add(K3), 15);
+    buf[0] = buf[0].wrapping_add(a);
+    buf[1] = buf[1].wrapping_add(b);
+    buf[2] = buf[2].wrapping_add(c);
+    buf[3] = buf[3].wrapping_add(d);
+}
+
+fn char_val(c: u8, unsigned: bool) -> u32 {
+    if unsigned {
+        c as u32
+    } else {
+        c as i8 as i32 as u32
+    }
+}
+
+fn str2hashbuf(msg: &[u8], num: usize, unsigned: bool) -> [u32; 8] {
+    let mut out = [0u32; 8];
+    let len = msg.len();
+    let mut pad = (len as u32) | ((len as u32) << 8);
+    pad |= pad << 16;
+    let mut val = pad;
+    let take = len.min(num * 4);
+    let mut k = 0;
+    for (i, &c) in msg[..take].iter().enumerate() {
+        val = char_val(c, unsigned).wrapping_add(val << 8);
+        if i % 4 == 3 {
+            out[k] = val;
+            k += 1;
+            val = pad;
+        }
+    }
+    if k < num {
+        out[k] = val;
+        k += 1;
+    }
+    while k < num {
+        out[k] = pad;
+        k += 1;
+    }
+    out
+}
+
+fn dx_hack_hash(name: &[u8], unsigned: bool) -> u32 {
+    let (mut hash0, mut hash1) = (0x12a3_fe2du32, 0x37ab_e8f9u32);
+    for &c in name {
+        let mut hash = hash1.wrapping_add(hash0 ^ char_val(c, unsigned).wrapping_mul(7_152_373));
+        if hash & 0x8000_0000 != 0 {
+            hash = hash.wrapping_sub(0x7fff_ffff);
+        }
+        hash1 = hash0;
+        hash0 = hash;
+    }
+    hash0 << 1
+}
+
+/// The major htree hash of `name` (`version` as in the dx root, already adjusted for
+/// unsigned-char filesystems: 0-2 signed, 3-5 unsigned); `None` for versions we do not
+/// know (siphash, casefolded directories).
+pub fn name_hash(name: &[u8], version: u8, seed: [u32; 4]) -> Option<u32> {
+    let mut buf = if seed.iter().any(|&s| s != 0) {
+        seed
+    } else {
+        DEFAULT_SEED
+    };
+    let unsigned = version >= 3;
+    let hash = match version {
+        0 | 3 => dx_hack_hash(name, unsigned),
+        1 | 4 => {
+            let mut p = name;
+            loop {
+                let inp = str2hashbuf(p, 8, unsigned);
+                half_md4_transform(&mut buf, &inp);
+                if p.len() <= 32 {
+                    break;
+                }
+                p = &p[32..];
+            }
+            buf[1]
+        }
+        2 | 5 => {
+            let mut p = name;
+            loop {
+                let inp = str2hashbuf(p, 4, unsigned);
+                tea_transform(&mut buf, &inp[..4]);
+                if p.len() <= 16 {
+                    break;
+                }
+                p = &p[16..];
+            }
+            buf[0]
+        }
+        _ => return None,
+    };
+    let hash = hash & !1;
+    Some(if hash == 0x7fff_ffff << 1 {
+        (0x7fff_ffff - 1) << 1
+    } else {
+        hash
+    })
+}
+
+/// Follows the index from the root block to the leaf whose hash range holds `hash`:
+/// `read` gives a logical block's bytes. Returns the leaf's logical block, or `None`
+/// if the index is not one we can follow.
+pub fn find_leaf(
+    root: &[u8],
+    hash: u32,
+    nblocks: u64,
+    read: &mut dyn FnMut(u32) -> Result<Vec<u8>, FsError>,
+) -> Result<Option<u32>, FsError> {
+    let levels = *root.get(0x1E).unwrap_or(&0);
+    let info_len = *root.get(0x1D).unwrap_or(&0) as usize;
+    if levels > 2 || info_len != 8 || *root.get(0x1C).unwrap_or(&0xFF) > 5 {
+        return Ok(None);
+    }
+    let mut block: Vec<u8>;
+    let mut node: &[u8] = root;
+    let mut at = 0x18 + info_len;
+    for level in 0..=levels {
+        let limit = get16(node, at) as usize;
+        let count = get16(node, at + 2) as usize;
+        if count == 0 || count > limit || at + 8 * limit > node.len() {
+            return Ok(None);
+        }
+        // The last entry whose hash is <= hash (entry 0 covers everything below).
+        let (mut lo, mut hi) = (1usize, count);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if get32(node, at + 8 * mid) > hash {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        let child = get32(node, at + 8 * (lo - 1) + 4) & 0x0FFF_FFFF;
+        if child as u64 >= nblocks || child == 0 {
+            return Ok(None);
+        }
+        if level == levels {
+            return Ok(Some(child));
+        }
+        block = read(child)?;
+        node = &block;
+        at = 8;
+    }
+    Ok(None)
+}
+
+/// The whole index as (start hash, leaf block) pairs in hash order, read from the root
+/// block and (for 1- or 2-level trees) its index nodes; `None` if the index is not one
+/// we can follow (then the directory is scanned linearly).
+pub fn flatten(
+    root: &[u8],
+    nblocks: u64,
+    read: &mut dyn FnMut(u32) -> Result<Vec<u8>, FsError>,
+) -> Result<Option<Vec<(u32, u32)>>, FsError> {
+    let levels = *root.get(0x1E).unwrap_or(&0);
+    let info_len = *root.get(0x1D).unwrap_or(&0) as usize;
+    if levels > 2 || info_len != 8 {
+        return Ok(None);
+    }
+    let mut cur = match node_entries(root, 0x18 + info_len, 0, nblocks) {
+        Some(v) => v,
+        None => return Ok(None),
+    };
+    for _ in 0..levels {
+        let mut next = Vec::new();
+        for (h, b) in cur {
+            let node = read(b)?;
+            match node_entries(&node, 8, h, nblocks) {
+                Some(v) => next.extend(v),
+                None => return Ok(None),
+            }
+            if next.len() as u64 > nblocks.saturating_mul(2) {
+                return Ok(None);
+            }
+        }
+        cur = next;
+    }
+    Ok(Some(cur))
+}
+
+/// (hash, block) entries of one index node whose count/limit header is at `at`; the
+/// first entry takes `first_hash`.
+fn node_entries(b: &[u8], at: usize, first_hash: u32, nblocks: u64) -> Option<Vec<(u32, u32)>> {
+    let limit = get16(b, at) as usize;
+    let count = get16(b, at + 2) as usize;
+    if count == 0 || count > limit || at + 8 * limit > b.len() {
+        return None;
+    }
+    let mut v = Vec::with_capacity(count);
+    for i in 0..count {
+        let h = if i == 0 {
+            first_hash
+        } else {
+            get32(b, at + 8 * i)
+        };
+        let blk = get32(b, at + 8 * i + 4) & 0x0FFF_FFFF;
+        if blk == 0 || blk as u64 >= nblocks {
+            return None;
+        }
+        v.push((h, blk));
+    }
+    Some(v)
+}
+
+/// The leaves that may hold a name hashing to `hash`: the one whose range holds it,
+/// then following ones while their start hash continues the same value (collisions).
+pub fn candidate_leaves(flat: &[(u32, u32)], hash: u32) -> Vec<u32> {
+    // The last entry whose start hash is <= hash (entry 0 starts at 0).
+    let idx = flat.partition_point(|&(h, _)| h <= hash).saturating_sub(1);
+    let mut v = Vec::new();
+    if let Some(&(_, b)) = flat.get(idx) {
+        v.push(b);
+    }
+    let mut i = idx + 1;
+    while let Some(&(h, b)) = flat.get(i) {
+        if h & !1 != hash {
+            break;
+        }
+        v.push(b);
+        i += 1;
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn str2hashbuf_pads_like_e2fsprogs() {
+        // "ab": pad = 0x02020202; val = 'a' + (pad << 8), then 'b' + (val << 8).
+        let b = str2hashbuf(b"ab", 4, true);
+        let pad = 0x0202_0202u32;
+        let v = 0x62u32.wrapping_add((0x61u32.wrapping_add(pad << 8)) << 8);
+        assert_eq!(b[..4], [v, pad, pad, pad]);
+    }
+
+    #[test]
+    fn hashes_are_even_and_not_eof() {
+        for v in 0..6 {
+            let h = name_hash(b"some-name", v, [0; 4]).unwrap();
+            assert_eq!(h & 1, 0);
+            assert_ne!(h, 0x7fff_ffff << 1);
+        }
+        assert_eq!(name_hash(b"x", 6, [0; 4]), None);
+    }
+}
+
+#[cfg(test)]
+mod vectors {
+    use super::name_hash;
+
+    /// Values from e2fsprogs: `debugfs -R "dx_hash -h ALG NAME"` (zero seed).
+    #[test]
+    fn match_debugfs_dx_hash() {
+        assert_eq!(name_hash(b"abc", 0, [0; 4]), Some(0x75af_d992));
+        assert_eq!(
+            name_hash(b"1f-nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn", 0, [0; 4]),
+            Some(0x2a2a_fec0)
+        );
+        assert_eq!(name_hash(b"abc", 1, [0; 4]), Some(0xd196_a868));
+        assert_eq!(name_hash(b"abc", 2, [0; 4]), Some(0xb143_5ec4));
+    }
+}

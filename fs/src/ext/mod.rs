@@ -1,12 +1,28 @@
 //! ext2/ext4 read-write, as Debian's `mke2fs` makes them (see the module files for
 //! each on-disk structure).
 //!
-//! Design: metadata blocks go through a write-back [`cache::BlockCache`]; each inode in
-//! use is kept parsed with its block map in memory ([`extent::FileMap`]); regular-file
+//! Public API: [`Ext::mount`] (a [`BlockDev`] and [`MountOptions`]) gives an [`Ext`]
+//! that implements [`FileSystem`]; [`Ext::into_device`] returns the device after
+//! [`FileSystem::unmount`]. Beyond the trait: [`Ext::symlink`], [`Ext::link`],
+//! [`Ext::extents`] (a file's mapping, for tests and diagnostics) and [`Ext::stats`].
+//!
+//! What is handled: 1 KiB to 64 KiB blocks; 32- and 64-byte group descriptors; flex_bg;
+//! sparse_super/sparse_super2; lazily initialised groups (`BLOCK_UNINIT`,
+//! `INODE_UNINIT`, `bg_itable_unused`); extent trees of any depth and ext2/3 indirect
+//! block maps; linear and htree directories (read by scanning; an htree directory is
+//! turned linear before it is modified in a way its index would have to follow);
+//! metadata_csum (superblock, descriptors, bitmaps, inodes, extent blocks, directory
+//! blocks) and gdt_csum. Unknown incompatible features refuse the mount, unknown
+//! read-only-compatible ones make it read-only. A journal is left alone: the
+//! filesystem is marked not-clean while mounted read-write and clean at unmount; one
+//! that needs recovery is refused until jbd2 replay is plugged into `recover`.
+//!
+//! Design: metadata blocks go through a write-back (`cache.rs`); each inode in
+//! use is kept parsed with its block map in memory (`extent::FileMap`); regular-file
 //! data is buffered per inode and allocated late (delayed allocation), in long
-//! contiguous runs, and written to the device in large requests. Extent trees and block
-//! maps are rebuilt from the in-memory map at sync. No journal is written: the
-//! filesystem is marked not-clean while mounted read-write and clean at unmount.
+//! contiguous runs, and written to the device in large requests (up to 4 MiB). Extent
+//! trees and block maps are rebuilt from the in-memory map at sync. Every on-disk
+//! value is checked before use: bad structures give [`FsError::Corrupt`], not a panic.
 
 mod alloc;
 mod blockmap;
@@ -14,9 +30,11 @@ mod cache;
 mod csum;
 mod dir;
 mod extent;
+mod file;
 mod group;
 mod htree;
 mod inode;
+mod namei;
 mod superblock;
 
 use crate::blockdev::BlockDev;
@@ -40,8 +58,8 @@ const ROOT_INO: u32 = 2;
 const FLUSH_BYTES: usize = 4 << 20;
 /// Largest single device write of file data.
 const MAX_IO: usize = 4 << 20;
-/// Metadata blocks in the cache before it writes back or evicts.
-const CACHE_BLOCKS: usize = 8192;
+/// Bytes of metadata blocks cached before the cache writes back or evicts.
+const CACHE_BYTES: usize = 16 << 20;
 /// Parsed inodes kept before clean ones are dropped.
 const INODE_CACHE: usize = 4096;
 /// Blocks kept back from delayed-allocation reservations for metadata.
@@ -78,6 +96,8 @@ struct Node {
     dirty: bool,
     map_dirty: bool,
     pending: BTreeMap<u64, PBlock>,
+    /// An htree directory's index, flattened (see `htree::flatten`), once read.
+    dx: Option<Vec<(u32, u32)>>,
 }
 
 /// A mounted ext2/ext3/ext4 filesystem over a block device.
@@ -86,6 +106,8 @@ pub struct Ext<D: BlockDev> {
     sb: Superblock,
     gds: Vec<GroupDesc>,
     dirty_groups: BTreeSet<u32>,
+    /// Bitmap blocks changed since the last sync (their checksums are updated then).
+    own_bitmaps: BTreeSet<u64>,
     cache: BlockCache,
     nodes: BTreeMap<u32, Node>,
     opts: MountOptions,
@@ -265,9 +287,10 @@ impl<D: BlockDev> Ext<D> {
         let now = (opts.now)();
         let mut fs = Ext {
             dev,
-            cache: BlockCache::new(bs, CACHE_BLOCKS),
+            cache: BlockCache::new(bs, (CACHE_BYTES / bs).max(64)),
             gds,
             dirty_groups: BTreeSet::new(),
+            own_bitmaps: BTreeSet::new(),
             nodes: BTreeMap::new(),
             opts,
             ro,
@@ -287,7 +310,7 @@ impl<D: BlockDev> Ext<D> {
             replayed: None,
             sb,
         };
-        if !fs.ro {
+        if !fs.ro && fs.sb.incompat & INCOMPAT_RECOVER == 0 {
             let st = fs.sb.state();
             fs.sb.set_state(st & !STATE_VALID);
             fs.sb.note_mount(now);
@@ -305,6 +328,18 @@ impl<D: BlockDev> Ext<D> {
     /// The device, for inspection.
     pub fn device(&self) -> &D {
         &self.dev
+    }
+
+    /// The device, mutably (tests inject faults through it; writing to it behind the
+    /// filesystem's back is undefined).
+    pub fn device_mut(&mut self) -> &mut D {
+        &mut self.dev
+    }
+
+    /// Sets how many metadata blocks the cache holds before it writes back and evicts
+    /// (default: 16 MiB worth; at least 16).
+    pub fn set_cache_blocks(&mut self, blocks: usize) {
+        self.cache.set_limit(blocks);
     }
 
     /// Block size in bytes.
@@ -329,6 +364,96 @@ impl<D: BlockDev> Ext<D> {
             .map(|m| m.ext.iter().map(|e| (e.lblk, e.len, e.pblk)).collect())
             .unwrap_or_default();
         Ok(FileExtents { extents: v, depth })
+    }
+
+    /// Creates a symbolic link `name` in `dir` pointing at `target` (fast symlinks,
+    /// stored in the inode, below 60 bytes; otherwise one data block).
+    pub fn symlink(&mut self, dir: Ino, name: &str, target: &str) -> Result<Ino, FsError> {
+        self.check_rw()?;
+        let bs = self.sb.block_size as usize;
+        if target.is_empty() || target.len() >= bs.min(4096) {
+            return Err(FsError::NameTooLong);
+        }
+        let (dir, name) = self.check_new_entry(dir, name)?;
+        let ino = self.new_inode(dir, S_IFLNK | 0o777)?;
+        let r = self.fill_symlink(ino, target.as_bytes());
+        let r = r.and_then(|()| self.add_entry(dir, name, ino, 7));
+        if let Err(e) = r {
+            let _ = self.release(ino);
+            return Err(e);
+        }
+        Ok(ino as Ino)
+    }
+
+    fn fill_symlink(&mut self, ino: u32, target: &[u8]) -> Result<(), FsError> {
+        if target.len() < 60 {
+            let n = self.node(ino)?;
+            let f = n.inode.flags() & !FL_EXTENTS;
+            n.inode.set_flags(f);
+            let ib = n.inode.i_block_mut();
+            ib.fill(0);
+            ib[..target.len()].copy_from_slice(target);
+            n.inode.set_size(target.len() as u64);
+            n.map = Some(FileMap::default());
+            return Ok(());
+        }
+        let goal = self.group_start(self.group_of(ino));
+        let p = self.alloc_new_block(goal)?;
+        let b = self.cache.get_new(&mut self.dev, p)?;
+        b[..target.len()].copy_from_slice(target);
+        let n = self.node(ino)?;
+        let mut m = FileMap::default();
+        m.insert(0, p, 1);
+        n.map = Some(m);
+        n.map_dirty = true;
+        n.inode.set_size(target.len() as u64);
+        n.dirty = true;
+        Ok(())
+    }
+
+    /// Adds a hard link `name` in `dir` to the non-directory `ino`.
+    pub fn link(&mut self, ino: Ino, dir: Ino, name: &str) -> Result<(), FsError> {
+        self.check_rw()?;
+        let ino = self.ino32(ino)?;
+        let (dir, name) = self.check_new_entry(dir, name)?;
+        let n = self.node(ino)?;
+        if n.inode.kind() == FileType::Dir {
+            return Err(FsError::IsDir);
+        }
+        if n.inode.links() == 0 {
+            return Err(FsError::NotFound);
+        }
+        if n.inode.links() >= LINK_MAX {
+            return Err(FsError::Invalid("too many links"));
+        }
+        let ft = dir::ftype_of_mode(n.inode.mode());
+        self.add_entry(dir, name, ino, ft)?;
+        self.link_inc(ino)
+    }
+
+    /// Checks that `name` may be created in `dir`.
+    fn check_new_entry<'a>(&mut self, dir: Ino, name: &'a str) -> Result<(u32, &'a [u8]), FsError> {
+        let dir = self.ino32(dir)?;
+        let name = check_name(name)?;
+        if self.kind_of(dir)? != FileType::Dir {
+            return Err(FsError::NotDir);
+        }
+        if self.node(dir)?.inode.links() == 0 {
+            return Err(FsError::NotFound);
+        }
+        if self.dir_lookup(dir, name)?.is_some() {
+            return Err(FsError::Exists);
+        }
+        Ok((dir, name))
+    }
+
+    /// A block for a new directory or symlink block: refused (NoSpace) when only the
+    /// blocks promised to buffered file data and the tree-block margin are left.
+    fn alloc_new_block(&mut self, goal: u64) -> Result<u64, FsError> {
+        if self.free_blocks.saturating_sub(self.reserved) <= META_MARGIN / 2 {
+            return Err(FsError::NoSpace);
+        }
+        Ok(self.alloc_blocks(goal, 1)?.0)
     }
 
     fn write_super(&mut self) -> Result<(), FsError> {
@@ -437,6 +562,7 @@ impl<D: BlockDev> Ext<D> {
                     dirty: false,
                     map_dirty: false,
                     pending: BTreeMap::new(),
+                    dx: None,
                 },
             );
         }
@@ -531,298 +657,6 @@ impl<D: BlockDev> Ext<D> {
         csum::inode_seed(self.sb.csum_seed, ino, inode.generation())
     }
 
-    // ---- directories ----
-
-    /// Reads logical block `lblk` of directory `dir` (checked); `None` for a hole.
-    /// Returns the physical block and the usable length (before any tail).
-    fn dir_block(&mut self, dir: u32, lblk: u64) -> Result<Option<(u64, usize)>, FsError> {
-        let n = self.map_of(dir)?;
-        let indexed = n.inode.flags() & FL_INDEX != 0;
-        let seed_inode = n.inode.clone();
-        let Some((pblk, _, _)) = n.map.as_ref().and_then(|m| m.find(lblk)) else {
-            return Ok(None);
-        };
-        let has_csum = self.sb.has_csum();
-        let seed = self.inode_seed(dir, &seed_inode);
-        let bs = self.sb.block_size as usize;
-        let b = self.cache.get(&mut self.dev, pblk)?;
-        if dir::has_tail(b) {
-            if has_csum && !dir::tail_ok(b, seed) {
-                return Err(corrupt(format!(
-                    "directory {dir} block {lblk} checksum mismatch"
-                )));
-            }
-            return Ok(Some((pblk, bs - dir::TAIL)));
-        }
-        if has_csum {
-            let dx_root = lblk == 0 && indexed;
-            let dx_node = get32(b, 0) == 0 && csum::get16(b, 4) as usize == bs.min(65535);
-            if !dx_root && !dx_node {
-                return Err(corrupt(format!(
-                    "directory {dir} block {lblk} has no checksum tail"
-                )));
-            }
-        }
-        Ok(Some((pblk, bs)))
-    }
-
-    fn dir_blocks(&mut self, dir: u32) -> Result<u64, FsError> {
-        let bs = self.sb.block_size as u64;
-        let max = self.sb.blocks_count;
-        let n = self.node(dir)?;
-        if n.inode.kind() != FileType::Dir {
-            return Err(FsError::NotDir);
-        }
-        Ok((n.inode.size() / bs).min(max))
-    }
-
-    /// Calls `f(name, inode, ftype)` for each entry until it returns true.
-    fn dir_scan(
-        &mut self,
-        dir: u32,
-        f: &mut dyn FnMut(&[u8], u32, u8) -> bool,
-    ) -> Result<(), FsError> {
-        let nb = self.dir_blocks(dir)?;
-        for lblk in 0..nb {
-            let Some((pblk, usable)) = self.dir_block(dir, lblk)? else {
-                continue;
-            };
-            let b = self.cache.get(&mut self.dev, pblk)?;
-            for r in dir::records(b, usable)? {
-                if r.inode != 0 && f(r.name(b), r.inode, r.ftype) {
-                    return Ok(());
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn dir_lookup(&mut self, dir: u32, name: &[u8]) -> Result<Option<u32>, FsError> {
-        let mut found = None;
-        self.dir_scan(dir, &mut |n, ino, _| {
-            if n == name {
-                found = Some(ino);
-                true
-            } else {
-                false
-            }
-        })?;
-        if let Some(i) = found {
-            if i == 0 || i > self.sb.inodes_count {
-                return Err(corrupt(format!("directory {dir}: entry with inode {i}")));
-            }
-        }
-        Ok(found)
-    }
-
-    fn touch_dir(&mut self, dir: u32) -> Result<(), FsError> {
-        let now = self.now();
-        let n = self.node(dir)?;
-        n.inode.set_mtime(now);
-        n.inode.set_ctime(now);
-        n.dirty = true;
-        Ok(())
-    }
-
-    /// Rewrites an htree directory as a linear one (see [`htree`]).
-    fn deindex(&mut self, dir: u32) -> Result<(), FsError> {
-        let nb = self.dir_blocks(dir)?;
-        let Some((root_p, _)) = self.dir_block(dir, 0)? else {
-            return Err(corrupt(format!("directory {dir}: no block 0")));
-        };
-        let root = self.cache.get(&mut self.dev, root_p)?.to_vec();
-        let parent = get32(&root, 12);
-        let mut nodes = {
-            let mut read = |l: u32| -> Result<Vec<u8>, FsError> {
-                match self
-                    .map_of(dir)?
-                    .map
-                    .as_ref()
-                    .and_then(|m| m.find(l as u64))
-                {
-                    Some((p, _, _)) => Ok(self.cache.get(&mut self.dev, p)?.to_vec()),
-                    None => Ok(Vec::new()),
-                }
-            };
-            htree::index_nodes(&root, &mut read)?
-        };
-        nodes.retain(|&l| l != 0 && (l as u64) < nb);
-        let csum = self.sb.has_csum();
-        let bs = self.sb.block_size as usize;
-        let usable = if csum { bs - dir::TAIL } else { bs };
-        let n = self.node(dir)?;
-        let seed_inode = n.inode.clone();
-        let seed = self.inode_seed(dir, &seed_inode);
-        {
-            let b = self.cache.get_mut(&mut self.dev, root_p)?;
-            dir::init_empty(b, usable);
-            dir::write_rec(b, 0, dir, 12, b".", 2);
-            dir::write_rec(b, 12, parent, usable - 12, b"..", 2);
-            if csum {
-                dir::set_tail(b, seed);
-            }
-        }
-        for l in nodes {
-            let p = self
-                .map_of(dir)?
-                .map
-                .as_ref()
-                .and_then(|m| m.find(l as u64));
-            if let Some((p, _, _)) = p {
-                let b = self.cache.get_mut(&mut self.dev, p)?;
-                dir::init_empty(b, usable);
-                if csum {
-                    dir::set_tail(b, seed);
-                }
-            }
-        }
-        let n = self.node(dir)?;
-        let f = n.inode.flags() & !FL_INDEX;
-        n.inode.set_flags(f);
-        n.dirty = true;
-        Ok(())
-    }
-
-    fn add_entry(&mut self, dir: u32, name: &[u8], ino: u32, ftype: u8) -> Result<(), FsError> {
-        if self.node(dir)?.inode.flags() & FL_INDEX != 0 {
-            self.deindex(dir)?;
-        }
-        let ftype = if self.sb.incompat & INCOMPAT_FILETYPE != 0 {
-            ftype
-        } else {
-            0
-        };
-        let nb = self.dir_blocks(dir)?;
-        let seed_inode = self.node(dir)?.inode.clone();
-        let seed = self.inode_seed(dir, &seed_inode);
-        let csum = self.sb.has_csum();
-        for lblk in 0..nb {
-            let Some((pblk, usable)) = self.dir_block(dir, lblk)? else {
-                continue;
-            };
-            let b = self.cache.get_mut(&mut self.dev, pblk)?;
-            if dir::try_insert(b, usable, name, ino, ftype)? {
-                if csum {
-                    dir::set_tail(b, seed);
-                }
-                return self.touch_dir(dir);
-            }
-        }
-        // A new block at the end.
-        let bs = self.sb.block_size as usize;
-        let is_ext = seed_inode.flags() & FL_EXTENTS != 0;
-        if !is_ext && nb >= blockmap::max_blocks(bs) || nb >= u32::MAX as u64 {
-            return Err(FsError::NoSpace);
-        }
-        let goal = {
-            let g = self.group_start(self.group_of(dir));
-            self.map_of(dir)?
-                .map
-                .as_ref()
-                .and_then(|m| m.goal_for(nb))
-                .unwrap_or(g)
-        };
-        let (p, _) = self.alloc_blocks(goal, 1)?;
-        let usable = if csum { bs - dir::TAIL } else { bs };
-        {
-            let b = self.cache.get_new(&mut self.dev, p)?;
-            dir::init_empty(b, usable);
-            dir::try_insert(b, usable, name, ino, ftype)?;
-            if csum {
-                dir::set_tail(b, seed);
-            }
-        }
-        let n = self.map_of(dir)?;
-        if let Some(m) = n.map.as_mut() {
-            m.insert(nb, p, 1);
-        }
-        n.map_dirty = true;
-        let sz = (nb + 1) * bs as u64;
-        n.inode.set_size(sz);
-        n.dirty = true;
-        self.touch_dir(dir)
-    }
-
-    fn remove_entry(&mut self, dir: u32, name: &[u8]) -> Result<u32, FsError> {
-        let nb = self.dir_blocks(dir)?;
-        let seed_inode = self.node(dir)?.inode.clone();
-        let seed = self.inode_seed(dir, &seed_inode);
-        let csum = self.sb.has_csum();
-        for lblk in 0..nb {
-            let Some((pblk, usable)) = self.dir_block(dir, lblk)? else {
-                continue;
-            };
-            let b = self.cache.get(&mut self.dev, pblk)?;
-            let present = dir::records(b, usable)?
-                .iter()
-                .any(|r| r.inode != 0 && r.name(b) == name);
-            if !present {
-                continue;
-            }
-            let b = self.cache.get_mut(&mut self.dev, pblk)?;
-            if let Some(ino) = dir::remove(b, usable, name)? {
-                if csum && usable < b.len() {
-                    dir::set_tail(b, seed);
-                }
-                self.touch_dir(dir)?;
-                return Ok(ino);
-            }
-        }
-        Err(FsError::NotFound)
-    }
-
-    fn retarget_entry(
-        &mut self,
-        dir: u32,
-        name: &[u8],
-        ino: u32,
-        ftype: u8,
-    ) -> Result<u32, FsError> {
-        let ftype = if self.sb.incompat & INCOMPAT_FILETYPE != 0 {
-            ftype
-        } else {
-            0
-        };
-        let nb = self.dir_blocks(dir)?;
-        let seed_inode = self.node(dir)?.inode.clone();
-        let seed = self.inode_seed(dir, &seed_inode);
-        let csum = self.sb.has_csum();
-        for lblk in 0..nb {
-            let Some((pblk, usable)) = self.dir_block(dir, lblk)? else {
-                continue;
-            };
-            let b = self.cache.get(&mut self.dev, pblk)?;
-            let present = dir::records(b, usable)?
-                .iter()
-                .any(|r| r.inode != 0 && r.name(b) == name);
-            if !present {
-                continue;
-            }
-            let b = self.cache.get_mut(&mut self.dev, pblk)?;
-            if let Some(old) = dir::retarget(b, usable, name, ino, ftype)? {
-                if csum && usable < b.len() {
-                    dir::set_tail(b, seed);
-                }
-                self.touch_dir(dir)?;
-                return Ok(old);
-            }
-        }
-        Err(FsError::NotFound)
-    }
-
-    fn dir_is_empty(&mut self, dir: u32) -> Result<bool, FsError> {
-        let mut empty = true;
-        self.dir_scan(dir, &mut |n, _, _| {
-            if n != b"." && n != b".." {
-                empty = false;
-                true
-            } else {
-                false
-            }
-        })?;
-        Ok(empty)
-    }
-
     // ---- inodes ----
 
     fn new_inode(&mut self, dir: u32, mode: u16) -> Result<u32, FsError> {
@@ -857,6 +691,7 @@ impl<D: BlockDev> Ext<D> {
                 dirty: true,
                 map_dirty: false,
                 pending: BTreeMap::new(),
+                dx: None,
             },
         );
         Ok(ino)
@@ -937,174 +772,6 @@ impl<D: BlockDev> Ext<D> {
         } else {
             self.free_blocks_range(blk, 1)
         }
-    }
-
-    // ---- file data ----
-
-    fn max_lblk(&self, inode: &Inode) -> u64 {
-        if inode.flags() & FL_EXTENTS != 0 {
-            1 << 32
-        } else {
-            blockmap::max_blocks(self.sb.block_size as usize)
-        }
-    }
-
-    /// Allocates and writes out the buffered data of `ino`.
-    fn flush_data(&mut self, ino: u32) -> Result<(), FsError> {
-        if self.nodes.get(&ino).is_none_or(|n| n.pending.is_empty()) {
-            return Ok(());
-        }
-        self.ensure_map(ino)?;
-        let mut n = self.take(ino)?;
-        let r = self.flush_node(ino, &mut n);
-        self.put(ino, n);
-        r
-    }
-
-    fn flush_node(&mut self, ino: u32, n: &mut Node) -> Result<(), FsError> {
-        let pending = core::mem::take(&mut n.pending);
-        let bs = self.sb.block_size as u64;
-        let mut map = n.map.take().unwrap_or_default();
-        let mut run_start = 0u64;
-        let mut run: Vec<u8> = Vec::new();
-        let mut result = Ok(());
-        let keys: Vec<u64> = pending.keys().copied().collect();
-        let mut idx = 0;
-        let fallback_goal = self.group_start(self.group_of(ino));
-        while idx < keys.len() {
-            let lblk = keys[idx];
-            let pblk = match map.find(lblk) {
-                Some((p, uninit, _)) => {
-                    if uninit {
-                        map.set_init(lblk);
-                        n.map_dirty = true;
-                    }
-                    p
-                }
-                None => {
-                    // A run of consecutive unmapped buffered blocks.
-                    let mut want = 1u32;
-                    while (idx + want as usize) < keys.len()
-                        && keys[idx + want as usize] == lblk + want as u64
-                        && want < extent::MAX_INIT_LEN
-                        && map.find(lblk + want as u64).is_none()
-                    {
-                        want += 1;
-                    }
-                    let goal = map.goal_for(lblk).unwrap_or(fallback_goal);
-                    match self.alloc_blocks(goal, want) {
-                        Ok((p, got)) => {
-                            map.insert(lblk, p, got);
-                            self.reserved = self.reserved.saturating_sub(got as u64);
-                            n.map_dirty = true;
-                            p
-                        }
-                        Err(e) => {
-                            result = Err(e);
-                            break;
-                        }
-                    }
-                }
-            };
-            let data = &pending[&lblk].data;
-            if run.is_empty()
-                || pblk != run_start + run.len() as u64 / bs
-                || run.len() >= self.max_io
-            {
-                if !run.is_empty() {
-                    self.dev.write(run_start * bs, &run)?;
-                    self.stats.data_writes += 1;
-                    self.stats.data_bytes += run.len() as u64;
-                    run.clear();
-                }
-                run_start = pblk;
-            }
-            run.extend_from_slice(data);
-            idx += 1;
-        }
-        if !run.is_empty() {
-            self.dev.write(run_start * bs, &run)?;
-            self.stats.data_writes += 1;
-            self.stats.data_bytes += run.len() as u64;
-        }
-        for (_, p) in pending.iter() {
-            self.pending_bytes = self.pending_bytes.saturating_sub(p.data.len());
-        }
-        if result.is_err() {
-            // Blocks that found no room are lost; release their reservations.
-            for k in &keys[idx..] {
-                if pending[k].reserved {
-                    self.reserved = self.reserved.saturating_sub(1);
-                }
-            }
-        }
-        n.map = Some(map);
-        result
-    }
-
-    fn flush_all_data(&mut self) -> Result<(), FsError> {
-        let inos: Vec<u32> = self
-            .nodes
-            .iter()
-            .filter(|(_, n)| !n.pending.is_empty())
-            .map(|(k, _)| *k)
-            .collect();
-        for i in inos {
-            self.flush_data(i)?;
-        }
-        Ok(())
-    }
-
-    /// Rewrites the on-disk tree of `ino` from its map if it changed.
-    fn sync_map(&mut self, ino: u32) -> Result<(), FsError> {
-        if !self.nodes.get(&ino).is_some_and(|n| n.map_dirty) {
-            return Ok(());
-        }
-        let mut n = self.take(ino)?;
-        let r = self.store_map(ino, &mut n);
-        self.put(ino, n);
-        r
-    }
-
-    fn store_map(&mut self, ino: u32, n: &mut Node) -> Result<(), FsError> {
-        let Some(map) = n.map.as_mut() else {
-            return Ok(());
-        };
-        let ctx = self.tree_ctx(ino, &n.inode);
-        self.pool = core::mem::take(&mut map.meta);
-        self.pool.sort_unstable_by(|a, b| b.cmp(a));
-        self.meta_goal = map
-            .ext
-            .first()
-            .map(|e| e.pblk)
-            .unwrap_or_else(|| self.group_start(self.group_of(ino)));
-        let mut ib = [0u8; 60];
-        let r = if n.inode.flags() & FL_EXTENTS != 0 {
-            extent::store(&map.ext, &mut ib, &ctx, self)
-        } else {
-            blockmap::store(map, &mut ib, &ctx, self)
-        };
-        let leftover = core::mem::take(&mut self.pool);
-        let used = match r {
-            Ok(u) => u,
-            Err(e) => {
-                // Keep what the tree still owns; the old tree is gone.
-                map.meta = leftover;
-                return Err(e);
-            }
-        };
-        for b in leftover {
-            self.free_blocks_range(b, 1)?;
-        }
-        n.inode.i_block_mut().copy_from_slice(&ib);
-        let bs = self.sb.block_size as u64;
-        let acl = u64::from(n.inode.file_acl() != 0);
-        let total = map.data_blocks() + used.len() as u64 + acl;
-        map.meta = used;
-        n.inode.set_blocks_512(total * (bs / 512));
-        n.map_dirty = false;
-        n.dirty = true;
-        Ok(())
     }
 
     fn sync_all(&mut self) -> Result<(), FsError> {
@@ -1208,6 +875,10 @@ impl<D: BlockDev> Ext<D> {
     }
 
     fn set_dotdot(&mut self, dir: u32, parent: u32) -> Result<(), FsError> {
+        // The htree root's checksum covers "..": go linear rather than re-seal it.
+        if self.node(dir)?.inode.flags() & FL_INDEX != 0 {
+            self.deindex(dir)?;
+        }
         let Some((pblk, usable)) = self.dir_block(dir, 0)? else {
             return Err(corrupt(format!("directory {dir}: no block 0")));
         };
@@ -1228,17 +899,7 @@ impl<D: BlockDev> Ext<D> {
 
     fn make(&mut self, dir: Ino, name: &str, mode: u16) -> Result<Ino, FsError> {
         self.check_rw()?;
-        let dir = self.ino32(dir)?;
-        let name = check_name(name)?;
-        if self.kind_of(dir)? != FileType::Dir {
-            return Err(FsError::NotDir);
-        }
-        if self.node(dir)?.inode.links() == 0 {
-            return Err(FsError::NotFound);
-        }
-        if self.dir_lookup(dir, name)?.is_some() {
-            return Err(FsError::Exists);
-        }
+        let (dir, name) = self.check_new_entry(dir, name)?;
         let is_dir = mode & S_IFMT == S_IFDIR;
         if is_dir {
             self.link_inc(dir)?;
@@ -1270,7 +931,7 @@ impl<D: BlockDev> Ext<D> {
 
     fn init_dir_block(&mut self, ino: u32, parent: u32) -> Result<(), FsError> {
         let goal = self.group_start(self.group_of(ino));
-        let (p, _) = self.alloc_blocks(goal, 1)?;
+        let p = self.alloc_new_block(goal)?;
         let bs = self.sb.block_size as usize;
         let csum = self.sb.has_csum();
         let usable = if csum { bs - dir::TAIL } else { bs };
@@ -1319,216 +980,6 @@ impl<D: BlockDev> Ext<D> {
             mtime: i.mtime(),
             ctime: i.ctime(),
         })
-    }
-
-    fn read_file(&mut self, ino: u32, offset: u64, buf: &mut [u8]) -> Result<usize, FsError> {
-        let n = self.node(ino)?;
-        let size = n.inode.size();
-        match n.inode.kind() {
-            FileType::Dir => return Err(FsError::IsDir),
-            FileType::Special => return Err(FsError::Invalid("special file")),
-            FileType::Symlink if !Self::has_map(&n.inode) => {
-                let n = self.node(ino)?;
-                let ib = n.inode.i_block();
-                let size = (size as usize).min(ib.len());
-                if offset >= size as u64 {
-                    return Ok(0);
-                }
-                let src = &ib[offset as usize..size];
-                let k = src.len().min(buf.len());
-                buf[..k].copy_from_slice(&src[..k]);
-                return Ok(k);
-            }
-            _ => {}
-        }
-        if offset >= size {
-            return Ok(0);
-        }
-        let total = (buf.len() as u64).min(size - offset) as usize;
-        self.ensure_map(ino)?;
-        let bs = self.sb.block_size as u64;
-        let max_io = self.max_io as u64;
-        let mut done = 0usize;
-        while done < total {
-            let pos = offset + done as u64;
-            let lblk = pos / bs;
-            let boff = (pos % bs) as usize;
-            let n = self.node(ino)?;
-            if let Some(p) = n.pending.get(&lblk) {
-                let k = (bs as usize - boff).min(total - done);
-                buf[done..done + k].copy_from_slice(&p.data[boff..boff + k]);
-                done += k;
-                continue;
-            }
-            let map = n.map.as_ref();
-            match map.and_then(|m| m.find(lblk)) {
-                Some((pblk, false, left)) => {
-                    // Read a physically contiguous run (stopping at buffered blocks).
-                    let want_blocks = ((boff + total - done) as u64).div_ceil(bs);
-                    let mut nblk = left.min(want_blocks).min(max_io / bs).max(1);
-                    if let Some((&k, _)) = n.pending.range(lblk + 1..).next() {
-                        nblk = nblk.min(k - lblk);
-                    }
-                    let mut tmp = vec![0u8; (nblk * bs) as usize];
-                    self.dev.read(pblk * bs, &mut tmp)?;
-                    let k = (tmp.len() - boff).min(total - done);
-                    buf[done..done + k].copy_from_slice(&tmp[boff..boff + k]);
-                    done += k;
-                }
-                other => {
-                    // A hole or an uninitialised extent: zeros up to the next mapping.
-                    let next = match other {
-                        Some((_, _, left)) => lblk + left,
-                        None => map
-                            .and_then(|m| m.next_mapped(lblk + 1))
-                            .unwrap_or(u64::MAX),
-                    };
-                    let next = match n.pending.range(lblk + 1..).next() {
-                        Some((&k, _)) => next.min(k),
-                        None => next,
-                    };
-                    let span = next
-                        .saturating_sub(lblk)
-                        .saturating_mul(bs)
-                        .saturating_sub(boff as u64);
-                    let k = (span.min((total - done) as u64) as usize).max(1);
-                    buf[done..done + k].fill(0);
-                    done += k;
-                }
-            }
-        }
-        Ok(total)
-    }
-
-    fn write_file(&mut self, ino: u32, offset: u64, data: &[u8]) -> Result<usize, FsError> {
-        let now = self.now();
-        let n = self.node(ino)?;
-        match n.inode.kind() {
-            FileType::File => {}
-            FileType::Dir => return Err(FsError::IsDir),
-            _ => return Err(FsError::Invalid("not a regular file")),
-        }
-        if data.is_empty() {
-            return Ok(0);
-        }
-        let bs = self.sb.block_size as u64;
-        let inode = self.node(ino)?.inode.clone();
-        let max = self.max_lblk(&inode).saturating_mul(bs);
-        let end = offset
-            .checked_add(data.len() as u64)
-            .ok_or(FsError::TooBig)?;
-        if end > max {
-            return Err(FsError::TooBig);
-        }
-        self.ensure_map(ino)?;
-        let per = bs / 4;
-        let mut done = 0usize;
-        let mut err = None;
-        while done < data.len() {
-            let pos = offset + done as u64;
-            let lblk = pos / bs;
-            let boff = (pos % bs) as usize;
-            let k = (bs as usize - boff).min(data.len() - done);
-            let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
-            if !n.pending.contains_key(&lblk) {
-                let mapped = n.map.as_ref().and_then(|m| m.find(lblk));
-                let reserved = mapped.is_none();
-                if reserved {
-                    let need = self.reserved + 1 + self.reserved / per + META_MARGIN;
-                    if self.free_blocks < need {
-                        err = Some(FsError::NoSpace);
-                        break;
-                    }
-                }
-                let mut blk = vec![0u8; bs as usize];
-                if k < bs as usize {
-                    if let Some((p, false, _)) = mapped {
-                        self.dev.read(p * bs, &mut blk)?;
-                    }
-                }
-                if reserved {
-                    self.reserved += 1;
-                }
-                self.pending_bytes += bs as usize;
-                let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
-                n.pending.insert(
-                    lblk,
-                    PBlock {
-                        data: blk,
-                        reserved,
-                    },
-                );
-            }
-            let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
-            if let Some(p) = n.pending.get_mut(&lblk) {
-                p.data[boff..boff + k].copy_from_slice(&data[done..done + k]);
-            }
-            done += k;
-        }
-        let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
-        if done > 0 {
-            let end = offset + done as u64;
-            if end > n.inode.size() {
-                n.inode.set_size(end);
-            }
-            n.inode.set_mtime(now);
-            n.inode.set_ctime(now);
-            n.dirty = true;
-        }
-        if self.pending_bytes >= self.flush_bytes {
-            self.flush_all_data()?;
-        }
-        match (done, err) {
-            (0, Some(e)) => Err(e),
-            _ => Ok(done),
-        }
-    }
-
-    fn truncate_file(&mut self, ino: u32, size: u64) -> Result<(), FsError> {
-        let now = self.now();
-        let n = self.node(ino)?;
-        match n.inode.kind() {
-            FileType::File => {}
-            FileType::Dir => return Err(FsError::IsDir),
-            _ => return Err(FsError::Invalid("not a regular file")),
-        }
-        let old = n.inode.size();
-        let bs = self.sb.block_size as u64;
-        let inode = self.node(ino)?.inode.clone();
-        if size > self.max_lblk(&inode).saturating_mul(bs) {
-            return Err(FsError::TooBig);
-        }
-        if size < old {
-            self.drop_blocks(ino, size.div_ceil(bs))?;
-            if !size.is_multiple_of(bs) {
-                // Zero the tail of the last block, so growing later reads zeros.
-                let lblk = size / bs;
-                let boff = (size % bs) as usize;
-                let n = self.map_of(ino)?;
-                if let Some(p) = n.pending.get_mut(&lblk) {
-                    p.data[boff..].fill(0);
-                } else if let Some((p, false, _)) = n.map.as_ref().and_then(|m| m.find(lblk)) {
-                    let mut blk = vec![0u8; bs as usize];
-                    self.dev.read(p * bs, &mut blk)?;
-                    blk[boff..].fill(0);
-                    self.pending_bytes += bs as usize;
-                    let n = self.node(ino)?;
-                    n.pending.insert(
-                        lblk,
-                        PBlock {
-                            data: blk,
-                            reserved: false,
-                        },
-                    );
-                }
-            }
-        }
-        let n = self.node(ino)?;
-        n.inode.set_size(size);
-        n.inode.set_mtime(now);
-        n.inode.set_ctime(now);
-        n.dirty = true;
-        Ok(())
     }
 }
 
@@ -1705,7 +1156,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         if src_dir && fd != td && self.is_ancestor(src, td)? {
             return Err(FsError::Invalid("cannot move a directory below itself"));
         }
-        let ft = dir::ftype_code(src_kind);
+        let ft = dir::ftype_of_mode(self.node(src)?.inode.mode());
         if let Some(d) = dst {
             let dk = self.kind_of(d)?;
             match (src_dir, dk == FileType::Dir) {

@@ -81,6 +81,8 @@ pub struct Counting<D> {
     /// freshly made sparse image whose free space already reads as zeros, this keeps a
     /// multi-GiB streaming test from filling the host disk.
     pub skip_zero_writes: bool,
+    /// Fail every write with an I/O error while set.
+    pub fail_writes: bool,
 }
 
 static ZEROS: [u8; 1 << 20] = [0; 1 << 20];
@@ -95,6 +97,7 @@ impl<D: BlockDev> Counting<D> {
             reads: 0,
             read_bytes: 0,
             skip_zero_writes: false,
+            fail_writes: false,
         }
     }
 }
@@ -112,6 +115,9 @@ impl<D: BlockDev> BlockDev for Counting<D> {
         self.inner.read(offset, buf)
     }
     fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
+        if self.fail_writes {
+            return Err(IoError::Io);
+        }
         self.writes += 1;
         self.bytes += data.len() as u64;
         self.sizes.push(data.len());

@@ -1,0 +1,443 @@
+//! Directories by name: reading and checking directory blocks, lookups (hashed in
+//! htree directories), adding, removing and retargeting entries, de-indexing.
+
+use super::*;
+
+impl<D: BlockDev> Ext<D> {
+    /// Reads logical block `lblk` of directory `dir` (checked); `None` for a hole.
+    /// Returns the physical block and the usable length (before any tail).
+    pub(super) fn dir_block(
+        &mut self,
+        dir: u32,
+        lblk: u64,
+    ) -> Result<Option<(u64, usize)>, FsError> {
+        let n = self.map_of(dir)?;
+        let indexed = n.inode.flags() & FL_INDEX != 0;
+        let seed_inode = n.inode.clone();
+        let Some((pblk, _, _)) = n.map.as_ref().and_then(|m| m.find(lblk)) else {
+            return Ok(None);
+        };
+        let has_csum = self.sb.has_csum();
+        let seed = self.inode_seed(dir, &seed_inode);
+        let bs = self.sb.block_size as usize;
+        let verified = self.cache.verified(pblk);
+        let b = self.cache.get(&mut self.dev, pblk)?;
+        if dir::has_tail(b) {
+            if has_csum && !verified {
+                if !dir::tail_ok(b, seed) {
+                    return Err(corrupt(format!(
+                        "directory {dir} block {lblk} checksum mismatch"
+                    )));
+                }
+                self.cache.set_verified(pblk);
+            }
+            return Ok(Some((pblk, bs - dir::TAIL)));
+        }
+        if has_csum {
+            let dx_root = lblk == 0 && indexed;
+            let dx_node = get32(b, 0) == 0 && csum::get16(b, 4) as usize == bs.min(65535);
+            if !dx_root && !dx_node {
+                return Err(corrupt(format!(
+                    "directory {dir} block {lblk} has no checksum tail"
+                )));
+            }
+        }
+        Ok(Some((pblk, bs)))
+    }
+
+    pub(super) fn dir_blocks(&mut self, dir: u32) -> Result<u64, FsError> {
+        let bs = self.sb.block_size as u64;
+        let max = self.sb.blocks_count;
+        let n = self.node(dir)?;
+        if n.inode.kind() != FileType::Dir {
+            return Err(FsError::NotDir);
+        }
+        Ok((n.inode.size() / bs).min(max))
+    }
+
+    /// Calls `f(name, inode, ftype)` for each entry until it returns true.
+    pub(super) fn dir_scan(
+        &mut self,
+        dir: u32,
+        f: &mut dyn FnMut(&[u8], u32, u8) -> bool,
+    ) -> Result<(), FsError> {
+        let nb = self.dir_blocks(dir)?;
+        for lblk in 0..nb {
+            let Some((pblk, usable)) = self.dir_block(dir, lblk)? else {
+                continue;
+            };
+            let b = self.cache.get(&mut self.dev, pblk)?;
+            let stop = dir::for_each(b, usable, &mut |r| {
+                r.inode != 0 && f(r.name(b), r.inode, r.ftype)
+            })?;
+            if stop {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// The htree hash of `name` in indexed directory `dir` whose root block is `root`.
+    pub(super) fn dx_hash(&self, root: &[u8], name: &[u8]) -> Option<u32> {
+        let mut version = *root.get(0x1C)?;
+        if version <= 2 && get32(&self.sb.raw, 0x160) & htree::FLAGS_UNSIGNED_HASH != 0 {
+            version += 3;
+        }
+        let seed = [0, 1, 2, 3].map(|i| get32(&self.sb.raw, 0xEC + 4 * i));
+        htree::name_hash(name, version, seed)
+    }
+
+    /// For an htree directory, the leaf blocks that can hold `name`; `None` for a
+    /// linear directory or an index we cannot follow.
+    pub(super) fn dx_candidates(
+        &mut self,
+        dir: u32,
+        name: &[u8],
+    ) -> Result<Option<Vec<u32>>, FsError> {
+        if self.node(dir)?.inode.flags() & FL_INDEX == 0 {
+            return Ok(None);
+        }
+        let nb = self.dir_blocks(dir)?;
+        let Some((root_p, _)) = self.dir_block(dir, 0)? else {
+            return Ok(None);
+        };
+        let root = self.cache.get(&mut self.dev, root_p)?.to_vec();
+        let Some(hash) = self.dx_hash(&root, name) else {
+            return Ok(None);
+        };
+        if self.node(dir)?.dx.is_none() {
+            let flat = {
+                let mut read = |l: u32| -> Result<Vec<u8>, FsError> {
+                    match self.dir_block(dir, l as u64)? {
+                        Some((p, _)) => Ok(self.cache.get(&mut self.dev, p)?.to_vec()),
+                        None => Ok(Vec::new()),
+                    }
+                };
+                htree::flatten(&root, nb, &mut read)?
+            };
+            let Some(flat) = flat else { return Ok(None) };
+            self.node(dir)?.dx = Some(flat);
+        }
+        let n = self.node(dir)?;
+        Ok(n.dx.as_ref().map(|f| htree::candidate_leaves(f, hash)))
+    }
+
+    pub(super) fn dir_lookup(&mut self, dir: u32, name: &[u8]) -> Result<Option<u32>, FsError> {
+        let mut found = None;
+        let mut look = |n: &[u8], ino: u32, _: u8| {
+            if n == name {
+                found = Some(ino);
+                true
+            } else {
+                false
+            }
+        };
+        if name != b"." && name != b".." {
+            if let Some(leaves) = self.dx_candidates(dir, name)? {
+                for l in leaves {
+                    let Some((pblk, usable)) = self.dir_block(dir, l as u64)? else {
+                        continue;
+                    };
+                    let b = self.cache.get(&mut self.dev, pblk)?;
+                    if dir::for_each(b, usable, &mut |r| {
+                        r.inode != 0 && look(r.name(b), r.inode, r.ftype)
+                    })? {
+                        break;
+                    }
+                }
+                return self.check_found(dir, found);
+            }
+        }
+        self.dir_scan(dir, &mut look)?;
+        self.check_found(dir, found)
+    }
+
+    pub(super) fn check_found(&self, dir: u32, found: Option<u32>) -> Result<Option<u32>, FsError> {
+        if let Some(i) = found {
+            if i == 0 || i > self.sb.inodes_count {
+                return Err(corrupt(format!("directory {dir}: entry with inode {i}")));
+            }
+        }
+        Ok(found)
+    }
+
+    pub(super) fn touch_dir(&mut self, dir: u32) -> Result<(), FsError> {
+        let now = self.now();
+        let n = self.node(dir)?;
+        n.inode.set_mtime(now);
+        n.inode.set_ctime(now);
+        n.dirty = true;
+        Ok(())
+    }
+
+    /// Rewrites an htree directory as a linear one (see [`htree`]).
+    pub(super) fn deindex(&mut self, dir: u32) -> Result<(), FsError> {
+        let nb = self.dir_blocks(dir)?;
+        let Some((root_p, _)) = self.dir_block(dir, 0)? else {
+            return Err(corrupt(format!("directory {dir}: no block 0")));
+        };
+        let root = self.cache.get(&mut self.dev, root_p)?.to_vec();
+        let parent = get32(&root, 12);
+        let mut nodes = {
+            let mut read = |l: u32| -> Result<Vec<u8>, FsError> {
+                match self
+                    .map_of(dir)?
+                    .map
+                    .as_ref()
+                    .and_then(|m| m.find(l as u64))
+                {
+                    Some((p, _, _)) => Ok(self.cache.get(&mut self.dev, p)?.to_vec()),
+                    None => Ok(Vec::new()),
+                }
+            };
+            htree::index_nodes(&root, &mut read)?
+        };
+        nodes.retain(|&l| l != 0 && (l as u64) < nb);
+        let csum = self.sb.has_csum();
+        let bs = self.sb.block_size as usize;
+        let usable = if csum { bs - dir::TAIL } else { bs };
+        let n = self.node(dir)?;
+        let seed_inode = n.inode.clone();
+        let seed = self.inode_seed(dir, &seed_inode);
+        {
+            let b = self.cache.get_mut(&mut self.dev, root_p)?;
+            dir::init_empty(b, usable);
+            dir::write_rec(b, 0, dir, 12, b".", 2);
+            dir::write_rec(b, 12, parent, usable - 12, b"..", 2);
+            if csum {
+                dir::set_tail(b, seed);
+            }
+        }
+        for l in nodes {
+            let p = self
+                .map_of(dir)?
+                .map
+                .as_ref()
+                .and_then(|m| m.find(l as u64));
+            if let Some((p, _, _)) = p {
+                let b = self.cache.get_mut(&mut self.dev, p)?;
+                dir::init_empty(b, usable);
+                if csum {
+                    dir::set_tail(b, seed);
+                }
+            }
+        }
+        let n = self.node(dir)?;
+        let f = n.inode.flags() & !FL_INDEX;
+        n.inode.set_flags(f);
+        n.dx = None;
+        n.dirty = true;
+        Ok(())
+    }
+
+    /// Adds `name` to the htree leaf its hash belongs to, if that leaf has room (the
+    /// index stays valid). Returns false when it cannot (then the caller de-indexes).
+    pub(super) fn htree_insert(
+        &mut self,
+        dir: u32,
+        name: &[u8],
+        ino: u32,
+        ftype: u8,
+    ) -> Result<bool, FsError> {
+        let nb = self.dir_blocks(dir)?;
+        let Some((root_p, _)) = self.dir_block(dir, 0)? else {
+            return Ok(false);
+        };
+        let root = self.cache.get(&mut self.dev, root_p)?.to_vec();
+        let Some(hash) = self.dx_hash(&root, name) else {
+            return Ok(false);
+        };
+        let leaf = {
+            let mut read = |l: u32| -> Result<Vec<u8>, FsError> {
+                match self.dir_block(dir, l as u64)? {
+                    Some((p, _)) => Ok(self.cache.get(&mut self.dev, p)?.to_vec()),
+                    None => Ok(Vec::new()),
+                }
+            };
+            htree::find_leaf(&root, hash, nb, &mut read)?
+        };
+        let Some(leaf) = leaf else { return Ok(false) };
+        let Some((pblk, usable)) = self.dir_block(dir, leaf as u64)? else {
+            return Ok(false);
+        };
+        let csum = self.sb.has_csum();
+        if csum && usable == self.sb.block_size as usize {
+            return Ok(false); // an index block where a leaf should be
+        }
+        let seed_inode = self.node(dir)?.inode.clone();
+        let iseed = self.inode_seed(dir, &seed_inode);
+        let b = self.cache.get_mut(&mut self.dev, pblk)?;
+        if !dir::try_insert(b, usable, name, ino, ftype)? {
+            return Ok(false);
+        }
+        if csum {
+            dir::set_tail(b, iseed);
+        }
+        self.touch_dir(dir)?;
+        Ok(true)
+    }
+
+    pub(super) fn add_entry(
+        &mut self,
+        dir: u32,
+        name: &[u8],
+        ino: u32,
+        ftype: u8,
+    ) -> Result<(), FsError> {
+        let ftype = if self.sb.incompat & INCOMPAT_FILETYPE != 0 {
+            ftype
+        } else {
+            0
+        };
+        if self.node(dir)?.inode.flags() & FL_INDEX != 0 {
+            if self.htree_insert(dir, name, ino, ftype)? {
+                return Ok(());
+            }
+            self.deindex(dir)?;
+        }
+        let nb = self.dir_blocks(dir)?;
+        let seed_inode = self.node(dir)?.inode.clone();
+        let seed = self.inode_seed(dir, &seed_inode);
+        let csum = self.sb.has_csum();
+        for lblk in 0..nb {
+            let Some((pblk, usable)) = self.dir_block(dir, lblk)? else {
+                continue;
+            };
+            let b = self.cache.get_mut(&mut self.dev, pblk)?;
+            if dir::try_insert(b, usable, name, ino, ftype)? {
+                if csum {
+                    dir::set_tail(b, seed);
+                }
+                return self.touch_dir(dir);
+            }
+        }
+        // A new block at the end.
+        let bs = self.sb.block_size as usize;
+        let is_ext = seed_inode.flags() & FL_EXTENTS != 0;
+        if !is_ext && nb >= blockmap::max_blocks(bs) || nb >= u32::MAX as u64 {
+            return Err(FsError::NoSpace);
+        }
+        let goal = {
+            let g = self.group_start(self.group_of(dir));
+            self.map_of(dir)?
+                .map
+                .as_ref()
+                .and_then(|m| m.goal_for(nb))
+                .unwrap_or(g)
+        };
+        let p = self.alloc_new_block(goal)?;
+        let usable = if csum { bs - dir::TAIL } else { bs };
+        {
+            let b = self.cache.get_new(&mut self.dev, p)?;
+            dir::init_empty(b, usable);
+            dir::try_insert(b, usable, name, ino, ftype)?;
+            if csum {
+                dir::set_tail(b, seed);
+            }
+        }
+        let n = self.map_of(dir)?;
+        if let Some(m) = n.map.as_mut() {
+            m.insert(nb, p, 1);
+        }
+        n.map_dirty = true;
+        let sz = (nb + 1) * bs as u64;
+        n.inode.set_size(sz);
+        n.dirty = true;
+        self.touch_dir(dir)
+    }
+
+    /// The blocks of `dir` in the order to look for `name`: the htree leaves its hash
+    /// selects first (if indexed), then all blocks.
+    pub(super) fn search_order(
+        &mut self,
+        dir: u32,
+        name: &[u8],
+        nb: u64,
+    ) -> Result<Vec<u64>, FsError> {
+        let first: Vec<u64> = self
+            .dx_candidates(dir, name)?
+            .unwrap_or_default()
+            .into_iter()
+            .map(u64::from)
+            .collect();
+        let mut v = first.clone();
+        v.extend((0..nb).filter(|b| !first.contains(b)));
+        Ok(v)
+    }
+
+    pub(super) fn remove_entry(&mut self, dir: u32, name: &[u8]) -> Result<u32, FsError> {
+        let nb = self.dir_blocks(dir)?;
+        let seed_inode = self.node(dir)?.inode.clone();
+        let seed = self.inode_seed(dir, &seed_inode);
+        let csum = self.sb.has_csum();
+        for lblk in self.search_order(dir, name, nb)? {
+            let Some((pblk, usable)) = self.dir_block(dir, lblk)? else {
+                continue;
+            };
+            let b = self.cache.get(&mut self.dev, pblk)?;
+            let present = dir::for_each(b, usable, &mut |r| r.inode != 0 && r.name(b) == name)?;
+            if !present {
+                continue;
+            }
+            let b = self.cache.get_mut(&mut self.dev, pblk)?;
+            if let Some(ino) = dir::remove(b, usable, name)? {
+                if csum && usable < b.len() {
+                    dir::set_tail(b, seed);
+                }
+                self.touch_dir(dir)?;
+                return Ok(ino);
+            }
+        }
+        Err(FsError::NotFound)
+    }
+
+    pub(super) fn retarget_entry(
+        &mut self,
+        dir: u32,
+        name: &[u8],
+        ino: u32,
+        ftype: u8,
+    ) -> Result<u32, FsError> {
+        let ftype = if self.sb.incompat & INCOMPAT_FILETYPE != 0 {
+            ftype
+        } else {
+            0
+        };
+        let nb = self.dir_blocks(dir)?;
+        let seed_inode = self.node(dir)?.inode.clone();
+        let seed = self.inode_seed(dir, &seed_inode);
+        let csum = self.sb.has_csum();
+        for lblk in self.search_order(dir, name, nb)? {
+            let Some((pblk, usable)) = self.dir_block(dir, lblk)? else {
+                continue;
+            };
+            let b = self.cache.get(&mut self.dev, pblk)?;
+            let present = dir::for_each(b, usable, &mut |r| r.inode != 0 && r.name(b) == name)?;
+            if !present {
+                continue;
+            }
+            let b = self.cache.get_mut(&mut self.dev, pblk)?;
+            if let Some(old) = dir::retarget(b, usable, name, ino, ftype)? {
+                if csum && usable < b.len() {
+                    dir::set_tail(b, seed);
+                }
+                self.touch_dir(dir)?;
+                return Ok(old);
+            }
+        }
+        Err(FsError::NotFound)
+    }
+
+    pub(super) fn dir_is_empty(&mut self, dir: u32) -> Result<bool, FsError> {
+        let mut empty = true;
+        self.dir_scan(dir, &mut |n, _, _| {
+            if n != b"." && n != b".." {
+                empty = false;
+                true
+            } else {
+                false
+            }
+        })?;
+        Ok(empty)
+    }
+}

@@ -1,0 +1,200 @@
+//! Mount policy (features, recovery, clean flag) and lazily initialised groups whose
+//! inode tables hold garbage.
+
+mod common;
+use common::*;
+use std::os::unix::fs::FileExt;
+use xenlet_fs::{Ext, FileSystem, FsError};
+
+fn set_feature(img: &std::path::Path, f: &str) {
+    let out = std::process::Command::new(tool("debugfs"))
+        .args(["-w", "-R", &format!("feature {f}")])
+        .arg(img)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+}
+
+fn state(img: &std::path::Path) -> String {
+    let out = std::process::Command::new(tool("dumpe2fs"))
+        .arg("-h")
+        .arg(img)
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&out.stdout).into_owned();
+    s.lines()
+        .find(|l| l.starts_with("Filesystem state:"))
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn feature_policy() {
+    let t = TempDir::new("features");
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 4096, "16M", None, &[]);
+    // Clean flag: cleared while mounted read-write, set again at unmount.
+    let mut fs = mount(&img);
+    assert!(state(&img).contains("not clean"), "{}", state(&img));
+    fs.unmount().unwrap();
+    assert!(state(&img).ends_with("clean") && !state(&img).contains("not clean"));
+    // An unknown ro_compat feature: read-only.
+    set_feature(&img, "quota");
+    let mut fs = mount(&img);
+    assert!(fs.read_only());
+    let root = fs.root();
+    assert_eq!(fs.create(root, "x", 0o644), Err(FsError::ReadOnly));
+    fs.unmount().unwrap();
+    set_feature(&img, "-quota");
+    // An unknown incompat feature: refused.
+    set_feature(&img, "inline_data");
+    assert!(matches!(
+        Ext::mount(FileDisk::open(&img), opts()),
+        Err(FsError::Unsupported(_))
+    ));
+    set_feature(&img, "-inline_data");
+    // needs_recovery with an empty journal: replay finds nothing, clears the flag
+    // and mounts (as Linux does); ext_recover.rs replays real logs.
+    set_feature(&img, "needs_recovery");
+    let mut fs = mount(&img);
+    let r = *fs.replayed().expect("replay ran");
+    assert_eq!((r.transactions, r.blocks_replayed), (0, 0));
+    fs.unmount().unwrap();
+    drop(fs);
+    assert!(!state_features(&img).contains("needs_recovery"));
+    fsck_clean(&img);
+}
+
+#[test]
+fn bad_superblock_checksum_refuses_mount() {
+    let t = TempDir::new("sbcsum");
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 1024, "8M", None, &[]);
+    let f = std::fs::OpenOptions::new().write(true).open(&img).unwrap();
+    f.write_all_at(b"\x55", 1024 + 0x78).unwrap(); // volume name: only the checksum catches it
+    match Ext::mount(FileDisk::open(&img), opts()) {
+        Err(FsError::Corrupt(m)) => assert!(m.contains("checksum"), "{m}"),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("mounted with a bad superblock checksum"),
+    }
+}
+
+/// Groups past 0 start with uninitialised bitmaps and inode tables full of garbage
+/// (as on a reused disk with `-E nodiscard`): allocating inodes and blocks there must
+/// initialise them properly.
+#[test]
+fn uninit_groups_with_garbage_inode_tables() {
+    for bs in [1024u32, 4096] {
+        let t = TempDir::new("garbage");
+        let img = t.path().join("img");
+        let size = 48u64 << 20;
+        {
+            let f = std::fs::File::create(&img).unwrap();
+            let mut r = Rng(42);
+            let chunk = r.bytes(1 << 20);
+            for i in 0..size >> 20 {
+                f.write_all_at(&chunk, i << 20).unwrap();
+            }
+        }
+        mkfs(
+            &img,
+            "ext4",
+            bs,
+            "48M",
+            None,
+            &["-N", "2048", "-E", "nodiscard,lazy_itable_init=1"],
+        );
+        fsck_clean(&img);
+        let mut fs = mount(&img);
+        let root = fs.root();
+        let mut names = Vec::new();
+        // More inodes than group 0 has: spills into INODE_UNINIT groups.
+        for d in 0..6 {
+            let dir = fs.mkdir(root, &format!("d{d}"), 0o755).unwrap();
+            for i in 0..120 {
+                let ino = fs.create(dir, &format!("f{i}"), 0o644).unwrap();
+                fs.write(ino, 0, format!("{d}/{i}").as_bytes()).unwrap();
+                names.push((format!("/d{d}/f{i}"), format!("{d}/{i}")));
+            }
+        }
+        // A file large enough to take blocks from BLOCK_UNINIT groups.
+        let big = fs.create(root, "big", 0o644).unwrap();
+        let data = Rng(3).bytes(30 << 20);
+        assert_eq!(fs.write(big, 0, &data).unwrap(), data.len());
+        fs.unmount().unwrap();
+        fsck_clean(&img);
+        for (p, c) in names.iter().step_by(37) {
+            assert_eq!(debugfs(&img, &format!("cat {p}")), c.as_bytes(), "{p}");
+        }
+        assert!(debugfs(&img, "cat /big") == data);
+        // Remount, delete everything, check again.
+        let mut fs = mount(&img);
+        let root = fs.root();
+        for d in 0..6 {
+            let dir = fs.lookup(root, &format!("d{d}")).unwrap();
+            for i in 0..120 {
+                fs.unlink(dir, &format!("f{i}")).unwrap();
+            }
+            fs.rmdir(root, &format!("d{d}")).unwrap();
+        }
+        fs.unlink(root, "big").unwrap();
+        fs.unmount().unwrap();
+        fsck_clean(&img);
+    }
+}
+
+fn bitmap_block(img: &std::path::Path, key: &str) -> u64 {
+    let out = std::process::Command::new(tool("dumpe2fs"))
+        .arg(img)
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&out.stdout).into_owned();
+    let i = s.find(key).unwrap() + key.len();
+    s[i..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+/// A bitmap whose checksum is wrong is not allocated from.
+#[test]
+fn bad_bitmap_checksum_is_corrupt() {
+    for (key, inode) in [("Block bitmap at ", false), ("Inode bitmap at ", true)] {
+        let t = TempDir::new("bitmap");
+        let img = t.path().join("img");
+        mkfs(&img, "ext4", 1024, "8M", None, &[]);
+        let blk = bitmap_block(&img, key);
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&img)
+            .unwrap();
+        // A bit well past the used ones.
+        let off = blk * 1024 + if inode { 100 } else { 900 };
+        let mut b = [0u8];
+        f.read_exact_at(&mut b, off).unwrap();
+        f.write_all_at(&[b[0] ^ 0x10], off).unwrap();
+        let mut fs = mount(&img);
+        let root = fs.root();
+        match fs.mkdir(root, "d", 0o755) {
+            Err(FsError::Corrupt(m)) => assert!(m.contains("bitmap checksum"), "{m}"),
+            other => panic!("{key}: {other:?}"),
+        }
+        fs.unmount().unwrap();
+    }
+}
+
+fn state_features(img: &std::path::Path) -> String {
+    let out = std::process::Command::new(tool("dumpe2fs"))
+        .arg("-h")
+        .arg(img)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|l| l.starts_with("Filesystem features"))
+        .unwrap_or("")
+        .to_string()
+}
