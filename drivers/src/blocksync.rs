@@ -248,25 +248,14 @@ pub fn write_behind<B: BlockDevice + ?Sized>(
             reap(dev, w, wb, true)?;
             continue;
         }
-        let pages = bytes.div_ceil(PAGE_BYTES);
-        let mut bufs: Vec<IoBuf> = Vec::with_capacity(pages);
-        while bufs.len() < pages {
-            match dev.alloc_buf() {
-                Some(b) => bufs.push(b),
-                None => break,
-            }
-        }
-        if bufs.len() < pages {
-            for b in bufs {
-                dev.free_buf(b);
-            }
+        let Some(bufs) = alloc_bufs(dev, bytes.div_ceil(PAGE_BYTES)) else {
             if wb.in_flight == 0 {
                 return Err(SyncError::Device(BlockError::Busy));
             }
             dev.kick();
             reap(dev, w, wb, true)?;
             continue;
-        }
+        };
         for (i, b) in bufs.iter().enumerate() {
             let s = start + i * PAGE_BYTES;
             let e = (s + PAGE_BYTES).min(start + bytes);
@@ -326,6 +315,24 @@ pub fn drain<B: BlockDevice + ?Sized>(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// `pages` buffers from the device's pool, or none (all given back) if it has not
+/// that many free now.
+fn alloc_bufs<B: BlockDevice + ?Sized>(dev: &mut B, pages: usize) -> Option<Vec<IoBuf>> {
+    let mut bufs: Vec<IoBuf> = Vec::with_capacity(pages);
+    while bufs.len() < pages {
+        match dev.alloc_buf() {
+            Some(b) => bufs.push(b),
+            None => {
+                for b in bufs {
+                    dev.free_buf(b);
+                }
+                return None;
+            }
+        }
+    }
+    Some(bufs)
 }
 
 fn recycle<B: BlockDevice + ?Sized>(dev: &mut B, c: Completion) {
@@ -411,23 +418,12 @@ fn transfer<B: BlockDevice + ?Sized>(
             }
             let start = next * chunk;
             let bytes = chunk.min(len - start);
-            let pages = bytes.div_ceil(PAGE_BYTES);
-            let mut bufs: Vec<IoBuf> = Vec::with_capacity(pages);
-            while bufs.len() < pages {
-                match dev.alloc_buf() {
-                    Some(b) => bufs.push(b),
-                    None => break,
-                }
-            }
-            if bufs.len() < pages {
-                for b in bufs {
-                    dev.free_buf(b);
-                }
+            let Some(bufs) = alloc_bufs(dev, bytes.div_ceil(PAGE_BYTES)) else {
                 if in_flight == 0 {
                     error = Some(SyncError::Device(BlockError::Busy));
                 }
                 break;
-            }
+            };
             let op = match &dir {
                 Dir::Read(_) => BlockOp::Read,
                 Dir::Write(d) => {

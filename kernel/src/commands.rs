@@ -570,7 +570,7 @@ fn devices(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 
 fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     use crate::dd::{Plan, Sink, Source};
-    use xenlet_shell::dd::{parse, summary, Stats, Status};
+    use xenlet_shell::dd::{parse, Status};
     let a = match parse(args) {
         Ok(a) => a,
         Err(e) => {
@@ -660,12 +660,21 @@ fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         fsync: a.conv.fsync || a.conv.fdatasync,
         progress: a.status == Status::Progress,
     };
-    let o = crate::dd::run(&plan);
+    dd_report(&a, &crate::dd::run(&plan), out)
+}
+
+/// Prints a dd outcome as GNU does: the error, then the statistics. Every read and
+/// write of the engines is full except the last one of a stream, so the records
+/// follow from the byte totals (GNU counts the same way then).
+fn dd_report(
+    a: &xenlet_shell::dd::DdArgs,
+    o: &crate::dd::Outcome,
+    out: &mut dyn Write,
+) -> CmdResult {
+    use xenlet_shell::dd::{summary, Stats};
     if let Some(e) = &o.error {
         writeln!(out, "dd: {e}")?;
     }
-    // Every read and write of this engine is full except the last one of a stream,
-    // so the records follow from the byte totals (GNU counts the same way then).
     let stats = Stats {
         full_in: o.bytes_in / a.ibs,
         partial_in: u64::from(!o.bytes_in.is_multiple_of(a.ibs)),
@@ -681,7 +690,7 @@ fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 /// `dd` with a file on one side or both (see `ddfile`).
 fn dd_file(a: &xenlet_shell::dd::DdArgs, out: &mut dyn Write) -> CmdResult {
     use crate::ddfile::{End, FilePlan};
-    use xenlet_shell::dd::{summary, Stats, Status};
+    use xenlet_shell::dd::Status;
     let end = |p: &str, input: bool| -> Result<End, String> {
         Ok(match p {
             "/dev/zero" if input => End::Zero,
@@ -741,26 +750,13 @@ fn dd_file(a: &xenlet_shell::dd::DdArgs, out: &mut dyn Write) -> CmdResult {
         dsync: a.oflag.dsync || a.oflag.sync,
         progress: a.status == Status::Progress,
     };
-    let o = match crate::ddfile::run(&plan) {
-        Ok(o) => o,
+    match crate::ddfile::run(&plan) {
+        Ok(o) => dd_report(a, &o, out),
         Err(e) => {
             writeln!(out, "dd: {e}")?;
-            return Ok(());
+            Ok(())
         }
-    };
-    if let Some(e) = &o.error {
-        writeln!(out, "dd: {e}")?;
     }
-    let stats = Stats {
-        full_in: o.bytes_in / a.ibs,
-        partial_in: u64::from(!o.bytes_in.is_multiple_of(a.ibs)),
-        full_out: o.bytes_out / a.obs,
-        partial_out: u64::from(!o.bytes_out.is_multiple_of(a.obs)),
-        bytes_out: o.bytes_out,
-        truncated: 0,
-    };
-    out.write_str(&summary(&stats, o.elapsed_ns, a.status))?;
-    Ok(())
 }
 
 /// Reads `len` bytes of a disk from offset 0 through blkfront and hashes them.
