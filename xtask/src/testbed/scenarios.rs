@@ -674,9 +674,12 @@ const NET_STEPS: &[Step] = &[
     wait_output(r"netfront: eth2 attached; eth2: .*10\.99\.0\.22/24", 30),
     dom0("busybox ping -c 2 -W 5 10.99.0.22", &[r"^2 packets transmitted, 2 packets received, 0% packet loss$"], 60),
     dom0("xl network-detach $NAME 2 && echo detached", &[r"^detached$"], 60),
-    // 512 buffer pages and 2 ring pages per queue, two queues
+    // 512 buffer pages per queue, two queues. The 4 ring pages are freed only if
+    // netback has unmapped the rings by then: libxl writes the backend's Closing
+    // itself, before netback disconnects, so they may still be mapped and are then
+    // kept (never reused); seen on this test bed as "0 ring pages freed".
     wait_output(
-        r"netfront: eth2 detached \(1024 buffer pages freed, 4 ring pages freed\)",
+        r"netfront: eth2 detached \(1024 buffer pages freed, [0-4] ring pages freed\)",
         30,
     ),
     cmd("ip link show eth2", &[r#"^ip: Device "eth2" does not exist\.$"#], 30),
