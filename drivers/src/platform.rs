@@ -162,9 +162,11 @@ pub fn wait_for_action<P: XenPlatform>(
 
 /// Closes a connected device the xenbus way before the domain goes away: the frontend
 /// (`<fe>/state`) goes Closing, the backend (`be_state`) is given until `timeout_ns`
-/// to follow to Closing or Closed (so it unmaps the rings and grants while this
-/// domain still runs, and the toolstack's teardown after shutdown does not wait on
-/// it), then the frontend goes Closed. Whether the backend followed in time.
+/// to follow to Closing or Closed, then the frontend goes Closed and the backend is
+/// given as long again to reach Closed: Linux's backends unmap the rings and grants
+/// when they see the frontend Closed, so after that the pages can be ended and
+/// reused (and the toolstack's teardown after shutdown does not wait on them).
+/// Whether the backend followed both steps in time.
 pub fn close_device<P: XenPlatform>(p: &P, fe: &str, be_state: &str, timeout_ns: u64) -> bool {
     use xenlet_xen::xenbus::XenbusState;
     let state_key = alloc::format!("{fe}/state");
@@ -179,7 +181,18 @@ pub fn close_device<P: XenPlatform>(p: &P, fe: &str, be_state: &str, timeout_ns:
     )
     .is_some();
     let _ = p.xs_write(&state_key, "6");
-    followed
+    // The backend unmaps this domain's pages when it sees Closed, then goes Closed
+    // itself (or its directory goes): only then may the frontend end its grants and
+    // reuse the pages.
+    let closed = watch_state(
+        p,
+        be_state,
+        timeout_ns,
+        || {},
+        |s| matches!(s, Some(XenbusState::Closed) | None).then_some(()),
+    )
+    .is_some();
+    followed && closed
 }
 
 #[cfg(test)]
@@ -301,10 +314,18 @@ mod tests {
 
     #[test]
     fn close_waits_for_the_backend_then_goes_closed() {
-        let f = Fake::new("4", &["4", "5"], true);
+        let f = Fake::new("4", &["4", "5", "6"], true);
         assert!(close_device(&f, "device/vbd/51712", BE, 1_000_000_000));
         assert_eq!(f.xs.borrow()["device/vbd/51712/state"], "6");
-        assert_eq!(f.unwatched.borrow().len(), 1);
+        assert_eq!(
+            f.unwatched.borrow().len(),
+            2,
+            "both waits remove their watch"
+        );
+        // a backend that follows to Closing but never reaches Closed: not done
+        let h = Fake::new("4", &["5"], true);
+        assert!(!close_device(&h, "device/vbd/51712", BE, 5_000_000));
+        assert_eq!(h.xs.borrow()["device/vbd/51712/state"], "6");
         // a backend that never follows: bounded, and the frontend still ends Closed
         let g = Fake::new("4", &[], true);
         assert!(!close_device(&g, "device/vbd/51712", BE, 5_000_000));
