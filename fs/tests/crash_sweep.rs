@@ -1,0 +1,457 @@
+//! Crash sweep (issue 14): a scripted workload (config files replaced by write temp +
+//! fsync + rename, create, append, delete, mkdir, a large dd) runs on a recording
+//! block device; then for crash point N (the first N writes reached the device) and
+//! three models of a volatile write cache:
+//! - `cut`: everything from write N on is lost;
+//! - `unflushed`: also every write since the last flush before N is lost;
+//! - `subset`: a seeded random subset of the writes since that flush is lost;
+//!
+//! the crashed image must mount in Xenlet (which replays the journal), and then:
+//! - ext4 (1 KiB and 4 KiB blocks): `e2fsck -fn` is clean, and the whole tree is
+//!   exactly the state after one of the operations between the last completed sync and
+//!   the crash (atomic metadata, ordered data); every 8th point also `e2fsck -fy` on
+//!   the raw crashed image (its own replay) must give the same tree as ours;
+//! - ext2: `e2fsck -p` exits 0 or 1, and every file of the last synced state has
+//!   its synced content (or the content of a later state, or is gone if a later
+//!   state deleted it).
+//!
+//! Points are sampled (about 90 per model); `CRASH_SWEEP_FULL=1` checks every N.
+
+mod common;
+
+use common::{mkfs, opts, read_all, resolve, TempDir};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::process::Command;
+use std::rc::Rc;
+use xenlet_fs::blockdev::MemDisk;
+use xenlet_fs::{BlockDev, Ext, FileSystem, FileType, Ino, IoError, MountOptions};
+
+/// path -> contents ("/dir/" for directories, empty).
+type Tree = BTreeMap<String, Vec<u8>>;
+
+#[derive(Default)]
+struct Log {
+    /// (offset, data, flush epoch).
+    writes: Vec<(u64, Vec<u8>, u32)>,
+    epoch: u32,
+}
+
+/// A device in memory that logs every write and flush.
+struct RecDisk {
+    img: Vec<u8>,
+    log: Rc<RefCell<Log>>,
+}
+
+impl BlockDev for RecDisk {
+    fn size_bytes(&self) -> u64 {
+        self.img.len() as u64
+    }
+    fn read_only(&self) -> bool {
+        false
+    }
+    fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        let o = offset as usize;
+        buf.copy_from_slice(&self.img[o..o + buf.len()]);
+        Ok(())
+    }
+    fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
+        let o = offset as usize;
+        self.img[o..o + data.len()].copy_from_slice(data);
+        let mut l = self.log.borrow_mut();
+        let e = l.epoch;
+        l.writes.push((offset, data.to_vec(), e));
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), IoError> {
+        self.log.borrow_mut().epoch += 1;
+        Ok(())
+    }
+}
+
+/// The state after each operation: (writes issued so far, tree, synced).
+struct Run {
+    states: Vec<(usize, Tree, bool)>,
+    writes: Vec<(u64, Vec<u8>, u32)>,
+}
+
+fn read_tree<F: FileSystem>(fs: &mut F) -> Tree {
+    let mut t = Tree::new();
+    let mut todo = vec![(fs.root(), String::from("/"))];
+    while let Some((dir, path)) = todo.pop() {
+        for e in fs.read_dir(dir).expect("read_dir") {
+            let p = format!("{path}{}", e.name);
+            match e.kind {
+                FileType::Dir => {
+                    t.insert(format!("{p}/"), Vec::new());
+                    todo.push((e.ino, format!("{p}/")));
+                }
+                _ => {
+                    let d = read_all(fs, e.ino);
+                    t.insert(p, d);
+                }
+            }
+        }
+    }
+    t
+}
+
+struct W {
+    fs: Ext<RecDisk>,
+    log: Rc<RefCell<Log>>,
+    model: Tree,
+    states: Vec<(usize, Tree, bool)>,
+}
+
+fn split(path: &str) -> (&str, &str) {
+    let i = path.rfind('/').unwrap();
+    (&path[..i], &path[i + 1..])
+}
+
+impl W {
+    fn mark(&mut self, synced: bool) {
+        let n = self.log.borrow().writes.len();
+        self.states.push((n, self.model.clone(), synced));
+    }
+    fn dir(&mut self, p: &str) -> Ino {
+        resolve(&mut self.fs, p).unwrap()
+    }
+    fn mkdir(&mut self, path: &str) {
+        let (d, n) = split(path);
+        let d = self.dir(d);
+        self.fs.mkdir(d, n, 0o755).unwrap();
+        self.model.insert(format!("{path}/"), Vec::new());
+        self.mark(false);
+    }
+    fn create(&mut self, path: &str) {
+        let (d, n) = split(path);
+        let d = self.dir(d);
+        self.fs.create(d, n, 0o644).unwrap();
+        self.model.insert(path.to_string(), Vec::new());
+        self.mark(false);
+    }
+    /// Appends `data` in pieces of `piece` bytes, one operation each.
+    fn append(&mut self, path: &str, data: &[u8], piece: usize) {
+        let ino = self.dir(path);
+        for c in data.chunks(piece) {
+            let off = self.model[path].len() as u64;
+            assert_eq!(self.fs.write(ino, off, c).unwrap(), c.len());
+            self.model.get_mut(path).unwrap().extend_from_slice(c);
+            self.mark(false);
+        }
+    }
+    fn fsync(&mut self, path: &str) {
+        let ino = self.dir(path);
+        self.fs.fsync(ino).unwrap();
+        self.mark(true);
+    }
+    fn sync(&mut self) {
+        self.fs.sync().unwrap();
+        self.mark(true);
+    }
+    fn rename(&mut self, from: &str, to: &str) {
+        let (fd, fname) = split(from);
+        let (td, tname) = split(to);
+        let (fd, td) = (self.dir(fd), self.dir(td));
+        self.fs.rename(fd, fname, td, tname).unwrap();
+        let v = self.model.remove(from).unwrap();
+        self.model.insert(to.to_string(), v);
+        self.mark(false);
+    }
+    fn unlink(&mut self, path: &str) {
+        let (d, n) = split(path);
+        let d = self.dir(d);
+        self.fs.unlink(d, n).unwrap();
+        self.model.remove(path);
+        self.mark(false);
+    }
+    /// A config file replaced the safe way: temp file, fsync, rename over, fsync.
+    fn replace_config(&mut self, path: &str, data: &[u8]) {
+        let tmp = format!("{path}.tmp");
+        self.create(&tmp);
+        self.append(&tmp, data, 4096);
+        self.fsync(&tmp);
+        self.rename(&tmp, path);
+        let (d, _) = split(path);
+        let d = if d.is_empty() { "/" } else { d };
+        self.fsync(d);
+    }
+}
+
+fn pattern(seed: u64, n: usize) -> Vec<u8> {
+    let mut r = common::Rng(seed | 1);
+    r.bytes(n)
+}
+
+fn workload(img: Vec<u8>) -> Run {
+    let log = Rc::new(RefCell::new(Log::default()));
+    let disk = RecDisk {
+        img,
+        log: log.clone(),
+    };
+    let mut fs = Ext::mount(disk, opts()).expect("mount");
+    let model = read_tree(&mut fs);
+    let mut w = W {
+        fs,
+        log,
+        model,
+        states: Vec::new(),
+    };
+    // The image as mkfs left it (crash before the mount wrote anything).
+    w.states.push((0, w.model.clone(), true));
+    w.mark(true);
+    w.mkdir("/etc");
+    w.replace_config("/etc/config", &pattern(1, 3000));
+    w.create("/a");
+    w.append("/a", &pattern(2, 3000), 4096);
+    w.create("/b");
+    w.append("/b", &pattern(3, 10_000), 4096);
+    w.fsync("/a");
+    w.append("/a", &pattern(4, 5000), 4096);
+    w.fsync("/a");
+    w.replace_config("/etc/config", &pattern(5, 6000));
+    w.unlink("/b");
+    w.mkdir("/d");
+    w.mkdir("/d/e");
+    w.create("/d/e/f");
+    w.append("/d/e/f", &pattern(6, 2000), 4096);
+    w.sync();
+    w.create("/big");
+    w.append("/big", &pattern(7, 1 << 20), 64 * 1024);
+    w.sync();
+    w.replace_config("/etc/config", &pattern(8, 500));
+    w.unlink("/big");
+    w.create("/c");
+    w.append("/c", &pattern(9, 200_000), 64 * 1024);
+    w.sync();
+    w.unlink("/a");
+    w.replace_config("/etc/config", &pattern(10, 7000));
+    w.fs.unmount().unwrap();
+    w.mark(true);
+    let writes = std::mem::take(&mut w.log.borrow_mut().writes);
+    Run {
+        states: w.states,
+        writes,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Model {
+    Cut,
+    Unflushed,
+    Subset,
+}
+
+/// Which of the first `n` writes survive.
+fn survivors(run: &Run, n: usize, model: Model) -> Vec<usize> {
+    let cur = if n == 0 { 0 } else { run.writes[n - 1].2 };
+    let mut rng = common::Rng(n as u64 * 2654435761 + 7);
+    (0..n)
+        .filter(|&i| match model {
+            Model::Cut => true,
+            // A write of the epoch still open when the crash came was not flushed.
+            Model::Unflushed => run.writes[i].2 < cur,
+            Model::Subset => run.writes[i].2 < cur || rng.below(2) == 0,
+        })
+        .collect()
+}
+
+fn e2fsck(img: &Path, args: &[&str]) -> (i32, String) {
+    let out = Command::new(common::tool("e2fsck"))
+        .args(args)
+        .arg(img)
+        .output()
+        .expect("run e2fsck");
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+fn mount_ro(img: Vec<u8>) -> Result<Ext<MemDisk>, xenlet_fs::FsError> {
+    let o = MountOptions {
+        read_only: true,
+        ..opts()
+    };
+    Ext::mount(
+        MemDisk {
+            bytes: img,
+            read_only: false,
+        },
+        o,
+    )
+}
+
+fn describe(t: &Tree) -> String {
+    t.iter()
+        .map(|(k, v)| format!("{k}:{}", v.len()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Checks one crashed image; returns a failure description.
+fn check_point(
+    dir: &TempDir,
+    base: &[u8],
+    run: &Run,
+    n: usize,
+    keep: &[usize],
+    journalled: bool,
+    with_fsck_replay: bool,
+) -> Result<(), String> {
+    let mut img = base.to_vec();
+    for &i in keep {
+        let (off, data, _) = &run.writes[i];
+        img[*off as usize..*off as usize + data.len()].copy_from_slice(data);
+    }
+    // The states the disk may show: from the last sync completed before the crash to
+    // the one the operation in progress would have reached.
+    let s = run
+        .states
+        .iter()
+        .rposition(|(w, _, synced)| *synced && *w <= n)
+        .unwrap();
+    let e = run.states.iter().rposition(|(w, _, _)| *w <= n).unwrap();
+    let e = (e + 1).min(run.states.len() - 1);
+    let cands = &run.states[s..=e];
+    let path = dir.path().join("crash.img");
+    if journalled {
+        let raw = img.clone();
+        let mut fs = mount_ro(img).map_err(|e| format!("mount: {e}"))?;
+        let tree = read_tree(&mut fs);
+        std::fs::write(&path, &fs.into_device().bytes).unwrap();
+        let (code, out) = e2fsck(&path, &["-fn"]);
+        if code != 0 {
+            return Err(format!("e2fsck -fn exit {code}:\n{out}"));
+        }
+        if !cands.iter().any(|(_, t, _)| *t == tree) {
+            return Err(format!(
+                "tree after replay is none of states {s}..={e}: {}\n  synced: {}",
+                describe(&tree),
+                describe(&run.states[s].1)
+            ));
+        }
+        if with_fsck_replay {
+            std::fs::write(&path, &raw).unwrap();
+            let (code, out) = e2fsck(&path, &["-fy"]);
+            if code > 1 {
+                return Err(format!("e2fsck -fy (its replay) exit {code}:\n{out}"));
+            }
+            let mut fs2 = mount_ro(std::fs::read(&path).unwrap())
+                .map_err(|e| format!("mount after e2fsck -fy: {e}"))?;
+            let t2 = read_tree(&mut fs2);
+            if t2 != tree {
+                return Err(format!(
+                    "e2fsck's replay gives another tree: {}\n ours: {}",
+                    describe(&t2),
+                    describe(&tree)
+                ));
+            }
+        }
+    } else {
+        mount_ro(img.clone()).map_err(|e| format!("mount before fsck: {e}"))?;
+        std::fs::write(&path, &img).unwrap();
+        let (code, out) = e2fsck(&path, &["-p"]);
+        if code > 1 {
+            return Err(format!("e2fsck -p exit {code}:\n{out}"));
+        }
+        let mut fs = mount_ro(std::fs::read(&path).unwrap())
+            .map_err(|e| format!("mount after fsck: {e}"))?;
+        let tree = read_tree(&mut fs);
+        for p in run.states[s].1.keys() {
+            if p.contains("lost+found") {
+                continue;
+            }
+            let got = tree.get(p);
+            if !cands.iter().any(|(_, t, _)| t.get(p) == got) {
+                return Err(format!(
+                    "{p}: {:?} bytes, in no state {s}..={e}",
+                    got.map(Vec::len)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn sweep(kind: &str, bs: u32, size: &str) {
+    let dir = TempDir::new("crash");
+    let base_path = dir.path().join("base.img");
+    mkfs(&base_path, kind, bs, size, None, &[]);
+    let base = std::fs::read(&base_path).unwrap();
+    let run = workload(base.clone());
+    let total = run.writes.len();
+    let journalled = kind == "ext4";
+    // The workload's final image is the final state, and clean.
+    check_point(
+        &dir,
+        &base,
+        &run,
+        total,
+        &(0..total).collect::<Vec<_>>(),
+        journalled,
+        false,
+    )
+    .unwrap_or_else(|e| panic!("{kind}/{bs}: after the workload: {e}"));
+    let full = std::env::var_os("CRASH_SWEEP_FULL").is_some();
+    let step = if full { 1 } else { total.div_ceil(90).max(1) };
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for model in [Model::Cut, Model::Unflushed, Model::Subset] {
+        let mut seen: HashSet<Vec<usize>> = HashSet::new();
+        let mut k = 0usize;
+        // Offset the sample per model so different points are covered.
+        let mut n = match model {
+            Model::Cut => 0,
+            Model::Unflushed => step / 3,
+            Model::Subset => 2 * step / 3,
+        };
+        while n <= total {
+            let keep = survivors(&run, n, model);
+            if seen.insert(keep.clone()) {
+                k += 1;
+                checked += 1;
+                if let Err(e) = check_point(&dir, &base, &run, n, &keep, journalled, k % 8 == 0) {
+                    failures.push(format!("{model:?} N={n}: {e}"));
+                }
+            }
+            n += step;
+        }
+    }
+    eprintln!(
+        "{kind} {bs}: {total} writes, {} states, {checked} crash images checked, {} failed",
+        run.states.len(),
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{kind}/{bs}: {} of {checked} crash points failed; first ones:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(5)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+#[test]
+fn crash_sweep_ext4_1k() {
+    sweep("ext4", 1024, "8M");
+}
+
+#[test]
+fn crash_sweep_ext4_4k() {
+    sweep("ext4", 4096, "16M");
+}
+
+#[test]
+fn crash_sweep_ext2() {
+    sweep("ext2", 1024, "8M");
+}
