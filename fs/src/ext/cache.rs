@@ -13,6 +13,9 @@ struct Entry {
     dirty: bool,
     verified: bool,
     stamp: u64,
+    /// crash safety: made by `get_new` since the last write-back (a new block that
+    /// something will point to, written before what points to it).
+    fresh: bool,
 }
 
 /// The cache.
@@ -90,8 +93,10 @@ impl BlockCache {
             dirty: true,
             verified: false,
             stamp: t,
+            fresh: true,
         });
         e.data.fill(0);
+        e.fresh = true;
         e.dirty = true;
         e.verified = false;
         e.stamp = t;
@@ -139,6 +144,7 @@ impl BlockCache {
                 dirty: false,
                 verified: false,
                 stamp: t,
+                fresh: false,
             },
         );
         Ok(())
@@ -177,6 +183,11 @@ impl BlockCache {
             .iter()
             .filter(|(_, e)| e.dirty)
             .map(|(&b, e)| (b, e.data.as_slice()))
+    }
+
+    /// crash safety: whether block `blk` was made by `get_new` and not written since.
+    pub fn is_fresh(&self, blk: u64) -> bool {
+        self.map.get(&blk).is_some_and(|e| e.fresh)
     }
 
     /// The number of blocks kept before eviction.
@@ -219,6 +230,7 @@ impl BlockCache {
         for b in done {
             if let Some(e) = self.map.get_mut(&b) {
                 e.dirty = false;
+                e.fresh = false;
             }
         }
         Ok(())

@@ -11,9 +11,18 @@
 //!   crash leaves the old or the new metadata after replay (ours at mount, or
 //!   e2fsck's). `needs_recovery` is set while mounted read-write, cleared at unmount.
 //! - **without a journal** (ext2, or a journal we cannot write): ordered writes with
-//!   flushes between the phases: data; bitmaps, group descriptors and the block-map
-//!   blocks of files; inode tables; everything else (directory blocks); then the
-//!   superblock. `e2fsck -p` repairs what a crash between phases leaves.
+//!   flushes between the phases: data; bitmaps, group descriptors, the block-map
+//!   blocks of files and every block new since the last sync (new directory blocks);
+//!   directory blocks (and the rest); inode tables; then the superblock. A crash
+//!   between phases leaves what `e2fsck -p` repairs on its own (bitmap and count
+//!   differences, entries naming a not-yet-written inode, which it clears), except
+//!   one case: an inode whose last entry was removed (unlink, or the old file of a
+//!   rename-over) before the inode itself was written free is an "unattached inode",
+//!   which needs `e2fsck -y` (it goes to lost+found). Writing inodes before entries
+//!   instead trades that for directories pointing at uninitialised inodes and lost
+//!   rename targets (measured by the crash sweep: 33 of 218 crash points needed -y,
+//!   against 18 of 217 this way). Without a journal no order makes rename-over
+//!   atomic.
 //! - In both, blocks freed since the last sync stay allocated on disk until the next
 //!   sync has written its file data: a block the committed metadata still points to
 //!   is never overwritten by new file data before that metadata is replaced.
@@ -240,15 +249,22 @@ impl<D: BlockDev> Ext<D> {
             }
         }
         let in_tables = |b: u64| tables.iter().any(|&(s, e)| b >= s && b < e);
-        // Bitmaps, group descriptors, block-map blocks.
+        // Bitmaps, group descriptors, block-map blocks, new blocks.
+        let fresh: BTreeSet<u64> = self
+            .cache
+            .dirty_blocks()
+            .map(|(b, _)| b)
+            .filter(|&b| self.cache.is_fresh(b) && !in_tables(b))
+            .collect();
         self.cache.write_back_where(&mut self.dev, &|b| {
-            first.contains(&b) || (b >= gdt.0 && b < gdt.1)
+            first.contains(&b) || fresh.contains(&b) || (b >= gdt.0 && b < gdt.1)
         })?;
         self.dev.flush()?;
-        // Inodes.
-        self.cache.write_back_where(&mut self.dev, &in_tables)?;
-        self.dev.flush()?;
         // Directory entries and the rest.
+        self.cache
+            .write_back_where(&mut self.dev, &|b| !in_tables(b))?;
+        self.dev.flush()?;
+        // Inodes.
         self.cache.write_back(&mut self.dev)?;
         self.dev.flush()?;
         self.write_super()
