@@ -435,7 +435,9 @@ fn sweep(kind: &str, bs: u32, size: &str) {
             if seen.insert(keep.clone()) {
                 k += 1;
                 checked += 1;
-                if let Err(e) = check_point(&dir, &base, &run, n, &keep, journalled, k % 8 == 0) {
+                if let Err(e) =
+                    check_point(&dir, &base, &run, n, &keep, journalled, k.is_multiple_of(8))
+                {
                     failures.push(format!("{model:?} N={n}: {e}"));
                 }
             }
