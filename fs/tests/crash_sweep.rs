@@ -19,7 +19,7 @@
 
 mod common;
 
-use common::{mkfs, opts, read_all, resolve, TempDir};
+use common::{mkfs, opts, resolve, TempDir};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -81,11 +81,30 @@ struct Run {
     writes: Vec<(u64, Vec<u8>, u32)>,
 }
 
-fn read_tree<F: FileSystem>(fs: &mut F) -> Tree {
+fn read_file<F: FileSystem>(fs: &mut F, ino: Ino) -> Result<Vec<u8>, String> {
+    let size = fs.stat(ino).map_err(|e| format!("stat: {e}"))?.size;
+    let mut v = vec![0u8; size as usize];
+    let mut off = 0;
+    while off < v.len() {
+        let n = fs
+            .read(ino, off as u64, &mut v[off..])
+            .map_err(|e| format!("read: {e}"))?;
+        if n == 0 {
+            return Err(format!("short read at {off} of {size}"));
+        }
+        off += n;
+    }
+    Ok(v)
+}
+
+fn read_tree<F: FileSystem>(fs: &mut F) -> Result<Tree, String> {
     let mut t = Tree::new();
     let mut todo = vec![(fs.root(), String::from("/"))];
     while let Some((dir, path)) = todo.pop() {
-        for e in fs.read_dir(dir).expect("read_dir") {
+        let list = fs
+            .read_dir(dir)
+            .map_err(|e| format!("read_dir {path}: {e}"))?;
+        for e in list {
             let p = format!("{path}{}", e.name);
             match e.kind {
                 FileType::Dir => {
@@ -93,13 +112,13 @@ fn read_tree<F: FileSystem>(fs: &mut F) -> Tree {
                     todo.push((e.ino, format!("{p}/")));
                 }
                 _ => {
-                    let d = read_all(fs, e.ino);
+                    let d = read_file(fs, e.ino).map_err(|err| format!("{p}: {err}"))?;
                     t.insert(p, d);
                 }
             }
         }
     }
-    t
+    Ok(t)
 }
 
 struct W {
@@ -196,7 +215,7 @@ fn workload(img: Vec<u8>) -> Run {
         log: log.clone(),
     };
     let mut fs = Ext::mount(disk, opts()).expect("mount");
-    let model = read_tree(&mut fs);
+    let model = read_tree(&mut fs).unwrap();
     let mut w = W {
         fs,
         log,
@@ -328,7 +347,7 @@ fn check_point(
     if journalled {
         let raw = img.clone();
         let mut fs = mount_ro(img).map_err(|e| format!("mount: {e}"))?;
-        let tree = read_tree(&mut fs);
+        let tree = read_tree(&mut fs)?;
         std::fs::write(&path, &fs.into_device().bytes).unwrap();
         let (code, out) = e2fsck(&path, &["-fn"]);
         if code != 0 {
@@ -349,7 +368,7 @@ fn check_point(
             }
             let mut fs2 = mount_ro(std::fs::read(&path).unwrap())
                 .map_err(|e| format!("mount after e2fsck -fy: {e}"))?;
-            let t2 = read_tree(&mut fs2);
+            let t2 = read_tree(&mut fs2)?;
             if t2 != tree {
                 return Err(format!(
                     "e2fsck's replay gives another tree: {}\n ours: {}",
@@ -381,7 +400,7 @@ fn check_point(
         }
         let mut fs = mount_ro(std::fs::read(&path).unwrap())
             .map_err(|e| format!("mount after fsck: {e}"))?;
-        let tree = read_tree(&mut fs);
+        let tree = read_tree(&mut fs)?;
         for p in run.states[s].1.keys() {
             if p.contains("lost+found") {
                 continue;
