@@ -15,7 +15,11 @@
 //!   its synced content (or the content of a later state, or is gone if a later
 //!   state deleted it).
 //!
-//! Points are sampled (about 90 per model); `CRASH_SWEEP_FULL=1` checks every N.
+//! Every N up to 200 writes per model (sampled evenly above that; `CRASH_SWEEP_FULL=1`
+//! checks every N whatever the length); `CRASH_SWEEP_SEEDS=k` runs the random-subset
+//! model with k seeds (default 1). Crash images that come out identical are checked
+//! once. Before recording, the ext4 journal's head is brought near the end of the
+//! journal (fsync'd appends), so that the recorded transactions wrap round it.
 
 mod common;
 
@@ -77,6 +81,11 @@ impl BlockDev for RecDisk {
 
 /// The state after each operation: (writes issued so far, tree, synced).
 struct Run {
+    /// The image when recording started.
+    base: Vec<u8>,
+    /// Journal commits and wraps during the recorded part.
+    commits: u64,
+    wraps: u64,
     states: Vec<(usize, Tree, bool)>,
     writes: Vec<(u64, Vec<u8>, u32)>,
 }
@@ -222,6 +231,32 @@ fn workload(img: Vec<u8>) -> Run {
         model,
         states: Vec::new(),
     };
+    // Warm-up, not recorded: small fsync'd appends until the journal's head is near
+    // its end, so that the recorded transactions wrap round it.
+    w.create("/log");
+    let mut i = 0;
+    let mut tick = |w: &mut W| {
+        i += 1;
+        w.append("/log", &pattern(100 + i, 100), 4096);
+        w.fsync("/log");
+    };
+    if w.fs.journalled() {
+        // Commits to the first wrap, then as many again but a few: the head is then a
+        // few transactions before the end of the journal.
+        let mut per_lap = 0;
+        while w.fs.crash_stats().journal_wraps == 0 && per_lap < 5000 {
+            tick(&mut w);
+            per_lap += 1;
+        }
+        for _ in 0..per_lap - 6 {
+            tick(&mut w);
+        }
+    }
+    w.sync();
+    let base = w.fs.device().img.clone();
+    w.log.borrow_mut().writes.clear();
+    w.states.clear();
+    let before = w.fs.crash_stats();
     // The image as mkfs left it (crash before the mount wrote anything).
     w.states.push((0, w.model.clone(), true));
     w.mark(true);
@@ -251,10 +286,14 @@ fn workload(img: Vec<u8>) -> Run {
     w.sync();
     w.unlink("/a");
     w.replace_config("/etc/config", &pattern(10, 7000));
+    let after = w.fs.crash_stats();
     w.fs.unmount().unwrap();
     w.mark(true);
     let writes = std::mem::take(&mut w.log.borrow_mut().writes);
     Run {
+        base,
+        commits: after.commits - before.commits,
+        wraps: after.journal_wraps - before.journal_wraps,
         states: w.states,
         writes,
     }
@@ -264,19 +303,24 @@ fn workload(img: Vec<u8>) -> Run {
 enum Model {
     Cut,
     Unflushed,
-    Subset,
+    /// With a seed.
+    Subset(u64),
 }
 
 /// Which of the first `n` writes survive.
 fn survivors(run: &Run, n: usize, model: Model) -> Vec<usize> {
     let cur = if n == 0 { 0 } else { run.writes[n - 1].2 };
-    let mut rng = common::Rng(n as u64 * 2654435761 + 7);
+    let seed = match model {
+        Model::Subset(s) => s,
+        _ => 0,
+    };
+    let mut rng = common::Rng(n as u64 * 2654435761 + 7 + seed * 0x9E37_79B9);
     (0..n)
         .filter(|&i| match model {
             Model::Cut => true,
             // A write of the epoch still open when the crash came was not flushed.
             Model::Unflushed => run.writes[i].2 < cur,
-            Model::Subset => run.writes[i].2 < cur || rng.below(2) == 0,
+            Model::Subset(_) => run.writes[i].2 < cur || rng.below(2) == 0,
         })
         .collect()
 }
@@ -421,8 +465,16 @@ fn sweep(kind: &str, bs: u32, size: &str) {
     let dir = TempDir::new("crash");
     let base_path = dir.path().join("base.img");
     mkfs(&base_path, kind, bs, size, None, &[]);
-    let base = std::fs::read(&base_path).unwrap();
-    let run = workload(base.clone());
+    let run = workload(std::fs::read(&base_path).unwrap());
+    let base = run.base.clone();
+    if kind == "ext4" {
+        assert!(run.commits > 10, "{kind}: {} commits", run.commits);
+        assert!(
+            run.wraps >= 1,
+            "{kind}: the journal did not wrap ({} commits)",
+            run.commits
+        );
+    }
     let total = run.writes.len();
     let journalled = kind == "ext4";
     // The workload's final image is the final state, and clean.
@@ -437,17 +489,23 @@ fn sweep(kind: &str, bs: u32, size: &str) {
     )
     .unwrap_or_else(|e| panic!("{kind}/{bs}: after the workload: {e}"));
     let full = std::env::var_os("CRASH_SWEEP_FULL").is_some();
-    let step = if full { 1 } else { total.div_ceil(90).max(1) };
+    let step = if full { 1 } else { total.div_ceil(200).max(1) };
+    let seeds: u64 = std::env::var("CRASH_SWEEP_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let mut models = vec![Model::Cut, Model::Unflushed];
+    models.extend((0..seeds).map(Model::Subset));
     let mut failures = Vec::new();
     let mut checked = 0;
-    for model in [Model::Cut, Model::Unflushed, Model::Subset] {
+    for model in models {
         let mut seen: HashSet<Vec<usize>> = HashSet::new();
         let mut k = 0usize;
         // Offset the sample per model so different points are covered.
         let mut n = match model {
             Model::Cut => 0,
             Model::Unflushed => step / 3,
-            Model::Subset => 2 * step / 3,
+            Model::Subset(_) => 2 * step / 3,
         };
         while n <= total {
             let keep = survivors(&run, n, model);
@@ -470,7 +528,9 @@ fn sweep(kind: &str, bs: u32, size: &str) {
         }
     }
     eprintln!(
-        "{kind} {bs}: {total} writes, {} states, {checked} crash images checked, {} failed, {} needed e2fsck -y (unattached inodes)",
+        "{kind} {bs}: {total} writes, {} commits, {} journal wraps, {} states, {checked} crash images checked, {} failed, {} needed e2fsck -y (unattached inodes)",
+        run.commits,
+        run.wraps,
         run.states.len(),
         failures.len(),
         NEEDED_Y.with(|c| c.get())

@@ -45,6 +45,8 @@ use crate::journal::writer::{JournalMap, JournalWriter};
 pub struct CrashStats {
     /// Journal transactions committed.
     pub commits: u64,
+    /// Times the log wrapped round the end of the journal.
+    pub journal_wraps: u64,
     /// Syncs that wrote metadata in ordered phases without the journal.
     pub ordered_syncs: u64,
     /// Syncs whose metadata did not fit in the journal (written in ordered phases).
@@ -70,6 +72,7 @@ impl<D: BlockDev> Ext<D> {
         let mut s = self.crash.stats.clone();
         if let Some(w) = &self.crash.journal {
             s.commits = w.stats.commits;
+            s.journal_wraps = w.stats.wraps;
         }
         s
     }
@@ -168,7 +171,7 @@ impl<D: BlockDev> Ext<D> {
         }
         let dirty = self.cache.dirty_count();
         let limit = match &self.crash.journal {
-            Some(w) => w.max_blocks() / 2,
+            Some(w) => (w.max_blocks() / 2).min(self.cache.limit() / 2),
             None => self.cache.limit() / 2,
         };
         let estimate = dirty
