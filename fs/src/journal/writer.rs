@@ -343,8 +343,7 @@ impl JournalWriter {
         put_be32(&mut c, 8, tid);
         put_be64(&mut c, 48, commit_sec);
         if csum {
-            c[12] = super::format::CHECKSUM_TYPE_CRC32C;
-            c[13] = 4;
+            // As Linux: h_chksum_type/size stay 0 with v2/v3 (they describe v1 sums).
             let k = crc_hole(seed, &c, 16);
             put_be32(&mut c, 16, k);
         }
