@@ -13,9 +13,11 @@
 //! turned linear before it is modified in a way its index would have to follow);
 //! metadata_csum (superblock, descriptors, bitmaps, inodes, extent blocks, directory
 //! blocks) and gdt_csum. Unknown incompatible features refuse the mount, unknown
-//! read-only-compatible ones make it read-only. A journal is left alone: the
-//! filesystem is marked not-clean while mounted read-write and clean at unmount; one
-//! that needs recovery is refused until jbd2 replay is plugged into `recover`.
+//! read-only-compatible ones make it read-only. The filesystem is marked not-clean
+//! while mounted read-write and clean at unmount; one that needs recovery has its
+//! journal replayed at mount (`recover`). Crash safety (`ordered.rs`, issue 14): with
+//! a journal every sync is one jbd2 transaction (ordered mode); without, metadata is
+//! written in ordered phases with flushes.
 //!
 //! Design: metadata blocks go through a write-back (`cache.rs`); each inode in
 //! use is kept parsed with its block map in memory (`extent::FileMap`); regular-file
