@@ -170,9 +170,12 @@ impl<D: BlockDev> Ext<D> {
             return Ok(());
         }
         let dirty = self.cache.dirty_count();
+        // Half the cache (at least 64 blocks, so a small budget does not make every
+        // call a sync), and at most half the journal.
+        let cache = (self.cache.limit() / 2).max(64);
         let limit = match &self.crash.journal {
-            Some(w) => (w.max_blocks() / 2).min(self.cache.limit() / 2),
-            None => self.cache.limit() / 2,
+            Some(w) => (w.max_blocks() / 2).min(cache),
+            None => cache,
         };
         let estimate = dirty
             + self
