@@ -224,7 +224,7 @@ fn pattern(seed: u64, n: usize) -> Vec<u8> {
     r.bytes(n)
 }
 
-fn workload(img: Vec<u8>) -> Run {
+fn workload(img: Vec<u8>, script: &dyn Fn(&mut W)) -> Run {
     let log = Rc::new(RefCell::new(Log::default()));
     let disk = RecDisk {
         img,
@@ -267,6 +267,22 @@ fn workload(img: Vec<u8>) -> Run {
     // The image as mkfs left it (crash before the mount wrote anything).
     w.states.push((0, w.model.clone(), true));
     w.mark(true);
+    script(&mut w);
+    let after = w.fs.crash_stats();
+    w.fs.unmount().unwrap();
+    w.mark(true);
+    let writes = std::mem::take(&mut w.log.borrow_mut().writes);
+    Run {
+        base,
+        commits: after.commits - before.commits,
+        wraps: after.journal_wraps - before.journal_wraps,
+        states: w.states,
+        writes,
+    }
+}
+
+/// The workload: config files replaced, create, append, delete, mkdir, dd.
+fn scripted(w: &mut W) {
     w.mkdir("/etc");
     w.replace_config("/etc/config", &pattern(1, 3000));
     w.create("/a");
@@ -293,16 +309,42 @@ fn workload(img: Vec<u8>) -> Run {
     w.sync();
     w.unlink("/a");
     w.replace_config("/etc/config", &pattern(10, 7000));
-    let after = w.fs.crash_stats();
-    w.fs.unmount().unwrap();
-    w.mark(true);
-    let writes = std::mem::take(&mut w.log.borrow_mut().writes);
-    Run {
-        base,
-        commits: after.commits - before.commits,
-        wraps: after.journal_wraps - before.journal_wraps,
-        states: w.states,
-        writes,
+}
+
+/// Seeded random operations on a few names in two directories.
+fn random_ops(w: &mut W, seed: u64) {
+    let mut r = common::Rng(seed * 7919 + 13);
+    w.mkdir("/d");
+    for step in 0..70u64 {
+        let name = |r: &mut common::Rng| {
+            let dir = if r.below(2) == 0 { "" } else { "/d" };
+            format!("{dir}/f{}", r.below(6))
+        };
+        let p = name(&mut r);
+        let exists = w.model.contains_key(&p);
+        match r.below(10) {
+            0..=2 => {
+                if !exists {
+                    w.create(&p);
+                }
+                let n = 1 + r.below(20_000) as usize;
+                w.append(&p, &pattern(seed * 1000 + step, n), 8192);
+            }
+            3 if exists => w.unlink(&p),
+            4 if exists => {
+                let q = name(&mut r);
+                if q != p {
+                    w.rename(&p, &q);
+                }
+            }
+            5 => {
+                let c = format!("/cfg{}", r.below(2));
+                let n = 1 + r.below(9000) as usize;
+                w.replace_config(&c, &pattern(seed * 1000 + step + 500, n));
+            }
+            6 | 7 => w.sync(),
+            _ => {}
+        }
     }
 }
 
@@ -469,10 +511,14 @@ fn check_point(
 }
 
 fn sweep(kind: &str, bs: u32, size: &str) {
+    sweep_with(kind, bs, size, &scripted, None);
+}
+
+fn sweep_with(kind: &str, bs: u32, size: &str, script: &dyn Fn(&mut W), max_points: Option<usize>) {
     let dir = TempDir::new("crash");
     let base_path = dir.path().join("base.img");
     mkfs(&base_path, kind, bs, size, None, &[]);
-    let run = workload(std::fs::read(&base_path).unwrap());
+    let run = workload(std::fs::read(&base_path).unwrap(), script);
     let base = run.base.clone();
     if kind == "ext4" {
         assert!(run.commits > 10, "{kind}: {} commits", run.commits);
@@ -496,7 +542,11 @@ fn sweep(kind: &str, bs: u32, size: &str) {
     )
     .unwrap_or_else(|e| panic!("{kind}/{bs}: after the workload: {e}"));
     let full = std::env::var_os("CRASH_SWEEP_FULL").is_some();
-    let step = if full { 1 } else { total.div_ceil(200).max(1) };
+    let step = if full {
+        1
+    } else {
+        total.div_ceil(max_points.unwrap_or(200)).max(1)
+    };
     let seeds: u64 = std::env::var("CRASH_SWEEP_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -568,4 +618,15 @@ fn crash_sweep_ext4_4k() {
 #[test]
 fn crash_sweep_ext2() {
     sweep("ext2", 1024, "8M");
+}
+
+/// Random workloads (seed from `CRASH_SWEEP_RANDOM`, default 1), sampled (about 60
+/// points per model unless `CRASH_SWEEP_FULL`).
+#[test]
+fn crash_sweep_ext4_1k_random() {
+    let seed: u64 = std::env::var("CRASH_SWEEP_RANDOM")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    sweep_with("ext4", 1024, "8M", &|w| random_ops(w, seed), Some(60));
 }
