@@ -41,6 +41,7 @@
 //!   rather than being walked again.
 
 pub mod format;
+pub mod writer;
 
 pub use format::{
     BlockHeader, BlockTag, BlockType, CommitBlock, DescriptorBlock, JournalSuperblock, RevokeBlock,

@@ -189,6 +189,10 @@ impl<D: BlockDev> Ext<D> {
 
     /// Frees blocks `start..start+len`.
     pub(super) fn free_blocks_range(&mut self, start: u64, len: u64) -> Result<(), FsError> {
+        // crash safety (ordered.rs): frees wait for the next sync.
+        if self.defer_free(start, len) {
+            return Ok(());
+        }
         let bpg = self.sb.blocks_per_group as u64;
         let fdb = self.sb.first_data_block as u64;
         if start < fdb || start.saturating_add(len) > self.sb.blocks_count {

@@ -13,6 +13,9 @@ struct Entry {
     dirty: bool,
     verified: bool,
     stamp: u64,
+    /// crash safety: made by `get_new` since the last write-back (a new block that
+    /// something will point to, written before what points to it).
+    fresh: bool,
 }
 
 /// The cache.
@@ -23,6 +26,10 @@ pub struct BlockCache {
     clock: u64,
     /// Bytes written to the device by this cache.
     pub written: u64,
+    /// crash safety (see `ordered.rs`): when set, dirty blocks reach the device only
+    /// through [`BlockCache::write_back`]/[`BlockCache::write_back_where`] at sync,
+    /// never on eviction (the cache grows instead until the next sync).
+    pub pinned: bool,
 }
 
 impl BlockCache {
@@ -34,6 +41,7 @@ impl BlockCache {
             limit: limit.max(16),
             clock: 0,
             written: 0,
+            pinned: false,
         }
     }
 
@@ -85,8 +93,10 @@ impl BlockCache {
             dirty: true,
             verified: false,
             stamp: t,
+            fresh: true,
         });
         e.data.fill(0);
+        e.fresh = true;
         e.dirty = true;
         e.verified = false;
         e.stamp = t;
@@ -134,6 +144,7 @@ impl BlockCache {
                 dirty: false,
                 verified: false,
                 stamp: t,
+                fresh: false,
             },
         );
         Ok(())
@@ -145,7 +156,7 @@ impl BlockCache {
         }
         // Drop the older half of the clean blocks; if too few are clean, write back.
         let clean = self.map.values().filter(|e| !e.dirty).count();
-        if clean < self.limit / 4 {
+        if clean < self.limit / 4 && !self.pinned {
             self.write_back(dev)?;
         }
         let mut stamps: Vec<u64> = self
@@ -163,13 +174,41 @@ impl BlockCache {
 
     /// Writes every dirty block (adjacent blocks coalesced), leaving them cached clean.
     pub fn write_back<D: BlockDev>(&mut self, dev: &mut D) -> Result<(), FsError> {
+        self.write_back_where(dev, &|_| true)
+    }
+
+    /// crash safety: the dirty blocks, for a journal transaction.
+    pub fn dirty_blocks(&self) -> impl Iterator<Item = (u64, &[u8])> {
+        self.map
+            .iter()
+            .filter(|(_, e)| e.dirty)
+            .map(|(&b, e)| (b, e.data.as_slice()))
+    }
+
+    /// crash safety: whether block `blk` was made by `get_new` and not written since.
+    pub fn is_fresh(&self, blk: u64) -> bool {
+        self.map.get(&blk).is_some_and(|e| e.fresh)
+    }
+
+    /// The number of blocks kept before eviction.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Writes the dirty blocks `pick` selects (adjacent blocks coalesced), leaving
+    /// them cached clean (crash safety: ordered writes in phases).
+    pub fn write_back_where<D: BlockDev>(
+        &mut self,
+        dev: &mut D,
+        pick: &dyn Fn(u64) -> bool,
+    ) -> Result<(), FsError> {
         let bs = self.bs as u64;
         let mut run_start = 0u64;
         let mut run: Vec<u8> = Vec::new();
         let mut next = u64::MAX;
         let mut done: Vec<u64> = Vec::new();
         for (&blk, e) in self.map.iter() {
-            if !e.dirty {
+            if !e.dirty || !pick(blk) {
                 continue;
             }
             if blk != next || run.len() >= 1 << 20 {
@@ -191,6 +230,7 @@ impl BlockCache {
         for b in done {
             if let Some(e) = self.map.get_mut(&b) {
                 e.dirty = false;
+                e.fresh = false;
             }
         }
         Ok(())

@@ -13,9 +13,11 @@
 //! turned linear before it is modified in a way its index would have to follow);
 //! metadata_csum (superblock, descriptors, bitmaps, inodes, extent blocks, directory
 //! blocks) and gdt_csum. Unknown incompatible features refuse the mount, unknown
-//! read-only-compatible ones make it read-only. A journal is left alone: the
-//! filesystem is marked not-clean while mounted read-write and clean at unmount; one
-//! that needs recovery is refused until jbd2 replay is plugged into `recover`.
+//! read-only-compatible ones make it read-only. The filesystem is marked not-clean
+//! while mounted read-write and clean at unmount; one that needs recovery has its
+//! journal replayed at mount (`recover`). Crash safety (`ordered.rs`, issue 14): with
+//! a journal every sync is one jbd2 transaction (ordered mode); without, metadata is
+//! written in ordered phases with flushes.
 //!
 //! Design: metadata blocks go through a write-back (`cache.rs`); each inode in
 //! use is kept parsed with its block map in memory (`extent::FileMap`); regular-file
@@ -35,7 +37,10 @@ mod group;
 mod htree;
 mod inode;
 mod namei;
+mod ordered;
 mod superblock;
+
+pub use ordered::CrashStats;
 
 use crate::blockdev::BlockDev;
 use crate::error::FsError;
@@ -131,6 +136,8 @@ pub struct Ext<D: BlockDev> {
     max_io: usize,
     /// Journal replay at mount.
     replayed: Option<ReplayStats>,
+    /// crash safety: journal writer, deferred frees (ordered.rs).
+    crash: ordered::CrashState,
 }
 
 fn corrupt(what: String) -> FsError {
@@ -308,9 +315,11 @@ impl<D: BlockDev> Ext<D> {
             flush_bytes: FLUSH_BYTES,
             max_io: MAX_IO,
             replayed: None,
+            crash: ordered::CrashState::default(),
             sb,
         };
         if !fs.ro && fs.sb.incompat & INCOMPAT_RECOVER == 0 {
+            fs.crash_mount()?; // crash safety (ordered.rs)
             let st = fs.sb.state();
             fs.sb.set_state(st & !STATE_VALID);
             fs.sb.note_mount(now);
@@ -467,14 +476,14 @@ impl<D: BlockDev> Ext<D> {
         (self.opts.now)()
     }
 
-    fn check_rw(&self) -> Result<(), FsError> {
+    fn check_rw(&mut self) -> Result<(), FsError> {
         if !self.mounted {
             return Err(FsError::Invalid("unmounted"));
         }
         if self.ro {
             return Err(FsError::ReadOnly);
         }
-        Ok(())
+        self.maybe_commit() // crash safety (ordered.rs)
     }
 
     fn check_mounted(&self) -> Result<(), FsError> {
@@ -788,6 +797,7 @@ impl<D: BlockDev> Ext<D> {
         for i in &inos {
             self.sync_map(*i)?;
         }
+        self.apply_deferred_frees()?; // crash safety (ordered.rs)
         for i in inos {
             if let Some(mut n) = self.nodes.remove(&i) {
                 let r = self.store_inode(i, &mut n.inode);
@@ -808,8 +818,7 @@ impl<D: BlockDev> Ext<D> {
             self.sb.add_kbytes_written(kb);
             self.stats.data_bytes = 0;
             self.cache.written = 0;
-            self.cache.write_back(&mut self.dev)?;
-            self.write_super()?;
+            self.commit_metadata()?; // crash safety (ordered.rs): journal or ordered
         }
         self.dev.flush()?;
         Ok(())
@@ -1086,7 +1095,15 @@ impl<D: BlockDev> FileSystem for Ext<D> {
     fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize, FsError> {
         self.check_rw()?;
         let ino = self.ino32(ino)?;
-        self.write_file(ino, offset, data)
+        self.room_for_write(data.len())?; // crash safety (ordered.rs)
+        match self.write_file(ino, offset, data) {
+            // crash safety (ordered.rs): freed blocks come back at sync.
+            Err(FsError::NoSpace) if self.frees_deferred() => {
+                self.sync_all()?;
+                self.write_file(ino, offset, data)
+            }
+            r => r,
+        }
     }
 
     fn truncate(&mut self, ino: Ino, size: u64) -> Result<(), FsError> {
@@ -1225,6 +1242,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         self.check_mounted()?;
         if !self.ro {
             self.sync_all()?;
+            self.crash_unmount(); // crash safety (ordered.rs)
             let st = self.sb.state();
             self.sb.set_state(st | STATE_VALID);
             self.write_super()?;
