@@ -522,7 +522,7 @@ const XEN_HVM_STEPS: &[Step] = &[
     cmd("cat /etc/config/network | grep -c interface", &[r"^4$"], 30),
     cmd("cp /etc/config/system /etc/config/system.new", &[], 30),
     cmd(
-        "echo \"\toption zonename 'UTC'\" >> /etc/config/system.new",
+        "echo \"option zonename 'UTC'\" >> /etc/config/system.new",
         &[],
         30,
     ),
@@ -532,7 +532,7 @@ const XEN_HVM_STEPS: &[Step] = &[
         "cat /etc/config/system",
         &[
             r"^\toption hostname 'Xenlet'$",
-            r"^\toption zonename 'UTC'$",
+            r"^option zonename 'UTC'$",
         ],
         30,
     ),
