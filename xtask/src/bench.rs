@@ -251,7 +251,9 @@ fn net(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// `bench fs` rows: (label, scenario prefix, Linux: timed by /proc/uptime).
+/// `bench fs` rows: (label, scenario, Linux). A Xenlet row's run `i` is scenario
+/// `<scenario>-i` (one boot each); a Linux row's three runs are in one boot of its
+/// scenario, the figures of run `i` captured as `DD_S_i` and `SYNC_S_i`.
 const FS_ROWS: &[(&str, &str, bool)] = &[
     ("Xenlet PVH, file on ext4", "bench-fs-pvh", false),
     ("Xenlet PVH, raw /dev/xvdb", "bench-fs-raw", false),
@@ -259,6 +261,8 @@ const FS_ROWS: &[(&str, &str, bool)] = &[
     ("Linux PVHVM (blkfront), file", "bench-fs-linux", true),
     ("Linux HVM, emulated IDE, file", "bench-fs-linux-ide", true),
 ];
+/// Runs of a Linux row (one boot).
+const LINUX_RUNS: usize = 3;
 
 /// The report's runs (LEDE x86 HVM guests, Xen, 2017 bare metal; `time dd` of 2 GiB,
 /// seconds): the three QEMU builds twice each, and the PVHVM build twice.
@@ -296,20 +300,27 @@ struct FsRun {
     note: String,
 }
 
-/// A run's figures from its scenario's `result.txt` variables.
-fn fs_run(vars: &std::collections::BTreeMap<String, String>, linux: bool) -> Option<FsRun> {
+/// Run `n`'s figures from a scenario's `result.txt` variables: a Xenlet run's
+/// (`n` = None: `DD_REAL`, `SYNC_REAL`, `FSCK`) or run `n` of a Linux boot
+/// (`DD_S_n`, `SYNC_S_n`, `FSCK_n`).
+fn fs_run(vars: &std::collections::BTreeMap<String, String>, n: Option<usize>) -> Option<FsRun> {
     let get = |k: &str| vars.get(&format!("var.{k}"));
-    let (dd, sync) = if linux {
-        (get("DD_S")?.parse().ok()?, get("SYNC_S")?.parse().ok()?)
-    } else {
-        (time_real(get("DD_REAL")?)?, time_real(get("SYNC_REAL")?)?)
+    let (dd, sync, fsck) = match n {
+        Some(n) => (
+            get(&format!("DD_S_{n}"))?.parse().ok()?,
+            get(&format!("SYNC_S_{n}"))?.parse().ok()?,
+            get(&format!("FSCK_{n}")),
+        ),
+        None => (
+            time_real(get("DD_REAL")?)?,
+            time_real(get("SYNC_REAL")?)?,
+            get("FSCK"),
+        ),
     };
-    let mut note = String::new();
-    if let Some(f) = get("FSCK") {
-        if f != "0" {
-            note = format!("e2fsck -fn exit {f}");
-        }
-    }
+    let note = match fsck {
+        Some(f) if f != "0" => format!("e2fsck -fn exit {f}"),
+        _ => String::new(),
+    };
     Some(FsRun { dd, sync, note })
 }
 
@@ -331,7 +342,7 @@ fn fs(args: &[&str]) -> Result<()> {
             o => rest.push(o),
         }
     }
-    if !(1..=3).contains(&runs) || count == 0 || count * 16384 > 2560 << 20 {
+    if !(1..=LINUX_RUNS).contains(&runs) || count == 0 || count * 16384 > 2560 << 20 {
         return Err(Error::msg(format!(
             "--runs is 1-3, --count 1-163840 (the disk is 3 GiB)\n{USAGE}"
         )));
@@ -346,9 +357,18 @@ fn fs(args: &[&str]) -> Result<()> {
         .iter()
         .filter(|r| ide || r.1 != "bench-fs-linux-ide")
         .collect();
-    let names: Vec<String> = (1..=runs)
-        .flat_map(|i| rows.iter().map(move |r| format!("{}-{i}", r.1)))
-        .collect();
+    // alternating: the Xenlet rows' runs one after the other, the Linux domU (three
+    // runs in one boot) after the first, the emulated-IDE one after the second
+    let mut names: Vec<String> = Vec::new();
+    for i in 1..=runs {
+        names.extend(rows.iter().filter(|r| !r.2).map(|r| format!("{}-{i}", r.1)));
+        if i == 1 {
+            names.push("bench-fs-linux".to_string());
+        }
+        if i == 2.min(runs) && ide {
+            names.push("bench-fs-linux-ide".to_string());
+        }
+    }
     let mib = (count * 16384) >> 20;
     step(&format!(
         "bench fs: time dd bs=16k count={count} ({mib} MiB) into /mnt/test + sync, {runs} run(s) of {} rows, alternating",
@@ -360,10 +380,11 @@ fn fs(args: &[&str]) -> Result<()> {
     let mut table = format!(
         "\nThe report's experiment: mount /dev/xvdb /mnt; time dd bs=16k count={count} if=/dev/zero of=/mnt/test ({mib} MiB); sync\n\
          3 GiB data disk, ext4 made by dom0's mkfs.ext4 (4 KiB blocks), phy: on a loop device in dom0\n\
-         nested Xen 4.17 under QEMU TCG; per run: dd + sync (dd alone), minutes:seconds\n\n"
+         nested Xen 4.17 under QEMU TCG; per run: dd + sync (dd alone), minutes:seconds\n\
+         runs alternate between the systems: each Xenlet run is a fresh boot, the Linux domU does its runs in one boot\n\n"
     );
     table.push_str(&format!("{:<30}", "row"));
-    for i in 1..=runs {
+    for i in 1..=LINUX_RUNS {
         table.push_str(&format!(" {:>18}", format!("run {i}")));
     }
     table.push_str(&format!(" {:>9} {:>7}\n", "median", "MB/s"));
@@ -373,10 +394,21 @@ fn fs(args: &[&str]) -> Result<()> {
         let mut line = format!("{label:<30}");
         let mut totals = Vec::new();
         let mut notes = Vec::new();
-        for i in 1..=runs {
-            let name = format!("{prefix}-{i}");
-            let vars = testbed::result(&name);
-            match fs_run(&vars, *linux) {
+        for i in 1..=LINUX_RUNS {
+            if !*linux && i > runs {
+                line.push_str(&format!(" {:>18}", ""));
+                continue;
+            }
+            let (name, vars, r) = if *linux {
+                let v = testbed::result(prefix);
+                let r = fs_run(&v, Some(i));
+                (format!("{prefix} run {i}"), v, r)
+            } else {
+                let v = testbed::result(&format!("{prefix}-{i}"));
+                let r = fs_run(&v, None);
+                (format!("{prefix}-{i}"), v, r)
+            };
+            match r {
                 Some(r) => {
                     println!(
                         "    {name}: dd {} + sync {} = {}{}",
@@ -496,13 +528,13 @@ mod tests {
         v.insert("var.DD_REAL".to_string(), "0m10.500s".to_string());
         v.insert("var.SYNC_REAL".to_string(), "0m1.250s".to_string());
         v.insert("var.FSCK".to_string(), "0".to_string());
-        let r = fs_run(&v, false).unwrap();
+        let r = fs_run(&v, None).unwrap();
         assert!((r.dd + r.sync - 11.75).abs() < 1e-9 && r.note.is_empty());
-        assert!(fs_run(&v, true).is_none());
-        v.insert("var.DD_S".to_string(), "95.20".to_string());
-        v.insert("var.SYNC_S".to_string(), "3.10".to_string());
-        v.insert("var.FSCK".to_string(), "4".to_string());
-        let r = fs_run(&v, true).unwrap();
+        assert!(fs_run(&v, Some(2)).is_none());
+        v.insert("var.DD_S_2".to_string(), "95.20".to_string());
+        v.insert("var.SYNC_S_2".to_string(), "3.10".to_string());
+        v.insert("var.FSCK_2".to_string(), "4".to_string());
+        let r = fs_run(&v, Some(2)).unwrap();
         assert!((r.dd - 95.2).abs() < 1e-9 && r.note == "e2fsck -fn exit 4");
     }
 
