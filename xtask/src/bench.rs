@@ -44,12 +44,13 @@ usage: cargo xtask bench dd|net|fs [--retries N] [-v] [--smp N] [--xen-arg ARG]
   net   one session: dom0's iperf3 -c (5 s, both directions) against iperf3 -s in the
         Linux PVHVM domU and in Xenlet (PVH, and HVM from its disk image); Mbit/s and
         Xenlet/Linux ratios (also in target/testbed/bench-net.txt)
-  fs [--runs N] [--count N] [--no-ide]
+  fs [--runs N] [--count N] [--no-ide] [--xenlet-only]
         one session: the report's experiment, mount a 3 GiB ext4 disk at /mnt,
         `time dd bs=16k count=N if=/dev/zero of=/mnt/test`, then sync (N: 131072,
         2 GiB, by default), in Xenlet PVH (and to the raw disk), Xenlet HVM from its
         disk image, the Linux PVHVM domU and the same domU on QEMU's emulated IDE
-        (not with --no-ide); N runs each (1-3, default 3), alternating; m:ss per run,
+        (not with --no-ide; neither Linux row with --xenlet-only); N runs of each
+        Xenlet row (1-3, default 3), alternating, 3 per Linux boot; m:ss per run,
         medians, ratios, the report's figures (also in target/testbed/bench-fs.txt)
 ";
 
@@ -328,6 +329,7 @@ fn fs(args: &[&str]) -> Result<()> {
     let mut runs = 3usize;
     let mut count = 131072u64;
     let mut ide = true;
+    let mut with_linux = true;
     let mut rest = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -339,6 +341,10 @@ fn fs(args: &[&str]) -> Result<()> {
             "--runs" => runs = num(it.next())? as usize,
             "--count" => count = num(it.next())?,
             "--no-ide" => ide = false,
+            "--xenlet-only" => {
+                ide = false;
+                with_linux = false;
+            }
             o => rest.push(o),
         }
     }
@@ -355,14 +361,14 @@ fn fs(args: &[&str]) -> Result<()> {
         .push(("bench-fs-count".to_string(), format!("{count}\n")));
     let rows: Vec<_> = FS_ROWS
         .iter()
-        .filter(|r| ide || r.1 != "bench-fs-linux-ide")
+        .filter(|r| (ide || r.1 != "bench-fs-linux-ide") && (with_linux || !r.2))
         .collect();
     // alternating: the Xenlet rows' runs one after the other, the Linux domU (three
     // runs in one boot) after the first, the emulated-IDE one after the second
     let mut names: Vec<String> = Vec::new();
     for i in 1..=runs {
         names.extend(rows.iter().filter(|r| !r.2).map(|r| format!("{}-{i}", r.1)));
-        if i == 1 {
+        if i == 1 && with_linux {
             names.push("bench-fs-linux".to_string());
         }
         if i == 2.min(runs) && ide {
