@@ -44,14 +44,15 @@ usage: cargo xtask bench dd|net|fs [--retries N] [-v] [--smp N] [--xen-arg ARG]
   net   one session: dom0's iperf3 -c (5 s, both directions) against iperf3 -s in the
         Linux PVHVM domU and in Xenlet (PVH, and HVM from its disk image); Mbit/s and
         Xenlet/Linux ratios (also in target/testbed/bench-net.txt)
-  fs [--runs N] [--count N] [--no-ide] [--xenlet-only]
+  fs [--runs N] [--count N] [--no-ide] [--xenlet-only] [--table]
         one session: the report's experiment, mount a 3 GiB ext4 disk at /mnt,
         `time dd bs=16k count=N if=/dev/zero of=/mnt/test`, then sync (N: 131072,
         2 GiB, by default), in Xenlet PVH (and to the raw disk), Xenlet HVM from its
         disk image, the Linux PVHVM domU and the same domU on QEMU's emulated IDE
         (not with --no-ide; neither Linux row with --xenlet-only); N runs of each
         Xenlet row (1-3, default 3), alternating, 3 per Linux boot; m:ss per run,
-        medians, ratios, the report's figures (also in target/testbed/bench-fs.txt)
+        medians, ratios, the report's figures (also in target/testbed/bench-fs.txt);
+        --table: only the table, from the results in target/testbed/ (same options)
 ";
 
 pub fn main(args: &[&str]) -> Result<()> {
@@ -330,6 +331,7 @@ fn fs(args: &[&str]) -> Result<()> {
     let mut count = 131072u64;
     let mut ide = true;
     let mut with_linux = true;
+    let mut table_only = false;
     let mut rest = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -341,6 +343,7 @@ fn fs(args: &[&str]) -> Result<()> {
             "--runs" => runs = num(it.next())? as usize,
             "--count" => count = num(it.next())?,
             "--no-ide" => ide = false,
+            "--table" => table_only = true,
             "--xenlet-only" => {
                 ide = false;
                 with_linux = false;
@@ -381,7 +384,11 @@ fn fs(args: &[&str]) -> Result<()> {
         rows.len()
     ));
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let ran = testbed::run(&refs, &opts);
+    let ran = if table_only {
+        Ok(())
+    } else {
+        testbed::run(&refs, &opts)
+    };
 
     let mut table = format!(
         "\nThe report's experiment: mount /dev/xvdb /mnt; time dd bs=16k count={count} if=/dev/zero of=/mnt/test ({mib} MiB); sync\n\
