@@ -1,5 +1,10 @@
-//! `cargo xtask bench dd|net`: block write and network throughput on the nested Xen
-//! test bed.
+//! `cargo xtask bench dd|net|fs`: block write, network and filesystem throughput on
+//! the nested Xen test bed.
+//!
+//! `bench fs`: the report's experiment (see `fs`): mount a 3 GiB ext4 disk at /mnt,
+//! `time dd bs=16k count=131072 if=/dev/zero of=/mnt/test`, sync; in Xenlet (PVH, to
+//! the raw disk too, and HVM from its disk image) and the Linux domU with and without
+//! its PV drivers; alternating runs, medians, the report's figures beside them.
 //!
 //! `bench net`: one session runs dom0's real `iperf3 -c` (5 s, TCP, one stream)
 //! against an `iperf3 -s` in the Linux PVHVM domU (Debian's kernel and netfront,
@@ -30,7 +35,7 @@ use crate::testbed;
 use crate::util::{step, Error, Result};
 
 const USAGE: &str = "\
-usage: cargo xtask bench dd|net [--retries N] [-v] [--smp N] [--xen-arg ARG]
+usage: cargo xtask bench dd|net|fs [--retries N] [-v] [--smp N] [--xen-arg ARG]
 
   dd    one nested Xen test-bed session: dom0's dd to a loop device, the Linux PVHVM
         domU's dd to xvdb (phy: on a loop device) and Xenlet's dd to xvdb (phy:),
@@ -39,12 +44,22 @@ usage: cargo xtask bench dd|net [--retries N] [-v] [--smp N] [--xen-arg ARG]
   net   one session: dom0's iperf3 -c (5 s, both directions) against iperf3 -s in the
         Linux PVHVM domU and in Xenlet (PVH, and HVM from its disk image); Mbit/s and
         Xenlet/Linux ratios (also in target/testbed/bench-net.txt)
+  fs [--runs N] [--count N] [--no-ide] [--xenlet-only] [--table]
+        one session: the report's experiment, mount a 3 GiB ext4 disk at /mnt,
+        `time dd bs=16k count=N if=/dev/zero of=/mnt/test`, then sync (N: 131072,
+        2 GiB, by default), in Xenlet PVH (and to the raw disk), Xenlet HVM from its
+        disk image, the Linux PVHVM domU and the same domU on QEMU's emulated IDE
+        (not with --no-ide; neither Linux row with --xenlet-only); N runs of each
+        Xenlet row (1-3, default 3), alternating, 3 per Linux boot; m:ss per run,
+        medians, ratios, the report's figures (also in target/testbed/bench-fs.txt);
+        --table: only the table, from the results in target/testbed/ (same options)
 ";
 
 pub fn main(args: &[&str]) -> Result<()> {
     match args {
         ["dd", rest @ ..] => dd(rest),
         ["net", rest @ ..] => net(rest),
+        ["fs", rest @ ..] => fs(rest),
         ["help" | "-h" | "--help"] => {
             print!("{USAGE}");
             Ok(())
@@ -238,9 +253,303 @@ fn net(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// `bench fs` rows: (label, scenario, Linux). A Xenlet row's run `i` is scenario
+/// `<scenario>-i` (one boot each); a Linux row's three runs are in one boot of its
+/// scenario, the figures of run `i` captured as `DD_S_i` and `SYNC_S_i`.
+const FS_ROWS: &[(&str, &str, bool)] = &[
+    ("Xenlet PVH, file on ext4", "bench-fs-pvh", false),
+    ("Xenlet PVH, raw /dev/xvdb", "bench-fs-raw", false),
+    ("Xenlet HVM (image), file", "bench-fs-hvm", false),
+    ("Linux PVHVM (blkfront), file", "bench-fs-linux", true),
+    ("Linux HVM, emulated IDE, file", "bench-fs-linux-ide", true),
+];
+/// Runs of a Linux row (one boot).
+const LINUX_RUNS: usize = 3;
+
+/// The report's runs (LEDE x86 HVM guests, Xen, 2017 bare metal; `time dd` of 2 GiB,
+/// seconds): the three QEMU builds twice each, and the PVHVM build twice.
+const REPORT_QEMU: &[f64] = &[188.0, 158.0, 143.0, 117.0, 114.0, 122.0];
+const REPORT_PV: &[f64] = &[25.0, 20.0];
+
+/// Seconds from bash's `time` format, `0m12.345s` (Xenlet's `time`).
+fn time_real(s: &str) -> Option<f64> {
+    let (m, rest) = s.trim().split_once('m')?;
+    let sec: f64 = rest.strip_suffix('s')?.parse().ok()?;
+    let min: f64 = m.parse().ok()?;
+    Some(min * 60.0 + sec)
+}
+
+/// `m:ss.s`, the report's minutes:seconds with a tenth.
+fn mmss(secs: f64) -> String {
+    let tenths = (secs * 10.0).round() as u64;
+    format!("{}:{:02}.{}", tenths / 600, tenths / 10 % 60, tenths % 10)
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(v[n / 2]),
+        n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// One run's figures: dd's and sync's seconds, and dom0's check of the disk after it.
+struct FsRun {
+    dd: f64,
+    sync: f64,
+    note: String,
+}
+
+/// Run `n`'s figures from a scenario's `result.txt` variables: a Xenlet run's
+/// (`n` = None: `DD_REAL`, `SYNC_REAL`, `FSCK`) or run `n` of a Linux boot
+/// (`DD_S_n`, `SYNC_S_n`, `FSCK_n`).
+fn fs_run(vars: &std::collections::BTreeMap<String, String>, n: Option<usize>) -> Option<FsRun> {
+    let get = |k: &str| vars.get(&format!("var.{k}"));
+    let (dd, sync, fsck) = match n {
+        Some(n) => (
+            get(&format!("DD_S_{n}"))?.parse().ok()?,
+            get(&format!("SYNC_S_{n}"))?.parse().ok()?,
+            get(&format!("FSCK_{n}")),
+        ),
+        None => (
+            time_real(get("DD_REAL")?)?,
+            time_real(get("SYNC_REAL")?)?,
+            get("FSCK"),
+        ),
+    };
+    let note = match fsck {
+        Some(f) if f != "0" => format!("e2fsck -fn exit {f}"),
+        _ => String::new(),
+    };
+    Some(FsRun { dd, sync, note })
+}
+
+fn fs(args: &[&str]) -> Result<()> {
+    let mut runs = 3usize;
+    let mut count = 131072u64;
+    let mut ide = true;
+    let mut with_linux = true;
+    let mut table_only = false;
+    let mut rest = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let num = |v: Option<&&str>| -> Result<u64> {
+            v.and_then(|v| v.parse().ok())
+                .ok_or_else(|| Error::msg(format!("{a} needs a number\n{USAGE}")))
+        };
+        match *a {
+            "--runs" => runs = num(it.next())? as usize,
+            "--count" => count = num(it.next())?,
+            "--no-ide" => ide = false,
+            "--table" => table_only = true,
+            "--xenlet-only" => {
+                ide = false;
+                with_linux = false;
+            }
+            o => rest.push(o),
+        }
+    }
+    if !(1..=LINUX_RUNS).contains(&runs) || count == 0 || count * 16384 > 2560 << 20 {
+        return Err(Error::msg(format!(
+            "--runs is 1-3, --count 1-163840 (the disk is 3 GiB)\n{USAGE}"
+        )));
+    }
+    let (mut opts, names) = testbed::parse_options(&rest)?;
+    if !names.is_empty() {
+        return Err(Error::msg(USAGE));
+    }
+    opts.payload
+        .push(("bench-fs-count".to_string(), format!("{count}\n")));
+    let rows: Vec<_> = FS_ROWS
+        .iter()
+        .filter(|r| (ide || r.1 != "bench-fs-linux-ide") && (with_linux || !r.2))
+        .collect();
+    // alternating: the Xenlet rows' runs one after the other, the Linux domU (three
+    // runs in one boot) after the first, the emulated-IDE one after the second
+    let mut names: Vec<String> = Vec::new();
+    for i in 1..=runs {
+        names.extend(rows.iter().filter(|r| !r.2).map(|r| format!("{}-{i}", r.1)));
+        if i == 1 && with_linux {
+            names.push("bench-fs-linux".to_string());
+        }
+        if i == 2.min(runs) && ide {
+            names.push("bench-fs-linux-ide".to_string());
+        }
+    }
+    let mib = (count * 16384) >> 20;
+    step(&format!(
+        "bench fs: time dd bs=16k count={count} ({mib} MiB) into /mnt/test + sync, {runs} run(s) of {} rows, alternating",
+        rows.len()
+    ));
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let ran = if table_only {
+        Ok(())
+    } else {
+        testbed::run(&refs, &opts)
+    };
+
+    let mut table = format!(
+        "\nThe report's experiment: mount /dev/xvdb /mnt; time dd bs=16k count={count} if=/dev/zero of=/mnt/test ({mib} MiB); sync\n\
+         3 GiB data disk, ext4 made by dom0's mkfs.ext4 (4 KiB blocks), phy: on a loop device in dom0\n\
+         nested Xen 4.17 under QEMU TCG; per run: dd + sync (dd alone), minutes:seconds\n\
+         runs alternate between the systems: each Xenlet run is a fresh boot, the Linux domU does its runs in one boot\n\n"
+    );
+    table.push_str(&format!("{:<30}", "row"));
+    for i in 1..=LINUX_RUNS {
+        table.push_str(&format!(" {:>18}", format!("run {i}")));
+    }
+    table.push_str(&format!(" {:>9} {:>7}\n", "median", "MB/s"));
+    let mut medians = std::collections::BTreeMap::new();
+    let mut failed = false;
+    for (label, prefix, linux) in &rows {
+        let mut line = format!("{label:<30}");
+        let mut totals = Vec::new();
+        let mut notes = Vec::new();
+        for i in 1..=LINUX_RUNS {
+            if !*linux && i > runs {
+                line.push_str(&format!(" {:>18}", ""));
+                continue;
+            }
+            let (name, vars, r) = if *linux {
+                let v = testbed::result(prefix);
+                let r = fs_run(&v, Some(i));
+                (format!("{prefix} run {i}"), v, r)
+            } else {
+                let v = testbed::result(&format!("{prefix}-{i}"));
+                let r = fs_run(&v, None);
+                (format!("{prefix}-{i}"), v, r)
+            };
+            match r {
+                Some(r) => {
+                    println!(
+                        "    {name}: dd {} + sync {} = {}{}",
+                        mmss(r.dd),
+                        mmss(r.sync),
+                        mmss(r.dd + r.sync),
+                        if r.note.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", r.note)
+                        }
+                    );
+                    line.push_str(&format!(
+                        " {:>18}",
+                        format!("{} ({})", mmss(r.dd + r.sync), mmss(r.dd))
+                    ));
+                    totals.push(r.dd + r.sync);
+                    if !r.note.is_empty() {
+                        notes.push(format!("run {i}: {}", r.note));
+                    }
+                }
+                None => {
+                    failed = true;
+                    let why = vars.get("status").map_or("not run", String::as_str);
+                    println!("    {name}: no figure ({why})");
+                    line.push_str(&format!(" {:>18}", "-"));
+                    notes.push(format!("run {i}: {why}"));
+                }
+            }
+        }
+        match median(&totals) {
+            Some(m) => {
+                medians.insert(*prefix, m);
+                line.push_str(&format!(
+                    " {:>9} {:>7.1}",
+                    mmss(m),
+                    (count * 16384) as f64 / m / 1e6
+                ));
+            }
+            None => line.push_str(&format!(" {:>9} {:>7}", "-", "-")),
+        }
+        if !notes.is_empty() {
+            line.push_str(&format!("  [{}]", notes.join("; ")));
+        }
+        table.push_str(&line);
+        table.push('\n');
+    }
+    let rq = median(REPORT_QEMU).unwrap_or(0.0);
+    let rp = median(REPORT_PV).unwrap_or(1.0);
+    table.push_str(&format!(
+        "\nthe report (LEDE x86 HVM guest, Xen, 2017 bare metal; time dd of 2 GiB, count=131072):\n\
+         {:<30} 3:08 / 2:38, 2:23 / 1:57, 1:54 / 2:02   median {}\n\
+         {:<30} 0:25 / 0:20                              median {}\n",
+        "QEMU emulated IDE",
+        mmss(rq),
+        "PVHVM (blkfront)",
+        mmss(rp)
+    ));
+    let m = |k: &str| medians.get(k).copied();
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+        _ => "-".to_string(),
+    };
+    table.push_str("\nratios of the medians (dd + sync)\n");
+    table.push_str(&format!(
+        "  {:<52} {:>6}   goal >= 0.9\n",
+        "Xenlet file / Xenlet raw, throughput (PVH)",
+        ratio(m("bench-fs-raw"), m("bench-fs-pvh"))
+    ));
+    table.push_str(&format!(
+        "  {:<52} {:>6}   goal >= 5\n",
+        "Xenlet PVH / Linux PVHVM, throughput",
+        ratio(m("bench-fs-linux"), m("bench-fs-pvh"))
+    ));
+    table.push_str(&format!(
+        "  {:<52} {:>6}   goal >= 5\n",
+        "Xenlet HVM / Linux PVHVM, throughput",
+        ratio(m("bench-fs-linux"), m("bench-fs-hvm"))
+    ));
+    table.push_str(&format!(
+        "  {:<52} {:>6}   the report: {:.1} (medians; {:.1}-{:.1} over its runs)\n",
+        "Linux emulated IDE / PVHVM, time",
+        ratio(m("bench-fs-linux-ide"), m("bench-fs-linux")),
+        rq / rp,
+        114.0 / 25.0,
+        188.0 / 20.0
+    ));
+    table.push('\n');
+    print!("{table}");
+    let _ = std::fs::write(
+        crate::util::workspace_root().join("target/testbed/bench-fs.txt"),
+        &table,
+    );
+    ran?;
+    if failed {
+        return Err(Error::msg("bench fs: a run gave no figure"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_fs_times() {
+        assert!((time_real("0m12.345s").unwrap() - 12.345).abs() < 1e-9);
+        assert!((time_real("2m3.000s").unwrap() - 123.0).abs() < 1e-9);
+        assert!(time_real("12.3").is_none());
+        assert_eq!(mmss(114.0), "1:54.0");
+        assert_eq!(mmss(20.44), "0:20.4");
+        assert_eq!(mmss(59.96), "1:00.0");
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(REPORT_QEMU), Some(132.5));
+        assert_eq!(median(&[]), None);
+        let mut v = std::collections::BTreeMap::new();
+        v.insert("var.DD_REAL".to_string(), "0m10.500s".to_string());
+        v.insert("var.SYNC_REAL".to_string(), "0m1.250s".to_string());
+        v.insert("var.FSCK".to_string(), "0".to_string());
+        let r = fs_run(&v, None).unwrap();
+        assert!((r.dd + r.sync - 11.75).abs() < 1e-9 && r.note.is_empty());
+        assert!(fs_run(&v, Some(2)).is_none());
+        v.insert("var.DD_S_2".to_string(), "95.20".to_string());
+        v.insert("var.SYNC_S_2".to_string(), "3.10".to_string());
+        v.insert("var.FSCK_2".to_string(), "4".to_string());
+        let r = fs_run(&v, Some(2)).unwrap();
+        assert!((r.dd - 95.2).abs() < 1e-9 && r.note == "e2fsck -fn exit 4");
+    }
 
     #[test]
     fn parses_iperf3_receiver_lines() {

@@ -103,6 +103,7 @@ pub fn parse_options<'a>(args: &[&'a str]) -> Result<(session::Options, Vec<&'a 
         smp: 2,
         xen_args: Vec::new(),
         live: false,
+        payload: Vec::new(),
     };
     let mut names = Vec::new();
     let mut it = args.iter();

@@ -1202,6 +1202,264 @@ on_crash    = "preserve"
     },
 ];
 
+// ---------------------------------------------------------------- bench fs
+//
+// `cargo xtask bench fs`: the report's experiment (mount the second disk at /mnt,
+// `time dd bs=16k count=131072 if=/dev/zero of=/mnt/test`, then sync) on a 3 GiB
+// disk formatted by dom0's mkfs.ext4 (4 KiB blocks at that size), `phy:` on a loop
+// device (dom0's kernel blkback) as the report's second disk was. The block count is
+// read in dom0 from the payload file `bench-fs-count` (written by the bench; the
+// report's 131072 without it) and used as `${COUNT}`. One scenario is one run; the
+// bench runs them alternating (`-1`, `-2`, `-3`).
+
+/// The data disk: 3 GiB, so that a 2 GiB file fits on ext4 (the disks of a session
+/// with such a disk are made on dom0's scratch disk, see `run.py`).
+const BENCH_FS_DATA: Disk = Disk {
+    var: "DATA",
+    size_mb: 3072,
+    source: None,
+    loop_dev: true,
+};
+
+/// dom0 formats the data disk and says how many 16 KiB blocks to write.
+const BENCH_FS_MKFS: Step = dom0_cap(
+    concat!(
+        "mkfs.ext4 -q -F $DATA && dumpe2fs -h $DATA 2>/dev/null | grep '^Block size'; ",
+        "echo \"count=$(cat /payload/bench-fs-count 2>/dev/null || echo 131072)\""
+    ),
+    &[r"^Block size:\s+4096$"],
+    &[("COUNT", r"^count=(\d+)$")],
+    120,
+);
+
+/// The raw-disk row needs only the count (the disk is blank).
+const BENCH_FS_COUNT: Step = dom0_cap(
+    "echo \"count=$(cat /payload/bench-fs-count 2>/dev/null || echo 131072)\"",
+    &[],
+    &[("COUNT", r"^count=(\d+)$")],
+    30,
+);
+
+/// Xenlet's `time` prints bash's `real\t0m12.345s`.
+const TIME_REAL: &str = r"^real\t(\d+m\d+\.\d+s)$";
+
+/// After the guest: dom0's e2fsck of what the guest left, and the file's size.
+const BENCH_FS_CHECK: Step = dom0_cap(
+    concat!(
+        "blockdev --flushbufs $DATA; e2fsck -fn $DATA >/dev/null 2>&1; echo \"e2fsck=$?\"; ",
+        "debugfs -R 'stat /test' $DATA 2>/dev/null | grep -o 'Size: [0-9]*'"
+    ),
+    &[],
+    &[("FSCK", r"^e2fsck=(\d+)$"), ("SIZE", r"Size: (\d+)")],
+    300,
+);
+
+/// Xenlet: the report's commands, each timed by the shell's `time`.
+const BENCH_FS_XENLET_STEPS: &[Step] = &[
+    BENCH_FS_MKFS,
+    cmd("mount /dev/xvdb /mnt", &[], 60),
+    cmd_cap(
+        "time dd bs=16k count=${COUNT} if=/dev/zero of=/mnt/test",
+        &[r"^${COUNT}\+0 records out"],
+        &[("DD", DD_SUMMARY), ("DD_REAL", TIME_REAL)],
+        1800,
+    ),
+    cmd_cap("time sync", &[], &[("SYNC_REAL", TIME_REAL)], 600),
+    cmd("umount /mnt", &[], 120),
+    BENCH_FS_CHECK,
+    last("poweroff"),
+];
+
+/// Xenlet to the raw disk: the same dd to /dev/xvdb, then `time sync` (filesystems
+/// and a flush of every disk).
+const BENCH_FS_RAW_STEPS: &[Step] = &[
+    BENCH_FS_COUNT,
+    cmd_cap(
+        "time dd bs=16k count=${COUNT} if=/dev/zero of=/dev/xvdb",
+        &[r"^${COUNT}\+0 records out"],
+        &[("DD", DD_SUMMARY), ("DD_REAL", TIME_REAL)],
+        1800,
+    ),
+    cmd_cap("time sync", &[], &[("SYNC_REAL", TIME_REAL)], 600),
+    last("poweroff"),
+];
+
+/// One run in the Linux domU: dom0 formats the (unmounted) disk, the domU mounts it
+/// and runs the report's commands; busybox has no `time`, so dd and sync are timed
+/// with /proc/uptime (10 ms steps) in one command line; then dom0 checks the disk.
+/// `DD_S_<n>`, `SYNC_S_<n>`, `FSCK_<n>`, `SIZE_<n>` are the run's figures.
+macro_rules! linux_fs_run {
+    ($dev:literal, $n:literal) => {
+        [
+            BENCH_FS_MKFS,
+            cmd(
+                concat!("mkdir -p /mnt && mount -t ext4 ", $dev, " /mnt && mount | grep /mnt"),
+                &[concat!("^", $dev, " on /mnt type ext4")],
+                120,
+            ),
+            cmd_cap(
+                concat!(
+                    "a=$(cut -d' ' -f1 /proc/uptime); ",
+                    "dd bs=16k count=${COUNT} if=/dev/zero of=/mnt/test; ",
+                    "b=$(cut -d' ' -f1 /proc/uptime); sync; c=$(cut -d' ' -f1 /proc/uptime); ",
+                    "echo $a $b $c | awk '{printf \"timed by /proc/uptime: dd %.2f s, sync %.2f s\\n\", $2 - $1, $3 - $2}'"
+                ),
+                &[r"^${COUNT}\+0 records out"],
+                &[
+                    (concat!("DD_S_", $n), r"^timed by /proc/uptime: dd ([0-9.]+) s, "),
+                    (concat!("SYNC_S_", $n), r", sync ([0-9.]+) s$"),
+                ],
+                3600,
+            ),
+            cmd("umount /mnt", &[], 300),
+            dom0_cap(
+                concat!(
+                    "blockdev --flushbufs $DATA; e2fsck -fn $DATA >/dev/null 2>&1; echo \"e2fsck=$?\"; ",
+                    "debugfs -R 'stat /test' $DATA 2>/dev/null | grep -o 'Size: [0-9]*'"
+                ),
+                &[],
+                &[(concat!("FSCK_", $n), r"^e2fsck=(\d+)$"), (concat!("SIZE_", $n), r"Size: (\d+)")],
+                300,
+            ),
+        ]
+    };
+}
+
+/// The Linux domU does its three runs in one boot (a nested Linux HVM boot takes
+/// minutes when the machine is busy), the disk formatted afresh for each.
+macro_rules! linux_fs_steps {
+    ($dev:literal) => {{
+        const R1: [Step; 5] = linux_fs_run!($dev, "1");
+        const R2: [Step; 5] = linux_fs_run!($dev, "2");
+        const R3: [Step; 5] = linux_fs_run!($dev, "3");
+        &[
+            R1[0],
+            R1[1],
+            R1[2],
+            R1[3],
+            R1[4],
+            R2[0],
+            R2[1],
+            R2[2],
+            R2[3],
+            R2[4],
+            R3[0],
+            R3[1],
+            R3[2],
+            R3[3],
+            R3[4],
+            last("poweroff -f"),
+        ]
+    }};
+}
+
+/// The Linux PVHVM domU of `linux-hvm` (Debian's kernel, busybox initramfs) with ext4
+/// and the IDE/SCSI disk modules added to its initramfs by the runner
+/// (`@LINUX_INITRD_FS@`), the data disk only, no vif.
+const LINUX_FS_CONFIG: &str = r#"name    = "@NAME@"
+type    = "hvm"
+memory  = 256
+vcpus   = 1
+kernel  = "@LINUX@"
+ramdisk = "@LINUX_INITRD_FS@"
+extra   = "console=ttyS0,115200 loglevel=4"
+disk    = [ "phy:@DATA@,xvdb,w" ]
+serial  = "pty"
+vga     = "none"
+vnc     = 0
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#;
+
+/// The same domU without PV drivers, the report's slow case: no Xen platform PCI
+/// device, so no blkfront; the disk is QEMU's emulated IDE (ata_piix, /dev/sda).
+const LINUX_IDE_CONFIG: &str = r#"name    = "@NAME@"
+type    = "hvm"
+memory  = 256
+vcpus   = 1
+kernel  = "@LINUX@"
+ramdisk = "@LINUX_INITRD_FS@"
+extra   = "console=ttyS0,115200 loglevel=4"
+xen_platform_pci = 0
+disk    = [ "phy:@DATA@,hda,w" ]
+serial  = "pty"
+vga     = "none"
+vnc     = 0
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#;
+
+pub const BENCH_FS_PVH: Scenario = Scenario {
+    name: "bench-fs-pvh",
+    about:
+        "bench fs: Xenlet PVH, mount ext4 xvdb at /mnt, time dd bs=16k into /mnt/test, time sync",
+    needs: &[Need::XenletElf],
+    config: XENLET_PVH_CONFIG,
+    disks: &[BENCH_FS_DATA],
+    console: Console::Pv,
+    prompt: XENLET_PROMPT,
+    eol: "\r",
+    boot_timeout_s: 120,
+    boot_expect: &[],
+    steps: BENCH_FS_XENLET_STEPS,
+    end: End::Poweroff,
+    end_timeout_s: 60,
+    budget_s: 3000,
+};
+
+pub const BENCH_FS_RAW: Scenario = Scenario {
+    name: "bench-fs-raw",
+    about: "bench fs: Xenlet PVH, time dd bs=16k to the raw /dev/xvdb, time sync",
+    steps: BENCH_FS_RAW_STEPS,
+    ..BENCH_FS_PVH
+};
+
+pub const BENCH_FS_HVM: Scenario = Scenario {
+    name: "bench-fs-hvm",
+    about: "bench fs: Xenlet HVM booted from its disk image (the report's configuration), the bench-fs-pvh commands",
+    needs: &[Need::XenletImage],
+    config: XENLET_HVM_PHY_CONFIG,
+    disks: &[IMAGE_COPY, BENCH_FS_DATA],
+    console: Console::Serial,
+    // SeaBIOS and GRUB on emulated hardware: 53 s to the prompt in one run, and still
+    // in GRUB's menu after 240 s in another (the machine busy with other work)
+    boot_timeout_s: 600,
+    ..BENCH_FS_PVH
+};
+
+pub const BENCH_FS_LINUX: Scenario = Scenario {
+    name: "bench-fs-linux",
+    about: "bench fs: the Linux PVHVM domU (blkfront), 3 runs in one boot: mkfs in dom0, mount ext4 xvdb, dd bs=16k into /mnt/test, sync (timed by /proc/uptime)",
+    needs: &[],
+    config: LINUX_FS_CONFIG,
+    disks: &[BENCH_FS_DATA],
+    console: Console::Serial,
+    prompt: LINUX_PROMPT,
+    eol: "\r",
+    boot_timeout_s: 900,
+    boot_expect: &[r"^DOMU: up .*block: .*xvdb"],
+    steps: linux_fs_steps!("/dev/xvdb"),
+    end: End::Poweroff,
+    end_timeout_s: 60,
+    budget_s: 6000,
+};
+
+pub const BENCH_FS_LINUX_IDE: Scenario = Scenario {
+    name: "bench-fs-linux-ide",
+    about: "bench fs: the same Linux domU without PV drivers (xen_platform_pci=0): QEMU's emulated IDE disk, /dev/sda",
+    config: LINUX_IDE_CONFIG,
+    boot_expect: &[r"^DOMU: up .*block: .*sda"],
+    steps: linux_fs_steps!("/dev/sda"),
+    ..BENCH_FS_LINUX
+};
+
+/// A scenario under another name (one per run of a bench).
+const fn renamed(s: &Scenario, name: &'static str) -> Scenario {
+    Scenario { name, ..*s }
+}
+
 /// Scenarios run by name only (not by `all`): `cargo xtask bench` and `cargo xtask
 /// demo`.
 pub const EXTRA: &[Scenario] = &[
@@ -1440,6 +1698,17 @@ on_crash    = "preserve"
         end_timeout_s: 30,
         budget_s: 178,
     },
+    renamed(&BENCH_FS_PVH, "bench-fs-pvh-1"),
+    renamed(&BENCH_FS_PVH, "bench-fs-pvh-2"),
+    renamed(&BENCH_FS_PVH, "bench-fs-pvh-3"),
+    renamed(&BENCH_FS_RAW, "bench-fs-raw-1"),
+    renamed(&BENCH_FS_RAW, "bench-fs-raw-2"),
+    renamed(&BENCH_FS_RAW, "bench-fs-raw-3"),
+    renamed(&BENCH_FS_HVM, "bench-fs-hvm-1"),
+    renamed(&BENCH_FS_HVM, "bench-fs-hvm-2"),
+    renamed(&BENCH_FS_HVM, "bench-fs-hvm-3"),
+    BENCH_FS_LINUX,
+    BENCH_FS_LINUX_IDE,
 ];
 
 pub fn find(name: &str) -> Option<&'static Scenario> {
@@ -1540,7 +1809,8 @@ mod tests {
         for (i, s) in all.iter().enumerate() {
             assert!(all[..i].iter().all(|o| o.name != s.name), "{}", s.name);
             assert!(s.boot_timeout_s < s.budget_s, "{}", s.name);
-            if !s.needs.is_empty() {
+            // `bench fs` writes the report's 2 GiB: minutes, by design
+            if !s.needs.is_empty() && !s.name.starts_with("bench-fs-") {
                 assert!(
                     s.budget_s < 180,
                     "{}: a Xenlet scenario takes < 3 min",
@@ -1576,5 +1846,34 @@ mod tests {
         assert!(j.contains(r#""kind": "dom0""#));
         assert!(j.contains(r#""capture": [["SUM", "^([0-9a-f]{64})  /dev/xvdb$"]]"#));
         assert!(to_json(&[find("xen-pvh").unwrap()]).contains(r#""end": "xl-reboot""#));
+    }
+}
+
+#[cfg(test)]
+mod bench_fs_tests {
+    use super::*;
+
+    #[test]
+    fn bench_fs_linux_runs() {
+        let s = find("bench-fs-linux").unwrap();
+        let caps: Vec<&str> = s
+            .steps
+            .iter()
+            .flat_map(|st| st.capture.iter().map(|c| c.0))
+            .collect();
+        for n in 1..=3 {
+            for v in ["DD_S_", "SYNC_S_", "FSCK_"] {
+                assert!(caps.contains(&format!("{v}{n}").as_str()), "{v}{n}");
+            }
+        }
+        let dd = s.steps[2].send;
+        assert!(dd.contains(
+            r#"awk '{printf "timed by /proc/uptime: dd %.2f s, sync %.2f s\n", $2 - $1, $3 - $2}'"#
+        ));
+        assert!(dd.contains("dd bs=16k count=${COUNT} if=/dev/zero of=/mnt/test; "));
+        assert!(find("bench-fs-linux-ide")
+            .unwrap()
+            .config
+            .contains("xen_platform_pci = 0"));
     }
 }

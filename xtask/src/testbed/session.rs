@@ -35,6 +35,9 @@ pub struct Options {
     pub xen_args: Vec<String>,
     /// Print every line of the guests' consoles as it arrives (`cargo xtask demo`).
     pub live: bool,
+    /// Extra files for the payload, `/payload/<name>` in dom0 (e.g. `bench fs`'s
+    /// block count).
+    pub payload: Vec<(String, String)>,
 }
 
 /// Xen options for every session. `asid=0`: no SVM ASIDs (a full TLB flush on every
@@ -43,6 +46,10 @@ const XEN_CMDLINE: &str = "console=com1 com1=115200,8n1 dom0_mem=1G,max:1G loglv
                            guest_loglvl=all console_timestamps=boot asid=0";
 const DOM0_CMDLINE: &str =
     "root=/dev/vda rw console=hvc0 earlyprintk=xen loglevel=4 init=/sbin/testbed-init";
+/// A scenario disk this big (MiB) gets the session a scratch disk in dom0.
+const SCRATCH_FROM_MB: u32 = 1024;
+/// The scratch disk's size (sparse on the host, under `target/testbed/.work/`).
+const SCRATCH_GB: u64 = 16;
 /// Seconds from starting QEMU to dom0's userspace.
 const BOOT_TIMEOUT: u64 = 300;
 /// Added to every step's own timeout (the dom0 runner enforces the step's timeout
@@ -82,13 +89,32 @@ pub fn run_scenarios(names: &[&str], opts: &Options) -> Result<()> {
         fs::create_dir_all(work.join("payload"))?;
         fs::write(work.join("payload/live"), "")?;
     }
+    for (name, text) in &opts.payload {
+        fs::create_dir_all(work.join("payload"))?;
+        fs::write(work.join("payload").join(name), text)?;
+    }
     let payload = make_payload(&work, &list, &files)?;
+    // dom0's root filesystem has about 1.5 GB free: a session with big scenario disks
+    // gets a scratch disk for them (`run.py` mounts it)
+    let scratch = list
+        .iter()
+        .any(|s| s.disks.iter().any(|d| d.size_mb >= SCRATCH_FROM_MB))
+        .then(|| work.join("scratch.img"));
 
     let attempts = opts.retries + 1;
     let mut retries: Vec<String> = Vec::new();
     let mut last: Option<Attempt> = None;
     for n in 1..=attempts {
-        let a = attempt(n, attempts, &qemu, &bed, &payload, &work, opts)?;
+        let a = attempt(
+            n,
+            attempts,
+            &qemu,
+            &bed,
+            &payload,
+            &work,
+            scratch.as_deref(),
+            opts,
+        )?;
         let why = a.retry_reason(&list);
         match why {
             Some(why) if n < attempts => {
@@ -104,6 +130,9 @@ pub fn run_scenarios(names: &[&str], opts: &Options) -> Result<()> {
                 break;
             }
         }
+    }
+    if let Some(s) = &scratch {
+        let _ = fs::remove_file(s);
     }
     let a = last.expect("the last attempt is kept");
     let rows = collect(&all, &a, &skipped, &out)?;
@@ -258,6 +287,7 @@ impl Attempt {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn attempt(
     n: u32,
     of: u32,
@@ -265,6 +295,7 @@ fn attempt(
     bed: &Bed,
     payload: &Path,
     work: &Path,
+    scratch: Option<&Path>,
     opts: &Options,
 ) -> Result<Attempt> {
     let out = out_dir();
@@ -276,8 +307,14 @@ fn attempt(
 
     let mut cmd = xen_qemu(qemu, bed, opts);
     cmd.args(["-drive", &drive(payload, "readonly=on")])
-        .args(["-drive", &drive(&results_img, "cache=unsafe")])
-        .args(["-nographic", "-serial", "stdio", "-monitor", "none"])
+        .args(["-drive", &drive(&results_img, "cache=unsafe")]);
+    if let Some(s) = scratch {
+        // sparse, fresh for each attempt; dom0 sees it as /dev/vdd
+        let _ = fs::remove_file(s);
+        fs::File::create(s)?.set_len(SCRATCH_GB << 30)?;
+        cmd.args(["-drive", &drive(s, "cache=unsafe,discard=unmap")]);
+    }
+    cmd.args(["-nographic", "-serial", "stdio", "-monitor", "none"])
         .args(["-no-reboot", "-nic", "none"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
