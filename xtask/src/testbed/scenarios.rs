@@ -530,10 +530,7 @@ const XEN_HVM_STEPS: &[Step] = &[
     cmd("sync", &[], 30),
     cmd(
         "cat /etc/config/system",
-        &[
-            r"^\toption hostname 'Xenlet'$",
-            r"^option zonename 'UTC'$",
-        ],
+        &[r"^\toption hostname 'Xenlet'$", r"^option zonename 'UTC'$"],
         30,
     ),
     cmd(
