@@ -53,6 +53,7 @@ fn shutdown(dir: &Path) {
     let mut flags: u32 = 1;
     // SAFETY: EXT4_IOC_SHUTDOWN (_IOR('X', 125, __u32)) reads one u32 through the
     // pointer, which points at a live local for the duration of the call.
+    // SAFETY: EXT4_IOC_SHUTDOWN reads one u32 through the pointer, which points at a live local.
     let r = unsafe { ioctl(f.as_raw_fd(), 0x8004_587d, &mut flags as *mut u32) };
     assert_eq!(
         r,

@@ -71,6 +71,7 @@ impl<B> SlabHeap<B> {
 // the backing allocator gave for this purpose alone; a piece is handed out at most
 // once until it is freed back to its class.
 unsafe impl<B: GlobalAlloc> GlobalAlloc for SlabHeap<B> {
+    // SAFETY: (the trait's contract) `layout` has a non-zero size.
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let Some(c) = class_of(layout) else {
             // SAFETY: the caller's contract for `layout`, passed on.
@@ -91,8 +92,7 @@ unsafe impl<B: GlobalAlloc> GlobalAlloc for SlabHeap<B> {
             // Thread the slab's blocks onto the list, lowest address first.
             for i in (0..SLAB / size).rev() {
                 let b = p.wrapping_add(i * size);
-                // SAFETY: `b` lies inside the slab just allocated, is aligned to
-                // `size` >= 16 (the slab is), and is not yet handed out.
+                // SAFETY: `b` lies inside the slab just allocated, is aligned to `size` >= 16 (the slab is), and is not yet handed out.
                 unsafe { b.cast::<usize>().write(l.head[c]) };
                 l.head[c] = b as usize;
             }
@@ -103,15 +103,14 @@ unsafe impl<B: GlobalAlloc> GlobalAlloc for SlabHeap<B> {
         b
     }
 
+    // SAFETY: (the trait's contract) `ptr` came from `alloc` with `layout`.
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         let Some(c) = class_of(layout) else {
-            // SAFETY: the caller's contract: `ptr` came from `alloc` with `layout`,
-            // which passed it to the backing allocator.
+            // SAFETY: the caller's contract: `ptr` came from `alloc` with `layout`, which passed it to the backing allocator.
             return unsafe { self.backing.dealloc(ptr, layout) };
         };
         let mut l = self.lists.lock();
-        // SAFETY: `ptr` is a block of class `c` the caller owns and gives back; it is
-        // at least 16 bytes and aligned, so it can hold the link.
+        // SAFETY: `ptr` is a block of class `c` the caller owns and gives back; it is at least 16 bytes and aligned, so it can hold the link.
         unsafe { ptr.cast::<usize>().write(l.head[c]) };
         l.head[c] = ptr as usize;
     }
