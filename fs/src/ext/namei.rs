@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// An edit of one directory block (its bytes, the usable length before any checksum
+/// tail): the inode of the entry it changed, if it found it.
+type EntryEdit<'a> = dyn FnMut(&mut [u8], usize) -> Result<Option<u32>, FsError> + 'a;
+
 impl<D: BlockDev> Ext<D> {
     /// Reads logical block `lblk` of directory `dir` (checked); `None` for a hole.
     /// Returns the physical block and the usable length (before any tail).
@@ -366,29 +370,7 @@ impl<D: BlockDev> Ext<D> {
     }
 
     pub(super) fn remove_entry(&mut self, dir: u32, name: &[u8]) -> Result<u32, FsError> {
-        let nb = self.dir_blocks(dir)?;
-        let seed_inode = self.node(dir)?.inode.clone();
-        let seed = self.inode_seed(dir, &seed_inode);
-        let csum = self.sb.has_csum();
-        for lblk in self.search_order(dir, name, nb)? {
-            let Some((pblk, usable)) = self.dir_block(dir, lblk)? else {
-                continue;
-            };
-            let b = self.cache.get(&mut self.dev, pblk)?;
-            let present = dir::for_each(b, usable, &mut |r| r.inode != 0 && r.name(b) == name)?;
-            if !present {
-                continue;
-            }
-            let b = self.cache.get_mut(&mut self.dev, pblk)?;
-            if let Some(ino) = dir::remove(b, usable, name)? {
-                if csum && usable < b.len() {
-                    dir::set_tail(b, seed);
-                }
-                self.touch_dir(dir)?;
-                return Ok(ino);
-            }
-        }
-        Err(FsError::NotFound)
+        self.edit_entry(dir, name, &mut |b, usable| dir::remove(b, usable, name))
     }
 
     pub(super) fn retarget_entry(
@@ -403,6 +385,20 @@ impl<D: BlockDev> Ext<D> {
         } else {
             0
         };
+        self.edit_entry(dir, name, &mut |b, usable| {
+            dir::retarget(b, usable, name, ino, ftype)
+        })
+    }
+
+    /// Finds the block of directory `dir` that holds `name` and applies `edit` to it
+    /// (which returns the inode the entry named, if it changed it); then reseals the
+    /// block's checksum tail and touches the directory.
+    fn edit_entry(
+        &mut self,
+        dir: u32,
+        name: &[u8],
+        edit: &mut EntryEdit<'_>,
+    ) -> Result<u32, FsError> {
         let nb = self.dir_blocks(dir)?;
         let seed_inode = self.node(dir)?.inode.clone();
         let seed = self.inode_seed(dir, &seed_inode);
@@ -417,12 +413,12 @@ impl<D: BlockDev> Ext<D> {
                 continue;
             }
             let b = self.cache.get_mut(&mut self.dev, pblk)?;
-            if let Some(old) = dir::retarget(b, usable, name, ino, ftype)? {
+            if let Some(ino) = edit(b, usable)? {
                 if csum && usable < b.len() {
                     dir::set_tail(b, seed);
                 }
                 self.touch_dir(dir)?;
-                return Ok(old);
+                return Ok(ino);
             }
         }
         Err(FsError::NotFound)
