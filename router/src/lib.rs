@@ -1,0 +1,97 @@
+//! Xenlet's router: the IPv4 data path that sits in front of smoltcp.
+//!
+//! smoltcp is an end host: it drops what is not addressed to it. Frames for the
+//! router itself (its addresses, broadcast, DHCP, DNS) still go to smoltcp; everything
+//! else is forwarded here, edited in place in the buffer it arrived in, with no
+//! allocation per packet and tables whose size is fixed when they are built.
+//!
+//! The path of a forwarded IPv4 packet, in the order Linux's netfilter hooks run:
+//! `prerouting` (conntrack lookup, reverse NAT of replies and port forwards), routing
+//! (longest-prefix match), TTL, `postrouting` (new flows, masquerade), MTU (ICMP
+//! fragmentation-needed or fragmentation), neighbour resolution, transmit. The
+//! conntrack/NAT stages are behind the [`L4Hook`] trait so the forwarding core can be
+//! tested alone.
+//!
+//! Time is a plain millisecond count ([`Millis`]) passed in by the caller: the crate
+//! never reads a clock.
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod checksum;
+
+/// Milliseconds on a monotonic clock the caller owns.
+pub type Millis = u64;
+
+/// An interface of the router, by its index in the router's interface table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct IfId(pub u8);
+
+/// What the connection-tracking/NAT stage says of a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookVerdict {
+    /// Go on (the packet may have been rewritten in place).
+    Accept,
+    /// Drop it, counted under this reason.
+    Drop(DropReason),
+}
+
+/// Why a packet was dropped: every drop is counted under one of these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DropReason {
+    /// Shorter than its headers say, bad version or header length, or bad header checksum.
+    Malformed,
+    /// TTL ran out (an ICMP time-exceeded was sent when the rate limit allowed).
+    TtlExpired,
+    /// No route to the destination.
+    NoRoute,
+    /// Larger than the next hop's MTU with DF set (ICMP fragmentation-needed sent).
+    TooBig,
+    /// The neighbour did not answer ARP, or its wait queue was full.
+    NoNeighbour,
+    /// The connection-tracking table is full and nothing could be evicted.
+    ConntrackFull,
+    /// Not valid for the connection it belongs to (e.g. a TCP segment for no known
+    /// flow that is not a SYN, on its way to a masquerading zone).
+    Invalid,
+    /// No free port/ID for the NAT mapping.
+    NatExhausted,
+    /// Refused by the firewall.
+    Filtered,
+    /// The output link had no room.
+    TxFull,
+    /// Not IPv4 or ARP (the router forwards IPv4 only).
+    Unsupported,
+}
+
+/// Connection tracking and NAT, as seen by the forwarding core.
+///
+/// `ip` is the IPv4 packet (header and payload, no link header), exactly
+/// `total length` bytes, already checked by the core: version 4, header length and
+/// checksum valid, not a fragment other than the first (`frag` says whether it is
+/// one). Implementations rewrite addresses, ports, ICMP ids and the checksums in place
+/// and never change the length.
+pub trait L4Hook {
+    /// Before routing: replies to masqueraded flows and port forwards get their
+    /// destination translated back (the core then routes on the new destination; a
+    /// packet still addressed to the router goes to the local stack).
+    fn prerouting(&mut self, ip: &mut [u8], input: IfId, now: Millis) -> HookVerdict;
+    /// After routing, before the MTU check: new flows are tracked, and those leaving
+    /// through a masquerading interface get the source rewritten.
+    fn postrouting(&mut self, ip: &mut [u8], input: IfId, output: IfId, now: Millis)
+        -> HookVerdict;
+}
+
+/// An [`L4Hook`] that tracks nothing and translates nothing (plain routing).
+pub struct NoHook;
+
+impl L4Hook for NoHook {
+    fn prerouting(&mut self, _: &mut [u8], _: IfId, _: Millis) -> HookVerdict {
+        HookVerdict::Accept
+    }
+    fn postrouting(&mut self, _: &mut [u8], _: IfId, _: IfId, _: Millis) -> HookVerdict {
+        HookVerdict::Accept
+    }
+}
