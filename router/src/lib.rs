@@ -66,32 +66,47 @@ pub enum DropReason {
     Unsupported,
 }
 
+/// What the forwarding core knows of a packet besides its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Meta {
+    /// The interface it arrived on.
+    pub input: IfId,
+    /// The interface it leaves by (set for [`L4Hook::postrouting`], `None` before
+    /// routing).
+    pub output: Option<IfId>,
+    /// Its TCP/UDP checksum field holds only the pseudo-header sum, not inverted
+    /// (a `csum_blank` or GSO packet from a netfront; the link completes it): NAT then
+    /// adjusts that field for address changes only, since ports are summed later.
+    pub csum_partial: bool,
+    /// Now.
+    pub now: Millis,
+}
+
 /// Connection tracking and NAT, as seen by the forwarding core.
 ///
 /// `ip` is the IPv4 packet (header and payload, no link header), exactly
 /// `total length` bytes, already checked by the core: version 4, header length and
-/// checksum valid, not a fragment other than the first (`frag` says whether it is
-/// one). Implementations rewrite addresses, ports, ICMP ids and the checksums in place
-/// and never change the length.
+/// header checksum valid. Implementations rewrite addresses, ports, ICMP ids and the
+/// checksums in place and never change the length; they must not panic on any bytes
+/// after the IPv4 header (a truncated TCP header is [`DropReason::Malformed`]).
 pub trait L4Hook {
     /// Before routing: replies to masqueraded flows and port forwards get their
     /// destination translated back (the core then routes on the new destination; a
     /// packet still addressed to the router goes to the local stack).
-    fn prerouting(&mut self, ip: &mut [u8], input: IfId, now: Millis) -> HookVerdict;
+    fn prerouting(&mut self, ip: &mut [u8], meta: &Meta) -> HookVerdict;
     /// After routing, before the MTU check: new flows are tracked, and those leaving
     /// through a masquerading interface get the source rewritten.
-    fn postrouting(&mut self, ip: &mut [u8], input: IfId, output: IfId, now: Millis)
-        -> HookVerdict;
+    fn postrouting(&mut self, ip: &mut [u8], meta: &Meta) -> HookVerdict;
 }
 
 /// An [`L4Hook`] that tracks nothing and translates nothing (plain routing).
 pub struct NoHook;
 
 impl L4Hook for NoHook {
-    fn prerouting(&mut self, _: &mut [u8], _: IfId, _: Millis) -> HookVerdict {
+    fn prerouting(&mut self, _: &mut [u8], _: &Meta) -> HookVerdict {
         HookVerdict::Accept
     }
-    fn postrouting(&mut self, _: &mut [u8], _: IfId, _: IfId, _: Millis) -> HookVerdict {
+    fn postrouting(&mut self, _: &mut [u8], _: &Meta) -> HookVerdict {
         HookVerdict::Accept
     }
 }
