@@ -52,6 +52,11 @@ RUN_LOG = None
 LIVE = False    # /payload/live: every guest console line is printed as it arrives
 
 
+# Seconds dom0's toolstack gets to destroy a domain that has shut down (apart from the
+# scenario's end timeout, which bounds the guest's own part).
+TOOLSTACK_DESTROY_GRACE = 60
+
+
 def now():
     return time.monotonic() - T0
 
@@ -729,10 +734,18 @@ def run_scenario(sc):
             while st == 'running' and time.monotonic() < end:
                 console.pump(0.3)
                 st = alive()
-            while st == 'shutdown' and time.monotonic() < end:     # being destroyed
+            secs = time.monotonic() - t0
+            # The guest's part ends when Xen records the shutdown; destroying the domain
+            # (device-model and backend teardown, hotplug scripts) is dom0's toolstack,
+            # which under load in the nested dom0 has taken over 10 s: it gets its own
+            # grace, measured apart.
+            t1 = time.monotonic()
+            gone_by = t1 + TOOLSTACK_DESTROY_GRACE
+            while st == 'shutdown' and time.monotonic() < gone_by:     # being destroyed
                 time.sleep(0.2)
                 st = alive()
-            secs = time.monotonic() - t0
+            if st != 'shutdown' and st != 'running':
+                res['destroyed'] = '%.1fs after the shutdown' % (time.monotonic() - t1)
             console.pump(0.2)
             show_output(clean(console.take()))
             if st == 'running':
@@ -755,8 +768,8 @@ def run_scenario(sc):
                 raise Fail('end', 'the domain shut down with reason %s, expected %s'
                            % (res['ended'], REASONS[want]), flake=silent(domid, dm))
             if st == 'shutdown':
-                raise Fail('end', 'the domain shut down (%s) but was not destroyed within '
-                           '%ds of %s' % (res['ended'], sc['end_timeout'], after))
+                raise Fail('end', 'the domain shut down (%s) but the toolstack had not '
+                           'destroyed it %ds later' % (res['ended'], TOOLSTACK_DESTROY_GRACE))
             return secs
 
         if sc['end'] == 'crash':
@@ -789,7 +802,7 @@ def run_scenario(sc):
             want = 0 if sc['end'] == 'xl-shutdown' else 1
             console.pump(0.05)
             show_output(clean(console.take()))
-            log('dom0$ %s (the guest must be gone within %ds)' % (' '.join(xl),
+            log('dom0$ %s (the guest must shut down within %ds)' % (' '.join(xl),
                                                                   sc['end_timeout']))
             t0 = time.monotonic()
             rc, text = sh(xl, timeout=left(sc['end_timeout'] + 5))
@@ -810,6 +823,8 @@ def run_scenario(sc):
             console.pump(0.5)
             show_output(clean(console.take()))
             res['ended'] = 'destroyed by the test bed after the script'
+        if 'destroyed' in res:
+            res['ended'] += ', domain destroyed ' + res.pop('destroyed')
         log('ended: ' + res['ended'])
         res['status'] = 'PASS'
     except Fail as f:
