@@ -433,7 +433,9 @@ class Console:
 
 def run_scenario(sc):
     name = sc['name']
-    dom = 'tb-' + name
+    # copies of one scenario in a session (`testbed soak`: NAME.1, NAME.2, ...) run
+    # one after the other under the scenario's own domain name, which its steps expect
+    dom = 'tb-' + re.sub(r'\.\d+$', '', name)
     out = '%s/%s' % (RESULTS, name)
     os.makedirs(out, exist_ok=True)
     drv = open(out + '/driver.log', 'a', buffering=1)
@@ -444,6 +446,7 @@ def run_scenario(sc):
     matches = []
     loops = []
     console = None
+    domid = None
     phase = ['setup']
 
     def log(msg, show=True):
@@ -858,6 +861,7 @@ def run_scenario(sc):
                 shutil.copyfile(src, out + '/' + os.path.basename(src))
         _, dm = sh(['xl', 'dmesg', '-c'])
         write(out + '/xl-dmesg.txt', dm)
+        res['signature'] = signature(res, dm, domid, console.total if console else 0)
         for f in os.listdir(SCRATCH):
             if f.startswith(name + '-'):
                 os.remove(SCRATCH + '/' + f)
@@ -872,6 +876,39 @@ def run_scenario(sc):
                                          ': %s: %s' % (res['failed_step'], res['message'])))
     drv.close()
     return res['status'] == 'PASS'
+
+
+def signature(res, dm, domid, console_bytes):
+    """What kind of failure this was, from the logs (for `cargo xtask testbed soak`):
+    the nested-SVM signatures apart from the guest's own faults and test failures."""
+    if res['status'] == 'PASS':
+        return 'pass'
+    msg = res.get('message', '')
+    if re.search(r'Panic on CPU|FATAL PAGE FAULT|Xen BUG at', dm):
+        return 'xen-panic'
+    if domid is not None and (
+            re.search(r'd%sv\d+ \w+ @ e008:ffff82d' % domid, dm) or re.search(
+                r'd%sv\d+ Triple fault[^\n]*\n(?:[^\n]*\n){0,4}[^\n]*RIP:\s+e008:\[<ffff82d'
+                % domid, dm)):
+        return 'guest-on-xen-state'
+    if domid is not None and 'd%sv0 Triple fault' % domid in dm:
+        return ('triple-fault-before-prompt' if res.get('failed_step') == 'boot'
+                else 'triple-fault-in-guest')
+    if 'still in real mode' in msg:
+        return 'stuck-in-firmware'
+    if 'never printed its banner' in msg:
+        return 'died-in-firmware'
+    if 'crashed' in msg:
+        return 'guest-crash'
+    if console_bytes == 0 and res.get('failed_step') in ('boot', 'create'):
+        return 'silent'
+    if msg.startswith('no prompt') or 'still running' in msg:
+        return 'hang'
+    if 'toolstack' in msg or res.get('failed_step') == 'create':
+        return 'toolstack'
+    if msg.startswith('runner error'):
+        return 'runner-error'
+    return 'test-failure'
 
 
 def subst(text, caps, literal):

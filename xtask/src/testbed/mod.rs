@@ -16,6 +16,7 @@ mod cpio;
 mod elf32;
 mod scenarios;
 mod session;
+mod soak;
 
 use crate::util::{Error, Result};
 use std::collections::BTreeMap;
@@ -31,8 +32,12 @@ pub fn run(names: &[&str], opts: &Options) -> Result<()> {
 /// A scenario's `result.txt` from the last run: `status`, `t_total`, `ended`, ... and
 /// `var.NAME` for each captured variable.
 pub fn result(name: &str) -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(session::out_dir().join(name).join("result.txt"))
-        .unwrap_or_default();
+    read_result(&session::out_dir().join(name))
+}
+
+/// `result.txt` in a scenario's result directory (empty when there is none).
+fn read_result(dir: &std::path::Path) -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(dir.join("result.txt")).unwrap_or_default();
     text.lines()
         .filter_map(|l| l.split_once('='))
         .filter(|(k, _)| *k != "match")
@@ -54,6 +59,11 @@ usage: cargo xtask testbed <command>
       -v, --verbose          show the whole Xen/dom0 serial console
       --smp N                vCPUs of QEMU and dom0 (default 2)
       --xen-arg ARG          extra Xen command-line option (repeatable)
+  soak SCENARIO [--runs N] [--per-session K] [--smp N] [--xen-arg ARG]
+                             run a scenario N times (default 10), K copies per
+                             session (default 5), no retries; a table of outcomes
+                             by signature (pass, nested-SVM kinds, guest faults,
+                             hangs, test failures) in target/testbed-soak/
   list                       the scenarios
   shell [--smp N] [--xen-arg ARG]
                              boot Xen + dom0, start the toolstack, root shell on
@@ -79,6 +89,7 @@ pub fn main(args: &[&str]) -> Result<()> {
             let (opts, names) = parse_options(rest)?;
             session::run_scenarios(&names, &opts)
         }
+        ["soak", rest @ ..] => soak::soak(rest),
         ["shell", rest @ ..] => {
             let (opts, names) = parse_options(rest)?;
             if !names.is_empty() {

@@ -227,6 +227,7 @@ const fn last(send: &'static str) -> Step {
     }
 }
 
+#[derive(Clone)]
 pub struct Scenario {
     pub name: &'static str,
     pub about: &'static str,

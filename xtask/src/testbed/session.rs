@@ -156,6 +156,23 @@ fn select(names: &[&str]) -> Result<Vec<&'static Scenario>> {
             list.extend(scenarios::SCENARIOS.iter());
             continue;
         }
+        // `NAME*K`: K copies of a scenario in the session, named NAME.1 .. NAME.K
+        // (`testbed soak`); each copy is a scenario of its own with its own domain.
+        if let Some((base, k)) = n.split_once('*') {
+            let k: u32 = k
+                .parse()
+                .map_err(|_| Error::msg(format!("'{n}': NAME*COUNT needs a number")))?;
+            let s = scenarios::find(base)
+                .ok_or_else(|| Error::msg(format!("unknown scenario '{base}'")))?;
+            for i in 1..=k {
+                let copy = Scenario {
+                    name: Box::leak(format!("{base}.{i}").into_boxed_str()),
+                    ..s.clone()
+                };
+                list.push(Box::leak(Box::new(copy)));
+            }
+            continue;
+        }
         let s = scenarios::find(n).ok_or_else(|| {
             let known: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.name).collect();
             Error::msg(format!(

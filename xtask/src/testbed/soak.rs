@@ -1,0 +1,234 @@
+//! `cargo xtask testbed soak`: how often a scenario fails, and how.
+//!
+//! Runs one scenario many times, `--per-session` copies in each QEMU session (the
+//! copies `NAME.1 .. NAME.K` run one after the other, each with its own domain), never
+//! retried, and sorts every run by the signature `run.py` read from the logs (see its
+//! `signature()`): a pass, the nested-SVM signatures (`guest-on-xen-state`,
+//! `triple-fault-before-prompt`, `silent`, `stuck-in-firmware`, `died-in-firmware`,
+//! `xen-panic`), the guest's own faults (`triple-fault-in-guest`, `guest-crash`),
+//! `hang`, `toolstack` and `test-failure`. A session that dies leaves its unfinished
+//! runs as `session-died` (or `xen-panic` when Xen's panic is on the serial log).
+//! Every session's logs are kept under `target/testbed-soak/NAME/session-N/`, and the
+//! table is written to `target/testbed-soak/NAME/soak.md`.
+
+use super::session::{self, Options};
+use crate::util::{step, workspace_root, Error, Result};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+use std::time::Instant;
+
+/// What one run ended as.
+struct Run {
+    signature: String,
+    seconds: Option<f64>,
+    detail: String,
+}
+
+pub fn soak(args: &[&str]) -> Result<()> {
+    let mut runs = 10u32;
+    let mut per = 5u32;
+    let mut rest: Vec<&str> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut num = |what: &str| -> Result<u32> {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .filter(|n| *n > 0)
+                .ok_or_else(|| Error::msg(format!("{what} needs a positive number")))
+        };
+        match *a {
+            "--runs" => runs = num("--runs")?,
+            "--per-session" => per = num("--per-session")?,
+            _ => rest.push(a),
+        }
+    }
+    let (mut opts, names) = super::parse_options(&rest)?;
+    let [name] = names[..] else {
+        return Err(Error::msg(
+            "usage: cargo xtask testbed soak SCENARIO [--runs N] [--per-session K] [--smp N] [--xen-arg ARG]",
+        ));
+    };
+    opts.retries = 0;
+    let keep = workspace_root().join("target/testbed-soak").join(name);
+    if keep.exists() {
+        fs::remove_dir_all(&keep)?;
+    }
+    fs::create_dir_all(&keep)?;
+    let mut all: Vec<Run> = Vec::new();
+    let mut session_secs = Vec::new();
+    let sessions = runs.div_ceil(per);
+    for n in 1..=sessions {
+        let k = per.min(runs - (n - 1) * per);
+        step(&format!(
+            "soak {name}: session {n}/{sessions}, {k} run(s); {} of {runs} done, {} passed",
+            all.len(),
+            all.iter().filter(|r| r.signature == "pass").count()
+        ));
+        let t = Instant::now();
+        let outcome = session::run_scenarios(&[&format!("{name}*{k}")], &opts);
+        session_secs.push(t.elapsed().as_secs_f64());
+        let out = session::out_dir();
+        let serial = fs::read_to_string(out.join("serial.log")).unwrap_or_default();
+        let died = if serial.contains("Panic on CPU") {
+            "xen-panic"
+        } else {
+            "session-died"
+        };
+        for i in 1..=k {
+            let kv = super::read_result(&out.join(format!("{name}.{i}")));
+            let run = match kv.get("signature") {
+                Some(sig) => Run {
+                    signature: sig.clone(),
+                    seconds: kv.get("t_total").and_then(|v| v.parse().ok()),
+                    detail: kv.get("message").cloned().unwrap_or_default(),
+                },
+                None => Run {
+                    signature: died.to_string(),
+                    seconds: None,
+                    detail: outcome
+                        .as_ref()
+                        .err()
+                        .map(|e| e.to_string())
+                        .unwrap_or_default(),
+                },
+            };
+            println!(
+                "    run {}: {}{}",
+                all.len() + 1,
+                run.signature,
+                if run.detail.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", clip(&run.detail, 150))
+                }
+            );
+            all.push(run);
+        }
+        let dest = keep.join(format!("session-{n}"));
+        copy_dir(&out, &dest)?;
+    }
+    let table = table(name, &all, &session_secs, &opts);
+    print!("{table}");
+    fs::write(keep.join("soak.md"), &table)?;
+    println!("table and every session's logs: {}", keep.display());
+    Ok(())
+}
+
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut c: String = s.chars().take(n).collect();
+        c.push('…');
+        c
+    }
+}
+
+/// The soak's table in Markdown: each signature's count and share, with the mean time
+/// of the runs that got that far.
+fn table(name: &str, all: &[Run], session_secs: &[f64], opts: &Options) -> String {
+    let mut by: BTreeMap<&str, (u32, f64, u32, &str)> = BTreeMap::new();
+    for r in all {
+        let e = by.entry(&r.signature).or_insert((0, 0.0, 0, &r.detail));
+        e.0 += 1;
+        if let Some(s) = r.seconds {
+            e.1 += s;
+            e.2 += 1;
+        }
+    }
+    let total = all.len().max(1) as f64;
+    let mut t = format!(
+        "\n## soak: {name}, {} runs in {} session(s), no retries{}\n\n\
+         | outcome | runs | share | mean s | example |\n|---|---:|---:|---:|---|\n",
+        all.len(),
+        session_secs.len(),
+        if opts.xen_args.is_empty() {
+            String::new()
+        } else {
+            format!(", Xen options {}", opts.xen_args.join(" "))
+        }
+    );
+    for (sig, (n, secs, timed, ex)) in &by {
+        let mean = if *timed > 0 {
+            format!("{:.1}", secs / f64::from(*timed))
+        } else {
+            "-".to_string()
+        };
+        t.push_str(&format!(
+            "| {sig} | {n} | {:.0} % | {mean} | {} |\n",
+            f64::from(*n) * 100.0 / total,
+            if *sig == "pass" {
+                String::new()
+            } else {
+                clip(&ex.replace('|', "/"), 100)
+            }
+        ));
+    }
+    let fails = all.iter().filter(|r| r.signature != "pass").count();
+    t.push_str(&format!(
+        "\nfailure rate {fails}/{} ({:.1} %); sessions took {:.0} s on average\n",
+        all.len(),
+        fails as f64 * 100.0 / total,
+        session_secs.iter().sum::<f64>() / session_secs.len().max(1) as f64
+    ));
+    t
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to)?;
+    for e in fs::read_dir(from)? {
+        let e = e?;
+        let name = e.file_name();
+        if name == ".work" {
+            continue; // disks and payload: big, and rebuilt every session
+        }
+        let ty = e.file_type()?;
+        if ty.is_dir() {
+            copy_dir(&e.path(), &to.join(&name))?;
+        } else if ty.is_file() {
+            fs::copy(e.path(), to.join(&name))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(sig: &str, s: Option<f64>) -> Run {
+        Run {
+            signature: sig.into(),
+            seconds: s,
+            detail: "why | it failed".into(),
+        }
+    }
+
+    #[test]
+    fn table_counts_each_signature() {
+        let opts = Options {
+            retries: 0,
+            verbose: false,
+            smp: 2,
+            xen_args: vec!["asid=0".into()],
+            live: false,
+            payload: Vec::new(),
+        };
+        let all = [
+            run("pass", Some(10.0)),
+            run("pass", Some(20.0)),
+            run("guest-on-xen-state", None),
+            run("pass", Some(30.0)),
+        ];
+        let t = table("xen-hvm", &all, &[100.0, 50.0], &opts);
+        assert!(t.contains("| pass | 3 | 75 % | 20.0 |  |"), "{t}");
+        assert!(
+            t.contains("| guest-on-xen-state | 1 | 25 % | - | why / it failed |"),
+            "{t}"
+        );
+        assert!(t.contains("failure rate 1/4 (25.0 %)"), "{t}");
+        assert!(t.contains("Xen options asid=0"), "{t}");
+        assert!(t.contains("sessions took 75 s"), "{t}");
+    }
+}
