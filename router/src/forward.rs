@@ -7,7 +7,7 @@
 //! 1. Ethernet: ARP is learnt from and given to the local stack; anything else that
 //!    is not IPv4 unicast to this interface's MAC is local too (smoltcp decides).
 //! 2. IPv4 header checks (`Ipv4Packet::new_checked`: IHL ≥ 5, total length within
-//!    the frame; version 4; header checksum), options allowed. Broadcast, multicast
+//!    the frame; version 4; header checksum), options allowed if well formed. Broadcast, multicast
 //!    and this subnet's broadcast are local.
 //! 3. [`L4Hook::prerouting`] (reverse NAT); then a destination that is one of the
 //!    router's addresses is local.
@@ -350,7 +350,8 @@ impl Router {
         // 2. the IPv4 header
         let ip_all = frame.get(ETH_LEN..).ok_or(DropReason::Malformed)?;
         let pkt = Ipv4Packet::new_checked(ip_all).map_err(|_| DropReason::Malformed)?;
-        if pkt.version() != 4 || !pkt.verify_checksum() {
+        let hdr = ip_all.get(..usize::from(pkt.header_len())).unwrap_or(&[]);
+        if pkt.version() != 4 || !pkt.verify_checksum() || !ipv4::options_ok(hdr) {
             return Err(DropReason::Malformed);
         }
         let ip_len = usize::from(pkt.total_len());

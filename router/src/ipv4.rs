@@ -78,6 +78,29 @@ pub fn fill_header_checksum(ip: &mut [u8]) {
     }
 }
 
+/// Whether the options of `header` (a whole IPv4 header) are well formed TLVs
+/// (RFC 791 §3.1: END, NOP, or type-length-value with length ≥ 2 inside the header),
+/// the structural part of Linux's `ip_options_compile`.
+pub fn options_ok(header: &[u8]) -> bool {
+    let Some(opts) = header.get(20..) else {
+        return false;
+    };
+    let mut i = 0;
+    while let Some(&kind) = opts.get(i) {
+        match kind {
+            0 => return true,
+            1 => i += 1,
+            _ => match opts.get(i + 1) {
+                Some(&len) if len >= 2 && i + usize::from(len) <= opts.len() => {
+                    i += usize::from(len)
+                }
+                _ => return false,
+            },
+        }
+    }
+    true
+}
+
 /// Whether a packet from `ip` can never be valid (RFC 1812 §5.3.7): 0/8, 127/8,
 /// multicast, class E and limited broadcast.
 pub fn is_martian_source(ip: Ipv4Addr) -> bool {
@@ -191,6 +214,25 @@ mod tests {
         // ICMP has no pseudo-header checksum to complete
         ip[PROTO] = 1;
         assert!(!complete_partial_checksum(&mut ip));
+    }
+
+    #[test]
+    fn options_structure() {
+        let h = |o: &[u8]| {
+            let mut v = alloc::vec![0x45u8; 20];
+            v.extend_from_slice(o);
+            v
+        };
+        assert!(options_ok(&h(&[])));
+        assert!(options_ok(&h(&[1, 1, 1, 0])));
+        assert!(options_ok(&h(&[0x83, 7, 4, 1, 2, 3, 4, 0])));
+        assert!(options_ok(&h(&[0, 0xff, 0xff, 0xff])), "after END: padding");
+        assert!(
+            !options_ok(&h(&[0x83, 9, 4, 1, 2, 3, 4, 0])),
+            "runs past the header"
+        );
+        assert!(!options_ok(&h(&[0x83, 1, 1, 1])), "length below 2");
+        assert!(!options_ok(&h(&[1, 1, 1, 0x44])), "length missing");
     }
 
     #[test]

@@ -12,8 +12,11 @@
 //! sends the packet and re-probes it (unicast first, like Linux's PROBE state, but
 //! without the 5 s DELAY since no upper layer confirms reachability here). Every ARP
 //! frame the interface sees is learnt from: replies make an entry REACHABLE,
-//! requests (and gratuitous ARP) refresh an existing one, and a request for one of
-//! our addresses creates a STALE entry for its sender (Linux's `neigh_event_ns`).
+//! requests (and gratuitous ARP) refresh an existing one, a request for one of our
+//! addresses creates a STALE entry for its sender (Linux's `neigh_event_ns`) and a
+//! reply to one of our addresses a REACHABLE one (Linux would ignore an unsolicited
+//! reply with `arp_accept=0`; smoltcp, which answers the router's own traffic on the
+//! same link, learns from it too, so both caches agree).
 //! The table has a fixed number of entries; when full, the oldest entry that is not
 //! INCOMPLETE is evicted.
 
@@ -346,12 +349,16 @@ impl NeighTable {
         let is_reply = operation == ArpOperation::Reply;
         let idx = match self.find(ifc, spa) {
             Some(i) => i,
-            None if operation == ArpOperation::Request && iface.has_addr(tpa) => {
+            None if iface.has_addr(tpa) => {
                 let Some(i) = self.alloc() else { return };
                 let Some(e) = self.entries.get_mut(i) else {
                     return;
                 };
-                e.state = Some(NeighState::Stale);
+                e.state = Some(if is_reply {
+                    NeighState::Reachable
+                } else {
+                    NeighState::Stale
+                });
                 e.ip = spa;
                 e.ifc = ifc;
                 e.mac = sha;

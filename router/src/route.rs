@@ -308,7 +308,11 @@ mod tests {
             t.lookup(Ipv4Addr::new(10, 2, 0, 0)).unwrap().gateway,
             Some(Ipv4Addr::new(10, 0, 0, 9))
         );
-        assert_eq!(l(&t, [10, 1, 2, 3]), Some(3), "same prefix: lower metric wins");
+        assert_eq!(
+            l(&t, [10, 1, 2, 3]),
+            Some(3),
+            "same prefix: lower metric wins"
+        );
         assert_eq!(t.remove_where(|r| r.dest.prefix_len() == 0), 1);
         assert_eq!(l(&t, [8, 8, 8, 8]), None);
     }

@@ -19,6 +19,7 @@ pub const ACK: u8 = 0x10;
 pub const CWR: u8 = 0x80;
 
 /// An IPv4 header (20 bytes + `options`) and `payload`, valid header checksum.
+#[allow(clippy::too_many_arguments)]
 pub fn ipv4(
     src: [u8; 4],
     dst: [u8; 4],
