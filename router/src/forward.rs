@@ -372,6 +372,9 @@ impl Router {
         let frame = frame
             .get_mut(..ETH_LEN + ip_len)
             .ok_or(DropReason::Malformed)?;
+        if rx.gso_size == Some(0) {
+            return Err(DropReason::Malformed); // a netfront bug, not a segment size
+        }
         let csum_partial = rx.csum_partial || rx.gso_size.is_some();
         let mut meta = Meta {
             input: ifc,

@@ -563,3 +563,103 @@ impl fmt::Display for NeighLine<'_> {
         write!(f, " {}", self.state.name())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use crate::iface::IfConfig;
+    use crate::route::Ipv4Net;
+    use crate::testutil::*;
+
+    fn one_iface() -> Interfaces {
+        let mut ifs = Interfaces::new(1);
+        let id = ifs
+            .add(IfConfig {
+                name: "eth0".into(),
+                mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
+                mtu: 1500,
+                has_tx_gso: false,
+                has_tx_csum_offload: true,
+                is_mss_clamped: false,
+            })
+            .unwrap();
+        ifs.add_addr(id, Ipv4Net::new(ip([10, 0, 0, 1]), 24).unwrap())
+            .unwrap();
+        ifs
+    }
+
+    #[test]
+    fn global_slot_cap_and_oversize_frames() {
+        let ifs = one_iface();
+        let mut t = NeighTable::new(NeighConfig {
+            queue_slots: 4,
+            slot_len: 100,
+            ..NeighConfig::default()
+        });
+        let mut st = Stats::new(1);
+        let mut o = Recorder::default();
+        let mut send = |t: &mut NeighTable, host: u8, len: usize| {
+            let mut f = alloc::vec![0u8; len];
+            t.output(
+                &ifs,
+                IfId(0),
+                ip([10, 0, 0, host]),
+                IfId(0),
+                &mut f,
+                TxMeta::default(),
+                0,
+                &mut o,
+                &mut st,
+            )
+        };
+        for _ in 0..3 {
+            assert_eq!(send(&mut t, 5, 60), Ok(Resolution::Queued));
+        }
+        assert_eq!(send(&mut t, 6, 60), Ok(Resolution::Queued));
+        assert_eq!(
+            send(&mut t, 6, 60),
+            Err(DropReason::NoNeighbour),
+            "all 4 slots used"
+        );
+        assert_eq!(
+            send(&mut t, 7, 101),
+            Err(DropReason::NoNeighbour),
+            "too big"
+        );
+        assert_eq!(send(&mut t, 7, 10), Err(DropReason::Malformed), "no header");
+        assert_eq!(t.queued(), 4);
+    }
+
+    #[test]
+    fn hostile_arp_never_panics_nor_learns_junk() {
+        let ifs = one_iface();
+        let mut t = NeighTable::new(NeighConfig::default());
+        let mut st = Stats::new(1);
+        let mut o = Recorder::default();
+        let good = arp(
+            2,
+            [2, 0, 0, 0, 0, 9],
+            [10, 0, 0, 9],
+            [2, 0, 0, 0, 0, 1],
+            [10, 0, 0, 1],
+        );
+        let mut rng = Rng(42);
+        for _ in 0..5000 {
+            let mut a = good.clone();
+            for _ in 0..1 + rng.below(3) {
+                let i = rng.below(a.len());
+                a[i] = rng.next() as u8;
+            }
+            a.truncate(rng.below(a.len() + 1));
+            t.observe_arp(&ifs, IfId(0), &a, 0, &mut o, &mut st);
+        }
+        for l in t.lines(&ifs) {
+            assert!(!l.ip.is_unspecified() && !l.ip.is_multicast() && !l.ip.is_broadcast());
+            assert!(l.mac.is_unicast());
+        }
+        // junk from another interface id is ignored
+        t.observe_arp(&ifs, IfId(9), &good, 0, &mut o, &mut st);
+        assert!(o.sent.is_empty());
+    }
+}
