@@ -21,6 +21,18 @@
 extern crate alloc;
 
 pub mod checksum;
+pub mod forward;
+pub mod frag;
+pub mod gso;
+pub mod icmp_error;
+pub mod iface;
+pub mod ipv4;
+pub mod mss;
+pub mod neigh;
+pub mod route;
+pub mod stats;
+#[cfg(test)]
+mod testutil;
 
 /// Milliseconds on a monotonic clock the caller owns.
 pub type Millis = u64;
@@ -62,8 +74,14 @@ pub enum DropReason {
     Filtered,
     /// The output link had no room.
     TxFull,
-    /// Not IPv4 or ARP (the router forwards IPv4 only).
+    /// Not IPv4 or ARP (the router forwards IPv4 only), or an offload the core cannot
+    /// handle (GSO of anything but TCP).
     Unsupported,
+    /// A martian: a source that can never be valid on the wire (0/8, 127/8, 224/4,
+    /// 255.255.255.255, a connected subnet's broadcast) or a destination that must not
+    /// be forwarded (0/8, 127/8, 240/4, a directed broadcast to another subnet), as
+    /// Linux's `ip_route_input_slow` "martian source/destination" (RFC 1812 §5.3.7).
+    Martian,
 }
 
 /// What the forwarding core knows of a packet besides its bytes.

@@ -1,0 +1,722 @@
+//! The forwarding fast path: one received Ethernet frame in, edited in place, out.
+//!
+//! [`Router::input`] follows Linux's `ip_rcv` → `ip_route_input` → `ip_forward` →
+//! `ip_output` (`net/ipv4/ip_input.c`, `route.c`, `ip_forward.c`, `ip_output.c`) and
+//! RFC 1812 §5.2/§5.3:
+//!
+//! 1. Ethernet: ARP is learnt from and given to the local stack; anything else that
+//!    is not IPv4 unicast to this interface's MAC is local too (smoltcp decides).
+//! 2. IPv4 header checks (`Ipv4Packet::new_checked`: IHL ≥ 5, total length within
+//!    the frame; version 4; header checksum), options allowed if well formed. Broadcast, multicast
+//!    and this subnet's broadcast are local.
+//! 3. [`L4Hook::prerouting`] (reverse NAT); then a destination that is one of the
+//!    router's addresses is local.
+//! 4. Martian source/destination (RFC 1812 §5.3.7) dropped.
+//! 5. Route lookup (no route: ICMP net-unreachable); TTL ≤ 1: ICMP time-exceeded;
+//!    TTL decremented with an RFC 1624 header checksum update.
+//! 6. MSS clamp for interfaces with `mtu_fix`; [`L4Hook::postrouting`] (masquerade).
+//! 7. MTU: GSO packets leave whole when the link takes them, else are segmented
+//!    ([`crate::gso`]); larger than the path MTU with DF: ICMP fragmentation-needed
+//!    with the MTU (RFC 1191); without DF: fragments ([`crate::frag`]).
+//! 8. Neighbour resolution ([`crate::neigh`]), Ethernet addresses rewritten, sent.
+//!
+//! ICMP errors quote the packet as it arrived: its IP header and first 8 payload
+//! bytes are copied (≤ 68 bytes) before the hooks edit it. Nothing here allocates
+//! per packet: fragments, segments and ICMP errors are built in buffers allocated by
+//! [`Router::new`].
+
+use alloc::vec::Vec;
+use core::net::Ipv4Addr;
+
+use smoltcp::wire::{EthernetFrame, EthernetProtocol, Ipv4Packet};
+
+use crate::checksum;
+use crate::icmp_error::{self, IcmpError, RateLimiter};
+use crate::iface::{IfConfig, IfError, Interfaces};
+use crate::ipv4::{self, be16, put16};
+use crate::neigh::{NeighConfig, NeighLine, NeighTable, Resolution};
+use crate::route::{Ipv4Net, Route, RouteError, RouteLine, RouteProto, RouteTable};
+use crate::stats::Stats;
+use crate::{frag, gso, mss};
+use crate::{DropReason, HookVerdict, IfId, L4Hook, Meta, Millis};
+
+/// Ethernet header length.
+const ETH_LEN: usize = 14;
+/// The longest quote kept of the original packet: a 60-byte header + 8 bytes.
+const SNAPSHOT_LEN: usize = 68;
+
+/// The link layer the router sends on, implemented by the kernel (a netfront each).
+pub trait Output {
+    /// Queues `frame` (a whole Ethernet frame) for transmission on `ifc`.
+    fn send(&mut self, ifc: IfId, frame: &[u8], tx: TxMeta) -> Result<(), TxFull>;
+}
+
+/// The link had no room for the frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxFull;
+
+/// Offload metadata of a frame: netif's `NETTXF_csum_blank`/`NETRXF_csum_blank` and
+/// the GSO extra info.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxMeta {
+    /// The TCP/UDP checksum field holds only the pseudo-header sum (see
+    /// [`Meta::csum_partial`]); the link must complete it.
+    pub csum_partial: bool,
+    /// A TCP packet larger than the MTU, to be cut into segments of this many payload
+    /// bytes (implies `csum_partial`).
+    pub gso_size: Option<u16>,
+}
+
+/// The same metadata for a received frame.
+pub type RxMeta = TxMeta;
+
+/// What [`Router::input`] did with a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Disposition {
+    /// For the router itself: give the frame, unchanged, to the local stack. (ARP
+    /// frames were also learnt from.)
+    Local,
+    /// Forwarded: the buffer was edited in place and sent (or its fragments/segments
+    /// were).
+    Forwarded,
+    /// Copied into a queue waiting for ARP; the buffer is free.
+    Queued,
+    /// Dropped and counted.
+    Dropped(DropReason),
+}
+
+/// Sizes and limits of a [`Router`], all allocated by [`Router::new`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouterConfig {
+    /// Interfaces.
+    pub interfaces: usize,
+    /// Routes.
+    pub routes: usize,
+    /// The neighbour table and its queues.
+    pub neigh: NeighConfig,
+    /// The largest interface MTU allowed (sizes the fragment/segment buffers).
+    pub max_mtu: u16,
+    /// ICMP errors a second (Linux `icmp_msgs_per_sec`).
+    pub icmp_per_sec: u32,
+    /// ICMP error burst (Linux `icmp_msgs_burst`).
+    pub icmp_burst: u32,
+}
+
+impl Default for RouterConfig {
+    fn default() -> Self {
+        RouterConfig {
+            interfaces: 8,
+            routes: 64,
+            neigh: NeighConfig::default(),
+            max_mtu: 9000,
+            icmp_per_sec: 1000,
+            icmp_burst: 50,
+        }
+    }
+}
+
+/// The router: interfaces, routes, neighbours, counters and scratch buffers.
+pub struct Router {
+    ifaces: Interfaces,
+    routes: RouteTable,
+    neigh: NeighTable,
+    icmp_limit: RateLimiter,
+    stats: Stats,
+    max_mtu: u16,
+    icmp_id: u16,
+    /// One fragment or segment at a time.
+    scratch: Vec<u8>,
+    /// An ICMP error.
+    icmp_buf: Vec<u8>,
+}
+
+/// The parts of the router the output stage needs (split so the scratch buffers can
+/// be borrowed at the same time).
+struct Egress<'a, O: Output> {
+    ifaces: &'a Interfaces,
+    neigh: &'a mut NeighTable,
+    stats: &'a mut Stats,
+    out: &'a mut O,
+    input: IfId,
+    now: Millis,
+}
+
+impl<O: Output> Egress<'_, O> {
+    fn send(
+        &mut self,
+        ifc: IfId,
+        next_hop: Ipv4Addr,
+        frame: &mut [u8],
+        tx: TxMeta,
+    ) -> Result<Resolution, DropReason> {
+        self.neigh.output(
+            self.ifaces,
+            ifc,
+            next_hop,
+            self.input,
+            frame,
+            tx,
+            self.now,
+            self.out,
+            self.stats,
+        )
+    }
+}
+
+/// Combines the results of sending the pieces of one packet.
+fn merge(acc: Option<Resolution>, r: Resolution) -> Option<Resolution> {
+    match (acc, r) {
+        (Some(Resolution::Queued), _) | (_, Resolution::Queued) => Some(Resolution::Queued),
+        _ => Some(Resolution::Sent),
+    }
+}
+
+impl Router {
+    /// A router with no interfaces, every table and buffer allocated.
+    pub fn new(config: RouterConfig) -> Self {
+        let max_mtu = config.max_mtu.max(68);
+        let frame_len = ETH_LEN + usize::from(max_mtu);
+        Router {
+            ifaces: Interfaces::new(config.interfaces),
+            routes: RouteTable::new(config.routes),
+            neigh: NeighTable::new(config.neigh),
+            icmp_limit: RateLimiter::new(config.icmp_per_sec, config.icmp_burst),
+            stats: Stats::new(config.interfaces),
+            max_mtu,
+            icmp_id: 0,
+            scratch: alloc::vec![0; frame_len],
+            icmp_buf: alloc::vec![0; ETH_LEN + icmp_error::MAX_ERROR_LEN],
+        }
+    }
+
+    /// Adds an interface.
+    pub fn add_interface(&mut self, config: IfConfig) -> Result<IfId, IfError> {
+        if config.mtu > self.max_mtu {
+            return Err(IfError::BadMtu);
+        }
+        self.ifaces.add(config)
+    }
+
+    /// Changes an interface's MTU.
+    pub fn set_mtu(&mut self, ifc: IfId, mtu: u16) -> Result<(), IfError> {
+        if mtu > self.max_mtu {
+            return Err(IfError::BadMtu);
+        }
+        self.ifaces.set_mtu(ifc, mtu)
+    }
+
+    /// Adds an address to an interface, with its connected route
+    /// (`proto kernel scope link src <addr>`).
+    pub fn add_address(&mut self, ifc: IfId, net: Ipv4Net) -> Result<(), IfError> {
+        self.ifaces.add_addr(ifc, net)?;
+        let route = Route {
+            dest: net.network(),
+            gateway: None,
+            ifc,
+            mtu: None,
+            src: Some(net.addr()),
+            metric: 0,
+            proto: RouteProto::Kernel,
+        };
+        if self.routes.add(route).is_err() {
+            let _ = self.ifaces.remove_addr(ifc, net.addr());
+            return Err(IfError::RouteTableFull);
+        }
+        Ok(())
+    }
+
+    /// Removes an address and its connected route (and, like Linux, the routes whose
+    /// gateway it made reachable stay: they just stop resolving).
+    pub fn remove_address(&mut self, ifc: IfId, addr: Ipv4Addr) -> Result<(), IfError> {
+        let net = self.ifaces.remove_addr(ifc, addr)?;
+        self.routes.remove_where(|r| {
+            r.proto == RouteProto::Kernel && r.ifc == ifc && r.src == Some(net.addr())
+        });
+        Ok(())
+    }
+
+    /// Replaces every address of `ifc` by `net` (a new DHCP lease), or removes them.
+    pub fn set_address(&mut self, ifc: IfId, net: Option<Ipv4Net>) -> Result<(), IfError> {
+        let mut old = [None; crate::iface::MAX_ADDRS];
+        if let Some(i) = self.ifaces.get(ifc) {
+            for (slot, n) in old.iter_mut().zip(i.addrs()) {
+                *slot = Some(n.addr());
+            }
+        } else {
+            return Err(IfError::NoSuchInterface);
+        }
+        for a in old.into_iter().flatten() {
+            self.remove_address(ifc, a)?;
+        }
+        match net {
+            Some(n) => self.add_address(ifc, n),
+            None => Ok(()),
+        }
+    }
+
+    /// Adds a static route.
+    pub fn add_route(&mut self, route: Route) -> Result<(), RouteError> {
+        self.routes.add(route)
+    }
+
+    /// Sets (or removes) the default route from DHCP: `default via gw dev ifc`.
+    pub fn set_dhcp_default(&mut self, via: Option<(Ipv4Addr, IfId)>) -> Result<(), RouteError> {
+        let src = via.and_then(|(gw, ifc)| self.ifaces.get(ifc)?.source_for(gw));
+        self.routes.set_dhcp_default(via, src)
+    }
+
+    /// The routing table (to add or remove routes directly).
+    pub fn routes_mut(&mut self) -> &mut RouteTable {
+        &mut self.routes
+    }
+
+    /// The routing table.
+    pub fn routes(&self) -> &RouteTable {
+        &self.routes
+    }
+
+    /// The interfaces.
+    pub fn interfaces(&self) -> &Interfaces {
+        &self.ifaces
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The neighbour table.
+    pub fn neighbours(&self) -> &NeighTable {
+        &self.neigh
+    }
+
+    /// `ip route` lines.
+    pub fn route_lines(&self) -> impl Iterator<Item = RouteLine<'_>> {
+        self.routes.lines(&self.ifaces)
+    }
+
+    /// `ip neigh` lines.
+    pub fn neigh_lines(&self) -> impl Iterator<Item = NeighLine<'_>> {
+        self.neigh.lines(&self.ifaces)
+    }
+
+    /// Handles one frame received on `ifc`: see the module documentation.
+    pub fn input<H: L4Hook, O: Output>(
+        &mut self,
+        ifc: IfId,
+        frame: &mut [u8],
+        rx: RxMeta,
+        now: Millis,
+        hook: &mut H,
+        out: &mut O,
+    ) -> Disposition {
+        match self.forward(ifc, frame, rx, now, hook, out) {
+            Ok(Disposition::Local) => {
+                self.stats.local = self.stats.local.wrapping_add(1);
+                Disposition::Local
+            }
+            Ok(d) => d,
+            Err(reason) => {
+                self.stats.drop(Some(ifc), reason);
+                Disposition::Dropped(reason)
+            }
+        }
+    }
+
+    fn forward<H: L4Hook, O: Output>(
+        &mut self,
+        ifc: IfId,
+        frame: &mut [u8],
+        rx: RxMeta,
+        now: Millis,
+        hook: &mut H,
+        out: &mut O,
+    ) -> Result<Disposition, DropReason> {
+        let iface = self.ifaces.get(ifc).ok_or(DropReason::Unsupported)?;
+        let eth = EthernetFrame::new_checked(&*frame).map_err(|_| DropReason::Malformed)?;
+        match eth.ethertype() {
+            EthernetProtocol::Arp => {
+                self.neigh
+                    .observe_arp(&self.ifaces, ifc, eth.payload(), now, out, &mut self.stats);
+                return Ok(Disposition::Local);
+            }
+            EthernetProtocol::Ipv4 => {}
+            _ => return Ok(Disposition::Local),
+        }
+        if eth.dst_addr() != iface.mac() {
+            return Ok(Disposition::Local);
+        }
+
+        // 2. the IPv4 header
+        let ip_all = frame.get(ETH_LEN..).ok_or(DropReason::Malformed)?;
+        let pkt = Ipv4Packet::new_checked(ip_all).map_err(|_| DropReason::Malformed)?;
+        let hdr = ip_all.get(..usize::from(pkt.header_len())).unwrap_or(&[]);
+        if pkt.version() != 4 || !pkt.verify_checksum() || !ipv4::options_ok(hdr) {
+            return Err(DropReason::Malformed);
+        }
+        let ip_len = usize::from(pkt.total_len());
+        let hl = usize::from(pkt.header_len());
+        let dst = pkt.dst_addr();
+        if dst.is_broadcast() || dst.is_multicast() || iface.is_subnet_broadcast(dst) {
+            return Ok(Disposition::Local);
+        }
+        // the original header + 8 bytes, for ICMP errors about this packet
+        let mut snap = [0u8; SNAPSHOT_LEN];
+        let snap_len = (hl + 8).min(ip_len).min(SNAPSHOT_LEN);
+        snap.get_mut(..snap_len)
+            .ok_or(DropReason::Malformed)?
+            .copy_from_slice(ip_all.get(..snap_len).ok_or(DropReason::Malformed)?);
+        let head = snap.get(..snap_len).ok_or(DropReason::Malformed)?;
+
+        // the frame without link padding
+        let frame = frame
+            .get_mut(..ETH_LEN + ip_len)
+            .ok_or(DropReason::Malformed)?;
+        if rx.gso_size == Some(0) {
+            return Err(DropReason::Malformed); // a netfront bug, not a segment size
+        }
+        let csum_partial = rx.csum_partial || rx.gso_size.is_some();
+        let mut meta = Meta {
+            input: ifc,
+            output: None,
+            csum_partial,
+            now,
+        };
+
+        // 3. prerouting, then local delivery
+        {
+            let ip = frame.get_mut(ETH_LEN..).ok_or(DropReason::Malformed)?;
+            if let HookVerdict::Drop(r) = hook.prerouting(ip, &meta) {
+                return Err(r);
+            }
+        }
+        let ip = frame.get(ETH_LEN..).ok_or(DropReason::Malformed)?;
+        let (src, dst) = (ipv4::src(ip), ipv4::dst(ip));
+        if self.ifaces.is_local_addr(dst) {
+            return Ok(Disposition::Local);
+        }
+
+        // 4. martians
+        if ipv4::is_martian_source(src)
+            || self.ifaces.is_local_addr(src)
+            || self.ifaces.is_any_subnet_broadcast(src)
+            || ipv4::is_martian_destination(dst)
+            || self.ifaces.is_any_subnet_broadcast(dst)
+        {
+            return Err(DropReason::Martian);
+        }
+
+        // 5. route, TTL
+        let rest = ip.get(snap_len..).unwrap_or(&[]);
+        let Some(route) = self.routes.lookup(dst).copied() else {
+            self.send_icmp(IcmpError::NetUnreachable, ifc, head, rest, now, out);
+            return Err(DropReason::NoRoute);
+        };
+        let out_iface = self.ifaces.get(route.ifc).ok_or(DropReason::NoRoute)?;
+        let mtu = route
+            .mtu
+            .map_or(out_iface.mtu(), |m| m.min(out_iface.mtu()));
+        let is_clamped = out_iface.config().is_mss_clamped;
+        let ttl = ip.get(ipv4::TTL).copied().ok_or(DropReason::Malformed)?;
+        if ttl <= 1 {
+            self.send_icmp(IcmpError::TimeExceeded, ifc, head, rest, now, out);
+            return Err(DropReason::TtlExpired);
+        }
+        let out_ifc = route.ifc;
+        let next_hop = route.gateway.unwrap_or(dst);
+        let ip = frame.get_mut(ETH_LEN..).ok_or(DropReason::Malformed)?;
+        decrement_ttl(ip);
+
+        // 6. MSS clamp, postrouting
+        if is_clamped {
+            mss::clamp(ip, mss::mss_for_mtu(mtu), csum_partial);
+        }
+        meta.output = Some(out_ifc);
+        if let HookVerdict::Drop(r) = hook.postrouting(ip, &meta) {
+            return Err(r);
+        }
+
+        // 7, 8. MTU and out
+        let res = self.output(
+            frame,
+            rx,
+            csum_partial,
+            out_ifc,
+            next_hop,
+            mtu,
+            ifc,
+            head,
+            now,
+            out,
+        )?;
+        self.stats.rx(ifc, ip_len);
+        Ok(match res {
+            Resolution::Sent => Disposition::Forwarded,
+            Resolution::Queued => Disposition::Queued,
+        })
+    }
+
+    /// The MTU stage and transmission of a routed packet.
+    #[allow(clippy::too_many_arguments)]
+    fn output<O: Output>(
+        &mut self,
+        frame: &mut [u8],
+        rx: RxMeta,
+        csum_partial: bool,
+        out_ifc: IfId,
+        next_hop: Ipv4Addr,
+        mtu: u16,
+        input: IfId,
+        head: &[u8],
+        now: Millis,
+        out: &mut O,
+    ) -> Result<Resolution, DropReason> {
+        let out_iface = self.ifaces.get(out_ifc).ok_or(DropReason::NoRoute)?;
+        let has_gso = out_iface.config().has_tx_gso;
+        let has_csum = out_iface.config().has_tx_csum_offload;
+        let ip_len = frame.len().saturating_sub(ETH_LEN);
+        let ip = frame.get(ETH_LEN..).ok_or(DropReason::Malformed)?;
+        let df = be16(ip, 6).ok_or(DropReason::Malformed)? & 0x4000 != 0;
+        let mtu_len = usize::from(mtu);
+
+        if ip_len <= mtu_len {
+            let mut tx = TxMeta {
+                csum_partial,
+                gso_size: None,
+            };
+            if csum_partial && !has_csum {
+                let ip = frame.get_mut(ETH_LEN..).ok_or(DropReason::Malformed)?;
+                ipv4::complete_partial_checksum(ip);
+                tx.csum_partial = false;
+            }
+            let mut eg = self.egress(input, now, out);
+            return eg.send(out_ifc, next_hop, frame, tx);
+        }
+
+        if let Some(gso_size) = rx.gso_size {
+            let headers = gso::tcp_headers_len(ip).ok_or(DropReason::Unsupported)?;
+            let seg_len = headers + usize::from(gso_size);
+            if seg_len <= mtu_len && has_gso && has_csum {
+                let tx = TxMeta {
+                    csum_partial: true,
+                    gso_size: Some(gso_size),
+                };
+                let mut eg = self.egress(input, now, out);
+                return eg.send(out_ifc, next_hop, frame, tx);
+            }
+            if seg_len > mtu_len && df {
+                self.send_frag_needed(mtu, input, head, frame, now, out);
+                return Err(DropReason::TooBig);
+            }
+            // without DF a segment may be cut smaller than the sender asked: still
+            // valid TCP, and cheaper than fragmenting every segment
+            let mss = u16::try_from(
+                usize::from(gso_size).min(mtu_len.checked_sub(headers).ok_or(DropReason::TooBig)?),
+            )
+            .map_err(|_| DropReason::TooBig)?;
+            if mss == 0 {
+                return Err(DropReason::TooBig);
+            }
+            let mut acc = None;
+            let Router {
+                ifaces,
+                neigh,
+                stats,
+                scratch,
+                ..
+            } = self;
+            let mut eg = Egress {
+                ifaces,
+                neigh,
+                stats,
+                out,
+                input,
+                now,
+            };
+            gso::segment(frame, mss, scratch, |seg| {
+                acc = merge(acc, eg.send(out_ifc, next_hop, seg, TxMeta::default())?);
+                Ok(())
+            })?;
+            return acc.ok_or(DropReason::Malformed);
+        }
+
+        if df {
+            self.send_frag_needed(mtu, input, head, frame, now, out);
+            return Err(DropReason::TooBig);
+        }
+        if csum_partial {
+            // fragments cannot carry a partial checksum: the link sees only pieces
+            let ip = frame.get_mut(ETH_LEN..).ok_or(DropReason::Malformed)?;
+            ipv4::complete_partial_checksum(ip);
+        }
+        let mut acc = None;
+        let Router {
+            ifaces,
+            neigh,
+            stats,
+            scratch,
+            ..
+        } = self;
+        let mut eg = Egress {
+            ifaces,
+            neigh,
+            stats,
+            out,
+            input,
+            now,
+        };
+        frag::fragment(frame, mtu, scratch, |f| {
+            acc = merge(acc, eg.send(out_ifc, next_hop, f, TxMeta::default())?);
+            Ok(())
+        })?;
+        acc.ok_or(DropReason::Malformed)
+    }
+
+    fn egress<'a, O: Output>(
+        &'a mut self,
+        input: IfId,
+        now: Millis,
+        out: &'a mut O,
+    ) -> Egress<'a, O> {
+        Egress {
+            ifaces: &self.ifaces,
+            neigh: &mut self.neigh,
+            stats: &mut self.stats,
+            out,
+            input,
+            now,
+        }
+    }
+
+    fn send_frag_needed<O: Output>(
+        &mut self,
+        mtu: u16,
+        input: IfId,
+        head: &[u8],
+        frame: &[u8],
+        now: Millis,
+        out: &mut O,
+    ) {
+        let rest = frame.get(ETH_LEN + head.len()..).unwrap_or(&[]);
+        self.send_icmp(IcmpError::FragNeeded { mtu }, input, head, rest, now, out);
+    }
+
+    /// Sends an ICMP error about the packet `head` + `rest` that came in by `input`,
+    /// if RFC 1812 and the rate limit allow.
+    fn send_icmp<O: Output>(
+        &mut self,
+        kind: IcmpError,
+        input: IfId,
+        head: &[u8],
+        rest: &[u8],
+        now: Millis,
+        out: &mut O,
+    ) {
+        if !icmp_error::may_report(head) {
+            return;
+        }
+        let to = ipv4::src(head);
+        if self.ifaces.is_local_addr(to) {
+            return; // about a packet we rewrote to come from us: nobody to tell
+        }
+        let Some(from) = self.ifaces.get(input).and_then(|i| i.source_for(to)) else {
+            return;
+        };
+        let Some(route) = self.routes.lookup(to).copied() else {
+            return;
+        };
+        let Some(out_iface) = self.ifaces.get(route.ifc) else {
+            return;
+        };
+        let mtu = route
+            .mtu
+            .map_or(out_iface.mtu(), |m| m.min(out_iface.mtu()));
+        if !self.icmp_limit.allow(now) {
+            self.stats.icmp_rate_limited = self.stats.icmp_rate_limited.wrapping_add(1);
+            return;
+        }
+        self.icmp_id = self.icmp_id.wrapping_add(1);
+        let Some(n) = icmp_error::build(
+            &mut self.icmp_buf,
+            kind,
+            from,
+            self.icmp_id,
+            head,
+            rest,
+            usize::from(mtu),
+        ) else {
+            return;
+        };
+        let Router {
+            ifaces,
+            neigh,
+            stats,
+            icmp_buf,
+            ..
+        } = self;
+        let Some(frame) = icmp_buf.get_mut(..n) else {
+            return;
+        };
+        let mut eg = Egress {
+            ifaces,
+            neigh,
+            stats,
+            out,
+            input,
+            now,
+        };
+        let next_hop = route.gateway.unwrap_or(to);
+        if eg
+            .send(route.ifc, next_hop, frame, TxMeta::default())
+            .is_ok()
+        {
+            self.stats.icmp_errors = self.stats.icmp_errors.wrapping_add(1);
+        }
+    }
+
+    /// Timers: ARP retries and ageing; packets whose neighbour failed get an ICMP
+    /// host-unreachable (rate limited). Call every few hundred milliseconds.
+    pub fn poll<O: Output>(&mut self, now: Millis, out: &mut O) {
+        self.neigh.poll(&self.ifaces, now, out, &mut self.stats);
+        while let Some((slot, input, frame)) = self.neigh.take_failed() {
+            let ip = frame.get(ETH_LEN..).unwrap_or(&[]);
+            let split = (ipv4::header_len(ip) + 8).min(ip.len());
+            let mut snap = [0u8; SNAPSHOT_LEN];
+            let n = split.min(SNAPSHOT_LEN);
+            let ok = match (snap.get_mut(..n), ip.get(..n)) {
+                (Some(d), Some(s)) => {
+                    d.copy_from_slice(s);
+                    true
+                }
+                _ => false,
+            };
+            // the quote beyond the snapshot: at most what fits in 576 bytes
+            let mut rest = [0u8; icmp_error::MAX_ERROR_LEN];
+            let rest_src = ip.get(n..).unwrap_or(&[]);
+            let rest_len = rest_src.len().min(rest.len());
+            if let (Some(d), Some(s)) = (rest.get_mut(..rest_len), rest_src.get(..rest_len)) {
+                d.copy_from_slice(s);
+            }
+            self.neigh.free_failed(slot);
+            if ok {
+                let head = snap.get(..n).unwrap_or(&[]);
+                let tail = rest.get(..rest_len).unwrap_or(&[]);
+                self.send_icmp(IcmpError::HostUnreachable, input, head, tail, now, out);
+            }
+        }
+    }
+}
+
+/// TTL − 1 with the header checksum updated as RFC 1624 / RFC 1812 §5.3.1 (Linux's
+/// `ip_decrease_ttl`).
+fn decrement_ttl(ip: &mut [u8]) {
+    let (Some(old), Some(c)) = (be16(ip, ipv4::TTL), be16(ip, ipv4::CHECKSUM)) else {
+        return;
+    };
+    let new = old.wrapping_sub(0x0100);
+    put16(ip, ipv4::TTL, new);
+    put16(ip, ipv4::CHECKSUM, checksum::update16(c, old, new));
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,196 @@
+//! Software TCP segmentation of a GSO packet for a link that cannot take it whole.
+//!
+//! A netfront may hand over one large TCP/IPv4 packet with a segment size
+//! (`XEN_NETIF_GSO_TYPE_TCPV4`, `xen/include/public/io/netif.h` "Guest transmit"); if
+//! the output link does not do GSO, or the segments would not fit its MTU, it is cut
+//! here the way Linux's `tcp_gso_segment` (`net/ipv4/tcp_offload.c`) and
+//! `inet_gso_segment` (`net/ipv4/af_inet.c`) do: each segment gets the IP and TCP
+//! headers (options included), `mss` payload bytes (the last gets the rest), IP
+//! identification incremented per segment, its own total length and header
+//! checksum, the TCP sequence number advanced by the bytes before it, FIN and PSH
+//! only on the last segment, CWR only on the first, and a full TCP checksum (a GSO
+//! packet arrives with a partial one; the segments leave complete).
+
+use crate::checksum;
+use crate::ipv4::{self, be16, be32, put16, PROTO_TCP};
+use crate::DropReason;
+
+/// Ethernet header length.
+const ETH_LEN: usize = 14;
+const FLAG_FIN: u8 = 0x01;
+const FLAG_PSH: u8 = 0x08;
+const FLAG_CWR: u8 = 0x80;
+
+/// The IP + TCP header length of a TCP/IPv4 packet, if it is one and well formed
+/// (an unfragmented packet, TCP data offset within it).
+pub fn tcp_headers_len(ip: &[u8]) -> Option<usize> {
+    if ip.get(ipv4::PROTO) != Some(&PROTO_TCP)
+        || ipv4::frag_offset(ip) != 0
+        || be16(ip, 6)? & 0x2000 != 0
+    {
+        return None;
+    }
+    let hl = ipv4::header_len(ip);
+    let thl = usize::from(ip.get(hl + 12)? >> 4) * 4;
+    (thl >= 20 && hl + thl <= ip.len()).then_some(hl + thl)
+}
+
+/// Cuts `frame` (Ethernet header and exactly one TCP/IPv4 packet) into segments of
+/// at most `mss` payload bytes, each written to `buf` and passed to `emit`. The input
+/// TCP checksum is ignored (partial); each segment gets a full one.
+pub fn segment(
+    frame: &[u8],
+    mss: u16,
+    buf: &mut [u8],
+    mut emit: impl FnMut(&mut [u8]) -> Result<(), DropReason>,
+) -> Result<(), DropReason> {
+    let ip = frame.get(ETH_LEN..).ok_or(DropReason::Malformed)?;
+    let headers = tcp_headers_len(ip).ok_or(DropReason::Unsupported)?;
+    let hl = ipv4::header_len(ip);
+    let mss = usize::from(mss);
+    if mss == 0 {
+        return Err(DropReason::Malformed);
+    }
+    let hdr = frame
+        .get(..ETH_LEN + headers)
+        .ok_or(DropReason::Malformed)?;
+    let data = ip.get(headers..).ok_or(DropReason::Malformed)?;
+    let id = be16(ip, 4).ok_or(DropReason::Malformed)?;
+    let seq = be32(ip, hl + 4).ok_or(DropReason::Malformed)?;
+    let flags = *ip.get(hl + 13).ok_or(DropReason::Malformed)?;
+    let (src, dst) = (ipv4::src(ip), ipv4::dst(ip));
+
+    let count = data.len().div_ceil(mss).max(1);
+    for i in 0..count {
+        let off = i * mss;
+        let chunk = data
+            .get(off..(off + mss).min(data.len()))
+            .ok_or(DropReason::Malformed)?;
+        let out = buf
+            .get_mut(..hdr.len() + chunk.len())
+            .ok_or(DropReason::TooBig)?;
+        let (h, d) = out.split_at_mut(hdr.len());
+        h.copy_from_slice(hdr);
+        d.copy_from_slice(chunk);
+        let seg_ip = out.get_mut(ETH_LEN..).ok_or(DropReason::Malformed)?;
+        let total = u16::try_from(seg_ip.len()).map_err(|_| DropReason::Malformed)?;
+        put16(seg_ip, 2, total);
+        // i < 65536 since a packet is at most 64 KiB and mss >= 1
+        put16(seg_ip, 4, id.wrapping_add((i & 0xffff) as u16));
+        ipv4::fill_header_checksum(seg_ip);
+        let tcp = seg_ip.get_mut(hl..).ok_or(DropReason::Malformed)?;
+        let s = seq.wrapping_add((off & 0xffff_ffff) as u32);
+        if let Some(f) = tcp.get_mut(4..8) {
+            f.copy_from_slice(&s.to_be_bytes());
+        }
+        let mut fl = flags;
+        if i + 1 < count {
+            fl &= !(FLAG_FIN | FLAG_PSH);
+        }
+        if i > 0 {
+            fl &= !FLAG_CWR;
+        }
+        if let Some(f) = tcp.get_mut(13) {
+            *f = fl;
+        }
+        put16(tcp, 16, 0);
+        let c = !checksum::fold(checksum::sum(
+            ipv4::pseudo_header_sum(src, dst, PROTO_TCP, tcp.len()),
+            tcp,
+        ));
+        put16(tcp, 16, c);
+        emit(out)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use crate::testutil::*;
+    use alloc::vec::Vec;
+
+    const A: [u8; 4] = [192, 168, 1, 100];
+    const B: [u8; 4] = [198, 51, 100, 7];
+
+    #[test]
+    fn segments_are_correct_tcp() {
+        let payload: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
+        // timestamps option: copied into every segment
+        let opts = [1, 1, 8, 10, 0, 0, 0, 5, 0, 0, 0, 6];
+        let t = tcp(
+            A,
+            B,
+            443,
+            50000,
+            0xffff_f000,
+            ACK | PSH | FIN | CWR,
+            &opts,
+            &payload,
+        );
+        let p = ipv4(A, B, 6, 63, 0xfffe, true, &[], &t);
+        let f = eth([2; 6], [4; 6], 0x0800, &p);
+        let mut buf = alloc::vec![0u8; 2000];
+        let mut segs = Vec::new();
+        segment(&f, 1448, &mut buf, |s| {
+            segs.push(s.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(segs.len(), 3);
+        let mut data = Vec::new();
+        for (i, s) in segs.iter().enumerate() {
+            let ip = &s[14..];
+            assert!(header_ok(ip));
+            assert!(ipv4::l4_checksum_ok(ip), "segment {i} TCP checksum");
+            assert_eq!(usize::from(u16::from_be_bytes([ip[2], ip[3]])), ip.len());
+            assert_eq!(
+                u16::from_be_bytes([ip[4], ip[5]]),
+                0xfffeu16.wrapping_add(i as u16)
+            );
+            assert_eq!(ip[6] & 0x40, 0x40, "DF kept");
+            let tcp = &ip[20..];
+            assert_eq!(
+                u32::from_be_bytes(tcp[4..8].try_into().unwrap()),
+                0xffff_f000u32.wrapping_add(i as u32 * 1448)
+            );
+            assert_eq!(&tcp[20..32], &opts);
+            let fl = tcp[13];
+            assert_eq!(fl & (FIN | PSH) != 0, i == 2, "FIN/PSH only last");
+            assert_eq!(fl & CWR != 0, i == 0, "CWR only first");
+            assert!(fl & ACK != 0);
+            data.extend_from_slice(&tcp[32..]);
+            assert!(tcp.len() - 32 <= 1448);
+        }
+        assert_eq!(data, payload);
+    }
+
+    #[test]
+    fn not_tcp_is_unsupported() {
+        let p = ipv4(A, B, 17, 63, 1, true, &[], &udp(A, B, 1, 2, &[0; 100]));
+        let f = eth([2; 6], [4; 6], 0x0800, &p);
+        let mut buf = [0u8; 200];
+        assert_eq!(
+            segment(&f, 50, &mut buf, |_| Ok(())),
+            Err(DropReason::Unsupported)
+        );
+    }
+
+    #[test]
+    fn hostile_never_panics() {
+        let mut rng = Rng(77);
+        let t = tcp(A, B, 1, 2, 3, ACK, &[], &[9; 600]);
+        let base = eth([2; 6], [4; 6], 0x0800, &ipv4(A, B, 6, 9, 1, true, &[], &t));
+        let mut buf = alloc::vec![0u8; 700];
+        for _ in 0..5000 {
+            let mut f = base.clone();
+            for _ in 0..1 + rng.below(3) {
+                let i = 14 + rng.below(40);
+                f[i] = rng.next() as u8;
+            }
+            f.truncate(rng.below(f.len() + 1));
+            let _ = segment(&f, rng.below(700) as u16, &mut buf, |_| Ok(()));
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Test helpers: packet builders with valid checksums, a recording output, a PRNG.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use alloc::vec::Vec;
+use core::net::Ipv4Addr;
+
+use crate::checksum;
+use crate::forward::{Output, TxFull, TxMeta};
+use crate::ipv4;
+use crate::IfId;
+
+/// TCP flags.
+pub const FIN: u8 = 0x01;
+pub const SYN: u8 = 0x02;
+pub const RST: u8 = 0x04;
+pub const PSH: u8 = 0x08;
+pub const ACK: u8 = 0x10;
+pub const CWR: u8 = 0x80;
+
+/// An IPv4 header (20 bytes + `options`) and `payload`, valid header checksum.
+#[allow(clippy::too_many_arguments)]
+pub fn ipv4(
+    src: [u8; 4],
+    dst: [u8; 4],
+    proto: u8,
+    ttl: u8,
+    id: u16,
+    df: bool,
+    options: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
+    assert_eq!(options.len() % 4, 0);
+    let hl = 20 + options.len();
+    let total = hl + payload.len();
+    let mut p = Vec::with_capacity(total);
+    p.push(0x40 | (hl / 4) as u8);
+    p.push(0);
+    p.extend_from_slice(&(total as u16).to_be_bytes());
+    p.extend_from_slice(&id.to_be_bytes());
+    p.extend_from_slice(&(if df { 0x4000u16 } else { 0 }).to_be_bytes());
+    p.push(ttl);
+    p.push(proto);
+    p.extend_from_slice(&[0, 0]);
+    p.extend_from_slice(&src);
+    p.extend_from_slice(&dst);
+    p.extend_from_slice(options);
+    p.extend_from_slice(payload);
+    ipv4::fill_header_checksum(&mut p);
+    p
+}
+
+/// A TCP segment (header with `options` padded by the caller to 4 bytes) with a full
+/// checksum for `src` → `dst`.
+#[allow(clippy::too_many_arguments)]
+pub fn tcp(
+    src: [u8; 4],
+    dst: [u8; 4],
+    sport: u16,
+    dport: u16,
+    seq: u32,
+    flags: u8,
+    options: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
+    assert_eq!(options.len() % 4, 0);
+    let hl = 20 + options.len();
+    let mut t = Vec::new();
+    t.extend_from_slice(&sport.to_be_bytes());
+    t.extend_from_slice(&dport.to_be_bytes());
+    t.extend_from_slice(&seq.to_be_bytes());
+    t.extend_from_slice(&0x1000_0000u32.to_be_bytes()); // ack
+    t.push(((hl / 4) as u8) << 4);
+    t.push(flags);
+    t.extend_from_slice(&65535u16.to_be_bytes());
+    t.extend_from_slice(&[0, 0, 0, 0]);
+    t.extend_from_slice(options);
+    t.extend_from_slice(payload);
+    let s = ipv4::pseudo_header_sum(src.into(), dst.into(), 6, t.len());
+    let c = !checksum::fold(checksum::sum(s, &t));
+    t[16..18].copy_from_slice(&c.to_be_bytes());
+    t
+}
+
+/// A UDP datagram with a full checksum.
+pub fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+    let mut u = Vec::new();
+    u.extend_from_slice(&sport.to_be_bytes());
+    u.extend_from_slice(&dport.to_be_bytes());
+    u.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    u.extend_from_slice(&[0, 0]);
+    u.extend_from_slice(payload);
+    let s = ipv4::pseudo_header_sum(src.into(), dst.into(), 17, u.len());
+    let mut c = !checksum::fold(checksum::sum(s, &u));
+    if c == 0 {
+        c = 0xffff;
+    }
+    u[6..8].copy_from_slice(&c.to_be_bytes());
+    u
+}
+
+/// An Ethernet frame carrying `payload` with `ethertype`.
+pub fn eth(dst: [u8; 6], src: [u8; 6], ethertype: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&ethertype.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// An ARP packet (no Ethernet header).
+pub fn arp(op: u16, sha: [u8; 6], spa: [u8; 4], tha: [u8; 6], tpa: [u8; 4]) -> Vec<u8> {
+    let mut a = alloc::vec![0, 1, 8, 0, 6, 4];
+    a.extend_from_slice(&op.to_be_bytes());
+    a.extend_from_slice(&sha);
+    a.extend_from_slice(&spa);
+    a.extend_from_slice(&tha);
+    a.extend_from_slice(&tpa);
+    a
+}
+
+/// Whether the IPv4 header checksum of `ip` verifies.
+pub fn header_ok(ip: &[u8]) -> bool {
+    checksum::checksum(&ip[..ipv4::header_len(ip)]) == 0
+}
+
+/// An [`Output`] that records every frame, or refuses them when `full`.
+#[derive(Default)]
+pub struct Recorder {
+    pub sent: Vec<(IfId, Vec<u8>, TxMeta)>,
+    pub full: bool,
+}
+
+impl Output for Recorder {
+    fn send(&mut self, ifc: IfId, frame: &[u8], tx: TxMeta) -> Result<(), TxFull> {
+        if self.full {
+            return Err(TxFull);
+        }
+        self.sent.push((ifc, frame.to_vec(), tx));
+        Ok(())
+    }
+}
+
+impl Recorder {
+    /// The frames sent with the given ethertype.
+    pub fn of_type(&self, ethertype: u16) -> Vec<&(IfId, Vec<u8>, TxMeta)> {
+        self.sent
+            .iter()
+            .filter(|(_, f, _)| u16::from_be_bytes([f[12], f[13]]) == ethertype)
+            .collect()
+    }
+}
+
+/// xorshift64* for the mutation tests.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// The address `a.b.c.d`.
+pub fn ip(a: [u8; 4]) -> Ipv4Addr {
+    Ipv4Addr::from(a)
+}
