@@ -21,6 +21,7 @@
 extern crate alloc;
 
 pub mod checksum;
+pub mod dhcpd;
 
 /// Milliseconds on a monotonic clock the caller owns.
 pub type Millis = u64;
