@@ -22,6 +22,7 @@ extern crate alloc;
 
 pub mod checksum;
 pub mod dhcpd;
+pub mod dns;
 
 /// Milliseconds on a monotonic clock the caller owns.
 pub type Millis = u64;
