@@ -30,3 +30,6 @@ pub use config::{ExtraOption, PoolConfig, StaticHost};
 pub use lease::{Lease, LeaseState, LoadReport};
 pub use message::{HwAddr, MessageType};
 pub use server::{DhcpCounters, DhcpServer, Reply, ReplyTo};
+
+#[cfg(test)]
+mod tests;

@@ -78,8 +78,11 @@ pub struct DhcpCounters {
     pub dropped_malformed: u64,
     /// Dropped: relayed (giaddr set); this server serves its own link only.
     pub dropped_relayed: u64,
-    /// Dropped: a message type a server does not take, or a REQUEST with
-    /// neither requested address nor ciaddr.
+    /// Dropped: a server's message type (OFFER, ACK, NAK) sent to us.
+    pub dropped_wrong_type: u64,
+    /// Dropped (also counted under its type): a REQUEST with neither requested
+    /// address nor ciaddr, a DECLINE without an address, an INFORM from outside
+    /// the subnet.
     pub dropped_invalid: u64,
     /// Ignored: the client chose another server, or we have no record of it
     /// and are not authoritative, or the pool is disabled.
@@ -255,7 +258,7 @@ impl DhcpServer {
                 self.inform(&req)
             }
             MessageType::Offer | MessageType::Ack | MessageType::Nak => {
-                self.counters.dropped_invalid += 1;
+                self.counters.dropped_wrong_type += 1;
                 None
             }
         }
