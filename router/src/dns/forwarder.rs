@@ -150,8 +150,10 @@ pub struct DnsCounters {
     pub replies: u64,
     /// Queries that timed out on every server (SERVFAIL sent).
     pub timeouts: u64,
-    /// Dropped: malformed.
+    /// Dropped: a malformed client query (or a response sent to port 53).
     pub dropped_malformed: u64,
+    /// Dropped: a malformed upstream reply.
+    pub dropped_malformed_upstream: u64,
     /// Dropped: upstream answer with a private address (rebind protection).
     pub dropped_rebind: u64,
     /// Dropped: reply matching no pending query.
@@ -525,7 +527,7 @@ impl DnsForwarder {
         now: Millis,
     ) -> Vec<DnsAction> {
         let Ok(msg) = Message::parse(packet) else {
-            self.counters.dropped_malformed += 1;
+            self.counters.dropped_malformed_upstream += 1;
             return Vec::new();
         };
         let found = self.pending.iter().position(|p| {

@@ -65,3 +65,6 @@ impl HostTable for crate::dhcpd::DhcpServer {
         crate::dhcpd::DhcpServer::name_of(self, ip, now)
     }
 }
+
+#[cfg(test)]
+mod tests;
