@@ -14,7 +14,8 @@
 
 use super::cache::{Cache, CacheConfig};
 use super::message::{
-    build_response, flag, rcode, rtype, set_id, Answer, Message, Question, Section, CLASS_IN,
+    build_response, flag, rcode, rtype, set_id, strip_final_opt, Answer, Message, Question,
+    Section, CLASS_IN,
 };
 use super::name::Name;
 use super::private::{is_bogus_reverse, is_private_v4, is_private_v6};
@@ -285,6 +286,9 @@ impl DnsForwarder {
             return self.reply_local(packet, &msg, client, rc, &answers);
         }
         if let Some(mut hit) = self.cache.lookup(&q, now) {
+            if !msg.records.iter().any(|r| r.rtype == rtype::OPT) {
+                strip_final_opt(&mut hit);
+            }
             if hit.len() <= msg.udp_limit() {
                 self.counters.cache_hits += 1;
                 set_id(&mut hit, msg.header.id);

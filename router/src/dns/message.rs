@@ -317,6 +317,35 @@ impl Message {
     }
 }
 
+/// Removes the OPT record at the end of `packet`, if there is one, and lowers
+/// ARCOUNT: a cached reply obtained for an EDNS query must not carry OPT to a
+/// client that sent none (RFC 6891 §7). Nothing changes unless the message
+/// parses and its last record is a root-owned OPT ending the packet.
+pub fn strip_final_opt(packet: &mut Vec<u8>) {
+    let Ok(m) = Message::parse(packet) else {
+        return;
+    };
+    let Some(last) = m.records.last() else {
+        return;
+    };
+    // Root name (1 byte), TYPE, CLASS, then TTL: the record starts 5 bytes before it.
+    let Some(start) = last.ttl_offset.checked_sub(5) else {
+        return;
+    };
+    if last.rtype != rtype::OPT
+        || last.section != Section::Additional
+        || last.rdata.end != packet.len()
+        || packet.get(start) != Some(&0)
+    {
+        return;
+    }
+    packet.truncate(start);
+    let ar = m.header.arcount.saturating_sub(1);
+    if let Some(d) = packet.get_mut(10..12) {
+        d.copy_from_slice(&ar.to_be_bytes());
+    }
+}
+
 /// One answer record for [`build_response`]: its owner is the question's name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
@@ -417,6 +446,20 @@ mod tests {
         let m = Message::parse(&r).unwrap();
         assert_eq!(m.header.rcode(), rcode::NXDOMAIN);
         assert_eq!(m.soa_negative_ttl(&r), Some(300));
+    }
+
+    #[test]
+    fn strips_a_final_opt() {
+        let mut r = REPLY.to_vec();
+        strip_final_opt(&mut r);
+        assert_eq!(r.len(), REPLY.len() - 11);
+        let m = Message::parse(&r).unwrap();
+        assert_eq!(m.header.arcount, 0);
+        assert_eq!(m.records.len(), 1);
+        // Without OPT nothing changes.
+        let before = r.clone();
+        strip_final_opt(&mut r);
+        assert_eq!(r, before);
     }
 
     #[test]

@@ -51,6 +51,9 @@ fn reply_a(forwarded: &[u8], addrs: &[[u8; 4]], ttl: u32) -> Vec<u8> {
         r.extend_from_slice(&[0, 4]);
         r.extend_from_slice(a);
     }
+    // Upstream's own OPT record (UDP size 1232), as resolvers send to EDNS queries.
+    r[11] = 1;
+    r.extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0, 0, 0]);
     r
 }
 
@@ -118,11 +121,19 @@ fn second_query_is_answered_from_the_cache_with_a_lower_ttl() {
     let hit = to_client(&out);
     let m = Message::parse(&hit).unwrap();
     assert_eq!(m.header.id, 0x7777);
+    assert_eq!(m.header.arcount, 1, "an EDNS client keeps the OPT record");
     assert_eq!(m.records[0].ttl, 3570);
     assert_eq!(&hit[m.records[0].rdata.clone()], &[93, 184, 216, 34]);
     assert_eq!(&hit[12..25], &q2[12..25], "the client's spelling is kept");
     assert_eq!(f.counters().cache_hits, 1);
     assert_eq!(f.counters().forwarded, 1);
+    // A client without EDNS gets no OPT record back from the cache.
+    let mut plain = query(0x0808, "example.com", rtype::A);
+    plain.truncate(plain.len() - 11);
+    plain[11] = 0;
+    let hit = to_client(&f.handle_query(&plain, CLIENT, 31_000, &mut rng, &()));
+    let m = Message::parse(&hit).unwrap();
+    assert_eq!((m.header.arcount, m.records.len()), (0, 1));
     // After the TTL the entry is gone and the query goes upstream again.
     let out = f.handle_query(&q2, CLIENT, 3_600_200, &mut rng, &());
     upstream(&out);
