@@ -271,16 +271,16 @@ impl DnsForwarder {
             self.counters.dropped_malformed += 1;
             return Vec::new();
         }
-        self.counters.queries += 1;
         if msg.header.opcode() != 0 {
+            self.counters.queries += 1;
             self.counters.local_answers += 1;
             return self.reply_local(packet, &msg, client, rcode::NOTIMP, &[]);
         }
         let Some(q) = msg.question().cloned() else {
-            self.counters.queries -= 1;
             self.counters.dropped_malformed += 1;
             return Vec::new();
         };
+        self.counters.queries += 1;
         if let Some((rc, answers)) = self.local_answer(&q, now, hosts) {
             self.counters.local_answers += 1;
             return self.reply_local(packet, &msg, client, rc, &answers);
