@@ -21,6 +21,8 @@
 extern crate alloc;
 
 pub mod checksum;
+pub mod dhcpd;
+pub mod dns;
 pub mod forward;
 pub mod frag;
 pub mod gso;

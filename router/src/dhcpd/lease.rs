@@ -1,0 +1,398 @@
+//! The lease table: who holds which address until when, and dnsmasq's lease file.
+//!
+//! The file format is dnsmasq's `dnsmasq.leases` (`src/lease.c`, `lease_update_file`):
+//! one line per lease, `<expiry epoch seconds> <hw address> <ip> <hostname or *>
+//! <client-id or *>`, the hardware address as colon-separated hex, prefixed with
+//! `<htype>-` when it is not Ethernet, and expiry 0 meaning "never". OpenWrt keeps
+//! it at `/tmp/dhcp.leases`; the kernel keeps it on the root fs so that clients
+//! get their addresses back after a reboot.
+//!
+//! Time inside the table is the caller's monotonic [`Millis`]; the file needs wall
+//! time, so reading and writing it take the epoch second at which the monotonic
+//! clock read 0 (`epoch_offset_secs`).
+
+use super::message::HwAddr;
+use crate::Millis;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write;
+use core::net::Ipv4Addr;
+
+/// How long a DECLINEd address is kept out of the pool: dnsmasq's
+/// `DECLINE_BACKOFF` (600 s, `src/dnsmasq.h`).
+pub const DECLINE_BACKOFF_MS: Millis = 600_000;
+
+/// Whether a lease is only offered or bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaseState {
+    /// Sent in an OFFER, held for a short while for the REQUEST.
+    Offered,
+    /// ACKed.
+    Bound,
+}
+
+/// One lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    /// The client's hardware address.
+    pub hw: HwAddr,
+    /// The client identifier (option 61) if the client sent one.
+    pub client_id: Option<Vec<u8>>,
+    /// The address.
+    pub ip: Ipv4Addr,
+    /// The host name the client gave (option 12) or the static host's name.
+    pub hostname: Option<String>,
+    /// When it ends (monotonic), `None` for never.
+    pub expires: Option<Millis>,
+    /// Offered or bound.
+    pub state: LeaseState,
+}
+
+impl Lease {
+    /// Whether the lease still holds at `now`.
+    pub fn is_active(&self, now: Millis) -> bool {
+        self.expires.is_none_or(|e| e > now)
+    }
+
+    /// Whether this lease belongs to the client with `hw` and `client_id`: by
+    /// client id when both sides have one, by hardware address otherwise (as
+    /// dnsmasq's `lease_find_by_client`).
+    pub fn is_for(&self, hw: &HwAddr, client_id: Option<&[u8]>) -> bool {
+        match (self.client_id.as_deref(), client_id) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.hw == *hw,
+        }
+    }
+}
+
+/// Cleans a client-supplied host name the way dnsmasq does (`canonicalise`,
+/// `strip_hostname`): the part before the first dot, letters, digits and `-`
+/// only, 1..=63 bytes, not starting or ending with `-`. `None` if nothing legal is left.
+pub fn sanitize_hostname(raw: &[u8]) -> Option<String> {
+    let first = raw.split(|b| *b == b'.').next().unwrap_or(&[]);
+    // Some clients NUL-terminate the option.
+    let first = first.split(|b| *b == 0).next().unwrap_or(&[]);
+    if first.is_empty() || first.len() > 63 {
+        return None;
+    }
+    if !first
+        .iter()
+        .all(|b| b.is_ascii_alphanumeric() || *b == b'-')
+        || first.first() == Some(&b'-')
+        || first.last() == Some(&b'-')
+    {
+        return None;
+    }
+    core::str::from_utf8(first).ok().map(String::from)
+}
+
+/// The bounded lease table plus the addresses recently declined.
+#[derive(Clone, Debug)]
+pub struct LeaseTable {
+    leases: Vec<Lease>,
+    capacity: usize,
+    declined: Vec<(Ipv4Addr, Millis)>,
+}
+
+/// What loading a lease file did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    /// Leases taken.
+    pub loaded: usize,
+    /// Lines that could not be read, or that the server refused (outside the
+    /// subnet, duplicate address, table full).
+    pub corrupt: usize,
+    /// Lines whose lease had already ended.
+    pub expired: usize,
+}
+
+impl LeaseTable {
+    /// An empty table for at most `capacity` leases.
+    pub fn new(capacity: usize) -> LeaseTable {
+        LeaseTable {
+            leases: Vec::new(),
+            capacity,
+            declined: Vec::new(),
+        }
+    }
+
+    /// The maximum number of leases.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// All leases (offered and bound, possibly expired but not yet swept).
+    pub fn iter(&self) -> impl Iterator<Item = &Lease> {
+        self.leases.iter()
+    }
+
+    /// Drops ended leases and declines.
+    pub fn expire(&mut self, now: Millis) {
+        self.leases.retain(|l| l.is_active(now));
+        self.declined.retain(|(_, until)| *until > now);
+    }
+
+    /// The client's lease, active or not.
+    pub fn find_client(&self, hw: &HwAddr, client_id: Option<&[u8]>) -> Option<&Lease> {
+        self.leases.iter().find(|l| l.is_for(hw, client_id))
+    }
+
+    /// The active lease on `ip`.
+    pub fn find_ip(&self, ip: Ipv4Addr, now: Millis) -> Option<&Lease> {
+        self.leases.iter().find(|l| l.ip == ip && l.is_active(now))
+    }
+
+    /// Whether `ip` was declined and is still being kept out of the pool.
+    pub fn is_declined(&self, ip: Ipv4Addr, now: Millis) -> bool {
+        self.declined
+            .iter()
+            .any(|(d, until)| *d == ip && *until > now)
+    }
+
+    /// Keeps `ip` out of the pool until `now` + [`DECLINE_BACKOFF_MS`].
+    pub fn decline(&mut self, ip: Ipv4Addr, now: Millis) {
+        self.leases.retain(|l| l.ip != ip);
+        self.declined.retain(|(d, until)| *d != ip && *until > now);
+        if self.declined.len() >= self.capacity.max(1) {
+            self.declined.remove(0);
+        }
+        self.declined
+            .push((ip, now.saturating_add(DECLINE_BACKOFF_MS)));
+    }
+
+    /// Removes the client's lease; returns it.
+    pub fn remove_client(&mut self, hw: &HwAddr, client_id: Option<&[u8]>) -> Option<Lease> {
+        let i = self.leases.iter().position(|l| l.is_for(hw, client_id))?;
+        Some(self.leases.remove(i))
+    }
+
+    /// Puts `lease` in the table, replacing the client's previous lease and any
+    /// ended lease on the same address. When full, ended leases are swept, then the
+    /// oldest offer is dropped; if still full the lease is refused (`false`).
+    pub fn upsert(&mut self, lease: Lease, now: Millis) -> bool {
+        let cid = lease.client_id.clone();
+        self.leases.retain(|l| {
+            !(l.is_for(&lease.hw, cid.as_deref()) || (l.ip == lease.ip && !l.is_active(now)))
+        });
+        if self.leases.iter().any(|l| l.ip == lease.ip) {
+            return false;
+        }
+        if self.leases.len() >= self.capacity {
+            self.expire(now);
+        }
+        if self.leases.len() >= self.capacity {
+            let oldest_offer = self
+                .leases
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.state == LeaseState::Offered)
+                .min_by_key(|(_, l)| l.expires)
+                .map(|(i, _)| i);
+            match oldest_offer {
+                Some(i) => {
+                    self.leases.remove(i);
+                }
+                None => return false,
+            }
+        }
+        self.leases.push(lease);
+        true
+    }
+
+    /// Takes host name `name` (case-insensitive) away from every lease but the
+    /// one on `keep`.
+    pub fn clear_hostname(&mut self, name: &str, keep: Ipv4Addr) {
+        for l in self.leases.iter_mut().filter(|l| l.ip != keep) {
+            if l.hostname
+                .as_deref()
+                .is_some_and(|h| h.eq_ignore_ascii_case(name))
+            {
+                l.hostname = None;
+            }
+        }
+    }
+
+    /// The bound leases as dnsmasq's lease file.
+    pub fn to_text(&self, now: Millis, epoch_offset_secs: u64) -> String {
+        let mut s = String::new();
+        for l in self
+            .leases
+            .iter()
+            .filter(|l| l.state == LeaseState::Bound && l.is_active(now))
+        {
+            let expiry = l
+                .expires
+                .map_or(0, |e| epoch_offset_secs.saturating_add(e / 1000));
+            let _ = write!(s, "{} ", expiry);
+            if l.hw.htype != 1 {
+                let _ = write!(s, "{:02x}-", l.hw.htype);
+            }
+            write_hex(&mut s, l.hw.as_bytes());
+            let _ = write!(s, " {} {} ", l.ip, l.hostname.as_deref().unwrap_or("*"));
+            match &l.client_id {
+                Some(c) => write_hex(&mut s, c),
+                None => s.push('*'),
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
+
+fn write_hex(s: &mut String, bytes: &[u8]) {
+    for (i, b) in bytes.iter().enumerate() {
+        if i > 0 {
+            s.push(':');
+        }
+        let _ = write!(s, "{:02x}", b);
+    }
+}
+
+fn parse_hex(s: &str, max: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    for part in s.split(':') {
+        if part.is_empty() || part.len() > 2 || out.len() >= max {
+            return None;
+        }
+        out.push(u8::from_str_radix(part, 16).ok()?);
+    }
+    Some(out)
+}
+
+/// One line of a lease file, read but not yet checked against a pool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseLine {
+    /// Expiry in epoch seconds, 0 for never.
+    pub expiry_epoch: u64,
+    /// Hardware address.
+    pub hw: HwAddr,
+    /// Address.
+    pub ip: Ipv4Addr,
+    /// Host name, if not `*`.
+    pub hostname: Option<String>,
+    /// Client id, if not `*`.
+    pub client_id: Option<Vec<u8>>,
+}
+
+impl LeaseLine {
+    /// Parses one line; `None` if it is not exactly five well-formed fields.
+    pub fn parse(line: &str) -> Option<LeaseLine> {
+        let mut f = line.split_ascii_whitespace();
+        let (Some(exp), Some(hw), Some(ip), Some(name), Some(cid), None) =
+            (f.next(), f.next(), f.next(), f.next(), f.next(), f.next())
+        else {
+            return None;
+        };
+        let expiry_epoch = exp.parse::<u64>().ok()?;
+        let (htype, hw) = match hw.split_once('-') {
+            Some((t, rest)) => (u8::from_str_radix(t, 16).ok()?, rest),
+            None => (1, hw),
+        };
+        let hw = HwAddr::new(htype, &parse_hex(hw, 16)?)?;
+        if htype == 1 && hw.as_bytes().len() != 6 {
+            return None;
+        }
+        let ip = ip.parse::<Ipv4Addr>().ok()?;
+        let hostname = match name {
+            "*" => None,
+            n => Some(sanitize_hostname(n.as_bytes()).filter(|s| s == n)?),
+        };
+        let client_id = match cid {
+            "*" => None,
+            c => Some(parse_hex(c, 255)?),
+        };
+        Some(LeaseLine {
+            expiry_epoch,
+            hw,
+            ip,
+            hostname,
+            client_id,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAC: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
+
+    fn lease(ip: [u8; 4], mac: [u8; 6], expires: Option<Millis>) -> Lease {
+        Lease {
+            hw: HwAddr::ethernet(mac),
+            client_id: Some(alloc::vec![
+                1, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]
+            ]),
+            ip: Ipv4Addr::from(ip),
+            hostname: Some(String::from("lan1")),
+            expires,
+            state: LeaseState::Bound,
+        }
+    }
+
+    #[test]
+    fn lease_file_round_trip() {
+        let mut t = LeaseTable::new(4);
+        assert!(t.upsert(lease([192, 168, 1, 120], MAC, Some(43_200_000)), 0));
+        let mut other = lease([192, 168, 1, 121], [2, 0, 0, 0, 0, 9], None);
+        other.client_id = None;
+        other.hostname = None;
+        assert!(t.upsert(other, 0));
+        let text = t.to_text(1000, 1_700_000_000);
+        assert_eq!(
+            text,
+            "1700043200 52:54:00:12:34:56 192.168.1.120 lan1 01:52:54:00:12:34:56\n\
+             0 02:00:00:00:00:09 192.168.1.121 * *\n"
+        );
+        let l = LeaseLine::parse(text.lines().next().unwrap()).unwrap();
+        assert_eq!(l.expiry_epoch, 1_700_043_200);
+        assert_eq!(l.hw.as_ethernet(), Some(MAC));
+        assert_eq!(l.hostname.as_deref(), Some("lan1"));
+        assert_eq!(
+            l.client_id.as_deref(),
+            Some(&[1, 0x52, 0x54, 0, 0x12, 0x34, 0x56][..])
+        );
+    }
+
+    #[test]
+    fn corrupt_lines_are_refused() {
+        for bad in [
+            "",
+            "x 52:54:00:12:34:56 192.168.1.120 lan1 *",
+            "1 52:54:00:12:34 192.168.1.120 lan1 *",
+            "1 52:54:00:12:34:56 192.168.1.300 lan1 *",
+            "1 52:54:00:12:34:56 192.168.1.120 bad_name *",
+            "1 52:54:00:12:34:56 192.168.1.120 lan1 zz",
+            "1 52:54:00:12:34:56 192.168.1.120 lan1 * extra",
+            "1 52:54:00:12:34:566 192.168.1.120 lan1 *",
+        ] {
+            assert_eq!(LeaseLine::parse(bad), None, "{bad}");
+        }
+        let l = LeaseLine::parse("5 20-01:02:03 10.0.0.5 * *").unwrap();
+        assert_eq!(l.hw.htype, 0x20);
+        assert_eq!(l.hw.as_bytes(), &[1, 2, 3]);
+    }
+
+    #[test]
+    fn table_is_bounded_and_evicts_offers_first() {
+        let mut t = LeaseTable::new(2);
+        assert!(t.upsert(lease([10, 0, 0, 1], [2, 0, 0, 0, 0, 1], Some(100)), 0));
+        let mut offer = lease([10, 0, 0, 2], [2, 0, 0, 0, 0, 2], Some(50));
+        offer.state = LeaseState::Offered;
+        assert!(t.upsert(offer, 0));
+        assert!(t.upsert(lease([10, 0, 0, 3], [2, 0, 0, 0, 0, 3], Some(100)), 0));
+        assert!(t.find_ip(Ipv4Addr::new(10, 0, 0, 2), 0).is_none());
+        assert!(!t.upsert(lease([10, 0, 0, 4], [2, 0, 0, 0, 0, 4], Some(100)), 0));
+        // Once the leases end there is room again.
+        assert!(t.upsert(lease([10, 0, 0, 4], [2, 0, 0, 0, 0, 4], Some(300)), 200));
+    }
+
+    #[test]
+    fn hostnames_are_cleaned() {
+        assert_eq!(sanitize_hostname(b"lan1.home").as_deref(), Some("lan1"));
+        assert_eq!(sanitize_hostname(b"my-pc\0").as_deref(), Some("my-pc"));
+        assert_eq!(sanitize_hostname(b"bad name"), None);
+        assert_eq!(sanitize_hostname(b"-x"), None);
+        assert_eq!(sanitize_hostname(&[b'a'; 64]), None);
+    }
+}

@@ -1,0 +1,659 @@
+//! The DNS forwarder: local answers, the cache, and queries relayed upstream.
+//!
+//! Behaves like dnsmasq with OpenWrt's defaults (`/etc/config/dhcp`'s `config
+//! dnsmasq`: `domainneeded`, `boguspriv`, `localise_queries`, `rebind_protection`,
+//! `rebind_localhost`, `local '/lan/'`, `domain 'lan'`, `cachesize 1000`) and
+//! dnsmasq's `src/forward.c`: each forwarded query gets a fresh random id and a
+//! random source port (RFC 5452 §9.2), a reply is accepted only if its id, source
+//! address, destination port and question all match, then the client's id is put
+//! back. Sans-I/O: the caller owns the sockets and the clock and passes a [`Rng`].
+//!
+//! TCP: an upstream answer with TC set is passed to the client as it is and not
+//! cached; the client then retries over TCP (RFC 7766 §5), which this forwarder
+//! does not serve (no TCP listener on port 53 yet).
+
+use super::cache::{Cache, CacheConfig};
+use super::message::{
+    build_response, flag, rcode, rtype, set_id, strip_final_opt, Answer, Message, Question,
+    Section, CLASS_IN,
+};
+use super::name::Name;
+use super::private::{is_bogus_reverse, is_private_v4, is_private_v6};
+use super::{HostTable, Rng};
+use crate::Millis;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
+
+/// dnsmasq's `dns-forward-max` default.
+pub const DEFAULT_MAX_PENDING: usize = 150;
+/// How long to wait for one upstream server before trying the next.
+pub const DEFAULT_UPSTREAM_TIMEOUT_MS: Millis = 2_000;
+/// Most upstream servers kept.
+pub const MAX_UPSTREAMS: usize = 8;
+/// Source ports are drawn from the IANA dynamic range (RFC 6335).
+pub const PORT_RANGE: core::ops::RangeInclusive<u16> = 49152..=65535;
+
+/// The forwarder's plain configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DnsConfig {
+    /// The local domain (`lan`): DHCP clients are `NAME.lan`.
+    pub domain: String,
+    /// The router's host name (`OpenWrt`), answered as itself and `NAME.lan`.
+    pub hostname: String,
+    /// More names for the router's LAN address (`router`).
+    pub router_aliases: Vec<String>,
+    /// The router's LAN address.
+    pub lan_addr: Ipv4Addr,
+    /// The LAN netmask (PTR answers for leases are given inside this subnet).
+    pub lan_netmask: Ipv4Addr,
+    /// Upstream servers (the WAN's DNS from DHCP or config).
+    pub upstreams: Vec<SocketAddrV4>,
+    /// `domainneeded`: names without a dot are never forwarded.
+    pub domain_needed: bool,
+    /// `boguspriv`: reverse lookups of private ranges are never forwarded.
+    pub bogus_priv: bool,
+    /// `local '/lan/'`: names under the local domain are never forwarded.
+    pub local_domain_only: bool,
+    /// `rebind_protection`: upstream answers with private addresses are dropped.
+    pub rebind_protection: bool,
+    /// `rebind_localhost`: 127/8 answers are allowed despite rebind protection.
+    pub rebind_localhost: bool,
+    /// `rebind_domain`: domains whose answers may be private.
+    pub rebind_allow: Vec<String>,
+    /// TTL of local answers (dnsmasq's `local-ttl`, default 0).
+    pub local_ttl_secs: u32,
+    /// Cache limits.
+    pub cache: CacheConfig,
+    /// Most queries waiting for upstream.
+    pub max_pending: usize,
+    /// Time given to each upstream server.
+    pub upstream_timeout_ms: Millis,
+}
+
+impl DnsConfig {
+    /// OpenWrt's defaults for a router at `lan_addr`/`lan_netmask`.
+    pub fn new(lan_addr: Ipv4Addr, lan_netmask: Ipv4Addr) -> DnsConfig {
+        DnsConfig {
+            domain: String::from("lan"),
+            hostname: String::from("OpenWrt"),
+            router_aliases: alloc::vec![String::from("router")],
+            lan_addr,
+            lan_netmask,
+            upstreams: Vec::new(),
+            domain_needed: true,
+            bogus_priv: true,
+            local_domain_only: true,
+            rebind_protection: true,
+            rebind_localhost: true,
+            rebind_allow: Vec::new(),
+            local_ttl_secs: 0,
+            cache: CacheConfig::default(),
+            max_pending: DEFAULT_MAX_PENDING,
+            upstream_timeout_ms: DEFAULT_UPSTREAM_TIMEOUT_MS,
+        }
+    }
+}
+
+/// What the caller does next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DnsAction {
+    /// Send `packet` from port 53 of the LAN address to the client.
+    ToClient {
+        /// The client's address and port.
+        client: SocketAddrV4,
+        /// The reply.
+        packet: Vec<u8>,
+    },
+    /// Send `packet` to `upstream` from a UDP socket bound to `source_port`
+    /// (open it if it is not open yet); replies on it go to
+    /// [`DnsForwarder::handle_upstream`].
+    ToUpstream {
+        /// The server.
+        upstream: SocketAddrV4,
+        /// The local port.
+        source_port: u16,
+        /// The query, with its new id.
+        packet: Vec<u8>,
+    },
+    /// The query using `source_port` is finished: close its socket.
+    ClosePort(u16),
+}
+
+/// Why a packet was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DnsDrop {
+    /// Not a readable DNS message, a response on the query port, or not exactly
+    /// one question.
+    Malformed,
+    /// An upstream reply that matches no pending query (id, server, port or
+    /// question differ), or arrives after the query timed out.
+    NoPendingMatch,
+    /// Too many queries waiting for upstream.
+    PendingFull,
+    /// No free random source port found.
+    NoPort,
+}
+
+/// Counters (dnsmasq's `dump stats` lines, plus drops by reason).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DnsCounters {
+    /// Queries received from clients.
+    pub queries: u64,
+    /// Queries sent upstream (including retries to the next server).
+    pub forwarded: u64,
+    /// Answered from the cache.
+    pub cache_hits: u64,
+    /// Answered locally (router names, DHCP hosts, localhost, PTR, refusals by
+    /// `domainneeded`/`boguspriv`/local domain).
+    pub local_answers: u64,
+    /// Upstream replies relayed to clients.
+    pub replies: u64,
+    /// Queries that timed out on every server (SERVFAIL sent).
+    pub timeouts: u64,
+    /// Dropped: a malformed client query (or a response sent to port 53).
+    pub dropped_malformed: u64,
+    /// Dropped: a malformed upstream reply.
+    pub dropped_malformed_upstream: u64,
+    /// Dropped: upstream answer with a private address (rebind protection).
+    pub dropped_rebind: u64,
+    /// Dropped: reply matching no pending query.
+    pub dropped_no_pending_match: u64,
+    /// Dropped: pending table full.
+    pub dropped_pending_full: u64,
+    /// Dropped: no source port.
+    pub dropped_no_port: u64,
+}
+
+struct Pending {
+    client: SocketAddrV4,
+    client_id: u16,
+    query: Vec<u8>,
+    question: Question,
+    upstream_id: u16,
+    port: u16,
+    tried: Vec<SocketAddrV4>,
+    current: SocketAddrV4,
+    deadline: Millis,
+}
+
+/// The forwarder.
+pub struct DnsForwarder {
+    cfg: DnsConfig,
+    domain: Option<Name>,
+    cache: Cache,
+    pending: Vec<Pending>,
+    counters: DnsCounters,
+}
+
+fn reverse_v4(name: &Name) -> Option<Ipv4Addr> {
+    // d.c.b.a.in-addr.arpa
+    let labels: Vec<&[u8]> = name.labels().collect();
+    let [d, c, b, a, in_addr, arpa] = labels.as_slice() else {
+        return None;
+    };
+    if !in_addr.eq_ignore_ascii_case(b"in-addr") || !arpa.eq_ignore_ascii_case(b"arpa") {
+        return None;
+    }
+    let oct = |l: &[u8]| -> Option<u8> {
+        let s = core::str::from_utf8(l).ok()?;
+        if s.len() > 1 && s.starts_with('0') {
+            return None;
+        }
+        s.parse().ok()
+    };
+    Some(Ipv4Addr::new(oct(a)?, oct(b)?, oct(c)?, oct(d)?))
+}
+
+fn name_rdata(name: &str) -> Option<Vec<u8>> {
+    Name::from_dotted(name).map(|n| n.as_wire().to_vec())
+}
+
+impl DnsForwarder {
+    /// A forwarder for `cfg` (upstreams beyond [`MAX_UPSTREAMS`] are ignored).
+    pub fn new(mut cfg: DnsConfig) -> DnsForwarder {
+        cfg.upstreams.truncate(MAX_UPSTREAMS);
+        DnsForwarder {
+            domain: Name::from_dotted(&cfg.domain).filter(|n| n.label_count() > 0),
+            cache: Cache::new(cfg.cache),
+            pending: Vec::new(),
+            counters: DnsCounters::default(),
+            cfg,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DnsConfig {
+        &self.cfg
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> &DnsCounters {
+        &self.counters
+    }
+
+    /// Entries in the cache.
+    pub fn cache_len(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// Queries waiting for upstream.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Replaces the upstream servers (e.g. a new WAN DHCP lease). The cache is
+    /// kept, as dnsmasq does when it rereads `resolv.conf`; waiting queries go on
+    /// with their current server and then try the new ones.
+    pub fn set_upstreams(&mut self, servers: &[SocketAddrV4]) {
+        self.cfg.upstreams = servers.iter().take(MAX_UPSTREAMS).copied().collect();
+    }
+
+    /// When [`Self::poll`] next has work, if ever.
+    pub fn poll_at(&self) -> Option<Millis> {
+        self.pending.iter().map(|p| p.deadline).min()
+    }
+
+    /// Handles a query from a LAN client received on port 53.
+    pub fn handle_query(
+        &mut self,
+        packet: &[u8],
+        client: SocketAddrV4,
+        now: Millis,
+        rng: &mut dyn Rng,
+        hosts: &dyn HostTable,
+    ) -> Vec<DnsAction> {
+        let Ok(msg) = Message::parse(packet) else {
+            self.counters.dropped_malformed += 1;
+            return Vec::new();
+        };
+        if msg.header.is_response() {
+            self.counters.dropped_malformed += 1;
+            return Vec::new();
+        }
+        if msg.header.opcode() != 0 {
+            self.counters.queries += 1;
+            self.counters.local_answers += 1;
+            return self.reply_local(packet, &msg, client, rcode::NOTIMP, &[]);
+        }
+        let Some(q) = msg.question().cloned() else {
+            self.counters.dropped_malformed += 1;
+            return Vec::new();
+        };
+        self.counters.queries += 1;
+        if let Some((rc, answers)) = self.local_answer(&q, now, hosts) {
+            self.counters.local_answers += 1;
+            return self.reply_local(packet, &msg, client, rc, &answers);
+        }
+        if let Some(mut hit) = self.cache.lookup(&q, now) {
+            if !msg.records.iter().any(|r| r.rtype == rtype::OPT) {
+                strip_final_opt(&mut hit);
+            }
+            if hit.len() <= msg.udp_limit() {
+                self.counters.cache_hits += 1;
+                set_id(&mut hit, msg.header.id);
+                // Give the client its own spelling of the name back (0x20 case).
+                if let (Some(src), Some(dst)) = (
+                    packet.get(super::message::HEADER_LEN..msg.question_end),
+                    hit.get_mut(super::message::HEADER_LEN..msg.question_end),
+                ) {
+                    dst.copy_from_slice(src);
+                }
+                return alloc::vec![DnsAction::ToClient {
+                    client,
+                    packet: hit
+                }];
+            }
+        }
+        self.forward(packet, &msg, q, client, now, rng)
+    }
+
+    fn reply_local(
+        &self,
+        packet: &[u8],
+        msg: &Message,
+        client: SocketAddrV4,
+        rc: u8,
+        answers: &[Answer],
+    ) -> Vec<DnsAction> {
+        alloc::vec![DnsAction::ToClient {
+            client,
+            packet: build_response(packet, msg, rc, true, answers),
+        }]
+    }
+
+    fn is_router_name(&self, label: &str) -> bool {
+        label.eq_ignore_ascii_case(&self.cfg.hostname)
+            || self
+                .cfg
+                .router_aliases
+                .iter()
+                .any(|a| a.eq_ignore_ascii_case(label))
+    }
+
+    fn in_lan(&self, a: Ipv4Addr) -> bool {
+        let m = u32::from(self.cfg.lan_netmask);
+        u32::from(a) & m == u32::from(self.cfg.lan_addr) & m
+    }
+
+    /// The local answer for `q`, if it is one of ours: (rcode, answers).
+    fn local_answer(
+        &self,
+        q: &Question,
+        now: Millis,
+        hosts: &dyn HostTable,
+    ) -> Option<(u8, Vec<Answer>)> {
+        let ttl = self.cfg.local_ttl_secs;
+        let a = |ip: Ipv4Addr| Answer {
+            rtype: rtype::A,
+            ttl,
+            rdata: ip.octets().to_vec(),
+        };
+        let labels: Vec<&[u8]> = q.name.labels().collect();
+        let under_domain = self.domain.as_ref().is_some_and(|d| q.name.is_under(d));
+        // The host part: `name` alone or `name.<domain>`.
+        let host = match (labels.as_slice(), under_domain) {
+            ([one], _) => core::str::from_utf8(one).ok(),
+            ([one, ..], true)
+                if self
+                    .domain
+                    .as_ref()
+                    .is_some_and(|d| labels.len() == d.label_count() + 1) =>
+            {
+                core::str::from_utf8(one).ok()
+            }
+            _ => None,
+        };
+        let is_in = q.qclass == CLASS_IN || q.qclass == rtype::ANY;
+        let wants = |t: u16| is_in && (q.qtype == t || q.qtype == rtype::ANY);
+        if labels
+            .first()
+            .is_some_and(|l| l.eq_ignore_ascii_case(b"localhost"))
+            && labels.len() == 1
+        {
+            let mut ans = Vec::new();
+            if wants(rtype::A) {
+                ans.push(a(Ipv4Addr::LOCALHOST));
+            }
+            if wants(rtype::AAAA) {
+                ans.push(Answer {
+                    rtype: rtype::AAAA,
+                    ttl,
+                    rdata: Ipv6Addr::LOCALHOST.octets().to_vec(),
+                });
+            }
+            return Some((rcode::NOERROR, ans));
+        }
+        if let Some(h) = host {
+            let addr = if self.is_router_name(h) {
+                Some(self.cfg.lan_addr)
+            } else {
+                hosts.address_of(h, now)
+            };
+            if let Some(ip) = addr {
+                // Known name: A answered, other types NODATA (no IPv6 here).
+                let ans = if wants(rtype::A) {
+                    alloc::vec![a(ip)]
+                } else {
+                    Vec::new()
+                };
+                return Some((rcode::NOERROR, ans));
+            }
+        }
+        if let Some(ip) = reverse_v4(&q.name) {
+            let name = if ip == self.cfg.lan_addr {
+                Some(self.fqdn(&self.cfg.hostname))
+            } else if ip.is_loopback() {
+                Some(String::from("localhost"))
+            } else if self.in_lan(ip) {
+                hosts.name_of(ip, now).map(|n| self.fqdn(n))
+            } else {
+                None
+            };
+            if let Some(n) = name {
+                let ans = match (wants(rtype::PTR), name_rdata(&n)) {
+                    (true, Some(rdata)) => alloc::vec![Answer {
+                        rtype: rtype::PTR,
+                        ttl,
+                        rdata,
+                    }],
+                    _ => Vec::new(),
+                };
+                return Some((rcode::NOERROR, ans));
+            }
+            if self.cfg.bogus_priv && is_bogus_reverse(ip) {
+                return Some((rcode::NXDOMAIN, Vec::new()));
+            }
+        }
+        if self.cfg.local_domain_only && under_domain {
+            return Some((rcode::NXDOMAIN, Vec::new()));
+        }
+        // dnsmasq `domain-needed`: simple names are not forwarded (`check_for_bogus`
+        // in forward.c answers NXDOMAIN); the root name and NS queries still are.
+        if self.cfg.domain_needed && labels.len() == 1 && q.qtype != rtype::NS {
+            return Some((rcode::NXDOMAIN, Vec::new()));
+        }
+        None
+    }
+
+    fn fqdn(&self, host: &str) -> String {
+        let mut s = String::from(host);
+        if !self.cfg.domain.is_empty() {
+            s.push('.');
+            s.push_str(&self.cfg.domain);
+        }
+        s
+    }
+
+    fn forward(
+        &mut self,
+        packet: &[u8],
+        msg: &Message,
+        q: Question,
+        client: SocketAddrV4,
+        now: Millis,
+        rng: &mut dyn Rng,
+    ) -> Vec<DnsAction> {
+        // A client retransmission while we wait: send it again, same id and port.
+        if let Some(p) = self
+            .pending
+            .iter()
+            .find(|p| p.client == client && p.client_id == msg.header.id && p.question == q)
+        {
+            self.counters.forwarded += 1;
+            let mut out = p.query.clone();
+            set_id(&mut out, p.upstream_id);
+            return alloc::vec![DnsAction::ToUpstream {
+                upstream: p.current,
+                source_port: p.port,
+                packet: out,
+            }];
+        }
+        let Some(&server) = self.cfg.upstreams.first() else {
+            self.counters.local_answers += 1;
+            return self.reply_local(packet, msg, client, rcode::SERVFAIL, &[]);
+        };
+        if self.pending.len() >= self.cfg.max_pending {
+            self.counters.dropped_pending_full += 1;
+            return Vec::new();
+        }
+        let Some(port) = self.free_port(rng) else {
+            self.counters.dropped_no_port += 1;
+            return Vec::new();
+        };
+        let upstream_id = (rng.next_u32() >> 16) as u16;
+        let mut out = packet.to_vec();
+        set_id(&mut out, upstream_id);
+        self.pending.push(Pending {
+            client,
+            client_id: msg.header.id,
+            query: packet.to_vec(),
+            question: q,
+            upstream_id,
+            port,
+            tried: alloc::vec![server],
+            current: server,
+            deadline: now.saturating_add(self.cfg.upstream_timeout_ms),
+        });
+        self.counters.forwarded += 1;
+        alloc::vec![DnsAction::ToUpstream {
+            upstream: server,
+            source_port: port,
+            packet: out,
+        }]
+    }
+
+    fn free_port(&self, rng: &mut dyn Rng) -> Option<u16> {
+        let span = u32::from(PORT_RANGE.end() - PORT_RANGE.start()) + 1;
+        // A bounded number of draws: with at most `max_pending` ports in use out
+        // of 16384, a free one is found almost always on the first try.
+        (0..16).find_map(|_| {
+            let port =
+                u16::try_from(u32::from(*PORT_RANGE.start()) + rng.next_u32() % span).ok()?;
+            (!self.pending.iter().any(|p| p.port == port)).then_some(port)
+        })
+    }
+
+    fn next_server(&self, p: &Pending) -> Option<SocketAddrV4> {
+        self.cfg
+            .upstreams
+            .iter()
+            .copied()
+            .find(|s| !p.tried.contains(s))
+    }
+
+    /// Handles a reply from `from` received on local port `local_port`.
+    pub fn handle_upstream(
+        &mut self,
+        packet: &[u8],
+        from: SocketAddrV4,
+        local_port: u16,
+        now: Millis,
+    ) -> Vec<DnsAction> {
+        let Ok(msg) = Message::parse(packet) else {
+            self.counters.dropped_malformed_upstream += 1;
+            return Vec::new();
+        };
+        let found = self.pending.iter().position(|p| {
+            p.port == local_port
+                && p.upstream_id == msg.header.id
+                && p.tried.contains(&from)
+                && msg.question() == Some(&p.question)
+        });
+        let Some(i) = found.filter(|_| msg.header.is_response()) else {
+            self.counters.dropped_no_pending_match += 1;
+            return Vec::new();
+        };
+        let rc = msg.header.rcode();
+        if rc == rcode::SERVFAIL || rc == rcode::REFUSED {
+            if let Some(retry) = self.retry(i, now) {
+                return retry;
+            }
+        }
+        let p = self.pending.swap_remove(i);
+        let mut actions = Vec::new();
+        if self.is_rebind(packet, &msg, &p.question) {
+            self.counters.dropped_rebind += 1;
+            // dnsmasq strips the addresses: the client gets an empty answer.
+            if let Ok(q) = Message::parse(&p.query) {
+                actions.push(DnsAction::ToClient {
+                    client: p.client,
+                    packet: build_response(&p.query, &q, rcode::NOERROR, false, &[]),
+                });
+            }
+        } else {
+            self.cache.insert(packet, &msg, now);
+            let mut out = packet.to_vec();
+            set_id(&mut out, p.client_id);
+            self.counters.replies += 1;
+            actions.push(DnsAction::ToClient {
+                client: p.client,
+                packet: out,
+            });
+        }
+        actions.push(DnsAction::ClosePort(p.port));
+        actions
+    }
+
+    /// Resends pending query `i` to the next untried server; `None` if none is left.
+    fn retry(&mut self, i: usize, now: Millis) -> Option<Vec<DnsAction>> {
+        let next = self.next_server(self.pending.get(i)?)?;
+        let timeout = self.cfg.upstream_timeout_ms;
+        let p = self.pending.get_mut(i)?;
+        p.tried.push(next);
+        p.current = next;
+        p.deadline = now.saturating_add(timeout);
+        let mut out = p.query.clone();
+        set_id(&mut out, p.upstream_id);
+        let port = p.port;
+        self.counters.forwarded += 1;
+        Some(alloc::vec![DnsAction::ToUpstream {
+            upstream: next,
+            source_port: port,
+            packet: out,
+        }])
+    }
+
+    /// Whether an upstream answer points a public name at a private address.
+    fn is_rebind(&self, packet: &[u8], msg: &Message, q: &Question) -> bool {
+        if !self.cfg.rebind_protection {
+            return false;
+        }
+        if self
+            .cfg
+            .rebind_allow
+            .iter()
+            .filter_map(|d| Name::from_dotted(d))
+            .any(|d| q.name.is_under(&d))
+        {
+            return false;
+        }
+        msg.records
+            .iter()
+            .filter(|r| r.section == Section::Answer)
+            .any(|r| match (r.rtype, packet.get(r.rdata.clone())) {
+                (rtype::A, Some(b)) => <[u8; 4]>::try_from(b).is_ok_and(|o| {
+                    let a = Ipv4Addr::from(o);
+                    is_private_v4(a) && !(self.cfg.rebind_localhost && a.is_loopback())
+                }),
+                (rtype::AAAA, Some(b)) => <[u8; 16]>::try_from(b).is_ok_and(|o| {
+                    let a = Ipv6Addr::from(o);
+                    is_private_v6(a) && !(self.cfg.rebind_localhost && a.is_loopback())
+                }),
+                _ => false,
+            })
+    }
+
+    /// Retries or fails the queries whose server did not answer in time.
+    pub fn poll(&mut self, now: Millis) -> Vec<DnsAction> {
+        let mut actions = Vec::new();
+        let mut i = 0;
+        while i < self.pending.len() {
+            let due = self.pending.get(i).is_some_and(|p| p.deadline <= now);
+            if !due {
+                i += 1;
+                continue;
+            }
+            if let Some(mut a) = self.retry(i, now) {
+                actions.append(&mut a);
+                i += 1;
+                continue;
+            }
+            let p = self.pending.swap_remove(i);
+            self.counters.timeouts += 1;
+            if let Ok(q) = Message::parse(&p.query) {
+                actions.push(DnsAction::ToClient {
+                    client: p.client,
+                    packet: build_response(&p.query, &q, rcode::SERVFAIL, false, &[]),
+                });
+            }
+            actions.push(DnsAction::ClosePort(p.port));
+        }
+        actions
+    }
+}
+
+/// Whether `packet` is a reply whose TC bit is set (the client will retry over TCP).
+pub fn is_truncated(packet: &[u8]) -> bool {
+    super::message::Header::parse(packet).is_ok_and(|h| h.flags & flag::TC != 0)
+}

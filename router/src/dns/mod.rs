@@ -1,0 +1,70 @@
+//! The LAN's DNS forwarder (RFC 1035), sans-I/O, behaving like dnsmasq.
+//!
+//! - [`name`]: domain names, the bounded decompressing reader.
+//! - [`message`]: the checked message reader and the local answer writer.
+//! - [`private`]: private address ranges (`boguspriv`, rebind protection).
+//! - [`cache`]: the LRU, TTL-aware answer cache.
+//! - [`forwarder`]: local answers, the cache and upstream forwarding
+//!   ([`DnsForwarder`]).
+//!
+//! The kernel owns the UDP socket on port 53 of the LAN address and one socket
+//! per pending upstream query (on the random port the forwarder picks); it feeds
+//! packets in and carries out the returned [`DnsAction`]s.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic
+    )
+)]
+
+pub mod cache;
+pub mod forwarder;
+pub mod message;
+pub mod name;
+pub mod private;
+
+pub use cache::CacheConfig;
+pub use forwarder::{DnsAction, DnsConfig, DnsCounters, DnsDrop, DnsForwarder};
+
+use crate::Millis;
+use core::net::Ipv4Addr;
+
+/// Randomness for query ids and source ports, from the caller.
+pub trait Rng {
+    /// The next 32 random bits.
+    fn next_u32(&mut self) -> u32;
+}
+
+/// The names the LAN's hosts go by (the DHCP server's leases).
+pub trait HostTable {
+    /// The address of host `name` (no domain, case-insensitive).
+    fn address_of(&self, name: &str, now: Millis) -> Option<Ipv4Addr>;
+    /// The host name of the host at `ip`.
+    fn name_of(&self, ip: Ipv4Addr, now: Millis) -> Option<&str>;
+}
+
+/// No hosts.
+impl HostTable for () {
+    fn address_of(&self, _: &str, _: Millis) -> Option<Ipv4Addr> {
+        None
+    }
+    fn name_of(&self, _: Ipv4Addr, _: Millis) -> Option<&str> {
+        None
+    }
+}
+
+impl HostTable for crate::dhcpd::DhcpServer {
+    fn address_of(&self, name: &str, now: Millis) -> Option<Ipv4Addr> {
+        crate::dhcpd::DhcpServer::address_of(self, name, now)
+    }
+    fn name_of(&self, ip: Ipv4Addr, now: Millis) -> Option<&str> {
+        crate::dhcpd::DhcpServer::name_of(self, ip, now)
+    }
+}
+
+#[cfg(test)]
+mod tests;
