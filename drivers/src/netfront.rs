@@ -239,8 +239,10 @@ struct RxPacket {
     more_data: bool,
     /// Extra-info slots follow.
     extras: bool,
-    /// It came with a GSO extra.
-    gso: bool,
+    /// It came with a GSO extra: the segment size it was built from (0 when the
+    /// extra said 0 or was not TCP: then it is still received whole, but cannot be
+    /// passed on as GSO).
+    gso: Option<u16>,
     drop: Option<RxDrop>,
 }
 
@@ -502,7 +504,7 @@ impl Queue {
         &mut self,
         p: &P,
         stats: &mut NetStats,
-        received: &mut VecDeque<(Vec<u8>, u16)>,
+        received: &mut VecDeque<(Vec<u8>, u16, Option<u16>)>,
         budget: usize,
         gso_rx: bool,
     ) -> Result<usize, String> {
@@ -549,7 +551,10 @@ impl Queue {
                 if let Some(pkt) = self.partial.as_mut() {
                     pkt.extras = e.more;
                     match e.check() {
-                        Ok(()) => pkt.gso |= e.kind == netif::EXTRA_TYPE_GSO,
+                        Ok(()) if e.kind == netif::EXTRA_TYPE_GSO => {
+                            pkt.gso = Some(e.gso_size);
+                        }
+                        Ok(()) => {}
                         Err(_) => {
                             pkt.drop.get_or_insert(RxDrop::Error);
                         }
@@ -573,7 +578,7 @@ impl Queue {
                     flags: r.flags,
                     more_data: false,
                     extras: r.flags & netif::NETRXF_EXTRA_INFO != 0,
-                    gso: false,
+                    gso: None,
                     drop: None,
                 });
                 pkt.more_data = r.flags & netif::NETRXF_MORE_DATA != 0;
@@ -652,7 +657,7 @@ fn deliver(
     pkt: RxPacket,
     queue_packets: &mut u64,
     stats: &mut NetStats,
-    received: &mut VecDeque<(Vec<u8>, u16)>,
+    received: &mut VecDeque<(Vec<u8>, u16, Option<u16>)>,
 ) {
     match pkt.drop {
         Some(RxDrop::Error) => stats.rx_errors += 1,
@@ -660,10 +665,10 @@ fn deliver(
         None => {
             stats.rx_packets += 1;
             stats.rx_bytes += pkt.data.len() as u64;
-            stats.rx_gso += u64::from(pkt.gso);
+            stats.rx_gso += u64::from(pkt.gso.is_some());
             *queue_packets += 1;
             if received.len() < RECEIVED_MAX {
-                received.push_back((pkt.data, pkt.flags));
+                received.push_back((pkt.data, pkt.flags, pkt.gso.filter(|&g| g > 0)));
             } else {
                 stats.rx_dropped += 1;
             }
@@ -681,7 +686,7 @@ pub struct Netfront<P: XenPlatform> {
     /// The queue whose RX responses are taken first at the next poll.
     rx_next: usize,
     /// Frames received and copied out, not yet taken, with their first slot's flags.
-    received: VecDeque<(Vec<u8>, u16)>,
+    received: VecDeque<(Vec<u8>, u16, Option<u16>)>,
     broken: Option<String>,
     stats: NetStats,
     sg: bool,
@@ -1118,12 +1123,19 @@ impl<P: XenPlatform> Netfront<P> {
 
     /// The next received frame, and what the backend says of its TCP/UDP checksum.
     pub fn recv_flagged(&mut self) -> Option<(Vec<u8>, RxChecksum)> {
+        self.recv_meta().map(|(f, c, _)| (f, c))
+    }
+
+    /// The next received frame, what the backend says of its checksum, and for a
+    /// TCP packet received whole (GSO) the segment size it was built from, so that a
+    /// router can send it on as GSO.
+    pub fn recv_meta(&mut self) -> Option<(Vec<u8>, RxChecksum, Option<u16>)> {
         if self.received.is_empty() {
             self.poll_rx();
         }
         self.received
             .pop_front()
-            .map(|(f, flags)| (f, RxChecksum::from_flags(flags)))
+            .map(|(f, flags, gso)| (f, RxChecksum::from_flags(flags), gso))
     }
 }
 
@@ -1539,11 +1551,15 @@ mod tests {
         // included, must come back
         for round in 0..100 {
             gso_packet(&f, &mut prod, &payload, None);
-            let (frame, csum) = n.recv_flagged().unwrap();
+            let (frame, csum, gso) = n.recv_meta().unwrap();
             assert!(frame == payload, "round {round}: packet reassembled");
             assert_eq!(csum, RxChecksum::Blank);
+            assert_eq!(gso, Some(1448), "the GSO extra's segment size is kept");
             data_slot(&f, &mut prod, &[round as u8; 60], 0);
-            assert_eq!(n.recv().unwrap(), alloc::vec![round as u8; 60]);
+            assert_eq!(
+                n.recv_meta().unwrap(),
+                (alloc::vec![round as u8; 60], RxChecksum::Unknown, None)
+            );
         }
         assert!(n.broken().is_none(), "{:?}", n.broken());
         let st = n.stats();
