@@ -400,6 +400,7 @@ impl Queue {
         p: &P,
         frame: &[u8],
         gso: Option<u16>,
+        csum_blank: bool,
         stats: &mut NetStats,
     ) -> Result<(), QueueError> {
         let chunks: Vec<&[u8]> = frame.chunks(PAGE_BYTES).collect();
@@ -425,9 +426,10 @@ impl Queue {
                 0
             };
             if i == 0 && gso.is_some() {
-                more |= netif::NETTXF_EXTRA_INFO
-                    | netif::NETTXF_CSUM_BLANK
-                    | netif::NETTXF_DATA_VALIDATED;
+                more |= netif::NETTXF_EXTRA_INFO;
+            }
+            if i == 0 && (gso.is_some() || csum_blank) {
+                more |= netif::NETTXF_CSUM_BLANK | netif::NETTXF_DATA_VALIDATED;
             }
             let size = if i == 0 { frame.len() } else { chunk.len() } as u16;
             let req = TxRequest {
@@ -1011,7 +1013,14 @@ impl<P: XenPlatform> Netfront<P> {
     /// Sends one Ethernet frame (copied into the pages of the TX slots it takes) on
     /// the queue of its flow.
     pub fn send(&mut self, frame: &[u8]) -> Result<(), NetError> {
-        self.send_frame(frame, None)
+        self.send_frame(frame, None, false)
+    }
+
+    /// Sends a frame whose TCP/UDP checksum field holds only the pseudo-header sum
+    /// (`NETTXF_csum_blank`: the backend, or the stack that receives it, completes
+    /// it), as a router passes on a packet that arrived that way.
+    pub fn send_csum_blank(&mut self, frame: &[u8]) -> Result<(), NetError> {
+        self.send_frame(frame, None, true)
     }
 
     /// Sends a TCPv4 frame larger than the MTU for the backend to cut into `mss`-byte
@@ -1021,10 +1030,15 @@ impl<P: XenPlatform> Netfront<P> {
         if !self.gso || mss == 0 {
             return Err(NetError::BadFrame);
         }
-        self.send_frame(frame, Some(mss))
+        self.send_frame(frame, Some(mss), true)
     }
 
-    fn send_frame(&mut self, frame: &[u8], gso: Option<u16>) -> Result<(), NetError> {
+    fn send_frame(
+        &mut self,
+        frame: &[u8],
+        gso: Option<u16>,
+        csum_blank: bool,
+    ) -> Result<(), NetError> {
         if let Some(w) = &self.broken {
             return Err(NetError::Broken(w.clone()));
         }
@@ -1044,7 +1058,7 @@ impl<P: XenPlatform> Netfront<P> {
         let Some(q) = queues.get_mut(k) else {
             return Err(NetError::Busy);
         };
-        match q.send(platform, frame, gso, stats) {
+        match q.send(platform, frame, gso, csum_blank, stats) {
             Ok(()) => Ok(()),
             Err(QueueError::Busy) => Err(NetError::Busy),
             Err(QueueError::Broken(why)) => {
@@ -1811,6 +1825,24 @@ mod tests {
         assert_eq!(n.stats().tx_packets, 1);
         assert_eq!(n.stats().tx_bytes, 9000);
         assert_eq!(n.tx_free_slots(), free);
+    }
+
+    #[test]
+    fn csum_blank_send_flags_the_slot_and_plain_send_does_not() {
+        let f = Fake::new();
+        let mut n = Netfront::connect(&f, 0).unwrap();
+        n.send(&[1; 60]).unwrap();
+        n.send_csum_blank(&[2; 60]).unwrap();
+        let ring = f.page_of("device/vif/0/tx-ring-ref");
+        assert_eq!(ring.load_u32(0), 2);
+        let mut e = [0u8; 12];
+        ring.read_bytes(64, &mut e);
+        assert_eq!(u16::from_le_bytes([e[6], e[7]]), 0, "plain: no flags");
+        ring.read_bytes(64 + 12, &mut e);
+        assert_eq!(
+            u16::from_le_bytes([e[6], e[7]]),
+            netif::NETTXF_CSUM_BLANK | netif::NETTXF_DATA_VALIDATED
+        );
     }
 
     #[test]
