@@ -21,6 +21,12 @@
 extern crate alloc;
 
 pub mod checksum;
+pub mod conntrack;
+pub mod flow;
+mod index;
+pub mod nat;
+pub mod netfilter;
+mod rewrite;
 
 /// Milliseconds on a monotonic clock the caller owns.
 pub type Millis = u64;
