@@ -418,6 +418,16 @@ impl Conntrack {
             .is_some()
     }
 
+    /// The entry a tuple belongs to (either direction), without reclaiming it if it
+    /// has expired.
+    pub fn lookup_view(&self, t: &Tuple) -> Option<&Entry> {
+        let entries = &self.entries;
+        let v = self.index.find(self.hash(t), |v| {
+            entries[(v >> 1) as usize].tuples[(v & 1) as usize] == *t
+        })?;
+        self.entries.get((v >> 1) as usize)
+    }
+
     /// The entry in `slot`, if it is in use.
     pub fn get(&self, slot: u32) -> Option<&Entry> {
         self.entries.get(slot as usize).filter(|e| e.in_use)

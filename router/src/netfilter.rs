@@ -110,6 +110,8 @@ enum Found {
     Invalid,
     /// No flow yet and cannot start one (not counted yet: it may be for the router).
     NoFlow,
+    /// No flow yet, and the packet may start one (postrouting creates it).
+    New,
     /// A new flow whose destination a port forward rewrote; `original` is how it came.
     NewDnat { original: Tuple },
 }
@@ -301,7 +303,7 @@ impl Netfilter {
             return Ok(Found::NewDnat { original: t });
         }
         // postrouting creates the entry once the packet is known to be forwarded
-        Ok(Found::NoFlow)
+        Ok(Found::New)
     }
 
     /// Looks up the flow an ICMP error is about; its direction is the error's.
@@ -607,3 +609,6 @@ impl L4Hook for Netfilter {
         verdict(r)
     }
 }
+
+#[cfg(test)]
+mod tests;
