@@ -429,9 +429,7 @@ impl Netfilter {
     fn postrouting_flow(
         &mut self,
         ip: &mut [u8],
-        ihl: usize,
-        t: Tuple,
-        tcp: Option<TcpInfo>,
+        (ihl, t, tcp): (usize, Tuple, Option<TcpInfo>),
         found: Option<Found>,
         masq: Option<Masquerade>,
         meta: &Meta,
@@ -540,7 +538,9 @@ impl Netfilter {
         let pending = pending.filter(|p| Some(p.after) == sig);
         let found = pending.map(|p| p.found);
         match parsed.kind {
-            Kind::Flow(t, tcp) => self.postrouting_flow(ip, parsed.ihl, t, tcp, found, masq, meta),
+            Kind::Flow(t, tcp) => {
+                self.postrouting_flow(ip, (parsed.ihl, t, tcp), found, masq, meta)
+            }
             Kind::IcmpError(q) => {
                 let (slot, dir) = match found {
                     Some(Found::Known { slot, dir, .. }) => (slot, dir),

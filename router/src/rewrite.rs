@@ -126,8 +126,7 @@ fn rewrite_at(
     l4: usize,
     proto: Proto,
     side: Side,
-    addr: [u8; 4],
-    port: Option<u16>,
+    (addr, port): ([u8; 4], Option<u16>),
     csum: Csum,
 ) -> Result<(), Truncated> {
     let (kind, csum_off) = l4_csum(proto);
@@ -183,13 +182,13 @@ pub(crate) fn rewrite_flow(
     } else {
         Csum::Full
     };
-    rewrite_at(ip, 0, ihl, proto, side, to.0, Some(to.1), csum)
+    rewrite_at(ip, 0, ihl, proto, side, (to.0, Some(to.1)), csum)
 }
 
 /// Rewrites only the address of the `side` end (and the IPv4 header checksum): for
 /// fragments after the first, which carry no transport header.
 pub(crate) fn rewrite_address(ip: &mut [u8], side: Side, to: [u8; 4]) -> Result<(), Truncated> {
-    rewrite_at(ip, 0, 0, Proto::Other(0), side, to, None, Csum::Full)
+    rewrite_at(ip, 0, 0, Proto::Other(0), side, (to, None), Csum::Full)
 }
 
 /// Rewrites an ICMP error: the outer `side` address becomes `to.0`, and the quoted
@@ -208,8 +207,7 @@ pub(crate) fn rewrite_icmp_error(
         q.icmp,
         Proto::Other(ip_proto::ICMP),
         side,
-        to.0,
-        None,
+        (to.0, None),
         Csum::Full,
     )?;
     let inner_side = match side {
@@ -228,8 +226,7 @@ pub(crate) fn rewrite_icmp_error(
         q.l4,
         q.tuple.proto,
         inner_side,
-        to.0,
-        Some(to.1),
+        (to.0, Some(to.1)),
         Csum::Full,
     )?;
     let after = fold(sum(0, ip.get(region).ok_or(Truncated)?));

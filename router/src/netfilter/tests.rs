@@ -502,7 +502,7 @@ fn invalid_packets_never_leave_the_masquerading_interface() {
 #[test]
 fn tcp_lifecycle_through_fin_with_its_timeouts() {
     let mut nf = netfilter(64);
-    let t = nf.conntrack().timeouts().clone();
+    let t = *nf.conntrack().timeouts();
     let key = Tuple {
         src: HOST1,
         dst: SERVER,
