@@ -5,7 +5,7 @@
 //! answers look on the wire, after NAT), and both tuples point to the entry from one
 //! hash index, so a packet of either direction finds it with one lookup. Entries live
 //! in a slab preallocated by [`Conntrack::new`]; the index is an open-addressing table
-//! ([`crate::index`]) sized for two values per entry.
+//! (`index.rs`) sized for two values per entry.
 //!
 //! Timeouts are OpenWrt's (`/etc/sysctl.d/11-nf-conntrack.conf` of
 //! openwrt/openwrt `package/kernel/linux/files/sysctl-nf-conntrack.conf`, and Linux's

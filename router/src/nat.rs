@@ -16,7 +16,7 @@
 //! mappings of one protocol never share an external address and port. ICMP echo
 //! identifiers are mapped the same way (RFC 5508 section 3.1, REQ-1).
 //!
-//! The packet rewriting itself is in [`crate::rewrite`].
+//! The packet rewriting itself is in `rewrite.rs`.
 
 use alloc::vec;
 use alloc::vec::Vec;
