@@ -21,16 +21,22 @@
 extern crate alloc;
 
 pub mod checksum;
+pub mod conntrack;
 pub mod dhcpd;
 pub mod dns;
+pub mod flow;
 pub mod forward;
 pub mod frag;
 pub mod gso;
 pub mod icmp_error;
 pub mod iface;
+mod index;
 pub mod ipv4;
 pub mod mss;
+pub mod nat;
 pub mod neigh;
+pub mod netfilter;
+mod rewrite;
 pub mod route;
 pub mod stats;
 #[cfg(test)]

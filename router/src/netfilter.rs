@@ -1,0 +1,614 @@
+//! Connection tracking and NAT44 as the forwarding core's [`L4Hook`].
+//!
+//! [`Netfilter`] runs where Linux's netfilter hooks do (`nf_conntrack_in` and
+//! `nf_nat_inet_fn` at PREROUTING and POSTROUTING, `net/netfilter/nf_nat_core.c`):
+//!
+//! - **prerouting**: the packet's flow is looked up and its state moved on; the
+//!   destination side is translated (replies to masqueraded flows go back to the LAN
+//!   host; a port forward, [`Dnat`], rewrites a new flow's destination). ICMP errors
+//!   about a flow are translated with their quoted packet (RFC 5508 section 4).
+//! - **postrouting**: a new flow gets its entry; the source side is translated
+//!   (masquerade on the way out; a port-forwarded flow's replies get the router's
+//!   address back).
+//!
+//! Between the two hooks the entry found in prerouting is remembered, as Linux keeps it
+//! in `skb->_nfct`: a reply whose destination prerouting rewrote no longer matches any
+//! tuple, so postrouting checks that it sees the same packet (same tuple after the
+//! rewrite) and uses the remembered entry.
+//!
+//! "Prevent NAT leakage" (openwrt/firewall4 `root/usr/share/firewall4/templates/
+//! ruleset.uc`: `ct state invalid drop` on masquerading zones): a packet leaving a
+//! masquerading interface that conntrack finds INVALID, or whose source is still not
+//! the interface's address after translation, is dropped rather than sent with a
+//! private source.
+
+use alloc::vec::Vec;
+
+use crate::conntrack::{status, Conntrack, Dir, EntryView, Stats, Timeouts, Track};
+use crate::flow::{self, get_addr, Endpoint, Kind, Parsed, Proto, Quoted, TcpInfo, Tuple};
+use crate::nat::{choose_port, Masquerade, PortRange};
+use crate::rewrite::{self, Side};
+use crate::{DropReason, HookVerdict, IfId, L4Hook, Meta, Millis};
+
+/// A port forward: a new flow arriving on `input` for `proto`/`dport` (and `dst`, if
+/// set) has its destination rewritten to `to` (firewall4's `redirect` with
+/// `target DNAT`). Nothing configures these yet; the data path supports them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dnat {
+    /// The interface the flow arrives on.
+    pub input: IfId,
+    /// [`Proto::Tcp`] or [`Proto::Udp`].
+    pub proto: Proto,
+    /// The destination address to match (None: any).
+    pub dst: Option<[u8; 4]>,
+    /// The destination port to match.
+    pub dport: u16,
+    /// The internal address and port to send the flow to.
+    pub to: Endpoint,
+}
+
+/// How [`Netfilter`] is built.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Entries in the conntrack table (default 16,384).
+    pub capacity: usize,
+    /// Timeouts (default: OpenWrt's).
+    pub timeouts: Timeouts,
+    /// Masquerading interfaces.
+    pub masquerade: Vec<Masquerade>,
+    /// External ports (and ICMP ids) when the internal one is taken.
+    pub ports: PortRange,
+    /// Seed of the hash tables (give it entropy: a known seed lets a remote host pick
+    /// colliding flows).
+    pub hash_seed: u64,
+    /// Port forwards.
+    pub dnat: Vec<Dnat>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            capacity: 16_384,
+            timeouts: Timeouts::default(),
+            masquerade: Vec::new(),
+            ports: PortRange::default(),
+            hash_seed: 0,
+            dnat: Vec::new(),
+        }
+    }
+}
+
+/// What a packet looked like after prerouting, to recognise it in postrouting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Signature {
+    Flow(Tuple),
+    Related {
+        outer_src: [u8; 4],
+        outer_dst: [u8; 4],
+        quoted: Tuple,
+    },
+}
+
+fn signature(p: &Parsed, ip: &[u8]) -> Option<Signature> {
+    match p.kind {
+        Kind::Flow(t, _) => Some(Signature::Flow(t)),
+        Kind::IcmpError(q) => Some(Signature::Related {
+            outer_src: get_addr(ip, 12)?,
+            outer_dst: get_addr(ip, 16)?,
+            quoted: q.tuple,
+        }),
+        Kind::LaterFragment | Kind::Untracked => None,
+    }
+}
+
+/// What prerouting found, for postrouting.
+#[derive(Clone, Copy, Debug)]
+enum Found {
+    /// The flow in `slot`, whose tuple in `dir` is `tuple`.
+    Known { slot: u32, dir: Dir, tuple: Tuple },
+    /// INVALID for conntrack (already counted).
+    Invalid,
+    /// No flow yet and cannot start one (not counted yet: it may be for the router).
+    NoFlow,
+    /// No flow yet, and the packet may start one (postrouting creates it).
+    New,
+    /// A new flow whose destination a port forward rewrote; `original` is how it came.
+    NewDnat { original: Tuple },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    after: Signature,
+    found: Found,
+    related_counted: bool,
+}
+
+/// Connection tracking with NAT44 masquerade and port forwards: the router's
+/// [`L4Hook`].
+pub struct Netfilter {
+    ct: Conntrack,
+    masq: Vec<Masquerade>,
+    ports: PortRange,
+    dnat: Vec<Dnat>,
+    pending: Option<Pending>,
+}
+
+/// Whether a packet may start a flow (Linux: the protocols' `new` handlers): a TCP
+/// SYN, any UDP, an echo request, any other protocol.
+fn can_start(t: &Tuple, tcp: Option<TcpInfo>) -> bool {
+    match t.proto {
+        Proto::Tcp => tcp.is_some_and(|i| {
+            i.flags
+                & (flow::tcp_flag::SYN
+                    | flow::tcp_flag::ACK
+                    | flow::tcp_flag::RST
+                    | flow::tcp_flag::FIN)
+                == flow::tcp_flag::SYN
+        }),
+        Proto::Udp | Proto::IcmpEchoRequest | Proto::Other(_) => true,
+        Proto::IcmpEchoReply => false,
+    }
+}
+
+/// Whether the NAT of a flow applies to a packet in `dir` on `side` (Linux
+/// `nf_nat_packet`: a source manip in the original direction is SRC_NAT, in the reply
+/// direction it undoes DST_NAT, and the other way round).
+fn nat_applies(status_bits: u8, dir: Dir, side: Side) -> bool {
+    let bit = match (dir, side) {
+        (Dir::Original, Side::Source) | (Dir::Reply, Side::Destination) => status::SRC_NAT,
+        (Dir::Original, Side::Destination) | (Dir::Reply, Side::Source) => status::DST_NAT,
+    };
+    status_bits & bit != 0
+}
+
+impl Netfilter {
+    /// Builds the table (all allocation happens here).
+    pub fn new(config: Config) -> Netfilter {
+        Netfilter {
+            ct: Conntrack::new(config.capacity, config.timeouts, config.hash_seed),
+            masq: config.masquerade,
+            ports: config.ports,
+            dnat: config.dnat,
+            pending: None,
+        }
+    }
+
+    /// The conntrack table.
+    pub fn conntrack(&self) -> &Conntrack {
+        &self.ct
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &Stats {
+        self.ct.stats()
+    }
+
+    /// Live entries.
+    pub fn count(&self) -> usize {
+        self.ct.count()
+    }
+
+    /// Reclaims expired entries, looking at no more than `budget` slots.
+    pub fn expire(&mut self, now: Millis, budget: usize) -> usize {
+        self.ct.expire(now, budget)
+    }
+
+    /// Removes every entry (and so every NAT mapping).
+    pub fn flush(&mut self) {
+        self.pending = None;
+        self.ct.flush();
+    }
+
+    /// Calls `f` on each live entry (`conntrack -L`: format it with `{}`).
+    pub fn for_each(&self, now: Millis, f: impl FnMut(EntryView<'_>)) {
+        self.ct.for_each(now, f);
+    }
+
+    /// Sets the address of a masquerading interface (making it one if it was not).
+    /// If the address changes, the flows mapped to the old one are flushed; returns
+    /// how many.
+    pub fn set_masquerade_address(&mut self, iface: IfId, addr: Option<[u8; 4]>) -> usize {
+        self.pending = None;
+        match self.masq.iter_mut().find(|m| m.iface == iface) {
+            Some(m) if m.addr == addr => 0,
+            Some(m) => {
+                m.addr = addr;
+                self.ct.flush_masquerade(iface)
+            }
+            None => {
+                self.masq.push(Masquerade { iface, addr });
+                0
+            }
+        }
+    }
+
+    /// Stops masquerading on an interface; its flows are flushed. Returns how many.
+    pub fn remove_masquerade(&mut self, iface: IfId) -> usize {
+        self.pending = None;
+        self.masq.retain(|m| m.iface != iface);
+        self.ct.flush_masquerade(iface)
+    }
+
+    /// The masquerading interfaces.
+    pub fn masquerade(&self) -> &[Masquerade] {
+        &self.masq
+    }
+
+    fn masquerade_of(&self, out: Option<IfId>) -> Option<Masquerade> {
+        let out = out?;
+        self.masq.iter().find(|m| m.iface == out).copied()
+    }
+
+    fn dnat_for(&self, input: IfId, t: &Tuple) -> Option<Endpoint> {
+        self.dnat
+            .iter()
+            .find(|r| {
+                r.input == input
+                    && r.proto == t.proto
+                    && r.dport == t.dport
+                    && r.dst.is_none_or(|d| d == t.dst)
+            })
+            .map(|r| r.to)
+    }
+
+    fn prerouting_flow(
+        &mut self,
+        ip: &mut [u8],
+        ihl: usize,
+        t: Tuple,
+        tcp: Option<TcpInfo>,
+        meta: &Meta,
+    ) -> Result<Found, DropReason> {
+        let now = meta.now;
+        if let Some((slot, dir)) = self.ct.lookup(&t, now) {
+            let Some(e) = self.ct.get(slot).copied() else {
+                return Ok(Found::NoFlow);
+            };
+            if self.ct.track(slot, dir, tcp, ip.len(), now) == Track::Invalid {
+                self.ct.stats.invalid += 1;
+                // a translated flow's packet cannot go on untranslated
+                if e.status() & (status::SRC_NAT | status::DST_NAT) != 0 {
+                    return Err(DropReason::Invalid);
+                }
+                return Ok(Found::Invalid);
+            }
+            self.ct.stats.found += 1;
+            if nat_applies(e.status(), dir, Side::Destination) {
+                let other = e.tuple(dir.other());
+                let to = (other.src, other.sport);
+                if (t.dst, t.dport) != to {
+                    rewrite::rewrite_flow(
+                        ip,
+                        ihl,
+                        t.proto,
+                        Side::Destination,
+                        to,
+                        meta.csum_partial,
+                    )
+                    .map_err(|_| DropReason::Malformed)?;
+                }
+            }
+            return Ok(Found::Known {
+                slot,
+                dir,
+                tuple: *e.tuple(dir),
+            });
+        }
+        if !can_start(&t, tcp) {
+            return Ok(Found::NoFlow);
+        }
+        if let Some(to) = self.dnat_for(meta.input, &t) {
+            rewrite::rewrite_flow(ip, ihl, t.proto, Side::Destination, to, meta.csum_partial)
+                .map_err(|_| DropReason::Malformed)?;
+            return Ok(Found::NewDnat { original: t });
+        }
+        // postrouting creates the entry once the packet is known to be forwarded
+        Ok(Found::New)
+    }
+
+    /// Looks up the flow an ICMP error is about; its direction is the error's.
+    fn related(&mut self, q: &Quoted, now: Millis) -> Option<(u32, Dir)> {
+        self.ct.lookup(&q.tuple.invert(), now)
+    }
+
+    /// Translates an ICMP error on `side` for the flow in `slot`; returns whether
+    /// anything changed.
+    fn translate_related(
+        &mut self,
+        ip: &mut [u8],
+        q: &Quoted,
+        slot: u32,
+        dir: Dir,
+        side: Side,
+    ) -> Result<bool, DropReason> {
+        let Some(e) = self.ct.get(slot).copied() else {
+            return Ok(false);
+        };
+        if !nat_applies(e.status(), dir, side) {
+            return Ok(false);
+        }
+        let other = e.tuple(dir.other());
+        let (to, outer_at, quoted_end) = match side {
+            // the error goes back to the quoted packet's source
+            Side::Destination => ((other.src, other.sport), 16, (q.tuple.src, q.tuple.sport)),
+            Side::Source => ((other.dst, other.dport), 12, (q.tuple.dst, q.tuple.dport)),
+        };
+        if get_addr(ip, outer_at) == Some(to.0) && quoted_end == to {
+            return Ok(false);
+        }
+        rewrite::rewrite_icmp_error(ip, q, side, to).map_err(|_| DropReason::Malformed)?;
+        Ok(true)
+    }
+
+    /// Creates the entry of a new flow whose first packet now looks like `current`
+    /// (`original` before a port forward) and leaves by `masq` if that is set.
+    fn create(
+        &mut self,
+        original: Tuple,
+        current: Tuple,
+        tcp: Option<TcpInfo>,
+        len: usize,
+        masq: Option<Masquerade>,
+        now: Millis,
+    ) -> Result<u32, DropReason> {
+        if !self.ct.make_room(now) {
+            self.ct.stats.new += 1;
+            self.ct.stats.dropped_full += 1;
+            return Err(DropReason::ConntrackFull);
+        }
+        let mut reply = current.invert();
+        let mut nat = 0;
+        if current.dst != original.dst || current.dport != original.dport {
+            nat |= status::DST_NAT;
+        }
+        let mut mapping = None;
+        if let Some(m) = masq {
+            let Some(addr) = m.addr else {
+                self.ct.stats.nat_exhausted += 1;
+                return Err(DropReason::NatExhausted);
+            };
+            nat |= status::SRC_NAT;
+            reply.dst = addr;
+            match current.proto {
+                Proto::Tcp | Proto::Udp | Proto::IcmpEchoRequest => {
+                    let pn = current.proto.number();
+                    let internal = (current.src, current.sport);
+                    if let Some(id) = self.ct.maps.find_internal(pn, m.iface, internal) {
+                        // endpoint-independent: the mapping's port for every destination
+                        reply.dport = self.ct.maps.external(id).1;
+                        if self.ct.contains(&reply) {
+                            self.ct.stats.clash += 1;
+                            return Err(DropReason::Invalid);
+                        }
+                        self.ct.maps.acquire(id);
+                        mapping = Some(id);
+                    } else {
+                        let ct = &self.ct;
+                        let start = ct.maps.search_start(internal, (current.dst, current.dport));
+                        let port = choose_port(current.sport, self.ports, start, |p| {
+                            !ct.maps.external_used(pn, (addr, p))
+                                && !ct.contains(&Tuple { dport: p, ..reply })
+                        });
+                        let Some(port) = port else {
+                            self.ct.stats.nat_exhausted += 1;
+                            return Err(DropReason::NatExhausted);
+                        };
+                        reply.dport = port;
+                        let Some(id) = self.ct.maps.create(pn, m.iface, internal, (addr, port))
+                        else {
+                            self.ct.stats.nat_exhausted += 1;
+                            return Err(DropReason::NatExhausted);
+                        };
+                        mapping = Some(id);
+                    }
+                }
+                Proto::IcmpEchoReply | Proto::Other(_) => {}
+            }
+        }
+        if self.ct.contains(&reply) || self.ct.contains(&original) {
+            if let Some(id) = mapping {
+                self.ct.maps.release(id);
+            }
+            self.ct.stats.clash += 1;
+            return Err(DropReason::Invalid);
+        }
+        let masq_iface = masq.map(|m| m.iface);
+        let Some(slot) = self
+            .ct
+            .insert(original, reply, nat, masq_iface, mapping, now)
+        else {
+            self.ct.stats.new += 1;
+            self.ct.stats.dropped_full += 1;
+            return Err(DropReason::ConntrackFull);
+        };
+        self.ct.stats.new += 1;
+        let _ = self.ct.track(slot, Dir::Original, tcp, len, now);
+        Ok(slot)
+    }
+
+    fn postrouting_flow(
+        &mut self,
+        ip: &mut [u8],
+        (ihl, t, tcp): (usize, Tuple, Option<TcpInfo>),
+        found: Option<Found>,
+        masq: Option<Masquerade>,
+        meta: &Meta,
+    ) -> Result<(), DropReason> {
+        let now = meta.now;
+        let verified = |ct: &Conntrack, slot: u32, dir: Dir, tuple: &Tuple| {
+            ct.get(slot).is_some_and(|e| e.tuple(dir) == tuple)
+        };
+        let (slot, dir) = match found {
+            Some(Found::Known { slot, dir, tuple }) if verified(&self.ct, slot, dir, &tuple) => {
+                (slot, dir)
+            }
+            Some(Found::Invalid) => return self.invalid_out(masq, false),
+            Some(Found::NoFlow) => return self.invalid_out(masq, true),
+            Some(Found::NewDnat { original }) => (
+                self.create(original, t, tcp, ip.len(), masq, now)?,
+                Dir::Original,
+            ),
+            // not seen by prerouting (e.g. sent by the router itself)
+            _ => match self.ct.lookup(&t, now) {
+                Some((slot, dir)) => {
+                    if self.ct.track(slot, dir, tcp, ip.len(), now) == Track::Invalid {
+                        return self.invalid_out(masq, true);
+                    }
+                    self.ct.stats.found += 1;
+                    (slot, dir)
+                }
+                None if can_start(&t, tcp) => {
+                    (self.create(t, t, tcp, ip.len(), masq, now)?, Dir::Original)
+                }
+                None => return self.invalid_out(masq, true),
+            },
+        };
+        let Some(e) = self.ct.get(slot).copied() else {
+            return Err(DropReason::Invalid);
+        };
+        if nat_applies(e.status(), dir, Side::Source) {
+            let other = e.tuple(dir.other());
+            let to = (other.dst, other.dport);
+            if (t.src, t.sport) != to {
+                rewrite::rewrite_flow(ip, ihl, t.proto, Side::Source, to, meta.csum_partial)
+                    .map_err(|_| DropReason::Malformed)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A packet INVALID for conntrack on its way out: dropped if it leaves a
+    /// masquerading interface, let through untracked otherwise.
+    fn invalid_out(&mut self, masq: Option<Masquerade>, count: bool) -> Result<(), DropReason> {
+        if count {
+            self.ct.stats.invalid += 1;
+        }
+        if masq.is_some() {
+            self.ct.stats.leak_blocked += 1;
+            return Err(DropReason::Invalid);
+        }
+        Ok(())
+    }
+
+    fn prerouting_inner(&mut self, ip: &mut [u8], meta: &Meta) -> Result<(), DropReason> {
+        let parsed = flow::parse(ip).map_err(|_| {
+            self.ct.stats.malformed += 1;
+            DropReason::Malformed
+        })?;
+        let mut related_counted = false;
+        let found = match parsed.kind {
+            Kind::Flow(t, tcp) => self.prerouting_flow(ip, parsed.ihl, t, tcp, meta)?,
+            Kind::IcmpError(q) => match self.related(&q, meta.now) {
+                Some((slot, dir)) => {
+                    self.ct.stats.found += 1;
+                    if self.translate_related(ip, &q, slot, dir, Side::Destination)? {
+                        self.ct.stats.icmp_related += 1;
+                        related_counted = true;
+                    }
+                    let tuple = self.ct.get(slot).map_or(q.tuple, |e| *e.tuple(dir));
+                    Found::Known { slot, dir, tuple }
+                }
+                None => Found::NoFlow,
+            },
+            Kind::LaterFragment | Kind::Untracked => return Ok(()),
+        };
+        // what the packet looks like now, for postrouting to recognise it
+        if let Some(after) = flow::parse(ip).ok().and_then(|p| signature(&p, ip)) {
+            self.pending = Some(Pending {
+                after,
+                found,
+                related_counted,
+            });
+        }
+        Ok(())
+    }
+
+    fn postrouting_inner(
+        &mut self,
+        ip: &mut [u8],
+        meta: &Meta,
+        masq: Option<Masquerade>,
+    ) -> Result<(), DropReason> {
+        let pending = self.pending.take();
+        let parsed = flow::parse(ip).map_err(|_| {
+            self.ct.stats.malformed += 1;
+            DropReason::Malformed
+        })?;
+        let sig = signature(&parsed, ip);
+        let pending = pending.filter(|p| Some(p.after) == sig);
+        let found = pending.map(|p| p.found);
+        match parsed.kind {
+            Kind::Flow(t, tcp) => {
+                self.postrouting_flow(ip, (parsed.ihl, t, tcp), found, masq, meta)
+            }
+            Kind::IcmpError(q) => {
+                let (slot, dir) = match found {
+                    Some(Found::Known { slot, dir, .. }) => (slot, dir),
+                    Some(Found::Invalid) => return self.invalid_out(masq, false),
+                    _ => match self.related(&q, meta.now) {
+                        Some(x) => {
+                            self.ct.stats.found += 1;
+                            x
+                        }
+                        None => return self.invalid_out(masq, true),
+                    },
+                };
+                if self.translate_related(ip, &q, slot, dir, Side::Source)?
+                    && !pending.is_some_and(|p| p.related_counted)
+                {
+                    self.ct.stats.icmp_related += 1;
+                }
+                Ok(())
+            }
+            Kind::LaterFragment => {
+                // no ports: the address is all that can be translated (the first
+                // fragment, which has them, went through the flow path)
+                match masq {
+                    Some(Masquerade { addr: Some(a), .. }) => {
+                        rewrite::rewrite_address(ip, Side::Source, a)
+                            .map_err(|_| DropReason::Malformed)
+                    }
+                    _ => Ok(()),
+                }
+            }
+            Kind::Untracked => self.invalid_out(masq, true),
+        }
+    }
+}
+
+fn verdict(r: Result<(), DropReason>) -> HookVerdict {
+    match r {
+        Ok(()) => HookVerdict::Accept,
+        Err(reason) => HookVerdict::Drop(reason),
+    }
+}
+
+impl L4Hook for Netfilter {
+    fn prerouting(&mut self, ip: &mut [u8], meta: &Meta) -> HookVerdict {
+        self.pending = None;
+        verdict(self.prerouting_inner(ip, meta))
+    }
+
+    fn postrouting(&mut self, ip: &mut [u8], meta: &Meta) -> HookVerdict {
+        let masq = self.masquerade_of(meta.output);
+        let r = self.postrouting_inner(ip, meta, masq);
+        if r.is_ok() {
+            if let Some(m) = masq {
+                // whatever happened above, nothing leaves a masquerading interface
+                // with a source other than its address
+                if m.addr.is_none() || get_addr(ip, 12) != m.addr {
+                    self.ct.stats.leak_blocked += 1;
+                    return HookVerdict::Drop(if m.addr.is_none() {
+                        DropReason::NatExhausted
+                    } else {
+                        DropReason::Invalid
+                    });
+                }
+            }
+        }
+        verdict(r)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,982 @@
+//! Packets through both hooks, built byte by byte, with every checksum recomputed and
+//! compared after each rewrite.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::*;
+use crate::checksum::{checksum, fold, sum};
+use crate::conntrack::TcpState;
+use crate::flow::tcp_flag::{ACK, FIN, PSH, RST, SYN};
+
+const LAN: IfId = IfId(0);
+const WAN: IfId = IfId(1);
+const WAN_ADDR: [u8; 4] = [203, 0, 113, 2];
+const HOST1: [u8; 4] = [192, 168, 1, 100];
+const HOST2: [u8; 4] = [192, 168, 1, 101];
+const SERVER: [u8; 4] = [198, 51, 100, 10];
+const SERVER2: [u8; 4] = [198, 51, 100, 20];
+const ROUTER_UPSTREAM: [u8; 4] = [198, 51, 100, 254];
+const S: Millis = 1000;
+
+fn netfilter(capacity: usize) -> Netfilter {
+    Netfilter::new(Config {
+        capacity,
+        masquerade: vec![Masquerade {
+            iface: WAN,
+            addr: Some(WAN_ADDR),
+        }],
+        hash_seed: 0x5eed,
+        ..Config::default()
+    })
+}
+
+// ---- packet building ----
+
+fn ipv4(src: [u8; 4], dst: [u8; 4], proto: u8, payload: &[u8]) -> Vec<u8> {
+    let len = 20 + payload.len();
+    let mut p = vec![
+        0x45,
+        0,
+        (len >> 8) as u8,
+        len as u8,
+        0x1c,
+        0x46,
+        0x40,
+        0,
+        64,
+        proto,
+        0,
+        0, //
+        src[0],
+        src[1],
+        src[2],
+        src[3],
+        dst[0],
+        dst[1],
+        dst[2],
+        dst[3],
+    ];
+    let c = checksum(&p);
+    p[10..12].copy_from_slice(&c.to_be_bytes());
+    p.extend_from_slice(payload);
+    p
+}
+
+/// The TCP/UDP checksum over the pseudo-header and `seg` (its checksum field must be 0).
+fn l4_checksum(src: [u8; 4], dst: [u8; 4], proto: u8, seg: &[u8]) -> u16 {
+    let s = sum(sum(0, &src), &dst) + u32::from(proto) + seg.len() as u32;
+    !fold(sum(s, seg))
+}
+
+fn pseudo_sum(src: [u8; 4], dst: [u8; 4], proto: u8, len: usize) -> u16 {
+    fold(sum(sum(0, &src), &dst) + u32::from(proto) + len as u32)
+}
+
+fn tcp(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16, flags: u8, data: &[u8]) -> Vec<u8> {
+    let mut seg = Vec::new();
+    seg.extend_from_slice(&sport.to_be_bytes());
+    seg.extend_from_slice(&dport.to_be_bytes());
+    seg.extend_from_slice(&0x1000_0000u32.to_be_bytes());
+    seg.extend_from_slice(&0x2000_0000u32.to_be_bytes());
+    seg.extend_from_slice(&[0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+    seg.extend_from_slice(data);
+    let c = l4_checksum(src, dst, 6, &seg);
+    seg[16..18].copy_from_slice(&c.to_be_bytes());
+    ipv4(src, dst, 6, &seg)
+}
+
+fn udp(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16, data: &[u8]) -> Vec<u8> {
+    let len = 8 + data.len();
+    let mut seg = Vec::new();
+    seg.extend_from_slice(&sport.to_be_bytes());
+    seg.extend_from_slice(&dport.to_be_bytes());
+    seg.extend_from_slice(&(len as u16).to_be_bytes());
+    seg.extend_from_slice(&[0, 0]);
+    seg.extend_from_slice(data);
+    let mut c = l4_checksum(src, dst, 17, &seg);
+    if c == 0 {
+        c = 0xffff;
+    }
+    seg[6..8].copy_from_slice(&c.to_be_bytes());
+    ipv4(src, dst, 17, &seg)
+}
+
+fn icmp(src: [u8; 4], dst: [u8; 4], ty: u8, code: u8, rest: [u8; 4], body: &[u8]) -> Vec<u8> {
+    let mut m = vec![ty, code, 0, 0];
+    m.extend_from_slice(&rest);
+    m.extend_from_slice(body);
+    let c = checksum(&m);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    ipv4(src, dst, 1, &m)
+}
+
+fn echo(src: [u8; 4], dst: [u8; 4], ty: u8, id: u16, seq: u16) -> Vec<u8> {
+    let [a, b] = id.to_be_bytes();
+    let [c, d] = seq.to_be_bytes();
+    icmp(src, dst, ty, 0, [a, b, c, d], b"ping payload")
+}
+
+/// An ICMP error from `from` to `to` quoting the first `quote` bytes after the IP
+/// header of `about`.
+fn icmp_error(from: [u8; 4], to: [u8; 4], ty: u8, code: u8, about: &[u8], quote: usize) -> Vec<u8> {
+    let end = (20 + quote).min(about.len());
+    icmp(from, to, ty, code, [0; 4], &about[..end])
+}
+
+// ---- checking ----
+
+fn addr(p: &[u8], off: usize) -> [u8; 4] {
+    [p[off], p[off + 1], p[off + 2], p[off + 3]]
+}
+
+fn word(p: &[u8], off: usize) -> u16 {
+    u16::from_be_bytes([p[off], p[off + 1]])
+}
+
+/// Every checksum of the packet verifies (a UDP checksum of 0 is "none"); for an ICMP
+/// error, the quoted IP header's too.
+fn checksums_ok(p: &[u8]) -> bool {
+    let Some(ihl) = p.first().map(|b| usize::from(b & 0x0f) * 4) else {
+        return false;
+    };
+    if ihl < 20 || p.len() < ihl || checksum(&p[..ihl]) != 0 {
+        return false;
+    }
+    let (src, dst, proto) = (addr(p, 12), addr(p, 16), p[9]);
+    let seg = &p[ihl..];
+    let fragment = word(p, 6) & 0x3fff != 0;
+    if fragment {
+        return true;
+    }
+    match proto {
+        6 if seg.len() >= 20 => {
+            let mut s = seg.to_vec();
+            s[16] = 0;
+            s[17] = 0;
+            word(seg, 16) == l4_checksum(src, dst, 6, &s)
+        }
+        17 if seg.len() >= 8 => {
+            if word(seg, 6) == 0 {
+                return true;
+            }
+            let mut s = seg.to_vec();
+            s[6] = 0;
+            s[7] = 0;
+            let mut c = l4_checksum(src, dst, 17, &s);
+            if c == 0 {
+                c = 0xffff;
+            }
+            word(seg, 6) == c
+        }
+        1 if seg.len() >= 8 => {
+            if checksum(seg) != 0 {
+                return false;
+            }
+            if matches!(seg[0], 3 | 11 | 12) && seg.len() >= 28 {
+                let qihl = usize::from(seg[8] & 0x0f) * 4;
+                return qihl >= 20 && seg.len() >= 8 + qihl && checksum(&seg[8..8 + qihl]) == 0;
+            }
+            true
+        }
+        6 | 17 | 1 => false,
+        _ => true,
+    }
+}
+
+fn verify(p: &[u8]) {
+    assert!(checksums_ok(p), "checksums of {p:02x?}");
+}
+
+fn meta(input: IfId, output: Option<IfId>, now: Millis) -> Meta {
+    Meta {
+        input,
+        output,
+        csum_partial: false,
+        now,
+    }
+}
+
+/// LAN -> WAN through both hooks.
+fn out(nf: &mut Netfilter, p: &mut [u8], now: Millis) -> HookVerdict {
+    match nf.prerouting(p, &meta(LAN, None, now)) {
+        HookVerdict::Accept => nf.postrouting(p, &meta(LAN, Some(WAN), now)),
+        d => d,
+    }
+}
+
+/// WAN -> LAN through both hooks.
+fn back(nf: &mut Netfilter, p: &mut [u8], now: Millis) -> HookVerdict {
+    match nf.prerouting(p, &meta(WAN, None, now)) {
+        HookVerdict::Accept => nf.postrouting(p, &meta(WAN, Some(LAN), now)),
+        d => d,
+    }
+}
+
+const OK: HookVerdict = HookVerdict::Accept;
+
+fn sport(p: &[u8]) -> u16 {
+    word(p, 22 - 2)
+}
+
+fn icmp_id(p: &[u8]) -> u16 {
+    word(p, 24)
+}
+
+fn counters_add_up(nf: &Netfilter) {
+    let s = nf.stats();
+    assert_eq!(
+        s.new,
+        nf.count() as u64 + s.evicted + s.dropped_full + s.expired + s.flushed,
+        "{s:?} live {}",
+        nf.count()
+    );
+}
+
+// ---- tests ----
+
+#[test]
+fn udp_masquerade_both_ways_restores_the_reply() {
+    let mut nf = netfilter(64);
+    let orig = udp(HOST1, 40000, SERVER, 53, b"query");
+    let mut p = orig.clone();
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    verify(&p);
+    assert_eq!(addr(&p, 12), WAN_ADDR);
+    assert_eq!(sport(&p), 40000, "port preserved when free");
+    assert_eq!(&p[16..20], &SERVER);
+    assert_eq!(&p[28..], b"query");
+
+    // the server answers the external endpoint; the LAN host must get exactly what it
+    // would have got without NAT
+    let mut r = udp(SERVER, 53, WAN_ADDR, 40000, b"answer!");
+    assert_eq!(back(&mut nf, &mut r, 10), OK);
+    verify(&r);
+    assert_eq!(r, udp(SERVER, 53, HOST1, 40000, b"answer!"));
+    let e = nf.conntrack().lookup_view(&Tuple {
+        src: HOST1,
+        dst: SERVER,
+        sport: 40000,
+        dport: 53,
+        proto: Proto::Udp,
+    });
+    assert!(e.is_some_and(|e| e.status() & status::SEEN_REPLY != 0));
+}
+
+#[test]
+fn tcp_masquerade_both_ways_restores_the_reply() {
+    let mut nf = netfilter(64);
+    let mut p = tcp(HOST1, 51000, SERVER, 443, SYN, b"");
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    verify(&p);
+    assert_eq!((addr(&p, 12), sport(&p)), (WAN_ADDR, 51000));
+    let mut r = tcp(SERVER, 443, WAN_ADDR, 51000, SYN | ACK, b"");
+    assert_eq!(back(&mut nf, &mut r, 1), OK);
+    assert_eq!(r, tcp(SERVER, 443, HOST1, 51000, SYN | ACK, b""));
+    let mut p = tcp(
+        HOST1,
+        51000,
+        SERVER,
+        443,
+        ACK | PSH,
+        b"GET / HTTP/1.1\r\n\r\n",
+    );
+    assert_eq!(out(&mut nf, &mut p, 2), OK);
+    verify(&p);
+    assert_eq!(
+        p,
+        tcp(
+            WAN_ADDR,
+            51000,
+            SERVER,
+            443,
+            ACK | PSH,
+            b"GET / HTTP/1.1\r\n\r\n"
+        )
+    );
+}
+
+#[test]
+fn two_hosts_same_source_port_get_distinct_external_ports() {
+    let mut nf = netfilter(64);
+    let mut a = udp(HOST1, 5000, SERVER, 3478, b"a");
+    let mut b = udp(HOST2, 5000, SERVER, 3478, b"b");
+    assert_eq!(out(&mut nf, &mut a, 0), OK);
+    assert_eq!(out(&mut nf, &mut b, 0), OK);
+    verify(&a);
+    verify(&b);
+    assert_eq!(sport(&a), 5000);
+    assert_ne!(sport(&b), sport(&a));
+    assert!((1024..=65535).contains(&sport(&b)));
+    // each reply reaches its own host
+    let mut ra = udp(SERVER, 3478, WAN_ADDR, sport(&a), b"ra");
+    let mut rb = udp(SERVER, 3478, WAN_ADDR, sport(&b), b"rb");
+    assert_eq!(back(&mut nf, &mut ra, 1), OK);
+    assert_eq!(back(&mut nf, &mut rb, 1), OK);
+    assert_eq!(ra, udp(SERVER, 3478, HOST1, 5000, b"ra"));
+    assert_eq!(rb, udp(SERVER, 3478, HOST2, 5000, b"rb"));
+}
+
+#[test]
+fn same_internal_endpoint_keeps_its_external_port_for_every_destination() {
+    let mut nf = netfilter(64);
+    // HOST2 takes 7000 first, so HOST1's 7000 cannot be preserved
+    let mut x = udp(HOST2, 7000, SERVER, 1, b"");
+    assert_eq!(out(&mut nf, &mut x, 0), OK);
+    let mut a = udp(HOST1, 7000, SERVER, 1, b"");
+    let mut b = udp(HOST1, 7000, SERVER2, 2, b"");
+    let mut c = udp(HOST1, 7000, SERVER2, 3, b"");
+    for p in [&mut a, &mut b, &mut c] {
+        assert_eq!(out(&mut nf, p, 0), OK);
+        verify(p);
+    }
+    assert_ne!(sport(&a), 7000);
+    assert_eq!(
+        sport(&a),
+        sport(&b),
+        "EIM: same mapping towards another host"
+    );
+    assert_eq!(
+        sport(&a),
+        sport(&c),
+        "EIM: same mapping towards another port"
+    );
+    // TCP mappings are separate from UDP ones: TCP 7000 is free
+    let mut t = tcp(HOST1, 7000, SERVER, 80, SYN, b"");
+    assert_eq!(out(&mut nf, &mut t, 0), OK);
+    assert_eq!(sport(&t), 7000);
+}
+
+#[test]
+fn icmp_echo_ids_translated_and_replies_restored() {
+    let mut nf = netfilter(64);
+    let mut a = echo(HOST1, SERVER, 8, 0x1234, 1);
+    let mut b = echo(HOST2, SERVER, 8, 0x1234, 1);
+    assert_eq!(out(&mut nf, &mut a, 0), OK);
+    assert_eq!(out(&mut nf, &mut b, 0), OK);
+    verify(&a);
+    verify(&b);
+    assert_eq!(addr(&a, 12), WAN_ADDR);
+    assert_eq!(addr(&b, 12), WAN_ADDR);
+    assert_eq!(icmp_id(&a), 0x1234);
+    assert_ne!(icmp_id(&b), 0x1234);
+    let mut rb = echo(SERVER, WAN_ADDR, 0, icmp_id(&b), 1);
+    assert_eq!(back(&mut nf, &mut rb, 1), OK);
+    assert_eq!(rb, echo(SERVER, HOST2, 0, 0x1234, 1));
+    let mut ra = echo(SERVER, WAN_ADDR, 0, 0x1234, 1);
+    assert_eq!(back(&mut nf, &mut ra, 1), OK);
+    assert_eq!(ra, echo(SERVER, HOST1, 0, 0x1234, 1));
+    // an echo reply for no request is INVALID: not forwarded to the LAN, and untouched
+    let mut stray = echo(SERVER, WAN_ADDR, 0, 0x9999, 1);
+    let before = stray.clone();
+    assert_eq!(
+        back(&mut nf, &mut stray, 1),
+        OK,
+        "goes to the router itself"
+    );
+    assert_eq!(stray, before);
+    // an echo request from outside to the router is not a masqueraded flow either
+    let mut req = echo(SERVER, WAN_ADDR, 8, icmp_id(&b), 7);
+    let before = req.clone();
+    assert_eq!(nf.prerouting(&mut req, &meta(WAN, None, 2)), OK);
+    assert_eq!(req, before);
+}
+
+#[test]
+fn icmp_port_unreachable_reaches_the_lan_host_with_its_own_header() {
+    let mut nf = netfilter(64);
+    // make 6000 taken so the port is translated too
+    let mut x = udp(HOST2, 6000, SERVER, 9, b"");
+    assert_eq!(out(&mut nf, &mut x, 0), OK);
+    let orig = udp(HOST1, 6000, SERVER, 9999, b"datagram payload");
+    let mut p = orig.clone();
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    let ext = sport(&p);
+    assert_ne!(ext, 6000);
+    for (from, quote) in [(SERVER, 8), (ROUTER_UPSTREAM, 8), (SERVER, 1000)] {
+        // the server (or a router on the way) quotes what it received
+        let mut err = icmp_error(from, WAN_ADDR, 3, 3, &p, quote);
+        verify(&err);
+        assert_eq!(back(&mut nf, &mut err, 1), OK);
+        verify(&err);
+        assert_eq!(addr(&err, 12), from, "outer source untouched");
+        assert_eq!(addr(&err, 16), HOST1);
+        let q = &err[28..];
+        let n = q.len();
+        assert_eq!(
+            q,
+            &orig[..n],
+            "the host sees its own packet quoted ({quote} bytes)"
+        );
+    }
+    let s = *nf.stats();
+    assert_eq!(s.icmp_related, 3);
+}
+
+#[test]
+fn icmp_error_about_tcp_and_echo_flows() {
+    let mut nf = netfilter(64);
+    let mut x = tcp(HOST2, 6100, SERVER, 80, SYN, b"");
+    assert_eq!(out(&mut nf, &mut x, 0), OK);
+    let orig = tcp(HOST1, 6100, SERVER, 80, SYN, b"");
+    let mut p = orig.clone();
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    assert_ne!(sport(&p), 6100);
+    // time exceeded from a router on the way, quoting the whole segment (RFC 1812):
+    // the quoted TCP checksum is restored too
+    let mut err = icmp_error(ROUTER_UPSTREAM, WAN_ADDR, 11, 0, &p, 40);
+    assert_eq!(back(&mut nf, &mut err, 1), OK);
+    verify(&err);
+    assert_eq!(&err[28..], &orig[..]);
+
+    let orig = echo(HOST1, SERVER, 8, 77, 1);
+    let mut x = echo(HOST2, SERVER, 8, 77, 1);
+    assert_eq!(out(&mut nf, &mut x, 0), OK);
+    let mut p = orig.clone();
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    assert_ne!(icmp_id(&p), 77);
+    let mut err = icmp_error(ROUTER_UPSTREAM, WAN_ADDR, 3, 1, &p, 8);
+    assert_eq!(back(&mut nf, &mut err, 1), OK);
+    verify(&err);
+    assert_eq!(&err[28..], &orig[..28]);
+}
+
+#[test]
+fn icmp_error_from_the_lan_about_a_reply_is_masqueraded() {
+    let mut nf = netfilter(64);
+    let mut x = udp(HOST2, 6200, SERVER, 9, b"");
+    assert_eq!(out(&mut nf, &mut x, 0), OK);
+    let mut p = udp(HOST1, 6200, SERVER, 5353, b"hello");
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    let ext = sport(&p);
+    let wire_reply = udp(SERVER, 5353, WAN_ADDR, ext, b"reply");
+    let mut r = wire_reply.clone();
+    assert_eq!(back(&mut nf, &mut r, 1), OK);
+    // the host's socket is gone: it sends port unreachable quoting what it got
+    let mut err = icmp_error(HOST1, SERVER, 3, 3, &r, 8);
+    assert_eq!(out(&mut nf, &mut err, 2), OK);
+    verify(&err);
+    assert_eq!(addr(&err, 12), WAN_ADDR);
+    assert_eq!(
+        &err[28..],
+        &wire_reply[..28],
+        "the server sees what it sent"
+    );
+}
+
+#[test]
+fn invalid_packets_never_leave_the_masquerading_interface() {
+    let mut nf = netfilter(64);
+    for flags in [ACK, FIN | ACK, RST, ACK | PSH, SYN | ACK, SYN | FIN, 0] {
+        let mut p = tcp(HOST1, 33000, SERVER, 80, flags, b"x");
+        assert_eq!(
+            out(&mut nf, &mut p, 0),
+            HookVerdict::Drop(DropReason::Invalid),
+            "flags {flags:#x}"
+        );
+        // routed between two non-masquerading interfaces it goes on untouched
+        let mut q = tcp(HOST1, 33000, SERVER, 80, flags, b"x");
+        let before = q.clone();
+        assert_eq!(nf.prerouting(&mut q, &meta(LAN, None, 0)), OK);
+        assert_eq!(nf.postrouting(&mut q, &meta(LAN, Some(IfId(2)), 0)), OK);
+        assert_eq!(q, before);
+    }
+    // an ICMP error about no flow, an echo reply, a timestamp request
+    let about = udp(SERVER, 53, HOST1, 1234, b"");
+    for mut p in [
+        icmp_error(HOST1, SERVER, 3, 3, &about, 8),
+        echo(HOST1, SERVER, 0, 5, 5),
+        icmp(HOST1, SERVER, 13, 0, [0, 1, 0, 1], &[0; 12]),
+    ] {
+        assert_eq!(
+            out(&mut nf, &mut p, 0),
+            HookVerdict::Drop(DropReason::Invalid)
+        );
+    }
+    assert_eq!(nf.count(), 0);
+    assert_eq!(nf.stats().leak_blocked, 10);
+}
+
+#[test]
+fn tcp_lifecycle_through_fin_with_its_timeouts() {
+    let mut nf = netfilter(64);
+    let t = *nf.conntrack().timeouts();
+    let key = Tuple {
+        src: HOST1,
+        dst: SERVER,
+        sport: 40000,
+        dport: 5201,
+        proto: Proto::Tcp,
+    };
+    let state = |nf: &Netfilter| {
+        let e = nf.conntrack().lookup_view(&key).unwrap();
+        (
+            e.tcp_state().unwrap(),
+            e.deadline(),
+            e.status() & status::ASSURED != 0,
+        )
+    };
+    let mut now = 1000;
+    let steps: [(bool, u8, TcpState, Millis, bool); 7] = [
+        (false, SYN, TcpState::SynSent, t.tcp_syn_sent, false),
+        (true, SYN | ACK, TcpState::SynRecv, t.tcp_syn_recv, false),
+        (false, ACK, TcpState::Established, t.tcp_established, true),
+        (false, FIN | ACK, TcpState::FinWait, t.tcp_fin_wait, true),
+        (true, ACK, TcpState::CloseWait, t.tcp_close_wait, true),
+        (true, FIN | ACK, TcpState::LastAck, t.tcp_last_ack, true),
+        (false, ACK, TcpState::TimeWait, t.tcp_time_wait, true),
+    ];
+    for (is_reply, flags, want, timeout, assured) in steps {
+        now += 100;
+        let v = if is_reply {
+            let mut p = tcp(SERVER, 5201, WAN_ADDR, 40000, flags, b"");
+            back(&mut nf, &mut p, now)
+        } else {
+            let mut p = tcp(HOST1, 40000, SERVER, 5201, flags, b"");
+            out(&mut nf, &mut p, now)
+        };
+        assert_eq!(v, OK, "{want:?}");
+        assert_eq!(
+            state(&nf),
+            (want, now + timeout, assured),
+            "after flags {flags:#x}"
+        );
+    }
+    assert_eq!(t.tcp_established, 7440 * S);
+    assert_eq!(t.tcp_time_wait, 120 * S);
+    // TIME_WAIT lasts 120 s, then the entry is gone and its mapping with it
+    assert_eq!(nf.expire(now + 120 * S - 1, 64), 0);
+    assert_eq!(nf.expire(now + 120 * S, 64), 1);
+    assert_eq!(nf.count(), 0);
+    let mut late = tcp(SERVER, 5201, WAN_ADDR, 40000, ACK, b"");
+    let before = late.clone();
+    assert_eq!(
+        nf.prerouting(&mut late, &meta(WAN, None, now + 121 * S)),
+        OK
+    );
+    assert_eq!(late, before, "no flow: not translated");
+    counters_add_up(&nf);
+}
+
+#[test]
+fn tcp_rst_closes_with_the_close_timeout() {
+    let mut nf = netfilter(64);
+    let key = Tuple {
+        src: HOST1,
+        dst: SERVER,
+        sport: 40001,
+        dport: 22,
+        proto: Proto::Tcp,
+    };
+    let mut p = tcp(HOST1, 40001, SERVER, 22, SYN, b"");
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    let mut r = tcp(SERVER, 22, WAN_ADDR, 40001, SYN | ACK, b"");
+    assert_eq!(back(&mut nf, &mut r, 1), OK);
+    let mut p = tcp(HOST1, 40001, SERVER, 22, ACK, b"");
+    assert_eq!(out(&mut nf, &mut p, 2), OK);
+    let mut r = tcp(SERVER, 22, WAN_ADDR, 40001, RST | ACK, b"");
+    assert_eq!(back(&mut nf, &mut r, 5000), OK);
+    assert_eq!(
+        r,
+        tcp(SERVER, 22, HOST1, 40001, RST | ACK, b""),
+        "the RST is delivered"
+    );
+    let e = nf.conntrack().lookup_view(&key).unwrap();
+    assert_eq!(e.tcp_state(), Some(TcpState::Close));
+    assert_eq!(e.deadline(), 5000 + 10 * S);
+    // an ACK after the RST is still recognised (CLOSE), but the entry dies at 10 s
+    let mut p = tcp(HOST1, 40001, SERVER, 22, ACK, b"");
+    assert_eq!(out(&mut nf, &mut p, 6000), OK);
+    let mut p = tcp(HOST1, 40001, SERVER, 22, ACK, b"");
+    assert_eq!(
+        out(&mut nf, &mut p, 6000 + 10 * S),
+        HookVerdict::Drop(DropReason::Invalid)
+    );
+    assert_eq!(nf.count(), 0);
+    // a new SYN on the same ports opens a new connection
+    let mut p = tcp(HOST1, 40001, SERVER, 22, SYN, b"");
+    assert_eq!(out(&mut nf, &mut p, 20 * S), OK);
+    assert_eq!(sport(&p), 40001);
+    counters_add_up(&nf);
+}
+
+#[test]
+fn udp_expiry_and_stream_timeout() {
+    let mut nf = netfilter(64);
+    let key = Tuple {
+        src: HOST1,
+        dst: SERVER,
+        sport: 1111,
+        dport: 53,
+        proto: Proto::Udp,
+    };
+    let mut p = udp(HOST1, 1111, SERVER, 53, b"q");
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    let e = nf.conntrack().lookup_view(&key).unwrap();
+    assert_eq!(e.deadline(), 60 * S);
+    let mut r = udp(SERVER, 53, WAN_ADDR, 1111, b"a");
+    assert_eq!(back(&mut nf, &mut r, 59 * S), OK);
+    assert_eq!(addr(&r, 16), HOST1, "alive at 59 s");
+    let e = nf.conntrack().lookup_view(&key).unwrap();
+    assert_eq!(
+        e.status() & status::ASSURED,
+        0,
+        "one exchange is not a stream"
+    );
+    // a further packet after the reply: stream, assured, 180 s
+    let mut p = udp(HOST1, 1111, SERVER, 53, b"q2");
+    assert_eq!(out(&mut nf, &mut p, 60 * S), OK);
+    let e = nf.conntrack().lookup_view(&key).unwrap();
+    assert_eq!(e.deadline(), 240 * S);
+    assert_ne!(e.status() & status::ASSURED, 0);
+    // lazily reclaimed by the lookup of a late reply, which is then not translated
+    let mut r = udp(SERVER, 53, WAN_ADDR, 1111, b"late");
+    let before = r.clone();
+    assert_eq!(nf.prerouting(&mut r, &meta(WAN, None, 240 * S)), OK);
+    assert_eq!(r, before);
+    assert_eq!(nf.count(), 0);
+    assert_eq!(nf.stats().expired, 1);
+    counters_add_up(&nf);
+}
+
+#[test]
+fn flood_of_new_flows_keeps_the_table_full_and_established_flows_alive() {
+    const N: usize = 64;
+    let mut nf = netfilter(N);
+    // a few established TCP connections and UDP streams
+    let mut established = Vec::new();
+    for i in 0..6u16 {
+        let port = 20000 + i;
+        let mut p = tcp(HOST1, port, SERVER, 443, SYN, b"");
+        assert_eq!(out(&mut nf, &mut p, 0), OK);
+        let mut r = tcp(SERVER, 443, WAN_ADDR, port, SYN | ACK, b"");
+        assert_eq!(back(&mut nf, &mut r, 0), OK);
+        let mut p = tcp(HOST1, port, SERVER, 443, ACK, b"");
+        assert_eq!(out(&mut nf, &mut p, 0), OK);
+        established.push((Proto::Tcp, port));
+    }
+    for i in 0..4u16 {
+        let port = 30000 + i;
+        let mut p = udp(HOST1, port, SERVER, 4500, b"");
+        assert_eq!(out(&mut nf, &mut p, 0), OK);
+        let mut r = udp(SERVER, 4500, WAN_ADDR, port, b"");
+        assert_eq!(back(&mut nf, &mut r, 0), OK);
+        let mut p = udp(HOST1, port, SERVER, 4500, b"");
+        assert_eq!(out(&mut nf, &mut p, 0), OK);
+        established.push((Proto::Udp, port));
+    }
+    // 10 x N new flows, unanswered
+    let mut x = 0x1234_5678u32;
+    for i in 0..10 * N as u32 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let host = [10, 9, (i >> 8) as u8, i as u8];
+        let mut p = udp(host, (x as u16) | 1024, SERVER2, 53, b"flood");
+        assert_eq!(out(&mut nf, &mut p, 1 + u64::from(i)), OK);
+        assert!(nf.count() <= N);
+    }
+    assert_eq!(nf.count(), N);
+    let s = *nf.stats();
+    assert_eq!(s.new, 10 + 10 * N as u64);
+    assert_eq!(s.evicted, 10 * N as u64 - (N as u64 - 10));
+    counters_add_up(&nf);
+    // the established flows still translate
+    for (proto, port) in established {
+        let mut r = match proto {
+            Proto::Tcp => tcp(SERVER, 443, WAN_ADDR, port, ACK, b"data"),
+            _ => udp(SERVER, 4500, WAN_ADDR, port, b"data"),
+        };
+        assert_eq!(back(&mut nf, &mut r, 10_000), OK);
+        assert_eq!(addr(&r, 16), HOST1, "{proto:?} {port}");
+        verify(&r);
+    }
+}
+
+#[test]
+fn a_table_of_assured_flows_refuses_new_ones() {
+    let mut nf = netfilter(4);
+    for port in 1..=4u16 {
+        let mut p = udp(HOST1, port + 100, SERVER, 9, b"");
+        assert_eq!(out(&mut nf, &mut p, 0), OK);
+        let mut r = udp(SERVER, 9, WAN_ADDR, port + 100, b"");
+        assert_eq!(back(&mut nf, &mut r, 0), OK);
+        let mut p = udp(HOST1, port + 100, SERVER, 9, b"");
+        assert_eq!(out(&mut nf, &mut p, 0), OK);
+    }
+    let mut p = udp(HOST2, 999, SERVER, 9, b"");
+    assert_eq!(
+        out(&mut nf, &mut p, 1),
+        HookVerdict::Drop(DropReason::ConntrackFull)
+    );
+    assert_eq!(nf.stats().dropped_full, 1);
+    counters_add_up(&nf);
+    // once they expire, room comes back by itself
+    let mut p = udp(HOST2, 999, SERVER, 9, b"");
+    assert_eq!(out(&mut nf, &mut p, 180 * S), OK);
+    counters_add_up(&nf);
+}
+
+#[test]
+fn address_change_flushes_the_old_mappings() {
+    let mut nf = netfilter(64);
+    let mut p = udp(HOST1, 4444, SERVER, 9, b"");
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    let mut q = tcp(HOST2, 4445, SERVER, 9, SYN, b"");
+    assert_eq!(out(&mut nf, &mut q, 0), OK);
+    // a flow that does not leave by the WAN survives
+    let mut lan = udp(HOST1, 4446, [10, 1, 1, 1], 9, b"");
+    assert_eq!(nf.prerouting(&mut lan, &meta(LAN, None, 0)), OK);
+    assert_eq!(nf.postrouting(&mut lan, &meta(LAN, Some(IfId(2)), 0)), OK);
+    assert_eq!(nf.count(), 3);
+    assert_eq!(
+        nf.set_masquerade_address(WAN, Some(WAN_ADDR)),
+        0,
+        "same address"
+    );
+    let new_addr = [100, 64, 0, 9];
+    assert_eq!(nf.set_masquerade_address(WAN, Some(new_addr)), 2);
+    assert_eq!(nf.count(), 1);
+    let mut r = udp(SERVER, 9, WAN_ADDR, 4444, b"");
+    let before = r.clone();
+    assert_eq!(nf.prerouting(&mut r, &meta(WAN, None, 1)), OK);
+    assert_eq!(r, before, "old mapping gone");
+    let mut p = udp(HOST1, 4444, SERVER, 9, b"");
+    assert_eq!(out(&mut nf, &mut p, 2), OK);
+    verify(&p);
+    assert_eq!(addr(&p, 12), new_addr);
+    // no address (DHCP lease lost): nothing leaves
+    assert_eq!(nf.set_masquerade_address(WAN, None), 1);
+    let mut p = udp(HOST1, 4444, SERVER, 9, b"");
+    assert_eq!(
+        out(&mut nf, &mut p, 3),
+        HookVerdict::Drop(DropReason::NatExhausted)
+    );
+    counters_add_up(&nf);
+}
+
+#[test]
+fn partial_checksum_packets_get_only_the_pseudo_header_adjusted() {
+    let mut nf = netfilter(64);
+    // take 8080 so the port changes too
+    let mut x = tcp(HOST2, 8080, SERVER, 80, SYN, b"");
+    assert_eq!(out(&mut nf, &mut x, 0), OK);
+    for proto in [6u8, 17] {
+        let mut p = if proto == 6 {
+            tcp(HOST1, 8080, SERVER, 80, SYN, b"abc")
+        } else {
+            udp(HOST1, 8080, SERVER, 80, b"abc")
+        };
+        let off = if proto == 6 { 36 } else { 26 };
+        let l4len = p.len() - 20;
+        // what a csum_blank packet from a netfront carries: the pseudo-header sum
+        let partial = pseudo_sum(HOST1, SERVER, proto, l4len);
+        p[off..off + 2].copy_from_slice(&partial.to_be_bytes());
+        let m = |o| Meta {
+            input: LAN,
+            output: o,
+            csum_partial: true,
+            now: 0,
+        };
+        assert_eq!(nf.prerouting(&mut p, &m(None)), OK);
+        assert_eq!(nf.postrouting(&mut p, &m(Some(WAN))), OK);
+        assert_eq!(checksum(&p[..20]), 0);
+        assert_eq!(addr(&p, 12), WAN_ADDR);
+        if proto == 6 {
+            assert_ne!(sport(&p), 8080, "the port was translated");
+        }
+        assert_eq!(
+            word(&p, off),
+            pseudo_sum(WAN_ADDR, SERVER, proto, l4len),
+            "proto {proto}"
+        );
+    }
+}
+
+#[test]
+fn port_forward_rewrites_the_destination_and_the_replies_source() {
+    let fwd = Dnat {
+        input: WAN,
+        proto: Proto::Tcp,
+        dst: Some(WAN_ADDR),
+        dport: 8022,
+        to: (HOST2, 22),
+    };
+    let mut nf = Netfilter::new(Config {
+        capacity: 16,
+        masquerade: vec![Masquerade {
+            iface: WAN,
+            addr: Some(WAN_ADDR),
+        }],
+        dnat: vec![fwd],
+        ..Config::default()
+    });
+    let mut p = tcp(SERVER, 50000, WAN_ADDR, 8022, SYN, b"");
+    assert_eq!(nf.prerouting(&mut p, &meta(WAN, None, 0)), OK);
+    assert_eq!(p, tcp(SERVER, 50000, HOST2, 22, SYN, b""));
+    assert_eq!(nf.postrouting(&mut p, &meta(WAN, Some(LAN), 0)), OK);
+    let mut r = tcp(HOST2, 22, SERVER, 50000, SYN | ACK, b"");
+    assert_eq!(out(&mut nf, &mut r, 1), OK);
+    assert_eq!(r, tcp(WAN_ADDR, 8022, SERVER, 50000, SYN | ACK, b""));
+    let mut listing = String::new();
+    nf.for_each(1, |v| listing.push_str(&format!("{v}")));
+    assert!(
+        listing.contains("src=198.51.100.10 dst=203.0.113.2 sport=50000 dport=8022"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("src=192.168.1.101 dst=198.51.100.10 sport=22 dport=50000"),
+        "{listing}"
+    );
+}
+
+#[test]
+fn conntrack_listing_looks_like_linux() {
+    let mut nf = netfilter(64);
+    let mut p = tcp(HOST1, 40000, SERVER, 5201, SYN, b"");
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    let mut r = tcp(SERVER, 5201, WAN_ADDR, 40000, SYN | ACK, b"");
+    assert_eq!(back(&mut nf, &mut r, 0), OK);
+    let mut p = tcp(HOST1, 40000, SERVER, 5201, ACK, b"");
+    assert_eq!(out(&mut nf, &mut p, 1000), OK);
+    let mut u = udp(HOST2, 5353, SERVER2, 53, b"");
+    assert_eq!(out(&mut nf, &mut u, 1000), OK);
+    let mut e = echo(HOST2, SERVER2, 8, 42, 1);
+    assert_eq!(out(&mut nf, &mut e, 1000), OK);
+    let mut lines = Vec::new();
+    nf.for_each(1500, |v| lines.push(format!("{v}")));
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "icmp     1 29 src=192.168.1.101 dst=198.51.100.20 type=8 code=0 id=42 packets=1 bytes=40 [UNREPLIED] \
+             src=198.51.100.20 dst=203.0.113.2 type=0 code=0 id=42 packets=0 bytes=0 mark=0 use=1",
+            "tcp      6 7439 ESTABLISHED src=192.168.1.100 dst=198.51.100.10 sport=40000 dport=5201 packets=2 \
+             bytes=80 src=198.51.100.10 dst=203.0.113.2 sport=5201 dport=40000 packets=1 bytes=40 [ASSURED] mark=0 use=1",
+            "udp      17 59 src=192.168.1.101 dst=198.51.100.20 sport=5353 dport=53 packets=1 bytes=28 [UNREPLIED] \
+             src=198.51.100.20 dst=203.0.113.2 sport=53 dport=5353 packets=0 bytes=0 mark=0 use=1",
+        ]
+    );
+    nf.flush();
+    assert_eq!(nf.count(), 0);
+    assert_eq!(nf.stats().flushed, 3);
+    counters_add_up(&nf);
+}
+
+/// xorshift64*: small, seeded, good enough to pick bytes to break.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Makes a mutated packet look like what the core hands over: version 4, a header
+/// length that fits, total length = slice length, a valid header checksum.
+fn fix_ip_header(p: &mut Vec<u8>) {
+    if p.len() < 20 {
+        p.resize(20, 0);
+    }
+    let ihl = usize::from(p[0] & 0x0f).clamp(5, p.len() / 4).min(15);
+    p[0] = 0x40 | ihl as u8;
+    let len = p.len().min(65535);
+    p.truncate(len);
+    p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+    p[10] = 0;
+    p[11] = 0;
+    let c = checksum(&p[..ihl * 4]);
+    p[10..12].copy_from_slice(&c.to_be_bytes());
+}
+
+#[test]
+fn random_mutations_never_panic_and_never_leak() {
+    let mut nf = netfilter(128);
+    let mut rng = Rng(0x00c0_ffee_d00d_f00d);
+    let base: Vec<Vec<u8>> = {
+        let out_tcp = tcp(HOST1, 1000, SERVER, 80, SYN, b"hello");
+        let mut translated = out_tcp.clone();
+        let mut nf2 = netfilter(8);
+        assert_eq!(out(&mut nf2, &mut translated, 0), OK);
+        vec![
+            out_tcp,
+            tcp(HOST1, 1000, SERVER, 80, ACK, b"hello"),
+            udp(HOST1, 1001, SERVER, 53, b"query"),
+            udp(SERVER, 53, WAN_ADDR, 1001, b"reply"),
+            echo(HOST1, SERVER, 8, 9, 9),
+            echo(SERVER, WAN_ADDR, 0, 9, 9),
+            icmp_error(
+                ROUTER_UPSTREAM,
+                WAN_ADDR,
+                3,
+                3,
+                &udp(WAN_ADDR, 1001, SERVER, 53, b"q"),
+                8,
+            ),
+            icmp_error(HOST1, SERVER, 3, 3, &udp(SERVER, 53, HOST1, 1001, b"r"), 8),
+            icmp_error(ROUTER_UPSTREAM, WAN_ADDR, 11, 0, &translated, 28),
+            ipv4(HOST1, SERVER, 47, b"gre-ish payload"),
+        ]
+    };
+    let mut accepted_out = 0;
+    for case in 0..20_000u64 {
+        let mut p = base[rng.below(base.len())].clone();
+        // mutate a few bytes, sometimes the length
+        for _ in 0..rng.below(6) {
+            let i = rng.below(p.len());
+            p[i] = rng.next() as u8;
+        }
+        match rng.below(8) {
+            0 => p.truncate(rng.below(p.len() + 1)),
+            1 => p.extend((0..rng.below(40)).map(|_| rng.next() as u8)),
+            _ => {}
+        }
+        if rng.below(16) != 0 {
+            fix_ip_header(&mut p);
+        }
+        let now = case * 10;
+        let valid_before = p.len() >= 20 && checksums_ok(&p);
+        let outbound = rng.below(2) == 0;
+        let v = if outbound {
+            out(&mut nf, &mut p, now)
+        } else {
+            back(&mut nf, &mut p, now)
+        };
+        if rng.below(4) == 0 {
+            // prerouting alone (the packet went to the router itself)
+            let mut q = p.clone();
+            let _ = nf.prerouting(&mut q, &meta(WAN, None, now));
+        }
+        if outbound && v == OK {
+            accepted_out += 1;
+            assert_eq!(
+                addr(&p, 12),
+                WAN_ADDR,
+                "case {case}: untranslated source leaked: {p:02x?}"
+            );
+        }
+        if v == OK && valid_before {
+            assert!(
+                checksums_ok(&p),
+                "case {case}: checksums broken by translation: {p:02x?}"
+            );
+        }
+        if case % 1000 == 0 {
+            nf.expire(now, 64);
+        }
+        assert!(nf.count() <= 128);
+    }
+    assert!(
+        accepted_out > 1000,
+        "the mutations left enough valid packets ({accepted_out})"
+    );
+    counters_add_up(&nf);
+}
