@@ -871,7 +871,8 @@ def run_scenario(sc):
             f.write('%s=%s\n' % (k, str(v).replace('\n', ' ')))
         for m in matches:
             f.write('match=%s\n' % m.replace('\n', ' '))
-    say('scenario %s end %s in %ss%s' % (name, res['status'], res['t_total'],
+    say('scenario %s end %s in %ss [%s]%s' % (name, res['status'], res['t_total'],
+                                              res.get('signature', '?'),
                                          '' if res['status'] == 'PASS' else
                                          ': %s: %s' % (res['failed_step'], res['message'])))
     drv.close()

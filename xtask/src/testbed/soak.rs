@@ -83,6 +83,9 @@ pub fn soak(args: &[&str]) -> Result<()> {
                     seconds: kv.get("t_total").and_then(|v| v.parse().ok()),
                     detail: kv.get("message").cloned().unwrap_or_default(),
                 },
+                // the session died later: the run's end line on the serial log says
+                // how it went
+                None if let Some(r) = from_serial(&serial, &format!("{name}.{i}")) => r,
                 None => Run {
                     signature: died.to_string(),
                     seconds: None,
@@ -113,6 +116,23 @@ pub fn soak(args: &[&str]) -> Result<()> {
     fs::write(keep.join("soak.md"), &table)?;
     println!("table and every session's logs: {}", keep.display());
     Ok(())
+}
+
+/// A run's outcome from its `TESTBED: scenario NAME end STATUS in Ns [SIGNATURE]: why`
+/// line on the serial log.
+fn from_serial(serial: &str, name: &str) -> Option<Run> {
+    let head = format!("TESTBED: scenario {name} end ");
+    let line = serial
+        .lines()
+        .find_map(|l| l.split_once(&head).map(|(_, r)| r))?;
+    let (_status, rest) = line.split_once(" in ")?;
+    let (secs, rest) = rest.split_once("s [")?;
+    let (sig, why) = rest.split_once(']')?;
+    Some(Run {
+        signature: sig.to_string(),
+        seconds: secs.parse().ok(),
+        detail: why.trim_start_matches(": ").to_string(),
+    })
 }
 
 fn clip(s: &str, n: usize) -> String {
@@ -203,6 +223,19 @@ mod tests {
             seconds: s,
             detail: "why | it failed".into(),
         }
+    }
+
+    #[test]
+    fn outcome_from_the_serial_log_when_the_session_died() {
+        let serial = "[  303.0] TESTBED: scenario xen-hvm.1 end FAIL in 227.8s [stuck-in-firmware]: boot: no prompt\n\
+                      [  400.0] TESTBED: scenario xen-hvm.2 end PASS in 99.5s [pass]\n";
+        let r = from_serial(serial, "xen-hvm.1").unwrap();
+        assert_eq!(r.signature, "stuck-in-firmware");
+        assert_eq!(r.seconds, Some(227.8));
+        assert_eq!(r.detail, "boot: no prompt");
+        let r = from_serial(serial, "xen-hvm.2").unwrap();
+        assert_eq!((r.signature.as_str(), r.seconds), ("pass", Some(99.5)));
+        assert!(from_serial(serial, "xen-hvm.3").is_none());
     }
 
     #[test]
