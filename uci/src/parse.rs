@@ -196,13 +196,15 @@ impl Parser<'_> {
                 b"c" | b"config" => self.parse_config()?,
                 b"o" | b"option" => self.parse_option(false, start)?,
                 b"l" | b"list" => self.parse_option(true, start)?,
-                _ => return Err(self.error_at(
-                    start,
-                    format!(
+                _ => {
+                    return Err(self.error_at(
+                        start,
+                        format!(
                         "invalid command '{}' (expected 'package', 'config', 'option' or 'list')",
                         String::from_utf8_lossy(word)
                     ),
-                )),
+                    ))
+                }
             }
             // The command consumed its arguments (and a `;` if one ended it).
             if matches!(self.peek(), None | Some(b'\n')) {
