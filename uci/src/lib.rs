@@ -37,11 +37,16 @@ pub mod network;
 pub mod parse;
 pub mod validate;
 pub mod write;
-
+pub use cli::{ConfigStore, Output, StoreError, Uci};
+pub use dhcp::{dhcp, DhcpConfig};
+pub use firewall::{firewall, FirewallConfig};
 pub use model::{Package, Section, UciOption, Value};
+pub use network::{network, NetworkConfig};
 pub use parse::{parse, ParseError};
 pub use validate::{Checked, ConfigError, Diagnostic};
 pub use write::{export, write};
 
 #[cfg(test)]
 mod fixtures;
+#[cfg(test)]
+mod tests;
