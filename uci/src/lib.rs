@@ -4,15 +4,15 @@
 //! syntax (`config`/`option`/`list` lines). This crate is the whole of what Xenlet needs
 //! from it, in safe `no_std` Rust, with no dependency:
 //!
-//! - [`parse`]: the file syntax exactly as libuci's `file.c` reads it (quoting, escapes,
+//! - [`parse`](mod@parse): the file syntax exactly as libuci's `file.c` reads it (quoting, escapes,
 //!   comments, `;`, line continuations, name validation), errors with file, line, column.
 //! - [`model`]: a [`Package`] of ordered [`Section`]s of ordered options, with libuci's
 //!   semantics for set/add_list/delete/rename and its addressing (`@type[N]`, `cfgXXXXXX`).
-//! - [`write`]: serialisation in OpenWrt's style (what `uci commit` writes).
+//! - [`write`](mod@write): serialisation in OpenWrt's style (what `uci commit` writes).
 //! - [`cli`]: the `uci` command (show/get/set/add/delete/rename/changes/commit/revert/
 //!   export) over a [`ConfigStore`] the kernel implements with its VFS, with staged
 //!   changes kept in memory like uci's `/tmp/.uci` delta files.
-//! - [`network`], [`firewall`], [`dhcp`]: typed, validated views of the three packages the
+//! - [`network`](mod@network), [`firewall`](mod@firewall), [`dhcp`](mod@dhcp): typed, validated views of the three packages the
 //!   router needs, each returning warnings (unknown options, as fw4 prints them) and
 //!   errors naming the file, section and option of a bad value.
 //!

@@ -2,8 +2,8 @@
 //!
 //! [`SectionReader`] hands out a section's options by name, converting and validating
 //! them, and remembers which ones were read; whatever is left at the end is an unknown
-//! option and becomes a warning, as fw4 warns "Section @rule[3] (x) specifies unknown
-//! option 'y'" (openwrt/firewall4 `fw4.uc`, `parse_options`). A value that does not
+//! option and becomes a warning, as fw4 warns `Section @rule[3] (x) specifies unknown
+//! option 'y'` (openwrt/firewall4 `fw4.uc`, `parse_options`). A value that does not
 //! convert is a [`ConfigError`] naming the file, the section and the option.
 //!
 //! Booleans accept what OpenWrt's shell library (`config_get_bool` in

@@ -4,7 +4,7 @@
 //! writes and `uci export` prints: a blank line before each `config TYPE 'NAME'` line
 //! (no name for anonymous sections), tab-indented `option NAME 'VALUE'` and one
 //! `list NAME 'VALUE'` per item, and a final blank line. Values are single-quoted with
-//! `'` written as `'\''` (`uci_escape`), which [`crate::parse`] reads back exactly,
+//! `'` written as `'\''` (`uci_escape`), which [`crate::parse::parse`] reads back exactly,
 //! newlines, backslashes and double quotes included. Unlike libuci, a type holding a
 //! quote or another character special to the parser is quoted too, so that
 //! `parse(write(p)) == p` holds for every package the model can hold.
@@ -80,7 +80,7 @@ pub fn write(p: &Package) -> String {
     out
 }
 
-/// What `uci export PACKAGE` prints: a `package NAME` header, then [`write`].
+/// What `uci export PACKAGE` prints: a `package NAME` header, then [`write()`].
 pub fn export(p: &Package) -> String {
     let mut out = String::from("package ");
     out.push_str(&p.name);
