@@ -447,6 +447,26 @@ impl<L: Link> NetIf<L> {
         self.iface.ipv4_addr()
     }
 
+    /// The first IPv4 address with its prefix, if any.
+    pub fn ipv4_cidr(&self) -> Option<Ipv4Cidr> {
+        self.iface.ip_addrs().iter().find_map(|c| match c {
+            IpCidr::Ipv4(c) => Some(*c),
+            IpCidr::Ipv6(_) => None,
+        })
+    }
+
+    /// The IPv4 default gateway, if there is one.
+    pub fn default_gw4(&mut self) -> Option<Ipv4Address> {
+        let mut gw = None;
+        self.iface.routes_mut().update(|t| {
+            gw = t.iter().find_map(|r| match r.via_router {
+                IpAddress::Ipv4(a) if r.cidr.prefix_len() == 0 => Some(a),
+                _ => None,
+            })
+        });
+        gw
+    }
+
     /// A global IPv6 address, if any.
     pub fn ipv6_global(&self) -> Option<Ipv6Address> {
         self.iface

@@ -29,6 +29,21 @@ pub trait Link {
     fn recv_flagged(&mut self) -> Option<(Vec<u8>, RxChecksum)> {
         self.recv().map(|f| (f, RxChecksum::Unknown))
     }
+    /// The next received frame, its checksum state, and for a TCP packet received
+    /// whole (GSO) the segment size it was built from.
+    fn recv_meta(&mut self) -> Option<(Vec<u8>, RxChecksum, Option<u16>)> {
+        self.recv_flagged().map(|(f, c)| (f, c, None))
+    }
+    /// Whether the link completes partial TCP/UDP checksums on send
+    /// ([`Link::send_csum_blank`]).
+    fn tx_csum_blank(&self) -> bool {
+        false
+    }
+    /// Sends a frame whose TCP/UDP checksum field holds only the pseudo-header sum,
+    /// for the link to complete.
+    fn send_csum_blank(&mut self, _frame: &[u8]) -> Result<(), String> {
+        Err(String::from("checksum offload not supported"))
+    }
     /// Whether a frame can be sent now (reaps send completions first).
     fn can_send(&mut self) -> bool;
     /// Sends one frame.
@@ -76,6 +91,15 @@ impl<P: XenPlatform> Link for Netfront<P> {
     }
     fn recv_flagged(&mut self) -> Option<(Vec<u8>, RxChecksum)> {
         Netfront::recv_flagged(self)
+    }
+    fn recv_meta(&mut self) -> Option<(Vec<u8>, RxChecksum, Option<u16>)> {
+        Netfront::recv_meta(self)
+    }
+    fn tx_csum_blank(&self) -> bool {
+        true
+    }
+    fn send_csum_blank(&mut self, frame: &[u8]) -> Result<(), String> {
+        Netfront::send_csum_blank(self, frame).map_err(|e: NetError| alloc::format!("{e}"))
     }
     fn can_send(&mut self) -> bool {
         self.reap_tx();

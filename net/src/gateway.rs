@@ -1,0 +1,533 @@
+//! The router in front of the stack: every frame an interface receives goes through
+//! [`xenlet_router`]'s forwarding core first; what is for the router itself (its
+//! addresses, broadcast, ARP, IPv6) is queued for smoltcp unchanged, everything else
+//! is forwarded, with connection tracking and masquerade ([`Netfilter`]) on the way.
+//!
+//! The links are wrapped in [`Routed`], whose receive side (the one smoltcp sees)
+//! only yields the frames the router handed to the local stack; the router itself
+//! takes frames from the inner link and sends on any interface's inner link. The
+//! interfaces' addresses stay smoltcp's (static or by DHCP): [`Gateway::poll`] copies
+//! them into the router's table when they change, with the DHCP default route and the
+//! masquerading address.
+
+use crate::iface::NetIf;
+use crate::link::Link;
+use alloc::collections::VecDeque;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use smoltcp::wire::{EthernetAddress, Ipv4Address};
+use xenlet_drivers::netfront::{NetStats, QueueStats, RxChecksum};
+use xenlet_router::forward::{Disposition, Output, Router, RouterConfig, TxFull, TxMeta};
+use xenlet_router::iface::IfConfig as PortConfig;
+use xenlet_router::nat::{Masquerade, PortRange};
+use xenlet_router::netfilter::{self, Netfilter};
+use xenlet_router::route::Ipv4Net;
+use xenlet_router::{IfId, Millis};
+
+/// Frames the router takes from one interface per [`Gateway::poll`]: keeps one busy
+/// link from starving the others and the shell.
+const RX_BUDGET: usize = 256;
+/// Frames waiting for smoltcp per interface; more are dropped and counted.
+const LOCAL_QUEUE: usize = 512;
+/// Conntrack entries reclaimed per poll at most.
+const EXPIRE_BUDGET: usize = 64;
+
+/// A link whose received frames pass through the router first.
+pub struct Routed<L: Link> {
+    /// The link itself (the router receives and sends here).
+    pub inner: L,
+    local: VecDeque<(Vec<u8>, RxChecksum)>,
+    /// Whether a router takes the frames (else this is a plain link).
+    routed: bool,
+    local_dropped: u64,
+}
+
+impl<L: Link> Routed<L> {
+    /// A plain link until a [`Gateway`] takes it.
+    pub fn new(inner: L) -> Self {
+        Routed {
+            inner,
+            local: VecDeque::new(),
+            routed: false,
+            local_dropped: 0,
+        }
+    }
+
+    /// Whether a router takes this link's frames.
+    pub fn is_routed(&self) -> bool {
+        self.routed
+    }
+
+    /// Frames for the local stack dropped because its queue was full.
+    pub fn local_dropped(&self) -> u64 {
+        self.local_dropped
+    }
+
+    fn queue_local(&mut self, frame: Vec<u8>, csum: RxChecksum) {
+        if self.local.len() < LOCAL_QUEUE {
+            self.local.push_back((frame, csum));
+        } else {
+            self.local_dropped += 1;
+        }
+    }
+}
+
+impl<L: Link> Link for Routed<L> {
+    fn mac(&self) -> [u8; 6] {
+        self.inner.mac()
+    }
+    fn recv(&mut self) -> Option<Vec<u8>> {
+        self.recv_flagged().map(|(f, _)| f)
+    }
+    fn recv_flagged(&mut self) -> Option<(Vec<u8>, RxChecksum)> {
+        if self.routed {
+            self.local.pop_front()
+        } else {
+            self.inner.recv_flagged()
+        }
+    }
+    fn can_send(&mut self) -> bool {
+        self.inner.can_send()
+    }
+    fn send(&mut self, frame: &[u8]) -> Result<(), String> {
+        self.inner.send(frame)
+    }
+    fn stats(&self) -> NetStats {
+        self.inner.stats()
+    }
+    fn broken(&self) -> Option<&str> {
+        self.inner.broken()
+    }
+    fn gso_tcpv4(&self) -> bool {
+        self.inner.gso_tcpv4()
+    }
+    fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), String> {
+        self.inner.send_gso(frame, mss)
+    }
+    fn tx_free_slots(&self) -> usize {
+        self.inner.tx_free_slots()
+    }
+    fn queue_stats(&self) -> Vec<QueueStats> {
+        self.inner.queue_stats()
+    }
+    fn mtu(&self) -> usize {
+        self.inner.mtu()
+    }
+    fn recv_meta(&mut self) -> Option<(Vec<u8>, RxChecksum, Option<u16>)> {
+        self.recv_flagged().map(|(f, c)| (f, c, None))
+    }
+    fn tx_csum_blank(&self) -> bool {
+        self.inner.tx_csum_blank()
+    }
+    fn send_csum_blank(&mut self, frame: &[u8]) -> Result<(), String> {
+        self.inner.send_csum_blank(frame)
+    }
+}
+
+/// One interface of the router, as configured (OpenWrt's `network` and `firewall`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortSpec {
+    /// The stack's interface name (`eth0`).
+    pub name: String,
+    /// Masquerade what leaves by it (the firewall zone's `masq`).
+    pub masq: bool,
+    /// Clamp the TCP MSS of SYNs leaving by it (the zone's `mtu_fix`).
+    pub mss_clamp: bool,
+}
+
+/// How the router is built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GatewaySpec {
+    /// The routed interfaces.
+    pub ports: Vec<PortSpec>,
+    /// Conntrack entries.
+    pub conntrack_max: usize,
+    /// Seed of the conntrack hash (entropy: a known seed lets a remote host pick
+    /// colliding flows).
+    pub hash_seed: u64,
+}
+
+/// What [`Gateway::poll`] knows of one routed interface.
+struct Port {
+    /// Index in the stack's interface list.
+    netif: usize,
+    id: IfId,
+    masq: bool,
+    /// The address last copied into the router.
+    addr: Option<Ipv4Net>,
+    /// The DHCP default route last copied.
+    gw: Option<Ipv4Address>,
+}
+
+/// The router: forwarding core, conntrack/NAT, and which stack interfaces it routes.
+pub struct Gateway {
+    /// The forwarding core.
+    pub router: Router,
+    /// Connection tracking and NAT.
+    pub netfilter: Netfilter,
+    ports: Vec<Port>,
+    last_poll: Option<Millis>,
+    /// Frames handed to the local stack.
+    pub local: u64,
+}
+
+/// Sends the router's frames on the interfaces' inner links.
+struct Out<'a, L: Link> {
+    ifs: &'a mut [NetIf<Routed<L>>],
+    ports: &'a [Port],
+}
+
+impl<L: Link> Output for Out<'_, L> {
+    fn send(&mut self, ifc: IfId, frame: &[u8], tx: TxMeta) -> Result<(), TxFull> {
+        let port = self.ports.iter().find(|p| p.id == ifc).ok_or(TxFull)?;
+        let link = &mut self.ifs.get_mut(port.netif).ok_or(TxFull)?.link.inner;
+        let r = match (tx.gso_size, tx.csum_partial) {
+            (Some(mss), _) => link.send_gso(frame, mss),
+            (None, true) => link.send_csum_blank(frame),
+            (None, false) => link.send(frame),
+        };
+        r.map_err(|_| TxFull)
+    }
+}
+
+impl Gateway {
+    /// Takes the interfaces named in `spec` from the stack's `ifs`; an interface
+    /// that does not exist is an error naming it.
+    pub fn new<L: Link>(spec: &GatewaySpec, ifs: &mut [NetIf<Routed<L>>]) -> Result<Self, String> {
+        let mut router = Router::new(RouterConfig {
+            interfaces: spec.ports.len().max(1),
+            ..RouterConfig::default()
+        });
+        let mut ports = Vec::new();
+        let mut masq = Vec::new();
+        for p in &spec.ports {
+            let netif = ifs
+                .iter()
+                .position(|n| n.name == p.name)
+                .ok_or_else(|| format!("router: no interface {}", p.name))?;
+            let n = &mut ifs[netif];
+            let mtu = u16::try_from(n.link.mtu()).unwrap_or(1500);
+            let id = router
+                .add_interface(PortConfig {
+                    name: p.name.clone(),
+                    mac: EthernetAddress(n.link.mac()),
+                    mtu,
+                    has_tx_gso: n.link.inner.gso_tcpv4(),
+                    has_tx_csum_offload: n.link.inner.tx_csum_blank(),
+                    is_mss_clamped: p.mss_clamp,
+                })
+                .map_err(|e| format!("router: {}: {e:?}", p.name))?;
+            if p.masq {
+                masq.push(Masquerade {
+                    iface: id,
+                    addr: None,
+                });
+            }
+            n.link.routed = true;
+            ports.push(Port {
+                netif,
+                id,
+                masq: p.masq,
+                addr: None,
+                gw: None,
+            });
+        }
+        let netfilter = Netfilter::new(netfilter::Config {
+            capacity: spec.conntrack_max.max(1),
+            masquerade: masq,
+            // clear of smoltcp's ephemeral ports (49152-65535), which the router's
+            // own connections on the same address use
+            ports: PortRange {
+                min: 1024,
+                max: 49151,
+            },
+            hash_seed: spec.hash_seed,
+            ..netfilter::Config::default()
+        });
+        Ok(Gateway {
+            router,
+            netfilter,
+            ports,
+            last_poll: None,
+            local: 0,
+        })
+    }
+
+    /// The router's id of the stack interface `netif`, if it routes it.
+    pub fn port_of(&self, netif: usize) -> Option<IfId> {
+        self.ports.iter().find(|p| p.netif == netif).map(|p| p.id)
+    }
+
+    /// Copies addresses and DHCP default routes that changed into the router (and
+    /// the masquerading address into NAT, which flushes flows of the old one).
+    fn sync_addresses<L: Link>(&mut self, ifs: &mut [NetIf<Routed<L>>]) {
+        for p in self.ports.iter_mut() {
+            let Some(n) = ifs.get_mut(p.netif) else {
+                continue;
+            };
+            let addr = n
+                .ipv4_cidr()
+                .and_then(|c| Ipv4Net::new(c.address(), c.prefix_len()));
+            if addr != p.addr {
+                let _ = self.router.set_address(p.id, addr);
+                if p.masq {
+                    self.netfilter
+                        .set_masquerade_address(p.id, addr.map(|a| a.addr().octets()));
+                }
+                p.addr = addr;
+                p.gw = None;
+            }
+            let gw = n.default_gw4();
+            if gw != p.gw {
+                if let Some(g) = gw {
+                    let _ = self.router.set_dhcp_default(Some((g, p.id)));
+                } else if p.gw.is_some() {
+                    let _ = self.router.set_dhcp_default(None);
+                }
+                p.gw = gw;
+            }
+        }
+    }
+
+    /// Takes what the routed links received: forwards it, or queues it for the local
+    /// stack; runs the router's timers. Whether any frame was handled.
+    pub fn poll<L: Link>(&mut self, ifs: &mut [NetIf<Routed<L>>], now_ms: i64) -> bool {
+        let now = u64::try_from(now_ms).unwrap_or(0);
+        self.sync_addresses(ifs);
+        let mut any = false;
+        for k in 0..self.ports.len() {
+            let (netif, id) = (self.ports[k].netif, self.ports[k].id);
+            for _ in 0..RX_BUDGET {
+                let Some(n) = ifs.get_mut(netif) else { break };
+                let Some((mut frame, csum, gso)) = n.link.inner.recv_meta() else {
+                    break;
+                };
+                any = true;
+                let rx = TxMeta {
+                    csum_partial: csum == RxChecksum::Blank || gso.is_some(),
+                    gso_size: gso,
+                };
+                let mut out = Out {
+                    ifs,
+                    ports: &self.ports,
+                };
+                let d = self
+                    .router
+                    .input(id, &mut frame, rx, now, &mut self.netfilter, &mut out);
+                if d == Disposition::Local {
+                    self.local += 1;
+                    if let Some(n) = ifs.get_mut(netif) {
+                        n.link.queue_local(frame, csum);
+                    }
+                }
+            }
+        }
+        if self.last_poll.is_none_or(|t| now >= t + 100) {
+            self.last_poll = Some(now);
+            let mut out = Out {
+                ifs,
+                ports: &self.ports,
+            };
+            self.router.poll(now, &mut out);
+            self.netfilter.expire(now, EXPIRE_BUDGET);
+        }
+        any
+    }
+
+    /// `conntrack -L`: one line per flow, as Linux's conntrack tool prints them.
+    pub fn conntrack_lines(&self, now_ms: i64) -> Vec<String> {
+        let mut v = Vec::new();
+        self.netfilter
+            .for_each(u64::try_from(now_ms).unwrap_or(0), |e| {
+                v.push(format!("{e}"))
+            });
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config;
+    use crate::link::tests::{cable, Pipe};
+    use smoltcp::socket::udp;
+    use smoltcp::wire::IpAddress;
+
+    fn udp_socket() -> udp::Socket<'static> {
+        udp::Socket::new(
+            udp::PacketBuffer::new(
+                alloc::vec![udp::PacketMetadata::EMPTY; 8],
+                alloc::vec![0; 8192],
+            ),
+            udp::PacketBuffer::new(
+                alloc::vec![udp::PacketMetadata::EMPTY; 8],
+                alloc::vec![0; 8192],
+            ),
+        )
+    }
+
+    struct Net {
+        lan_host: NetIf<Pipe>,
+        wan_host: NetIf<Pipe>,
+        router: Vec<NetIf<Routed<Pipe>>>,
+        gw: Gateway,
+    }
+
+    /// lan host 192.168.1.100 -- eth0 192.168.1.1 [router] eth1 10.0.0.2 -- wan host
+    /// 10.0.0.1 (the router's default gateway).
+    fn net() -> Net {
+        let (mut l1, mut l2) = cable();
+        let (mut w1, mut w2) = cable();
+        l1.mac = [2, 0, 0, 0, 1, 100];
+        l2.mac = [2, 0, 0, 0, 1, 1];
+        w1.mac = [2, 0, 0, 0, 2, 2];
+        w2.mac = [2, 0, 0, 0, 2, 1];
+        let lan_host = NetIf::new(
+            "eth0",
+            l1,
+            &config::parse("192.168.1.100/24,gw=192.168.1.1").unwrap(),
+            0,
+            1,
+        );
+        let wan_host = NetIf::new("eth0", w2, &config::parse("10.0.0.1/24").unwrap(), 0, 2);
+        let mut router = alloc::vec![
+            NetIf::new(
+                "eth0",
+                Routed::new(l2),
+                &config::parse("192.168.1.1/24").unwrap(),
+                0,
+                3
+            ),
+            NetIf::new(
+                "eth1",
+                Routed::new(w1),
+                &config::parse("10.0.0.2/24,gw=10.0.0.1").unwrap(),
+                0,
+                4
+            ),
+        ];
+        let spec = GatewaySpec {
+            ports: alloc::vec![
+                PortSpec {
+                    name: "eth0".into(),
+                    masq: false,
+                    mss_clamp: false
+                },
+                PortSpec {
+                    name: "eth1".into(),
+                    masq: true,
+                    mss_clamp: true
+                },
+            ],
+            conntrack_max: 64,
+            hash_seed: 7,
+        };
+        let gw = Gateway::new(&spec, &mut router).unwrap();
+        Net {
+            lan_host,
+            wan_host,
+            router,
+            gw,
+        }
+    }
+
+    impl Net {
+        fn step(&mut self, now: i64) {
+            self.lan_host.poll(now);
+            self.wan_host.poll(now);
+            self.gw.poll(&mut self.router, now);
+            for n in self.router.iter_mut() {
+                n.poll(now);
+            }
+        }
+    }
+
+    #[test]
+    fn lan_udp_reaches_the_wan_masqueraded_and_the_reply_comes_back() {
+        let mut n = net();
+        let (mut a, mut b) = (udp_socket(), udp_socket());
+        a.bind(5000).unwrap();
+        b.bind(6000).unwrap();
+        let ha = n.lan_host.sockets.add(a);
+        let hb = n.wan_host.sockets.add(b);
+        n.lan_host
+            .sockets
+            .get_mut::<udp::Socket>(ha)
+            .send_slice(b"ping through", (IpAddress::v4(10, 0, 0, 1), 6000))
+            .unwrap();
+        let mut seen = None;
+        for now in 0..200 {
+            n.step(now * 10);
+            if let Ok((data, meta)) = n.wan_host.sockets.get_mut::<udp::Socket>(hb).recv() {
+                assert_eq!(data, b"ping through");
+                seen = Some(meta.endpoint);
+                break;
+            }
+        }
+        let from = seen.expect("the datagram crossed the router");
+        assert_eq!(
+            from.addr,
+            IpAddress::v4(10, 0, 0, 2),
+            "masqueraded to the router's WAN address"
+        );
+        assert_eq!(from.port, 5000, "port preserved while free");
+        let lines = n.gw.conntrack_lines(0);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with("udp      17 ")
+                && lines[0].contains("src=192.168.1.100 dst=10.0.0.1 sport=5000 dport=6000"),
+            "{lines:?}"
+        );
+        n.wan_host
+            .sockets
+            .get_mut::<udp::Socket>(hb)
+            .send_slice(b"pong", from)
+            .unwrap();
+        let mut back = None;
+        for now in 200..400 {
+            n.step(now * 10);
+            if let Ok((data, meta)) = n.lan_host.sockets.get_mut::<udp::Socket>(ha).recv() {
+                back = Some((data.to_vec(), meta.endpoint));
+                break;
+            }
+        }
+        let (data, ep) = back.expect("the reply was translated back to the LAN host");
+        assert_eq!(data, b"pong");
+        assert_eq!(ep.addr, IpAddress::v4(10, 0, 0, 1));
+        assert_eq!(ep.port, 6000);
+        let st = n.gw.router.stats();
+        assert_eq!(
+            st.iface(IfId(0)).rx_packets,
+            1,
+            "forwarded LAN to WAN: {st:?}"
+        );
+        assert_eq!(
+            st.iface(IfId(1)).rx_packets,
+            1,
+            "forwarded WAN to LAN: {st:?}"
+        );
+        assert!(
+            n.gw.local > 0,
+            "ARP and the router's own traffic went to smoltcp"
+        );
+    }
+
+    #[test]
+    fn a_port_that_is_not_there_is_an_error() {
+        let mut n = net();
+        let spec = GatewaySpec {
+            ports: alloc::vec![PortSpec {
+                name: "eth7".into(),
+                masq: false,
+                mss_clamp: false
+            }],
+            conntrack_max: 8,
+            hash_seed: 1,
+        };
+        assert_eq!(
+            Gateway::new(&spec, &mut n.router).err().as_deref(),
+            Some("router: no interface eth7")
+        );
+    }
+}
