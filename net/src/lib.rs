@@ -17,6 +17,7 @@ pub mod iface;
 pub mod ip;
 pub mod iperf3;
 pub mod link;
+pub mod netplan;
 pub mod ping;
 #[cfg(test)]
 mod testnet;

@@ -1,0 +1,199 @@
+//! From OpenWrt's `/etc/config/network` (and the zones of `/etc/config/firewall`) to
+//! what the stack runs: each vif's addresses (static or DHCP) and, when two or more
+//! vifs are configured, the router over them ([`GatewaySpec`]: which ports masquerade
+//! and clamp the MSS, from the zones' `masq` and `mtu_fix`).
+//!
+//! The mapping follows OpenWrt: an `interface` section names a `device` (`eth0`, or a
+//! bridge such as `br-lan` whose `ports` are the vifs); `proto static` takes `ipaddr`/
+//! `netmask` (or CIDR) and `gateway`, `proto dhcp` runs the DHCPv4 client. Xenlet does
+//! not bridge: a bridge's first port that is a vif of this domain carries the
+//! interface, and the others are named in a warning. `loopback` and interfaces on
+//! devices this domain does not have are skipped.
+
+use crate::config::IfConfig;
+use crate::gateway::{GatewaySpec, PortSpec};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use smoltcp::wire::{IpAddress, IpCidr};
+use xenlet_uci::network::Proto;
+
+/// What the configuration files say the stack should run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Each configured vif: its name, the UCI interface it carries (`lan`), and its
+    /// addressing.
+    pub ifaces: Vec<(String, String, IfConfig)>,
+    /// The router, when two or more vifs are configured.
+    pub gateway: Option<GatewaySpec>,
+    /// Warnings for the console (unknown options, ports that are not vifs, ...).
+    pub warnings: Vec<String>,
+}
+
+impl Plan {
+    /// The configuration of vif `name`, if the files configure it.
+    pub fn config_of(&self, name: &str) -> Option<&IfConfig> {
+        self.ifaces
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .map(|(_, _, c)| c)
+    }
+}
+
+/// Builds the plan for a domain whose vifs are `vifs` (`eth0`, `eth1`, ...).
+/// `firewall` is the text of `/etc/config/firewall` if there is one. A file that does
+/// not parse or holds a bad value is an error naming the file, section and option.
+pub fn plan(
+    network: &str,
+    firewall: Option<&str>,
+    vifs: &[&str],
+    conntrack_max: usize,
+    hash_seed: u64,
+) -> Result<Plan, String> {
+    let pkg =
+        xenlet_uci::parse("/etc/config/network", "network", network).map_err(|e| format!("{e}"))?;
+    let net = xenlet_uci::network::network(&pkg).map_err(|e| format!("{e}"))?;
+    let mut out = Plan::default();
+    out.warnings
+        .extend(net.warnings.iter().map(|w| format!("{w}")));
+    let zones = match firewall {
+        Some(text) => {
+            let pkg = xenlet_uci::parse("/etc/config/firewall", "firewall", text)
+                .map_err(|e| format!("{e}"))?;
+            let fw = xenlet_uci::firewall::firewall(&pkg).map_err(|e| format!("{e}"))?;
+            out.warnings
+                .extend(fw.warnings.iter().map(|w| format!("{w}")));
+            fw.config.zones
+        }
+        None => Vec::new(),
+    };
+    for i in net.config.interfaces.iter().filter(|i| !i.disabled) {
+        let mut on_vifs = i.ports.iter().filter(|p| vifs.contains(&p.as_str()));
+        let Some(port) = on_vifs.next() else {
+            continue; // loopback, or a device this domain does not have
+        };
+        let rest: Vec<&str> = on_vifs.map(String::as_str).collect();
+        if !rest.is_empty() {
+            out.warnings.push(format!(
+                "network: interface '{}': Xenlet does not bridge; it runs on {port} only, not on {}",
+                i.name,
+                rest.join(", ")
+            ));
+        }
+        if out.ifaces.iter().any(|(n, _, _)| n == port) {
+            out.warnings.push(format!(
+                "network: interface '{}': {port} already carries another interface; skipped",
+                i.name
+            ));
+            continue;
+        }
+        let mut c = IfConfig::default();
+        match i.proto {
+            Proto::Static => {
+                for a in &i.addrs {
+                    c.addrs
+                        .push(IpCidr::new(IpAddress::Ipv4(a.addr), a.prefix_len));
+                }
+                c.gw4 = i.gateway;
+            }
+            Proto::Dhcp => c.dhcp = true,
+            Proto::None => {}
+        }
+        out.ifaces.push((port.clone(), i.name.clone(), c));
+    }
+    if out.ifaces.len() >= 2 {
+        let ports = out
+            .ifaces
+            .iter()
+            .map(|(vif, uci_name, _)| {
+                let zone = zones
+                    .iter()
+                    .find(|z| z.networks.iter().any(|n| n == uci_name));
+                PortSpec {
+                    name: vif.clone(),
+                    masq: zone.is_some_and(|z| z.masq),
+                    mss_clamp: zone.is_some_and(|z| z.mtu_fix),
+                }
+            })
+            .collect();
+        out.gateway = Some(GatewaySpec {
+            ports,
+            conntrack_max,
+            hash_seed,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smoltcp::wire::Ipv4Address;
+
+    const NETWORK: &str = include_str!("../../xtask/rootfs/etc/config/network");
+    const FIREWALL: &str = include_str!("../../xtask/rootfs/etc/config/firewall");
+
+    #[test]
+    fn the_images_files_make_a_lan_wan_router_on_two_vifs() {
+        let p = plan(NETWORK, Some(FIREWALL), &["eth0", "eth1"], 16384, 9).unwrap();
+        assert_eq!(p.warnings, Vec::<String>::new());
+        let lan = p.config_of("eth0").unwrap();
+        assert_eq!(
+            lan.addrs,
+            [IpCidr::new(IpAddress::v4(192, 168, 1, 1), 24)],
+            "OpenWrt's lan: 192.168.1.1/24"
+        );
+        assert!(!lan.dhcp);
+        assert!(p.config_of("eth1").unwrap().dhcp, "wan by DHCP");
+        let g = p.gateway.expect("two vifs: a router");
+        assert_eq!(
+            g.ports,
+            [
+                PortSpec {
+                    name: "eth0".into(),
+                    masq: false,
+                    mss_clamp: false
+                },
+                PortSpec {
+                    name: "eth1".into(),
+                    masq: true,
+                    mss_clamp: true
+                },
+            ],
+            "fw4 defaults: the wan zone masquerades with mtu_fix"
+        );
+        assert_eq!((g.conntrack_max, g.hash_seed), (16384, 9));
+    }
+
+    #[test]
+    fn one_vif_is_an_end_host_and_bridges_take_their_first_vif() {
+        let p = plan(NETWORK, Some(FIREWALL), &["eth0"], 16, 1).unwrap();
+        assert!(p.gateway.is_none());
+        assert_eq!(p.ifaces.len(), 1);
+        let bridged = "config device\n\toption name 'br-lan'\n\toption type 'bridge'\n\t\
+                       list ports 'eth0'\n\tlist ports 'eth2'\n\n\
+                       config interface 'lan'\n\toption device 'br-lan'\n\toption proto 'static'\n\t\
+                       option ipaddr '10.1.0.1/16'\n\toption gateway '10.1.0.254'\n";
+        let p = plan(bridged, None, &["eth0", "eth2"], 16, 1).unwrap();
+        let c = p.config_of("eth0").unwrap();
+        assert_eq!(c.addrs, [IpCidr::new(IpAddress::v4(10, 1, 0, 1), 16)]);
+        assert_eq!(c.gw4, Some(Ipv4Address::new(10, 1, 0, 254)));
+        assert!(p.config_of("eth2").is_none());
+        assert_eq!(
+            p.warnings,
+            ["network: interface 'lan': Xenlet does not bridge; it runs on eth0 only, not on eth2"]
+        );
+    }
+
+    #[test]
+    fn a_bad_value_names_the_file_section_and_option() {
+        let bad = NETWORK.replace("255.255.255.0", "255.0.255.0");
+        let e = plan(&bad, None, &["eth0", "eth1"], 16, 1).unwrap_err();
+        assert!(
+            e.contains("/etc/config/network") && e.contains("'lan'") && e.contains("netmask"),
+            "{e}"
+        );
+        let e = plan("config interface 'x\n", None, &["eth0"], 16, 1).unwrap_err();
+        assert!(e.starts_with("/etc/config/network:1:"), "{e}");
+    }
+}
