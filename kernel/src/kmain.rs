@@ -1,8 +1,10 @@
 //! Kernel entry: from the boot stub to the shell prompt.
 
 use crate::arch::{cpu, gdt, pic, trap};
-use crate::time::Instant;
-use crate::{acpi, clock, console, mm, physmem::IdentityMemory, power, println};
+use crate::time::instant::Instant;
+use crate::{
+    io::console, mm, mm::physmem::IdentityMemory, println, sys::acpi, sys::power, time::clock,
+};
 use alloc::vec;
 use spin::Once;
 use xenlet_boot::entry::{BOOT_KIND_MULTIBOOT2, BOOT_KIND_PVH};
@@ -80,7 +82,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
                 .split_whitespace()
                 .any(|w| w == "xenlet.memmap=xen");
             if i.memory.regions().is_empty() || force {
-                if let Some(m) = crate::xen::memory_map() {
+                if let Some(m) = crate::xen::platform::memory_map() {
                     i.memory = m;
                     MEMMAP_FROM_XEN.store(true, core::sync::atomic::Ordering::Relaxed);
                 }
@@ -101,7 +103,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     };
     let memory = clock::now();
 
-    let xen = match crate::xen::init() {
+    let xen = match crate::xen::platform::init() {
         Ok(x) => x,
         Err(e) => {
             println!("xen: found but unusable: {e}");
@@ -113,26 +115,27 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     pic::init();
     x86_64::instructions::interrupts::enable();
     // Emulated disks/NICs go before any PV device is touched.
-    let unplugged = xen.map(|_| crate::unplug::unplug_emulated_devices());
-    let grants = xen.map(|_| crate::gnttab::init());
+    let unplugged = xen.map(|_| crate::xen::unplug::unplug_emulated_devices());
+    let grants = xen.map(|_| crate::xen::gnttab::init());
     let xen_done = clock::now();
     let xenstore_state = xen.map(|_| {
-        crate::xenstore::init().and_then(|port| crate::xenstore::watch_shutdown().map(|()| port))
+        crate::xen::xenstore::init()
+            .and_then(|port| crate::xen::xenstore::watch_shutdown().map(|()| port))
     });
     let xenstore_done = clock::now();
     let devices = match xenstore_state {
-        Some(Ok(_)) => crate::xenbus::enumerate().ok(),
+        Some(Ok(_)) => crate::xen::xenbus::enumerate().ok(),
         _ => None,
     };
-    let disks = devices.as_deref().map(crate::frontends::connect_disks);
+    let disks = devices.as_deref().map(crate::dev::frontends::connect_disks);
     if devices.is_some() {
-        crate::frontends::watch_disks();
+        crate::dev::frontends::watch_disks();
     }
-    let queues = crate::network::queues(info.cmdline.as_str());
+    let queues = crate::dev::network::queues(info.cmdline.as_str());
     let vifs = devices
         .as_deref()
-        .map(|d| crate::frontends::connect_vifs(d, queues));
-    let net_report = crate::network::init(info.cmdline.as_str());
+        .map(|d| crate::dev::frontends::connect_vifs(d, queues));
+    let net_report = crate::dev::network::init(info.cmdline.as_str());
     let devices_done = clock::now();
 
     let acpi_root = info.acpi.or_else(|| acpi::scan_for_rsdp(&IdentityMemory));
@@ -196,9 +199,9 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
             x.cpuid.base,
             x.shared_info.page().addr(),
             match x.callback {
-                crate::xen::CallbackMode::PerVcpu(v) => alloc::format!("per-vCPU vector {v:#x}"),
-                crate::xen::CallbackMode::Vector(v) => alloc::format!("vector {v:#x}"),
-                crate::xen::CallbackMode::Polled => alloc::string::String::from("polled"),
+                crate::xen::platform::CallbackMode::PerVcpu(v) => alloc::format!("per-vCPU vector {v:#x}"),
+                crate::xen::platform::CallbackMode::Vector(v) => alloc::format!("vector {v:#x}"),
+                crate::xen::platform::CallbackMode::Polled => alloc::string::String::from("polled"),
             },
             match x.console_port {
                 Some(p) => alloc::format!("on event channel {p}"),
@@ -210,7 +213,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     if clock::is_pvclock() {
         println!(
             "clock: now pvclock (Xen system time; TSC {} MHz per Xen)",
-            crate::xen::pvclock_tsc_hz().unwrap_or(0) / 1_000_000
+            crate::xen::platform::pvclock_tsc_hz().unwrap_or(0) / 1_000_000
         );
     }
     match grants {
@@ -219,13 +222,13 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         None => {}
     }
     match unplugged {
-        Some(crate::unplug::Unplug::Done { version, mask }) => println!(
+        Some(crate::xen::unplug::Unplug::Done { version, mask }) => println!(
             "unplug: emulated IDE disks and NICs unplugged (platform device protocol v{version}, mask {mask:#x})"
         ),
-        Some(crate::unplug::Unplug::Blacklisted) => {
+        Some(crate::xen::unplug::Unplug::Blacklisted) => {
             println!("unplug: the device model refused this driver build; emulated devices stay")
         }
-        Some(crate::unplug::Unplug::NoPlatformDevice) => println!("unplug: no emulated devices (no Xen platform device)"),
+        Some(crate::xen::unplug::Unplug::NoPlatformDevice) => println!("unplug: no emulated devices (no Xen platform device)"),
         None => {}
     }
     match &xenstore_state {
@@ -279,9 +282,9 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     let quarter = memrep.heap.len_bytes() / 4;
     println!(
         "root: {}",
-        crate::vfs::init(info.cmdline.as_str(), quarter, quarter as usize)
+        crate::fs::vfs::init(info.cmdline.as_str(), quarter, quarter as usize)
     );
-    power::on_orderly_shutdown(crate::vfs::shutdown);
+    power::on_orderly_shutdown(crate::fs::vfs::shutdown);
     println!(
         "console: com1 {}{}",
         if serial { "16550" } else { "absent" },
@@ -305,5 +308,5 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         ms(times.devices)
     );
     println!("Type 'help' for commands.");
-    crate::commands::run_shell()
+    crate::shell::commands::run_shell()
 }

@@ -12,51 +12,26 @@
 
 extern crate alloc;
 
-pub mod acpi;
-pub mod klog;
-pub mod mm;
-pub mod time;
-
+// The layers, lowest first. Each may import only from the layers above it in this
+// list (`cargo xtask lint` checks it: xtask/src/layers.rs holds the same order).
 #[cfg(target_os = "none")]
 pub mod arch;
 #[cfg(target_os = "none")]
-pub mod clock;
+pub mod dev;
 #[cfg(target_os = "none")]
-pub mod commands;
-#[cfg(target_os = "none")]
-pub mod console;
-#[cfg(target_os = "none")]
-pub mod dd;
-#[cfg(target_os = "none")]
-pub mod ddfile;
-#[cfg(target_os = "none")]
-pub mod fault;
-#[cfg(target_os = "none")]
-pub mod frontends;
-#[cfg(target_os = "none")]
-pub mod fscmds;
-#[cfg(target_os = "none")]
-pub mod gnttab;
-#[cfg(target_os = "none")]
-pub mod idle;
+pub mod fs;
+pub mod io;
 #[cfg(target_os = "none")]
 pub mod kmain;
+pub mod mm;
 #[cfg(target_os = "none")]
-pub mod network;
+pub mod shell;
 #[cfg(target_os = "none")]
-pub mod physmem;
-#[cfg(target_os = "none")]
-pub mod power;
-#[cfg(target_os = "none")]
-pub mod unplug;
-#[cfg(target_os = "none")]
-pub mod vfs;
+pub mod sync;
+pub mod sys;
+pub mod time;
 #[cfg(target_os = "none")]
 pub mod xen;
-#[cfg(target_os = "none")]
-pub mod xenbus;
-#[cfg(target_os = "none")]
-pub mod xenstore;
 
 /// The Xenlet version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

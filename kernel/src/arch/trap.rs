@@ -7,8 +7,8 @@
 //! fault report; other vectors go to the handler registered with [`register`] —
 //! the seam the Xen event-channel upcall will use.
 
-use crate::arch::irqlock::IrqLock;
 use crate::arch::{gdt, pic};
+use crate::sync::irqlock::IrqLock;
 use spin::Once;
 
 /// Saved state of the interrupted context, in stack order.
@@ -216,7 +216,7 @@ pub fn exception_name(vector: u64) -> &'static str {
 extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
     let vector = frame.vector as u8;
     if frame.vector < 32 {
-        crate::fault::report_and_stop(frame);
+        crate::sys::fault::report_and_stop(frame);
     }
     if let Some(rip) = crate::arch::halt::resume_past_idle_hlt(frame.rip) {
         frame.rip = rip;

@@ -9,8 +9,8 @@
 //! `oflag=direct` sends each output block on its own and waits for it, as O_DIRECT
 //! does; `oflag=dsync` flushes after every block; `conv=fsync` flushes at the end.
 
-use crate::frontends::{self, Disk};
-use crate::{clock, console};
+use crate::dev::frontends::{self, Disk};
+use crate::{io::console, time::clock};
 use alloc::string::String;
 use alloc::vec::Vec;
 use xenlet_drivers::blkfront::{BlockDevice, BlockError, BlockOp, BlockRequest, Completion, IoBuf};
@@ -334,7 +334,7 @@ fn copy(
             last_look = clock::now();
             for (i, writing) in [(src, false), (dst, true)] {
                 if let Some(i) = i {
-                    if crate::frontends::backend_closing(disks[i].vdev()) {
+                    if crate::dev::frontends::backend_closing(disks[i].vdev()) {
                         error = Some(alloc::format!(
                             "error {} '/dev/{}': Input/output error (the disk is being detached)",
                             if writing { "writing" } else { "reading" },

@@ -9,8 +9,8 @@
 //! is a second console: output goes to both, input comes from both. Under PVH it is
 //! the only one (no emulated UART).
 
-use crate::arch::irqlock::IrqLock;
 use crate::arch::{pic, pio::Pio, trap};
+use crate::sync::irqlock::IrqLock;
 use core::fmt::{self, Write};
 use xenlet_drivers::bytering::ByteRing;
 use xenlet_drivers::console::Console;
@@ -34,14 +34,14 @@ impl XenConsole {
         let mut waits = 0u32;
         while !rest.is_empty() && !self.ring.is_broken() {
             let n = self.ring.write(rest);
-            crate::xen::notify(self.port);
+            crate::xen::platform::notify(self.port);
             rest = &rest[n..];
             if n == 0 {
                 waits += 1;
                 if waits > 20_000 {
                     return; // the backend stopped reading: drop output rather than hang
                 }
-                crate::xen::yield_cpu();
+                crate::xen::platform::yield_cpu();
             }
         }
     }
@@ -86,7 +86,7 @@ pub fn poll_xen_console() {
                 rx.push(b);
             }) > 0
             {
-                crate::xen::notify(c.port);
+                crate::xen::platform::notify(c.port);
             }
         }
     });
@@ -105,7 +105,7 @@ pub fn flush_emergency() {
 }
 
 fn flush_with<'a>(
-    mut lock: impl FnMut() -> Option<crate::arch::irqlock::IrqGuard<'a, Option<XenConsole>>>,
+    mut lock: impl FnMut() -> Option<crate::sync::irqlock::IrqGuard<'a, Option<XenConsole>>>,
 ) {
     for _ in 0..20_000 {
         let Some(g) = lock() else { return };
@@ -120,7 +120,7 @@ fn flush_with<'a>(
         if pending == 0 {
             return;
         }
-        crate::xen::yield_cpu();
+        crate::xen::platform::yield_cpu();
     }
 }
 static RX: IrqLock<ByteRing<16384>> = IrqLock::new(ByteRing::new());
@@ -244,7 +244,7 @@ impl Write for EmergencyWriter {
 #[macro_export]
 macro_rules! print {
     ($($arg:tt)*) => {{
-        let _ = core::fmt::Write::write_fmt(&mut $crate::klog::LogWriter, format_args!($($arg)*));
+        let _ = core::fmt::Write::write_fmt(&mut $crate::io::klog::LogWriter, format_args!($($arg)*));
     }};
 }
 
@@ -253,6 +253,6 @@ macro_rules! print {
 macro_rules! println {
     () => { $crate::print!("\n") };
     ($($arg:tt)*) => {{
-        let _ = core::fmt::Write::write_fmt(&mut $crate::klog::LogWriter, format_args!("{}\n", format_args!($($arg)*)));
+        let _ = core::fmt::Write::write_fmt(&mut $crate::io::klog::LogWriter, format_args!("{}\n", format_args!($($arg)*)));
     }};
 }

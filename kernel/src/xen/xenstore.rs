@@ -5,7 +5,7 @@
 //! while waiting the CPU halts until the store's event (or a short deadline). Watch events are queued by the protocol
 //! layer and dispatched to callbacks from the idle loop, never in interrupt context.
 
-use crate::{clock, xen};
+use crate::{time::clock, xen::platform as xen};
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::time::Duration;
@@ -74,7 +74,7 @@ impl Transport for Waiter {
         if clock::now() > self.deadline {
             return Err(XsError::Timeout);
         }
-        crate::idle::pause();
+        crate::xen::idle::pause();
         Ok(())
     }
 }
@@ -297,11 +297,11 @@ fn on_shutdown_request(_: &WatchEvent) {
     match req.as_deref() {
         Ok("poweroff") | Ok("halt") => {
             crate::println!("\nxenlet: shutdown requested by the toolstack");
-            crate::power::poweroff();
+            crate::sys::power::poweroff();
         }
         Ok("reboot") => {
             crate::println!("\nxenlet: reboot requested by the toolstack");
-            crate::power::reboot();
+            crate::sys::power::reboot();
         }
         Ok("") => {}
         Ok(other) => crate::println!("\nxenlet: unsupported shutdown request '{other}' ignored"),

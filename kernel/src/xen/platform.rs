@@ -3,9 +3,9 @@
 //!
 //! Without Xen (plain QEMU, KVM, bare metal) [`init`] says so and the kernel runs on.
 
-use crate::arch::irqlock::IrqLock;
 use crate::arch::{cpu, lapic, trap};
-use crate::{console, mm};
+use crate::sync::irqlock::IrqLock;
+use crate::{io::console, mm};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
@@ -209,7 +209,7 @@ pub fn init() -> Result<Option<&'static XenInfo>, XenInitError> {
         console_port,
         timer_port,
     });
-    crate::clock::use_pvclock(pvclock_system_time);
+    crate::time::clock::use_pvclock(pvclock_system_time);
     Ok(Some(info))
 }
 
@@ -318,12 +318,12 @@ pub fn timer_events() -> u64 {
 /// Arms vCPU 0's one-shot timer for `deadline`; false when there is no bound
 /// `VIRQ_TIMER`, no upcall to deliver it, no pvclock to convert the time, or Xen
 /// refused.
-pub fn arm_timer(deadline: crate::clock::Instant) -> bool {
+pub fn arm_timer(deadline: crate::time::clock::Instant) -> bool {
     let Some(x) = XEN.get() else { return false };
     if x.timer_port.is_none() || x.callback == CallbackMode::Polled {
         return false;
     }
-    let Some(sys) = crate::clock::to_system_time(deadline) else {
+    let Some(sys) = crate::time::clock::to_system_time(deadline) else {
         return false;
     };
     hypercall::set_singleshot_timer(0, sys).is_ok()
@@ -358,6 +358,6 @@ pub fn yield_cpu() {
 /// not under Xen or before pvclock).
 pub fn wallclock_secs() -> Option<i64> {
     let base = XEN.get()?.shared_info.wallclock_base_ns()?;
-    let sys = crate::clock::to_system_time(crate::clock::now())?;
+    let sys = crate::time::clock::to_system_time(crate::time::clock::now())?;
     i64::try_from(base.checked_add(sys)? / 1_000_000_000).ok()
 }

@@ -41,7 +41,7 @@ impl Instant {
     /// The current time.
     #[cfg(target_os = "none")]
     pub fn now() -> Instant {
-        crate::clock::now()
+        crate::time::clock::now()
     }
 
     /// Time since this instant.
