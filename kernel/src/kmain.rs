@@ -1,50 +1,13 @@
 //! Kernel entry: from the boot stub to the shell prompt.
 
 use crate::arch::{cpu, gdt, pic, trap};
-use crate::time::instant::Instant;
+use crate::bootinfo::{self, BootTimes};
 use crate::{
     io::console, mm, mm::physmem::IdentityMemory, println, sys::acpi, sys::power, time::clock,
 };
 use alloc::vec;
-use spin::Once;
 use xenlet_boot::entry::{BOOT_KIND_MULTIBOOT2, BOOT_KIND_PVH};
 use xenlet_boot::{BootInfo, BootInfoError};
-
-static BOOT_INFO: Once<BootInfo> = Once::new();
-static BOOT_TIMES: Once<BootTimes> = Once::new();
-static MEMMAP_FROM_XEN: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
-
-/// Whether the memory map came from `XENMEM_memory_map` (the loader gave none).
-pub fn memory_map_from_xen() -> bool {
-    MEMMAP_FROM_XEN.load(core::sync::atomic::Ordering::Relaxed)
-}
-
-/// When each boot phase ended, from kernel entry.
-#[derive(Clone, Copy, Debug)]
-pub struct BootTimes {
-    /// Console and clock up.
-    pub early: Instant,
-    /// Memory map, frames and heap ready.
-    pub memory: Instant,
-    /// Xen platform layer up (or found absent).
-    pub xen: Instant,
-    /// XenStore connected, shutdown watch set.
-    pub xenstore: Instant,
-    /// PV devices enumerated.
-    pub devices: Instant,
-    /// Interrupts on, prompt about to be printed.
-    pub prompt: Instant,
-}
-
-/// The boot information, once parsed.
-pub fn boot_info() -> Option<&'static BootInfo> {
-    BOOT_INFO.get()
-}
-
-/// The boot phase times.
-pub fn boot_times() -> Option<BootTimes> {
-    BOOT_TIMES.get().copied()
-}
 
 fn parse_boot_info(kind: u32, addr: u32) -> Result<BootInfo, BootInfoError> {
     let mem = IdentityMemory;
@@ -64,7 +27,8 @@ fn mib(bytes: u64) -> u64 {
 extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     let entry_tsc = cpu::rdtsc();
     gdt::init();
-    trap::init();
+    trap::init(crate::sys::fault::report_and_stop);
+    power::on_xen_shutdown(crate::dev::frontends::close_all);
     let serial = console::init_serial();
     println!();
     println!("Xenlet {} ({}) starting", crate::VERSION, crate::GIT_REV);
@@ -84,10 +48,10 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
             if i.memory.regions().is_empty() || force {
                 if let Some(m) = crate::xen::platform::memory_map() {
                     i.memory = m;
-                    MEMMAP_FROM_XEN.store(true, core::sync::atomic::Ordering::Relaxed);
+                    bootinfo::set_memory_map_from_xen();
                 }
             }
-            BOOT_INFO.call_once(|| i)
+            bootinfo::set_boot_info(i)
         }
         Err(e) => {
             println!("xenlet: cannot use the boot information at {info_addr:#x}: {e}");
@@ -120,7 +84,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     let xen_done = clock::now();
     let xenstore_state = xen.map(|_| {
         crate::xen::xenstore::init()
-            .and_then(|port| crate::xen::xenstore::watch_shutdown().map(|()| port))
+            .and_then(|port| crate::sys::shutdown::watch_shutdown().map(|()| port))
     });
     let xenstore_done = clock::now();
     let devices = match xenstore_state {
@@ -146,7 +110,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
 
     let serial_irq = console::enable_serial_irq();
     let prompt = clock::now();
-    let times = *BOOT_TIMES.call_once(|| BootTimes {
+    let times = bootinfo::set_boot_times(BootTimes {
         early,
         memory,
         xen: xen_done,
@@ -181,7 +145,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         mib(memrep.heap.len_bytes()),
         memrep.heap.addr
     );
-    if memory_map_from_xen() {
+    if bootinfo::memory_map_from_xen() {
         println!("memory: map from XENMEM_memory_map (the loader gave none, or xenlet.memmap=xen)");
     }
     if info.memory.dropped() > 0 {
@@ -294,7 +258,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
             ""
         }
     );
-    let ms = |i: Instant| {
+    let ms = |i: crate::time::instant::Instant| {
         let us = i.as_micros();
         alloc::format!("{}.{:03}", us / 1000, us % 1000)
     };

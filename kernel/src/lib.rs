@@ -17,6 +17,8 @@ extern crate alloc;
 #[cfg(target_os = "none")]
 pub mod arch;
 #[cfg(target_os = "none")]
+pub mod bootinfo;
+#[cfg(target_os = "none")]
 pub mod dev;
 #[cfg(target_os = "none")]
 pub mod fs;

@@ -4,6 +4,23 @@
 //! it. The ring never allocates and its writer never waits: a line that finds the
 //! ring busy (an interrupt during a write) is counted and left out.
 
+/// Prints to the console.
+#[macro_export]
+macro_rules! print {
+    ($($arg:tt)*) => {{
+        let _ = core::fmt::Write::write_fmt(&mut $crate::io::klog::LogWriter, format_args!($($arg)*));
+    }};
+}
+
+/// Prints a line to the console.
+#[macro_export]
+macro_rules! println {
+    () => { $crate::print!("\n") };
+    ($($arg:tt)*) => {{
+        let _ = core::fmt::Write::write_fmt(&mut $crate::io::klog::LogWriter, format_args!("{}\n", format_args!($($arg)*)));
+    }};
+}
+
 #[cfg(target_os = "none")]
 pub use global::{dropped, log_only, read_log, LogWriter};
 

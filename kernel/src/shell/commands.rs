@@ -1,16 +1,13 @@
 //! The kernel's shell commands and the shell loop.
 
-use crate::kmain::{boot_info, boot_times};
+use crate::bootinfo::{boot_info, boot_times};
 use crate::sys::fault::{provoke, Deliberate};
 use crate::{io::console, mm, shell::fscmds, sys::power, time::clock};
 use alloc::string::String;
 use core::fmt::Write;
 use xenlet_shell::{echo, no_args, CmdError, CmdResult, Command, Shell};
 
-/// State the commands work on (grows with the Xen layer and drivers).
-pub struct Host {
-    _private: (),
-}
+pub use crate::shell::host::Host;
 
 /// Every command, in `help` order.
 pub static COMMANDS: &[Command<Host>] = &[
@@ -278,7 +275,7 @@ fn mem(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     // none, otherwise compared with the loader's.
     if crate::xen::platform::info().is_some() {
         match crate::xen::platform::memory_map() {
-            Some(x) if crate::kmain::memory_map_from_xen() => writeln!(
+            Some(x) if crate::bootinfo::memory_map_from_xen() => writeln!(
                 out,
                 "memory map source: XENMEM_memory_map ({} entries)",
                 x.regions().len()
@@ -1180,7 +1177,7 @@ pub fn run_shell() -> ! {
         times: fscmds::times,
     };
     let mut shell = Shell::with_hooks(COMMANDS, &HOOKS);
-    let mut host = Host { _private: () };
+    let mut host = Host::new();
     let mut out = console::ConsoleWriter;
     shell.prompt(&mut out);
     loop {

@@ -3,7 +3,7 @@
 //! `mount`, `umount`, `sync` and `dmesg` get the kernel's devices and log.
 
 use crate::fs::vfs;
-use crate::shell::commands::Host;
+use crate::shell::host::Host;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;

@@ -9,3 +9,5 @@ pub mod acpi;
 pub mod fault;
 #[cfg(target_os = "none")]
 pub mod power;
+#[cfg(target_os = "none")]
+pub mod shutdown;

@@ -51,6 +51,16 @@ pub fn on_orderly_shutdown(f: fn()) {
     BEFORE_SHUTDOWN.call_once(|| f);
 }
 
+/// What closes the PV devices before Xen ends the domain (`dev::frontends::close_all`:
+/// how many devices, how many backends followed), registered by `kmain`; not called on
+/// the crash path.
+static CLOSE_DEVICES: spin::Once<fn() -> (usize, usize)> = spin::Once::new();
+
+/// Registers what closes the PV devices before an orderly Xen shutdown (once).
+pub fn on_xen_shutdown(close_devices: fn() -> (usize, usize)) {
+    CLOSE_DEVICES.call_once(|| close_devices);
+}
+
 fn orderly_shutdown() {
     if let Some(f) = BEFORE_SHUTDOWN.get() {
         f();
@@ -63,8 +73,11 @@ fn xen_shutdown(reason: u32) {
     if crate::xen::platform::info().is_none() {
         return;
     }
-    if reason != xenlet_xen::abi::SHUTDOWN_crash {
-        let (n, followed) = crate::dev::frontends::close_all();
+    if let Some(close) = CLOSE_DEVICES
+        .get()
+        .filter(|_| reason != xenlet_xen::abi::SHUTDOWN_crash)
+    {
+        let (n, followed) = close();
         if n > 0 {
             crate::println!("xenlet: closed {n} PV device(s), {followed} backend(s) followed");
         }

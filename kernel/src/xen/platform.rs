@@ -13,7 +13,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use spin::Once;
 use xenlet_xen::abi::*;
 use xenlet_xen::console::ConsoleRing;
-use xenlet_xen::cpuid::{self, Regs, XenCpuid};
+use xenlet_xen::cpuid::XenCpuid;
 use xenlet_xen::evtchn::{PendingScan, Port, PortTable};
 use xenlet_xen::hypercall;
 use xenlet_xen::shared::SharedPage;
@@ -99,15 +99,7 @@ pub fn info() -> Option<&'static XenInfo> {
 
 /// Detects Xen without touching it (CPUID only).
 pub fn detect() -> Option<XenCpuid> {
-    cpuid::detect(|leaf| {
-        let r = cpu::cpuid(leaf);
-        Regs {
-            eax: r.eax,
-            ebx: r.ebx,
-            ecx: r.ecx,
-            edx: r.edx,
-        }
-    })
+    cpu::xen_cpuid()
 }
 
 /// The domain's memory map from Xen (`XENMEM_memory_map`), when on Xen. Usable
@@ -193,7 +185,11 @@ pub fn init() -> Result<Option<&'static XenInfo>, XenInitError> {
             // SAFETY: HVM_PARAM_CONSOLE_PFN names the console ring page Xen set up for this domain (reserved in the memory map, below the identity-map limit); only the console uses it, through this SharedPage.
             let page = unsafe { SharedPage::new((pfn << 12) as *mut u8) };
             let port = Port(port as u32);
-            console::attach_xen_console(ConsoleRing::new(page), port);
+            console::attach_xen_console(
+                ConsoleRing::new(page),
+                port,
+                console::PvConsoleOps { notify, yield_cpu },
+            );
             register_port(port, on_console_event);
             Some(port)
         }
