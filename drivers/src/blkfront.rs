@@ -156,8 +156,8 @@ impl IoBuf {
         false
     }
     /// A buffer over plain memory, for host tests of code above [`BlockDevice`].
-    #[cfg(test)]
-    pub(crate) fn for_test() -> IoBuf {
+    #[cfg(any(test, feature = "test-util"))]
+    pub fn for_test() -> IoBuf {
         IoBuf {
             page: DmaPages::leak_for_test(0, 1).0,
             grant: None,

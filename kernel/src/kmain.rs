@@ -1,48 +1,13 @@
 //! Kernel entry: from the boot stub to the shell prompt.
 
 use crate::arch::{cpu, gdt, pic, trap};
-use crate::time::Instant;
-use crate::{acpi, clock, console, mm, physmem::IdentityMemory, power, println};
+use crate::bootinfo::{self, BootTimes};
+use crate::{
+    io::console, mm, mm::physmem::IdentityMemory, println, sys::acpi, sys::power, time::clock,
+};
 use alloc::vec;
-use spin::Once;
 use xenlet_boot::entry::{BOOT_KIND_MULTIBOOT2, BOOT_KIND_PVH};
 use xenlet_boot::{BootInfo, BootInfoError};
-
-static BOOT_INFO: Once<BootInfo> = Once::new();
-static BOOT_TIMES: Once<BootTimes> = Once::new();
-static MEMMAP_FROM_XEN: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
-
-/// Whether the memory map came from `XENMEM_memory_map` (the loader gave none).
-pub fn memory_map_from_xen() -> bool {
-    MEMMAP_FROM_XEN.load(core::sync::atomic::Ordering::Relaxed)
-}
-
-/// When each boot phase ended, from kernel entry.
-#[derive(Clone, Copy, Debug)]
-pub struct BootTimes {
-    /// Console and clock up.
-    pub early: Instant,
-    /// Memory map, frames and heap ready.
-    pub memory: Instant,
-    /// Xen platform layer up (or found absent).
-    pub xen: Instant,
-    /// XenStore connected, shutdown watch set.
-    pub xenstore: Instant,
-    /// PV devices enumerated.
-    pub devices: Instant,
-    /// Interrupts on, prompt about to be printed.
-    pub prompt: Instant,
-}
-
-/// The boot information, once parsed.
-pub fn boot_info() -> Option<&'static BootInfo> {
-    BOOT_INFO.get()
-}
-
-/// The boot phase times.
-pub fn boot_times() -> Option<BootTimes> {
-    BOOT_TIMES.get().copied()
-}
 
 fn parse_boot_info(kind: u32, addr: u32) -> Result<BootInfo, BootInfoError> {
     let mem = IdentityMemory;
@@ -62,7 +27,8 @@ fn mib(bytes: u64) -> u64 {
 extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     let entry_tsc = cpu::rdtsc();
     gdt::init();
-    trap::init();
+    trap::init(crate::sys::fault::report_and_stop);
+    power::on_xen_shutdown(crate::dev::frontends::close_all);
     let serial = console::init_serial();
     println!();
     println!("Xenlet {} ({}) starting", crate::VERSION, crate::GIT_REV);
@@ -80,12 +46,12 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
                 .split_whitespace()
                 .any(|w| w == "xenlet.memmap=xen");
             if i.memory.regions().is_empty() || force {
-                if let Some(m) = crate::xen::memory_map() {
+                if let Some(m) = crate::xen::platform::memory_map() {
                     i.memory = m;
-                    MEMMAP_FROM_XEN.store(true, core::sync::atomic::Ordering::Relaxed);
+                    bootinfo::set_memory_map_from_xen();
                 }
             }
-            BOOT_INFO.call_once(|| i)
+            bootinfo::set_boot_info(i)
         }
         Err(e) => {
             println!("xenlet: cannot use the boot information at {info_addr:#x}: {e}");
@@ -101,7 +67,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     };
     let memory = clock::now();
 
-    let xen = match crate::xen::init() {
+    let xen = match crate::xen::platform::init() {
         Ok(x) => x,
         Err(e) => {
             println!("xen: found but unusable: {e}");
@@ -113,26 +79,27 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     pic::init();
     x86_64::instructions::interrupts::enable();
     // Emulated disks/NICs go before any PV device is touched.
-    let unplugged = xen.map(|_| crate::unplug::unplug_emulated_devices());
-    let grants = xen.map(|_| crate::gnttab::init());
+    let unplugged = xen.map(|_| crate::xen::unplug::unplug_emulated_devices());
+    let grants = xen.map(|_| crate::xen::gnttab::init());
     let xen_done = clock::now();
     let xenstore_state = xen.map(|_| {
-        crate::xenstore::init().and_then(|port| crate::xenstore::watch_shutdown().map(|()| port))
+        crate::xen::xenstore::init()
+            .and_then(|port| crate::sys::shutdown::watch_shutdown().map(|()| port))
     });
     let xenstore_done = clock::now();
     let devices = match xenstore_state {
-        Some(Ok(_)) => crate::xenbus::enumerate().ok(),
+        Some(Ok(_)) => crate::xen::xenbus::enumerate().ok(),
         _ => None,
     };
-    let disks = devices.as_deref().map(crate::frontends::connect_disks);
+    let disks = devices.as_deref().map(crate::dev::frontends::connect_disks);
     if devices.is_some() {
-        crate::frontends::watch_disks();
+        crate::dev::frontends::watch_disks();
     }
-    let queues = crate::network::queues(info.cmdline.as_str());
+    let queues = crate::dev::network::queues(info.cmdline.as_str());
     let vifs = devices
         .as_deref()
-        .map(|d| crate::frontends::connect_vifs(d, queues));
-    let net_report = crate::network::init(info.cmdline.as_str());
+        .map(|d| crate::dev::frontends::connect_vifs(d, queues));
+    let net_report = crate::dev::network::init(info.cmdline.as_str());
     let devices_done = clock::now();
 
     let acpi_root = info.acpi.or_else(|| acpi::scan_for_rsdp(&IdentityMemory));
@@ -143,7 +110,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
 
     let serial_irq = console::enable_serial_irq();
     let prompt = clock::now();
-    let times = *BOOT_TIMES.call_once(|| BootTimes {
+    let times = bootinfo::set_boot_times(BootTimes {
         early,
         memory,
         xen: xen_done,
@@ -178,7 +145,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         mib(memrep.heap.len_bytes()),
         memrep.heap.addr
     );
-    if memory_map_from_xen() {
+    if bootinfo::memory_map_from_xen() {
         println!("memory: map from XENMEM_memory_map (the loader gave none, or xenlet.memmap=xen)");
     }
     if info.memory.dropped() > 0 {
@@ -196,9 +163,9 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
             x.cpuid.base,
             x.shared_info.page().addr(),
             match x.callback {
-                crate::xen::CallbackMode::PerVcpu(v) => alloc::format!("per-vCPU vector {v:#x}"),
-                crate::xen::CallbackMode::Vector(v) => alloc::format!("vector {v:#x}"),
-                crate::xen::CallbackMode::Polled => alloc::string::String::from("polled"),
+                crate::xen::platform::CallbackMode::PerVcpu(v) => alloc::format!("per-vCPU vector {v:#x}"),
+                crate::xen::platform::CallbackMode::Vector(v) => alloc::format!("vector {v:#x}"),
+                crate::xen::platform::CallbackMode::Polled => alloc::string::String::from("polled"),
             },
             match x.console_port {
                 Some(p) => alloc::format!("on event channel {p}"),
@@ -210,7 +177,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     if clock::is_pvclock() {
         println!(
             "clock: now pvclock (Xen system time; TSC {} MHz per Xen)",
-            crate::xen::pvclock_tsc_hz().unwrap_or(0) / 1_000_000
+            crate::xen::platform::pvclock_tsc_hz().unwrap_or(0) / 1_000_000
         );
     }
     match grants {
@@ -219,13 +186,13 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         None => {}
     }
     match unplugged {
-        Some(crate::unplug::Unplug::Done { version, mask }) => println!(
+        Some(crate::xen::unplug::Unplug::Done { version, mask }) => println!(
             "unplug: emulated IDE disks and NICs unplugged (platform device protocol v{version}, mask {mask:#x})"
         ),
-        Some(crate::unplug::Unplug::Blacklisted) => {
+        Some(crate::xen::unplug::Unplug::Blacklisted) => {
             println!("unplug: the device model refused this driver build; emulated devices stay")
         }
-        Some(crate::unplug::Unplug::NoPlatformDevice) => println!("unplug: no emulated devices (no Xen platform device)"),
+        Some(crate::xen::unplug::Unplug::NoPlatformDevice) => println!("unplug: no emulated devices (no Xen platform device)"),
         None => {}
     }
     match &xenstore_state {
@@ -279,9 +246,9 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     let quarter = memrep.heap.len_bytes() / 4;
     println!(
         "root: {}",
-        crate::vfs::init(info.cmdline.as_str(), quarter, quarter as usize)
+        crate::fs::vfs::init(info.cmdline.as_str(), quarter, quarter as usize)
     );
-    power::on_orderly_shutdown(crate::vfs::shutdown);
+    power::on_orderly_shutdown(crate::fs::vfs::shutdown);
     println!(
         "console: com1 {}{}",
         if serial { "16550" } else { "absent" },
@@ -291,7 +258,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
             ""
         }
     );
-    let ms = |i: Instant| {
+    let ms = |i: crate::time::instant::Instant| {
         let us = i.as_micros();
         alloc::format!("{}.{:03}", us / 1000, us % 1000)
     };
@@ -305,5 +272,5 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         ms(times.devices)
     );
     println!("Type 'help' for commands.");
-    crate::commands::run_shell()
+    crate::shell::commands::run_shell()
 }

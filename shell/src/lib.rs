@@ -10,6 +10,7 @@
 extern crate alloc;
 
 pub mod dd;
+pub mod ddcopy;
 mod editor;
 pub mod files;
 mod parse;

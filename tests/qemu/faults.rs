@@ -68,7 +68,7 @@ fn a_panic_during_a_console_write_is_reported_and_stops() {
 fn panic_prints_message_and_location() {
     let out = crash("panic");
     assert!(
-        out.contains("*** XENLET PANIC at kernel/src/fault.rs:"),
+        out.contains("*** XENLET PANIC at kernel/src/sys/fault.rs:"),
         "{out}"
     );
     assert!(out.contains(": deliberate panic from the shell"), "{out}");

@@ -7,6 +7,7 @@
 mod bench;
 mod demo;
 mod image;
+mod layers;
 mod qemu;
 mod testbed;
 mod util;
@@ -25,7 +26,8 @@ tasks:
   test [--no-xen]        host unit tests, boot tests in QEMU (tests/qemu), then the
                          Xenlet scenarios on the nested Xen test bed (needs root)
   setup                  fetch what the tasks need (Rust target, QEMU 7.2 from Debian)
-  lint                   cargo fmt --check and clippy (host crates and the kernel)
+  lint                   kernel layering check, cargo fmt --check, clippy (host
+                         crates and the kernel)
   ci                     what .ci/run runs: `lint`, then `test`
   testbed build|run|list|shell
                          real Xen 4.17 nested in QEMU: dom0 image, xl scenarios
@@ -232,8 +234,33 @@ fn test_task(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// The kernel's module graph: no import up the layer order, no cycle
+/// (see `layers.rs`).
+fn layering_check() -> Result<()> {
+    let src = util::workspace_root().join("kernel/src");
+    let graph = layers::scan(&src)?;
+    let violations = layers::check(&graph);
+    if violations.is_empty() {
+        println!(
+            "kernel layers: {} modules, {} edges, all downward, no cycle",
+            graph.modules.len(),
+            graph.edges.len()
+        );
+        return Ok(());
+    }
+    for v in &violations {
+        eprintln!("{v}");
+    }
+    Err(Error::msg(format!(
+        "kernel layering: {} violation(s) (layer order in xtask/src/layers.rs)",
+        violations.len()
+    )))
+}
+
 fn lint_task() -> Result<()> {
     let root = util::workspace_root();
+    util::step("kernel layering (imports point down, no cycle)");
+    layering_check()?;
     util::step("cargo fmt --check");
     util::run(
         util::cargo()

@@ -1,11 +1,27 @@
 //! CPU identification, timestamp counter and control registers.
 
 use core::arch::x86_64::{__cpuid, _rdtsc, CpuidResult};
+use xenlet_xen::cpuid::{self as xen_leaves, Regs, XenCpuid};
 
 /// Executes CPUID for `leaf` (subleaf 0).
 pub fn cpuid(leaf: u32) -> CpuidResult {
     // A safe intrinsic on current Rust: CPUID exists on every x86_64 CPU.
     __cpuid(leaf)
+}
+
+/// Xen's CPUID leaves (the `XenVMMXenVMM` signature at 0x4000_0000 + n×0x100), if
+/// this runs on Xen: CPUID only, nothing is touched. Here rather than in the Xen
+/// layer because the clock reads Xen's TSC leaf before that layer is up.
+pub fn xen_cpuid() -> Option<XenCpuid> {
+    xen_leaves::detect(|leaf| {
+        let r = cpuid(leaf);
+        Regs {
+            eax: r.eax,
+            ebx: r.ebx,
+            ecx: r.ecx,
+            edx: r.edx,
+        }
+    })
 }
 
 /// Reads the timestamp counter.

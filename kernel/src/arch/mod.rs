@@ -4,7 +4,6 @@
 pub mod cpu;
 pub mod gdt;
 pub mod halt;
-pub mod irqlock;
 pub mod lapic;
 pub mod pic;
 pub mod pio;

@@ -3,12 +3,13 @@
 //! Stable Rust has no `extern "x86-interrupt"`, so each of the 256 vectors gets a
 //! 16-byte assembly stub that pushes a dummy error code (where the CPU pushes none)
 //! and the vector number, then a common path that saves the general registers and
-//! calls [`trap_dispatch`] with a [`TrapFrame`]. CPU exceptions (0–31) end in the
-//! fault report; other vectors go to the handler registered with [`register`] —
-//! the seam the Xen event-channel upcall will use.
+//! calls [`trap_dispatch`] with a [`TrapFrame`]. CPU exceptions (0–31) go to the
+//! exception handler given to [`init`] (the fault report, which lives in a higher
+//! layer: `sys::fault`); other vectors go to the handler registered with
+//! [`register`] — the seam the Xen event-channel upcall uses.
 
-use crate::arch::irqlock::IrqLock;
 use crate::arch::{gdt, pic};
+use crate::sync::irqlock::IrqLock;
 use spin::Once;
 
 /// Saved state of the interrupted context, in stack order.
@@ -109,7 +110,13 @@ const STUB_BYTES: u64 = 16;
 /// An interrupt handler: gets the vector it was called for.
 pub type Handler = fn(u8);
 
+/// What a CPU exception ends in: report it and stop (never returns). It runs in
+/// fault context, so it must not allocate nor wait on a lock normal code holds.
+pub type ExceptionHandler = fn(&TrapFrame) -> !;
+
 static HANDLERS: IrqLock<[Option<Handler>; 256]> = IrqLock::new([None; 256]);
+/// Set once by [`init`], before the IDT is loaded; read with one atomic load.
+static ON_EXCEPTION: Once<ExceptionHandler> = Once::new();
 static IDT: Once<[u128; 256]> = Once::new();
 
 #[repr(C, packed)]
@@ -128,8 +135,10 @@ fn gate(handler: u64, selector: u16, ist: u8) -> u128 {
     u128::from(low) | (u128::from(handler >> 32) << 64)
 }
 
-/// Builds and loads the IDT. Interrupts stay disabled.
-pub fn init() {
+/// Builds and loads the IDT; CPU exceptions go to `on_exception` from then on.
+/// Interrupts stay disabled.
+pub fn init(on_exception: ExceptionHandler) {
+    ON_EXCEPTION.call_once(|| on_exception);
     let base = core::ptr::addr_of!(xenlet_trap_stubs) as u64;
     let cs = gdt::code_selector();
     let idt = IDT.call_once(|| {
@@ -216,7 +225,10 @@ pub fn exception_name(vector: u64) -> &'static str {
 extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
     let vector = frame.vector as u8;
     if frame.vector < 32 {
-        crate::fault::report_and_stop(frame);
+        match ON_EXCEPTION.get() {
+            Some(report) => report(frame),
+            None => crate::arch::cpu::halt_forever(), // unreachable: set before `lidt`
+        }
     }
     if let Some(rip) = crate::arch::halt::resume_past_idle_hlt(frame.rip) {
         frame.rip = rip;

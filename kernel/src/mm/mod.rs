@@ -1,9 +1,12 @@
-//! Physical memory: the frame allocator and the kernel heap.
+//! Physical memory: the frame allocator, the kernel heap, and reading physical
+//! memory through the identity map.
 
 pub mod frame;
 pub mod guard;
 #[cfg(target_os = "none")]
 pub mod heap;
+#[cfg(target_os = "none")]
+pub mod physmem;
 pub mod slab;
 
 pub use frame::{FrameAllocator, FrameRun, FreeError, FRAME_BYTES};

@@ -37,18 +37,6 @@ impl Instant {
     pub fn saturating_duration_since(self, earlier: Instant) -> Duration {
         Duration::from_nanos(self.ns.saturating_sub(earlier.ns))
     }
-
-    /// The current time.
-    #[cfg(target_os = "none")]
-    pub fn now() -> Instant {
-        crate::clock::now()
-    }
-
-    /// Time since this instant.
-    #[cfg(target_os = "none")]
-    pub fn elapsed(self) -> Duration {
-        Instant::now().saturating_duration_since(self)
-    }
 }
 
 impl Add<Duration> for Instant {

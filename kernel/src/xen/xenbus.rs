@@ -1,7 +1,7 @@
 //! Xenbus device discovery: the `device/vbd/*` and `device/vif/*` entries the
 //! toolstack wrote for this domain, with their backends.
 
-use crate::xenstore;
+use crate::xen::xenstore;
 use alloc::string::String;
 use alloc::vec::Vec;
 use xenlet_xen::xenbus::XenbusState;

@@ -5,9 +5,9 @@
 //! when the test harness adds it) turns a failed power-off into a distinct exit status.
 //! Under Xen, `SCHEDOP_shutdown` comes first, after the PV console is flushed.
 
-use crate::acpi::PowerInfo;
 use crate::arch::pio::Pio;
 use crate::arch::{cpu, pio};
+use crate::sys::acpi::PowerInfo;
 use spin::Once;
 use xenlet_drivers::pio::PortIo;
 
@@ -32,8 +32,8 @@ pub fn acpi() -> Option<PowerInfo> {
 
 fn settle() {
     // Give the device model a moment (each port write is an exit under Xen).
-    let start = crate::clock::now();
-    while crate::clock::now()
+    let start = crate::time::clock::now();
+    while crate::time::clock::now()
         .saturating_duration_since(start)
         .as_millis()
         < 200
@@ -51,6 +51,16 @@ pub fn on_orderly_shutdown(f: fn()) {
     BEFORE_SHUTDOWN.call_once(|| f);
 }
 
+/// What closes the PV devices before Xen ends the domain (`dev::frontends::close_all`:
+/// how many devices, how many backends followed), registered by `kmain`; not called on
+/// the crash path.
+static CLOSE_DEVICES: spin::Once<fn() -> (usize, usize)> = spin::Once::new();
+
+/// Registers what closes the PV devices before an orderly Xen shutdown (once).
+pub fn on_xen_shutdown(close_devices: fn() -> (usize, usize)) {
+    CLOSE_DEVICES.call_once(|| close_devices);
+}
+
 fn orderly_shutdown() {
     if let Some(f) = BEFORE_SHUTDOWN.get() {
         f();
@@ -60,11 +70,14 @@ fn orderly_shutdown() {
 /// Under Xen: flushes the PV console and asks Xen to end the domain with `reason`;
 /// returns only if there is no Xen or Xen refused.
 fn xen_shutdown(reason: u32) {
-    if crate::xen::info().is_none() {
+    if crate::xen::platform::info().is_none() {
         return;
     }
-    if reason != xenlet_xen::abi::SHUTDOWN_crash {
-        let (n, followed) = crate::frontends::close_all();
+    if let Some(close) = CLOSE_DEVICES
+        .get()
+        .filter(|_| reason != xenlet_xen::abi::SHUTDOWN_crash)
+    {
+        let (n, followed) = close();
         if n > 0 {
             crate::println!("xenlet: closed {n} PV device(s), {followed} backend(s) followed");
         }
@@ -72,14 +85,14 @@ fn xen_shutdown(reason: u32) {
     if reason == xenlet_xen::abi::SHUTDOWN_crash {
         // The fault path: the fault may have hit inside a console write (lock held)
         // or the allocator, so no waiting on locks and no allocation here.
-        crate::console::flush_emergency();
+        crate::io::console::flush_emergency();
     } else {
-        crate::console::flush();
+        crate::io::console::flush();
     }
-    if let Err(e) = crate::xen::shutdown(reason) {
+    if let Err(e) = crate::xen::platform::shutdown(reason) {
         use core::fmt::Write;
         let _ = writeln!(
-            crate::console::EmergencyWriter,
+            crate::io::console::EmergencyWriter,
             "xenlet: SCHEDOP_shutdown failed: {e}"
         );
     }
@@ -101,7 +114,7 @@ pub fn poweroff() -> ! {
         settle();
     }
     pio::outl(DEBUG_EXIT_PORT, DEBUG_EXIT_POWEROFF_FAILED);
-    crate::console::emergency_write(b"xenlet: power-off failed (no ACPI S5); halted\n");
+    crate::io::console::emergency_write(b"xenlet: power-off failed (no ACPI S5); halted\n");
     cpu::halt_forever()
 }
 
@@ -120,14 +133,14 @@ pub fn reboot() -> ! {
     settle();
     io.outb(0xcf9, 0x06); // PCI reset control: hard reset
     settle();
-    crate::console::emergency_write(b"xenlet: reset failed; halted\n");
+    crate::io::console::emergency_write(b"xenlet: reset failed; halted\n");
     cpu::halt_forever()
 }
 
 /// Ends the machine after a fault report: QEMU test runs exit with status 3,
 /// elsewhere the CPU halts with the report on screen.
 pub fn stop_after_fault() -> ! {
-    crate::console::emergency_write(b"*** system halted\n");
+    crate::io::console::emergency_write(b"*** system halted\n");
     xen_shutdown(xenlet_xen::abi::SHUTDOWN_crash);
     pio::outl(DEBUG_EXIT_PORT, DEBUG_EXIT_FAULT);
     cpu::halt_forever()

@@ -4,6 +4,23 @@
 //! it. The ring never allocates and its writer never waits: a line that finds the
 //! ring busy (an interrupt during a write) is counted and left out.
 
+/// Prints to the console.
+#[macro_export]
+macro_rules! print {
+    ($($arg:tt)*) => {{
+        let _ = core::fmt::Write::write_fmt(&mut $crate::io::klog::LogWriter, format_args!($($arg)*));
+    }};
+}
+
+/// Prints a line to the console.
+#[macro_export]
+macro_rules! println {
+    () => { $crate::print!("\n") };
+    ($($arg:tt)*) => {{
+        let _ = core::fmt::Write::write_fmt(&mut $crate::io::klog::LogWriter, format_args!("{}\n", format_args!($($arg)*)));
+    }};
+}
+
 #[cfg(target_os = "none")]
 pub use global::{dropped, log_only, read_log, LogWriter};
 
@@ -30,7 +47,7 @@ mod global {
     /// Records a line in the log without printing it (a command printed it, or
     /// prints nothing on success, as `mount` does).
     pub fn log_only(line: &str) {
-        let now = crate::clock::now().as_nanos();
+        let now = crate::time::clock::now().as_nanos();
         x86_64::instructions::interrupts::without_interrupts(|| {
             if let Some(mut log) = KLOG.try_lock() {
                 log.write(now, line.as_bytes());
@@ -44,8 +61,8 @@ mod global {
 
     impl Write for LogWriter {
         fn write_str(&mut self, s: &str) -> fmt::Result {
-            crate::console::write_bytes(s.as_bytes());
-            let now = crate::clock::now().as_nanos();
+            crate::io::console::write_bytes(s.as_bytes());
+            let now = crate::time::clock::now().as_nanos();
             x86_64::instructions::interrupts::without_interrupts(|| {
                 // Never wait here: a writer this interrupted holds the lock.
                 match KLOG.try_lock() {

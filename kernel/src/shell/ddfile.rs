@@ -6,8 +6,8 @@
 //! `oflag=dsync` after every chunk; a full disk ends the copy with GNU's message;
 //! Ctrl-C stops it between chunks with the statistics so far.
 
-use crate::dd::{Outcome, Progress, Xoshiro};
-use crate::{clock, console, frontends, vfs};
+use crate::shell::dd::{Outcome, Progress, Xoshiro};
+use crate::{dev::frontends, fs::vfs, io::console, time::clock};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;

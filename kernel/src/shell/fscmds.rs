@@ -2,8 +2,8 @@
 //! `xenlet_shell::files` (host-tested); here they get the kernel's file tree, and
 //! `mount`, `umount`, `sync` and `dmesg` get the kernel's devices and log.
 
-use crate::commands::Host;
-use crate::vfs;
+use crate::fs::vfs;
+use crate::shell::host::Host;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
@@ -88,7 +88,7 @@ pub(crate) fn mount(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResu
         (k, [dev, dir]) => {
             let line =
                 vfs::mount(dev, dir, k.filter(|k| *k != "auto"), ro).map_err(CmdError::failed)?;
-            crate::klog::log_only(&line);
+            crate::io::klog::log_only(&line);
             Ok(())
         }
         _ => Err(CmdError::usage("expected DEVICE DIRECTORY")),
@@ -117,7 +117,7 @@ pub(crate) fn sync_filesystems() -> Result<(), String> {
 pub(crate) fn dmesg(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     xenlet_shell::no_args(args)?;
     let mut text = String::new();
-    crate::klog::read_log(|b| text.push_str(&String::from_utf8_lossy(b)));
+    crate::io::klog::read_log(|b| text.push_str(&String::from_utf8_lossy(b)));
     out.write_str(&text)?;
     Ok(())
 }
@@ -131,6 +131,6 @@ pub(crate) fn redirect(_: &mut Host, path: &str, append: bool, text: &str) -> Re
 
 /// Clock and CPU time for `time`.
 pub(crate) fn times() -> (u64, u64) {
-    let cpu = crate::xen::runstate().map_or(0, |r| r[0]);
-    (crate::clock::now().as_nanos(), cpu)
+    let cpu = crate::xen::platform::runstate().map_or(0, |r| r[0]);
+    (crate::time::clock::now().as_nanos(), cpu)
 }

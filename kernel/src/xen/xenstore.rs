@@ -1,11 +1,12 @@
 //! The kernel's XenStore connection: requests, transactions and watches over the
-//! ring in `xenlet_xen::xenstore`, the shutdown watch (`xl shutdown`/`xl reboot`).
+//! ring in `xenlet_xen::xenstore`. Watches are a callback table ([`watch`]): the
+//! shutdown policy (`sys::shutdown`) registers its `control/shutdown` watch here.
 //!
 //! Requests are synchronous and made from thread context (shell, drivers' setup);
 //! while waiting the CPU halts until the store's event (or a short deadline). Watch events are queued by the protocol
 //! layer and dispatched to callbacks from the idle loop, never in interrupt context.
 
-use crate::{clock, xen};
+use crate::{time::clock, xen::platform as xen};
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::time::Duration;
@@ -74,7 +75,7 @@ impl Transport for Waiter {
         if clock::now() > self.deadline {
             return Err(XsError::Timeout);
         }
-        crate::idle::pause();
+        crate::xen::idle::pause();
         Ok(())
     }
 }
@@ -102,9 +103,14 @@ fn path_bytes(path: &str) -> Result<&[u8], XsError> {
     Ok(path.as_bytes())
 }
 
+/// `XS_READ` (inside transaction `tx`, 0 for none).
+pub fn read_tx(tx: u32, path: &str) -> Result<String, XsError> {
+    text(&request(MsgType::Read, tx, &[path_bytes(path)?], true)?.payload)
+}
+
 /// `XS_READ`.
 pub fn read(path: &str) -> Result<String, XsError> {
-    text(&request(MsgType::Read, 0, &[path_bytes(path)?], true)?.payload)
+    read_tx(0, path)
 }
 
 /// `XS_WRITE` (inside transaction `tx`, 0 for none).
@@ -269,43 +275,6 @@ pub fn dispatch_watches() {
         if let Some(f) = cb {
             f(&ev);
         }
-    }
-}
-
-/// Advertises shutdown support and watches `control/shutdown`, so `xl shutdown` and
-/// `xl reboot` end the domain cleanly.
-pub fn watch_shutdown() -> Result<(), XsError> {
-    for f in ["control/feature-poweroff", "control/feature-reboot"] {
-        write(f, "1")?;
-    }
-    watch("control/shutdown", "xenlet-shutdown", on_shutdown_request)
-}
-
-fn on_shutdown_request(_: &WatchEvent) {
-    // Read and acknowledge (write "") in one transaction, as Linux's xenbus does.
-    let req = transaction(|tx| {
-        let v = match request(MsgType::Read, tx, &[b"control/shutdown"], true) {
-            Ok(m) => text(&m.payload)?,
-            Err(e) if e.is_enoent() => String::new(),
-            Err(e) => return Err(e),
-        };
-        if !v.is_empty() {
-            write_tx(tx, "control/shutdown", "")?;
-        }
-        Ok(v)
-    });
-    match req.as_deref() {
-        Ok("poweroff") | Ok("halt") => {
-            crate::println!("\nxenlet: shutdown requested by the toolstack");
-            crate::power::poweroff();
-        }
-        Ok("reboot") => {
-            crate::println!("\nxenlet: reboot requested by the toolstack");
-            crate::power::reboot();
-        }
-        Ok("") => {}
-        Ok(other) => crate::println!("\nxenlet: unsupported shutdown request '{other}' ignored"),
-        Err(e) => crate::println!("\nxenlet: reading control/shutdown failed: {e}"),
     }
 }
 

@@ -4,10 +4,22 @@
 
 use crate::arch::cpu::rdtsc;
 use crate::arch::pio::Pio;
-pub use crate::time::Instant;
-use crate::time::{tsc_hz_from_pit, TickScale};
+pub use crate::time::instant::Instant;
+use crate::time::instant::{tsc_hz_from_pit, TickScale};
 use spin::Once;
 use xenlet_drivers::pio::PortIo;
+
+impl Instant {
+    /// The current time.
+    pub fn now() -> Instant {
+        now()
+    }
+
+    /// Time since this instant.
+    pub fn elapsed(self) -> core::time::Duration {
+        now().saturating_duration_since(self)
+    }
+}
 
 /// How the clock was set up, for the boot report.
 #[derive(Clone, Copy, Debug)]
@@ -122,7 +134,7 @@ fn cpuid_tsc_hz() -> Option<u64> {
 
 /// Xen's TSC leaf (base + 3, subleaf 0): ECX is the guest TSC frequency in kHz.
 fn xen_tsc_hz() -> Option<u64> {
-    let x = crate::xen::detect()?;
+    let x = crate::arch::cpu::xen_cpuid()?;
     if x.max_leaf < x.base + 3 {
         return None;
     }

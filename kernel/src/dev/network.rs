@@ -3,8 +3,8 @@
 //! (`xenlet.eth0=...`), else from XenStore (`data/xenlet/net/eth0`), else DHCPv4
 //! (see `xenlet_net::config`). The idle loop and the network commands poll it.
 
-use crate::frontends::{KernelXen, Vif};
-use crate::{arch::cpu, clock, xenbus, xenstore};
+use crate::dev::frontends::{KernelXen, Vif};
+use crate::{arch::cpu, time::clock, xen::xenbus, xen::xenstore};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -171,7 +171,7 @@ pub fn init(cmdline: &str) -> Vec<String> {
         let _ = xenstore::watch("device/vif", "xenlet-vifs", on_vif_event);
     }
     let mut stack = NET.lock();
-    for (name, vif) in crate::frontends::take_vifs() {
+    for (name, vif) in crate::dev::frontends::take_vifs() {
         report.push(add_interface(&mut stack, &name, vif));
     }
     report
@@ -202,7 +202,7 @@ pub fn instant_of_ms(ms: i64) -> clock::Instant {
 
 /// Waits for an event (a packet, a key) or until `deadline_us` (µs since boot).
 pub fn wait_until_us(deadline_us: u64) {
-    crate::idle::halt_in_command(Some(clock::Instant::from_nanos(
+    crate::xen::idle::halt_in_command(Some(clock::Instant::from_nanos(
         deadline_us.saturating_mul(1000),
     )));
 }

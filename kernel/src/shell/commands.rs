@@ -1,16 +1,13 @@
 //! The kernel's shell commands and the shell loop.
 
-use crate::fault::{provoke, Deliberate};
-use crate::kmain::{boot_info, boot_times};
-use crate::{clock, console, fscmds, mm, power};
+use crate::bootinfo::{boot_info, boot_times};
+use crate::sys::fault::{provoke, Deliberate};
+use crate::{io::console, mm, shell::fscmds, sys::power, time::clock};
 use alloc::string::String;
 use core::fmt::Write;
 use xenlet_shell::{echo, no_args, CmdError, CmdResult, Command, Shell};
 
-/// State the commands work on (grows with the Xen layer and drivers).
-pub struct Host {
-    _private: (),
-}
+pub use crate::shell::host::Host;
 
 /// Every command, in `help` order.
 pub static COMMANDS: &[Command<Host>] = &[
@@ -276,9 +273,9 @@ fn mem(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     }
     // Xen's own copy of the map (XENMEM_memory_map): the source when the loader gave
     // none, otherwise compared with the loader's.
-    if crate::xen::info().is_some() {
-        match crate::xen::memory_map() {
-            Some(x) if crate::kmain::memory_map_from_xen() => writeln!(
+    if crate::xen::platform::info().is_some() {
+        match crate::xen::platform::memory_map() {
+            Some(x) if crate::bootinfo::memory_map_from_xen() => writeln!(
                 out,
                 "memory map source: XENMEM_memory_map ({} entries)",
                 x.regions().len()
@@ -354,7 +351,10 @@ fn sleep(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     };
     let d =
         xenlet_shell::parse_duration(arg).map_err(|e| CmdError::usage(alloc::format!("{e}")))?;
-    let (timer0, run0) = (crate::xen::timer_events(), crate::xen::runstate());
+    let (timer0, run0) = (
+        crate::xen::platform::timer_events(),
+        crate::xen::platform::runstate(),
+    );
     let start = clock::now();
     let end = start + d;
     let mut interrupted = false;
@@ -363,7 +363,7 @@ fn sleep(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             interrupted = true;
             break;
         }
-        crate::idle::halt_in_command(Some(end));
+        crate::xen::idle::halt_in_command(Some(end));
     }
     let slept = clock::now().saturating_duration_since(start);
     if interrupted {
@@ -371,12 +371,12 @@ fn sleep(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     }
     write!(out, "slept {} s", secs_ms(slept.as_nanos() as u64))?;
     // What Xen saw: the time the vCPU was blocked (halted) rather than running.
-    if let (Some(a), Some(b)) = (run0, crate::xen::runstate()) {
+    if let (Some(a), Some(b)) = (run0, crate::xen::platform::runstate()) {
         write!(
             out,
             "; vCPU 0 blocked {} s of it, {} VIRQ_TIMER events",
             secs_ms(b[2].saturating_sub(a[2])),
-            crate::xen::timer_events() - timer0
+            crate::xen::platform::timer_events() - timer0
         )?;
     }
     writeln!(out)?;
@@ -385,7 +385,7 @@ fn sleep(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 
 fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     no_args(args)?;
-    let Some(x) = crate::xen::info() else {
+    let Some(x) = crate::xen::platform::info() else {
         return Err(CmdError::failed("not running on Xen"));
     };
     writeln!(out, "version: Xen {}", x.version)?;
@@ -404,17 +404,19 @@ fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     writeln!(out, "features: {:#010x}", x.features)?;
     writeln!(out, "shared info: {:#x}", x.shared_info.page().addr())?;
     match x.callback {
-        crate::xen::CallbackMode::PerVcpu(v) => writeln!(
+        crate::xen::platform::CallbackMode::PerVcpu(v) => writeln!(
             out,
             "upcall: per-vCPU vector {v:#x} (HVMOP_set_evtchn_upcall_vector, x2APIC)"
         )?,
-        crate::xen::CallbackMode::Vector(v) => writeln!(
+        crate::xen::platform::CallbackMode::Vector(v) => writeln!(
             out,
             "upcall: callback vector {v:#x} (HVM_PARAM_CALLBACK_IRQ)"
         )?,
-        crate::xen::CallbackMode::Polled => writeln!(out, "upcall: none (events polled)")?,
+        crate::xen::platform::CallbackMode::Polled => {
+            writeln!(out, "upcall: none (events polled)")?
+        }
     }
-    let ports = crate::xen::bound_ports();
+    let ports = crate::xen::platform::bound_ports();
     write!(out, "event channels bound: {}", ports.len())?;
     for p in &ports {
         write!(out, " {p}")?;
@@ -424,7 +426,7 @@ fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         Some(p) => writeln!(
             out,
             "timer: VIRQ_TIMER on event channel {p}, {} events",
-            crate::xen::timer_events()
+            crate::xen::platform::timer_events()
         )?,
         None => writeln!(out, "timer: VIRQ_TIMER not bound")?,
     }
@@ -435,7 +437,7 @@ fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         "idle: {} wakeups taken before the hlt, resumed past it",
         crate::arch::halt::rescued()
     )?;
-    if let Some(t) = crate::xen::runstate() {
+    if let Some(t) = crate::xen::platform::runstate() {
         writeln!(
             out,
             "vcpu 0: running {} s, runnable {} s, blocked {} s, offline {} s",
@@ -445,7 +447,7 @@ fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             secs_ms(t[3])
         )?;
     }
-    match crate::gnttab::stats() {
+    match crate::xen::gnttab::stats() {
         // Frames are mapped on demand: more than one means the table grew.
         Some(g) => writeln!(
             out,
@@ -469,19 +471,19 @@ fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     Ok(())
 }
 
-fn xs_err(e: crate::xenstore::Error) -> CmdError {
+fn xs_err(e: crate::xen::xenstore::Error) -> CmdError {
     CmdError::failed(alloc::format!("{e}"))
 }
 
 fn xs_ls(path: &str, depth: usize, out: &mut dyn Write) -> CmdResult {
-    let children = crate::xenstore::directory(path).map_err(xs_err)?;
+    let children = crate::xen::xenstore::directory(path).map_err(xs_err)?;
     for c in children {
         let child = if path == "/" {
             alloc::format!("/{c}")
         } else {
             alloc::format!("{path}/{c}")
         };
-        let value = crate::xenstore::read(&child).unwrap_or_default();
+        let value = crate::xen::xenstore::read(&child).unwrap_or_default();
         writeln!(out, "{:indent$}{c} = \"{value}\"", "", indent = depth)?;
         if depth < 8 {
             xs_ls(&child, depth + 1, out)?;
@@ -491,7 +493,7 @@ fn xs_ls(path: &str, depth: usize, out: &mut dyn Write) -> CmdResult {
 }
 
 fn xenstore_cmd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
-    if !crate::xenstore::connected() {
+    if !crate::xen::xenstore::connected() {
         return Err(CmdError::failed(
             "XenStore is not connected (not running on Xen?)",
         ));
@@ -500,23 +502,23 @@ fn xenstore_cmd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         ["ls"] => xs_ls("/local/domain", 0, out).or_else(|_| xs_ls("device", 0, out)),
         ["ls", path] => xs_ls(path, 0, out),
         ["read", path] => {
-            let v = crate::xenstore::read(path).map_err(xs_err)?;
+            let v = crate::xen::xenstore::read(path).map_err(xs_err)?;
             writeln!(out, "{v}")?;
             Ok(())
         }
-        ["write", path, value] => crate::xenstore::write(path, value).map_err(xs_err),
-        ["rm", path] => crate::xenstore::rm(path).map_err(xs_err),
-        ["mkdir", path] => crate::xenstore::mkdir(path).map_err(xs_err),
+        ["write", path, value] => crate::xen::xenstore::write(path, value).map_err(xs_err),
+        ["rm", path] => crate::xen::xenstore::rm(path).map_err(xs_err),
+        ["mkdir", path] => crate::xen::xenstore::mkdir(path).map_err(xs_err),
         ["perms", path] => {
-            let p = crate::xenstore::get_perms(path).map_err(xs_err)?;
+            let p = crate::xen::xenstore::get_perms(path).map_err(xs_err)?;
             writeln!(out, "{}", p.join(" "))?;
             Ok(())
         }
-        ["watch", path] => crate::xenstore::watch(path, path, |ev| {
+        ["watch", path] => crate::xen::xenstore::watch(path, path, |ev| {
             crate::println!("xenstore: watch {} fired: {}", ev.token, ev.path);
         })
         .map_err(xs_err),
-        ["unwatch", path] => crate::xenstore::unwatch(path, path).map_err(xs_err),
+        ["unwatch", path] => crate::xen::xenstore::unwatch(path, path).map_err(xs_err),
         [] => Err(CmdError::usage("missing operation")),
         [op, ..]
             if [
@@ -534,12 +536,12 @@ fn xenstore_cmd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 
 fn devices(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     no_args(args)?;
-    if !crate::xenstore::connected() {
+    if !crate::xen::xenstore::connected() {
         return Err(CmdError::failed(
             "XenStore is not connected (not running on Xen?)",
         ));
     }
-    let devs = crate::xenbus::enumerate().map_err(xs_err)?;
+    let devs = crate::xen::xenbus::enumerate().map_err(xs_err)?;
     if devs.is_empty() {
         writeln!(out, "no PV devices")?;
     }
@@ -563,13 +565,13 @@ fn devices(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     writeln!(
         out,
         "handshake waits woken by a XenStore watch on the backend state: {}",
-        crate::frontends::watch_wakeups()
+        crate::dev::frontends::watch_wakeups()
     )?;
     Ok(())
 }
 
 fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
-    use crate::dd::{Plan, Sink, Source};
+    use crate::shell::dd::{Plan, Sink, Source};
     use xenlet_shell::dd::{parse, Status};
     let a = match parse(args) {
         Ok(a) => a,
@@ -616,7 +618,7 @@ fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     };
     // Offsets and count in GNU's terms (and GNU's errors for skip/seek past an end).
     let size_of = |n: &str| {
-        crate::frontends::with_disk(n, |d| {
+        crate::dev::frontends::with_disk(n, |d| {
             use xenlet_drivers::blkfront::BlockDevice;
             d.info().bytes()
         })
@@ -660,7 +662,7 @@ fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         fsync: a.conv.fsync || a.conv.fdatasync,
         progress: a.status == Status::Progress,
     };
-    dd_report(&a, &crate::dd::run(&plan), out)
+    dd_report(&a, &crate::shell::dd::run(&plan), out)
 }
 
 /// Prints a dd outcome as GNU does: the error, then the statistics. Every read and
@@ -668,7 +670,7 @@ fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 /// follow from the byte totals (GNU counts the same way then).
 fn dd_report(
     a: &xenlet_shell::dd::DdArgs,
-    o: &crate::dd::Outcome,
+    o: &crate::shell::dd::Outcome,
     out: &mut dyn Write,
 ) -> CmdResult {
     use xenlet_shell::dd::{summary, Stats};
@@ -689,7 +691,7 @@ fn dd_report(
 
 /// `dd` with a file on one side or both (see `ddfile`).
 fn dd_file(a: &xenlet_shell::dd::DdArgs, out: &mut dyn Write) -> CmdResult {
-    use crate::ddfile::{End, FilePlan};
+    use crate::shell::ddfile::{End, FilePlan};
     use xenlet_shell::dd::Status;
     let end = |p: &str, input: bool| -> Result<End, String> {
         Ok(match p {
@@ -698,7 +700,7 @@ fn dd_file(a: &xenlet_shell::dd::DdArgs, out: &mut dyn Write) -> CmdResult {
             "/dev/null" if !input => End::Null,
             p if p.starts_with("/dev/") => {
                 let n = &p[5..];
-                if crate::frontends::with_disk(n, |_| ()).is_none() {
+                if crate::dev::frontends::with_disk(n, |_| ()).is_none() {
                     return Err(alloc::format!("failed to open '{p}': No such device"));
                 }
                 End::Disk(String::from(n))
@@ -714,16 +716,18 @@ fn dd_file(a: &xenlet_shell::dd::DdArgs, out: &mut dyn Write) -> CmdResult {
         }
     };
     let in_size = match &src {
-        End::File(p) => crate::vfs::with(|v| v.resolve(p).and_then(|h| v.stat(h)).map(|s| s.size))
-            .and_then(Result::ok),
-        End::Disk(n) => crate::frontends::with_disk(n, |d| {
+        End::File(p) => {
+            crate::fs::vfs::with(|v| v.resolve(p).and_then(|h| v.stat(h)).map(|s| s.size))
+                .and_then(Result::ok)
+        }
+        End::Disk(n) => crate::dev::frontends::with_disk(n, |d| {
             use xenlet_drivers::blkfront::BlockDevice;
             d.info().bytes()
         }),
         _ => None,
     };
     let out_size = match &dst {
-        End::Disk(n) => crate::frontends::with_disk(n, |d| {
+        End::Disk(n) => crate::dev::frontends::with_disk(n, |d| {
             use xenlet_drivers::blkfront::BlockDevice;
             d.info().bytes()
         }),
@@ -750,7 +754,7 @@ fn dd_file(a: &xenlet_shell::dd::DdArgs, out: &mut dyn Write) -> CmdResult {
         dsync: a.oflag.dsync || a.oflag.sync,
         progress: a.status == Status::Progress,
     };
-    match crate::ddfile::run(&plan) {
+    match crate::shell::ddfile::run(&plan) {
         Ok(o) => dd_report(a, &o, out),
         Err(e) => {
             writeln!(out, "dd: {e}")?;
@@ -761,7 +765,7 @@ fn dd_file(a: &xenlet_shell::dd::DdArgs, out: &mut dyn Write) -> CmdResult {
 
 /// Reads `len` bytes of a disk from offset 0 through blkfront and hashes them.
 fn hash_disk(
-    d: &mut crate::frontends::Disk,
+    d: &mut crate::dev::frontends::Disk,
     len: u64,
 ) -> Result<[u8; 32], xenlet_drivers::blkfront::BlockError> {
     use sha2::Digest;
@@ -830,7 +834,7 @@ fn sha256sum(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         return fscmds::sha256sum_files(files, out);
     }
     for f in files {
-        let r = crate::frontends::with_disk(f, |d| {
+        let r = crate::dev::frontends::with_disk(f, |d| {
             let size = d.info().bytes();
             let len = limit.unwrap_or(size).min(size);
             if len % 512 != 0 {
@@ -856,14 +860,14 @@ fn sha256sum(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 
 fn ip(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let mut text = String::new();
-    let r = xenlet_net::ip::ip(&mut crate::network::NET.lock(), args, &mut text);
+    let r = xenlet_net::ip::ip(&mut crate::dev::network::NET.lock(), args, &mut text);
     out.write_str(&text)?;
     r.map_err(CmdError::failed)
 }
 
 fn ifconfig(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let mut text = String::new();
-    let r = xenlet_net::ip::ifconfig(&mut crate::network::NET.lock(), args, &mut text);
+    let r = xenlet_net::ip::ifconfig(&mut crate::dev::network::NET.lock(), args, &mut text);
     out.write_str(&text)?;
     r.map_err(CmdError::failed)
 }
@@ -873,9 +877,9 @@ fn ifconfig(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 fn net_wait(
     out: &mut dyn Write,
     timeout_ms: i64,
-    mut done: impl FnMut(&mut xenlet_net::NetStack<crate::frontends::Vif>) -> bool,
+    mut done: impl FnMut(&mut xenlet_net::NetStack<crate::dev::frontends::Vif>) -> bool,
 ) -> Result<bool, CmdError> {
-    use crate::network::{now_ms, NET};
+    use crate::dev::network::{now_ms, NET};
     let start = now_ms();
     loop {
         let next = {
@@ -894,7 +898,7 @@ fn net_wait(
             return Ok(false);
         }
         let deadline = next.unwrap_or(i64::MAX).min(start + timeout_ms).max(0) as u64;
-        crate::network::wait_until_us(deadline.saturating_mul(1000));
+        crate::dev::network::wait_until_us(deadline.saturating_mul(1000));
     }
 }
 
@@ -914,9 +918,9 @@ fn start_service(
     out: &mut dyn Write,
     what: &str,
     port: u16,
-    start: impl Fn(&mut xenlet_net::iface::NetIf<crate::frontends::Vif>, u16) -> bool,
+    start: impl Fn(&mut xenlet_net::iface::NetIf<crate::dev::frontends::Vif>, u16) -> bool,
 ) -> CmdResult {
-    let mut st = crate::network::NET.lock();
+    let mut st = crate::dev::network::NET.lock();
     if st.ifs.is_empty() {
         return Err(CmdError::failed("no network interface"));
     }
@@ -945,7 +949,7 @@ fn echod(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 }
 
 fn udhcpc(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
-    use crate::network::NET;
+    use crate::dev::network::NET;
     let dev = match args {
         [] => "eth0",
         ["-i", d] => d,
@@ -983,7 +987,7 @@ fn udhcpc(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 }
 
 fn ping(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
-    use crate::network::{now_ms, now_us, NET};
+    use crate::dev::network::{now_ms, now_us, NET};
     use xenlet_net::ping::{parse_args, Ping};
     let (opts, target) = parse_args(args).map_err(CmdError::failed)?;
     let ident = (crate::arch::cpu::rdtsc() as u16) | 1;
@@ -1023,7 +1027,7 @@ fn ping(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             .map(|ms| (ms.max(0) as u64) * 1000)
             .unwrap_or(u64::MAX)
             .min(p.next_deadline_us());
-        crate::network::wait_until_us(deadline_us);
+        crate::dev::network::wait_until_us(deadline_us);
     }
     let (_, received) = p.counts();
     let summary = {
@@ -1049,7 +1053,7 @@ fn lsblk(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     writeln!(out, "NAME   SIZE(MiB)   SECTOR PHYS  RO RING(pages/slots) SEGS   PERSISTENT FLUSH DISCARD STATE")?;
     let mut n = 0;
     let mut res = Ok(());
-    crate::frontends::for_each_disk(|d| {
+    crate::dev::frontends::for_each_disk(|d| {
         n += 1;
         let i = d.info();
         let f = i.features;
@@ -1100,19 +1104,19 @@ fn sync(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             res = Err(CmdError::failed(e));
         }
     }
-    let mut flush = |d: &mut crate::frontends::Disk| {
+    let mut flush = |d: &mut crate::dev::frontends::Disk| {
         let name = d.info().name.clone();
-        match crate::frontends::run_one(d, BlockOp::Flush, 0) {
+        match crate::dev::frontends::run_one(d, BlockOp::Flush, 0) {
             Ok(()) => {}
             Err(xenlet_drivers::blkfront::BlockError::NotSupported) => {}
             Err(e) => res = Err(CmdError::failed(alloc::format!("{name}: {e}"))),
         }
     };
     if args.is_empty() {
-        crate::frontends::for_each_disk(&mut flush);
+        crate::dev::frontends::for_each_disk(&mut flush);
     } else {
         for a in args {
-            if crate::frontends::with_disk(a, &mut flush).is_none() {
+            if crate::dev::frontends::with_disk(a, &mut flush).is_none() {
                 return Err(CmdError::failed(alloc::format!("{a}: No such device")));
             }
         }
@@ -1134,8 +1138,8 @@ fn discard(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {
             "OFFSET and LENGTH must be non-zero multiples of 512",
         ));
     }
-    crate::frontends::with_disk(dev, |d| {
-        crate::frontends::run_one(d, BlockOp::Discard { sectors: len / 512 }, off / 512)
+    crate::dev::frontends::with_disk(dev, |d| {
+        crate::dev::frontends::run_one(d, BlockOp::Discard { sectors: len / 512 }, off / 512)
     })
     .ok_or_else(|| CmdError::failed(alloc::format!("{dev}: No such device")))?
     .map_err(|e| CmdError::failed(alloc::format!("{dev}: {e}")))
@@ -1173,22 +1177,22 @@ pub fn run_shell() -> ! {
         times: fscmds::times,
     };
     let mut shell = Shell::with_hooks(COMMANDS, &HOOKS);
-    let mut host = Host { _private: () };
+    let mut host = Host::new();
     let mut out = console::ConsoleWriter;
     shell.prompt(&mut out);
     loop {
         console::poll_serial();
         console::poll_xen_console();
-        crate::xen::poll_events();
-        crate::xenstore::dispatch_watches();
-        crate::frontends::poll_hotplug();
-        let net_deadline = crate::network::poll();
+        crate::xen::platform::poll_events();
+        crate::xen::xenstore::dispatch_watches();
+        crate::dev::frontends::poll_hotplug();
+        let net_deadline = crate::dev::network::poll();
         while let Some(b) = console::read_byte() {
             shell.feed(&mut host, b, &mut out);
         }
         // Sleep until the next interrupt or event (returns at once if input or an
         // event arrived since the checks above), or until the network stack's next
         // timer (TCP retransmission, delayed ACK, DHCP renewal).
-        crate::idle::halt_until(net_deadline.map(crate::network::instant_of_ms));
+        crate::xen::idle::halt_until(net_deadline.map(crate::dev::network::instant_of_ms));
     }
 }

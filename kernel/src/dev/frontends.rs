@@ -2,7 +2,7 @@
 //! platform services (XenStore, grants, event channels, grantable pages), and the
 //! connected disks live here for the shell.
 
-use crate::{clock, gnttab, mm, xen, xenbus, xenstore};
+use crate::{mm, time::clock, xen::gnttab, xen::platform as xen, xen::xenbus, xen::xenstore};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -48,7 +48,7 @@ impl XenPlatform for KernelXen {
                 return false;
             }
             // The watch event arrives on the store's event channel and ends the halt.
-            crate::idle::halt_until(Some(deadline));
+            crate::xen::idle::halt_until(Some(deadline));
         }
     }
     fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
@@ -98,7 +98,7 @@ impl XenPlatform for KernelXen {
         xen::notify(port);
     }
     fn wait(&self) {
-        crate::idle::pause();
+        crate::xen::idle::pause();
     }
     fn now_ns(&self) -> u64 {
         clock::now().as_nanos()

@@ -2,7 +2,7 @@
 //! blkfront disks as block devices for filesystems, `mount`/`umount`, and the
 //! write-back of every filesystem before the domain shuts down.
 
-use crate::{clock, frontends};
+use crate::{dev::frontends, time::clock};
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
@@ -22,7 +22,7 @@ static CACHE_BYTES: AtomicUsize = AtomicUsize::new(1 << 20);
 /// Wall-clock seconds for file times: Xen's wall clock, else 0 (plain QEMU has no
 /// clock source wired up yet).
 pub fn now_secs() -> i64 {
-    crate::xen::wallclock_secs().unwrap_or(0)
+    crate::xen::platform::wallclock_secs().unwrap_or(0)
 }
 
 /// The root filesystem `cmdline` asks for: `root=/dev/xvdXN` (or `root=none`), else

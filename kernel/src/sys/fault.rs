@@ -3,7 +3,7 @@
 
 use crate::arch::cpu;
 use crate::arch::trap::{exception_name, TrapFrame};
-use crate::console::EmergencyWriter;
+use crate::io::console::EmergencyWriter;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -50,7 +50,7 @@ pub fn report_and_stop(f: &TrapFrame) -> ! {
         f.r14,
         f.r15,
     );
-    crate::power::stop_after_fault()
+    crate::sys::power::stop_after_fault()
 }
 
 /// The panic handler: message and location, then stop.
@@ -66,7 +66,7 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
         let _ = write!(w, " at {}:{}:{}", l.file(), l.line(), l.column());
     }
     let _ = writeln!(w, ": {}", info.message());
-    crate::power::stop_after_fault()
+    crate::sys::power::stop_after_fault()
 }
 
 /// What the `crash` shell command can provoke, to show the reports work.
@@ -111,7 +111,7 @@ pub fn provoke(kind: Deliberate) -> ! {
         },
         Deliberate::Panic => panic!("deliberate panic from the shell"),
         Deliberate::PanicInConsoleWrite => {
-            crate::console::while_writing(|| panic!("deliberate panic during a console write"))
+            crate::io::console::while_writing(|| panic!("deliberate panic during a console write"))
         }
     }
     panic!("the deliberate {kind:?} did not fault");

@@ -3,9 +3,9 @@
 //!
 //! Without Xen (plain QEMU, KVM, bare metal) [`init`] says so and the kernel runs on.
 
-use crate::arch::irqlock::IrqLock;
 use crate::arch::{cpu, lapic, trap};
-use crate::{console, mm};
+use crate::sync::irqlock::IrqLock;
+use crate::{io::console, mm};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
@@ -13,7 +13,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use spin::Once;
 use xenlet_xen::abi::*;
 use xenlet_xen::console::ConsoleRing;
-use xenlet_xen::cpuid::{self, Regs, XenCpuid};
+use xenlet_xen::cpuid::XenCpuid;
 use xenlet_xen::evtchn::{PendingScan, Port, PortTable};
 use xenlet_xen::hypercall;
 use xenlet_xen::shared::SharedPage;
@@ -99,15 +99,7 @@ pub fn info() -> Option<&'static XenInfo> {
 
 /// Detects Xen without touching it (CPUID only).
 pub fn detect() -> Option<XenCpuid> {
-    cpuid::detect(|leaf| {
-        let r = cpu::cpuid(leaf);
-        Regs {
-            eax: r.eax,
-            ebx: r.ebx,
-            ecx: r.ecx,
-            edx: r.edx,
-        }
-    })
+    cpu::xen_cpuid()
 }
 
 /// The domain's memory map from Xen (`XENMEM_memory_map`), when on Xen. Usable
@@ -193,7 +185,11 @@ pub fn init() -> Result<Option<&'static XenInfo>, XenInitError> {
             // SAFETY: HVM_PARAM_CONSOLE_PFN names the console ring page Xen set up for this domain (reserved in the memory map, below the identity-map limit); only the console uses it, through this SharedPage.
             let page = unsafe { SharedPage::new((pfn << 12) as *mut u8) };
             let port = Port(port as u32);
-            console::attach_xen_console(ConsoleRing::new(page), port);
+            console::attach_xen_console(
+                ConsoleRing::new(page),
+                port,
+                console::PvConsoleOps { notify, yield_cpu },
+            );
             register_port(port, on_console_event);
             Some(port)
         }
@@ -209,7 +205,7 @@ pub fn init() -> Result<Option<&'static XenInfo>, XenInitError> {
         console_port,
         timer_port,
     });
-    crate::clock::use_pvclock(pvclock_system_time);
+    crate::time::clock::use_pvclock(pvclock_system_time);
     Ok(Some(info))
 }
 
@@ -318,12 +314,12 @@ pub fn timer_events() -> u64 {
 /// Arms vCPU 0's one-shot timer for `deadline`; false when there is no bound
 /// `VIRQ_TIMER`, no upcall to deliver it, no pvclock to convert the time, or Xen
 /// refused.
-pub fn arm_timer(deadline: crate::clock::Instant) -> bool {
+pub fn arm_timer(deadline: crate::time::clock::Instant) -> bool {
     let Some(x) = XEN.get() else { return false };
     if x.timer_port.is_none() || x.callback == CallbackMode::Polled {
         return false;
     }
-    let Some(sys) = crate::clock::to_system_time(deadline) else {
+    let Some(sys) = crate::time::clock::to_system_time(deadline) else {
         return false;
     };
     hypercall::set_singleshot_timer(0, sys).is_ok()
@@ -358,6 +354,6 @@ pub fn yield_cpu() {
 /// not under Xen or before pvclock).
 pub fn wallclock_secs() -> Option<i64> {
     let base = XEN.get()?.shared_info.wallclock_base_ns()?;
-    let sys = crate::clock::to_system_time(crate::clock::now())?;
+    let sys = crate::time::clock::to_system_time(crate::time::clock::now())?;
     i64::try_from(base.checked_add(sys)? / 1_000_000_000).ok()
 }

@@ -9,8 +9,8 @@
 //! is a second console: output goes to both, input comes from both. Under PVH it is
 //! the only one (no emulated UART).
 
-use crate::arch::irqlock::IrqLock;
 use crate::arch::{pic, pio::Pio, trap};
+use crate::sync::irqlock::IrqLock;
 use core::fmt::{self, Write};
 use xenlet_drivers::bytering::ByteRing;
 use xenlet_drivers::console::Console;
@@ -25,6 +25,18 @@ static XEN_CONSOLE: IrqLock<Option<XenConsole>> = IrqLock::new(None);
 struct XenConsole {
     ring: ConsoleRing,
     port: Port,
+    hv: PvConsoleOps,
+}
+
+/// What the PV console needs from the Xen platform layer, which sits above this one
+/// and registers them with [`attach_xen_console`]: both are single hypercalls that
+/// neither allocate nor take a lock, so the fault path may call them.
+#[derive(Clone, Copy)]
+pub struct PvConsoleOps {
+    /// Signals the console's event channel (`EVTCHNOP_send`).
+    pub notify: fn(Port),
+    /// Gives the CPU away while the backend catches up (`SCHEDOP_yield`).
+    pub yield_cpu: fn(),
 }
 
 impl XenConsole {
@@ -34,14 +46,14 @@ impl XenConsole {
         let mut waits = 0u32;
         while !rest.is_empty() && !self.ring.is_broken() {
             let n = self.ring.write(rest);
-            crate::xen::notify(self.port);
+            (self.hv.notify)(self.port);
             rest = &rest[n..];
             if n == 0 {
                 waits += 1;
                 if waits > 20_000 {
                     return; // the backend stopped reading: drop output rather than hang
                 }
-                crate::xen::yield_cpu();
+                (self.hv.yield_cpu)();
             }
         }
     }
@@ -61,9 +73,9 @@ impl XenConsole {
 }
 
 /// Adds the Xen PV console (`HVM_PARAM_CONSOLE_PFN`) as a console and input source.
-pub fn attach_xen_console(ring: ConsoleRing, port: Port) {
+pub fn attach_xen_console(ring: ConsoleRing, port: Port, hv: PvConsoleOps) {
     x86_64::instructions::interrupts::without_interrupts(|| {
-        *XEN_CONSOLE.lock() = Some(XenConsole { ring, port });
+        *XEN_CONSOLE.lock() = Some(XenConsole { ring, port, hv });
     });
 }
 
@@ -86,7 +98,7 @@ pub fn poll_xen_console() {
                 rx.push(b);
             }) > 0
             {
-                crate::xen::notify(c.port);
+                (c.hv.notify)(c.port);
             }
         }
     });
@@ -105,22 +117,23 @@ pub fn flush_emergency() {
 }
 
 fn flush_with<'a>(
-    mut lock: impl FnMut() -> Option<crate::arch::irqlock::IrqGuard<'a, Option<XenConsole>>>,
+    mut lock: impl FnMut() -> Option<crate::sync::irqlock::IrqGuard<'a, Option<XenConsole>>>,
 ) {
     for _ in 0..20_000 {
         let Some(g) = lock() else { return };
-        let pending = g.as_ref().map_or(0, |c| {
-            if c.ring.is_broken() {
+        let (pending, yield_cpu) = g.as_ref().map_or((0, None), |c| {
+            let pending = if c.ring.is_broken() {
                 0
             } else {
                 c.ring.out_pending()
-            }
+            };
+            (pending, Some(c.hv.yield_cpu))
         });
         drop(g);
-        if pending == 0 {
+        let Some(yield_cpu) = yield_cpu.filter(|_| pending > 0) else {
             return;
-        }
-        crate::xen::yield_cpu();
+        };
+        yield_cpu();
     }
 }
 static RX: IrqLock<ByteRing<16384>> = IrqLock::new(ByteRing::new());
@@ -238,21 +251,4 @@ impl Write for EmergencyWriter {
         emergency_write(s.as_bytes());
         Ok(())
     }
-}
-
-/// Prints to the console.
-#[macro_export]
-macro_rules! print {
-    ($($arg:tt)*) => {{
-        let _ = core::fmt::Write::write_fmt(&mut $crate::klog::LogWriter, format_args!($($arg)*));
-    }};
-}
-
-/// Prints a line to the console.
-#[macro_export]
-macro_rules! println {
-    () => { $crate::print!("\n") };
-    ($($arg:tt)*) => {{
-        let _ = core::fmt::Write::write_fmt(&mut $crate::klog::LogWriter, format_args!("{}\n", format_args!($($arg)*)));
-    }};
 }

@@ -5,8 +5,8 @@
 //! blocked in Xen rather than spinning. Without Xen there is no timer to wake the
 //! CPU: a deadline is then not slept towards (the call returns and the caller polls).
 
-use crate::clock::{self, Instant};
-use crate::{console, xen};
+use crate::time::clock::{self, Instant};
+use crate::{io::console, xen::platform as xen};
 use x86_64::instructions::interrupts;
 
 /// Halts until an interrupt (console input, an event channel, the timer) or

@@ -1,0 +1,8 @@
+//! The shell: the command table and loop ([`commands`]), the state commands share
+//! ([`host`]), the file commands ([`fscmds`]), and `dd` between devices ([`dd`]) and with files ([`ddfile`]).
+
+pub mod commands;
+pub mod dd;
+pub mod ddfile;
+pub mod fscmds;
+pub mod host;
