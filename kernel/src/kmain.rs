@@ -99,7 +99,24 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     let vifs = devices
         .as_deref()
         .map(|d| crate::dev::frontends::connect_vifs(d, queues));
-    let net_report = crate::dev::network::init(info.cmdline.as_str());
+    // The file tree first: OpenWrt's /etc/config on the root disk configures the
+    // network (the root disk, or a tmpfs, /tmp capped at a quarter of the heap, each
+    // ext mount's caches at a quarter too).
+    let heap_bytes = memrep.heap.len_bytes() as usize;
+    let quarter = heap_bytes / 4;
+    let root_report = crate::fs::vfs::init(info.cmdline.as_str(), quarter as u64, quarter);
+    let vif_names = crate::dev::network::vif_names();
+    let vif_names: alloc::vec::Vec<&str> = vif_names
+        .iter()
+        .map(alloc::string::String::as_str)
+        .collect();
+    let plan = crate::router::plan(
+        info.cmdline.as_str(),
+        &vif_names,
+        heap_bytes,
+        crate::arch::cpu::rdtsc(),
+    );
+    let net_report = crate::dev::network::init(info.cmdline.as_str(), plan);
     let devices_done = clock::now();
 
     let acpi_root = info.acpi.or_else(|| acpi::scan_for_rsdp(&IdentityMemory));
@@ -241,13 +258,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         ),
         None => println!("acpi: no tables found; poweroff falls back to halting"),
     }
-    // The file tree: the root disk (or a tmpfs), /tmp capped at a quarter of the heap,
-    // each ext mount's caches at a quarter too.
-    let quarter = memrep.heap.len_bytes() / 4;
-    println!(
-        "root: {}",
-        crate::fs::vfs::init(info.cmdline.as_str(), quarter, quarter as usize)
-    );
+    println!("root: {root_report}");
     power::on_orderly_shutdown(crate::fs::vfs::shutdown);
     println!(
         "console: com1 {}{}",

@@ -37,6 +37,8 @@ pub mod io;
 pub mod kmain;
 pub mod mm;
 #[cfg(target_os = "none")]
+pub mod router;
+#[cfg(target_os = "none")]
 pub mod shell;
 #[cfg(target_os = "none")]
 pub mod sync;

@@ -254,6 +254,17 @@ impl Gateway {
         })
     }
 
+    /// Stops routing: the links hand their frames straight to the stack again (an
+    /// interface went away, so the port numbering no longer holds).
+    pub fn release<L: Link>(self, ifs: &mut [NetIf<Routed<L>>]) {
+        for p in &self.ports {
+            if let Some(n) = ifs.get_mut(p.netif) {
+                n.link.routed = false;
+                n.link.local.clear();
+            }
+        }
+    }
+
     /// The router's id of the stack interface `netif`, if it routes it.
     pub fn port_of(&self, netif: usize) -> Option<IfId> {
         self.ports.iter().find(|p| p.netif == netif).map(|p| p.id)

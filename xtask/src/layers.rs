@@ -34,6 +34,7 @@ pub const LAYERS: &[&str] = &[
     "sys",      // power, shutdown policy, fault and panic reports, ACPI
     "dev",      // PV frontends (disks, vifs) and the network stack over them
     "fs",       // the file tree (VFS, root mount)
+    "router",   // the router's configuration from /etc/config, the uci store
     "shell",    // the commands and the shell loop
     "kmain",    // wiring and init order
 ];

@@ -385,6 +385,11 @@ pub fn take_vifs() -> Vec<(String, Vif)> {
     core::mem::take(&mut *VIFS.lock())
 }
 
+/// The names of the connected vifs not yet taken by the network stack.
+pub fn vif_names() -> Vec<String> {
+    VIFS.lock().iter().map(|(n, _)| n.clone()).collect()
+}
+
 /// Runs `f` with all disks at once (a copy between two disks).
 pub fn with_all_disks<T>(f: impl FnOnce(&mut [Disk]) -> T) -> T {
     f(&mut DISKS.lock())

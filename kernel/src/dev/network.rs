@@ -1,7 +1,10 @@
 //! The network stack as the kernel runs it: every connected vif becomes an
 //! interface of one [`NetStack`], configured from the kernel command line
-//! (`xenlet.eth0=...`), else from XenStore (`data/xenlet/net/eth0`), else DHCPv4
-//! (see `xenlet_net::config`). The idle loop and the network commands poll it.
+//! (`xenlet.eth0=...`), else from XenStore (`data/xenlet/net/eth0`), else from
+//! OpenWrt's `/etc/config/network` (the plan kmain passes in), else DHCPv4 (see
+//! `xenlet_net::config`). When the plan routes (two or more configured vifs), the
+//! [`GATEWAY`] takes every frame first and forwards what is not for the stack. The
+//! idle loop and the network commands poll it.
 
 use crate::dev::frontends::{KernelXen, Vif};
 use crate::{arch::cpu, time::clock, xen::xenbus, xen::xenstore};
@@ -10,13 +13,25 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering};
 use spin::{Mutex, Once};
+use xenlet_net::gateway::{Gateway, Routed};
 use xenlet_net::iface::NetIf;
+use xenlet_net::netplan::Plan;
 use xenlet_net::{config, NetStack};
 use xenlet_xen::xenbus::XenbusState;
 use xenlet_xen::xenstore::WatchEvent;
 
+/// A vif as the stack sees it: frames pass the router first when it routes.
+pub type Link = Routed<Vif>;
+
 /// The stack.
-pub static NET: Mutex<NetStack<Vif>> = Mutex::new(NetStack::new());
+pub static NET: Mutex<NetStack<Link>> = Mutex::new(NetStack::new());
+
+/// The router over the stack's vifs, when the configuration routes. Locked after
+/// [`NET`], never before it.
+pub static GATEWAY: Mutex<Option<Gateway>> = Mutex::new(None);
+
+/// The configuration files' plan (per-vif addressing), for vifs attached later too.
+static PLAN: Once<Option<Plan>> = Once::new();
 
 /// Milliseconds since boot (smoltcp's clock).
 pub fn now_ms() -> i64 {
@@ -28,14 +43,23 @@ pub fn now_us() -> u64 {
     clock::now().as_micros()
 }
 
-fn config_for(name: &str, cmdline: &str) -> (String, &'static str) {
-    if let Some(c) = config::from_cmdline(cmdline, name) {
-        return (String::from(c), "command line");
-    }
-    if let Ok(c) = xenstore::read(&format!("data/xenlet/net/{name}")) {
-        return (c, "xenstore");
-    }
-    (String::from("dhcp"), "default")
+fn config_for(name: &str, cmdline: &str) -> Result<(config::IfConfig, &'static str), String> {
+    let (text, source) = if let Some(c) = config::from_cmdline(cmdline, name) {
+        (String::from(c), "command line")
+    } else if let Ok(c) = xenstore::read(&format!("data/xenlet/net/{name}")) {
+        (c, "xenstore")
+    } else if let Some(c) = PLAN
+        .get()
+        .and_then(Option::as_ref)
+        .and_then(|p| p.config_of(name))
+    {
+        return Ok((c.clone(), "/etc/config/network"));
+    } else {
+        (String::from("dhcp"), "default")
+    };
+    config::parse(&text)
+        .map(|c| (c, source))
+        .map_err(|e| format!(" (bad configuration \"{text}\" from the {source}: {e}; using DHCP)"))
 }
 
 /// The kernel command line (per-interface configuration for vifs attached later).
@@ -61,20 +85,20 @@ fn watch_backend(name: &str) {
 
 /// Makes an interface of `vif` called `name`, configured from the command line,
 /// XenStore or DHCP; returns its report line.
-fn add_interface(stack: &mut xenlet_net::NetStack<Vif>, name: &str, vif: Vif) -> String {
+fn add_interface(stack: &mut NetStack<Link>, name: &str, vif: Vif) -> String {
     let cmdline = CMDLINE.get().map(String::as_str).unwrap_or("");
-    let (text, source) = config_for(name, cmdline);
-    let (cfg, note) = match config::parse(&text) {
-        Ok(c) => (c, String::new()),
-        Err(e) => (
+    let (cfg, source, note) = match config_for(name, cmdline) {
+        Ok((c, source)) => (c, source, String::new()),
+        Err(note) => (
             config::IfConfig {
                 dhcp: true,
                 ..config::IfConfig::default()
             },
-            format!(" (bad configuration \"{text}\" from the {source}: {e}; using DHCP)"),
+            "default",
+            note,
         ),
     };
-    let n: NetIf<Vif> = NetIf::new(name, vif, &cfg, now_ms(), cpu::rdtsc());
+    let n: NetIf<Link> = NetIf::new(name, Routed::new(vif), &cfg, now_ms(), cpu::rdtsc());
     let addrs: Vec<String> = n.addrs().iter().map(|(c, _)| format!("{c}")).collect();
     let line = format!(
         "{name}: {}{} ({source}){note}",
@@ -128,7 +152,11 @@ fn rescan() {
         )) {
             let _ = xenstore::unwatch(&format!("{be}/state"), &backend_token(&name));
         }
-        let (freed, rings) = stack.ifs.remove(i).link.release();
+        if let Some(gw) = GATEWAY.lock().take() {
+            gw.release(&mut stack.ifs);
+            crate::println!("router: {name} detached; forwarding stopped");
+        }
+        let (freed, rings) = stack.ifs.remove(i).link.inner.release();
         crate::println!(
             "netfront: {name} detached ({freed} buffer pages freed, {rings} ring pages freed)"
         );
@@ -162,10 +190,17 @@ pub fn queues(cmdline: &str) -> usize {
     })
 }
 
-/// Makes an interface of every connected vif, and watches for vifs attached or
-/// detached later; returns boot report lines.
-pub fn init(cmdline: &str) -> Vec<String> {
+/// The names of the vifs connected at boot (`eth0`, ...), for the plan.
+pub fn vif_names() -> Vec<String> {
+    crate::dev::frontends::vif_names()
+}
+
+/// Makes an interface of every connected vif (configured by `plan` where the command
+/// line and XenStore say nothing), starts the router if the plan routes, and watches
+/// for vifs attached or detached later; returns boot report lines.
+pub fn init(cmdline: &str, plan: Option<Plan>) -> Vec<String> {
     CMDLINE.call_once(|| String::from(cmdline));
+    let plan = PLAN.call_once(|| plan);
     let mut report = Vec::new();
     if xenstore::connected() {
         let _ = xenstore::watch("device/vif", "xenlet-vifs", on_vif_event);
@@ -173,6 +208,31 @@ pub fn init(cmdline: &str) -> Vec<String> {
     let mut stack = NET.lock();
     for (name, vif) in crate::dev::frontends::take_vifs() {
         report.push(add_interface(&mut stack, &name, vif));
+    }
+    if let Some(spec) = plan.as_ref().and_then(|p| p.gateway.as_ref()) {
+        match Gateway::new(spec, &mut stack.ifs) {
+            Ok(gw) => {
+                let ports: Vec<String> = spec
+                    .ports
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "{}{}{}",
+                            p.name,
+                            if p.masq { " masq" } else { "" },
+                            if p.mss_clamp { " mtu_fix" } else { "" }
+                        )
+                    })
+                    .collect();
+                report.push(format!(
+                    "router: forwarding between {} (conntrack max {})",
+                    ports.join(", "),
+                    spec.conntrack_max
+                ));
+                *GATEWAY.lock() = Some(gw);
+            }
+            Err(e) => report.push(format!("{e}; not routing")),
+        }
     }
     report
 }
@@ -188,11 +248,20 @@ pub fn poll() -> Option<i64> {
         return None;
     }
     let now = now_ms();
-    stack.poll(now);
+    poll_stack(&mut stack, now);
     for e in stack.take_events() {
         crate::println!("{e}");
     }
     stack.poll_at(now)
+}
+
+/// Polls the router (when it routes: it takes every received frame first) and then
+/// the stack; every poll of [`NET`] goes through here.
+pub fn poll_stack(stack: &mut NetStack<Link>, now: i64) -> bool {
+    if let Some(gw) = GATEWAY.lock().as_mut() {
+        gw.poll(&mut stack.ifs, now);
+    }
+    stack.poll(now)
 }
 
 /// The clock instant of `ms` milliseconds since boot (smoltcp's time).

@@ -78,6 +78,18 @@ pub static COMMANDS: &[Command<Host>] = &[
         run: ip,
     },
     Command {
+        name: "conntrack",
+        usage: "[-L | -C | -F | -S]",
+        help: "the router's connection tracking table: list, count, flush, statistics",
+        run: crate::shell::routecmds::conntrack,
+    },
+    Command {
+        name: "uci",
+        usage: "show|get|set|add|add_list|del_list|delete|rename|changes|commit|revert|export ...",
+        help: "OpenWrt's configuration tool over /etc/config",
+        run: crate::shell::routecmds::uci,
+    },
+    Command {
         name: "ifconfig",
         usage: "[-a] [DEV]",
         help: "show network interfaces (net-tools style)",
@@ -877,14 +889,14 @@ fn ifconfig(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 fn net_wait(
     out: &mut dyn Write,
     timeout_ms: i64,
-    mut done: impl FnMut(&mut xenlet_net::NetStack<crate::dev::frontends::Vif>) -> bool,
+    mut done: impl FnMut(&mut xenlet_net::NetStack<crate::dev::network::Link>) -> bool,
 ) -> Result<bool, CmdError> {
     use crate::dev::network::{now_ms, NET};
     let start = now_ms();
     loop {
         let next = {
             let mut st = NET.lock();
-            st.poll(now_ms());
+            crate::dev::network::poll_stack(&mut st, now_ms());
             if done(&mut st) {
                 return Ok(true);
             }
@@ -918,7 +930,7 @@ fn start_service(
     out: &mut dyn Write,
     what: &str,
     port: u16,
-    start: impl Fn(&mut xenlet_net::iface::NetIf<crate::dev::frontends::Vif>, u16) -> bool,
+    start: impl Fn(&mut xenlet_net::iface::NetIf<crate::dev::network::Link>, u16) -> bool,
 ) -> CmdResult {
     let mut st = crate::dev::network::NET.lock();
     if st.ifs.is_empty() {
@@ -1005,7 +1017,7 @@ fn ping(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     loop {
         let next = {
             let mut st = NET.lock();
-            st.poll(now_ms());
+            crate::dev::network::poll_stack(&mut st, now_ms());
             let Some(n) = st.ifs.get_mut(idx) else {
                 return Err(CmdError::failed("interface gone"));
             };

@@ -1,8 +1,9 @@
 //! The shell: the command table and loop ([`commands`]), the state commands share
-//! ([`host`]), the file commands ([`fscmds`]), and `dd` between devices ([`dd`]) and with files ([`ddfile`]).
+//! ([`host`]), the file commands ([`fscmds`]), the router's ([`routecmds`]), and `dd` between devices ([`dd`]) and with files ([`ddfile`]).
 
 pub mod commands;
 pub mod dd;
 pub mod ddfile;
 pub mod fscmds;
 pub mod host;
+pub mod routecmds;

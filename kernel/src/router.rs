@@ -1,0 +1,121 @@
+//! The router's configuration, OpenWrt's way: `/etc/config/network` and the zones of
+//! `/etc/config/firewall` on the root filesystem decide each vif's addresses and,
+//! with two or more vifs, turn the network stack into a router (see
+//! `xenlet_net::netplan`). `xenlet.router=0` on the command line keeps an end host;
+//! per-vif settings on the command line or in XenStore still win over the files.
+//!
+//! Also the UCI store the `uci` command edits: `/etc/config/<package>`, written
+//! atomically.
+
+use crate::fs::vfs;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use xenlet_net::netplan::{self, Plan};
+use xenlet_uci::cli::{ConfigStore, StoreError};
+
+/// Where OpenWrt keeps its configuration.
+pub const CONFIG_DIR: &str = "/etc/config";
+/// The largest configuration file read.
+const MAX_CONFIG: usize = 256 * 1024;
+
+fn read_config(package: &str) -> Option<Result<String, String>> {
+    let path = format!("{CONFIG_DIR}/{package}");
+    let r = vfs::with(|v| v.read_to_vec(&path, MAX_CONFIG))?;
+    match r {
+        Ok(bytes) => Some(String::from_utf8(bytes).map_err(|_| format!("{path}: not UTF-8 text"))),
+        Err(xenlet_fs::error::FsError::NotFound) => None,
+        Err(e) => Some(Err(format!("{path}: {e}"))),
+    }
+}
+
+/// Conntrack entries for a heap of `heap_bytes`: OpenWrt's 16,384 when the heap is
+/// large, fewer in a small domain (an entry with its index slots is about 200 bytes;
+/// the table takes at most an eighth of the heap).
+pub fn conntrack_max(heap_bytes: usize) -> usize {
+    (heap_bytes / 8 / 200).clamp(256, 16_384)
+}
+
+/// The plan for vifs `vifs` from the files, or `None` (an end host configured as
+/// before) when routing is switched off, the files are missing, or they are bad (the
+/// reason is printed).
+pub fn plan(cmdline: &str, vifs: &[&str], heap_bytes: usize, seed: u64) -> Option<Plan> {
+    if cmdline.split_whitespace().any(|w| w == "xenlet.router=0") {
+        return None;
+    }
+    let network = match read_config("network")? {
+        Ok(t) => t,
+        Err(e) => {
+            crate::println!("router: {e}; not routing");
+            return None;
+        }
+    };
+    let firewall = match read_config("firewall") {
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => {
+            crate::println!("router: {e}; not routing");
+            return None;
+        }
+        None => None,
+    };
+    match netplan::plan(
+        &network,
+        firewall.as_deref(),
+        vifs,
+        conntrack_max(heap_bytes),
+        seed,
+    ) {
+        Ok(p) => {
+            for w in &p.warnings {
+                crate::println!("router: {w}");
+            }
+            Some(p)
+        }
+        Err(e) => {
+            crate::println!("router: {e}; not routing");
+            None
+        }
+    }
+}
+
+/// The `uci` command's store: `/etc/config/<package>` on the file tree.
+pub struct VfsStore;
+
+/// The store's errors carry no text: the reason goes to the console.
+fn store_err(e: impl core::fmt::Display) -> StoreError {
+    crate::println!("uci: {e}");
+    StoreError
+}
+
+impl ConfigStore for VfsStore {
+    fn read(&self, package: &str) -> Result<Option<String>, StoreError> {
+        match read_config(package) {
+            None => Ok(None),
+            Some(Ok(t)) => Ok(Some(t)),
+            Some(Err(e)) => Err(store_err(e)),
+        }
+    }
+    fn write_atomic(&mut self, package: &str, text: &str) -> Result<(), StoreError> {
+        let path = format!("{CONFIG_DIR}/{package}");
+        vfs::with(|v| v.write_atomic(&path, text.as_bytes()))
+            .ok_or_else(|| store_err("no file tree"))?
+            .map_err(|e| store_err(format!("{path}: {e}")))
+    }
+    fn list(&self) -> Result<Vec<String>, StoreError> {
+        vfs::with(|v| {
+            let h = v.resolve(CONFIG_DIR)?;
+            v.read_dir(h)
+        })
+        .ok_or_else(|| store_err("no file tree"))?
+        .map(|entries| {
+            let mut names: Vec<String> = entries
+                .into_iter()
+                .map(|e| e.name)
+                .filter(|n| !n.starts_with('.'))
+                .collect();
+            names.sort();
+            names
+        })
+        .map_err(|e| store_err(format!("{CONFIG_DIR}: {e}")))
+    }
+}
