@@ -2,7 +2,7 @@
 //! (OpenWrt's configuration tool over `/etc/config`).
 
 use crate::dev::network::{now_ms, GATEWAY, NET};
-use crate::shell::commands::Host;
+use crate::shell::host::Host;
 use alloc::string::String;
 use core::fmt::Write;
 use spin::Mutex;
