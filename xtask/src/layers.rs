@@ -724,8 +724,8 @@ mod tests {
 
     #[test]
     fn an_undeclared_module_fails() {
-        let t = Tree::new("undeclared", &[("router/glue.rs", "fn f() {}")]);
-        assert_eq!(t.check(), vec![Violation::Undeclared("router".into())]);
+        let t = Tree::new("undeclared", &[("bridge/glue.rs", "fn f() {}")]);
+        assert_eq!(t.check(), vec![Violation::Undeclared("bridge".into())]);
     }
 
     #[test]
