@@ -308,8 +308,11 @@ def program_entries(programs):
 # The Linux router domU (router-linux): nft and conntrack from dom0's Debian packages
 # (nftables, conntrack), the netfilter modules fw4's ruleset needs (nft loads none on
 # its own: the initramfs has no modprobe path), nf_conntrack_netlink for conntrack -L.
+# crc32c_generic first: libcrc32c (under nf_tables and nf_conntrack) asks the crypto
+# API for "crc32c" when it loads and fails without it (busybox insmod then says
+# "unknown symbol": ENOENT).
 ROUTER_PROGRAMS = ['/usr/sbin/nft', '/usr/sbin/conntrack']
-ROUTER_MODULES = ['nf_tables', 'nf_conntrack', 'nf_nat', 'nft_ct', 'nft_limit', 'nft_reject',
+ROUTER_MODULES = ['crc32c_generic', 'nf_tables', 'nf_conntrack', 'nf_nat', 'nft_ct', 'nft_limit', 'nft_reject',
                   'nft_reject_inet', 'nft_chain_nat', 'nft_masq', 'nft_nat',
                   'nf_conntrack_netlink']
 
