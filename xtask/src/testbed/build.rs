@@ -189,11 +189,7 @@ pub fn ensure(force: bool) -> Result<Bed> {
     }
     if !net_ok {
         let _ = fs::remove_file(d.join("rootfs-net.stamp"));
-        chroot_apt_install(
-            &d.join("rootfs"),
-            NET_PACKAGES,
-            &d.join("logs/apt-net.log"),
-        )?;
+        chroot_apt_install(&d.join("rootfs"), NET_PACKAGES, &d.join("logs/apt-net.log"))?;
         fs::write(d.join("rootfs-net.stamp"), &ns)?;
     }
     let _ = fs::remove_file(d.join("image.stamp"));
@@ -325,7 +321,7 @@ fn chroot_apt_install(root: &Path, packages: &[&str], log: &Path) -> Result<()> 
     );
     run_logged(
         Command::new("chroot")
-            .arg(&root)
+            .arg(root)
             .args(["/bin/sh", "-c", &script])
             .env("DEBIAN_FRONTEND", "noninteractive")
             .env("LC_ALL", "C"),

@@ -1692,8 +1692,9 @@ const ROUTER_LAN_STEPS: [Step; 16] = [
 ];
 
 /// The router topology, proven with a Linux router domU: `/etc/router-up` (forwarding,
-/// LAN address and DHCP server, WAN by DHCP, fw4's ruleset), the LAN checks, then
-/// the router's own conntrack table shows the two UDP flows' distinct mappings.
+/// LAN address and DHCP server, WAN by DHCP, fw4's ruleset), the LAN checks, with the
+/// router's own conntrack table showing the two UDP flows' distinct mappings right
+/// after they were made.
 const ROUTER_LINUX_STEPS: &[Step] = &[
     cmd_cap(
         "/etc/router-up",
@@ -1715,12 +1716,7 @@ const ROUTER_LINUX_STEPS: &[Step] = &[
     ROUTER_LAN_STEPS[7],
     ROUTER_LAN_STEPS[8],
     ROUTER_LAN_STEPS[9],
-    ROUTER_LAN_STEPS[10],
-    ROUTER_LAN_STEPS[11],
-    ROUTER_LAN_STEPS[12],
-    ROUTER_LAN_STEPS[13],
-    ROUTER_LAN_STEPS[14],
-    ROUTER_LAN_STEPS[15],
+    // right after the two UDP exchanges: a UDP entry lives 30 s after its last packet
     cmd(
         "conntrack -L -p udp --dport 7777 2>&1",
         &[
@@ -1729,6 +1725,12 @@ const ROUTER_LINUX_STEPS: &[Step] = &[
         ],
         30,
     ),
+    ROUTER_LAN_STEPS[10],
+    ROUTER_LAN_STEPS[11],
+    ROUTER_LAN_STEPS[12],
+    ROUTER_LAN_STEPS[13],
+    ROUTER_LAN_STEPS[14],
+    ROUTER_LAN_STEPS[15],
     cmd("nft list chain inet fw4 srcnat_wan", &[r"masquerade"], 30),
     last("poweroff -f"),
 ];
