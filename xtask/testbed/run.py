@@ -15,6 +15,9 @@ own; any of them may capture a regex group as ${VAR} for later steps), waits for
 guest to end the way the scenario expects (its own poweroff, `xl shutdown -w` or
 `xl reboot` from dom0, or destroyed), collects the logs and tears the domain down.
 With /payload/live every guest console line is printed as it arrives (`xtask demo`).
+A scenario with a topology (e.g. "router") gets its own dom0 network from
+/payload/net/<topology>.sh up (before xl create) and down (after); a dom0 step with
+"netns" runs under `ip netns exec NETNS` (README: "Router topology").
 
 With /payload/interactive (`cargo xtask testbed shell`) it starts the toolstack and
 gives a root shell on the console instead of running scenarios.
@@ -943,8 +946,12 @@ def run_scenario(sc):
         if topo_up:
             rc, text = topology(sc['topology'], 'down', out)
             log('topology %s down (rc %d)' % (sc['topology'], rc))
+            # its captures and logs, as topo-<file> (the host copies files, not
+            # directories, of a scenario's results)
             if os.path.isdir(TOPO):
-                shutil.copytree(TOPO, out + '/topo', dirs_exist_ok=True)
+                for f in os.listdir(TOPO):
+                    if os.path.isfile(TOPO + '/' + f) and not f.endswith('.pid'):
+                        shutil.copyfile(TOPO + '/' + f, out + '/topo-' + f)
                 shutil.rmtree(TOPO, ignore_errors=True)
         for k in ['xl-%s.log', 'qemu-dm-%s.log', 'console/guest-%s.log']:
             src = '/var/log/xen/' + k % dom

@@ -2138,6 +2138,38 @@ mod tests {
     }
 
     #[test]
+    fn netns_steps_name_their_topologys_namespaces() {
+        for s in SCENARIOS.iter().chain(EXTRA) {
+            for st in s.steps.iter().filter(|st| !st.netns.is_empty()) {
+                assert_eq!(st.kind, Kind::Dom0, "{}: a netns step runs in dom0", s.name);
+                match s.topology {
+                    Some(Topology::Router) => assert!(
+                        ["lan1", "lan2", "wan", "far"].contains(&st.netns),
+                        "{}: no namespace {} in the router topology",
+                        s.name,
+                        st.netns
+                    ),
+                    None => panic!("{}: a netns step needs a topology", s.name),
+                }
+            }
+            if s.topology == Some(Topology::Router) {
+                assert!(s.config.contains(r#""bridge=brlan"#), "{}", s.name);
+                assert!(s.config.contains(r#""bridge=brwan"#), "{}", s.name);
+                let lan = s.config.find("bridge=brlan");
+                assert!(
+                    lan < s.config.find("bridge=brwan"),
+                    "{}: eth0 = LAN",
+                    s.name
+                );
+            }
+        }
+        let j = to_json(&[find("router-linux").unwrap()]);
+        assert!(j.contains(r#""topology": "router"}"#));
+        assert!(j.contains(r#""netns": "lan1"}"#));
+        assert!(to_json(&[find("pvh").unwrap()]).contains(r#""topology": ""}"#));
+    }
+
+    #[test]
     fn json_escapes() {
         assert_eq!(js("a\"b\\c\nd\u{1}"), r#""a\"b\\c\nd\u0001""#);
         let j = to_json(&[find("hvm-kernel").unwrap()]);
