@@ -15,6 +15,9 @@ own; any of them may capture a regex group as ${VAR} for later steps), waits for
 guest to end the way the scenario expects (its own poweroff, `xl shutdown -w` or
 `xl reboot` from dom0, or destroyed), collects the logs and tears the domain down.
 With /payload/live every guest console line is printed as it arrives (`xtask demo`).
+A scenario with a topology (e.g. "router") gets its own dom0 network from
+/payload/net/<topology>.sh up (before xl create) and down (after); a dom0 step with
+"netns" runs under `ip netns exec NETNS` (README: "Router topology").
 
 With /payload/interactive (`cargo xtask testbed shell`) it starts the toolstack and
 gives a root shell on the console instead of running scenarios.
@@ -46,6 +49,8 @@ XEN_BIN = '/usr/lib/xen-4.17/bin'
 LINUX = '/testbed/domu-vmlinuz'
 LINUX_INITRD = '/testbed/domu-initrd.cpio'
 SCRATCH = '/var/tmp/testbed'
+NET = PAYLOAD + '/net'      # xtask/testbed/net: topology scripts, the Linux router's files
+TOPO = '/run/topo'          # a topology's state, logs and captures (copied to results)
 os.environ['PATH'] = XEN_BIN + ':/usr/sbin:/usr/bin:/sbin:/bin'
 T0 = time.monotonic()
 RUN_LOG = None
@@ -241,10 +246,23 @@ def initrd_with_fs():
     slow nested (the uncompressed 6 MB took minutes; xz takes a minute to compress in
     dom0)."""
     import gzip
-    import lzma
     path = SCRATCH + '/domu-initrd-fs.cpio.gz'
     if os.path.exists(path):
         return path
+    entries = [('init', 0o100755, FS_INIT.encode())] + module_entries(FS_MODULES)
+    with open(LINUX_INITRD, 'rb') as fh:
+        base = fh.read()
+    whole = base + b'\0' * (-len(base) % 512) + cpio_newc(entries)
+    with open(path, 'wb') as fh:
+        fh.write(gzip.compress(whole, 6))
+    return path
+
+
+def module_entries(wanted):
+    """cpio entries lib/modules/NN-name.ko for the kernel modules `wanted` and their
+    dependencies (dom0's modules: the domU runs the same kernel), decompressed, numbered
+    from 50 in load order (after domu-init's own, 00-..., the PV front ends)."""
+    import lzma
     mdir = '/lib/modules/' + os.uname().release
     deps = {}
     with open(mdir + '/modules.dep') as f:
@@ -252,28 +270,95 @@ def initrd_with_fs():
             mod, _, rest = line.partition(':')
             deps[os.path.basename(mod).split('.ko')[0].replace('-', '_')] = (mod, rest.split())
     order = []
-    for want in FS_MODULES:
+    for want in wanted:
         if want not in deps:
             raise Fail('setup', 'kernel module %s not in %s/modules.dep' % (want, mdir))
         mod, rest = deps[want]
         for m in list(reversed(rest)) + [mod]:
             if m not in order:
                 order.append(m)
-    entries = [('init', 0o100755, FS_INIT.encode())]
+    entries = []
     for i, m in enumerate(order):
         with open(mdir + '/' + m, 'rb') as fh:
             data = fh.read()
         if m.endswith('.xz'):
             data = lzma.decompress(data)
         base = os.path.basename(m).split('.ko')[0]
-        # after domu-init's own (00-..., the PV front ends), in dependency order
         entries.append(('lib/modules/%02d-%s.ko' % (50 + i, base), 0o100644, data))
+    return entries
+
+
+def program_entries(programs):
+    """cpio entries for dom0's `programs` (absolute paths) and every library ldd says
+    they load, at the same paths, with their directories."""
+    files = []
+    for prog in programs:
+        files.append(prog)
+        rc, out = sh(['ldd', prog])
+        if rc:
+            raise Fail('setup', 'ldd %s: %s' % (prog, out.strip()))
+        for m in re.finditer(r'(/\S+\.so[.0-9]*)', out):
+            if m.group(1) not in files:
+                files.append(m.group(1))
+    entries, dirs = [], set()
+    for f in files:
+        parts = f.strip('/').split('/')[:-1]
+        for i in range(1, len(parts) + 1):
+            d = '/'.join(parts[:i])
+            if d not in dirs:
+                dirs.add(d)
+                entries.append((d, 0o040755, None))
+        with open(os.path.realpath(f), 'rb') as fh:
+            entries.append((f.strip('/'), 0o100755, fh.read()))
+    return entries
+
+
+# The Linux router domU (router-linux): nft and conntrack from dom0's Debian packages
+# (nftables, conntrack), the netfilter modules fw4's ruleset needs (nft loads none on
+# its own: the initramfs has no modprobe path), nf_conntrack_netlink for conntrack -L.
+# crc32c_generic first: libcrc32c (under nf_tables and nf_conntrack) asks the crypto
+# API for "crc32c" when it loads and fails without it (busybox insmod then says
+# "unknown symbol": ENOENT).
+ROUTER_PROGRAMS = ['/usr/sbin/nft', '/usr/sbin/conntrack']
+ROUTER_MODULES = ['crc32c_generic', 'nf_tables', 'nf_conntrack', 'nf_nat', 'nft_ct', 'nft_limit', 'nft_reject',
+                  'nft_reject_inet', 'nft_chain_nat', 'nft_masq', 'nft_nat',
+                  'nf_conntrack_netlink']
+
+
+def initrd_router():
+    """The Linux domU's initramfs made a router: net/linux-router/init as /init (prompt
+    `router# `), /etc/router-up, /etc/fw4.nft, /etc/udhcpd.conf, /etc/udhcpc.script,
+    nft and conntrack with their libraries and the netfilter modules. Uncompressed: a
+    PVH guest's ramdisk is loaded by the domain builder, not through QEMU's fw_cfg."""
+    path = SCRATCH + '/domu-initrd-router.cpio'
+    if os.path.exists(path):
+        return path
+    src = NET + '/linux-router/'
+
+    def asset(name):
+        with open(name, 'rb') as fh:
+            return fh.read()
+    entries = [('init', 0o100755, asset(src + 'init')), ('etc', 0o040755, None),
+               ('run', 0o040755, None),
+               ('etc/router-up', 0o100755, asset(src + 'router-up')),
+               ('etc/fw4.nft', 0o100644, asset(src + 'fw4.nft')),
+               ('etc/udhcpd.conf', 0o100644, asset(src + 'udhcpd.conf')),
+               ('etc/udhcpc.script', 0o100755, asset(NET + '/udhcpc.script'))]
+    entries += program_entries(ROUTER_PROGRAMS) + module_entries(ROUTER_MODULES)
     with open(LINUX_INITRD, 'rb') as fh:
         base = fh.read()
-    whole = base + b'\0' * (-len(base) % 512) + cpio_newc(entries)
     with open(path, 'wb') as fh:
-        fh.write(gzip.compress(whole, 6))
+        fh.write(base + b'\0' * (-len(base) % 512) + cpio_newc(entries))
     return path
+
+
+def topology(name, action, out):
+    """Runs net/<name>.sh ACTION (up, down) in dom0; its output goes to
+    <out>/topology.log and the driver log. -> (rc, output)."""
+    rc, text = sh(['bash', '%s/%s.sh' % (NET, name), action], timeout=120)
+    with open(out + '/topology.log', 'a') as f:
+        f.write('$ %s.sh %s (rc %d)\n%s\n' % (name, action, rc, text))
+    return rc, text
 
 
 # ---------------------------------------------------------------- the domain
@@ -448,6 +533,7 @@ def run_scenario(sc):
     console = None
     domid = None
     phase = ['setup']
+    topo_up = False
 
     def log(msg, show=True):
         drv.write('[%7.2fs] %s\n' % (time.monotonic() - t_start, msg))
@@ -489,6 +575,19 @@ def run_scenario(sc):
             vars_['LINUX_INITRD_IPERF3'] = initrd_with_iperf3()
         if '@LINUX_INITRD_FS@' in sc['config']:
             vars_['LINUX_INITRD_FS'] = initrd_with_fs()
+        if '@LINUX_INITRD_ROUTER@' in sc['config']:
+            vars_['LINUX_INITRD_ROUTER'] = initrd_router()
+        if sc.get('topology'):
+            # the bridges must exist before `xl create` (the vif hotplug script adds
+            # the vifs to them)
+            phase[0] = 'topology'
+            topo_up = True
+            rc, text = topology(sc['topology'], 'up', out)
+            show_output(text)
+            if rc:
+                raise Fail('topology', '%s.sh up failed (rc %d): %s' % (
+                    sc['topology'], rc, ' | '.join(text.strip().splitlines()[-3:])))
+            phase[0] = 'setup'
         for d in sc['disks']:
             path = '%s/%s-%s.img' % (SCRATCH, name, d['var'].lower())
             if d['source']:
@@ -649,15 +748,22 @@ def run_scenario(sc):
                 show_output(stray)
             if kind == 'dom0':
                 send = subst(s['send'], caps, False)
-                phase[0] = 'dom0 %d (%s)' % (i, send)
-                log('dom0$ %s' % send)
+                netns = s.get('netns', '')
+                where = 'netns %s' % netns if netns else 'dom0'
+                phase[0] = '%s %d (%s)' % (where, i, send)
+                log('%s$ %s' % (netns or 'dom0', send))
                 env = dict(os.environ)
                 env.update(env_disks)
                 env.update(caps)
+                env['NET'] = NET
+                env['TOPO'] = TOPO
+                argv = ['bash', '-c', send]
+                if netns:
+                    argv = ['ip', 'netns', 'exec', netns] + argv
                 t = time.monotonic()
                 timeout = left(s['timeout'])
                 try:
-                    p = subprocess.run(['bash', '-c', send], stdout=subprocess.PIPE,
+                    p = subprocess.run(argv, stdout=subprocess.PIPE,
                                        stderr=subprocess.STDOUT, env=env, timeout=timeout)
                     rc, text = p.returncode, p.stdout.decode('utf-8', 'replace')
                 except subprocess.TimeoutExpired as e:
@@ -670,13 +776,13 @@ def run_scenario(sc):
                     raise Fail(phase[0], 'the dom0 command did not finish within %ds'
                                % timeout)
                 show_output(text)
-                log('dom0 command: exit status %d in %.1fs' % (rc, time.monotonic() - t))
+                log('%s command: exit status %d in %.1fs' % (where, rc, time.monotonic() - t))
                 if rc:
                     st = alive()
                     if st != 'running':
                         fail_gone(st, 'while dom0 ran %r' % send, '')
-                    raise Fail(phase[0], 'the dom0 command exited with status %d: %s' % (
-                        rc, ' | '.join(text.strip().splitlines()[-3:])))
+                    raise Fail(phase[0], 'the %s command exited with status %d: %s' % (
+                        where, rc, ' | '.join(text.strip().splitlines()[-3:])))
             elif kind == 'wait':
                 rx = subst(s['send'], caps, True)
                 phase[0] = 'wait %d (/%s/)' % (i, rx)
@@ -855,6 +961,16 @@ def run_scenario(sc):
             sh(['xl', 'destroy', dom], timeout=60)
         for lo in loops:
             sh(['losetup', '-d', lo])
+        if topo_up:
+            rc, text = topology(sc['topology'], 'down', out)
+            log('topology %s down (rc %d)' % (sc['topology'], rc))
+            # its captures and logs, as topo-<file> (the host copies files, not
+            # directories, of a scenario's results)
+            if os.path.isdir(TOPO):
+                for f in os.listdir(TOPO):
+                    if os.path.isfile(TOPO + '/' + f) and not f.endswith('.pid'):
+                        shutil.copyfile(TOPO + '/' + f, out + '/topo-' + f)
+                shutil.rmtree(TOPO, ignore_errors=True)
         for k in ['xl-%s.log', 'qemu-dm-%s.log', 'console/guest-%s.log']:
             src = '/var/log/xen/' + k % dom
             if os.path.exists(src):

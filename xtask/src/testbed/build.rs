@@ -5,6 +5,8 @@
 //! hash of its recipe), so an edit to an asset only repacks the image:
 //!
 //! 1. `rootfs/`: debootstrap + the packages in [`PACKAGES`] (~5-10 min),
+//!    then [`NET_PACKAGES`] installed on top (their own stamp, so adding one to that
+//!    list costs an `apt-get install`, not a new debootstrap),
 //! 2. `dom0.img` (ext4, `mkfs.ext4 -d`) with the assets of `xtask/testbed/` baked in,
 //!    the Linux domU initramfs (busybox + xen-blkfront/xen-netfront), and `boot/` with
 //!    Xen, the dom0 kernel and its initrd for QEMU's `-kernel`/`-initrd`.
@@ -47,6 +49,17 @@ const PACKAGES: &[&str] = &[
     "python3",
     "xz-utils",
     "zstd",
+];
+
+/// Installed over the rootfs as a second step with its own stamp: the router
+/// topology's tools (`xtask/testbed/net/`) in dom0 and, copied with their libraries
+/// into the Linux router domU's initramfs by `run.py`, `nft` and `conntrack`.
+const NET_PACKAGES: &[&str] = &[
+    "nftables",     // nft: the Linux router domU's firewall (fw4's ruleset)
+    "conntrack",    // conntrack -L on the Linux router
+    "tcpdump",      // the capture in the `wan` namespace
+    "socat",        // TCP/UDP clients with a fixed source port in the LAN namespaces
+    "iputils-ping", // ping -M do (DF) for the path-MTU check; busybox's ping has no -M
 ];
 
 /// Size of the dom0 root image (sparse; the packages take ~1.3 GB).
@@ -114,9 +127,16 @@ fn rootfs_stamp() -> String {
     fnv1a(&[v.as_bytes(), SUITE.as_bytes(), m.as_bytes(), pk.as_bytes()])
 }
 
+/// The stamp of the [`NET_PACKAGES`] step, over the rootfs it was installed in.
+fn net_stamp(rootfs: &str) -> String {
+    let pk = NET_PACKAGES.join(" ");
+    fnv1a(&[rootfs.as_bytes(), pk.as_bytes()])
+}
+
 fn image_stamp(rootfs: &str) -> Result<String> {
     let mut owned: Vec<Vec<u8>> = vec![
         rootfs.as_bytes().to_vec(),
+        net_stamp(rootfs).into_bytes(),
         IMAGE_SIZE.as_bytes().to_vec(),
         DOMU_MODULES.join(" ").into_bytes(),
     ];
@@ -142,9 +162,11 @@ pub fn ensure(force: bool) -> Result<Bed> {
     let d = dir();
     let b = bed();
     let rs = rootfs_stamp();
+    let ns = net_stamp(&rs);
     let is = image_stamp(&rs)?;
     let rootfs_ok = !force && stamp_ok(&d.join("rootfs.stamp"), &rs);
-    let image_ok = rootfs_ok
+    let net_ok = rootfs_ok && stamp_ok(&d.join("rootfs-net.stamp"), &ns);
+    let image_ok = net_ok
         && stamp_ok(&d.join("image.stamp"), &is)
         && [&b.xen, &b.vmlinuz, &b.initrd, &b.image]
             .iter()
@@ -162,8 +184,13 @@ pub fn ensure(force: bool) -> Result<Bed> {
         let _ = fs::remove_file(d.join("rootfs.stamp"));
         build_rootfs(&d)?;
         fs::write(d.join("rootfs.stamp"), &rs)?;
-    } else {
+    } else if net_ok {
         step("rootfs is up to date (packages unchanged); repacking the image only");
+    }
+    if !net_ok {
+        let _ = fs::remove_file(d.join("rootfs-net.stamp"));
+        chroot_apt_install(&d.join("rootfs"), NET_PACKAGES, &d.join("logs/apt-net.log"))?;
+        fs::write(d.join("rootfs-net.stamp"), &ns)?;
     }
     let _ = fs::remove_file(d.join("image.stamp"));
     build_image(&d, &b)?;
@@ -271,6 +298,12 @@ fn build_rootfs(d: &Path) -> Result<()> {
     let policy = root.join("usr/sbin/policy-rc.d");
     fs::write(&policy, "#!/bin/sh\nexit 101\n")?;
     set_mode(&policy, 0o755)?;
+    chroot_apt_install(&root, PACKAGES, &logs.join("apt.log"))
+}
+
+/// `apt-get update` and `apt-get install --no-install-recommends PACKAGES` in the
+/// chroot `root` (with /proc, /sys, /dev mounted for the time), logged to `log`.
+fn chroot_apt_install(root: &Path, packages: &[&str], log: &Path) -> Result<()> {
     let mut mounts = Mounts(Vec::new());
     mounts.bind(&["-t", "proc", "proc"], root.join("proc"))?;
     mounts.bind(&["-t", "sysfs", "sys"], root.join("sys"))?;
@@ -278,22 +311,22 @@ fn build_rootfs(d: &Path) -> Result<()> {
     mounts.bind(&["--bind", "/dev/pts"], root.join("dev/pts"))?;
     step(&format!(
         "apt-get install in the chroot ({} packages and their dependencies); log: {}",
-        PACKAGES.len(),
-        logs.join("apt.log").display()
+        packages.len(),
+        log.display()
     ));
     let script = format!(
         "apt-get update -q && apt-get install -y -q --no-install-recommends \
          -o Dpkg::Options::=--force-unsafe-io {} && apt-get clean",
-        PACKAGES.join(" ")
+        packages.join(" ")
     );
     run_logged(
         Command::new("chroot")
-            .arg(&root)
+            .arg(root)
             .args(["/bin/sh", "-c", &script])
             .env("DEBIAN_FRONTEND", "noninteractive")
             .env("LC_ALL", "C"),
         "apt-get install (in the dom0 chroot)",
-        &logs.join("apt.log"),
+        log,
     )?;
     drop(mounts);
     Ok(())

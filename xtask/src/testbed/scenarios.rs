@@ -143,6 +143,9 @@ pub struct Step {
     pub timeout_s: u32,
     /// The command ends the guest: no prompt is awaited, the scenario's [`End`] follows.
     pub ends: bool,
+    /// For a [`Kind::Dom0`] step: the network namespace of the scenario's [`Topology`]
+    /// it runs in (`ip netns exec NETNS bash -c SEND`), or `""` for dom0's own.
+    pub netns: &'static str,
 }
 
 /// A command whose output must match `expect` before the prompt returns.
@@ -154,6 +157,7 @@ const fn cmd(send: &'static str, expect: &'static [&'static str], timeout_s: u32
         capture: &[],
         timeout_s,
         ends: false,
+        netns: "",
     }
 }
 
@@ -171,6 +175,7 @@ const fn cmd_cap(
         capture,
         timeout_s,
         ends: false,
+        netns: "",
     }
 }
 
@@ -183,6 +188,7 @@ const fn dom0(send: &'static str, expect: &'static [&'static str], timeout_s: u3
         capture: &[],
         timeout_s,
         ends: false,
+        netns: "",
     }
 }
 
@@ -200,6 +206,46 @@ const fn dom0_cap(
         capture,
         timeout_s,
         ends: false,
+        netns: "",
+    }
+}
+
+/// A shell command (bash) run in dom0 inside the network namespace `netns` of the
+/// scenario's [`Topology`] (e.g. `lan1`): `ip netns exec NETNS bash -c SEND`, with the
+/// environment of a dom0 step.
+const fn ns(
+    netns: &'static str,
+    send: &'static str,
+    expect: &'static [&'static str],
+    timeout_s: u32,
+) -> Step {
+    Step {
+        kind: Kind::Dom0,
+        send,
+        expect,
+        capture: &[],
+        timeout_s,
+        ends: false,
+        netns,
+    }
+}
+
+/// A command in a network namespace whose output sets variables.
+const fn ns_cap(
+    netns: &'static str,
+    send: &'static str,
+    expect: &'static [&'static str],
+    capture: &'static [(&'static str, &'static str)],
+    timeout_s: u32,
+) -> Step {
+    Step {
+        kind: Kind::Dom0,
+        send,
+        expect,
+        capture,
+        timeout_s,
+        ends: false,
+        netns,
     }
 }
 
@@ -212,6 +258,7 @@ const fn wait_output(regex: &'static str, timeout_s: u32) -> Step {
         capture: &[],
         timeout_s,
         ends: false,
+        netns: "",
     }
 }
 
@@ -224,6 +271,7 @@ const fn last(send: &'static str) -> Step {
         capture: &[],
         timeout_s: 0,
         ends: true,
+        netns: "",
     }
 }
 
@@ -249,6 +297,32 @@ pub struct Scenario {
     /// The whole scenario (disks, `xl create`, boot, script, end, teardown) must fit in
     /// this many seconds; each step's timeout is cut to what is left.
     pub budget_s: u32,
+    /// The dom0 network the guest's vifs join, set up before `xl create` and torn
+    /// down after the scenario; `None`: only the bridges every session has (`xenbr0`,
+    /// `xenbr1`).
+    pub topology: Option<Topology>,
+}
+
+/// A dom0 network made for one scenario by the script `xtask/testbed/net/<name>.sh`
+/// (`up` before `xl create`, `down` after the scenario; its log and captures land in
+/// the scenario's results). Its namespaces are what [`Step::netns`] names.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Topology {
+    /// The router test network (`net/router.sh`; see the README's "Router topology"):
+    /// bridge `brlan` (no dom0 address) with the namespaces `lan1` and `lan2`, bridge
+    /// `brwan` (dom0 10.77.0.1/24, dnsmasq DHCP and DNS) with the namespace `wan`
+    /// (10.77.0.10, the upstream gateway, iperf3 / TCP+UDP responder / tcpdump) and
+    /// `far` (10.78.0.2) one hop behind it over a 1400-byte-MTU link. dom0 does not
+    /// forward. A router domain has `vif = [ "bridge=brlan", "bridge=brwan" ]`.
+    Router,
+}
+
+impl Topology {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Topology::Router => "router",
+        }
+    }
 }
 
 const XENLET_PROMPT: &str = "xenlet> ";
@@ -907,6 +981,7 @@ pub const SCENARIOS: &[Scenario] = &[
         end: End::Poweroff,
         end_timeout_s: 60,
         budget_s: 540,
+        topology: None,
     },
     Scenario {
         name: "linux-pvh",
@@ -935,6 +1010,7 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 60,
         budget_s: 540,
+        topology: None,
     },
     Scenario {
         name: "hvm-kernel",
@@ -977,6 +1053,7 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 60,
         budget_s: 170,
+        topology: None,
     },
     Scenario {
         name: "hvm-disk",
@@ -993,6 +1070,7 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 60,
         budget_s: 175,
+        topology: None,
     },
     Scenario {
         name: "hvm-disk-1g",
@@ -1020,6 +1098,7 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 60,
         budget_s: 175,
+        topology: None,
     },
     Scenario {
         name: "crash-pvh",
@@ -1044,6 +1123,7 @@ on_crash    = "preserve"
         end: End::Crash,
         end_timeout_s: 20,
         budget_s: 170,
+        topology: None,
     },
     Scenario {
         name: "pvh",
@@ -1069,6 +1149,7 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 60,
         budget_s: 170,
+        topology: None,
     },
     Scenario {
         name: "xen-hvm",
@@ -1085,6 +1166,7 @@ on_crash    = "preserve"
         end: End::XlShutdown,
         end_timeout_s: 10,
         budget_s: 178,
+        topology: None,
     },
     Scenario {
         name: "xen-pvh",
@@ -1101,6 +1183,7 @@ on_crash    = "preserve"
         end: End::XlReboot,
         end_timeout_s: 10,
         budget_s: 178,
+        topology: None,
     },
     Scenario {
         name: "net-pvh",
@@ -1117,6 +1200,7 @@ on_crash    = "preserve"
         end: End::XlShutdown,
         end_timeout_s: 10,
         budget_s: 178,
+        topology: None,
     },
     Scenario {
         name: "blk-phy",
@@ -1133,6 +1217,7 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 30,
         budget_s: 178,
+        topology: None,
     },
     Scenario {
         name: "blk-pvh",
@@ -1149,6 +1234,7 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 30,
         budget_s: 178,
+        topology: None,
     },
     Scenario {
         name: "fs-pvh",
@@ -1165,6 +1251,7 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 30,
         budget_s: 178,
+        topology: None,
     },
     Scenario {
         name: "blk-hotplug",
@@ -1181,6 +1268,7 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 30,
         budget_s: 178,
+        topology: None,
     },
     Scenario {
         name: "blk-qdisk",
@@ -1197,6 +1285,7 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 30,
         budget_s: 178,
+        topology: None,
     },
 ];
 
@@ -1405,6 +1494,7 @@ pub const BENCH_FS_PVH: Scenario = Scenario {
     end: End::Poweroff,
     end_timeout_s: 60,
     budget_s: 3000,
+    topology: None,
 };
 
 pub const BENCH_FS_RAW: Scenario = Scenario {
@@ -1442,6 +1532,7 @@ pub const BENCH_FS_LINUX: Scenario = Scenario {
     end: End::Poweroff,
     end_timeout_s: 60,
     budget_s: 6000,
+    topology: None,
 };
 
 pub const BENCH_FS_LINUX_IDE: Scenario = Scenario {
@@ -1458,9 +1549,213 @@ const fn renamed(s: &Scenario, name: &'static str) -> Scenario {
     Scenario { name, ..*s }
 }
 
+/// The Linux router domU of `router-linux` (and the peer of `bench router`): Debian's
+/// kernel as a PVH guest (the fastest Linux boot on the bed) with the busybox initramfs
+/// plus nft, conntrack and the netfilter modules (`@LINUX_INITRD_ROUTER@`, made by
+/// `run.py`); eth0 on `brlan` (LAN), eth1 on `brwan` (WAN), as OpenWrt's x86 default.
+/// The MACs are fixed so the leases and captures read the same in every run.
+const LINUX_ROUTER_CONFIG: &str = r#"name    = "@NAME@"
+type    = "pvh"
+memory  = 256
+vcpus   = 1
+kernel  = "@LINUX@"
+ramdisk = "@LINUX_INITRD_ROUTER@"
+extra   = "console=hvc0 loglevel=4"
+vif     = [ "bridge=brlan,mac=00:16:3e:01:00:01", "bridge=brwan,mac=00:16:3e:77:00:01" ]
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#;
+
+/// The prompt of the Linux router domU (`xtask/testbed/net/linux-router/init`).
+const ROUTER_PROMPT: &str = "router# ";
+
+/// What a router domain must do in the router topology (see [`Topology::Router`]),
+/// once it is up with LAN 192.168.1.1/24 on eth0 and its WAN address in `${ROUTER_WAN}`:
+/// lan1 by DHCP from the router, lan2 static; ping, TCP, iperf3 (both ways) and DNS
+/// from the LAN through NAT, with only `${ROUTER_WAN}` seen as source in `wan`; the
+/// same UDP source port from lan1 and lan2 mapped apart; traceroute router -> wan ->
+/// far; a DF ping over the 1400-byte hop answered by wan's frag-needed; from the WAN,
+/// the router answers ping but nothing else, and the LAN is unreachable.
+/// A router scenario runs its own configuration step first and may add checks on its
+/// own console (e.g. `conntrack -L`) after.
+const ROUTER_LAN_STEPS: [Step; 16] = [
+    dom0(
+        "echo \"dom0 ip_forward=$(cat /proc/sys/net/ipv4/ip_forward)\"",
+        &[r"^dom0 ip_forward=0$"],
+        10,
+    ),
+    dom0_cap(
+        "$NET/router.sh dhcp lan1",
+        &[r"^netns lan1: 192\.168\.1\.\d+/24 route: default via 192\.168\.1\.1 dev eth0"],
+        &[("LAN1", r"^netns lan1: (192\.168\.1\.\d+)/24")],
+        90,
+    ),
+    dom0("$NET/router.sh static lan2 192.168.1.20", &[r"^netns lan2: 192\.168\.1\.20/24 "], 20),
+    ns("lan1", "ping -c 3 -W 5 10.77.0.10", &[r"^3 packets transmitted, 3 received"], 60),
+    ns(
+        "lan1",
+        "socat -t 10 -T 10 - TCP:10.77.0.10:7777,connect-timeout=10 </dev/null",
+        &[r"^you are ${ROUTER_WAN}:\d+$"],
+        30,
+    ),
+    ns_cap(
+        "lan1",
+        "iperf3 -c 10.77.0.10 -t 3",
+        &[r"receiver$"],
+        &[("LAN_TO_WAN", IPERF3_RECEIVER)],
+        90,
+    ),
+    ns_cap(
+        "lan1",
+        "iperf3 -c 10.77.0.10 -t 3 -R",
+        &[r"receiver$"],
+        &[("WAN_TO_LAN", IPERF3_RECEIVER)],
+        90,
+    ),
+    // what wan saw: every TCP flow from the LAN came from the router's WAN address
+    dom0(
+        concat!(
+            "echo \"sources: $($NET/router.sh pcap 'tcp dst port 5201 or tcp dst port 7777' ",
+            "| awk '{print $3}' | sed 's/\\.[0-9]*$//' | sort -u | paste -sd' ')\"; ",
+            "echo \"lan sources: $($NET/router.sh pcap 'src net 192.168.1.0/24' | wc -l)\""
+        ),
+        &[r"^sources: ${ROUTER_WAN}$", r"^lan sources: 0$"],
+        30,
+    ),
+    ns_cap(
+        "lan1",
+        "echo lan1 | socat -t 5 -T 10 - UDP:10.77.0.10:7777,sourceport=40000",
+        &[r"^you are ${ROUTER_WAN}:\d+ said lan1$"],
+        &[("P1", r"^you are [0-9.]+:(\d+) said lan1$")],
+        30,
+    ),
+    ns_cap(
+        "lan2",
+        "echo lan2 | socat -t 5 -T 10 - UDP:10.77.0.10:7777,sourceport=40000",
+        &[r"^you are ${ROUTER_WAN}:\d+ said lan2$"],
+        &[("P2", r"^you are [0-9.]+:(\d+) said lan2$")],
+        30,
+    ),
+    dom0(
+        "[ \"${P1}\" != \"${P2}\" ] && echo \"distinct mappings: lan1:40000 -> ${P1}, lan2:40000 -> ${P2}\"",
+        &[r"^distinct mappings: "],
+        10,
+    ),
+    ns(
+        "lan1",
+        "busybox nslookup server.wan 192.168.1.1; true",
+        &[r"^Address:\s+10\.77\.0\.10$"],
+        30,
+    ),
+    ns(
+        "lan1",
+        "busybox traceroute -n -q 1 -w 3 10.78.0.2",
+        &[r"^\s*1\s+192\.168\.1\.1\s", r"^\s*2\s+10\.77\.0\.10\s", r"^\s*3\s+10\.78\.0\.2\s"],
+        90,
+    ),
+    ns(
+        "lan1",
+        "ping -c 2 -W 5 10.78.0.2; ping -M do -s 1472 -c 2 -W 3 10.78.0.2; true",
+        &[
+            r"^2 packets transmitted, 2 received",
+            r"^From 10\.77\.0\.10 icmp_seq=\d+ Frag needed and DF set \(mtu = 1400\)",
+        ],
+        60,
+    ),
+    // from the WAN: the router answers ping (Allow-Ping) and nothing else; the LAN
+    // (routed to the router on purpose) is unreachable, and no answer comes back
+    ns(
+        "wan",
+        concat!(
+            "ping -c 2 -W 5 ${ROUTER_WAN}; ",
+            "socat -T 3 - TCP:${ROUTER_WAN}:22,connect-timeout=4 </dev/null; echo \"router tcp rc=$?\"; ",
+            "ip route replace 192.168.1.0/24 via ${ROUTER_WAN}; ",
+            "ping -c 3 -W 2 ${LAN1}; ",
+            "socat -T 3 - TCP:${LAN1}:7777,connect-timeout=4 </dev/null; echo \"lan tcp rc=$?\"; ",
+            "echo lan | socat -t 3 -T 3 - UDP:${LAN1}:7777; echo \"lan udp rc=$?\"; ",
+            "ip route del 192.168.1.0/24; true"
+        ),
+        &[
+            r"^2 packets transmitted, 2 received",
+            r"^router tcp rc=[1-9]",
+            r"^3 packets transmitted, 0 received",
+            r"^lan tcp rc=[1-9]",
+        ],
+        90,
+    ),
+    // ... and nothing from the WAN reached lan1's responder
+    dom0(
+        "echo \"lan1 responder heard the wan: $(grep -c ' from 10\\.77\\.' $TOPO/responder-lan1.log)\"",
+        &[r"^lan1 responder heard the wan: 0$"],
+        10,
+    ),
+];
+
+/// The router topology, proven with a Linux router domU: `/etc/router-up` (forwarding,
+/// LAN address and DHCP server, WAN by DHCP, fw4's ruleset), the LAN checks, with the
+/// router's own conntrack table showing the two UDP flows' distinct mappings right
+/// after they were made.
+const ROUTER_LINUX_STEPS: &[Step] = &[
+    cmd_cap(
+        "/etc/router-up",
+        &[
+            r"^udhcpc: bound eth1 10\.77\.0\.\d+/24 router 10\.77\.0\.10 dns 10\.77\.0\.1$",
+            r"^router: forwarding 1; lan eth0 192\.168\.1\.1/24 \(udhcpd up\); wan eth1 10\.77\.0\.\d+/24 via 10\.77\.0\.10; dns 10\.77\.0\.1$",
+            r"^router: nft: \d+ chains, 1 masquerade$",
+        ],
+        &[("ROUTER_WAN", r"^router: .* wan eth1 (10\.77\.0\.\d+)/24")],
+        120,
+    ),
+    ROUTER_LAN_STEPS[0],
+    ROUTER_LAN_STEPS[1],
+    ROUTER_LAN_STEPS[2],
+    ROUTER_LAN_STEPS[3],
+    ROUTER_LAN_STEPS[4],
+    ROUTER_LAN_STEPS[5],
+    ROUTER_LAN_STEPS[6],
+    ROUTER_LAN_STEPS[7],
+    ROUTER_LAN_STEPS[8],
+    ROUTER_LAN_STEPS[9],
+    // right after the two UDP exchanges: a UDP entry lives 30 s after its last packet
+    cmd(
+        "conntrack -L -p udp --dport 7777 2>&1",
+        &[
+            r"src=${LAN1} dst=10\.77\.0\.10 sport=40000 dport=7777 .*src=10\.77\.0\.10 dst=${ROUTER_WAN} sport=7777 dport=${P1}\b",
+            r"src=192\.168\.1\.20 dst=10\.77\.0\.10 sport=40000 dport=7777 .*src=10\.77\.0\.10 dst=${ROUTER_WAN} sport=7777 dport=${P2}\b",
+        ],
+        30,
+    ),
+    ROUTER_LAN_STEPS[10],
+    ROUTER_LAN_STEPS[11],
+    ROUTER_LAN_STEPS[12],
+    ROUTER_LAN_STEPS[13],
+    ROUTER_LAN_STEPS[14],
+    ROUTER_LAN_STEPS[15],
+    cmd("nft list chain inet fw4 srcnat_wan", &[r"masquerade"], 30),
+    last("poweroff -f"),
+];
+
 /// Scenarios run by name only (not by `all`): `cargo xtask bench` and `cargo xtask
 /// demo`.
 pub const EXTRA: &[Scenario] = &[
+    Scenario {
+        name: "router-linux",
+        about: "router topology (brlan: lan1, lan2; brwan: dnsmasq, wan, far) with a Linux PVH router domU: NAT, fw4 defaults, DHCP, DNS, traceroute, PMTU, WAN blocked",
+        needs: &[],
+        config: LINUX_ROUTER_CONFIG,
+        disks: &[],
+        console: Console::Pv,
+        prompt: ROUTER_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 300,
+        boot_expect: &[r"^ROUTER: up .*net: eth0 eth1 "],
+        steps: ROUTER_LINUX_STEPS,
+        end: End::Poweroff,
+        end_timeout_s: 60,
+        budget_s: 900,
+        topology: Some(Topology::Router),
+    },
     Scenario {
         name: "bench-linux",
         about: "bench: dom0's dd to the loop device, then the Linux PVHVM domU's dd to xvdb (phy:)",
@@ -1498,6 +1793,7 @@ pub const EXTRA: &[Scenario] = &[
         end: End::Poweroff,
         end_timeout_s: 60,
         budget_s: 600,
+        topology: None,
     },
     Scenario {
         name: "bench-net-linux",
@@ -1538,6 +1834,7 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 60,
         budget_s: 600,
+        topology: None,
     },
     Scenario {
         name: "bench-net-xenlet",
@@ -1559,6 +1856,7 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 60,
         budget_s: 178,
+        topology: None,
     },
     Scenario {
         name: "bench-net-xenlet-hvm",
@@ -1593,6 +1891,7 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 60,
         budget_s: 178,
+        topology: None,
     },
     Scenario {
         name: "net-soak",
@@ -1619,6 +1918,7 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 60,
         budget_s: 178,
+        topology: None,
     },
     Scenario {
         name: "bench-xenlet",
@@ -1643,6 +1943,7 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 30,
         budget_s: 178,
+        topology: None,
     },
     Scenario {
         name: "demo",
@@ -1695,6 +1996,7 @@ on_crash    = "preserve"
         end: End::Poweroff,
         end_timeout_s: 30,
         budget_s: 178,
+        topology: None,
     },
     renamed(&BENCH_FS_PVH, "bench-fs-pvh-1"),
     renamed(&BENCH_FS_PVH, "bench-fs-pvh-2"),
@@ -1741,13 +2043,14 @@ pub fn to_json(list: &[&Scenario]) -> String {
                     .collect();
                 format!(
                     "{{\"kind\": {}, \"send\": {}, \"expect\": {}, \"capture\": [{}], \
-                     \"timeout\": {}, \"ends\": {}}}",
+                     \"timeout\": {}, \"ends\": {}, \"netns\": {}}}",
                     js(st.kind.as_str()),
                     js(st.send),
                     js_list(st.expect),
                     capture.join(", "),
                     st.timeout_s,
-                    st.ends
+                    st.ends,
+                    js(st.netns)
                 )
             })
             .collect();
@@ -1755,7 +2058,7 @@ pub fn to_json(list: &[&Scenario]) -> String {
         o.push_str(&format!(
             " {{\"name\": {}, \"config\": {}, \"console\": {}, \"prompt\": {}, \"eol\": {},\n  \
              \"boot_timeout\": {}, \"boot_expect\": {}, \"disks\": [{}],\n  \"steps\": [{}],\n  \
-             \"end\": {}, \"end_timeout\": {}, \"budget\": {}}}{}\n",
+             \"end\": {}, \"end_timeout\": {}, \"budget\": {}, \"topology\": {}}}{}\n",
             js(s.name),
             js(s.config),
             js(s.console.as_str()),
@@ -1768,6 +2071,7 @@ pub fn to_json(list: &[&Scenario]) -> String {
             js(end),
             s.end_timeout_s,
             s.budget_s,
+            js(s.topology.map_or("", Topology::as_str)),
             if i + 1 < list.len() { "," } else { "" }
         ));
     }
@@ -1832,6 +2136,38 @@ mod tests {
                 assert!(s.config.contains(&format!("@{}@", d.var)), "{}", s.name);
             }
         }
+    }
+
+    #[test]
+    fn netns_steps_name_their_topologys_namespaces() {
+        for s in SCENARIOS.iter().chain(EXTRA) {
+            for st in s.steps.iter().filter(|st| !st.netns.is_empty()) {
+                assert_eq!(st.kind, Kind::Dom0, "{}: a netns step runs in dom0", s.name);
+                match s.topology {
+                    Some(Topology::Router) => assert!(
+                        ["lan1", "lan2", "wan", "far"].contains(&st.netns),
+                        "{}: no namespace {} in the router topology",
+                        s.name,
+                        st.netns
+                    ),
+                    None => panic!("{}: a netns step needs a topology", s.name),
+                }
+            }
+            if s.topology == Some(Topology::Router) {
+                assert!(s.config.contains(r#""bridge=brlan"#), "{}", s.name);
+                assert!(s.config.contains(r#""bridge=brwan"#), "{}", s.name);
+                let lan = s.config.find("bridge=brlan");
+                assert!(
+                    lan < s.config.find("bridge=brwan"),
+                    "{}: eth0 = LAN",
+                    s.name
+                );
+            }
+        }
+        let j = to_json(&[find("router-linux").unwrap()]);
+        assert!(j.contains(r#""topology": "router"}"#));
+        assert!(j.contains(r#""netns": "lan1"}"#));
+        assert!(to_json(&[find("pvh").unwrap()]).contains(r#""topology": ""}"#));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! `cargo xtask testbed run`: one QEMU session of Xen + dom0 running scenarios.
 //!
-//! The host writes a payload disk (a tar: `run.py`, `scenarios.json`, `files/`) and a
+//! The host writes a payload disk (a tar: `run.py`, `net/`, `scenarios.json`, `files/`) and a
 //! blank results disk, boots Xen with the dom0 image under QEMU 7.2 (TCG, nested SVM),
 //! and reads the serial console: lines starting with `TESTBED:` come from dom0 and
 //! drive a watchdog (every step announces its timeout). dom0 writes `/results` back as
@@ -242,6 +242,8 @@ fn make_payload(work: &Path, list: &[&Scenario], files: &[(Need, PathBuf)]) -> R
     let dir = work.join("payload");
     fs::create_dir_all(dir.join("files"))?;
     fs::copy(build::assets_dir().join("run.py"), dir.join("run.py"))?;
+    // the topology scripts and the Linux router's files (`/payload/net` in dom0)
+    copy_dir(&build::assets_dir().join("net"), &dir.join("net"))?;
     fs::write(dir.join("scenarios.json"), scenarios::to_json(list))?;
     for (need, path) in files {
         fs::copy(path, dir.join("files").join(need.file_name()))?;
@@ -260,6 +262,21 @@ fn make_payload(work: &Path, list: &[&Scenario], files: &[(Need, PathBuf)]) -> R
     let len = f.metadata()?.len();
     f.set_len(len.div_ceil(1 << 20) << 20)?;
     Ok(tar)
+}
+
+/// Copies the directory tree `from` to `to` (files keep their permissions).
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to)?;
+    for e in fs::read_dir(from)? {
+        let e = e?;
+        let dest = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_dir(&e.path(), &dest)?;
+        } else {
+            fs::copy(e.path(), dest)?;
+        }
+    }
+    Ok(())
 }
 
 /// What one QEMU session left behind.

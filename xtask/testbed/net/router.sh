@@ -1,0 +1,166 @@
+#!/bin/bash
+# The router test topology of the Xenlet test bed, in dom0 (xtask/testbed/README.md,
+# "Router topology"). Used by scenarios with `topology: Some(Topology::Router)`: run.py
+# calls `router.sh up` before `xl create` and `router.sh down` after the scenario.
+#
+#   router domain (Xenlet, or the Linux router of `router-linux`):
+#     vif = [ "bridge=brlan", "bridge=brwan" ]  ->  eth0 = LAN, eth1 = WAN
+#
+#   brlan (bridge, NO dom0 address)                  LAN 192.168.1.0/24, router .1
+#     lan1, lan2: network namespaces, eth0 on brlan by a veth (dom0 end vlan1/vlan2),
+#                 no address until `router.sh dhcp NS` (udhcpc, from the router) or
+#                 `router.sh static NS ADDR` (ADDR/24, default via 192.168.1.1);
+#                 a TCP/UDP responder on port 7777
+#   brwan (bridge, dom0 10.77.0.1/24)                WAN 10.77.0.0/24
+#     dnsmasq: DHCP 10.77.0.100-199 (router option 10.77.0.10, DNS 10.77.0.1) and
+#              DNS: server.wan -> 10.77.0.10, far.wan -> 10.78.0.2
+#     wan: namespace, eth0 10.77.0.10/24 on brwan (dom0 end vwan); the upstream
+#          gateway (forwards to far); servers: iperf3 -s (5201), the responder
+#          (7777 TCP and UDP: answers "you are IP:PORT"), tcpdump on eth0 to wan.pcap
+#     far: namespace behind wan: wan's far0 10.78.0.1/24 <-> far's eth0 10.78.0.2/24,
+#          MTU 1400 on both ends, default via 10.78.0.1; the responder on 7777
+#   dom0 does not forward (net.ipv4.ip_forward=0): LAN and WAN meet only in the router.
+#
+# Subcommands: up | down | dhcp NS | static NS ADDR | pcap [TCPDUMP-FILTER]
+# State, logs and captures live in $TOPO (default /run/topo); run.py copies them to
+# the scenario's results.
+set -u
+TOPO=${TOPO:-/run/topo}
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+ns() { local n=$1; shift; ip netns exec "$n" "$@"; }
+
+# Starts a long-running program in namespace $1, detached, its output to $TOPO/$2.log.
+bg() {
+    local n=$1 what=$2; shift 2
+    setsid ip netns exec "$n" "$@" </dev/null >"$TOPO/$what.log" 2>&1 &
+    echo $! >"$TOPO/$what.pid"
+}
+
+# A namespace with eth0 on bridge $2 through a veth whose dom0 end is $3.
+mkns() {
+    local n=$1 br=$2 peer=$3
+    ip netns add "$n"
+    mkdir -p "/etc/netns/$n"
+    : >"/etc/netns/$n/resolv.conf"  # ip netns exec binds it over /etc/resolv.conf
+    ip link add "$peer" type veth peer name eth0 netns "$n"
+    ip link set "$peer" master "$br" up
+    ns "$n" ip link set lo up
+    ns "$n" ip link set eth0 up
+}
+
+up() {
+    set -e
+    mkdir -p "$TOPO"
+    sysctl -qw net.ipv4.ip_forward=0
+    ip link add brlan type bridge
+    ip link add brwan type bridge
+    echo 1 >/proc/sys/net/ipv6/conf/brlan/disable_ipv6
+    ip addr add 10.77.0.1/24 dev brwan
+    ip link set brlan up
+    ip link set brwan up
+
+    mkns lan1 brlan vlan1
+    mkns lan2 brlan vlan2
+    mkns wan brwan vwan
+    ns wan ip addr add 10.77.0.10/24 dev eth0
+    ns wan sysctl -qw net.ipv4.ip_forward=1
+    ip netns add far
+    ip link add far0 netns wan mtu 1400 type veth peer name eth0 netns far mtu 1400
+    ns wan ip addr add 10.78.0.1/24 dev far0
+    ns wan ip link set far0 up
+    ns far ip link set lo up
+    ns far ip addr add 10.78.0.2/24 dev eth0
+    ns far ip link set eth0 up
+    ns far ip route add default via 10.78.0.1
+
+    dnsmasq --interface=brwan --bind-dynamic --user=root --pid-file="$TOPO/dnsmasq.pid" \
+        --dhcp-range=10.77.0.100,10.77.0.199,1h --dhcp-leasefile="$TOPO/dnsmasq.leases" \
+        --dhcp-option=option:router,10.77.0.10 --dhcp-option=option:dns-server,10.77.0.1 \
+        --no-resolv --no-hosts --domain=wan --local=/wan/ \
+        --host-record=server.wan,10.77.0.10 --host-record=far.wan,10.78.0.2 \
+        --log-dhcp --log-queries --log-facility="$TOPO/dnsmasq.log"
+
+    bg wan tcpdump tcpdump -n -i eth0 -U -s 128 -w "$TOPO/wan.pcap" \
+        'ip and not (tcp port 5201 and tcp[tcpflags] & (tcp-syn|tcp-fin|tcp-rst) == 0)'
+    bg wan iperf3 iperf3 -s
+    for n in wan far lan1 lan2; do
+        bg "$n" "responder-$n" python3 -u "$HERE/responder.py" 7777
+    done
+    set +e
+    # the servers are up when their ports are bound (and tcpdump says it listens)
+    local i=0
+    while [ $i -lt 50 ]; do
+        if ns wan ss -ltn | grep -q ':5201 ' && ns wan ss -lun | grep -q ':7777 ' \
+            && grep -q listening "$TOPO/tcpdump.log" && ns lan2 ss -ltn | grep -q ':7777 '; then
+            break
+        fi
+        sleep 0.2
+        i=$((i + 1))
+    done
+    show
+}
+
+show() {
+    echo "topology router: dom0 ip_forward=$(cat /proc/sys/net/ipv4/ip_forward)"
+    for br in brlan brwan; do
+        echo "$br: $(ip -br addr show dev "$br" | awk '{print $3}') ports: $(ls /sys/class/net/$br/brif | tr '\n' ' ')"
+    done
+    for n in lan1 lan2 wan far; do
+        echo "netns $n: $(ns "$n" ip -br -4 addr | grep -v '^lo ' | awk '{print $1, $3}' | tr '\n' ' ')"
+    done
+    echo "wan listening: $(ns wan ss -ltnu | awk 'NR>1 {print $1 "/" $5}' | sort -u | tr '\n' ' ')"
+}
+
+down() {
+    for f in "$TOPO"/*.pid; do
+        [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
+    done
+    for n in lan1 lan2 wan far; do
+        for p in $(ip netns pids "$n" 2>/dev/null); do kill "$p" 2>/dev/null; done
+    done
+    sleep 0.5
+    for n in lan1 lan2 wan far; do
+        ip netns del "$n" 2>/dev/null
+        rm -rf "/etc/netns/$n"
+    done
+    ip link del brlan 2>/dev/null
+    ip link del brwan 2>/dev/null
+    echo "topology router: down"
+}
+
+# udhcpc (busybox) in namespace $1 on eth0: the lease and the address it set
+dhcp() {
+    local n=$1
+    ns "$n" busybox udhcpc -i eth0 -n -q -t 8 -T 2 -s "$HERE/udhcpc.script" 2>&1
+    local rc=$?
+    echo "netns $n: $(ns "$n" ip -br -4 addr show dev eth0 | awk '{print $3}')" \
+        "route: $(ns "$n" ip route show default)" "dns: $(grep nameserver "/etc/netns/$n/resolv.conf" | awk '{print $2}' | tr '\n' ' ')"
+    return $rc
+}
+
+# a static LAN address: $2/24, default via the router, DNS the router
+static() {
+    local n=$1 a=$2
+    set -e
+    ns "$n" ip addr flush dev eth0
+    ns "$n" ip addr add "$a/24" dev eth0
+    ns "$n" ip route replace default via 192.168.1.1
+    echo "nameserver 192.168.1.1" >"/etc/netns/$n/resolv.conf"
+    echo "netns $n: $a/24 route: $(ns "$n" ip route show default)"
+}
+
+# the packets tcpdump saw in wan so far (optionally filtered)
+pcap() {
+    tcpdump -n -r "$TOPO/wan.pcap" "$@" 2>/dev/null
+}
+
+case "${1:-}" in
+up) up ;;
+down) down ;;
+show) show ;;
+dhcp) dhcp "$2" ;;
+static) static "$2" "$3" ;;
+pcap) shift; pcap "$@" ;;
+*) echo "usage: $0 up|down|show|dhcp NS|static NS ADDR|pcap [FILTER]" >&2; exit 2 ;;
+esac
