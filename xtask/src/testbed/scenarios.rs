@@ -1808,7 +1808,7 @@ pub const EXTRA: &[Scenario] = &[
         prompt: XENLET_PROMPT,
         eol: "\r",
         boot_timeout_s: 60,
-        boot_expect: &[r"^router: forwarding between eth0, eth1 masq mtu_fix \(conntrack max \d+\)$"],
+        boot_expect: &[r"^net: router: forwarding between eth0, eth1 masq mtu_fix \(conntrack max \d+\)$"],
         steps: ROUTER_XENLET_STEPS,
         end: End::Poweroff,
         end_timeout_s: 30,
