@@ -285,6 +285,12 @@ impl Firewall {
         self.local.note(ip, now);
     }
 
+    /// Notes the flow of a packet the router sends, by tuple ([`local::tuple_of`]):
+    /// for a link that keeps tuples rather than packets until the firewall is at hand.
+    pub fn note_output_tuple(&mut self, t: crate::flow::Tuple, now: Millis) {
+        self.local.note_tuple(t, now);
+    }
+
     /// Whether `ip`, arriving for the router, answers one of the router's own
     /// connections (or is an ICMP error about one).
     pub fn is_local_reply(&self, ip: &[u8], now: Millis) -> bool {

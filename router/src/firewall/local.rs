@@ -21,6 +21,15 @@ const TCP_MS: Millis = 30 * 60 * 1000;
 const UDP_MS: Millis = 3 * 60 * 1000;
 const OTHER_MS: Millis = 60 * 1000;
 
+/// The tuple of a packet that can start or continue a flow (`None` for ICMP errors,
+/// later fragments, unparsable packets).
+pub fn tuple_of(ip: &[u8]) -> Option<Tuple> {
+    match flow::parse(ip).ok()?.kind {
+        Kind::Flow(t, _) => Some(t),
+        _ => None,
+    }
+}
+
 /// The table.
 pub struct LocalFlows {
     slots: Vec<Option<(Tuple, Millis)>>,
@@ -65,8 +74,13 @@ impl LocalFlows {
 
     /// Notes an IPv4 packet the router sends.
     pub fn note(&mut self, ip: &[u8], now: Millis) {
-        let Ok(p) = flow::parse(ip) else { return };
-        let Kind::Flow(t, _) = p.kind else { return };
+        if let Some(t) = tuple_of(ip) {
+            self.note_tuple(t, now);
+        }
+    }
+
+    /// Notes the flow of a packet the router sent (its tuple, from [`tuple_of`]).
+    pub fn note_tuple(&mut self, t: Tuple, now: Millis) {
         let life = match t.proto {
             Proto::Tcp => TCP_MS,
             Proto::Udp => UDP_MS,
@@ -75,6 +89,11 @@ impl LocalFlows {
         if let Some(s) = self.slots.get_mut(slot_of(&t)) {
             *s = Some((t, now.saturating_add(life)));
         }
+    }
+
+    /// Removes every noted flow.
+    pub fn clear(&mut self) {
+        self.slots.iter_mut().for_each(|s| *s = None);
     }
 
     fn has(&self, t: &Tuple, now: Millis) -> bool {
