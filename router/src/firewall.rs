@@ -800,3 +800,6 @@ enum ListRef {
     InGlobal,
     InZone(ZoneId),
 }
+
+#[cfg(test)]
+mod tests;
