@@ -114,13 +114,6 @@ pub struct FwStats {
     pub log_suppressed: u64,
 }
 
-/// The decision on a packet, with what the log and the core need.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Decision {
-    /// The verdict.
-    pub verdict: Verdict,
-}
-
 /// Log lines kept for the kernel (`logread`), oldest dropped first.
 const LOG_LINES: usize = 64;
 /// fw4's `log_limit` default: 10/minute, burst 5 (nftables' default burst).
@@ -587,14 +580,14 @@ impl Firewall {
         let mut s = String::new();
         let d = &rs.defaults;
         let c = |c: Counter| format!("counter packets {} bytes {}", c.packets, c.bytes);
-        let rule_line = |s: &mut String, k: usize| {
+        let rule_line = |s: &mut String, k: usize, indent: &str| {
             let Some(r) = rs.rules.get(k) else { return };
             let dest = match r.dest {
                 None => String::from("router"),
                 Some(ZoneSel::Any) => String::from("*"),
                 Some(ZoneSel::Zone(z)) => String::from(zone_name(rs, Some(z))),
             };
-            let _ = write!(s, "\t\t# {} -> {}", r.name, dest);
+            let _ = write!(s, "{indent}# {} -> {}", r.name, dest);
             if !r.protos.is_empty() {
                 let _ = write!(s, " proto {:?}", r.protos);
             }
@@ -635,12 +628,12 @@ impl Firewall {
             );
         }
         for &k in &self.in_global {
-            rule_line(&mut s, k);
+            rule_line(&mut s, k, "\t\t");
         }
         for (z, zone) in rs.zones.iter().enumerate() {
             let _ = writeln!(s, "\t\tchain input_{} {{", zone.name);
             for &k in self.in_zone.get(z).map_or(&[][..], |v| v.as_slice()) {
-                rule_line(&mut s, k);
+                rule_line(&mut s, k, "\t\t\t");
             }
             let zc = self.zone_counters.get(z).copied().unwrap_or_default();
             let _ = writeln!(s, "\t\t\t{} {}", zone.input.name(), c(zc.input));
@@ -653,12 +646,12 @@ impl Firewall {
             let _ = writeln!(s, "\t\tct state invalid drop");
         }
         for &k in &self.fwd_global {
-            rule_line(&mut s, k);
+            rule_line(&mut s, k, "\t\t");
         }
         for (z, zone) in rs.zones.iter().enumerate() {
             let _ = writeln!(s, "\t\tchain forward_{} {{", zone.name);
             for &k in self.fwd_zone.get(z).map_or(&[][..], |v| v.as_slice()) {
-                rule_line(&mut s, k);
+                rule_line(&mut s, k, "\t\t\t");
             }
             for (k, f) in rs.forwardings.iter().enumerate() {
                 if f.src == z {

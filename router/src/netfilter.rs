@@ -16,6 +16,12 @@
 //! tuple, so postrouting checks that it sees the same packet (same tuple after the
 //! rewrite) and uses the remembered entry.
 //!
+//! With a [`Firewall`] installed ([`Netfilter::set_firewall`]), the forward and input
+//! hooks run its chains: a packet of a flow found in prerouting is established and
+//! accepted without rules; a new one is judged before postrouting creates its entry,
+//! so only accepted flows are ever tracked. The firewall's redirects replace the
+//! [`Dnat`] rules.
+//!
 //! "Prevent NAT leakage" (openwrt/firewall4 `root/usr/share/firewall4/templates/
 //! ruleset.uc`: `ct state invalid drop` on masquerading zones): a packet leaving a
 //! masquerading interface that conntrack finds INVALID, or whose source is still not
