@@ -9,6 +9,12 @@
 //! interfaces' addresses stay smoltcp's (static or by DHCP): [`Gateway::poll`] copies
 //! them into the router's table when they change, with the DHCP default route and the
 //! masquerading address.
+//!
+//! With a firewall ([`GatewaySpec::firewall`], compiled by [`crate::fwconfig`]) the
+//! router's own services are behind its input chain: a frame the firewall refuses is
+//! never queued for smoltcp. The flows of what smoltcp sends are noted on the way out
+//! ([`Routed`] keeps their tuples until the next poll) so that their replies are
+//! established.
 
 use crate::iface::NetIf;
 use crate::link::Link;
@@ -18,6 +24,10 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use smoltcp::wire::{EthernetAddress, Ipv4Address};
 use xenlet_drivers::netfront::{NetStats, QueueStats, RxChecksum};
+use xenlet_router::firewall::local::tuple_of;
+use xenlet_router::firewall::ruleset::Ruleset;
+use xenlet_router::firewall::Firewall;
+use xenlet_router::flow::Tuple;
 use xenlet_router::forward::{Disposition, Output, Router, RouterConfig, TxFull, TxMeta};
 use xenlet_router::iface::IfConfig as PortConfig;
 use xenlet_router::nat::{Masquerade, PortRange};
@@ -32,6 +42,9 @@ const RX_BUDGET: usize = 256;
 const LOCAL_QUEUE: usize = 512;
 /// Conntrack entries reclaimed per poll at most.
 const EXPIRE_BUDGET: usize = 64;
+/// Flows of the router's own packets kept per link between two polls (for the
+/// firewall's input chain); more are forgotten and counted.
+const SENT_FLOWS: usize = 1024;
 
 /// A link whose received frames pass through the router first.
 pub struct Routed<L: Link> {
@@ -41,6 +54,9 @@ pub struct Routed<L: Link> {
     /// Whether a router takes the frames (else this is a plain link).
     routed: bool,
     local_dropped: u64,
+    /// Flows of what the local stack sent since the last poll.
+    sent: VecDeque<Tuple>,
+    sent_dropped: u64,
 }
 
 impl<L: Link> Routed<L> {
@@ -51,6 +67,8 @@ impl<L: Link> Routed<L> {
             local: VecDeque::new(),
             routed: false,
             local_dropped: 0,
+            sent: VecDeque::new(),
+            sent_dropped: 0,
         }
     }
 
@@ -62,6 +80,31 @@ impl<L: Link> Routed<L> {
     /// Frames for the local stack dropped because its queue was full.
     pub fn local_dropped(&self) -> u64 {
         self.local_dropped
+    }
+
+    /// Flows of the local stack's packets forgotten because too many were sent
+    /// between two polls.
+    pub fn sent_dropped(&self) -> u64 {
+        self.sent_dropped
+    }
+
+    /// Notes the flow of a frame the local stack sends (IPv4 only), for the
+    /// firewall: replies to it are established.
+    fn note_sent(&mut self, frame: &[u8]) {
+        if !self.routed || frame.get(12..14) != Some(&[0x08, 0x00][..]) {
+            return;
+        }
+        let Some(t) = frame.get(14..).and_then(tuple_of) else {
+            return;
+        };
+        if self.sent.back() == Some(&t) {
+            return; // the same flow again: one note is enough
+        }
+        if self.sent.len() >= SENT_FLOWS {
+            self.sent.pop_front();
+            self.sent_dropped += 1;
+        }
+        self.sent.push_back(t);
     }
 
     fn queue_local(&mut self, frame: Vec<u8>, csum: RxChecksum) {
@@ -91,6 +134,7 @@ impl<L: Link> Link for Routed<L> {
         self.inner.can_send()
     }
     fn send(&mut self, frame: &[u8]) -> Result<(), String> {
+        self.note_sent(frame);
         self.inner.send(frame)
     }
     fn stats(&self) -> NetStats {
@@ -103,6 +147,7 @@ impl<L: Link> Link for Routed<L> {
         self.inner.gso_tcpv4()
     }
     fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), String> {
+        self.note_sent(frame);
         self.inner.send_gso(frame, mss)
     }
     fn tx_free_slots(&self) -> usize {
@@ -121,6 +166,7 @@ impl<L: Link> Link for Routed<L> {
         self.inner.tx_csum_blank()
     }
     fn send_csum_blank(&mut self, frame: &[u8]) -> Result<(), String> {
+        self.note_sent(frame);
         self.inner.send_csum_blank(frame)
     }
 }
@@ -146,6 +192,10 @@ pub struct GatewaySpec {
     /// Seed of the conntrack hash (entropy: a known seed lets a remote host pick
     /// colliding flows).
     pub hash_seed: u64,
+    /// The firewall (from `/etc/config/firewall` by [`crate::fwconfig`], with the
+    /// router ids of [`PortSpec`] order: the n-th port is `IfId(n)`); `None` forwards
+    /// everything.
+    pub firewall: Option<Ruleset>,
 }
 
 /// What [`Gateway::poll`] knows of one routed interface.
@@ -233,7 +283,7 @@ impl Gateway {
                 gw: None,
             });
         }
-        let netfilter = Netfilter::new(netfilter::Config {
+        let mut netfilter = Netfilter::new(netfilter::Config {
             capacity: spec.conntrack_max.max(1),
             masquerade: masq,
             // clear of smoltcp's ephemeral ports (49152-65535), which the router's
@@ -245,6 +295,10 @@ impl Gateway {
             hash_seed: spec.hash_seed,
             ..netfilter::Config::default()
         });
+        if let Some(rs) = &spec.firewall {
+            let fw = Firewall::new(rs.clone()).map_err(|e| format!("firewall: {e:?}"))?;
+            netfilter.set_firewall(Some(fw));
+        }
         Ok(Gateway {
             router,
             netfilter,
@@ -265,6 +319,32 @@ impl Gateway {
         }
     }
 
+    /// Replaces the firewall's ruleset (all or nothing; established flows stay).
+    pub fn reload_firewall(&mut self, rules: Ruleset) -> Result<(), String> {
+        self.netfilter
+            .reload_firewall(rules)
+            .map_err(|e| format!("firewall: {e:?}"))?;
+        for p in &self.ports {
+            let a = p.addr.map(|a| a.addr().octets());
+            self.netfilter.set_iface_addr(p.id, a);
+        }
+        Ok(())
+    }
+
+    /// `fw` / `nft list ruleset`: the firewall's chains with their counters.
+    pub fn firewall_listing(&self) -> Option<String> {
+        self.netfilter.firewall().map(|f| f.listing())
+    }
+
+    /// The firewall's log lines (rejected/dropped packets, rate limited) since the
+    /// last call, for `logread`.
+    pub fn take_firewall_log(&mut self) -> Vec<String> {
+        self.netfilter
+            .firewall_mut()
+            .map(|f| f.take_log())
+            .unwrap_or_default()
+    }
+
     /// The router's id of the stack interface `netif`, if it routes it.
     pub fn port_of(&self, netif: usize) -> Option<IfId> {
         self.ports.iter().find(|p| p.netif == netif).map(|p| p.id)
@@ -282,6 +362,8 @@ impl Gateway {
                 .and_then(|c| Ipv4Net::new(c.address(), c.prefix_len()));
             if addr != p.addr {
                 let _ = self.router.set_address(p.id, addr);
+                self.netfilter
+                    .set_iface_addr(p.id, addr.map(|a| a.addr().octets()));
                 if p.masq {
                     self.netfilter
                         .set_masquerade_address(p.id, addr.map(|a| a.addr().octets()));
@@ -306,6 +388,17 @@ impl Gateway {
     pub fn poll<L: Link>(&mut self, ifs: &mut [NetIf<Routed<L>>], now_ms: i64) -> bool {
         let now = u64::try_from(now_ms).unwrap_or(0);
         self.sync_addresses(ifs);
+        // what the local stack sent since the last poll: its replies are established
+        for p in &self.ports {
+            let Some(n) = ifs.get_mut(p.netif) else {
+                continue;
+            };
+            while let Some(t) = n.link.sent.pop_front() {
+                if let Some(fw) = self.netfilter.firewall_mut() {
+                    fw.note_output_tuple(t, now);
+                }
+            }
+        }
         let mut any = false;
         for k in 0..self.ports.len() {
             let (netif, id) = (self.ports[k].netif, self.ports[k].id);
@@ -401,7 +494,13 @@ mod tests {
             0,
             1,
         );
-        let wan_host = NetIf::new("eth0", w2, &config::parse("10.0.0.1/24").unwrap(), 0, 2);
+        let wan_host = NetIf::new(
+            "eth0",
+            w2,
+            &config::parse("10.0.0.1/24,gw=10.0.0.2").unwrap(),
+            0,
+            2,
+        );
         let mut router = alloc::vec![
             NetIf::new(
                 "eth0",
@@ -433,6 +532,7 @@ mod tests {
             ],
             conntrack_max: 64,
             hash_seed: 7,
+            firewall: Some(default_firewall()),
         };
         let gw = Gateway::new(&spec, &mut router).unwrap();
         Net {
@@ -524,6 +624,142 @@ mod tests {
         );
     }
 
+    /// OpenWrt's default firewall file (the image's), lan = eth0, wan = eth1.
+    fn default_firewall() -> Ruleset {
+        let text = include_str!("../../xtask/rootfs/etc/config/firewall");
+        let n = |network: &str, id, device: &str| crate::fwconfig::NetworkIface {
+            network: network.into(),
+            ifc: IfId(id),
+            device: device.into(),
+        };
+        let ifaces = [
+            n("lan", 0, "eth0"),
+            n("wan", 1, "eth1"),
+            n("wan6", 1, "eth1"),
+        ];
+        let (c, warnings) = crate::fwconfig::compile_text(text, &ifaces).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        c.ruleset
+    }
+
+    fn recv_within(
+        n: &mut Net,
+        from: i64,
+        steps: i64,
+        which: impl Fn(&mut Net) -> Option<Vec<u8>>,
+    ) -> Option<Vec<u8>> {
+        for now in from..from + steps {
+            n.step(now * 10);
+            if let Some(d) = which(n) {
+                return Some(d);
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn unsolicited_wan_to_lan_traffic_is_not_forwarded_under_the_default_firewall() {
+        let mut n = net();
+        let (mut a, mut b) = (udp_socket(), udp_socket());
+        a.bind(5000).unwrap();
+        b.bind(6000).unwrap();
+        let ha = n.lan_host.sockets.add(a);
+        let hb = n.wan_host.sockets.add(b);
+        n.wan_host
+            .sockets
+            .get_mut::<udp::Socket>(hb)
+            .send_slice(b"knock knock", (IpAddress::v4(192, 168, 1, 100), 5000))
+            .unwrap();
+        let got = recv_within(&mut n, 0, 200, |n| {
+            let s = n.lan_host.sockets.get_mut::<udp::Socket>(ha);
+            s.recv().ok().map(|(d, _)| d.to_vec())
+        });
+        assert_eq!(got, None, "the datagram must not reach the LAN host");
+        let st = n.gw.router.stats();
+        assert_eq!(st.iface(IfId(1)).rx_packets, 0, "nothing forwarded: {st:?}");
+        let fw = n.gw.netfilter.firewall().unwrap();
+        assert_eq!(
+            fw.stats().default_forward.packets,
+            1,
+            "the forward policy refused it"
+        );
+        let log = n.gw.take_firewall_log();
+        assert!(
+            log.iter().any(|l| l.starts_with(
+                "reject wan forward: IN=eth1 OUT=eth0 SRC=10.0.0.1 DST=192.168.1.100"
+            )),
+            "{log:?}"
+        );
+        assert!(n
+            .gw
+            .firewall_listing()
+            .unwrap()
+            .contains("chain forward_wan"));
+    }
+
+    #[test]
+    fn the_router_answers_the_lan_not_the_wan_and_its_own_flows_get_replies() {
+        let mut n = net();
+        let mut srv = udp_socket();
+        srv.bind(9999).unwrap();
+        let hs = n.router[1].sockets.add(srv);
+        let mut srv0 = udp_socket();
+        srv0.bind(9999).unwrap();
+        let hs0 = n.router[0].sockets.add(srv0);
+        let (mut w, mut l) = (udp_socket(), udp_socket());
+        w.bind(7000).unwrap();
+        l.bind(7001).unwrap();
+        let hw = n.wan_host.sockets.add(w);
+        let hl = n.lan_host.sockets.add(l);
+        // from the WAN: the router's input chain rejects it before smoltcp sees it
+        n.wan_host
+            .sockets
+            .get_mut::<udp::Socket>(hw)
+            .send_slice(b"from wan", (IpAddress::v4(10, 0, 0, 2), 9999))
+            .unwrap();
+        let got = recv_within(&mut n, 0, 100, |n| {
+            let s = n.router[1].sockets.get_mut::<udp::Socket>(hs);
+            s.recv().ok().map(|(d, _)| d.to_vec())
+        });
+        assert_eq!(got, None);
+        // from the LAN: accepted
+        n.lan_host
+            .sockets
+            .get_mut::<udp::Socket>(hl)
+            .send_slice(b"from lan", (IpAddress::v4(192, 168, 1, 1), 9999))
+            .unwrap();
+        let got = recv_within(&mut n, 100, 100, |n| {
+            let s = n.router[0].sockets.get_mut::<udp::Socket>(hs0);
+            s.recv().ok().map(|(d, _)| d.to_vec())
+        });
+        assert_eq!(got.as_deref(), Some(&b"from lan"[..]));
+        // the router's own datagram to the WAN host, and its reply
+        n.router[1]
+            .sockets
+            .get_mut::<udp::Socket>(hs)
+            .send_slice(b"out", (IpAddress::v4(10, 0, 0, 1), 7000))
+            .unwrap();
+        let got = recv_within(&mut n, 200, 100, |n| {
+            let s = n.wan_host.sockets.get_mut::<udp::Socket>(hw);
+            s.recv().ok().map(|(d, _)| d.to_vec())
+        });
+        assert_eq!(got.as_deref(), Some(&b"out"[..]));
+        n.wan_host
+            .sockets
+            .get_mut::<udp::Socket>(hw)
+            .send_slice(b"back", (IpAddress::v4(10, 0, 0, 2), 9999))
+            .unwrap();
+        let got = recv_within(&mut n, 300, 100, |n| {
+            let s = n.router[1].sockets.get_mut::<udp::Socket>(hs);
+            s.recv().ok().map(|(d, _)| d.to_vec())
+        });
+        assert_eq!(
+            got.as_deref(),
+            Some(&b"back"[..]),
+            "a reply to the router's own flow"
+        );
+    }
+
     #[test]
     fn a_port_that_is_not_there_is_an_error() {
         let mut n = net();
@@ -535,6 +771,7 @@ mod tests {
             }],
             conntrack_max: 8,
             hash_seed: 1,
+            firewall: None,
         };
         assert_eq!(
             Gateway::new(&spec, &mut n.router).err().as_deref(),

@@ -12,6 +12,7 @@ extern crate alloc;
 
 pub mod config;
 pub mod echo;
+pub mod fwconfig;
 pub mod gateway;
 pub mod iface;
 pub mod ip;

@@ -11,11 +11,13 @@
 //! devices this domain does not have are skipped.
 
 use crate::config::IfConfig;
+use crate::fwconfig::{self, NetworkIface};
 use crate::gateway::{GatewaySpec, PortSpec};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use smoltcp::wire::{IpAddress, IpCidr};
+use xenlet_router::IfId;
 use xenlet_uci::network::Proto;
 
 /// What the configuration files say the stack should run.
@@ -41,8 +43,10 @@ impl Plan {
 }
 
 /// Builds the plan for a domain whose vifs are `vifs` (`eth0`, `eth1`, ...).
-/// `firewall` is the text of `/etc/config/firewall` if there is one. A file that does
-/// not parse or holds a bad value is an error naming the file, section and option.
+/// `firewall` is the text of `/etc/config/firewall` if there is one (compiled into the
+/// router's ruleset; without it the router forwards everything and masquerades
+/// nothing). A file that does not parse or holds a bad value is an error naming the
+/// file, section and option.
 pub fn plan(
     network: &str,
     firewall: Option<&str>,
@@ -56,17 +60,6 @@ pub fn plan(
     let mut out = Plan::default();
     out.warnings
         .extend(net.warnings.iter().map(|w| format!("{w}")));
-    let zones = match firewall {
-        Some(text) => {
-            let pkg = xenlet_uci::parse("/etc/config/firewall", "firewall", text)
-                .map_err(|e| format!("{e}"))?;
-            let fw = xenlet_uci::firewall::firewall(&pkg).map_err(|e| format!("{e}"))?;
-            out.warnings
-                .extend(fw.warnings.iter().map(|w| format!("{w}")));
-            fw.config.zones
-        }
-        None => Vec::new(),
-    };
     for i in net.config.interfaces.iter().filter(|i| !i.disabled) {
         let mut on_vifs = i.ports.iter().filter(|p| vifs.contains(&p.as_str()));
         let Some(port) = on_vifs.next() else {
@@ -102,17 +95,35 @@ pub fn plan(
         out.ifaces.push((port.clone(), i.name.clone(), c));
     }
     if out.ifaces.len() >= 2 {
-        let ports = out
+        // the router numbers its interfaces in this order (Gateway::new)
+        let ids: Vec<NetworkIface> = out
             .ifaces
             .iter()
-            .map(|(vif, uci_name, _)| {
-                let zone = zones
-                    .iter()
-                    .find(|z| z.networks.iter().any(|n| n == uci_name));
+            .enumerate()
+            .map(|(k, (vif, uci_name, _))| NetworkIface {
+                network: uci_name.clone(),
+                ifc: IfId(u8::try_from(k).unwrap_or(u8::MAX)),
+                device: vif.clone(),
+            })
+            .collect();
+        let ruleset = match firewall {
+            Some(text) => {
+                let (c, warnings) = fwconfig::compile_text(text, &ids)?;
+                out.warnings.extend(warnings);
+                Some(c.ruleset)
+            }
+            None => None,
+        };
+        let ports = ids
+            .iter()
+            .map(|n| {
+                let (masq, mss_clamp) = ruleset
+                    .as_ref()
+                    .map_or((false, false), |r| fwconfig::port_flags(r, n.ifc));
                 PortSpec {
-                    name: vif.clone(),
-                    masq: zone.is_some_and(|z| z.masq),
-                    mss_clamp: zone.is_some_and(|z| z.mtu_fix),
+                    name: n.device.clone(),
+                    masq,
+                    mss_clamp,
                 }
             })
             .collect();
@@ -120,6 +131,7 @@ pub fn plan(
             ports,
             conntrack_max,
             hash_seed,
+            firewall: ruleset,
         });
     }
     Ok(out)
@@ -163,6 +175,8 @@ mod tests {
             "fw4 defaults: the wan zone masquerades with mtu_fix"
         );
         assert_eq!((g.conntrack_max, g.hash_seed), (16384, 9));
+        let fw = g.firewall.expect("the firewall file compiled");
+        assert_eq!(fw.zones.len(), 2, "lan and wan");
     }
 
     #[test]

@@ -31,6 +31,7 @@ use core::net::Ipv4Addr;
 use smoltcp::wire::{EthernetFrame, EthernetProtocol, Ipv4Packet};
 
 use crate::checksum;
+use crate::firewall::reject;
 use crate::icmp_error::{self, IcmpError, RateLimiter};
 use crate::iface::{IfConfig, IfError, Interfaces};
 use crate::ipv4::{self, be16, put16};
@@ -334,6 +335,13 @@ impl Router {
     ) -> Result<Disposition, DropReason> {
         let iface = self.ifaces.get(ifc).ok_or(DropReason::Unsupported)?;
         let eth = EthernetFrame::new_checked(&*frame).map_err(|_| DropReason::Malformed)?;
+        let csum_partial = rx.csum_partial || rx.gso_size.is_some();
+        let mut meta = Meta {
+            input: ifc,
+            output: None,
+            csum_partial,
+            now,
+        };
         match eth.ethertype() {
             EthernetProtocol::Arp => {
                 self.neigh
@@ -341,10 +349,18 @@ impl Router {
                 return Ok(Disposition::Local);
             }
             EthernetProtocol::Ipv4 => {}
-            _ => return Ok(Disposition::Local),
+            other => {
+                return match hook.input_other(u16::from(other), &meta) {
+                    HookVerdict::Accept => Ok(Disposition::Local),
+                    HookVerdict::Drop(r) => Err(r),
+                    HookVerdict::Reject => Err(DropReason::Filtered),
+                };
+            }
         }
-        if eth.dst_addr() != iface.mac() {
-            return Ok(Disposition::Local);
+        let peer_mac = eth.src_addr().0;
+        let to_our_mac = eth.dst_addr() == iface.mac();
+        if !to_our_mac && !eth.dst_addr().is_broadcast() && !eth.dst_addr().is_multicast() {
+            return Ok(Disposition::Local); // another host's: smoltcp drops it
         }
 
         // 2. the IPv4 header
@@ -357,8 +373,15 @@ impl Router {
         let ip_len = usize::from(pkt.total_len());
         let hl = usize::from(pkt.header_len());
         let dst = pkt.dst_addr();
-        if dst.is_broadcast() || dst.is_multicast() || iface.is_subnet_broadcast(dst) {
-            return Ok(Disposition::Local);
+        if !to_our_mac || dst.is_broadcast() || dst.is_multicast() || iface.is_subnet_broadcast(dst)
+        {
+            // the input chain; never an answer to a broadcast (RFC 1122 §3.2.2)
+            let ip = ip_all.get(..ip_len).ok_or(DropReason::Malformed)?;
+            return match hook.input(ip, &meta) {
+                HookVerdict::Accept => Ok(Disposition::Local),
+                HookVerdict::Drop(r) => Err(r),
+                HookVerdict::Reject => Err(DropReason::Filtered),
+            };
         }
         // the original header + 8 bytes, for ICMP errors about this packet
         let mut snap = [0u8; SNAPSHOT_LEN];
@@ -375,25 +398,30 @@ impl Router {
         if rx.gso_size == Some(0) {
             return Err(DropReason::Malformed); // a netfront bug, not a segment size
         }
-        let csum_partial = rx.csum_partial || rx.gso_size.is_some();
-        let mut meta = Meta {
-            input: ifc,
-            output: None,
-            csum_partial,
-            now,
-        };
 
-        // 3. prerouting, then local delivery
+        // 3. prerouting, then local delivery (the input chain)
         {
             let ip = frame.get_mut(ETH_LEN..).ok_or(DropReason::Malformed)?;
-            if let HookVerdict::Drop(r) = hook.prerouting(ip, &meta) {
-                return Err(r);
+            match hook.prerouting(ip, &meta) {
+                HookVerdict::Accept => {}
+                HookVerdict::Drop(r) => return Err(r),
+                HookVerdict::Reject => {
+                    self.send_reject(ifc, peer_mac, head, ip, now, out);
+                    return Err(DropReason::Filtered);
+                }
             }
         }
         let ip = frame.get(ETH_LEN..).ok_or(DropReason::Malformed)?;
         let (src, dst) = (ipv4::src(ip), ipv4::dst(ip));
         if self.ifaces.is_local_addr(dst) {
-            return Ok(Disposition::Local);
+            return match hook.input(ip, &meta) {
+                HookVerdict::Accept => Ok(Disposition::Local),
+                HookVerdict::Drop(r) => Err(r),
+                HookVerdict::Reject => {
+                    self.send_reject(ifc, peer_mac, head, ip, now, out);
+                    Err(DropReason::Filtered)
+                }
+            };
         }
 
         // 4. martians
@@ -427,13 +455,26 @@ impl Router {
         let ip = frame.get_mut(ETH_LEN..).ok_or(DropReason::Malformed)?;
         decrement_ttl(ip);
 
-        // 6. MSS clamp, postrouting
+        // 6. the forward chain, MSS clamp, postrouting
+        meta.output = Some(out_ifc);
+        match hook.forward(ip, &meta) {
+            HookVerdict::Accept => {}
+            HookVerdict::Drop(r) => return Err(r),
+            HookVerdict::Reject => {
+                self.send_reject(ifc, peer_mac, head, ip, now, out);
+                return Err(DropReason::Filtered);
+            }
+        }
         if is_clamped {
             mss::clamp(ip, mss::mss_for_mtu(mtu), csum_partial);
         }
-        meta.output = Some(out_ifc);
-        if let HookVerdict::Drop(r) = hook.postrouting(ip, &meta) {
-            return Err(r);
+        match hook.postrouting(ip, &meta) {
+            HookVerdict::Accept => {}
+            HookVerdict::Drop(r) => return Err(r),
+            HookVerdict::Reject => {
+                self.send_reject(ifc, peer_mac, head, ip, now, out);
+                return Err(DropReason::Filtered);
+            }
         }
 
         // 7, 8. MTU and out
@@ -599,6 +640,49 @@ impl Router {
     ) {
         let rest = frame.get(ETH_LEN + head.len()..).unwrap_or(&[]);
         self.send_icmp(IcmpError::FragNeeded { mtu }, input, head, rest, now, out);
+    }
+
+    /// Answers a packet the firewall rejected (fw4's `handle_reject`): a TCP reset
+    /// for TCP, sent straight back to `peer_mac` on `input`; an ICMP port-unreachable
+    /// for anything else. `head` is the packet as it arrived (header + 8 bytes), `ip`
+    /// as it is now. Both share the ICMP error rate limit.
+    fn send_reject<O: Output>(
+        &mut self,
+        input: IfId,
+        peer_mac: [u8; 6],
+        head: &[u8],
+        ip: &[u8],
+        now: Millis,
+        out: &mut O,
+    ) {
+        if head.get(ipv4::PROTO) != Some(&ipv4::PROTO_TCP) {
+            let rest = ip.get(head.len()..).unwrap_or(&[]);
+            self.send_icmp(IcmpError::PortUnreachable, input, head, rest, now, out);
+            return;
+        }
+        let Some(seg) = reject::TcpSegment::read(head, ip) else {
+            return;
+        };
+        if !icmp_error::may_report(head) {
+            return; // not to a broadcast, not from a martian source
+        }
+        let Some(mac) = self.ifaces.get(input).map(|i| i.mac().0) else {
+            return;
+        };
+        if !self.icmp_limit.allow(now) {
+            self.stats.icmp_rate_limited = self.stats.icmp_rate_limited.wrapping_add(1);
+            return;
+        }
+        self.icmp_id = self.icmp_id.wrapping_add(1);
+        let Some(n) = reject::build(&mut self.icmp_buf, &seg, mac, peer_mac, self.icmp_id) else {
+            return;
+        };
+        let Some(frame) = self.icmp_buf.get(..n) else {
+            return;
+        };
+        if out.send(input, frame, TxMeta::default()).is_ok() {
+            self.stats.resets = self.stats.resets.wrapping_add(1);
+        }
     }
 
     /// Sends an ICMP error about the packet `head` + `rest` that came in by `input`,

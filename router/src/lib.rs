@@ -24,6 +24,7 @@ pub mod checksum;
 pub mod conntrack;
 pub mod dhcpd;
 pub mod dns;
+pub mod firewall;
 pub mod flow;
 pub mod forward;
 pub mod frag;
@@ -56,6 +57,10 @@ pub enum HookVerdict {
     Accept,
     /// Drop it, counted under this reason.
     Drop(DropReason),
+    /// Refused by the firewall with an answer (firewall4's `handle_reject`): the core
+    /// sends a TCP reset for TCP, an ICMP port-unreachable for the rest, back out the
+    /// input interface, and drops the packet as [`DropReason::Filtered`].
+    Reject,
 }
 
 /// Why a packet was dropped: every drop is counted under one of these.
@@ -123,6 +128,24 @@ pub trait L4Hook {
     /// After routing, before the MTU check: new flows are tracked, and those leaving
     /// through a masquerading interface get the source rewritten.
     fn postrouting(&mut self, ip: &mut [u8], meta: &Meta) -> HookVerdict;
+    /// Between routing (and the TTL decrement) and [`L4Hook::postrouting`], for a
+    /// forwarded packet (netfilter's FORWARD hook: the firewall's forward chain).
+    /// `meta.output` is set.
+    fn forward(&mut self, _ip: &mut [u8], _meta: &Meta) -> HookVerdict {
+        HookVerdict::Accept
+    }
+    /// For an IPv4 packet the core is about to give to the local stack (netfilter's
+    /// INPUT hook: the firewall's input chain); a packet that is not accepted never
+    /// reaches it. Broadcast and multicast packets come here too (before
+    /// prerouting, which they skip); ARP never does.
+    fn input(&mut self, _ip: &[u8], _meta: &Meta) -> HookVerdict {
+        HookVerdict::Accept
+    }
+    /// For a frame that is neither IPv4 nor ARP (IPv6, ...) before it goes to the
+    /// local stack: [`HookVerdict::Accept`] lets it through, anything else drops it.
+    fn input_other(&mut self, _ethertype: u16, _meta: &Meta) -> HookVerdict {
+        HookVerdict::Accept
+    }
 }
 
 /// An [`L4Hook`] that tracks nothing and translates nothing (plain routing).

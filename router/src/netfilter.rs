@@ -16,6 +16,12 @@
 //! tuple, so postrouting checks that it sees the same packet (same tuple after the
 //! rewrite) and uses the remembered entry.
 //!
+//! With a [`Firewall`] installed ([`Netfilter::set_firewall`]), the forward and input
+//! hooks run its chains: a packet of a flow found in prerouting is established and
+//! accepted without rules; a new one is judged before postrouting creates its entry,
+//! so only accepted flows are ever tracked. The firewall's redirects replace the
+//! [`Dnat`] rules.
+//!
 //! "Prevent NAT leakage" (openwrt/firewall4 `root/usr/share/firewall4/templates/
 //! ruleset.uc`: `ct state invalid drop` on masquerading zones): a packet leaving a
 //! masquerading interface that conntrack finds INVALID, or whose source is still not
@@ -25,15 +31,22 @@
 use alloc::vec::Vec;
 
 use crate::conntrack::{status, Conntrack, Dir, EntryView, Stats, Timeouts, Track};
+use crate::firewall::packet::Packet;
+use crate::firewall::ruleset::{Ruleset, RulesetError, Verdict};
+use crate::firewall::{CtState, Firewall};
 use crate::flow::{self, get_addr, Endpoint, Kind, Parsed, Proto, Quoted, TcpInfo, Tuple};
 use crate::nat::{choose_port, Masquerade, PortRange};
 use crate::rewrite::{self, Side};
 use crate::{DropReason, HookVerdict, IfId, L4Hook, Meta, Millis};
 
-/// A port forward: a new flow arriving on `input` for `proto`/`dport` (and `dst`, if
-/// set) has its destination rewritten to `to` (firewall4's `redirect` with
-/// `target DNAT`). Nothing configures these yet; the data path supports them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A port forward: a new flow arriving on `input` for `proto`, a destination port in
+/// `dport..=dport_max` (and `dst`, if set; a source in `src_ip` if that is not empty)
+/// has its destination rewritten to `to` (the port moved by as much as it was past
+/// `dport`): firewall4's `redirect` with `target DNAT`. With `snat`, the flow's source
+/// is rewritten to that address as well (NAT reflection: a LAN client reaching the
+/// WAN address is sent to the LAN host from the router's LAN address, so the replies
+/// come back through the router).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dnat {
     /// The interface the flow arrives on.
     pub input: IfId,
@@ -41,10 +54,16 @@ pub struct Dnat {
     pub proto: Proto,
     /// The destination address to match (None: any).
     pub dst: Option<[u8; 4]>,
-    /// The destination port to match.
+    /// The first destination port to match.
     pub dport: u16,
-    /// The internal address and port to send the flow to.
+    /// The last destination port to match.
+    pub dport_max: u16,
+    /// The internal address and port (for `dport`) to send the flow to.
     pub to: Endpoint,
+    /// Sources allowed (empty: any).
+    pub src_ip: Vec<crate::firewall::ruleset::Net4>,
+    /// The source address to give the flow (reflection), if any.
+    pub snat: Option<[u8; 4]>,
 }
 
 /// How [`Netfilter`] is built.
@@ -112,8 +131,12 @@ enum Found {
     NoFlow,
     /// No flow yet, and the packet may start one (postrouting creates it).
     New,
-    /// A new flow whose destination a port forward rewrote; `original` is how it came.
-    NewDnat { original: Tuple },
+    /// A new flow whose destination a port forward rewrote; `original` is how it came,
+    /// `snat` the source the port forward gives it (reflection).
+    NewDnat {
+        original: Tuple,
+        snat: Option<[u8; 4]>,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -131,6 +154,7 @@ pub struct Netfilter {
     ports: PortRange,
     dnat: Vec<Dnat>,
     pending: Option<Pending>,
+    firewall: Option<Firewall>,
 }
 
 /// Whether a packet may start a flow (Linux: the protocols' `new` handlers): a TCP
@@ -170,6 +194,7 @@ impl Netfilter {
             ports: config.ports,
             dnat: config.dnat,
             pending: None,
+            firewall: None,
         }
     }
 
@@ -234,21 +259,76 @@ impl Netfilter {
         &self.masq
     }
 
+    /// Installs a firewall (or removes it: then everything is accepted); its port
+    /// forwards replace the DNAT rules.
+    pub fn set_firewall(&mut self, fw: Option<Firewall>) {
+        self.pending = None;
+        self.firewall = fw;
+        self.refresh_dnat();
+    }
+
+    /// Replaces the running ruleset, all or nothing (installs a firewall if there was
+    /// none). Conntrack is untouched: established flows stay, new flows see `rules`.
+    pub fn reload_firewall(&mut self, rules: Ruleset) -> Result<(), RulesetError> {
+        match self.firewall.as_mut() {
+            Some(fw) => fw.replace(rules)?,
+            None => self.firewall = Some(Firewall::new(rules)?),
+        }
+        self.pending = None;
+        self.refresh_dnat();
+        Ok(())
+    }
+
+    /// The firewall, if one is installed.
+    pub fn firewall(&self) -> Option<&Firewall> {
+        self.firewall.as_ref()
+    }
+
+    /// The firewall, to read its log or note the router's own packets.
+    pub fn firewall_mut(&mut self) -> Option<&mut Firewall> {
+        self.firewall.as_mut()
+    }
+
+    /// Tells the firewall an interface's address (port-forward reflection needs the
+    /// WAN and LAN addresses); the DNAT rules are rebuilt.
+    pub fn set_iface_addr(&mut self, ifc: IfId, addr: Option<[u8; 4]>) {
+        if let Some(fw) = self.firewall.as_mut() {
+            fw.set_iface_addr(ifc, addr);
+            self.refresh_dnat();
+        }
+    }
+
+    /// The port forwards in force.
+    pub fn dnat(&self) -> &[Dnat] {
+        &self.dnat
+    }
+
+    fn refresh_dnat(&mut self) {
+        if let Some(fw) = self.firewall.as_ref() {
+            self.dnat = fw.dnat_rules();
+        }
+    }
+
     fn masquerade_of(&self, out: Option<IfId>) -> Option<Masquerade> {
         let out = out?;
         self.masq.iter().find(|m| m.iface == out).copied()
     }
 
-    fn dnat_for(&self, input: IfId, t: &Tuple) -> Option<Endpoint> {
+    fn dnat_for(&self, input: IfId, t: &Tuple) -> Option<(Endpoint, Option<[u8; 4]>)> {
         self.dnat
             .iter()
             .find(|r| {
                 r.input == input
                     && r.proto == t.proto
-                    && r.dport == t.dport
+                    && r.dport <= t.dport
+                    && t.dport <= r.dport_max
                     && r.dst.is_none_or(|d| d == t.dst)
+                    && (r.src_ip.is_empty() || r.src_ip.iter().any(|n| n.contains(t.src)))
             })
-            .map(|r| r.to)
+            .map(|r| {
+                let port = r.to.1.wrapping_add(t.dport.wrapping_sub(r.dport));
+                ((r.to.0, port), r.snat)
+            })
     }
 
     fn prerouting_flow(
@@ -297,10 +377,10 @@ impl Netfilter {
         if !can_start(&t, tcp) {
             return Ok(Found::NoFlow);
         }
-        if let Some(to) = self.dnat_for(meta.input, &t) {
+        if let Some((to, snat)) = self.dnat_for(meta.input, &t) {
             rewrite::rewrite_flow(ip, ihl, t.proto, Side::Destination, to, meta.csum_partial)
                 .map_err(|_| DropReason::Malformed)?;
-            return Ok(Found::NewDnat { original: t });
+            return Ok(Found::NewDnat { original: t, snat });
         }
         // postrouting creates the entry once the packet is known to be forwarded
         Ok(Found::New)
@@ -341,7 +421,9 @@ impl Netfilter {
     }
 
     /// Creates the entry of a new flow whose first packet now looks like `current`
-    /// (`original` before a port forward) and leaves by `masq` if that is set.
+    /// (`original` before a port forward) and leaves by `masq` if that is set (else
+    /// gets the source `snat`, keeping its port, if that is set).
+    #[allow(clippy::too_many_arguments)]
     fn create(
         &mut self,
         original: Tuple,
@@ -349,6 +431,7 @@ impl Netfilter {
         tcp: Option<TcpInfo>,
         len: usize,
         masq: Option<Masquerade>,
+        snat: Option<[u8; 4]>,
         now: Millis,
     ) -> Result<u32, DropReason> {
         if !self.ct.make_room(now) {
@@ -404,6 +487,9 @@ impl Netfilter {
                 }
                 Proto::IcmpEchoReply | Proto::Other(_) => {}
             }
+        } else if let Some(a) = snat {
+            nat |= status::SRC_NAT;
+            reply.dst = a;
         }
         if self.ct.contains(&reply) || self.ct.contains(&original) {
             if let Some(id) = mapping {
@@ -444,8 +530,8 @@ impl Netfilter {
             }
             Some(Found::Invalid) => return self.invalid_out(masq, false),
             Some(Found::NoFlow) => return self.invalid_out(masq, true),
-            Some(Found::NewDnat { original }) => (
-                self.create(original, t, tcp, ip.len(), masq, now)?,
+            Some(Found::NewDnat { original, snat }) => (
+                self.create(original, t, tcp, ip.len(), masq, snat, now)?,
                 Dir::Original,
             ),
             // not seen by prerouting (e.g. sent by the router itself)
@@ -457,9 +543,10 @@ impl Netfilter {
                     self.ct.stats.found += 1;
                     (slot, dir)
                 }
-                None if can_start(&t, tcp) => {
-                    (self.create(t, t, tcp, ip.len(), masq, now)?, Dir::Original)
-                }
+                None if can_start(&t, tcp) => (
+                    self.create(t, t, tcp, ip.len(), masq, None, now)?,
+                    Dir::Original,
+                ),
                 None => return self.invalid_out(masq, true),
             },
         };
@@ -583,7 +670,80 @@ fn verdict(r: Result<(), DropReason>) -> HookVerdict {
     }
 }
 
+fn filtered(v: Verdict) -> HookVerdict {
+    match v {
+        Verdict::Accept => HookVerdict::Accept,
+        Verdict::Drop => HookVerdict::Drop(DropReason::Filtered),
+        Verdict::Reject => HookVerdict::Reject,
+    }
+}
+
 impl L4Hook for Netfilter {
+    fn forward(&mut self, ip: &mut [u8], meta: &Meta) -> HookVerdict {
+        let Some(fw) = self.firewall.as_mut() else {
+            return HookVerdict::Accept;
+        };
+        let Some(out) = meta.output else {
+            return HookVerdict::Accept;
+        };
+        let ct = match self.pending.map(|p| p.found) {
+            Some(Found::Known { .. }) => CtState::Established,
+            Some(Found::NewDnat { .. }) => CtState::Dnat,
+            Some(Found::New) | None => CtState::New,
+            Some(Found::Invalid) | Some(Found::NoFlow) => CtState::Invalid,
+        };
+        if ct == CtState::Established {
+            // the cached verdict: the flow exists only because it was accepted
+            return filtered(fw.forward_established(ip.len()));
+        }
+        let Some(p) = Packet::parse(ip) else {
+            return HookVerdict::Drop(DropReason::Malformed);
+        };
+        filtered(fw.forward(&p, meta.input, out, ct, meta.now))
+    }
+
+    fn input(&mut self, ip: &[u8], meta: &Meta) -> HookVerdict {
+        let Netfilter { firewall, ct, .. } = self;
+        let Some(fw) = firewall.as_mut() else {
+            return HookVerdict::Accept;
+        };
+        let Some(p) = Packet::parse(ip) else {
+            return HookVerdict::Drop(DropReason::Malformed);
+        };
+        let state = if fw.is_local_reply(ip, meta.now) {
+            CtState::Established
+        } else {
+            match flow::parse(ip).map(|x| x.kind) {
+                Ok(Kind::Flow(t, tcp)) => {
+                    if ct.lookup_view(&t).is_some() {
+                        CtState::Established
+                    } else if can_start(&t, tcp) {
+                        CtState::New
+                    } else {
+                        CtState::Invalid
+                    }
+                }
+                Ok(Kind::IcmpError(q)) => {
+                    if ct.lookup_view(&q.tuple.invert()).is_some() {
+                        CtState::Established
+                    } else {
+                        CtState::Invalid
+                    }
+                }
+                Ok(Kind::LaterFragment) | Ok(Kind::Untracked) => CtState::New,
+                Err(_) => CtState::Invalid,
+            }
+        };
+        filtered(fw.input(&p, meta.input, state, meta.now))
+    }
+
+    fn input_other(&mut self, _ethertype: u16, meta: &Meta) -> HookVerdict {
+        match self.firewall.as_ref() {
+            Some(fw) if !fw.allows_non_ipv4(meta.input) => HookVerdict::Drop(DropReason::Filtered),
+            _ => HookVerdict::Accept,
+        }
+    }
+
     fn prerouting(&mut self, ip: &mut [u8], meta: &Meta) -> HookVerdict {
         self.pending = None;
         verdict(self.prerouting_inner(ip, meta))

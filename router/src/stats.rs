@@ -89,6 +89,8 @@ pub struct Stats {
     pub icmp_errors: u64,
     /// ICMP errors not sent because of the rate limit.
     pub icmp_rate_limited: u64,
+    /// TCP resets sent for rejected segments.
+    pub resets: u64,
     /// ARP requests sent.
     pub arp_requests: u64,
     /// Packets queued waiting for ARP.
@@ -105,6 +107,7 @@ impl Stats {
             drops: [0; DROP_REASONS.len()],
             icmp_errors: 0,
             icmp_rate_limited: 0,
+            resets: 0,
             arp_requests: 0,
             arp_queued: 0,
             local: 0,

@@ -802,7 +802,10 @@ fn port_forward_rewrites_the_destination_and_the_replies_source() {
         proto: Proto::Tcp,
         dst: Some(WAN_ADDR),
         dport: 8022,
+        dport_max: 8022,
         to: (HOST2, 22),
+        src_ip: vec![],
+        snat: None,
     };
     let mut nf = Netfilter::new(Config {
         capacity: 16,

@@ -1,0 +1,87 @@
+//! What the firewall matches on, read once from an IPv4 packet's bytes.
+//!
+//! Offsets from RFC 791 §3.1 (IPv4), RFC 9293 §3.1 (TCP), RFC 768 (UDP), RFC 792
+//! (ICMP). A packet too short for its transport header still gets a [`Packet`], with
+//! no ports: a rule that matches ports then cannot match it (nftables' `tcp dport`
+//! does not match a truncated header either).
+
+use crate::ipv4;
+
+/// The fields rules match.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet {
+    /// IP protocol number.
+    pub proto: u8,
+    /// Source address.
+    pub src: [u8; 4],
+    /// Destination address.
+    pub dst: [u8; 4],
+    /// (source, destination) ports of TCP/UDP in a first fragment.
+    pub ports: Option<(u16, u16)>,
+    /// ICMP (type, code) of a first fragment.
+    pub icmp: Option<(u8, u8)>,
+    /// TCP flags byte.
+    pub tcp_flags: Option<u8>,
+    /// Total length.
+    pub len: usize,
+}
+
+impl Packet {
+    /// Reads `ip` (an IPv4 packet whose header the caller checked); `None` if it is
+    /// shorter than 20 bytes or its header length.
+    pub fn parse(ip: &[u8]) -> Option<Packet> {
+        let hl = ipv4::header_len(ip);
+        if hl < 20 || ip.len() < hl {
+            return None;
+        }
+        let proto = *ip.get(ipv4::PROTO)?;
+        let src: [u8; 4] = ip.get(12..16)?.try_into().ok()?;
+        let dst: [u8; 4] = ip.get(16..20)?.try_into().ok()?;
+        let first = ipv4::frag_offset(ip) == 0;
+        let l4 = ip.get(hl..).unwrap_or(&[]);
+        let mut p = Packet {
+            proto,
+            src,
+            dst,
+            ports: None,
+            icmp: None,
+            tcp_flags: None,
+            len: ip.len(),
+        };
+        if first {
+            match proto {
+                ipv4::PROTO_TCP | ipv4::PROTO_UDP => {
+                    if let (Some(s), Some(d)) = (ipv4::be16(l4, 0), ipv4::be16(l4, 2)) {
+                        p.ports = Some((s, d));
+                    }
+                    if proto == ipv4::PROTO_TCP {
+                        p.tcp_flags = l4.get(13).copied();
+                    }
+                }
+                ipv4::PROTO_ICMP => {
+                    if let (Some(&t), Some(&c)) = (l4.first(), l4.get(1)) {
+                        p.icmp = Some((t, c));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Some(p)
+    }
+
+    /// A TCP segment with SYN and none of ACK, RST, FIN (nftables'
+    /// `tcp flags & (fin | syn | rst | ack) == syn`).
+    pub fn is_tcp_syn(&self) -> bool {
+        self.tcp_flags.is_some_and(|f| f & 0x17 == 0x02)
+    }
+
+    /// The protocol's name in log lines.
+    pub fn proto_name(&self) -> &'static str {
+        match self.proto {
+            ipv4::PROTO_TCP => "TCP",
+            ipv4::PROTO_UDP => "UDP",
+            ipv4::PROTO_ICMP => "ICMP",
+            _ => "",
+        }
+    }
+}

@@ -1,0 +1,408 @@
+//! Unit tests of the firewall's parts: the chains on a hand-built ruleset, the TCP
+//! reset bytes, the ruleset check, the router's own flows, and seeded mutation.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use super::ruleset::*;
+use super::*;
+use crate::testutil::{self as tu, Rng};
+use alloc::vec;
+use alloc::vec::Vec;
+
+fn ipv4(src: [u8; 4], dst: [u8; 4], proto: u8, l4: &[u8]) -> Vec<u8> {
+    tu::ipv4(src, dst, proto, 64, 1, false, &[], l4)
+}
+
+fn tcp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, flags: u8, data: &[u8]) -> Vec<u8> {
+    ipv4(
+        src,
+        dst,
+        6,
+        &tu::tcp(src, dst, sport, dport, 1000, flags, &[], data),
+    )
+}
+
+fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, data: &[u8]) -> Vec<u8> {
+    ipv4(src, dst, 17, &tu::udp(src, dst, sport, dport, data))
+}
+
+const LAN: IfId = IfId(0);
+const WAN: IfId = IfId(1);
+const DMZ: IfId = IfId(2);
+
+fn zone(name: &str, ifc: IfId, input: Verdict, forward: Verdict) -> Zone {
+    Zone {
+        name: name.into(),
+        ifaces: vec![ifc],
+        input,
+        output: Verdict::Accept,
+        forward,
+        masq: false,
+        mtu_fix: false,
+    }
+}
+
+fn rule(name: &str, src: ZoneSel, dest: Option<ZoneSel>, target: Verdict) -> Rule {
+    Rule {
+        name: name.into(),
+        src,
+        dest,
+        protos: vec![],
+        src_ip: vec![],
+        dest_ip: vec![],
+        src_port: vec![],
+        dest_port: vec![],
+        icmp_type: vec![],
+        target,
+        limit: None,
+    }
+}
+
+fn ruleset() -> Ruleset {
+    Ruleset {
+        defaults: Defaults {
+            input: Verdict::Reject,
+            output: Verdict::Accept,
+            forward: Verdict::Drop,
+            syn_flood: Some(Limit::per_second(1, 2)),
+            drop_invalid: false,
+        },
+        zones: vec![
+            zone("lan", LAN, Verdict::Accept, Verdict::Accept),
+            zone("wan", WAN, Verdict::Reject, Verdict::Reject),
+        ],
+        forwardings: vec![Forwarding { src: 0, dest: 1 }],
+        rules: vec![],
+        redirects: vec![],
+        iface_names: vec![(LAN, "eth0".into()), (WAN, "eth1".into())],
+    }
+}
+
+fn pkt(ip: &[u8]) -> Packet {
+    Packet::parse(ip).unwrap()
+}
+
+const H: [u8; 4] = [192, 168, 1, 10];
+const R: [u8; 4] = [10, 0, 0, 2];
+const X: [u8; 4] = [8, 8, 8, 8];
+
+#[test]
+fn zone_forward_policy_covers_only_traffic_back_into_the_zone() {
+    let mut rs = ruleset();
+    rs.zones[1].ifaces.push(DMZ);
+    let mut fw = Firewall::new(rs).unwrap();
+    let p = pkt(&udp(X, H, 1, 2, b"x"));
+    // wan -> lan: no forwarding, not the same zone: the defaults (DROP)
+    assert_eq!(fw.forward(&p, WAN, LAN, CtState::New, 0), Verdict::Drop);
+    // wan -> wan (eth1 -> eth2 of the same zone): the zone's forward policy
+    assert_eq!(fw.forward(&p, WAN, DMZ, CtState::New, 0), Verdict::Reject);
+    // lan -> wan: the forwarding
+    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Accept);
+    // a DNATed flow from wan: `ct status dnat accept` only with a redirect from wan
+    assert_eq!(fw.forward(&p, WAN, LAN, CtState::Dnat, 0), Verdict::Drop);
+    // established: accepted whatever the zones
+    let before = fw.stats().rule_evaluations;
+    assert_eq!(
+        fw.forward(&p, WAN, LAN, CtState::Established, 0),
+        Verdict::Accept
+    );
+    assert_eq!(fw.stats().rule_evaluations, before);
+    assert_eq!(fw.zone_counters(1).unwrap().forward.packets, 1);
+    assert_eq!(fw.stats().default_forward.packets, 2);
+}
+
+#[test]
+fn global_rules_come_before_zone_rules_and_first_match_wins() {
+    let mut rs = ruleset();
+    let mut a = rule("zone-accept", ZoneSel::Zone(1), None, Verdict::Accept);
+    a.protos = vec![17];
+    let mut g = rule("global-drop", ZoneSel::Any, None, Verdict::Drop);
+    g.dest_port = vec![PortRange { min: 53, max: 53 }];
+    let mut b = rule("zone-reject", ZoneSel::Zone(1), None, Verdict::Reject);
+    b.protos = vec![17];
+    rs.rules = vec![a, g, b];
+    let mut fw = Firewall::new(rs).unwrap();
+    assert_eq!(
+        fw.input(&pkt(&udp(X, R, 1, 53, b"")), WAN, CtState::New, 0),
+        Verdict::Drop
+    );
+    assert_eq!(
+        fw.input(&pkt(&udp(X, R, 1, 54, b"")), WAN, CtState::New, 0),
+        Verdict::Accept
+    );
+    assert_eq!(fw.rule_counter(0).unwrap().packets, 1);
+    assert_eq!(fw.rule_counter(1).unwrap().packets, 1);
+    assert_eq!(fw.rule_counter(2).unwrap().packets, 0);
+    // a rule's zone is not another zone's
+    assert_eq!(
+        fw.input(&pkt(&udp(H, R, 1, 54, b"")), LAN, CtState::New, 0),
+        Verdict::Accept
+    );
+    assert_eq!(fw.rule_counter(0).unwrap().packets, 1);
+    // an interface in no zone: the defaults
+    assert_eq!(
+        fw.input(&pkt(&udp(H, R, 1, 54, b"")), DMZ, CtState::New, 0),
+        Verdict::Reject
+    );
+}
+
+#[test]
+fn syn_flood_limits_only_pure_syns_and_drop_invalid_drops() {
+    let mut rs = ruleset();
+    rs.defaults.drop_invalid = true;
+    let mut fw = Firewall::new(rs).unwrap();
+    let syn = pkt(&tcp(X, R, 1, 22, 0x02, b""));
+    let synack = pkt(&tcp(X, R, 1, 22, 0x12, b""));
+    let v: Vec<Verdict> = (0..4)
+        .map(|_| fw.input(&syn, LAN, CtState::New, 0))
+        .collect();
+    assert_eq!(
+        v,
+        [
+            Verdict::Accept,
+            Verdict::Accept,
+            Verdict::Drop,
+            Verdict::Drop
+        ]
+    );
+    assert_eq!(fw.input(&synack, LAN, CtState::New, 0), Verdict::Accept);
+    assert_eq!(fw.input(&syn, LAN, CtState::New, 1000), Verdict::Accept);
+    assert_eq!(fw.stats().syn_flood.packets, 2);
+    assert_eq!(fw.input(&synack, LAN, CtState::Invalid, 0), Verdict::Drop);
+    assert_eq!(
+        fw.forward(&synack, LAN, WAN, CtState::Invalid, 0),
+        Verdict::Drop
+    );
+    assert_eq!(fw.stats().invalid.packets, 2);
+}
+
+#[test]
+fn non_ipv4_follows_the_zone_input_policy() {
+    let fw = Firewall::new(ruleset()).unwrap();
+    assert!(fw.allows_non_ipv4(LAN));
+    assert!(!fw.allows_non_ipv4(WAN));
+    assert!(!fw.allows_non_ipv4(DMZ), "no zone: defaults REJECT");
+}
+
+#[test]
+fn the_ruleset_check_refuses_what_does_not_hold_together() {
+    let mut rs = ruleset();
+    rs.zones[1].ifaces.push(LAN);
+    assert_eq!(
+        Firewall::new(rs).err(),
+        Some(RulesetError::IfaceInTwoZones(LAN))
+    );
+    let mut rs = ruleset();
+    rs.rules
+        .push(rule("bad", ZoneSel::Zone(7), None, Verdict::Accept));
+    assert!(matches!(Firewall::new(rs).err(), Some(RulesetError::NoSuchZone(n)) if n == "bad"));
+    let mut rs = ruleset();
+    rs.forwardings.push(Forwarding { src: 0, dest: 9 });
+    assert!(Firewall::new(rs).is_err());
+    let mut rs = ruleset();
+    rs.redirects.push(Redirect {
+        name: "r".into(),
+        src: 1,
+        protos: vec![6],
+        src_dport: PortRange { min: 10, max: 20 },
+        src_dip: None,
+        src_ip: vec![],
+        dest: Some(0),
+        dest_ip: H,
+        dest_port: PortRange { min: 10, max: 15 },
+        reflection: true,
+    });
+    assert_eq!(
+        Firewall::new(rs.clone()).err(),
+        Some(RulesetError::RedirectPortRange("r".into()))
+    );
+    // a failed replace keeps the running rules
+    let mut fw = Firewall::new(ruleset()).unwrap();
+    assert!(fw.replace(rs).is_err());
+    assert_eq!(fw.ruleset(), &ruleset());
+}
+
+#[test]
+fn redirects_become_dnat_rules_with_reflection_once_addresses_are_known() {
+    let mut rs = ruleset();
+    rs.redirects.push(Redirect {
+        name: "web".into(),
+        src: 1,
+        protos: vec![6, 17],
+        src_dport: PortRange {
+            min: 8080,
+            max: 8081,
+        },
+        src_dip: None,
+        src_ip: vec![],
+        dest: Some(0),
+        dest_ip: H,
+        dest_port: PortRange { min: 80, max: 81 },
+        reflection: true,
+    });
+    let mut fw = Firewall::new(rs).unwrap();
+    let d = fw.dnat_rules();
+    assert_eq!(
+        d.len(),
+        2,
+        "tcp and udp from wan; no reflection without addresses"
+    );
+    assert!(d
+        .iter()
+        .all(|r| r.input == WAN && r.dst.is_none() && r.snat.is_none()));
+    fw.set_iface_addr(WAN, Some(R));
+    fw.set_iface_addr(LAN, Some([192, 168, 1, 1]));
+    let d = fw.dnat_rules();
+    assert_eq!(d.len(), 4);
+    let refl: Vec<_> = d.iter().filter(|r| r.input == LAN).collect();
+    assert_eq!(refl.len(), 2);
+    assert!(refl
+        .iter()
+        .all(|r| r.dst == Some(R) && r.snat == Some([192, 168, 1, 1]) && r.dport_max == 8081));
+    // the wan zone now accepts DNATed flows
+    let p = pkt(&tcp(X, H, 1, 80, 0x02, b""));
+    assert_eq!(fw.forward(&p, WAN, LAN, CtState::Dnat, 0), Verdict::Accept);
+    assert_eq!(fw.zone_counters(1).unwrap().dnat.packets, 1);
+}
+
+#[test]
+fn a_reset_answers_per_rfc_793() {
+    // SYN with 3 bytes of data and FIN: ACK = SEQ + 3 + SYN + FIN
+    let seg = tcp(X, R, 4000, 22, 0x03, b"abc");
+    let mut ip = seg.clone();
+    ip[24..28].copy_from_slice(&1000u32.to_be_bytes());
+    let s = reject::TcpSegment::read(&ip[..28], &ip).unwrap();
+    assert_eq!((s.seq, s.payload_len, s.flags), (1000, 3, 0x03));
+    let mut buf = [0u8; 64];
+    let n = reject::build(&mut buf, &s, [2; 6], [4; 6], 9).unwrap();
+    assert_eq!(n, 54);
+    let f = &buf[..n];
+    assert_eq!(
+        (&f[0..6], &f[6..12], &f[12..14]),
+        (&[4u8; 6][..], &[2u8; 6][..], &[8u8, 0][..])
+    );
+    assert_eq!(
+        &f[14..34],
+        &[0x45, 0, 0, 40, 0, 9, 0x40, 0, 64, 6, f[24], f[25], 10, 0, 0, 2, 8, 8, 8, 8]
+    );
+    assert_eq!(crate::checksum::checksum(&f[14..34]), 0);
+    let t = &f[34..54];
+    assert_eq!(&t[0..4], &[0, 22, 0x0f, 0xa0]);
+    assert_eq!(&t[4..8], &[0, 0, 0, 0]);
+    assert_eq!(&t[8..12], &1005u32.to_be_bytes());
+    assert_eq!((t[12], t[13]), (0x50, 0x14));
+    let ps = crate::ipv4::pseudo_header_sum(R.into(), X.into(), 6, 20);
+    assert_eq!(crate::checksum::fold(crate::checksum::sum(ps, t)), 0xffff);
+    // an ACK segment: SEQ = SEG.ACK, RST only
+    let mut a = tcp(X, R, 4000, 22, 0x10, b"");
+    a[28..32].copy_from_slice(&77u32.to_be_bytes());
+    let s = reject::TcpSegment::read(&a[..28], &a).unwrap();
+    reject::build(&mut buf, &s, [2; 6], [4; 6], 9).unwrap();
+    assert_eq!(
+        (&buf[38..42], &buf[42..46], buf[47]),
+        (&77u32.to_be_bytes()[..], &[0u8; 4][..], 0x04)
+    );
+    // never a reset for a reset, nor into a short buffer
+    let r = reject::TcpSegment::read(
+        &tcp(X, R, 1, 2, 0x04, b"")[..28],
+        &tcp(X, R, 1, 2, 0x04, b""),
+    )
+    .unwrap();
+    assert_eq!(reject::build(&mut buf, &r, [2; 6], [4; 6], 1), None);
+    assert_eq!(reject::build(&mut [0u8; 53], &s, [2; 6], [4; 6], 1), None);
+    assert_eq!(
+        reject::TcpSegment::read(&udp(X, R, 1, 2, b"")[..28], &udp(X, R, 1, 2, b"")),
+        None
+    );
+}
+
+#[test]
+fn the_routers_own_flows_make_their_replies_established() {
+    let mut fw = Firewall::new(ruleset()).unwrap();
+    let out = udp(R, X, 50000, 53, b"q");
+    let back = udp(X, R, 53, 50000, b"a");
+    assert!(!fw.is_local_reply(&back, 0));
+    fw.note_output(&out, 0);
+    assert!(fw.is_local_reply(&back, 1000));
+    assert!(!fw.is_local_reply(&udp(X, R, 53, 50001, b"a"), 1000));
+    assert!(
+        !fw.is_local_reply(&back, 4 * 60 * 1000),
+        "expired after 3 minutes"
+    );
+    // a reload keeps them
+    fw.note_output(&out, 0);
+    fw.replace(ruleset()).unwrap();
+    assert!(fw.is_local_reply(&back, 1000));
+}
+
+#[test]
+fn rule_limits_and_log_limit() {
+    let mut rs = ruleset();
+    let mut r = rule("limited", ZoneSel::Zone(1), None, Verdict::Accept);
+    r.limit = Some(Limit::per_second(1, 1));
+    rs.rules.push(r);
+    let mut fw = Firewall::new(rs).unwrap();
+    let p = pkt(&udp(X, R, 1, 2, b""));
+    assert_eq!(fw.input(&p, WAN, CtState::New, 0), Verdict::Accept);
+    assert_eq!(fw.input(&p, WAN, CtState::New, 10), Verdict::Reject);
+    assert_eq!(fw.input(&p, WAN, CtState::New, 1010), Verdict::Accept);
+    for _ in 0..20 {
+        fw.input(&p, WAN, CtState::New, 1020);
+    }
+    let log = fw.take_log();
+    assert_eq!(log.len(), 5, "burst 5 of fw4's 10/minute");
+    assert_eq!(
+        log[0],
+        "reject wan in: IN=eth1 SRC=8.8.8.8 DST=10.0.0.2 LEN=28 PROTO=UDP SPT=1 DPT=2"
+    );
+    assert_eq!(fw.stats().log_suppressed, 21 - 5, "1 + 20 rejects");
+    assert!(fw.take_log().is_empty());
+}
+
+#[test]
+fn mutated_packets_through_both_chains_never_panic() {
+    let mut rs = ruleset();
+    let mut r = rule("icmp", ZoneSel::Any, Some(ZoneSel::Any), Verdict::Accept);
+    r.icmp_type = vec![IcmpMatch {
+        ty: 8,
+        code_min: 0,
+        code_max: 0,
+    }];
+    r.src_port = vec![PortRange { min: 1, max: 100 }];
+    rs.rules.push(r);
+    let mut fw = Firewall::new(rs).unwrap();
+    let seeds = [
+        tcp(X, R, 1, 22, 0x02, b"ab"),
+        udp(X, R, 1, 2, b"x"),
+        ipv4(X, R, 1, &[8, 0, 0, 0, 0, 1]),
+    ];
+    let mut rng = Rng(0xfeed);
+    for n in 0..20_000u64 {
+        let mut p = seeds[rng.below(seeds.len())].clone();
+        for _ in 0..1 + rng.below(4) {
+            let k = rng.below(p.len());
+            p[k] = rng.next() as u8;
+        }
+        p.truncate(rng.below(p.len() + 1));
+        let ct = [
+            CtState::New,
+            CtState::Invalid,
+            CtState::Dnat,
+            CtState::Established,
+        ][rng.below(4)];
+        if let Some(pk) = Packet::parse(&p) {
+            fw.input(&pk, IfId(rng.below(4) as u8), ct, n);
+            fw.forward(
+                &pk,
+                IfId(rng.below(4) as u8),
+                IfId(rng.below(4) as u8),
+                ct,
+                n,
+            );
+        }
+        fw.note_output(&p, n);
+        let _ = fw.is_local_reply(&p, n);
+        let _ = reject::TcpSegment::read(&p, &p);
+    }
+    assert!(fw.stats().rule_evaluations > 0);
+}
