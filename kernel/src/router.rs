@@ -119,3 +119,14 @@ impl ConfigStore for VfsStore {
         .map_err(|e| store_err(format!("{CONFIG_DIR}: {e}")))
     }
 }
+
+/// The plan from the files as they are now, for `reload`: errors are returned, not
+/// printed.
+pub fn replan(vifs: &[&str]) -> Result<Plan, String> {
+    let network = read_config("network").ok_or("no /etc/config/network")??;
+    let firewall = match read_config("firewall") {
+        Some(r) => Some(r?),
+        None => None,
+    };
+    netplan::plan(&network, firewall.as_deref(), vifs, 1, 0)
+}

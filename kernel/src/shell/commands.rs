@@ -84,6 +84,24 @@ pub static COMMANDS: &[Command<Host>] = &[
         run: crate::shell::routecmds::conntrack,
     },
     Command {
+        name: "fw",
+        usage: "",
+        help: "the firewall: zones, rules, redirects with counters (like nft list ruleset)",
+        run: crate::shell::routecmds::fw,
+    },
+    Command {
+        name: "reload",
+        usage: "",
+        help: "apply /etc/config/firewall again (atomically; established flows stay)",
+        run: crate::shell::routecmds::reload,
+    },
+    Command {
+        name: "logread",
+        usage: "",
+        help: "the firewall's log of rejected and dropped packets",
+        run: crate::shell::routecmds::logread,
+    },
+    Command {
         name: "uci",
         usage: "show|get|set|add|add_list|del_list|delete|rename|changes|commit|revert|export ...",
         help: "OpenWrt's configuration tool over /etc/config",

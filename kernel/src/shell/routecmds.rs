@@ -66,3 +66,72 @@ pub fn uci(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         Err(CmdError::failed(e))
     }
 }
+
+/// `fw` (like `nft list ruleset`): the firewall's zones, rules and redirects with
+/// their packet and byte counters.
+pub fn fw(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    xenlet_shell::no_args(args)?;
+    let _stack = NET.lock();
+    let gw = GATEWAY.lock();
+    let listing = gw
+        .as_ref()
+        .and_then(|g| g.firewall_listing())
+        .ok_or_else(|| {
+            CmdError::failed("fw: no firewall (not routing, or no /etc/config/firewall)")
+        })?;
+    out.write_str(&listing)?;
+    Ok(())
+}
+
+/// `reload`: reads `/etc/config/network` and `/etc/config/firewall` again and swaps
+/// the new ruleset in atomically (established flows stay); a bad file changes nothing.
+pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    xenlet_shell::no_args(args)?;
+    let stack = NET.lock(); // held: the lock order is NET, then GATEWAY
+    let names: alloc::vec::Vec<String> = stack.ifs.iter().map(|n| n.name.clone()).collect();
+    let names: alloc::vec::Vec<&str> = names.iter().map(String::as_str).collect();
+    let plan = crate::router::replan(&names).map_err(CmdError::failed)?;
+    let mut gw = GATEWAY.lock();
+    let Some(g) = gw.as_mut() else {
+        return Err(CmdError::failed("reload: not routing"));
+    };
+    let spec = plan.gateway.ok_or_else(|| {
+        CmdError::failed("reload: the files no longer route two vifs; reboot to apply")
+    })?;
+    let rules = spec
+        .firewall
+        .ok_or_else(|| CmdError::failed("reload: no /etc/config/firewall"))?;
+    g.reload_firewall(rules).map_err(CmdError::failed)?;
+    for w in &plan.warnings {
+        writeln!(out, "reload: {w}")?;
+    }
+    writeln!(
+        out,
+        "reload: firewall rules replaced (established flows kept; address changes need a reboot)"
+    )?;
+    Ok(())
+}
+
+/// `logread`: the firewall's log of rejected and dropped packets (rate limited).
+pub fn logread(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    xenlet_shell::no_args(args)?;
+    let _stack = NET.lock();
+    let mut gw = GATEWAY.lock();
+    let mut log = LOG.lock();
+    if let Some(g) = gw.as_mut() {
+        for l in g.take_firewall_log() {
+            if log.len() >= LOG_LINES {
+                log.remove(0);
+            }
+            log.push(l);
+        }
+    }
+    for l in log.iter() {
+        writeln!(out, "{l}")?;
+    }
+    Ok(())
+}
+
+/// The firewall log lines `logread` has collected (the last [`LOG_LINES`]).
+static LOG: Mutex<alloc::vec::Vec<String>> = Mutex::new(alloc::vec::Vec::new());
+const LOG_LINES: usize = 200;
