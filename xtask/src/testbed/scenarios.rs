@@ -1752,10 +1752,10 @@ on_reboot   = "destroy"
 on_crash    = "preserve"
 "#;
 
-/// The Xenlet router: the WAN lease, then the LAN checks Xenlet passes today (lan1
-/// static: the LAN DHCP server, the DNS forwarder and the firewall's WAN blocking
-/// are not wired in yet), with its own conntrack table showing the two UDP flows'
-/// distinct mappings.
+/// The Xenlet router: the WAN lease, then the LAN checks (lan1 static: the LAN DHCP
+/// server and the DNS forwarder are not wired in yet), with its own conntrack table
+/// showing the two UDP flows' distinct mappings, and fw4's default firewall keeping
+/// the WAN out.
 const ROUTER_XENLET_STEPS: &[Step] = &[
     cmd("sleep 8", &[], 30),
     cmd_cap(
@@ -1790,7 +1790,11 @@ const ROUTER_XENLET_STEPS: &[Step] = &[
     ROUTER_LAN_STEPS[10],
     ROUTER_LAN_STEPS[12],
     ROUTER_LAN_STEPS[13],
-    cmd("ip -s link show eth1", &[r"^eth1: "], 30),
+    ROUTER_LAN_STEPS[14],
+    ROUTER_LAN_STEPS[15],
+    cmd("fw", &[r"zone wan", r"masq"], 30),
+    cmd("logread", &[r"^reject wan in: IN=eth1 "], 30),
+    cmd("ip -s link show eth1", &[r"^\d+: eth1: "], 30),
     cmd("mem", &[r"^heap: "], 30),
     last("poweroff"),
 ];
