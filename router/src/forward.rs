@@ -28,7 +28,7 @@
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
-use smoltcp::wire::{EthernetFrame, EthernetProtocol, Ipv4Packet};
+use smoltcp::wire::{EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet};
 
 use crate::checksum;
 use crate::firewall::reject;
@@ -373,7 +373,17 @@ impl Router {
         let ip_len = usize::from(pkt.total_len());
         let hl = usize::from(pkt.header_len());
         let dst = pkt.dst_addr();
-        if !to_our_mac || dst.is_broadcast() || dst.is_multicast() || iface.is_subnet_broadcast(dst)
+        // A DHCP server's answer (UDP 67 -> 68) is for the router's own DHCP client
+        // whatever its IP destination: RFC 2131 §4.1 lets a server unicast the OFFER
+        // and ACK to the address it is offering, which the interface does not have
+        // yet.
+        let dhcp_reply = pkt.next_header() == IpProtocol::Udp
+            && ip_all.get(hl_of(&pkt)..hl_of(&pkt) + 4) == Some(&[0, 67, 0, 68][..]);
+        if !to_our_mac
+            || dst.is_broadcast()
+            || dst.is_multicast()
+            || iface.is_subnet_broadcast(dst)
+            || dhcp_reply
         {
             // the input chain; never an answer to a broadcast (RFC 1122 §3.2.2)
             let ip = ip_all.get(..ip_len).ok_or(DropReason::Malformed)?;
@@ -804,3 +814,8 @@ fn decrement_ttl(ip: &mut [u8]) {
 
 #[cfg(test)]
 mod tests;
+
+/// The header length of a checked IPv4 packet.
+fn hl_of<T: AsRef<[u8]>>(p: &Ipv4Packet<T>) -> usize {
+    usize::from(p.header_len())
+}

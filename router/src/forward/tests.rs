@@ -754,6 +754,43 @@ fn local_traffic_goes_to_the_stack_unchanged() {
 }
 
 #[test]
+fn a_dhcp_offer_unicast_to_an_address_we_lack_is_ours() {
+    // dnsmasq unicasts the OFFER to the address it offers (RFC 2131 §4.1): the WAN
+    // interface does not have it yet, and it must reach the router's DHCP client
+    let mut r = setup();
+    learn_all(&mut r);
+    let mut o = Recorder::default();
+    let offered = [10, 0, 0, 77];
+    let p = ipv4(
+        GW,
+        offered,
+        17,
+        64,
+        1,
+        false,
+        &[],
+        &udp(GW, offered, 67, 68, &[0; 300]),
+    );
+    let c = eth(MAC1, GW_MAC, 0x0800, &p);
+    let mut f = c.clone();
+    assert_eq!(run(&mut r, WAN, &mut f, 0, &mut o), Disposition::Local);
+    assert_eq!(f, c, "unchanged");
+    // the same datagram to another port is forwarded as any other
+    let p = ipv4(
+        GW,
+        HOST,
+        17,
+        64,
+        1,
+        false,
+        &[],
+        &udp(GW, HOST, 67, 69, &[0; 30]),
+    );
+    let mut f = eth(MAC1, GW_MAC, 0x0800, &p);
+    assert_eq!(run(&mut r, WAN, &mut f, 0, &mut o), Disposition::Forwarded);
+}
+
+#[test]
 fn martians_and_directed_broadcasts_dropped() {
     let mut r = setup();
     learn_all(&mut r);

@@ -1792,7 +1792,11 @@ const ROUTER_XENLET_STEPS: &[Step] = &[
     ROUTER_LAN_STEPS[13],
     ROUTER_LAN_STEPS[14],
     ROUTER_LAN_STEPS[15],
-    cmd("fw", &[r"^\s+chain input_wan \{", r"^\s+chain forward_lan \{"], 30),
+    cmd(
+        "fw",
+        &[r"^\s+chain input_wan \{", r"^\s+chain forward_lan \{"],
+        30,
+    ),
     cmd("logread", &[r"^reject wan in: IN=eth1 "], 30),
     cmd("ip -s link show eth1", &[r"^\d+: eth1: "], 30),
     cmd("mem", &[r"^heap: "], 30),
