@@ -889,9 +889,55 @@ fn sha256sum(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 }
 
 fn ip(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    let mut stack = crate::dev::network::NET.lock();
+    // a router shows its forwarding table and neighbour table (the stack's own are
+    // per interface and smaller)
+    if matches!(
+        args,
+        ["route"] | ["route", "show"] | ["r"] | ["neigh"] | ["neigh", "show"] | ["n"]
+    ) {
+        if let Some(gw) = crate::dev::network::GATEWAY.lock().as_ref() {
+            if args[0].starts_with('r') {
+                for l in gw.router.route_lines() {
+                    writeln!(out, "{l}")?;
+                }
+            } else {
+                for l in gw.router.neigh_lines() {
+                    writeln!(out, "{l}")?;
+                }
+            }
+            return Ok(());
+        }
+    }
     let mut text = String::new();
-    let r = xenlet_net::ip::ip(&mut crate::dev::network::NET.lock(), args, &mut text);
+    let r = xenlet_net::ip::ip(&mut stack, args, &mut text);
     out.write_str(&text)?;
+    if r.is_ok() && matches!(args, ["-s", "link", ..] | ["-s", "l", ..]) {
+        if let Some(gw) = crate::dev::network::GATEWAY.lock().as_ref() {
+            writeln!(out, "forwarding (router):")?;
+            for (i, n) in stack.ifs.iter().enumerate() {
+                if let Some(id) = gw.port_of(i) {
+                    writeln!(out, "  {}:\n{}", n.name, gw.router.stats().link_display(id))?;
+                }
+            }
+            let drops: alloc::vec::Vec<String> = gw
+                .router
+                .stats()
+                .drops()
+                .filter(|(_, n)| *n > 0)
+                .map(|(r, n)| alloc::format!("{r:?} {n}"))
+                .collect();
+            writeln!(
+                out,
+                "  dropped: {}",
+                if drops.is_empty() {
+                    "none".into()
+                } else {
+                    drops.join(", ")
+                }
+            )?;
+        }
+    }
     r.map_err(CmdError::failed)
 }
 

@@ -1798,7 +1798,28 @@ const ROUTER_XENLET_STEPS: &[Step] = &[
         30,
     ),
     cmd("logread", &[r"^reject wan in: IN=eth1 "], 30),
-    cmd("ip -s link show eth1", &[r"^\d+: eth1: "], 30),
+    cmd(
+        "ip -s link show eth1",
+        &[
+            r"^\d+: eth1: ",
+            r"^forwarding \(router\):$",
+            r"^  dropped: ",
+        ],
+        30,
+    ),
+    cmd(
+        "ip route",
+        &[
+            r"^default via 10\.77\.0\.10 dev eth1",
+            r"^192\.168\.1\.0/24 dev eth0 ",
+        ],
+        30,
+    ),
+    cmd(
+        "ip neigh",
+        &[r"^10\.77\.0\.10 dev eth1 lladdr [0-9a-f:]{17} "],
+        30,
+    ),
     cmd("mem", &[r"^heap: "], 30),
     last("poweroff"),
 ];
