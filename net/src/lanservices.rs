@@ -289,7 +289,10 @@ impl LanServices {
         }
         let mut rng = XorShift(0);
         rng.stir(seed);
-        let saved_mark = dhcp.iter().map(|p| lease_mark(p.server.counters())).sum();
+        let saved_mark = dhcp
+            .iter()
+            .map(|p| lease_mark(p.server.counters()))
+            .fold(0, u64::wrapping_add);
         LanServices {
             dhcp,
             dns: spec.dns.clone().map(DnsForwarder::new),
@@ -633,15 +636,28 @@ impl LanServices {
             .and_then(|t| i64::try_from(t).ok())
     }
 
+    /// When [`Self::save_leases`] has a changed lease table to write (ms), if it
+    /// has one: the idle loop wakes for it.
+    pub fn save_at(&self) -> Option<i64> {
+        self.store.as_ref()?;
+        (self.lease_mark() != self.saved_mark).then(|| {
+            self.last_save
+                .map_or(0, |t| t.saturating_add(SAVE_INTERVAL_MS))
+        })
+    }
+
+    fn lease_mark(&self) -> u64 {
+        self.dhcp
+            .iter()
+            .map(|p| lease_mark(p.server.counters()))
+            .fold(0, u64::wrapping_add)
+    }
+
     /// Writes the lease file if the leases changed and the last write is at least
     /// [`SAVE_INTERVAL_MS`] old; whether it wrote. Call it where file I/O may block
     /// (the kernel's idle loop), not inside a network poll.
     pub fn save_leases(&mut self, now_ms: i64) -> bool {
-        let mark: u64 = self
-            .dhcp
-            .iter()
-            .map(|p| lease_mark(p.server.counters()))
-            .sum();
+        let mark = self.lease_mark();
         if mark == self.saved_mark
             || self
                 .last_save

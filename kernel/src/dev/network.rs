@@ -301,14 +301,15 @@ pub fn poll() -> Option<i64> {
     drop(stack);
     // File I/O outside the stack's lock, from the idle loop only (no command holds
     // the file tree here).
-    let services_at = SERVICES.lock().as_mut().and_then(|sv| {
+    let services_at = SERVICES.lock().as_mut().map(|sv| {
         sv.save_leases(now);
-        sv.poll_at()
+        [sv.poll_at(), sv.save_at()]
     });
-    match (next, services_at) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
+    [next]
+        .into_iter()
+        .chain(services_at.into_iter().flatten())
+        .flatten()
+        .min()
 }
 
 /// Polls the router (when it routes: it takes every received frame first), the

@@ -230,7 +230,9 @@ fn a_lan_host_gets_an_address_gateway_and_dns_by_dhcp_and_the_lease_is_saved() {
         "{lines:?}"
     );
     // The file: written once the leases changed, not again until they change.
+    assert_eq!(n.services.save_at(), Some(0), "a first save is due at once");
     assert!(n.services.save_leases(n.now));
+    assert_eq!(n.services.save_at(), None, "saved");
     let saved = store.0.lock().unwrap().clone().unwrap();
     let expiry = 1_700_000_000 + (n.now as u64 / 1000) + 12 * 3600;
     let fields: Vec<&str> = saved.split_whitespace().collect();
