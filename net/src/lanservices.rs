@@ -52,10 +52,12 @@ pub const SAVE_INTERVAL_MS: i64 = 5_000;
 /// Datagrams taken from one socket per poll at most (a flood of queries cannot hold
 /// the idle loop).
 const RX_BUDGET: usize = 64;
-/// Datagrams a socket holds each way.
-const SOCKET_PACKETS: usize = 16;
-/// Bytes a socket buffers each way (DNS over UDP with EDNS stays under 4 KiB).
-const SOCKET_BYTES: usize = 16 * 1024;
+/// A listening socket (port 67, 53): datagrams and bytes held each way.
+const LISTEN_BUFFER: (usize, usize) = (16, 16 * 1024);
+/// An upstream socket carries one query and its answer (a few if the server
+/// repeats itself); up to the forwarder's `max_pending` of them are open, so they
+/// stay small (DNS over UDP with EDNS stays under 4 KiB).
+const UPSTREAM_BUFFER: (usize, usize) = (4, 4 * 1024);
 /// The largest lease file read at start.
 pub const MAX_LEASE_FILE: usize = 256 * 1024;
 
@@ -100,17 +102,13 @@ struct Sock {
 }
 
 impl Sock {
-    /// Opens a socket bound to `port` on `n`.
-    fn open<L: Link>(n: &mut NetIf<L>, port: u16) -> Option<Sock> {
+    /// Opens a socket bound to `port` on `n` with `(packets, bytes)` of buffer
+    /// each way.
+    fn open<L: Link>(n: &mut NetIf<L>, port: u16, buffer: (usize, usize)) -> Option<Sock> {
+        let (packets, bytes) = buffer;
         let mut s = udp::Socket::new(
-            udp::PacketBuffer::new(
-                vec![udp::PacketMetadata::EMPTY; SOCKET_PACKETS],
-                vec![0; SOCKET_BYTES],
-            ),
-            udp::PacketBuffer::new(
-                vec![udp::PacketMetadata::EMPTY; SOCKET_PACKETS],
-                vec![0; SOCKET_BYTES],
-            ),
+            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; packets], vec![0; bytes]),
+            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; packets], vec![0; bytes]),
         );
         s.bind(port).ok()?;
         Some(Sock {
@@ -275,13 +273,15 @@ impl LanServices {
             let n = stack.by_name(&p.vif);
             dhcp.push(DhcpPort {
                 vif: p.vif.clone(),
-                sock: n.and_then(|n| Sock::open(n, DHCP_SERVER_PORT)),
+                sock: n.and_then(|n| Sock::open(n, DHCP_SERVER_PORT, LISTEN_BUFFER)),
                 server,
             });
             if spec.dns.is_some() {
                 listeners.push(DnsListener {
                     vif: p.vif.clone(),
-                    sock: stack.by_name(&p.vif).and_then(|n| Sock::open(n, DNS_PORT)),
+                    sock: stack
+                        .by_name(&p.vif)
+                        .and_then(|n| Sock::open(n, DNS_PORT, LISTEN_BUFFER)),
                     addr: p.pool.server,
                     netmask: p.pool.netmask,
                 });
@@ -620,7 +620,10 @@ impl LanServices {
             self.counters.upstream_unroutable += 1;
             return None;
         };
-        let s = stack.ifs.get_mut(i).and_then(|n| Sock::open(n, port));
+        let s = stack
+            .ifs
+            .get_mut(i)
+            .and_then(|n| Sock::open(n, port, UPSTREAM_BUFFER));
         match s {
             Some(s) => self.upstream.push((port, s)),
             None => self.counters.upstream_bind_failed += 1,
