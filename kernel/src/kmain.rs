@@ -116,7 +116,13 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         heap_bytes,
         crate::arch::cpu::rdtsc(),
     );
-    let net_report = crate::dev::network::init(info.cmdline.as_str(), plan);
+    // With the router, /etc/config/dhcp's DHCP server and DNS forwarder on the LAN.
+    let services = plan.as_ref().and_then(crate::router::services);
+    let mut net_report = crate::dev::network::init(info.cmdline.as_str(), plan);
+    if let Some(spec) = services {
+        let store = alloc::boxed::Box::new(crate::router::VfsLeaseStore::new(&spec));
+        net_report.push(crate::dev::network::start_services(&spec, store));
+    }
     let devices_done = clock::now();
 
     let acpi_root = info.acpi.or_else(|| acpi::scan_for_rsdp(&IdentityMemory));

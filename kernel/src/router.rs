@@ -4,6 +4,10 @@
 //! `xenlet_net::netplan`). `xenlet.router=0` on the command line keeps an end host;
 //! per-vif settings on the command line or in XenStore still win over the files.
 //!
+//! With the router, `/etc/config/dhcp` starts the LAN services (DHCP server, DNS
+//! forwarder: `xenlet_net::lanservices`), whose leases [`VfsLeaseStore`] keeps on
+//! the root filesystem.
+//!
 //! Also the UCI store the `uci` command edits: `/etc/config/<package>`, written
 //! atomically.
 
@@ -11,6 +15,8 @@ use crate::fs::vfs;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
+use xenlet_net::lanconfig::{self, ServicesSpec};
+use xenlet_net::lanservices::{LeaseStore, MAX_LEASE_FILE};
 use xenlet_net::netplan::{self, Plan};
 use xenlet_uci::cli::{ConfigStore, StoreError};
 
@@ -75,6 +81,76 @@ pub fn plan(cmdline: &str, vifs: &[&str], heap_bytes: usize, seed: u64) -> Optio
             crate::println!("router: {e}; not routing");
             None
         }
+    }
+}
+
+/// The LAN services for a plan that routes, from `/etc/config/dhcp` (and the `dns`
+/// options of `/etc/config/network`); `None` for an end host, without the file, or
+/// when it is bad (the reason is printed).
+pub fn services(plan: &Plan) -> Option<ServicesSpec> {
+    plan.gateway.as_ref()?;
+    let dhcp = match read_config("dhcp")? {
+        Ok(t) => t,
+        Err(e) => {
+            crate::println!("dhcp: {e}; no DHCP or DNS service");
+            return None;
+        }
+    };
+    let network = match read_config("network")? {
+        Ok(t) => t,
+        Err(e) => {
+            crate::println!("dhcp: {e}; no DHCP or DNS service");
+            return None;
+        }
+    };
+    match lanconfig::spec_from_files(&dhcp, &network, plan) {
+        Ok(s) => {
+            for w in &s.warnings {
+                crate::println!("dhcp: {w}");
+            }
+            Some(s)
+        }
+        Err(e) => {
+            crate::println!("dhcp: {e}; no DHCP or DNS service");
+            None
+        }
+    }
+}
+
+/// The DHCP leases on the file tree: the lease file on the root filesystem (kept
+/// across reboots), copied to dnsmasq's `/tmp/dhcp.leases` for `cat`.
+pub struct VfsLeaseStore {
+    path: String,
+    view: Option<String>,
+}
+
+impl VfsLeaseStore {
+    /// The store `spec` names.
+    pub fn new(spec: &ServicesSpec) -> VfsLeaseStore {
+        VfsLeaseStore {
+            path: spec.lease_file.clone(),
+            view: spec.lease_view.clone(),
+        }
+    }
+}
+
+impl LeaseStore for VfsLeaseStore {
+    fn load(&mut self) -> Option<String> {
+        let bytes = vfs::with(|v| v.read_to_vec(&self.path, MAX_LEASE_FILE))?.ok()?;
+        let text = String::from_utf8(bytes).ok()?;
+        if let Some(view) = &self.view {
+            let _ = vfs::with(|v| v.write_atomic(view, text.as_bytes()));
+        }
+        Some(text)
+    }
+    fn save(&mut self, text: &str) -> Result<(), String> {
+        if let Some(view) = &self.view {
+            // The copy first: a full /tmp must not stop the real file.
+            let _ = vfs::with(|v| v.write_atomic(view, text.as_bytes()));
+        }
+        vfs::with(|v| v.write_atomic(&self.path, text.as_bytes()))
+            .ok_or_else(|| String::from("no file tree"))?
+            .map_err(|e| format!("{}: {e}", self.path))
     }
 }
 

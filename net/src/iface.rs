@@ -15,12 +15,16 @@ use alloc::collections::VecDeque;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
 use smoltcp::iface::{Config, Interface, PollResult, SocketHandle, SocketSet};
 use smoltcp::socket::dhcpv4;
 use smoltcp::time::Instant;
 use smoltcp::wire::{
     EthernetAddress, HardwareAddress, IpAddress, IpCidr, Ipv4Address, Ipv4Cidr, Ipv6Address,
 };
+
+/// The next [`NetIf::instance`] number.
+static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
 
 /// Egress passes per poll at most (each sends up to one segment per socket).
 const EGRESS_PASSES: usize = 64;
@@ -53,6 +57,7 @@ pub struct RouteView {
 pub struct NetIf<L: Link> {
     /// Its name (eth0, eth1, …).
     pub name: String,
+    instance: u64,
     /// The frontend under it.
     pub link: L,
     /// smoltcp's interface.
@@ -66,6 +71,7 @@ pub struct NetIf<L: Link> {
     dhcp: Option<SocketHandle>,
     dhcp_addr: Option<Ipv4Cidr>,
     dhcp_gw: bool,
+    dhcp_dns: Vec<Ipv4Address>,
     origins: Vec<(IpCidr, Origin)>,
     events: VecDeque<String>,
     iperf: Option<Iperf3Server>,
@@ -88,6 +94,7 @@ impl<L: Link> NetIf<L> {
         };
         let mut n = NetIf {
             name: String::from(name),
+            instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
             link,
             iface,
             sockets: SocketSet::new(Vec::new()),
@@ -98,6 +105,7 @@ impl<L: Link> NetIf<L> {
             dhcp: None,
             dhcp_addr: None,
             dhcp_gw: false,
+            dhcp_dns: Vec::new(),
             origins: Vec::new(),
             events: VecDeque::new(),
             iperf: None,
@@ -108,6 +116,13 @@ impl<L: Link> NetIf<L> {
         let _ = n.add_addr_from(ll, Origin::LinkLocal);
         n.apply(config);
         n
+    }
+
+    /// A number no other interface made since boot has: a vif detached and
+    /// attached again under the same name is a new instance, so a service holding
+    /// handles into the old one's socket set can tell.
+    pub fn instance(&self) -> u64 {
+        self.instance
     }
 
     /// Applies a configuration on top of what is there.
@@ -413,8 +428,14 @@ impl<L: Link> NetIf<L> {
         let Some(h) = self.dhcp else { return };
         let ev = match self.sockets.get_mut::<dhcpv4::Socket>(h).poll() {
             None => return,
-            Some(dhcpv4::Event::Configured(c)) => Some((c.address, c.router)),
-            Some(dhcpv4::Event::Deconfigured) => None,
+            Some(dhcpv4::Event::Configured(c)) => {
+                self.dhcp_dns = c.dns_servers.iter().copied().collect();
+                Some((c.address, c.router))
+            }
+            Some(dhcpv4::Event::Deconfigured) => {
+                self.dhcp_dns.clear();
+                None
+            }
         };
         if let Some(old) = self.dhcp_addr.take() {
             let _ = self.del_addr(IpCidr::Ipv4(old));
@@ -435,6 +456,11 @@ impl<L: Link> NetIf<L> {
             }
             None => self.event(format!("{}: DHCP lease lost", self.name)),
         }
+    }
+
+    /// The DNS servers the DHCP lease named (option 6), empty without a lease.
+    pub fn dhcp_dns_servers(&self) -> &[Ipv4Address] {
+        &self.dhcp_dns
     }
 
     /// The DHCP lease's address, if there is one.

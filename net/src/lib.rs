@@ -1,6 +1,7 @@
 //! Xenlet networking: the smoltcp TCP/IP stack over the PV network frontends, the
 //! interface configuration (static or DHCPv4), and the network services and tools
-//! the shell drives (ping, an iperf3-compatible server, TCP/UDP echo).
+//! the shell drives (ping, an iperf3-compatible server, TCP/UDP echo), and the
+//! router's LAN services (DHCP server, DNS forwarder: [`lanservices`]).
 //!
 //! Everything here is safe Rust over the [`smoltcp`] socket API and the frontends'
 //! frame interface, so it is tested on the host.
@@ -17,6 +18,8 @@ pub mod gateway;
 pub mod iface;
 pub mod ip;
 pub mod iperf3;
+pub mod lanconfig;
+pub mod lanservices;
 pub mod link;
 pub mod netplan;
 pub mod ping;

@@ -3,11 +3,13 @@
 //! (`xenlet.eth0=...`), else from XenStore (`data/xenlet/net/eth0`), else from
 //! OpenWrt's `/etc/config/network` (the plan kmain passes in), else DHCPv4 (see
 //! `xenlet_net::config`). When the plan routes (two or more configured vifs), the
-//! [`GATEWAY`] takes every frame first and forwards what is not for the stack. The
-//! idle loop and the network commands poll it.
+//! [`GATEWAY`] takes every frame first and forwards what is not for the stack, and
+//! the LAN services ([`SERVICES`]: DHCP server, DNS forwarder) answer on the LAN.
+//! The idle loop and the network commands poll it.
 
 use crate::dev::frontends::{KernelXen, Vif};
 use crate::{arch::cpu, time::clock, xen::xenbus, xen::xenstore};
+use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -15,6 +17,8 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use spin::{Mutex, Once};
 use xenlet_net::gateway::{Gateway, Routed};
 use xenlet_net::iface::NetIf;
+use xenlet_net::lanconfig::ServicesSpec;
+use xenlet_net::lanservices::{LanServices, LeaseStore};
 use xenlet_net::netplan::Plan;
 use xenlet_net::{config, NetStack};
 use xenlet_xen::xenbus::XenbusState;
@@ -29,6 +33,10 @@ pub static NET: Mutex<NetStack<Link>> = Mutex::new(NetStack::new());
 /// The router over the stack's vifs, when the configuration routes. Locked after
 /// [`NET`], never before it.
 pub static GATEWAY: Mutex<Option<Gateway>> = Mutex::new(None);
+
+/// The router's LAN services (DHCP server, DNS forwarder), when it routes. Locked
+/// after [`GATEWAY`] (and [`NET`]), never before.
+pub static SERVICES: Mutex<Option<LanServices>> = Mutex::new(None);
 
 /// The configuration files' plan (per-vif addressing), for vifs attached later too.
 static PLAN: Once<Option<Plan>> = Once::new();
@@ -156,6 +164,10 @@ fn rescan() {
             gw.release(&mut stack.ifs);
             crate::println!("router: {name} detached; forwarding stopped");
         }
+        if let Some(sv) = SERVICES.lock().take() {
+            sv.shutdown(&mut *stack);
+            crate::println!("dhcpd, dns: {name} detached; stopped");
+        }
         let (freed, rings) = stack.ifs.remove(i).link.inner.release();
         crate::println!(
             "netfront: {name} detached ({freed} buffer pages freed, {rings} ring pages freed)"
@@ -237,8 +249,41 @@ pub fn init(cmdline: &str, plan: Option<Plan>) -> Vec<String> {
     report
 }
 
-/// Polls the stack (unless a command holds it) and prints its messages; returns
-/// when it next wants to be polled (ms since boot).
+/// Starts the LAN services of `spec` on the stack's interfaces (after [`init`]),
+/// their leases kept in `store`; returns the boot line.
+pub fn start_services(spec: &ServicesSpec, store: Box<dyn LeaseStore + Send>) -> String {
+    let mut stack = NET.lock();
+    if GATEWAY.lock().is_none() {
+        return String::from("dhcpd, dns: not started (not routing)");
+    }
+    let now = now_ms();
+    // The lease file holds wall-clock expiries: the Unix time at our clock's 0.
+    let epoch_offset = crate::xen::platform::wallclock_secs()
+        .and_then(|s| u64::try_from(s.saturating_sub(now / 1000)).ok())
+        .unwrap_or(0);
+    let sv = LanServices::new(
+        spec,
+        &mut *stack,
+        Some(store),
+        epoch_offset,
+        cpu::rdtsc(),
+        now,
+    );
+    let r = sv.load_report();
+    let mut line = sv.summary();
+    if r.loaded + r.expired + r.corrupt > 0 {
+        line.push_str(&format!(
+            "; {} leases from {} ({} expired, {} unreadable)",
+            r.loaded, spec.lease_file, r.expired, r.corrupt
+        ));
+    }
+    *SERVICES.lock() = Some(sv);
+    line
+}
+
+/// Polls the stack (unless a command holds it) and prints its messages, saves the
+/// DHCP leases when they changed; returns when it next wants to be polled (ms
+/// since boot).
 pub fn poll() -> Option<i64> {
     if RESCAN.swap(false, Ordering::SeqCst) {
         rescan();
@@ -252,16 +297,35 @@ pub fn poll() -> Option<i64> {
     for e in stack.take_events() {
         crate::println!("{e}");
     }
-    stack.poll_at(now)
+    let next = stack.poll_at(now);
+    drop(stack);
+    // File I/O outside the stack's lock, from the idle loop only (no command holds
+    // the file tree here).
+    let services_at = SERVICES.lock().as_mut().map(|sv| {
+        sv.save_leases(now);
+        [sv.poll_at(), sv.save_at()]
+    });
+    [next]
+        .into_iter()
+        .chain(services_at.into_iter().flatten())
+        .flatten()
+        .min()
 }
 
-/// Polls the router (when it routes: it takes every received frame first) and then
-/// the stack; every poll of [`NET`] goes through here.
+/// Polls the router (when it routes: it takes every received frame first), the
+/// stack, and the LAN services (then the stack again, to send their answers at
+/// once); every poll of [`NET`] goes through here.
 pub fn poll_stack(stack: &mut NetStack<Link>, now: i64) -> bool {
     if let Some(gw) = GATEWAY.lock().as_mut() {
         gw.poll(&mut stack.ifs, now);
     }
-    stack.poll(now)
+    let mut changed = stack.poll(now);
+    if let Some(sv) = SERVICES.lock().as_mut() {
+        if sv.poll(stack, now) {
+            changed |= stack.poll(now);
+        }
+    }
+    changed
 }
 
 /// The clock instant of `ms` milliseconds since boot (smoltcp's time).

@@ -108,6 +108,18 @@ pub static COMMANDS: &[Command<Host>] = &[
         run: crate::shell::routecmds::uci,
     },
     Command {
+        name: "leases",
+        usage: "",
+        help: "the LAN DHCP server's leases (also in /tmp/dhcp.leases, dnsmasq's format)",
+        run: crate::shell::servicecmds::leases,
+    },
+    Command {
+        name: "dnsmasq",
+        usage: "",
+        help: "the LAN DHCP server and DNS forwarder: pools, upstream servers, counters",
+        run: crate::shell::servicecmds::dnsmasq,
+    },
+    Command {
         name: "ifconfig",
         usage: "[-a] [DEV]",
         help: "show network interfaces (net-tools style)",

@@ -1,5 +1,7 @@
 //! The shell: the command table and loop ([`commands`]), the state commands share
-//! ([`host`]), the file commands ([`fscmds`]), the router's ([`routecmds`]), and `dd` between devices ([`dd`]) and with files ([`ddfile`]).
+//! ([`host`]), the file commands ([`fscmds`]), the router's ([`routecmds`]), the LAN
+//! services' ([`servicecmds`]), and `dd` between devices ([`dd`]) and with files
+//! ([`ddfile`]).
 
 pub mod commands;
 pub mod dd;
@@ -7,3 +9,4 @@ pub mod ddfile;
 pub mod fscmds;
 pub mod host;
 pub mod routecmds;
+pub mod servicecmds;

@@ -1,0 +1,115 @@
+//! The LAN services' commands: `leases` (the DHCP server's bound leases) and
+//! `dnsmasq` (the DHCP server's and DNS forwarder's state and counters, named after
+//! the daemon that does both on OpenWrt).
+
+use crate::dev::network::{now_ms, NET, SERVICES};
+use crate::shell::host::Host;
+use core::fmt::Write;
+use xenlet_shell::{CmdError, CmdResult};
+
+const NOT_RUNNING: &str = "not running (the router runs them with two vifs and /etc/config/dhcp)";
+
+/// `leases`: interface, address, MAC, time left, host name.
+pub fn leases(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    if !args.is_empty() {
+        return Err(CmdError::usage("leases"));
+    }
+    let _stack = NET.lock(); // the lock order: NET, GATEWAY, SERVICES
+    let sv = SERVICES.lock();
+    let Some(sv) = sv.as_ref() else {
+        return Err(CmdError::failed(alloc::format!("leases: {NOT_RUNNING}")));
+    };
+    let lines = sv.lease_lines(now_ms());
+    writeln!(
+        out,
+        "{:<6} {:<15} {:<17} {:<8} HOSTNAME",
+        "IFACE", "ADDRESS", "MAC", "EXPIRES"
+    )?;
+    for l in &lines {
+        writeln!(out, "{l}")?;
+    }
+    writeln!(out, "{} leases", lines.len())?;
+    Ok(())
+}
+
+/// `dnsmasq`: what runs, the upstream servers, and the counters.
+pub fn dnsmasq(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    if !args.is_empty() {
+        return Err(CmdError::usage("dnsmasq"));
+    }
+    let _stack = NET.lock();
+    let sv = SERVICES.lock();
+    let Some(sv) = sv.as_ref() else {
+        return Err(CmdError::failed(alloc::format!("dnsmasq: {NOT_RUNNING}")));
+    };
+    writeln!(out, "{}", sv.summary())?;
+    for (vif, c) in sv.dhcp_counters() {
+        writeln!(
+            out,
+            "dhcpd {vif}: discover {} request {} decline {} release {} inform {} | \
+             offer {} ack {} nak {} | dropped malformed {} relayed {} wrong-type {} \
+             invalid {} | ignored {} pool-exhausted {}",
+            c.discover,
+            c.request,
+            c.decline,
+            c.release,
+            c.inform,
+            c.offer,
+            c.ack,
+            c.nak,
+            c.dropped_malformed,
+            c.dropped_relayed,
+            c.dropped_wrong_type,
+            c.dropped_invalid,
+            c.ignored,
+            c.pool_exhausted
+        )?;
+    }
+    if let Some(d) = sv.dns_counters() {
+        let ups: alloc::vec::Vec<alloc::string::String> = sv
+            .upstreams()
+            .iter()
+            .map(|u| alloc::format!("{u}"))
+            .collect();
+        writeln!(out, "dns upstreams: {}", ups.join(" "))?;
+        writeln!(
+            out,
+            "dns: queries {} forwarded {} cache-hits {} local {} replies {} timeouts {} | \
+             dropped malformed {} malformed-upstream {} rebind {} no-match {} pending-full {} \
+             no-port {}",
+            d.queries,
+            d.forwarded,
+            d.cache_hits,
+            d.local_answers,
+            d.replies,
+            d.timeouts,
+            d.dropped_malformed,
+            d.dropped_malformed_upstream,
+            d.dropped_rebind,
+            d.dropped_no_pending_match,
+            d.dropped_pending_full,
+            d.dropped_no_port
+        )?;
+    }
+    let g = sv.counters();
+    let r = sv.load_report();
+    writeln!(
+        out,
+        "glue: not-local {} not-ipv4 {} send-failed {} unroutable {} bind-failed {} \
+         upstream-changes {} lost-interface {} | leases loaded {} expired {} unreadable {}, \
+         saved {} save-errors {}",
+        g.dns_not_local,
+        g.dns_not_ipv4,
+        g.send_failed,
+        g.upstream_unroutable,
+        g.upstream_bind_failed,
+        g.upstream_changes,
+        g.lost_interface,
+        r.loaded,
+        r.expired,
+        r.corrupt,
+        g.lease_saves,
+        g.lease_save_errors
+    )?;
+    Ok(())
+}

@@ -1,0 +1,365 @@
+//! From OpenWrt's `/etc/config/dhcp` (and the addresses of `/etc/config/network`)
+//! to what the LAN services run: one DHCP pool per served LAN interface and the DNS
+//! forwarder's settings ([`ServicesSpec`]).
+//!
+//! The mapping follows OpenWrt's `package/network/services/dnsmasq/files/dnsmasq.init`
+//! (openwrt/openwrt): a `config dhcp` section serves the `interface` it names unless
+//! `ignore '1'` (the default files serve `lan`, ignore `wan`); `start`/`limit` are
+//! offsets into that interface's subnet, `leasetime` its lease, `dhcp_option` extra
+//! options; `config host` sections with an `ip` in the subnet are fixed leases; the
+//! `dnsmasq` section's `domain`, `domainneeded`, `boguspriv`, `rebind_protection`,
+//! `rebind_localhost`, `local`, `cachesize`, `authoritative` and `server` carry over.
+//! Upstream DNS servers are dnsmasq's `server` entries and the `dns` options of
+//! `/etc/config/network`'s interfaces; at run time the WAN's DHCP lease adds its own
+//! (as netifd's `resolv.conf.auto` does).
+//!
+//! A DHCP server needs an address of its own: an interface configured by DHCP (or
+//! not at all) is not served, with a warning.
+
+use crate::netplan::Plan;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::net::{IpAddr, Ipv4Addr, SocketAddrV4};
+use smoltcp::wire::IpCidr;
+use xenlet_router::dhcpd::{ExtraOption, PoolConfig, StaticHost};
+use xenlet_router::dns::{CacheConfig, DnsConfig};
+use xenlet_uci::dhcp::{DhcpConfig, LeaseTime};
+use xenlet_uci::network::NetworkConfig;
+
+/// Where the leases are kept across reboots: dnsmasq's `/tmp/dhcp.leases` is on a
+/// tmpfs here, so the file lives on the root filesystem.
+pub const PERSISTENT_LEASE_FILE: &str = "/etc/dhcp.leases";
+/// dnsmasq's (and OpenWrt's) lease file, kept as a copy for `cat` and scripts.
+pub const VOLATILE_LEASE_FILE: &str = "/tmp/dhcp.leases";
+
+/// One served LAN interface.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolSpec {
+    /// The stack's interface (`eth0`).
+    pub vif: String,
+    /// The pool.
+    pub pool: PoolConfig,
+}
+
+/// What the LAN services run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServicesSpec {
+    /// DHCP pools, one per served interface.
+    pub pools: Vec<PoolSpec>,
+    /// The DNS forwarder's settings (its LAN address is the first pool's server),
+    /// `None` when dnsmasq's `port` is 0 or no interface is served.
+    pub dns: Option<DnsConfig>,
+    /// Upstream servers from the files (dnsmasq `server`, network `dns`).
+    pub upstreams: Vec<SocketAddrV4>,
+    /// dnsmasq's `localservice`: DNS answers only clients on a served subnet.
+    pub local_service: bool,
+    /// The lease file on the root filesystem.
+    pub lease_file: String,
+    /// The lease file's copy on the tmpfs, where OpenWrt keeps it.
+    pub lease_view: Option<String>,
+    /// Settings not carried over, for the console.
+    pub warnings: Vec<String>,
+}
+
+/// A dnsmasq `server` value: `ADDR` or `ADDR#PORT` (IPv4); domain-specific forms
+/// (`/example.com/ADDR`) and IPv6 are not supported.
+pub fn parse_server(s: &str) -> Option<SocketAddrV4> {
+    let (addr, port) = match s.split_once('#') {
+        Some((a, p)) => (a, p.parse::<u16>().ok().filter(|p| *p != 0)?),
+        None => (s, 53),
+    };
+    Some(SocketAddrV4::new(
+        addr.trim().parse::<Ipv4Addr>().ok()?,
+        port,
+    ))
+}
+
+/// The netmask of a prefix length (0..=32).
+fn netmask(prefix: u8) -> Ipv4Addr {
+    Ipv4Addr::from(
+        u32::MAX
+            .checked_shl(32 - u32::from(prefix.min(32)))
+            .unwrap_or(0),
+    )
+}
+
+/// Builds the services for `plan`'s interfaces from the typed `/etc/config/dhcp` and
+/// `/etc/config/network`.
+pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> ServicesSpec {
+    let d = &dhcp.dnsmasq;
+    let mut warnings = Vec::new();
+    let mut pools = Vec::new();
+    let domain = d.domain.clone().unwrap_or_else(|| String::from("lan"));
+    for (vif, uci_name, ifc) in &plan.ifaces {
+        let Some(p) = dhcp.pool_for(uci_name) else {
+            continue;
+        };
+        if p.ignore {
+            continue;
+        }
+        let Some(cidr) = ifc.addrs.iter().find_map(|c| match c {
+            IpCidr::Ipv4(c) => Some(*c),
+            IpCidr::Ipv6(_) => None,
+        }) else {
+            warnings.push(format!(
+                "dhcp: pool '{}': interface '{uci_name}' has no static IPv4 address; not served",
+                p.name
+            ));
+            continue;
+        };
+        let mut pool = PoolConfig::new(uci_name, cidr.address(), netmask(cidr.prefix_len()));
+        pool.start = p.start;
+        pool.limit = p.limit;
+        pool.lease_secs = match p.leasetime {
+            LeaseTime::Seconds(s) => s,
+            // RFC 2132 §9.2: 0xffffffff is an infinite lease.
+            LeaseTime::Infinite => u32::MAX,
+        };
+        pool.domain = domain.clone();
+        pool.authoritative = d.authoritative;
+        for o in &p.dhcp_option {
+            match ExtraOption::parse(o) {
+                Ok(e) => pool.extra.push(e),
+                Err(e) => warnings.push(format!(
+                    "dhcp: pool '{}': dhcp_option '{o}' not supported ({e:?}); skipped",
+                    p.name
+                )),
+            }
+        }
+        for h in &dhcp.hosts {
+            let Some(ip) = h.ip.filter(|ip| pool.in_subnet(*ip)) else {
+                continue;
+            };
+            for mac in &h.macs {
+                pool.hosts.push(StaticHost {
+                    name: h.name.clone(),
+                    mac: *mac,
+                    ip,
+                });
+            }
+        }
+        if pool.range().is_none() {
+            warnings.push(format!(
+                "dhcp: pool '{}': start {} limit {} leave no address in {}; only fixed hosts served",
+                p.name, p.start, p.limit, cidr
+            ));
+        }
+        pools.push(PoolSpec {
+            vif: vif.clone(),
+            pool,
+        });
+    }
+    let mut upstreams: Vec<SocketAddrV4> = Vec::new();
+    for s in &d.servers {
+        match parse_server(s) {
+            Some(a) if !upstreams.contains(&a) => upstreams.push(a),
+            Some(_) => {}
+            None => warnings.push(format!(
+                "dhcp: dnsmasq server '{s}' not supported (plain IPv4 servers only); skipped"
+            )),
+        }
+    }
+    for i in network.interfaces.iter().filter(|i| !i.disabled) {
+        for a in &i.dns {
+            if let IpAddr::V4(a) = a {
+                let a = SocketAddrV4::new(*a, 53);
+                if !upstreams.contains(&a) {
+                    upstreams.push(a);
+                }
+            }
+        }
+    }
+    let dns = match pools.first() {
+        Some(first) if d.port != 0 => {
+            if d.port != 53 {
+                warnings.push(format!(
+                    "dhcp: dnsmasq port {} not supported; DNS on port 53",
+                    d.port
+                ));
+            }
+            let mut c = DnsConfig::new(first.pool.server, first.pool.netmask);
+            c.domain = domain.clone();
+            c.domain_needed = d.domainneeded;
+            c.bogus_priv = d.boguspriv;
+            c.rebind_protection = d.rebind_protection;
+            c.rebind_localhost = d.rebind_localhost;
+            c.local_domain_only = d
+                .local
+                .as_deref()
+                .is_some_and(|l| l.trim_matches('/').eq_ignore_ascii_case(&domain));
+            c.cache = CacheConfig {
+                entries: usize::try_from(d.cachesize).unwrap_or(0),
+                ..CacheConfig::default()
+            };
+            c.upstreams = upstreams.clone();
+            Some(c)
+        }
+        _ => None,
+    };
+    let lease_file = match d.leasefile.as_deref() {
+        Some(p) if p.starts_with('/') && !p.starts_with("/tmp/") => String::from(p),
+        _ => String::from(PERSISTENT_LEASE_FILE),
+    };
+    let lease_view = match d.leasefile.as_deref() {
+        Some(p) if p.starts_with("/tmp/") => Some(String::from(p)),
+        Some(_) => None,
+        None => Some(String::from(VOLATILE_LEASE_FILE)),
+    };
+    ServicesSpec {
+        pools,
+        dns,
+        upstreams,
+        local_service: d.localservice,
+        lease_file,
+        lease_view,
+        warnings,
+    }
+}
+
+/// [`spec`] from the files' text; a file that does not parse or holds a bad value
+/// is an error naming it.
+pub fn spec_from_files(dhcp: &str, network: &str, plan: &Plan) -> Result<ServicesSpec, String> {
+    let pkg = xenlet_uci::parse("/etc/config/dhcp", "dhcp", dhcp).map_err(|e| format!("{e}"))?;
+    let d = xenlet_uci::dhcp::dhcp(&pkg).map_err(|e| format!("{e}"))?;
+    let pkg =
+        xenlet_uci::parse("/etc/config/network", "network", network).map_err(|e| format!("{e}"))?;
+    let n = xenlet_uci::network::network(&pkg).map_err(|e| format!("{e}"))?;
+    let mut s = spec(&d.config, &n.config, plan);
+    let mut w: Vec<String> = d.warnings.iter().map(|w| format!("{w}")).collect();
+    w.append(&mut s.warnings);
+    s.warnings = w;
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::netplan;
+
+    const NETWORK: &str = include_str!("../../xtask/rootfs/etc/config/network");
+    const FIREWALL: &str = include_str!("../../xtask/rootfs/etc/config/firewall");
+    const DHCP: &str = include_str!("../../xtask/rootfs/etc/config/dhcp");
+
+    fn router_plan(network: &str) -> Plan {
+        netplan::plan(network, Some(FIREWALL), &["eth0", "eth1"], 64, 1).unwrap()
+    }
+
+    #[test]
+    fn the_images_files_serve_lan_and_ignore_wan() {
+        let s = spec_from_files(DHCP, NETWORK, &router_plan(NETWORK)).unwrap();
+        assert_eq!(s.warnings, Vec::<String>::new());
+        assert_eq!(s.pools.len(), 1, "wan is ignore '1'");
+        let p = &s.pools[0];
+        assert_eq!(p.vif, "eth0");
+        assert_eq!(p.pool.server, Ipv4Addr::new(192, 168, 1, 1));
+        assert_eq!(p.pool.netmask, Ipv4Addr::new(255, 255, 255, 0));
+        let (a, b) = p.pool.range().unwrap();
+        assert_eq!(
+            (Ipv4Addr::from(a), Ipv4Addr::from(b)),
+            (
+                Ipv4Addr::new(192, 168, 1, 100),
+                Ipv4Addr::new(192, 168, 1, 249)
+            )
+        );
+        assert_eq!(p.pool.lease_secs, 12 * 3600);
+        assert!(p.pool.authoritative);
+        assert_eq!(p.pool.domain, "lan");
+        let dns = s.dns.expect("DNS on the LAN");
+        assert_eq!(dns.lan_addr, Ipv4Addr::new(192, 168, 1, 1));
+        assert!(dns.domain_needed && dns.bogus_priv && dns.rebind_protection);
+        assert!(dns.rebind_localhost && dns.local_domain_only);
+        assert_eq!(dns.cache.entries, 150, "dnsmasq's default cachesize");
+        assert!(s.local_service);
+        assert_eq!(s.lease_file, "/etc/dhcp.leases");
+        assert_eq!(s.lease_view.as_deref(), Some("/tmp/dhcp.leases"));
+    }
+
+    #[test]
+    fn options_hosts_servers_and_dns_map_over() {
+        let dhcp = "config dnsmasq\n\toption domain 'home'\n\toption cachesize '0'\n\t\
+                    list server '9.9.9.9'\n\tlist server '1.1.1.1#5353'\n\t\
+                    list server '/corp/10.0.0.53'\n\toption leasefile '/var/lib/leases'\n\n\
+                    config dhcp 'lan'\n\toption interface 'lan'\n\toption start '10'\n\t\
+                    option limit '5'\n\toption leasetime '1h'\n\t\
+                    list dhcp_option '6,192.168.1.2'\n\tlist dhcp_option 'option:router,1.2.3.4'\n\n\
+                    config host\n\toption name 'nas'\n\toption mac '02:00:00:00:00:99'\n\t\
+                    option ip '192.168.1.50'\n\n\
+                    config host\n\toption name 'far'\n\toption mac '02:00:00:00:00:98'\n\t\
+                    option ip '10.9.9.9'\n";
+        let network = NETWORK.replace(
+            "option proto 'dhcp'",
+            "option proto 'dhcp'\n\tlist dns '8.8.4.4'",
+        );
+        let s = spec_from_files(dhcp, &network, &router_plan(&network)).unwrap();
+        let p = &s.pools[0].pool;
+        assert_eq!((p.start, p.limit, p.lease_secs), (10, 5, 3600));
+        assert_eq!(p.domain, "home");
+        assert!(!p.authoritative, "not set in this file");
+        assert_eq!(
+            p.extra,
+            [ExtraOption {
+                code: 6,
+                value: alloc::vec![192, 168, 1, 2]
+            }]
+        );
+        assert_eq!(
+            p.hosts,
+            [StaticHost {
+                name: Some("nas".into()),
+                mac: [2, 0, 0, 0, 0, 0x99],
+                ip: Ipv4Addr::new(192, 168, 1, 50)
+            }],
+            "the host outside the subnet is not this pool's"
+        );
+        assert_eq!(
+            s.upstreams,
+            [
+                "9.9.9.9:53".parse().unwrap(),
+                "1.1.1.1:5353".parse().unwrap(),
+                "8.8.4.4:53".parse().unwrap()
+            ]
+        );
+        let dns = s.dns.unwrap();
+        assert_eq!(dns.domain, "home");
+        assert_eq!(dns.cache.entries, 0);
+        assert!(!dns.local_domain_only && !dns.domain_needed);
+        assert_eq!(dns.upstreams, s.upstreams);
+        assert_eq!(s.lease_file, "/var/lib/leases");
+        assert_eq!(s.lease_view, None);
+        assert_eq!(s.warnings.len(), 2, "{:?}", s.warnings);
+        assert!(s.warnings[0].contains("option:router"), "{:?}", s.warnings);
+        assert!(s.warnings[1].contains("/corp/"), "{:?}", s.warnings);
+    }
+
+    #[test]
+    fn a_dhcp_configured_lan_or_port_zero_runs_no_server() {
+        let network = NETWORK.replace("option proto 'static'", "option proto 'dhcp'");
+        let s = spec_from_files(DHCP, &network, &router_plan(&network)).unwrap();
+        assert!(s.pools.is_empty() && s.dns.is_none());
+        assert!(
+            s.warnings.iter().any(|w| w.contains("no static IPv4")),
+            "{:?}",
+            s.warnings
+        );
+        let dhcp = DHCP.replace("config dnsmasq", "config dnsmasq\n\toption port '0'");
+        let s = spec_from_files(&dhcp, NETWORK, &router_plan(NETWORK)).unwrap();
+        assert_eq!(s.pools.len(), 1);
+        assert!(s.dns.is_none(), "port 0 switches DNS off");
+    }
+
+    #[test]
+    fn server_values() {
+        assert_eq!(parse_server("1.2.3.4"), Some("1.2.3.4:53".parse().unwrap()));
+        assert_eq!(
+            parse_server("1.2.3.4#99"),
+            Some("1.2.3.4:99".parse().unwrap())
+        );
+        assert_eq!(parse_server("1.2.3.4#0"), None);
+        assert_eq!(parse_server("/lan/"), None);
+        assert_eq!(parse_server("::1"), None);
+        assert_eq!(netmask(24), Ipv4Addr::new(255, 255, 255, 0));
+        assert_eq!(netmask(0), Ipv4Addr::UNSPECIFIED);
+        assert_eq!(netmask(32), Ipv4Addr::BROADCAST);
+    }
+}

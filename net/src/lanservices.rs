@@ -1,0 +1,726 @@
+//! The router's LAN services over the stack, dnsmasq's two jobs on OpenWrt: a DHCPv4
+//! server on each served LAN interface and the DNS forwarder for the LAN.
+//!
+//! The protocol logic is [`xenlet_router::dhcpd`] and [`xenlet_router::dns`]
+//! (sans-I/O); this file gives them smoltcp UDP sockets and a clock:
+//! - DHCP: a socket on port 67 in each served interface's socket set. Replies go to
+//!   port 68 (RFC 2131 §4.1): to 255.255.255.255 when the server says broadcast, and
+//!   also for [`ReplyTo::UnicastNoArp`] (smoltcp cannot send to a MAC it has not
+//!   resolved; broadcasting is what dnsmasq does when it cannot), to the client's
+//!   address otherwise.
+//! - DNS: a socket on port 53 on each served interface (with dnsmasq's
+//!   `localservice`, only clients on that interface's subnet are answered); the
+//!   forwarder's upstream queries go out on the interface that routes to the server
+//!   (the WAN), each from a socket bound to the source port the forwarder chose,
+//!   closed when the forwarder says so. Upstream servers are the files' (see
+//!   [`crate::lanconfig`]) and those of the DHCP leases of interfaces that are not
+//!   served (the WAN), followed as leases change. The DHCP servers' leases are the
+//!   forwarder's host table, so `NAME.lan` resolves to a LAN client.
+//! - Leases persist through a [`LeaseStore`] the kernel gives (the file I/O stays
+//!   out of this crate): loaded at start, saved in dnsmasq's format when they
+//!   changed, at most every [`SAVE_INTERVAL_MS`].
+//!
+//! Sockets are found again through the interface's [`NetIf::instance`]: if an
+//! interface goes away, its services stop (counted) instead of touching another
+//! interface's socket set.
+
+use crate::iface::NetIf;
+use crate::lanconfig::ServicesSpec;
+use crate::link::Link;
+use crate::NetStack;
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::net::{Ipv4Addr, SocketAddrV4};
+use smoltcp::iface::SocketHandle;
+use smoltcp::socket::udp;
+use smoltcp::wire::{IpAddress, IpEndpoint, Ipv4Address};
+use xenlet_router::dhcpd::{DhcpCounters, DhcpServer, LoadReport, ReplyTo};
+use xenlet_router::dns::{DnsAction, DnsCounters, DnsForwarder, HostTable, Rng};
+use xenlet_router::Millis;
+
+/// The DHCP server's port.
+pub const DHCP_SERVER_PORT: u16 = 67;
+/// The DHCP client's port.
+pub const DHCP_CLIENT_PORT: u16 = 68;
+/// DNS.
+pub const DNS_PORT: u16 = 53;
+/// Leases are written at most this often (ms).
+pub const SAVE_INTERVAL_MS: i64 = 5_000;
+/// Datagrams taken from one socket per poll at most (a flood of queries cannot hold
+/// the idle loop).
+const RX_BUDGET: usize = 64;
+/// A listening socket (port 67, 53): datagrams and bytes held each way.
+const LISTEN_BUFFER: (usize, usize) = (16, 16 * 1024);
+/// An upstream socket carries one query and its answer (a few if the server
+/// repeats itself); up to the forwarder's `max_pending` of them are open, so they
+/// stay small (DNS over UDP with EDNS stays under 4 KiB).
+const UPSTREAM_BUFFER: (usize, usize) = (4, 4 * 1024);
+/// The largest lease file read at start.
+pub const MAX_LEASE_FILE: usize = 256 * 1024;
+
+/// Where the lease file lives; the kernel implements it over its file tree.
+pub trait LeaseStore {
+    /// The saved lease file's text, if there is one.
+    fn load(&mut self) -> Option<String>;
+    /// Replaces the saved lease file with `text` (atomically).
+    fn save(&mut self, text: &str) -> Result<(), String>;
+}
+
+/// Counters of the glue itself (the protocol counters are the server's and the
+/// forwarder's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GlueCounters {
+    /// DNS queries from outside every served subnet (`localservice`), dropped.
+    pub dns_not_local: u64,
+    /// DNS queries from IPv6 clients, dropped (the forwarder is IPv4).
+    pub dns_not_ipv4: u64,
+    /// Datagrams a socket refused to send (buffer full, no route).
+    pub send_failed: u64,
+    /// Upstream queries with no interface routing to the server.
+    pub upstream_unroutable: u64,
+    /// Upstream sockets that could not be bound.
+    pub upstream_bind_failed: u64,
+    /// Times the upstream server list changed.
+    pub upstream_changes: u64,
+    /// Lease files written.
+    pub lease_saves: u64,
+    /// Lease file writes that failed.
+    pub lease_save_errors: u64,
+    /// Services stopped because their interface went away.
+    pub lost_interface: u64,
+}
+
+/// A UDP socket in one interface's socket set.
+#[derive(Clone, Copy, Debug)]
+struct Sock {
+    /// The interface's [`NetIf::instance`].
+    instance: u64,
+    handle: SocketHandle,
+}
+
+impl Sock {
+    /// Opens a socket bound to `port` on `n` with `(packets, bytes)` of buffer
+    /// each way.
+    fn open<L: Link>(n: &mut NetIf<L>, port: u16, buffer: (usize, usize)) -> Option<Sock> {
+        let (packets, bytes) = buffer;
+        let mut s = udp::Socket::new(
+            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; packets], vec![0; bytes]),
+            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; packets], vec![0; bytes]),
+        );
+        s.bind(port).ok()?;
+        Some(Sock {
+            instance: n.instance(),
+            handle: n.sockets.add(s),
+        })
+    }
+
+    /// The interface it lives on, if it is still there.
+    fn netif<'a, L: Link>(&self, ifs: &'a mut [NetIf<L>]) -> Option<&'a mut NetIf<L>> {
+        ifs.iter_mut().find(|n| n.instance() == self.instance)
+    }
+
+    /// The next datagram: payload, sender, and the address it was sent to.
+    fn recv<L: Link>(
+        &self,
+        ifs: &mut [NetIf<L>],
+    ) -> Option<(Vec<u8>, IpEndpoint, Option<IpAddress>)> {
+        let n = self.netif(ifs)?;
+        let s = n.sockets.get_mut::<udp::Socket>(self.handle);
+        s.recv()
+            .ok()
+            .map(|(d, m)| (d.to_vec(), m.endpoint, m.local_address))
+    }
+
+    /// Queues `data` to `to` from `from` (or the stack's choice); whether it was
+    /// taken.
+    fn send<L: Link>(
+        &self,
+        ifs: &mut [NetIf<L>],
+        data: &[u8],
+        to: IpEndpoint,
+        from: Option<Ipv4Address>,
+    ) -> bool {
+        let Some(n) = self.netif(ifs) else {
+            return false;
+        };
+        let s = n.sockets.get_mut::<udp::Socket>(self.handle);
+        let mut meta = udp::UdpMetadata::from(to);
+        meta.local_address = from.map(IpAddress::Ipv4);
+        s.send_slice(data, meta).is_ok()
+    }
+
+    /// Removes the socket (if its interface is still there).
+    fn close<L: Link>(self, ifs: &mut [NetIf<L>]) {
+        if let Some(n) = self.netif(ifs) {
+            n.sockets.remove(self.handle);
+        }
+    }
+}
+
+/// The DHCP server of one interface.
+struct DhcpPort {
+    vif: String,
+    sock: Option<Sock>,
+    server: DhcpServer,
+}
+
+/// The DNS listener of one interface.
+struct DnsListener {
+    vif: String,
+    sock: Option<Sock>,
+    addr: Ipv4Addr,
+    netmask: Ipv4Addr,
+}
+
+impl DnsListener {
+    fn serves(&self, ip: Ipv4Addr) -> bool {
+        let m = u32::from(self.netmask);
+        u32::from(ip) & m == u32::from(self.addr) & m
+    }
+}
+
+/// The DHCP servers' leases, as the forwarder's host table.
+struct Leases<'a>(&'a [DhcpPort]);
+
+impl HostTable for Leases<'_> {
+    fn address_of(&self, name: &str, now: Millis) -> Option<Ipv4Addr> {
+        self.0.iter().find_map(|p| p.server.address_of(name, now))
+    }
+    fn name_of(&self, ip: Ipv4Addr, now: Millis) -> Option<&str> {
+        self.0.iter().find_map(|p| p.server.name_of(ip, now))
+    }
+}
+
+/// xorshift64* (Vigna): query ids and source ports. Seeded by the caller from a
+/// source it trusts (the TSC at boot) and stirred with the clock at each query.
+struct XorShift(u64);
+
+impl XorShift {
+    fn stir(&mut self, v: u64) {
+        self.0 ^= v.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        if self.0 == 0 {
+            self.0 = 0x2545_f491_4f6c_dd1d;
+        }
+    }
+}
+
+impl Rng for XorShift {
+    fn next_u32(&mut self) -> u32 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
+    }
+}
+
+/// The LAN services over a [`NetStack`].
+pub struct LanServices {
+    dhcp: Vec<DhcpPort>,
+    dns: Option<DnsForwarder>,
+    listeners: Vec<DnsListener>,
+    /// Open upstream sockets by source port.
+    upstream: Vec<(u16, Sock)>,
+    configured_upstreams: Vec<SocketAddrV4>,
+    local_service: bool,
+    rng: XorShift,
+    store: Option<Box<dyn LeaseStore + Send>>,
+    epoch_offset_secs: u64,
+    /// The servers' (ack, release, decline) sums at the last save.
+    saved_mark: u64,
+    last_save: Option<i64>,
+    load_report: LoadReport,
+    counters: GlueCounters,
+    scratch: Vec<(Vec<u8>, IpEndpoint)>,
+}
+
+fn ms(now_ms: i64) -> Millis {
+    u64::try_from(now_ms).unwrap_or(0)
+}
+
+impl LanServices {
+    /// Starts the services of `spec` on `stack`'s interfaces: opens the sockets,
+    /// loads the leases from `store`. `epoch_offset_secs` is the Unix time at which
+    /// the stack's clock read 0 (the lease file holds wall-clock expiries; 0 if the
+    /// wall clock is unknown). An interface of `spec` the stack does not have is
+    /// skipped (see [`Self::status_lines`]).
+    pub fn new<L: Link>(
+        spec: &ServicesSpec,
+        stack: &mut NetStack<L>,
+        mut store: Option<Box<dyn LeaseStore + Send>>,
+        epoch_offset_secs: u64,
+        seed: u64,
+        now_ms: i64,
+    ) -> LanServices {
+        let now = ms(now_ms);
+        let mut dhcp = Vec::new();
+        let mut listeners = Vec::new();
+        let mut load_report = LoadReport::default();
+        let saved = store.as_mut().and_then(|s| s.load());
+        for p in &spec.pools {
+            let mut server = DhcpServer::new(p.pool.clone());
+            if let Some(text) = saved.as_deref() {
+                let r = server.load_lease_file(text, now, epoch_offset_secs);
+                load_report.loaded += r.loaded;
+                load_report.expired += r.expired;
+                // A line of another pool's subnet is "corrupt" to this one.
+                load_report.corrupt = load_report.corrupt.max(r.corrupt);
+            }
+            let n = stack.by_name(&p.vif);
+            dhcp.push(DhcpPort {
+                vif: p.vif.clone(),
+                sock: n.and_then(|n| Sock::open(n, DHCP_SERVER_PORT, LISTEN_BUFFER)),
+                server,
+            });
+            if spec.dns.is_some() {
+                listeners.push(DnsListener {
+                    vif: p.vif.clone(),
+                    sock: stack
+                        .by_name(&p.vif)
+                        .and_then(|n| Sock::open(n, DNS_PORT, LISTEN_BUFFER)),
+                    addr: p.pool.server,
+                    netmask: p.pool.netmask,
+                });
+            }
+        }
+        let mut rng = XorShift(0);
+        rng.stir(seed);
+        let saved_mark = dhcp
+            .iter()
+            .map(|p| lease_mark(p.server.counters()))
+            .fold(0, u64::wrapping_add);
+        LanServices {
+            dhcp,
+            dns: spec.dns.clone().map(DnsForwarder::new),
+            listeners,
+            upstream: Vec::new(),
+            configured_upstreams: spec.upstreams.clone(),
+            local_service: spec.local_service,
+            rng,
+            store,
+            epoch_offset_secs,
+            saved_mark,
+            last_save: None,
+            load_report,
+            counters: GlueCounters::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// What loading the lease file did.
+    pub fn load_report(&self) -> LoadReport {
+        self.load_report
+    }
+
+    /// The glue's counters.
+    pub fn counters(&self) -> GlueCounters {
+        self.counters
+    }
+
+    /// Each DHCP server's interface and counters.
+    pub fn dhcp_counters(&self) -> Vec<(&str, &DhcpCounters)> {
+        self.dhcp
+            .iter()
+            .map(|p| (p.vif.as_str(), p.server.counters()))
+            .collect()
+    }
+
+    /// The forwarder's counters, if DNS runs.
+    pub fn dns_counters(&self) -> Option<&DnsCounters> {
+        self.dns.as_ref().map(DnsForwarder::counters)
+    }
+
+    /// The forwarder's current upstream servers.
+    pub fn upstreams(&self) -> &[SocketAddrV4] {
+        self.dns.as_ref().map_or(&[], |d| &d.config().upstreams)
+    }
+
+    /// The boot line: `dhcpd: eth0 192.168.1.100-249, lease 12h; dns: forwarding to ...`.
+    pub fn summary(&self) -> String {
+        let mut parts: Vec<String> = self
+            .dhcp
+            .iter()
+            .map(|p| {
+                let c = p.server.config();
+                let range = match c.range() {
+                    Some((a, b)) => {
+                        format!("{}-{}", Ipv4Addr::from(a), Ipv4Addr::from(b).octets()[3])
+                    }
+                    None => String::from("no dynamic range"),
+                };
+                let down = if p.sock.is_none() { " (not up)" } else { "" };
+                format!(
+                    "dhcpd: {} {range}, lease {}{down}",
+                    p.vif,
+                    lease_time(c.lease_secs)
+                )
+            })
+            .collect();
+        if let Some(d) = &self.dns {
+            let ups: Vec<String> = d
+                .config()
+                .upstreams
+                .iter()
+                .map(|u| format!("{u}"))
+                .collect();
+            parts.push(format!(
+                "dns: {}.{} on {}, forwarding to {}",
+                d.config().hostname,
+                d.config().domain,
+                d.config().lan_addr,
+                if ups.is_empty() {
+                    String::from("the WAN's DHCP servers")
+                } else {
+                    ups.join(" ")
+                }
+            ));
+        }
+        parts.join("; ")
+    }
+
+    /// Bound leases, one line each: interface, expiry (seconds left or `never`),
+    /// MAC, address, host name.
+    pub fn lease_lines(&self, now_ms: i64) -> Vec<String> {
+        let now = ms(now_ms);
+        let mut v = Vec::new();
+        for p in &self.dhcp {
+            for l in p.server.leases(now) {
+                let left = l.expires.map_or(String::from("never"), |e| {
+                    lease_time(u32::try_from(e.saturating_sub(now) / 1000).unwrap_or(u32::MAX))
+                });
+                let mut mac = String::new();
+                for (i, b) in l.hw.as_bytes().iter().enumerate() {
+                    if i > 0 {
+                        mac.push(':');
+                    }
+                    mac.push_str(&format!("{b:02x}"));
+                }
+                v.push(format!(
+                    "{:<6} {:<15} {:<17} {:<8} {}",
+                    p.vif,
+                    l.ip,
+                    mac,
+                    left,
+                    l.hostname.as_deref().unwrap_or("*")
+                ));
+            }
+        }
+        v
+    }
+
+    /// Every pool's leases as dnsmasq's lease file.
+    pub fn lease_file(&self, now_ms: i64) -> String {
+        let now = ms(now_ms);
+        self.dhcp
+            .iter()
+            .map(|p| p.server.lease_file(now, self.epoch_offset_secs))
+            .collect()
+    }
+
+    /// Follows the upstream servers: the files', then those of the DHCP leases of
+    /// interfaces that are not served.
+    fn sync_upstreams<L: Link>(&mut self, ifs: &[NetIf<L>]) {
+        let Some(d) = self.dns.as_mut() else {
+            return;
+        };
+        let mut want = self.configured_upstreams.clone();
+        for n in ifs
+            .iter()
+            .filter(|n| !self.listeners.iter().any(|l| l.vif == n.name))
+        {
+            for a in n.dhcp_dns_servers() {
+                let a = SocketAddrV4::new(*a, DNS_PORT);
+                if !want.contains(&a) {
+                    want.push(a);
+                }
+            }
+        }
+        want.truncate(xenlet_router::dns::forwarder::MAX_UPSTREAMS);
+        if d.config().upstreams != want {
+            d.set_upstreams(&want);
+            self.counters.upstream_changes += 1;
+        }
+    }
+
+    /// Receives on the services' sockets, answers, forwards, and runs the
+    /// forwarder's timers; whether anything was sent or received (the caller polls
+    /// the stack again to send it at once).
+    pub fn poll<L: Link>(&mut self, stack: &mut NetStack<L>, now_ms: i64) -> bool {
+        let now = ms(now_ms);
+        let mut busy = false;
+        self.rng.stir(now);
+        busy |= self.poll_dhcp(&mut stack.ifs, now);
+        if self.dns.is_some() {
+            self.sync_upstreams(&stack.ifs);
+            busy |= self.poll_dns(stack, now);
+        }
+        busy
+    }
+
+    fn poll_dhcp<L: Link>(&mut self, ifs: &mut [NetIf<L>], now: Millis) -> bool {
+        let mut busy = false;
+        for p in self.dhcp.iter_mut() {
+            let Some(sock) = p.sock else { continue };
+            if sock.netif(ifs).is_none() {
+                p.sock = None;
+                self.counters.lost_interface += 1;
+                continue;
+            }
+            for _ in 0..RX_BUDGET {
+                let Some((data, _from, _to)) = sock.recv(ifs) else {
+                    break;
+                };
+                busy = true;
+                let Some(reply) = p.server.handle(&data, now) else {
+                    continue;
+                };
+                let dst = match reply.to {
+                    ReplyTo::Broadcast | ReplyTo::UnicastNoArp { .. } => Ipv4Addr::BROADCAST,
+                    ReplyTo::Unicast(ip) => ip,
+                };
+                let to = IpEndpoint::new(IpAddress::Ipv4(dst), DHCP_CLIENT_PORT);
+                if !sock.send(ifs, &reply.packet, to, Some(p.server.config().server)) {
+                    self.counters.send_failed += 1;
+                }
+            }
+        }
+        busy
+    }
+
+    fn poll_dns<L: Link>(&mut self, stack: &mut NetStack<L>, now: Millis) -> bool {
+        let mut busy = false;
+        let mut actions = Vec::new();
+        // Queries from the LAN.
+        for k in 0..self.listeners.len() {
+            let Some(sock) = self.listeners.get(k).and_then(|l| l.sock) else {
+                continue;
+            };
+            if sock.netif(&mut stack.ifs).is_none() {
+                if let Some(l) = self.listeners.get_mut(k) {
+                    l.sock = None;
+                }
+                self.counters.lost_interface += 1;
+                continue;
+            }
+            self.scratch.clear();
+            for _ in 0..RX_BUDGET {
+                match sock.recv(&mut stack.ifs) {
+                    Some((data, from, _)) => self.scratch.push((data, from)),
+                    None => break,
+                }
+            }
+            busy |= !self.scratch.is_empty();
+            for (data, from) in core::mem::take(&mut self.scratch) {
+                let IpAddress::Ipv4(ip) = from.addr else {
+                    self.counters.dns_not_ipv4 += 1;
+                    continue;
+                };
+                if self.local_service && !self.listeners.iter().any(|l| l.serves(ip)) {
+                    self.counters.dns_not_local += 1;
+                    continue;
+                }
+                let Some(d) = self.dns.as_mut() else { break };
+                actions.extend(d.handle_query(
+                    &data,
+                    SocketAddrV4::new(ip, from.port),
+                    now,
+                    &mut self.rng,
+                    &Leases(&self.dhcp),
+                ));
+            }
+        }
+        // Replies from upstream.
+        let mut k = 0;
+        while let Some(&(port, sock)) = self.upstream.get(k) {
+            k += 1;
+            for _ in 0..RX_BUDGET {
+                let Some((data, from, _)) = sock.recv(&mut stack.ifs) else {
+                    break;
+                };
+                busy = true;
+                let IpAddress::Ipv4(ip) = from.addr else {
+                    continue;
+                };
+                if let Some(d) = self.dns.as_mut() {
+                    actions.extend(d.handle_upstream(
+                        &data,
+                        SocketAddrV4::new(ip, from.port),
+                        port,
+                        now,
+                    ));
+                }
+            }
+        }
+        if let Some(d) = self.dns.as_mut() {
+            if d.poll_at().is_some_and(|t| t <= now) {
+                actions.extend(d.poll(now));
+            }
+        }
+        busy |= !actions.is_empty();
+        for a in actions {
+            self.act(stack, a);
+        }
+        busy
+    }
+
+    /// Carries out one of the forwarder's actions.
+    fn act<L: Link>(&mut self, stack: &mut NetStack<L>, a: DnsAction) {
+        match a {
+            DnsAction::ToClient { client, packet } => {
+                let ip = *client.ip();
+                let l = self
+                    .listeners
+                    .iter()
+                    .find(|l| l.sock.is_some() && l.serves(ip))
+                    .or_else(|| self.listeners.iter().find(|l| l.sock.is_some()));
+                let to = IpEndpoint::new(IpAddress::Ipv4(ip), client.port());
+                let sent = l
+                    .and_then(|l| l.sock.map(|s| (s, l.addr)))
+                    .is_some_and(|(s, addr)| s.send(&mut stack.ifs, &packet, to, Some(addr)));
+                if !sent {
+                    self.counters.send_failed += 1;
+                }
+            }
+            DnsAction::ToUpstream {
+                upstream,
+                source_port,
+                packet,
+            } => {
+                let sock = match self.upstream.iter().find(|(p, _)| *p == source_port) {
+                    Some((_, s)) => Some(*s),
+                    None => self.open_upstream(stack, *upstream.ip(), source_port),
+                };
+                let to = IpEndpoint::new(IpAddress::Ipv4(*upstream.ip()), upstream.port());
+                if let Some(s) = sock {
+                    if !s.send(&mut stack.ifs, &packet, to, None) {
+                        self.counters.send_failed += 1;
+                    }
+                }
+            }
+            DnsAction::ClosePort(port) => {
+                if let Some(i) = self.upstream.iter().position(|(p, _)| *p == port) {
+                    let (_, s) = self.upstream.swap_remove(i);
+                    s.close(&mut stack.ifs);
+                }
+            }
+        }
+    }
+
+    fn open_upstream<L: Link>(
+        &mut self,
+        stack: &mut NetStack<L>,
+        server: Ipv4Addr,
+        port: u16,
+    ) -> Option<Sock> {
+        let Some(i) = stack.route(IpAddress::Ipv4(server)) else {
+            self.counters.upstream_unroutable += 1;
+            return None;
+        };
+        let s = stack
+            .ifs
+            .get_mut(i)
+            .and_then(|n| Sock::open(n, port, UPSTREAM_BUFFER));
+        match s {
+            Some(s) => self.upstream.push((port, s)),
+            None => self.counters.upstream_bind_failed += 1,
+        }
+        s
+    }
+
+    /// When [`Self::poll`] next has timer work (ms), if ever.
+    pub fn poll_at(&self) -> Option<i64> {
+        self.dns
+            .as_ref()
+            .and_then(DnsForwarder::poll_at)
+            .and_then(|t| i64::try_from(t).ok())
+    }
+
+    /// When [`Self::save_leases`] has a changed lease table to write (ms), if it
+    /// has one: the idle loop wakes for it.
+    pub fn save_at(&self) -> Option<i64> {
+        self.store.as_ref()?;
+        (self.lease_mark() != self.saved_mark).then(|| {
+            self.last_save
+                .map_or(0, |t| t.saturating_add(SAVE_INTERVAL_MS))
+        })
+    }
+
+    fn lease_mark(&self) -> u64 {
+        self.dhcp
+            .iter()
+            .map(|p| lease_mark(p.server.counters()))
+            .fold(0, u64::wrapping_add)
+    }
+
+    /// Writes the lease file if the leases changed and the last write is at least
+    /// [`SAVE_INTERVAL_MS`] old; whether it wrote. Call it where file I/O may block
+    /// (the kernel's idle loop), not inside a network poll.
+    pub fn save_leases(&mut self, now_ms: i64) -> bool {
+        let mark = self.lease_mark();
+        if mark == self.saved_mark
+            || self
+                .last_save
+                .is_some_and(|t| now_ms < t.saturating_add(SAVE_INTERVAL_MS))
+        {
+            return false;
+        }
+        let text = self.lease_file(now_ms);
+        let Some(store) = self.store.as_mut() else {
+            return false;
+        };
+        self.last_save = Some(now_ms);
+        match store.save(&text) {
+            Ok(()) => {
+                self.saved_mark = mark;
+                self.counters.lease_saves += 1;
+                true
+            }
+            Err(_) => {
+                self.counters.lease_save_errors += 1;
+                false
+            }
+        }
+    }
+
+    /// Closes every socket (the services stop).
+    pub fn shutdown<L: Link>(self, stack: &mut NetStack<L>) {
+        for p in self.dhcp {
+            if let Some(s) = p.sock {
+                s.close(&mut stack.ifs);
+            }
+        }
+        for l in self.listeners {
+            if let Some(s) = l.sock {
+                s.close(&mut stack.ifs);
+            }
+        }
+        for (_, s) in self.upstream {
+            s.close(&mut stack.ifs);
+        }
+    }
+}
+
+/// What changes a lease file's content: ACKs (new leases, renewals), releases,
+/// declines.
+fn lease_mark(c: &DhcpCounters) -> u64 {
+    c.ack.wrapping_add(c.release).wrapping_add(c.decline)
+}
+
+/// `12h`, `90m`, `45s`, `2d`, as OpenWrt writes lease times; `infinite` for
+/// 0xffffffff.
+pub fn lease_time(secs: u32) -> String {
+    match secs {
+        u32::MAX => String::from("infinite"),
+        s if s >= 86400 && s % 86400 == 0 => format!("{}d", s / 86400),
+        s if s >= 3600 && s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,652 @@
+//! The LAN services over the test links: a LAN host runs smoltcp's DHCP client and
+//! resolves names through the router; the WAN host plays the upstream DNS server.
+//!
+//! lan host (DHCP) -- eth0 192.168.1.1 [router] eth1 10.0.0.2 -- wan host 10.0.0.1
+//! (the router's gateway and, by `list dns`, its upstream DNS server). The router's
+//! interfaces, gateway and services come from the image's `/etc/config` files with
+//! the WAN made static.
+
+use super::*;
+use crate::config;
+use crate::gateway::{Gateway, Routed};
+use crate::lanconfig::{spec_from_files, ServicesSpec};
+use crate::link::tests::{cable, Pipe};
+use crate::netplan;
+use smoltcp::socket::{dhcpv4, AnySocket};
+use smoltcp::wire::DhcpOption;
+use std::sync::{Arc, Mutex};
+
+const NETWORK: &str = include_str!("../../../xtask/rootfs/etc/config/network");
+const FIREWALL: &str = include_str!("../../../xtask/rootfs/etc/config/firewall");
+const DHCP: &str = include_str!("../../../xtask/rootfs/etc/config/dhcp");
+
+const LAN_HOST_MAC: [u8; 6] = [2, 0, 0, 0, 1, 0x64];
+const HOST_NAME: &[DhcpOption<'static>] = &[DhcpOption {
+    kind: 12,
+    data: b"lan1",
+}];
+
+/// A lease file kept in memory, shared with the test.
+#[derive(Clone, Default)]
+struct MemStore(Arc<Mutex<Option<String>>>);
+
+impl LeaseStore for MemStore {
+    fn load(&mut self) -> Option<String> {
+        self.0.lock().unwrap().clone()
+    }
+    fn save(&mut self, text: &str) -> Result<(), String> {
+        *self.0.lock().unwrap() = Some(String::from(text));
+        Ok(())
+    }
+}
+
+fn udp_socket() -> udp::Socket<'static> {
+    udp::Socket::new(
+        udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 32], vec![0; 32768]),
+        udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 32], vec![0; 32768]),
+    )
+}
+
+struct Net {
+    lan_host: NetIf<Pipe>,
+    wan_host: NetIf<Pipe>,
+    stack: NetStack<Routed<Pipe>>,
+    gw: Gateway,
+    services: LanServices,
+    now: i64,
+}
+
+fn wan_static_network() -> String {
+    NETWORK.replace(
+        "option proto 'dhcp'",
+        "option proto 'static'\n\toption ipaddr '10.0.0.2'\n\toption netmask '255.255.255.0'\n\t\
+         option gateway '10.0.0.1'\n\tlist dns '10.0.0.1'",
+    )
+}
+
+/// The topology; the LAN host is configured by `lan_cfg` (`""` = DHCP, with host
+/// name `lan1`).
+fn net(lan_cfg: &str, store: Option<MemStore>) -> Net {
+    let (mut l1, mut l2) = cable();
+    let (mut w1, mut w2) = cable();
+    l1.mac = LAN_HOST_MAC;
+    l2.mac = [2, 0, 0, 0, 1, 1];
+    w1.mac = [2, 0, 0, 0, 2, 2];
+    w2.mac = [2, 0, 0, 0, 2, 1];
+    let mut lan_host = NetIf::new("eth0", l1, &config::parse(lan_cfg).unwrap(), 0, 1);
+    for (_, s) in lan_host.sockets.iter_mut() {
+        if let Some(d) = dhcpv4::Socket::downcast_mut(s) {
+            d.set_outgoing_options(HOST_NAME);
+        }
+    }
+    let wan_host = NetIf::new("eth0", w2, &config::parse("10.0.0.1/24").unwrap(), 0, 2);
+    let network = wan_static_network();
+    let plan = netplan::plan(&network, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
+    let mut stack = NetStack::new();
+    for (vif, pipe) in [("eth0", l2), ("eth1", w1)] {
+        let c = plan.config_of(vif).unwrap();
+        stack.ifs.push(NetIf::new(
+            vif,
+            Routed::new(pipe),
+            c,
+            0,
+            3 + stack.ifs.len() as u64,
+        ));
+    }
+    let gw = Gateway::new(plan.gateway.as_ref().unwrap(), &mut stack.ifs).unwrap();
+    let spec = spec_from_files(DHCP, &network, &plan).unwrap();
+    let store = store.map(|s| Box::new(s) as Box<dyn LeaseStore + Send>);
+    let services = LanServices::new(&spec, &mut stack, store, 1_700_000_000, 42, 0);
+    Net {
+        lan_host,
+        wan_host,
+        stack,
+        gw,
+        services,
+        now: 0,
+    }
+}
+
+impl Net {
+    fn step(&mut self) {
+        self.now += 10;
+        let now = self.now;
+        self.lan_host.poll(now);
+        self.wan_host.poll(now);
+        self.gw.poll(&mut self.stack.ifs, now);
+        self.stack.poll(now);
+        if self.services.poll(&mut self.stack, now) {
+            self.stack.poll(now);
+        }
+    }
+
+    /// Steps until `f` gives something, at most `steps` times.
+    fn until<T>(&mut self, steps: usize, mut f: impl FnMut(&mut Net) -> Option<T>) -> Option<T> {
+        for _ in 0..steps {
+            self.step();
+            if let Some(t) = f(self) {
+                return Some(t);
+            }
+        }
+        None
+    }
+}
+
+/// A standard query (RD set) for `name`, type `qtype`, class IN.
+fn query(id: u16, name: &str, qtype: u16) -> Vec<u8> {
+    let mut q = Vec::new();
+    q.extend_from_slice(&id.to_be_bytes());
+    q.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]);
+    for label in name.split('.') {
+        q.push(label.len() as u8);
+        q.extend_from_slice(label.as_bytes());
+    }
+    q.push(0);
+    q.extend_from_slice(&qtype.to_be_bytes());
+    q.extend_from_slice(&[0, 1]);
+    q
+}
+
+/// The upstream's answer to `q`: QR RD RA, one A record `addr` with TTL 300,
+/// the name as a pointer to the question (offset 12).
+fn answer(q: &[u8], addr: [u8; 4]) -> Vec<u8> {
+    let mut r = q.to_vec();
+    r[2] = 0x81;
+    r[3] = 0x80;
+    r[7] = 1; // ANCOUNT
+    r.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 1, 44, 0, 4]);
+    r.extend_from_slice(&addr);
+    r
+}
+
+/// The A records' addresses in a response (answers only; names compressed or not).
+fn a_records(r: &[u8]) -> Vec<[u8; 4]> {
+    let ancount = u16::from_be_bytes([r[6], r[7]]);
+    let skip_name = |mut i: usize| loop {
+        match r[i] {
+            0 => return i + 1,
+            l if l & 0xc0 == 0xc0 => return i + 2,
+            l => i += 1 + l as usize,
+        }
+    };
+    let mut i = skip_name(12) + 4;
+    let mut out = Vec::new();
+    for _ in 0..ancount {
+        i = skip_name(i);
+        let (t, len) = (
+            u16::from_be_bytes([r[i], r[i + 1]]),
+            u16::from_be_bytes([r[i + 8], r[i + 9]]) as usize,
+        );
+        i += 10;
+        if t == 1 && len == 4 {
+            out.push([r[i], r[i + 1], r[i + 2], r[i + 3]]);
+        }
+        i += len;
+    }
+    out
+}
+
+/// Runs the LAN host's DHCP client to a lease; the address.
+fn lease(n: &mut Net) -> Ipv4Address {
+    n.until(2000, |n| n.lan_host.ipv4())
+        .expect("the LAN host got a lease from the router")
+}
+
+#[test]
+fn a_lan_host_gets_an_address_gateway_and_dns_by_dhcp_and_the_lease_is_saved() {
+    let store = MemStore::default();
+    let mut n = net("", Some(store.clone()));
+    assert_eq!(
+        n.services.summary(),
+        "dhcpd: eth0 192.168.1.100-249, lease 12h; dns: OpenWrt.lan on 192.168.1.1, \
+         forwarding to 10.0.0.1:53"
+    );
+    let ip = lease(&mut n);
+    let o = ip.octets();
+    assert_eq!(&o[..3], &[192, 168, 1]);
+    assert!((100..=249).contains(&o[3]), "{ip} in the pool");
+    assert_eq!(
+        n.lan_host.ipv4_cidr().unwrap().prefix_len(),
+        24,
+        "subnet mask from the router"
+    );
+    assert_eq!(
+        n.lan_host.default_gw4(),
+        Some(Ipv4Address::new(192, 168, 1, 1))
+    );
+    assert_eq!(
+        n.lan_host.dhcp_dns_servers(),
+        [Ipv4Address::new(192, 168, 1, 1)],
+        "the router is the LAN's DNS server"
+    );
+    let c = *n.services.dhcp_counters()[0].1;
+    assert_eq!((c.discover, c.offer, c.request, c.ack), (1, 1, 1, 1));
+    let lines = n.services.lease_lines(n.now);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with(&format!("eth0   {ip}"))
+            && lines[0].contains("02:00:00:00:01:64")
+            && lines[0].ends_with(" lan1"),
+        "{lines:?}"
+    );
+    // The file: written once the leases changed, not again until they change.
+    assert_eq!(n.services.save_at(), Some(0), "a first save is due at once");
+    assert!(n.services.save_leases(n.now));
+    assert_eq!(n.services.save_at(), None, "saved");
+    let saved = store.0.lock().unwrap().clone().unwrap();
+    let expiry = 1_700_000_000 + (n.now as u64 / 1000) + 12 * 3600;
+    let fields: Vec<&str> = saved.split_whitespace().collect();
+    assert_eq!(fields.len(), 5, "{saved}");
+    assert!(
+        fields[0].parse::<u64>().unwrap().abs_diff(expiry) <= 1,
+        "{saved}"
+    );
+    assert_eq!(
+        &fields[1..4],
+        &["02:00:00:00:01:64", &ip.to_string(), "lan1"]
+    );
+    assert!(!n.services.save_leases(n.now + 60_000), "unchanged");
+    assert_eq!(n.services.counters().lease_saves, 1);
+    // After a reboot the lease is loaded back.
+    let m = net("192.168.1.50/24", Some(store.clone()));
+    assert_eq!(m.services.load_report().loaded, 1);
+    let lines = m.services.lease_lines(0);
+    assert_eq!(lines.len(), 1);
+    assert!(lines[0].contains(&ip.to_string()), "{lines:?}");
+}
+
+/// A LAN host with a fixed address and a UDP socket; the WAN host's DNS socket.
+fn dns_net() -> (Net, SocketHandle, SocketHandle) {
+    let mut n = net("192.168.1.50/24,gw=192.168.1.1", None);
+    let mut c = udp_socket();
+    c.bind(40000).unwrap();
+    let hc = n.lan_host.sockets.add(c);
+    let mut u = udp_socket();
+    u.bind(53).unwrap();
+    let hu = n.wan_host.sockets.add(u);
+    (n, hc, hu)
+}
+
+fn ask(n: &mut Net, hc: SocketHandle, q: &[u8]) {
+    n.lan_host
+        .sockets
+        .get_mut::<udp::Socket>(hc)
+        .send_slice(q, (IpAddress::v4(192, 168, 1, 1), 53))
+        .unwrap();
+}
+
+fn reply_to(n: &mut Net, hc: SocketHandle) -> Option<Vec<u8>> {
+    n.until(300, |n| {
+        n.lan_host
+            .sockets
+            .get_mut::<udp::Socket>(hc)
+            .recv()
+            .ok()
+            .map(|(d, m)| {
+                assert_eq!(
+                    m.endpoint,
+                    IpEndpoint::new(IpAddress::v4(192, 168, 1, 1), 53)
+                );
+                d.to_vec()
+            })
+    })
+}
+
+#[test]
+fn a_query_is_forwarded_to_the_wan_upstream_then_answered_from_the_cache() {
+    let (mut n, hc, hu) = dns_net();
+    let q1 = query(0x1234, "example.com", 1);
+    ask(&mut n, hc, &q1);
+    let (up, from) = n
+        .until(300, |n| {
+            n.wan_host
+                .sockets
+                .get_mut::<udp::Socket>(hu)
+                .recv()
+                .ok()
+                .map(|(d, m)| (d.to_vec(), m.endpoint))
+        })
+        .expect("the query went out the WAN");
+    assert_eq!(
+        from.addr,
+        IpAddress::v4(10, 0, 0, 2),
+        "from the router's WAN address"
+    );
+    assert!(from.port >= 49152, "a random source port: {}", from.port);
+    assert_eq!(&up[2..], &q1[2..], "the same question");
+    assert_ne!(&up[..2], &q1[..2], "under a new id");
+    n.wan_host
+        .sockets
+        .get_mut::<udp::Socket>(hu)
+        .send_slice(&answer(&up, [93, 184, 216, 34]), from)
+        .unwrap();
+    let r = reply_to(&mut n, hc).expect("the answer came back");
+    assert_eq!(&r[..2], &[0x12, 0x34], "under the client's id");
+    assert_eq!(a_records(&r), [[93, 184, 216, 34]]);
+    // The second query: the cache answers, nothing goes upstream.
+    let q2 = query(0x5678, "example.com", 1);
+    ask(&mut n, hc, &q2);
+    let r = reply_to(&mut n, hc).expect("answered from the cache");
+    assert_eq!(&r[..2], &[0x56, 0x78]);
+    assert_eq!(a_records(&r), [[93, 184, 216, 34]]);
+    for _ in 0..50 {
+        n.step();
+    }
+    assert!(
+        n.wan_host
+            .sockets
+            .get_mut::<udp::Socket>(hu)
+            .recv()
+            .is_err(),
+        "no second upstream query"
+    );
+    let d = n.services.dns_counters().unwrap();
+    assert_eq!(
+        (d.queries, d.forwarded, d.replies, d.cache_hits),
+        (2, 1, 1, 1)
+    );
+    assert!(n.services.upstream.is_empty(), "the upstream socket closed");
+}
+
+#[test]
+fn a_dhcp_clients_name_resolves_under_lan_locally() {
+    let mut n = net("", None);
+    let ip = lease(&mut n);
+    let mut c = udp_socket();
+    c.bind(40001).unwrap();
+    let hc = n.lan_host.sockets.add(c);
+    ask(&mut n, hc, &query(7, "lan1.lan", 1));
+    let r = reply_to(&mut n, hc).expect("answered");
+    assert_eq!(a_records(&r), [ip.octets()]);
+    ask(&mut n, hc, &query(8, "OpenWrt.lan", 1));
+    let r = reply_to(&mut n, hc).expect("answered");
+    assert_eq!(a_records(&r), [[192, 168, 1, 1]], "the router's own name");
+    let d = n.services.dns_counters().unwrap();
+    assert_eq!((d.local_answers, d.forwarded), (2, 0));
+}
+
+#[test]
+fn an_unanswered_query_times_out_with_servfail_and_its_socket_closes() {
+    let (mut n, hc, hu) = dns_net();
+    ask(&mut n, hc, &query(9, "slow.example", 1));
+    n.until(300, |n| {
+        n.wan_host
+            .sockets
+            .get_mut::<udp::Socket>(hu)
+            .recv()
+            .ok()
+            .map(|_| ())
+    })
+    .expect("sent upstream");
+    assert_eq!(n.services.upstream.len(), 1);
+    assert!(n.services.poll_at().is_some(), "a timer runs");
+    let r = reply_to(&mut n, hc).expect("a failure after the timeout");
+    assert_eq!(r[3] & 0x0f, 2, "SERVFAIL");
+    assert_eq!(n.services.dns_counters().unwrap().timeouts, 1);
+    assert!(n.services.upstream.is_empty());
+}
+
+/// The router with the image's files unchanged (WAN by DHCP) behind an "ISP": the
+/// WAN host runs these services too, serving 10.0.0.0/24 with itself as DNS.
+#[test]
+fn the_wan_leases_dns_server_becomes_the_upstream() {
+    let (mut l1, mut l2) = cable();
+    let (mut w1, mut w2) = cable();
+    l1.mac = LAN_HOST_MAC;
+    l2.mac = [2, 0, 0, 0, 1, 1];
+    w1.mac = [2, 0, 0, 0, 2, 2];
+    w2.mac = [2, 0, 0, 0, 2, 1];
+    let mut lan_host = NetIf::new(
+        "eth0",
+        l1,
+        &config::parse("192.168.1.50/24,gw=192.168.1.1").unwrap(),
+        0,
+        1,
+    );
+    let mut isp = NetStack::new();
+    isp.ifs.push(NetIf::new(
+        "eth0",
+        w2,
+        &config::parse("10.0.0.1/24").unwrap(),
+        0,
+        2,
+    ));
+    let mut isp_pool = xenlet_router::dhcpd::PoolConfig::new(
+        "isp",
+        Ipv4Addr::new(10, 0, 0, 1),
+        Ipv4Addr::new(255, 255, 255, 0),
+    );
+    isp_pool.dns = Some(vec![Ipv4Addr::new(10, 0, 0, 1)]);
+    let isp_spec = ServicesSpec {
+        pools: vec![crate::lanconfig::PoolSpec {
+            vif: "eth0".into(),
+            pool: isp_pool,
+        }],
+        dns: None,
+        upstreams: Vec::new(),
+        local_service: false,
+        lease_file: String::new(),
+        lease_view: None,
+        warnings: Vec::new(),
+    };
+    let mut isp_services = LanServices::new(&isp_spec, &mut isp, None, 0, 3, 0);
+    let mut u = udp_socket();
+    u.bind(53).unwrap();
+    let hu = isp.ifs[0].sockets.add(u);
+    let plan = netplan::plan(NETWORK, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
+    let mut stack = NetStack::new();
+    for (vif, pipe) in [("eth0", l2), ("eth1", w1)] {
+        let c = plan.config_of(vif).unwrap();
+        stack.ifs.push(NetIf::new(
+            vif,
+            Routed::new(pipe),
+            c,
+            0,
+            3 + stack.ifs.len() as u64,
+        ));
+    }
+    let mut gw = Gateway::new(plan.gateway.as_ref().unwrap(), &mut stack.ifs).unwrap();
+    let spec = spec_from_files(DHCP, NETWORK, &plan).unwrap();
+    assert!(spec.upstreams.is_empty(), "the files name no server");
+    let mut services = LanServices::new(&spec, &mut stack, None, 0, 4, 0);
+    let mut c = udp_socket();
+    c.bind(40000).unwrap();
+    let hc = lan_host.sockets.add(c);
+    let q = query(0x4242, "example.org", 1);
+    let mut got = None;
+    let mut asked = false;
+    for step in 1..3000 {
+        if !asked && !services.upstreams().is_empty() {
+            // Asked once the WAN has its lease (before, with no upstream server,
+            // the forwarder can only fail the query).
+            lan_host
+                .sockets
+                .get_mut::<udp::Socket>(hc)
+                .send_slice(&q, (IpAddress::v4(192, 168, 1, 1), 53))
+                .unwrap();
+            asked = true;
+        }
+        let now = step * 10;
+        lan_host.poll(now);
+        isp.poll(now);
+        if isp_services.poll(&mut isp, now) {
+            isp.poll(now);
+        }
+        gw.poll(&mut stack.ifs, now);
+        stack.poll(now);
+        if services.poll(&mut stack, now) {
+            stack.poll(now);
+        }
+        let s = isp.ifs[0].sockets.get_mut::<udp::Socket>(hu);
+        if let Ok((up, from)) = s.recv().map(|(d, m)| (d.to_vec(), m.endpoint)) {
+            s.send_slice(&answer(&up, [93, 184, 216, 35]), from)
+                .unwrap();
+        }
+        if let Ok((d, _)) = lan_host.sockets.get_mut::<udp::Socket>(hc).recv() {
+            got = Some(d.to_vec());
+            break;
+        }
+    }
+    let r = got.expect("answered through the upstream the WAN lease named");
+    assert_eq!(a_records(&r), [[93, 184, 216, 35]]);
+    assert_eq!(services.upstreams(), ["10.0.0.1:53".parse().unwrap()]);
+    assert_eq!(services.counters().upstream_changes, 1);
+    let wan = stack.by_name("eth1").unwrap();
+    assert_eq!(wan.dhcp_dns_servers(), [Ipv4Address::new(10, 0, 0, 1)]);
+    let d = services.dns_counters().unwrap();
+    assert!(d.forwarded >= 1 && d.replies == 1, "{d:?}");
+}
+
+#[test]
+fn a_lost_interface_stops_its_services_without_touching_another() {
+    let mut n = net("192.168.1.50/24", None);
+    let lan = n.stack.ifs.remove(0);
+    // A new interface under the same name (a vif attached again).
+    n.stack.ifs.insert(
+        0,
+        NetIf::new(
+            "eth0",
+            lan.link,
+            &config::parse("192.168.1.1/24").unwrap(),
+            0,
+            9,
+        ),
+    );
+    n.step();
+    n.step();
+    assert_eq!(n.services.counters().lost_interface, 2, "DHCP and DNS");
+    assert!(n.services.summary().contains("(not up)"));
+}
+
+/// xorshift64 for the mutation test.
+struct Prng(u64);
+
+impl Prng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// A DHCPDISCOVER from `mac` (RFC 2131 §2, options 53 and 55).
+fn discover(mac: [u8; 6]) -> Vec<u8> {
+    let mut p = vec![0u8; 240];
+    p[0] = 1;
+    p[1] = 1;
+    p[2] = 6;
+    p[4..8].copy_from_slice(&[1, 2, 3, 4]);
+    p[28..34].copy_from_slice(&mac);
+    p[236..240].copy_from_slice(&[99, 130, 83, 99]);
+    p.extend_from_slice(&[53, 1, 1, 55, 3, 1, 3, 6, 12, 4, b'h', b'o', b's', b't', 255]);
+    p
+}
+
+fn mutate(rng: &mut Prng, base: &[u8]) -> Vec<u8> {
+    let mut p = base.to_vec();
+    match rng.next() % 4 {
+        0 => {
+            let len = (rng.next() % 600) as usize;
+            p = (0..len).map(|_| rng.next() as u8).collect();
+        }
+        1 => {
+            let cut = (rng.next() as usize) % (p.len() + 1);
+            p.truncate(cut);
+        }
+        _ => {
+            for _ in 0..1 + rng.next() % 8 {
+                if p.is_empty() {
+                    break;
+                }
+                let i = (rng.next() as usize) % p.len();
+                p[i] = rng.next() as u8;
+            }
+        }
+    }
+    p
+}
+
+#[test]
+fn random_datagrams_to_the_dhcp_and_dns_ports_never_panic() {
+    let (mut n, hc, hu) = dns_net();
+    let mut rng = Prng(0x9e37_79b9_7f4a_7c15);
+    let mut c = udp_socket();
+    c.bind(68).unwrap();
+    let hd = n.lan_host.sockets.add(c);
+    let q = query(1, "example.com", 1);
+    let d = discover([2, 0, 0, 0, 9, 9]);
+    let mut sent = 0;
+    for round in 0..400u32 {
+        for _ in 0..6 {
+            let (h, base, to) = if rng.next().is_multiple_of(2) {
+                (hc, &q, IpEndpoint::new(IpAddress::v4(192, 168, 1, 1), 53))
+            } else {
+                (
+                    hd,
+                    &d,
+                    IpEndpoint::new(IpAddress::v4(255, 255, 255, 255), 67),
+                )
+            };
+            let p = mutate(&mut rng, base);
+            if n.lan_host
+                .sockets
+                .get_mut::<udp::Socket>(h)
+                .send_slice(&p, to)
+                .is_ok()
+            {
+                sent += 1;
+            }
+        }
+        // The upstream answers whatever reaches it with garbage, half the time
+        // on the right port.
+        while let Ok((up, from)) = n
+            .wan_host
+            .sockets
+            .get_mut::<udp::Socket>(hu)
+            .recv()
+            .map(|(d, m)| (d.to_vec(), m.endpoint))
+        {
+            let r = mutate(&mut rng, &answer(&up, [1, 2, 3, 4]));
+            let _ = n
+                .wan_host
+                .sockets
+                .get_mut::<udp::Socket>(hu)
+                .send_slice(&r, from);
+        }
+        n.step();
+        n.step();
+        if round.is_multiple_of(50) {
+            // drain what came back
+            while n.lan_host.sockets.get_mut::<udp::Socket>(hc).recv().is_ok() {}
+            while n.lan_host.sockets.get_mut::<udp::Socket>(hd).recv().is_ok() {}
+        }
+    }
+    for _ in 0..500 {
+        n.step();
+    }
+    assert!(sent > 2000, "{sent} datagrams sent");
+    let dc = n.services.dhcp_counters()[0].1;
+    let dns = *n.services.dns_counters().unwrap();
+    assert!(dc.dropped_malformed > 100, "{dc:?}");
+    assert!(dns.dropped_malformed > 100, "{dns:?}");
+    assert!(dns.queries > 100, "some survived as queries: {dns:?}");
+    assert!(
+        n.services.upstream.len() <= dns.queries as usize,
+        "upstream sockets are bounded by pending queries"
+    );
+    // Still serving: a clean query is answered (locally).
+    while n.lan_host.sockets.get_mut::<udp::Socket>(hc).recv().is_ok() {}
+    ask(&mut n, hc, &query(77, "OpenWrt.lan", 1));
+    let r = reply_to(&mut n, hc).expect("still answering");
+    assert_eq!(a_records(&r), [[192, 168, 1, 1]]);
+}
+
+#[test]
+fn lease_times_read_as_openwrt_writes_them() {
+    assert_eq!(lease_time(43200), "12h");
+    assert_eq!(lease_time(86400 * 2), "2d");
+    assert_eq!(lease_time(120), "2m");
+    assert_eq!(lease_time(61), "61s");
+    assert_eq!(lease_time(u32::MAX), "infinite");
+}
