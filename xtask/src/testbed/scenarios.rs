@@ -1752,10 +1752,9 @@ on_reboot   = "destroy"
 on_crash    = "preserve"
 "#;
 
-/// The Xenlet router: the WAN lease, then the LAN checks (lan1 static: the LAN DHCP
-/// server and the DNS forwarder are not wired in yet), with its own conntrack table
-/// showing the two UDP flows' distinct mappings, and fw4's default firewall keeping
-/// the WAN out.
+/// The Xenlet router: the WAN lease, then the LAN checks (lan1 by DHCP from Xenlet's
+/// server, names through its DNS forwarder), with its own conntrack table showing the
+/// two UDP flows' distinct mappings, and fw4's default firewall keeping the WAN out.
 const ROUTER_XENLET_STEPS: &[Step] = &[
     cmd("sleep 8", &[], 30),
     cmd_cap(
@@ -1765,12 +1764,8 @@ const ROUTER_XENLET_STEPS: &[Step] = &[
         30,
     ),
     ROUTER_LAN_STEPS[0],
-    dom0_cap(
-        "$NET/router.sh static lan1 192.168.1.10",
-        &[r"^netns lan1: 192\.168\.1\.10/24 "],
-        &[("LAN1", r"^netns lan1: (192\.168\.1\.\d+)/24")],
-        20,
-    ),
+    ROUTER_LAN_STEPS[1],
+    cmd("leases", &[r"192\.168\.1\.\d+"], 30),
     ROUTER_LAN_STEPS[2],
     ROUTER_LAN_STEPS[3],
     ROUTER_LAN_STEPS[4],
@@ -1788,6 +1783,7 @@ const ROUTER_XENLET_STEPS: &[Step] = &[
         30,
     ),
     ROUTER_LAN_STEPS[10],
+    ROUTER_LAN_STEPS[11],
     ROUTER_LAN_STEPS[12],
     ROUTER_LAN_STEPS[13],
     ROUTER_LAN_STEPS[14],
