@@ -39,7 +39,38 @@ pub fn conntrack(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
                 "conntrack v1.4.7 (conntrack-tools): connection tracking table has been emptied ({n} entries)."
             )?;
         }
-        ["-S"] => writeln!(out, "{:?}", gw.netfilter.stats())?,
+        ["-S"] => {
+            let s = gw.netfilter.stats();
+            let live = gw.netfilter.count() as u64;
+            writeln!(
+                out,
+                "cpu=0 found={} invalid={} insert={} insert_failed={} drop={} early_drop={} error={} clash={}",
+                s.found,
+                s.invalid,
+                s.new.saturating_sub(s.dropped_full),
+                s.dropped_full,
+                s.dropped_full,
+                s.evicted,
+                s.malformed,
+                s.clash
+            )?;
+            // every new flow is accounted for: still in the table, evicted, refused,
+            // expired or flushed
+            let accounted = live + s.evicted + s.dropped_full + s.expired + s.flushed;
+            writeln!(
+                out,
+                "flows: new {} = live {live} + evicted {} + refused {} + expired {} + flushed {} ({}); nat exhausted {}, icmp related {}, leaks blocked {}",
+                s.new,
+                s.evicted,
+                s.dropped_full,
+                s.expired,
+                s.flushed,
+                if accounted == s.new { "balanced" } else { "UNBALANCED" },
+                s.nat_exhausted,
+                s.icmp_related,
+                s.leak_blocked
+            )?;
+        }
         _ => return Err(CmdError::usage("conntrack [-L | -C | -F | -S]")),
     }
     Ok(())
