@@ -1788,6 +1788,31 @@ const ROUTER_XENLET_STEPS: &[Step] = &[
     ROUTER_LAN_STEPS[13],
     ROUTER_LAN_STEPS[14],
     ROUTER_LAN_STEPS[15],
+    // a flood of 65,000 new flows from lan1 (one UDP datagram to each port of `wan`):
+    // the table stays bounded, every flow is accounted for, the shell answers, and a
+    // new flow still gets through
+    ns(
+        "lan1",
+        concat!(
+            "python3 -c \"import socket,time; s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); ",
+            "t=time.time(); [s.sendto(b'x',('10.77.0.10',p)) for p in range(1,65001)]; ",
+            "print('sent 65000 flows in %.1fs' % (time.time()-t))\""
+        ),
+        &[r"^sent 65000 flows in "],
+        240,
+    ),
+    cmd_cap("conntrack -C", &[r"^\d+$"], &[("CT_COUNT", r"^(\d+)$")], 30),
+    cmd(
+        "conntrack -S",
+        &[r"^flows: new \d+ = live \d+ \+ evicted [1-9]\d* \+ .*\(balanced\)"],
+        30,
+    ),
+    ns(
+        "lan1",
+        "ping -c 2 -W 5 10.77.0.10",
+        &[r"^2 packets transmitted, 2 received"],
+        60,
+    ),
     cmd(
         "fw",
         &[r"^\s+chain input_wan \{", r"^\s+chain forward_lan \{"],
