@@ -569,21 +569,7 @@ impl Router {
                 return Err(DropReason::TooBig);
             }
             let mut acc = None;
-            let Router {
-                ifaces,
-                neigh,
-                stats,
-                scratch,
-                ..
-            } = self;
-            let mut eg = Egress {
-                ifaces,
-                neigh,
-                stats,
-                out,
-                input,
-                now,
-            };
+            let (mut eg, scratch) = self.egress_and_scratch(input, now, out);
             gso::segment(frame, mss, scratch, |seg| {
                 acc = merge(acc, eg.send(out_ifc, next_hop, seg, TxMeta::default())?);
                 Ok(())
@@ -601,21 +587,7 @@ impl Router {
             ipv4::complete_partial_checksum(ip);
         }
         let mut acc = None;
-        let Router {
-            ifaces,
-            neigh,
-            stats,
-            scratch,
-            ..
-        } = self;
-        let mut eg = Egress {
-            ifaces,
-            neigh,
-            stats,
-            out,
-            input,
-            now,
-        };
+        let (mut eg, scratch) = self.egress_and_scratch(input, now, out);
         frag::fragment(frame, mtu, scratch, |f| {
             acc = merge(acc, eg.send(out_ifc, next_hop, f, TxMeta::default())?);
             Ok(())
@@ -637,6 +609,32 @@ impl Router {
             input,
             now,
         }
+    }
+
+    /// [`Router::egress`] and the scratch buffer at once (segments and fragments are
+    /// built in the one and sent through the other).
+    fn egress_and_scratch<'a, O: Output>(
+        &'a mut self,
+        input: IfId,
+        now: Millis,
+        out: &'a mut O,
+    ) -> (Egress<'a, O>, &'a mut Vec<u8>) {
+        let Router {
+            ifaces,
+            neigh,
+            stats,
+            scratch,
+            ..
+        } = self;
+        let eg = Egress {
+            ifaces,
+            neigh,
+            stats,
+            out,
+            input,
+            now,
+        };
+        (eg, scratch)
     }
 
     fn send_frag_needed<O: Output>(
