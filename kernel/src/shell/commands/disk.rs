@@ -7,6 +7,9 @@ use super::Host;
 use crate::shell::fscmds;
 use alloc::string::String;
 use core::fmt::Write;
+use xenlet_shell::commands::disk::{
+    discard_args, disk_name, disk_state, lsblk_row, sha256sum_args, Discard, LSBLK_HEADER,
+};
 use xenlet_shell::{no_args, CmdError, CmdResult};
 
 pub(super) fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
@@ -25,11 +28,7 @@ pub(super) fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
             writeln!(out, "dd: warning: {w}")?;
         }
     }
-    let disk = |p: &str| {
-        p.strip_prefix("/dev/")
-            .filter(|n| n.starts_with("xvd") || n.starts_with("hd"))
-            .map(String::from)
-    };
+    let disk = |p: &str| disk_name(p).map(String::from);
     let is_file = |p: &str| !p.starts_with("/dev/");
     if is_file(&a.input) || is_file(&a.output) {
         return dd_file(&a, out);
@@ -259,16 +258,7 @@ fn hash_disk(
 
 pub(super) fn sha256sum(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     use xenlet_drivers::blkfront::BlockDevice;
-    let (limit, files) = match args {
-        ["-n", n, rest @ ..] => (
-            Some(xenlet_shell::parse_size(n).map_err(|e| CmdError::usage(alloc::format!("{e}")))?),
-            rest,
-        ),
-        rest => (None, rest),
-    };
-    if files.is_empty() {
-        return Err(CmdError::usage("missing file operand"));
-    }
+    let (limit, files) = sha256sum_args(args)?;
     if limit.is_none() && files.iter().all(|f| !f.starts_with("/dev/")) {
         return fscmds::sha256sum_files(files, out);
     }
@@ -300,41 +290,13 @@ pub(super) fn sha256sum(_: &mut Host, args: &[&str], out: &mut dyn Write) -> Cmd
 pub(super) fn lsblk(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     use xenlet_drivers::blkfront::BlockDevice;
     no_args(args)?;
-    writeln!(out, "NAME   SIZE(MiB)   SECTOR PHYS  RO RING(pages/slots) SEGS   PERSISTENT FLUSH DISCARD STATE")?;
+    writeln!(out, "{LSBLK_HEADER}")?;
     let mut n = 0;
     let mut res = Ok(());
     crate::dev::frontends::for_each_disk(|d| {
         n += 1;
-        let i = d.info();
-        let f = i.features;
-        res = res.and(writeln!(
-            out,
-            "{:<6} {:>9} {:>8} {:>5} {:>3} {:>6}/{:<10} {:>4}{} {:<10} {:<5} {:<7} {}",
-            i.name,
-            i.bytes() >> 20,
-            i.sector_size,
-            i.physical_sector_size,
-            if i.readonly { 1 } else { 0 },
-            f.ring_pages,
-            f.ring_entries,
-            f.max_segments,
-            if f.indirect_segments > 0 { "i" } else { " " },
-            if f.persistent { "yes" } else { "no" },
-            if f.flush {
-                "flush"
-            } else if f.barrier {
-                "barr"
-            } else {
-                "no"
-            },
-            if f.discard { "yes" } else { "no" },
-            match (d.broken(), d.stats().quarantined_pages) {
-                (Some(why), 0) => alloc::format!("broken: {why}"),
-                (Some(why), q) => alloc::format!("broken: {why}; {q} pages quarantined"),
-                (None, 0) => alloc::string::String::from("ok"),
-                (None, q) => alloc::format!("ok; {q} pages quarantined"),
-            }
-        ));
+        let state = disk_state(d.broken(), d.stats().quarantined_pages);
+        res = res.and(writeln!(out, "{}", lsblk_row(d.info(), &state)));
     });
     res?;
     if n == 0 {
@@ -377,19 +339,13 @@ pub(super) fn sync(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResul
 
 pub(super) fn discard(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {
     use xenlet_drivers::blkfront::BlockOp;
-    let [dev, off, len] = args else {
-        return Err(CmdError::usage("expected DEVICE OFFSET LENGTH"));
-    };
-    let num =
-        |s: &str| xenlet_shell::parse_size(s).map_err(|e| CmdError::usage(alloc::format!("{e}")));
-    let (off, len) = (num(off)?, num(len)?);
-    if off % 512 != 0 || len % 512 != 0 || len == 0 {
-        return Err(CmdError::usage(
-            "OFFSET and LENGTH must be non-zero multiples of 512",
-        ));
-    }
+    let Discard {
+        device: dev,
+        sector,
+        sectors,
+    } = discard_args(args)?;
     crate::dev::frontends::with_disk(dev, |d| {
-        crate::dev::frontends::run_one(d, BlockOp::Discard { sectors: len / 512 }, off / 512)
+        crate::dev::frontends::run_one(d, BlockOp::Discard { sectors }, sector)
     })
     .ok_or_else(|| CmdError::failed(alloc::format!("{dev}: No such device")))?
     .map_err(|e| CmdError::failed(alloc::format!("{dev}: {e}")))

@@ -6,6 +6,9 @@ use super::Host;
 use crate::io::console;
 use alloc::string::String;
 use core::fmt::Write;
+use xenlet_shell::commands::net::{
+    iperf3_port, port_arg, udhcpc_iface, wants_link_stats, write_router_counters,
+};
 use xenlet_shell::{CmdError, CmdResult};
 
 pub(super) fn ip(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
@@ -32,30 +35,27 @@ pub(super) fn ip(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
     let mut text = String::new();
     let r = xenlet_net::ip::ip(&mut stack, args, &mut text);
     out.write_str(&text)?;
-    if r.is_ok() && matches!(args, ["-s", "link", ..] | ["-s", "l", ..]) {
+    if r.is_ok() && wants_link_stats(args) {
         if let Some(gw) = crate::dev::network::GATEWAY.lock().as_ref() {
-            writeln!(out, "forwarding (router):")?;
-            for (i, n) in stack.ifs.iter().enumerate() {
-                if let Some(id) = gw.port_of(i) {
-                    writeln!(out, "  {}:\n{}", n.name, gw.router.stats().link_display(id))?;
-                }
-            }
-            let drops: alloc::vec::Vec<String> = gw
+            let links: alloc::vec::Vec<(&str, String)> = stack
+                .ifs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, n)| {
+                    let id = gw.port_of(i)?;
+                    Some((
+                        n.name.as_str(),
+                        alloc::format!("{}", gw.router.stats().link_display(id)),
+                    ))
+                })
+                .collect();
+            let drops: alloc::vec::Vec<(String, u64)> = gw
                 .router
                 .stats()
                 .drops()
-                .filter(|(_, n)| *n > 0)
-                .map(|(r, n)| alloc::format!("{r:?} {n}"))
+                .map(|(r, n)| (alloc::format!("{r:?}"), n))
                 .collect();
-            writeln!(
-                out,
-                "  dropped: {}",
-                if drops.is_empty() {
-                    "none".into()
-                } else {
-                    drops.join(", ")
-                }
-            )?;
+            write_router_counters(out, &links, &drops)?;
         }
     }
     r.map_err(CmdError::failed)
@@ -98,18 +98,6 @@ fn net_wait(
     }
 }
 
-fn port_arg(args: &[&str], default: u16) -> Result<u16, CmdError> {
-    match args {
-        [] => Ok(default),
-        ["-p", p] => p
-            .parse::<u16>()
-            .ok()
-            .filter(|&p| p != 0)
-            .ok_or_else(|| CmdError::usage(alloc::format!("bad port '{p}'"))),
-        [a, ..] => Err(CmdError::usage(alloc::format!("unknown option '{a}'"))),
-    }
-}
-
 fn start_service(
     out: &mut dyn Write,
     what: &str,
@@ -131,11 +119,7 @@ fn start_service(
 }
 
 pub(super) fn iperf3(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
-    let args: alloc::vec::Vec<&str> = args.iter().copied().filter(|a| *a != "-D").collect();
-    let ["-s", rest @ ..] = args.as_slice() else {
-        return Err(CmdError::usage("only the server (-s) is implemented"));
-    };
-    let port = port_arg(rest, xenlet_net::iperf3::DEFAULT_PORT)?;
+    let port = iperf3_port(args, xenlet_net::iperf3::DEFAULT_PORT)?;
     start_service(out, "iperf3", port, |n, p| n.start_iperf3(p))
 }
 
@@ -146,11 +130,7 @@ pub(super) fn echod(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResu
 
 pub(super) fn udhcpc(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     use crate::dev::network::NET;
-    let dev = match args {
-        [] => "eth0",
-        ["-i", d] => d,
-        _ => return Err(CmdError::usage("unknown option")),
-    };
+    let dev = udhcpc_iface(args)?;
     {
         let mut st = NET.lock();
         let n = st.by_name(dev).ok_or_else(|| {

@@ -8,6 +8,8 @@ use crate::bootinfo::{boot_info, boot_times};
 use crate::sys::fault::{provoke, Deliberate};
 use crate::{io::console, mm, sys::power, time::clock};
 use core::fmt::Write;
+pub(super) use xenlet_shell::commands::system::secs_ms;
+use xenlet_shell::commands::system::{sleep_summary, SleepOnXen};
 use xenlet_shell::{no_args, CmdError, CmdResult};
 
 pub(super) fn version(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
@@ -21,97 +23,62 @@ pub(super) fn version(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdRe
     Ok(())
 }
 
-fn kib(bytes: u64) -> u64 {
-    bytes / 1024
-}
-
 pub(super) fn mem(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    use xenlet_shell::commands::system::{write_mem, MapEntry, MemReport, XenMap};
     no_args(args)?;
     let info = boot_info().ok_or_else(|| CmdError::failed("no boot information"))?;
-    writeln!(out, "memory map ({}):", info.protocol)?;
-    for r in info.memory.regions() {
-        let end = r.start.saturating_add(r.len_bytes).saturating_sub(1);
-        writeln!(
-            out,
-            "  {:#018x}-{:#018x} {:>10} KiB  {:?}",
-            r.start,
-            end,
-            kib(r.len_bytes),
-            r.kind
-        )?;
-    }
     // Xen's own copy of the map (XENMEM_memory_map): the source when the loader gave
     // none, otherwise compared with the loader's.
-    if crate::xen::platform::info().is_some() {
+    let xen_map = if crate::xen::platform::info().is_none() {
+        XenMap::NotXen
+    } else {
         match crate::xen::platform::memory_map() {
-            Some(x) if crate::bootinfo::memory_map_from_xen() => writeln!(
-                out,
-                "memory map source: XENMEM_memory_map ({} entries)",
-                x.regions().len()
-            )?,
-            Some(x) => writeln!(
-                out,
-                "XENMEM_memory_map: {} entries, {} KiB usable, {} the boot map",
-                x.regions().len(),
-                kib(x.usable_bytes()),
-                if x.regions() == info.memory.regions() {
-                    "same as"
-                } else {
-                    "differs from"
-                }
-            )?,
-            None => writeln!(out, "XENMEM_memory_map: failed")?,
+            Some(x) if crate::bootinfo::memory_map_from_xen() => XenMap::Source {
+                entries: x.regions().len(),
+            },
+            Some(x) => XenMap::Compared {
+                entries: x.regions().len(),
+                usable_bytes: x.usable_bytes(),
+                same: x.regions() == info.memory.regions(),
+            },
+            None => XenMap::Failed,
         }
-    }
+    };
     let (free, total, ranges) = mm::heap::frame_stats();
     let (used, hfree) = mm::heap::heap_stats();
-    writeln!(out, "usable: {} KiB", kib(info.memory.usable_bytes()))?;
-    writeln!(
-        out,
-        "frames: {} free of {} ({} KiB free, {} free ranges)",
-        free,
-        total,
-        kib(free * mm::FRAME_BYTES),
-        ranges
-    )?;
-    writeln!(
-        out,
-        "heap: {} KiB used, {} KiB free ({} KiB of it in size-class slabs)",
-        used / 1024,
-        hfree / 1024,
-        mm::heap::slab_bytes() / 1024
-    )?;
-    let (dropped, overruns) = console::input_losses();
-    writeln!(
-        out,
-        "serial input: {dropped} bytes dropped, {overruns} overruns"
-    )?;
+    let report = MemReport {
+        protocol: alloc::format!("{}", info.protocol),
+        map: info
+            .memory
+            .regions()
+            .iter()
+            .map(|r| MapEntry {
+                start: r.start,
+                len: r.len_bytes,
+                kind: alloc::format!("{:?}", r.kind),
+            })
+            .collect(),
+        xen_map,
+        usable_bytes: info.memory.usable_bytes(),
+        frames: (free, total, ranges as u64),
+        frame_bytes: mm::FRAME_BYTES,
+        heap: (used as u64, hfree as u64, mm::heap::slab_bytes() as u64),
+        serial: console::input_losses(),
+    };
+    write_mem(&report, out)?;
     Ok(())
 }
 
 pub(super) fn uptime(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     no_args(args)?;
-    let now = clock::now();
-    let s = now.as_nanos() / 1_000_000_000;
-    let ms = (now.as_nanos() / 1_000_000) % 1000;
-    write!(
+    let now = clock::now().as_nanos();
+    let booted = boot_times().map(|t| t.prompt.as_micros());
+    writeln!(
         out,
-        "up {}:{:02}:{:02}.{:03}",
-        s / 3600,
-        (s / 60) % 60,
-        s % 60,
-        ms
+        "{}",
+        xenlet_shell::commands::system::uptime(now, booted)
     )?;
-    if let Some(t) = boot_times() {
-        let us = t.prompt.as_micros();
-        write!(out, ", booted in {}.{:03} ms", us / 1000, us % 1000)?;
-    }
-    writeln!(out)?;
     Ok(())
-}
-
-pub(super) fn secs_ms(ns: u64) -> alloc::string::String {
-    alloc::format!("{}.{:03}", ns / 1_000_000_000, (ns / 1_000_000) % 1000)
 }
 
 pub(super) fn sleep(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
@@ -138,17 +105,15 @@ pub(super) fn sleep(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResu
     if interrupted {
         writeln!(out, "^C")?;
     }
-    write!(out, "slept {} s", secs_ms(slept.as_nanos() as u64))?;
     // What Xen saw: the time the vCPU was blocked (halted) rather than running.
-    if let (Some(a), Some(b)) = (run0, crate::xen::platform::runstate()) {
-        write!(
-            out,
-            "; vCPU 0 blocked {} s of it, {} VIRQ_TIMER events",
-            secs_ms(b[2].saturating_sub(a[2])),
-            crate::xen::platform::timer_events() - timer0
-        )?;
-    }
-    writeln!(out)?;
+    let xen = match (run0, crate::xen::platform::runstate()) {
+        (Some(a), Some(b)) => Some(SleepOnXen {
+            blocked_ns: b[2].saturating_sub(a[2]),
+            timer_events: crate::xen::platform::timer_events() - timer0,
+        }),
+        _ => None,
+    };
+    writeln!(out, "{}", sleep_summary(slept.as_nanos() as u64, xen))?;
     Ok(())
 }
 

@@ -6,6 +6,7 @@ use super::system::secs_ms;
 use super::Host;
 use crate::io::console;
 use core::fmt::Write;
+use xenlet_shell::commands::xen::{child_path, xenstore_op, XsOp};
 use xenlet_shell::{no_args, CmdError, CmdResult};
 
 pub(super) fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
@@ -103,11 +104,7 @@ fn xs_err(e: crate::xen::xenstore::Error) -> CmdError {
 fn xs_ls(path: &str, depth: usize, out: &mut dyn Write) -> CmdResult {
     let children = crate::xen::xenstore::directory(path).map_err(xs_err)?;
     for c in children {
-        let child = if path == "/" {
-            alloc::format!("/{c}")
-        } else {
-            alloc::format!("{path}/{c}")
-        };
+        let child = child_path(path, &c);
         let value = crate::xen::xenstore::read(&child).unwrap_or_default();
         writeln!(out, "{:indent$}{c} = \"{value}\"", "", indent = depth)?;
         if depth < 8 {
@@ -123,39 +120,27 @@ pub(super) fn xenstore_cmd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> 
             "XenStore is not connected (not running on Xen?)",
         ));
     }
-    match args {
-        ["ls"] => xs_ls("/local/domain", 0, out).or_else(|_| xs_ls("device", 0, out)),
-        ["ls", path] => xs_ls(path, 0, out),
-        ["read", path] => {
+    match xenstore_op(args)? {
+        XsOp::Ls(None) => xs_ls("/local/domain", 0, out).or_else(|_| xs_ls("device", 0, out)),
+        XsOp::Ls(Some(path)) => xs_ls(path, 0, out),
+        XsOp::Read(path) => {
             let v = crate::xen::xenstore::read(path).map_err(xs_err)?;
             writeln!(out, "{v}")?;
             Ok(())
         }
-        ["write", path, value] => crate::xen::xenstore::write(path, value).map_err(xs_err),
-        ["rm", path] => crate::xen::xenstore::rm(path).map_err(xs_err),
-        ["mkdir", path] => crate::xen::xenstore::mkdir(path).map_err(xs_err),
-        ["perms", path] => {
+        XsOp::Write(path, value) => crate::xen::xenstore::write(path, value).map_err(xs_err),
+        XsOp::Rm(path) => crate::xen::xenstore::rm(path).map_err(xs_err),
+        XsOp::Mkdir(path) => crate::xen::xenstore::mkdir(path).map_err(xs_err),
+        XsOp::Perms(path) => {
             let p = crate::xen::xenstore::get_perms(path).map_err(xs_err)?;
             writeln!(out, "{}", p.join(" "))?;
             Ok(())
         }
-        ["watch", path] => crate::xen::xenstore::watch(path, path, |ev| {
+        XsOp::Watch(path) => crate::xen::xenstore::watch(path, path, |ev| {
             crate::println!("xenstore: watch {} fired: {}", ev.token, ev.path);
         })
         .map_err(xs_err),
-        ["unwatch", path] => crate::xen::xenstore::unwatch(path, path).map_err(xs_err),
-        [] => Err(CmdError::usage("missing operation")),
-        [op, ..]
-            if [
-                "ls", "read", "write", "rm", "mkdir", "perms", "watch", "unwatch",
-            ]
-            .contains(op) =>
-        {
-            Err(CmdError::usage(alloc::format!(
-                "wrong number of operands for '{op}'"
-            )))
-        }
-        [op, ..] => Err(CmdError::usage(alloc::format!("unknown operation '{op}'"))),
+        XsOp::Unwatch(path) => crate::xen::xenstore::unwatch(path, path).map_err(xs_err),
     }
 }
 
