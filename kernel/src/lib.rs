@@ -15,8 +15,9 @@
 //! watch callbacks (`xen::xenstore::watch`).
 //!
 //! Pure logic (`mm::frame`, `time::instant`, `sys::acpi`, `io::klog`'s ring) builds for
-//! the host too and is unit-tested there; everything that touches hardware is
-//! compiled for `target_os = "none"` only.
+//! the host too and is unit-tested there; the shell commands' parsing and reports are
+//! in `xenlet_shell::commands` (and the dd engine in `xenlet_shell::ddcopy`), tested
+//! there; everything that touches hardware is compiled for `target_os = "none"` only.
 #![cfg_attr(not(test), no_std)]
 #![warn(missing_docs)]
 

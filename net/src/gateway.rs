@@ -17,13 +17,12 @@
 //! established.
 
 use crate::iface::NetIf;
-use crate::link::Link;
+use crate::link::{Link, LinkStats, QueueStats, RxChecksum};
 use alloc::collections::VecDeque;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use smoltcp::wire::{EthernetAddress, Ipv4Address};
-use xenlet_drivers::netfront::{NetStats, QueueStats, RxChecksum};
 use xenlet_router::firewall::local::tuple_of;
 use xenlet_router::firewall::ruleset::Ruleset;
 use xenlet_router::firewall::Firewall;
@@ -137,7 +136,7 @@ impl<L: Link> Link for Routed<L> {
         self.note_sent(frame);
         self.inner.send(frame)
     }
-    fn stats(&self) -> NetStats {
+    fn stats(&self) -> LinkStats {
         self.inner.stats()
     }
     fn broken(&self) -> Option<&str> {

@@ -369,8 +369,8 @@ pub fn ifconfig<L: Link>(stack: &mut NetStack<L>, args: &[&str], out: Out) -> Re
 mod tests {
     use super::*;
     use crate::iface::tests::pair;
+    use crate::link::QueueStats;
     use alloc::vec::Vec;
-    use xenlet_drivers::netfront::QueueStats;
 
     fn stack(cfg: &str) -> NetStack<crate::link::tests::Pipe> {
         let (a, _) = pair(cfg, "10.0.0.9/24");

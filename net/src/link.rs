@@ -1,8 +1,14 @@
 //! The link layer under smoltcp: the [`Link`] trait a network frontend implements
-//! (frames in, frames out, statistics), and [`LinkDevice`], the smoltcp
-//! [`Device`] over a link. The device also learns neighbours (IPv4 ARP, IPv6
-//! neighbour discovery) from what it receives, for `ip neigh`: smoltcp keeps its own
-//! cache private.
+//! (frames in, frames out, statistics), the stack's own link types ([`LinkStats`],
+//! [`QueueStats`], [`RxChecksum`]: a driver converts its own into these, see
+//! [`crate::netfront`]), and [`LinkDevice`], the smoltcp [`Device`] over a link. The
+//! device also learns neighbours (IPv4 ARP, IPv6 neighbour discovery) from what it
+//! receives, for `ip neigh`: smoltcp keeps its own cache private.
+//!
+//! The statistics are those of Linux's `struct rtnl_link_stats64`
+//! (include/uapi/linux/if_link.h) that `ip -s link` prints; the checksum states are
+//! those of netif.h's `NETRXF_data_validated` / `NETRXF_csum_blank` and Linux's
+//! `CHECKSUM_UNNECESSARY` / `CHECKSUM_PARTIAL` (include/linux/skbuff.h).
 
 use crate::tso::Coalescer;
 use alloc::collections::BTreeMap;
@@ -13,10 +19,55 @@ use smoltcp::time::Instant;
 use smoltcp::wire::{
     ArpOperation, ArpPacket, EthernetFrame, EthernetProtocol, IpAddress, IpProtocol, Ipv6Packet,
 };
-use xenlet_drivers::netfront::{NetError, NetStats, Netfront, QueueStats, RxChecksum};
-use xenlet_drivers::platform::XenPlatform;
 
-pub use xenlet_drivers::netfront::{DEFAULT_MTU, ETH_HEADER};
+/// The MTU of a link that names none (Ethernet's).
+pub const DEFAULT_MTU: usize = 1500;
+/// Ethernet header bytes in front of the MTU's worth of packet.
+pub const ETH_HEADER: usize = 14;
+
+/// A link's counters, as `ip -s link` shows them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Packets received.
+    pub rx_packets: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Received packets dropped (errors, oversize, no room).
+    pub rx_dropped: u64,
+    /// Receive errors reported by the link.
+    pub rx_errors: u64,
+    /// Packets received whole as GSO packets (not cut into MTU-sized frames).
+    pub rx_gso: u64,
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Transmit errors reported by the link.
+    pub tx_errors: u64,
+}
+
+/// Packet counters of one of a link's queues ([`Link::queue_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Packets received on the queue.
+    pub rx_packets: u64,
+    /// Packets sent on the queue.
+    pub tx_packets: u64,
+}
+
+/// What the link vouches for of a received packet's TCP/UDP checksum (receive
+/// checksum offload).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxChecksum {
+    /// Nothing: the stack checks it.
+    Unknown,
+    /// The link (or the host behind it) checked it and it is right.
+    Validated,
+    /// Never computed: the field holds only the pseudo-header sum; the packet comes
+    /// from the host's own stack and its data is good (a forwarded copy must have its
+    /// checksum completed).
+    Blank,
+}
 
 /// A network interface's frame interface.
 pub trait Link {
@@ -49,7 +100,7 @@ pub trait Link {
     /// Sends one frame.
     fn send(&mut self, frame: &[u8]) -> Result<(), String>;
     /// Counters.
-    fn stats(&self) -> NetStats;
+    fn stats(&self) -> LinkStats;
     /// Why the link is broken, if it is.
     fn broken(&self) -> Option<&str>;
     /// Whether the link takes TCPv4 GSO packets ([`Link::send_gso`]).
@@ -80,59 +131,6 @@ pub trait Link {
 /// 17 slots each (one sent while taking the frame, one at the flush after the poll).
 fn gso_slots(mtu: usize) -> usize {
     2 * 17 + (mtu + ETH_HEADER).div_ceil(4096)
-}
-
-impl<P: XenPlatform> Link for Netfront<P> {
-    fn mac(&self) -> [u8; 6] {
-        Netfront::mac(self)
-    }
-    fn recv(&mut self) -> Option<Vec<u8>> {
-        Netfront::recv(self)
-    }
-    fn recv_flagged(&mut self) -> Option<(Vec<u8>, RxChecksum)> {
-        Netfront::recv_flagged(self)
-    }
-    fn recv_meta(&mut self) -> Option<(Vec<u8>, RxChecksum, Option<u16>)> {
-        Netfront::recv_meta(self)
-    }
-    fn tx_csum_blank(&self) -> bool {
-        true
-    }
-    fn send_csum_blank(&mut self, frame: &[u8]) -> Result<(), String> {
-        Netfront::send_csum_blank(self, frame).map_err(|e: NetError| alloc::format!("{e}"))
-    }
-    fn can_send(&mut self) -> bool {
-        self.reap_tx();
-        Netfront::can_send(self)
-    }
-    fn send(&mut self, frame: &[u8]) -> Result<(), String> {
-        Netfront::send(self, frame).map_err(|e: NetError| alloc::format!("{e}"))
-    }
-    fn stats(&self) -> NetStats {
-        Netfront::stats(self)
-    }
-    fn broken(&self) -> Option<&str> {
-        Netfront::broken(self)
-    }
-    fn gso_tcpv4(&self) -> bool {
-        self.has_gso_tcpv4()
-    }
-    fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), String> {
-        Netfront::send_gso(self, frame, mss).map_err(|e: NetError| alloc::format!("{e}"))
-    }
-    fn tx_free_slots(&self) -> usize {
-        Netfront::tx_free_slots(self)
-    }
-    fn mtu(&self) -> usize {
-        Netfront::mtu(self)
-    }
-    fn queue_stats(&self) -> Vec<QueueStats> {
-        if self.queues() > 1 {
-            Netfront::queue_stats(self)
-        } else {
-            Vec::new()
-        }
-    }
 }
 
 /// A neighbour learned from the wire.
@@ -403,7 +401,7 @@ pub(crate) mod tests {
         pub mac: [u8; 6],
         pub rx: Rc<RefCell<VecDeque<Vec<u8>>>>,
         pub tx: Rc<RefCell<VecDeque<Vec<u8>>>>,
-        pub stats: NetStats,
+        pub stats: LinkStats,
         /// Drop every frame sent while set.
         pub cut: Rc<RefCell<bool>>,
         /// Take GSO packets (cut in software, as a backend would).
@@ -426,7 +424,7 @@ pub(crate) mod tests {
                 mac: [2, 0, 0, 0, 0, 1],
                 rx: a.clone(),
                 tx: b.clone(),
-                stats: NetStats::default(),
+                stats: LinkStats::default(),
                 cut: cut.clone(),
                 gso: false,
                 gso_packets: 0,
@@ -437,7 +435,7 @@ pub(crate) mod tests {
                 mac: [2, 0, 0, 0, 0, 2],
                 rx: b,
                 tx: a,
-                stats: NetStats::default(),
+                stats: LinkStats::default(),
                 cut,
                 gso: false,
                 gso_packets: 0,
@@ -475,7 +473,7 @@ pub(crate) mod tests {
             self.tx.borrow_mut().push_back(frame.to_vec());
             Ok(())
         }
-        fn stats(&self) -> NetStats {
+        fn stats(&self) -> LinkStats {
             self.stats
         }
         fn broken(&self) -> Option<&str> {

@@ -9,6 +9,7 @@
 
 extern crate alloc;
 
+pub mod commands;
 pub mod dd;
 pub mod ddcopy;
 mod editor;

@@ -1,4 +1,5 @@
-//! The shell: the command table and loop ([`commands`]), the state commands share
+//! The shell: the command table and loop ([`commands`], with the system, Xen, disk and
+//! network commands in a file per family), the state commands share
 //! ([`host`]), the file commands ([`fscmds`]), the router's ([`routecmds`]), the LAN
 //! services' ([`servicecmds`]), and `dd` between devices ([`dd`]) and with files
 //! ([`ddfile`]).

@@ -1,0 +1,352 @@
+//! The disk commands: `dd` (between devices, to and from files: the glue from
+//! [`xenlet_shell::dd`]'s arguments and plan to the engines in [`crate::shell::dd`] and
+//! [`crate::shell::ddfile`]), `sha256sum` of disks, `lsblk` (blkfront's negotiated
+//! features), `sync` (BLKIF_OP_FLUSH_DISKCACHE) and `discard` (BLKIF_OP_DISCARD).
+
+use super::Host;
+use crate::shell::fscmds;
+use alloc::string::String;
+use core::fmt::Write;
+use xenlet_shell::commands::disk::{
+    discard_args, disk_name, disk_state, lsblk_row, sha256sum_args, Discard, LSBLK_HEADER,
+};
+use xenlet_shell::{no_args, CmdError, CmdResult};
+
+pub(super) fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    use crate::shell::dd::{Plan, Sink, Source};
+    use xenlet_shell::dd::{parse, Status};
+    let a = match parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            // GNU's message is already prefixed with "dd: ".
+            writeln!(out, "{e}")?;
+            return Ok(());
+        }
+    };
+    if a.status != Status::None {
+        for w in &a.warnings {
+            writeln!(out, "dd: warning: {w}")?;
+        }
+    }
+    let disk = |p: &str| disk_name(p).map(String::from);
+    let is_file = |p: &str| !p.starts_with("/dev/");
+    if is_file(&a.input) || is_file(&a.output) {
+        return dd_file(&a, out);
+    }
+    let source = match a.input.as_str() {
+        "/dev/zero" => Source::Zero,
+        "/dev/urandom" | "/dev/random" => Source::Urandom,
+        p => match disk(p) {
+            Some(n) => Source::Disk(n),
+            None => {
+                writeln!(out, "dd: failed to open '{p}': No such file or directory")?;
+                return Ok(());
+            }
+        },
+    };
+    let sink = match a.output.as_str() {
+        "/dev/null" => Sink::Null,
+        p => match disk(p) {
+            Some(n) => Sink::Disk(n),
+            None => {
+                writeln!(out, "dd: failed to open '{p}': No such file or directory")?;
+                return Ok(());
+            }
+        },
+    };
+    // Offsets and count in GNU's terms (and GNU's errors for skip/seek past an end).
+    let size_of = |n: &str| {
+        crate::dev::frontends::with_disk(n, |d| {
+            use xenlet_drivers::blkfront::BlockDevice;
+            d.info().bytes()
+        })
+    };
+    let in_size = match &source {
+        Source::Disk(n) => size_of(n),
+        _ => None,
+    };
+    let out_size = match &sink {
+        Sink::Disk(n) => size_of(n),
+        Sink::Null => None,
+    };
+    // GNU prints only the error (no statistics) when a file cannot be opened.
+    for (is_disk, size, path) in [
+        (matches!(source, Source::Disk(_)), in_size, &a.input),
+        (matches!(sink, Sink::Disk(_)), out_size, &a.output),
+    ] {
+        if is_disk && size.is_none() {
+            writeln!(out, "dd: failed to open '{path}': No such device")?;
+            return Ok(());
+        }
+    }
+    let gp = match xenlet_shell::dd::plan(&a, in_size, out_size) {
+        Ok(p) => p,
+        Err(e) => {
+            writeln!(out, "{e}")?;
+            return Ok(());
+        }
+    };
+    let plan = Plan {
+        source,
+        sink,
+        obs: a.obs,
+        skip_bytes: gp.in_offset,
+        seek_bytes: gp.out_offset,
+        count_bytes: gp
+            .max_records
+            .map(|r| r.saturating_mul(a.ibs).saturating_add(gp.max_bytes)),
+        direct: a.oflag.direct,
+        dsync: a.oflag.dsync || a.oflag.sync,
+        fsync: a.conv.fsync || a.conv.fdatasync,
+        progress: a.status == Status::Progress,
+    };
+    dd_report(&a, &crate::shell::dd::run(&plan), out)
+}
+
+/// Prints a dd outcome as GNU does: the error, then the statistics. Every read and
+/// write of the engines is full except the last one of a stream, so the records
+/// follow from the byte totals (GNU counts the same way then).
+fn dd_report(
+    a: &xenlet_shell::dd::DdArgs,
+    o: &crate::shell::dd::Outcome,
+    out: &mut dyn Write,
+) -> CmdResult {
+    use xenlet_shell::dd::{summary, Stats};
+    if let Some(e) = &o.error {
+        writeln!(out, "dd: {e}")?;
+    }
+    let stats = Stats {
+        full_in: o.bytes_in / a.ibs,
+        partial_in: u64::from(!o.bytes_in.is_multiple_of(a.ibs)),
+        full_out: o.bytes_out / a.obs,
+        partial_out: u64::from(!o.bytes_out.is_multiple_of(a.obs)),
+        bytes_out: o.bytes_out,
+        truncated: 0,
+    };
+    out.write_str(&summary(&stats, o.elapsed_ns, a.status))?;
+    Ok(())
+}
+
+/// `dd` with a file on one side or both (see `ddfile`).
+fn dd_file(a: &xenlet_shell::dd::DdArgs, out: &mut dyn Write) -> CmdResult {
+    use crate::shell::ddfile::{End, FilePlan};
+    use xenlet_shell::dd::Status;
+    let end = |p: &str, input: bool| -> Result<End, String> {
+        Ok(match p {
+            "/dev/zero" if input => End::Zero,
+            "/dev/urandom" | "/dev/random" if input => End::Urandom,
+            "/dev/null" if !input => End::Null,
+            p if p.starts_with("/dev/") => {
+                let n = &p[5..];
+                if crate::dev::frontends::with_disk(n, |_| ()).is_none() {
+                    return Err(alloc::format!("failed to open '{p}': No such device"));
+                }
+                End::Disk(String::from(n))
+            }
+            p => End::File(String::from(p)),
+        })
+    };
+    let (src, dst) = match (end(&a.input, true), end(&a.output, false)) {
+        (Ok(s), Ok(d)) => (s, d),
+        (Err(e), _) | (_, Err(e)) => {
+            writeln!(out, "dd: {e}")?;
+            return Ok(());
+        }
+    };
+    let in_size = match &src {
+        End::File(p) => {
+            crate::fs::vfs::with(|v| v.resolve(p).and_then(|h| v.stat(h)).map(|s| s.size))
+                .and_then(Result::ok)
+        }
+        End::Disk(n) => crate::dev::frontends::with_disk(n, |d| {
+            use xenlet_drivers::blkfront::BlockDevice;
+            d.info().bytes()
+        }),
+        _ => None,
+    };
+    let out_size = match &dst {
+        End::Disk(n) => crate::dev::frontends::with_disk(n, |d| {
+            use xenlet_drivers::blkfront::BlockDevice;
+            d.info().bytes()
+        }),
+        _ => None,
+    };
+    let gp = match xenlet_shell::dd::plan(a, in_size, out_size) {
+        Ok(p) => p,
+        Err(e) => {
+            writeln!(out, "{e}")?;
+            return Ok(());
+        }
+    };
+    let plan = FilePlan {
+        src,
+        dst,
+        ibs: a.ibs,
+        skip_bytes: gp.in_offset,
+        seek_bytes: gp.out_offset,
+        count_bytes: gp
+            .max_records
+            .map(|r| r.saturating_mul(a.ibs).saturating_add(gp.max_bytes)),
+        notrunc: a.conv.notrunc,
+        fsync: a.conv.fsync || a.conv.fdatasync,
+        dsync: a.oflag.dsync || a.oflag.sync,
+        progress: a.status == Status::Progress,
+    };
+    match crate::shell::ddfile::run(&plan) {
+        Ok(o) => dd_report(a, &o, out),
+        Err(e) => {
+            writeln!(out, "dd: {e}")?;
+            Ok(())
+        }
+    }
+}
+
+/// Reads `len` bytes of a disk from offset 0 through blkfront and hashes them.
+fn hash_disk(
+    d: &mut crate::dev::frontends::Disk,
+    len: u64,
+) -> Result<[u8; 32], xenlet_drivers::blkfront::BlockError> {
+    use sha2::Digest;
+    use xenlet_drivers::blkfront::{BlockDevice, BlockError, BlockOp, BlockRequest};
+    let mut h = sha2::Sha256::new();
+    let chunk_pages = d.info().features.max_segments as u64;
+    let mut pos = 0u64;
+    let mut page = [0u8; 4096];
+    let mut done = alloc::vec::Vec::new();
+    while pos < len {
+        let bytes = (len - pos).min(chunk_pages * 4096);
+        let pages = bytes.div_ceil(4096) as usize;
+        let mut bufs = alloc::vec::Vec::with_capacity(pages);
+        for _ in 0..pages {
+            bufs.push(d.alloc_buf().ok_or(BlockError::Busy)?);
+        }
+        let tag = pos;
+        d.submit(BlockRequest {
+            tag,
+            op: BlockOp::Read,
+            sector: pos / 512,
+            bytes: bytes as usize,
+            bufs,
+        })
+        .map_err(|(e, _)| e)?;
+        d.kick();
+        let c = loop {
+            done.clear();
+            d.poll(&mut done);
+            if let Some(i) = done.iter().position(|c| c.tag == tag) {
+                break done.swap_remove(i);
+            }
+            if let Some(why) = d.broken() {
+                return Err(BlockError::Broken(String::from(why)));
+            }
+            d.wait();
+        };
+        let result = c.result;
+        let mut left = bytes as usize;
+        for b in c.bufs {
+            let n = left.min(4096);
+            b.read_at(0, &mut page[..n]);
+            h.update(&page[..n]);
+            left -= n;
+            d.free_buf(b);
+        }
+        result?;
+        pos += bytes;
+    }
+    Ok(h.finalize().into())
+}
+
+pub(super) fn sha256sum(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    use xenlet_drivers::blkfront::BlockDevice;
+    let (limit, files) = sha256sum_args(args)?;
+    if limit.is_none() && files.iter().all(|f| !f.starts_with("/dev/")) {
+        return fscmds::sha256sum_files(files, out);
+    }
+    for f in files {
+        let r = crate::dev::frontends::with_disk(f, |d| {
+            let size = d.info().bytes();
+            let len = limit.unwrap_or(size).min(size);
+            if len % 512 != 0 {
+                return Err(xenlet_drivers::blkfront::BlockError::Invalid(
+                    "length not a multiple of 512",
+                ));
+            }
+            hash_disk(d, len)
+        });
+        match r {
+            None => writeln!(out, "sha256sum: {f}: No such device")?,
+            Some(Err(e)) => writeln!(out, "sha256sum: {f}: {e}")?,
+            Some(Ok(h)) => {
+                for b in h {
+                    write!(out, "{b:02x}")?;
+                }
+                writeln!(out, "  {f}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn lsblk(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    use xenlet_drivers::blkfront::BlockDevice;
+    no_args(args)?;
+    writeln!(out, "{LSBLK_HEADER}")?;
+    let mut n = 0;
+    let mut res = Ok(());
+    crate::dev::frontends::for_each_disk(|d| {
+        n += 1;
+        let state = disk_state(d.broken(), d.stats().quarantined_pages);
+        res = res.and(writeln!(out, "{}", lsblk_row(d.info(), &state)));
+    });
+    res?;
+    if n == 0 {
+        writeln!(
+            out,
+            "no disks (blkfront needs Xen and a vbd in the domain's config)"
+        )?;
+    }
+    Ok(())
+}
+
+pub(super) fn sync(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    use xenlet_drivers::blkfront::{BlockDevice, BlockOp};
+    let mut res = Ok(());
+    if args.is_empty() {
+        if let Err(e) = fscmds::sync_filesystems() {
+            res = Err(CmdError::failed(e));
+        }
+    }
+    let mut flush = |d: &mut crate::dev::frontends::Disk| {
+        let name = d.info().name.clone();
+        match crate::dev::frontends::run_one(d, BlockOp::Flush, 0) {
+            Ok(()) => {}
+            Err(xenlet_drivers::blkfront::BlockError::NotSupported) => {}
+            Err(e) => res = Err(CmdError::failed(alloc::format!("{name}: {e}"))),
+        }
+    };
+    if args.is_empty() {
+        crate::dev::frontends::for_each_disk(&mut flush);
+    } else {
+        for a in args {
+            if crate::dev::frontends::with_disk(a, &mut flush).is_none() {
+                return Err(CmdError::failed(alloc::format!("{a}: No such device")));
+            }
+        }
+    }
+    let _ = out; // GNU sync prints nothing on success
+    res
+}
+
+pub(super) fn discard(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {
+    use xenlet_drivers::blkfront::BlockOp;
+    let Discard {
+        device: dev,
+        sector,
+        sectors,
+    } = discard_args(args)?;
+    crate::dev::frontends::with_disk(dev, |d| {
+        crate::dev::frontends::run_one(d, BlockOp::Discard { sectors }, sector)
+    })
+    .ok_or_else(|| CmdError::failed(alloc::format!("{dev}: No such device")))?
+    .map_err(|e| CmdError::failed(alloc::format!("{dev}: {e}")))
+}

@@ -1,0 +1,224 @@
+//! The network commands over [`crate::dev::network`]: `ip` (iproute2 style, with the
+//! router's forwarding and neighbour tables when it runs), `ifconfig`, `udhcpc`,
+//! `ping`, and the background servers `iperf3` and `echod`.
+
+use super::Host;
+use crate::io::console;
+use alloc::string::String;
+use core::fmt::Write;
+use xenlet_shell::commands::net::{
+    iperf3_port, port_arg, udhcpc_iface, wants_link_stats, write_router_counters,
+};
+use xenlet_shell::{CmdError, CmdResult};
+
+pub(super) fn ip(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    let mut stack = crate::dev::network::NET.lock();
+    // a router shows its forwarding table and neighbour table (the stack's own are
+    // per interface and smaller)
+    if matches!(
+        args,
+        ["route"] | ["route", "show"] | ["r"] | ["neigh"] | ["neigh", "show"] | ["n"]
+    ) {
+        if let Some(gw) = crate::dev::network::GATEWAY.lock().as_ref() {
+            if args[0].starts_with('r') {
+                for l in gw.router.route_lines() {
+                    writeln!(out, "{l}")?;
+                }
+            } else {
+                for l in gw.router.neigh_lines() {
+                    writeln!(out, "{l}")?;
+                }
+            }
+            return Ok(());
+        }
+    }
+    let mut text = String::new();
+    let r = xenlet_net::ip::ip(&mut stack, args, &mut text);
+    out.write_str(&text)?;
+    if r.is_ok() && wants_link_stats(args) {
+        if let Some(gw) = crate::dev::network::GATEWAY.lock().as_ref() {
+            let links: alloc::vec::Vec<(&str, String)> = stack
+                .ifs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, n)| {
+                    let id = gw.port_of(i)?;
+                    Some((
+                        n.name.as_str(),
+                        alloc::format!("{}", gw.router.stats().link_display(id)),
+                    ))
+                })
+                .collect();
+            let drops: alloc::vec::Vec<(String, u64)> = gw
+                .router
+                .stats()
+                .drops()
+                .map(|(r, n)| (alloc::format!("{r:?}"), n))
+                .collect();
+            write_router_counters(out, &links, &drops)?;
+        }
+    }
+    r.map_err(CmdError::failed)
+}
+
+pub(super) fn ifconfig(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    let mut text = String::new();
+    let r = xenlet_net::ip::ifconfig(&mut crate::dev::network::NET.lock(), args, &mut text);
+    out.write_str(&text)?;
+    r.map_err(CmdError::failed)
+}
+
+/// Polls the network, with Ctrl-C, until `done` says so or `timeout_ms` passes;
+/// whether `done` said so (false on timeout or Ctrl-C).
+fn net_wait(
+    out: &mut dyn Write,
+    timeout_ms: i64,
+    mut done: impl FnMut(&mut xenlet_net::NetStack<crate::dev::network::Link>) -> bool,
+) -> Result<bool, CmdError> {
+    use crate::dev::network::{now_ms, NET};
+    let start = now_ms();
+    loop {
+        let next = {
+            let mut st = NET.lock();
+            crate::dev::network::poll_stack(&mut st, now_ms());
+            if done(&mut st) {
+                return Ok(true);
+            }
+            st.poll_at(now_ms())
+        };
+        if now_ms() - start > timeout_ms {
+            return Ok(false);
+        }
+        if console::take_interrupt() {
+            writeln!(out, "^C")?;
+            return Ok(false);
+        }
+        let deadline = next.unwrap_or(i64::MAX).min(start + timeout_ms).max(0) as u64;
+        crate::dev::network::wait_until_us(deadline.saturating_mul(1000));
+    }
+}
+
+fn start_service(
+    out: &mut dyn Write,
+    what: &str,
+    port: u16,
+    start: impl Fn(&mut xenlet_net::iface::NetIf<crate::dev::network::Link>, u16) -> bool,
+) -> CmdResult {
+    let mut st = crate::dev::network::NET.lock();
+    if st.ifs.is_empty() {
+        return Err(CmdError::failed("no network interface"));
+    }
+    for n in st.ifs.iter_mut() {
+        if start(n, port) {
+            writeln!(out, "{what}: listening on {} port {port}", n.name)?;
+        } else {
+            writeln!(out, "{what}: already running on {}", n.name)?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn iperf3(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    let port = iperf3_port(args, xenlet_net::iperf3::DEFAULT_PORT)?;
+    start_service(out, "iperf3", port, |n, p| n.start_iperf3(p))
+}
+
+pub(super) fn echod(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    let port = port_arg(args, xenlet_net::echo::DEFAULT_PORT)?;
+    start_service(out, "echod", port, |n, p| n.start_echo(p))
+}
+
+pub(super) fn udhcpc(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    use crate::dev::network::NET;
+    let dev = udhcpc_iface(args)?;
+    {
+        let mut st = NET.lock();
+        let n = st.by_name(dev).ok_or_else(|| {
+            CmdError::failed(alloc::format!("SIOCGIFINDEX: No such device ({dev})"))
+        })?;
+        n.start_dhcp();
+    }
+    writeln!(out, "udhcpc: started on {dev}")?;
+    let got = net_wait(out, 30_000, |st| {
+        st.by_name(dev).is_some_and(|n| n.dhcp_address().is_some())
+    })?;
+    let mut st = NET.lock();
+    let n = st
+        .by_name(dev)
+        .ok_or_else(|| CmdError::failed("interface gone"))?;
+    match (got, n.dhcp_address()) {
+        (true, Some(a)) => {
+            let via = n
+                .routes()
+                .iter()
+                .find(|r| r.dhcp)
+                .and_then(|r| r.via)
+                .map(|v| alloc::format!(", router {v}"))
+                .unwrap_or_default();
+            writeln!(out, "udhcpc: lease of {a} obtained{via}")?;
+            Ok(())
+        }
+        _ => Err(CmdError::failed("no lease, failing")),
+    }
+}
+
+pub(super) fn ping(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    use crate::dev::network::{now_ms, now_us, NET};
+    use xenlet_net::ping::{parse_args, Ping};
+    let (opts, target) = parse_args(args).map_err(CmdError::failed)?;
+    let ident = (crate::arch::cpu::rdtsc() as u16) | 1;
+    let (idx, mut p) = {
+        let mut st = NET.lock();
+        let idx = st.route(target).ok_or_else(|| {
+            CmdError::failed(alloc::format!("connect: Network is unreachable ({target})"))
+        })?;
+        let p = Ping::start(&mut st.ifs[idx], target, opts, ident, now_us())
+            .map_err(CmdError::failed)?;
+        (idx, p)
+    };
+    writeln!(out, "{}", p.header())?;
+    let mut interrupted = false;
+    loop {
+        let next = {
+            let mut st = NET.lock();
+            crate::dev::network::poll_stack(&mut st, now_ms());
+            let Some(n) = st.ifs.get_mut(idx) else {
+                return Err(CmdError::failed("interface gone"));
+            };
+            for line in p.poll(n, now_us()) {
+                writeln!(out, "{line}")?;
+            }
+            n.poll(now_ms());
+            st.poll_at(now_ms())
+        };
+        if p.done() {
+            break;
+        }
+        interrupted = console::take_interrupt();
+        if interrupted {
+            writeln!(out, "^C")?;
+            break;
+        }
+        let deadline_us = next
+            .map(|ms| (ms.max(0) as u64) * 1000)
+            .unwrap_or(u64::MAX)
+            .min(p.next_deadline_us());
+        crate::dev::network::wait_until_us(deadline_us);
+    }
+    let (_, received) = p.counts();
+    let summary = {
+        let mut st = NET.lock();
+        match st.ifs.get_mut(idx) {
+            Some(n) => p.finish(n, now_us()),
+            None => alloc::vec::Vec::new(),
+        }
+    };
+    writeln!(out)?;
+    for line in summary {
+        writeln!(out, "{line}")?;
+    }
+    if received == 0 && !interrupted {
+        return Err(CmdError::failed("no reply"));
+    }
+    Ok(())
+}
