@@ -1727,27 +1727,7 @@ const ROUTER_LINUX_STEPS: &[Step] = &[
         30,
     ),
     ROUTER_LAN_STEPS[10],
-    // DNS through Xenlet's forwarder, with OpenWrt's defaults: a public address is
-    // forwarded and then cached; a private one for an upstream name is dropped (rebind
-    // protection: dnsmasq's default on OpenWrt, which server.wan's 10.77.0.10 trips);
-    // the router's own name is answered locally
-    ns(
-        "lan1",
-        "busybox nslookup public.wan 192.168.1.1; busybox nslookup public.wan 192.168.1.1; \
-         busybox nslookup server.wan 192.168.1.1; busybox nslookup OpenWrt.lan 192.168.1.1; true",
-        &[
-            r"^Address:\s+198\.51\.100\.7$",
-            r"^Address:\s+192\.168\.1\.1$",
-        ],
-        60,
-    ),
-    cmd(
-        "dnsmasq",
-        &[
-            r"^dns: queries \d+ forwarded [1-9]\d* cache-hits [1-9]\d* local [1-9]\d* .* rebind [1-9]",
-        ],
-        30,
-    ),
+    ROUTER_LAN_STEPS[11],
     ROUTER_LAN_STEPS[12],
     ROUTER_LAN_STEPS[13],
     ROUTER_LAN_STEPS[14],
@@ -1803,7 +1783,27 @@ const ROUTER_XENLET_STEPS: &[Step] = &[
         30,
     ),
     ROUTER_LAN_STEPS[10],
-    ROUTER_LAN_STEPS[11],
+    // DNS through Xenlet's forwarder, with OpenWrt's defaults: a public address is
+    // forwarded and then cached; a private one for an upstream name is dropped (rebind
+    // protection: dnsmasq's default on OpenWrt, which server.wan's 10.77.0.10 trips);
+    // the router's own name is answered locally
+    ns(
+        "lan1",
+        "busybox nslookup public.wan 192.168.1.1; busybox nslookup public.wan 192.168.1.1; \
+         busybox nslookup server.wan 192.168.1.1; busybox nslookup OpenWrt.lan 192.168.1.1; true",
+        &[
+            r"^Address:\s+198\.51\.100\.7$",
+            r"^Address:\s+192\.168\.1\.1$",
+        ],
+        60,
+    ),
+    cmd(
+        "dnsmasq",
+        &[
+            r"^dns: queries \d+ forwarded [1-9]\d* cache-hits [1-9]\d* local [1-9]\d* .* rebind [1-9]",
+        ],
+        30,
+    ),
     ROUTER_LAN_STEPS[12],
     ROUTER_LAN_STEPS[13],
     ROUTER_LAN_STEPS[14],
