@@ -50,6 +50,11 @@ mkns() {
 }
 
 up() {
+    if ip link show brlan >/dev/null 2>&1 || ip link show vlan1 >/dev/null 2>&1 \
+        || [ -e /var/run/netns/lan1 ]; then
+        echo "router.sh up: an earlier topology is still here; taking it down first"
+        down
+    fi
     set -e
     trap 'echo "router.sh up: failed: $BASH_COMMAND (line $LINENO)"' ERR
     mkdir -p "$TOPO"
