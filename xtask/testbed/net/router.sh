@@ -94,6 +94,7 @@ up() {
         bg "$n" "responder-$n" python3 -u "$HERE/responder.py" 7777
     done
     set +e
+    trap - ERR
     # the servers are up when their ports are bound (and tcpdump says it listens)
     local i=0
     while [ $i -lt 50 ]; do
