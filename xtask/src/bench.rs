@@ -35,7 +35,7 @@ use crate::testbed;
 use crate::util::{step, Error, Result};
 
 const USAGE: &str = "\
-usage: cargo xtask bench dd|net|fs [--retries N] [-v] [--smp N] [--xen-arg ARG]
+usage: cargo xtask bench dd|net|fs|router [--retries N] [-v] [--smp N] [--xen-arg ARG]
 
   dd    one nested Xen test-bed session: dom0's dd to a loop device, the Linux PVHVM
         domU's dd to xvdb (phy: on a loop device) and Xenlet's dd to xvdb (phy:),
@@ -53,6 +53,14 @@ usage: cargo xtask bench dd|net|fs [--retries N] [-v] [--smp N] [--xen-arg ARG]
         Xenlet row (1-3, default 3), alternating, 3 per Linux boot; m:ss per run,
         medians, ratios, the report's figures (also in target/testbed/bench-fs.txt);
         --table: only the table, from the results in target/testbed/ (same options)
+  router [--runs N] [--table]
+        one session: the Linux PVH router domU (256 MiB, fw4's ruleset) and Xenlet as
+        the router (PVH, 32 MiB), N runs of each (1-5, default 3), alternating, each
+        a fresh boot in the router topology; from lan1 through the router to wan:
+        iperf3 TCP both ways with 1 and 4 streams, 64-byte UDP packets per second,
+        new TCP connections per second through the NAT, ping p50/p99, the domains'
+        memory; medians (min..max) and Xenlet/Linux ratios (also in
+        target/bench/router.md); --table: only the table, from target/testbed/
 ";
 
 pub fn main(args: &[&str]) -> Result<()> {
@@ -60,6 +68,7 @@ pub fn main(args: &[&str]) -> Result<()> {
         ["dd", rest @ ..] => dd(rest),
         ["net", rest @ ..] => net(rest),
         ["fs", rest @ ..] => fs(rest),
+        ["router", rest @ ..] => crate::bench_router::router(rest),
         ["help" | "-h" | "--help"] => {
             print!("{USAGE}");
             Ok(())
@@ -156,7 +165,7 @@ fn dd(args: &[&str]) -> Result<()> {
 }
 
 /// Mbit/s from an iperf3 summary line (`... 10.3 MBytes  17.3 Mbits/sec ... receiver`).
-fn mbits(line: &str) -> Option<f64> {
+pub(crate) fn mbits(line: &str) -> Option<f64> {
     let w: Vec<&str> = line.split_whitespace().collect();
     let i = w.iter().position(|x| x.ends_with("bits/sec"))?;
     let v: f64 = w.get(i.checked_sub(1)?)?.parse().ok()?;
@@ -285,7 +294,7 @@ fn mmss(secs: f64) -> String {
     format!("{}:{:02}.{}", tenths / 600, tenths / 10 % 60, tenths % 10)
 }
 
-fn median(v: &[f64]) -> Option<f64> {
+pub(crate) fn median(v: &[f64]) -> Option<f64> {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
     match v.len() {

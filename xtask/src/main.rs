@@ -5,6 +5,7 @@
 //! is reported with the Debian package that provides it.
 
 mod bench;
+mod bench_router;
 mod demo;
 mod image;
 mod layers;
@@ -34,6 +35,10 @@ tasks:
                          (see xtask/testbed/README.md)
   bench dd               dd throughput on the test bed: dom0, Linux domU, Xenlet
   bench net              iperf3 throughput on the test bed: Linux domU vs Xenlet
+  bench router [--runs N]
+                         Xenlet vs a Linux router domU as the router of the test
+                         bed's router topology: TCP, 64-byte UDP pps, connections/s,
+                         ping, memory (-> target/bench/router.md)
   demo                   Xenlet as an HVM domain on the nested Xen, console live
 ";
 

@@ -29,6 +29,11 @@ pub fn run(names: &[&str], opts: &Options) -> Result<()> {
     session::run_scenarios(names, opts)
 }
 
+/// Whether a scenario of that name exists (in `testbed list`).
+pub fn scenario_exists(name: &str) -> bool {
+    scenarios::find(name).is_some()
+}
+
 /// A scenario's `result.txt` from the last run: `status`, `t_total`, `ended`, ... and
 /// `var.NAME` for each captured variable.
 pub fn result(name: &str) -> BTreeMap<String, String> {

@@ -1865,6 +1865,199 @@ const ROUTER_XENLET_STEPS: &[Step] = &[
     last("poweroff"),
 ];
 
+/// The measurements of `cargo xtask bench router` (`xtask/src/bench_router.rs`), taken
+/// once a router domain is up in the router topology with its WAN address in
+/// `${ROUTER_WAN}` and lan1 static at 192.168.1.10: wan's tcpdump stopped (its
+/// capture would load dom0 during the floods); the domain's memory as `xl list`
+/// gives it; 200 pings from lan1 to wan 10 ms apart (every answer's time on one line);
+/// iperf3 TCP lan1 -> wan and wan -> lan1 (`-R`), 1 and 4 streams, 3 s each; iperf3
+/// UDP with 64-byte payloads as fast as lan1 can send (`-b 0`), what wan received; new
+/// TCP connections through the NAT for 5 s (`net/connrate.py`, 4 at a time, to wan's
+/// responder). Each step only checks that its measurement gave a figure: the figures
+/// themselves are the bench's to compare, never assertions.
+const BENCH_ROUTER_STEPS: [Step; 9] = [
+    // wan's tcpdump writes every packet but iperf3's TCP data to a file (the UDP flood
+    // included): in dom0, beside the traffic being measured, on the same vCPUs
+    dom0(
+        "kill $(cat $TOPO/tcpdump.pid) && echo 'tcpdump in wan stopped for the bench'",
+        &[r"^tcpdump in wan stopped"],
+        10,
+    ),
+    dom0_cap(
+        "xl list $NAME | awk 'NR == 2 {print \"domain memory: \" $3 \" MiB\"}'",
+        &[],
+        &[("MEM_MIB", r"^domain memory: (\d+) MiB$")],
+        30,
+    ),
+    // one ping first: lan1's and the router's ARP caches are warm for the 200
+    ns_cap(
+        "lan1",
+        concat!(
+            "ping -n -c 1 -W 5 10.77.0.10 >/dev/null; ",
+            "ping -n -c 200 -i 0.01 -W 2 10.77.0.10 | awk ",
+            "'/ time=/ {sub(/.* time=/, \"\"); sub(/ ms.*/, \"\"); t = t \" \" $0} ",
+            "/packets transmitted/ {s = $0} END {print \"ping times:\" t; print s}'"
+        ),
+        &[r"^200 packets transmitted"],
+        &[("PING_MS", r"^ping times: ([0-9. ]+)$")],
+        60,
+    ),
+    ns_cap(
+        "lan1",
+        "iperf3 -c 10.77.0.10 -t 3 --connect-timeout 5000",
+        &[],
+        &[("TCP_UP_1", IPERF3_RECEIVER)],
+        60,
+    ),
+    ns_cap(
+        "lan1",
+        "iperf3 -c 10.77.0.10 -t 3 -P 4 --connect-timeout 5000",
+        &[],
+        &[("TCP_UP_4", IPERF3_SUM_RECEIVER)],
+        60,
+    ),
+    ns_cap(
+        "lan1",
+        "iperf3 -c 10.77.0.10 -t 3 -R --connect-timeout 5000",
+        &[],
+        &[("TCP_DOWN_1", IPERF3_RECEIVER)],
+        60,
+    ),
+    ns_cap(
+        "lan1",
+        "iperf3 -c 10.77.0.10 -t 3 -P 4 -R --connect-timeout 5000",
+        &[],
+        &[("TCP_DOWN_4", IPERF3_SUM_RECEIVER)],
+        60,
+    ),
+    ns_cap(
+        "lan1",
+        "iperf3 -c 10.77.0.10 -t 3 -u -l 64 -b 0 --connect-timeout 5000",
+        &[],
+        &[(
+            "UDP_64",
+            r"^(\[ *\d+\] .* \d+/\d+ \([0-9.e+-]+%\)\s+receiver)$",
+        )],
+        60,
+    ),
+    ns_cap(
+        "lan1",
+        "python3 $NET/connrate.py 10.77.0.10 7777 5 4",
+        &[],
+        &[(
+            "CONNS",
+            r"^(connections: ok=\d+ failed=\d+ seconds=[0-9.]+ workers=\d+)$",
+        )],
+        60,
+    ),
+];
+
+/// The iperf3 summary of all streams (`-P N`) as the receiver saw it.
+const IPERF3_SUM_RECEIVER: &str = r"^(\[SUM\] .*bits/sec .*receiver)$";
+
+/// A router's steps for `bench router`: its own setup, [`BENCH_ROUTER_STEPS`], its
+/// own end.
+macro_rules! bench_router_steps {
+    ([$($setup:expr),* $(,)?], [$($end:expr),* $(,)?]) => {
+        &[
+            $($setup,)*
+            BENCH_ROUTER_STEPS[0],
+            BENCH_ROUTER_STEPS[1],
+            BENCH_ROUTER_STEPS[2],
+            BENCH_ROUTER_STEPS[3],
+            BENCH_ROUTER_STEPS[4],
+            BENCH_ROUTER_STEPS[5],
+            BENCH_ROUTER_STEPS[6],
+            BENCH_ROUTER_STEPS[7],
+            BENCH_ROUTER_STEPS[8],
+            $($end,)*
+        ]
+    };
+}
+
+/// lan1 at a static address (the bench needs neither router's DHCP server).
+const BENCH_ROUTER_LAN1: Step = dom0(
+    "$NET/router.sh static lan1 192.168.1.10",
+    &[r"^netns lan1: 192\.168\.1\.10/24 "],
+    20,
+);
+
+/// `bench router`'s Linux router: the domain of `router-linux` (256 MiB: Debian's
+/// kernel and initramfs need it to boot; 1 vCPU) configured by `/etc/router-up` (fw4's
+/// ruleset, masquerade), then the measurements and the counters of its vifs.
+const BENCH_ROUTER_LINUX: Scenario = Scenario {
+    name: "bench-router-linux",
+    about:
+        "bench router: the Linux PVH router domU (256 MiB, fw4 ruleset) measured from lan1 and wan",
+    needs: &[],
+    config: LINUX_ROUTER_CONFIG,
+    disks: &[],
+    console: Console::Pv,
+    prompt: ROUTER_PROMPT,
+    eol: "\r",
+    boot_timeout_s: 300,
+    boot_expect: &[r"^ROUTER: up .*net: eth0 eth1 "],
+    steps: bench_router_steps!(
+        [
+            cmd_cap(
+                "/etc/router-up",
+                &[r"^router: nft: \d+ chains, 1 masquerade$"],
+                &[("ROUTER_WAN", r"^router: .* wan eth1 (10\.77\.0\.\d+)/24")],
+                120,
+            ),
+            BENCH_ROUTER_LAN1,
+        ],
+        // busybox's ip has no -s: the vifs' counters from /proc
+        [
+            cmd("cat /proc/net/dev", &[r"^\s*eth1:"], 30),
+            cmd("conntrack -S", &[], 30),
+            last("poweroff -f"),
+        ]
+    ),
+    end: End::Poweroff,
+    end_timeout_s: 60,
+    budget_s: 900,
+    topology: Some(Topology::Router),
+};
+
+/// `bench router`'s Xenlet router: the domain of `router-xenlet` (PVH, 32 MiB, 1 vCPU,
+/// its image's `/etc/config`), its WAN lease, then the measurements, the counters of its
+/// WAN vif and its heap.
+const BENCH_ROUTER_XENLET: Scenario = Scenario {
+    name: "bench-router-xenlet",
+    about: "bench router: Xenlet as the router (PVH, 32 MiB, its image's /etc/config) measured from lan1 and wan",
+    needs: &[Need::XenletElf, Need::XenletImage],
+    config: XENLET_ROUTER_CONFIG,
+    disks: &[IMAGE_COPY],
+    console: Console::Pv,
+    prompt: XENLET_PROMPT,
+    eol: "\r",
+    boot_timeout_s: 60,
+    boot_expect: &[r"^net: router: forwarding between eth0, eth1 masq mtu_fix \(conntrack max \d+\)$"],
+    steps: bench_router_steps!(
+        [
+            cmd("sleep 8", &[], 30),
+            cmd_cap(
+                "ip addr show eth1",
+                &[],
+                &[("ROUTER_WAN", r"^    inet (10\.77\.0\.\d+)/24 ")],
+                30,
+            ),
+            BENCH_ROUTER_LAN1,
+        ],
+        [
+            cmd("ip -s link show eth1", &[r"^\d+: eth1: "], 30),
+            cmd("conntrack -S", &[], 30),
+            cmd("mem", &[r"^heap: "], 30),
+            last("poweroff"),
+        ]
+    ),
+    end: End::Poweroff,
+    end_timeout_s: 30,
+    budget_s: 420,
+    topology: Some(Topology::Router),
+};
+
 /// Scenarios run by name only (not by `all`): `cargo xtask bench` and `cargo xtask
 /// demo`.
 pub const EXTRA: &[Scenario] = &[
@@ -2155,6 +2348,16 @@ on_crash    = "preserve"
     renamed(&BENCH_FS_HVM, "bench-fs-hvm-3"),
     BENCH_FS_LINUX,
     BENCH_FS_LINUX_IDE,
+    renamed(&BENCH_ROUTER_LINUX, "bench-router-linux-1"),
+    renamed(&BENCH_ROUTER_LINUX, "bench-router-linux-2"),
+    renamed(&BENCH_ROUTER_LINUX, "bench-router-linux-3"),
+    renamed(&BENCH_ROUTER_LINUX, "bench-router-linux-4"),
+    renamed(&BENCH_ROUTER_LINUX, "bench-router-linux-5"),
+    renamed(&BENCH_ROUTER_XENLET, "bench-router-xenlet-1"),
+    renamed(&BENCH_ROUTER_XENLET, "bench-router-xenlet-2"),
+    renamed(&BENCH_ROUTER_XENLET, "bench-router-xenlet-3"),
+    renamed(&BENCH_ROUTER_XENLET, "bench-router-xenlet-4"),
+    renamed(&BENCH_ROUTER_XENLET, "bench-router-xenlet-5"),
 ];
 
 pub fn find(name: &str) -> Option<&'static Scenario> {

@@ -50,7 +50,13 @@ mkns() {
 }
 
 up() {
+    if ip link show brlan >/dev/null 2>&1 || ip link show vlan1 >/dev/null 2>&1 \
+        || [ -e /var/run/netns/lan1 ]; then
+        echo "router.sh up: an earlier topology is still here; taking it down first"
+        down
+    fi
     set -e
+    trap 'echo "router.sh up: failed: $BASH_COMMAND (line $LINENO)"' ERR
     mkdir -p "$TOPO"
     sysctl -qw net.ipv4.ip_forward=0
     ip link add brlan type bridge
@@ -89,6 +95,7 @@ up() {
         bg "$n" "responder-$n" python3 -u "$HERE/responder.py" 7777
     done
     set +e
+    trap - ERR
     # the servers are up when their ports are bound (and tcpdump says it listens)
     local i=0
     while [ $i -lt 50 ]; do
@@ -122,11 +129,16 @@ down() {
     done
     sleep 0.5
     for n in lan1 lan2 wan far; do
+        for p in $(ip netns pids "$n" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
         ip netns del "$n" 2>/dev/null
         rm -rf "/etc/netns/$n"
     done
-    ip link del brlan 2>/dev/null
-    ip link del brwan 2>/dev/null
+    # the dom0 ends of the veths too: a namespace still held by a process outlives
+    # `ip netns del` with its veth, and the next `up` found vlan1 there (`bench router`
+    # after a router domain crashed)
+    for l in vlan1 vlan2 vwan brlan brwan; do
+        ip link del "$l" 2>/dev/null
+    done
     echo "topology router: down"
 }
 
