@@ -85,7 +85,7 @@ up() {
         --dhcp-option=option:router,10.77.0.10 --dhcp-option=option:dns-server,10.77.0.1 \
         --no-resolv --no-hosts --domain=wan --local=/wan/ \
         --host-record=server.wan,10.77.0.10 --host-record=far.wan,10.78.0.2 \
-        --host-record=public.wan,100.64.0.7 \
+        --host-record=public.wan,100.64.0.7 --local-ttl=300 \
         --log-dhcp --log-queries --log-facility="$TOPO/dnsmasq.log"
 
     bg wan tcpdump tcpdump -n -i eth0 -U -s 128 -w "$TOPO/wan.pcap" \
