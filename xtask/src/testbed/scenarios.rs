@@ -2060,6 +2060,63 @@ const BENCH_ROUTER_XENLET: Scenario = Scenario {
     topology: Some(Topology::Router),
 };
 
+/// A port forward made the OpenWrt way on the running router: `uci add` a `redirect`
+/// (wan:8080 -> lan1:7777), `uci commit`, `reload`; then `wan` reaches lan1's
+/// responder through the router's WAN address, and the file on the root disk holds
+/// the new section.
+const ROUTER_XENLET_FW_STEPS: &[Step] = &[
+    cmd("sleep 8", &[], 30),
+    cmd_cap(
+        "ip addr show eth1",
+        &[r"^    inet 10\.77\.0\.\d+/24 "],
+        &[("ROUTER_WAN", r"^    inet (10\.77\.0\.\d+)/24 ")],
+        30,
+    ),
+    dom0(
+        "$NET/router.sh static lan1 192.168.1.10",
+        &[r"^netns lan1: 192\.168\.1\.10/24 "],
+        20,
+    ),
+    ns(
+        "wan",
+        "socat -T 3 - TCP:${ROUTER_WAN}:8080,connect-timeout=4 </dev/null; echo \"before rc=$?\"",
+        &[r"^before rc=[1-9]"],
+        30,
+    ),
+    cmd("uci add firewall redirect", &[r"^cfg[0-9a-f]+$"], 30),
+    cmd("uci set firewall.@redirect[-1].name=Forward-8080", &[], 30),
+    cmd("uci set firewall.@redirect[-1].src=wan", &[], 30),
+    cmd("uci set firewall.@redirect[-1].src_dport=8080", &[], 30),
+    cmd("uci set firewall.@redirect[-1].dest=lan", &[], 30),
+    cmd(
+        "uci set firewall.@redirect[-1].dest_ip=192.168.1.10",
+        &[],
+        30,
+    ),
+    cmd("uci set firewall.@redirect[-1].dest_port=7777", &[], 30),
+    cmd("uci set firewall.@redirect[-1].proto=tcp", &[], 30),
+    cmd("uci set firewall.@redirect[-1].target=DNAT", &[], 30),
+    cmd(
+        "uci changes firewall",
+        &[r"^firewall\.cfg[0-9a-f]+\.dest_port='7777'$"],
+        30,
+    ),
+    cmd("uci commit firewall", &[], 30),
+    cmd("reload", &[r"^reload: firewall rules replaced"], 30),
+    ns(
+        "wan",
+        "socat -T 5 - TCP:${ROUTER_WAN}:8080,connect-timeout=5 </dev/null",
+        &[r"^you are 10\.77\.0\.10:\d+$"],
+        30,
+    ),
+    cmd(
+        "cat /etc/config/firewall | grep 8080",
+        &[r"option src_dport .8080."],
+        30,
+    ),
+    last("poweroff"),
+];
+
 /// Scenarios run by name only (not by `all`): `cargo xtask bench` and `cargo xtask
 /// demo`.
 pub const EXTRA: &[Scenario] = &[
@@ -2078,6 +2135,23 @@ pub const EXTRA: &[Scenario] = &[
         end: End::Poweroff,
         end_timeout_s: 30,
         budget_s: 420,
+        topology: Some(Topology::Router),
+    },
+    Scenario {
+        name: "router-xenlet-fw",
+        about: "router topology, Xenlet router: a port forward added with uci, committed and reloaded, reached from wan",
+        needs: &[Need::XenletElf, Need::XenletImage],
+        config: XENLET_ROUTER_CONFIG,
+        disks: &[IMAGE_COPY],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 60,
+        boot_expect: &[r"^net: router: forwarding between eth0, eth1 masq mtu_fix"],
+        steps: ROUTER_XENLET_FW_STEPS,
+        end: End::Poweroff,
+        end_timeout_s: 30,
+        budget_s: 300,
         topology: Some(Topology::Router),
     },
     Scenario {
