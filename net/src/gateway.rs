@@ -71,11 +71,6 @@ impl<L: Link> Routed<L> {
         }
     }
 
-    /// Whether a router takes this link's frames.
-    pub fn is_routed(&self) -> bool {
-        self.routed
-    }
-
     /// Frames for the local stack dropped because its queue was full.
     pub fn local_dropped(&self) -> u64 {
         self.local_dropped

@@ -49,12 +49,19 @@ pub(super) fn ip(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
                     ))
                 })
                 .collect();
-            let drops: alloc::vec::Vec<(String, u64)> = gw
+            let mut drops: alloc::vec::Vec<(String, u64)> = gw
                 .router
                 .stats()
                 .drops()
                 .map(|(r, n)| (alloc::format!("{r:?}"), n))
                 .collect();
+            // the glue's own drops: frames for the stack past its queue, and flows of
+            // the stack's packets the firewall was not told of
+            let (local, sent) = stack.ifs.iter().fold((0, 0), |(a, b), n| {
+                (a + n.link.local_dropped(), b + n.link.sent_dropped())
+            });
+            drops.push((String::from("LocalQueueFull"), local));
+            drops.push((String::from("OutputFlowsForgotten"), sent));
             write_router_counters(out, &links, &drops)?;
         }
     }
