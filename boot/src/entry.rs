@@ -7,8 +7,9 @@
 //! - multiboot2 (GRUB): `%eax` = 0x36d76289, `%ebx` = physical address of the boot
 //!   information structure.
 //!
-//! The code zeroes `.bss`, identity-maps the first 4 GiB with 2 MiB pages, enables PAE
-//! and long mode, loads a minimal GDT and calls `xenlet_kernel_entry(kind, info)` on the
+//! The code zeroes `.bss`, identity-maps the first 4 GiB with 2 MiB pages (the
+//! kernel's own 2 MiB with 4 KiB pages, leaving an unmapped guard page below the boot
+//! stack), enables PAE and long mode, loads a minimal GDT and calls `xenlet_kernel_entry(kind, info)` on the
 //! boot stack. The kernel replaces GDT and IDT with its own right after.
 //! Layout as in Mini-OS `arch/x86/x86_hvm.S` (CR4.PAE → EFER.LME → CR0.PG → lgdt →
 //! far jump), written for Xenlet.
@@ -130,6 +131,29 @@ xenlet_mb2_start32:
     cmp $2048, %edx
     jne 3b
 
+    /* The kernel's 2 MiB (2-4 MiB, the linker script asserts the image fits) in
+       4 KiB pages instead, so the page below the boot stack can stay unmapped: an
+       overflowing stack faults there (a double fault, reported on its own stack)
+       instead of silently writing over whatever lies below it. */
+    mov $xenlet_boot_pt, %edi
+    mov $0x200000, %eax
+    xor %edx, %edx
+5:  mov %eax, %esi
+    or $0x3, %esi                                   /* present | writable */
+    mov %esi, (%edi,%edx,8)
+    movl $0, 4(%edi,%edx,8)
+    add $4096, %eax
+    inc %edx
+    cmp $512, %edx
+    jne 5b
+    mov $xenlet_boot_stack_guard, %eax
+    sub $0x200000, %eax
+    shr $12, %eax
+    movl $0, (%edi,%eax,8)                          /* the guard page: not present */
+    mov $xenlet_boot_pt, %eax
+    or $0x3, %eax
+    mov %eax, xenlet_boot_pd + 8                    /* PD0[1] -> the page table */
+
     mov %cr4, %eax                                  /* CR4.PAE */
     or $(1 << 5), %eax
     mov %eax, %cr4
@@ -181,7 +205,10 @@ xenlet_boot_gdt_ptr:
 xenlet_boot_pml4: .skip 4096
 xenlet_boot_pdpt: .skip 4096
 xenlet_boot_pd:   .skip 4 * 4096
-    .balign 16
+xenlet_boot_pt:   .skip 4096
+    .global xenlet_boot_stack_guard
+xenlet_boot_stack_guard: .skip 4096
+    .global xenlet_boot_stack
 xenlet_boot_stack: .skip {stack}
     .global xenlet_boot_stack_top
 xenlet_boot_stack_top:

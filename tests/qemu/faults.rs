@@ -54,6 +54,18 @@ fn invalid_opcode_divide_error_and_gp_are_reported() {
 }
 
 #[test]
+fn a_stack_overflow_hits_the_guard_page_and_is_reported() {
+    // Without the guard page the recursion wrote through the page tables below the
+    // boot stack and the machine triple-faulted (QEMU reset) without a word.
+    let out = crash("stack");
+    assert!(out.contains("double fault (#DF) (vector 8)"), "{out}");
+    assert!(
+        out.contains("***   the kernel stack overflowed: 64 KiB at 0x"),
+        "{out}"
+    );
+}
+
+#[test]
 fn a_panic_during_a_console_write_is_reported_and_stops() {
     // The console locks are held: the report goes out through a fresh UART handle
     // and the machine still stops (on Xen: SHUTDOWN_crash, the crash-pvh scenario).

@@ -7,4 +7,5 @@ pub mod halt;
 pub mod lapic;
 pub mod pic;
 pub mod pio;
+pub mod stack;
 pub mod trap;

@@ -50,6 +50,17 @@ pub fn report_and_stop(f: &TrapFrame) -> ! {
         f.r14,
         f.r15,
     );
+    let stack = crate::arch::stack::boot_stack();
+    let cr2 = cpu::cr2();
+    if stack.overflowed_at(f.rsp) || (f.vector == 14 && stack.overflowed_at(cr2)) {
+        let _ = writeln!(
+            w,
+            "***   the kernel stack overflowed: {} KiB at {:#x}-{:#x}, the guard page below it was hit",
+            stack.bytes() / 1024,
+            stack.bottom,
+            stack.top
+        );
+    }
     crate::sys::power::stop_after_fault()
 }
 
@@ -85,6 +96,19 @@ pub enum Deliberate {
     /// `panic!` while a console write holds the consoles' locks: the fault path
     /// must still reach Xen's `SHUTDOWN_crash`.
     PanicInConsoleWrite,
+    /// Recurse until the boot stack runs into its guard page (#PF that cannot be
+    /// delivered on the same stack, so a #DF on its own stack).
+    StackOverflow,
+}
+
+/// One KiB of stack per call, without end: only the guard page stops it.
+#[inline(never)]
+#[allow(unconditional_recursion)]
+fn deeper(depth: u64) -> u64 {
+    let mut frame = [0u8; 1024];
+    frame[0] = depth as u8;
+    core::hint::black_box(&mut frame);
+    deeper(depth + 1).wrapping_add(u64::from(core::hint::black_box(&frame)[0]))
 }
 
 /// Provokes the fault `kind`; does not return.
@@ -112,6 +136,9 @@ pub fn provoke(kind: Deliberate) -> ! {
         Deliberate::Panic => panic!("deliberate panic from the shell"),
         Deliberate::PanicInConsoleWrite => {
             crate::io::console::while_writing(|| panic!("deliberate panic during a console write"))
+        }
+        Deliberate::StackOverflow => {
+            core::hint::black_box(deeper(0));
         }
     }
     panic!("the deliberate {kind:?} did not fault");

@@ -104,6 +104,8 @@ pub struct MemReport {
     pub frame_bytes: u64,
     /// Heap bytes used and free, and bytes of it in size-class slabs.
     pub heap: (u64, u64, u64),
+    /// The boot stack's size and the deepest it has been, in bytes.
+    pub stack: (u64, u64),
     /// Serial input bytes dropped and UART overruns.
     pub serial: (u64, u64),
 }
@@ -159,6 +161,12 @@ pub fn write_mem(r: &MemReport, out: &mut dyn Write) -> fmt::Result {
         kib(used),
         kib(hfree),
         kib(slab)
+    )?;
+    writeln!(
+        out,
+        "stack: {} KiB, at most {} KiB used so far (a guard page below it)",
+        kib(r.stack.0),
+        r.stack.1.div_ceil(1024)
     )?;
     writeln!(
         out,
@@ -232,6 +240,7 @@ mod tests {
             frames: (10, 160, 2),
             frame_bytes: 4096,
             heap: (3 * 1024 + 1023, 2048, 1024),
+            stack: (64 * 1024, 20 * 1024 + 8),
             serial: (5, 1),
         }
     }
@@ -248,6 +257,7 @@ mod tests {
              usable: 640 KiB\n\
              frames: 10 free of 160 (40 KiB free, 2 free ranges)\n\
              heap: 3 KiB used, 2 KiB free (1 KiB of it in size-class slabs)\n\
+             stack: 64 KiB, at most 21 KiB used so far (a guard page below it)\n\
              serial input: 5 bytes dropped, 1 overruns\n"
         );
     }

@@ -757,6 +757,167 @@ const NET_STEPS: &[Step] = &[
     cmd("ip link show eth2", &[r#"^ip: Device "eth2" does not exist\.$"#], 30),
 ];
 
+/// Xenlet under a dom0 flood (PVH, 32 MiB like the router, one vif on xenbr0).
+const XENLET_FLOOD_CONFIG: &str = r#"name    = "@NAME@"
+type    = "pvh"
+memory  = 32
+vcpus   = 1
+kernel  = "@FILES@/xenlet.elf"
+cmdline = "xenlet.eth0=10.99.0.2/24,gw=10.99.0.1"
+vif     = [ "bridge=xenbr0,mac=00:16:3e:58:00:02" ]
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#;
+
+/// The same guest with `tsc_mode="native"`: RDTSC is not intercepted by Xen (the
+/// triple-fault evidence of the hardening issue compares the two under `soak`).
+const XENLET_FLOOD_NATIVE_TSC_CONFIG: &str = r#"name    = "@NAME@"
+type    = "pvh"
+memory  = 32
+vcpus   = 1
+tsc_mode = "native"
+kernel  = "@FILES@/xenlet.elf"
+cmdline = "xenlet.eth0=10.99.0.2/24,gw=10.99.0.1"
+vif     = [ "bridge=xenbr0,mac=00:16:3e:58:00:02" ]
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#;
+
+/// dom0's flood: 20,000 UDP datagrams of 1-1400 bytes to random ports (not 7), then
+/// 300 TCP connects, every other one to echod's open port 7 and the rest to closed
+/// ports. Every connect must be answered (accepted or refused), none time out.
+const FLOOD_DOM0: &str = r#"python3 - <<'EOF'
+import os, random, socket
+random.seed(1103)
+dst = '10.99.0.2'
+blob = os.urandom(1400)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+sent = 0
+for i in range(20000):
+    port = random.randint(8, 65535)
+    u.sendto(blob[:random.randint(1, 1400)], (dst, port))
+    sent += 1
+print('udp: %d datagrams sent' % sent)
+res = {'ok': 0, 'refused': 0, 'timeout': 0}
+closed_refused = 0
+for i in range(300):
+    port = 7 if i % 2 == 0 else random.randint(20000, 60000)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(5)
+    try:
+        s.connect((dst, port))
+        res['ok'] += 1
+    except ConnectionRefusedError:
+        res['refused'] += 1
+        closed_refused += port != 7
+    except socket.timeout:
+        res['timeout'] += 1
+    s.close()
+print('tcp: %(ok)d accepted, %(refused)d refused, %(timeout)d timed out' % res)
+print('tcp: %d of 150 connects to closed ports refused' % closed_refused)
+EOF"#;
+
+/// What Xen says of the domain's TSC (mode, whether RDTSC is emulated), for the
+/// triple-fault evidence.
+const XEN_TSC_INFO: &str = "xl debug-keys s; xl dmesg | grep -A4 'TSC .*marked' | tail -5";
+
+/// Hardening issue: Xenlet under a dom0 flood.
+const FLOOD_PVH: Scenario = Scenario {
+    name: "flood-pvh",
+    about: "dom0 floods Xenlet (20,000 UDP datagrams, 300 TCP connects): the shell answers, pings, heap back, every frame counted",
+    needs: &[Need::XenletElf],
+    config: XENLET_FLOOD_CONFIG,
+    disks: &[],
+    console: Console::Pv,
+    prompt: XENLET_PROMPT,
+    eol: "\r",
+    boot_timeout_s: 120,
+    boot_expect: &[r"^net: eth0: .*10\.99\.0\.2/24.* \(command line\)"],
+    steps: FLOOD_STEPS,
+    end: End::Poweroff,
+    end_timeout_s: 30,
+    budget_s: 300,
+    topology: None,
+};
+
+/// Hardening issue: the shell answers after the flood, the guest pings dom0, the heap
+/// is back where it was, and every frame netback put in the guest's ring is counted
+/// by the guest (received or dropped).
+const FLOOD_STEPS: &[Step] = &[
+    cmd("echod", &[r"^echod: listening on eth0 port 7$"], 30),
+    cmd_cap(
+        "mem",
+        &[r"^heap: \d+ KiB used"],
+        &[("HEAP0", r"^heap: (\d+) KiB used")],
+        30,
+    ),
+    cmd_cap(
+        "ip -s link show eth0",
+        &[r"RX:  bytes packets errors dropped"],
+        &[("G0", r"^\s+\d+\s+(\d+\s+\d+\s+\d+)\s*$")],
+        30,
+    ),
+    dom0_cap(
+        "cat /sys/class/net/vif$DOMID.0/statistics/tx_packets",
+        &[],
+        &[("V0", r"^(\d+)$")],
+        30,
+    ),
+    dom0(
+        FLOOD_DOM0,
+        &[
+            r"^udp: 20000 datagrams sent$",
+            r"^tcp: \d+ accepted, \d+ refused, 0 timed out$",
+            r"^tcp: 150 of 150 connects to closed ports refused$",
+        ],
+        240,
+    ),
+    cmd("echo alive", &[r"^alive$"], 30),
+    dom0_cap(
+        "sleep 1; cat /sys/class/net/vif$DOMID.0/statistics/tx_packets",
+        &[],
+        &[("V1", r"^(\d+)$")],
+        30,
+    ),
+    cmd_cap(
+        "ip -s link show eth0",
+        &[r"RX:  bytes packets errors dropped"],
+        &[("G1", r"^\s+\d+\s+(\d+\s+\d+\s+\d+)\s*$")],
+        30,
+    ),
+    // frames netback placed in the ring = frames the guest counted (received,
+    // including those it then dropped, plus errors), give or take the few frames of
+    // background traffic between the two readings
+    dom0(
+        concat!(
+            "set -- ${G0}; g0=$(($1 + $2)); set -- ${G1}; g1=$(($1 + $2)); ",
+            "v=$((${V1} - ${V0})); g=$((g1 - g0)); ",
+            "echo \"netback delivered $v frames, the guest counted $g\"; ",
+            "[ $v -ge 20000 ] && [ $((g - v)) -le 4 ] && [ $((v - g)) -le 4 ] && echo 'frames accounted for'"
+        ),
+        &[r"^frames accounted for$"],
+        30,
+    ),
+    cmd("ping -c 3 -i 0.2 10.99.0.1", &[r"^3 packets transmitted, 3 received, 0% packet loss"], 60),
+    dom0("busybox ping -c 3 -W 5 10.99.0.2", &[r"^3 packets transmitted, 3 packets received, 0% packet loss$"], 60),
+    dom0("printf 'after the flood\\n' | busybox nc -w 3 10.99.0.2 7", &[r"^after the flood$"], 30),
+    cmd_cap(
+        "mem",
+        &[r"^heap: \d+ KiB used", r"^stack: 64 KiB, at most \d+ KiB used so far"],
+        &[("HEAP1", r"^heap: (\d+) KiB used")],
+        30,
+    ),
+    dom0(
+        "echo \"heap ${HEAP0} KiB before, ${HEAP1} KiB after\"; [ ${HEAP1} -le $((${HEAP0} + 64)) ] && echo 'heap back'",
+        &[r"^heap back$"],
+        30,
+    ),
+    dom0(XEN_TSC_INFO, &[], 30),
+    last("poweroff"),
+];
+
 const XEN_HVM_BOOT: &[&str] = &[
     r"^xen: Xen 4\.17",
     r"^boot time: .* xen .* xenstore .* devices",
@@ -1270,6 +1431,7 @@ on_crash    = "preserve"
         budget_s: 178,
         topology: None,
     },
+    FLOOD_PVH,
     Scenario {
         name: "blk-qdisk",
         about: "blkfront on QEMU's qdisk (raw file): dd, sha256 vs dom0, read back",
@@ -2120,6 +2282,12 @@ const ROUTER_XENLET_FW_STEPS: &[Step] = &[
 /// Scenarios run by name only (not by `all`): `cargo xtask bench` and `cargo xtask
 /// demo`.
 pub const EXTRA: &[Scenario] = &[
+    Scenario {
+        name: "flood-pvh-tsc-native",
+        about: "flood-pvh with tsc_mode=\"native\" (RDTSC not intercepted), for the triple-fault comparison under soak",
+        config: XENLET_FLOOD_NATIVE_TSC_CONFIG,
+        ..FLOOD_PVH
+    },
     Scenario {
         name: "router-xenlet",
         about: "router topology with Xenlet as the router (PVH, its image's /etc/config): NAT, conntrack, traceroute, PMTU",

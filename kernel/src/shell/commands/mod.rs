@@ -288,7 +288,7 @@ pub static COMMANDS: &[Command<Host>] = &[
     },
     Command {
         name: "crash",
-        usage: "pf|gp|ud|de|panic|console",
+        usage: "pf|gp|ud|de|panic|console|stack",
         help: "provoke a fault or panic (tests the fault report)",
         run: crash,
     },

@@ -63,6 +63,10 @@ pub(super) fn mem(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult
         frames: (free, total, ranges as u64),
         frame_bytes: mm::FRAME_BYTES,
         heap: (used as u64, hfree as u64, mm::heap::slab_bytes() as u64),
+        stack: (
+            crate::arch::stack::boot_stack().bytes(),
+            crate::arch::stack::high_water(),
+        ),
         serial: console::input_losses(),
     };
     write_mem(&report, out)?;
@@ -135,6 +139,7 @@ pub(super) fn crash(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult
         ["de"] => Deliberate::DivideError,
         ["panic"] => Deliberate::Panic,
         ["console"] => Deliberate::PanicInConsoleWrite,
+        ["stack"] => Deliberate::StackOverflow,
         [] => return Err(CmdError::usage("missing fault kind")),
         [k] => return Err(CmdError::usage(alloc::format!("unknown fault kind '{k}'"))),
         [_, extra, ..] => return Err(CmdError::usage(alloc::format!("extra operand '{extra}'"))),
