@@ -6,12 +6,15 @@
 //! instead of hanging once in a while.
 
 use core::alloc::{GlobalAlloc, Layout};
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
-/// `inner`, with allocation and freeing forbidden while a [`Forbidden`] guard lives.
+/// `inner`, with allocation and freeing forbidden while a [`Forbidden`] guard lives,
+/// counting the bytes of live allocations (what the program holds, apart from what
+/// the allocator keeps for reuse).
 pub struct CheckedAlloc<A> {
     inner: A,
     forbidden: AtomicU32,
+    live: AtomicUsize,
 }
 
 /// While it lives, the allocator panics on any allocation or free.
@@ -31,7 +34,13 @@ impl<A> CheckedAlloc<A> {
         CheckedAlloc {
             inner,
             forbidden: AtomicU32::new(0),
+            live: AtomicUsize::new(0),
         }
+    }
+
+    /// Bytes in live allocations (requested sizes).
+    pub fn live_bytes(&self) -> usize {
+        self.live.load(Ordering::Relaxed)
     }
 
     /// The wrapped allocator.
@@ -70,22 +79,36 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for CheckedAlloc<A> {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         self.check("allocation", layout);
         // SAFETY: the caller's contract for `alloc`, passed on.
-        unsafe { self.inner.alloc(layout) }
+        let p = unsafe { self.inner.alloc(layout) };
+        if !p.is_null() {
+            self.live.fetch_add(layout.size(), Ordering::Relaxed);
+        }
+        p
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         self.check("free", layout);
         // SAFETY: the caller's contract for `dealloc`, passed on (`ptr` came from `inner`).
-        unsafe { self.inner.dealloc(ptr, layout) }
+        unsafe { self.inner.dealloc(ptr, layout) };
+        self.live.fetch_sub(layout.size(), Ordering::Relaxed);
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         self.check("allocation", layout);
         // SAFETY: the caller's contract for `alloc_zeroed`, passed on.
-        unsafe { self.inner.alloc_zeroed(layout) }
+        let p = unsafe { self.inner.alloc_zeroed(layout) };
+        if !p.is_null() {
+            self.live.fetch_add(layout.size(), Ordering::Relaxed);
+        }
+        p
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         self.check("reallocation", layout);
         // SAFETY: the caller's contract for `realloc`, passed on.
-        unsafe { self.inner.realloc(ptr, layout, new_size) }
+        let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            self.live.fetch_add(new_size, Ordering::Relaxed);
+            self.live.fetch_sub(layout.size(), Ordering::Relaxed);
+        }
+        p
     }
 }
 
@@ -113,6 +136,23 @@ mod tests {
             assert!(z.is_forbidden());
         }
         assert!(!z.is_forbidden(), "nested guards undo themselves");
+    }
+
+    #[test]
+    fn live_bytes_follow_alloc_realloc_and_free() {
+        let z = CheckedAlloc::new(System);
+        let l = Layout::from_size_align(100, 8).unwrap();
+        // SAFETY: non-zero-sized layouts; each block is freed with the layout it has.
+        unsafe {
+            let p = z.alloc(l);
+            let q = z.alloc_zeroed(l);
+            assert_eq!(z.live_bytes(), 200);
+            let p = z.realloc(p, l, 300);
+            assert_eq!(z.live_bytes(), 400);
+            z.dealloc(p, Layout::from_size_align(300, 8).unwrap());
+            z.dealloc(q, l);
+        }
+        assert_eq!(z.live_bytes(), 0);
     }
 
     #[test]

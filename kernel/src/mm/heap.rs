@@ -126,6 +126,11 @@ pub fn heap_stats() -> (usize, usize) {
     })
 }
 
+/// Bytes in live allocations: what the kernel holds, not what the allocator keeps.
+pub fn live_bytes() -> usize {
+    HEAP.live_bytes()
+}
+
 /// Bytes the size classes hold (in use or free for reuse).
 pub fn slab_bytes() -> usize {
     x86_64::instructions::interrupts::without_interrupts(|| HEAP.inner().slab_bytes())

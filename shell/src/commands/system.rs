@@ -104,6 +104,8 @@ pub struct MemReport {
     pub frame_bytes: u64,
     /// Heap bytes used and free, and bytes of it in size-class slabs.
     pub heap: (u64, u64, u64),
+    /// Bytes in live allocations (used, less what the slabs keep free for reuse).
+    pub live: u64,
     /// The boot stack's size and the deepest it has been, in bytes.
     pub stack: (u64, u64),
     /// Serial input bytes dropped and UART overruns.
@@ -162,6 +164,7 @@ pub fn write_mem(r: &MemReport, out: &mut dyn Write) -> fmt::Result {
         kib(hfree),
         kib(slab)
     )?;
+    writeln!(out, "heap: {} KiB in live allocations", kib(r.live))?;
     writeln!(
         out,
         "stack: {} KiB, at most {} KiB used so far (a guard page below it)",
@@ -240,6 +243,7 @@ mod tests {
             frames: (10, 160, 2),
             frame_bytes: 4096,
             heap: (3 * 1024 + 1023, 2048, 1024),
+            live: 2 * 1024 + 512,
             stack: (64 * 1024, 20 * 1024 + 8),
             serial: (5, 1),
         }
@@ -257,6 +261,7 @@ mod tests {
              usable: 640 KiB\n\
              frames: 10 free of 160 (40 KiB free, 2 free ranges)\n\
              heap: 3 KiB used, 2 KiB free (1 KiB of it in size-class slabs)\n\
+             heap: 2 KiB in live allocations\n\
              stack: 64 KiB, at most 21 KiB used so far (a guard page below it)\n\
              serial input: 5 bytes dropped, 1 overruns\n"
         );

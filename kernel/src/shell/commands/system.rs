@@ -63,6 +63,7 @@ pub(super) fn mem(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult
         frames: (free, total, ranges as u64),
         frame_bytes: mm::FRAME_BYTES,
         heap: (used as u64, hfree as u64, mm::heap::slab_bytes() as u64),
+        live: mm::heap::live_bytes() as u64,
         stack: (
             crate::arch::stack::boot_stack().bytes(),
             crate::arch::stack::high_water(),
