@@ -98,7 +98,10 @@ mod tests {
         assert!(!s.overflowed_at(0x36_dfff));
         assert!(!s.overflowed_at(0x37_0000));
         assert!(!s.overflowed_at(0x37_fff8));
-        let low = BootStack { bottom: 0x1000, top: 0x2000 };
+        let low = BootStack {
+            bottom: 0x1000,
+            top: 0x2000,
+        };
         assert!(low.overflowed_at(0));
     }
 }

@@ -2028,7 +2028,11 @@ const ROUTER_XENLET_STEPS: &[Step] = &[
     ),
     // the deepest the boot stack has been after all of the above (a guard page
     // below it turns an overflow into a fault report)
-    cmd("mem", &[r"^heap: ", r"^stack: 64 KiB, at most \d+ KiB used so far"], 30),
+    cmd(
+        "mem",
+        &[r"^heap: ", r"^stack: 64 KiB, at most \d+ KiB used so far"],
+        30,
+    ),
     last("poweroff"),
 ];
 
