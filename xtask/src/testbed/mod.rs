@@ -64,7 +64,9 @@ usage: cargo xtask testbed <command>
       -v, --verbose          show the whole Xen/dom0 serial console
       --smp N                vCPUs of QEMU and dom0 (default 2)
       --xen-arg ARG          extra Xen command-line option (repeatable)
-  soak SCENARIO [--runs N] [--per-session K] [--smp N] [--xen-arg ARG]
+      --xl KEY=VALUE         extra line for every domain's xl config, e.g.
+                             --xl tsc_mode=native (repeatable)
+  soak SCENARIO [--runs N] [--per-session K] [--smp N] [--xen-arg ARG] [--xl K=V]
                              run a scenario N times (default 10), K copies per
                              session (default 5), no retries; a table of outcomes
                              by signature (pass, nested-SVM kinds, guest faults,
@@ -118,6 +120,7 @@ pub fn parse_options<'a>(args: &[&'a str]) -> Result<(session::Options, Vec<&'a 
         verbose: false,
         smp: 2,
         xen_args: Vec::new(),
+        xl: Vec::new(),
         live: false,
         payload: Vec::new(),
     };
@@ -137,6 +140,13 @@ pub fn parse_options<'a>(args: &[&'a str]) -> Result<(session::Options, Vec<&'a 
                     .ok_or_else(|| Error::msg("--xen-arg needs a value"))?
                     .to_string(),
             ),
+            "--xl" => {
+                let v = it
+                    .next()
+                    .filter(|v| v.contains('='))
+                    .ok_or_else(|| Error::msg("--xl needs KEY=VALUE (an xl config line)"))?;
+                opts.xl.push(v.to_string());
+            }
             o if o.starts_with('-') => {
                 return Err(Error::msg(format!("unknown option {o}\n{USAGE}")))
             }

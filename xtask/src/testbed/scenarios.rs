@@ -838,7 +838,7 @@ const FLOOD_PVH: Scenario = Scenario {
     steps: FLOOD_STEPS,
     end: End::Poweroff,
     end_timeout_s: 30,
-    budget_s: 300,
+    budget_s: 178,
     topology: None,
 };
 
@@ -873,7 +873,7 @@ const FLOOD_STEPS: &[Step] = &[
             r"^tcp: \d+ accepted, \d+ refused, 0 timed out$",
             r"^tcp: 150 of 150 connects to closed ports refused$",
         ],
-        240,
+        120,
     ),
     cmd("echo alive", &[r"^alive$"], 30),
     dom0_cap(

@@ -33,6 +33,8 @@ pub struct Options {
     pub smp: u32,
     /// Extra Xen command-line options.
     pub xen_args: Vec<String>,
+    /// Extra `KEY=VALUE` lines for every domain's xl config (e.g. `tsc_mode="native"`).
+    pub xl: Vec<String>,
     /// Print every line of the guests' consoles as it arrives (`cargo xtask demo`).
     pub live: bool,
     /// Extra files for the payload, `/payload/<name>` in dom0 (e.g. `bench fs`'s
@@ -61,7 +63,7 @@ pub fn out_dir() -> PathBuf {
 }
 
 pub fn run_scenarios(names: &[&str], opts: &Options) -> Result<()> {
-    let list = select(names)?;
+    let list = with_xl(select(names)?, &opts.xl);
     let out = out_dir();
     let work = out.join(".work");
     if out.exists() {
@@ -147,6 +149,28 @@ pub fn run_scenarios(names: &[&str], opts: &Options) -> Result<()> {
             out.display()
         )))
     }
+}
+
+/// The scenarios with `xl` lines added to their domain configs (later lines win in
+/// xl's config parser, so a setting given here replaces the scenario's own).
+fn with_xl(list: Vec<&'static Scenario>, xl: &[String]) -> Vec<&'static Scenario> {
+    if xl.is_empty() {
+        return list;
+    }
+    list.into_iter()
+        .map(|s| {
+            let mut config = s.config.to_string();
+            for line in xl {
+                config.push_str(line);
+                config.push('\n');
+            }
+            let s = Scenario {
+                config: Box::leak(config.into_boxed_str()),
+                ..s.clone()
+            };
+            &*Box::leak(Box::new(s))
+        })
+        .collect()
 }
 
 fn select(names: &[&str]) -> Result<Vec<&'static Scenario>> {
@@ -746,4 +770,28 @@ pub fn shell(opts: &Options) -> Result<()> {
         .args(["-no-reboot", "-nic", "none"]);
     step("booting Xen + dom0: a root shell once the toolstack is up (~40 s); Ctrl-A X quits");
     run(&mut cmd, "QEMU")
+}
+
+#[cfg(test)]
+mod xl_tests {
+    use super::*;
+
+    #[test]
+    fn xl_lines_end_every_config() {
+        let list = with_xl(
+            select(&["flood-pvh", "xen-pvh"]).unwrap(),
+            &["tsc_mode=\"native\"".to_string()],
+        );
+        assert_eq!(list.len(), 2);
+        for s in &list {
+            assert!(
+                s.config.ends_with("\ntsc_mode=\"native\"\n"),
+                "{}",
+                s.config
+            );
+            assert!(s.config.starts_with("name    = \"@NAME@\""));
+        }
+        let plain = with_xl(select(&["xen-pvh"]).unwrap(), &[]);
+        assert_eq!(plain[0].config, scenarios::find("xen-pvh").unwrap().config);
+    }
 }

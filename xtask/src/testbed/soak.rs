@@ -46,11 +46,26 @@ pub fn soak(args: &[&str]) -> Result<()> {
     let (mut opts, names) = super::parse_options(&rest)?;
     let [name] = names[..] else {
         return Err(Error::msg(
-            "usage: cargo xtask testbed soak SCENARIO [--runs N] [--per-session K] [--smp N] [--xen-arg ARG]",
+            "usage: cargo xtask testbed soak SCENARIO [--runs N] [--per-session K] [--smp N] [--xen-arg ARG] [--xl K=V]",
         ));
     };
     opts.retries = 0;
-    let keep = workspace_root().join("target/testbed-soak").join(name);
+    // runs with other Xen or xl options are kept apart from the plain ones
+    let variant: String = opts
+        .xen_args
+        .iter()
+        .chain(&opts.xl)
+        .map(|o| {
+            let o: String = o
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect();
+            format!("+{o}")
+        })
+        .collect();
+    let keep = workspace_root()
+        .join("target/testbed-soak")
+        .join(format!("{name}{variant}"));
     if keep.exists() {
         fs::remove_dir_all(&keep)?;
     }
@@ -167,6 +182,10 @@ fn table(name: &str, all: &[Run], session_secs: &[f64], opts: &Options) -> Strin
             String::new()
         } else {
             format!(", Xen options {}", opts.xen_args.join(" "))
+        } + &if opts.xl.is_empty() {
+            String::new()
+        } else {
+            format!(", xl config {}", opts.xl.join(" "))
         }
     );
     for (sig, (n, secs, timed, ex)) in &by {
@@ -245,6 +264,7 @@ mod tests {
             verbose: false,
             smp: 2,
             xen_args: vec!["asid=0".into()],
+            xl: Vec::new(),
             live: false,
             payload: Vec::new(),
         };
