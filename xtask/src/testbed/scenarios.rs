@@ -770,21 +770,6 @@ on_reboot   = "destroy"
 on_crash    = "preserve"
 "#;
 
-/// The same guest with `tsc_mode="native"`: RDTSC is not intercepted by Xen (the
-/// triple-fault evidence of the hardening issue compares the two under `soak`).
-const XENLET_FLOOD_NATIVE_TSC_CONFIG: &str = r#"name    = "@NAME@"
-type    = "pvh"
-memory  = 32
-vcpus   = 1
-tsc_mode = "native"
-kernel  = "@FILES@/xenlet.elf"
-cmdline = "xenlet.eth0=10.99.0.2/24,gw=10.99.0.1"
-vif     = [ "bridge=xenbr0,mac=00:16:3e:58:00:02" ]
-on_poweroff = "destroy"
-on_reboot   = "destroy"
-on_crash    = "preserve"
-"#;
-
 /// dom0's flood: 20,000 UDP datagrams of 1-1400 bytes to random ports (not 7), then
 /// 300 TCP connects, every other one to echod's open port 7 and the rest to closed
 /// ports. Every connect must be answered (accepted or refused), none time out.
@@ -2289,12 +2274,6 @@ const ROUTER_XENLET_FW_STEPS: &[Step] = &[
 /// Scenarios run by name only (not by `all`): `cargo xtask bench` and `cargo xtask
 /// demo`.
 pub const EXTRA: &[Scenario] = &[
-    Scenario {
-        name: "flood-pvh-tsc-native",
-        about: "flood-pvh with tsc_mode=\"native\" (RDTSC not intercepted), for the triple-fault comparison under soak",
-        config: XENLET_FLOOD_NATIVE_TSC_CONFIG,
-        ..FLOOD_PVH
-    },
     Scenario {
         name: "router-xenlet",
         about: "router topology with Xenlet as the router (PVH, its image's /etc/config): NAT, conntrack, traceroute, PMTU",
