@@ -695,7 +695,7 @@ def run_scenario(sc):
                 # did). A real early crash fails every retry and stays red.
                 raise Fail(phase[0], 'the domain ended %s (%s%s)' % (
                     what, REASONS.get(r, 'no shutdown reason in the xl log'),
-                    ', after a triple fault' if triple else ''),
+                    ', after a triple fault%s' % triple_state(domid, dm) if triple else ''),
                     flake=triple and (silent(domid, dm) or phase[0] == 'boot'))
             tail = text.strip().splitlines()[-1:] if text.strip() else []
             stuck = ''
@@ -1081,6 +1081,23 @@ def in_real_mode(domid):
     cs = re.search(r'\bcs 0x([0-9a-f]+)', text)
     rip = re.search(r'rip 0x([0-9a-f]+)', text)
     return '%s:%s' % (cs.group(1) if cs else '?', rip.group(1)[-8:] if rip else '?')
+
+
+def triple_state(domid, dm):
+    """The vCPU state Xen dumped with a triple fault, in one line (RIP, RSP, CR2, CR3,
+    CS), so a CI log tells the nested-SVM kind (Xen's own RIP) from a guest's own."""
+    m = re.search(r'd%sv\d+ Triple fault[^\n]*\n((?:[^\n]*\n){1,16})' % domid, dm)
+    if not m:
+        return ''
+    dump = m.group(1)
+    got = []
+    for key, rx in (('rip', r'RIP:\s+([0-9a-f]{4}:\[<[0-9a-f]+>\])'),
+                    ('rsp', r'rsp: ([0-9a-f]+)'), ('cr2', r'cr2: ([0-9a-f]+)'),
+                    ('cr3', r'cr3: ([0-9a-f]+)'), ('cs', r'cs: ([0-9a-f]+)')):
+        v = re.search(rx, dump)
+        if v:
+            got.append('%s %s' % (key, v.group(1)))
+    return ': ' + ', '.join(got) if got else ''
 
 
 def diagnose(dom, out):
