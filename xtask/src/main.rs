@@ -183,7 +183,8 @@ fn setup_task() -> Result<()> {
 /// The Xenlet scenarios `cargo xtask test` runs on the nested-Xen test bed.
 /// `xen-hvm` is the report's HVM disk-image boot with the Xen-layer checks, `xen-pvh`
 /// the same for PVH, `blk-pvh` blkfront's data path, verified from dom0,
-/// `router-xenlet` Xenlet as the router between a LAN and a WAN bridge. Scenarios
+/// `flood-pvh` Xenlet under a dom0 flood (the shell answers, memory and frames
+/// accounted for), `router-xenlet` Xenlet as the router between a LAN and a WAN bridge. Scenarios
 /// that boot the disk image meet the nested-SVM flake (about one boot in four), so
 /// CI keeps to one of them; `cargo xtask testbed run all` runs everything.
 const XEN_TEST_SCENARIOS: &[&str] = &[
@@ -193,6 +194,7 @@ const XEN_TEST_SCENARIOS: &[&str] = &[
     "net-pvh",
     "fs-pvh",
     "blk-hotplug",
+    "flood-pvh",
     "router-xenlet",
 ];
 /// Whole-session retries for the test bed in `cargo xtask test` (the nested-SVM flake
