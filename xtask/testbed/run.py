@@ -689,6 +689,11 @@ def run_scenario(sc):
                 r = shutdown_reason(dom)
                 _, dm = sh(['xl', 'dmesg'])
                 triple = 'd%sv0 Triple fault' % domid in dm
+                if st == 'shutdown':
+                    # kept by on_reboot="preserve": its CPU context (IDTR, GDTR, TR,
+                    # CR3 ...) into crash.txt, which tells a guest's broken tables
+                    # from state the nested SVM mixed up
+                    diagnose(dom, out)
                 # A triple fault before the first prompt is counted as the nested-SVM
                 # flake too: it was seen at sane kernel addresses right after GRUB
                 # handed over (HVM disk boots only; PVH boots of the same kernel never

@@ -758,6 +758,8 @@ const NET_STEPS: &[Step] = &[
 ];
 
 /// Xenlet under a dom0 flood (PVH, 32 MiB like the router, one vif on xenbr0).
+/// `on_reboot="preserve"`: the guest never reboots here, so a triple fault (Xen's
+/// reboot action) leaves the domain for the runner's `xen-hvmctx` dump.
 const XENLET_FLOOD_CONFIG: &str = r#"name    = "@NAME@"
 type    = "pvh"
 memory  = 32
@@ -766,7 +768,7 @@ kernel  = "@FILES@/xenlet.elf"
 cmdline = "xenlet.eth0=10.99.0.2/24,gw=10.99.0.1"
 vif     = [ "bridge=xenbr0,mac=00:16:3e:58:00:02" ]
 on_poweroff = "destroy"
-on_reboot   = "destroy"
+on_reboot   = "preserve"
 on_crash    = "preserve"
 "#;
 
@@ -1888,6 +1890,8 @@ const ROUTER_LINUX_STEPS: &[Step] = &[
 /// xvda (the root filesystem with OpenWrt's `/etc/config`: lan = eth0 192.168.1.1/24,
 /// wan = eth1 by DHCP, the wan zone masquerading with mtu_fix); eth0 on `brlan`, eth1
 /// on `brwan`.
+/// `on_reboot="preserve"` as in the flood config: a triple fault leaves the domain
+/// for `xen-hvmctx`.
 const XENLET_ROUTER_CONFIG: &str = r#"name    = "@NAME@"
 type    = "pvh"
 memory  = 32
@@ -1896,7 +1900,7 @@ kernel  = "@FILES@/xenlet.elf"
 disk    = [ "@DISK@,raw,xvda,w" ]
 vif     = [ "bridge=brlan,mac=00:16:3e:01:00:02", "bridge=brwan,mac=00:16:3e:77:00:02" ]
 on_poweroff = "destroy"
-on_reboot   = "destroy"
+on_reboot   = "preserve"
 on_crash    = "preserve"
 "#;
 
