@@ -902,6 +902,18 @@ const FLOOD_STEPS: &[Step] = &[
         &[r"^heap back$"],
         30,
     ),
+    // garbage (not UTF-8) in control/shutdown: an error line, and the guest lives
+    dom0(
+        "xenstore-write /local/domain/$DOMID/control/shutdown $'\\xff\\xfepoweroff'",
+        &[],
+        30,
+    ),
+    wait_output(
+        r"^xenlet: reading control/shutdown failed: protocol error: reply is not UTF-8$",
+        30,
+    ),
+    dom0("xenstore-write /local/domain/$DOMID/control/shutdown ''", &[], 30),
+    cmd("echo still here", &[r"^still here$"], 30),
     dom0(XEN_TSC_INFO, &[], 30),
     last("poweroff"),
 ];
@@ -1063,7 +1075,8 @@ const FS_STEPS: &[Step] = &[
 
 /// Disks attached and detached at run time (issue 11 item 6): `xl block-detach`
 /// during a long `dd` ends the dd with an I/O error within seconds and the disk goes;
-/// `xl block-attach` of a new disk gives a working disk, its data checked from dom0.
+/// `xl block-attach` of a new disk gives a working disk, its data checked from dom0,
+/// and that disk detached while idle goes as well.
 const BLK_HOTPLUG_STEPS: &[Step] = &[
     cmd("lsblk", &[r"^xvdb\s+64\s.*\sok\s*$"], 30),
     dom0(
@@ -1111,6 +1124,11 @@ const BLK_HOTPLUG_STEPS: &[Step] = &[
         &[r"^${HOTSUM}  -$"],
         60,
     ),
+    // an idle disk detached: the frontend answers the backend's Closing, libxl's
+    // detach succeeds and the disk is dropped
+    dom0("xl block-detach $NAME xvdc; echo \"idle detach rc=$?\"", &[r"^idle detach rc=0$"], 60),
+    cmd("dmesg | grep 'xvdc detached'", &[r"blkfront: xvdc detached \(\d+ pages freed\)$"], 30),
+    cmd("lsblk", &[r"^no disks"], 30),
     last("poweroff"),
 ];
 
