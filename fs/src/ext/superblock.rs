@@ -17,6 +17,8 @@ const MAGIC: u16 = 0xEF53;
 
 /// `s_state`: cleanly unmounted.
 pub const STATE_VALID: u16 = 1;
+/// `s_state`: errors were detected (e2fsck checks it in full).
+pub const STATE_ERROR: u16 = 2;
 
 /// compat: has a journal.
 pub const COMPAT_HAS_JOURNAL: u32 = 0x4;
