@@ -9,8 +9,9 @@
 //! What is handled: 1 KiB to 64 KiB blocks; 32- and 64-byte group descriptors; flex_bg;
 //! sparse_super/sparse_super2; lazily initialised groups (`BLOCK_UNINIT`,
 //! `INODE_UNINIT`, `bg_itable_unused`); extent trees of any depth and ext2/3 indirect
-//! block maps; linear and htree directories (read by scanning; an htree directory is
-//! turned linear before it is modified in a way its index would have to follow);
+//! block maps; linear and htree directories (lookups follow the hash index; a new
+//! name goes into the leaf its hash selects while that leaf has room, and a full leaf
+//! makes the directory linear: no leaf split, see `htree.rs`);
 //! metadata_csum (superblock, descriptors, bitmaps, inodes, extent blocks, directory
 //! blocks) and gdt_csum. Unknown incompatible features refuse the mount, unknown
 //! read-only-compatible ones make it read-only. The filesystem is marked not-clean
