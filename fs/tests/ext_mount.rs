@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use std::os::unix::fs::FileExt;
-use xenlet_fs::{Ext, FileSystem, FsError};
+use xenlet_fs::{Ext, FileSystem, FsError, MountOptions};
 
 fn set_feature(img: &std::path::Path, f: &str) {
     let out = std::process::Command::new(tool("debugfs"))
@@ -63,6 +63,30 @@ fn feature_policy() {
     drop(fs);
     assert!(!state_features(&img).contains("needs_recovery"));
     fsck_clean(&img);
+}
+
+/// ea_inode (extended attribute values in inodes of their own, which nothing here
+/// reads or releases) is an incompatible feature Xenlet does not handle: the mount is
+/// refused, read-write and read-only alike.
+#[test]
+fn ea_inode_feature_refuses_the_mount() {
+    let t = TempDir::new("ea_inode");
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 1024, "8M", None, &["-O", "ea_inode"]);
+    assert!(state_features(&img).contains("ea_inode"));
+    for read_only in [false, true] {
+        match Ext::mount(
+            FileDisk::open(&img),
+            MountOptions {
+                read_only,
+                ..opts()
+            },
+        ) {
+            Err(FsError::Unsupported(m)) => assert!(m.contains("0x400"), "{m}"),
+            Err(e) => panic!("ea_inode: {e}"),
+            Ok(_) => panic!("ea_inode: mounted (read_only {read_only})"),
+        }
+    }
 }
 
 #[test]

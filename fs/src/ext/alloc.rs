@@ -270,6 +270,22 @@ impl<D: BlockDev> Ext<D> {
         Err(FsError::NoSpace)
     }
 
+    /// Whether inode `ino` is allocated in its group's bitmap (read, not changed).
+    pub(super) fn inode_in_use(&mut self, ino: u32) -> Result<bool, FsError> {
+        let ipg = self.sb.inodes_per_group;
+        let Some(i) = ino.checked_sub(1) else {
+            return Ok(false);
+        };
+        let (g, i) = (i / ipg, (i % ipg) as usize);
+        let gd = self.gds.get(g as usize).ok_or(FsError::Invalid("group"))?;
+        if gd.flags() & BG_INODE_UNINIT != 0 {
+            return Ok(false);
+        }
+        let blk = gd.inode_bitmap();
+        self.check_bitmap(g, blk, true)?;
+        Ok(bit(self.cache.get(&mut self.dev, blk)?, i))
+    }
+
     /// Frees inode `ino`.
     pub(super) fn free_inode(&mut self, ino: u32, dir: bool) -> Result<(), FsError> {
         let ipg = self.sb.inodes_per_group;

@@ -400,29 +400,7 @@ impl<D: BlockDev> Ext<D> {
             return Err(FsError::TooBig);
         }
         if size < old {
-            self.drop_blocks(ino, size.div_ceil(bs))?;
-            if !size.is_multiple_of(bs) {
-                // Zero the tail of the last block, so growing later reads zeros.
-                let lblk = size / bs;
-                let boff = (size % bs) as usize;
-                let n = self.map_of(ino)?;
-                if let Some(p) = n.pending.get_mut(&lblk) {
-                    p.data[boff..].fill(0);
-                } else if let Some((p, false, _)) = n.map.as_ref().and_then(|m| m.find(lblk)) {
-                    let mut blk = vec![0u8; bs as usize];
-                    self.dev.read(p * bs, &mut blk)?;
-                    blk[boff..].fill(0);
-                    self.pending_bytes += bs as usize;
-                    let n = self.node(ino)?;
-                    n.pending.insert(
-                        lblk,
-                        PBlock {
-                            data: blk,
-                            reserved: false,
-                        },
-                    );
-                }
-            }
+            self.cut_to(ino, size)?;
         }
         self.note_size(size);
         let n = self.node(ino)?;
@@ -430,6 +408,36 @@ impl<D: BlockDev> Ext<D> {
         n.inode.set_mtime(now);
         n.inode.set_ctime(now);
         n.dirty = true;
+        Ok(())
+    }
+
+    /// Frees the blocks of `ino` past `size` bytes and zeroes the tail of its last
+    /// block (so that growing the file later reads zeros); the size is not changed.
+    pub(super) fn cut_to(&mut self, ino: u32, size: u64) -> Result<(), FsError> {
+        let bs = self.sb.block_size as u64;
+        self.drop_blocks(ino, size.div_ceil(bs))?;
+        if !size.is_multiple_of(bs) {
+            // Zero the tail of the last block, so growing later reads zeros.
+            let lblk = size / bs;
+            let boff = (size % bs) as usize;
+            let n = self.map_of(ino)?;
+            if let Some(p) = n.pending.get_mut(&lblk) {
+                p.data[boff..].fill(0);
+            } else if let Some((p, false, _)) = n.map.as_ref().and_then(|m| m.find(lblk)) {
+                let mut blk = vec![0u8; bs as usize];
+                self.dev.read(p * bs, &mut blk)?;
+                blk[boff..].fill(0);
+                self.pending_bytes += bs as usize;
+                let n = self.node(ino)?;
+                n.pending.insert(
+                    lblk,
+                    PBlock {
+                        data: blk,
+                        reserved: false,
+                    },
+                );
+            }
+        }
         Ok(())
     }
 }

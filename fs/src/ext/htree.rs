@@ -1,8 +1,17 @@
-//! Hashed (htree) directories. Reading scans every block linearly (index blocks look
-//! like one empty record spanning the block). Before adding a name to an indexed
-//! directory we de-index it: the root becomes a plain "."/".." block and interior index
-//! blocks become empty blocks (each with a checksum tail), then `EXT4_INDEX_FL` is
-//! cleared; e2fsck accepts the result as a linear directory.
+//! Hashed (htree) directories. Listing scans every block linearly (index blocks look
+//! like one empty record spanning the block); a lookup hashes the name and reads only
+//! the leaves the index selects for it (`flatten`, `candidate_leaves`), falling back
+//! to a linear scan when the index cannot be followed.
+//!
+//! Changes keep the index while it stays valid without being rewritten: a new name
+//! goes into the leaf its hash selects (`find_leaf`) as long as that leaf has room;
+//! removing a name only edits its leaf. There is no leaf split: when the selected
+//! leaf is full (or the index is one `find_leaf` does not follow), and when a moved
+//! directory's ".." changes (the root block's checksum covers it), the directory is
+//! made linear first (`deindex`): the root becomes a plain "."/".." block and
+//! interior index blocks become empty blocks (each with a checksum tail), then
+//! `EXT4_INDEX_FL` is cleared; e2fsck accepts the result as a linear directory
+//! (`e2fsck -D` indexes it again).
 
 use super::csum::{get16, get32};
 use crate::error::FsError;

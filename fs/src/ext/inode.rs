@@ -191,6 +191,10 @@ impl Inode {
             self.set_time(0x90, 0x94, t)
         }
     }
+    /// The deletion time (for an inode on the orphan list: the next one there).
+    pub fn dtime(&self) -> u32 {
+        get32(&self.raw, 0x14)
+    }
     /// Sets the deletion time.
     pub fn set_dtime(&mut self, t: i64) {
         put32(&mut self.raw, 0x14, t as u32)

@@ -9,15 +9,18 @@
 //! What is handled: 1 KiB to 64 KiB blocks; 32- and 64-byte group descriptors; flex_bg;
 //! sparse_super/sparse_super2; lazily initialised groups (`BLOCK_UNINIT`,
 //! `INODE_UNINIT`, `bg_itable_unused`); extent trees of any depth and ext2/3 indirect
-//! block maps; linear and htree directories (read by scanning; an htree directory is
-//! turned linear before it is modified in a way its index would have to follow);
+//! block maps; linear and htree directories (lookups follow the hash index; a new
+//! name goes into the leaf its hash selects while that leaf has room, and a full leaf
+//! makes the directory linear: no leaf split, see `htree.rs`);
 //! metadata_csum (superblock, descriptors, bitmaps, inodes, extent blocks, directory
 //! blocks) and gdt_csum. Unknown incompatible features refuse the mount, unknown
 //! read-only-compatible ones make it read-only. The filesystem is marked not-clean
 //! while mounted read-write and clean at unmount; one that needs recovery has its
-//! journal replayed at mount (`recover`). Crash safety (`ordered.rs`, issue 14): with
-//! a journal every sync is one jbd2 transaction (ordered mode); without, metadata is
-//! written in ordered phases with flushes.
+//! journal replayed at mount (`recover`); then, on a read-write mount, the orphan
+//! list (files unlinked while open, interrupted truncates) is finished (`orphan.rs`).
+//! Crash safety (`ordered.rs`, issue 14): with a journal every sync is one jbd2
+//! transaction (ordered mode); without, metadata is written in ordered phases with
+//! flushes.
 //!
 //! Design: metadata blocks go through a write-back (`cache.rs`); each inode in
 //! use is kept parsed with its block map in memory (`extent::FileMap`); regular-file
@@ -38,9 +41,11 @@ mod htree;
 mod inode;
 mod namei;
 mod ordered;
+mod orphan;
 mod superblock;
 
 pub use ordered::CrashStats;
+pub use orphan::OrphanStats;
 
 use crate::blockdev::BlockDev;
 use crate::error::FsError;
@@ -138,6 +143,8 @@ pub struct Ext<D: BlockDev> {
     replayed: Option<ReplayStats>,
     /// crash safety: journal writer, deferred frees (ordered.rs).
     crash: ordered::CrashState,
+    /// What the orphan list processing at mount did (orphan.rs).
+    orphan_stats: OrphanStats,
 }
 
 fn corrupt(what: String) -> FsError {
@@ -170,6 +177,8 @@ impl<D: BlockDev> Ext<D> {
     /// unknown read-only-compatible ones (or a read-only device) mount read-only. A
     /// filesystem marked `needs_recovery` has its journal replayed first (as Linux
     /// does, even for a read-only mount); on a read-only device the mount is refused.
+    /// A read-write mount then processes the orphan list ([`Ext::orphans`] tells
+    /// what it did); a read-only one leaves it as it is.
     pub fn mount(mut dev: D, opts: MountOptions) -> Result<Ext<D>, FsError> {
         let mut raw = vec![0u8; SB_SIZE];
         dev.read(SB_OFFSET, &mut raw)?;
@@ -316,6 +325,7 @@ impl<D: BlockDev> Ext<D> {
             max_io: MAX_IO,
             replayed: None,
             crash: ordered::CrashState::default(),
+            orphan_stats: OrphanStats::default(),
             sb,
         };
         if !fs.ro && fs.sb.incompat & INCOMPAT_RECOVER == 0 {
@@ -325,6 +335,9 @@ impl<D: BlockDev> Ext<D> {
             fs.sb.note_mount(now);
             fs.write_super()?;
             fs.dev.flush()?;
+            fs.process_orphans()?; // the orphan list (orphan.rs)
+        } else if !as_is {
+            fs.note_orphans_skipped();
         }
         Ok(fs)
     }

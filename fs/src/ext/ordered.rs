@@ -33,9 +33,10 @@
 //!   the log holds) falls back to the ordered writes of the unjournalled case, which
 //!   are not atomic ([`Ext::crash_stats`] counts these).
 //!
-//! Not done: the orphan list (an unlinked file still open is freed at unlink: Xenlet
-//! has no open-file table yet), revoke records (not needed with one transaction in
-//! the log at a time), fast commits.
+//! The orphan list a crashed Linux leaves is finished at mount (`orphan.rs`), through
+//! the same transactions. Not done: putting inodes on the orphan list (an unlinked
+//! file still open is freed at unlink: Xenlet has no open-file table yet), revoke
+//! records (not needed with one transaction in the log at a time), fast commits.
 
 use super::*;
 use crate::journal::writer::{JournalMap, JournalWriter};

@@ -17,6 +17,8 @@ const MAGIC: u16 = 0xEF53;
 
 /// `s_state`: cleanly unmounted.
 pub const STATE_VALID: u16 = 1;
+/// `s_state`: errors were detected (e2fsck checks it in full).
+pub const STATE_ERROR: u16 = 2;
 
 /// compat: has a journal.
 pub const COMPAT_HAS_JOURNAL: u32 = 0x4;
@@ -33,20 +35,20 @@ pub const INCOMPAT_EXTENTS: u32 = 0x40;
 pub const INCOMPAT_64BIT: u32 = 0x80;
 /// incompat: flexible block groups.
 pub const INCOMPAT_FLEX_BG: u32 = 0x200;
-/// incompat: extended attributes in inodes (large xattrs).
-pub const INCOMPAT_EA_INODE: u32 = 0x400;
 /// incompat: checksum seed stored in the superblock.
 pub const INCOMPAT_CSUM_SEED: u32 = 0x2000;
 /// incompat: 3-level htree, directories over 2 GiB.
 pub const INCOMPAT_LARGEDIR: u32 = 0x4000;
 
-/// Incompatible features this implementation handles (reading and writing).
+/// Incompatible features this implementation handles (reading and writing). Not
+/// among them: `ea_inode` (0x400, extended attribute values in inodes of their own,
+/// which an unlink would have to release by reference count), so such a filesystem
+/// is refused like any other unknown incompatible feature.
 pub const INCOMPAT_KNOWN: u32 = INCOMPAT_FILETYPE
     | INCOMPAT_RECOVER
     | INCOMPAT_EXTENTS
     | INCOMPAT_64BIT
     | INCOMPAT_FLEX_BG
-    | INCOMPAT_EA_INODE
     | INCOMPAT_CSUM_SEED
     | INCOMPAT_LARGEDIR;
 
