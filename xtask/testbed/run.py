@@ -961,8 +961,13 @@ def run_scenario(sc):
                 console.close()
             except OSError:
                 pass
-        if dom_state(dom) is not None:
+        st = dom_state(dom)
+        if st is not None:
             sh(['xl', 'list', '-v'], timeout=30)
+            if ('s' in st or 'c' in st) and not os.path.exists(out + '/crash.txt'):
+                # a domain kept after it ended (on_reboot/on_crash = "preserve")
+                # that no failure path examined: its CPU context before it goes
+                diagnose(dom, out)
             sh(['xl', 'destroy', dom], timeout=60)
         for lo in loops:
             sh(['losetup', '-d', lo])
@@ -1107,8 +1112,9 @@ def triple_state(domid, dm):
 
 def diagnose(dom, out):
     parts = []
+    # `xl debug-keys v` makes Xen dump the HVM vCPUs' VMCBs into its log (read next)
     for cmd in [['xl', 'list', '-v'], 'xen-hvmctx $(xl domid %s) | head -80' % dom,
-                ['xl', 'dmesg']]:
+                ['xl', 'debug-keys', 'v'], ['xl', 'dmesg']]:
         rc, text = sh(cmd, timeout=60)
         parts.append('$ %s (rc %d)\n%s' % (cmd if isinstance(cmd, str) else ' '.join(cmd),
                                            rc, text))
