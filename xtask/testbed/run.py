@@ -37,6 +37,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import termios
@@ -88,6 +89,25 @@ def sh(cmd, timeout=60):
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode('utf-8', 'replace') if e.stdout else ''
         return 124, out + '\n(timed out after %ss)' % timeout
+
+
+def run_group(argv, env, timeout):
+    """Runs argv in a process group of its own -> (rc, output); on timeout the whole
+    group is killed (not only bash: a dom0 flood left running would go on sending to
+    the next scenario's guest) and subprocess.TimeoutExpired is raised. Jobs the
+    command put in the background on purpose (`... &`) outlive a command that ends."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                         start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, _ = p.communicate()
+        raise subprocess.TimeoutExpired(argv, timeout, output=out)
+    return p.returncode, out.decode('utf-8', 'replace')
 
 
 def write(path, text):
@@ -768,9 +788,7 @@ def run_scenario(sc):
                 t = time.monotonic()
                 timeout = left(s['timeout'])
                 try:
-                    p = subprocess.run(argv, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, env=env, timeout=timeout)
-                    rc, text = p.returncode, p.stdout.decode('utf-8', 'replace')
+                    rc, text = run_group(argv, env, timeout)
                 except subprocess.TimeoutExpired as e:
                     show_output(e.stdout.decode('utf-8', 'replace') if e.stdout else '')
                     # the guest may have died under the command (a dom0 iperf3 then
