@@ -67,7 +67,14 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     };
     let memory = clock::now();
 
-    let xen = match crate::xen::platform::init() {
+    // `xenlet.upcall=percpu`: the per-vCPU upcall vector (through the local APIC, an
+    // EOI per upcall) instead of the domain-wide callback vector.
+    let per_vcpu_upcall = info
+        .cmdline
+        .as_str()
+        .split_whitespace()
+        .any(|w| w == "xenlet.upcall=percpu");
+    let xen = match crate::xen::platform::init(per_vcpu_upcall) {
         Ok(x) => x,
         Err(e) => {
             println!("xen: found but unusable: {e}");

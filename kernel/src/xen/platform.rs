@@ -118,7 +118,7 @@ fn hc<T>(what: &'static str, r: Result<T, XenError>) -> Result<T, XenInitError> 
 }
 
 /// Brings up the platform layer; `Ok(None)` when not on Xen.
-pub fn init() -> Result<Option<&'static XenInfo>, XenInitError> {
+pub fn init(per_vcpu_upcall: bool) -> Result<Option<&'static XenInfo>, XenInitError> {
     let Some(c) = detect() else { return Ok(None) };
     hypercall::install(&c).map_err(XenInitError::HypercallPage)?;
     let (major, minor) = hc("XENVER_version", hypercall::xen_version())?;
@@ -142,9 +142,13 @@ pub fn init() -> Result<Option<&'static XenInfo>, XenInitError> {
     let callback = if features & (1 << XENFEAT_hvm_callback_vector) != 0
         && trap::register(UPCALL_VECTOR, on_upcall)
     {
-        // The per-vCPU vector when Xen has it and the local APIC can take it; else the
-        // domain-wide callback vector.
-        if lapic::enable_x2apic()
+        // The domain-wide callback vector, as Linux uses by default: Xen injects it
+        // directly, with no local APIC and no EOI (an EOI is an MSR write Xen must
+        // intercept, a VM exit per upcall; one vCPU gains nothing from per-vCPU
+        // vectors). The per-vCPU vector when asked for (`xenlet.upcall=percpu`), Xen
+        // has it and the local APIC can take it.
+        if per_vcpu_upcall
+            && lapic::enable_x2apic()
             && hypercall::hvm_set_evtchn_upcall_vector(0, UPCALL_VECTOR).is_ok()
         {
             // The toolstack takes a zero HVM_PARAM_CALLBACK_IRQ for "no PV drivers"

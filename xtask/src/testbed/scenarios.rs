@@ -445,13 +445,15 @@ on_crash    = "preserve"
 
 /// The PVH configuration with `xenlet.memmap=xen`: the kernel ignores the start
 /// info's memory map and takes Xen's (`XENMEM_memory_map`), the path a start info
-/// without a map (version 0) takes. A vif on xenbr1, configured by DHCP.
+/// without a map (version 0) takes; and with `xenlet.upcall=percpu`, the per-vCPU
+/// upcall vector instead of the default callback vector. A vif on xenbr1, configured
+/// by DHCP.
 const XENLET_PVH_XENMEM_CONFIG: &str = r#"name    = "@NAME@"
 type    = "pvh"
 memory  = 32
 vcpus   = 1
 kernel  = "@FILES@/xenlet.elf"
-extra   = "xenlet.memmap=xen"
+extra   = "xenlet.memmap=xen xenlet.upcall=percpu"
 disk    = [ "phy:@DATA@,xvdb,w" ]
 vif     = [ "bridge=xenbr1" ]
 on_poweroff = "destroy"
@@ -467,8 +469,10 @@ const XEN_STEPS_ARR: [Step; 17] = [
         "xen",
         &[
             r"^version: Xen 4\.17",
-            // Xen 4.17 has HVMOP_set_evtchn_upcall_vector (since 4.6)
-            r"^upcall: per-vCPU vector 0xf3 \(HVMOP_set_evtchn_upcall_vector, x2APIC\)$",
+            // the callback vector by default; xen-pvh asks for the per-vCPU vector
+            // (HVMOP_set_evtchn_upcall_vector, in Xen since 4.6); each boot line is
+            // checked in the scenario's boot_expect
+            r"^upcall: (callback vector 0xf3 \(HVM_PARAM_CALLBACK_IRQ\)|per-vCPU vector 0xf3 \(HVMOP_set_evtchn_upcall_vector, x2APIC\))$",
             r"^timer: VIRQ_TIMER on event channel \d+, \d+ events$",
             r"^vcpu 0: running \d+\.\d{3} s, runnable \d+\.\d{3} s, blocked \d+\.\d{3} s",
         ],
@@ -919,14 +923,14 @@ const FLOOD_STEPS: &[Step] = &[
 ];
 
 const XEN_HVM_BOOT: &[&str] = &[
-    r"^xen: Xen 4\.17",
+    r"^xen: Xen 4\.17.*, upcall vector 0xf3, ",
     r"^boot time: .* xen .* xenstore .* devices",
     r"^unplug: emulated IDE disks and NICs unplugged",
     // The image's ext4 root partition, mounted read-write through blkfront.
     r"^root: /dev/xvda1 ext4, read-write$",
 ];
 const XEN_PVH_BOOT: &[&str] = &[
-    r"^xen: Xen 4\.17",
+    r"^xen: Xen 4\.17.*, upcall per-vCPU vector 0xf3, ",
     r"^root: tmpfs \(no root disk\)$",
     // booted with xenlet.memmap=xen: the frame allocator runs on Xen's map
     r"^memory: map from XENMEM_memory_map",
