@@ -13,18 +13,6 @@ use std::path::Path;
 use std::process::Command;
 use xenlet_fs::{BlockDev, Ext, FileSystem, FsError, IoError, MountOptions};
 
-fn debugfs_w(img: &Path, script: &str) {
-    let cmds = img.with_extension("cmds");
-    fs::write(&cmds, script).unwrap();
-    let out = Command::new(tool("debugfs"))
-        .args(["-w", "-f"])
-        .arg(&cmds)
-        .arg(img)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "debugfs: {out:?}");
-}
-
 fn dumpe2fs_h(img: &Path) -> String {
     let out = Command::new(tool("dumpe2fs"))
         .arg("-h")

@@ -10,18 +10,6 @@ use std::fs;
 use std::process::Command;
 use xenlet_fs::{FileSystem, FsError};
 
-fn debugfs_w(img: &std::path::Path, dir: &std::path::Path, script: &str) {
-    let cmds = dir.join("cmds");
-    fs::write(&cmds, script).unwrap();
-    let out = Command::new(tool("debugfs"))
-        .args(["-w", "-f"])
-        .arg(&cmds)
-        .arg(img)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "debugfs: {out:?}");
-}
-
 fn block_of(img: &std::path::Path, path: &str) -> u64 {
     let out = String::from_utf8(debugfs(img, &format!("bmap {path} 0"))).unwrap();
     out.trim().parse().unwrap_or_else(|_| panic!("bmap: {out}"))
@@ -50,11 +38,7 @@ fn a_logged_file_block_is_replayed_at_mount_like_e2fsck_does() {
         // The new content of that block, logged and committed but not written home.
         let data = t.path().join("data");
         fs::write(&data, vec![b'B'; bs as usize]).unwrap();
-        debugfs_w(
-            &img,
-            t.path(),
-            &format!("jo -c\njw -b {b} {}\njc\n", data.display()),
-        );
+        debugfs_w(&img, &format!("jo -c\njw -b {b} {}\njc\n", data.display()));
         assert!(needs_recovery(&img), "debugfs left no log");
         let theirs = t.path().join("theirs.img");
         fs::copy(&img, &theirs).unwrap();

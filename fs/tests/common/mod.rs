@@ -230,6 +230,19 @@ pub fn fsck_index_dirs(img: &Path) {
     );
 }
 
+/// Runs a debugfs script read-write (`debugfs -w -f`), the script file beside the image.
+pub fn debugfs_w(img: &Path, script: &str) {
+    let cmds = img.with_extension("cmds");
+    std::fs::write(&cmds, script).unwrap();
+    let out = Command::new(tool("debugfs"))
+        .args(["-w", "-f"])
+        .arg(&cmds)
+        .arg(img)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "debugfs: {out:?}");
+}
+
 /// Runs a debugfs request, returns stdout.
 pub fn debugfs(img: &Path, req: &str) -> Vec<u8> {
     let out = Command::new(tool("debugfs"))
