@@ -49,6 +49,10 @@ pub enum End {
     /// the domain must be crashed (`on_crash = "preserve"`), i.e. it reached
     /// `SHUTDOWN_crash` rather than hanging on the way.
     Crash,
+    /// The script's last [`Kind::UntilGone`] step (e.g. `poweroff`, checked for its
+    /// shutdown reason there) ended the domain, and dom0 steps may follow it (e.g.
+    /// `e2fsck` on the powered-off guest's disk): the domain must be gone at the end.
+    Gone,
 }
 
 impl End {
@@ -59,6 +63,7 @@ impl End {
             End::XlShutdown => "xl-shutdown",
             End::XlReboot => "xl-reboot",
             End::Crash => "crash",
+            End::Gone => "gone",
         }
     }
 }
@@ -111,6 +116,21 @@ pub enum Kind {
     /// Wait for guest console output matching `send` (a regex) that arrives on its
     /// own, e.g. a XenStore watch firing; nothing is typed.
     WaitOutput,
+    /// A line typed into the guest's shell that the domain's end must cut off: the
+    /// runner waits until the domain is gone instead of for a prompt, and fails if the
+    /// prompt comes back first (the command finished: e.g. a `dd` that an earlier
+    /// dom0 step's `xl destroy` in the background was meant to interrupt) or if it
+    /// crashed. The output then gets a last line from the runner,
+    /// `(domain gone N.Ns after the command: destroyed)` or `(... : shut down, reason
+    /// code R (poweroff))` from the xl log, for the expectations. Later guest steps
+    /// need a [`Kind::Restart`] first.
+    UntilGone,
+    /// The domain is booted again from the same xl config and the same disks: the
+    /// runner destroys it if it is still there, then `xl create -p`, console,
+    /// unpause and waits for the first prompt, as at the start (boot checks and flake
+    /// classification included; `timeout_s` is the boot timeout, `expect` is matched
+    /// against the boot output). `${DOMID}` is the new domain's id afterwards.
+    Restart,
 }
 
 impl Kind {
@@ -119,6 +139,8 @@ impl Kind {
             Kind::Guest => "guest",
             Kind::Dom0 => "dom0",
             Kind::WaitOutput => "wait",
+            Kind::UntilGone => "until-gone",
+            Kind::Restart => "restart",
         }
     }
 }
@@ -135,6 +157,8 @@ pub struct Step {
     pub send: &'static str,
     /// Regexes (Python `re`), each must match a line of the output (for a guest
     /// command: before the next prompt, the echo of the command line not searched).
+    /// A regex that starts with `\A` is matched against the whole output instead
+    /// (`\A...\Z`: the output must be exactly that).
     pub expect: &'static [&'static str],
     /// `(VAR, regex)`: the regex's first group in the output becomes `${VAR}` (and is
     /// written to `result.txt` as `var.VAR=...`); no match fails the step.
@@ -262,6 +286,33 @@ const fn wait_output(regex: &'static str, timeout_s: u32) -> Step {
     }
 }
 
+/// A guest command the domain's end must cut off (see [`Kind::UntilGone`]).
+const fn until_gone(send: &'static str, expect: &'static [&'static str], timeout_s: u32) -> Step {
+    Step {
+        kind: Kind::UntilGone,
+        send,
+        expect,
+        capture: &[],
+        timeout_s,
+        ends: false,
+        netns: "",
+    }
+}
+
+/// Boot the domain again on the same disks (see [`Kind::Restart`]); `boot_timeout_s`
+/// to the first prompt.
+const fn restart(boot_timeout_s: u32, expect: &'static [&'static str]) -> Step {
+    Step {
+        kind: Kind::Restart,
+        send: "",
+        expect,
+        capture: &[],
+        timeout_s: boot_timeout_s,
+        ends: false,
+        netns: "",
+    }
+}
+
 /// The command that ends the guest (e.g. `poweroff`).
 const fn last(send: &'static str) -> Step {
     Step {
@@ -349,6 +400,13 @@ const LINUX_STEPS: &[Step] = &[
 const DATA_LOOP: Disk = Disk {
     var: "DATA",
     size_mb: 64,
+    source: None,
+    loop_dev: true,
+};
+/// 256 MiB: room for a `dd` into a file that runs long enough to be cut off.
+const DATA_LOOP_256: Disk = Disk {
+    var: "DATA",
+    size_mb: 256,
     source: None,
     loop_dev: true,
 };
@@ -1061,6 +1119,170 @@ const FS_STEPS: &[Step] = &[
     last("poweroff"),
 ];
 
+/// Crash safety on real Xen (the crash-safety issue, "Proof on real Xen"), the part
+/// before the crash: dom0 makes an ext4 disk (256 MiB, 1 KiB blocks), Xenlet writes
+/// a file, `sync`s it and notes its SHA-256; dom0 arms an `xl destroy` in the
+/// background that fires once blkback has seen 32 MiB written (its `wr_sect` counter:
+/// mid-dd however fast the bed is today), and Xenlet's `dd` of 200 MiB of zeros into
+/// a second file is cut off by it. dom0 then shows the disk needs recovery and what
+/// its journal holds.
+macro_rules! fs_crash_before {
+    () => {
+        [
+            dom0(
+                concat!(
+                    "mkfs.ext4 -q -F $DATA && blockdev --flushbufs $DATA && ",
+                    "dumpe2fs -h $DATA 2>/dev/null | grep -E '^(Block size|Filesystem features)'"
+                ),
+                &[r"^Block size:\s+1024$", r"has_journal", r"metadata_csum"],
+                60,
+            ),
+            cmd("mount /dev/xvdb /mnt", &[], 60),
+            cmd(
+                "dd if=/dev/urandom of=/mnt/synced bs=16k count=256",
+                &[r"^256\+0 records out"],
+                60,
+            ),
+            cmd("sync", &[], 60),
+            cmd_cap(
+                "sha256sum /mnt/synced",
+                &[],
+                &[("SYNCED", r"^([0-9a-f]{64})  /mnt/synced$")],
+                60,
+            ),
+            dom0_cap(
+                concat!(
+                    "v=/sys/bus/xen-backend/devices/vbd-$DOMID-51728/statistics/wr_sect; ",
+                    "base=$(cat $v) && echo \"armed at wr_sect $base\" && ",
+                    "(for i in $(seq 1500); do w=$(cat $v 2>/dev/null) || exit 0; ",
+                    "[ $((w - base)) -ge 65536 ] && break; sleep 0.1; done; ",
+                    "xl destroy $NAME; rc=$?; ",
+                    "echo \"xl destroy rc=$rc at $(( (w - base) / 2048 )) MiB written\") ",
+                    ">/tmp/crash-destroy.log 2>&1 </dev/null &"
+                ),
+                &[],
+                &[("WR_BASE", r"^armed at wr_sect (\d+)$")],
+                30,
+            ),
+            until_gone(
+                "dd if=/dev/zero of=/mnt/zero bs=16k count=12800",
+                &[r"^\(domain gone [\d.]+s after the command: destroyed\)$"],
+                150,
+            ),
+            dom0_cap(
+                concat!(
+                    "for i in $(seq 50); do grep -q rc= /tmp/crash-destroy.log && break; sleep 0.2; done; ",
+                    "cat /tmp/crash-destroy.log; ",
+                    "echo 3 > /proc/sys/vm/drop_caches; blockdev --flushbufs $DATA; ",
+                    "dumpe2fs -h $DATA 2>/dev/null | grep -E '^(Filesystem features|Filesystem state|Journal sequence|Journal start)'; ",
+                    "echo \"journal: $(debugfs -R logdump $DATA 2>/dev/null | grep -c 'commit block') commit blocks in the log\""
+                ),
+                &[r"^xl destroy rc=0 at \d+ MiB written$", r"^Filesystem features:.* needs_recovery"],
+                &[
+                    ("CUT_MIB", r"^xl destroy rc=0 at (\d+) MiB written$"),
+                    ("LOG_COMMITS", r"^journal: (\d+) commit blocks in the log$"),
+                ],
+                60,
+            ),
+        ]
+    };
+}
+
+/// After the restart on the crashed disk: the synced file has its SHA-256, the cut-off
+/// file is absent or zeros only (`hexdump -C`: the zero row, `*`, the size; or
+/// nothing for an empty file), then `poweroff` (reason code 0), dom0's `e2fsck -fn`
+/// clean and dom0's own reads of both files (`debugfs`: the synced file's SHA-256, the
+/// cut-off one no longer than the dd's 200 MiB and all zeros).
+macro_rules! fs_crash_after {
+    () => {
+        [
+            cmd("sha256sum /mnt/synced", &[r"^${SYNCED}  /mnt/synced$"], 60),
+            cmd("ls -l /mnt", &[r" synced$"], 30),
+            cmd("hexdump -C /mnt/zero", &[ZERO_FILE_OR_NONE], 150),
+            until_gone(
+                "poweroff",
+                &[r"^\(domain gone [\d.]+s after the command: shut down, reason code 0 \(poweroff\)\)$"],
+                60,
+            ),
+            dom0(
+                "echo 3 > /proc/sys/vm/drop_caches; blockdev --flushbufs $DATA; e2fsck -fn $DATA; echo \"e2fsck exit $?\"",
+                &[r"^e2fsck exit 0$"],
+                90,
+            ),
+            dom0("debugfs -R 'cat /synced' $DATA 2>/dev/null | sha256sum", &[r"^${SYNCED}  -$"], 60),
+            dom0_cap(
+                concat!(
+                    "s=$(debugfs -R 'stat /zero' $DATA 2>/dev/null | sed -n 's/^.*Size: \\([0-9]*\\).*$/\\1/p' | head -1); ",
+                    "if [ -z \"$s\" ]; then echo 'zero: absent'; exit 0; fi; ",
+                    "c=$(debugfs -R 'cat /zero' $DATA 2>/dev/null | cmp - /dev/zero 2>&1); echo \"$c\"; ",
+                    "case \"$c\" in \"cmp: EOF on - after byte $s,\"*|'cmp: EOF on - which is empty') ;; *) exit 1;; esac; ",
+                    "echo \"zero: $s bytes, all zero (dd would have written 209715200)\"; [ \"$s\" -le 209715200 ]"
+                ),
+                &[r"^zero: (absent|\d+ bytes, all zero)"],
+                &[("ZERO", r"^zero: (absent|\d+) ")],
+                120,
+            ),
+        ]
+    };
+}
+
+/// `hexdump -C` of a file of zeros (the zero row, `*` when there are more, the size
+/// in hex) or of a missing or empty one: the whole output (`\A...\Z`).
+const ZERO_FILE_OR_NONE: &str = concat!(
+    r"\A(?:00000000  (?:00 ){8} (?:00 ){8} \|\.{16}\|\n(?:\*\n)?[0-9a-f]{8}\n",
+    r"|hexdump: /mnt/zero: No such file or directory\n)?\s*\Z"
+);
+
+const FS_CRASH_STEPS: &[Step] = &{
+    let a = fs_crash_before!();
+    let b = [
+        // Xenlet replays the journal at mount.
+        restart(120, &[r"^blkfront: xvdb 256 MiB"]),
+        cmd_cap(
+            "mount /dev/xvdb /mnt",
+            &[r"^ext4: journal replayed at mount: "],
+            &[("REPLAY", r"^ext4: journal replayed at mount: (.*)$")],
+            90,
+        ),
+    ];
+    let c = fs_crash_after!();
+    concat_steps::<{ 8 + 2 + 7 }>(&a, &b, &c)
+};
+
+const FS_CRASH_E2FSCK_STEPS: &[Step] = &{
+    let a = fs_crash_before!();
+    let b = [
+        // dom0's e2fsck replays the journal (and checks everything).
+        dom0(
+            "e2fsck -fy $DATA; rc=$?; echo \"e2fsck exit $rc\"; blockdev --flushbufs $DATA; [ $rc -le 1 ]",
+            &[r"recovering journal", r"^e2fsck exit [01]$"],
+            120,
+        ),
+        restart(120, &[r"^blkfront: xvdb 256 MiB"]),
+        cmd("mount /dev/xvdb /mnt", &[], 90),
+    ];
+    let c = fs_crash_after!();
+    concat_steps::<{ 8 + 3 + 7 }>(&a, &b, &c)
+};
+
+/// Three step lists as one array of `N` steps (`N` must be their total length).
+const fn concat_steps<const N: usize>(a: &[Step], b: &[Step], c: &[Step]) -> [Step; N] {
+    assert!(a.len() + b.len() + c.len() == N);
+    let mut out = [a[0]; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < a.len() {
+            a[i]
+        } else if i < a.len() + b.len() {
+            b[i - a.len()]
+        } else {
+            c[i - a.len() - b.len()]
+        };
+        i += 1;
+    }
+    out
+}
+
 /// Disks attached and detached at run time (issue 11 item 6): `xl block-detach`
 /// during a long `dd` ends the dd with an I/O error within seconds and the disk goes;
 /// `xl block-attach` of a new disk gives a working disk, its data checked from dom0.
@@ -1398,6 +1620,40 @@ on_crash    = "preserve"
         boot_expect: &[r"^blkfront: xvdb 64 MiB"],
         steps: FS_STEPS,
         end: End::Poweroff,
+        end_timeout_s: 30,
+        budget_s: 178,
+        topology: None,
+    },
+    Scenario {
+        name: "fs-crash-pvh",
+        about: "crash safety on real Xen: a synced file, xl destroy in the middle of a dd into another, Xenlet boots again and replays the journal; the synced file intact, the cut-off one absent or zeros; e2fsck -fn clean after poweroff",
+        needs: &[Need::XenletElf],
+        config: XENLET_PVH_CONFIG,
+        disks: &[DATA_LOOP_256],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 120,
+        boot_expect: &[r"^blkfront: xvdb 256 MiB"],
+        steps: FS_CRASH_STEPS,
+        end: End::Gone,
+        end_timeout_s: 30,
+        budget_s: 178,
+        topology: None,
+    },
+    Scenario {
+        name: "fs-crash-e2fsck-pvh",
+        about: "crash safety on real Xen: as fs-crash-pvh, with dom0's e2fsck -fy replaying the journal before Xenlet boots again",
+        needs: &[Need::XenletElf],
+        config: XENLET_PVH_CONFIG,
+        disks: &[DATA_LOOP_256],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 120,
+        boot_expect: &[r"^blkfront: xvdb 256 MiB"],
+        steps: FS_CRASH_E2FSCK_STEPS,
+        end: End::Gone,
         end_timeout_s: 30,
         budget_s: 178,
         topology: None,
@@ -2714,6 +2970,24 @@ mod tests {
                 assert!(s.steps.iter().all(|l| !l.ends), "{}", s.name);
                 assert!(s.end_timeout_s <= 10, "{}: xl ends within 10 s", s.name);
             }
+            // once an until-gone step ended the domain, the guest is back only after a
+            // restart; end "gone" wants it gone at the end, every other end alive
+            let mut up = true;
+            for st in s.steps {
+                match st.kind {
+                    Kind::Guest | Kind::WaitOutput => assert!(up, "{}: {}", s.name, st.send),
+                    Kind::UntilGone => {
+                        assert!(up, "{}: {}", s.name, st.send);
+                        up = false;
+                    }
+                    Kind::Restart => up = true,
+                    Kind::Dom0 => {}
+                }
+            }
+            assert_eq!(up, s.end != End::Gone, "{}", s.name);
+            if s.end == End::Gone {
+                assert!(s.steps.iter().all(|l| !l.ends), "{}", s.name);
+            }
             for st in s.steps {
                 assert!(!st.ends || st.kind == Kind::Guest, "{}", s.name);
                 for (_, rx) in st.capture {
@@ -2768,6 +3042,72 @@ mod tests {
         assert!(j.contains(r#""kind": "dom0""#));
         assert!(j.contains(r#""capture": [["SUM", "^([0-9a-f]{64})  /dev/xvdb$"]]"#));
         assert!(to_json(&[find("xen-pvh").unwrap()]).contains(r#""end": "xl-reboot""#));
+    }
+}
+
+#[cfg(test)]
+mod fs_crash_tests {
+    use super::*;
+
+    fn kinds(s: &Scenario) -> Vec<Kind> {
+        s.steps.iter().map(|st| st.kind).collect()
+    }
+
+    #[test]
+    fn crash_scenarios_destroy_mid_dd_and_boot_again() {
+        for name in ["fs-crash-pvh", "fs-crash-e2fsck-pvh"] {
+            let s = find(name).unwrap();
+            assert_eq!(s.end, End::Gone);
+            assert!(s.budget_s < 180, "{name}");
+            let k = kinds(s);
+            // the destroy is armed by the dom0 step right before the dd it cuts off
+            let cut = k.iter().position(|k| *k == Kind::UntilGone).unwrap();
+            assert_eq!(k[cut - 1], Kind::Dom0);
+            assert!(s.steps[cut - 1].send.contains("xl destroy $NAME"));
+            assert!(
+                s.steps[cut - 1].send.ends_with(" &"),
+                "{name}: in the background"
+            );
+            assert!(s.steps[cut]
+                .send
+                .starts_with("dd if=/dev/zero of=/mnt/zero bs=16k count=12800"));
+            assert!(s.steps[cut].expect[0].contains(": destroyed"));
+            // 200 MiB fit on the 256 MiB disk beside the 4 MiB synced file
+            assert_eq!(s.disks[0].size_mb, 256);
+            let restart = k.iter().position(|k| *k == Kind::Restart).unwrap();
+            assert!(restart > cut);
+            // the synced file's SHA-256 from before the crash is checked after it,
+            // in the guest and from dom0
+            let sum = s
+                .steps
+                .iter()
+                .position(|st| st.capture.iter().any(|c| c.0 == "SYNCED"));
+            assert!(sum.unwrap() < cut);
+            let checks = s.steps[restart..]
+                .iter()
+                .filter(|st| st.expect.iter().any(|e| e.contains("${SYNCED}")))
+                .count();
+            assert_eq!(checks, 2, "{name}");
+            // powered off last, then e2fsck -fn on the disk
+            let off = k.iter().rposition(|k| *k == Kind::UntilGone).unwrap();
+            assert_eq!(s.steps[off].send, "poweroff");
+            assert!(s.steps[off + 1].send.contains("e2fsck -fn $DATA"));
+            assert_eq!(s.steps[off + 1].expect, &[r"^e2fsck exit 0$"]);
+        }
+        let e = find("fs-crash-e2fsck-pvh").unwrap();
+        let fsck = e
+            .steps
+            .iter()
+            .position(|st| st.send.contains("e2fsck -fy"))
+            .unwrap();
+        assert_eq!(e.steps[fsck + 1].kind, Kind::Restart);
+        let j = to_json(&[find("fs-crash-pvh").unwrap()]);
+        assert!(j.contains(r#""kind": "until-gone""#));
+        assert!(
+            j.contains(r#""kind": "restart", "send": "", "expect": ["^blkfront: xvdb 256 MiB"]"#)
+        );
+        assert!(j.contains(r#""end": "gone""#));
+        assert!(ZERO_FILE_OR_NONE.starts_with(r"\A"), "whole-output match");
     }
 }
 
