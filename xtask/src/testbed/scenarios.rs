@@ -1125,7 +1125,9 @@ const FS_STEPS: &[Step] = &[
 /// background that fires once blkback has seen 32 MiB written (its `wr_sect` counter:
 /// mid-dd however fast the bed is today), and Xenlet's `dd` of 200 MiB of zeros into
 /// a second file is cut off by it. dom0 then shows the disk needs recovery and what
-/// its journal holds.
+/// its journal holds. (The background job is a statement of its own with its output
+/// redirected: the runner reads the step's output to its end, so a job that holds the
+/// pipe would hold the step.)
 macro_rules! fs_crash_before {
     () => {
         [
@@ -1153,7 +1155,7 @@ macro_rules! fs_crash_before {
             dom0_cap(
                 concat!(
                     "v=/sys/bus/xen-backend/devices/vbd-$DOMID-51728/statistics/wr_sect; ",
-                    "base=$(cat $v) && echo \"armed at wr_sect $base\" && ",
+                    "base=$(cat $v) || exit 1; echo \"armed at wr_sect $base\"; ",
                     "(for i in $(seq 1500); do w=$(cat $v 2>/dev/null) || exit 0; ",
                     "[ $((w - base)) -ge 65536 ] && break; sleep 0.1; done; ",
                     "xl destroy $NAME; rc=$?; ",
