@@ -395,6 +395,24 @@ def dom_state(name):
     return f[4] if len(f) >= 5 else '?'
 
 
+def xl_log_end(name, domid):
+    """How the xl daemon of domain `domid` saw it end: 'shut down, reason code R
+    (poweroff)' ('Domain N has shut down, reason code R 0x..'), 'destroyed' ('Domain N
+    has been destroyed.': destroyed without a shutdown), or None (no such line yet).
+    By domid, since a restarted domain's daemon may log into the same file."""
+    try:
+        text = open('/var/log/xen/xl-%s.log' % name, errors='replace').read()
+    except OSError:
+        return None
+    codes = re.findall(r'Domain %s has shut down, reason code (\d+)' % domid, text)
+    if codes:
+        r = int(codes[-1])
+        return 'shut down, reason code %d (%s)' % (r, REASONS.get(r, '?'))
+    if re.search(r'Domain %s has been destroyed' % domid, text):
+        return 'destroyed'
+    return None
+
+
 def shutdown_reason(name):
     """From the xl daemon's log: 'Domain N has shut down, reason code R 0x..'."""
     try:
@@ -633,59 +651,12 @@ def run_scenario(sc):
                 raise Fail('setup', 'unknown variables in the xl config: ' + ' '.join(left_over))
         write(out + '/domu.cfg', cfg)
         for k in ['xl-%s.log', 'qemu-dm-%s.log', 'console/guest-%s.log']:
-            try:
-                os.remove('/var/log/xen/' + k % dom)
-            except OSError:
-                pass
-
-        # create, paused
-        phase[0] = 'create'
-        log('xl create -p (memory and disks: see domu.cfg)')
-        t = time.monotonic()
-        rc, text = sh(['xl', '-v', 'create', '-p', out + '/domu.cfg'], timeout=left(120))
-        write(out + '/xl-create.log', text)
-        if rc and 'scripts/block add because of timeout' in text:
-            # the phy: hotplug script (a shell script, the first in line for a loop
-            # device) ran out of libxl's time on a busy machine: `bench fs` saw it
-            # once; the guest never ran, so try once more, and say so
-            log('xl create: the block hotplug script timed out; creating once more')
-            res['create_retried'] = 1
-            rc, text = sh(['xl', '-v', 'create', '-p', out + '/domu.cfg'], timeout=left(120))
-            write(out + '/xl-create-2.log', text)
-        if rc:
-            tail = ' | '.join(l for l in text.strip().splitlines()[-4:])
-            raise Fail('create', 'xl create failed (rc %d): %s' % (rc, tail))
-        res['t_create'] = '%.1f' % (time.monotonic() - t)
-        rc, domid = sh(['xl', 'domid', dom])
-        domid = domid.strip()
-        log('created paused in %ss, domid %s' % (res['t_create'], domid))
-        caps['NAME'] = dom
-        caps['DOMID'] = domid
-
-        # console pty
-        phase[0] = 'console'
-        key = '/local/domain/%s/%s' % (domid, 'serial/0/tty' if sc['console'] == 'serial'
-                                       else 'console/tty')
-        ptyp = ''
-        end = time.monotonic() + left(30)
-        while not ptyp and time.monotonic() < end:
-            rc, v = sh(['xenstore-read', key])
-            ptyp = v.strip() if rc == 0 else ''
-            if not ptyp:
-                time.sleep(0.5)
-        if not ptyp:
-            raise Fail('console', 'no pty at xenstore %s' % key)
-        console = Console(ptyp, out, lambda m: log(m, False))
-        if LIVE:
-            console.live = lambda ln: say('[%s] | %s' % (name, ln[:220]))
-        log('%s console: %s (xenstore %s)' % (sc['console'], ptyp, key))
-        time.sleep(1)   # QEMU notices a connected pty by polling; don't lose early bytes
-
-        phase[0] = 'unpause'
-        rc, text = sh(['xl', 'unpause', dom])
-        if rc:
-            raise Fail('unpause', 'xl unpause: ' + text.strip())
-        t_unpause = time.monotonic()
+            # xl create rotates its log (xl-NAME.log.1, ...): a restart step's boots
+            for sfx in [''] + ['.%d' % n for n in range(1, 10)]:
+                try:
+                    os.remove('/var/log/xen/' + k % dom + sfx)
+                except OSError:
+                    pass
 
         prompt = sc['prompt'].encode('latin-1')
         eol = sc['eol'].encode('latin-1')
@@ -698,6 +669,11 @@ def run_scenario(sc):
                 r'd%sv\d+ Triple fault[^\n]*\n(?:[^\n]*\n){0,4}[^\n]*RIP:\s+e008:\[<ffff82d'
                 % domid, dm)
             return bool(mixed) or (console.total == 0 and '(d%s)' % domid not in dm)
+
+        def booting():
+            """The phase is a boot to the first prompt ('boot', or 'boot 2' after a
+            restart step)."""
+            return phase[0] == 'boot' or phase[0].startswith('boot ')
 
         def fail_gone(st, what, text):
             if st == 'crashed':
@@ -721,10 +697,10 @@ def run_scenario(sc):
                 raise Fail(phase[0], 'the domain ended %s (%s%s)' % (
                     what, REASONS.get(r, 'no shutdown reason in the xl log'),
                     ', after a triple fault%s' % triple_state(domid, dm) if triple else ''),
-                    flake=triple and (silent(domid, dm) or phase[0] == 'boot'))
+                    flake=triple and (silent(domid, dm) or booting()))
             tail = text.strip().splitlines()[-1:] if text.strip() else []
             stuck = ''
-            if phase[0] == 'boot':
+            if booting():
                 stuck = in_real_mode(domid)
                 # A Xenlet guest whose kernel never printed its banner died in the
                 # firmware or GRUB (e.g. GRUB "Aborted." after corrupted state): the
@@ -740,23 +716,90 @@ def run_scenario(sc):
                 '; the kernel never printed its banner: died in the firmware or GRUB'
                 if never else ''), flake=bool(stuck) or never)
 
-        # boot to the first prompt
-        phase[0] = 'boot'
-        log('waiting up to %ds for the first prompt %r' % (sc['boot_timeout'], sc['prompt']))
-        st, got = console.wait_for(prompt, left(sc['boot_timeout']), alive)
-        text = clean(got)
-        show_output(text)
-        if st != 'found':
-            fail_gone(st, 'within %ds of unpausing' % sc['boot_timeout'], text)
-        res['t_first_prompt'] = '%.1f' % (time.monotonic() - t_unpause)
-        log('first prompt %ss after unpause' % res['t_first_prompt'])
-        check(sc['boot_expect'], text, 'boot', matches, log)
+        def start_domain(boot_no, boot_timeout, boot_expect):
+            """Creates the domain paused from domu.cfg, opens its console, unpauses it
+            and waits for the first prompt; the boot output must match boot_expect.
+            boot_no is 1 at the start, 2, 3 ... for a restart step (the phases are
+            then 'create 2', 'console 2', 'unpause 2', 'boot 2', and the times
+            t_create_2, t_first_prompt_2)."""
+            nonlocal console, domid
+            sfx = '' if boot_no == 1 else ' %d' % boot_no
+            key = '' if boot_no == 1 else '_%d' % boot_no
+            logf = 'xl-create%s.log' % ('' if boot_no == 1 else '-boot%d' % boot_no)
+
+            # create, paused
+            phase[0] = 'create' + sfx
+            log('xl create -p (memory and disks: see domu.cfg)')
+            t = time.monotonic()
+            rc, text = sh(['xl', '-v', 'create', '-p', out + '/domu.cfg'], timeout=left(120))
+            write(out + '/' + logf, text)
+            if rc and 'scripts/block add because of timeout' in text:
+                # the phy: hotplug script (a shell script, the first in line for a loop
+                # device) ran out of libxl's time on a busy machine: `bench fs` saw it
+                # once; the guest never ran, so try once more, and say so
+                log('xl create: the block hotplug script timed out; creating once more')
+                res['create_retried'] = 1
+                rc, text = sh(['xl', '-v', 'create', '-p', out + '/domu.cfg'], timeout=left(120))
+                write(out + '/' + logf.replace('.log', '-2.log'), text)
+            if rc:
+                tail = ' | '.join(l for l in text.strip().splitlines()[-4:])
+                raise Fail(phase[0], 'xl create failed (rc %d): %s' % (rc, tail))
+            res['t_create' + key] = '%.1f' % (time.monotonic() - t)
+            rc, domid = sh(['xl', 'domid', dom])
+            domid = domid.strip()
+            log('created paused in %ss, domid %s' % (res['t_create' + key], domid))
+            caps['NAME'] = dom
+            caps['DOMID'] = domid
+
+            # console pty
+            phase[0] = 'console' + sfx
+            xskey = '/local/domain/%s/%s' % (domid, 'serial/0/tty' if sc['console'] == 'serial'
+                                             else 'console/tty')
+            ptyp = ''
+            end = time.monotonic() + left(30)
+            while not ptyp and time.monotonic() < end:
+                rc, v = sh(['xenstore-read', xskey])
+                ptyp = v.strip() if rc == 0 else ''
+                if not ptyp:
+                    time.sleep(0.5)
+            if not ptyp:
+                raise Fail(phase[0], 'no pty at xenstore %s' % xskey)
+            console = Console(ptyp, out, lambda m: log(m, False))
+            if LIVE:
+                console.live = lambda ln: say('[%s] | %s' % (name, ln[:220]))
+            log('%s console: %s (xenstore %s)' % (sc['console'], ptyp, xskey))
+            time.sleep(1)   # QEMU notices a connected pty by polling; don't lose early bytes
+
+            phase[0] = 'unpause' + sfx
+            rc, text = sh(['xl', 'unpause', dom])
+            if rc:
+                raise Fail(phase[0], 'xl unpause: ' + text.strip())
+            t_unpause = time.monotonic()
+
+            # boot to the first prompt
+            phase[0] = 'boot' + sfx
+            log('waiting up to %ds for the first prompt %r' % (boot_timeout, sc['prompt']))
+            st, got = console.wait_for(prompt, left(boot_timeout), alive)
+            text = clean(got)
+            show_output(text)
+            if st != 'found':
+                fail_gone(st, 'within %ds of unpausing' % boot_timeout, text)
+            res['t_first_prompt' + key] = '%.1f' % (time.monotonic() - t_unpause)
+            log('first prompt %ss after unpause' % res['t_first_prompt' + key])
+            check(boot_expect, text, phase[0], matches, log)
+
+        start_domain(1, sc['boot_timeout'], sc['boot_expect'])
 
         # the command script
         ended = False
+        gone = ''       # set by an until-gone step: how the domain went
+        boots = 1
         for i, s in enumerate(sc['steps'], 1):
             kind = s.get('kind', 'guest')
             expects = [subst(e, caps, True) for e in s['expect']]
+            if gone and kind in ('guest', 'wait', 'until-gone'):
+                raise Fail('step %d' % i, 'a %s step after the domain went (%s) needs a '
+                           'restart step first' % (kind, gone))
             # output the guest printed on its own since the last prompt (a watch
             # firing, say) is not taken for this step's
             stray = ''
@@ -794,7 +837,7 @@ def run_scenario(sc):
                     # the guest may have died under the command (a dom0 iperf3 then
                     # waits for ever): judge that death, flake or not, first
                     st = alive()
-                    if st != 'running':
+                    if st != 'running' and not gone:
                         fail_gone(st, 'while dom0 ran %r' % send, '')
                     raise Fail(phase[0], 'the dom0 command did not finish within %ds'
                                % timeout)
@@ -802,7 +845,7 @@ def run_scenario(sc):
                 log('%s command: exit status %d in %.1fs' % (where, rc, time.monotonic() - t))
                 if rc:
                     st = alive()
-                    if st != 'running':
+                    if st != 'running' and not gone:
                         fail_gone(st, 'while dom0 ran %r' % send, '')
                     raise Fail(phase[0], 'the %s command exited with status %d: %s' % (
                         where, rc, ' | '.join(text.strip().splitlines()[-3:])))
@@ -826,6 +869,80 @@ def run_scenario(sc):
                 more = clean(console.take())
                 if more.strip():
                     show_output(more)
+            elif kind == 'until-gone':
+                # typed; the domain's end (an `xl destroy` armed by a dom0 step, or the
+                # command itself, e.g. poweroff) must come before the prompt does
+                send = subst(s['send'], caps, False)
+                phase[0] = 'command %d (%s), until the domain is gone' % (i, send)
+                log('> %s (the domain must go before the prompt comes back)' % send)
+                t = time.monotonic()
+                console.send(send.encode('latin-1') + eol)
+                st, got = console.wait_for(prompt, left(s['timeout']), alive)
+                text = strip_echo(clean(got), send)
+                if text.endswith(sc['prompt']):
+                    text = text[:-len(sc['prompt'])]
+                show_output(text)
+                if st == 'found':
+                    raise Fail(phase[0], 'the prompt came back %.1fs after the command: it '
+                               'finished before the domain went (the destroy came too late)'
+                               % (time.monotonic() - t))
+                if st == 'timeout':
+                    raise Fail(phase[0], 'the domain is still running %ds after the command'
+                               % s['timeout'])
+                if st == 'crashed':
+                    fail_gone(st, 'after %r' % send, text)
+                secs = time.monotonic() - t
+                gone_by = time.monotonic() + TOOLSTACK_DESTROY_GRACE
+                while st == 'shutdown' and time.monotonic() < gone_by:     # being destroyed
+                    time.sleep(0.2)
+                    st = alive()
+                if st != 'gone':
+                    raise Fail(phase[0], 'the domain is %s, not gone, %ds after it shut down'
+                               % (st, TOOLSTACK_DESTROY_GRACE))
+                # what the xl daemon of this domain saw: a shutdown with its reason, or
+                # the domain destroyed under it (`Domain N has been destroyed.`)
+                how = None
+                for _ in range(25):
+                    how = xl_log_end(dom, domid)
+                    if how:
+                        break
+                    time.sleep(0.2)
+                how = how or 'unknown (no shutdown or destroy line in the xl log)'
+                gone = '%s %.1fs after %r' % (how, secs, send)
+                res['gone_%d' % i] = gone
+                text += '\n(domain gone %.1fs after the command: %s)\n' % (secs, how)
+                log('(domain gone %.1fs after the command: %s)' % (secs, how))
+                console.pump(0.1)
+            elif kind == 'restart':
+                phase[0] = 'restart %d' % i
+                st = alive()
+                if st != 'gone':
+                    log('xl destroy %s (%s) before booting it again' % (dom, st))
+                    sh(['xl', 'destroy', dom], timeout=left(60))
+                    end = time.monotonic() + left(60)
+                    while alive() != 'gone' and time.monotonic() < end:
+                        time.sleep(0.5)
+                    if alive() != 'gone':
+                        raise Fail(phase[0], 'xl destroy: the domain is still there')
+                try:
+                    console.pump(0.1)
+                    console.close()
+                except OSError:
+                    pass
+                console = None
+                boots += 1
+                # the xl daemon's log of the last boot is rotated by xl create
+                # (xl-NAME.log.1): keep it now
+                for k in ['xl-%s.log', 'console/guest-%s.log']:
+                    src = '/var/log/xen/' + k % dom
+                    if os.path.exists(src):
+                        shutil.copyfile(src, '%s/%s.boot%d' % (out, os.path.basename(src),
+                                                               boots - 1))
+                log('booting the domain again (boot %d) on the same disks' % boots)
+                start_domain(boots, s['timeout'] or sc['boot_timeout'], expects)
+                gone = ''
+                expects = []    # checked against the boot output by start_domain
+                text = ''
             else:
                 send = subst(s['send'], caps, False)
                 phase[0] = 'command %d (%s)' % (i, send)
@@ -920,6 +1037,13 @@ def run_scenario(sc):
                 raise Fail('end', 'the domain is %s %ds after the crash command, not crashed'
                            % (st, sc['end_timeout']))
             res['ended'] = 'crashed %.1fs after the crash command' % (time.monotonic() - t0)
+        elif sc['end'] == 'gone':
+            if not gone:
+                raise Fail('end', 'the domain is still there: end "gone" needs an '
+                           'until-gone step that ended it, after the last restart')
+            if alive() != 'gone':
+                raise Fail('end', 'the domain is back after it went (%s)' % gone)
+            res['ended'] = 'gone: ' + gone
         elif sc['end'] == 'poweroff':
             if not ended:
                 raise Fail('end', 'the script has no command that ends the guest')
@@ -1036,8 +1160,9 @@ def signature(res, dm, domid, console_bytes):
                 r'd%sv\d+ Triple fault[^\n]*\n(?:[^\n]*\n){0,4}[^\n]*RIP:\s+e008:\[<ffff82d'
                 % domid, dm)):
         return 'guest-on-xen-state'
+    step_kind = res.get('failed_step', '').split(' ')[0]   # 'boot 2': after a restart
     if domid is not None and 'd%sv0 Triple fault' % domid in dm:
-        return ('triple-fault-before-prompt' if res.get('failed_step') == 'boot'
+        return ('triple-fault-before-prompt' if step_kind == 'boot'
                 else 'triple-fault-in-guest')
     if 'still in real mode' in msg:
         return 'stuck-in-firmware'
@@ -1045,11 +1170,11 @@ def signature(res, dm, domid, console_bytes):
         return 'died-in-firmware'
     if 'crashed' in msg:
         return 'guest-crash'
-    if console_bytes == 0 and res.get('failed_step') in ('boot', 'create'):
+    if console_bytes == 0 and step_kind in ('boot', 'create'):
         return 'silent'
     if msg.startswith('no prompt') or 'still running' in msg:
         return 'hang'
-    if 'toolstack' in msg or res.get('failed_step') == 'create':
+    if 'toolstack' in msg or step_kind == 'create':
         return 'toolstack'
     if msg.startswith('runner error'):
         return 'runner-error'
@@ -1087,8 +1212,16 @@ def strip_echo(text, sent):
 
 
 def check(expects, text, where, matches, log):
-    """Every regex in expects must match text; records the matching lines."""
+    """Every regex in expects must match text; records the matching lines. A regex
+    that starts with \\A is matched against the whole text only (not line by line:
+    `\\A...\\Z` says what the whole output must be)."""
     for rx in expects:
+        if rx.startswith('\\A'):
+            if not re.search(rx, text):
+                raise Fail(where, 'expected the whole output to match /%s/, it does not' % rx)
+            matches.append('/%s/ (the whole output) %r' % (rx, text.strip()[:200]))
+            log('matched /%s/ (the whole output)' % rx)
+            continue
         found = [ln for ln in text.split('\n') if re.search(rx, ln)]
         if not found and not re.search(rx, text, re.M):
             raise Fail(where, 'expected /%s/ in the output, not found' % rx)

@@ -49,6 +49,10 @@ pub enum End {
     /// the domain must be crashed (`on_crash = "preserve"`), i.e. it reached
     /// `SHUTDOWN_crash` rather than hanging on the way.
     Crash,
+    /// The script's last [`Kind::UntilGone`] step (e.g. `poweroff`, checked for its
+    /// shutdown reason there) ended the domain, and dom0 steps may follow it (e.g.
+    /// `e2fsck` on the powered-off guest's disk): the domain must be gone at the end.
+    Gone,
 }
 
 impl End {
@@ -59,6 +63,7 @@ impl End {
             End::XlShutdown => "xl-shutdown",
             End::XlReboot => "xl-reboot",
             End::Crash => "crash",
+            End::Gone => "gone",
         }
     }
 }
@@ -111,6 +116,21 @@ pub enum Kind {
     /// Wait for guest console output matching `send` (a regex) that arrives on its
     /// own, e.g. a XenStore watch firing; nothing is typed.
     WaitOutput,
+    /// A line typed into the guest's shell that the domain's end must cut off: the
+    /// runner waits until the domain is gone instead of for a prompt, and fails if the
+    /// prompt comes back first (the command finished: e.g. a `dd` that an earlier
+    /// dom0 step's `xl destroy` in the background was meant to interrupt) or if it
+    /// crashed. The output then gets a last line from the runner,
+    /// `(domain gone N.Ns after the command: destroyed)` or `(... : shut down, reason
+    /// code R (poweroff))` from the xl log, for the expectations. Later guest steps
+    /// need a [`Kind::Restart`] first.
+    UntilGone,
+    /// The domain is booted again from the same xl config and the same disks: the
+    /// runner destroys it if it is still there, then `xl create -p`, console,
+    /// unpause and waits for the first prompt, as at the start (boot checks and flake
+    /// classification included; `timeout_s` is the boot timeout, `expect` is matched
+    /// against the boot output). `${DOMID}` is the new domain's id afterwards.
+    Restart,
 }
 
 impl Kind {
@@ -119,6 +139,8 @@ impl Kind {
             Kind::Guest => "guest",
             Kind::Dom0 => "dom0",
             Kind::WaitOutput => "wait",
+            Kind::UntilGone => "until-gone",
+            Kind::Restart => "restart",
         }
     }
 }
@@ -135,6 +157,8 @@ pub struct Step {
     pub send: &'static str,
     /// Regexes (Python `re`), each must match a line of the output (for a guest
     /// command: before the next prompt, the echo of the command line not searched).
+    /// A regex that starts with `\A` is matched against the whole output instead
+    /// (`\A...\Z`: the output must be exactly that).
     pub expect: &'static [&'static str],
     /// `(VAR, regex)`: the regex's first group in the output becomes `${VAR}` (and is
     /// written to `result.txt` as `var.VAR=...`); no match fails the step.
@@ -262,6 +286,33 @@ const fn wait_output(regex: &'static str, timeout_s: u32) -> Step {
     }
 }
 
+/// A guest command the domain's end must cut off (see [`Kind::UntilGone`]).
+const fn until_gone(send: &'static str, expect: &'static [&'static str], timeout_s: u32) -> Step {
+    Step {
+        kind: Kind::UntilGone,
+        send,
+        expect,
+        capture: &[],
+        timeout_s,
+        ends: false,
+        netns: "",
+    }
+}
+
+/// Boot the domain again on the same disks (see [`Kind::Restart`]); `boot_timeout_s`
+/// to the first prompt.
+const fn restart(boot_timeout_s: u32, expect: &'static [&'static str]) -> Step {
+    Step {
+        kind: Kind::Restart,
+        send: "",
+        expect,
+        capture: &[],
+        timeout_s: boot_timeout_s,
+        ends: false,
+        netns: "",
+    }
+}
+
 /// The command that ends the guest (e.g. `poweroff`).
 const fn last(send: &'static str) -> Step {
     Step {
@@ -349,6 +400,13 @@ const LINUX_STEPS: &[Step] = &[
 const DATA_LOOP: Disk = Disk {
     var: "DATA",
     size_mb: 64,
+    source: None,
+    loop_dev: true,
+};
+/// 256 MiB: room for a `dd` into a file that runs long enough to be cut off.
+const DATA_LOOP_256: Disk = Disk {
+    var: "DATA",
+    size_mb: 256,
     source: None,
     loop_dev: true,
 };
@@ -1077,6 +1135,210 @@ const FS_STEPS: &[Step] = &[
     last("poweroff"),
 ];
 
+// ---------------------------------------------------------------- crash safety
+//
+// The crash-safety issue's "Proof on real Xen": dom0 makes an ext4 disk (256 MiB,
+// 1 KiB blocks); Xenlet writes a file, `sync`s it and notes its SHA-256, then a long
+// `dd` of zeros into another file is cut off by `xl destroy`, and the domain is booted
+// again on the same disk, twice: first a plain `dd bs=16k` (the issue's), then one
+// with `oflag=dsync` (a jbd2 transaction per 64 KiB written, so the destroy lands
+// among commits and the file has a committed prefix). After each crash dom0 shows the
+// disk needs recovery and counts the commit blocks in its log; then either Xenlet
+// replays the journal at mount (`fs-crash-pvh`) or dom0's `e2fsck -fy` does
+// (`fs-crash-e2fsck-pvh`). After each boot the synced file has its SHA-256 and the
+// cut-off file is absent or a prefix of what dd wrote (zeros only, `hexdump -C`).
+// After `poweroff`, dom0's `e2fsck -fn` is clean and dom0 reads both files itself.
+
+/// dom0 arms an `xl destroy` in the background that fires once blkback has seen
+/// `$sectors` more sectors written (its `wr_sect` counter: in the middle of the dd
+/// however fast the bed is that day). The job is a statement of its own with its
+/// output redirected: the runner reads a step's output to its end, so a job holding
+/// the pipe would hold the step.
+macro_rules! arm_destroy {
+    ($sectors:literal) => {
+        dom0_cap(
+            concat!(
+                "v=/sys/bus/xen-backend/devices/vbd-$DOMID-51728/statistics/wr_sect; ",
+                "base=$(cat $v) || exit 1; echo \"armed at wr_sect $base\"; ",
+                "(for i in $(seq 1500); do w=$(cat $v 2>/dev/null) || exit 0; ",
+                "[ $((w - base)) -ge ",
+                $sectors,
+                " ] && break; sleep 0.1; done; ",
+                "xl destroy $NAME; rc=$?; ",
+                "echo \"xl destroy rc=$rc at $(( (w - base) / 2048 )) MiB written\") ",
+                ">/tmp/crash-destroy.log 2>&1 </dev/null &"
+            ),
+            &[],
+            &[("WR_BASE", r"^armed at wr_sect (\d+)$")],
+            30,
+        )
+    };
+}
+
+/// After the destroy: what the watcher did, the disk marked needs_recovery, the
+/// commit blocks in the log (`$n`: the round, for the variable names).
+macro_rules! after_destroy {
+    ($n:literal) => {
+        dom0_cap(
+            concat!(
+                "for i in $(seq 50); do grep -q rc= /tmp/crash-destroy.log && break; sleep 0.2; done; ",
+                "cat /tmp/crash-destroy.log; ",
+                "echo 3 > /proc/sys/vm/drop_caches; blockdev --flushbufs $DATA; ",
+                "dumpe2fs -h $DATA 2>/dev/null | grep -E '^(Filesystem features|Filesystem state|Journal sequence|Journal start)'; ",
+                "echo \"journal: $(debugfs -R logdump $DATA 2>/dev/null | grep -c 'commit block') commit blocks in the log\""
+            ),
+            &[r"^xl destroy rc=0 at \d+ MiB written$", r"^Filesystem features:.* needs_recovery"],
+            &[
+                (concat!("CUT_MIB_", $n), r"^xl destroy rc=0 at (\d+) MiB written$"),
+                (concat!("LOG_COMMITS_", $n), r"^journal: (\d+) commit blocks in the log$"),
+            ],
+            60,
+        )
+    };
+}
+
+/// `hexdump -C /mnt/FILE` of a file of zeros (the zero row, `*` when there are more,
+/// the size in hex), or of an empty or missing one: the whole output (`\A...\Z`).
+macro_rules! zeros_or_none {
+    ($f:literal) => {
+        cmd(
+            concat!("hexdump -C /mnt/", $f),
+            &[concat!(
+                r"\A(?:00000000  (?:00 ){8} (?:00 ){8} \|\.{16}\|\n(?:\*\n)?[0-9a-f]{8}\n",
+                r"|hexdump: /mnt/",
+                $f,
+                r": No such file or directory\n)?\s*\Z"
+            )],
+            150,
+        )
+    };
+}
+
+/// dom0's own read of a cut-off file after poweroff: absent, or no longer than the
+/// `$max` bytes dd would have written and zeros only (`cmp` with /dev/zero ends on
+/// the file's EOF at its size).
+macro_rules! zeros_in_dom0 {
+    ($f:literal, $var:literal, $max:literal) => {
+        dom0_cap(
+            concat!(
+                "s=$(debugfs -R 'stat /", $f, "' $DATA 2>/dev/null | sed -n 's/^.*Size: \\([0-9]*\\).*$/\\1/p' | head -1); ",
+                "if [ -z \"$s\" ]; then echo '", $f, ": absent'; exit 0; fi; ",
+                "c=$(debugfs -R 'cat /", $f, "' $DATA 2>/dev/null | cmp - /dev/zero 2>&1); echo \"$c\"; ",
+                "case \"$c\" in \"cmp: EOF on - after byte $s,\"*|'cmp: EOF on - which is empty') ;; *) exit 1;; esac; ",
+                "echo \"", $f, ": $s bytes, all zero (dd would have written ", $max, ")\"; [ \"$s\" -le ", $max, " ]"
+            ),
+            &[concat!("^", $f, r": (absent|\d+ bytes, all zero)")],
+            &[($var, concat!("^", $f, r": (absent|\d+)"))],
+            120,
+        )
+    };
+}
+
+/// The whole script; `[$($boot1),*]` and `[$($boot2),*]` boot the domain again
+/// after the first and the second crash and mount the disk (with or without dom0's
+/// `e2fsck -fy` first).
+macro_rules! fs_crash_steps {
+    ([$($boot1:expr),* $(,)?], [$($boot2:expr),* $(,)?]) => {
+        [
+            dom0(
+                concat!(
+                    "mkfs.ext4 -q -F $DATA && blockdev --flushbufs $DATA && ",
+                    "dumpe2fs -h $DATA 2>/dev/null | grep -E '^(Block size|Filesystem features)'"
+                ),
+                &[r"^Block size:\s+1024$", r"has_journal", r"metadata_csum"],
+                60,
+            ),
+            cmd("mount /dev/xvdb /mnt", &[], 60),
+            cmd("dd if=/dev/urandom of=/mnt/synced bs=16k count=256", &[r"^256\+0 records out"], 60),
+            cmd("sync", &[], 60),
+            cmd_cap("sha256sum /mnt/synced", &[], &[("SYNCED", r"^([0-9a-f]{64})  /mnt/synced$")], 60),
+            // crash 1: a plain dd of 200 MiB, destroyed after 32 MiB
+            arm_destroy!(65536),
+            until_gone(
+                "dd if=/dev/zero of=/mnt/zero bs=16k count=12800",
+                &[r"^\(domain gone [\d.]+s after the command: destroyed\)$"],
+                150,
+            ),
+            after_destroy!(1),
+            $($boot1,)*
+            cmd("sha256sum /mnt/synced", &[r"^${SYNCED}  /mnt/synced$"], 60),
+            cmd("ls -l /mnt", &[r" synced$"], 30),
+            zeros_or_none!("zero"),
+            // crash 2: 200 MiB with a commit per 64 KiB, destroyed after 8 MiB
+            arm_destroy!(16384),
+            until_gone(
+                "dd if=/dev/zero of=/mnt/zero2 bs=64k count=3200 oflag=dsync",
+                &[r"^\(domain gone [\d.]+s after the command: destroyed\)$"],
+                150,
+            ),
+            after_destroy!(2),
+            $($boot2,)*
+            cmd("sha256sum /mnt/synced", &[r"^${SYNCED}  /mnt/synced$"], 60),
+            cmd("ls -l /mnt", &[r" synced$"], 30),
+            zeros_or_none!("zero"),
+            zeros_or_none!("zero2"),
+            until_gone(
+                "poweroff",
+                &[r"^\(domain gone [\d.]+s after the command: shut down, reason code 0 \(poweroff\)\)$"],
+                60,
+            ),
+            dom0(
+                "echo 3 > /proc/sys/vm/drop_caches; blockdev --flushbufs $DATA; e2fsck -fn $DATA; echo \"e2fsck exit $?\"",
+                &[r"^e2fsck exit 0$"],
+                90,
+            ),
+            dom0("debugfs -R 'cat /synced' $DATA 2>/dev/null | sha256sum", &[r"^${SYNCED}  -$"], 60),
+            zeros_in_dom0!("zero", "ZERO", 209715200),
+            zeros_in_dom0!("zero2", "ZERO2", 209715200),
+        ]
+    };
+}
+
+/// Xenlet boots again and replays the journal at mount (`$n`: the round).
+macro_rules! xenlet_replays {
+    ($n:literal) => {
+        [
+            restart(120, &[r"^blkfront: xvdb 256 MiB"]),
+            cmd_cap(
+                "mount /dev/xvdb /mnt",
+                &[r"^ext4: journal replayed at mount: "],
+                &[(
+                    concat!("REPLAY_", $n),
+                    r"^ext4: journal replayed at mount: (.*)$",
+                )],
+                90,
+            ),
+        ]
+    };
+}
+
+/// dom0's `e2fsck -fy` replays the journal (and checks everything), then Xenlet
+/// boots again and mounts.
+const E2FSCK_FY: Step = dom0(
+    "e2fsck -fy $DATA; rc=$?; echo \"e2fsck exit $rc\"; blockdev --flushbufs $DATA; [ $rc -le 1 ]",
+    &[r"recovering journal", r"^e2fsck exit [01]$"],
+    120,
+);
+
+const FS_CRASH_STEPS: &[Step] = &{
+    let [r1a, r1b] = xenlet_replays!(1);
+    let [r2a, r2b] = xenlet_replays!(2);
+    fs_crash_steps!([r1a, r1b], [r2a, r2b])
+};
+
+const FS_CRASH_E2FSCK_STEPS: &[Step] = &fs_crash_steps!(
+    [
+        E2FSCK_FY,
+        restart(120, &[r"^blkfront: xvdb 256 MiB"]),
+        cmd("mount /dev/xvdb /mnt", &[], 90),
+    ],
+    [
+        E2FSCK_FY,
+        restart(120, &[r"^blkfront: xvdb 256 MiB"]),
+        cmd("mount /dev/xvdb /mnt", &[], 90),
+    ]
+);
+
 /// Disks attached and detached at run time (issue 11 item 6): `xl block-detach`
 /// during a long `dd` ends the dd with an I/O error within seconds and the disk goes;
 /// `xl block-attach` of a new disk gives a working disk, its data checked from dom0,
@@ -1420,6 +1682,40 @@ on_crash    = "preserve"
         boot_expect: &[r"^blkfront: xvdb 64 MiB"],
         steps: FS_STEPS,
         end: End::Poweroff,
+        end_timeout_s: 30,
+        budget_s: 178,
+        topology: None,
+    },
+    Scenario {
+        name: "fs-crash-pvh",
+        about: "crash safety on real Xen: a synced file, xl destroy in the middle of a dd into another, Xenlet boots again and replays the journal; the synced file intact, the cut-off one absent or zeros; e2fsck -fn clean after poweroff",
+        needs: &[Need::XenletElf],
+        config: XENLET_PVH_CONFIG,
+        disks: &[DATA_LOOP_256],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 120,
+        boot_expect: &[r"^blkfront: xvdb 256 MiB"],
+        steps: FS_CRASH_STEPS,
+        end: End::Gone,
+        end_timeout_s: 30,
+        budget_s: 178,
+        topology: None,
+    },
+    Scenario {
+        name: "fs-crash-e2fsck-pvh",
+        about: "crash safety on real Xen: as fs-crash-pvh, with dom0's e2fsck -fy replaying the journal before Xenlet boots again",
+        needs: &[Need::XenletElf],
+        config: XENLET_PVH_CONFIG,
+        disks: &[DATA_LOOP_256],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 120,
+        boot_expect: &[r"^blkfront: xvdb 256 MiB"],
+        steps: FS_CRASH_E2FSCK_STEPS,
+        end: End::Gone,
         end_timeout_s: 30,
         budget_s: 178,
         topology: None,
@@ -2736,6 +3032,24 @@ mod tests {
                 assert!(s.steps.iter().all(|l| !l.ends), "{}", s.name);
                 assert!(s.end_timeout_s <= 10, "{}: xl ends within 10 s", s.name);
             }
+            // once an until-gone step ended the domain, the guest is back only after a
+            // restart; end "gone" wants it gone at the end, every other end alive
+            let mut up = true;
+            for st in s.steps {
+                match st.kind {
+                    Kind::Guest | Kind::WaitOutput => assert!(up, "{}: {}", s.name, st.send),
+                    Kind::UntilGone => {
+                        assert!(up, "{}: {}", s.name, st.send);
+                        up = false;
+                    }
+                    Kind::Restart => up = true,
+                    Kind::Dom0 => {}
+                }
+            }
+            assert_eq!(up, s.end != End::Gone, "{}", s.name);
+            if s.end == End::Gone {
+                assert!(s.steps.iter().all(|l| !l.ends), "{}", s.name);
+            }
             for st in s.steps {
                 assert!(!st.ends || st.kind == Kind::Guest, "{}", s.name);
                 for (_, rx) in st.capture {
@@ -2790,6 +3104,86 @@ mod tests {
         assert!(j.contains(r#""kind": "dom0""#));
         assert!(j.contains(r#""capture": [["SUM", "^([0-9a-f]{64})  /dev/xvdb$"]]"#));
         assert!(to_json(&[find("xen-pvh").unwrap()]).contains(r#""end": "xl-reboot""#));
+    }
+}
+
+#[cfg(test)]
+mod fs_crash_tests {
+    use super::*;
+
+    fn kinds(s: &Scenario) -> Vec<Kind> {
+        s.steps.iter().map(|st| st.kind).collect()
+    }
+
+    #[test]
+    fn crash_scenarios_destroy_mid_dd_and_boot_again() {
+        for name in ["fs-crash-pvh", "fs-crash-e2fsck-pvh"] {
+            let s = find(name).unwrap();
+            assert_eq!(s.end, End::Gone);
+            assert!(s.budget_s < 180, "{name}");
+            // 200 MiB fit on the 256 MiB disk beside the 4 MiB synced file
+            assert_eq!(s.disks[0].size_mb, 256);
+            let k = kinds(s);
+            let gone: Vec<usize> = (0..k.len()).filter(|&i| k[i] == Kind::UntilGone).collect();
+            assert_eq!(gone.len(), 3, "{name}: two crashes and the poweroff");
+            for (&cut, dd) in gone.iter().zip([
+                "of=/mnt/zero bs=16k count=12800",
+                "of=/mnt/zero2 bs=64k count=3200 oflag=dsync",
+            ]) {
+                // the destroy is armed in the background by the dom0 step right before
+                // the dd it cuts off, and the domain is booted again after it
+                let arm = &s.steps[cut - 1];
+                assert_eq!(arm.kind, Kind::Dom0);
+                assert!(arm.send.contains("xl destroy $NAME"));
+                assert!(arm.send.ends_with(" &"), "{name}: in the background");
+                assert!(s.steps[cut].send.contains(dd), "{name}");
+                assert!(s.steps[cut].expect[0].contains(": destroyed"));
+                assert!(k[cut..].contains(&Kind::Restart));
+            }
+            // the synced file's SHA-256 from before the crashes is checked after each
+            // boot, and from dom0 after the poweroff
+            let sum = s
+                .steps
+                .iter()
+                .position(|st| st.capture.iter().any(|c| c.0 == "SYNCED"));
+            assert!(sum.unwrap() < gone[0]);
+            let checks = s.steps[gone[0]..]
+                .iter()
+                .filter(|st| st.expect.iter().any(|e| e.contains("${SYNCED}")))
+                .count();
+            assert_eq!(checks, 3, "{name}");
+            // powered off last, then e2fsck -fn on the disk
+            let off = gone[2];
+            assert_eq!(s.steps[off].send, "poweroff");
+            assert!(s.steps[off + 1].send.contains("e2fsck -fn $DATA"));
+            assert_eq!(s.steps[off + 1].expect, &[r"^e2fsck exit 0$"]);
+        }
+        // e2fsck -fy replays before each boot; Xenlet's mounts say what they replayed
+        let e = find("fs-crash-e2fsck-pvh").unwrap();
+        let fy: Vec<usize> = (0..e.steps.len())
+            .filter(|&i| e.steps[i].send.contains("e2fsck -fy"))
+            .collect();
+        assert_eq!(fy.len(), 2);
+        assert!(fy.iter().all(|&i| e.steps[i + 1].kind == Kind::Restart));
+        let x = find("fs-crash-pvh").unwrap();
+        let replays = x
+            .steps
+            .iter()
+            .filter(|st| st.capture.iter().any(|c| c.0.starts_with("REPLAY_")))
+            .count();
+        assert_eq!(replays, 2);
+        let j = to_json(&[x]);
+        assert!(j.contains(r#""kind": "until-gone""#));
+        assert!(
+            j.contains(r#""kind": "restart", "send": "", "expect": ["^blkfront: xvdb 256 MiB"]"#)
+        );
+        assert!(j.contains(r#""end": "gone""#));
+        let hex = x.steps.iter().find(|st| st.send == "hexdump -C /mnt/zero2");
+        assert!(
+            hex.unwrap().expect[0].starts_with(r"\A"),
+            "whole-output match"
+        );
+        assert!(hex.unwrap().expect[0].contains("|hexdump: /mnt/zero2: No such file"));
     }
 }
 
