@@ -52,10 +52,9 @@ mod imp {
         let s = boot_stack();
         let mut at = s.bottom;
         while at < s.top {
-            // SAFETY: `at` is 8-byte aligned inside the boot stack, which is mapped
-            // (identity, read-write) for the kernel's life; a volatile read of a word
-            // of it races with nothing that matters (only this CPU writes it, and
-            // words below the current stack pointer are dead).
+            // Only this CPU writes the stack, and the words below the current stack
+            // pointer are dead: reading them races with nothing.
+            // SAFETY: `at` is 8-byte aligned inside the boot stack, mapped read-write (identity) for the kernel's life.
             let w = unsafe { core::ptr::read_volatile(at as *const u64) };
             if w != 0 {
                 break;
