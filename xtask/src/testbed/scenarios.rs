@@ -1598,7 +1598,7 @@ on_crash    = "preserve"
         steps: XEN_HVM_STEPS,
         end: End::XlShutdown,
         end_timeout_s: 10,
-        budget_s: 178,
+        budget_s: 238,
         topology: None,
     },
     Scenario {
@@ -3015,13 +3015,19 @@ mod tests {
             // `bench fs` writes the report's 2 GiB, and a router scenario runs some
             // fifteen checks across its topology (iperf3 both ways, traceroute): minutes,
             // by design
+            // an HVM disk boot (SeaBIOS, GRUB reading the kernel through the BIOS,
+            // then the checks) took 107 s on a quiet test bed and 193 s on a loaded
+            // one: it gets up to 4 min
+            let hvm_disk_boot =
+                s.needs.contains(&Need::XenletImage) && s.console == Console::Serial;
             if !s.needs.is_empty()
                 && !s.name.starts_with("bench-fs-")
                 && s.topology != Some(Topology::Router)
             {
+                let limit = if hvm_disk_boot { 240 } else { 180 };
                 assert!(
-                    s.budget_s < 180,
-                    "{}: a Xenlet scenario takes < 3 min",
+                    s.budget_s < limit,
+                    "{}: a Xenlet scenario takes < {limit} s",
                     s.name
                 );
             }
