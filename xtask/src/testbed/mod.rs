@@ -21,6 +21,7 @@ mod soak;
 use crate::util::{Error, Result};
 use std::collections::BTreeMap;
 
+pub use scenarios::{MEM_PROBES_LINUX, MEM_PROBES_XENLET};
 pub use session::Options;
 
 /// Runs the named scenarios (those of `testbed list`, or `bench-*`/`demo`) in one

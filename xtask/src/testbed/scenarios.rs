@@ -423,10 +423,17 @@ const DATA2: Disk = Disk {
     loop_dev: false,
 };
 
-const LINUX_HVM_CONFIG: &str = r#"name    = "@NAME@"
-type    = "hvm"
-memory  = 256
-vcpus   = 1
+/// The Linux PVHVM domU's xl config with `memory = $mem` (`bench boot` probes the
+/// smallest that works with the same config otherwise).
+macro_rules! linux_hvm_config {
+    ($mem:literal) => {
+        concat!(
+            "name    = \"@NAME@\"\n",
+            "type    = \"hvm\"\n",
+            "memory  = ",
+            $mem,
+            "\n",
+            r#"vcpus   = 1
 kernel  = "@LINUX@"
 ramdisk = "@LINUX_INITRD@"
 extra   = "console=ttyS0,115200 loglevel=4"
@@ -438,7 +445,11 @@ vnc     = 0
 on_poweroff = "destroy"
 on_reboot   = "destroy"
 on_crash    = "preserve"
-"#;
+"#
+        )
+    };
+}
+const LINUX_HVM_CONFIG: &str = linux_hvm_config!(256);
 
 const IMAGE_COPY: Disk = Disk {
     var: "DISK",
@@ -2593,6 +2604,181 @@ const ROUTER_XENLET_FW_STEPS: &[Step] = &[
     last("poweroff"),
 ];
 
+// ---------------------------------------------------------------- bench boot
+//
+// `cargo xtask bench boot`: `xl create` to the first shell prompt, Xenlet booted as
+// HVM from its disk image (the report's configuration) and as PVH, against the Linux
+// PVHVM domU of `linux-hvm` to its init's shell (the prompt follows init's first line,
+// `DOMU: up`, at once); the runner's `t_create` (`xl create -p`) and
+// `t_first_prompt` (unpause to prompt) of each run. Then the smallest `memory=` with
+// which each boots and passes a dd + ping check: one probe scenario per size.
+
+/// Xenlet HVM from its disk image: the `hvm-disk` configuration.
+pub const BENCH_BOOT_HVM: Scenario = Scenario {
+    name: "bench-boot-hvm",
+    about: "bench boot: Xenlet HVM from its disk image (hvm-disk's config), xl create to the first prompt",
+    needs: &[Need::XenletImage],
+    config: XENLET_HVM_DISK_CONFIG,
+    disks: &[IMAGE_COPY, DATA_FILE],
+    console: Console::Serial,
+    prompt: XENLET_PROMPT,
+    eol: "\r",
+    boot_timeout_s: 200,
+    boot_expect: &[],
+    steps: XENLET_STEPS,
+    end: End::Poweroff,
+    end_timeout_s: 30,
+    budget_s: 238,
+    topology: None,
+};
+
+/// Xenlet PVH: the `pvh` configuration.
+pub const BENCH_BOOT_PVH: Scenario = Scenario {
+    name: "bench-boot-pvh",
+    about: "bench boot: Xenlet PVH (pvh's config), xl create to the first prompt",
+    needs: &[Need::XenletElf],
+    config: XENLET_PVH_CONFIG,
+    disks: &[DATA_LOOP],
+    console: Console::Pv,
+    prompt: XENLET_PROMPT,
+    eol: "\r",
+    boot_timeout_s: 120,
+    boot_expect: &[],
+    steps: XENLET_STEPS,
+    end: End::Poweroff,
+    end_timeout_s: 30,
+    budget_s: 170,
+    topology: None,
+};
+
+/// The Linux PVHVM domU of `linux-hvm` (256 MiB), to its init's shell.
+pub const BENCH_BOOT_LINUX: Scenario = Scenario {
+    name: "bench-boot-linux",
+    about: "bench boot: the Linux PVHVM domU (linux-hvm's config), xl create to its init's shell",
+    needs: &[],
+    config: LINUX_HVM_CONFIG,
+    disks: &[DATA_LOOP, DATA2],
+    console: Console::Serial,
+    prompt: LINUX_PROMPT,
+    eol: "\r",
+    boot_timeout_s: 300,
+    boot_expect: &[r"^DOMU: up"],
+    steps: &[last("poweroff -f")],
+    end: End::Poweroff,
+    end_timeout_s: 60,
+    budget_s: 420,
+    topology: None,
+};
+
+/// The check of a memory probe, Xenlet: 8 MiB written to xvdb with a flush, three
+/// pings to dom0 on xenbr0 (eth0's address from the command line).
+const MEM_XENLET_STEPS: &[Step] = &[
+    cmd(
+        "dd if=/dev/zero of=/dev/xvdb bs=16k count=512 conv=fsync",
+        &[r"^512\+0 records out"],
+        120,
+    ),
+    cmd(
+        "ping -c 3 -i 0.2 10.99.0.1",
+        &[r"^3 packets transmitted, [1-3] received"],
+        60,
+    ),
+    last("poweroff"),
+];
+
+/// The same check in the Linux domU (busybox dd and ping).
+const MEM_LINUX_STEPS: &[Step] = &[
+    cmd(
+        "dd if=/dev/zero of=/dev/xvdb bs=16k count=512 conv=fsync",
+        &[r"^512\+0 records out"],
+        240,
+    ),
+    LINUX_STEPS[1],
+    last("poweroff -f"),
+];
+
+/// A memory probe of Xenlet: the `pvh` configuration with `memory = $mem` and a vif
+/// on xenbr0 (10.99.0.2/24 from the command line).
+macro_rules! mem_probe_xenlet {
+    ($mem:literal) => {
+        Scenario {
+            name: concat!("bench-mem-xenlet-", $mem),
+            about: concat!(
+                "bench boot: Xenlet PVH with memory = ",
+                $mem,
+                ": boots, dd to xvdb, ping dom0"
+            ),
+            needs: &[Need::XenletElf],
+            config: concat!(
+                "name    = \"@NAME@\"\ntype    = \"pvh\"\nmemory  = ",
+                $mem,
+                "\n",
+                r#"vcpus   = 1
+kernel  = "@FILES@/xenlet.elf"
+cmdline = "xenlet.eth0=10.99.0.2/24"
+disk    = [ "phy:@DATA@,xvdb,w" ]
+vif     = [ "bridge=xenbr0,mac=00:16:3e:58:00:02" ]
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#
+            ),
+            disks: &[DATA_LOOP],
+            console: Console::Pv,
+            prompt: XENLET_PROMPT,
+            eol: "\r",
+            boot_timeout_s: 60,
+            boot_expect: &[],
+            steps: MEM_XENLET_STEPS,
+            end: End::Poweroff,
+            end_timeout_s: 30,
+            budget_s: 150,
+            topology: None,
+        }
+    };
+}
+
+/// A memory probe of the Linux PVHVM domU: `linux-hvm`'s config with `memory = $mem`.
+macro_rules! mem_probe_linux {
+    ($mem:literal) => {
+        Scenario {
+            name: concat!("bench-mem-linux-", $mem),
+            about: concat!(
+                "bench boot: the Linux PVHVM domU with memory = ",
+                $mem,
+                ": boots, dd to xvdb, ping dom0"
+            ),
+            needs: &[],
+            config: linux_hvm_config!($mem),
+            disks: &[DATA_LOOP, DATA2],
+            console: Console::Serial,
+            prompt: LINUX_PROMPT,
+            eol: "\r",
+            boot_timeout_s: 240,
+            boot_expect: &[r"^DOMU: up"],
+            steps: MEM_LINUX_STEPS,
+            end: End::Poweroff,
+            end_timeout_s: 60,
+            budget_s: 480,
+            topology: None,
+        }
+    };
+}
+
+/// The `memory=` sizes (MiB) `bench boot` tries, smallest first; each has its probe
+/// scenario `bench-mem-xenlet-N` / `bench-mem-linux-N` in [`EXTRA`].
+pub const MEM_PROBES_XENLET: &[u32] = &[2, 3, 4, 6, 8, 16];
+/// Linux at 48 MiB triple-faulted early in its boot (3.5 min after unpause on the
+/// nested bed); smaller sizes are not tried.
+pub const MEM_PROBES_LINUX: &[u32] = &[48, 64, 96, 128];
+
+/// A memory probe fails by design below the smallest size that works: a scenario
+/// of this name failing, even before any sign of life, is a result and not the
+/// nested-SVM flake (no whole-session retry for it).
+pub fn is_probe(name: &str) -> bool {
+    name.starts_with("bench-mem-")
+}
+
 /// Scenarios run by name only (not by `all`): `cargo xtask bench` and `cargo xtask
 /// demo`.
 pub const EXTRA: &[Scenario] = &[
@@ -2900,6 +3086,19 @@ on_crash    = "preserve"
     renamed(&BENCH_FS_HVM, "bench-fs-hvm-3"),
     BENCH_FS_LINUX,
     BENCH_FS_LINUX_IDE,
+    BENCH_BOOT_HVM,
+    BENCH_BOOT_PVH,
+    BENCH_BOOT_LINUX,
+    mem_probe_xenlet!(2),
+    mem_probe_xenlet!(3),
+    mem_probe_xenlet!(4),
+    mem_probe_xenlet!(6),
+    mem_probe_xenlet!(8),
+    mem_probe_xenlet!(16),
+    mem_probe_linux!(48),
+    mem_probe_linux!(64),
+    mem_probe_linux!(96),
+    mem_probe_linux!(128),
     renamed(&BENCH_ROUTER_LINUX, "bench-router-linux-1"),
     renamed(&BENCH_ROUTER_LINUX, "bench-router-linux-2"),
     renamed(&BENCH_ROUTER_LINUX, "bench-router-linux-3"),
@@ -3190,6 +3389,38 @@ mod fs_crash_tests {
             "whole-output match"
         );
         assert!(hex.unwrap().expect[0].contains("|hexdump: /mnt/zero2: No such file"));
+    }
+}
+
+#[cfg(test)]
+mod bench_boot_tests {
+    use super::*;
+
+    #[test]
+    fn memory_probes_differ_only_in_memory() {
+        assert_eq!(LINUX_HVM_CONFIG, find("linux-hvm").unwrap().config);
+        assert!(LINUX_HVM_CONFIG.contains("\nmemory  = 256\n"));
+        for (sizes, prefix, base) in [
+            (MEM_PROBES_XENLET, "bench-mem-xenlet-", None),
+            (MEM_PROBES_LINUX, "bench-mem-linux-", Some(LINUX_HVM_CONFIG)),
+        ] {
+            assert!(sizes.windows(2).all(|w| w[0] < w[1]), "smallest first");
+            for m in sizes {
+                let s = find(&format!("{prefix}{m}")).unwrap();
+                assert!(is_probe(s.name));
+                assert!(
+                    s.config.contains(&format!("\nmemory  = {m}\n")),
+                    "{}",
+                    s.name
+                );
+                if let Some(base) = base {
+                    assert_eq!(s.config, base.replace("= 256\n", &format!("= {m}\n")));
+                }
+                assert!(s.steps.iter().any(|st| st.send.contains("dd if=/dev/zero")));
+                assert!(s.steps.iter().any(|st| st.send.contains("ping -c 3")));
+            }
+        }
+        assert!(!is_probe("bench-boot-pvh"));
     }
 }
 

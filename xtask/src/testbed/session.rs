@@ -209,6 +209,19 @@ fn select(names: &[&str]) -> Result<Vec<&'static Scenario>> {
             }
             continue;
         }
+        // `NAME.K`: run K of a scenario (a bench's alternating runs: `bench-linux.1`,
+        // `bench-xenlet.1`, `bench-linux.2`, ...), a copy under that name with its own
+        // results, run under the scenario's own domain name as the copies above
+        if let Some((base, k)) = n.rsplit_once('.') {
+            if let (Some(s), Ok(_)) = (scenarios::find(base), k.parse::<u32>()) {
+                let copy = Scenario {
+                    name: Box::leak(n.to_string().into_boxed_str()),
+                    ..s.clone()
+                };
+                list.push(Box::leak(Box::new(copy)));
+                continue;
+            }
+        }
         let s = scenarios::find(n).ok_or_else(|| {
             let known: Vec<&str> = scenarios::SCENARIOS.iter().map(|s| s.name).collect();
             Error::msg(format!(
@@ -337,6 +350,7 @@ impl Attempt {
         }
         let flaky: Vec<&str> = list
             .iter()
+            .filter(|s| !scenarios::is_probe(s.name))
             .filter(|s| {
                 read_kv(&self.results.join(s.name).join("result.txt"))
                     .get("flake")
@@ -816,6 +830,14 @@ mod xl_tests {
             );
             assert!(s.config.starts_with("name    = \"@NAME@\""));
         }
+        let runs = select(&["bench-linux.1", "bench-xenlet.1", "bench-linux.2"]).unwrap();
+        let names: Vec<&str> = runs.iter().map(|s| s.name).collect();
+        assert_eq!(names, ["bench-linux.1", "bench-xenlet.1", "bench-linux.2"]);
+        assert_eq!(
+            runs[2].config,
+            scenarios::find("bench-linux").unwrap().config
+        );
+        assert!(select(&["bench-linux.x"]).is_err());
         let plain = with_xl(select(&["xen-pvh"]).unwrap(), &[]);
         assert_eq!(plain[0].config, scenarios::find("xen-pvh").unwrap().config);
     }
