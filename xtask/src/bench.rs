@@ -1,87 +1,328 @@
-//! `cargo xtask bench dd|net|fs`: block write, network and filesystem throughput on
-//! the nested Xen test bed.
+//! `cargo xtask bench [seed|boot|dd|fs|net|router|all]`: Xenlet against what a user
+//! would run instead, on the nested Xen test bed; `bench` alone (or `all`) runs every
+//! bench in sequence and writes the whole report (`target/bench/report.md`, one SVG
+//! chart per bench; see `report.rs`).
 //!
-//! `bench fs`: the report's experiment (see `fs`): mount a 3 GiB ext4 disk at /mnt,
-//! `time dd bs=16k count=131072 if=/dev/zero of=/mnt/test`, sync; in Xenlet (PVH, to
-//! the raw disk too, and HVM from its disk image) and the Linux domU with and without
-//! its PV drivers; alternating runs, medians, the report's figures beside them.
+//! Each bench runs its scenarios in one test-bed session, N runs of each system
+//! alternating (fresh boots; `NAME.i` is run `i` of a scenario), and returns a
+//! [`report::Section`]: per measurement and system the figure of each run. The
+//! report gives medians with min..max and the ratios to a baseline system.
 //!
-//! `bench net`: one session runs dom0's real `iperf3 -c` (5 s, TCP, one stream)
-//! against an `iperf3 -s` in the Linux PVHVM domU (Debian's kernel and netfront,
-//! iperf3 added to its initramfs; `bench-net-linux`) and in Xenlet, its netfront and
-//! smoltcp, booted both as PVH (`bench-net-xenlet`) and as HVM from its disk image
-//! like the Linux peer (`bench-net-xenlet-hvm`), both directions (`-R`: the guest
-//! sends), each guest on the bridge xenbr0 through dom0's netback; the table gives
-//! Mbit/s of the receiver line and Xenlet's ratios to Linux.
+//! - `seed`, `fs`: the report's experiment (`bench_fs.rs`);
+//! - `boot`: `xl create` to the first prompt, and the smallest `memory=` that works
+//!   (`bench_boot.rs`);
+//! - `router`: Xenlet as a router against a Linux router domU (`bench_router.rs`);
+//! - `net`: dom0's real `iperf3 -c` (5 s, TCP, one stream) against an `iperf3 -s` in
+//!   the Linux PVHVM domU (Debian's kernel and netfront, iperf3 added to its
+//!   initramfs; `bench-net-linux`) and in Xenlet, its netfront and smoltcp, booted
+//!   both as PVH (`bench-net-xenlet`) and as HVM from its disk image like the Linux
+//!   peer (`bench-net-xenlet-hvm`), both directions (`-R`: the guest sends), each guest
+//!   on the bridge xenbr0 through dom0's netback; Mbit/s of the receiver line;
+//! - `dd`: the same 8 MiB (`bs=16k count=512 conv=fsync`, zeros) written three ways,
+//!   each to a fresh 64 MiB file behind a loop device in dom0: dom0's own `dd` to the
+//!   loop device (`bench-linux`, first step), the Linux PVHVM domU's busybox `dd` to
+//!   its xvdb, `phy:` on that loop device, i.e. dom0's kernel blkback (`bench-linux`),
+//!   and Xenlet booted from its disk image as HVM, `dd` to its xvdb, `phy:` as well
+//!   (`bench-xenlet`); MB/s (10^6 bytes per second, as dd prints it).
 //!
-//! `bench dd`:
-//! One test-bed session (see `xtask/testbed/README.md`) writes the same 8 MiB
-//! (`bs=16k count=512 conv=fsync`, zeros) three ways, each to a fresh 64 MiB file
-//! behind a loop device in dom0:
-//!
-//! - dom0's own `dd` to the loop device (scenario `bench-linux`, first step),
-//! - the Linux PVHVM domU (Debian's kernel, busybox `dd`) to its xvdb, `phy:` on that
-//!   loop device, i.e. dom0's kernel blkback (`bench-linux`),
-//! - Xenlet booted from its disk image as HVM, `dd` to its xvdb, `phy:` as well
-//!   (`bench-xenlet`).
-//!
-//! Each `dd` summary line is captured by the runner (`var.DOM0`, `var.LINUX`,
-//! `var.XENLET` in the scenario's `result.txt`); the table gives bytes, seconds, MB/s
-//! (10^6 bytes per second, as dd prints it) and the ratios. Everything runs nested
-//! under QEMU's TCG, so the absolute figures are far below bare metal; the ratios are
-//! what compares. A benchmark, not a test: it fails only when a run fails.
+//! Everything runs nested under QEMU's TCG, so the absolute figures are far below bare
+//! metal; the ratios are what compares. A benchmark, not a test: a bench fails only
+//! when a run gives no figure (its section says so, the other sections stay, and the
+//! command exits non-zero).
 
+use crate::report::{self, Row, Section, Stamp};
 use crate::testbed;
 use crate::util::{step, Error, Result};
+use std::time::Instant;
 
 const USAGE: &str = "\
-usage: cargo xtask bench dd|net|fs|router [--retries N] [-v] [--smp N] [--xen-arg ARG]
+usage: cargo xtask bench [all|seed|boot|dd|fs|net|router] [options] [testbed options]
 
-  dd    one nested Xen test-bed session: dom0's dd to a loop device, the Linux PVHVM
-        domU's dd to xvdb (phy: on a loop device) and Xenlet's dd to xvdb (phy:),
-        8 MiB each (bs=16k count=512 conv=fsync); prints bytes, seconds, MB/s and
-        the ratios to the Linux domU and to dom0 (also in target/testbed/bench-dd.txt)
-  net   one session: dom0's iperf3 -c (5 s, both directions) against iperf3 -s in the
-        Linux PVHVM domU and in Xenlet (PVH, and HVM from its disk image); Mbit/s and
-        Xenlet/Linux ratios (also in target/testbed/bench-net.txt)
+  (none), all [--runs N]
+        every bench below in sequence, each its own test-bed session, progress
+        lines between them; fs runs with --no-ide --count 16384 (256 MiB: the
+        emulated-IDE row is seed's); writes target/bench/report.md and one SVG
+        chart per bench; exits non-zero when a bench failed (the others' sections
+        stay in the report)
+  seed [--runs N] [--count N] [--table]
+        the report's table reproduced in one session: ext4 on a 3 GiB second disk at
+        /mnt, `time dd bs=16k count=N if=/dev/zero of=/mnt/test`, then sync (N: 8192,
+        128 MiB, by default: emulated IDE wrote 0.35 MB/s in a nested pilot); the
+        Linux HVM domU on QEMU's emulated IDE, the same with PVHVM drivers, Xenlet HVM
+        from its disk image, Xenlet PVH; m:ss per run beside the report's figures and
+        the emulated/PV ratio beside the report's
+  boot [--runs N] [--no-mem] [--table]
+        xl create to the first shell prompt: Xenlet HVM (disk image), Xenlet PVH, the
+        Linux PVHVM domU to its init's shell; then the smallest memory= (MiB) with
+        which Xenlet PVH and the Linux domU boot and pass dd + ping (not with --no-mem)
+  dd [--runs N] [--table]
+        dom0's dd to a loop device, the Linux PVHVM domU's dd to xvdb (phy: on a loop
+        device) and Xenlet's dd to xvdb (phy:), 8 MiB each (bs=16k count=512
+        conv=fsync); MB/s
   fs [--runs N] [--count N] [--no-ide] [--xenlet-only] [--table]
-        one session: the report's experiment, mount a 3 GiB ext4 disk at /mnt,
-        `time dd bs=16k count=N if=/dev/zero of=/mnt/test`, then sync (N: 131072,
-        2 GiB, by default), in Xenlet PVH (and to the raw disk), Xenlet HVM from its
-        disk image, the Linux PVHVM domU and the same domU on QEMU's emulated IDE
-        (not with --no-ide; neither Linux row with --xenlet-only); N runs of each
-        Xenlet row (1-3, default 3), alternating, 3 per Linux boot; m:ss per run,
-        medians, ratios, the report's figures (also in target/testbed/bench-fs.txt);
-        --table: only the table, from the results in target/testbed/ (same options)
+        the report's experiment with the raw-disk row and Xenlet/Linux goals: Xenlet
+        PVH (file and raw /dev/xvdb), Xenlet HVM from its disk image, the Linux PVHVM
+        domU and the same domU on QEMU's emulated IDE (not with --no-ide; neither
+        Linux row with --xenlet-only); N: 131072 (2 GiB) by default; m:ss per run,
+        medians, ratios, the report's figures
+  net [--runs N] [--table]
+        dom0's iperf3 -c (5 s, both directions) against iperf3 -s in the Linux PVHVM
+        domU and in Xenlet (PVH, and HVM from its disk image); Mbit/s
   router [--runs N] [--table]
-        one session: the Linux PVH router domU (256 MiB, fw4's ruleset) and Xenlet as
-        the router (PVH, 32 MiB), N runs of each (1-5, default 3), alternating, each
-        a fresh boot in the router topology; from lan1 through the router to wan:
-        iperf3 TCP both ways with 1 and 4 streams, 64-byte UDP packets per second,
-        new TCP connections per second through the NAT, ping p50/p99, the domains'
-        memory; medians (min..max) and Xenlet/Linux ratios (also in
-        target/bench/router.md); --table: only the table, from target/testbed/
+        the Linux PVH router domU (256 MiB, fw4's ruleset) and Xenlet as the router
+        (PVH, 32 MiB), each a fresh boot in the router topology; from lan1 through the
+        router to wan: iperf3 TCP both ways with 1 and 4 streams, 64-byte UDP packets
+        per second, new TCP connections per second through the NAT, ping p50/p99, the
+        domains' memory (also in target/bench/router.md)
+
+  --runs N   runs of each system, alternating, each a fresh boot (1-5, default 3;
+             seed and fs: 1-3, the Linux domU does its 3 runs in one boot)
+  --table    no session: the section again from the results in target/testbed/
+  testbed options: --retries N, -v, --smp N, --xen-arg ARG, --xl KEY=VALUE
 ";
+
+/// A bench: its name and what runs it.
+type BenchFn = fn(&[&str]) -> Result<Section>;
+const BENCHES: &[(&str, BenchFn)] = &[
+    ("seed", crate::bench_fs::seed),
+    ("boot", crate::bench_boot::boot),
+    ("dd", dd),
+    ("fs", crate::bench_fs::fs),
+    ("net", net),
+    ("router", crate::bench_router::router),
+];
+
+/// What `all` adds to a bench's arguments.
+fn all_defaults(bench: &str) -> &'static [&'static str] {
+    match bench {
+        "fs" => &["--no-ide", "--count", "16384"],
+        _ => &[],
+    }
+}
 
 pub fn main(args: &[&str]) -> Result<()> {
     match args {
-        ["dd", rest @ ..] => dd(rest),
-        ["net", rest @ ..] => net(rest),
-        ["fs", rest @ ..] => fs(rest),
-        ["router", rest @ ..] => crate::bench_router::router(rest),
+        [] => all(&[]),
+        ["all", rest @ ..] => all(rest),
         ["help" | "-h" | "--help"] => {
             print!("{USAGE}");
             Ok(())
         }
-        _ => Err(Error::msg(USAGE)),
+        [name, rest @ ..] => match BENCHES.iter().find(|(n, _)| n == name) {
+            Some((_, f)) => {
+                let section = f(rest)?;
+                finish(&section).map(|_| ())
+            }
+            None => Err(Error::msg(USAGE)),
+        },
+    }
+}
+
+/// Writes the section and its chart, rebuilds the report and prints the section;
+/// an error when the bench failed.
+fn finish(s: &Section) -> Result<std::path::PathBuf> {
+    let stamp = Stamp::now();
+    let dir = report::dir();
+    let path = report::write(&dir, s, &stamp)?;
+    println!("\n{}", report::markdown(s, &stamp));
+    println!(
+        "report: {} (chart: {})",
+        path.display(),
+        dir.join(format!("{}.svg", s.bench)).display()
+    );
+    match &s.failed {
+        Some(f) => Err(Error::msg(format!("bench {}: {f}", s.bench))),
+        None => Ok(path),
+    }
+}
+
+fn hms(secs: u64) -> String {
+    format!("{}h{:02}m{:02}s", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+/// Every bench in sequence, with progress lines; the report is rebuilt after each.
+fn all(args: &[&str]) -> Result<()> {
+    let mut runs: Option<&str> = None;
+    let mut rest: Vec<&str> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match *a {
+            "--runs" => runs = Some(it.next().ok_or_else(|| Error::msg(USAGE))?),
+            "--table" => rest.push(a),
+            o => rest.push(o),
+        }
+    }
+    // the test-bed options are checked once, before hours of benches
+    testbed::parse_options(
+        &rest
+            .iter()
+            .copied()
+            .filter(|a| *a != "--table")
+            .collect::<Vec<_>>(),
+    )?;
+    let names: Vec<&str> = BENCHES.iter().map(|(n, _)| *n).collect();
+    step(&format!(
+        "bench all: {} in sequence, each its own test-bed session; report: {}",
+        names.join(", "),
+        report::dir().join("report.md").display()
+    ));
+    let t0 = Instant::now();
+    let mut outcome: Vec<(&str, String, u64)> = Vec::new();
+    for (i, (name, f)) in BENCHES.iter().enumerate() {
+        let mut a: Vec<&str> = all_defaults(name).to_vec();
+        if let Some(r) = runs {
+            a.extend(["--runs", r]);
+        }
+        a.extend(rest.iter().copied());
+        step(&format!(
+            "[bench {}/{}: {name}] started after {}: cargo xtask bench {name} {}",
+            i + 1,
+            BENCHES.len(),
+            hms(t0.elapsed().as_secs()),
+            a.join(" ")
+        ));
+        let t = Instant::now();
+        let result = f(&a).and_then(|s| finish(&s));
+        let secs = t.elapsed().as_secs();
+        let status = match &result {
+            Ok(_) => "ok".to_string(),
+            Err(e) => format!("FAILED: {e}"),
+        };
+        step(&format!(
+            "[bench {}/{}: {name}] {status} in {}",
+            i + 1,
+            BENCHES.len(),
+            hms(secs)
+        ));
+        outcome.push((name, status, secs));
+    }
+    println!("\nbench all: {}", hms(t0.elapsed().as_secs()));
+    for (n, s, secs) in &outcome {
+        println!("  {n:<7} {:>10}  {s}", hms(*secs));
+    }
+    println!("report: {}", report::dir().join("report.md").display());
+    let failed: Vec<&str> = outcome
+        .iter()
+        .filter(|(_, s, _)| s != "ok")
+        .map(|(n, _, _)| *n)
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::msg(format!(
+            "bench all: {} failed (see the report)",
+            failed.join(", ")
+        )))
+    }
+}
+
+/// The options every bench takes: `--runs N` (1..=max), `--table`, and the test-bed
+/// options; the remaining words for the bench itself.
+pub(crate) struct BenchArgs<'a> {
+    pub runs: usize,
+    pub table_only: bool,
+    pub opts: testbed::Options,
+    pub words: Vec<&'a str>,
+}
+
+/// Parses [`BenchArgs`]; `own` are the bench's own flags (kept in `words`, with the
+/// value after each of `own_values`).
+pub(crate) fn bench_args<'a>(
+    args: &[&'a str],
+    max_runs: usize,
+    own: &[&str],
+    own_values: &[&str],
+) -> Result<BenchArgs<'a>> {
+    let mut runs = 3usize.min(max_runs);
+    let mut table_only = false;
+    let mut rest = Vec::new();
+    let mut words = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match *a {
+            "--runs" => {
+                runs = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|n| (1..=max_runs).contains(n))
+                    .ok_or_else(|| Error::msg(format!("--runs is 1-{max_runs}\n{USAGE}")))?
+            }
+            "--table" => table_only = true,
+            o if own.contains(&o) => words.push(o),
+            o if own_values.contains(&o) => {
+                words.push(o);
+                words.push(
+                    it.next()
+                        .ok_or_else(|| Error::msg(format!("{o} needs a value")))?,
+                );
+            }
+            o => rest.push(o),
+        }
+    }
+    let (opts, names) = testbed::parse_options(&rest)?;
+    if !names.is_empty() {
+        return Err(Error::msg(format!("unexpected '{}'\n{USAGE}", names[0])));
+    }
+    Ok(BenchArgs {
+        runs,
+        table_only,
+        opts,
+        words,
+    })
+}
+
+/// Runs the scenarios in one session, unless `--table`.
+pub(crate) fn session(names: &[String], a: &BenchArgs) -> Result<()> {
+    if a.table_only {
+        return Ok(());
+    }
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    testbed::run(&refs, &a.opts)
+}
+
+/// A note for each scenario that did not pass: its status, step and message.
+pub(crate) fn failures(names: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in names {
+        let v = testbed::result(n);
+        let status = v.get("status").map_or("not run", String::as_str);
+        if status != "PASS" {
+            let why = [v.get("failed_step"), v.get("message")]
+                .into_iter()
+                .flatten()
+                .filter(|s| !s.is_empty())
+                .map(|s| s.chars().take(200).collect::<String>())
+                .collect::<Vec<_>>()
+                .join(": ");
+            out.push(format!("{n}: {status} {why}").trim_end().to_string());
+        }
+    }
+    out
+}
+
+/// Why a bench failed: the session's error, or rows with fewer figures than runs.
+pub(crate) fn failure(ran: Result<()>, rows: &[Row], runs: usize) -> Option<String> {
+    let short: Vec<String> = rows
+        .iter()
+        .filter(|r| r.runs.len() < runs)
+        .map(|r| format!("{} / {}: {} of {runs}", r.label, r.system, r.runs.len()))
+        .collect();
+    match (ran, short.is_empty()) {
+        (Ok(()), true) => None,
+        (Err(e), true) => Some(e.to_string()),
+        (ran, false) => Some(format!(
+            "{}runs without a figure: {}",
+            ran.err().map_or(String::new(), |e| format!("{e}; ")),
+            short.join(", ")
+        )),
     }
 }
 
 /// (who, scenario, captured variable)
-const RUNS: &[(&str, &str, &str)] = &[
+const DD_RUNS: &[(&str, &str, &str)] = &[
     ("dom0 (loop device)", "bench-linux", "DOM0"),
     ("Linux PVHVM domU", "bench-linux", "LINUX"),
-    ("Xenlet (HVM)", "bench-xenlet", "XENLET"),
+    ("Xenlet HVM (disk image)", "bench-xenlet", "XENLET"),
 ];
 
 struct Figure {
@@ -104,64 +345,68 @@ fn parse(line: &str) -> Option<Figure> {
     (seconds > 0.0).then_some(Figure { bytes, seconds })
 }
 
-fn dd(args: &[&str]) -> Result<()> {
-    let (opts, names) = testbed::parse_options(args)?;
-    if !names.is_empty() {
-        return Err(Error::msg(USAGE));
-    }
-    step("bench dd: 8 MiB (bs=16k count=512 conv=fsync) by dom0, the Linux domU and Xenlet");
-    let ran = testbed::run(&["bench-linux", "bench-xenlet"], &opts);
+/// `NAME.1`, `NAME.2`, ...: the alternating runs of the scenarios, run 1 of each
+/// first.
+fn alternating(scenarios: &[&str], runs: usize) -> Vec<String> {
+    (1..=runs)
+        .flat_map(|i| scenarios.iter().map(move |s| format!("{s}.{i}")))
+        .collect()
+}
 
-    let mut table = String::from(
-        "\ndd to a 64 MiB loop device in dom0 (bs=16k count=512 conv=fsync; nested Xen under TCG)\n\n",
-    );
-    table.push_str(&format!(
-        "{:<20} {:>9} {:>9} {:>9} {:>10} {:>9}\n",
-        "who", "bytes", "seconds", "MB/s", "/Linux domU", "/dom0"
+pub fn dd(args: &[&str]) -> Result<Section> {
+    let a = bench_args(args, 5, &[], &[])?;
+    let names = alternating(&["bench-linux", "bench-xenlet"], a.runs);
+    step(&format!(
+        "bench dd: 8 MiB (bs=16k count=512 conv=fsync) by dom0, the Linux domU and Xenlet, {} run(s) each: {}",
+        a.runs,
+        names.join(", ")
     ));
-    let figs: Vec<Option<Figure>> = RUNS
+    let ran = session(&names, &a);
+    let rows: Vec<Row> = DD_RUNS
         .iter()
-        .map(|(_, sc, var)| {
-            testbed::result(sc)
-                .get(&format!("var.{var}"))
-                .and_then(|l| parse(l))
+        .map(|(who, sc, var)| {
+            let figs = (1..=a.runs)
+                .filter_map(|i| {
+                    testbed::result(&format!("{sc}.{i}"))
+                        .get(&format!("var.{var}"))
+                        .and_then(|l| parse(l))
+                        .map(|f| f.mb_s())
+                })
+                .collect();
+            Row::new(
+                "dd 8 MiB to a loop device (bs=16k conv=fsync)",
+                who,
+                figs,
+                "MB/s",
+                true,
+            )
         })
         .collect();
-    let rate = |i: usize| figs[i].as_ref().map(Figure::mb_s);
-    for (i, (who, _, _)) in RUNS.iter().enumerate() {
-        let ratio = |base: Option<f64>| match (rate(i), base) {
-            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-            _ => "-".to_string(),
-        };
-        match &figs[i] {
-            Some(f) => table.push_str(&format!(
-                "{:<20} {:>9} {:>9.3} {:>9.2} {:>10} {:>9}\n",
-                who,
-                f.bytes,
-                f.seconds,
-                f.mb_s(),
-                ratio(rate(1)),
-                ratio(rate(0))
-            )),
-            None => table.push_str(&format!("{who:<20} (no result: see the run above)\n")),
+    let mut notes = failures(&names);
+    for i in 1..=a.runs {
+        for (who, sc, var) in DD_RUNS {
+            if let Some(l) = testbed::result(&format!("{sc}.{i}")).get(&format!("var.{var}")) {
+                notes.push(format!("run {i}, {who}: `{l}`"));
+            }
         }
     }
-    for (who, sc, var) in RUNS {
-        if let Some(l) = testbed::result(sc).get(&format!("var.{var}")) {
-            table.push_str(&format!("\n  {who}: {l}"));
-        }
-    }
-    table.push('\n');
-    print!("{table}");
-    let _ = std::fs::write(
-        crate::util::workspace_root().join("target/testbed/bench-dd.txt"),
-        &table,
-    );
-    ran?;
-    if figs.iter().any(Option::is_none) {
-        return Err(Error::msg("bench dd: a run gave no dd figure"));
-    }
-    Ok(())
+    Ok(Section {
+        bench: "dd".into(),
+        title: "block writes to a loop device: dom0, the Linux domU, Xenlet".into(),
+        command: format!("cargo xtask bench dd --runs {}", a.runs),
+        about: "The same 8 MiB (`dd bs=16k count=512 conv=fsync`, zeros), each time to a \
+                fresh 64 MiB file behind a loop device in dom0: dom0's own `dd` to the loop \
+                device, the Linux PVHVM domU's busybox `dd` to its xvdb (`phy:` on the loop \
+                device, dom0's kernel blkback; timed by `/proc/uptime`) and Xenlet's `dd` to \
+                its xvdb (`phy:`, booted as HVM from its disk image). Each run boots the Linux \
+                domU (whose run also has dom0's) and Xenlet afresh, alternating."
+            .into(),
+        baseline: Some("Linux PVHVM domU".into()),
+        failed: failure(ran, &rows, a.runs),
+        rows,
+        text: None,
+        notes,
+    })
 }
 
 /// Mbit/s from an iperf3 summary line (`... 10.3 MBytes  17.3 Mbits/sec ... receiver`).
@@ -179,386 +424,60 @@ pub(crate) fn mbits(line: &str) -> Option<f64> {
     Some(v * scale)
 }
 
-fn net(args: &[&str]) -> Result<()> {
-    let (opts, names) = testbed::parse_options(args)?;
-    if !names.is_empty() {
-        return Err(Error::msg(USAGE));
-    }
-    step("bench net: dom0's iperf3 -c against the Linux domU and Xenlet, both directions");
-    let ran = testbed::run(
-        &[
-            "bench-net-linux",
-            "bench-net-xenlet",
-            "bench-net-xenlet-hvm",
-        ],
-        &opts,
-    );
-    let get = |sc: &str, var: &str| {
-        testbed::result(sc)
-            .get(&format!("var.{var}"))
-            .and_then(|l| mbits(l))
-    };
-    let linux = (get("bench-net-linux", "RX"), get("bench-net-linux", "TX"));
-    let xenlet = (get("bench-net-xenlet", "RX"), get("bench-net-xenlet", "TX"));
-    let hvm = (
-        get("bench-net-xenlet-hvm", "RX"),
-        get("bench-net-xenlet-hvm", "TX"),
-    );
-    let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1}"));
-    let r = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-        _ => "-".to_string(),
-    };
-    let mut table = String::from(
-        "\niperf3 (TCP, 1 stream, 5 s) between dom0 and a guest on xenbr0; Mbit/s at the receiver (nested Xen under TCG)\n\n",
-    );
-    table.push_str(&format!(
-        "{:<22} {:>16} {:>16}\n",
-        "guest", "dom0 -> guest", "guest -> dom0"
-    ));
-    table.push_str(&format!(
-        "{:<22} {:>16} {:>16}\n",
-        "Linux PVHVM domU",
-        f(linux.0),
-        f(linux.1)
-    ));
-    table.push_str(&format!(
-        "{:<22} {:>16} {:>16}\n",
-        "Xenlet (PVH)",
-        f(xenlet.0),
-        f(xenlet.1)
-    ));
-    table.push_str(&format!(
-        "{:<22} {:>16} {:>16}\n",
-        "Xenlet (HVM)",
-        f(hvm.0),
-        f(hvm.1)
-    ));
-    table.push_str(&format!(
-        "{:<22} {:>16} {:>16}\n",
-        "Xenlet PVH / Linux",
-        r(xenlet.0, linux.0),
-        r(xenlet.1, linux.1)
-    ));
-    table.push_str(&format!(
-        "{:<22} {:>16} {:>16}\n",
-        "Xenlet HVM / Linux",
-        r(hvm.0, linux.0),
-        r(hvm.1, linux.1)
-    ));
-    table.push('\n');
-    print!("{table}");
-    let _ = std::fs::write(
-        crate::util::workspace_root().join("target/testbed/bench-net.txt"),
-        &table,
-    );
-    ran?;
-    if [linux.0, linux.1, xenlet.0, xenlet.1, hvm.0, hvm.1]
-        .iter()
-        .any(Option::is_none)
-    {
-        return Err(Error::msg("bench net: a run gave no iperf3 figure"));
-    }
-    Ok(())
-}
-
-/// `bench fs` rows: (label, scenario, Linux). A Xenlet row's run `i` is scenario
-/// `<scenario>-i` (one boot each); a Linux row's three runs are in one boot of its
-/// scenario, the figures of run `i` captured as `DD_S_i` and `SYNC_S_i`.
-const FS_ROWS: &[(&str, &str, bool)] = &[
-    ("Xenlet PVH, file on ext4", "bench-fs-pvh", false),
-    ("Xenlet PVH, raw /dev/xvdb", "bench-fs-raw", false),
-    ("Xenlet HVM (image), file", "bench-fs-hvm", false),
-    ("Linux PVHVM (blkfront), file", "bench-fs-linux", true),
-    ("Linux HVM, emulated IDE, file", "bench-fs-linux-ide", true),
+/// (who, scenario)
+const NET_SYSTEMS: &[(&str, &str)] = &[
+    ("Linux PVHVM domU", "bench-net-linux"),
+    ("Xenlet PVH", "bench-net-xenlet"),
+    ("Xenlet HVM (disk image)", "bench-net-xenlet-hvm"),
 ];
-/// Runs of a Linux row (one boot).
-const LINUX_RUNS: usize = 3;
 
-/// The report's runs (LEDE x86 HVM guests, Xen, 2017 bare metal; `time dd` of 2 GiB,
-/// seconds): the three QEMU builds twice each, and the PVHVM build twice.
-const REPORT_QEMU: &[f64] = &[188.0, 158.0, 143.0, 117.0, 114.0, 122.0];
-const REPORT_PV: &[f64] = &[25.0, 20.0];
-
-/// Seconds from bash's `time` format, `0m12.345s` (Xenlet's `time`).
-fn time_real(s: &str) -> Option<f64> {
-    let (m, rest) = s.trim().split_once('m')?;
-    let sec: f64 = rest.strip_suffix('s')?.parse().ok()?;
-    let min: f64 = m.parse().ok()?;
-    Some(min * 60.0 + sec)
-}
-
-/// `m:ss.s`, the report's minutes:seconds with a tenth.
-fn mmss(secs: f64) -> String {
-    let tenths = (secs * 10.0).round() as u64;
-    format!("{}:{:02}.{}", tenths / 600, tenths / 10 % 60, tenths % 10)
-}
-
-pub(crate) fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(v[n / 2]),
-        n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
-/// One run's figures: dd's and sync's seconds, and dom0's check of the disk after it.
-struct FsRun {
-    dd: f64,
-    sync: f64,
-    note: String,
-}
-
-/// Run `n`'s figures from a scenario's `result.txt` variables: a Xenlet run's
-/// (`n` = None: `DD_REAL`, `SYNC_REAL`, `FSCK`) or run `n` of a Linux boot
-/// (`DD_S_n`, `SYNC_S_n`, `FSCK_n`).
-fn fs_run(vars: &std::collections::BTreeMap<String, String>, n: Option<usize>) -> Option<FsRun> {
-    let get = |k: &str| vars.get(&format!("var.{k}"));
-    let (dd, sync, fsck) = match n {
-        Some(n) => (
-            get(&format!("DD_S_{n}"))?.parse().ok()?,
-            get(&format!("SYNC_S_{n}"))?.parse().ok()?,
-            get(&format!("FSCK_{n}")),
-        ),
-        None => (
-            time_real(get("DD_REAL")?)?,
-            time_real(get("SYNC_REAL")?)?,
-            get("FSCK"),
-        ),
-    };
-    let note = match fsck {
-        Some(f) if f != "0" => format!("e2fsck -fn exit {f}"),
-        _ => String::new(),
-    };
-    Some(FsRun { dd, sync, note })
-}
-
-fn fs(args: &[&str]) -> Result<()> {
-    let mut runs = 3usize;
-    let mut count = 131072u64;
-    let mut ide = true;
-    let mut with_linux = true;
-    let mut table_only = false;
-    let mut rest = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let num = |v: Option<&&str>| -> Result<u64> {
-            v.and_then(|v| v.parse().ok())
-                .ok_or_else(|| Error::msg(format!("{a} needs a number\n{USAGE}")))
-        };
-        match *a {
-            "--runs" => runs = num(it.next())? as usize,
-            "--count" => count = num(it.next())?,
-            "--no-ide" => ide = false,
-            "--table" => table_only = true,
-            "--xenlet-only" => {
-                ide = false;
-                with_linux = false;
-            }
-            o => rest.push(o),
-        }
-    }
-    if !(1..=LINUX_RUNS).contains(&runs) || count == 0 || count * 16384 > 2560 << 20 {
-        return Err(Error::msg(format!(
-            "--runs is 1-3, --count 1-163840 (the disk is 3 GiB)\n{USAGE}"
-        )));
-    }
-    let (mut opts, names) = testbed::parse_options(&rest)?;
-    if !names.is_empty() {
-        return Err(Error::msg(USAGE));
-    }
-    opts.payload
-        .push(("bench-fs-count".to_string(), format!("{count}\n")));
-    let rows: Vec<_> = FS_ROWS
-        .iter()
-        .filter(|r| (ide || r.1 != "bench-fs-linux-ide") && (with_linux || !r.2))
-        .collect();
-    // alternating: the Xenlet rows' runs one after the other, the Linux domU (three
-    // runs in one boot) after the first, the emulated-IDE one after the second
-    let mut names: Vec<String> = Vec::new();
-    for i in 1..=runs {
-        names.extend(rows.iter().filter(|r| !r.2).map(|r| format!("{}-{i}", r.1)));
-        if i == 1 && with_linux {
-            names.push("bench-fs-linux".to_string());
-        }
-        if i == 2.min(runs) && ide {
-            names.push("bench-fs-linux-ide".to_string());
-        }
-    }
-    let mib = (count * 16384) >> 20;
+pub fn net(args: &[&str]) -> Result<Section> {
+    let a = bench_args(args, 5, &[], &[])?;
+    let scenarios: Vec<&str> = NET_SYSTEMS.iter().map(|s| s.1).collect();
+    let names = alternating(&scenarios, a.runs);
     step(&format!(
-        "bench fs: time dd bs=16k count={count} ({mib} MiB) into /mnt/test + sync, {runs} run(s) of {} rows, alternating",
-        rows.len()
+        "bench net: dom0's iperf3 -c against the Linux domU and Xenlet, both directions, {} run(s) each: {}",
+        a.runs,
+        names.join(", ")
     ));
-    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let ran = if table_only {
-        Ok(())
-    } else {
-        testbed::run(&refs, &opts)
-    };
-
-    let mut table = format!(
-        "\nThe report's experiment: mount /dev/xvdb /mnt; time dd bs=16k count={count} if=/dev/zero of=/mnt/test ({mib} MiB); sync\n\
-         3 GiB data disk, ext4 made by dom0's mkfs.ext4 (4 KiB blocks), phy: on a loop device in dom0\n\
-         nested Xen 4.17 under QEMU TCG; per run: dd + sync (dd alone), minutes:seconds\n\
-         runs alternate between the systems: each Xenlet run is a fresh boot, the Linux domU does its runs in one boot\n\n"
-    );
-    table.push_str(&format!("{:<30}", "row"));
-    for i in 1..=LINUX_RUNS {
-        table.push_str(&format!(" {:>18}", format!("run {i}")));
-    }
-    table.push_str(&format!(" {:>9} {:>7}\n", "median", "MB/s"));
-    let mut medians = std::collections::BTreeMap::new();
-    let mut failed = false;
-    for (label, prefix, linux) in &rows {
-        let mut line = format!("{label:<30}");
-        let mut totals = Vec::new();
-        let mut notes = Vec::new();
-        for i in 1..=LINUX_RUNS {
-            if !*linux && i > runs {
-                line.push_str(&format!(" {:>18}", ""));
-                continue;
-            }
-            let (name, vars, r) = if *linux {
-                let v = testbed::result(prefix);
-                let r = fs_run(&v, Some(i));
-                (format!("{prefix} run {i}"), v, r)
-            } else {
-                let v = testbed::result(&format!("{prefix}-{i}"));
-                let r = fs_run(&v, None);
-                (format!("{prefix}-{i}"), v, r)
-            };
-            match r {
-                Some(r) => {
-                    println!(
-                        "    {name}: dd {} + sync {} = {}{}",
-                        mmss(r.dd),
-                        mmss(r.sync),
-                        mmss(r.dd + r.sync),
-                        if r.note.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" ({})", r.note)
-                        }
-                    );
-                    line.push_str(&format!(
-                        " {:>18}",
-                        format!("{} ({})", mmss(r.dd + r.sync), mmss(r.dd))
-                    ));
-                    totals.push(r.dd + r.sync);
-                    if !r.note.is_empty() {
-                        notes.push(format!("run {i}: {}", r.note));
-                    }
-                }
-                None => {
-                    failed = true;
-                    let why = vars.get("status").map_or("not run", String::as_str);
-                    println!("    {name}: no figure ({why})");
-                    line.push_str(&format!(" {:>18}", "-"));
-                    notes.push(format!("run {i}: {why}"));
-                }
-            }
+    let ran = session(&names, &a);
+    let mut rows = Vec::new();
+    for (var, label) in [
+        ("RX", "iperf3 TCP dom0 -> guest (5 s, 1 stream)"),
+        ("TX", "iperf3 TCP guest -> dom0 (5 s, 1 stream, -R)"),
+    ] {
+        for (who, sc) in NET_SYSTEMS {
+            let figs = (1..=a.runs)
+                .filter_map(|i| {
+                    testbed::result(&format!("{sc}.{i}"))
+                        .get(&format!("var.{var}"))
+                        .and_then(|l| mbits(l))
+                })
+                .collect();
+            rows.push(Row::new(label, who, figs, "Mbit/s", true));
         }
-        match median(&totals) {
-            Some(m) => {
-                medians.insert(*prefix, m);
-                line.push_str(&format!(
-                    " {:>9} {:>7.1}",
-                    mmss(m),
-                    (count * 16384) as f64 / m / 1e6
-                ));
-            }
-            None => line.push_str(&format!(" {:>9} {:>7}", "-", "-")),
-        }
-        if !notes.is_empty() {
-            line.push_str(&format!("  [{}]", notes.join("; ")));
-        }
-        table.push_str(&line);
-        table.push('\n');
     }
-    let rq = median(REPORT_QEMU).unwrap_or(0.0);
-    let rp = median(REPORT_PV).unwrap_or(1.0);
-    table.push_str(&format!(
-        "\nthe report (LEDE x86 HVM guest, Xen, 2017 bare metal; time dd of 2 GiB, count=131072):\n\
-         {:<30} 3:08 / 2:38, 2:23 / 1:57, 1:54 / 2:02   median {}\n\
-         {:<30} 0:25 / 0:20                              median {}\n",
-        "QEMU emulated IDE",
-        mmss(rq),
-        "PVHVM (blkfront)",
-        mmss(rp)
-    ));
-    let m = |k: &str| medians.get(k).copied();
-    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-        _ => "-".to_string(),
-    };
-    table.push_str("\nratios of the medians (dd + sync)\n");
-    table.push_str(&format!(
-        "  {:<52} {:>6}   goal >= 0.9\n",
-        "Xenlet file / Xenlet raw, throughput (PVH)",
-        ratio(m("bench-fs-raw"), m("bench-fs-pvh"))
-    ));
-    table.push_str(&format!(
-        "  {:<52} {:>6}   goal >= 5\n",
-        "Xenlet PVH / Linux PVHVM, throughput",
-        ratio(m("bench-fs-linux"), m("bench-fs-pvh"))
-    ));
-    table.push_str(&format!(
-        "  {:<52} {:>6}   goal >= 5\n",
-        "Xenlet HVM / Linux PVHVM, throughput",
-        ratio(m("bench-fs-linux"), m("bench-fs-hvm"))
-    ));
-    table.push_str(&format!(
-        "  {:<52} {:>6}   the report: {:.1} (medians; {:.1}-{:.1} over its runs)\n",
-        "Linux emulated IDE / PVHVM, time",
-        ratio(m("bench-fs-linux-ide"), m("bench-fs-linux")),
-        rq / rp,
-        114.0 / 25.0,
-        188.0 / 20.0
-    ));
-    table.push('\n');
-    print!("{table}");
-    let _ = std::fs::write(
-        crate::util::workspace_root().join("target/testbed/bench-fs.txt"),
-        &table,
-    );
-    ran?;
-    if failed {
-        return Err(Error::msg("bench fs: a run gave no figure"));
-    }
-    Ok(())
+    Ok(Section {
+        bench: "net".into(),
+        title: "TCP throughput between dom0 and a guest: the Linux domU, Xenlet".into(),
+        command: format!("cargo xtask bench net --runs {}", a.runs),
+        about: "dom0's `iperf3 -c` (TCP, one stream, 5 s; `-R`: the guest sends) against an \
+                `iperf3 -s` in the guest on the bridge xenbr0, through dom0's netback: the \
+                Linux PVHVM domU (Debian's kernel, netfront; iperf3 in its initramfs), Xenlet \
+                as PVH and Xenlet booted as HVM from its disk image. Mbit/s of iperf3's \
+                receiver line. Each run is a fresh boot of each guest, alternating."
+            .into(),
+        baseline: Some("Linux PVHVM domU".into()),
+        failed: failure(ran, &rows, a.runs),
+        rows,
+        text: None,
+        notes: failures(&names),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_fs_times() {
-        assert!((time_real("0m12.345s").unwrap() - 12.345).abs() < 1e-9);
-        assert!((time_real("2m3.000s").unwrap() - 123.0).abs() < 1e-9);
-        assert!(time_real("12.3").is_none());
-        assert_eq!(mmss(114.0), "1:54.0");
-        assert_eq!(mmss(20.44), "0:20.4");
-        assert_eq!(mmss(59.96), "1:00.0");
-        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(REPORT_QEMU), Some(132.5));
-        assert_eq!(median(&[]), None);
-        let mut v = std::collections::BTreeMap::new();
-        v.insert("var.DD_REAL".to_string(), "0m10.500s".to_string());
-        v.insert("var.SYNC_REAL".to_string(), "0m1.250s".to_string());
-        v.insert("var.FSCK".to_string(), "0".to_string());
-        let r = fs_run(&v, None).unwrap();
-        assert!((r.dd + r.sync - 11.75).abs() < 1e-9 && r.note.is_empty());
-        assert!(fs_run(&v, Some(2)).is_none());
-        v.insert("var.DD_S_2".to_string(), "95.20".to_string());
-        v.insert("var.SYNC_S_2".to_string(), "3.10".to_string());
-        v.insert("var.FSCK_2".to_string(), "4".to_string());
-        let r = fs_run(&v, Some(2)).unwrap();
-        assert!((r.dd - 95.2).abs() < 1e-9 && r.note == "e2fsck -fn exit 4");
-    }
 
     #[test]
     fn parses_iperf3_receiver_lines() {
@@ -577,5 +496,45 @@ mod tests {
         let b = parse("8388608 bytes (8.0MB) copied, 5.103 seconds, 1.6MB/s").unwrap();
         assert!((b.seconds - 5.103).abs() < 1e-9);
         assert!(parse("dd: error").is_none());
+    }
+
+    #[test]
+    fn runs_alternate_and_options_parse() {
+        assert_eq!(
+            alternating(&["bench-linux", "bench-xenlet"], 2),
+            [
+                "bench-linux.1",
+                "bench-xenlet.1",
+                "bench-linux.2",
+                "bench-xenlet.2"
+            ]
+        );
+        let a = bench_args(
+            &[
+                "--runs",
+                "2",
+                "--count",
+                "256",
+                "--no-ide",
+                "--retries",
+                "1",
+            ],
+            3,
+            &["--no-ide"],
+            &["--count"],
+        )
+        .unwrap();
+        assert_eq!((a.runs, a.table_only, a.opts.retries), (2, false, 1));
+        assert_eq!(a.words, ["--count", "256", "--no-ide"]);
+        assert!(bench_args(&["--runs", "4"], 3, &[], &[]).is_err());
+        assert!(bench_args(&["extra"], 3, &[], &[]).is_err());
+        assert_eq!(bench_args(&[], 5, &[], &[]).unwrap().runs, 3);
+        let rows = [Row::new("m", "a", vec![1.0, 2.0], "s", false)];
+        assert!(failure(Ok(()), &rows, 2).is_none());
+        assert!(failure(Ok(()), &rows, 3).unwrap().contains("m / a: 2 of 3"));
+        assert!(BENCHES
+            .iter()
+            .map(|b| b.0)
+            .eq(report::ORDER.iter().copied()));
     }
 }

@@ -5,6 +5,8 @@
 //! is reported with the Debian package that provides it.
 
 mod bench;
+mod bench_boot;
+mod bench_fs;
 mod bench_router;
 mod demo;
 mod image;
@@ -34,12 +36,10 @@ tasks:
   testbed build|run|list|shell
                          real Xen 4.17 nested in QEMU: dom0 image, xl scenarios
                          (see xtask/testbed/README.md)
-  bench dd               dd throughput on the test bed: dom0, Linux domU, Xenlet
-  bench net              iperf3 throughput on the test bed: Linux domU vs Xenlet
-  bench router [--runs N]
-                         Xenlet vs a Linux router domU as the router of the test
-                         bed's router topology: TCP, 64-byte UDP pps, connections/s,
-                         ping, memory (-> target/bench/router.md)
+  bench [all|seed|boot|dd|fs|net|router] [--runs N] ...
+                         Xenlet against Linux domUs on the test bed; no argument:
+                         every bench in sequence -> target/bench/report.md and an
+                         SVG chart per bench (`cargo xtask bench help`)
   demo                   Xenlet as an HVM domain on the nested Xen, console live
 ";
 
