@@ -1234,6 +1234,187 @@ macro_rules! zeros_in_dom0 {
     };
 }
 
+// The configuration on the root disk (`config-crash-pvh`): Xenlet boots PVH with its
+// disk image as xvda (`phy:` on a loop device) and mounts partition 1 read-write at /.
+// A `uci commit` survives a reboot; then the image is put behind a dm-delay device
+// (every write held 200 ms) so that a crash can land inside a commit, and dom0
+// pauses and destroys the domain once blkback has seen a given share of the sectors
+// a whole commit writes (measured first). After each crash Xenlet boots again:
+// /etc/config/network is the old file or the new one (SHA-256), never a mix or
+// empty. Last, dom0's `e2fsck -fn` is clean, and a root whose superblock dom0 has
+// damaged still gives a shell, with the reason on the console.
+
+/// A PVH domain whose root disk is its disk image.
+const XENLET_ROOT_PVH_CONFIG: &str = r#"name    = "@NAME@"
+type    = "pvh"
+memory  = 32
+vcpus   = 1
+kernel  = "@FILES@/xenlet.elf"
+disk    = [ "phy:@DISK@,xvda,w" ]
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#;
+
+/// The disk image on a loop device (dom0's blkback, whose counters time the crash).
+const IMAGE_LOOP: Disk = Disk {
+    var: "DISK",
+    size_mb: 0,
+    source: Some(Need::XenletImage),
+    loop_dev: true,
+};
+
+/// blkback's count of sectors written to the domain's xvda (device 51712).
+macro_rules! wr_sect_xvda {
+    () => {
+        "/sys/bus/xen-backend/devices/vbd-$DOMID-51712/statistics/wr_sect"
+    };
+}
+
+/// One crash round: the file is set back to the old one, a commit to the new address
+/// is staged, dom0 arms a pause + destroy at `$num`/4 of the commit's sectors (at
+/// least 1), the commit is cut off, Xenlet boots again and the file is whole.
+macro_rules! config_crash_round {
+    ($num:literal, $var:literal) => {
+        [
+            cmd("cp /etc/network.old /etc/config/network", &[], 60),
+            cmd("sync", &[], 60),
+            cmd("sha256sum /etc/config/network", &[r"^${OLD}  /etc/config/network$"], 60),
+            cmd("uci set network.lan.ipaddr=10.9.9.1", &[], 30),
+            dom0_cap(
+                concat!(
+                    "v=", wr_sect_xvda!(), "; read base < $v || exit 1; ",
+                    "k=$(( COMMIT_SECTORS * ", $num, " / 4 )); [ $k -ge 1 ] || k=1; ",
+                    "echo \"armed at wr_sect $base, crash after $k of $COMMIT_SECTORS sectors\"; ",
+                    "(SECONDS=0; while read w < $v; do [ $((w - base)) -ge $k ] && break; ",
+                    "[ $SECONDS -ge 60 ] && break; sleep 0.02; done; ",
+                    "xl pause $NAME; read p < $v; xl destroy $NAME; rc=$?; ",
+                    "echo \"xl destroy rc=$rc, $((p - base)) of $COMMIT_SECTORS sectors written at the pause\") ",
+                    ">/tmp/config-crash.log 2>&1 </dev/null &"
+                ),
+                &[r"^armed at wr_sect \d+, crash after \d+ of \d+ sectors$"],
+                &[],
+                30,
+            ),
+            until_gone(
+                "uci commit network",
+                &[r"^\(domain gone [\d.]+s after the command: destroyed\)$"],
+                120,
+            ),
+            dom0_cap(
+                "for i in $(seq 50); do grep -q rc= /tmp/config-crash.log && break; sleep 0.2; done; cat /tmp/config-crash.log",
+                &[r"^xl destroy rc=0, \d+ of \d+ sectors written at the pause$"],
+                &[(concat!("CUT_", $var), r"^xl destroy rc=0, (\d+) of \d+ sectors")],
+                30,
+            ),
+            restart(120, &[r"^root: /dev/xvda1 ext4, read-write"]),
+            cmd_cap(
+                "sha256sum /etc/config/network",
+                &[r"^(${OLD}|${NEW})  /etc/config/network$"],
+                &[($var, r"^([0-9a-f]{64})  /etc/config/network$")],
+                60,
+            ),
+            // the file parses, and uci reads the address of the version it holds
+            cmd("uci get network.lan.ipaddr", &[r"^(192\.168\.1\.1|10\.9\.9\.1)$"], 30),
+            cmd("ls -a /etc/config", &[r"\A(?:(?:\.|\.\.|dhcp|firewall|network|system)\n)+\s*\z"], 30),
+        ]
+    };
+}
+
+const CONFIG_CRASH_STEPS: &[Step] = &{
+    let [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10] = config_crash_round!("0", "AFTER_0");
+    let [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10] = config_crash_round!("1", "AFTER_1");
+    let [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10] = config_crash_round!("2", "AFTER_2");
+    let [d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10] = config_crash_round!("3", "AFTER_3");
+    [
+        cmd_cap(
+            "sha256sum /etc/config/network",
+            &[],
+            &[("OLD", r"^([0-9a-f]{64})  /etc/config/network$")],
+            60,
+        ),
+        cmd("uci get network.lan.ipaddr", &[r"^192\.168\.1\.1$"], 30),
+        cmd("cp /etc/config/network /etc/network.old", &[], 60),
+        // a change committed and a reboot: the new file is what boots
+        cmd("uci set network.lan.ipaddr=10.9.9.1", &[], 30),
+        dom0_cap(
+            concat!("read w < ", wr_sect_xvda!(), " && echo \"wr_sect $w\""),
+            &[],
+            &[("WR0", r"^wr_sect (\d+)$")],
+            30,
+        ),
+        cmd("uci commit network", &[], 60),
+        dom0_cap(
+            concat!(
+                "read w < ", wr_sect_xvda!(), " && echo \"the commit wrote $((w - WR0)) sectors\"; ",
+                "[ $((w - WR0)) -ge 2 ]"
+            ),
+            &[],
+            &[("COMMIT_SECTORS", r"^the commit wrote (\d+) sectors$")],
+            30,
+        ),
+        cmd_cap(
+            "sha256sum /etc/config/network",
+            &[],
+            &[("NEW", r"^([0-9a-f]{64})  /etc/config/network$")],
+            60,
+        ),
+        until_gone(
+            "reboot",
+            &[r"^\(domain gone [\d.]+s after the command: shut down, reason code 1 \(reboot\)\)$"],
+            60,
+        ),
+        restart(120, &[r"^root: /dev/xvda1 ext4, read-write$"]),
+        cmd("uci get network.lan.ipaddr", &[r"^10\.9\.9\.1$"], 30),
+        cmd("sha256sum /etc/config/network", &[r"^${NEW}  /etc/config/network$"], 60),
+        // the disk behind dm-delay (writes held 200 ms, reads not), from the next boot
+        until_gone(
+            "poweroff",
+            &[r"^\(domain gone [\d.]+s after the command: shut down, reason code 0 \(poweroff\)\)$"],
+            60,
+        ),
+        dom0(
+            concat!(
+                "modprobe dm-delay && s=$(blockdev --getsz $DISK) && ",
+                "dmsetup create $NAME-slow --table \"0 $s delay $DISK 0 0 $DISK 0 200\" && ",
+                "sed -i \"s|phy:$DISK,|phy:/dev/mapper/$NAME-slow,|\" $CFG && grep -n '^disk' $CFG"
+            ),
+            &[r"phy:/dev/mapper/\S+-slow,xvda,w"],
+            60,
+        ),
+        restart(120, &[r"^root: /dev/xvda1 ext4, read-write$"]),
+        a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10,
+        b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10,
+        c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10,
+        d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10,
+        until_gone(
+            "poweroff",
+            &[r"^\(domain gone [\d.]+s after the command: shut down, reason code 0 \(poweroff\)\)$"],
+            60,
+        ),
+        dom0(
+            concat!(
+                "dmsetup remove $NAME-slow && sed -i \"s|phy:/dev/mapper/$NAME-slow,|phy:$DISK,|\" $CFG && ",
+                "blockdev --flushbufs $DISK && p=$(losetup -o 1048576 -f --show $DISK) && ",
+                "{ e2fsck -fn $p; echo \"e2fsck exit $?\"; ",
+                "debugfs -R 'cat /etc/config/network' $p 2>/dev/null | sha256sum; losetup -d $p; }"
+            ),
+            &[r"^e2fsck exit 0$", r"^(${OLD}|${NEW})  -$"],
+            90,
+        ),
+        // a damaged root: the ext4 magic at partition offset 1024 + 0x38 zeroed
+        dom0(
+            "printf '\\0\\0' | dd of=$DISK bs=1 seek=$((1048576 + 1024 + 56)) conv=notrunc status=none && blockdev --flushbufs $DISK && echo damaged",
+            &[r"^damaged$"],
+            30,
+        ),
+        restart(120, &[r"^root: tmpfs \(/dev/xvda1: .+\)$"]),
+        cmd("mount", &[r"^rootfs on / type tmpfs"], 30),
+        cmd("uci get network.lan.ipaddr", &[r"(?i)not found|no such|entry"], 30),
+        last("poweroff"),
+    ]
+};
+
 /// The whole script; `[$($boot1),*]` and `[$($boot2),*]` boot the domain again
 /// after the first and the second crash and mount the disk (with or without dom0's
 /// `e2fsck -fy` first).
@@ -1701,6 +1882,23 @@ on_crash    = "preserve"
         end: End::Gone,
         end_timeout_s: 30,
         budget_s: 178,
+        topology: None,
+    },
+    Scenario {
+        name: "config-crash-pvh",
+        about: "the configuration on the root disk: a uci commit survives a reboot; crashes cut off commits at 4 points (a dm-delay disk, pause + destroy from dom0) and each boot finds the old or the new file, whole; e2fsck -fn clean; a damaged root still gives a shell",
+        needs: &[Need::XenletElf, Need::XenletImage],
+        config: XENLET_ROOT_PVH_CONFIG,
+        disks: &[IMAGE_LOOP],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 120,
+        boot_expect: &[r"^root: /dev/xvda1 ext4, read-write$"],
+        steps: CONFIG_CRASH_STEPS,
+        end: End::Poweroff,
+        end_timeout_s: 30,
+        budget_s: 420,
         topology: None,
     },
     Scenario {
