@@ -721,7 +721,8 @@ mod tests {
         // what a crash before the rename leaves: the temporary file, half written
         let h = v.open_write("/etc/.network.tmp-xenlet", true).unwrap();
         v.write(h, 0, b"ne").unwrap();
-        v.write_atomic("/etc/keep.tmp-xenlet", b"not ours: not hidden").unwrap();
+        v.write_atomic("/etc/keep.tmp-xenlet", b"not ours: not hidden")
+            .unwrap();
         assert_eq!(
             v.remove_stale_temps("/etc").unwrap(),
             [".network.tmp-xenlet"]
@@ -736,6 +737,9 @@ mod tests {
         names.sort();
         assert_eq!(names, ["keep.tmp-xenlet", "network"]);
         assert_eq!(v.read_to_vec("/etc/network", 100).unwrap(), b"old");
-        assert_eq!(v.write_atomic("/", b"x").err(), Some(FsError::Invalid("no file name to replace")));
+        assert_eq!(
+            v.write_atomic("/", b"x").err(),
+            Some(FsError::Invalid("no file name to replace"))
+        );
     }
 }

@@ -265,7 +265,9 @@ fn journal_kernel_tests(root: &std::path::Path) -> Result<()> {
         ));
         return Ok(());
     }
-    util::step("journal replay of logs the running Linux kernel wrote (fs/tests/journal_kernel.rs)");
+    util::step(
+        "journal replay of logs the running Linux kernel wrote (fs/tests/journal_kernel.rs)",
+    );
     util::run(
         util::cargo().current_dir(root).args([
             "test",

@@ -1120,6 +1120,16 @@ const FS_STEPS: &[Step] = &[
     dom0("debugfs -R 'cat /etc/moved' $DATA 2>/dev/null | sha256sum", &[r"^${DSUM}  -$"], 60),
     dom0("debugfs -R 'cat /a/b/c/f' $DATA 2>/dev/null", &[r"^hello from xenlet$"], 30),
     dom0("debugfs -R 'ls -l /' $DATA 2>/dev/null; debugfs -R 'stat /blob' $DATA 2>&1 | tail -1", &[r"File not found by ext2_lookup"], 30),
+    // dom0's own kernel mounts what Xenlet wrote (read-only, no journal replay: the
+    // domain still has the disk) and reads the same bytes
+    dom0(
+        concat!(
+            "mkdir -p /tmp/xm && mount -t ext4 -o ro,noload $DATA /tmp/xm && ",
+            "{ sha256sum /tmp/xm/etc/moved; cat /tmp/xm/a/b/c/f; ls /tmp/xm; umount /tmp/xm; }"
+        ),
+        &[r"^${DSUM}  /tmp/xm/etc/moved$", r"^hello from xenlet$", r"^data$"],
+        60,
+    ),
     // The report's experiment, scaled to the 64 MiB disk (room made first).
     cmd("mount /dev/xvdb /mnt", &[], 60),
     cmd("rm /mnt/data /mnt/etc/moved", &[], 60),
