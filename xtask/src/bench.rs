@@ -35,7 +35,7 @@ use crate::testbed;
 use crate::util::{step, Error, Result};
 
 const USAGE: &str = "\
-usage: cargo xtask bench dd|net|fs|router [--retries N] [-v] [--smp N] [--xen-arg ARG]
+usage: cargo xtask bench dd|net|fs|files|router [--retries N] [-v] [--smp N] [--xen-arg ARG]
 
   dd    one nested Xen test-bed session: dom0's dd to a loop device, the Linux PVHVM
         domU's dd to xvdb (phy: on a loop device) and Xenlet's dd to xvdb (phy:),
@@ -53,6 +53,12 @@ usage: cargo xtask bench dd|net|fs|router [--retries N] [-v] [--smp N] [--xen-ar
         Xenlet row (1-3, default 3), alternating, 3 per Linux boot; m:ss per run,
         medians, ratios, the report's figures (also in target/testbed/bench-fs.txt);
         --table: only the table, from the results in target/testbed/ (same options)
+  files [--runs N] [--table]
+        one session: 5,000 small files (100-4,099 bytes) copied with cp -r from a
+        read-only ext4 disk to a fresh ext4 disk, then sync, in Xenlet PVH (a fresh
+        boot per run) and the Linux PVHVM domU (its runs in one boot, caches
+        dropped); e2fsck -fn and every file's SHA-256 checked in dom0; medians and
+        the ratio (also in target/testbed/bench-files.txt)
   router [--runs N] [--table]
         one session: the Linux PVH router domU (256 MiB, fw4's ruleset) and Xenlet as
         the router (PVH, 32 MiB), N runs of each (1-5, default 3), alternating, each
@@ -69,6 +75,7 @@ pub fn main(args: &[&str]) -> Result<()> {
         ["net", rest @ ..] => net(rest),
         ["fs", rest @ ..] => fs(rest),
         ["router", rest @ ..] => crate::bench_router::router(rest),
+        ["files", rest @ ..] => crate::bench_files::files(rest),
         ["help" | "-h" | "--help"] => {
             print!("{USAGE}");
             Ok(())
@@ -268,6 +275,7 @@ fn net(args: &[&str]) -> Result<()> {
 const FS_ROWS: &[(&str, &str, bool)] = &[
     ("Xenlet PVH, file on ext4", "bench-fs-pvh", false),
     ("Xenlet PVH, raw /dev/xvdb", "bench-fs-raw", false),
+    ("Xenlet PVH, file, no journal", "bench-fs-nojournal", false),
     ("Xenlet HVM (image), file", "bench-fs-hvm", false),
     ("Linux PVHVM (blkfront), file", "bench-fs-linux", true),
     ("Linux HVM, emulated IDE, file", "bench-fs-linux-ide", true),
@@ -281,7 +289,7 @@ const REPORT_QEMU: &[f64] = &[188.0, 158.0, 143.0, 117.0, 114.0, 122.0];
 const REPORT_PV: &[f64] = &[25.0, 20.0];
 
 /// Seconds from bash's `time` format, `0m12.345s` (Xenlet's `time`).
-fn time_real(s: &str) -> Option<f64> {
+pub(crate) fn time_real(s: &str) -> Option<f64> {
     let (m, rest) = s.trim().split_once('m')?;
     let sec: f64 = rest.strip_suffix('s')?.parse().ok()?;
     let min: f64 = m.parse().ok()?;
@@ -289,7 +297,7 @@ fn time_real(s: &str) -> Option<f64> {
 }
 
 /// `m:ss.s`, the report's minutes:seconds with a tenth.
-fn mmss(secs: f64) -> String {
+pub(crate) fn mmss(secs: f64) -> String {
     let tenths = (secs * 10.0).round() as u64;
     format!("{}:{:02}.{}", tenths / 600, tenths / 10 % 60, tenths % 10)
 }
@@ -499,6 +507,11 @@ fn fs(args: &[&str]) -> Result<()> {
         "  {:<52} {:>6}   goal >= 0.9\n",
         "Xenlet file / Xenlet raw, throughput (PVH)",
         ratio(m("bench-fs-raw"), m("bench-fs-pvh"))
+    ));
+    table.push_str(&format!(
+        "  {:<52} {:>6}   goal >= 0.9\n",
+        "Xenlet journalled / without a journal, throughput",
+        ratio(m("bench-fs-nojournal"), m("bench-fs-pvh"))
     ));
     table.push_str(&format!(
         "  {:<52} {:>6}   goal >= 5\n",

@@ -5,6 +5,7 @@
 //! is reported with the Debian package that provides it.
 
 mod bench;
+mod bench_files;
 mod bench_router;
 mod demo;
 mod image;

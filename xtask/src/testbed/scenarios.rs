@@ -2220,6 +2220,235 @@ pub const BENCH_FS_LINUX_IDE: Scenario = Scenario {
     ..BENCH_FS_LINUX
 };
 
+// ---------------------------------------------------------------- bench files
+//
+// `cargo xtask bench files`: the crash-safety issue's metadata-heavy work: 5,000
+// small files (100-4,099 bytes, 5 directories) created on ext4 and synced. dom0 makes
+// them (python3, one process) in a source disk (`mke2fs -d`, xvdc, mounted
+// read-only) and formats the data disk (256 MiB, 1 KiB blocks as mkfs.ext4 picks at
+// that size); the guest runs `cp -r /src/files /mnt/` then `sync`, timed; dom0's
+// e2fsck -fn must be clean and the copy's manifest (every file's SHA-256) the
+// source's. `bench-fs-nojournal` is `bench-fs-pvh` on ext4 made without a journal
+// (`-O ^has_journal`): the journal's cost on the report's dd.
+
+/// The source disk of the small files (read-only in the guest).
+const BENCH_FILES_SRC: Disk = Disk {
+    var: "SRC",
+    size_mb: 64,
+    source: None,
+    loop_dev: true,
+};
+/// The disk they are copied to.
+const BENCH_FILES_DATA: Disk = Disk {
+    var: "DATA",
+    size_mb: 256,
+    source: None,
+    loop_dev: true,
+};
+
+/// dom0: the files, their manifest, the source disk, the formatted data disk.
+const BENCH_FILES_MKFS: Step = dom0_cap(
+    concat!(
+        "rm -rf /tmp/smallsrc && mkdir -p /tmp/smallsrc/files && cd /tmp/smallsrc/files && ",
+        "python3 -c \"import os, random\n",
+        "r = random.Random(14)\n",
+        "for d in range(5): os.mkdir('d%d' % d)\n",
+        "for i in range(5000):\n",
+        "    open('d%d/f%04d' % (i % 5, i), 'wb').write(r.randbytes(100 + r.randrange(4000)))\n\" && ",
+        "echo \"manifest $(find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-64)\" && ",
+        "mke2fs -q -F -t ext4 -d /tmp/smallsrc $SRC && mkfs.ext4 -q -F $DATA && ",
+        "dumpe2fs -h $DATA 2>/dev/null | grep '^Block size'"
+    ),
+    &[r"^Block size:\s+1024$"],
+    &[("MANIFEST", r"^manifest ([0-9a-f]{64})$")],
+    300,
+);
+
+/// dom0 after the guest: e2fsck -fn of the data disk, and the copy's manifest.
+macro_rules! bench_files_check {
+    ($fsck:expr, $same:expr) => {
+        dom0_cap(
+            concat!(
+                "blockdev --flushbufs $DATA; e2fsck -fn $DATA >/dev/null 2>&1; echo \"e2fsck=$?\"; ",
+                "rm -rf /tmp/smallout && mkdir /tmp/smallout && debugfs -R 'rdump /files /tmp/smallout' $DATA 2>/dev/null; ",
+                "cd /tmp/smallout/files && m=$(find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-64); ",
+                "echo \"copy $([ \"$m\" = \"$MANIFEST\" ] && echo same || echo different) ($(find . -type f | wc -l) files)\""
+            ),
+            &[],
+            &[($fsck, r"^e2fsck=(\d+)$"), ($same, r"^copy (same|different) ")],
+            600,
+        )
+    };
+}
+
+/// A PVH Xenlet with the data disk and the source disk.
+const XENLET_FILES_CONFIG: &str = r#"name    = "@NAME@"
+type    = "pvh"
+memory  = 32
+vcpus   = 1
+kernel  = "@FILES@/xenlet.elf"
+disk    = [ "phy:@DATA@,xvdb,w", "phy:@SRC@,xvdc,r" ]
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#;
+
+const BENCH_FILES_XENLET_STEPS: &[Step] = &[
+    BENCH_FILES_MKFS,
+    cmd("mkdir -p /src", &[], 30),
+    cmd("mount -o ro /dev/xvdc /src", &[], 60),
+    cmd("mount /dev/xvdb /mnt", &[], 60),
+    cmd_cap(
+        "time cp -r /src/files /mnt/",
+        &[],
+        &[("CP_REAL", TIME_REAL)],
+        1800,
+    ),
+    cmd_cap("time sync", &[], &[("SYNC_REAL", TIME_REAL)], 600),
+    cmd("umount /mnt", &[], 120),
+    cmd("umount /src", &[], 60),
+    bench_files_check!("FSCK", "SAME"),
+    last("poweroff"),
+];
+
+pub const BENCH_FILES_XENLET: Scenario = Scenario {
+    name: "bench-files-xenlet",
+    about: "bench files: Xenlet PVH, cp -r of 5,000 small files from xvdc to ext4 on xvdb, sync; e2fsck and manifest in dom0",
+    needs: &[Need::XenletElf],
+    config: XENLET_FILES_CONFIG,
+    disks: &[BENCH_FILES_DATA, BENCH_FILES_SRC],
+    console: Console::Pv,
+    prompt: XENLET_PROMPT,
+    eol: "\r",
+    boot_timeout_s: 120,
+    boot_expect: &[],
+    steps: BENCH_FILES_XENLET_STEPS,
+    end: End::Poweroff,
+    end_timeout_s: 60,
+    budget_s: 2400,
+    topology: None,
+};
+
+/// The Linux PVHVM domU of `bench-fs-linux` with the source disk as well.
+const LINUX_FILES_CONFIG: &str = r#"name    = "@NAME@"
+type    = "hvm"
+memory  = 256
+vcpus   = 1
+kernel  = "@LINUX@"
+ramdisk = "@LINUX_INITRD_FS@"
+extra   = "console=ttyS0,115200 loglevel=4"
+disk    = [ "phy:@DATA@,xvdb,w", "phy:@SRC@,xvdc,r" ]
+serial  = "pty"
+vga     = "none"
+vnc     = 0
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#;
+
+/// One run in the Linux domU (caches dropped first, so the source is read from its
+/// disk as in Xenlet's fresh boot), timed by /proc/uptime.
+macro_rules! linux_files_run {
+    ($n:literal) => {
+        [
+            BENCH_FILES_MKFS,
+            cmd(
+                "echo 3 > /proc/sys/vm/drop_caches; mkdir -p /src /mnt && mount -t ext4 -o ro /dev/xvdc /src && mount -t ext4 /dev/xvdb /mnt && mount | grep -c ' type ext4'",
+                &[r"^2$"],
+                120,
+            ),
+            cmd_cap(
+                concat!(
+                    "a=$(cut -d' ' -f1 /proc/uptime); cp -r /src/files /mnt/; ",
+                    "b=$(cut -d' ' -f1 /proc/uptime); sync; c=$(cut -d' ' -f1 /proc/uptime); ",
+                    "echo $a $b $c | awk '{printf \"timed by /proc/uptime: cp %.2f s, sync %.2f s\\n\", $2 - $1, $3 - $2}'"
+                ),
+                &[],
+                &[
+                    (concat!("CP_S_", $n), r"^timed by /proc/uptime: cp ([0-9.]+) s, "),
+                    (concat!("SYNC_S_", $n), r", sync ([0-9.]+) s$"),
+                ],
+                3600,
+            ),
+            cmd("umount /mnt; umount /src", &[], 300),
+            bench_files_check!(concat!("FSCK_", $n), concat!("SAME_", $n)),
+        ]
+    };
+}
+
+const BENCH_FILES_LINUX_STEPS: &[Step] = &{
+    let [a0, a1, a2, a3, a4] = linux_files_run!("1");
+    let [b0, b1, b2, b3, b4] = linux_files_run!("2");
+    let [c0, c1, c2, c3, c4] = linux_files_run!("3");
+    [
+        a0,
+        a1,
+        a2,
+        a3,
+        a4,
+        b0,
+        b1,
+        b2,
+        b3,
+        b4,
+        c0,
+        c1,
+        c2,
+        c3,
+        c4,
+        last("poweroff -f"),
+    ]
+};
+
+pub const BENCH_FILES_LINUX: Scenario = Scenario {
+    name: "bench-files-linux",
+    about: "bench files: the Linux PVHVM domU, 3 runs in one boot: cp -r of 5,000 small files to ext4, sync (timed by /proc/uptime)",
+    needs: &[],
+    config: LINUX_FILES_CONFIG,
+    disks: &[BENCH_FILES_DATA, BENCH_FILES_SRC],
+    console: Console::Serial,
+    prompt: LINUX_PROMPT,
+    eol: "\r",
+    boot_timeout_s: 900,
+    boot_expect: &[r"^DOMU: up .*block: .*xvdb"],
+    steps: BENCH_FILES_LINUX_STEPS,
+    end: End::Poweroff,
+    end_timeout_s: 60,
+    budget_s: 6000,
+    topology: None,
+};
+
+/// `bench-fs-pvh` on ext4 without a journal.
+const BENCH_FS_NOJOURNAL_STEPS: &[Step] = &[
+    dom0_cap(
+        concat!(
+            "mkfs.ext4 -q -F -O ^has_journal $DATA && dumpe2fs -h $DATA 2>/dev/null | grep -E '^(Block size|Filesystem features)'; ",
+            "echo \"count=$(cat /payload/bench-fs-count 2>/dev/null || echo 131072)\""
+        ),
+        &[r"^Block size:\s+4096$"],
+        &[("COUNT", r"^count=(\d+)$")],
+        120,
+    ),
+    cmd("mount /dev/xvdb /mnt", &[], 60),
+    cmd_cap(
+        "time dd bs=16k count=${COUNT} if=/dev/zero of=/mnt/test",
+        &[r"^${COUNT}\+0 records out"],
+        &[("DD", DD_SUMMARY), ("DD_REAL", TIME_REAL)],
+        1800,
+    ),
+    cmd_cap("time sync", &[], &[("SYNC_REAL", TIME_REAL)], 600),
+    cmd("umount /mnt", &[], 120),
+    BENCH_FS_CHECK,
+    last("poweroff"),
+];
+
+pub const BENCH_FS_NOJOURNAL: Scenario = Scenario {
+    name: "bench-fs-nojournal",
+    about: "bench fs: Xenlet PVH, the bench-fs-pvh commands on ext4 made without a journal (-O ^has_journal)",
+    steps: BENCH_FS_NOJOURNAL_STEPS,
+    ..BENCH_FS_PVH
+};
+
 /// A scenario under another name (one per run of a bench).
 const fn renamed(s: &Scenario, name: &'static str) -> Scenario {
     Scenario { name, ..*s }
@@ -3103,6 +3332,13 @@ on_crash    = "preserve"
     renamed(&BENCH_FS_RAW, "bench-fs-raw-1"),
     renamed(&BENCH_FS_RAW, "bench-fs-raw-2"),
     renamed(&BENCH_FS_RAW, "bench-fs-raw-3"),
+    renamed(&BENCH_FS_NOJOURNAL, "bench-fs-nojournal-1"),
+    renamed(&BENCH_FS_NOJOURNAL, "bench-fs-nojournal-2"),
+    renamed(&BENCH_FS_NOJOURNAL, "bench-fs-nojournal-3"),
+    renamed(&BENCH_FILES_XENLET, "bench-files-xenlet-1"),
+    renamed(&BENCH_FILES_XENLET, "bench-files-xenlet-2"),
+    renamed(&BENCH_FILES_XENLET, "bench-files-xenlet-3"),
+    BENCH_FILES_LINUX,
     renamed(&BENCH_FS_HVM, "bench-fs-hvm-1"),
     renamed(&BENCH_FS_HVM, "bench-fs-hvm-2"),
     renamed(&BENCH_FS_HVM, "bench-fs-hvm-3"),
