@@ -532,12 +532,19 @@ impl Vfs {
         Ok(v)
     }
 
-    /// Replaces the file at `path` with `data` atomically: writes `path.tmp-xenlet`,
-    /// syncs it, renames it over `path`, and syncs again, so a crash leaves the old
-    /// file or the new one.
+    /// Replaces the file at `path` with `data` atomically: writes the hidden
+    /// `.NAME.tmp-xenlet` beside it (hidden so that `uci`, which skips dot files, never
+    /// takes a half-written one for a package), syncs it, renames it over `path`, and
+    /// syncs again, so a crash leaves the old file or the new one (and perhaps the
+    /// temporary file, which [`Vfs::remove_stale_temps`] clears at boot).
     pub fn write_atomic(&mut self, path: &str, data: &[u8]) -> Result<(), FsError> {
         let abs = self.absolute(path);
-        let tmp = alloc::format!("{abs}.tmp-xenlet");
+        let tmp = match abs.rsplit_once('/') {
+            Some((dir, name)) if !name.is_empty() => {
+                alloc::format!("{dir}/.{name}{TEMP_SUFFIX}")
+            }
+            _ => return Err(FsError::Invalid("no file name to replace")),
+        };
         let h = self.open_write(&tmp, true)?;
         let r = (|| {
             let mut done = 0;
@@ -553,7 +560,26 @@ impl Vfs {
         }
         r
     }
+
+    /// Removes the temporary files [`Vfs::write_atomic`] leaves in `dir` when it is
+    /// cut off (a crash before its rename); returns their names. The replaced files
+    /// themselves are whole, old or new.
+    pub fn remove_stale_temps(&mut self, dir: &str) -> Result<Vec<String>, FsError> {
+        let h = self.resolve(dir)?;
+        let mut gone = Vec::new();
+        for e in self.read_dir(h)? {
+            if e.name.starts_with('.') && e.name.ends_with(TEMP_SUFFIX) {
+                let path = alloc::format!("{}/{}", dir.trim_end_matches('/'), e.name);
+                self.unlink(&path)?;
+                gone.push(e.name);
+            }
+        }
+        Ok(gone)
+    }
 }
+
+/// What [`Vfs::write_atomic`] appends to the hidden name of its temporary file.
+const TEMP_SUFFIX: &str = ".tmp-xenlet";
 
 fn read_link_of(fs: &mut BoxedFs, ino: Ino) -> Result<String, FsError> {
     let size = fs.stat(ino)?.size;
@@ -685,5 +711,35 @@ mod tests {
             .collect();
         assert_eq!(names, ["cfg"]);
         assert_eq!(v.open_write("/", true).err(), Some(FsError::IsDir));
+    }
+
+    #[test]
+    fn a_cut_off_replace_leaves_a_hidden_temp_that_boot_removes() {
+        let mut v = Vfs::new(tmpfs(), "tmpfs");
+        v.mkdir("/etc", 0o755).unwrap();
+        v.write_atomic("/etc/network", b"old").unwrap();
+        // what a crash before the rename leaves: the temporary file, half written
+        let h = v.open_write("/etc/.network.tmp-xenlet", true).unwrap();
+        v.write(h, 0, b"ne").unwrap();
+        v.write_atomic("/etc/keep.tmp-xenlet", b"not ours: not hidden")
+            .unwrap();
+        assert_eq!(
+            v.remove_stale_temps("/etc").unwrap(),
+            [".network.tmp-xenlet"]
+        );
+        let root = v.resolve("/etc").unwrap();
+        let mut names: Vec<String> = v
+            .read_dir(root)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        names.sort();
+        assert_eq!(names, ["keep.tmp-xenlet", "network"]);
+        assert_eq!(v.read_to_vec("/etc/network", 100).unwrap(), b"old");
+        assert_eq!(
+            v.write_atomic("/", b"x").err(),
+            Some(FsError::Invalid("no file name to replace"))
+        );
     }
 }

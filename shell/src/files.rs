@@ -532,20 +532,98 @@ pub fn copy_file(v: &mut Vfs, src: &str, dst: &str) -> Result<u64, FsError> {
     }
 }
 
-/// `cp SRC... DEST`.
+/// `cp [-r|-R] SRC... DEST`: with `-r`, directories are copied with everything in
+/// them (GNU's `cp -r`: into DEST when it is a directory, else as DEST).
 pub fn cp(v: &mut Vfs, args: &[&str], out: &mut dyn Write) -> CmdResult {
-    let (_, ops) = flags(args, "")?;
+    let (f, ops) = flags(args, "rR")?;
+    let recursive = f.contains(&'r') || f.contains(&'R');
     let Some((dst, srcs)) = ops.split_last().filter(|(_, s)| !s.is_empty()) else {
         return Err(CmdError::usage("missing destination file operand"));
     };
     let mut errs = Errors(false);
     for s in srcs {
         let t = target(v, s, dst);
-        if let Err(e) = copy_file(v, s, &t) {
-            errs.report(out, &format!("cp: cannot copy '{s}' to '{t}'"), &e)?;
+        let is_dir = v
+            .resolve(s)
+            .and_then(|h| v.stat(h))
+            .is_ok_and(|st| st.kind == FileType::Dir);
+        if !is_dir {
+            if let Err(e) = copy_file(v, s, &t) {
+                errs.report(out, &format!("cp: cannot copy '{s}' to '{t}'"), &e)?;
+            }
+        } else if !recursive {
+            errs.0 = true;
+            writeln!(out, "cp: -r not specified; omitting directory '{s}'")?;
+        } else {
+            copy_tree(v, s, &t, out, &mut errs)?;
         }
     }
     errs.done()
+}
+
+/// Copies directory `src` as `dst` (made if missing), depth-first with an explicit
+/// stack (no recursion on disk-controlled depth). Symbolic links inside are reported
+/// and left out (the file tree cannot make links); every other failure is reported
+/// and the copy goes on, as GNU's does.
+fn copy_tree(
+    v: &mut Vfs,
+    src: &str,
+    dst: &str,
+    out: &mut dyn Write,
+    errs: &mut Errors,
+) -> CmdResult {
+    let (abs_src, abs_dst) = (v.absolute(src), v.absolute(dst));
+    if abs_dst == abs_src || abs_dst.starts_with(&format!("{}/", abs_src.trim_end_matches('/'))) {
+        errs.0 = true;
+        writeln!(
+            out,
+            "cp: cannot copy a directory, '{src}', into itself, '{dst}'"
+        )?;
+        return Ok(());
+    }
+    let mut stack = alloc::vec![(String::from(src), String::from(dst))];
+    while let Some((s, d)) = stack.pop() {
+        match v.mkdir(&d, 0o755) {
+            Ok(_) => {}
+            Err(FsError::Exists)
+                if v.resolve(&d)
+                    .and_then(|h| v.stat(h))
+                    .is_ok_and(|st| st.kind == FileType::Dir) => {}
+            Err(e) => {
+                errs.report(out, &format!("cp: cannot create directory '{d}'"), &e)?;
+                continue;
+            }
+        }
+        let entries = match v.resolve(&s).and_then(|h| v.read_dir(h)) {
+            Ok(e) => e,
+            Err(e) => {
+                errs.report(out, &format!("cp: cannot access '{s}'"), &e)?;
+                continue;
+            }
+        };
+        for e in entries {
+            if e.name == "." || e.name == ".." {
+                continue;
+            }
+            let (cs, cd) = (
+                format!("{}/{}", s.trim_end_matches('/'), e.name),
+                format!("{}/{}", d.trim_end_matches('/'), e.name),
+            );
+            match e.kind {
+                FileType::Dir => stack.push((cs, cd)),
+                FileType::File => {
+                    if let Err(err) = copy_file(v, &cs, &cd) {
+                        errs.report(out, &format!("cp: cannot copy '{cs}' to '{cd}'"), &err)?;
+                    }
+                }
+                _ => {
+                    errs.0 = true;
+                    writeln!(out, "cp: omitting '{cs}': not a regular file or directory")?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `mv SRC... DEST` (a rename; across filesystems a copy and delete of a file).
@@ -746,6 +824,62 @@ mod tests {
         let mut s = String::new();
         let r = f(v, args, &mut s);
         (s, r)
+    }
+
+    #[test]
+    fn cp_r_copies_a_tree_like_gnu() {
+        let mut v = vfs();
+        assert_eq!(run(&mut v, mkdir, &["-p", "/src/a/b", "/dst"]).1, Ok(()));
+        v.write_atomic("/src/top", b"top").unwrap();
+        v.write_atomic("/src/a/b/deep", b"deep").unwrap();
+        for i in 0..50 {
+            v.write_atomic(&format!("/src/a/f{i}"), format!("file {i}").as_bytes())
+                .unwrap();
+        }
+        // without -r a directory is left out, with GNU's words
+        let (o, r) = run(&mut v, cp, &["/src", "/dst"]);
+        assert_eq!(o, "cp: -r not specified; omitting directory '/src'\n");
+        assert!(r.is_err());
+        // into an existing directory: /dst/src; to a new name: that name
+        assert_eq!(
+            run(&mut v, cp, &["-r", "/src", "/dst"]),
+            (String::new(), Ok(()))
+        );
+        assert_eq!(
+            run(&mut v, cp, &["-R", "/src/a", "/copy"]),
+            (String::new(), Ok(()))
+        );
+        assert_eq!(v.read_to_vec("/dst/src/top", 10).unwrap(), b"top");
+        assert_eq!(v.read_to_vec("/dst/src/a/b/deep", 10).unwrap(), b"deep");
+        assert_eq!(v.read_to_vec("/copy/b/deep", 10).unwrap(), b"deep");
+        for i in 0..50 {
+            assert_eq!(
+                v.read_to_vec(&format!("/dst/src/a/f{i}"), 20).unwrap(),
+                format!("file {i}").as_bytes()
+            );
+        }
+        let h = v.resolve("/copy").unwrap();
+        assert_eq!(v.read_dir(h).unwrap().len(), 51);
+        // again over the copy: files are overwritten, directories reused
+        assert_eq!(
+            run(&mut v, cp, &["-r", "/src", "/dst"]),
+            (String::new(), Ok(()))
+        );
+        // a directory into itself is refused, nothing made
+        let (o, r) = run(&mut v, cp, &["-r", "/src", "/src/a"]);
+        assert_eq!(
+            o,
+            "cp: cannot copy a directory, '/src', into itself, '/src/a/src'\n"
+        );
+        assert!(r.is_err());
+        assert!(v.resolve("/src/a/src").is_err());
+        // a failure inside is reported and the rest still copied
+        let (o, r) = run(&mut v, cp, &["-r", "/src", "/top-is-a-file/x"]);
+        assert!(
+            o.starts_with("cp: cannot create directory '/top-is-a-file/x'"),
+            "{o}"
+        );
+        assert!(r.is_err());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! report gives medians with min..max and the ratios to a baseline system.
 //!
 //! - `seed`, `fs`: the report's experiment (`bench_fs.rs`);
+//! - `files`: 5,000 small files copied to ext4 and synced (`bench_files.rs`);
 //! - `boot`: `xl create` to the first prompt, and the smallest `memory=` that works
 //!   (`bench_boot.rs`);
 //! - `router`: Xenlet as a router against a Linux router domU (`bench_router.rs`);
@@ -36,7 +37,7 @@ use crate::util::{step, Error, Result};
 use std::time::Instant;
 
 const USAGE: &str = "\
-usage: cargo xtask bench [all|seed|boot|dd|fs|net|router] [options] [testbed options]
+usage: cargo xtask bench [all|seed|boot|dd|fs|files|net|router] [options] [testbed options]
 
   (none), all [--runs N]
         every bench below in sequence, each its own test-bed session, progress
@@ -65,6 +66,12 @@ usage: cargo xtask bench [all|seed|boot|dd|fs|net|router] [options] [testbed opt
         domU and the same domU on QEMU's emulated IDE (not with --no-ide; neither
         Linux row with --xenlet-only); N: 131072 (2 GiB) by default; m:ss per run,
         medians, ratios, the report's figures
+  files [--runs N] [--table]
+        5,000 small files (100-4,099 bytes) copied with cp -r from a read-only ext4
+        disk to a fresh ext4 disk, then sync, in Xenlet PVH (a fresh boot per run)
+        and the Linux PVHVM domU (its runs in one boot, caches dropped); e2fsck -fn
+        and every file's SHA-256 checked in dom0 (also in
+        target/testbed/bench-files.txt)
   net [--runs N] [--table]
         dom0's iperf3 -c (5 s, both directions) against iperf3 -s in the Linux PVHVM
         domU and in Xenlet (PVH, and HVM from its disk image); Mbit/s
@@ -88,6 +95,7 @@ const BENCHES: &[(&str, BenchFn)] = &[
     ("boot", crate::bench_boot::boot),
     ("dd", dd),
     ("fs", crate::bench_fs::fs),
+    ("files", crate::bench_files::files),
     ("net", net),
     ("router", crate::bench_router::router),
 ];

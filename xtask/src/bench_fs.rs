@@ -32,6 +32,7 @@ type FsRow = (&'static str, &'static str, bool);
 const FS_ROWS: &[FsRow] = &[
     ("Xenlet PVH, file on ext4", "bench-fs-pvh", false),
     ("Xenlet PVH, raw /dev/xvdb", "bench-fs-raw", false),
+    ("Xenlet PVH, file, no journal", "bench-fs-nojournal", false),
     ("Xenlet HVM (image), file", "bench-fs-hvm", false),
     ("Linux PVHVM (blkfront), file", "bench-fs-linux", true),
     ("Linux HVM, emulated IDE, file", "bench-fs-linux-ide", true),
@@ -60,7 +61,7 @@ const REPORT_QEMU: &[f64] = &[188.0, 158.0, 143.0, 117.0, 114.0, 122.0];
 const REPORT_PV: &[f64] = &[25.0, 20.0];
 
 /// Seconds from bash's `time` format, `0m12.345s` (Xenlet's `time`).
-fn time_real(s: &str) -> Option<f64> {
+pub(crate) fn time_real(s: &str) -> Option<f64> {
     let (m, rest) = s.trim().split_once('m')?;
     let sec: f64 = rest.strip_suffix('s')?.parse().ok()?;
     let min: f64 = m.parse().ok()?;
@@ -68,12 +69,12 @@ fn time_real(s: &str) -> Option<f64> {
 }
 
 /// `m:ss.s`, the report's minutes:seconds with a tenth.
-fn mmss(secs: f64) -> String {
+pub(crate) fn mmss(secs: f64) -> String {
     let tenths = (secs * 10.0).round() as u64;
     format!("{}:{:02}.{}", tenths / 600, tenths / 10 % 60, tenths % 10)
 }
 
-fn median(v: &[f64]) -> Option<f64> {
+pub(crate) fn median(v: &[f64]) -> Option<f64> {
     crate::report::stats(v).map(|s| s.median)
 }
 
@@ -370,6 +371,11 @@ pub fn fs(args: &[&str]) -> Result<Section> {
         "  {:<52} {:>6}   goal >= 0.9\n",
         "Xenlet file / Xenlet raw, throughput (PVH)",
         ratio(m("bench-fs-raw"), m("bench-fs-pvh"))
+    ));
+    table.push_str(&format!(
+        "  {:<52} {:>6}   goal >= 0.9\n",
+        "Xenlet journalled / without a journal, throughput",
+        ratio(m("bench-fs-nojournal"), m("bench-fs-pvh"))
     ));
     table.push_str(&format!(
         "  {:<52} {:>6}   goal >= 5\n",

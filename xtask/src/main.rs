@@ -6,6 +6,7 @@
 
 mod bench;
 mod bench_boot;
+mod bench_files;
 mod bench_fs;
 mod bench_router;
 mod demo;
@@ -36,7 +37,7 @@ tasks:
   testbed build|run|list|shell
                          real Xen 4.17 nested in QEMU: dom0 image, xl scenarios
                          (see xtask/testbed/README.md)
-  bench [all|seed|boot|dd|fs|net|router] [--runs N] ...
+  bench [all|seed|boot|dd|fs|files|net|router] [--runs N] ...
                          Xenlet against Linux domUs on the test bed; no argument:
                          every bench in sequence -> target/bench/report.md and an
                          SVG chart per bench (`cargo xtask bench help`)
@@ -219,6 +220,7 @@ fn test_task(args: &[&str]) -> Result<()> {
             .env("XENLET_REQUIRE_CHROMIUM", "1"),
         "cargo test",
     )?;
+    journal_kernel_tests(&root)?;
     util::step("kernel build");
     let elf = build_kernel(Profile::Release)?;
     util::step("disk image (GRUB 2, multiboot2)");
@@ -245,6 +247,44 @@ fn test_task(args: &[&str]) -> Result<()> {
     }
     util::step("all tests passed");
     Ok(())
+}
+
+/// The journal tests against logs the running Linux kernel wrote (`fs/tests/
+/// journal_kernel.rs`: loop-mounted images, written, shut down with
+/// `EXT4_IOC_SHUTDOWN`, replayed by us and by e2fsck). They need root, loop devices
+/// and ext4 in the host kernel, so `cargo test` skips them; here they run whenever
+/// the machine can, and the step says so when it cannot.
+fn journal_kernel_tests(root: &std::path::Path) -> Result<()> {
+    let is_root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    let has_loop = std::path::Path::new("/dev/loop-control").exists();
+    let has_ext4 = std::fs::read_to_string("/proc/filesystems")
+        .map(|t| t.lines().any(|l| l.trim_end().ends_with("\text4")))
+        .unwrap_or(false);
+    if !(is_root && has_loop && has_ext4) {
+        util::step(&format!(
+            "journal replay of Linux-written logs: SKIPPED (needs root {is_root}, loop devices {has_loop}, ext4 {has_ext4})"
+        ));
+        return Ok(());
+    }
+    util::step(
+        "journal replay of logs the running Linux kernel wrote (fs/tests/journal_kernel.rs)",
+    );
+    util::run(
+        util::cargo().current_dir(root).args([
+            "test",
+            "--package",
+            "xenlet-fs",
+            "--test",
+            "journal_kernel",
+            "--",
+            "--ignored",
+        ]),
+        "journal_kernel tests",
+    )
 }
 
 /// The kernel's module graph: no import up the layer order, no cycle

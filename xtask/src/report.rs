@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The benches in the order of the report.
-pub const ORDER: &[&str] = &["seed", "boot", "dd", "fs", "net", "router"];
+pub const ORDER: &[&str] = &["seed", "boot", "dd", "fs", "files", "net", "router"];
 
 /// One system's figures for one measurement.
 #[derive(Clone, Debug)]
@@ -631,7 +631,7 @@ mod tests {
         let (dd, net) = (r.find("## dd:").unwrap(), r.find("## net:").unwrap());
         assert!(dd < net);
         assert!(r.contains("- [net](#net) (FAILED)"));
-        assert!(r.contains("- not measured yet: seed, boot, fs, router"));
+        assert!(r.contains("- not measured yet: seed, boot, fs, files, router"));
         assert!(dir.join("dd.svg").is_file());
         let _ = std::fs::remove_dir_all(&dir);
     }

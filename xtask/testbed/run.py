@@ -825,6 +825,7 @@ def run_scenario(sc):
                 env.update(caps)
                 env['NET'] = NET
                 env['TOPO'] = TOPO
+                env['CFG'] = out + '/domu.cfg'     # a restart step boots from it again
                 argv = ['bash', '-c', send]
                 if netns:
                     argv = ['ip', 'netns', 'exec', netns] + argv
@@ -1111,6 +1112,11 @@ def run_scenario(sc):
                 # that no failure path examined: its CPU context before it goes
                 diagnose(dom, out)
             sh(['xl', 'destroy', dom], timeout=60)
+        # device-mapper disks a dom0 step stacked on the loop devices (`$NAME-...`)
+        if shutil.which('dmsetup') and os.path.isdir('/dev/mapper'):
+            for dm in os.listdir('/dev/mapper'):
+                if dm.startswith(dom + '-'):
+                    sh(['dmsetup', 'remove', '--force', dm], timeout=30)
         for lo in loops:
             sh(['losetup', '-d', lo])
         if topo_up:

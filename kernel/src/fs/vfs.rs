@@ -72,6 +72,22 @@ pub fn init(cmdline: &str, tmp_limit: u64, cache_bytes: usize) -> String {
             Err(why) => (Vfs::new(tmpfs(), "rootfs"), format!("tmpfs ({why})")),
         },
     };
+    // A replace of a configuration (or the lease file) cut off by a crash leaves its
+    // hidden temporary file; the file itself is whole, old or new.
+    let mut report = report;
+    for dir in ["/etc/config", "/etc"] {
+        match v.remove_stale_temps(dir) {
+            Ok(gone) => {
+                for name in gone {
+                    report.push_str(&format!(
+                        "; removed {dir}/{name}, a replace cut off by a crash"
+                    ));
+                }
+            }
+            Err(xenlet_fs::FsError::NotFound) => {}
+            Err(e) => report.push_str(&format!("; {dir}: {e}")),
+        }
+    }
     for d in ["/tmp", "/mnt"] {
         let _ = v.mkdir(d, 0o755);
     }

@@ -60,6 +60,7 @@ const NET_PACKAGES: &[&str] = &[
     "tcpdump",      // the capture in the `wan` namespace
     "socat",        // TCP/UDP clients with a fixed source port in the LAN namespaces
     "iputils-ping", // ping -M do (DF) for the path-MTU check; busybox's ping has no -M
+    "dmsetup",      // a dm-delay disk that slows writes, so a crash lands inside a config replace
 ];
 
 /// Size of the dom0 root image (sparse; the packages take ~1.3 GB).

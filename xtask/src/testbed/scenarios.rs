@@ -1131,6 +1131,16 @@ const FS_STEPS: &[Step] = &[
     dom0("debugfs -R 'cat /etc/moved' $DATA 2>/dev/null | sha256sum", &[r"^${DSUM}  -$"], 60),
     dom0("debugfs -R 'cat /a/b/c/f' $DATA 2>/dev/null", &[r"^hello from xenlet$"], 30),
     dom0("debugfs -R 'ls -l /' $DATA 2>/dev/null; debugfs -R 'stat /blob' $DATA 2>&1 | tail -1", &[r"File not found by ext2_lookup"], 30),
+    // dom0's own kernel mounts what Xenlet wrote (read-only, no journal replay: the
+    // domain still has the disk) and reads the same bytes
+    dom0(
+        concat!(
+            "mkdir -p /tmp/xm && mount -t ext4 -o ro,noload $DATA /tmp/xm && ",
+            "{ sha256sum /tmp/xm/etc/moved; cat /tmp/xm/a/b/c/f; ls /tmp/xm; umount /tmp/xm; }"
+        ),
+        &[r"^${DSUM}  /tmp/xm/etc/moved$", r"^hello from xenlet$", r"^data$"],
+        60,
+    ),
     // The report's experiment, scaled to the 64 MiB disk (room made first).
     cmd("mount /dev/xvdb /mnt", &[], 60),
     cmd("rm /mnt/data /mnt/etc/moved", &[], 60),
@@ -1244,6 +1254,187 @@ macro_rules! zeros_in_dom0 {
         )
     };
 }
+
+// The configuration on the root disk (`config-crash-pvh`): Xenlet boots PVH with its
+// disk image as xvda (`phy:` on a loop device) and mounts partition 1 read-write at /.
+// A `uci commit` survives a reboot; then the image is put behind a dm-delay device
+// (every write held 200 ms) so that a crash can land inside a commit, and dom0
+// pauses and destroys the domain once blkback has seen a given share of the sectors
+// a whole commit writes (measured first). After each crash Xenlet boots again:
+// /etc/config/network is the old file or the new one (SHA-256), never a mix or
+// empty. Last, dom0's `e2fsck -fn` is clean, and a root whose superblock dom0 has
+// damaged still gives a shell, with the reason on the console.
+
+/// A PVH domain whose root disk is its disk image.
+const XENLET_ROOT_PVH_CONFIG: &str = r#"name    = "@NAME@"
+type    = "pvh"
+memory  = 32
+vcpus   = 1
+kernel  = "@FILES@/xenlet.elf"
+disk    = [ "phy:@DISK@,xvda,w" ]
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#;
+
+/// The disk image on a loop device (dom0's blkback, whose counters time the crash).
+const IMAGE_LOOP: Disk = Disk {
+    var: "DISK",
+    size_mb: 0,
+    source: Some(Need::XenletImage),
+    loop_dev: true,
+};
+
+/// blkback's count of sectors written to the domain's xvda (device 51712).
+macro_rules! wr_sect_xvda {
+    () => {
+        "/sys/bus/xen-backend/devices/vbd-$DOMID-51712/statistics/wr_sect"
+    };
+}
+
+/// One crash round: the file is set back to the old one, a commit to the new address
+/// is staged, dom0 arms a pause + destroy at `$num`/4 of the commit's sectors (at
+/// least 1), the commit is cut off, Xenlet boots again and the file is whole.
+macro_rules! config_crash_round {
+    ($num:literal, $var:literal) => {
+        [
+            cmd("cp /etc/network.old /etc/config/network", &[], 60),
+            cmd("sync", &[], 60),
+            cmd("sha256sum /etc/config/network", &[r"^${OLD}  /etc/config/network$"], 60),
+            cmd("uci set network.lan.ipaddr=10.9.9.1", &[], 30),
+            dom0_cap(
+                concat!(
+                    "v=", wr_sect_xvda!(), "; read base < $v || exit 1; ",
+                    "k=$(( COMMIT_SECTORS * ", $num, " / 4 )); [ $k -ge 1 ] || k=1; ",
+                    "echo \"armed at wr_sect $base, crash after $k of $COMMIT_SECTORS sectors\"; ",
+                    "(SECONDS=0; while read w < $v; do [ $((w - base)) -ge $k ] && break; ",
+                    "[ $SECONDS -ge 60 ] && break; sleep 0.02; done; ",
+                    "xl pause $NAME; read p < $v; xl destroy $NAME; rc=$?; ",
+                    "echo \"xl destroy rc=$rc, $((p - base)) of $COMMIT_SECTORS sectors written at the pause\") ",
+                    ">/tmp/config-crash.log 2>&1 </dev/null &"
+                ),
+                &[r"^armed at wr_sect \d+, crash after \d+ of \d+ sectors$"],
+                &[],
+                30,
+            ),
+            until_gone(
+                "uci commit network",
+                &[r"^\(domain gone [\d.]+s after the command: destroyed\)$"],
+                120,
+            ),
+            dom0_cap(
+                "for i in $(seq 50); do grep -q rc= /tmp/config-crash.log && break; sleep 0.2; done; cat /tmp/config-crash.log",
+                &[r"^xl destroy rc=0, \d+ of \d+ sectors written at the pause$"],
+                &[(concat!("CUT_", $var), r"^xl destroy rc=0, (\d+) of \d+ sectors")],
+                30,
+            ),
+            restart(120, &[r"^root: /dev/xvda1 ext4, read-write"]),
+            cmd_cap(
+                "sha256sum /etc/config/network",
+                &[r"^(${OLD}|${NEW})  /etc/config/network$"],
+                &[($var, r"^([0-9a-f]{64})  /etc/config/network$")],
+                60,
+            ),
+            // the file parses, and uci reads the address of the version it holds
+            cmd("uci get network.lan.ipaddr", &[r"^(192\.168\.1\.1|10\.9\.9\.1)$"], 30),
+            cmd("ls -a /etc/config", &[r"\A(?:(?:\.|\.\.|dhcp|firewall|network|system)\n)+\s*\z"], 30),
+        ]
+    };
+}
+
+const CONFIG_CRASH_STEPS: &[Step] = &{
+    let [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10] = config_crash_round!("0", "AFTER_0");
+    let [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10] = config_crash_round!("1", "AFTER_1");
+    let [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10] = config_crash_round!("2", "AFTER_2");
+    let [d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10] = config_crash_round!("3", "AFTER_3");
+    [
+        cmd_cap(
+            "sha256sum /etc/config/network",
+            &[],
+            &[("OLD", r"^([0-9a-f]{64})  /etc/config/network$")],
+            60,
+        ),
+        cmd("uci get network.lan.ipaddr", &[r"^192\.168\.1\.1$"], 30),
+        cmd("cp /etc/config/network /etc/network.old", &[], 60),
+        // a change committed and a reboot: the new file is what boots
+        cmd("uci set network.lan.ipaddr=10.9.9.1", &[], 30),
+        dom0_cap(
+            concat!("read w < ", wr_sect_xvda!(), " && echo \"wr_sect $w\""),
+            &[],
+            &[("WR0", r"^wr_sect (\d+)$")],
+            30,
+        ),
+        cmd("uci commit network", &[], 60),
+        dom0_cap(
+            concat!(
+                "read w < ", wr_sect_xvda!(), " && echo \"the commit wrote $((w - WR0)) sectors\"; ",
+                "[ $((w - WR0)) -ge 2 ]"
+            ),
+            &[],
+            &[("COMMIT_SECTORS", r"^the commit wrote (\d+) sectors$")],
+            30,
+        ),
+        cmd_cap(
+            "sha256sum /etc/config/network",
+            &[],
+            &[("NEW", r"^([0-9a-f]{64})  /etc/config/network$")],
+            60,
+        ),
+        until_gone(
+            "reboot",
+            &[r"^\(domain gone [\d.]+s after the command: shut down, reason code 1 \(reboot\)\)$"],
+            60,
+        ),
+        restart(120, &[r"^root: /dev/xvda1 ext4, read-write$"]),
+        cmd("uci get network.lan.ipaddr", &[r"^10\.9\.9\.1$"], 30),
+        cmd("sha256sum /etc/config/network", &[r"^${NEW}  /etc/config/network$"], 60),
+        // the disk behind dm-delay (writes held 200 ms, reads not), from the next boot
+        until_gone(
+            "poweroff",
+            &[r"^\(domain gone [\d.]+s after the command: shut down, reason code 0 \(poweroff\)\)$"],
+            60,
+        ),
+        dom0(
+            concat!(
+                "modprobe dm-delay && s=$(blockdev --getsz $DISK) && ",
+                "dmsetup create $NAME-slow --table \"0 $s delay $DISK 0 0 $DISK 0 200\" && ",
+                "sed -i \"s|phy:$DISK,|phy:/dev/mapper/$NAME-slow,|\" $CFG && grep -n '^disk' $CFG"
+            ),
+            &[r"phy:/dev/mapper/\S+-slow,xvda,w"],
+            60,
+        ),
+        restart(120, &[r"^root: /dev/xvda1 ext4, read-write$"]),
+        a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10,
+        b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10,
+        c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10,
+        d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10,
+        until_gone(
+            "poweroff",
+            &[r"^\(domain gone [\d.]+s after the command: shut down, reason code 0 \(poweroff\)\)$"],
+            60,
+        ),
+        dom0(
+            concat!(
+                "dmsetup remove $NAME-slow && sed -i \"s|phy:/dev/mapper/$NAME-slow,|phy:$DISK,|\" $CFG && ",
+                "blockdev --flushbufs $DISK && p=$(losetup -o 1048576 -f --show $DISK) && ",
+                "{ e2fsck -fn $p; echo \"e2fsck exit $?\"; ",
+                "debugfs -R 'cat /etc/config/network' $p 2>/dev/null | sha256sum; losetup -d $p; }"
+            ),
+            &[r"^e2fsck exit 0$", r"^(${OLD}|${NEW})  -$"],
+            90,
+        ),
+        // a damaged root: the ext4 magic at partition offset 1024 + 0x38 zeroed
+        dom0(
+            "printf '\\0\\0' | dd of=$DISK bs=1 seek=$((1048576 + 1024 + 56)) conv=notrunc status=none && blockdev --flushbufs $DISK && echo damaged",
+            &[r"^damaged$"],
+            30,
+        ),
+        restart(120, &[r"^root: tmpfs \(/dev/xvda1: .+\)$"]),
+        cmd("mount", &[r"^rootfs on / type tmpfs"], 30),
+        cmd("uci get network.lan.ipaddr", &[r"(?i)not found|no such|entry"], 30),
+        last("poweroff"),
+    ]
+};
 
 /// The whole script; `[$($boot1),*]` and `[$($boot2),*]` boot the domain again
 /// after the first and the second crash and mount the disk (with or without dom0's
@@ -1715,6 +1906,23 @@ on_crash    = "preserve"
         topology: None,
     },
     Scenario {
+        name: "config-crash-pvh",
+        about: "the configuration on the root disk: a uci commit survives a reboot; crashes cut off commits at 4 points (a dm-delay disk, pause + destroy from dom0) and each boot finds the old or the new file, whole; e2fsck -fn clean; a damaged root still gives a shell",
+        needs: &[Need::XenletElf, Need::XenletImage],
+        config: XENLET_ROOT_PVH_CONFIG,
+        disks: &[IMAGE_LOOP],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 120,
+        boot_expect: &[r"^root: /dev/xvda1 ext4, read-write$"],
+        steps: CONFIG_CRASH_STEPS,
+        end: End::Poweroff,
+        end_timeout_s: 30,
+        budget_s: 420,
+        topology: None,
+    },
+    Scenario {
         name: "fs-crash-e2fsck-pvh",
         about: "crash safety on real Xen: as fs-crash-pvh, with dom0's e2fsck -fy replaying the journal before Xenlet boots again",
         needs: &[Need::XenletElf],
@@ -2021,6 +2229,235 @@ pub const BENCH_FS_LINUX_IDE: Scenario = Scenario {
     boot_expect: &[r"^DOMU: up .*block: .*sda"],
     steps: linux_fs_steps!("/dev/sda"),
     ..BENCH_FS_LINUX
+};
+
+// ---------------------------------------------------------------- bench files
+//
+// `cargo xtask bench files`: the crash-safety issue's metadata-heavy work: 5,000
+// small files (100-4,099 bytes, 5 directories) created on ext4 and synced. dom0 makes
+// them (python3, one process) in a source disk (`mke2fs -d`, xvdc, mounted
+// read-only) and formats the data disk (256 MiB, 1 KiB blocks as mkfs.ext4 picks at
+// that size); the guest runs `cp -r /src/files /mnt/` then `sync`, timed; dom0's
+// e2fsck -fn must be clean and the copy's manifest (every file's SHA-256) the
+// source's. `bench-fs-nojournal` is `bench-fs-pvh` on ext4 made without a journal
+// (`-O ^has_journal`): the journal's cost on the report's dd.
+
+/// The source disk of the small files (read-only in the guest).
+const BENCH_FILES_SRC: Disk = Disk {
+    var: "SRC",
+    size_mb: 64,
+    source: None,
+    loop_dev: true,
+};
+/// The disk they are copied to.
+const BENCH_FILES_DATA: Disk = Disk {
+    var: "DATA",
+    size_mb: 256,
+    source: None,
+    loop_dev: true,
+};
+
+/// dom0: the files, their manifest, the source disk, the formatted data disk.
+const BENCH_FILES_MKFS: Step = dom0_cap(
+    concat!(
+        "rm -rf /tmp/smallsrc && mkdir -p /tmp/smallsrc/files && cd /tmp/smallsrc/files && ",
+        "python3 -c \"import os, random\n",
+        "r = random.Random(14)\n",
+        "for d in range(5): os.mkdir('d%d' % d)\n",
+        "for i in range(5000):\n",
+        "    open('d%d/f%04d' % (i % 5, i), 'wb').write(r.randbytes(100 + r.randrange(4000)))\n\" && ",
+        "echo \"manifest $(find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-64)\" && ",
+        "mke2fs -q -F -t ext4 -d /tmp/smallsrc $SRC && mkfs.ext4 -q -F $DATA && ",
+        "dumpe2fs -h $DATA 2>/dev/null | grep '^Block size'"
+    ),
+    &[r"^Block size:\s+1024$"],
+    &[("MANIFEST", r"^manifest ([0-9a-f]{64})$")],
+    300,
+);
+
+/// dom0 after the guest: e2fsck -fn of the data disk, and the copy's manifest.
+macro_rules! bench_files_check {
+    ($fsck:expr, $same:expr) => {
+        dom0_cap(
+            concat!(
+                "blockdev --flushbufs $DATA; e2fsck -fn $DATA >/dev/null 2>&1; echo \"e2fsck=$?\"; ",
+                "rm -rf /tmp/smallout && mkdir /tmp/smallout && debugfs -R 'rdump /files /tmp/smallout' $DATA 2>/dev/null; ",
+                "cd /tmp/smallout/files && m=$(find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-64); ",
+                "echo \"copy $([ \"$m\" = \"$MANIFEST\" ] && echo same || echo different) ($(find . -type f | wc -l) files)\""
+            ),
+            &[],
+            &[($fsck, r"^e2fsck=(\d+)$"), ($same, r"^copy (same|different) ")],
+            600,
+        )
+    };
+}
+
+/// A PVH Xenlet with the data disk and the source disk.
+const XENLET_FILES_CONFIG: &str = r#"name    = "@NAME@"
+type    = "pvh"
+memory  = 32
+vcpus   = 1
+kernel  = "@FILES@/xenlet.elf"
+disk    = [ "phy:@DATA@,xvdb,w", "phy:@SRC@,xvdc,r" ]
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#;
+
+const BENCH_FILES_XENLET_STEPS: &[Step] = &[
+    BENCH_FILES_MKFS,
+    cmd("mkdir -p /src", &[], 30),
+    cmd("mount -o ro /dev/xvdc /src", &[], 60),
+    cmd("mount /dev/xvdb /mnt", &[], 60),
+    cmd_cap(
+        "time cp -r /src/files /mnt/",
+        &[],
+        &[("CP_REAL", TIME_REAL)],
+        1800,
+    ),
+    cmd_cap("time sync", &[], &[("SYNC_REAL", TIME_REAL)], 600),
+    cmd("umount /mnt", &[], 120),
+    cmd("umount /src", &[], 60),
+    bench_files_check!("FSCK", "SAME"),
+    last("poweroff"),
+];
+
+pub const BENCH_FILES_XENLET: Scenario = Scenario {
+    name: "bench-files-xenlet",
+    about: "bench files: Xenlet PVH, cp -r of 5,000 small files from xvdc to ext4 on xvdb, sync; e2fsck and manifest in dom0",
+    needs: &[Need::XenletElf],
+    config: XENLET_FILES_CONFIG,
+    disks: &[BENCH_FILES_DATA, BENCH_FILES_SRC],
+    console: Console::Pv,
+    prompt: XENLET_PROMPT,
+    eol: "\r",
+    boot_timeout_s: 120,
+    boot_expect: &[],
+    steps: BENCH_FILES_XENLET_STEPS,
+    end: End::Poweroff,
+    end_timeout_s: 60,
+    budget_s: 2400,
+    topology: None,
+};
+
+/// The Linux PVHVM domU of `bench-fs-linux` with the source disk as well.
+const LINUX_FILES_CONFIG: &str = r#"name    = "@NAME@"
+type    = "hvm"
+memory  = 256
+vcpus   = 1
+kernel  = "@LINUX@"
+ramdisk = "@LINUX_INITRD_FS@"
+extra   = "console=ttyS0,115200 loglevel=4"
+disk    = [ "phy:@DATA@,xvdb,w", "phy:@SRC@,xvdc,r" ]
+serial  = "pty"
+vga     = "none"
+vnc     = 0
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#;
+
+/// One run in the Linux domU (caches dropped first, so the source is read from its
+/// disk as in Xenlet's fresh boot), timed by /proc/uptime.
+macro_rules! linux_files_run {
+    ($n:literal) => {
+        [
+            BENCH_FILES_MKFS,
+            cmd(
+                "echo 3 > /proc/sys/vm/drop_caches; mkdir -p /src /mnt && mount -t ext4 -o ro /dev/xvdc /src && mount -t ext4 /dev/xvdb /mnt && mount | grep -c ' type ext4'",
+                &[r"^2$"],
+                120,
+            ),
+            cmd_cap(
+                concat!(
+                    "a=$(cut -d' ' -f1 /proc/uptime); cp -r /src/files /mnt/; ",
+                    "b=$(cut -d' ' -f1 /proc/uptime); sync; c=$(cut -d' ' -f1 /proc/uptime); ",
+                    "echo $a $b $c | awk '{printf \"timed by /proc/uptime: cp %.2f s, sync %.2f s\\n\", $2 - $1, $3 - $2}'"
+                ),
+                &[],
+                &[
+                    (concat!("CP_S_", $n), r"^timed by /proc/uptime: cp ([0-9.]+) s, "),
+                    (concat!("SYNC_S_", $n), r", sync ([0-9.]+) s$"),
+                ],
+                3600,
+            ),
+            cmd("umount /mnt; umount /src", &[], 300),
+            bench_files_check!(concat!("FSCK_", $n), concat!("SAME_", $n)),
+        ]
+    };
+}
+
+const BENCH_FILES_LINUX_STEPS: &[Step] = &{
+    let [a0, a1, a2, a3, a4] = linux_files_run!("1");
+    let [b0, b1, b2, b3, b4] = linux_files_run!("2");
+    let [c0, c1, c2, c3, c4] = linux_files_run!("3");
+    [
+        a0,
+        a1,
+        a2,
+        a3,
+        a4,
+        b0,
+        b1,
+        b2,
+        b3,
+        b4,
+        c0,
+        c1,
+        c2,
+        c3,
+        c4,
+        last("poweroff -f"),
+    ]
+};
+
+pub const BENCH_FILES_LINUX: Scenario = Scenario {
+    name: "bench-files-linux",
+    about: "bench files: the Linux PVHVM domU, 3 runs in one boot: cp -r of 5,000 small files to ext4, sync (timed by /proc/uptime)",
+    needs: &[],
+    config: LINUX_FILES_CONFIG,
+    disks: &[BENCH_FILES_DATA, BENCH_FILES_SRC],
+    console: Console::Serial,
+    prompt: LINUX_PROMPT,
+    eol: "\r",
+    boot_timeout_s: 900,
+    boot_expect: &[r"^DOMU: up .*block: .*xvdb"],
+    steps: BENCH_FILES_LINUX_STEPS,
+    end: End::Poweroff,
+    end_timeout_s: 60,
+    budget_s: 6000,
+    topology: None,
+};
+
+/// `bench-fs-pvh` on ext4 without a journal.
+const BENCH_FS_NOJOURNAL_STEPS: &[Step] = &[
+    dom0_cap(
+        concat!(
+            "mkfs.ext4 -q -F -O ^has_journal $DATA && dumpe2fs -h $DATA 2>/dev/null | grep -E '^(Block size|Filesystem features)'; ",
+            "echo \"count=$(cat /payload/bench-fs-count 2>/dev/null || echo 131072)\""
+        ),
+        &[r"^Block size:\s+4096$"],
+        &[("COUNT", r"^count=(\d+)$")],
+        120,
+    ),
+    cmd("mount /dev/xvdb /mnt", &[], 60),
+    cmd_cap(
+        "time dd bs=16k count=${COUNT} if=/dev/zero of=/mnt/test",
+        &[r"^${COUNT}\+0 records out"],
+        &[("DD", DD_SUMMARY), ("DD_REAL", TIME_REAL)],
+        1800,
+    ),
+    cmd_cap("time sync", &[], &[("SYNC_REAL", TIME_REAL)], 600),
+    cmd("umount /mnt", &[], 120),
+    BENCH_FS_CHECK,
+    last("poweroff"),
+];
+
+pub const BENCH_FS_NOJOURNAL: Scenario = Scenario {
+    name: "bench-fs-nojournal",
+    about: "bench fs: Xenlet PVH, the bench-fs-pvh commands on ext4 made without a journal (-O ^has_journal)",
+    steps: BENCH_FS_NOJOURNAL_STEPS,
+    ..BENCH_FS_PVH
 };
 
 /// A scenario under another name (one per run of a bench).
@@ -3081,6 +3518,13 @@ on_crash    = "preserve"
     renamed(&BENCH_FS_RAW, "bench-fs-raw-1"),
     renamed(&BENCH_FS_RAW, "bench-fs-raw-2"),
     renamed(&BENCH_FS_RAW, "bench-fs-raw-3"),
+    renamed(&BENCH_FS_NOJOURNAL, "bench-fs-nojournal-1"),
+    renamed(&BENCH_FS_NOJOURNAL, "bench-fs-nojournal-2"),
+    renamed(&BENCH_FS_NOJOURNAL, "bench-fs-nojournal-3"),
+    renamed(&BENCH_FILES_XENLET, "bench-files-xenlet-1"),
+    renamed(&BENCH_FILES_XENLET, "bench-files-xenlet-2"),
+    renamed(&BENCH_FILES_XENLET, "bench-files-xenlet-3"),
+    BENCH_FILES_LINUX,
     renamed(&BENCH_FS_HVM, "bench-fs-hvm-1"),
     renamed(&BENCH_FS_HVM, "bench-fs-hvm-2"),
     renamed(&BENCH_FS_HVM, "bench-fs-hvm-3"),

@@ -192,8 +192,8 @@ pub static COMMANDS: &[Command<Host>] = &[
     },
     Command {
         name: "cp",
-        usage: "SOURCE... DEST",
-        help: "copy files",
+        usage: "[-r] SOURCE... DEST",
+        help: "copy files (-r: directories with everything in them)",
         run: fscmds::cp,
     },
     Command {
