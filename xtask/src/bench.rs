@@ -310,11 +310,16 @@ pub(crate) fn failures(names: &[String]) -> Vec<String> {
 
 /// Why a bench failed: the session's error, or rows with fewer figures than runs.
 pub(crate) fn failure(ran: Result<()>, rows: &[Row], runs: usize) -> Option<String> {
-    let short: Vec<String> = rows
+    let mut short: Vec<String> = rows
         .iter()
         .filter(|r| r.runs.len() < runs)
         .map(|r| format!("{} / {}: {} of {runs}", r.label, r.system, r.runs.len()))
         .collect();
+    if short.len() > 3 {
+        let more = short.len() - 3;
+        short.truncate(3);
+        short.push(format!("{more} more"));
+    }
     match (ran, short.is_empty()) {
         (Ok(()), true) => None,
         (Err(e), true) => Some(e.to_string()),

@@ -136,6 +136,7 @@ pub fn boot(args: &[&str]) -> Result<Section> {
                     let st = v.get("status").map_or("not run", String::as_str);
                     let why = match st {
                         "PASS" => "pass".to_string(),
+                        "not run" => "not run".to_string(),
                         _ => format!(
                             "{st} at {}: {}",
                             v.get("failed_step").map_or("?", String::as_str),

@@ -228,7 +228,7 @@ pub fn markdown(s: &Section, stamp: &Stamp) -> String {
                 .as_ref()
                 .and_then(|b| rows.iter().find(|r| &r.system == b))
                 .and_then(|r| stats(&r.runs));
-            for r in rows {
+            for (i, r) in rows.iter().enumerate() {
                 let st = stats(&r.runs);
                 let (med, range, n) = match st {
                     Some(st) => (
@@ -245,11 +245,15 @@ pub fn markdown(s: &Section, stamp: &Stamp) -> String {
                     }
                     (Some(_), _, _) => " - |".to_string(),
                 };
+                // the measurement on its first row only
+                let what = if i == 0 {
+                    format!("{label} ({}, {})", r.unit, direction(r))
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(
                     o,
-                    "| {label} ({}, {}) | {} | {med} | {range} | {n} |{ratio}",
-                    r.unit,
-                    direction(r),
+                    "| {what} | {} | {med} | {range} | {n} |{ratio}",
                     r.system
                 );
             }
@@ -608,7 +612,8 @@ mod tests {
         assert!(md.contains("Measured 2026-12-03 18:00 UTC at commit `abc1234`"));
         assert!(md.contains("| measurement | system | median | min..max | runs | ÷ Linux PVHVM |"));
         assert!(md.contains(
-            "| xl create to first prompt (s, lower is better) | Xenlet PVH | 4 | 3.90..4.50 | 3 | 0.13 |"
+            "| xl create to first prompt (s, lower is better) | Linux PVHVM | 30 | 29..34 | 3 | 1.00 |\n\
+             |  | Xenlet PVH | 4 | 3.90..4.50 | 3 | 0.13 |\n"
         ));
         assert!(md
             .contains("| smallest memory= (MiB, lower is better) | Linux PVHVM | - | - | 0 | - |"));
