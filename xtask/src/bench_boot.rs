@@ -150,7 +150,12 @@ pub fn boot(args: &[&str]) -> Result<Section> {
                     (*m, st == "PASS", why)
                 })
                 .collect();
-            let pass: Vec<(u32, bool)> = outcomes.iter().map(|(m, ok, _)| (*m, *ok)).collect();
+            // a size not run in this session (e.g. the session died first) is unknown
+            let pass: Vec<(u32, bool)> = outcomes
+                .iter()
+                .filter(|(_, _, why)| why != "not run")
+                .map(|(m, ok, _)| (*m, *ok))
+                .collect();
             let min = smallest(&pass);
             text.push_str(&format!(
                 "  {who}: smallest {}\n",

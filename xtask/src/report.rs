@@ -241,7 +241,7 @@ pub fn markdown(s: &Section, stamp: &Stamp) -> String {
                 let ratio = match (&s.baseline, st, base) {
                     (None, _, _) => String::new(),
                     (Some(_), Some(a), Some(b)) if b.median != 0.0 => {
-                        format!(" {:.2} |", a.median / b.median)
+                        format!(" {} |", num(a.median / b.median))
                     }
                     (Some(_), _, _) => " - |".to_string(),
                 };
@@ -612,7 +612,7 @@ mod tests {
         assert!(md.contains("Measured 2026-12-03 18:00 UTC at commit `abc1234`"));
         assert!(md.contains("| measurement | system | median | min..max | runs | ÷ Linux PVHVM |"));
         assert!(md.contains(
-            "| xl create to first prompt (s, lower is better) | Linux PVHVM | 30 | 29..34 | 3 | 1.00 |\n\
+            "| xl create to first prompt (s, lower is better) | Linux PVHVM | 30 | 29..34 | 3 | 1 |\n\
              |  | Xenlet PVH | 4 | 3.90..4.50 | 3 | 0.13 |\n"
         ));
         assert!(md
