@@ -339,7 +339,7 @@ pub fn svg(s: &Section) -> String {
     let cols = groups.len().clamp(1, COLS);
     let rows = groups.len().div_ceil(COLS).max(1);
     let legend_rows = systems.len().div_ceil(3).max(1);
-    let top = 40.0 + 20.0 * legend_rows as f64;
+    let top = 40.0 + 20.0 * legend_rows as f64 + if s.failed.is_some() { 18.0 } else { 0.0 };
     let width = 20.0 + PANEL_W * cols as f64;
     let height = top + PANEL_H * rows as f64 + 10.0;
     let mut o = String::new();
@@ -367,6 +367,14 @@ pub fn svg(s: &Section) -> String {
             esc(sys),
             x + 17.0,
             y + 10.5
+        );
+    }
+    if let Some(f) = &s.failed {
+        let _ = writeln!(
+            o,
+            r##"<text class="failed" x="10" y="{:.1}" fill="#a00">FAILED: {}</text>"##,
+            top - 12.0,
+            esc(&f.chars().take(140).collect::<String>())
         );
     }
     for (gi, (label, grows)) in groups.iter().enumerate() {
@@ -462,14 +470,6 @@ pub fn svg(s: &Section) -> String {
                     );
                 }
             }
-        }
-        if let Some(f) = &s.failed {
-            let _ = writeln!(
-                o,
-                r##"<text class="failed" x="{px}" y="{:.1}" font-size="10" fill="#a00">bench failed: {}</text>"##,
-                y1 + 18.0,
-                esc(&f.chars().take(50).collect::<String>())
-            );
         }
         o.push_str("</g>\n");
     }
