@@ -1116,7 +1116,7 @@ def run_scenario(sc):
         if shutil.which('dmsetup') and os.path.isdir('/dev/mapper'):
             for dm in os.listdir('/dev/mapper'):
                 if dm.startswith(dom + '-'):
-                    sh(['dmsetup', 'remove', '--force', dm], timeout=30)
+                    sh(['dmsetup', 'remove', '--noudevsync', '--force', dm], timeout=30)
         for lo in loops:
             sh(['losetup', '-d', lo])
         if topo_up:

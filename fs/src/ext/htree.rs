@@ -12,10 +12,76 @@
 //! interior index blocks become empty blocks (each with a checksum tail), then
 //! `EXT4_INDEX_FL` is cleared; e2fsck accepts the result as a linear directory
 //! (`e2fsck -D` indexes it again).
+//!
+//! Under metadata_csum every index block (the root and interior nodes) ends its entry
+//! array with a `dx_tail` whose checksum ([`dx_csum`]) is checked whenever the index
+//! is followed. An index that fails it is not trusted: lookups scan the directory
+//! linearly (each leaf has its own checked tail), and changes to the directory are
+//! refused with `FsError::Corrupt` rather than de-indexing over a damaged index
+//! (Linux refuses both with EFSBADCRC; `e2fsck -fD` rebuilds the index). No code path
+//! writes an index block: leaves are edited in place and `deindex` turns index blocks
+//! into linear blocks with their own tails.
 
 use super::csum::{get16, get32};
+use crate::crc32c::crc32c;
 use crate::error::FsError;
 use alloc::vec::Vec;
+
+/// Size of the `dx_tail` (`dt_reserved`, `dt_checksum`) after an index block's
+/// entries under metadata_csum.
+pub const DX_TAIL: usize = 8;
+
+/// Where an index block's count/limit header is, as Linux's `get_dx_countlimit`: 8 in
+/// an interior node (one unused record spanning the block), 0x20 in a root ("." of 12
+/// bytes, ".." over the rest of the block, then an 8-byte `dx_root_info` with
+/// `reserved_zero` 0 and `info_length` 8); `None` if the block is neither.
+pub fn countlimit_offset(b: &[u8]) -> Option<usize> {
+    let bs = b.len();
+    let rec_len = |off: usize| {
+        let v = get16(b, off) as usize;
+        if bs >= 65536 && (v == 0 || v == 0xFFFF) {
+            65536
+        } else {
+            v
+        }
+    };
+    let first = rec_len(4);
+    if first == bs {
+        Some(8)
+    } else if first == 12 {
+        if rec_len(12 + 4) != bs.wrapping_sub(12) || get32(b, 0x18) != 0 || b.get(0x1D) != Some(&8)
+        {
+            return None;
+        }
+        Some(0x20)
+    } else {
+        None
+    }
+}
+
+/// The checksum an index block's `dx_tail` should carry (Linux `ext4_dx_csum`):
+/// crc32c, from the directory's per-inode seed, over the block up to the last used
+/// entry (`count_offset + count * 8` bytes), then `dt_reserved`, then a zero word for
+/// `dt_checksum`. Returns `(offset of the dx_tail, checksum)`, or `None` when the
+/// header cannot be found, `count` exceeds `limit`, or there is no room for the tail
+/// (Linux then fails the block's verification too).
+pub fn dx_csum(b: &[u8], seed: u32) -> Option<(usize, u32)> {
+    let at = countlimit_offset(b)?;
+    let limit = get16(b, at) as usize;
+    let count = get16(b, at + 2) as usize;
+    let tail = at + 8 * limit;
+    if count > limit || tail + DX_TAIL > b.len() {
+        return None;
+    }
+    let c = crc32c(seed, &b[..at + 8 * count]);
+    let c = crc32c(c, &b[tail..tail + 4]);
+    Some((tail, crc32c(c, &[0; 4])))
+}
+
+/// Whether an index block's `dx_tail` checksum is right (see [`dx_csum`]).
+pub fn dx_csum_ok(b: &[u8], seed: u32) -> bool {
+    dx_csum(b, seed).is_some_and(|(tail, c)| get32(b, tail + 4) == c)
+}
 
 /// Logical blocks of interior index nodes, read from the root block (`root`) with a
 /// reader for logical blocks; capped at 3 levels.
@@ -364,6 +430,78 @@ mod tests {
         let pad = 0x0202_0202u32;
         let v = 0x62u32.wrapping_add((0x61u32.wrapping_add(pad << 8)) << 8);
         assert_eq!(b[..4], [v, pad, pad, pad]);
+    }
+
+    /// An interior node: one unused record over the block, count/limit at 8, the
+    /// dx_tail after `limit` entries.
+    fn node(bs: usize, count: u16) -> Vec<u8> {
+        let mut b = alloc::vec![0u8; bs];
+        b[4..6].copy_from_slice(&(bs as u16).to_le_bytes());
+        let limit = ((bs - 8 - DX_TAIL) / 8) as u16;
+        b[8..10].copy_from_slice(&limit.to_le_bytes());
+        b[10..12].copy_from_slice(&count.to_le_bytes());
+        for i in 0..count as usize {
+            b[12 + 8 * i..16 + 8 * i].copy_from_slice(&(i as u32 + 1).to_le_bytes());
+            if i > 0 {
+                b[8 + 8 * i..12 + 8 * i].copy_from_slice(&(i as u32 * 0x1000).to_le_bytes());
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn dx_csum_covers_used_entries_and_reserved_word() {
+        let seed = 0x1234_5678;
+        let mut b = node(1024, 3);
+        let (tail, c) = dx_csum(&b, seed).unwrap();
+        assert_eq!(tail, 8 + 126 * 8);
+        // crc32c(seed, used part), then dt_reserved, then a zero dt_checksum.
+        let want = crc32c(crc32c(seed, &b[..8 + 3 * 8]), &[0; 8]);
+        assert_eq!(c, want);
+        assert!(!dx_csum_ok(&b, seed));
+        b[tail + 4..tail + 8].copy_from_slice(&c.to_le_bytes());
+        assert!(dx_csum_ok(&b, seed));
+        assert!(!dx_csum_ok(&b, seed ^ 1));
+        // Unused entry slots are not covered; used ones, count and dt_reserved are.
+        let mut u = b.clone();
+        u[8 + 5 * 8] ^= 1;
+        assert!(dx_csum_ok(&u, seed));
+        for off in [4, 10, 8 + 2 * 8 + 4, tail, tail + 4] {
+            let mut x = b.clone();
+            x[off] ^= 0x40;
+            assert!(!dx_csum_ok(&x, seed), "byte {off}");
+        }
+        // count > limit, a limit leaving no room for the tail: never verified.
+        let mut x = b.clone();
+        x[10..12].copy_from_slice(&200u16.to_le_bytes());
+        assert_eq!(dx_csum(&x, seed), None);
+        let mut x = b.clone();
+        x[8..10].copy_from_slice(&127u16.to_le_bytes());
+        assert_eq!(dx_csum(&x, seed), None);
+        assert_eq!(dx_csum(&[0u8; 4], seed), None);
+        assert_eq!(dx_csum(&[], seed), None);
+    }
+
+    #[test]
+    fn countlimit_offset_of_root_and_node() {
+        let bs = 1024;
+        assert_eq!(countlimit_offset(&node(bs, 1)), Some(8));
+        let mut r = alloc::vec![0u8; bs];
+        r[4] = 12;
+        r[12 + 4..12 + 6].copy_from_slice(&((bs - 12) as u16).to_le_bytes());
+        r[0x1D] = 8;
+        assert_eq!(countlimit_offset(&r), Some(0x20));
+        r[0x18] = 1; // reserved_zero
+        assert_eq!(countlimit_offset(&r), None);
+        r[0x18] = 0;
+        r[0x1D] = 16; // info_length
+        assert_eq!(countlimit_offset(&r), None);
+        r[0x1D] = 8;
+        r[12 + 4] = 0; // ".." not over the rest of the block
+        assert_eq!(countlimit_offset(&r), None);
+        let mut leaf = alloc::vec![0u8; bs];
+        leaf[4..6].copy_from_slice(&((bs - 12) as u16).to_le_bytes());
+        assert_eq!(countlimit_offset(&leaf), None);
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //! name goes into the leaf its hash selects while that leaf has room, and a full leaf
 //! makes the directory linear: no leaf split, see `htree.rs`);
 //! metadata_csum (superblock, descriptors, bitmaps, inodes, extent blocks, directory
-//! blocks) and gdt_csum. Unknown incompatible features refuse the mount, unknown
+//! blocks and htree index blocks: an index failing its checksum is not followed,
+//! lookups scan instead and changes to that directory are refused) and gdt_csum. Unknown incompatible features refuse the mount, unknown
 //! read-only-compatible ones make it read-only. The filesystem is marked not-clean
 //! while mounted read-write and clean at unmount; one that needs recovery has its
 //! journal replayed at mount (`recover`); then, on a read-write mount, the orphan
@@ -93,6 +94,9 @@ pub struct ExtStats {
     pub data_writes: u64,
     /// File data bytes written.
     pub data_bytes: u64,
+    /// htree index blocks found with a wrong `dx_tail` checksum (each makes its
+    /// directory's index untrusted until the inode is dropped from the cache).
+    pub dx_csum_errors: u64,
 }
 
 struct PBlock {
@@ -108,6 +112,9 @@ struct Node {
     pending: BTreeMap<u64, PBlock>,
     /// An htree directory's index, flattened (see `htree::flatten`), once read.
     dx: Option<Vec<(u32, u32)>>,
+    /// An index block of this htree directory failed its checksum: lookups scan it
+    /// linearly and changes to it are refused (see `htree`).
+    dx_bad: bool,
 }
 
 /// A mounted ext2/ext3/ext4 filesystem over a block device.
@@ -585,6 +592,7 @@ impl<D: BlockDev> Ext<D> {
                     map_dirty: false,
                     pending: BTreeMap::new(),
                     dx: None,
+                    dx_bad: false,
                 },
             );
         }
@@ -714,6 +722,7 @@ impl<D: BlockDev> Ext<D> {
                 map_dirty: false,
                 pending: BTreeMap::new(),
                 dx: None,
+                dx_bad: false,
             },
         );
         Ok(ino)
@@ -1185,6 +1194,11 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         }
         if src_dir && fd != td && self.is_ancestor(src, td)? {
             return Err(FsError::Invalid("cannot move a directory below itself"));
+        }
+        if src_dir && fd != td && self.node(src)?.inode.flags() & FL_INDEX != 0 {
+            // Its ".." will change, which de-indexes it: fail now, not half-way, if
+            // its index cannot be trusted.
+            self.dx_interior(src)?;
         }
         let ft = dir::ftype_of_mode(self.node(src)?.inode.mode());
         if let Some(d) = dst {

@@ -91,35 +91,83 @@ impl<D: BlockDev> Ext<D> {
         htree::name_hash(name, version, seed)
     }
 
+    /// Reads index block `lblk` of htree directory `dir` (the root when 0). On
+    /// metadata_csum filesystems its `dx_tail` checksum must match (`htree::dx_csum`):
+    /// a mismatch is counted, marks the directory's index untrusted (`Node::dx_bad`)
+    /// and gives `FsError::Corrupt`. A hole reads as an empty block (no index there).
+    pub(super) fn dx_read(&mut self, dir: u32, lblk: u32) -> Result<Vec<u8>, FsError> {
+        let Some((pblk, _)) = self.dir_block(dir, lblk as u64)? else {
+            return Ok(Vec::new());
+        };
+        let verified = self.cache.verified(pblk);
+        let b = self.cache.get(&mut self.dev, pblk)?.to_vec();
+        // A block verified as a leaf (it has a tail) is no index block.
+        if !self.sb.has_csum() || (verified && !dir::has_tail(&b)) {
+            return Ok(b);
+        }
+        let seed_inode = self.node(dir)?.inode.clone();
+        let seed = self.inode_seed(dir, &seed_inode);
+        if !htree::dx_csum_ok(&b, seed) {
+            self.stats.dx_csum_errors += 1;
+            self.node(dir)?.dx_bad = true;
+            return Err(corrupt(format!(
+                "directory {dir} index block {lblk} checksum mismatch"
+            )));
+        }
+        self.cache.set_verified(pblk);
+        Ok(b)
+    }
+
+    /// `r`, or `None` if it failed because the directory's index is untrusted (an
+    /// index block failed its checksum): the caller then scans linearly.
+    fn dx_unless_untrusted<T>(
+        &mut self,
+        dir: u32,
+        r: Result<T, FsError>,
+    ) -> Result<Option<T>, FsError> {
+        match r {
+            Ok(v) => Ok(Some(v)),
+            Err(_) if self.node(dir)?.dx_bad => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Refuses to change htree directory `dir` once one of its index blocks failed
+    /// its checksum (rewriting it would bless or destroy what it points to).
+    fn dx_refuse_untrusted(&mut self, dir: u32) -> Result<(), FsError> {
+        if self.node(dir)?.dx_bad {
+            return Err(corrupt(format!(
+                "directory {dir}: htree index fails its checksum, not changing it \
+                 (e2fsck -fD rebuilds it)"
+            )));
+        }
+        Ok(())
+    }
+
     /// For an htree directory, the leaf blocks that can hold `name`; `None` for a
-    /// linear directory or an index we cannot follow.
+    /// linear directory, an index we cannot follow, or one that fails its checksums.
     pub(super) fn dx_candidates(
         &mut self,
         dir: u32,
         name: &[u8],
     ) -> Result<Option<Vec<u32>>, FsError> {
-        if self.node(dir)?.inode.flags() & FL_INDEX == 0 {
+        let n = self.node(dir)?;
+        if n.inode.flags() & FL_INDEX == 0 || n.dx_bad {
             return Ok(None);
         }
         let nb = self.dir_blocks(dir)?;
-        let Some((root_p, _)) = self.dir_block(dir, 0)? else {
+        let root = self.dx_read(dir, 0);
+        let Some(root) = self.dx_unless_untrusted(dir, root)? else {
             return Ok(None);
         };
-        let root = self.cache.get(&mut self.dev, root_p)?.to_vec();
         let Some(hash) = self.dx_hash(&root, name) else {
             return Ok(None);
         };
         if self.node(dir)?.dx.is_none() {
-            let flat = {
-                let mut read = |l: u32| -> Result<Vec<u8>, FsError> {
-                    match self.dir_block(dir, l as u64)? {
-                        Some((p, _)) => Ok(self.cache.get(&mut self.dev, p)?.to_vec()),
-                        None => Ok(Vec::new()),
-                    }
-                };
-                htree::flatten(&root, nb, &mut read)?
+            let flat = htree::flatten(&root, nb, &mut |l| self.dx_read(dir, l));
+            let Some(Some(flat)) = self.dx_unless_untrusted(dir, flat)? else {
+                return Ok(None);
             };
-            let Some(flat) = flat else { return Ok(None) };
             self.node(dir)?.dx = Some(flat);
         }
         let n = self.node(dir)?;
@@ -174,29 +222,16 @@ impl<D: BlockDev> Ext<D> {
         Ok(())
     }
 
-    /// Rewrites an htree directory as a linear one (see [`htree`]).
+    /// Rewrites an htree directory as a linear one (see [`htree`]). Every index block
+    /// is read (and, under metadata_csum, verified) before anything is written; only
+    /// blocks shaped like interior index nodes are emptied, so an index pointing at a
+    /// leaf never costs its names.
     pub(super) fn deindex(&mut self, dir: u32) -> Result<(), FsError> {
-        let nb = self.dir_blocks(dir)?;
+        let empty = self.dx_interior(dir)?;
         let Some((root_p, _)) = self.dir_block(dir, 0)? else {
             return Err(corrupt(format!("directory {dir}: no block 0")));
         };
-        let root = self.cache.get(&mut self.dev, root_p)?.to_vec();
-        let parent = get32(&root, 12);
-        let mut nodes = {
-            let mut read = |l: u32| -> Result<Vec<u8>, FsError> {
-                match self
-                    .map_of(dir)?
-                    .map
-                    .as_ref()
-                    .and_then(|m| m.find(l as u64))
-                {
-                    Some((p, _, _)) => Ok(self.cache.get(&mut self.dev, p)?.to_vec()),
-                    None => Ok(Vec::new()),
-                }
-            };
-            htree::index_nodes(&root, &mut read)?
-        };
-        nodes.retain(|&l| l != 0 && (l as u64) < nb);
+        let parent = get32(self.cache.get(&mut self.dev, root_p)?, 12);
         let csum = self.sb.has_csum();
         let bs = self.sb.block_size as usize;
         let usable = if csum { bs - dir::TAIL } else { bs };
@@ -212,7 +247,7 @@ impl<D: BlockDev> Ext<D> {
                 dir::set_tail(b, seed);
             }
         }
-        for l in nodes {
+        for l in empty {
             let p = self
                 .map_of(dir)?
                 .map
@@ -234,6 +269,24 @@ impl<D: BlockDev> Ext<D> {
         Ok(())
     }
 
+    /// The interior index blocks of htree directory `dir` that `deindex` empties: read,
+    /// with the root, and (under metadata_csum) verified; only blocks shaped like
+    /// interior nodes. Fails, before anything is changed, if the index is untrusted.
+    pub(super) fn dx_interior(&mut self, dir: u32) -> Result<Vec<u32>, FsError> {
+        self.dx_refuse_untrusted(dir)?;
+        let nb = self.dir_blocks(dir)?;
+        let root = self.dx_read(dir, 0)?;
+        let mut nodes = htree::index_nodes(&root, &mut |l| self.dx_read(dir, l))?;
+        nodes.retain(|&l| l != 0 && (l as u64) < nb);
+        let mut interior = Vec::with_capacity(nodes.len());
+        for l in nodes {
+            if htree::countlimit_offset(&self.dx_read(dir, l)?) == Some(8) {
+                interior.push(l);
+            }
+        }
+        Ok(interior)
+    }
+
     /// Adds `name` to the htree leaf its hash belongs to, if that leaf has room (the
     /// index stays valid). Returns false when it cannot (then the caller de-indexes).
     pub(super) fn htree_insert(
@@ -243,23 +296,13 @@ impl<D: BlockDev> Ext<D> {
         ino: u32,
         ftype: u8,
     ) -> Result<bool, FsError> {
+        self.dx_refuse_untrusted(dir)?;
         let nb = self.dir_blocks(dir)?;
-        let Some((root_p, _)) = self.dir_block(dir, 0)? else {
-            return Ok(false);
-        };
-        let root = self.cache.get(&mut self.dev, root_p)?.to_vec();
+        let root = self.dx_read(dir, 0)?;
         let Some(hash) = self.dx_hash(&root, name) else {
             return Ok(false);
         };
-        let leaf = {
-            let mut read = |l: u32| -> Result<Vec<u8>, FsError> {
-                match self.dir_block(dir, l as u64)? {
-                    Some((p, _)) => Ok(self.cache.get(&mut self.dev, p)?.to_vec()),
-                    None => Ok(Vec::new()),
-                }
-            };
-            htree::find_leaf(&root, hash, nb, &mut read)?
-        };
+        let leaf = htree::find_leaf(&root, hash, nb, &mut |l| self.dx_read(dir, l))?;
         let Some(leaf) = leaf else { return Ok(false) };
         let Some((pblk, usable)) = self.dir_block(dir, leaf as u64)? else {
             return Ok(false);
@@ -403,7 +446,9 @@ impl<D: BlockDev> Ext<D> {
         let seed_inode = self.node(dir)?.inode.clone();
         let seed = self.inode_seed(dir, &seed_inode);
         let csum = self.sb.has_csum();
-        for lblk in self.search_order(dir, name, nb)? {
+        let order = self.search_order(dir, name, nb)?;
+        self.dx_refuse_untrusted(dir)?;
+        for lblk in order {
             let Some((pblk, usable)) = self.dir_block(dir, lblk)? else {
                 continue;
             };

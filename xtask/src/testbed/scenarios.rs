@@ -1397,7 +1397,7 @@ const CONFIG_CRASH_STEPS: &[Step] = &{
         dom0(
             concat!(
                 "modprobe dm-delay && s=$(blockdev --getsz $DISK) && ",
-                "dmsetup create $NAME-slow --table \"0 $s delay $DISK 0 0 $DISK 0 200\" && ",
+                "dmsetup create --noudevsync $NAME-slow --table \"0 $s delay $DISK 0 0 $DISK 0 200\" && dmsetup mknodes $NAME-slow && [ -b /dev/mapper/$NAME-slow ] && ",
                 "sed -i \"s|phy:$DISK,|phy:/dev/mapper/$NAME-slow,|\" $CFG && grep -n '^disk' $CFG"
             ),
             &[r"phy:/dev/mapper/\S+-slow,xvda,w"],
@@ -1415,7 +1415,7 @@ const CONFIG_CRASH_STEPS: &[Step] = &{
         ),
         dom0(
             concat!(
-                "dmsetup remove $NAME-slow && sed -i \"s|phy:/dev/mapper/$NAME-slow,|phy:$DISK,|\" $CFG && ",
+                "dmsetup remove --noudevsync $NAME-slow && sed -i \"s|phy:/dev/mapper/$NAME-slow,|phy:$DISK,|\" $CFG && ",
                 "blockdev --flushbufs $DISK && p=$(losetup -o 1048576 -f --show $DISK) && ",
                 "{ e2fsck -fn $p; echo \"e2fsck exit $?\"; ",
                 "debugfs -R 'cat /etc/config/network' $p 2>/dev/null | sha256sum; losetup -d $p; }"
