@@ -240,7 +240,7 @@ fn parse<'a>(
     args: &[&'a str],
     default_count: u64,
 ) -> Result<(crate::bench::BenchArgs<'a>, u64, bool, bool)> {
-    let a = bench_args(
+    let mut a = bench_args(
         args,
         LINUX_RUNS,
         &["--no-ide", "--xenlet-only"],
@@ -267,6 +267,11 @@ fn parse<'a>(
     if count == 0 || count * 16384 > 2560 << 20 {
         return Err(Error::msg("--count is 1-163840 (the disk is 3 GiB)"));
     }
+    // dom0 reads the block count from /payload/bench-fs-count (`${COUNT}` in the
+    // scenarios' commands; the report's 131072 without it)
+    a.opts
+        .payload
+        .push(("bench-fs-count".to_string(), format!("{count}\n")));
     Ok((a, count, ide, linux))
 }
 
@@ -570,6 +575,20 @@ mod tests {
         v.insert("var.FSCK_2".to_string(), "4".to_string());
         let r = fs_run(&v, Some(2)).unwrap();
         assert!((r.dd - 95.2).abs() < 1e-9 && r.note == "e2fsck -fn exit 4");
+    }
+
+    #[test]
+    fn the_count_goes_to_dom0() {
+        let (a, count, ide, linux) = parse(&["--count", "256", "--runs", "1"], SEED_COUNT).unwrap();
+        assert_eq!((count, ide, linux, a.runs), (256, true, true, 1));
+        assert_eq!(
+            a.opts.payload,
+            [("bench-fs-count".to_string(), "256\n".to_string())]
+        );
+        let (a, count, ide, _) = parse(&["--no-ide"], 131072).unwrap();
+        assert_eq!((count, ide), (131072, false));
+        assert_eq!(a.opts.payload[0].1, "131072\n");
+        assert!(parse(&["--count", "0"], 1).is_err());
     }
 
     #[test]
