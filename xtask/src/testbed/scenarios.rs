@@ -3208,10 +3208,11 @@ macro_rules! mem_probe_linux {
 /// scenario `bench-mem-xenlet-N` / `bench-mem-linux-N` in [`EXTRA`]. Seen on the bed:
 /// Xenlet PVH at 2 and 3 MiB is refused by `xl create` (the domain cannot be built),
 /// at 4 MiB it boots but netfront finds no memory for its TX buffers, at 6 and 8 MiB
-/// none for its RX buffers.
+/// none for its RX buffers; 16 MiB passed.
 pub const MEM_PROBES_XENLET: &[u32] = &[2, 3, 4, 6, 8, 12, 16, 24];
-/// Linux at 48 MiB triple-faulted early in its boot (3.5 min after unpause on the
-/// nested bed); smaller sizes are not tried.
+/// Seen on the bed: Linux at 48 and 64 MiB triple-faulted early in its boot (at
+/// 0x100145, 1.5-3.5 min after unpause), 96 and 128 MiB passed; smaller sizes are
+/// not tried.
 pub const MEM_PROBES_LINUX: &[u32] = &[48, 64, 96, 128];
 
 /// A memory probe fails by design below the smallest size that works: a scenario
