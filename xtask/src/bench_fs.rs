@@ -472,7 +472,7 @@ fn seed_table(rr: &[RowRuns], count: u64) -> String {
             .runs
             .iter()
             .map(|(_, x)| match x {
-                Ok(f) => mmss(f.dd + f.sync).trim_end_matches(".0").to_string(),
+                Ok(f) => mmss(f.dd + f.sync),
                 Err(_) => "-".to_string(),
             })
             .collect();
@@ -631,8 +631,8 @@ mod tests {
         ];
         let t = seed_table(&rr, 256);
         assert!(t.contains("count=256 if=/dev/zero of=/mnt/test (4 MiB; the report wrote 2 GiB"));
-        assert!(t.contains("1:54 / 2:08 / 2:00"), "{t}");
-        assert!(t.contains("0:24 / 0:20 / -"), "{t}");
+        assert!(t.contains("1:54.0 / 2:08.0 / 2:00.0"), "{t}");
+        assert!(t.contains("0:24.0 / 0:20.0 / -"), "{t}");
         assert!(t.contains("3:08 / 2:38, 2:23 / 1:57, 1:54 / 2:02 (QEMU)"));
         // medians 120 and 22: 5.45 here, 132.5 / 22.5 = 5.9 in the report
         assert!(

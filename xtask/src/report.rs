@@ -93,7 +93,7 @@ pub fn num(x: f64) -> String {
     let a = x.abs();
     if x == 0.0 {
         "0".to_string()
-    } else if a >= 100.0 || (a >= 1.0 && x == x.round()) {
+    } else if a >= 100.0 || (a >= 10.0 && x == x.round()) {
         format!("{x:.0}")
     } else if a >= 10.0 {
         format!("{x:.1}")
@@ -292,6 +292,16 @@ fn tick_step(max: f64, n: f64) -> f64 {
         .unwrap_or(10.0 * p)
 }
 
+/// A tick's value with as many decimals as its step needs (0, 0.5, 1.0 or 0, 50, 100).
+fn tick_label(t: f64, step: f64) -> String {
+    let decimals = if step >= 1.0 {
+        0
+    } else {
+        (-step.log10()).ceil().max(0.0) as usize
+    };
+    format!("{t:.decimals$}")
+}
+
 /// Xenlet's series in warm colours, the others in cool ones.
 fn colours(systems: &[&str]) -> Vec<&'static str> {
     const WARM: [&str; 4] = ["#d95f02", "#e6ab02", "#a6761d", "#e7298a"];
@@ -416,7 +426,7 @@ pub fn svg(s: &Section) -> String {
                 r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#ddd"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="end" font-size="10">{}</text>"##,
                 x0 - 4.0,
                 y + 3.5,
-                num(t)
+                tick_label(t, step)
             );
             t += step;
         }
@@ -598,6 +608,13 @@ mod tests {
         assert_eq!(tick_step(34.0, 4.0), 10.0);
         assert_eq!(tick_step(0.3, 4.0), 0.1);
         assert_eq!(num(132.5), "132");
+        assert_eq!(
+            (num(4.0), num(16.0)),
+            ("4.00".to_string(), "16".to_string())
+        );
+        assert_eq!(tick_label(50.0, 50.0), "50");
+        assert_eq!(tick_label(0.5, 0.5), "0.5");
+        assert_eq!(tick_label(0.04, 0.02), "0.04");
         assert_eq!(num(0.045), "0.045");
     }
 
@@ -612,8 +629,8 @@ mod tests {
         assert!(md.contains("Measured 2026-12-03 18:00 UTC at commit `abc1234`"));
         assert!(md.contains("| measurement | system | median | min..max | runs | ÷ Linux PVHVM |"));
         assert!(md.contains(
-            "| xl create to first prompt (s, lower is better) | Linux PVHVM | 30 | 29..34 | 3 | 1 |\n\
-             |  | Xenlet PVH | 4 | 3.90..4.50 | 3 | 0.13 |\n"
+            "| xl create to first prompt (s, lower is better) | Linux PVHVM | 30 | 29..34 | 3 | 1.00 |\n\
+             |  | Xenlet PVH | 4.00 | 3.90..4.50 | 3 | 0.13 |\n"
         ));
         assert!(md
             .contains("| smallest memory= (MiB, lower is better) | Linux PVHVM | - | - | 0 | - |"));
