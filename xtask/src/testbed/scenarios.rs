@@ -1247,7 +1247,7 @@ macro_rules! zeros_in_dom0 {
 // The configuration on the root disk (`config-crash-pvh`): Xenlet boots PVH with its
 // disk image as xvda (`phy:` on a loop device) and mounts partition 1 read-write at /.
 // A `uci commit` survives a reboot; then the image is put behind a dm-delay device
-// (every write held 200 ms) so that a crash can land inside a commit, and dom0
+// (every write held 400 ms) so that a crash can land inside a commit, and dom0
 // pauses and destroys the domain once blkback has seen a given share of the sectors
 // a whole commit writes (measured first). After each crash Xenlet boots again:
 // /etc/config/network is the old file or the new one (SHA-256), never a mix or
@@ -1282,7 +1282,7 @@ macro_rules! wr_sect_xvda {
 }
 
 /// One crash round: the file is set back to the old one, a commit to the new address
-/// is staged, dom0 arms a pause + destroy at `$num`/4 of the commit's sectors (at
+/// is staged, dom0 arms a pause + destroy at `$num`/5 of the commit's sectors (at
 /// least 1), the commit is cut off, Xenlet boots again and the file is whole.
 macro_rules! config_crash_round {
     ($num:literal, $var:literal) => {
@@ -1294,7 +1294,7 @@ macro_rules! config_crash_round {
             dom0_cap(
                 concat!(
                     "v=", wr_sect_xvda!(), "; read base < $v || exit 1; ",
-                    "k=$(( COMMIT_SECTORS * ", $num, " / 4 )); [ $k -ge 1 ] || k=1; ",
+                    "k=$(( COMMIT_SECTORS * ", $num, " / 5 )); [ $k -ge 1 ] || k=1; ",
                     "echo \"armed at wr_sect $base, crash after $k of $COMMIT_SECTORS sectors\"; ",
                     "(SECONDS=0; while read w < $v; do [ $((w - base)) -ge $k ] && break; ",
                     "[ $SECONDS -ge 60 ] && break; sleep 0.02; done; ",
@@ -1326,7 +1326,7 @@ macro_rules! config_crash_round {
             ),
             // the file parses, and uci reads the address of the version it holds
             cmd("uci get network.lan.ipaddr", &[r"^(192\.168\.1\.1|10\.9\.9\.1)$"], 30),
-            cmd("ls -a /etc/config", &[r"\A(?:(?:\.|\.\.|dhcp|firewall|network|system)\n)+\s*\z"], 30),
+            cmd("ls -a /etc/config", &[r"\A(?:(?:\.|\.\.|dhcp|firewall|network|system)\n)+\s*\Z"], 30),
         ]
     };
 }
@@ -1377,7 +1377,7 @@ const CONFIG_CRASH_STEPS: &[Step] = &{
         restart(120, &[r"^root: /dev/xvda1 ext4, read-write$"]),
         cmd("uci get network.lan.ipaddr", &[r"^10\.9\.9\.1$"], 30),
         cmd("sha256sum /etc/config/network", &[r"^${NEW}  /etc/config/network$"], 60),
-        // the disk behind dm-delay (writes held 200 ms, reads not), from the next boot
+        // the disk behind dm-delay (writes held 400 ms, reads not), from the next boot
         until_gone(
             "poweroff",
             &[r"^\(domain gone [\d.]+s after the command: shut down, reason code 0 \(poweroff\)\)$"],
@@ -1386,7 +1386,7 @@ const CONFIG_CRASH_STEPS: &[Step] = &{
         dom0(
             concat!(
                 "modprobe dm-delay && s=$(blockdev --getsz $DISK) && ",
-                "dmsetup create --noudevsync $NAME-slow --table \"0 $s delay $DISK 0 0 $DISK 0 200\" && dmsetup mknodes $NAME-slow && [ -b /dev/mapper/$NAME-slow ] && ",
+                "dmsetup create --noudevsync $NAME-slow --table \"0 $s delay $DISK 0 0 $DISK 0 400\" && dmsetup mknodes $NAME-slow && [ -b /dev/mapper/$NAME-slow ] && ",
                 "sed -i \"s|phy:$DISK,|phy:/dev/mapper/$NAME-slow,|\" $CFG && grep -n '^disk' $CFG"
             ),
             &[r"phy:/dev/mapper/\S+-slow,xvda,w"],
