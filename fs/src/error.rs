@@ -39,6 +39,8 @@ pub enum FsError {
     Unsupported(String),
     /// EINTR.
     Interrupted,
+    /// ENOMEM: a buffer could not be had (the heap is small or fragmented).
+    NoMemory,
 }
 
 impl From<IoError> for FsError {
@@ -71,6 +73,7 @@ impl fmt::Display for FsError {
             FsError::Corrupt(what) => write!(f, "Structure needs cleaning ({what})"),
             FsError::Unsupported(what) => write!(f, "Operation not supported ({what})"),
             FsError::Interrupted => f.write_str("Interrupted system call"),
+            FsError::NoMemory => f.write_str("Cannot allocate memory"),
         }
     }
 }

@@ -16,6 +16,25 @@ use xenlet_fs::{FileType, FsError, Stat};
 /// Bytes moved per read or write call when copying a file.
 const CHUNK: usize = 256 * 1024;
 
+/// A read/write buffer for a file of `len` bytes: at most [`CHUNK`], no bigger than
+/// the file (a small file gets a small buffer), and allocated fallibly, halving down
+/// to 4 KiB when the heap has no run that long (a small guest's heap is a few MiB and
+/// fragmented by the filesystems' caches): ENOMEM, not a panic, when even that fails.
+fn io_buffer(len: u64) -> Result<Vec<u8>, FsError> {
+    let mut want = (len.clamp(4096, CHUNK as u64)) as usize;
+    loop {
+        let mut v = Vec::new();
+        if v.try_reserve_exact(want).is_ok() {
+            v.resize(want, 0);
+            return Ok(v);
+        }
+        if want <= 4096 {
+            return Err(FsError::NoMemory);
+        }
+        want /= 2;
+    }
+}
+
 /// Splits `-abc` style flags from operands (`--` ends flags). Unknown flags are an
 /// error naming the first one.
 fn flags<'a>(args: &[&'a str], known: &str) -> Result<(Vec<char>, Vec<&'a str>), CmdError> {
@@ -230,7 +249,11 @@ fn each_chunk(
     h: Handle,
     mut f: impl FnMut(&[u8]) -> CmdResult,
 ) -> Result<Result<(), FsError>, CmdError> {
-    let mut buf = alloc::vec![0u8; CHUNK];
+    let len = v.stat(h).map(|s| s.size).unwrap_or(CHUNK as u64);
+    let mut buf = match io_buffer(len) {
+        Ok(b) => b,
+        Err(e) => return Ok(Err(e)),
+    };
     let mut off = 0u64;
     loop {
         match v.read(h, off, &mut buf) {
@@ -517,7 +540,7 @@ pub fn copy_file(v: &mut Vfs, src: &str, dst: &str) -> Result<u64, FsError> {
     if s == d {
         return Err(FsError::Invalid("source and destination are the same file"));
     }
-    let mut buf = alloc::vec![0u8; CHUNK];
+    let mut buf = io_buffer(v.stat(s)?.size)?;
     let mut off = 0u64;
     loop {
         let n = v.read(s, off, &mut buf)?;
@@ -824,6 +847,13 @@ mod tests {
         let mut s = String::new();
         let r = f(v, args, &mut s);
         (s, r)
+    }
+
+    #[test]
+    fn io_buffers_fit_the_file() {
+        assert_eq!(io_buffer(10).unwrap().len(), 4096);
+        assert_eq!(io_buffer(5000).unwrap().len(), 5000);
+        assert_eq!(io_buffer(1 << 30).unwrap().len(), CHUNK);
     }
 
     #[test]

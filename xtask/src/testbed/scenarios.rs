@@ -2340,7 +2340,9 @@ pub const BENCH_FILES_XENLET: Scenario = Scenario {
     topology: None,
 };
 
-/// The Linux PVHVM domU of `bench-fs-linux` with the source disk as well.
+/// The Linux PVHVM domU of `bench-fs-linux` with the source disk as well (writable in
+/// the config: QEMU will not emulate a read-only IDE disk for an HVM domain, and xl
+/// then fails with "device model did not start"; the domU mounts it read-only).
 const LINUX_FILES_CONFIG: &str = r#"name    = "@NAME@"
 type    = "hvm"
 memory  = 256
@@ -2348,7 +2350,7 @@ vcpus   = 1
 kernel  = "@LINUX@"
 ramdisk = "@LINUX_INITRD_FS@"
 extra   = "console=ttyS0,115200 loglevel=4"
-disk    = [ "phy:@DATA@,xvdb,w", "phy:@SRC@,xvdc,r" ]
+disk    = [ "phy:@DATA@,xvdb,w", "phy:@SRC@,xvdc,w" ]
 serial  = "pty"
 vga     = "none"
 vnc     = 0
