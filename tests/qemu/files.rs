@@ -28,6 +28,12 @@ fn file_tools_redirection_pipes_dd_and_dmesg_on_tmpfs() {
         g.run("rm /tmp/a"),
         "rm: cannot remove '/tmp/a': Is a directory\n"
     );
+    // a buffer larger than the heap is an error line, and the shell goes on
+    let out = g.run("dd if=/dev/zero of=/tmp/big bs=1G count=1");
+    assert!(
+        out.contains("dd: memory exhausted by a buffer of size 1073741824 bytes"),
+        "{out}"
+    );
     let out = g.run("dd if=/dev/zero of=/tmp/z bs=1k count=64");
     assert!(
         out.starts_with("64+0 records in\n64+0 records out\n65536 bytes"),

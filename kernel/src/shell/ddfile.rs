@@ -133,7 +133,14 @@ fn copy(
     progress: &mut Progress,
 ) -> Result<(), String> {
     let chunk = (CHUNK / plan.ibs).max(1) * plan.ibs;
-    let mut buf: Vec<u8> = alloc::vec![0u8; chunk as usize];
+    // fallible: a large bs= in a small guest is an error line, not a panic
+    let mut buf: Vec<u8> = Vec::new();
+    if buf.try_reserve_exact(chunk as usize).is_err() {
+        return Err(format!(
+            "memory exhausted by a buffer of size {chunk} bytes (bs= too large for this guest's heap)"
+        ));
+    }
+    buf.resize(chunk as usize, 0);
     let mut rng = Xoshiro::seeded(clock::now().as_nanos());
     let in_name = match &plan.src {
         End::File(p) => p.clone(),
