@@ -73,6 +73,8 @@ const MAX_IO: usize = 4 << 20;
 const CACHE_BYTES: usize = 16 << 20;
 /// Parsed inodes kept before clean ones are dropped.
 const INODE_CACHE: usize = 4096;
+/// What a cached inode costs the heap, about (its `Node`, the map entry, a small map).
+const NODE_BYTES: usize = 1024;
 /// Blocks kept back from delayed-allocation reservations for metadata.
 const META_MARGIN: u64 = 64;
 /// Hard link limit (above it dir_nlink directories count 1).
@@ -127,6 +129,9 @@ pub struct Ext<D: BlockDev> {
     own_bitmaps: BTreeSet<u64>,
     cache: BlockCache,
     nodes: BTreeMap<u32, Node>,
+    /// Clean inodes are dropped from `nodes` once it holds this many (see
+    /// [`Ext::set_cache_bytes`]).
+    max_nodes: usize,
     opts: MountOptions,
     ro: bool,
     mounted: bool,
@@ -178,6 +183,9 @@ impl<D: BlockDev> Ext<D> {
         self.max_io = (bytes / 4).clamp(64 * 1024, MAX_IO) / bs * bs;
         self.flush_bytes = (bytes / 4).clamp(64 * 1024, FLUSH_BYTES);
         self.cache.set_limit(bytes / 2 / bs);
+        // the other half for cached inodes (about 1 KiB each with their maps): 4096
+        // of them in a 32 MiB guest's two mounts took most of its 7 MiB heap
+        self.max_nodes = (bytes / 2 / NODE_BYTES).clamp(64, INODE_CACHE);
     }
 
     /// Mounts the filesystem on `dev`. Unknown incompatible features refuse the mount;
@@ -315,6 +323,7 @@ impl<D: BlockDev> Ext<D> {
             dirty_groups: BTreeSet::new(),
             own_bitmaps: BTreeSet::new(),
             nodes: BTreeMap::new(),
+            max_nodes: INODE_CACHE,
             opts,
             ro,
             mounted: true,
@@ -572,7 +581,7 @@ impl<D: BlockDev> Ext<D> {
     }
 
     fn evict_nodes(&mut self) {
-        if self.nodes.len() < INODE_CACHE {
+        if self.nodes.len() < self.max_nodes {
             return;
         }
         self.nodes
