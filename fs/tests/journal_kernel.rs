@@ -38,7 +38,22 @@ impl Mount {
 
 impl Drop for Mount {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
+        // The tests run in parallel: another test's child, between its fork and exec,
+        // can hold a copy of a descriptor on this mount for a moment ("target is
+        // busy"). Try again, then detach it lazily rather than leave it (and its loop
+        // device) mounted on the machine.
+        for _ in 0..20 {
+            let ok = Command::new("umount")
+                .arg(&self.0)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if ok {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
     }
 }
 
