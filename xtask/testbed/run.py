@@ -42,6 +42,8 @@ import subprocess
 import sys
 import termios
 import time
+
+import pagewalk     # /payload/pagewalk.py, beside this file
 import tty
 
 PAYLOAD = '/payload'
@@ -649,6 +651,11 @@ def run_scenario(sc):
             left_over = sorted(set(re.findall(r'@[A-Z0-9_]+@', cfg)))
             if left_over:
                 raise Fail('setup', 'unknown variables in the xl config: ' + ' '.join(left_over))
+        if sc['end'] != 'xl-reboot' and not any(
+                st['kind'] in ('until-gone', 'restart') for st in sc['steps']):
+            # nothing here reboots on purpose: a triple fault (which Xen turns into a
+            # reboot) keeps the domain, for its registers and memory in crash.txt
+            cfg = re.sub(r'(?m)^on_reboot\s*=.*$', 'on_reboot   = "preserve"', cfg)
         write(out + '/domu.cfg', cfg)
         for k in ['xl-%s.log', 'qemu-dm-%s.log', 'console/guest-%s.log']:
             # xl create rotates its log (xl-NAME.log.1, ...): a restart step's boots
@@ -685,19 +692,26 @@ def run_scenario(sc):
                 r = shutdown_reason(dom)
                 _, dm = sh(['xl', 'dmesg'])
                 triple = 'd%sv0 Triple fault' % domid in dm
+                intact = False
                 if st == 'shutdown':
                     # kept by on_reboot="preserve": its CPU context (IDTR, GDTR, TR,
-                    # CR3 ...) into crash.txt, which tells a guest's broken tables
-                    # from state the nested SVM mixed up
-                    diagnose(dom, out)
+                    # CR3 ...) and its memory into crash.txt, which tells a guest's
+                    # broken tables from state the nested SVM mixed up
+                    res['pagewalk'] = diagnose(dom, out)
+                    intact = triple and res['pagewalk'] == 'intact'
                 # A triple fault before the first prompt is counted as the nested-SVM
                 # flake too: it was seen at sane kernel addresses right after GRUB
                 # handed over (HVM disk boots only; PVH boots of the same kernel never
                 # did). A real early crash fails every retry and stays red.
-                raise Fail(phase[0], 'the domain ended %s (%s%s)' % (
+                # A triple fault that began with a #PF while the guest's page tables
+                # in memory map everything the deliveries touch (pagewalk 'intact')
+                # cannot be the guest's own: the flake too (crash.txt has the walk).
+                raise Fail(phase[0], 'the domain ended %s (%s%s%s)' % (
                     what, REASONS.get(r, 'no shutdown reason in the xl log'),
-                    ', after a triple fault%s' % triple_state(domid, dm) if triple else ''),
-                    flake=triple and (silent(domid, dm) or booting()))
+                    ', after a triple fault%s' % triple_state(domid, dm) if triple else '',
+                    '; its page tables in memory map every address the #PF and #DF '
+                    'deliveries touch (pagewalk: intact)' if intact else ''),
+                    flake=triple and (silent(domid, dm) or booting() or intact))
             tail = text.strip().splitlines()[-1:] if text.strip() else []
             stuck = ''
             if booting():
@@ -1015,8 +1029,14 @@ def run_scenario(sc):
                 # a triple fault on Xen's register state is the nested-SVM flake (seen
                 # once in Linux's `poweroff -f`)
                 _, dm = sh(['xl', 'dmesg'])
-                raise Fail('end', 'the domain shut down with reason %s, expected %s'
-                           % (res['ended'], REASONS[want]), flake=silent(domid, dm))
+                intact = False
+                if st == 'shutdown' and 'd%sv0 Triple fault' % domid in dm:
+                    res['pagewalk'] = diagnose(dom, out)    # kept by on_reboot="preserve"
+                    intact = res['pagewalk'] == 'intact'
+                raise Fail('end', 'the domain shut down with reason %s, expected %s%s'
+                           % (res['ended'], REASONS[want],
+                              ' (a triple fault; pagewalk: intact)' if intact else ''),
+                           flake=silent(domid, dm) or intact)
             if st == 'shutdown':
                 raise Fail('end', 'the domain shut down (%s) but the toolstack had not '
                            'destroyed it %ds later' % (res['ended'], TOOLSTACK_DESTROY_GRACE))
@@ -1038,6 +1058,33 @@ def run_scenario(sc):
                 raise Fail('end', 'the domain is %s %ds after the crash command, not crashed'
                            % (st, sc['end_timeout']))
             res['ended'] = 'crashed %.1fs after the crash command' % (time.monotonic() - t0)
+        elif sc['end'] == 'triple-fault':
+            # a deliberate triple fault (on_reboot = "preserve" keeps the domain): Xen
+            # must report it, and pagewalk must blame the guest's own state
+            if not ended:
+                raise Fail('end', 'the script has no command that ends the guest')
+            log('waiting up to %ds for the domain to triple-fault' % sc['end_timeout'])
+            t0 = time.monotonic()
+            end = t0 + left(sc['end_timeout'])
+            st = alive()
+            while st == 'running' and time.monotonic() < end:
+                console.pump(0.3)
+                st = alive()
+            console.pump(0.2)
+            show_output(clean(console.take()))
+            _, dm = sh(['xl', 'dmesg'])
+            if st != 'shutdown' or 'd%sv0 Triple fault' % domid not in dm:
+                raise Fail('end', 'the domain is %s %ds after the command, %s' % (
+                    st, sc['end_timeout'], 'without a triple fault in Xen\'s log'
+                    if 'd%sv0 Triple fault' % domid not in dm else 'not kept'))
+            res['pagewalk'] = diagnose(dom, out)
+            with open(out + '/crash.txt') as f:
+                show_output(f.read().split('$ pagewalk:', 1)[-1])
+            if res['pagewalk'] != 'explained':
+                raise Fail('end', 'pagewalk judged the deliberate triple fault %r, not '
+                           '"explained" by the guest\'s own state' % res['pagewalk'])
+            res['ended'] = 'triple fault %.1fs after the command, pagewalk: %s' % (
+                time.monotonic() - t0, res['pagewalk'])
         elif sc['end'] == 'gone':
             if not gone:
                 raise Fail('end', 'the domain is still there: end "gone" needs an '
@@ -1166,6 +1213,8 @@ def signature(res, dm, domid, console_bytes):
                 r'd%sv\d+ Triple fault[^\n]*\n(?:[^\n]*\n){0,4}[^\n]*RIP:\s+e008:\[<ffff82d'
                 % domid, dm)):
         return 'guest-on-xen-state'
+    if res.get('pagewalk') == 'intact':
+        return 'spurious-page-fault'
     step_kind = res.get('failed_step', '').split(' ')[0]   # 'boot 2': after a restart
     if domid is not None and 'd%sv0 Triple fault' % domid in dm:
         return ('triple-fault-before-prompt' if step_kind == 'boot'
@@ -1268,6 +1317,11 @@ def triple_state(domid, dm):
 
 
 def diagnose(dom, out):
+    """Xen's view of the domain into crash.txt. After a triple fault of a domain
+    still there (on_reboot="preserve"), also its memory judged by pagewalk.py:
+    returns 'intact' when the guest's own page tables map everything the fault's
+    deliveries touch (so the fault is the emulated nested SVM's), 'explained' when
+    they do not, 'not judged' otherwise."""
     parts = []
     # `xl debug-keys v` makes Xen dump the HVM vCPUs' VMCBs into its log (read next)
     for cmd in [['xl', 'list', '-v'], 'xen-hvmctx $(xl domid %s) | head -80' % dom,
@@ -1275,7 +1329,18 @@ def diagnose(dom, out):
         rc, text = sh(cmd, timeout=60)
         parts.append('$ %s (rc %d)\n%s' % (cmd if isinstance(cmd, str) else ' '.join(cmd),
                                            rc, text))
+    dm = text
+    verdict = 'not judged'
+    rc, domid = sh(['xl', 'domid', dom], timeout=30)
+    domid = domid.strip()
+    if rc == 0 and 'd%sv0 Triple fault' % domid in dm:
+        verdict, lines = pagewalk.read_and_judge(domid, dm)
+        parts.append('$ pagewalk: the guest memory after its triple fault\n'
+                     + '\n'.join(lines) + '\nverdict: ' + verdict)
+        say('[%s] pagewalk verdict on the triple fault: %s (%s)' % (dom, verdict,
+                                                                   lines[-1][:120]))
     write(out + '/crash.txt', '\n'.join(parts))   # despite the name: any failure
+    return verdict
 
 
 def main():

@@ -163,6 +163,30 @@ pub fn init(on_exception: ExceptionHandler) {
     };
 }
 
+/// Triple-faults on purpose (`crash triple`): interrupts off, an IDT with no gate
+/// (limit 0), then a read of an unmapped address. The #PF cannot be delivered (its
+/// gate is beyond the limit: #GP), nor the #GP (#DF), nor the #DF: the CPU shuts
+/// down, which Xen reports as a triple fault. The test bed's evidence reader must
+/// then blame the guest (the IDT's limit), not the emulated nested SVM.
+pub fn triple_fault() -> ! {
+    let ptr = IdtPointer { limit: 0, base: 0 };
+    // SAFETY: interrupts go off first, so nothing else is delivered through the empty IDT;
+    // the load at 16 TiB (beyond the 4 GiB identity map) faults before it reads anything,
+    // and the shutdown that follows ends the vCPU: no code runs after it.
+    unsafe {
+        core::arch::asm!(
+            "cli",
+            "lidt [{ptr}]",
+            "mov {tmp}, [{addr}]",
+            ptr = in(reg) &ptr,
+            addr = in(reg) 0x1000_0000_0000u64,
+            tmp = out(reg) _,
+            options(nostack)
+        )
+    };
+    crate::arch::cpu::halt_forever()
+}
+
 /// Registers `handler` for `vector` (32–255). Returns false if the vector is a CPU
 /// exception or already taken.
 pub fn register(vector: u8, handler: Handler) -> bool {

@@ -99,6 +99,8 @@ pub enum Deliberate {
     /// Recurse until the boot stack runs into its guard page (#PF that cannot be
     /// delivered on the same stack, so a #DF on its own stack).
     StackOverflow,
+    /// A #PF with an empty IDT: no report, the CPU shuts down (a triple fault).
+    TripleFault,
 }
 
 /// One KiB of stack per call, without end: only the guard page stops it.
@@ -140,6 +142,7 @@ pub fn provoke(kind: Deliberate) -> ! {
         Deliberate::StackOverflow => {
             core::hint::black_box(deeper(0));
         }
+        Deliberate::TripleFault => crate::arch::trap::triple_fault(),
     }
     panic!("the deliberate {kind:?} did not fault");
 }

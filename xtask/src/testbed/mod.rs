@@ -64,6 +64,7 @@ usage: cargo xtask testbed <command>
                              hits the nested-SVM flake (default 2)
       -v, --verbose          show the whole Xen/dom0 serial console
       --smp N                vCPUs of QEMU and dom0 (default 2)
+      --tcg-single           one host thread for the outer QEMU's vCPUs (not MTTCG)
       --xen-arg ARG          extra Xen command-line option (repeatable)
       --xl KEY=VALUE         extra line for every domain's xl config, e.g.
                              --xl tsc_mode=native (repeatable)
@@ -120,6 +121,7 @@ pub fn parse_options<'a>(args: &[&'a str]) -> Result<(session::Options, Vec<&'a 
         retries: 2,
         verbose: false,
         smp: 2,
+        tcg_single: false,
         xen_args: Vec::new(),
         xl: Vec::new(),
         live: false,
@@ -136,6 +138,7 @@ pub fn parse_options<'a>(args: &[&'a str]) -> Result<(session::Options, Vec<&'a 
             "--retries" => opts.retries = number(it.next(), "--retries")?,
             "--smp" => opts.smp = number(it.next(), "--smp")?.max(1),
             "-v" | "--verbose" => opts.verbose = true,
+            "--tcg-single" => opts.tcg_single = true,
             "--xen-arg" => opts.xen_args.push(
                 it.next()
                     .ok_or_else(|| Error::msg("--xen-arg needs a value"))?

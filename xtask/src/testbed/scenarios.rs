@@ -49,6 +49,11 @@ pub enum End {
     /// the domain must be crashed (`on_crash = "preserve"`), i.e. it reached
     /// `SHUTDOWN_crash` rather than hanging on the way.
     Crash,
+    /// The last command (with `ends: true`) triple-faults the guest on purpose: the
+    /// config keeps the domain (`on_reboot = "preserve"`), Xen's log must report the
+    /// triple fault within `end_timeout_s`, and the test bed's evidence reader
+    /// (`pagewalk.py`) must find it explained by the guest's own state.
+    TripleFault,
     /// The script's last [`Kind::UntilGone`] step (e.g. `poweroff`, checked for its
     /// shutdown reason there) ended the domain, and dom0 steps may follow it (e.g.
     /// `e2fsck` on the powered-off guest's disk): the domain must be gone at the end.
@@ -59,6 +64,7 @@ impl End {
     pub fn as_str(self) -> &'static str {
         match self {
             End::Poweroff => "poweroff",
+            End::TripleFault => "triple-fault",
             End::Destroy => "destroy",
             End::XlShutdown => "xl-shutdown",
             End::XlReboot => "xl-reboot",
@@ -533,7 +539,7 @@ on_crash    = "preserve"
 /// The Xen platform layer: version, the one-shot timer (`sleep`), XenStore both ways (a guest write read in dom0, a
 /// dom0 write firing a guest watch), the PV devices, a DHCP lease and pings both ways
 /// on the vif. The guest is then ended from dom0.
-const XEN_STEPS_ARR: [Step; 17] = [
+const XEN_STEPS_ARR: [Step; 18] = [
     cmd(
         "xen",
         &[
@@ -633,6 +639,20 @@ const XEN_STEPS_ARR: [Step; 17] = [
         "busybox ping -c 2 -W 5 ${LEASE}",
         &[r"^2 packets transmitted, 2 packets received, 0% packet loss$"],
         60,
+    ),
+    // The triple-fault evidence reader (`pagewalk.py`, which judges a domain's
+    // memory after a triple fault) on a live domain: its memory mapped from dom0,
+    // the guest's page tables walked from the VMCB's CR3 to its RIP, where the
+    // bytes must be the kernel image's, and the #PF and #DF gates found present.
+    dom0(
+        "python3 /payload/pagewalk.py live $NAME /payload/files/xenlet.elf",
+        &[
+            r"^pagewalk: RIP 0x[0-9a-f]+ -> 0x[0-9a-f]+: the kernel image's bytes$",
+            r"^pagewalk: IDT gate 14 present: selector 0x8, ",
+            r"^pagewalk: IDT gate 8 present: selector 0x8, IST [1-7], ",
+            r"^pagewalk: verdict intact \(\d+ pages read\)$",
+        ],
+        120,
     ),
 ];
 const XEN_STEPS: &[Step] = &XEN_STEPS_ARR;
@@ -1756,6 +1776,73 @@ on_crash    = "preserve"
         boot_expect: &[],
         steps: &[cmd("version", &[r"^Xenlet "], 30), last("crash console")],
         end: End::Crash,
+        end_timeout_s: 20,
+        budget_s: 170,
+        topology: None,
+    },
+    // The flake's probe (issue 19): it strikes at VM exits, so this makes many of
+    // the two kinds it was seen at, CPUID intercepts and wake-ups from `hlt` with an
+    // upcall injected; `testbed soak exits-pvh` counts how often a run dies.
+    Scenario {
+        name: "exits-pvh",
+        about: "VM exits in bulk, PVH: intercepted CPUIDs and timer wake-ups from hlt (the flake probe)",
+        needs: &[Need::XenletElf],
+        config: r#"name    = "@NAME@"
+type    = "pvh"
+memory  = 32
+vcpus   = 1
+kernel  = "@FILES@/xenlet.elf"
+on_poweroff = "destroy"
+on_reboot   = "destroy"
+on_crash    = "preserve"
+"#,
+        disks: &[],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 60,
+        boot_expect: &[],
+        steps: &[
+            cmd(
+                "exits cpuid 100000",
+                &[r"^100000 cpuid exits in \d+\.\d{3} s, \d+ ns each$"],
+                60,
+            ),
+            cmd(
+                "exits sleep 10000",
+                &[r"^10000 sleep exits in \d+\.\d{3} s, \d+ ns each$"],
+                60,
+            ),
+            last("poweroff"),
+        ],
+        end: End::Poweroff,
+        end_timeout_s: 20,
+        budget_s: 175,
+        topology: None,
+    },
+    // The negative control for the flake's evidence (issue 19): a triple fault that
+    // is the guest's own (an empty IDT, then a #PF) must be judged so.
+    Scenario {
+        name: "triple-pvh",
+        about: "a deliberate triple fault, PVH: Xen reports it and pagewalk blames the guest's IDT",
+        needs: &[Need::XenletElf],
+        config: r#"name    = "@NAME@"
+type    = "pvh"
+memory  = 32
+vcpus   = 1
+kernel  = "@FILES@/xenlet.elf"
+on_poweroff = "destroy"
+on_reboot   = "preserve"
+on_crash    = "preserve"
+"#,
+        disks: &[],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 60,
+        boot_expect: &[],
+        steps: &[cmd("version", &[r"^Xenlet "], 30), last("crash triple")],
+        end: End::TripleFault,
         end_timeout_s: 20,
         budget_s: 170,
         topology: None,
@@ -3691,7 +3778,7 @@ mod tests {
                     s.name
                 );
             }
-            if matches!(s.end, End::Poweroff | End::Crash) {
+            if matches!(s.end, End::Poweroff | End::Crash | End::TripleFault) {
                 assert!(s.steps.last().is_some_and(|l| l.ends), "{}", s.name);
             }
             if matches!(s.end, End::XlShutdown | End::XlReboot) {

@@ -31,6 +31,9 @@ pub struct Options {
     pub verbose: bool,
     /// vCPUs of the outer QEMU and dom0.
     pub smp: u32,
+    /// One host thread for all the outer QEMU's vCPUs (`-accel tcg,thread=single`)
+    /// instead of one each (MTTCG, QEMU's default for x86).
+    pub tcg_single: bool,
     /// Extra Xen command-line options.
     pub xen_args: Vec<String>,
     /// Extra `KEY=VALUE` lines for every domain's xl config (e.g. `tsc_mode="native"`).
@@ -291,6 +294,11 @@ fn make_payload(work: &Path, list: &[&Scenario], files: &[(Need, PathBuf)]) -> R
     let dir = work.join("payload");
     fs::create_dir_all(dir.join("files"))?;
     fs::copy(build::assets_dir().join("run.py"), dir.join("run.py"))?;
+    // the triple-fault evidence (run.py imports it; a scenario step runs it live)
+    fs::copy(
+        build::assets_dir().join("pagewalk.py"),
+        dir.join("pagewalk.py"),
+    )?;
     // the topology scripts and the Linux router's files (`/payload/net` in dom0)
     copy_dir(&build::assets_dir().join("net"), &dir.join("net"))?;
     fs::write(dir.join("scenarios.json"), scenarios::to_json(list))?;
@@ -565,9 +573,14 @@ fn xen_qemu(qemu: &crate::qemu::Qemu, bed: &Bed, opts: &Options) -> Command {
         bed.initrd.display()
     );
     let mut cmd = qemu.command();
+    let accel = if opts.tcg_single {
+        "tcg,thread=single"
+    } else {
+        "tcg"
+    };
     cmd.args([
         "-accel",
-        "tcg",
+        accel,
         "-machine",
         "q35",
         "-cpu",

@@ -62,6 +62,7 @@ pub fn soak(args: &[&str]) -> Result<()> {
                 .collect();
             format!("+{o}")
         })
+        .chain(opts.tcg_single.then(|| "+tcg_single".to_string()))
         .collect();
     let keep = workspace_root()
         .join("target/testbed-soak")
@@ -186,6 +187,10 @@ fn table(name: &str, all: &[Run], session_secs: &[f64], opts: &Options) -> Strin
             String::new()
         } else {
             format!(", xl config {}", opts.xl.join(" "))
+        } + if opts.tcg_single {
+            ", outer QEMU with one TCG thread"
+        } else {
+            ""
         }
     );
     for (sig, (n, secs, timed, ex)) in &by {
@@ -263,6 +268,7 @@ mod tests {
             retries: 0,
             verbose: false,
             smp: 2,
+            tcg_single: false,
             xen_args: vec!["asid=0".into()],
             xl: Vec::new(),
             live: false,
@@ -283,5 +289,42 @@ mod tests {
         assert!(t.contains("failure rate 1/4 (25.0 %)"), "{t}");
         assert!(t.contains("Xen options asid=0"), "{t}");
         assert!(t.contains("sessions took 75 s"), "{t}");
+    }
+}
+
+/// The dom0 side of the classification, run on the host: `pagewalk.py`'s own
+/// checks (synthetic guests with intact and broken page tables, IDT gates and IST
+/// stacks, and a VMCB dump read back), and
+/// `run.py`, which imports it, at least compiles.
+#[cfg(test)]
+mod pagewalk_tests {
+    use std::process::Command;
+
+    #[test]
+    fn pagewalk_judges_synthetic_dumps_right() {
+        let dir = super::super::build::assets_dir();
+        let out = Command::new("python3")
+            .arg(dir.join("pagewalk.py"))
+            .arg("self-test")
+            .output()
+            .expect("python3 runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert!(text.contains("pagewalk self-test: 0 failure(s)"), "{text}");
+        let out = Command::new("python3")
+            .args(["-m", "py_compile"])
+            .arg(dir.join("run.py"))
+            .arg(dir.join("pagewalk.py"))
+            .env(
+                "PYTHONPYCACHEPREFIX",
+                std::env::temp_dir().join("xenlet-pycache"),
+            )
+            .output()
+            .expect("python3 runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

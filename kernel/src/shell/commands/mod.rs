@@ -14,7 +14,7 @@ mod xen;
 use crate::{io::console, shell::fscmds};
 use disk::{dd, discard, lsblk, sha256sum, sync};
 use net::{echod, ifconfig, ip, iperf3, ping, udhcpc};
-use system::{crash, mem, poweroff, reboot, sleep, uptime, version};
+use system::{crash, exits, mem, poweroff, reboot, sleep, uptime, version};
 use xen::{devices, xen, xenstore_cmd};
 use xenlet_shell::{echo, Command, Shell};
 
@@ -287,8 +287,14 @@ pub static COMMANDS: &[Command<Host>] = &[
         run: reboot,
     },
     Command {
+        name: "exits",
+        usage: "cpuid|sleep N",
+        help: "cause N VM exits of one kind and time them (a test-bed diagnostic)",
+        run: exits,
+    },
+    Command {
         name: "crash",
-        usage: "pf|gp|ud|de|panic|console|stack",
+        usage: "pf|gp|ud|de|panic|console|stack|triple",
         help: "provoke a fault or panic (tests the fault report)",
         run: crash,
     },

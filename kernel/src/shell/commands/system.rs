@@ -132,6 +132,62 @@ pub(super) fn reboot(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResul
     power::reboot()
 }
 
+/// `exits cpuid|sleep N`: N VM exits of one kind, timed. Under Xen every CPUID is
+/// intercepted (an exit and a resume); every sleep is a one-shot timer hypercall, a
+/// `hlt` the vCPU blocks on and a wake-up with the timer's upcall injected. A
+/// diagnostic for the nested test bed, whose flake strikes at VM exits (`testbed
+/// soak exits-pvh`), and a figure: what one exit costs.
+pub(super) fn exits(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    const MAX: u32 = 10_000_000;
+    let (kind, count) = match args {
+        [kind @ ("cpuid" | "sleep"), n] => (
+            *kind,
+            n.parse::<u32>()
+                .ok()
+                .filter(|n| (1..=MAX).contains(n))
+                .ok_or_else(|| {
+                    CmdError::usage(alloc::format!("invalid count '{n}' (1 to {MAX})"))
+                })?,
+        ),
+        [kind, _] => {
+            return Err(CmdError::usage(alloc::format!(
+                "unknown exit kind '{kind}' (cpuid or sleep)"
+            )))
+        }
+        _ => {
+            return Err(CmdError::usage(
+                "expected a kind (cpuid or sleep) and a count",
+            ))
+        }
+    };
+    let start = clock::now();
+    let mut done = 0u32;
+    while done < count {
+        if done % 256 == 0 && console::take_interrupt() {
+            writeln!(out, "^C")?;
+            break;
+        }
+        if kind == "cpuid" {
+            core::hint::black_box(crate::arch::cpu::cpuid(0));
+        } else {
+            let end = clock::now() + core::time::Duration::from_micros(20);
+            while clock::now() < end {
+                crate::xen::idle::halt_in_command(Some(end));
+            }
+        }
+        done += 1;
+    }
+    let ns = clock::now().saturating_duration_since(start).as_nanos() as u64;
+    writeln!(
+        out,
+        "{done} {kind} exits in {}.{:03} s, {} ns each",
+        ns / 1_000_000_000,
+        ns / 1_000_000 % 1000,
+        ns / u64::from(done.max(1))
+    )?;
+    Ok(())
+}
+
 pub(super) fn crash(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {
     let kind = match args {
         ["pf"] => Deliberate::PageFault,
@@ -141,6 +197,7 @@ pub(super) fn crash(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult
         ["panic"] => Deliberate::Panic,
         ["console"] => Deliberate::PanicInConsoleWrite,
         ["stack"] => Deliberate::StackOverflow,
+        ["triple"] => Deliberate::TripleFault,
         [] => return Err(CmdError::usage("missing fault kind")),
         [k] => return Err(CmdError::usage(alloc::format!("unknown fault kind '{k}'"))),
         [_, extra, ..] => return Err(CmdError::usage(alloc::format!("extra operand '{extra}'"))),
