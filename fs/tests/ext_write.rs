@@ -609,3 +609,66 @@ fn buffered_data_keeps_its_reservation() {
         assert!(debugfs(&img, "cat /fill") == data[..off], "{kind}");
     }
 }
+
+/// Many new files through an inode cache of 64 (the least a mount budget gives):
+/// new inodes are evicted once synced, so later appends, renames, unlinks and links
+/// read them back from the inode table; all of it must reach the disk.
+#[test]
+fn new_inodes_pass_through_a_small_inode_cache() {
+    for kind in ["ext4", "ext2"] {
+        let t = TempDir::new(&format!("small-icache-{kind}"));
+        let img = t.path().join("img");
+        mkfs(&img, kind, 1024, "16M", None, &[]);
+        let mut fs = mount(&img);
+        fs.set_cache_bytes(64 << 10);
+        let mut r = Rng(0x1cac4e ^ kind.len() as u64);
+        let mut model = Model::new();
+        let root = fs.root();
+        let dirs: Vec<Ino> = (0..3)
+            .map(|d| {
+                model.insert(format!("/d{d}"), None);
+                fs.mkdir(root, &format!("d{d}"), 0o755).unwrap()
+            })
+            .collect();
+        let mut files = Vec::new();
+        for i in 0..450 {
+            let (d, name) = (i % 3, format!("f{i:03}"));
+            let ino = fs.create(dirs[d], &name, 0o644).unwrap();
+            let len = 1 + r.below(3000) as usize;
+            let data = r.bytes(len);
+            write_file(&mut fs, ino, &data, &mut r);
+            model.insert(format!("/d{d}/{name}"), Some(data));
+            files.push((d, name, ino));
+        }
+        for (i, (d, name, ino)) in files.iter().enumerate() {
+            let p = format!("/d{d}/{name}");
+            if i % 7 == 0 {
+                let len = 1 + r.below(2000) as usize;
+                let more = r.bytes(len);
+                let data = model.get_mut(&p).unwrap().as_mut().unwrap();
+                assert_eq!(
+                    fs.write(*ino, data.len() as u64, &more).unwrap(),
+                    more.len()
+                );
+                data.extend_from_slice(&more);
+            } else if i % 11 == 0 {
+                let to = (d + 1) % 3;
+                fs.rename(dirs[*d], name, dirs[to], &format!("m{i}"))
+                    .unwrap();
+                let v = model.remove(&p).unwrap();
+                model.insert(format!("/d{to}/m{i}"), v);
+            } else if i % 13 == 0 {
+                fs.unlink(dirs[*d], name).unwrap();
+                model.remove(&p);
+            } else if i % 17 == 0 {
+                fs.link(*ino, root, &format!("l{i}")).unwrap();
+                let v = model[&p].clone();
+                model.insert(format!("/l{i}"), v);
+            }
+        }
+        fs.sync().unwrap();
+        fs.unmount().unwrap();
+        check_with_debugfs(&img, &model);
+        check_with_ext(&img, &model);
+    }
+}
