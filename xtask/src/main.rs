@@ -186,7 +186,9 @@ fn setup_task() -> Result<()> {
 /// `xen-hvm` is the report's HVM disk-image boot with the Xen-layer checks, `xen-pvh`
 /// the same for PVH, `blk-pvh` blkfront's data path, verified from dom0,
 /// `flood-pvh` Xenlet under a dom0 flood (the shell answers, memory and frames
-/// accounted for), `router-xenlet` Xenlet as the router between a LAN and a WAN bridge. Scenarios
+/// accounted for), `router-xenlet` Xenlet as the router between a LAN and a WAN bridge,
+/// `triple-pvh` the negative control of the flake's evidence (a triple fault that is
+/// the guest's own must be judged so; `xen-pvh` checks the same reader live). Scenarios
 /// that boot the disk image meet the nested-SVM flake (about one boot in four), so
 /// CI keeps to one of them; `cargo xtask testbed run all` runs everything.
 const XEN_TEST_SCENARIOS: &[&str] = &[
@@ -198,6 +200,7 @@ const XEN_TEST_SCENARIOS: &[&str] = &[
     "blk-hotplug",
     "flood-pvh",
     "router-xenlet",
+    "triple-pvh",
 ];
 /// Whole-session retries for the test bed in `cargo xtask test` (the nested-SVM flake
 /// hits about one HVM disk boot in four; every retry is printed and counted).

@@ -5,7 +5,9 @@
 //! retried, and sorts every run by the signature `run.py` read from the logs (see its
 //! `signature()`): a pass, the nested-SVM signatures (`guest-on-xen-state`,
 //! `triple-fault-before-prompt`, `silent`, `stuck-in-firmware`, `died-in-firmware`,
-//! `xen-panic`), the guest's own faults (`triple-fault-in-guest`, `guest-crash`),
+//! `xen-panic`, and `spurious-page-fault`: a triple fault that began with a #PF while
+//! the guest's page tables in memory map everything its deliveries touch, judged by
+//! `pagewalk.py`), the guest's own faults (`triple-fault-in-guest`, `guest-crash`),
 //! `hang`, `toolstack` and `test-failure`. A session that dies leaves its unfinished
 //! runs as `session-died` (or `xen-panic` when Xen's panic is on the serial log).
 //! Every session's logs are kept under `target/testbed-soak/NAME/session-N/`, and the
