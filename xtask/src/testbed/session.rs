@@ -371,7 +371,8 @@ impl Attempt {
         } else {
             Some(format!(
                 "nested-SVM flake in {} (the domain died before any sign of life, ran \
-                 on Xen's register state, or hung in real mode in its firmware; see its \
+                 on Xen's register state, hung in real mode in its firmware, or \
+                 triple-faulted with its page tables intact in memory; see its \
                  crash.txt)",
                 flaky.join(", ")
             ))
