@@ -1042,10 +1042,10 @@ def run_scenario(sc):
                            'destroyed it %ds later' % (res['ended'], TOOLSTACK_DESTROY_GRACE))
             return secs
 
-        if sc['end'] == 'crash':
-            if not ended:
-                raise Fail('end', 'the script has no command that ends the guest')
-            log('waiting up to %ds for the domain to crash' % sc['end_timeout'])
+        def await_stop(what):
+            """Waits up to the end timeout for the domain to stop running (it is kept:
+            on_crash/on_reboot = "preserve"); -> (its state, when the wait began)."""
+            log('waiting up to %ds for the domain to %s' % (sc['end_timeout'], what))
             t0 = time.monotonic()
             end = t0 + left(sc['end_timeout'])
             st = alive()
@@ -1054,6 +1054,12 @@ def run_scenario(sc):
                 st = alive()
             console.pump(0.2)
             show_output(clean(console.take()))
+            return st, t0
+
+        if sc['end'] == 'crash':
+            if not ended:
+                raise Fail('end', 'the script has no command that ends the guest')
+            st, t0 = await_stop('crash')
             if st != 'crashed':
                 raise Fail('end', 'the domain is %s %ds after the crash command, not crashed'
                            % (st, sc['end_timeout']))
@@ -1063,15 +1069,7 @@ def run_scenario(sc):
             # must report it, and pagewalk must blame the guest's own state
             if not ended:
                 raise Fail('end', 'the script has no command that ends the guest')
-            log('waiting up to %ds for the domain to triple-fault' % sc['end_timeout'])
-            t0 = time.monotonic()
-            end = t0 + left(sc['end_timeout'])
-            st = alive()
-            while st == 'running' and time.monotonic() < end:
-                console.pump(0.3)
-                st = alive()
-            console.pump(0.2)
-            show_output(clean(console.take()))
+            st, t0 = await_stop('triple-fault')
             _, dm = sh(['xl', 'dmesg'])
             if st != 'shutdown' or 'd%sv0 Triple fault' % domid not in dm:
                 raise Fail('end', 'the domain is %s %ds after the command, %s' % (

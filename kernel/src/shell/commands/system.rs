@@ -163,7 +163,7 @@ pub(super) fn exits(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResu
     let start = clock::now();
     let mut done = 0u32;
     while done < count {
-        if done % 256 == 0 && console::take_interrupt() {
+        if done.is_multiple_of(256) && console::take_interrupt() {
             writeln!(out, "^C")?;
             break;
         }
