@@ -61,8 +61,8 @@ unsafe impl GlobalAlloc for Counting {
         Self::sub(l.size());
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        // SAFETY: `p` came from System with layout `l`; the caller ensures `new` is
-        // valid for `l`'s alignment.
+        // The caller ensures `new` is valid for `l`'s alignment.
+        // SAFETY: `p` came from System with layout `l`, and `new` is the caller's valid size.
         let q = unsafe { System.realloc(p, l, new) };
         if !q.is_null() {
             Self::sub(l.size());

@@ -170,9 +170,8 @@ pub fn init(on_exception: ExceptionHandler) {
 /// then blame the guest (the IDT's limit), not the emulated nested SVM.
 pub fn triple_fault() -> ! {
     let ptr = IdtPointer { limit: 0, base: 0 };
-    // SAFETY: interrupts go off first, so nothing else is delivered through the empty IDT;
-    // the load at 16 TiB (beyond the 4 GiB identity map) faults before it reads anything,
-    // and the shutdown that follows ends the vCPU: no code runs after it.
+    // The load at 16 TiB (beyond the 4 GiB identity map) faults before it reads anything.
+    // SAFETY: interrupts go off first, so nothing else goes through the empty IDT; the load faults and the shutdown that follows ends the vCPU: no code runs after it.
     unsafe {
         core::arch::asm!(
             "cli",
