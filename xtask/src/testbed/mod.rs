@@ -68,11 +68,15 @@ usage: cargo xtask testbed <command>
       --xen-arg ARG          extra Xen command-line option (repeatable)
       --xl KEY=VALUE         extra line for every domain's xl config, e.g.
                              --xl tsc_mode=native (repeatable)
-  soak SCENARIO [--runs N] [--per-session K] [--smp N] [--xen-arg ARG] [--xl K=V]
-                             run a scenario N times (default 10), K copies per
-                             session (default 5), no retries; a table of outcomes
-                             by signature (pass, nested-SVM kinds, guest faults,
-                             hangs, test failures) in target/testbed-soak/
+  soak SCENARIO... [--runs N] [--per-session K] [--smp N] [--tcg-single]
+       [--xen-arg ARG] [--xl K=V]
+                             run scenarios N times each (default 10), K copies
+                             per session (default 5 for one scenario, else 1), no
+                             retries; a table of outcomes by signature (pass,
+                             nested-SVM kinds, guest faults, hangs, test
+                             failures) in target/testbed-soak/; `ci` is the set
+                             `cargo xtask test` runs, and its table counts the
+                             sessions in which every scenario passed
   list                       the scenarios
   shell [--smp N] [--xen-arg ARG]
                              boot Xen + dom0, start the toolstack, root shell on
@@ -120,7 +124,7 @@ pub fn parse_options<'a>(args: &[&'a str]) -> Result<(session::Options, Vec<&'a 
     let mut opts = session::Options {
         retries: 2,
         verbose: false,
-        smp: 2,
+        smp: session::DEFAULT_SMP,
         tcg_single: false,
         xen_args: Vec::new(),
         xl: Vec::new(),

@@ -726,8 +726,8 @@ on_crash    = "preserve"
 /// rate from it).
 const IPERF3_RECEIVER: &str = r"^(\[ *\d+\] .*bits/sec .*receiver)$";
 
-/// Two queues per vif: the kernel's default, and what dom0's netback offers (one per
-/// dom0 vCPU, `--smp`, 2 by default).
+/// Two queues per vif: the kernel's default, and what dom0's netback offers (its
+/// `max_queues`, set to 2 on dom0's command line whatever `--smp` is).
 const NET_BOOT: &[&str] = &[
     r"^netfront: eth0 00:16:3e:58:00:02, scatter-gather, 2 queues$",
     r"^net: eth0: .*10\.99\.0\.2/24.* \(command line\)",

@@ -23,6 +23,9 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// The outer QEMU's vCPUs (and dom0's) unless `--smp` says otherwise.
+pub const DEFAULT_SMP: u32 = 2;
+
 /// Options of `testbed run`.
 pub struct Options {
     /// Whole-session retries after a session died or a domain crashed at once.
@@ -49,8 +52,10 @@ pub struct Options {
 /// VMRUN), which avoids most of QEMU 7.2's nested-SVM triple faults in domU boots.
 const XEN_CMDLINE: &str = "console=com1 com1=115200,8n1 dom0_mem=1G,max:1G loglvl=all \
                            guest_loglvl=all console_timestamps=boot asid=0";
-const DOM0_CMDLINE: &str =
-    "root=/dev/vda rw console=hvc0 earlyprintk=xen loglevel=4 init=/sbin/testbed-init";
+/// `xen_netback.max_queues=2`: netback offers one queue per dom0 vCPU by default;
+/// two whatever `--smp` is, so netfront's multi-queue path is always exercised.
+const DOM0_CMDLINE: &str = "root=/dev/vda rw console=hvc0 earlyprintk=xen loglevel=4 \
+                            init=/sbin/testbed-init xen_netback.max_queues=2";
 /// Lines added to every domain's xl config (before `--xl`'s, which can override
 /// them). `tsc_mode="native"`: the nested TSC is not marked reliable, so Xen's default
 /// mode emulates RDTSC for every guest, a VM exit per read; the nested-SVM triple
