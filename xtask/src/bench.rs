@@ -177,7 +177,7 @@ fn all(args: &[&str]) -> Result<()> {
         }
     }
     // the test-bed options are checked once, before hours of benches
-    testbed::parse_options(
+    testbed::parse_bench_options(
         &rest
             .iter()
             .copied()
@@ -285,7 +285,7 @@ pub(crate) fn bench_args<'a>(
             o => rest.push(o),
         }
     }
-    let (opts, names) = testbed::parse_options(&rest)?;
+    let (opts, names) = testbed::parse_bench_options(&rest)?;
     if !names.is_empty() {
         return Err(Error::msg(format!("unexpected '{}'\n{USAGE}", names[0])));
     }

@@ -79,7 +79,7 @@ pub fn files(args: &[&str]) -> Result<Section> {
             o => rest.push(o),
         }
     }
-    let (opts, names) = testbed::parse_options(&rest)?;
+    let (opts, names) = testbed::parse_bench_options(&rest)?;
     if !names.is_empty() {
         return Err(Error::msg(
             "usage: cargo xtask bench files [--runs N] [--table]",

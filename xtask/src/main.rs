@@ -202,8 +202,9 @@ const XEN_TEST_SCENARIOS: &[&str] = &[
     "router-xenlet",
     "triple-pvh",
 ];
-/// Whole-session retries for the test bed in `cargo xtask test` (the nested-SVM flake
-/// hits about one HVM disk boot in four; every retry is printed and counted).
+/// Whole-session retries for the test bed in `cargo xtask test`: a safety net for the
+/// nested-SVM flake (about one HVM disk boot in four with two outer vCPUs; none seen
+/// since the test bed runs one, see the README). Every retry is printed and counted.
 const XEN_TEST_RETRIES: &str = "4";
 
 fn test_task(args: &[&str]) -> Result<()> {

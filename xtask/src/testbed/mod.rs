@@ -63,7 +63,7 @@ usage: cargo xtask testbed <command>
       --retries N            whole-session retries when the session dies or a domain
                              hits the nested-SVM flake (default 2)
       -v, --verbose          show the whole Xen/dom0 serial console
-      --smp N                vCPUs of QEMU and dom0 (default 2)
+      --smp N                vCPUs of QEMU and dom0 (default 1; benches: 2)
       --tcg-single           one host thread for the outer QEMU's vCPUs (not MTTCG)
       --xen-arg ARG          extra Xen command-line option (repeatable)
       --xl KEY=VALUE         extra line for every domain's xl config, e.g.
@@ -119,12 +119,22 @@ pub fn main(args: &[&str]) -> Result<()> {
 }
 
 /// The options of `testbed run` (`--retries`, `-v`, `--smp`, `--xen-arg`) and the
-/// other words, for tasks that run scenarios (`bench`, `demo`).
+/// other words, for tasks that run scenarios (`demo`, `soak`).
 pub fn parse_options<'a>(args: &[&'a str]) -> Result<(session::Options, Vec<&'a str>)> {
+    parse_options_smp(args, session::DEFAULT_SMP)
+}
+
+/// [`parse_options`] for the benches, whose default `--smp` is
+/// [`session::BENCH_SMP`].
+pub fn parse_bench_options<'a>(args: &[&'a str]) -> Result<(session::Options, Vec<&'a str>)> {
+    parse_options_smp(args, session::BENCH_SMP)
+}
+
+fn parse_options_smp<'a>(args: &[&'a str], smp: u32) -> Result<(session::Options, Vec<&'a str>)> {
     let mut opts = session::Options {
         retries: 2,
         verbose: false,
-        smp: session::DEFAULT_SMP,
+        smp,
         tcg_single: false,
         xen_args: Vec::new(),
         xl: Vec::new(),

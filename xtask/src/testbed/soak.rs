@@ -168,9 +168,7 @@ fn variant(opts: &Options) -> String {
 /// Several scenarios soaked together: each one's passes and failures, and how many
 /// sessions ended with every run passed (what a CI run without a retry needs).
 fn by_scenario(names: &[&str], all: &[Run], clean: u32, sessions: u32) -> String {
-    let mut t = String::from(
-        "\n| scenario | runs | pass | failures |\n|---|---:|---:|---|\n",
-    );
+    let mut t = String::from("\n| scenario | runs | pass | failures |\n|---|---:|---:|---|\n");
     for name in names {
         let runs: Vec<&Run> = all.iter().filter(|r| r.scenario == *name).collect();
         let mut fails: BTreeMap<&str, u32> = BTreeMap::new();
@@ -182,7 +180,11 @@ fn by_scenario(names: &[&str], all: &[Run], clean: u32, sessions: u32) -> String
             "| {name} | {} | {} | {} |\n",
             runs.len(),
             runs.iter().filter(|r| r.signature == "pass").count(),
-            if fails.is_empty() { "-".to_string() } else { fails.join(", ") }
+            if fails.is_empty() {
+                "-".to_string()
+            } else {
+                fails.join(", ")
+            }
         ));
     }
     t.push_str(&format!(
@@ -339,7 +341,10 @@ mod tests {
         all.push(run("hang", None));
         let t = by_scenario(&["xen-hvm", "xen-pvh"], &all, 1, 2);
         assert!(t.contains("| xen-hvm | 3 | 1 | hang ×2 |"), "{t}");
-        assert!(t.contains("| xen-pvh | 2 | 1 | spurious-page-fault ×1 |"), "{t}");
+        assert!(
+            t.contains("| xen-pvh | 2 | 1 | spurious-page-fault ×1 |"),
+            "{t}"
+        );
         assert!(t.contains("every run passed: 1 of 2"), "{t}");
     }
 
