@@ -10,7 +10,9 @@
 //! the guest's page tables in memory map everything its deliveries touch, judged by
 //! `pagewalk.py`), the guest's own faults (`triple-fault-in-guest`, `guest-crash`),
 //! `hang`, `toolstack` and `test-failure`. A session that dies leaves its unfinished
-//! runs as `session-died` (or `xen-panic` when Xen's panic is on the serial log).
+//! runs as `session-died` (or `xen-panic` when Xen's panic is on the serial log); the
+//! run whose step the host watchdog gave up on is a `hang`, and the runs that never
+//! started are `not-run`, counted in the table but not in the failure rate.
 //! Every session's logs are kept under `target/testbed-soak/NAME/session-N/`, and the
 //! table is written to `target/testbed-soak/NAME/soak.md`.
 //!
@@ -37,6 +39,7 @@ struct Run {
 pub fn soak(args: &[&str]) -> Result<()> {
     let mut runs = 10u32;
     let mut per: Option<u32> = None;
+    let mut table_only = false;
     let mut rest: Vec<&str> = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -49,6 +52,7 @@ pub fn soak(args: &[&str]) -> Result<()> {
         match *a {
             "--runs" => runs = num("--runs")?,
             "--per-session" => per = Some(num("--per-session")?),
+            "--table" => table_only = true,
             _ => rest.push(a),
         }
     }
@@ -66,76 +70,64 @@ pub fn soak(args: &[&str]) -> Result<()> {
     let keep = workspace_root()
         .join("target/testbed-soak")
         .join(format!("{label}{}", variant(&opts)));
-    if keep.exists() {
-        fs::remove_dir_all(&keep)?;
+    if !table_only {
+        if keep.exists() {
+            fs::remove_dir_all(&keep)?;
+        }
+        fs::create_dir_all(&keep)?;
     }
-    fs::create_dir_all(&keep)?;
     let mut all: Vec<Run> = Vec::new();
     let mut session_secs = Vec::new();
     let mut clean = 0u32;
     let sessions = runs.div_ceil(per);
     for n in 1..=sessions {
         let k = per.min(runs - (n - 1) * per);
-        step(&format!(
-            "soak {label}: session {n}/{sessions}, {k} run(s) of {} scenario(s); {} run(s) done, {} passed; {clean} clean session(s)",
-            names.len(),
-            all.len(),
-            all.iter().filter(|r| r.signature == "pass").count()
-        ));
-        let t = Instant::now();
-        let copies: Vec<String> = names.iter().map(|name| format!("{name}*{k}")).collect();
-        let copies: Vec<&str> = copies.iter().map(String::as_str).collect();
-        let outcome = session::run_scenarios(&copies, &opts);
-        session_secs.push(t.elapsed().as_secs_f64());
-        let out = session::out_dir();
-        let serial = fs::read_to_string(out.join("serial.log")).unwrap_or_default();
-        let died = if serial.contains("Panic on CPU") {
-            "xen-panic"
-        } else {
-            "session-died"
-        };
-        let mut session_clean = true;
-        for name in &names {
-            for i in 1..=k {
-                let kv = super::read_result(&out.join(format!("{name}.{i}")));
-                let run = match kv.get("signature") {
-                    Some(sig) => Run {
-                        scenario: name.to_string(),
-                        signature: sig.clone(),
-                        seconds: kv.get("t_total").and_then(|v| v.parse().ok()),
-                        detail: kv.get("message").cloned().unwrap_or_default(),
-                    },
-                    // the session died later: the run's end line on the serial log
-                    // says how it went
-                    None if let Some(r) = from_serial(&serial, name, i) => r,
-                    None => Run {
-                        scenario: name.to_string(),
-                        signature: died.to_string(),
-                        seconds: None,
-                        detail: outcome
-                            .as_ref()
-                            .err()
-                            .map(|e| e.to_string())
-                            .unwrap_or_default(),
-                    },
-                };
-                session_clean &= run.signature == "pass";
-                println!(
-                    "    run {} ({name}): {}{}",
-                    all.len() + 1,
-                    run.signature,
-                    if run.detail.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", clip(&run.detail, 150))
-                    }
-                );
-                all.push(run);
-            }
-        }
-        clean += u32::from(session_clean);
         let dest = keep.join(format!("session-{n}"));
-        copy_dir(&out, &dest)?;
+        let (runs, secs) = if table_only {
+            // the table again from a soak's saved sessions, as they are classified now
+            let summary = fs::read_to_string(dest.join("summary.txt")).map_err(|e| {
+                Error::msg(format!("{}: {e} (no such soak session)", dest.display()))
+            })?;
+            let secs = summary
+                .split_once("QEMU session ")
+                .and_then(|(_, r)| r.split_once('s'))
+                .and_then(|(v, _)| v.parse().ok())
+                .unwrap_or(0.0);
+            (session_runs(&dest, &names, k, ""), secs)
+        } else {
+            step(&format!(
+                "soak {label}: session {n}/{sessions}, {k} run(s) of {} scenario(s); {} run(s) done, {} passed; {clean} clean session(s)",
+                names.len(),
+                all.len(),
+                all.iter().filter(|r| r.signature == "pass").count()
+            ));
+            let t = Instant::now();
+            let copies: Vec<String> = names.iter().map(|name| format!("{name}*{k}")).collect();
+            let copies: Vec<&str> = copies.iter().map(String::as_str).collect();
+            let outcome = session::run_scenarios(&copies, &opts);
+            let secs = t.elapsed().as_secs_f64();
+            let out = session::out_dir();
+            let why = outcome.err().map(|e| e.to_string()).unwrap_or_default();
+            let runs = session_runs(&out, &names, k, &why);
+            copy_dir(&out, &dest)?;
+            (runs, secs)
+        };
+        session_secs.push(secs);
+        clean += u32::from(runs.iter().all(|r| r.signature == "pass"));
+        for run in runs {
+            println!(
+                "    run {} ({}): {}{}",
+                all.len() + 1,
+                run.scenario,
+                run.signature,
+                if run.detail.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", clip(&run.detail, 150))
+                }
+            );
+            all.push(run);
+        }
     }
     let mut text = table(&label, &all, &session_secs, &opts);
     if names.len() > 1 {
@@ -147,7 +139,7 @@ pub fn soak(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-const USAGE: &str = "usage: cargo xtask testbed soak SCENARIO...|ci [--runs N] [--per-session K] [--smp N] [--tcg-single] [--xen-arg ARG] [--xl K=V]";
+const USAGE: &str = "usage: cargo xtask testbed soak SCENARIO...|ci [--runs N] [--per-session K] [--table] [--smp N] [--tcg-single] [--xen-arg ARG] [--xl K=V]";
 
 /// The soak's directory suffix: runs with other outer-QEMU, Xen or xl options are kept
 /// apart from the plain ones (`+smp1`, `+asid_0`, `+tsc_mode__native_`, `+tcg_single`).
@@ -193,6 +185,43 @@ fn by_scenario(names: &[&str], all: &[Run], clean: u32, sessions: u32) -> String
     t
 }
 
+/// How each run of a session's `names` (`k` copies each) ended, from the session's
+/// logs in `out`; `failed` is the error the session ended with, if any.
+fn session_runs(out: &Path, names: &[&str], k: u32, failed: &str) -> Vec<Run> {
+    let serial = fs::read_to_string(out.join("serial.log")).unwrap_or_default();
+    // how the session ended: the reason its summary gives the runs it lost (the
+    // session's error only says how many failed)
+    let summary = fs::read_to_string(out.join("summary.txt")).unwrap_or_default();
+    let why = summary
+        .lines()
+        .find_map(|l| l.split_once("not run: ").map(|(_, w)| w.trim()))
+        .unwrap_or(failed);
+    let died = if serial.contains("Panic on CPU") {
+        "xen-panic"
+    } else {
+        "session-died"
+    };
+    let mut runs = Vec::new();
+    for name in names {
+        for i in 1..=k {
+            let kv = super::read_result(&out.join(format!("{name}.{i}")));
+            runs.push(match kv.get("signature") {
+                Some(sig) => Run {
+                    scenario: name.to_string(),
+                    signature: sig.clone(),
+                    seconds: kv.get("t_total").and_then(|v| v.parse().ok()),
+                    detail: kv.get("message").cloned().unwrap_or_default(),
+                },
+                // the session died later: the run's end line on the serial log says
+                // how it went
+                None if let Some(r) = from_serial(&serial, name, i) => r,
+                None => unfinished(&serial, why, died, name, i),
+            });
+        }
+    }
+    runs
+}
+
 /// A run's outcome from its `TESTBED: scenario NAME end STATUS in Ns [SIGNATURE]: why`
 /// line on the serial log.
 fn from_serial(serial: &str, scenario: &str, copy: u32) -> Option<Run> {
@@ -209,6 +238,26 @@ fn from_serial(serial: &str, scenario: &str, copy: u32) -> Option<Run> {
         seconds: secs.parse().ok(),
         detail: why.trim_start_matches(": ").to_string(),
     })
+}
+
+/// A run without a result when the session ended: `hang` when it is the step the
+/// host watchdog gave up on, `not-run` when it never started (another run ended the
+/// session), else `died` (`session-died`, or `xen-panic`).
+fn unfinished(serial: &str, why: &str, died: &str, scenario: &str, copy: u32) -> Run {
+    let me = format!("{scenario}.{copy}");
+    let signature = if why.contains(&format!("step 'scenario:{me}' timed out (host watchdog)")) {
+        "hang"
+    } else if !serial.contains(&format!("TESTBED: [{me}] ")) {
+        "not-run"
+    } else {
+        died
+    };
+    Run {
+        scenario: scenario.to_string(),
+        signature: signature.to_string(),
+        seconds: None,
+        detail: why.to_string(),
+    }
 }
 
 fn clip(s: &str, n: usize) -> String {
@@ -269,15 +318,20 @@ fn table(name: &str, all: &[Run], session_secs: &[f64], opts: &Options) -> Strin
             if *sig == "pass" {
                 String::new()
             } else {
-                clip(&ex.replace('|', "/"), 100)
+                clip(&ex.replace('|', "/").replace('\n', " "), 100)
             }
         ));
     }
-    let fails = all.iter().filter(|r| r.signature != "pass").count();
+    // a run that never started (another run ended its session) is not a failure of
+    // its own: counted in the table, not in the rate
+    let ran = all.iter().filter(|r| r.signature != "not-run").count();
+    let fails = all
+        .iter()
+        .filter(|r| r.signature != "pass" && r.signature != "not-run")
+        .count();
     t.push_str(&format!(
-        "\nfailure rate {fails}/{} ({:.1} %); sessions took {:.0} s on average\n",
-        all.len(),
-        fails as f64 * 100.0 / total,
+        "\nfailure rate {fails}/{ran} ({:.1} %); sessions took {:.0} s on average\n",
+        fails as f64 * 100.0 / ran.max(1) as f64,
         session_secs.iter().sum::<f64>() / session_secs.len().max(1) as f64
     ));
     t
@@ -305,6 +359,20 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// The options of a plain soak: the default vCPUs, no Xen or xl options.
+    fn plain() -> Options {
+        Options {
+            retries: 0,
+            verbose: false,
+            smp: session::DEFAULT_SMP,
+            tcg_single: false,
+            xen_args: Vec::new(),
+            xl: Vec::new(),
+            live: false,
+            payload: Vec::new(),
+        }
+    }
+
     fn run(sig: &str, s: Option<f64>) -> Run {
         Run {
             scenario: "xen-hvm".into(),
@@ -312,6 +380,60 @@ mod tests {
             seconds: s,
             detail: "why | it failed".into(),
         }
+    }
+
+    #[test]
+    fn a_session_ended_by_the_watchdog_names_the_hung_run_and_the_ones_not_run() {
+        let serial = "[  409.5] TESTBED: [router-xenlet.1] wan$ ping -c 2\n\
+                      [  415.2] TESTBED: [router-xenlet.1] lan1$ python3 -c ...\n";
+        let why = "test bed: 9 of 9 scenario(s) failed: step 'scenario:router-xenlet.1' \
+                   timed out (host watchdog)";
+        let hung = unfinished(serial, why, "session-died", "router-xenlet", 1);
+        assert_eq!(hung.signature, "hang");
+        let later = unfinished(serial, why, "session-died", "triple-pvh", 1);
+        assert_eq!(later.signature, "not-run");
+        // a run that had started when something else ended the session
+        let serial2 = format!("{serial}[  420.0] TESTBED: [triple-pvh.1] dom0$ xl create\n");
+        let died = unfinished(&serial2, "QEMU exited", "session-died", "triple-pvh", 1);
+        assert_eq!(died.signature, "session-died");
+        // a copy's name is not a prefix match for another copy
+        let r = unfinished(serial, why, "xen-panic", "router-xenlet", 11);
+        assert_eq!(r.signature, "not-run");
+        // not-run is in the table but not in the failure rate
+        let mut all = vec![hung, later];
+        all.push(run("pass", Some(10.0)));
+        let t = table("ci", &all, &[500.0], &plain());
+        assert!(t.contains("| not-run | 1 |"), "{t}");
+        assert!(t.contains("failure rate 1/2 (50.0 %)"), "{t}");
+    }
+
+    #[test]
+    fn a_saved_session_is_read_again_from_its_summary_and_logs() {
+        let dir = std::env::temp_dir().join(format!("xenlet-soak-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("xen-hvm.1")).unwrap();
+        fs::write(
+            dir.join("serial.log"),
+            "[  300.0] TESTBED: scenario xen-hvm.1 end PASS in 99.5s [pass]\n\
+             [  400.0] TESTBED: [router-xenlet.1] lan1$ python3\n",
+        )
+        .unwrap();
+        fs::write(
+            dir.join("summary.txt"),
+            "scenario result time detail\n\
+             xen-hvm.1 FAIL - not run: step 'scenario:router-xenlet.1' timed out (host watchdog)\n",
+        )
+        .unwrap();
+        let runs = session_runs(
+            &dir,
+            &["xen-hvm", "router-xenlet", "triple-pvh"],
+            1,
+            "test bed: 3 of 3 scenario(s) failed",
+        );
+        let sigs: Vec<&str> = runs.iter().map(|r| r.signature.as_str()).collect();
+        assert_eq!(sigs, ["pass", "hang", "not-run"]);
+        assert_eq!(runs[0].seconds, Some(99.5));
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -350,16 +472,7 @@ mod tests {
 
     #[test]
     fn variants_keep_their_soaks_apart() {
-        let mut opts = Options {
-            retries: 0,
-            verbose: false,
-            smp: session::DEFAULT_SMP,
-            tcg_single: false,
-            xen_args: Vec::new(),
-            xl: Vec::new(),
-            live: false,
-            payload: Vec::new(),
-        };
+        let mut opts = plain();
         assert_eq!(variant(&opts), "");
         opts.smp = 3;
         opts.xl.push("tsc_mode=\"native\"".into());
