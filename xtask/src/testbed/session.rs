@@ -423,7 +423,8 @@ fn attempt(
     }
     cmd.args(["-nographic", "-serial", "stdio", "-monitor", "none"])
         .args(["-no-reboot", "-nic", "none"])
-        .stdin(Stdio::null())
+        // the serial console's input: Xen's debug keys when a step hangs
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     writeln!(serial, "== xtask testbed attempt {n}/{of}: {cmd:?}")?;
@@ -462,10 +463,15 @@ fn attempt(
         s
     });
 
+    let mut console_in = child.stdin.take();
     let mut watch = Watchdog::new();
     let mut marks = BTreeMap::new();
     let mut died: Option<String> = None;
     let mut panic_at: Option<Instant> = None;
+    // a hung step: when Xen was asked for its state, and how many lines it has
+    // printed since
+    let mut hang_at: Option<Instant> = None;
+    let mut xen_answered = 0usize;
     let mut panic_lines: Vec<String> = Vec::new();
     loop {
         let line = match rx.recv_timeout(Duration::from_millis(500)) {
@@ -476,6 +482,9 @@ fn attempt(
         let t = t0.elapsed().as_secs_f64();
         if let Some(line) = line {
             writeln!(serial, "[{t:7.1}] {line}")?;
+            if hang_at.is_some() && line.starts_with("(XEN)") {
+                xen_answered += 1;
+            }
             if let Some(i) = line.find("TESTBED: ") {
                 let msg = &line[i + 9..];
                 println!("    [{t:6.1}s] {msg}");
@@ -501,12 +510,37 @@ fn attempt(
             }
             continue;
         }
+        if let Some(h) = hang_at {
+            if h.elapsed() > HANG_DUMP_WAIT {
+                let d = died.get_or_insert_with(String::new);
+                d.push_str(&hang_verdict(xen_answered));
+                println!(
+                    "!!! {}",
+                    hang_verdict(xen_answered).trim_start_matches("; ")
+                );
+                let _ = child.kill();
+            }
+            continue;
+        }
         if let Some(what) = watch.expired() {
             died = Some(format!("step '{what}' timed out (host watchdog)"));
             println!("!!! {}", died.as_deref().unwrap_or_default());
-            let _ = child.kill();
+            // Is Xen alive? Its debug keys on the serial console tell, with its run
+            // queues, domains and registers in the log (evidence for what hung).
+            println!(
+                "!!! asking Xen for its state (debug keys {HANG_DEBUG_KEYS}) before QEMU is stopped"
+            );
+            writeln!(
+                serial,
+                "== host watchdog: sending Xen's debug keys {HANG_DEBUG_KEYS}"
+            )?;
+            if let Some(w) = console_in.as_mut() {
+                let _ = send_debug_keys(w);
+            }
+            hang_at = Some(Instant::now());
         }
     }
+    drop(console_in);
     let status = child.wait()?;
     let _ = reader.join();
     let qemu_err = err_reader.join().unwrap_or_default();
@@ -571,6 +605,37 @@ fn attempt(
         serial: serial_path,
         seconds,
     })
+}
+
+/// Xen's debug keys sent when a step hangs: `r` run queues, `q` domains and their
+/// vCPUs, `d` every CPU's registers and stack.
+const HANG_DEBUG_KEYS: &str = "r q d";
+/// How long Xen gets to answer them before QEMU is stopped.
+const HANG_DUMP_WAIT: Duration = Duration::from_secs(20);
+
+/// Switches the serial console's input from dom0 to Xen (CTRL-a three times) and
+/// types [`HANG_DEBUG_KEYS`], a second apart so that each dump can finish.
+fn send_debug_keys(w: &mut impl Write) -> std::io::Result<()> {
+    w.write_all(b"\x01\x01\x01")?;
+    w.flush()?;
+    for key in HANG_DEBUG_KEYS.split(' ') {
+        std::thread::sleep(Duration::from_secs(1));
+        w.write_all(key.as_bytes())?;
+        w.flush()?;
+    }
+    Ok(())
+}
+
+/// What the hang's message adds: whether Xen answered its debug keys.
+fn hang_verdict(xen_lines: usize) -> String {
+    if xen_lines == 0 {
+        format!(
+            "; Xen did not answer its debug keys in {} s (Xen or the outer QEMU hung)",
+            HANG_DUMP_WAIT.as_secs()
+        )
+    } else {
+        format!("; Xen answered its debug keys ({xen_lines} lines in serial.log: Xen ran, a domain hung)")
+    }
 }
 
 /// QEMU booting Xen with dom0 on the test-bed image (snapshot: it is never written).
@@ -842,6 +907,15 @@ pub fn shell(opts: &Options) -> Result<()> {
 #[cfg(test)]
 mod xl_tests {
     use super::*;
+
+    #[test]
+    fn a_hang_switches_the_console_to_xen_and_types_its_debug_keys() {
+        let mut typed = Vec::new();
+        send_debug_keys(&mut typed).unwrap();
+        assert_eq!(typed, b"\x01\x01\x01rqd");
+        assert!(hang_verdict(0).contains("did not answer"));
+        assert!(hang_verdict(12).contains("answered its debug keys (12 lines"));
+    }
 
     #[test]
     fn xl_lines_end_every_config() {
