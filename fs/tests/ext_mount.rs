@@ -222,3 +222,39 @@ fn state_features(img: &std::path::Path) -> String {
         .unwrap_or("")
         .to_string()
 }
+
+/// A superblock whose checksum is wrong is refused, and the error names the stored
+/// checksum (the one `dumpe2fs -h` shows) beside the computed one.
+#[test]
+fn bad_superblock_checksum_names_both_checksums() {
+    let t = TempDir::new("sbcsum");
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 4096, "16M", None, &[]);
+    let out = std::process::Command::new(tool("dumpe2fs"))
+        .arg("-h")
+        .arg(&img)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stored = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Checksum:"))
+        .map(|v| v.trim().to_string())
+        .expect("dumpe2fs shows the superblock checksum");
+    // a byte of s_volume_name (0x78 in the superblock at 1024): harmless, but covered
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&img)
+        .unwrap();
+    f.write_all_at(b"X", 1024 + 0x78).unwrap();
+    match Ext::mount(FileDisk::open(&img), opts()) {
+        Err(FsError::Corrupt(m)) => {
+            assert!(m.starts_with("superblock checksum mismatch"), "{m}");
+            assert!(m.contains(&format!("stored {stored}")), "{m} vs {stored}");
+            assert!(!m.contains(&format!("computed {stored}")), "{m}");
+        }
+        Err(e) => panic!("{e:?}"),
+        Ok(_) => panic!("mounted with a bad superblock checksum"),
+    }
+}

@@ -144,9 +144,12 @@ impl Superblock {
                 )));
             }
             let want = crc32c(!0, &raw[..0x3FC]);
-            if want != get32(&raw, 0x3FC) {
-                return Err(FsError::Corrupt(String::from(
-                    "superblock checksum mismatch",
+            let stored = get32(&raw, 0x3FC);
+            if want != stored {
+                // both figures: dom0's `dumpe2fs -h` shows the stored one, which
+                // tells a bad read from a bad computation
+                return Err(FsError::Corrupt(format!(
+                    "superblock checksum mismatch (stored {stored:#010x}, computed {want:#010x})"
                 )));
             }
         }
