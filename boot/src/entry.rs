@@ -192,10 +192,12 @@ xenlet_mb2_start32:
 
     .section .rodata
     .balign 8
+/* Accessed bits set (0x9b, 0x93): the CPU sets them on the first load of a selector
+   otherwise, writing into .rodata, which mm/image.rs checks at boot. */
 xenlet_boot_gdt:
     .quad 0
-    .quad 0x00af9a000000ffff                        /* 0x08: 64-bit code */
-    .quad 0x00cf92000000ffff                        /* 0x10: data */
+    .quad 0x00af9b000000ffff                        /* 0x08: 64-bit code */
+    .quad 0x00cf93000000ffff                        /* 0x10: data */
 xenlet_boot_gdt_ptr:
     .short xenlet_boot_gdt_ptr - xenlet_boot_gdt - 1
     .long xenlet_boot_gdt

@@ -18,6 +18,34 @@ fn parse_boot_info(kind: u32, addr: u32) -> Result<BootInfo, BootInfoError> {
     }
 }
 
+/// The image's code and constants against the digest `xtask` stamped: a damaged copy
+/// (a bad read by the boot loader, memory written behind the kernel's back) stops
+/// here, before it runs long enough to write a disk, and Xen sees a crash.
+fn check_image() {
+    use mm::image::Verdict;
+    match mm::image::check() {
+        Verdict::Intact { len } => println!("image: code and constants intact ({} KiB)", len >> 10),
+        Verdict::NotStamped { len } => println!(
+            "image: not stamped by `cargo xtask build`; {} KiB of code and constants unchecked",
+            len >> 10
+        ),
+        Verdict::OtherLength { stamped, linked } => {
+            println!("image: DAMAGED: stamped for {stamped} bytes of code and constants, linked with {linked}");
+            power::stop_after_fault();
+        }
+        Verdict::Damaged {
+            len,
+            stamped,
+            computed,
+        } => {
+            println!(
+                "image: DAMAGED in memory: {len} bytes of code and constants digest {computed:#018x}, built {stamped:#018x}"
+            );
+            power::stop_after_fault();
+        }
+    }
+}
+
 fn mib(bytes: u64) -> u64 {
     bytes >> 20
 }
@@ -32,6 +60,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     let serial = console::init_serial();
     println!();
     println!("Xenlet {} ({}) starting", crate::VERSION, crate::GIT_REV);
+    check_image();
     let clk = clock::init(entry_tsc);
     let early = clock::now();
 

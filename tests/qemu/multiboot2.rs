@@ -26,6 +26,8 @@ fn disk_image_boots_through_grub_and_multiboot2() {
     let out = g.wait_prompt();
     assert!(out.contains("Xenlet 0.1.0"), "{out}");
     assert!(out.contains("boot: multiboot2 entry"), "{out}");
+    // GRUB's copy of the kernel, read through the BIOS, is the one built
+    assert!(out.contains("image: code and constants intact ("), "{out}");
     // 128 MiB guest: GRUB's memory map (from the BIOS's E820) leaves 100-128 MiB usable
     let mib = xenlet_tests::usable_mib(&out);
     assert!((100..=128).contains(&mib), "{mib} MiB");

@@ -29,6 +29,8 @@ pub enum Boot {
     Kernel,
     /// A raw disk image booted by SeaBIOS (GRUB → multiboot2).
     Disk(PathBuf),
+    /// `-kernel` with another ELF (a modified copy of xenlet.elf).
+    KernelFile(PathBuf),
 }
 
 #[derive(Default)]
@@ -122,6 +124,9 @@ impl Guest {
         match boot {
             Boot::Kernel => {
                 cmd.arg("-kernel").arg(env_path("XENLET_KERNEL"));
+            }
+            Boot::KernelFile(elf) => {
+                cmd.arg("-kernel").arg(elf);
             }
             Boot::Disk(img) => {
                 cmd.arg("-drive").arg(format!(

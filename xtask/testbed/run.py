@@ -1186,7 +1186,13 @@ def run_scenario(sc):
                 shutil.copyfile(src, out + '/' + os.path.basename(src))
         _, dm = sh(['xl', 'dmesg', '-c'])
         write(out + '/xl-dmesg.txt', dm)
-        res['signature'] = signature(res, dm, domid, console.total if console else 0)
+        try:
+            with open(out + '/console.log', 'rb') as f:
+                damaged = b'image: DAMAGED' in f.read()
+        except OSError:
+            damaged = False
+        res['signature'] = signature(res, dm, domid, console.total if console else 0,
+                                     damaged)
         for f in os.listdir(SCRATCH):
             if f.startswith(name + '-'):
                 os.remove(SCRATCH + '/' + f)
@@ -1204,14 +1210,18 @@ def run_scenario(sc):
     return res['status'] == 'PASS'
 
 
-def signature(res, dm, domid, console_bytes):
+def signature(res, dm, domid, console_bytes, damaged_image=False):
     """What kind of failure this was, from the logs (for `cargo xtask testbed soak`):
-    the nested-SVM signatures apart from the guest's own faults and test failures."""
+    the nested-SVM signatures apart from the guest's own faults and test failures.
+    `damaged_image`: Xenlet found its code or constants in memory differing from the
+    built ones (`image: DAMAGED`, kernel/src/mm/image.rs) and stopped."""
     if res['status'] == 'PASS':
         return 'pass'
     msg = res.get('message', '')
     if re.search(r'Panic on CPU|FATAL PAGE FAULT|Xen BUG at', dm):
         return 'xen-panic'
+    if damaged_image:
+        return 'damaged-image'
     if domid is not None and (
             re.search(r'd%sv\d+ \w+ @ e008:ffff82d' % domid, dm) or re.search(
                 r'd%sv\d+ Triple fault[^\n]*\n(?:[^\n]*\n){0,4}[^\n]*RIP:\s+e008:\[<ffff82d'

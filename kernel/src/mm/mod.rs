@@ -5,6 +5,7 @@ pub mod frame;
 pub mod guard;
 #[cfg(target_os = "none")]
 pub mod heap;
+pub mod image;
 #[cfg(target_os = "none")]
 pub mod physmem;
 pub mod slab;

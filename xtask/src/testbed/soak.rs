@@ -8,7 +8,9 @@
 //! `silent-pvh-boot` (a PVH kernel that never printed its banner),
 //! `xen-panic`, and `spurious-page-fault`: a triple fault that began with a #PF while
 //! the guest's page tables in memory map everything its deliveries touch, judged by
-//! `pagewalk.py`), the guest's own faults (`triple-fault-in-guest`, `guest-crash`),
+//! `pagewalk.py`), `damaged-image` (Xenlet found its code or constants in memory not
+//! the ones built, `kernel/src/mm/image.rs`), the guest's own faults
+//! (`triple-fault-in-guest`, `guest-crash`),
 //! `hang`, `toolstack` and `test-failure`. A session that dies leaves its unfinished
 //! runs as `session-died` (or `xen-panic` when Xen's panic is on the serial log); the
 //! run whose step the host watchdog gave up on is a `hang`, and the runs that never
