@@ -47,9 +47,8 @@ usage: cargo xtask bench [all|seed|boot|dd|fs|files|net|router] [options] [testb
         stay in the report)
   seed [--runs N] [--count N] [--table]
         the report's table reproduced in one session: ext4 on a 3 GiB second disk at
-        /mnt, `time dd bs=16k count=N if=/dev/zero of=/mnt/test`, then sync (N: 8192,
-        128 MiB, by default: emulated IDE wrote 0.35 MB/s in a nested pilot); the
-        Linux HVM domU on QEMU's emulated IDE, the same with PVHVM drivers, Xenlet HVM
+        /mnt, `time dd bs=16k count=N if=/dev/zero of=/mnt/test`, then sync (N: the
+        report's 131072, 2 GiB, by default); the Linux HVM domU on QEMU's emulated IDE, the same with PVHVM drivers, Xenlet HVM
         from its disk image, Xenlet PVH; m:ss per run beside the report's figures and
         the emulated/PV ratio beside the report's
   boot [--runs N] [--no-mem] [--table]
