@@ -1853,6 +1853,27 @@ on_crash    = "preserve"
         budget_s: 175,
         topology: None,
     },
+    // The host watchdog's evidence for a hang (issue 19): dom0's runner stops itself
+    // (SIGSTOP), so nothing more comes out; the host must give up on the scenario's
+    // step, type Xen's debug keys and find Xen answering. The session fails by
+    // design; run by name only.
+    Scenario {
+        name: "hang-probe",
+        about: "dom0's runner stops itself: the host watchdog's debug-key dump (the session fails by design)",
+        needs: &[Need::XenletElf],
+        config: EXITS_CONFIG,
+        disks: &[],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 60,
+        boot_expect: &[],
+        steps: &[dom0("kill -STOP $PPID; echo runner stopped", &[], 10)],
+        end: End::XlShutdown,
+        end_timeout_s: 10,
+        budget_s: 90,
+        topology: None,
+    },
     // The negative control for the flake's evidence (issue 19): a triple fault that
     // is the guest's own (an empty IDT, then a #PF) must be judged so.
     Scenario {
