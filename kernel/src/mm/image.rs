@@ -123,10 +123,7 @@ pub fn check() -> Verdict {
     let start = core::ptr::addr_of!(__kernel_start);
     let end = core::ptr::addr_of!(__ro_end);
     let len = end as usize - start as usize;
-    // SAFETY: linker.ld puts the image's code and read-only data at
-    // [__kernel_start, __ro_end), loaded by the boot loader and identity-mapped by
-    // boot/src/entry.rs before Rust runs; nothing in the kernel writes there, so a
-    // shared slice over it for the kernel's lifetime aliases no `&mut`.
+    // SAFETY: [__kernel_start, __ro_end) is the image's code and read-only data (linker.ld), loaded and identity-mapped before Rust runs, never written by the kernel, so a shared slice over it aliases no `&mut`.
     let bytes = unsafe { core::slice::from_raw_parts(start, len) };
     let s = &XENLET_IMAGE_STAMP;
     judge(
