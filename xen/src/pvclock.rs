@@ -65,18 +65,28 @@ impl TimeInfo {
     }
 }
 
-/// Reads a consistent record with `read` (copies the 32 bytes out of shared info),
-/// retrying while Xen is updating it. `None` after 1000 torn reads.
-pub fn read_consistent(read: impl Fn() -> [u8; 32]) -> Option<TimeInfo> {
+/// Reads a consistent record with `read` (copies the 32 bytes out of shared info)
+/// and the TSC with `tsc` inside the same version window, retrying while Xen is
+/// updating the record: (record, TSC). `None` after 1000 torn reads.
+///
+/// The TSC is read between the two copies, as Linux's `pvclock_clocksource_read`
+/// reads it inside its version loop: a TSC read after the window could belong to a
+/// newer record (the vCPU moved to another physical CPU and Xen rewrote the record
+/// for it), and the time would then be computed against the wrong stamp.
+pub fn read_consistent(
+    read: impl Fn() -> [u8; 32],
+    tsc: impl Fn() -> u64,
+) -> Option<(TimeInfo, u64)> {
     for _ in 0..1000 {
         let a = TimeInfo::decode(&read());
         if a.version % 2 == 1 {
             core::hint::spin_loop();
             continue;
         }
+        let now = tsc();
         let b = TimeInfo::decode(&read());
         if a == b {
-            return Some(a);
+            return Some((a, now));
         }
     }
     None
@@ -116,19 +126,49 @@ mod tests {
 
     #[test]
     fn retries_torn_reads() {
-        let n = Cell::new(0);
-        let t = read_consistent(|| {
-            n.set(n.get() + 1);
-            match n.get() {
-                1 => record(3, 0, 0, 1, 0),    // being updated
-                2 => record(4, 10, 100, 1, 0), // first half of a read…
-                3 => record(6, 20, 200, 1, 0), // …torn: version moved on
-                _ => record(6, 20, 200, 1, 0),
-            }
-        })
+        let n = Cell::new(0u32);
+        let (t, tsc) = read_consistent(
+            || {
+                n.set(n.get() + 1);
+                match n.get() {
+                    1 => record(3, 0, 0, 1, 0),    // being updated
+                    2 => record(4, 10, 100, 1, 0), // first half of a read…
+                    3 => record(6, 20, 200, 1, 0), // …torn: version moved on
+                    _ => record(6, 20, 200, 1, 0),
+                }
+            },
+            || 1000 + u64::from(n.get()),
+        )
         .unwrap();
         assert_eq!(t.version, 6);
         assert_eq!(t.system_time, 200);
-        assert_eq!(read_consistent(|| record(1, 0, 0, 0, 0)), None);
+        // the TSC of the window that held: read after the 4th copy, before the 5th
+        assert_eq!(tsc, 1004);
+        assert_eq!(read_consistent(|| record(1, 0, 0, 0, 0), || 0), None);
+    }
+
+    #[test]
+    fn the_tsc_is_read_inside_the_window_it_is_used_with() {
+        // Xen rewrites the record (a new stamp for another physical CPU) right after
+        // the TSC was read: that window is torn, and the pair returned is the next
+        // window's record with the next window's TSC.
+        let copies = Cell::new(0);
+        let reads = Cell::new(0);
+        let (t, tsc) = read_consistent(
+            || {
+                copies.set(copies.get() + 1);
+                if copies.get() <= 1 {
+                    record(2, 100, 1_000, 1, 0)
+                } else {
+                    record(4, 5_000, 9_000, 1, 0)
+                }
+            },
+            || {
+                reads.set(reads.get() + 1);
+                [0, 200, 5_100][reads.get()]
+            },
+        )
+        .unwrap();
+        assert_eq!((t.version, t.tsc_timestamp, tsc), (4, 5_000, 5_100));
     }
 }

@@ -30,6 +30,25 @@ pub fn rdtsc() -> u64 {
     unsafe { _rdtsc() }
 }
 
+/// Reads the timestamp counter after every earlier load has completed (LFENCE then
+/// RDTSC, Linux's `rdtsc_ordered`): the pvclock reader takes the TSC between two
+/// copies of its record, and a TSC read hoisted above the first copy would pair an
+/// older count with the record.
+pub fn rdtsc_ordered() -> u64 {
+    let (lo, hi): (u32, u32);
+    // SAFETY: LFENCE orders loads and RDTSC reads a counter: no memory is written, no stack used, no flags changed (no `nomem`, so the compiler keeps earlier loads before it too).
+    unsafe {
+        core::arch::asm!(
+            "lfence",
+            "rdtsc",
+            out("eax") lo,
+            out("edx") hi,
+            options(nostack, preserves_flags)
+        );
+    }
+    (u64::from(hi) << 32) | u64::from(lo)
+}
+
 /// The 12-byte vendor string of CPUID leaf 0.
 pub fn vendor() -> [u8; 12] {
     let r = cpuid(0);

@@ -216,12 +216,15 @@ pub fn init(per_vcpu_upcall: bool) -> Result<Option<&'static XenInfo>, XenInitEr
 /// Xen system time now, from vCPU 0's `vcpu_time_info`.
 fn pvclock_system_time() -> Option<u64> {
     let x = XEN.get()?;
-    let t = xenlet_xen::pvclock::read_consistent(|| {
-        let mut b = [0u8; 32];
-        x.shared_info.read_time_info(0, &mut b);
-        b
-    })?;
-    Some(t.system_time_at(cpu::rdtsc()))
+    let (t, tsc) = xenlet_xen::pvclock::read_consistent(
+        || {
+            let mut b = [0u8; 32];
+            x.shared_info.read_time_info(0, &mut b);
+            b
+        },
+        cpu::rdtsc_ordered,
+    )?;
+    Some(t.system_time_at(tsc))
 }
 
 /// The TSC frequency pvclock implies (for the boot report).
