@@ -61,6 +61,30 @@ impl core::fmt::Display for SyncError {
 /// from an abandoned call is never taken for one of this call's.
 static EPOCH: AtomicU64 = AtomicU64::new(1);
 
+/// The answers of each live [`WriteBehind`] (by epoch) that another call's poll
+/// collected: (tag, result). Every poll loop on a device hands the answers it does
+/// not own to [`recycle`], which keeps them here, so two filesystems on one disk's
+/// partitions, or a raw-disk command beside a mounted filesystem, never swallow each
+/// other's write-behind answers (which would leave that write-behind waiting for
+/// them until its timeout, an I/O error for a write the backend did). Shell context
+/// only: no interrupt handler polls a block device.
+static STRAY: spin::Mutex<Vec<(u64, Vec<Answer>)>> = spin::Mutex::new(Vec::new());
+
+/// A request's tag and how it ended.
+type Answer = (u64, Result<(), BlockError>);
+
+/// A tag no other call uses (a fresh epoch), for a request submitted outside this
+/// module (the shell's raw-disk commands), so that [`recycle`] and every other
+/// caller can tell its answer from theirs.
+pub fn fresh_tag() -> u64 {
+    EPOCH.fetch_add(1, Ordering::Relaxed) << 32
+}
+
+/// The epoch half of a tag.
+fn epoch_of(tag: u64) -> u64 {
+    tag & !0xffff_ffff
+}
+
 enum Dir<'a> {
     Read(&'a mut [u8]),
     Write(&'a [u8]),
@@ -157,8 +181,10 @@ pub struct WriteBehind {
 impl WriteBehind {
     /// Up to `max_in_flight` requests outstanding.
     pub fn new(max_in_flight: usize) -> Self {
+        let epoch = EPOCH.fetch_add(1, Ordering::Relaxed) << 32;
+        STRAY.lock().push((epoch, Vec::new()));
         WriteBehind {
-            epoch: EPOCH.fetch_add(1, Ordering::Relaxed) << 32,
+            epoch,
             seq: 0,
             in_flight: 0,
             ranges: Vec::new(),
@@ -170,6 +196,35 @@ impl WriteBehind {
     /// Requests still outstanding.
     pub fn in_flight(&self) -> usize {
         self.in_flight
+    }
+
+    /// Takes this write-behind's answers that other calls collected.
+    fn take_strays(&self) -> Vec<Answer> {
+        let mut stray = STRAY.lock();
+        stray
+            .iter_mut()
+            .find(|(e, _)| *e == self.epoch)
+            .map(|(_, v)| core::mem::take(v))
+            .unwrap_or_default()
+    }
+
+    /// Counts one of its own answers.
+    fn answered(&mut self, tag: u64, result: &Result<(), BlockError>) -> bool {
+        if epoch_of(tag) != self.epoch || self.in_flight == 0 {
+            return false;
+        }
+        self.in_flight -= 1;
+        self.ranges.retain(|r| r.0 != tag);
+        if let Err(e) = result {
+            self.error.get_or_insert(SyncError::Device(e.clone()));
+        }
+        true
+    }
+}
+
+impl Drop for WriteBehind {
+    fn drop(&mut self) {
+        STRAY.lock().retain(|(e, _)| *e != self.epoch);
     }
 }
 
@@ -185,16 +240,16 @@ fn reap<B: BlockDevice + ?Sized>(
     loop {
         dev.poll(&mut done);
         let mut progressed = false;
+        for (tag, result) in wb.take_strays() {
+            progressed |= wb.answered(tag, &result);
+        }
         for c in done.drain(..) {
-            if c.tag & !0xffff_ffff == wb.epoch && wb.in_flight > 0 {
-                wb.in_flight -= 1;
-                wb.ranges.retain(|r| r.0 != c.tag);
+            if wb.answered(c.tag, &c.result) {
                 progressed = true;
-                if let Err(e) = &c.result {
-                    wb.error.get_or_insert(SyncError::Device(e.clone()));
-                }
+                free_bufs(dev, c);
+            } else {
+                recycle(dev, c);
             }
-            recycle(dev, c);
         }
         if progressed || !block || wb.in_flight == 0 {
             return Ok(());
@@ -335,7 +390,21 @@ fn alloc_bufs<B: BlockDevice + ?Sized>(dev: &mut B, pages: usize) -> Option<Vec<
     Some(bufs)
 }
 
-fn recycle<B: BlockDevice + ?Sized>(dev: &mut B, c: Completion) {
+/// Takes care of an answer the caller does not own: its buffers go back to the
+/// device's pool, and if it belongs to a live [`WriteBehind`] that write-behind is
+/// told (see [`STRAY`]). Everything that polls a block device hands it the
+/// completions that are not its own.
+pub fn recycle<B: BlockDevice + ?Sized>(dev: &mut B, c: Completion) {
+    {
+        let mut stray = STRAY.lock();
+        if let Some((_, v)) = stray.iter_mut().find(|(e, _)| *e == epoch_of(c.tag)) {
+            v.push((c.tag, c.result.clone()));
+        }
+    }
+    free_bufs(dev, c);
+}
+
+fn free_bufs<B: BlockDevice + ?Sized>(dev: &mut B, c: Completion) {
     for b in c.bufs {
         dev.free_buf(b);
     }
@@ -876,6 +945,49 @@ mod tests {
             }
         }
         assert_eq!(seen, Err(SyncError::Device(BlockError::Io)));
+    }
+
+    #[test]
+    fn write_behinds_sharing_a_disk_never_swallow_each_others_answers() {
+        // Two filesystems on one disk's partitions: each drains only its own
+        // write-behind before a read, and that read's poll collects the other's
+        // answers too. They must reach their owner, failures included.
+        let mut d = FakeDisk::new(8 << 20, 256);
+        d.delay = 3;
+        d.fail_sector = Some(6 << 11); // a write of the second filesystem fails
+        let c = Clock::new();
+        let mut p1 = WriteBehind::new(8);
+        let mut p2 = WriteBehind::new(8);
+        write_behind(&mut d, &c, &mut p2, 6 << 20, &alloc::vec![0xc3u8; 1 << 20]).unwrap();
+        write_behind(&mut d, &c, &mut p2, 7 << 20, &alloc::vec![0xd4u8; 4096]).unwrap();
+        assert_eq!(p2.in_flight(), 2);
+        // The first filesystem writes, drains and reads: its polls take every answer.
+        write_behind(&mut d, &c, &mut p1, 0, &alloc::vec![0xa1u8; 4096]).unwrap();
+        drain(&mut d, &c, &mut p1).unwrap();
+        let mut r = alloc::vec![0u8; 4096];
+        read(&mut d, &c, 0, &mut r).unwrap();
+        assert!(r.iter().all(|&x| x == 0xa1));
+        assert_eq!(d.in_flight(), 0, "the backend answered everything");
+        // A raw-disk command beside them (a flush) sees nothing of theirs either.
+        flush(&mut d, &c).unwrap();
+        // The second drains at once (no timeout: the clock moves 1 ms per look) and
+        // gets its own failure, not the first's success.
+        let t0 = c.t.get();
+        assert_eq!(
+            drain(&mut d, &c, &mut p2),
+            Err(SyncError::Device(BlockError::Io))
+        );
+        assert_eq!(p2.in_flight(), 0);
+        assert!(
+            c.t.get() - t0 < 1_000_000_000,
+            "drained without waiting out a timeout"
+        );
+        assert!(d.data[7 << 20..(7 << 20) + 4096].iter().all(|&x| x == 0xd4));
+        assert_eq!(d.bufs_made, d.pool.len(), "every buffer back");
+        // Nothing is kept for a write-behind once it is gone.
+        let e2 = p2.epoch;
+        drop(p2);
+        assert!(STRAY.lock().iter().all(|(e, _)| *e != e2));
     }
 
     #[test]

@@ -309,7 +309,7 @@ pub fn run_one(
     sector: u64,
 ) -> Result<(), BlockError> {
     use xenlet_drivers::blkfront::{BlockDevice, BlockRequest};
-    let tag = u64::MAX;
+    let tag = xenlet_drivers::blocksync::fresh_tag();
     disk.submit(BlockRequest {
         tag,
         op,
@@ -323,8 +323,18 @@ pub fn run_one(
     let mut done = Vec::new();
     loop {
         disk.poll(&mut done);
-        if let Some(i) = done.iter().position(|c| c.tag == tag) {
-            return done.swap_remove(i).result;
+        let mut mine = None;
+        for c in done.drain(..) {
+            if c.tag == tag && mine.is_none() {
+                mine = Some(c.result);
+            } else {
+                // a filesystem's write-behind answer (or an abandoned call's): to its
+                // owner, the buffers to the pool
+                xenlet_drivers::blocksync::recycle(disk, c);
+            }
+        }
+        if let Some(result) = mine {
+            return result;
         }
         if clock::now().saturating_duration_since(start).as_secs() > 60 {
             return Err(BlockError::Broken(String::from("no response in 60 s")));

@@ -220,7 +220,7 @@ fn hash_disk(
         for _ in 0..pages {
             bufs.push(d.alloc_buf().ok_or(BlockError::Busy)?);
         }
-        let tag = pos;
+        let tag = xenlet_drivers::blocksync::fresh_tag();
         d.submit(BlockRequest {
             tag,
             op: BlockOp::Read,
@@ -231,10 +231,19 @@ fn hash_disk(
         .map_err(|(e, _)| e)?;
         d.kick();
         let c = loop {
-            done.clear();
             d.poll(&mut done);
-            if let Some(i) = done.iter().position(|c| c.tag == tag) {
-                break done.swap_remove(i);
+            let mut mine = None;
+            for c in done.drain(..) {
+                if c.tag == tag && mine.is_none() {
+                    mine = Some(c);
+                } else {
+                    // not this read's: to its owner (a mounted filesystem's
+                    // write-behind), the buffers to the pool
+                    xenlet_drivers::blocksync::recycle(&mut *d, c);
+                }
+            }
+            if let Some(c) = mine {
+                break c;
             }
             if let Some(why) = d.broken() {
                 return Err(BlockError::Broken(String::from(why)));
