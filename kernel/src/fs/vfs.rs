@@ -262,7 +262,16 @@ fn open_fs(dev: Dev, kind: Option<&str>, read_only: bool) -> Result<BoxedFs, FsE
         read_only,
         now: now_secs,
     };
-    let mut fs = xenlet_fs::ext::Ext::mount(dev, opts)?;
+    let mut fs = xenlet_fs::ext::Ext::mount(dev, opts).map_err(|e| match e {
+        // A checksum that fails on a disk dom0's e2fsck calls clean could be this
+        // kernel's own code or tables (the CRC-32C table is a constant) damaged in
+        // memory since the boot check: the error says which it is.
+        FsError::Corrupt(what) => FsError::Corrupt(format!(
+            "{what}; kernel image: {}",
+            crate::mm::image::check()
+        )),
+        e => e,
+    })?;
     fs.set_cache_bytes(CACHE_BYTES.load(Ordering::Relaxed));
     if let Some(r) = fs.replayed() {
         crate::println!("ext4: journal replayed at mount: {r}");

@@ -88,6 +88,34 @@ pub enum Verdict {
     },
 }
 
+impl core::fmt::Display for Verdict {
+    /// The boot line's words after "image: ".
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            Verdict::Intact { len } => {
+                write!(f, "code and constants intact ({} KiB)", len >> 10)
+            }
+            Verdict::NotStamped { len } => write!(
+                f,
+                "not stamped by `cargo xtask build`; {} KiB of code and constants unchecked",
+                len >> 10
+            ),
+            Verdict::OtherLength { stamped, linked } => write!(
+                f,
+                "DAMAGED: stamped for {stamped} bytes of code and constants, linked with {linked}"
+            ),
+            Verdict::Damaged {
+                len,
+                stamped,
+                computed,
+            } => write!(
+                f,
+                "DAMAGED in memory: {len} bytes of code and constants digest {computed:#018x}, built {stamped:#018x}"
+            ),
+        }
+    }
+}
+
 /// Compares `bytes` (the image's code and constants) with the stamp.
 pub fn judge(bytes: &[u8], stamped_len: u64, stamped: u64) -> Verdict {
     let len = bytes.len() as u64;
