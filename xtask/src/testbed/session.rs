@@ -468,6 +468,7 @@ fn attempt(
     });
 
     let mut console_in = child.stdin.take();
+    let mut stall = StallWatch::new(child.id());
     let mut watch = Watchdog::new();
     let mut marks = BTreeMap::new();
     let mut died: Option<String> = None;
@@ -477,6 +478,7 @@ fn attempt(
     let mut hang_at: Option<Instant> = None;
     let mut xen_answered = 0usize;
     let mut panic_lines: Vec<String> = Vec::new();
+    let mut stalls: Vec<String> = Vec::new();
     loop {
         let line = match rx.recv_timeout(Duration::from_millis(500)) {
             Ok(l) => Some(l),
@@ -526,6 +528,28 @@ fn attempt(
             }
             continue;
         }
+        if let Some(cpu) = stall.check() {
+            // Nested Xen idle with its next timer interrupt never delivered: the
+            // whole machine stops (see `StallWatch`). Serial input is an interrupt
+            // that wakes it; the step's figures then include the stall, so say so.
+            let what = &watch.current.0;
+            println!(
+                "    [{t:6.1}s] !!! the nested machine stalled (QEMU used {cpu:.2} s of CPU in {} s) during '{what}': waking Xen with serial input (CTRL-a x3, twice)",
+                STALL_WINDOW.as_secs()
+            );
+            writeln!(
+                serial,
+                "== host: stall during '{what}' (QEMU used {cpu:.2} s of CPU in {} s): CTRL-a x3 twice to wake Xen",
+                STALL_WINDOW.as_secs()
+            )?;
+            if let Some(w) = console_in.as_mut() {
+                let _ = nudge(w);
+            }
+            stalls.push(format!(
+                "{t:.0}s during '{what}' (QEMU used {cpu:.2} s of CPU in {} s)",
+                STALL_WINDOW.as_secs()
+            ));
+        }
         if let Some(what) = watch.expired() {
             died = Some(format!("step '{what}' timed out (host watchdog)"));
             println!("!!! {}", died.as_deref().unwrap_or_default());
@@ -549,6 +573,17 @@ fn attempt(
     let _ = reader.join();
     let qemu_err = err_reader.join().unwrap_or_default();
     fs::write(out.join("qemu-stderr.log"), &qemu_err)?;
+    // the stalls this attempt was woken from (none: no file), for the bench's reader
+    let stalls_file = out.join("stalls.txt");
+    let _ = fs::remove_file(&stalls_file);
+    if !stalls.is_empty() {
+        fs::write(&stalls_file, stalls.join("\n") + "\n")?;
+        println!(
+            "    the nested machine stalled {} time(s) and was woken (figures measured across a stall include it): {}",
+            stalls.len(),
+            stalls_file.display()
+        );
+    }
     let seconds = t0.elapsed().as_secs_f64();
     writeln!(serial, "== QEMU exited ({status}) after {seconds:.1}s")?;
     println!("    [{seconds:6.1}s] QEMU exited ({status})");
@@ -609,6 +644,106 @@ fn attempt(
         serial: serial_path,
         seconds,
     })
+}
+
+/// How long the outer QEMU must stay (almost) idle before the machine counts as
+/// stalled.
+const STALL_WINDOW: Duration = Duration::from_secs(30);
+/// CPU seconds QEMU uses in [`STALL_WINDOW`] below which it counts as stalled. A
+/// stalled machine used none at all (0 of 1,000 ticks in 10 s); a live one runs Xen's
+/// one-second calibration timer and dom0's ticks. A false alarm costs two lines of
+/// Xen's log ("Serial input to Xen/DOM0").
+const STALL_CPU_S: f64 = 0.2;
+
+/// Watches the outer QEMU's CPU time for the test bed's stall: on 2026-12-04 a
+/// `bench seed` session stopped dead in the middle of a Linux domU's dd, QEMU at
+/// 0 % CPU for 13 minutes. Xen's state then (debug keys): its CPU idle with the
+/// domU's vCPU runnable in the run queue, its timers due within 2 ms but never fired,
+/// its clock crawling (0.5 s of Xen time in 55 s), and "Platform timer appears to
+/// have unexpectedly wrapped 10 or more times": Xen halted and its timer interrupt
+/// was never delivered by the outer QEMU. Serial input, an interrupt, woke it, and
+/// the session carried on. The same signature ("the whole machine silent") ended one
+/// session of 71 runs of `soak ci`.
+struct StallWatch {
+    pid: u32,
+    /// (when, QEMU's CPU seconds then), oldest first, spanning the window.
+    samples: Vec<(Instant, f64)>,
+    /// When it was last woken (no second nudge within a window).
+    nudged: Option<Instant>,
+}
+
+impl StallWatch {
+    fn new(pid: u32) -> Self {
+        StallWatch {
+            pid,
+            samples: Vec::new(),
+            nudged: None,
+        }
+    }
+
+    /// CPU seconds QEMU used in the last window, when that is below the threshold
+    /// (sampled every few seconds; `None` while it is busy or not yet watched long).
+    fn check(&mut self) -> Option<f64> {
+        let now = Instant::now();
+        if self
+            .samples
+            .last()
+            .is_some_and(|(t, _)| now.duration_since(*t) < Duration::from_secs(5))
+        {
+            return None;
+        }
+        let cpu = qemu_cpu_seconds(self.pid)?;
+        self.samples.push((now, cpu));
+        stalled(&mut self.samples, now).filter(|_| {
+            let again = self
+                .nudged
+                .is_none_or(|n| now.duration_since(n) >= STALL_WINDOW);
+            if again {
+                self.nudged = Some(now);
+                self.samples.clear();
+            }
+            again
+        })
+    }
+}
+
+/// Drops samples older than the window; the CPU used over a full window when it is
+/// under [`STALL_CPU_S`].
+fn stalled(samples: &mut Vec<(Instant, f64)>, now: Instant) -> Option<f64> {
+    while samples.len() > 1 && now.duration_since(samples[1].0) >= STALL_WINDOW {
+        samples.remove(0);
+    }
+    let (first, last) = (samples.first()?, samples.last()?);
+    if now.duration_since(first.0) < STALL_WINDOW {
+        return None;
+    }
+    let used = last.1 - first.1;
+    (used < STALL_CPU_S).then_some(used)
+}
+
+/// User + system CPU seconds of process `pid` (`/proc/PID/stat`, 100 ticks a second).
+fn qemu_cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_cpu_ticks(&stat).map(|t| t as f64 / 100.0)
+}
+
+/// utime + stime (fields 14 and 15) from a `/proc/PID/stat` line; the command name
+/// (field 2, in parentheses) may hold spaces.
+fn parse_cpu_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state): utime is field 14, stime 15
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+/// Wakes a stalled Xen: switches the serial console's input to Xen and back
+/// (CTRL-a three times, twice), interrupts that run no debug key.
+fn nudge(w: &mut impl Write) -> std::io::Result<()> {
+    w.write_all(b"\x01\x01\x01")?;
+    w.flush()?;
+    std::thread::sleep(Duration::from_millis(500));
+    w.write_all(b"\x01\x01\x01")?;
+    w.flush()
 }
 
 /// Xen's debug keys sent when a step hangs: `r` run queues, `q` domains and their
@@ -911,6 +1046,43 @@ pub fn shell(opts: &Options) -> Result<()> {
 #[cfg(test)]
 mod xl_tests {
     use super::*;
+
+    #[test]
+    fn cpu_ticks_come_from_fields_14_and_15_even_with_spaces_in_the_name() {
+        let line = "19798 (qemu-system (x86)) S 18813 19798 18812 0 -1 4194560 1916590 0 0 0 75300 2300 0 0 20 0 3 0 4757 8932560896 1904043";
+        assert_eq!(parse_cpu_ticks(line), Some(77_600));
+        assert_eq!(parse_cpu_ticks("garbage"), None);
+        assert_eq!(parse_cpu_ticks("1 (x) S 1 2"), None);
+    }
+
+    #[test]
+    fn a_stall_is_a_full_window_of_almost_no_cpu() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        // busy: 5 s of CPU in 30 s
+        let mut busy = vec![(at(0), 100.0), (at(15), 102.5), (at(30), 105.0)];
+        assert_eq!(stalled(&mut busy, at(30)), None);
+        // idle, but not yet for a whole window
+        let mut short = vec![(at(0), 100.0), (at(20), 100.0)];
+        assert_eq!(stalled(&mut short, at(20)), None);
+        // idle for the window: the CPU used is reported
+        let mut idle = vec![
+            (at(0), 100.0),
+            (at(10), 100.0),
+            (at(20), 100.05),
+            (at(31), 100.05),
+        ];
+        assert!(stalled(&mut idle, at(31)).is_some_and(|c| (c - 0.05).abs() < 1e-9));
+        // old samples are dropped: busy long ago, idle for the last window
+        let mut was_busy = vec![
+            (at(0), 50.0),
+            (at(10), 100.0),
+            (at(40), 100.1),
+            (at(45), 100.1),
+        ];
+        assert!(stalled(&mut was_busy, at(45)).is_some_and(|c| c < STALL_CPU_S));
+        assert_eq!(was_busy.first().map(|s| s.0), Some(at(10)));
+    }
 
     #[test]
     fn a_hang_switches_the_console_to_xen_and_types_its_debug_keys() {
