@@ -539,7 +539,7 @@ on_crash    = "preserve"
 /// The Xen platform layer: version, the one-shot timer (`sleep`), XenStore both ways (a guest write read in dom0, a
 /// dom0 write firing a guest watch), the PV devices, a DHCP lease and pings both ways
 /// on the vif. The guest is then ended from dom0.
-const XEN_STEPS_ARR: [Step; 18] = [
+const XEN_STEPS_ARR: [Step; 19] = [
     cmd(
         "xen",
         &[
@@ -653,6 +653,13 @@ const XEN_STEPS_ARR: [Step; 18] = [
             r"^pagewalk: verdict intact \(\d+ pages read\)$",
         ],
         120,
+    ),
+    // The image check at boot (`mm::image`) ran before the PV console was attached
+    // (PVH has no serial port): its line is in the kernel log.
+    cmd(
+        "dmesg | grep image:",
+        &[r"^\[\s*\d+\.\d{6}\] image: code and constants intact \(\d+ KiB\)$"],
+        30,
     ),
 ];
 const XEN_STEPS: &[Step] = &XEN_STEPS_ARR;
