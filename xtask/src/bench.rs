@@ -137,16 +137,6 @@ pub fn main(args: &[&str]) -> Result<()> {
 /// Writes the section and its chart, rebuilds the report and prints the section;
 /// an error when the bench failed.
 fn finish(s: &Section) -> Result<std::path::PathBuf> {
-    let mut s = s.clone();
-    let s = &mut s;
-    // the test bed's stalls in this bench's session: a run measured across one
-    // includes it (its figure is an outlier the median mostly hides)
-    for st in testbed::stalls() {
-        s.notes.push(format!(
-            "The nested machine stalled and the test bed woke it (Xen's timer interrupt lost, see the README's test-bed section): {st}. A figure measured across it includes the stall."
-        ));
-    }
-    let s = &*s;
     let stamp = Stamp::now();
     let dir = report::dir();
     let path = report::write(&dir, s, &stamp)?;

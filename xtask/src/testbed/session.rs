@@ -478,7 +478,6 @@ fn attempt(
     let mut hang_at: Option<Instant> = None;
     let mut xen_answered = 0usize;
     let mut panic_lines: Vec<String> = Vec::new();
-    let mut stalls: Vec<String> = Vec::new();
     loop {
         let line = match rx.recv_timeout(Duration::from_millis(500)) {
             Ok(l) => Some(l),
@@ -530,25 +529,25 @@ fn attempt(
         }
         if let Some(cpu) = stall.check() {
             // Nested Xen idle with its next timer interrupt never delivered: the
-            // whole machine stops (see `StallWatch`). Serial input is an interrupt
-            // that wakes it; the step's figures then include the stall, so say so.
-            let what = &watch.current.0;
-            println!(
-                "    [{t:6.1}s] !!! the nested machine stalled (QEMU used {cpu:.2} s of CPU in {} s) during '{what}': waking Xen with serial input (CTRL-a x3, twice)",
-                STALL_WINDOW.as_secs()
-            );
-            writeln!(
-                serial,
-                "== host: stall during '{what}' (QEMU used {cpu:.2} s of CPU in {} s): CTRL-a x3 twice to wake Xen",
-                STALL_WINDOW.as_secs()
-            )?;
-            if let Some(w) = console_in.as_mut() {
-                let _ = nudge(w);
-            }
-            stalls.push(format!(
-                "{t:.0}s during '{what}' (QEMU used {cpu:.2} s of CPU in {} s)",
+            // whole machine stops (see `StallWatch`). Xen's clock does not survive it
+            // (woken by hand once, it later ran 10^7 times too fast), so the session
+            // is dead: Xen's debug keys wake it long enough to say what it was
+            // doing, then the attempt is retried whole.
+            let what = watch.current.0.clone();
+            died = Some(format!(
+                "the nested machine stalled during '{what}': QEMU used {cpu:.2} s of CPU in {} s (Xen idle, its timer interrupt lost)",
                 STALL_WINDOW.as_secs()
             ));
+            println!("    [{t:6.1}s] !!! {}", died.as_deref().unwrap_or_default());
+            writeln!(
+                serial,
+                "== host: stall; sending Xen's debug keys {STALL_DEBUG_KEYS} (the input wakes it)"
+            )?;
+            if let Some(w) = console_in.as_mut() {
+                let _ = send_keys(w, STALL_DEBUG_KEYS);
+            }
+            hang_at = Some(Instant::now());
+            continue;
         }
         if let Some(what) = watch.expired() {
             died = Some(format!("step '{what}' timed out (host watchdog)"));
@@ -563,7 +562,7 @@ fn attempt(
                 "== host watchdog: sending Xen's debug keys {HANG_DEBUG_KEYS}"
             )?;
             if let Some(w) = console_in.as_mut() {
-                let _ = send_debug_keys(w);
+                let _ = send_keys(w, HANG_DEBUG_KEYS);
             }
             hang_at = Some(Instant::now());
         }
@@ -573,17 +572,6 @@ fn attempt(
     let _ = reader.join();
     let qemu_err = err_reader.join().unwrap_or_default();
     fs::write(out.join("qemu-stderr.log"), &qemu_err)?;
-    // the stalls this attempt was woken from (none: no file), for the bench's reader
-    let stalls_file = out.join("stalls.txt");
-    let _ = fs::remove_file(&stalls_file);
-    if !stalls.is_empty() {
-        fs::write(&stalls_file, stalls.join("\n") + "\n")?;
-        println!(
-            "    the nested machine stalled {} time(s) and was woken (figures measured across a stall include it): {}",
-            stalls.len(),
-            stalls_file.display()
-        );
-    }
     let seconds = t0.elapsed().as_secs_f64();
     writeln!(serial, "== QEMU exited ({status}) after {seconds:.1}s")?;
     println!("    [{seconds:6.1}s] QEMU exited ({status})");
@@ -650,9 +638,10 @@ fn attempt(
 /// stalled.
 const STALL_WINDOW: Duration = Duration::from_secs(30);
 /// CPU seconds QEMU uses in [`STALL_WINDOW`] below which it counts as stalled. A
-/// stalled machine used none at all (0 of 1,000 ticks in 10 s); a live one runs Xen's
-/// one-second calibration timer and dom0's ticks. A false alarm costs two lines of
-/// Xen's log ("Serial input to Xen/DOM0").
+/// stalled machine used none at all (0 ticks in 10 s); a live one runs Xen's
+/// one-second calibration timer and dom0's ticks, and a false alarm would cost a
+/// whole-session retry, so the bar is low (the README's test-bed section has the
+/// measured minimum of a live session).
 const STALL_CPU_S: f64 = 0.2;
 
 /// Watches the outer QEMU's CPU time for the test bed's stall: on 2026-12-04 a
@@ -661,9 +650,11 @@ const STALL_CPU_S: f64 = 0.2;
 /// domU's vCPU runnable in the run queue, its timers due within 2 ms but never fired,
 /// its clock crawling (0.5 s of Xen time in 55 s), and "Platform timer appears to
 /// have unexpectedly wrapped 10 or more times": Xen halted and its timer interrupt
-/// was never delivered by the outer QEMU. Serial input, an interrupt, woke it, and
-/// the session carried on. The same signature ("the whole machine silent") ended one
-/// session of 71 runs of `soak ci`.
+/// was never delivered by the outer QEMU. Serial input woke it and the dd finished,
+/// but Xen's clock was broken for good: the next HVM guest never got past its boot
+/// sector, and Xen's timestamps jumped by 881 million seconds in 12 s. So a stall
+/// ends the attempt (retried whole). The same signature ("the whole machine silent")
+/// ended one session of 8 in `soak ci`.
 struct StallWatch {
     pid: u32,
     /// (when, QEMU's CPU seconds then), oldest first, spanning the window.
@@ -736,28 +727,22 @@ fn parse_cpu_ticks(stat: &str) -> Option<u64> {
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
-/// Wakes a stalled Xen: switches the serial console's input to Xen and back
-/// (CTRL-a three times, twice), interrupts that run no debug key.
-fn nudge(w: &mut impl Write) -> std::io::Result<()> {
-    w.write_all(b"\x01\x01\x01")?;
-    w.flush()?;
-    std::thread::sleep(Duration::from_millis(500));
-    w.write_all(b"\x01\x01\x01")?;
-    w.flush()
-}
-
 /// Xen's debug keys sent when a step hangs: `r` run queues, `q` domains and their
 /// vCPUs, `d` every CPU's registers and stack.
 const HANG_DEBUG_KEYS: &str = "r q d";
 /// How long Xen gets to answer them before QEMU is stopped.
 const HANG_DUMP_WAIT: Duration = Duration::from_secs(20);
 
+/// Xen's debug keys sent when the machine stalls: `a` timer queues (which timers
+/// are due and never fired), `r` run queues, `q` domains and their vCPUs.
+const STALL_DEBUG_KEYS: &str = "a r q";
+
 /// Switches the serial console's input from dom0 to Xen (CTRL-a three times) and
-/// types [`HANG_DEBUG_KEYS`], a second apart so that each dump can finish.
-fn send_debug_keys(w: &mut impl Write) -> std::io::Result<()> {
+/// types `keys` (space-separated), a second apart so that each dump can finish.
+fn send_keys(w: &mut impl Write, keys: &str) -> std::io::Result<()> {
     w.write_all(b"\x01\x01\x01")?;
     w.flush()?;
-    for key in HANG_DEBUG_KEYS.split(' ') {
+    for key in keys.split(' ') {
         std::thread::sleep(Duration::from_secs(1));
         w.write_all(key.as_bytes())?;
         w.flush()?;
@@ -1087,8 +1072,11 @@ mod xl_tests {
     #[test]
     fn a_hang_switches_the_console_to_xen_and_types_its_debug_keys() {
         let mut typed = Vec::new();
-        send_debug_keys(&mut typed).unwrap();
+        send_keys(&mut typed, HANG_DEBUG_KEYS).unwrap();
         assert_eq!(typed, b"\x01\x01\x01rqd");
+        let mut typed = Vec::new();
+        send_keys(&mut typed, STALL_DEBUG_KEYS).unwrap();
+        assert_eq!(typed, b"\x01\x01\x01arq");
         assert!(hang_verdict(0).contains("did not answer"));
         assert!(hang_verdict(12).contains("answered its debug keys (12 lines"));
     }
