@@ -41,6 +41,17 @@ pub fn result(name: &str) -> BTreeMap<String, String> {
     read_result(&session::out_dir().join(name))
 }
 
+/// The stalls the last session was woken from (`stalls.txt`, see `session.rs`'s
+/// `StallWatch`): when, during which step, how idle QEMU was; empty when none.
+pub fn stalls() -> Vec<String> {
+    std::fs::read_to_string(session::out_dir().join("stalls.txt"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(String::from)
+        .collect()
+}
+
 /// `result.txt` in a scenario's result directory (empty when there is none).
 fn read_result(dir: &std::path::Path) -> BTreeMap<String, String> {
     let text = std::fs::read_to_string(dir.join("result.txt")).unwrap_or_default();
