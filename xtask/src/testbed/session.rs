@@ -660,15 +660,17 @@ fn attempt(
     })
 }
 
-/// How long the outer QEMU must stay (almost) idle before the machine counts as
-/// stalled: well inside the 43 s in which the 100 MHz HPET, Xen's platform timer,
-/// wraps (a stall longer than that broke Xen's clock for good).
-const STALL_WINDOW: Duration = Duration::from_secs(5);
-/// CPU seconds QEMU uses in [`STALL_WINDOW`] below which it counts as stalled. A
-/// stalled machine used none at all (0 ticks in 10 s); a live one used at least 54
-/// ticks a second in every 30 s of a `bench seed` session (2026-12-04). A false alarm
-/// costs two lines in Xen's log.
-const STALL_CPU_S: f64 = 0.05;
+/// How long the outer QEMU must stay idle before the machine counts as stalled:
+/// well inside the 43 s in which the 100 MHz HPET, Xen's platform timer, wraps (a
+/// stall longer than that broke Xen's clock for good).
+const STALL_WINDOW: Duration = Duration::from_secs(10);
+/// CPU seconds QEMU uses in [`STALL_WINDOW`] below which it counts as stalled: none
+/// at all (under one 10 ms tick). A stalled machine used 0 ticks in 10 s and in 30 s;
+/// a live, busy one at least 54 ticks a second; a healthy machine with nothing to do
+/// (`hang-probe`: dom0's runner stopped, the domU idle) 3-4 ticks in 5 s, which a
+/// 5 s window with a 0.05 s bar took for a stall. A false alarm costs two lines in
+/// Xen's log, six in a row the attempt.
+const STALL_CPU_S: f64 = 0.005;
 /// Windows in a row still stalled after each wake-up that end the attempt.
 const STALL_GIVE_UP: u32 = 6;
 
@@ -1103,42 +1105,47 @@ mod xl_tests {
     }
 
     #[test]
-    fn a_stall_is_a_full_window_of_almost_no_cpu() {
+    fn a_stall_is_a_full_window_of_no_cpu() {
         let t0 = Instant::now();
+        let w = STALL_WINDOW.as_millis() as u64;
         let at = |ms: u64| t0 + Duration::from_millis(ms);
-        // busy: 5 s of CPU in 5 s
-        let mut busy = vec![(at(0), 100.0), (at(2500), 102.5), (at(5000), 105.0)];
-        assert_eq!(stalled(&mut busy, at(5000)), None);
+        // busy
+        let mut busy = vec![(at(0), 100.0), (at(w / 2), 102.5), (at(w), 105.0)];
+        assert_eq!(stalled(&mut busy, at(w)), None);
+        // a healthy machine with nothing to do (hang-probe: 3 ticks in 5 s)
+        let mut quiet = vec![(at(0), 100.0), (at(w / 2), 100.03), (at(w), 100.06)];
+        assert_eq!(stalled(&mut quiet, at(w)), None);
         // idle, but not yet for a whole window
-        let mut short = vec![(at(0), 100.0), (at(4000), 100.0)];
-        assert_eq!(stalled(&mut short, at(4000)), None);
-        // idle for the window: the CPU used is reported
-        let mut idle = vec![(at(0), 100.0), (at(2000), 100.0), (at(5100), 100.01)];
-        assert!(stalled(&mut idle, at(5100)).is_some_and(|c| (c - 0.01).abs() < 1e-9));
-        // old samples are dropped: busy long ago, idle for the last window
+        let mut short = vec![(at(0), 100.0), (at(w - 1000), 100.0)];
+        assert_eq!(stalled(&mut short, at(w - 1000)), None);
+        // no CPU for the window: a stall
+        let mut idle = vec![(at(0), 100.0), (at(w / 2), 100.0), (at(w + 100), 100.0)];
+        assert_eq!(stalled(&mut idle, at(w + 100)), Some(0.0));
+        // old samples are dropped: busy long ago, nothing for the last window
         let mut was_busy = vec![
             (at(0), 50.0),
             (at(1000), 100.0),
-            (at(6000), 100.01),
-            (at(6500), 100.01),
+            (at(w + 1000), 100.0),
+            (at(w + 1500), 100.0),
         ];
-        assert!(stalled(&mut was_busy, at(6500)).is_some_and(|c| c < STALL_CPU_S));
+        assert_eq!(stalled(&mut was_busy, at(w + 1500)), Some(0.0));
         assert_eq!(was_busy.first().map(|s| s.0), Some(at(1000)));
     }
 
     #[test]
     fn a_stall_is_woken_and_one_that_stays_gives_up() {
         let t0 = Instant::now();
-        let mut w = StallWatch::new(0);
+        let w = STALL_WINDOW.as_secs();
+        let mut watch = StallWatch::new(0);
         let mut cpu = 10.0;
         let mut verdicts = Vec::new();
-        // busy for 10 s, then idle for 40 s, a sample a second
-        for s in 0..=50u64 {
+        // busy for 10 s, then no CPU at all, a sample a second
+        for s in 0..=(10 + 8 * w) {
             if s <= 10 {
                 cpu += 1.0;
             }
-            w.samples.push((t0 + Duration::from_secs(s), cpu));
-            if let Some(v) = w.judge(t0 + Duration::from_secs(s)) {
+            watch.samples.push((t0 + Duration::from_secs(s), cpu));
+            if let Some(v) = watch.judge(t0 + Duration::from_secs(s)) {
                 verdicts.push((s, v));
             }
         }
@@ -1148,19 +1155,30 @@ mod xl_tests {
             .map(|(s, _)| *s)
             .collect();
         // a window after the last busy second, then one per window
-        assert_eq!(wakes, [15, 20, 25, 30, 35, 40]);
-        assert!(matches!(verdicts[6], (45, Stall::GiveUp(_))));
+        let want: Vec<u64> = (1..=u64::from(STALL_GIVE_UP)).map(|k| 10 + k * w).collect();
+        assert_eq!(wakes, want);
+        assert!(matches!(
+            verdicts[STALL_GIVE_UP as usize],
+            (s, Stall::GiveUp(_)) if s == 10 + u64::from(STALL_GIVE_UP + 1) * w
+        ));
         // woken: busy again, and the count starts over
-        let mut w = StallWatch::new(0);
-        for (s, c) in [(0, 1.0), (5, 1.0), (6, 2.0), (11, 7.0), (16, 7.0)] {
-            w.samples.push((t0 + Duration::from_secs(s), c));
-            let v = w.judge(t0 + Duration::from_secs(s));
-            match s {
-                5 | 16 => assert!(matches!(v, Some(Stall::Wake(_))), "{s}: {v:?}"),
-                _ => assert_eq!(v, None, "{s}"),
+        let mut watch = StallWatch::new(0);
+        for (s, c) in [
+            (0, 1.0),
+            (w, 1.0),
+            (w + 1, 2.0),
+            (2 * w + 1, 7.0),
+            (3 * w + 1, 7.0),
+        ] {
+            watch.samples.push((t0 + Duration::from_secs(s), c));
+            let v = watch.judge(t0 + Duration::from_secs(s));
+            if s == w || s == 3 * w + 1 {
+                assert!(matches!(v, Some(Stall::Wake(_))), "{s}: {v:?}");
+            } else {
+                assert_eq!(v, None, "{s}");
             }
         }
-        assert_eq!(w.in_a_row, 1);
+        assert_eq!(watch.in_a_row, 1);
     }
 
     #[test]
