@@ -141,8 +141,10 @@ pub fn flush<B: BlockDevice + ?Sized>(dev: &mut B, w: &dyn Waiter) -> Result<(),
         for c in done.drain(..) {
             if c.tag == tag {
                 result = Some(c.result.clone());
+                free_bufs(dev, c);
+            } else {
+                recycle(dev, c);
             }
-            recycle(dev, c);
         }
         if let Some(r) = result {
             return r.map_err(SyncError::Device);
@@ -573,7 +575,8 @@ fn transfer<B: BlockDevice + ?Sized>(
                     }
                 }
             }
-            recycle(dev, c);
+            // its own answer: the buffers back, nothing to route
+            free_bufs(dev, c);
         }
         let now = w.now_ns();
         if progressed {
