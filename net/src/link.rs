@@ -10,7 +10,7 @@
 //! those of netif.h's `NETRXF_data_validated` / `NETRXF_csum_blank` and Linux's
 //! `CHECKSUM_UNNECESSARY` / `CHECKSUM_PARTIAL` (include/linux/skbuff.h).
 
-use crate::tso::Coalescer;
+use crate::tso::{Coalescer, Send};
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -273,8 +273,10 @@ impl<'a, L: Link> LinkDevice<'a, L> {
 
     /// Merges TCP segments into GSO packets through `tso` (flushed by the caller
     /// after the poll) when the link takes them.
+    /// smoltcp then leaves TCP checksums to the merger when the link completes them.
     pub fn with_tso(mut self, tso: &'a mut Coalescer) -> Self {
         if self.link.gso_tcpv4() {
+            tso.tcp_csum_left = self.link.tx_csum_blank();
             self.tso = Some(tso);
         }
         self
@@ -282,10 +284,11 @@ impl<'a, L: Link> LinkDevice<'a, L> {
 }
 
 /// Sends what the coalescer hands out: plain frames or GSO packets.
-pub fn emit_to<L: Link>(link: &mut L) -> impl FnMut(&[u8], Option<u16>) -> bool + '_ {
-    move |f, gso| match gso {
-        None => link.send(f).is_ok(),
-        Some(mss) => link.send_gso(f, mss).is_ok(),
+pub fn emit_to<L: Link>(link: &mut L) -> impl FnMut(&[u8], Send) -> bool + '_ {
+    move |f, how| match how {
+        Send::Plain => link.send(f).is_ok(),
+        Send::CsumBlank => link.send_csum_blank(f).is_ok(),
+        Send::Gso(mss) => link.send_gso(f, mss).is_ok(),
     }
 }
 
@@ -308,16 +311,18 @@ pub struct TxToken<'a, L: Link> {
 
 impl<L: Link> phy::TxToken for TxToken<'_, L> {
     fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
-        self.scratch.clear();
-        self.scratch.resize(len, 0);
-        let r = f(&mut self.scratch[..]);
-        match self.tso {
-            Some(c) => c.push(self.scratch, &mut emit_to(self.link)),
-            None => {
-                if self.link.send(self.scratch).is_err() {
-                    *self.dropped += 1;
-                }
-            }
+        if let Some(c) = self.tso {
+            // written straight into the merger's buffer
+            return c.push_with(len, f, &mut emit_to(self.link));
+        }
+        // the scratch buffer only grows: no zeroing per frame
+        if self.scratch.len() < len {
+            self.scratch.resize(len, 0);
+        }
+        let frame = &mut self.scratch[..len];
+        let r = f(frame);
+        if self.link.send(frame).is_err() {
+            *self.dropped += 1;
         }
         r
     }
@@ -382,8 +387,15 @@ impl<L: Link> Device for LinkDevice<'_, L> {
         caps.medium = Medium::Ethernet;
         caps.max_transmission_unit = self.link.mtu() + ETH_HEADER;
         // Compute TCP/UDP checksums on transmit, never check them on receive: that
-        // is done in `receive`, only for packets the backend did not vouch for.
-        caps.checksum.tcp = smoltcp::phy::Checksum::Tx;
+        // is done in `receive`, only for packets the backend did not vouch for. TCP's
+        // are left to the merger when the link completes them (one pass fewer over
+        // every byte sent; the merger fills the pseudo-header sum, or the whole
+        // checksum of a frame it sends plainly).
+        caps.checksum.tcp = if self.tso.as_ref().is_some_and(|c| c.tcp_csum_left) {
+            smoltcp::phy::Checksum::None
+        } else {
+            smoltcp::phy::Checksum::Tx
+        };
         caps.checksum.udp = smoltcp::phy::Checksum::Tx;
         caps
     }
@@ -406,6 +418,11 @@ pub(crate) mod tests {
         pub cut: Rc<RefCell<bool>>,
         /// Take GSO packets (cut in software, as a backend would).
         pub gso: bool,
+        /// Take frames with a partial TCP checksum (completed here, as a backend
+        /// would, after checking that the field holds the right pseudo-header sum).
+        pub csum_blank: bool,
+        /// Partial-checksum frames taken.
+        pub blank_frames: u64,
         /// GSO packets taken.
         pub gso_packets: u64,
         /// Per-queue counters to report.
@@ -427,6 +444,8 @@ pub(crate) mod tests {
                 stats: LinkStats::default(),
                 cut: cut.clone(),
                 gso: false,
+                csum_blank: false,
+                blank_frames: 0,
                 gso_packets: 0,
                 queues: Vec::new(),
                 mtu: DEFAULT_MTU,
@@ -438,11 +457,28 @@ pub(crate) mod tests {
                 stats: LinkStats::default(),
                 cut,
                 gso: false,
+                csum_blank: false,
+                blank_frames: 0,
                 gso_packets: 0,
                 queues: Vec::new(),
                 mtu: DEFAULT_MTU,
             },
         )
+    }
+
+    /// A partial-checksum frame must carry its pseudo-header sum in the TCPv4
+    /// checksum field (Linux's netback trusts it: `skb_checksum_setup`).
+    fn check_pseudo_sum(f: &[u8]) -> Result<(), String> {
+        let tcp = ETH_HEADER + 20;
+        if f.len() < tcp + 20 || f[12..14] != [8, 0] || f[ETH_HEADER + 9] != 6 {
+            return Err(String::from("partial checksum on a frame that is not TCPv4"));
+        }
+        let want = crate::tso::pseudo_header_sum(&f[ETH_HEADER..tcp], f.len() - tcp);
+        let got = u16::from_be_bytes([f[tcp + 16], f[tcp + 17]]);
+        if got != want {
+            return Err(alloc::format!("pseudo-header sum {got:#06x}, want {want:#06x}"));
+        }
+        Ok(())
     }
 
     impl Link for Pipe {
@@ -482,7 +518,21 @@ pub(crate) mod tests {
         fn gso_tcpv4(&self) -> bool {
             self.gso
         }
+        fn tx_csum_blank(&self) -> bool {
+            self.csum_blank
+        }
+        fn send_csum_blank(&mut self, frame: &[u8]) -> Result<(), String> {
+            if !self.csum_blank {
+                return Err(String::from("checksum offload not supported"));
+            }
+            check_pseudo_sum(frame)?;
+            self.blank_frames += 1;
+            let mut f = frame.to_vec();
+            crate::tso::fill_l4_checksum(&mut f);
+            self.send(&f)
+        }
         fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), String> {
+            check_pseudo_sum(frame)?;
             let segs = crate::tso::segment(frame, usize::from(mss)).ok_or("bad GSO packet")?;
             self.gso_packets += 1;
             for s in segs {
