@@ -496,6 +496,23 @@ pub fn net(args: &[&str]) -> Result<Section> {
             rows.push(Row::new(label, who, figs, "Mbit/s", true));
         }
     }
+    // CPU seconds used during each 5 s test (one vCPU: guest + dom0 <= 5 s when the
+    // CPU is the limit)
+    for (var, dir) in [("RX", "dom0 -> guest"), ("TX", "guest -> dom0")] {
+        for (whose, key) in [("guest", "GUEST_CPU"), ("dom0", "DOM0_CPU")] {
+            for (who, sc) in NET_SYSTEMS {
+                let figs = (1..=a.runs)
+                    .filter_map(|i| {
+                        testbed::result(&format!("{sc}.{i}"))
+                            .get(&format!("var.{var}_{key}"))
+                            .and_then(|v| v.trim().parse::<f64>().ok())
+                    })
+                    .collect();
+                let label = format!("{whose} CPU seconds during {dir} (xl list)");
+                rows.push(Row::new(&label, who, figs, "s", false));
+            }
+        }
+    }
     Ok(Section {
         bench: "net".into(),
         title: "TCP throughput between dom0 and a guest: the Linux domU, Xenlet".into(),
@@ -504,7 +521,10 @@ pub fn net(args: &[&str]) -> Result<Section> {
                 `iperf3 -s` in the guest on the bridge xenbr0, through dom0's netback: the \
                 Linux PVHVM domU (Debian's kernel, netfront; iperf3 in its initramfs), Xenlet \
                 as PVH and Xenlet booted as HVM from its disk image. Mbit/s of iperf3's \
-                receiver line. Each run is a fresh boot of each guest, alternating."
+                receiver line, and the CPU seconds dom0 and the guest used during each test \
+                (`xl list` before and after; with one vCPU the two together reach the test's \
+                length when the CPU is what limits). Each run is a fresh boot of each guest, \
+                alternating."
             .into(),
         baseline: Some("Linux PVHVM domU".into()),
         failed: failure(ran, &rows, a.runs),

@@ -733,6 +733,24 @@ on_crash    = "preserve"
 /// rate from it).
 const IPERF3_RECEIVER: &str = r"^(\[ *\d+\] .*bits/sec .*receiver)$";
 
+/// dom0's `iperf3 -c` against the guest ($2: extra flags), with the CPU seconds that
+/// dom0 and the guest used meanwhile (`xl list`'s Time(s), 0.1 s steps): whether a
+/// throughput is bound by the guest's CPU, dom0's, or neither.
+macro_rules! iperf3_cpu {
+    ($addr:literal, $flags:literal) => {
+        concat!(
+            "c0=$(xl list Domain-0 $NAME | awk 'NR>1{printf \"%s \", $6}'); ",
+            "iperf3 -c ", $addr, " -t 5", $flags, "; ",
+            "c1=$(xl list Domain-0 $NAME | awk 'NR>1{printf \"%s \", $6}'); ",
+            "echo $c0 $c1 | awk '{printf \"cpu: dom0 %.1f s, guest %.1f s\\n\", $3-$1, $4-$2}'"
+        )
+    };
+}
+
+/// What [`iperf3_cpu`] prints: dom0's CPU seconds, then the guest's.
+const IPERF3_DOM0_CPU: &str = r"^cpu: dom0 ([0-9.]+) s, guest [0-9.]+ s$";
+const IPERF3_GUEST_CPU: &str = r"^cpu: dom0 [0-9.]+ s, guest ([0-9.]+) s$";
+
 /// Two queues per vif: the kernel's default, and what dom0's netback offers (its
 /// `max_queues`, set to 2 on dom0's command line whatever `--smp` is).
 const NET_BOOT: &[&str] = &[
@@ -3502,8 +3520,18 @@ on_crash    = "preserve"
                 &[r"^iperf3-ready$"],
                 60,
             ),
-            dom0_cap("iperf3 -c 10.99.0.3 -t 5", &[r"receiver$"], &[("RX", IPERF3_RECEIVER)], 90),
-            dom0_cap("iperf3 -c 10.99.0.3 -t 5 -R", &[r"receiver$"], &[("TX", IPERF3_RECEIVER)], 90),
+            dom0_cap(
+                iperf3_cpu!("10.99.0.3", ""),
+                &[r"receiver$", r"^cpu: dom0"],
+                &[("RX", IPERF3_RECEIVER), ("RX_DOM0_CPU", IPERF3_DOM0_CPU), ("RX_GUEST_CPU", IPERF3_GUEST_CPU)],
+                90,
+            ),
+            dom0_cap(
+                iperf3_cpu!("10.99.0.3", " -R"),
+                &[r"receiver$", r"^cpu: dom0"],
+                &[("TX", IPERF3_RECEIVER), ("TX_DOM0_CPU", IPERF3_DOM0_CPU), ("TX_GUEST_CPU", IPERF3_GUEST_CPU)],
+                90,
+            ),
             last("poweroff -f"),
         ],
         end: End::Poweroff,
@@ -3524,8 +3552,18 @@ on_crash    = "preserve"
         boot_expect: &[],
         steps: &[
             cmd("iperf3 -s -D", &[r"^iperf3: listening on eth0 port 5201$"], 30),
-            dom0_cap("iperf3 -c 10.99.0.2 -t 5", &[r"receiver$"], &[("RX", IPERF3_RECEIVER)], 90),
-            dom0_cap("iperf3 -c 10.99.0.2 -t 5 -R", &[r"receiver$"], &[("TX", IPERF3_RECEIVER)], 90),
+            dom0_cap(
+                iperf3_cpu!("10.99.0.2", ""),
+                &[r"receiver$", r"^cpu: dom0"],
+                &[("RX", IPERF3_RECEIVER), ("RX_DOM0_CPU", IPERF3_DOM0_CPU), ("RX_GUEST_CPU", IPERF3_GUEST_CPU)],
+                90,
+            ),
+            dom0_cap(
+                iperf3_cpu!("10.99.0.2", " -R"),
+                &[r"receiver$", r"^cpu: dom0"],
+                &[("TX", IPERF3_RECEIVER), ("TX_DOM0_CPU", IPERF3_DOM0_CPU), ("TX_GUEST_CPU", IPERF3_GUEST_CPU)],
+                90,
+            ),
             last("poweroff"),
         ],
         end: End::Poweroff,
@@ -3559,8 +3597,18 @@ on_crash    = "preserve"
         steps: &[
             cmd("ip addr add 10.99.0.2/24 dev eth0", &[], 30),
             cmd("iperf3 -s -D", &[r"^iperf3: listening on eth0 port 5201$"], 30),
-            dom0_cap("iperf3 -c 10.99.0.2 -t 5", &[r"receiver$"], &[("RX", IPERF3_RECEIVER)], 90),
-            dom0_cap("iperf3 -c 10.99.0.2 -t 5 -R", &[r"receiver$"], &[("TX", IPERF3_RECEIVER)], 90),
+            dom0_cap(
+                iperf3_cpu!("10.99.0.2", ""),
+                &[r"receiver$", r"^cpu: dom0"],
+                &[("RX", IPERF3_RECEIVER), ("RX_DOM0_CPU", IPERF3_DOM0_CPU), ("RX_GUEST_CPU", IPERF3_GUEST_CPU)],
+                90,
+            ),
+            dom0_cap(
+                iperf3_cpu!("10.99.0.2", " -R"),
+                &[r"receiver$", r"^cpu: dom0"],
+                &[("TX", IPERF3_RECEIVER), ("TX_DOM0_CPU", IPERF3_DOM0_CPU), ("TX_GUEST_CPU", IPERF3_GUEST_CPU)],
+                90,
+            ),
             last("poweroff"),
         ],
         end: End::Poweroff,
