@@ -471,12 +471,16 @@ pub(crate) mod tests {
     fn check_pseudo_sum(f: &[u8]) -> Result<(), String> {
         let tcp = ETH_HEADER + 20;
         if f.len() < tcp + 20 || f[12..14] != [8, 0] || f[ETH_HEADER + 9] != 6 {
-            return Err(String::from("partial checksum on a frame that is not TCPv4"));
+            return Err(String::from(
+                "partial checksum on a frame that is not TCPv4",
+            ));
         }
         let want = crate::tso::pseudo_header_sum(&f[ETH_HEADER..tcp], f.len() - tcp);
         let got = u16::from_be_bytes([f[tcp + 16], f[tcp + 17]]);
         if got != want {
-            return Err(alloc::format!("pseudo-header sum {got:#06x}, want {want:#06x}"));
+            return Err(alloc::format!(
+                "pseudo-header sum {got:#06x}, want {want:#06x}"
+            ));
         }
         Ok(())
     }

@@ -234,9 +234,9 @@ impl Coalescer {
                     let (head, rest) = self.buf.split_at(start);
                     let frame = &rest[..len];
                     candidate(frame).is_some_and(|(_, payload)| {
-                        self.pending.as_ref().is_some_and(|p| {
-                            p.continued_by(&head[..h], frame, payload, self.used)
-                        })
+                        self.pending
+                            .as_ref()
+                            .is_some_and(|p| p.continued_by(&head[..h], frame, payload, self.used))
                     })
                 };
                 let frame_end = start + len;
@@ -583,7 +583,13 @@ mod tests {
         other[ETH + IP + 1] ^= 1;
         let x = seg(1000, &[1; 1460], 0x10);
         let (out, c) = run(&[x.clone(), other.clone(), x.clone()]);
-        assert!(out == vec![(x.clone(), Send::Plain), (other, Send::Plain), (x, Send::Plain)]);
+        assert!(
+            out == vec![
+                (x.clone(), Send::Plain),
+                (other, Send::Plain),
+                (x, Send::Plain)
+            ]
+        );
         assert_eq!(c.merged, (0, 0));
         // segments with less payload than their headers are sent as they are
         let t1 = seg(1000, &[1; 20], 0x10);

@@ -740,7 +740,11 @@ macro_rules! iperf3_cpu {
     ($addr:literal, $flags:literal) => {
         concat!(
             "c0=$(xl list Domain-0 $NAME | awk 'NR>1{printf \"%s \", $6}'); ",
-            "iperf3 -c ", $addr, " -t 5", $flags, "; ",
+            "iperf3 -c ",
+            $addr,
+            " -t 5",
+            $flags,
+            "; ",
             "c1=$(xl list Domain-0 $NAME | awk 'NR>1{printf \"%s \", $6}'); ",
             "echo $c0 $c1 | awk '{printf \"cpu: dom0 %.1f s, guest %.1f s\\n\", $3-$1, $4-$2}'"
         )
