@@ -88,8 +88,11 @@ impl<L: Link> NetIf<L> {
         let mut neighbors = Neighbors::default();
         let mut scratch = Vec::new();
         let mut dropped = 0;
+        let mut tso = Coalescer::default();
+        // smoltcp keeps the device's capabilities (MTU, checksums) from here on
         let iface = {
-            let mut dev = LinkDevice::new(&mut link, &mut neighbors, &mut scratch, &mut dropped);
+            let mut dev = LinkDevice::new(&mut link, &mut neighbors, &mut scratch, &mut dropped)
+                .with_tso(&mut tso);
             Interface::new(cfg, &mut dev, Instant::from_millis(now_ms))
         };
         let mut n = NetIf {
@@ -110,7 +113,7 @@ impl<L: Link> NetIf<L> {
             events: VecDeque::new(),
             iperf: None,
             echo: None,
-            tso: Coalescer::default(),
+            tso,
         };
         let ll = IpCidr::new(IpAddress::Ipv6(config::link_local(mac)), 64);
         let _ = n.add_addr_from(ll, Origin::LinkLocal);
@@ -392,6 +395,11 @@ impl<L: Link> NetIf<L> {
     /// GSO packets sent and the segments merged into them; frames the link refused.
     pub fn tso_stats(&self) -> ((u64, u64), u64) {
         (self.tso.merged, self.tso.dropped)
+    }
+
+    /// The transmit merger and its counters (large segments, SYNs raised).
+    pub fn tso(&self) -> &Coalescer {
+        &self.tso
     }
 
     /// Processes received frames and sends what sockets have queued, runs the
@@ -683,9 +691,11 @@ pub(crate) mod tests {
     /// which checks every checksum in software.
     fn stream_through_gso(blank: bool) {
         use smoltcp::socket::tcp;
-        let (mut a, mut b) = pair("10.0.0.1/24", "10.0.0.2/24");
-        a.link.gso = true;
-        a.link.csum_blank = blank;
+        let (mut pa, pb) = cable();
+        pa.gso = true;
+        pa.csum_blank = blank;
+        let mut a = NetIf::new("eth0", pa, &config::parse("10.0.0.1/24").unwrap(), 0, 1);
+        let mut b = NetIf::new("eth0", pb, &config::parse("10.0.0.2/24").unwrap(), 0, 2);
         let sock = |n: usize| {
             tcp::Socket::new(
                 tcp::SocketBuffer::new(alloc::vec![0; n]),
@@ -729,20 +739,41 @@ pub(crate) mod tests {
             data.len()
         );
         let ((packets, segs), dropped) = a.tso_stats();
-        assert!(
-            packets > 0 && segs > packets,
-            "segments merged: {packets} packets, {segs} segments"
-        );
-        assert_eq!(a.link.gso_packets, packets);
+        if blank {
+            // smoltcp built segments larger than the MTU, each sent whole (GSO)
+            assert!(a.tso.large > 0 && a.tso.peers.raised > 0);
+            assert_eq!((a.tso.oversize, a.tso.peers.unknown), (0, 0));
+        } else {
+            assert!(
+                packets > 0 && segs > packets,
+                "segments merged: {packets} packets, {segs} segments"
+            );
+        }
+        assert_eq!(a.link.gso_packets, packets + a.tso.large);
         assert_eq!(dropped, 0);
-        // the closing segments (FIN, the last ACKs) come out one by one
+        // a short write goes out alone (for the link to complete its checksum when
+        // `blank`), then the closing segments (FIN, the last ACKs) one by one
         let c = a.sockets.get_mut::<tcp::Socket>(hc);
-        c.close();
-        for _ in 0..20 {
+        assert_eq!(c.send_slice(b"tail"), Ok(4));
+        let mut tail = Vec::new();
+        for i in 0..20 {
+            if i == 5 {
+                a.sockets.get_mut::<tcp::Socket>(hc).close();
+            }
             a.poll(now);
             b.poll(now);
+            let s = b.sockets.get_mut::<tcp::Socket>(hs);
+            while let Ok(n) = s.recv(|buf| {
+                tail.extend_from_slice(buf);
+                (buf.len(), buf.len())
+            }) {
+                if n == 0 {
+                    break;
+                }
+            }
             now += 1;
         }
+        assert_eq!(tail, b"tail");
         assert_eq!(a.tso_stats().1, 0);
         assert_eq!(b.rx_csum().bad, 0, "every checksum right");
         assert!(b.rx_csum().verified > 0);

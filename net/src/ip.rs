@@ -59,10 +59,12 @@ fn link_line<L: Link>(idx: usize, n: &NetIf<L>, stats: bool) -> String {
             }
             s += ")\n";
         }
-        let ((packets, segs), refused) = n.tso_stats();
         if n.link.gso_tcpv4() {
+            let t = n.tso();
+            let (packets, segs) = t.merged;
             s += &format!(
-                "    TSO: {packets} GSO packets carrying {segs} segments, {refused} refused\n"
+                "    TSO: {} large segments, {packets} merged GSO packets of {segs} segments, {} refused, {} oversize; SYN MSS raised {}, unknown {}\n",
+                t.large, t.dropped, t.oversize, t.peers.raised, t.peers.unknown
             );
         }
     }

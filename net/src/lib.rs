@@ -21,6 +21,7 @@ pub mod iperf3;
 pub mod lanconfig;
 pub mod lanservices;
 pub mod link;
+pub mod mss;
 pub mod netfront;
 pub mod netplan;
 pub mod ping;

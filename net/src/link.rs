@@ -129,8 +129,8 @@ pub trait Link {
 /// Free transmit slots required before smoltcp may queue one more frame while
 /// segments are merged: the frame's own slots plus room for two held 64 KiB packets of
 /// 17 slots each (one sent while taking the frame, one at the flush after the poll).
-fn gso_slots(mtu: usize) -> usize {
-    2 * 17 + (mtu + ETH_HEADER).div_ceil(4096)
+fn gso_slots(frame: usize) -> usize {
+    2 * 17 + frame.div_ceil(4096)
 }
 
 /// A neighbour learned from the wire.
@@ -277,6 +277,7 @@ impl<'a, L: Link> LinkDevice<'a, L> {
     pub fn with_tso(mut self, tso: &'a mut Coalescer) -> Self {
         if self.link.gso_tcpv4() {
             tso.tcp_csum_left = self.link.tx_csum_blank();
+            tso.mtu = self.link.mtu();
             self.tso = Some(tso);
         }
         self
@@ -328,6 +329,18 @@ impl<L: Link> phy::TxToken for TxToken<'_, L> {
     }
 }
 
+impl<L: Link> LinkDevice<'_, L> {
+    /// The largest frame smoltcp may build: the link's MTU, or 64 KiB when the
+    /// merger sends larger TCP segments as GSO packets ([`crate::mss`]).
+    fn max_frame(&self) -> usize {
+        if self.tso.as_ref().is_some_and(|c| c.tcp_csum_left) {
+            crate::tso::MAX_GSO_FRAME
+        } else {
+            self.link.mtu() + ETH_HEADER
+        }
+    }
+}
+
 impl<L: Link> Device for LinkDevice<'_, L> {
     type RxToken<'b>
         = RxToken
@@ -356,6 +369,10 @@ impl<L: Link> Device for LinkDevice<'_, L> {
             }
             break frame;
         };
+        let mut frame = frame;
+        if let Some(c) = self.tso.as_deref_mut().filter(|c| c.tcp_csum_left) {
+            c.peers.raise_syn(&mut frame, c.mtu);
+        }
         self.neighbors.learn_from_frame(&frame, now.total_millis());
         Some((
             RxToken(frame),
@@ -370,7 +387,7 @@ impl<L: Link> Device for LinkDevice<'_, L> {
 
     fn transmit(&mut self, _now: Instant) -> Option<TxToken<'_, L>> {
         if !self.link.can_send()
-            || (self.tso.is_some() && self.link.tx_free_slots() < gso_slots(self.link.mtu()))
+            || (self.tso.is_some() && self.link.tx_free_slots() < gso_slots(self.max_frame()))
         {
             return None;
         }
@@ -385,7 +402,7 @@ impl<L: Link> Device for LinkDevice<'_, L> {
     fn capabilities(&self) -> DeviceCapabilities {
         let mut caps = DeviceCapabilities::default();
         caps.medium = Medium::Ethernet;
-        caps.max_transmission_unit = self.link.mtu() + ETH_HEADER;
+        caps.max_transmission_unit = self.max_frame();
         // Compute TCP/UDP checksums on transmit, never check them on receive: that
         // is done in `receive`, only for packets the backend did not vouch for. TCP's
         // are left to the merger when the link completes them (one pass fewer over

@@ -8,14 +8,23 @@
 //! that smoltcp emits in one poll are merged back into one large TCPv4 packet (up to
 //! 64 KiB) sent with a GSO descriptor: the backend (or dom0's stack) cuts it again.
 //!
+//! When the link also completes checksums (`NETTXF_csum_blank`), smoltcp computes no
+//! TCP checksum at all (the merger writes the pseudo-header sum, or the whole sum for a
+//! frame it sends plainly) and builds segments larger than the MTU itself
+//! ([`crate::mss`]), which go out whole; merging then only gathers what smoltcp sends
+//! at the MTU. smoltcp writes every frame straight into the merger's buffer, a
+//! continuing segment right behind the held data, so merging copies no payload.
+//!
 //! A segment is merged only when it continues the pending packet exactly: the same
 //! Ethernet, IPv4 (no options, not fragmented) and TCP headers (ports, ACK number,
 //! window, options) apart from length, IP id, checksums and PSH; flags ACK (and
 //! PSH) only; its sequence number right after the pending data; every merged segment
 //! but the last exactly one MSS long (the first segment's payload). Anything else
-//! flushes the pending packet and goes out as it is. The merged packet's TCP checksum
-//! field holds the pseudo-header sum, as `NETTXF_csum_blank` requires.
+//! flushes the pending packet and goes out as it is; so does a segment with less
+//! payload than its headers (it cannot be written in place). The merged packet's TCP
+//! checksum field holds the pseudo-header sum, as `NETTXF_csum_blank` requires.
 
+use crate::mss::{self, PeerMss};
 use alloc::vec::Vec;
 
 const ETH: usize = 14;
@@ -71,7 +80,16 @@ pub struct Coalescer {
     spill: Vec<u8>,
     /// smoltcp leaves TCP checksums to the merger (its `Checksum::None`): a packet is
     /// sent with the pseudo-header sum for the link to complete, or completed here.
+    /// smoltcp then also builds segments larger than the link's MTU ([`crate::mss`]).
     pub tcp_csum_left: bool,
+    /// The link's MTU (IP bytes), when smoltcp is given a larger one.
+    pub mtu: usize,
+    /// The real MSS of connections whose SYN was raised.
+    pub peers: PeerMss,
+    /// Segments larger than the MTU sent as GSO packets.
+    pub large: u64,
+    /// Frames larger than the MTU that were not IPv4 TCP: dropped.
+    pub oversize: u64,
     /// Frames the link refused.
     pub dropped: u64,
     /// Merged packets sent, and the segments they carried.
@@ -221,6 +239,13 @@ impl Coalescer {
         fill: impl FnOnce(&mut [u8]) -> R,
         emit: &mut Emit<'_>,
     ) -> R {
+        if self.tcp_csum_left && len > self.mtu + ETH {
+            self.flush(emit);
+            self.room(len);
+            let r = fill(&mut self.buf[..len]);
+            self.send_large(len, emit);
+            return r;
+        }
         if let Some(h) = self.pending.as_ref().map(|p| p.payload) {
             // In place: the frame's headers over the packet's last `h` bytes, which
             // must not reach into the packet's own headers.
@@ -292,9 +317,31 @@ impl Coalescer {
             return;
         }
         if self.tcp_csum_left && is_tcp(frame) {
+            mss::clamp_syn(&mut self.buf[..len], self.mtu);
             fill_l4_checksum(&mut self.buf[..len]);
         }
         if !emit(&self.buf[..len], Send::Plain) {
+            self.dropped += 1;
+        }
+    }
+
+    /// A segment larger than the MTU in `buf[..len]`: sent as a GSO packet with its
+    /// connection's MSS; anything else that large is dropped.
+    fn send_large(&mut self, len: usize, emit: &mut Emit<'_>) {
+        let frame = &mut self.buf[..len];
+        let tcp = ETH + IP;
+        let gso = match candidate(frame) {
+            Some((_, payload)) if frame[ETH] == 0x45 && payload < len => self.peers.gso_size(frame),
+            _ => None,
+        };
+        let Some(mss) = gso else {
+            self.oversize += 1;
+            return;
+        };
+        let ps = pseudo_header_sum(&frame[ETH..tcp], len - tcp);
+        frame[tcp + 16..tcp + 18].copy_from_slice(&ps.to_be_bytes());
+        self.large += 1;
+        if !emit(frame, Send::Gso(mss)) {
             self.dropped += 1;
         }
     }
@@ -540,6 +587,7 @@ mod tests {
     fn checksums_left_to_the_merger_are_filled_or_offloaded() {
         let mut c = Coalescer {
             tcp_csum_left: true,
+            mtu: 1500,
             ..Coalescer::default()
         };
         let mut out: Sent = Vec::new();
@@ -574,6 +622,53 @@ mod tests {
         // a frame that is never merged (SYN) gets its whole checksum here
         assert_eq!(out[2], (syn, Send::Plain));
         assert_eq!(verify_l4_checksum(&out[2].0), Some(true));
+    }
+
+    #[test]
+    fn a_segment_larger_than_the_mtu_goes_out_whole_at_its_peers_mss() {
+        let mut c = Coalescer {
+            tcp_csum_left: true,
+            mtu: 1500,
+            ..Coalescer::default()
+        };
+        // the peer's SYN (10.0.0.2:40000 -> 10.0.0.1:5201) offered MSS 1400
+        let mut syn = seg(5, &[0; 4], 0x02);
+        syn.truncate(ETH + IP + 20);
+        syn[ETH + 12..ETH + 20].copy_from_slice(&[10, 0, 0, 2, 10, 0, 0, 1]);
+        syn[ETH + IP..ETH + IP + 4].copy_from_slice(&[0x9c, 0x40, 0x14, 0x51]);
+        syn[ETH + IP + 12] = 6 << 4;
+        syn.extend_from_slice(&[2, 4, 0x05, 0x78]);
+        c.peers.raise_syn(&mut syn, 1500);
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i % 241) as u8).collect();
+        let held = seg(100, &[1; 1400], 0x10);
+        let big = unsummed(seg(1500, &data, 0x18));
+        let mut udp = big.clone();
+        udp[ETH + 9] = 17;
+        let mut out: Sent = Vec::new();
+        {
+            let mut emit = |f: &[u8], g: Send| {
+                out.push((f.to_vec(), g));
+                true
+            };
+            c.push(&unsummed(held.clone()), &mut emit);
+            c.push(&big, &mut emit);
+            c.push(&udp, &mut emit);
+            c.flush(&mut emit);
+        }
+        // the held segment first, then the large one cut at 1400 by the link
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].1, Send::CsumBlank);
+        assert_eq!(out[1].1, Send::Gso(1400));
+        let segs = segment(&out[1].0, 1400).unwrap();
+        assert_eq!(segs.len(), 15);
+        let mut back = Vec::new();
+        for s in &segs {
+            assert!(s.len() <= 1514);
+            assert_eq!(verify_l4_checksum(s), Some(true));
+            back.extend_from_slice(&s[ETH + IP + 20..]);
+        }
+        assert!(back == data);
+        assert_eq!((c.large, c.oversize, c.peers.unknown), (1, 1, 0));
     }
 
     #[test]

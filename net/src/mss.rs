@@ -1,0 +1,332 @@
+//! Large segments from smoltcp (TCP segmentation offload proper): the MSS option of
+//! a connection's SYN is rewritten on its way in and out, so that smoltcp builds
+//! segments of up to 64 KiB that the link sends as one GSO packet, cut into segments
+//! of the peer's real MSS further on (netback, or dom0's stack).
+//!
+//! smoltcp cuts what a socket sends into segments no larger than the peer's MSS
+//! (from its SYN) and the interface's MTU, and has no setting for anything larger.
+//! Its cost per segment (a dispatch through the interface, headers, a route and
+//! neighbour lookup) dwarfs its cost per byte, most of all under emulation; the
+//! receive side already gets whole GSO packets from the backend. So when the link
+//! takes TCPv4 GSO packets:
+//! - smoltcp is given an MTU of 64 KiB ([`crate::link::LinkDevice`]);
+//! - the MSS option of an IPv4 SYN that reaches smoltcp is raised to the largest
+//!   multiple of the real MSS (the option, at most the link's MTU less 40) within
+//!   32 KiB, and the real MSS is remembered for the connection ([`PeerMss`]);
+//! - the MSS option of every SYN smoltcp sends (which it computes from that 64 KiB
+//!   MTU) is lowered back to the link's MTU less the headers ([`clamp_syn`]), so the
+//!   peer never hears of the larger size;
+//! - a segment larger than the link's MTU goes out as a GSO packet with the real MSS
+//!   of its connection ([`PeerMss::gso_size`]; 536, TCP's default, for one that was
+//!   forgotten).
+//!
+//! A frame other than TCPv4 that comes out larger than the link's MTU (a UDP
+//! datagram, an IPv6 packet: smoltcp has no fragmentation here) is dropped and
+//! counted, as smoltcp itself would drop it with the real MTU.
+
+use alloc::collections::{BTreeMap, VecDeque};
+
+const ETH: usize = 14;
+
+/// TCP's default MSS (RFC 9293 3.7.1), for a connection whose own is not known.
+pub const DEFAULT_MSS: u16 = 536;
+
+/// Largest TCP payload of one large segment. Up to 64 KiB would fit a GSO packet,
+/// but smoltcp also uses the peer's MSS as the amount of received data that is
+/// acknowledged at once, and as Nagle's threshold for holding back a short segment
+/// while data is in flight: 32 KiB keeps both near what they are with a GSO-capable
+/// Linux peer, for a 22nd of the segments a 1460-byte MSS takes.
+const MAX_SUPER_PAYLOAD: usize = 32 * 1024;
+
+/// Connections remembered at most (the oldest is forgotten first).
+const MAX_PEERS: usize = 256;
+
+/// (peer address, peer port, local port) of an IPv4 TCP connection.
+type Key = ([u8; 4], u16, u16);
+
+/// The real MSS of connections whose SYN was rewritten.
+#[derive(Default, Debug)]
+pub struct PeerMss {
+    map: BTreeMap<Key, u16>,
+    order: VecDeque<Key>,
+    /// SYNs whose MSS option was raised.
+    pub raised: u64,
+    /// Large segments sent with the MSS of a forgotten connection ([`DEFAULT_MSS`]).
+    pub unknown: u64,
+}
+
+/// The IPv4 TCP header offset of `f`, its header length and flags, if `f` is a
+/// well-formed unfragmented IPv4 TCP frame.
+fn tcp4(f: &[u8]) -> Option<(usize, usize, u8)> {
+    if f.len() < ETH + 20 || f[12..14] != [0x08, 0x00] || f[ETH] >> 4 != 4 || f[ETH + 9] != 6 {
+        return None;
+    }
+    let ihl = usize::from(f[ETH] & 0x0f) * 4;
+    let tcp = ETH + ihl;
+    if ihl < 20 || f.len() < tcp + 20 || u16::from_be_bytes([f[ETH + 6], f[ETH + 7]]) & 0x3fff != 0
+    {
+        return None;
+    }
+    let hlen = usize::from(f[tcp + 12] >> 4) * 4;
+    if hlen < 20 || f.len() < tcp + hlen {
+        return None;
+    }
+    Some((tcp, hlen, f[tcp + 13]))
+}
+
+/// The TCP header offset and length of an IPv6 TCP frame (no extension headers).
+fn tcp6(f: &[u8]) -> Option<(usize, usize, u8)> {
+    let tcp = ETH + 40;
+    if f.len() < tcp + 20 || f[12..14] != [0x86, 0xdd] || f[ETH + 6] != 6 {
+        return None;
+    }
+    let hlen = usize::from(f[tcp + 12] >> 4) * 4;
+    if hlen < 20 || f.len() < tcp + hlen {
+        return None;
+    }
+    Some((tcp, hlen, f[tcp + 13]))
+}
+
+/// Offset of the 2-byte value of the MSS option in the TCP header at `tcp` (`hlen`
+/// bytes), if there is one (options walked with their lengths checked).
+fn mss_option(f: &[u8], tcp: usize, hlen: usize) -> Option<usize> {
+    let mut i = tcp + 20;
+    let end = tcp + hlen;
+    while i < end {
+        match f[i] {
+            0 => return None,
+            1 => i += 1,
+            kind => {
+                let len = usize::from(*f.get(i + 1)?);
+                if len < 2 || i + len > end {
+                    return None;
+                }
+                if kind == 2 && len == 4 {
+                    return Some(i + 2);
+                }
+                i += len;
+            }
+        }
+    }
+    None
+}
+
+const SYN: u8 = 0x02;
+
+/// Lowers the MSS option of a SYN that smoltcp sends to what the link carries (its
+/// `mtu` less the IP and TCP headers); the caller fills the checksum afterwards.
+/// Whether the frame was changed.
+pub fn clamp_syn(f: &mut [u8], mtu: usize) -> bool {
+    let (tcp, hlen, flags, ip) = match (tcp4(f), tcp6(f)) {
+        (Some((t, h, fl)), _) => (t, h, fl, t - ETH),
+        (None, Some((t, h, fl))) => (t, h, fl, 40),
+        _ => return false,
+    };
+    if flags & SYN == 0 {
+        return false;
+    }
+    let Some(at) = mss_option(f, tcp, hlen) else {
+        return false;
+    };
+    let most = u16::try_from(mtu.saturating_sub(ip + 20)).unwrap_or(u16::MAX);
+    if u16::from_be_bytes([f[at], f[at + 1]]) <= most {
+        return false;
+    }
+    f[at..at + 2].copy_from_slice(&most.to_be_bytes());
+    true
+}
+
+impl PeerMss {
+    /// Raises the MSS option of an IPv4 SYN arriving for smoltcp (see the module
+    /// documentation) and remembers the real one, at most `mtu` less 40. The TCP
+    /// checksum is not corrected: the frame's checksum was checked before.
+    pub fn raise_syn(&mut self, f: &mut [u8], mtu: usize) {
+        let Some((tcp, hlen, flags)) = tcp4(f) else {
+            return;
+        };
+        if flags & SYN == 0 {
+            return;
+        }
+        let Some(at) = mss_option(f, tcp, hlen) else {
+            return; // smoltcp then uses 536, and so do we
+        };
+        let offered = u16::from_be_bytes([f[at], f[at + 1]]);
+        let real = offered.min(u16::try_from(mtu.saturating_sub(40)).unwrap_or(u16::MAX));
+        if real < DEFAULT_MSS {
+            // smoltcp ignores a zero; a peer asking for tiny segments gets them
+            // from smoltcp as before, not 32 KiB packets for dom0 to cut that fine
+            return;
+        }
+        let key = (
+            [f[ETH + 12], f[ETH + 13], f[ETH + 14], f[ETH + 15]],
+            u16::from_be_bytes([f[tcp], f[tcp + 1]]),
+            u16::from_be_bytes([f[tcp + 2], f[tcp + 3]]),
+        );
+        if self.map.insert(key, real).is_none() {
+            self.order.push_back(key);
+            if self.order.len() > MAX_PEERS {
+                if let Some(old) = self.order.pop_front() {
+                    self.map.remove(&old);
+                }
+            }
+        }
+        let r = usize::from(real);
+        let big = (MAX_SUPER_PAYLOAD / r * r).max(r);
+        f[at..at + 2].copy_from_slice(&u16::try_from(big).unwrap_or(real).to_be_bytes());
+        self.raised += 1;
+    }
+
+    /// The segment size of a large IPv4 TCP segment smoltcp sent: its connection's
+    /// real MSS, less the TCP options the segment carries beyond 20 bytes; `None`
+    /// for a frame that is not one.
+    pub fn gso_size(&mut self, f: &[u8]) -> Option<u16> {
+        let (tcp, hlen, _) = tcp4(f)?;
+        let key = (
+            [f[ETH + 16], f[ETH + 17], f[ETH + 18], f[ETH + 19]],
+            u16::from_be_bytes([f[tcp + 2], f[tcp + 3]]),
+            u16::from_be_bytes([f[tcp], f[tcp + 1]]),
+        );
+        let mss = match self.map.get(&key) {
+            Some(m) => *m,
+            None => {
+                self.unknown += 1;
+                DEFAULT_MSS
+            }
+        };
+        let opts = u16::try_from(hlen - 20).unwrap_or(0);
+        Some(mss.saturating_sub(opts).max(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    /// An IPv4 TCP frame 10.0.0.2:40000 -> 10.0.0.1:5201 with `opts` and flags.
+    fn frame(flags: u8, opts: &[u8]) -> Vec<u8> {
+        let mut f = vec![0u8; ETH + 20 + 20];
+        f[12..14].copy_from_slice(&[8, 0]);
+        f[ETH] = 0x45;
+        f[ETH + 9] = 6;
+        f[ETH + 12..ETH + 16].copy_from_slice(&[10, 0, 0, 2]);
+        f[ETH + 16..ETH + 20].copy_from_slice(&[10, 0, 0, 1]);
+        let t = ETH + 20;
+        f[t..t + 2].copy_from_slice(&40000u16.to_be_bytes());
+        f[t + 2..t + 4].copy_from_slice(&5201u16.to_be_bytes());
+        f.extend_from_slice(opts);
+        f[t + 12] = (((20 + opts.len()) / 4) as u8) << 4;
+        f[t + 13] = flags;
+        f
+    }
+
+    fn mss_of(f: &[u8]) -> Option<u16> {
+        let (t, h, _) = tcp4(f).or_else(|| tcp6(f))?;
+        mss_option(f, t, h).map(|at| u16::from_be_bytes([f[at], f[at + 1]]))
+    }
+
+    /// The same connection seen from our side: 10.0.0.1:5201 -> 10.0.0.2:40000.
+    fn reply(payload: usize, opts: &[u8]) -> Vec<u8> {
+        let mut f = frame(0x10, opts);
+        f[ETH + 12..ETH + 16].copy_from_slice(&[10, 0, 0, 1]);
+        f[ETH + 16..ETH + 20].copy_from_slice(&[10, 0, 0, 2]);
+        let t = ETH + 20;
+        f[t..t + 2].copy_from_slice(&5201u16.to_be_bytes());
+        f[t + 2..t + 4].copy_from_slice(&40000u16.to_be_bytes());
+        f.resize(f.len() + payload, 7);
+        f
+    }
+
+    #[test]
+    fn a_syn_is_raised_and_its_connection_segmented_at_the_real_mss() {
+        let mut p = PeerMss::default();
+        // NOP, NOP, MSS 1460, window scale 7 (+NOP)
+        let mut syn = frame(SYN, &[1, 1, 2, 4, 0x05, 0xb4, 1, 3, 3, 7, 0, 0]);
+        p.raise_syn(&mut syn, 1500);
+        // 22 segments of 1460 in one
+        assert_eq!(mss_of(&syn), Some(22 * 1460));
+        assert_eq!(p.raised, 1);
+        let big = reply(60_000, &[]);
+        assert_eq!(p.gso_size(&big), Some(1460));
+        // with 12 bytes of timestamps each segment carries 12 bytes less
+        let ts = reply(60_000, &[1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2]);
+        assert_eq!(p.gso_size(&ts), Some(1448));
+        assert_eq!(p.unknown, 0);
+        // a peer offering more than the link's MTU allows gets the MTU's
+        let mut syn = frame(SYN, &[2, 4, 0x23, 0x28]); // 9000
+        syn[ETH + 20] = 0x9c;
+        p.raise_syn(&mut syn, 1500);
+        let key = ([10, 0, 0, 2], 0x9c40, 5201);
+        assert_eq!(p.map.get(&key), Some(&1460));
+    }
+
+    #[test]
+    fn what_is_not_a_syn_with_an_mss_is_left_alone() {
+        let mut p = PeerMss::default();
+        for (flags, opts) in [
+            (0x10, vec![2, 4, 0x05, 0xb4]), // ACK carrying an MSS option
+            (SYN, vec![1, 1, 1, 1]),        // SYN without MSS
+            (SYN, vec![3, 3, 7, 0]),        // window scale only
+            (SYN, vec![2, 9, 0x05, 0xb4]),  // option longer than the header
+            (SYN, vec![8, 1, 2, 4]),        // length 1: malformed, walk stops
+            (SYN, vec![0, 2, 4, 5]),        // end of options first
+            (SYN, vec![2, 4, 0, 88]),       // tiny MSS: not raised
+        ] {
+            let f0 = frame(flags, &opts);
+            let mut f = f0.clone();
+            p.raise_syn(&mut f, 1500);
+            assert_eq!(f, f0, "flags {flags:#x} options {opts:?}");
+        }
+        assert_eq!(p.raised, 0);
+        // truncated frames and other protocols
+        let mut short = frame(SYN, &[2, 4, 5, 0xb4])[..40].to_vec();
+        let s0 = short.clone();
+        p.raise_syn(&mut short, 1500);
+        assert_eq!(short, s0);
+        // a connection never seen: the default MSS, counted
+        assert_eq!(p.gso_size(&reply(10_000, &[])), Some(DEFAULT_MSS));
+        assert_eq!(p.unknown, 1);
+        assert_eq!(p.gso_size(&[0u8; 60]), None);
+    }
+
+    #[test]
+    fn the_table_forgets_the_oldest() {
+        let mut p = PeerMss::default();
+        for port in 0..(MAX_PEERS as u16 + 10) {
+            let mut syn = frame(SYN, &[2, 4, 0x05, 0xb4]);
+            syn[ETH + 20..ETH + 22].copy_from_slice(&(1000 + port).to_be_bytes());
+            p.raise_syn(&mut syn, 1500);
+        }
+        assert_eq!(p.map.len(), MAX_PEERS);
+        assert_eq!(p.order.len(), MAX_PEERS);
+        assert!(!p.map.contains_key(&([10, 0, 0, 2], 1000, 5201)));
+        assert!(p
+            .map
+            .contains_key(&([10, 0, 0, 2], 1000 + MAX_PEERS as u16 + 9, 5201)));
+    }
+
+    #[test]
+    fn our_syns_are_clamped_to_the_link() {
+        // smoltcp with a 64 KiB MTU offers 65481
+        let mut syn = reply(0, &[2, 4, 0xff, 0xc9]);
+        syn[ETH + 20 + 13] = SYN | 0x10;
+        assert!(clamp_syn(&mut syn, 1500));
+        assert_eq!(mss_of(&syn), Some(1460));
+        assert!(!clamp_syn(&mut syn, 1500), "already small enough");
+        // IPv6: 1500 - 40 - 20
+        let mut f = vec![0u8; ETH + 40 + 24];
+        f[12..14].copy_from_slice(&[0x86, 0xdd]);
+        f[ETH] = 0x60;
+        f[ETH + 6] = 6;
+        let t = ETH + 40;
+        f[t + 12] = 6 << 4;
+        f[t + 13] = SYN;
+        f[t + 20..t + 24].copy_from_slice(&[2, 4, 0xff, 0xb5]);
+        assert!(clamp_syn(&mut f, 1500));
+        assert_eq!(mss_of(&f), Some(1440));
+        // a data segment is never touched
+        let mut d = reply(100, &[2, 4, 0xff, 0xff]);
+        assert!(!clamp_syn(&mut d, 1500));
+    }
+}
