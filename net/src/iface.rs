@@ -344,6 +344,8 @@ impl<L: Link> NetIf<L> {
             return false;
         }
         self.iperf = Some(Iperf3Server::new(&mut self.sockets, port));
+        // its data connections move bulk: large segments ([`crate::mss`])
+        self.tso.peers.bulk_port(port);
         true
     }
 
@@ -679,23 +681,31 @@ pub(crate) mod tests {
 
     #[test]
     fn tcp_stream_through_gso_arrives_intact() {
-        stream_through_gso(false);
+        stream_through_gso(false, 1500);
     }
 
     #[test]
-    fn tcp_stream_with_checksums_left_to_the_link_arrives_intact() {
-        stream_through_gso(true);
+    fn tcp_stream_in_large_segments_arrives_intact() {
+        stream_through_gso(true, 1500);
     }
 
-    /// 600 kB from a (GSO; TCP checksums completed by the link when `blank`) to b,
-    /// which checks every checksum in software.
-    fn stream_through_gso(blank: bool) {
+    #[test]
+    fn large_segments_are_cut_for_a_peer_with_a_smaller_mtu() {
+        stream_through_gso(true, 1400);
+    }
+
+    /// Moves 600 kB and then 5000 bytes with the FIN from a (GSO; TCP checksums
+    /// completed by the link and large segments when `blank`) to b (MTU
+    /// `peer_mtu`, dropping larger frames), which checks every checksum in software.
+    fn stream_through_gso(blank: bool, peer_mtu: usize) {
         use smoltcp::socket::tcp;
-        let (mut pa, pb) = cable();
+        let (mut pa, mut pb) = cable();
         pa.gso = true;
         pa.csum_blank = blank;
+        pb.mtu = peer_mtu;
         let mut a = NetIf::new("eth0", pa, &config::parse("10.0.0.1/24").unwrap(), 0, 1);
         let mut b = NetIf::new("eth0", pb, &config::parse("10.0.0.2/24").unwrap(), 0, 2);
+        a.tso.peers.bulk_port(40000);
         let sock = |n: usize| {
             tcp::Socket::new(
                 tcp::SocketBuffer::new(alloc::vec![0; n]),
@@ -710,16 +720,10 @@ pub(crate) mod tests {
             .connect(a.iface.context(), (IpAddress::v4(10, 0, 0, 2), 9000), 40000)
             .unwrap();
         let hc = a.sockets.add(client);
-        let data: Vec<u8> = (0..600_000u32).map(|i| (i % 251) as u8).collect();
+        let mut data: Vec<u8> = (0..600_000u32).map(|i| (i % 251) as u8).collect();
         let (mut sent, mut got) = (0usize, Vec::new());
         let mut now = 0i64;
-        while got.len() < data.len() && now < 200_000 {
-            let c = a.sockets.get_mut::<tcp::Socket>(hc);
-            if c.can_send() && sent < data.len() {
-                sent += c.send_slice(&data[sent..]).unwrap();
-            }
-            a.poll(now);
-            b.poll(now);
+        let recv_all = |b: &mut NetIf<Pipe>, got: &mut Vec<u8>| {
             let s = b.sockets.get_mut::<tcp::Socket>(hs);
             while let Ok(n) = s.recv(|buf| {
                 got.extend_from_slice(buf);
@@ -729,6 +733,15 @@ pub(crate) mod tests {
                     break;
                 }
             }
+        };
+        while got.len() < data.len() && now < 200_000 {
+            let c = a.sockets.get_mut::<tcp::Socket>(hc);
+            if c.can_send() && sent < data.len() {
+                sent += c.send_slice(&data[sent..]).unwrap();
+            }
+            a.poll(now);
+            b.poll(now);
+            recv_all(&mut b, &mut got);
             now += 1;
         }
         assert_eq!(sent, data.len());
@@ -752,31 +765,32 @@ pub(crate) mod tests {
         assert_eq!(a.link.gso_packets, packets + a.tso.large);
         assert_eq!(dropped, 0);
         // a short write goes out alone (for the link to complete its checksum when
-        // `blank`), then the closing segments (FIN, the last ACKs) one by one
+        // `blank`); then 5000 bytes and the FIN, in one large segment when `blank`
         let c = a.sockets.get_mut::<tcp::Socket>(hc);
         assert_eq!(c.send_slice(b"tail"), Ok(4));
-        let mut tail = Vec::new();
-        for i in 0..20 {
+        data.extend_from_slice(b"tail");
+        for i in 0..40 {
             if i == 5 {
-                a.sockets.get_mut::<tcp::Socket>(hc).close();
+                let c = a.sockets.get_mut::<tcp::Socket>(hc);
+                let last: Vec<u8> = (0..5000u32).map(|i| (i % 13) as u8).collect();
+                assert_eq!(c.send_slice(&last), Ok(5000));
+                data.extend_from_slice(&last);
+                c.close();
             }
             a.poll(now);
             b.poll(now);
-            let s = b.sockets.get_mut::<tcp::Socket>(hs);
-            while let Ok(n) = s.recv(|buf| {
-                tail.extend_from_slice(buf);
-                (buf.len(), buf.len())
-            }) {
-                if n == 0 {
-                    break;
-                }
-            }
+            recv_all(&mut b, &mut got);
             now += 1;
         }
-        assert_eq!(tail, b"tail");
+        assert!(got == data, "the tail and the last 5000 bytes arrived");
+        assert!(
+            !b.sockets.get_mut::<tcp::Socket>(hs).may_recv(),
+            "the FIN arrived"
+        );
         assert_eq!(a.tso_stats().1, 0);
         assert_eq!(b.rx_csum().bad, 0, "every checksum right");
         assert!(b.rx_csum().verified > 0);
+        assert_eq!(b.link.rx_too_big, 0, "nothing over the peer's MTU");
         if blank {
             assert!(a.link.blank_frames > 0, "lone segments offloaded");
         } else {

@@ -371,7 +371,7 @@ impl<L: Link> Device for LinkDevice<'_, L> {
         };
         let mut frame = frame;
         if let Some(c) = self.tso.as_deref_mut().filter(|c| c.tcp_csum_left) {
-            c.peers.raise_syn(&mut frame, c.mtu);
+            c.peers.on_receive(&mut frame, c.mtu);
         }
         self.neighbors.learn_from_frame(&frame, now.total_millis());
         Some((
@@ -440,6 +440,8 @@ pub(crate) mod tests {
         pub csum_blank: bool,
         /// Partial-checksum frames taken.
         pub blank_frames: u64,
+        /// Received frames larger than this end's MTU: dropped, as a NIC would.
+        pub rx_too_big: u64,
         /// GSO packets taken.
         pub gso_packets: u64,
         /// Per-queue counters to report.
@@ -463,6 +465,7 @@ pub(crate) mod tests {
                 gso: false,
                 csum_blank: false,
                 blank_frames: 0,
+                rx_too_big: 0,
                 gso_packets: 0,
                 queues: Vec::new(),
                 mtu: DEFAULT_MTU,
@@ -476,6 +479,7 @@ pub(crate) mod tests {
                 gso: false,
                 csum_blank: false,
                 blank_frames: 0,
+                rx_too_big: 0,
                 gso_packets: 0,
                 queues: Vec::new(),
                 mtu: DEFAULT_MTU,
@@ -513,7 +517,11 @@ pub(crate) mod tests {
             self.mac
         }
         fn recv(&mut self) -> Option<Vec<u8>> {
-            let f = self.rx.borrow_mut().pop_front()?;
+            let mut f = self.rx.borrow_mut().pop_front()?;
+            while f.len() > self.mtu + ETH_HEADER {
+                self.rx_too_big += 1;
+                f = self.rx.borrow_mut().pop_front()?;
+            }
             self.stats.rx_packets += 1;
             self.stats.rx_bytes += f.len() as u64;
             Some(f)
@@ -522,6 +530,9 @@ pub(crate) mod tests {
             self.tx.borrow().len() < 512
         }
         fn send(&mut self, frame: &[u8]) -> Result<(), String> {
+            if frame.len() > self.mtu + ETH_HEADER {
+                return Err(alloc::format!("{}-byte frame over the MTU", frame.len()));
+            }
             if *self.cut.borrow() {
                 return Ok(());
             }

@@ -118,6 +118,29 @@ fn candidate(f: &[u8]) -> Option<(usize, usize)> {
     Some((tcp, tcp + hlen))
 }
 
+/// The payload offset of an IPv4 TCP data segment that may be cut into pieces by
+/// the link (no IP options, not fragmented, payload present, ACK with PSH and FIN
+/// allowed: they stay on the last piece).
+fn large_tcp(f: &[u8]) -> Option<usize> {
+    if f.len() < ETH + IP + 20 || f[12..14] != [0x08, 0x00] {
+        return None;
+    }
+    let ip = &f[ETH..];
+    if ip[0] != 0x45 || ip[9] != 6 || u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
+        return None;
+    }
+    if usize::from(u16::from_be_bytes([ip[2], ip[3]])) != f.len() - ETH {
+        return None;
+    }
+    let tcp = ETH + IP;
+    let payload = tcp + usize::from(f[tcp + 12] >> 4) * 4;
+    let flags = f[tcp + 13];
+    if payload < tcp + 20 || payload >= f.len() || flags & !0x19 != 0 || flags & 0x10 == 0 {
+        return None;
+    }
+    Some(payload)
+}
+
 fn seq(f: &[u8]) -> u32 {
     u32::from_be_bytes([
         f[ETH + IP + 4],
@@ -243,7 +266,12 @@ impl Coalescer {
             self.flush(emit);
             self.room(len);
             let r = fill(&mut self.buf[..len]);
-            self.send_large(len, emit);
+            let cut = large_tcp(&self.buf[..len])
+                .and_then(|payload| self.peers.gso_size(&self.buf[..len], len - payload, true));
+            match cut {
+                Some(size) => self.send_cut(len, size, emit),
+                None => self.oversize += 1,
+            }
             return r;
         }
         if let Some(h) = self.pending.as_ref().map(|p| p.payload) {
@@ -298,6 +326,17 @@ impl Coalescer {
     /// A new frame in `buf[..len]` with nothing held: held as the start of a packet,
     /// or sent.
     fn take_front(&mut self, len: usize, emit: &mut Emit<'_>) {
+        if self.tcp_csum_left {
+            // more payload than the connection's real MSS (a peer behind a smaller
+            // path): cut by the link even though it fits the MTU
+            let frame = &self.buf[..len];
+            let cut = large_tcp(frame)
+                .and_then(|payload| self.peers.gso_size(frame, len - payload, false));
+            if let Some(size) = cut {
+                self.send_cut(len, size, emit);
+                return;
+            }
+        }
         let frame = &self.buf[..len];
         if let Some((_, payload)) = candidate(frame) {
             let p = Pending {
@@ -325,23 +364,15 @@ impl Coalescer {
         }
     }
 
-    /// A segment larger than the MTU in `buf[..len]`: sent as a GSO packet with its
-    /// connection's MSS; anything else that large is dropped.
-    fn send_large(&mut self, len: usize, emit: &mut Emit<'_>) {
+    /// Sends the TCP segment in `buf[..len]` as a GSO packet to be cut into pieces
+    /// of `size` payload bytes.
+    fn send_cut(&mut self, len: usize, size: u16, emit: &mut Emit<'_>) {
         let frame = &mut self.buf[..len];
         let tcp = ETH + IP;
-        let gso = match candidate(frame) {
-            Some((_, payload)) if frame[ETH] == 0x45 && payload < len => self.peers.gso_size(frame),
-            _ => None,
-        };
-        let Some(mss) = gso else {
-            self.oversize += 1;
-            return;
-        };
         let ps = pseudo_header_sum(&frame[ETH..tcp], len - tcp);
         frame[tcp + 16..tcp + 18].copy_from_slice(&ps.to_be_bytes());
         self.large += 1;
-        if !emit(frame, Send::Gso(mss)) {
+        if !emit(frame, Send::Gso(size)) {
             self.dropped += 1;
         }
     }
@@ -413,7 +444,7 @@ pub fn segment(frame: &[u8], mss: usize) -> Option<Vec<Vec<u8>>> {
         f[ETH + 10..ETH + 12].copy_from_slice(&ipsum.to_be_bytes());
         f[tcp + 4..tcp + 8].copy_from_slice(&base_seq.wrapping_add(off).to_be_bytes());
         if i + 1 < chunks.len() {
-            f[tcp + 13] &= !0x08;
+            f[tcp + 13] &= !0x09; // PSH and FIN stay on the last piece
         }
         f[tcp + 16..tcp + 18].copy_from_slice(&[0, 0]);
         let tcp_len = f.len() - tcp;
@@ -638,12 +669,16 @@ mod tests {
         syn[ETH + IP..ETH + IP + 4].copy_from_slice(&[0x9c, 0x40, 0x14, 0x51]);
         syn[ETH + IP + 12] = 6 << 4;
         syn.extend_from_slice(&[2, 4, 0x05, 0x78]);
-        c.peers.raise_syn(&mut syn, 1500);
+        c.peers.bulk_port(5201);
+        c.peers.on_receive(&mut syn, 1500);
         let data: Vec<u8> = (0..20_000u32).map(|i| (i % 241) as u8).collect();
         let held = seg(100, &[1; 1400], 0x10);
-        let big = unsummed(seg(1500, &data, 0x18));
+        // FIN rides on the large segment: the link keeps it for the last piece
+        let big = unsummed(seg(1500, &data, 0x19));
         let mut udp = big.clone();
         udp[ETH + 9] = 17;
+        // within the MTU but more than the peer takes
+        let mid = unsummed(seg(21_500, &[3; 1450], 0x10));
         let mut out: Sent = Vec::new();
         {
             let mut emit = |f: &[u8], g: Send| {
@@ -653,22 +688,27 @@ mod tests {
             c.push(&unsummed(held.clone()), &mut emit);
             c.push(&big, &mut emit);
             c.push(&udp, &mut emit);
+            c.push(&mid, &mut emit);
             c.flush(&mut emit);
         }
         // the held segment first, then the large one cut at 1400 by the link
-        assert_eq!(out.len(), 2);
+        assert_eq!(out.len(), 3);
         assert_eq!(out[0].1, Send::CsumBlank);
         assert_eq!(out[1].1, Send::Gso(1400));
         let segs = segment(&out[1].0, 1400).unwrap();
         assert_eq!(segs.len(), 15);
         let mut back = Vec::new();
-        for s in &segs {
+        for (i, s) in segs.iter().enumerate() {
             assert!(s.len() <= 1514);
             assert_eq!(verify_l4_checksum(s), Some(true));
+            let fin = s[ETH + IP + 13] & 1 != 0;
+            assert_eq!(fin, i == 14, "FIN on the last piece only");
             back.extend_from_slice(&s[ETH + IP + 20..]);
         }
         assert!(back == data);
-        assert_eq!((c.large, c.oversize, c.peers.unknown), (1, 1, 0));
+        assert_eq!(out[2].1, Send::Gso(1400));
+        assert_eq!(segment(&out[2].0, 1400).unwrap().len(), 2);
+        assert_eq!((c.large, c.oversize, c.peers.unknown), (2, 1, 0));
     }
 
     #[test]
