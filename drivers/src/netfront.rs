@@ -798,7 +798,8 @@ impl<P: XenPlatform> Netfront<P> {
 
     /// Connects to `device/vif/<id>` with up to `max_queues` queues: as many as the
     /// backend offers (`multi-queue-max-queues`), no more, and at least one (also for
-    /// `max_queues` = 0). Each queue costs 514 pages.
+    /// `max_queues` = 0). Each queue costs 514 pages; when the pages or grants for
+    /// another queue cannot be had, the vif makes do with the queues it has.
     pub fn connect_with(platform: P, id: u32, max_queues: usize) -> Result<Self, NetError> {
         let p = &platform;
         let base = format!("device/vif/{id}");
@@ -827,9 +828,13 @@ impl<P: XenPlatform> Netfront<P> {
         let max = p.xs_read(&format!("{backend}/multi-queue-max-queues")).ok();
         let n = queue_count(max_queues, max.as_deref());
         let mut queues = Vec::with_capacity(n);
-        for _ in 0..n {
+        for k in 0..n {
             match Queue::setup(p, backend_id) {
                 Ok(q) => queues.push(q),
+                // Fewer queues rather than no vif: a small domain may have the
+                // pages (or grants) for one queue only. The failed queue gave back
+                // what it took.
+                Err(_) if k > 0 => break,
                 Err(e) => {
                     release_all(p, queues);
                     return Err(e);
@@ -1894,8 +1899,8 @@ mod tests {
     #[test]
     fn a_setup_that_runs_out_of_grants_gives_everything_back() {
         let f = Fake::offering_queues("2");
-        // enough for the first queue (514) and part of the second
-        f.grant_limit.set(Some(514 + 100));
+        // not enough for the first queue (514)
+        f.grant_limit.set(Some(300));
         let e = Netfront::connect_with(&f, 0, 2)
             .err()
             .expect("grants exhausted");
@@ -1909,7 +1914,26 @@ mod tests {
             f.pages.borrow().len(),
             "every page freed"
         );
-        assert_eq!(f.closed.borrow().len(), 1, "the first queue's port closed");
+        assert!(f.closed.borrow().is_empty(), "no port was opened");
+    }
+
+    #[test]
+    fn grants_for_one_queue_only_make_a_one_queue_vif() {
+        let f = Fake::offering_queues("2");
+        // enough for the first queue (514) and part of the second
+        f.grant_limit.set(Some(514 + 100));
+        let mut n = Netfront::connect_with(&f, 0, 2).expect("one queue");
+        assert_eq!(n.queues(), 1);
+        // the second queue's share was given back, and the vif is set up as a
+        // single-queue one (keys at the top)
+        assert_eq!(f.grants.borrow().len(), 514);
+        // (100 granted, and the one whose grant failed; its port was never opened)
+        assert_eq!(f.pages_freed.get(), 101);
+        assert!(f.closed.borrow().is_empty());
+        assert_eq!(f.key(MQ_NUM), None);
+        assert!(f.key("device/vif/0/tx-ring-ref").is_some());
+        assert_eq!(f.key("device/vif/0/queue-0/tx-ring-ref"), None);
+        assert!(n.send(&[0u8; 60]).is_ok(), "and it sends");
     }
 
     #[test]
