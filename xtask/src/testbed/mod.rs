@@ -74,7 +74,7 @@ usage: cargo xtask testbed <command>
       --retries N            whole-session retries when the session dies or a domain
                              hits the nested-SVM flake (default 2)
       -v, --verbose          show the whole Xen/dom0 serial console
-      --smp N                vCPUs of QEMU and dom0 (default 1; benches: 2)
+      --smp N                vCPUs of QEMU and dom0 (default 1, benches too)
       --tcg-single           one host thread for the outer QEMU's vCPUs (not MTTCG)
       --xen-arg ARG          extra Xen command-line option (repeatable)
       --xl KEY=VALUE         extra line for every domain's xl config, e.g.
