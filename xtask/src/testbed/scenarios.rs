@@ -739,14 +739,14 @@ const IPERF3_RECEIVER: &str = r"^(\[ *\d+\] .*bits/sec .*receiver)$";
 macro_rules! iperf3_cpu {
     ($addr:literal, $flags:literal) => {
         concat!(
-            "c0=$(xl list Domain-0 $NAME | awk 'NR>1{printf \"%s \", $6}'); ",
-            "iperf3 -c ",
+            // `xl list` takes one domain at most: both rows picked from the full list
+            "cpu() { xl list | awk -v n=\"$NAME\" '$1==\"Domain-0\"{d=$6} $1==n{g=$6} END{printf \"%s %s\", d, g}'; }; ",
+            "c0=$(cpu); iperf3 -c ",
             $addr,
             " -t 5",
             $flags,
-            "; ",
-            "c1=$(xl list Domain-0 $NAME | awk 'NR>1{printf \"%s \", $6}'); ",
-            "echo $c0 $c1 | awk '{printf \"cpu: dom0 %.1f s, guest %.1f s\\n\", $3-$1, $4-$2}'"
+            "; c1=$(cpu); ",
+            "echo $c0 $c1 | awk 'NF==4{printf \"cpu: dom0 %.1f s, guest %.1f s\\n\", $3-$1, $4-$2}'"
         )
     };
 }
