@@ -751,6 +751,23 @@ macro_rules! iperf3_cpu {
     };
 }
 
+/// A bench step: [`iperf3_cpu`], capturing the receiver's line as `$var` and the
+/// CPU seconds as `${var}_DOM0_CPU` and `${var}_GUEST_CPU`.
+macro_rules! iperf3_step {
+    ($addr:literal, $flags:literal, $var:literal) => {
+        dom0_cap(
+            iperf3_cpu!($addr, $flags),
+            &[r"receiver$", r"^cpu: dom0"],
+            &[
+                ($var, IPERF3_RECEIVER),
+                (concat!($var, "_DOM0_CPU"), IPERF3_DOM0_CPU),
+                (concat!($var, "_GUEST_CPU"), IPERF3_GUEST_CPU),
+            ],
+            90,
+        )
+    };
+}
+
 /// What [`iperf3_cpu`] prints: dom0's CPU seconds, then the guest's.
 const IPERF3_DOM0_CPU: &str = r"^cpu: dom0 ([0-9.]+) s, guest [0-9.]+ s$";
 const IPERF3_GUEST_CPU: &str = r"^cpu: dom0 [0-9.]+ s, guest ([0-9.]+) s$";
@@ -3526,18 +3543,8 @@ on_crash    = "preserve"
                 &[r"^iperf3-ready$"],
                 60,
             ),
-            dom0_cap(
-                iperf3_cpu!("10.99.0.3", ""),
-                &[r"receiver$", r"^cpu: dom0"],
-                &[("RX", IPERF3_RECEIVER), ("RX_DOM0_CPU", IPERF3_DOM0_CPU), ("RX_GUEST_CPU", IPERF3_GUEST_CPU)],
-                90,
-            ),
-            dom0_cap(
-                iperf3_cpu!("10.99.0.3", " -R"),
-                &[r"receiver$", r"^cpu: dom0"],
-                &[("TX", IPERF3_RECEIVER), ("TX_DOM0_CPU", IPERF3_DOM0_CPU), ("TX_GUEST_CPU", IPERF3_GUEST_CPU)],
-                90,
-            ),
+            iperf3_step!("10.99.0.3", "", "RX"),
+            iperf3_step!("10.99.0.3", " -R", "TX"),
             last("poweroff -f"),
         ],
         end: End::Poweroff,
@@ -3558,18 +3565,8 @@ on_crash    = "preserve"
         boot_expect: &[],
         steps: &[
             cmd("iperf3 -s -D", &[r"^iperf3: listening on eth0 port 5201$"], 30),
-            dom0_cap(
-                iperf3_cpu!("10.99.0.2", ""),
-                &[r"receiver$", r"^cpu: dom0"],
-                &[("RX", IPERF3_RECEIVER), ("RX_DOM0_CPU", IPERF3_DOM0_CPU), ("RX_GUEST_CPU", IPERF3_GUEST_CPU)],
-                90,
-            ),
-            dom0_cap(
-                iperf3_cpu!("10.99.0.2", " -R"),
-                &[r"receiver$", r"^cpu: dom0"],
-                &[("TX", IPERF3_RECEIVER), ("TX_DOM0_CPU", IPERF3_DOM0_CPU), ("TX_GUEST_CPU", IPERF3_GUEST_CPU)],
-                90,
-            ),
+            iperf3_step!("10.99.0.2", "", "RX"),
+            iperf3_step!("10.99.0.2", " -R", "TX"),
             last("poweroff"),
         ],
         end: End::Poweroff,
@@ -3603,18 +3600,8 @@ on_crash    = "preserve"
         steps: &[
             cmd("ip addr add 10.99.0.2/24 dev eth0", &[], 30),
             cmd("iperf3 -s -D", &[r"^iperf3: listening on eth0 port 5201$"], 30),
-            dom0_cap(
-                iperf3_cpu!("10.99.0.2", ""),
-                &[r"receiver$", r"^cpu: dom0"],
-                &[("RX", IPERF3_RECEIVER), ("RX_DOM0_CPU", IPERF3_DOM0_CPU), ("RX_GUEST_CPU", IPERF3_GUEST_CPU)],
-                90,
-            ),
-            dom0_cap(
-                iperf3_cpu!("10.99.0.2", " -R"),
-                &[r"receiver$", r"^cpu: dom0"],
-                &[("TX", IPERF3_RECEIVER), ("TX_DOM0_CPU", IPERF3_DOM0_CPU), ("TX_GUEST_CPU", IPERF3_GUEST_CPU)],
-                90,
-            ),
+            iperf3_step!("10.99.0.2", "", "RX"),
+            iperf3_step!("10.99.0.2", " -R", "TX"),
             last("poweroff"),
         ],
         end: End::Poweroff,
