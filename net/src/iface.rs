@@ -394,11 +394,6 @@ impl<L: Link> NetIf<L> {
         self.rx_csum
     }
 
-    /// GSO packets sent and the segments merged into them; frames the link refused.
-    pub fn tso_stats(&self) -> ((u64, u64), u64) {
-        (self.tso.merged, self.tso.dropped)
-    }
-
     /// The transmit merger and its counters (large segments, SYNs raised).
     pub fn tso(&self) -> &Coalescer {
         &self.tso
@@ -751,7 +746,7 @@ pub(crate) mod tests {
             got.len(),
             data.len()
         );
-        let ((packets, segs), dropped) = a.tso_stats();
+        let ((packets, segs), dropped) = (a.tso().merged, a.tso().dropped);
         if blank {
             // smoltcp built segments larger than the MTU, each sent whole (GSO)
             assert!(a.tso.large > 0 && a.tso.peers.raised > 0);
@@ -787,7 +782,7 @@ pub(crate) mod tests {
             !b.sockets.get_mut::<tcp::Socket>(hs).may_recv(),
             "the FIN arrived"
         );
-        assert_eq!(a.tso_stats().1, 0);
+        assert_eq!(a.tso().dropped, 0);
         assert_eq!(b.rx_csum().bad, 0, "every checksum right");
         assert!(b.rx_csum().verified > 0);
         assert_eq!(b.link.rx_too_big, 0, "nothing over the peer's MTU");

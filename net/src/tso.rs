@@ -408,11 +408,6 @@ impl Coalescer {
             self.dropped += 1;
         }
     }
-
-    /// Whether a packet is held.
-    pub fn holding(&self) -> bool {
-        self.pending.is_some()
-    }
 }
 
 /// Cuts a GSO packet into MSS-sized segments with full checksums, as a backend
