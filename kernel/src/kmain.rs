@@ -145,6 +145,9 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         let store = alloc::boxed::Box::new(crate::router::VfsLeaseStore::new(&spec));
         net_report.push(crate::dev::network::start_services(&spec, store));
     }
+    // From here every wait in the kernel (a command's disk I/O, `sleep`, XenStore)
+    // gives the vifs, the router and the LAN services their turn (`sync::wait`).
+    crate::xen::idle::register_service(crate::dev::network::serve);
     let devices_done = clock::now();
 
     let acpi_root = info.acpi.or_else(|| acpi::scan_for_rsdp(&IdentityMemory));

@@ -41,7 +41,6 @@ pub mod mm;
 pub mod router;
 #[cfg(target_os = "none")]
 pub mod shell;
-#[cfg(target_os = "none")]
 pub mod sync;
 pub mod sys;
 pub mod time;

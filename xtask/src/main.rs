@@ -191,6 +191,8 @@ fn setup_task() -> Result<()> {
 /// the same for PVH, `blk-pvh` blkfront's data path, verified from dom0,
 /// `flood-pvh` Xenlet under a dom0 flood (the shell answers, memory and frames
 /// accounted for), `router-xenlet` Xenlet as the router between a LAN and a WAN bridge,
+/// `router-busy` the same router forwarding, answering DNS and DHCP while its console
+/// runs `sleep`, `dd`, `sha256sum` and `cp -r`,
 /// `triple-pvh` the negative control of the flake's evidence (a triple fault that is
 /// the guest's own must be judged so; `xen-pvh` checks the same reader live). Scenarios
 /// that boot the disk image meet the nested-SVM flake (about one boot in four), so
@@ -204,6 +206,7 @@ const XEN_TEST_SCENARIOS: &[&str] = &[
     "blk-hotplug",
     "flood-pvh",
     "router-xenlet",
+    "router-busy",
     "triple-pvh",
 ];
 /// Whole-session retries for the test bed in `cargo xtask test`: a safety net for the

@@ -2,6 +2,7 @@
 //! platform services (XenStore, grants, event channels, grantable pages), and the
 //! connected disks live here for the shell.
 
+use crate::sync::eventcount::EventCount;
 use crate::{mm, time::clock, xen::gnttab, xen::platform as xen, xen::xenbus, xen::xenstore};
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -16,9 +17,27 @@ use xenlet_xen::shared::SharedPage;
 use xenlet_xen::xenstore::XsError;
 use xenlet_xen::XenError;
 
-/// The kernel's implementation of the frontends' platform.
+/// The kernel's implementation of the frontends' platform. A vif's event channels
+/// also count on [`NET_EVENTS`], the network's own readiness (a disk's do not).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct KernelXen;
+pub struct KernelXen {
+    net: bool,
+}
+
+impl KernelXen {
+    /// For a disk (and for XenBus work that binds no port).
+    pub const DISK: KernelXen = KernelXen { net: false };
+    /// For a vif: its ports signal [`NET_EVENTS`].
+    pub const NET: KernelXen = KernelXen { net: true };
+}
+
+/// Events on any vif's channels: the network service's readiness, which no other
+/// wait consumes (`sync::eventcount`).
+pub static NET_EVENTS: EventCount = EventCount::new();
+
+fn on_vif_event(_: Port) {
+    NET_EVENTS.signal();
+}
 
 impl XenPlatform for KernelXen {
     fn xs_read(&self, path: &str) -> Result<String, XsError> {
@@ -39,6 +58,7 @@ impl XenPlatform for KernelXen {
     }
     fn wait_watch(&self, watch: &Watch, deadline_ns: u64) -> bool {
         let deadline = clock::Instant::from_nanos(deadline_ns);
+        let mut wait = crate::xen::idle::Wait::new();
         loop {
             if xenstore::take_fired(&watch.token) {
                 WATCH_WAKEUPS.fetch_add(1, Ordering::Relaxed);
@@ -48,7 +68,7 @@ impl XenPlatform for KernelXen {
                 return false;
             }
             // The watch event arrives on the store's event channel and ends the halt.
-            crate::xen::idle::halt_until(Some(deadline));
+            wait.until(Some(deadline));
         }
     }
     fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
@@ -85,8 +105,9 @@ impl XenPlatform for KernelXen {
     }
     fn alloc_unbound(&self, remote: u16) -> Result<Port, XenError> {
         let port = Port(hypercall::evtchn_alloc_unbound(remote)?);
-        // Completions are polled; the event only has to wake the CPU.
-        xen::register_port(port, |_| {});
+        // Completions are polled; a disk's event only has to wake the CPU (its
+        // waiter looks), a vif's also tells the network service it has work.
+        xen::register_port(port, if self.net { on_vif_event } else { |_| {} });
         Ok(port)
     }
     fn close_port(&self, port: Port) {
@@ -141,7 +162,7 @@ pub fn connect_disks(devices: &[xenbus::Device]) -> Vec<Result<String, (String, 
 /// Connects one vbd and adds it to the disks; returns its boot-report line.
 fn connect_disk(vdev: u16, name: &str) -> Result<String, BlockError> {
     use xenlet_drivers::blkfront::BlockDevice;
-    let disk = Blkfront::connect(KernelXen, vdev, String::from(name))?;
+    let disk = Blkfront::connect(KernelXen::DISK, vdev, String::from(name))?;
     let i = disk.info();
     let f = i.features;
     let line = alloc::format!(
@@ -268,7 +289,7 @@ pub fn poll_hotplug() {
         let vdev = disk.vdev();
         if let Some((path, be)) = dev {
             let _ = xenlet_drivers::platform::close_device(
-                &KernelXen,
+                &KernelXen::DISK,
                 &path,
                 &alloc::format!("{be}/state"),
                 2_000_000_000,
@@ -365,7 +386,7 @@ pub fn connect_vifs(devices: &[xenbus::Device], queues: usize) -> Vec<Result<Str
         let Ok(id) = d.id.parse::<u32>() else {
             continue;
         };
-        match xenlet_drivers::netfront::Netfront::connect_with(KernelXen, id, queues) {
+        match xenlet_drivers::netfront::Netfront::connect_with(KernelXen::NET, id, queues) {
             Ok(n) => {
                 let m = n.mac();
                 report.push(Ok(alloc::format!(
@@ -428,7 +449,7 @@ pub fn close_all() -> (usize, usize) {
     {
         n += 1;
         let be = alloc::format!("{}/state", d.backend);
-        if xenlet_drivers::platform::close_device(&KernelXen, &d.path(), &be, 1_000_000_000) {
+        if xenlet_drivers::platform::close_device(&KernelXen::DISK, &d.path(), &be, 1_000_000_000) {
             followed += 1;
         }
     }

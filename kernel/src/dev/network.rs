@@ -7,13 +7,14 @@
 //! the LAN services ([`SERVICES`]: DHCP server, DNS forwarder) answer on the LAN.
 //! The idle loop and the network commands poll it.
 
-use crate::dev::frontends::{KernelXen, Vif};
+use crate::dev::frontends::{KernelXen, Vif, NET_EVENTS};
+use crate::sync::eventcount::SharedSeen;
 use crate::{arch::cpu, time::clock, xen::xenbus, xen::xenstore};
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use spin::{Mutex, Once};
 use xenlet_net::gateway::{Gateway, Routed};
 use xenlet_net::iface::NetIf;
@@ -148,7 +149,7 @@ fn rescan() {
         }
         if let Some(d) = dev {
             let _ = xenlet_drivers::platform::close_device(
-                &KernelXen,
+                &KernelXen::NET,
                 &d.path(),
                 &format!("{}/state", d.backend),
                 2_000_000_000,
@@ -183,7 +184,7 @@ fn rescan() {
             continue;
         };
         let queues = queues(CMDLINE.get().map_or("", |c| c.as_str()));
-        match xenlet_drivers::netfront::Netfront::connect_with(KernelXen, id, queues) {
+        match xenlet_drivers::netfront::Netfront::connect_with(KernelXen::NET, id, queues) {
             Ok(vif) => {
                 let line = add_interface(&mut stack, &name, vif);
                 crate::println!("netfront: {name} attached; {line}");
@@ -281,48 +282,89 @@ pub fn start_services(spec: &ServicesSpec, store: Box<dyn LeaseStore + Send>) ->
     line
 }
 
+/// The network service's mark on [`NET_EVENTS`]: what it has seen of the vifs'
+/// events (its own, so no other wait takes them).
+static NET_SEEN: SharedSeen = SharedSeen::new();
+/// When the stack, the router or the LAN services next want a poll (ms since boot;
+/// `i64::MAX`: only on an event).
+static NET_DUE_MS: AtomicI64 = AtomicI64::new(0);
+
 /// Polls the stack (unless a command holds it) and prints its messages, saves the
 /// DHCP leases when they changed; returns when it next wants to be polled (ms
-/// since boot).
+/// since boot). The shell loop's full turn: also follows vifs attached or detached.
 pub fn poll() -> Option<i64> {
     if RESCAN.swap(false, Ordering::SeqCst) {
         rescan();
     }
+    let next = poll_data_plane().flatten();
+    // File I/O outside the stack's lock, from the shell loop only (no command holds
+    // the file tree here). Its disk waits serve the data plane, which skips the LAN
+    // services while this holds them.
+    let save_at = SERVICES.lock().as_mut().and_then(|sv| {
+        sv.save_leases(now_ms());
+        sv.save_at()
+    });
+    [next, save_at].into_iter().flatten().min()
+}
+
+/// The data plane's turn at every wait (registered with `xen::idle`): polls the
+/// vifs, the router and the LAN services when a vif's event came since the last turn
+/// or their timer is due; returns when it next wants a turn (ns since boot). Skips
+/// the turn when a command holds the stack (that command polls it itself).
+pub fn serve() -> Option<u64> {
+    let due = NET_DUE_MS.load(Ordering::SeqCst);
+    if !NET_SEEN.pending(&NET_EVENTS) && now_ms() < due {
+        return (due != i64::MAX).then(|| instant_of_ms(due).as_nanos());
+    }
+    poll_data_plane()
+        .flatten()
+        .map(|ms| instant_of_ms(ms).as_nanos())
+}
+
+/// Polls the stack, the router and the LAN services and prints the stack's
+/// messages; `None` when a command holds the stack (skipped), else when they next
+/// want a poll (`Some(None)`: only on an event).
+fn poll_data_plane() -> Option<Option<i64>> {
     let mut stack = NET.try_lock()?;
+    // Marked before the poll: a vif event during it is news for the next turn.
+    let _ = NET_SEEN.take(&NET_EVENTS);
     if stack.ifs.is_empty() {
-        return None;
+        NET_DUE_MS.store(i64::MAX, Ordering::SeqCst);
+        return Some(None);
     }
     let now = now_ms();
     poll_stack(&mut stack, now);
     for e in stack.take_events() {
         crate::println!("{e}");
     }
-    let next = stack.poll_at(now);
-    drop(stack);
-    // File I/O outside the stack's lock, from the idle loop only (no command holds
-    // the file tree here).
-    let services_at = SERVICES.lock().as_mut().map(|sv| {
-        sv.save_leases(now);
-        [sv.poll_at(), sv.save_at()]
-    });
-    [next]
+    let services_at = SERVICES
+        .try_lock()
+        .and_then(|sv| sv.as_ref().map(|s| s.poll_at()));
+    let next = [stack.poll_at(now), services_at.flatten()]
         .into_iter()
-        .chain(services_at.into_iter().flatten())
         .flatten()
-        .min()
+        .min();
+    NET_DUE_MS.store(next.unwrap_or(i64::MAX), Ordering::SeqCst);
+    Some(next)
 }
 
 /// Polls the router (when it routes: it takes every received frame first), the
 /// stack, and the LAN services (then the stack again, to send their answers at
-/// once); every poll of [`NET`] goes through here.
+/// once); every poll of [`NET`] goes through here. The router and services are only
+/// tried: the lease save holds the services (without the stack) across its disk
+/// writes, whose waits serve the data plane.
 pub fn poll_stack(stack: &mut NetStack<Link>, now: i64) -> bool {
-    if let Some(gw) = GATEWAY.lock().as_mut() {
-        gw.poll(&mut stack.ifs, now);
+    if let Some(mut gw) = GATEWAY.try_lock() {
+        if let Some(gw) = gw.as_mut() {
+            gw.poll(&mut stack.ifs, now);
+        }
     }
     let mut changed = stack.poll(now);
-    if let Some(sv) = SERVICES.lock().as_mut() {
-        if sv.poll(stack, now) {
-            changed |= stack.poll(now);
+    if let Some(mut sv) = SERVICES.try_lock() {
+        if let Some(sv) = sv.as_mut() {
+            if sv.poll(stack, now) {
+                changed |= stack.poll(now);
+            }
         }
     }
     changed
@@ -333,9 +375,10 @@ pub fn instant_of_ms(ms: i64) -> clock::Instant {
     clock::Instant::from_nanos(u64::try_from(ms).unwrap_or(0).saturating_mul(1_000_000))
 }
 
-/// Waits for an event (a packet, a key) or until `deadline_us` (µs since boot).
-pub fn wait_until_us(deadline_us: u64) {
-    crate::xen::idle::halt_in_command(Some(clock::Instant::from_nanos(
+/// Waits for an event (a packet, a key) or until `deadline_us` (µs since boot), on
+/// a command's `wait`.
+pub fn wait_until_us(wait: &mut crate::xen::idle::Wait, deadline_us: u64) {
+    wait.until(Some(clock::Instant::from_nanos(
         deadline_us.saturating_mul(1000),
     )));
 }

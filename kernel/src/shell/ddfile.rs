@@ -153,6 +153,7 @@ fn copy(
         _ => String::new(),
     };
     loop {
+        crate::xen::idle::serve(); // a check-point for the data plane, each chunk
         if console::take_interrupt() {
             return Err(String::from("Interrupted"));
         }

@@ -4,12 +4,13 @@
 //! Without Xen (plain QEMU, KVM, bare metal) [`init`] says so and the kernel runs on.
 
 use crate::arch::{cpu, lapic, trap};
+use crate::sync::eventcount::EventCount;
 use crate::sync::irqlock::IrqLock;
 use crate::{io::console, mm};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 use spin::Once;
 use xenlet_xen::abi::*;
 use xenlet_xen::console::ConsoleRing;
@@ -87,8 +88,9 @@ pub const MAX_PORT_HANDLERS: usize = 64;
 /// Fixed size: the upcall reads it without allocating.
 static PORT_HANDLERS: IrqLock<PortTable<PortHandler, MAX_PORT_HANDLERS>> =
     IrqLock::new(PortTable::new());
-/// Set by every upcall, taken by the idle path: an event arrived since the last look.
-static EVENT_SEEN: AtomicBool = AtomicBool::new(false);
+/// Bumped by every upcall (and every polled scan that found a port pending): the
+/// count each wait compares with its own mark (see `sync::eventcount`).
+static EVENTS: EventCount = EventCount::new();
 /// `VIRQ_TIMER` events served.
 static TIMER_EVENTS: AtomicU64 = AtomicU64::new(0);
 
@@ -274,6 +276,10 @@ fn poll_events_masked() {
             overflow = true;
         }
     });
+    if n > 0 {
+        // Found by a poll (no upcalls, or a port the upcall had not reached yet).
+        EVENTS.signal();
+    }
     // A copy of the table, so no lock is held while handlers run.
     let table = *PORT_HANDLERS.lock();
     for p in fired.iter().flatten() {
@@ -298,7 +304,7 @@ fn on_upcall(_vector: u8) {
     ) {
         lapic::eoi();
     }
-    EVENT_SEEN.store(true, Ordering::SeqCst);
+    EVENTS.signal();
     poll_events_masked();
 }
 
@@ -306,11 +312,11 @@ fn on_timer(_port: Port) {
     TIMER_EVENTS.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Whether an event arrived since the last call (clears the flag). The idle path asks
-/// before halting, so an event served between a caller's last poll and the halt is
-/// not slept through.
-pub fn take_event_seen() -> bool {
-    EVENT_SEEN.swap(false, Ordering::SeqCst)
+/// The count of event-channel upcalls: what every wait compares with its own mark
+/// before halting, so an event served between a caller's last look and the halt is
+/// not slept through, and no wait takes it from another.
+pub fn events() -> &'static EventCount {
+    &EVENTS
 }
 
 /// `VIRQ_TIMER` events served so far.

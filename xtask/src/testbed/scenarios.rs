@@ -2866,6 +2866,112 @@ on_reboot   = "preserve"
 on_crash    = "preserve"
 "#;
 
+/// The router topology with a 256 MiB data disk on the router (xvdb), for the busy
+/// console's `dd` and `sha256sum`.
+const XENLET_ROUTER_BUSY_CONFIG: &str = r#"name    = "@NAME@"
+type    = "pvh"
+memory  = 32
+vcpus   = 1
+kernel  = "@FILES@/xenlet.elf"
+disk    = [ "@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w" ]
+vif     = [ "bridge=brlan,mac=00:16:3e:01:00:02", "bridge=brwan,mac=00:16:3e:77:00:02" ]
+on_poweroff = "destroy"
+on_reboot   = "preserve"
+on_crash    = "preserve"
+"#;
+
+const DATA_256: Disk = Disk {
+    var: "DATA",
+    size_mb: 256,
+    source: None,
+    loop_dev: false,
+};
+
+/// The router keeps routing while its console is busy (the event-driven core): lan1
+/// pings the WAN through Xenlet 5 times a second for the whole scenario and runs
+/// iperf3 through it, asks its DNS and DHCP, while the router's shell runs `sleep
+/// 15`, a 256 MiB `dd` to its data disk, `sha256sum` of that disk and a `cp -r` with
+/// a `sync`: not one ping lost, iperf3 during the sleep within 20 % of idle.
+const ROUTER_BUSY_STEPS: &[Step] = &[
+    cmd("sleep 8", &[], 30),
+    cmd_cap(
+        "ip addr show eth1",
+        &[r"^    inet 10\.77\.0\.\d+/24 "],
+        &[("ROUTER_WAN", r"^    inet (10\.77\.0\.\d+)/24 ")],
+        30,
+    ),
+    ROUTER_LAN_STEPS[1],
+    ns_cap(
+        "lan1",
+        "iperf3 -c 10.77.0.10 -t 4",
+        &[r"receiver$"],
+        &[("IDLE", r"\s([0-9.]+ [KMG]?bits/sec)\s.*receiver$")],
+        90,
+    ),
+    ns(
+        "lan1",
+        "setsid ping -i 0.2 -W 2 10.77.0.10 </dev/null >/tmp/busy-ping.txt 2>&1 & echo $! >/tmp/busy-ping.pid; echo ping-started",
+        &[r"^ping-started$"],
+        10,
+    ),
+    // while the console sleeps: iperf3 through the router, then DNS and a DHCP lease
+    // from it (a script of their own, started before the guest's `sleep`)
+    ns(
+        "lan1",
+        concat!(
+            "rm -f /tmp/busy-*.done; setsid bash -c '",
+            "sleep 2; iperf3 -c 10.77.0.10 -t 6 >/tmp/busy-iperf.txt 2>&1; ",
+            "busybox nslookup OpenWrt.lan 192.168.1.1 >/tmp/busy-dns.txt 2>&1; ",
+            "busybox udhcpc -i eth0 -n -q -t 3 -T 2 -s /bin/true >/tmp/busy-dhcp.txt 2>&1; ",
+            "touch /tmp/busy-jobs.done' </dev/null >/dev/null 2>&1 & echo jobs-started"
+        ),
+        &[r"^jobs-started$"],
+        10,
+    ),
+    cmd("sleep 15", &[r"^slept "], 60),
+    ns_cap(
+        "lan1",
+        "for i in $(seq 20); do [ -e /tmp/busy-jobs.done ] && break; sleep 1; done; cat /tmp/busy-iperf.txt /tmp/busy-dns.txt /tmp/busy-dhcp.txt",
+        &[
+            r"receiver$",
+            r"^Address:\s+192\.168\.1\.1$",
+            r"lease of 192\.168\.1\.\d+ obtained",
+        ],
+        &[("BUSY", r"\s([0-9.]+ [KMG]?bits/sec)\s.*receiver$")],
+        40,
+    ),
+    dom0(
+        concat!(
+            "mbit() { echo \"$1\" | awk '{v=$1; if ($2 ~ /^G/) v*=1000; if ($2 ~ /^K/) v/=1000; if ($2 ~ /^bits/) v/=1e6; print v}'; }; ",
+            "awk -v a=\"$(mbit '${IDLE}')\" -v b=\"$(mbit '${BUSY}')\" 'BEGIN { r = b / a; ",
+            "printf \"iperf3 while the console sleeps: %.0f Mbit/s, idle %.0f (%.2f)\\n\", b, a, r; ",
+            "if (r >= 0.8) print \"busy-ok\" }'"
+        ),
+        &[r"^busy-ok$"],
+        10,
+    ),
+    cmd(
+        "dd if=/dev/zero of=/dev/xvdb bs=1M count=256 conv=fsync",
+        &[r"^256\+0 records out$"],
+        400,
+    ),
+    cmd(
+        "sha256sum /dev/xvdb",
+        &[r"^a6d72ac7690f53be6ae46ba88506bd97302a093f7108472bd9efc3cefda06484  /dev/xvdb$"],
+        400,
+    ),
+    cmd("cp -r /etc /etc.busy", &[], 120),
+    cmd("sync", &[], 120),
+    cmd("ls /etc.busy/config", &[r"\bfirewall\b"], 30),
+    ns(
+        "lan1",
+        "kill -INT $(cat /tmp/busy-ping.pid); sleep 1; tail -3 /tmp/busy-ping.txt",
+        &[r"^(\d\d+) packets transmitted, \1 received, 0% packet loss"],
+        10,
+    ),
+    last("poweroff"),
+];
+
 /// The Xenlet router: the WAN lease, then the LAN checks (lan1 by DHCP from Xenlet's
 /// server, names through its DNS forwarder), with its own conntrack table showing the
 /// two UDP flows' distinct mappings, and fw4's default firewall keeping the WAN out.
@@ -3436,6 +3542,23 @@ pub const EXTRA: &[Scenario] = &[
         end: End::Poweroff,
         end_timeout_s: 30,
         budget_s: 420,
+        topology: Some(Topology::Router),
+    },
+    Scenario {
+        name: "router-busy",
+        about: "router topology, Xenlet router: routing, DNS and DHCP go on while its console runs sleep, dd, sha256sum and cp -r (no ping lost)",
+        needs: &[Need::XenletElf, Need::XenletImage],
+        config: XENLET_ROUTER_BUSY_CONFIG,
+        disks: &[IMAGE_COPY, DATA_256],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 60,
+        boot_expect: &[r"^net: router: forwarding between eth0, eth1 masq mtu_fix"],
+        steps: ROUTER_BUSY_STEPS,
+        end: End::Poweroff,
+        end_timeout_s: 30,
+        budget_s: 900,
         topology: Some(Topology::Router),
     },
     Scenario {

@@ -261,6 +261,7 @@ fn hash_disk(
         }
         result?;
         pos += bytes;
+        crate::xen::idle::serve(); // hashing is CPU work: the data plane's check-point
     }
     Ok(h.finalize().into())
 }

@@ -310,6 +310,8 @@ pub fn run_shell() -> ! {
     let mut host = Host::new();
     let mut out = console::ConsoleWriter;
     shell.prompt(&mut out);
+    // The loop's own mark on the events: the waits inside commands have theirs.
+    let mut wait = crate::xen::idle::Wait::new();
     loop {
         console::poll_serial();
         console::poll_xen_console();
@@ -321,8 +323,8 @@ pub fn run_shell() -> ! {
             shell.feed(&mut host, b, &mut out);
         }
         // Sleep until the next interrupt or event (returns at once if input or an
-        // event arrived since the checks above), or until the network stack's next
+        // event arrived since the last return), or until the network stack's next
         // timer (TCP retransmission, delayed ACK, DHCP renewal).
-        crate::xen::idle::halt_until(net_deadline.map(crate::dev::network::instant_of_ms));
+        wait.until(net_deadline.map(crate::dev::network::instant_of_ms));
     }
 }

@@ -84,6 +84,7 @@ fn net_wait(
 ) -> Result<bool, CmdError> {
     use crate::dev::network::{now_ms, NET};
     let start = now_ms();
+    let mut wait = crate::xen::idle::Wait::in_command();
     loop {
         let next = {
             let mut st = NET.lock();
@@ -101,7 +102,7 @@ fn net_wait(
             return Ok(false);
         }
         let deadline = next.unwrap_or(i64::MAX).min(start + timeout_ms).max(0) as u64;
-        crate::dev::network::wait_until_us(deadline.saturating_mul(1000));
+        crate::dev::network::wait_until_us(&mut wait, deadline.saturating_mul(1000));
     }
 }
 
@@ -185,6 +186,7 @@ pub(super) fn ping(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResul
     };
     writeln!(out, "{}", p.header())?;
     let mut interrupted = false;
+    let mut wait = crate::xen::idle::Wait::in_command();
     loop {
         let next = {
             let mut st = NET.lock();
@@ -210,7 +212,7 @@ pub(super) fn ping(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResul
             .map(|ms| (ms.max(0) as u64) * 1000)
             .unwrap_or(u64::MAX)
             .min(p.next_deadline_us());
-        crate::dev::network::wait_until_us(deadline_us);
+        crate::dev::network::wait_until_us(&mut wait, deadline_us);
     }
     let (_, received) = p.counts();
     let summary = {

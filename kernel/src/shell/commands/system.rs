@@ -99,12 +99,15 @@ pub(super) fn sleep(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResu
     let start = clock::now();
     let end = start + d;
     let mut interrupted = false;
+    // The router, the LAN services and the vifs are served at every wake-up
+    // (`xen::idle`): a sleeping console stops nothing.
+    let mut wait = crate::xen::idle::Wait::in_command();
     while clock::now() < end {
         if console::take_interrupt() {
             interrupted = true;
             break;
         }
-        crate::xen::idle::halt_in_command(Some(end));
+        wait.until(Some(end));
     }
     let slept = clock::now().saturating_duration_since(start);
     if interrupted {
@@ -171,8 +174,9 @@ pub(super) fn exits(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResu
             core::hint::black_box(crate::arch::cpu::cpuid(0));
         } else {
             let end = clock::now() + core::time::Duration::from_micros(20);
+            let mut wait = crate::xen::idle::Wait::in_command();
             while clock::now() < end {
-                crate::xen::idle::halt_in_command(Some(end));
+                wait.until(Some(end));
             }
         }
         done += 1;
