@@ -1079,6 +1079,13 @@ mod tests {
             self.xs.borrow_mut().insert(path.into(), value.into());
             Ok(())
         }
+        fn xs_rm(&self, path: &str) -> Result<(), XsError> {
+            let below = format!("{path}/");
+            self.xs
+                .borrow_mut()
+                .retain(|k, _| k != path && !k.starts_with(&below));
+            Ok(())
+        }
         fn xs_watch(&self, path: &str) -> Result<crate::platform::Watch, XsError> {
             self.watch_log.borrow_mut().push(format!("+{path}"));
             Ok(crate::platform::Watch {

@@ -84,6 +84,10 @@ pub fn mtu_from_backend(value: Option<&str>, sg: bool) -> usize {
 /// over two threads. Fewer when the backend offers fewer. Each queue holds 2 ring
 /// pages and 512 buffer pages (2 MiB).
 pub const DEFAULT_MAX_QUEUES: usize = 2;
+
+/// The most `queue-N/` directories an earlier attempt can have left to clear (a
+/// bound on a number read back from XenStore).
+const MAX_QUEUES_EVER: usize = 64;
 /// How long the handshake waits for the backend.
 const HANDSHAKE_TIMEOUT_NS: u64 = 60_000_000_000;
 /// Received frames kept until taken; more are dropped (counted).
@@ -696,6 +700,33 @@ pub struct Netfront<P: XenPlatform> {
     mtu: usize,
 }
 
+/// Removes what an earlier attempt published in the other layout (netif.h): a
+/// retry that makes do with fewer queues must not leave `multi-queue-num-queues` and
+/// `queue-N/` behind for netback to read, nor a multi-queue retry the single-queue
+/// keys at the top.
+fn clear_stale_layout<P: XenPlatform>(p: &P, base: &str, n: usize) -> Result<(), NetError> {
+    let old = p
+        .xs_read(&format!("{base}/multi-queue-num-queues"))
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0)
+        // bounded by what a frontend could have published
+        .min(MAX_QUEUES_EVER);
+    let rm = |k: &str| hs(k, p.xs_rm(&format!("{base}/{k}")));
+    if n > 1 {
+        for k in ["tx-ring-ref", "rx-ring-ref", "event-channel"] {
+            rm(k)?;
+        }
+    } else {
+        rm("multi-queue-num-queues")?;
+    }
+    let first_stale = if n > 1 { n } else { 0 };
+    for k in first_stale..old {
+        rm(&format!("queue-{k}"))?;
+    }
+    Ok(())
+}
+
 fn wait_for_action<P: XenPlatform>(
     p: &P,
     path: &str,
@@ -884,6 +915,7 @@ impl<P: XenPlatform> Netfront<P> {
     ) -> Result<(), NetError> {
         let n = queues.len();
         let w = |k: &str, v: &str| hs(k, p.xs_write(&format!("{base}/{k}"), v));
+        clear_stale_layout(p, base, n)?;
         if n > 1 {
             w("multi-queue-num-queues", &format!("{n}"))?;
         }
@@ -1256,6 +1288,13 @@ mod tests {
                     .insert(format!("{BE}/state"), "4".into());
             }
             self.xs.borrow_mut().insert(path.into(), value.into());
+            Ok(())
+        }
+        fn xs_rm(&self, path: &str) -> Result<(), XsError> {
+            let below = format!("{path}/");
+            self.xs
+                .borrow_mut()
+                .retain(|k, _| k != path && !k.starts_with(&below));
             Ok(())
         }
         fn xs_watch(&self, path: &str) -> Result<crate::platform::Watch, XsError> {
@@ -1934,6 +1973,48 @@ mod tests {
         assert!(f.key("device/vif/0/tx-ring-ref").is_some());
         assert_eq!(f.key("device/vif/0/queue-0/tx-ring-ref"), None);
         assert!(n.send(&[0u8; 60]).is_ok(), "and it sends");
+    }
+
+    #[test]
+    fn a_retry_with_fewer_queues_leaves_no_stale_multi_queue_keys() {
+        let f = Fake::offering_queues("2");
+        // what an earlier two-queue attempt published before it failed
+        for (k, v) in [
+            (MQ_NUM, "2"),
+            ("device/vif/0/queue-0/tx-ring-ref", "8"),
+            ("device/vif/0/queue-0/event-channel", "9"),
+            ("device/vif/0/queue-1/tx-ring-ref", "10"),
+            ("device/vif/0/queue-1/event-channel", "11"),
+        ] {
+            f.xs.borrow_mut().insert(k.into(), v.into());
+        }
+        f.grant_limit.set(Some(514 + 100));
+        let n = Netfront::connect_with(&f, 0, 2).expect("one queue");
+        assert_eq!(n.queues(), 1);
+        assert_eq!(f.key(MQ_NUM), None);
+        assert!(f.key("device/vif/0/tx-ring-ref").is_some());
+        let stale: Vec<String> =
+            f.xs.borrow()
+                .keys()
+                .filter(|k| k.starts_with("device/vif/0/queue-"))
+                .cloned()
+                .collect();
+        assert!(stale.is_empty(), "stale queue keys: {stale:?}");
+    }
+
+    #[test]
+    fn a_multi_queue_retry_removes_the_single_queue_keys() {
+        let f = Fake::offering_queues("2");
+        for k in ["tx-ring-ref", "rx-ring-ref", "event-channel"] {
+            f.xs.borrow_mut()
+                .insert(format!("device/vif/0/{k}"), "7".into());
+        }
+        let n = Netfront::connect_with(&f, 0, 2).expect("two queues");
+        assert_eq!(n.queues(), 2);
+        assert_eq!(f.key(MQ_NUM).as_deref(), Some("2"));
+        assert_eq!(f.key("device/vif/0/tx-ring-ref"), None);
+        assert_eq!(f.key("device/vif/0/event-channel"), None);
+        assert!(f.key("device/vif/0/queue-1/event-channel").is_some());
     }
 
     #[test]

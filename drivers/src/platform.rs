@@ -53,6 +53,9 @@ pub trait XenPlatform {
     fn xs_read(&self, path: &str) -> Result<String, XsError>;
     /// XenStore write.
     fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError>;
+    /// XenStore remove: the node and everything below it (a missing node is no
+    /// error).
+    fn xs_rm(&self, path: &str) -> Result<(), XsError>;
     /// Sets a XenStore watch on `path`. Like every XenStore watch it fires once when
     /// set, then after each change of the node or below it.
     fn xs_watch(&self, path: &str) -> Result<Watch, XsError>;
@@ -262,6 +265,13 @@ mod tests {
             self.xs
                 .borrow_mut()
                 .insert(String::from(path), String::from(value));
+            Ok(())
+        }
+        fn xs_rm(&self, path: &str) -> Result<(), XsError> {
+            let below = format!("{path}/");
+            self.xs
+                .borrow_mut()
+                .retain(|k, _| k != path && !k.starts_with(&below));
             Ok(())
         }
         fn xs_watch(&self, path: &str) -> Result<Watch, XsError> {

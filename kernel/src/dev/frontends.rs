@@ -46,6 +46,12 @@ impl XenPlatform for KernelXen {
     fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
         xenstore::write(path, value)
     }
+    fn xs_rm(&self, path: &str) -> Result<(), XsError> {
+        match xenstore::rm(path) {
+            Err(XsError::Remote(e)) if e == "ENOENT" => Ok(()),
+            r => r,
+        }
+    }
     fn xs_watch(&self, path: &str) -> Result<Watch, XsError> {
         let token = xenstore::watch_for_wait(path)?;
         Ok(Watch {
