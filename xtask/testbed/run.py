@@ -812,6 +812,7 @@ def run_scenario(sc):
 
         # the command script
         ended = False
+        end_expects = []    # the ending command's expectations, met by what it printed
         gone = ''       # set by an until-gone step: how the domain went
         boots = 1
         for i, s in enumerate(sc['steps'], 1):
@@ -972,6 +973,7 @@ def run_scenario(sc):
                 console.send(send.encode('latin-1') + eol)
                 if s['ends']:
                     ended = True
+                    end_expects = expects
                     break
                 st, got = console.wait_for(prompt, left(s['timeout']), alive)
                 text = clean(got)
@@ -1059,23 +1061,25 @@ def run_scenario(sc):
                 console.pump(0.3)
                 st = alive()
             console.pump(0.2)
-            show_output(clean(console.take()))
-            return st, t0
+            text = clean(console.take())
+            show_output(text)
+            return st, t0, text
 
         if sc['end'] == 'crash':
             if not ended:
                 raise Fail('end', 'the script has no command that ends the guest')
-            st, t0 = await_stop('crash')
+            st, t0, text = await_stop('crash')
             if st != 'crashed':
                 raise Fail('end', 'the domain is %s %ds after the crash command, not crashed'
                            % (st, sc['end_timeout']))
+            check(end_expects, text, 'end', matches, log)
             res['ended'] = 'crashed %.1fs after the crash command' % (time.monotonic() - t0)
         elif sc['end'] == 'triple-fault':
             # a deliberate triple fault (on_reboot = "preserve" keeps the domain): Xen
             # must report it, and pagewalk must blame the guest's own state
             if not ended:
                 raise Fail('end', 'the script has no command that ends the guest')
-            st, t0 = await_stop('triple-fault')
+            st, t0, _ = await_stop('triple-fault')
             _, dm = sh(['xl', 'dmesg'])
             if st != 'shutdown' or 'd%sv0 Triple fault' % domid not in dm:
                 raise Fail('end', 'the domain is %s %ds after the command, %s' % (

@@ -20,6 +20,11 @@ use xenlet_xen::evtchn::Port;
 
 static COM1_UART: IrqLock<Option<Uart16550<Pio>>> = IrqLock::new(None);
 static XEN_CONSOLE: IrqLock<Option<XenConsole>> = IrqLock::new(None);
+/// A second handle on the PV console's ring for the fault path alone: used when the
+/// fault interrupted a write that holds [`XEN_CONSOLE`] (under PVH the PV console is
+/// the only console, and the report would be lost), as Linux's
+/// `xen_raw_console_write` writes without the console's locks.
+static XEN_CONSOLE_EMERGENCY: IrqLock<Option<XenConsole>> = IrqLock::new(None);
 
 /// The Xen PV console: its ring and event channel.
 struct XenConsole {
@@ -72,10 +77,17 @@ impl XenConsole {
     }
 }
 
-/// Adds the Xen PV console (`HVM_PARAM_CONSOLE_PFN`) as a console and input source.
-pub fn attach_xen_console(ring: ConsoleRing, port: Port, hv: PvConsoleOps) {
+/// Adds the Xen PV console (`HVM_PARAM_CONSOLE_PFN`) as a console and input source;
+/// `emergency` is a second handle on the same ring, written only by the fault path
+/// when a fault interrupted a console write (see [`emergency_write`]).
+pub fn attach_xen_console(ring: ConsoleRing, emergency: ConsoleRing, port: Port, hv: PvConsoleOps) {
     x86_64::instructions::interrupts::without_interrupts(|| {
         *XEN_CONSOLE.lock() = Some(XenConsole { ring, port, hv });
+        *XEN_CONSOLE_EMERGENCY.lock() = Some(XenConsole {
+            ring: emergency,
+            port,
+            hv,
+        });
     });
 }
 
@@ -218,10 +230,19 @@ pub fn emergency_write(bytes: &[u8]) {
         }
         None => Uart16550::new(Pio::new(), COM1).write_bytes(bytes),
     }
-    if let Some(mut g) = XEN_CONSOLE.try_lock() {
-        if let Some(c) = g.as_mut() {
-            c.write_translated(bytes);
-        }
+    // The PV console: its own lock if free, else (the fault interrupted a console
+    // write, which never resumes: the fault path ends the domain) the second handle.
+    let mut g = XEN_CONSOLE.try_lock();
+    let mut e = None;
+    if g.is_none() {
+        e = XEN_CONSOLE_EMERGENCY.try_lock();
+    }
+    if let Some(c) = g
+        .as_deref_mut()
+        .or(e.as_deref_mut())
+        .and_then(Option::as_mut)
+    {
+        c.write_translated(bytes);
     }
 }
 

@@ -190,9 +190,12 @@ pub fn init(per_vcpu_upcall: bool) -> Result<Option<&'static XenInfo>, XenInitEr
         (Ok(pfn), Ok(port)) if pfn != 0 && pfn < (mm::heap::MAPPED_LIMIT >> 12) => {
             // SAFETY: HVM_PARAM_CONSOLE_PFN names the console ring page Xen set up for this domain (reserved in the memory map, below the identity-map limit); only the console uses it, through this SharedPage.
             let page = unsafe { SharedPage::new((pfn << 12) as *mut u8) };
+            // SAFETY: a second handle on the same console page, for the fault path alone (`console::emergency_write`): it writes only while the first handle's lock is held by code the fault interrupted, which never runs again (the fault path ends in SHUTDOWN_crash), so the two handles never write at once.
+            let emergency = unsafe { SharedPage::new((pfn << 12) as *mut u8) };
             let port = Port(port as u32);
             console::attach_xen_console(
                 ConsoleRing::new(page),
+                ConsoleRing::new(emergency),
                 port,
                 console::PvConsoleOps { notify, yield_cpu },
             );
