@@ -358,8 +358,28 @@ pub fn write_behind<B: BlockDevice + ?Sized>(
     Ok(())
 }
 
-/// Waits for every write-behind request; reports (and clears) the first error.
+/// Waits for every write-behind request, then reports the first write that failed,
+/// if one ever did: a lost write is never retried, so every later `sync`, `fsync`
+/// and `umount` reports it (as Linux's `errseq_t` does to each file and to the
+/// filesystem), and the filesystem, whose clean-flag write fails the same way, is
+/// never marked clean over it. What a read needs is [`settle`].
 pub fn drain<B: BlockDevice + ?Sized>(
+    dev: &mut B,
+    w: &dyn Waiter,
+    wb: &mut WriteBehind,
+) -> Result<(), SyncError> {
+    settle(dev, w, wb)?;
+    match &wb.error {
+        Some(e) => Err(e.clone()),
+        None => Ok(()),
+    }
+}
+
+/// Waits for every write-behind request (a read must see what was written before
+/// it) without reporting their failures: a read fails for its own reasons only, and
+/// never takes a write's error from the `sync` that must report it. Fails only if
+/// the device stops answering.
+pub fn settle<B: BlockDevice + ?Sized>(
     dev: &mut B,
     w: &dyn Waiter,
     wb: &mut WriteBehind,
@@ -368,10 +388,7 @@ pub fn drain<B: BlockDevice + ?Sized>(
     while wb.in_flight > 0 {
         reap(dev, w, wb, true)?;
     }
-    match wb.error.take() {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+    Ok(())
 }
 
 /// `pages` buffers from the device's pool, or none (all given back) if it has not
@@ -925,20 +942,37 @@ mod tests {
     }
 
     #[test]
-    fn a_write_behind_error_sticks_until_drained() {
+    fn a_lost_write_is_reported_by_every_later_drain_and_never_by_a_read() {
         let mut d = FakeDisk::new(4 << 20, 256);
+        d.delay = 2; // the failure arrives later, as the backend's answer
         d.fail_sector = Some(2048);
         let c = Clock::new();
         let mut wb = WriteBehind::new(8);
         write_behind(&mut d, &c, &mut wb, 1 << 20, &alloc::vec![1u8; 1 << 20]).unwrap();
+        // A read of elsewhere waits for the writes but does not take their error.
+        settle(&mut d, &c, &mut wb).unwrap();
+        let mut r = alloc::vec![0u8; 4096];
+        read(&mut d, &c, 0, &mut r).unwrap();
+        // Every sync after it reports it (errseq_t: the lost write stays lost).
+        for _ in 0..3 {
+            assert_eq!(
+                drain(&mut d, &c, &mut wb),
+                Err(SyncError::Device(BlockError::Io))
+            );
+        }
+        // And every later write: the filesystem cannot mark itself clean over it.
         assert_eq!(
-            drain(&mut d, &c, &mut wb),
+            write_behind(&mut d, &c, &mut wb, 0, &alloc::vec![2u8; 4096]),
             Err(SyncError::Device(BlockError::Io))
         );
-        // Reported once; the next writes go on.
-        write_behind(&mut d, &c, &mut wb, 0, &alloc::vec![2u8; 4096]).unwrap();
-        drain(&mut d, &c, &mut wb).unwrap();
-        // An error seen by a later write is returned by that write.
+    }
+
+    #[test]
+    fn a_write_error_seen_by_a_later_write_is_returned_by_that_write() {
+        let mut d = FakeDisk::new(4 << 20, 256);
+        d.fail_sector = Some(2048);
+        let c = Clock::new();
+        let mut wb = WriteBehind::new(8);
         write_behind(&mut d, &c, &mut wb, 1 << 20, &alloc::vec![1u8; 4096]).unwrap();
         let mut seen = Err(SyncError::Range);
         for _ in 0..10 {

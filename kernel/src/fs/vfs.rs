@@ -118,7 +118,8 @@ impl Waiter for FsWait {
 
 /// A blkfront disk as a filesystem's block device. Writes go behind (see
 /// `blocksync::WriteBehind`): they return once on the ring, so the filesystem's
-/// next writes overlap the backend's work; reads and flushes drain them first.
+/// next writes overlap the backend's work; reads wait for them (without taking
+/// their errors), flushes wait and report a lost write, every time after it.
 pub struct XvdDev {
     name: String,
     size: u64,
@@ -165,7 +166,8 @@ impl BlockDev for XvdDev {
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
         let wb = &mut self.behind;
         frontends::with_disk(&self.name, |d| {
-            blocksync::drain(d, &FsWait, wb)?;
+            // the writes before it land first; their errors stay for `sync`
+            blocksync::settle(d, &FsWait, wb)?;
             blocksync::read(d, &FsWait, offset, buf)
         })
         .ok_or_else(|| IoError::Broken(String::from(DISK_GONE)))?
