@@ -145,6 +145,57 @@ pub type Disk = Blkfront<KernelXen>;
 
 static DISKS: Mutex<Vec<Disk>> = Mutex::new(Vec::new());
 
+/// The instance each connected disk is, by vdev (locked after [`DISKS`]): a disk
+/// detached and another attached at the same vdev is a new instance, which the
+/// holders of the old one's [`DiskHandle`] (a mount) never reach.
+static DISK_IDS: Mutex<Vec<(u16, u64)>> = Mutex::new(Vec::new());
+static NEXT_DISK_ID: AtomicU64 = AtomicU64::new(1);
+
+/// One connected disk instance, as a mount holds it: its I/O fails (the disk is
+/// gone) once that disk is detached, even if another disk takes its name, as Linux
+/// keeps a dead block device bound to its mount until the unmount.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiskHandle {
+    name: String,
+    vdev: u16,
+    id: u64,
+}
+
+impl DiskHandle {
+    /// The disk's name (`xvdb`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A handle on the disk called `name` ("xvdb" or "/dev/xvdb") as it is now.
+pub fn open_disk(name: &str) -> Option<DiskHandle> {
+    use xenlet_drivers::blkfront::BlockDevice;
+    let name = name.strip_prefix("/dev/").unwrap_or(name);
+    let disks = DISKS.lock();
+    let vdev = disks.iter().find(|d| d.info().name == name)?.vdev();
+    let id = DISK_IDS.lock().iter().find(|(v, _)| *v == vdev)?.1;
+    Some(DiskHandle {
+        name: String::from(name),
+        vdev,
+        id,
+    })
+}
+
+/// Runs `f` on the disk instance `h` names; None once it is gone (detached, or
+/// replaced by another disk at its vdev).
+pub fn with_handle<T>(h: &DiskHandle, f: impl FnOnce(&mut Disk) -> T) -> Option<T> {
+    let mut disks = DISKS.lock();
+    let current = DISK_IDS
+        .lock()
+        .iter()
+        .any(|&(v, id)| v == h.vdev && id == h.id);
+    if !current {
+        return None;
+    }
+    disks.iter_mut().find(|d| d.vdev() == h.vdev).map(f)
+}
+
 /// Connects every vbd; returns one line per device for the boot report.
 pub fn connect_disks(devices: &[xenbus::Device]) -> Vec<Result<String, (String, BlockError)>> {
     let mut report = Vec::new();
@@ -200,7 +251,11 @@ fn connect_disk(vdev: u16, name: &str) -> Result<String, BlockError> {
         if f.discard { ", discard" } else { "" },
     );
     watch_backend(vdev);
-    DISKS.lock().push(disk);
+    let mut disks = DISKS.lock();
+    disks.push(disk);
+    let mut ids = DISK_IDS.lock();
+    ids.retain(|(v, _)| *v != vdev);
+    ids.push((vdev, NEXT_DISK_ID.fetch_add(1, Ordering::Relaxed)));
     Ok(line)
 }
 
@@ -284,6 +339,7 @@ pub fn poll_hotplug() {
                 ),
             };
             if closing {
+                DISK_IDS.lock().retain(|(v, _)| *v != vdev);
                 gone.push((disks.remove(i), dev.map(|d| (d.path(), d.backend.clone()))));
             } else {
                 i += 1;

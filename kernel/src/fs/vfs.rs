@@ -121,7 +121,9 @@ impl Waiter for FsWait {
 /// next writes overlap the backend's work; reads wait for them (without taking
 /// their errors), flushes wait and report a lost write, every time after it.
 pub struct XvdDev {
-    name: String,
+    /// The disk instance, not its name: a disk attached later under the same name
+    /// is not this one.
+    disk: frontends::DiskHandle,
     size: u64,
     read_only: bool,
     behind: WriteBehind,
@@ -136,13 +138,15 @@ const WRITE_BEHIND: usize = 8;
 impl XvdDev {
     /// The connected disk called `name` ("xvdb" or "/dev/xvdb").
     pub fn open(name: &str) -> Option<Self> {
-        let name = name.strip_prefix("/dev/").unwrap_or(name);
-        frontends::with_disk(name, |d| XvdDev {
-            name: String::from(name),
-            size: d.info().bytes(),
-            read_only: d.info().readonly,
-            behind: WriteBehind::new(WRITE_BEHIND),
-        })
+        let disk = frontends::open_disk(name)?;
+        frontends::with_handle(&disk, |d| (d.info().bytes(), d.info().readonly)).map(
+            |(size, read_only)| XvdDev {
+                disk,
+                size,
+                read_only,
+                behind: WriteBehind::new(WRITE_BEHIND),
+            },
+        )
     }
 }
 
@@ -165,7 +169,7 @@ impl BlockDev for XvdDev {
     }
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
         let wb = &mut self.behind;
-        frontends::with_disk(&self.name, |d| {
+        frontends::with_handle(&self.disk, |d| {
             // the writes before it land first; their errors stay for `sync`
             blocksync::settle(d, &FsWait, wb)?;
             blocksync::read(d, &FsWait, offset, buf)
@@ -175,7 +179,7 @@ impl BlockDev for XvdDev {
     }
     fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
         let wb = &mut self.behind;
-        frontends::with_disk(&self.name, |d| {
+        frontends::with_handle(&self.disk, |d| {
             blocksync::write_behind(d, &FsWait, wb, offset, data)
         })
         .ok_or_else(|| IoError::Broken(String::from(DISK_GONE)))?
@@ -183,7 +187,7 @@ impl BlockDev for XvdDev {
     }
     fn flush(&mut self) -> Result<(), IoError> {
         let wb = &mut self.behind;
-        frontends::with_disk(&self.name, |d| {
+        frontends::with_handle(&self.disk, |d| {
             blocksync::drain(d, &FsWait, wb)?;
             blocksync::flush(d, &FsWait)
         })
