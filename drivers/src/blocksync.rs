@@ -295,6 +295,8 @@ pub fn write_behind<B: BlockDevice + ?Sized>(
     let chunk = max_segs * PAGE_BYTES;
     let mut start = 0;
     let mut submitted = false;
+    // since when the device has had no room for us (its pool held by others)
+    let mut room_since: Option<u64> = None;
     while start < data.len() {
         reap(dev, w, wb, false)?;
         let bytes = chunk.min(data.len() - start);
@@ -307,12 +309,16 @@ pub fn write_behind<B: BlockDevice + ?Sized>(
         }
         let Some(bufs) = alloc_bufs(dev, bytes.div_ceil(PAGE_BYTES)) else {
             if wb.in_flight == 0 {
-                return Err(SyncError::Device(BlockError::Busy));
+                // the pool is another user's (a raw-disk command, a filesystem on
+                // another partition): wait for it, as for our own
+                wait_for_room(dev, w, *room_since.get_or_insert_with(|| w.now_ns()))?;
+                continue;
             }
             dev.kick();
             reap(dev, w, wb, true)?;
             continue;
         };
+        room_since = None;
         for (i, b) in bufs.iter().enumerate() {
             let s = start + i * PAGE_BYTES;
             let e = (s + PAGE_BYTES).min(start + bytes);
@@ -339,7 +345,8 @@ pub fn write_behind<B: BlockDevice + ?Sized>(
                     dev.free_buf(b);
                 }
                 if wb.in_flight == 0 {
-                    return Err(SyncError::Device(BlockError::Busy));
+                    wait_for_room(dev, w, *room_since.get_or_insert_with(|| w.now_ns()))?;
+                    continue;
                 }
                 dev.kick();
                 reap(dev, w, wb, true)?;
@@ -391,6 +398,23 @@ pub fn settle<B: BlockDevice + ?Sized>(
     Ok(())
 }
 
+/// `pages` buffers from the device's pool, waiting (see [`wait_for_room`]) while
+/// another user of the disk holds them: for a caller that submits its own requests
+/// (the shell's `sha256sum` of a disk).
+pub fn alloc_waiting<B: BlockDevice + ?Sized>(
+    dev: &mut B,
+    w: &dyn Waiter,
+    pages: usize,
+) -> Result<Vec<IoBuf>, SyncError> {
+    let since = w.now_ns();
+    loop {
+        if let Some(b) = alloc_bufs(dev, pages) {
+            return Ok(b);
+        }
+        wait_for_room(dev, w, since)?;
+    }
+}
+
 /// `pages` buffers from the device's pool, or none (all given back) if it has not
 /// that many free now.
 fn alloc_bufs<B: BlockDevice + ?Sized>(dev: &mut B, pages: usize) -> Option<Vec<IoBuf>> {
@@ -407,6 +431,40 @@ fn alloc_bufs<B: BlockDevice + ?Sized>(dev: &mut B, pages: usize) -> Option<Vec<
         }
     }
     Some(bufs)
+}
+
+/// Waits for room in the device (free buffers in its pool, a free ring slot) that
+/// another user of the disk holds: a mounted filesystem's write-behind, a raw-disk
+/// command's abandoned requests. Collects the device's answers (routed to their
+/// owners by [`recycle`], their buffers back in the pool) and waits for the next;
+/// `Ok` to try again. Fails with `Busy` only when nothing is in flight that could
+/// free room (the request can never fit), and with `Timeout` when the holders do not
+/// answer for the waiter's timeout from `since` (ns).
+fn wait_for_room<B: BlockDevice + ?Sized>(
+    dev: &mut B,
+    w: &dyn Waiter,
+    since: u64,
+) -> Result<(), SyncError> {
+    if dev.in_flight() == 0 {
+        return Err(SyncError::Device(BlockError::Busy));
+    }
+    dev.kick();
+    let mut done = Vec::new();
+    dev.poll(&mut done);
+    if !done.is_empty() {
+        for c in done.drain(..) {
+            recycle(dev, c);
+        }
+        return Ok(());
+    }
+    if let Some(why) = dev.broken() {
+        return Err(SyncError::Device(BlockError::Broken(String::from(why))));
+    }
+    if w.now_ns().saturating_sub(since) > w.timeout_ns() {
+        return Err(SyncError::Timeout);
+    }
+    dev.wait();
+    Ok(())
 }
 
 /// Takes care of an answer the caller does not own: its buffers go back to the
@@ -508,7 +566,11 @@ fn transfer<B: BlockDevice + ?Sized>(
             let bytes = chunk.min(len - start);
             let Some(bufs) = alloc_bufs(dev, bytes.div_ceil(PAGE_BYTES)) else {
                 if in_flight == 0 {
-                    error = Some(SyncError::Device(BlockError::Busy));
+                    // the pool is held by another user of the disk: wait for it
+                    if let Err(e) = wait_for_room(dev, w, last_progress) {
+                        error = Some(e);
+                    }
+                    continue;
                 }
                 break;
             };
@@ -541,7 +603,10 @@ fn transfer<B: BlockDevice + ?Sized>(
                         dev.free_buf(b);
                     }
                     if in_flight == 0 {
-                        error = Some(SyncError::Device(BlockError::Busy));
+                        if let Err(e) = wait_for_room(dev, w, last_progress) {
+                            error = Some(e);
+                        }
+                        continue;
                     }
                     break;
                 }
@@ -939,6 +1004,60 @@ mod tests {
         let mut r = alloc::vec![0u8; 4096];
         read(&mut d, &c, (4 << 20) + 4096, &mut r).unwrap();
         assert!(r.iter().all(|&x| x == 0xb2));
+    }
+
+    #[test]
+    fn a_read_waits_for_a_pool_a_mounted_filesystem_holds() {
+        // The filesystem's write-behind holds every buffer of the pool, its answers
+        // late; a raw-disk read (sha256sum /dev/xvdb beside the mount) must wait for
+        // them, not fail with EBUSY.
+        let mut d = FakeDisk::new(4 << 20, 4);
+        d.buf_limit = 16;
+        d.delay = 5;
+        let c = Clock::new();
+        let mut wb = WriteBehind::new(8);
+        write_behind(&mut d, &c, &mut wb, 0, &alloc::vec![0x5au8; 64 << 10]).unwrap();
+        assert_eq!(wb.in_flight(), 4, "the whole pool is in flight");
+        let mut r = alloc::vec![0u8; 16 << 10];
+        read(&mut d, &c, 1 << 20, &mut r).expect("waited for the pool");
+        assert!(r
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == ((((1 << 20) + i) * 7 % 251) as u8)));
+        // and the write-behind still gets its own answers
+        drain(&mut d, &c, &mut wb).unwrap();
+        assert!(d.data[..64 << 10].iter().all(|&x| x == 0x5a));
+    }
+
+    #[test]
+    fn a_write_behind_waits_for_a_pool_another_holds() {
+        let mut d = FakeDisk::new(4 << 20, 4);
+        d.buf_limit = 16;
+        d.delay = 5;
+        let c = Clock::new();
+        let mut p1 = WriteBehind::new(8);
+        let mut p2 = WriteBehind::new(8);
+        write_behind(&mut d, &c, &mut p1, 0, &alloc::vec![1u8; 64 << 10]).unwrap();
+        write_behind(&mut d, &c, &mut p2, 2 << 20, &alloc::vec![2u8; 16 << 10]).unwrap();
+        drain(&mut d, &c, &mut p1).unwrap();
+        drain(&mut d, &c, &mut p2).unwrap();
+        assert!(d.data[2 << 20..(2 << 20) + (16 << 10)]
+            .iter()
+            .all(|&x| x == 2));
+        assert_eq!(d.bufs_made, d.pool.len(), "every buffer back");
+    }
+
+    #[test]
+    fn a_request_that_can_never_fit_still_fails_busy() {
+        // nothing in flight anywhere, and no buffer to be had: no waiting
+        let mut d = FakeDisk::new(4 << 20, 4);
+        d.buf_limit = 0;
+        let c = Clock::new();
+        let mut r = alloc::vec![0u8; 4096];
+        assert_eq!(
+            read(&mut d, &c, 0, &mut r),
+            Err(SyncError::Device(BlockError::Busy))
+        );
     }
 
     #[test]

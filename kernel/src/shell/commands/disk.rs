@@ -201,6 +201,18 @@ fn dd_file(a: &xenlet_shell::dd::DdArgs, out: &mut dyn Write) -> CmdResult {
     }
 }
 
+/// The clock for a raw-disk command's waits (not interruptible mid-request).
+struct DiskWait;
+
+impl xenlet_drivers::blocksync::Waiter for DiskWait {
+    fn now_ns(&self) -> u64 {
+        crate::time::clock::now().as_nanos()
+    }
+    fn interrupted(&self) -> bool {
+        false
+    }
+}
+
 /// Reads `len` bytes of a disk from offset 0 through blkfront and hashes them.
 fn hash_disk(
     d: &mut crate::dev::frontends::Disk,
@@ -216,10 +228,13 @@ fn hash_disk(
     while pos < len {
         let bytes = (len - pos).min(chunk_pages * 4096);
         let pages = bytes.div_ceil(4096) as usize;
-        let mut bufs = alloc::vec::Vec::with_capacity(pages);
-        for _ in 0..pages {
-            bufs.push(d.alloc_buf().ok_or(BlockError::Busy)?);
-        }
+        // waits while a mounted filesystem's write-behind holds the pool
+        let bufs = xenlet_drivers::blocksync::alloc_waiting(&mut *d, &DiskWait, pages).map_err(
+            |e| match e {
+                xenlet_drivers::blocksync::SyncError::Device(e) => e,
+                e => BlockError::Broken(alloc::format!("{e}")),
+            },
+        )?;
         let tag = xenlet_drivers::blocksync::fresh_tag();
         d.submit(BlockRequest {
             tag,
