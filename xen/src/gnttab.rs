@@ -7,6 +7,7 @@
 //! reference: it can only be ended once, and only ending it gives the frame back.
 
 use crate::shared::SharedPage;
+use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::fmt;
 use core::sync::atomic::{fence, Ordering};
@@ -68,7 +69,12 @@ impl fmt::Display for GrantError {
 /// [`RESERVED_ENTRIES`] are never handed out).
 #[derive(Debug)]
 pub struct RefAllocator {
-    free: Vec<u32>,
+    /// Freed references, oldest first: handed out again in the order they were
+    /// freed (first in, first out), so a reference is reused as late as possible.
+    /// A backend that still used a stale reference (a request it had not consumed
+    /// when the frontend gave up on it) then reaches nothing new for as long as can
+    /// be, rather than the page granted right after.
+    free: VecDeque<u32>,
     /// One bit per reference below `next`: set while it is handed out (so `free`
     /// checks a reference in constant time, not by searching the free list).
     allocated: Vec<u64>,
@@ -81,7 +87,7 @@ impl RefAllocator {
     /// An allocator with `capacity` entries (grows with [`RefAllocator::grow`]).
     pub fn new(capacity: u32) -> Self {
         RefAllocator {
-            free: Vec::new(),
+            free: VecDeque::new(),
             allocated: Vec::new(),
             next: RESERVED_ENTRIES,
             capacity,
@@ -94,15 +100,14 @@ impl RefAllocator {
         self.capacity = self.capacity.max(capacity);
     }
 
-    /// A free reference, or `None` when all `capacity` are in use.
+    /// A free reference, or `None` when all `capacity` are in use: one never used
+    /// before while there is one, else the one freed longest ago.
     pub fn alloc(&mut self) -> Option<GrantRef> {
-        let r = match self.free.pop() {
-            Some(r) => r,
-            None if self.next < self.capacity => {
-                self.next += 1;
-                self.next - 1
-            }
-            None => return None,
+        let r = if self.next < self.capacity {
+            self.next += 1;
+            self.next - 1
+        } else {
+            self.free.pop_front()?
         };
         let (w, bit) = ((r / 64) as usize, 1u64 << (r % 64));
         if self.allocated.len() <= w {
@@ -124,7 +129,7 @@ impl RefAllocator {
             Some(word) if *word & bit != 0 => *word &= !bit,
             _ => return false,
         }
-        self.free.push(r.0);
+        self.free.push_back(r.0);
         self.in_use -= 1;
         true
     }
@@ -230,6 +235,32 @@ mod tests {
     }
 
     #[test]
+    fn a_freed_ref_is_reused_last_not_first() {
+        let mut a = RefAllocator::new(RESERVED_ENTRIES + 4);
+        let r: Vec<_> = (0..4).map(|_| a.alloc().unwrap()).collect();
+        // freed in this order: 10, 8, 11
+        for i in [2, 0, 3] {
+            assert!(a.free(r[i]));
+        }
+        // the ref freed just now (11) comes back last
+        assert_eq!(a.alloc(), Some(r[2]));
+        assert_eq!(a.alloc(), Some(r[0]));
+        assert!(a.free(r[0]));
+        assert_eq!(a.alloc(), Some(r[3]));
+        assert_eq!(a.alloc(), Some(r[0]));
+        assert_eq!(a.alloc(), None);
+    }
+
+    #[test]
+    fn fresh_refs_go_before_freed_ones() {
+        let mut a = RefAllocator::new(RESERVED_ENTRIES + 2);
+        let r0 = a.alloc().unwrap();
+        assert!(a.free(r0));
+        assert_ne!(a.alloc(), Some(r0), "a never-used ref first");
+        assert_eq!(a.alloc(), Some(r0));
+    }
+
+    #[test]
     fn freeing_is_constant_time() {
         // 200 000 references freed one by one: a search of the free list on each
         // free makes that 2e10 comparisons (tens of seconds); a bitmap, milliseconds.
@@ -247,7 +278,7 @@ mod tests {
         );
         assert_eq!(a.in_use(), 0);
         assert!(!a.free(refs[0]), "double free still refused");
-        assert_eq!(a.alloc(), Some(*refs.last().unwrap()), "reused");
+        assert_eq!(a.alloc(), Some(refs[0]), "reused, the first freed first");
     }
 
     #[test]
