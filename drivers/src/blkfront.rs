@@ -289,6 +289,18 @@ pub struct Blkfront<P: XenPlatform> {
     broken: Option<String>,
     stats: BlkStats,
     quarantine: Vec<Quarantined>,
+    /// Requests in flight when the device broke, with their grants and pages: the
+    /// backend may still consume them (it has not answered), so their grants stay
+    /// and their pages are not reused until [`Blkfront::release`] at teardown, as
+    /// Linux leaves in-flight grants alone until then. Bounded by the pool.
+    abandoned: Vec<Abandoned>,
+}
+
+/// One abandoned request's grants and pages (see `Blkfront::abandoned`).
+struct Abandoned {
+    grants: Vec<(Grant, Held)>,
+    bufs: Vec<IoBuf>,
+    indirect: Vec<IoBuf>,
 }
 
 fn read_u64<P: XenPlatform>(p: &P, path: &str) -> Option<u64> {
@@ -406,6 +418,7 @@ impl<P: XenPlatform> Blkfront<P> {
             broken: None,
             stats: BlkStats::default(),
             quarantine: Vec::new(),
+            abandoned: Vec::new(),
         })
     }
 
@@ -544,9 +557,23 @@ impl<P: XenPlatform> Blkfront<P> {
     /// pages kept back).
     pub fn release(mut self, why: String) -> (usize, usize) {
         self.fail(why);
+        // The backend is gone: the requests it never answered end their grants
+        // now (a page it still maps is quarantined, never reused).
+        let mut from_abandoned = Vec::new();
+        for a in core::mem::take(&mut self.abandoned) {
+            let Abandoned {
+                grants,
+                mut bufs,
+                mut indirect,
+            } = a;
+            self.end_grants(grants, &mut bufs, &mut indirect);
+            from_abandoned.extend(bufs);
+            from_abandoned.extend(indirect);
+        }
         let mut freed = 0;
         let mut kept = self.quarantine.len();
         let mut bufs: Vec<IoBuf> = core::mem::take(&mut self.pool);
+        bufs.extend(from_abandoned);
         for c in core::mem::take(&mut self.done) {
             bufs.extend(c.bufs);
         }
@@ -607,17 +634,19 @@ impl<P: XenPlatform> Blkfront<P> {
             let slot = &mut self.slots[idx];
             slot.in_flight = false;
             let tag = slot.tag;
-            let grants = core::mem::take(&mut slot.grants);
-            let mut bufs = core::mem::take(&mut slot.bufs);
-            let mut indirect = core::mem::take(&mut slot.indirect);
-            // The backend may still map these pages: a page whose grant ends is
-            // safe again; one it still maps is quarantined, never reused.
-            self.end_grants(grants, &mut bufs, &mut indirect);
-            self.pool.extend(indirect);
+            // The backend has not answered: it may still consume the request, so
+            // its grants stay and its pages are held until the teardown (a grant
+            // ended now frees its ref, which a stale request could then reach on
+            // another page). The caller gets its answer without buffers.
+            self.abandoned.push(Abandoned {
+                grants: core::mem::take(&mut slot.grants),
+                bufs: core::mem::take(&mut slot.bufs),
+                indirect: core::mem::take(&mut slot.indirect),
+            });
             self.done.push_back(Completion {
                 tag,
                 result: Err(BlockError::Broken(why.clone())),
-                bufs,
+                bufs: Vec::new(),
             });
         }
         self.broken = Some(why);
@@ -993,6 +1022,8 @@ mod tests {
         next_gref: Cell<u32>,
         notifies: Cell<u32>,
         pages_freed: Cell<usize>,
+        /// The first frame of each run freed.
+        freed: RefCell<Vec<u64>>,
         ports_closed: Cell<usize>,
         /// "+path" for each watch set, "-path" for each removed.
         watch_log: RefCell<Vec<String>>,
@@ -1026,6 +1057,11 @@ mod tests {
             }
             drop(xs);
             f
+        }
+
+        /// Every frame freed so far.
+        fn freed_gfns(&self) -> Vec<u64> {
+            self.freed.borrow().clone()
         }
 
         /// The backend writes into the page of grant `gref`: only through a
@@ -1108,6 +1144,8 @@ mod tests {
         }
         fn free_pages(&self, p: DmaPages) {
             self.pages_freed.set(self.pages_freed.get() + p.count());
+            let (gfn, count) = p.into_frames();
+            self.freed.borrow_mut().extend(gfn..gfn + count as u64);
         }
         fn grant(
             &self,
@@ -1567,7 +1605,9 @@ mod tests {
     }
 
     #[test]
-    fn a_broken_disk_ends_the_grants_of_pending_io_and_quarantines_mapped_pages() {
+    fn a_broken_disk_keeps_the_grants_of_pending_io_until_teardown() {
+        // The backend has not answered these requests: it may still consume them,
+        // so their grants stay (and their refs are not reused) while it is live.
         let f = Fake::new(false, 0, 0);
         let (mut d, mut be) = connect(&f);
         for tag in 0..3 {
@@ -1579,24 +1619,28 @@ mod tests {
         let (g1, _) = request_grefs(&be, r[1].0);
         let (g2, _) = request_grefs(&be, r[2].0);
         let kept_gfn = f.grants.borrow()[&g1[0]];
-        f.mapped.borrow_mut().insert(g1[0]);
         be.respond(999, blkif::OP_READ, 0); // hostile: breaks the disk
         let mut out = Vec::new();
         d.poll(&mut out);
         assert!(d.broken().is_some());
-        assert_eq!(out.len(), 3);
-        let bufs: usize = out.iter().map(|c| c.bufs.len()).sum();
-        assert_eq!(bufs, 2, "the mapped page is held back");
-        assert!(out
-            .iter()
-            .flat_map(|c| &c.bufs)
-            .all(|b| b.page.frame(0).unwrap() != kept_gfn));
-        assert_eq!(d.stats().quarantined_pages, 1);
+        assert_eq!(out.len(), 3, "every request answered, as failed");
+        assert!(out.iter().all(|c| c.result.is_err() && c.bufs.is_empty()));
+        assert!(f.grants.borrow().contains_key(&g1[0]), "grant kept");
+        assert!(f.grants.borrow().contains_key(&g2[0]), "grant kept");
+        // At the teardown (the backend closed) they end; one it still maps is
+        // quarantined, its page never freed.
+        f.mapped.borrow_mut().insert(g1[0]);
+        let (_, kept) = d.release(String::from("detached"));
         assert!(
             !f.grants.borrow().contains_key(&g2[0]),
             "unmapped: grant ended"
         );
         assert!(f.grants.borrow().contains_key(&g1[0]), "mapped: grant kept");
+        assert!(kept >= 1);
+        assert!(
+            !f.freed_gfns().contains(&kept_gfn),
+            "the mapped page is not freed"
+        );
     }
 
     #[test]
