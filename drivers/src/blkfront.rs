@@ -242,6 +242,10 @@ struct Slot {
     bufs: Vec<IoBuf>,
     grants: Vec<(Grant, Held)>,
     indirect: Vec<IoBuf>,
+    /// The caller's buffers that were not this backend's (another disk's pool, a
+    /// disk-to-disk copy) and went through one of ours instead: (index in `bufs`,
+    /// the caller's buffer). See [`Blkfront::bounce`].
+    bounced: Vec<(usize, IoBuf)>,
 }
 
 /// A page the backend still maps after its grant was to end: kept with the grant
@@ -269,6 +273,9 @@ pub struct BlkStats {
     /// Pages held back for good (with their grants) because the backend kept them
     /// mapped: never given back to the caller, the pool or the kernel.
     pub quarantined_pages: u64,
+    /// Pages of other disks' buffers copied through this disk's own persistently
+    /// granted pages (a disk-to-disk copy onto a persistent-grant backend).
+    pub bounced_pages: u64,
 }
 
 /// One connected virtual block device.
@@ -390,6 +397,7 @@ impl<P: XenPlatform> Blkfront<P> {
                 bufs: Vec::new(),
                 grants: Vec::new(),
                 indirect: Vec::new(),
+                bounced: Vec::new(),
             })
             .collect();
         let pool_limit = (entries * features.max_segments as usize + 64).min(POOL_MAX_PAGES);
@@ -638,6 +646,12 @@ impl<P: XenPlatform> Blkfront<P> {
             // its grants stay and its pages are held until the teardown (a grant
             // ended now frees its ref, which a stale request could then reach on
             // another page). The caller gets its answer without buffers.
+            // A bounced buffer of the caller's was never the backend's: it goes
+            // back (our page in its place stays with the request).
+            let theirs: Vec<IoBuf> = core::mem::take(&mut slot.bounced)
+                .into_iter()
+                .map(|(_, b)| b)
+                .collect();
             self.abandoned.push(Abandoned {
                 grants: core::mem::take(&mut slot.grants),
                 bufs: core::mem::take(&mut slot.bufs),
@@ -646,7 +660,7 @@ impl<P: XenPlatform> Blkfront<P> {
             self.done.push_back(Completion {
                 tag,
                 result: Err(BlockError::Broken(why.clone())),
-                bufs: Vec::new(),
+                bufs: theirs,
             });
         }
         self.broken = Some(why);
@@ -748,6 +762,17 @@ impl<P: XenPlatform> Blkfront<P> {
             return Err((BlockError::Busy, req));
         };
 
+        // A backend with persistent grants maps every grant it gets read-write and
+        // keeps it: a foreign buffer goes through one of our own granted pages.
+        let mut req = req;
+        let bounced = match self.bounce(op, &mut req.bufs) {
+            Ok(b) => b,
+            Err(()) => {
+                self.free_slots.push(slot_idx);
+                return Err((BlockError::Busy, req));
+            }
+        };
+
         // Grant references for the buffers.
         let mut grants = Vec::new();
         let mut segs = Vec::with_capacity(req.bufs.len());
@@ -769,7 +794,7 @@ impl<P: XenPlatform> Blkfront<P> {
                     }
                     Err(_) => {
                         let mut req = req;
-                        self.unwind(slot_idx, grants, Vec::new(), &mut req.bufs);
+                        self.unwind(slot_idx, grants, Vec::new(), &mut req.bufs, bounced);
                         return Err((BlockError::Busy, req));
                     }
                 },
@@ -793,7 +818,7 @@ impl<P: XenPlatform> Blkfront<P> {
                 for chunk in segs.chunks(blkif::SEGMENTS_PER_INDIRECT_PAGE) {
                     let Some(ib) = self.pool.pop().or_else(|| self.new_buf()) else {
                         let mut req = req;
-                        self.unwind(slot_idx, grants, indirect, &mut req.bufs);
+                        self.unwind(slot_idx, grants, indirect, &mut req.bufs, bounced);
                         return Err((BlockError::Busy, req));
                     };
                     let mut raw = [0u8; PAGE_BYTES];
@@ -815,7 +840,7 @@ impl<P: XenPlatform> Blkfront<P> {
                             Err(_) => {
                                 indirect.push(ib);
                                 let mut req = req;
-                                self.unwind(slot_idx, grants, indirect, &mut req.bufs);
+                                self.unwind(slot_idx, grants, indirect, &mut req.bufs, bounced);
                                 return Err((BlockError::Busy, req));
                             }
                         },
@@ -830,7 +855,7 @@ impl<P: XenPlatform> Blkfront<P> {
         };
         if let Err(e) = self.ring.push_request(&entry) {
             let mut req = req;
-            self.unwind(slot_idx, grants, indirect, &mut req.bufs);
+            self.unwind(slot_idx, grants, indirect, &mut req.bufs, bounced);
             let err = if e == xenlet_xen::ring::RingError::Full {
                 BlockError::Busy
             } else {
@@ -845,6 +870,7 @@ impl<P: XenPlatform> Blkfront<P> {
         slot.bufs = req.bufs;
         slot.grants = grants;
         slot.indirect = indirect;
+        slot.bounced = bounced;
         if op == blkif::OP_FLUSH_DISKCACHE || op == blkif::OP_WRITE_BARRIER {
             self.stats.flushes += 1;
         }
@@ -860,10 +886,61 @@ impl<P: XenPlatform> Blkfront<P> {
         grants: Vec<(Grant, Held)>,
         mut indirect: Vec<IoBuf>,
         bufs: &mut Vec<IoBuf>,
+        bounced: Vec<(usize, IoBuf)>,
     ) {
+        self.unbounce(bufs, bounced, false);
         self.end_grants(grants, bufs, &mut indirect);
         self.pool.extend(indirect);
         self.free_slots.push(slot_idx);
+    }
+
+    /// With persistent grants, swaps each buffer of `bufs` that is not granted to
+    /// this backend (another disk's, in a disk-to-disk copy) for one of our own pool
+    /// pages, copying a write's data in: Linux's blkback maps every grant of a
+    /// persistent frontend read-write and keeps it, so a read-only per-request grant
+    /// fails and a read-write one would stay mapped for good. Linux's blkfront copies
+    /// into its persistent pages the same way. Returns the swapped-out buffers (for
+    /// [`Blkfront::unbounce`]); `Err` if the pool has no page now (all swaps undone).
+    fn bounce(&mut self, op: u8, bufs: &mut [IoBuf]) -> Result<Vec<(usize, IoBuf)>, ()> {
+        let mut bounced = Vec::new();
+        if !self.info.features.persistent {
+            return Ok(bounced);
+        }
+        let mut page = [0u8; PAGE_BYTES];
+        for i in 0..bufs.len() {
+            if matches!(&bufs[i].grant, Some((_, dom)) if *dom == self.backend_id) {
+                continue;
+            }
+            let Some(own) = self.pool.pop().or_else(|| self.new_buf()) else {
+                self.unbounce(bufs, bounced, false);
+                return Err(());
+            };
+            if op == blkif::OP_WRITE {
+                bufs[i].read_at(0, &mut page);
+                own.write_at(0, &page);
+            }
+            let theirs = core::mem::replace(&mut bufs[i], own);
+            bounced.push((i, theirs));
+            self.stats.bounced_pages += 1;
+        }
+        Ok(bounced)
+    }
+
+    /// Puts the caller's buffers back in `bufs` (a read's data copied into them
+    /// when `copy_back`), our pages back in the pool.
+    fn unbounce(&mut self, bufs: &mut [IoBuf], bounced: Vec<(usize, IoBuf)>, copy_back: bool) {
+        let mut page = [0u8; PAGE_BYTES];
+        for (i, theirs) in bounced {
+            let Some(slot) = bufs.get_mut(i) else {
+                continue; // not reachable: indexes come from `bounce`
+            };
+            let own = core::mem::replace(slot, theirs);
+            if copy_back {
+                own.read_at(0, &mut page);
+                slot.write_at(0, &page);
+            }
+            self.pool.push(own);
+        }
     }
 
     fn complete(&mut self, raw: &[u8; blkif::RESPONSE_BYTES]) {
@@ -905,7 +982,11 @@ impl<P: XenPlatform> Blkfront<P> {
         let grants = core::mem::take(&mut slot.grants);
         let mut indirect = core::mem::take(&mut slot.indirect);
         let mut bufs = core::mem::take(&mut slot.bufs);
+        let bounced = core::mem::take(&mut slot.bounced);
         let tag = slot.tag;
+        // (bounced buffers were never granted per request: their indexes are not
+        // among the grants' below)
+        self.unbounce(&mut bufs, bounced, sent == blkif::OP_READ && result.is_ok());
         // A page the backend still maps after answering is quarantined (never
         // reused: not returned, not pooled) and the disk is marked broken, as Linux
         // does since XSA-396.
@@ -1336,6 +1417,94 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].result, Ok(()));
         assert_eq!(out[0].bufs.len(), 256);
+    }
+
+    /// A buffer from outside this disk's pool (another disk's, in a disk-to-disk
+    /// copy), never granted to this backend.
+    fn foreign_buf(f: &Fake, fill: u8) -> IoBuf {
+        let b = IoBuf {
+            page: f.alloc_pages(1).unwrap(),
+            grant: None,
+        };
+        b.write_at(0, &[fill; PAGE_BYTES]);
+        b
+    }
+
+    /// What the backend reads through grant `gref`.
+    fn backend_read(f: &Fake, gref: u32) -> Vec<u8> {
+        let gfn = f.grants.borrow()[&gref];
+        let pages = f.pages.borrow();
+        let page = &pages.iter().find(|(g, _)| *g == gfn).unwrap().1;
+        let mut v = alloc::vec![0u8; PAGE_BYTES];
+        page.read_bytes(0, &mut v);
+        v
+    }
+
+    #[test]
+    fn a_foreign_write_goes_through_our_persistent_page() {
+        // Linux's blkback maps a persistent frontend's grants read-write: a
+        // read-only per-request grant of the other disk's page would be refused.
+        let f = Fake::new(true, 0, 0);
+        let (mut d, mut be) = connect(&f);
+        let theirs = foreign_buf(&f, 0xab);
+        let their_gfn = theirs.page.frame(0).unwrap();
+        d.submit(BlockRequest {
+            tag: 7,
+            op: BlockOp::Write,
+            sector: 16,
+            bytes: PAGE_BYTES,
+            bufs: alloc::vec![theirs],
+        })
+        .map_err(|(e, _)| e)
+        .unwrap();
+        d.kick();
+        let r = be.requests();
+        let (grefs, _) = request_grefs(&be, r[0].0);
+        assert_eq!(f.access.borrow()[&grefs[0]], Access::ReadWrite);
+        assert!(
+            !f.grants.borrow().values().any(|&g| g == their_gfn),
+            "the other disk's page is never granted"
+        );
+        assert!(backend_read(&f, grefs[0]).iter().all(|&x| x == 0xab));
+        be.respond(r[0].0, r[0].1, 0);
+        let mut out = Vec::new();
+        d.poll(&mut out);
+        let c = out.pop().unwrap();
+        assert!(c.result.is_ok());
+        assert_eq!(c.bufs.len(), 1);
+        assert_eq!(
+            c.bufs[0].page.frame(0),
+            Some(their_gfn),
+            "their buffer back"
+        );
+        assert_eq!(d.stats().bounced_pages, 1);
+    }
+
+    #[test]
+    fn a_foreign_read_is_copied_back_into_the_callers_buffer() {
+        let f = Fake::new(true, 0, 0);
+        let (mut d, mut be) = connect(&f);
+        let theirs = foreign_buf(&f, 0);
+        d.submit(BlockRequest {
+            tag: 8,
+            op: BlockOp::Read,
+            sector: 0,
+            bytes: PAGE_BYTES,
+            bufs: alloc::vec![theirs],
+        })
+        .map_err(|(e, _)| e)
+        .unwrap();
+        d.kick();
+        let r = be.requests();
+        let (grefs, _) = request_grefs(&be, r[0].0);
+        f.backend_write(grefs[0], &[0x5c; PAGE_BYTES]).unwrap();
+        be.respond(r[0].0, r[0].1, 0);
+        let mut out = Vec::new();
+        d.poll(&mut out);
+        let c = out.pop().unwrap();
+        let mut got = alloc::vec![0u8; PAGE_BYTES];
+        c.bufs[0].read_at(0, &mut got);
+        assert!(got.iter().all(|&x| x == 0x5c));
     }
 
     #[test]
