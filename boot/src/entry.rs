@@ -7,9 +7,10 @@
 //! - multiboot2 (GRUB): `%eax` = 0x36d76289, `%ebx` = physical address of the boot
 //!   information structure.
 //!
-//! The code zeroes `.bss`, identity-maps the first 4 GiB with 2 MiB pages (the
-//! kernel's own 2 MiB with 4 KiB pages, leaving an unmapped guard page below the boot
-//! stack), enables PAE and long mode, loads a minimal GDT and calls `xenlet_kernel_entry(kind, info)` on the
+//! The code zeroes `.bss`, identity-maps the first 4 GiB with 2 MiB pages, no-execute
+//! (the first 2 MiB in 4 KiB pages with page 0 unmapped, a null guard; the kernel's
+//! own 2 MiB in 4 KiB pages, W^X by `linker.ld`'s sections, leaving an unmapped guard
+//! page below the boot stack), enables PAE, no-execute and long mode, loads a minimal GDT and calls `xenlet_kernel_entry(kind, info)` on the
 //! boot stack. The kernel replaces GDT and IDT with its own right after.
 //! Layout as in Mini-OS `arch/x86/x86_hvm.S` (CR4.PAE → EFER.LME → CR0.PG → lgdt →
 //! far jump), written for Xenlet.
@@ -104,7 +105,12 @@ xenlet_mb2_start32:
     cpuid
     bt $29, %edx
     jnc 9f
-    pop %ebx
+    /* No-execute (CPUID 0x80000001 EDX bit 20): the high dword of every non-code
+       entry gets bit 63 from here, and EFER.NXE is set below. */
+    bt $20, %edx
+    jnc 7f
+    movl $0x80000000, xenlet_boot_nx_hi
+7:  pop %ebx
 
     /* Page tables: PML4[0] -> PDPT; PDPT[0..4] -> PD0..PD3; PDn maps 1 GiB with
        2 MiB pages (present | writable | page size). */
@@ -122,26 +128,61 @@ xenlet_mb2_start32:
     mov $xenlet_boot_pd, %edi
     xor %eax, %eax                                  /* low 32 bits of the physical address */
     xor %edx, %edx                                  /* entry index 0..2047 */
+    mov xenlet_boot_nx_hi, %ecx                     /* no-execute: nothing here is code */
 3:  mov %eax, %esi
     or $0x83, %esi
     mov %esi, (%edi,%edx,8)
-    movl $0, 4(%edi,%edx,8)
+    mov %ecx, 4(%edi,%edx,8)
     add $0x200000, %eax
     inc %edx
     cmp $2048, %edx
     jne 3b
 
+    /* The first 2 MiB in 4 KiB pages, read-write, no-execute, page 0 not present:
+       a null pointer dereference faults (and is reported) instead of reading or
+       writing the real-mode vector table. */
+    mov $xenlet_boot_pt_low, %edi
+    mov $0x1000, %eax
+    mov $1, %edx
+8:  mov %eax, %esi
+    or $0x3, %esi
+    mov %esi, (%edi,%edx,8)
+    mov %ecx, 4(%edi,%edx,8)
+    add $4096, %eax
+    inc %edx
+    cmp $512, %edx
+    jne 8b
+    mov $xenlet_boot_pt_low, %eax
+    or $0x3, %eax
+    mov %eax, xenlet_boot_pd                        /* PD0[0] -> the low page table */
+    movl $0, xenlet_boot_pd + 4
+
     /* The kernel's 2 MiB (2-4 MiB, the linker script asserts the image fits) in
        4 KiB pages instead, so the page below the boot stack can stay unmapped: an
        overflowing stack faults there (a double fault, reported on its own stack)
        instead of silently writing over whatever lies below it. */
+    /* W^X (linker.ld): code read-execute; constants read-only, no-execute; the
+       hypercall page (Xen writes it through physical memory) read-execute; data,
+       .bss, the stacks and the rest of the 2 MiB read-write, no-execute. CR0.WP makes
+       read-only binding for the kernel too. */
     mov $xenlet_boot_pt, %edi
     mov $0x200000, %eax
     xor %edx, %edx
 5:  mov %eax, %esi
-    or $0x3, %esi                                   /* present | writable */
-    mov %esi, (%edi,%edx,8)
-    movl $0, 4(%edi,%edx,8)
+    or $0x1, %esi                                   /* present */
+    mov $0, %ecx                                    /* executable */
+    cmp $__text_end, %eax
+    jb 6f
+    mov xenlet_boot_nx_hi, %ecx                     /* no-execute from here on */
+    cmp $__hypercall_start, %eax
+    jb 6f                                           /* constants: read-only */
+    cmp $__hypercall_end, %eax
+    jae 10f
+    mov $0, %ecx                                    /* the hypercall page: executable */
+    jmp 6f
+10: or $0x2, %esi                                   /* data: writable */
+6:  mov %esi, (%edi,%edx,8)
+    mov %ecx, 4(%edi,%edx,8)
     add $4096, %eax
     inc %edx
     cmp $512, %edx
@@ -159,10 +200,13 @@ xenlet_mb2_start32:
     mov %eax, %cr4
     mov $xenlet_boot_pml4, %eax
     mov %eax, %cr3
-    mov $0xc0000080, %ecx                           /* EFER.LME */
+    mov $0xc0000080, %ecx                           /* EFER.LME (and NXE if the CPU has it) */
     rdmsr
     or $(1 << 8), %eax
-    wrmsr
+    cmpl $0, xenlet_boot_nx_hi
+    je 11f
+    or $(1 << 11), %eax
+11: wrmsr
     mov %cr0, %eax                                  /* CR0.PG | CR0.WP | CR0.PE */
     or $((1 << 31) | (1 << 16) | 1), %eax
     mov %eax, %cr0
@@ -208,6 +252,8 @@ xenlet_boot_pml4: .skip 4096
 xenlet_boot_pdpt: .skip 4096
 xenlet_boot_pd:   .skip 4 * 4096
 xenlet_boot_pt:   .skip 4096
+xenlet_boot_pt_low: .skip 4096
+xenlet_boot_nx_hi: .skip 4096
     .global xenlet_boot_stack_guard
 xenlet_boot_stack_guard: .skip 4096
     .global xenlet_boot_stack

@@ -21,6 +21,9 @@ struct HypercallPage(UnsafeCell<[u8; 4096]>);
 // afterwards it is only executed, never written by the kernel.
 unsafe impl Sync for HypercallPage {}
 
+/// In its own section (linker.ld `.hypercall`): mapped read-execute, as W^X wants
+/// code, though it is not the kernel's own code.
+#[cfg_attr(target_os = "none", link_section = ".xenlet_hypercall")]
 static PAGE: HypercallPage = HypercallPage(UnsafeCell::new([0xc3; 4096]));
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 

@@ -1732,6 +1732,28 @@ const BLK_REPLACE_STEPS: &[Step] = &[
         &[r"^e2fsck rc=0$"],
         60,
     ),
+    // disk to disk onto blkback, whose persistent grants are mapped read-write:
+    // the source disk's buffers go through the target's own pages
+    dom0(
+        concat!(
+            "truncate -s 32M /tmp/copy.img && lo=$(losetup -f --show /tmp/copy.img) && ",
+            "xl block-attach $NAME phy:$lo,xvdc,w && echo attached $lo"
+        ),
+        &[r"^attached /dev/loop\d+$"],
+        60,
+    ),
+    cmd("sleep 3", &[], 30),
+    cmd("lsblk", &[r"^xvdc\s+32\s.*\syes\s"], 30),
+    cmd("dd if=/dev/xvdb of=/dev/xvdc bs=1M count=32 conv=fsync", &[r"^32\+0 records out"], 120),
+    dom0(
+        concat!(
+            "a=$(sha256sum < $(losetup -j /tmp/new.img | cut -d: -f1) | cut -c1-64); ",
+            "b=$(sha256sum < $(losetup -j /tmp/copy.img | cut -d: -f1) | cut -c1-64); ",
+            "[ \"$a\" = \"$b\" ] && echo \"copy identical $b\""
+        ),
+        &[r"^copy identical [0-9a-f]{64}$"],
+        60,
+    ),
     last("poweroff"),
 ];
 
@@ -2219,7 +2241,7 @@ on_crash    = "preserve"
     },
     Scenario {
         name: "blk-replace",
-        about: "a mounted disk detached and another attached at its vdev, PVH: the old mount fails (disk gone), the new disk is untouched until mounted",
+        about: "a mounted disk detached and another attached at its vdev, PVH: the old mount fails (disk gone), the new disk is untouched until mounted; then copied disk to disk onto blkback",
         needs: &[Need::XenletElf],
         config: XENLET_PVH_CONFIG,
         disks: &[DATA_LOOP],
