@@ -8,7 +8,8 @@
 //!   information structure.
 //!
 //! The code zeroes `.bss`, identity-maps the first 4 GiB with 2 MiB pages, no-execute
-//! (the first 2 MiB in 4 KiB pages with page 0 unmapped, a null guard; the kernel's
+//! (the first 2 MiB in 4 KiB pages, so that the kernel can unmap page 0 after boot as
+//! a null guard; the kernel's
 //! own 2 MiB in 4 KiB pages, W^X by `linker.ld`'s sections, leaving an unmapped guard
 //! page below the boot stack), enables PAE, no-execute and long mode, loads a minimal GDT and calls `xenlet_kernel_entry(kind, info)` on the
 //! boot stack. The kernel replaces GDT and IDT with its own right after.
@@ -138,12 +139,13 @@ xenlet_mb2_start32:
     cmp $2048, %edx
     jne 3b
 
-    /* The first 2 MiB in 4 KiB pages, read-write, no-execute, page 0 not present:
-       a null pointer dereference faults (and is reported) instead of reading or
-       writing the real-mode vector table. */
+    /* The first 2 MiB in 4 KiB pages, read-write, no-execute: the kernel unmaps
+       page 0 once it has read the boot information (QEMU's PVH loader puts it
+       there), so that a null pointer dereference faults and is reported
+       (kernel/src/arch/paging.rs). */
     mov $xenlet_boot_pt_low, %edi
-    mov $0x1000, %eax
-    mov $1, %edx
+    xor %eax, %eax
+    xor %edx, %edx
 8:  mov %eax, %esi
     or $0x3, %esi
     mov %esi, (%edi,%edx,8)
@@ -194,6 +196,7 @@ xenlet_mb2_start32:
     mov $xenlet_boot_pt, %eax
     or $0x3, %eax
     mov %eax, xenlet_boot_pd + 8                    /* PD0[1] -> the page table */
+    movl $0, xenlet_boot_pd + 12                    /* (executable: its entries decide) */
 
     mov %cr4, %eax                                  /* CR4.PAE */
     or $(1 << 5), %eax
@@ -252,6 +255,7 @@ xenlet_boot_pml4: .skip 4096
 xenlet_boot_pdpt: .skip 4096
 xenlet_boot_pd:   .skip 4 * 4096
 xenlet_boot_pt:   .skip 4096
+    .global xenlet_boot_pt_low
 xenlet_boot_pt_low: .skip 4096
 xenlet_boot_nx_hi: .skip 4096
     .global xenlet_boot_stack_guard

@@ -155,6 +155,9 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     let power_info = acpi_root.and_then(|r| acpi::power_info(&IdentityMemory, &r, &mut scratch));
     drop(scratch);
     power::set_acpi(power_info);
+    // The boot information in low memory has been read (and the ACPI tables): page 0
+    // goes, a null pointer dereference faults from here on.
+    crate::arch::paging::unmap_page_zero();
 
     let serial_irq = console::enable_serial_irq();
     let prompt = clock::now();

@@ -41,6 +41,37 @@ fn page_fault_report_has_vector_error_rip_cr2_rsp() {
 }
 
 #[test]
+fn a_null_pointer_faults_page_0_is_not_mapped() {
+    let out = crash("null");
+    assert!(
+        out.contains("page fault (#PF) (vector 14), error code 0x0"),
+        "{out}"
+    );
+    assert_eq!(field(&out, "cr2"), 0);
+    assert!(out.contains("***   a null pointer dereference"), "{out}");
+}
+
+#[test]
+fn code_is_not_writable_and_data_not_executable() {
+    // W^X: a write to the kernel's code faults (present, write)...
+    let out = crash("wx");
+    assert!(
+        out.contains("page fault (#PF) (vector 14), error code 0x3"),
+        "{out}"
+    );
+    assert!((0x200000..0x400000).contains(&field(&out, "cr2")), "{out}");
+    assert!(out.contains("a write to read-only memory"), "{out}");
+    // ...and a jump into data faults on the fetch (present, instruction fetch)
+    let out = crash("nx");
+    assert!(
+        out.contains("page fault (#PF) (vector 14), error code 0x11"),
+        "{out}"
+    );
+    assert_eq!(field(&out, "cr2"), field(&out, "rip"), "{out}");
+    assert!(out.contains("code fetched from no-execute memory"), "{out}");
+}
+
+#[test]
 fn invalid_opcode_divide_error_and_gp_are_reported() {
     let out = crash("ud");
     assert!(out.contains("invalid opcode (#UD) (vector 6)"), "{out}");

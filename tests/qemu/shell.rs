@@ -91,11 +91,11 @@ fn bad_commands_and_arguments_get_one_line_and_the_shell_goes_on() {
     );
     assert_eq!(
         g.run("crash"),
-        "crash: missing fault kind (usage: crash pf|gp|ud|de|panic|console|stack|triple)\n"
+        "crash: missing fault kind (usage: crash pf|null|wx|nx|gp|ud|de|panic|console|stack|triple)\n"
     );
     assert_eq!(
         g.run("crash bogus"),
-        "crash: unknown fault kind 'bogus' (usage: crash pf|gp|ud|de|panic|console|stack|triple)\n"
+        "crash: unknown fault kind 'bogus' (usage: crash pf|null|wx|nx|gp|ud|de|panic|console|stack|triple)\n"
     );
     assert_eq!(g.run("echo 'open"), "xenlet: unterminated quote\n");
     assert!(g.run("version").starts_with("Xenlet"));

@@ -52,6 +52,13 @@ pub fn report_and_stop(f: &TrapFrame) -> ! {
     );
     let stack = crate::arch::stack::boot_stack();
     let cr2 = cpu::cr2();
+    if f.vector == 14 {
+        let _ = writeln!(
+            w,
+            "***   {}",
+            crate::sys::pagefault::cause(f.error_code, cr2)
+        );
+    }
     if stack.overflowed_at(f.rsp) || (f.vector == 14 && stack.overflowed_at(cr2)) {
         let _ = writeln!(
             w,
@@ -85,6 +92,12 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
 pub enum Deliberate {
     /// Read an unmapped address (#PF).
     PageFault,
+    /// Read address 0: page 0 is not mapped (#PF).
+    NullPointer,
+    /// Write the kernel's own code, which is mapped read-only (#PF).
+    WriteCode,
+    /// Jump into data, which is mapped no-execute (#PF).
+    ExecuteData,
     /// Execute `ud2` (#UD).
     InvalidOpcode,
     /// Divide by zero in hardware (#DE).
@@ -102,6 +115,9 @@ pub enum Deliberate {
     /// A #PF with an empty IDT: no report, the CPU shuts down (a triple fault).
     TripleFault,
 }
+
+/// A `ret` instruction in writable data (`crash nx`): mapped no-execute.
+static mut RET_IN_DATA: [u8; 16] = [0xc3; 16];
 
 /// One KiB of stack per call, without end: only the guard page stops it.
 #[inline(never)]
@@ -124,6 +140,20 @@ pub fn provoke(kind: Deliberate) -> ! {
                 core::arch::asm!("mov {0}, [{1}]", out(reg) _, in(reg) 0x1000_0000_0000u64, options(nostack))
             };
         }
+        // SAFETY: a load from address 0: page 0 is not mapped (boot/src/entry.rs), so it faults and nothing is read.
+        Deliberate::NullPointer => unsafe {
+            core::arch::asm!("mov {0}, [{1}]", out(reg) _, in(reg) 0u64, options(nostack));
+        },
+        // SAFETY: writes the first byte of this function back with its own value: the write faults (code is read-only), and were it to go through it would change nothing.
+        Deliberate::WriteCode => unsafe {
+            core::arch::asm!("mov {b}, byte ptr [{a}]", "mov byte ptr [{a}], {b}",
+                a = in(reg) provoke as *const () as u64, b = out(reg_byte) _, options(nostack));
+        },
+        // SAFETY: calls a `ret` instruction kept in writable data: the fetch faults (data is no-execute); were it to run, it would return at once having changed nothing.
+        Deliberate::ExecuteData => unsafe {
+            core::arch::asm!("call {0}", in(reg) core::ptr::addr_of!(RET_IN_DATA) as u64,
+                clobber_abi("C"));
+        },
         // SAFETY: see above.
         Deliberate::InvalidOpcode => unsafe { core::arch::asm!("ud2", options(nostack)) },
         // SAFETY: see above.

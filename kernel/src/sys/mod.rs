@@ -4,6 +4,7 @@
 //! PV devices, syncing the filesystems) is registered with it by `kmain`.
 
 pub mod acpi;
+pub mod pagefault;
 
 #[cfg(target_os = "none")]
 pub mod fault;

@@ -294,7 +294,7 @@ pub static COMMANDS: &[Command<Host>] = &[
     },
     Command {
         name: "crash",
-        usage: "pf|gp|ud|de|panic|console|stack|triple",
+        usage: "pf|null|wx|nx|gp|ud|de|panic|console|stack|triple",
         help: "provoke a fault or panic (tests the fault report)",
         run: crash,
     },

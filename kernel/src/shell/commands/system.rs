@@ -195,6 +195,9 @@ pub(super) fn exits(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResu
 pub(super) fn crash(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {
     let kind = match args {
         ["pf"] => Deliberate::PageFault,
+        ["null"] => Deliberate::NullPointer,
+        ["wx"] => Deliberate::WriteCode,
+        ["nx"] => Deliberate::ExecuteData,
         ["gp"] => Deliberate::GeneralProtection,
         ["ud"] => Deliberate::InvalidOpcode,
         ["de"] => Deliberate::DivideError,
