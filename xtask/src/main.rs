@@ -191,7 +191,8 @@ fn setup_task() -> Result<()> {
 /// the same for PVH, `blk-pvh` blkfront's data path, verified from dom0,
 /// `flood-pvh` Xenlet under a dom0 flood (the shell answers, memory and frames
 /// accounted for), `router-xenlet` Xenlet as the router between a LAN and a WAN bridge,
-/// `router-busy` the same router forwarding, answering DNS and DHCP while its console
+/// `blk-replace` a mounted disk replaced at its vdev (the old mount fails, the new
+/// disk untouched) and a disk-to-disk copy onto blkback, `router-busy` the same router forwarding, answering DNS and DHCP while its console
 /// runs `sleep`, `dd`, `sha256sum` and `cp -r`,
 /// `triple-pvh` the negative control of the flake's evidence (a triple fault that is
 /// the guest's own must be judged so; `xen-pvh` checks the same reader live). Scenarios
@@ -204,6 +205,7 @@ const XEN_TEST_SCENARIOS: &[&str] = &[
     "net-pvh",
     "fs-pvh",
     "blk-hotplug",
+    "blk-replace",
     "flood-pvh",
     "router-xenlet",
     "router-busy",
