@@ -169,8 +169,10 @@ def parse_vmcb(dmesg, domid):
     return vm
 
 
-def judge(core, vm):
-    """('intact' | 'explained' | 'not judged', lines)."""
+def judge(core, vm, cr2=True):
+    """('intact' | 'explained' | 'not judged', lines). Without `cr2` the faulting
+    address is not among the checks (a live guest that has not faulted: its CR2 is
+    whatever it was, 0 at boot, and page 0 is unmapped on purpose)."""
     lines = []
     info = vm['exit_int_info']
     valid, kind, vector = info >> 31 & 1, info >> 8 & 7, info & 0xff
@@ -180,8 +182,8 @@ def judge(core, vm):
         return 'not judged', lines + ['the exception chain did not begin with a #PF']
     if not vm['efer'] & EFER_LMA or not vm['cr0'] & CR0_PG:
         return 'not judged', lines + ['the vCPU was not in long mode']
-    checks = [('CR2 (the last faulting address)', vm['cr2'], False),
-              ('RIP', vm['rip'], False), ('the stack below RSP', vm['rsp'] - 8, True)]
+    checks = [('CR2 (the last faulting address)', vm['cr2'], False)] if cr2 else []
+    checks += [('RIP', vm['rip'], False), ('the stack below RSP', vm['rsp'] - 8, True)]
     idt_limit, idt_base = vm['idtr']
     gdt_limit, gdt_base = vm['gdtr']
     tr_limit, tr_base = vm['tr']
@@ -302,7 +304,7 @@ def live(name, elf):
             vm['rip'], gpa, 'the kernel image\'s bytes'
             if got == want and got else 'bytes %r, image %r' % (got, want)))
         # a live guest's state judged as if it had died of a #PF: its tables are sane
-        verdict, lines = judge(mem, dict(vm, exit_int_info=0x80000b0e))
+        verdict, lines = judge(mem, dict(vm, exit_int_info=0x80000b0e), cr2=False)
         for ln in lines:
             print('pagewalk: ' + ln)
         print('pagewalk: verdict %s (%d pages read)' % (verdict, len(mem.cache)))
