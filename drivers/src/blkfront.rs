@@ -1197,10 +1197,7 @@ mod tests {
             Ok(())
         }
         fn xs_rm(&self, path: &str) -> Result<(), XsError> {
-            let below = format!("{path}/");
-            self.xs
-                .borrow_mut()
-                .retain(|k, _| k != path && !k.starts_with(&below));
+            crate::platform::rm_tree(&mut self.xs.borrow_mut(), path);
             Ok(())
         }
         fn xs_watch(&self, path: &str) -> Result<crate::platform::Watch, XsError> {
@@ -1430,6 +1427,30 @@ mod tests {
         b
     }
 
+    /// Submits a one-page request of a foreign buffer and kicks; returns the
+    /// backend's view of it: (id, op) and its data grant refs.
+    fn submit_foreign(
+        d: &mut Blkfront<&Fake>,
+        be: &mut Backend,
+        op: BlockOp,
+        sector: u64,
+        buf: IoBuf,
+    ) -> ((u64, u8), Vec<u32>) {
+        d.submit(BlockRequest {
+            tag: 7,
+            op,
+            sector,
+            bytes: PAGE_BYTES,
+            bufs: alloc::vec![buf],
+        })
+        .map_err(|(e, _)| e)
+        .unwrap();
+        d.kick();
+        let r = be.requests();
+        let (grefs, _) = request_grefs(be, r[0].0);
+        ((r[0].0, r[0].1), grefs)
+    }
+
     /// What the backend reads through grant `gref`.
     fn backend_read(f: &Fake, gref: u32) -> Vec<u8> {
         let gfn = f.grants.borrow()[&gref];
@@ -1448,25 +1469,14 @@ mod tests {
         let (mut d, mut be) = connect(&f);
         let theirs = foreign_buf(&f, 0xab);
         let their_gfn = theirs.page.frame(0).unwrap();
-        d.submit(BlockRequest {
-            tag: 7,
-            op: BlockOp::Write,
-            sector: 16,
-            bytes: PAGE_BYTES,
-            bufs: alloc::vec![theirs],
-        })
-        .map_err(|(e, _)| e)
-        .unwrap();
-        d.kick();
-        let r = be.requests();
-        let (grefs, _) = request_grefs(&be, r[0].0);
+        let ((id, op), grefs) = submit_foreign(&mut d, &mut be, BlockOp::Write, 16, theirs);
         assert_eq!(f.access.borrow()[&grefs[0]], Access::ReadWrite);
         assert!(
             !f.grants.borrow().values().any(|&g| g == their_gfn),
             "the other disk's page is never granted"
         );
         assert!(backend_read(&f, grefs[0]).iter().all(|&x| x == 0xab));
-        be.respond(r[0].0, r[0].1, 0);
+        be.respond(id, op, 0);
         let mut out = Vec::new();
         d.poll(&mut out);
         let c = out.pop().unwrap();
@@ -1485,20 +1495,9 @@ mod tests {
         let f = Fake::new(true, 0, 0);
         let (mut d, mut be) = connect(&f);
         let theirs = foreign_buf(&f, 0);
-        d.submit(BlockRequest {
-            tag: 8,
-            op: BlockOp::Read,
-            sector: 0,
-            bytes: PAGE_BYTES,
-            bufs: alloc::vec![theirs],
-        })
-        .map_err(|(e, _)| e)
-        .unwrap();
-        d.kick();
-        let r = be.requests();
-        let (grefs, _) = request_grefs(&be, r[0].0);
+        let ((id, op), grefs) = submit_foreign(&mut d, &mut be, BlockOp::Read, 0, theirs);
         f.backend_write(grefs[0], &[0x5c; PAGE_BYTES]).unwrap();
-        be.respond(r[0].0, r[0].1, 0);
+        be.respond(id, op, 0);
         let mut out = Vec::new();
         d.poll(&mut out);
         let c = out.pop().unwrap();

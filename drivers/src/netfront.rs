@@ -1291,10 +1291,7 @@ mod tests {
             Ok(())
         }
         fn xs_rm(&self, path: &str) -> Result<(), XsError> {
-            let below = format!("{path}/");
-            self.xs
-                .borrow_mut()
-                .retain(|k, _| k != path && !k.starts_with(&below));
+            crate::platform::rm_tree(&mut self.xs.borrow_mut(), path);
             Ok(())
         }
         fn xs_watch(&self, path: &str) -> Result<crate::platform::Watch, XsError> {

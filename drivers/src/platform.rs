@@ -198,6 +198,14 @@ pub fn close_device<P: XenPlatform>(p: &P, fe: &str, be_state: &str, timeout_ns:
     followed && closed
 }
 
+/// XenStore's `rm` over the host tests' fake stores (a map of full paths): the node
+/// and everything below it.
+#[cfg(test)]
+pub(crate) fn rm_tree(xs: &mut alloc::collections::BTreeMap<String, String>, path: &str) {
+    let below = alloc::format!("{path}/");
+    xs.retain(|k, _| k != path && !k.starts_with(&below));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,10 +276,7 @@ mod tests {
             Ok(())
         }
         fn xs_rm(&self, path: &str) -> Result<(), XsError> {
-            let below = format!("{path}/");
-            self.xs
-                .borrow_mut()
-                .retain(|k, _| k != path && !k.starts_with(&below));
+            super::rm_tree(&mut self.xs.borrow_mut(), path);
             Ok(())
         }
         fn xs_watch(&self, path: &str) -> Result<Watch, XsError> {
