@@ -31,6 +31,9 @@ struct XenConsole {
     ring: ConsoleRing,
     port: Port,
     hv: PvConsoleOps,
+    /// The ring stayed full past [`PV_CONSOLE_WAIT`]: until it drains again,
+    /// output that does not fit is dropped at once instead of waited for.
+    congested: bool,
 }
 
 /// What the PV console needs from the Xen platform layer, which sits above this one
@@ -44,19 +47,43 @@ pub struct PvConsoleOps {
     pub yield_cpu: fn(),
 }
 
+/// The longest the console waits for xenconsoled to make room in the ring, once per
+/// stall. A write holds the console with interrupts off, so this bounds what a
+/// console that stopped draining (dom0 busy, xenconsoled stalled) costs the vifs and
+/// disks (their events wait meanwhile); output that does not fit by then is dropped
+/// and counted, and so is all that does not fit until the ring drains again. (It
+/// waited for up to 20,000 `SCHEDOP_yield`s per write before.)
+const PV_CONSOLE_WAIT: core::time::Duration = core::time::Duration::from_millis(20);
+
+/// Bytes of output the PV console dropped because its ring stayed full.
+static PV_DROPPED: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// Bytes the PV console dropped (its backend did not drain the ring in time).
+pub fn pv_console_dropped() -> u64 {
+    PV_DROPPED.load(core::sync::atomic::Ordering::Relaxed)
+}
+
 impl XenConsole {
-    /// Queues all of `bytes`, waiting (bounded) while xenconsoled drains the ring.
+    /// Queues all of `bytes`, waiting (at most [`PV_CONSOLE_WAIT`] in all) while
+    /// xenconsoled drains the ring; what does not fit by then is dropped.
     fn write_all(&mut self, bytes: &[u8]) {
         let mut rest = bytes;
-        let mut waits = 0u32;
+        let mut give_up = None;
         while !rest.is_empty() && !self.ring.is_broken() {
             let n = self.ring.write(rest);
             (self.hv.notify)(self.port);
             rest = &rest[n..];
-            if n == 0 {
-                waits += 1;
-                if waits > 20_000 {
-                    return; // the backend stopped reading: drop output rather than hang
+            if n > 0 {
+                self.congested = false;
+            } else {
+                let now = crate::time::clock::now();
+                let end = *give_up.get_or_insert(now + PV_CONSOLE_WAIT);
+                if self.congested || now >= end {
+                    self.congested = true;
+                    // the backend stopped reading: drop output rather than hold
+                    // everything else up
+                    PV_DROPPED.fetch_add(rest.len() as u64, core::sync::atomic::Ordering::Relaxed);
+                    return;
                 }
                 (self.hv.yield_cpu)();
             }
@@ -82,11 +109,17 @@ impl XenConsole {
 /// when a fault interrupted a console write (see [`emergency_write`]).
 pub fn attach_xen_console(ring: ConsoleRing, emergency: ConsoleRing, port: Port, hv: PvConsoleOps) {
     x86_64::instructions::interrupts::without_interrupts(|| {
-        *XEN_CONSOLE.lock() = Some(XenConsole { ring, port, hv });
+        *XEN_CONSOLE.lock() = Some(XenConsole {
+            ring,
+            port,
+            hv,
+            congested: false,
+        });
         *XEN_CONSOLE_EMERGENCY.lock() = Some(XenConsole {
             ring: emergency,
             port,
             hv,
+            congested: false,
         });
     });
 }

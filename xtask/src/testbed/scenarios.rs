@@ -3085,6 +3085,14 @@ const ROUTER_BUSY_STEPS: &[Step] = &[
         &[r"^a6d72ac7690f53be6ae46ba88506bd97302a093f7108472bd9efc3cefda06484  /dev/xvdb$"],
         400,
     ),
+    cmd(
+        "xen",
+        &[
+            r"^core: the data plane served at [1-9]\d* waits$",
+            r"^pv console: attached, \d+ bytes of output dropped",
+        ],
+        30,
+    ),
     ns(
         "lan1",
         "kill -INT $(cat /tmp/busy-ping.pid); sleep 1; tail -3 /tmp/busy-ping.txt",

@@ -89,10 +89,20 @@ pub(super) fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult
         out,
         "pv console: {}",
         if console::has_xen_console() {
-            "attached"
+            alloc::format!(
+                "attached, {} bytes of output dropped (ring not drained)",
+                console::pv_console_dropped()
+            )
         } else {
-            "absent"
+            alloc::string::String::from("absent")
         }
+    )?;
+    // The data plane's turns at the kernel's waits (`sync::wait`): it runs while
+    // commands wait, not only between them.
+    writeln!(
+        out,
+        "core: the data plane served at {} waits",
+        crate::xen::idle::service_turns()
     )?;
     Ok(())
 }
