@@ -252,7 +252,7 @@ struct Slot {
 /// for good, never reused (as Linux does since XSA-396).
 struct Quarantined {
     _page: Option<IoBuf>,
-    _grant: Grant,
+    _grant: Option<Grant>,
 }
 
 /// Statistics for `lsblk`/`disks`.
@@ -563,8 +563,40 @@ impl<P: XenPlatform> Blkfront<P> {
     /// the backend still maps is never freed (it is leaked with its grant, as Linux
     /// does since XSA-396), and the event channel is closed. Returns (pages freed,
     /// pages kept back).
-    pub fn release(mut self, why: String) -> (usize, usize) {
+    pub fn release(self, why: String) -> (usize, usize) {
+        self.release_after(why, true)
+    }
+
+    /// As [`Blkfront::release`], saying whether the backend closed (followed the
+    /// frontend to Closed). If it did not (the close timed out: a backend that is
+    /// stuck, or hostile), it may still consume the requests it never answered:
+    /// their grants are never ended and their pages never freed (quarantined for
+    /// good), so no stale request can reach a reused reference.
+    pub fn release_after(mut self, why: String, backend_closed: bool) -> (usize, usize) {
         self.fail(why);
+        if !backend_closed {
+            for a in core::mem::take(&mut self.abandoned) {
+                let Abandoned {
+                    grants,
+                    bufs,
+                    indirect,
+                } = a;
+                self.stats.quarantined_pages += (bufs.len() + indirect.len()) as u64;
+                for (g, _) in grants {
+                    self.quarantine.push(Quarantined {
+                        _page: None,
+                        _grant: Some(g),
+                    });
+                }
+                for b in bufs.into_iter().chain(indirect) {
+                    // its persistent grant (if any) stays with it
+                    self.quarantine.push(Quarantined {
+                        _page: Some(b),
+                        _grant: None,
+                    });
+                }
+            }
+        }
         // The backend is gone: the requests it never answered end their grants
         // now (a page it still maps is quarantined, never reused).
         let mut from_abandoned = Vec::new();
@@ -591,7 +623,7 @@ impl<P: XenPlatform> Blkfront<P> {
                 Some((g, _)) => self.platform.end_grant(g).map_err(|g| {
                     self.quarantine.push(Quarantined {
                         _page: None,
-                        _grant: g,
+                        _grant: Some(g),
                     })
                 }),
                 None => Ok(()),
@@ -694,7 +726,7 @@ impl<P: XenPlatform> Blkfront<P> {
             };
             self.quarantine.push(Quarantined {
                 _page: page,
-                _grant: g,
+                _grant: Some(g),
             });
             self.stats.quarantined_pages += 1;
             n += 1;
@@ -1414,6 +1446,26 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].result, Ok(()));
         assert_eq!(out[0].bufs.len(), 256);
+    }
+
+    #[test]
+    fn a_backend_that_did_not_close_keeps_its_unanswered_grants_for_good() {
+        let f = Fake::new(false, 0, 0);
+        let (mut d, mut be) = connect(&f);
+        let req = read_req(&mut d, 1, 0, 2);
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+        d.kick();
+        let r = be.requests();
+        let (grefs, _) = request_grefs(&be, r[0].0);
+        let gfns: Vec<u64> = grefs.iter().map(|g| f.grants.borrow()[g]).collect();
+        // the close timed out: the backend may still read the request
+        let (_, kept) = d.release_after(String::from("detached"), false);
+        for g in &grefs {
+            assert!(f.grants.borrow().contains_key(g), "grant {g} ended");
+        }
+        let freed = f.freed_gfns();
+        assert!(gfns.iter().all(|g| !freed.contains(g)), "a page freed");
+        assert!(kept >= 2);
     }
 
     /// A buffer from outside this disk's pool (another disk's, in a disk-to-disk

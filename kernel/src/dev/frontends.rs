@@ -349,8 +349,10 @@ pub fn poll_hotplug() {
     for (disk, dev) in gone {
         let name = disk.info().name.clone();
         let vdev = disk.vdev();
+        // gone from XenStore altogether: the toolstack removed a closed backend
+        let mut closed = true;
         if let Some((path, be)) = dev {
-            let _ = xenlet_drivers::platform::close_device(
+            closed = xenlet_drivers::platform::close_device(
                 &KernelXen::DISK,
                 &path,
                 &alloc::format!("{be}/state"),
@@ -358,7 +360,8 @@ pub fn poll_hotplug() {
             );
             let _ = xenstore::unwatch(&alloc::format!("{be}/state"), &backend_token(vdev));
         }
-        let (freed, kept) = disk.release(String::from("disk detached"));
+        // a backend that did not close may still consume what it never answered
+        let (freed, kept) = disk.release_after(String::from("disk detached"), closed);
         crate::println!(
             "blkfront: {name} detached ({freed} pages freed{})",
             if kept > 0 {
