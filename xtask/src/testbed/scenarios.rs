@@ -2996,6 +2996,71 @@ const DATA_256: Disk = Disk {
     loop_dev: false,
 };
 
+/// The router in the smallest domain that runs it (memory = 8), with a 64 MiB data
+/// disk (xvdb).
+const XENLET_ROUTER_SMALL_CONFIG: &str = r#"name    = "@NAME@"
+type    = "pvh"
+memory  = 8
+vcpus   = 1
+kernel  = "@FILES@/xenlet.elf"
+disk    = [ "@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w" ]
+vif     = [ "bridge=brlan,mac=00:16:3e:01:00:02", "bridge=brwan,mac=00:16:3e:77:00:02" ]
+on_poweroff = "destroy"
+on_reboot   = "preserve"
+on_crash    = "preserve"
+"#;
+
+const DATA_64: Disk = Disk {
+    var: "DATA",
+    size_mb: 64,
+    source: None,
+    loop_dev: false,
+};
+
+/// A small router under pressure: a flood of new flows from the LAN and a `cp -r`
+/// that does not fit its disk end in errors (a full table, "No space left on
+/// device"), never a panic; the shell answers, routing goes on, and dom0's e2fsck
+/// finds the disk clean.
+const ROUTER_SMALL_STEPS: &[Step] = &[
+    cmd("sleep 8", &[], 30),
+    ROUTER_LAN_STEPS[1],
+    ns(
+        "lan1",
+        concat!(
+            "python3 -c \"import socket,time; s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); ",
+            "t=time.time(); [s.sendto(b'x',('10.77.0.10',p)) for p in range(1,65001)]; ",
+            "print('sent 65000 flows in %.1fs' % (time.time()-t))\""
+        ),
+        &[r"^sent 65000 flows in "],
+        240,
+    ),
+    cmd("conntrack -S", &[r"^flows: new \d+ = live \d+ \+ evicted "], 30),
+    ns("lan1", "ping -c 2 -W 5 10.77.0.10", &[r"^2 packets transmitted, 2 received"], 60),
+    // a tree of 48 MiB (3 x 16 MiB) onto a 64 MiB disk that already holds one copy
+    dom0(
+        concat!(
+            "rm -rf /tmp/big && mkdir -p /tmp/big/src && ",
+            "for i in 1 2 3; do head -c 16M /dev/urandom > /tmp/big/src/f$i; done && ",
+            "mkfs.ext4 -q -F -d /tmp/big $DATA && echo formatted"
+        ),
+        &[r"^formatted$"],
+        120,
+    ),
+    cmd("mount /dev/xvdb /mnt", &[], 60),
+    cmd("cp -r /mnt/src /mnt/dst", &[r"No space left on device"], 400),
+    cmd("df", &[r"^/dev/xvdb\s"], 30),
+    cmd("echo still here", &[r"^still here$"], 30),
+    cmd("rm -r /mnt/dst", &[], 200),
+    cmd("umount /mnt", &[], 120),
+    dom0(
+        "e2fsck -fn $DATA >/tmp/fsck.log 2>&1; echo \"e2fsck rc=$?\"; tail -2 /tmp/fsck.log",
+        &[r"^e2fsck rc=0$"],
+        60,
+    ),
+    ns("lan1", "ping -c 2 -W 5 10.77.0.10", &[r"^2 packets transmitted, 2 received"], 60),
+    last("poweroff"),
+];
+
 /// The router keeps routing while its console is busy (the event-driven core): lan1
 /// pings the WAN through Xenlet 5 times a second for the whole scenario and runs
 /// iperf3 through it, asks its DNS and DHCP, while the router's shell runs `sleep
@@ -3676,6 +3741,23 @@ pub const EXTRA: &[Scenario] = &[
         end: End::Poweroff,
         end_timeout_s: 30,
         budget_s: 420,
+        topology: Some(Topology::Router),
+    },
+    Scenario {
+        name: "router-small",
+        about: "router topology, Xenlet router in memory = 8: a flood of new flows and a cp -r that does not fit end in errors, no panic; e2fsck clean",
+        needs: &[Need::XenletElf, Need::XenletImage],
+        config: XENLET_ROUTER_SMALL_CONFIG,
+        disks: &[IMAGE_COPY, DATA_64],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 60,
+        boot_expect: &[r"^net: router: forwarding between eth0, eth1 masq mtu_fix"],
+        steps: ROUTER_SMALL_STEPS,
+        end: End::Poweroff,
+        end_timeout_s: 30,
+        budget_s: 900,
         topology: Some(Topology::Router),
     },
     Scenario {
