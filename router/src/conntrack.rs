@@ -291,6 +291,9 @@ pub struct Stats {
     pub nat_exhausted: u64,
     /// ICMP errors translated for the flow they quote (RELATED).
     pub icmp_related: u64,
+    /// ICMP errors that quote a flow but are addressed to another host than the
+    /// flow's end (INVALID, counted in `invalid` too).
+    pub icmp_misdirected: u64,
     /// Packets dropped on their way out of a masquerading interface, INVALID or with
     /// a source that is not the interface's address ("prevent NAT leakage").
     pub leak_blocked: u64,

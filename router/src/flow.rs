@@ -326,8 +326,8 @@ pub fn parse(ip: &[u8]) -> Result<Parsed, ParseError> {
 /// The packet quoted by the ICMP error at `ip[ihl..]`. RFC 792 quotes the IP header and
 /// the first 8 bytes of its payload (RFC 1812 section 4.3.2.3 allows more): enough for
 /// ports, an UDP checksum and an echo identifier, not for a TCP checksum.
-/// The quoted source need not be the outer destination (RFC 1812 4.3.2.3; a NAT in
-/// between may have rewritten either): the flow lookup is the check that matters.
+/// Netfilter checks the outer destination against the flow the quote finds (it must
+/// be that flow's end, as Linux's `nf_conntrack_inet_error` has it).
 fn parse_quoted(ip: &[u8], ihl: usize) -> Kind {
     let icmp = ihl;
     let Some(inner_at) = icmp.checked_add(8) else {

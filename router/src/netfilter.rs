@@ -586,6 +586,16 @@ impl Netfilter {
         let found = match parsed.kind {
             Kind::Flow(t, tcp) => self.prerouting_flow(ip, parsed.ihl, t, tcp, meta)?,
             Kind::IcmpError(q) => match self.related(&q, meta.now) {
+                // An error about a flow goes to that flow's end: the outer
+                // destination is the quoted packet's source, as the flow's tuple has
+                // it (Linux's nf_conntrack_inet_error). Else a host that knows a
+                // flow's tuple (its server does) could send "related" errors, with a
+                // packet's worth of payload, to any other host behind the router.
+                Some(_) if !addressed_to_flow_end(ip, &q) => {
+                    self.ct.stats.invalid += 1;
+                    self.ct.stats.icmp_misdirected += 1;
+                    Found::Invalid
+                }
                 Some((slot, dir)) => {
                     self.ct.stats.found += 1;
                     if self.translate_related(ip, &q, slot, dir, Side::Destination)? {
@@ -670,6 +680,13 @@ fn verdict(r: Result<(), DropReason>) -> HookVerdict {
     }
 }
 
+/// Whether the ICMP error in `ip` goes to the end of the flow it quotes: its outer
+/// destination is the quoted packet's source (the found tuple's destination, as
+/// Linux's `nf_conntrack_inet_error` checks it).
+fn addressed_to_flow_end(ip: &[u8], q: &Quoted) -> bool {
+    get_addr(ip, 16) == Some(q.tuple.src)
+}
+
 fn filtered(v: Verdict) -> HookVerdict {
     match v {
         Verdict::Accept => HookVerdict::Accept,
@@ -724,7 +741,8 @@ impl L4Hook for Netfilter {
                     }
                 }
                 Ok(Kind::IcmpError(q)) => {
-                    if ct.lookup_view(&q.tuple.invert()).is_some() {
+                    if ct.lookup_view(&q.tuple.invert()).is_some() && addressed_to_flow_end(ip, &q)
+                    {
                         CtState::Established
                     } else {
                         CtState::Invalid

@@ -59,7 +59,7 @@ pub fn conntrack(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
             let accounted = live + s.evicted + s.dropped_full + s.expired + s.flushed;
             writeln!(
                 out,
-                "flows: new {} = live {live} + evicted {} + refused {} + expired {} + flushed {} ({}); nat exhausted {}, icmp related {}, leaks blocked {}",
+                "flows: new {} = live {live} + evicted {} + refused {} + expired {} + flushed {} ({}); nat exhausted {}, icmp related {}, icmp misdirected {}, leaks blocked {}",
                 s.new,
                 s.evicted,
                 s.dropped_full,
@@ -68,6 +68,7 @@ pub fn conntrack(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
                 if accounted == s.new { "balanced" } else { "UNBALANCED" },
                 s.nat_exhausted,
                 s.icmp_related,
+                s.icmp_misdirected,
                 s.leak_blocked
             )?;
         }

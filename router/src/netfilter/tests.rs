@@ -416,6 +416,31 @@ fn icmp_port_unreachable_reaches_the_lan_host_with_its_own_header() {
 }
 
 #[test]
+fn an_icmp_error_about_a_flow_sent_to_another_host_is_invalid() {
+    // A server knows its client's flow as the router's WAN address and port: it
+    // must not get "related" errors, with a payload, delivered to another LAN host
+    // by addressing them there (Linux: nf_conntrack_inet_error, outer daddr check).
+    let mut nf = netfilter(64);
+    let mut p = udp(HOST1, 6300, SERVER, 9999, b"datagram");
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    for to in [HOST2, HOST1, [10, 0, 0, 1]] {
+        let before = *nf.stats();
+        let mut err = icmp_error(SERVER, to, 3, 3, &p, 8);
+        let sent = err.clone();
+        let _ = back(&mut nf, &mut err, 1);
+        let s = *nf.stats();
+        assert_eq!(s.icmp_misdirected, before.icmp_misdirected + 1, "to {to:?}");
+        assert_eq!(s.icmp_related, before.icmp_related, "not RELATED");
+        assert_eq!(err, sent, "not translated");
+    }
+    // addressed to the flow's end (the WAN address), it is
+    let mut err = icmp_error(SERVER, WAN_ADDR, 3, 3, &p, 8);
+    assert_eq!(back(&mut nf, &mut err, 1), OK);
+    assert_eq!(addr(&err, 16), HOST1);
+    assert_eq!(nf.stats().icmp_related, 1);
+}
+
+#[test]
 fn icmp_error_about_tcp_and_echo_flows() {
     let mut nf = netfilter(64);
     let mut x = tcp(HOST2, 6100, SERVER, 80, SYN, b"");

@@ -3034,8 +3034,17 @@ const ROUTER_SMALL_STEPS: &[Step] = &[
         &[r"^sent 65000 flows in "],
         240,
     ),
-    cmd("conntrack -S", &[r"^flows: new \d+ = live \d+ \+ evicted "], 30),
-    ns("lan1", "ping -c 2 -W 5 10.77.0.10", &[r"^2 packets transmitted, 2 received"], 60),
+    cmd(
+        "conntrack -S",
+        &[r"^flows: new \d+ = live \d+ \+ evicted "],
+        30,
+    ),
+    ns(
+        "lan1",
+        "ping -c 2 -W 5 10.77.0.10",
+        &[r"^2 packets transmitted, 2 received"],
+        60,
+    ),
     // a tree of 48 MiB (3 x 16 MiB) onto a 64 MiB disk that already holds one copy
     dom0(
         concat!(
@@ -3047,7 +3056,11 @@ const ROUTER_SMALL_STEPS: &[Step] = &[
         120,
     ),
     cmd("mount /dev/xvdb /mnt", &[], 60),
-    cmd("cp -r /mnt/src /mnt/dst", &[r"No space left on device"], 400),
+    cmd(
+        "cp -r /mnt/src /mnt/dst",
+        &[r"No space left on device"],
+        400,
+    ),
     cmd("df", &[r"^/dev/xvdb\s"], 30),
     cmd("echo still here", &[r"^still here$"], 30),
     cmd("rm -r /mnt/dst", &[], 200),
@@ -3057,7 +3070,12 @@ const ROUTER_SMALL_STEPS: &[Step] = &[
         &[r"^e2fsck rc=0$"],
         60,
     ),
-    ns("lan1", "ping -c 2 -W 5 10.77.0.10", &[r"^2 packets transmitted, 2 received"], 60),
+    ns(
+        "lan1",
+        "ping -c 2 -W 5 10.77.0.10",
+        &[r"^2 packets transmitted, 2 received"],
+        60,
+    ),
     last("poweroff"),
 ];
 
