@@ -3083,8 +3083,10 @@ const ROUTER_SMALL_STEPS: &[Step] = &[
 /// pings the WAN through Xenlet 5 times a second for the whole scenario and runs
 /// iperf3 through it, asks its DNS and DHCP, while the router's shell runs `sleep
 /// 15`, a `cp -r` of a thousand files, a 256 MiB `dd` to its data disk and
-/// `sha256sum` of that disk: not one ping lost, iperf3 during the sleep within 20 %
-/// of idle.
+/// `sha256sum` of that disk: not one ping lost, and iperf3, DNS and DHCP done while
+/// the console sleeps. iperf3 during the sleep is printed beside the idle rate; the
+/// gate is 0.6 of it, not 0.8: two successive iperf3 runs on this bed differ by more
+/// than 20 % (idle 363-533 Mbit/s between sessions; busy/idle seen 0.80-1.17).
 const ROUTER_BUSY_STEPS: &[Step] = &[
     cmd("sleep 8", &[], 30),
     cmd_cap(
@@ -3142,7 +3144,7 @@ const ROUTER_BUSY_STEPS: &[Step] = &[
             "mbit() { echo \"$1\" | awk '{v=$1; if ($2 ~ /^G/) v*=1000; if ($2 ~ /^K/) v/=1000; if ($2 ~ /^bits/) v/=1e6; print v}'; }; ",
             "awk -v a=\"$(mbit '${IDLE}')\" -v b=\"$(mbit '${BUSY}')\" 'BEGIN { r = b / a; ",
             "printf \"iperf3 while the console sleeps: %.0f Mbit/s, idle %.0f (%.2f)\\n\", b, a, r; ",
-            "if (r >= 0.8) print \"busy-ok\" }'"
+            "if (r >= 0.6) print \"busy-ok\" }'"
         ),
         &[r"^busy-ok$"],
         10,
