@@ -85,6 +85,13 @@ pub fn mtu_from_backend(value: Option<&str>, sg: bool) -> usize {
 /// pages and 512 buffer pages (2 MiB).
 pub const DEFAULT_MAX_QUEUES: usize = 2;
 
+/// Buffers per queue and direction when there is memory: one per ring slot.
+const FULL_BUFFERS: usize = 256;
+
+/// Buffer counts a first queue tries when the full set is not to be had: each
+/// still carries a 64 KiB GSO packet (17 slots) many times over.
+const SMALLER_BUFFERS: [usize; 2] = [128, 64];
+
 /// The most `queue-N/` directories an earlier attempt can have left to clear (a
 /// bound on a number read back from XenStore).
 const MAX_QUEUES_EVER: usize = 64;
@@ -255,10 +262,10 @@ impl Queue {
     /// slot (read-only) and per RX slot (read-write), and posts every RX buffer. On
     /// failure everything taken so far is given back (a page whose grant cannot be
     /// ended stays allocated).
-    fn setup<P: XenPlatform>(p: &P, backend_id: u16) -> Result<Self, NetError> {
+    fn setup<P: XenPlatform>(p: &P, backend_id: u16, buffers: usize) -> Result<Self, NetError> {
         let mut held: Vec<(DmaPages, Grant)> = Vec::new();
         let mut port = None;
-        match Self::take_resources(p, backend_id, &mut held, &mut port) {
+        match Self::take_resources(p, backend_id, buffers, &mut held, &mut port) {
             Ok(()) => {}
             Err(e) => {
                 give_back(p, held, port);
@@ -277,7 +284,7 @@ impl Queue {
         let mut rx = FrontRing::init(rx_page, netif::RX_ENTRY_BYTES);
         let tx_slots: Vec<TxSlot> = it
             .by_ref()
-            .take(tx.size() as usize)
+            .take(buffers.min(tx.size() as usize))
             .map(|(page, grant)| TxSlot {
                 in_flight: false,
                 page,
@@ -296,10 +303,13 @@ impl Queue {
             });
         }
         let _ = rx.push_requests_and_check_notify();
-        // buffer i went to ring position i
+        // buffer i went to ring position i (positions past the buffers are written
+        // as buffers are posted again)
         let rx_entries = rx.size() as usize;
+        let mut posted_ids: Vec<u16> = (0..rx_bufs.len() as u16).collect();
+        posted_ids.resize(rx_entries, 0);
 
-        let entries = tx.size() as usize;
+        let entries = tx_slots.len();
         Ok(Queue {
             tx,
             rx,
@@ -310,7 +320,7 @@ impl Queue {
             tx_slots,
             tx_free: (0..entries as u16).rev().collect(),
             partial: None,
-            posted_ids: (0..rx_entries as u16).collect(),
+            posted_ids,
             rx_packets: 0,
             tx_packets: 0,
         })
@@ -321,6 +331,7 @@ impl Queue {
     fn take_resources<P: XenPlatform>(
         p: &P,
         backend_id: u16,
+        buffers: usize,
         held: &mut Vec<(DmaPages, Grant)>,
         port: &mut Option<Port>,
     ) -> Result<(), NetError> {
@@ -343,12 +354,13 @@ impl Queue {
         take("rx ring", Access::ReadWrite)?;
         let tx_entries = xenlet_xen::ring::ring_entries(PAGE_BYTES, netif::TX_ENTRY_BYTES);
         let rx_entries = xenlet_xen::ring::ring_entries(PAGE_BYTES, netif::RX_ENTRY_BYTES);
-        // TX buffers: one page per TX ring slot, granted read-only for good.
-        for _ in 0..tx_entries {
+        // TX buffers: one page per TX ring slot (or `buffers`, fewer), granted
+        // read-only for good.
+        for _ in 0..(tx_entries as usize).min(buffers) {
             take("TX buffers", Access::ReadOnly)?;
         }
-        // RX buffers: one per RX ring slot, granted for good.
-        for _ in 0..rx_entries {
+        // RX buffers: one per RX ring slot (or fewer), granted for good.
+        for _ in 0..(rx_entries as usize).min(buffers) {
             take("RX buffers", Access::ReadWrite)?;
         }
         *port = Some(hs("event channel", p.alloc_unbound(backend_id))?);
@@ -860,8 +872,15 @@ impl<P: XenPlatform> Netfront<P> {
         let n = queue_count(max_queues, max.as_deref());
         let mut queues = Vec::with_capacity(n);
         for k in 0..n {
-            match Queue::setup(p, backend_id) {
+            match Queue::setup(p, backend_id, FULL_BUFFERS) {
                 Ok(q) => queues.push(q),
+                // The first queue makes do with fewer buffers (a small domain: a
+                // router's two vifs at memory = 8 do not have 514 pages each);
+                // further queues are only worth it whole.
+                Err(_) if k == 0 => match Self::setup_smaller(p, backend_id) {
+                    Ok(q) => queues.push(q),
+                    Err(e) => return Err(e),
+                },
                 // Fewer queues rather than no vif: a small domain may have the
                 // pages (or grants) for one queue only. The failed queue gave back
                 // what it took.
@@ -902,6 +921,19 @@ impl<P: XenPlatform> Netfront<P> {
             gso,
             mtu,
         })
+    }
+
+    /// A queue with fewer buffers ([`SMALLER_BUFFERS`]), when the full set's pages or
+    /// grants are not to be had; the last error if none fits.
+    fn setup_smaller(p: &P, backend_id: u16) -> Result<Queue, NetError> {
+        let mut last = NetError::Handshake(String::from("no memory for a queue"));
+        for n in SMALLER_BUFFERS {
+            match Queue::setup(p, backend_id, n) {
+                Ok(q) => return Ok(q),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
     }
 
     /// Publishes the queues and features, goes Connected and waits for the backend.
@@ -979,6 +1011,12 @@ impl<P: XenPlatform> Netfront<P> {
     /// The number of queues (TX/RX ring pairs) in use.
     pub fn queues(&self) -> usize {
         self.queues.len()
+    }
+
+    /// RX buffers of the first queue: one per ring slot (256), or fewer in a domain
+    /// short of memory.
+    pub fn rx_buffers(&self) -> usize {
+        self.queues.first().map_or(0, |q| q.rx_bufs.len())
     }
 
     /// Packet counters per queue, queue 0 first.
@@ -1935,8 +1973,8 @@ mod tests {
     #[test]
     fn a_setup_that_runs_out_of_grants_gives_everything_back() {
         let f = Fake::offering_queues("2");
-        // not enough for the first queue (514)
-        f.grant_limit.set(Some(300));
+        // not enough for the first queue even with the fewest buffers (2 + 64 + 64)
+        f.grant_limit.set(Some(100));
         let e = Netfront::connect_with(&f, 0, 2)
             .err()
             .expect("grants exhausted");
@@ -1951,6 +1989,45 @@ mod tests {
             "every page freed"
         );
         assert!(f.closed.borrow().is_empty(), "no port was opened");
+    }
+
+    #[test]
+    fn a_small_domain_gets_a_queue_with_fewer_buffers() {
+        // 300 grants: not a whole queue (514), but 2 rings and 128 + 128 buffers
+        let f = Fake::offering_queues("2");
+        f.grant_limit.set(Some(300));
+        let mut n = Netfront::connect_with(&f, 0, 2).expect("a smaller queue");
+        assert_eq!(n.queues(), 1);
+        assert_eq!(f.grants.borrow().len(), 2 + 128 + 128);
+        assert_eq!(f.key(MQ_NUM), None);
+        assert!(f.closed.borrow().is_empty());
+        // 128 TX buffers: the 129th packet waits for a response
+        let ring = f.page_of("device/vif/0/tx-ring-ref");
+        for _ in 0..128 {
+            n.send(&[1; 100]).unwrap();
+        }
+        assert_eq!(
+            n.send(&[1; 100]),
+            Err(NetError::Busy),
+            "128 buffers in flight"
+        );
+        let mut e = [0u8; 12];
+        for i in 0..128usize {
+            ring.read_bytes(64 + i * 12, &mut e);
+            ring.write_bytes(64 + i * 12, &[e[8], e[9], 0, 0]);
+        }
+        ring.store_u32(8, 128);
+        n.send(&[2; 100]).unwrap();
+        // 128 RX buffers posted, and reposted as frames arrive
+        let rx = f.page_of("device/vif/0/rx-ring-ref");
+        assert_eq!(rx.load_u32(0), 128, "128 RX buffers posted");
+        let mut prod = 0;
+        for i in 0..300u32 {
+            let frame = [i as u8; 60];
+            deliver(&f, &mut prod, None, 0, &frame, None);
+            assert_eq!(n.recv().unwrap(), frame.to_vec());
+        }
+        assert!(n.broken().is_none());
     }
 
     #[test]

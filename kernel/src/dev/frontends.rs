@@ -455,7 +455,7 @@ pub fn connect_vifs(devices: &[xenbus::Device], queues: usize) -> Vec<Result<Str
             Ok(n) => {
                 let m = n.mac();
                 report.push(Ok(alloc::format!(
-                    "{name} {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}{}{}",
+                    "{name} {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}{}{}{}",
                     m[0],
                     m[1],
                     m[2],
@@ -466,6 +466,10 @@ pub fn connect_vifs(devices: &[xenbus::Device], queues: usize) -> Vec<Result<Str
                     match n.queues() {
                         1 => String::new(),
                         q => alloc::format!(", {q} queues"),
+                    },
+                    match n.rx_buffers() {
+                        256 => String::new(),
+                        b => alloc::format!(", {b} buffers each way (short of memory)"),
                     }
                 )));
                 VIFS.lock().push((name, n));
