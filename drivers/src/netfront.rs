@@ -987,10 +987,28 @@ impl<P: XenPlatform> Netfront<P> {
     /// allocated. Returns the buffer pages and the ring pages freed (512 and 2 per
     /// queue when all are).
     pub fn release(self) -> (usize, usize) {
+        self.release_after(true)
+    }
+
+    /// As [`Netfront::release`], saying whether the backend closed. If it did not
+    /// (the close timed out), netback may still hold RX requests it will grant-copy
+    /// packets into, and TX requests it will copy from: their grants are never ended
+    /// and no page is freed (a reference ended and reused could carry a packet into
+    /// another device's page). Only the event channels are closed. Returns (0, 0).
+    pub fn release_after(self, backend_closed: bool) -> (usize, usize) {
         let Netfront {
             platform, queues, ..
         } = self;
-        release_all(&platform, queues)
+        if backend_closed {
+            return release_all(&platform, queues);
+        }
+        for q in queues {
+            platform.close_port(q.port);
+            // Dropped, not released: a DmaPages not given back to the platform
+            // stays allocated for good, and a Grant dropped is never ended.
+            drop(q);
+        }
+        (0, 0)
     }
 
     /// The MAC address from XenStore.
@@ -2089,6 +2107,17 @@ mod tests {
         assert_eq!(f.key("device/vif/0/tx-ring-ref"), None);
         assert_eq!(f.key("device/vif/0/event-channel"), None);
         assert!(f.key("device/vif/0/queue-1/event-channel").is_some());
+    }
+
+    #[test]
+    fn a_backend_that_did_not_close_keeps_every_grant() {
+        let f = Fake::new();
+        let n = Netfront::connect(&f, 0).unwrap();
+        let grants = f.grants.borrow().len();
+        assert_eq!(n.release_after(false), (0, 0));
+        assert_eq!(f.grants.borrow().len(), grants, "no grant ended");
+        assert_eq!(f.pages_freed.get(), 0, "no page freed");
+        assert_eq!(f.closed.borrow().len(), 1, "the port closed");
     }
 
     #[test]

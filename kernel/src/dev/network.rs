@@ -147,8 +147,10 @@ fn rescan() {
             i += 1;
             continue;
         }
+        // gone from XenStore altogether: the toolstack removed a closed backend
+        let mut closed = true;
         if let Some(d) = dev {
-            let _ = xenlet_drivers::platform::close_device(
+            closed = xenlet_drivers::platform::close_device(
                 &KernelXen::NET,
                 &d.path(),
                 &format!("{}/state", d.backend),
@@ -169,10 +171,17 @@ fn rescan() {
             sv.shutdown(&mut *stack);
             crate::println!("dhcpd, dns: {name} detached; stopped");
         }
-        let (freed, rings) = stack.ifs.remove(i).link.inner.release();
-        crate::println!(
-            "netfront: {name} detached ({freed} buffer pages freed, {rings} ring pages freed)"
-        );
+        // a backend that did not close may still copy into (or out of) our pages
+        let (freed, rings) = stack.ifs.remove(i).link.inner.release_after(closed);
+        if closed {
+            crate::println!(
+                "netfront: {name} detached ({freed} buffer pages freed, {rings} ring pages freed)"
+            );
+        } else {
+            crate::println!(
+                "netfront: {name} detached; its backend did not close: pages and grants kept"
+            );
+        }
     }
     // Attached: a new vif waiting for its frontend.
     for d in vifs {
