@@ -904,9 +904,11 @@ const NET_STEPS: &[Step] = &[
     // 512 buffer pages per queue, two queues. The 4 ring pages are freed only if
     // netback has unmapped the rings by then: libxl writes the backend's Closing
     // itself, before netback disconnects, so they may still be mapped and are then
-    // kept (never reused); seen on this test bed as "0 ring pages freed".
+    // kept (never reused); seen on this test bed as "0 ring pages freed". A backend
+    // that did not reach Closed within 2 s may still copy into the buffers: then
+    // nothing is freed and every grant stays.
     wait_output(
-        r"netfront: eth2 detached \(1024 buffer pages freed, [0-4] ring pages freed\)",
+        r"netfront: eth2 detached( \(1024 buffer pages freed, [0-4] ring pages freed\)|; its backend did not close: pages and grants kept)",
         30,
     ),
     cmd("ip link show eth2", &[r#"^ip: Device "eth2" does not exist\.$"#], 30),
