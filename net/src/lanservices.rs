@@ -218,6 +218,15 @@ impl Rng for XorShift {
     }
 }
 
+/// A lease write taken out of the services ([`LanServices::take_lease_save`]).
+pub struct LeaseSave {
+    /// Where the leases go.
+    pub store: Box<dyn LeaseStore + Send>,
+    /// dnsmasq's lease file text.
+    pub text: String,
+    mark: u64,
+}
+
 /// The LAN services over a [`NetStack`].
 pub struct LanServices {
     dhcp: Vec<DhcpPort>,
@@ -660,30 +669,43 @@ impl LanServices {
     /// [`SAVE_INTERVAL_MS`] old; whether it wrote. Call it where file I/O may block
     /// (the kernel's idle loop), not inside a network poll.
     pub fn save_leases(&mut self, now_ms: i64) -> bool {
+        let Some(mut save) = self.take_lease_save(now_ms) else {
+            return false;
+        };
+        let r = save.store.save(&save.text);
+        self.lease_saved(save, r.is_ok())
+    }
+
+    /// [`Self::save_leases`] in two halves, so that the write runs without the
+    /// services (they go on answering meanwhile): the store and the text to write,
+    /// if the leases changed and the last write is old enough. The store is out of
+    /// the services until [`Self::lease_saved`] gives it back.
+    pub fn take_lease_save(&mut self, now_ms: i64) -> Option<LeaseSave> {
         let mark = self.lease_mark();
         if mark == self.saved_mark
             || self
                 .last_save
                 .is_some_and(|t| now_ms < t.saturating_add(SAVE_INTERVAL_MS))
         {
-            return false;
+            return None;
         }
         let text = self.lease_file(now_ms);
-        let Some(store) = self.store.as_mut() else {
-            return false;
-        };
+        let store = self.store.take()?;
         self.last_save = Some(now_ms);
-        match store.save(&text) {
-            Ok(()) => {
-                self.saved_mark = mark;
-                self.counters.lease_saves += 1;
-                true
-            }
-            Err(_) => {
-                self.counters.lease_save_errors += 1;
-                false
-            }
+        Some(LeaseSave { store, text, mark })
+    }
+
+    /// Gives the store back after the write of [`Self::take_lease_save`]'s text;
+    /// `ok` is whether it was written. Returns `ok`.
+    pub fn lease_saved(&mut self, save: LeaseSave, ok: bool) -> bool {
+        self.store = Some(save.store);
+        if ok {
+            self.saved_mark = save.mark;
+            self.counters.lease_saves += 1;
+        } else {
+            self.counters.lease_save_errors += 1;
         }
+        ok
     }
 
     /// Closes every socket (the services stop).

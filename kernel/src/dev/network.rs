@@ -306,13 +306,20 @@ pub fn poll() -> Option<i64> {
         rescan();
     }
     let next = poll_data_plane().flatten();
-    // File I/O outside the stack's lock, from the shell loop only (no command holds
-    // the file tree here). Its disk waits serve the data plane, which skips the LAN
-    // services while this holds them.
-    let save_at = SERVICES.lock().as_mut().and_then(|sv| {
-        sv.save_leases(now_ms());
-        sv.save_at()
-    });
+    // File I/O outside every network lock, from the shell loop only (no command
+    // holds the file tree here): the store is taken out of the services for the
+    // write, so its disk waits serve the whole data plane, the LAN services too.
+    let save = SERVICES
+        .lock()
+        .as_mut()
+        .and_then(|sv| sv.take_lease_save(now_ms()));
+    if let Some(mut save) = save {
+        let ok = save.store.save(&save.text).is_ok();
+        if let Some(sv) = SERVICES.lock().as_mut() {
+            sv.lease_saved(save, ok);
+        }
+    }
+    let save_at = SERVICES.lock().as_ref().and_then(|sv| sv.save_at());
     [next, save_at].into_iter().flatten().min()
 }
 
@@ -335,8 +342,6 @@ pub fn serve() -> Option<u64> {
 /// want a poll (`Some(None)`: only on an event).
 fn poll_data_plane() -> Option<Option<i64>> {
     let mut stack = NET.try_lock()?;
-    // Marked before the poll: a vif event during it is news for the next turn.
-    let _ = NET_SEEN.take(&NET_EVENTS);
     if stack.ifs.is_empty() {
         NET_DUE_MS.store(i64::MAX, Ordering::SeqCst);
         return Some(None);
@@ -360,9 +365,12 @@ fn poll_data_plane() -> Option<Option<i64>> {
 /// Polls the router (when it routes: it takes every received frame first), the
 /// stack, and the LAN services (then the stack again, to send their answers at
 /// once); every poll of [`NET`] goes through here. The router and services are only
-/// tried: the lease save holds the services (without the stack) across its disk
-/// writes, whose waits serve the data plane.
+/// tried (a command may hold them: `leases`, `dnsmasq`).
 pub fn poll_stack(stack: &mut NetStack<Link>, now: i64) -> bool {
+    // Marked before the poll: a vif event during it is news for the next turn, and
+    // one before it is served here (a command's own poll counts: the data plane's
+    // turn at its next wait does not poll again for the same events).
+    let _ = NET_SEEN.take(&NET_EVENTS);
     if let Some(mut gw) = GATEWAY.try_lock() {
         if let Some(gw) = gw.as_mut() {
             gw.poll(&mut stack.ifs, now);

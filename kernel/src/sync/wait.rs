@@ -9,7 +9,7 @@
 //! plane: every vif queue, the router, the LAN's DHCP and DNS), then halts until its
 //! own deadline or the service's, whichever is first. So the router forwards while the
 //! console runs `sleep 15`, a `dd` or a `cp -r`, without threads, stacks per task or an
-//! executor; commands that compute without waiting call [`serve`] at their
+//! executor; commands that compute without waiting give it a turn ([`Service::run`]) at their
 //! check-points (each `dd` block, each hashed MiB).
 //!
 //! Why not an async executor (embassy's model, as the issue suggested)? It would turn
@@ -152,12 +152,6 @@ impl Waiter {
         // Whatever came up to here, the caller's next check sees.
         let _ = events.take(&mut self.seen);
     }
-}
-
-/// Gives `service` a turn if it wants one (a check-point for code that computes for
-/// long without waiting); returns its next deadline.
-pub fn serve(service: &Service) -> Option<u64> {
-    service.run()
 }
 
 #[cfg(test)]
@@ -362,7 +356,7 @@ mod tests {
             None
         }
         SVC.register(svc_that_waits);
-        assert_eq!(serve(&SVC), None);
+        assert_eq!(SVC.run(), None);
         assert_eq!(MAX.load(Ordering::SeqCst), 1);
         assert_eq!(SVC.turns(), 1);
     }
@@ -389,7 +383,7 @@ mod tests {
         for _ in 0..10 {
             cpu.spin(MS);
             CLOCK.with(|c| c.set(cpu.now_ns()));
-            serve(&svc);
+            svc.run();
         }
         let served = SERVED_AT.with(|v| v.borrow().clone());
         assert_eq!(

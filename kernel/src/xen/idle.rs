@@ -12,7 +12,7 @@
 //! CPU: a deadline is then not slept towards (the call returns and the caller polls).
 
 use crate::sync::eventcount::SharedSeen;
-use crate::sync::wait::{self, Cpu, Service, ServiceFn, Waiter};
+use crate::sync::wait::{Cpu, Service, ServiceFn, Waiter};
 use crate::time::clock::{self, Instant};
 use crate::{io::console, xen::platform as xen};
 use x86_64::instructions::interrupts;
@@ -29,7 +29,7 @@ pub fn register_service(f: ServiceFn) {
 /// A check-point for code that computes for long without waiting (a `dd` block, a
 /// hashed chunk): gives the data plane its turn if it wants one.
 pub fn serve() {
-    let _ = wait::serve(&SERVICE);
+    let _ = SERVICE.run();
 }
 
 /// How many turns the service has had (for `xen`).

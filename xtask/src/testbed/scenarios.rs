@@ -2793,6 +2793,18 @@ on_crash    = "preserve"
 /// The prompt of the Linux router domU (`xtask/testbed/net/linux-router/init`).
 const ROUTER_PROMPT: &str = "router# ";
 
+/// The Xenlet router's first steps: its WAN lease from dom0's dnsmasq (DHCP on eth1)
+/// and the address it got, as `${ROUTER_WAN}`.
+const ROUTER_WAN_LEASE: [Step; 2] = [
+    cmd("sleep 8", &[], 30),
+    cmd_cap(
+        "ip addr show eth1",
+        &[r"^    inet 10\.77\.0\.\d+/24 "],
+        &[("ROUTER_WAN", r"^    inet (10\.77\.0\.\d+)/24 ")],
+        30,
+    ),
+];
+
 /// What a router domain must do in the router topology (see [`Topology::Router`]),
 /// once it is up with LAN 192.168.1.1/24 on eth0 and its WAN address in `${ROUTER_WAN}`:
 /// lan1 by DHCP from the router, lan2 static; ping, TCP, iperf3 (both ways) and DNS
@@ -3092,13 +3104,8 @@ const ROUTER_SMALL_STEPS: &[Step] = &[
 /// gate is 0.6 of it, not 0.8: two successive iperf3 runs on this bed differ by more
 /// than 20 % (idle 363-533 Mbit/s between sessions; busy/idle seen 0.80-1.17).
 const ROUTER_BUSY_STEPS: &[Step] = &[
-    cmd("sleep 8", &[], 30),
-    cmd_cap(
-        "ip addr show eth1",
-        &[r"^    inet 10\.77\.0\.\d+/24 "],
-        &[("ROUTER_WAN", r"^    inet (10\.77\.0\.\d+)/24 ")],
-        30,
-    ),
+    ROUTER_WAN_LEASE[0],
+    ROUTER_WAN_LEASE[1],
     ROUTER_LAN_STEPS[1],
     ns_cap(
         "lan1",
@@ -3199,13 +3206,8 @@ const ROUTER_BUSY_STEPS: &[Step] = &[
 /// server, names through its DNS forwarder), with its own conntrack table showing the
 /// two UDP flows' distinct mappings, and fw4's default firewall keeping the WAN out.
 const ROUTER_XENLET_STEPS: &[Step] = &[
-    cmd("sleep 8", &[], 30),
-    cmd_cap(
-        "ip addr show eth1",
-        &[r"^    inet 10\.77\.0\.\d+/24 "],
-        &[("ROUTER_WAN", r"^    inet (10\.77\.0\.\d+)/24 ")],
-        30,
-    ),
+    ROUTER_WAN_LEASE[0],
+    ROUTER_WAN_LEASE[1],
     ROUTER_LAN_STEPS[0],
     ROUTER_LAN_STEPS[1],
     cmd("leases", &[r"192\.168\.1\.\d+"], 30),
@@ -3514,13 +3516,8 @@ const BENCH_ROUTER_XENLET: Scenario = Scenario {
 /// responder through the router's WAN address, and the file on the root disk holds
 /// the new section.
 const ROUTER_XENLET_FW_STEPS: &[Step] = &[
-    cmd("sleep 8", &[], 30),
-    cmd_cap(
-        "ip addr show eth1",
-        &[r"^    inet 10\.77\.0\.\d+/24 "],
-        &[("ROUTER_WAN", r"^    inet (10\.77\.0\.\d+)/24 ")],
-        30,
-    ),
+    ROUTER_WAN_LEASE[0],
+    ROUTER_WAN_LEASE[1],
     dom0(
         "$NET/router.sh static lan1 192.168.1.10",
         &[r"^netns lan1: 192\.168\.1\.10/24 "],
