@@ -2,16 +2,47 @@
 
 use super::frame::{FrameAllocator, FrameRun, FreeError, FRAME_BYTES};
 use super::guard::{CheckedAlloc, Forbidden};
+use super::regions::{Grow, HeapStats, RegionHeap};
 use super::slab::SlabHeap;
-use linked_list_allocator::LockedHeap;
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use spin::Mutex;
 use xenlet_boot::{BootInfo, MemoryKind};
 
 /// The heap, checked (allocating in interrupt context panics, see
-/// [`forbid_allocation`]): size classes (`slab`) in front of a first-fit list.
+/// [`forbid_allocation`]): size classes (`slab`) in front of first-fit regions that
+/// grow from the frame allocator (`regions`).
 #[global_allocator]
-static HEAP: CheckedAlloc<SlabHeap<LockedHeap>> =
-    CheckedAlloc::new(SlabHeap::new(LockedHeap::empty()));
+static HEAP: CheckedAlloc<SlabHeap<RegionHeap<FrameGrow>>> =
+    CheckedAlloc::new(SlabHeap::new(RegionHeap::new(FrameGrow)));
+
+/// Frames the heap leaves to rings, grants and I/O buffers when it grows (set at
+/// [`init`]: an eighth of memory, at least 512 KiB).
+static FRAME_RESERVE: AtomicU64 = AtomicU64::new(u64::MAX);
+/// Below this many available bytes, memory is low ([`memory_low`]).
+static LOW_WATER: AtomicUsize = AtomicUsize::new(0);
+/// Times [`memory_low`] said yes.
+static LOW_SEEN: AtomicU64 = AtomicU64::new(0);
+
+/// The heap's growth: runs of frames, while the frames left stay above the reserve.
+struct FrameGrow;
+
+impl Grow for FrameGrow {
+    fn take(&self, bytes: usize) -> Option<(usize, usize)> {
+        let count = (bytes as u64).div_ceil(FRAME_BYTES);
+        x86_64::instructions::interrupts::without_interrupts(|| {
+            let mut f = FRAMES.lock();
+            if f.free_frames().saturating_sub(count) < FRAME_RESERVE.load(Ordering::Relaxed) {
+                return None;
+            }
+            f.alloc(count, 1)
+                .map(|r| (r.addr as usize, r.len_bytes() as usize))
+        })
+    }
+    fn spare(&self) -> usize {
+        let free = x86_64::instructions::interrupts::without_interrupts(|| FRAMES.lock().free_frames());
+        (free.saturating_sub(FRAME_RESERVE.load(Ordering::Relaxed)) * FRAME_BYTES) as usize
+    }
+}
 
 /// Forbids heap allocation until the guard is dropped: held by the interrupt
 /// dispatcher around every handler.
@@ -84,13 +115,24 @@ pub fn init(info: &BootInfo) -> Result<MemoryReport, NoHeapMemory> {
         .alloc(heap_bytes / FRAME_BYTES, 1)
         .or_else(|| frames.alloc(256, 1))
         .ok_or(NoHeapMemory)?;
+    // The heap may grow later, down to an eighth of memory (at least 512 KiB) left
+    // in frames; below a low-water mark of an eighth of the boot heap (192 KiB to
+    // 2 MiB) memory is low and the paths that grow without bound refuse work.
+    FRAME_RESERVE.store((managed / 8).max(128), Ordering::Relaxed);
+    LOW_WATER.store(
+        (heap.len_bytes() as usize / 8).clamp(192 << 10, 2 << 20),
+        Ordering::Relaxed,
+    );
+    drop(frames);
     // SAFETY: `heap` is a run of free RAM from the allocator (usable in the memory map, outside the kernel image and loader data), identity-mapped below MAPPED_LIMIT, and owned by the heap from now on: it is never returned to FRAMES.
-    unsafe {
+    let added = unsafe {
         HEAP.inner()
             .backing()
-            .lock()
-            .init(heap.addr as *mut u8, heap.len_bytes() as usize)
+            .add_region(heap.addr as usize, heap.len_bytes() as usize)
     };
+    if !added {
+        return Err(NoHeapMemory);
+    }
     Ok(MemoryReport {
         usable_bytes: info.memory.usable_bytes(),
         managed_frames: managed,
@@ -118,12 +160,37 @@ pub fn frame_stats() -> (u64, u64, usize) {
     })
 }
 
-/// Heap statistics: (used, free) bytes.
-pub fn heap_stats() -> (usize, usize) {
-    x86_64::instructions::interrupts::without_interrupts(|| {
-        let h = HEAP.inner().backing().lock();
-        (h.used(), h.free())
-    })
+/// Heap statistics: its regions' size, use and count.
+pub fn heap_stats() -> HeapStats {
+    HEAP.inner().backing().stats()
+}
+
+/// Bytes the heap could still hand out: free in its regions, and what it could
+/// still take from the frames.
+pub fn available() -> usize {
+    HEAP.inner().backing().available()
+}
+
+/// Whether memory is low: fewer than the low-water mark's bytes [`available`].
+/// Paths that grow without bound (a filesystem's caches and write-behind, a new
+/// command's buffers) ask first and shrink or refuse (ENOMEM); what is left below
+/// the mark serves the small allocations of work under way.
+pub fn memory_low() -> bool {
+    let low = available() < LOW_WATER.load(Ordering::Relaxed);
+    if low {
+        LOW_SEEN.fetch_add(1, Ordering::Relaxed);
+    }
+    low
+}
+
+/// (low-water mark in bytes, times memory was found low, bytes the heap can still
+/// take from the frames).
+pub fn pressure_stats() -> (usize, u64, usize) {
+    (
+        LOW_WATER.load(Ordering::Relaxed),
+        LOW_SEEN.load(Ordering::Relaxed),
+        HEAP.inner().backing().grower().spare(),
+    )
 }
 
 /// Bytes in live allocations: what the kernel holds, not what the allocator keeps.

@@ -8,6 +8,7 @@ pub mod heap;
 pub mod image;
 #[cfg(target_os = "none")]
 pub mod physmem;
+pub mod regions;
 pub mod slab;
 
 pub use frame::{FrameAllocator, FrameRun, FreeError, FRAME_BYTES};

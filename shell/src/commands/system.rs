@@ -104,6 +104,9 @@ pub struct MemReport {
     pub frame_bytes: u64,
     /// Heap bytes used and free, and bytes of it in size-class slabs.
     pub heap: (u64, u64, u64),
+    /// The heap's regions and growth: (regions, bytes they span, bytes it can still
+    /// take from the frames, low-water mark, times memory was found low).
+    pub growth: (u64, u64, u64, u64, u64),
     /// Bytes in live allocations (used, less what the slabs keep free for reuse).
     pub live: u64,
     /// The boot stack's size and the deepest it has been, in bytes.
@@ -165,6 +168,16 @@ pub fn write_mem(r: &MemReport, out: &mut dyn Write) -> fmt::Result {
         kib(slab)
     )?;
     writeln!(out, "heap: {} KiB in live allocations", kib(r.live))?;
+    let (regions, size, spare, low, seen) = r.growth;
+    writeln!(
+        out,
+        "heap: {} KiB in {} region(s), {} KiB more to take from frames; memory low below {} KiB available (seen {} times)",
+        kib(size),
+        regions,
+        kib(spare),
+        kib(low),
+        seen
+    )?;
     writeln!(
         out,
         "stack: {} KiB, at most {} KiB used so far (a guard page below it)",
@@ -243,6 +256,7 @@ mod tests {
             frames: (10, 160, 2),
             frame_bytes: 4096,
             heap: (3 * 1024 + 1023, 2048, 1024),
+            growth: (2, 6 << 10, 512 << 10, 192 << 10, 3),
             live: 2 * 1024 + 512,
             stack: (64 * 1024, 20 * 1024 + 8),
             serial: (5, 1),
@@ -262,6 +276,7 @@ mod tests {
              frames: 10 free of 160 (40 KiB free, 2 free ranges)\n\
              heap: 3 KiB used, 2 KiB free (1 KiB of it in size-class slabs)\n\
              heap: 2 KiB in live allocations\n\
+             heap: 6 KiB in 2 region(s), 512 KiB more to take from frames; memory low below 192 KiB available (seen 3 times)\n\
              stack: 64 KiB, at most 21 KiB used so far (a guard page below it)\n\
              serial input: 5 bytes dropped, 1 overruns\n"
         );

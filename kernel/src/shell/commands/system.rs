@@ -45,7 +45,8 @@ pub(super) fn mem(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult
         }
     };
     let (free, total, ranges) = mm::heap::frame_stats();
-    let (used, hfree) = mm::heap::heap_stats();
+    let hs = mm::heap::heap_stats();
+    let (low_water, low_seen, spare) = mm::heap::pressure_stats();
     let report = MemReport {
         protocol: alloc::format!("{}", info.protocol),
         map: info
@@ -62,7 +63,14 @@ pub(super) fn mem(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult
         usable_bytes: info.memory.usable_bytes(),
         frames: (free, total, ranges as u64),
         frame_bytes: mm::FRAME_BYTES,
-        heap: (used as u64, hfree as u64, mm::heap::slab_bytes() as u64),
+        heap: (hs.used as u64, hs.free as u64, mm::heap::slab_bytes() as u64),
+        growth: (
+            hs.regions as u64,
+            hs.size as u64,
+            spare as u64,
+            low_water as u64,
+            low_seen,
+        ),
         live: mm::heap::live_bytes() as u64,
         stack: (
             crate::arch::stack::boot_stack().bytes(),
