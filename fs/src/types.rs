@@ -140,4 +140,10 @@ pub trait FileSystem {
     fn sync(&mut self) -> Result<(), FsError>;
     /// Syncs and marks the filesystem clean; no call may follow but `statfs`.
     fn unmount(&mut self) -> Result<(), FsError>;
+    /// Memory is low: give back what can be given (write out buffered data and
+    /// metadata, drop clean cached blocks and inodes). Nothing is lost by it; an
+    /// error is the write-out's (kept for the next `sync` as any write error is).
+    fn shrink(&mut self) -> Result<(), FsError> {
+        Ok(())
+    }
 }

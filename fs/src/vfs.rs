@@ -54,7 +54,14 @@ pub struct Vfs {
     mounts: Vec<Option<Mount>>,
     next_gen: u64,
     cwd: String,
+    memory_low: fn() -> bool,
+    /// Operations refused with ENOMEM because memory stayed low after shrinking.
+    refused: u64,
 }
+
+/// Asked before an operation that may grow memory: whether memory is low (the kernel
+/// answers from its heap; the default never says so).
+pub type MemoryLow = fn() -> bool;
 
 /// Splits a normalised absolute path into its components.
 fn components(path: &str) -> impl Iterator<Item = &str> {
@@ -104,7 +111,52 @@ impl Vfs {
             })],
             next_gen: 1,
             cwd: String::from("/"),
+            memory_low: || false,
+            refused: 0,
         }
+    }
+
+    /// Sets what says memory is low. From then on, an operation that can grow the
+    /// filesystems' memory (listing a directory, writing, creating, renaming) first
+    /// asks; when memory is low every mount shrinks ([`FileSystem::shrink`]), and if
+    /// memory is still low the operation fails with ENOMEM before it changes
+    /// anything. Removing files is never refused: it is how room is made.
+    pub fn set_memory_low(&mut self, f: MemoryLow) {
+        self.memory_low = f;
+    }
+
+    /// Operations refused with ENOMEM so far.
+    pub fn refused_for_memory(&self) -> u64 {
+        self.refused
+    }
+
+    /// Every mount gives back what memory it can (see [`FileSystem::shrink`]);
+    /// returns the first write-out error.
+    pub fn shrink_all(&mut self) -> Result<(), FsError> {
+        let mut r = Ok(());
+        for m in self.mounts.iter_mut().flatten() {
+            if let Err(e) = m.fs.shrink() {
+                if r.is_ok() {
+                    r = Err(e);
+                }
+            }
+        }
+        r
+    }
+
+    /// [`Vfs::fs`] for an operation that may grow memory: shrinks the mounts when
+    /// memory is low, and refuses (ENOMEM) if it stays low.
+    fn fs_room(&mut self, h: Handle) -> Result<&mut BoxedFs, FsError> {
+        if (self.memory_low)() {
+            // A write-out error here is not this operation's: the file it belongs
+            // to reports it at its next fsync (errseq), as Linux's writeback does.
+            let _ = self.shrink_all();
+            if (self.memory_low)() {
+                self.refused += 1;
+                return Err(FsError::NoMemory);
+            }
+        }
+        self.fs(h)
     }
 
     /// The working directory.
@@ -236,7 +288,7 @@ impl Vfs {
 
     /// Lists a directory, sorted by name.
     pub fn read_dir(&mut self, h: Handle) -> Result<Vec<DirEntry>, FsError> {
-        let mut v = self.fs(h)?.read_dir(h.ino)?;
+        let mut v = self.fs_room(h)?.read_dir(h.ino)?;
         v.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(v)
     }
@@ -248,12 +300,12 @@ impl Vfs {
 
     /// Writes at `offset`.
     pub fn write(&mut self, h: Handle, offset: u64, data: &[u8]) -> Result<usize, FsError> {
-        self.fs(h)?.write(h.ino, offset, data)
+        self.fs_room(h)?.write(h.ino, offset, data)
     }
 
     /// Sets the size.
     pub fn truncate(&mut self, h: Handle, size: u64) -> Result<(), FsError> {
-        self.fs(h)?.truncate(h.ino, size)
+        self.fs_room(h)?.truncate(h.ino, size)
     }
 
     /// Writes back one file and flushes its device.
@@ -283,7 +335,7 @@ impl Vfs {
             Ok(h) => h,
             Err(FsError::NotFound) => {
                 let (dir, name) = self.parent(path)?;
-                let ino = self.fs(dir)?.create(dir.ino, &name, 0o644)?;
+                let ino = self.fs_room(dir)?.create(dir.ino, &name, 0o644)?;
                 return Ok(Handle { ino, ..dir });
             }
             Err(e) => return Err(e),
@@ -302,14 +354,14 @@ impl Vfs {
     /// Creates an empty file (fails if it exists).
     pub fn create(&mut self, path: &str, perm: u16) -> Result<Handle, FsError> {
         let (dir, name) = self.parent(path)?;
-        let ino = self.fs(dir)?.create(dir.ino, &name, perm)?;
+        let ino = self.fs_room(dir)?.create(dir.ino, &name, perm)?;
         Ok(Handle { ino, ..dir })
     }
 
     /// `mkdir`.
     pub fn mkdir(&mut self, path: &str, perm: u16) -> Result<Handle, FsError> {
         let (dir, name) = self.parent(path)?;
-        let ino = self.fs(dir)?.mkdir(dir.ino, &name, perm)?;
+        let ino = self.fs_room(dir)?.mkdir(dir.ino, &name, perm)?;
         Ok(Handle { ino, ..dir })
     }
 
@@ -332,7 +384,7 @@ impl Vfs {
         if fd.mount != td.mount {
             return Err(FsError::CrossDevice);
         }
-        self.fs(fd)?.rename(fd.ino, &fname, td.ino, &tname)
+        self.fs_room(fd)?.rename(fd.ino, &fname, td.ino, &tname)
     }
 
     /// `statfs` of the filesystem holding `h`.
@@ -519,7 +571,11 @@ impl Vfs {
         if st.size > limit as u64 {
             return Err(FsError::TooBig);
         }
-        let mut v = alloc::vec![0u8; st.size as usize];
+        // Fallible: `limit` is the caller's bound, not a promise the heap can keep.
+        let mut v = Vec::new();
+        v.try_reserve_exact(st.size as usize)
+            .map_err(|_| FsError::NoMemory)?;
+        v.resize(st.size as usize, 0);
         let mut done = 0;
         while done < v.len() {
             let n = self.read(h, done as u64, &mut v[done..])?;

@@ -56,6 +56,11 @@ impl BlockCache {
         self.clock
     }
 
+    /// Drops every clean block (memory is low); dirty ones stay until written.
+    pub fn drop_clean(&mut self) {
+        self.map.retain(|_, e| e.dirty);
+    }
+
     /// Reads block `blk` (through the cache).
     pub fn get<D: BlockDev>(&mut self, dev: &mut D, blk: u64) -> Result<&[u8], FsError> {
         self.load(dev, blk)?;

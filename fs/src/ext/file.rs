@@ -28,9 +28,19 @@ impl<D: BlockDev> Ext<D> {
         let mut pending = core::mem::take(&mut n.pending);
         let bs = self.sb.block_size as u64;
         let max_io = self.max_io;
-        let mut map = n.map.take().unwrap_or_default();
         let mut run_start = 0u64;
-        let mut run: Vec<u8> = Vec::with_capacity((pending.len() * bs as usize).min(max_io));
+        // The run buffer is the one large allocation here: fallible (the data stays
+        // buffered and the caller gets ENOMEM), and never grown past what it got.
+        let mut run: Vec<u8> = Vec::new();
+        if run
+            .try_reserve_exact((pending.len() * bs as usize).min(max_io).max(bs as usize))
+            .is_err()
+        {
+            n.pending = pending;
+            return Err(FsError::NoMemory);
+        }
+        let max_io = run.capacity() / bs as usize * bs as usize;
+        let mut map = n.map.take().unwrap_or_default();
         let mut run_keys: Vec<u64> = Vec::new();
         let mut result = Ok(());
         let keys: Vec<u64> = pending.keys().copied().collect();

@@ -1279,6 +1279,17 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         self.sync_all()
     }
 
+    fn shrink(&mut self) -> Result<(), FsError> {
+        self.check_mounted()?;
+        // What stays after a failed write-out is what it could not write: dirty
+        // blocks and inodes, and buffered data, which only a later sync may drop.
+        let r = self.sync_all();
+        self.cache.drop_clean();
+        self.nodes
+            .retain(|_, n| n.dirty || n.map_dirty || !n.pending.is_empty());
+        r
+    }
+
     fn unmount(&mut self) -> Result<(), FsError> {
         self.check_mounted()?;
         if !self.ro {

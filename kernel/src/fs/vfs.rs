@@ -75,6 +75,9 @@ pub fn init(cmdline: &str, tmp_limit: u64, cache_bytes: usize) -> String {
     // A replace of a configuration (or the lease file) cut off by a crash leaves its
     // hidden temporary file; the file itself is whole, old or new.
     let mut report = report;
+    // Below the heap's low-water mark the mounts give their caches back, then
+    // refuse work that would grow them (ENOMEM) rather than run the heap out.
+    v.set_memory_low(crate::mm::heap::memory_low);
     for dir in ["/etc/config", "/etc"] {
         match v.remove_stale_temps(dir) {
             Ok(gone) => {
