@@ -894,13 +894,36 @@ impl<P: XenPlatform> Netfront<P> {
         match Self::publish_and_connect(p, &base, &bstate, &mut fe, &queues, sg) {
             Ok(()) => {}
             Err(e) => {
-                // Nothing leaks, and the device can be connected again: the frontend
-                // goes back to Initialising (netback then returns to InitWait).
-                release_all(p, queues);
-                let _ = p.xs_write(
-                    &format!("{base}/state"),
-                    &format!("{}", XenbusState::Initialising.number()),
+                // A backend still in InitWait (or gone, or Closed) never took the
+                // rings: everything goes back. One that went further (Connected,
+                // then Closing: netback failed to map, or our wait ran out) may be
+                // copying packets into the RX buffers' grants: it is closed the
+                // xenbus way first, and if it does not reach Closed every grant and
+                // page stays for good (a reference ended and reused could carry a
+                // packet into another device's page), as at a detach that timed out.
+                let untouched = matches!(
+                    crate::platform::read_state(p, &bstate),
+                    None | Some(
+                        XenbusState::Initialising | XenbusState::InitWait | XenbusState::Closed
+                    )
                 );
+                if untouched
+                    || crate::platform::close_device(p, &base, &bstate, HANDSHAKE_TIMEOUT_NS)
+                {
+                    // Nothing leaks, and the device can be connected again: the
+                    // frontend goes back to Initialising (netback returns to InitWait).
+                    release_all(p, queues);
+                    let _ = p.xs_write(
+                        &format!("{base}/state"),
+                        &format!("{}", XenbusState::Initialising.number()),
+                    );
+                } else {
+                    for q in queues {
+                        p.close_port(q.port);
+                        // Dropped, not released: see `release_after`.
+                        drop(q);
+                    }
+                }
                 return Err(e);
             }
         }
@@ -1277,6 +1300,11 @@ mod tests {
         pages_freed: Cell<usize>,
         /// The backend never goes Connected.
         backend_stalls: Cell<bool>,
+        /// The backend goes Closing when the frontend goes Connected (netback
+        /// could not map the rings).
+        backend_fails: Cell<bool>,
+        /// The backend goes Closed when the frontend does.
+        backend_follows_close: Cell<bool>,
         /// Grants made before the grant table is "full".
         grant_limit: Cell<Option<usize>>,
         /// The clock: one second passes per look.
@@ -1339,9 +1367,13 @@ mod tests {
         }
         fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
             if path == "device/vif/0/state" && value == "4" && !self.backend_stalls.get() {
+                let to = if self.backend_fails.get() { "5" } else { "4" };
+                self.xs.borrow_mut().insert(format!("{BE}/state"), to.into());
+            }
+            if path == "device/vif/0/state" && value == "6" && self.backend_follows_close.get() {
                 self.xs
                     .borrow_mut()
-                    .insert(format!("{BE}/state"), "4".into());
+                    .insert(format!("{BE}/state"), "6".into());
             }
             self.xs.borrow_mut().insert(path.into(), value.into());
             Ok(())
@@ -1986,6 +2018,42 @@ mod tests {
         f.xs.borrow_mut().insert(format!("{BE}/state"), "2".into());
         let n = Netfront::connect_with(&f, 0, 2).unwrap();
         assert_eq!(n.queues(), 2);
+    }
+
+    #[test]
+    fn a_backend_that_took_the_rings_and_closed_gets_everything_back() {
+        let f = Fake::new();
+        f.backend_fails.set(true);
+        f.backend_follows_close.set(true);
+        let e = Netfront::connect(&f, 0).err().expect("backend closed");
+        assert!(
+            matches!(&e, NetError::Handshake(w) if w.contains("backend closed")),
+            "{e:?}"
+        );
+        assert!(f.grants.borrow().is_empty(), "every grant ended");
+        assert_eq!(f.pages_freed.get(), 514, "every page freed");
+        assert_eq!(f.closed.borrow().len(), 1, "the port closed");
+        assert_eq!(f.key("device/vif/0/state").as_deref(), Some("1"));
+    }
+
+    #[test]
+    fn a_backend_that_took_the_rings_and_does_not_close_keeps_every_grant() {
+        let f = Fake::new();
+        f.backend_fails.set(true);
+        let e = Netfront::connect(&f, 0).err().expect("backend closed");
+        assert!(matches!(&e, NetError::Handshake(_)), "{e:?}");
+        assert_eq!(
+            f.grants.borrow().len(),
+            2 + 2 * FULL_BUFFERS,
+            "no grant ended: netback may still copy into the RX buffers"
+        );
+        assert_eq!(f.pages_freed.get(), 0, "no page freed");
+        assert_eq!(f.closed.borrow().len(), 1, "the port closed");
+        assert_eq!(
+            f.key("device/vif/0/state").as_deref(),
+            Some("6"),
+            "the frontend told the backend to let go"
+        );
     }
 
     #[test]
