@@ -209,6 +209,7 @@ const XEN_TEST_SCENARIOS: &[&str] = &[
     "flood-pvh",
     "router-xenlet",
     "router-busy",
+    "router-small",
     "triple-pvh",
 ];
 /// Whole-session retries for the test bed in `cargo xtask test`: a safety net for the
