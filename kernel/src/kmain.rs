@@ -139,7 +139,9 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         crate::arch::cpu::rdtsc(),
     );
     // With the router, /etc/config/dhcp's DHCP server and DNS forwarder on the LAN.
-    let services = plan.as_ref().and_then(crate::router::services);
+    let services = plan
+        .as_ref()
+        .and_then(|p| crate::router::services(p, heap_bytes));
     let mut net_report = crate::dev::network::init(info.cmdline.as_str(), plan);
     if let Some(spec) = services {
         let store = alloc::boxed::Box::new(crate::router::VfsLeaseStore::new(&spec));

@@ -87,7 +87,7 @@ pub fn plan(cmdline: &str, vifs: &[&str], heap_bytes: usize, seed: u64) -> Optio
 /// The LAN services for a plan that routes, from `/etc/config/dhcp` (and the `dns`
 /// options of `/etc/config/network`); `None` for an end host, without the file, or
 /// when it is bad (the reason is printed).
-pub fn services(plan: &Plan) -> Option<ServicesSpec> {
+pub fn services(plan: &Plan, heap_bytes: usize) -> Option<ServicesSpec> {
     plan.gateway.as_ref()?;
     let dhcp = match read_config("dhcp")? {
         Ok(t) => t,
@@ -104,10 +104,11 @@ pub fn services(plan: &Plan) -> Option<ServicesSpec> {
         }
     };
     match lanconfig::spec_from_files(&dhcp, &network, plan) {
-        Ok(s) => {
+        Ok(mut s) => {
             for w in &s.warnings {
                 crate::println!("dhcp: {w}");
             }
+            s.fit_to_heap(heap_bytes);
             Some(s)
         }
         Err(e) => {

@@ -62,6 +62,21 @@ pub struct ServicesSpec {
     pub warnings: Vec<String>,
 }
 
+impl ServicesSpec {
+    /// Sizes the DNS forwarder's tables to a heap of `heap_bytes` (dnsmasq's
+    /// defaults assume a machine, not a 1 MiB heap): each query waiting on an
+    /// upstream holds a UDP socket of about 9 KiB, so at most an eighth of the heap
+    /// goes to them (17 at memory = 8, dnsmasq's 150 from a 12 MiB heap); the cache
+    /// gets at most a sixteenth (80 KiB there, its 1 MiB from 16 MiB). Further
+    /// queries are dropped and counted as dnsmasq does past `dns-forward-max`.
+    pub fn fit_to_heap(&mut self, heap_bytes: usize) {
+        if let Some(d) = self.dns.as_mut() {
+            d.max_pending = d.max_pending.min((heap_bytes / 8 / (9 << 10)).max(8));
+            d.cache.max_bytes = d.cache.max_bytes.min((heap_bytes / 16).max(32 << 10));
+        }
+    }
+}
+
 /// A dnsmasq `server` value: `ADDR` or `ADDR#PORT` (IPv4); domain-specific forms
 /// (`/example.com/ADDR`) and IPv6 are not supported.
 pub fn parse_server(s: &str) -> Option<SocketAddrV4> {
@@ -346,6 +361,22 @@ mod tests {
         let s = spec_from_files(&dhcp, NETWORK, &router_plan(NETWORK)).unwrap();
         assert_eq!(s.pools.len(), 1);
         assert!(s.dns.is_none(), "port 0 switches DNS off");
+    }
+
+    #[test]
+    fn the_dns_tables_fit_the_heap() {
+        let sized = |heap: usize| {
+            let mut s = spec_from_files(DHCP, NETWORK, &router_plan(NETWORK)).unwrap();
+            s.fit_to_heap(heap);
+            let d = s.dns.unwrap();
+            (d.max_pending, d.cache.max_bytes)
+        };
+        // memory = 8: a 1.25 MiB heap
+        assert_eq!(sized(1280 << 10), (17, 80 << 10));
+        // a large heap keeps dnsmasq's defaults
+        assert_eq!(sized(64 << 20), (150, 1 << 20));
+        // the floor
+        assert_eq!(sized(64 << 10), (8, 32 << 10));
     }
 
     #[test]

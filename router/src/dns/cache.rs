@@ -13,6 +13,13 @@ use crate::Millis;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
+/// What an entry holds in the heap, charged against `max_bytes`: the message, its
+/// TTL table (a reply of 4 KiB can carry some 340 records: the table outweighs the
+/// message), the question twice (map key and LRU), and the nodes around them.
+fn entry_cost(packet: usize, records: usize, q: &Question) -> usize {
+    packet + records * core::mem::size_of::<(usize, u32)>() + 2 * q.heap_bytes() + 128
+}
+
 /// dnsmasq's default `cachesize`.
 pub const DEFAULT_ENTRIES: usize = 1000;
 /// Default byte budget for all stored messages.
@@ -21,6 +28,8 @@ pub const DEFAULT_MAX_BYTES: usize = 1024 * 1024;
 pub const MAX_ENTRY_BYTES: usize = 4096;
 
 struct Entry {
+    /// What the entry costs against `max_bytes` ([`entry_cost`]).
+    cost: usize,
     packet: Vec<u8>,
     /// TTL field offsets and the TTL stored there when cached.
     ttls: Vec<(usize, u32)>,
@@ -91,7 +100,7 @@ impl Cache {
     fn remove(&mut self, q: &Question) {
         if let Some(e) = self.map.remove(q) {
             self.lru.remove(&e.tick);
-            self.bytes = self.bytes.saturating_sub(e.packet.len());
+            self.bytes = self.bytes.saturating_sub(e.cost);
         }
     }
 
@@ -123,27 +132,32 @@ impl Cache {
             return false;
         };
         let q = q.clone();
-        self.remove(&q);
-        while self.map.len() >= self.cfg.entries || self.bytes + packet.len() > self.cfg.max_bytes {
-            let Some((_, oldest)) = self.lru.pop_first() else {
-                break;
-            };
-            if let Some(e) = self.map.remove(&oldest) {
-                self.bytes = self.bytes.saturating_sub(e.packet.len());
-            }
-        }
-        let ttls = msg
+        let ttls: Vec<(usize, u32)> = msg
             .records
             .iter()
             .filter(|r| r.rtype != rtype::OPT)
             .map(|r| (r.ttl_offset, r.ttl))
             .collect();
+        let cost = entry_cost(packet.len(), ttls.len(), &q);
+        if cost > self.cfg.max_bytes {
+            return false;
+        }
+        self.remove(&q);
+        while self.map.len() >= self.cfg.entries || self.bytes + cost > self.cfg.max_bytes {
+            let Some((_, oldest)) = self.lru.pop_first() else {
+                break;
+            };
+            if let Some(e) = self.map.remove(&oldest) {
+                self.bytes = self.bytes.saturating_sub(e.cost);
+            }
+        }
         self.tick += 1;
         self.lru.insert(self.tick, q.clone());
-        self.bytes += packet.len();
+        self.bytes += cost;
         self.map.insert(
             q,
             Entry {
+                cost,
                 packet: packet.to_vec(),
                 ttls,
                 stored: now,
@@ -210,6 +224,46 @@ mod tests {
         assert_eq!(Message::parse(&hit).unwrap().records[0].ttl, 200);
         assert!(c.lookup(&q("example.com"), 301_000).is_none());
         assert!(c.is_empty());
+    }
+
+    /// A reply to `name` with `n` A records (each 16 bytes on the wire).
+    fn many_records(name: &str, n: u16) -> Vec<u8> {
+        let mut r = alloc::vec![0x12, 0x34, 0x81, 0x80, 0, 1];
+        r.extend_from_slice(&n.to_be_bytes());
+        r.extend_from_slice(&[0, 0, 0, 0]);
+        r.extend_from_slice(Name::from_dotted(name).unwrap().as_wire());
+        r.extend_from_slice(&[0, 1, 0, 1]);
+        for i in 0..n {
+            r.extend_from_slice(&[0xC0, 0x0C, 0, 1, 0, 1, 0, 0, 1, 0, 0, 4, 10, 0]);
+            r.extend_from_slice(&i.to_be_bytes());
+        }
+        r
+    }
+
+    #[test]
+    fn the_budget_counts_what_an_entry_holds_not_just_its_message() {
+        // 250 records in 4 KiB: the TTL table is 4 KiB more. A budget of 20 KiB
+        // holds two such entries, not the five their messages alone would fit.
+        let mut c = Cache::new(CacheConfig {
+            max_bytes: 20 << 10,
+            ..CacheConfig::default()
+        });
+        for (i, n) in ["a.com", "b.com", "c.com", "d.com", "e.com"].iter().enumerate() {
+            let r = many_records(n, 250);
+            assert!(r.len() <= MAX_ENTRY_BYTES);
+            assert!(c.insert(&r, &Message::parse(&r).unwrap(), i as u64), "{n}");
+        }
+        assert_eq!(c.len(), 2, "the oldest went to keep within the budget");
+        assert!(c.lookup(&q("e.com"), 10).is_some());
+        assert!(c.lookup(&q("a.com"), 10).is_none());
+        // An entry that alone costs more than the budget is not stored.
+        let mut small = Cache::new(CacheConfig {
+            max_bytes: 6 << 10,
+            ..CacheConfig::default()
+        });
+        let r = many_records("a.com", 250);
+        assert!(!small.insert(&r, &Message::parse(&r).unwrap(), 0));
+        assert!(small.is_empty());
     }
 
     #[test]

@@ -164,6 +164,13 @@ pub struct Question {
     pub qclass: u16,
 }
 
+impl Question {
+    /// Bytes it holds in the heap (its name's wire form, and itself).
+    pub fn heap_bytes(&self) -> usize {
+        self.name.as_wire().len() + core::mem::size_of::<Self>()
+    }
+}
+
 /// Which section a record is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Section {
