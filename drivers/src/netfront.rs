@@ -99,6 +99,11 @@ const MAX_QUEUES_EVER: usize = 64;
 const HANDSHAKE_TIMEOUT_NS: u64 = 60_000_000_000;
 /// Received frames kept until taken; more are dropped (counted).
 const RECEIVED_MAX: usize = 1024;
+/// Bytes of received frames kept until taken: past it, responses stay on the ring
+/// until the frames are taken (netback holds or drops what does not fit, as for
+/// any slow guest). 1,024 frames of 64 KiB would be 64 MiB, far past a small
+/// guest's heap; this holds 340 MTU frames or 8 whole GSO packets.
+const RECEIVED_BYTES: usize = 512 * 1024;
 /// RX responses one queue hands over before the next queue's turn.
 const RX_BUDGET: usize = 64;
 
@@ -705,6 +710,8 @@ pub struct Netfront<P: XenPlatform> {
     rx_next: usize,
     /// Frames received and copied out, not yet taken, with their first slot's flags.
     received: VecDeque<(Vec<u8>, u16, Option<u16>)>,
+    /// Bytes of the frames in `received`.
+    received_bytes: usize,
     broken: Option<String>,
     stats: NetStats,
     sg: bool,
@@ -938,6 +945,7 @@ impl<P: XenPlatform> Netfront<P> {
             queues,
             rx_next: 0,
             received: VecDeque::new(),
+            received_bytes: 0,
             broken: None,
             stats: NetStats::default(),
             sg,
@@ -1232,10 +1240,16 @@ impl<P: XenPlatform> Netfront<P> {
                     sg,
                     ..
                 } = self;
+                if self.received_bytes >= RECEIVED_BYTES {
+                    return;
+                }
                 let Some(q) = queues.get_mut(i) else {
                     continue;
                 };
-                match q.poll_rx(platform, stats, received, RX_BUDGET, *sg) {
+                let before = received.len();
+                let r = q.poll_rx(platform, stats, received, RX_BUDGET, *sg);
+                self.received_bytes += received.range(before..).map(|f| f.0.len()).sum::<usize>();
+                match r {
                     Ok(t) => taken += t,
                     Err(why) => return self.fail(why),
                 }
@@ -1263,9 +1277,9 @@ impl<P: XenPlatform> Netfront<P> {
         if self.received.is_empty() {
             self.poll_rx();
         }
-        self.received
-            .pop_front()
-            .map(|(f, flags, gso)| (f, RxChecksum::from_flags(flags), gso))
+        let (f, flags, gso) = self.received.pop_front()?;
+        self.received_bytes = self.received_bytes.saturating_sub(f.len());
+        Some((f, RxChecksum::from_flags(flags), gso))
     }
 }
 
@@ -1368,7 +1382,9 @@ mod tests {
         fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
             if path == "device/vif/0/state" && value == "4" && !self.backend_stalls.get() {
                 let to = if self.backend_fails.get() { "5" } else { "4" };
-                self.xs.borrow_mut().insert(format!("{BE}/state"), to.into());
+                self.xs
+                    .borrow_mut()
+                    .insert(format!("{BE}/state"), to.into());
             }
             if path == "device/vif/0/state" && value == "6" && self.backend_follows_close.get() {
                 self.xs
@@ -1542,6 +1558,28 @@ mod tests {
         }
         assert_eq!(n.stats().rx_packets, 300);
         assert!(n.broken().is_none());
+    }
+
+    #[test]
+    fn received_frames_are_bounded_in_bytes_and_the_rest_wait_on_the_ring() {
+        let f = Fake::new();
+        let mut n = Netfront::connect(&f, 0).unwrap();
+        let mut prod = 0;
+        for i in 0..200u32 {
+            deliver(&f, &mut prod, None, 0, &[i as u8; 4000], None);
+        }
+        assert_eq!(n.recv().unwrap(), [0u8; 4000].to_vec());
+        let held = n.received.len() + 1;
+        assert!(held < 200, "{held} frames copied out at once");
+        assert!(n.received_bytes + 4000 <= RECEIVED_BYTES + RX_BUDGET * 4096);
+        // Nothing is lost: the rest come once the first are taken.
+        let mut got = 1;
+        while let Some(fr) = n.recv() {
+            assert_eq!(fr, [got as u8; 4000].to_vec());
+            got += 1;
+        }
+        assert_eq!(got, 200);
+        assert_eq!((n.stats().rx_dropped, n.received_bytes), (0, 0));
     }
 
     #[test]

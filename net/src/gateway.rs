@@ -39,6 +39,10 @@ use xenlet_router::{IfId, Millis};
 const RX_BUDGET: usize = 256;
 /// Frames waiting for smoltcp per interface; more are dropped and counted.
 const LOCAL_QUEUE: usize = 512;
+/// Bytes (allocated) those frames may hold per interface: 512 MTU frames fit, but
+/// GSO frames of 64 KiB (128 KiB allocated) would make the count alone a 64 MiB
+/// bound, far past a small guest's heap.
+const LOCAL_QUEUE_BYTES: usize = 1 << 20;
 /// Conntrack entries reclaimed per poll at most.
 const EXPIRE_BUDGET: usize = 64;
 /// Flows of the router's own packets kept per link between two polls (for the
@@ -50,6 +54,8 @@ pub struct Routed<L: Link> {
     /// The link itself (the router receives and sends here).
     pub inner: L,
     local: VecDeque<(Vec<u8>, RxChecksum)>,
+    /// Bytes allocated for the frames in `local`.
+    local_bytes: usize,
     /// Whether a router takes the frames (else this is a plain link).
     routed: bool,
     local_dropped: u64,
@@ -64,6 +70,7 @@ impl<L: Link> Routed<L> {
         Routed {
             inner,
             local: VecDeque::new(),
+            local_bytes: 0,
             routed: false,
             local_dropped: 0,
             sent: VecDeque::new(),
@@ -102,7 +109,9 @@ impl<L: Link> Routed<L> {
     }
 
     fn queue_local(&mut self, frame: Vec<u8>, csum: RxChecksum) {
-        if self.local.len() < LOCAL_QUEUE {
+        let bytes = frame.capacity();
+        if self.local.len() < LOCAL_QUEUE && self.local_bytes + bytes <= LOCAL_QUEUE_BYTES {
+            self.local_bytes += bytes;
             self.local.push_back((frame, csum));
         } else {
             self.local_dropped += 1;
@@ -119,7 +128,9 @@ impl<L: Link> Link for Routed<L> {
     }
     fn recv_flagged(&mut self) -> Option<(Vec<u8>, RxChecksum)> {
         if self.routed {
-            self.local.pop_front()
+            let f = self.local.pop_front()?;
+            self.local_bytes = self.local_bytes.saturating_sub(f.0.capacity());
+            Some(f)
         } else {
             self.inner.recv_flagged()
         }
@@ -309,6 +320,7 @@ impl Gateway {
             if let Some(n) = ifs.get_mut(p.netif) {
                 n.link.routed = false;
                 n.link.local.clear();
+                n.link.local_bytes = 0;
             }
         }
     }
@@ -463,6 +475,31 @@ mod tests {
                 alloc::vec![0; 8192],
             ),
         )
+    }
+
+    #[test]
+    fn the_local_queue_is_bounded_in_bytes_as_well_as_frames() {
+        let (a, _b) = cable();
+        let mut r = Routed::new(a);
+        r.routed = true;
+        // GSO-sized frames: the byte bound is reached long before 512 frames.
+        for _ in 0..20 {
+            r.queue_local(alloc::vec![0u8; 64 << 10], RxChecksum::Unknown);
+        }
+        assert_eq!(r.local.len(), 16, "1 MiB of 64 KiB frames");
+        assert_eq!(r.local_dropped(), 4);
+        // What the stack takes gives its bytes back.
+        assert!(r.recv_flagged().is_some());
+        r.queue_local(alloc::vec![0u8; 64 << 10], RxChecksum::Unknown);
+        assert_eq!((r.local.len(), r.local_dropped()), (16, 4));
+        while r.recv_flagged().is_some() {}
+        assert_eq!(r.local_bytes, 0);
+        // Small frames: the frame count bounds them.
+        for _ in 0..600 {
+            r.queue_local(alloc::vec![0u8; 60], RxChecksum::Unknown);
+        }
+        assert_eq!(r.local.len(), LOCAL_QUEUE);
+        assert_eq!(r.local_dropped(), 4 + 600 - LOCAL_QUEUE as u64);
     }
 
     struct Net {

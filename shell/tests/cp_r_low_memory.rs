@@ -72,7 +72,12 @@ fn cp_r_in_a_full_heap_fails_with_errors_and_leaves_the_filesystem_clean() {
         std::fs::write(tree.join(format!("src/f{i}")), bytes(i, 16 << 20)).unwrap();
     }
     let small: Vec<(String, Vec<u8>)> = (0..300u64)
-        .map(|i| (format!("s{i:03}"), bytes(100 + i, 200 + (i as usize * 37) % 4000)))
+        .map(|i| {
+            (
+                format!("s{i:03}"),
+                bytes(100 + i, 200 + (i as usize * 37) % 4000),
+            )
+        })
         .collect();
     for (name, data) in &small {
         std::fs::write(tree.join("small").join(name), data).unwrap();
@@ -140,7 +145,10 @@ fn cp_r_in_a_full_heap_fails_with_errors_and_leaves_the_filesystem_clean() {
         "cp: cannot create directory '/mnt/copy2': Cannot allocate memory"
     );
     assert!(v.refused_for_memory() > refused_before);
-    assert!(v.resolve("/mnt/copy2").is_err(), "a refused mkdir made nothing");
+    assert!(
+        v.resolve("/mnt/copy2").is_err(),
+        "a refused mkdir made nothing"
+    );
     let (ok, out) = cp(&mut v, "/mnt/small", "/mnt/copy2");
     assert!(ok, "{out}");
     drop(v.umount("/mnt").expect("umount"));

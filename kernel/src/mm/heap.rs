@@ -39,7 +39,8 @@ impl Grow for FrameGrow {
         })
     }
     fn spare(&self) -> usize {
-        let free = x86_64::instructions::interrupts::without_interrupts(|| FRAMES.lock().free_frames());
+        let free =
+            x86_64::instructions::interrupts::without_interrupts(|| FRAMES.lock().free_frames());
         (free.saturating_sub(FRAME_RESERVE.load(Ordering::Relaxed)) * FRAME_BYTES) as usize
     }
 }

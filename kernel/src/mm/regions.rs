@@ -153,7 +153,10 @@ unsafe impl<G: Grow> GlobalAlloc for RegionHeap<G> {
             return null_mut();
         }
         // Room for the block at any alignment, and the list's own header.
-        let need = layout.size().saturating_add(layout.align()).saturating_add(64);
+        let need = layout
+            .size()
+            .saturating_add(layout.align())
+            .saturating_add(64);
         let want = need.max(GROW_BYTES).min(self.grow.spare().max(need));
         let want = want.div_ceil(PAGE).saturating_mul(PAGE);
         let Some((addr, len)) = self.grow.take(want) else {

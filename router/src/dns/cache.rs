@@ -248,7 +248,10 @@ mod tests {
             max_bytes: 20 << 10,
             ..CacheConfig::default()
         });
-        for (i, n) in ["a.com", "b.com", "c.com", "d.com", "e.com"].iter().enumerate() {
+        for (i, n) in ["a.com", "b.com", "c.com", "d.com", "e.com"]
+            .iter()
+            .enumerate()
+        {
             let r = many_records(n, 250);
             assert!(r.len() <= MAX_ENTRY_BYTES);
             assert!(c.insert(&r, &Message::parse(&r).unwrap(), i as u64), "{n}");

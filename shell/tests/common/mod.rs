@@ -198,4 +198,3 @@ pub fn run(c: &mut Command) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
-

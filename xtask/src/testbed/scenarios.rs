@@ -3080,7 +3080,9 @@ const ROUTER_SMALL_STEPS: &[Step] = &[
     cmd("df", &[r"^/dev/xvdb\s"], 30),
     cmd(
         "mem",
-        &[r"^heap: \d+ KiB in \d+ region\(s\), \d+ KiB more to take from frames; memory low below \d+ KiB available \(seen \d+ times\)$"],
+        &[
+            r"^heap: \d+ KiB in \d+ region\(s\), \d+ KiB more to take from frames; memory low below \d+ KiB available \(seen \d+ times\)$",
+        ],
         30,
     ),
     cmd("echo still here", &[r"^still here$"], 30),

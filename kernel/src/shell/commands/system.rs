@@ -63,7 +63,11 @@ pub(super) fn mem(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult
         usable_bytes: info.memory.usable_bytes(),
         frames: (free, total, ranges as u64),
         frame_bytes: mm::FRAME_BYTES,
-        heap: (hs.used as u64, hs.free as u64, mm::heap::slab_bytes() as u64),
+        heap: (
+            hs.used as u64,
+            hs.free as u64,
+            mm::heap::slab_bytes() as u64,
+        ),
         growth: (
             hs.regions as u64,
             hs.size as u64,
