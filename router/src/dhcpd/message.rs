@@ -29,6 +29,9 @@ mod field {
     pub const OPTIONS: usize = 240;
 }
 
+/// The longest client id (option 61) taken: what the lease file keeps.
+pub const MAX_CLIENT_ID: usize = 255;
+
 /// The magic cookie that starts the options (RFC 2131 §3).
 pub const MAGIC_COOKIE: [u8; 4] = [99, 130, 83, 99];
 /// BOOTREQUEST.
@@ -241,8 +244,14 @@ impl Request {
     }
 
     /// Option 61 if present and non-empty (any type, RFC 2132 §9.14).
+    ///
+    /// One longer than 255 bytes (pieces joined as RFC 3396 allows) is ignored, and
+    /// the client is known by its hardware address: every lease keeps its client id,
+    /// and the lease file (which holds at most 255) would not take it back.
     pub fn client_id(&self) -> Option<&[u8]> {
-        self.options.get(code::CLIENT_ID).filter(|v| !v.is_empty())
+        self.options
+            .get(code::CLIENT_ID)
+            .filter(|v| !v.is_empty() && v.len() <= MAX_CLIENT_ID)
     }
 
     /// Option 50.

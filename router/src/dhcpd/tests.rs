@@ -516,6 +516,26 @@ fn client_id_of_any_type_identifies_the_client() {
 }
 
 #[test]
+fn an_overlong_client_id_is_ignored_and_the_mac_identifies_the_client() {
+    let mut s = server();
+    let c = Client::new(MAC1, 1);
+    // 355 bytes of client id in two pieces (RFC 3396): 1.4 KB each could be held
+    // per lease for every spoofed MAC.
+    let long = [7u8; 255];
+    let pkt = c.packet(1, Ipv4Addr::UNSPECIFIED, &[(61, &long), (61, &long[..100])]);
+    let offer = read(&s.handle(&pkt, 0).unwrap());
+    assert_eq!(offer.options.get(code::CLIENT_ID), None);
+    let ip = lease_for(&mut s, &c, 0);
+    assert_eq!(
+        Ipv4Addr::from(offer.yiaddr),
+        ip,
+        "the same client, by its MAC"
+    );
+    let text = s.lease_file(1000, 0);
+    assert!(!text.contains("07:07:07"), "{text}");
+}
+
+#[test]
 fn prl_order_and_extra_options_are_respected() {
     let mut cfg = PoolConfig::new("lan", SERVER, MASK);
     cfg.extra.push(ExtraOption::parse("6,192.168.1.2").unwrap());
