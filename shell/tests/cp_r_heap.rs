@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{live, peak, reset_peak, run, tool, Counting, Disk, TempDir};
+use common::{disk, live, peak, reset_peak, run, tool, Counting, TempDir};
 use std::fs::File;
 use std::path::Path;
 use std::process::Command;
@@ -67,7 +67,7 @@ fn mount(v: &mut Vfs, img: &Path, at: &str, read_only: bool) {
         read_only,
         now: || 1_700_000_000,
     };
-    let mut fs = Ext::mount(Disk::open(img, read_only), opts).expect("mount");
+    let mut fs = Ext::mount(disk(img, read_only), opts).expect("mount");
     fs.set_cache_bytes(MOUNT_CACHE);
     v.mount(at, &format!("/dev/{at}"), Box::new(fs) as BoxedFs)
         .expect("vfs mount");

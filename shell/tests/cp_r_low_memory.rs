@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::{live, refused, run, set_limit, tool, Counting, Disk, TempDir};
+use common::{disk, live, refused, run, set_limit, tool, Counting, TempDir};
 use std::fs::File;
 use std::process::Command;
 use xenlet_fs::memfs::MemFs;
@@ -97,7 +97,7 @@ fn cp_r_in_a_full_heap_fails_with_errors_and_leaves_the_filesystem_clean() {
         read_only: false,
         now: || 1_700_000_000,
     };
-    let mut fs = Ext::mount(Disk::open(&img, false), opts).expect("mount");
+    let mut fs = Ext::mount(disk(&img, false), opts).expect("mount");
     fs.set_cache_bytes(MOUNT_CACHE);
     v.mount("/mnt", "/dev/xvdb", Box::new(fs) as BoxedFs)
         .expect("vfs mount");

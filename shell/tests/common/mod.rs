@@ -4,12 +4,9 @@
 #![allow(dead_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use xenlet_fs::{BlockDev, IoError};
 
 /// The system allocator, counting live bytes and their high-water mark, and
 /// refusing (a null pointer, as a full kernel heap does) any allocation that would
@@ -114,79 +111,21 @@ pub fn refused() -> usize {
     REFUSED.load(Ordering::Relaxed)
 }
 
-/// A block device over a host image file.
-pub struct Disk {
-    file: File,
-    size: u64,
-    read_only: bool,
+/// The ext tests' helpers: a block device over a host image file, temp dirs,
+/// e2fsprogs' paths.
+#[path = "../../../fs/tests/common/mod.rs"]
+mod fs_common;
+
+pub use fs_common::{tool, FileDisk as Disk, TempDir};
+
+/// A block device over the image at `path`, read-only or not.
+pub fn disk(path: &Path, read_only: bool) -> Disk {
+    let mut d = Disk::open(path);
+    d.read_only = read_only;
+    d
 }
 
-impl Disk {
-    pub fn open(path: &Path, read_only: bool) -> Disk {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(!read_only)
-            .open(path)
-            .expect("open image");
-        let size = file.metadata().unwrap().len();
-        Disk {
-            file,
-            size,
-            read_only,
-        }
-    }
-}
-
-impl BlockDev for Disk {
-    fn size_bytes(&self) -> u64 {
-        self.size / 512 * 512
-    }
-    fn read_only(&self) -> bool {
-        self.read_only
-    }
-    fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        if offset + buf.len() as u64 > self.size {
-            return Err(IoError::OutOfRange);
-        }
-        self.file
-            .read_exact_at(buf, offset)
-            .map_err(|_| IoError::Io)
-    }
-    fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
-        if self.read_only {
-            return Err(IoError::ReadOnly);
-        }
-        if offset + data.len() as u64 > self.size {
-            return Err(IoError::OutOfRange);
-        }
-        self.file
-            .write_all_at(data, offset)
-            .map_err(|_| IoError::Io)
-    }
-    fn flush(&mut self) -> Result<(), IoError> {
-        Ok(())
-    }
-}
-
-/// A temp dir, removed on drop.
-pub struct TempDir(pub PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-pub fn tool(name: &str) -> PathBuf {
-    for d in ["/sbin", "/usr/sbin", "/usr/bin", "/bin"] {
-        let p = Path::new(d).join(name);
-        if p.exists() {
-            return p;
-        }
-    }
-    panic!("{name} not found: this test needs e2fsprogs");
-}
-
+/// Runs a command (e2fsprogs); fails the test with its output if it fails.
 pub fn run(c: &mut Command) -> String {
     let out = c.output().expect("run e2fsprogs");
     assert!(
