@@ -181,10 +181,19 @@ impl<H: ?Sized + 'static> Shell<H> {
             }
             return;
         }
-        let mut buf = String::new();
-        if let Some(err) = self.dispatch(host, &line.command, &mut buf) {
+        let mut cap = Captured::default();
+        if let Some(err) = self.dispatch(host, &line.command, &mut cap) {
             let _ = writeln!(out, "{err}");
         }
+        if cap.overflowed {
+            let _ = writeln!(
+                out,
+                "xenlet: output too large for a pipe or redirect (more than {} KiB, or no memory); nothing passed on",
+                PIPE_MAX / 1024
+            );
+            return;
+        }
+        let mut buf = cap.text;
         for f in &line.filters {
             match pipeline::filter(f, &buf) {
                 Ok(b) => buf = b,
@@ -280,6 +289,33 @@ pub fn no_args(args: &[&str]) -> CmdResult {
     }
 }
 
+/// Most bytes of a command's output kept for a pipe or a redirect.
+pub const PIPE_MAX: usize = 1 << 20;
+
+/// A command's output for a pipe or a redirect: held whole (the filters and the
+/// file write take it at once), so bounded ([`PIPE_MAX`]) and grown fallibly: past
+/// either, the command's writes fail and nothing is passed on.
+#[derive(Default)]
+struct Captured {
+    text: String,
+    overflowed: bool,
+}
+
+impl Write for Captured {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        if self.overflowed
+            || self.text.len() + s.len() > PIPE_MAX
+            || self.text.try_reserve(s.len()).is_err()
+        {
+            self.overflowed = true;
+            self.text = String::new();
+            return Err(core::fmt::Error);
+        }
+        self.text.push_str(s);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,6 +329,14 @@ mod tests {
         no_args(args)?;
         h.count += 1;
         writeln!(out, "count={}", h.count)?;
+        Ok(())
+    }
+
+    /// 6.4 MB of output.
+    fn flood(_: &mut Host, _: &[&str], out: &mut dyn Write) -> CmdResult {
+        for i in 0..100_000u32 {
+            writeln!(out, "{i:063}")?;
+        }
         Ok(())
     }
 
@@ -312,6 +356,12 @@ mod tests {
             usage: "",
             help: "count calls",
             run: count,
+        },
+        Command {
+            name: "flood",
+            usage: "",
+            help: "too much output",
+            run: flood,
         },
         Command {
             name: "fails",
@@ -377,6 +427,20 @@ mod tests {
         out.clear();
         sh.run_line(&mut h, "echo a | sort", &mut out);
         assert_eq!(out, "xenlet: sort: not a filter (grep, head, tail, wc)\n");
+        // Output past PIPE_MAX is not passed on, and the shell says so.
+        out.clear();
+        let before = h.file.clone();
+        for line in ["flood | grep 1", "flood > /f"] {
+            sh.run_line(&mut h, line, &mut out);
+            assert!(
+                out.ends_with("xenlet: output too large for a pipe or redirect (more than 1024 KiB, or no memory); nothing passed on\n"),
+                "{line}: {}",
+                &out[out.len().saturating_sub(200)..]
+            );
+            assert!(out.len() < 200, "{line}: nothing passed on");
+            out.clear();
+        }
+        assert_eq!(h.file, before);
         // Without hooks, redirection is refused rather than printed.
         out.clear();
         Shell::new(COMMANDS).run_line(&mut h, "echo a > /f", &mut out);
