@@ -30,6 +30,8 @@ static CONN: Mutex<Option<Conn>> = Mutex::new(None);
 pub type WatchFn = fn(&WatchEvent);
 
 static WATCHES: Mutex<Vec<(String, WatchFn)>> = Mutex::new(Vec::new());
+/// Watches set at once (the kernel's own take a handful).
+const MAX_WATCHES: usize = 64;
 
 /// How long a request may wait for xenstored (nested emulation is slow).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
@@ -199,9 +201,28 @@ pub fn transaction<T>(mut body: impl FnMut(u32) -> Result<T, XsError>) -> Result
 }
 
 /// Sets a watch on `path`; `callback` runs from the idle loop for each event.
+/// One entry per token (a second watch with a token already set replaces its
+/// callback: the kernel re-watches a device's backend under the same token after a
+/// detach whose unwatch could not be sent), and at most [`MAX_WATCHES`] (ENOSPC):
+/// the console's `xenstore watch` cannot grow the table. A watch xenstored refuses
+/// (EEXIST for the same path and token) leaves an earlier registration as it was.
 pub fn watch(path: &str, token: &str, callback: WatchFn) -> Result<(), XsError> {
     check_path(token)?;
-    WATCHES.lock().push((token.to_string(), callback));
+    let added = {
+        let mut w = WATCHES.lock();
+        let full = w.len() >= MAX_WATCHES;
+        match w.iter_mut().find(|(t, _)| t == token) {
+            Some(e) => {
+                e.1 = callback;
+                false
+            }
+            None if full => return Err(XsError::Remote("ENOSPC".into())),
+            None => {
+                w.push((token.to_string(), callback));
+                true
+            }
+        }
+    };
     request(
         MsgType::Watch,
         0,
@@ -210,7 +231,9 @@ pub fn watch(path: &str, token: &str, callback: WatchFn) -> Result<(), XsError> 
     )
     .map(|_| ())
     .inspect_err(|_| {
-        WATCHES.lock().retain(|(t, _)| t != token);
+        if added {
+            WATCHES.lock().retain(|(t, _)| t != token);
+        }
     })
 }
 
