@@ -375,8 +375,15 @@ pub fn poll_hotplug() {
         let Ok(vdev) = d.id.parse::<u16>() else {
             continue;
         };
-        let known = DISKS.lock().iter().any(|x| x.vdev() == vdev);
+        let (known, count) = {
+            let disks = DISKS.lock();
+            (disks.iter().any(|x| x.vdev() == vdev), disks.len())
+        };
         if known || d.state != Some(XenbusState::Initialising) {
+            continue;
+        }
+        if let Some(why) = attach_refusal(count, MAX_DISKS) {
+            crate::println!("blkfront: {} attach refused: {why}", d.name());
             continue;
         }
         match connect_disk(vdev, &d.name()) {
@@ -384,6 +391,19 @@ pub fn poll_hotplug() {
             Err(e) => crate::println!("blkfront: {} attach failed: {e}", d.name()),
         }
     }
+}
+
+/// Disks a domain takes at once.
+const MAX_DISKS: usize = 16;
+
+/// Why a device hot-plugged now is not taken, if it is not: `have` of at most `max`
+/// are connected, or memory is low (a device's rings, buffers and driver state
+/// would take what the running ones need; Linux fails such a probe with ENOMEM).
+pub fn attach_refusal(have: usize, max: usize) -> Option<String> {
+    if have >= max {
+        return Some(alloc::format!("{have} devices of this kind already (at most {max})"));
+    }
+    crate::mm::heap::memory_low().then(|| String::from("memory low"))
 }
 
 /// Sends one request without buffers (flush, discard) to `disk` and waits up to 60 s

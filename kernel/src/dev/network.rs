@@ -192,6 +192,10 @@ fn rescan() {
         let Ok(id) = d.id.parse::<u32>() else {
             continue;
         };
+        if let Some(why) = crate::dev::frontends::attach_refusal(stack.ifs.len(), MAX_VIFS) {
+            crate::println!("netfront: {name} attach refused: {why}");
+            continue;
+        }
         let queues = queues(CMDLINE.get().map_or("", |c| c.as_str()));
         match xenlet_drivers::netfront::Netfront::connect_with(KernelXen::NET, id, queues) {
             Ok(vif) => {
@@ -202,6 +206,9 @@ fn rescan() {
         }
     }
 }
+
+/// Vifs a domain takes (a toolstack attaching more gets a refusal on the console).
+const MAX_VIFS: usize = 16;
 
 /// How many queues a vif asks for: `xenlet.netqueues=N`, else
 /// [`config::DEFAULT_QUEUES`] (a malformed value is reported and the default used).
