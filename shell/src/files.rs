@@ -284,10 +284,12 @@ pub fn cat(v: &mut Vfs, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let mut errs = Errors(false);
     for p in ops {
         let r = match open_file(v, p) {
-            Ok(h) => each_chunk(v, h, |b| {
-                out.write_str(&String::from_utf8_lossy(b))?;
-                Ok(())
-            })?,
+            Ok(h) => {
+                let mut text = Utf8Out::default();
+                let r = each_chunk(v, h, |b| text.write(out, b))?;
+                text.finish(out)?;
+                r
+            }
             Err(e) => Err(e),
         };
         if let Err(e) = r {
@@ -295,6 +297,76 @@ pub fn cat(v: &mut Vfs, args: &[&str], out: &mut dyn Write) -> CmdResult {
         }
     }
     errs.done()
+}
+
+/// Bytes to the terminal as text, without a copy: valid UTF-8 as it is, each invalid
+/// sequence as U+FFFD (as `String::from_utf8_lossy`, which allocated up to three
+/// times a chunk for binary data), and a character cut by a chunk's end joined with
+/// the rest of it from the next chunk.
+#[derive(Default)]
+struct Utf8Out {
+    carry: [u8; 4],
+    carried: usize,
+}
+
+impl Utf8Out {
+    fn write(&mut self, out: &mut dyn Write, mut b: &[u8]) -> CmdResult {
+        // Complete the character cut at the end of the last chunk.
+        while self.carried > 0 && !b.is_empty() {
+            if b[0] & 0xc0 != 0x80 {
+                // Not a continuation byte: the cut character was bad after all.
+                out.write_str("\u{FFFD}")?;
+                self.carried = 0;
+                break;
+            }
+            self.carry[self.carried] = b[0];
+            self.carried += 1;
+            b = &b[1..];
+            match core::str::from_utf8(&self.carry[..self.carried]) {
+                Ok(c) => {
+                    out.write_str(c)?;
+                    self.carried = 0;
+                }
+                Err(e) if e.error_len().is_none() && self.carried < 4 => {}
+                Err(_) => {
+                    out.write_str("\u{FFFD}")?;
+                    self.carried = 0;
+                }
+            }
+        }
+        for chunk in b.utf8_chunks() {
+            out.write_str(chunk.valid())?;
+            let bad = chunk.invalid();
+            if bad.is_empty() {
+                continue;
+            }
+            // The last chunk's invalid part may be a character cut short.
+            let end = bad.as_ptr_range().end == b.as_ptr_range().end;
+            let first = bad[0];
+            let need = if first >= 0xf0 {
+                4
+            } else if first >= 0xe0 {
+                3
+            } else {
+                2
+            };
+            if end && first >= 0xc2 && first <= 0xf4 && bad.len() < need {
+                self.carry[..bad.len()].copy_from_slice(bad);
+                self.carried = bad.len();
+            } else {
+                out.write_str("\u{FFFD}")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut dyn Write) -> CmdResult {
+        if self.carried > 0 {
+            self.carried = 0;
+            out.write_str("\u{FFFD}")?;
+        }
+        Ok(())
+    }
 }
 
 /// `sha256sum FILE...` (coreutils output: hash, two spaces, name).
@@ -943,6 +1015,38 @@ mod tests {
             "{o}"
         );
         assert!(run(&mut v, ls, &["-z"]).1.is_err());
+    }
+
+    #[test]
+    fn cat_prints_text_as_from_utf8_lossy_does_across_chunks() {
+        let mut v = vfs();
+        // A file of CHUNK-sized reads with characters cut at every chunk's end,
+        // bad bytes, a cut character at the very end.
+        let mut data = alloc::vec![b'a'; CHUNK - 1];
+        data.extend_from_slice("é€".as_bytes()); // é cut after its first byte
+        data.extend_from_slice(&[0xff, b'x', 0xe2, 0x82, b'y', 0xc3]);
+        data.resize(2 * CHUNK - 2, b'b');
+        data.extend_from_slice("😀".as_bytes()); // cut after two bytes
+        data.extend_from_slice(&[0xe2, 0x82]); // cut at the end of the file
+        v.write_atomic("/t", &data).unwrap();
+        let want = String::from_utf8_lossy(&data).into_owned();
+        let (got, r) = run(&mut v, cat, &["/t"]);
+        assert_eq!(r, Ok(()));
+        assert!(
+            got == want,
+            "differs at byte {:?}",
+            got.bytes().zip(want.bytes()).position(|(a, b)| a != b)
+        );
+        // chunk by chunk as cat gets them, and byte by byte
+        for step in [CHUNK, 1] {
+            let mut t = Utf8Out::default();
+            let mut out = String::new();
+            for c in data.chunks(step) {
+                t.write(&mut out, c).unwrap();
+            }
+            t.finish(&mut out).unwrap();
+            assert!(out == want, "step {step}");
+        }
     }
 
     #[test]

@@ -401,7 +401,9 @@ const MAX_DISKS: usize = 16;
 /// would take what the running ones need; Linux fails such a probe with ENOMEM).
 pub fn attach_refusal(have: usize, max: usize) -> Option<String> {
     if have >= max {
-        return Some(alloc::format!("{have} devices of this kind already (at most {max})"));
+        return Some(alloc::format!(
+            "{have} devices of this kind already (at most {max})"
+        ));
     }
     crate::mm::heap::memory_low().then(|| String::from("memory low"))
 }
