@@ -207,6 +207,12 @@ impl Vfs {
         let mut abs = self.absolute(path);
         let mut links = 0;
         'restart: loop {
+            // Linux's PATH_MAX, and a depth bound: a directory cycle on a hostile
+            // disk (a hard-linked directory) makes `rm -r`/`cp -r` paths grow
+            // without end, and their walks hold every level's path.
+            if abs.len() > PATH_MAX || components(&abs).count() > MAX_DEPTH {
+                return Err(FsError::NameTooLong);
+            }
             let mi = self.mount_for(&abs);
             let (mpath, gen) = match &self.mounts[mi] {
                 Some(m) => (m.path.clone(), m.gen),
@@ -634,6 +640,11 @@ impl Vfs {
     }
 }
 
+/// Longest path resolved (bytes), as Linux's PATH_MAX.
+pub const PATH_MAX: usize = 4096;
+/// Most components in a path resolved.
+pub const MAX_DEPTH: usize = 256;
+
 /// What [`Vfs::write_atomic`] appends to the hidden name of its temporary file.
 const TEMP_SUFFIX: &str = ".tmp-xenlet";
 
@@ -707,6 +718,28 @@ mod tests {
         );
         assert_eq!(v.read_to_vec("/mnt/under", 100).unwrap(), b"hidden");
         assert_eq!(v.umount("/").err(), Some(FsError::Busy), "the root stays");
+    }
+
+    #[test]
+    fn paths_are_bounded_in_length_and_depth() {
+        let mut v = Vfs::new(tmpfs(), "tmpfs");
+        let mut p = String::new();
+        for _ in 0..MAX_DEPTH {
+            p.push_str("/d");
+            v.mkdir(&p, 0o755).unwrap();
+        }
+        assert!(v.resolve(&p).is_ok(), "{MAX_DEPTH} levels");
+        // One more level can be made in the deepest directory, and no more: its
+        // path resolves no longer, nor anything below it.
+        p.push_str("/d");
+        v.mkdir(&p, 0o755).unwrap();
+        assert_eq!(v.resolve(&p).err(), Some(FsError::NameTooLong));
+        p.push_str("/d");
+        assert_eq!(v.mkdir(&p, 0o755).err(), Some(FsError::NameTooLong));
+        let long = alloc::format!("/{}", "x/".repeat(PATH_MAX / 2));
+        assert_eq!(v.resolve(&long).err(), Some(FsError::NameTooLong));
+        // through a symbolic link too: the bound is on the path walked
+        assert_eq!(v.resolve("/d/d/d").map(|_| ()), Ok(()));
     }
 
     #[test]
