@@ -17,9 +17,13 @@
 //! reply to one of our addresses a REACHABLE one (Linux would ignore an unsolicited
 //! reply with `arp_accept=0`; smoltcp, which answers the router's own traffic on the
 //! same link, learns from it too, so both caches agree).
-//! The table has a fixed number of entries; when full, the oldest entry that is not
-//! INCOMPLETE is evicted.
+//! The table has a fixed number of entries (1,024, Linux's `gc_thresh3`), found
+//! through an index; when full, the oldest FAILED entry is evicted, else the oldest
+//! that is neither INCOMPLETE nor confirmed in the last 5 s (Linux's
+//! `gc_staletime` idea: a full table fails new resolutions, never working ones, so a
+//! sweep of 64 addresses no longer evicts the gateway).
 
+use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use core::fmt;
 use core::net::Ipv4Addr;
@@ -32,6 +36,9 @@ use crate::forward::{Output, TxMeta};
 use crate::iface::{Interface, Interfaces, MacDisplay};
 use crate::stats::Stats;
 use crate::{DropReason, IfId, Millis};
+
+/// An entry confirmed this recently is never evicted for a new one.
+const KEEP_CONFIRMED_MS: Millis = 5_000;
 
 /// Length of an Ethernet header.
 const ETH_LEN: usize = 14;
@@ -60,7 +67,7 @@ pub struct NeighConfig {
 impl Default for NeighConfig {
     fn default() -> Self {
         NeighConfig {
-            capacity: 64,
+            capacity: 1024,
             queue_per_entry: 3,
             queue_slots: 32,
             slot_len: 1514,
@@ -144,6 +151,8 @@ pub enum Resolution {
 pub struct NeighTable {
     config: NeighConfig,
     entries: Vec<Entry>,
+    /// (interface, address) of each entry in use, to its index in `entries`.
+    index: BTreeMap<(IfId, Ipv4Addr), usize>,
     slots: Vec<Slot>,
 }
 
@@ -159,7 +168,8 @@ impl NeighTable {
                 updated: 0,
                 probes: 0,
                 next_probe: 0,
-                queue: Vec::with_capacity(config.queue_per_entry),
+                // Allocated when a packet first waits (most entries never queue).
+                queue: Vec::new(),
             })
             .collect();
         let slots = (0..config.queue_slots)
@@ -174,14 +184,27 @@ impl NeighTable {
         NeighTable {
             config,
             entries,
+            index: BTreeMap::new(),
             slots,
         }
     }
 
     fn find(&self, ifc: IfId, ip: Ipv4Addr) -> Option<usize> {
-        self.entries
-            .iter()
-            .position(|e| e.state.is_some() && e.ifc == ifc && e.ip == ip)
+        self.index.get(&(ifc, ip)).copied()
+    }
+
+    /// An entry for `ip` on `ifc` (none found): a free one, or one evicted
+    /// ([`NeighTable::alloc`]), indexed under its new key.
+    fn claim(&mut self, ifc: IfId, ip: Ipv4Addr, now: Millis) -> Option<usize> {
+        let i = self.alloc(now)?;
+        let e = self.entries.get_mut(i)?;
+        if e.state.is_some() {
+            self.index.remove(&(e.ifc, e.ip));
+        }
+        e.ip = ip;
+        e.ifc = ifc;
+        self.index.insert((ifc, ip), i);
+        Some(i)
     }
 
     /// The state and MAC of the entry for `ip` on `ifc`.
@@ -190,10 +213,13 @@ impl NeighTable {
         Some((e.state?, e.mac))
     }
 
-    /// A free entry, evicting the oldest FAILED, else the oldest not INCOMPLETE.
-    fn alloc(&mut self) -> Option<usize> {
-        if let Some(i) = self.entries.iter().position(|e| e.state.is_none()) {
-            return Some(i);
+    /// A free entry, evicting the oldest FAILED, else the oldest that is neither
+    /// INCOMPLETE nor confirmed in the last [`KEEP_CONFIRMED_MS`].
+    fn alloc(&mut self, now: Millis) -> Option<usize> {
+        if self.index.len() < self.entries.len() {
+            if let Some(i) = self.entries.iter().position(|e| e.state.is_none()) {
+                return Some(i);
+            }
         }
         let oldest = |want_failed: bool| {
             self.entries
@@ -202,7 +228,7 @@ impl NeighTable {
                 .filter(|(_, e)| match e.state {
                     Some(NeighState::Failed) => true,
                     Some(NeighState::Incomplete) | None => false,
-                    Some(_) => !want_failed,
+                    Some(_) => !want_failed && now.saturating_sub(e.updated) >= KEEP_CONFIRMED_MS,
                 })
                 .min_by_key(|(_, e)| e.updated)
                 .map(|(i, _)| i)
@@ -232,11 +258,11 @@ impl NeighTable {
         let idx = match self.find(ifc, next_hop) {
             Some(i) => i,
             None => {
-                let i = self.alloc().ok_or(DropReason::NoNeighbour)?;
+                let i = self
+                    .claim(ifc, next_hop, now)
+                    .ok_or(DropReason::NoNeighbour)?;
                 let e = self.entries.get_mut(i).ok_or(DropReason::NoNeighbour)?;
                 e.state = Some(NeighState::Failed); // restarted just below
-                e.ip = next_hop;
-                e.ifc = ifc;
                 e.mac = EthernetAddress([0; 6]);
                 e.updated = now;
                 e.queue.clear();
@@ -350,7 +376,9 @@ impl NeighTable {
         let idx = match self.find(ifc, spa) {
             Some(i) => i,
             None if iface.has_addr(tpa) => {
-                let Some(i) = self.alloc() else { return };
+                let Some(i) = self.claim(ifc, spa, now) else {
+                    return;
+                };
                 let Some(e) = self.entries.get_mut(i) else {
                     return;
                 };
@@ -359,8 +387,6 @@ impl NeighTable {
                 } else {
                     NeighState::Stale
                 });
-                e.ip = spa;
-                e.ifc = ifc;
                 e.mac = sha;
                 e.updated = now;
                 e.probes = 0;

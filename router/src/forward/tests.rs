@@ -335,7 +335,7 @@ fn gratuitous_arp_updates_and_requests_to_us_create() {
 }
 
 #[test]
-fn neighbour_table_evicts_oldest_but_not_incomplete() {
+fn a_full_neighbour_table_keeps_confirmed_and_incomplete_entries() {
     let mut cfg = RouterConfig::default();
     cfg.neigh.capacity = 2;
     let mut r = Router::new(cfg);
@@ -347,22 +347,55 @@ fn neighbour_table_evicts_oldest_but_not_incomplete() {
         .unwrap();
     r.add_address(WAN, Ipv4Net::new(ip([10, 0, 0, 2]), 24).unwrap())
         .unwrap();
-    learn(&mut r, LAN, MAC0, [192, 168, 1, 1], HOST, HOST_MAC);
+    learn(&mut r, LAN, MAC0, [192, 168, 1, 1], HOST, HOST_MAC); // at 0 ms
     let mut o = Recorder::default();
-    // two incomplete entries would need 3 slots: the reachable host is evicted once
     let mut f = udp_frame(MAC0, HOST, [10, 0, 0, 5], 64, true, 10);
     assert_eq!(run(&mut r, LAN, &mut f, 1, &mut o), Disposition::Queued);
-    assert!(r.neighbours().lookup(LAN, ip(HOST)).is_some());
+    // Full: the host confirmed 2 ms ago stays, the new resolution fails (a sweep
+    // of addresses used to evict the gateway this way).
     let mut f = udp_frame(MAC0, HOST, [10, 0, 0, 6], 64, true, 10);
-    assert_eq!(run(&mut r, LAN, &mut f, 2, &mut o), Disposition::Queued);
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 2, &mut o),
+        Disposition::Dropped(DropReason::NoNeighbour)
+    );
+    assert!(r.neighbours().lookup(LAN, ip(HOST)).is_some(), "kept");
+    // Unconfirmed for 6 s, it may go.
+    let mut f = udp_frame(MAC0, HOST, [10, 0, 0, 6], 64, true, 10);
+    assert_eq!(run(&mut r, LAN, &mut f, 6_000, &mut o), Disposition::Queued);
     assert!(r.neighbours().lookup(LAN, ip(HOST)).is_none(), "evicted");
     let mut f = udp_frame(MAC0, HOST, [10, 0, 0, 7], 64, true, 10);
     assert_eq!(
-        run(&mut r, LAN, &mut f, 3, &mut o),
+        run(&mut r, LAN, &mut f, 6_001, &mut o),
         Disposition::Dropped(DropReason::NoNeighbour),
         "only INCOMPLETE entries left: nothing evicted"
     );
     assert_eq!(r.neighbours().queued(), 2);
+    assert!(r.neighbours().lookup(WAN, ip([10, 0, 0, 5])).is_some());
+    assert!(r.neighbours().lookup(WAN, ip([10, 0, 0, 6])).is_some());
+}
+
+#[test]
+fn a_sweep_of_the_wan_subnet_leaves_the_gateway_resolved() {
+    let mut r = setup();
+    learn_all(&mut r);
+    let mut o = Recorder::default();
+    // every other address of the WAN's /24, from the LAN: a neighbour entry each
+    for i in 3..=254u8 {
+        let mut f = udp_frame(MAC0, HOST, [10, 0, 0, i], 64, true, 10);
+        let d = run(&mut r, LAN, &mut f, 100 + u64::from(i), &mut o);
+        // queued while the 32 wait slots last, then dropped: either way resolving
+        assert!(
+            matches!(
+                d,
+                Disposition::Queued | Disposition::Dropped(DropReason::NoNeighbour)
+            ),
+            "10.0.0.{i}: {d:?}"
+        );
+        assert!(r.neighbours().lookup(WAN, ip([10, 0, 0, i])).is_some());
+    }
+    // and the gateway and the hosts are all still there
+    assert!(r.neighbours().lookup(WAN, ip(GW)).is_some());
+    assert!(r.neighbours().lookup(LAN, ip(HOST)).is_some());
 }
 
 /// Checks an ICMP error frame: headers, checksums, addresses, and returns the quote.
@@ -919,6 +952,9 @@ fn random_mutations_never_panic() {
     let seeds: Vec<(IfId, Vec<u8>)> = vec![
         (LAN, udp_frame(MAC0, HOST, NET, 64, false, 40)),
         (LAN, udp_frame(MAC0, HOST, SMALL, 64, false, 2000)),
+        // to an unresolved WAN neighbour: waits for ARP (before the neighbour table
+        // kept confirmed entries, evicting the gateway made such waits)
+        (LAN, udp_frame(MAC0, HOST, [10, 0, 0, 77], 64, false, 40)),
         (LAN, syn_frame(HOST, DMZ_HOST, SYN, 1460)),
         (WAN, gso),
         (
