@@ -32,7 +32,7 @@ use smoltcp::wire::{EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet};
 
 use crate::checksum;
 use crate::firewall::reject;
-use crate::icmp_error::{self, IcmpError, RateLimiter};
+use crate::icmp_error::{self, IcmpError, PeerLimiter, RateLimiter};
 use crate::iface::{IfConfig, IfError, Interfaces};
 use crate::ipv4::{self, be16, put16};
 use crate::neigh::{NeighConfig, NeighLine, NeighTable, Resolution};
@@ -101,6 +101,8 @@ pub struct RouterConfig {
     pub icmp_per_sec: u32,
     /// ICMP error burst (Linux `icmp_msgs_burst`).
     pub icmp_burst: u32,
+    /// Keys the per-peer ICMP limit's table.
+    pub icmp_peer_seed: u32,
 }
 
 impl Default for RouterConfig {
@@ -112,6 +114,7 @@ impl Default for RouterConfig {
             max_mtu: 9000,
             icmp_per_sec: 1000,
             icmp_burst: 50,
+            icmp_peer_seed: 0x5bd1_e995,
         }
     }
 }
@@ -122,6 +125,7 @@ pub struct Router {
     routes: RouteTable,
     neigh: NeighTable,
     icmp_limit: RateLimiter,
+    icmp_peers: PeerLimiter,
     stats: Stats,
     max_mtu: u16,
     icmp_id: u16,
@@ -182,6 +186,7 @@ impl Router {
             routes: RouteTable::new(config.routes),
             neigh: NeighTable::new(config.neigh),
             icmp_limit: RateLimiter::new(config.icmp_per_sec, config.icmp_burst),
+            icmp_peers: PeerLimiter::new(config.icmp_peer_seed),
             stats: Stats::new(config.interfaces),
             max_mtu,
             icmp_id: 0,
@@ -653,7 +658,8 @@ impl Router {
     /// Answers a packet the firewall rejected (fw4's `handle_reject`): a TCP reset
     /// for TCP, sent straight back to `peer_mac` on `input`; an ICMP port-unreachable
     /// for anything else. `head` is the packet as it arrived (header + 8 bytes), `ip`
-    /// as it is now. Both share the ICMP error rate limit.
+    /// as it is now. The ICMP error is rate limited as any; the reset is not (Linux's
+    /// `nf_send_reset` is not: one reset per segment, never more).
     fn send_reject<O: Output>(
         &mut self,
         input: IfId,
@@ -677,10 +683,6 @@ impl Router {
         let Some(mac) = self.ifaces.get(input).map(|i| i.mac().0) else {
             return;
         };
-        if !self.icmp_limit.allow(now) {
-            self.stats.icmp_rate_limited = self.stats.icmp_rate_limited.wrapping_add(1);
-            return;
-        }
         self.icmp_id = self.icmp_id.wrapping_add(1);
         let Some(n) = reject::build(&mut self.icmp_buf, &seg, mac, peer_mac, self.icmp_id) else {
             return;
@@ -723,9 +725,18 @@ impl Router {
         let mtu = route
             .mtu
             .map_or(out_iface.mtu(), |m| m.min(out_iface.mtu()));
-        if !self.icmp_limit.allow(now) {
-            self.stats.icmp_rate_limited = self.stats.icmp_rate_limited.wrapping_add(1);
-            return;
+        // Linux's `icmpv4_mask_allow`: fragmentation-needed is never limited (path
+        // MTU discovery depends on it); the others are limited per destination
+        // first, then by the global bucket (a peer over its allowance takes none).
+        if !matches!(kind, IcmpError::FragNeeded { .. }) {
+            if !self.icmp_peers.allow(to, now) {
+                self.stats.icmp_peer_limited = self.stats.icmp_peer_limited.wrapping_add(1);
+                return;
+            }
+            if !self.icmp_limit.allow(now) {
+                self.stats.icmp_rate_limited = self.stats.icmp_rate_limited.wrapping_add(1);
+                return;
+            }
         }
         self.icmp_id = self.icmp_id.wrapping_add(1);
         let Some(n) = icmp_error::build(

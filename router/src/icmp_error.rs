@@ -7,6 +7,7 @@
 //! (`net/ipv4/icmp.c`). Rate limited by a global token bucket like Linux's
 //! `icmp_global_allow` (`net.ipv4.icmp_msgs_per_sec` 1000, `icmp_msgs_burst` 50).
 
+use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
 use crate::checksum;
@@ -176,6 +177,55 @@ impl RateLimiter {
     }
 }
 
+/// Peers whose ICMP errors are limited one by one (direct-mapped by address).
+const PEER_SLOTS: usize = 256;
+/// One ICMP error a second to a peer (Linux `icmp_ratelimit`, 1000 ms) ...
+const PEER_INTERVAL_MS: Millis = 1000;
+/// ... with six saved up (Linux's `XRLIM_BURST_FACTOR`).
+const PEER_BURST: u32 = 6;
+
+/// Linux's per-destination limit on ICMP errors (`inet_peer_xrlim_allow`): each
+/// peer gets [`PEER_BURST`] at once and then one a second, so a host probing closed
+/// ports or sending TTL-1 packets fast uses up its own allowance, not everybody's
+/// (the global bucket alone let one host stop them for all). Peers live in a fixed,
+/// direct-mapped table: a peer that loses its slot to another starts again with a
+/// full allowance, so the table can only make the limit looser, never deny a peer.
+#[derive(Clone, Debug)]
+pub struct PeerLimiter {
+    slots: Vec<Option<(Ipv4Addr, RateLimiter)>>,
+    seed: u32,
+}
+
+impl PeerLimiter {
+    /// An empty table; `seed` keys the slot choice (an outsider should not be able to
+    /// aim at another peer's slot).
+    pub fn new(seed: u32) -> Self {
+        PeerLimiter {
+            slots: alloc::vec![None; PEER_SLOTS],
+            seed,
+        }
+    }
+
+    /// Whether an ICMP error may go to `peer` at `now`.
+    pub fn allow(&mut self, peer: Ipv4Addr, now: Millis) -> bool {
+        let h = (u32::from(peer) ^ self.seed).wrapping_mul(0x9e37_79b1) >> 24;
+        let Some(slot) = self.slots.get_mut(h as usize % PEER_SLOTS) else {
+            return true;
+        };
+        match slot {
+            Some((ip, r)) if *ip == peer => r.allow(now),
+            _ => {
+                let per_sec = (1000 / PEER_INTERVAL_MS) as u32;
+                let mut r = RateLimiter::new(per_sec, PEER_BURST);
+                r.last = now;
+                let ok = r.allow(now);
+                *slot = Some((peer, r));
+                ok
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
@@ -255,6 +305,21 @@ mod tests {
         let mcast = ipv4([224, 0, 0, 5], B, 17, 9, 1, false, &[], &[0; 8]);
         assert!(!may_report(&mcast));
         assert!(!may_report(&echo[..20]), "ICMP type unreadable");
+    }
+
+    #[test]
+    fn each_peer_has_its_own_allowance() {
+        let mut p = PeerLimiter::new(0x1234_5678);
+        let a = Ipv4Addr::new(203, 0, 113, 9);
+        let b = Ipv4Addr::new(192, 168, 1, 100);
+        // a host probing fast gets six at once, then one a second
+        let sent = (0..1000).filter(|i| p.allow(a, 10_000 + i / 10)).count();
+        assert_eq!(sent, 6);
+        assert!(p.allow(a, 11_000));
+        assert!(!p.allow(a, 11_500));
+        // and another host is not affected
+        assert_eq!((0..6).filter(|_| p.allow(b, 11_500)).count(), 6);
+        assert!(!p.allow(b, 11_500));
     }
 
     #[test]

@@ -87,8 +87,10 @@ pub struct Stats {
     drops: [u64; DROP_REASONS.len()],
     /// ICMP errors sent.
     pub icmp_errors: u64,
-    /// ICMP errors not sent because of the rate limit.
+    /// ICMP errors not sent because of the global rate limit.
     pub icmp_rate_limited: u64,
+    /// ICMP errors not sent because their destination had used its allowance.
+    pub icmp_peer_limited: u64,
     /// TCP resets sent for rejected segments.
     pub resets: u64,
     /// ARP requests sent.
@@ -107,6 +109,7 @@ impl Stats {
             drops: [0; DROP_REASONS.len()],
             icmp_errors: 0,
             icmp_rate_limited: 0,
+            icmp_peer_limited: 0,
             resets: 0,
             arp_requests: 0,
             arp_queued: 0,

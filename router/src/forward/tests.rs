@@ -735,23 +735,40 @@ fn gso_leaves_whole_when_the_output_can_and_frag_needed_when_df_too_big() {
 }
 
 #[test]
-fn icmp_errors_are_rate_limited() {
+fn icmp_errors_are_limited_per_peer_and_overall_but_frag_needed_never() {
     let mut r = setup();
     learn_all(&mut r);
     let mut o = Recorder::default();
+    // One host sending TTL-1 packets fast: six errors, then one a second.
     for _ in 0..60 {
         let mut f = udp_frame(MAC0, HOST, NET, 1, false, 10);
         run(&mut r, LAN, &mut f, 1000, &mut o);
     }
-    assert_eq!(o.sent.len(), 50, "the burst");
-    assert_eq!(r.stats().icmp_errors, 50);
-    assert_eq!(r.stats().icmp_rate_limited, 10);
+    assert_eq!(o.sent.len(), 6, "the peer's burst");
+    assert_eq!(r.stats().icmp_peer_limited, 54);
     assert_eq!(r.stats().dropped(DropReason::TtlExpired), 60);
-    for _ in 0..10 {
-        let mut f = udp_frame(MAC0, HOST, NET, 1, false, 10);
-        run(&mut r, LAN, &mut f, 1005, &mut o);
+    let mut f = udp_frame(MAC0, HOST, NET, 1, false, 10);
+    run(&mut r, LAN, &mut f, 2000, &mut o);
+    assert_eq!(o.sent.len(), 7, "one a second");
+    // ... while fragmentation-needed still reaches it, however many
+    for _ in 0..20 {
+        let mut f = udp_frame(MAC0, HOST, DMZ_HOST, 64, true, 1400);
+        assert_eq!(
+            run(&mut r, LAN, &mut f, 2000, &mut o),
+            Disposition::Dropped(DropReason::TooBig)
+        );
     }
-    assert_eq!(o.sent.len(), 55, "1000/s: five more after 5 ms");
+    assert_eq!(o.sent.len(), 27, "path MTU discovery is never limited");
+    // Other hosts have their own allowance, within the global 1000/s, burst 50
+    // (full again a second later, less the first host's one at 2000 ms).
+    for i in 0..60u8 {
+        let h = [192, 168, 1, 10 + i];
+        learn(&mut r, LAN, MAC0, [192, 168, 1, 1], h, [2, 0, 0, 0, 3, i]);
+        let mut f = udp_frame(MAC0, h, NET, 1, false, 10);
+        run(&mut r, LAN, &mut f, 2000, &mut o);
+    }
+    assert_eq!(o.sent.len(), 27 + 49, "the global burst");
+    assert_eq!(r.stats().icmp_rate_limited, 11);
 }
 
 #[test]
