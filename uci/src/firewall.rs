@@ -761,27 +761,30 @@ fn unsupported(
     warnings: &mut Vec<Diagnostic>,
     allowed: &[&str],
 ) -> bool {
+    match unsupported_option(r, allowed) {
+        Some((name, what)) => {
+            warnings.push(r.error(
+                &name,
+                format!("{what} not supported by Xenlet, section ignored"),
+            ));
+            true
+        }
+        None => false,
+    }
+}
+
+/// The first option that uses an unsupported match (other than `allowed`) or
+/// negation, and what it is.
+fn unsupported_option(r: &SectionReader<'_>, allowed: &[&str]) -> Option<(String, &'static str)> {
     let s = r.section();
     let is_unsupported = |n: &str| UNSUPPORTED_MATCHES.contains(&n) && !allowed.contains(&n);
     if let Some(o) = s.options.iter().find(|o| is_unsupported(&o.name)) {
-        warnings.push(r.error(
-            &o.name,
-            "match not supported by Xenlet, section ignored".into(),
-        ));
-        return true;
+        return Some((o.name.clone(), "match"));
     }
-    if let Some(o) = s
-        .options
+    s.options
         .iter()
         .find(|o| o.value.items().any(|v| v.trim_start().starts_with('!')))
-    {
-        warnings.push(r.error(
-            &o.name,
-            "negation ('!') not supported by Xenlet, section ignored".into(),
-        ));
-        return true;
-    }
-    false
+        .map(|o| (o.name.clone(), "negation ('!')"))
 }
 
 fn zone_ref(v: &str) -> Option<ZoneRef> {
@@ -814,9 +817,6 @@ fn read_rule(
     r: &mut SectionReader<'_>,
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<Option<Rule>, ConfigError> {
-    if unsupported(r, warnings, &[]) {
-        return Ok(None);
-    }
     let target = match r.single("target")? {
         None => Policy::Drop,
         Some(t) => match parse_enum(
@@ -847,6 +847,22 @@ fn read_rule(
             }
         },
     };
+    // Fail closed: an ACCEPT rule left out lets less through, but a DROP or REJECT
+    // rule left out would let through what it stops, so such a file is refused
+    // (as a syntax error is: `reload` keeps the rules in force).
+    if target != Policy::Accept {
+        if let Some((name, what)) = unsupported_option(r, &[]) {
+            return Err(r.error(
+                &name,
+                format!(
+                    "{what} not supported by Xenlet in a {} rule: leaving the rule out would let through what it stops",
+                    if target == Policy::Reject { "REJECT" } else { "DROP" }
+                ),
+            ));
+        }
+    } else if unsupported(r, warnings, &[]) {
+        return Ok(None);
+    }
     Ok(Some(Rule {
         name: r.single("name")?.map(str::to_string),
         src: r.parse("src", "a zone name or '*'", zone_ref)?,
@@ -1162,6 +1178,27 @@ mod tests {
                 e.starts_with(&format!("/etc/config/firewall: {msg}")),
                 "{e}"
             );
+        }
+    }
+
+    #[test]
+    fn a_deny_rule_with_an_unsupported_match_refuses_the_file() {
+        for (rule, msg) in [
+            (
+                "config rule\n\toption src 'wan'\n\toption src_mac '00:11:22:33:44:55'\n\toption target 'DROP'\n",
+                "@rule[0]: option 'src_mac': match not supported by Xenlet in a DROP rule",
+            ),
+            (
+                "config rule\n\toption src 'lan'\n\toption weekdays 'Mon'\n\toption target 'REJECT'\n",
+                "@rule[0]: option 'weekdays': match not supported by Xenlet in a REJECT rule",
+            ),
+            (
+                "config rule\n\toption src 'lan'\n\toption dest_port '!22'\n",
+                "@rule[0]: option 'dest_port': negation ('!') not supported by Xenlet in a DROP rule",
+            ),
+        ] {
+            let e = fw(rule).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("/etc/config/firewall: {msg}")), "{e}");
         }
     }
 
