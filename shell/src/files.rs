@@ -350,7 +350,7 @@ impl Utf8Out {
             } else {
                 2
             };
-            if end && first >= 0xc2 && first <= 0xf4 && bad.len() < need {
+            if end && (0xc2..=0xf4).contains(&first) && bad.len() < need {
                 self.carry[..bad.len()].copy_from_slice(bad);
                 self.carried = bad.len();
             } else {

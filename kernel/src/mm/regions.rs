@@ -219,7 +219,7 @@ mod tests {
     impl Grow for HostGrow {
         fn take(&self, bytes: usize) -> Option<(usize, usize)> {
             let left = self.budget.load(Ordering::Relaxed);
-            if bytes > left || bytes % PAGE != 0 {
+            if bytes > left || !bytes.is_multiple_of(PAGE) {
                 return None;
             }
             self.budget.store(left - bytes, Ordering::Relaxed);
