@@ -104,6 +104,9 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     let unplugged = xen.map(|_| crate::xen::unplug::unplug_emulated_devices());
     let grants = xen.map(|_| crate::xen::gnttab::init());
     let xen_done = clock::now();
+    // Keyed once the clocks (and Xen's wall clock) run: everything seeded below
+    // (the router's hash tables, the stacks, the DNS forwarder) draws from it.
+    crate::sys::random::init();
     let xenstore_state = xen.map(|_| {
         crate::xen::xenstore::init()
             .and_then(|port| crate::sys::shutdown::watch_shutdown().map(|()| port))
@@ -136,7 +139,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         info.cmdline.as_str(),
         &vif_names,
         heap_bytes,
-        crate::arch::cpu::rdtsc(),
+        crate::sys::random::u64(),
     );
     // With the router, /etc/config/dhcp's DHCP server and DNS forwarder on the LAN.
     let services = plan
@@ -209,6 +212,10 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         );
     }
     println!("clock: {} MHz ({})", clk.tsc_hz / 1_000_000, clk.source);
+    println!(
+        "random: ChaCha20, keyed from {}",
+        crate::sys::random::sources()
+    );
     match xen {
         Some(x) => println!(
             "xen: Xen {} (CPUID base {:#x}), hypercall page installed, shared info at {:#x}, upcall {}, PV console {}",

@@ -85,3 +85,11 @@ pub fn halt_forever() -> ! {
         x86_64::instructions::hlt();
     }
 }
+
+/// 64 bits from the CPU's random number generator (RDRAND), when it has one and it
+/// delivers (a few retries, as Intel advises for an underflowing DRNG); None on a
+/// CPU without it (CPUID.1:ECX.RDRAND, checked by `x86_64`'s `RdRand::new`).
+pub fn rdrand() -> Option<u64> {
+    let r = x86_64::instructions::random::RdRand::new()?;
+    (0..10).find_map(|_| r.get_u64())
+}

@@ -9,7 +9,7 @@
 
 use crate::dev::frontends::{KernelXen, Vif, NET_EVENTS};
 use crate::sync::eventcount::SharedSeen;
-use crate::{arch::cpu, time::clock, xen::xenbus, xen::xenstore};
+use crate::{time::clock, xen::xenbus, xen::xenstore};
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
@@ -107,7 +107,13 @@ fn add_interface(stack: &mut NetStack<Link>, name: &str, vif: Vif) -> String {
             note,
         ),
     };
-    let n: NetIf<Link> = NetIf::new(name, Routed::new(vif), &cfg, now_ms(), cpu::rdtsc());
+    let n: NetIf<Link> = NetIf::new(
+        name,
+        Routed::new(vif),
+        &cfg,
+        now_ms(),
+        crate::sys::random::u64(),
+    );
     let addrs: Vec<String> = n.addrs().iter().map(|(c, _)| format!("{c}")).collect();
     let line = format!(
         "{name}: {}{} ({source}){note}",
@@ -283,7 +289,7 @@ pub fn start_services(spec: &ServicesSpec, store: Box<dyn LeaseStore + Send>) ->
         &mut *stack,
         Some(store),
         epoch_offset,
-        cpu::rdtsc(),
+        crate::sys::random::u64(),
         now,
     );
     let r = sv.load_report();

@@ -5,6 +5,7 @@
 
 pub mod acpi;
 pub mod pagefault;
+pub mod random;
 
 #[cfg(target_os = "none")]
 pub mod fault;

@@ -174,7 +174,7 @@ pub(super) fn ping(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResul
     use crate::dev::network::{now_ms, now_us, NET};
     use xenlet_net::ping::{parse_args, Ping};
     let (opts, target) = parse_args(args).map_err(CmdError::failed)?;
-    let ident = (crate::arch::cpu::rdtsc() as u16) | 1;
+    let ident = (crate::sys::random::u64() as u16) | 1;
     let (idx, mut p) = {
         let mut st = NET.lock();
         let idx = st.route(target).ok_or_else(|| {
