@@ -21,6 +21,7 @@
 //! entry releases its mapping (Linux `nf_nat_cleanup_conntrack`).
 
 mod tcp;
+mod window;
 
 use core::fmt;
 
@@ -144,6 +145,7 @@ pub mod status {
 pub struct Entry {
     tuples: [Tuple; 2],
     tcp: TcpState,
+    win: window::Window,
     deadline: Millis,
     status: u8,
     packets: [u64; 2],
@@ -168,6 +170,7 @@ impl Entry {
     const FREE: Entry = Entry {
         tuples: [UNUSED_TUPLE; 2],
         tcp: TcpState::None,
+        win: window::Window::NEW,
         deadline: 0,
         status: 0,
         packets: [0; 2],
@@ -274,7 +277,7 @@ pub struct Stats {
     /// Packets that found their flow (including ICMP errors that found theirs).
     pub found: u64,
     /// New flows asked for: inserted, or refused because the table was full. So
-    /// `new = count + evicted + dropped_full + expired + flushed`.
+    /// `new = count + evicted + dropped_full + expired + flushed + reopened`.
     pub new: u64,
     /// Packets INVALID for conntrack (no flow and cannot start one, or not valid in
     /// their flow's state).
@@ -301,6 +304,11 @@ pub struct Stats {
     pub malformed: u64,
     /// New flows whose reply tuple was already taken by another flow (clash).
     pub clash: u64,
+    /// TCP segments outside their flow's sequence window (INVALID, counted in
+    /// `invalid` too by the caller).
+    pub out_of_window: u64,
+    /// Flows ended by a SYN over TIME_WAIT or CLOSE (the SYN is then judged new).
+    pub reopened: u64,
 }
 
 /// What conntrack makes of a packet of a known flow.
@@ -310,6 +318,10 @@ pub(crate) enum Track {
     Valid,
     /// Not valid in the flow's state.
     Invalid,
+    /// A new SYN over a flow in TIME_WAIT or CLOSE: the old flow is gone, and the
+    /// SYN is to be judged as a new connection (Linux kills the entry and looks the
+    /// packet up again), whichever side sends it.
+    Reopen,
 }
 
 /// The connection-tracking table.
@@ -325,6 +337,9 @@ pub struct Conntrack {
     timeouts: Timeouts,
     pub(crate) maps: Mappings,
     pub(crate) stats: Stats,
+    /// Linux's `nf_conntrack_tcp_be_liberal`: off (OpenWrt's setting) checks every
+    /// TCP segment against its flow's sequence window.
+    tcp_be_liberal: bool,
 }
 
 /// How many of the oldest non-ASSURED entries eviction looks at for one that never
@@ -358,7 +373,14 @@ impl Conntrack {
             timeouts,
             maps: Mappings::new(capacity, hash_seed ^ 0x6e61_7434_3400_0000),
             stats: Stats::default(),
+            tcp_be_liberal: false,
         }
+    }
+
+    /// Turns sequence-window checking off (`true`) or on, as Linux's
+    /// `nf_conntrack_tcp_be_liberal`.
+    pub fn set_tcp_be_liberal(&mut self, liberal: bool) {
+        self.tcp_be_liberal = liberal;
     }
 
     /// The entries the table can hold.
@@ -479,6 +501,14 @@ impl Conntrack {
     }
 
     /// Removes an entry: both index values, the age list, its NAT mapping.
+    /// Ends the flow in `slot` for a SYN that reopens its tuple ([`Track::Reopen`]).
+    pub(crate) fn end_for_reopen(&mut self, slot: u32) {
+        if self.entries.get(slot as usize).is_some_and(|e| e.in_use) {
+            self.remove(slot);
+            self.stats.reopened += 1;
+        }
+    }
+
     fn remove(&mut self, slot: u32) {
         let Some(e) = self.get(slot).copied() else {
             return;
@@ -587,6 +617,7 @@ impl Conntrack {
             tuples: [original, reply],
             // the first packet's `track` moves it on
             tcp: TcpState::None,
+            win: window::Window::NEW,
             deadline: now.saturating_add(timeout),
             status: nat & (status::SRC_NAT | status::DST_NAT),
             packets: [0; 2],
@@ -624,19 +655,39 @@ impl Conntrack {
         let is_reply = dir == Dir::Reply;
         let had_reply = e.has(status::SEEN_REPLY);
         let mut assure = false;
-        let mut reopen = false;
         match e.tuples[0].proto {
             Proto::Tcp => {
-                let flags = tcp.map_or(0, |i| i.flags);
+                let Some(info) = tcp else {
+                    return Track::Invalid;
+                };
+                let flags = info.flags;
+                let d = dir.index();
                 match tcp::transition(is_reply, flags, e.tcp) {
                     tcp::Transition::Invalid => return Track::Invalid,
                     tcp::Transition::Ignore => {}
                     tcp::Transition::To(new) => {
                         let old = e.tcp;
                         // a new SYN over TIME_WAIT/CLOSE reuses the tuple: a new
-                        // connection (Linux kills the old entry and starts over)
-                        if new == TcpState::SynSent && old >= TcpState::TimeWait {
-                            reopen = true;
+                        // connection, judged as one (Linux kills the old entry and
+                        // looks the SYN up again)
+                        if (new == TcpState::SynSent || new == TcpState::SynSent2)
+                            && old >= TcpState::TimeWait
+                            && flags & crate::flow::tcp_flag::ACK == 0
+                        {
+                            return Track::Reopen;
+                        }
+                        if !self.tcp_be_liberal {
+                            if flags & crate::flow::tcp_flag::RST != 0
+                                && e.win.rst_is_stale(d, info.seq)
+                            {
+                                return Track::Invalid;
+                            }
+                            let restartable = (old == TcpState::SynSent && !is_reply)
+                                || (old == TcpState::SynRecv && is_reply);
+                            if !e.win.in_window(d, &info, restartable) {
+                                self.stats.out_of_window += 1;
+                                return Track::Invalid;
+                            }
                         }
                         e.tcp = new;
                         e.deadline = now.saturating_add(t.tcp(new));
@@ -669,20 +720,11 @@ impl Conntrack {
         let d = dir.index();
         e.packets[d] = e.packets[d].saturating_add(1);
         e.bytes[d] = e.bytes[d].saturating_add(len as u64);
-        if reopen {
-            e.status &= !status::SEEN_REPLY;
-            let was_assured = e.has(status::ASSURED);
-            e.status &= !status::ASSURED;
-            if was_assured {
-                self.age_push(slot);
-            }
-        } else {
-            if is_reply {
-                e.status |= status::SEEN_REPLY;
-            }
-            if assure {
-                self.set_assured(slot);
-            }
+        if is_reply {
+            e.status |= status::SEEN_REPLY;
+        }
+        if assure {
+            self.set_assured(slot);
         }
         Track::Valid
     }

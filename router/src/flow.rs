@@ -139,6 +139,59 @@ impl fmt::Display for Dotted {
 pub struct TcpInfo {
     /// The flags byte (byte 13: CWR ECE URG ACK PSH RST SYN FIN).
     pub flags: u8,
+    /// Sequence number.
+    pub seq: u32,
+    /// Acknowledgement number.
+    pub ack: u32,
+    /// The window field (unscaled).
+    pub window: u16,
+    /// Bytes of data after the header.
+    pub payload: u32,
+    /// The window-scale option's shift, on a SYN.
+    pub wscale: Option<u8>,
+    /// SACK permitted (option 4), on a SYN.
+    pub sack_perm: bool,
+    /// The highest right edge of the SACK blocks (option 5), if any.
+    pub sack_edge: Option<u32>,
+}
+
+/// What the TCP options of a segment say to window tracking: (window scale on a
+/// SYN, SACK permitted on a SYN, highest SACK right edge). A malformed option list
+/// ends the walk (what was read counts), as Linux's `tcp_options`.
+fn tcp_options(opts: &[u8], syn: bool) -> (Option<u8>, bool, Option<u32>) {
+    let (mut wscale, mut sack_perm, mut edge) = (None, false, None::<u32>);
+    let mut i = 0;
+    while let Some(&kind) = opts.get(i) {
+        match kind {
+            0 => break,
+            1 => {
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let Some(&len) = opts.get(i + 1) else { break };
+        let len = usize::from(len);
+        if len < 2 || i + len > opts.len() {
+            break;
+        }
+        let body = &opts[i + 2..i + len];
+        match (kind, len) {
+            (3, 3) if syn => wscale = Some(body[0]),
+            (4, 2) if syn => sack_perm = true,
+            (5, l) if l >= 10 && (l - 2) % 8 == 0 => {
+                for b in body.chunks_exact(8) {
+                    let right = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+                    if edge.is_none_or(|e| (right.wrapping_sub(e) as i32) > 0) {
+                        edge = Some(right);
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += len;
+    }
+    (wscale, sack_perm, edge)
 }
 
 /// TCP flag bits in byte 13 of the header (RFC 9293 section 3.1).
@@ -259,7 +312,36 @@ pub fn parse(ip: &[u8]) -> Result<Parsed, ParseError> {
                 dport: get16(l4, 2).ok_or(ParseError)?,
                 proto: Proto::Tcp,
             };
-            Kind::Flow(t, Some(TcpInfo { flags }))
+            let word = |o: usize| {
+                l4.get(o..o + 4)
+                    .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+                    .ok_or(ParseError)
+            };
+            // The IP total length bounds the data (Ethernet padding is not data); a
+            // GSO packet's field may be 0, then the buffer is the packet.
+            let total = match usize::from(get16(ip, 2).ok_or(ParseError)?) {
+                0 => ip.len(),
+                n => n.min(ip.len()),
+            };
+            let payload = total.saturating_sub(ihl + doff) as u32;
+            let (wscale, sack_perm, sack_edge) = if doff > 20 {
+                tcp_options(&l4[20..doff], flags & tcp_flag::SYN != 0)
+            } else {
+                (None, false, None)
+            };
+            Kind::Flow(
+                t,
+                Some(TcpInfo {
+                    flags,
+                    seq: word(4)?,
+                    ack: word(8)?,
+                    window: get16(l4, 14).ok_or(ParseError)?,
+                    payload,
+                    wscale,
+                    sack_perm,
+                    sack_edge,
+                }),
+            )
         }
         ip_proto::UDP => {
             if l4.len() < 8 {

@@ -340,11 +340,20 @@ impl Netfilter {
         meta: &Meta,
     ) -> Result<Found, DropReason> {
         let now = meta.now;
+        let mut known = None;
         if let Some((slot, dir)) = self.ct.lookup(&t, now) {
-            let Some(e) = self.ct.get(slot).copied() else {
+            let e = self.ct.get(slot).copied();
+            match self.ct.track(slot, dir, tcp, ip.len(), now) {
+                // the old flow is gone: the SYN goes on as a new connection
+                Track::Reopen => self.ct.end_for_reopen(slot),
+                r => known = Some((slot, dir, e, r)),
+            }
+        }
+        if let Some((slot, dir, e, r)) = known {
+            let Some(e) = e else {
                 return Ok(Found::NoFlow);
             };
-            if self.ct.track(slot, dir, tcp, ip.len(), now) == Track::Invalid {
+            if r == Track::Invalid {
                 self.ct.stats.invalid += 1;
                 // a translated flow's packet cannot go on untranslated
                 if e.status() & (status::SRC_NAT | status::DST_NAT) != 0 {
@@ -536,13 +545,20 @@ impl Netfilter {
             ),
             // not seen by prerouting (e.g. sent by the router itself)
             _ => match self.ct.lookup(&t, now) {
-                Some((slot, dir)) => {
-                    if self.ct.track(slot, dir, tcp, ip.len(), now) == Track::Invalid {
-                        return self.invalid_out(masq, true);
+                Some((slot, dir)) => match self.ct.track(slot, dir, tcp, ip.len(), now) {
+                    Track::Invalid => return self.invalid_out(masq, true),
+                    Track::Reopen => {
+                        self.ct.end_for_reopen(slot);
+                        (
+                            self.create(t, t, tcp, ip.len(), masq, None, now)?,
+                            Dir::Original,
+                        )
                     }
-                    self.ct.stats.found += 1;
-                    (slot, dir)
-                }
+                    Track::Valid => {
+                        self.ct.stats.found += 1;
+                        (slot, dir)
+                    }
+                },
                 None if can_start(&t, tcp) => (
                     self.create(t, t, tcp, ip.len(), masq, None, now)?,
                     Dir::Original,

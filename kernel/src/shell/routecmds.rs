@@ -55,21 +55,23 @@ pub fn conntrack(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
                 s.clash
             )?;
             // every new flow is accounted for: still in the table, evicted, refused,
-            // expired or flushed
-            let accounted = live + s.evicted + s.dropped_full + s.expired + s.flushed;
+            // expired, flushed or ended by a SYN that reopened its tuple
+            let accounted = live + s.evicted + s.dropped_full + s.expired + s.flushed + s.reopened;
             writeln!(
                 out,
-                "flows: new {} = live {live} + evicted {} + refused {} + expired {} + flushed {} ({}); nat exhausted {}, icmp related {}, icmp misdirected {}, leaks blocked {}",
+                "flows: new {} = live {live} + evicted {} + refused {} + expired {} + flushed {} + reopened {} ({}); nat exhausted {}, icmp related {}, icmp misdirected {}, leaks blocked {}, tcp out of window {}",
                 s.new,
                 s.evicted,
                 s.dropped_full,
                 s.expired,
                 s.flushed,
+                s.reopened,
                 if accounted == s.new { "balanced" } else { "UNBALANCED" },
                 s.nat_exhausted,
                 s.icmp_related,
                 s.icmp_misdirected,
-                s.leak_blocked
+                s.leak_blocked,
+                s.out_of_window
             )?;
         }
         _ => return Err(CmdError::usage("conntrack [-L | -C | -F | -S]")),

@@ -75,12 +75,36 @@ fn pseudo_sum(src: [u8; 4], dst: [u8; 4], proto: u8, len: usize) -> u16 {
     fold(sum(sum(0, &src), &dst) + u32::from(proto) + len as u32)
 }
 
+/// A TCP segment whose sequence numbers fit one connection, as window tracking
+/// wants them: the client (the higher port) starts at 0x1000_0000, the server at
+/// 0x2000_0000; a SYN carries the initial number, anything later that plus one, and
+/// an ACK acknowledges the other side's SYN (data repeats as retransmissions do).
 fn tcp(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16, flags: u8, data: &[u8]) -> Vec<u8> {
+    let (isn, peer) = if sport > dport {
+        (0x1000_0000u32, 0x2000_0000u32)
+    } else {
+        (0x2000_0000, 0x1000_0000)
+    };
+    let seq = if flags & 0x02 != 0 { isn } else { isn + 1 };
+    let ack = if flags & 0x10 != 0 { peer + 1 } else { 0 };
+    tcp_seq(src, sport, dst, dport, flags, (seq, ack), data)
+}
+
+/// A TCP segment with the sequence and acknowledgement numbers given.
+fn tcp_seq(
+    src: [u8; 4],
+    sport: u16,
+    dst: [u8; 4],
+    dport: u16,
+    flags: u8,
+    (seq, ack): (u32, u32),
+    data: &[u8],
+) -> Vec<u8> {
     let mut seg = Vec::new();
     seg.extend_from_slice(&sport.to_be_bytes());
     seg.extend_from_slice(&dport.to_be_bytes());
-    seg.extend_from_slice(&0x1000_0000u32.to_be_bytes());
-    seg.extend_from_slice(&0x2000_0000u32.to_be_bytes());
+    seg.extend_from_slice(&seq.to_be_bytes());
+    seg.extend_from_slice(&ack.to_be_bytes());
     seg.extend_from_slice(&[0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
     seg.extend_from_slice(data);
     let c = l4_checksum(src, dst, 6, &seg);
@@ -229,7 +253,7 @@ fn counters_add_up(nf: &Netfilter) {
     let s = nf.stats();
     assert_eq!(
         s.new,
-        nf.count() as u64 + s.evicted + s.dropped_full + s.expired + s.flushed,
+        nf.count() as u64 + s.evicted + s.dropped_full + s.expired + s.flushed + s.reopened,
         "{s:?} live {}",
         nf.count()
     );
@@ -582,6 +606,71 @@ fn tcp_lifecycle_through_fin_with_its_timeouts() {
         OK
     );
     assert_eq!(late, before, "no flow: not translated");
+    counters_add_up(&nf);
+}
+
+#[test]
+fn blind_segments_do_not_touch_a_flow_and_a_syn_in_time_wait_is_a_new_connection() {
+    let mut nf = netfilter(64);
+    let key = Tuple {
+        src: HOST1,
+        dst: SERVER,
+        sport: 40001,
+        dport: 22,
+        proto: Proto::Tcp,
+    };
+    let state = |nf: &Netfilter| nf.conntrack().lookup_view(&key).map(|e| e.tcp_state());
+    for (lan, flags) in [(true, SYN), (false, SYN | ACK), (true, ACK)] {
+        let v = if lan {
+            out(&mut nf, &mut tcp(HOST1, 40001, SERVER, 22, flags, b""), 1)
+        } else {
+            back(
+                &mut nf,
+                &mut tcp(SERVER, 22, WAN_ADDR, 40001, flags, b""),
+                1,
+            )
+        };
+        assert_eq!(v, OK);
+    }
+    assert_eq!(state(&nf), Some(Some(TcpState::Established)));
+    // A RST or FIN from the WAN with a guessed sequence number: INVALID, and a
+    // translated flow's packet cannot go on untranslated: dropped. The flow lives.
+    for (flags, seq) in [
+        (RST, 0x7777_0000),
+        (RST | ACK, 0x2000_0001 + 0x4000_0000),
+        (FIN | ACK, 0x6000_0000),
+    ] {
+        let mut r = tcp_seq(SERVER, 22, WAN_ADDR, 40001, flags, (seq, 0x1000_0001), b"");
+        assert_eq!(
+            back(&mut nf, &mut r, 2),
+            HookVerdict::Drop(DropReason::Invalid),
+            "flags {flags:#x} seq {seq:#x}"
+        );
+    }
+    assert_eq!(state(&nf), Some(Some(TcpState::Established)));
+    assert_eq!(nf.stats().out_of_window, 3);
+    // Closed with FINs, into TIME_WAIT.
+    for (lan, flags) in [(true, FIN | ACK), (false, FIN | ACK), (true, ACK)] {
+        let v = if lan {
+            out(&mut nf, &mut tcp(HOST1, 40001, SERVER, 22, flags, b""), 3)
+        } else {
+            back(
+                &mut nf,
+                &mut tcp(SERVER, 22, WAN_ADDR, 40001, flags, b""),
+                3,
+            )
+        };
+        assert_eq!(v, OK, "{flags:#x}");
+    }
+    assert_eq!(state(&nf), Some(Some(TcpState::TimeWait)));
+    // A SYN from the server's side now is not part of the old flow: the flow ends
+    // and the SYN is a new connection to the router's own address, not translated
+    // to the LAN host.
+    let mut s = tcp(SERVER, 22, WAN_ADDR, 40001, SYN, b"");
+    let _ = back(&mut nf, &mut s, 4);
+    assert_eq!(s[16..20], WAN_ADDR, "not sent on to {HOST1:?}");
+    assert_eq!(nf.stats().reopened, 1);
+    assert_eq!(state(&nf), None);
     counters_add_up(&nf);
 }
 
