@@ -244,7 +244,6 @@ pub struct LanServices {
     last_save: Option<i64>,
     load_report: LoadReport,
     counters: GlueCounters,
-    scratch: Vec<(Vec<u8>, IpEndpoint)>,
 }
 
 fn ms(now_ms: i64) -> Millis {
@@ -316,7 +315,6 @@ impl LanServices {
             last_save: None,
             load_report,
             counters: GlueCounters::default(),
-            scratch: Vec::new(),
         }
     }
 
@@ -500,9 +498,15 @@ impl LanServices {
         busy
     }
 
+    /// Each query or reply is answered (its actions carried out) before the next
+    /// datagram is taken: a poll holds one datagram and its answers at a time, not
+    /// up to [`RX_BUDGET`] answers per listener plus every upstream reply.
     fn poll_dns<L: Link>(&mut self, stack: &mut NetStack<L>, now: Millis) -> bool {
+        // Out of `self` while the poll runs, so that `act` can borrow the rest.
+        let Some(mut d) = self.dns.take() else {
+            return false;
+        };
         let mut busy = false;
-        let mut actions = Vec::new();
         // Queries from the LAN.
         for k in 0..self.listeners.len() {
             let Some(sock) = self.listeners.get(k).and_then(|l| l.sock) else {
@@ -515,15 +519,11 @@ impl LanServices {
                 self.counters.lost_interface += 1;
                 continue;
             }
-            self.scratch.clear();
             for _ in 0..RX_BUDGET {
-                match sock.recv(&mut stack.ifs) {
-                    Some((data, from, _)) => self.scratch.push((data, from)),
-                    None => break,
-                }
-            }
-            busy |= !self.scratch.is_empty();
-            for (data, from) in core::mem::take(&mut self.scratch) {
+                let Some((data, from, _)) = sock.recv(&mut stack.ifs) else {
+                    break;
+                };
+                busy = true;
                 let IpAddress::Ipv4(ip) = from.addr else {
                     self.counters.dns_not_ipv4 += 1;
                     continue;
@@ -532,14 +532,17 @@ impl LanServices {
                     self.counters.dns_not_local += 1;
                     continue;
                 }
-                let Some(d) = self.dns.as_mut() else { break };
-                actions.extend(d.handle_query(
+                let actions = d.handle_query(
                     &data,
                     SocketAddrV4::new(ip, from.port),
                     now,
                     &mut self.rng,
                     &Leases(&self.dhcp),
-                ));
+                );
+                drop(data);
+                for a in actions {
+                    self.act(stack, a);
+                }
             }
         }
         // Replies from upstream.
@@ -554,25 +557,33 @@ impl LanServices {
                 let IpAddress::Ipv4(ip) = from.addr else {
                     continue;
                 };
-                if let Some(d) = self.dns.as_mut() {
-                    actions.extend(d.handle_upstream(
-                        &data,
-                        SocketAddrV4::new(ip, from.port),
-                        port,
-                        now,
-                    ));
+                let actions = d.handle_upstream(&data, SocketAddrV4::new(ip, from.port), port, now);
+                drop(data);
+                for a in actions {
+                    self.act(stack, a);
+                }
+                if !self.upstream.iter().any(|(p, _)| *p == port) {
+                    // The reply finished its query and the socket closed: the last
+                    // socket took its place (`swap_remove`), read that one next.
+                    k -= 1;
+                    break;
                 }
             }
         }
-        if let Some(d) = self.dns.as_mut() {
-            if d.poll_at().is_some_and(|t| t <= now) {
-                actions.extend(d.poll(now));
+        // Timers, one due query at a time.
+        if d.poll_at().is_some_and(|t| t <= now) {
+            loop {
+                let actions = d.poll_one(now);
+                if actions.is_empty() {
+                    break;
+                }
+                busy = true;
+                for a in actions {
+                    self.act(stack, a);
+                }
             }
         }
-        busy |= !actions.is_empty();
-        for a in actions {
-            self.act(stack, a);
-        }
+        self.dns = Some(d);
         busy
     }
 

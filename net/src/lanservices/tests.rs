@@ -650,3 +650,82 @@ fn lease_times_read_as_openwrt_writes_them() {
     assert_eq!(lease_time(61), "61s");
     assert_eq!(lease_time(u32::MAX), "infinite");
 }
+
+/// A query like [`query`] with an EDNS OPT record offering `udp` bytes.
+fn query_edns(id: u16, name: &str, qtype: u16, udp: u16) -> Vec<u8> {
+    let mut q = query(id, name, qtype);
+    q[11] = 1; // ARCOUNT
+    q.extend_from_slice(&[0, 0, 41]);
+    q.extend_from_slice(&udp.to_be_bytes());
+    q.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+    q
+}
+
+/// The upstream's answer to `q` with `n` TXT records of `len` bytes each (TTL 300).
+fn big_answer(q: &[u8], n: u8, len: u16) -> Vec<u8> {
+    let mut r = q.to_vec();
+    r[2] = 0x81;
+    r[3] = 0x80;
+    r[7] = n; // ANCOUNT
+    r[11] = 0; // no OPT in the reply
+    let qend = r.len() - 11; // the query's OPT record is cut
+    r.truncate(qend);
+    for _ in 0..n {
+        r.extend_from_slice(&[0xc0, 12, 0, 16, 0, 1, 0, 0, 1, 44]);
+        r.extend_from_slice(&len.to_be_bytes());
+        r.extend(core::iter::repeat_n(b'x', usize::from(len)));
+    }
+    r
+}
+
+/// The network half of [`Net::step`]: frames move, the services do not run.
+fn step_without_services(n: &mut Net) {
+    n.now += 10;
+    let now = n.now;
+    n.lan_host.poll(now);
+    n.wan_host.poll(now);
+    n.gw.poll(&mut n.stack.ifs, now);
+    n.stack.poll(now);
+}
+
+#[test]
+fn a_burst_of_cached_answers_is_sent_one_by_one_not_gathered() {
+    let (mut n, hc, hu) = dns_net();
+    // Fill the cache with a 1.3 KB answer.
+    let q = query_edns(1, "big.example", 16, 4096);
+    ask(&mut n, hc, &q);
+    let (up, from) = n
+        .until(300, |n| {
+            n.wan_host
+                .sockets
+                .get_mut::<udp::Socket>(hu)
+                .recv()
+                .ok()
+                .map(|(d, m)| (d.to_vec(), m.endpoint))
+        })
+        .expect("the query went out the WAN");
+    let big = big_answer(&up, 5, 250);
+    assert!(big.len() > 1300 && big.len() < 1472, "{}", big.len());
+    n.wan_host
+        .sockets
+        .get_mut::<udp::Socket>(hu)
+        .send_slice(&big, from)
+        .unwrap();
+    let r = reply_to(&mut n, hc).expect("the answer came back");
+    assert_eq!(r.len(), big.len());
+    // 16 clients' worth of queries for it reach the listener in one poll.
+    for id in 0..16 {
+        ask(&mut n, hc, &query_edns(100 + id, "big.example", 16, 4096));
+    }
+    for _ in 0..20 {
+        step_without_services(&mut n);
+    }
+    let before = n.services.dns_counters().unwrap().cache_hits;
+    let now = n.now;
+    let (_, rise) = xenlet_testalloc::peak_during(|| n.services.poll(&mut n.stack, now));
+    let hits = n.services.dns_counters().unwrap().cache_hits - before;
+    assert_eq!(hits, 16, "every query was answered from the cache");
+    // Gathering the 16 answers before sending any held 16 x 1.3 KB; one at a time
+    // holds one answer (and its query) at once.
+    assert!(rise < 8 * 1024, "the poll's heap rose by {rise} bytes");
+}

@@ -627,28 +627,36 @@ impl DnsForwarder {
     /// Retries or fails the queries whose server did not answer in time.
     pub fn poll(&mut self, now: Millis) -> Vec<DnsAction> {
         let mut actions = Vec::new();
-        let mut i = 0;
-        while i < self.pending.len() {
-            let due = self.pending.get(i).is_some_and(|p| p.deadline <= now);
-            if !due {
-                i += 1;
-                continue;
+        loop {
+            let mut a = self.poll_one(now);
+            if a.is_empty() {
+                return actions;
             }
-            if let Some(mut a) = self.retry(i, now) {
-                actions.append(&mut a);
-                i += 1;
-                continue;
-            }
-            let p = self.pending.swap_remove(i);
-            self.counters.timeouts += 1;
-            if let Ok(q) = Message::parse(&p.query) {
-                actions.push(DnsAction::ToClient {
-                    client: p.client,
-                    packet: build_response(&p.query, &q, rcode::SERVFAIL, false, &[]),
-                });
-            }
-            actions.push(DnsAction::ClosePort(p.port));
+            actions.append(&mut a);
         }
+    }
+
+    /// [`Self::poll`] one query at a time: retries or fails the first query whose
+    /// server did not answer in time and returns what to send for it; empty when no
+    /// query is due. A caller that carries out each batch before asking for the
+    /// next holds one query's packets at a time, not every due query's.
+    pub fn poll_one(&mut self, now: Millis) -> Vec<DnsAction> {
+        let Some(i) = self.pending.iter().position(|p| p.deadline <= now) else {
+            return Vec::new();
+        };
+        if let Some(a) = self.retry(i, now) {
+            return a;
+        }
+        let p = self.pending.swap_remove(i);
+        self.counters.timeouts += 1;
+        let mut actions = Vec::new();
+        if let Ok(q) = Message::parse(&p.query) {
+            actions.push(DnsAction::ToClient {
+                client: p.client,
+                packet: build_response(&p.query, &q, rcode::SERVFAIL, false, &[]),
+            });
+        }
+        actions.push(DnsAction::ClosePort(p.port));
         actions
     }
 }
