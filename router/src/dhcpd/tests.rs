@@ -527,7 +527,7 @@ fn an_overlong_client_id_is_ignored_and_the_mac_identifies_the_client() {
     assert_eq!(offer.options.get(code::CLIENT_ID), None);
     let ip = lease_for(&mut s, &c, 0);
     assert_eq!(
-        Ipv4Addr::from(offer.yiaddr),
+        offer.yiaddr,
         ip,
         "the same client, by its MAC"
     );
