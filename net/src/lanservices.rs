@@ -37,6 +37,7 @@ use core::net::{Ipv4Addr, SocketAddrV4};
 use smoltcp::iface::SocketHandle;
 use smoltcp::socket::udp;
 use smoltcp::wire::{IpAddress, IpEndpoint, Ipv4Address};
+use xenlet_router::dhcpd::lease::BoundedText;
 use xenlet_router::dhcpd::{DhcpCounters, DhcpServer, LoadReport, ReplyTo};
 use xenlet_router::dns::{DnsAction, DnsCounters, DnsForwarder, HostTable, Rng};
 use xenlet_router::Millis;
@@ -89,6 +90,9 @@ pub struct GlueCounters {
     pub lease_saves: u64,
     /// Lease file writes that failed.
     pub lease_save_errors: u64,
+    /// Lease files not written because the text would be over [`MAX_LEASE_FILE`]
+    /// or the heap had no room for it.
+    pub lease_file_refused: u64,
     /// Services stopped because their interface went away.
     pub lost_interface: u64,
 }
@@ -419,13 +423,18 @@ impl LanServices {
         v
     }
 
-    /// Every pool's leases as dnsmasq's lease file.
-    pub fn lease_file(&self, now_ms: i64) -> String {
+    /// Every pool's leases as dnsmasq's lease file; `None` if it would be longer
+    /// than [`MAX_LEASE_FILE`] (what is read back at start) or the heap has no room
+    /// for it. It is built in one bounded, fallibly grown text.
+    pub fn lease_file(&self, now_ms: i64) -> Option<String> {
         let now = ms(now_ms);
-        self.dhcp
-            .iter()
-            .map(|p| p.server.lease_file(now, self.epoch_offset_secs))
-            .collect()
+        let mut text = BoundedText::new(MAX_LEASE_FILE);
+        for p in &self.dhcp {
+            p.server
+                .write_lease_file(&mut text, now, self.epoch_offset_secs)
+                .ok()?;
+        }
+        Some(text.into_string())
     }
 
     /// Follows the upstream servers: the files', then those of the DHCP leases of
@@ -700,9 +709,14 @@ impl LanServices {
         {
             return None;
         }
-        let text = self.lease_file(now_ms);
-        let store = self.store.take()?;
+        self.store.as_ref()?;
         self.last_save = Some(now_ms);
+        let Some(text) = self.lease_file(now_ms) else {
+            // Tried again after SAVE_INTERVAL_MS; the file keeps its last text.
+            self.counters.lease_file_refused += 1;
+            return None;
+        };
+        let store = self.store.take()?;
         Some(LeaseSave { store, text, mark })
     }
 

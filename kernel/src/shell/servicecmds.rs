@@ -97,7 +97,7 @@ pub fn dnsmasq(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         out,
         "glue: not-local {} not-ipv4 {} send-failed {} unroutable {} bind-failed {} \
          upstream-changes {} lost-interface {} | leases loaded {} expired {} unreadable {}, \
-         saved {} save-errors {}",
+         saved {} save-errors {} too-big {}",
         g.dns_not_local,
         g.dns_not_ipv4,
         g.send_failed,
@@ -109,7 +109,8 @@ pub fn dnsmasq(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         r.expired,
         r.corrupt,
         g.lease_saves,
-        g.lease_save_errors
+        g.lease_save_errors,
+        g.lease_file_refused
     )?;
     Ok(())
 }

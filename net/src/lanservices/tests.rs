@@ -729,3 +729,44 @@ fn a_burst_of_cached_answers_is_sent_one_by_one_not_gathered() {
     // holds one answer (and its query) at once.
     assert!(rise < 8 * 1024, "the poll's heap rose by {rise} bytes");
 }
+
+/// A lease file of `n` leases in 192.168.1.100.., each with a 63-byte host name and
+/// a 255-byte client id (about 870 bytes a line), never expiring.
+fn big_lease_file(n: usize) -> String {
+    let mut text = String::new();
+    for i in 0..n {
+        let host = format!("h{i:03}-{}", "x".repeat(58));
+        let cid: Vec<String> = (0..255).map(|b| format!("{:02x}", (b + i) % 256)).collect();
+        text.push_str(&format!(
+            "0 52:54:00:00:00:{i:02x} 192.168.1.{} {host} {}\n",
+            100 + i,
+            cid.join(":")
+        ));
+    }
+    text
+}
+
+#[test]
+fn the_lease_file_is_built_fallibly_and_a_refused_one_is_counted() {
+    let store = MemStore(Arc::new(Mutex::new(Some(big_lease_file(140)))));
+    let mut n = net("", Some(store.clone()));
+    assert_eq!(n.services.load_report().loaded, 140);
+    lease(&mut n);
+    let now = n.now;
+    // The text is about 120 KB: with 32 KiB of heap left it cannot be built, and
+    // the save is refused, counted, and the services go on.
+    let (save, refused) =
+        xenlet_testalloc::limited(32 * 1024, || n.services.take_lease_save(now).is_some());
+    assert!(!save);
+    assert!(refused > 0);
+    assert_eq!(n.services.counters().lease_file_refused, 1);
+    assert_eq!(
+        store.0.lock().unwrap().as_ref().unwrap().lines().count(),
+        140
+    );
+    // With the heap back, the next try (SAVE_INTERVAL_MS later) writes it.
+    assert!(n.services.save_leases(now + SAVE_INTERVAL_MS));
+    let saved = store.0.lock().unwrap().clone().unwrap();
+    assert_eq!(saved.lines().count(), 141);
+    assert!(saved.len() > 120_000 && saved.len() <= MAX_LEASE_FILE);
+}
