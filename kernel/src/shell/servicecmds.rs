@@ -76,7 +76,7 @@ pub fn dnsmasq(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             out,
             "dns: queries {} forwarded {} cache-hits {} local {} replies {} timeouts {} | \
              dropped malformed {} malformed-upstream {} rebind {} no-match {} pending-full {} \
-             no-port {}",
+             no-port {} | uncached-large {}",
             d.queries,
             d.forwarded,
             d.cache_hits,
@@ -88,7 +88,8 @@ pub fn dnsmasq(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             d.dropped_rebind,
             d.dropped_no_pending_match,
             d.dropped_pending_full,
-            d.dropped_no_port
+            d.dropped_no_port,
+            d.uncached_large
         )?;
     }
     let g = sv.counters();

@@ -11,11 +11,21 @@
 //! TCP: an upstream answer with TC set is passed to the client as it is and not
 //! cached; the client then retries over TCP (RFC 7766 §5), which this forwarder
 //! does not serve (no TCP listener on port 53 yet).
+//!
+//! Large messages ([`MessageError::TooComplex`], see [`super::message`]): a client
+//! query with more than [`MAX_RECORDS`](super::message::MAX_RECORDS) records or
+//! [`MAX_QUESTIONS`](super::message::MAX_QUESTIONS) questions is dropped as
+//! malformed. An upstream reply with more than `MAX_RECORDS` records
+//! is matched by its header and question, checked for rebinding over all its
+//! records (read without allocating), and passed to the client as it is but not
+//! cached (counted as `uncached_large`); one with more than `MAX_QUESTIONS`
+//! questions matches no query (each has one) and is dropped, so the client gets
+//! SERVFAIL when the query times out.
 
 use super::cache::{Cache, CacheConfig};
 use super::message::{
-    build_response, flag, rcode, rtype, set_id, strip_final_opt, Answer, Message, Question,
-    Section, CLASS_IN,
+    build_response, flag, rcode, rtype, set_id, strip_final_opt, Answer, Message, MessageError,
+    Question, Section, CLASS_IN,
 };
 use super::name::Name;
 use super::private::{is_bogus_reverse, is_private_v4, is_private_v6};
@@ -149,6 +159,8 @@ pub struct DnsCounters {
     pub local_answers: u64,
     /// Upstream replies relayed to clients.
     pub replies: u64,
+    /// Of those, replies with too many records to parse whole, relayed uncached.
+    pub uncached_large: u64,
     /// Queries that timed out on every server (SERVFAIL sent).
     pub timeouts: u64,
     /// Dropped: a malformed client query (or a response sent to port 53).
@@ -530,9 +542,21 @@ impl DnsForwarder {
         local_port: u16,
         now: Millis,
     ) -> Vec<DnsAction> {
-        let Ok(msg) = Message::parse(packet) else {
-            self.counters.dropped_malformed_upstream += 1;
-            return Vec::new();
+        let (msg, whole) = match Message::parse(packet) {
+            Ok(m) => (m, true),
+            // Too many records to keep: the header and question are enough to match
+            // and relay it (uncached).
+            Err(MessageError::TooComplex) => match Message::parse_head(packet) {
+                Ok(m) => (m, false),
+                Err(_) => {
+                    self.counters.dropped_malformed_upstream += 1;
+                    return Vec::new();
+                }
+            },
+            Err(_) => {
+                self.counters.dropped_malformed_upstream += 1;
+                return Vec::new();
+            }
         };
         let found = self.pending.iter().position(|p| {
             p.port == local_port
@@ -562,7 +586,11 @@ impl DnsForwarder {
                 });
             }
         } else {
-            self.cache.insert(packet, &msg, now);
+            if whole {
+                self.cache.insert(packet, &msg, now);
+            } else {
+                self.counters.uncached_large += 1;
+            }
             let mut out = packet.to_vec();
             set_id(&mut out, p.client_id);
             self.counters.replies += 1;
@@ -608,10 +636,17 @@ impl DnsForwarder {
         {
             return false;
         }
-        msg.records
-            .iter()
-            .filter(|r| r.section == Section::Answer)
-            .any(|r| match (r.rtype, packet.get(r.rdata.clone())) {
+        // Every record, also those of a reply too large for `msg.records`; a record
+        // that cannot be read counts as rebinding (the reply was checked whole
+        // when it was parsed, so this does not happen).
+        msg.record_refs(packet).any(|r| {
+            let Ok(r) = r else {
+                return true;
+            };
+            if r.section != Section::Answer {
+                return false;
+            }
+            match (r.rtype, packet.get(r.rdata.clone())) {
                 (rtype::A, Some(b)) => <[u8; 4]>::try_from(b).is_ok_and(|o| {
                     let a = Ipv4Addr::from(o);
                     is_private_v4(a) && !(self.cfg.rebind_localhost && a.is_loopback())
@@ -621,7 +656,8 @@ impl DnsForwarder {
                     is_private_v6(a) && !(self.cfg.rebind_localhost && a.is_loopback())
                 }),
                 _ => false,
-            })
+            }
+        })
     }
 
     /// Retries or fails the queries whose server did not answer in time.
