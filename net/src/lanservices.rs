@@ -393,34 +393,39 @@ impl LanServices {
         parts.join("; ")
     }
 
-    /// Bound leases, one line each: interface, expiry (seconds left or `never`),
-    /// MAC, address, host name.
-    pub fn lease_lines(&self, now_ms: i64) -> Vec<String> {
+    /// Bound leases, one line each: interface, address, MAC, expiry (time left or
+    /// `never`), host name; written to `out` as they are read (nothing is
+    /// gathered); the number written. After `out`'s first error nothing more is
+    /// written and the error is returned.
+    pub fn write_leases(
+        &self,
+        out: &mut dyn core::fmt::Write,
+        now_ms: i64,
+    ) -> Result<usize, core::fmt::Error> {
         let now = ms(now_ms);
-        let mut v = Vec::new();
+        let mut n = 0;
         for p in &self.dhcp {
             for l in p.server.leases(now) {
                 let left = l.expires.map_or(String::from("never"), |e| {
                     lease_time(u32::try_from(e.saturating_sub(now) / 1000).unwrap_or(u32::MAX))
                 });
-                let mut mac = String::new();
-                for (i, b) in l.hw.as_bytes().iter().enumerate() {
+                write!(out, "{:<6} {:<15} ", p.vif, l.ip)?;
+                let hw = l.hw.as_bytes();
+                for (i, b) in hw.iter().enumerate() {
                     if i > 0 {
-                        mac.push(':');
+                        out.write_char(':')?;
                     }
-                    mac.push_str(&format!("{b:02x}"));
+                    write!(out, "{b:02x}")?;
                 }
-                v.push(format!(
-                    "{:<6} {:<15} {:<17} {:<8} {}",
-                    p.vif,
-                    l.ip,
-                    mac,
-                    left,
-                    l.hostname.as_deref().unwrap_or("*")
-                ));
+                // `{:<17}` of the MAC: 3 characters a byte, less one.
+                for _ in (hw.len() * 3).saturating_sub(1)..17 {
+                    out.write_char(' ')?;
+                }
+                writeln!(out, " {:<8} {}", left, l.hostname.as_deref().unwrap_or("*"))?;
+                n += 1;
             }
         }
-        v
+        Ok(n)
     }
 
     /// Every pool's leases as dnsmasq's lease file; `None` if it would be longer

@@ -19,16 +19,14 @@ pub fn leases(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let Some(sv) = sv.as_ref() else {
         return Err(CmdError::failed(alloc::format!("leases: {NOT_RUNNING}")));
     };
-    let lines = sv.lease_lines(now_ms());
     writeln!(
         out,
         "{:<6} {:<15} {:<17} {:<8} HOSTNAME",
         "IFACE", "ADDRESS", "MAC", "EXPIRES"
     )?;
-    for l in &lines {
-        writeln!(out, "{l}")?;
-    }
-    writeln!(out, "{} leases", lines.len())?;
+    // Each lease is printed as it is read: the table is not copied.
+    let shown = sv.write_leases(out, now_ms())?;
+    writeln!(out, "{shown} leases")?;
     Ok(())
 }
 

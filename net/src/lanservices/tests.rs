@@ -221,7 +221,9 @@ fn a_lan_host_gets_an_address_gateway_and_dns_by_dhcp_and_the_lease_is_saved() {
     );
     let c = *n.services.dhcp_counters()[0].1;
     assert_eq!((c.discover, c.offer, c.request, c.ack), (1, 1, 1, 1));
-    let lines = n.services.lease_lines(n.now);
+    let mut text = String::new();
+    assert_eq!(n.services.write_leases(&mut text, n.now), Ok(1));
+    let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
         lines[0].starts_with(&format!("eth0   {ip}"))
@@ -250,7 +252,9 @@ fn a_lan_host_gets_an_address_gateway_and_dns_by_dhcp_and_the_lease_is_saved() {
     // After a reboot the lease is loaded back.
     let m = net("192.168.1.50/24", Some(store.clone()));
     assert_eq!(m.services.load_report().loaded, 1);
-    let lines = m.services.lease_lines(0);
+    let mut text = String::new();
+    assert_eq!(m.services.write_leases(&mut text, 0), Ok(1));
+    let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1);
     assert!(lines[0].contains(&ip.to_string()), "{lines:?}");
 }
@@ -769,4 +773,39 @@ fn the_lease_file_is_built_fallibly_and_a_refused_one_is_counted() {
     let saved = store.0.lock().unwrap().clone().unwrap();
     assert_eq!(saved.lines().count(), 141);
     assert!(saved.len() > 120_000 && saved.len() <= MAX_LEASE_FILE);
+}
+
+/// A writer that only counts what it is given (a console that prints it).
+struct Sink(usize, usize);
+
+impl core::fmt::Write for Sink {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.0 += s.len();
+        self.1 += s.matches('\n').count();
+        Ok(())
+    }
+}
+
+#[test]
+fn the_lease_listing_is_written_line_by_line_not_gathered() {
+    let store = MemStore(Arc::new(Mutex::new(Some(big_lease_file(140)))));
+    let n = net("192.168.1.50/24", Some(store));
+    let mut sink = Sink(0, 0);
+    let (r, rise) = xenlet_testalloc::peak_during(|| n.services.write_leases(&mut sink, 0));
+    assert_eq!(r, Ok(140));
+    assert_eq!(sink.1, 140);
+    assert!(sink.0 > 140 * 100, "{}", sink.0);
+    // One line's pieces at a time, not 140 lines at once.
+    assert!(rise < 1024, "listing the leases took {rise} bytes");
+    // The columns, as before.
+    let mut text = String::new();
+    n.services.write_leases(&mut text, 0).unwrap();
+    let first = text.lines().next().unwrap();
+    assert_eq!(
+        first,
+        format!(
+            "eth0   192.168.1.100   52:54:00:00:00:00 never    h000-{}",
+            "x".repeat(58)
+        )
+    );
 }
