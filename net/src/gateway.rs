@@ -445,14 +445,25 @@ impl Gateway {
         any
     }
 
-    /// `conntrack -L`: one line per flow, as Linux's conntrack tool prints them.
-    pub fn conntrack_lines(&self, now_ms: i64) -> Vec<String> {
-        let mut v = Vec::new();
+    /// `conntrack -L`: one line per flow, as Linux's conntrack tool prints them,
+    /// written to `out` as they are read (nothing is gathered: the table can hold
+    /// thousands of flows); the number written. After `out`'s first error nothing
+    /// more is written and the error is returned.
+    pub fn write_conntrack(
+        &self,
+        out: &mut dyn core::fmt::Write,
+        now_ms: i64,
+    ) -> Result<usize, core::fmt::Error> {
+        let mut n = 0;
+        let mut r = Ok(());
         self.netfilter
             .for_each(u64::try_from(now_ms).unwrap_or(0), |e| {
-                v.push(format!("{e}"))
+                if r.is_ok() {
+                    r = writeln!(out, "{e}");
+                    n += 1;
+                }
             });
-        v
+        r.map(|()| n)
     }
 }
 
@@ -614,7 +625,9 @@ mod tests {
             "masqueraded to the router's WAN address"
         );
         assert_eq!(from.port, 5000, "port preserved while free");
-        let lines = n.gw.conntrack_lines(0);
+        let mut text = String::new();
+        assert_eq!(n.gw.write_conntrack(&mut text, 0), Ok(1));
+        let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(
             lines[0].starts_with("udp      17 ")
@@ -808,5 +821,53 @@ mod tests {
             Gateway::new(&spec, &mut n.router).err().as_deref(),
             Some("router: no interface eth7")
         );
+    }
+
+    /// A writer that only counts lines (a console that prints them).
+    struct Lines(usize);
+
+    impl core::fmt::Write for Lines {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            self.0 += s.matches('\n').count();
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn conntrack_is_listed_line_by_line_not_gathered() {
+        let mut n = net();
+        let mut a = udp_socket();
+        a.bind(5000).unwrap();
+        let ha = n.lan_host.sockets.add(a);
+        let mut now = 0;
+        for i in 0..40u16 {
+            n.lan_host
+                .sockets
+                .get_mut::<udp::Socket>(ha)
+                .send_slice(b"x", (IpAddress::v4(10, 0, 0, 1), 6000 + i))
+                .unwrap();
+            for _ in 0..3 {
+                now += 10;
+                n.step(now);
+            }
+        }
+        for _ in 0..20 {
+            now += 10;
+            n.step(now);
+        }
+        assert_eq!(n.gw.netfilter.count(), 40);
+        let mut out = Lines(0);
+        let (r, rise) = xenlet_testalloc::peak_during(|| n.gw.write_conntrack(&mut out, now));
+        assert_eq!(r, Ok(40));
+        assert_eq!(out.0, 40);
+        assert!(rise < 1024, "listing 40 flows took {rise} bytes");
+        // A writer's error stops the listing.
+        struct Full;
+        impl core::fmt::Write for Full {
+            fn write_str(&mut self, _: &str) -> core::fmt::Result {
+                Err(core::fmt::Error)
+            }
+        }
+        assert!(n.gw.write_conntrack(&mut Full, now).is_err());
     }
 }

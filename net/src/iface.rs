@@ -8,7 +8,7 @@
 
 use crate::config::{self, IfConfig};
 use crate::echo::EchoServer;
-use crate::iperf3::Iperf3Server;
+use crate::iperf3::{Iperf3Memory, Iperf3Server};
 use crate::link::{emit_to, Link, LinkDevice, Neighbors};
 use crate::tso::Coalescer;
 use alloc::collections::VecDeque;
@@ -338,12 +338,13 @@ impl<L: Link> NetIf<L> {
         self.tx_dropped
     }
 
-    /// Starts the iperf3 server on `port` (it stays up); false if one runs.
-    pub fn start_iperf3(&mut self, port: u16) -> bool {
+    /// Starts the iperf3 server on `port` (it stays up) with the memory of `mem`;
+    /// false if one runs.
+    pub fn start_iperf3(&mut self, port: u16, mem: Iperf3Memory) -> bool {
         if self.iperf.is_some() {
             return false;
         }
-        self.iperf = Some(Iperf3Server::new(&mut self.sockets, port));
+        self.iperf = Some(Iperf3Server::with_memory(&mut self.sockets, port, mem));
         // its data connections move bulk: large segments ([`crate::mss`])
         self.tso.peers.bulk_port(port);
         true

@@ -19,9 +19,19 @@
 //! One test runs at a time; another client gets `ACCESS_DENIED` ("the server is busy
 //! running a test"), as does a data connection with the wrong cookie. Each finished or
 //! failed test leaves a one-line report for the console ([`Iperf3Server::take_events`]).
-//! Everything from the network is untrusted: lengths are capped at [`MAX_JSON_LEN`],
-//! every phase has a timeout, and any protocol error, disconnect or timeout ends the
-//! test and puts the server back to listening; nothing here panics on input.
+//! Everything from the network is untrusted: lengths are capped at [`MAX_JSON_LEN`]
+//! (and a message's values at [`json::MAX_VALUES`]), every phase has a timeout, and
+//! any protocol error, disconnect or timeout ends the test and puts the server back
+//! to listening; nothing here panics on input.
+//!
+//! Memory: a data connection's bulk buffer is [`Iperf3Memory::data_buffer`] bytes
+//! (the kernel sizes it from its heap, [`Iperf3Memory::for_heap`]), allocated
+//! fallibly, and at most [`MAX_DATA_SOCKETS`] sockets with one exist at a time,
+//! listening, accepted, streaming or closing: when they are all taken, new data
+//! listeners wait for closing ones to go. If a buffer cannot be had (the allocation
+//! fails, or [`Iperf3Memory::memory_low`] says so), the test is refused with
+//! `SERVER_ERROR` and iperf3's "unable to create a new stream", and the server goes
+//! on listening.
 //!
 //! Not supported, and refused with `SERVER_ERROR` and iperf3's "not implemented"
 //! error so the client prints an error instead of hanging: UDP and SCTP tests,
@@ -53,11 +63,18 @@ pub const DEFAULT_PORT: u16 = 5201;
 pub const COOKIE_SIZE: usize = 37;
 /// Most parallel streams (`-P`) a test may ask for.
 pub const MAX_STREAMS: usize = 8;
-/// Longest parameters or results JSON accepted from a client.
-pub const MAX_JSON_LEN: usize = 64 * 1024;
-/// Size of the buffer a data stream moves its bulk data through (receive buffer for
-/// normal tests, send buffer for `-R`); large, for throughput (window scaling).
+/// Longest parameters or results JSON accepted from a client (iperf3's own are
+/// well under 2 KiB).
+pub const MAX_JSON_LEN: usize = 8 * 1024;
+/// The default size of the buffer a data stream moves its bulk data through
+/// (receive buffer for normal tests, send buffer for `-R`); large, for throughput
+/// (window scaling). See [`Iperf3Memory`].
 pub const DATA_BUFFER: usize = 256 * 1024;
+/// The smallest data buffer [`Iperf3Memory::for_heap`] gives.
+pub const MIN_DATA_BUFFER: usize = 16 * 1024;
+/// Sockets with a data buffer held at once, at most: a full test's streams and the
+/// listeners for them. Those of a finished test count until they are closed.
+pub const MAX_DATA_SOCKETS: usize = MAX_STREAMS + DATA_LISTENERS;
 
 /// The other direction's buffer of a data stream (it only carries the cookie).
 const DATA_SMALL_BUFFER: usize = 4 * 1024;
@@ -114,6 +131,49 @@ mod ie {
     pub const UNIMP: u32 = 13;
     /// "unable to receive parameters from client"
     pub const RECVPARAMS: u32 = 114;
+    /// "unable to create a new stream"
+    pub const CREATESTREAM: u32 = 200;
+}
+
+/// What the server may take from the heap.
+#[derive(Clone, Copy, Debug)]
+pub struct Iperf3Memory {
+    /// Bytes of a data connection's bulk buffer (the other direction gets 4 KiB).
+    pub data_buffer: usize,
+    /// Whether memory is low: no new data buffers then (the test is refused).
+    pub memory_low: fn() -> bool,
+}
+
+fn never_low() -> bool {
+    false
+}
+
+impl Default for Iperf3Memory {
+    /// [`DATA_BUFFER`], and memory is never low.
+    fn default() -> Self {
+        Iperf3Memory {
+            data_buffer: DATA_BUFFER,
+            memory_low: never_low,
+        }
+    }
+}
+
+impl Iperf3Memory {
+    /// For a server that may use about a quarter of a heap of `heap_bytes`: the
+    /// [`MAX_DATA_SOCKETS`] data buffers fit in it (a power of two, from
+    /// [`MIN_DATA_BUFFER`] to [`DATA_BUFFER`]; 32 KiB for a 1.25 MiB heap).
+    pub fn for_heap(heap_bytes: usize, memory_low: fn() -> bool) -> Self {
+        let share = heap_bytes / 4 / MAX_DATA_SOCKETS;
+        let pow2 = match share.checked_next_power_of_two() {
+            Some(p) if p == share => p,
+            Some(p) => p / 2,
+            None => DATA_BUFFER,
+        };
+        Iperf3Memory {
+            data_buffer: pow2.clamp(MIN_DATA_BUFFER, DATA_BUFFER),
+            memory_low,
+        }
+    }
 }
 
 /// The test parameters the server acts on, from the client's JSON.
@@ -217,6 +277,10 @@ struct Test {
     rx: Vec<u8>,
     /// Control bytes to send (the socket may not take them all at once).
     tx: Vec<u8>,
+    /// Whether CREATE_STREAMS was queued (once the first data listener is up).
+    announced: bool,
+    /// Set when a data buffer could not be had: the test is refused.
+    refusal: Option<Refusal>,
     /// When TEST_RUNNING was sent; moved to the end of the omit period once over.
     start_ms: u64,
     omitting: bool,
@@ -249,9 +313,13 @@ struct Closing {
 
 /// The iperf3 server: owns its sockets in the caller's [`SocketSet`] (at most a few
 /// listeners, [`MAX_STREAMS`] streams, one control connection and a bounded number of
-/// pending and closing sockets). Its handles must not be removed by anyone else.
+/// pending and closing sockets; at most [`MAX_DATA_SOCKETS`] of them with a data
+/// buffer). Its handles must not be removed by anyone else.
 pub struct Iperf3Server {
     port: u16,
+    mem: Iperf3Memory,
+    /// The sockets in the set that have a data buffer.
+    data: Vec<SocketHandle>,
     listeners: Vec<SocketHandle>,
     pending: Vec<Pending>,
     closing: Vec<Closing>,
@@ -259,20 +327,29 @@ pub struct Iperf3Server {
     events: VecDeque<String>,
 }
 
-fn new_socket(rx: usize, tx: usize, tx_fill: bool) -> tcp::Socket<'static> {
-    let tx_storage = if tx_fill {
+/// `len` bytes, zero or (`pattern`) the reverse-mode payload; `None` if the heap
+/// cannot give them.
+fn buffer(len: usize, pattern: bool) -> Option<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).ok()?;
+    if pattern {
         // Reverse-mode payload: the send ring keeps this pattern, so data is queued
         // without copying (see `fill_stream`).
-        let mut v = b"0123456789".repeat(tx / 10 + 1);
-        v.truncate(tx);
-        v
+        v.extend(b"0123456789".iter().copied().cycle().take(len));
     } else {
-        vec![0; tx]
-    };
-    tcp::Socket::new(
-        tcp::SocketBuffer::new(vec![0; rx]),
-        tcp::SocketBuffer::new(tx_storage),
-    )
+        v.resize(len, 0);
+    }
+    Some(v)
+}
+
+/// A socket with `rx` and `tx` bytes of buffer; `None` if the heap cannot give them.
+fn new_socket(rx: usize, tx: usize, tx_fill: bool) -> Option<tcp::Socket<'static>> {
+    let rx = buffer(rx, false)?;
+    let tx = buffer(tx, tx_fill)?;
+    Some(tcp::Socket::new(
+        tcp::SocketBuffer::new(rx),
+        tcp::SocketBuffer::new(tx),
+    ))
 }
 
 fn add_listener(
@@ -342,11 +419,18 @@ fn fill_stream(socket: &mut tcp::Socket<'static>, budget: u64) -> u64 {
 
 impl Iperf3Server {
     /// Creates the server and adds its listening sockets for `port` (0 means
-    /// [`DEFAULT_PORT`]) to `sockets`.
+    /// [`DEFAULT_PORT`]) to `sockets`; [`DATA_BUFFER`]s, memory never low.
     pub fn new(sockets: &mut SocketSet<'static>, port: u16) -> Self {
+        Self::with_memory(sockets, port, Iperf3Memory::default())
+    }
+
+    /// [`Self::new`] with data buffers and a low-memory check of `mem`.
+    pub fn with_memory(sockets: &mut SocketSet<'static>, port: u16, mem: Iperf3Memory) -> Self {
         let port = if port == 0 { DEFAULT_PORT } else { port };
         let mut server = Iperf3Server {
             port,
+            mem,
+            data: Vec::new(),
             listeners: Vec::new(),
             pending: Vec::new(),
             closing: Vec::new(),
@@ -376,6 +460,17 @@ impl Iperf3Server {
     /// Whether a test is in progress (the kernel polls harder then).
     pub fn busy(&self) -> bool {
         self.test.is_some()
+    }
+
+    /// Sockets with a data buffer held now (at most [`MAX_DATA_SOCKETS`]).
+    pub fn data_sockets(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Takes `handle` out of the set (and out of the data sockets' count).
+    fn remove_socket(&mut self, sockets: &mut SocketSet<'static>, handle: SocketHandle) {
+        sockets.remove(handle);
+        self.data.retain(|&h| h != handle);
     }
 
     fn event(&mut self, line: String) {
@@ -434,11 +529,16 @@ impl Iperf3Server {
             }
         }
         while self.listeners.len() < want_ctrl {
-            let h = add_listener(sockets, port, new_socket(CTRL_BUFFER, CTRL_BUFFER, false));
+            // Without memory for it, no listener this time (the next poll tries again).
+            let Some(socket) = new_socket(CTRL_BUFFER, CTRL_BUFFER, false) else {
+                break;
+            };
+            let h = add_listener(sockets, port, socket);
             self.listeners.push(h);
         }
+        let data_buffer = self.mem.data_buffer;
         if let Some(t) = &mut self.test {
-            let want_data = if t.phase == Phase::CreateStreams && room {
+            let want_data = if t.phase == Phase::CreateStreams && room && t.refusal.is_none() {
                 DATA_LISTENERS.min(t.params.parallel.saturating_sub(t.streams.len()))
             } else {
                 0
@@ -446,15 +546,30 @@ impl Iperf3Server {
             while t.data_listeners.len() > want_data {
                 if let Some(h) = t.data_listeners.pop() {
                     sockets.remove(h);
+                    self.data.retain(|&d| d != h);
                 }
             }
-            while t.data_listeners.len() < want_data {
-                let socket = if t.params.reverse {
-                    new_socket(DATA_SMALL_BUFFER, DATA_BUFFER, true)
+            // Past MAX_DATA_SOCKETS (a finished test's sockets still closing), wait.
+            while t.data_listeners.len() < want_data && self.data.len() < MAX_DATA_SOCKETS {
+                let socket = if (self.mem.memory_low)() {
+                    None
+                } else if t.params.reverse {
+                    new_socket(DATA_SMALL_BUFFER, data_buffer, true)
                 } else {
-                    new_socket(DATA_BUFFER, DATA_SMALL_BUFFER, false)
+                    new_socket(data_buffer, DATA_SMALL_BUFFER, false)
                 };
-                t.data_listeners.push(add_listener(sockets, port, socket));
+                let Some(socket) = socket else {
+                    t.refusal = Some((ie::CREATESTREAM, "no memory for the data buffers"));
+                    break;
+                };
+                let h = add_listener(sockets, port, socket);
+                self.data.push(h);
+                t.data_listeners.push(h);
+            }
+            if t.phase == Phase::CreateStreams && !t.announced && !t.data_listeners.is_empty() {
+                // The client may connect now.
+                t.tx.push(msg::CREATE_STREAMS);
+                t.announced = true;
             }
         }
     }
@@ -475,7 +590,7 @@ impl Iperf3Server {
         }
         if self.closing.len() >= MAX_CLOSING {
             let oldest = self.closing.remove(0);
-            sockets.remove(oldest.handle);
+            self.remove_socket(sockets, oldest.handle);
         }
         self.closing.push(Closing {
             handle,
@@ -493,6 +608,7 @@ impl Iperf3Server {
             if done {
                 let c = self.closing.swap_remove(i);
                 sockets.remove(c.handle);
+                self.data.retain(|&h| h != c.handle);
                 continue;
             }
             if now >= c.deadline && socket.state() != tcp::State::Closed {
@@ -532,7 +648,7 @@ impl Iperf3Server {
                 // Back to listening (handshake reset) or gone: drop it.
                 tcp::State::Listen | tcp::State::Closed => {
                     self.pending.remove(i);
-                    sockets.remove(handle);
+                    self.remove_socket(sockets, handle);
                     continue;
                 }
                 tcp::State::SynReceived => {
@@ -602,6 +718,8 @@ impl Iperf3Server {
                     data_listeners: Vec::new(),
                     rx: Vec::new(),
                     tx: vec![msg::PARAM_EXCHANGE],
+                    announced: false,
+                    refusal: None,
                     start_ms: now,
                     omitting: false,
                     end_ms: now,
@@ -656,7 +774,7 @@ impl Iperf3Server {
             self.retire(sockets, s.handle, now, reset);
         }
         for &h in &t.data_listeners {
-            sockets.remove(h);
+            self.remove_socket(sockets, h);
         }
         let mut line = String::from("iperf3: ");
         push_peer(&mut line, t.peer);
@@ -782,6 +900,9 @@ fn refuse(t: &mut Test, (code, why): Refusal) -> Option<Outcome> {
 
 /// Moves the test's data; runs its control protocol. `Some` when the test is over.
 fn step_test(t: &mut Test, sockets: &mut SocketSet<'static>, now: u64) -> Option<Outcome> {
+    if let Some(r) = t.refusal.take() {
+        return refuse(t, r);
+    }
     if t.phase == Phase::CreateStreams && t.streams.len() == t.params.parallel {
         t.phase = Phase::Running;
         t.phase_since = now;
@@ -815,10 +936,11 @@ fn step_test(t: &mut Test, sockets: &mut SocketSet<'static>, now: u64) -> Option
                 Ok(Some(body)) => match parse_params(&body) {
                     Err(refusal) => return refuse(t, refusal),
                     Ok(params) => {
+                        // CREATE_STREAMS goes out once a data listener is up
+                        // (`manage_listeners`).
                         t.params = params;
                         t.phase = Phase::CreateStreams;
                         t.phase_since = now;
-                        t.tx.push(msg::CREATE_STREAMS);
                     }
                 },
             },

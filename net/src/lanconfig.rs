@@ -22,6 +22,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 use smoltcp::wire::IpCidr;
+use xenlet_router::dhcpd::config::LEASE_HEAP_BYTES;
 use xenlet_router::dhcpd::{ExtraOption, PoolConfig, StaticHost};
 use xenlet_router::dns::{CacheConfig, DnsConfig};
 use xenlet_uci::dhcp::{DhcpConfig, LeaseTime};
@@ -69,7 +70,15 @@ impl ServicesSpec {
     /// goes to them (17 at memory = 8, dnsmasq's 150 from a 12 MiB heap); the cache
     /// gets at most a sixteenth (80 KiB there, its 1 MiB from 16 MiB). Further
     /// queries are dropped and counted as dnsmasq does past `dns-forward-max`.
+    ///
+    /// Each DHCP pool keeps at most as many leases as a sixteenth of the heap holds
+    /// (shared by the pools; a lease takes up to [`LEASE_HEAP_BYTES`]): 160 for one
+    /// pool in a 1.25 MiB heap, dnsmasq's 1000 from 8 MiB.
     pub fn fit_to_heap(&mut self, heap_bytes: usize) {
+        let per_pool = heap_bytes / 16 / LEASE_HEAP_BYTES / self.pools.len().max(1);
+        for p in &mut self.pools {
+            p.pool.max_leases = p.pool.max_leases.min(per_pool.max(16));
+        }
         if let Some(d) = self.dns.as_mut() {
             d.max_pending = d.max_pending.min((heap_bytes / 8 / (9 << 10)).max(8));
             d.cache.max_bytes = d.cache.max_bytes.min((heap_bytes / 16).max(32 << 10));
@@ -377,6 +386,21 @@ mod tests {
         assert_eq!(sized(64 << 20), (150, 1 << 20));
         // the floor
         assert_eq!(sized(64 << 10), (8, 32 << 10));
+    }
+
+    #[test]
+    fn the_lease_tables_fit_the_heap() {
+        let max = |heap: usize| {
+            let mut s = spec_from_files(DHCP, NETWORK, &router_plan(NETWORK)).unwrap();
+            s.fit_to_heap(heap);
+            s.pools[0].pool.max_leases
+        };
+        // memory = 8: a 1.25 MiB heap, at most 80 KiB of leases
+        assert_eq!(max(1280 << 10), 160);
+        // a large heap keeps dnsmasq's dhcp-lease-max
+        assert_eq!(max(64 << 20), 1000);
+        // the floor
+        assert_eq!(max(64 << 10), 16);
     }
 
     #[test]

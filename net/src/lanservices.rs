@@ -37,6 +37,7 @@ use core::net::{Ipv4Addr, SocketAddrV4};
 use smoltcp::iface::SocketHandle;
 use smoltcp::socket::udp;
 use smoltcp::wire::{IpAddress, IpEndpoint, Ipv4Address};
+use xenlet_router::dhcpd::lease::BoundedText;
 use xenlet_router::dhcpd::{DhcpCounters, DhcpServer, LoadReport, ReplyTo};
 use xenlet_router::dns::{DnsAction, DnsCounters, DnsForwarder, HostTable, Rng};
 use xenlet_router::Millis;
@@ -89,6 +90,9 @@ pub struct GlueCounters {
     pub lease_saves: u64,
     /// Lease file writes that failed.
     pub lease_save_errors: u64,
+    /// Lease files not written because the text would be over [`MAX_LEASE_FILE`]
+    /// or the heap had no room for it.
+    pub lease_file_refused: u64,
     /// Services stopped because their interface went away.
     pub lost_interface: u64,
 }
@@ -244,7 +248,6 @@ pub struct LanServices {
     last_save: Option<i64>,
     load_report: LoadReport,
     counters: GlueCounters,
-    scratch: Vec<(Vec<u8>, IpEndpoint)>,
 }
 
 fn ms(now_ms: i64) -> Millis {
@@ -316,7 +319,6 @@ impl LanServices {
             last_save: None,
             load_report,
             counters: GlueCounters::default(),
-            scratch: Vec::new(),
         }
     }
 
@@ -391,43 +393,53 @@ impl LanServices {
         parts.join("; ")
     }
 
-    /// Bound leases, one line each: interface, expiry (seconds left or `never`),
-    /// MAC, address, host name.
-    pub fn lease_lines(&self, now_ms: i64) -> Vec<String> {
+    /// Bound leases, one line each: interface, address, MAC, expiry (time left or
+    /// `never`), host name; written to `out` as they are read (nothing is
+    /// gathered); the number written. After `out`'s first error nothing more is
+    /// written and the error is returned.
+    pub fn write_leases(
+        &self,
+        out: &mut dyn core::fmt::Write,
+        now_ms: i64,
+    ) -> Result<usize, core::fmt::Error> {
         let now = ms(now_ms);
-        let mut v = Vec::new();
+        let mut n = 0;
         for p in &self.dhcp {
             for l in p.server.leases(now) {
                 let left = l.expires.map_or(String::from("never"), |e| {
                     lease_time(u32::try_from(e.saturating_sub(now) / 1000).unwrap_or(u32::MAX))
                 });
-                let mut mac = String::new();
-                for (i, b) in l.hw.as_bytes().iter().enumerate() {
+                write!(out, "{:<6} {:<15} ", p.vif, l.ip)?;
+                let hw = l.hw.as_bytes();
+                for (i, b) in hw.iter().enumerate() {
                     if i > 0 {
-                        mac.push(':');
+                        out.write_char(':')?;
                     }
-                    mac.push_str(&format!("{b:02x}"));
+                    write!(out, "{b:02x}")?;
                 }
-                v.push(format!(
-                    "{:<6} {:<15} {:<17} {:<8} {}",
-                    p.vif,
-                    l.ip,
-                    mac,
-                    left,
-                    l.hostname.as_deref().unwrap_or("*")
-                ));
+                // `{:<17}` of the MAC: 3 characters a byte, less one.
+                for _ in (hw.len() * 3).saturating_sub(1)..17 {
+                    out.write_char(' ')?;
+                }
+                writeln!(out, " {:<8} {}", left, l.hostname.as_deref().unwrap_or("*"))?;
+                n += 1;
             }
         }
-        v
+        Ok(n)
     }
 
-    /// Every pool's leases as dnsmasq's lease file.
-    pub fn lease_file(&self, now_ms: i64) -> String {
+    /// Every pool's leases as dnsmasq's lease file; `None` if it would be longer
+    /// than [`MAX_LEASE_FILE`] (what is read back at start) or the heap has no room
+    /// for it. It is built in one bounded, fallibly grown text.
+    pub fn lease_file(&self, now_ms: i64) -> Option<String> {
         let now = ms(now_ms);
-        self.dhcp
-            .iter()
-            .map(|p| p.server.lease_file(now, self.epoch_offset_secs))
-            .collect()
+        let mut text = BoundedText::new(MAX_LEASE_FILE);
+        for p in &self.dhcp {
+            p.server
+                .write_lease_file(&mut text, now, self.epoch_offset_secs)
+                .ok()?;
+        }
+        Some(text.into_string())
     }
 
     /// Follows the upstream servers: the files', then those of the DHCP leases of
@@ -500,9 +512,15 @@ impl LanServices {
         busy
     }
 
+    /// Each query or reply is answered (its actions carried out) before the next
+    /// datagram is taken: a poll holds one datagram and its answers at a time, not
+    /// up to [`RX_BUDGET`] answers per listener plus every upstream reply.
     fn poll_dns<L: Link>(&mut self, stack: &mut NetStack<L>, now: Millis) -> bool {
+        // Out of `self` while the poll runs, so that `act` can borrow the rest.
+        let Some(mut d) = self.dns.take() else {
+            return false;
+        };
         let mut busy = false;
-        let mut actions = Vec::new();
         // Queries from the LAN.
         for k in 0..self.listeners.len() {
             let Some(sock) = self.listeners.get(k).and_then(|l| l.sock) else {
@@ -515,15 +533,11 @@ impl LanServices {
                 self.counters.lost_interface += 1;
                 continue;
             }
-            self.scratch.clear();
             for _ in 0..RX_BUDGET {
-                match sock.recv(&mut stack.ifs) {
-                    Some((data, from, _)) => self.scratch.push((data, from)),
-                    None => break,
-                }
-            }
-            busy |= !self.scratch.is_empty();
-            for (data, from) in core::mem::take(&mut self.scratch) {
+                let Some((data, from, _)) = sock.recv(&mut stack.ifs) else {
+                    break;
+                };
+                busy = true;
                 let IpAddress::Ipv4(ip) = from.addr else {
                     self.counters.dns_not_ipv4 += 1;
                     continue;
@@ -532,14 +546,17 @@ impl LanServices {
                     self.counters.dns_not_local += 1;
                     continue;
                 }
-                let Some(d) = self.dns.as_mut() else { break };
-                actions.extend(d.handle_query(
+                let actions = d.handle_query(
                     &data,
                     SocketAddrV4::new(ip, from.port),
                     now,
                     &mut self.rng,
                     &Leases(&self.dhcp),
-                ));
+                );
+                drop(data);
+                for a in actions {
+                    self.act(stack, a);
+                }
             }
         }
         // Replies from upstream.
@@ -554,25 +571,33 @@ impl LanServices {
                 let IpAddress::Ipv4(ip) = from.addr else {
                     continue;
                 };
-                if let Some(d) = self.dns.as_mut() {
-                    actions.extend(d.handle_upstream(
-                        &data,
-                        SocketAddrV4::new(ip, from.port),
-                        port,
-                        now,
-                    ));
+                let actions = d.handle_upstream(&data, SocketAddrV4::new(ip, from.port), port, now);
+                drop(data);
+                for a in actions {
+                    self.act(stack, a);
+                }
+                if !self.upstream.iter().any(|(p, _)| *p == port) {
+                    // The reply finished its query and the socket closed: the last
+                    // socket took its place (`swap_remove`), read that one next.
+                    k -= 1;
+                    break;
                 }
             }
         }
-        if let Some(d) = self.dns.as_mut() {
-            if d.poll_at().is_some_and(|t| t <= now) {
-                actions.extend(d.poll(now));
+        // Timers, one due query at a time.
+        if d.poll_at().is_some_and(|t| t <= now) {
+            loop {
+                let actions = d.poll_one(now);
+                if actions.is_empty() {
+                    break;
+                }
+                busy = true;
+                for a in actions {
+                    self.act(stack, a);
+                }
             }
         }
-        busy |= !actions.is_empty();
-        for a in actions {
-            self.act(stack, a);
-        }
+        self.dns = Some(d);
         busy
     }
 
@@ -689,9 +714,14 @@ impl LanServices {
         {
             return None;
         }
-        let text = self.lease_file(now_ms);
-        let store = self.store.take()?;
+        self.store.as_ref()?;
         self.last_save = Some(now_ms);
+        let Some(text) = self.lease_file(now_ms) else {
+            // Tried again after SAVE_INTERVAL_MS; the file keeps its last text.
+            self.counters.lease_file_refused += 1;
+            return None;
+        };
+        let store = self.store.take()?;
         Some(LeaseSave { store, text, mark })
     }
 

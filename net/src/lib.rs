@@ -11,6 +11,11 @@
 
 extern crate alloc;
 
+/// Host tests measure their heap: each thread's live bytes and high-water mark.
+#[cfg(test)]
+#[global_allocator]
+static TEST_ALLOC: xenlet_testalloc::Counting = xenlet_testalloc::Counting;
+
 pub mod config;
 pub mod echo;
 pub mod fwconfig;

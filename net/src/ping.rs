@@ -124,9 +124,53 @@ pub struct Ping {
     last_send_us: u64,
     transmitted: u32,
     received: u32,
-    seen: Vec<bool>,
-    rtts_ns: Vec<u64>,
+    /// Which sequence numbers have been answered, one bit each: all 65536 of the
+    /// 16-bit space (iputils' `rcvd_tbl`), a bit cleared when its number is sent.
+    seen: Vec<u64>,
+    rtts: RttStats,
     done: bool,
+}
+
+/// Sequence numbers: the 16-bit space.
+const SEQ_SPACE: usize = 1 << 16;
+
+/// Running RTT statistics (what the summary line needs, whatever the count).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RttStats {
+    n: u64,
+    min: u64,
+    max: u64,
+    sum: u128,
+    sum2: u128,
+}
+
+impl RttStats {
+    /// Counts one RTT (ns).
+    pub fn add(&mut self, ns: u64) {
+        self.min = if self.n == 0 { ns } else { self.min.min(ns) };
+        self.max = self.max.max(ns);
+        self.n += 1;
+        self.sum += u128::from(ns);
+        self.sum2 += u128::from(ns) * u128::from(ns);
+    }
+
+    /// The iputils `rtt min/avg/max/mdev` line; `None` without RTTs.
+    pub fn summary(&self) -> Option<String> {
+        if self.n == 0 {
+            return None;
+        }
+        let n = u128::from(self.n);
+        let avg = self.sum / n;
+        let var = (self.sum2 / n).saturating_sub(avg * avg);
+        let mdev = var.isqrt() as u64;
+        Some(format!(
+            "rtt min/avg/max/mdev = {}/{}/{}/{} ms",
+            ms3(self.min),
+            ms3(avg as u64),
+            ms3(self.max),
+            ms3(mdev)
+        ))
+    }
 }
 
 fn fill(payload: &mut [u8], seq: u16, now_us: u64) {
@@ -191,8 +235,8 @@ impl Ping {
             last_send_us: now_us,
             transmitted: 0,
             received: 0,
-            seen: Vec::new(),
-            rtts_ns: Vec::new(),
+            seen: vec![0; SEQ_SPACE / 64],
+            rtts: RttStats::default(),
             done: false,
         })
     }
@@ -256,8 +300,7 @@ impl Ping {
             let mut expect = vec![0u8; self.opts.size];
             let sent_us = u64::from_le_bytes(payload[..8].try_into().unwrap_or([0; 8]));
             fill(&mut expect, seq, sent_us);
-            let idx = usize::from(seq);
-            if expect != payload || idx == 0 || idx > self.seen.len() {
+            if expect != payload || !self.was_sent(seq) {
                 out.push(format!(
                     "{} bytes from {}: icmp_seq={seq} (corrupted reply)",
                     payload.len() + 8,
@@ -265,7 +308,8 @@ impl Ping {
                 ));
                 continue;
             }
-            let dup = self.seen[idx - 1];
+            let (word, bit) = (usize::from(seq) / 64, 1u64 << (seq % 64));
+            let dup = self.seen.get(word).is_some_and(|w| w & bit != 0);
             let rtt_ns = now_us.saturating_sub(sent_us) * 1000;
             if dup {
                 out.push(format!(
@@ -275,9 +319,11 @@ impl Ping {
                 ));
                 continue;
             }
-            self.seen[idx - 1] = true;
+            if let Some(w) = self.seen.get_mut(word) {
+                *w |= bit;
+            }
             self.received += 1;
-            self.rtts_ns.push(rtt_ns);
+            self.rtts.add(rtt_ns);
             out.push(format!(
                 "{} bytes from {from}: icmp_seq={seq} time={} ms",
                 payload.len() + 8,
@@ -319,8 +365,10 @@ impl Ping {
             };
             match sent {
                 Ok(()) => {
-                    self.transmitted += 1;
-                    self.seen.push(false);
+                    self.transmitted = self.transmitted.saturating_add(1);
+                    if let Some(w) = self.seen.get_mut(usize::from(seq) / 64) {
+                        *w &= !(1u64 << (seq % 64));
+                    }
                     self.next_seq = self.next_seq.wrapping_add(1);
                     self.last_send_us = now_us;
                     self.next_send_us = now_us + self.opts.interval_ms * 1000;
@@ -352,6 +400,13 @@ impl Ping {
         }
     }
 
+    /// Whether a request with sequence number `seq` went out (1, 2, … wrapping
+    /// through 0 after 65535).
+    fn was_sent(&self, seq: u16) -> bool {
+        let t = usize::try_from(self.transmitted).unwrap_or(usize::MAX);
+        t >= SEQ_SPACE || (seq != 0 && usize::from(seq) <= t)
+    }
+
     /// Requests sent and replies received.
     pub fn counts(&self) -> (u32, u32) {
         (self.transmitted, self.received)
@@ -367,7 +422,7 @@ impl Ping {
             format!("--- {} ping statistics ---", self.target),
             format!("{t} packets transmitted, {r} received, {loss}% packet loss, time {time_ms}ms"),
         ];
-        if let Some(s) = rtt_summary(&self.rtts_ns) {
+        if let Some(s) = self.rtts.summary() {
             v.push(s);
         }
         v
@@ -382,24 +437,11 @@ fn ms3(ns: u64) -> String {
 
 /// The iputils `rtt min/avg/max/mdev` line, from RTTs in ns.
 pub fn rtt_summary(rtts_ns: &[u64]) -> Option<String> {
-    if rtts_ns.is_empty() {
-        return None;
+    let mut s = RttStats::default();
+    for &ns in rtts_ns {
+        s.add(ns);
     }
-    let n = rtts_ns.len() as u128;
-    let min = *rtts_ns.iter().min()?;
-    let max = *rtts_ns.iter().max()?;
-    let sum: u128 = rtts_ns.iter().map(|&x| u128::from(x)).sum();
-    let sum2: u128 = rtts_ns.iter().map(|&x| u128::from(x) * u128::from(x)).sum();
-    let avg = sum / n;
-    let var = (sum2 / n).saturating_sub(avg * avg);
-    let mdev = var.isqrt() as u64;
-    Some(format!(
-        "rtt min/avg/max/mdev = {}/{}/{}/{} ms",
-        ms3(min),
-        ms3(avg as u64),
-        ms3(max),
-        ms3(mdev)
-    ))
+    s.summary()
 }
 
 #[cfg(test)]
@@ -536,6 +578,68 @@ mod tests {
         assert!(parse_args(&["-x", "1.1.1.1"])
             .unwrap_err()
             .contains("invalid option"));
+    }
+
+    #[test]
+    fn a_ping_without_a_count_keeps_a_fixed_state() {
+        let (mut a, mut b) = pair("10.0.0.1/24", "10.0.0.2/24");
+        let opts = PingOptions {
+            count: None,
+            interval_ms: 10,
+            ..PingOptions::default()
+        };
+        let t: IpAddress = "10.0.0.2".parse().unwrap();
+        let mut p = Ping::start(&mut a, t, opts, 0x4321, 0).unwrap();
+        let mut now_us = 0u64;
+        let mut heap_at = |p: &mut Ping, a: &mut NetIf<_>, b: &mut NetIf<_>, until: u64| {
+            while now_us < until {
+                a.poll((now_us / 1000) as i64);
+                b.poll((now_us / 1000) as i64);
+                a.poll((now_us / 1000) as i64);
+                for l in p.poll(a, now_us) {
+                    assert!(l.contains(" time=") && !l.contains("DUP"), "{l}");
+                }
+                now_us += 10_000;
+            }
+            xenlet_testalloc::live()
+        };
+        let early = heap_at(&mut p, &mut a, &mut b, 2_000_000);
+        let late = heap_at(&mut p, &mut a, &mut b, 40_000_000);
+        let (sent, got) = p.counts();
+        assert!(sent >= 3_999 && got + 1 >= sent, "{sent} {got}");
+        // 3800 more replies: no more heap (every RTT and a flag per probe, before).
+        assert!(
+            late - early < 1024,
+            "the ping grew by {} bytes",
+            late - early
+        );
+        let s = p.finish(&mut a, now_us);
+        assert!(s[1].contains(&format!("{sent} packets transmitted, {got} received")));
+        assert!(s[2].starts_with("rtt min/avg/max/mdev = "), "{s:?}");
+    }
+
+    #[test]
+    fn replies_past_the_sequence_wrap_are_neither_corrupted_nor_duplicates() {
+        let (mut a, mut b) = pair("10.0.0.1/24", "10.0.0.2/24");
+        let opts = PingOptions {
+            count: None,
+            interval_ms: 10,
+            ..PingOptions::default()
+        };
+        let t: IpAddress = "10.0.0.2".parse().unwrap();
+        let mut p = Ping::start(&mut a, t, opts, 0x4322, 0).unwrap();
+        let mut now_us = 0u64;
+        while p.counts().0 < 65_536 + 100 {
+            a.poll((now_us / 1000) as i64);
+            b.poll((now_us / 1000) as i64);
+            a.poll((now_us / 1000) as i64);
+            for l in p.poll(&mut a, now_us) {
+                assert!(l.contains(" time=") && !l.contains("DUP"), "{l}");
+            }
+            now_us += 10_000;
+        }
+        let (sent, got) = p.counts();
+        assert!(got + 1 >= sent, "{sent} {got}");
     }
 
     #[test]

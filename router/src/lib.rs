@@ -20,6 +20,11 @@
 
 extern crate alloc;
 
+/// Host tests measure their heap: each thread's live bytes and high-water mark.
+#[cfg(test)]
+#[global_allocator]
+static TEST_ALLOC: xenlet_testalloc::Counting = xenlet_testalloc::Counting;
+
 pub mod checksum;
 pub mod conntrack;
 pub mod dhcpd;

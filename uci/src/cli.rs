@@ -212,7 +212,14 @@ enum CliError {
     Parse,
     /// A config file that does not parse: reason, line, byte.
     ParseFile(String, u32, u32),
+    /// [`MAX_CHANGES`] uncommitted changes to the package already.
+    TooManyChanges,
 }
+
+/// Most uncommitted changes (`set`, `add_list`, `add`, …) kept for one package; a
+/// further one is refused until `commit` or `revert` (each change keeps its
+/// section, option and value).
+pub const MAX_CHANGES: usize = 1024;
 
 impl From<EditError> for CliError {
     fn from(e: EditError) -> Self {
@@ -557,6 +564,9 @@ impl Uci {
             return Err(fail(CliError::Parse));
         }
         let mut pkg = self.load(store, package).map_err(|e| fail(e.into()))?;
+        if self.staged(package).len() >= MAX_CHANGES {
+            return Err(fail(CliError::TooManyChanges));
+        }
         let idx = pkg.add_section(ty).map_err(|e| fail(e.into()))?;
         let name = pkg
             .sections
@@ -719,6 +729,9 @@ impl Uci {
             },
             _ => return Err(None),
         };
+        if self.staged(ptr.package).len() >= MAX_CHANGES {
+            return Err(fail(CliError::TooManyChanges));
+        }
         match apply_delta(&mut pkg, &d) {
             Ok(true) => {
                 self.deltas
@@ -767,6 +780,10 @@ fn perror(out: &mut Output, e: &CliError) {
         CliError::NotFound => writeln!(out.stderr, "uci: Entry not found"),
         CliError::Io => writeln!(out.stderr, "uci: I/O error"),
         CliError::Parse => writeln!(out.stderr, "uci: Parse error"),
+        CliError::TooManyChanges => writeln!(
+            out.stderr,
+            "uci: Too many uncommitted changes (at most {MAX_CHANGES}): commit or revert first"
+        ),
         CliError::ParseFile(reason, line, byte) => writeln!(
             out.stderr,
             "uci: Parse error ({reason}) at line {line}, byte {byte}"

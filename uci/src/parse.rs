@@ -26,7 +26,9 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::model::{anonymous_name, valid_name, valid_package, valid_type, Package, Section};
+use crate::model::{
+    anonymous_name, valid_name, valid_package, valid_type, Package, Section, Value,
+};
 
 /// A syntax error in a config file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,8 +55,17 @@ impl fmt::Display for ParseError {
 
 impl core::error::Error for ParseError {}
 
+/// Most sections one file may hold (a parsed section takes 5–10 times its text;
+/// OpenWrt's largest configs have a few hundred).
+pub const MAX_SECTIONS: usize = 1024;
+/// Most options (and lists) one section may hold.
+pub const MAX_OPTIONS: usize = 256;
+/// Most items one list may hold.
+pub const MAX_LIST_ITEMS: usize = 256;
+
 /// Parses one config file's `text` into the package `package`; `file` names it in
-/// errors.
+/// errors. A file past [`MAX_SECTIONS`], [`MAX_OPTIONS`] or [`MAX_LIST_ITEMS`] is
+/// an error at the line that goes past it.
 pub fn parse(file: &str, package: &str, text: &str) -> Result<Package, ParseError> {
     let mut p = Parser {
         file,
@@ -393,6 +404,10 @@ impl Parser<'_> {
             ));
         }
         self.assert_eol()?;
+        let new = name.is_empty() || !self.pkg.sections.iter().any(|s| s.name == name);
+        if new && self.pkg.sections.len() >= MAX_SECTIONS {
+            return Err(self.error_at(at, format!("too many sections (more than {MAX_SECTIONS})")));
+        }
         let pkg = &mut self.pkg;
         if name.is_empty() {
             pkg.allocated = pkg.allocated.saturating_add(1);
@@ -440,6 +455,26 @@ impl Parser<'_> {
         let arg = self.next_arg()?;
         let value = self.text_of(arg)?;
         self.assert_eol()?;
+        let options = self
+            .pkg
+            .sections
+            .get(sec)
+            .map_or(&[][..], |s| &s.options[..]);
+        match options.iter().find(|o| o.name == name).map(|o| &o.value) {
+            None if options.len() >= MAX_OPTIONS => {
+                return Err(self.error_at(
+                    at,
+                    format!("too many options in one section (more than {MAX_OPTIONS})"),
+                ));
+            }
+            Some(Value::List(items)) if list && items.len() >= MAX_LIST_ITEMS => {
+                return Err(self.error_at(
+                    at,
+                    format!("too many items in list '{name}' (more than {MAX_LIST_ITEMS})"),
+                ));
+            }
+            _ => {}
+        }
         // Cannot fail: the name is valid, the section exists and the text has no NUL.
         if list {
             let _ = self.pkg.add_list(sec, &name, &value);
@@ -472,6 +507,46 @@ mod tests {
 
     fn single(s: &str) -> Value {
         Value::Single(s.into())
+    }
+
+    #[test]
+    fn sections_options_and_list_items_are_bounded_with_an_error_at_the_line() {
+        // MAX_SECTIONS anonymous sections parse; one more is an error on its line.
+        let many = "config a\n".repeat(MAX_SECTIONS);
+        assert_eq!(one(&many).sections.len(), MAX_SECTIONS);
+        let e = err(&format!("{many}config a\n"));
+        assert_eq!(e.line, MAX_SECTIONS as u32 + 1);
+        assert!(e.message.contains("too many sections"), "{e}");
+        // Naming an existing section again is not a new one.
+        let named = format!("{many}config a 'x'\n").replacen("config a\n", "", 1);
+        assert_eq!(one(&named).sections.len(), MAX_SECTIONS);
+        // Options of one section.
+        let mut text = String::from("config a 's'\n");
+        for i in 0..MAX_OPTIONS {
+            text.push_str(&format!("\toption o{i} v\n"));
+        }
+        assert_eq!(one(&text).sections[0].options.len(), MAX_OPTIONS);
+        // Setting an existing one again is fine, a new one is not.
+        assert!(parse("f", "p", &format!("{text}\toption o0 w\n")).is_ok());
+        let e = err(&format!("{text}\toption extra v\n"));
+        assert_eq!(e.line, MAX_OPTIONS as u32 + 2);
+        assert!(e.message.contains("too many options"), "{e}");
+        // Items of one list.
+        let text = format!("config a 's'\n{}", "\tlist l x\n".repeat(MAX_LIST_ITEMS));
+        assert!(matches!(opt(&one(&text), 0, "l"), Value::List(v) if v.len() == MAX_LIST_ITEMS));
+        let e = err(&format!("{text}\tlist l x\n"));
+        assert_eq!(e.line, MAX_LIST_ITEMS as u32 + 2);
+        assert!(e.message.contains("too many items in list 'l'"), "{e}");
+    }
+
+    #[test]
+    fn a_config_of_empty_sections_is_refused_before_it_grows_far() {
+        // 28 k lines of `config a` (the audit's 3.4 MiB): refused at line 1025,
+        // having built at most MAX_SECTIONS sections.
+        let text = "config a\n".repeat(28_000);
+        let (r, rise) = xenlet_testalloc::peak_during(|| parse("f", "p", &text));
+        assert!(r.is_err());
+        assert!(rise < 256 * 1024, "parsing took {rise} bytes");
     }
 
     #[test]

@@ -308,3 +308,39 @@ fn random_cli_sessions_never_panic_and_commit_parseable_files() {
         }
     }
 }
+
+#[test]
+fn uncommitted_changes_are_bounded_per_package() {
+    let mut s = MemStore::default();
+    s.0.insert("network".into(), "config interface 'lan'\n".into());
+    s.0.insert("dhcp".into(), String::new());
+    let mut u = Uci::new();
+    for i in 0..crate::cli::MAX_CHANGES {
+        let arg = alloc::format!("network.lan.proto=v{i}");
+        let o = u.run(&mut s, &["set", &arg]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+    }
+    assert_eq!(u.staged("network").len(), crate::cli::MAX_CHANGES);
+    // One more is refused with a clear error, and nothing changes.
+    let o = u.run(&mut s, &["set", "network.lan.proto=static"]);
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr.contains("Too many uncommitted changes"),
+        "{}",
+        o.stderr
+    );
+    let o = u.run(&mut s, &["add", "network", "device"]);
+    assert_eq!(o.code, 1);
+    assert_eq!(u.staged("network").len(), crate::cli::MAX_CHANGES);
+    let o = u.run(&mut s, &["get", "network.lan.proto"]);
+    assert_eq!(
+        o.stdout,
+        alloc::format!("v{}\n", crate::cli::MAX_CHANGES - 1)
+    );
+    // Another package is not affected.
+    assert_eq!(u.run(&mut s, &["add", "dhcp", "host"]).code, 0);
+    // A commit makes room again.
+    assert_eq!(u.run(&mut s, &["commit", "network"]).code, 0);
+    assert!(u.staged("network").is_empty());
+    assert_eq!(u.run(&mut s, &["set", "network.lan.proto=static"]).code, 0);
+}

@@ -20,14 +20,11 @@ pub fn conntrack(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
     };
     match args {
         [] | ["-L"] | ["-L", "conntrack"] => {
-            let lines = gw.conntrack_lines(now_ms());
-            for l in &lines {
-                writeln!(out, "{l}")?;
-            }
+            // Each flow is printed as it is read: the table is not copied.
+            let shown = gw.write_conntrack(out, now_ms())?;
             writeln!(
                 out,
-                "conntrack v1.4.7 (conntrack-tools): {} flow entries have been shown.",
-                lines.len()
+                "conntrack v1.4.7 (conntrack-tools): {shown} flow entries have been shown."
             )?;
         }
         ["-C"] => writeln!(out, "{}", gw.netfilter.count())?,

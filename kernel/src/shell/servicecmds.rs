@@ -19,16 +19,14 @@ pub fn leases(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let Some(sv) = sv.as_ref() else {
         return Err(CmdError::failed(alloc::format!("leases: {NOT_RUNNING}")));
     };
-    let lines = sv.lease_lines(now_ms());
     writeln!(
         out,
         "{:<6} {:<15} {:<17} {:<8} HOSTNAME",
         "IFACE", "ADDRESS", "MAC", "EXPIRES"
     )?;
-    for l in &lines {
-        writeln!(out, "{l}")?;
-    }
-    writeln!(out, "{} leases", lines.len())?;
+    // Each lease is printed as it is read: the table is not copied.
+    let shown = sv.write_leases(out, now_ms())?;
+    writeln!(out, "{shown} leases")?;
     Ok(())
 }
 
@@ -76,7 +74,7 @@ pub fn dnsmasq(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             out,
             "dns: queries {} forwarded {} cache-hits {} local {} replies {} timeouts {} | \
              dropped malformed {} malformed-upstream {} rebind {} no-match {} pending-full {} \
-             no-port {}",
+             no-port {} | uncached-large {}",
             d.queries,
             d.forwarded,
             d.cache_hits,
@@ -88,7 +86,8 @@ pub fn dnsmasq(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             d.dropped_rebind,
             d.dropped_no_pending_match,
             d.dropped_pending_full,
-            d.dropped_no_port
+            d.dropped_no_port,
+            d.uncached_large
         )?;
     }
     let g = sv.counters();
@@ -97,7 +96,7 @@ pub fn dnsmasq(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         out,
         "glue: not-local {} not-ipv4 {} send-failed {} unroutable {} bind-failed {} \
          upstream-changes {} lost-interface {} | leases loaded {} expired {} unreadable {}, \
-         saved {} save-errors {}",
+         saved {} save-errors {} too-big {}",
         g.dns_not_local,
         g.dns_not_ipv4,
         g.send_failed,
@@ -109,7 +108,8 @@ pub fn dnsmasq(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         r.expired,
         r.corrupt,
         g.lease_saves,
-        g.lease_save_errors
+        g.lease_save_errors,
+        g.lease_file_refused
     )?;
     Ok(())
 }

@@ -4,8 +4,10 @@
 //! numbers, booleans and `null`, tolerating any whitespace and unknown keys. Numbers
 //! are kept as their validated source text and converted on demand, so no float
 //! formatting is needed on the kernel target. Input is untrusted: every error is a
-//! [`JsonError`], never a panic, and nesting is limited to [`MAX_DEPTH`] so a hostile
-//! document cannot exhaust the stack.
+//! [`JsonError`], never a panic, nesting is limited to [`MAX_DEPTH`] so a hostile
+//! document cannot exhaust the stack, and a document holds at most [`MAX_VALUES`]
+//! values so that its tree stays within a few times its text (a `Value` is 32 bytes
+//! and each number or string has its own allocation: `[0,0,…]` grows about 30×).
 //!
 //! Not supported: duplicate-key detection (the first key wins on lookup), numbers
 //! beyond what `i64`/`f64` hold (they saturate).
@@ -16,6 +18,9 @@ use core::fmt::Write;
 
 /// Deepest nesting of arrays and objects accepted.
 pub const MAX_DEPTH: usize = 32;
+/// Most values (of any kind, object members and array elements counted) in one
+/// document: iperf3's parameters and results hold about a hundred.
+pub const MAX_VALUES: usize = 1024;
 
 /// A parsed JSON value.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,6 +56,8 @@ pub enum JsonError {
     BadString(usize),
     /// Something other than whitespace follows the value.
     Trailing(usize),
+    /// More than [`MAX_VALUES`] values.
+    TooMany,
 }
 
 impl Number {
@@ -209,7 +216,11 @@ fn write_string(s: &str, out: &mut String) {
 
 /// Parses one JSON document (surrounding whitespace allowed).
 pub fn parse(input: &[u8]) -> Result<Value, JsonError> {
-    let mut p = Parser { s: input, i: 0 };
+    let mut p = Parser {
+        s: input,
+        i: 0,
+        values: 0,
+    };
     let v = p.value(0)?;
     p.ws();
     if p.i < p.s.len() {
@@ -221,6 +232,8 @@ pub fn parse(input: &[u8]) -> Result<Value, JsonError> {
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
+    /// Values begun so far.
+    values: usize,
 }
 
 impl Parser<'_> {
@@ -259,6 +272,10 @@ impl Parser<'_> {
     fn value(&mut self, depth: usize) -> Result<Value, JsonError> {
         if depth >= MAX_DEPTH {
             return Err(JsonError::TooDeep);
+        }
+        self.values += 1;
+        if self.values > MAX_VALUES {
+            return Err(JsonError::TooMany);
         }
         self.ws();
         match self.peek() {
@@ -580,6 +597,28 @@ mod tests {
         assert!(parse(&ok.collect::<Vec<u8>>()).is_ok());
         // A hostile 64 KiB of brackets fails cleanly rather than recursing.
         assert_eq!(parse(&[b'['; 65536]), Err(JsonError::TooDeep));
+    }
+
+    #[test]
+    fn the_value_count_is_bounded_and_so_is_the_tree() {
+        // MAX_VALUES values in all (the array itself and MAX_VALUES - 1 numbers).
+        let doc = |n: usize| {
+            let mut d = String::from("[");
+            for i in 0..n {
+                d.push_str(if i == 0 { "0" } else { ",0" });
+            }
+            d.push(']');
+            d
+        };
+        assert!(parse(doc(MAX_VALUES - 1).as_bytes()).is_ok());
+        assert_eq!(parse(doc(MAX_VALUES).as_bytes()), Err(JsonError::TooMany));
+        // The largest message the iperf3 server takes, all small numbers: refused
+        // after MAX_VALUES, its tree never more than about 64 bytes a value.
+        let big = doc(crate::iperf3::MAX_JSON_LEN / 2 - 1);
+        assert!(big.len() <= crate::iperf3::MAX_JSON_LEN);
+        let (r, rise) = xenlet_testalloc::peak_during(|| parse(big.as_bytes()));
+        assert_eq!(r, Err(JsonError::TooMany));
+        assert!(rise <= MAX_VALUES * 64 * 2, "{rise}");
     }
 
     #[test]

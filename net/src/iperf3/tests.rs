@@ -20,13 +20,22 @@ struct Net {
     now: u64,
     srv: Iperf3Server,
     next_port: u16,
+    /// The heap the server's polls took and kept (bytes), and its highest point.
+    srv_heap: isize,
+    srv_peak: isize,
+    /// When set, the server's polls may grow the heap by at most this much each.
+    srv_limit: Option<usize>,
 }
 
 impl Net {
     fn new() -> Self {
+        Self::with_memory(Iperf3Memory::default())
+    }
+
+    fn with_memory(mem: Iperf3Memory) -> Self {
         let (iface, dev) = crate::testnet::loopback(SERVER);
         let mut sockets = SocketSet::new(Vec::new());
-        let srv = Iperf3Server::new(&mut sockets, PORT);
+        let srv = Iperf3Server::with_memory(&mut sockets, PORT, mem);
         Net {
             iface,
             dev,
@@ -34,6 +43,9 @@ impl Net {
             now: 1,
             srv,
             next_port: 40000,
+            srv_heap: 0,
+            srv_peak: 0,
+            srv_limit: None,
         }
     }
 
@@ -45,7 +57,16 @@ impl Net {
             &mut self.dev,
             &mut self.sockets,
         );
-        self.srv.poll(&mut self.sockets, self.now);
+        let before = xenlet_testalloc::live();
+        let (srv, sockets, now) = (&mut self.srv, &mut self.sockets, self.now);
+        let ((), rise) = match self.srv_limit {
+            Some(limit) => xenlet_testalloc::peak_during(|| {
+                xenlet_testalloc::limited(limit, || srv.poll(sockets, now)).0
+            }),
+            None => xenlet_testalloc::peak_during(|| srv.poll(sockets, now)),
+        };
+        self.srv_peak = self.srv_peak.max(self.srv_heap + rise as isize);
+        self.srv_heap += xenlet_testalloc::live() - before;
     }
 
     /// Jumps the clock (no traffic in between), then steps.
@@ -720,4 +741,95 @@ fn malformed_client_results_end_the_test() {
     net.send_all(c.ctrl, &u32::MAX.to_be_bytes());
     net.until("server idle", |n| !n.srv.busy());
     assert!(net.events()[0].contains("too long"));
+}
+
+#[test]
+fn data_buffers_stay_within_their_budget_under_a_flood_of_wrong_cookies() {
+    let mut net = Net::new();
+    let base = net.srv_heap;
+    let _c = start(&mut net, 0, &params(false, MAX_STREAMS, 5));
+    // Connections to the data port with the wrong cookie, never closed by their
+    // side: each is denied and waits in the closing list with its buffers.
+    for i in 0..40u8 {
+        let h = net.connect(1024, 1024);
+        if net.sock(h).may_send() {
+            let _ = net.sock(h).send_slice(&cookie(100 + i));
+        }
+        for _ in 0..5 {
+            net.step();
+        }
+    }
+    let held = usize::try_from(net.srv_peak - base).unwrap();
+    let budget = MAX_DATA_SOCKETS * (DATA_BUFFER + DATA_SMALL_BUFFER) + 64 * 1024;
+    assert!(
+        held <= budget,
+        "the server held {held} bytes, over {budget}: data buffers beyond the budget"
+    );
+}
+
+std::thread_local! {
+    static LOW: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+fn low() -> bool {
+    LOW.with(core::cell::Cell::get)
+}
+
+#[test]
+fn low_memory_refuses_the_test_then_it_runs_with_small_buffers() {
+    let mut net = Net::with_memory(Iperf3Memory {
+        data_buffer: 32 * 1024,
+        memory_low: low,
+    });
+    LOW.with(|l| l.set(true));
+    let c = open_control(&mut net, 1);
+    assert_eq!(net.read_state(c.ctrl), msg::PARAM_EXCHANGE);
+    net.send_json(c.ctrl, &params(false, 2, 5));
+    // SERVER_ERROR instead of CREATE_STREAMS: iperf3 prints "unable to create a
+    // new stream".
+    expect_server_error(&mut net, &c, ie::CREATESTREAM);
+    assert!(net.events()[0].contains("no memory"));
+    net.settle();
+    assert_eq!(net.srv.data_sockets(), 0);
+    LOW.with(|l| l.set(false));
+    let c = start(&mut net, 2, &params(true, 2, 5));
+    let streams = open_streams(&mut net, &c, 2);
+    let got = receive_for(&mut net, &streams, 50);
+    assert!(got.iter().all(|&g| g > 0), "{got:?}");
+    let server = finish(&mut net, &c, &streams, &got, true);
+    check_results_shape(&server, 2, true);
+}
+
+#[test]
+fn a_data_buffer_the_heap_cannot_give_refuses_the_test() {
+    let mut net = Net::new();
+    let c = open_control(&mut net, 3);
+    assert_eq!(net.read_state(c.ctrl), msg::PARAM_EXCHANGE);
+    // Room for the parameters and the control sockets, not for a 256 KiB buffer.
+    net.srv_limit = Some(64 * 1024);
+    net.send_json(c.ctrl, &params(false, 1, 5));
+    expect_server_error(&mut net, &c, ie::CREATESTREAM);
+    net.srv_limit = None;
+    assert!(net.events()[0].contains("no memory"));
+    net.settle();
+    // Still serving.
+    let c = start(&mut net, 4, &params(false, 1, 5));
+    let streams = open_streams(&mut net, &c, 1);
+    send_data(&mut net, &streams, 1000);
+    let server = finish(&mut net, &c, &streams, &[1000], false);
+    assert_eq!(stream_bytes(&server, 1), 1000);
+}
+
+#[test]
+fn data_buffers_are_sized_from_the_heap() {
+    let never = || false;
+    let buf = |heap: usize| Iperf3Memory::for_heap(heap, never).data_buffer;
+    assert_eq!(buf(1280 * 1024), 32 * 1024, "the 8 MiB guest's heap");
+    assert_eq!(buf(640 * 1024), MIN_DATA_BUFFER);
+    assert_eq!(buf(64 << 20), DATA_BUFFER);
+    assert_eq!(buf(0), MIN_DATA_BUFFER);
+    assert_eq!(buf(usize::MAX), DATA_BUFFER);
+    // The data buffers of a small heap's server take at most about a quarter of it.
+    let heap = 1280 * 1024;
+    assert!(MAX_DATA_SOCKETS * (buf(heap) + DATA_SMALL_BUFFER) <= heap * 3 / 10);
 }

@@ -221,7 +221,9 @@ fn a_lan_host_gets_an_address_gateway_and_dns_by_dhcp_and_the_lease_is_saved() {
     );
     let c = *n.services.dhcp_counters()[0].1;
     assert_eq!((c.discover, c.offer, c.request, c.ack), (1, 1, 1, 1));
-    let lines = n.services.lease_lines(n.now);
+    let mut text = String::new();
+    assert_eq!(n.services.write_leases(&mut text, n.now), Ok(1));
+    let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
         lines[0].starts_with(&format!("eth0   {ip}"))
@@ -250,7 +252,9 @@ fn a_lan_host_gets_an_address_gateway_and_dns_by_dhcp_and_the_lease_is_saved() {
     // After a reboot the lease is loaded back.
     let m = net("192.168.1.50/24", Some(store.clone()));
     assert_eq!(m.services.load_report().loaded, 1);
-    let lines = m.services.lease_lines(0);
+    let mut text = String::new();
+    assert_eq!(m.services.write_leases(&mut text, 0), Ok(1));
+    let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1);
     assert!(lines[0].contains(&ip.to_string()), "{lines:?}");
 }
@@ -649,4 +653,159 @@ fn lease_times_read_as_openwrt_writes_them() {
     assert_eq!(lease_time(120), "2m");
     assert_eq!(lease_time(61), "61s");
     assert_eq!(lease_time(u32::MAX), "infinite");
+}
+
+/// A query like [`query`] with an EDNS OPT record offering `udp` bytes.
+fn query_edns(id: u16, name: &str, qtype: u16, udp: u16) -> Vec<u8> {
+    let mut q = query(id, name, qtype);
+    q[11] = 1; // ARCOUNT
+    q.extend_from_slice(&[0, 0, 41]);
+    q.extend_from_slice(&udp.to_be_bytes());
+    q.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+    q
+}
+
+/// The upstream's answer to `q` with `n` TXT records of `len` bytes each (TTL 300).
+fn big_answer(q: &[u8], n: u8, len: u16) -> Vec<u8> {
+    let mut r = q.to_vec();
+    r[2] = 0x81;
+    r[3] = 0x80;
+    r[7] = n; // ANCOUNT
+    r[11] = 0; // no OPT in the reply
+    let qend = r.len() - 11; // the query's OPT record is cut
+    r.truncate(qend);
+    for _ in 0..n {
+        r.extend_from_slice(&[0xc0, 12, 0, 16, 0, 1, 0, 0, 1, 44]);
+        r.extend_from_slice(&len.to_be_bytes());
+        r.extend(core::iter::repeat_n(b'x', usize::from(len)));
+    }
+    r
+}
+
+/// The network half of [`Net::step`]: frames move, the services do not run.
+fn step_without_services(n: &mut Net) {
+    n.now += 10;
+    let now = n.now;
+    n.lan_host.poll(now);
+    n.wan_host.poll(now);
+    n.gw.poll(&mut n.stack.ifs, now);
+    n.stack.poll(now);
+}
+
+#[test]
+fn a_burst_of_cached_answers_is_sent_one_by_one_not_gathered() {
+    let (mut n, hc, hu) = dns_net();
+    // Fill the cache with a 1.3 KB answer.
+    let q = query_edns(1, "big.example", 16, 4096);
+    ask(&mut n, hc, &q);
+    let (up, from) = n
+        .until(300, |n| {
+            n.wan_host
+                .sockets
+                .get_mut::<udp::Socket>(hu)
+                .recv()
+                .ok()
+                .map(|(d, m)| (d.to_vec(), m.endpoint))
+        })
+        .expect("the query went out the WAN");
+    let big = big_answer(&up, 5, 250);
+    assert!(big.len() > 1300 && big.len() < 1472, "{}", big.len());
+    n.wan_host
+        .sockets
+        .get_mut::<udp::Socket>(hu)
+        .send_slice(&big, from)
+        .unwrap();
+    let r = reply_to(&mut n, hc).expect("the answer came back");
+    assert_eq!(r.len(), big.len());
+    // 16 clients' worth of queries for it reach the listener in one poll.
+    for id in 0..16 {
+        ask(&mut n, hc, &query_edns(100 + id, "big.example", 16, 4096));
+    }
+    for _ in 0..20 {
+        step_without_services(&mut n);
+    }
+    let before = n.services.dns_counters().unwrap().cache_hits;
+    let now = n.now;
+    let (_, rise) = xenlet_testalloc::peak_during(|| n.services.poll(&mut n.stack, now));
+    let hits = n.services.dns_counters().unwrap().cache_hits - before;
+    assert_eq!(hits, 16, "every query was answered from the cache");
+    // Gathering the 16 answers before sending any held 16 x 1.3 KB; one at a time
+    // holds one answer (and its query) at once.
+    assert!(rise < 8 * 1024, "the poll's heap rose by {rise} bytes");
+}
+
+/// A lease file of `n` leases in 192.168.1.100.., each with a 63-byte host name and
+/// a 255-byte client id (about 870 bytes a line), never expiring.
+fn big_lease_file(n: usize) -> String {
+    let mut text = String::new();
+    for i in 0..n {
+        let host = format!("h{i:03}-{}", "x".repeat(58));
+        let cid: Vec<String> = (0..255).map(|b| format!("{:02x}", (b + i) % 256)).collect();
+        text.push_str(&format!(
+            "0 52:54:00:00:00:{i:02x} 192.168.1.{} {host} {}\n",
+            100 + i,
+            cid.join(":")
+        ));
+    }
+    text
+}
+
+#[test]
+fn the_lease_file_is_built_fallibly_and_a_refused_one_is_counted() {
+    let store = MemStore(Arc::new(Mutex::new(Some(big_lease_file(140)))));
+    let mut n = net("", Some(store.clone()));
+    assert_eq!(n.services.load_report().loaded, 140);
+    lease(&mut n);
+    let now = n.now;
+    // The text is about 120 KB: with 32 KiB of heap left it cannot be built, and
+    // the save is refused, counted, and the services go on.
+    let (save, refused) =
+        xenlet_testalloc::limited(32 * 1024, || n.services.take_lease_save(now).is_some());
+    assert!(!save);
+    assert!(refused > 0);
+    assert_eq!(n.services.counters().lease_file_refused, 1);
+    assert_eq!(
+        store.0.lock().unwrap().as_ref().unwrap().lines().count(),
+        140
+    );
+    // With the heap back, the next try (SAVE_INTERVAL_MS later) writes it.
+    assert!(n.services.save_leases(now + SAVE_INTERVAL_MS));
+    let saved = store.0.lock().unwrap().clone().unwrap();
+    assert_eq!(saved.lines().count(), 141);
+    assert!(saved.len() > 120_000 && saved.len() <= MAX_LEASE_FILE);
+}
+
+/// A writer that only counts what it is given (a console that prints it).
+struct Sink(usize, usize);
+
+impl core::fmt::Write for Sink {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.0 += s.len();
+        self.1 += s.matches('\n').count();
+        Ok(())
+    }
+}
+
+#[test]
+fn the_lease_listing_is_written_line_by_line_not_gathered() {
+    let store = MemStore(Arc::new(Mutex::new(Some(big_lease_file(140)))));
+    let n = net("192.168.1.50/24", Some(store));
+    let mut sink = Sink(0, 0);
+    let (r, rise) = xenlet_testalloc::peak_during(|| n.services.write_leases(&mut sink, 0));
+    assert_eq!(r, Ok(140));
+    assert_eq!(sink.1, 140);
+    assert!(sink.0 > 140 * 100, "{}", sink.0);
+    // One line's pieces at a time, not 140 lines at once.
+    assert!(rise < 1024, "listing the leases took {rise} bytes");
+    // The columns, as before.
+    let mut text = String::new();
+    n.services.write_leases(&mut text, 0).unwrap();
+    let first = text.lines().next().unwrap();
+    assert_eq!(
+        first,
+        format!(
+            "eth0   192.168.1.100   52:54:00:00:00:00 never    h000-{}",
+            "x".repeat(58)
+        )
+    );
 }

@@ -15,7 +15,7 @@ use super::message::HwAddr;
 use crate::Millis;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::fmt::Write;
+use core::fmt::{self, Write};
 use core::net::Ipv4Addr;
 
 /// How long a DECLINEd address is kept out of the pool: dnsmasq's
@@ -215,6 +215,17 @@ impl LeaseTable {
     /// The bound leases as dnsmasq's lease file.
     pub fn to_text(&self, now: Millis, epoch_offset_secs: u64) -> String {
         let mut s = String::new();
+        let _ = self.write_text(&mut s, now, epoch_offset_secs);
+        s
+    }
+
+    /// [`Self::to_text`] written to `out` line by line; stops at `out`'s first error.
+    pub fn write_text(
+        &self,
+        out: &mut dyn Write,
+        now: Millis,
+        epoch_offset_secs: u64,
+    ) -> fmt::Result {
         for l in self
             .leases
             .iter()
@@ -223,28 +234,77 @@ impl LeaseTable {
             let expiry = l
                 .expires
                 .map_or(0, |e| epoch_offset_secs.saturating_add(e / 1000));
-            let _ = write!(s, "{} ", expiry);
+            write!(out, "{} ", expiry)?;
             if l.hw.htype != 1 {
-                let _ = write!(s, "{:02x}-", l.hw.htype);
+                write!(out, "{:02x}-", l.hw.htype)?;
             }
-            write_hex(&mut s, l.hw.as_bytes());
-            let _ = write!(s, " {} {} ", l.ip, l.hostname.as_deref().unwrap_or("*"));
+            write_hex(out, l.hw.as_bytes())?;
+            write!(out, " {} {} ", l.ip, l.hostname.as_deref().unwrap_or("*"))?;
             match &l.client_id {
-                Some(c) => write_hex(&mut s, c),
-                None => s.push('*'),
+                Some(c) => write_hex(out, c)?,
+                None => out.write_char('*')?,
             }
-            s.push('\n');
+            out.write_char('\n')?;
         }
-        s
+        Ok(())
     }
 }
 
-fn write_hex(s: &mut String, bytes: &[u8]) {
+fn write_hex(out: &mut dyn Write, bytes: &[u8]) -> fmt::Result {
     for (i, b) in bytes.iter().enumerate() {
         if i > 0 {
-            s.push(':');
+            out.write_char(':')?;
         }
-        let _ = write!(s, "{:02x}", b);
+        write!(out, "{:02x}", b)?;
+    }
+    Ok(())
+}
+
+/// Text that grows fallibly and never past a bound: a write that would take it
+/// past `max` bytes, or that the heap cannot make room for, fails ([`fmt::Error`])
+/// and leaves it as it was. The lease file is built in one, so a large table
+/// cannot take more of the heap than the file may hold.
+#[derive(Clone, Debug, Default)]
+pub struct BoundedText {
+    text: String,
+    max: usize,
+}
+
+impl BoundedText {
+    /// Empty, for at most `max` bytes.
+    pub fn new(max: usize) -> BoundedText {
+        BoundedText {
+            text: String::new(),
+            max,
+        }
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The text, taken out.
+    pub fn into_string(self) -> String {
+        self.text
+    }
+}
+
+impl Write for BoundedText {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let need = self.text.len().checked_add(s.len()).ok_or(fmt::Error)?;
+        if need > self.max {
+            return Err(fmt::Error);
+        }
+        if need > self.text.capacity() {
+            // Doubling, but never past the bound.
+            let want = self.text.capacity().saturating_mul(2).clamp(need, self.max);
+            self.text
+                .try_reserve_exact(want - self.text.len())
+                .map_err(|_| fmt::Error)?;
+        }
+        self.text.push_str(s);
+        Ok(())
     }
 }
 
@@ -385,6 +445,26 @@ mod tests {
         assert!(!t.upsert(lease([10, 0, 0, 4], [2, 0, 0, 0, 0, 4], Some(100)), 0));
         // Once the leases end there is room again.
         assert!(t.upsert(lease([10, 0, 0, 4], [2, 0, 0, 0, 0, 4], Some(300)), 200));
+    }
+
+    #[test]
+    fn the_lease_file_text_stops_at_its_bound() {
+        let mut t = LeaseTable::new(64);
+        for i in 0..64u8 {
+            let mut l = lease([10, 0, 0, i], [2, 0, 0, 0, 0, i], None);
+            l.client_id = Some(alloc::vec![i; 255]);
+            assert!(t.upsert(l, 0));
+        }
+        let full = t.to_text(0, 0);
+        assert!(full.len() > 40_000, "{}", full.len());
+        let mut text = BoundedText::new(16 * 1024);
+        assert!(t.write_text(&mut text, 0, 0).is_err());
+        // What fitted, never past the bound (the caller drops it).
+        assert!(text.as_str().len() <= 16 * 1024);
+        assert!(full.starts_with(text.as_str()));
+        let mut text = BoundedText::new(full.len());
+        assert!(t.write_text(&mut text, 0, 0).is_ok());
+        assert_eq!(text.into_string(), full);
     }
 
     #[test]

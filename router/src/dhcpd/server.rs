@@ -112,11 +112,12 @@ pub fn hw_hash(hw: &[u8]) -> u32 {
 
 impl DhcpServer {
     /// A server for `cfg` with an empty lease table sized to the pool plus the
-    /// static hosts.
+    /// static hosts, at most [`PoolConfig::max_leases`].
     pub fn new(cfg: PoolConfig) -> DhcpServer {
         let cap = usize::try_from(cfg.pool_size())
             .unwrap_or(usize::MAX)
-            .saturating_add(cfg.hosts.len());
+            .saturating_add(cfg.hosts.len())
+            .min(cfg.max_leases);
         DhcpServer {
             leases: LeaseTable::new(cap),
             cfg,
@@ -144,6 +145,17 @@ impl DhcpServer {
     /// The lease file text (dnsmasq format); see [`super::lease`].
     pub fn lease_file(&self, now: Millis, epoch_offset_secs: u64) -> String {
         self.leases.to_text(now, epoch_offset_secs)
+    }
+
+    /// Writes the lease file text to `out`, line by line; stops at the first
+    /// error `out` gives (e.g. a [`super::lease::BoundedText`] that is full).
+    pub fn write_lease_file(
+        &self,
+        out: &mut dyn core::fmt::Write,
+        now: Millis,
+        epoch_offset_secs: u64,
+    ) -> core::fmt::Result {
+        self.leases.write_text(out, now, epoch_offset_secs)
     }
 
     /// Loads leases from a lease file written by [`Self::lease_file`] (or by

@@ -740,3 +740,58 @@ fn random_mutations_never_panic() {
     assert!(k.dropped_malformed > 1000, "{k:?}");
     assert!(replies > 100, "{replies}");
 }
+
+/// A client with MAC 52:54:00:bb + `n` and a client id of 255 bytes (the most
+/// kept), sized to fill the lease table's heap.
+fn big_client(n: u32) -> Client {
+    let b = n.to_be_bytes();
+    let mac = [0x52, 0x54, 0x00, b[1], b[2], b[3]];
+    let mut c = Client::new(mac, n);
+    let mut cid = alloc::vec![0xffu8; 255];
+    cid[..4].copy_from_slice(&b);
+    c.client_id = Some(cid);
+    c
+}
+
+#[test]
+fn a_big_pool_keeps_at_most_max_leases_and_refuses_new_clients_when_full() {
+    // A /16 with OpenWrt's `limit` raised: 60000 addresses.
+    let mut cfg = PoolConfig::new("lan", SERVER, Ipv4Addr::new(255, 255, 0, 0));
+    cfg.limit = 60_000;
+    assert_eq!(cfg.max_leases, super::config::DEFAULT_MAX_LEASES);
+    cfg.max_leases = 40;
+    let mut s = DhcpServer::new(cfg);
+    for n in 0..40 {
+        lease_for(&mut s, &big_client(n), 0);
+    }
+    // Full of bound leases: no offer for a new client, counted.
+    for n in 40..100 {
+        assert!(s.handle(&big_client(n).discover(), 0).is_none());
+    }
+    assert_eq!(s.counters().pool_exhausted, 60);
+    assert_eq!(s.leases(0).count(), 40);
+    // A client that has a lease still renews it.
+    let first = s.leases(0).next().unwrap().ip;
+    let c = big_client(0);
+    assert_eq!(
+        read(&s.handle(&c.renew(first), 1000).unwrap()).yiaddr,
+        first
+    );
+}
+
+#[test]
+fn the_default_lease_cap_bounds_a_flood_of_spoofed_clients() {
+    let mut cfg = PoolConfig::new("lan", SERVER, Ipv4Addr::new(255, 255, 0, 0));
+    cfg.limit = 60_000;
+    let mut s = DhcpServer::new(cfg);
+    let cap = super::config::DEFAULT_MAX_LEASES;
+    for n in 0..cap as u32 + 50 {
+        let c = big_client(n);
+        if let Some(offer) = s.handle(&c.discover(), 0) {
+            let ip = read(&offer).yiaddr;
+            s.handle(&c.select(ip, SERVER), 0);
+        }
+    }
+    assert_eq!(s.leases(0).count(), cap);
+    assert_eq!(s.counters().pool_exhausted, 50);
+}

@@ -242,18 +242,19 @@ mod tests {
 
     #[test]
     fn the_budget_counts_what_an_entry_holds_not_just_its_message() {
-        // 250 records in 4 KiB: the TTL table is 4 KiB more. A budget of 20 KiB
-        // holds two such entries, not the five their messages alone would fit.
+        // 64 records (the most a cached message may have, MAX_RECORDS) in 1 KiB:
+        // the TTL table is 1 KiB more. A budget of 5 KiB holds two such entries,
+        // not the four their messages alone would fit.
         let mut c = Cache::new(CacheConfig {
-            max_bytes: 20 << 10,
+            max_bytes: 5 << 10,
             ..CacheConfig::default()
         });
         for (i, n) in ["a.com", "b.com", "c.com", "d.com", "e.com"]
             .iter()
             .enumerate()
         {
-            let r = many_records(n, 250);
-            assert!(r.len() <= MAX_ENTRY_BYTES);
+            let r = many_records(n, 64);
+            assert!(4 * r.len() <= 5 << 10);
             assert!(c.insert(&r, &Message::parse(&r).unwrap(), i as u64), "{n}");
         }
         assert_eq!(c.len(), 2, "the oldest went to keep within the budget");
@@ -261,10 +262,11 @@ mod tests {
         assert!(c.lookup(&q("a.com"), 10).is_none());
         // An entry that alone costs more than the budget is not stored.
         let mut small = Cache::new(CacheConfig {
-            max_bytes: 6 << 10,
+            max_bytes: 2 << 10,
             ..CacheConfig::default()
         });
-        let r = many_records("a.com", 250);
+        let r = many_records("a.com", 64);
+        assert!(r.len() < 2 << 10);
         assert!(!small.insert(&r, &Message::parse(&r).unwrap(), 0));
         assert!(small.is_empty());
     }

@@ -11,11 +11,21 @@
 //! TCP: an upstream answer with TC set is passed to the client as it is and not
 //! cached; the client then retries over TCP (RFC 7766 §5), which this forwarder
 //! does not serve (no TCP listener on port 53 yet).
+//!
+//! Large messages ([`MessageError::TooComplex`], see [`super::message`]): a client
+//! query with more than [`MAX_RECORDS`](super::message::MAX_RECORDS) records or
+//! [`MAX_QUESTIONS`](super::message::MAX_QUESTIONS) questions is dropped as
+//! malformed. An upstream reply with more than `MAX_RECORDS` records
+//! is matched by its header and question, checked for rebinding over all its
+//! records (read without allocating), and passed to the client as it is but not
+//! cached (counted as `uncached_large`); one with more than `MAX_QUESTIONS`
+//! questions matches no query (each has one) and is dropped, so the client gets
+//! SERVFAIL when the query times out.
 
 use super::cache::{Cache, CacheConfig};
 use super::message::{
-    build_response, flag, rcode, rtype, set_id, strip_final_opt, Answer, Message, Question,
-    Section, CLASS_IN,
+    build_response, flag, rcode, rtype, set_id, strip_final_opt, Answer, Message, MessageError,
+    Question, Section, CLASS_IN,
 };
 use super::name::Name;
 use super::private::{is_bogus_reverse, is_private_v4, is_private_v6};
@@ -149,6 +159,8 @@ pub struct DnsCounters {
     pub local_answers: u64,
     /// Upstream replies relayed to clients.
     pub replies: u64,
+    /// Of those, replies with too many records to parse whole, relayed uncached.
+    pub uncached_large: u64,
     /// Queries that timed out on every server (SERVFAIL sent).
     pub timeouts: u64,
     /// Dropped: a malformed client query (or a response sent to port 53).
@@ -530,9 +542,21 @@ impl DnsForwarder {
         local_port: u16,
         now: Millis,
     ) -> Vec<DnsAction> {
-        let Ok(msg) = Message::parse(packet) else {
-            self.counters.dropped_malformed_upstream += 1;
-            return Vec::new();
+        let (msg, whole) = match Message::parse(packet) {
+            Ok(m) => (m, true),
+            // Too many records to keep: the header and question are enough to match
+            // and relay it (uncached).
+            Err(MessageError::TooComplex) => match Message::parse_head(packet) {
+                Ok(m) => (m, false),
+                Err(_) => {
+                    self.counters.dropped_malformed_upstream += 1;
+                    return Vec::new();
+                }
+            },
+            Err(_) => {
+                self.counters.dropped_malformed_upstream += 1;
+                return Vec::new();
+            }
         };
         let found = self.pending.iter().position(|p| {
             p.port == local_port
@@ -562,7 +586,11 @@ impl DnsForwarder {
                 });
             }
         } else {
-            self.cache.insert(packet, &msg, now);
+            if whole {
+                self.cache.insert(packet, &msg, now);
+            } else {
+                self.counters.uncached_large += 1;
+            }
             let mut out = packet.to_vec();
             set_id(&mut out, p.client_id);
             self.counters.replies += 1;
@@ -608,10 +636,17 @@ impl DnsForwarder {
         {
             return false;
         }
-        msg.records
-            .iter()
-            .filter(|r| r.section == Section::Answer)
-            .any(|r| match (r.rtype, packet.get(r.rdata.clone())) {
+        // Every record, also those of a reply too large for `msg.records`; a record
+        // that cannot be read counts as rebinding (the reply was checked whole
+        // when it was parsed, so this does not happen).
+        msg.record_refs(packet).any(|r| {
+            let Ok(r) = r else {
+                return true;
+            };
+            if r.section != Section::Answer {
+                return false;
+            }
+            match (r.rtype, packet.get(r.rdata.clone())) {
                 (rtype::A, Some(b)) => <[u8; 4]>::try_from(b).is_ok_and(|o| {
                     let a = Ipv4Addr::from(o);
                     is_private_v4(a) && !(self.cfg.rebind_localhost && a.is_loopback())
@@ -621,34 +656,43 @@ impl DnsForwarder {
                     is_private_v6(a) && !(self.cfg.rebind_localhost && a.is_loopback())
                 }),
                 _ => false,
-            })
+            }
+        })
     }
 
     /// Retries or fails the queries whose server did not answer in time.
     pub fn poll(&mut self, now: Millis) -> Vec<DnsAction> {
         let mut actions = Vec::new();
-        let mut i = 0;
-        while i < self.pending.len() {
-            let due = self.pending.get(i).is_some_and(|p| p.deadline <= now);
-            if !due {
-                i += 1;
-                continue;
+        loop {
+            let mut a = self.poll_one(now);
+            if a.is_empty() {
+                return actions;
             }
-            if let Some(mut a) = self.retry(i, now) {
-                actions.append(&mut a);
-                i += 1;
-                continue;
-            }
-            let p = self.pending.swap_remove(i);
-            self.counters.timeouts += 1;
-            if let Ok(q) = Message::parse(&p.query) {
-                actions.push(DnsAction::ToClient {
-                    client: p.client,
-                    packet: build_response(&p.query, &q, rcode::SERVFAIL, false, &[]),
-                });
-            }
-            actions.push(DnsAction::ClosePort(p.port));
+            actions.append(&mut a);
         }
+    }
+
+    /// [`Self::poll`] one query at a time: retries or fails the first query whose
+    /// server did not answer in time and returns what to send for it; empty when no
+    /// query is due. A caller that carries out each batch before asking for the
+    /// next holds one query's packets at a time, not every due query's.
+    pub fn poll_one(&mut self, now: Millis) -> Vec<DnsAction> {
+        let Some(i) = self.pending.iter().position(|p| p.deadline <= now) else {
+            return Vec::new();
+        };
+        if let Some(a) = self.retry(i, now) {
+            return a;
+        }
+        let p = self.pending.swap_remove(i);
+        self.counters.timeouts += 1;
+        let mut actions = Vec::new();
+        if let Ok(q) = Message::parse(&p.query) {
+            actions.push(DnsAction::ToClient {
+                client: p.client,
+                packet: build_response(&p.query, &q, rcode::SERVFAIL, false, &[]),
+            });
+        }
+        actions.push(DnsAction::ClosePort(p.port));
         actions
     }
 }

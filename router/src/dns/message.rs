@@ -9,6 +9,14 @@
 //! TTL field and RDATA are: the forwarder edits replies in place (id, TTLs)
 //! instead of re-encoding them, so what goes back to a client is what upstream
 //! sent. Counts larger than the data, truncated sections and bad names are errors.
+//!
+//! Heap: a parsed record keeps its owner name (up to 256 bytes) besides its place,
+//! about 25 times the 12 bytes a compressed record can take on the wire. So a
+//! message with more than [`MAX_QUESTIONS`] questions or [`MAX_RECORDS`] records
+//! is checked whole but not kept: [`Message::parse`] refuses it as
+//! [`MessageError::TooComplex`], [`Message::parse_head`] keeps its header and
+//! questions only, and [`Message::record_refs`] walks any message's records
+//! without allocating. (The forwarder passes such an upstream reply on uncached.)
 
 use super::name::{Name, NameError};
 use alloc::vec::Vec;
@@ -18,6 +26,11 @@ use core::ops::Range;
 pub const HEADER_LEN: usize = 12;
 /// The classic UDP limit without EDNS (RFC 1035 §4.2.1).
 pub const CLASSIC_UDP_LEN: usize = 512;
+/// Most questions a message may have to be read (every real one has one).
+pub const MAX_QUESTIONS: usize = 4;
+/// Most resource records (all sections) kept from one message by
+/// [`Message::parse`].
+pub const MAX_RECORDS: usize = 64;
 
 /// Record types used here.
 pub mod rtype {
@@ -82,6 +95,9 @@ pub enum MessageError {
     Truncated,
     /// A bad name.
     Name(NameError),
+    /// Well formed, but more than [`MAX_QUESTIONS`] questions or (for
+    /// [`Message::parse`]) more than [`MAX_RECORDS`] records.
+    TooComplex,
 }
 
 impl From<NameError> for MessageError {
@@ -230,14 +246,105 @@ fn u32_at(msg: &[u8], i: usize) -> Result<u32, MessageError> {
     Ok(u32::from_be_bytes(b))
 }
 
+/// One resource record's place and fixed fields, read without allocating
+/// ([`Message::record_refs`]): a [`Record`] without its owner name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordRef {
+    /// Its section.
+    pub section: Section,
+    /// TYPE.
+    pub rtype: u16,
+    /// CLASS.
+    pub class: u16,
+    /// TTL.
+    pub ttl: u32,
+    /// Offset of the 4-byte TTL field in the message.
+    pub ttl_offset: usize,
+    /// The RDATA's range in the message.
+    pub rdata: Range<usize>,
+}
+
+/// The records of a message in order, read without allocating; ends at the first
+/// error (after giving it).
+pub struct RecordRefs<'a> {
+    msg: &'a [u8],
+    pos: usize,
+    /// Records left in each section: answer, authority, additional.
+    left: [(Section, u16); 3],
+    failed: bool,
+}
+
+impl Iterator for RecordRefs<'_> {
+    type Item = Result<RecordRef, MessageError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let slot = self.left.iter_mut().find(|(_, n)| *n > 0)?;
+        slot.1 -= 1;
+        let section = slot.0;
+        let r = record_at(self.msg, self.pos, section);
+        match &r {
+            Ok((_, next)) => self.pos = *next,
+            Err(_) => self.failed = true,
+        }
+        Some(r.map(|(r, _)| r))
+    }
+}
+
+/// The record at `pos`, and the offset after it.
+fn record_at(msg: &[u8], pos: usize, section: Section) -> Result<(RecordRef, usize), MessageError> {
+    let end = Name::skip(msg, pos)?;
+    let rtype = u16_at(msg, end)?;
+    let class = u16_at(msg, end + 2)?;
+    let ttl = u32_at(msg, end + 4)?;
+    let rdlen = usize::from(u16_at(msg, end + 8)?);
+    let start = end + 10;
+    let stop = start + rdlen;
+    if stop > msg.len() {
+        return Err(MessageError::Truncated);
+    }
+    let r = RecordRef {
+        section,
+        rtype,
+        class,
+        ttl,
+        ttl_offset: end + 4,
+        rdata: start..stop,
+    };
+    Ok((r, stop))
+}
+
 impl Message {
     /// Reads and checks every section of `msg`. Bytes after the last record are
-    /// ignored (as most resolvers do).
+    /// ignored (as most resolvers do). A well-formed message with more than
+    /// [`MAX_QUESTIONS`] questions or [`MAX_RECORDS`] records is
+    /// [`MessageError::TooComplex`] (what it holds is not kept: see
+    /// [`Self::parse_head`]).
     pub fn parse(msg: &[u8]) -> Result<Message, MessageError> {
+        Self::read(msg, true)
+    }
+
+    /// [`Self::parse`] without the records (`records` is empty): the header and
+    /// the questions, every record checked but none kept. Only more than
+    /// [`MAX_QUESTIONS`] questions make it [`MessageError::TooComplex`].
+    pub fn parse_head(msg: &[u8]) -> Result<Message, MessageError> {
+        Self::read(msg, false)
+    }
+
+    fn read(msg: &[u8], keep_records: bool) -> Result<Message, MessageError> {
         let header = Header::parse(msg)?;
         let mut pos = HEADER_LEN;
         let mut questions = Vec::new();
+        let mut too_complex = usize::from(header.qdcount) > MAX_QUESTIONS;
         for _ in 0..header.qdcount {
+            if too_complex {
+                // Checked, not kept.
+                pos = Name::skip(msg, pos)? + 4;
+                u16_at(msg, pos - 2)?;
+                continue;
+            }
             let (name, end) = Name::parse(msg, pos)?;
             let qtype = u16_at(msg, end)?;
             let qclass = u16_at(msg, end + 2)?;
@@ -250,34 +357,39 @@ impl Message {
         }
         let question_end = pos;
         let mut records = Vec::new();
-        let sections = [
-            (Section::Answer, header.ancount),
-            (Section::Authority, header.nscount),
-            (Section::Additional, header.arcount),
-        ];
-        for (section, count) in sections {
-            for _ in 0..count {
-                let (name, end) = Name::parse(msg, pos)?;
-                let rtype = u16_at(msg, end)?;
-                let class = u16_at(msg, end + 2)?;
-                let ttl = u32_at(msg, end + 4)?;
-                let rdlen = usize::from(u16_at(msg, end + 8)?);
-                let start = end + 10;
-                let stop = start + rdlen;
-                if stop > msg.len() {
-                    return Err(MessageError::Truncated);
-                }
+        let total =
+            usize::from(header.ancount) + usize::from(header.nscount) + usize::from(header.arcount);
+        let keep = keep_records && total <= MAX_RECORDS && !too_complex;
+        too_complex |= keep_records && total > MAX_RECORDS;
+        let refs = RecordRefs {
+            msg,
+            pos: question_end,
+            left: [
+                (Section::Answer, header.ancount),
+                (Section::Authority, header.nscount),
+                (Section::Additional, header.arcount),
+            ],
+            failed: false,
+        };
+        for r in refs {
+            let r = r?;
+            if keep {
+                // Its owner name, read again from where the record began.
+                let (name, _) = Name::parse(msg, pos)?;
                 records.push(Record {
-                    section,
+                    section: r.section,
                     name,
-                    rtype,
-                    class,
-                    ttl,
-                    ttl_offset: end + 4,
-                    rdata: start..stop,
+                    rtype: r.rtype,
+                    class: r.class,
+                    ttl: r.ttl,
+                    ttl_offset: r.ttl_offset,
+                    rdata: r.rdata.clone(),
                 });
-                pos = stop;
             }
+            pos = r.rdata.end;
+        }
+        if too_complex {
+            return Err(MessageError::TooComplex);
         }
         Ok(Message {
             header,
@@ -285,6 +397,21 @@ impl Message {
             question_end,
             records,
         })
+    }
+
+    /// The records of `msg` (the message this was parsed from), read again
+    /// without allocating, whether or not [`Self::records`] kept them.
+    pub fn record_refs<'a>(&self, msg: &'a [u8]) -> RecordRefs<'a> {
+        RecordRefs {
+            msg,
+            pos: self.question_end,
+            left: [
+                (Section::Answer, self.header.ancount),
+                (Section::Authority, self.header.nscount),
+                (Section::Additional, self.header.arcount),
+            ],
+            failed: false,
+        }
     }
 
     /// The only question, if there is exactly one.
@@ -439,6 +566,61 @@ mod tests {
         for cut in 0..REPLY.len() {
             assert!(Message::parse(&REPLY[..cut]).is_err(), "cut at {cut}");
         }
+    }
+
+    /// A reply for example.com A with `n` answers (compressed, 16 bytes each).
+    fn many(n: u16) -> Vec<u8> {
+        let mut r = REPLY[..29].to_vec();
+        r[6..8].copy_from_slice(&n.to_be_bytes());
+        r[10..12].copy_from_slice(&[0, 0]);
+        for i in 0..n {
+            r.extend_from_slice(&[0xC0, 0x0C, 0, 1, 0, 1, 0, 0, 0x0e, 0x10, 0, 4, 93, 184]);
+            r.extend_from_slice(&i.to_be_bytes());
+        }
+        r
+    }
+
+    #[test]
+    fn a_message_with_too_many_records_is_checked_but_not_kept() {
+        let m = Message::parse(&many(MAX_RECORDS as u16)).unwrap();
+        assert_eq!(m.records.len(), MAX_RECORDS);
+        let r = many(MAX_RECORDS as u16 + 1);
+        assert_eq!(Message::parse(&r), Err(MessageError::TooComplex));
+        // The head: header and question, no records, all of them still readable.
+        let h = Message::parse_head(&r).unwrap();
+        assert_eq!(h.question().unwrap().name.to_dotted(), "example.com");
+        assert!(h.records.is_empty());
+        let refs: Vec<RecordRef> = h.record_refs(&r).map(Result::unwrap).collect();
+        assert_eq!(refs.len(), MAX_RECORDS + 1);
+        assert_eq!(&r[refs[MAX_RECORDS].rdata.clone()], &[93, 184, 0, 64]);
+        assert_eq!(refs[0].ttl, 3600);
+        // A broken one is still an error of its own kind, not "too complex".
+        for cut in [r.len() - 1, r.len() - 20, 40] {
+            assert_eq!(Message::parse(&r[..cut]), Err(MessageError::Truncated));
+            assert_eq!(Message::parse_head(&r[..cut]), Err(MessageError::Truncated));
+        }
+        // More than MAX_QUESTIONS questions (the same one, compressed).
+        let mut q = REPLY[..29].to_vec();
+        q[4..6].copy_from_slice(&(MAX_QUESTIONS as u16 + 1).to_be_bytes());
+        q[6..12].copy_from_slice(&[0; 6]);
+        for _ in 0..MAX_QUESTIONS {
+            q.extend_from_slice(&[0xC0, 0x0C, 0, 1, 0, 1]);
+        }
+        assert_eq!(Message::parse(&q), Err(MessageError::TooComplex));
+        assert_eq!(Message::parse_head(&q), Err(MessageError::TooComplex));
+    }
+
+    #[test]
+    fn parsing_a_large_message_keeps_little_of_it() {
+        // 4 KiB of 16-byte records: 254 of them, each ~300 bytes once parsed.
+        let r = many(254);
+        assert!(r.len() <= 4096);
+        let (m, rise) = xenlet_testalloc::peak_during(|| Message::parse(&r));
+        assert_eq!(m, Err(MessageError::TooComplex));
+        assert!(rise < 8 * 1024, "parsing took {rise} bytes at once");
+        let (m, rise) = xenlet_testalloc::peak_during(|| Message::parse_head(&r));
+        assert!(m.is_ok());
+        assert!(rise < 1024, "{rise}");
     }
 
     #[test]

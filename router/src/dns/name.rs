@@ -54,46 +54,18 @@ impl Name {
     /// where it appears (after the first pointer, if any).
     pub fn parse(msg: &[u8], pos: usize) -> Result<(Name, usize), NameError> {
         let mut wire = Vec::new();
-        let mut pos = pos;
-        let mut lowest = pos;
-        let mut end = None;
-        let mut jumps = 0;
-        loop {
-            let len = *msg.get(pos).ok_or(NameError::Truncated)?;
-            match len & 0xC0 {
-                0x00 => {
-                    let n = usize::from(len);
-                    if wire.len() + n + 1 > MAX_NAME_LEN {
-                        return Err(NameError::TooLong);
-                    }
-                    if n == 0 {
-                        wire.push(0);
-                        return Ok((Name { wire }, end.unwrap_or(pos + 1)));
-                    }
-                    let label = msg.get(pos + 1..pos + 1 + n).ok_or(NameError::Truncated)?;
-                    wire.push(len);
-                    wire.extend(label.iter().map(u8::to_ascii_lowercase));
-                    pos += 1 + n;
-                }
-                0xC0 => {
-                    let low = *msg.get(pos + 1).ok_or(NameError::Truncated)?;
-                    let target = usize::from(len & 0x3F) << 8 | usize::from(low);
-                    jumps += 1;
-                    if target >= lowest || jumps > MAX_POINTERS {
-                        return Err(NameError::BadPointer);
-                    }
-                    end.get_or_insert(pos + 2);
-                    lowest = target;
-                    pos = target;
-                }
-                _ => return Err(NameError::BadLabelType),
-            }
-        }
+        let end = walk(msg, pos, |label| {
+            wire.push(u8::try_from(label.len()).unwrap_or(0));
+            wire.extend(label.iter().map(u8::to_ascii_lowercase));
+        })?;
+        wire.push(0);
+        Ok((Name { wire }, end))
     }
 
-    /// Skips the name at `pos` (checked as [`Name::parse`] does).
+    /// Skips the name at `pos` (checked as [`Name::parse`] does, without
+    /// allocating).
     pub fn skip(msg: &[u8], pos: usize) -> Result<usize, NameError> {
-        Name::parse(msg, pos).map(|(_, end)| end)
+        walk(msg, pos, |_| {})
     }
 
     /// From dotted text (`lan1.lan`, an optional final dot); `None` if a label is
@@ -166,6 +138,48 @@ impl Name {
             }
         }
         s
+    }
+}
+
+/// Walks the name at `pos` in `msg`, giving each label (without its length byte)
+/// to `label` in order; returns the offset just past the name where it appears
+/// (after the first pointer, if any). Every check of [`Name::parse`] is here.
+fn walk(msg: &[u8], pos: usize, mut label: impl FnMut(&[u8])) -> Result<usize, NameError> {
+    let mut pos = pos;
+    let mut lowest = pos;
+    let mut end = None;
+    let mut jumps = 0;
+    // The decoded length so far (labels and their length bytes).
+    let mut len_so_far = 0;
+    loop {
+        let len = *msg.get(pos).ok_or(NameError::Truncated)?;
+        match len & 0xC0 {
+            0x00 => {
+                let n = usize::from(len);
+                if len_so_far + n + 1 > MAX_NAME_LEN {
+                    return Err(NameError::TooLong);
+                }
+                if n == 0 {
+                    return Ok(end.unwrap_or(pos + 1));
+                }
+                let l = msg.get(pos + 1..pos + 1 + n).ok_or(NameError::Truncated)?;
+                label(l);
+                len_so_far += 1 + n;
+                pos += 1 + n;
+            }
+            0xC0 => {
+                let low = *msg.get(pos + 1).ok_or(NameError::Truncated)?;
+                let target = usize::from(len & 0x3F) << 8 | usize::from(low);
+                jumps += 1;
+                if target >= lowest || jumps > MAX_POINTERS {
+                    return Err(NameError::BadPointer);
+                }
+                end.get_or_insert(pos + 2);
+                lowest = target;
+                pos = target;
+            }
+            _ => return Err(NameError::BadLabelType),
+        }
     }
 }
 

@@ -545,3 +545,54 @@ fn random_mutations_never_panic() {
     assert!(f.pending_len() <= super::forwarder::DEFAULT_MAX_PENDING);
     assert!(f.cache_len() <= 1000);
 }
+
+#[test]
+fn a_reply_with_more_records_than_kept_is_relayed_uncached() {
+    let mut f = forwarder();
+    let mut rng = SeqRng(21);
+    let q = query(0x7777, "many.example", rtype::A);
+    let (_, port, sent) = upstream(&f.handle_query(&q, CLIENT, 0, &mut rng, &()));
+    let addrs: Vec<[u8; 4]> = (0..100u8).map(|i| [93, 184, 1, i]).collect();
+    let r = reply_a(&sent, &addrs, 300);
+    assert_eq!(Message::parse(&r), Err(message::MessageError::TooComplex));
+    let out = f.handle_upstream(&r, UP1, port, 10);
+    let back = to_client(&out);
+    assert_eq!(&back[..2], &[0x77, 0x77], "under the client's id");
+    assert_eq!(&back[2..], &r[2..], "as upstream sent it");
+    assert_eq!(out.last(), Some(&DnsAction::ClosePort(port)));
+    let k = f.counters();
+    assert_eq!((k.replies, k.uncached_large), (1, 1));
+    assert_eq!(f.cache_len(), 0, "not cached");
+    // So the next query for it goes upstream again.
+    let q = query(0x7778, "many.example", rtype::A);
+    upstream(&f.handle_query(&q, CLIENT, 20, &mut rng, &()));
+}
+
+#[test]
+fn rebinding_is_found_past_the_records_a_parse_keeps() {
+    let mut f = forwarder();
+    let mut rng = SeqRng(22);
+    let q = query(0x7779, "evil-many.example", rtype::A);
+    let (_, port, sent) = upstream(&f.handle_query(&q, CLIENT, 0, &mut rng, &()));
+    let mut addrs: Vec<[u8; 4]> = (0..100u8).map(|i| [93, 184, 1, i]).collect();
+    addrs[90] = [10, 0, 0, 1];
+    let out = f.handle_upstream(&reply_a(&sent, &addrs, 300), UP1, port, 10);
+    let back = to_client(&out);
+    assert_eq!(Message::parse(&back).unwrap().header.ancount, 0);
+    assert_eq!(f.counters().dropped_rebind, 1);
+}
+
+#[test]
+fn a_query_with_too_many_records_is_dropped_as_malformed() {
+    let mut f = forwarder();
+    let mut rng = SeqRng(23);
+    let mut q = query(0x7780, "example.com", rtype::A);
+    // 65 more OPT-like additional records.
+    let n = message::MAX_RECORDS as u16 + 1;
+    q[10..12].copy_from_slice(&(n + 1).to_be_bytes());
+    for _ in 0..n {
+        q.extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0, 0, 0]);
+    }
+    assert!(f.handle_query(&q, CLIENT, 0, &mut rng, &()).is_empty());
+    assert_eq!(f.counters().dropped_malformed, 1);
+}

@@ -128,7 +128,12 @@ fn start_service(
 
 pub(super) fn iperf3(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let port = iperf3_port(args, xenlet_net::iperf3::DEFAULT_PORT)?;
-    start_service(out, "iperf3", port, |n, p| n.start_iperf3(p))
+    // A server runs on each interface: together their data buffers take about a
+    // quarter of the heap, and none are made while memory is low.
+    let ifs = crate::dev::network::NET.lock().ifs.len().max(1);
+    let heap = crate::mm::heap::heap_stats().size / ifs;
+    let mem = xenlet_net::iperf3::Iperf3Memory::for_heap(heap, crate::mm::heap::memory_low);
+    start_service(out, "iperf3", port, |n, p| n.start_iperf3(p, mem))
 }
 
 pub(super) fn echod(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
