@@ -14,17 +14,17 @@
 //! 4. the filesystem is then clean under `e2fsck -fn`, and what was copied and what
 //!    was there before reads back as it was.
 //!
-//! One test in this binary: the allocator counts every thread's allocations.
 
 mod common;
 
-use common::{disk, live, refused, run, set_limit, tool, Counting, TempDir};
+use common::{disk, run, tool, TempDir};
 use std::fs::File;
 use std::process::Command;
 use xenlet_fs::memfs::MemFs;
 use xenlet_fs::vfs::{BoxedFs, Vfs};
 use xenlet_fs::{Ext, MountOptions};
 use xenlet_shell::files;
+use xenlet_testalloc::{headroom, limited, Counting};
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
@@ -34,9 +34,9 @@ const MOUNT_CACHE: usize = 320 << 10;
 /// The kernel's low-water mark at that heap size (its floor).
 const LOW_WATER: usize = 192 << 10;
 
-/// The kernel's answer, over this binary's bounded heap.
+/// The kernel's answer, over this thread's bounded heap.
 fn memory_low() -> bool {
-    live().saturating_add(LOW_WATER) > common::limit()
+    headroom() < LOW_WATER as isize
 }
 
 /// Deterministic bytes (xorshift).
@@ -105,12 +105,11 @@ fn cp_r_in_a_full_heap_fails_with_errors_and_leaves_the_filesystem_clean() {
     // 1. What is left of the heap after the mount: its caches' budget and a third
     //    of the boot heap more (the router's tables and the rest of the kernel
     //    take the other part). The copy cannot fit the disk (48 of 64 MiB used).
-    set_limit(live() + MOUNT_CACHE + (420 << 10));
-    let (ok, out) = cp(&mut v, "/mnt/src", "/mnt/dst");
-    set_limit(usize::MAX);
+    let ((ok, out), refused) = limited(MOUNT_CACHE + (420 << 10), || {
+        cp(&mut v, "/mnt/src", "/mnt/dst")
+    });
     eprintln!(
-        "1: cp -r ok={ok}, refused allocations {}, refused operations {}:\n{out}",
-        refused(),
+        "1: cp -r ok={ok}, refused allocations {refused}, refused operations {}:\n{out}",
         v.refused_for_memory()
     );
     assert!(!ok, "48 MiB more cannot fit a 64 MiB disk");
@@ -124,10 +123,10 @@ fn cp_r_in_a_full_heap_fails_with_errors_and_leaves_the_filesystem_clean() {
 
     // 2. Memory low from the start, with the caches full: the mounts give their
     //    caches back and the copy goes through in what that freed.
-    set_limit(live() + LOW_WATER - (4 << 10));
     let refused_before = v.refused_for_memory();
-    let (ok, out) = cp(&mut v, "/mnt/small", "/mnt/copy");
-    set_limit(usize::MAX);
+    let ((ok, out), _) = limited(LOW_WATER - (4 << 10), || {
+        cp(&mut v, "/mnt/small", "/mnt/copy")
+    });
     eprintln!("2: cp -r ok={ok}: {out}");
     assert!(ok, "{out}");
     assert_eq!(v.refused_for_memory(), refused_before);
@@ -135,9 +134,9 @@ fn cp_r_in_a_full_heap_fails_with_errors_and_leaves_the_filesystem_clean() {
     // 3. Memory low with nothing left to give back: the copy is refused for memory
     //    before anything is made, and it works once memory is back.
     v.shrink_all().expect("write-out");
-    set_limit(live() + LOW_WATER - (4 << 10));
-    let (ok, out) = cp(&mut v, "/mnt/small", "/mnt/copy2");
-    set_limit(usize::MAX);
+    let ((ok, out), _) = limited(LOW_WATER - (4 << 10), || {
+        cp(&mut v, "/mnt/small", "/mnt/copy2")
+    });
     eprintln!("3: cp -r ok={ok}: {out}");
     assert!(!ok);
     assert_eq!(

@@ -114,6 +114,12 @@ pub fn peak() -> isize {
     PEAK.with(Cell::get)
 }
 
+/// Bytes this thread may still allocate before [`limited`]'s bound (`isize::MAX`
+/// when none is set): what a test's "memory is low" answer looks at.
+pub fn headroom() -> isize {
+    LIMIT.with(Cell::get).saturating_sub(live())
+}
+
 /// Runs `f`; returns its result and how far this thread's heap rose above where it
 /// was when `f` started (bytes, at the highest point).
 pub fn peak_during<R>(f: impl FnOnce() -> R) -> (R, usize) {

@@ -119,7 +119,7 @@ impl Window {
             }
         }
         let receiver_end = self.seen[r].end;
-        if !has_ack || (rst && has_ack && ack == 0) {
+        if !has_ack || (rst && ack == 0) {
             // No acknowledgement (or a broken stack's RST+ACK of 0): as if it
             // acknowledged everything.
             ack = receiver_end;
@@ -154,11 +154,9 @@ impl Window {
         if after(end, sender.end) {
             sender.end = end;
         }
-        if has_ack {
-            if !sender.maxack_set || after(ack, sender.maxack) {
-                sender.maxack = ack;
-                sender.maxack_set = true;
-            }
+        if has_ack && (!sender.maxack_set || after(ack, sender.maxack)) {
+            sender.maxack = ack;
+            sender.maxack_set = true;
         }
         let sender_maxend = sender.maxend;
         let receiver = &mut self.seen[r];
