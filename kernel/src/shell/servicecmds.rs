@@ -72,11 +72,12 @@ pub fn dnsmasq(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         writeln!(out, "dns upstreams: {}", ups.join(" "))?;
         writeln!(
             out,
-            "dns: queries {} forwarded {} cache-hits {} local {} replies {} timeouts {} | \
+            "dns: queries {} forwarded {} merged {} cache-hits {} local {} replies {} timeouts {} | \
              dropped malformed {} malformed-upstream {} rebind {} no-match {} pending-full {} \
              no-port {} | uncached-large {}",
             d.queries,
             d.forwarded,
+            d.merged,
             d.cache_hits,
             d.local_answers,
             d.replies,

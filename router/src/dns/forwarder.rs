@@ -154,6 +154,9 @@ pub struct DnsCounters {
     pub forwarded: u64,
     /// Answered from the cache.
     pub cache_hits: u64,
+    /// Queries that joined an identical one already sent upstream (no query of
+    /// their own: DNSpooq).
+    pub merged: u64,
     /// Answered locally (router names, DHCP hosts, localhost, PTR, refusals by
     /// `domainneeded`/`boguspriv`/local domain).
     pub local_answers: u64,
@@ -180,6 +183,11 @@ pub struct DnsCounters {
 struct Pending {
     client: SocketAddrV4,
     client_id: u16,
+    /// Other clients asking the same question meanwhile (address, their query id):
+    /// answered from the same upstream reply (dnsmasq 2.83's fix for DNSpooq,
+    /// CVE-2020-25686: parallel identical queries each made an upstream query, and
+    /// a forged answer had to match only one of them to be cached for all).
+    also: Vec<(SocketAddrV4, u16)>,
     query: Vec<u8>,
     question: Question,
     upstream_id: u16,
@@ -481,6 +489,25 @@ impl DnsForwarder {
                 packet: out,
             }];
         }
+        // The same question already on its way upstream (with the same RD and CD
+        // bits): this client waits for that answer too.
+        let bits = |p: &[u8]| (p.get(2).map(|b| b & 0x01), p.get(3).map(|b| b & 0x10));
+        if let Some(p) = self
+            .pending
+            .iter_mut()
+            .find(|p| p.question == q && bits(&p.query) == bits(packet))
+        {
+            let me = (client, msg.header.id);
+            if !p.also.contains(&me) {
+                if p.also.len() >= MERGE_MAX {
+                    self.counters.dropped_pending_full += 1;
+                    return Vec::new();
+                }
+                p.also.push(me);
+                self.counters.merged += 1;
+            }
+            return Vec::new();
+        }
         let Some(&server) = self.cfg.upstreams.first() else {
             self.counters.local_answers += 1;
             return self.reply_local(packet, msg, client, rcode::SERVFAIL, &[]);
@@ -499,6 +526,7 @@ impl DnsForwarder {
         self.pending.push(Pending {
             client,
             client_id: msg.header.id,
+            also: Vec::new(),
             query: packet.to_vec(),
             question: q,
             upstream_id,
@@ -580,10 +608,8 @@ impl DnsForwarder {
             self.counters.dropped_rebind += 1;
             // dnsmasq strips the addresses: the client gets an empty answer.
             if let Ok(q) = Message::parse(&p.query) {
-                actions.push(DnsAction::ToClient {
-                    client: p.client,
-                    packet: build_response(&p.query, &q, rcode::NOERROR, false, &[]),
-                });
+                let empty = build_response(&p.query, &q, rcode::NOERROR, false, &[]);
+                to_every_client(&p, &empty, &mut actions);
             }
         } else {
             if whole {
@@ -591,13 +617,8 @@ impl DnsForwarder {
             } else {
                 self.counters.uncached_large += 1;
             }
-            let mut out = packet.to_vec();
-            set_id(&mut out, p.client_id);
-            self.counters.replies += 1;
-            actions.push(DnsAction::ToClient {
-                client: p.client,
-                packet: out,
-            });
+            self.counters.replies += 1 + p.also.len() as u64;
+            to_every_client(&p, packet, &mut actions);
         }
         actions.push(DnsAction::ClosePort(p.port));
         actions
@@ -687,13 +708,27 @@ impl DnsForwarder {
         self.counters.timeouts += 1;
         let mut actions = Vec::new();
         if let Ok(q) = Message::parse(&p.query) {
-            actions.push(DnsAction::ToClient {
-                client: p.client,
-                packet: build_response(&p.query, &q, rcode::SERVFAIL, false, &[]),
-            });
+            let fail = build_response(&p.query, &q, rcode::SERVFAIL, false, &[]);
+            to_every_client(&p, &fail, &mut actions);
         }
         actions.push(DnsAction::ClosePort(p.port));
         actions
+    }
+}
+
+/// Most clients waiting on one upstream query besides the first.
+const MERGE_MAX: usize = 16;
+
+/// `answer` to the client of `p` and to every client waiting with it, each with its
+/// own query id.
+fn to_every_client(p: &Pending, answer: &[u8], actions: &mut Vec<DnsAction>) {
+    for (client, id) in core::iter::once((p.client, p.client_id)).chain(p.also.iter().copied()) {
+        let mut out = answer.to_vec();
+        set_id(&mut out, id);
+        actions.push(DnsAction::ToClient {
+            client,
+            packet: out,
+        });
     }
 }
 

@@ -363,6 +363,81 @@ fn truncated_answers_pass_through_uncached() {
 }
 
 #[test]
+fn identical_queries_in_flight_share_one_upstream_query() {
+    // DNSpooq (CVE-2020-25686): 150 parallel identical queries used to make 150
+    // upstream queries, and a forged answer matching any one was cached for all.
+    let mut f = forwarder();
+    let mut rng = SeqRng(11);
+    let (_, port, sent) = upstream(&f.handle_query(
+        &query(1, "bank.example", rtype::A),
+        CLIENT,
+        0,
+        &mut rng,
+        &(),
+    ));
+    let others: Vec<SocketAddrV4> = (0..20u16)
+        .map(|i| SocketAddrV4::new(Ipv4Addr::new(192, 168, 1, 101), 40000 + i))
+        .collect();
+    for (i, c) in others.iter().enumerate() {
+        let a = f.handle_query(
+            &query(100 + i as u16, "bank.example", rtype::A),
+            *c,
+            1,
+            &mut rng,
+            &(),
+        );
+        assert!(a.is_empty(), "no second upstream query: {a:?}");
+    }
+    // a retransmission by a waiting client adds nothing
+    assert!(f
+        .handle_query(
+            &query(100, "bank.example", rtype::A),
+            others[0],
+            2,
+            &mut rng,
+            &()
+        )
+        .is_empty());
+    assert_eq!(f.pending_len(), 1);
+    assert_eq!(
+        f.counters().merged,
+        16,
+        "16 wait with the first; more are dropped"
+    );
+    assert_eq!(f.counters().forwarded, 1);
+    // A guess at the id that misses is dropped; the real answer goes to all 17,
+    // each with its own id.
+    let mut forged = reply_a(&sent, &[[6, 6, 6, 6]], 86400);
+    forged[0] ^= 0x55;
+    assert!(f.handle_upstream(&forged, UP1, port, 3).is_empty());
+    let r = reply_a(&sent, &[[93, 184, 216, 34]], 300);
+    let out = f.handle_upstream(&r, UP1, port, 4);
+    let replies: Vec<(SocketAddrV4, u16)> = out
+        .iter()
+        .filter_map(|a| match a {
+            DnsAction::ToClient { client, packet } => {
+                Some((*client, u16::from_be_bytes([packet[0], packet[1]])))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(replies.len(), 17);
+    assert_eq!(replies[0], (CLIENT, 1));
+    for (i, c) in others.iter().take(16).enumerate() {
+        assert_eq!(replies[i + 1], (*c, 100 + i as u16));
+    }
+    // a different type is a different question
+    let a = f.handle_query(
+        &query(2, "bank.example", rtype::AAAA),
+        CLIENT,
+        5,
+        &mut rng,
+        &(),
+    );
+    assert_eq!(upstream(&a).0, UP1);
+}
+
+#[test]
 fn pending_table_is_bounded() {
     let mut cfg = DnsConfig::new(LAN, MASK);
     cfg.upstreams = alloc::vec![UP1];

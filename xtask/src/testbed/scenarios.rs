@@ -3254,7 +3254,7 @@ const ROUTER_XENLET_STEPS: &[Step] = &[
     cmd(
         "dnsmasq",
         &[
-            r"^dns: queries \d+ forwarded [1-9]\d* cache-hits [1-9]\d* local [1-9]\d* .* rebind [1-9]",
+            r"^dns: queries \d+ forwarded [1-9]\d* merged \d+ cache-hits [1-9]\d* local [1-9]\d* .* rebind [1-9]",
         ],
         30,
     ),
