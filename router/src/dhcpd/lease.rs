@@ -166,6 +166,15 @@ impl LeaseTable {
         Some(self.leases.remove(i))
     }
 
+    /// Whether a lease for this client could be stored now: it has one, there is a
+    /// free place, or one that has ended (or only offered) can go.
+    pub fn has_room(&self, hw: &HwAddr, client_id: Option<&[u8]>, now: Millis) -> bool {
+        self.leases.len() < self.capacity
+            || self.leases.iter().any(|l| {
+                l.is_for(hw, client_id) || !l.is_active(now) || l.state == LeaseState::Offered
+            })
+    }
+
     /// Puts `lease` in the table, replacing the client's previous lease and any
     /// ended lease on the same address. When full, ended leases are swept, then the
     /// oldest offer is dropped; if still full the lease is refused (`false`).

@@ -345,25 +345,12 @@ impl DhcpServer {
             self.counters.pool_exhausted += 1;
             return None;
         };
-        let cid = req.client_id();
-        // Keep a bound lease bound (a client rediscovering its own address);
-        // otherwise hold the address as an offer.
-        let existing = self.leases.find_client(&req.chaddr, cid).cloned();
-        let lease = match existing {
-            Some(mut l) if l.ip == ip && l.state == LeaseState::Bound && l.is_active(now) => {
-                l.hw = req.chaddr;
-                l
-            }
-            _ => Lease {
-                hw: req.chaddr,
-                client_id: cid.map(<[u8]>::to_vec),
-                ip,
-                hostname: self.hostname_for(req, None),
-                expires: Some(now.saturating_add(OFFER_HOLD_MS)),
-                state: LeaseState::Offered,
-            },
-        };
-        if !self.leases.upsert(lease, now) {
+        // Nothing is reserved at DISCOVER (dnsmasq's way): the address is picked
+        // from the client's hardware address, so the same client is offered the
+        // same one again, and it is checked once more at its REQUEST. Holding
+        // offers let a flood of DISCOVERs from made-up MACs empty the pool for a
+        // minute.
+        if !self.leases.has_room(&req.chaddr, req.client_id(), now) {
             self.counters.pool_exhausted += 1;
             return None;
         }
@@ -376,10 +363,21 @@ impl DhcpServer {
         if let Some(name) = self.static_for(&req.chaddr).and_then(|h| h.name.clone()) {
             return Some(name);
         }
-        req.options
-            .get(code::HOST_NAME)
-            .and_then(sanitize_hostname)
-            .or_else(|| previous.map(String::from))
+        // A client's own name never takes a configured host's (dnsmasq: "not giving
+        // name X to the DHCP lease of Y because the name exists with address Z"):
+        // a laptop calling itself `nas` would take `nas.lan` from the NAS.
+        let taken = |n: &str| {
+            self.cfg
+                .hosts
+                .iter()
+                .filter_map(|h| h.name.as_deref())
+                .any(|h| h.eq_ignore_ascii_case(n))
+        };
+        match req.options.get(code::HOST_NAME).and_then(sanitize_hostname) {
+            Some(n) if taken(&n) => previous.filter(|p| !taken(p)).map(String::from),
+            Some(n) => Some(n),
+            None => previous.map(String::from),
+        }
     }
 
     fn request(&mut self, req: &Request, now: Millis) -> Option<Reply> {
@@ -409,11 +407,13 @@ impl DhcpServer {
                 self.counters.dropped_invalid += 1;
                 return None;
             };
-            let offered = ours.as_ref().is_some_and(|l| l.ip == ip);
+            // What DISCOVER would offer this client now, or the address it holds.
+            let offered = ours.as_ref().is_some_and(|l| l.ip == ip)
+                || self.pick_address(req, now) == Some(ip);
             if offered && self.acceptable(ip, &req.chaddr, cid, now) {
                 return self.ack(req, ip, ours.as_ref(), now);
             }
-            return Some(self.nak(req, "address not offered"));
+            return Some(self.nak(req, "address not available"));
         }
         // INIT-REBOOT has option 50 and no ciaddr; RENEWING/REBINDING have ciaddr.
         let (ip, is_renewing) = match (req.requested_ip(), req.ciaddr.is_unspecified()) {

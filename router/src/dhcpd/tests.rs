@@ -266,17 +266,64 @@ fn request_for_a_foreign_subnet_is_nakked() {
 }
 
 #[test]
-fn request_for_an_address_not_offered_is_nakked() {
+fn a_select_of_an_address_another_client_holds_is_nakked() {
+    // Nothing is reserved at DISCOVER: a SELECTING REQUEST is checked against the
+    // leases then (as dnsmasq does): a free address in the pool is granted, one
+    // that another client took meanwhile is not.
     let mut s = server();
+    let taken = lease_for(&mut s, &Client::new(MAC2, 1), 0);
     let c = Client::new(MAC1, 9);
-    let offered = read(&s.handle(&c.discover(), 0).unwrap()).yiaddr;
-    let other = Ipv4Addr::from(u32::from(offered) ^ 1);
-    let nak = read(&s.handle(&c.select(other, SERVER), 0).unwrap());
+    let nak = read(&s.handle(&c.select(taken, SERVER), 0).unwrap());
     assert_eq!(nak.kind, MessageType::Nak);
     assert_eq!(
         nak.options.get(code::MESSAGE),
-        Some(&b"address not offered"[..])
+        Some(&b"address not available"[..])
     );
+    let offered = read(&s.handle(&c.discover(), 0).unwrap()).yiaddr;
+    assert_ne!(offered, taken);
+    assert_eq!(
+        read(&s.handle(&c.select(offered, SERVER), 0).unwrap()).kind,
+        MessageType::Ack
+    );
+}
+
+#[test]
+fn discovers_reserve_nothing_so_a_flood_of_made_up_macs_leaves_the_pool_free() {
+    let mut s = server();
+    // More DISCOVERs from made-up MACs than the pool has addresses: each is
+    // offered one, none is held.
+    for n in 0..400u32 {
+        let mut mac = MAC1;
+        mac[2..6].copy_from_slice(&n.to_be_bytes());
+        assert!(s.handle(&Client::new(mac, n).discover(), 0).is_some());
+    }
+    assert_eq!(s.leases(0).count(), 0);
+    // A real client still gets its lease, and the same address it was offered.
+    let c = Client::new(MAC2, 7);
+    let offered = read(&s.handle(&c.discover(), 1).unwrap()).yiaddr;
+    let ack = read(&s.handle(&c.select(offered, SERVER), 2).unwrap());
+    assert_eq!((ack.kind, ack.yiaddr), (MessageType::Ack, offered));
+}
+
+#[test]
+fn a_client_name_never_takes_a_configured_hosts_name() {
+    let mut cfg = PoolConfig::new("lan", SERVER, MASK);
+    cfg.hosts.push(StaticHost {
+        name: Some(String::from("nas")),
+        mac: MAC2,
+        ip: Ipv4Addr::new(192, 168, 1, 20),
+    });
+    let mut s = DhcpServer::new(cfg);
+    let mut c = Client::new(MAC1, 1);
+    c.hostname = Some(b"NAS");
+    let ip = lease_for(&mut s, &c, 0);
+    let l = s.leases(0).find(|l| l.ip == ip).unwrap();
+    assert_eq!(l.hostname, None, "the laptop does not become nas.lan");
+    let mut c = Client::new(MAC1, 2);
+    c.hostname = Some(b"laptop");
+    let ip = lease_for(&mut s, &c, 10);
+    let l = s.leases(10).find(|l| l.ip == ip).unwrap();
+    assert_eq!(l.hostname.as_deref(), Some("laptop"));
 }
 
 #[test]
