@@ -45,13 +45,29 @@ pub struct PortRange {
 }
 
 impl Default for PortRange {
-    /// 1024-65535, as Linux's masquerade uses for unprivileged source ports.
+    /// 1024-49151: Linux's masquerade takes unprivileged ports (1024-65535), less
+    /// the router's own ([`ROUTER_PORTS`]), which Linux keeps apart by having its
+    /// own sockets in conntrack.
     fn default() -> PortRange {
         PortRange {
             min: 1024,
-            max: 65535,
+            max: *ROUTER_PORTS.start() - 1,
         }
     }
+}
+
+/// Ports (and ICMP echo ids) of the router's own sockets on its addresses: its DNS
+/// forwarder's upstream queries, its TCP/IP stack's ephemeral ports, its `ping`.
+/// A masqueraded flow never gets one, even to keep its own port: a LAN host that
+/// chose 53000 as its source would otherwise receive the answers meant for the
+/// router (RFC 6056's dynamic range, which the router's sockets draw from).
+pub const ROUTER_PORTS: core::ops::RangeInclusive<u16> = 49152..=65535;
+/// The router's DHCP client port, kept from masqueraded flows as well.
+pub const ROUTER_DHCP_CLIENT_PORT: u16 = 68;
+
+/// Whether `port` is the router's own on its addresses ([`ROUTER_PORTS`], 68).
+pub fn is_router_port(port: u16) -> bool {
+    ROUTER_PORTS.contains(&port) || port == ROUTER_DHCP_CLIENT_PORT
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -478,7 +478,8 @@ impl Netfilter {
                         let ct = &self.ct;
                         let start = ct.maps.search_start(internal, (current.dst, current.dport));
                         let port = choose_port(current.sport, self.ports, start, |p| {
-                            !ct.maps.external_used(pn, (addr, p))
+                            !crate::nat::is_router_port(p)
+                                && !ct.maps.external_used(pn, (addr, p))
                                 && !ct.contains(&Tuple { dport: p, ..reply })
                         });
                         let Some(port) = port else {

@@ -290,18 +290,38 @@ fn udp_masquerade_both_ways_restores_the_reply() {
 }
 
 #[test]
+fn masquerade_never_hands_out_the_routers_own_ports() {
+    let mut nf = netfilter(64);
+    // A LAN host whose source port is one the router's DNS forwarder or stack may
+    // use (or its DHCP client's 68) gets another port on the WAN address.
+    for (i, sp) in [53000u16, 49152, 65535, 68].into_iter().enumerate() {
+        let mut p = udp(HOST1, sp, SERVER, 53, b"q");
+        assert_eq!(out(&mut nf, &mut p, i as u64), OK);
+        let got = sport(&p);
+        assert!(
+            !crate::nat::is_router_port(got) && (1024..49152).contains(&got),
+            "{sp} -> {got}"
+        );
+    }
+    // a port outside is kept
+    let mut p = udp(HOST1, 40000, SERVER, 53, b"q");
+    assert_eq!(out(&mut nf, &mut p, 9), OK);
+    assert_eq!(sport(&p), 40000);
+}
+
+#[test]
 fn tcp_masquerade_both_ways_restores_the_reply() {
     let mut nf = netfilter(64);
-    let mut p = tcp(HOST1, 51000, SERVER, 443, SYN, b"");
+    let mut p = tcp(HOST1, 41000, SERVER, 443, SYN, b"");
     assert_eq!(out(&mut nf, &mut p, 0), OK);
     verify(&p);
-    assert_eq!((addr(&p, 12), sport(&p)), (WAN_ADDR, 51000));
-    let mut r = tcp(SERVER, 443, WAN_ADDR, 51000, SYN | ACK, b"");
+    assert_eq!((addr(&p, 12), sport(&p)), (WAN_ADDR, 41000));
+    let mut r = tcp(SERVER, 443, WAN_ADDR, 41000, SYN | ACK, b"");
     assert_eq!(back(&mut nf, &mut r, 1), OK);
-    assert_eq!(r, tcp(SERVER, 443, HOST1, 51000, SYN | ACK, b""));
+    assert_eq!(r, tcp(SERVER, 443, HOST1, 41000, SYN | ACK, b""));
     let mut p = tcp(
         HOST1,
-        51000,
+        41000,
         SERVER,
         443,
         ACK | PSH,
@@ -313,7 +333,7 @@ fn tcp_masquerade_both_ways_restores_the_reply() {
         p,
         tcp(
             WAN_ADDR,
-            51000,
+            41000,
             SERVER,
             443,
             ACK | PSH,

@@ -179,7 +179,12 @@ pub(super) fn ping(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResul
     use crate::dev::network::{now_ms, now_us, NET};
     use xenlet_net::ping::{parse_args, Ping};
     let (opts, target) = parse_args(args).map_err(CmdError::failed)?;
-    let ident = (crate::sys::random::u64() as u16) | 1;
+    // From the router's own range, which masquerade never hands to a LAN flow.
+    let span = u64::from(
+        *xenlet_router::nat::ROUTER_PORTS.end() - *xenlet_router::nat::ROUTER_PORTS.start(),
+    ) + 1;
+    let ident =
+        *xenlet_router::nat::ROUTER_PORTS.start() + (crate::sys::random::u64() % span) as u16;
     let (idx, mut p) = {
         let mut st = NET.lock();
         let idx = st.route(target).ok_or_else(|| {
