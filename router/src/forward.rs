@@ -428,6 +428,16 @@ impl Router {
         }
         let ip = frame.get(ETH_LEN..).ok_or(DropReason::Malformed)?;
         let (src, dst) = (ipv4::src(ip), ipv4::dst(ip));
+        // 4a. a martian source, for the router itself as for forwarding (Linux's
+        // `ip_route_input_slow` checks it before the local route): 127/8, 0/8 (but
+        // for the broadcasts above), class E, or one of the router's own addresses
+        // coming in from the wire.
+        if ipv4::is_martian_source(src)
+            || self.ifaces.is_local_addr(src)
+            || self.ifaces.is_any_subnet_broadcast(src)
+        {
+            return Err(DropReason::Martian);
+        }
         if self.ifaces.is_local_addr(dst) {
             return match hook.input(ip, &meta) {
                 HookVerdict::Accept => Ok(Disposition::Local),
@@ -439,13 +449,8 @@ impl Router {
             };
         }
 
-        // 4. martians
-        if ipv4::is_martian_source(src)
-            || self.ifaces.is_local_addr(src)
-            || self.ifaces.is_any_subnet_broadcast(src)
-            || ipv4::is_martian_destination(dst)
-            || self.ifaces.is_any_subnet_broadcast(dst)
-        {
+        // 4b. martian destinations (forwarding only)
+        if ipv4::is_martian_destination(dst) || self.ifaces.is_any_subnet_broadcast(dst) {
             return Err(DropReason::Martian);
         }
 

@@ -772,6 +772,32 @@ fn icmp_errors_are_limited_per_peer_and_overall_but_frag_needed_never() {
 }
 
 #[test]
+fn a_martian_source_is_dropped_before_local_delivery_too() {
+    let mut r = setup();
+    learn_all(&mut r);
+    let mut o = Recorder::default();
+    for (ifc, src, dst) in [
+        (LAN, [127, 0, 0, 1], [192, 168, 1, 1]),
+        (WAN, [127, 0, 0, 1], [10, 0, 0, 2]),
+        (WAN, [10, 0, 0, 2], [10, 0, 0, 2]), // the router's own address, from the wire
+        (WAN, [192, 168, 1, 1], [10, 0, 0, 2]),
+        (LAN, [0, 0, 0, 0], [192, 168, 1, 1]),
+        (LAN, [240, 0, 0, 9], [192, 168, 1, 1]),
+    ] {
+        let mac = if ifc == LAN { MAC0 } else { MAC1 };
+        let mut f = udp_frame(mac, src, dst, 64, false, 10);
+        assert_eq!(
+            run(&mut r, ifc, &mut f, 0, &mut o),
+            Disposition::Dropped(DropReason::Martian),
+            "{src:?} -> {dst:?}"
+        );
+    }
+    // a DHCP DISCOVER from 0.0.0.0 to the broadcast address still reaches the stack
+    let mut f = udp_frame([0xff; 6], [0, 0, 0, 0], [255, 255, 255, 255], 64, false, 10);
+    assert_eq!(run(&mut r, LAN, &mut f, 0, &mut o), Disposition::Local);
+}
+
+#[test]
 fn local_traffic_goes_to_the_stack_unchanged() {
     let mut r = setup();
     let mut o = Recorder::default();
