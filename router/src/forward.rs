@@ -497,7 +497,8 @@ impl Router {
             }
         }
 
-        // 7, 8. MTU and out
+        // 7, 8. MTU and out (what waits for ARP keeps the packet's start as it came)
+        self.neigh.begin_packet();
         let res = self.output(
             frame,
             rx,
@@ -509,7 +510,9 @@ impl Router {
             head,
             now,
             out,
-        )?;
+        );
+        self.neigh.note_origin(head);
+        let res = res?;
         self.stats.rx(ifc, ip_len);
         Ok(match res {
             Resolution::Sent => Disposition::Forwarded,
@@ -786,12 +789,14 @@ impl Router {
     /// host-unreachable (rate limited). Call every few hundred milliseconds.
     pub fn poll<O: Output>(&mut self, now: Millis, out: &mut O) {
         self.neigh.poll(&self.ifaces, now, out, &mut self.stats);
-        while let Some((slot, input, frame)) = self.neigh.take_failed() {
+        while let Some((slot, input, frame, origin)) = self.neigh.take_failed() {
             let ip = frame.get(ETH_LEN..).unwrap_or(&[]);
             let split = (ipv4::header_len(ip) + 8).min(ip.len());
             let mut snap = [0u8; SNAPSHOT_LEN];
             let n = split.min(SNAPSHOT_LEN);
-            let ok = match (snap.get_mut(..n), ip.get(..n)) {
+            // The quote starts as the packet arrived (before NAT) when that is known.
+            let first = if origin.len() == n { origin } else { ip };
+            let ok = match (snap.get_mut(..n), first.get(..n)) {
                 (Some(d), Some(s)) => {
                     d.copy_from_slice(s);
                     true

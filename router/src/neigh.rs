@@ -128,6 +128,9 @@ enum SlotState {
     Failed,
 }
 
+/// The most of a packet's start kept as it arrived (IP header with options + 8).
+const ORIGIN_LEN: usize = 68;
+
 #[derive(Debug)]
 struct Slot {
     state: SlotState,
@@ -135,6 +138,10 @@ struct Slot {
     len: usize,
     tx: TxMeta,
     input: IfId,
+    /// The packet's IP header and 8 bytes as it arrived, before any NAT: what an
+    /// ICMP error about it quotes ([`NeighTable::note_origin`]); 0 bytes if not set.
+    origin: [u8; ORIGIN_LEN],
+    origin_len: usize,
 }
 
 /// What happened to a packet given to [`NeighTable::output`].
@@ -150,6 +157,8 @@ pub enum Resolution {
 #[derive(Debug)]
 pub struct NeighTable {
     config: NeighConfig,
+    /// Slots queued since [`NeighTable::begin_packet`] (preallocated).
+    fresh: Vec<usize>,
     entries: Vec<Entry>,
     /// (interface, address) of each entry in use, to its index in `entries`.
     index: BTreeMap<(IfId, Ipv4Addr), usize>,
@@ -179,9 +188,12 @@ impl NeighTable {
                 len: 0,
                 tx: TxMeta::default(),
                 input: IfId(0),
+                origin: [0; ORIGIN_LEN],
+                origin_len: 0,
             })
             .collect();
         NeighTable {
+            fresh: Vec::with_capacity(config.queue_slots),
             config,
             entries,
             index: BTreeMap::new(),
@@ -332,6 +344,10 @@ impl NeighTable {
         slot.tx = tx;
         slot.input = input;
         slot.state = SlotState::Queued;
+        slot.origin_len = 0;
+        if self.fresh.len() < self.fresh.capacity() {
+            self.fresh.push(si);
+        }
         e.queue.push(si);
         stats.arp_queued = stats.arp_queued.wrapping_add(1);
         Ok(Resolution::Queued)
@@ -472,12 +488,42 @@ impl NeighTable {
 
     /// The next packet whose neighbour failed: its slot, the interface it came in by
     /// and the frame. Free it with [`NeighTable::free_failed`] after use.
-    pub fn take_failed(&self) -> Option<(usize, IfId, &[u8])> {
+    pub fn take_failed(&self) -> Option<(usize, IfId, &[u8], &[u8])> {
         self.slots
             .iter()
             .enumerate()
             .find(|(_, s)| s.state == SlotState::Failed)
-            .and_then(|(i, s)| Some((i, s.input, s.buf.get(..s.len)?)))
+            .and_then(|(i, s)| {
+                Some((
+                    i,
+                    s.input,
+                    s.buf.get(..s.len)?,
+                    s.origin.get(..s.origin_len)?,
+                ))
+            })
+    }
+
+    /// A routed packet's output starts: what it queues is noted by
+    /// [`NeighTable::note_origin`].
+    pub fn begin_packet(&mut self) {
+        self.fresh.clear();
+    }
+
+    /// Keeps `head` (the packet's IP header and 8 bytes as it arrived, before NAT)
+    /// with every slot the packet queued since [`NeighTable::begin_packet`]: the
+    /// host-unreachable sent if its neighbour fails quotes that, not the translated
+    /// packet (which would show the sender a LAN address).
+    pub fn note_origin(&mut self, head: &[u8]) {
+        let n = head.len().min(ORIGIN_LEN);
+        for &si in &self.fresh {
+            if let (Some(s), Some(h)) = (self.slots.get_mut(si), head.get(..n)) {
+                if s.state == SlotState::Queued {
+                    s.origin[..n].copy_from_slice(h);
+                    s.origin_len = n;
+                }
+            }
+        }
+        self.fresh.clear();
     }
 
     /// Frees a slot returned by [`NeighTable::take_failed`].

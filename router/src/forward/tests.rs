@@ -1193,6 +1193,51 @@ fn hook_runs_after_routing_and_before_the_mtu_check() {
 }
 
 #[test]
+fn host_unreachable_quotes_the_packet_as_it_came_not_as_translated() {
+    // A WAN packet to the router's address, port-forwarded to a LAN host that does
+    // not answer ARP: the host-unreachable to the WAN sender must quote what it
+    // sent (the router's address), not the LAN address it was translated to.
+    let mut r = setup();
+    learn(&mut r, WAN, MAC1, [10, 0, 0, 2], GW, GW_MAC);
+    let mut h = Masq {
+        dnat_to: Some([192, 168, 1, 77]),
+        ..Masq::default()
+    };
+    let mut o = Recorder::default();
+    let payload = udp(NET, [10, 0, 0, 2], 5000, 8080, &[7; 20]);
+    let mut f = eth(
+        MAC1,
+        GW_MAC,
+        0x0800,
+        &ipv4(NET, [10, 0, 0, 2], 17, 50, 1, false, &[], &payload),
+    );
+    assert_eq!(
+        r.input(WAN, &mut f, RxMeta::default(), 0, &mut h, &mut o),
+        Disposition::Queued
+    );
+    for t in (0..=5_000).step_by(500) {
+        r.poll(t, &mut o);
+    }
+    let (ifc, err, _) = o
+        .sent
+        .iter()
+        .find(|(_, e, _)| e.get(14 + 9) == Some(&1))
+        .expect("an ICMP error");
+    assert_eq!(*ifc, WAN);
+    let quote = check_icmp(err, GW_MAC, [10, 0, 0, 2], 3, 1);
+    assert_eq!(ipv4::src(quote), ip(NET));
+    assert_eq!(
+        ipv4::dst(quote),
+        ip([10, 0, 0, 2]),
+        "the address the sender used"
+    );
+    assert!(
+        !err.windows(4).any(|w| w == [192, 168, 1, 77]),
+        "the LAN address does not leak"
+    );
+}
+
+#[test]
 fn ip_route_listing_and_dhcp_address_change() {
     let mut r = setup();
     let lines: Vec<_> = r.route_lines().map(|l| l.to_string()).collect();
