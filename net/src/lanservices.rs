@@ -34,6 +34,8 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::net::{Ipv4Addr, SocketAddrV4};
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
 use smoltcp::iface::SocketHandle;
 use smoltcp::socket::udp;
 use smoltcp::wire::{IpAddress, IpEndpoint, Ipv4Address};
@@ -198,27 +200,14 @@ impl HostTable for Leases<'_> {
     }
 }
 
-/// xorshift64* (Vigna): query ids and source ports. Seeded by the caller from a
-/// source it trusts (the TSC at boot) and stirred with the clock at each query.
-struct XorShift(u64);
+/// Query ids and source ports: ChaCha20 (`rand_chacha`) keyed by the caller with 32
+/// bytes from the kernel's generator. An xorshift stream before gave its whole state
+/// away to anyone who saw a few ids and ports (DNS spoofing, DNSpooq).
+struct QueryRng(ChaCha20Rng);
 
-impl XorShift {
-    fn stir(&mut self, v: u64) {
-        self.0 ^= v.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        if self.0 == 0 {
-            self.0 = 0x2545_f491_4f6c_dd1d;
-        }
-    }
-}
-
-impl Rng for XorShift {
+impl Rng for QueryRng {
     fn next_u32(&mut self) -> u32 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
+        self.0.next_u32()
     }
 }
 
@@ -240,7 +229,7 @@ pub struct LanServices {
     upstream: Vec<(u16, Sock)>,
     configured_upstreams: Vec<SocketAddrV4>,
     local_service: bool,
-    rng: XorShift,
+    rng: QueryRng,
     store: Option<Box<dyn LeaseStore + Send>>,
     epoch_offset_secs: u64,
     /// The servers' (ack, release, decline) sums at the last save.
@@ -259,13 +248,14 @@ impl LanServices {
     /// loads the leases from `store`. `epoch_offset_secs` is the Unix time at which
     /// the stack's clock read 0 (the lease file holds wall-clock expiries; 0 if the
     /// wall clock is unknown). An interface of `spec` the stack does not have is
-    /// skipped (see [`Self::status_lines`]).
+    /// skipped (see [`Self::status_lines`]). `seed` keys the generator of DNS query
+    /// ids and source ports.
     pub fn new<L: Link>(
         spec: &ServicesSpec,
         stack: &mut NetStack<L>,
         mut store: Option<Box<dyn LeaseStore + Send>>,
         epoch_offset_secs: u64,
-        seed: u64,
+        seed: [u8; 32],
         now_ms: i64,
     ) -> LanServices {
         let now = ms(now_ms);
@@ -299,8 +289,7 @@ impl LanServices {
                 });
             }
         }
-        let mut rng = XorShift(0);
-        rng.stir(seed);
+        let rng = QueryRng(ChaCha20Rng::from_seed(seed));
         let saved_mark = dhcp
             .iter()
             .map(|p| lease_mark(p.server.counters()))
@@ -473,7 +462,6 @@ impl LanServices {
     pub fn poll<L: Link>(&mut self, stack: &mut NetStack<L>, now_ms: i64) -> bool {
         let now = ms(now_ms);
         let mut busy = false;
-        self.rng.stir(now);
         busy |= self.poll_dhcp(&mut stack.ifs, now);
         if self.dns.is_some() {
             self.sync_upstreams(&stack.ifs);

@@ -289,7 +289,7 @@ pub fn start_services(spec: &ServicesSpec, store: Box<dyn LeaseStore + Send>) ->
         &mut *stack,
         Some(store),
         epoch_offset,
-        crate::sys::random::u64(),
+        crate::sys::random::seed(),
         now,
     );
     let r = sv.load_report();

@@ -96,7 +96,7 @@ fn net(lan_cfg: &str, store: Option<MemStore>) -> Net {
     let gw = Gateway::new(plan.gateway.as_ref().unwrap(), &mut stack.ifs).unwrap();
     let spec = spec_from_files(DHCP, &network, &plan).unwrap();
     let store = store.map(|s| Box::new(s) as Box<dyn LeaseStore + Send>);
-    let services = LanServices::new(&spec, &mut stack, store, 1_700_000_000, 42, 0);
+    let services = LanServices::new(&spec, &mut stack, store, 1_700_000_000, [42; 32], 0);
     Net {
         lan_host,
         wan_host,
@@ -433,7 +433,7 @@ fn the_wan_leases_dns_server_becomes_the_upstream() {
         lease_view: None,
         warnings: Vec::new(),
     };
-    let mut isp_services = LanServices::new(&isp_spec, &mut isp, None, 0, 3, 0);
+    let mut isp_services = LanServices::new(&isp_spec, &mut isp, None, 0, [3; 32], 0);
     let mut u = udp_socket();
     u.bind(53).unwrap();
     let hu = isp.ifs[0].sockets.add(u);
@@ -452,7 +452,7 @@ fn the_wan_leases_dns_server_becomes_the_upstream() {
     let mut gw = Gateway::new(plan.gateway.as_ref().unwrap(), &mut stack.ifs).unwrap();
     let spec = spec_from_files(DHCP, NETWORK, &plan).unwrap();
     assert!(spec.upstreams.is_empty(), "the files name no server");
-    let mut services = LanServices::new(&spec, &mut stack, None, 0, 4, 0);
+    let mut services = LanServices::new(&spec, &mut stack, None, 0, [4; 32], 0);
     let mut c = udp_socket();
     c.bind(40000).unwrap();
     let hc = lan_host.sockets.add(c);
