@@ -236,6 +236,7 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             dest,
             protos: protos(&r.proto),
             src_ip,
+            src_mac: r.src_mac.clone(),
             dest_ip,
             src_port: ports(&r.src_port),
             dest_port: ports(&r.dest_port),

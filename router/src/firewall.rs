@@ -364,6 +364,9 @@ impl Firewall {
         if !r.src_ip.is_empty() && !r.src_ip.iter().any(|n| n.contains(p.src)) {
             return false;
         }
+        if !r.src_mac.is_empty() && !p.src_mac.is_some_and(|m| r.src_mac.contains(&m)) {
+            return false;
+        }
         if !r.dest_ip.is_empty() && !r.dest_ip.iter().any(|n| n.contains(p.dst)) {
             return false;
         }

@@ -346,6 +346,7 @@ impl Router {
             output: None,
             csum_partial,
             now,
+            src_mac: Some(eth.src_addr().0),
         };
         match eth.ethertype() {
             EthernetProtocol::Arp => {

@@ -116,6 +116,8 @@ pub struct Meta {
     pub csum_partial: bool,
     /// Now.
     pub now: Millis,
+    /// The Ethernet source of the frame it came in (a firewall rule's `src_mac`).
+    pub src_mac: Option<[u8; 6]>,
 }
 
 /// Connection tracking and NAT, as seen by the forwarding core.

@@ -730,9 +730,10 @@ impl L4Hook for Netfilter {
             // the cached verdict: the flow exists only because it was accepted
             return filtered(fw.forward_established(ip.len()));
         }
-        let Some(p) = Packet::parse(ip) else {
+        let Some(mut p) = Packet::parse(ip) else {
             return HookVerdict::Drop(DropReason::Malformed);
         };
+        p.src_mac = meta.src_mac;
         filtered(fw.forward(&p, meta.input, out, ct, meta.now))
     }
 
@@ -741,9 +742,10 @@ impl L4Hook for Netfilter {
         let Some(fw) = firewall.as_mut() else {
             return HookVerdict::Accept;
         };
-        let Some(p) = Packet::parse(ip) else {
+        let Some(mut p) = Packet::parse(ip) else {
             return HookVerdict::Drop(DropReason::Malformed);
         };
+        p.src_mac = meta.src_mac;
         let state = if fw.is_local_reply(ip, meta.now) {
             CtState::Established
         } else {

@@ -9,9 +9,11 @@
 //! `PARSE_LIST` does. Rules and redirects default to `proto tcpudp`; rule `target`
 //! defaults to DROP, redirect `target` to DNAT, zone policies to the defaults section's.
 //!
-//! Not modelled: negation (`!`), MAC/mark/time/ipset/helper matches and the NOTRACK,
-//! HELPER, MARK, DSCP targets. A rule or redirect using one is left out with a warning
-//! (ignoring a match would make it match more than it says). `include` sections are
+//! A rule's `src_mac` is matched. Not modelled: negation (`!`), mark/time/ipset/helper
+//! matches (and `src_mac` in a redirect), the NOTRACK, HELPER, MARK, DSCP targets. An
+//! ACCEPT rule or a redirect using one is left out with a warning (ignoring a match
+//! would make it match more than it says); a DROP or REJECT rule using one refuses
+//! the file (leaving it out would let through what it stops). `include` sections are
 //! warned about and ignored. Other unknown options warn, as fw4 does.
 
 use alloc::format;
@@ -211,6 +213,8 @@ pub struct Rule {
     pub proto: Vec<Protocol>,
     /// Source addresses (empty: any).
     pub src_ip: Vec<IpNet>,
+    /// Source Ethernet addresses (`src_mac`; empty: any).
+    pub src_mac: Vec<[u8; 6]>,
     /// Destination addresses (empty: any).
     pub dest_ip: Vec<IpNet>,
     /// Source ports (empty: any).
@@ -850,8 +854,9 @@ fn read_rule(
     // Fail closed: an ACCEPT rule left out lets less through, but a DROP or REJECT
     // rule left out would let through what it stops, so such a file is refused
     // (as a syntax error is: `reload` keeps the rules in force).
+    // `src_mac` is supported in rules (not in redirects).
     if target != Policy::Accept {
-        if let Some((name, what)) = unsupported_option(r, &[]) {
+        if let Some((name, what)) = unsupported_option(r, &["src_mac"]) {
             return Err(r.error(
                 &name,
                 format!(
@@ -860,7 +865,7 @@ fn read_rule(
                 ),
             ));
         }
-    } else if unsupported(r, warnings, &[]) {
+    } else if unsupported(r, warnings, &["src_mac"]) {
         return Ok(None);
     }
     Ok(Some(Rule {
@@ -869,6 +874,11 @@ fn read_rule(
         dest: r.parse("dest", "a zone name or '*'", zone_ref)?,
         proto: protocols(r)?,
         src_ip: r.parse_items("src_ip", "an IP address or prefix", parse_ipnet)?,
+        src_mac: r.parse_items(
+            "src_mac",
+            "a MAC address (aa:bb:cc:dd:ee:ff)",
+            crate::network::mac_address,
+        )?,
         dest_ip: r.parse_items("dest_ip", "an IP address or prefix", parse_ipnet)?,
         src_port: r.parse_items("src_port", "a port or port range", parse_port)?,
         dest_port: r.parse_items("dest_port", "a port or port range", parse_port)?,
@@ -1182,11 +1192,31 @@ mod tests {
     }
 
     #[test]
+    fn src_mac_is_read_into_the_rule() {
+        let c = fw(concat!(
+            "config rule\n\toption src 'lan'\n\toption dest 'wan'\n",
+            "\tlist src_mac '02:00:00:00:00:42'\n\tlist src_mac '02-00-00-00-00-43'\n",
+            "\toption target 'DROP'\n",
+        ))
+        .unwrap();
+        assert_eq!(
+            c.config.rules[0].src_mac,
+            [[2, 0, 0, 0, 0, 0x42], [2, 0, 0, 0, 0, 0x43]]
+        );
+        let e = fw(
+            "config rule\n\toption src 'lan'\n\toption src_mac 'nope'\n\toption target 'DROP'\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("src_mac"), "{e}");
+    }
+
+    #[test]
     fn a_deny_rule_with_an_unsupported_match_refuses_the_file() {
         for (rule, msg) in [
             (
-                "config rule\n\toption src 'wan'\n\toption src_mac '00:11:22:33:44:55'\n\toption target 'DROP'\n",
-                "@rule[0]: option 'src_mac': match not supported by Xenlet in a DROP rule",
+                "config rule\n\toption src 'wan'\n\toption ipset 'blocklist'\n\toption target 'DROP'\n",
+                "@rule[0]: option 'ipset': match not supported by Xenlet in a DROP rule",
             ),
             (
                 "config rule\n\toption src 'lan'\n\toption weekdays 'Mon'\n\toption target 'REJECT'\n",
@@ -1205,7 +1235,7 @@ mod tests {
     #[test]
     fn unsupported_things_warn_and_skip() {
         let c = fw(concat!(
-            "config rule\n\toption src 'lan'\n\toption src_mac '00:11:22:33:44:55'\n\toption target 'ACCEPT'\n",
+            "config rule\n\toption src 'lan'\n\toption mark '0x1'\n\toption target 'ACCEPT'\n",
             "config rule\n\toption src '!lan'\n\toption target 'ACCEPT'\n",
             "config rule\n\toption target 'NOTRACK'\n",
             "config rule\n\toption enabled '0'\n",
@@ -1218,7 +1248,7 @@ mod tests {
         assert_eq!(
             w,
             [
-                "/etc/config/firewall: @rule[0]: option 'src_mac': match not supported by Xenlet, section ignored",
+                "/etc/config/firewall: @rule[0]: option 'mark': match not supported by Xenlet, section ignored",
                 "/etc/config/firewall: @rule[1]: option 'src': negation ('!') not supported by Xenlet, section ignored",
                 "/etc/config/firewall: @rule[2]: option 'target': target 'NOTRACK' not supported by Xenlet, rule ignored",
                 "/etc/config/firewall: @include[0]: includes are not supported, ignored",

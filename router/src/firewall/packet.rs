@@ -24,6 +24,8 @@ pub struct Packet {
     pub tcp_flags: Option<u8>,
     /// Total length.
     pub len: usize,
+    /// The Ethernet source it came with, when the caller knows it.
+    pub src_mac: Option<[u8; 6]>,
 }
 
 impl Packet {
@@ -47,6 +49,7 @@ impl Packet {
             icmp: None,
             tcp_flags: None,
             len: ip.len(),
+            src_mac: None,
         };
         if first {
             match proto {

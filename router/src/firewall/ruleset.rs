@@ -105,6 +105,9 @@ pub struct Rule {
     pub protos: Vec<u8>,
     /// Source prefixes (empty: any).
     pub src_ip: Vec<Net4>,
+    /// Source Ethernet addresses (empty: any; never matches a packet whose link
+    /// source is unknown).
+    pub src_mac: Vec<[u8; 6]>,
     /// Destination prefixes (empty: any).
     pub dest_ip: Vec<Net4>,
     /// Source ports (empty: any; a port match never matches a packet without ports).

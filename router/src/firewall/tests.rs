@@ -49,6 +49,7 @@ fn rule(name: &str, src: ZoneSel, dest: Option<ZoneSel>, target: Verdict) -> Rul
         dest,
         protos: vec![],
         src_ip: vec![],
+        src_mac: vec![],
         dest_ip: vec![],
         src_port: vec![],
         dest_port: vec![],
@@ -109,6 +110,30 @@ fn zone_forward_policy_covers_only_traffic_back_into_the_zone() {
     assert_eq!(fw.stats().rule_evaluations, before);
     assert_eq!(fw.zone_counters(1).unwrap().forward.packets, 1);
     assert_eq!(fw.stats().default_forward.packets, 2);
+}
+
+#[test]
+fn a_src_mac_rule_matches_by_the_frames_source() {
+    // OpenWrt's "block this device": a DROP rule from lan to wan with src_mac.
+    let mut rs = ruleset();
+    let mut r = rule(
+        "kid-tablet",
+        ZoneSel::Zone(0),
+        Some(ZoneSel::Zone(1)),
+        Verdict::Drop,
+    );
+    r.src_mac = vec![[0x02, 0, 0, 0, 0, 0x42]];
+    rs.rules = vec![r];
+    let mut fw = Firewall::new(rs).unwrap();
+    let mut p = pkt(&udp(H, X, 40000, 443, b"x"));
+    p.src_mac = Some([0x02, 0, 0, 0, 0, 0x42]);
+    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Drop);
+    p.src_mac = Some([0x02, 0, 0, 0, 0, 0x43]);
+    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Accept);
+    // a packet whose link source is not known never matches a src_mac rule
+    p.src_mac = None;
+    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Accept);
+    assert_eq!(fw.rule_counter(0).unwrap().packets, 1);
 }
 
 #[test]

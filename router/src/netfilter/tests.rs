@@ -220,6 +220,7 @@ fn meta(input: IfId, output: Option<IfId>, now: Millis) -> Meta {
         output,
         csum_partial: false,
         now,
+        src_mac: None,
     }
 }
 
@@ -913,6 +914,7 @@ fn partial_checksum_packets_get_only_the_pseudo_header_adjusted() {
             output: o,
             csum_partial: true,
             now: 0,
+            src_mac: None,
         };
         assert_eq!(nf.prerouting(&mut p, &m(None)), OK);
         assert_eq!(nf.postrouting(&mut p, &m(Some(WAN))), OK);
