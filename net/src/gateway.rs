@@ -252,6 +252,13 @@ impl Gateway {
     pub fn new<L: Link>(spec: &GatewaySpec, ifs: &mut [NetIf<Routed<L>>]) -> Result<Self, String> {
         let mut router = Router::new(RouterConfig {
             interfaces: spec.ports.len().max(1),
+            // Reassembly memory in step with the conntrack table, which is sized
+            // to the heap: 32 bytes a flow, 64 KiB to 1 MiB (a few 64 KiB
+            // datagrams at once at memory = 8; Linux allows 4 MiB).
+            defrag: xenlet_router::defrag::DefragConfig {
+                max_bytes: (spec.conntrack_max * 32).clamp(64 << 10, 1 << 20),
+                ..Default::default()
+            },
             ..RouterConfig::default()
         });
         let mut ports = Vec::new();
@@ -425,11 +432,24 @@ impl Gateway {
                 let d = self
                     .router
                     .input(id, &mut frame, rx, now, &mut self.netfilter, &mut out);
-                if d == Disposition::Local {
-                    self.local += 1;
-                    if let Some(n) = ifs.get_mut(netif) {
-                        n.link.queue_local(frame, csum);
+                match d {
+                    Disposition::Local => {
+                        self.local += 1;
+                        if let Some(n) = ifs.get_mut(netif) {
+                            n.link.queue_local(frame, csum);
+                        }
                     }
+                    // the stack gets the datagram its fragments made, checked
+                    // (reassembly copied bytes, no checksum is vouched for)
+                    Disposition::LocalReassembled => {
+                        self.local += 1;
+                        if let (Some(w), Some(n)) =
+                            (self.router.take_local_datagram(), ifs.get_mut(netif))
+                        {
+                            n.link.queue_local(w, RxChecksum::Unknown);
+                        }
+                    }
+                    _ => {}
                 }
             }
         }
@@ -666,6 +686,138 @@ mod tests {
             n.gw.local > 0,
             "ARP and the router's own traffic went to smoltcp"
         );
+    }
+
+    /// A UDP datagram `src:sport` -> `dst:dport` of `payload`, as an IPv4 packet
+    /// with both checksums right (id `id`, DF clear).
+    fn udp_datagram(
+        src: [u8; 4],
+        sport: u16,
+        dst: [u8; 4],
+        dport: u16,
+        id: u16,
+        payload: &[u8],
+    ) -> Vec<u8> {
+        use xenlet_router::{checksum, ipv4};
+        let mut u = Vec::new();
+        u.extend_from_slice(&sport.to_be_bytes());
+        u.extend_from_slice(&dport.to_be_bytes());
+        u.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+        u.extend_from_slice(&[0, 0]);
+        u.extend_from_slice(payload);
+        let ps = ipv4::pseudo_header_sum(src.into(), dst.into(), 17, u.len());
+        let c = !checksum::fold(checksum::sum(ps, &u));
+        u[6..8].copy_from_slice(&c.to_be_bytes());
+        let mut ip = alloc::vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, 17, 0, 0];
+        ip.extend_from_slice(&src);
+        ip.extend_from_slice(&dst);
+        let total = (20 + u.len()) as u16;
+        ip[2..4].copy_from_slice(&total.to_be_bytes());
+        ip[4..6].copy_from_slice(&id.to_be_bytes());
+        ip.extend_from_slice(&u);
+        ipv4::fill_header_checksum(&mut ip);
+        ip
+    }
+
+    /// `ip` cut into fragments of `piece` payload bytes, in Ethernet frames.
+    fn fragment_frames(ip: &[u8], piece: usize, to: [u8; 6], from: [u8; 6]) -> Vec<Vec<u8>> {
+        use xenlet_router::ipv4;
+        let data = &ip[20..];
+        let mut out = Vec::new();
+        let mut off = 0;
+        while off < data.len() {
+            let end = (off + piece).min(data.len());
+            let mut f = ip[..20].to_vec();
+            f.extend_from_slice(&data[off..end]);
+            let n = f.len() as u16;
+            ipv4::put16(&mut f, 2, n);
+            let mf = if end < data.len() { 0x2000 } else { 0 };
+            ipv4::put16(&mut f, 6, mf | (off / 8) as u16);
+            ipv4::fill_header_checksum(&mut f);
+            let mut frame = to.to_vec();
+            frame.extend_from_slice(&from);
+            frame.extend_from_slice(&[8, 0]);
+            frame.extend_from_slice(&f);
+            out.push(frame);
+            off = end;
+        }
+        out
+    }
+
+    #[test]
+    fn a_fragmented_reply_to_a_masqueraded_flow_reaches_the_lan_host_translated() {
+        let mut n = net();
+        let (mut a, mut b) = (udp_socket(), udp_socket());
+        a.bind(5000).unwrap();
+        b.bind(6000).unwrap();
+        let ha = n.lan_host.sockets.add(a);
+        let hb = n.wan_host.sockets.add(b);
+        n.lan_host
+            .sockets
+            .get_mut::<udp::Socket>(ha)
+            .send_slice(b"big answer please", (IpAddress::v4(10, 0, 0, 1), 6000))
+            .unwrap();
+        let mut t = 0;
+        while n
+            .wan_host
+            .sockets
+            .get_mut::<udp::Socket>(hb)
+            .recv()
+            .is_err()
+        {
+            t += 10;
+            assert!(t < 2000, "the query crossed the router");
+            n.step(t);
+        }
+        // A 3,000-byte answer in three fragments, as the WAN host's kernel cuts it:
+        // before reassembly only the first was translated (the rest went to the
+        // router's own input and were rejected).
+        let payload: Vec<u8> = (0..3000u32).map(|i| (i * 31 % 251) as u8).collect();
+        let ip = udp_datagram([10, 0, 0, 1], 6000, [10, 0, 0, 2], 5000, 0x4242, &payload);
+        let frags = fragment_frames(&ip, 1480, [2, 0, 0, 0, 2, 2], [2, 0, 0, 0, 2, 1]);
+        assert_eq!(frags.len(), 3);
+        n.lan_host.link.rx.borrow_mut().clear();
+        for f in frags.into_iter().rev() {
+            n.wan_host.link.tx.borrow_mut().push_back(f);
+        }
+        for _ in 0..5 {
+            t += 10;
+            n.gw.poll(&mut n.router, t);
+        }
+        // What reached the LAN: fragments of one datagram to 192.168.1.100:5000
+        // that put together give the answer, checksum right.
+        let got: Vec<Vec<u8>> = n.lan_host.link.rx.borrow().iter().cloned().collect();
+        let ipf: Vec<&[u8]> = got
+            .iter()
+            .filter(|f| f.get(12..14) == Some(&[8, 0][..]))
+            .map(|f| &f[14..])
+            .collect();
+        assert!(ipf.len() >= 3, "{} frames", got.len());
+        let mut whole = alloc::vec![0u8; 8 + payload.len()];
+        let mut filled = 0;
+        for p in &ipf {
+            assert_eq!(&p[16..20], &[192, 168, 1, 100]);
+            assert!(p.len() <= 1500);
+            let off = usize::from(u16::from_be_bytes([p[6], p[7]]) & 0x1fff) * 8;
+            let body = &p[20..usize::from(u16::from_be_bytes([p[2], p[3]]))];
+            whole[off..off + body.len()].copy_from_slice(body);
+            filled += body.len();
+        }
+        assert_eq!(filled, whole.len());
+        assert_eq!(&whole[2..4], &5000u16.to_be_bytes(), "translated port");
+        assert_eq!(&whole[8..], &payload[..]);
+        let ps = xenlet_router::ipv4::pseudo_header_sum(
+            [10, 0, 0, 1].into(),
+            [192, 168, 1, 100].into(),
+            17,
+            whole.len(),
+        );
+        assert_eq!(
+            xenlet_router::checksum::fold(xenlet_router::checksum::sum(ps, &whole)),
+            0xffff,
+            "the UDP checksum fits the translated datagram"
+        );
+        assert_eq!(n.gw.router.defrag_stats().reassembled, 1);
     }
 
     /// OpenWrt's default firewall file (the image's), lan = eth0, wan = eth1.

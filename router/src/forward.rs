@@ -31,6 +31,7 @@ use core::net::Ipv4Addr;
 use smoltcp::wire::{EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet};
 
 use crate::checksum;
+use crate::defrag::{self, Defrag, DefragConfig, DefragStats, Reassembler};
 use crate::firewall::reject;
 use crate::icmp_error::{self, IcmpError, PeerLimiter, RateLimiter};
 use crate::iface::{IfConfig, IfError, Interfaces};
@@ -82,6 +83,12 @@ pub enum Disposition {
     Forwarded,
     /// Copied into a queue waiting for ARP; the buffer is free.
     Queued,
+    /// A fragment kept until its datagram is whole ([`crate::defrag`]); the buffer
+    /// is free.
+    Held,
+    /// The last fragment of a datagram for the router itself: give the local stack
+    /// the whole datagram, [`Router::take_local_datagram`], not this frame.
+    LocalReassembled,
     /// Dropped and counted.
     Dropped(DropReason),
 }
@@ -103,6 +110,8 @@ pub struct RouterConfig {
     pub icmp_burst: u32,
     /// Keys the per-peer ICMP limit's table.
     pub icmp_peer_seed: u32,
+    /// Reassembly limits.
+    pub defrag: DefragConfig,
 }
 
 impl Default for RouterConfig {
@@ -115,6 +124,7 @@ impl Default for RouterConfig {
             icmp_per_sec: 1000,
             icmp_burst: 50,
             icmp_peer_seed: 0x5bd1_e995,
+            defrag: DefragConfig::default(),
         }
     }
 }
@@ -131,6 +141,10 @@ pub struct Router {
     icmp_id: u16,
     /// One fragment or segment at a time.
     scratch: Vec<u8>,
+    /// Fragments being put back together.
+    defrag: Reassembler,
+    /// A reassembled datagram for the local stack ([`Disposition::LocalReassembled`]).
+    local_datagram: Option<Vec<u8>>,
     /// An ICMP error.
     icmp_buf: Vec<u8>,
 }
@@ -191,6 +205,8 @@ impl Router {
             max_mtu,
             icmp_id: 0,
             scratch: alloc::vec![0; frame_len],
+            defrag: Reassembler::new(config.defrag),
+            local_datagram: None,
             icmp_buf: alloc::vec![0; ETH_LEN + icmp_error::MAX_ERROR_LEN],
         }
     }
@@ -317,9 +333,9 @@ impl Router {
         out: &mut O,
     ) -> Disposition {
         match self.forward(ifc, frame, rx, now, hook, out) {
-            Ok(Disposition::Local) => {
+            Ok(d @ (Disposition::Local | Disposition::LocalReassembled)) => {
                 self.stats.local = self.stats.local.wrapping_add(1);
-                Disposition::Local
+                d
             }
             Ok(d) => d,
             Err(reason) => {
@@ -379,6 +395,24 @@ impl Router {
         let ip_len = usize::from(pkt.total_len());
         let hl = usize::from(pkt.header_len());
         let dst = pkt.dst_addr();
+        // 2a. a fragment waits for the rest of its datagram, which then goes on whole
+        // (Linux's nf_defrag_ipv4, before conntrack: NAT and the firewall see it all)
+        if defrag::is_fragment(ip_all) && rx.gso_size.is_none() {
+            let ip = ip_all.get(..ip_len).ok_or(DropReason::Malformed)?;
+            let whole = frame.get(..ETH_LEN + ip_len).ok_or(DropReason::Malformed)?;
+            return match self.defrag.add(whole, ip, now) {
+                Defrag::Held => Ok(Disposition::Held),
+                Defrag::Whole(mut w) => {
+                    match self.forward(ifc, &mut w, RxMeta::default(), now, hook, out)? {
+                        Disposition::Local => {
+                            self.local_datagram = Some(w);
+                            Ok(Disposition::LocalReassembled)
+                        }
+                        d => Ok(d),
+                    }
+                }
+            };
+        }
         // A DHCP server's answer (UDP 67 -> 68) is for the router's own DHCP client
         // whatever its IP destination: RFC 2131 §4.1 lets a server unicast the OFFER
         // and ACK to the address it is offering, which the interface does not have
@@ -786,9 +820,21 @@ impl Router {
         }
     }
 
+    /// The reassembled datagram of the last [`Disposition::LocalReassembled`].
+    pub fn take_local_datagram(&mut self) -> Option<Vec<u8>> {
+        self.local_datagram.take()
+    }
+
+    /// The reassembler's counters.
+    pub fn defrag_stats(&self) -> DefragStats {
+        self.defrag.stats()
+    }
+
     /// Timers: ARP retries and ageing; packets whose neighbour failed get an ICMP
-    /// host-unreachable (rate limited). Call every few hundred milliseconds.
+    /// host-unreachable (rate limited); datagrams not whole in time are dropped.
+    /// Call every few hundred milliseconds.
     pub fn poll<O: Output>(&mut self, now: Millis, out: &mut O) {
+        self.defrag.expire(now);
         self.neigh.poll(&self.ifaces, now, out, &mut self.stats);
         while let Some((slot, input, frame, origin)) = self.neigh.take_failed() {
             let ip = frame.get(ETH_LEN..).unwrap_or(&[]);

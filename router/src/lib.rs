@@ -27,6 +27,7 @@ static TEST_ALLOC: xenlet_testalloc::Counting = xenlet_testalloc::Counting;
 
 pub mod checksum;
 pub mod conntrack;
+pub mod defrag;
 pub mod dhcpd;
 pub mod dns;
 pub mod firewall;

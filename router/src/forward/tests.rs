@@ -1052,9 +1052,9 @@ fn random_mutations_never_panic() {
         };
         let d = r.input(ifc, &mut f, rx, n, &mut NoHook, &mut o);
         outcomes[match d {
-            Disposition::Local => 0,
+            Disposition::Local | Disposition::LocalReassembled => 0,
             Disposition::Forwarded => 1,
-            Disposition::Queued => 2,
+            Disposition::Queued | Disposition::Held => 2,
             Disposition::Dropped(_) => 3,
         }] += 1;
         if n % 97 == 0 {

@@ -2814,7 +2814,7 @@ const ROUTER_WAN_LEASE: [Step; 2] = [
 /// the router answers ping but nothing else, and the LAN is unreachable.
 /// A router scenario runs its own configuration step first and may add checks on its
 /// own console (e.g. `conntrack -L`) after.
-const ROUTER_LAN_STEPS: [Step; 16] = [
+const ROUTER_LAN_STEPS: [Step; 17] = [
     dom0(
         "echo \"dom0 ip_forward=$(cat /proc/sys/net/ipv4/ip_forward)\"",
         &[r"^dom0 ip_forward=0$"],
@@ -2925,6 +2925,9 @@ const ROUTER_LAN_STEPS: [Step; 16] = [
         &[r"^lan1 responder heard the wan: 0$"],
         10,
     ),
+    // 3,000-byte echoes: fragmented both ways, reassembled by the router for
+    // conntrack and NAT, fragmented again on the way out
+    ns("lan1", "ping -c 2 -s 3000 -W 5 10.77.0.10", &[r"^2 packets transmitted, 2 received"], 60),
 ];
 
 /// The router topology, proven with a Linux router domU: `/etc/router-up` (forwarding,
@@ -2967,6 +2970,7 @@ const ROUTER_LINUX_STEPS: &[Step] = &[
     ROUTER_LAN_STEPS[13],
     ROUTER_LAN_STEPS[14],
     ROUTER_LAN_STEPS[15],
+    ROUTER_LAN_STEPS[16],
     cmd("nft list chain inet fw4 srcnat_wan", &[r"masquerade"], 30),
     last("poweroff -f"),
 ];
@@ -3262,6 +3266,7 @@ const ROUTER_XENLET_STEPS: &[Step] = &[
     ROUTER_LAN_STEPS[13],
     ROUTER_LAN_STEPS[14],
     ROUTER_LAN_STEPS[15],
+    ROUTER_LAN_STEPS[16],
     // a flood of 65,000 new flows from lan1 (one UDP datagram to each port of `wan`):
     // the table stays bounded, every flow is accounted for, the shell answers, and a
     // new flow still gets through
