@@ -22,8 +22,8 @@ use core::net::IpAddr;
 
 use xenlet_router::firewall::ratelimit::Limit;
 use xenlet_router::firewall::ruleset::{
-    Defaults, Forwarding, IcmpMatch, Net4, PortRange, Redirect, Rule, Ruleset, Verdict, Zone,
-    ZoneSel,
+    Defaults, Forwarding, IcmpMatch, Negate, Net4, PortRange, Redirect, Rule, Ruleset, Verdict,
+    Zone, ZoneSel,
 };
 use xenlet_router::IfId;
 use xenlet_uci::firewall::{
@@ -214,8 +214,23 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
         if r.family == Family::Ipv6 {
             continue;
         }
-        let (Some(src_ip), Some(dest_ip)) = (nets4(&r.src_ip), nets4(&r.dest_ip)) else {
-            continue; // IPv6 addresses only
+        // IPv6 addresses only: an IPv6 rule (but "anything except these IPv6
+        // addresses" is every IPv4 address)
+        let v4 = |l: &[fw::IpNet], neg: bool| match nets4(l) {
+            Some(v) => Some(v),
+            None if neg => Some(Vec::new()),
+            None => None,
+        };
+        let (Some(src_ip), Some(dest_ip)) =
+            (v4(&r.src_ip, r.src_ip_neg), v4(&r.dest_ip, r.dest_ip_neg))
+        else {
+            continue;
+        };
+        let negate = Negate {
+            src_ip: r.src_ip_neg && !src_ip.is_empty(),
+            dest_ip: r.dest_ip_neg && !dest_ip.is_empty(),
+            src_port: r.src_port_neg,
+            dest_port: r.dest_port_neg,
         };
         let icmp_type: Vec<IcmpMatch> = r
             .icmp_type
@@ -243,6 +258,7 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             icmp_type,
             target: verdict(r.target),
             limit: r.limit.map(|l| limit(l, r.limit_burst.unwrap_or(5))),
+            negate,
         });
     }
     let mut redirects = Vec::new();

@@ -361,23 +361,25 @@ impl Firewall {
         if !r.protos.is_empty() && !r.protos.contains(&p.proto) {
             return false;
         }
-        if !r.src_ip.is_empty() && !r.src_ip.iter().any(|n| n.contains(p.src)) {
+        let neg = r.negate;
+        if !r.src_ip.is_empty() && r.src_ip.iter().any(|n| n.contains(p.src)) == neg.src_ip {
             return false;
         }
         if !r.src_mac.is_empty() && !p.src_mac.is_some_and(|m| r.src_mac.contains(&m)) {
             return false;
         }
-        if !r.dest_ip.is_empty() && !r.dest_ip.iter().any(|n| n.contains(p.dst)) {
+        if !r.dest_ip.is_empty() && r.dest_ip.iter().any(|n| n.contains(p.dst)) == neg.dest_ip {
             return false;
         }
         if !r.src_port.is_empty() || !r.dest_port.is_empty() {
             let Some((s, d)) = p.ports else {
                 return false;
             };
-            if !r.src_port.is_empty() && !r.src_port.iter().any(|x| x.contains(s)) {
+            if !r.src_port.is_empty() && r.src_port.iter().any(|x| x.contains(s)) == neg.src_port {
                 return false;
             }
-            if !r.dest_port.is_empty() && !r.dest_port.iter().any(|x| x.contains(d)) {
+            if !r.dest_port.is_empty() && r.dest_port.iter().any(|x| x.contains(d)) == neg.dest_port
+            {
                 return false;
             }
         }

@@ -9,8 +9,9 @@
 //! `PARSE_LIST` does. Rules and redirects default to `proto tcpudp`; rule `target`
 //! defaults to DROP, redirect `target` to DNAT, zone policies to the defaults section's.
 //!
-//! A rule's `src_mac` is matched. Not modelled: negation (`!`), mark/time/ipset/helper
-//! matches (and `src_mac` in a redirect), the NOTRACK, HELPER, MARK, DSCP targets. An
+//! A rule's `src_mac` and its negated (`!`) addresses and ports are matched. Not
+//! modelled: negation of other options, mark/time/ipset/helper matches (and `src_mac`
+//! in a redirect), the NOTRACK, HELPER, MARK, DSCP targets. An
 //! ACCEPT rule or a redirect using one is left out with a warning (ignoring a match
 //! would make it match more than it says); a DROP or REJECT rule using one refuses
 //! the file (leaving it out would let through what it stops). `include` sections are
@@ -213,14 +214,22 @@ pub struct Rule {
     pub proto: Vec<Protocol>,
     /// Source addresses (empty: any).
     pub src_ip: Vec<IpNet>,
+    /// `src_ip` was negated (`!`): any address but those.
+    pub src_ip_neg: bool,
     /// Source Ethernet addresses (`src_mac`; empty: any).
     pub src_mac: Vec<[u8; 6]>,
     /// Destination addresses (empty: any).
     pub dest_ip: Vec<IpNet>,
+    /// `dest_ip` was negated.
+    pub dest_ip_neg: bool,
     /// Source ports (empty: any).
     pub src_port: Vec<PortRange>,
+    /// `src_port` was negated.
+    pub src_port_neg: bool,
     /// Destination ports (empty: any).
     pub dest_port: Vec<PortRange>,
+    /// `dest_port` was negated.
+    pub dest_port_neg: bool,
     /// ICMP types (empty: any).
     pub icmp_type: Vec<IcmpType>,
     /// Family restriction.
@@ -778,7 +787,8 @@ fn unsupported(
 }
 
 /// The first option that uses an unsupported match (other than `allowed`) or
-/// negation, and what it is.
+/// negation (other than in `allowed`, which a rule allows for its addresses and
+/// ports), and what it is.
 fn unsupported_option(r: &SectionReader<'_>, allowed: &[&str]) -> Option<(String, &'static str)> {
     let s = r.section();
     let is_unsupported = |n: &str| UNSUPPORTED_MATCHES.contains(&n) && !allowed.contains(&n);
@@ -787,8 +797,42 @@ fn unsupported_option(r: &SectionReader<'_>, allowed: &[&str]) -> Option<(String
     }
     s.options
         .iter()
+        .filter(|o| !allowed.contains(&o.name.as_str()))
         .find(|o| o.value.items().any(|v| v.trim_start().starts_with('!')))
         .map(|o| (o.name.clone(), "negation ('!')"))
+}
+
+/// What a rule allows beyond the plain matches: `src_mac`, and negation (`!`) of its
+/// addresses and ports.
+const RULE_ALLOWS: &[&str] = &["src_mac", "src_ip", "dest_ip", "src_port", "dest_port"];
+
+/// The items of `name`, all negated (`!ADDR`, fw4's "anything but") or none: (items,
+/// negated). Mixing the two in one option is refused, as it has no single meaning.
+fn negatable<T>(
+    r: &mut SectionReader<'_>,
+    name: &str,
+    what: &str,
+    f: impl Fn(&str) -> Option<T>,
+) -> Result<(Vec<T>, bool), ConfigError> {
+    let items = r.items(name);
+    let neg = items
+        .iter()
+        .filter(|v| v.trim_start().starts_with('!'))
+        .count();
+    if neg != 0 && neg != items.len() {
+        return Err(r.error(
+            name,
+            "negated and plain values mixed: use one or the other".into(),
+        ));
+    }
+    let mut out = Vec::with_capacity(items.len());
+    for v in items {
+        match f(v.trim().trim_start_matches('!').trim()) {
+            Some(t) => out.push(t),
+            None => return Err(r.error(name, format!("'{v}' is not {what}"))),
+        }
+    }
+    Ok((out, neg != 0))
 }
 
 fn zone_ref(v: &str) -> Option<ZoneRef> {
@@ -856,7 +900,7 @@ fn read_rule(
     // (as a syntax error is: `reload` keeps the rules in force).
     // `src_mac` is supported in rules (not in redirects).
     if target != Policy::Accept {
-        if let Some((name, what)) = unsupported_option(r, &["src_mac"]) {
+        if let Some((name, what)) = unsupported_option(r, RULE_ALLOWS) {
             return Err(r.error(
                 &name,
                 format!(
@@ -865,23 +909,31 @@ fn read_rule(
                 ),
             ));
         }
-    } else if unsupported(r, warnings, &["src_mac"]) {
+    } else if unsupported(r, warnings, RULE_ALLOWS) {
         return Ok(None);
     }
+    let (src_ip, src_ip_neg) = negatable(r, "src_ip", "an IP address or prefix", parse_ipnet)?;
+    let (dest_ip, dest_ip_neg) = negatable(r, "dest_ip", "an IP address or prefix", parse_ipnet)?;
+    let (src_port, src_port_neg) = negatable(r, "src_port", "a port or port range", parse_port)?;
+    let (dest_port, dest_port_neg) = negatable(r, "dest_port", "a port or port range", parse_port)?;
     Ok(Some(Rule {
         name: r.single("name")?.map(str::to_string),
         src: r.parse("src", "a zone name or '*'", zone_ref)?,
         dest: r.parse("dest", "a zone name or '*'", zone_ref)?,
         proto: protocols(r)?,
-        src_ip: r.parse_items("src_ip", "an IP address or prefix", parse_ipnet)?,
+        src_ip,
+        src_ip_neg,
         src_mac: r.parse_items(
             "src_mac",
             "a MAC address (aa:bb:cc:dd:ee:ff)",
             crate::network::mac_address,
         )?,
-        dest_ip: r.parse_items("dest_ip", "an IP address or prefix", parse_ipnet)?,
-        src_port: r.parse_items("src_port", "a port or port range", parse_port)?,
-        dest_port: r.parse_items("dest_port", "a port or port range", parse_port)?,
+        dest_ip,
+        dest_ip_neg,
+        src_port,
+        src_port_neg,
+        dest_port,
+        dest_port_neg,
         icmp_type: r.parse_items(
             "icmp_type",
             "an ICMP type (a name or type[/code])",
@@ -1192,6 +1244,23 @@ mod tests {
     }
 
     #[test]
+    fn negated_addresses_and_ports_are_read_and_mixing_is_refused() {
+        let c = fw(concat!(
+            "config rule\n\toption src 'lan'\n\toption dest 'wan'\n",
+            "\toption src_ip '!192.168.1.10'\n\tlist dest_port '!80'\n\tlist dest_port '!443'\n",
+            "\toption target 'REJECT'\n",
+        ))
+        .unwrap();
+        let r = &c.config.rules[0];
+        assert!(r.src_ip_neg && r.dest_port_neg && !r.dest_ip_neg && !r.src_port_neg);
+        assert_eq!(r.dest_port.len(), 2);
+        let e = fw("config rule\n\toption src 'lan'\n\tlist dest_port '!80'\n\tlist dest_port '443'\n\toption target 'DROP'\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("negated and plain values mixed"), "{e}");
+    }
+
+    #[test]
     fn src_mac_is_read_into_the_rule() {
         let c = fw(concat!(
             "config rule\n\toption src 'lan'\n\toption dest 'wan'\n",
@@ -1223,8 +1292,8 @@ mod tests {
                 "@rule[0]: option 'weekdays': match not supported by Xenlet in a REJECT rule",
             ),
             (
-                "config rule\n\toption src 'lan'\n\toption dest_port '!22'\n",
-                "@rule[0]: option 'dest_port': negation ('!') not supported by Xenlet in a DROP rule",
+                "config rule\n\toption src 'lan'\n\toption proto '!icmp'\n",
+                "@rule[0]: option 'proto': negation ('!') not supported by Xenlet in a DROP rule",
             ),
         ] {
             let e = fw(rule).unwrap_err().to_string();

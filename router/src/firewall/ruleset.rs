@@ -114,12 +114,29 @@ pub struct Rule {
     pub src_port: Vec<PortRange>,
     /// Destination ports (same).
     pub dest_port: Vec<PortRange>,
+    /// Which of `src_ip`, `dest_ip`, `src_port`, `dest_port` are negated (fw4's
+    /// `!`: the field matches anything but the list; a negated port match still
+    /// needs ports).
+    pub negate: Negate,
     /// ICMP types (empty: any; never matches anything but ICMP).
     pub icmp_type: Vec<IcmpMatch>,
     /// What to do with a match.
     pub target: Verdict,
     /// `limit`/`limit_burst`: above it the rule does not match.
     pub limit: Option<Limit>,
+}
+
+/// The negated matches of a [`Rule`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Negate {
+    /// `src_ip`.
+    pub src_ip: bool,
+    /// `dest_ip`.
+    pub dest_ip: bool,
+    /// `src_port`.
+    pub src_port: bool,
+    /// `dest_port`.
+    pub dest_port: bool,
 }
 
 /// `config zone`.

@@ -56,6 +56,7 @@ fn rule(name: &str, src: ZoneSel, dest: Option<ZoneSel>, target: Verdict) -> Rul
         icmp_type: vec![],
         target,
         limit: None,
+        negate: Negate::default(),
     }
 }
 
@@ -134,6 +135,56 @@ fn a_src_mac_rule_matches_by_the_frames_source() {
     p.src_mac = None;
     assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Accept);
     assert_eq!(fw.rule_counter(0).unwrap().packets, 1);
+}
+
+#[test]
+fn negated_matches_take_anything_but_their_list() {
+    // "lan may reach the WAN only on the web ports": REJECT anything but 80/443,
+    // except from the admin's host
+    let mut rs = ruleset();
+    let mut r = rule(
+        "web-only",
+        ZoneSel::Zone(0),
+        Some(ZoneSel::Zone(1)),
+        Verdict::Reject,
+    );
+    r.dest_port = vec![
+        PortRange { min: 80, max: 80 },
+        PortRange { min: 443, max: 443 },
+    ];
+    r.src_ip = vec![Net4 {
+        addr: [192, 168, 1, 2],
+        prefix_len: 32,
+    }];
+    r.negate = Negate {
+        dest_port: true,
+        src_ip: true,
+        ..Negate::default()
+    };
+    rs.rules = vec![r];
+    let mut fw = Firewall::new(rs).unwrap();
+    let v = |fw: &mut Firewall, src: [u8; 4], port: u16| {
+        fw.forward(
+            &pkt(&tcp(src, X, 40000, port, 0x02, b"")),
+            LAN,
+            WAN,
+            CtState::New,
+            0,
+        )
+    };
+    assert_eq!(v(&mut fw, H, 443), Verdict::Accept);
+    assert_eq!(v(&mut fw, H, 22), Verdict::Reject);
+    assert_eq!(
+        v(&mut fw, [192, 168, 1, 2], 22),
+        Verdict::Accept,
+        "the admin"
+    );
+    // a negated port match still needs ports: ICMP is not "a port but 80/443"
+    let ping = pkt(&ipv4(H, X, 1, &[8, 0, 0, 0, 0, 1, 0, 1]));
+    assert_eq!(
+        fw.forward(&ping, LAN, WAN, CtState::New, 0),
+        Verdict::Accept
+    );
 }
 
 #[test]
