@@ -606,6 +606,14 @@ mod tests {
     }
 
     impl Net {
+        /// A UDP socket on the LAN host's port 5000 and one on the WAN host's 6000.
+        fn udp_pair(&mut self) -> (smoltcp::iface::SocketHandle, smoltcp::iface::SocketHandle) {
+            let (mut a, mut b) = (udp_socket(), udp_socket());
+            a.bind(5000).unwrap();
+            b.bind(6000).unwrap();
+            (self.lan_host.sockets.add(a), self.wan_host.sockets.add(b))
+        }
+
         fn step(&mut self, now: i64) {
             self.lan_host.poll(now);
             self.wan_host.poll(now);
@@ -619,11 +627,7 @@ mod tests {
     #[test]
     fn lan_udp_reaches_the_wan_masqueraded_and_the_reply_comes_back() {
         let mut n = net();
-        let (mut a, mut b) = (udp_socket(), udp_socket());
-        a.bind(5000).unwrap();
-        b.bind(6000).unwrap();
-        let ha = n.lan_host.sockets.add(a);
-        let hb = n.wan_host.sockets.add(b);
+        let (ha, hb) = n.udp_pair();
         n.lan_host
             .sockets
             .get_mut::<udp::Socket>(ha)
@@ -747,11 +751,7 @@ mod tests {
     #[test]
     fn a_fragmented_reply_to_a_masqueraded_flow_reaches_the_lan_host_translated() {
         let mut n = net();
-        let (mut a, mut b) = (udp_socket(), udp_socket());
-        a.bind(5000).unwrap();
-        b.bind(6000).unwrap();
-        let ha = n.lan_host.sockets.add(a);
-        let hb = n.wan_host.sockets.add(b);
+        let (ha, hb) = n.udp_pair();
         n.lan_host
             .sockets
             .get_mut::<udp::Socket>(ha)
@@ -856,11 +856,7 @@ mod tests {
     #[test]
     fn unsolicited_wan_to_lan_traffic_is_not_forwarded_under_the_default_firewall() {
         let mut n = net();
-        let (mut a, mut b) = (udp_socket(), udp_socket());
-        a.bind(5000).unwrap();
-        b.bind(6000).unwrap();
-        let ha = n.lan_host.sockets.add(a);
-        let hb = n.wan_host.sockets.add(b);
+        let (ha, hb) = n.udp_pair();
         n.wan_host
             .sockets
             .get_mut::<udp::Socket>(hb)

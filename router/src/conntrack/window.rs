@@ -90,33 +90,13 @@ impl Window {
         if self.seen[s].maxwin == 0 {
             // The sender's first segment: only a SYN starts a flow here (conntrack
             // never picks one up mid-stream), so this is its SYN or SYN+ACK.
-            let sender = &mut self.seen[s];
-            sender.end = end;
-            sender.maxend = end;
-            sender.maxwin = win.max(1);
-            sender.scale = t.wscale.unwrap_or(0).min(14);
-            sender.wscale_ok = t.wscale.is_some();
-            sender.sack_perm = t.sack_perm;
-            if !(self.seen[s].wscale_ok && self.seen[r].wscale_ok) {
-                self.seen[s].scale = 0;
-                self.seen[r].scale = 0;
-            }
+            self.start_sender(s, r, end, win, t);
             if !has_ack {
                 return true; // the first SYN (or a simultaneous open's)
             }
         } else if restartable && after(end, self.seen[s].end) {
             // A new SYN (or SYN+ACK) from a peer that restarted.
-            let sender = &mut self.seen[s];
-            sender.end = end;
-            sender.maxend = end;
-            sender.maxwin = win.max(1);
-            sender.scale = t.wscale.unwrap_or(0).min(14);
-            sender.wscale_ok = t.wscale.is_some();
-            sender.sack_perm = t.sack_perm;
-            if !(self.seen[s].wscale_ok && self.seen[r].wscale_ok) {
-                self.seen[s].scale = 0;
-                self.seen[r].scale = 0;
-            }
+            self.start_sender(s, r, end, win, t);
         }
         let receiver_end = self.seen[r].end;
         if !has_ack || (rst && ack == 0) {
@@ -172,6 +152,22 @@ impl Window {
             }
         }
         true
+    }
+
+    /// The sender's side from its SYN (or SYN+ACK): `end` its first sequence number
+    /// past the SYN, its window and options (scaling only if both sides offered it).
+    fn start_sender(&mut self, s: usize, r: usize, end: u32, win: u32, t: &TcpInfo) {
+        let sender = &mut self.seen[s];
+        sender.end = end;
+        sender.maxend = end;
+        sender.maxwin = win.max(1);
+        sender.scale = t.wscale.unwrap_or(0).min(14);
+        sender.wscale_ok = t.wscale.is_some();
+        sender.sack_perm = t.sack_perm;
+        if !(self.seen[s].wscale_ok && self.seen[r].wscale_ok) {
+            self.seen[s].scale = 0;
+            self.seen[r].scale = 0;
+        }
     }
 
     /// Linux's check of a RST in an established flow (`tcp_packet`): one whose
