@@ -27,8 +27,8 @@ usage: cargo xtask <task> [options]
 tasks:
   build [--debug]        build the kernel -> target/xenlet/xenlet.elf
   run [--tcg] [-- ARGS]  build and boot the kernel in QEMU, serial on this terminal
-  image                  bootable disk image (MBR, GRUB 2, ext2 with the kernel)
-                         -> target/xenlet/xenlet.img
+  image                  bootable disk image (MBR, GRUB 2, an ext4 root partition
+                         with the kernel and /etc/config) -> target/xenlet/xenlet.img
   test [--no-xen]        host unit tests, boot tests in QEMU (tests/qemu), then the
                          Xenlet scenarios on the nested Xen test bed (needs root)
   setup                  fetch what the tasks need (Rust target, QEMU 7.2 from Debian)
