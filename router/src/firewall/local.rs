@@ -2,8 +2,9 @@
 //!
 //! The router's sockets (smoltcp) send straight to the links, so conntrack never sees
 //! their flows. Their packets are noted here on the way out, keyed by tuple in a
-//! fixed direct-mapped table (a collision replaces the older flow: the worst case is a
-//! reply judged as new by the zone's rules, never an accepted stranger). A packet
+//! fixed two-way table (a bucket holds two flows; a third replaces the one expiring
+//! first: the worst case is a reply judged as new by the zone's rules, never an
+//! accepted stranger). A packet
 //! arriving for the router whose inverted tuple is here answers one of them; an ICMP
 //! error quoting one of them is related (Linux `nf_conntrack_icmp_error`).
 
@@ -41,7 +42,8 @@ impl Default for LocalFlows {
     }
 }
 
-fn slot_of(t: &Tuple) -> usize {
+/// The first of the two slots of `t`'s bucket.
+fn bucket_of(t: &Tuple) -> usize {
     // FNV-1a over the tuple: the table holds only the router's own flows, whose
     // tuples a remote host does not choose alone
     let mut h: u32 = 0x811c_9dc5;
@@ -61,7 +63,7 @@ fn slot_of(t: &Tuple) -> usize {
         eat(*b);
     }
     eat(t.proto.number());
-    (h as usize) % SLOTS
+    (h as usize) % (SLOTS / 2) * 2
 }
 
 impl LocalFlows {
@@ -80,14 +82,38 @@ impl LocalFlows {
     }
 
     /// Notes the flow of a packet the router sent (its tuple, from [`tuple_of`]).
+    /// Echo replies are not noted: answering a ping starts nothing that comes back,
+    /// and a ping flood (one reply each) used to overwrite the router's DNS and DHCP
+    /// flows here, after which their answers were refused on the WAN. A flow takes
+    /// one of its bucket's two slots: a free or expired one, else the one that
+    /// expires first.
     pub fn note_tuple(&mut self, t: Tuple, now: Millis) {
         let life = match t.proto {
             Proto::Tcp => TCP_MS,
             Proto::Udp => UDP_MS,
+            Proto::IcmpEchoReply => return,
             _ => OTHER_MS,
         };
-        if let Some(s) = self.slots.get_mut(slot_of(&t)) {
-            *s = Some((t, now.saturating_add(life)));
+        let until = now.saturating_add(life);
+        let b = bucket_of(&t);
+        let pick = match (self.slots.get(b), self.slots.get(b + 1)) {
+            (Some(x), Some(y)) => {
+                let expires = |s: &Option<(Tuple, Millis)>| match s {
+                    Some((k, _)) if *k == t => 0, // this flow: refresh it in place
+                    Some((_, u)) if *u > now => *u,
+                    _ => 1, // free or expired
+                };
+                let (ex, ey) = (expires(x), expires(y));
+                if ex <= ey {
+                    b
+                } else {
+                    b + 1
+                }
+            }
+            _ => return,
+        };
+        if let Some(s) = self.slots.get_mut(pick) {
+            *s = Some((t, until));
         }
     }
 
@@ -97,7 +123,11 @@ impl LocalFlows {
     }
 
     fn has(&self, t: &Tuple, now: Millis) -> bool {
-        matches!(self.slots.get(slot_of(t)), Some(Some((k, until))) if k == t && *until > now)
+        let b = bucket_of(t);
+        self.slots.get(b..b + 2).is_some_and(|p| {
+            p.iter()
+                .any(|s| matches!(s, Some((k, until)) if k == t && *until > now))
+        })
     }
 
     /// Whether `ip` answers (or is an ICMP error about) a noted flow.

@@ -412,6 +412,34 @@ fn the_routers_own_flows_make_their_replies_established() {
 }
 
 #[test]
+fn a_ping_flood_does_not_push_the_routers_dns_flow_out() {
+    let mut fw = Firewall::new(ruleset()).unwrap();
+    let query = udp(R, X, 50000, 53, b"q");
+    let answer = udp(X, R, 53, 50000, b"a");
+    fw.note_output(&query, 0);
+    // the router answers 20,000 pings from 5,000 hosts
+    for i in 0..20_000u32 {
+        let host = [100, 64, (i >> 8) as u8 % 20, i as u8];
+        let mut reply = ipv4(R, host, 1, &[0, 0, 0, 0, (i >> 8) as u8, i as u8, 0, 1]);
+        let c = crate::checksum::checksum(&reply[20..]);
+        reply[22..24].copy_from_slice(&c.to_be_bytes());
+        fw.note_output(&reply, 10);
+    }
+    assert!(
+        fw.is_local_reply(&answer, 20),
+        "the DNS answer is still expected"
+    );
+    // and other flows of the router's own share buckets without losing each other
+    for p in 0..2_000u16 {
+        fw.note_output(&udp(R, X, 40000 + p, 123, b"n"), 30);
+    }
+    let kept = (0..2_000u16)
+        .filter(|p| fw.is_local_reply(&udp(X, R, 123, 40000 + p, b"a"), 40))
+        .count();
+    assert!(kept >= 900, "{kept} of 2,000 kept in 1,024 slots");
+}
+
+#[test]
 fn rule_limits_and_log_limit() {
     let mut rs = ruleset();
     let mut r = rule("limited", ZoneSel::Zone(1), None, Verdict::Accept);
