@@ -756,13 +756,16 @@ impl Router {
         if self.ifaces.is_local_addr(to) {
             return; // about a packet we rewrote to come from us: nobody to tell
         }
-        let Some(from) = self.ifaces.get(input).and_then(|i| i.source_for(to)) else {
-            return;
-        };
         let Some(route) = self.routes.lookup(to).copied() else {
             return;
         };
         let Some(out_iface) = self.ifaces.get(route.ifc) else {
+            return;
+        };
+        // The source is the address of the interface the error leaves by (Linux
+        // takes it from the output route): a LAN address never goes out of the WAN
+        // in an error about a spoofed packet.
+        let Some(from) = out_iface.source_for(to) else {
             return;
         };
         let mtu = route

@@ -772,6 +772,23 @@ fn icmp_errors_are_limited_per_peer_and_overall_but_frag_needed_never() {
 }
 
 #[test]
+fn an_error_leaving_by_the_wan_comes_from_the_wan_address() {
+    // A LAN-side packet with a WAN host's source (spoofed) and TTL 1: the error
+    // goes to that host by the WAN, from the WAN address, not the LAN one.
+    let mut r = setup();
+    learn_all(&mut r);
+    let mut o = Recorder::default();
+    let mut f = udp_frame(MAC0, [10, 0, 0, 1], NET, 1, false, 10);
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 0, &mut o),
+        Disposition::Dropped(DropReason::TtlExpired)
+    );
+    let (ifc, e, _) = &o.sent[0];
+    assert_eq!(*ifc, WAN);
+    check_icmp(e, GW_MAC, [10, 0, 0, 2], 11, 0);
+}
+
+#[test]
 fn a_martian_source_is_dropped_before_local_delivery_too() {
     let mut r = setup();
     learn_all(&mut r);
