@@ -79,6 +79,17 @@ const NODE_BYTES: usize = 1024;
 const META_MARGIN: u64 = 64;
 /// Hard link limit (above it dir_nlink directories count 1).
 const LINK_MAX: u16 = 65000;
+/// The memory bound of a mount made by [`Ext::mount`] (as the default cache), for what
+/// the disk sizes: directory listings, file maps, the group descriptors, replay.
+const DEFAULT_BUDGET: usize = CACHE_BYTES;
+/// Most names one [`FileSystem::read_dir`] lists, however large the budget: at about
+/// 40 bytes and a name each, 64 Ki entries are a few MiB, more than any guest here
+/// sorts and prints, and as many as a directory of subdirectories holds without
+/// dir_nlink (65,000 links).
+const MAX_LIST_ENTRIES: usize = 1 << 16;
+/// Marks, in a listing being built, an entry whose kind the directory does not record
+/// (ext2 without `filetype`): its inode is read once the directory scan is done.
+const KIND_UNKNOWN: Ino = 1 << 63;
 
 /// A file's mapping, as [`Ext::extents`] reports it.
 #[derive(Clone, Debug)]
@@ -157,10 +168,29 @@ pub struct Ext<D: BlockDev> {
     crash: ordered::CrashState,
     /// What the orphan list processing at mount did (orphan.rs).
     orphan_stats: OrphanStats,
+    /// The mount's memory bound in bytes ([`Ext::set_cache_bytes`]): what the disk
+    /// sizes (a listing, a file's map) is held to a share of it, or refused with
+    /// [`FsError::NoMemory`].
+    budget: usize,
 }
 
 fn corrupt(what: String) -> FsError {
     FsError::Corrupt(what)
+}
+
+/// One entry of a listing `read_dir` builds, its name allocated fallibly; an entry
+/// whose kind the directory does not record is marked [`KIND_UNKNOWN`].
+fn list_entry(name: &[u8], ino: u32, ft: u8) -> Result<DirEntry, FsError> {
+    let text = String::from_utf8_lossy(name);
+    let mut s = String::new();
+    s.try_reserve_exact(text.len())
+        .map_err(|_| FsError::NoMemory)?;
+    s.push_str(&text);
+    let (ino, kind) = match dir::ftype_kind(ft) {
+        Some(k) => (ino as Ino, k),
+        None => (ino as Ino | KIND_UNKNOWN, FileType::Special),
+    };
+    Ok(DirEntry { name: s, ino, kind })
 }
 
 fn check_name(name: &str) -> Result<&[u8], FsError> {
@@ -178,7 +208,11 @@ impl<D: BlockDev> Ext<D> {
     /// for cached metadata to about `bytes` (the kernel gives a share of its heap; a
     /// 32 MiB guest has a heap of a few MiB). Streaming writes still reach the disk in
     /// runs of up to a quarter of it (at most 4 MiB).
+    ///
+    /// The same bound holds what the disk sizes: a directory listing may take half of
+    /// it (see [`FileSystem::read_dir`]).
     pub fn set_cache_bytes(&mut self, bytes: usize) {
+        self.budget = bytes;
         let bs = self.sb.block_size as usize;
         self.max_io = (bytes / 4).clamp(64 * 1024, MAX_IO) / bs * bs;
         self.flush_bytes = (bytes / 4).clamp(64 * 1024, FLUSH_BYTES);
@@ -343,6 +377,7 @@ impl<D: BlockDev> Ext<D> {
             replayed: None,
             crash: ordered::CrashState::default(),
             orphan_stats: OrphanStats::default(),
+            budget: DEFAULT_BUDGET,
             sb,
         };
         if !fs.ro && fs.sb.incompat & INCOMPAT_RECOVER == 0 {
@@ -1093,31 +1128,68 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         self.stat_of(ino)
     }
 
+    /// The directory is scanned twice: first to count its names and their bytes, then
+    /// to list them into a vector of exactly that many, allocated fallibly. The
+    /// listing is held to half the mount's budget ([`Ext::set_cache_bytes`]: the
+    /// caches may hold the other half meanwhile) and to [`MAX_LIST_ENTRIES`] names; a
+    /// larger directory (its size comes from the disk) gives [`FsError::NoMemory`]
+    /// before anything is allocated. (Building it as one scan goes costs up to twice
+    /// the listing in spare capacity, which a caller keeps for as long as it walks
+    /// the listing, as `cp -r` does.)
     fn read_dir(&mut self, dir: Ino) -> Result<Vec<DirEntry>, FsError> {
         self.check_mounted()?;
         let dir = self.ino32(dir)?;
-        let mut raw: Vec<(Vec<u8>, u32, u8)> = Vec::new();
         let max = self.sb.inodes_count;
-        self.dir_scan(dir, &mut |n, ino, ft| {
-            if n != b"." && n != b".." && ino <= max {
-                raw.push((n.to_vec(), ino, ft));
+        let listed = |n: &[u8], ino: u32| n != b"." && n != b".." && ino <= max;
+        let (mut count, mut names) = (0usize, 0usize);
+        self.dir_scan(dir, &mut |n, ino, _| {
+            if listed(n, ino) {
+                count += 1;
+                // A name that is not UTF-8 grows by up to 3 bytes a byte when made one.
+                names += if core::str::from_utf8(n).is_ok() {
+                    n.len()
+                } else {
+                    3 * n.len()
+                };
             }
             false
         })?;
-        let mut out = Vec::with_capacity(raw.len());
-        for (name, ino, ft) in raw {
-            let kind = match dir::ftype_kind(ft) {
-                Some(k) => k,
-                None => self
-                    .node(ino)
-                    .map(|n| n.inode.kind())
-                    .unwrap_or(FileType::Special),
-            };
-            out.push(DirEntry {
-                name: String::from_utf8_lossy(&name).into_owned(),
-                ino: ino as Ino,
-                kind,
-            });
+        let bytes = count
+            .saturating_mul(core::mem::size_of::<DirEntry>())
+            .saturating_add(names);
+        if count > MAX_LIST_ENTRIES || bytes > self.budget / 2 {
+            return Err(FsError::NoMemory);
+        }
+        let mut out: Vec<DirEntry> = Vec::new();
+        out.try_reserve_exact(count)
+            .map_err(|_| FsError::NoMemory)?;
+        let mut failed = None;
+        self.dir_scan(dir, &mut |n, ino, ft| {
+            if !listed(n, ino) {
+                return false;
+            }
+            match list_entry(n, ino, ft) {
+                // Never past the count (the blocks are the same, read again).
+                Ok(e) if out.len() < count => {
+                    out.push(e);
+                    false
+                }
+                Ok(_) => true,
+                Err(e) => {
+                    failed = Some(e);
+                    true
+                }
+            }
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        for e in out.iter_mut().filter(|e| e.ino & KIND_UNKNOWN != 0) {
+            e.ino &= !KIND_UNKNOWN;
+            e.kind = self
+                .node(e.ino as u32)
+                .map(|n| n.inode.kind())
+                .unwrap_or(FileType::Special);
         }
         Ok(out)
     }

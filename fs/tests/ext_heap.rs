@@ -1,0 +1,289 @@
+//! Heap bounds against large or hostile disks (issue 28 item 9): what an image sizes
+//! (a directory, a file's map, the group descriptors, the journal, the orphan list)
+//! must not grow the heap without a bound. In the guest a failed infallible
+//! allocation aborts everything, so these tests run under a limiting allocator: an
+//! allocation past the limit gets a null pointer, which aborts an infallible one (the
+//! test binary dies) and is `FsError::NoMemory` for a fallible one. Passing under a
+//! limit shows the path is bounded and fallible; the peak is checked too.
+//!
+//! The allocator counts every thread's allocations, so the tests take a lock and run
+//! one at a time.
+
+mod common;
+
+use common::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use xenlet_fs::{Ext, FileSystem, FsError};
+
+/// The system allocator, counting live bytes and their high-water mark, and refusing
+/// (a null pointer, as a full kernel heap does) what would take the live bytes past
+/// [`Heap::limit`].
+struct Limiting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+static LIMIT: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+impl Limiting {
+    fn admit(n: usize) -> bool {
+        LIVE.load(Ordering::Relaxed).saturating_add(n) <= LIMIT.load(Ordering::Relaxed)
+    }
+    fn add(n: usize) {
+        let now = LIVE.fetch_add(n, Ordering::Relaxed) + n;
+        PEAK.fetch_max(now, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every call goes to `System` unchanged, or is refused with a null pointer
+// (which `GlobalAlloc` allows); the counters are atomics and touch no memory.
+unsafe impl GlobalAlloc for Limiting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        if !Self::admit(l.size()) {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: the caller's layout, passed on.
+        let p = unsafe { System.alloc(l) };
+        if !p.is_null() {
+            Self::add(l.size());
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        if !Self::admit(l.size()) {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: as for `alloc`.
+        let p = unsafe { System.alloc_zeroed(l) };
+        if !p.is_null() {
+            Self::add(l.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: `p` came from System with layout `l`.
+        unsafe { System.dealloc(p, l) };
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        if new > l.size() && !Self::admit(new - l.size()) {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: `p` came from System with layout `l`; `new` is the caller's valid size.
+        let q = unsafe { System.realloc(p, l, new) };
+        if !q.is_null() {
+            LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+            Self::add(new);
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOC: Limiting = Limiting;
+
+/// One test at a time (the counters are global); lifts any limit when dropped.
+struct Heap {
+    _lock: MutexGuard<'static, ()>,
+}
+
+impl Heap {
+    fn take() -> Heap {
+        static LOCK: Mutex<()> = Mutex::new(());
+        let g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        LIMIT.store(usize::MAX, Ordering::Relaxed);
+        Heap { _lock: g }
+    }
+    /// Live bytes now.
+    fn live(&self) -> usize {
+        LIVE.load(Ordering::Relaxed)
+    }
+    /// Refuses allocations past `bytes` more than are live now; starts a new peak.
+    fn limit(&self, bytes: usize) -> usize {
+        let base = self.live();
+        LIMIT.store(base + bytes, Ordering::Relaxed);
+        PEAK.store(base, Ordering::Relaxed);
+        base
+    }
+    /// The high-water mark since [`Heap::limit`], above `base`.
+    fn peak_above(&self, base: usize) -> usize {
+        PEAK.load(Ordering::Relaxed).saturating_sub(base)
+    }
+    fn unlimit(&self) {
+        LIMIT.store(usize::MAX, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Heap {
+    fn drop(&mut self) {
+        LIMIT.store(usize::MAX, Ordering::Relaxed);
+    }
+}
+
+/// What the small guest gives each ext mount (a quarter of a 1.25 MiB heap, rounded
+/// down).
+const SMALL_BUDGET: usize = 256 << 10;
+
+fn mount_small(img: &Path) -> Ext<FileDisk> {
+    let mut fs = mount(img);
+    fs.set_cache_bytes(SMALL_BUDGET);
+    fs
+}
+
+/// The number in the first line of a debugfs output that has one (`blocks`, `ffb`).
+fn first_number(out: &[u8]) -> u64 {
+    String::from_utf8_lossy(out)
+        .split(|c: char| !c.is_ascii_digit())
+        .find(|w| !w.is_empty())
+        .and_then(|w| w.parse().ok())
+        .expect("a number in the debugfs output")
+}
+
+/// A hostile ext2 image (4 KiB blocks): directory `big` has one block of 126 names,
+/// and every one of its 1,036 block pointers (12 direct, 1,024 through an indirect
+/// block) points at that block, so it lists 130,536 names from 4 MiB of `i_size`
+/// and two blocks of disk. `small` is a file beside it.
+fn hostile_dir_image(t: &TempDir) -> std::path::PathBuf {
+    let src = t.path().join("src");
+    let d = src.join("big");
+    std::fs::create_dir_all(&d).unwrap();
+    for i in 0..126 {
+        std::fs::File::create(d.join(format!("f-{i:022}"))).unwrap();
+    }
+    std::fs::write(src.join("small"), b"x").unwrap();
+    let img = t.path().join("fs.img");
+    mkfs(&img, "ext2", 4096, "16M", Some(&src), &[]);
+    let p = first_number(&debugfs(&img, "blocks big"));
+    let ind = first_number(&debugfs(&img, "ffb 1 2000"));
+    let ptrs: Vec<u8> = (0..1024).flat_map(|_| (p as u32).to_le_bytes()).collect();
+    std::os::unix::fs::FileExt::write_all_at(
+        &std::fs::OpenOptions::new().write(true).open(&img).unwrap(),
+        &ptrs,
+        ind * 4096,
+    )
+    .unwrap();
+    let mut script = format!("setb {ind}\nsif big block[IND] {ind}\n");
+    for i in 1..12 {
+        script += &format!("sif big block[{i}] {p}\n");
+    }
+    let blocks = 12 + 1024;
+    script += &format!("sif big size {}\n", blocks * 4096);
+    script += &format!("sif big blocks {}\n", (blocks + 1) * 8);
+    debugfs_w(&img, &script);
+    img
+}
+
+#[test]
+fn listing_a_hostile_directory_is_refused_within_the_budget() {
+    let t = TempDir::new("heap-dir");
+    let img = hostile_dir_image(&t);
+    let heap = Heap::take();
+    let mut fs = mount_small(&img);
+    let big = resolve(&mut fs, "big").unwrap();
+    // Half the budget for the listing, 3/8 for blocks, and slack: far below the
+    // 10 MiB the listing took (two vectors of 130,536 entries and their names).
+    let base = heap.limit(768 << 10);
+    assert_eq!(fs.read_dir(big), Err(FsError::NoMemory));
+    let peak = heap.peak_above(base);
+    assert!(peak < 384 << 10, "peak {peak}");
+    // Small directories still list, and the filesystem goes on working.
+    let root = fs.root();
+    let names: Vec<String> = fs
+        .read_dir(root)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(names.contains(&"small".to_string()), "{names:?}");
+    let f = fs.create(root, "after", 0o644).unwrap();
+    fs.write(f, 0, b"still here").unwrap();
+    fs.unmount().unwrap();
+    drop(fs);
+    heap.unlimit();
+    // However large the budget, a listing stops at 64 Ki names.
+    let mut fs = mount(&img);
+    let big = resolve(&mut fs, "big").unwrap();
+    assert_eq!(fs.read_dir(big), Err(FsError::NoMemory));
+    let root = fs.root();
+    let after = resolve(&mut fs, "after").unwrap();
+    assert_eq!(read_all(&mut fs, after), b"still here");
+    assert!(fs.read_dir(root).is_ok());
+}
+
+/// A directory of `n` files with 40-byte names, made by `mke2fs -d`.
+fn big_dir_image(t: &TempDir, n: usize) -> std::path::PathBuf {
+    let src = t.path().join("src");
+    let d = src.join("big");
+    std::fs::create_dir_all(&d).unwrap();
+    for i in 0..n {
+        std::fs::File::create(d.join(format!("a-rather-long-file-name-number-{i:08}"))).unwrap();
+    }
+    let img = t.path().join("fs.img");
+    let inodes = (n + 1000).to_string();
+    mkfs(&img, "ext4", 4096, "32M", Some(&src), &["-N", &inodes]);
+    img
+}
+
+#[test]
+fn a_large_directory_lists_within_its_budget_or_not_at_all() {
+    // 3,000 names of 40 bytes: about 240 KiB listed, over half of a 256 KiB budget
+    // and well within 1 MiB.
+    let t = TempDir::new("heap-dir-large");
+    let n = 3000;
+    let img = big_dir_image(&t, n);
+    let heap = Heap::take();
+    let mut fs = mount_small(&img);
+    let big = resolve(&mut fs, "big").unwrap();
+    assert_eq!(fs.read_dir(big), Err(FsError::NoMemory));
+    fs.set_cache_bytes(1 << 20);
+    let base = heap.limit(1 << 20);
+    let v = fs.read_dir(big).unwrap();
+    assert_eq!(v.len(), n);
+    assert!(heap.peak_above(base) < 900 << 10);
+    drop(v);
+    heap.unlimit();
+    let root = fs.root();
+    fs.create(root, "more", 0o644).unwrap();
+    fs.unmount().unwrap();
+    drop(fs);
+    fsck_clean(&img);
+}
+
+#[test]
+fn listing_without_file_types_reads_the_kinds() {
+    // ext2 without `filetype`: each entry's kind comes from its inode.
+    let t = TempDir::new("heap-dir-ext2");
+    let src = t.path().join("src");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    std::fs::write(src.join("file"), b"x").unwrap();
+    std::os::unix::fs::symlink("file", src.join("link")).unwrap();
+    let img = t.path().join("fs.img");
+    mkfs(&img, "ext2", 1024, "8M", Some(&src), &["-O", "^filetype"]);
+    let _heap = Heap::take();
+    let mut fs = mount_small(&img);
+    let root = fs.root();
+    let mut v: Vec<(String, xenlet_fs::FileType, u64)> = fs
+        .read_dir(root)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.name, e.kind, e.ino))
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    let kinds: Vec<(&str, xenlet_fs::FileType)> =
+        v.iter().map(|(n, k, _)| (n.as_str(), *k)).collect();
+    use xenlet_fs::FileType::*;
+    assert_eq!(
+        kinds,
+        [
+            ("file", File),
+            ("link", Symlink),
+            ("lost+found", Dir),
+            ("sub", Dir)
+        ]
+    );
+    for (n, _, ino) in &v {
+        assert_eq!(*ino, resolve(&mut fs, n).unwrap());
+    }
+}
