@@ -287,3 +287,72 @@ fn listing_without_file_types_reads_the_kinds() {
         assert_eq!(*ino, resolve(&mut fs, n).unwrap());
     }
 }
+
+/// An image (1 KiB blocks) with `frag`: `n` data blocks, each its own extent (every
+/// other block of the file is a hole), made by `mke2fs -d` (which skips zero
+/// blocks); and a small file `small`.
+fn fragmented_image(t: &TempDir, kind: &str, n: u64) -> (std::path::PathBuf, Vec<u8>) {
+    let src = t.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let mut data = vec![0u8; (2 * n as usize) * 1024];
+    let mut r = Rng(0x5eed_0001);
+    for b in 0..n as usize {
+        let blk = &mut data[2 * b * 1024..(2 * b + 1) * 1024];
+        blk.copy_from_slice(&r.bytes(1024));
+    }
+    std::fs::write(src.join("frag"), &data).unwrap();
+    std::fs::write(src.join("small"), b"small").unwrap();
+    let img = t.path().join("fs.img");
+    mkfs(&img, kind, 1024, "96M", Some(&src), &[]);
+    (img, data)
+}
+
+fn fragmented_file_map_is_bounded(kind: &str) {
+    let t = TempDir::new(&format!("heap-map-{kind}"));
+    let n = 20_000;
+    let (img, data) = fragmented_image(&t, kind, n);
+    let heap = Heap::take();
+    let mut fs = mount_small(&img);
+    let root = fs.root();
+    let frag = resolve(&mut fs, "frag").unwrap();
+    // The map would take 20,000 extents (480 KiB, 512 KiB of vector): a quarter of
+    // the 256 KiB budget holds 2,700.
+    let base = heap.limit(512 << 10);
+    let mut buf = [0u8; 1024];
+    assert_eq!(fs.read(frag, 0, &mut buf), Err(FsError::NoMemory));
+    assert_eq!(fs.truncate(frag, 10), Err(FsError::NoMemory));
+    assert_eq!(fs.unlink(root, "frag"), Err(FsError::NoMemory));
+    assert!(
+        heap.peak_above(base) < 256 << 10,
+        "peak {}",
+        heap.peak_above(base)
+    );
+    // Nothing changed; the rest works.
+    assert_eq!(resolve(&mut fs, "frag"), Ok(frag));
+    assert_eq!(fs.stat(frag).unwrap().size, data.len() as u64);
+    let small = resolve(&mut fs, "small").unwrap();
+    assert_eq!(read_all(&mut fs, small), b"small");
+    fs.unmount().unwrap();
+    drop(fs);
+    heap.unlimit();
+    fsck_clean(&img);
+    // With the default budget the file reads, and goes.
+    let mut fs = mount(&img);
+    let frag = resolve(&mut fs, "frag").unwrap();
+    assert_eq!(fs.extents(frag).unwrap().extents.len() as u64, n);
+    assert!(read_all(&mut fs, frag) == data);
+    fs.unlink(root, "frag").unwrap();
+    fs.unmount().unwrap();
+    drop(fs);
+    fsck_clean(&img);
+}
+
+#[test]
+fn fragmented_extent_tree_is_refused_within_the_budget() {
+    fragmented_file_map_is_bounded("ext4");
+}
+
+#[test]
+fn fragmented_block_map_is_refused_within_the_budget() {
+    fragmented_file_map_is_bounded("ext2");
+}

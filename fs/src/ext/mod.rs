@@ -73,8 +73,15 @@ const MAX_IO: usize = 4 << 20;
 const CACHE_BYTES: usize = 16 << 20;
 /// Parsed inodes kept before clean ones are dropped.
 const INODE_CACHE: usize = 4096;
-/// What a cached inode costs the heap, about (its `Node`, the map entry, a small map).
+/// What a cached inode costs the heap besides its raw bytes, map and index (see
+/// [`node_cost`]): its `Node` in a B-tree leaf slot, counted twice as a leaf may be
+/// half empty.
+const NODE_OVERHEAD: usize = 2 * core::mem::size_of::<(u32, Node)>();
+/// What a cached inode costs the heap, about, for the count bound on the inode cache
+/// (see [`Ext::set_cache_bytes`]).
 const NODE_BYTES: usize = 1024;
+/// Bytes of cached inodes (with their maps) kept by default (as 4,096 of 1 KiB).
+const NODE_CACHE_BYTES: usize = INODE_CACHE * NODE_BYTES;
 /// Blocks kept back from delayed-allocation reservations for metadata.
 const META_MARGIN: u64 = 64;
 /// Hard link limit (above it dir_nlink directories count 1).
@@ -143,6 +150,11 @@ pub struct Ext<D: BlockDev> {
     /// Clean inodes are dropped from `nodes` once it holds this many (see
     /// [`Ext::set_cache_bytes`]).
     max_nodes: usize,
+    /// ... or once `node_bytes` reaches this (see [`Ext::set_cache_bytes`]).
+    max_node_bytes: usize,
+    /// What the cached inodes take on the heap, about ([`node_cost`]): added to as
+    /// inodes, maps and indexes are loaded, recounted when clean ones are dropped.
+    node_bytes: usize,
     opts: MountOptions,
     ro: bool,
     mounted: bool,
@@ -178,6 +190,16 @@ fn corrupt(what: String) -> FsError {
     FsError::Corrupt(what)
 }
 
+/// What cached inode `n` takes on the heap, about: [`NODE_OVERHEAD`], its raw bytes,
+/// its map and its flattened htree index (buffered file data is counted apart, in
+/// `pending_bytes`).
+fn node_cost(n: &Node) -> usize {
+    NODE_OVERHEAD
+        + n.inode.raw.capacity()
+        + n.map.as_ref().map_or(0, FileMap::heap_bytes)
+        + n.dx.as_ref().map_or(0, crate::mem::vec_bytes)
+}
+
 /// One entry of a listing `read_dir` builds, its name allocated fallibly; an entry
 /// whose kind the directory does not record is marked [`KIND_UNKNOWN`].
 fn list_entry(name: &[u8], ino: u32, ft: u8) -> Result<DirEntry, FsError> {
@@ -210,16 +232,23 @@ impl<D: BlockDev> Ext<D> {
     /// runs of up to a quarter of it (at most 4 MiB).
     ///
     /// The same bound holds what the disk sizes: a directory listing may take half of
-    /// it (see [`FileSystem::read_dir`]).
+    /// it (see [`FileSystem::read_dir`]), a file's block map a quarter (see
+    /// [`Ext::tree_ctx`]).
     pub fn set_cache_bytes(&mut self, bytes: usize) {
         self.budget = bytes;
         let bs = self.sb.block_size as usize;
         self.max_io = (bytes / 4).clamp(64 * 1024, MAX_IO) / bs * bs;
         self.flush_bytes = (bytes / 4).clamp(64 * 1024, FLUSH_BYTES);
-        // The rest in equal shares for metadata blocks and for cached inodes (about
-        // 1 KiB each with their maps), so that the three add up to `bytes` (halves
-        // on top of the data's quarter made a mount take 1.25 times its budget).
+        // The rest in equal shares for metadata blocks and for cached inodes, so
+        // that the three add up to `bytes` (halves on top of the data's quarter made
+        // a mount take 1.25 times its budget). Inodes are bounded twice: by count, at
+        // 1 KiB each (a cached inode of 256 bytes with a small map, with room for
+        // allocator slack: counting only bytes let `cp -r` keep twice as many and
+        // the heap grow by a quarter), and by their counted bytes with their maps
+        // and indexes, which holds where the count does not: large inodes, large
+        // maps and htree indexes.
         self.cache.set_limit(bytes * 3 / 8 / bs);
+        self.max_node_bytes = bytes * 3 / 8;
         self.max_nodes = (bytes * 3 / 8 / NODE_BYTES).clamp(64, INODE_CACHE);
     }
 
@@ -359,6 +388,8 @@ impl<D: BlockDev> Ext<D> {
             own_bitmaps: BTreeSet::new(),
             nodes: BTreeMap::new(),
             max_nodes: INODE_CACHE,
+            max_node_bytes: NODE_CACHE_BYTES,
+            node_bytes: 0,
             opts,
             ro,
             mounted: true,
@@ -617,29 +648,34 @@ impl<D: BlockDev> Ext<D> {
     }
 
     fn evict_nodes(&mut self) {
-        if self.nodes.len() < self.max_nodes {
+        if self.nodes.len() < self.max_nodes && self.node_bytes < self.max_node_bytes {
             return;
         }
+        self.drop_clean_nodes();
+    }
+
+    /// Drops every clean inode (with its map) and recounts what the rest take.
+    fn drop_clean_nodes(&mut self) {
         self.nodes
             .retain(|_, n| n.dirty || n.map_dirty || !n.pending.is_empty());
+        self.node_bytes = self.nodes.values().map(node_cost).sum();
     }
 
     fn node(&mut self, ino: u32) -> Result<&mut Node, FsError> {
         if !self.nodes.contains_key(&ino) {
             self.evict_nodes();
             let inode = self.read_inode(ino)?;
-            self.nodes.insert(
-                ino,
-                Node {
-                    inode,
-                    map: None,
-                    dirty: false,
-                    map_dirty: false,
-                    pending: BTreeMap::new(),
-                    dx: None,
-                    dx_bad: false,
-                },
-            );
+            let n = Node {
+                inode,
+                map: None,
+                dirty: false,
+                map_dirty: false,
+                pending: BTreeMap::new(),
+                dx: None,
+                dx_bad: false,
+            };
+            self.node_bytes += node_cost(&n);
+            self.nodes.insert(ino, n);
         }
         self.nodes.get_mut(&ino).ok_or(FsError::NotFound)
     }
@@ -662,6 +698,12 @@ impl<D: BlockDev> Ext<D> {
         }
     }
 
+    /// How to load or store the map of `ino`. A map may take a quarter of the mount's
+    /// budget (`max_map_bytes`; the inode cache's 3/8 holds it beside others):
+    /// 10,000 extents of a 1 MiB budget, 2,700 of the small guest's 256 KiB. Files
+    /// written here have extents of up to 32,768 blocks; a map past that bound comes
+    /// from a badly fragmented or hostile file, and reading, truncating or deleting it fails
+    /// with [`FsError::NoMemory`] before anything changes.
     fn tree_ctx(&self, ino: u32, inode: &Inode) -> TreeCtx {
         let bs = self.sb.block_size as u64;
         let blocks = inode.blocks_512(
@@ -677,6 +719,7 @@ impl<D: BlockDev> Ext<D> {
                 .has_csum()
                 .then(|| csum::inode_seed(self.sb.csum_seed, ino, inode.generation())),
             max_blocks: blocks.min(self.sb.blocks_count),
+            max_map_bytes: self.budget / 4,
         }
     }
 
@@ -688,6 +731,7 @@ impl<D: BlockDev> Ext<D> {
         let r = self.load_map(ino, &n.inode);
         match r {
             Ok(m) => {
+                self.node_bytes += m.heap_bytes();
                 n.map = Some(m);
                 self.put(ino, n);
                 Ok(())
@@ -762,18 +806,17 @@ impl<D: BlockDev> Ext<D> {
         // ones go first when it is full (a copy that only creates files never reads
         // an inode, and `cp -r` of 5,000 of them kept every one, 5 MiB of heap).
         self.evict_nodes();
-        self.put(
-            ino,
-            Node {
-                inode,
-                map: Some(FileMap::default()),
-                dirty: true,
-                map_dirty: false,
-                pending: BTreeMap::new(),
-                dx: None,
-                dx_bad: false,
-            },
-        );
+        let n = Node {
+            inode,
+            map: Some(FileMap::default()),
+            dirty: true,
+            map_dirty: false,
+            pending: BTreeMap::new(),
+            dx: None,
+            dx_bad: false,
+        };
+        self.node_bytes += node_cost(&n);
+        self.put(ino, n);
         Ok(ino)
     }
 
@@ -1236,6 +1279,9 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         if self.kind_of(ino)? == FileType::Dir {
             return Err(FsError::IsDir);
         }
+        if self.node(ino)?.inode.links() <= 1 {
+            self.ensure_map(ino)?; // NoMemory before the name goes, not after
+        }
         self.remove_entry(dir, name)?;
         if self.link_dec(ino)? == 0 {
             self.release(ino)?;
@@ -1257,6 +1303,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         if !self.dir_is_empty(ino)? {
             return Err(FsError::NotEmpty);
         }
+        self.ensure_map(ino)?; // NoMemory before the name goes, not after
         self.remove_entry(dir, name)?;
         self.link_dec(dir)?;
         self.release(ino)
@@ -1294,6 +1341,9 @@ impl<D: BlockDev> FileSystem for Ext<D> {
                 (false, true) => return Err(FsError::IsDir),
                 (true, true) if !self.dir_is_empty(d)? => return Err(FsError::NotEmpty),
                 _ => {}
+            }
+            if dk == FileType::Dir || self.node(d)?.inode.links() <= 1 {
+                self.ensure_map(d)?; // NoMemory before anything changes
             }
             self.retarget_entry(td, to, src, ft)?;
             if dk == FileType::Dir {
@@ -1357,8 +1407,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         // blocks and inodes, and buffered data, which only a later sync may drop.
         let r = self.sync_all();
         self.cache.drop_clean();
-        self.nodes
-            .retain(|_, n| n.dirty || n.map_dirty || !n.pending.is_empty());
+        self.drop_clean_nodes();
         r
     }
 
@@ -1374,6 +1423,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         }
         self.mounted = false;
         self.nodes.clear();
+        self.node_bytes = 0;
         Ok(())
     }
 }

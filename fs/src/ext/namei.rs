@@ -168,6 +168,7 @@ impl<D: BlockDev> Ext<D> {
             let Some(Some(flat)) = self.dx_unless_untrusted(dir, flat)? else {
                 return Ok(None);
             };
+            self.node_bytes += crate::mem::vec_bytes(&flat);
             self.node(dir)?.dx = Some(flat);
         }
         let n = self.node(dir)?;
