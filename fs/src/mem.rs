@@ -8,6 +8,14 @@
 use crate::error::FsError;
 use alloc::vec::Vec;
 
+/// `n` zero bytes, or [`FsError::NoMemory`].
+pub(crate) fn zeroed(n: usize) -> Result<Vec<u8>, FsError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| FsError::NoMemory)?;
+    v.resize(n, 0);
+    Ok(v)
+}
+
 /// Makes room in `v` for one more item without letting it hold more than `max` items
 /// (capacity included: it doubles, but never past `max`). [`FsError::NoMemory`] when
 /// `v` already holds `max` items or the heap refuses.
@@ -42,5 +50,6 @@ mod tests {
         assert!(v.capacity() <= 10);
         assert_eq!(reserve_one(&mut v, 10), Err(FsError::NoMemory));
         assert_eq!(vec_bytes(&v), v.capacity() * 4);
+        assert_eq!(zeroed(3).unwrap(), alloc::vec![0, 0, 0]);
     }
 }

@@ -356,3 +356,153 @@ fn fragmented_extent_tree_is_refused_within_the_budget() {
 fn fragmented_block_map_is_refused_within_the_budget() {
     fragmented_file_map_is_bounded("ext2");
 }
+
+/// `mke2fs -g 256` on 512 MiB with 1 KiB blocks: 2,048 groups of 32-byte
+/// descriptors (64 KiB of table). No resize inode, no 64bit: mke2fs would switch to
+/// meta_bg, which Xenlet does not mount.
+fn many_groups_image(t: &TempDir, kind: &str) -> std::path::PathBuf {
+    let img = t.path().join("fs.img");
+    mkfs(
+        &img,
+        kind,
+        1024,
+        "512M",
+        None,
+        &["-g", "256", "-N", "8192", "-O", "^64bit,^resize_inode"],
+    );
+    img
+}
+
+fn mount_bounded(img: &Path, bytes: usize) -> Result<Ext<FileDisk>, FsError> {
+    Ext::mount_bounded(FileDisk::open(img), opts(), bytes)
+}
+
+#[test]
+fn group_descriptors_are_kept_in_one_table_within_the_budget() {
+    for kind in ["ext2", "ext4"] {
+        let t = TempDir::new(&format!("heap-groups-{kind}"));
+        let img = many_groups_image(&t, kind);
+        let heap = Heap::take();
+        // The table (64 KiB) fits half of 256 KiB; a descriptor apiece took 192 KiB
+        // (the table, a vector of descriptors and one small vector each).
+        let base = heap.limit(160 << 10);
+        let mut fs = mount_bounded(&img, SMALL_BUDGET).expect("mount");
+        let peak = heap.peak_above(base);
+        assert!(peak < 128 << 10, "{kind}: mount peak {peak}");
+        heap.unlimit();
+        // Files in many groups (a directory each spreads them), then a clean check.
+        let root = fs.root();
+        for d in 0..40 {
+            let dir = fs.mkdir(root, &format!("d{d}"), 0o755).unwrap();
+            for f in 0..5 {
+                let ino = fs.create(dir, &format!("f{f}"), 0o644).unwrap();
+                fs.write(ino, 0, &vec![d as u8; 3000 + f * 700]).unwrap();
+            }
+            if d % 10 == 9 {
+                fs.sync().unwrap();
+            }
+        }
+        fs.unmount().unwrap();
+        drop(fs);
+        drop(heap);
+        fsck_clean(&img);
+        let mut fs = mount(&img);
+        let d7 = resolve(&mut fs, "d7/f3").unwrap();
+        assert_eq!(read_all(&mut fs, d7), vec![7u8; 3000 + 3 * 700]);
+        // Half of 64 KiB cannot keep the table: refused, with why.
+        match mount_bounded(&img, 64 << 10) {
+            Err(FsError::Unsupported(why)) => {
+                assert!(why.contains("2048 group descriptors"), "{why}")
+            }
+            other => panic!("{kind}: {:?}", other.map(|_| ())),
+        }
+    }
+}
+
+#[test]
+fn a_superblock_claiming_a_million_groups_is_refused_before_reading_them() {
+    // An ext2 superblock rewritten to 8 blocks and 8 inodes a group: 65,536 groups,
+    // 2 MiB of descriptors (and 2 MiB more kept one by one), nearly all garbage.
+    let t = TempDir::new("heap-groups-hostile");
+    let img = many_groups_image(&t, "ext2");
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&img)
+            .unwrap();
+        let mut sb = [0u8; 1024];
+        f.read_exact_at(&mut sb, 1024).unwrap();
+        let blocks = u32::from_le_bytes(sb[4..8].try_into().unwrap());
+        let groups = (blocks - 1).div_ceil(8);
+        sb[0x20..0x24].copy_from_slice(&8u32.to_le_bytes());
+        sb[0x28..0x2C].copy_from_slice(&8u32.to_le_bytes());
+        sb[0..4].copy_from_slice(&(groups * 8).to_le_bytes());
+        f.write_all_at(&sb, 1024).unwrap();
+    }
+    let heap = Heap::take();
+    let base = heap.limit(1 << 20);
+    match mount_bounded(&img, SMALL_BUDGET) {
+        Err(FsError::Unsupported(why)) => {
+            assert!(why.contains("65536 group descriptors"), "{why}")
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    assert!(heap.peak_above(base) < 64 << 10);
+    heap.unlimit();
+    // The default bound (16 MiB) reads the table, and the garbage in it refuses
+    // the mount.
+    assert!(matches!(
+        Ext::mount(FileDisk::open(&img), opts()),
+        Err(FsError::Corrupt(_))
+    ));
+}
+
+#[test]
+fn an_orphan_whose_map_is_over_the_budget_stays_listed() {
+    let t = TempDir::new("heap-orphan-map");
+    let (img, _) = fragmented_image(&t, "ext4", 20_000);
+    let out = String::from_utf8(debugfs(&img, "stat frag")).unwrap();
+    let ino: u32 = out
+        .strip_prefix("Inode: ")
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    debugfs_w(
+        &img,
+        &format!(
+            "unlink /frag\nsif <{ino}> links_count 0\nsif <{ino}> dtime 0\nssv last_orphan {ino}\n"
+        ),
+    );
+    let heap = Heap::take();
+    let base = heap.limit(512 << 10);
+    let fs = mount_bounded(&img, SMALL_BUDGET).expect("mount");
+    assert!(heap.peak_above(base) < 256 << 10);
+    heap.unlimit();
+    let o = fs.orphans().clone();
+    assert_eq!((o.deleted, o.error), (0, None));
+    assert!(o.skipped.is_some_and(|s| s.contains("memory budget")));
+    let mut fs = fs;
+    fs.unmount().unwrap();
+    drop(fs);
+    let h = String::from_utf8(
+        std::process::Command::new(tool("dumpe2fs"))
+            .arg("-h")
+            .arg(&img)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        h.contains(&format!("First orphan inode:       {ino}")),
+        "{h}"
+    );
+    // A mount with room frees it.
+    let mut fs = mount(&img);
+    assert_eq!(fs.orphans().deleted, 1);
+    fs.unmount().unwrap();
+    drop(fs);
+    fsck_clean(&img);
+}

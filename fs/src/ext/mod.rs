@@ -60,7 +60,7 @@ use ::alloc::vec::Vec;
 use cache::BlockCache;
 use csum::{get32, put32};
 use extent::{FileMap, MetaIo, TreeCtx};
-use group::GroupDesc;
+use group::Gdt;
 use inode::{Inode, FL_EXTENTS, FL_INDEX, FL_INLINE_DATA, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
 use superblock::*;
 
@@ -141,7 +141,7 @@ struct Node {
 pub struct Ext<D: BlockDev> {
     dev: D,
     sb: Superblock,
-    gds: Vec<GroupDesc>,
+    gds: Gdt,
     dirty_groups: BTreeSet<u32>,
     /// Bitmap blocks changed since the last sync (their checksums are updated then).
     own_bitmaps: BTreeSet<u64>,
@@ -258,17 +258,38 @@ impl<D: BlockDev> Ext<D> {
     /// does, even for a read-only mount); on a read-only device the mount is refused.
     /// A read-write mount then processes the orphan list ([`Ext::orphans`] tells
     /// what it did); a read-only one leaves it as it is.
-    pub fn mount(mut dev: D, opts: MountOptions) -> Result<Ext<D>, FsError> {
+    pub fn mount(dev: D, opts: MountOptions) -> Result<Ext<D>, FsError> {
+        Self::mount_within(dev, opts, None)
+    }
+
+    /// Mounts as [`Ext::mount`] does, with the memory bound `bytes` from the start:
+    /// the caches as [`Ext::set_cache_bytes`] sets them, and what the disk sizes at
+    /// mount within it too: the group descriptor table (kept for the whole mount)
+    /// may take half of it, or the mount is refused ([`FsError::Unsupported`]);
+    /// journal replay's tables and buffer all of it ([`FsError::NoMemory`], the
+    /// device untouched); an orphan's block map a quarter (the orphan stays listed).
+    /// [`Ext::mount`] bounds the same things by 16 MiB.
+    pub fn mount_bounded(dev: D, opts: MountOptions, bytes: usize) -> Result<Ext<D>, FsError> {
+        Self::mount_within(dev, opts, Some(bytes))
+    }
+
+    /// [`Ext::mount`] within `budget` bytes (`None`: the default caches, bounded
+    /// by [`DEFAULT_BUDGET`]).
+    fn mount_within(
+        mut dev: D,
+        opts: MountOptions,
+        budget: Option<usize>,
+    ) -> Result<Ext<D>, FsError> {
         let mut raw = vec![0u8; SB_SIZE];
         dev.read(SB_OFFSET, &mut raw)?;
         let sb = Superblock::parse(raw, dev.size_bytes())?;
         let mut replayed = None;
         if sb.incompat & INCOMPAT_RECOVER != 0 && sb.incompat & !INCOMPAT_KNOWN == 0 {
-            let (d, stats) = Self::recover(dev, opts)?;
+            let (d, stats) = Self::recover(dev, opts, budget)?;
             dev = d;
             replayed = Some(stats);
         }
-        let mut fs = Self::mount_as_is(dev, opts, false)?;
+        let mut fs = Self::mount_as_is(dev, opts, false, budget)?;
         fs.replayed = replayed;
         Ok(fs)
     }
@@ -283,7 +304,11 @@ impl<D: BlockDev> Ext<D> {
     /// version; the journal inode itself is never journalled differently), then
     /// [`journal::replay`] writes the logged blocks home, and `needs_recovery` is
     /// cleared in the superblock (which replay may just have rewritten).
-    fn recover(dev: D, opts: MountOptions) -> Result<(D, ReplayStats), FsError> {
+    fn recover(
+        dev: D,
+        opts: MountOptions,
+        budget: Option<usize>,
+    ) -> Result<(D, ReplayStats), FsError> {
         if dev.read_only() {
             return Err(FsError::Unsupported(String::from(
                 "needs journal recovery, and the device is read-only",
@@ -293,7 +318,7 @@ impl<D: BlockDev> Ext<D> {
             read_only: true,
             ..opts
         };
-        let mut probe = Self::mount_as_is(dev, probe_opts, true)?;
+        let mut probe = Self::mount_as_is(dev, probe_opts, true, budget)?;
         let j = probe.sb.journal_inum();
         if j == 0 {
             return Err(corrupt(String::from(
@@ -321,8 +346,14 @@ impl<D: BlockDev> Ext<D> {
     }
 
     /// Mounts without replaying: `needs_recovery` refuses the mount unless
-    /// `as_is` (the read-only probe [`Ext::recover`] makes).
-    fn mount_as_is(mut dev: D, opts: MountOptions, as_is: bool) -> Result<Ext<D>, FsError> {
+    /// `as_is` (the read-only probe [`Ext::recover`] makes). `budget` as for
+    /// [`Ext::mount_within`].
+    fn mount_as_is(
+        mut dev: D,
+        opts: MountOptions,
+        as_is: bool,
+        budget: Option<usize>,
+    ) -> Result<Ext<D>, FsError> {
         let mut raw = vec![0u8; SB_SIZE];
         dev.read(SB_OFFSET, &mut raw)?;
         let sb = Superblock::parse(raw, dev.size_bytes())?;
@@ -338,20 +369,30 @@ impl<D: BlockDev> Ext<D> {
             )));
         }
         let bs = sb.block_size as usize;
-        // Group descriptors.
-        let gdt_bytes = sb.gdt_blocks() as usize * bs;
-        let mut gdt = vec![0u8; gdt_bytes];
+        // Group descriptors: kept for the whole mount, in one buffer as on disk, and
+        // at most half the mount's budget (at the small guest's 256 KiB, 4,096
+        // 32-byte descriptors: a 32 GiB filesystem with 1 KiB blocks, 512 GiB with
+        // 4 KiB, at mke2fs's default blocks per group). Their number comes from the
+        // superblock: `mke2fs -g 256` on 1 GiB has 4,096 groups, and a hostile one
+        // can claim millions.
+        let limit = budget.unwrap_or(DEFAULT_BUDGET) / 2;
+        let gdt_bytes = sb.gdt_blocks().saturating_mul(bs as u64);
+        if gdt_bytes > limit as u64 {
+            return Err(FsError::Unsupported(format!(
+                "ext: {} group descriptors take {gdt_bytes} bytes, over the {limit} \
+                 this mount may keep",
+                sb.group_count
+            )));
+        }
+        let mut gdt = crate::mem::zeroed(gdt_bytes as usize)?;
         dev.read((sb.first_data_block as u64 + 1) * bs as u64, &mut gdt)?;
-        let ds = sb.desc_size as usize;
+        let gds = Gdt::new(gdt, &sb);
         let itb = (sb.inodes_per_group as u64 * sb.inode_size as u64).div_ceil(bs as u64);
-        let mut gds = Vec::with_capacity(sb.group_count as usize);
         let (mut free_blocks, mut free_inodes) = (0u64, 0u64);
         for g in 0..sb.group_count {
-            let raw = gdt
-                .get(g as usize * ds..(g as usize + 1) * ds)
-                .ok_or_else(|| corrupt(String::from("group descriptor table")))?
-                .to_vec();
-            let gd = GroupDesc::new(raw, &sb);
+            let gd = gds
+                .get(g)
+                .ok_or_else(|| corrupt(String::from("group descriptor table")))?;
             if !gd.csum_ok(&sb, g) {
                 return Err(corrupt(format!("group descriptor {g} checksum mismatch")));
             }
@@ -370,7 +411,6 @@ impl<D: BlockDev> Ext<D> {
             }
             free_blocks += gd.free_blocks() as u64;
             free_inodes += gd.free_inodes() as u64;
-            gds.push(gd);
         }
         let ro = opts.read_only || dev.read_only() || sb.ro_compat & !RO_COMPAT_KNOWN != 0;
         let ext4ish = INCOMPAT_EXTENTS | INCOMPAT_64BIT | INCOMPAT_FLEX_BG;
@@ -411,6 +451,9 @@ impl<D: BlockDev> Ext<D> {
             budget: DEFAULT_BUDGET,
             sb,
         };
+        if let Some(b) = budget {
+            fs.set_cache_bytes(b);
+        }
         if !fs.ro && fs.sb.incompat & INCOMPAT_RECOVER == 0 {
             fs.crash_mount()?; // crash safety (ordered.rs)
             let st = fs.sb.state();
@@ -611,10 +654,7 @@ impl<D: BlockDev> Ext<D> {
         let ipg = self.sb.inodes_per_group;
         let g = (ino - 1) / ipg;
         let idx = ((ino - 1) % ipg) as u64;
-        let gd = self
-            .gds
-            .get(g as usize)
-            .ok_or(FsError::Invalid("inode number"))?;
+        let gd = self.gds.get(g).ok_or(FsError::Invalid("inode number"))?;
         let byte = idx * self.sb.inode_size as u64;
         let bs = self.sb.block_size as u64;
         Ok((gd.inode_table() + byte / bs, (byte % bs) as usize))
