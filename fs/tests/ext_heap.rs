@@ -506,3 +506,158 @@ fn an_orphan_whose_map_is_over_the_budget_stays_listed() {
     drop(fs);
     fsck_clean(&img);
 }
+
+/// Free blocks from `goal` on, as debugfs `ffb` finds them, as `a-b,c-d` ranges.
+fn free_ranges(img: &Path, count: usize, goal: u64) -> (Vec<u64>, String) {
+    let out = String::from_utf8(debugfs(img, &format!("ffb {count} {goal}"))).unwrap();
+    let blocks: Vec<u64> = out
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(blocks.len(), count, "{out}");
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for &b in &blocks {
+        match ranges.last_mut() {
+            Some(r) if r.1 + 1 == b => r.1 = b,
+            _ => ranges.push((b, b)),
+        }
+    }
+    let list = ranges
+        .iter()
+        .map(|&(a, b)| format!("{a}-{b}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    (blocks, list)
+}
+
+/// An ext4 image (1 KiB blocks, a 32 MiB journal) that needs recovery: debugfs
+/// logged `n` free blocks in one transaction (random data), then `script` (more
+/// journal commands) in later ones. Returns the image, the blocks, their data.
+fn journalled_image(
+    t: &TempDir,
+    n: usize,
+    script: &str,
+) -> (std::path::PathBuf, Vec<u64>, Vec<u8>) {
+    let img = t.path().join("fs.img");
+    mkfs(&img, "ext4", 1024, "160M", None, &["-J", "size=32"]);
+    let (blocks, list) = free_ranges(&img, n, 1000);
+    let data = Rng(0x10_9000).bytes(n * 1024);
+    let file = t.path().join("data");
+    std::fs::write(&file, &data).unwrap();
+    debugfs_w(
+        &img,
+        &format!("jo -c\njw -b {list} {}\njc\n{script}", file.display()),
+    );
+    (img, blocks, data)
+}
+
+fn block_of(img: &Path, b: u64) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; 1024];
+    std::fs::File::open(img)
+        .unwrap()
+        .read_exact_at(&mut buf, b * 1024)
+        .unwrap();
+    buf
+}
+
+#[test]
+fn a_journal_of_25000_logged_blocks_replays_in_a_small_heap() {
+    // Replay kept every tag of every transaction (24 bytes each, 600 KiB here, in a
+    // vector that doubles), a set of the logged blocks and a 256 KiB buffer: now it
+    // reads the log again in each pass and keeps only the revoke table.
+    let t = TempDir::new("heap-journal");
+    let n = 25_000;
+    let (img, blocks, data) = journalled_image(&t, n, "");
+    let heap = Heap::take();
+    let base = heap.limit(512 << 10);
+    let mut fs = mount_bounded(&img, SMALL_BUDGET).expect("mount");
+    assert!(
+        heap.peak_above(base) < 256 << 10,
+        "peak {}",
+        heap.peak_above(base)
+    );
+    heap.unlimit();
+    let r = *fs.replayed().expect("replayed");
+    assert_eq!((r.transactions, r.blocks_replayed), (1, n as u64), "{r:?}");
+    fs.unmount().unwrap();
+    drop(fs);
+    for (i, &b) in blocks.iter().enumerate().step_by(997) {
+        assert!(
+            block_of(&img, b) == data[i * 1024..(i + 1) * 1024],
+            "block {b}"
+        );
+    }
+    fsck_clean(&img);
+}
+
+#[test]
+fn revoked_blocks_the_log_does_not_hold_cost_nothing() {
+    // 30,000 revoke records (20,000 in one transaction) for blocks no transaction
+    // logs: they are left out of the table, which a 256 KiB budget could not hold.
+    let t = TempDir::new("heap-journal-revoke-other");
+    let (img, blocks, data) = journalled_image(&t, 100, "jo\njw -r 100000-129999\njc\n");
+    let heap = Heap::take();
+    let base = heap.limit(512 << 10);
+    let mut fs = mount_bounded(&img, SMALL_BUDGET).expect("mount");
+    assert!(
+        heap.peak_above(base) < 256 << 10,
+        "peak {}",
+        heap.peak_above(base)
+    );
+    heap.unlimit();
+    let r = *fs.replayed().expect("replayed");
+    assert_eq!(
+        (
+            r.transactions,
+            r.blocks_replayed,
+            r.revoke_records,
+            r.revoked
+        ),
+        (2, 100, 30_000, 0),
+        "{r:?}"
+    );
+    fs.unmount().unwrap();
+    drop(fs);
+    assert!(block_of(&img, blocks[42]) == data[42 * 1024..43 * 1024]);
+    fsck_clean(&img);
+}
+
+#[test]
+fn a_revoke_table_over_the_budget_refuses_the_mount_untouched() {
+    // 20,000 logged blocks, all revoked by the next transaction: the table needs
+    // 20,000 entries, and so would the list of logged blocks that filters it.
+    let t = TempDir::new("heap-journal-revoke-all");
+    let (img, blocks, _) = journalled_image(&t, 20_000, "");
+    let (_, list) = free_ranges(&img, 20_000, 1000);
+    debugfs_w(&img, &format!("jo\njw -r {list}\njc\n"));
+    let before = std::fs::read(&img).unwrap();
+    let heap = Heap::take();
+    let base = heap.limit(512 << 10);
+    assert_eq!(
+        mount_bounded(&img, SMALL_BUDGET).map(|_| ()),
+        Err(FsError::NoMemory)
+    );
+    assert!(
+        heap.peak_above(base) < 256 << 10,
+        "peak {}",
+        heap.peak_above(base)
+    );
+    heap.unlimit();
+    assert!(
+        std::fs::read(&img).unwrap() == before,
+        "a refused replay wrote"
+    );
+    // With room it replays: every logged block revoked, none written.
+    let mut fs = mount(&img);
+    let r = *fs.replayed().expect("replayed");
+    assert_eq!(
+        (r.transactions, r.blocks_replayed, r.revoked),
+        (2, 0, 20_000),
+        "{r:?}"
+    );
+    assert!(block_of(&img, blocks[7]).iter().all(|&b| b == 0));
+    fs.unmount().unwrap();
+    drop(fs);
+    fsck_clean(&img);
+}

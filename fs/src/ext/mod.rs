@@ -302,8 +302,10 @@ impl<D: BlockDev> Ext<D> {
     /// Replays the journal: its blocks are found through a read-only mount that takes
     /// the on-disk metadata as it is (every block there is a complete old or new
     /// version; the journal inode itself is never journalled differently), then
-    /// [`journal::replay`] writes the logged blocks home, and `needs_recovery` is
-    /// cleared in the superblock (which replay may just have rewritten).
+    /// [`journal::replay_within`] the mount's budget writes the logged blocks home,
+    /// and `needs_recovery` is cleared in the superblock (which replay may just have
+    /// rewritten). A log that does not fit the budget refuses the mount
+    /// ([`FsError::NoMemory`]) with the device as it was.
     fn recover(
         dev: D,
         opts: MountOptions,
@@ -328,12 +330,14 @@ impl<D: BlockDev> Ext<D> {
         let runs = probe.extents(Ino::from(j))?.extents;
         let bs = probe.sb.block_size;
         let mut dev = probe.into_device();
+        // Runs in logical order: the one that starts last at or before `l`.
         let map = move |l: u64| {
-            runs.iter()
-                .find(|&&(lb, len, _)| l >= lb && l - lb < u64::from(len))
-                .map(|&(lb, _, pb)| pb + (l - lb))
+            let i = runs.partition_point(|&(lb, _, _)| lb <= l).checked_sub(1)?;
+            let (lb, len, pb) = runs[i];
+            (l - lb < u64::from(len)).then(|| pb + (l - lb))
         };
-        let stats = journal::replay(&mut dev, bs, &map)?;
+        let budget = budget.unwrap_or(DEFAULT_BUDGET);
+        let stats = journal::replay_within(&mut dev, bs, &map, budget)?;
         let mut raw = vec![0u8; SB_SIZE];
         dev.read(SB_OFFSET, &mut raw)?;
         let mut sb = Superblock::parse(raw, dev.size_bytes())?;
