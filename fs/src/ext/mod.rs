@@ -132,6 +132,9 @@ struct Node {
     pending: BTreeMap<u64, PBlock>,
     /// An htree directory's index, flattened (see `htree::flatten`), once read.
     dx: Option<Vec<(u32, u32)>>,
+    /// The index is too large to keep flattened ([`Ext::dx_max`]): lookups follow it
+    /// from the root each time (`htree::walk_candidates`).
+    dx_large: bool,
     /// An index block of this htree directory failed its checksum: lookups scan it
     /// linearly and changes to it are refused (see `htree`).
     dx_bad: bool,
@@ -716,6 +719,7 @@ impl<D: BlockDev> Ext<D> {
                 map_dirty: false,
                 pending: BTreeMap::new(),
                 dx: None,
+                dx_large: false,
                 dx_bad: false,
             };
             self.node_bytes += node_cost(&n);
@@ -857,6 +861,7 @@ impl<D: BlockDev> Ext<D> {
             map_dirty: false,
             pending: BTreeMap::new(),
             dx: None,
+            dx_large: false,
             dx_bad: false,
         };
         self.node_bytes += node_cost(&n);
