@@ -8,10 +8,11 @@
 //!    descriptor or revoke block checksum, or an unknown block type. Only transactions
 //!    with a good commit block count.
 //! 2. **Revoke**: collect the revoke records of the committed transactions (block ->
-//!    the newest transaction that revoked it).
-//! 3. **Replay**: write each tagged block of each committed transaction home unless a
-//!    transaction at least as new revoked it, or (csum v2/v3) its checksum is bad, in
-//!    which case it is skipped and counted like Linux does.
+//!    the newest transaction that revoked it), walking the log again.
+//! 3. **Replay**: walking the log again, write each tagged block of each committed
+//!    transaction home unless a transaction at least as new revoked it, or (csum
+//!    v2/v3) its checksum is bad, in which case it is skipped and counted like Linux
+//!    does.
 //!
 //! Then the device is flushed, the journal superblock is marked empty (`s_start` 0,
 //! `s_sequence` one past the end of the log, like e2fsck) and flushed again. The ext4
@@ -21,9 +22,17 @@
 //! against the journal and the device, and a corrupt journal gives [`FsError::Corrupt`],
 //! never a panic, an endless loop or a write outside the device. All checks that can
 //! refuse a log (superblock, block maps, revoke blocks, home blocks inside the device)
-//! run before the first write, so a refused log leaves the device as it was. Memory
-//! is bounded by the journal's length (a few dozen bytes per log block), not by what
-//! the blocks claim: revoke records only enter the table for blocks the log holds.
+//! run before the first write, so a refused log leaves the device as it was.
+//!
+//! Memory does not grow with the log: like Linux's `do_one_pass`, each pass reads the
+//! log again from the device instead of keeping its transactions and tags, so a pass
+//! holds one block, the tags of one descriptor block and (replay) a buffer for runs of
+//! logged blocks. What is kept is the revoke table, within a byte budget
+//! ([`replay_within`]): half of it for the table (16 bytes a revoked block); when
+//! the log's revoke records would not fit, only those for blocks the log holds enter
+//! it (a sorted list of those, a quarter of the budget); a quarter for the run
+//! buffer. A log whose tables do not fit is refused with [`FsError::NoMemory`]
+//! before anything is written.
 //!
 //! Where this differs from Linux:
 //! - A descriptor or revoke block with a bad checksum ends the log there (its
@@ -49,14 +58,15 @@ pub use format::{
 
 use crate::blockdev::BlockDev;
 use crate::error::FsError;
-use alloc::collections::{BTreeMap, BTreeSet};
+use crate::mem::zeroed;
 use alloc::format;
-use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
 
 /// The most log data read at once in the replay pass.
 const RUN_BYTES: usize = 256 * 1024;
+/// The memory [`replay`] and [`check`] may use (see [`replay_within`]).
+pub const DEFAULT_REPLAY_BYTES: usize = 16 << 20;
 
 /// Transaction ID `a` is after `b` (wrapping arithmetic, jbd2's `tid_gt`).
 pub fn tid_gt(a: u32, b: u32) -> bool {
@@ -242,7 +252,7 @@ impl<'a, D: BlockDev> Journal<'a, D> {
         map: &'a dyn Fn(u64) -> Option<u64>,
     ) -> Result<Self, FsError> {
         check_block_size(block_size)?;
-        let mut sb_raw = vec![0u8; block_size as usize];
+        let mut sb_raw = zeroed(block_size as usize)?;
         read_mapped(dev, map, block_size, 0, &mut sb_raw)?;
         let sb = JournalSuperblock::parse(&sb_raw)?;
         sb.validate(&sb_raw, block_size)?;
@@ -294,38 +304,30 @@ impl<'a, D: BlockDev> Journal<'a, D> {
     }
 }
 
-/// A committed (or, while scanning, the current) transaction.
-struct Transaction {
-    tid: u32,
-    /// Tags with the journal block of the data each describes.
-    tags: Vec<(BlockTag, u32)>,
-    /// Log blocks of its revoke blocks (read again in the revoke pass: keeping the
-    /// records themselves could take far more memory than the journal has blocks).
-    revoke_blocks: Vec<u32>,
-    /// A malformed revoke block: an error if the transaction turns out committed.
-    bad_revoke: Option<FsError>,
+/// What the scan pass found.
+struct Scan {
+    /// Transactions with a good commit block, from `s_sequence` on.
+    committed: u32,
+    /// Revoke records in them.
+    revoke_records: u64,
+    /// Why the log ended where it did.
+    end: LogEnd,
 }
 
-impl Transaction {
-    fn new(tid: u32) -> Self {
-        Transaction {
-            tid,
-            tags: Vec::new(),
-            revoke_blocks: Vec::new(),
-            bad_revoke: None,
-        }
-    }
-}
-
-/// The scan pass: the committed transactions and why the log ended.
-fn scan<D: BlockDev>(j: &mut Journal<'_, D>) -> Result<(Vec<Transaction>, LogEnd), FsError> {
+/// The scan pass: how many transactions committed and why the log ended. Nothing of
+/// a transaction is kept: later passes read the log again ([`walk`]).
+fn scan<D: BlockDev>(j: &mut Journal<'_, D>) -> Result<Scan, FsError> {
     let seed = j.sb.csum_seed();
     let len = u64::from(j.sb.max_len - j.sb.first);
-    let mut buf = vec![0u8; j.block_size as usize];
+    let mut buf = zeroed(j.block_size as usize)?;
     let mut pos = j.sb.start;
     let mut walked = 0u64;
-    let mut done = Vec::new();
-    let mut cur = Transaction::new(j.sb.sequence);
+    let (mut committed, mut revoke_records) = (0u32, 0u64);
+    let mut tid = j.sb.sequence;
+    // The current transaction's revoke records, and a malformed revoke block in it:
+    // an error if it turns out committed.
+    let mut records = 0u64;
+    let mut bad_revoke: Option<FsError> = None;
     let end = loop {
         if walked >= len {
             break LogEnd::Wrapped;
@@ -337,60 +339,203 @@ fn scan<D: BlockDev>(j: &mut Journal<'_, D>) -> Result<(Vec<Transaction>, LogEnd
         let Some(h) = BlockHeader::parse(&buf) else {
             break LogEnd::EndOfLog { block: here };
         };
-        if h.sequence != cur.tid {
+        if h.sequence != tid {
             break LogEnd::EndOfLog { block: here };
         }
         match h.block_type {
             BlockType::Descriptor => {
                 if j.sb.has_csum() && !format::block_tail_ok(&buf, seed) {
-                    break LogEnd::BadDescriptorChecksum {
-                        tid: cur.tid,
-                        block: here,
-                    };
+                    break LogEnd::BadDescriptorChecksum { tid, block: here };
                 }
                 let d = DescriptorBlock::parse(&buf, &j.sb);
-                for tag in d.tags {
+                for _ in &d.tags {
                     // Data blocks are read in the replay pass only: make sure now
                     // that they can be, so that replay never stops half way.
                     j.locate(pos)?;
-                    cur.tags.push((tag, pos));
                     pos = j.advance(pos, 1);
                     walked += 1;
                 }
             }
             BlockType::Revoke => {
                 if j.sb.has_csum() && !format::block_tail_ok(&buf, seed) {
-                    break LogEnd::BadRevokeChecksum {
-                        tid: cur.tid,
-                        block: here,
-                    };
+                    break LogEnd::BadRevokeChecksum { tid, block: here };
                 }
                 match RevokeBlock::records(&buf, &j.sb) {
-                    Ok(_) => cur.revoke_blocks.push(here),
-                    Err(e) => cur.bad_revoke = Some(e),
+                    Ok(r) => records += r.count() as u64,
+                    Err(e) => bad_revoke = Some(e),
                 }
             }
             BlockType::Commit => {
                 if j.sb.has_csum() && !CommitBlock::checksum_ok(&buf, seed) {
-                    break LogEnd::BadCommitChecksum {
-                        tid: cur.tid,
-                        block: here,
-                    };
+                    break LogEnd::BadCommitChecksum { tid, block: here };
                 }
                 // A log that reaches back into itself cannot hold this transaction.
                 if walked > len {
                     break LogEnd::Wrapped;
                 }
-                if let Some(e) = cur.bad_revoke.take() {
+                if let Some(e) = bad_revoke.take() {
                     return Err(e);
                 }
-                let next = Transaction::new(cur.tid.wrapping_add(1));
-                done.push(core::mem::replace(&mut cur, next));
+                committed += 1;
+                revoke_records += core::mem::take(&mut records);
+                tid = tid.wrapping_add(1);
             }
             _ => break LogEnd::EndOfLog { block: here },
         }
     };
-    Ok((done, end))
+    Ok(Scan {
+        committed,
+        revoke_records,
+        end,
+    })
+}
+
+/// A piece of the committed log, as [`walk`] reads it again.
+enum Piece<'b> {
+    /// A descriptor block's tags: the data of the `k`-th is `k` log blocks after
+    /// `data` (wrapping).
+    Tags {
+        tid: u32,
+        data: u32,
+        tags: &'b [BlockTag],
+    },
+    /// A revoke block.
+    Revoke { tid: u32, block: &'b [u8] },
+}
+
+fn changed(block: u32) -> FsError {
+    FsError::Corrupt(format!(
+        "journal block {block} changed between the passes of replay"
+    ))
+}
+
+/// Reads the `committed` transactions the scan found again, from the start of the
+/// log, giving `f` each descriptor's tags and each revoke block. The scan checked
+/// them; what does not read back the same (a device that changed under us) is
+/// [`FsError::Corrupt`], and the walk never goes further than one lap.
+fn walk<'a, D: BlockDev, F>(
+    j: &mut Journal<'a, D>,
+    committed: u32,
+    f: &mut F,
+) -> Result<(), FsError>
+where
+    F: FnMut(&mut Journal<'a, D>, Piece<'_>) -> Result<(), FsError>,
+{
+    let len = u64::from(j.sb.max_len - j.sb.first);
+    let mut buf = zeroed(j.block_size as usize)?;
+    let mut pos = j.sb.start;
+    let mut tid = j.sb.sequence;
+    let (mut left, mut walked) = (committed, 0u64);
+    while left > 0 {
+        let here = pos;
+        if walked >= len {
+            return Err(changed(here));
+        }
+        j.read(here, &mut buf)?;
+        pos = j.advance(pos, 1);
+        walked += 1;
+        let h = BlockHeader::parse(&buf)
+            .filter(|h| h.sequence == tid)
+            .ok_or_else(|| changed(here))?;
+        match h.block_type {
+            BlockType::Descriptor => {
+                let d = DescriptorBlock::parse(&buf, &j.sb);
+                f(
+                    j,
+                    Piece::Tags {
+                        tid,
+                        data: pos,
+                        tags: &d.tags,
+                    },
+                )?;
+                pos = j.advance(pos, d.tags.len() as u64);
+                walked += d.tags.len() as u64;
+            }
+            BlockType::Revoke => f(j, Piece::Revoke { tid, block: &buf })?,
+            BlockType::Commit => {
+                tid = tid.wrapping_add(1);
+                left -= 1;
+            }
+            _ => return Err(changed(here)),
+        }
+    }
+    Ok(())
+}
+
+/// A sorted list of block numbers, with duplicates, grown fallibly up to `max`
+/// entries: appended to, sorted and deduplicated whenever it fills.
+struct BlockSet {
+    v: Vec<u64>,
+    max: usize,
+}
+
+impl BlockSet {
+    fn add(&mut self, b: u64) -> Result<(), FsError> {
+        if self.v.len() == self.v.capacity() {
+            self.v.sort_unstable();
+            self.v.dedup();
+            grow(&mut self.v, self.max)?;
+        }
+        self.v.push(b);
+        Ok(())
+    }
+    fn seal(&mut self) {
+        self.v.sort_unstable();
+        self.v.dedup();
+    }
+    fn contains(&self, b: u64) -> bool {
+        self.v.binary_search(&b).is_ok()
+    }
+}
+
+/// The revoke table: (block, the newest transaction that revoked it, as an offset from
+/// the log's first) sorted by block once sealed; grown as [`BlockSet`] is.
+struct Revoked {
+    v: Vec<(u64, u32)>,
+    max: usize,
+    first_tid: u32,
+}
+
+impl Revoked {
+    fn add(&mut self, block: u64, tid: u32) -> Result<(), FsError> {
+        if self.v.len() == self.v.capacity() {
+            self.seal();
+            grow(&mut self.v, self.max)?;
+        }
+        self.v.push((block, tid.wrapping_sub(self.first_tid)));
+        Ok(())
+    }
+    /// Sorted by block, the newest revocation of each only (the offsets grow along
+    /// the log).
+    fn seal(&mut self) {
+        self.v
+            .sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        self.v.dedup_by_key(|e| e.0);
+    }
+    /// Whether a transaction at least as new as `tid` revoked `block` (sealed).
+    fn revokes(&self, block: u64, tid: u32) -> bool {
+        self.v
+            .binary_search_by_key(&block, |e| e.0)
+            .is_ok_and(|i| self.v[i].1 >= tid.wrapping_sub(self.first_tid))
+    }
+}
+
+/// Room for more in `v` after it was compacted: doubled when it is still more than
+/// three quarters full (so that compacting stays rare), never past `max` entries;
+/// [`FsError::NoMemory`] when it is full at `max` or the heap refuses.
+fn grow<T>(v: &mut Vec<T>, max: usize) -> Result<(), FsError> {
+    let cap = v.capacity();
+    if v.len() * 4 >= cap * 3 {
+        let want = cap.saturating_mul(2).max(64).min(max);
+        if want > v.len() {
+            v.try_reserve_exact(want - v.len())
+                .map_err(|_| FsError::NoMemory)?;
+        }
+    }
+    if v.len() == v.capacity() {
+        return Err(FsError::NoMemory);
+    }
+    Ok(())
 }
 
 /// Reads and validates the journal superblock (journal block 0 through `map`), e.g. to
@@ -419,7 +564,18 @@ pub fn replay<D: BlockDev>(
     block_size: u32,
     map: &dyn Fn(u64) -> Option<u64>,
 ) -> Result<ReplayStats, FsError> {
-    run(dev, block_size, map, true)
+    run(dev, block_size, map, true, DEFAULT_REPLAY_BYTES)
+}
+
+/// [`replay`] within `bytes` of heap (see the module doc): a log whose revoke table
+/// does not fit is refused with [`FsError::NoMemory`] before anything is written.
+pub fn replay_within<D: BlockDev>(
+    dev: &mut D,
+    block_size: u32,
+    map: &dyn Fn(u64) -> Option<u64>,
+    bytes: usize,
+) -> Result<ReplayStats, FsError> {
+    run(dev, block_size, map, true, bytes)
 }
 
 /// What [`replay`] would do, without writing anything (all three passes, data
@@ -430,7 +586,7 @@ pub fn check<D: BlockDev>(
     block_size: u32,
     map: &dyn Fn(u64) -> Option<u64>,
 ) -> Result<ReplayStats, FsError> {
-    run(dev, block_size, map, false)
+    run(dev, block_size, map, false, DEFAULT_REPLAY_BYTES)
 }
 
 fn run<D: BlockDev>(
@@ -438,6 +594,7 @@ fn run<D: BlockDev>(
     block_size: u32,
     map: &dyn Fn(u64) -> Option<u64>,
     write: bool,
+    budget: usize,
 ) -> Result<ReplayStats, FsError> {
     let mut j = Journal::open(dev, block_size, map)?;
     let mut stats = ReplayStats {
@@ -458,66 +615,87 @@ fn run<D: BlockDev>(
     }
 
     // Pass 1: find the end of the log.
-    let (txns, end) = scan(&mut j)?;
-    stats.log_end = end;
-    stats.transactions = txns.len() as u32;
-    stats.end_tid = j.sb.sequence.wrapping_add(stats.transactions);
+    let found = scan(&mut j)?;
+    stats.log_end = found.end;
+    stats.transactions = found.committed;
+    stats.end_tid = j.sb.sequence.wrapping_add(found.committed);
+    stats.revoke_records = found.revoke_records;
+    let committed = found.committed;
 
-    // Pass 2: the revoke table, newest revoking transaction per block. Only blocks
-    // that some transaction logs matter, which bounds the table by the journal's size
-    // however many records the revoke blocks hold.
-    let logged: BTreeSet<u64> = txns
-        .iter()
-        .flat_map(|t| t.tags.iter().map(|(tag, _)| tag.block))
-        .collect();
-    let mut revoked: BTreeMap<u64, u32> = BTreeMap::new();
-    let mut buf = vec![0u8; block_size as usize];
-    for t in &txns {
-        for &rb in &t.revoke_blocks {
-            j.read(rb, &mut buf)?;
-            for b in RevokeBlock::records(&buf, &j.sb)? {
-                stats.revoke_records += 1;
-                if !logged.contains(&b) {
-                    continue;
+    // Pass 2: the revoke table, newest revoking transaction per block, in half the
+    // budget. When the records would not fit, only blocks that some transaction
+    // logs enter it (a revoke of anything else changes nothing), which bounds it by
+    // the log's size however many records the revoke blocks hold.
+    let entry = core::mem::size_of::<(u64, u32)>();
+    let mut revoked = Revoked {
+        v: Vec::new(),
+        max: budget / 2 / entry,
+        first_tid: j.sb.sequence,
+    };
+    if found.revoke_records > 0 {
+        let logged = if found.revoke_records > revoked.max as u64 {
+            let mut logged = BlockSet {
+                v: Vec::new(),
+                max: budget / 4 / core::mem::size_of::<u64>(),
+            };
+            walk(&mut j, committed, &mut |_, piece| match piece {
+                Piece::Tags { tags, .. } => tags.iter().try_for_each(|t| logged.add(t.block)),
+                Piece::Revoke { .. } => Ok(()),
+            })?;
+            logged.seal();
+            Some(logged)
+        } else {
+            None
+        };
+        walk(&mut j, committed, &mut |j, piece| match piece {
+            Piece::Revoke { tid, block } => {
+                for b in RevokeBlock::records(block, &j.sb)? {
+                    if logged.as_ref().is_none_or(|l| l.contains(b)) {
+                        revoked.add(b, tid)?;
+                    }
                 }
-                revoked
-                    .entry(b)
-                    .and_modify(|tid| {
-                        if tid_gt(t.tid, *tid) {
-                            *tid = t.tid
-                        }
-                    })
-                    .or_insert(t.tid);
+                Ok(())
             }
-        }
+            Piece::Tags { .. } => Ok(()),
+        })?;
+        revoked.seal();
     }
-    let is_revoked = |block: u64, tid: u32| revoked.get(&block).is_some_and(|&r| !tid_gt(tid, r));
+    let revoked = &revoked;
 
     // Every block that will be written must be on the device: refuse before writing.
-    for t in &txns {
-        for (tag, _) in &t.tags {
-            if !is_revoked(tag.block, t.tid) && block_offset(j.dev, block_size, tag.block).is_none()
+    walk(&mut j, committed, &mut |j, piece| {
+        let Piece::Tags { tid, tags, .. } = piece else {
+            return Ok(());
+        };
+        for tag in tags {
+            if !revoked.revokes(tag.block, tid)
+                && block_offset(j.dev, block_size, tag.block).is_none()
             {
                 return Err(FsError::Corrupt(format!(
-                    "journal transaction {} logs block {}, outside the device",
-                    t.tid, tag.block
+                    "journal transaction {tid} logs block {}, outside the device",
+                    tag.block
                 )));
             }
         }
-    }
+        Ok(())
+    })?;
 
     // Pass 3: replay. Logged copies that follow each other on the device are read
-    // together (up to RUN_BYTES), as the journal is usually one extent.
+    // together, in a buffer of up to RUN_BYTES and a quarter of the budget (at
+    // least a block), as the journal is usually one extent.
     let seed = j.sb.csum_seed();
     let bsz = block_size as usize;
-    let max_run = (RUN_BYTES / bsz).max(1);
-    let mut run = vec![0u8; max_run * bsz];
-    for t in &txns {
-        let tags = &t.tags;
+    let max_run = (RUN_BYTES.min(budget / 4) / bsz).max(1);
+    let mut run = zeroed(max_run * bsz).or_else(|_| zeroed(bsz))?;
+    let max_run = run.len() / bsz;
+    walk(&mut j, committed, &mut |j, piece| {
+        let Piece::Tags { tid, data, tags } = piece else {
+            return Ok(());
+        };
         let mut i = 0;
         while i < tags.len() {
-            let (tag, jblock) = tags[i];
-            if is_revoked(tag.block, t.tid) {
+            let (tag, jblock) = (tags[i], j.advance(data, i as u64));
+            if revoked.revokes(tag.block, tid) {
                 stats.revoked += 1;
                 i += 1;
                 continue;
@@ -525,8 +703,8 @@ fn run<D: BlockDev>(
             let first = j.locate(jblock)?;
             let mut n = 1;
             while i + n < tags.len() && n < max_run {
-                let (next, nj) = tags[i + n];
-                if is_revoked(next.block, t.tid)
+                let (next, nj) = (tags[i + n], j.advance(data, (i + n) as u64));
+                if revoked.revokes(next.block, tid)
                     || u64::from(nj) != u64::from(jblock) + n as u64
                     || j.locate(nj)? != first + (n * bsz) as u64
                 {
@@ -537,8 +715,8 @@ fn run<D: BlockDev>(
             let run = &mut run[..n * bsz];
             j.dev.read(first, run)?;
             for (k, data) in run.chunks_exact_mut(bsz).enumerate() {
-                let tag = tags[i + k].0;
-                if !tag.data_ok(&j.sb, seed, t.tid, data) {
+                let tag = tags[i + k];
+                if !tag.data_ok(&j.sb, seed, tid, data) {
                     stats.data_csum_errors += 1;
                     continue;
                 }
@@ -554,7 +732,8 @@ fn run<D: BlockDev>(
             }
             i += n;
         }
-    }
+        Ok(())
+    })?;
     if !write {
         return Ok(stats);
     }

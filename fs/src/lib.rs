@@ -16,6 +16,7 @@ pub mod crc32c;
 pub mod error;
 pub mod ext;
 pub mod journal;
+mod mem;
 pub mod memfs;
 pub mod part;
 pub mod types;

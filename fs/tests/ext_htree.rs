@@ -137,6 +137,54 @@ fn indexed_directory_checksums_verify() {
     assert!(st.contains("Flags: 0x81000"), "index dropped: {st}");
 }
 
+/// An index larger than the mount keeps flattened (an eighth of a 4 KiB budget: 64
+/// leaves, and /big has over 100) is followed from the root at each lookup: every
+/// name is found, new names go where the index says, a damaged node is caught.
+#[test]
+fn an_index_too_large_to_keep_is_followed_per_lookup() {
+    let t = TempDir::new("htree-walk");
+    let img = indexed_image(&t);
+    let leaves = String::from_utf8_lossy(&debugfs(&img, "htree /big"))
+        .lines()
+        .filter(|l| l.trim_start().starts_with("Entry #") && l.contains("block"))
+        .count();
+    assert!(leaves > 64 + dx_nodes(&img).len(), "{leaves} index entries");
+    let mut fs = mount(&img);
+    fs.set_cache_bytes(4 << 10);
+    all_found(&mut fs);
+    assert_eq!(fs.stats.dx_csum_errors, 0);
+    let big = resolve(&mut fs, "big").unwrap();
+    assert_eq!(fs.lookup(big, "no-such-name"), Err(FsError::NotFound));
+    for i in 0..20 {
+        fs.create(big, &format!("new-{i}"), 0o644).unwrap();
+    }
+    fs.unlink(big, "new-0").unwrap();
+    for i in 1..20 {
+        fs.lookup(big, &format!("new-{i}")).unwrap();
+    }
+    assert_eq!(fs.lookup(big, "new-0"), Err(FsError::NotFound));
+    fs.unmount().unwrap();
+    drop(fs);
+    fsck_clean(&img);
+    let st = String::from_utf8_lossy(&debugfs(&img, "stat /big")).into_owned();
+    assert!(st.contains("Flags: 0x81000"), "index dropped: {st}");
+    // A damaged interior node on the way is not followed either.
+    let node = phys(&img, dx_nodes(&img)[0]);
+    edit_block(&img, node, |b| {
+        let limit = le16(b, 8);
+        b[8 + 8 * limit + 4] ^= 0x10;
+    });
+    let mut fs = mount(&img);
+    fs.set_cache_bytes(4 << 10);
+    all_found(&mut fs);
+    assert!(fs.stats.dx_csum_errors >= 1, "{:?}", fs.stats);
+    let big = resolve(&mut fs, "big").unwrap();
+    assert!(matches!(
+        fs.create(big, "refused", 0o644),
+        Err(FsError::Corrupt(_))
+    ));
+}
+
 /// What a mount of an image whose /big index fails its checksum must do: find every
 /// name (by a linear scan), count the bad block, refuse changes to /big (and leave its
 /// blocks as they were), and still change other directories.

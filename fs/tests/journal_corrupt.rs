@@ -728,11 +728,9 @@ fn fragmented_journal_map() {
     }
 }
 
-#[test]
-fn many_revoke_records_only_logged_blocks_matter() {
-    // T3 rewritten as four full revoke blocks (125 records each, one of them for a
-    // block T1 logged) and a commit.
-    let b = base("many-revokes", "jo -c");
+/// T3 rewritten as four full revoke blocks (125 records each, one of them for a
+/// block T1 logged) and a commit.
+fn many_revokes(b: &Base) -> MemDisk {
     let mut d = b.memdisk();
     let seed = b.seed(&d.bytes);
     let t3 = b.find(3, 1);
@@ -762,6 +760,13 @@ fn many_revoke_records_only_logged_blocks_matter() {
     buf[4..8].copy_from_slice(&2u32.to_be_bytes());
     buf[8..12].copy_from_slice(&3u32.to_be_bytes());
     fix_commit(buf, seed);
+    d
+}
+
+#[test]
+fn many_revoke_records_only_logged_blocks_matter() {
+    let b = base("many-revokes", "jo -c");
+    let mut d = many_revokes(&b);
     let s = b.replay(&mut d).unwrap();
     assert_eq!(
         (
@@ -775,4 +780,29 @@ fn many_revoke_records_only_logged_blocks_matter() {
     );
     assert_eq!(home(&d.bytes, b.homes[0][5]), home(&b.disk, b.homes[0][5]));
     assert_eq!(home(&d.bytes, b.homes[0][4]), &b.data[4][..]);
+}
+
+#[test]
+fn a_small_budget_keeps_only_revokes_of_logged_blocks() {
+    // 12 KiB: a table of 384 entries cannot take the 500 records, so only those of
+    // the 18 logged blocks enter it; a one-block run buffer. The same replay.
+    let b = base("revokes-budget", "jo -c");
+    let mut want = many_revokes(&b);
+    let s_want = b.replay(&mut want).unwrap();
+    let mut d = many_revokes(&b);
+    let s = journal::replay_within(&mut d, BS, &b.lookup(), 12 << 10).unwrap();
+    assert_eq!(s, s_want);
+    assert!(d.bytes == want.bytes);
+    // 256 bytes: not even the 18 logged blocks fit; refused, nothing written.
+    let mut d = many_revokes(&b);
+    let before = d.bytes.clone();
+    assert_eq!(
+        journal::replay_within(&mut d, BS, &b.lookup(), 256),
+        Err(FsError::NoMemory)
+    );
+    assert!(d.bytes == before);
+    // Without revokes, any budget does (one block at a time).
+    let mut d = b.memdisk();
+    let s = journal::replay_within(&mut d, BS, &b.lookup(), 0).unwrap();
+    assert_eq!((s.transactions, s.blocks_replayed), (3, 18));
 }

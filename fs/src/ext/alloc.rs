@@ -46,7 +46,7 @@ impl<D: BlockDev> Ext<D> {
             }
         };
         mark(first, self.sb.super_overhead(g));
-        if let Some(gd) = self.gds.get(g as usize) {
+        if let Some(gd) = self.gds.get(g) {
             mark(gd.block_bitmap(), 1);
             mark(gd.inode_bitmap(), 1);
             mark(gd.inode_table(), self.itable_blocks());
@@ -59,11 +59,11 @@ impl<D: BlockDev> Ext<D> {
 
     /// The block bitmap of group `g`, initialised on disk if it was not.
     fn block_bitmap_mut(&mut self, g: u32) -> Result<&mut [u8], FsError> {
-        let gd = self.gds.get(g as usize).ok_or(FsError::Invalid("group"))?;
+        let gd = self.gds.get(g).ok_or(FsError::Invalid("group"))?;
         let blk = gd.block_bitmap();
         if gd.flags() & BG_BLOCK_UNINIT != 0 {
             let b = self.computed_block_bitmap(g);
-            let gd = &mut self.gds[g as usize];
+            let mut gd = self.gds.get_mut(g).ok_or(FsError::Invalid("group"))?;
             gd.set_flags(gd.flags() & !BG_BLOCK_UNINIT);
             self.dirty_groups.insert(g);
             let dst = self.cache.get_new(&mut self.dev, blk)?;
@@ -79,11 +79,11 @@ impl<D: BlockDev> Ext<D> {
 
     /// The inode bitmap of group `g`, initialised on disk if it was not.
     fn inode_bitmap_mut(&mut self, g: u32) -> Result<&mut [u8], FsError> {
-        let gd = self.gds.get(g as usize).ok_or(FsError::Invalid("group"))?;
+        let gd = self.gds.get(g).ok_or(FsError::Invalid("group"))?;
         let blk = gd.inode_bitmap();
         let ipg = self.sb.inodes_per_group as usize;
         if gd.flags() & BG_INODE_UNINIT != 0 {
-            let gd = &mut self.gds[g as usize];
+            let mut gd = self.gds.get_mut(g).ok_or(FsError::Invalid("group"))?;
             gd.set_flags(gd.flags() & !BG_INODE_UNINIT);
             let dst = self.cache.get_new(&mut self.dev, blk)?;
             for i in ipg..dst.len() * 8 {
@@ -106,7 +106,7 @@ impl<D: BlockDev> Ext<D> {
         if !self.sb.has_csum() || self.cache.verified(blk) || self.own_bitmaps.contains(&blk) {
             return Ok(());
         }
-        let gd = &self.gds[g as usize];
+        let gd = self.gds.get(g).ok_or(FsError::Invalid("group"))?;
         let (n, want) = if inodes {
             (self.sb.inodes_per_group as usize / 8, gd.ib_csum())
         } else {
@@ -148,7 +148,7 @@ impl<D: BlockDev> Ext<D> {
         for k in 0..=groups {
             let g = (g0 + k) % groups;
             let start = if k == 0 { (goal - fdb) % bpg } else { 0 } as usize;
-            let free = self.gds[g as usize].free_blocks();
+            let free = self.gds.get(g).map_or(0, |gd| gd.free_blocks());
             if free == 0 {
                 continue;
             }
@@ -177,7 +177,7 @@ impl<D: BlockDev> Ext<D> {
                 set_bit(bm, i + len, true);
                 len += 1;
             }
-            let gd = &mut self.gds[g as usize];
+            let mut gd = self.gds.get_mut(g).ok_or(FsError::Invalid("group"))?;
             gd.set_free_blocks(gd.free_blocks().saturating_sub(len as u32));
             self.free_blocks = self.free_blocks.saturating_sub(len as u64);
             let first = self.sb.group_first_block(g) + i as u64;
@@ -216,7 +216,7 @@ impl<D: BlockDev> Ext<D> {
                     cleared += 1;
                 }
             }
-            let gd = &mut self.gds[g as usize];
+            let mut gd = self.gds.get_mut(g).ok_or(FsError::Invalid("group"))?;
             gd.set_free_blocks(gd.free_blocks() + cleared);
             self.free_blocks += cleared as u64;
             b = gend;
@@ -230,11 +230,12 @@ impl<D: BlockDev> Ext<D> {
         let ipg = self.sb.inodes_per_group;
         for k in 0..groups {
             let g = (pref % groups + k) % groups;
-            if self.gds[g as usize].free_inodes() == 0 {
+            let Some(gd) = self.gds.get(g) else { continue };
+            if gd.free_inodes() == 0 {
                 continue;
             }
             // Linux initialises the block bitmap of a group it puts inodes in.
-            if self.gds[g as usize].flags() & BG_BLOCK_UNINIT != 0 {
+            if gd.flags() & BG_BLOCK_UNINIT != 0 {
                 self.block_bitmap_mut(g)?;
             }
             let first_ino = self.sb.first_ino;
@@ -252,7 +253,7 @@ impl<D: BlockDev> Ext<D> {
                 }
             }
             let Some(i) = found else { continue };
-            let gd = &mut self.gds[g as usize];
+            let mut gd = self.gds.get_mut(g).ok_or(FsError::Invalid("group"))?;
             gd.set_free_inodes(gd.free_inodes().saturating_sub(1));
             if dir {
                 gd.set_used_dirs(gd.used_dirs() + 1);
@@ -277,7 +278,7 @@ impl<D: BlockDev> Ext<D> {
             return Ok(false);
         };
         let (g, i) = (i / ipg, (i % ipg) as usize);
-        let gd = self.gds.get(g as usize).ok_or(FsError::Invalid("group"))?;
+        let gd = self.gds.get(g).ok_or(FsError::Invalid("group"))?;
         if gd.flags() & BG_INODE_UNINIT != 0 {
             return Ok(false);
         }
@@ -296,7 +297,7 @@ impl<D: BlockDev> Ext<D> {
             return Ok(());
         }
         set_bit(bm, i, false);
-        let gd = &mut self.gds[g as usize];
+        let mut gd = self.gds.get_mut(g).ok_or(FsError::Invalid("group"))?;
         gd.set_free_inodes(gd.free_inodes() + 1);
         if dir {
             gd.set_used_dirs(gd.used_dirs().saturating_sub(1));
@@ -310,7 +311,7 @@ impl<D: BlockDev> Ext<D> {
         let groups: Vec<u32> = self.dirty_groups.iter().copied().collect();
         let seed = self.sb.csum_seed;
         for g in groups {
-            let Some(gd) = self.gds.get(g as usize) else {
+            let Some(gd) = self.gds.get(g) else {
                 continue;
             };
             if self.sb.has_csum() {
@@ -320,26 +321,32 @@ impl<D: BlockDev> Ext<D> {
                     let n = self.sb.blocks_per_group as usize / 8;
                     let b = self.cache.get(&mut self.dev, bb)?;
                     let c = crc32c(seed, b.get(..n).unwrap_or(b));
-                    self.gds[g as usize].set_bb_csum(c);
+                    if let Some(mut gd) = self.gds.get_mut(g) {
+                        gd.set_bb_csum(c);
+                    }
                 }
                 if bflags & BG_INODE_UNINIT == 0 {
                     let n = self.sb.inodes_per_group as usize / 8;
                     let b = self.cache.get(&mut self.dev, ib)?;
                     let c = crc32c(seed, b.get(..n).unwrap_or(b));
-                    self.gds[g as usize].set_ib_csum(c);
+                    if let Some(mut gd) = self.gds.get_mut(g) {
+                        gd.set_ib_csum(c);
+                    }
                 }
             }
             let sb = &self.sb;
-            self.gds[g as usize].update_csum(sb, g);
+            let Some(mut gd) = self.gds.get_mut(g) else {
+                continue;
+            };
+            gd.update_csum(sb, g);
             // Into the primary GDT.
             let ds = sb.desc_size as usize;
             let bs = sb.block_size as usize;
             let off = g as usize * ds;
             let blk = sb.first_data_block as u64 + 1 + (off / bs) as u64;
-            let raw = self.gds[g as usize].raw.clone();
             let b = self.cache.get_mut(&mut self.dev, blk)?;
-            if let Some(d) = b.get_mut(off % bs..off % bs + ds) {
-                d.copy_from_slice(&raw[..ds]);
+            if let (Some(d), Some(gd)) = (b.get_mut(off % bs..off % bs + ds), self.gds.get(g)) {
+                d.copy_from_slice(gd.raw());
             }
         }
         self.dirty_groups.clear();

@@ -2,7 +2,7 @@
 //! blocks. Loaded into a [`FileMap`] and rebuilt from it when it changed.
 
 use super::csum::{get32, put32};
-use super::extent::{FileMap, MetaIo, TreeCtx};
+use super::extent::{FileMap, MetaIo, TreeCtx, MAX_INIT_LEN};
 use crate::error::FsError;
 use alloc::format;
 use alloc::vec;
@@ -58,6 +58,14 @@ fn add(
         .checked_sub(1)
         .ok_or_else(|| corrupt("more blocks than i_blocks"))?;
     // Blocks arrive in increasing logical order: extend the last extent or push.
+    if !map.ext.last().is_some_and(|e| {
+        !e.uninit
+            && e.len < MAX_INIT_LEN
+            && e.lblk + u64::from(e.len) == lblk
+            && e.pblk + u64::from(e.len) == pblk
+    }) {
+        map.reserve(true, ctx.max_map_bytes)?;
+    }
     map.insert(lblk, pblk, 1);
     Ok(())
 }
@@ -77,6 +85,7 @@ fn walk(
     *budget = budget
         .checked_sub(1)
         .ok_or_else(|| corrupt("more blocks than i_blocks"))?;
+    map.reserve(false, ctx.max_map_bytes)?;
     map.meta.push(blk);
     let data = io.read_meta(blk)?;
     let p = (ctx.bs / 4) as u64;
@@ -189,6 +198,7 @@ mod tests {
             first_data_block: 1,
             csum_seed: None,
             max_blocks: u64::MAX,
+            max_map_bytes: usize::MAX,
         };
         let mut map = FileMap::default();
         // Direct, single, double and triple indirect ranges, with holes between.

@@ -6,6 +6,7 @@
 use super::csum::{get16, get32, put16, put32};
 use crate::crc32c::crc32c;
 use crate::error::FsError;
+use crate::mem::{reserve_one, vec_bytes};
 use alloc::format;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -66,6 +67,10 @@ pub struct TreeCtx {
     pub csum_seed: Option<u32>,
     /// Most blocks (data and tree) the inode may have: bounds the walk.
     pub max_blocks: u64,
+    /// Most heap bytes the loaded map may take ([`FileMap::heap_bytes`]): a larger
+    /// one is [`FsError::NoMemory`] (the count of blocks bounds nothing useful: a
+    /// fragmented or hostile 1 GiB file can have 262,144 extents, 6 MiB of map).
+    pub max_map_bytes: usize,
 }
 
 impl TreeCtx {
@@ -230,6 +235,31 @@ impl FileMap {
     pub fn data_blocks(&self) -> u64 {
         self.ext.iter().map(|e| e.len as u64).sum()
     }
+
+    /// What the map's two vectors take on the heap.
+    pub fn heap_bytes(&self) -> usize {
+        vec_bytes(&self.ext) + vec_bytes(&self.meta)
+    }
+
+    /// While loading: room for one more extent (`extent`) or tree block, grown
+    /// fallibly and with both vectors within `max_bytes`, else [`FsError::NoMemory`].
+    pub fn reserve(&mut self, extent: bool, max_bytes: usize) -> Result<(), FsError> {
+        let (mine, other) = if extent {
+            (core::mem::size_of::<Extent>(), vec_bytes(&self.meta))
+        } else {
+            (core::mem::size_of::<u64>(), vec_bytes(&self.ext))
+        };
+        let room = max_bytes.saturating_sub(other) / mine;
+        if extent {
+            reserve_one(&mut self.ext, room)?;
+        } else {
+            reserve_one(&mut self.meta, room)?;
+        }
+        if self.heap_bytes() > max_bytes {
+            return Err(FsError::NoMemory);
+        }
+        Ok(())
+    }
 }
 
 fn corrupt(what: &str) -> FsError {
@@ -289,6 +319,7 @@ fn walk(
             *budget = budget
                 .checked_sub(len as u64)
                 .ok_or_else(|| corrupt("more blocks than i_blocks"))?;
+            map.reserve(true, ctx.max_map_bytes)?;
             map.ext.push(Extent {
                 lblk,
                 len,
@@ -311,6 +342,7 @@ fn walk(
                     return Err(corrupt("checksum mismatch"));
                 }
             }
+            map.reserve(false, ctx.max_map_bytes)?;
             map.meta.push(child);
             walk(&blk, Some(depth - 1), ctx, io, map, budget, level + 1)?;
         }
@@ -502,6 +534,7 @@ mod tree_tests {
             first_data_block: 1,
             csum_seed: Some(0x1234_5678),
             max_blocks: u64::MAX,
+            max_map_bytes: usize::MAX,
         }
     }
 
@@ -564,5 +597,25 @@ mod tree_tests {
         store(&ext, &mut ib, &c, &mut io).unwrap();
         c.max_blocks = 10;
         assert!(matches!(load(&ib, &c, &mut io), Err(FsError::Corrupt(_))));
+    }
+
+    #[test]
+    fn byte_budget_bounds_the_map() {
+        let mut c = ctx(1024);
+        let ext = fragmented(1000);
+        let mut io = MemIo {
+            blocks: BTreeMap::new(),
+            next: 10,
+        };
+        let mut ib = [0u8; 60];
+        store(&ext, &mut ib, &c, &mut io).unwrap();
+        let m = load(&ib, &c, &mut io).unwrap();
+        c.max_map_bytes = m.heap_bytes();
+        let m2 = load(&ib, &c, &mut io).unwrap();
+        assert!(m2.heap_bytes() <= c.max_map_bytes);
+        assert_eq!(m2.ext, ext);
+        // Less than the items themselves take cannot hold them.
+        c.max_map_bytes = m.ext.len() * core::mem::size_of::<Extent>() + 8 * m.meta.len() - 1;
+        assert_eq!(load(&ib, &c, &mut io).unwrap_err(), FsError::NoMemory);
     }
 }

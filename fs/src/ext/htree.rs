@@ -1,7 +1,8 @@
 //! Hashed (htree) directories. Listing scans every block linearly (index blocks look
 //! like one empty record spanning the block); a lookup hashes the name and reads only
-//! the leaves the index selects for it (`flatten`, `candidate_leaves`), falling back
-//! to a linear scan when the index cannot be followed.
+//! the leaves the index selects for it (`flatten` once, then `candidate_leaves`; or,
+//! for an index too large to keep flattened, `walk_candidates` each time), falling
+//! back to a linear scan when the index cannot be followed.
 //!
 //! Changes keep the index while it stays valid without being rewritten: a new name
 //! goes into the leaf its hash selects (`find_leaf`) as long as that leaf has room;
@@ -83,8 +84,14 @@ pub fn dx_csum_ok(b: &[u8], seed: u32) -> bool {
     dx_csum(b, seed).is_some_and(|(tail, c)| get32(b, tail + 4) == c)
 }
 
+/// Most interior index nodes [`index_nodes`] lists (and the most child pointers it
+/// holds for the next level): 4,096 nodes of a 2-level tree index 2 million leaves,
+/// more than any directory here has; a frontier of every child of 4,096 nodes of
+/// 64 KiB would hold 33 million.
+const MAX_NODES: usize = 4096;
+
 /// Logical blocks of interior index nodes, read from the root block (`root`) with a
-/// reader for logical blocks; capped at 3 levels.
+/// reader for logical blocks; capped at 3 levels and [`MAX_NODES`].
 pub fn index_nodes(
     root: &[u8],
     read: &mut dyn FnMut(u32) -> Result<Vec<u8>, FsError>,
@@ -104,13 +111,14 @@ pub fn index_nodes(
     for level in 1..=levels {
         let mut next = Vec::new();
         for b in frontier {
-            if nodes.contains(&b) || nodes.len() > 4096 {
+            if nodes.contains(&b) || nodes.len() > MAX_NODES {
                 continue;
             }
             nodes.push(b);
-            if level < levels {
+            if level < levels && next.len() <= MAX_NODES {
                 let blk = read(b)?;
-                next.extend(entries(&blk, 8));
+                let more = entries(&blk, 8);
+                next.extend(more.into_iter().take(MAX_NODES + 1 - next.len()));
             }
         }
         frontier = next;
@@ -341,38 +349,55 @@ pub fn find_leaf(
     Ok(None)
 }
 
+/// What [`flatten`] made of an index.
+pub enum Flat {
+    /// The whole index as (start hash, leaf block) pairs in hash order.
+    Index(Vec<(u32, u32)>),
+    /// More than the entries asked for: follow it per lookup ([`walk_candidates`]).
+    TooLarge,
+    /// Not an index we can follow (the directory is scanned linearly).
+    Unusable,
+}
+
 /// The whole index as (start hash, leaf block) pairs in hash order, read from the root
-/// block and (for 1- or 2-level trees) its index nodes; `None` if the index is not one
-/// we can follow (then the directory is scanned linearly).
+/// block and (for 1- or 2-level trees) its index nodes, up to `max` pairs (grown
+/// fallibly; past it or when the heap refuses, [`Flat::TooLarge`]).
 pub fn flatten(
     root: &[u8],
     nblocks: u64,
+    max: usize,
     read: &mut dyn FnMut(u32) -> Result<Vec<u8>, FsError>,
-) -> Result<Option<Vec<(u32, u32)>>, FsError> {
+) -> Result<Flat, FsError> {
     let levels = *root.get(0x1E).unwrap_or(&0);
     let info_len = *root.get(0x1D).unwrap_or(&0) as usize;
     if levels > 2 || info_len != 8 {
-        return Ok(None);
+        return Ok(Flat::Unusable);
     }
     let mut cur = match node_entries(root, 0x18 + info_len, 0, nblocks) {
         Some(v) => v,
-        None => return Ok(None),
+        None => return Ok(Flat::Unusable),
     };
     for _ in 0..levels {
-        let mut next = Vec::new();
+        let mut next: Vec<(u32, u32)> = Vec::new();
         for (h, b) in cur {
             let node = read(b)?;
-            match node_entries(&node, 8, h, nblocks) {
-                Some(v) => next.extend(v),
-                None => return Ok(None),
+            let Some(v) = node_entries(&node, 8, h, nblocks) else {
+                return Ok(Flat::Unusable);
+            };
+            if (next.len() as u64 + v.len() as u64) > nblocks.saturating_mul(2) {
+                return Ok(Flat::Unusable);
             }
-            if next.len() as u64 > nblocks.saturating_mul(2) {
-                return Ok(None);
+            if next.len() + v.len() > max || next.try_reserve(v.len()).is_err() {
+                return Ok(Flat::TooLarge);
             }
+            next.extend(v);
         }
         cur = next;
     }
-    Ok(Some(cur))
+    if cur.len() > max {
+        return Ok(Flat::TooLarge);
+    }
+    Ok(Flat::Index(cur))
 }
 
 /// (hash, block) entries of one index node whose count/limit header is at `at`; the
@@ -383,7 +408,8 @@ fn node_entries(b: &[u8], at: usize, first_hash: u32, nblocks: u64) -> Option<Ve
     if count == 0 || count > limit || at + 8 * limit > b.len() {
         return None;
     }
-    let mut v = Vec::with_capacity(count);
+    let mut v = Vec::new();
+    v.try_reserve_exact(count).ok()?;
     for i in 0..count {
         let h = if i == 0 {
             first_hash
@@ -417,6 +443,118 @@ pub fn candidate_leaves(flat: &[(u32, u32)], hash: u32) -> Vec<u32> {
         i += 1;
     }
     v
+}
+
+/// One level of the path [`walk_candidates`] follows: an index node, where its
+/// count/limit header is, its entry count, and the entry taken.
+struct Step {
+    node: Vec<u8>,
+    at: usize,
+    count: usize,
+    idx: usize,
+}
+
+impl Step {
+    /// The node at `at` of `node`, checked as [`node_entries`] checks it.
+    fn new(node: Vec<u8>, at: usize) -> Option<Step> {
+        let limit = get16(&node, at) as usize;
+        let count = get16(&node, at + 2) as usize;
+        if count == 0 || count > limit || at + 8 * limit > node.len() {
+            return None;
+        }
+        Some(Step {
+            node,
+            at,
+            count,
+            idx: 0,
+        })
+    }
+    /// The start hash of entry `idx` (entry 0 has none of its own).
+    fn hash(&self, idx: usize) -> u32 {
+        get32(&self.node, self.at + 8 * idx)
+    }
+    /// The block the entry taken points at, if inside the directory.
+    fn child(&self, nblocks: u64) -> Option<u32> {
+        let blk = get32(&self.node, self.at + 8 * self.idx + 4) & 0x0FFF_FFFF;
+        (blk != 0 && (blk as u64) < nblocks).then_some(blk)
+    }
+}
+
+/// What [`candidate_leaves`] gives from the flattened index, found by following it
+/// from the root block instead: the leaf whose range holds `hash`, then following
+/// leaves while their start hash continues the same value (collisions), reading the
+/// index nodes on the way with `read`. Holds one node per level, not the index; at
+/// most `max` leaves (more, or an index we cannot follow: `None`, scan linearly).
+pub fn walk_candidates(
+    root: &[u8],
+    hash: u32,
+    nblocks: u64,
+    max: usize,
+    read: &mut dyn FnMut(u32) -> Result<Vec<u8>, FsError>,
+) -> Result<Option<Vec<u32>>, FsError> {
+    let levels = *root.get(0x1E).unwrap_or(&0) as usize;
+    let info_len = *root.get(0x1D).unwrap_or(&0) as usize;
+    if levels > 2 || info_len != 8 {
+        return Ok(None);
+    }
+    // Down to the leaf: at each level the last entry whose start hash is <= hash.
+    let mut path: Vec<Step> = Vec::with_capacity(levels + 1);
+    let mut node = root.to_vec();
+    let mut at = 0x18 + info_len;
+    loop {
+        let Some(mut step) = Step::new(node, at) else {
+            return Ok(None);
+        };
+        let (mut lo, mut hi) = (1usize, step.count);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if step.hash(mid) > hash {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        step.idx = lo - 1;
+        let Some(child) = step.child(nblocks) else {
+            return Ok(None);
+        };
+        path.push(step);
+        if path.len() > levels {
+            break;
+        }
+        node = read(child)?;
+        at = 8;
+    }
+    let mut out = Vec::new();
+    loop {
+        let Some(leaf) = path.last().and_then(|s| s.child(nblocks)) else {
+            return Ok(None);
+        };
+        if out.len() >= max {
+            return Ok(None);
+        }
+        out.push(leaf);
+        // The next entry in hash order: at the deepest level that has one.
+        let Some(k) = path.iter().rposition(|s| s.idx + 1 < s.count) else {
+            return Ok(Some(out));
+        };
+        path.truncate(k + 1);
+        let step = &mut path[k];
+        step.idx += 1;
+        if step.hash(step.idx) & !1 != hash {
+            return Ok(Some(out));
+        }
+        // Its leftmost leaf: entry 0 of each node below (which starts at that hash).
+        while path.len() <= levels {
+            let Some(child) = path.last().and_then(|s| s.child(nblocks)) else {
+                return Ok(None);
+            };
+            let Some(step) = Step::new(read(child)?, 8) else {
+                return Ok(None);
+            };
+            path.push(step);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -512,6 +650,110 @@ mod tests {
             assert_ne!(h, 0x7fff_ffff << 1);
         }
         assert_eq!(name_hash(b"x", 6, [0; 4]), None);
+    }
+    /// A synthetic 2-level index over 1 KiB blocks: the root (block 0) points at
+    /// `fan` interior nodes (blocks 1..=fan), each at `per` leaves, numbered from
+    /// 100 on; start hashes from `hashes` (sorted, with runs of equal values and
+    /// collision bits), shared between a node's first entry and its parent's.
+    fn synthetic(fan: usize, per: usize) -> (Vec<u8>, alloc::collections::BTreeMap<u32, Vec<u8>>) {
+        let bs = 1024;
+        let total = fan * per;
+        // Hashes: sorted, every fifth repeating the last (with the collision bit).
+        let mut hashes = Vec::new();
+        let mut h = 0u32;
+        for i in 0..total {
+            if i % 5 == 4 {
+                hashes.push(h | 1);
+            } else {
+                h += 0x0010_0000;
+                hashes.push(h);
+            }
+        }
+        hashes[0] = 0;
+        let entry = |b: &mut [u8], at: usize, i: usize, hash: u32, blk: u32| {
+            if i > 0 {
+                b[at + 8 * i..at + 8 * i + 4].copy_from_slice(&hash.to_le_bytes());
+            }
+            b[at + 8 * i + 4..at + 8 * i + 8].copy_from_slice(&blk.to_le_bytes());
+        };
+        let mut root = alloc::vec![0u8; bs];
+        root[4] = 12;
+        root[16..18].copy_from_slice(&((bs - 12) as u16).to_le_bytes());
+        root[0x1D] = 8;
+        root[0x1E] = 1;
+        root[0x20..0x22].copy_from_slice(&120u16.to_le_bytes());
+        root[0x22..0x24].copy_from_slice(&(fan as u16).to_le_bytes());
+        let mut nodes = alloc::collections::BTreeMap::new();
+        for n in 0..fan {
+            entry(&mut root, 0x20, n, hashes[n * per], n as u32 + 1);
+            let mut b = node(bs, per as u16);
+            for k in 0..per {
+                entry(
+                    &mut b,
+                    8,
+                    k,
+                    hashes[n * per + k],
+                    100 + (n * per + k) as u32,
+                );
+            }
+            nodes.insert(n as u32 + 1, b);
+        }
+        (root, nodes)
+    }
+
+    #[test]
+    fn walking_the_index_finds_what_the_flattened_one_does() {
+        for (fan, per) in [(1, 1), (1, 7), (3, 5), (7, 11), (20, 100)] {
+            let (root, nodes) = synthetic(fan, per);
+            let mut read = |b: u32| Ok(nodes.get(&b).cloned().unwrap_or_default());
+            let nblocks = 100 + (fan * per) as u64;
+            let Flat::Index(flat) = flatten(&root, nblocks, usize::MAX, &mut read).unwrap() else {
+                panic!("not flattened");
+            };
+            assert_eq!(flat.len(), fan * per);
+            assert!(matches!(
+                flatten(&root, nblocks, flat.len() - 1, &mut read).unwrap(),
+                Flat::TooLarge
+            ));
+            let mut probes: Vec<u32> = flat
+                .iter()
+                .flat_map(|&(h, _)| [h & !1, h.wrapping_sub(2), h + 2])
+                .collect();
+            probes.extend([0, 2, u32::MAX - 1]);
+            for hash in probes {
+                let want = candidate_leaves(&flat, hash);
+                let got = walk_candidates(&root, hash, nblocks, 64, &mut read).unwrap();
+                assert_eq!(got.as_ref(), Some(&want), "{fan}x{per} hash {hash:#x}");
+                if want.len() > 1 {
+                    let capped = walk_candidates(&root, hash, nblocks, want.len() - 1, &mut read);
+                    assert_eq!(capped.unwrap(), None);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn interior_frontier_is_capped() {
+        // A 3-level tree whose every node claims 126 children: the walk stops at
+        // MAX_NODES nodes, reading no more than that many.
+        let bs = 1024;
+        let mut root = alloc::vec![0u8; bs];
+        root[0x1D] = 8;
+        root[0x1E] = 3;
+        root[0x20..0x22].copy_from_slice(&123u16.to_le_bytes());
+        root[0x22..0x24].copy_from_slice(&123u16.to_le_bytes());
+        for i in 0..123 {
+            root[0x24 + 8 * i..0x28 + 8 * i].copy_from_slice(&(i as u32 + 1).to_le_bytes());
+        }
+        let mut reads = 0usize;
+        let full = node(bs, 126);
+        let nodes = index_nodes(&root, &mut |_| {
+            reads += 1;
+            Ok(full.clone())
+        })
+        .unwrap();
+        assert!(nodes.len() <= MAX_NODES + 1, "{}", nodes.len());
+        assert!(reads <= MAX_NODES + 1, "{reads}");
     }
 }
 

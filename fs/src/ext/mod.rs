@@ -60,7 +60,7 @@ use ::alloc::vec::Vec;
 use cache::BlockCache;
 use csum::{get32, put32};
 use extent::{FileMap, MetaIo, TreeCtx};
-use group::GroupDesc;
+use group::Gdt;
 use inode::{Inode, FL_EXTENTS, FL_INDEX, FL_INLINE_DATA, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
 use superblock::*;
 
@@ -73,12 +73,30 @@ const MAX_IO: usize = 4 << 20;
 const CACHE_BYTES: usize = 16 << 20;
 /// Parsed inodes kept before clean ones are dropped.
 const INODE_CACHE: usize = 4096;
-/// What a cached inode costs the heap, about (its `Node`, the map entry, a small map).
+/// What a cached inode costs the heap besides its raw bytes, map and index (see
+/// [`node_cost`]): its `Node` in a B-tree leaf slot, counted twice as a leaf may be
+/// half empty.
+const NODE_OVERHEAD: usize = 2 * core::mem::size_of::<(u32, Node)>();
+/// What a cached inode costs the heap, about, for the count bound on the inode cache
+/// (see [`Ext::set_cache_bytes`]).
 const NODE_BYTES: usize = 1024;
+/// Bytes of cached inodes (with their maps) kept by default (as 4,096 of 1 KiB).
+const NODE_CACHE_BYTES: usize = INODE_CACHE * NODE_BYTES;
 /// Blocks kept back from delayed-allocation reservations for metadata.
 const META_MARGIN: u64 = 64;
 /// Hard link limit (above it dir_nlink directories count 1).
 const LINK_MAX: u16 = 65000;
+/// The memory bound of a mount made by [`Ext::mount`] (as the default cache), for what
+/// the disk sizes: directory listings, file maps, the group descriptors, replay.
+const DEFAULT_BUDGET: usize = CACHE_BYTES;
+/// Most names one [`FileSystem::read_dir`] lists, however large the budget: at about
+/// 40 bytes and a name each, 64 Ki entries are a few MiB, more than any guest here
+/// sorts and prints, and as many as a directory of subdirectories holds without
+/// dir_nlink (65,000 links).
+const MAX_LIST_ENTRIES: usize = 1 << 16;
+/// Marks, in a listing being built, an entry whose kind the directory does not record
+/// (ext2 without `filetype`): its inode is read once the directory scan is done.
+const KIND_UNKNOWN: Ino = 1 << 63;
 
 /// A file's mapping, as [`Ext::extents`] reports it.
 #[derive(Clone, Debug)]
@@ -114,6 +132,9 @@ struct Node {
     pending: BTreeMap<u64, PBlock>,
     /// An htree directory's index, flattened (see `htree::flatten`), once read.
     dx: Option<Vec<(u32, u32)>>,
+    /// The index is too large to keep flattened ([`Ext::dx_max`]): lookups follow it
+    /// from the root each time (`htree::walk_candidates`).
+    dx_large: bool,
     /// An index block of this htree directory failed its checksum: lookups scan it
     /// linearly and changes to it are refused (see `htree`).
     dx_bad: bool,
@@ -123,7 +144,7 @@ struct Node {
 pub struct Ext<D: BlockDev> {
     dev: D,
     sb: Superblock,
-    gds: Vec<GroupDesc>,
+    gds: Gdt,
     dirty_groups: BTreeSet<u32>,
     /// Bitmap blocks changed since the last sync (their checksums are updated then).
     own_bitmaps: BTreeSet<u64>,
@@ -132,6 +153,11 @@ pub struct Ext<D: BlockDev> {
     /// Clean inodes are dropped from `nodes` once it holds this many (see
     /// [`Ext::set_cache_bytes`]).
     max_nodes: usize,
+    /// ... or once `node_bytes` reaches this (see [`Ext::set_cache_bytes`]).
+    max_node_bytes: usize,
+    /// What the cached inodes take on the heap, about ([`node_cost`]): added to as
+    /// inodes, maps and indexes are loaded, recounted when clean ones are dropped.
+    node_bytes: usize,
     opts: MountOptions,
     ro: bool,
     mounted: bool,
@@ -157,10 +183,39 @@ pub struct Ext<D: BlockDev> {
     crash: ordered::CrashState,
     /// What the orphan list processing at mount did (orphan.rs).
     orphan_stats: OrphanStats,
+    /// The mount's memory bound in bytes ([`Ext::set_cache_bytes`]): what the disk
+    /// sizes (a listing, a file's map) is held to a share of it, or refused with
+    /// [`FsError::NoMemory`].
+    budget: usize,
 }
 
 fn corrupt(what: String) -> FsError {
     FsError::Corrupt(what)
+}
+
+/// What cached inode `n` takes on the heap, about: [`NODE_OVERHEAD`], its raw bytes,
+/// its map and its flattened htree index (buffered file data is counted apart, in
+/// `pending_bytes`).
+fn node_cost(n: &Node) -> usize {
+    NODE_OVERHEAD
+        + n.inode.raw.capacity()
+        + n.map.as_ref().map_or(0, FileMap::heap_bytes)
+        + n.dx.as_ref().map_or(0, crate::mem::vec_bytes)
+}
+
+/// One entry of a listing `read_dir` builds, its name allocated fallibly; an entry
+/// whose kind the directory does not record is marked [`KIND_UNKNOWN`].
+fn list_entry(name: &[u8], ino: u32, ft: u8) -> Result<DirEntry, FsError> {
+    let text = String::from_utf8_lossy(name);
+    let mut s = String::new();
+    s.try_reserve_exact(text.len())
+        .map_err(|_| FsError::NoMemory)?;
+    s.push_str(&text);
+    let (ino, kind) = match dir::ftype_kind(ft) {
+        Some(k) => (ino as Ino, k),
+        None => (ino as Ino | KIND_UNKNOWN, FileType::Special),
+    };
+    Ok(DirEntry { name: s, ino, kind })
 }
 
 fn check_name(name: &str) -> Result<&[u8], FsError> {
@@ -178,14 +233,25 @@ impl<D: BlockDev> Ext<D> {
     /// for cached metadata to about `bytes` (the kernel gives a share of its heap; a
     /// 32 MiB guest has a heap of a few MiB). Streaming writes still reach the disk in
     /// runs of up to a quarter of it (at most 4 MiB).
+    ///
+    /// The same bound holds what the disk sizes: a directory listing may take half of
+    /// it (see [`FileSystem::read_dir`]), a file's block map a quarter (see
+    /// [`Ext::tree_ctx`]).
     pub fn set_cache_bytes(&mut self, bytes: usize) {
+        self.budget = bytes;
         let bs = self.sb.block_size as usize;
         self.max_io = (bytes / 4).clamp(64 * 1024, MAX_IO) / bs * bs;
         self.flush_bytes = (bytes / 4).clamp(64 * 1024, FLUSH_BYTES);
-        // The rest in equal shares for metadata blocks and for cached inodes (about
-        // 1 KiB each with their maps), so that the three add up to `bytes` (halves
-        // on top of the data's quarter made a mount take 1.25 times its budget).
+        // The rest in equal shares for metadata blocks and for cached inodes, so
+        // that the three add up to `bytes` (halves on top of the data's quarter made
+        // a mount take 1.25 times its budget). Inodes are bounded twice: by count, at
+        // 1 KiB each (a cached inode of 256 bytes with a small map, with room for
+        // allocator slack: counting only bytes let `cp -r` keep twice as many and
+        // the heap grow by a quarter), and by their counted bytes with their maps
+        // and indexes, which holds where the count does not: large inodes, large
+        // maps and htree indexes.
         self.cache.set_limit(bytes * 3 / 8 / bs);
+        self.max_node_bytes = bytes * 3 / 8;
         self.max_nodes = (bytes * 3 / 8 / NODE_BYTES).clamp(64, INODE_CACHE);
     }
 
@@ -195,17 +261,38 @@ impl<D: BlockDev> Ext<D> {
     /// does, even for a read-only mount); on a read-only device the mount is refused.
     /// A read-write mount then processes the orphan list ([`Ext::orphans`] tells
     /// what it did); a read-only one leaves it as it is.
-    pub fn mount(mut dev: D, opts: MountOptions) -> Result<Ext<D>, FsError> {
+    pub fn mount(dev: D, opts: MountOptions) -> Result<Ext<D>, FsError> {
+        Self::mount_within(dev, opts, None)
+    }
+
+    /// Mounts as [`Ext::mount`] does, with the memory bound `bytes` from the start:
+    /// the caches as [`Ext::set_cache_bytes`] sets them, and what the disk sizes at
+    /// mount within it too: the group descriptor table (kept for the whole mount)
+    /// may take half of it, or the mount is refused ([`FsError::Unsupported`]);
+    /// journal replay's tables and buffer all of it ([`FsError::NoMemory`], the
+    /// device untouched); an orphan's block map a quarter (the orphan stays listed).
+    /// [`Ext::mount`] bounds the same things by 16 MiB.
+    pub fn mount_bounded(dev: D, opts: MountOptions, bytes: usize) -> Result<Ext<D>, FsError> {
+        Self::mount_within(dev, opts, Some(bytes))
+    }
+
+    /// [`Ext::mount`] within `budget` bytes (`None`: the default caches, bounded
+    /// by [`DEFAULT_BUDGET`]).
+    fn mount_within(
+        mut dev: D,
+        opts: MountOptions,
+        budget: Option<usize>,
+    ) -> Result<Ext<D>, FsError> {
         let mut raw = vec![0u8; SB_SIZE];
         dev.read(SB_OFFSET, &mut raw)?;
         let sb = Superblock::parse(raw, dev.size_bytes())?;
         let mut replayed = None;
         if sb.incompat & INCOMPAT_RECOVER != 0 && sb.incompat & !INCOMPAT_KNOWN == 0 {
-            let (d, stats) = Self::recover(dev, opts)?;
+            let (d, stats) = Self::recover(dev, opts, budget)?;
             dev = d;
             replayed = Some(stats);
         }
-        let mut fs = Self::mount_as_is(dev, opts, false)?;
+        let mut fs = Self::mount_as_is(dev, opts, false, budget)?;
         fs.replayed = replayed;
         Ok(fs)
     }
@@ -218,9 +305,15 @@ impl<D: BlockDev> Ext<D> {
     /// Replays the journal: its blocks are found through a read-only mount that takes
     /// the on-disk metadata as it is (every block there is a complete old or new
     /// version; the journal inode itself is never journalled differently), then
-    /// [`journal::replay`] writes the logged blocks home, and `needs_recovery` is
-    /// cleared in the superblock (which replay may just have rewritten).
-    fn recover(dev: D, opts: MountOptions) -> Result<(D, ReplayStats), FsError> {
+    /// [`journal::replay_within`] the mount's budget writes the logged blocks home,
+    /// and `needs_recovery` is cleared in the superblock (which replay may just have
+    /// rewritten). A log that does not fit the budget refuses the mount
+    /// ([`FsError::NoMemory`]) with the device as it was.
+    fn recover(
+        dev: D,
+        opts: MountOptions,
+        budget: Option<usize>,
+    ) -> Result<(D, ReplayStats), FsError> {
         if dev.read_only() {
             return Err(FsError::Unsupported(String::from(
                 "needs journal recovery, and the device is read-only",
@@ -230,7 +323,7 @@ impl<D: BlockDev> Ext<D> {
             read_only: true,
             ..opts
         };
-        let mut probe = Self::mount_as_is(dev, probe_opts, true)?;
+        let mut probe = Self::mount_as_is(dev, probe_opts, true, budget)?;
         let j = probe.sb.journal_inum();
         if j == 0 {
             return Err(corrupt(String::from(
@@ -240,12 +333,14 @@ impl<D: BlockDev> Ext<D> {
         let runs = probe.extents(Ino::from(j))?.extents;
         let bs = probe.sb.block_size;
         let mut dev = probe.into_device();
+        // Runs in logical order: the one that starts last at or before `l`.
         let map = move |l: u64| {
-            runs.iter()
-                .find(|&&(lb, len, _)| l >= lb && l - lb < u64::from(len))
-                .map(|&(lb, _, pb)| pb + (l - lb))
+            let i = runs.partition_point(|&(lb, _, _)| lb <= l).checked_sub(1)?;
+            let (lb, len, pb) = runs[i];
+            (l - lb < u64::from(len)).then(|| pb + (l - lb))
         };
-        let stats = journal::replay(&mut dev, bs, &map)?;
+        let budget = budget.unwrap_or(DEFAULT_BUDGET);
+        let stats = journal::replay_within(&mut dev, bs, &map, budget)?;
         let mut raw = vec![0u8; SB_SIZE];
         dev.read(SB_OFFSET, &mut raw)?;
         let mut sb = Superblock::parse(raw, dev.size_bytes())?;
@@ -258,8 +353,14 @@ impl<D: BlockDev> Ext<D> {
     }
 
     /// Mounts without replaying: `needs_recovery` refuses the mount unless
-    /// `as_is` (the read-only probe [`Ext::recover`] makes).
-    fn mount_as_is(mut dev: D, opts: MountOptions, as_is: bool) -> Result<Ext<D>, FsError> {
+    /// `as_is` (the read-only probe [`Ext::recover`] makes). `budget` as for
+    /// [`Ext::mount_within`].
+    fn mount_as_is(
+        mut dev: D,
+        opts: MountOptions,
+        as_is: bool,
+        budget: Option<usize>,
+    ) -> Result<Ext<D>, FsError> {
         let mut raw = vec![0u8; SB_SIZE];
         dev.read(SB_OFFSET, &mut raw)?;
         let sb = Superblock::parse(raw, dev.size_bytes())?;
@@ -275,20 +376,30 @@ impl<D: BlockDev> Ext<D> {
             )));
         }
         let bs = sb.block_size as usize;
-        // Group descriptors.
-        let gdt_bytes = sb.gdt_blocks() as usize * bs;
-        let mut gdt = vec![0u8; gdt_bytes];
+        // Group descriptors: kept for the whole mount, in one buffer as on disk, and
+        // at most half the mount's budget (at the small guest's 256 KiB, 4,096
+        // 32-byte descriptors: a 32 GiB filesystem with 1 KiB blocks, 512 GiB with
+        // 4 KiB, at mke2fs's default blocks per group). Their number comes from the
+        // superblock: `mke2fs -g 256` on 1 GiB has 4,096 groups, and a hostile one
+        // can claim millions.
+        let limit = budget.unwrap_or(DEFAULT_BUDGET) / 2;
+        let gdt_bytes = sb.gdt_blocks().saturating_mul(bs as u64);
+        if gdt_bytes > limit as u64 {
+            return Err(FsError::Unsupported(format!(
+                "ext: {} group descriptors take {gdt_bytes} bytes, over the {limit} \
+                 this mount may keep",
+                sb.group_count
+            )));
+        }
+        let mut gdt = crate::mem::zeroed(gdt_bytes as usize)?;
         dev.read((sb.first_data_block as u64 + 1) * bs as u64, &mut gdt)?;
-        let ds = sb.desc_size as usize;
+        let gds = Gdt::new(gdt, &sb);
         let itb = (sb.inodes_per_group as u64 * sb.inode_size as u64).div_ceil(bs as u64);
-        let mut gds = Vec::with_capacity(sb.group_count as usize);
         let (mut free_blocks, mut free_inodes) = (0u64, 0u64);
         for g in 0..sb.group_count {
-            let raw = gdt
-                .get(g as usize * ds..(g as usize + 1) * ds)
-                .ok_or_else(|| corrupt(String::from("group descriptor table")))?
-                .to_vec();
-            let gd = GroupDesc::new(raw, &sb);
+            let gd = gds
+                .get(g)
+                .ok_or_else(|| corrupt(String::from("group descriptor table")))?;
             if !gd.csum_ok(&sb, g) {
                 return Err(corrupt(format!("group descriptor {g} checksum mismatch")));
             }
@@ -307,7 +418,6 @@ impl<D: BlockDev> Ext<D> {
             }
             free_blocks += gd.free_blocks() as u64;
             free_inodes += gd.free_inodes() as u64;
-            gds.push(gd);
         }
         let ro = opts.read_only || dev.read_only() || sb.ro_compat & !RO_COMPAT_KNOWN != 0;
         let ext4ish = INCOMPAT_EXTENTS | INCOMPAT_64BIT | INCOMPAT_FLEX_BG;
@@ -325,6 +435,8 @@ impl<D: BlockDev> Ext<D> {
             own_bitmaps: BTreeSet::new(),
             nodes: BTreeMap::new(),
             max_nodes: INODE_CACHE,
+            max_node_bytes: NODE_CACHE_BYTES,
+            node_bytes: 0,
             opts,
             ro,
             mounted: true,
@@ -343,8 +455,12 @@ impl<D: BlockDev> Ext<D> {
             replayed: None,
             crash: ordered::CrashState::default(),
             orphan_stats: OrphanStats::default(),
+            budget: DEFAULT_BUDGET,
             sb,
         };
+        if let Some(b) = budget {
+            fs.set_cache_bytes(b);
+        }
         if !fs.ro && fs.sb.incompat & INCOMPAT_RECOVER == 0 {
             fs.crash_mount()?; // crash safety (ordered.rs)
             let st = fs.sb.state();
@@ -545,10 +661,7 @@ impl<D: BlockDev> Ext<D> {
         let ipg = self.sb.inodes_per_group;
         let g = (ino - 1) / ipg;
         let idx = ((ino - 1) % ipg) as u64;
-        let gd = self
-            .gds
-            .get(g as usize)
-            .ok_or(FsError::Invalid("inode number"))?;
+        let gd = self.gds.get(g).ok_or(FsError::Invalid("inode number"))?;
         let byte = idx * self.sb.inode_size as u64;
         let bs = self.sb.block_size as u64;
         Ok((gd.inode_table() + byte / bs, (byte % bs) as usize))
@@ -582,29 +695,35 @@ impl<D: BlockDev> Ext<D> {
     }
 
     fn evict_nodes(&mut self) {
-        if self.nodes.len() < self.max_nodes {
+        if self.nodes.len() < self.max_nodes && self.node_bytes < self.max_node_bytes {
             return;
         }
+        self.drop_clean_nodes();
+    }
+
+    /// Drops every clean inode (with its map) and recounts what the rest take.
+    fn drop_clean_nodes(&mut self) {
         self.nodes
             .retain(|_, n| n.dirty || n.map_dirty || !n.pending.is_empty());
+        self.node_bytes = self.nodes.values().map(node_cost).sum();
     }
 
     fn node(&mut self, ino: u32) -> Result<&mut Node, FsError> {
         if !self.nodes.contains_key(&ino) {
             self.evict_nodes();
             let inode = self.read_inode(ino)?;
-            self.nodes.insert(
-                ino,
-                Node {
-                    inode,
-                    map: None,
-                    dirty: false,
-                    map_dirty: false,
-                    pending: BTreeMap::new(),
-                    dx: None,
-                    dx_bad: false,
-                },
-            );
+            let n = Node {
+                inode,
+                map: None,
+                dirty: false,
+                map_dirty: false,
+                pending: BTreeMap::new(),
+                dx: None,
+                dx_large: false,
+                dx_bad: false,
+            };
+            self.node_bytes += node_cost(&n);
+            self.nodes.insert(ino, n);
         }
         self.nodes.get_mut(&ino).ok_or(FsError::NotFound)
     }
@@ -627,6 +746,12 @@ impl<D: BlockDev> Ext<D> {
         }
     }
 
+    /// How to load or store the map of `ino`. A map may take a quarter of the mount's
+    /// budget (`max_map_bytes`; the inode cache's 3/8 holds it beside others):
+    /// 10,000 extents of a 1 MiB budget, 2,700 of the small guest's 256 KiB. Files
+    /// written here have extents of up to 32,768 blocks; a map past that bound comes
+    /// from a badly fragmented or hostile file, and reading, truncating or deleting it fails
+    /// with [`FsError::NoMemory`] before anything changes.
     fn tree_ctx(&self, ino: u32, inode: &Inode) -> TreeCtx {
         let bs = self.sb.block_size as u64;
         let blocks = inode.blocks_512(
@@ -642,6 +767,7 @@ impl<D: BlockDev> Ext<D> {
                 .has_csum()
                 .then(|| csum::inode_seed(self.sb.csum_seed, ino, inode.generation())),
             max_blocks: blocks.min(self.sb.blocks_count),
+            max_map_bytes: self.budget / 4,
         }
     }
 
@@ -653,6 +779,7 @@ impl<D: BlockDev> Ext<D> {
         let r = self.load_map(ino, &n.inode);
         match r {
             Ok(m) => {
+                self.node_bytes += m.heap_bytes();
                 n.map = Some(m);
                 self.put(ino, n);
                 Ok(())
@@ -727,18 +854,18 @@ impl<D: BlockDev> Ext<D> {
         // ones go first when it is full (a copy that only creates files never reads
         // an inode, and `cp -r` of 5,000 of them kept every one, 5 MiB of heap).
         self.evict_nodes();
-        self.put(
-            ino,
-            Node {
-                inode,
-                map: Some(FileMap::default()),
-                dirty: true,
-                map_dirty: false,
-                pending: BTreeMap::new(),
-                dx: None,
-                dx_bad: false,
-            },
-        );
+        let n = Node {
+            inode,
+            map: Some(FileMap::default()),
+            dirty: true,
+            map_dirty: false,
+            pending: BTreeMap::new(),
+            dx: None,
+            dx_large: false,
+            dx_bad: false,
+        };
+        self.node_bytes += node_cost(&n);
+        self.put(ino, n);
         Ok(ino)
     }
 
@@ -1093,31 +1220,68 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         self.stat_of(ino)
     }
 
+    /// The directory is scanned twice: first to count its names and their bytes, then
+    /// to list them into a vector of exactly that many, allocated fallibly. The
+    /// listing is held to half the mount's budget ([`Ext::set_cache_bytes`]: the
+    /// caches may hold the other half meanwhile) and to [`MAX_LIST_ENTRIES`] names; a
+    /// larger directory (its size comes from the disk) gives [`FsError::NoMemory`]
+    /// before anything is allocated. (Building it as one scan goes costs up to twice
+    /// the listing in spare capacity, which a caller keeps for as long as it walks
+    /// the listing, as `cp -r` does.)
     fn read_dir(&mut self, dir: Ino) -> Result<Vec<DirEntry>, FsError> {
         self.check_mounted()?;
         let dir = self.ino32(dir)?;
-        let mut raw: Vec<(Vec<u8>, u32, u8)> = Vec::new();
         let max = self.sb.inodes_count;
-        self.dir_scan(dir, &mut |n, ino, ft| {
-            if n != b"." && n != b".." && ino <= max {
-                raw.push((n.to_vec(), ino, ft));
+        let listed = |n: &[u8], ino: u32| n != b"." && n != b".." && ino <= max;
+        let (mut count, mut names) = (0usize, 0usize);
+        self.dir_scan(dir, &mut |n, ino, _| {
+            if listed(n, ino) {
+                count += 1;
+                // A name that is not UTF-8 grows by up to 3 bytes a byte when made one.
+                names += if core::str::from_utf8(n).is_ok() {
+                    n.len()
+                } else {
+                    3 * n.len()
+                };
             }
             false
         })?;
-        let mut out = Vec::with_capacity(raw.len());
-        for (name, ino, ft) in raw {
-            let kind = match dir::ftype_kind(ft) {
-                Some(k) => k,
-                None => self
-                    .node(ino)
-                    .map(|n| n.inode.kind())
-                    .unwrap_or(FileType::Special),
-            };
-            out.push(DirEntry {
-                name: String::from_utf8_lossy(&name).into_owned(),
-                ino: ino as Ino,
-                kind,
-            });
+        let bytes = count
+            .saturating_mul(core::mem::size_of::<DirEntry>())
+            .saturating_add(names);
+        if count > MAX_LIST_ENTRIES || bytes > self.budget / 2 {
+            return Err(FsError::NoMemory);
+        }
+        let mut out: Vec<DirEntry> = Vec::new();
+        out.try_reserve_exact(count)
+            .map_err(|_| FsError::NoMemory)?;
+        let mut failed = None;
+        self.dir_scan(dir, &mut |n, ino, ft| {
+            if !listed(n, ino) {
+                return false;
+            }
+            match list_entry(n, ino, ft) {
+                // Never past the count (the blocks are the same, read again).
+                Ok(e) if out.len() < count => {
+                    out.push(e);
+                    false
+                }
+                Ok(_) => true,
+                Err(e) => {
+                    failed = Some(e);
+                    true
+                }
+            }
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        for e in out.iter_mut().filter(|e| e.ino & KIND_UNKNOWN != 0) {
+            e.ino &= !KIND_UNKNOWN;
+            e.kind = self
+                .node(e.ino as u32)
+                .map(|n| n.inode.kind())
+                .unwrap_or(FileType::Special);
         }
         Ok(out)
     }
@@ -1164,6 +1328,9 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         if self.kind_of(ino)? == FileType::Dir {
             return Err(FsError::IsDir);
         }
+        if self.node(ino)?.inode.links() <= 1 {
+            self.ensure_map(ino)?; // NoMemory before the name goes, not after
+        }
         self.remove_entry(dir, name)?;
         if self.link_dec(ino)? == 0 {
             self.release(ino)?;
@@ -1185,6 +1352,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         if !self.dir_is_empty(ino)? {
             return Err(FsError::NotEmpty);
         }
+        self.ensure_map(ino)?; // NoMemory before the name goes, not after
         self.remove_entry(dir, name)?;
         self.link_dec(dir)?;
         self.release(ino)
@@ -1222,6 +1390,9 @@ impl<D: BlockDev> FileSystem for Ext<D> {
                 (false, true) => return Err(FsError::IsDir),
                 (true, true) if !self.dir_is_empty(d)? => return Err(FsError::NotEmpty),
                 _ => {}
+            }
+            if dk == FileType::Dir || self.node(d)?.inode.links() <= 1 {
+                self.ensure_map(d)?; // NoMemory before anything changes
             }
             self.retarget_entry(td, to, src, ft)?;
             if dk == FileType::Dir {
@@ -1285,8 +1456,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         // blocks and inodes, and buffered data, which only a later sync may drop.
         let r = self.sync_all();
         self.cache.drop_clean();
-        self.nodes
-            .retain(|_, n| n.dirty || n.map_dirty || !n.pending.is_empty());
+        self.drop_clean_nodes();
         r
     }
 
@@ -1302,6 +1472,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         }
         self.mounted = false;
         self.nodes.clear();
+        self.node_bytes = 0;
         Ok(())
     }
 }

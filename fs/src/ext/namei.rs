@@ -144,6 +144,15 @@ impl<D: BlockDev> Ext<D> {
         Ok(())
     }
 
+    /// Most (hash, leaf) pairs of an htree index kept flattened per directory: an
+    /// eighth of the mount's budget (the inode cache's 3/8 holds it): 4,096 leaves of
+    /// a 256 KiB budget, a directory of some 60,000 names in 1 KiB blocks. A larger
+    /// index is followed from the root at each lookup instead, holding one index
+    /// block per level.
+    pub(super) fn dx_max(&self) -> usize {
+        self.budget / 8 / core::mem::size_of::<(u32, u32)>()
+    }
+
     /// For an htree directory, the leaf blocks that can hold `name`; `None` for a
     /// linear directory, an index we cannot follow, or one that fails its checksums.
     pub(super) fn dx_candidates(
@@ -163,15 +172,27 @@ impl<D: BlockDev> Ext<D> {
         let Some(hash) = self.dx_hash(&root, name) else {
             return Ok(None);
         };
-        if self.node(dir)?.dx.is_none() {
-            let flat = htree::flatten(&root, nb, &mut |l| self.dx_read(dir, l));
-            let Some(Some(flat)) = self.dx_unless_untrusted(dir, flat)? else {
-                return Ok(None);
-            };
-            self.node(dir)?.dx = Some(flat);
+        let max = self.dx_max();
+        let n = self.node(dir)?;
+        if n.dx.is_none() && !n.dx_large {
+            let flat = htree::flatten(&root, nb, max, &mut |l| self.dx_read(dir, l));
+            match self.dx_unless_untrusted(dir, flat)? {
+                None | Some(htree::Flat::Unusable) => return Ok(None),
+                Some(htree::Flat::TooLarge) => self.node(dir)?.dx_large = true,
+                Some(htree::Flat::Index(flat)) => {
+                    self.node_bytes += crate::mem::vec_bytes(&flat);
+                    self.node(dir)?.dx = Some(flat);
+                }
+            }
         }
         let n = self.node(dir)?;
-        Ok(n.dx.as_ref().map(|f| htree::candidate_leaves(f, hash)))
+        if let Some(f) = n.dx.as_ref() {
+            return Ok(Some(htree::candidate_leaves(f, hash)));
+        }
+        // Collisions spill into following leaves only rarely; more than 64 of them
+        // is no index worth following.
+        let leaves = htree::walk_candidates(&root, hash, nb, 64, &mut |l| self.dx_read(dir, l));
+        Ok(self.dx_unless_untrusted(dir, leaves)?.flatten())
     }
 
     pub(super) fn dir_lookup(&mut self, dir: u32, name: &[u8]) -> Result<Option<u32>, FsError> {
@@ -265,6 +286,7 @@ impl<D: BlockDev> Ext<D> {
         let f = n.inode.flags() & !FL_INDEX;
         n.inode.set_flags(f);
         n.dx = None;
+        n.dx_large = false;
         n.dirty = true;
         Ok(())
     }

@@ -243,33 +243,50 @@ impl<D: BlockDev> Ext<D> {
         let itb = self.itable_blocks();
         let fdb = self.sb.first_data_block as u64;
         let gdt = (fdb + 1, fdb + 1 + self.sb.gdt_blocks());
-        let mut first: BTreeSet<u64> = BTreeSet::new();
-        let mut tables: Vec<(u64, u64)> = Vec::new();
-        for gd in &self.gds {
-            first.insert(gd.block_bitmap());
-            first.insert(gd.inode_bitmap());
-            tables.push((gd.inode_table(), gd.inode_table() + itb));
+        // The dirty blocks (in block order), each marked if it is a bitmap or a tree
+        // block (`FIRST`) or in an inode table (`TABLE`): found by looking each
+        // group's blocks up in this list, not by sets of every group's blocks, which
+        // cost some 50 bytes a group at each sync (the group count comes from disk).
+        const FIRST: u8 = 1;
+        const TABLE: u8 = 2;
+        let mut dirty: Vec<(u64, u8)> = self.cache.dirty_blocks().map(|(b, _)| (b, 0)).collect();
+        let mut mark = |start: u64, end: u64, class: u8| {
+            let i = dirty.partition_point(|&(b, _)| b < start);
+            for e in dirty[i..].iter_mut().take_while(|e| e.0 < end) {
+                e.1 |= class;
+            }
+        };
+        for gd in self.gds.iter() {
+            mark(gd.block_bitmap(), gd.block_bitmap() + 1, FIRST);
+            mark(gd.inode_bitmap(), gd.inode_bitmap() + 1, FIRST);
+            mark(gd.inode_table(), gd.inode_table() + itb, TABLE);
         }
         for n in self.nodes.values() {
             if let Some(m) = &n.map {
-                first.extend(m.meta.iter().copied());
+                for &b in &m.meta {
+                    mark(b, b + 1, FIRST);
+                }
             }
         }
-        let in_tables = |b: u64| tables.iter().any(|&(s, e)| b >= s && b < e);
         // Bitmaps, group descriptors, block-map blocks, new blocks.
-        let fresh: BTreeSet<u64> = self
-            .cache
-            .dirty_blocks()
-            .map(|(b, _)| b)
-            .filter(|&b| self.cache.is_fresh(b) && !in_tables(b))
-            .collect();
-        self.cache.write_back_where(&mut self.dev, &|b| {
-            first.contains(&b) || fresh.contains(&b) || (b >= gdt.0 && b < gdt.1)
-        })?;
+        const PHASE1: u8 = 4;
+        for e in dirty.iter_mut() {
+            let fresh = self.cache.is_fresh(e.0) && e.1 & TABLE == 0;
+            if e.1 & FIRST != 0 || fresh || (e.0 >= gdt.0 && e.0 < gdt.1) {
+                e.1 |= PHASE1;
+            }
+        }
+        let class = |b: u64| {
+            dirty
+                .binary_search_by_key(&b, |&(d, _)| d)
+                .map_or(0, |i| dirty[i].1)
+        };
+        self.cache
+            .write_back_where(&mut self.dev, &|b| class(b) & PHASE1 != 0)?;
         self.dev.flush()?;
         // Directory entries and the rest.
         self.cache
-            .write_back_where(&mut self.dev, &|b| !in_tables(b))?;
+            .write_back_where(&mut self.dev, &|b| class(b) & TABLE == 0)?;
         self.dev.flush()?;
         // Inodes.
         self.cache.write_back(&mut self.dev)?;

@@ -26,7 +26,10 @@
 //! dropped rest of the list held may need `-y`), the mount goes on read-write
 //! (Linux's default `errors=continue`), and [`Ext::orphans`] says what happened. The
 //! walk visits each inode at most once, so it ends after at most `s_inodes_count`
-//! steps. Only an I/O error fails the mount.
+//! steps. An orphan whose block map is over the mount's memory budget (see
+//! `Ext::tree_ctx`) stops the walk without dropping anything: the list stays from
+//! that inode on, for e2fsck or a mount with more memory, and [`Ext::orphans`] says
+//! so. Only an I/O error fails the mount.
 //!
 //! Not processed: on a read-only mount nothing is written, so the list stays for the
 //! next read-write mount (Linux cleans it up even on a read-only mount unless the
@@ -105,6 +108,16 @@ impl<D: BlockDev> Ext<D> {
                 Ok(()) => {}
                 Err(FsError::Corrupt(why)) => {
                     self.orphan_error(format!("orphan inode {ino}: {why}"));
+                    break;
+                }
+                Err(FsError::NoMemory) => {
+                    // Its map is over this mount's budget (see `Ext::tree_ctx`): the
+                    // list is sound, so it stays, from this inode on, for e2fsck or
+                    // a mount with more memory.
+                    self.orphan_stats.skipped = Some(
+                        "an orphan's block map is over this mount's memory budget: \
+                         the list is left from there on",
+                    );
                     break;
                 }
                 Err(e) => return Err(e),

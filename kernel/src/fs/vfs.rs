@@ -271,7 +271,10 @@ fn open_fs(dev: Dev, kind: Option<&str>, read_only: bool) -> Result<BoxedFs, FsE
         read_only,
         now: now_secs,
     };
-    let mut fs = xenlet_fs::ext::Ext::mount(dev, opts).map_err(|e| match e {
+    // The mount's memory bound holds from the start: what the disk sizes at mount
+    // (group descriptors, journal replay, orphans) is held to it too.
+    let cache_bytes = CACHE_BYTES.load(Ordering::Relaxed);
+    let fs = xenlet_fs::ext::Ext::mount_bounded(dev, opts, cache_bytes).map_err(|e| match e {
         // A checksum that fails on a disk dom0's e2fsck calls clean could be this
         // kernel's own code or tables (the CRC-32C table is a constant) damaged in
         // memory since the boot check: the error says which it is.
@@ -281,7 +284,6 @@ fn open_fs(dev: Dev, kind: Option<&str>, read_only: bool) -> Result<BoxedFs, FsE
         )),
         e => e,
     })?;
-    fs.set_cache_bytes(CACHE_BYTES.load(Ordering::Relaxed));
     if let Some(r) = fs.replayed() {
         crate::println!("ext4: journal replayed at mount: {r}");
     }
