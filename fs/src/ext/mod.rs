@@ -251,6 +251,10 @@ impl<D: BlockDev> Ext<D> {
         // and indexes, which holds where the count does not: large inodes, large
         // maps and htree indexes.
         self.cache.set_limit(bytes * 3 / 8 / bs);
+        // The buffers that gather adjacent blocks for one write at sync (metadata
+        // write-back, journal log blocks) are no larger than the data's runs.
+        self.cache.run_bytes = self.max_io.min(1 << 20);
+        self.size_journal_runs();
         self.max_node_bytes = bytes * 3 / 8;
         self.max_nodes = (bytes * 3 / 8 / NODE_BYTES).clamp(64, INODE_CACHE);
     }
@@ -492,7 +496,7 @@ impl<D: BlockDev> Ext<D> {
     }
 
     /// Sets how many metadata blocks the cache holds before it writes back and evicts
-    /// (default: 16 MiB worth; at least 16).
+    /// (default: 16 MiB worth; at least 4).
     pub fn set_cache_blocks(&mut self, blocks: usize) {
         self.cache.set_limit(blocks);
     }
@@ -671,10 +675,11 @@ impl<D: BlockDev> Ext<D> {
         let (blk, off) = self.inode_loc(ino)?;
         let isz = self.sb.inode_size as usize;
         let b = self.cache.get(&mut self.dev, blk)?;
-        let raw = b
-            .get(off..off + isz)
-            .ok_or(FsError::Invalid("inode"))?
-            .to_vec();
+        let slot = b.get(off..off + isz).ok_or(FsError::Invalid("inode"))?;
+        // Up to a block (64 KiB) an inode, as the superblock says: fallibly.
+        let mut raw = Vec::new();
+        raw.try_reserve_exact(isz).map_err(|_| FsError::NoMemory)?;
+        raw.extend_from_slice(slot);
         let inode = Inode { raw };
         if self.sb.has_csum() && !inode.csum_ok(self.sb.csum_seed, ino) {
             return Err(corrupt(format!("inode {ino} checksum mismatch")));
