@@ -1,6 +1,6 @@
 //! Heap bounds against large or hostile disks (issue 28 item 9): what an image sizes
-//! (a directory, a file's map, the group descriptors, the journal, the orphan list)
-//! must not grow the heap without a bound. In the guest a failed infallible
+//! (a directory, a file's map, the group descriptors, the journal, the caches' floors)
+//! must not grow the heap without a bound; nor may a tmpfs hold more than its limit. In the guest a failed infallible
 //! allocation aborts everything, so these tests run under a limiting allocator: an
 //! allocation past the limit gets a null pointer, which aborts an infallible one (the
 //! test binary dies) and is `FsError::NoMemory` for a fallible one. Passing under a
@@ -720,4 +720,28 @@ fn big_blocks_and_inodes_keep_the_caches_within_the_budget() {
     drop(fs);
     heap.unlimit();
     fsck_clean(&img);
+}
+
+#[test]
+fn a_tmpfs_holds_no_more_heap_than_its_limit() {
+    // A 600 KiB tmpfs, a log appended 1,000 bytes at a time until it is full: the
+    // buffer doubled to 1 MiB (charged by length, 600 KiB) and each doubling asked
+    // the heap for twice the file at once.
+    let heap = Heap::take();
+    let limit = 600 << 10;
+    let base = heap.limit(usize::MAX / 2);
+    let mut m = xenlet_fs::memfs::MemFs::new(limit as u64, || 0);
+    let root = m.root();
+    let f = m.create(root, "log", 0o644).unwrap();
+    let mut n = 0u64;
+    while m.write(f, n, &[7u8; 1000]).is_ok() {
+        n += 1000;
+    }
+    assert!(n > limit as u64 - 2000, "{n}");
+    let held = heap.live() - base;
+    assert!(
+        held <= limit + (8 << 10),
+        "{held} bytes for a {limit}-byte tmpfs"
+    );
+    assert_eq!(m.write(f, n, &[7u8; 1000]), Err(FsError::NoSpace));
 }
