@@ -273,8 +273,8 @@ impl<D: BlockDev> Ext<D> {
     /// the caches as [`Ext::set_cache_bytes`] sets them, and what the disk sizes at
     /// mount within it too: the group descriptor table (kept for the whole mount)
     /// may take half of it, or the mount is refused ([`FsError::Unsupported`]);
-    /// journal replay's tables and buffer all of it ([`FsError::NoMemory`], the
-    /// device untouched); an orphan's block map a quarter (the orphan stays listed).
+    /// journal replay's tables and buffer all of it (else [`FsError::Unsupported`]
+    /// saying so, the device untouched); an orphan's block map a quarter (the orphan stays listed).
     /// [`Ext::mount`] bounds the same things by 16 MiB.
     pub fn mount_bounded(dev: D, opts: MountOptions, bytes: usize) -> Result<Ext<D>, FsError> {
         Self::mount_within(dev, opts, Some(bytes))
@@ -312,7 +312,7 @@ impl<D: BlockDev> Ext<D> {
     /// [`journal::replay_within`] the mount's budget writes the logged blocks home,
     /// and `needs_recovery` is cleared in the superblock (which replay may just have
     /// rewritten). A log that does not fit the budget refuses the mount
-    /// ([`FsError::NoMemory`]) with the device as it was.
+    /// ([`FsError::Unsupported`], saying so) with the device as it was.
     fn recover(
         dev: D,
         opts: MountOptions,
@@ -344,7 +344,14 @@ impl<D: BlockDev> Ext<D> {
             (l - lb < u64::from(len)).then(|| pb + (l - lb))
         };
         let budget = budget.unwrap_or(DEFAULT_BUDGET);
-        let stats = journal::replay_within(&mut dev, bs, &map, budget)?;
+        let stats = journal::replay_within(&mut dev, bs, &map, budget).map_err(|e| match e {
+            // Say why, for the boot report: the disk is as it was.
+            FsError::NoMemory => FsError::Unsupported(format!(
+                "journal replay needs more than this mount's {budget} bytes of memory \
+                 (its revoke table); e2fsck -fy replays it"
+            )),
+            e => e,
+        })?;
         let mut raw = vec![0u8; SB_SIZE];
         dev.read(SB_OFFSET, &mut raw)?;
         let mut sb = Superblock::parse(raw, dev.size_bytes())?;
