@@ -2,7 +2,7 @@
 //! and `/tmp`. Its size is capped at creation, so filling it gives ENOSPC instead of
 //! exhausting the kernel heap: a file is charged for the buffer it holds (its
 //! capacity, not its length), which grows fallibly by an eighth at a time
-//! ([`grown_capacity`]), not by doubling.
+//! (`grown_capacity`), not by doubling.
 
 use crate::error::FsError;
 use crate::types::{DirEntry, FileSystem, FileType, Ino, Stat, StatFs};

@@ -235,8 +235,9 @@ impl<D: BlockDev> Ext<D> {
     /// runs of up to a quarter of it (at most 4 MiB).
     ///
     /// The same bound holds what the disk sizes: a directory listing may take half of
-    /// it (see [`FileSystem::read_dir`]), a file's block map a quarter (see
-    /// [`Ext::tree_ctx`]).
+    /// it (see [`FileSystem::read_dir`]), a file's block map a quarter (`tree_ctx`),
+    /// an htree index kept flattened an eighth (`dx_max`); [`Ext::mount_bounded`]
+    /// holds the mount itself to it too.
     pub fn set_cache_bytes(&mut self, bytes: usize) {
         self.budget = bytes;
         let bs = self.sb.block_size as usize;
@@ -1235,7 +1236,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
     /// The directory is scanned twice: first to count its names and their bytes, then
     /// to list them into a vector of exactly that many, allocated fallibly. The
     /// listing is held to half the mount's budget ([`Ext::set_cache_bytes`]: the
-    /// caches may hold the other half meanwhile) and to [`MAX_LIST_ENTRIES`] names; a
+    /// caches may hold the other half meanwhile) and to `MAX_LIST_ENTRIES` names; a
     /// larger directory (its size comes from the disk) gives [`FsError::NoMemory`]
     /// before anything is allocated. (Building it as one scan goes costs up to twice
     /// the listing in spare capacity, which a caller keeps for as long as it walks
