@@ -1,6 +1,8 @@
 //! An in-memory filesystem (`tmpfs`): the root `/` before a disk is mounted there,
 //! and `/tmp`. Its size is capped at creation, so filling it gives ENOSPC instead of
-//! exhausting the kernel heap.
+//! exhausting the kernel heap: a file is charged for the buffer it holds (its
+//! capacity, not its length), which grows fallibly by an eighth at a time
+//! (`grown_capacity`), not by doubling.
 
 use crate::error::FsError;
 use crate::types::{DirEntry, FileSystem, FileType, Ino, Stat, StatFs};
@@ -13,6 +15,20 @@ const ROOT: Ino = 1;
 const OVERHEAD: u64 = 128;
 /// Longest name, as ext4's.
 pub const NAME_MAX: usize = 255;
+/// The least a file's buffer grows by, once it has one.
+const GROW_MIN: usize = 256;
+
+/// The capacity a file's buffer of capacity `cap` takes to hold `end` bytes: `end`
+/// for the first write (most files are written at once), then `end` or an eighth
+/// more than it had (at least [`GROW_MIN`]) if that is more, so that a file written
+/// in small pieces is copied a bounded number of times, with at most an eighth
+/// unused (doubling left up to half of a buffer unused and uncharged).
+fn grown_capacity(cap: usize, end: usize) -> usize {
+    if cap == 0 {
+        return end;
+    }
+    end.max(cap.saturating_add((cap / 8).max(GROW_MIN)))
+}
 
 enum Body {
     File(Vec<u8>),
@@ -123,6 +139,28 @@ impl MemFs {
         self.used = self.used.saturating_sub(bytes);
     }
 
+    /// Grows file `ino`'s buffer from capacity `cap` to `want`, charged in full
+    /// first: [`FsError::NoSpace`] past the limit or when the heap refuses (nothing
+    /// changed then).
+    fn grow_file(&mut self, ino: Ino, cap: usize, want: usize) -> Result<(), FsError> {
+        self.charge((want - cap) as u64)?;
+        let got = match &mut self.node_mut(ino)?.body {
+            Body::File(d) => d.try_reserve_exact(want - d.len()).map(|()| d.capacity()),
+            _ => Ok(cap),
+        };
+        match got {
+            Ok(c) => {
+                // The allocator may give more than asked: that is charged too.
+                self.used += c.saturating_sub(want) as u64;
+                Ok(())
+            }
+            Err(_) => {
+                self.refund((want - cap) as u64);
+                Err(FsError::NoSpace)
+            }
+        }
+    }
+
     fn touch_dir(&mut self, dir: Ino) {
         let t = (self.now)();
         if let Ok(n) = self.node_mut(dir) {
@@ -179,7 +217,7 @@ impl MemFs {
         if n.nlink == 0 || matches!(n.body, Body::Dir(_)) {
             if let Some(n) = self.nodes.remove(&ino) {
                 let bytes = match &n.body {
-                    Body::File(d) => d.len() as u64,
+                    Body::File(d) => d.capacity() as u64,
                     Body::Symlink(t) => t.len() as u64,
                     Body::Dir(_) => 0,
                 };
@@ -281,15 +319,21 @@ impl FileSystem for MemFs {
         Ok(k)
     }
     fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize, FsError> {
-        let len = match &self.node(ino)?.body {
-            Body::File(d) => d.len(),
+        let cap = match &self.node(ino)?.body {
+            Body::File(d) => d.capacity(),
             Body::Dir(_) => return Err(FsError::IsDir),
             Body::Symlink(_) => return Err(FsError::Invalid("not a regular file")),
         };
         let start = usize::try_from(offset).map_err(|_| FsError::TooBig)?;
         let end = start.checked_add(data.len()).ok_or(FsError::TooBig)?;
-        let grow = end.saturating_sub(len) as u64;
-        self.charge(grow)?;
+        if end > cap {
+            // Room to grow by an eighth if the limit and the heap allow, else for
+            // exactly this write.
+            let want = grown_capacity(cap, end);
+            if self.grow_file(ino, cap, want).is_err() {
+                self.grow_file(ino, cap, end)?;
+            }
+        }
         let t = (self.now)();
         let n = self.node_mut(ino)?;
         if let Body::File(d) = &mut n.body {
@@ -303,25 +347,37 @@ impl FileSystem for MemFs {
         Ok(data.len())
     }
     fn truncate(&mut self, ino: Ino, size: u64) -> Result<(), FsError> {
-        let len = match &self.node(ino)?.body {
-            Body::File(d) => d.len() as u64,
+        let (len, cap) = match &self.node(ino)?.body {
+            Body::File(d) => (d.len(), d.capacity()),
             Body::Dir(_) => return Err(FsError::IsDir),
             Body::Symlink(_) => return Err(FsError::Invalid("not a regular file")),
         };
-        let size_us = usize::try_from(size).map_err(|_| FsError::TooBig)?;
-        if size > len {
-            self.charge(size - len)?;
-        } else {
-            self.refund(len - size);
+        let size = usize::try_from(size).map_err(|_| FsError::TooBig)?;
+        if size > cap {
+            self.grow_file(ino, cap, size)?;
         }
+        let mut freed = 0;
         let t = (self.now)();
         let n = self.node_mut(ino)?;
         if let Body::File(d) = &mut n.body {
-            d.resize(size_us, 0);
-            d.shrink_to_fit();
+            d.resize(size, 0);
+            if size == 0 {
+                *d = Vec::new();
+                freed = cap;
+            } else if size < len && size <= cap / 2 {
+                // Give most of the buffer back: a smaller copy, if the heap has one
+                // (`shrink_to_fit` would abort the guest when it has not).
+                let mut v = Vec::new();
+                if v.try_reserve_exact(size).is_ok() {
+                    v.extend_from_slice(d);
+                    freed = cap - v.capacity();
+                    *d = v;
+                }
+            }
         }
         n.mtime = t;
         n.ctime = t;
+        self.refund(freed as u64);
         Ok(())
     }
     fn create(&mut self, dir: Ino, name: &str, perm: u16) -> Result<Ino, FsError> {
@@ -513,5 +569,40 @@ mod tests {
         }
         let long = "x".repeat(256);
         assert_eq!(m.create(ROOT, &long, 0o644), Err(FsError::NameTooLong));
+    }
+
+    #[test]
+    fn files_are_charged_for_their_buffers() {
+        let mut m = MemFs::new(600 << 10, || 0);
+        let f = m.create(ROOT, "log", 0o644).unwrap();
+        let mut n = 0;
+        let err = loop {
+            match m.write(f, n as u64, &[7u8; 1000]) {
+                Ok(_) => n += 1000,
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(err, FsError::NoSpace);
+        let Body::File(d) = &m.node(f).unwrap().body else {
+            panic!()
+        };
+        // What is held is what is charged, within the limit; the last eighth's
+        // step may not fit, the exact write did until the end.
+        assert!(m.used <= m.limit);
+        assert_eq!(m.used, OVERHEAD + OVERHEAD + 3 + d.capacity() as u64);
+        assert!(n > (600 << 10) - 2000, "{n}");
+        // A small file written at once takes what it holds.
+        m.truncate(f, 0).unwrap();
+        assert_eq!(m.used, 2 * OVERHEAD + 3);
+        let g = m.create(ROOT, "small", 0o644).unwrap();
+        m.write(g, 0, &[1u8; 100]).unwrap();
+        assert_eq!(m.used, 3 * OVERHEAD + 3 + 5 + 100);
+        // Shrinking by more than half gives the buffer back.
+        m.write(f, 0, &[1u8; 100_000]).unwrap();
+        m.truncate(f, 1000).unwrap();
+        assert_eq!(m.used, 3 * OVERHEAD + 3 + 5 + 100 + 1000);
+        m.unlink(ROOT, "log").unwrap();
+        m.unlink(ROOT, "small").unwrap();
+        assert_eq!(m.used, OVERHEAD);
     }
 }

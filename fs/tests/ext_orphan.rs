@@ -290,6 +290,47 @@ fn hostile_orphan_lists_stop_and_mark_the_filesystem_with_errors() {
     }
 }
 
+/// A list that runs into a cycle after a tail: a -> b -> c -> d -> b. Found without a
+/// set of the inodes seen (Brent's algorithm over the links): a, b, c and d are
+/// freed, and the walk stops where b would come round again.
+#[test]
+fn a_cycle_after_a_tail_is_found_where_it_closes() {
+    let t = TempDir::new("orphan-tail-cycle");
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 1024, "64M", None, &[]);
+    let inos: Vec<u32> = ["a", "b", "c", "d"]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| add_file(&img, &t, n, 5000 + i * 1000, i as u64 + 3).0)
+        .collect();
+    let next = [inos[1], inos[2], inos[3], inos[1]];
+    for (i, n) in ["a", "b", "c", "d"].iter().enumerate() {
+        orphan_unlinked(&img, n, inos[i], next[i]);
+    }
+    debugfs_w(&img, &format!("ssv last_orphan {}\n", inos[0]));
+    let mut fs = mount_rw(&img);
+    let o = fs.orphans().clone();
+    let err = o.error.expect("no error reported");
+    assert!(
+        err.contains(&format!("inode {} twice (a cycle)", inos[1])),
+        "{err}"
+    );
+    assert_eq!(o.deleted, 4);
+    fs.unmount().unwrap();
+    drop(fs);
+    assert_eq!(last_orphan(&img), None);
+    for &i in &inos {
+        assert!(!in_use(&img, i));
+    }
+    let out = Command::new(tool("e2fsck"))
+        .arg("-fy")
+        .arg(&img)
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0..=1)));
+    fsck_clean(&img);
+}
+
 /// A filesystem already marked as having errors: the list is left to e2fsck.
 #[test]
 fn orphan_list_on_filesystem_with_errors_is_left_alone() {

@@ -235,8 +235,9 @@ impl<D: BlockDev> Ext<D> {
     /// runs of up to a quarter of it (at most 4 MiB).
     ///
     /// The same bound holds what the disk sizes: a directory listing may take half of
-    /// it (see [`FileSystem::read_dir`]), a file's block map a quarter (see
-    /// [`Ext::tree_ctx`]).
+    /// it (see [`FileSystem::read_dir`]), a file's block map a quarter (`tree_ctx`),
+    /// an htree index kept flattened an eighth (`dx_max`); [`Ext::mount_bounded`]
+    /// holds the mount itself to it too.
     pub fn set_cache_bytes(&mut self, bytes: usize) {
         self.budget = bytes;
         let bs = self.sb.block_size as usize;
@@ -251,6 +252,10 @@ impl<D: BlockDev> Ext<D> {
         // and indexes, which holds where the count does not: large inodes, large
         // maps and htree indexes.
         self.cache.set_limit(bytes * 3 / 8 / bs);
+        // The buffers that gather adjacent blocks for one write at sync (metadata
+        // write-back, journal log blocks) are no larger than the data's runs.
+        self.cache.run_bytes = self.max_io.min(1 << 20);
+        self.size_journal_runs();
         self.max_node_bytes = bytes * 3 / 8;
         self.max_nodes = (bytes * 3 / 8 / NODE_BYTES).clamp(64, INODE_CACHE);
     }
@@ -269,8 +274,8 @@ impl<D: BlockDev> Ext<D> {
     /// the caches as [`Ext::set_cache_bytes`] sets them, and what the disk sizes at
     /// mount within it too: the group descriptor table (kept for the whole mount)
     /// may take half of it, or the mount is refused ([`FsError::Unsupported`]);
-    /// journal replay's tables and buffer all of it ([`FsError::NoMemory`], the
-    /// device untouched); an orphan's block map a quarter (the orphan stays listed).
+    /// journal replay's tables and buffer all of it (else [`FsError::Unsupported`]
+    /// saying so, the device untouched); an orphan's block map a quarter (the orphan stays listed).
     /// [`Ext::mount`] bounds the same things by 16 MiB.
     pub fn mount_bounded(dev: D, opts: MountOptions, bytes: usize) -> Result<Ext<D>, FsError> {
         Self::mount_within(dev, opts, Some(bytes))
@@ -308,7 +313,7 @@ impl<D: BlockDev> Ext<D> {
     /// [`journal::replay_within`] the mount's budget writes the logged blocks home,
     /// and `needs_recovery` is cleared in the superblock (which replay may just have
     /// rewritten). A log that does not fit the budget refuses the mount
-    /// ([`FsError::NoMemory`]) with the device as it was.
+    /// ([`FsError::Unsupported`], saying so) with the device as it was.
     fn recover(
         dev: D,
         opts: MountOptions,
@@ -340,7 +345,14 @@ impl<D: BlockDev> Ext<D> {
             (l - lb < u64::from(len)).then(|| pb + (l - lb))
         };
         let budget = budget.unwrap_or(DEFAULT_BUDGET);
-        let stats = journal::replay_within(&mut dev, bs, &map, budget)?;
+        let stats = journal::replay_within(&mut dev, bs, &map, budget).map_err(|e| match e {
+            // Say why, for the boot report: the disk is as it was.
+            FsError::NoMemory => FsError::Unsupported(format!(
+                "journal replay needs more than this mount's {budget} bytes of memory \
+                 (its revoke table); e2fsck -fy replays it"
+            )),
+            e => e,
+        })?;
         let mut raw = vec![0u8; SB_SIZE];
         dev.read(SB_OFFSET, &mut raw)?;
         let mut sb = Superblock::parse(raw, dev.size_bytes())?;
@@ -492,7 +504,7 @@ impl<D: BlockDev> Ext<D> {
     }
 
     /// Sets how many metadata blocks the cache holds before it writes back and evicts
-    /// (default: 16 MiB worth; at least 16).
+    /// (default: 16 MiB worth; at least 4).
     pub fn set_cache_blocks(&mut self, blocks: usize) {
         self.cache.set_limit(blocks);
     }
@@ -671,10 +683,11 @@ impl<D: BlockDev> Ext<D> {
         let (blk, off) = self.inode_loc(ino)?;
         let isz = self.sb.inode_size as usize;
         let b = self.cache.get(&mut self.dev, blk)?;
-        let raw = b
-            .get(off..off + isz)
-            .ok_or(FsError::Invalid("inode"))?
-            .to_vec();
+        let slot = b.get(off..off + isz).ok_or(FsError::Invalid("inode"))?;
+        // Up to a block (64 KiB) an inode, as the superblock says: fallibly.
+        let mut raw = Vec::new();
+        raw.try_reserve_exact(isz).map_err(|_| FsError::NoMemory)?;
+        raw.extend_from_slice(slot);
         let inode = Inode { raw };
         if self.sb.has_csum() && !inode.csum_ok(self.sb.csum_seed, ino) {
             return Err(corrupt(format!("inode {ino} checksum mismatch")));
@@ -1223,7 +1236,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
     /// The directory is scanned twice: first to count its names and their bytes, then
     /// to list them into a vector of exactly that many, allocated fallibly. The
     /// listing is held to half the mount's budget ([`Ext::set_cache_bytes`]: the
-    /// caches may hold the other half meanwhile) and to [`MAX_LIST_ENTRIES`] names; a
+    /// caches may hold the other half meanwhile) and to `MAX_LIST_ENTRIES` names; a
     /// larger directory (its size comes from the disk) gives [`FsError::NoMemory`]
     /// before anything is allocated. (Building it as one scan goes costs up to twice
     /// the listing in spare capacity, which a caller keeps for as long as it walks

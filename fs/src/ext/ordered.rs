@@ -83,6 +83,15 @@ impl<D: BlockDev> Ext<D> {
         self.crash.journal.is_some()
     }
 
+    /// The journal writer gathers log blocks for a write in runs no larger than the
+    /// data's (`max_io`, from the mount's budget), and at most 256 KiB.
+    pub(super) fn size_journal_runs(&mut self) {
+        let bytes = self.max_io.min(256 << 10);
+        if let Some(w) = self.crash.journal.as_mut() {
+            w.set_run_bytes(bytes);
+        }
+    }
+
     /// At a read-write mount: pins the cache, opens the journal if the filesystem has
     /// one and sets `needs_recovery` (the caller writes the superblock and flushes).
     pub(super) fn crash_mount(&mut self) -> Result<(), FsError> {
@@ -105,6 +114,7 @@ impl<D: BlockDev> Ext<D> {
         match opened {
             Ok(w) => {
                 self.crash.journal = Some(w);
+                self.size_journal_runs();
                 self.sb.incompat |= INCOMPAT_RECOVER;
                 put32(&mut self.sb.raw, 0x60, self.sb.incompat);
             }
@@ -172,8 +182,10 @@ impl<D: BlockDev> Ext<D> {
         }
         let dirty = self.cache.dirty_count();
         // Half the cache (at least 64 blocks, so a small budget does not make every
-        // call a sync), and at most half the journal.
-        let cache = (self.cache.limit() / 2).max(64);
+        // call a sync, but no more than 256 KiB of them: 64 blocks of 64 KiB pinned
+        // until the commit were 4 MiB), and at most half the journal.
+        let floor = (256 << 10) / self.sb.block_size as usize;
+        let cache = (self.cache.limit() / 2).max(floor.clamp(cache::MIN_BLOCKS, 64));
         let limit = match &self.crash.journal {
             Some(w) => (w.max_blocks() / 2).min(cache),
             None => cache,

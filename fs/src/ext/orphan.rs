@@ -26,7 +26,9 @@
 //! dropped rest of the list held may need `-y`), the mount goes on read-write
 //! (Linux's default `errors=continue`), and [`Ext::orphans`] says what happened. The
 //! walk visits each inode at most once, so it ends after at most `s_inodes_count`
-//! steps. An orphan whose block map is over the mount's memory budget (see
+//! steps: a cycle is found beforehand by Brent's algorithm over the links
+//! (`orphan_cycle`), in constant memory (a set of the inodes seen took some 10 bytes
+//! an inode, and the list's length comes from the disk). An orphan whose block map is over the mount's memory budget (see
 //! `Ext::tree_ctx`) stops the walk without dropping anything: the list stays from
 //! that inode on, for e2fsck or a mount with more memory, and [`Ext::orphans`] says
 //! so. Only an I/O error fails the mount.
@@ -94,9 +96,15 @@ impl<D: BlockDev> Ext<D> {
                 Some("filesystem has errors: the orphan list is left to e2fsck");
             return Ok(());
         }
-        let mut seen = BTreeSet::new();
+        // Inodes the walk may visit before one comes round again, if the list cycles.
+        let mut left = self.orphan_cycle(ino)?;
         while ino != 0 {
-            let next = match self.orphan_next(ino, &seen) {
+            if left == Some(0) {
+                self.orphan_error(format!("orphan list: inode {ino} twice (a cycle)"));
+                break;
+            }
+            left = left.map(|n| n - 1);
+            let next = match self.orphan_next(ino) {
                 Ok(next) => next,
                 Err(FsError::Corrupt(why)) => {
                     self.orphan_error(why);
@@ -122,7 +130,6 @@ impl<D: BlockDev> Ext<D> {
                 }
                 Err(e) => return Err(e),
             }
-            seen.insert(ino);
             // Off the list: the next transaction has this inode done and the rest
             // of the list still linked.
             self.set_last_orphan(next);
@@ -132,15 +139,63 @@ impl<D: BlockDev> Ext<D> {
         self.sync_all()
     }
 
+    /// The link of `ino` on the orphan list as the disk has it (`i_dtime`, read from
+    /// its inode table block without checks: the walk checks what it visits), or
+    /// `None` for the end of the list or an inode out of range.
+    fn orphan_link(&mut self, ino: u32) -> Result<Option<u32>, FsError> {
+        if ino == 0 || ino < self.sb.first_ino || ino > self.sb.inodes_count {
+            return Ok(None);
+        }
+        let (blk, off) = self.inode_loc(ino)?;
+        let b = self.cache.get(&mut self.dev, blk)?;
+        Ok(b.get(off + 0x14..off + 0x18)
+            .map(|d| get32(d, 0))
+            .filter(|&n| n != 0))
+    }
+
+    /// If the orphan list from `start` comes back to an inode it has been through,
+    /// how many inodes it has before that (`mu + lambda` of Brent's cycle detection,
+    /// which keeps two inode numbers, not a set of them); `None` if it ends. Takes up
+    /// to three walks of the list, through the block cache.
+    fn orphan_cycle(&mut self, start: u32) -> Result<Option<u64>, FsError> {
+        // Phase 1: the cycle's length, `lam`, with power-of-two checkpoints.
+        let (mut power, mut lam) = (1u64, 1u64);
+        let mut tortoise = start;
+        let Some(mut hare) = self.orphan_link(start)? else {
+            return Ok(None);
+        };
+        while tortoise != hare {
+            if power == lam {
+                tortoise = hare;
+                power *= 2;
+                lam = 0;
+            }
+            let Some(next) = self.orphan_link(hare)? else {
+                return Ok(None);
+            };
+            hare = next;
+            lam += 1;
+        }
+        // Phase 2: where it starts, `mu`: two walkers `lam` apart meet there.
+        let (mut tortoise, mut hare) = (start, start);
+        for _ in 0..lam {
+            hare = self.orphan_link(hare)?.unwrap_or(0);
+        }
+        let mut mu = 0u64;
+        while tortoise != hare {
+            tortoise = self.orphan_link(tortoise)?.unwrap_or(0);
+            hare = self.orphan_link(hare)?.unwrap_or(0);
+            mu += 1;
+        }
+        Ok(Some(mu + lam))
+    }
+
     /// Checks that `ino` is a plausible orphan and returns the next one on the list.
-    fn orphan_next(&mut self, ino: u32, seen: &BTreeSet<u32>) -> Result<u32, FsError> {
+    fn orphan_next(&mut self, ino: u32) -> Result<u32, FsError> {
         let (first, count) = (self.sb.first_ino, self.sb.inodes_count);
         let in_range = |i: u32| i >= first && i <= count;
         if !in_range(ino) {
             return Err(corrupt(format!("orphan list: inode {ino} out of range")));
-        }
-        if seen.contains(&ino) {
-            return Err(corrupt(format!("orphan list: inode {ino} twice (a cycle)")));
         }
         if !self.inode_in_use(ino)? {
             return Err(corrupt(format!("orphan list: inode {ino} is not in use")));

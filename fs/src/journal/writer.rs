@@ -90,6 +90,9 @@ pub struct JournalWriter {
     next_tid: u32,
     /// The journal block the next transaction starts at.
     head: u32,
+    /// Most bytes of log blocks gathered for one device write
+    /// ([`JournalWriter::set_run_bytes`]).
+    run_bytes: usize,
     /// Counters.
     pub stats: WriterStats,
 }
@@ -149,6 +152,7 @@ impl JournalWriter {
             head: sb.first,
             sb: sb.clone(),
             sb_raw,
+            run_bytes: RUN_BYTES,
             stats: WriterStats::default(),
         };
         let mut incompat = sb.feature_incompat;
@@ -231,6 +235,14 @@ impl JournalWriter {
         Ok(())
     }
 
+    /// Bounds the buffer that gathers adjacent log blocks into one device write to
+    /// `bytes` (default 256 KiB; at least a block): a mount sizes it to its memory
+    /// budget. The buffer is taken fallibly, for at most the transaction; without
+    /// it, blocks are written one by one.
+    pub fn set_run_bytes(&mut self, bytes: usize) {
+        self.run_bytes = bytes;
+    }
+
     /// Journal block after `j` (wrapping to `s_first`).
     fn next(&self, j: u32) -> u32 {
         if j + 1 >= self.sb.max_len {
@@ -267,7 +279,9 @@ impl JournalWriter {
         let wide = self.sb.is_64bit();
         let per = self.tags_per_descriptor();
         let tag_size = self.tag_size();
-        let mut out = RunWriter::new(bs);
+        // Descriptors, copies and the commit block, gathered up to `run_bytes`.
+        let log_bytes = self.blocks_needed(blocks.len()).saturating_mul(bs);
+        let mut out = RunWriter::new(bs, self.run_bytes.min(log_bytes));
         let mut j = start;
         for chunk in blocks.chunks(per.max(1)) {
             // Descriptor.
@@ -384,7 +398,9 @@ impl JournalWriter {
     }
 }
 
-/// Coalesces log blocks that are adjacent on the device into one write.
+/// Coalesces log blocks that are adjacent on the device into one write, in a buffer
+/// of at most `cap` bytes taken once (fallibly: without it, each block is written
+/// as it comes).
 struct RunWriter {
     bs: usize,
     start: u64,
@@ -392,17 +408,22 @@ struct RunWriter {
 }
 
 impl RunWriter {
-    fn new(bs: usize) -> RunWriter {
-        RunWriter {
-            bs,
-            start: 0,
-            buf: Vec::new(),
+    fn new(bs: usize, cap: usize) -> RunWriter {
+        let mut buf = Vec::new();
+        if cap >= 2 * bs {
+            let _ = buf.try_reserve_exact(cap / bs * bs);
         }
+        RunWriter { bs, start: 0, buf }
     }
 
     fn push<D: BlockDev>(&mut self, dev: &mut D, blk: u64, data: &[u8]) -> Result<(), FsError> {
+        if self.buf.capacity() < 2 * self.bs {
+            return Ok(dev.write(blk * self.bs as u64, data)?);
+        }
         let next = self.start + (self.buf.len() / self.bs) as u64;
-        if !self.buf.is_empty() && (blk != next || self.buf.len() >= RUN_BYTES) {
+        if !self.buf.is_empty()
+            && (blk != next || self.buf.len() + data.len() > self.buf.capacity())
+        {
             self.finish(dev)?;
         }
         if self.buf.is_empty() {
