@@ -140,6 +140,22 @@ struct Node {
     dx_bad: bool,
 }
 
+impl Node {
+    /// A cached inode with nothing buffered and no index read yet.
+    fn new(inode: Inode, map: Option<FileMap>, dirty: bool) -> Node {
+        Node {
+            inode,
+            map,
+            dirty,
+            map_dirty: false,
+            pending: BTreeMap::new(),
+            dx: None,
+            dx_large: false,
+            dx_bad: false,
+        }
+    }
+}
+
 /// A mounted ext2/ext3/ext4 filesystem over a block device.
 pub struct Ext<D: BlockDev> {
     dev: D,
@@ -725,16 +741,7 @@ impl<D: BlockDev> Ext<D> {
         if !self.nodes.contains_key(&ino) {
             self.evict_nodes();
             let inode = self.read_inode(ino)?;
-            let n = Node {
-                inode,
-                map: None,
-                dirty: false,
-                map_dirty: false,
-                pending: BTreeMap::new(),
-                dx: None,
-                dx_large: false,
-                dx_bad: false,
-            };
+            let n = Node::new(inode, None, false);
             self.node_bytes += node_cost(&n);
             self.nodes.insert(ino, n);
         }
@@ -867,16 +874,7 @@ impl<D: BlockDev> Ext<D> {
         // ones go first when it is full (a copy that only creates files never reads
         // an inode, and `cp -r` of 5,000 of them kept every one, 5 MiB of heap).
         self.evict_nodes();
-        let n = Node {
-            inode,
-            map: Some(FileMap::default()),
-            dirty: true,
-            map_dirty: false,
-            pending: BTreeMap::new(),
-            dx: None,
-            dx_large: false,
-            dx_bad: false,
-        };
+        let n = Node::new(inode, Some(FileMap::default()), true);
         self.node_bytes += node_cost(&n);
         self.put(ino, n);
         Ok(ino)
