@@ -258,3 +258,32 @@ fn bad_superblock_checksum_names_both_checksums() {
         Ok(_) => panic!("mounted with a bad superblock checksum"),
     }
 }
+
+#[test]
+fn group_descriptors_over_the_metadata_or_outside_their_group_refuse_the_mount() {
+    // Linux's ext4_check_descriptors: a bitmap placed over the group descriptors
+    // (writing it would overwrite them), or, without flex_bg, in another group.
+    for (field, block, want) in [
+        (
+            "block_bitmap",
+            2,
+            "overlaps the superblock or the group descriptors",
+        ),
+        ("inode_bitmap", 300, "is outside its group"),
+    ] {
+        let t = TempDir::new("gdcheck");
+        let img = t.path().join("img");
+        mkfs(&img, "ext2", 1024, "16M", None, &[]);
+        let out = std::process::Command::new(tool("debugfs"))
+            .args(["-w", "-R", &format!("set_bg 1 {field} {block}")])
+            .arg(&img)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        match Ext::mount(FileDisk::open(&img), MountOptions::default()) {
+            Err(FsError::Corrupt(m)) => assert!(m.contains(want), "{field}: {m}"),
+            Err(e) => panic!("{field}: {e:?}"),
+            Ok(_) => panic!("{field}: mounted"),
+        }
+    }
+}

@@ -441,6 +441,33 @@ impl<D: BlockDev> Ext<D> {
                     "group descriptor {g} points outside the filesystem"
                 )));
             }
+            // Linux's `ext4_check_descriptors`: a bitmap or inode table over the
+            // primary superblock and descriptors (writing it would overwrite them),
+            // and without flex_bg, outside its own group.
+            let meta_end = sb.group_first_block(0) + sb.super_overhead(0);
+            let own = (
+                sb.group_first_block(g),
+                sb.group_first_block(g) + u64::from(sb.blocks_in_group(g)),
+            );
+            let flex = sb.incompat & INCOMPAT_FLEX_BG != 0;
+            for (what, b, n) in [
+                ("block bitmap", gd.block_bitmap(), 1),
+                ("inode bitmap", gd.inode_bitmap(), 1),
+                ("inode table", gd.inode_table(), itb),
+            ] {
+                if b < meta_end {
+                    return Err(corrupt(format!(
+                        "group descriptor {g}: {what} at block {b} overlaps the superblock or the group descriptors"
+                    )));
+                }
+                if !flex && (b < own.0 || b + n > own.1) {
+                    return Err(corrupt(format!(
+                        "group descriptor {g}: {what} at block {b} is outside its group ({}-{})",
+                        own.0,
+                        own.1 - 1
+                    )));
+                }
+            }
             if gd.free_blocks() > sb.blocks_in_group(g) || gd.free_inodes() > sb.inodes_per_group {
                 return Err(corrupt(format!("group descriptor {g}: bad free counts")));
             }
