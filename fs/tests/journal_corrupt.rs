@@ -220,6 +220,33 @@ fn bad_data_checksum_skips_that_block_only() {
 }
 
 #[test]
+fn a_mount_whose_replay_skipped_a_bad_block_fails_and_marks_the_errors() {
+    // As Linux: jbd2 reports EFSBADCRC and the mount fails ("error loading
+    // journal"); the filesystem is left marked as having errors for e2fsck.
+    let b = base("baddata-mount", "jo -c");
+    let mut d = b.memdisk();
+    let r = b.jblock(b.find(2, 1) + 2);
+    d.bytes[r.start + 500] ^= 0x80;
+    let img = b._dir.path("bad.img");
+    std::fs::write(&img, &d.bytes).unwrap();
+    assert!(needs_recovery(&img), "debugfs left the log to replay");
+    match xenlet_fs::Ext::mount(FileDev::open(&img), xenlet_fs::MountOptions::default()) {
+        Err(FsError::Corrupt(m)) => assert!(m.contains("1 block(s) with bad checksums"), "{m}"),
+        Err(e) => panic!("{e:?}"),
+        Ok(_) => panic!("mounted"),
+    }
+    let out = run_ok("dumpe2fs", &["-h", img.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let state = text
+        .lines()
+        .find(|l| l.starts_with("Filesystem state:"))
+        .unwrap_or("");
+    assert!(state.contains("with errors"), "{state}");
+    // the rest of the log went home, and recovery is not asked again
+    assert!(!needs_recovery(&img));
+}
+
+#[test]
 fn without_checksums_corrupt_data_is_replayed_as_is() {
     let b = base("nocsum-data", "jo");
     let mut d = b.memdisk();

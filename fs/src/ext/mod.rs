@@ -374,9 +374,24 @@ impl<D: BlockDev> Ext<D> {
         let mut sb = Superblock::parse(raw, dev.size_bytes())?;
         sb.incompat &= !INCOMPAT_RECOVER;
         put32(&mut sb.raw, 0x60, sb.incompat);
+        // Blocks skipped for bad checksums leave the filesystem possibly
+        // inconsistent: as Linux (jbd2 returns EFSBADCRC, "error loading journal")
+        // the mount fails, and the superblock says it has errors so that e2fsck
+        // checks it in full (as e2fsck itself marks it after such a replay).
+        let bad = stats.data_csum_errors;
+        if bad != 0 {
+            let st = sb.state();
+            sb.set_state(st | STATE_ERROR);
+        }
         let b = sb.sealed_bytes().to_vec();
         dev.write(SB_OFFSET, &b)?;
         dev.flush()?;
+        if bad != 0 {
+            return Err(corrupt(format!(
+                "journal replay skipped {bad} block(s) with bad checksums: the filesystem \
+                 is marked as having errors; run e2fsck -fy"
+            )));
+        }
         Ok((dev, stats))
     }
 
