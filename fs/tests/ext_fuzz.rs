@@ -732,7 +732,9 @@ fn fuzz_journal(extra: &[&str], jo: &str, iterations: u64, seed: u64) {
     assert!(out.mounted > n / 5, "{out:?}");
     // The damage reached the log: some replays were cut short, some went through.
     assert!(out.replayed_some + out.replayed_none > 0, "{out:?}");
-    assert!(out.replayed_all > n / 10, "{out:?}");
+    // (a replay that skipped a block with a bad checksum refuses the mount, as
+    // Linux's does: fewer whole replays mount than when it went on regardless)
+    assert!(out.replayed_all > n / 20, "{out:?}");
 }
 
 #[test]
