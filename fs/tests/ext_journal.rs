@@ -136,3 +136,48 @@ fn ext4_tiny_journal_falls_back_to_ordered_writes() {
         }
     }
 }
+
+#[test]
+fn a_journal_that_cannot_be_written_makes_the_mount_read_only_and_says_why() {
+    let t = TempDir::new("extj-bad");
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 1024, "16M", None, &[]);
+    // jbd2 v1 checksums (COMPAT_CHECKSUM) in the journal's superblock: readable,
+    // not something Xenlet writes
+    let out = std::process::Command::new(tool("debugfs"))
+        .args(["-R", "bmap <8> 0"])
+        .arg(&img)
+        .output()
+        .unwrap();
+    let jblk: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&img)
+            .unwrap();
+        let mut jsb = vec![0u8; 1024];
+        f.read_exact_at(&mut jsb, jblk * 1024).unwrap();
+        // a v1 (version 1 block type 3) journal superblock
+        jsb[4..8].copy_from_slice(&3u32.to_be_bytes());
+        f.write_all_at(&jsb, jblk * 1024).unwrap();
+    }
+    let before = std::fs::read(&img).unwrap();
+    let mut fs = mount(&img);
+    assert!(
+        fs.read_only(),
+        "mounted read-write without a usable journal"
+    );
+    let why = fs.read_only_reason().expect("a reason");
+    assert!(why.contains("journal"), "{why}");
+    // files read; nothing is written
+    let root = fs.root();
+    assert!(fs.read_dir(root).is_ok());
+    assert!(fs.mkdir(root, "d", 0o755).is_err());
+    drop(fs);
+    assert!(
+        std::fs::read(&img).unwrap() == before,
+        "the disk is untouched"
+    );
+}

@@ -318,6 +318,14 @@ impl<D: BlockDev> Ext<D> {
         Ok(fs)
     }
 
+    /// Why a read-write mount came out read-only, if it did: its journal could not
+    /// be used for writing.
+    pub fn read_only_reason(&self) -> Option<String> {
+        self.crash_stats()
+            .journal_error
+            .map(|e| format!("its journal cannot be written ({e})"))
+    }
+
     /// What journal replay did at mount, if it ran.
     pub fn replayed(&self) -> Option<&ReplayStats> {
         self.replayed.as_ref()
@@ -533,6 +541,16 @@ impl<D: BlockDev> Ext<D> {
         }
         if !fs.ro && fs.sb.incompat & INCOMPAT_RECOVER == 0 {
             fs.crash_mount()?; // crash safety (ordered.rs)
+            if fs.crash_stats().journal_error.is_some() {
+                // A journal it cannot use (v1, v1 checksums, a damaged superblock,
+                // ...): Linux refuses the mount; here the filesystem is mounted
+                // read-only, so that its files can be read and nothing is written
+                // without the journal that makes it atomic, and the reason is kept
+                // ([`Ext::read_only_reason`]).
+                fs.ro = true;
+                fs.cache.pinned = false;
+                return Ok(fs);
+            }
             let st = fs.sb.state();
             fs.sb.set_state(st & !STATE_VALID);
             fs.sb.note_mount(now);

@@ -287,6 +287,9 @@ fn open_fs(dev: Dev, kind: Option<&str>, read_only: bool) -> Result<BoxedFs, FsE
     if let Some(r) = fs.replayed() {
         crate::println!("ext4: journal replayed at mount: {r}");
     }
+    if let Some(why) = fs.read_only_reason() {
+        crate::println!("ext4: mounted read-only: {why}");
+    }
     if let Some(k) = kind {
         let real = xenlet_fs::FileSystem::kind(&fs);
         // ext4's driver mounts ext2 and ext3 too, as Linux's does.
