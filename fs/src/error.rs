@@ -41,6 +41,8 @@ pub enum FsError {
     Interrupted,
     /// ENOMEM: a buffer could not be had (the heap is small or fragmented).
     NoMemory,
+    /// EPERM: the inode is immutable or append-only (`chattr +i`, `+a`).
+    NotPermitted,
 }
 
 impl From<IoError> for FsError {
@@ -74,6 +76,7 @@ impl fmt::Display for FsError {
             FsError::Unsupported(what) => write!(f, "Operation not supported ({what})"),
             FsError::Interrupted => f.write_str("Interrupted system call"),
             FsError::NoMemory => f.write_str("Cannot allocate memory"),
+            FsError::NotPermitted => f.write_str("Operation not permitted"),
         }
     }
 }

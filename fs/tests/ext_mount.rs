@@ -287,3 +287,43 @@ fn group_descriptors_over_the_metadata_or_outside_their_group_refuse_the_mount()
         }
     }
 }
+
+#[test]
+fn immutable_and_append_only_files_refuse_what_linux_refuses() {
+    let t = TempDir::new("chattr");
+    let src = t.path().join("src");
+    std::fs::create_dir_all(src.join("d")).unwrap();
+    std::fs::write(src.join("ro"), b"keep me").unwrap();
+    std::fs::write(src.join("log"), b"line 1\n").unwrap();
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 1024, "8M", Some(&src), &[]);
+    // chattr +i ro, +a log, +i d (what e2fsprogs' debugfs can set)
+    debugfs_w(
+        &img,
+        "set_inode_field /ro flags 0x80010\nset_inode_field /log flags 0x80020\nset_inode_field /d flags 0x80010\n",
+    );
+    let mut fs = mount(&img);
+    let root = fs.root();
+    let ro = resolve(&mut fs, "/ro").unwrap();
+    let log = resolve(&mut fs, "/log").unwrap();
+    let d = resolve(&mut fs, "/d").unwrap();
+    let eperm = Err(FsError::NotPermitted);
+    assert_eq!(fs.write(ro, 0, b"x").map(|_| ()), eperm);
+    assert_eq!(fs.truncate(ro, 0), eperm);
+    assert_eq!(fs.unlink(root, "ro"), eperm);
+    assert_eq!(fs.rename(root, "ro", root, "ro2"), eperm);
+    assert_eq!(fs.set_times(ro, 1, 1), eperm);
+    // append-only: at the end only; no truncate, no unlink
+    assert_eq!(fs.write(log, 0, b"x").map(|_| ()), eperm);
+    assert_eq!(fs.write(log, 7, b"line 2\n"), Ok(7));
+    assert_eq!(fs.truncate(log, 0), eperm);
+    assert_eq!(fs.unlink(root, "log"), eperm);
+    // an immutable directory takes no new names
+    assert_eq!(fs.create(d, "new", 0o644).map(|_| ()), eperm);
+    assert_eq!(fs.mkdir(d, "sub", 0o755).map(|_| ()), eperm);
+    fs.sync().unwrap();
+    assert_eq!(read_all(&mut fs, ro), b"keep me");
+    assert_eq!(read_all(&mut fs, log), b"line 1\nline 2\n");
+    fs.unmount().unwrap();
+    fsck_clean(&img);
+}

@@ -8,6 +8,10 @@ use alloc::vec::Vec;
 
 /// i_flags: directory is htree-indexed.
 pub const FL_INDEX: u32 = 0x1000;
+/// `chattr +i`: no change at all (data, name, times, links).
+pub const FL_IMMUTABLE: u32 = 0x10;
+/// `chattr +a`: data only appended; no truncate, no unlink or rename.
+pub const FL_APPEND: u32 = 0x20;
 /// i_flags: `i_blocks` counts filesystem blocks, not sectors.
 pub const FL_HUGE_FILE: u32 = 0x40000;
 /// i_flags: `i_block` holds an extent tree.

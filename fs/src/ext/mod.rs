@@ -61,7 +61,10 @@ use cache::BlockCache;
 use csum::{get32, put32};
 use extent::{FileMap, MetaIo, TreeCtx};
 use group::Gdt;
-use inode::{Inode, FL_EXTENTS, FL_INDEX, FL_INLINE_DATA, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
+use inode::{
+    Inode, FL_APPEND, FL_EXTENTS, FL_IMMUTABLE, FL_INDEX, FL_INLINE_DATA, S_IFDIR, S_IFLNK, S_IFMT,
+    S_IFREG,
+};
 use superblock::*;
 
 const ROOT_INO: u32 = 2;
@@ -316,6 +319,15 @@ impl<D: BlockDev> Ext<D> {
         let mut fs = Self::mount_as_is(dev, opts, false, budget)?;
         fs.replayed = replayed;
         Ok(fs)
+    }
+
+    /// EPERM if inode `ino` has any of `flags` (`FL_IMMUTABLE`, `FL_APPEND`), as
+    /// Linux's `IS_IMMUTABLE`/`IS_APPEND` checks refuse the change.
+    fn may_change(&mut self, ino: u32, flags: u32) -> Result<(), FsError> {
+        if self.node(ino)?.inode.flags() & flags != 0 {
+            return Err(FsError::NotPermitted);
+        }
+        Ok(())
     }
 
     /// Why a read-write mount came out read-only, if it did: its journal could not
@@ -1366,6 +1378,13 @@ impl<D: BlockDev> FileSystem for Ext<D> {
     fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize, FsError> {
         self.check_rw()?;
         let ino = self.ino32(ino)?;
+        let (flags, size) = {
+            let n = self.node(ino)?;
+            (n.inode.flags(), n.inode.size())
+        };
+        if flags & FL_IMMUTABLE != 0 || (flags & FL_APPEND != 0 && offset != size) {
+            return Err(FsError::NotPermitted);
+        }
         self.room_for_write(data.len())?; // crash safety (ordered.rs)
         match self.write_file(ino, offset, data) {
             // crash safety (ordered.rs): freed blocks come back at sync.
@@ -1380,14 +1399,17 @@ impl<D: BlockDev> FileSystem for Ext<D> {
     fn truncate(&mut self, ino: Ino, size: u64) -> Result<(), FsError> {
         self.check_rw()?;
         let ino = self.ino32(ino)?;
+        self.may_change(ino, FL_IMMUTABLE | FL_APPEND)?;
         self.truncate_file(ino, size)
     }
 
     fn create(&mut self, dir: Ino, name: &str, perm: u16) -> Result<Ino, FsError> {
+        self.may_change(self.ino32(dir)?, FL_IMMUTABLE)?;
         self.make(dir, name, S_IFREG | (perm & 0o7777))
     }
 
     fn mkdir(&mut self, dir: Ino, name: &str, perm: u16) -> Result<Ino, FsError> {
+        self.may_change(self.ino32(dir)?, FL_IMMUTABLE)?;
         self.make(dir, name, S_IFDIR | (perm & 0o7777))
     }
 
@@ -1396,6 +1418,8 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         let dir = self.ino32(dir)?;
         let name = check_name(name)?;
         let ino = self.dir_lookup(dir, name)?.ok_or(FsError::NotFound)?;
+        self.may_change(dir, FL_IMMUTABLE | FL_APPEND)?;
+        self.may_change(ino, FL_IMMUTABLE | FL_APPEND)?;
         if self.kind_of(ino)? == FileType::Dir {
             return Err(FsError::IsDir);
         }
@@ -1414,6 +1438,8 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         let dir = self.ino32(dir)?;
         let name = check_name(name)?;
         let ino = self.dir_lookup(dir, name)?.ok_or(FsError::NotFound)?;
+        self.may_change(dir, FL_IMMUTABLE | FL_APPEND)?;
+        self.may_change(ino, FL_IMMUTABLE | FL_APPEND)?;
         if self.kind_of(ino)? != FileType::Dir {
             return Err(FsError::NotDir);
         }
@@ -1439,6 +1465,12 @@ impl<D: BlockDev> FileSystem for Ext<D> {
             return Err(FsError::NotDir);
         }
         let src = self.dir_lookup(fd, from)?.ok_or(FsError::NotFound)?;
+        self.may_change(fd, FL_IMMUTABLE | FL_APPEND)?;
+        self.may_change(td, FL_IMMUTABLE)?;
+        self.may_change(src, FL_IMMUTABLE | FL_APPEND)?;
+        if let Some(d) = self.dir_lookup(td, to)? {
+            self.may_change(d, FL_IMMUTABLE | FL_APPEND)?;
+        }
         let src_kind = self.kind_of(src)?;
         let src_dir = src_kind == FileType::Dir;
         let dst = self.dir_lookup(td, to)?;
@@ -1501,6 +1533,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
     fn set_times(&mut self, ino: Ino, atime: i64, mtime: i64) -> Result<(), FsError> {
         self.check_rw()?;
         let ino = self.ino32(ino)?;
+        self.may_change(ino, FL_IMMUTABLE)?;
         let now = self.now();
         let n = self.node(ino)?;
         n.inode.set_atime(atime);
