@@ -327,3 +327,26 @@ fn immutable_and_append_only_files_refuse_what_linux_refuses() {
     fs.unmount().unwrap();
     fsck_clean(&img);
 }
+
+#[test]
+fn a_directorys_size_ignores_the_high_word_as_linux_does_without_large_dir() {
+    let t = TempDir::new("dirsize");
+    let src = t.path().join("src");
+    std::fs::create_dir_all(src.join("d")).unwrap();
+    std::fs::write(src.join("d/f"), b"x").unwrap();
+    let img = t.path().join("img");
+    mkfs(&img, "ext2", 1024, "8M", Some(&src), &[]);
+    // ext2's i_dir_acl, or stray bits: the high word of a directory's size
+    debugfs_w(&img, "set_inode_field /d size_high 5\n");
+    let mut fs = mount(&img);
+    let d = resolve(&mut fs, "/d").unwrap();
+    assert_eq!(fs.stat(d).unwrap().size, 1024, "the low word only");
+    let names: Vec<String> = fs
+        .read_dir(d)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(names.contains(&"f".to_string()), "{names:?}");
+    fs.unmount().unwrap();
+}

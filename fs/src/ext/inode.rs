@@ -76,8 +76,18 @@ impl Inode {
         get16(&self.raw, 0x18) as u32 | (get16(&self.raw, 0x7A) as u32) << 16
     }
     /// Size in bytes.
+    ///
+    /// The high 32 bits count for regular files only, as Linux's `ext4_isize`
+    /// reads them without `large_dir` (a directory of 4 GiB is not something this
+    /// appliance meets; ext2 used the field as `i_dir_acl` for directories, and a
+    /// stray value there made a directory "terabytes" long).
     pub fn size(&self) -> u64 {
-        get32(&self.raw, 4) as u64 | (get32(&self.raw, 0x6C) as u64) << 32
+        let lo = get32(&self.raw, 4) as u64;
+        if self.mode() & S_IFMT == S_IFREG {
+            lo | (get32(&self.raw, 0x6C) as u64) << 32
+        } else {
+            lo
+        }
     }
     /// Sets the size.
     pub fn set_size(&mut self, s: u64) {
