@@ -385,11 +385,23 @@ impl Vfs {
     }
 
     /// `rename` within one filesystem (EXDEV across filesystems).
+    ///
+    /// A mount point, or a directory with a mount below it, is busy (EBUSY): the
+    /// mount table holds paths, and the mount would be left at the old one.
     pub fn rename(&mut self, from: &str, to: &str) -> Result<(), FsError> {
         let (fd, fname) = self.parent(from)?;
         let (td, tname) = self.parent(to)?;
         if fd.mount != td.mount {
             return Err(FsError::CrossDevice);
+        }
+        let (af, at) = (self.absolute(from), self.absolute(to));
+        if self
+            .mounts
+            .iter()
+            .flatten()
+            .any(|m| m.path != "/" && (is_under(&m.path, &af) || m.path == at))
+        {
+            return Err(FsError::Busy);
         }
         self.fs_room(fd)?.rename(fd.ino, &fname, td.ino, &tname)
     }
@@ -741,6 +753,22 @@ mod tests {
         assert_eq!(v.resolve(&long).err(), Some(FsError::NameTooLong));
         // through a symbolic link too: the bound is on the path walked
         assert_eq!(v.resolve("/d/d/d").map(|_| ()), Ok(()));
+    }
+
+    #[test]
+    fn a_mount_point_or_a_directory_above_one_is_not_renamed() {
+        let mut v = Vfs::new(tmpfs(), "tmpfs");
+        v.mkdir("/a", 0o755).unwrap();
+        v.mkdir("/a/m", 0o755).unwrap();
+        v.mkdir("/c", 0o755).unwrap();
+        v.mount("/a/m", "tmpfs", tmpfs()).unwrap();
+        assert_eq!(v.rename("/a", "/b"), Err(FsError::Busy));
+        assert_eq!(v.rename("/a/m", "/a/n"), Err(FsError::Busy));
+        assert_eq!(v.rename("/c", "/a/m"), Err(FsError::Busy));
+        // the mount is where it was; other renames go on
+        assert!(v.resolve("/a/m").is_ok());
+        v.rename("/c", "/d").unwrap();
+        assert!(v.resolve("/d").is_ok());
     }
 
     #[test]
