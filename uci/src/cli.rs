@@ -546,8 +546,19 @@ impl Uci {
         if self.staged(ptr.package).is_empty() {
             return Ok(());
         }
+        // What is written must read back: the parser's bounds (sections, options,
+        // list items) are checked on the text as it will be, so a commit never
+        // leaves a file that no longer parses (and the package as it was).
+        let text = write(&pkg);
+        if let Err(p) = parse("", ptr.package, &text) {
+            return Err(CliError::ParseFile(
+                p.message,
+                p.line,
+                p.column.saturating_sub(1),
+            ));
+        }
         store
-            .write_atomic(ptr.package, &write(&pkg))
+            .write_atomic(ptr.package, &text)
             .map_err(|_| CliError::Io)?;
         self.deltas.remove(ptr.package);
         Ok(())

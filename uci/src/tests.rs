@@ -310,6 +310,28 @@ fn random_cli_sessions_never_panic_and_commit_parseable_files() {
 }
 
 #[test]
+fn a_commit_that_would_not_parse_back_is_refused() {
+    // 300 options in one section: uci set can stage them, but the file would be
+    // past the parser's bound on the next read; the commit refuses and the file
+    // stays as it was.
+    let mut s = MemStore::default();
+    s.0.insert("network".into(), "config interface 'lan'\n".into());
+    let mut u = Uci::new();
+    for i in 0..300 {
+        let arg = alloc::format!("network.lan.opt{i}=x");
+        assert_eq!(u.run(&mut s, &["set", &arg]).code, 0);
+    }
+    let o = u.run(&mut s, &["commit", "network"]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("too many options"), "{}", o.stderr);
+    assert_eq!(s.0["network"], "config interface 'lan'\n");
+    // once fewer, it commits
+    assert_eq!(u.run(&mut s, &["revert", "network"]).code, 0);
+    assert_eq!(u.run(&mut s, &["set", "network.lan.proto=static"]).code, 0);
+    assert_eq!(u.run(&mut s, &["commit", "network"]).code, 0);
+}
+
+#[test]
 fn uncommitted_changes_are_bounded_per_package() {
     let mut s = MemStore::default();
     s.0.insert("network".into(), "config interface 'lan'\n".into());
