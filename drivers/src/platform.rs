@@ -24,6 +24,7 @@ use xenlet_xen::XenError;
 /// ```compile_fail
 /// #![forbid(unsafe_code)]
 /// fn forge(mem: xenlet_xen::shared::SharedPage) -> xenlet_drivers::platform::DmaPages {
+///     // SAFETY: never compiled: the lint refuses it, which is the point.
 ///     unsafe { xenlet_drivers::platform::DmaPages::from_frames(mem, 0x100, 1) }
 /// }
 /// ```

@@ -89,8 +89,8 @@ unsafe impl GlobalAlloc for Counting {
         if new > l.size() && !admit(new - l.size()) {
             return std::ptr::null_mut();
         }
-        // SAFETY: `p` came from System with layout `l`, and the caller ensures `new`
-        // is a valid size for `l`'s alignment.
+        // The caller ensures `new` is a valid size for `l`'s alignment.
+        // SAFETY: `p` came from System with layout `l`, and `new` is the caller's valid size.
         let q = unsafe { System.realloc(p, l, new) };
         if !q.is_null() {
             add(signed(new) - signed(l.size()));
