@@ -62,6 +62,12 @@ pub fn connected() -> bool {
     CONN.lock().is_some()
 }
 
+/// Watch events merged into a queued one or dropped for room (the queue is
+/// bounded: `xenlet_xen::xenstore::MAX_QUEUED_EVENTS`); None if not connected.
+pub fn events_dropped() -> Option<u64> {
+    CONN.lock().as_ref().map(|c| c.ring.events_dropped())
+}
+
 /// Waiting for xenstored: notify through the store's event channel, halt until an
 /// event (or a short deadline), give up at the request's deadline.
 struct Waiter {

@@ -564,6 +564,7 @@ const XEN_STEPS_ARR: [Step; 19] = [
             r"^upcall: (callback vector 0xf3 \(HVM_PARAM_CALLBACK_IRQ\)|per-vCPU vector 0xf3 \(HVMOP_set_evtchn_upcall_vector, x2APIC\))$",
             r"^timer: VIRQ_TIMER on event channel \d+, \d+ events$",
             r"^vcpu 0: running \d+\.\d{3} s, runnable \d+\.\d{3} s, blocked \d+\.\d{3} s",
+            r"^xenstore: \d+ watch events merged or dropped \(at most 32 queued\)$",
         ],
         30,
     ),

@@ -97,6 +97,13 @@ pub(super) fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult
             alloc::string::String::from("absent")
         }
     )?;
+    if let Some(n) = crate::xen::xenstore::events_dropped() {
+        writeln!(
+            out,
+            "xenstore: {n} watch events merged or dropped (at most {} queued)",
+            xenlet_xen::xenstore::MAX_QUEUED_EVENTS
+        )?;
+    }
     // The data plane's turns at the kernel's waits (`sync::wait`): it runs while
     // commands wait, not only between them.
     writeln!(
