@@ -70,6 +70,13 @@ pub fn conntrack(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
                 s.leak_blocked,
                 s.out_of_window
             )?;
+            // reassembly before conntrack (Linux's Reasm* counters)
+            let d = gw.router.defrag_stats();
+            writeln!(
+                out,
+                "reassembly: fragments {} reassembled {} timeouts {} overlaps {} duplicates {} refused {} malformed {}",
+                d.fragments, d.reassembled, d.timeouts, d.overlaps, d.duplicates, d.refused, d.malformed
+            )?;
         }
         _ => return Err(CmdError::usage("conntrack [-L | -C | -F | -S]")),
     }
