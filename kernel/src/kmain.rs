@@ -36,6 +36,25 @@ fn mib(bytes: u64) -> u64 {
     bytes >> 20
 }
 
+/// Before a suspend: every filesystem written back, every disk's requests answered.
+fn quiesce_for_suspend() {
+    crate::fs::vfs::sync_for_suspend();
+    let busy = crate::dev::frontends::quiesce_disks();
+    if busy > 0 {
+        println!("xenlet: {busy} disk request(s) still unanswered; sent again after a restore");
+    }
+}
+
+/// In a new domain: the disks and vifs reconnected to their new backends.
+fn resume_devices() {
+    for line in crate::dev::frontends::resume_disks() {
+        println!("blkfront: {line}");
+    }
+    for line in crate::dev::network::resume_vifs() {
+        println!("netfront: {line}");
+    }
+}
+
 /// Called by boot/src/entry.rs in long mode on the boot stack.
 #[no_mangle]
 extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
@@ -227,7 +246,7 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
                 crate::xen::platform::CallbackMode::Vector(v) => alloc::format!("vector {v:#x}"),
                 crate::xen::platform::CallbackMode::Polled => alloc::string::String::from("polled"),
             },
-            match x.console_port {
+            match crate::xen::platform::console_port() {
                 Some(p) => alloc::format!("on event channel {p}"),
                 None => alloc::string::String::from("absent"),
             }
@@ -303,6 +322,10 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     }
     println!("root: {root_report}");
     power::on_orderly_shutdown(crate::fs::vfs::shutdown);
+    crate::sys::suspend::set_hooks(crate::sys::suspend::Hooks {
+        quiesce: quiesce_for_suspend,
+        resumed: resume_devices,
+    });
     println!(
         "console: com1 {}{}",
         if serial { "16550" } else { "absent" },

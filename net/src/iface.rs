@@ -201,6 +201,25 @@ impl<L: Link> NetIf<L> {
         Ok(())
     }
 
+    /// Announces every IPv4 address of the interface with a gratuitous ARP
+    /// ([`crate::garp`]), after the domain moved; returns how many were sent.
+    pub fn announce(&mut self) -> usize {
+        let mac = self.link.mac();
+        let mut sent = 0;
+        for (cidr, _) in self.addrs() {
+            if let IpCidr::Ipv4(c) = cidr {
+                if self
+                    .link
+                    .send(&crate::garp::announcement(mac, c.address()))
+                    .is_ok()
+                {
+                    sent += 1;
+                }
+            }
+        }
+        sent
+    }
+
     /// Addresses with their origin.
     pub fn addrs(&self) -> Vec<(IpCidr, Origin)> {
         self.iface

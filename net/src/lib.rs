@@ -19,6 +19,7 @@ static TEST_ALLOC: xenlet_testalloc::Counting = xenlet_testalloc::Counting;
 pub mod config;
 pub mod echo;
 pub mod fwconfig;
+pub mod garp;
 pub mod gateway;
 pub mod iface;
 pub mod ip;

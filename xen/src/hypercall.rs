@@ -233,6 +233,20 @@ pub fn sched_shutdown(reason: u32) -> Result<(), XenError> {
     Ok(())
 }
 
+/// `SCHEDOP_shutdown(SHUTDOWN_suspend)` for an HVM/PVH domain: the toolstack saves
+/// the domain while the call is under way. Returns `Ok(false)` when the domain goes on
+/// in a new domain (restored or migrated: every Xen-side object is new) and `Ok(true)`
+/// when the suspend was cancelled (`xl save -c`, a failed migration: the toolstack's
+/// fast resume makes the call return 1 in the same domain, everything still in place).
+pub fn sched_suspend() -> Result<bool, XenError> {
+    let mut s = sched_shutdown {
+        reason: SHUTDOWN_suspend,
+    };
+    // SAFETY: `s` is a `sched_shutdown`.
+    let r = unsafe { op_ptr(__HYPERVISOR_sched_op, SCHEDOP_shutdown, &mut s) }?;
+    Ok(r != 0)
+}
+
 /// `SCHEDOP_yield`: gives the CPU to another vCPU or domain.
 pub fn sched_yield() {
     // SAFETY: SCHEDOP_yield takes no argument.

@@ -965,6 +965,46 @@ def run_scenario(sc):
                 gone = ''
                 expects = []    # checked against the boot output by start_domain
                 text = ''
+            elif kind == 'reattach':
+                # the dom0 steps before moved the domain (xl save + xl restore, xl
+                # migrate): the same name, a new domid and a new console pty; the guest
+                # printed its resume report meanwhile (into the console log)
+                phase[0] = 'reattach %d' % i
+                st = alive()
+                if st != 'running':
+                    fail_gone(st, 'after it was moved', '')
+                try:
+                    console.pump(0.1)
+                    console.close()
+                except OSError:
+                    pass
+                console = None
+                rc, v = sh(['xl', 'domid', dom])
+                domid = v.strip()
+                caps['DOMID'] = domid
+                xskey = '/local/domain/%s/%s' % (domid, 'serial/0/tty' if sc['console'] == 'serial'
+                                                 else 'console/tty')
+                ptyp = ''
+                end = time.monotonic() + left(30)
+                while not ptyp and time.monotonic() < end:
+                    rc, v = sh(['xenstore-read', xskey])
+                    ptyp = v.strip() if rc == 0 else ''
+                    if not ptyp:
+                        time.sleep(0.5)
+                if not ptyp:
+                    raise Fail(phase[0], 'no pty at xenstore %s' % xskey)
+                console = Console(ptyp, out, lambda m: log(m, False))
+                if LIVE:
+                    console.live = lambda ln: say('[%s] | %s' % (name, ln[:220]))
+                log('domain %s is now domid %s; console %s' % (dom, domid, ptyp))
+                t = time.monotonic()
+                console.send(eol)
+                st, got = console.wait_for(prompt, left(s['timeout'] or 30), alive)
+                text = clean(got)
+                show_output(text)
+                if st != 'found':
+                    fail_gone(st, 'within %ds of reattaching' % (s['timeout'] or 30), text)
+                log('prompt %.1fs after reattaching' % (time.monotonic() - t))
             else:
                 send = subst(s['send'], caps, False)
                 phase[0] = 'command %d (%s)' % (i, send)

@@ -451,6 +451,54 @@ pub fn run_one(
     }
 }
 
+/// Before a suspend: lets every disk answer what it has in flight (up to 10 s in
+/// all), the completions to their owners; returns how many requests stayed
+/// unanswered (a restored domain's disk sends them again).
+pub fn quiesce_disks() -> usize {
+    use xenlet_drivers::blkfront::BlockDevice;
+    let end = clock::now() + core::time::Duration::from_secs(10);
+    let mut disks = DISKS.lock();
+    let mut left = 0;
+    for disk in disks.iter_mut() {
+        let mut done = Vec::new();
+        while disk.in_flight() > 0 && clock::now() < end {
+            disk.poll(&mut done);
+            for c in done.drain(..) {
+                xenlet_drivers::blocksync::recycle(disk, c);
+            }
+            if disk.in_flight() > 0 {
+                disk.wait();
+            }
+        }
+        left += disk.in_flight();
+    }
+    left
+}
+
+/// In a new domain (restored or migrated): every disk goes through the handshake
+/// again with its new backend (new ring grants and event channel; unanswered
+/// requests sent again). One line per disk.
+pub fn resume_disks() -> Vec<String> {
+    use xenlet_drivers::blkfront::BlockDevice;
+    let mut lines = Vec::new();
+    for disk in DISKS.lock().iter_mut() {
+        let name = disk.info().name.clone();
+        lines.push(match disk.resume() {
+            Ok(n) => alloc::format!(
+                "{name} reconnected (port {}){}",
+                disk.port().0,
+                if n > 0 {
+                    alloc::format!(", {n} request(s) sent again")
+                } else {
+                    String::new()
+                }
+            ),
+            Err(e) => alloc::format!("{name} not reconnected: {e}"),
+        });
+    }
+    lines
+}
+
 /// Runs `f` on the disk called `name` (e.g. "xvdb" or "/dev/xvdb").
 pub fn with_disk<T>(name: &str, f: impl FnOnce(&mut Disk) -> T) -> Option<T> {
     let name = name.strip_prefix("/dev/").unwrap_or(name);

@@ -213,6 +213,36 @@ fn rescan() {
     }
 }
 
+/// In a new domain (restored or migrated): every vif goes through the handshake
+/// again with its new backend (new rings, grants and event channels; the receive
+/// buffers posted again, sends the old backend had not answered counted lost), then
+/// announces its IPv4 addresses (gratuitous ARP) so the bridge learns where the
+/// domain is now. The stack, the router's flows and the LAN services' leases are
+/// memory, kept as they were. One line per vif.
+pub fn resume_vifs() -> Vec<String> {
+    let mut stack = NET.lock();
+    let mut lines = Vec::new();
+    for n in stack.ifs.iter_mut() {
+        let name = n.name.clone();
+        match n.link.inner.resume() {
+            Ok(lost) => {
+                let announced = n.announce();
+                lines.push(format!(
+                    "{name} reconnected{}; {announced} address(es) announced",
+                    if lost > 0 {
+                        format!(", {lost} send(s) lost")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            Err(e) => lines.push(format!("{name} not reconnected: {e}")),
+        }
+    }
+    NET_EVENTS.signal();
+    lines
+}
+
 /// Vifs a domain takes (a toolstack attaching more gets a refusal on the console).
 const MAX_VIFS: usize = 16;
 

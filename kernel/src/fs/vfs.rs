@@ -339,6 +339,21 @@ pub fn umount(target: &str) -> Result<(), String> {
     }
 }
 
+/// Writes every filesystem back before a suspend (`xl save`, `xl migrate`): what is
+/// synced is on the disk whichever domain goes on. Never waits on the lock (a
+/// suspend comes between commands, but a command may have left it held).
+pub fn sync_for_suspend() {
+    let Some(mut g) = VFS.try_lock() else {
+        crate::println!("xenlet: file systems busy; not synced before the suspend");
+        return;
+    };
+    if let Some(v) = g.as_mut() {
+        if let Err(e) = v.sync_all() {
+            crate::println!("xenlet: sync before the suspend: {e}");
+        }
+    }
+}
+
 /// Writes back and marks clean every filesystem (before power-off, reboot or an
 /// `xl shutdown`); prints what failed.
 pub fn shutdown() {

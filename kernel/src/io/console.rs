@@ -124,6 +124,19 @@ pub fn attach_xen_console(ring: ConsoleRing, emergency: ConsoleRing, port: Port,
     });
 }
 
+/// The PV console's event channel changed (the domain was restored or migrated: the
+/// ring page is the same, its channel is new).
+pub fn set_xen_console_port(port: Port) {
+    x86_64::instructions::interrupts::without_interrupts(|| {
+        for c in [&XEN_CONSOLE, &XEN_CONSOLE_EMERGENCY] {
+            if let Some(c) = c.lock().as_mut() {
+                c.port = port;
+                c.congested = false;
+            }
+        }
+    });
+}
+
 /// Whether a PV console is attached (and not broken).
 pub fn has_xen_console() -> bool {
     x86_64::instructions::interrupts::without_interrupts(|| {

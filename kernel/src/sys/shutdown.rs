@@ -1,6 +1,7 @@
-//! The toolstack's shutdown requests: Xenlet advertises `control/feature-poweroff`
-//! and `control/feature-reboot` and watches `control/shutdown`, so `xl shutdown` and
-//! `xl reboot` end the domain cleanly (the protocol: xen/include/public/io/xs_wire.h
+//! The toolstack's shutdown requests: Xenlet advertises `control/feature-poweroff`,
+//! `control/feature-reboot` and `control/feature-suspend` and watches
+//! `control/shutdown`, so `xl shutdown` and `xl reboot` end the domain cleanly and
+//! `xl save`/`xl migrate` suspend it (`sys::suspend`) (the protocol: xen/include/public/io/xs_wire.h
 //! and Linux's drivers/xen/manage.c, `shutdown_handler`).
 //!
 //! The watch is registered in XenStore's callback table; its callback runs where
@@ -14,7 +15,11 @@ use xenlet_xen::xenstore::{WatchEvent, XsError};
 /// Advertises shutdown support and watches `control/shutdown`, so `xl shutdown` and
 /// `xl reboot` end the domain cleanly.
 pub fn watch_shutdown() -> Result<(), XsError> {
-    for f in ["control/feature-poweroff", "control/feature-reboot"] {
+    for f in [
+        "control/feature-poweroff",
+        "control/feature-reboot",
+        "control/feature-suspend",
+    ] {
         xenstore::write(f, "1")?;
     }
     xenstore::watch("control/shutdown", "xenlet-shutdown", on_shutdown_request)
@@ -42,6 +47,7 @@ fn on_shutdown_request(_: &WatchEvent) {
             crate::println!("\nxenlet: reboot requested by the toolstack");
             power::reboot();
         }
+        Ok("suspend") => crate::sys::suspend::suspend(),
         Ok("") => {}
         Ok(other) => crate::println!("\nxenlet: unsupported shutdown request '{other}' ignored"),
         Err(e) => crate::println!("\nxenlet: reading control/shutdown failed: {e}"),

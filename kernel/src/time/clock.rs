@@ -43,11 +43,13 @@ pub type SystemTimeFn = fn() -> Option<u64>;
 
 struct Pv {
     read: SystemTimeFn,
-    /// Xen system time at our time zero.
-    offset_ns: u64,
 }
 
 static PVCLOCK: Once<Pv> = Once::new();
+/// Xen system time at our time zero, wrapping (after a migration to a host whose Xen
+/// has run for less time than our clock shows, system time is below our time: the
+/// offset is then "negative").
+static PV_OFFSET_NS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
 /// Last value returned by `now()`, so the clock is monotonic across sources.
 static LAST_NS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
 
@@ -56,17 +58,43 @@ static LAST_NS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::n
 pub fn use_pvclock(read: SystemTimeFn) -> bool {
     let Some(sys) = read() else { return false };
     let ours = tsc_now().as_nanos();
-    let offset_ns = sys.saturating_sub(ours);
-    PVCLOCK.call_once(|| Pv { read, offset_ns });
+    PV_OFFSET_NS.store(sys.wrapping_sub(ours), core::sync::atomic::Ordering::SeqCst);
+    PVCLOCK.call_once(|| Pv { read });
     true
+}
+
+/// After the domain was restored or migrated, Xen system time is another host's (or
+/// the same host's, later). On the same host it went on through the save: time keeps
+/// its meaning, the downtime shows as time passed (timers that fell due meanwhile
+/// fire, as Linux's do after a resume). Behind our clock (another host, up for less
+/// time), the clock goes on from where it stood: `now()` never goes backwards, and
+/// the downtime is not seen. Returns the step from the last time read before the
+/// suspend to the first after, in ns.
+pub fn resume_pvclock() -> u64 {
+    let Some(p) = PVCLOCK.get() else { return 0 };
+    let Some(sys) = (p.read)() else { return 0 };
+    let last = LAST_NS.load(core::sync::atomic::Ordering::SeqCst);
+    let ours = from_system_time(sys);
+    if ours >= last {
+        return ours - last;
+    }
+    PV_OFFSET_NS.store(sys.wrapping_sub(last), core::sync::atomic::Ordering::SeqCst);
+    0
+}
+
+/// Our time for Xen system time `sys` (0 for a system time before our time zero).
+fn from_system_time(sys: u64) -> u64 {
+    let off = PV_OFFSET_NS.load(core::sync::atomic::Ordering::Relaxed) as i64;
+    (i128::from(sys) - i128::from(off)).clamp(0, i128::from(u64::MAX)) as u64
 }
 
 /// Xen system time (what `VCPUOP_set_singleshot_timer` takes) at `t`, when pvclock
 /// is the clock source.
 pub fn to_system_time(t: Instant) -> Option<u64> {
-    PVCLOCK
-        .get()
-        .map(|p| t.as_nanos().saturating_add(p.offset_ns))
+    PVCLOCK.get().map(|_| {
+        let off = PV_OFFSET_NS.load(core::sync::atomic::Ordering::Relaxed) as i64;
+        (i128::from(t.as_nanos()) + i128::from(off)).clamp(0, i128::from(u64::MAX)) as u64
+    })
 }
 
 /// Whether pvclock is the clock source.
@@ -172,10 +200,7 @@ pub fn init(origin_tsc: u64) -> ClockInfo {
 
 /// Now, on the monotonic clock (zero before [`init`]).
 pub fn now() -> Instant {
-    let raw = match PVCLOCK
-        .get()
-        .and_then(|p| (p.read)().map(|t| t.saturating_sub(p.offset_ns)))
-    {
+    let raw = match PVCLOCK.get().and_then(|p| (p.read)().map(from_system_time)) {
         Some(ns) => ns,
         None => tsc_now().as_nanos(),
     };

@@ -53,6 +53,25 @@ pub fn init() -> Result<Stats, XenError> {
     }))
 }
 
+/// After the domain was restored or migrated: the new domain's grant table is new
+/// and empty, and none of its frames is mapped. Each frame is mapped again where it
+/// was (`XENMAPSPACE_grant_table` at the same guest frame, as Linux's
+/// `gnttab_resume`). The references handed out before stay allocated until their
+/// owners end them (their entries are now empty, so ending them succeeds): each
+/// frontend grants its pages anew when it reconnects.
+pub fn resume() -> Result<u32, XenError> {
+    x86_64::instructions::interrupts::without_interrupts(|| {
+        let g = TABLE.lock();
+        let Some(t) = g.as_ref() else { return Ok(0) };
+        for (i, page) in t.frames.iter().enumerate() {
+            let gfn = page.addr() >> 12;
+            // SAFETY: the frame was given up to Xen for this grant-table frame at boot (it has been the table's since, reached only through `page`); mapping the new table's frame at the same guest frame restores that.
+            unsafe { hypercall::add_to_physmap(XENMAPSPACE_grant_table, i as u64, gfn) }?;
+        }
+        Ok(t.frames.len() as u32)
+    })
+}
+
 /// Current statistics, if the table is set up.
 pub fn stats() -> Option<Stats> {
     x86_64::instructions::interrupts::without_interrupts(|| {

@@ -10,7 +10,7 @@ use crate::{io::console, mm};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use spin::Once;
 use xenlet_xen::abi::*;
 use xenlet_xen::console::ConsoleRing;
@@ -48,10 +48,6 @@ pub struct XenInfo {
     pub shared_info: SharedInfo,
     /// Upcall delivery.
     pub callback: CallbackMode,
-    /// PV console event channel, when the domain has a PV console.
-    pub console_port: Option<Port>,
-    /// `VIRQ_TIMER` of vCPU 0 (the one-shot timer [`arm_timer`] sets), when bound.
-    pub timer_port: Option<Port>,
 }
 
 /// Why Xen was found but could not be used.
@@ -93,6 +89,28 @@ static PORT_HANDLERS: IrqLock<PortTable<PortHandler, MAX_PORT_HANDLERS>> =
 static EVENTS: EventCount = EventCount::new();
 /// `VIRQ_TIMER` events served.
 static TIMER_EVENTS: AtomicU64 = AtomicU64::new(0);
+/// vCPU 0's `VIRQ_TIMER` port ([`NO_PORT`] when unbound): a restored domain binds it
+/// anew, possibly to another number.
+static TIMER_PORT: AtomicU32 = AtomicU32::new(NO_PORT);
+/// The PV console's event channel ([`NO_PORT`] when absent): new after a restore.
+static CONSOLE_PORT: AtomicU32 = AtomicU32::new(NO_PORT);
+const NO_PORT: u32 = u32::MAX;
+
+fn set_timer_port(p: Option<Port>) {
+    TIMER_PORT.store(p.map_or(NO_PORT, |p| p.0), Ordering::SeqCst);
+}
+
+/// `VIRQ_TIMER` of vCPU 0 (the one-shot timer [`arm_timer`] sets), when bound.
+pub fn timer_port() -> Option<Port> {
+    let p = TIMER_PORT.load(Ordering::SeqCst);
+    (p != NO_PORT).then_some(Port(p))
+}
+
+/// The PV console's event channel, when the domain has a PV console.
+pub fn console_port() -> Option<Port> {
+    let p = CONSOLE_PORT.load(Ordering::SeqCst);
+    (p != NO_PORT).then_some(Port(p))
+}
 
 /// The platform state, when running on Xen.
 pub fn info() -> Option<&'static XenInfo> {
@@ -153,20 +171,10 @@ pub fn init(per_vcpu_upcall: bool) -> Result<Option<&'static XenInfo>, XenInitEr
             && lapic::enable_x2apic()
             && hypercall::hvm_set_evtchn_upcall_vector(0, UPCALL_VECTOR).is_ok()
         {
-            // The toolstack takes a zero HVM_PARAM_CALLBACK_IRQ for "no PV drivers"
-            // (then `xl shutdown` refuses): set GSI 1 as Linux does, which Xen never
-            // raises while a per-vCPU vector is set.
-            hc(
-                "HVM_PARAM_CALLBACK_IRQ",
-                hypercall::hvm_set_param(HVM_PARAM_CALLBACK_IRQ, 1),
-            )?;
+            set_callback(CallbackMode::PerVcpu(UPCALL_VECTOR))?;
             CallbackMode::PerVcpu(UPCALL_VECTOR)
         } else {
-            let via = (HVM_PARAM_CALLBACK_TYPE_VECTOR << 56) | u64::from(UPCALL_VECTOR);
-            hc(
-                "HVM_PARAM_CALLBACK_IRQ",
-                hypercall::hvm_set_param(HVM_PARAM_CALLBACK_IRQ, via),
-            )?;
+            set_callback(CallbackMode::Vector(UPCALL_VECTOR))?;
             CallbackMode::Vector(UPCALL_VECTOR)
         }
     } else {
@@ -183,7 +191,7 @@ pub fn init(per_vcpu_upcall: bool) -> Result<Option<&'static XenInfo>, XenInitEr
         port
     });
 
-    let console_port = match (
+    match (
         hypercall::hvm_get_param(HVM_PARAM_CONSOLE_PFN),
         hypercall::hvm_get_param(HVM_PARAM_CONSOLE_EVTCHN),
     ) {
@@ -200,10 +208,10 @@ pub fn init(per_vcpu_upcall: bool) -> Result<Option<&'static XenInfo>, XenInitEr
                 console::PvConsoleOps { notify, yield_cpu },
             );
             register_port(port, on_console_event);
-            Some(port)
+            CONSOLE_PORT.store(port.0, Ordering::SeqCst);
         }
-        _ => None,
-    };
+        _ => {}
+    }
 
     let info = XEN.call_once(|| XenInfo {
         cpuid: c,
@@ -211,11 +219,100 @@ pub fn init(per_vcpu_upcall: bool) -> Result<Option<&'static XenInfo>, XenInitEr
         features,
         shared_info,
         callback,
-        console_port,
-        timer_port,
     });
+    set_timer_port(timer_port);
     crate::time::clock::use_pvclock(pvclock_system_time);
     Ok(Some(info))
+}
+
+/// Tells Xen how to deliver upcalls (`mode` as [`init`] chose it).
+fn set_callback(mode: CallbackMode) -> Result<(), XenInitError> {
+    match mode {
+        CallbackMode::PerVcpu(v) => {
+            hc(
+                "HVMOP_set_evtchn_upcall_vector",
+                hypercall::hvm_set_evtchn_upcall_vector(0, v),
+            )?;
+            // The toolstack takes a zero HVM_PARAM_CALLBACK_IRQ for "no PV drivers"
+            // (then `xl shutdown` and `xl save` refuse): set GSI 1 as Linux does,
+            // which Xen never raises while a per-vCPU vector is set.
+            hc(
+                "HVM_PARAM_CALLBACK_IRQ",
+                hypercall::hvm_set_param(HVM_PARAM_CALLBACK_IRQ, 1),
+            )
+        }
+        CallbackMode::Vector(v) => {
+            let via = (HVM_PARAM_CALLBACK_TYPE_VECTOR << 56) | u64::from(v);
+            hc(
+                "HVM_PARAM_CALLBACK_IRQ",
+                hypercall::hvm_set_param(HVM_PARAM_CALLBACK_IRQ, via),
+            )
+        }
+        CallbackMode::Polled => Ok(()),
+    }
+}
+
+/// What [`resume`] set up again in the new domain.
+#[derive(Clone, Copy, Debug)]
+pub struct Resumed {
+    /// vCPU 0's `VIRQ_TIMER`, bound again.
+    pub timer_port: Option<Port>,
+    /// The PV console's new event channel.
+    pub console_port: Option<Port>,
+}
+
+/// After `SCHEDOP_shutdown(SHUTDOWN_suspend)` returned in a new domain (restored or
+/// migrated): everything Xen-side is new, memory is as it was. Maps the shared info
+/// page again at its frame, tells Xen the upcall vector again, binds `VIRQ_TIMER`
+/// again and takes the PV console's new event channel (Linux's
+/// `xen_hvm_post_suspend`, Mini-OS's `arch_post_suspend`). Every other event channel
+/// is gone: their owners (XenStore, the frontends) take new ones. Called with
+/// interrupts off; the caller turns them on after.
+pub fn resume() -> Result<Resumed, XenInitError> {
+    let Some(x) = XEN.get() else {
+        return Ok(Resumed {
+            timer_port: None,
+            console_port: None,
+        });
+    };
+    let gfn = x.shared_info.page().addr() >> 12;
+    // SAFETY: the frame has held the shared info page since `init` (given up as RAM then, reached only through `x.shared_info`); the new domain's shared info is mapped at the same guest frame.
+    hc("XENMEM_add_to_physmap(shared_info)", unsafe {
+        hypercall::add_to_physmap(XENMAPSPACE_shared_info, 0, gfn)
+    })?;
+    // Every port the handler table names belongs to the old domain.
+    let stale: Vec<Port> = bound_ports();
+    for p in stale {
+        unregister_port(p);
+    }
+    *SCAN.lock() = PendingScan::new();
+    set_callback(x.callback)?;
+    x.shared_info.set_upcall_mask(0, false);
+    let _ = hypercall::stop_periodic_timer(0);
+    let timer_port = hypercall::evtchn_bind_virq(VIRQ_TIMER, 0).ok().map(|p| {
+        let port = Port(p);
+        register_port(port, on_timer);
+        port
+    });
+    set_timer_port(timer_port);
+    let console_port = if console_port().is_some() {
+        match hypercall::hvm_get_param(HVM_PARAM_CONSOLE_EVTCHN) {
+            Ok(p) => {
+                let port = Port(p as u32);
+                console::set_xen_console_port(port);
+                register_port(port, on_console_event);
+                CONSOLE_PORT.store(port.0, Ordering::SeqCst);
+                Some(port)
+            }
+            Err(_) => None,
+        }
+    } else {
+        None
+    };
+    Ok(Resumed {
+        timer_port,
+        console_port,
+    })
 }
 
 /// Xen system time now, from vCPU 0's `vcpu_time_info`.
@@ -332,7 +429,7 @@ pub fn timer_events() -> u64 {
 /// refused.
 pub fn arm_timer(deadline: crate::time::clock::Instant) -> bool {
     let Some(x) = XEN.get() else { return false };
-    if x.timer_port.is_none() || x.callback == CallbackMode::Polled {
+    if timer_port().is_none() || x.callback == CallbackMode::Polled {
         return false;
     }
     let Some(sys) = crate::time::clock::to_system_time(deadline) else {

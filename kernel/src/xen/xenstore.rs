@@ -29,7 +29,9 @@ static CONN: Mutex<Option<Conn>> = Mutex::new(None);
 /// A watch callback: gets the event (path, token).
 pub type WatchFn = fn(&WatchEvent);
 
-static WATCHES: Mutex<Vec<(String, WatchFn)>> = Mutex::new(Vec::new());
+/// The watches set: (token, path, callback); the path is for setting them again after
+/// a restore ([`resume`]).
+static WATCHES: Mutex<Vec<(String, String, WatchFn)>> = Mutex::new(Vec::new());
 /// Watches set at once (the kernel's own take a handful).
 const MAX_WATCHES: usize = 64;
 
@@ -55,6 +57,64 @@ pub fn init() -> Result<Port, XsError> {
     // Replies are polled by the waiting request; the event only needs to wake the CPU.
     xen::register_port(port, |_| {});
     Ok(port)
+}
+
+/// What [`resume`] did.
+#[derive(Clone, Copy, Debug)]
+pub struct Resumed {
+    /// The store's new event channel.
+    pub port: Port,
+    /// Watches set again.
+    pub watches: usize,
+    /// Of those, how many xenstored refused.
+    pub refused: usize,
+    /// The request ring still held requests the old xenstored never read.
+    pub unread_requests: bool,
+}
+
+/// Connects again after the domain was restored or migrated: the ring page is the
+/// same (restored with the rest of memory), its event channel is new
+/// (`HVM_PARAM_STORE_EVTCHN`), the old connection's leftovers are dropped, and every
+/// watch is set again (the new xenstored knows none; each fires once when set, which
+/// makes its owner look again).
+pub fn resume() -> Result<Resumed, XsError> {
+    let port = hypercall::hvm_get_param(HVM_PARAM_STORE_EVTCHN)
+        .map_err(|_| XsError::Protocol("no HVM_PARAM_STORE_EVTCHN"))?;
+    let port = Port(u32::try_from(port).map_err(|_| XsError::Protocol("bad store event channel"))?);
+    let unread_requests = {
+        let mut g = CONN.lock();
+        let conn = g
+            .as_mut()
+            .ok_or(XsError::Protocol("XenStore not connected"))?;
+        xen::unregister_port(conn.port);
+        conn.port = port;
+        conn.ring.resume()
+    };
+    xen::register_port(port, |_| {});
+    let list: Vec<(String, String)> = WATCHES
+        .lock()
+        .iter()
+        .map(|(t, p, _)| (t.clone(), p.clone()))
+        .collect();
+    let mut refused = 0;
+    for (token, path) in &list {
+        if request(
+            MsgType::Watch,
+            0,
+            &[path_bytes(path)?, token.as_bytes()],
+            true,
+        )
+        .is_err()
+        {
+            refused += 1;
+        }
+    }
+    Ok(Resumed {
+        port,
+        watches: list.len(),
+        refused,
+        unread_requests,
+    })
 }
 
 /// Whether XenStore is connected.
@@ -217,14 +277,15 @@ pub fn watch(path: &str, token: &str, callback: WatchFn) -> Result<(), XsError> 
     let added = {
         let mut w = WATCHES.lock();
         let full = w.len() >= MAX_WATCHES;
-        match w.iter_mut().find(|(t, _)| t == token) {
+        match w.iter_mut().find(|(t, _, _)| t == token) {
             Some(e) => {
-                e.1 = callback;
+                e.1 = path.to_string();
+                e.2 = callback;
                 false
             }
             None if full => return Err(XsError::Remote("ENOSPC".into())),
             None => {
-                w.push((token.to_string(), callback));
+                w.push((token.to_string(), path.to_string(), callback));
                 true
             }
         }
@@ -238,14 +299,14 @@ pub fn watch(path: &str, token: &str, callback: WatchFn) -> Result<(), XsError> 
     .map(|_| ())
     .inspect_err(|_| {
         if added {
-            WATCHES.lock().retain(|(t, _)| t != token);
+            WATCHES.lock().retain(|(t, _, _)| t != token);
         }
     })
 }
 
 /// Removes a watch.
 pub fn unwatch(path: &str, token: &str) -> Result<(), XsError> {
-    WATCHES.lock().retain(|(t, _)| t != token);
+    WATCHES.lock().retain(|(t, _, _)| t != token);
     request(
         MsgType::Unwatch,
         0,
@@ -299,8 +360,8 @@ pub fn dispatch_watches() {
         let cb = WATCHES
             .lock()
             .iter()
-            .find(|(t, _)| *t == ev.token)
-            .map(|(_, f)| *f);
+            .find(|(t, _, _)| *t == ev.token)
+            .map(|(_, _, f)| *f);
         if let Some(f) = cb {
             f(&ev);
         }

@@ -48,7 +48,7 @@ pub(super) fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult
         write!(out, " {p}")?;
     }
     writeln!(out)?;
-    match x.timer_port {
+    match crate::xen::platform::timer_port() {
         Some(p) => writeln!(
             out,
             "timer: VIRQ_TIMER on event channel {p}, {} events",
@@ -56,6 +56,12 @@ pub(super) fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult
         )?,
         None => writeln!(out, "timer: VIRQ_TIMER not bound")?,
     }
+    let s = crate::sys::suspend::stats();
+    writeln!(
+        out,
+        "suspend: {} (cancelled {}, resumed in a new domain {}; last {} ms)",
+        s.suspends, s.cancelled, s.resumed, s.last_ms
+    )?;
     // Interrupts taken on the idle `hlt` before it ran (an STI shadow not honoured
     // by the virtualization below), resumed past it rather than slept through.
     writeln!(

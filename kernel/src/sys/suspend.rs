@@ -1,0 +1,160 @@
+//! Save, restore and live migration (`xl save`, `xl restore`, `xl save -c`,
+//! `xl migrate`): the toolstack writes `suspend` into `control/shutdown`; Xenlet
+//! acknowledges (`sys::shutdown`), quiesces, and calls
+//! `SCHEDOP_shutdown(SHUTDOWN_suspend)`. The call returns in one of two worlds:
+//!
+//! - **cancelled** (returns 1: `xl save -c`, a failed migration): the same domain goes
+//!   on, every ring, grant and channel still in place; nothing to redo.
+//! - **resumed** (returns 0: `xl restore`, the far end of `xl migrate`): memory is as
+//!   it was, everything Xen-side is new. In order, as Linux's `do_suspend` and
+//!   Mini-OS's `kernel_suspend`: the clock first (nothing may read time before it is
+//!   adjusted), the platform (shared info, upcall vector, `VIRQ_TIMER`, the console's
+//!   channel), the grant table's frames, interrupts on, XenStore (its new channel, the
+//!   watches set again), the emulated devices unplugged again (a new device model),
+//!   then every frontend reconnects to its (new) backend and the network announces
+//!   where it is now.
+//!
+//! The quiesce runs where watches are dispatched, the shell loop between commands, so
+//! no command holds a disk or the network: every filesystem is written back and every
+//! disk's requests answered before the domain goes (nothing is then in flight that a
+//! new backend would have to be asked again).
+
+use crate::time::clock;
+use crate::xen::{gnttab, platform as xen, xenstore};
+use core::sync::atomic::{AtomicU64, Ordering};
+use spin::Once;
+
+/// What the layers above do around a suspend (registered by `kmain`: this layer
+/// sits below the devices and the file tree).
+pub struct Hooks {
+    /// Before the domain goes: write the filesystems back, let the disks answer
+    /// what is in flight.
+    pub quiesce: fn(),
+    /// In a new domain, after the Xen layer is back: reconnect the frontends,
+    /// announce the network.
+    pub resumed: fn(),
+}
+
+static HOOKS: Once<Hooks> = Once::new();
+
+/// Sets what runs around a suspend (once, from `kmain`).
+pub fn set_hooks(h: Hooks) {
+    HOOKS.call_once(|| h);
+}
+
+static SUSPENDS: AtomicU64 = AtomicU64::new(0);
+static CANCELLED: AtomicU64 = AtomicU64::new(0);
+static RESUMED: AtomicU64 = AtomicU64::new(0);
+/// Milliseconds from the quiesce to the end of the last resume, as the guest's clock
+/// saw it (the downtime on the same host; less after a migration to a host whose Xen
+/// has run for less time).
+static LAST_MS: AtomicU64 = AtomicU64::new(0);
+
+/// Suspends counted by outcome, for the `xen` command.
+#[derive(Clone, Copy, Debug)]
+pub struct Stats {
+    /// Suspends requested and carried out.
+    pub suspends: u64,
+    /// Of those, cancelled (the same domain went on).
+    pub cancelled: u64,
+    /// Of those, resumed in a new domain.
+    pub resumed: u64,
+    /// The last one's time away, in ms.
+    pub last_ms: u64,
+}
+
+/// The counters.
+pub fn stats() -> Stats {
+    Stats {
+        suspends: SUSPENDS.load(Ordering::Relaxed),
+        cancelled: CANCELLED.load(Ordering::Relaxed),
+        resumed: RESUMED.load(Ordering::Relaxed),
+        last_ms: LAST_MS.load(Ordering::Relaxed),
+    }
+}
+
+/// Carries out a suspend the toolstack asked for (already acknowledged). Prints what
+/// happened; returns when the domain runs again (in the same domain or a new one).
+pub fn suspend() {
+    let Some(_) = xen::info() else {
+        crate::println!("\nxenlet: suspend requested, but not on Xen");
+        return;
+    };
+    crate::println!("\nxenlet: suspending (save or migration requested by the toolstack)");
+    let start = clock::now();
+    // Written back: a restored domain's disks are served by new backends, which know
+    // nothing of requests the old ones had not answered.
+    if let Some(h) = HOOKS.get() {
+        (h.quiesce)();
+    }
+    crate::io::console::flush();
+    SUSPENDS.fetch_add(1, Ordering::Relaxed);
+
+    let outcome = x86_64::instructions::interrupts::without_interrupts(|| {
+        match xenlet_xen::hypercall::sched_suspend() {
+            Ok(true) => Outcome::Cancelled,
+            Err(e) => Outcome::Refused(e),
+            Ok(false) => {
+                // Before anything reads the time: the clock may be another host's now.
+                clock::resume_pvclock();
+                Outcome::Resumed(xen::resume(), gnttab::resume())
+            }
+        }
+    });
+    match outcome {
+        Outcome::Cancelled => {
+            CANCELLED.fetch_add(1, Ordering::Relaxed);
+            let ms = clock::now().saturating_duration_since(start).as_millis() as u64;
+            LAST_MS.store(ms, Ordering::Relaxed);
+            crate::println!("xenlet: suspend cancelled after {ms} ms: the same domain goes on (checkpoint taken)");
+        }
+        Outcome::Refused(e) => {
+            crate::println!("xenlet: Xen refused the suspend: {e}; running on");
+        }
+        Outcome::Resumed(p, g) => {
+            RESUMED.fetch_add(1, Ordering::Relaxed);
+            match p {
+                Ok(r) => crate::println!(
+                    "xenlet: resumed in a new domain: shared info, upcall and timer (port {}) set up again{}",
+                    r.timer_port.map_or(alloc::string::String::from("none"), |p| alloc::format!("{}", p.0)),
+                    r.console_port.map_or(alloc::string::String::new(), |p| alloc::format!(", console on port {}", p.0))
+                ),
+                Err(e) => crate::println!("xenlet: resumed, but the platform could not be set up again: {e}"),
+            }
+            match g {
+                Ok(n) => crate::println!("xenlet: grant table: {n} frame(s) mapped again"),
+                Err(e) => crate::println!("xenlet: grant table not mapped again: {e}"),
+            }
+            match xenstore::resume() {
+                Ok(r) => crate::println!(
+                    "xenlet: xenstore: reconnected on event channel {}, {} watch(es) set again{}{}",
+                    r.port.0,
+                    r.watches,
+                    if r.refused > 0 { alloc::format!(" ({} refused)", r.refused) } else { alloc::string::String::new() },
+                    if r.unread_requests { "; requests were left unread in the ring" } else { "" }
+                ),
+                Err(e) => crate::println!("xenlet: xenstore: not reconnected: {e}"),
+            }
+            let _ = crate::xen::unplug::unplug_emulated_devices();
+            if let Some(h) = HOOKS.get() {
+                (h.resumed)();
+            }
+            let ms = clock::now().saturating_duration_since(start).as_millis() as u64;
+            LAST_MS.store(ms, Ordering::Relaxed);
+            crate::println!("xenlet: resumed ({ms} ms since the suspend began, on this domain's clock)");
+        }
+    }
+}
+
+/// How `SCHEDOP_shutdown(SHUTDOWN_suspend)` came back.
+enum Outcome {
+    /// Returned 1: the same domain goes on.
+    Cancelled,
+    /// Xen refused the call: nothing happened.
+    Refused(xenlet_xen::XenError),
+    /// Returned 0 in a new domain; the platform and grant table set up again.
+    Resumed(
+        Result<xen::Resumed, xen::XenInitError>,
+        Result<u32, xenlet_xen::XenError>,
+    ),
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""A TCP connection held open across a save/restore or migration of the router.
+
+`holdconn.py run HOST PORT LOG` connects to the responder (responder.py echoes every
+line on a TCP connection), then sends a numbered line every 0.2 s and reads its echo,
+appending one line per exchange to LOG (`ok N T`, T the monotonic time it came back)
+until it is killed or the connection fails (`error WHAT T`). A scenario runs it in
+the background (`&`), moves the router, then asks `holdconn.py report LOG`:
+
+    held: yes|no (an error line, or no echo after the move)
+    echoes: N
+    longest gap: S s (between two echoes: the downtime seen from the LAN)
+    last error: ... | none
+"""
+import socket
+import sys
+import time
+
+
+def run(host, port, path):
+    out = open(path, 'a', buffering=1)
+    try:
+        s = socket.create_connection((host, port), timeout=10)
+        s.settimeout(60)
+        f = s.makefile('rwb', buffering=0)
+        first = f.readline()
+        out.write('hello %s %.3f\n' % (first.decode('latin-1').strip(), time.monotonic()))
+        n = 0
+        while True:
+            n += 1
+            f.write(b'tick %d\n' % n)
+            line = f.readline()
+            if not line:
+                out.write('error closed-by-peer %.3f\n' % time.monotonic())
+                return
+            if line.strip() != b'tick %d' % n:
+                out.write('error bad-echo %r %.3f\n' % (line[:40], time.monotonic()))
+                return
+            out.write('ok %d %.3f\n' % (n, time.monotonic()))
+            time.sleep(0.2)
+    except OSError as e:
+        out.write('error %s %.3f\n' % (type(e).__name__, time.monotonic()))
+
+
+def report(path):
+    oks = []
+    err = None
+    for line in open(path, errors='replace'):
+        f = line.split()
+        if f and f[0] == 'ok':
+            oks.append(float(f[-1]))
+        elif f and f[0] == 'error':
+            err = ' '.join(f[1:-1])
+    gap = max((b - a for a, b in zip(oks, oks[1:])), default=0.0)
+    print('held: %s' % ('no' if err or not oks else 'yes'))
+    print('echoes: %d' % len(oks))
+    print('longest gap: %.1f s' % gap)
+    print('last error: %s' % (err or 'none'))
+
+
+if __name__ == '__main__':
+    if len(sys.argv) == 5 and sys.argv[1] == 'run':
+        run(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    elif len(sys.argv) == 3 and sys.argv[1] == 'report':
+        report(sys.argv[2])
+    else:
+        sys.exit('usage: holdconn.py run HOST PORT LOG | report LOG')
