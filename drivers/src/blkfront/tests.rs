@@ -1,0 +1,812 @@
+use super::*;
+use crate::platform::DmaPages;
+use alloc::collections::BTreeMap;
+use core::cell::{Cell, RefCell};
+use xenlet_xen::gnttab::Access;
+use xenlet_xen::gnttab::GrantRef;
+use xenlet_xen::shared::SharedPage;
+use xenlet_xen::shared::PAGE_BYTES;
+use xenlet_xen::xenstore::XsError;
+use xenlet_xen::XenError;
+
+/// A fake kernel plus a scripted backend domain (id 0).
+#[derive(Default)]
+struct Fake {
+    xs: RefCell<BTreeMap<String, String>>,
+    pages: RefCell<Vec<(u64, SharedPage)>>,
+    grants: RefCell<BTreeMap<u32, u64>>,
+    /// Each live grant's access.
+    access: RefCell<BTreeMap<u32, Access>>,
+    /// Grants the backend keeps mapped: ending them fails, as Xen's
+    /// `gnttab_end_foreign_access` does while a mapping exists.
+    mapped: RefCell<alloc::collections::BTreeSet<u32>>,
+    next_gfn: Cell<u64>,
+    next_gref: Cell<u32>,
+    notifies: Cell<u32>,
+    pages_freed: Cell<usize>,
+    /// The first frame of each run freed.
+    freed: RefCell<Vec<u64>>,
+    ports_closed: Cell<usize>,
+    /// "+path" for each watch set, "-path" for each removed.
+    watch_log: RefCell<Vec<String>>,
+}
+
+const BE: &str = "/local/domain/0/backend/vbd/5/51712";
+
+impl Fake {
+    fn new(persistent: bool, indirect: u32, order: u32) -> Self {
+        let f = Fake::default();
+        f.next_gfn.set(0x1000);
+        f.next_gref.set(8);
+        let mut xs = f.xs.borrow_mut();
+        xs.insert("device/vbd/51712/backend".into(), BE.into());
+        xs.insert("device/vbd/51712/backend-id".into(), "0".into());
+        xs.insert(format!("{BE}/state"), "2".into());
+        xs.insert(format!("{BE}/max-ring-page-order"), format!("{order}"));
+        xs.insert(format!("{BE}/sectors"), "2048".into());
+        xs.insert(format!("{BE}/info"), "0".into());
+        xs.insert(format!("{BE}/sector-size"), "512".into());
+        xs.insert(format!("{BE}/feature-flush-cache"), "1".into());
+        xs.insert(
+            format!("{BE}/feature-persistent"),
+            if persistent { "1" } else { "0" }.into(),
+        );
+        if indirect > 0 {
+            xs.insert(
+                format!("{BE}/feature-max-indirect-segments"),
+                format!("{indirect}"),
+            );
+        }
+        drop(xs);
+        f
+    }
+
+    /// Every frame freed so far.
+    fn freed_gfns(&self) -> Vec<u64> {
+        self.freed.borrow().clone()
+    }
+
+    /// The backend writes into the page of grant `gref`: only through a
+    /// read-write grant, as Xen enforces.
+    fn backend_write(&self, gref: u32, data: &[u8]) -> Result<(), &'static str> {
+        match self.access.borrow().get(&gref) {
+            None => return Err("no such grant"),
+            Some(Access::ReadOnly) => return Err("read-only grant"),
+            Some(Access::ReadWrite) => {}
+        }
+        let gfn = self.grants.borrow()[&gref];
+        let pages = self.pages.borrow();
+        let page = &pages.iter().find(|(g, _)| *g == gfn).unwrap().1;
+        page.write_bytes(0, data);
+        Ok(())
+    }
+
+    fn ring(&self) -> SharedPage {
+        let xs = self.xs.borrow();
+        let gref: u32 = xs
+            .get("device/vbd/51712/ring-ref")
+            .or_else(|| xs.get("device/vbd/51712/ring-ref0"))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let gfn = self.grants.borrow()[&gref];
+        self.pages
+            .borrow()
+            .iter()
+            .find(|(g, _)| *g == gfn)
+            .unwrap()
+            .1
+            .alias_for_test()
+    }
+}
+
+impl XenPlatform for &Fake {
+    fn xs_read(&self, path: &str) -> Result<String, XsError> {
+        self.xs
+            .borrow()
+            .get(path)
+            .cloned()
+            .ok_or_else(|| XsError::Remote("ENOENT".into()))
+    }
+    fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
+        if path == "device/vbd/51712/state" && value == "3" {
+            self.xs
+                .borrow_mut()
+                .insert(format!("{BE}/state"), "4".into());
+        }
+        self.xs.borrow_mut().insert(path.into(), value.into());
+        Ok(())
+    }
+    fn xs_rm(&self, path: &str) -> Result<(), XsError> {
+        crate::platform::rm_tree(&mut self.xs.borrow_mut(), path);
+        Ok(())
+    }
+    fn xs_watch(&self, path: &str) -> Result<crate::platform::Watch, XsError> {
+        self.watch_log.borrow_mut().push(format!("+{path}"));
+        Ok(crate::platform::Watch {
+            path: path.into(),
+            token: "fe".into(),
+        })
+    }
+    fn xs_unwatch(&self, w: crate::platform::Watch) {
+        self.watch_log.borrow_mut().push(format!("-{}", w.path));
+    }
+    fn wait_watch(&self, _: &crate::platform::Watch, _: u64) -> bool {
+        true
+    }
+    fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
+        let gfn = self.next_gfn.get();
+        self.next_gfn.set(gfn + count as u64);
+        let (pages, alias) = DmaPages::leak_for_test(gfn, count);
+        self.pages.borrow_mut().push((gfn, alias));
+        Some(pages)
+    }
+    fn free_pages(&self, p: DmaPages) {
+        self.pages_freed.set(self.pages_freed.get() + p.count());
+        let (gfn, count) = p.into_frames();
+        self.freed.borrow_mut().extend(gfn..gfn + count as u64);
+    }
+    fn grant(
+        &self,
+        _domid: u16,
+        pages: &DmaPages,
+        index: usize,
+        access: Access,
+    ) -> Result<Grant, xenlet_xen::gnttab::GrantError> {
+        let gfn = pages
+            .frame(index)
+            .ok_or(xenlet_xen::gnttab::GrantError::NoSuchPage)?;
+        let r = self.next_gref.get();
+        self.next_gref.set(r + 1);
+        self.grants.borrow_mut().insert(r, gfn);
+        self.access.borrow_mut().insert(r, access);
+        Ok(Grant::new(GrantRef(r), gfn as u32))
+    }
+    fn end_grant(&self, g: Grant) -> Result<(), Grant> {
+        if self.mapped.borrow().contains(&g.gref().0) {
+            return Err(g);
+        }
+        self.grants.borrow_mut().remove(&g.gref().0);
+        self.access.borrow_mut().remove(&g.gref().0);
+        Ok(())
+    }
+    fn alloc_unbound(&self, _remote: u16) -> Result<Port, XenError> {
+        Ok(Port(7))
+    }
+    fn close_port(&self, _: Port) {
+        self.ports_closed.set(self.ports_closed.get() + 1);
+    }
+    fn notify(&self, _: Port) {
+        self.notifies.set(self.notifies.get() + 1);
+    }
+    fn wait(&self) {}
+    fn now_ns(&self) -> u64 {
+        0
+    }
+}
+
+/// The backend: takes every queued request, answers with `answer(id, op)`.
+struct Backend {
+    ring: SharedPage,
+    req_cons: u32,
+    rsp_prod: u32,
+    size: u32,
+}
+
+/// The data segments' and the indirect pages' grant references of the request
+/// with `id` still in the ring (read-write requests only).
+fn request_grefs(be: &Backend, id: u64) -> (Vec<u32>, Vec<u32>) {
+    for i in 0..be.req_cons {
+        let off = 64 + (i & (be.size - 1)) as usize * 112;
+        let mut e = [0u8; 112];
+        be.ring.read_bytes(off, &mut e);
+        if u64::from_le_bytes(e[8..16].try_into().unwrap()) != id {
+            continue;
+        }
+        let word = |at: usize| u32::from_le_bytes(e[at..at + 4].try_into().unwrap());
+        if e[0] == blkif::OP_INDIRECT {
+            let nseg = usize::from(u16::from_le_bytes([e[2], e[3]]));
+            let pages = nseg.div_ceil(blkif::SEGMENTS_PER_INDIRECT_PAGE);
+            return (Vec::new(), (0..pages).map(|p| word(28 + p * 4)).collect());
+        }
+        return (
+            (0..usize::from(e[1])).map(|k| word(24 + k * 8)).collect(),
+            Vec::new(),
+        );
+    }
+    panic!("no request {id}");
+}
+
+impl Backend {
+    fn requests(&mut self) -> Vec<(u64, u8, u8, u16)> {
+        let prod = self.ring.load_u32(0);
+        let mut v = Vec::new();
+        while self.req_cons != prod {
+            let off = 64 + (self.req_cons & (self.size - 1)) as usize * 112;
+            let mut e = [0u8; 112];
+            self.ring.read_bytes(off, &mut e);
+            let id = u64::from_le_bytes(e[8..16].try_into().unwrap());
+            let nseg = if e[0] == blkif::OP_INDIRECT {
+                u16::from_le_bytes([e[2], e[3]])
+            } else {
+                u16::from(e[1])
+            };
+            v.push((id, e[0], e[1], nseg));
+            self.req_cons += 1;
+        }
+        v
+    }
+    fn respond(&mut self, id: u64, op: u8, status: i16) {
+        let off = 64 + (self.rsp_prod & (self.size - 1)) as usize * 112;
+        let mut r = [0u8; 16];
+        r[0..8].copy_from_slice(&id.to_le_bytes());
+        r[8] = op;
+        r[10..12].copy_from_slice(&status.to_le_bytes());
+        self.ring.write_bytes(off, &r);
+        self.rsp_prod += 1;
+        self.ring.store_u32(8, self.rsp_prod);
+    }
+}
+
+fn connect(f: &Fake) -> (Blkfront<&Fake>, Backend) {
+    let d = Blkfront::connect(f, 51712, "xvda".into()).unwrap();
+    let size = d.info().features.ring_entries;
+    (
+        d,
+        Backend {
+            ring: f.ring(),
+            req_cons: 0,
+            rsp_prod: 0,
+            size,
+        },
+    )
+}
+
+fn write_req(d: &mut Blkfront<&Fake>, tag: u64, sector: u64, pages: usize) -> BlockRequest {
+    let bufs = (0..pages).map(|_| d.alloc_buf().unwrap()).collect();
+    BlockRequest {
+        tag,
+        op: BlockOp::Write,
+        sector,
+        bytes: pages * 4096,
+        bufs,
+    }
+}
+
+#[test]
+fn handshake_publishes_ring_and_reads_the_disk() {
+    let f = Fake::new(true, 0, 0);
+    let (d, _) = connect(&f);
+    let xs = f.xs.borrow();
+    assert!(xs.contains_key("device/vbd/51712/ring-ref"));
+    assert_eq!(xs["device/vbd/51712/event-channel"], "7");
+    assert_eq!(xs["device/vbd/51712/protocol"], "x86_64-abi");
+    assert_eq!(xs["device/vbd/51712/state"], "4");
+    // Both handshake waits (InitWait, Connected) watched the backend's state, and
+    // each watch was removed afterwards.
+    let st = format!("{BE}/state");
+    assert_eq!(
+        *f.watch_log.borrow(),
+        [
+            format!("+{st}"),
+            format!("-{st}"),
+            format!("+{st}"),
+            format!("-{st}")
+        ]
+    );
+    let i = d.info();
+    assert_eq!((i.sectors, i.sector_size, i.bytes()), (2048, 512, 1 << 20));
+    assert!(i.features.persistent && i.features.flush && !i.features.discard);
+    assert_eq!(
+        (
+            i.features.ring_pages,
+            i.features.ring_entries,
+            i.features.max_segments
+        ),
+        (1, 32, 11)
+    );
+}
+
+#[test]
+fn multi_page_ring_and_indirect_segments_are_negotiated() {
+    let f = Fake::new(true, 512, 3);
+    let (mut d, mut be) = connect(&f);
+    assert_eq!(f.xs.borrow()["device/vbd/51712/ring-page-order"], "3");
+    assert!(f.xs.borrow().contains_key("device/vbd/51712/ring-ref7"));
+    let ft = d.info().features;
+    assert_eq!(
+        (
+            ft.ring_pages,
+            ft.ring_entries,
+            ft.max_segments,
+            ft.indirect_segments
+        ),
+        (8, 256, 256, 256)
+    );
+    // a 1 MiB write goes out as one indirect request of 256 segments
+    let req = write_req(&mut d, 1, 0, 256);
+    d.submit(req).map_err(|(e, _)| e).unwrap();
+    d.kick();
+    let reqs = be.requests();
+    assert_eq!(reqs, vec![(0, blkif::OP_INDIRECT, blkif::OP_WRITE, 256)]);
+    be.respond(0, blkif::OP_WRITE, 0);
+    let mut out = Vec::new();
+    d.poll(&mut out);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].result, Ok(()));
+    assert_eq!(out[0].bufs.len(), 256);
+}
+
+#[test]
+fn a_backend_that_did_not_close_keeps_its_unanswered_grants_for_good() {
+    let f = Fake::new(false, 0, 0);
+    let (mut d, mut be) = connect(&f);
+    let req = read_req(&mut d, 1, 0, 2);
+    d.submit(req).map_err(|(e, _)| e).unwrap();
+    d.kick();
+    let r = be.requests();
+    let (grefs, _) = request_grefs(&be, r[0].0);
+    let gfns: Vec<u64> = grefs.iter().map(|g| f.grants.borrow()[g]).collect();
+    // the close timed out: the backend may still read the request
+    let (_, kept) = d.release_after(String::from("detached"), false);
+    for g in &grefs {
+        assert!(f.grants.borrow().contains_key(g), "grant {g} ended");
+    }
+    let freed = f.freed_gfns();
+    assert!(gfns.iter().all(|g| !freed.contains(g)), "a page freed");
+    assert!(kept >= 2);
+}
+
+/// A buffer from outside this disk's pool (another disk's, in a disk-to-disk
+/// copy), never granted to this backend.
+fn foreign_buf(f: &Fake, fill: u8) -> IoBuf {
+    let b = IoBuf {
+        page: f.alloc_pages(1).unwrap(),
+        grant: None,
+    };
+    b.write_at(0, &[fill; PAGE_BYTES]);
+    b
+}
+
+/// Submits a one-page request of a foreign buffer and kicks; returns the
+/// backend's view of it: (id, op) and its data grant refs.
+fn submit_foreign(
+    d: &mut Blkfront<&Fake>,
+    be: &mut Backend,
+    op: BlockOp,
+    sector: u64,
+    buf: IoBuf,
+) -> ((u64, u8), Vec<u32>) {
+    d.submit(BlockRequest {
+        tag: 7,
+        op,
+        sector,
+        bytes: PAGE_BYTES,
+        bufs: alloc::vec![buf],
+    })
+    .map_err(|(e, _)| e)
+    .unwrap();
+    d.kick();
+    let r = be.requests();
+    let (grefs, _) = request_grefs(be, r[0].0);
+    ((r[0].0, r[0].1), grefs)
+}
+
+/// What the backend reads through grant `gref`.
+fn backend_read(f: &Fake, gref: u32) -> Vec<u8> {
+    let gfn = f.grants.borrow()[&gref];
+    let pages = f.pages.borrow();
+    let page = &pages.iter().find(|(g, _)| *g == gfn).unwrap().1;
+    let mut v = alloc::vec![0u8; PAGE_BYTES];
+    page.read_bytes(0, &mut v);
+    v
+}
+
+#[test]
+fn a_foreign_write_goes_through_our_persistent_page() {
+    // Linux's blkback maps a persistent frontend's grants read-write: a
+    // read-only per-request grant of the other disk's page would be refused.
+    let f = Fake::new(true, 0, 0);
+    let (mut d, mut be) = connect(&f);
+    let theirs = foreign_buf(&f, 0xab);
+    let their_gfn = theirs.page.frame(0).unwrap();
+    let ((id, op), grefs) = submit_foreign(&mut d, &mut be, BlockOp::Write, 16, theirs);
+    assert_eq!(f.access.borrow()[&grefs[0]], Access::ReadWrite);
+    assert!(
+        !f.grants.borrow().values().any(|&g| g == their_gfn),
+        "the other disk's page is never granted"
+    );
+    assert!(backend_read(&f, grefs[0]).iter().all(|&x| x == 0xab));
+    be.respond(id, op, 0);
+    let mut out = Vec::new();
+    d.poll(&mut out);
+    let c = out.pop().unwrap();
+    assert!(c.result.is_ok());
+    assert_eq!(c.bufs.len(), 1);
+    assert_eq!(
+        c.bufs[0].page.frame(0),
+        Some(their_gfn),
+        "their buffer back"
+    );
+    assert_eq!(d.stats().bounced_pages, 1);
+}
+
+#[test]
+fn a_foreign_read_is_copied_back_into_the_callers_buffer() {
+    let f = Fake::new(true, 0, 0);
+    let (mut d, mut be) = connect(&f);
+    let theirs = foreign_buf(&f, 0);
+    let ((id, op), grefs) = submit_foreign(&mut d, &mut be, BlockOp::Read, 0, theirs);
+    f.backend_write(grefs[0], &[0x5c; PAGE_BYTES]).unwrap();
+    be.respond(id, op, 0);
+    let mut out = Vec::new();
+    d.poll(&mut out);
+    let c = out.pop().unwrap();
+    let mut got = alloc::vec![0u8; PAGE_BYTES];
+    c.bufs[0].read_at(0, &mut got);
+    assert!(got.iter().all(|&x| x == 0x5c));
+}
+
+#[test]
+fn persistent_grants_are_made_once_per_buffer() {
+    let f = Fake::new(true, 0, 0);
+    let (mut d, mut be) = connect(&f);
+    let mut out = Vec::new();
+    let mut bufs: Vec<IoBuf> = (0..4).map(|_| d.alloc_buf().unwrap()).collect();
+    let grants_before = f.grants.borrow().len();
+    for round in 0..10 {
+        let req = BlockRequest {
+            tag: round,
+            op: BlockOp::Write,
+            sector: 8 * round,
+            bytes: 4 * 4096,
+            bufs,
+        };
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+        d.kick();
+        for (id, op, _, _) in be.requests() {
+            be.respond(id, op, 0);
+        }
+        d.poll(&mut out);
+        bufs = out.pop().unwrap().bufs;
+    }
+    assert_eq!(
+        f.grants.borrow().len(),
+        grants_before,
+        "no grant per request"
+    );
+    assert_eq!(d.stats().written_bytes, 10 * 4 * 4096);
+}
+
+#[test]
+fn without_persistent_grants_each_request_grants_and_ends() {
+    let f = Fake::new(false, 0, 0);
+    let (mut d, mut be) = connect(&f);
+    let base = f.grants.borrow().len();
+    let req = write_req(&mut d, 1, 0, 3);
+    d.submit(req).map_err(|(e, _)| e).unwrap();
+    assert_eq!(f.grants.borrow().len(), base + 3);
+    d.kick();
+    for (id, op, _, _) in be.requests() {
+        be.respond(id, op, 0);
+    }
+    let mut out = Vec::new();
+    d.poll(&mut out);
+    assert_eq!(out[0].result, Ok(()));
+    assert_eq!(f.grants.borrow().len(), base, "grants ended on completion");
+}
+
+#[test]
+fn bad_requests_are_refused_before_the_ring() {
+    let f = Fake::new(true, 0, 0);
+    let (mut d, _) = connect(&f);
+    let req = write_req(&mut d, 1, 2047, 1); // 8 sectors from 2047: past the end
+    assert_eq!(
+        d.submit(req).err().map(|(e, _)| e),
+        Some(BlockError::Invalid("beyond the end of the disk"))
+    );
+    let req = write_req(&mut d, 1, 0, 12); // 12 pages, no indirect
+    assert_eq!(
+        d.submit(req).err().map(|(e, _)| e),
+        Some(BlockError::Invalid("too many buffers for one request"))
+    );
+    let mut req = write_req(&mut d, 1, 0, 1);
+    req.bytes = 100;
+    assert!(matches!(
+        d.submit(req).err().map(|(e, _)| e),
+        Some(BlockError::Invalid(_))
+    ));
+    let req = BlockRequest {
+        tag: 9,
+        op: BlockOp::Discard { sectors: 8 },
+        sector: 0,
+        bytes: 0,
+        bufs: Vec::new(),
+    };
+    assert_eq!(
+        d.submit(req).err().map(|(e, _)| e),
+        Some(BlockError::NotSupported)
+    );
+    assert_eq!(d.in_flight(), 0);
+}
+
+fn hostile(answer: impl Fn(&mut Backend, u64, u8)) -> (Blkfront<&'static Fake>, Vec<Completion>) {
+    let f: &'static Fake = Box::leak(Box::new(Fake::new(true, 0, 0)));
+    let (mut d, mut be) = connect(f);
+    for tag in 0..3 {
+        let req = write_req(&mut d, tag, tag * 8, 1);
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+    }
+    d.kick();
+    let reqs = be.requests();
+    answer(&mut be, reqs[0].0, reqs[0].1);
+    let mut out = Vec::new();
+    d.poll(&mut out);
+    (d, out)
+}
+
+#[test]
+fn hostile_responses_break_the_disk_and_fail_pending_io() {
+    type Answer = fn(&mut Backend, u64, u8);
+    let cases: [(&str, Answer); 5] = [
+        ("out of range", |b, _, op| b.respond(999, op, 0)),
+        ("not in flight", |b, id, op| {
+            b.respond(id, op, 0);
+            b.respond(id, op, 0);
+        }),
+        ("operation", |b, id, _| b.respond(id, blkif::OP_READ, 0)),
+        ("unknown status", |b, id, op| b.respond(id, op, 77)),
+        ("corrupted", |b, _, _| b.ring.store_u32(8, 50)),
+    ];
+    for (why, answer) in cases {
+        let (mut d, out) = hostile(answer);
+        let msg = d
+            .broken()
+            .unwrap_or_else(|| panic!("not broken for {why}"))
+            .to_string();
+        assert!(msg.contains(why), "{why}: {msg}");
+        let failed = out
+            .iter()
+            .filter(|c| matches!(c.result, Err(BlockError::Broken(_))))
+            .count();
+        assert!(failed >= 2, "{why}: pending requests failed ({failed})");
+        // further I/O is refused, no panic
+        let buf = d.alloc_buf().unwrap();
+        let req = BlockRequest {
+            tag: 5,
+            op: BlockOp::Read,
+            sector: 0,
+            bytes: 4096,
+            bufs: vec![buf],
+        };
+        assert!(matches!(
+            d.submit(req).err().map(|(e, _)| e),
+            Some(BlockError::Broken(_))
+        ));
+    }
+}
+
+#[test]
+fn io_errors_and_unsupported_flush_are_reported_not_fatal() {
+    let f = Fake::new(true, 0, 0);
+    let (mut d, mut be) = connect(&f);
+    let req = write_req(&mut d, 1, 0, 1);
+    d.submit(req).map_err(|(e, _)| e).unwrap();
+    d.submit(BlockRequest {
+        tag: 2,
+        op: BlockOp::Flush,
+        sector: 0,
+        bytes: 0,
+        bufs: Vec::new(),
+    })
+    .map_err(|(e, _)| e)
+    .unwrap();
+    d.kick();
+    let r = be.requests();
+    be.respond(r[0].0, r[0].1, blkif::RSP_ERROR);
+    be.respond(r[1].0, r[1].1, blkif::RSP_EOPNOTSUPP);
+    let mut out = Vec::new();
+    d.poll(&mut out);
+    assert_eq!(out[0].result, Err(BlockError::Io));
+    assert_eq!(out[1].result, Err(BlockError::NotSupported));
+    assert!(d.broken().is_none());
+    assert!(
+        !d.info().features.flush,
+        "flush turned off after EOPNOTSUPP"
+    );
+}
+
+fn read_req(d: &mut Blkfront<&Fake>, tag: u64, sector: u64, pages: usize) -> BlockRequest {
+    let mut r = write_req(d, tag, sector, pages);
+    r.op = BlockOp::Read;
+    r
+}
+
+#[test]
+fn the_fake_backend_writes_only_through_read_write_grants() {
+    let f = Fake::new(false, 0, 0);
+    let (mut d, mut be) = connect(&f);
+    let req = write_req(&mut d, 1, 0, 1);
+    d.submit(req).map_err(|(e, _)| e).unwrap();
+    let req = read_req(&mut d, 2, 8, 1);
+    d.submit(req).map_err(|(e, _)| e).unwrap();
+    d.kick();
+    let r = be.requests();
+    let (w, _) = request_grefs(&be, r[0].0);
+    let (rd, _) = request_grefs(&be, r[1].0);
+    assert_eq!(f.backend_write(w[0], b"x"), Err("read-only grant"));
+    assert_eq!(f.backend_write(rd[0], b"y"), Ok(()));
+}
+
+#[test]
+fn a_page_the_backend_keeps_mapped_after_answering_is_quarantined() {
+    let f = Fake::new(false, 0, 0);
+    let (mut d, mut be) = connect(&f);
+    let req = read_req(&mut d, 1, 0, 2);
+    let kept_gfn = req.bufs[1].page.frame(0).unwrap();
+    d.submit(req).map_err(|(e, _)| e).unwrap();
+    d.kick();
+    let r = be.requests();
+    let (grefs, _) = request_grefs(&be, r[0].0);
+    f.backend_write(grefs[0], &[1; 4096]).unwrap();
+    f.backend_write(grefs[1], &[2; 4096]).unwrap();
+    // it answers, but keeps the second page mapped (it could write it later)
+    f.mapped.borrow_mut().insert(grefs[1]);
+    be.respond(r[0].0, r[0].1, blkif::RSP_OKAY);
+    let mut out = Vec::new();
+    d.poll(&mut out);
+    assert_eq!(out.len(), 1);
+    assert!(
+        matches!(&out[0].result, Err(BlockError::Broken(w)) if w.contains("still mapped")),
+        "{:?}",
+        out[0].result
+    );
+    assert_eq!(out[0].bufs.len(), 1, "the mapped page is not handed back");
+    assert_ne!(out[0].bufs[0].page.frame(0).unwrap(), kept_gfn);
+    assert!(d.broken().is_some(), "the disk is broken");
+    let st = d.stats();
+    assert_eq!((st.quarantined_pages, st.leaked_grants), (1, 1));
+    assert!(f.grants.borrow().contains_key(&grefs[1]), "its grant stays");
+    assert!(
+        !f.grants.borrow().contains_key(&grefs[0]),
+        "the other ended"
+    );
+    // the page never comes back, not from the pool either
+    for b in out.pop().unwrap().bufs {
+        d.free_buf(b);
+    }
+    while let Some(b) = d.alloc_buf() {
+        assert_ne!(
+            b.page.frame(0).unwrap(),
+            kept_gfn,
+            "quarantined page reused"
+        );
+    }
+}
+
+#[test]
+fn a_mapped_indirect_page_is_quarantined_not_pooled() {
+    let f = Fake::new(false, 256, 0);
+    let (mut d, mut be) = connect(&f);
+    let req = read_req(&mut d, 1, 0, 12);
+    d.submit(req).map_err(|(e, _)| e).unwrap();
+    d.kick();
+    let r = be.requests();
+    let (_, indirect) = request_grefs(&be, r[0].0);
+    assert_eq!(indirect.len(), 1);
+    let kept_gfn = f.grants.borrow()[&indirect[0]];
+    f.mapped.borrow_mut().insert(indirect[0]);
+    be.respond(r[0].0, r[0].1, blkif::RSP_OKAY);
+    let mut out = Vec::new();
+    d.poll(&mut out);
+    assert!(matches!(out[0].result, Err(BlockError::Broken(_))));
+    assert_eq!(out[0].bufs.len(), 12, "the data pages were unmapped");
+    assert_eq!(d.stats().quarantined_pages, 1);
+    while let Some(b) = d.alloc_buf() {
+        assert_ne!(
+            b.page.frame(0).unwrap(),
+            kept_gfn,
+            "quarantined indirect page reused"
+        );
+    }
+}
+
+#[test]
+fn a_broken_disk_keeps_the_grants_of_pending_io_until_teardown() {
+    // The backend has not answered these requests: it may still consume them,
+    // so their grants stay (and their refs are not reused) while it is live.
+    let f = Fake::new(false, 0, 0);
+    let (mut d, mut be) = connect(&f);
+    for tag in 0..3 {
+        let req = read_req(&mut d, tag, tag * 8, 1);
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+    }
+    d.kick();
+    let r = be.requests();
+    let (g1, _) = request_grefs(&be, r[1].0);
+    let (g2, _) = request_grefs(&be, r[2].0);
+    let kept_gfn = f.grants.borrow()[&g1[0]];
+    be.respond(999, blkif::OP_READ, 0); // hostile: breaks the disk
+    let mut out = Vec::new();
+    d.poll(&mut out);
+    assert!(d.broken().is_some());
+    assert_eq!(out.len(), 3, "every request answered, as failed");
+    assert!(out.iter().all(|c| c.result.is_err() && c.bufs.is_empty()));
+    assert!(f.grants.borrow().contains_key(&g1[0]), "grant kept");
+    assert!(f.grants.borrow().contains_key(&g2[0]), "grant kept");
+    // At the teardown (the backend closed) they end; one it still maps is
+    // quarantined, its page never freed.
+    f.mapped.borrow_mut().insert(g1[0]);
+    let (_, kept) = d.release(String::from("detached"));
+    assert!(
+        !f.grants.borrow().contains_key(&g2[0]),
+        "unmapped: grant ended"
+    );
+    assert!(f.grants.borrow().contains_key(&g1[0]), "mapped: grant kept");
+    assert!(kept >= 1);
+    assert!(
+        !f.freed_gfns().contains(&kept_gfn),
+        "the mapped page is not freed"
+    );
+}
+
+#[test]
+fn a_failed_handshake_gives_the_ring_and_port_back() {
+    let f = Fake::new(false, 0, 2);
+    f.xs.borrow_mut()
+        .insert(format!("{BE}/sector-size"), "1000".into());
+    let e = Blkfront::connect(&f, 51712, "xvda".into()).err().unwrap();
+    assert!(
+        matches!(&e, BlockError::Handshake(w) if w.contains("sector-size")),
+        "{e:?}"
+    );
+    assert!(f.grants.borrow().is_empty(), "ring grants ended");
+    assert_eq!(f.pages_freed.get(), 4, "the 4 ring pages freed");
+    assert_eq!(f.ports_closed.get(), 1);
+    assert_eq!(f.xs.borrow()["device/vbd/51712/state"], "5", "Closing");
+    // a backend that still maps a ring page: its pages stay allocated
+    let g = Fake::new(false, 0, 0);
+    g.xs.borrow_mut()
+        .insert(format!("{BE}/sector-size"), "1000".into());
+    g.mapped.borrow_mut().insert(8); // the first grant made: the ring's
+    assert!(Blkfront::connect(&g, 51712, "xvda".into()).is_err());
+    assert_eq!(g.pages_freed.get(), 0);
+    assert!(g.grants.borrow().contains_key(&8));
+}
+
+#[test]
+fn release_fails_pending_io_and_frees_all_but_what_the_backend_maps() {
+    // persistent grants: buffers stay granted in the pool until release
+    let f = Fake::new(true, 0, 1);
+    let (mut d, mut be) = connect(&f);
+    for tag in 0..3 {
+        let req = read_req(&mut d, tag, tag * 8, 1);
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+    }
+    d.kick();
+    let r = be.requests();
+    let (g1, _) = request_grefs(&be, r[1].0);
+    // one request answered, its buffer back in the pool
+    be.respond(r[0].0, blkif::OP_READ, 0);
+    let mut out = Vec::new();
+    d.poll(&mut out);
+    for c in out.drain(..) {
+        for b in c.bufs {
+            d.free_buf(b);
+        }
+    }
+    // the backend still maps the second request's page
+    f.mapped.borrow_mut().insert(g1[0]);
+    let (freed, kept) = d.release(String::from("disk detached"));
+    assert_eq!(kept, 1, "the mapped page is kept back");
+    // 3 buffer pages were made; 2 are freed, and the 2 ring pages
+    assert_eq!((freed, f.pages_freed.get()), (4, 4));
+    assert_eq!(f.ports_closed.get(), 1);
+    let grants = f.grants.borrow();
+    assert_eq!(
+        grants.len(),
+        1,
+        "every grant ended but the mapped one: {grants:?}"
+    );
+    assert!(grants.contains_key(&g1[0]));
+}
