@@ -90,6 +90,12 @@ pub trait XenPlatform {
     fn wait(&self);
     /// Monotonic time in nanoseconds.
     fn now_ns(&self) -> u64;
+    /// How many times the domain was restored or migrated (resumed in a new domain):
+    /// every grant made before the last of them belongs to a grant table that is
+    /// gone. 0 for a domain that never moved.
+    fn resumes(&self) -> u32 {
+        0
+    }
 }
 
 /// Reads a xenbus state key (e.g. `<backend>/state`).

@@ -25,13 +25,14 @@
 //! The files: `xenbus` holds the handshake and the ring's release (`connect`,
 //! `disconnect`), `device` the block interface, `pool` the I/O buffers, `request`
 //! the submit path, `response` the completion path, `grants` the per-request grants
-//! and the teardown, `stats` the counters.
+//! and the teardown, `resume` the reconnect after a restore, `stats` the counters.
 
 mod device;
 mod grants;
 mod pool;
 mod request;
 mod response;
+mod resume;
 mod stats;
 mod xenbus;
 
@@ -62,6 +63,11 @@ pub struct Blkfront<P: XenPlatform> {
     platform: P,
     vdev: u16,
     backend_id: u16,
+    /// The connection persistent grants belong to: the backend's domain id, and how
+    /// many times the device reconnected after a restore above it. A buffer granted
+    /// on another connection (another disk's, or this one's before a restore) is
+    /// not the backend's.
+    conn: u32,
     ring: FrontRing,
     ring_grants: Vec<Grant>,
     port: Port,
@@ -97,22 +103,14 @@ impl<P: XenPlatform> Blkfront<P> {
             features,
         } = xenbus::connect(&platform, vdev)?;
         let entries = ring.size() as usize;
-        let slots = (0..entries)
-            .map(|_| Slot {
-                tag: 0,
-                op: 0,
-                in_flight: false,
-                bufs: Vec::new(),
-                grants: Vec::new(),
-                indirect: Vec::new(),
-                bounced: Vec::new(),
-            })
-            .collect();
+        let slots = (0..entries).map(|_| Slot::empty()).collect();
+        let conn = resume::conn(&platform, backend_id);
         let pool_limit = (entries * features.max_segments as usize + 64).min(POOL_MAX_PAGES);
         Ok(Blkfront {
             platform,
             vdev,
             backend_id,
+            conn,
             ring,
             ring_grants,
             port,
@@ -169,6 +167,7 @@ impl<P: XenPlatform> BlockDevice for Blkfront<P> {
     }
 
     fn free_buf(&mut self, buf: IoBuf) {
+        let buf = self.refresh(buf);
         self.pool.push(buf);
     }
 

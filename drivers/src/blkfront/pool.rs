@@ -17,8 +17,9 @@ pub const POOL_MAX_PAGES: usize = 1024 + 64;
 /// A 4 KiB I/O buffer in grantable memory. Its bytes are reached by copy only.
 pub struct IoBuf {
     pub(super) page: DmaPages,
-    /// Persistent grant, and the domain it was made to.
-    pub(super) grant: Option<(Grant, u16)>,
+    /// Persistent grant, and the connection it was made on (the backend's domain id
+    /// and the device's resume count: see `Blkfront::conn`).
+    pub(super) grant: Option<(Grant, u32)>,
 }
 
 impl IoBuf {
@@ -63,7 +64,7 @@ impl<P: XenPlatform> Blkfront<P> {
                 .platform
                 .grant(self.backend_id, &page, 0, Access::ReadWrite)
             {
-                Ok(g) => Some((g, self.backend_id)),
+                Ok(g) => Some((g, self.conn)),
                 Err(_) => {
                     self.platform.free_pages(page);
                     return None;
@@ -90,7 +91,7 @@ impl<P: XenPlatform> Blkfront<P> {
         }
         let mut page = [0u8; PAGE_BYTES];
         for i in 0..bufs.len() {
-            if matches!(&bufs[i].grant, Some((_, dom)) if *dom == self.backend_id) {
+            if matches!(&bufs[i].grant, Some((_, c)) if *c == self.conn) {
                 continue;
             }
             let Some(own) = self.pool.pop().or_else(|| self.new_buf()) else {

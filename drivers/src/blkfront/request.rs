@@ -25,6 +25,21 @@ pub(super) struct Slot {
     pub(super) bounced: Vec<(usize, IoBuf)>,
 }
 
+impl Slot {
+    /// A free slot.
+    pub(super) fn empty() -> Slot {
+        Slot {
+            tag: 0,
+            op: 0,
+            in_flight: false,
+            bufs: Vec::new(),
+            grants: Vec::new(),
+            indirect: Vec::new(),
+            bounced: Vec::new(),
+        }
+    }
+}
+
 impl<P: XenPlatform> Blkfront<P> {
     fn segments_for(&self, req: &BlockRequest) -> Result<Vec<u8>, BlockError> {
         // Sectors per buffer: 8 except possibly the last.
@@ -109,7 +124,7 @@ impl<P: XenPlatform> Blkfront<P> {
             // A buffer persistently granted to this backend is used as is; one from
             // another disk's pool (a disk-to-disk copy) is granted for this request.
             let gref = match &buf.grant {
-                Some((g, dom)) if *dom == self.backend_id => g.gref().0,
+                Some((g, c)) if *c == self.conn => g.gref().0,
                 _ => match self.platform.grant(self.backend_id, &buf.page, 0, access) {
                     Ok(g) => {
                         let r = g.gref().0;
@@ -149,8 +164,8 @@ impl<P: XenPlatform> Blkfront<P> {
                     blkif::encode_indirect_segments(chunk, &mut raw);
                     ib.write_at(0, &raw[..chunk.len() * 8]);
                     let r = match &ib.grant {
-                        Some((g, _)) => g.gref().0,
-                        None => match self.platform.grant(
+                        Some((g, c)) if *c == self.conn => g.gref().0,
+                        _ => match self.platform.grant(
                             self.backend_id,
                             &ib.page,
                             0,

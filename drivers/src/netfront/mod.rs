@@ -45,10 +45,12 @@
 //!
 //! The files: `xenbus` holds the handshake and its undoing (`connect`,
 //! `disconnect`), `queue` a queue's rings, event channel and buffers, `tx` and `rx`
-//! the data path, `flow` the choice of transmit queue, `stats` the counters.
+//! the data path, `resume` the reconnect after a restore, `flow` the choice of
+//! transmit queue, `stats` the counters.
 
 mod flow;
 mod queue;
+mod resume;
 mod rx;
 mod stats;
 mod tx;
@@ -104,6 +106,10 @@ impl fmt::Display for NetError {
 /// One connected virtual network interface.
 pub struct Netfront<P: XenPlatform> {
     platform: P,
+    /// `device/vif/<id>`.
+    id: u32,
+    /// The caller's cap on queues, for a reconnect.
+    max_queues: usize,
     backend_id: u16,
     mac: [u8; 6],
     /// At least one.
@@ -143,6 +149,8 @@ impl<P: XenPlatform> Netfront<P> {
         } = xenbus::connect(&platform, id, max_queues)?;
         Ok(Netfront {
             platform,
+            id,
+            max_queues,
             backend_id,
             mac,
             queues,

@@ -206,6 +206,35 @@ impl Queue {
         (freed, rings_freed)
     }
 
+    /// After the domain was restored or migrated: the rings, grants and event
+    /// channel belong to the old domain (no backend maps a page of the new one's
+    /// empty grant table). Ends the grant handles (their entries are empty now, so
+    /// they end, and the references are free again) and frees the pages; the port is
+    /// not closed (its number may already be a new channel's). Returns the TX packets
+    /// that were in flight (lost: the old backend never answered).
+    pub(super) fn forget<P: XenPlatform>(self, p: &P) -> usize {
+        let lost = self
+            .tx_slots
+            .iter()
+            .filter(|t| t.in_flight && t.packet_bytes > 0)
+            .count();
+        let pages = self
+            .rx_bufs
+            .into_iter()
+            .map(|b| (b.page, b.grant))
+            .chain(self.tx_slots.into_iter().map(|t| (t.page, t.grant)))
+            .chain([
+                (self.tx.into_pages(), self.tx_ring_grant),
+                (self.rx.into_pages(), self.rx_ring_grant),
+            ]);
+        for (page, grant) in pages {
+            if p.end_grant(grant).is_ok() {
+                p.free_pages(page);
+            }
+        }
+        lost
+    }
+
     pub(super) fn mark_broken(&mut self) {
         self.tx.mark_broken();
         self.rx.mark_broken();

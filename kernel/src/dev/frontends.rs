@@ -130,6 +130,9 @@ impl XenPlatform for KernelXen {
     fn now_ns(&self) -> u64 {
         clock::now().as_nanos()
     }
+    fn resumes(&self) -> u32 {
+        crate::sys::suspend::stats().resumed as u32
+    }
 }
 
 /// Watch firings the frontends' handshake waits woke on (for `devices`).

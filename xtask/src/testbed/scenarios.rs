@@ -137,6 +137,10 @@ pub enum Kind {
     /// classification included; `timeout_s` is the boot timeout, `expect` is matched
     /// against the boot output). `${DOMID}` is the new domain's id afterwards.
     Restart,
+    /// The dom0 steps before moved the domain (`xl save` + `xl restore`, `xl
+    /// migrate`): the runner finds it again by name (a new domid, `${DOMID}`), opens
+    /// its new console, presses Enter and waits for the prompt (`timeout_s`).
+    Reattach,
 }
 
 impl Kind {
@@ -147,6 +151,7 @@ impl Kind {
             Kind::WaitOutput => "wait",
             Kind::UntilGone => "until-gone",
             Kind::Restart => "restart",
+            Kind::Reattach => "reattach",
         }
     }
 }
@@ -314,6 +319,19 @@ const fn restart(boot_timeout_s: u32, expect: &'static [&'static str]) -> Step {
         expect,
         capture: &[],
         timeout_s: boot_timeout_s,
+        ends: false,
+        netns: "",
+    }
+}
+
+/// Find the domain again after dom0 moved it (see [`Kind::Reattach`]).
+const fn reattach(timeout_s: u32) -> Step {
+    Step {
+        kind: Kind::Reattach,
+        send: "",
+        expect: &[],
+        capture: &[],
+        timeout_s,
         ends: false,
         netns: "",
     }
@@ -3217,6 +3235,93 @@ const ROUTER_BUSY_STEPS: &[Step] = &[
 /// The Xenlet router: the WAN lease, then the LAN checks (lan1 by DHCP from Xenlet's
 /// server, names through its DNS forwarder), with its own conntrack table showing the
 /// two UDP flows' distinct mappings, and fw4's default firewall keeping the WAN out.
+/// What lan1's held TCP connection (`holdconn.py`, to wan's responder through NAT)
+/// must say after each move: still up, echoes after the move, the longest gap.
+const HOLD_REPORT: Step = ns_cap(
+    "lan1",
+    "sleep 3; python3 $NET/holdconn.py report $TOPO/hold.log",
+    &[r"^held: yes$", r"^last error: none$"],
+    &[("GAP", r"^longest gap: ([0-9.]+) s$")],
+    30,
+);
+
+/// Save, restore, checkpoint and migrate a Xenlet router (issue: the appliance
+/// survives what a Xen host does to it). Before: the WAN lease, lan1's lease, a TCP
+/// connection from lan1 through NAT to wan's echo responder held open (a line every
+/// 0.2 s), 8 MiB written to the data disk. Then `xl save -c` (checkpoint: the same
+/// domain goes on), `xl save` + `xl restore` (a new domain: every ring, grant and
+/// channel new), `xl migrate` to this host. After each the connection still echoes
+/// (no reset), the disk reads back the same bytes and takes new ones (dom0 checks
+/// them), new flows pass, and lan1's DHCP renew is answered.
+const SUSPEND_ROUTER_STEPS: &[Step] = &[
+    ROUTER_WAN_LEASE[0],
+    ROUTER_WAN_LEASE[1],
+    ROUTER_LAN_STEPS[1],
+    cmd("xen", &[r"^suspend: 0 \(cancelled 0, resumed in a new domain 0; last 0 ms\)$"], 30),
+    ns(
+        "lan1",
+        concat!(
+            "(python3 $NET/holdconn.py run 10.77.0.10 7777 $TOPO/hold.log </dev/null >/dev/null 2>&1 &); ",
+            "sleep 3; python3 $NET/holdconn.py report $TOPO/hold.log"
+        ),
+        &[r"^held: yes$", r"^echoes: ([5-9]|\d\d+)$"],
+        30,
+    ),
+    BLK_DATA_STEPS[1],
+    BLK_DATA_STEPS[2],
+    // checkpoint: the guest goes on in the same domain
+    dom0(
+        "xl save -c $NAME /var/tmp/$NAME.ckpt && ls -s /var/tmp/$NAME.ckpt; rm -f /var/tmp/$NAME.ckpt",
+        &[r"^\d+ /var/tmp/"],
+        240,
+    ),
+    cmd("xen", &[r"^suspend: 1 \(cancelled 1, resumed in a new domain 0; "], 30),
+    HOLD_REPORT,
+    // save and restore: a new domain
+    dom0(
+        concat!(
+            "xl save $NAME /var/tmp/$NAME.save && xl restore /var/tmp/$NAME.save; rc=$?; ",
+            "rm -f /var/tmp/$NAME.save; echo \"domid now $(xl domid $NAME)\"; exit $rc"
+        ),
+        &[r"^domid now \d+$"],
+        300,
+    ),
+    reattach(60),
+    cmd("xen", &[r"^suspend: 2 \(cancelled 1, resumed in a new domain 1; "], 30),
+    dom0(
+        "grep -a -E 'xenlet: (resumed|xenstore)|blkfront: xvd[ab] reconnected|netfront: eth[01] reconnected' /var/log/xen/console/guest-$NAME.log",
+        &[
+            r"xenlet: resumed in a new domain",
+            r"xenlet: xenstore: reconnected on event channel \d+",
+            r"blkfront: xvdb reconnected",
+            r"netfront: eth0 reconnected; 1 address\(es\) announced",
+            r"netfront: eth1 reconnected; 1 address\(es\) announced",
+        ],
+        30,
+    ),
+    HOLD_REPORT,
+    // the disk: the bytes written before the move read back through the new
+    // backend, and new ones written and checked by dom0
+    cmd("sha256sum -n 8M /dev/xvdb", &[r"^${SUM}  /dev/xvdb$"], 90),
+    BLK_DATA_STEPS[1],
+    BLK_DATA_STEPS[2],
+    BLK_DATA_STEPS[3],
+    ROUTER_LAN_STEPS[3],
+    ROUTER_LAN_STEPS[1],
+    // live migration to this host
+    dom0(
+        "xl migrate -s '' $NAME 'xl migrate-receive' 2>&1 | tail -3; echo \"domid now $(xl domid $NAME)\"",
+        &[r"^domid now \d+$"],
+        300,
+    ),
+    reattach(60),
+    cmd("xen", &[r"^suspend: 3 \(cancelled 1, resumed in a new domain 2; "], 30),
+    HOLD_REPORT,
+    ROUTER_LAN_STEPS[3],
+    cmd("sha256sum -n 8M /dev/xvdb", &[r"^${SUM}  /dev/xvdb$"], 90),
+    last("poweroff"),
+];
+
 const ROUTER_XENLET_STEPS: &[Step] = &[
     ROUTER_WAN_LEASE[0],
     ROUTER_WAN_LEASE[1],
@@ -3767,6 +3872,23 @@ pub fn is_probe(name: &str) -> bool {
 /// demo`.
 pub const EXTRA: &[Scenario] = &[
     Scenario {
+        name: "suspend-router",
+        about: "save, restore, checkpoint and live migration of a Xenlet router (PVH): a TCP connection through NAT held across each, the data disk and the vifs reconnected, DHCP renewed",
+        needs: &[Need::XenletElf, Need::XenletImage],
+        config: XENLET_ROUTER_BUSY_CONFIG,
+        disks: &[IMAGE_COPY, DATA_64],
+        console: Console::Pv,
+        prompt: XENLET_PROMPT,
+        eol: "\r",
+        boot_timeout_s: 60,
+        boot_expect: &[r"^net: router: forwarding between eth0, eth1 masq mtu_fix \(conntrack max \d+\)$"],
+        steps: SUSPEND_ROUTER_STEPS,
+        end: End::Poweroff,
+        end_timeout_s: 30,
+        budget_s: 600,
+        topology: Some(Topology::Router),
+    },
+    Scenario {
         name: "router-xenlet",
         about: "router topology with Xenlet as the router (PVH, its image's /etc/config): NAT, conntrack, traceroute, PMTU",
         needs: &[Need::XenletElf, Need::XenletImage],
@@ -4280,6 +4402,7 @@ mod tests {
                         up = false;
                     }
                     Kind::Restart => up = true,
+                    Kind::Reattach => assert!(up, "{}: reattach to a domain that went", s.name),
                     Kind::Dom0 => {}
                 }
             }

@@ -1,0 +1,151 @@
+//! The reconnect after the domain was restored or migrated (`xl restore`, `xl
+//! migrate`): memory is as it was, but the ring, its grants and the event channel
+//! belong to a domain that is gone, and a new backend waits at InitWait. As Linux's
+//! `blkfront_resume`/`blkif_recover`, the device goes through the handshake again on
+//! the same [`Blkfront`] (its name, buffers and counters kept).
+//!
+//! Grants made before the move name entries of the old grant table: the new one is
+//! empty, so each such handle ends at once and its reference is free again. A
+//! persistent grant is tagged with its connection ([`conn`]: the resume count and
+//! the backend), so a buffer granted before the move is never taken for one of the
+//! new backend's; the pool's are granted anew, and a caller's comes back through
+//! [`Blkfront::refresh`] when it is freed.
+
+use super::grants::Abandoned;
+use super::{xenbus, Blkfront, BlockError, Completion, IoBuf};
+use crate::platform::XenPlatform;
+use alloc::format;
+use xenlet_xen::evtchn::Port;
+use xenlet_xen::gnttab::Access;
+
+/// The connection key of persistent grants made now to `backend_id`.
+pub(super) fn conn<P: XenPlatform>(p: &P, backend_id: u16) -> u32 {
+    (p.resumes() << 16) | u32::from(backend_id)
+}
+
+/// A port number no channel has: what a device that could not reconnect holds in
+/// place of its old domain's channel, so its teardown closes nothing of the new
+/// domain's.
+const NO_PORT: Port = Port(u32::MAX);
+
+impl<P: XenPlatform> Blkfront<P> {
+    /// Reconnects after a restore or migration. Requests the old backend had not
+    /// answered fail with an I/O error (the kernel writes everything back and waits
+    /// for the answers before it suspends, so normally there are none); their
+    /// grants, the ring's and the pool's are ended (empty entries now), the pool's
+    /// pages granted anew. Returns how many requests failed. If the handshake fails
+    /// the disk is broken, with the reason.
+    pub fn resume(&mut self) -> Result<usize, BlockError> {
+        // The requests in flight: never to be answered.
+        let mut failed = 0;
+        for idx in 0..self.slots.len() {
+            if !self.slots[idx].in_flight {
+                continue;
+            }
+            let slot = &mut self.slots[idx];
+            slot.in_flight = false;
+            let tag = slot.tag;
+            let grants = core::mem::take(&mut slot.grants);
+            let mut bufs = core::mem::take(&mut slot.bufs);
+            let mut indirect = core::mem::take(&mut slot.indirect);
+            let bounced = core::mem::take(&mut slot.bounced);
+            self.unbounce(&mut bufs, bounced, false);
+            self.end_grants(grants, &mut bufs, &mut indirect);
+            self.pool.extend(indirect);
+            self.free_slots.push(idx);
+            self.done.push_back(Completion {
+                tag,
+                result: Err(BlockError::Io),
+                bufs,
+            });
+            failed += 1;
+        }
+        // Requests abandoned when the device broke before: no backend holds them now.
+        for a in core::mem::take(&mut self.abandoned) {
+            let Abandoned {
+                grants,
+                mut bufs,
+                mut indirect,
+            } = a;
+            self.end_grants(grants, &mut bufs, &mut indirect);
+            self.pool.extend(bufs);
+            self.pool.extend(indirect);
+        }
+        // The old ring's grants (their references free again for the new ring).
+        for g in core::mem::take(&mut self.ring_grants) {
+            let _ = self.platform.end_grant(g);
+        }
+        let link = match xenbus::connect(&self.platform, self.vdev) {
+            Ok(l) => l,
+            Err(e) => {
+                self.port = NO_PORT;
+                self.fail(format!("not reconnected after a restore: {e}"));
+                return Err(e);
+            }
+        };
+        if link.sectors != self.info.sectors {
+            // Not the disk it was: what is mounted on it must not write there.
+            self.port = link.port;
+            self.ring_grants = link.ring_grants;
+            let old = core::mem::replace(&mut self.ring, link.ring);
+            self.platform.free_pages(old.into_pages());
+            self.fail(format!(
+                "after the restore the disk has {} sectors, not {}",
+                link.sectors, self.info.sectors
+            ));
+            return Err(BlockError::Handshake(format!(
+                "the disk changed size ({} sectors, was {})",
+                link.sectors, self.info.sectors
+            )));
+        }
+        let old = core::mem::replace(&mut self.ring, link.ring);
+        self.platform.free_pages(old.into_pages());
+        self.ring_grants = link.ring_grants;
+        self.port = link.port;
+        self.backend_id = link.backend_id;
+        self.conn = conn(&self.platform, link.backend_id);
+        let entries = self.ring.size() as usize;
+        if entries != self.slots.len() {
+            self.slots.resize_with(entries, super::request::Slot::empty);
+        }
+        self.free_slots = (0..entries).rev().collect();
+        self.info.readonly = link.info_bits & crate::blkif::VDISK_READONLY != 0;
+        self.info.features = link.features;
+        self.pool_limit =
+            (entries * link.features.max_segments as usize + 64).min(super::POOL_MAX_PAGES);
+        let pool = core::mem::take(&mut self.pool);
+        for b in pool {
+            let b = self.refresh(b);
+            self.pool.push(b);
+        }
+        self.broken = None;
+        Ok(failed)
+    }
+
+    /// A buffer coming back to the pool: one granted before the last restore has its
+    /// grant ended (the entry is empty now) and, with persistent grants, granted
+    /// anew to this backend. A grant of this connection, or another disk's made
+    /// since the restore, is left as it is.
+    pub(super) fn refresh(&mut self, mut buf: IoBuf) -> IoBuf {
+        let stale = matches!(&buf.grant, Some((_, c)) if c >> 16 != self.conn >> 16);
+        if !stale {
+            return buf;
+        }
+        if let Some((g, _)) = buf.grant.take() {
+            if let Err(g) = self.platform.end_grant(g) {
+                // Cannot be (no backend maps the old table); kept as it was.
+                buf.grant = Some((g, 0));
+                return buf;
+            }
+        }
+        if self.info.features.persistent {
+            if let Ok(g) = self
+                .platform
+                .grant(self.backend_id, &buf.page, 0, Access::ReadWrite)
+            {
+                buf.grant = Some((g, self.conn));
+            }
+        }
+        buf
+    }
+}
