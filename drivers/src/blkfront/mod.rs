@@ -54,17 +54,14 @@ use alloc::vec::Vec;
 use grants::{Abandoned, Quarantined};
 use request::Slot;
 use xenlet_xen::evtchn::Port;
-use xenlet_xen::gnttab::Grant;
-use xenlet_xen::ring::FrontRing;
 
 /// One connected virtual block device.
 pub struct Blkfront<P: XenPlatform> {
     platform: P,
     vdev: u16,
-    backend_id: u16,
-    ring: FrontRing,
-    ring_grants: Vec<Grant>,
-    port: Port,
+    /// What the handshake set up (the backend, the ring, its grants and event
+    /// channel): all of it is replaced when the handshake runs again.
+    link: xenbus::Link,
     slots: Vec<Slot>,
     free_slots: Vec<usize>,
     pool: Vec<IoBuf>,
@@ -85,18 +82,8 @@ pub struct Blkfront<P: XenPlatform> {
 impl<P: XenPlatform> Blkfront<P> {
     /// Connects to `device/vbd/<vdev>`; `name` is the Linux-style name.
     pub fn connect(platform: P, vdev: u16, name: String) -> Result<Self, BlockError> {
-        let xenbus::Link {
-            backend_id,
-            ring,
-            ring_grants,
-            port,
-            sectors,
-            info_bits,
-            sector_size,
-            physical_sector_size,
-            features,
-        } = xenbus::connect(&platform, vdev)?;
-        let entries = ring.size() as usize;
+        let (link, info) = xenbus::connect(&platform, vdev, name)?;
+        let entries = link.ring.size() as usize;
         let slots = (0..entries)
             .map(|_| Slot {
                 tag: 0,
@@ -108,29 +95,18 @@ impl<P: XenPlatform> Blkfront<P> {
                 bounced: Vec::new(),
             })
             .collect();
-        let pool_limit = (entries * features.max_segments as usize + 64).min(POOL_MAX_PAGES);
+        let pool_limit = (entries * info.features.max_segments as usize + 64).min(POOL_MAX_PAGES);
         Ok(Blkfront {
             platform,
             vdev,
-            backend_id,
-            ring,
-            ring_grants,
-            port,
+            link,
             slots,
             free_slots: (0..entries).rev().collect(),
             pool: Vec::new(),
             pool_total: 0,
             pool_limit,
             done: VecDeque::new(),
-            info: DiskInfo {
-                name,
-                sectors,
-                sector_size,
-                physical_sector_size,
-                readonly: info_bits & blkif::VDISK_READONLY != 0,
-                removable: info_bits & blkif::VDISK_REMOVABLE != 0,
-                features,
-            },
+            info,
             broken: None,
             stats: BlkStats::default(),
             quarantine: Vec::new(),
@@ -145,7 +121,7 @@ impl<P: XenPlatform> Blkfront<P> {
 
     /// The event channel.
     pub fn port(&self) -> Port {
-        self.port
+        self.link.port
     }
 
     /// Statistics.
@@ -155,7 +131,7 @@ impl<P: XenPlatform> Blkfront<P> {
 
     /// Grant references of the ring pages.
     pub fn ring_refs(&self) -> Vec<u32> {
-        self.ring_grants.iter().map(|g| g.gref().0).collect()
+        self.link.ring_grants.iter().map(|g| g.gref().0).collect()
     }
 }
 
@@ -177,9 +153,9 @@ impl<P: XenPlatform> BlockDevice for Blkfront<P> {
     }
 
     fn kick(&mut self) {
-        if self.broken.is_none() && self.ring.push_requests_and_check_notify() {
+        if self.broken.is_none() && self.link.ring.push_requests_and_check_notify() {
             self.stats.notifies += 1;
-            self.platform.notify(self.port);
+            self.platform.notify(self.link.port);
         }
     }
 
@@ -189,9 +165,9 @@ impl<P: XenPlatform> BlockDevice for Blkfront<P> {
             if self.broken.is_some() {
                 break;
             }
-            match self.ring.take_response(&mut raw) {
+            match self.link.ring.take_response(&mut raw) {
                 Ok(true) => self.complete(&raw),
-                Ok(false) => match self.ring.final_check_for_responses() {
+                Ok(false) => match self.link.ring.final_check_for_responses() {
                     Ok(true) => continue,
                     Ok(false) => break,
                     Err(e) => {

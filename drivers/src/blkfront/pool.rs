@@ -61,9 +61,9 @@ impl<P: XenPlatform> Blkfront<P> {
         let grant = if self.info.features.persistent {
             match self
                 .platform
-                .grant(self.backend_id, &page, 0, Access::ReadWrite)
+                .grant(self.link.backend_id, &page, 0, Access::ReadWrite)
             {
-                Ok(g) => Some((g, self.backend_id)),
+                Ok(g) => Some((g, self.link.backend_id)),
                 Err(_) => {
                     self.platform.free_pages(page);
                     return None;
@@ -90,7 +90,7 @@ impl<P: XenPlatform> Blkfront<P> {
         }
         let mut page = [0u8; PAGE_BYTES];
         for i in 0..bufs.len() {
-            if matches!(&bufs[i].grant, Some((_, dom)) if *dom == self.backend_id) {
+            if matches!(&bufs[i].grant, Some((_, dom)) if *dom == self.link.backend_id) {
                 continue;
             }
             let Some(own) = self.pool.pop().or_else(|| self.new_buf()) else {
