@@ -20,8 +20,11 @@
 //! unknown statuses) are written by each driver's tests through the ring pages
 //! ([`FakeXen::page_of`], [`FakeXen::page_by_gref`]), as a backend writes them.
 //!
-//! The clock moves one second per look, so a wait for a backend that never answers
-//! times out after a bounded number of looks.
+//! The backend can also be scripted: [`FakeXen::script`] is a list of states it
+//! goes through, one per watch firing (or per plain wait when watches fail). Time
+//! passes only while the frontend waits: a millisecond per plain wait, and a wait on
+//! a watch with nothing left to change sleeps to its deadline, so a wait for a
+//! backend that never answers times out at once.
 
 use crate::platform::{DmaPages, Watch, XenPlatform};
 use alloc::collections::{BTreeMap, BTreeSet};
@@ -68,7 +71,8 @@ pub(crate) struct FakeXen {
     /// Every frame given back.
     pub(crate) freed: RefCell<Vec<u64>>,
     /// The frontend state (its number, as written) at which the backend goes
-    /// Connected: Initialised ("3") for blkback, Connected ("4") for netback.
+    /// Connected: Initialised ("3") for blkback, Connected ("4") for netback; never
+    /// when empty.
     pub(crate) backend_connects_on: Cell<&'static str>,
     /// The backend never goes Connected.
     pub(crate) backend_stalls: Cell<bool>,
@@ -89,7 +93,16 @@ pub(crate) struct FakeXen {
     pub(crate) xs_failing: RefCell<BTreeSet<String>>,
     /// Setting a watch fails.
     pub(crate) watch_fails: Cell<bool>,
-    /// The clock: one second passes per look.
+    /// The backend's next states, last first: one is taken per watch firing or
+    /// plain wait.
+    pub(crate) script: RefCell<Vec<&'static str>>,
+    /// XenStore reads.
+    pub(crate) reads: Cell<u32>,
+    /// Waits on a watch.
+    pub(crate) watch_waits: Cell<u32>,
+    /// Plain waits ([`XenPlatform::wait`]).
+    pub(crate) plain_waits: Cell<u32>,
+    /// The clock, in nanoseconds.
     pub(crate) clock: Cell<u64>,
 }
 
@@ -110,6 +123,38 @@ impl FakeXen {
         f.set(&format!("{frontend}/backend-id"), "0");
         f.set(&format!("{backend}/state"), "2");
         f
+    }
+
+    /// Has the backend go through `states`, one per watch firing or plain wait.
+    pub(crate) fn script(&self, states: &[&'static str]) {
+        *self.script.borrow_mut() = states.iter().rev().copied().collect();
+    }
+
+    /// The backend's next scripted step, if any: true if it took one.
+    fn step(&self) -> bool {
+        let Some(s) = self.script.borrow_mut().pop() else {
+            return false;
+        };
+        self.set(&format!("{}/state", self.backend), s);
+        true
+    }
+
+    /// The paths watched, in order.
+    pub(crate) fn watched(&self) -> Vec<String> {
+        self.watch_log_entries('+')
+    }
+
+    /// The paths whose watch was removed, in order.
+    pub(crate) fn unwatched(&self) -> Vec<String> {
+        self.watch_log_entries('-')
+    }
+
+    fn watch_log_entries(&self, sign: char) -> Vec<String> {
+        self.watch_log
+            .borrow()
+            .iter()
+            .filter_map(|e| e.strip_prefix(sign).map(String::from))
+            .collect()
     }
 
     /// Sets a XenStore key.
@@ -170,6 +215,7 @@ impl FakeXen {
 
 impl XenPlatform for &FakeXen {
     fn xs_read(&self, path: &str) -> Result<String, XsError> {
+        self.reads.set(self.reads.get() + 1);
         self.xs_check(path)?;
         self.xs
             .borrow()
@@ -193,7 +239,11 @@ impl XenPlatform for &FakeXen {
     }
     fn xs_rm(&self, path: &str) -> Result<(), XsError> {
         self.xs_check(path)?;
-        crate::platform::rm_tree(&mut self.xs.borrow_mut(), path);
+        // the node and everything below it
+        let below = format!("{path}/");
+        self.xs
+            .borrow_mut()
+            .retain(|k, _| k != path && !k.starts_with(&below));
         Ok(())
     }
     fn xs_watch(&self, path: &str) -> Result<Watch, XsError> {
@@ -209,8 +259,19 @@ impl XenPlatform for &FakeXen {
     fn xs_unwatch(&self, w: Watch) {
         self.watch_log.borrow_mut().push(format!("-{}", w.path));
     }
-    fn wait_watch(&self, _: &Watch, _: u64) -> bool {
-        true
+    fn wait_watch(&self, w: &Watch, deadline_ns: u64) -> bool {
+        let count = |v: Vec<String>| v.iter().filter(|p| **p == w.path).count();
+        assert!(
+            count(self.watched()) > count(self.unwatched()),
+            "waits only on a watch that is set"
+        );
+        self.watch_waits.set(self.watch_waits.get() + 1);
+        if self.step() {
+            return true;
+        }
+        // Nothing will change: sleep to the deadline.
+        self.clock.set(self.clock.get().max(deadline_ns));
+        false
     }
     fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
         let live = self.pages_allocated.get() - self.pages_freed.get();
@@ -272,10 +333,12 @@ impl XenPlatform for &FakeXen {
     fn notify(&self, p: Port) {
         self.notified.borrow_mut().push(p.0);
     }
-    fn wait(&self) {}
+    fn wait(&self) {
+        self.plain_waits.set(self.plain_waits.get() + 1);
+        self.step();
+        self.clock.set(self.clock.get() + 1_000_000);
+    }
     fn now_ns(&self) -> u64 {
-        let t = self.clock.get();
-        self.clock.set(t + 1_000_000_000);
-        t
+        self.clock.get()
     }
 }
