@@ -18,4 +18,6 @@ pub mod netfront;
 pub mod netif;
 pub mod pio;
 pub mod platform;
+#[cfg(test)]
+mod testplatform;
 pub mod uart16550;

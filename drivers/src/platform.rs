@@ -205,161 +205,56 @@ pub fn close_device<P: XenPlatform>(p: &P, fe: &str, be_state: &str, timeout_ns:
     followed && closed
 }
 
-/// XenStore's `rm` over the host tests' fake stores (a map of full paths): the node
-/// and everything below it.
-#[cfg(test)]
-pub(crate) fn rm_tree(xs: &mut alloc::collections::BTreeMap<String, String>, path: &str) {
-    let below = alloc::format!("{path}/");
-    xs.retain(|k, _| k != path && !k.starts_with(&below));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloc::collections::BTreeMap;
-    use alloc::vec::Vec;
-    use core::cell::{Cell, RefCell};
+    use crate::testplatform::FakeXen;
     use xenlet_xen::xenbus::{Action, Frontend, XenbusState};
 
+    const BE_DIR: &str = "/local/domain/0/backend/vbd/1/51712";
     const BE: &str = "/local/domain/0/backend/vbd/1/51712/state";
 
-    /// A XenStore whose backend moves through `script` one state per watch firing
-    /// (or per `wait` when watches fail); a clock that moves 1 ms per look.
-    struct Fake {
-        xs: RefCell<BTreeMap<String, String>>,
-        script: RefCell<Vec<&'static str>>,
-        watch_ok: bool,
-        watching: RefCell<Vec<String>>,
-        unwatched: RefCell<Vec<Watch>>,
-        reads: Cell<u32>,
-        watch_waits: Cell<u32>,
-        plain_waits: Cell<u32>,
-        clock: Cell<u64>,
+    /// A backend at `BE` that starts in state `first` and moves through `script`,
+    /// one state per watch firing (or per `wait` when watches fail, `watch_ok`
+    /// false); the clock moves only while the frontend waits.
+    fn fake(first: &'static str, script: &[&'static str], watch_ok: bool) -> FakeXen {
+        let f = FakeXen::with_device("device/vbd/51712", BE_DIR, "");
+        f.set(BE, first);
+        f.script(script);
+        f.watch_fails.set(!watch_ok);
+        f
     }
 
-    impl Fake {
-        fn new(first: &str, script: &[&'static str], watch_ok: bool) -> Self {
-            let mut xs = BTreeMap::new();
-            xs.insert(String::from(BE), String::from(first));
-            Fake {
-                xs: RefCell::new(xs),
-                script: RefCell::new(script.iter().rev().copied().collect()),
-                watch_ok,
-                watching: RefCell::new(Vec::new()),
-                unwatched: RefCell::new(Vec::new()),
-                reads: Cell::new(0),
-                watch_waits: Cell::new(0),
-                plain_waits: Cell::new(0),
-                clock: Cell::new(0),
-            }
-        }
-        /// The backend's next step, if any: true if the state changed.
-        fn step(&self) -> bool {
-            match self.script.borrow_mut().pop() {
-                Some(s) => {
-                    self.xs
-                        .borrow_mut()
-                        .insert(String::from(BE), String::from(s));
-                    true
-                }
-                None => false,
-            }
-        }
-    }
-
-    impl XenPlatform for Fake {
-        fn xs_read(&self, path: &str) -> Result<String, XsError> {
-            self.reads.set(self.reads.get() + 1);
-            self.xs
-                .borrow()
-                .get(path)
-                .cloned()
-                .ok_or_else(|| XsError::Remote("ENOENT".into()))
-        }
-        fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
-            self.xs
-                .borrow_mut()
-                .insert(String::from(path), String::from(value));
-            Ok(())
-        }
-        fn xs_rm(&self, path: &str) -> Result<(), XsError> {
-            super::rm_tree(&mut self.xs.borrow_mut(), path);
-            Ok(())
-        }
-        fn xs_watch(&self, path: &str) -> Result<Watch, XsError> {
-            if !self.watch_ok {
-                return Err(XsError::Remote("EACCES".into()));
-            }
-            self.watching.borrow_mut().push(String::from(path));
-            Ok(Watch {
-                path: String::from(path),
-                token: String::from("t1"),
-            })
-        }
-        fn xs_unwatch(&self, w: Watch) {
-            self.unwatched.borrow_mut().push(w);
-        }
-        fn wait_watch(&self, w: &Watch, deadline_ns: u64) -> bool {
-            assert_eq!(w.path, BE);
-            self.watch_waits.set(self.watch_waits.get() + 1);
-            if self.step() {
-                return true;
-            }
-            // Nothing will change: sleep to the deadline.
-            self.clock.set(self.clock.get().max(deadline_ns));
-            false
-        }
-        fn alloc_pages(&self, _: usize) -> Option<DmaPages> {
-            None
-        }
-        fn free_pages(&self, _: DmaPages) {}
-        fn grant(&self, _: u16, _: &DmaPages, _: usize, _: Access) -> Result<Grant, GrantError> {
-            Err(GrantError::Exhausted)
-        }
-        fn end_grant(&self, g: Grant) -> Result<(), Grant> {
-            Err(g)
-        }
-        fn alloc_unbound(&self, _: u16) -> Result<Port, XenError> {
-            Err(XenError::NoMem)
-        }
-        fn close_port(&self, _: Port) {}
-        fn notify(&self, _: Port) {}
-        fn wait(&self) {
-            self.plain_waits.set(self.plain_waits.get() + 1);
-            self.step();
-            self.clock.set(self.clock.get() + 1_000_000);
-        }
-        fn now_ns(&self) -> u64 {
-            self.clock.get()
-        }
+    /// Every watch set was on the backend's state.
+    fn only_the_state_watched(f: &FakeXen) {
+        assert!(f.watched().iter().all(|p| p == BE), "{:?}", f.watched());
     }
 
     #[test]
     fn close_waits_for_the_backend_then_goes_closed() {
-        let f = Fake::new("4", &["4", "5", "6"], true);
+        let f = &fake("4", &["4", "5", "6"], true);
         assert!(close_device(&f, "device/vbd/51712", BE, 1_000_000_000));
         assert_eq!(f.xs.borrow()["device/vbd/51712/state"], "6");
-        assert_eq!(
-            f.unwatched.borrow().len(),
-            2,
-            "both waits remove their watch"
-        );
+        assert_eq!(f.unwatched().len(), 2, "both waits remove their watch");
         // a backend that follows to Closing but never reaches Closed: not done
-        let h = Fake::new("4", &["5"], true);
+        let h = &fake("4", &["5"], true);
         assert!(!close_device(&h, "device/vbd/51712", BE, 5_000_000));
         assert_eq!(h.xs.borrow()["device/vbd/51712/state"], "6");
         // a backend that never follows: bounded, and the frontend still ends Closed
-        let g = Fake::new("4", &[], true);
+        let g = &fake("4", &[], true);
         assert!(!close_device(&g, "device/vbd/51712", BE, 5_000_000));
         assert_eq!(g.xs.borrow()["device/vbd/51712/state"], "6");
+        for x in [f, g, h] {
+            only_the_state_watched(x);
+        }
     }
 
     #[test]
     fn state_is_reread_once_per_watch_firing_and_the_watch_removed() {
-        let f = Fake::new("1", &["2"], true);
+        let f = &fake("1", &["2"], true);
         let fe = Frontend::new();
         wait_for_action(&f, BE, &fe, Action::Setup, 10_000_000_000).unwrap();
-        assert_eq!(*f.watching.borrow(), [BE]);
+        assert_eq!(f.watched(), [BE]);
         assert_eq!(f.watch_waits.get(), 1);
         assert_eq!(
             f.reads.get(),
@@ -367,13 +262,13 @@ mod tests {
             "one read before the watch fired, one after"
         );
         assert_eq!(f.plain_waits.get(), 0, "no polling while a watch is set");
-        assert_eq!(f.unwatched.borrow().len(), 1);
-        assert_eq!(f.unwatched.borrow()[0].path, BE);
+        assert_eq!(f.unwatched().len(), 1);
+        assert_eq!(f.unwatched()[0], BE);
     }
 
     #[test]
     fn a_silent_backend_times_out_at_the_deadline_and_the_watch_goes() {
-        let f = Fake::new("1", &[], true);
+        let f = &fake("1", &[], true);
         let fe = Frontend::new();
         let e = wait_for_action(&f, BE, &fe, Action::Setup, 5_000_000_000).unwrap_err();
         assert!(e.contains("timed out waiting on"), "{e}");
@@ -383,27 +278,29 @@ mod tests {
             "slept to the deadline, no further"
         );
         assert_eq!(f.watch_waits.get(), 1);
-        assert_eq!(f.unwatched.borrow().len(), 1);
+        assert_eq!(f.unwatched().len(), 1);
+        only_the_state_watched(f);
     }
 
     #[test]
     fn a_closing_backend_ends_the_wait_and_the_watch_goes() {
-        let f = Fake::new("1", &["2", "5"], true);
+        let f = &fake("1", &["2", "5"], true);
         let mut fe = Frontend::new();
         wait_for_action(&f, BE, &fe, Action::Setup, 10_000_000_000).unwrap();
         fe.switched(XenbusState::Initialised);
         let e = wait_for_action(&f, BE, &fe, Action::Connect, 10_000_000_000).unwrap_err();
         assert!(e.contains("backend closed"), "{e}");
-        assert_eq!(f.unwatched.borrow().len(), 2);
+        assert_eq!(f.unwatched().len(), 2);
+        only_the_state_watched(f);
     }
 
     #[test]
     fn without_watches_the_state_is_polled() {
-        let f = Fake::new("1", &["1", "1", "2"], false);
+        let f = &fake("1", &["1", "1", "2"], false);
         let fe = Frontend::new();
         wait_for_action(&f, BE, &fe, Action::Setup, 10_000_000_000).unwrap();
         assert_eq!(f.plain_waits.get(), 3);
         assert_eq!(f.reads.get(), 4);
-        assert!(f.unwatched.borrow().is_empty());
+        assert!(f.unwatched().is_empty());
     }
 }

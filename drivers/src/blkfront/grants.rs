@@ -114,13 +114,11 @@ impl<P: XenPlatform> Blkfront<P> {
         }
         let Blkfront {
             platform,
-            ring,
-            ring_grants,
-            port,
+            link,
             quarantine,
             ..
         } = self;
-        let (ring_freed, ring_kept) = xenbus::disconnect(&platform, ring, ring_grants, port);
+        let (ring_freed, ring_kept) = xenbus::disconnect(&platform, link);
         freed += ring_freed;
         kept += ring_kept;
         // Quarantined pages stay allocated for good (dropping them frees nothing).

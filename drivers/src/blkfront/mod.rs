@@ -55,22 +55,19 @@ use alloc::vec::Vec;
 use grants::{Abandoned, Quarantined};
 use request::Slot;
 use xenlet_xen::evtchn::Port;
-use xenlet_xen::gnttab::Grant;
-use xenlet_xen::ring::FrontRing;
 
 /// One connected virtual block device.
 pub struct Blkfront<P: XenPlatform> {
     platform: P,
     vdev: u16,
-    backend_id: u16,
+    /// What the handshake set up (the backend, the ring, its grants and event
+    /// channel): all of it is replaced when the handshake runs again.
+    link: xenbus::Link,
     /// The connection persistent grants belong to: the backend's domain id, and how
-    /// many times the device reconnected after a restore above it. A buffer granted
-    /// on another connection (another disk's, or this one's before a restore) is
-    /// not the backend's.
+    /// many times the domain was restored or migrated (`resume::conn`). A buffer
+    /// granted on another connection (another disk's, or before a restore) is not
+    /// the backend's.
     conn: u32,
-    ring: FrontRing,
-    ring_grants: Vec<Grant>,
-    port: Port,
     slots: Vec<Slot>,
     free_slots: Vec<usize>,
     pool: Vec<IoBuf>,
@@ -91,44 +88,23 @@ pub struct Blkfront<P: XenPlatform> {
 impl<P: XenPlatform> Blkfront<P> {
     /// Connects to `device/vbd/<vdev>`; `name` is the Linux-style name.
     pub fn connect(platform: P, vdev: u16, name: String) -> Result<Self, BlockError> {
-        let xenbus::Link {
-            backend_id,
-            ring,
-            ring_grants,
-            port,
-            sectors,
-            info_bits,
-            sector_size,
-            physical_sector_size,
-            features,
-        } = xenbus::connect(&platform, vdev)?;
-        let entries = ring.size() as usize;
+        let (link, info) = xenbus::connect(&platform, vdev, name)?;
+        let entries = link.ring.size() as usize;
         let slots = (0..entries).map(|_| Slot::empty()).collect();
-        let conn = resume::conn(&platform, backend_id);
-        let pool_limit = (entries * features.max_segments as usize + 64).min(POOL_MAX_PAGES);
+        let conn = resume::conn(&platform, link.backend_id);
+        let pool_limit = (entries * info.features.max_segments as usize + 64).min(POOL_MAX_PAGES);
         Ok(Blkfront {
             platform,
             vdev,
-            backend_id,
+            link,
             conn,
-            ring,
-            ring_grants,
-            port,
             slots,
             free_slots: (0..entries).rev().collect(),
             pool: Vec::new(),
             pool_total: 0,
             pool_limit,
             done: VecDeque::new(),
-            info: DiskInfo {
-                name,
-                sectors,
-                sector_size,
-                physical_sector_size,
-                readonly: info_bits & blkif::VDISK_READONLY != 0,
-                removable: info_bits & blkif::VDISK_REMOVABLE != 0,
-                features,
-            },
+            info,
             broken: None,
             stats: BlkStats::default(),
             quarantine: Vec::new(),
@@ -143,7 +119,7 @@ impl<P: XenPlatform> Blkfront<P> {
 
     /// The event channel.
     pub fn port(&self) -> Port {
-        self.port
+        self.link.port
     }
 
     /// Statistics.
@@ -153,7 +129,7 @@ impl<P: XenPlatform> Blkfront<P> {
 
     /// Grant references of the ring pages.
     pub fn ring_refs(&self) -> Vec<u32> {
-        self.ring_grants.iter().map(|g| g.gref().0).collect()
+        self.link.ring_grants.iter().map(|g| g.gref().0).collect()
     }
 }
 
@@ -176,9 +152,9 @@ impl<P: XenPlatform> BlockDevice for Blkfront<P> {
     }
 
     fn kick(&mut self) {
-        if self.broken.is_none() && self.ring.push_requests_and_check_notify() {
+        if self.broken.is_none() && self.link.ring.push_requests_and_check_notify() {
             self.stats.notifies += 1;
-            self.platform.notify(self.port);
+            self.platform.notify(self.link.port);
         }
     }
 
@@ -188,9 +164,9 @@ impl<P: XenPlatform> BlockDevice for Blkfront<P> {
             if self.broken.is_some() {
                 break;
             }
-            match self.ring.take_response(&mut raw) {
+            match self.link.ring.take_response(&mut raw) {
                 Ok(true) => self.complete(&raw),
-                Ok(false) => match self.ring.final_check_for_responses() {
+                Ok(false) => match self.link.ring.final_check_for_responses() {
                     Ok(true) => continue,
                     Ok(false) => break,
                     Err(e) => {

@@ -62,7 +62,7 @@ impl<P: XenPlatform> Blkfront<P> {
         let grant = if self.info.features.persistent {
             match self
                 .platform
-                .grant(self.backend_id, &page, 0, Access::ReadWrite)
+                .grant(self.link.backend_id, &page, 0, Access::ReadWrite)
             {
                 Ok(g) => Some((g, self.conn)),
                 Err(_) => {

@@ -125,7 +125,7 @@ impl<P: XenPlatform> Blkfront<P> {
             // another disk's pool (a disk-to-disk copy) is granted for this request.
             let gref = match &buf.grant {
                 Some((g, c)) if *c == self.conn => g.gref().0,
-                _ => match self.platform.grant(self.backend_id, &buf.page, 0, access) {
+                _ => match self.platform.grant(self.link.backend_id, &buf.page, 0, access) {
                     Ok(g) => {
                         let r = g.gref().0;
                         grants.push((g, Held::Buf(bi)));
@@ -166,7 +166,7 @@ impl<P: XenPlatform> Blkfront<P> {
                     let r = match &ib.grant {
                         Some((g, c)) if *c == self.conn => g.gref().0,
                         _ => match self.platform.grant(
-                            self.backend_id,
+                            self.link.backend_id,
                             &ib.page,
                             0,
                             Access::ReadOnly,
@@ -192,7 +192,7 @@ impl<P: XenPlatform> Blkfront<P> {
             blkif::OP_DISCARD => blkif::encode_discard(self.vdev, id, req.sector, sectors),
             _ => blkif::encode_flush(op, self.vdev, id),
         };
-        if let Err(e) = self.ring.push_request(&entry) {
+        if let Err(e) = self.link.ring.push_request(&entry) {
             let mut req = req;
             self.unwind(slot_idx, grants, indirect, &mut req.bufs, bounced);
             let err = if e == xenlet_xen::ring::RingError::Full {

@@ -18,7 +18,7 @@ impl<P: XenPlatform> Blkfront<P> {
         if self.broken.is_some() {
             return;
         }
-        self.ring.mark_broken();
+        self.link.ring.mark_broken();
         for idx in 0..self.slots.len() {
             if !self.slots[idx].in_flight {
                 continue;

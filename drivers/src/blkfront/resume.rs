@@ -26,7 +26,7 @@ pub(super) fn conn<P: XenPlatform>(p: &P, backend_id: u16) -> u32 {
 /// A port number no channel has: what a device that could not reconnect holds in
 /// place of its old domain's channel, so its teardown closes nothing of the new
 /// domain's.
-const NO_PORT: Port = Port(u32::MAX);
+pub(super) const NO_PORT: Port = Port(u32::MAX);
 
 impl<P: XenPlatform> Blkfront<P> {
     /// Reconnects after a restore or migration. Requests the old backend had not
@@ -72,47 +72,36 @@ impl<P: XenPlatform> Blkfront<P> {
             self.pool.extend(indirect);
         }
         // The old ring's grants (their references free again for the new ring).
-        for g in core::mem::take(&mut self.ring_grants) {
+        for g in core::mem::take(&mut self.link.ring_grants) {
             let _ = self.platform.end_grant(g);
         }
-        let link = match xenbus::connect(&self.platform, self.vdev) {
+        let (link, info) = match xenbus::connect(&self.platform, self.vdev, self.info.name.clone())
+        {
             Ok(l) => l,
             Err(e) => {
-                self.port = NO_PORT;
+                self.link.port = NO_PORT;
                 self.fail(format!("not reconnected after a restore: {e}"));
                 return Err(e);
             }
         };
-        if link.sectors != self.info.sectors {
+        let old = core::mem::replace(&mut self.link, link);
+        self.platform.free_pages(old.ring.into_pages());
+        if info.sectors != self.info.sectors {
             // Not the disk it was: what is mounted on it must not write there.
-            self.port = link.port;
-            self.ring_grants = link.ring_grants;
-            let old = core::mem::replace(&mut self.ring, link.ring);
-            self.platform.free_pages(old.into_pages());
-            self.fail(format!(
+            let why = format!(
                 "after the restore the disk has {} sectors, not {}",
-                link.sectors, self.info.sectors
-            ));
-            return Err(BlockError::Handshake(format!(
-                "the disk changed size ({} sectors, was {})",
-                link.sectors, self.info.sectors
-            )));
+                info.sectors, self.info.sectors
+            );
+            self.fail(why.clone());
+            return Err(BlockError::Handshake(why));
         }
-        let old = core::mem::replace(&mut self.ring, link.ring);
-        self.platform.free_pages(old.into_pages());
-        self.ring_grants = link.ring_grants;
-        self.port = link.port;
-        self.backend_id = link.backend_id;
-        self.conn = conn(&self.platform, link.backend_id);
-        let entries = self.ring.size() as usize;
-        if entries != self.slots.len() {
-            self.slots.resize_with(entries, super::request::Slot::empty);
-        }
+        self.conn = conn(&self.platform, self.link.backend_id);
+        let entries = self.link.ring.size() as usize;
+        self.slots.resize_with(entries, super::request::Slot::empty);
         self.free_slots = (0..entries).rev().collect();
-        self.info.readonly = link.info_bits & crate::blkif::VDISK_READONLY != 0;
-        self.info.features = link.features;
         self.pool_limit =
-            (entries * link.features.max_segments as usize + 64).min(super::POOL_MAX_PAGES);
+            (entries * info.features.max_segments as usize + 64).min(super::POOL_MAX_PAGES);
+        self.info = info;
         let pool = core::mem::take(&mut self.pool);
         for b in pool {
             let b = self.refresh(b);
@@ -141,7 +130,7 @@ impl<P: XenPlatform> Blkfront<P> {
         if self.info.features.persistent {
             if let Ok(g) = self
                 .platform
-                .grant(self.backend_id, &buf.page, 0, Access::ReadWrite)
+                .grant(self.link.backend_id, &buf.page, 0, Access::ReadWrite)
             {
                 buf.grant = Some((g, self.conn));
             }

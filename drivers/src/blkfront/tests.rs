@@ -1,47 +1,23 @@
 use super::*;
-use crate::platform::DmaPages;
-use alloc::collections::BTreeMap;
-use core::cell::{Cell, RefCell};
+use crate::testplatform::FakeXen;
 use xenlet_xen::gnttab::Access;
-use xenlet_xen::gnttab::GrantRef;
 use xenlet_xen::shared::SharedPage;
 use xenlet_xen::shared::PAGE_BYTES;
-use xenlet_xen::xenstore::XsError;
-use xenlet_xen::XenError;
-
-/// A fake kernel plus a scripted backend domain (id 0).
-#[derive(Default)]
-struct Fake {
-    xs: RefCell<BTreeMap<String, String>>,
-    pages: RefCell<Vec<(u64, SharedPage)>>,
-    grants: RefCell<BTreeMap<u32, u64>>,
-    /// Each live grant's access.
-    access: RefCell<BTreeMap<u32, Access>>,
-    /// Grants the backend keeps mapped: ending them fails, as Xen's
-    /// `gnttab_end_foreign_access` does while a mapping exists.
-    mapped: RefCell<alloc::collections::BTreeSet<u32>>,
-    next_gfn: Cell<u64>,
-    next_gref: Cell<u32>,
-    notifies: Cell<u32>,
-    pages_freed: Cell<usize>,
-    /// The first frame of each run freed.
-    freed: RefCell<Vec<u64>>,
-    ports_closed: Cell<usize>,
-    /// "+path" for each watch set, "-path" for each removed.
-    watch_log: RefCell<Vec<String>>,
-}
 
 const BE: &str = "/local/domain/0/backend/vbd/5/51712";
 
-impl Fake {
-    fn new(persistent: bool, indirect: u32, order: u32) -> Self {
-        let f = Fake::default();
-        f.next_gfn.set(0x1000);
-        f.next_gref.set(8);
+/// blkfront's tests run on the shared fake Xen.
+type Fake = FakeXen;
+
+impl FakeXen {
+    /// A disk (`device/vbd/51712`, 2048 sectors of 512 bytes, flush offered) whose
+    /// backend, in InitWait, offers ring pages up to `order`, persistent grants or
+    /// not, `indirect` indirect segments (0: none), and connects when the frontend
+    /// goes Initialised.
+    fn vbd(persistent: bool, indirect: u32, order: u32) -> Self {
+        let f = FakeXen::with_device("device/vbd/51712", BE, "3");
+        f.next_port.set(7);
         let mut xs = f.xs.borrow_mut();
-        xs.insert("device/vbd/51712/backend".into(), BE.into());
-        xs.insert("device/vbd/51712/backend-id".into(), "0".into());
-        xs.insert(format!("{BE}/state"), "2".into());
         xs.insert(format!("{BE}/max-ring-page-order"), format!("{order}"));
         xs.insert(format!("{BE}/sectors"), "2048".into());
         xs.insert(format!("{BE}/info"), "0".into());
@@ -61,11 +37,6 @@ impl Fake {
         f
     }
 
-    /// Every frame freed so far.
-    fn freed_gfns(&self) -> Vec<u64> {
-        self.freed.borrow().clone()
-    }
-
     /// The backend writes into the page of grant `gref`: only through a
     /// read-write grant, as Xen enforces.
     fn backend_write(&self, gref: u32, data: &[u8]) -> Result<(), &'static str> {
@@ -74,114 +45,19 @@ impl Fake {
             Some(Access::ReadOnly) => return Err("read-only grant"),
             Some(Access::ReadWrite) => {}
         }
-        let gfn = self.grants.borrow()[&gref];
-        let pages = self.pages.borrow();
-        let page = &pages.iter().find(|(g, _)| *g == gfn).unwrap().1;
-        page.write_bytes(0, data);
+        self.page_by_gref(gref).write_bytes(0, data);
         Ok(())
     }
 
+    /// The ring's (first) page.
     fn ring(&self) -> SharedPage {
         let xs = self.xs.borrow();
-        let gref: u32 = xs
-            .get("device/vbd/51712/ring-ref")
-            .or_else(|| xs.get("device/vbd/51712/ring-ref0"))
-            .unwrap()
-            .parse()
+        let key = ["device/vbd/51712/ring-ref", "device/vbd/51712/ring-ref0"]
+            .into_iter()
+            .find(|k| xs.contains_key(*k))
             .unwrap();
-        let gfn = self.grants.borrow()[&gref];
-        self.pages
-            .borrow()
-            .iter()
-            .find(|(g, _)| *g == gfn)
-            .unwrap()
-            .1
-            .alias_for_test()
-    }
-}
-
-impl XenPlatform for &Fake {
-    fn xs_read(&self, path: &str) -> Result<String, XsError> {
-        self.xs
-            .borrow()
-            .get(path)
-            .cloned()
-            .ok_or_else(|| XsError::Remote("ENOENT".into()))
-    }
-    fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
-        if path == "device/vbd/51712/state" && value == "3" {
-            self.xs
-                .borrow_mut()
-                .insert(format!("{BE}/state"), "4".into());
-        }
-        self.xs.borrow_mut().insert(path.into(), value.into());
-        Ok(())
-    }
-    fn xs_rm(&self, path: &str) -> Result<(), XsError> {
-        crate::platform::rm_tree(&mut self.xs.borrow_mut(), path);
-        Ok(())
-    }
-    fn xs_watch(&self, path: &str) -> Result<crate::platform::Watch, XsError> {
-        self.watch_log.borrow_mut().push(format!("+{path}"));
-        Ok(crate::platform::Watch {
-            path: path.into(),
-            token: "fe".into(),
-        })
-    }
-    fn xs_unwatch(&self, w: crate::platform::Watch) {
-        self.watch_log.borrow_mut().push(format!("-{}", w.path));
-    }
-    fn wait_watch(&self, _: &crate::platform::Watch, _: u64) -> bool {
-        true
-    }
-    fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
-        let gfn = self.next_gfn.get();
-        self.next_gfn.set(gfn + count as u64);
-        let (pages, alias) = DmaPages::leak_for_test(gfn, count);
-        self.pages.borrow_mut().push((gfn, alias));
-        Some(pages)
-    }
-    fn free_pages(&self, p: DmaPages) {
-        self.pages_freed.set(self.pages_freed.get() + p.count());
-        let (gfn, count) = p.into_frames();
-        self.freed.borrow_mut().extend(gfn..gfn + count as u64);
-    }
-    fn grant(
-        &self,
-        _domid: u16,
-        pages: &DmaPages,
-        index: usize,
-        access: Access,
-    ) -> Result<Grant, xenlet_xen::gnttab::GrantError> {
-        let gfn = pages
-            .frame(index)
-            .ok_or(xenlet_xen::gnttab::GrantError::NoSuchPage)?;
-        let r = self.next_gref.get();
-        self.next_gref.set(r + 1);
-        self.grants.borrow_mut().insert(r, gfn);
-        self.access.borrow_mut().insert(r, access);
-        Ok(Grant::new(GrantRef(r), gfn as u32))
-    }
-    fn end_grant(&self, g: Grant) -> Result<(), Grant> {
-        if self.mapped.borrow().contains(&g.gref().0) {
-            return Err(g);
-        }
-        self.grants.borrow_mut().remove(&g.gref().0);
-        self.access.borrow_mut().remove(&g.gref().0);
-        Ok(())
-    }
-    fn alloc_unbound(&self, _remote: u16) -> Result<Port, XenError> {
-        Ok(Port(7))
-    }
-    fn close_port(&self, _: Port) {
-        self.ports_closed.set(self.ports_closed.get() + 1);
-    }
-    fn notify(&self, _: Port) {
-        self.notifies.set(self.notifies.get() + 1);
-    }
-    fn wait(&self) {}
-    fn now_ns(&self) -> u64 {
-        0
+        drop(xs);
+        self.page_of(key)
     }
 }
 
@@ -275,7 +151,7 @@ fn write_req(d: &mut Blkfront<&Fake>, tag: u64, sector: u64, pages: usize) -> Bl
 
 #[test]
 fn handshake_publishes_ring_and_reads_the_disk() {
-    let f = Fake::new(true, 0, 0);
+    let f = Fake::vbd(true, 0, 0);
     let (d, _) = connect(&f);
     let xs = f.xs.borrow();
     assert!(xs.contains_key("device/vbd/51712/ring-ref"));
@@ -309,7 +185,7 @@ fn handshake_publishes_ring_and_reads_the_disk() {
 
 #[test]
 fn multi_page_ring_and_indirect_segments_are_negotiated() {
-    let f = Fake::new(true, 512, 3);
+    let f = Fake::vbd(true, 512, 3);
     let (mut d, mut be) = connect(&f);
     assert_eq!(f.xs.borrow()["device/vbd/51712/ring-page-order"], "3");
     assert!(f.xs.borrow().contains_key("device/vbd/51712/ring-ref7"));
@@ -339,7 +215,7 @@ fn multi_page_ring_and_indirect_segments_are_negotiated() {
 
 #[test]
 fn a_backend_that_did_not_close_keeps_its_unanswered_grants_for_good() {
-    let f = Fake::new(false, 0, 0);
+    let f = Fake::vbd(false, 0, 0);
     let (mut d, mut be) = connect(&f);
     let req = read_req(&mut d, 1, 0, 2);
     d.submit(req).map_err(|(e, _)| e).unwrap();
@@ -394,9 +270,7 @@ fn submit_foreign(
 
 /// What the backend reads through grant `gref`.
 fn backend_read(f: &Fake, gref: u32) -> Vec<u8> {
-    let gfn = f.grants.borrow()[&gref];
-    let pages = f.pages.borrow();
-    let page = &pages.iter().find(|(g, _)| *g == gfn).unwrap().1;
+    let page = f.page_by_gref(gref);
     let mut v = alloc::vec![0u8; PAGE_BYTES];
     page.read_bytes(0, &mut v);
     v
@@ -406,7 +280,7 @@ fn backend_read(f: &Fake, gref: u32) -> Vec<u8> {
 fn a_foreign_write_goes_through_our_persistent_page() {
     // Linux's blkback maps a persistent frontend's grants read-write: a
     // read-only per-request grant of the other disk's page would be refused.
-    let f = Fake::new(true, 0, 0);
+    let f = Fake::vbd(true, 0, 0);
     let (mut d, mut be) = connect(&f);
     let theirs = foreign_buf(&f, 0xab);
     let their_gfn = theirs.page.frame(0).unwrap();
@@ -433,7 +307,7 @@ fn a_foreign_write_goes_through_our_persistent_page() {
 
 #[test]
 fn a_foreign_read_is_copied_back_into_the_callers_buffer() {
-    let f = Fake::new(true, 0, 0);
+    let f = Fake::vbd(true, 0, 0);
     let (mut d, mut be) = connect(&f);
     let theirs = foreign_buf(&f, 0);
     let ((id, op), grefs) = submit_foreign(&mut d, &mut be, BlockOp::Read, 0, theirs);
@@ -449,7 +323,7 @@ fn a_foreign_read_is_copied_back_into_the_callers_buffer() {
 
 #[test]
 fn persistent_grants_are_made_once_per_buffer() {
-    let f = Fake::new(true, 0, 0);
+    let f = Fake::vbd(true, 0, 0);
     let (mut d, mut be) = connect(&f);
     let mut out = Vec::new();
     let mut bufs: Vec<IoBuf> = (0..4).map(|_| d.alloc_buf().unwrap()).collect();
@@ -480,7 +354,7 @@ fn persistent_grants_are_made_once_per_buffer() {
 
 #[test]
 fn without_persistent_grants_each_request_grants_and_ends() {
-    let f = Fake::new(false, 0, 0);
+    let f = Fake::vbd(false, 0, 0);
     let (mut d, mut be) = connect(&f);
     let base = f.grants.borrow().len();
     let req = write_req(&mut d, 1, 0, 3);
@@ -498,7 +372,7 @@ fn without_persistent_grants_each_request_grants_and_ends() {
 
 #[test]
 fn bad_requests_are_refused_before_the_ring() {
-    let f = Fake::new(true, 0, 0);
+    let f = Fake::vbd(true, 0, 0);
     let (mut d, _) = connect(&f);
     let req = write_req(&mut d, 1, 2047, 1); // 8 sectors from 2047: past the end
     assert_eq!(
@@ -531,7 +405,7 @@ fn bad_requests_are_refused_before_the_ring() {
 }
 
 fn hostile(answer: impl Fn(&mut Backend, u64, u8)) -> (Blkfront<&'static Fake>, Vec<Completion>) {
-    let f: &'static Fake = Box::leak(Box::new(Fake::new(true, 0, 0)));
+    let f: &'static Fake = Box::leak(Box::new(Fake::vbd(true, 0, 0)));
     let (mut d, mut be) = connect(f);
     for tag in 0..3 {
         let req = write_req(&mut d, tag, tag * 8, 1);
@@ -588,7 +462,7 @@ fn hostile_responses_break_the_disk_and_fail_pending_io() {
 
 #[test]
 fn io_errors_and_unsupported_flush_are_reported_not_fatal() {
-    let f = Fake::new(true, 0, 0);
+    let f = Fake::vbd(true, 0, 0);
     let (mut d, mut be) = connect(&f);
     let req = write_req(&mut d, 1, 0, 1);
     d.submit(req).map_err(|(e, _)| e).unwrap();
@@ -624,7 +498,7 @@ fn read_req(d: &mut Blkfront<&Fake>, tag: u64, sector: u64, pages: usize) -> Blo
 
 #[test]
 fn the_fake_backend_writes_only_through_read_write_grants() {
-    let f = Fake::new(false, 0, 0);
+    let f = Fake::vbd(false, 0, 0);
     let (mut d, mut be) = connect(&f);
     let req = write_req(&mut d, 1, 0, 1);
     d.submit(req).map_err(|(e, _)| e).unwrap();
@@ -640,7 +514,7 @@ fn the_fake_backend_writes_only_through_read_write_grants() {
 
 #[test]
 fn a_page_the_backend_keeps_mapped_after_answering_is_quarantined() {
-    let f = Fake::new(false, 0, 0);
+    let f = Fake::vbd(false, 0, 0);
     let (mut d, mut be) = connect(&f);
     let req = read_req(&mut d, 1, 0, 2);
     let kept_gfn = req.bufs[1].page.frame(0).unwrap();
@@ -686,7 +560,7 @@ fn a_page_the_backend_keeps_mapped_after_answering_is_quarantined() {
 
 #[test]
 fn a_mapped_indirect_page_is_quarantined_not_pooled() {
-    let f = Fake::new(false, 256, 0);
+    let f = Fake::vbd(false, 256, 0);
     let (mut d, mut be) = connect(&f);
     let req = read_req(&mut d, 1, 0, 12);
     d.submit(req).map_err(|(e, _)| e).unwrap();
@@ -715,7 +589,7 @@ fn a_mapped_indirect_page_is_quarantined_not_pooled() {
 fn a_broken_disk_keeps_the_grants_of_pending_io_until_teardown() {
     // The backend has not answered these requests: it may still consume them,
     // so their grants stay (and their refs are not reused) while it is live.
-    let f = Fake::new(false, 0, 0);
+    let f = Fake::vbd(false, 0, 0);
     let (mut d, mut be) = connect(&f);
     for tag in 0..3 {
         let req = read_req(&mut d, tag, tag * 8, 1);
@@ -752,7 +626,7 @@ fn a_broken_disk_keeps_the_grants_of_pending_io_until_teardown() {
 
 #[test]
 fn a_failed_handshake_gives_the_ring_and_port_back() {
-    let f = Fake::new(false, 0, 2);
+    let f = Fake::vbd(false, 0, 2);
     f.xs.borrow_mut()
         .insert(format!("{BE}/sector-size"), "1000".into());
     let e = Blkfront::connect(&f, 51712, "xvda".into()).err().unwrap();
@@ -762,10 +636,10 @@ fn a_failed_handshake_gives_the_ring_and_port_back() {
     );
     assert!(f.grants.borrow().is_empty(), "ring grants ended");
     assert_eq!(f.pages_freed.get(), 4, "the 4 ring pages freed");
-    assert_eq!(f.ports_closed.get(), 1);
+    assert_eq!(f.ports_closed(), 1);
     assert_eq!(f.xs.borrow()["device/vbd/51712/state"], "5", "Closing");
     // a backend that still maps a ring page: its pages stay allocated
-    let g = Fake::new(false, 0, 0);
+    let g = Fake::vbd(false, 0, 0);
     g.xs.borrow_mut()
         .insert(format!("{BE}/sector-size"), "1000".into());
     g.mapped.borrow_mut().insert(8); // the first grant made: the ring's
@@ -777,7 +651,7 @@ fn a_failed_handshake_gives_the_ring_and_port_back() {
 #[test]
 fn release_fails_pending_io_and_frees_all_but_what_the_backend_maps() {
     // persistent grants: buffers stay granted in the pool until release
-    let f = Fake::new(true, 0, 1);
+    let f = Fake::vbd(true, 0, 1);
     let (mut d, mut be) = connect(&f);
     for tag in 0..3 {
         let req = read_req(&mut d, tag, tag * 8, 1);
@@ -801,7 +675,7 @@ fn release_fails_pending_io_and_frees_all_but_what_the_backend_maps() {
     assert_eq!(kept, 1, "the mapped page is kept back");
     // 3 buffer pages were made; 2 are freed, and the 2 ring pages
     assert_eq!((freed, f.pages_freed.get()), (4, 4));
-    assert_eq!(f.ports_closed.get(), 1);
+    assert_eq!(f.ports_closed(), 1);
     let grants = f.grants.borrow();
     assert_eq!(
         grants.len(),
@@ -809,4 +683,194 @@ fn release_fails_pending_io_and_frees_all_but_what_the_backend_maps() {
         "every grant ended but the mapped one: {grants:?}"
     );
     assert!(grants.contains_key(&g1[0]));
+}
+
+#[test]
+fn a_xenstore_write_that_fails_fails_the_handshake_and_gives_everything_back() {
+    let f = Fake::vbd(false, 0, 0);
+    f.fail_xs("device/vbd/51712/event-channel");
+    let e = Blkfront::connect(&f, 51712, "xvda".into()).err().unwrap();
+    assert!(
+        matches!(&e, BlockError::Handshake(w) if w.contains("event-channel")),
+        "{e:?}"
+    );
+    assert!(f.grants.borrow().is_empty(), "ring grant ended");
+    assert_eq!(f.pages_freed.get(), 1, "the ring page freed");
+    assert_eq!(f.ports_closed(), 1);
+    assert_eq!(
+        f.key("device/vbd/51712/state").as_deref(),
+        Some("5"),
+        "Closing"
+    );
+}
+
+#[test]
+fn no_event_channel_or_no_memory_fails_the_handshake_and_keeps_nothing() {
+    let f = Fake::vbd(false, 0, 2);
+    f.evtchn_fails.set(true);
+    let e = Blkfront::connect(&f, 51712, "xvda".into()).err().unwrap();
+    assert!(
+        matches!(&e, BlockError::Handshake(w) if w.contains("event channel")),
+        "{e:?}"
+    );
+    assert!(f.grants.borrow().is_empty(), "ring grants ended");
+    assert_eq!(f.pages_freed.get(), 4, "the 4 ring pages freed");
+    assert_eq!(f.ports_closed(), 0, "no port was opened");
+    let g = Fake::vbd(false, 0, 2);
+    g.page_limit.set(Some(3));
+    let e = Blkfront::connect(&g, 51712, "xvda".into()).err().unwrap();
+    assert!(
+        matches!(&e, BlockError::Handshake(w) if w.contains("no memory")),
+        "{e:?}"
+    );
+    assert!(g.grants.borrow().is_empty());
+    assert_eq!(
+        g.key("device/vbd/51712/ring-ref0"),
+        None,
+        "nothing published"
+    );
+}
+
+#[test]
+fn a_backend_that_never_connects_times_out_and_gets_the_ring_back() {
+    let f = Fake::vbd(false, 0, 0);
+    f.backend_stalls.set(true);
+    let e = Blkfront::connect(&f, 51712, "xvda".into()).err().unwrap();
+    assert!(
+        matches!(&e, BlockError::Handshake(w) if w.contains("timed out")),
+        "{e:?}"
+    );
+    assert!(f.grants.borrow().is_empty(), "ring grant ended");
+    assert_eq!(f.pages_freed.get(), 1);
+    assert_eq!(f.ports_closed(), 1);
+    assert_eq!(
+        f.key("device/vbd/51712/state").as_deref(),
+        Some("5"),
+        "Closing"
+    );
+}
+
+#[test]
+fn a_backend_lying_in_its_keys_is_refused_or_bounded() {
+    let f = Fake::vbd(false, 0, 0);
+    f.set("device/vbd/51712/backend-id", "70000");
+    let e = Blkfront::connect(&f, 51712, "xvda".into()).err().unwrap();
+    assert!(
+        matches!(&e, BlockError::Handshake(w) if w.contains("backend-id")),
+        "{e:?}"
+    );
+    // a ring order and an indirect segment count past what is asked for are capped
+    let g = Fake::vbd(false, 4096, 9);
+    let (d, _) = connect(&g);
+    let feat = d.info().features;
+    assert_eq!(feat.ring_pages, 1 << MAX_RING_ORDER);
+    assert_eq!(feat.indirect_segments, MAX_INDIRECT_SEGMENTS);
+    // a disk without a size is refused
+    let h = Fake::vbd(false, 0, 0);
+    h.xs.borrow_mut().remove(&format!("{BE}/sectors"));
+    let e = Blkfront::connect(&h, 51712, "xvda".into()).err().unwrap();
+    assert!(
+        matches!(&e, BlockError::Handshake(w) if w.contains("sectors")),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn after_a_restore_the_disk_reconnects_with_new_grants_and_closes_no_port() {
+    for persistent in [true, false] {
+        let f = Fake::vbd(persistent, 0, 0);
+        let (mut d, mut be) = connect(&f);
+        let mut out = Vec::new();
+        // A buffer the caller holds across the move, and one request the old
+        // backend never answers.
+        let held = d.alloc_buf().unwrap();
+        let req = write_req(&mut d, 1, 0, 2);
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+        d.kick();
+        assert_eq!(be.requests().len(), 1);
+        let old_ring = f.key("device/vbd/51712/ring-ref");
+        let old_port = d.port();
+
+        f.restore();
+        assert_eq!(d.resume().unwrap(), 1, "the unanswered request fails");
+        d.poll(&mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].tag, 1);
+        assert_eq!(out[0].result, Err(BlockError::Io));
+        assert_eq!(out[0].bufs.len(), 2, "its buffers come back");
+        assert_eq!(f.ports_closed(), 0, "no port of the new domain closed");
+        assert_eq!(f.key("device/vbd/51712/state").as_deref(), Some("4"));
+        let new_ring = f.key("device/vbd/51712/ring-ref").unwrap();
+        assert!(f.grants.borrow().contains_key(&new_ring.parse().unwrap()));
+        assert_ne!(d.port(), old_port);
+        assert_ne!(Some(new_ring), old_ring);
+
+        // The new backend serves a write through buffers granted on the new
+        // connection, the held one included (granted anew or bounced).
+        let mut be = Backend {
+            ring: f.ring(),
+            req_cons: 0,
+            rsp_prod: 0,
+            size: d.info().features.ring_entries,
+        };
+        let mut bufs = vec![held, d.alloc_buf().unwrap()];
+        for b in &bufs {
+            b.write_at(0, &[0x5a; 16]);
+        }
+        let req = BlockRequest {
+            tag: 2,
+            op: BlockOp::Write,
+            sector: 8,
+            bytes: 2 * 4096,
+            bufs: core::mem::take(&mut bufs),
+        };
+        d.submit(req).map_err(|(e, _)| e).unwrap();
+        d.kick();
+        let reqs = be.requests();
+        assert_eq!(reqs.len(), 1);
+        let (data, _) = request_grefs(&be, reqs[0].0);
+        for g in &data {
+            assert!(
+                f.grants.borrow().contains_key(g),
+                "every segment names a grant of the new table (persistent: {persistent})"
+            );
+            assert_eq!(&backend_read(&f, *g)[..16], &[0x5a; 16]);
+        }
+        be.respond(reqs[0].0, reqs[0].1, 0);
+        out.clear();
+        d.poll(&mut out);
+        assert_eq!(out[0].result, Ok(()));
+        // Back in the pool, then out again: on the new connection.
+        for b in out.pop().unwrap().bufs {
+            d.free_buf(b);
+        }
+        assert!(d.broken().is_none());
+    }
+}
+
+#[test]
+fn a_restore_onto_a_disk_of_another_size_breaks_the_disk() {
+    let f = Fake::vbd(true, 0, 0);
+    let (mut d, _be) = connect(&f);
+    f.restore();
+    f.set(&format!("{BE}/sectors"), "4096");
+    assert!(d.resume().is_err());
+    assert!(d.broken().unwrap().contains("4096 sectors"));
+    let req = write_req(&mut d, 1, 0, 1);
+    assert!(matches!(d.submit(req), Err((BlockError::Broken(_), _))));
+}
+
+#[test]
+fn a_restore_whose_backend_never_comes_breaks_the_disk_and_closes_no_port() {
+    let f = Fake::vbd(true, 0, 0);
+    let (mut d, _be) = connect(&f);
+    f.restore();
+    f.backend_stalls.set(true);
+    assert!(d.resume().is_err());
+    assert!(d.broken().unwrap().contains("not reconnected after a restore"));
+    // the failed handshake closed the port it took (the new domain's first); the
+    // teardown closes no number of the old domain's
+    assert_eq!(*f.closed.borrow(), [1]);
+    let _ = d.release(String::from("gone"));
+    assert_eq!(*f.closed.borrow(), [1]);
 }

@@ -5,7 +5,7 @@
 //! platform and the ring, not the data path's state, so they can be run again on a
 //! live device.
 
-use super::{BlockError, Features};
+use super::{BlockError, DiskInfo, Features};
 use crate::blkif;
 use crate::platform::XenPlatform;
 use alloc::format;
@@ -26,28 +26,26 @@ pub const MAX_INDIRECT_SEGMENTS: u32 = 256;
 /// How long the handshake waits for the backend.
 const HANDSHAKE_TIMEOUT_NS: u64 = 60_000_000_000;
 
-/// What a completed handshake hands to the data path: the backend, the ring with
-/// its grants and event channel, and what the backend said of the disk.
+/// What a completed handshake hands to the data path (with the [`DiskInfo`]): the
+/// backend, and the ring with its grants and event channel.
 pub(super) struct Link {
     pub(super) backend_id: u16,
     pub(super) ring: FrontRing,
     pub(super) ring_grants: Vec<Grant>,
     pub(super) port: Port,
-    pub(super) sectors: u64,
-    /// `VDISK_*` bits of the backend's `info` key.
-    pub(super) info_bits: u32,
-    pub(super) sector_size: u32,
-    pub(super) physical_sector_size: u32,
-    pub(super) features: Features,
 }
 
 /// Connects to `device/vbd/<vdev>`: waits for the backend to wait (InitWait),
 /// allocates and grants the ring (as many pages as the backend takes, up to
 /// [`MAX_RING_ORDER`]), allocates the event channel, publishes them with the
-/// protocol and features, waits for the backend to connect and reads the disk.
-/// On failure the frontend goes Closing and what was taken is given back (ring
+/// protocol and features, waits for the backend to connect and reads the disk
+/// (`name` is its Linux-style name). On failure the frontend goes Closing and what was taken is given back (ring
 /// pages a backend still maps are kept).
-pub(super) fn connect<P: XenPlatform>(p: &P, vdev: u16) -> Result<Link, BlockError> {
+pub(super) fn connect<P: XenPlatform>(
+    p: &P,
+    vdev: u16,
+    name: String,
+) -> Result<(Link, DiskInfo), BlockError> {
     let base = format!("device/vbd/{vdev}");
     let backend = hs("backend path", p.xs_read(&format!("{base}/backend")))?;
     let backend_id = read_u64(p, &format!("{base}/backend-id"))
@@ -104,17 +102,24 @@ pub(super) fn connect<P: XenPlatform>(p: &P, vdev: u16) -> Result<Link, BlockErr
         return Err(BlockError::Handshake(String::from("no event channel")));
     };
 
-    Ok(Link {
-        backend_id,
-        ring,
-        ring_grants,
-        port,
+    let info = DiskInfo {
+        name,
         sectors,
-        info_bits,
         sector_size,
         physical_sector_size,
+        readonly: info_bits & blkif::VDISK_READONLY != 0,
+        removable: info_bits & blkif::VDISK_REMOVABLE != 0,
         features,
-    })
+    };
+    Ok((
+        Link {
+            backend_id,
+            ring,
+            ring_grants,
+            port,
+        },
+        info,
+    ))
 }
 
 /// The handshake after the ring is allocated: grants it (into `ring_grants`),
@@ -201,21 +206,24 @@ fn handshake<P: XenPlatform>(
     ))
 }
 
-/// Undoes the ring side of [`connect`] once the backend has let go: ends the ring's
+/// Undoes [`connect`]'s [`Link`] once the backend has let go: ends the ring's
 /// grants, closes the event channel, and frees the ring pages if every grant ended
 /// (a ring the backend still maps is kept for good). Returns the ring pages (freed,
 /// kept).
-pub(super) fn disconnect<P: XenPlatform>(
-    p: &P,
-    ring: FrontRing,
-    ring_grants: Vec<Grant>,
-    port: Port,
-) -> (usize, usize) {
+pub(super) fn disconnect<P: XenPlatform>(p: &P, link: Link) -> (usize, usize) {
+    let Link {
+        ring,
+        ring_grants,
+        port,
+        ..
+    } = link;
     let mut all_ended = true;
     for g in ring_grants {
         all_ended &= p.end_grant(g).is_ok();
     }
-    p.close_port(port);
+    if port != super::resume::NO_PORT {
+        p.close_port(port);
+    }
     let pages = ring.into_pages();
     if all_ended {
         let n = pages.count();

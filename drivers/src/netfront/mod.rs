@@ -68,7 +68,6 @@ use alloc::collections::VecDeque;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
-use queue::Queue;
 
 /// Ethernet header bytes in front of the MTU's worth of packet.
 pub const ETH_HEADER: usize = 14;
@@ -110,10 +109,9 @@ pub struct Netfront<P: XenPlatform> {
     id: u32,
     /// The caller's cap on queues, for a reconnect.
     max_queues: usize,
-    backend_id: u16,
-    mac: [u8; 6],
-    /// At least one.
-    queues: Vec<Queue>,
+    /// What the handshake set up (the backend, the address, the features and the
+    /// queues): all of it is replaced when the handshake runs again.
+    link: xenbus::Link,
     /// The queue whose RX responses are taken first at the next poll.
     rx_next: usize,
     /// Frames received and copied out, not yet taken, with their first slot's flags.
@@ -122,9 +120,6 @@ pub struct Netfront<P: XenPlatform> {
     received_bytes: usize,
     broken: Option<String>,
     stats: NetStats,
-    sg: bool,
-    gso: bool,
-    mtu: usize,
 }
 
 impl<P: XenPlatform> Netfront<P> {
@@ -139,29 +134,17 @@ impl<P: XenPlatform> Netfront<P> {
     /// `max_queues` = 0). Each queue costs 514 pages; when the pages or grants for
     /// another queue cannot be had, the vif makes do with the queues it has.
     pub fn connect_with(platform: P, id: u32, max_queues: usize) -> Result<Self, NetError> {
-        let xenbus::Link {
-            backend_id,
-            mac,
-            queues,
-            sg,
-            gso,
-            mtu,
-        } = xenbus::connect(&platform, id, max_queues)?;
+        let link = xenbus::connect(&platform, id, max_queues)?;
         Ok(Netfront {
             platform,
             id,
             max_queues,
-            backend_id,
-            mac,
-            queues,
+            link,
             rx_next: 0,
             received: VecDeque::new(),
             received_bytes: 0,
             broken: None,
             stats: NetStats::default(),
-            sg,
-            gso,
-            mtu,
         })
     }
 
@@ -180,20 +163,18 @@ impl<P: XenPlatform> Netfront<P> {
     /// and no page is freed (a reference ended and reused could carry a packet into
     /// another device's page). Only the event channels are closed. Returns (0, 0).
     pub fn release_after(self, backend_closed: bool) -> (usize, usize) {
-        let Netfront {
-            platform, queues, ..
-        } = self;
-        xenbus::disconnect(&platform, queues, backend_closed)
+        let Netfront { platform, link, .. } = self;
+        xenbus::disconnect(&platform, link.queues, backend_closed)
     }
 
     /// The MAC address from XenStore.
     pub fn mac(&self) -> [u8; 6] {
-        self.mac
+        self.link.mac
     }
 
     /// The backend's domain id.
     pub fn backend_id(&self) -> u16 {
-        self.backend_id
+        self.link.backend_id
     }
 
     /// Link statistics.
@@ -203,18 +184,19 @@ impl<P: XenPlatform> Netfront<P> {
 
     /// The number of queues (TX/RX ring pairs) in use.
     pub fn queues(&self) -> usize {
-        self.queues.len()
+        self.link.queues.len()
     }
 
     /// RX buffers of the first queue: one per ring slot (256), or fewer in a domain
     /// short of memory.
     pub fn rx_buffers(&self) -> usize {
-        self.queues.first().map_or(0, |q| q.rx_bufs.len())
+        self.link.queues.first().map_or(0, |q| q.rx_bufs.len())
     }
 
     /// Packet counters per queue, queue 0 first.
     pub fn queue_stats(&self) -> Vec<QueueStats> {
-        self.queues
+        self.link
+            .queues
             .iter()
             .map(|q| QueueStats {
                 rx_packets: q.rx_packets,
@@ -230,23 +212,23 @@ impl<P: XenPlatform> Netfront<P> {
 
     /// Whether scatter-gather is on.
     pub fn has_sg(&self) -> bool {
-        self.sg
+        self.link.sg
     }
 
     /// The MTU (from the backend's `mtu` key, see [`mtu_from_backend`]).
     pub fn mtu(&self) -> usize {
-        self.mtu
+        self.link.mtu
     }
 
     /// The largest frame sent or expected without GSO: the MTU plus the Ethernet header.
     pub fn max_frame(&self) -> usize {
-        self.mtu + ETH_HEADER
+        self.link.mtu + ETH_HEADER
     }
 
     /// Marks the vif broken (every queue's rings), keeping the first reason.
     fn fail(&mut self, why: String) {
         if self.broken.is_none() {
-            for q in &mut self.queues {
+            for q in &mut self.link.queues {
                 q.mark_broken();
             }
             self.broken = Some(why);
@@ -255,6 +237,6 @@ impl<P: XenPlatform> Netfront<P> {
 
     /// Whether the backend takes TCPv4 GSO packets ([`Netfront::send_gso`]).
     pub fn has_gso_tcpv4(&self) -> bool {
-        self.gso
+        self.link.gso
     }
 }

@@ -15,23 +15,19 @@ impl<P: XenPlatform> Netfront<P> {
     /// flight (lost: TCP sends them again). If the handshake fails the vif is broken,
     /// with the reason.
     pub fn resume(&mut self) -> Result<usize, NetError> {
+        // What the old backend answered before the domain went is in the old rings'
+        // memory: sends it completed are not lost.
+        self.reap_tx();
         let mut lost = 0;
-        for q in core::mem::take(&mut self.queues) {
+        for q in core::mem::take(&mut self.link.queues) {
             lost += q.forget(&self.platform);
         }
         self.rx_next = 0;
         match xenbus::connect(&self.platform, self.id, self.max_queues) {
             Ok(link) => {
-                self.backend_id = link.backend_id;
-                self.queues = link.queues;
-                self.sg = link.sg;
-                self.gso = link.gso;
-                self.mtu = link.mtu;
-                if link.mac != self.mac {
-                    // The toolstack keeps a vif's MAC across a save; a new one is
-                    // taken as it is (the stack learns it at the next frame).
-                    self.mac = link.mac;
-                }
+                // The toolstack keeps a vif's MAC across a save; a new one is taken
+                // as it is (the stack learns it at the next frame).
+                self.link = link;
                 self.broken = None;
                 self.stats.tx_errors += lost as u64;
                 Ok(lost)
@@ -42,5 +38,4 @@ impl<P: XenPlatform> Netfront<P> {
             }
         }
     }
-
 }

@@ -5,6 +5,7 @@
 //! RX rings are taken in turn, a bounded batch each, into one received queue.
 
 use super::queue::Queue;
+use super::xenbus::Link;
 use super::{NetStats, Netfront, ETH_HEADER};
 use crate::netif::{self, RxResponse};
 use crate::platform::XenPlatform;
@@ -244,13 +245,14 @@ impl<P: XenPlatform> Netfront<P> {
     /// every call): copies each frame out once, reposts the buffers (notifying that
     /// queue's event channel when the backend asks for it).
     pub fn poll_rx(&mut self) {
-        let n = self.queues.len();
+        let n = self.link.queues.len();
         if n == 0 {
             return;
         }
         // Enough turns to drain full rings and see them empty, not more: reposted
         // buffers may be answered again meanwhile, and the next call takes those.
         let rounds = self
+            .link
             .queues
             .iter()
             .map(|q| q.rx.size() as usize)
@@ -269,10 +271,9 @@ impl<P: XenPlatform> Netfront<P> {
                 let i = (start + k) % n;
                 let Netfront {
                     platform,
-                    queues,
+                    link: Link { queues, sg, .. },
                     stats,
                     received,
-                    sg,
                     ..
                 } = self;
                 if self.received_bytes >= RECEIVED_BYTES {

@@ -3,191 +3,28 @@ use super::rx::{RECEIVED_BYTES, RX_BUDGET};
 use super::xenbus::{queue_count, FULL_BUFFERS};
 use super::*;
 use crate::netif;
-use crate::platform::DmaPages;
-use alloc::collections::BTreeMap;
-use core::cell::{Cell, RefCell};
-use xenlet_xen::evtchn::Port;
-use xenlet_xen::gnttab::GrantRef;
-use xenlet_xen::gnttab::{Access, Grant};
-use xenlet_xen::shared::SharedPage;
-use xenlet_xen::xenstore::XsError;
-use xenlet_xen::XenError;
+use crate::testplatform::FakeXen;
 
 const BE: &str = "/local/domain/0/backend/vif/5/0";
 
-#[derive(Default)]
-struct Fake {
-    xs: RefCell<BTreeMap<String, String>>,
-    pages: RefCell<BTreeMap<u64, SharedPage>>,
-    grants: RefCell<BTreeMap<u32, u64>>,
-    /// Each live grant's access.
-    access: RefCell<BTreeMap<u32, Access>>,
-    /// Grants the backend keeps mapped: ending them fails (as in Xen).
-    mapped: RefCell<alloc::collections::BTreeSet<u32>>,
-    next_gfn: Cell<u64>,
-    next_gref: Cell<u32>,
-    /// "+path" for each watch set, "-path" for each removed.
-    watch_log: RefCell<Vec<String>>,
-    next_port: Cell<u32>,
-    notified: RefCell<Vec<u32>>,
-    closed: RefCell<Vec<u32>>,
-    pages_freed: Cell<usize>,
-    /// The backend never goes Connected.
-    backend_stalls: Cell<bool>,
-    /// The backend goes Closing when the frontend goes Connected (netback
-    /// could not map the rings).
-    backend_fails: Cell<bool>,
-    /// The backend goes Closed when the frontend does.
-    backend_follows_close: Cell<bool>,
-    /// Grants made before the grant table is "full".
-    grant_limit: Cell<Option<usize>>,
-    /// The clock: one second passes per look.
-    clock: Cell<u64>,
-}
+/// netfront's tests run on the shared fake Xen.
+type Fake = FakeXen;
 
-impl Fake {
-    fn new() -> Self {
-        let f = Fake::default();
-        f.next_gfn.set(0x1000);
-        f.next_gref.set(8);
-        f.next_port.set(9);
-        let mut xs = f.xs.borrow_mut();
-        xs.insert("device/vif/0/backend".into(), BE.into());
-        xs.insert("device/vif/0/backend-id".into(), "0".into());
-        xs.insert("device/vif/0/mac".into(), "00:16:3e:01:02:03".into());
-        xs.insert(format!("{BE}/state"), "2".into());
-        xs.insert(format!("{BE}/feature-sg"), "1".into());
-        drop(xs);
+impl FakeXen {
+    /// A vif (`device/vif/0`, MAC 00:16:3e:01:02:03) whose backend, in InitWait,
+    /// offers scatter-gather and connects when the frontend goes Connected.
+    fn vif() -> Self {
+        let f = FakeXen::with_device("device/vif/0", BE, "4");
+        f.set("device/vif/0/mac", "00:16:3e:01:02:03");
+        f.set(&format!("{BE}/feature-sg"), "1");
         f
-    }
-    fn page_of(&self, key: &str) -> SharedPage {
-        let gref: u32 = self.xs.borrow()[key].parse().unwrap();
-        let gfn = self.grants.borrow()[&gref];
-        self.pages.borrow()[&gfn].alias_for_test()
     }
     /// A backend offering `max` as `multi-queue-max-queues`.
     fn offering_queues(max: &str) -> Self {
-        let f = Fake::new();
+        let f = Fake::vif();
         f.xs.borrow_mut()
             .insert(format!("{BE}/multi-queue-max-queues"), max.into());
         f
-    }
-    fn key(&self, key: &str) -> Option<String> {
-        self.xs.borrow().get(key).cloned()
-    }
-    fn page_by_gref(&self, gref: u32) -> SharedPage {
-        let gfn = self.grants.borrow()[&gref];
-        self.pages.borrow()[&gfn].alias_for_test()
-    }
-    /// The page of `gref` for the backend to write: only through a read-write
-    /// grant, as Xen enforces.
-    fn writable_page_by_gref(&self, gref: u32) -> SharedPage {
-        assert_eq!(
-            self.access.borrow().get(&gref),
-            Some(&Access::ReadWrite),
-            "the backend writes only through read-write grants"
-        );
-        self.page_by_gref(gref)
-    }
-}
-
-impl XenPlatform for &Fake {
-    fn xs_read(&self, path: &str) -> Result<String, XsError> {
-        self.xs
-            .borrow()
-            .get(path)
-            .cloned()
-            .ok_or_else(|| XsError::Remote("ENOENT".into()))
-    }
-    fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
-        if path == "device/vif/0/state" && value == "4" && !self.backend_stalls.get() {
-            let to = if self.backend_fails.get() { "5" } else { "4" };
-            self.xs
-                .borrow_mut()
-                .insert(format!("{BE}/state"), to.into());
-        }
-        if path == "device/vif/0/state" && value == "6" && self.backend_follows_close.get() {
-            self.xs
-                .borrow_mut()
-                .insert(format!("{BE}/state"), "6".into());
-        }
-        self.xs.borrow_mut().insert(path.into(), value.into());
-        Ok(())
-    }
-    fn xs_rm(&self, path: &str) -> Result<(), XsError> {
-        crate::platform::rm_tree(&mut self.xs.borrow_mut(), path);
-        Ok(())
-    }
-    fn xs_watch(&self, path: &str) -> Result<crate::platform::Watch, XsError> {
-        self.watch_log.borrow_mut().push(format!("+{path}"));
-        Ok(crate::platform::Watch {
-            path: path.into(),
-            token: "fe".into(),
-        })
-    }
-    fn xs_unwatch(&self, w: crate::platform::Watch) {
-        self.watch_log.borrow_mut().push(format!("-{}", w.path));
-    }
-    fn wait_watch(&self, _: &crate::platform::Watch, _: u64) -> bool {
-        true
-    }
-    fn alloc_pages(&self, count: usize) -> Option<DmaPages> {
-        let gfn = self.next_gfn.get();
-        self.next_gfn.set(gfn + count as u64);
-        let (pages, alias) = DmaPages::leak_for_test(gfn, count);
-        self.pages.borrow_mut().insert(gfn, alias);
-        Some(pages)
-    }
-    fn free_pages(&self, p: DmaPages) {
-        self.pages_freed.set(self.pages_freed.get() + p.count());
-    }
-    fn grant(
-        &self,
-        _: u16,
-        pages: &DmaPages,
-        index: usize,
-        access: Access,
-    ) -> Result<Grant, xenlet_xen::gnttab::GrantError> {
-        let gfn = pages
-            .frame(index)
-            .ok_or(xenlet_xen::gnttab::GrantError::NoSuchPage)?;
-        if self
-            .grant_limit
-            .get()
-            .is_some_and(|l| self.grants.borrow().len() >= l)
-        {
-            return Err(xenlet_xen::gnttab::GrantError::Exhausted);
-        }
-        let r = self.next_gref.get();
-        self.next_gref.set(r + 1);
-        self.grants.borrow_mut().insert(r, gfn);
-        self.access.borrow_mut().insert(r, access);
-        Ok(Grant::new(GrantRef(r), gfn as u32))
-    }
-    fn end_grant(&self, g: Grant) -> Result<(), Grant> {
-        if self.mapped.borrow().contains(&g.gref().0) {
-            return Err(g);
-        }
-        self.grants.borrow_mut().remove(&g.gref().0);
-        self.access.borrow_mut().remove(&g.gref().0);
-        Ok(())
-    }
-    fn alloc_unbound(&self, _: u16) -> Result<Port, XenError> {
-        let p = self.next_port.get();
-        self.next_port.set(p + 1);
-        Ok(Port(p))
-    }
-    fn close_port(&self, p: Port) {
-        self.closed.borrow_mut().push(p.0);
-    }
-    fn notify(&self, p: Port) {
-        self.notified.borrow_mut().push(p.0);
-    }
-    fn wait(&self) {}
-    fn now_ns(&self) -> u64 {
-        let t = self.clock.get();
-        self.clock.set(t + 1_000_000_000);
-        t
     }
 }
 
@@ -245,7 +82,7 @@ fn deliver_on(
 
 #[test]
 fn handshake_mac_and_rx_pool() {
-    let f = Fake::new();
+    let f = Fake::vif();
     let n = Netfront::connect(&f, 0).unwrap();
     assert_eq!(n.mac(), [0x00, 0x16, 0x3e, 1, 2, 3]);
     let xs = f.xs.borrow();
@@ -268,7 +105,7 @@ fn handshake_mac_and_rx_pool() {
 
 #[test]
 fn receives_frames_and_reposts_buffers() {
-    let f = Fake::new();
+    let f = Fake::vif();
     let mut n = Netfront::connect(&f, 0).unwrap();
     let mut prod = 0;
     for i in 0..300u32 {
@@ -282,7 +119,7 @@ fn receives_frames_and_reposts_buffers() {
 
 #[test]
 fn received_frames_are_bounded_in_bytes_and_the_rest_wait_on_the_ring() {
-    let f = Fake::new();
+    let f = Fake::vif();
     let mut n = Netfront::connect(&f, 0).unwrap();
     let mut prod = 0;
     for i in 0..200u32 {
@@ -304,14 +141,14 @@ fn received_frames_are_bounded_in_bytes_and_the_rest_wait_on_the_ring() {
 
 #[test]
 fn hostile_rx_responses_break_the_vif() {
-    let f = Fake::new();
+    let f = Fake::vif();
     let mut n = Netfront::connect(&f, 0).unwrap();
     let mut prod = 0;
     deliver(&f, &mut prod, None, 4000, &[1; 200], None); // data beyond the page
     assert!(n.recv().is_none());
     assert!(n.broken().unwrap().contains("beyond"), "{:?}", n.broken());
 
-    let f = Fake::new();
+    let f = Fake::vif();
     let mut n = Netfront::connect(&f, 0).unwrap();
     let mut prod = 0;
     deliver(&f, &mut prod, Some(999), 0, &[1; 60], None); // unknown buffer
@@ -326,7 +163,7 @@ fn a_response_naming_another_posted_buffer_breaks_the_vif() {
     // response names buffer 1, also posted (at position 1): taken by id, buffer
     // 1 would be read (stale data), posted again while still posted, and buffer
     // 0 never posted again.
-    let f = Fake::new();
+    let f = Fake::vif();
     let mut n = Netfront::connect(&f, 0).unwrap();
     let mut prod = 0;
     deliver(&f, &mut prod, Some(1), 0, &[5; 60], None);
@@ -339,7 +176,7 @@ fn a_response_naming_another_posted_buffer_breaks_the_vif() {
 
 #[test]
 fn csum_blank_flag_reaches_the_caller() {
-    let f = Fake::new();
+    let f = Fake::vif();
     let mut n = Netfront::connect(&f, 0).unwrap();
     assert!(
         !f.xs
@@ -372,7 +209,7 @@ fn csum_blank_flag_reaches_the_caller() {
 
 #[test]
 fn backend_errors_are_counted_not_fatal() {
-    let f = Fake::new();
+    let f = Fake::vif();
     let mut n = Netfront::connect(&f, 0).unwrap();
     let mut prod = 0;
     deliver(&f, &mut prod, None, 0, &[], Some(netif::RSP_ERROR));
@@ -436,7 +273,7 @@ fn gso_packet(f: &Fake, prod: &mut u32, payload: &[u8], extra: Option<(u8, u16, 
 
 #[test]
 fn gso_packets_arrive_whole_and_their_buffers_return() {
-    let f = Fake::new();
+    let f = Fake::vif();
     let mut n = Netfront::connect_with(&f, 0, 1).unwrap();
     assert_eq!(
         f.key("device/vif/0/feature-gso-tcpv4").as_deref(),
@@ -475,7 +312,7 @@ fn gso_packets_arrive_whole_and_their_buffers_return() {
 
 #[test]
 fn an_unusable_extra_drops_its_packet_not_the_vif() {
-    let f = Fake::new();
+    let f = Fake::vif();
     let mut n = Netfront::connect_with(&f, 0, 1).unwrap();
     let payload = alloc::vec![7u8; 9000];
     let mut prod = 0;
@@ -512,7 +349,7 @@ fn an_unusable_extra_drops_its_packet_not_the_vif() {
 
 #[test]
 fn oversized_packet_is_dropped_and_the_ring_stays_in_step() {
-    let f = Fake::new();
+    let f = Fake::vif();
     let mut n = Netfront::connect_with(&f, 0, 1).unwrap();
     let mut prod = 0;
     // 17 full pages: more than a 64 KiB IP packet can be
@@ -530,7 +367,7 @@ fn oversized_packet_is_dropped_and_the_ring_stays_in_step() {
 #[test]
 fn extra_info_where_it_cannot_be_breaks_the_vif() {
     // without scatter-gather no GSO is asked for: extra info is a protocol error
-    let f = Fake::new();
+    let f = Fake::vif();
     f.xs.borrow_mut().remove(&format!("{BE}/feature-sg"));
     let mut n = Netfront::connect_with(&f, 0, 1).unwrap();
     assert_eq!(
@@ -547,7 +384,7 @@ fn extra_info_where_it_cannot_be_breaks_the_vif() {
     );
 
     // the extra-info flag on a packet's second data slot
-    let f = Fake::new();
+    let f = Fake::vif();
     let mut n = Netfront::connect_with(&f, 0, 1).unwrap();
     let mut prod = 0;
     data_slot(&f, &mut prod, &[1; 4096], netif::NETRXF_MORE_DATA);
@@ -577,7 +414,7 @@ fn mtu_comes_from_the_backend_within_bounds() {
 
 #[test]
 fn jumbo_mtu_from_xenstore_sets_frame_size_and_slots_needed() {
-    let f = Fake::new();
+    let f = Fake::vif();
     f.xs.borrow_mut().insert(format!("{BE}/mtu"), "9000".into());
     let mut n = Netfront::connect_with(&f, 0, 1).unwrap();
     assert_eq!((n.mtu(), n.max_frame()), (9000, 9014));
@@ -588,10 +425,10 @@ fn jumbo_mtu_from_xenstore_sets_frame_size_and_slots_needed() {
     assert_eq!(n.tx_free_slots(), 2);
     assert!(!n.can_send(), "2 slots cannot carry a 9014-byte frame");
 
-    let f = Fake::new();
+    let f = Fake::vif();
     let n = Netfront::connect_with(&f, 0, 1).unwrap();
     assert_eq!((n.mtu(), n.max_frame()), (1500, 1514), "no mtu key");
-    let f = Fake::new();
+    let f = Fake::vif();
     f.xs.borrow_mut().remove(&format!("{BE}/feature-sg"));
     f.xs.borrow_mut().insert(format!("{BE}/mtu"), "9000".into());
     let n = Netfront::connect_with(&f, 0, 1).unwrap();
@@ -600,7 +437,7 @@ fn jumbo_mtu_from_xenstore_sets_frame_size_and_slots_needed() {
 
 #[test]
 fn transmits_single_and_multi_slot_frames() {
-    let f = Fake::new();
+    let f = Fake::vif();
     let mut n = Netfront::connect(&f, 0).unwrap();
     let grants_before = f.grants.borrow().len();
     n.send(&[0xab; 60]).unwrap();
@@ -638,7 +475,7 @@ fn transmits_single_and_multi_slot_frames() {
 
 #[test]
 fn tx_slots_are_reused_after_responses() {
-    let f = Fake::new();
+    let f = Fake::vif();
     let mut n = Netfront::connect(&f, 0).unwrap();
     let ring = f.page_of("device/vif/0/tx-ring-ref");
     for _ in 0..256 {
@@ -663,11 +500,11 @@ fn tx_slots_are_reused_after_responses() {
 
 #[test]
 fn gso_packet_carries_an_extra_info_slot() {
-    let f = Fake::new();
+    let f = Fake::vif();
     let mut n = Netfront::connect(&f, 0).unwrap();
     assert!(!n.has_gso_tcpv4(), "not offered by this backend");
     assert_eq!(n.send_gso(&[0; 9000], 1448), Err(NetError::BadFrame));
-    let f = Fake::new();
+    let f = Fake::vif();
     f.xs.borrow_mut()
         .insert(format!("{BE}/feature-gso-tcpv4"), "1".into());
     let mut n = Netfront::connect(&f, 0).unwrap();
@@ -716,7 +553,7 @@ fn gso_packet_carries_an_extra_info_slot() {
 
 #[test]
 fn csum_blank_send_flags_the_slot_and_plain_send_does_not() {
-    let f = Fake::new();
+    let f = Fake::vif();
     let mut n = Netfront::connect(&f, 0).unwrap();
     n.send(&[1; 60]).unwrap();
     n.send_csum_blank(&[2; 60]).unwrap();
@@ -734,7 +571,7 @@ fn csum_blank_send_flags_the_slot_and_plain_send_does_not() {
 
 #[test]
 fn release_ends_the_buffer_grants() {
-    let f = Fake::new();
+    let f = Fake::vif();
     let before = f.grants.borrow().len();
     let n = Netfront::connect(&f, 0).unwrap();
     assert_eq!(
@@ -780,7 +617,7 @@ fn a_handshake_that_times_out_gives_everything_back_and_can_be_retried() {
 
 #[test]
 fn a_backend_that_took_the_rings_and_closed_gets_everything_back() {
-    let f = Fake::new();
+    let f = Fake::vif();
     f.backend_fails.set(true);
     f.backend_follows_close.set(true);
     let e = Netfront::connect(&f, 0).err().expect("backend closed");
@@ -796,7 +633,7 @@ fn a_backend_that_took_the_rings_and_closed_gets_everything_back() {
 
 #[test]
 fn a_backend_that_took_the_rings_and_does_not_close_keeps_every_grant() {
-    let f = Fake::new();
+    let f = Fake::vif();
     f.backend_fails.set(true);
     let e = Netfront::connect(&f, 0).err().expect("backend closed");
     assert!(matches!(&e, NetError::Handshake(_)), "{e:?}");
@@ -937,7 +774,7 @@ fn a_multi_queue_retry_removes_the_single_queue_keys() {
 
 #[test]
 fn a_backend_that_did_not_close_keeps_every_grant() {
-    let f = Fake::new();
+    let f = Fake::vif();
     let n = Netfront::connect(&f, 0).unwrap();
     let grants = f.grants.borrow().len();
     assert_eq!(n.release_after(false), (0, 0));
@@ -948,7 +785,7 @@ fn a_backend_that_did_not_close_keeps_every_grant() {
 
 #[test]
 fn release_keeps_a_page_the_backend_still_maps() {
-    let f = Fake::new();
+    let f = Fake::vif();
     let n = Netfront::connect(&f, 0).unwrap();
     let ring = f.page_of("device/vif/0/rx-ring-ref");
     let mut req = [0u8; 8];
@@ -1243,7 +1080,7 @@ fn one_queue_keeps_the_keys_at_the_top() {
     // a backend without multi-queue, and one offering it to a frontend asking
     // for a single queue (or none at all)
     for (f, cap) in [
-        (Fake::new(), 4),
+        (Fake::vif(), 4),
         (Fake::offering_queues("4"), 1),
         (Fake::offering_queues("4"), 0),
     ] {
@@ -1487,4 +1324,143 @@ fn mac_parsing() {
     assert_eq!(parse_mac("00:16:3e:aa:bb"), None);
     assert_eq!(parse_mac("00:16:3e:aa:bb:cc:dd"), None);
     assert_eq!(parse_mac("zz:16:3e:aa:bb:cc"), None);
+}
+
+#[test]
+fn a_domain_short_of_memory_gets_a_queue_with_fewer_buffers() {
+    // memory for 2 rings and 128 + 128 buffers, not for a whole queue (514 pages)
+    let f = Fake::offering_queues("2");
+    f.page_limit.set(Some(2 + 128 + 128));
+    let n = Netfront::connect_with(&f, 0, 2).expect("a smaller queue");
+    assert_eq!(n.queues(), 1);
+    assert_eq!(n.rx_buffers(), 128);
+    assert_eq!(f.grants.borrow().len(), 2 + 128 + 128);
+    // and with memory for no queue at all, nothing is kept
+    let g = Fake::vif();
+    g.page_limit.set(Some(100));
+    let e = Netfront::connect(&g, 0).err().unwrap();
+    assert!(
+        matches!(&e, NetError::Handshake(w) if w.contains("no memory")),
+        "{e:?}"
+    );
+    assert!(g.grants.borrow().is_empty(), "every grant ended");
+    assert_eq!(g.pages_freed.get(), g.pages_allocated.get());
+    assert_eq!(g.key("device/vif/0/state"), None, "nothing published");
+}
+
+#[test]
+fn no_event_channel_means_no_vif_and_nothing_kept() {
+    let f = Fake::vif();
+    f.evtchn_fails.set(true);
+    let e = Netfront::connect(&f, 0).err().unwrap();
+    assert!(
+        matches!(&e, NetError::Handshake(w) if w.contains("event channel")),
+        "{e:?}"
+    );
+    assert!(f.grants.borrow().is_empty(), "every grant ended");
+    assert_eq!(f.pages_freed.get(), f.pages_allocated.get());
+    assert!(f.closed.borrow().is_empty(), "no port was opened");
+}
+
+#[test]
+fn a_xenstore_write_that_fails_gives_everything_back_and_can_be_retried() {
+    let f = Fake::vif();
+    f.fail_xs("device/vif/0/feature-sg");
+    let e = Netfront::connect(&f, 0).err().unwrap();
+    assert!(
+        matches!(&e, NetError::Handshake(w) if w.contains("feature-sg")),
+        "{e:?}"
+    );
+    // the backend never left InitWait: everything went back
+    assert!(f.grants.borrow().is_empty(), "every grant ended");
+    assert_eq!(f.pages_freed.get(), f.pages_allocated.get());
+    assert_eq!(f.ports_closed(), 1);
+    assert_eq!(f.key("device/vif/0/state").as_deref(), Some("1"));
+    f.xs_failing.borrow_mut().clear();
+    let n = Netfront::connect(&f, 0).expect("the retry connects");
+    assert_eq!(n.queues(), 1);
+}
+
+#[test]
+fn without_watches_the_handshake_polls() {
+    let f = Fake::vif();
+    f.watch_fails.set(true);
+    let n = Netfront::connect(&f, 0).expect("connects by polling");
+    assert_eq!(n.queues(), 1);
+    assert!(f.watch_log.borrow().is_empty(), "no watch was set");
+}
+
+#[test]
+fn a_backend_lying_in_its_keys_is_refused_or_bounded() {
+    let f = Fake::vif();
+    f.set("device/vif/0/backend-id", "70000");
+    let e = Netfront::connect(&f, 0).err().unwrap();
+    assert!(
+        matches!(&e, NetError::Handshake(w) if w.contains("backend-id")),
+        "{e:?}"
+    );
+    let g = Fake::vif();
+    g.set("device/vif/0/mac", "00:16:3e:01:02");
+    let e = Netfront::connect(&g, 0).err().unwrap();
+    assert!(
+        matches!(&e, NetError::Handshake(w) if w.contains("malformed mac")),
+        "{e:?}"
+    );
+    assert!(
+        g.grants.borrow().is_empty(),
+        "refused before anything was taken"
+    );
+    // a backend claiming 1,000 queues gets the caller's cap
+    let h = Fake::offering_queues("1000");
+    let n = Netfront::connect_with(&h, 0, 2).unwrap();
+    assert_eq!(n.queues(), 2);
+}
+
+#[test]
+fn after_a_restore_the_vif_reconnects_reposts_its_buffers_and_closes_no_port() {
+    let f = Fake::vif();
+    let mut n = Netfront::connect(&f, 0).unwrap();
+    let mut prod = 0;
+    deliver(&f, &mut prod, None, 0, &[7u8; 60], None);
+    // Two sends the old backend never answers; one frame received, not yet taken.
+    n.send(&[1u8; 60]).unwrap();
+    n.send(&[2u8; 60]).unwrap();
+    n.poll_rx();
+    let old_rx = f.key("device/vif/0/rx-ring-ref");
+
+    f.restore();
+    assert_eq!(n.resume().unwrap(), 2, "the unanswered sends are lost");
+    assert!(n.broken().is_none());
+    assert_eq!(f.ports_closed(), 0, "no port of the new domain closed");
+    assert_eq!(f.key("device/vif/0/state").as_deref(), Some("4"));
+    assert_ne!(f.key("device/vif/0/rx-ring-ref"), old_rx);
+    let ring = f.page_of("device/vif/0/rx-ring-ref");
+    assert_eq!(ring.load_u32(0), 256, "every RX buffer posted again");
+    // the frame received before the move is still there
+    assert_eq!(n.recv().unwrap(), alloc::vec![7u8; 60]);
+    // the new rings work: a frame in, a frame out
+    let mut prod = 0;
+    deliver(&f, &mut prod, None, 0, &[9u8; 60], None);
+    assert_eq!(n.recv().unwrap(), alloc::vec![9u8; 60]);
+    n.send(&[3u8; 60]).unwrap();
+    let tx = f.page_of("device/vif/0/tx-ring-ref");
+    assert_eq!(tx.load_u32(0), 1, "one request on the new TX ring");
+    assert_eq!(n.stats().tx_errors, 2);
+}
+
+#[test]
+fn a_restore_whose_backend_never_comes_breaks_the_vif_without_panicking() {
+    let f = Fake::vif();
+    let mut n = Netfront::connect(&f, 0).unwrap();
+    f.restore();
+    f.backend_stalls.set(true);
+    assert!(n.resume().is_err());
+    assert!(n.broken().unwrap().contains("not reconnected after a restore"));
+    assert!(n.send(&[1u8; 60]).is_err());
+    n.poll_rx();
+    n.reap_tx();
+    assert_eq!(n.recv(), None);
+    assert_eq!(n.tx_free_slots(), 0);
+    assert!(!n.can_send());
+    let _ = n.release();
 }

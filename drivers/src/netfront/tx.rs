@@ -5,6 +5,7 @@
 
 use super::flow::tx_queue;
 use super::queue::{Queue, QueueError};
+use super::xenbus::Link;
 use super::{NetError, NetStats, Netfront};
 use crate::netif::{self, TxRequest};
 use crate::platform::XenPlatform;
@@ -134,7 +135,8 @@ impl<P: XenPlatform> Netfront<P> {
         if self.broken.is_some() {
             return 0;
         }
-        self.queues
+        self.link
+            .queues
             .iter()
             .map(Queue::tx_free_slots)
             .min()
@@ -145,7 +147,7 @@ impl<P: XenPlatform> Netfront<P> {
     /// whatever its queue (every queue has the slots).
     pub fn can_send(&self) -> bool {
         let slots = self.max_frame().div_ceil(PAGE_BYTES);
-        self.broken.is_none() && self.queues.iter().all(|q| q.tx_free.len() >= slots)
+        self.broken.is_none() && self.link.queues.iter().all(|q| q.tx_free.len() >= slots)
     }
 
     /// Sends one Ethernet frame (copied into the pages of the TX slots it takes) on
@@ -165,7 +167,7 @@ impl<P: XenPlatform> Netfront<P> {
     /// segments (GSO). The frame's TCP checksum field must hold the pseudo-header
     /// sum (the backend completes it: `NETTXF_csum_blank`).
     pub fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), NetError> {
-        if !self.gso || mss == 0 {
+        if !self.link.gso || mss == 0 {
             return Err(NetError::BadFrame);
         }
         self.send_frame(frame, Some(mss), true)
@@ -183,13 +185,13 @@ impl<P: XenPlatform> Netfront<P> {
         if frame.is_empty() || frame.len() > 65535 {
             return Err(NetError::BadFrame);
         }
-        if frame.len() > PAGE_BYTES && !self.sg {
+        if frame.len() > PAGE_BYTES && !self.link.sg {
             return Err(NetError::BadFrame);
         }
-        let k = tx_queue(frame, self.queues.len());
+        let k = tx_queue(frame, self.link.queues.len());
         let Netfront {
             platform,
-            queues,
+            link: Link { queues, .. },
             stats,
             ..
         } = self;
@@ -211,7 +213,11 @@ impl<P: XenPlatform> Netfront<P> {
         if self.broken.is_some() {
             return;
         }
-        let Netfront { queues, stats, .. } = self;
+        let Netfront {
+            link: Link { queues, .. },
+            stats,
+            ..
+        } = self;
         let failed = queues.iter_mut().find_map(|q| q.reap_tx(stats).err());
         if let Some(why) = failed {
             self.fail(why);
