@@ -38,6 +38,7 @@ pub mod gso;
 pub mod icmp_error;
 pub mod iface;
 mod index;
+mod ipnet;
 pub mod ipv4;
 pub mod mss;
 pub mod nat;

@@ -641,7 +641,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use crate::iface::IfConfig;
-    use crate::route::Ipv4Net;
+    use crate::ipnet::Ipv4Net;
     use crate::testutil::*;
 
     fn one_iface() -> Interfaces {
