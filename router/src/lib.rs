@@ -40,6 +40,7 @@ pub mod iface;
 mod index;
 mod ipnet;
 pub mod ipv4;
+mod link;
 pub mod mss;
 pub mod nat;
 pub mod neigh;

@@ -32,8 +32,8 @@ use smoltcp::wire::{
     ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
 };
 
-use crate::forward::{Output, TxMeta};
 use crate::iface::{Interface, Interfaces, MacDisplay};
+use crate::link::{Output, TxMeta};
 use crate::stats::Stats;
 use crate::{DropReason, IfId, Millis};
 
