@@ -552,7 +552,7 @@ impl Router {
         let has_csum = out_iface.config().has_tx_csum_offload;
         let ip_len = frame.len().saturating_sub(ETH_LEN);
         let ip = frame.get(ETH_LEN..).ok_or(DropReason::Malformed)?;
-        let df = be16(ip, 6).ok_or(DropReason::Malformed)? & 0x4000 != 0;
+        let df = be16(ip, ipv4::FRAG).ok_or(DropReason::Malformed)? & ipv4::DF != 0;
         let mtu_len = usize::from(mtu);
 
         if ip_len <= mtu_len {

@@ -35,6 +35,7 @@ use crate::firewall::packet::Packet;
 use crate::firewall::ruleset::{Ruleset, RulesetError, Verdict};
 use crate::firewall::{CtState, Firewall};
 use crate::flow::{self, get_addr, Endpoint, Kind, Parsed, Proto, Quoted, TcpInfo, Tuple};
+use crate::ipv4;
 use crate::nat::{choose_port, Masquerade, PortRange};
 use crate::rewrite::{self, Side};
 use crate::{DropReason, HookVerdict, IfId, L4Hook, Meta, Millis};
@@ -87,8 +88,8 @@ fn signature(p: &Parsed, ip: &[u8]) -> Option<Signature> {
     match p.kind {
         Kind::Flow(t, _) => Some(Signature::Flow(t)),
         Kind::IcmpError(q) => Some(Signature::Related {
-            outer_src: get_addr(ip, 12)?,
-            outer_dst: get_addr(ip, 16)?,
+            outer_src: get_addr(ip, ipv4::SRC)?,
+            outer_dst: get_addr(ip, ipv4::DST)?,
             quoted: q.tuple,
         }),
         Kind::LaterFragment | Kind::Untracked => None,
@@ -676,7 +677,7 @@ fn verdict(r: Result<(), DropReason>) -> HookVerdict {
 /// destination is the quoted packet's source (the found tuple's destination, as
 /// Linux's `nf_conntrack_inet_error` checks it).
 fn addressed_to_flow_end(ip: &[u8], q: &Quoted) -> bool {
-    get_addr(ip, 16) == Some(q.tuple.src)
+    get_addr(ip, ipv4::DST) == Some(q.tuple.src)
 }
 
 fn filtered(v: Verdict) -> HookVerdict {
@@ -768,7 +769,7 @@ impl L4Hook for Netfilter {
             if let Some(m) = masq {
                 // whatever happened above, nothing leaves a masquerading interface
                 // with a source other than its address
-                if m.addr.is_none() || get_addr(ip, 12) != m.addr {
+                if m.addr.is_none() || get_addr(ip, ipv4::SRC) != m.addr {
                     self.ct.stats.leak_blocked += 1;
                     return HookVerdict::Drop(if m.addr.is_none() {
                         DropReason::NatExhausted
