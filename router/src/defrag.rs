@@ -118,7 +118,7 @@ pub struct Reassembler {
 
 /// Whether `ip` (a checked IPv4 header and payload) is a fragment.
 pub fn is_fragment(ip: &[u8]) -> bool {
-    ipv4::be16(ip, 6).is_some_and(|w| w & 0x3fff != 0)
+    ipv4::be16(ip, ipv4::FRAG).is_some_and(|w| w & (ipv4::MF | ipv4::FRAG_OFFSET) != 0)
 }
 
 impl Reassembler {
@@ -168,12 +168,12 @@ impl Reassembler {
         self.expire(now);
         self.stats.fragments += 1;
         let hl = ipv4::header_len(ip);
-        let (Some(word), Some(payload)) = (ipv4::be16(ip, 6), ip.get(hl..)) else {
+        let (Some(word), Some(payload)) = (ipv4::be16(ip, ipv4::FRAG), ip.get(hl..)) else {
             self.stats.malformed += 1;
             return Defrag::Held;
         };
-        let more = word & 0x2000 != 0;
-        let start = usize::from(word & 0x1fff) * 8;
+        let more = word & ipv4::MF != 0;
+        let start = usize::from(word & ipv4::FRAG_OFFSET) * 8;
         let end = start + payload.len();
         if end > MAX_DATAGRAM - hl || (more && payload.len() % 8 != 0) || payload.is_empty() {
             self.stats.malformed += 1;
@@ -182,7 +182,7 @@ impl Reassembler {
         let key = (
             u32::from(ipv4::src(ip)),
             u32::from(ipv4::dst(ip)),
-            ipv4::be16(ip, 4).unwrap_or(0),
+            ipv4::be16(ip, ipv4::ID).unwrap_or(0),
             ip.get(ipv4::PROTO).copied().unwrap_or(0),
         );
         let i = match self.queues.iter().position(|q| q.key == key) {
@@ -229,9 +229,9 @@ impl Reassembler {
         out.extend_from_slice(&q.data);
         let ip = &mut out[ETH_LEN..];
         let total = (q.header.len() + q.data.len()) as u16;
-        put16(ip, 2, total);
-        let flags = ipv4::be16(ip, 6).unwrap_or(0) & 0x4000; // DF as the first had it
-        put16(ip, 6, flags);
+        put16(ip, ipv4::TOTAL_LEN, total);
+        let flags = ipv4::be16(ip, ipv4::FRAG).unwrap_or(0) & ipv4::DF; // DF as the first had it
+        put16(ip, ipv4::FRAG, flags);
         ipv4::fill_header_checksum(ip);
         self.stats.reassembled += 1;
         Defrag::Whole(out)

@@ -34,6 +34,7 @@
 //! only IPv4 is filtered (frames of other types reach the local stack only from
 //! zones whose input policy is ACCEPT).
 
+pub mod dnat;
 pub mod local;
 pub mod packet;
 pub mod ratelimit;
@@ -47,8 +48,8 @@ use alloc::vec::Vec;
 use core::fmt::Write;
 use core::net::Ipv4Addr;
 
-use crate::netfilter::Dnat;
 use crate::{IfId, Millis};
+use dnat::Dnat;
 use local::LocalFlows;
 use packet::Packet;
 use ratelimit::{Bucket, Limit};

@@ -18,6 +18,8 @@
 
 use core::fmt;
 
+use crate::ipv4::{self, be16, be32, tcp};
+
 /// IP protocol numbers used here (IANA "Assigned Internet Protocol Numbers").
 pub mod ip_proto {
     /// ICMP (RFC 792).
@@ -254,12 +256,6 @@ pub struct Parsed {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParseError;
 
-/// Reads a big-endian u16 at `off`, if it is inside `b`.
-pub(crate) fn get16(b: &[u8], off: usize) -> Option<u16> {
-    let s = b.get(off..off.checked_add(2)?)?;
-    Some(u16::from_be_bytes([s[0], s[1]]))
-}
-
 /// Reads an IPv4 address at `off`, if it is inside `b`.
 pub(crate) fn get_addr(b: &[u8], off: usize) -> Option<[u8; 4]> {
     let s = b.get(off..off.checked_add(4)?)?;
@@ -273,7 +269,7 @@ fn header_len(ip: &[u8]) -> Result<usize, ParseError> {
         return Err(ParseError);
     }
     let ihl = usize::from(first & 0x0f) * 4;
-    if ihl < 20 || ip.len() < ihl {
+    if ihl < ipv4::MIN_HEADER_LEN || ip.len() < ihl {
         return Err(ParseError);
     }
     Ok(ihl)
@@ -281,15 +277,15 @@ fn header_len(ip: &[u8]) -> Result<usize, ParseError> {
 
 /// The fragment offset field (in 8-byte units) of the IPv4 header at the start of `ip`.
 fn fragment_offset(ip: &[u8]) -> Option<u16> {
-    get16(ip, 6).map(|w| w & 0x1fff)
+    be16(ip, ipv4::FRAG).map(|w| w & ipv4::FRAG_OFFSET)
 }
 
 /// Parses an IPv4 packet (header and payload) for connection tracking.
 pub fn parse(ip: &[u8]) -> Result<Parsed, ParseError> {
     let ihl = header_len(ip)?;
-    let proto = *ip.get(9).ok_or(ParseError)?;
-    let src = get_addr(ip, 12).ok_or(ParseError)?;
-    let dst = get_addr(ip, 16).ok_or(ParseError)?;
+    let proto = *ip.get(ipv4::PROTO).ok_or(ParseError)?;
+    let src = get_addr(ip, ipv4::SRC).ok_or(ParseError)?;
+    let dst = get_addr(ip, ipv4::DST).ok_or(ParseError)?;
     if fragment_offset(ip).ok_or(ParseError)? != 0 {
         return Ok(Parsed {
             ihl,
@@ -300,32 +296,27 @@ pub fn parse(ip: &[u8]) -> Result<Parsed, ParseError> {
     let kind = match proto {
         ip_proto::TCP => {
             // the fixed header must be there, and the data offset must fit
-            let flags = *l4.get(13).ok_or(ParseError)?;
-            let doff = usize::from(l4[12] >> 4) * 4;
-            if doff < 20 || doff > l4.len() {
+            let flags = *l4.get(tcp::FLAGS).ok_or(ParseError)?;
+            let doff = tcp::header_len(l4).ok_or(ParseError)?;
+            if doff < tcp::MIN_HEADER_LEN || doff > l4.len() {
                 return Err(ParseError);
             }
             let t = Tuple {
                 src,
                 dst,
-                sport: get16(l4, 0).ok_or(ParseError)?,
-                dport: get16(l4, 2).ok_or(ParseError)?,
+                sport: be16(l4, 0).ok_or(ParseError)?,
+                dport: be16(l4, 2).ok_or(ParseError)?,
                 proto: Proto::Tcp,
-            };
-            let word = |o: usize| {
-                l4.get(o..o + 4)
-                    .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-                    .ok_or(ParseError)
             };
             // The IP total length bounds the data (Ethernet padding is not data); a
             // GSO packet's field may be 0, then the buffer is the packet.
-            let total = match usize::from(get16(ip, 2).ok_or(ParseError)?) {
+            let total = match usize::from(be16(ip, ipv4::TOTAL_LEN).ok_or(ParseError)?) {
                 0 => ip.len(),
                 n => n.min(ip.len()),
             };
             let payload = total.saturating_sub(ihl + doff) as u32;
-            let (wscale, sack_perm, sack_edge) = if doff > 20 {
-                tcp_options(&l4[20..doff], flags & tcp_flag::SYN != 0)
+            let (wscale, sack_perm, sack_edge) = if doff > tcp::MIN_HEADER_LEN {
+                tcp_options(&l4[tcp::MIN_HEADER_LEN..doff], flags & tcp_flag::SYN != 0)
             } else {
                 (None, false, None)
             };
@@ -333,9 +324,9 @@ pub fn parse(ip: &[u8]) -> Result<Parsed, ParseError> {
                 t,
                 Some(TcpInfo {
                     flags,
-                    seq: word(4)?,
-                    ack: word(8)?,
-                    window: get16(l4, 14).ok_or(ParseError)?,
+                    seq: be32(l4, tcp::SEQ).ok_or(ParseError)?,
+                    ack: be32(l4, tcp::ACK).ok_or(ParseError)?,
+                    window: be16(l4, tcp::WINDOW).ok_or(ParseError)?,
                     payload,
                     wscale,
                     sack_perm,
@@ -350,8 +341,8 @@ pub fn parse(ip: &[u8]) -> Result<Parsed, ParseError> {
             let t = Tuple {
                 src,
                 dst,
-                sport: get16(l4, 0).ok_or(ParseError)?,
-                dport: get16(l4, 2).ok_or(ParseError)?,
+                sport: be16(l4, 0).ok_or(ParseError)?,
+                dport: be16(l4, 2).ok_or(ParseError)?,
                 proto: Proto::Udp,
             };
             Kind::Flow(t, None)
@@ -361,7 +352,7 @@ pub fn parse(ip: &[u8]) -> Result<Parsed, ParseError> {
                 return Err(ParseError);
             }
             let (ty, code) = (l4[0], l4[1]);
-            let id = get16(l4, 4).ok_or(ParseError)?;
+            let id = be16(l4, 4).ok_or(ParseError)?;
             match ty {
                 icmp_type::ECHO_REQUEST if code == 0 => Kind::Flow(
                     Tuple {
@@ -432,12 +423,14 @@ fn parse_quoted(ip: &[u8], ihl: usize) -> Kind {
     if l4.len() < 8 {
         return Kind::Untracked;
     }
-    let (Some(src), Some(dst), Some(&proto)) =
-        (get_addr(inner, 12), get_addr(inner, 16), inner.get(9))
-    else {
+    let (Some(src), Some(dst), Some(&proto)) = (
+        get_addr(inner, ipv4::SRC),
+        get_addr(inner, ipv4::DST),
+        inner.get(ipv4::PROTO),
+    ) else {
         return Kind::Untracked;
     };
-    let (p0, p1) = (get16(l4, 0).unwrap_or(0), get16(l4, 2).unwrap_or(0));
+    let (p0, p1) = (be16(l4, 0).unwrap_or(0), be16(l4, 2).unwrap_or(0));
     let tuple = match proto {
         ip_proto::TCP => Tuple {
             src,
@@ -454,7 +447,7 @@ fn parse_quoted(ip: &[u8], ihl: usize) -> Kind {
             proto: Proto::Udp,
         },
         ip_proto::ICMP => {
-            let id = get16(l4, 4).unwrap_or(0);
+            let id = be16(l4, 4).unwrap_or(0);
             match (l4[0], l4[1]) {
                 (icmp_type::ECHO_REQUEST, 0) => Tuple {
                     src,

@@ -42,35 +42,12 @@ use crate::stats::Stats;
 use crate::{frag, gso, mss};
 use crate::{DropReason, HookVerdict, IfId, L4Hook, Meta, Millis};
 
+pub use crate::link::{Output, RxMeta, TxFull, TxMeta};
+
 /// Ethernet header length.
 const ETH_LEN: usize = 14;
 /// The longest quote kept of the original packet: a 60-byte header + 8 bytes.
 const SNAPSHOT_LEN: usize = 68;
-
-/// The link layer the router sends on, implemented by the kernel (a netfront each).
-pub trait Output {
-    /// Queues `frame` (a whole Ethernet frame) for transmission on `ifc`.
-    fn send(&mut self, ifc: IfId, frame: &[u8], tx: TxMeta) -> Result<(), TxFull>;
-}
-
-/// The link had no room for the frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TxFull;
-
-/// Offload metadata of a frame: netif's `NETTXF_csum_blank`/`NETRXF_csum_blank` and
-/// the GSO extra info.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TxMeta {
-    /// The TCP/UDP checksum field holds only the pseudo-header sum (see
-    /// [`Meta::csum_partial`]); the link must complete it.
-    pub csum_partial: bool,
-    /// A TCP packet larger than the MTU, to be cut into segments of this many payload
-    /// bytes (implies `csum_partial`).
-    pub gso_size: Option<u16>,
-}
-
-/// The same metadata for a received frame.
-pub type RxMeta = TxMeta;
 
 /// What [`Router::input`] did with a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -575,7 +552,7 @@ impl Router {
         let has_csum = out_iface.config().has_tx_csum_offload;
         let ip_len = frame.len().saturating_sub(ETH_LEN);
         let ip = frame.get(ETH_LEN..).ok_or(DropReason::Malformed)?;
-        let df = be16(ip, 6).ok_or(DropReason::Malformed)? & 0x4000 != 0;
+        let df = be16(ip, ipv4::FRAG).ok_or(DropReason::Malformed)? & ipv4::DF != 0;
         let mtu_len = usize::from(mtu);
 
         if ip_len <= mtu_len {

@@ -34,7 +34,7 @@ pub fn fragment(
     let header = ip.get(..hl).ok_or(DropReason::Malformed)?;
     let data = ip.get(hl..).ok_or(DropReason::Malformed)?;
     let orig_off = ipv4::frag_offset(ip);
-    let orig_mf = ipv4::be16(ip, 6).ok_or(DropReason::Malformed)? & 0x2000 != 0;
+    let orig_mf = ipv4::be16(ip, ipv4::FRAG).ok_or(DropReason::Malformed)? & ipv4::MF != 0;
     if orig_off + data.len() > 0xffff {
         return Err(DropReason::Malformed);
     }
@@ -66,12 +66,12 @@ pub fn fragment(
         d.copy_from_slice(data.get(off..off + n).ok_or(DropReason::Malformed)?);
         put16(
             h,
-            2,
+            ipv4::TOTAL_LEN,
             u16::try_from(total).map_err(|_| DropReason::Malformed)?,
         );
         let units = u16::try_from((orig_off + off) / 8).map_err(|_| DropReason::Malformed)?;
-        let mf = if !is_last || orig_mf { 0x2000 } else { 0 };
-        put16(h, 6, units | mf);
+        let mf = if !is_last || orig_mf { ipv4::MF } else { 0 };
+        put16(h, ipv4::FRAG, units | mf);
         ipv4::fill_header_checksum(h);
         emit(out)?;
         off += n;

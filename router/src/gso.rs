@@ -12,27 +12,25 @@
 //! packet arrives with a partial one; the segments leave complete).
 
 use crate::checksum;
-use crate::ipv4::{self, be16, be32, put16, PROTO_TCP};
+use crate::flow::tcp_flag;
+use crate::ipv4::{self, be16, be32, put16, tcp, PROTO_TCP};
 use crate::DropReason;
 
 /// Ethernet header length.
 const ETH_LEN: usize = 14;
-const FLAG_FIN: u8 = 0x01;
-const FLAG_PSH: u8 = 0x08;
-const FLAG_CWR: u8 = 0x80;
 
 /// The IP + TCP header length of a TCP/IPv4 packet, if it is one and well formed
 /// (an unfragmented packet, TCP data offset within it).
 pub fn tcp_headers_len(ip: &[u8]) -> Option<usize> {
     if ip.get(ipv4::PROTO) != Some(&PROTO_TCP)
         || ipv4::frag_offset(ip) != 0
-        || be16(ip, 6)? & 0x2000 != 0
+        || be16(ip, ipv4::FRAG)? & ipv4::MF != 0
     {
         return None;
     }
     let hl = ipv4::header_len(ip);
-    let thl = usize::from(ip.get(hl + 12)? >> 4) * 4;
-    (thl >= 20 && hl + thl <= ip.len()).then_some(hl + thl)
+    let thl = tcp::header_len(ip.get(hl..)?)?;
+    (thl >= tcp::MIN_HEADER_LEN && hl + thl <= ip.len()).then_some(hl + thl)
 }
 
 /// Cuts `frame` (Ethernet header and exactly one TCP/IPv4 packet) into segments of
@@ -55,9 +53,9 @@ pub fn segment(
         .get(..ETH_LEN + headers)
         .ok_or(DropReason::Malformed)?;
     let data = ip.get(headers..).ok_or(DropReason::Malformed)?;
-    let id = be16(ip, 4).ok_or(DropReason::Malformed)?;
-    let seq = be32(ip, hl + 4).ok_or(DropReason::Malformed)?;
-    let flags = *ip.get(hl + 13).ok_or(DropReason::Malformed)?;
+    let id = be16(ip, ipv4::ID).ok_or(DropReason::Malformed)?;
+    let seq = be32(ip, hl + tcp::SEQ).ok_or(DropReason::Malformed)?;
+    let flags = *ip.get(hl + tcp::FLAGS).ok_or(DropReason::Malformed)?;
     let (src, dst) = (ipv4::src(ip), ipv4::dst(ip));
 
     let count = data.len().div_ceil(mss).max(1);
@@ -74,31 +72,31 @@ pub fn segment(
         d.copy_from_slice(chunk);
         let seg_ip = out.get_mut(ETH_LEN..).ok_or(DropReason::Malformed)?;
         let total = u16::try_from(seg_ip.len()).map_err(|_| DropReason::Malformed)?;
-        put16(seg_ip, 2, total);
+        put16(seg_ip, ipv4::TOTAL_LEN, total);
         // i < 65536 since a packet is at most 64 KiB and mss >= 1
-        put16(seg_ip, 4, id.wrapping_add((i & 0xffff) as u16));
+        put16(seg_ip, ipv4::ID, id.wrapping_add((i & 0xffff) as u16));
         ipv4::fill_header_checksum(seg_ip);
-        let tcp = seg_ip.get_mut(hl..).ok_or(DropReason::Malformed)?;
+        let seg = seg_ip.get_mut(hl..).ok_or(DropReason::Malformed)?;
         let s = seq.wrapping_add((off & 0xffff_ffff) as u32);
-        if let Some(f) = tcp.get_mut(4..8) {
+        if let Some(f) = seg.get_mut(tcp::SEQ..tcp::SEQ + 4) {
             f.copy_from_slice(&s.to_be_bytes());
         }
         let mut fl = flags;
         if i + 1 < count {
-            fl &= !(FLAG_FIN | FLAG_PSH);
+            fl &= !(tcp_flag::FIN | tcp_flag::PSH);
         }
         if i > 0 {
-            fl &= !FLAG_CWR;
+            fl &= !tcp_flag::CWR;
         }
-        if let Some(f) = tcp.get_mut(13) {
+        if let Some(f) = seg.get_mut(tcp::FLAGS) {
             *f = fl;
         }
-        put16(tcp, 16, 0);
+        put16(seg, tcp::CHECKSUM, 0);
         let c = !checksum::fold(checksum::sum(
-            ipv4::pseudo_header_sum(src, dst, PROTO_TCP, tcp.len()),
-            tcp,
+            ipv4::pseudo_header_sum(src, dst, PROTO_TCP, seg.len()),
+            seg,
         ));
-        put16(tcp, 16, c);
+        put16(seg, tcp::CHECKSUM, c);
         emit(out)?;
     }
     Ok(())

@@ -113,10 +113,12 @@ pub fn build(
     hdr.copy_from_slice(&[
         0x45, 0, 0, 0, 0, 0, 0, 0, 64, PROTO_ICMP, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     ]);
-    put16(hdr, 2, u16::try_from(ip_len).ok()?);
-    put16(hdr, 4, id);
-    hdr.get_mut(12..16)?.copy_from_slice(&src.octets());
-    hdr.get_mut(16..20)?.copy_from_slice(&dst.octets());
+    put16(hdr, ipv4::TOTAL_LEN, u16::try_from(ip_len).ok()?);
+    put16(hdr, ipv4::ID, id);
+    hdr.get_mut(ipv4::SRC..ipv4::SRC + 4)?
+        .copy_from_slice(&src.octets());
+    hdr.get_mut(ipv4::DST..ipv4::DST + 4)?
+        .copy_from_slice(&dst.octets());
     ipv4::fill_header_checksum(hdr);
     let (t, c) = kind.type_code();
     *icmp.first_mut()? = t;

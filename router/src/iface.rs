@@ -13,7 +13,7 @@ use core::net::Ipv4Addr;
 
 use smoltcp::wire::EthernetAddress;
 
-use crate::route::Ipv4Net;
+use crate::ipnet::Ipv4Net;
 use crate::IfId;
 
 /// How many IPv4 addresses one interface can hold.

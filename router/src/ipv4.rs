@@ -1,5 +1,5 @@
-//! IPv4 header helpers shared by the forwarding path: offsets, address classes,
-//! header checksum, TCP/UDP pseudo-header sums.
+//! IPv4 header helpers shared by the forwarding path: offsets (and the TCP header's,
+//! [`tcp`]), address classes, header checksum, TCP/UDP pseudo-header sums.
 //!
 //! RFC 791 §3.1 (header layout), RFC 1122 §3.2.1.3 and RFC 1812 §5.3.7 (addresses a
 //! router must not forward: Linux's `ipv4_is_zeronet`/`loopback`/`multicast`/
@@ -11,18 +11,59 @@ use core::net::Ipv4Addr;
 
 use crate::checksum;
 
+/// Offset of the total length.
+pub const TOTAL_LEN: usize = 2;
+/// Offset of the identification.
+pub const ID: usize = 4;
+/// Offset of the word holding the flags and the fragment offset.
+pub const FRAG: usize = 6;
+/// Don't Fragment, in the [`FRAG`] word.
+pub const DF: u16 = 0x4000;
+/// More Fragments, in the [`FRAG`] word.
+pub const MF: u16 = 0x2000;
+/// The fragment offset (in 8-byte units), in the [`FRAG`] word.
+pub const FRAG_OFFSET: u16 = 0x1fff;
 /// Offset of the TTL byte.
 pub const TTL: usize = 8;
 /// Offset of the protocol byte.
 pub const PROTO: usize = 9;
 /// Offset of the header checksum.
 pub const CHECKSUM: usize = 10;
+/// Offset of the source address.
+pub const SRC: usize = 12;
+/// Offset of the destination address.
+pub const DST: usize = 16;
+/// Length of a header without options.
+pub const MIN_HEADER_LEN: usize = 20;
 /// IP protocol number of ICMP.
 pub const PROTO_ICMP: u8 = 1;
 /// IP protocol number of TCP.
 pub const PROTO_TCP: u8 = 6;
 /// IP protocol number of UDP.
 pub const PROTO_UDP: u8 = 17;
+
+/// The TCP header (RFC 9293 section 3.1): offsets from its start.
+pub mod tcp {
+    /// Offset of the sequence number.
+    pub const SEQ: usize = 4;
+    /// Offset of the acknowledgment number.
+    pub const ACK: usize = 8;
+    /// Offset of the data offset (high nibble: the header length in 32-bit words).
+    pub const DATA_OFFSET: usize = 12;
+    /// Offset of the flags ([`crate::flow::tcp_flag`]).
+    pub const FLAGS: usize = 13;
+    /// Offset of the window.
+    pub const WINDOW: usize = 14;
+    /// Offset of the checksum.
+    pub const CHECKSUM: usize = 16;
+    /// Length of a header without options.
+    pub const MIN_HEADER_LEN: usize = 20;
+
+    /// The header length in bytes its data offset gives, if that byte is there.
+    pub fn header_len(tcp: &[u8]) -> Option<usize> {
+        Some(usize::from(tcp.get(DATA_OFFSET)? >> 4) * 4)
+    }
+}
 
 /// Reads a big-endian u16 at `at`, if there.
 pub fn be16(b: &[u8], at: usize) -> Option<u16> {
@@ -51,12 +92,12 @@ pub fn header_len(ip: &[u8]) -> usize {
 
 /// The source address.
 pub fn src(ip: &[u8]) -> Ipv4Addr {
-    addr_at(ip, 12)
+    addr_at(ip, SRC)
 }
 
 /// The destination address.
 pub fn dst(ip: &[u8]) -> Ipv4Addr {
-    addr_at(ip, 16)
+    addr_at(ip, DST)
 }
 
 fn addr_at(ip: &[u8], at: usize) -> Ipv4Addr {
@@ -65,7 +106,7 @@ fn addr_at(ip: &[u8], at: usize) -> Ipv4Addr {
 
 /// The fragment offset in bytes.
 pub fn frag_offset(ip: &[u8]) -> usize {
-    usize::from(be16(ip, 6).unwrap_or(0) & 0x1fff) * 8
+    usize::from(be16(ip, FRAG).unwrap_or(0) & FRAG_OFFSET) * 8
 }
 
 /// Recomputes the header checksum of `ip` (header length from its IHL).
@@ -82,7 +123,7 @@ pub fn fill_header_checksum(ip: &mut [u8]) {
 /// (RFC 791 §3.1: END, NOP, or type-length-value with length ≥ 2 inside the header),
 /// the structural part of Linux's `ip_options_compile`.
 pub fn options_ok(header: &[u8]) -> bool {
-    let Some(opts) = header.get(20..) else {
+    let Some(opts) = header.get(MIN_HEADER_LEN..) else {
         return false;
     };
     let mut i = 0;
@@ -128,7 +169,7 @@ pub fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, l4_len: usize)
 /// Where the L4 checksum field of `proto` is, from the start of the L4 header.
 pub fn l4_checksum_offset(proto: u8) -> Option<usize> {
     match proto {
-        PROTO_TCP => Some(16),
+        PROTO_TCP => Some(tcp::CHECKSUM),
         PROTO_UDP => Some(6),
         _ => None,
     }

@@ -11,15 +11,13 @@
 //! of, so it is left alone.
 
 use crate::checksum;
-use crate::ipv4::{self, be16, put16, PROTO_TCP};
+use crate::flow::tcp_flag;
+use crate::ipv4::{self, be16, put16, tcp, PROTO_TCP};
 
 /// TCP option kinds.
 const OPT_END: u8 = 0;
 const OPT_NOP: u8 = 1;
 const OPT_MSS: u8 = 2;
-/// TCP flag bits.
-const FLAG_SYN: u8 = 0x02;
-const FLAG_RST: u8 = 0x04;
 
 /// The MSS a path MTU allows for IPv4 TCP without options.
 pub fn mss_for_mtu(mtu: u16) -> u16 {
@@ -34,34 +32,35 @@ pub fn clamp(ip: &mut [u8], max_mss: u16, csum_partial: bool) -> Option<(u16, u1
         return None;
     }
     let hl = ipv4::header_len(ip);
-    let tcp = ip.get_mut(hl..)?;
-    let flags = *tcp.get(13)?;
-    if flags & (FLAG_SYN | FLAG_RST) != FLAG_SYN {
+    let seg = ip.get_mut(hl..)?;
+    let flags = *seg.get(tcp::FLAGS)?;
+    if flags & (tcp_flag::SYN | tcp_flag::RST) != tcp_flag::SYN {
         return None;
     }
-    let thl = usize::from(tcp.get(12)? >> 4) * 4;
-    if thl < 20 || thl > tcp.len() {
+    let thl = tcp::header_len(seg)?;
+    if thl < tcp::MIN_HEADER_LEN || thl > seg.len() {
         return None;
     }
-    let at = find_mss(tcp.get(20..thl)?)? + 20 + 2; // the value, after kind and length
-    let old = be16(tcp, at)?;
+    // the value, after kind and length
+    let at = find_mss(seg.get(tcp::MIN_HEADER_LEN..thl)?)? + tcp::MIN_HEADER_LEN + 2;
+    let old = be16(seg, at)?;
     if old <= max_mss {
         return None;
     }
     // the aligned words holding the value, before and after
     let start = at & !1;
-    let words = if at % 2 == 0 { 1 } else { 2 };
+    let words = if at.is_multiple_of(2) { 1 } else { 2 };
     let mut before = [0u16; 2];
     for (i, w) in before.iter_mut().enumerate().take(words) {
-        *w = be16(tcp, start + 2 * i)?;
+        *w = be16(seg, start + 2 * i)?;
     }
-    put16(tcp, at, max_mss);
+    put16(seg, at, max_mss);
     if !csum_partial {
-        let mut c = be16(tcp, 16)?;
+        let mut c = be16(seg, tcp::CHECKSUM)?;
         for (i, w) in before.iter().enumerate().take(words) {
-            c = checksum::update16(c, *w, be16(tcp, start + 2 * i)?);
+            c = checksum::update16(c, *w, be16(seg, start + 2 * i)?);
         }
-        put16(tcp, 16, c);
+        put16(seg, tcp::CHECKSUM, c);
     }
     Some((old, max_mss))
 }

@@ -32,8 +32,8 @@ use smoltcp::wire::{
     ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
 };
 
-use crate::forward::{Output, TxMeta};
 use crate::iface::{Interface, Interfaces, MacDisplay};
+use crate::link::{Output, TxMeta};
 use crate::stats::Stats;
 use crate::{DropReason, IfId, Millis};
 
@@ -641,7 +641,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use crate::iface::IfConfig;
-    use crate::route::Ipv4Net;
+    use crate::ipnet::Ipv4Net;
     use crate::testutil::*;
 
     fn one_iface() -> Interfaces {

@@ -35,36 +35,12 @@ use crate::firewall::packet::Packet;
 use crate::firewall::ruleset::{Ruleset, RulesetError, Verdict};
 use crate::firewall::{CtState, Firewall};
 use crate::flow::{self, get_addr, Endpoint, Kind, Parsed, Proto, Quoted, TcpInfo, Tuple};
+use crate::ipv4;
 use crate::nat::{choose_port, Masquerade, PortRange};
 use crate::rewrite::{self, Side};
 use crate::{DropReason, HookVerdict, IfId, L4Hook, Meta, Millis};
 
-/// A port forward: a new flow arriving on `input` for `proto`, a destination port in
-/// `dport..=dport_max` (and `dst`, if set; a source in `src_ip` if that is not empty)
-/// has its destination rewritten to `to` (the port moved by as much as it was past
-/// `dport`): firewall4's `redirect` with `target DNAT`. With `snat`, the flow's source
-/// is rewritten to that address as well (NAT reflection: a LAN client reaching the
-/// WAN address is sent to the LAN host from the router's LAN address, so the replies
-/// come back through the router).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Dnat {
-    /// The interface the flow arrives on.
-    pub input: IfId,
-    /// [`Proto::Tcp`] or [`Proto::Udp`].
-    pub proto: Proto,
-    /// The destination address to match (None: any).
-    pub dst: Option<[u8; 4]>,
-    /// The first destination port to match.
-    pub dport: u16,
-    /// The last destination port to match.
-    pub dport_max: u16,
-    /// The internal address and port (for `dport`) to send the flow to.
-    pub to: Endpoint,
-    /// Sources allowed (empty: any).
-    pub src_ip: Vec<crate::firewall::ruleset::Net4>,
-    /// The source address to give the flow (reflection), if any.
-    pub snat: Option<[u8; 4]>,
-}
+pub use crate::firewall::dnat::Dnat;
 
 /// How [`Netfilter`] is built.
 #[derive(Clone, Debug)]
@@ -112,8 +88,8 @@ fn signature(p: &Parsed, ip: &[u8]) -> Option<Signature> {
     match p.kind {
         Kind::Flow(t, _) => Some(Signature::Flow(t)),
         Kind::IcmpError(q) => Some(Signature::Related {
-            outer_src: get_addr(ip, 12)?,
-            outer_dst: get_addr(ip, 16)?,
+            outer_src: get_addr(ip, ipv4::SRC)?,
+            outer_dst: get_addr(ip, ipv4::DST)?,
             quoted: q.tuple,
         }),
         Kind::LaterFragment | Kind::Untracked => None,
@@ -701,7 +677,7 @@ fn verdict(r: Result<(), DropReason>) -> HookVerdict {
 /// destination is the quoted packet's source (the found tuple's destination, as
 /// Linux's `nf_conntrack_inet_error` checks it).
 fn addressed_to_flow_end(ip: &[u8], q: &Quoted) -> bool {
-    get_addr(ip, 16) == Some(q.tuple.src)
+    get_addr(ip, ipv4::DST) == Some(q.tuple.src)
 }
 
 fn filtered(v: Verdict) -> HookVerdict {
@@ -793,7 +769,7 @@ impl L4Hook for Netfilter {
             if let Some(m) = masq {
                 // whatever happened above, nothing leaves a masquerading interface
                 // with a source other than its address
-                if m.addr.is_none() || get_addr(ip, 12) != m.addr {
+                if m.addr.is_none() || get_addr(ip, ipv4::SRC) != m.addr {
                     self.ct.stats.leak_blocked += 1;
                     return HookVerdict::Drop(if m.addr.is_none() {
                         DropReason::NatExhausted

@@ -19,7 +19,8 @@
 //!   difference of the one's-complement sums of the quoted header before and after.
 
 use crate::checksum::{fold, sum, update16, update32, update32_partial};
-use crate::flow::{get16, get_addr, ip_proto, Endpoint, Proto, Quoted};
+use crate::flow::{get_addr, ip_proto, Endpoint, Proto, Quoted};
+use crate::ipv4::{self, be16};
 
 /// Which end of a packet to rewrite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,7 +93,7 @@ fn fix_l4(
     in_pseudo: bool,
     change: impl Fn(u16, Csum) -> u16,
 ) {
-    let Some(old) = get16(b, off) else {
+    let Some(old) = be16(b, off) else {
         return;
     };
     let new = match kind {
@@ -131,12 +132,15 @@ fn rewrite_at(
 ) -> Result<(), Truncated> {
     let (kind, csum_off) = l4_csum(proto);
     let csum_at = l4.checked_add(csum_off).ok_or(Truncated)?;
-    let addr_at = ip + if side == Side::Source { 12 } else { 16 };
+    let addr_at = match side {
+        Side::Source => ip + ipv4::SRC,
+        Side::Destination => ip + ipv4::DST,
+    };
     let old_addr = get_addr(b, addr_at).ok_or(Truncated)?;
     if old_addr != addr {
         put_addr(b, addr_at, addr)?;
-        let hc = get16(b, ip + 10).ok_or(Truncated)?;
-        put16(b, ip + 10, update32(hc, old_addr, addr))?;
+        let hc = be16(b, ip + ipv4::CHECKSUM).ok_or(Truncated)?;
+        put16(b, ip + ipv4::CHECKSUM, update32(hc, old_addr, addr))?;
         fix_l4(b, kind, csum_at, csum, true, |c, how| match how {
             Csum::Full => update32(c, old_addr, addr),
             Csum::Partial => update32_partial(c, old_addr, addr),
@@ -155,7 +159,7 @@ fn rewrite_at(
         }
         _ => return Ok(()),
     };
-    let old_port = get16(b, port_at).ok_or(Truncated)?;
+    let old_port = be16(b, port_at).ok_or(Truncated)?;
     if old_port != port {
         put16(b, port_at, port)?;
         fix_l4(b, kind, csum_at, csum, false, |c, how| match how {
@@ -231,7 +235,7 @@ pub(crate) fn rewrite_icmp_error(
     )?;
     let after = fold(sum(0, ip.get(region).ok_or(Truncated)?));
     let icmp_csum_at = q.icmp + 2;
-    let c = get16(ip, icmp_csum_at).ok_or(Truncated)?;
+    let c = be16(ip, icmp_csum_at).ok_or(Truncated)?;
     put16(ip, icmp_csum_at, update16(c, before, after))
 }
 

@@ -6,8 +6,8 @@ use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
 use crate::checksum;
-use crate::forward::{Output, TxFull, TxMeta};
 use crate::ipv4;
+use crate::link::{Output, TxFull, TxMeta};
 use crate::IfId;
 
 /// TCP flags.

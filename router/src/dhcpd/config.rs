@@ -12,7 +12,7 @@ use core::net::Ipv4Addr;
 
 /// Default lease time: OpenWrt's `leasetime '12h'`.
 pub const DEFAULT_LEASE_SECS: u32 = 12 * 3600;
-/// Most leases (offered and bound) one pool keeps by default: dnsmasq's default
+/// Most leases one pool keeps by default: dnsmasq's default
 /// `dhcp-lease-max`.
 pub const DEFAULT_MAX_LEASES: usize = 1000;
 /// The heap one lease takes at most: the record with a client id of up to 255 bytes
@@ -136,7 +136,7 @@ pub struct PoolConfig {
     /// REQUESTs from clients we have no record of are answered (ACK if the address
     /// is free, NAK otherwise) instead of being ignored.
     pub authoritative: bool,
-    /// Most leases kept, offered and bound (dnsmasq's `dhcp-lease-max`): the table
+    /// Most leases kept (dnsmasq's `dhcp-lease-max`): the table
     /// is the smaller of this and the pool plus the static hosts. When it is full
     /// of bound leases, new clients get no offer (counted as `pool_exhausted`).
     pub max_leases: usize,

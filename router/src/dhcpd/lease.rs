@@ -22,16 +22,7 @@ use core::net::Ipv4Addr;
 /// `DECLINE_BACKOFF` (600 s, `src/dnsmasq.h`).
 pub const DECLINE_BACKOFF_MS: Millis = 600_000;
 
-/// Whether a lease is only offered or bound.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LeaseState {
-    /// Sent in an OFFER, held for a short while for the REQUEST.
-    Offered,
-    /// ACKed.
-    Bound,
-}
-
-/// One lease.
+/// One lease: an address ACKed to a client (nothing is held at OFFER).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lease {
     /// The client's hardware address.
@@ -44,8 +35,6 @@ pub struct Lease {
     pub hostname: Option<String>,
     /// When it ends (monotonic), `None` for never.
     pub expires: Option<Millis>,
-    /// Offered or bound.
-    pub state: LeaseState,
 }
 
 impl Lease {
@@ -121,7 +110,7 @@ impl LeaseTable {
         self.capacity
     }
 
-    /// All leases (offered and bound, possibly expired but not yet swept).
+    /// All leases (possibly expired but not yet swept).
     pub fn iter(&self) -> impl Iterator<Item = &Lease> {
         self.leases.iter()
     }
@@ -167,17 +156,18 @@ impl LeaseTable {
     }
 
     /// Whether a lease for this client could be stored now: it has one, there is a
-    /// free place, or one that has ended (or only offered) can go.
+    /// free place, or one that has ended can go.
     pub fn has_room(&self, hw: &HwAddr, client_id: Option<&[u8]>, now: Millis) -> bool {
         self.leases.len() < self.capacity
-            || self.leases.iter().any(|l| {
-                l.is_for(hw, client_id) || !l.is_active(now) || l.state == LeaseState::Offered
-            })
+            || self
+                .leases
+                .iter()
+                .any(|l| l.is_for(hw, client_id) || !l.is_active(now))
     }
 
     /// Puts `lease` in the table, replacing the client's previous lease and any
-    /// ended lease on the same address. When full, ended leases are swept, then the
-    /// oldest offer is dropped; if still full the lease is refused (`false`).
+    /// ended lease on the same address. When full, ended leases are swept; if still
+    /// full the lease is refused (`false`).
     pub fn upsert(&mut self, lease: Lease, now: Millis) -> bool {
         let cid = lease.client_id.clone();
         self.leases.retain(|l| {
@@ -190,19 +180,7 @@ impl LeaseTable {
             self.expire(now);
         }
         if self.leases.len() >= self.capacity {
-            let oldest_offer = self
-                .leases
-                .iter()
-                .enumerate()
-                .filter(|(_, l)| l.state == LeaseState::Offered)
-                .min_by_key(|(_, l)| l.expires)
-                .map(|(i, _)| i);
-            match oldest_offer {
-                Some(i) => {
-                    self.leases.remove(i);
-                }
-                None => return false,
-            }
+            return false;
         }
         self.leases.push(lease);
         true
@@ -221,7 +199,7 @@ impl LeaseTable {
         }
     }
 
-    /// The bound leases as dnsmasq's lease file.
+    /// The active leases as dnsmasq's lease file.
     pub fn to_text(&self, now: Millis, epoch_offset_secs: u64) -> String {
         let mut s = String::new();
         let _ = self.write_text(&mut s, now, epoch_offset_secs);
@@ -235,11 +213,7 @@ impl LeaseTable {
         now: Millis,
         epoch_offset_secs: u64,
     ) -> fmt::Result {
-        for l in self
-            .leases
-            .iter()
-            .filter(|l| l.state == LeaseState::Bound && l.is_active(now))
-        {
+        for l in self.leases.iter().filter(|l| l.is_active(now)) {
             let expiry = l
                 .expires
                 .map_or(0, |e| epoch_offset_secs.saturating_add(e / 1000));
@@ -395,7 +369,6 @@ mod tests {
             ip: Ipv4Addr::from(ip),
             hostname: Some(String::from("lan1")),
             expires,
-            state: LeaseState::Bound,
         }
     }
 
@@ -443,14 +416,16 @@ mod tests {
     }
 
     #[test]
-    fn table_is_bounded_and_evicts_offers_first() {
+    fn table_is_bounded() {
         let mut t = LeaseTable::new(2);
         assert!(t.upsert(lease([10, 0, 0, 1], [2, 0, 0, 0, 0, 1], Some(100)), 0));
-        let mut offer = lease([10, 0, 0, 2], [2, 0, 0, 0, 0, 2], Some(50));
-        offer.state = LeaseState::Offered;
-        assert!(t.upsert(offer, 0));
         assert!(t.upsert(lease([10, 0, 0, 3], [2, 0, 0, 0, 0, 3], Some(100)), 0));
-        assert!(t.find_ip(Ipv4Addr::new(10, 0, 0, 2), 0).is_none());
+        let (known, new) = (
+            HwAddr::ethernet([2, 0, 0, 0, 0, 3]),
+            HwAddr::ethernet([2; 6]),
+        );
+        assert!(t.has_room(&known, None, 0) && !t.has_room(&new, None, 0));
+        assert!(t.has_room(&new, None, 100));
         assert!(!t.upsert(lease([10, 0, 0, 4], [2, 0, 0, 0, 0, 4], Some(100)), 0));
         // Once the leases end there is room again.
         assert!(t.upsert(lease([10, 0, 0, 4], [2, 0, 0, 0, 0, 4], Some(300)), 200));

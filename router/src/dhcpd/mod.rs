@@ -27,7 +27,7 @@ pub mod options;
 pub mod server;
 
 pub use config::{ExtraOption, PoolConfig, StaticHost};
-pub use lease::{Lease, LeaseState, LoadReport};
+pub use lease::{Lease, LoadReport};
 pub use message::{HwAddr, MessageType};
 pub use server::{DhcpCounters, DhcpServer, Reply, ReplyTo};
 

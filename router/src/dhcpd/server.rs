@@ -13,7 +13,7 @@
 //! It never reads a clock: `now` is the caller's monotonic time.
 
 use super::config::PoolConfig;
-use super::lease::{sanitize_hostname, Lease, LeaseLine, LeaseState, LeaseTable, LoadReport};
+use super::lease::{sanitize_hostname, Lease, LeaseLine, LeaseTable, LoadReport};
 use super::message::{build_reply, HwAddr, MessageType, Request};
 use super::options::{code, OptionWriter};
 use crate::Millis;
@@ -21,8 +21,6 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
-/// How long an offered address is held for the client's REQUEST.
-pub const OFFER_HOLD_MS: Millis = 60_000;
 /// Shortest lease granted when a client asks for a shorter one (dnsmasq: 120 s).
 pub const MIN_LEASE_SECS: u32 = 120;
 
@@ -135,11 +133,9 @@ impl DhcpServer {
         &self.counters
     }
 
-    /// Bound, unexpired leases (the `leases` listing).
+    /// Unexpired leases (the `leases` listing).
     pub fn leases(&self, now: Millis) -> impl Iterator<Item = &Lease> {
-        self.leases
-            .iter()
-            .filter(move |l| l.state == LeaseState::Bound && l.is_active(now))
+        self.leases.iter().filter(move |l| l.is_active(now))
     }
 
     /// The lease file text (dnsmasq format); see [`super::lease`].
@@ -198,7 +194,6 @@ impl DhcpServer {
                 ip: l.ip,
                 hostname: l.hostname,
                 expires,
-                state: LeaseState::Bound,
             };
             if self.leases.upsert(lease, now) {
                 r.loaded += 1;
@@ -390,13 +385,7 @@ impl DhcpServer {
         if let Some(sid) = req.server_id() {
             // SELECTING (RFC 2131 §4.3.2).
             if sid != self.cfg.server {
-                // The client took another server's offer: free ours.
-                if ours
-                    .as_ref()
-                    .is_some_and(|l| l.state == LeaseState::Offered)
-                {
-                    self.leases.remove_client(&req.chaddr, cid);
-                }
+                // The client took another server's offer (ours held nothing).
                 self.counters.ignored += 1;
                 return None;
             }
@@ -473,7 +462,6 @@ impl DhcpServer {
             ip,
             hostname,
             expires: Some(now.saturating_add(u64::from(secs) * 1000)),
-            state: LeaseState::Bound,
         };
         if !self.leases.upsert(lease.clone(), now) {
             self.counters.pool_exhausted += 1;

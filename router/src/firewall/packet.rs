@@ -5,6 +5,7 @@
 //! no ports: a rule that matches ports then cannot match it (nftables' `tcp dport`
 //! does not match a truncated header either).
 
+use crate::flow::get_addr;
 use crate::ipv4;
 
 /// The fields rules match.
@@ -33,12 +34,12 @@ impl Packet {
     /// shorter than 20 bytes or its header length.
     pub fn parse(ip: &[u8]) -> Option<Packet> {
         let hl = ipv4::header_len(ip);
-        if hl < 20 || ip.len() < hl {
+        if hl < ipv4::MIN_HEADER_LEN || ip.len() < hl {
             return None;
         }
         let proto = *ip.get(ipv4::PROTO)?;
-        let src: [u8; 4] = ip.get(12..16)?.try_into().ok()?;
-        let dst: [u8; 4] = ip.get(16..20)?.try_into().ok()?;
+        let src = get_addr(ip, ipv4::SRC)?;
+        let dst = get_addr(ip, ipv4::DST)?;
         let first = ipv4::frag_offset(ip) == 0;
         let l4 = ip.get(hl..).unwrap_or(&[]);
         let mut p = Packet {
@@ -58,7 +59,7 @@ impl Packet {
                         p.ports = Some((s, d));
                     }
                     if proto == ipv4::PROTO_TCP {
-                        p.tcp_flags = l4.get(13).copied();
+                        p.tcp_flags = l4.get(ipv4::tcp::FLAGS).copied();
                     }
                 }
                 ipv4::PROTO_ICMP => {

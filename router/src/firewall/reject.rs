@@ -7,8 +7,9 @@
 //! A reset is never answered.
 
 use crate::checksum;
+use crate::flow::get_addr;
 use crate::flow::tcp_flag;
-use crate::ipv4::{self, be16, be32, put16};
+use crate::ipv4::{self, be16, be32, put16, tcp};
 
 /// Length of the reset frame: Ethernet, a 20-byte IPv4 header, a 20-byte TCP header.
 pub const RESET_FRAME_LEN: usize = 14 + 20 + 20;
@@ -45,18 +46,18 @@ impl TcpSegment {
         let hl = ipv4::header_len(head);
         let hl_now = ipv4::header_len(now);
         let tcp_now = now.get(hl_now..)?;
-        let doff = usize::from(tcp_now.get(12)? >> 4) * 4;
-        if doff < 20 || tcp_now.len() < doff {
+        let doff = tcp::header_len(tcp_now)?;
+        if doff < tcp::MIN_HEADER_LEN || tcp_now.len() < doff {
             return None;
         }
         Some(TcpSegment {
-            src: head.get(12..16)?.try_into().ok()?,
-            dst: head.get(16..20)?.try_into().ok()?,
+            src: get_addr(head, ipv4::SRC)?,
+            dst: get_addr(head, ipv4::DST)?,
             sport: be16(head, hl)?,
             dport: be16(head, hl + 2)?,
-            seq: be32(head, hl + 4)?,
-            ack: be32(tcp_now, 8)?,
-            flags: *tcp_now.get(13)?,
+            seq: be32(head, hl + tcp::SEQ)?,
+            ack: be32(tcp_now, tcp::ACK)?,
+            flags: *tcp_now.get(tcp::FLAGS)?,
             payload_len: u32::try_from(tcp_now.len() - doff).ok()?,
         })
     }
@@ -82,13 +83,15 @@ pub fn build(
     put16(frame, 12, 0x0800);
     let ip = frame.get_mut(14..)?;
     ip[0] = 0x45;
-    put16(ip, 2, 40);
-    put16(ip, 4, id);
-    put16(ip, 6, 0x4000); // DF, as Linux's resets
+    put16(ip, ipv4::TOTAL_LEN, 40);
+    put16(ip, ipv4::ID, id);
+    put16(ip, ipv4::FRAG, ipv4::DF); // as Linux's resets
     ip[ipv4::TTL] = 64;
     ip[ipv4::PROTO] = ipv4::PROTO_TCP;
-    ip.get_mut(12..16)?.copy_from_slice(&seg.dst);
-    ip.get_mut(16..20)?.copy_from_slice(&seg.src);
+    ip.get_mut(ipv4::SRC..ipv4::SRC + 4)?
+        .copy_from_slice(&seg.dst);
+    ip.get_mut(ipv4::DST..ipv4::DST + 4)?
+        .copy_from_slice(&seg.src);
     ipv4::fill_header_checksum(ip);
     let (seq, ack, flags) = if seg.flags & tcp_flag::ACK != 0 {
         (seg.ack, 0, tcp_flag::RST)
@@ -102,15 +105,22 @@ pub fn build(
         }
         (0, seg.seq.wrapping_add(len), tcp_flag::RST | tcp_flag::ACK)
     };
-    let tcp = ip.get_mut(20..40)?;
-    put16(tcp, 0, seg.dport);
-    put16(tcp, 2, seg.sport);
-    tcp.get_mut(4..8)?.copy_from_slice(&seq.to_be_bytes());
-    tcp.get_mut(8..12)?.copy_from_slice(&ack.to_be_bytes());
-    tcp[12] = 5 << 4;
-    tcp[13] = flags;
-    let sum = ipv4::pseudo_header_sum(seg.dst.into(), seg.src.into(), ipv4::PROTO_TCP, 20);
-    let c = !checksum::fold(checksum::sum(sum, tcp));
-    put16(tcp, 16, c);
+    let rst = ip.get_mut(ipv4::MIN_HEADER_LEN..ipv4::MIN_HEADER_LEN + tcp::MIN_HEADER_LEN)?;
+    put16(rst, 0, seg.dport);
+    put16(rst, 2, seg.sport);
+    rst.get_mut(tcp::SEQ..tcp::SEQ + 4)?
+        .copy_from_slice(&seq.to_be_bytes());
+    rst.get_mut(tcp::ACK..tcp::ACK + 4)?
+        .copy_from_slice(&ack.to_be_bytes());
+    rst[tcp::DATA_OFFSET] = 5 << 4;
+    rst[tcp::FLAGS] = flags;
+    let sum = ipv4::pseudo_header_sum(
+        seg.dst.into(),
+        seg.src.into(),
+        ipv4::PROTO_TCP,
+        tcp::MIN_HEADER_LEN,
+    );
+    let c = !checksum::fold(checksum::sum(sum, rst));
+    put16(rst, tcp::CHECKSUM, c);
     Some(RESET_FRAME_LEN)
 }
