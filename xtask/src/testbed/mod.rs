@@ -109,6 +109,12 @@ pub fn main(args: &[&str]) -> Result<()> {
             }
             Ok(())
         }
+        // not in the usage: every scenario's definition, to compare before and after
+        // a change of the table's code
+        ["dump"] => {
+            print!("{}", scenarios::dump());
+            Ok(())
+        }
         ["run", rest @ ..] => {
             let (opts, names) = parse_options(rest)?;
             session::run_scenarios(&names, &opts)

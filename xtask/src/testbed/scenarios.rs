@@ -97,6 +97,7 @@ impl Need {
 }
 
 /// A disk made fresh in dom0 for each run of the scenario.
+#[derive(Debug)]
 pub struct Disk {
     /// Its variable in the config template (`DATA` -> `@DATA@`).
     pub var: &'static str,
@@ -156,7 +157,7 @@ impl Kind {
 /// `${VAR}` in `send` and `expect` is replaced by a variable captured by an earlier
 /// step (in an expectation, as a literal: regex-escaped); in a dom0 command, other
 /// `${VAR}`/`$VAR` are left to bash (the environment above).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct Step {
     pub kind: Kind,
     /// The guest command line, the dom0 shell command, or the regex to wait for.
@@ -346,7 +347,7 @@ const fn last(send: &'static str) -> Step {
     }
 }
 
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Scenario {
     pub name: &'static str,
     pub about: &'static str,
@@ -4137,6 +4138,17 @@ on_crash    = "preserve"
     renamed(&BENCH_ROUTER_XENLET, "bench-router-xenlet-4"),
     renamed(&BENCH_ROUTER_XENLET, "bench-router-xenlet-5"),
 ];
+
+/// Every scenario's whole definition, `{:#?}` of each in table order (`SCENARIOS`,
+/// then `EXTRA`): `testbed dump`, for checking that a change of this table's code
+/// left the scenarios as they were.
+pub fn dump() -> String {
+    let mut o = String::new();
+    for s in SCENARIOS.iter().chain(EXTRA) {
+        o.push_str(&format!("{s:#?}\n"));
+    }
+    o
+}
 
 pub fn find(name: &str) -> Option<&'static Scenario> {
     SCENARIOS.iter().chain(EXTRA).find(|s| s.name == name)
