@@ -363,3 +363,12 @@ pub const LINUX_DOMU: Scenario = Scenario {
     end_timeout_s: 60,
     ..XENLET_PVH
 };
+
+/// [`XENLET_PVH`] with a 64 MiB data disk on dom0's kernel blkback (xvdb), which it
+/// must find at boot.
+pub const XENLET_PVH_DATA: Scenario = Scenario {
+    config: XENLET_PVH_CONFIG,
+    disks: &[DATA_LOOP],
+    boot_expect: &[r"^blkfront: xvdb 64 MiB"],
+    ..XENLET_PVH
+};
