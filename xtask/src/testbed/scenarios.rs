@@ -17,6 +17,7 @@ mod fs;
 mod json;
 mod model;
 mod net;
+mod router;
 mod xen;
 
 use builders::*;
@@ -578,570 +579,6 @@ const fn renamed(s: &Scenario, name: &'static str) -> Scenario {
     Scenario { name, ..*s }
 }
 
-/// The Linux router domU of `router-linux` (and the peer of `bench router`): Debian's
-/// kernel as a PVH guest (the fastest Linux boot on the bed) with the busybox initramfs
-/// plus nft, conntrack and the netfilter modules (`@LINUX_INITRD_ROUTER@`, made by
-/// `run.py`); eth0 on `brlan` (LAN), eth1 on `brwan` (WAN), as OpenWrt's x86 default.
-/// The MACs are fixed so the leases and captures read the same in every run.
-const LINUX_ROUTER_CONFIG: &str = r#"name    = "@NAME@"
-type    = "pvh"
-memory  = 256
-vcpus   = 1
-kernel  = "@LINUX@"
-ramdisk = "@LINUX_INITRD_ROUTER@"
-extra   = "console=hvc0 loglevel=4"
-vif     = [ "bridge=brlan,mac=00:16:3e:01:00:01", "bridge=brwan,mac=00:16:3e:77:00:01" ]
-on_poweroff = "destroy"
-on_reboot   = "destroy"
-on_crash    = "preserve"
-"#;
-
-/// The prompt of the Linux router domU (`xtask/testbed/net/linux-router/init`).
-const ROUTER_PROMPT: &str = "router# ";
-
-/// The Xenlet router's first steps: its WAN lease from dom0's dnsmasq (DHCP on eth1)
-/// and the address it got, as `${ROUTER_WAN}`.
-const ROUTER_WAN_LEASE: [Step; 2] = [
-    cmd("sleep 8", &[], 30),
-    cmd_cap(
-        "ip addr show eth1",
-        &[r"^    inet 10\.77\.0\.\d+/24 "],
-        &[("ROUTER_WAN", r"^    inet (10\.77\.0\.\d+)/24 ")],
-        30,
-    ),
-];
-
-/// What a router domain must do in the router topology (see [`Topology::Router`]),
-/// once it is up with LAN 192.168.1.1/24 on eth0 and its WAN address in `${ROUTER_WAN}`:
-/// lan1 by DHCP from the router, lan2 static; ping, TCP, iperf3 (both ways) and DNS
-/// from the LAN through NAT, with only `${ROUTER_WAN}` seen as source in `wan`; the
-/// same UDP source port from lan1 and lan2 mapped apart; traceroute router -> wan ->
-/// far; a DF ping over the 1400-byte hop answered by wan's frag-needed; from the WAN,
-/// the router answers ping but nothing else, and the LAN is unreachable.
-/// A router scenario runs its own configuration step first and may add checks on its
-/// own console (e.g. `conntrack -L`) after.
-const ROUTER_LAN_STEPS: [Step; 17] = [
-    dom0(
-        "echo \"dom0 ip_forward=$(cat /proc/sys/net/ipv4/ip_forward)\"",
-        &[r"^dom0 ip_forward=0$"],
-        10,
-    ),
-    dom0_cap(
-        "$NET/router.sh dhcp lan1",
-        &[r"^netns lan1: 192\.168\.1\.\d+/24 route: default via 192\.168\.1\.1 dev eth0"],
-        &[("LAN1", r"^netns lan1: (192\.168\.1\.\d+)/24")],
-        90,
-    ),
-    dom0("$NET/router.sh static lan2 192.168.1.20", &[r"^netns lan2: 192\.168\.1\.20/24 "], 20),
-    ns("lan1", "ping -c 3 -W 5 10.77.0.10", &[r"^3 packets transmitted, 3 received"], 60),
-    ns(
-        "lan1",
-        "socat -t 10 -T 10 - TCP:10.77.0.10:7777,connect-timeout=10 </dev/null",
-        &[r"^you are ${ROUTER_WAN}:\d+$"],
-        30,
-    ),
-    ns_cap(
-        "lan1",
-        "iperf3 -c 10.77.0.10 -t 3",
-        &[r"receiver$"],
-        &[("LAN_TO_WAN", IPERF3_RECEIVER)],
-        90,
-    ),
-    ns_cap(
-        "lan1",
-        "iperf3 -c 10.77.0.10 -t 3 -R",
-        &[r"receiver$"],
-        &[("WAN_TO_LAN", IPERF3_RECEIVER)],
-        90,
-    ),
-    // what wan saw: every TCP flow from the LAN came from the router's WAN address
-    dom0(
-        concat!(
-            "echo \"sources: $($NET/router.sh pcap 'tcp dst port 5201 or tcp dst port 7777' ",
-            "| awk '{print $3}' | sed 's/\\.[0-9]*$//' | sort -u | paste -sd' ')\"; ",
-            "echo \"lan sources: $($NET/router.sh pcap 'src net 192.168.1.0/24' | wc -l)\""
-        ),
-        &[r"^sources: ${ROUTER_WAN}$", r"^lan sources: 0$"],
-        30,
-    ),
-    ns_cap(
-        "lan1",
-        "echo lan1 | socat -t 5 -T 10 - UDP:10.77.0.10:7777,sourceport=40000",
-        &[r"^you are ${ROUTER_WAN}:\d+ said lan1$"],
-        &[("P1", r"^you are [0-9.]+:(\d+) said lan1$")],
-        30,
-    ),
-    ns_cap(
-        "lan2",
-        "echo lan2 | socat -t 5 -T 10 - UDP:10.77.0.10:7777,sourceport=40000",
-        &[r"^you are ${ROUTER_WAN}:\d+ said lan2$"],
-        &[("P2", r"^you are [0-9.]+:(\d+) said lan2$")],
-        30,
-    ),
-    dom0(
-        "[ \"${P1}\" != \"${P2}\" ] && echo \"distinct mappings: lan1:40000 -> ${P1}, lan2:40000 -> ${P2}\"",
-        &[r"^distinct mappings: "],
-        10,
-    ),
-    ns(
-        "lan1",
-        "busybox nslookup server.wan 192.168.1.1; true",
-        &[r"^Address:\s+10\.77\.0\.10$"],
-        30,
-    ),
-    ns(
-        "lan1",
-        "busybox traceroute -n -q 1 -w 3 10.78.0.2",
-        &[r"^\s*1\s+192\.168\.1\.1\s", r"^\s*2\s+10\.77\.0\.10\s", r"^\s*3\s+10\.78\.0\.2\s"],
-        90,
-    ),
-    ns(
-        "lan1",
-        "ping -c 2 -W 5 10.78.0.2; ping -M do -s 1472 -c 2 -W 3 10.78.0.2; true",
-        &[
-            r"^2 packets transmitted, 2 received",
-            r"^From 10\.77\.0\.10 icmp_seq=\d+ Frag needed and DF set \(mtu = 1400\)",
-        ],
-        60,
-    ),
-    // from the WAN: the router answers ping (Allow-Ping) and nothing else; the LAN
-    // (routed to the router on purpose) is unreachable, and no answer comes back
-    ns(
-        "wan",
-        concat!(
-            "ping -c 2 -W 5 ${ROUTER_WAN}; ",
-            "socat -T 3 - TCP:${ROUTER_WAN}:22,connect-timeout=4 </dev/null; echo \"router tcp rc=$?\"; ",
-            "ip route replace 192.168.1.0/24 via ${ROUTER_WAN}; ",
-            "ping -c 3 -W 2 ${LAN1}; ",
-            "socat -T 3 - TCP:${LAN1}:7777,connect-timeout=4 </dev/null; echo \"lan tcp rc=$?\"; ",
-            "echo lan | socat -t 3 -T 3 - UDP:${LAN1}:7777; echo \"lan udp rc=$?\"; ",
-            "ip route del 192.168.1.0/24; true"
-        ),
-        &[
-            r"^2 packets transmitted, 2 received",
-            r"^router tcp rc=[1-9]",
-            r"^3 packets transmitted, 0 received",
-            r"^lan tcp rc=[1-9]",
-        ],
-        90,
-    ),
-    // ... and nothing from the WAN reached lan1's responder
-    dom0(
-        "echo \"lan1 responder heard the wan: $(grep -c ' from 10\\.77\\.' $TOPO/responder-lan1.log)\"",
-        &[r"^lan1 responder heard the wan: 0$"],
-        10,
-    ),
-    // 3,000-byte echoes: fragmented both ways, reassembled by the router for
-    // conntrack and NAT, fragmented again on the way out
-    ns("lan1", "ping -c 2 -s 3000 -W 5 10.77.0.10", &[r"^2 packets transmitted, 2 received"], 60),
-];
-
-/// The router topology, proven with a Linux router domU: `/etc/router-up` (forwarding,
-/// LAN address and DHCP server, WAN by DHCP, fw4's ruleset), the LAN checks, with the
-/// router's own conntrack table showing the two UDP flows' distinct mappings right
-/// after they were made.
-const ROUTER_LINUX_STEPS: &[Step] = &[
-    cmd_cap(
-        "/etc/router-up",
-        &[
-            r"^udhcpc: bound eth1 10\.77\.0\.\d+/24 router 10\.77\.0\.10 dns 10\.77\.0\.1$",
-            r"^router: forwarding 1; lan eth0 192\.168\.1\.1/24 \(udhcpd up\); wan eth1 10\.77\.0\.\d+/24 via 10\.77\.0\.10; dns 10\.77\.0\.1$",
-            r"^router: nft: \d+ chains, 1 masquerade$",
-        ],
-        &[("ROUTER_WAN", r"^router: .* wan eth1 (10\.77\.0\.\d+)/24")],
-        120,
-    ),
-    ROUTER_LAN_STEPS[0],
-    ROUTER_LAN_STEPS[1],
-    ROUTER_LAN_STEPS[2],
-    ROUTER_LAN_STEPS[3],
-    ROUTER_LAN_STEPS[4],
-    ROUTER_LAN_STEPS[5],
-    ROUTER_LAN_STEPS[6],
-    ROUTER_LAN_STEPS[7],
-    ROUTER_LAN_STEPS[8],
-    ROUTER_LAN_STEPS[9],
-    // right after the two UDP exchanges: a UDP entry lives 30 s after its last packet
-    cmd(
-        "conntrack -L -p udp --dport 7777 2>&1",
-        &[
-            r"src=${LAN1} dst=10\.77\.0\.10 sport=40000 dport=7777 .*src=10\.77\.0\.10 dst=${ROUTER_WAN} sport=7777 dport=${P1}\b",
-            r"src=192\.168\.1\.20 dst=10\.77\.0\.10 sport=40000 dport=7777 .*src=10\.77\.0\.10 dst=${ROUTER_WAN} sport=7777 dport=${P2}\b",
-        ],
-        30,
-    ),
-    ROUTER_LAN_STEPS[10],
-    ROUTER_LAN_STEPS[11],
-    ROUTER_LAN_STEPS[12],
-    ROUTER_LAN_STEPS[13],
-    ROUTER_LAN_STEPS[14],
-    ROUTER_LAN_STEPS[15],
-    ROUTER_LAN_STEPS[16],
-    cmd("nft list chain inet fw4 srcnat_wan", &[r"masquerade"], 30),
-    last("poweroff -f"),
-];
-
-/// Xenlet as the router domain of the router topology: PVH, 32 MiB, its disk image as
-/// xvda (the root filesystem with OpenWrt's `/etc/config`: lan = eth0 192.168.1.1/24,
-/// wan = eth1 by DHCP, the wan zone masquerading with mtu_fix); eth0 on `brlan`, eth1
-/// on `brwan`.
-/// `on_reboot="preserve"` as in the flood config: a triple fault leaves the domain
-/// for `xen-hvmctx`.
-const XENLET_ROUTER_CONFIG: &str = r#"name    = "@NAME@"
-type    = "pvh"
-memory  = 32
-vcpus   = 1
-kernel  = "@FILES@/xenlet.elf"
-disk    = [ "@DISK@,raw,xvda,w" ]
-vif     = [ "bridge=brlan,mac=00:16:3e:01:00:02", "bridge=brwan,mac=00:16:3e:77:00:02" ]
-on_poweroff = "destroy"
-on_reboot   = "preserve"
-on_crash    = "preserve"
-"#;
-
-/// The router topology with a 256 MiB data disk on the router (xvdb), for the busy
-/// console's `dd` and `sha256sum`.
-const XENLET_ROUTER_BUSY_CONFIG: &str = r#"name    = "@NAME@"
-type    = "pvh"
-memory  = 32
-vcpus   = 1
-kernel  = "@FILES@/xenlet.elf"
-disk    = [ "@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w" ]
-vif     = [ "bridge=brlan,mac=00:16:3e:01:00:02", "bridge=brwan,mac=00:16:3e:77:00:02" ]
-on_poweroff = "destroy"
-on_reboot   = "preserve"
-on_crash    = "preserve"
-"#;
-
-const DATA_256: Disk = Disk {
-    var: "DATA",
-    size_mb: 256,
-    source: None,
-    loop_dev: false,
-};
-
-/// The router in the smallest domain that runs it (memory = 8), with a 64 MiB data
-/// disk (xvdb).
-const XENLET_ROUTER_SMALL_CONFIG: &str = r#"name    = "@NAME@"
-type    = "pvh"
-memory  = 8
-vcpus   = 1
-kernel  = "@FILES@/xenlet.elf"
-disk    = [ "@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w" ]
-vif     = [ "bridge=brlan,mac=00:16:3e:01:00:02", "bridge=brwan,mac=00:16:3e:77:00:02" ]
-on_poweroff = "destroy"
-on_reboot   = "preserve"
-on_crash    = "preserve"
-"#;
-
-const DATA_64: Disk = Disk {
-    var: "DATA",
-    size_mb: 64,
-    source: None,
-    loop_dev: false,
-};
-
-/// A small router under pressure: a flood of new flows from the LAN and a `cp -r`
-/// that does not fit its disk end in errors (a full table, "No space left on
-/// device"), never a panic; the shell answers, routing goes on, and dom0's e2fsck
-/// finds the disk clean. Today the flood passes (the table stays at its bound of
-/// 865, routing goes on) and the `cp -r` panics ("memory allocation of 86016 bytes
-/// failed"): not in `cargo xtask test` until heap exhaustion is an error.
-const ROUTER_SMALL_STEPS: &[Step] = &[
-    cmd("sleep 8", &[], 30),
-    ROUTER_LAN_STEPS[1],
-    ns(
-        "lan1",
-        concat!(
-            "python3 -c \"import socket,time; s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); ",
-            "t=time.time(); [s.sendto(b'x',('10.77.0.10',p)) for p in range(1,65001)]; ",
-            "print('sent 65000 flows in %.1fs' % (time.time()-t))\""
-        ),
-        &[r"^sent 65000 flows in "],
-        240,
-    ),
-    cmd(
-        "conntrack -S",
-        &[r"^flows: new \d+ = live \d+ \+ evicted "],
-        30,
-    ),
-    ns(
-        "lan1",
-        "ping -c 2 -W 5 10.77.0.10",
-        &[r"^2 packets transmitted, 2 received"],
-        60,
-    ),
-    // a tree of 48 MiB (3 x 16 MiB) onto a 64 MiB disk that already holds one copy
-    dom0(
-        concat!(
-            "rm -rf /tmp/big && mkdir -p /tmp/big/src && ",
-            "for i in 1 2 3; do head -c 16M /dev/urandom > /tmp/big/src/f$i; done && ",
-            "mkfs.ext4 -q -F -d /tmp/big $DATA && echo formatted"
-        ),
-        &[r"^formatted$"],
-        120,
-    ),
-    cmd("mount /dev/xvdb /mnt", &[], 60),
-    cmd(
-        "cp -r /mnt/src /mnt/dst",
-        &[r"^cp: cannot copy .*: (No space left on device|Cannot allocate memory)$"],
-        400,
-    ),
-    cmd("df", &[r"^/dev/xvdb\s"], 30),
-    cmd(
-        "mem",
-        &[
-            r"^heap: \d+ KiB in \d+ region\(s\), \d+ KiB more to take from frames; memory low below \d+ KiB available \(seen \d+ times\)$",
-        ],
-        30,
-    ),
-    cmd("echo still here", &[r"^still here$"], 30),
-    cmd("rm -r /mnt/dst", &[], 200),
-    cmd("umount /mnt", &[], 120),
-    dom0(
-        "e2fsck -fn $DATA >/tmp/fsck.log 2>&1; echo \"e2fsck rc=$?\"; tail -2 /tmp/fsck.log",
-        &[r"^e2fsck rc=0$"],
-        60,
-    ),
-    ns(
-        "lan1",
-        "ping -c 2 -W 5 10.77.0.10",
-        &[r"^2 packets transmitted, 2 received"],
-        60,
-    ),
-    last("poweroff"),
-];
-
-/// The router keeps routing while its console is busy (the event-driven core): lan1
-/// pings the WAN through Xenlet 5 times a second for the whole scenario and runs
-/// iperf3 through it, asks its DNS and DHCP, while the router's shell runs `sleep
-/// 15`, a `cp -r` of a thousand files, a 256 MiB `dd` to its data disk and
-/// `sha256sum` of that disk: not one ping lost, and iperf3, DNS and DHCP done while
-/// the console sleeps. iperf3 during the sleep is printed beside the idle rate; the
-/// gate is 0.6 of it, not 0.8: two successive iperf3 runs on this bed differ by more
-/// than 20 % (idle 363-533 Mbit/s between sessions; busy/idle seen 0.80-1.17).
-const ROUTER_BUSY_STEPS: &[Step] = &[
-    ROUTER_WAN_LEASE[0],
-    ROUTER_WAN_LEASE[1],
-    ROUTER_LAN_STEPS[1],
-    ns_cap(
-        "lan1",
-        "iperf3 -c 10.77.0.10 -t 4",
-        &[r"receiver$"],
-        &[("IDLE", r"\s([0-9.]+ [KMG]?bits/sec)\s.*receiver$")],
-        90,
-    ),
-    ns(
-        "lan1",
-        "setsid ping -i 0.2 -W 2 10.77.0.10 </dev/null >/tmp/busy-ping.txt 2>&1 & echo $! >/tmp/busy-ping.pid; echo ping-started",
-        &[r"^ping-started$"],
-        10,
-    ),
-    // while the console sleeps: iperf3 through the router, then DNS and a DHCP lease
-    // from it (a script of their own, started before the guest's `sleep`)
-    ns(
-        "lan1",
-        concat!(
-            "rm -f /tmp/busy-*.done; setsid bash -c '",
-            "sleep 2; iperf3 -c 10.77.0.10 -t 6 >/tmp/busy-iperf.txt 2>&1; ",
-            "busybox nslookup OpenWrt.lan 192.168.1.1 >/tmp/busy-dns.txt 2>&1; ",
-            "busybox udhcpc -i eth0 -n -q -t 3 -T 2 -s /bin/true >/tmp/busy-dhcp.txt 2>&1; ",
-            "touch /tmp/busy-jobs.done' </dev/null >/dev/null 2>&1 & echo jobs-started"
-        ),
-        &[r"^jobs-started$"],
-        10,
-    ),
-    cmd("sleep 15", &[r"^slept "], 60),
-    ns_cap(
-        "lan1",
-        // done while the router slept (iperf3 for 6 s from 2 s in, then DNS and
-        // DHCP): a router that stops while its console sleeps answers only after
-        // (iperf3's SYN retransmitted past the sleep)
-        "[ -e /tmp/busy-jobs.done ] && echo jobs-done-during-the-sleep; cat /tmp/busy-iperf.txt /tmp/busy-dns.txt /tmp/busy-dhcp.txt",
-        &[
-            r"^jobs-done-during-the-sleep$",
-            r"receiver$",
-            r"^Address:\s+192\.168\.1\.1$",
-            r"lease of 192\.168\.1\.\d+ obtained",
-        ],
-        &[("BUSY", r"\s([0-9.]+ [KMG]?bits/sec)\s.*receiver$")],
-        40,
-    ),
-    dom0(
-        concat!(
-            "mbit() { echo \"$1\" | awk '{v=$1; if ($2 ~ /^G/) v*=1000; if ($2 ~ /^K/) v/=1000; if ($2 ~ /^bits/) v/=1e6; print v}'; }; ",
-            "awk -v a=\"$(mbit '${IDLE}')\" -v b=\"$(mbit '${BUSY}')\" 'BEGIN { r = b / a; ",
-            "printf \"iperf3 while the console sleeps: %.0f Mbit/s, idle %.0f (%.2f)\\n\", b, a, r; ",
-            "if (r >= 0.6) print \"busy-ok\" }'"
-        ),
-        &[r"^busy-ok$"],
-        10,
-    ),
-    // a thousand files copied on the data disk (dom0 made them; the dd below
-    // overwrites the disk after)
-    dom0(
-        concat!(
-            "rm -rf /tmp/many && mkdir -p /tmp/many/src && ",
-            "for i in $(seq 1000); do echo \"file $i\" > /tmp/many/src/f$i; done && ",
-            "mkfs.ext4 -q -F -d /tmp/many $DATA && echo formatted"
-        ),
-        &[r"^formatted$"],
-        120,
-    ),
-    cmd("mount /dev/xvdb /mnt", &[], 60),
-    cmd("cp -r /mnt/src /mnt/dst", &[], 400),
-    cmd("ls /mnt/dst | wc -l", &[r"^1000$"], 60),
-    cmd("umount /mnt", &[], 120),
-    cmd(
-        "dd if=/dev/zero of=/dev/xvdb bs=1M count=256 conv=fsync",
-        &[r"^256\+0 records out$"],
-        400,
-    ),
-    cmd(
-        "sha256sum /dev/xvdb",
-        &[r"^a6d72ac7690f53be6ae46ba88506bd97302a093f7108472bd9efc3cefda06484  /dev/xvdb$"],
-        400,
-    ),
-    cmd(
-        "xen",
-        &[
-            r"^core: the data plane served at [1-9]\d* waits$",
-            r"^pv console: attached, \d+ bytes of output dropped",
-        ],
-        30,
-    ),
-    ns(
-        "lan1",
-        "kill -INT $(cat /tmp/busy-ping.pid); sleep 1; tail -3 /tmp/busy-ping.txt",
-        &[r"^(\d\d+) packets transmitted, \1 received, 0% packet loss"],
-        10,
-    ),
-    last("poweroff"),
-];
-
-/// The Xenlet router: the WAN lease, then the LAN checks (lan1 by DHCP from Xenlet's
-/// server, names through its DNS forwarder), with its own conntrack table showing the
-/// two UDP flows' distinct mappings, and fw4's default firewall keeping the WAN out.
-const ROUTER_XENLET_STEPS: &[Step] = &[
-    ROUTER_WAN_LEASE[0],
-    ROUTER_WAN_LEASE[1],
-    ROUTER_LAN_STEPS[0],
-    ROUTER_LAN_STEPS[1],
-    cmd("leases", &[r"192\.168\.1\.\d+"], 30),
-    ROUTER_LAN_STEPS[2],
-    ROUTER_LAN_STEPS[3],
-    ROUTER_LAN_STEPS[4],
-    ROUTER_LAN_STEPS[5],
-    ROUTER_LAN_STEPS[6],
-    ROUTER_LAN_STEPS[7],
-    ROUTER_LAN_STEPS[8],
-    ROUTER_LAN_STEPS[9],
-    cmd(
-        "conntrack -L",
-        &[
-            r"src=${LAN1} dst=10\.77\.0\.10 sport=40000 dport=7777 .*src=10\.77\.0\.10 dst=${ROUTER_WAN} sport=7777 dport=${P1}\b",
-            r"src=192\.168\.1\.20 dst=10\.77\.0\.10 sport=40000 dport=7777 .*src=10\.77\.0\.10 dst=${ROUTER_WAN} sport=7777 dport=${P2}\b",
-        ],
-        30,
-    ),
-    ROUTER_LAN_STEPS[10],
-    // DNS through Xenlet's forwarder, with OpenWrt's defaults: a public address is
-    // forwarded and then cached (public.wan: 100.64.0.7, RFC 6598 shared space, which
-    // dnsmasq does not count as private; a record only, nothing connects to it); a
-    // private one for an upstream name is dropped (rebind protection: dnsmasq's
-    // default on OpenWrt, which server.wan's 10.77.0.10 trips); the router's own name
-    // is answered locally
-    ns(
-        "lan1",
-        "busybox nslookup public.wan 192.168.1.1; busybox nslookup public.wan 192.168.1.1; \
-         busybox nslookup server.wan 192.168.1.1; busybox nslookup OpenWrt.lan 192.168.1.1; true",
-        &[
-            r"^Address:\s+100\.64\.0\.7$",
-            r"^Address:\s+192\.168\.1\.1$",
-        ],
-        60,
-    ),
-    cmd(
-        "dnsmasq",
-        &[
-            r"^dns: queries \d+ forwarded [1-9]\d* merged \d+ cache-hits [1-9]\d* local [1-9]\d* .* rebind [1-9]",
-        ],
-        30,
-    ),
-    ROUTER_LAN_STEPS[12],
-    ROUTER_LAN_STEPS[13],
-    ROUTER_LAN_STEPS[14],
-    ROUTER_LAN_STEPS[15],
-    ROUTER_LAN_STEPS[16],
-    // the 3,000-byte echoes were put back together by the router
-    cmd(
-        "conntrack -S",
-        &[r"^reassembly: fragments [1-9]\d* reassembled [1-9]\d* "],
-        30,
-    ),
-    // a flood of 65,000 new flows from lan1 (one UDP datagram to each port of `wan`):
-    // the table stays bounded, every flow is accounted for, the shell answers, and a
-    // new flow still gets through
-    ns(
-        "lan1",
-        concat!(
-            "python3 -c \"import socket,time; s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); ",
-            "t=time.time(); [s.sendto(b'x',('10.77.0.10',p)) for p in range(1,65001)]; ",
-            "print('sent 65000 flows in %.1fs' % (time.time()-t))\""
-        ),
-        &[r"^sent 65000 flows in "],
-        240,
-    ),
-    cmd_cap("conntrack -C", &[r"^\d+$"], &[("CT_COUNT", r"^(\d+)$")], 30),
-    cmd(
-        "conntrack -S",
-        &[r"^flows: new \d+ = live \d+ \+ evicted [1-9]\d* \+ .*\(balanced\)"],
-        30,
-    ),
-    ns(
-        "lan1",
-        "ping -c 2 -W 5 10.77.0.10",
-        &[r"^2 packets transmitted, 2 received"],
-        60,
-    ),
-    cmd(
-        "fw",
-        &[r"^\s+chain input_wan \{", r"^\s+chain forward_lan \{"],
-        30,
-    ),
-    cmd("logread", &[r"^reject wan in: IN=eth1 "], 30),
-    cmd(
-        "ip -s link show eth1",
-        &[
-            r"^\d+: eth1: ",
-            r"^forwarding \(router\):$",
-            r"^  dropped: ",
-        ],
-        30,
-    ),
-    cmd(
-        "ip route",
-        &[
-            r"^default via 10\.77\.0\.10 dev eth1",
-            r"^192\.168\.1\.0/24 dev eth0 ",
-        ],
-        30,
-    ),
-    cmd(
-        "ip neigh",
-        &[r"^10\.77\.0\.10 dev eth1 lladdr [0-9a-f:]{17} "],
-        30,
-    ),
-    // the deepest the boot stack has been after all of the above (a guard page
-    // below it turns an overflow into a fault report)
-    cmd(
-        "mem",
-        &[r"^heap: ", r"^stack: 64 KiB, at most \d+ KiB used so far"],
-        30,
-    ),
-    last("poweroff"),
-];
-
 /// The measurements of `cargo xtask bench router` (`xtask/src/bench_router.rs`), taken
 /// once a router domain is up in the router topology with its WAN address in
 /// `${ROUTER_WAN}` and lan1 static at 192.168.1.10: wan's tcpdump stopped (its
@@ -1152,7 +589,7 @@ const ROUTER_XENLET_STEPS: &[Step] = &[
 /// TCP connections through the NAT for 5 s (`net/connrate.py`, 4 at a time, to wan's
 /// responder). Each step only checks that its measurement gave a figure: the figures
 /// themselves are the bench's to compare, never assertions.
-const BENCH_ROUTER_STEPS: [Step; 9] = [
+const BENCH_ROUTER_STEPS: &[Step] = &[
     // wan's tcpdump writes every packet but iperf3's TCP data to a file (the UDP flood
     // included): in dom0, beside the traffic being measured, on the same vCPUs
     dom0(
@@ -1232,33 +669,6 @@ const BENCH_ROUTER_STEPS: [Step; 9] = [
 /// The iperf3 summary of all streams (`-P N`) as the receiver saw it.
 const IPERF3_SUM_RECEIVER: &str = r"^(\[SUM\] .*bits/sec .*receiver)$";
 
-/// A router's steps for `bench router`: its own setup, [`BENCH_ROUTER_STEPS`], its
-/// own end.
-macro_rules! bench_router_steps {
-    ([$($setup:expr),* $(,)?], [$($end:expr),* $(,)?]) => {
-        &[
-            $($setup,)*
-            BENCH_ROUTER_STEPS[0],
-            BENCH_ROUTER_STEPS[1],
-            BENCH_ROUTER_STEPS[2],
-            BENCH_ROUTER_STEPS[3],
-            BENCH_ROUTER_STEPS[4],
-            BENCH_ROUTER_STEPS[5],
-            BENCH_ROUTER_STEPS[6],
-            BENCH_ROUTER_STEPS[7],
-            BENCH_ROUTER_STEPS[8],
-            $($end,)*
-        ]
-    };
-}
-
-/// lan1 at a static address (the bench needs neither router's DHCP server).
-const BENCH_ROUTER_LAN1: Step = dom0(
-    "$NET/router.sh static lan1 192.168.1.10",
-    &[r"^netns lan1: 192\.168\.1\.10/24 "],
-    20,
-);
-
 /// `bench router`'s Linux router: the domain of `router-linux` (256 MiB: Debian's
 /// kernel and initramfs need it to boot; 1 vCPU) configured by `/etc/router-up` (fw4's
 /// ruleset, masquerade), then the measurements and the counters of its vifs.
@@ -1266,35 +676,21 @@ const BENCH_ROUTER_LINUX: Scenario = Scenario {
     name: "bench-router-linux",
     about:
         "bench router: the Linux PVH router domU (256 MiB, fw4 ruleset) measured from lan1 and wan",
-    needs: &[],
-    config: LINUX_ROUTER_CONFIG,
-    disks: &[],
-    console: Console::Pv,
-    prompt: ROUTER_PROMPT,
-    eol: "\r",
-    boot_timeout_s: 300,
-    boot_expect: &[r"^ROUTER: up .*net: eth0 eth1 "],
-    steps: bench_router_steps!(
-        [
-            cmd_cap(
-                "/etc/router-up",
-                &[r"^router: nft: \d+ chains, 1 masquerade$"],
-                &[("ROUTER_WAN", r"^router: .* wan eth1 (10\.77\.0\.\d+)/24")],
-                120,
-            ),
-            BENCH_ROUTER_LAN1,
-        ],
+    steps: steps![
+        cmd_cap(
+            "/etc/router-up",
+            &[r"^router: nft: \d+ chains, 1 masquerade$"],
+            &[("ROUTER_WAN", r"^router: .* wan eth1 (10\.77\.0\.\d+)/24")],
+            120,
+        ),
+        router::LAN1_STATIC,
+        ..BENCH_ROUTER_STEPS,
         // busybox's ip has no -s: the vifs' counters from /proc
-        [
-            cmd("cat /proc/net/dev", &[r"^\s*eth1:"], 30),
-            cmd("conntrack -S", &[], 30),
-            last("poweroff -f"),
-        ]
-    ),
-    end: End::Poweroff,
-    end_timeout_s: 60,
-    budget_s: 900,
-    topology: Some(Topology::Router),
+        cmd("cat /proc/net/dev", &[r"^\s*eth1:"], 30),
+        cmd("conntrack -S", &[], 30),
+        last("poweroff -f"),
+    ],
+    ..router::LINUX_ROUTER
 };
 
 /// `bench router`'s Xenlet router: the domain of `router-xenlet` (PVH, 32 MiB, 1 vCPU,
@@ -1303,89 +699,25 @@ const BENCH_ROUTER_LINUX: Scenario = Scenario {
 const BENCH_ROUTER_XENLET: Scenario = Scenario {
     name: "bench-router-xenlet",
     about: "bench router: Xenlet as the router (PVH, 32 MiB, its image's /etc/config) measured from lan1 and wan",
-    needs: &[Need::XenletElf, Need::XenletImage],
-    config: XENLET_ROUTER_CONFIG,
-    disks: &[IMAGE_COPY],
-    console: Console::Pv,
-    prompt: XENLET_PROMPT,
-    eol: "\r",
-    boot_timeout_s: 60,
-    boot_expect: &[r"^net: router: forwarding between eth0, eth1 masq mtu_fix \(conntrack max \d+\)$"],
-    steps: bench_router_steps!(
-        [
-            cmd("sleep 8", &[], 30),
-            cmd_cap(
-                "ip addr show eth1",
-                &[],
-                &[("ROUTER_WAN", r"^    inet (10\.77\.0\.\d+)/24 ")],
-                30,
-            ),
-            BENCH_ROUTER_LAN1,
-        ],
-        [
-            cmd("ip -s link show eth1", &[r"^\d+: eth1: "], 30),
-            cmd("conntrack -S", &[], 30),
-            cmd("mem", &[r"^heap: "], 30),
-            last("poweroff"),
-        ]
-    ),
-    end: End::Poweroff,
-    end_timeout_s: 30,
+    boot_expect: router::XENLET_ROUTER_UP,
+    steps: steps![
+        router::WAN_LEASE_WAIT,
+        cmd_cap(
+            "ip addr show eth1",
+            &[],
+            &[("ROUTER_WAN", r"^    inet (10\.77\.0\.\d+)/24 ")],
+            30,
+        ),
+        router::LAN1_STATIC,
+        ..BENCH_ROUTER_STEPS,
+        cmd("ip -s link show eth1", &[r"^\d+: eth1: "], 30),
+        cmd("conntrack -S", &[], 30),
+        cmd("mem", &[r"^heap: "], 30),
+        last("poweroff"),
+    ],
     budget_s: 420,
-    topology: Some(Topology::Router),
+    ..router::XENLET_ROUTER
 };
-
-/// A port forward made the OpenWrt way on the running router: `uci add` a `redirect`
-/// (wan:8080 -> lan1:7777), `uci commit`, `reload`; then `wan` reaches lan1's
-/// responder through the router's WAN address, and the file on the root disk holds
-/// the new section.
-const ROUTER_XENLET_FW_STEPS: &[Step] = &[
-    ROUTER_WAN_LEASE[0],
-    ROUTER_WAN_LEASE[1],
-    dom0(
-        "$NET/router.sh static lan1 192.168.1.10",
-        &[r"^netns lan1: 192\.168\.1\.10/24 "],
-        20,
-    ),
-    ns(
-        "wan",
-        "socat -T 3 - TCP:${ROUTER_WAN}:8080,connect-timeout=4 </dev/null; echo \"before rc=$?\"",
-        &[r"^before rc=[1-9]"],
-        30,
-    ),
-    cmd("uci add firewall redirect", &[r"^cfg[0-9a-f]+$"], 30),
-    cmd("uci set firewall.@redirect[-1].name=Forward-8080", &[], 30),
-    cmd("uci set firewall.@redirect[-1].src=wan", &[], 30),
-    cmd("uci set firewall.@redirect[-1].src_dport=8080", &[], 30),
-    cmd("uci set firewall.@redirect[-1].dest=lan", &[], 30),
-    cmd(
-        "uci set firewall.@redirect[-1].dest_ip=192.168.1.10",
-        &[],
-        30,
-    ),
-    cmd("uci set firewall.@redirect[-1].dest_port=7777", &[], 30),
-    cmd("uci set firewall.@redirect[-1].proto=tcp", &[], 30),
-    cmd("uci set firewall.@redirect[-1].target=DNAT", &[], 30),
-    cmd(
-        "uci changes firewall",
-        &[r"^firewall\.cfg[0-9a-f]+\.dest_port='7777'$"],
-        30,
-    ),
-    cmd("uci commit firewall", &[], 30),
-    cmd("reload", &[r"^reload: firewall rules replaced"], 30),
-    ns(
-        "wan",
-        "socat -T 5 - TCP:${ROUTER_WAN}:8080,connect-timeout=5 </dev/null",
-        &[r"^you are 10\.77\.0\.10:\d+$"],
-        30,
-    ),
-    cmd(
-        "cat /etc/config/firewall | grep 8080",
-        &[r"option src_dport .8080."],
-        30,
-    ),
-    last("poweroff"),
-];
 
 // ---------------------------------------------------------------- bench boot
 //
@@ -1571,91 +903,11 @@ pub fn is_probe(name: &str) -> bool {
 /// Scenarios run by name only (not by `all`): `cargo xtask bench` and `cargo xtask
 /// demo`.
 pub const EXTRA: &[Scenario] = &[
-    Scenario {
-        name: "router-xenlet",
-        about: "router topology with Xenlet as the router (PVH, its image's /etc/config): NAT, conntrack, traceroute, PMTU",
-        needs: &[Need::XenletElf, Need::XenletImage],
-        config: XENLET_ROUTER_CONFIG,
-        disks: &[IMAGE_COPY],
-        console: Console::Pv,
-        prompt: XENLET_PROMPT,
-        eol: "\r",
-        boot_timeout_s: 60,
-        boot_expect: &[r"^net: router: forwarding between eth0, eth1 masq mtu_fix \(conntrack max \d+\)$"],
-        steps: ROUTER_XENLET_STEPS,
-        end: End::Poweroff,
-        end_timeout_s: 30,
-        budget_s: 420,
-        topology: Some(Topology::Router),
-    },
-    Scenario {
-        name: "router-small",
-        about: "router topology, Xenlet router in memory = 8: a flood of new flows and a cp -r that does not fit end in errors, no panic; the router still routes; e2fsck clean",
-        needs: &[Need::XenletElf, Need::XenletImage],
-        config: XENLET_ROUTER_SMALL_CONFIG,
-        disks: &[IMAGE_COPY, DATA_64],
-        console: Console::Pv,
-        prompt: XENLET_PROMPT,
-        eol: "\r",
-        boot_timeout_s: 60,
-        boot_expect: &[r"^net: router: forwarding between eth0, eth1 masq mtu_fix"],
-        steps: ROUTER_SMALL_STEPS,
-        end: End::Poweroff,
-        end_timeout_s: 30,
-        budget_s: 900,
-        topology: Some(Topology::Router),
-    },
-    Scenario {
-        name: "router-busy",
-        about: "router topology, Xenlet router: routing, DNS and DHCP go on while its console runs sleep, dd, sha256sum and cp -r (no ping lost)",
-        needs: &[Need::XenletElf, Need::XenletImage],
-        config: XENLET_ROUTER_BUSY_CONFIG,
-        disks: &[IMAGE_COPY, DATA_256],
-        console: Console::Pv,
-        prompt: XENLET_PROMPT,
-        eol: "\r",
-        boot_timeout_s: 60,
-        boot_expect: &[r"^net: router: forwarding between eth0, eth1 masq mtu_fix"],
-        steps: ROUTER_BUSY_STEPS,
-        end: End::Poweroff,
-        end_timeout_s: 30,
-        budget_s: 900,
-        topology: Some(Topology::Router),
-    },
-    Scenario {
-        name: "router-xenlet-fw",
-        about: "router topology, Xenlet router: a port forward added with uci, committed and reloaded, reached from wan",
-        needs: &[Need::XenletElf, Need::XenletImage],
-        config: XENLET_ROUTER_CONFIG,
-        disks: &[IMAGE_COPY],
-        console: Console::Pv,
-        prompt: XENLET_PROMPT,
-        eol: "\r",
-        boot_timeout_s: 60,
-        boot_expect: &[r"^net: router: forwarding between eth0, eth1 masq mtu_fix"],
-        steps: ROUTER_XENLET_FW_STEPS,
-        end: End::Poweroff,
-        end_timeout_s: 30,
-        budget_s: 300,
-        topology: Some(Topology::Router),
-    },
-    Scenario {
-        name: "router-linux",
-        about: "router topology (brlan: lan1, lan2; brwan: dnsmasq, wan, far) with a Linux PVH router domU: NAT, fw4 defaults, DHCP, DNS, traceroute, PMTU, WAN blocked",
-        needs: &[],
-        config: LINUX_ROUTER_CONFIG,
-        disks: &[],
-        console: Console::Pv,
-        prompt: ROUTER_PROMPT,
-        eol: "\r",
-        boot_timeout_s: 300,
-        boot_expect: &[r"^ROUTER: up .*net: eth0 eth1 "],
-        steps: ROUTER_LINUX_STEPS,
-        end: End::Poweroff,
-        end_timeout_s: 60,
-        budget_s: 900,
-        topology: Some(Topology::Router),
-    },
+    router::ROUTER_XENLET,
+    router::ROUTER_SMALL,
+    router::ROUTER_BUSY,
+    router::ROUTER_XENLET_FW,
+    router::ROUTER_LINUX,
     Scenario {
         name: "bench-linux",
         about: "bench: dom0's dd to the loop device, then the Linux PVHVM domU's dd to xvdb (phy:)",
