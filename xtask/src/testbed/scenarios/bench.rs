@@ -4,7 +4,7 @@
 //! net` (iperf3) and `bench dd`.
 
 use super::builders::*;
-use super::model::{Console, Disk, End, Need, Scenario, Step};
+use super::model::{Console, Disk, Need, Scenario, Step};
 use super::{blk, boot, net, router};
 
 /// dom0's `iperf3 -c` against the guest ($2: extra flags), with the CPU seconds that
@@ -65,39 +65,54 @@ const BENCH_FS_DATA: Disk = Disk {
     loop_dev: true,
 };
 
-/// dom0 formats the data disk and says how many 16 KiB blocks to write.
-const BENCH_FS_MKFS: Step = dom0_cap(
-    concat!(
-        "mkfs.ext4 -q -F $DATA && dumpe2fs -h $DATA 2>/dev/null | grep '^Block size'; ",
+/// The shell command that says how many 16 KiB blocks to write (`count=N`).
+macro_rules! echo_count {
+    () => {
         "echo \"count=$(cat /payload/bench-fs-count 2>/dev/null || echo 131072)\""
-    ),
-    &[r"^Block size:\s+4096$"],
-    &[("COUNT", r"^count=(\d+)$")],
-    120,
-);
+    };
+}
+
+/// dom0 formats the data disk (`$mkfs`) and says how many 16 KiB blocks to write.
+macro_rules! bench_fs_mkfs {
+    ($mkfs:literal) => {
+        dom0_cap(
+            concat!($mkfs, echo_count!()),
+            &[r"^Block size:\s+4096$"],
+            &[("COUNT", r"^count=(\d+)$")],
+            120,
+        )
+    };
+}
+
+/// dom0 formats the data disk with ext4's defaults.
+const BENCH_FS_MKFS: Step =
+    bench_fs_mkfs!("mkfs.ext4 -q -F $DATA && dumpe2fs -h $DATA 2>/dev/null | grep '^Block size'; ");
 
 /// The raw-disk row needs only the count (the disk is blank).
-const BENCH_FS_COUNT: Step = dom0_cap(
-    "echo \"count=$(cat /payload/bench-fs-count 2>/dev/null || echo 131072)\"",
-    &[],
-    &[("COUNT", r"^count=(\d+)$")],
-    30,
-);
+const BENCH_FS_COUNT: Step = dom0_cap(echo_count!(), &[], &[("COUNT", r"^count=(\d+)$")], 30);
 
-/// After the guest: dom0's e2fsck of what the guest left, and the file's size.
-const BENCH_FS_CHECK: Step = dom0_cap(
-    concat!(
-        "blockdev --flushbufs $DATA; e2fsck -fn $DATA >/dev/null 2>&1; echo \"e2fsck=$?\"; ",
-        "debugfs -R 'stat /test' $DATA 2>/dev/null | grep -o 'Size: [0-9]*'"
-    ),
-    &[],
-    &[("FSCK", r"^e2fsck=(\d+)$"), ("SIZE", r"Size: (\d+)")],
-    300,
-);
+/// After the guest: dom0's e2fsck of what the guest left (as `$fsck`), and the file's
+/// size (as `$size`).
+macro_rules! bench_fs_check {
+    ($fsck:expr, $size:expr) => {
+        dom0_cap(
+            concat!(
+                "blockdev --flushbufs $DATA; e2fsck -fn $DATA >/dev/null 2>&1; echo \"e2fsck=$?\"; ",
+                "debugfs -R 'stat /test' $DATA 2>/dev/null | grep -o 'Size: [0-9]*'"
+            ),
+            &[],
+            &[($fsck, r"^e2fsck=(\d+)$"), ($size, r"Size: (\d+)")],
+            300,
+        )
+    };
+}
 
-/// Xenlet: the report's commands, each timed by the shell's `time`.
-const BENCH_FS_XENLET_STEPS: &[Step] = &[
-    BENCH_FS_MKFS,
+/// `time sync`, timed by Xenlet's shell.
+const TIMED_SYNC: Step = cmd_cap("time sync", &[], &[("SYNC_REAL", TIME_REAL)], 600);
+
+/// Xenlet: the report's commands, each timed by the shell's `time`, on the disk dom0
+/// formatted.
+const BENCH_FS_XENLET_RUN: &[Step] = &[
     cmd("mount /dev/xvdb /mnt", &[], 60),
     cmd_cap(
         "time dd bs=16k count=${COUNT} if=/dev/zero of=/mnt/test",
@@ -105,9 +120,9 @@ const BENCH_FS_XENLET_STEPS: &[Step] = &[
         &[("DD", DD_SUMMARY), ("DD_REAL", TIME_REAL)],
         1800,
     ),
-    cmd_cap("time sync", &[], &[("SYNC_REAL", TIME_REAL)], 600),
+    TIMED_SYNC,
     cmd("umount /mnt", &[], 120),
-    BENCH_FS_CHECK,
+    bench_fs_check!("FSCK", "SIZE"),
     last("poweroff"),
 ];
 
@@ -121,7 +136,7 @@ const BENCH_FS_RAW_STEPS: &[Step] = &[
         &[("DD", DD_SUMMARY), ("DD_REAL", TIME_REAL)],
         1800,
     ),
-    cmd_cap("time sync", &[], &[("SYNC_REAL", TIME_REAL)], 600),
+    TIMED_SYNC,
     last("poweroff"),
 ];
 
@@ -153,15 +168,7 @@ macro_rules! linux_fs_run {
                 3600,
             ),
             cmd("umount /mnt", &[], 300),
-            dom0_cap(
-                concat!(
-                    "blockdev --flushbufs $DATA; e2fsck -fn $DATA >/dev/null 2>&1; echo \"e2fsck=$?\"; ",
-                    "debugfs -R 'stat /test' $DATA 2>/dev/null | grep -o 'Size: [0-9]*'"
-                ),
-                &[],
-                &[(concat!("FSCK_", $n), r"^e2fsck=(\d+)$"), (concat!("SIZE_", $n), r"Size: (\d+)")],
-                300,
-            ),
+            bench_fs_check!(concat!("FSCK_", $n), concat!("SIZE_", $n)),
         ]
     };
 }
@@ -169,86 +176,40 @@ macro_rules! linux_fs_run {
 /// The Linux domU does its three runs in one boot (a nested Linux HVM boot takes
 /// minutes when the machine is busy), the disk formatted afresh for each.
 macro_rules! linux_fs_steps {
-    ($dev:literal) => {{
-        const R1: [Step; 5] = linux_fs_run!($dev, "1");
-        const R2: [Step; 5] = linux_fs_run!($dev, "2");
-        const R3: [Step; 5] = linux_fs_run!($dev, "3");
-        &[
-            R1[0],
-            R1[1],
-            R1[2],
-            R1[3],
-            R1[4],
-            R2[0],
-            R2[1],
-            R2[2],
-            R2[3],
-            R2[4],
-            R3[0],
-            R3[1],
-            R3[2],
-            R3[3],
-            R3[4],
+    ($dev:literal) => {
+        steps![
+            ..&linux_fs_run!($dev, "1"),
+            ..&linux_fs_run!($dev, "2"),
+            ..&linux_fs_run!($dev, "3"),
             last("poweroff -f"),
         ]
-    }};
+    };
 }
 
 /// The Linux PVHVM domU of `linux-hvm` (Debian's kernel, busybox initramfs) with ext4
 /// and the IDE/SCSI disk modules added to its initramfs by the runner
 /// (`@LINUX_INITRD_FS@`), the data disk only, no vif.
-const LINUX_FS_CONFIG: &str = r#"name    = "@NAME@"
-type    = "hvm"
-memory  = 256
-vcpus   = 1
-kernel  = "@LINUX@"
-ramdisk = "@LINUX_INITRD_FS@"
-extra   = "console=ttyS0,115200 loglevel=4"
-disk    = [ "phy:@DATA@,xvdb,w" ]
-serial  = "pty"
-vga     = "none"
-vnc     = 0
-on_poweroff = "destroy"
-on_reboot   = "destroy"
-on_crash    = "preserve"
-"#;
+const LINUX_FS_CONFIG: &str = linux_hvm_config!(256, "@LINUX_INITRD_FS@" {
+    disk: ["phy:@DATA@,xvdb,w"],
+});
 
 /// The same domU without PV drivers, the report's slow case: no Xen platform PCI
 /// device, so no blkfront; the disk is QEMU's emulated IDE (ata_piix, /dev/sda).
-const LINUX_IDE_CONFIG: &str = r#"name    = "@NAME@"
-type    = "hvm"
-memory  = 256
-vcpus   = 1
-kernel  = "@LINUX@"
-ramdisk = "@LINUX_INITRD_FS@"
-extra   = "console=ttyS0,115200 loglevel=4"
-xen_platform_pci = 0
-disk    = [ "phy:@DATA@,hda,w" ]
-serial  = "pty"
-vga     = "none"
-vnc     = 0
-on_poweroff = "destroy"
-on_reboot   = "destroy"
-on_crash    = "preserve"
-"#;
+const LINUX_IDE_CONFIG: &str = linux_hvm_config!(256, "@LINUX_INITRD_FS@" {
+    xen_platform_pci: 0,
+    disk: ["phy:@DATA@,hda,w"],
+});
 
 pub const BENCH_FS_PVH: Scenario = Scenario {
     name: "bench-fs-pvh",
     about:
         "bench fs: Xenlet PVH, mount ext4 xvdb at /mnt, time dd bs=16k into /mnt/test, time sync",
-    needs: &[Need::XenletElf],
     config: XENLET_PVH_CONFIG,
     disks: &[BENCH_FS_DATA],
-    console: Console::Pv,
-    prompt: XENLET_PROMPT,
-    eol: "\r",
-    boot_timeout_s: 120,
-    boot_expect: &[],
-    steps: BENCH_FS_XENLET_STEPS,
-    end: End::Poweroff,
+    steps: steps![BENCH_FS_MKFS, ..BENCH_FS_XENLET_RUN],
     end_timeout_s: 60,
     budget_s: 3000,
-    topology: None,
+    ..XENLET_PVH
 };
 
 pub const BENCH_FS_RAW: Scenario = Scenario {
@@ -274,19 +235,13 @@ pub const BENCH_FS_HVM: Scenario = Scenario {
 pub const BENCH_FS_LINUX: Scenario = Scenario {
     name: "bench-fs-linux",
     about: "bench fs: the Linux PVHVM domU (blkfront), 3 runs in one boot: mkfs in dom0, mount ext4 xvdb, dd bs=16k into /mnt/test, sync (timed by /proc/uptime)",
-    needs: &[],
     config: LINUX_FS_CONFIG,
     disks: &[BENCH_FS_DATA],
-    console: Console::Serial,
-    prompt: LINUX_PROMPT,
-    eol: "\r",
     boot_timeout_s: 900,
     boot_expect: &[r"^DOMU: up .*block: .*xvdb"],
     steps: linux_fs_steps!("/dev/xvdb"),
-    end: End::Poweroff,
-    end_timeout_s: 60,
     budget_s: 6000,
-    topology: None,
+    ..LINUX_DOMU
 };
 
 pub const BENCH_FS_LINUX_IDE: Scenario = Scenario {
@@ -361,16 +316,11 @@ macro_rules! bench_files_check {
 
 /// A PVH Xenlet with the data disk and the source disk, in 32 MiB (a 7 MiB heap: the
 /// copy's caches stay within the mounts' budgets, `shell/tests/cp_r_heap.rs`).
-const XENLET_FILES_CONFIG: &str = r#"name    = "@NAME@"
-type    = "pvh"
-memory  = 32
-vcpus   = 1
-kernel  = "@FILES@/xenlet.elf"
-disk    = [ "phy:@DATA@,xvdb,w", "phy:@SRC@,xvdc,r" ]
-on_poweroff = "destroy"
-on_reboot   = "destroy"
-on_crash    = "preserve"
-"#;
+const XENLET_FILES_CONFIG: &str = xl_config!(pvh {
+    memory: 32,
+    kernel: "@FILES@/xenlet.elf",
+    disk: ["phy:@DATA@,xvdb,w", "phy:@SRC@,xvdc,r"],
+});
 
 const BENCH_FILES_XENLET_STEPS: &[Step] = &[
     BENCH_FILES_MKFS,
@@ -383,7 +333,7 @@ const BENCH_FILES_XENLET_STEPS: &[Step] = &[
         &[("CP_REAL", TIME_REAL)],
         1800,
     ),
-    cmd_cap("time sync", &[], &[("SYNC_REAL", TIME_REAL)], 600),
+    TIMED_SYNC,
     cmd("umount /mnt", &[], 120),
     cmd("umount /src", &[], 60),
     bench_files_check!("FSCK", "SAME"),
@@ -393,39 +343,20 @@ const BENCH_FILES_XENLET_STEPS: &[Step] = &[
 pub const BENCH_FILES_XENLET: Scenario = Scenario {
     name: "bench-files-xenlet",
     about: "bench files: Xenlet PVH, cp -r of 5,000 small files from xvdc to ext4 on xvdb, sync; e2fsck and manifest in dom0",
-    needs: &[Need::XenletElf],
     config: XENLET_FILES_CONFIG,
     disks: &[BENCH_FILES_DATA, BENCH_FILES_SRC],
-    console: Console::Pv,
-    prompt: XENLET_PROMPT,
-    eol: "\r",
-    boot_timeout_s: 120,
-    boot_expect: &[],
     steps: BENCH_FILES_XENLET_STEPS,
-    end: End::Poweroff,
     end_timeout_s: 60,
     budget_s: 2400,
-    topology: None,
+    ..XENLET_PVH
 };
 
 /// The Linux PVHVM domU of `bench-fs-linux` with the source disk as well (writable in
 /// the config: QEMU will not emulate a read-only IDE disk for an HVM domain, and xl
 /// then fails with "device model did not start"; the domU mounts it read-only).
-const LINUX_FILES_CONFIG: &str = r#"name    = "@NAME@"
-type    = "hvm"
-memory  = 256
-vcpus   = 1
-kernel  = "@LINUX@"
-ramdisk = "@LINUX_INITRD_FS@"
-extra   = "console=ttyS0,115200 loglevel=4"
-disk    = [ "phy:@DATA@,xvdb,w", "phy:@SRC@,xvdc,w" ]
-serial  = "pty"
-vga     = "none"
-vnc     = 0
-on_poweroff = "destroy"
-on_reboot   = "destroy"
-on_crash    = "preserve"
-"#;
+const LINUX_FILES_CONFIG: &str = linux_hvm_config!(256, "@LINUX_INITRD_FS@" {
+    disk: ["phy:@DATA@,xvdb,w", "phy:@SRC@,xvdc,w"],
+});
 
 /// One run in the Linux domU (caches dropped first, so the source is read from its
 /// disk as in Xenlet's fresh boot), timed by /proc/uptime.
@@ -457,76 +388,32 @@ macro_rules! linux_files_run {
     };
 }
 
-const BENCH_FILES_LINUX_STEPS: &[Step] = &{
-    let [a0, a1, a2, a3, a4] = linux_files_run!("1");
-    let [b0, b1, b2, b3, b4] = linux_files_run!("2");
-    let [c0, c1, c2, c3, c4] = linux_files_run!("3");
-    [
-        a0,
-        a1,
-        a2,
-        a3,
-        a4,
-        b0,
-        b1,
-        b2,
-        b3,
-        b4,
-        c0,
-        c1,
-        c2,
-        c3,
-        c4,
-        last("poweroff -f"),
-    ]
-};
+const BENCH_FILES_LINUX_STEPS: &[Step] = steps![
+    ..&linux_files_run!("1"),
+    ..&linux_files_run!("2"),
+    ..&linux_files_run!("3"),
+    last("poweroff -f"),
+];
 
 pub const BENCH_FILES_LINUX: Scenario = Scenario {
     name: "bench-files-linux",
     about: "bench files: the Linux PVHVM domU, 3 runs in one boot: cp -r of 5,000 small files to ext4, sync (timed by /proc/uptime)",
-    needs: &[],
     config: LINUX_FILES_CONFIG,
     disks: &[BENCH_FILES_DATA, BENCH_FILES_SRC],
-    console: Console::Serial,
-    prompt: LINUX_PROMPT,
-    eol: "\r",
-    boot_timeout_s: 900,
-    boot_expect: &[r"^DOMU: up .*block: .*xvdb"],
     steps: BENCH_FILES_LINUX_STEPS,
-    end: End::Poweroff,
-    end_timeout_s: 60,
-    budget_s: 6000,
-    topology: None,
+    ..BENCH_FS_LINUX
 };
-
-/// `bench-fs-pvh` on ext4 without a journal.
-const BENCH_FS_NOJOURNAL_STEPS: &[Step] = &[
-    dom0_cap(
-        concat!(
-            "mkfs.ext4 -q -F -O ^has_journal $DATA && dumpe2fs -h $DATA 2>/dev/null | grep -E '^(Block size|Filesystem features)'; ",
-            "echo \"count=$(cat /payload/bench-fs-count 2>/dev/null || echo 131072)\""
-        ),
-        &[r"^Block size:\s+4096$"],
-        &[("COUNT", r"^count=(\d+)$")],
-        120,
-    ),
-    cmd("mount /dev/xvdb /mnt", &[], 60),
-    cmd_cap(
-        "time dd bs=16k count=${COUNT} if=/dev/zero of=/mnt/test",
-        &[r"^${COUNT}\+0 records out"],
-        &[("DD", DD_SUMMARY), ("DD_REAL", TIME_REAL)],
-        1800,
-    ),
-    cmd_cap("time sync", &[], &[("SYNC_REAL", TIME_REAL)], 600),
-    cmd("umount /mnt", &[], 120),
-    BENCH_FS_CHECK,
-    last("poweroff"),
-];
 
 pub const BENCH_FS_NOJOURNAL: Scenario = Scenario {
     name: "bench-fs-nojournal",
     about: "bench fs: Xenlet PVH, the bench-fs-pvh commands on ext4 made without a journal (-O ^has_journal)",
-    steps: BENCH_FS_NOJOURNAL_STEPS,
+    // `bench-fs-pvh` on ext4 without a journal
+    steps: steps![
+        bench_fs_mkfs!(
+            "mkfs.ext4 -q -F -O ^has_journal $DATA && dumpe2fs -h $DATA 2>/dev/null | grep -E '^(Block size|Filesystem features)'; "
+        ),
+        ..BENCH_FS_XENLET_RUN,
+    ],
     ..BENCH_FS_PVH
 };
 
