@@ -3,7 +3,16 @@
 //! A scenario is data: an xl config template, which console carries the shell, a
 //! command script with expectations, and how the guest must end. The dom0 runner
 //! (`xtask/testbed/run.py`) executes it; adding a scenario means adding an entry to
-//! [`SCENARIOS`].
+//! [`SCENARIOS`] (or [`EXTRA`], run by name only).
+//!
+//! This file is the registry; the scenarios are in `scenarios/`, one file a family
+//! (`boot`, `xen`, `blk`, `net`, `fs`, `router`, `bench`), each a `Scenario { .. }` that
+//! states what differs from a base in `builders.rs` (Xenlet PVH, Xenlet's disk image
+//! as HVM, the Linux domU; the routers in `router.rs`), with the step builders,
+//! [`steps!`](builders::steps) to join step lists and
+//! [`xl_config!`](builders::xl_config) for config templates. The types are in
+//! `model.rs`, `scenarios.json` in `json.rs`. `cargo xtask testbed dump` prints every
+//! scenario whole, to compare before and after a change of the code.
 //!
 //! Variables in a config template, replaced in dom0:
 //! `@NAME@` the domain name, `@FILES@` the payload files (see [`Need`]), `@LINUX@` /
@@ -136,6 +145,15 @@ pub fn find(name: &str) -> Option<&'static Scenario> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_scenario_states_what_its_base_leaves_empty() {
+        for s in SCENARIOS.iter().chain(EXTRA) {
+            assert!(!s.name.is_empty() && !s.about.is_empty(), "{s:?}");
+            assert!(s.config.starts_with("name    = \"@NAME@\"\n"), "{}", s.name);
+            assert!(!s.steps.is_empty(), "{}", s.name);
+        }
+    }
 
     #[test]
     fn names_unique_and_budgets_fit() {

@@ -7,13 +7,14 @@ use super::model::{Console, Disk, End, Kind, Need, Scenario, Step};
 
 // ---------------------------------------------------------------- steps
 
+/// Regexes a step's output must match (see [`Step::expect`]); `secs` below is a
+/// step's [`Step::timeout_s`].
+type Regexes = &'static [&'static str];
+/// `(VAR, regex)` pairs (see [`Step::capture`]).
+type Captures = &'static [(&'static str, &'static str)];
+
 /// A step of `kind` with no captures that does not end the guest.
-const fn step(
-    kind: Kind,
-    send: &'static str,
-    expect: &'static [&'static str],
-    timeout_s: u32,
-) -> Step {
+const fn step(kind: Kind, send: &'static str, expect: Regexes, timeout_s: u32) -> Step {
     Step {
         kind,
         send,
@@ -26,53 +27,38 @@ const fn step(
 }
 
 /// A command whose output must match `expect` before the prompt returns.
-pub const fn cmd(send: &'static str, expect: &'static [&'static str], timeout_s: u32) -> Step {
-    step(Kind::Guest, send, expect, timeout_s)
+pub const fn cmd(send: &'static str, expect: Regexes, secs: u32) -> Step {
+    step(Kind::Guest, send, expect, secs)
 }
 
 /// A guest command whose output also sets variables.
-pub const fn cmd_cap(
-    send: &'static str,
-    expect: &'static [&'static str],
-    capture: &'static [(&'static str, &'static str)],
-    timeout_s: u32,
-) -> Step {
+pub const fn cmd_cap(send: &'static str, expect: Regexes, capture: Captures, secs: u32) -> Step {
     Step {
         capture,
-        ..cmd(send, expect, timeout_s)
+        ..cmd(send, expect, secs)
     }
 }
 
 /// A dom0 shell command.
-pub const fn dom0(send: &'static str, expect: &'static [&'static str], timeout_s: u32) -> Step {
-    step(Kind::Dom0, send, expect, timeout_s)
+pub const fn dom0(send: &'static str, expect: Regexes, secs: u32) -> Step {
+    step(Kind::Dom0, send, expect, secs)
 }
 
 /// A dom0 shell command whose output sets variables.
-pub const fn dom0_cap(
-    send: &'static str,
-    expect: &'static [&'static str],
-    capture: &'static [(&'static str, &'static str)],
-    timeout_s: u32,
-) -> Step {
+pub const fn dom0_cap(send: &'static str, expect: Regexes, capture: Captures, secs: u32) -> Step {
     Step {
         capture,
-        ..dom0(send, expect, timeout_s)
+        ..dom0(send, expect, secs)
     }
 }
 
 /// A shell command (bash) run in dom0 inside the network namespace `netns` of the
 /// scenario's [`Topology`](super::model::Topology) (e.g. `lan1`): `ip netns exec
 /// NETNS bash -c SEND`, with the environment of a dom0 step.
-pub const fn ns(
-    netns: &'static str,
-    send: &'static str,
-    expect: &'static [&'static str],
-    timeout_s: u32,
-) -> Step {
+pub const fn ns(netns: &'static str, send: &'static str, expect: Regexes, secs: u32) -> Step {
     Step {
         netns,
-        ..dom0(send, expect, timeout_s)
+        ..dom0(send, expect, secs)
     }
 }
 
@@ -80,13 +66,13 @@ pub const fn ns(
 pub const fn ns_cap(
     netns: &'static str,
     send: &'static str,
-    expect: &'static [&'static str],
-    capture: &'static [(&'static str, &'static str)],
-    timeout_s: u32,
+    expect: Regexes,
+    capture: Captures,
+    secs: u32,
 ) -> Step {
     Step {
         netns,
-        ..dom0_cap(send, expect, capture, timeout_s)
+        ..dom0_cap(send, expect, capture, secs)
     }
 }
 
@@ -96,23 +82,19 @@ pub const fn wait_output(regex: &'static str, timeout_s: u32) -> Step {
 }
 
 /// A guest command the domain's end must cut off (see [`Kind::UntilGone`]).
-pub const fn until_gone(
-    send: &'static str,
-    expect: &'static [&'static str],
-    timeout_s: u32,
-) -> Step {
+pub const fn until_gone(send: &'static str, expect: Regexes, timeout_s: u32) -> Step {
     step(Kind::UntilGone, send, expect, timeout_s)
 }
 
 /// Boot the domain again on the same disks (see [`Kind::Restart`]); `boot_timeout_s`
 /// to the first prompt.
-pub const fn restart(boot_timeout_s: u32, expect: &'static [&'static str]) -> Step {
+pub const fn restart(boot_timeout_s: u32, expect: Regexes) -> Step {
     step(Kind::Restart, "", expect, boot_timeout_s)
 }
 
 /// The command that ends the guest, and what it must print before the domain is
 /// gone (checked for an [`End::Crash`]: the fault report).
-pub const fn last_expect(send: &'static str, expect: &'static [&'static str]) -> Step {
+pub const fn last_expect(send: &'static str, expect: Regexes) -> Step {
     Step {
         ends: true,
         ..cmd(send, expect, 0)
