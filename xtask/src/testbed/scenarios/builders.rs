@@ -137,8 +137,9 @@ pub const fn join<const N: usize>(parts: &[&[Step]]) -> [Step; N] {
 /// last("poweroff")]`, a list spread where it stands with `..`.
 macro_rules! steps {
     (@parts [$($part:expr,)*]) => {{
+        use $crate::testbed::scenarios::{builders, Step};
         const PARTS: &[&[Step]] = &[$($part),*];
-        const JOINED: [Step; total_len(PARTS)] = join(PARTS);
+        const JOINED: [Step; builders::total_len(PARTS)] = builders::join(PARTS);
         &JOINED
     }};
     (@parts [$($part:expr,)*] .. $list:expr $(, $($rest:tt)*)?) => {
