@@ -6,7 +6,8 @@
 //!
 //! - `build.rs`: the dom0 image, cached outside the clone (`cpio.rs`: the Linux
 //!   domU's initramfs),
-//! - `scenarios.rs`: the scenario table (`elf32.rs`: the kernel for HVM `kernel=`),
+//! - `scenarios.rs`: the scenario table, its scenarios in `scenarios/` one file a
+//!   family (`elf32.rs`: the kernel for HVM `kernel=`),
 //! - `session.rs`: one QEMU session running scenarios, with whole-session retries,
 //! - `xtask/testbed/`: what runs inside dom0 (`dom0-init`, `run.py`) and the Linux
 //!   domU's `/init`.
@@ -107,6 +108,12 @@ pub fn main(args: &[&str]) -> Result<()> {
             for s in scenarios::EXTRA {
                 println!("{:<12} {:<7} {}", s.name, s.console.as_str(), s.about);
             }
+            Ok(())
+        }
+        // not in the usage: every scenario's definition, to compare before and after
+        // a change of the table's code
+        ["dump"] => {
+            print!("{}", scenarios::dump());
             Ok(())
         }
         ["run", rest @ ..] => {
