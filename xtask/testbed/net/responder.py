@@ -32,7 +32,9 @@ def tcp_conn(c, peer):
     with c:
         log('tcp from %s:%d' % peer)
         c.sendall(('you are %s:%d\n' % peer).encode())
-        c.settimeout(30)
+        # long enough for a held connection across a save and restore of the
+        # router (suspend-router: ~30 s on the nested bed)
+        c.settimeout(300)
         try:
             while True:
                 data = c.recv(4096)
