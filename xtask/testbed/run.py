@@ -416,13 +416,21 @@ def xl_log_end(name, domid):
 
 
 def shutdown_reason(name):
-    """From the xl daemon's log: 'Domain N has shut down, reason code R 0x..'."""
-    try:
-        text = open('/var/log/xen/xl-%s.log' % name, errors='replace').read()
-    except OSError:
-        return None
-    codes = re.findall(r'has shut down, reason code (\d+)', text)
-    return int(codes[-1]) if codes else None
+    """From the xl daemon's log: 'Domain N has shut down, reason code R 0x..'. A
+    domain that came in by `xl migrate` is watched by the daemon `xl migrate-receive`
+    started under its incoming name (xl-NAME--incoming.log): the log written last
+    that has a shutdown line tells."""
+    found = []
+    for path in ['/var/log/xen/xl-%s.log' % name, '/var/log/xen/xl-%s--incoming.log' % name]:
+        try:
+            text = open(path, errors='replace').read()
+            mtime = os.path.getmtime(path)
+        except OSError:
+            continue
+        codes = re.findall(r'has shut down, reason code (\d+)', text)
+        if codes:
+            found.append((mtime, int(codes[-1])))
+    return max(found)[1] if found else None
 
 
 REASONS = {0: 'poweroff', 1: 'reboot', 2: 'suspend', 3: 'crash', 4: 'watchdog', 5: 'soft_reset'}

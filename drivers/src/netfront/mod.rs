@@ -45,12 +45,13 @@
 //!
 //! The files: `xenbus` holds the handshake and its undoing (`connect`,
 //! `disconnect`), `queue` a queue's rings, event channel and buffers, `tx` and `rx`
-//! the data path, `resume` the reconnect after a restore, `flow` the choice of
+//! the data path, `reconnect` the reconnect after a restore or to a backend that
+//! came back, `flow` the choice of
 //! transmit queue, `stats` the counters.
 
 mod flow;
 mod queue;
-mod resume;
+mod reconnect;
 mod rx;
 mod stats;
 mod tx;
@@ -119,6 +120,8 @@ pub struct Netfront<P: XenPlatform> {
     /// Bytes of the frames in `received`.
     received_bytes: usize,
     broken: Option<String>,
+    /// The backend went away ([`Netfront::detach`]); waiting for one to come back.
+    detached: bool,
     stats: NetStats,
 }
 
@@ -144,6 +147,7 @@ impl<P: XenPlatform> Netfront<P> {
             received: VecDeque::new(),
             received_bytes: 0,
             broken: None,
+            detached: false,
             stats: NetStats::default(),
         })
     }
@@ -165,6 +169,11 @@ impl<P: XenPlatform> Netfront<P> {
     pub fn release_after(self, backend_closed: bool) -> (usize, usize) {
         let Netfront { platform, link, .. } = self;
         xenbus::disconnect(&platform, link.queues, backend_closed)
+    }
+
+    /// The device id (`device/vif/<id>`) it is connected to.
+    pub fn id(&self) -> u32 {
+        self.id
     }
 
     /// The MAC address from XenStore.

@@ -1464,3 +1464,31 @@ fn a_restore_whose_backend_never_comes_breaks_the_vif_without_panicking() {
     assert!(!n.can_send());
     let _ = n.release();
 }
+
+#[test]
+fn a_backend_that_goes_and_comes_back_is_reconnected_with_the_same_mac() {
+    let f = Fake::vif();
+    f.backend_follows_close.set(true);
+    let mut n = Netfront::connect(&f, 0).unwrap();
+    // `xl network-detach`: the backend closes, the queues are given back
+    let (bufs, rings) = n.detach(true);
+    assert_eq!((bufs, rings), (512, 2));
+    assert!(n.is_detached());
+    assert!(n.send(&[1u8; 60]).is_err());
+    assert!(n.broken().unwrap().contains("waiting for it to come back"));
+    // another device with another MAC is not this vif
+    f.set("device/vif/3/mac", "00:16:3e:99:99:99");
+    assert!(n.reattach(3).is_err());
+    assert!(n.is_detached());
+    // `xl network-attach` with the same MAC: the toolstack writes the device anew
+    f.restore();
+    f.set("device/vif/0/mac", "00:16:3e:01:02:03");
+    n.reattach(0).unwrap();
+    assert!(!n.is_detached());
+    assert!(n.broken().is_none());
+    assert_eq!(f.key("device/vif/0/state").as_deref(), Some("4"));
+    let mut prod = 0;
+    deliver(&f, &mut prod, None, 0, &[4u8; 60], None);
+    assert_eq!(n.recv().unwrap(), alloc::vec![4u8; 60]);
+    n.send(&[5u8; 60]).unwrap();
+}

@@ -84,9 +84,9 @@ fn backend_token(name: &str) -> String {
     format!("xenlet-vif-backend-{name}")
 }
 
-/// Watches `<backend>/state` of vif `name`: `xl network-detach` closes the backend.
-fn watch_backend(name: &str) {
-    let id = name.trim_start_matches("eth");
+/// Watches `<backend>/state` of vif `name` (device `id`): `xl network-detach` closes
+/// the backend.
+fn watch_backend(name: &str, id: u32) {
     if let Ok(be) = xenstore::read(&format!("device/vif/{id}/backend")) {
         let _ = xenstore::watch(&format!("{be}/state"), &backend_token(name), on_vif_event);
     }
@@ -124,13 +124,15 @@ fn add_interface(stack: &mut NetStack<Link>, name: &str, vif: Vif) -> String {
             ""
         }
     );
+    let id = n.link.inner.id();
     stack.ifs.push(n);
-    watch_backend(name);
+    watch_backend(name, id);
     line
 }
 
 /// Follows `xl network-attach` / `network-detach`: connects vifs that appeared,
-/// closes and drops those whose backend is closing or gone.
+/// closes and drops those whose backend is closing or gone (a router's interface is
+/// kept, detached, and connected again when a vif with its MAC comes back).
 fn rescan() {
     let Ok(devices) = xenbus::enumerate() else {
         return;
@@ -141,7 +143,9 @@ fn rescan() {
     let mut i = 0;
     while i < stack.ifs.len() {
         let name = stack.ifs[i].name.clone();
-        let dev = vifs.iter().find(|d| d.name() == name);
+        // by its device id: a router's vif taken back may be another device than its name says
+        let id = stack.ifs[i].link.inner.id();
+        let dev = vifs.iter().find(|d| d.id.parse::<u32>().ok() == Some(id));
         let gone = match dev {
             None => true,
             Some(d) => matches!(
@@ -149,7 +153,7 @@ fn rescan() {
                 None | Some(XenbusState::Closing | XenbusState::Closed | XenbusState::Unknown)
             ),
         };
-        if !gone {
+        if !gone || stack.ifs[i].link.inner.is_detached() {
             i += 1;
             continue;
         }
@@ -163,11 +167,23 @@ fn rescan() {
                 2_000_000_000,
             );
         }
-        if let Ok(be) = xenstore::read(&format!(
-            "device/vif/{}/backend",
-            name.trim_start_matches("eth")
-        )) {
+        if let Ok(be) = xenstore::read(&format!("device/vif/{id}/backend")) {
             let _ = xenstore::unwatch(&format!("{be}/state"), &backend_token(&name));
+        }
+        // A router's interface stays: its addresses, routes and the flows through it
+        // wait for the backend to come back (`xl network-attach` with the same MAC, a
+        // driver domain restarted); meanwhile what is routed out of it is dropped.
+        let routed = GATEWAY
+            .lock()
+            .as_ref()
+            .is_some_and(|gw| gw.port_of(i).is_some());
+        if routed {
+            let (freed, rings) = stack.ifs[i].link.inner.detach(closed);
+            crate::println!(
+                "netfront: {name} lost its backend ({freed} buffer pages, {rings} ring pages freed); the router keeps the interface until it comes back"
+            );
+            i += 1;
+            continue;
         }
         if let Some(gw) = GATEWAY.lock().take() {
             gw.release(&mut stack.ifs);
@@ -192,12 +208,39 @@ fn rescan() {
     // Attached: a new vif waiting for its frontend.
     for d in vifs {
         let name = d.name();
-        if stack.ifs.iter().any(|n| n.name == name) || d.state != Some(XenbusState::Initialising) {
+        if d.state != Some(XenbusState::Initialising) {
             continue;
         }
         let Ok(id) = d.id.parse::<u32>() else {
             continue;
         };
+        // A router's interface whose backend went away, back with the same MAC
+        // (possibly as another device id): connected again in place.
+        let mac = xenstore::read(&format!("device/vif/{id}/mac"))
+            .ok()
+            .and_then(|m| xenlet_drivers::netfront::parse_mac(&m));
+        if let Some(n) = stack
+            .ifs
+            .iter_mut()
+            .find(|n| n.link.inner.is_detached() && Some(n.link.inner.mac()) == mac)
+        {
+            let own = n.name.clone();
+            match n.link.inner.reattach(id) {
+                Ok(()) => {
+                    let announced = n.announce();
+                    watch_backend(&own, id);
+                    crate::println!(
+                        "netfront: {own} has its backend back (device {id}); {announced} address(es) announced"
+                    );
+                }
+                Err(e) => crate::println!("netfront: {own}: device {id} not taken back: {e}"),
+            }
+            NET_EVENTS.signal();
+            continue;
+        }
+        if stack.ifs.iter().any(|n| n.name == name) {
+            continue;
+        }
         if let Some(why) = crate::dev::frontends::attach_refusal(stack.ifs.len(), MAX_VIFS) {
             crate::println!("netfront: {name} attach refused: {why}");
             continue;

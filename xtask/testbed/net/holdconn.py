@@ -7,9 +7,10 @@ appending one line per exchange to LOG (`ok N T`, T the monotonic time it came b
 until it is killed or the connection fails (`error WHAT T`). A scenario runs it in
 the background (`&`), moves the router, then asks `holdconn.py report LOG`:
 
-    held: yes|no (an error line, or no echo after the move)
+    held: yes|no (no error line, and an echo in the last second)
     echoes: N
-    longest gap: S s (between two echoes: the downtime seen from the LAN)
+    last echo: S s ago
+    gaps over 1 s: S S ... (between two echoes: each move's downtime seen from the LAN)
     last error: ... | none
 """
 import socket
@@ -51,10 +52,12 @@ def report(path):
             oks.append(float(f[-1]))
         elif f and f[0] == 'error':
             err = ' '.join(f[1:-1])
-    gap = max((b - a for a, b in zip(oks, oks[1:])), default=0.0)
-    print('held: %s' % ('no' if err or not oks else 'yes'))
+    gaps = [b - a for a, b in zip(oks, oks[1:]) if b - a > 1.0]
+    ago = time.monotonic() - oks[-1] if oks else float('inf')
+    print('held: %s' % ('no' if err or ago > 1.0 else 'yes'))
     print('echoes: %d' % len(oks))
-    print('longest gap: %.1f s' % gap)
+    print('last echo: %.1f s ago' % ago)
+    print('gaps over 1 s: %s' % ' '.join('%.1f' % g for g in gaps))
     print('last error: %s' % (err or 'none'))
 
 
