@@ -335,7 +335,8 @@ impl<D: BlockDev> Ext<D> {
                 let mapped = n.map.as_ref().and_then(|m| m.find(lblk));
                 let reserved = mapped.is_none();
                 if reserved {
-                    let need = self.reserved + 1 + self.reserved / per + META_MARGIN;
+                    // File data never takes the metadata reserve (issue 30).
+                    let need = self.reserved + 1 + self.reserved / per + self.resv_blocks();
                     if self.free_blocks < need {
                         err = Some(FsError::NoSpace);
                         break;

@@ -86,7 +86,7 @@ const NODE_OVERHEAD: usize = 2 * core::mem::size_of::<(u32, Node)>();
 const NODE_BYTES: usize = 1024;
 /// Bytes of cached inodes (with their maps) kept by default (as 4,096 of 1 KiB).
 const NODE_CACHE_BYTES: usize = INODE_CACHE * NODE_BYTES;
-/// Blocks kept back from delayed-allocation reservations for metadata.
+/// The least metadata reserve (`Ext::resv_blocks`), where the filesystem allows.
 const META_MARGIN: u64 = 64;
 /// Hard link limit (above it dir_nlink directories count 1).
 const LINK_MAX: u16 = 65000;
@@ -709,13 +709,16 @@ impl<D: BlockDev> Ext<D> {
         if self.dir_lookup(dir, name)?.is_some() {
             return Err(FsError::Exists);
         }
+        // Refused before anything changes (abort.rs), not when the entry goes in.
+        self.dx_refuse_untrusted(dir)?;
         Ok((dir, name))
     }
 
     /// A block for a new directory or symlink block: refused (NoSpace) when only the
-    /// blocks promised to buffered file data and the tree-block margin are left.
+    /// blocks promised to buffered file data and half the metadata reserve are left
+    /// (the other half is for tree blocks).
     fn alloc_new_block(&mut self, goal: u64) -> Result<u64, FsError> {
-        if self.free_blocks.saturating_sub(self.reserved) <= META_MARGIN / 2 {
+        if self.free_blocks.saturating_sub(self.reserved) <= self.resv_blocks() / 2 {
             return Err(FsError::NoSpace);
         }
         Ok(self.alloc_blocks(goal, 1)?.0)
@@ -1329,13 +1332,17 @@ impl<D: BlockDev> FileSystem for Ext<D> {
     }
 
     fn statfs(&mut self) -> Result<StatFs, FsError> {
+        // As Linux's ext4_statfs: free excludes the blocks promised to buffered data;
+        // available also the root reserve and the metadata reserve (issue 30).
         let free = self.free_blocks.saturating_sub(self.reserved);
         Ok(StatFs {
             kind: self.kind,
             block_size: self.sb.block_size,
             blocks: self.sb.blocks_count,
             free_blocks: free,
-            avail_blocks: free.saturating_sub(self.sb.r_blocks_count),
+            avail_blocks: free
+                .saturating_sub(self.sb.r_blocks_count)
+                .saturating_sub(self.resv_blocks()),
             inodes: self.sb.inodes_count as u64,
             free_inodes: self.free_inodes,
         })

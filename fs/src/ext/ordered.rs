@@ -170,7 +170,8 @@ impl<D: BlockDev> Ext<D> {
     pub(super) fn room_for_write(&mut self, bytes: usize) -> Result<(), FsError> {
         if self.frees_deferred() {
             let bs = u64::from(self.sb.block_size);
-            let need = (bytes as u64).div_ceil(bs) + self.reserved + 2 * META_MARGIN;
+            let need =
+                (bytes as u64).div_ceil(bs) + self.reserved + self.resv_blocks() + META_MARGIN;
             if self.free_blocks < need {
                 self.sync_all()?;
             }
