@@ -685,6 +685,8 @@ enum Fault {
     LoseWrite,
     /// Read `k` fails with an I/O error.
     FailRead,
+    /// Every write from `k` on is lost (the disk died), each flush after fails.
+    DeadFrom,
 }
 
 /// One run of `script` from the warmed-up image `base` with `faults` injected (after
@@ -697,6 +699,8 @@ struct FaultRun {
     faults: common::Faults,
     aborted: Option<String>,
     errors: Vec<String>,
+    /// The device took writes again after the fault (the abort could mark the disk).
+    transient: bool,
 }
 
 fn fault_run(
@@ -748,7 +752,9 @@ fn fault_run(
     w.ok("unmount", r);
     let mut fs = w.fs;
     let faults = std::mem::take(&mut fs.device_mut().faults);
+    let transient = faults.lose_writes_from.is_none();
     FaultRun {
+        transient,
         states: w.states,
         img: fs.into_device().img,
         faults,
@@ -760,13 +766,42 @@ fn fault_run(
 /// Checks the image a fault run left: clean for `e2fsck -fn`, or, after an abort,
 /// flagged with errors and repaired by `e2fsck -fy` (its journal replay); then every
 /// file of the last completed sync has its synced content (or a later state's).
-fn fault_check(dir: &TempDir, run: &FaultRun) -> Result<(), String> {
+fn fault_check(dir: &TempDir, run: &FaultRun, journalled: bool) -> Result<(), String> {
     let path = dir.path().join("fault.img");
     std::fs::write(&path, &run.img).unwrap();
     if let Some(why) = &run.aborted {
         if !why.contains("read-only") {
             return Err(format!("abort reason says nothing of read-only: {why}"));
         }
+    }
+    if let (Some(_), true, true) = (&run.aborted, run.transient, journalled) {
+        // Mounted again (by Xenlet, replaying the journal), the filesystem says it
+        // has errors: ERROR_FS in the superblock, or s_errno in the journal.
+        let mut again = Ext::mount(
+            MemDisk {
+                bytes: run.img.clone(),
+                read_only: false,
+            },
+            opts(),
+        )
+        .map_err(|e| format!("mount after the abort: {e}"))?;
+        again.unmount().map_err(|e| format!("unmount: {e}"))?;
+        let b = again.into_device().bytes;
+        if u16::from_le_bytes([b[1024 + 0x3A], b[1024 + 0x3B]]) & 2 == 0 {
+            return Err(String::from(
+                "no ERROR_FS after mounting the aborted filesystem again",
+            ));
+        }
+    }
+    let b = &run.img;
+    if run.aborted.is_some()
+        && run.transient
+        && !journalled
+        && u16::from_le_bytes([b[1024 + 0x3A], b[1024 + 0x3B]]) & 2 == 0
+    {
+        return Err(String::from("no ERROR_FS after the abort"));
+    }
+    if run.aborted.is_some() {
         let (code, out) = e2fsck(&path, &["-fy"]);
         if code > 1 {
             return Err(format!("e2fsck -fy after the abort exit {code}:\n{out}"));
@@ -807,9 +842,10 @@ fn fault_sweep(kind: &str, bs: u32, size: &str, fault: Fault, max_points: usize)
     const CACHE: usize = 8;
     let clean = fault_run(&base, &scripted, common::Faults::default(), CACHE);
     assert!(clean.errors.is_empty(), "{:?}", clean.errors);
-    fault_check(&dir, &clean).unwrap();
+    let journalled = kind == "ext4";
+    fault_check(&dir, &clean, journalled).unwrap();
     let total = match fault {
-        Fault::LoseWrite => clean.faults.writes,
+        Fault::LoseWrite | Fault::DeadFrom => clean.faults.writes,
         Fault::FailRead => clean.faults.reads,
     };
     let full = std::env::var_os("CRASH_SWEEP_FULL").is_some();
@@ -825,12 +861,13 @@ fn fault_sweep(kind: &str, bs: u32, size: &str, fault: Fault, max_points: usize)
         match fault {
             Fault::LoseWrite => f.lose_write = Some(k),
             Fault::FailRead => f.fail_read = Some(k),
+            Fault::DeadFrom => f.lose_writes_from = Some(k),
         }
         let run = fault_run(&base, &scripted, f, CACHE);
         checked += 1;
         aborts += usize::from(run.aborted.is_some());
         injected += usize::from(run.faults.injected > 0);
-        if let Err(e) = fault_check(&dir, &run) {
+        if let Err(e) = fault_check(&dir, &run, journalled) {
             failures.push(format!(
                 "{fault:?} k={k} (errors: {:?}; aborted: {:?}): {e}",
                 run.errors.iter().take(3).collect::<Vec<_>>(),
@@ -869,4 +906,17 @@ fn fault_sweep_ext4_lost_write() {
 #[test]
 fn fault_sweep_ext4_read_error() {
     fault_sweep("ext4", 1024, "8M", Fault::FailRead, 150);
+}
+
+/// The disk dies at each write of the workload (every write from there on lost):
+/// the abort cannot mark it, and `e2fsck -fy` still finds every synced file.
+#[test]
+fn fault_sweep_ext4_dead_disk() {
+    fault_sweep("ext4", 1024, "8M", Fault::DeadFrom, 50);
+}
+
+/// ext2 (no journal, ordered writes): a lost write at each write of the workload.
+#[test]
+fn fault_sweep_ext2_lost_write() {
+    fault_sweep("ext2", 1024, "8M", Fault::LoseWrite, 150);
 }

@@ -130,6 +130,13 @@ impl<D: BlockDev> Ext<D> {
         })();
         match opened {
             Ok(w) => {
+                // An error an aborted mount recorded in the journal (abort.rs): the
+                // filesystem has errors (replay may have written a superblock from
+                // before them), as Linux's ext4_clear_journal_err.
+                if w.recorded_errno() != 0 {
+                    let st = self.sb.state();
+                    self.sb.set_state(st | STATE_ERROR);
+                }
                 self.crash.journal = Some(w);
                 self.size_journal_runs();
                 self.sb.incompat |= INCOMPAT_RECOVER;

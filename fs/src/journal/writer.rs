@@ -95,6 +95,8 @@ pub struct JournalWriter {
     run_bytes: usize,
     /// Aborted ([`JournalWriter::abort`]): nothing more is written.
     aborted: bool,
+    /// `s_errno` as found at open ([`JournalWriter::recorded_errno`]).
+    recorded_errno: i32,
     /// Counters.
     pub stats: WriterStats,
 }
@@ -156,6 +158,7 @@ impl JournalWriter {
             sb_raw,
             run_bytes: RUN_BYTES,
             aborted: false,
+            recorded_errno: 0,
             stats: WriterStats::default(),
         };
         let mut incompat = sb.feature_incompat;
@@ -165,7 +168,14 @@ impl JournalWriter {
         if fs_csum && incompat & feature::INCOMPAT_CSUM_V2 == 0 {
             incompat |= feature::INCOMPAT_CSUM_V3;
         }
-        if incompat != sb.feature_incompat {
+        // An error an aborted journal recorded (s_errno): kept for the caller (which
+        // marks the filesystem as having errors, as Linux's ext4_clear_journal_err)
+        // and cleared, so that it is reported once.
+        w.recorded_errno = sb.errno;
+        if sb.errno != 0 {
+            put_be32(&mut w.sb_raw, 0x20, 0);
+        }
+        if incompat != sb.feature_incompat || sb.errno != 0 {
             put_be32(&mut w.sb_raw, 0x28, incompat);
             if incompat & (feature::INCOMPAT_CSUM_V2 | feature::INCOMPAT_CSUM_V3) != 0 {
                 w.sb_raw[0x50] = super::format::CHECKSUM_TYPE_CRC32C;
@@ -431,6 +441,12 @@ impl JournalWriter {
         dev.write(p0 * u64::from(self.bs), &self.sb_raw)?;
         dev.flush()?;
         Ok(())
+    }
+
+    /// The error an earlier abort recorded in the journal (`s_errno`, 0 for none), as
+    /// found at [`JournalWriter::open`] (which clears it on disk).
+    pub fn recorded_errno(&self) -> i32 {
+        self.recorded_errno
     }
 
     /// Whether [`JournalWriter::abort`] was called.
