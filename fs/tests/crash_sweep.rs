@@ -835,12 +835,23 @@ fn fault_check(dir: &TempDir, run: &FaultRun, journalled: bool) -> Result<(), St
 /// Sweeps `fault` over the I/Os of the scripted workload (every one up to
 /// `max_points`, evenly sampled above; `CRASH_SWEEP_FULL=1`: every one).
 fn fault_sweep(kind: &str, bs: u32, size: &str, fault: Fault, max_points: usize) {
+    fault_sweep_with(kind, bs, size, &scripted, fault, max_points);
+}
+
+fn fault_sweep_with(
+    kind: &str,
+    bs: u32,
+    size: &str,
+    script: &dyn Fn(&mut W),
+    fault: Fault,
+    max_points: usize,
+) {
     let dir = TempDir::new("fault");
     let base_path = dir.path().join("base.img");
     mkfs(&base_path, kind, bs, size, None, &[]);
     let base = workload(std::fs::read(&base_path).unwrap(), &|_| {}).base;
     const CACHE: usize = 8;
-    let clean = fault_run(&base, &scripted, common::Faults::default(), CACHE);
+    let clean = fault_run(&base, script, common::Faults::default(), CACHE);
     assert!(clean.errors.is_empty(), "{:?}", clean.errors);
     let journalled = kind == "ext4";
     fault_check(&dir, &clean, journalled).unwrap();
@@ -863,7 +874,7 @@ fn fault_sweep(kind: &str, bs: u32, size: &str, fault: Fault, max_points: usize)
             Fault::FailRead => f.fail_read = Some(k),
             Fault::DeadFrom => f.lose_writes_from = Some(k),
         }
-        let run = fault_run(&base, &scripted, f, CACHE);
+        let run = fault_run(&base, script, f, CACHE);
         checked += 1;
         aborts += usize::from(run.aborted.is_some());
         injected += usize::from(run.faults.injected > 0);
@@ -919,4 +930,19 @@ fn fault_sweep_ext4_dead_disk() {
 #[test]
 fn fault_sweep_ext2_lost_write() {
     fault_sweep("ext2", 1024, "8M", Fault::LoseWrite, 150);
+}
+
+/// The random workload (renames over files, unlinks, config replacements), a lost
+/// write or a read error at each I/O (sampled).
+#[test]
+fn fault_sweep_ext4_random() {
+    for fault in [Fault::LoseWrite, Fault::FailRead] {
+        fault_sweep_with("ext4", 1024, "8M", &|w| random_ops(w, 1), fault, 80);
+    }
+}
+
+/// 4 KiB blocks: a lost write at each write of the workload.
+#[test]
+fn fault_sweep_ext4_4k_lost_write() {
+    fault_sweep("ext4", 4096, "16M", Fault::LoseWrite, 100);
 }
