@@ -54,10 +54,12 @@ struct Log {
     epoch: u32,
 }
 
-/// A device in memory that logs every write and flush.
+/// A device in memory that logs every write and flush, and injects `faults` (the
+/// fault sweeps).
 struct RecDisk {
     img: Vec<u8>,
     log: Rc<RefCell<Log>>,
+    faults: common::Faults,
 }
 
 impl BlockDev for RecDisk {
@@ -68,11 +70,15 @@ impl BlockDev for RecDisk {
         false
     }
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        self.faults.read()?;
         let o = offset as usize;
         buf.copy_from_slice(&self.img[o..o + buf.len()]);
         Ok(())
     }
     fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
+        if !self.faults.write_passes() {
+            return Ok(());
+        }
         let o = offset as usize;
         self.img[o..o + data.len()].copy_from_slice(data);
         let mut l = self.log.borrow_mut();
@@ -81,6 +87,7 @@ impl BlockDev for RecDisk {
         Ok(())
     }
     fn flush(&mut self) -> Result<(), IoError> {
+        self.faults.flush()?;
         self.log.borrow_mut().epoch += 1;
         Ok(())
     }
@@ -142,6 +149,10 @@ struct W {
     log: Rc<RefCell<Log>>,
     model: Tree,
     states: Vec<(usize, Tree, bool)>,
+    /// The fault sweeps: an operation that fails is recorded in `errors` (and leaves
+    /// the model as it was) instead of failing the test.
+    tolerant: bool,
+    errors: Vec<String>,
 }
 
 fn split(path: &str) -> (&str, &str) {
@@ -154,57 +165,90 @@ impl W {
         let n = self.log.borrow().writes.len();
         self.states.push((n, self.model.clone(), synced));
     }
-    fn dir(&mut self, p: &str) -> Ino {
-        resolve(&mut self.fs, p).unwrap()
+    /// The result of an operation: its value, or (tolerant) `None` with the error kept.
+    fn ok<T>(&mut self, what: &str, r: Result<T, xenlet_fs::FsError>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) if self.tolerant => {
+                self.errors.push(format!("{what}: {e}"));
+                None
+            }
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+    fn dir(&mut self, p: &str) -> Option<Ino> {
+        let r = resolve(&mut self.fs, p);
+        self.ok(p, r)
     }
     fn mkdir(&mut self, path: &str) {
         let (d, n) = split(path);
-        let d = self.dir(d);
-        self.fs.mkdir(d, n, 0o755).unwrap();
-        self.model.insert(format!("{path}/"), Vec::new());
-        self.mark(false);
+        let Some(d) = self.dir(d) else { return };
+        let r = self.fs.mkdir(d, n, 0o755);
+        if self.ok(path, r).is_some() {
+            self.model.insert(format!("{path}/"), Vec::new());
+            self.mark(false);
+        }
     }
     fn create(&mut self, path: &str) {
         let (d, n) = split(path);
-        let d = self.dir(d);
-        self.fs.create(d, n, 0o644).unwrap();
-        self.model.insert(path.to_string(), Vec::new());
-        self.mark(false);
+        let Some(d) = self.dir(d) else { return };
+        let r = self.fs.create(d, n, 0o644);
+        if self.ok(path, r).is_some() {
+            self.model.insert(path.to_string(), Vec::new());
+            self.mark(false);
+        }
     }
     /// Appends `data` in pieces of `piece` bytes, one operation each.
     fn append(&mut self, path: &str, data: &[u8], piece: usize) {
-        let ino = self.dir(path);
+        let Some(ino) = self.dir(path) else { return };
         for c in data.chunks(piece) {
-            let off = self.model[path].len() as u64;
-            assert_eq!(self.fs.write(ino, off, c).unwrap(), c.len());
+            let Some(len) = self.model.get(path).map(Vec::len) else {
+                return;
+            };
+            let r = self.fs.write(ino, len as u64, c);
+            match self.ok(path, r) {
+                Some(n) => assert_eq!(n, c.len()),
+                None => return,
+            }
             self.model.get_mut(path).unwrap().extend_from_slice(c);
             self.mark(false);
         }
     }
     fn fsync(&mut self, path: &str) {
-        let ino = self.dir(path);
-        self.fs.fsync(ino).unwrap();
-        self.mark(true);
+        let Some(ino) = self.dir(path) else { return };
+        let r = self.fs.fsync(ino);
+        if self.ok(path, r).is_some() {
+            self.mark(true);
+        }
     }
     fn sync(&mut self) {
-        self.fs.sync().unwrap();
-        self.mark(true);
+        let r = self.fs.sync();
+        if self.ok("sync", r).is_some() {
+            self.mark(true);
+        }
     }
     fn rename(&mut self, from: &str, to: &str) {
         let (fd, fname) = split(from);
         let (td, tname) = split(to);
-        let (fd, td) = (self.dir(fd), self.dir(td));
-        self.fs.rename(fd, fname, td, tname).unwrap();
-        let v = self.model.remove(from).unwrap();
-        self.model.insert(to.to_string(), v);
-        self.mark(false);
+        let (Some(fd), Some(td)) = (self.dir(fd), self.dir(td)) else {
+            return;
+        };
+        let r = self.fs.rename(fd, fname, td, tname);
+        if self.ok(from, r).is_some() {
+            if let Some(v) = self.model.remove(from) {
+                self.model.insert(to.to_string(), v);
+            }
+            self.mark(false);
+        }
     }
     fn unlink(&mut self, path: &str) {
         let (d, n) = split(path);
-        let d = self.dir(d);
-        self.fs.unlink(d, n).unwrap();
-        self.model.remove(path);
-        self.mark(false);
+        let Some(d) = self.dir(d) else { return };
+        let r = self.fs.unlink(d, n);
+        if self.ok(path, r).is_some() {
+            self.model.remove(path);
+            self.mark(false);
+        }
     }
     /// A config file replaced the safe way: temp file, fsync, rename over, fsync.
     fn replace_config(&mut self, path: &str, data: &[u8]) {
@@ -229,6 +273,7 @@ fn workload(img: Vec<u8>, script: &dyn Fn(&mut W)) -> Run {
     let disk = RecDisk {
         img,
         log: log.clone(),
+        faults: common::Faults::default(),
     };
     let mut fs = Ext::mount(disk, opts()).expect("mount");
     let model = read_tree(&mut fs).unwrap();
@@ -237,6 +282,8 @@ fn workload(img: Vec<u8>, script: &dyn Fn(&mut W)) -> Run {
         log,
         model,
         states: Vec::new(),
+        tolerant: false,
+        errors: Vec::new(),
     };
     // Warm-up, not recorded: small fsync'd appends until the journal's head is near
     // its end, so that the recorded transactions wrap round it.
@@ -629,4 +676,273 @@ fn crash_sweep_ext4_1k_random() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
     sweep_with("ext4", 1024, "8M", &|w| random_ops(w, seed), Some(60));
+}
+
+/// What a fault sweep injects at its I/O number `k` (issue 30).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Fault {
+    /// Write `k` is accepted and lost; the next flush reports it (write-behind).
+    LoseWrite,
+    /// Read `k` fails with an I/O error.
+    FailRead,
+    /// Every write from `k` on is lost (the disk died), each flush after fails.
+    DeadFrom,
+}
+
+/// One run of `script` from the warmed-up image `base` with `faults` injected (after
+/// the mount), through a cache of `cache_blocks` (small, so that operations read in
+/// their middle), then a sync and an unmount as a shutdown does. Returns the states,
+/// the image, the faults seen, and why the filesystem went read-only if it did.
+struct FaultRun {
+    states: Vec<(usize, Tree, bool)>,
+    img: Vec<u8>,
+    faults: common::Faults,
+    aborted: Option<String>,
+    errors: Vec<String>,
+    /// The device took writes again after the fault (the abort could mark the disk).
+    transient: bool,
+}
+
+fn fault_run(
+    base: &[u8],
+    script: &dyn Fn(&mut W),
+    faults: common::Faults,
+    cache_blocks: usize,
+) -> FaultRun {
+    let log = Rc::new(RefCell::new(Log::default()));
+    let disk = RecDisk {
+        img: base.to_vec(),
+        log: log.clone(),
+        faults: common::Faults::default(),
+    };
+    let mut fs = Ext::mount(disk, opts()).expect("mount");
+    fs.set_cache_blocks(cache_blocks);
+    let model = read_tree(&mut fs).unwrap();
+    fs.device_mut().faults = faults;
+    let mut w = W {
+        fs,
+        log,
+        model,
+        states: Vec::new(),
+        tolerant: true,
+        errors: Vec::new(),
+    };
+    w.mark(true);
+    script(&mut w);
+    w.sync();
+    let aborted = w.fs.read_only().then(|| {
+        w.fs.read_only_reason()
+            .unwrap_or_else(|| String::from("(read-only, no reason given)"))
+    });
+    if aborted.is_some() {
+        // Read-only: later changes are refused, reads still work.
+        let root = w.fs.root();
+        assert_eq!(
+            w.fs.create(root, "after-abort", 0o644),
+            Err(xenlet_fs::FsError::ReadOnly)
+        );
+        assert_eq!(
+            w.fs.sync(),
+            Err(xenlet_fs::FsError::ReadOnly),
+            "sync after the abort"
+        );
+        read_tree(&mut w.fs).expect("reads after the abort");
+    }
+    let r = w.fs.unmount();
+    w.ok("unmount", r);
+    let mut fs = w.fs;
+    let faults = std::mem::take(&mut fs.device_mut().faults);
+    let transient = faults.lose_writes_from.is_none();
+    FaultRun {
+        transient,
+        states: w.states,
+        img: fs.into_device().img,
+        faults,
+        aborted,
+        errors: w.errors,
+    }
+}
+
+/// Checks the image a fault run left: clean for `e2fsck -fn`, or, after an abort,
+/// flagged with errors and repaired by `e2fsck -fy` (its journal replay); then every
+/// file of the last completed sync has its synced content (or a later state's).
+fn fault_check(dir: &TempDir, run: &FaultRun, journalled: bool) -> Result<(), String> {
+    let path = dir.path().join("fault.img");
+    std::fs::write(&path, &run.img).unwrap();
+    if let Some(why) = &run.aborted {
+        if !why.contains("read-only") {
+            return Err(format!("abort reason says nothing of read-only: {why}"));
+        }
+    }
+    if let (Some(_), true, true) = (&run.aborted, run.transient, journalled) {
+        // Mounted again (by Xenlet, replaying the journal), the filesystem says it
+        // has errors: ERROR_FS in the superblock, or s_errno in the journal.
+        let mut again = Ext::mount(
+            MemDisk {
+                bytes: run.img.clone(),
+                read_only: false,
+            },
+            opts(),
+        )
+        .map_err(|e| format!("mount after the abort: {e}"))?;
+        again.unmount().map_err(|e| format!("unmount: {e}"))?;
+        let b = again.into_device().bytes;
+        if u16::from_le_bytes([b[1024 + 0x3A], b[1024 + 0x3B]]) & 2 == 0 {
+            return Err(String::from(
+                "no ERROR_FS after mounting the aborted filesystem again",
+            ));
+        }
+    }
+    let b = &run.img;
+    if run.aborted.is_some()
+        && run.transient
+        && !journalled
+        && u16::from_le_bytes([b[1024 + 0x3A], b[1024 + 0x3B]]) & 2 == 0
+    {
+        return Err(String::from("no ERROR_FS after the abort"));
+    }
+    if run.aborted.is_some() {
+        let (code, out) = e2fsck(&path, &["-fy"]);
+        if code > 1 {
+            return Err(format!("e2fsck -fy after the abort exit {code}:\n{out}"));
+        }
+    }
+    let (code, out) = e2fsck(&path, &["-fn"]);
+    if code != 0 {
+        return Err(format!("e2fsck -fn exit {code}:\n{out}"));
+    }
+    let mut fs = mount_ro(std::fs::read(&path).unwrap()).map_err(|e| format!("mount: {e}"))?;
+    let tree = read_tree(&mut fs)?;
+    let s = run
+        .states
+        .iter()
+        .rposition(|(_, _, synced)| *synced)
+        .unwrap();
+    let cands = &run.states[s..];
+    for (p, want) in &run.states[s].1 {
+        let got = tree.get(p);
+        if !cands.iter().any(|(_, t, _)| t.get(p) == got) {
+            return Err(format!(
+                "{p}: {:?} bytes, synced with {} bytes, in no later state",
+                got.map(Vec::len),
+                want.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Sweeps `fault` over the I/Os of the scripted workload (every one up to
+/// `max_points`, evenly sampled above; `CRASH_SWEEP_FULL=1`: every one).
+fn fault_sweep(kind: &str, bs: u32, size: &str, fault: Fault, max_points: usize) {
+    fault_sweep_with(kind, bs, size, &scripted, fault, max_points);
+}
+
+fn fault_sweep_with(
+    kind: &str,
+    bs: u32,
+    size: &str,
+    script: &dyn Fn(&mut W),
+    fault: Fault,
+    max_points: usize,
+) {
+    let dir = TempDir::new("fault");
+    let base_path = dir.path().join("base.img");
+    mkfs(&base_path, kind, bs, size, None, &[]);
+    let base = workload(std::fs::read(&base_path).unwrap(), &|_| {}).base;
+    const CACHE: usize = 8;
+    let clean = fault_run(&base, script, common::Faults::default(), CACHE);
+    assert!(clean.errors.is_empty(), "{:?}", clean.errors);
+    let journalled = kind == "ext4";
+    fault_check(&dir, &clean, journalled).unwrap();
+    let total = match fault {
+        Fault::LoseWrite | Fault::DeadFrom => clean.faults.writes,
+        Fault::FailRead => clean.faults.reads,
+    };
+    let full = std::env::var_os("CRASH_SWEEP_FULL").is_some();
+    let step = if full {
+        1
+    } else {
+        total.div_ceil(max_points as u64).max(1)
+    };
+    let (mut failures, mut checked, mut aborts, mut injected) = (Vec::new(), 0, 0, 0);
+    let mut k = 0;
+    while k < total {
+        let mut f = common::Faults::default();
+        match fault {
+            Fault::LoseWrite => f.lose_write = Some(k),
+            Fault::FailRead => f.fail_read = Some(k),
+            Fault::DeadFrom => f.lose_writes_from = Some(k),
+        }
+        let run = fault_run(&base, script, f, CACHE);
+        checked += 1;
+        aborts += usize::from(run.aborted.is_some());
+        injected += usize::from(run.faults.injected > 0);
+        if let Err(e) = fault_check(&dir, &run, journalled) {
+            failures.push(format!(
+                "{fault:?} k={k} (errors: {:?}; aborted: {:?}): {e}",
+                run.errors.iter().take(3).collect::<Vec<_>>(),
+                run.aborted
+            ));
+        }
+        k += step;
+    }
+    eprintln!(
+        "{kind} {bs} {fault:?}: {total} I/Os, {checked} fault points ({injected} injected), {aborts} aborted, {} failed",
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{kind}/{bs} {fault:?}: {} of {checked} fault points failed; first ones:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(4)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// A write lost and reported at the next flush (write-behind), at each write of the
+/// workload: a failed checkpoint aborts the journal (the committed transaction stays
+/// in the log for replay), any other failed commit aborts the running transaction.
+#[test]
+fn fault_sweep_ext4_lost_write() {
+    fault_sweep("ext4", 1024, "8M", Fault::LoseWrite, 150);
+}
+
+/// A read error at each read of the workload (through a small cache, so operations
+/// read in their middle): an operation fails before it changes anything, or aborts.
+#[test]
+fn fault_sweep_ext4_read_error() {
+    fault_sweep("ext4", 1024, "8M", Fault::FailRead, 150);
+}
+
+/// The disk dies at each write of the workload (every write from there on lost):
+/// the abort cannot mark it, and `e2fsck -fy` still finds every synced file.
+#[test]
+fn fault_sweep_ext4_dead_disk() {
+    fault_sweep("ext4", 1024, "8M", Fault::DeadFrom, 50);
+}
+
+/// ext2 (no journal, ordered writes): a lost write at each write of the workload.
+#[test]
+fn fault_sweep_ext2_lost_write() {
+    fault_sweep("ext2", 1024, "8M", Fault::LoseWrite, 150);
+}
+
+/// The random workload (renames over files, unlinks, config replacements), a lost
+/// write or a read error at each I/O (sampled).
+#[test]
+fn fault_sweep_ext4_random() {
+    for fault in [Fault::LoseWrite, Fault::FailRead] {
+        fault_sweep_with("ext4", 1024, "8M", &|w| random_ops(w, 1), fault, 80);
+    }
+}
+
+/// 4 KiB blocks: a lost write at each write of the workload.
+#[test]
+fn fault_sweep_ext4_4k_lost_write() {
+    fault_sweep("ext4", 4096, "16M", Fault::LoseWrite, 100);
 }

@@ -130,6 +130,20 @@ impl<D: BlockDev> Ext<D> {
         Ok(())
     }
 
+    /// The reserved metadata pool (issue 30), as Linux's `s_resv_clusters`: 2 % of
+    /// the blocks, at most 4,096, and at least `META_MARGIN` (64) where that is
+    /// under an eighth of the filesystem. Buffered file data never takes it
+    /// (`write_file`), a new directory or symlink block half of it
+    /// (`alloc_new_block`); tree blocks (extent and index blocks, indirect blocks),
+    /// which a sync must find, take the rest. `statfs` counts it out of the
+    /// available blocks, as Linux does.
+    pub(super) fn resv_blocks(&self) -> u64 {
+        let blocks = self.sb.blocks_count;
+        (blocks / 50)
+            .min(4096)
+            .max(super::META_MARGIN.min(blocks / 8))
+    }
+
     /// Allocates up to `want` contiguous blocks at or after `goal` (wrapping); returns
     /// the first block and how many.
     pub(super) fn alloc_blocks(&mut self, goal: u64, want: u32) -> Result<(u64, u32), FsError> {

@@ -32,6 +32,10 @@ pub struct BlockCache {
     clock: u64,
     /// Bytes written to the device by this cache.
     pub written: u64,
+    /// Blocks taken for modification ([`BlockCache::get_mut`], [`BlockCache::get_new`])
+    /// or forgotten so far: the abort state (`abort.rs`) tells by it whether a failed
+    /// operation had changed anything.
+    pub changes: u64,
     /// crash safety (see `ordered.rs`): when set, dirty blocks reach the device only
     /// through [`BlockCache::write_back`]/[`BlockCache::write_back_where`] at sync,
     /// never on eviction (the cache grows instead until the next sync).
@@ -51,6 +55,7 @@ impl BlockCache {
             limit: limit.max(MIN_BLOCKS),
             clock: 0,
             written: 0,
+            changes: 0,
             pinned: false,
             run_bytes: 1 << 20,
         }
@@ -88,6 +93,7 @@ impl BlockCache {
     /// Block `blk` for modification (marked dirty).
     pub fn get_mut<D: BlockDev>(&mut self, dev: &mut D, blk: u64) -> Result<&mut [u8], FsError> {
         self.load(dev, blk)?;
+        self.changes = self.changes.wrapping_add(1);
         let t = self.tick();
         match self.map.get_mut(&blk) {
             Some(e) => {
@@ -102,6 +108,7 @@ impl BlockCache {
     /// Block `blk` for complete overwrite: zeroed, not read, marked dirty.
     pub fn get_new<D: BlockDev>(&mut self, dev: &mut D, blk: u64) -> Result<&mut [u8], FsError> {
         self.make_room(dev)?;
+        self.changes = self.changes.wrapping_add(1);
         let t = self.tick();
         let bs = self.bs;
         let e = self.map.entry(blk).or_insert_with(|| Entry {
@@ -135,6 +142,7 @@ impl BlockCache {
     /// Forgets blocks `start..start+len` (freed blocks: their stale contents must
     /// never be written over whatever reuses them).
     pub fn forget(&mut self, start: u64, len: u64) {
+        self.changes = self.changes.wrapping_add(1);
         let end = start.saturating_add(len);
         let keys: Vec<u64> = self.map.range(start..end).map(|(k, _)| *k).collect();
         for k in keys {
@@ -188,9 +196,27 @@ impl BlockCache {
         Ok(())
     }
 
-    /// Writes every dirty block (adjacent blocks coalesced), leaving them cached clean.
+    /// Writes every dirty block (adjacent blocks coalesced), leaving them cached
+    /// clean: for eviction outside a sync (an unpinned cache). A sync uses
+    /// [`BlockCache::write_back_where`] and [`BlockCache::settle`] instead.
     pub fn write_back<D: BlockDev>(&mut self, dev: &mut D) -> Result<(), FsError> {
-        self.write_back_where(dev, &|_| true)
+        self.write_back_where(dev, &|_| true)?;
+        self.settle(&|_| true);
+        Ok(())
+    }
+
+    /// Marks the dirty blocks `pick` selects clean: call once the flush after their
+    /// write ([`BlockCache::write_back_where`]) succeeded. A device reports a failed
+    /// write at that flush (write-behind), so a block is clean only once it is known
+    /// to be home (issue 30); until then it stays dirty, pinned in the cache, and
+    /// what reads it (after an abort, `abort.rs`) sees it, not the disk.
+    pub fn settle(&mut self, pick: &dyn Fn(u64) -> bool) {
+        for (&b, e) in self.map.iter_mut() {
+            if e.dirty && pick(b) {
+                e.dirty = false;
+                e.fresh = false;
+            }
+        }
     }
 
     /// crash safety: the dirty blocks, for a journal transaction.
@@ -211,8 +237,8 @@ impl BlockCache {
         self.limit
     }
 
-    /// Writes the dirty blocks `pick` selects (adjacent blocks coalesced), leaving
-    /// them cached clean (crash safety: ordered writes in phases).
+    /// Writes the dirty blocks `pick` selects (adjacent blocks coalesced); they stay
+    /// dirty until [`BlockCache::settle`] (after a flush) says they are home.
     pub fn write_back_where<D: BlockDev>(
         &mut self,
         dev: &mut D,
@@ -231,7 +257,6 @@ impl BlockCache {
         // Without a buffer of two blocks, each block goes from the cache as it is.
         let gather = run.capacity() >= 2 * self.bs;
         let mut next = u64::MAX;
-        let mut done: Vec<u64> = Vec::new();
         for (&blk, e) in self.map.iter() {
             if !e.dirty || !pick(blk) {
                 continue;
@@ -239,7 +264,6 @@ impl BlockCache {
             if !gather {
                 dev.write(blk * bs, &e.data)?;
                 self.written += bs;
-                done.push(blk);
                 continue;
             }
             if blk != next || run.len() + self.bs > run.capacity() {
@@ -252,17 +276,10 @@ impl BlockCache {
             }
             run.extend_from_slice(&e.data);
             next = blk + 1;
-            done.push(blk);
         }
         if !run.is_empty() {
             dev.write(run_start * bs, &run)?;
             self.written += run.len() as u64;
-        }
-        for b in done {
-            if let Some(e) = self.map.get_mut(&b) {
-                e.dirty = false;
-                e.fresh = false;
-            }
         }
         Ok(())
     }

@@ -335,7 +335,8 @@ impl<D: BlockDev> Ext<D> {
                 let mapped = n.map.as_ref().and_then(|m| m.find(lblk));
                 let reserved = mapped.is_none();
                 if reserved {
-                    let need = self.reserved + 1 + self.reserved / per + META_MARGIN;
+                    // File data never takes the metadata reserve (issue 30).
+                    let need = self.reserved + 1 + self.reserved / per + self.resv_blocks();
                     if self.free_blocks < need {
                         err = Some(FsError::NoSpace);
                         break;
@@ -344,7 +345,12 @@ impl<D: BlockDev> Ext<D> {
                 let mut blk = vec![0u8; bs as usize];
                 if k < bs as usize {
                     if let Some((p, false, _)) = mapped {
-                        self.dev.read(p * bs, &mut blk)?;
+                        // A read error ends the write here: what was buffered
+                        // before it counts (its size is recorded below).
+                        if let Err(e) = self.dev.read(p * bs, &mut blk) {
+                            err = Some(e.into());
+                            break;
+                        }
                     }
                 }
                 if reserved {
@@ -425,6 +431,20 @@ impl<D: BlockDev> Ext<D> {
     /// block (so that growing the file later reads zeros); the size is not changed.
     pub(super) fn cut_to(&mut self, ino: u32, size: u64) -> Result<(), FsError> {
         let bs = self.sb.block_size as u64;
+        // The last block's tail, read before anything changes (abort.rs: a read
+        // error then leaves the file as it was).
+        let mut tail = None;
+        if !size.is_multiple_of(bs) {
+            let lblk = size / bs;
+            let n = self.map_of(ino)?;
+            if !n.pending.contains_key(&lblk) {
+                if let Some((p, false, _)) = n.map.as_ref().and_then(|m| m.find(lblk)) {
+                    let mut blk = vec![0u8; bs as usize];
+                    self.dev.read(p * bs, &mut blk)?;
+                    tail = Some(blk);
+                }
+            }
+        }
         self.drop_blocks(ino, size.div_ceil(bs))?;
         if !size.is_multiple_of(bs) {
             // Zero the tail of the last block, so growing later reads zeros.
@@ -433,9 +453,7 @@ impl<D: BlockDev> Ext<D> {
             let n = self.map_of(ino)?;
             if let Some(p) = n.pending.get_mut(&lblk) {
                 p.data[boff..].fill(0);
-            } else if let Some((p, false, _)) = n.map.as_ref().and_then(|m| m.find(lblk)) {
-                let mut blk = vec![0u8; bs as usize];
-                self.dev.read(p * bs, &mut blk)?;
+            } else if let Some(mut blk) = tail {
                 blk[boff..].fill(0);
                 self.pending_bytes += bs as usize;
                 let n = self.node(ino)?;

@@ -30,6 +30,7 @@
 //! trees and block maps are rebuilt from the in-memory map at sync. Every on-disk
 //! value is checked before use: bad structures give [`FsError::Corrupt`], not a panic.
 
+mod abort;
 mod alloc;
 mod blockmap;
 mod cache;
@@ -85,7 +86,7 @@ const NODE_OVERHEAD: usize = 2 * core::mem::size_of::<(u32, Node)>();
 const NODE_BYTES: usize = 1024;
 /// Bytes of cached inodes (with their maps) kept by default (as 4,096 of 1 KiB).
 const NODE_CACHE_BYTES: usize = INODE_CACHE * NODE_BYTES;
-/// Blocks kept back from delayed-allocation reservations for metadata.
+/// The least metadata reserve (`Ext::resv_blocks`), where the filesystem allows.
 const META_MARGIN: u64 = 64;
 /// Hard link limit (above it dir_nlink directories count 1).
 const LINK_MAX: u16 = 65000;
@@ -202,6 +203,8 @@ pub struct Ext<D: BlockDev> {
     crash: ordered::CrashState,
     /// What the orphan list processing at mount did (orphan.rs).
     orphan_stats: OrphanStats,
+    /// The abort state (abort.rs).
+    abort: abort::AbortState,
     /// The mount's memory bound in bytes ([`Ext::set_cache_bytes`]): what the disk
     /// sizes (a listing, a file's map) is held to a share of it, or refused with
     /// [`FsError::NoMemory`].
@@ -330,9 +333,13 @@ impl<D: BlockDev> Ext<D> {
         Ok(())
     }
 
-    /// Why a read-write mount came out read-only, if it did: its journal could not
-    /// be used for writing.
+    /// Why a read-write mount came out read-only, if it did: an error aborted its
+    /// running transaction (`abort.rs`, [`Ext::aborted`]), or its journal could not be
+    /// used for writing.
     pub fn read_only_reason(&self) -> Option<String> {
+        if let Some(why) = self.aborted() {
+            return Some(String::from(why));
+        }
         self.crash_stats()
             .journal_error
             .map(|e| format!("its journal cannot be written ({e})"))
@@ -545,6 +552,7 @@ impl<D: BlockDev> Ext<D> {
             replayed: None,
             crash: ordered::CrashState::default(),
             orphan_stats: OrphanStats::default(),
+            abort: abort::AbortState::default(),
             budget: DEFAULT_BUDGET,
             sb,
         };
@@ -624,20 +632,21 @@ impl<D: BlockDev> Ext<D> {
     /// Creates a symbolic link `name` in `dir` pointing at `target` (fast symlinks,
     /// stored in the inode, below 60 bytes; otherwise one data block).
     pub fn symlink(&mut self, dir: Ino, name: &str, target: &str) -> Result<Ino, FsError> {
-        self.check_rw()?;
-        let bs = self.sb.block_size as usize;
-        if target.is_empty() || target.len() >= bs.min(4096) {
-            return Err(FsError::NameTooLong);
-        }
-        let (dir, name) = self.check_new_entry(dir, name)?;
-        let ino = self.new_inode(dir, S_IFLNK | 0o777)?;
-        let r = self.fill_symlink(ino, target.as_bytes());
-        let r = r.and_then(|()| self.add_entry(dir, name, ino, 7));
-        if let Err(e) = r {
-            let _ = self.release(ino);
-            return Err(e);
-        }
-        Ok(ino as Ino)
+        self.operation("symlink", |fs| {
+            let bs = fs.sb.block_size as usize;
+            if target.is_empty() || target.len() >= bs.min(4096) {
+                return Err(FsError::NameTooLong);
+            }
+            let (dir, name) = fs.check_new_entry(dir, name)?;
+            let ino = fs.new_inode(dir, S_IFLNK | 0o777)?;
+            let r = fs.fill_symlink(ino, target.as_bytes());
+            let r = r.and_then(|()| fs.add_entry(dir, name, ino, 7));
+            if let Err(e) = r {
+                fs.release(ino)?; // undone (or the operation aborts, abort.rs)
+                return Err(e);
+            }
+            Ok(ino as Ino)
+        })
     }
 
     fn fill_symlink(&mut self, ino: u32, target: &[u8]) -> Result<(), FsError> {
@@ -668,22 +677,23 @@ impl<D: BlockDev> Ext<D> {
 
     /// Adds a hard link `name` in `dir` to the non-directory `ino`.
     pub fn link(&mut self, ino: Ino, dir: Ino, name: &str) -> Result<(), FsError> {
-        self.check_rw()?;
-        let ino = self.ino32(ino)?;
-        let (dir, name) = self.check_new_entry(dir, name)?;
-        let n = self.node(ino)?;
-        if n.inode.kind() == FileType::Dir {
-            return Err(FsError::IsDir);
-        }
-        if n.inode.links() == 0 {
-            return Err(FsError::NotFound);
-        }
-        if n.inode.links() >= LINK_MAX {
-            return Err(FsError::Invalid("too many links"));
-        }
-        let ft = dir::ftype_of_mode(n.inode.mode());
-        self.add_entry(dir, name, ino, ft)?;
-        self.link_inc(ino)
+        self.operation("link", |fs| {
+            let ino = fs.ino32(ino)?;
+            let (dir, name) = fs.check_new_entry(dir, name)?;
+            let n = fs.node(ino)?;
+            if n.inode.kind() == FileType::Dir {
+                return Err(FsError::IsDir);
+            }
+            if n.inode.links() == 0 {
+                return Err(FsError::NotFound);
+            }
+            if n.inode.links() >= LINK_MAX {
+                return Err(FsError::Invalid("too many links"));
+            }
+            let ft = dir::ftype_of_mode(n.inode.mode());
+            fs.add_entry(dir, name, ino, ft)?;
+            fs.link_inc(ino)
+        })
     }
 
     /// Checks that `name` may be created in `dir`.
@@ -699,13 +709,16 @@ impl<D: BlockDev> Ext<D> {
         if self.dir_lookup(dir, name)?.is_some() {
             return Err(FsError::Exists);
         }
+        // Refused before anything changes (abort.rs), not when the entry goes in.
+        self.dx_refuse_untrusted(dir)?;
         Ok((dir, name))
     }
 
     /// A block for a new directory or symlink block: refused (NoSpace) when only the
-    /// blocks promised to buffered file data and the tree-block margin are left.
+    /// blocks promised to buffered file data and half the metadata reserve are left
+    /// (the other half is for tree blocks).
     fn alloc_new_block(&mut self, goal: u64) -> Result<u64, FsError> {
-        if self.free_blocks.saturating_sub(self.reserved) <= META_MARGIN / 2 {
+        if self.free_blocks.saturating_sub(self.reserved) <= self.resv_blocks() / 2 {
             return Err(FsError::NoSpace);
         }
         Ok(self.alloc_blocks(goal, 1)?.0)
@@ -956,6 +969,7 @@ impl<D: BlockDev> Ext<D> {
     /// data there.
     fn drop_blocks(&mut self, ino: u32, from: u64) -> Result<(), FsError> {
         self.ensure_map(ino)?;
+        self.touch(); // abort.rs
         let mut n = self.take(ino)?;
         let gone: Vec<u64> = n.pending.range(from..).map(|(k, _)| *k).collect();
         for k in gone {
@@ -1029,11 +1043,44 @@ impl<D: BlockDev> Ext<D> {
         }
     }
 
+    /// Puts everything on the disk: the file data, then the running transaction
+    /// (journalled, or in ordered phases).
+    ///
+    /// A data write error leaves the data buffered for a retry (no abort). ENOSPC
+    /// for the data with frees waiting (issue 30): what is allocated is committed with
+    /// the frees, which the data then gets. After the data, an error aborts the
+    /// running transaction (`abort.rs`), but ENOSPC and ENOMEM, which leave it to be
+    /// committed by a later sync.
     fn sync_all(&mut self) -> Result<(), FsError> {
+        if self.aborted().is_some() {
+            return Err(FsError::ReadOnly);
+        }
         if self.ro {
             return Ok(());
         }
-        self.flush_all_data()?;
+        match self.flush_all_data() {
+            Ok(()) => {}
+            Err(FsError::NoSpace) if self.frees_deferred() => {
+                self.commit_running()?;
+                self.flush_all_data()?;
+            }
+            Err(e) => return Err(e),
+        }
+        self.commit_running()
+    }
+
+    /// The part of a sync after the file data: aborts on an error (see `sync_all`).
+    fn commit_running(&mut self) -> Result<(), FsError> {
+        let r = self.commit_inner();
+        if let Err(e) = &r {
+            if !matches!(e, FsError::NoSpace | FsError::NoMemory) {
+                self.abort("sync", e);
+            }
+        }
+        r
+    }
+
+    fn commit_inner(&mut self) -> Result<(), FsError> {
         let inos: Vec<u32> = self
             .nodes
             .iter()
@@ -1041,7 +1088,16 @@ impl<D: BlockDev> Ext<D> {
             .map(|(k, _)| *k)
             .collect();
         for i in &inos {
-            self.sync_map(*i)?;
+            match self.sync_map(*i) {
+                // ENOSPC for a tree block (issue 30): the blocks freed in this
+                // transaction may take it (metadata reaches its home only after the
+                // commit, so it cannot overwrite what the committed metadata uses).
+                Err(FsError::NoSpace) if self.frees_deferred() => {
+                    self.apply_deferred_frees()?;
+                    self.sync_map(*i)?;
+                }
+                r => r?,
+            }
         }
         self.apply_deferred_frees()?; // crash safety (ordered.rs)
         for i in inos {
@@ -1075,6 +1131,7 @@ impl<D: BlockDev> Ext<D> {
     }
 
     fn link_inc(&mut self, ino: u32) -> Result<(), FsError> {
+        self.touch(); // abort.rs
         let dir_nlink = self.sb.ro_compat & RO_COMPAT_DIR_NLINK != 0;
         let now = self.now();
         let n = self.node(ino)?;
@@ -1094,6 +1151,7 @@ impl<D: BlockDev> Ext<D> {
     }
 
     fn link_dec(&mut self, ino: u32) -> Result<u16, FsError> {
+        self.touch(); // abort.rs
         let now = self.now();
         let n = self.node(ino)?;
         let l = n.inode.links();
@@ -1175,7 +1233,8 @@ impl<D: BlockDev> Ext<D> {
             self.add_entry(dir, name, ino, if is_dir { 2 } else { 1 })
         })();
         if let Err(e) = r {
-            let _ = self.release(ino);
+            // Undone (a failure to undo aborts the operation, abort.rs).
+            self.release(ino)?;
             if is_dir {
                 self.link_dec(dir)?;
             }
@@ -1273,13 +1332,17 @@ impl<D: BlockDev> FileSystem for Ext<D> {
     }
 
     fn statfs(&mut self) -> Result<StatFs, FsError> {
+        // As Linux's ext4_statfs: free excludes the blocks promised to buffered data;
+        // available also the root reserve and the metadata reserve (issue 30).
         let free = self.free_blocks.saturating_sub(self.reserved);
         Ok(StatFs {
             kind: self.kind,
             block_size: self.sb.block_size,
             blocks: self.sb.blocks_count,
             free_blocks: free,
-            avail_blocks: free.saturating_sub(self.sb.r_blocks_count),
+            avail_blocks: free
+                .saturating_sub(self.sb.r_blocks_count)
+                .saturating_sub(self.resv_blocks()),
             inodes: self.sb.inodes_count as u64,
             free_inodes: self.free_inodes,
         })
@@ -1397,150 +1460,176 @@ impl<D: BlockDev> FileSystem for Ext<D> {
     }
 
     fn truncate(&mut self, ino: Ino, size: u64) -> Result<(), FsError> {
-        self.check_rw()?;
-        let ino = self.ino32(ino)?;
-        self.may_change(ino, FL_IMMUTABLE | FL_APPEND)?;
-        self.truncate_file(ino, size)
+        self.operation("truncate", |fs| {
+            let ino = fs.ino32(ino)?;
+            fs.may_change(ino, FL_IMMUTABLE | FL_APPEND)?;
+            fs.truncate_file(ino, size)
+        })
     }
 
     fn create(&mut self, dir: Ino, name: &str, perm: u16) -> Result<Ino, FsError> {
-        self.may_change(self.ino32(dir)?, FL_IMMUTABLE)?;
-        self.make(dir, name, S_IFREG | (perm & 0o7777))
+        self.operation("create", |fs| {
+            fs.may_change(fs.ino32(dir)?, FL_IMMUTABLE)?;
+            fs.make(dir, name, S_IFREG | (perm & 0o7777))
+        })
     }
 
     fn mkdir(&mut self, dir: Ino, name: &str, perm: u16) -> Result<Ino, FsError> {
-        self.may_change(self.ino32(dir)?, FL_IMMUTABLE)?;
-        self.make(dir, name, S_IFDIR | (perm & 0o7777))
+        self.operation("mkdir", |fs| {
+            fs.may_change(fs.ino32(dir)?, FL_IMMUTABLE)?;
+            fs.make(dir, name, S_IFDIR | (perm & 0o7777))
+        })
     }
 
     fn unlink(&mut self, dir: Ino, name: &str) -> Result<(), FsError> {
-        self.check_rw()?;
-        let dir = self.ino32(dir)?;
-        let name = check_name(name)?;
-        let ino = self.dir_lookup(dir, name)?.ok_or(FsError::NotFound)?;
-        self.may_change(dir, FL_IMMUTABLE | FL_APPEND)?;
-        self.may_change(ino, FL_IMMUTABLE | FL_APPEND)?;
-        if self.kind_of(ino)? == FileType::Dir {
-            return Err(FsError::IsDir);
-        }
-        if self.node(ino)?.inode.links() <= 1 {
-            self.ensure_map(ino)?; // NoMemory before the name goes, not after
-        }
-        self.remove_entry(dir, name)?;
-        if self.link_dec(ino)? == 0 {
-            self.release(ino)?;
-        }
-        Ok(())
+        self.operation("unlink", |fs| {
+            let dir = fs.ino32(dir)?;
+            let name = check_name(name)?;
+            let ino = fs.dir_lookup(dir, name)?.ok_or(FsError::NotFound)?;
+            fs.may_change(dir, FL_IMMUTABLE | FL_APPEND)?;
+            fs.may_change(ino, FL_IMMUTABLE | FL_APPEND)?;
+            if fs.kind_of(ino)? == FileType::Dir {
+                return Err(FsError::IsDir);
+            }
+            if fs.node(ino)?.inode.links() <= 1 {
+                fs.ensure_map(ino)?; // NoMemory before the name goes, not after
+            }
+            fs.dx_refuse_untrusted(dir)?; // before the first change (abort.rs)
+            fs.remove_entry(dir, name)?;
+            if fs.link_dec(ino)? == 0 {
+                fs.release(ino)?;
+            }
+            Ok(())
+        })
     }
 
     fn rmdir(&mut self, dir: Ino, name: &str) -> Result<(), FsError> {
-        self.check_rw()?;
-        let dir = self.ino32(dir)?;
-        let name = check_name(name)?;
-        let ino = self.dir_lookup(dir, name)?.ok_or(FsError::NotFound)?;
-        self.may_change(dir, FL_IMMUTABLE | FL_APPEND)?;
-        self.may_change(ino, FL_IMMUTABLE | FL_APPEND)?;
-        if self.kind_of(ino)? != FileType::Dir {
-            return Err(FsError::NotDir);
-        }
-        if ino == ROOT_INO {
-            return Err(FsError::Busy);
-        }
-        if !self.dir_is_empty(ino)? {
-            return Err(FsError::NotEmpty);
-        }
-        self.ensure_map(ino)?; // NoMemory before the name goes, not after
-        self.remove_entry(dir, name)?;
-        self.link_dec(dir)?;
-        self.release(ino)
+        self.operation("rmdir", |fs| {
+            let dir = fs.ino32(dir)?;
+            let name = check_name(name)?;
+            let ino = fs.dir_lookup(dir, name)?.ok_or(FsError::NotFound)?;
+            fs.may_change(dir, FL_IMMUTABLE | FL_APPEND)?;
+            fs.may_change(ino, FL_IMMUTABLE | FL_APPEND)?;
+            if fs.kind_of(ino)? != FileType::Dir {
+                return Err(FsError::NotDir);
+            }
+            if ino == ROOT_INO {
+                return Err(FsError::Busy);
+            }
+            if !fs.dir_is_empty(ino)? {
+                return Err(FsError::NotEmpty);
+            }
+            fs.ensure_map(ino)?; // NoMemory before the name goes, not after
+            fs.dx_refuse_untrusted(dir)?; // before the first change (abort.rs)
+            fs.remove_entry(dir, name)?;
+            fs.link_dec(dir)?;
+            fs.release(ino)
+        })
     }
 
     fn rename(&mut self, from_dir: Ino, from: &str, to_dir: Ino, to: &str) -> Result<(), FsError> {
-        self.check_rw()?;
-        let fd = self.ino32(from_dir)?;
-        let td = self.ino32(to_dir)?;
-        let from = check_name(from)?;
-        let to = check_name(to)?;
-        if self.kind_of(td)? != FileType::Dir || self.kind_of(fd)? != FileType::Dir {
-            return Err(FsError::NotDir);
-        }
-        let src = self.dir_lookup(fd, from)?.ok_or(FsError::NotFound)?;
-        self.may_change(fd, FL_IMMUTABLE | FL_APPEND)?;
-        self.may_change(td, FL_IMMUTABLE)?;
-        self.may_change(src, FL_IMMUTABLE | FL_APPEND)?;
-        if let Some(d) = self.dir_lookup(td, to)? {
-            self.may_change(d, FL_IMMUTABLE | FL_APPEND)?;
-        }
-        let src_kind = self.kind_of(src)?;
-        let src_dir = src_kind == FileType::Dir;
-        let dst = self.dir_lookup(td, to)?;
-        if dst == Some(src) {
-            return Ok(());
-        }
-        if src_dir && fd != td && self.is_ancestor(src, td)? {
-            return Err(FsError::Invalid("cannot move a directory below itself"));
-        }
-        if src_dir && fd != td && self.node(src)?.inode.flags() & FL_INDEX != 0 {
-            // Its ".." will change, which de-indexes it: fail now, not half-way, if
-            // its index cannot be trusted.
-            self.dx_interior(src)?;
-        }
-        let ft = dir::ftype_of_mode(self.node(src)?.inode.mode());
-        if let Some(d) = dst {
-            let dk = self.kind_of(d)?;
-            match (src_dir, dk == FileType::Dir) {
-                (true, false) => return Err(FsError::NotDir),
-                (false, true) => return Err(FsError::IsDir),
-                (true, true) if !self.dir_is_empty(d)? => return Err(FsError::NotEmpty),
-                _ => {}
+        self.operation("rename", |fs| {
+            let fd = fs.ino32(from_dir)?;
+            let td = fs.ino32(to_dir)?;
+            let from = check_name(from)?;
+            let to = check_name(to)?;
+            if fs.kind_of(td)? != FileType::Dir || fs.kind_of(fd)? != FileType::Dir {
+                return Err(FsError::NotDir);
             }
-            if dk == FileType::Dir || self.node(d)?.inode.links() <= 1 {
-                self.ensure_map(d)?; // NoMemory before anything changes
+            let src = fs.dir_lookup(fd, from)?.ok_or(FsError::NotFound)?;
+            fs.may_change(fd, FL_IMMUTABLE | FL_APPEND)?;
+            fs.may_change(td, FL_IMMUTABLE)?;
+            fs.may_change(src, FL_IMMUTABLE | FL_APPEND)?;
+            if let Some(d) = fs.dir_lookup(td, to)? {
+                fs.may_change(d, FL_IMMUTABLE | FL_APPEND)?;
             }
-            self.retarget_entry(td, to, src, ft)?;
-            if dk == FileType::Dir {
-                self.link_dec(td)?;
-                self.release(d)?;
-            } else if self.link_dec(d)? == 0 {
-                self.release(d)?;
+            let src_kind = fs.kind_of(src)?;
+            let src_dir = src_kind == FileType::Dir;
+            let dst = fs.dir_lookup(td, to)?;
+            if dst == Some(src) {
+                return Ok(());
             }
-        } else {
-            if src_dir && fd != td {
-                self.link_inc(td)?;
+            if src_dir && fd != td && fs.is_ancestor(src, td)? {
+                return Err(FsError::Invalid("cannot move a directory below itself"));
             }
-            if let Err(e) = self.add_entry(td, to, src, ft) {
-                if src_dir && fd != td {
-                    self.link_dec(td)?;
+            if src_dir && fd != td && fs.node(src)?.inode.flags() & FL_INDEX != 0 {
+                // Its ".." will change, which de-indexes it: fail now, not half-way, if
+                // its index cannot be trusted.
+                fs.dx_interior(src)?;
+            }
+            // Directories whose index is untrusted: refused before the first change.
+            fs.dx_refuse_untrusted(fd)?;
+            fs.dx_refuse_untrusted(td)?;
+            let ft = dir::ftype_of_mode(fs.node(src)?.inode.mode());
+            let dk = match dst {
+                Some(d) => Some(fs.kind_of(d)?),
+                None => None,
+            };
+            let cross = src_dir && fd != td;
+            if let (Some(d), Some(dk)) = (dst, dk) {
+                match (src_dir, dk == FileType::Dir) {
+                    (true, false) => return Err(FsError::NotDir),
+                    (false, true) => return Err(FsError::IsDir),
+                    (true, true) if !fs.dir_is_empty(d)? => return Err(FsError::NotEmpty),
+                    _ => {}
                 }
-                return Err(e);
+                if dk == FileType::Dir || fs.node(d)?.inode.links() <= 1 {
+                    fs.ensure_map(d)?; // NoMemory before anything changes
+                }
+                // The first change.
+                fs.retarget_entry(td, to, src, ft)?;
+            } else {
+                if cross {
+                    fs.link_inc(td)?;
+                }
+                if let Err(e) = fs.add_entry(td, to, src, ft) {
+                    if cross {
+                        fs.link_dec(td)?;
+                    }
+                    return Err(e);
+                }
             }
-        }
-        self.remove_entry(fd, from)?;
-        if src_dir && fd != td {
-            self.set_dotdot(src, td)?;
-            self.link_dec(fd)?;
-            if dst.is_some() {
-                self.link_inc(td)?;
+            fs.remove_entry(fd, from)?;
+            if cross {
+                // ".." moves from `fd` to `td` (which, over a directory, loses the old
+                // one's "..": no change to its count then).
+                fs.set_dotdot(src, td)?;
+                fs.link_dec(fd)?;
             }
-        }
-        let now = self.now();
-        let n = self.node(src)?;
-        n.inode.set_ctime(now);
-        n.dirty = true;
-        Ok(())
+            // The old target goes last, once both names are right (as Linux drops it
+            // after the rename): an error before here leaves it whole, never two names
+            // on one inode with one link (and any error after the first change aborts
+            // the transaction, abort.rs).
+            if let (Some(d), Some(dk)) = (dst, dk) {
+                if dk == FileType::Dir {
+                    if !cross {
+                        fs.link_dec(td)?;
+                    }
+                    fs.release(d)?;
+                } else if fs.link_dec(d)? == 0 {
+                    fs.release(d)?;
+                }
+            }
+            let now = fs.now();
+            let n = fs.node(src)?;
+            n.inode.set_ctime(now);
+            n.dirty = true;
+            Ok(())
+        })
     }
 
     fn set_times(&mut self, ino: Ino, atime: i64, mtime: i64) -> Result<(), FsError> {
-        self.check_rw()?;
-        let ino = self.ino32(ino)?;
-        self.may_change(ino, FL_IMMUTABLE)?;
-        let now = self.now();
-        let n = self.node(ino)?;
-        n.inode.set_atime(atime);
-        n.inode.set_mtime(mtime);
-        n.inode.set_ctime(now);
-        n.dirty = true;
-        Ok(())
+        self.operation("set_times", |fs| {
+            let ino = fs.ino32(ino)?;
+            fs.may_change(ino, FL_IMMUTABLE)?;
+            let now = fs.now();
+            let n = fs.node(ino)?;
+            n.inode.set_atime(atime);
+            n.inode.set_mtime(mtime);
+            n.inode.set_ctime(now);
+            n.dirty = true;
+            Ok(())
+        })
     }
 
     fn fsync(&mut self, ino: Ino) -> Result<(), FsError> {
@@ -1571,8 +1660,10 @@ impl<D: BlockDev> FileSystem for Ext<D> {
             self.crash_unmount(); // crash safety (ordered.rs)
             let st = self.sb.state();
             self.sb.set_state(st | STATE_VALID);
-            self.write_super()?;
-            self.dev.flush()?;
+            if let Err(e) = self.write_super().and_then(|()| Ok(self.dev.flush()?)) {
+                self.abort("unmount", &e); // abort.rs
+                return Err(e);
+            }
         }
         self.mounted = false;
         self.nodes.clear();

@@ -134,7 +134,7 @@ impl<D: BlockDev> Ext<D> {
 
     /// Refuses to change htree directory `dir` once one of its index blocks failed
     /// its checksum (rewriting it would bless or destroy what it points to).
-    fn dx_refuse_untrusted(&mut self, dir: u32) -> Result<(), FsError> {
+    pub(super) fn dx_refuse_untrusted(&mut self, dir: u32) -> Result<(), FsError> {
         if self.node(dir)?.dx_bad {
             return Err(corrupt(format!(
                 "directory {dir}: htree index fails its checksum, not changing it \

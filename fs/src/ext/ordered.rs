@@ -33,6 +33,14 @@
 //!   the log holds) falls back to the ordered writes of the unjournalled case, which
 //!   are not atomic ([`Ext::crash_stats`] counts these).
 //!
+//! - A failed write is reported by the device at the next flush (write-behind). Any
+//!   error after the file data (writing the log, the commit block, the checkpoint,
+//!   the journal superblock, the flushes) aborts the journal and the mount
+//!   (`abort.rs`), as jbd2 does on a checkpoint error: the journal's tail is moved
+//!   ([`JournalWriter::checkpointed`]) only after the flush that follows the home
+//!   writes succeeded, so a committed transaction whose checkpoint failed stays in
+//!   the log for replay, and no later transaction is written over it.
+//!
 //! The orphan list a crashed Linux leaves is finished at mount (`orphan.rs`), through
 //! the same transactions. Not done: putting inodes on the orphan list (an unlinked
 //! file still open is freed at unlink: Xenlet has no open-file table yet), revoke
@@ -78,6 +86,15 @@ impl<D: BlockDev> Ext<D> {
         s
     }
 
+    /// Aborts the journal, if there is one (`abort.rs`): nothing more is written to
+    /// it, and `errno` is recorded in its superblock (best effort).
+    pub(super) fn abort_journal(&mut self, errno: i32) -> Result<(), FsError> {
+        match self.crash.journal.as_mut() {
+            Some(w) => w.abort(&mut self.dev, errno),
+            None => Ok(()),
+        }
+    }
+
     /// Whether metadata goes through the journal.
     pub fn journalled(&self) -> bool {
         self.crash.journal.is_some()
@@ -113,6 +130,13 @@ impl<D: BlockDev> Ext<D> {
         })();
         match opened {
             Ok(w) => {
+                // An error an aborted mount recorded in the journal (abort.rs): the
+                // filesystem has errors (replay may have written a superblock from
+                // before them), as Linux's ext4_clear_journal_err.
+                if w.recorded_errno() != 0 {
+                    let st = self.sb.state();
+                    self.sb.set_state(st | STATE_ERROR);
+                }
                 self.crash.journal = Some(w);
                 self.size_journal_runs();
                 self.sb.incompat |= INCOMPAT_RECOVER;
@@ -139,6 +163,7 @@ impl<D: BlockDev> Ext<D> {
         }
         self.cache.forget(start, len);
         self.crash.deferred.push((start, len));
+        self.touch(); // abort.rs: a change to the running transaction
         true
     }
 
@@ -152,7 +177,8 @@ impl<D: BlockDev> Ext<D> {
     pub(super) fn room_for_write(&mut self, bytes: usize) -> Result<(), FsError> {
         if self.frees_deferred() {
             let bs = u64::from(self.sb.block_size);
-            let need = (bytes as u64).div_ceil(bs) + self.reserved + 2 * META_MARGIN;
+            let need =
+                (bytes as u64).div_ceil(bs) + self.reserved + self.resv_blocks() + META_MARGIN;
             if self.free_blocks < need {
                 self.sync_all()?;
             }
@@ -234,9 +260,12 @@ impl<D: BlockDev> Ext<D> {
             if blocks.len() <= w.max_blocks() {
                 w.commit(&mut self.dev, &blocks, now)?;
                 drop(blocks);
-                self.cache.write_back(&mut self.dev)?;
+                // Checkpoint: an error here or at the flush aborts (the caller), and
+                // the tail stays on this transaction.
+                self.cache.write_back_where(&mut self.dev, &|_| true)?;
                 self.write_super()?;
                 self.dev.flush()?;
+                self.cache.settle(&|_| true); // home, now that the flush said so
                 if let Some(w) = self.crash.journal.as_mut() {
                     w.checkpointed(&mut self.dev)?;
                 }
@@ -293,16 +322,20 @@ impl<D: BlockDev> Ext<D> {
                 .binary_search_by_key(&b, |&(d, _)| d)
                 .map_or(0, |i| dirty[i].1)
         };
-        self.cache
-            .write_back_where(&mut self.dev, &|b| class(b) & PHASE1 != 0)?;
+        // Each phase's blocks are clean once the flush after them succeeded.
+        let phase1 = |b| class(b) & PHASE1 != 0;
+        self.cache.write_back_where(&mut self.dev, &phase1)?;
         self.dev.flush()?;
+        self.cache.settle(&phase1);
         // Directory entries and the rest.
-        self.cache
-            .write_back_where(&mut self.dev, &|b| class(b) & TABLE == 0)?;
+        let phase2 = |b| class(b) & TABLE == 0;
+        self.cache.write_back_where(&mut self.dev, &phase2)?;
         self.dev.flush()?;
+        self.cache.settle(&phase2);
         // Inodes.
-        self.cache.write_back(&mut self.dev)?;
+        self.cache.write_back_where(&mut self.dev, &|_| true)?;
         self.dev.flush()?;
+        self.cache.settle(&|_| true);
         self.write_super()
     }
 }

@@ -93,6 +93,10 @@ pub struct JournalWriter {
     /// Most bytes of log blocks gathered for one device write
     /// ([`JournalWriter::set_run_bytes`]).
     run_bytes: usize,
+    /// Aborted ([`JournalWriter::abort`]): nothing more is written.
+    aborted: bool,
+    /// `s_errno` as found at open ([`JournalWriter::recorded_errno`]).
+    recorded_errno: i32,
     /// Counters.
     pub stats: WriterStats,
 }
@@ -153,6 +157,8 @@ impl JournalWriter {
             sb: sb.clone(),
             sb_raw,
             run_bytes: RUN_BYTES,
+            aborted: false,
+            recorded_errno: 0,
             stats: WriterStats::default(),
         };
         let mut incompat = sb.feature_incompat;
@@ -162,7 +168,14 @@ impl JournalWriter {
         if fs_csum && incompat & feature::INCOMPAT_CSUM_V2 == 0 {
             incompat |= feature::INCOMPAT_CSUM_V3;
         }
-        if incompat != sb.feature_incompat {
+        // An error an aborted journal recorded (s_errno): kept for the caller (which
+        // marks the filesystem as having errors, as Linux's ext4_clear_journal_err)
+        // and cleared, so that it is reported once.
+        w.recorded_errno = sb.errno;
+        if sb.errno != 0 {
+            put_be32(&mut w.sb_raw, 0x20, 0);
+        }
+        if incompat != sb.feature_incompat || sb.errno != 0 {
             put_be32(&mut w.sb_raw, 0x28, incompat);
             if incompat & (feature::INCOMPAT_CSUM_V2 | feature::INCOMPAT_CSUM_V3) != 0 {
                 w.sb_raw[0x50] = super::format::CHECKSUM_TYPE_CRC32C;
@@ -265,6 +278,9 @@ impl JournalWriter {
         commit_sec: u64,
     ) -> Result<u32, FsError> {
         let bs = self.bs as usize;
+        if self.aborted {
+            return Err(FsError::ReadOnly);
+        }
         if blocks.len() > self.max_blocks() {
             return Err(FsError::NoSpace);
         }
@@ -392,9 +408,50 @@ impl JournalWriter {
     }
 
     /// The committed transaction is home (written and flushed): marks the journal
-    /// empty. Not flushed (see the module doc).
+    /// empty. Not flushed (see the module doc). Call it only once every home write of
+    /// the transaction is known to have succeeded (the flush after them returned Ok):
+    /// the tail never moves past a transaction whose checkpoint is not complete.
     pub fn checkpointed<D: BlockDev>(&mut self, dev: &mut D) -> Result<(), FsError> {
+        if self.aborted {
+            return Err(FsError::ReadOnly);
+        }
         self.write_sb(dev, 0, self.next_tid)
+    }
+
+    /// Aborts the journal, as jbd2's `jbd2_journal_abort`: nothing more is written to
+    /// it ([`JournalWriter::commit`] and [`JournalWriter::checkpointed`] give
+    /// [`FsError::ReadOnly`]), and the error `errno` (negative, as Linux's) is recorded
+    /// in the journal superblock's `s_errno`, which keeps `s_start`: a committed
+    /// transaction whose checkpoint failed stays in the log for replay (ours or
+    /// e2fsck's, which also marks the filesystem as having errors). Recording the
+    /// error is best effort (the device may be failing): its error is returned.
+    pub fn abort<D: BlockDev>(&mut self, dev: &mut D, errno: i32) -> Result<(), FsError> {
+        if self.aborted {
+            return Ok(());
+        }
+        self.aborted = true;
+        put_be32(&mut self.sb_raw, 0x20, errno as u32);
+        let parsed = JournalSuperblock::parse(&self.sb_raw)?;
+        if parsed.has_csum() {
+            let c = JournalSuperblock::compute_checksum(&self.sb_raw);
+            put_be32(&mut self.sb_raw, 0xfc, c);
+        }
+        self.sb = JournalSuperblock::parse(&self.sb_raw)?;
+        let p0 = self.map.lookup(0).ok_or(FsError::Invalid("journal map"))?;
+        dev.write(p0 * u64::from(self.bs), &self.sb_raw)?;
+        dev.flush()?;
+        Ok(())
+    }
+
+    /// The error an earlier abort recorded in the journal (`s_errno`, 0 for none), as
+    /// found at [`JournalWriter::open`] (which clears it on disk).
+    pub fn recorded_errno(&self) -> i32 {
+        self.recorded_errno
+    }
+
+    /// Whether [`JournalWriter::abort`] was called.
+    pub fn is_aborted(&self) -> bool {
+        self.aborted
     }
 }
 

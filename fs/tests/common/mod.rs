@@ -83,6 +83,61 @@ pub struct Counting<D> {
     pub skip_zero_writes: bool,
     /// Fail every write with an I/O error while set.
     pub fail_writes: bool,
+    /// Faults injected as a real device shows them (write-behind errors, read errors).
+    pub faults: Faults,
+}
+
+/// Faults a test device injects (issue 30), counted over the I/Os it sees from when
+/// the plan is set: a write the device accepts but loses, reported at the next flush
+/// (as a kernel's write-behind reports a failed write: the submit succeeded), for one
+/// write or for every write from one on (a disk that died); and a read that fails.
+#[derive(Clone, Debug, Default)]
+pub struct Faults {
+    /// Writes seen (accepted or not).
+    pub writes: u64,
+    /// Reads seen.
+    pub reads: u64,
+    /// The write with this number (from 0) is lost; the next flush fails.
+    pub lose_write: Option<u64>,
+    /// Every write from this number on is lost; every flush after fails.
+    pub lose_writes_from: Option<u64>,
+    /// The read with this number (from 0) fails with an I/O error.
+    pub fail_read: Option<u64>,
+    /// Faults that happened (lost writes, failed reads).
+    pub injected: u64,
+    /// A lost write not yet reported by a flush.
+    pub unreported: bool,
+}
+
+impl Faults {
+    /// Called for each write: whether it reaches the medium.
+    pub fn write_passes(&mut self) -> bool {
+        let n = self.writes;
+        self.writes += 1;
+        let lost = self.lose_write == Some(n) || self.lose_writes_from.is_some_and(|f| n >= f);
+        if lost {
+            self.injected += 1;
+            self.unreported = true;
+        }
+        !lost
+    }
+    /// Called for each read.
+    pub fn read(&mut self) -> Result<(), IoError> {
+        let n = self.reads;
+        self.reads += 1;
+        if self.fail_read == Some(n) {
+            self.injected += 1;
+            return Err(IoError::Io);
+        }
+        Ok(())
+    }
+    /// Called for each flush: the error of a lost write since the last one.
+    pub fn flush(&mut self) -> Result<(), IoError> {
+        if std::mem::take(&mut self.unreported) {
+            return Err(IoError::Io);
+        }
+        Ok(())
+    }
 }
 
 static ZEROS: [u8; 1 << 20] = [0; 1 << 20];
@@ -98,6 +153,7 @@ impl<D: BlockDev> Counting<D> {
             read_bytes: 0,
             skip_zero_writes: false,
             fail_writes: false,
+            faults: Faults::default(),
         }
     }
 }
@@ -110,6 +166,7 @@ impl<D: BlockDev> BlockDev for Counting<D> {
         self.inner.read_only()
     }
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        self.faults.read()?;
         self.reads += 1;
         self.read_bytes += buf.len() as u64;
         self.inner.read(offset, buf)
@@ -121,6 +178,9 @@ impl<D: BlockDev> BlockDev for Counting<D> {
         self.writes += 1;
         self.bytes += data.len() as u64;
         self.sizes.push(data.len());
+        if !self.faults.write_passes() {
+            return Ok(());
+        }
         if self.skip_zero_writes
             && data.len() >= ZEROS.len()
             && data.chunks(ZEROS.len()).all(|c| c == &ZEROS[..c.len()])
@@ -130,6 +190,7 @@ impl<D: BlockDev> BlockDev for Counting<D> {
         self.inner.write(offset, data)
     }
     fn flush(&mut self) -> Result<(), IoError> {
+        self.faults.flush()?;
         self.inner.flush()
     }
 }
