@@ -71,6 +71,7 @@ const fn renamed(s: &Scenario, name: &'static str) -> Scenario {
 /// demo`.
 pub const EXTRA: &[Scenario] = &[
     router::SUSPEND_ROUTER,
+    router::ROUTER_REATTACH,
     router::ROUTER_XENLET,
     router::ROUTER_SMALL,
     router::ROUTER_BUSY,

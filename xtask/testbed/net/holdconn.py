@@ -5,7 +5,8 @@
 line on a TCP connection), then sends a numbered line every 0.2 s and reads its echo,
 appending one line per exchange to LOG (`ok N T`, T the monotonic time it came back)
 until it is killed or the connection fails (`error WHAT T`). A scenario runs it in
-the background (`&`), moves the router, then asks `holdconn.py report LOG`:
+the background (`&`), moves the router, then asks `holdconn.py report LOG [WAIT]` (WAIT: seconds to wait for an echo within
+the last second, as the client's TCP may be backing off its retransmissions):
 
     held: yes|no (no error line, and an echo in the last second)
     echoes: N
@@ -43,7 +44,7 @@ def run(host, port, path):
         out.write('error %s %.3f\n' % (type(e).__name__, time.monotonic()))
 
 
-def report(path):
+def read(path):
     oks = []
     err = None
     for line in open(path, errors='replace'):
@@ -52,6 +53,18 @@ def report(path):
             oks.append(float(f[-1]))
         elif f and f[0] == 'error':
             err = ' '.join(f[1:-1])
+    return oks, err
+
+
+def report(path, wait):
+    # After a move the client's TCP may be in retransmission backoff (its timer
+    # doubles while the router is away): give the next echo up to `wait` seconds.
+    end = time.monotonic() + wait
+    while True:
+        oks, err = read(path)
+        if err or (oks and time.monotonic() - oks[-1] <= 1.0) or time.monotonic() >= end:
+            break
+        time.sleep(0.2)
     gaps = [b - a for a, b in zip(oks, oks[1:]) if b - a > 1.0]
     ago = time.monotonic() - oks[-1] if oks else float('inf')
     print('held: %s' % ('no' if err or ago > 1.0 else 'yes'))
@@ -64,7 +77,7 @@ def report(path):
 if __name__ == '__main__':
     if len(sys.argv) == 5 and sys.argv[1] == 'run':
         run(sys.argv[2], int(sys.argv[3]), sys.argv[4])
-    elif len(sys.argv) == 3 and sys.argv[1] == 'report':
-        report(sys.argv[2])
+    elif len(sys.argv) in (3, 4) and sys.argv[1] == 'report':
+        report(sys.argv[2], float(sys.argv[3]) if len(sys.argv) == 4 else 0.0)
     else:
-        sys.exit('usage: holdconn.py run HOST PORT LOG | report LOG')
+        sys.exit('usage: holdconn.py run HOST PORT LOG | report LOG [WAIT_SECONDS]')
