@@ -72,6 +72,7 @@ const fn renamed(s: &Scenario, name: &'static str) -> Scenario {
 pub const EXTRA: &[Scenario] = &[
     router::SUSPEND_ROUTER,
     router::ROUTER_REATTACH,
+    router::SUSPEND_ROUTER_LINUX,
     router::ROUTER_XENLET,
     router::ROUTER_SMALL,
     router::ROUTER_BUSY,

@@ -140,6 +140,13 @@ pub const ROUTER_LINUX: Scenario = Scenario {
     ..LINUX_ROUTER
 };
 
+pub const SUSPEND_ROUTER_LINUX: Scenario = Scenario {
+    name: "suspend-router-linux",
+    about: "the peer of suspend-router: the Linux PVH router domU saved, restored, checkpointed and migrated with lan1's TCP connection held through it (the downtimes to compare)",
+    steps: SUSPEND_ROUTER_LINUX_STEPS,
+    ..LINUX_ROUTER
+};
+
 /// Xenlet's router waits for its WAN lease from dom0's dnsmasq (DHCP on eth1).
 pub const WAN_LEASE_WAIT: Step = cmd("sleep 8", &[], 30);
 
@@ -371,6 +378,24 @@ const ROUTER_LINUX_STEPS: &[Step] = steps![
     LAN_DNS,
     ..PATH_AND_WAN_CHECKS,
     cmd("nft list chain inet fw4 srcnat_wan", &[r"masquerade"], 30),
+    last("poweroff -f"),
+];
+
+/// The Linux router's side of `suspend-router`: the same held connection and the
+/// same three moves, for the downtimes (`${GAP}` after each) to compare.
+const SUSPEND_ROUTER_LINUX_STEPS: &[Step] = steps![
+    ROUTER_LINUX_STEPS[0],
+    LAN1_BY_DHCP,
+    HOLD_START,
+    MOVE_CHECKPOINT,
+    HOLD_REPORT,
+    MOVE_SAVE_RESTORE,
+    reattach(60),
+    HOLD_REPORT,
+    MOVE_MIGRATE,
+    reattach(60),
+    HOLD_REPORT,
+    LAN_THROUGH_NAT[1],
     last("poweroff -f"),
 ];
 
@@ -682,6 +707,42 @@ const HOLD_REPORT: Step = ns_cap(
     90,
 );
 
+/// lan1 opens a TCP connection through the router to wan's echo responder and keeps
+/// it busy (`holdconn.py`: a line every 0.2 s) in the background.
+const HOLD_START: Step = ns(
+    "lan1",
+    concat!(
+        "(python3 $NET/holdconn.py run 10.77.0.10 7777 $TOPO/hold.log </dev/null >/dev/null 2>&1 &); ",
+        "sleep 3; python3 $NET/holdconn.py report $TOPO/hold.log"
+    ),
+    &[r"^held: yes$", r"^echoes: ([5-9]|\d\d+)$"],
+    30,
+);
+
+/// `xl save -c`: a checkpoint, the domain goes on (its suspend cancelled).
+const MOVE_CHECKPOINT: Step = dom0(
+    "xl save -c $NAME /var/tmp/$NAME.ckpt && ls -s /var/tmp/$NAME.ckpt; rm -f /var/tmp/$NAME.ckpt",
+    &[r"^\d+ /var/tmp/"],
+    240,
+);
+
+/// `xl save` then `xl restore`: the domain goes on in a new one (a [`reattach`] next).
+const MOVE_SAVE_RESTORE: Step = dom0(
+    concat!(
+        "xl save $NAME /var/tmp/$NAME.save && xl restore /var/tmp/$NAME.save; rc=$?; ",
+        "rm -f /var/tmp/$NAME.save; echo \"domid now $(xl domid $NAME)\"; exit $rc"
+    ),
+    &[r"^domid now \d+$"],
+    300,
+);
+
+/// `xl migrate` to this host (a [`reattach`] next).
+const MOVE_MIGRATE: Step = dom0(
+    "xl migrate -s '' $NAME 'xl migrate-receive' 2>&1 | tail -3; echo \"domid now $(xl domid $NAME)\"",
+    &[r"^domid now \d+$"],
+    300,
+);
+
 /// The data disk's first 8 MiB read back as `${SUM}` (written by the last
 /// `BLK_DATA_STEPS`).
 const DATA_SUM_AGAIN: Step = cmd("sha256sum -n 8M /dev/xvdb", &[r"^${SUM}  /dev/xvdb$"], 90);
@@ -698,34 +759,15 @@ const SUSPEND_ROUTER_STEPS: &[Step] = steps![
     ..ROUTER_WAN_LEASE,
     LAN1_BY_DHCP,
     cmd("xen", &[r"^suspend: 0 \(cancelled 0, resumed in a new domain 0; last 0 ms\)$"], 30),
-    ns(
-        "lan1",
-        concat!(
-            "(python3 $NET/holdconn.py run 10.77.0.10 7777 $TOPO/hold.log </dev/null >/dev/null 2>&1 &); ",
-            "sleep 3; python3 $NET/holdconn.py report $TOPO/hold.log"
-        ),
-        &[r"^held: yes$", r"^echoes: ([5-9]|\d\d+)$"],
-        30,
-    ),
+    HOLD_START,
     super::blk::BLK_DATA_STEPS[1],
     super::blk::BLK_DATA_STEPS[2],
     // checkpoint: the guest goes on in the same domain
-    dom0(
-        "xl save -c $NAME /var/tmp/$NAME.ckpt && ls -s /var/tmp/$NAME.ckpt; rm -f /var/tmp/$NAME.ckpt",
-        &[r"^\d+ /var/tmp/"],
-        240,
-    ),
+    MOVE_CHECKPOINT,
     cmd("xen", &[r"^suspend: 1 \(cancelled 1, resumed in a new domain 0; "], 30),
     HOLD_REPORT,
     // save and restore: a new domain
-    dom0(
-        concat!(
-            "xl save $NAME /var/tmp/$NAME.save && xl restore /var/tmp/$NAME.save; rc=$?; ",
-            "rm -f /var/tmp/$NAME.save; echo \"domid now $(xl domid $NAME)\"; exit $rc"
-        ),
-        &[r"^domid now \d+$"],
-        300,
-    ),
+    MOVE_SAVE_RESTORE,
     reattach(60),
     cmd("xen", &[r"^suspend: 2 \(cancelled 1, resumed in a new domain 1; "], 30),
     dom0(
@@ -749,11 +791,7 @@ const SUSPEND_ROUTER_STEPS: &[Step] = steps![
     LAN_THROUGH_NAT[1],
     LAN1_BY_DHCP,
     // live migration to this host
-    dom0(
-        "xl migrate -s '' $NAME 'xl migrate-receive' 2>&1 | tail -3; echo \"domid now $(xl domid $NAME)\"",
-        &[r"^domid now \d+$"],
-        300,
-    ),
+    MOVE_MIGRATE,
     reattach(60),
     cmd("xen", &[r"^suspend: 3 \(cancelled 1, resumed in a new domain 2; "], 30),
     HOLD_REPORT,
@@ -771,15 +809,7 @@ const SUSPEND_ROUTER_STEPS: &[Step] = steps![
 const ROUTER_REATTACH_STEPS: &[Step] = steps![
     ..ROUTER_WAN_LEASE,
     LAN1_BY_DHCP,
-    ns(
-        "lan1",
-        concat!(
-            "(python3 $NET/holdconn.py run 10.77.0.10 7777 $TOPO/hold.log </dev/null >/dev/null 2>&1 &); ",
-            "sleep 3; python3 $NET/holdconn.py report $TOPO/hold.log"
-        ),
-        &[r"^held: yes$", r"^echoes: ([5-9]|\d\d+)$"],
-        30,
-    ),
+    HOLD_START,
     dom0("xl network-detach $NAME 0 && echo detached", &[r"^detached$"], 60),
     wait_output(r"netfront: eth0 lost its backend \(\d+ buffer pages, \d+ ring pages freed\); the router keeps the interface", 30),
     cmd("ip addr show eth0", &[r"^    inet 192\.168\.1\.1/24 "], 30),
