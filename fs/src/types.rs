@@ -105,6 +105,11 @@ pub trait FileSystem {
     fn root(&self) -> Ino;
     /// Whether it is mounted read-only (by request, or because of a feature or an error).
     fn read_only(&self) -> bool;
+    /// Why it went read-only on its own after an error (an aborted transaction), if it
+    /// did: what failed and what to do. None when it is writable or read-only by request.
+    fn error(&self) -> Option<String> {
+        None
+    }
     /// Sizes and free counts.
     fn statfs(&mut self) -> Result<StatFs, FsError>;
     /// The inode `name` names in directory `dir`.

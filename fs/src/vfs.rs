@@ -47,6 +47,8 @@ pub struct MountInfo {
     pub kind: &'static str,
     /// Mounted read-only.
     pub read_only: bool,
+    /// Why it went read-only after an error, if it did ([`FileSystem::error`]).
+    pub error: Option<String>,
 }
 
 /// The mount table and the working directory.
@@ -529,6 +531,7 @@ impl Vfs {
                 path: m.path.clone(),
                 kind: m.fs.kind(),
                 read_only: m.fs.read_only(),
+                error: m.fs.error(),
             })
             .collect()
     }

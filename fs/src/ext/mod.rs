@@ -1331,6 +1331,10 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         self.ro
     }
 
+    fn error(&self) -> Option<String> {
+        self.aborted().and_then(|_| self.read_only_reason())
+    }
+
     fn statfs(&mut self) -> Result<StatFs, FsError> {
         // As Linux's ext4_statfs: free excludes the blocks promised to buffered data;
         // available also the root reserve and the metadata reserve (issue 30).

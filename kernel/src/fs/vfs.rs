@@ -339,6 +339,28 @@ pub fn umount(target: &str) -> Result<(), String> {
     }
 }
 
+/// The filesystems already said to have gone read-only after an error: (mount
+/// point, reason).
+static REPORTED: Mutex<alloc::vec::Vec<(String, String)>> = Mutex::new(alloc::vec::Vec::new());
+
+/// Prints, once each, why a mounted filesystem went read-only after an error (an
+/// aborted transaction: Linux's "Remounting filesystem read-only"), as soon as the
+/// shell loop comes round. Never waits on the lock.
+pub fn report_errors() {
+    let Some(g) = VFS.try_lock() else { return };
+    let Some(v) = g.as_ref() else { return };
+    let mut reported = REPORTED.lock();
+    for m in v.mounts() {
+        let Some(why) = m.error else { continue };
+        if reported.iter().any(|(p, w)| *p == m.path && *w == why) {
+            continue;
+        }
+        crate::println!("vfs: {} ({}): {why}", m.path, m.source);
+        reported.retain(|(p, _)| *p != m.path);
+        reported.push((m.path, why));
+    }
+}
+
 /// Writes every filesystem back before a suspend (`xl save`, `xl migrate`): what is
 /// synced is on the disk whichever domain goes on. Never waits on the lock (a
 /// suspend comes between commands, but a command may have left it held).

@@ -70,6 +70,7 @@ const fn renamed(s: &Scenario, name: &'static str) -> Scenario {
 /// Scenarios run by name only (not by `all`): `cargo xtask bench` and `cargo xtask
 /// demo`.
 pub const EXTRA: &[Scenario] = &[
+    fs::FS_FAULT_PVH,
     router::SUSPEND_ROUTER,
     router::ROUTER_REATTACH,
     router::SUSPEND_ROUTER_LINUX,

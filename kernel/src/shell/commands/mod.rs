@@ -322,6 +322,9 @@ pub fn run_shell() -> ! {
         while let Some(b) = console::read_byte() {
             shell.feed(&mut host, b, &mut out);
         }
+        // A filesystem that went read-only after an error (a command's, or the
+        // write-behind's) says why, once.
+        crate::fs::vfs::report_errors();
         // Sleep until the next interrupt or event (returns at once if input or an
         // event arrived since the last return), or until the network stack's next
         // timer (TCP retransmission, delayed ACK, DHCP renewal).
