@@ -23,7 +23,9 @@ def run(host, port, path):
     out = open(path, 'a', buffering=1)
     try:
         s = socket.create_connection((host, port), timeout=10)
-        s.settimeout(60)
+        # long enough for the retransmission backoff of a connection across a
+        # save and restore (its timer doubles while the router is away)
+        s.settimeout(300)
         f = s.makefile('rwb', buffering=0)
         first = f.readline()
         out.write('hello %s %.3f\n' % (first.decode('latin-1').strip(), time.monotonic()))

@@ -83,7 +83,7 @@ pub const SUSPEND_ROUTER: Scenario = Scenario {
     disks: &[IMAGE_COPY, DATA_FILE],
     boot_expect: XENLET_ROUTER_UP,
     steps: SUSPEND_ROUTER_STEPS,
-    budget_s: 600,
+    budget_s: 900,
     ..XENLET_ROUTER
 };
 
@@ -696,15 +696,15 @@ const ROUTER_XENLET_FW_STEPS: &[Step] = steps![
 
 /// What lan1's held TCP connection (`holdconn.py`, to wan's responder through NAT)
 /// must say after each move: still up (no reset, no error, an echo within the last
-/// second, waited for up to 60 s: lan1's TCP backs off its retransmissions while the
+/// second, waited for up to 120 s: lan1's TCP backs off its retransmissions while the
 /// router is away), and the last gap between two echoes (the move's downtime seen from the
 /// LAN) as `${GAP}`.
 const HOLD_REPORT: Step = ns_cap(
     "lan1",
-    "python3 $NET/holdconn.py report $TOPO/hold.log 60",
+    "python3 $NET/holdconn.py report $TOPO/hold.log 120",
     &[r"^held: yes$", r"^last echo: [01]\.\d s ago$", r"^last error: none$"],
     &[("GAP", r"^gaps over 1 s: (?:[0-9.]+ )*([0-9.]+)$")],
-    90,
+    150,
 );
 
 /// lan1 opens a TCP connection through the router to wan's echo responder and keeps
