@@ -71,6 +71,7 @@ const fn renamed(s: &Scenario, name: &'static str) -> Scenario {
 /// demo`.
 pub const EXTRA: &[Scenario] = &[
     fs::FS_FAULT_PVH,
+    xen::SUSPEND_HVM,
     router::SUSPEND_ROUTER,
     router::ROUTER_REATTACH,
     router::SUSPEND_ROUTER_LINUX,
