@@ -744,6 +744,26 @@ def run_scenario(sc):
                  else '; the kernel never printed its banner: died in the firmware or GRUB')
                 if never else ''), flake=bool(stuck) or never)
 
+        def open_console():
+            """Opens the console pty of domain `domid` (from XenStore, waiting for it up
+            to 30 s) as `console`; -> (pty path, XenStore key)."""
+            nonlocal console
+            xskey = '/local/domain/%s/%s' % (domid, 'serial/0/tty' if sc['console'] == 'serial'
+                                             else 'console/tty')
+            ptyp = ''
+            end = time.monotonic() + left(30)
+            while not ptyp and time.monotonic() < end:
+                rc, v = sh(['xenstore-read', xskey])
+                ptyp = v.strip() if rc == 0 else ''
+                if not ptyp:
+                    time.sleep(0.5)
+            if not ptyp:
+                raise Fail(phase[0], 'no pty at xenstore %s' % xskey)
+            console = Console(ptyp, out, lambda m: log(m, False))
+            if LIVE:
+                console.live = lambda ln: say('[%s] | %s' % (name, ln[:220]))
+            return ptyp, xskey
+
         def start_domain(boot_no, boot_timeout, boot_expect):
             """Creates the domain paused from domu.cfg, opens its console, unpauses it
             and waits for the first prompt; the boot output must match boot_expect.
@@ -781,20 +801,7 @@ def run_scenario(sc):
 
             # console pty
             phase[0] = 'console' + sfx
-            xskey = '/local/domain/%s/%s' % (domid, 'serial/0/tty' if sc['console'] == 'serial'
-                                             else 'console/tty')
-            ptyp = ''
-            end = time.monotonic() + left(30)
-            while not ptyp and time.monotonic() < end:
-                rc, v = sh(['xenstore-read', xskey])
-                ptyp = v.strip() if rc == 0 else ''
-                if not ptyp:
-                    time.sleep(0.5)
-            if not ptyp:
-                raise Fail(phase[0], 'no pty at xenstore %s' % xskey)
-            console = Console(ptyp, out, lambda m: log(m, False))
-            if LIVE:
-                console.live = lambda ln: say('[%s] | %s' % (name, ln[:220]))
+            ptyp, xskey = open_console()
             log('%s console: %s (xenstore %s)' % (sc['console'], ptyp, xskey))
             time.sleep(1)   # QEMU notices a connected pty by polling; don't lose early bytes
 
@@ -990,20 +997,7 @@ def run_scenario(sc):
                 rc, v = sh(['xl', 'domid', dom])
                 domid = v.strip()
                 caps['DOMID'] = domid
-                xskey = '/local/domain/%s/%s' % (domid, 'serial/0/tty' if sc['console'] == 'serial'
-                                                 else 'console/tty')
-                ptyp = ''
-                end = time.monotonic() + left(30)
-                while not ptyp and time.monotonic() < end:
-                    rc, v = sh(['xenstore-read', xskey])
-                    ptyp = v.strip() if rc == 0 else ''
-                    if not ptyp:
-                        time.sleep(0.5)
-                if not ptyp:
-                    raise Fail(phase[0], 'no pty at xenstore %s' % xskey)
-                console = Console(ptyp, out, lambda m: log(m, False))
-                if LIVE:
-                    console.live = lambda ln: say('[%s] | %s' % (name, ln[:220]))
+                ptyp, _ = open_console()
                 log('domain %s is now domid %s; console %s' % (dom, domid, ptyp))
                 t = time.monotonic()
                 console.send(eol)

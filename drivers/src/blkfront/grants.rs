@@ -74,17 +74,7 @@ impl<P: XenPlatform> Blkfront<P> {
         }
         // The backend is gone: the requests it never answered end their grants
         // now (a page it still maps is quarantined, never reused).
-        let mut from_abandoned = Vec::new();
-        for a in core::mem::take(&mut self.abandoned) {
-            let Abandoned {
-                grants,
-                mut bufs,
-                mut indirect,
-            } = a;
-            self.end_grants(grants, &mut bufs, &mut indirect);
-            from_abandoned.extend(bufs);
-            from_abandoned.extend(indirect);
-        }
+        let from_abandoned = self.end_abandoned();
         let mut freed = 0;
         let mut kept = self.quarantine.len();
         let mut bufs: Vec<IoBuf> = core::mem::take(&mut self.pool);
@@ -124,6 +114,24 @@ impl<P: XenPlatform> Blkfront<P> {
         // Quarantined pages stay allocated for good (dropping them frees nothing).
         drop(quarantine);
         (freed, kept)
+    }
+
+    /// Ends the grants of the requests abandoned when the device broke (no backend
+    /// holds them any more: it closed, or the domain moved); a page one still maps
+    /// is quarantined. Returns their pages.
+    pub(super) fn end_abandoned(&mut self) -> Vec<IoBuf> {
+        let mut pages = Vec::new();
+        for a in core::mem::take(&mut self.abandoned) {
+            let Abandoned {
+                grants,
+                mut bufs,
+                mut indirect,
+            } = a;
+            self.end_grants(grants, &mut bufs, &mut indirect);
+            pages.extend(bufs);
+            pages.extend(indirect);
+        }
+        pages
     }
 
     /// Ends per-request `grants`. A page whose grant the backend still maps is

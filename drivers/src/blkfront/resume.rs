@@ -11,7 +11,6 @@
 //! new backend's; the pool's are granted anew, and a caller's comes back through
 //! [`Blkfront::refresh`] when it is freed.
 
-use super::grants::Abandoned;
 use super::{xenbus, Blkfront, BlockError, Completion, IoBuf};
 use crate::platform::XenPlatform;
 use alloc::format;
@@ -61,16 +60,8 @@ impl<P: XenPlatform> Blkfront<P> {
             failed += 1;
         }
         // Requests abandoned when the device broke before: no backend holds them now.
-        for a in core::mem::take(&mut self.abandoned) {
-            let Abandoned {
-                grants,
-                mut bufs,
-                mut indirect,
-            } = a;
-            self.end_grants(grants, &mut bufs, &mut indirect);
-            self.pool.extend(bufs);
-            self.pool.extend(indirect);
-        }
+        let pages = self.end_abandoned();
+        self.pool.extend(pages);
         // The old ring's grants (their references free again for the new ring).
         for g in core::mem::take(&mut self.link.ring_grants) {
             let _ = self.platform.end_grant(g);
@@ -128,9 +119,9 @@ impl<P: XenPlatform> Blkfront<P> {
             }
         }
         if self.info.features.persistent {
-            if let Ok(g) = self
-                .platform
-                .grant(self.link.backend_id, &buf.page, 0, Access::ReadWrite)
+            if let Ok(g) =
+                self.platform
+                    .grant(self.link.backend_id, &buf.page, 0, Access::ReadWrite)
             {
                 buf.grant = Some((g, self.conn));
             }

@@ -360,3 +360,27 @@ pub const XENLET_PVH_DATA: Scenario = Scenario {
     boot_expect: &[r"^blkfront: xvdb 64 MiB"],
     ..XENLET_PVH
 };
+
+/// `xl save -c`: a checkpoint, the domain goes on (its suspend cancelled).
+pub const MOVE_CHECKPOINT: Step = dom0(
+    "xl save -c $NAME /var/tmp/$NAME.ckpt && ls -s /var/tmp/$NAME.ckpt; rm -f /var/tmp/$NAME.ckpt",
+    &[r"^\d+ /var/tmp/"],
+    240,
+);
+
+/// `xl save` then `xl restore`: the domain goes on in a new one (a [`reattach`] next).
+pub const MOVE_SAVE_RESTORE: Step = dom0(
+    concat!(
+        "xl save $NAME /var/tmp/$NAME.save && xl restore /var/tmp/$NAME.save; rc=$?; ",
+        "rm -f /var/tmp/$NAME.save; echo \"domid now $(xl domid $NAME)\"; exit $rc"
+    ),
+    &[r"^domid now \d+$"],
+    300,
+);
+
+/// `xl migrate` to this host (a [`reattach`] next).
+pub const MOVE_MIGRATE: Step = dom0(
+    "xl migrate -s '' $NAME 'xl migrate-receive' 2>&1 | tail -3; echo \"domid now $(xl domid $NAME)\"",
+    &[r"^domid now \d+$"],
+    300,
+);

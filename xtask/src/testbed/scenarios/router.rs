@@ -702,7 +702,11 @@ const ROUTER_XENLET_FW_STEPS: &[Step] = steps![
 const HOLD_REPORT: Step = ns_cap(
     "lan1",
     "python3 $NET/holdconn.py report $TOPO/hold.log 120",
-    &[r"^held: yes$", r"^last echo: [01]\.\d s ago$", r"^last error: none$"],
+    &[
+        r"^held: yes$",
+        r"^last echo: [01]\.\d s ago$",
+        r"^last error: none$",
+    ],
     &[("GAP", r"^gaps over 1 s: (?:[0-9.]+ )*([0-9.]+)$")],
     150,
 );
@@ -717,30 +721,6 @@ const HOLD_START: Step = ns(
     ),
     &[r"^held: yes$", r"^echoes: ([5-9]|\d\d+)$"],
     30,
-);
-
-/// `xl save -c`: a checkpoint, the domain goes on (its suspend cancelled).
-const MOVE_CHECKPOINT: Step = dom0(
-    "xl save -c $NAME /var/tmp/$NAME.ckpt && ls -s /var/tmp/$NAME.ckpt; rm -f /var/tmp/$NAME.ckpt",
-    &[r"^\d+ /var/tmp/"],
-    240,
-);
-
-/// `xl save` then `xl restore`: the domain goes on in a new one (a [`reattach`] next).
-const MOVE_SAVE_RESTORE: Step = dom0(
-    concat!(
-        "xl save $NAME /var/tmp/$NAME.save && xl restore /var/tmp/$NAME.save; rc=$?; ",
-        "rm -f /var/tmp/$NAME.save; echo \"domid now $(xl domid $NAME)\"; exit $rc"
-    ),
-    &[r"^domid now \d+$"],
-    300,
-);
-
-/// `xl migrate` to this host (a [`reattach`] next).
-const MOVE_MIGRATE: Step = dom0(
-    "xl migrate -s '' $NAME 'xl migrate-receive' 2>&1 | tail -3; echo \"domid now $(xl domid $NAME)\"",
-    &[r"^domid now \d+$"],
-    300,
 );
 
 /// The data disk's first 8 MiB read back as `${SUM}` (written by the last
@@ -810,11 +790,25 @@ const ROUTER_REATTACH_STEPS: &[Step] = steps![
     ..ROUTER_WAN_LEASE,
     LAN1_BY_DHCP,
     HOLD_START,
-    dom0("xl network-detach $NAME 0 && echo detached", &[r"^detached$"], 60),
-    wait_output(r"netfront: eth0 lost its backend \(\d+ buffer pages, \d+ ring pages freed\); the router keeps the interface", 30),
+    dom0(
+        "xl network-detach $NAME 0 && echo detached",
+        &[r"^detached$"],
+        60
+    ),
+    wait_output(
+        r"netfront: eth0 lost its backend \(\d+ buffer pages, \d+ ring pages freed\); the router keeps the interface",
+        30
+    ),
     cmd("ip addr show eth0", &[r"^    inet 192\.168\.1\.1/24 "], 30),
-    dom0("xl network-attach $NAME bridge=brlan mac=00:16:3e:01:00:02 && echo attached", &[r"^attached$"], 60),
-    wait_output(r"netfront: eth0 has its backend back \(device \d+\); 1 address\(es\) announced", 30),
+    dom0(
+        "xl network-attach $NAME bridge=brlan mac=00:16:3e:01:00:02 && echo attached",
+        &[r"^attached$"],
+        60
+    ),
+    wait_output(
+        r"netfront: eth0 has its backend back \(device \d+\); 1 address\(es\) announced",
+        30
+    ),
     HOLD_REPORT,
     LAN_THROUGH_NAT[1],
     LAN1_BY_DHCP,

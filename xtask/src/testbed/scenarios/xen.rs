@@ -258,8 +258,16 @@ const AFTER_MOVE_HVM: &[Step] = &[
     cmd("sha256sum -n 1M /dev/xvdb", &[r"^${SUM}  /dev/xvdb$"], 60),
     cmd("cp /etc/config/system /etc/config/system.copy", &[], 60),
     cmd("sync", &[], 60),
-    cmd("sha256sum /etc/config/system.copy", &[r"^${SYS}  /etc/config/system\.copy$"], 30),
-    cmd("ping -c 2 -i 0.2 10.98.0.1", &[r"^2 packets transmitted, 2 received, 0% packet loss"], 60),
+    cmd(
+        "sha256sum /etc/config/system.copy",
+        &[r"^${SYS}  /etc/config/system\.copy$"],
+        30,
+    ),
+    cmd(
+        "ping -c 2 -i 0.2 10.98.0.1",
+        &[r"^2 packets transmitted, 2 received, 0% packet loss"],
+        60,
+    ),
 ];
 
 /// Save, restore, checkpoint and migrate an HVM Xenlet booted from its disk image:
@@ -267,34 +275,49 @@ const AFTER_MOVE_HVM: &[Step] = &[
 /// saved and restored with the domain; the emulated devices come back and are
 /// unplugged again).
 const SUSPEND_HVM_STEPS: &[Step] = steps![
-    cmd("udhcpc -i eth0", &[r"^udhcpc: lease of 10\.98\.0\.\d+/24 obtained"], 60),
-    cmd("dd if=/dev/urandom of=/dev/xvdb bs=64k count=16 conv=fsync", &[r"^16\+0 records out"], 60),
-    cmd_cap("sha256sum -n 1M /dev/xvdb", &[], &[("SUM", r"^([0-9a-f]{64})  /dev/xvdb$")], 60),
-    cmd_cap("sha256sum /etc/config/system", &[], &[("SYS", r"^([0-9a-f]{64})  /etc/config/system$")], 30),
-    dom0(
-        "xl save -c $NAME /var/tmp/$NAME.ckpt && ls -s /var/tmp/$NAME.ckpt; rm -f /var/tmp/$NAME.ckpt",
-        &[r"^\d+ /var/tmp/"],
-        240,
+    cmd(
+        "udhcpc -i eth0",
+        &[r"^udhcpc: lease of 10\.98\.0\.\d+/24 obtained"],
+        60
     ),
-    cmd("xen", &[r"^suspend: 1 \(cancelled 1, resumed in a new domain 0; "], 30),
+    cmd(
+        "dd if=/dev/urandom of=/dev/xvdb bs=64k count=16 conv=fsync",
+        &[r"^16\+0 records out"],
+        60
+    ),
+    cmd_cap(
+        "sha256sum -n 1M /dev/xvdb",
+        &[],
+        &[("SUM", r"^([0-9a-f]{64})  /dev/xvdb$")],
+        60
+    ),
+    cmd_cap(
+        "sha256sum /etc/config/system",
+        &[],
+        &[("SYS", r"^([0-9a-f]{64})  /etc/config/system$")],
+        30
+    ),
+    MOVE_CHECKPOINT,
+    cmd(
+        "xen",
+        &[r"^suspend: 1 \(cancelled 1, resumed in a new domain 0; "],
+        30
+    ),
     ..AFTER_MOVE_HVM,
-    dom0(
-        concat!(
-            "xl save $NAME /var/tmp/$NAME.save && xl restore /var/tmp/$NAME.save; rc=$?; ",
-            "rm -f /var/tmp/$NAME.save; echo \"domid now $(xl domid $NAME)\"; exit $rc"
-        ),
-        &[r"^domid now \d+$"],
-        300,
-    ),
+    MOVE_SAVE_RESTORE,
     reattach(60),
-    cmd("xen", &[r"^suspend: 2 \(cancelled 1, resumed in a new domain 1; "], 30),
+    cmd(
+        "xen",
+        &[r"^suspend: 2 \(cancelled 1, resumed in a new domain 1; "],
+        30
+    ),
     ..AFTER_MOVE_HVM,
-    dom0(
-        "xl migrate -s '' $NAME 'xl migrate-receive' 2>&1 | tail -3; echo \"domid now $(xl domid $NAME)\"",
-        &[r"^domid now \d+$"],
-        300,
-    ),
+    MOVE_MIGRATE,
     reattach(60),
-    cmd("xen", &[r"^suspend: 3 \(cancelled 1, resumed in a new domain 2; "], 30),
+    cmd(
+        "xen",
+        &[r"^suspend: 3 \(cancelled 1, resumed in a new domain 2; "],
+        30
+    ),
     ..AFTER_MOVE_HVM,
 ];
