@@ -616,8 +616,8 @@ const FS_FAULT_STEPS: &[Step] = &[
     dom0(
         concat!(
             "modprobe dm-flakey && s=$(blockdev --getsz ${LOOP}) && ",
-            "dmsetup load $NAME-f --table \"0 $s flakey ${LOOP} 0 0 3600 1 error_writes\" && ",
-            "dmsetup suspend $NAME-f && dmsetup resume $NAME-f && dmsetup table $NAME-f"
+            "dmsetup load --noudevsync $NAME-f --table \"0 $s flakey ${LOOP} 0 0 3600 1 error_writes\" && ",
+            "dmsetup suspend --noudevsync $NAME-f && dmsetup resume --noudevsync $NAME-f && dmsetup table $NAME-f"
         ),
         &[r" flakey \d+:\d+ 0 0 3600 1 error_writes"],
         60,
