@@ -21,6 +21,7 @@ pub mod echo;
 pub mod fwconfig;
 pub mod garp;
 pub mod gateway;
+pub mod headers;
 pub mod iface;
 pub mod ip;
 pub mod iperf3;

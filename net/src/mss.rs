@@ -31,10 +31,12 @@
 //! datagram: smoltcp has no fragmentation here) is dropped and counted, as smoltcp
 //! itself would drop it with the real MTU.
 
+use crate::headers::{
+    self, ethertype, is_fragment, tcp_flag::SYN, tcp_flags, ETH, IPV4, IPV6, TCP,
+};
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
-
-const ETH: usize = 14;
+use smoltcp::wire::{EthernetProtocol, IpProtocol};
 
 /// TCP's default MSS (RFC 9293 3.7.1), for a connection whose own is not known.
 pub const DEFAULT_MSS: u16 = 536;
@@ -69,50 +71,65 @@ pub struct PeerMss {
 /// The IPv4 TCP header offset of `f`, its header length and flags, if `f` is a
 /// well-formed unfragmented IPv4 TCP frame.
 fn tcp4(f: &[u8]) -> Option<(usize, usize, u8)> {
-    if f.len() < ETH + 20 || f[12..14] != [0x08, 0x00] || f[ETH] >> 4 != 4 || f[ETH + 9] != 6 {
+    if f.len() < ETH + IPV4 || ethertype(f)? != EthernetProtocol::Ipv4 {
         return None;
     }
-    let ihl = usize::from(f[ETH] & 0x0f) * 4;
+    let ip = headers::ipv4(f);
+    if ip.version() != 4 || ip.next_header() != IpProtocol::Tcp {
+        return None;
+    }
+    let ihl = usize::from(ip.header_len());
     let tcp = ETH + ihl;
-    if ihl < 20 || f.len() < tcp + 20 || u16::from_be_bytes([f[ETH + 6], f[ETH + 7]]) & 0x3fff != 0
-    {
+    if ihl < IPV4 || f.len() < tcp + TCP || is_fragment(&ip) {
         return None;
     }
-    let hlen = usize::from(f[tcp + 12] >> 4) * 4;
-    if hlen < 20 || f.len() < tcp + hlen {
-        return None;
-    }
-    Some((tcp, hlen, f[tcp + 13]))
+    tcp_header(f, tcp)
 }
 
 /// The TCP header offset and length of an IPv6 TCP frame (no extension headers).
 fn tcp6(f: &[u8]) -> Option<(usize, usize, u8)> {
-    let tcp = ETH + 40;
-    if f.len() < tcp + 20 || f[12..14] != [0x86, 0xdd] || f[ETH + 6] != 6 {
+    let tcp = ETH + IPV6;
+    if f.len() < tcp + TCP
+        || ethertype(f)? != EthernetProtocol::Ipv6
+        || headers::ipv6(f).next_header() != IpProtocol::Tcp
+    {
         return None;
     }
-    let hlen = usize::from(f[tcp + 12] >> 4) * 4;
-    if hlen < 20 || f.len() < tcp + hlen {
-        return None;
-    }
-    Some((tcp, hlen, f[tcp + 13]))
+    tcp_header(f, tcp)
 }
+
+/// The offset, header length and flags of the TCP header at `tcp` (at least
+/// [`TCP`] bytes there), if the frame holds all of it.
+fn tcp_header(f: &[u8], tcp: usize) -> Option<(usize, usize, u8)> {
+    let hlen = usize::from(headers::tcp(f, tcp).header_len());
+    if hlen < TCP || f.len() < tcp + hlen {
+        return None;
+    }
+    Some((tcp, hlen, tcp_flags(f, tcp)))
+}
+
+/// TCP option kinds (RFC 9293 3.2).
+const OPT_END: u8 = 0;
+const OPT_NOP: u8 = 1;
+const OPT_MSS: u8 = 2;
+/// Length of the MSS option.
+const OPT_MSS_LEN: usize = 4;
 
 /// Offset of the 2-byte value of the MSS option in the TCP header at `tcp` (`hlen`
 /// bytes), if there is one (options walked with their lengths checked).
 fn mss_option(f: &[u8], tcp: usize, hlen: usize) -> Option<usize> {
-    let mut i = tcp + 20;
+    let mut i = tcp + TCP;
     let end = tcp + hlen;
     while i < end {
         match f[i] {
-            0 => return None,
-            1 => i += 1,
+            OPT_END => return None,
+            OPT_NOP => i += 1,
             kind => {
                 let len = usize::from(*f.get(i + 1)?);
                 if len < 2 || i + len > end {
                     return None;
                 }
-                if kind == 2 && len == 4 {
+                if kind == OPT_MSS && len == OPT_MSS_LEN {
                     return Some(i + 2);
                 }
                 i += len;
@@ -122,15 +139,13 @@ fn mss_option(f: &[u8], tcp: usize, hlen: usize) -> Option<usize> {
     None
 }
 
-const SYN: u8 = 0x02;
-
 /// Lowers the MSS option of a SYN that smoltcp sends to what the link carries (its
 /// `mtu` less the IP and TCP headers); the caller fills the checksum afterwards.
 /// Whether the frame was changed.
 pub fn clamp_syn(f: &mut [u8], mtu: usize) -> bool {
     let (tcp, hlen, flags, ip) = match (tcp4(f), tcp6(f)) {
         (Some((t, h, fl)), _) => (t, h, fl, t - ETH),
-        (None, Some((t, h, fl))) => (t, h, fl, 40),
+        (None, Some((t, h, fl))) => (t, h, fl, IPV6),
         _ => return false,
     };
     if flags & SYN == 0 {
@@ -139,7 +154,7 @@ pub fn clamp_syn(f: &mut [u8], mtu: usize) -> bool {
     let Some(at) = mss_option(f, tcp, hlen) else {
         return false;
     };
-    let most = u16::try_from(mtu.saturating_sub(ip + 20)).unwrap_or(u16::MAX);
+    let most = u16::try_from(mtu.saturating_sub(ip + TCP)).unwrap_or(u16::MAX);
     if u16::from_be_bytes([f[at], f[at + 1]]) <= most {
         return false;
     }
@@ -170,7 +185,7 @@ impl PeerMss {
         let Some((tcp, hlen, flags)) = tcp4(f) else {
             return false;
         };
-        let local_port = u16::from_be_bytes([f[tcp + 2], f[tcp + 3]]);
+        let local_port = headers::tcp(f, tcp).dst_port();
         if flags & SYN == 0 || !self.bulk.contains(&local_port) {
             return false;
         }
@@ -178,15 +193,16 @@ impl PeerMss {
             return false; // smoltcp then uses 536, and so do we
         };
         let offered = u16::from_be_bytes([f[at], f[at + 1]]);
-        let real = offered.min(u16::try_from(mtu.saturating_sub(40)).unwrap_or(u16::MAX));
+        let most = u16::try_from(mtu.saturating_sub(IPV4 + TCP)).unwrap_or(u16::MAX);
+        let real = offered.min(most);
         if real < DEFAULT_MSS {
             // smoltcp ignores a zero; a peer asking for tiny segments gets them
             // from smoltcp as before, not 64 KiB packets for dom0 to cut that fine
             return false;
         }
         let key = (
-            [f[ETH + 12], f[ETH + 13], f[ETH + 14], f[ETH + 15]],
-            u16::from_be_bytes([f[tcp], f[tcp + 1]]),
+            headers::ipv4(f).src_addr().octets(),
+            headers::tcp(f, tcp).src_port(),
             local_port,
         );
         if self.map.len() >= MAX_PEERS && !self.map.contains_key(&key) {
@@ -207,10 +223,11 @@ impl PeerMss {
     /// The real MSS of the connection of `f`, an IPv4 TCP segment smoltcp sends,
     /// if its SYN was raised and it is still remembered.
     fn lookup(&mut self, f: &[u8], tcp: usize) -> Option<u16> {
+        let t = headers::tcp(f, tcp);
         let key = (
-            [f[ETH + 16], f[ETH + 17], f[ETH + 18], f[ETH + 19]],
-            u16::from_be_bytes([f[tcp + 2], f[tcp + 3]]),
-            u16::from_be_bytes([f[tcp], f[tcp + 1]]),
+            headers::ipv4(f).dst_addr().octets(),
+            t.dst_port(),
+            t.src_port(),
         );
         let e = self.map.get_mut(&key)?;
         self.uses += 1;
@@ -234,7 +251,7 @@ impl PeerMss {
             }
             None => return None,
         };
-        let opts = u16::try_from(hlen - 20).unwrap_or(0);
+        let opts = u16::try_from(hlen - TCP).unwrap_or(0);
         let size = mss.saturating_sub(opts).max(1);
         (payload > usize::from(size)).then_some(size)
     }

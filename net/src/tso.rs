@@ -24,11 +24,15 @@
 //! payload than its headers (it cannot be written in place). The merged packet's TCP
 //! checksum field holds the pseudo-header sum, as `NETTXF_csum_blank` requires.
 
+use crate::headers::{
+    self, ethertype, field, is_fragment, tcp_flag, tcp_flags, ETH, IPV4, IPV6, TCP, UDP,
+};
 use crate::mss::{self, PeerMss};
 use alloc::vec::Vec;
+use smoltcp::wire::{EthernetProtocol, IpProtocol, TcpSeqNumber};
 
-const ETH: usize = 14;
-const IP: usize = 20;
+/// The IPv4 header the merger takes: no options.
+const IP: usize = IPV4;
 
 /// Largest merged frame (its length must fit a TX request's 16-bit size).
 pub const MAX_GSO_FRAME: usize = 65535;
@@ -96,72 +100,70 @@ pub struct Coalescer {
     pub merged: (u64, u64),
 }
 
-/// The TCP header offset and payload offset of a mergeable IPv4 TCP segment.
-fn candidate(f: &[u8]) -> Option<(usize, usize)> {
-    if f.len() < ETH + IP + 20 || f[12..14] != [0x08, 0x00] {
+/// The payload offset of an IPv4 TCP data segment: no IP options, not fragmented,
+/// its IP length the frame's, payload present, flags ACK and at most the `also` ones.
+fn tcp4_data(f: &[u8], also: u8) -> Option<usize> {
+    if f.len() < ETH + IP + TCP || ethertype(f)? != EthernetProtocol::Ipv4 {
         return None;
     }
-    let ip = &f[ETH..];
-    if ip[0] != 0x45 || ip[9] != 6 || u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
-        return None;
-    }
-    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-    if total != f.len() - ETH {
+    let ip = headers::ipv4(f);
+    if ip.version() != 4
+        || usize::from(ip.header_len()) != IP
+        || ip.next_header() != IpProtocol::Tcp
+        || is_fragment(&ip)
+        || usize::from(ip.total_len()) != f.len() - ETH
+    {
         return None;
     }
     let tcp = ETH + IP;
-    let hlen = usize::from(f[tcp + 12] >> 4) * 4;
-    let flags = f[tcp + 13];
-    if hlen < 20 || tcp + hlen >= f.len() || flags & !0x18 != 0 || flags & 0x10 == 0 {
+    let payload = tcp + usize::from(headers::tcp(f, tcp).header_len());
+    let flags = tcp_flags(f, tcp);
+    if payload < tcp + TCP
+        || payload >= f.len()
+        || flags & !(tcp_flag::ACK | also) != 0
+        || flags & tcp_flag::ACK == 0
+    {
         return None;
     }
-    Some((tcp, tcp + hlen))
+    Some(payload)
+}
+
+/// The payload offset of a mergeable IPv4 TCP segment (flags ACK, maybe PSH).
+fn candidate(f: &[u8]) -> Option<usize> {
+    tcp4_data(f, tcp_flag::PSH)
 }
 
 /// The payload offset of an IPv4 TCP data segment that may be cut into pieces by
 /// the link (no IP options, not fragmented, payload present, ACK with PSH and FIN
 /// allowed: they stay on the last piece).
 fn large_tcp(f: &[u8]) -> Option<usize> {
-    if f.len() < ETH + IP + 20 || f[12..14] != [0x08, 0x00] {
-        return None;
-    }
-    let ip = &f[ETH..];
-    if ip[0] != 0x45 || ip[9] != 6 || u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
-        return None;
-    }
-    if usize::from(u16::from_be_bytes([ip[2], ip[3]])) != f.len() - ETH {
-        return None;
-    }
-    let tcp = ETH + IP;
-    let payload = tcp + usize::from(f[tcp + 12] >> 4) * 4;
-    let flags = f[tcp + 13];
-    if payload < tcp + 20 || payload >= f.len() || flags & !0x19 != 0 || flags & 0x10 == 0 {
-        return None;
-    }
-    Some(payload)
+    tcp4_data(f, tcp_flag::PSH | tcp_flag::FIN)
 }
 
+/// The sequence number of a [`tcp4_data`] segment.
 fn seq(f: &[u8]) -> u32 {
-    u32::from_be_bytes([
-        f[ETH + IP + 4],
-        f[ETH + IP + 5],
-        f[ETH + IP + 6],
-        f[ETH + IP + 7],
-    ])
+    headers::tcp(f, ETH + IP).seq_number().0 as u32
+}
+
+/// Whether the PSH flag of a [`tcp4_data`] segment is set.
+fn psh(f: &[u8]) -> bool {
+    tcp_flags(f, ETH + IP) & tcp_flag::PSH != 0
 }
 
 /// Whether `b`'s headers equal `a`'s except length, id, checksums, seq and PSH.
 fn same_flow(a: &[u8], b: &[u8], payload: usize) -> bool {
-    let tcp = ETH + IP;
+    use field::{ipv4, tcp};
+    let (ia, ib) = (&a[ETH..ETH + IP], &b[ETH..ETH + IP]);
+    let (ta, tb) = (&a[ETH + IP..payload], &b[ETH + IP..payload]);
     a[..ETH] == b[..ETH]
-        && a[ETH..ETH + 2] == b[ETH..ETH + 2]
-        && a[ETH + 6..ETH + 10] == b[ETH + 6..ETH + 10]
-        && a[ETH + 12..tcp] == b[ETH + 12..tcp]
-        && a[tcp..tcp + 4] == b[tcp..tcp + 4]
-        && a[tcp + 8..tcp + 13] == b[tcp + 8..tcp + 13]
-        && (a[tcp + 13] | 0x08) == (b[tcp + 13] | 0x08)
-        && a[tcp + 14..tcp + 16] == b[tcp + 14..tcp + 16]
-        && a[tcp + 18..payload] == b[tcp + 18..payload]
+        && ia[ipv4::VER_TOS] == ib[ipv4::VER_TOS]
+        && ia[ipv4::FRAG_TTL_PROTO] == ib[ipv4::FRAG_TTL_PROTO]
+        && ia[ipv4::ADDRS] == ib[ipv4::ADDRS]
+        && ta[tcp::PORTS] == tb[tcp::PORTS]
+        && ta[tcp::ACK_OFFSET] == tb[tcp::ACK_OFFSET]
+        && (ta[tcp::FLAGS] | tcp_flag::PSH) == (tb[tcp::FLAGS] | tcp_flag::PSH)
+        && ta[tcp::WINDOW] == tb[tcp::WINDOW]
+        && ta[tcp::URGENT..] == tb[tcp::URGENT..]
 }
 
 /// One's-complement sum of 16-bit big-endian words.
@@ -185,30 +187,43 @@ fn fold(mut acc: u32) -> u16 {
 
 /// The pseudo-header sum (not complemented) for a TCP segment of `tcp_len` bytes.
 pub fn pseudo_header_sum(ip_header: &[u8], tcp_len: usize) -> u16 {
-    let acc = sum16(&ip_header[12..20], 6 + tcp_len as u32);
-    fold(acc)
+    let proto = u32::from(u8::from(IpProtocol::Tcp));
+    fold(sum16(
+        &ip_header[field::ipv4::ADDRS],
+        proto + tcp_len as u32,
+    ))
+}
+
+/// Writes the header checksum of a frame's IPv4 header (no options).
+fn fill_ipv4_checksum(f: &mut [u8]) {
+    headers::ipv4_mut(f).set_checksum(0);
+    let sum = !fold(sum16(&f[ETH..ETH + IP], 0));
+    headers::ipv4_mut(f).set_checksum(sum);
 }
 
 /// Writes the full TCP or UDP checksum of an IPv4 or IPv6 frame (no-op for other or
 /// malformed frames).
 pub fn fill_l4_checksum(f: &mut [u8]) {
-    let Some((l4, len, proto, pseudo, field)) = l4_span(f) else {
+    let Some((l4, len, proto, pseudo, at)) = l4_span(f) else {
         return;
     };
-    f[field] = 0;
-    f[field + 1] = 0;
+    f[at..at + 2].copy_from_slice(&[0, 0]);
     let mut sum = !fold(sum16(&f[l4..l4 + len], pseudo));
-    if proto == 17 && sum == 0 {
+    if proto == IpProtocol::Udp && sum == 0 {
         sum = 0xffff;
     }
-    f[field..field + 2].copy_from_slice(&sum.to_be_bytes());
+    f[at..at + 2].copy_from_slice(&sum.to_be_bytes());
 }
 
 /// Whether `frame` is TCP over IPv4 or IPv6.
 fn is_tcp(f: &[u8]) -> bool {
-    match f.get(12..14) {
-        Some([0x08, 0x00]) => f.get(ETH + 9) == Some(&6),
-        Some([0x86, 0xdd]) => f.get(ETH + 6) == Some(&6),
+    match ethertype(f) {
+        Some(EthernetProtocol::Ipv4) if f.len() >= ETH + IPV4 => {
+            headers::ipv4(f).next_header() == IpProtocol::Tcp
+        }
+        Some(EthernetProtocol::Ipv6) if f.len() >= ETH + IPV6 => {
+            headers::ipv6(f).next_header() == IpProtocol::Tcp
+        }
         _ => false,
     }
 }
@@ -230,7 +245,7 @@ impl Pending {
         let len = frame.len() - payload;
         self.segs += 1;
         self.next_seq = self.next_seq.wrapping_add(len as u32);
-        self.psh |= frame[ETH + IP + 13] & 0x08 != 0;
+        self.psh |= psh(frame);
         self.closed = len < self.mss;
     }
 
@@ -286,7 +301,7 @@ impl Coalescer {
                 let joins = {
                     let (head, rest) = self.buf.split_at(start);
                     let frame = &rest[..len];
-                    candidate(frame).is_some_and(|(_, payload)| {
+                    candidate(frame).is_some_and(|payload| {
                         self.pending
                             .as_ref()
                             .is_some_and(|p| p.continued_by(&head[..h], frame, payload, self.used))
@@ -338,13 +353,13 @@ impl Coalescer {
             }
         }
         let frame = &self.buf[..len];
-        if let Some((_, payload)) = candidate(frame) {
+        if let Some(payload) = candidate(frame) {
             let p = Pending {
                 payload,
                 mss: len - payload,
                 segs: 1,
                 next_seq: seq(frame).wrapping_add((len - payload) as u32),
-                psh: frame[ETH + IP + 13] & 0x08 != 0,
+                psh: psh(frame),
                 closed: false,
             };
             self.used = len;
@@ -370,7 +385,7 @@ impl Coalescer {
         let frame = &mut self.buf[..len];
         let tcp = ETH + IP;
         let ps = pseudo_header_sum(&frame[ETH..tcp], len - tcp);
-        frame[tcp + 16..tcp + 18].copy_from_slice(&ps.to_be_bytes());
+        headers::tcp_mut(frame, tcp).set_checksum(ps);
         self.large += 1;
         if !emit(frame, Send::Gso(size)) {
             self.dropped += 1;
@@ -386,13 +401,10 @@ impl Coalescer {
         let how = if p.segs >= 2 {
             self.merged.0 += 1;
             self.merged.1 += p.segs as u64;
-            let total = (used - ETH) as u16;
-            frame[ETH + 2..ETH + 4].copy_from_slice(&total.to_be_bytes());
-            frame[ETH + 10..ETH + 12].copy_from_slice(&[0, 0]);
-            let ipsum = !fold(sum16(&frame[ETH..tcp], 0));
-            frame[ETH + 10..ETH + 12].copy_from_slice(&ipsum.to_be_bytes());
+            headers::ipv4_mut(frame).set_total_len((used - ETH) as u16);
+            fill_ipv4_checksum(frame);
             if p.psh {
-                frame[tcp + 13] |= 0x08;
+                headers::tcp_mut(frame, tcp).set_psh(true);
             }
             Send::Gso(p.mss as u16)
         } else if self.tcp_csum_left {
@@ -402,7 +414,7 @@ impl Coalescer {
         };
         if how != Send::Plain {
             let ps = pseudo_header_sum(&frame[ETH..tcp], used - tcp);
-            frame[tcp + 16..tcp + 18].copy_from_slice(&ps.to_be_bytes());
+            headers::tcp_mut(frame, tcp).set_checksum(ps);
         }
         if !emit(frame, how) {
             self.dropped += 1;
@@ -414,41 +426,41 @@ impl Coalescer {
 /// does; for tests (and a link that must segment in software).
 pub fn segment(frame: &[u8], mss: usize) -> Option<Vec<Vec<u8>>> {
     let tcp = ETH + IP;
-    if frame.len() < tcp + 20 || mss == 0 {
+    if frame.len() < tcp + TCP || mss == 0 {
         return None;
     }
-    let hlen = usize::from(frame[tcp + 12] >> 4) * 4;
-    let payload = tcp + hlen;
+    let payload = tcp + usize::from(headers::tcp(frame, tcp).header_len());
     if payload > frame.len() {
         return None;
     }
     let data = &frame[payload..];
     let chunks: Vec<&[u8]> = data.chunks(mss).collect();
     let base_seq = seq(frame);
-    let id = u16::from_be_bytes([frame[ETH + 4], frame[ETH + 5]]);
+    let id = headers::ipv4(frame).ident();
     let mut out = Vec::new();
     let mut off = 0u32;
     for (i, c) in chunks.iter().enumerate() {
         let mut f = frame[..payload].to_vec();
         f.extend_from_slice(c);
         let total = (f.len() - ETH) as u16;
-        f[ETH + 2..ETH + 4].copy_from_slice(&total.to_be_bytes());
-        f[ETH + 4..ETH + 6].copy_from_slice(&id.wrapping_add(i as u16).to_be_bytes());
-        f[ETH + 10..ETH + 12].copy_from_slice(&[0, 0]);
-        let ipsum = !fold(sum16(&f[ETH..tcp], 0));
-        f[ETH + 10..ETH + 12].copy_from_slice(&ipsum.to_be_bytes());
-        f[tcp + 4..tcp + 8].copy_from_slice(&base_seq.wrapping_add(off).to_be_bytes());
+        let mut ip = headers::ipv4_mut(&mut f);
+        ip.set_total_len(total);
+        ip.set_ident(id.wrapping_add(i as u16));
+        fill_ipv4_checksum(&mut f);
+        let mut t = headers::tcp_mut(&mut f, tcp);
+        t.set_seq_number(TcpSeqNumber(base_seq.wrapping_add(off) as i32));
         if i + 1 < chunks.len() {
-            f[tcp + 13] &= !0x09; // PSH and FIN stay on the last piece
+            // PSH and FIN stay on the last piece
+            t.set_psh(false);
+            t.set_fin(false);
         }
-        f[tcp + 16..tcp + 18].copy_from_slice(&[0, 0]);
+        t.set_checksum(0);
         let tcp_len = f.len() - tcp;
         let acc = sum16(
             &f[tcp..],
             u32::from(pseudo_header_sum(&f[ETH..tcp], tcp_len)),
         );
-        let sum = !fold(acc);
-        f[tcp + 16..tcp + 18].copy_from_slice(&sum.to_be_bytes());
+        headers::tcp_mut(&mut f, tcp).set_checksum(!fold(acc));
         off = off.wrapping_add(c.len() as u32);
         out.push(f);
     }
@@ -458,47 +470,54 @@ pub fn segment(frame: &[u8], mss: usize) -> Option<Vec<Vec<u8>>> {
 /// Where the TCP or UDP checksum of an IPv4 or IPv6 (no extension headers) frame
 /// sits: (start of the L4 header, L4 length, protocol, pseudo-header sum, offset of
 /// the checksum field). `None` for other or malformed frames.
-fn l4_span(f: &[u8]) -> Option<(usize, usize, u8, u32, usize)> {
-    if f.len() < ETH + 20 {
+fn l4_span(f: &[u8]) -> Option<(usize, usize, IpProtocol, u32, usize)> {
+    if f.len() < ETH + IPV4 {
         return None;
     }
-    let (l4, len, proto, pseudo) = match f[12..14] {
-        [0x08, 0x00] => {
-            let ihl = usize::from(f[ETH] & 0x0f) * 4;
-            let total = usize::from(u16::from_be_bytes([f[ETH + 2], f[ETH + 3]]));
-            if f[ETH] >> 4 != 4 || ihl < IP || total < ihl || ETH + total > f.len() {
+    let (l4, len, proto, pseudo) = match ethertype(f)? {
+        EthernetProtocol::Ipv4 => {
+            let ip = headers::ipv4(f);
+            let ihl = usize::from(ip.header_len());
+            let total = usize::from(ip.total_len());
+            if ip.version() != 4 || ihl < IPV4 || total < ihl || ETH + total > f.len() {
                 return None;
             }
             // a fragment's checksum covers the whole datagram
-            let frag = u16::from_be_bytes([f[ETH + 6], f[ETH + 7]]);
-            if frag & 0x3fff != 0 {
+            if is_fragment(&ip) {
                 return None;
             }
-            let proto = f[ETH + 9];
+            let proto = ip.next_header();
             let len = total - ihl;
-            let acc = sum16(&f[ETH + 12..ETH + 20], u32::from(proto) + len as u32);
+            let acc = sum16(
+                &f[ETH..][field::ipv4::ADDRS],
+                u32::from(u8::from(proto)) + len as u32,
+            );
             (ETH + ihl, len, proto, acc)
         }
-        [0x86, 0xdd] => {
-            if f.len() < ETH + 40 {
+        EthernetProtocol::Ipv6 => {
+            if f.len() < ETH + IPV6 {
                 return None;
             }
-            let len = usize::from(u16::from_be_bytes([f[ETH + 4], f[ETH + 5]]));
-            if ETH + 40 + len > f.len() {
+            let ip = headers::ipv6(f);
+            let len = usize::from(ip.payload_len());
+            if ETH + IPV6 + len > f.len() {
                 return None;
             }
-            let proto = f[ETH + 6];
-            let acc = sum16(&f[ETH + 8..ETH + 40], u32::from(proto) + len as u32);
-            (ETH + 40, len, proto, acc)
+            let proto = ip.next_header();
+            let acc = sum16(
+                &f[ETH..][field::ipv6::ADDRS],
+                u32::from(u8::from(proto)) + len as u32,
+            );
+            (ETH + IPV6, len, proto, acc)
         }
         _ => return None,
     };
-    let field = match proto {
-        6 if len >= 20 => l4 + 16,
-        17 if len >= 8 => l4 + 6,
+    let at = match proto {
+        IpProtocol::Tcp if len >= TCP => l4 + field::tcp::CHECKSUM.start,
+        IpProtocol::Udp if len >= UDP => l4 + field::udp::CHECKSUM.start,
         _ => return None,
     };
-    Some((l4, len, proto, pseudo, field))
+    Some((l4, len, proto, pseudo, at))
 }
 
 /// Checks the TCP or UDP checksum of a received IPv4 or IPv6 frame in software (the
@@ -506,8 +525,11 @@ fn l4_span(f: &[u8]) -> Option<(usize, usize, u8, u32, usize)> {
 /// summed again). `Some(false)` for a wrong checksum; `None` when the frame is not
 /// TCP or UDP over IP, or is malformed (the stack then judges it).
 pub fn verify_l4_checksum(f: &[u8]) -> Option<bool> {
-    let (l4, len, proto, pseudo, field) = l4_span(f)?;
-    if proto == 17 && f[field] == 0 && f[field + 1] == 0 && f[12..14] == [0x08, 0x00] {
+    let (l4, len, proto, pseudo, at) = l4_span(f)?;
+    if proto == IpProtocol::Udp
+        && f[at..at + 2] == [0, 0]
+        && ethertype(f) == Some(EthernetProtocol::Ipv4)
+    {
         return Some(true); // IPv4 UDP without a checksum
     }
     Some(fold(sum16(&f[l4..l4 + len], pseudo)) == 0xffff)
@@ -748,6 +770,100 @@ mod tests {
             }
         }
         assert!(back == data);
+    }
+
+    /// The header checks the merger makes through the typed views: a fragment, IP
+    /// options and IPv6 keep a segment out of a merge; with checksums left to the
+    /// merger, IPv4 with options and IPv6 TCP are completed, a fragment is not; a
+    /// difference in the IPv4 flags or TTL keeps two segments apart.
+    #[test]
+    fn fragments_options_and_ipv6_are_sent_alone() {
+        let a = seg(1000, &[1; 100], 0x10);
+        for (what, frame) in [
+            ("more fragments", {
+                let mut f = a.clone();
+                f[ETH + 6] |= 0x20;
+                f
+            }),
+            ("a fragment offset", {
+                let mut f = a.clone();
+                f[ETH + 7] = 1;
+                f
+            }),
+        ] {
+            let (out, c) = run(core::slice::from_ref(&frame));
+            assert_eq!(out, vec![(frame.clone(), Send::Plain)], "{what}");
+            assert_eq!(c.merged, (0, 0));
+            let mut c = Coalescer {
+                tcp_csum_left: true,
+                mtu: 1500,
+                ..Coalescer::default()
+            };
+            let mut blank = frame.clone();
+            blank[ETH + IP + 16..ETH + IP + 18].copy_from_slice(&[0, 0]);
+            let mut out = Vec::new();
+            c.push(&blank, &mut |f: &[u8], g| {
+                out.push((f.to_vec(), g));
+                true
+            });
+            c.flush(&mut |_, _| true);
+            assert_eq!(out, vec![(blank, Send::Plain)], "{what}: left as it is");
+        }
+        // IPv4 with an option (a NOP word), its checksum left to the merger
+        let mut opt = a[..ETH + IP].to_vec();
+        opt[ETH] = 0x46;
+        opt.extend_from_slice(&[1, 1, 1, 1]);
+        opt.extend_from_slice(&a[ETH + IP..]);
+        let total = (opt.len() - ETH) as u16;
+        opt[ETH + 2..ETH + 4].copy_from_slice(&total.to_be_bytes());
+        fill_ipv4_checksum_any(&mut opt);
+        opt[ETH + 24 + 16..ETH + 24 + 18].copy_from_slice(&[0, 0]);
+        // IPv6 TCP, checksum zero
+        let mut v6 = vec![0u8; ETH + IPV6];
+        v6[12..14].copy_from_slice(&[0x86, 0xdd]);
+        v6[ETH] = 0x60;
+        v6[ETH + 4..ETH + 6].copy_from_slice(&((a.len() - ETH - IP) as u16).to_be_bytes());
+        v6[ETH + 6] = 6;
+        v6[ETH + 23] = 1;
+        v6[ETH + 39] = 2;
+        v6.extend_from_slice(&a[ETH + IP..]);
+        v6[ETH + IPV6 + 16..ETH + IPV6 + 18].copy_from_slice(&[0, 0]);
+        for (what, frame) in [("IPv4 options", opt), ("IPv6", v6)] {
+            assert_eq!(verify_l4_checksum(&frame), Some(false), "{what}");
+            let mut c = Coalescer {
+                tcp_csum_left: true,
+                mtu: 1500,
+                ..Coalescer::default()
+            };
+            let mut out = Vec::new();
+            let mut emit = |f: &[u8], g| {
+                out.push((f.to_vec(), g));
+                true
+            };
+            c.push(&frame, &mut emit);
+            c.push(&frame, &mut emit);
+            c.flush(&mut emit);
+            assert_eq!(out.len(), 2, "{what}: not merged");
+            for (f, how) in out {
+                assert_eq!(how, Send::Plain);
+                assert_eq!(verify_l4_checksum(&f), Some(true), "{what}: completed");
+            }
+        }
+        // the IPv4 header's flags (DF) and TTL must match for a merge
+        for (at, bit) in [(ETH + 6, 0x40u8), (ETH + 8, 1)] {
+            let mut b = seg(1100, &[2; 100], 0x10);
+            b[at] ^= bit;
+            let (out, c) = run(&[a.clone(), b]);
+            assert_eq!((out.len(), c.merged), (2, (0, 0)), "byte {at}");
+        }
+    }
+
+    /// The IPv4 header checksum of a frame whatever its header length.
+    fn fill_ipv4_checksum_any(f: &mut [u8]) {
+        let ihl = usize::from(f[ETH] & 0x0f) * 4;
+        f[ETH + 10..ETH + 12].copy_from_slice(&[0, 0]);
+        let sum = !fold(sum16(&f[ETH..ETH + ihl], 0));
+        f[ETH + 10..ETH + 12].copy_from_slice(&sum.to_be_bytes());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `cargo xtask bench [seed|boot|dd|fs|net|router|all]`: Xenlet against what a user
 //! would run instead, on the nested Xen test bed; `bench` alone (or `all`) runs every
 //! bench in sequence and writes the whole report (`target/bench/report.md`, one SVG
-//! chart per bench; see `report.rs`).
+//! chart per bench; see `report.rs`); `bench publish` copies that report and its
+//! charts into `docs/bench/`, where the docs' figures come from.
 //!
 //! Each bench runs its scenarios in one test-bed session, N runs of each system
 //! alternating (fresh boots; `NAME.i` is run `i` of a scenario), and returns a
@@ -38,6 +39,7 @@ use std::time::Instant;
 
 const USAGE: &str = "\
 usage: cargo xtask bench [all|seed|boot|dd|fs|files|net|router] [options] [testbed options]
+       cargo xtask bench publish
 
   (none), all [--runs N]
         every bench below in sequence, each its own test-bed session, progress
@@ -81,6 +83,11 @@ usage: cargo xtask bench [all|seed|boot|dd|fs|files|net|router] [options] [testb
         per second, new TCP connections per second through the NAT, ping p50/p99, the
         domains' memory (also in target/bench/router.md)
 
+  publish
+        no session: copies target/bench/report.md and its charts into docs/bench/,
+        stamped with the date, the commit and this machine; the docs' figures are
+        checked against that copy by `cargo xtask lint`
+
   --runs N   runs of each system, alternating, each a fresh boot (1-5, default 3;
              seed and fs: 1-3, the Linux domU does its 3 runs in one boot)
   --table    no session: the section again from the results in target/testbed/
@@ -122,6 +129,11 @@ pub fn main(args: &[&str]) -> Result<()> {
         ["all", rest @ ..] => all(rest),
         ["help" | "-h" | "--help"] => {
             print!("{USAGE}");
+            Ok(())
+        }
+        ["publish"] => {
+            let path = report::publish(&report::dir(), &report::docs_dir(), &Stamp::now())?;
+            println!("published: {}", path.display());
             Ok(())
         }
         [name, rest @ ..] => match BENCHES.iter().find(|(n, _)| n == name) {
@@ -235,6 +247,7 @@ fn all(args: &[&str]) -> Result<()> {
         println!("  {n:<7} {:>10}  {s}", hms(*secs));
     }
     println!("report: {}", report::dir().join("report.md").display());
+    println!("into docs/bench/ (the figures the docs cite): cargo xtask bench publish");
     let failed: Vec<&str> = outcome
         .iter()
         .filter(|(_, s, _)| s != "ok")

@@ -8,7 +8,7 @@
 use crate::bench_fs::{median, mmss, time_real};
 use crate::report::{Row, Section};
 use crate::testbed;
-use crate::util::{step, Error, Result};
+use crate::util::{step, Result};
 use std::collections::BTreeMap;
 
 /// Runs of the Linux domU (one boot).
@@ -62,29 +62,8 @@ fn run_of(v: &BTreeMap<String, String>, n: Option<usize>) -> Option<Run> {
 }
 
 pub fn files(args: &[&str]) -> Result<Section> {
-    let mut runs = 3usize;
-    let mut table_only = false;
-    let mut rest = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match *a {
-            "--runs" => {
-                runs = it
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .filter(|n| (1..=LINUX_RUNS).contains(n))
-                    .ok_or_else(|| Error::msg("--runs is 1-3"))?
-            }
-            "--table" => table_only = true,
-            o => rest.push(o),
-        }
-    }
-    let (opts, names) = testbed::parse_bench_options(&rest)?;
-    if !names.is_empty() {
-        return Err(Error::msg(
-            "usage: cargo xtask bench files [--runs N] [--table]",
-        ));
-    }
+    let a = crate::bench::bench_args(args, LINUX_RUNS, &[], &[])?;
+    let runs = a.runs;
     // alternating: Xenlet run 1, the Linux domU's runs, Xenlet runs 2..
     let mut order = vec![
         "bench-files-xenlet-1".to_string(),
@@ -94,12 +73,7 @@ pub fn files(args: &[&str]) -> Result<Section> {
     step(&format!(
         "bench files: cp -r of 5,000 small files + sync, Xenlet PVH {runs} run(s) alternating with the Linux PVHVM domU ({LINUX_RUNS} runs in one boot)"
     ));
-    let refs: Vec<&str> = order.iter().map(String::as_str).collect();
-    let ran = if table_only {
-        Ok(())
-    } else {
-        testbed::run(&refs, &opts)
-    };
+    let ran = crate::bench::session(&order, &a);
 
     let mut table = String::from(
         "\n5,000 small files (100-4,099 bytes, 5 directories, 10.3 MB) copied with cp -r from a\n\

@@ -10,6 +10,7 @@ mod bench_files;
 mod bench_fs;
 mod bench_router;
 mod demo;
+mod figures;
 mod image;
 mod layers;
 mod qemu;
@@ -32,7 +33,8 @@ tasks:
   test [--no-xen]        host unit tests, boot tests in QEMU (tests/qemu), then the
                          Xenlet scenarios on the nested Xen test bed (needs root)
   setup                  fetch what the tasks need (Rust target, QEMU 7.2 from Debian)
-  lint                   kernel layering check, cargo fmt --check, clippy (host
+  lint                   kernel layering check, the docs' figures against
+                         docs/bench/report.md, cargo fmt --check, clippy (host
                          crates and the kernel)
   ci                     what .ci/run runs: `lint`, then `test`
   testbed build|run|list|shell
@@ -41,7 +43,8 @@ tasks:
   bench [all|seed|boot|dd|fs|files|net|router] [--runs N] ...
                          Xenlet against Linux domUs on the test bed; no argument:
                          every bench in sequence -> target/bench/report.md and an
-                         SVG chart per bench (`cargo xtask bench help`)
+                         SVG chart per bench (`cargo xtask bench help`);
+                         `bench publish` copies them into docs/bench/
   demo                   Xenlet as an HVM domain on the nested Xen, console live
 ";
 
@@ -328,6 +331,8 @@ fn lint_task() -> Result<()> {
     let root = util::workspace_root();
     util::step("kernel layering (imports point down, no cycle)");
     layering_check()?;
+    util::step("the docs' figures (README.md, docs/benchmarks.md) in docs/bench/report.md");
+    figures::lint()?;
     util::step("cargo fmt --check");
     util::run(
         util::cargo()

@@ -10,7 +10,7 @@
 //! others, each saying when it was measured. The SVG is written by hand (a few
 //! elements, no dependency); `tests` checks it in headless Chromium.
 
-use crate::util::{workspace_root, Result};
+use crate::util::{workspace_root, Error, Result};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -104,16 +104,48 @@ pub fn num(x: f64) -> String {
     }
 }
 
-/// When and at which commit a section was measured.
+/// When, at which commit and on which machine a section was measured.
 #[derive(Clone, Debug)]
 pub struct Stamp {
     pub date: String,
     pub commit: String,
+    /// The host the test bed ran on: [`machine`].
+    pub machine: String,
+}
+
+/// This host as a report names it: `HOSTNAME, CPU MODEL, N CPUs` (from
+/// `/proc/sys/kernel/hostname` and `/proc/cpuinfo`; `?` for what cannot be read).
+pub fn machine() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "?".into());
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let (model, cpus) = cpu_model(&cpuinfo);
+    format!("{host}, {model}, {cpus} CPUs")
+}
+
+/// The first `model name` of a `/proc/cpuinfo` text and the number of `processor`
+/// lines.
+fn cpu_model(cpuinfo: &str) -> (String, usize) {
+    let field = |l: &str, k: &str| {
+        l.split_once(':')
+            .filter(|(key, _)| key.trim() == k)
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| field(l, "model name"))
+        .unwrap_or_else(|| "?".into());
+    let cpus = cpuinfo
+        .lines()
+        .filter(|l| field(l, "processor").is_some())
+        .count();
+    (model, cpus)
 }
 
 impl Stamp {
-    /// Now (UTC) and `git rev-parse --short HEAD`, `-dirty` with uncommitted changes
-    /// to tracked files.
+    /// Now (UTC), `git rev-parse --short HEAD` (`-dirty` with uncommitted changes to
+    /// tracked files) and this [`machine`].
     pub fn now() -> Stamp {
         let secs = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -134,6 +166,7 @@ impl Stamp {
         Stamp {
             date: utc(secs),
             commit,
+            machine: machine(),
         }
     }
 }
@@ -193,8 +226,8 @@ pub fn markdown(s: &Section, stamp: &Stamp) -> String {
     let _ = writeln!(o, "## {}: {}\n", s.bench, s.title);
     let _ = writeln!(
         o,
-        "Measured {} at commit `{}` by `{}`.\n",
-        stamp.date, stamp.commit, s.command
+        "Measured {} at commit `{}` on {} by `{}`.\n",
+        stamp.date, stamp.commit, stamp.machine, s.command
     );
     if let Some(f) = &s.failed {
         let _ = writeln!(
@@ -509,9 +542,10 @@ pub fn assemble(dir: &Path, stamp: &Stamp) -> Result<PathBuf> {
     let mut o = String::from("# Xenlet benchmark report\n\n");
     let _ = writeln!(
         o,
-        "Written {} at commit `{}` by `cargo xtask bench`; each section says when and at \
-         which commit it was measured (`cargo xtask bench NAME` replaces its own section).\n",
-        stamp.date, stamp.commit
+        "Written {} at commit `{}` on {} by `cargo xtask bench`; each section says when, \
+         at which commit and on which machine it was measured (`cargo xtask bench NAME` \
+         replaces its own section).\n",
+        stamp.date, stamp.commit, stamp.machine
     );
     o.push_str(
         "Everything runs on the test bed (`xtask/testbed/README.md`): Xen 4.17 with a Debian \
@@ -540,6 +574,71 @@ pub fn assemble(dir: &Path, stamp: &Stamp) -> Result<PathBuf> {
     o.push_str(&body);
     let path = dir.join("report.md");
     std::fs::write(&path, o)?;
+    Ok(path)
+}
+
+/// `docs/bench/`: the committed report the docs' figures come from (`cargo xtask
+/// lint` checks them against it, see `figures.rs`).
+pub fn docs_dir() -> PathBuf {
+    workspace_root().join("docs/bench")
+}
+
+/// The charts a report links to (`![NAME chart](NAME.svg)`), in order.
+fn charts(report: &str) -> Vec<&str> {
+    report
+        .match_indices("](")
+        .filter_map(|(i, _)| {
+            let rest = &report[i + 2..];
+            let name = &rest[..rest.find(')')?];
+            (name.ends_with(".svg") && !name.contains(['/', ' '])).then_some(name)
+        })
+        .collect()
+}
+
+/// Copies `from/report.md` and the charts it links to into `to`, the report stamped
+/// under its title with when, at which commit and on which machine it was published;
+/// returns the copy's path. Charts in `to` that the new report does not link to are
+/// removed.
+pub fn publish(from: &Path, to: &Path, stamp: &Stamp) -> Result<PathBuf> {
+    let src = from.join("report.md");
+    let report = std::fs::read_to_string(&src).map_err(|e| {
+        Error::msg(format!(
+            "{}: {e} (run `cargo xtask bench` first)",
+            src.display()
+        ))
+    })?;
+    let names = charts(&report);
+    for n in &names {
+        if !from.join(n).is_file() {
+            return Err(Error::msg(format!(
+                "{} links to {n}, which is not in {}",
+                src.display(),
+                from.display()
+            )));
+        }
+    }
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(to)? {
+        let p = e?.path();
+        let stale = p.extension().is_some_and(|x| x == "svg")
+            && p.file_name()
+                .and_then(|f| f.to_str())
+                .is_some_and(|f| !names.contains(&f));
+        if stale {
+            std::fs::remove_file(&p)?;
+        }
+    }
+    for n in &names {
+        std::fs::copy(from.join(n), to.join(n))?;
+    }
+    let (title, body) = report.split_once('\n').unwrap_or((&report, ""));
+    let out = format!(
+        "{title}\n\nPublished {} at commit `{}` on {} by `cargo xtask bench publish`, \
+         from `target/bench/report.md`.\n{body}",
+        stamp.date, stamp.commit, stamp.machine
+    );
+    let path = to.join("report.md");
+    std::fs::write(&path, out)?;
     Ok(path)
 }
 
@@ -623,10 +722,13 @@ mod tests {
         let stamp = Stamp {
             date: "2026-12-03 18:00 UTC".into(),
             commit: "abc1234".into(),
+            machine: "bench-host, Some CPU, 2 CPUs".into(),
         };
         let md = markdown(&sample(), &stamp);
         assert!(md.starts_with("## sample: a fixed sample"));
-        assert!(md.contains("Measured 2026-12-03 18:00 UTC at commit `abc1234`"));
+        assert!(md.contains(
+            "Measured 2026-12-03 18:00 UTC at commit `abc1234` on bench-host, Some CPU, 2 CPUs"
+        ));
         assert!(md.contains("| measurement | system | median | min..max | runs | ÷ Linux PVHVM |"));
         assert!(md.contains(
             "| xl create to first prompt (s, lower is better) | Linux PVHVM | 30 | 29..34 | 3 | 1.00 |\n\
@@ -655,7 +757,32 @@ mod tests {
         assert!(r.contains("- [net](#net) (FAILED)"));
         assert!(r.contains("- not measured yet: seed, boot, fs, files, router"));
         assert!(dir.join("dd.svg").is_file());
+
+        // publishing copies the report, stamped, and its charts, and drops stale charts
+        let docs = dir.join("docs");
+        std::fs::create_dir_all(&docs).unwrap();
+        std::fs::write(docs.join("old.svg"), "stale").unwrap();
+        let p = publish(&dir, &docs, &stamp).unwrap();
+        let published = std::fs::read_to_string(p).unwrap();
+        assert!(published.starts_with(
+            "# Xenlet benchmark report\n\nPublished 2026-12-03 18:00 UTC at commit `abc1234` \
+             on bench-host, Some CPU, 2 CPUs by `cargo xtask bench publish`"
+        ));
+        assert!(published.ends_with(&r[r.find('\n').unwrap()..]));
+        assert_eq!(charts(&published), ["dd.svg", "net.svg"]);
+        assert!(docs.join("dd.svg").is_file() && docs.join("net.svg").is_file());
+        assert!(!docs.join("old.svg").exists());
+        std::fs::remove_file(dir.join("net.svg")).unwrap();
+        assert!(publish(&dir, &docs, &stamp).is_err());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn machine_from_cpuinfo() {
+        let info = "processor\t: 0\nmodel name\t: Some CPU @ 2GHz\n\nprocessor\t: 1\nmodel name\t: Some CPU @ 2GHz\n";
+        assert_eq!(cpu_model(info), ("Some CPU @ 2GHz".to_string(), 2));
+        assert_eq!(cpu_model(""), ("?".to_string(), 0));
+        assert!(machine().contains(" CPUs"));
     }
 
     /// A minimal well-formedness check: tags balance, attributes are quoted, `&` starts
