@@ -738,7 +738,7 @@ impl DnsForwarder {
             // dnsmasq strips the addresses: the client gets an empty answer.
             if let Ok(q) = Message::parse(&p.query) {
                 let empty = build_response(&p.query, &q, rcode::NOERROR, false, &[]);
-                self.to_every_client(&p, &empty, &mut actions);
+                self.answer_every_client(&p, &empty, &mut actions);
             }
         } else {
             if whole {
@@ -747,7 +747,7 @@ impl DnsForwarder {
                 self.counters.uncached_large += 1;
             }
             self.counters.replies += 1 + p.also.len() as u64;
-            self.to_every_client(&p, packet, &mut actions);
+            self.answer_every_client(&p, packet, &mut actions);
         }
         actions.push(DnsAction::ClosePort(p.port));
         actions
@@ -797,7 +797,7 @@ impl DnsForwarder {
     /// its own query id. An answer that came over TCP and is longer than a UDP
     /// client's limit reaches it truncated (one that came over UDP was sized by the
     /// server for the client's own query and options, and is relayed as it is).
-    fn to_every_client(&mut self, p: &Pending, answer: &[u8], actions: &mut Vec<DnsAction>) {
+    fn answer_every_client(&mut self, p: &Pending, answer: &[u8], actions: &mut Vec<DnsAction>) {
         for w in core::iter::once(p.client).chain(p.also.iter().copied()) {
             let mut out = match w.via {
                 Via::Udp { limit } if p.tcp && answer.len() > limit => {
@@ -880,7 +880,7 @@ impl DnsForwarder {
         let mut actions = Vec::new();
         if let Ok(q) = Message::parse(&p.query) {
             let fail = build_response(&p.query, &q, rcode::SERVFAIL, false, &[]);
-            self.to_every_client(&p, &fail, &mut actions);
+            self.answer_every_client(&p, &fail, &mut actions);
         }
         actions.push(DnsAction::ClosePort(p.port));
         actions

@@ -82,6 +82,9 @@ pub struct TcpCounters {
     pub outbox_full: u64,
     /// Connections from outside every served subnet (`localservice`), reset.
     pub not_local: u64,
+    /// Half-open connections (SYN received, the handshake never finished) reset
+    /// so that the listener listens again.
+    pub half_open_dropped: u64,
     /// Upstream connections opened.
     pub upstream_opened: u64,
     /// Upstream connections that failed (refused, reset, timed out, unroutable).
