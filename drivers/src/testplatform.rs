@@ -217,9 +217,9 @@ impl FakeXen {
         self.next_port.set(1);
         let fe = format!("{}/", self.frontend);
         let keep = ["backend", "backend-id", "mac", "handle"];
-        self.xs.borrow_mut().retain(|k, _| {
-            !k.starts_with(&fe) || keep.iter().any(|x| k[fe.len()..] == **x)
-        });
+        self.xs
+            .borrow_mut()
+            .retain(|k, _| !k.starts_with(&fe) || keep.iter().any(|x| k[fe.len()..] == **x));
         self.set(&format!("{}/state", self.frontend), "1");
         self.set(&format!("{}/state", self.backend), "2");
         self.resumes.set(self.resumes.get() + 1);

@@ -8,7 +8,8 @@ pub use xen_sys::{
     __HYPERVISOR_hvm_op, __HYPERVISOR_memory_op, __HYPERVISOR_sched_op, __HYPERVISOR_vcpu_op,
     __HYPERVISOR_xen_version, CONSOLEIO_write, EVTCHNOP_alloc_unbound, EVTCHNOP_bind_interdomain,
     EVTCHNOP_bind_virq, EVTCHNOP_close, EVTCHNOP_send, EVTCHNOP_unmask, SCHEDOP_shutdown,
-    SCHEDOP_yield, SHUTDOWN_crash, SHUTDOWN_poweroff, SHUTDOWN_reboot, SHUTDOWN_suspend, VIRQ_TIMER,
+    SCHEDOP_yield, SHUTDOWN_crash, SHUTDOWN_poweroff, SHUTDOWN_reboot, SHUTDOWN_suspend,
+    VIRQ_TIMER,
 };
 
 // xen/include/public/version.h

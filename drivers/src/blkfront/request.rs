@@ -125,7 +125,10 @@ impl<P: XenPlatform> Blkfront<P> {
             // another disk's pool (a disk-to-disk copy) is granted for this request.
             let gref = match &buf.grant {
                 Some((g, c)) if *c == self.conn => g.gref().0,
-                _ => match self.platform.grant(self.link.backend_id, &buf.page, 0, access) {
+                _ => match self
+                    .platform
+                    .grant(self.link.backend_id, &buf.page, 0, access)
+                {
                     Ok(g) => {
                         let r = g.gref().0;
                         grants.push((g, Held::Buf(bi)));

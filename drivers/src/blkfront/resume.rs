@@ -128,9 +128,9 @@ impl<P: XenPlatform> Blkfront<P> {
             }
         }
         if self.info.features.persistent {
-            if let Ok(g) = self
-                .platform
-                .grant(self.link.backend_id, &buf.page, 0, Access::ReadWrite)
+            if let Ok(g) =
+                self.platform
+                    .grant(self.link.backend_id, &buf.page, 0, Access::ReadWrite)
             {
                 buf.grant = Some((g, self.conn));
             }

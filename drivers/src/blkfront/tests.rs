@@ -867,7 +867,10 @@ fn a_restore_whose_backend_never_comes_breaks_the_disk_and_closes_no_port() {
     f.restore();
     f.backend_stalls.set(true);
     assert!(d.resume().is_err());
-    assert!(d.broken().unwrap().contains("not reconnected after a restore"));
+    assert!(d
+        .broken()
+        .unwrap()
+        .contains("not reconnected after a restore"));
     // the failed handshake closed the port it took (the new domain's first); the
     // teardown closes no number of the old domain's
     assert_eq!(*f.closed.borrow(), [1]);

@@ -1455,7 +1455,10 @@ fn a_restore_whose_backend_never_comes_breaks_the_vif_without_panicking() {
     f.restore();
     f.backend_stalls.set(true);
     assert!(n.resume().is_err());
-    assert!(n.broken().unwrap().contains("not reconnected after a restore"));
+    assert!(n
+        .broken()
+        .unwrap()
+        .contains("not reconnected after a restore"));
     assert!(n.send(&[1u8; 60]).is_err());
     n.poll_rx();
     n.reap_tx();

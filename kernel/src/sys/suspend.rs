@@ -130,8 +130,16 @@ pub fn suspend() {
                     "xenlet: xenstore: reconnected on event channel {}, {} watch(es) set again{}{}",
                     r.port.0,
                     r.watches,
-                    if r.refused > 0 { alloc::format!(" ({} refused)", r.refused) } else { alloc::string::String::new() },
-                    if r.unread_requests { "; requests were left unread in the ring" } else { "" }
+                    if r.refused > 0 {
+                        alloc::format!(" ({} refused)", r.refused)
+                    } else {
+                        alloc::string::String::new()
+                    },
+                    if r.unread_requests {
+                        "; requests were left unread in the ring"
+                    } else {
+                        ""
+                    }
                 ),
                 Err(e) => crate::println!("xenlet: xenstore: not reconnected: {e}"),
             }
@@ -141,7 +149,9 @@ pub fn suspend() {
             }
             let ms = clock::now().saturating_duration_since(start).as_millis() as u64;
             LAST_MS.store(ms, Ordering::Relaxed);
-            crate::println!("xenlet: resumed ({ms} ms since the suspend began, on this domain's clock)");
+            crate::println!(
+                "xenlet: resumed ({ms} ms since the suspend began, on this domain's clock)"
+            );
         }
     }
 }

@@ -667,7 +667,11 @@ const ROUTER_XENLET_FW_STEPS: &[Step] = steps![
 const HOLD_REPORT: Step = ns_cap(
     "lan1",
     "sleep 3; python3 $NET/holdconn.py report $TOPO/hold.log",
-    &[r"^held: yes$", r"^last echo: 0\.\d s ago$", r"^last error: none$"],
+    &[
+        r"^held: yes$",
+        r"^last echo: 0\.\d s ago$",
+        r"^last error: none$",
+    ],
     &[("GAP", r"^gaps over 1 s: (?:[0-9.]+ )*([0-9.]+)$")],
     60,
 );
