@@ -11,8 +11,12 @@
 //! reported as a note, never silently widened: rules without `src` are output-chain
 //! rules (the router's own traffic is not filtered), SNAT redirects are not done.
 //!
+//! A redirect without `dest_ip`, or to one of the router's addresses, forwards to
+//! the router itself (fw4's `redirect`; the input chain accepts it as fw4's
+//! `ct status dnat accept` does).
+//!
 //! Compiling is all or nothing: a reference to a zone that does not exist, a
-//! redirect without `dest_ip`/`src_dport` or with port ranges of different widths is
+//! redirect without `src_dport` or with port ranges of different widths is
 //! an error naming the file, section and option, and the running ruleset stays.
 
 use alloc::format;
@@ -286,13 +290,9 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             .as_ref()
             .map(|d| zone_id(d, lbl.clone(), "dest"))
             .transpose()?;
-        let Some(dest_ip) = r.dest_ip else {
-            return Err(err(
-                lbl,
-                Some("dest_ip"),
-                "a port forward needs dest_ip".into(),
-            ));
-        };
+        // No dest_ip: fw4 writes `redirect to :port`, the router itself (the
+        // address of the interface the flow comes in on).
+        let dest_ip = r.dest_ip.unwrap_or(core::net::Ipv4Addr::UNSPECIFIED);
         let src_dport = match r.src_dport.as_slice() {
             [p] => PortRange {
                 min: p.min,

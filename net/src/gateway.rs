@@ -48,6 +48,19 @@ const EXPIRE_BUDGET: usize = 64;
 /// Flows of the router's own packets kept per link between two polls (for the
 /// firewall's input chain); more are forgotten and counted.
 const SENT_FLOWS: usize = 1024;
+/// Port forwards to the router itself followed per link (their replies wait for
+/// [`Gateway::poll`] to translate them); a new one past this bound is refused.
+const LOCAL_DNAT_FLOWS: usize = 256;
+/// Frames of those replies held between two polls; more are dropped and counted.
+const HELD_FRAMES: usize = 256;
+
+/// How the local stack asked for a held frame to be sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SendKind {
+    Plain,
+    Gso(u16),
+    CsumBlank,
+}
 
 /// A link whose received frames pass through the router first.
 pub struct Routed<L: Link> {
@@ -62,6 +75,11 @@ pub struct Routed<L: Link> {
     /// Flows of what the local stack sent since the last poll.
     sent: VecDeque<Tuple>,
     sent_dropped: u64,
+    /// Flows (as the local stack sends them) of port forwards to the router itself:
+    /// their frames are held for the router to translate.
+    local_dnat: Vec<Tuple>,
+    held: VecDeque<(Vec<u8>, SendKind)>,
+    held_dropped: u64,
 }
 
 impl<L: Link> Routed<L> {
@@ -75,7 +93,36 @@ impl<L: Link> Routed<L> {
             local_dropped: 0,
             sent: VecDeque::new(),
             sent_dropped: 0,
+            local_dnat: Vec::new(),
+            held: VecDeque::new(),
+            held_dropped: 0,
         }
+    }
+
+    /// Frames of replies to port forwards to the router dropped because too many
+    /// waited for translation.
+    pub fn held_dropped(&self) -> u64 {
+        self.held_dropped
+    }
+
+    /// Holds `frame` for translation if it belongs to a port forward to the router;
+    /// whether it did (or dropped it: it must not leave untranslated).
+    fn hold(&mut self, frame: &[u8], kind: SendKind) -> bool {
+        if self.local_dnat.is_empty() || frame.get(12..14) != Some(&[0x08, 0x00][..]) {
+            return false;
+        }
+        let Some(t) = frame.get(14..).and_then(tuple_of) else {
+            return false;
+        };
+        if !self.local_dnat.contains(&t) {
+            return false;
+        }
+        if self.held.len() >= HELD_FRAMES {
+            self.held_dropped += 1;
+        } else {
+            self.held.push_back((frame.to_vec(), kind));
+        }
+        true
     }
 
     /// Frames for the local stack dropped because its queue was full.
@@ -140,6 +187,9 @@ impl<L: Link> Link for Routed<L> {
     }
     fn send(&mut self, frame: &[u8]) -> Result<(), String> {
         self.note_sent(frame);
+        if self.hold(frame, SendKind::Plain) {
+            return Ok(());
+        }
         self.inner.send(frame)
     }
     fn stats(&self) -> LinkStats {
@@ -153,6 +203,9 @@ impl<L: Link> Link for Routed<L> {
     }
     fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), String> {
         self.note_sent(frame);
+        if self.hold(frame, SendKind::Gso(mss)) {
+            return Ok(());
+        }
         self.inner.send_gso(frame, mss)
     }
     fn tx_free_slots(&self) -> usize {
@@ -172,6 +225,9 @@ impl<L: Link> Link for Routed<L> {
     }
     fn send_csum_blank(&mut self, frame: &[u8]) -> Result<(), String> {
         self.note_sent(frame);
+        if self.hold(frame, SendKind::CsumBlank) {
+            return Ok(());
+        }
         self.inner.send_csum_blank(frame)
     }
 }
@@ -225,6 +281,12 @@ pub struct Gateway {
     last_poll: Option<Millis>,
     /// Frames handed to the local stack.
     pub local: u64,
+    /// Port forwards to the router refused because [`LOCAL_DNAT_FLOWS`] were
+    /// followed on their link.
+    pub local_dnat_refused: u64,
+    /// Replies of port forwards to the router dropped (conntrack found them
+    /// invalid).
+    pub local_dnat_dropped: u64,
 }
 
 /// Sends the router's frames on the interfaces' inner links.
@@ -317,6 +379,8 @@ impl Gateway {
             ports,
             last_poll: None,
             local: 0,
+            local_dnat_refused: 0,
+            local_dnat_dropped: 0,
         })
     }
 
@@ -412,7 +476,7 @@ impl Gateway {
                 }
             }
         }
-        let mut any = false;
+        let mut any = self.release_held(ifs, now);
         for k in 0..self.ports.len() {
             let (netif, id) = (self.ports[k].netif, self.ports[k].id);
             for _ in 0..RX_BUDGET {
@@ -429,11 +493,17 @@ impl Gateway {
                     ifs,
                     ports: &self.ports,
                 };
+                let local_dnat = self.netfilter.stats().local_dnat;
                 let d = self
                     .router
                     .input(id, &mut frame, rx, now, &mut self.netfilter, &mut out);
                 match d {
                     Disposition::Local => {
+                        if self.netfilter.stats().local_dnat != local_dnat
+                            && !self.follow_local_dnat(ifs, netif, &frame)
+                        {
+                            continue;
+                        }
                         self.local += 1;
                         if let Some(n) = ifs.get_mut(netif) {
                             n.link.queue_local(frame, csum);
@@ -461,6 +531,76 @@ impl Gateway {
             };
             self.router.poll(now, &mut out);
             self.netfilter.expire(now, EXPIRE_BUDGET);
+            for p in &self.ports {
+                if let Some(n) = ifs.get_mut(p.netif) {
+                    let nf = &self.netfilter;
+                    n.link.local_dnat.retain(|t| nf.is_local_dnat_reply(t));
+                }
+            }
+        }
+        any
+    }
+
+    /// A port forward to the router itself was accepted with `frame` (delivered on
+    /// `netif`): the local stack's frames of its flow are held for translation.
+    /// Whether the frame may go to the local stack (not if its replies could not be
+    /// translated).
+    fn follow_local_dnat<L: Link>(
+        &mut self,
+        ifs: &mut [NetIf<Routed<L>>],
+        netif: usize,
+        frame: &[u8],
+    ) -> bool {
+        let Some(t) = frame.get(14..).and_then(tuple_of) else {
+            return false;
+        };
+        let Some(n) = ifs.get_mut(netif) else {
+            return false;
+        };
+        let reply = t.invert();
+        if n.link.local_dnat.contains(&reply) {
+            return true;
+        }
+        if n.link.local_dnat.len() >= LOCAL_DNAT_FLOWS {
+            let nf = &self.netfilter;
+            n.link.local_dnat.retain(|t| nf.is_local_dnat_reply(t));
+        }
+        if n.link.local_dnat.len() < LOCAL_DNAT_FLOWS {
+            n.link.local_dnat.push(reply);
+            true
+        } else {
+            // Its replies would leave untranslated: the packet is dropped (its
+            // entry expires unanswered) and counted.
+            self.local_dnat_refused += 1;
+            false
+        }
+    }
+
+    /// Sends the held replies of port forwards to the router, translated; whether
+    /// there were any.
+    fn release_held<L: Link>(&mut self, ifs: &mut [NetIf<Routed<L>>], now: Millis) -> bool {
+        let mut any = false;
+        for p in &self.ports {
+            let Some(n) = ifs.get_mut(p.netif) else {
+                continue;
+            };
+            while let Some((mut frame, kind)) = n.link.held.pop_front() {
+                any = true;
+                let partial = kind != SendKind::Plain;
+                let Some(ip) = frame.get_mut(14..) else {
+                    continue;
+                };
+                if self.netfilter.local_output(ip, now, partial).is_err() {
+                    self.local_dnat_dropped += 1;
+                    continue;
+                }
+                let link = &mut n.link.inner;
+                let _ = match kind {
+                    SendKind::Plain => link.send(&frame),
+                    SendKind::Gso(mss) => link.send_gso(&frame, mss),
+                    SendKind::CsumBlank => link.send_csum_blank(&frame),
+                };
+            }
         }
         any
     }
@@ -887,6 +1027,99 @@ mod tests {
             .firewall_listing()
             .unwrap()
             .contains("chain forward_wan"));
+    }
+
+    #[test]
+    fn a_port_forward_to_the_routers_own_address_reaches_its_stack_and_replies_come_back_translated(
+    ) {
+        use smoltcp::socket::tcp;
+        let mut n = net();
+        let text = alloc::format!(
+            "{}\nconfig redirect\n\toption name 'ssh-router'\n\toption src 'wan'\n\t\
+             option proto 'tcp'\n\toption src_dport '8022'\n\toption dest_ip '192.168.1.1'\n\t\
+             option dest_port '22'\n",
+            include_str!("../../xtask/rootfs/etc/config/firewall")
+        );
+        let n_ = |network: &str, id, device: &str| crate::fwconfig::NetworkIface {
+            network: network.into(),
+            ifc: IfId(id),
+            device: device.into(),
+        };
+        let ifaces = [
+            n_("lan", 0, "eth0"),
+            n_("wan", 1, "eth1"),
+            n_("wan6", 1, "eth1"),
+        ];
+        let (c, _) = crate::fwconfig::compile_text(&text, &ifaces).unwrap();
+        n.gw.reload_firewall(c.ruleset).unwrap();
+        let sock = || {
+            tcp::Socket::new(
+                tcp::SocketBuffer::new(alloc::vec![0; 4096]),
+                tcp::SocketBuffer::new(alloc::vec![0; 4096]),
+            )
+        };
+        // The router's service on port 22 (its stack listens per interface).
+        let mut l = sock();
+        l.listen(22).unwrap();
+        let hs = n.router[1].sockets.add(l);
+        // Straight to port 22 from the WAN: the input chain refuses it.
+        let direct = n.wan_host.sockets.add(sock());
+        let cx = n.wan_host.iface.context();
+        n.wan_host
+            .sockets
+            .get_mut::<tcp::Socket>(direct)
+            .connect(cx, (IpAddress::v4(10, 0, 0, 2), 22), 41000)
+            .unwrap();
+        for now in 0..100 {
+            n.step(now * 10);
+        }
+        assert_eq!(
+            n.router[1].sockets.get_mut::<tcp::Socket>(hs).state(),
+            tcp::State::Listen,
+            "not reached directly"
+        );
+        // Through the forward: connected, and data both ways.
+        let hc = n.wan_host.sockets.add(sock());
+        let cx = n.wan_host.iface.context();
+        n.wan_host
+            .sockets
+            .get_mut::<tcp::Socket>(hc)
+            .connect(cx, (IpAddress::v4(10, 0, 0, 2), 8022), 41001)
+            .unwrap();
+        let mut now = 100;
+        while n.wan_host.sockets.get_mut::<tcp::Socket>(hc).state() != tcp::State::Established {
+            n.step(now * 10);
+            now += 1;
+            assert!(now < 400, "the forward to the router connected");
+        }
+        n.wan_host
+            .sockets
+            .get_mut::<tcp::Socket>(hc)
+            .send_slice(b"hello router")
+            .unwrap();
+        let got = recv_within(&mut n, now, 100, |n| {
+            let s = n.router[1].sockets.get_mut::<tcp::Socket>(hs);
+            s.can_recv()
+                .then(|| s.recv(|b| (b.len(), b.to_vec())).unwrap())
+        });
+        assert_eq!(got.as_deref(), Some(&b"hello router"[..]));
+        let s = n.router[1].sockets.get_mut::<tcp::Socket>(hs);
+        assert_eq!(
+            s.remote_endpoint(),
+            Some(smoltcp::wire::IpEndpoint::new(
+                IpAddress::v4(10, 0, 0, 1),
+                41001
+            ))
+        );
+        s.send_slice(b"hello client").unwrap();
+        let got = recv_within(&mut n, now + 100, 100, |n| {
+            let s = n.wan_host.sockets.get_mut::<tcp::Socket>(hc);
+            s.can_recv()
+                .then(|| s.recv(|b| (b.len(), b.to_vec())).unwrap())
+        });
+        assert_eq!(got.as_deref(), Some(&b"hello client"[..]));
+        assert_eq!(n.gw.netfilter.stats().local_dnat, 1);
+        assert_eq!(n.gw.local_dnat_dropped + n.gw.local_dnat_refused, 0);
     }
 
     #[test]

@@ -16,6 +16,9 @@
 //!   [`crate::lanconfig`]) and those of the DHCP leases of interfaces that are not
 //!   served (the WAN), followed as leases change. The DHCP servers' leases are the
 //!   forwarder's host table, so `NAME.lan` resolves to a LAN client.
+//! - DNS over TCP ([`dnstcp`]): port 53 listens for TCP on each served interface
+//!   too, with bounded connections; queries that came over TCP, and those whose UDP
+//!   answer was truncated, go upstream over TCP.
 //! - Leases persist through a [`LeaseStore`] the kernel gives (the file I/O stays
 //!   out of this crate): loaded at start, saved in dnsmasq's format when they
 //!   changed, at most every [`SAVE_INTERVAL_MS`].
@@ -41,7 +44,11 @@ use smoltcp::socket::udp;
 use smoltcp::wire::{IpAddress, IpEndpoint, Ipv4Address};
 use xenlet_router::dhcpd::lease::BoundedText;
 use xenlet_router::dhcpd::{DhcpCounters, DhcpServer, LoadReport, ReplyTo};
+use xenlet_router::dns::tcp::{TcpCounters, TcpLimits};
 use xenlet_router::dns::{DnsAction, DnsCounters, DnsForwarder, HostTable, Rng};
+
+mod dnstcp;
+use dnstcp::DnsTcp;
 use xenlet_router::Millis;
 
 /// The DHCP server's port.
@@ -225,6 +232,8 @@ pub struct LanServices {
     dhcp: Vec<DhcpPort>,
     dns: Option<DnsForwarder>,
     listeners: Vec<DnsListener>,
+    /// DNS over TCP: its listeners, client and upstream connections.
+    tcp: DnsTcp,
     /// Open upstream sockets by source port.
     upstream: Vec<(u16, Sock)>,
     configured_upstreams: Vec<SocketAddrV4>,
@@ -261,6 +270,7 @@ impl LanServices {
         let now = ms(now_ms);
         let mut dhcp = Vec::new();
         let mut listeners = Vec::new();
+        let mut tcp = DnsTcp::new(TcpLimits::default());
         let mut load_report = LoadReport::default();
         let saved = store.as_mut().and_then(|s| s.load());
         for p in &spec.pools {
@@ -287,6 +297,9 @@ impl LanServices {
                     addr: p.pool.server,
                     netmask: p.pool.netmask,
                 });
+                if let Some(n) = stack.by_name(&p.vif) {
+                    tcp.listen_on(n);
+                }
             }
         }
         let rng = QueryRng(ChaCha20Rng::from_seed(seed));
@@ -298,6 +311,7 @@ impl LanServices {
             dhcp,
             dns: spec.dns.clone().map(DnsForwarder::new),
             listeners,
+            tcp,
             upstream: Vec::new(),
             configured_upstreams: spec.upstreams.clone(),
             local_service: spec.local_service,
@@ -332,6 +346,16 @@ impl LanServices {
     /// The forwarder's counters, if DNS runs.
     pub fn dns_counters(&self) -> Option<&DnsCounters> {
         self.dns.as_ref().map(DnsForwarder::counters)
+    }
+
+    /// The DNS over TCP service's counters.
+    pub fn dns_tcp_counters(&self) -> TcpCounters {
+        self.tcp.counters()
+    }
+
+    /// The DNS over TCP service's bounds.
+    pub fn dns_tcp_limits(&self) -> TcpLimits {
+        self.tcp.limits()
     }
 
     /// The forwarder's current upstream servers.
@@ -508,6 +532,7 @@ impl LanServices {
         let Some(mut d) = self.dns.take() else {
             return false;
         };
+        let mut t = core::mem::take(&mut self.tcp);
         let mut busy = false;
         // Queries from the LAN.
         for k in 0..self.listeners.len() {
@@ -543,7 +568,7 @@ impl LanServices {
                 );
                 drop(data);
                 for a in actions {
-                    self.act(stack, a);
+                    self.act(&mut t, stack, a, now);
                 }
             }
         }
@@ -562,7 +587,7 @@ impl LanServices {
                 let actions = d.handle_upstream(&data, SocketAddrV4::new(ip, from.port), port, now);
                 drop(data);
                 for a in actions {
-                    self.act(stack, a);
+                    self.act(&mut t, stack, a, now);
                 }
                 if !self.upstream.iter().any(|(p, _)| *p == port) {
                     // The reply finished its query and the socket closed: the last
@@ -581,17 +606,70 @@ impl LanServices {
                 }
                 busy = true;
                 for a in actions {
-                    self.act(stack, a);
+                    self.act(&mut t, stack, a, now);
                 }
             }
         }
+        busy |= self.poll_dns_tcp(&mut d, &mut t, stack, now);
+        self.tcp = t;
         self.dns = Some(d);
         busy
     }
 
+    /// DNS over TCP: connections accepted and closed, one whole query (or upstream
+    /// answer) handled at a time, answers written out.
+    fn poll_dns_tcp<L: Link>(
+        &mut self,
+        d: &mut DnsForwarder,
+        t: &mut DnsTcp,
+        stack: &mut NetStack<L>,
+        now: Millis,
+    ) -> bool {
+        let mut busy = false;
+        let local_service = self.local_service;
+        let listeners = &self.listeners;
+        let local = |ip: Ipv4Addr| !local_service || listeners.iter().any(|l| l.serves(ip));
+        let before = t.socket_count();
+        t.maintain(&mut stack.ifs, now, d, &local);
+        busy |= t.socket_count() != before;
+        for k in 0..t.conn_count() {
+            for _ in 0..RX_BUDGET {
+                let Some((client, q)) = t.read_query(k, &mut stack.ifs, now, d) else {
+                    break;
+                };
+                busy = true;
+                let actions =
+                    d.handle_tcp_query(&q, client, now, &mut self.rng, &Leases(&self.dhcp));
+                drop(q);
+                for a in actions {
+                    self.act(t, stack, a, now);
+                }
+            }
+        }
+        for k in 0..t.upstream_count() {
+            let Some((port, server, answer)) = t.read_upstream(k, &mut stack.ifs, now) else {
+                continue;
+            };
+            busy = true;
+            let actions = d.handle_upstream_tcp(&answer, server, port, now);
+            drop(answer);
+            for a in actions {
+                self.act(t, stack, a, now);
+            }
+        }
+        t.flush(&mut stack.ifs, now);
+        busy
+    }
+
     /// Carries out one of the forwarder's actions.
-    fn act<L: Link>(&mut self, stack: &mut NetStack<L>, a: DnsAction) {
+    fn act<L: Link>(&mut self, t: &mut DnsTcp, stack: &mut NetStack<L>, a: DnsAction, now: Millis) {
         match a {
+            DnsAction::ToTcpClient { client, packet } => t.send_to_client(client, &packet),
+            DnsAction::ToUpstreamTcp {
+                upstream,
+                source_port,
+                packet,
+            } => t.send_upstream(stack, upstream, source_port, &packet, now),
             DnsAction::ToClient { client, packet } => {
                 let ip = *client.ip();
                 let l = self
@@ -624,6 +702,7 @@ impl LanServices {
                 }
             }
             DnsAction::ClosePort(port) => {
+                t.close_port(port);
                 if let Some(i) = self.upstream.iter().position(|(p, _)| *p == port) {
                     let (_, s) = self.upstream.swap_remove(i);
                     s.close(&mut stack.ifs);
@@ -655,9 +734,11 @@ impl LanServices {
 
     /// When [`Self::poll`] next has timer work (ms), if ever.
     pub fn poll_at(&self) -> Option<i64> {
-        self.dns
-            .as_ref()
-            .and_then(DnsForwarder::poll_at)
+        let dns = self.dns.as_ref().and_then(DnsForwarder::poll_at);
+        let tcp = self.tcp.poll_at();
+        dns.into_iter()
+            .chain(tcp)
+            .min()
             .and_then(|t| i64::try_from(t).ok())
     }
 
@@ -741,6 +822,7 @@ impl LanServices {
         for (_, s) in self.upstream {
             s.close(&mut stack.ifs);
         }
+        self.tcp.shutdown(&mut stack.ifs);
     }
 }
 

@@ -297,6 +297,9 @@ pub struct Stats {
     /// ICMP errors that quote a flow but are addressed to another host than the
     /// flow's end (INVALID, counted in `invalid` too).
     pub icmp_misdirected: u64,
+    /// Port forwards to the router itself, tracked when the input chain accepted
+    /// their first packet.
+    pub local_dnat: u64,
     /// Packets dropped on their way out of a masquerading interface, INVALID or with
     /// a source that is not the interface's address ("prevent NAT leakage").
     pub leak_blocked: u64,

@@ -318,20 +318,31 @@ impl Firewall {
                     17 => crate::flow::Proto::Udp,
                     _ => continue,
                 };
-                let rule = |input, dst, snat| Dnat {
+                let rule = |input, dst, to, snat| Dnat {
                     input,
                     proto,
                     dst,
                     dport: r.src_dport.min,
                     dport_max: r.src_dport.max,
-                    to: (r.dest_ip, r.dest_port.min),
+                    to: (to, r.dest_port.min),
                     src_ip: r.src_ip.clone(),
                     snat,
                 };
+                // A forward to the router itself goes to the input interface's own
+                // address (its stack's services), once that address is known.
+                let to_router =
+                    r.dest_ip == [0; 4] || self.addrs.iter().any(|(_, a)| *a == r.dest_ip);
                 for &i in &src_zone.ifaces {
-                    v.push(rule(i, r.src_dip, None));
+                    let to = if to_router {
+                        self.addr_of(i)
+                    } else {
+                        Some(r.dest_ip)
+                    };
+                    if let Some(to) = to {
+                        v.push(rule(i, r.src_dip, to, None));
+                    }
                 }
-                let Some(dz) = r.dest.filter(|_| r.reflection) else {
+                let Some(dz) = r.dest.filter(|_| r.reflection && !to_router) else {
                     continue;
                 };
                 let Some(dest_zone) = self.rules.zones.get(dz) else {
@@ -350,7 +361,7 @@ impl Firewall {
                             .collect(),
                     };
                     for ext in externals {
-                        v.push(rule(lan, Some(ext), Some(lan_addr)));
+                        v.push(rule(lan, Some(ext), r.dest_ip, Some(lan_addr)));
                     }
                 }
             }
@@ -544,20 +555,28 @@ impl Firewall {
             }
         }
         let sz = self.zone_of(input);
-        let v = self.input_rules(p, sz, now);
+        let v = self.input_rules(p, sz, ct, now);
         if v != Verdict::Accept {
             self.log_line(v, sz, Chain::Input, p, input, None, now);
         }
         v
     }
 
-    fn input_rules(&mut self, p: &Packet, sz: Option<ZoneId>, now: Millis) -> Verdict {
+    fn input_rules(&mut self, p: &Packet, sz: Option<ZoneId>, ct: CtState, now: Millis) -> Verdict {
         if let Some(v) = self.run_rules(ListRef::InGlobal, p, None, now) {
             return v;
         }
         if let Some(s) = sz {
             if let Some(v) = self.run_rules(ListRef::InZone(s), p, None, now) {
                 return v;
+            }
+            // fw4's `ct status dnat accept` after the zone's input rules: a port
+            // forward to the router itself.
+            if ct == CtState::Dnat && self.zone_has_dnat.get(s).copied().unwrap_or(false) {
+                if let Some(c) = self.zone_counters.get_mut(s) {
+                    c.dnat.add(p.len);
+                }
+                return Verdict::Accept;
             }
             if let (Some(z), Some(c)) = (self.rules.zones.get(s), self.zone_counters.get_mut(s)) {
                 c.input.add(p.len);

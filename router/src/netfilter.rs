@@ -688,6 +688,94 @@ fn filtered(v: Verdict) -> HookVerdict {
     }
 }
 
+impl Netfilter {
+    /// The input chain's verdict on `ip`, whose prerouting found `found`.
+    fn input_judged(&mut self, ip: &[u8], meta: &Meta, found: Option<Found>) -> HookVerdict {
+        let Netfilter { firewall, ct, .. } = self;
+        let Some(fw) = firewall.as_mut() else {
+            return HookVerdict::Accept;
+        };
+        let Some(mut p) = Packet::parse(ip) else {
+            return HookVerdict::Drop(DropReason::Malformed);
+        };
+        p.src_mac = meta.src_mac;
+        let state = if matches!(found, Some(Found::Known { .. })) || fw.is_local_reply(ip, meta.now)
+        {
+            CtState::Established
+        } else if matches!(found, Some(Found::NewDnat { .. })) {
+            CtState::Dnat
+        } else {
+            match flow::parse(ip).map(|x| x.kind) {
+                Ok(Kind::Flow(t, tcp)) => {
+                    if ct.lookup_view(&t).is_some() {
+                        CtState::Established
+                    } else if can_start(&t, tcp) {
+                        CtState::New
+                    } else {
+                        CtState::Invalid
+                    }
+                }
+                Ok(Kind::IcmpError(q)) => {
+                    if ct.lookup_view(&q.tuple.invert()).is_some() && addressed_to_flow_end(ip, &q)
+                    {
+                        CtState::Established
+                    } else {
+                        CtState::Invalid
+                    }
+                }
+                Ok(Kind::LaterFragment) | Ok(Kind::Untracked) => CtState::New,
+                Err(_) => CtState::Invalid,
+            }
+        };
+        filtered(fw.input(&p, meta.input, state, meta.now))
+    }
+
+    /// A packet the router's own stack sends (IPv4, no link header): if it belongs
+    /// to a port forward to the router itself, its source gets the forwarded
+    /// address and port back (the reply direction of the entry [`L4Hook::input`]
+    /// made). Whether it was rewritten; `csum_partial` as [`Meta::csum_partial`].
+    pub fn local_output(
+        &mut self,
+        ip: &mut [u8],
+        now: Millis,
+        csum_partial: bool,
+    ) -> Result<bool, DropReason> {
+        let parsed = flow::parse(ip).map_err(|_| DropReason::Malformed)?;
+        let Kind::Flow(t, tcp) = parsed.kind else {
+            return Ok(false);
+        };
+        let Some((slot, dir)) = self.ct.lookup(&t, now) else {
+            return Ok(false);
+        };
+        let Some(e) = self.ct.get(slot).copied() else {
+            return Ok(false);
+        };
+        if e.status() & status::DST_NAT == 0 || !nat_applies(e.status(), dir, Side::Source) {
+            return Ok(false);
+        }
+        if self.ct.track(slot, dir, tcp, ip.len(), now) == Track::Invalid {
+            self.ct.stats.invalid += 1;
+            return Err(DropReason::Invalid);
+        }
+        let other = e.tuple(dir.other());
+        let to = (other.dst, other.dport);
+        if (t.src, t.sport) == to {
+            return Ok(false);
+        }
+        rewrite::rewrite_flow(ip, parsed.ihl, t.proto, Side::Source, to, csum_partial)
+            .map_err(|_| DropReason::Malformed)?;
+        Ok(true)
+    }
+
+    /// Whether the router's own stack sending a packet of flow `t` (as it sends
+    /// it) must pass [`Self::local_output`] first: a port forward to the router.
+    pub fn is_local_dnat_reply(&self, t: &Tuple) -> bool {
+        self.ct
+            .lookup_view(t)
+            .is_some_and(|e| e.status() & status::DST_NAT != 0)
+    }
+}
+
 impl L4Hook for Netfilter {
     fn forward(&mut self, ip: &mut [u8], meta: &Meta) -> HookVerdict {
         let Some(fw) = self.firewall.as_mut() else {
@@ -714,40 +802,33 @@ impl L4Hook for Netfilter {
     }
 
     fn input(&mut self, ip: &[u8], meta: &Meta) -> HookVerdict {
-        let Netfilter { firewall, ct, .. } = self;
-        let Some(fw) = firewall.as_mut() else {
-            return HookVerdict::Accept;
-        };
-        let Some(mut p) = Packet::parse(ip) else {
-            return HookVerdict::Drop(DropReason::Malformed);
-        };
-        p.src_mac = meta.src_mac;
-        let state = if fw.is_local_reply(ip, meta.now) {
-            CtState::Established
-        } else {
-            match flow::parse(ip).map(|x| x.kind) {
-                Ok(Kind::Flow(t, tcp)) => {
-                    if ct.lookup_view(&t).is_some() {
-                        CtState::Established
-                    } else if can_start(&t, tcp) {
-                        CtState::New
-                    } else {
-                        CtState::Invalid
-                    }
+        // What prerouting found for this very packet (not for an earlier one: the
+        // broadcast path comes here without prerouting).
+        let parsed = flow::parse(ip).ok();
+        let sig = parsed.as_ref().and_then(|p| signature(p, ip));
+        let found = self
+            .pending
+            .take()
+            .filter(|p| sig.is_some() && Some(p.after) == sig)
+            .map(|p| p.found);
+        let verdict = self.input_judged(ip, meta, found);
+        // A port forward to the router itself, accepted: tracked now (Linux
+        // confirms the entry when the packet is delivered), so that the replies of
+        // the local stack get the forwarded address and port back
+        // ([`Self::local_output`]) and the flow's next packets are established.
+        if let (HookVerdict::Accept, Some(Found::NewDnat { original, snat })) = (verdict, found) {
+            if let Some(Parsed {
+                kind: Kind::Flow(t, tcp),
+                ..
+            }) = parsed
+            {
+                if let Err(r) = self.create(original, t, tcp, ip.len(), None, snat, meta.now) {
+                    return HookVerdict::Drop(r);
                 }
-                Ok(Kind::IcmpError(q)) => {
-                    if ct.lookup_view(&q.tuple.invert()).is_some() && addressed_to_flow_end(ip, &q)
-                    {
-                        CtState::Established
-                    } else {
-                        CtState::Invalid
-                    }
-                }
-                Ok(Kind::LaterFragment) | Ok(Kind::Untracked) => CtState::New,
-                Err(_) => CtState::Invalid,
+                self.ct.stats.local_dnat += 1;
             }
-        };
-        filtered(fw.input(&p, meta.input, state, meta.now))
+        }
+        verdict
     }
 
     fn input_other(&mut self, _ethertype: u16, meta: &Meta) -> HookVerdict {

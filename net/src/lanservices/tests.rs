@@ -809,3 +809,5 @@ fn the_lease_listing_is_written_line_by_line_not_gathered() {
         )
     );
 }
+
+mod tcp;

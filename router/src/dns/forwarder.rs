@@ -8,9 +8,15 @@
 //! address, destination port and question all match, then the client's id is put
 //! back. Sans-I/O: the caller owns the sockets and the clock and passes a [`Rng`].
 //!
-//! TCP: an upstream answer with TC set is passed to the client as it is and not
-//! cached; the client then retries over TCP (RFC 7766 §5), which this forwarder
-//! does not serve (no TCP listener on port 53 yet).
+//! TCP (RFC 7766, [`super::tcp`] frames it): a query that came over TCP
+//! ([`DnsForwarder::handle_tcp_query`]) is forwarded over TCP, as dnsmasq does;
+//! an upstream UDP answer with TC set is asked again of the same server over TCP
+//! (same id and source port, [`DnsAction::ToUpstreamTcp`]); UDP replies on that port
+//! are no longer accepted for it. An answer that came over TCP and is longer than a
+//! UDP client's limit (512 bytes, or its EDNS size) reaches it as a truncated answer
+//! (TC set, the question only): it retries over TCP and gets the whole answer
+//! (from the cache if it fits there). Clients over TCP and over
+//! UDP asking the same question share one upstream query.
 //!
 //! Large messages ([`MessageError::TooComplex`], see [`super::message`]): a client
 //! query with more than [`MAX_RECORDS`](super::message::MAX_RECORDS) records or
@@ -126,8 +132,26 @@ pub enum DnsAction {
         /// The query, with its new id.
         packet: Vec<u8>,
     },
-    /// The query using `source_port` is finished: close its socket.
+    /// The query using `source_port` is finished: close its socket (UDP and TCP).
     ClosePort(u16),
+    /// Send `packet` (unframed) on the TCP connection from `client` to port 53.
+    ToTcpClient {
+        /// The client's address and port (its connection).
+        client: SocketAddrV4,
+        /// The reply.
+        packet: Vec<u8>,
+    },
+    /// Send `packet` (unframed) to `upstream` over a TCP connection from local port
+    /// `source_port` (close any connection that port has and open a new one); the
+    /// answer read from it goes to [`DnsForwarder::handle_upstream_tcp`].
+    ToUpstreamTcp {
+        /// The server.
+        upstream: SocketAddrV4,
+        /// The local port.
+        source_port: u16,
+        /// The query, with its new id.
+        packet: Vec<u8>,
+    },
 }
 
 /// Why a packet was dropped.
@@ -178,16 +202,52 @@ pub struct DnsCounters {
     pub dropped_pending_full: u64,
     /// Dropped: no source port.
     pub dropped_no_port: u64,
+    /// Queries received over TCP (also counted in `queries`).
+    pub tcp_queries: u64,
+    /// Queries sent upstream over TCP (also counted in `forwarded`).
+    pub tcp_forwarded: u64,
+    /// Truncated UDP answers asked again over TCP.
+    pub tc_retries: u64,
+    /// Answers too long for a UDP client, sent to it truncated.
+    pub truncated_for_udp: u64,
+}
+
+/// How a client asked: over UDP (with its answer size limit) or TCP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Via {
+    Udp { limit: usize },
+    Tcp,
+}
+
+impl Via {
+    fn is_tcp(self) -> bool {
+        self == Via::Tcp
+    }
+}
+
+/// A client waiting for an answer: its address, query id and transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Waiter {
+    addr: SocketAddrV4,
+    id: u16,
+    via: Via,
+}
+
+impl Waiter {
+    fn same_client(&self, other: &Waiter) -> bool {
+        self.addr == other.addr && self.id == other.id && self.via.is_tcp() == other.via.is_tcp()
+    }
 }
 
 struct Pending {
-    client: SocketAddrV4,
-    client_id: u16,
-    /// Other clients asking the same question meanwhile (address, their query id):
-    /// answered from the same upstream reply (dnsmasq 2.83's fix for DNSpooq,
-    /// CVE-2020-25686: parallel identical queries each made an upstream query, and
-    /// a forged answer had to match only one of them to be cached for all).
-    also: Vec<(SocketAddrV4, u16)>,
+    client: Waiter,
+    /// Other clients asking the same question meanwhile: answered from the same
+    /// upstream reply (dnsmasq 2.83's fix for DNSpooq, CVE-2020-25686: parallel
+    /// identical queries each made an upstream query, and a forged answer had to
+    /// match only one of them to be cached for all).
+    also: Vec<Waiter>,
+    /// Whether the query goes upstream over TCP.
+    tcp: bool,
     query: Vec<u8>,
     question: Question,
     upstream_id: u16,
@@ -274,11 +334,46 @@ impl DnsForwarder {
         self.pending.iter().map(|p| p.deadline).min()
     }
 
-    /// Handles a query from a LAN client received on port 53.
+    /// Handles a query from a LAN client received on UDP port 53.
     pub fn handle_query(
         &mut self,
         packet: &[u8],
         client: SocketAddrV4,
+        now: Millis,
+        rng: &mut dyn Rng,
+        hosts: &dyn HostTable,
+    ) -> Vec<DnsAction> {
+        self.query(packet, client, false, now, rng, hosts)
+    }
+
+    /// Handles a query (unframed) read from a LAN client's TCP connection to port
+    /// 53; its answer is a [`DnsAction::ToTcpClient`].
+    pub fn handle_tcp_query(
+        &mut self,
+        packet: &[u8],
+        client: SocketAddrV4,
+        now: Millis,
+        rng: &mut dyn Rng,
+        hosts: &dyn HostTable,
+    ) -> Vec<DnsAction> {
+        self.counters.tcp_queries += 1;
+        self.query(packet, client, true, now, rng, hosts)
+    }
+
+    /// Queries of the TCP client `client` waiting for upstream.
+    pub fn tcp_waiting(&self, client: SocketAddrV4) -> usize {
+        self.pending
+            .iter()
+            .flat_map(|p| core::iter::once(&p.client).chain(p.also.iter()))
+            .filter(|w| w.via.is_tcp() && w.addr == client)
+            .count()
+    }
+
+    fn query(
+        &mut self,
+        packet: &[u8],
+        client: SocketAddrV4,
+        tcp: bool,
         now: Millis,
         rng: &mut dyn Rng,
         hosts: &dyn HostTable,
@@ -291,6 +386,17 @@ impl DnsForwarder {
             self.counters.dropped_malformed += 1;
             return Vec::new();
         }
+        let client = Waiter {
+            addr: client,
+            id: msg.header.id,
+            via: if tcp {
+                Via::Tcp
+            } else {
+                Via::Udp {
+                    limit: msg.udp_limit(),
+                }
+            },
+        };
         if msg.header.opcode() != 0 {
             self.counters.queries += 1;
             self.counters.local_answers += 1;
@@ -309,7 +415,7 @@ impl DnsForwarder {
             if !msg.records.iter().any(|r| r.rtype == rtype::OPT) {
                 strip_final_opt(&mut hit);
             }
-            if hit.len() <= msg.udp_limit() {
+            if tcp || hit.len() <= msg.udp_limit() {
                 self.counters.cache_hits += 1;
                 set_id(&mut hit, msg.header.id);
                 // Give the client its own spelling of the name back (0x20 case).
@@ -319,10 +425,7 @@ impl DnsForwarder {
                 ) {
                     dst.copy_from_slice(src);
                 }
-                return alloc::vec![DnsAction::ToClient {
-                    client,
-                    packet: hit
-                }];
+                return alloc::vec![to_client(client, hit)];
             }
         }
         self.forward(packet, &msg, q, client, now, rng)
@@ -332,14 +435,14 @@ impl DnsForwarder {
         &self,
         packet: &[u8],
         msg: &Message,
-        client: SocketAddrV4,
+        client: Waiter,
         rc: u8,
         answers: &[Answer],
     ) -> Vec<DnsAction> {
-        alloc::vec![DnsAction::ToClient {
+        alloc::vec![to_client(
             client,
-            packet: build_response(packet, msg, rc, true, answers),
-        }]
+            build_response(packet, msg, rc, true, answers)
+        )]
     }
 
     fn is_router_name(&self, label: &str) -> bool {
@@ -470,7 +573,7 @@ impl DnsForwarder {
         packet: &[u8],
         msg: &Message,
         q: Question,
-        client: SocketAddrV4,
+        client: Waiter,
         now: Millis,
         rng: &mut dyn Rng,
     ) -> Vec<DnsAction> {
@@ -478,16 +581,15 @@ impl DnsForwarder {
         if let Some(p) = self
             .pending
             .iter()
-            .find(|p| p.client == client && p.client_id == msg.header.id && p.question == q)
+            .find(|p| p.client.same_client(&client) && p.question == q)
         {
             self.counters.forwarded += 1;
+            if p.tcp {
+                self.counters.tcp_forwarded += 1;
+            }
             let mut out = p.query.clone();
             set_id(&mut out, p.upstream_id);
-            return alloc::vec![DnsAction::ToUpstream {
-                upstream: p.current,
-                source_port: p.port,
-                packet: out,
-            }];
+            return alloc::vec![to_upstream(p.tcp, p.current, p.port, out)];
         }
         // The same question already on its way upstream (with the same RD and CD
         // bits): this client waits for that answer too.
@@ -497,13 +599,12 @@ impl DnsForwarder {
             .iter_mut()
             .find(|p| p.question == q && bits(&p.query) == bits(packet))
         {
-            let me = (client, msg.header.id);
-            if !p.also.contains(&me) {
+            if !p.also.iter().any(|w| w.same_client(&client)) {
                 if p.also.len() >= MERGE_MAX {
                     self.counters.dropped_pending_full += 1;
                     return Vec::new();
                 }
-                p.also.push(me);
+                p.also.push(client);
                 self.counters.merged += 1;
             }
             return Vec::new();
@@ -523,10 +624,11 @@ impl DnsForwarder {
         let upstream_id = (rng.next_u32() >> 16) as u16;
         let mut out = packet.to_vec();
         set_id(&mut out, upstream_id);
+        let tcp = client.via.is_tcp();
         self.pending.push(Pending {
             client,
-            client_id: msg.header.id,
             also: Vec::new(),
+            tcp,
             query: packet.to_vec(),
             question: q,
             upstream_id,
@@ -536,11 +638,10 @@ impl DnsForwarder {
             deadline: now.saturating_add(self.cfg.upstream_timeout_ms),
         });
         self.counters.forwarded += 1;
-        alloc::vec![DnsAction::ToUpstream {
-            upstream: server,
-            source_port: port,
-            packet: out,
-        }]
+        if tcp {
+            self.counters.tcp_forwarded += 1;
+        }
+        alloc::vec![to_upstream(tcp, server, port, out)]
     }
 
     fn free_port(&self, rng: &mut dyn Rng) -> Option<u16> {
@@ -562,12 +663,35 @@ impl DnsForwarder {
             .find(|s| !p.tried.contains(s))
     }
 
-    /// Handles a reply from `from` received on local port `local_port`.
+    /// Handles a UDP reply from `from` received on local port `local_port`.
     pub fn handle_upstream(
         &mut self,
         packet: &[u8],
         from: SocketAddrV4,
         local_port: u16,
+        now: Millis,
+    ) -> Vec<DnsAction> {
+        self.upstream_reply(packet, from, local_port, false, now)
+    }
+
+    /// Handles a reply (unframed) read from the TCP connection from local port
+    /// `local_port` to `from` (opened for a [`DnsAction::ToUpstreamTcp`]).
+    pub fn handle_upstream_tcp(
+        &mut self,
+        packet: &[u8],
+        from: SocketAddrV4,
+        local_port: u16,
+        now: Millis,
+    ) -> Vec<DnsAction> {
+        self.upstream_reply(packet, from, local_port, true, now)
+    }
+
+    fn upstream_reply(
+        &mut self,
+        packet: &[u8],
+        from: SocketAddrV4,
+        local_port: u16,
+        tcp: bool,
         now: Millis,
     ) -> Vec<DnsAction> {
         let (msg, whole) = match Message::parse(packet) {
@@ -588,6 +712,7 @@ impl DnsForwarder {
         };
         let found = self.pending.iter().position(|p| {
             p.port == local_port
+                && p.tcp == tcp
                 && p.upstream_id == msg.header.id
                 && p.tried.contains(&from)
                 && msg.question() == Some(&p.question)
@@ -596,6 +721,10 @@ impl DnsForwarder {
             self.counters.dropped_no_pending_match += 1;
             return Vec::new();
         };
+        if !tcp && msg.header.flags & flag::TC != 0 {
+            // Truncated: the same server again over TCP (dnsmasq 2.87+).
+            return self.retry_over_tcp(i, from, now).unwrap_or_default();
+        }
         let rc = msg.header.rcode();
         if rc == rcode::SERVFAIL || rc == rcode::REFUSED {
             if let Some(retry) = self.retry(i, now) {
@@ -609,7 +738,7 @@ impl DnsForwarder {
             // dnsmasq strips the addresses: the client gets an empty answer.
             if let Ok(q) = Message::parse(&p.query) {
                 let empty = build_response(&p.query, &q, rcode::NOERROR, false, &[]);
-                to_every_client(&p, &empty, &mut actions);
+                self.answer_every_client(&p, &empty, &mut actions);
             }
         } else {
             if whole {
@@ -618,7 +747,7 @@ impl DnsForwarder {
                 self.counters.uncached_large += 1;
             }
             self.counters.replies += 1 + p.also.len() as u64;
-            to_every_client(&p, packet, &mut actions);
+            self.answer_every_client(&p, packet, &mut actions);
         }
         actions.push(DnsAction::ClosePort(p.port));
         actions
@@ -634,13 +763,55 @@ impl DnsForwarder {
         p.deadline = now.saturating_add(timeout);
         let mut out = p.query.clone();
         set_id(&mut out, p.upstream_id);
+        let (port, tcp) = (p.port, p.tcp);
+        self.counters.forwarded += 1;
+        if tcp {
+            self.counters.tcp_forwarded += 1;
+        }
+        Some(alloc::vec![to_upstream(tcp, next, port, out)])
+    }
+
+    /// Asks pending query `i` again of `server` over TCP (its UDP answer was
+    /// truncated).
+    fn retry_over_tcp(
+        &mut self,
+        i: usize,
+        server: SocketAddrV4,
+        now: Millis,
+    ) -> Option<Vec<DnsAction>> {
+        let timeout = self.cfg.upstream_timeout_ms;
+        let p = self.pending.get_mut(i)?;
+        p.tcp = true;
+        p.current = server;
+        p.deadline = now.saturating_add(timeout);
+        let mut out = p.query.clone();
+        set_id(&mut out, p.upstream_id);
         let port = p.port;
         self.counters.forwarded += 1;
-        Some(alloc::vec![DnsAction::ToUpstream {
-            upstream: next,
-            source_port: port,
-            packet: out,
-        }])
+        self.counters.tcp_forwarded += 1;
+        self.counters.tc_retries += 1;
+        Some(alloc::vec![to_upstream(true, server, port, out)])
+    }
+
+    /// `answer` to the client of `p` and to every client waiting with it, each with
+    /// its own query id. An answer that came over TCP and is longer than a UDP
+    /// client's limit reaches it truncated (one that came over UDP was sized by the
+    /// server for the client's own query and options, and is relayed as it is).
+    fn answer_every_client(&mut self, p: &Pending, answer: &[u8], actions: &mut Vec<DnsAction>) {
+        for w in core::iter::once(p.client).chain(p.also.iter().copied()) {
+            let mut out = match w.via {
+                Via::Udp { limit } if p.tcp && answer.len() > limit => {
+                    let Some(t) = truncated(answer) else {
+                        continue;
+                    };
+                    self.counters.truncated_for_udp += 1;
+                    t
+                }
+                _ => answer.to_vec(),
+            };
+            set_id(&mut out, w.id);
+            actions.push(to_client(w, out));
+        }
     }
 
     /// Whether an upstream answer points a public name at a private address.
@@ -709,7 +880,7 @@ impl DnsForwarder {
         let mut actions = Vec::new();
         if let Ok(q) = Message::parse(&p.query) {
             let fail = build_response(&p.query, &q, rcode::SERVFAIL, false, &[]);
-            to_every_client(&p, &fail, &mut actions);
+            self.answer_every_client(&p, &fail, &mut actions);
         }
         actions.push(DnsAction::ClosePort(p.port));
         actions
@@ -719,17 +890,49 @@ impl DnsForwarder {
 /// Most clients waiting on one upstream query besides the first.
 const MERGE_MAX: usize = 16;
 
-/// `answer` to the client of `p` and to every client waiting with it, each with its
-/// own query id.
-fn to_every_client(p: &Pending, answer: &[u8], actions: &mut Vec<DnsAction>) {
-    for (client, id) in core::iter::once((p.client, p.client_id)).chain(p.also.iter().copied()) {
-        let mut out = answer.to_vec();
-        set_id(&mut out, id);
-        actions.push(DnsAction::ToClient {
-            client,
-            packet: out,
-        });
+/// `packet` to `w` over its transport.
+fn to_client(w: Waiter, packet: Vec<u8>) -> DnsAction {
+    match w.via {
+        Via::Tcp => DnsAction::ToTcpClient {
+            client: w.addr,
+            packet,
+        },
+        Via::Udp { .. } => DnsAction::ToClient {
+            client: w.addr,
+            packet,
+        },
     }
+}
+
+/// `packet` to `upstream` from `source_port` over TCP or UDP.
+fn to_upstream(tcp: bool, upstream: SocketAddrV4, source_port: u16, packet: Vec<u8>) -> DnsAction {
+    if tcp {
+        DnsAction::ToUpstreamTcp {
+            upstream,
+            source_port,
+            packet,
+        }
+    } else {
+        DnsAction::ToUpstream {
+            upstream,
+            source_port,
+            packet,
+        }
+    }
+}
+
+/// `answer` cut to its header and question with TC set (RFC 2181 §9: a client
+/// that sees TC asks again over TCP); `None` if it has no readable question.
+fn truncated(answer: &[u8]) -> Option<Vec<u8>> {
+    let m = Message::parse_head(answer).ok()?;
+    let mut out = answer.get(..m.question_end)?.to_vec();
+    if let Some(b) = out.get_mut(2) {
+        *b |= (flag::TC >> 8) as u8;
+    }
+    if let Some(counts) = out.get_mut(6..super::message::HEADER_LEN) {
+        counts.fill(0);
+    }
+    Some(out)
 }
 
 /// Whether `packet` is a reply whose TC bit is set (the client will retry over TCP).

@@ -6,10 +6,12 @@
 //! - [`cache`]: the LRU, TTL-aware answer cache.
 //! - [`forwarder`]: local answers, the cache and upstream forwarding
 //!   ([`DnsForwarder`]).
+//! - [`tcp`]: DNS over TCP's framing and one connection's bounded state.
 //!
-//! The kernel owns the UDP socket on port 53 of the LAN address and one socket
-//! per pending upstream query (on the random port the forwarder picks); it feeds
-//! packets in and carries out the returned [`DnsAction`]s.
+//! The kernel owns the UDP socket on port 53 of the LAN address, the TCP
+//! connections to it, and one socket (UDP, or a TCP connection) per pending
+//! upstream query (on the random port the forwarder picks); it feeds messages in
+//! and carries out the returned [`DnsAction`]s.
 
 #![cfg_attr(
     not(test),
@@ -26,6 +28,7 @@ pub mod forwarder;
 pub mod message;
 pub mod name;
 pub mod private;
+pub mod tcp;
 
 pub use cache::CacheConfig;
 pub use forwarder::{DnsAction, DnsConfig, DnsCounters, DnsDrop, DnsForwarder};

@@ -349,17 +349,125 @@ fn negative_answers_are_cached_per_soa_minimum() {
     ));
 }
 
+/// The one upstream send over TCP in `actions`.
+fn upstream_tcp(actions: &[DnsAction]) -> (SocketAddrV4, u16, Vec<u8>) {
+    match actions {
+        [DnsAction::ToUpstreamTcp {
+            upstream,
+            source_port,
+            packet,
+        }] => (*upstream, *source_port, packet.clone()),
+        other => panic!("expected one upstream send over TCP, got {other:?}"),
+    }
+}
+
+/// The one answer to a TCP client in `actions`.
+fn to_tcp_client(actions: &[DnsAction], client: SocketAddrV4) -> Vec<u8> {
+    match actions {
+        [DnsAction::ToTcpClient { client: c, packet }, ..] => {
+            assert_eq!(*c, client);
+            packet.clone()
+        }
+        other => panic!("expected an answer over TCP, got {other:?}"),
+    }
+}
+
 #[test]
-fn truncated_answers_pass_through_uncached() {
+fn a_truncated_udp_answer_is_asked_again_over_tcp_and_the_udp_client_told_to_retry() {
     let mut f = forwarder();
     let mut rng = SeqRng(5);
-    let (_, port, sent) =
-        upstream(&f.handle_query(&query(3, "big.example", rtype::A), CLIENT, 0, &mut rng, &()));
+    // Without EDNS: 512 bytes at most over UDP.
+    let mut q = query(3, "big.example", rtype::A);
+    q[11] = 0;
+    q.truncate(q.len() - 11);
+    let (_, port, sent) = upstream(&f.handle_query(&q, CLIENT, 0, &mut rng, &()));
     let mut r = reply_a(&sent, &[], 0);
     r[2] |= 0x02;
-    let back = to_client(&f.handle_upstream(&r, UP1, port, 1));
-    assert!(super::forwarder::is_truncated(&back));
-    assert_eq!(f.cache_len(), 0);
+    // The TC answer goes nowhere: the same server is asked over TCP, same id, same
+    // port.
+    let (server, tcp_port, again) = upstream_tcp(&f.handle_upstream(&r, UP1, port, 1));
+    assert_eq!((server, tcp_port, &again), (UP1, port, &sent));
+    let k = f.counters();
+    assert_eq!((k.tc_retries, k.tcp_forwarded, k.forwarded), (1, 1, 2));
+    // A UDP reply on that port no longer answers it (an off-path forger's chance
+    // ends with the switch).
+    let forged = reply_a(&sent, &[[6, 6, 6, 6]], 300);
+    assert!(f.handle_upstream(&forged, UP1, port, 2).is_empty());
+    assert_eq!(f.counters().dropped_no_pending_match, 1);
+    // The whole answer over TCP: 40 records, longer than the client's 512 bytes.
+    let addrs: Vec<[u8; 4]> = (0..40).map(|i| [93, 184, 0, i]).collect();
+    let whole = reply_a(&again, &addrs, 300);
+    assert!(whole.len() > 512);
+    let back = f.handle_upstream_tcp(&whole, UP1, port, 3);
+    assert_eq!(back.last(), Some(&DnsAction::ClosePort(port)));
+    let told = to_client(&back);
+    assert_eq!(&told[..2], &[0, 3], "the client's id");
+    assert!(super::forwarder::is_truncated(&told));
+    let m = Message::parse(&told).unwrap();
+    assert_eq!(m.header.ancount, 0, "the question only");
+    assert_eq!(
+        m.question().unwrap().name,
+        name::Name::from_dotted("big.example").unwrap()
+    );
+    assert_eq!(f.counters().truncated_for_udp, 1);
+    // The client asks over TCP as told and gets it all.
+    let q2 = query(4, "big.example", rtype::A);
+    let back = f.handle_tcp_query(&q2, CLIENT, 4, &mut rng, &());
+    let got = to_tcp_client(&back, CLIENT);
+    let m = Message::parse(&got).unwrap();
+    assert_eq!(m.header.ancount, 40);
+    assert!(!super::forwarder::is_truncated(&got));
+    assert_eq!(f.counters().cache_hits, 1, "from the cache");
+    assert_eq!(f.counters().tcp_queries, 1);
+}
+
+#[test]
+fn a_query_over_tcp_goes_upstream_over_tcp_and_comes_back_over_tcp() {
+    let mut f = forwarder();
+    let mut rng = SeqRng(9);
+    let q = query(0x4242, "example.org", rtype::A);
+    let (server, port, sent) = upstream_tcp(&f.handle_tcp_query(&q, CLIENT, 0, &mut rng, &()));
+    assert_eq!(server, UP1);
+    assert_eq!(f.tcp_waiting(CLIENT), 1);
+    // A UDP reply does not answer a query sent over TCP.
+    let r = reply_a(&sent, &[[93, 184, 216, 34]], 60);
+    assert!(f.handle_upstream(&r, UP1, port, 1).is_empty());
+    let back = f.handle_upstream_tcp(&r, UP1, port, 1);
+    let got = to_tcp_client(&back, CLIENT);
+    assert_eq!(&got[..2], &[0x42, 0x42]);
+    assert_eq!(f.tcp_waiting(CLIENT), 0);
+    // Timeouts move to the next server over TCP too.
+    let q = query(7, "example.net", rtype::A);
+    let (_, port, _) = upstream_tcp(&f.handle_tcp_query(&q, CLIENT, 10, &mut rng, &()));
+    let (server, port2, _) =
+        upstream_tcp(&f.poll(10 + super::forwarder::DEFAULT_UPSTREAM_TIMEOUT_MS));
+    assert_eq!((server, port2), (UP2, port));
+    // Local names are answered over TCP at once.
+    let back = f.handle_tcp_query(&query(8, "router.lan", rtype::A), CLIENT, 20, &mut rng, &());
+    let got = to_tcp_client(&back, CLIENT);
+    assert_eq!(Message::parse(&got).unwrap().header.ancount, 1);
+}
+
+#[test]
+fn udp_and_tcp_clients_asking_the_same_share_one_query_each_answered_its_way() {
+    let mut f = forwarder();
+    let mut rng = SeqRng(11);
+    let tcp_client = SocketAddrV4::new(Ipv4Addr::new(192, 168, 1, 101), 40000);
+    let q = query(1, "shared.example", rtype::A);
+    let (_, port, sent) = upstream(&f.handle_query(&q, CLIENT, 0, &mut rng, &()));
+    let q2 = query(2, "shared.example", rtype::A);
+    assert!(f
+        .handle_tcp_query(&q2, tcp_client, 0, &mut rng, &())
+        .is_empty());
+    assert_eq!(f.tcp_waiting(tcp_client), 1);
+    let r = reply_a(&sent, &[[1, 2, 3, 4]], 60);
+    let back = f.handle_upstream(&r, UP1, port, 1);
+    assert!(back.iter().any(
+        |a| matches!(a, DnsAction::ToClient { client, packet } if *client == CLIENT && packet[..2] == [0, 1])
+    ));
+    assert!(back.iter().any(
+        |a| matches!(a, DnsAction::ToTcpClient { client, packet } if *client == tcp_client && packet[..2] == [0, 2])
+    ));
 }
 
 #[test]
@@ -577,13 +685,22 @@ fn random_mutations_never_panic() {
             mutate(&mut rng, &mut q);
         }
         queries_sent += 1;
-        let actions = f.handle_query(&q, CLIENT, now, &mut ids, &());
+        let actions = if rng.below(4) == 0 {
+            f.handle_tcp_query(&q, CLIENT, now, &mut ids, &())
+        } else {
+            f.handle_query(&q, CLIENT, now, &mut ids, &())
+        };
         for a in &actions {
             match a {
-                DnsAction::ToClient { packet, .. } => {
+                DnsAction::ToClient { packet, .. } | DnsAction::ToTcpClient { packet, .. } => {
                     assert!(Message::parse(packet).is_ok());
                 }
                 DnsAction::ToUpstream {
+                    source_port,
+                    packet,
+                    upstream,
+                }
+                | DnsAction::ToUpstreamTcp {
                     source_port,
                     packet,
                     upstream,
@@ -596,8 +713,16 @@ fn random_mutations_never_panic() {
                     if rng.below(2) == 0 {
                         mutate(&mut rng, &mut r);
                     }
-                    for a in f.handle_upstream(&r, *upstream, *source_port, now + 1) {
-                        if let DnsAction::ToClient { packet, .. } = a {
+                    let tcp = matches!(a, DnsAction::ToUpstreamTcp { .. });
+                    let back = if tcp {
+                        f.handle_upstream_tcp(&r, *upstream, *source_port, now + 1)
+                    } else {
+                        f.handle_upstream(&r, *upstream, *source_port, now + 1)
+                    };
+                    for a in back {
+                        if let DnsAction::ToClient { packet, .. }
+                        | DnsAction::ToTcpClient { packet, .. } = a
+                        {
                             assert!(Message::parse(&packet).is_ok());
                         }
                     }

@@ -185,7 +185,11 @@ pub struct Redirect {
     /// The zone of the internal host (for reflection: the zone whose clients get NAT
     /// loopback).
     pub dest: Option<ZoneId>,
-    /// The internal host.
+    /// The internal host; the router itself if it is one of the router's addresses
+    /// or 0.0.0.0 (fw4's `redirect` without `dest_ip`): the flow is then delivered
+    /// locally, at the address of the interface it came in on (the router's
+    /// services listen per interface), and accepted by the input chain as fw4's
+    /// `ct status dnat accept` does.
     pub dest_ip: [u8; 4],
     /// The internal port(s): the first maps to `src_dport.min`, the rest in step.
     pub dest_port: PortRange,

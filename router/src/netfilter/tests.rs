@@ -1119,3 +1119,101 @@ fn random_mutations_never_panic_and_never_leak() {
     );
     counters_add_up(&nf);
 }
+
+/// lan (accept) and wan (reject) zones with a port forward from the WAN's port
+/// 8022 to `dest_ip` port 22.
+fn firewall_forwarding_8022_to(dest_ip: [u8; 4]) -> crate::firewall::Firewall {
+    use crate::firewall::ruleset::{self as rs, Defaults, Redirect, Ruleset, Verdict, Zone};
+    let zone = |name: &str, ifc, input| Zone {
+        name: name.into(),
+        ifaces: vec![ifc],
+        input,
+        output: Verdict::Accept,
+        forward: input,
+        masq: false,
+        mtu_fix: false,
+    };
+    let rules = Ruleset {
+        defaults: Defaults {
+            input: Verdict::Reject,
+            output: Verdict::Accept,
+            forward: Verdict::Drop,
+            syn_flood: None,
+            drop_invalid: false,
+        },
+        zones: vec![
+            zone("lan", LAN, Verdict::Accept),
+            zone("wan", WAN, Verdict::Reject),
+        ],
+        forwardings: vec![],
+        rules: vec![],
+        redirects: vec![Redirect {
+            name: "ssh-to-router".into(),
+            src: 1,
+            protos: vec![6],
+            src_dport: rs::PortRange {
+                min: 8022,
+                max: 8022,
+            },
+            src_dip: None,
+            src_ip: vec![],
+            dest: None,
+            dest_ip,
+            dest_port: rs::PortRange { min: 22, max: 22 },
+            reflection: true,
+        }],
+        iface_names: vec![(LAN, "eth0".into()), (WAN, "eth1".into())],
+    };
+    let mut fw = crate::firewall::Firewall::new(rules).unwrap();
+    fw.set_iface_addr(WAN, Some(WAN_ADDR));
+    fw.set_iface_addr(LAN, Some([192, 168, 1, 1]));
+    fw
+}
+
+#[test]
+fn a_port_forward_to_the_router_itself_is_delivered_and_its_replies_translated() {
+    // To the router's LAN address, as `dest_ip` names it, or without `dest_ip`.
+    for dest_ip in [[192, 168, 1, 1], [0, 0, 0, 0]] {
+        let mut nf = Netfilter::new(Config {
+            capacity: 16,
+            masquerade: vec![Masquerade {
+                iface: WAN,
+                addr: Some(WAN_ADDR),
+            }],
+            ..Config::default()
+        });
+        nf.set_firewall(Some(firewall_forwarding_8022_to(dest_ip)));
+        // Without the forward, the WAN's input policy rejects port 22.
+        let mut direct = tcp(SERVER, 40000, WAN_ADDR, 22, SYN, b"");
+        assert_eq!(nf.prerouting(&mut direct, &meta(WAN, None, 0)), OK);
+        assert_eq!(nf.input(&direct, &meta(WAN, None, 0)), HookVerdict::Reject);
+        // The forwarded SYN reaches the router's own port 22 at the address of the
+        // interface it came in on (where its stack listens), and is accepted.
+        let mut p = tcp(SERVER, 50000, WAN_ADDR, 8022, SYN, b"");
+        assert_eq!(nf.prerouting(&mut p, &meta(WAN, None, 0)), OK);
+        assert_eq!(p, tcp(SERVER, 50000, WAN_ADDR, 22, SYN, b""));
+        assert_eq!(
+            nf.input(&p, &meta(WAN, None, 0)),
+            OK,
+            "ct status dnat accept"
+        );
+        assert_eq!(nf.stats().local_dnat, 1);
+        // The local stack's reply leaves with the forwarded port.
+        let mut r = tcp(WAN_ADDR, 22, SERVER, 50000, SYN | ACK, b"");
+        let rt = crate::firewall::local::tuple_of(&r).unwrap();
+        assert!(nf.is_local_dnat_reply(&rt));
+        assert_eq!(nf.local_output(&mut r, 1, false), Ok(true));
+        assert_eq!(r, tcp(WAN_ADDR, 8022, SERVER, 50000, SYN | ACK, b""));
+        verify(&r);
+        // The flow's next packet is established (and translated again).
+        let mut a = tcp(SERVER, 50000, WAN_ADDR, 8022, ACK, b"");
+        assert_eq!(nf.prerouting(&mut a, &meta(WAN, None, 2)), OK);
+        assert_eq!(a, tcp(SERVER, 50000, WAN_ADDR, 22, ACK, b""));
+        assert_eq!(nf.input(&a, &meta(WAN, None, 2)), OK);
+        // Other packets of the router are left alone.
+        let mut other = udp(WAN_ADDR, 68, SERVER, 67, b"");
+        let before = other.clone();
+        assert_eq!(nf.local_output(&mut other, 3, false), Ok(false));
+        assert_eq!(other, before);
+    }
+}
