@@ -492,6 +492,74 @@ const FS_CRASH_STEPS: &[Step] = fs_crash_steps!(&xenlet_replays!(1), &xenlet_rep
 
 const FS_CRASH_E2FSCK_STEPS: &[Step] = fs_crash_steps!(E2FSCK_BOOT, E2FSCK_BOOT);
 
+/// The filesystem when the disk fails it (issue: failure is a first-class path).
+/// dom0 makes an ext4 image with a tree of 300 files (`/src`, 32 KiB each), puts it
+/// behind a device-mapper device (linear at first) and attaches that to the running
+/// Xenlet as xvdb (so its table can be swapped under blkback later).
+/// 1. A full disk never wedges the mount: `dd` until ENOSPC, the file deleted, 8 MiB
+///    written again, `sync` and `umount` succeed, dom0's e2fsck -fn is clean.
+/// 2. A file written and synced, then dom0 swaps the table for dm-flakey failing
+///    every write (`error_writes`; reads still work): a `cp -r` of the tree and a
+///    `sync` end in errors, Xenlet prints why the filesystem went read-only, later
+///    writes are refused (EROFS), reads go on, the shell answers.
+/// 3. After poweroff, dom0's e2fsck -fy repairs what the aborted transaction left,
+///    a second e2fsck -fn is clean, and the synced file reads back whole.
+const FS_FAULT_STEPS: &[Step] = &[
+    dom0_cap(
+        concat!(
+            "set -e; f=/var/tmp/$NAME-fault.img; r=/var/tmp/$NAME-root; rm -rf $f $r; ",
+            "mkdir -p $r/src; for i in $(seq 1 300); do head -c 32768 /dev/urandom >$r/src/f$i; done; ",
+            "truncate -s 64M $f; mkfs.ext4 -q -F -d $r $f; rm -rf $r; l=$(losetup -f --show $f); ",
+            "dmsetup create --noudevsync $NAME-f --table \"0 $(blockdev --getsz $l) linear $l 0\"; ",
+            "dmsetup mknodes $NAME-f; xl block-attach $NAME phy:/dev/mapper/$NAME-f,xvdb,w; echo \"backing $l\""
+        ),
+        &[r"^backing /dev/loop\d+$"],
+        &[("LOOP", r"^backing (/dev/loop\d+)$")],
+        120,
+    ),
+    wait_output(r"blkfront: xvdb 64 MiB.* attached", 60),
+    cmd("mount /dev/xvdb /mnt", &[], 60),
+    // 1. the full disk
+    cmd("dd if=/dev/zero of=/mnt/fill bs=1M count=100", &[r"No space left on device"], 120),
+    cmd("rm /mnt/fill", &[], 60),
+    cmd("dd if=/dev/zero of=/mnt/again bs=1M count=8", &[r"^8\+0 records out"], 120),
+    cmd("sync", &[], 60),
+    cmd("umount /mnt", &[], 60),
+    dom0("e2fsck -fn /dev/mapper/$NAME-f; echo \"e2fsck exit $?\"", &[r"^e2fsck exit 0$"], 120),
+    cmd("mount /dev/xvdb /mnt", &[], 60),
+    // 2. a synced file, then every write fails
+    cmd("dd if=/dev/urandom of=/mnt/synced bs=64k count=16", &[r"^16\+0 records out"], 60),
+    cmd("sync", &[], 60),
+    cmd_cap("sha256sum /mnt/synced", &[], &[("SUM", r"^([0-9a-f]{64})  /mnt/synced$")], 60),
+    dom0(
+        concat!(
+            "modprobe dm-flakey && s=$(blockdev --getsz ${LOOP}) && ",
+            "dmsetup load --noudevsync $NAME-f --table \"0 $s flakey ${LOOP} 0 0 3600 1 error_writes\" && ",
+            "dmsetup suspend --noudevsync $NAME-f && dmsetup resume --noudevsync $NAME-f && dmsetup table $NAME-f"
+        ),
+        &[r" flakey \d+:\d+ 0 0 3600 1 error_writes"],
+        60,
+    ),
+    cmd("cp -r /mnt/src /mnt/dst", &[], 120),
+    cmd("sync", &[r"(Input/output error|Read-only file system)"], 120),
+    wait_output(r"vfs: /mnt \(/dev/xvdb\): .*read-only", 30),
+    cmd("touch /mnt/after", &[r"Read-only file system"], 30),
+    cmd("sha256sum /mnt/synced", &[r"^${SUM}  /mnt/synced$"], 60),
+    cmd("ls /mnt/src", &[r"f300"], 30),
+    cmd("version", &[r"^Xenlet "], 30),
+    // 3. dom0 repairs, the synced file is whole
+    POWEROFF_UNTIL_GONE,
+    dom0(
+        concat!(
+            "dmsetup remove --noudevsync $NAME-f; e2fsck -fy ${LOOP} >/dev/null 2>&1; echo \"repair exit $?\"; ",
+            "e2fsck -fn ${LOOP}; echo \"check exit $?\"; debugfs -R 'cat /synced' ${LOOP} 2>/dev/null | sha256sum; ",
+            "losetup -d ${LOOP}; rm -f /var/tmp/$NAME-fault.img"
+        ),
+        &[r"^repair exit [0-2]$", r"^check exit 0$", r"^${SUM}  -$"],
+        120,
+    ),
+];
+
 #[cfg(test)]
 mod tests {
     use super::super::{find, to_json};
@@ -573,71 +641,3 @@ mod tests {
         assert!(hex.unwrap().expect[0].contains("|hexdump: /mnt/zero2: No such file"));
     }
 }
-
-/// The filesystem when the disk fails it (issue: failure is a first-class path).
-/// dom0 makes an ext4 image with a tree of 300 files (`/src`, 32 KiB each), puts it
-/// behind a device-mapper device (linear at first) and attaches that to the running
-/// Xenlet as xvdb (so its table can be swapped under blkback later).
-/// 1. A full disk never wedges the mount: `dd` until ENOSPC, the file deleted, 8 MiB
-///    written again, `sync` and `umount` succeed, dom0's e2fsck -fn is clean.
-/// 2. A file written and synced, then dom0 swaps the table for dm-flakey failing
-///    every write (`error_writes`; reads still work): a `cp -r` of the tree and a
-///    `sync` end in errors, Xenlet prints why the filesystem went read-only, later
-///    writes are refused (EROFS), reads go on, the shell answers.
-/// 3. After poweroff, dom0's e2fsck -fy repairs what the aborted transaction left,
-///    a second e2fsck -fn is clean, and the synced file reads back whole.
-const FS_FAULT_STEPS: &[Step] = &[
-    dom0_cap(
-        concat!(
-            "set -e; f=/var/tmp/$NAME-fault.img; r=/var/tmp/$NAME-root; rm -rf $f $r; ",
-            "mkdir -p $r/src; for i in $(seq 1 300); do head -c 32768 /dev/urandom >$r/src/f$i; done; ",
-            "truncate -s 64M $f; mkfs.ext4 -q -F -d $r $f; rm -rf $r; l=$(losetup -f --show $f); ",
-            "dmsetup create --noudevsync $NAME-f --table \"0 $(blockdev --getsz $l) linear $l 0\"; ",
-            "dmsetup mknodes $NAME-f; xl block-attach $NAME phy:/dev/mapper/$NAME-f,xvdb,w; echo \"backing $l\""
-        ),
-        &[r"^backing /dev/loop\d+$"],
-        &[("LOOP", r"^backing (/dev/loop\d+)$")],
-        120,
-    ),
-    wait_output(r"blkfront: xvdb 64 MiB.* attached", 60),
-    cmd("mount /dev/xvdb /mnt", &[], 60),
-    // 1. the full disk
-    cmd("dd if=/dev/zero of=/mnt/fill bs=1M count=100", &[r"No space left on device"], 120),
-    cmd("rm /mnt/fill", &[], 60),
-    cmd("dd if=/dev/zero of=/mnt/again bs=1M count=8", &[r"^8\+0 records out"], 120),
-    cmd("sync", &[], 60),
-    cmd("umount /mnt", &[], 60),
-    dom0("e2fsck -fn /dev/mapper/$NAME-f; echo \"e2fsck exit $?\"", &[r"^e2fsck exit 0$"], 120),
-    cmd("mount /dev/xvdb /mnt", &[], 60),
-    // 2. a synced file, then every write fails
-    cmd("dd if=/dev/urandom of=/mnt/synced bs=64k count=16", &[r"^16\+0 records out"], 60),
-    cmd("sync", &[], 60),
-    cmd_cap("sha256sum /mnt/synced", &[], &[("SUM", r"^([0-9a-f]{64})  /mnt/synced$")], 60),
-    dom0(
-        concat!(
-            "modprobe dm-flakey && s=$(blockdev --getsz ${LOOP}) && ",
-            "dmsetup load --noudevsync $NAME-f --table \"0 $s flakey ${LOOP} 0 0 3600 1 error_writes\" && ",
-            "dmsetup suspend --noudevsync $NAME-f && dmsetup resume --noudevsync $NAME-f && dmsetup table $NAME-f"
-        ),
-        &[r" flakey \d+:\d+ 0 0 3600 1 error_writes"],
-        60,
-    ),
-    cmd("cp -r /mnt/src /mnt/dst", &[], 120),
-    cmd("sync", &[r"(Input/output error|Read-only file system)"], 120),
-    wait_output(r"vfs: /mnt \(/dev/xvdb\): .*read-only", 30),
-    cmd("touch /mnt/after", &[r"Read-only file system"], 30),
-    cmd("sha256sum /mnt/synced", &[r"^${SUM}  /mnt/synced$"], 60),
-    cmd("ls /mnt/src", &[r"f300"], 30),
-    cmd("version", &[r"^Xenlet "], 30),
-    // 3. dom0 repairs, the synced file is whole
-    POWEROFF_UNTIL_GONE,
-    dom0(
-        concat!(
-            "dmsetup remove --noudevsync $NAME-f; e2fsck -fy ${LOOP} >/dev/null 2>&1; echo \"repair exit $?\"; ",
-            "e2fsck -fn ${LOOP}; echo \"check exit $?\"; debugfs -R 'cat /synced' ${LOOP} 2>/dev/null | sha256sum; ",
-            "losetup -d ${LOOP}; rm -f /var/tmp/$NAME-fault.img"
-        ),
-        &[r"^repair exit [0-2]$", r"^check exit 0$", r"^${SUM}  -$"],
-        120,
-    ),
-];
