@@ -11,16 +11,42 @@ the last second, as the client's TCP may be backing off its retransmissions):
     held: yes|no (no error line, and an echo in the last second)
     echoes: N
     last echo: S s ago
-    gaps over 1 s: S S ... (between two echoes: each move's downtime seen from the LAN)
+    gaps over 1 s: S S ... (between two echoes: each move's downtime seen from the LAN,
+                           with the client's TCP retransmission backoff in it)
+    udp gaps over 1 s: S S ... (between two answers to UDP probes sent every 0.1 s
+                           through the router: the outage itself)
     last error: ... | none
 """
 import socket
 import sys
+import threading
 import time
+
+
+def probe(host, port, out):
+    """UDP probes to the responder every 0.1 s, each answer logged (`udp N T`): the
+    outage of a move without TCP's retransmission backoff in it."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect((host, port))
+    s.settimeout(0.1)
+    n = 0
+    while True:
+        n += 1
+        try:
+            s.send(b'probe %d\n' % n)
+            while True:
+                data = s.recv(2048)
+                if data.rstrip().endswith(b'said probe %d' % n):
+                    out.write('udp %d %.3f\n' % (n, time.monotonic()))
+                    break
+        except OSError:
+            pass
+        time.sleep(0.1)
 
 
 def run(host, port, path):
     out = open(path, 'a', buffering=1)
+    threading.Thread(target=probe, args=(host, port, out), daemon=True).start()
     try:
         s = socket.create_connection((host, port), timeout=10)
         # long enough for the retransmission backoff of a connection across a
@@ -48,14 +74,21 @@ def run(host, port, path):
 
 def read(path):
     oks = []
+    udp = []
     err = None
     for line in open(path, errors='replace'):
         f = line.split()
         if f and f[0] == 'ok':
             oks.append(float(f[-1]))
+        elif f and f[0] == 'udp':
+            udp.append(float(f[-1]))
         elif f and f[0] == 'error':
             err = ' '.join(f[1:-1])
-    return oks, err
+    return oks, udp, err
+
+
+def gaps(times):
+    return ' '.join('%.1f' % (b - a) for a, b in zip(times, times[1:]) if b - a > 1.0)
 
 
 def report(path, wait):
@@ -63,16 +96,16 @@ def report(path, wait):
     # doubles while the router is away): give the next echo up to `wait` seconds.
     end = time.monotonic() + wait
     while True:
-        oks, err = read(path)
+        oks, udp, err = read(path)
         if err or (oks and time.monotonic() - oks[-1] <= 1.0) or time.monotonic() >= end:
             break
         time.sleep(0.2)
-    gaps = [b - a for a, b in zip(oks, oks[1:]) if b - a > 1.0]
     ago = time.monotonic() - oks[-1] if oks else float('inf')
     print('held: %s' % ('no' if err or ago > 1.0 else 'yes'))
     print('echoes: %d' % len(oks))
     print('last echo: %.1f s ago' % ago)
-    print('gaps over 1 s: %s' % ' '.join('%.1f' % g for g in gaps))
+    print('gaps over 1 s: %s' % gaps(oks))
+    print('udp gaps over 1 s: %s' % gaps(udp))
     print('last error: %s' % (err or 'none'))
 
 

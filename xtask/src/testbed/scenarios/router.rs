@@ -707,7 +707,10 @@ const HOLD_REPORT: Step = ns_cap(
         r"^last echo: [01]\.\d s ago$",
         r"^last error: none$",
     ],
-    &[("GAP", r"^gaps over 1 s: (?:[0-9.]+ )*([0-9.]+)$")],
+    &[
+        ("GAP", r"^gaps over 1 s: ?(?:[0-9.]+ )*([0-9.]*)$"),
+        ("OUTAGE", r"^udp gaps over 1 s: ?(?:[0-9.]+ )*([0-9.]*)$"),
+    ],
     150,
 );
 
