@@ -143,6 +143,22 @@ pub const ROUTER_LINUX: Scenario = Scenario {
 pub const SUSPEND_ROUTER_LINUX: Scenario = Scenario {
     name: "suspend-router-linux",
     about: "the peer of suspend-router: the Linux PVH router domU saved, restored, checkpointed and migrated with lan1's TCP connection held through it (the downtimes to compare)",
+    // the Xenlet router's two disks too (unused by Linux, which runs from its
+    // initramfs): the toolstack then saves, restores and moves the same devices,
+    // QEMU's qdisk backend included
+    config: xl_config!(pvh {
+        memory: 256,
+        kernel: "@LINUX@",
+        ramdisk: "@LINUX_INITRD_ROUTER@",
+        extra: "console=hvc0 loglevel=4",
+        disk: ["@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w"],
+        vif: [
+            "bridge=brlan,mac=00:16:3e:01:00:01",
+            "bridge=brwan,mac=00:16:3e:77:00:01"
+        ],
+    }),
+    needs: &[Need::XenletImage],
+    disks: &[IMAGE_COPY, DATA_FILE],
     steps: SUSPEND_ROUTER_LINUX_STEPS,
     ..LINUX_ROUTER
 };
