@@ -74,26 +74,28 @@ pub fn resume_pvclock() -> u64 {
     let Some(p) = PVCLOCK.get() else { return 0 };
     let Some(sys) = (p.read)() else { return 0 };
     let last = LAST_NS.load(core::sync::atomic::Ordering::SeqCst);
-    let ours = from_system_time(sys);
-    if ours >= last {
-        return ours - last;
-    }
-    PV_OFFSET_NS.store(sys.wrapping_sub(last), core::sync::atomic::Ordering::SeqCst);
-    0
+    let offset = PV_OFFSET_NS.load(core::sync::atomic::Ordering::SeqCst);
+    let (offset, step) = crate::time::instant::resumed_offset(sys, offset, last);
+    PV_OFFSET_NS.store(offset, core::sync::atomic::Ordering::SeqCst);
+    step
 }
 
 /// Our time for Xen system time `sys` (0 for a system time before our time zero).
 fn from_system_time(sys: u64) -> u64 {
-    let off = PV_OFFSET_NS.load(core::sync::atomic::Ordering::Relaxed) as i64;
-    (i128::from(sys) - i128::from(off)).clamp(0, i128::from(u64::MAX)) as u64
+    crate::time::instant::from_system_time(
+        sys,
+        PV_OFFSET_NS.load(core::sync::atomic::Ordering::Relaxed),
+    )
 }
 
 /// Xen system time (what `VCPUOP_set_singleshot_timer` takes) at `t`, when pvclock
 /// is the clock source.
 pub fn to_system_time(t: Instant) -> Option<u64> {
     PVCLOCK.get().map(|_| {
-        let off = PV_OFFSET_NS.load(core::sync::atomic::Ordering::Relaxed) as i64;
-        (i128::from(t.as_nanos()) + i128::from(off)).clamp(0, i128::from(u64::MAX)) as u64
+        crate::time::instant::to_system_time(
+            t.as_nanos(),
+            PV_OFFSET_NS.load(core::sync::atomic::Ordering::Relaxed),
+        )
     })
 }
 

@@ -133,9 +133,55 @@ pub fn tsc_hz_from_pit(tsc_delta: u64, pit_ticks: u64) -> Option<u64> {
     u64::try_from(u128::from(tsc_delta) * PIT_HZ / u128::from(pit_ticks)).ok()
 }
 
+/// Xenlet's time for Xen system time `sys` when Xen system time stood at `offset`
+/// (two's complement: it may be "negative", see [`resumed_offset`]) at our time zero;
+/// 0 for a system time before it.
+pub fn from_system_time(sys: u64, offset: u64) -> u64 {
+    (i128::from(sys) - i128::from(offset as i64)).clamp(0, i128::from(u64::MAX)) as u64
+}
+
+/// Xen system time at our time `t` (the inverse of [`from_system_time`]).
+pub fn to_system_time(t: u64, offset: u64) -> u64 {
+    (i128::from(t) + i128::from(offset as i64)).clamp(0, i128::from(u64::MAX)) as u64
+}
+
+/// After a restore or migration: Xen system time now is `sys`, our clock last read
+/// `last` under `offset`. On the same host system time went on through the save, and
+/// the offset stays (the downtime shows as time passed); on a host whose Xen has run
+/// for less time our time would go backwards, so the offset moves to continue from
+/// `last`. Returns (the offset to use, the step our time takes from `last`).
+pub fn resumed_offset(sys: u64, offset: u64, last: u64) -> (u64, u64) {
+    let ours = from_system_time(sys, offset);
+    if ours >= last {
+        (offset, ours - last)
+    } else {
+        (sys.wrapping_sub(last), 0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_restore_keeps_time_going_forward_on_any_host() {
+        use super::{from_system_time, resumed_offset, to_system_time};
+        // booted when Xen's system time was 100 s; our clock stood at 50 s
+        let off = 100_000_000_000u64;
+        let last = 50_000_000_000u64;
+        // the same host, 30 s later: system time 180 s, the offset stays and the
+        // 30 s of downtime show
+        assert_eq!(resumed_offset(180_000_000_000, off, last), (off, 30_000_000_000));
+        // another host up for 10 s only: our time goes on from 50 s, not back to 0
+        let (o, step) = resumed_offset(10_000_000_000, off, last);
+        assert_eq!(step, 0);
+        assert_eq!(from_system_time(10_000_000_000, o), last);
+        assert_eq!(from_system_time(11_000_000_000, o), last + 1_000_000_000);
+        // and the one-shot timer's deadlines convert back to that host's time
+        assert_eq!(to_system_time(last + 2_000_000_000, o), 12_000_000_000);
+        // a system time before our zero reads as 0, not as a huge wrapped value
+        assert_eq!(from_system_time(5, 100), 0);
+    }
 
     #[test]
     fn scale_converts_common_frequencies() {
