@@ -114,7 +114,23 @@ impl<D: BlockDev> Ext<D> {
     pub(super) fn crash_mount(&mut self) -> Result<(), FsError> {
         self.cache.pinned = true;
         let j = self.sb.journal_inum();
+        // Journals it cannot write (issue 30, defect 5): Linux fails such a mount;
+        // here it is read-only with the reason (the caller), never written
+        // unjournalled behind the journal's back.
+        if self.sb.compat & COMPAT_HAS_JOURNAL != 0 && j == 0 {
+            self.crash.stats.journal_error = Some(format!(
+                "an external journal (device {:#x}), which Xenlet cannot open",
+                get32(&self.sb.raw, 0xE4)
+            ));
+            return Ok(());
+        }
         if j == 0 {
+            return Ok(());
+        }
+        if self.sb.compat & COMPAT_FAST_COMMIT != 0 {
+            self.crash.stats.journal_error = Some(String::from(
+                "the filesystem's fast_commit feature: jbd2 fast commits are not written",
+            ));
             return Ok(());
         }
         let opened = (|| {
