@@ -346,6 +346,7 @@ impl<D: BlockDev> Ext<D> {
         let per = bs / 4;
         let mut done = 0usize;
         let mut err = None;
+        let mut restart_failed = false;
         while done < data.len() {
             let pos = offset + done as u64;
             let lblk = pos / bs;
@@ -392,6 +393,18 @@ impl<D: BlockDev> Ext<D> {
                 p.data[boff..boff + k].copy_from_slice(&data[done..done + k]);
             }
             done += k;
+            // A long call goes out (and commits) in pieces (restart.rs). If that
+            // fails, the rest is buffered as before and the write-out at the end
+            // reports it (an abort ends the call).
+            if self.pending_bytes >= self.flush_bytes && done < data.len() && !restart_failed {
+                if let Err(e) = self.restart_write(ino, offset + done as u64) {
+                    if self.aborted().is_some() {
+                        err = Some(e);
+                        break;
+                    }
+                    restart_failed = true;
+                }
+            }
         }
         let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
         if done > 0 {
@@ -437,6 +450,7 @@ impl<D: BlockDev> Ext<D> {
             return Err(FsError::TooBig);
         }
         if size < old {
+            self.truncate_in_steps(ino, size)?; // restart.rs
             self.cut_to(ino, size)?;
         }
         self.note_size(size);

@@ -44,6 +44,7 @@ mod inode;
 mod namei;
 mod ordered;
 mod orphan;
+mod restart;
 mod superblock;
 mod unwritten;
 
