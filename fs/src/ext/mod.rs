@@ -1195,8 +1195,12 @@ impl<D: BlockDev> Ext<D> {
     }
 
     fn set_dotdot(&mut self, dir: u32, parent: u32) -> Result<(), FsError> {
-        // The htree root's checksum covers "..": go linear rather than re-seal it.
+        // An htree root: ".." changed there and the root's dx_tail sealed again (the
+        // index stays, as on Linux); a root not shaped as one is made linear.
         if self.node(dir)?.inode.flags() & FL_INDEX != 0 {
+            if self.dx_set_dotdot(dir, parent)? {
+                return Ok(());
+            }
             self.deindex(dir)?;
         }
         let Some((pblk, usable)) = self.dir_block(dir, 0)? else {
