@@ -217,15 +217,60 @@ impl W {
     fn fsync(&mut self, path: &str) {
         let Some(ino) = self.dir(path) else { return };
         let r = self.fs.fsync(ino);
+        let lost = self.lost_writes(&r);
         if self.ok(path, r).is_some() {
             self.mark(true);
+        } else if lost {
+            self.adopt_lost_writes();
         }
     }
     fn sync(&mut self) {
         let r = self.fs.sync();
+        let lost = self.lost_writes(&r);
         if self.ok("sync", r).is_some() {
             self.mark(true);
+        } else if lost {
+            self.adopt_lost_writes();
         }
+    }
+    /// Whether a sync's error is a writeback error (file data lost, the mount goes on).
+    fn lost_writes(&self, r: &Result<(), xenlet_fs::FsError>) -> bool {
+        matches!(r, Err(xenlet_fs::FsError::Io(_))) && !self.fs.read_only()
+    }
+    /// After a writeback error (issue 30, defect 3): file data written since the last
+    /// good flush may be lost. A lost new block reads as zeros, a lost rewrite of a
+    /// block as what the block held before, never as other bytes (a deleted file's):
+    /// each block of each file must read as the model's, as an earlier state's (the
+    /// tail past that state's end zero), or as zeros. The model then takes what the
+    /// files hold (the application rewrites nothing).
+    fn adopt_lost_writes(&mut self) {
+        let bs = self.fs.block_size() as usize;
+        let now = read_tree(&mut self.fs).expect("read after a writeback error");
+        let model = std::mem::take(&mut self.model);
+        for (p, want) in &model {
+            let Some(got) = now.get(p) else { continue };
+            assert_eq!(got.len(), want.len(), "{p}: size after a writeback error");
+            let earlier = self.states.iter().filter_map(|(_, t, _)| t.get(p));
+            let versions: Vec<&Vec<u8>> = earlier.chain([want]).collect();
+            for (i, g) in got.chunks(bs).enumerate() {
+                let was = |v: &Vec<u8>| {
+                    let old = v.get(i * bs..).unwrap_or(&[]);
+                    let old = &old[..old.len().min(g.len())];
+                    g[..old.len()] == *old && g[old.len()..].iter().all(|&b| b == 0)
+                };
+                assert!(
+                    versions.iter().any(|v| was(v)),
+                    "{p}: block {i} after a writeback error holds bytes it never had"
+                );
+            }
+        }
+        self.model = model
+            .into_iter()
+            .map(|(p, v)| {
+                let got = now.get(&p).cloned().unwrap_or(v);
+                (p, got)
+            })
+            .collect();
     }
     fn rename(&mut self, from: &str, to: &str) {
         let (fd, fname) = split(from);

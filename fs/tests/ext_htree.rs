@@ -374,3 +374,35 @@ fn deindexed_directory_reads_back_with_debugfs() {
     }
     assert_eq!(fs.stats.dx_csum_errors, 0);
 }
+
+/// Issue 30, defect 8: an indexed directory moved into another directory keeps its
+/// index (its ".." is changed in the root and the root's `dx_tail` sealed again, as
+/// Linux does), e2fsck is clean, and every name is still found through the index.
+#[test]
+fn cross_directory_rename_keeps_the_index() {
+    let t = TempDir::new("htree-move");
+    let img = indexed_image(&t);
+    {
+        let mut fs = mount(&img);
+        let root = fs.root();
+        let other = resolve(&mut fs, "other").unwrap();
+        fs.rename(root, "big", other, "big").unwrap();
+        fs.unmount().unwrap();
+    }
+    fsck_clean(&img);
+    let st = String::from_utf8_lossy(&debugfs(&img, "stat /other/big")).into_owned();
+    assert!(
+        st.contains("Flags: 0x81000") || st.contains("Flags: 0x1000"),
+        "index dropped: {st}"
+    );
+    let ht = String::from_utf8_lossy(&debugfs(&img, "htree /other/big")).into_owned();
+    assert!(ht.contains("Root node dump"), "{ht}");
+    let mut fs = mount(&img);
+    let big = resolve(&mut fs, "other/big").unwrap();
+    for i in (0..NAMES).step_by(7) {
+        fs.lookup(big, &name(i)).unwrap();
+    }
+    let other = resolve(&mut fs, "other").unwrap();
+    assert_eq!(fs.lookup(big, "..").unwrap(), other);
+    fs.unmount().unwrap();
+}

@@ -7,7 +7,8 @@
 mod common;
 
 use common::*;
-use xenlet_fs::{BlockDev, FileSystem};
+use std::path::Path;
+use xenlet_fs::{BlockDev, FileSystem, FsError};
 
 fn needs_recovery<D: BlockDev>(dev: &mut D) -> bool {
     let mut sb = [0u8; 1024];
@@ -180,4 +181,171 @@ fn a_journal_that_cannot_be_written_makes_the_mount_read_only_and_says_why() {
         std::fs::read(&img).unwrap() == before,
         "the disk is untouched"
     );
+}
+
+/// Issue 30, defect 5: journals Xenlet cannot write make the mount read-only with the
+/// reason, the disk untouched, as Linux refuses them: fast commits (the filesystem's
+/// `fast_commit` feature, its fast-commit area at the journal's end), v1 checksums,
+/// a jbd2 read-only-compatible feature it does not know, an external journal.
+#[test]
+fn journals_it_cannot_write_are_refused_with_the_reason() {
+    fn jsb_edit(img: &Path, f: &dyn Fn(&mut [u8])) {
+        use std::os::unix::fs::FileExt;
+        let out = debugfs(img, "bmap <8> 0");
+        let jblk: u64 = String::from_utf8_lossy(&out).trim().parse().unwrap();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(img)
+            .unwrap();
+        let mut jsb = vec![0u8; 1024];
+        file.read_exact_at(&mut jsb, jblk * 1024).unwrap();
+        f(&mut jsb);
+        file.write_all_at(&jsb, jblk * 1024).unwrap();
+    }
+    type Setup = Box<dyn Fn(&Path)>;
+    let cases: Vec<(&str, &[&str], Setup, &str)> = vec![
+        (
+            "fast_commit",
+            &["-O", "fast_commit"],
+            Box::new(|_: &Path| {}),
+            "fast commit",
+        ),
+        (
+            "v1 checksums",
+            &[],
+            Box::new(|p: &Path| {
+                jsb_edit(p, &|j| {
+                    // s_feature_compat |= JBD2_FEATURE_COMPAT_CHECKSUM
+                    j[0x24..0x28].copy_from_slice(&1u32.to_be_bytes());
+                    // ... and no v2/v3 checksums (its own superblock checksum gone)
+                    j[0x28..0x2C].copy_from_slice(&0u32.to_be_bytes());
+                })
+            }),
+            "v1 checksums",
+        ),
+        (
+            "jbd2 ro_compat",
+            &[],
+            Box::new(|p: &Path| {
+                jsb_edit(p, &|j| {
+                    j[0x2C..0x30].copy_from_slice(&0x40u32.to_be_bytes())
+                })
+            }),
+            "ro_compat",
+        ),
+        (
+            "external journal",
+            &[],
+            Box::new(|p: &Path| {
+                debugfs_w(
+                    p,
+                    "ssv journal_inum 0\nssv journal_dev 0x0811\nssv journal_uuid 8d0b2a3c-1b40-4a8e-9f49-6d2b0d6c1e01\n",
+                )
+            }),
+            "external journal",
+        ),
+    ];
+    for (name, extra, setup, says) in cases {
+        let t = TempDir::new("extj-refuse");
+        let img = t.path().join("img");
+        mkfs(&img, "ext4", 1024, "16M", None, extra);
+        setup(&img);
+        let before = std::fs::read(&img).unwrap();
+        let mut fs = mount(&img);
+        assert!(fs.read_only(), "{name}: mounted read-write");
+        let why = fs.read_only_reason().expect("a reason");
+        assert!(
+            why.contains("journal") && why.contains(says),
+            "{name}: {why}"
+        );
+        let root = fs.root();
+        assert!(fs.read_dir(root).is_ok(), "{name}");
+        assert_eq!(fs.mkdir(root, "d", 0o755), Err(FsError::ReadOnly), "{name}");
+        fs.unmount().unwrap();
+        drop(fs);
+        assert!(
+            std::fs::read(&img).unwrap() == before,
+            "{name}: disk written"
+        );
+    }
+}
+
+/// Issue 30, defect 5: an operation larger than the log is split into several
+/// transactions, each consistent, as Linux's ext4 restarts its handle: one write call
+/// of 40 MiB and a truncate of that file over a journal of 12 blocks (every group's
+/// bitmap changes) commit in steps instead of writing unjournalled; e2fsck is clean
+/// and the data in place.
+#[test]
+fn operations_larger_than_the_log_commit_in_steps() {
+    use std::os::unix::fs::FileExt;
+    let t = TempDir::new("extj-split");
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 1024, "64M", None, &[]);
+    let jblk: u64 = String::from_utf8_lossy(&debugfs(&img, "bmap <8> 0"))
+        .trim()
+        .parse()
+        .unwrap();
+    {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&img)
+            .unwrap();
+        let mut jsb = [0u8; 1024];
+        f.read_exact_at(&mut jsb, jblk * 1024).unwrap();
+        jsb[0x10..0x14].copy_from_slice(&12u32.to_be_bytes());
+        // The journal superblock's checksum (csum v3 is on: recompute it).
+        jsb[0xFC..0x100].fill(0);
+        let c = !crc32c(!0, &jsb);
+        jsb[0xFC..0x100].copy_from_slice(&c.to_be_bytes());
+        f.write_all_at(&jsb, jblk * 1024).unwrap();
+    }
+    let data = Rng(40).bytes(40 << 20);
+    {
+        let mut fs = mount(&img);
+        assert!(fs.journalled(), "{:?}", fs.crash_stats());
+        let root = fs.root();
+        let f = fs.create(root, "big", 0o644).unwrap();
+        fs.sync().unwrap();
+        assert_eq!(fs.write(f, 0, &data).unwrap(), data.len());
+        fs.sync().unwrap();
+        let st = fs.crash_stats();
+        assert_eq!(st.oversized, 0, "the write went out unjournalled: {st:?}");
+        assert!(st.commits > 3, "{st:?}");
+        fs.unmount().unwrap();
+    }
+    fsck_clean(&img);
+    assert!(debugfs(&img, "cat /big") == data);
+    {
+        let mut fs = mount(&img);
+        let f = resolve(&mut fs, "big").unwrap();
+        let before = fs.crash_stats().commits;
+        fs.truncate(f, 1000).unwrap();
+        fs.sync().unwrap();
+        let st = fs.crash_stats();
+        assert_eq!(
+            st.oversized, 0,
+            "the truncate went out unjournalled: {st:?}"
+        );
+        assert!(st.commits > before + 1, "{st:?}");
+        fs.unmount().unwrap();
+    }
+    fsck_clean(&img);
+    assert!(debugfs(&img, "cat /big") == data[..1000]);
+}
+
+/// crc32c as jbd2 uses it (the raw Castagnoli CRC, seed given).
+fn crc32c(mut crc: u32, data: &[u8]) -> u32 {
+    for &b in data {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    crc
 }

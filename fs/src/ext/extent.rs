@@ -173,44 +173,6 @@ impl FileMap {
         }
     }
 
-    /// Marks block `lblk` (inside an uninitialised extent) initialised.
-    pub fn set_init(&mut self, lblk: u64) {
-        let Ok(i) = self.index_of(lblk) else { return };
-        let e = self.ext[i];
-        if !e.uninit {
-            return;
-        }
-        let off = lblk - e.lblk;
-        let mut parts = Vec::new();
-        if off > 0 {
-            parts.push(Extent {
-                len: off as u32,
-                ..e
-            });
-        }
-        parts.push(Extent {
-            lblk,
-            len: 1,
-            pblk: e.pblk + off,
-            uninit: false,
-        });
-        if off + 1 < e.len as u64 {
-            parts.push(Extent {
-                lblk: lblk + 1,
-                len: e.len - off as u32 - 1,
-                pblk: e.pblk + off + 1,
-                uninit: true,
-            });
-        }
-        self.ext.splice(i..i + 1, parts);
-        // Re-merge initialised neighbours.
-        let j = if off > 0 { i + 1 } else { i };
-        self.merge_next(j);
-        if j > 0 {
-            self.merge_next(j - 1);
-        }
-    }
-
     /// Unmaps every block at or after `lblk`; returns the freed physical runs.
     pub fn truncate(&mut self, lblk: u64) -> Vec<(u64, u64)> {
         let mut freed = Vec::new();
@@ -482,11 +444,11 @@ mod tests {
             pblk: 50,
             uninit: true,
         });
-        m.set_init(4);
+        m.set_state(4, None, 1, false);
         assert_eq!(m.ext.len(), 3);
         assert_eq!(m.find(4), Some((54, false, 1)));
         assert_eq!(m.find(5), Some((55, true, 5)));
-        m.set_init(5);
+        m.set_state(5, None, 1, false);
         assert_eq!(m.ext.len(), 3);
         assert_eq!(m.find(4), Some((54, false, 2)));
     }

@@ -21,6 +21,9 @@ impl<D: BlockDev> Ext<D> {
         let mut n = self.take(ino)?;
         let r = self.flush_node(ino, &mut n);
         self.put(ino, n);
+        if self.unflushed_full() {
+            self.settle_data()?;
+        }
         r
     }
 
@@ -41,7 +44,8 @@ impl<D: BlockDev> Ext<D> {
         }
         let max_io = run.capacity() / bs as usize * bs as usize;
         let mut map = n.map.take().unwrap_or_default();
-        let mut run_keys: Vec<u64> = Vec::new();
+        // (logical, physical, unwritten before) of each block in the run.
+        let mut run_keys: Vec<(u64, u64, bool)> = Vec::new();
         let mut result = Ok(());
         let keys: Vec<u64> = pending.keys().copied().collect();
         let mut idx = 0;
@@ -51,13 +55,9 @@ impl<D: BlockDev> Ext<D> {
             let next = match keys.get(idx) {
                 None => None,
                 Some(&lblk) => match map.find(lblk) {
-                    Some((p, uninit, _)) => {
-                        if uninit {
-                            map.set_init(lblk);
-                            n.map_dirty = true;
-                        }
-                        Some((lblk, p))
-                    }
+                    // An unwritten block stays so until its write is accepted
+                    // (unwritten.rs).
+                    Some((p, uninit, _)) => Some((lblk, p, uninit)),
                     None => {
                         let mut want = 1u32;
                         while (idx + want as usize) < keys.len()
@@ -70,7 +70,9 @@ impl<D: BlockDev> Ext<D> {
                         let goal = map.goal_for(lblk).unwrap_or(fallback_goal);
                         match self.alloc_blocks(goal, want) {
                             Ok((p, got)) => {
-                                map.insert(lblk, p, got);
+                                // Unwritten until its data is on the disk
+                                // (unwritten.rs).
+                                map.insert_unwritten(lblk, p, got);
                                 self.reserved = self.reserved.saturating_sub(got as u64);
                                 n.map_dirty = true;
                                 for k in lblk..lblk + got as u64 {
@@ -78,7 +80,7 @@ impl<D: BlockDev> Ext<D> {
                                         b.reserved = false;
                                     }
                                 }
-                                Some((lblk, p))
+                                Some((lblk, p, true))
                             }
                             Err(e) => {
                                 result = Err(e);
@@ -89,7 +91,7 @@ impl<D: BlockDev> Ext<D> {
                 },
             };
             // Write the run out when the next block does not extend it (or at the end).
-            let extends = next.is_some_and(|(_, p)| {
+            let extends = next.is_some_and(|(_, p, _)| {
                 !run.is_empty() && p == run_start + run.len() as u64 / bs && run.len() < max_io
             });
             if !extends && !run.is_empty() {
@@ -99,21 +101,40 @@ impl<D: BlockDev> Ext<D> {
                 }
                 self.stats.data_writes += 1;
                 self.stats.data_bytes += run.len() as u64;
-                for k in run_keys.drain(..) {
+                // The unwritten blocks written, in logically contiguous pieces.
+                let mut i = 0;
+                while i < run_keys.len() {
+                    let (l, p, was_uninit) = run_keys[i];
+                    let mut j = i + 1;
+                    while j < run_keys.len()
+                        && run_keys[j].2 == was_uninit
+                        && run_keys[j].0 == l + (j - i) as u64
+                    {
+                        j += 1;
+                    }
+                    if was_uninit {
+                        self.note_written(ino, &mut map, l, p, (j - i) as u64);
+                        n.map_dirty = true;
+                    }
+                    i = j;
+                }
+                for (k, _, _) in run_keys.drain(..) {
                     if let Some(b) = pending.remove(&k) {
                         self.pending_bytes = self.pending_bytes.saturating_sub(b.data.len());
                     }
                 }
                 run.clear();
             }
-            let Some((lblk, p)) = next else { break };
+            let Some((lblk, p, was_uninit)) = next else {
+                break;
+            };
             if run.is_empty() {
                 run_start = p;
             }
             if let Some(b) = pending.get(&lblk) {
                 run.extend_from_slice(&b.data);
             }
-            run_keys.push(lblk);
+            run_keys.push((lblk, p, was_uninit));
             idx += 1;
         }
         // Whatever was not written (an I/O error, or no space) stays buffered: a later
@@ -325,6 +346,7 @@ impl<D: BlockDev> Ext<D> {
         let per = bs / 4;
         let mut done = 0usize;
         let mut err = None;
+        let mut restart_failed = false;
         while done < data.len() {
             let pos = offset + done as u64;
             let lblk = pos / bs;
@@ -371,6 +393,18 @@ impl<D: BlockDev> Ext<D> {
                 p.data[boff..boff + k].copy_from_slice(&data[done..done + k]);
             }
             done += k;
+            // A long call goes out (and commits) in pieces (restart.rs). If that
+            // fails, the rest is buffered as before and the write-out at the end
+            // reports it (an abort ends the call).
+            if self.pending_bytes >= self.flush_bytes && done < data.len() && !restart_failed {
+                if let Err(e) = self.restart_write(ino, offset + done as u64) {
+                    if self.aborted().is_some() {
+                        err = Some(e);
+                        break;
+                    }
+                    restart_failed = true;
+                }
+            }
         }
         let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
         if done > 0 {
@@ -416,6 +450,7 @@ impl<D: BlockDev> Ext<D> {
             return Err(FsError::TooBig);
         }
         if size < old {
+            self.truncate_in_steps(ino, size)?; // restart.rs
             self.cut_to(ino, size)?;
         }
         self.note_size(size);

@@ -6,10 +6,10 @@
 //!
 //! Changes keep the index while it stays valid without being rewritten: a new name
 //! goes into the leaf its hash selects (`find_leaf`) as long as that leaf has room;
-//! removing a name only edits its leaf. There is no leaf split: when the selected
-//! leaf is full (or the index is one `find_leaf` does not follow), and when a moved
-//! directory's ".." changes (the root block's checksum covers it), the directory is
-//! made linear first (`deindex`): the root becomes a plain "."/".." block and
+//! removing a name only edits its leaf; a moved directory's ".." is changed in the
+//! root and the root's `dx_tail` sealed again (`dx_set_dotdot`). There is no leaf
+//! split: when the selected leaf is full (or the index is one `find_leaf` does not
+//! follow), the directory is made linear first (`deindex`): the root becomes a plain "."/".." block and
 //! interior index blocks become empty blocks (each with a checksum tail), then
 //! `EXT4_INDEX_FL` is cleared; e2fsck accepts the result as a linear directory
 //! (`e2fsck -D` indexes it again).
@@ -19,9 +19,9 @@
 //! is followed. An index that fails it is not trusted: lookups scan the directory
 //! linearly (each leaf has its own checked tail), and changes to the directory are
 //! refused with `FsError::Corrupt` rather than de-indexing over a damaged index
-//! (Linux refuses both with EFSBADCRC; `e2fsck -fD` rebuilds the index). No code path
-//! writes an index block: leaves are edited in place and `deindex` turns index blocks
-//! into linear blocks with their own tails.
+//! (Linux refuses both with EFSBADCRC; `e2fsck -fD` rebuilds the index). The only
+//! index block written is the root, for its ".."; leaves are edited in place and
+//! `deindex` turns index blocks into linear blocks with their own tails.
 
 use super::csum::{get16, get32};
 use crate::crc32c::crc32c;

@@ -44,7 +44,9 @@ mod inode;
 mod namei;
 mod ordered;
 mod orphan;
+mod restart;
 mod superblock;
+mod unwritten;
 
 pub use ordered::CrashStats;
 pub use orphan::OrphanStats;
@@ -205,6 +207,8 @@ pub struct Ext<D: BlockDev> {
     orphan_stats: OrphanStats,
     /// The abort state (abort.rs).
     abort: abort::AbortState,
+    /// File data written but not yet confirmed by a flush (unwritten.rs).
+    unflushed: unwritten::Unflushed,
     /// The mount's memory bound in bytes ([`Ext::set_cache_bytes`]): what the disk
     /// sizes (a listing, a file's map) is held to a share of it, or refused with
     /// [`FsError::NoMemory`].
@@ -553,6 +557,7 @@ impl<D: BlockDev> Ext<D> {
             crash: ordered::CrashState::default(),
             orphan_stats: OrphanStats::default(),
             abort: abort::AbortState::default(),
+            unflushed: unwritten::Unflushed::default(),
             budget: DEFAULT_BUDGET,
             sb,
         };
@@ -1081,6 +1086,8 @@ impl<D: BlockDev> Ext<D> {
     }
 
     fn commit_inner(&mut self) -> Result<(), FsError> {
+        // Data before the metadata that maps it initialised (unwritten.rs).
+        self.settle_data()?;
         let inos: Vec<u32> = self
             .nodes
             .iter()
@@ -1188,8 +1195,12 @@ impl<D: BlockDev> Ext<D> {
     }
 
     fn set_dotdot(&mut self, dir: u32, parent: u32) -> Result<(), FsError> {
-        // The htree root's checksum covers "..": go linear rather than re-seal it.
+        // An htree root: ".." changed there and the root's dx_tail sealed again (the
+        // index stays, as on Linux); a root not shaped as one is made linear.
         if self.node(dir)?.inode.flags() & FL_INDEX != 0 {
+            if self.dx_set_dotdot(dir, parent)? {
+                return Ok(());
+            }
             self.deindex(dir)?;
         }
         let Some((pblk, usable)) = self.dir_block(dir, 0)? else {
@@ -1639,12 +1650,14 @@ impl<D: BlockDev> FileSystem for Ext<D> {
     fn fsync(&mut self, ino: Ino) -> Result<(), FsError> {
         self.check_mounted()?;
         self.ino32(ino)?;
-        self.sync_all()
+        self.sync_all()?;
+        self.take_writeback_error()
     }
 
     fn sync(&mut self) -> Result<(), FsError> {
         self.check_mounted()?;
-        self.sync_all()
+        self.sync_all()?;
+        self.take_writeback_error()
     }
 
     fn shrink(&mut self) -> Result<(), FsError> {

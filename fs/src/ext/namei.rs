@@ -291,6 +291,34 @@ impl<D: BlockDev> Ext<D> {
         Ok(())
     }
 
+    /// Points the ".." of htree directory `dir` at `parent` in its root block and
+    /// seals the root's `dx_tail` again (the root is read, and verified, first).
+    /// Returns false, changing nothing, when the root is not shaped as one.
+    pub(super) fn dx_set_dotdot(&mut self, dir: u32, parent: u32) -> Result<bool, FsError> {
+        self.dx_refuse_untrusted(dir)?;
+        let root = self.dx_read(dir, 0)?;
+        if htree::countlimit_offset(&root) != Some(0x20) || root.get(18) != Some(&2) {
+            return Ok(false);
+        }
+        let Some((pblk, _)) = self.dir_block(dir, 0)? else {
+            return Ok(false);
+        };
+        let seed_inode = self.node(dir)?.inode.clone();
+        let seed = self.inode_seed(dir, &seed_inode);
+        let csum = self.sb.has_csum();
+        if csum && htree::dx_csum(&root, seed).is_none() {
+            return Ok(false);
+        }
+        let b = self.cache.get_mut(&mut self.dev, pblk)?;
+        put32(b, 12, parent);
+        if csum {
+            if let Some((tail, c)) = htree::dx_csum(b, seed) {
+                put32(b, tail + 4, c);
+            }
+        }
+        Ok(true)
+    }
+
     /// The interior index blocks of htree directory `dir` that `deindex` empties: read,
     /// with the root, and (under metadata_csum) verified; only blocks shaped like
     /// interior nodes. Fails, before anything is changed, if the index is untrusted.

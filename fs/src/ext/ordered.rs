@@ -29,9 +29,11 @@
 //! - The block cache is pinned: dirty metadata never reaches the device outside a
 //!   sync; a mutating call starts with a sync when too much metadata is dirty (so a
 //!   transaction stays a fraction of the journal).
-//! - A transaction larger than the journal (one call dirtying more metadata than
-//!   the log holds) falls back to the ordered writes of the unjournalled case, which
-//!   are not atomic ([`Ext::crash_stats`] counts these).
+//! - An operation larger than the log (one write call of many megabytes, the
+//!   truncate of a large file) commits in several transactions, each consistent
+//!   (`restart.rs`). A transaction larger than the journal still (a journal too
+//!   small for one operation's metadata) falls back to the ordered writes of the
+//!   unjournalled case, which are not atomic ([`Ext::crash_stats`] counts these).
 //!
 //! - A failed write is reported by the device at the next flush (write-behind). Any
 //!   error after the file data (writing the log, the commit block, the checkpoint,
@@ -72,6 +74,9 @@ pub(super) struct CrashState {
     deferred: Vec<(u64, u64)>,
     /// Applying `deferred` (frees go through).
     applying: bool,
+    /// Groups the ranges in `deferred` span, counted per range (an upper bound of
+    /// the bitmaps their frees will change).
+    deferred_groups: usize,
     stats: CrashStats,
 }
 
@@ -114,7 +119,23 @@ impl<D: BlockDev> Ext<D> {
     pub(super) fn crash_mount(&mut self) -> Result<(), FsError> {
         self.cache.pinned = true;
         let j = self.sb.journal_inum();
+        // Journals it cannot write (issue 30, defect 5): Linux fails such a mount;
+        // here it is read-only with the reason (the caller), never written
+        // unjournalled behind the journal's back.
+        if self.sb.compat & COMPAT_HAS_JOURNAL != 0 && j == 0 {
+            self.crash.stats.journal_error = Some(format!(
+                "an external journal (device {:#x}), which Xenlet cannot open",
+                get32(&self.sb.raw, 0xE4)
+            ));
+            return Ok(());
+        }
         if j == 0 {
+            return Ok(());
+        }
+        if self.sb.compat & COMPAT_FAST_COMMIT != 0 {
+            self.crash.stats.journal_error = Some(String::from(
+                "the filesystem's fast_commit feature: jbd2 fast commits are not written",
+            ));
             return Ok(());
         }
         let opened = (|| {
@@ -163,6 +184,13 @@ impl<D: BlockDev> Ext<D> {
         }
         self.cache.forget(start, len);
         self.crash.deferred.push((start, len));
+        let fdb = u64::from(self.sb.first_data_block);
+        let bpg = u64::from(self.sb.blocks_per_group).max(1);
+        let (g0, g1) = (
+            start.saturating_sub(fdb) / bpg,
+            (start + len.max(1) - 1).saturating_sub(fdb) / bpg,
+        );
+        self.crash.deferred_groups += (g1 - g0 + 1) as usize;
         self.touch(); // abort.rs: a change to the running transaction
         true
     }
@@ -189,6 +217,7 @@ impl<D: BlockDev> Ext<D> {
     /// In sync, after file data is written: the frees go to the bitmaps.
     pub(super) fn apply_deferred_frees(&mut self) -> Result<(), FsError> {
         let list = core::mem::take(&mut self.crash.deferred);
+        self.crash.deferred_groups = 0;
         self.crash.applying = true;
         let mut r = Ok(());
         for (s, l) in list {
@@ -203,8 +232,23 @@ impl<D: BlockDev> Ext<D> {
     /// At the start of each mutating call: sync if the dirty metadata could outgrow
     /// a transaction (or the cache).
     pub(super) fn maybe_commit(&mut self) -> Result<(), FsError> {
+        if self.commit_due() {
+            match self.sync_all() {
+                // A full disk (file data or tree blocks without room): the operation
+                // goes on in the running transaction; it may be the one that frees.
+                Err(FsError::NoSpace) => {}
+                r => r?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the running transaction is as large as it should get: the dirty
+    /// metadata, the inodes and groups changed and the bitmaps the deferred frees
+    /// will change could outgrow half the journal (or the cache).
+    pub(super) fn commit_due(&self) -> bool {
         if !self.cache.pinned {
-            return Ok(());
+            return false;
         }
         let dirty = self.cache.dirty_count();
         // Half the cache (at least 64 blocks, so a small budget does not make every
@@ -223,11 +267,9 @@ impl<D: BlockDev> Ext<D> {
                 .filter(|n| n.dirty || n.map_dirty)
                 .count()
             + 3 * self.dirty_groups.len()
+            + 2 * self.crash.deferred_groups
             + 8;
-        if estimate > limit {
-            self.sync_all()?;
-        }
-        Ok(())
+        estimate > limit
     }
 
     /// The superblock's block: (block number, contents with the superblock sealed).

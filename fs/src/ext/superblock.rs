@@ -24,6 +24,8 @@ pub const STATE_ERROR: u16 = 2;
 pub const COMPAT_HAS_JOURNAL: u32 = 0x4;
 /// compat: sparse_super2 (backup groups listed in `s_backup_bgs`).
 pub const COMPAT_SPARSE_SUPER2: u32 = 0x200;
+/// compat: jbd2 fast commits (`fast_commit`).
+pub const COMPAT_FAST_COMMIT: u32 = 0x400;
 
 /// incompat: directory entries record the file type.
 pub const INCOMPAT_FILETYPE: u32 = 0x2;

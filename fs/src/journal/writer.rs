@@ -133,6 +133,12 @@ impl JournalWriter {
                 "writing jbd2 v1 checksums",
             )));
         }
+        if sb.num_fc_blocks != 0 {
+            return Err(FsError::Unsupported(format!(
+                "a jbd2 fast commit area ({} blocks)",
+                sb.num_fc_blocks
+            )));
+        }
         if sb.start != 0 {
             return Err(FsError::Invalid("journal not empty: replay it first"));
         }
