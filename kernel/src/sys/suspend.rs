@@ -97,7 +97,7 @@ pub fn suspend() {
             Ok(false) => {
                 // Before anything reads the time: the clock may be another host's now.
                 clock::resume_pvclock();
-                Outcome::Resumed(xen::resume(), gnttab::resume())
+                Outcome::Resumed(clock::now(), xen::resume(), gnttab::resume())
             }
         }
     });
@@ -111,7 +111,7 @@ pub fn suspend() {
         Outcome::Refused(e) => {
             crate::println!("xenlet: Xen refused the suspend: {e}; running on");
         }
-        Outcome::Resumed(p, g) => {
+        Outcome::Resumed(back, p, g) => {
             RESUMED.fetch_add(1, Ordering::Relaxed);
             match p {
                 Ok(r) => crate::println!(
@@ -147,10 +147,12 @@ pub fn suspend() {
             if let Some(h) = HOOKS.get() {
                 (h.resumed)();
             }
-            let ms = clock::now().saturating_duration_since(start).as_millis() as u64;
+            let now = clock::now();
+            let ms = now.saturating_duration_since(start).as_millis() as u64;
+            let own = now.saturating_duration_since(back).as_millis();
             LAST_MS.store(ms, Ordering::Relaxed);
             crate::println!(
-                "xenlet: resumed ({ms} ms since the suspend began, on this domain's clock)"
+                "xenlet: resumed ({ms} ms since the suspend began, on this domain's clock; {own} ms of it setting up again after the domain ran)"
             );
         }
     }
@@ -162,8 +164,10 @@ enum Outcome {
     Cancelled,
     /// Xen refused the call: nothing happened.
     Refused(xenlet_xen::XenError),
-    /// Returned 0 in a new domain; the platform and grant table set up again.
+    /// Returned 0 in a new domain (at that time); the platform and grant table set
+    /// up again.
     Resumed(
+        clock::Instant,
         Result<xen::Resumed, xen::XenInitError>,
         Result<u32, xenlet_xen::XenError>,
     ),
