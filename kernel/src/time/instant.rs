@@ -171,7 +171,10 @@ mod tests {
         let last = 50_000_000_000u64;
         // the same host, 30 s later: system time 180 s, the offset stays and the
         // 30 s of downtime show
-        assert_eq!(resumed_offset(180_000_000_000, off, last), (off, 30_000_000_000));
+        assert_eq!(
+            resumed_offset(180_000_000_000, off, last),
+            (off, 30_000_000_000)
+        );
         // another host up for 10 s only: our time goes on from 50 s, not back to 0
         let (o, step) = resumed_offset(10_000_000_000, off, last);
         assert_eq!(step, 0);
