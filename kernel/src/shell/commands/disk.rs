@@ -335,10 +335,11 @@ pub(super) fn lsblk(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResu
 
 pub(super) fn sync(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     use xenlet_drivers::blkfront::{BlockDevice, BlockOp};
-    let mut res = Ok(());
+    // every failure is said (the filesystems' and each disk's), not only the last
+    let mut failures: alloc::vec::Vec<String> = alloc::vec::Vec::new();
     if args.is_empty() {
         if let Err(e) = fscmds::sync_filesystems() {
-            res = Err(CmdError::failed(e));
+            failures.push(e);
         }
     }
     let mut flush = |d: &mut crate::dev::frontends::Disk| {
@@ -346,7 +347,7 @@ pub(super) fn sync(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResul
         match crate::dev::frontends::run_one(d, BlockOp::Flush, 0) {
             Ok(()) => {}
             Err(xenlet_drivers::blkfront::BlockError::NotSupported) => {}
-            Err(e) => res = Err(CmdError::failed(alloc::format!("{name}: {e}"))),
+            Err(e) => failures.push(alloc::format!("{name}: {e}")),
         }
     };
     if args.is_empty() {
@@ -359,7 +360,11 @@ pub(super) fn sync(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResul
         }
     }
     let _ = out; // GNU sync prints nothing on success
-    res
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(CmdError::failed(failures.join("; ")))
+    }
 }
 
 pub(super) fn discard(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResult {
