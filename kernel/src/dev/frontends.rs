@@ -486,9 +486,12 @@ pub fn resume_disks() -> Vec<String> {
     let mut lines = Vec::new();
     for disk in DISKS.lock().iter_mut() {
         let name = disk.info().name.clone();
-        lines.push(match disk.resume() {
+        let t = clock::now();
+        let r = disk.resume();
+        let ms = t.elapsed().as_millis();
+        lines.push(match r {
             Ok(n) => alloc::format!(
-                "{name} reconnected (port {}){}",
+                "{name} reconnected in {ms} ms (port {}){}",
                 disk.port().0,
                 if n > 0 {
                     alloc::format!(", {n} request(s) sent again")

@@ -267,11 +267,14 @@ pub fn resume_vifs() -> Vec<String> {
     let mut lines = Vec::new();
     for n in stack.ifs.iter_mut() {
         let name = n.name.clone();
-        match n.link.inner.resume() {
+        let t = clock::now();
+        let r = n.link.inner.resume();
+        let ms = t.elapsed().as_millis();
+        match r {
             Ok(lost) => {
                 let announced = n.announce();
                 lines.push(format!(
-                    "{name} reconnected{}; {announced} address(es) announced",
+                    "{name} reconnected in {ms} ms{}; {announced} address(es) announced",
                     if lost > 0 {
                         format!(", {lost} send(s) lost")
                     } else {

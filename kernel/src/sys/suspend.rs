@@ -125,9 +125,12 @@ pub fn suspend() {
                 Ok(n) => crate::println!("xenlet: grant table: {n} frame(s) mapped again"),
                 Err(e) => crate::println!("xenlet: grant table not mapped again: {e}"),
             }
-            match xenstore::resume() {
+            let t = clock::now();
+            let xs = xenstore::resume();
+            let xs_ms = t.elapsed().as_millis();
+            match xs {
                 Ok(r) => crate::println!(
-                    "xenlet: xenstore: reconnected on event channel {}, {} watch(es) set again{}{}",
+                    "xenlet: xenstore: reconnected on event channel {}, {} watch(es) set again in {xs_ms} ms{}{}",
                     r.port.0,
                     r.watches,
                     if r.refused > 0 {

@@ -774,9 +774,9 @@ const SUSPEND_ROUTER_STEPS: &[Step] = steps![
         &[
             r"xenlet: resumed in a new domain",
             r"xenlet: xenstore: reconnected on event channel \d+",
-            r"blkfront: xvdb reconnected",
-            r"netfront: eth0 reconnected(, \d+ send\(s\) lost)?; 1 address\(es\) announced",
-            r"netfront: eth1 reconnected(, \d+ send\(s\) lost)?; 1 address\(es\) announced",
+            r"blkfront: xvdb reconnected in \d+ ms",
+            r"netfront: eth0 reconnected in \d+ ms(, \d+ send\(s\) lost)?; 1 address\(es\) announced",
+            r"netfront: eth1 reconnected in \d+ ms(, \d+ send\(s\) lost)?; 1 address\(es\) announced",
         ],
         30,
     ),
