@@ -198,7 +198,11 @@ fn setup_task() -> Result<()> {
 /// disk untouched) and a disk-to-disk copy onto blkback, `router-busy` the same router forwarding, answering DNS and DHCP while its console
 /// runs `sleep`, `dd`, `sha256sum` and `cp -r`,
 /// `triple-pvh` the negative control of the flake's evidence (a triple fault that is
-/// the guest's own must be judged so; `xen-pvh` checks the same reader live). Scenarios
+/// the guest's own must be judged so; `xen-pvh` checks the same reader live),
+/// `fs-fault-pvh` a full disk and a disk whose writes fail (read-only with the reason,
+/// e2fsck repairs it, synced data whole), `router-reattach` a router's vif detached
+/// and attached again, `suspend-router` a router saved, restored, checkpointed and
+/// migrated with a TCP connection through it. Scenarios
 /// that boot the disk image meet the nested-SVM flake (about one boot in four), so
 /// CI keeps to one of them; `cargo xtask testbed run all` runs everything.
 const XEN_TEST_SCENARIOS: &[&str] = &[
@@ -213,6 +217,9 @@ const XEN_TEST_SCENARIOS: &[&str] = &[
     "router-xenlet",
     "router-busy",
     "router-small",
+    "router-reattach",
+    "suspend-router",
+    "fs-fault-pvh",
     "triple-pvh",
 ];
 /// Whole-session retries for the test bed in `cargo xtask test`: a safety net for the
