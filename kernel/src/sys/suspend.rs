@@ -7,9 +7,10 @@
 //!   on, every ring, grant and channel still in place; nothing to redo.
 //! - **resumed** (returns 0: `xl restore`, the far end of `xl migrate`): memory is as
 //!   it was, everything Xen-side is new. In order, as Linux's `do_suspend` and
-//!   Mini-OS's `kernel_suspend`: the clock first (nothing may read time before it is
-//!   adjusted), the platform (shared info, upcall vector, `VIRQ_TIMER`, the console's
-//!   channel), the grant table's frames, interrupts on, XenStore (its new channel, the
+//!   Mini-OS's `kernel_suspend`: the platform (shared info, upcall vector,
+//!   `VIRQ_TIMER`, the console's channel), the clock (pvclock's records are in the
+//!   shared info page; nothing may read the time before it is adjusted), the grant
+//!   table's frames, interrupts on, XenStore (its new channel, the
 //!   watches set again), the emulated devices unplugged again (a new device model),
 //!   then every frontend reconnects to its (new) backend and the network announces
 //!   where it is now.
@@ -95,9 +96,12 @@ pub fn suspend() {
             Ok(true) => Outcome::Cancelled,
             Err(e) => Outcome::Refused(e),
             Ok(false) => {
-                // Before anything reads the time: the clock may be another host's now.
+                // The shared info page first: until it is mapped again, the page at
+                // its frame holds the old domain's time records. Then the clock,
+                // before anything reads the time (it may be another host's now).
+                let p = xen::resume();
                 clock::resume_pvclock();
-                Outcome::Resumed(clock::now(), xen::resume(), gnttab::resume())
+                Outcome::Resumed(clock::now(), p, gnttab::resume())
             }
         }
     });

@@ -267,7 +267,8 @@ pub struct Resumed {
 /// again and takes the PV console's new event channel (Linux's
 /// `xen_hvm_post_suspend`, Mini-OS's `arch_post_suspend`). Every other event channel
 /// is gone: their owners (XenStore, the frontends) take new ones. Called with
-/// interrupts off; the caller turns them on after.
+/// interrupts off, before anything reads the time (the clock's records are in the
+/// shared info page); the caller turns them on after.
 pub fn resume() -> Result<Resumed, XenInitError> {
     let Some(x) = XEN.get() else {
         return Ok(Resumed {
