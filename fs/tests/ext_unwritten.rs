@@ -175,3 +175,51 @@ fn mixed_initialised_and_unwritten_extents_split() {
     assert_eq!(e.matches("Uninit").count(), 2, "{e}");
     check(&[(0, &a), (20 * bs, &c)]);
 }
+
+/// A disk that fails every write from some point (dm-flakey's `error_writes` under
+/// the real-Xen `fs-fault-pvh`): a copy's data and the syncs after it fail; the
+/// sync that gets to the metadata commit finds the journal unwritable and aborts:
+/// the filesystem goes read-only with its reason (it does not stay writable,
+/// failing every sync for ever), reads go on, and a file synced before is whole.
+#[test]
+fn a_disk_failing_every_write_ends_in_an_abort_not_endless_eio() {
+    let t = TempDir::new("unwritten-dead");
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 1024, "16M", None, &[]);
+    let mut fs = mount_counting(&img);
+    let root = fs.root();
+    let kept = Rng(5).bytes(64 * 1024);
+    let k = fs.create(root, "synced", 0o644).unwrap();
+    fs.write(k, 0, &kept).unwrap();
+    fs.sync().unwrap();
+    let from = fs.device().faults.writes;
+    fs.device_mut().faults.lose_writes_from = Some(from);
+    let d = fs.mkdir(root, "dst", 0o755).unwrap();
+    for i in 0..20 {
+        let data = Rng(100 + i).bytes(32 * 1024);
+        match fs.create(d, &format!("f{i}"), 0o644) {
+            Ok(f) => {
+                let _ = fs.write(f, 0, &data);
+            }
+            Err(_) => break,
+        }
+    }
+    let mut results = Vec::new();
+    for _ in 0..4 {
+        results.push(fs.sync());
+        if fs.error().is_some() {
+            break;
+        }
+    }
+    assert!(
+        fs.error().is_some(),
+        "still writable after {} failing syncs: {results:?}",
+        results.len()
+    );
+    assert!(fs.read_only());
+    assert!(matches!(
+        fs.create(root, "after", 0o644),
+        Err(FsError::ReadOnly)
+    ));
+    assert_eq!(read_all(&mut fs, k), kept);
+}
