@@ -545,8 +545,9 @@ const FS_FAULT_STEPS: &[Step] = &[
     // reports a writeback error) and goes on to commit the metadata, whose journal
     // writes fail too: the transaction is aborted; a second sync is refused
     cmd("sync", &[r"(Input/output error|Read-only file system)"], 120),
-    cmd("sync", &[r"(Input/output error|Read-only file system)"], 120),
+    // said from the shell loop, after the prompt
     wait_output(r"vfs: /mnt \(/dev/xvdb\): .*read-only", 30),
+    cmd("sync", &[r"Read-only file system"], 120),
     cmd("touch /mnt/after", &[r"Read-only file system"], 30),
     cmd("sha256sum /mnt/synced", &[r"^${SUM}  /mnt/synced$"], 60),
     cmd("ls /mnt/src", &[r"f300"], 30),
