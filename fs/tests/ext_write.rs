@@ -510,7 +510,7 @@ fn set_fail(fs: &mut Ext<Counting<FileDisk>>, on: bool) {
 
 /// Names added to an htree directory go into the leaf their hash selects while it has
 /// room (the index stays; e2fsck checks every name's hash against its leaf's range),
-/// then the directory turns linear.
+/// and a full leaf is split (issue 30, defect 8): the index stays.
 #[test]
 fn htree_inserts_keep_the_index() {
     for (kind, bs, alg) in [

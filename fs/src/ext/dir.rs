@@ -219,6 +219,32 @@ pub fn try_insert(
     Ok(false)
 }
 
+/// Rewrites `dst` as a block holding the live records of `src` at offsets `offs`,
+/// in that order, packed from the start; the last one spans to `usable` (an empty
+/// list gives an empty block). The caller checked that they fit.
+pub fn pack(dst: &mut [u8], usable: usize, src: &[u8], offs: &[usize]) {
+    init_empty(dst, usable);
+    let mut at = 0;
+    for (i, &o) in offs.iter().enumerate() {
+        let name_len = *src.get(o + 6).unwrap_or(&0) as usize;
+        let name = src.get(o + 8..o + 8 + name_len).unwrap_or(&[]);
+        let len = if i + 1 == offs.len() {
+            usable - at
+        } else {
+            rec_len_for(name_len)
+        };
+        write_rec(
+            dst,
+            at,
+            get32(src, o),
+            len,
+            name,
+            *src.get(o + 7).unwrap_or(&0),
+        );
+        at += len;
+    }
+}
+
 /// Removes `name` from the block; returns its inode if it was there.
 pub fn remove(block: &mut [u8], usable: usize, name: &[u8]) -> Result<Option<u32>, FsError> {
     let recs = records(block, usable)?;

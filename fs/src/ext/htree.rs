@@ -4,13 +4,23 @@
 //! for an index too large to keep flattened, `walk_candidates` each time), falling
 //! back to a linear scan when the index cannot be followed.
 //!
-//! Changes keep the index while it stays valid without being rewritten: a new name
-//! goes into the leaf its hash selects (`find_leaf`) as long as that leaf has room;
-//! removing a name only edits its leaf; a moved directory's ".." is changed in the
-//! root and the root's `dx_tail` sealed again (`dx_set_dotdot`). There is no leaf
-//! split: when the selected leaf is full (or the index is one `find_leaf` does not
-//! follow), the directory is made linear first (`deindex`): the root becomes a plain "."/".." block and
-//! interior index blocks become empty blocks (each with a checksum tail), then
+//! Changes keep the index, as Linux's `ext4_dx_add_entry` (`Ext::htree_insert`): a
+//! new name goes into the leaf its hash selects (`find_path`); a full leaf is split
+//! (`split_leaf`: sorted by hash, the upper half size-wise moves to a new block at the
+//! end of the directory, whose start hash, with the continuation bit when one hash
+//! spans both leaves, is inserted after the old leaf's in the index); a full index
+//! node is split first (its upper half to a new node entered in its parent), and a
+//! full root moves its entries to a new node below it (one more indirect level): up
+//! to 2 index levels, 3 with `large_dir`; past that the directory is full (ENOSPC,
+//! as Linux's "Directory index full!"). The blocks a name needs are counted and
+//! refused with ENOSPC before anything changes, and each step leaves a valid index.
+//! A linear directory of one full block is indexed (`make_indexed_dir`): its names
+//! move to a new block 1 and block 0 becomes the dx root. Removing a name only edits
+//! its leaf; a moved directory's ".." is changed in the root and the root's
+//! `dx_tail` sealed again (`dx_set_dotdot`). Only an index `find_path` does not
+//! follow (a hash it does not compute, a node not shaped as one) makes the directory
+//! linear first (`deindex`): the root becomes a plain "."/".." block and interior
+//! index blocks become empty blocks (each with a checksum tail), then
 //! `EXT4_INDEX_FL` is cleared; e2fsck accepts the result as a linear directory
 //! (`e2fsck -D` indexes it again).
 //!
@@ -18,12 +28,11 @@
 //! array with a `dx_tail` whose checksum ([`dx_csum`]) is checked whenever the index
 //! is followed. An index that fails it is not trusted: lookups scan the directory
 //! linearly (each leaf has its own checked tail), and changes to the directory are
-//! refused with `FsError::Corrupt` rather than de-indexing over a damaged index
-//! (Linux refuses both with EFSBADCRC; `e2fsck -fD` rebuilds the index). The only
-//! index block written is the root, for its ".."; leaves are edited in place and
-//! `deindex` turns index blocks into linear blocks with their own tails.
+//! refused with `FsError::Corrupt` rather than growing or de-indexing a damaged index
+//! (Linux refuses both with EFSBADCRC; `e2fsck -fD` rebuilds the index). Every
+//! index block written gets its `dx_tail` sealed again (`seal`); leaves get theirs.
 
-use super::csum::{get16, get32};
+use super::csum::{get16, get32, put16, put32};
 use crate::crc32c::crc32c;
 use crate::error::FsError;
 use alloc::vec::Vec;
@@ -302,23 +311,53 @@ pub fn name_hash(name: &[u8], version: u8, seed: [u32; 4]) -> Option<u32> {
     })
 }
 
+/// One index block on the path from the root to a leaf ([`find_path`]): its logical
+/// block (0 for the root), where its count/limit header is, its count and limit, and
+/// the entry taken.
+#[derive(Clone, Copy, Debug)]
+pub struct Frame {
+    /// Logical block of the index block.
+    pub lblk: u32,
+    /// Offset of its count/limit header (0x20 in the root, 8 in a node).
+    pub at: usize,
+    /// Entries used.
+    pub count: usize,
+    /// Entries it has room for.
+    pub limit: usize,
+    /// The entry followed.
+    pub idx: usize,
+}
+
+impl Frame {
+    /// Whether it has no room for another entry.
+    pub fn full(&self) -> bool {
+        self.count >= self.limit
+    }
+}
+
 /// Follows the index from the root block to the leaf whose hash range holds `hash`:
-/// `read` gives a logical block's bytes. Returns the leaf's logical block, or `None`
-/// if the index is not one we can follow.
-pub fn find_leaf(
+/// `read` gives a logical block's bytes. Returns the index blocks on the way (root
+/// first) and the leaf's logical block, or `None` if the index is not one we can
+/// follow (up to 3 levels, as Linux with `large_dir`; every node shaped as one).
+pub fn find_path(
     root: &[u8],
     hash: u32,
     nblocks: u64,
     read: &mut dyn FnMut(u32) -> Result<Vec<u8>, FsError>,
-) -> Result<Option<u32>, FsError> {
+) -> Result<Option<(Vec<Frame>, u32)>, FsError> {
     let levels = *root.get(0x1E).unwrap_or(&0);
     let info_len = *root.get(0x1D).unwrap_or(&0) as usize;
     if levels > 2 || info_len != 8 || *root.get(0x1C).unwrap_or(&0xFF) > 5 {
         return Ok(None);
     }
+    if countlimit_offset(root) != Some(0x20) {
+        return Ok(None);
+    }
+    let mut frames: Vec<Frame> = Vec::with_capacity(levels as usize + 1);
     let mut block: Vec<u8>;
     let mut node: &[u8] = root;
     let mut at = 0x18 + info_len;
+    let mut lblk = 0u32;
     for level in 0..=levels {
         let limit = get16(node, at) as usize;
         let count = get16(node, at + 2) as usize;
@@ -335,18 +374,148 @@ pub fn find_leaf(
                 lo = mid + 1;
             }
         }
-        let child = get32(node, at + 8 * (lo - 1) + 4) & 0x0FFF_FFFF;
-        if child as u64 >= nblocks || child == 0 {
+        let idx = lo - 1;
+        frames.push(Frame {
+            lblk,
+            at,
+            count,
+            limit,
+            idx,
+        });
+        let child = get32(node, at + 8 * idx + 4) & 0x0FFF_FFFF;
+        if child as u64 >= nblocks || child == 0 || frames.iter().any(|f| f.lblk == child) {
             return Ok(None);
         }
         if level == levels {
-            return Ok(Some(child));
+            return Ok(Some((frames, child)));
         }
         block = read(child)?;
+        if countlimit_offset(&block) != Some(8) {
+            return Ok(None);
+        }
         node = &block;
         at = 8;
+        lblk = child;
     }
     Ok(None)
+}
+
+/// Entries a dx root has room for (Linux `dx_root_limit`): after the "." and ".."
+/// records and the `dx_root_info`, less the `dx_tail` under metadata_csum.
+pub fn root_limit(bs: usize, csum: bool) -> usize {
+    (bs - 0x20 - if csum { DX_TAIL } else { 0 }) / 8
+}
+
+/// Entries an interior dx node has room for (Linux `dx_node_limit`).
+pub fn node_limit(bs: usize, csum: bool) -> usize {
+    (bs - 8 - if csum { DX_TAIL } else { 0 }) / 8
+}
+
+/// Makes `b` an empty interior index node: one unused record over the whole block
+/// (a 64 KiB block encodes its length as 0xFFFF), count 0 and the node limit.
+pub fn init_node(b: &mut [u8], csum: bool) {
+    let bs = b.len();
+    b.fill(0);
+    put16(b, 4, if bs >= 65536 { 0xFFFF } else { bs as u16 });
+    put16(b, 8, node_limit(bs, csum) as u16);
+}
+
+/// Makes `b` a dx root for directory `dir` whose parent is `parent`, with hash
+/// `version` and one entry pointing at `leaf` (Linux `make_indexed_dir`).
+pub fn init_root(b: &mut [u8], dir: u32, parent: u32, version: u8, leaf: u32, csum: bool) {
+    let bs = b.len();
+    b.fill(0);
+    put32(b, 0, dir);
+    put16(b, 4, 12);
+    b[6] = 1;
+    b[7] = 2;
+    b[8] = b'.';
+    put32(b, 12, parent);
+    put16(b, 16, (bs - 12).min(0xFFFF) as u16);
+    b[18] = 2;
+    b[19] = 2;
+    b[20] = b'.';
+    b[21] = b'.';
+    b[0x1C] = version;
+    b[0x1D] = 8;
+    put16(b, 0x20, root_limit(bs, csum) as u16);
+    put16(b, 0x22, 1);
+    put32(b, 0x24, leaf);
+}
+
+/// Sets the count of the index block whose header is at `at`.
+pub fn set_count(b: &mut [u8], at: usize, count: usize) {
+    put16(b, at + 2, count as u16);
+}
+
+/// Inserts entry (`hash`, `blk`) at position `pos` (> 0) of the index block whose
+/// header is at `at`, shifting the later ones up (Linux `dx_insert_block`). The
+/// caller checked that it has room.
+pub fn insert_entry(b: &mut [u8], at: usize, pos: usize, hash: u32, blk: u32) {
+    let count = get16(b, at + 2) as usize;
+    let from = at + 8 * pos;
+    let to = at + 8 * count;
+    b.copy_within(from..to, from + 8);
+    put32(b, from, hash);
+    put32(b, from + 4, blk);
+    set_count(b, at, count + 1);
+}
+
+/// Writes the `dx_tail` of an index block: `dt_reserved` zero and the checksum
+/// (see [`dx_csum`]); nothing when the block has no room for one.
+pub fn seal(b: &mut [u8], seed: u32) {
+    if let Some((tail, _)) = dx_csum(b, seed) {
+        put32(b, tail, 0);
+        if let Some((tail, c)) = dx_csum(b, seed) {
+            put32(b, tail + 4, c);
+        }
+    }
+}
+
+/// How a full leaf is split ([`split_leaf`]): the records, in hash order, that stay
+/// and those that move, and the start hash of the new leaf (with the continuation
+/// bit when its first hash is also the last of the old one).
+pub struct Split {
+    /// (hash, offset of the record in the old block) that stay.
+    pub low: Vec<(u32, usize)>,
+    /// Those that move to the new leaf.
+    pub high: Vec<(u32, usize)>,
+    /// The new index entry's hash.
+    pub hash2: u32,
+}
+
+/// Splits the live records of a leaf, given as (hash, offset, bytes needed), in the
+/// middle size-wise as Linux's `do_split`: records are sorted by hash and moved to
+/// the new leaf from the top while less than half of the next one would cross half
+/// the block. `None` with fewer than two records.
+pub fn split_leaf(mut recs: Vec<(u32, usize, usize)>, bs: usize) -> Option<Split> {
+    let count = recs.len();
+    if count < 2 {
+        return None;
+    }
+    recs.sort_by_key(|&(h, off, _)| (h, off));
+    let (mut size, mut moved) = (0usize, 0usize);
+    let mut i = count;
+    while i > 0 {
+        let r = recs[i - 1].2;
+        if size + r / 2 > bs / 2 {
+            break;
+        }
+        size += r;
+        moved += 1;
+        i -= 1;
+    }
+    let mut split = if i > 0 { count - moved } else { count / 2 };
+    split = split.clamp(1, count - 1);
+    let hash2 = recs[split].0;
+    let continued = hash2 == recs[split - 1].0;
+    let low = recs[..split].iter().map(|&(h, o, _)| (h, o)).collect();
+    let high = recs[split..].iter().map(|&(h, o, _)| (h, o)).collect();
+    Some(Split {
+        low,
+        high,
+        hash2: hash2 | continued as u32,
+    })
 }
 
 /// What [`flatten`] made of an index.

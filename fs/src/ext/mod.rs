@@ -9,9 +9,9 @@
 //! What is handled: 1 KiB to 64 KiB blocks; 32- and 64-byte group descriptors; flex_bg;
 //! sparse_super/sparse_super2; lazily initialised groups (`BLOCK_UNINIT`,
 //! `INODE_UNINIT`, `bg_itable_unused`); extent trees of any depth and ext2/3 indirect
-//! block maps; linear and htree directories (lookups follow the hash index; a new
-//! name goes into the leaf its hash selects while that leaf has room, and a full leaf
-//! makes the directory linear: no leaf split, see `htree.rs`);
+//! block maps; linear and htree directories (lookups follow the hash index; names are
+//! added as Linux's `ext4_dx_add_entry`: leaf and index splits, a directory indexed
+//! once it outgrows one block, see `htree.rs`);
 //! metadata_csum (superblock, descriptors, bitmaps, inodes, extent blocks, directory
 //! blocks and htree index blocks: an index failing its checksum is not followed,
 //! lookups scan instead and changes to that directory are refused) and gdt_csum. Unknown incompatible features refuse the mount, unknown

@@ -337,8 +337,16 @@ impl<D: BlockDev> Ext<D> {
         Ok(interior)
     }
 
-    /// Adds `name` to the htree leaf its hash belongs to, if that leaf has room (the
-    /// index stays valid). Returns false when it cannot (then the caller de-indexes).
+    /// Adds `name` to htree directory `dir` as Linux's `ext4_dx_add_entry`: into the
+    /// leaf its hash selects; a full leaf is split (the upper half of its hashes
+    /// moves to a new leaf, whose start hash goes into the index after the old one's,
+    /// with the continuation bit when a hash spans both); a full index node is split
+    /// first (its upper half to a new node, entered in its parent), and a full root
+    /// gets a level below it, up to 2 index levels (3 with `large_dir`); past that
+    /// the directory is full: ENOSPC, as Linux. The blocks all this needs are
+    /// counted, and refused with ENOSPC, before anything changes; each step leaves
+    /// a valid index. Returns false, changing nothing, for an index it does not
+    /// follow (then the caller de-indexes).
     pub(super) fn htree_insert(
         &mut self,
         dir: u32,
@@ -347,30 +355,278 @@ impl<D: BlockDev> Ext<D> {
         ftype: u8,
     ) -> Result<bool, FsError> {
         self.dx_refuse_untrusted(dir)?;
-        let nb = self.dir_blocks(dir)?;
-        let root = self.dx_read(dir, 0)?;
+        let bs = self.sb.block_size as usize;
+        let csum = self.sb.has_csum();
+        let seed_inode = self.node(dir)?.inode.clone();
+        let iseed = self.inode_seed(dir, &seed_inode);
+        let max_levels = if self.sb.incompat & INCOMPAT_LARGEDIR != 0 {
+            3
+        } else {
+            2
+        };
+        let mut root = self.dx_read(dir, 0)?;
         let Some(hash) = self.dx_hash(&root, name) else {
             return Ok(false);
         };
-        let leaf = htree::find_leaf(&root, hash, nb, &mut |l| self.dx_read(dir, l))?;
-        let Some(leaf) = leaf else { return Ok(false) };
-        let Some((pblk, usable)) = self.dir_block(dir, leaf as u64)? else {
+        let mut room_checked = false;
+        // A split makes room for any name (a leaf is at most half full after it);
+        // growing the index takes one step per level: more rounds is a bad index.
+        for _ in 0..8 {
+            let nb = self.dir_blocks(dir)?;
+            let path = htree::find_path(&root, hash, nb, &mut |l| self.dx_read(dir, l))?;
+            let Some((frames, leaf)) = path else {
+                return Ok(false);
+            };
+            let Some((pblk, usable)) = self.dir_block(dir, leaf as u64)? else {
+                return Ok(false);
+            };
+            if csum && usable == bs {
+                return Ok(false); // an index block where a leaf should be
+            }
+            let mut b = self.cache.get(&mut self.dev, pblk)?.to_vec();
+            if dir::try_insert(&mut b, usable, name, ino, ftype)? {
+                if csum {
+                    dir::set_tail(&mut b, iseed);
+                }
+                self.cache.get_mut(&mut self.dev, pblk)?.copy_from_slice(&b);
+                self.touch_dir(dir)?;
+                return Ok(true);
+            }
+            // Every index block on the path must be one we can rewrite.
+            let mut nodes = Vec::with_capacity(frames.len());
+            for f in &frames {
+                let blk = if f.lblk == 0 {
+                    root.clone()
+                } else {
+                    self.dx_read(dir, f.lblk)?
+                };
+                if csum && htree::dx_csum(&blk, iseed).is_none() {
+                    return Ok(false);
+                }
+                nodes.push(blk);
+            }
+            let full = frames.iter().rev().take_while(|f| f.full()).count();
+            if full == frames.len() && frames.len() >= max_levels {
+                return Err(FsError::NoSpace); // "Directory index full!"
+            }
+            if !room_checked {
+                self.dir_room(dir, nb, 1 + full as u64)?;
+                room_checked = true;
+            }
+            if full == frames.len() {
+                // A level below the root: its entries move to a new node.
+                let count = frames[0].count;
+                let (lblk, p) = self.dir_append(dir)?;
+                let mut node = vec![0u8; bs];
+                htree::init_node(&mut node, csum);
+                node[8..8 + 8 * count].copy_from_slice(&root[0x20..0x20 + 8 * count]);
+                csum::put16(&mut node, 8, htree::node_limit(bs, csum) as u16);
+                htree::set_count(&mut node, 8, count);
+                if csum {
+                    htree::seal(&mut node, iseed);
+                }
+                self.cache.get_mut(&mut self.dev, p)?.copy_from_slice(&node);
+                htree::set_count(&mut root, 0x20, 1);
+                put32(&mut root, 0x24, lblk);
+                root[0x1E] += 1;
+                self.dx_write(dir, 0, &mut root, iseed)?;
+            } else if full > 0 {
+                // Split the highest full node; its parent has room.
+                let k = frames.len() - full;
+                let f = frames[k];
+                let (c1, c2) = (f.count / 2, f.count - f.count / 2);
+                let mut old = core::mem::take(&mut nodes[k]);
+                let hash2 = get32(&old, 8 + 8 * c1);
+                let (lblk, p) = self.dir_append(dir)?;
+                let mut node = vec![0u8; bs];
+                htree::init_node(&mut node, csum);
+                node[8..8 + 8 * c2].copy_from_slice(&old[8 + 8 * c1..8 + 8 * f.count]);
+                csum::put16(&mut node, 8, htree::node_limit(bs, csum) as u16);
+                htree::set_count(&mut node, 8, c2);
+                if csum {
+                    htree::seal(&mut node, iseed);
+                }
+                self.cache.get_mut(&mut self.dev, p)?.copy_from_slice(&node);
+                htree::set_count(&mut old, 8, c1);
+                self.dx_write(dir, f.lblk, &mut old, iseed)?;
+                let pf = frames[k - 1];
+                let mut parent = core::mem::take(&mut nodes[k - 1]);
+                htree::insert_entry(&mut parent, pf.at, pf.idx + 1, hash2, lblk);
+                self.dx_write(dir, pf.lblk, &mut parent, iseed)?;
+                if pf.lblk == 0 {
+                    root = parent;
+                }
+            } else {
+                // Split the leaf.
+                let mut recs = Vec::new();
+                for r in dir::records(&b, usable)? {
+                    if r.inode == 0 {
+                        continue;
+                    }
+                    let Some(h) = self.dx_hash(&root, r.name(&b)) else {
+                        return Ok(false);
+                    };
+                    recs.push((h, r.off, dir::rec_len_for(r.name_len)));
+                }
+                let Some(split) = htree::split_leaf(recs, bs) else {
+                    return Ok(false);
+                };
+                let low: Vec<usize> = split.low.iter().map(|&(_, o)| o).collect();
+                let high: Vec<usize> = split.high.iter().map(|&(_, o)| o).collect();
+                let (lblk, p) = self.dir_append(dir)?;
+                let mut nb2 = vec![0u8; bs];
+                dir::pack(&mut nb2, usable, &b, &high);
+                let mut nb1 = vec![0u8; bs];
+                dir::pack(&mut nb1, usable, &b, &low);
+                if csum {
+                    dir::set_tail(&mut nb1, iseed);
+                    dir::set_tail(&mut nb2, iseed);
+                }
+                self.cache.get_mut(&mut self.dev, p)?.copy_from_slice(&nb2);
+                self.cache
+                    .get_mut(&mut self.dev, pblk)?
+                    .copy_from_slice(&nb1);
+                let f = frames[frames.len() - 1];
+                let mut parent = nodes.pop().unwrap_or_default();
+                htree::insert_entry(&mut parent, f.at, f.idx + 1, split.hash2, lblk);
+                self.dx_write(dir, f.lblk, &mut parent, iseed)?;
+                if f.lblk == 0 {
+                    root = parent;
+                }
+            }
+            let n = self.node(dir)?;
+            n.dx = None;
+            n.dx_large = false;
+        }
+        Ok(false)
+    }
+
+    /// Writes index block `lblk` of `dir` (read and checked before), sealing its
+    /// `dx_tail` under metadata_csum.
+    fn dx_write(&mut self, dir: u32, lblk: u32, b: &mut [u8], seed: u32) -> Result<(), FsError> {
+        if self.sb.has_csum() {
+            htree::seal(b, seed);
+        }
+        let Some((p, _)) = self.dir_block(dir, lblk as u64)? else {
+            return Err(corrupt(format!(
+                "directory {dir}: index block {lblk} is a hole"
+            )));
+        };
+        let dst = self.cache.get_mut(&mut self.dev, p)?;
+        if dst.len() != b.len() {
+            return Err(corrupt(format!("directory {dir}: index block {lblk}")));
+        }
+        dst.copy_from_slice(b);
+        Ok(())
+    }
+
+    /// Fails with ENOSPC unless directory `dir` of `nb` blocks can grow by `n`
+    /// blocks (checked before a change that needs them, so none is half done).
+    fn dir_room(&mut self, dir: u32, nb: u64, n: u64) -> Result<(), FsError> {
+        let bs = self.sb.block_size as usize;
+        let is_ext = self.node(dir)?.inode.flags() & FL_EXTENTS != 0;
+        if !is_ext && nb + n > blockmap::max_blocks(bs) || nb + n > 0x0FFF_FFFF {
+            return Err(FsError::NoSpace);
+        }
+        if self.free_blocks.saturating_sub(self.reserved) < self.resv_blocks() / 2 + n + 1 {
+            return Err(FsError::NoSpace);
+        }
+        Ok(())
+    }
+
+    /// Adds a block at the end of directory `dir` (its contents zero, for the caller
+    /// to fill): its logical and physical block.
+    fn dir_append(&mut self, dir: u32) -> Result<(u32, u64), FsError> {
+        let nb = self.dir_blocks(dir)?;
+        let bs = self.sb.block_size as usize;
+        let is_ext = self.node(dir)?.inode.flags() & FL_EXTENTS != 0;
+        if !is_ext && nb >= blockmap::max_blocks(bs) || nb >= 0x0FFF_FFFF {
+            return Err(FsError::NoSpace);
+        }
+        let goal = {
+            let g = self.group_start(self.group_of(dir));
+            self.map_of(dir)?
+                .map
+                .as_ref()
+                .and_then(|m| m.goal_for(nb))
+                .unwrap_or(g)
+        };
+        let p = self.alloc_new_block(goal)?;
+        self.cache.get_new(&mut self.dev, p)?.fill(0);
+        let n = self.map_of(dir)?;
+        if let Some(m) = n.map.as_mut() {
+            m.insert(nb, p, 1);
+        }
+        n.map_dirty = true;
+        n.inode.set_size((nb + 1) * bs as u64);
+        n.dirty = true;
+        Ok((nb as u32, p))
+    }
+
+    /// Makes linear directory `dir` of one full block indexed, as Linux's
+    /// `make_indexed_dir`: its names move to a new block 1 and block 0 becomes a dx
+    /// root pointing at it (the caller then inserts through the index, splitting
+    /// block 1 if need be). Returns false, changing nothing, when the filesystem
+    /// does not index directories (no `dir_index`, a hash we do not compute) or block
+    /// 0 does not start with "." and "..".
+    fn make_indexed(&mut self, dir: u32) -> Result<bool, FsError> {
+        let version = self.sb.raw.get(0xFC).copied().unwrap_or(0xFF);
+        let flags = self.node(dir)?.inode.flags();
+        // EXT4_ENCRYPT_FL, EXT4_CASEFOLD_FL: names hashed otherwise.
+        if self.sb.compat & COMPAT_DIR_INDEX == 0
+            || version > 2
+            || flags & (0x800 | 0x4000_0000 | FL_INLINE_DATA) != 0
+        {
+            return Ok(false);
+        }
+        let Some((p0, usable0)) = self.dir_block(dir, 0)? else {
             return Ok(false);
         };
-        let csum = self.sb.has_csum();
-        if csum && usable == self.sb.block_size as usize {
-            return Ok(false); // an index block where a leaf should be
-        }
-        let seed_inode = self.node(dir)?.inode.clone();
-        let iseed = self.inode_seed(dir, &seed_inode);
-        let b = self.cache.get_mut(&mut self.dev, pblk)?;
-        if !dir::try_insert(b, usable, name, ino, ftype)? {
+        let b0 = self.cache.get(&mut self.dev, p0)?.to_vec();
+        let recs = dir::records(&b0, usable0)?;
+        if recs.len() < 2
+            || recs[0].name(&b0) != b"."
+            || recs[0].rec_len != 12
+            || recs[1].name(&b0) != b".."
+            || recs[1].off != 12
+        {
             return Ok(false);
         }
+        let parent = recs[1].inode;
+        let live: Vec<usize> = recs[2..]
+            .iter()
+            .filter(|r| r.inode != 0)
+            .map(|r| r.off)
+            .collect();
+        // Block 1 now, a split of it next.
+        self.dir_room(dir, 1, 2)?;
+        let csum = self.sb.has_csum();
+        let bs = self.sb.block_size as usize;
+        let usable = if csum { bs - dir::TAIL } else { bs };
+        let seed_inode = self.node(dir)?.inode.clone();
+        let seed = self.inode_seed(dir, &seed_inode);
+        let (lblk, p1) = self.dir_append(dir)?;
+        let mut b1 = vec![0u8; bs];
+        dir::pack(&mut b1, usable, &b0, &live);
         if csum {
-            dir::set_tail(b, iseed);
+            dir::set_tail(&mut b1, seed);
         }
-        self.touch_dir(dir)?;
+        self.cache.get_mut(&mut self.dev, p1)?.copy_from_slice(&b1);
+        let mut root = vec![0u8; bs];
+        htree::init_root(&mut root, dir, parent, version, lblk, csum);
+        root[7] = recs[0].ftype;
+        root[19] = recs[1].ftype;
+        if csum {
+            htree::seal(&mut root, seed);
+        }
+        self.cache
+            .get_mut(&mut self.dev, p0)?
+            .copy_from_slice(&root);
+        let n = self.node(dir)?;
+        n.inode.set_flags(flags | FL_INDEX);
+        n.dx = None;
+        n.dx_large = false;
+        n.dirty = true;
         Ok(true)
     }
 
@@ -408,38 +664,26 @@ impl<D: BlockDev> Ext<D> {
                 return self.touch_dir(dir);
             }
         }
+        // A directory of one full block is indexed (Linux `make_indexed_dir`).
+        if nb == 1 && self.make_indexed(dir)? {
+            if self.htree_insert(dir, name, ino, ftype)? {
+                return Ok(());
+            }
+            self.deindex(dir)?;
+            return self.add_entry(dir, name, ino, ftype);
+        }
         // A new block at the end.
         let bs = self.sb.block_size as usize;
-        let is_ext = seed_inode.flags() & FL_EXTENTS != 0;
-        if !is_ext && nb >= blockmap::max_blocks(bs) || nb >= u32::MAX as u64 {
-            return Err(FsError::NoSpace);
-        }
-        let goal = {
-            let g = self.group_start(self.group_of(dir));
-            self.map_of(dir)?
-                .map
-                .as_ref()
-                .and_then(|m| m.goal_for(nb))
-                .unwrap_or(g)
-        };
-        let p = self.alloc_new_block(goal)?;
+        let (_, p) = self.dir_append(dir)?;
         let usable = if csum { bs - dir::TAIL } else { bs };
         {
-            let b = self.cache.get_new(&mut self.dev, p)?;
+            let b = self.cache.get_mut(&mut self.dev, p)?;
             dir::init_empty(b, usable);
             dir::try_insert(b, usable, name, ino, ftype)?;
             if csum {
                 dir::set_tail(b, seed);
             }
         }
-        let n = self.map_of(dir)?;
-        if let Some(m) = n.map.as_mut() {
-            m.insert(nb, p, 1);
-        }
-        n.map_dirty = true;
-        let sz = (nb + 1) * bs as u64;
-        n.inode.set_size(sz);
-        n.dirty = true;
         self.touch_dir(dir)
     }
 

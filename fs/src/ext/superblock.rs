@@ -22,6 +22,8 @@ pub const STATE_ERROR: u16 = 2;
 
 /// compat: has a journal.
 pub const COMPAT_HAS_JOURNAL: u32 = 0x4;
+/// compat: hashed (htree) directory indexes (`dir_index`).
+pub const COMPAT_DIR_INDEX: u32 = 0x20;
 /// compat: sparse_super2 (backup groups listed in `s_backup_bgs`).
 pub const COMPAT_SPARSE_SUPER2: u32 = 0x200;
 /// compat: jbd2 fast commits (`fast_commit`).
