@@ -902,6 +902,55 @@ mod tests {
     }
 
     #[test]
+    fn leaf_split_halves_by_size_and_marks_collisions() {
+        // Distinct hashes: the upper half moves, its first hash starts the new leaf.
+        let recs: Vec<(u32, usize, usize)> = (0..40)
+            .map(|i| ((40 - i) as u32 * 0x100, i * 24, 24))
+            .collect();
+        let s = split_leaf(recs, 1024).unwrap();
+        assert_eq!(s.low.len() + s.high.len(), 40);
+        assert!(s.low.len() >= 18 && s.high.len() >= 18, "{}", s.high.len());
+        assert!(s.low.iter().all(|&(h, _)| h < s.hash2));
+        assert!(s.high.iter().all(|&(h, _)| h >= s.hash2));
+        assert_eq!(s.hash2 & 1, 0);
+        // One hash for every name: both leaves hold it, the continuation bit says so.
+        let recs: Vec<(u32, usize, usize)> = (0..40).map(|i| (0x5000, i * 24, 24)).collect();
+        let s = split_leaf(recs, 1024).unwrap();
+        assert!(!s.low.is_empty() && !s.high.is_empty());
+        assert_eq!(s.hash2, 0x5001);
+        // A name of that hash is looked for in both.
+        let flat = [(0, 7), (0x5001, 9)];
+        assert_eq!(candidate_leaves(&flat, 0x5000), [7, 9]);
+        assert_eq!(split_leaf(alloc::vec![(1, 0, 12)], 1024).map(|_| ()), None);
+    }
+
+    #[test]
+    fn index_entries_insert_in_order() {
+        let mut b = node(1024, 3);
+        insert_entry(&mut b, 8, 2, 0x1800, 50);
+        assert_eq!(get16(&b, 10), 4);
+        let got: Vec<(u32, u32)> = (1..4)
+            .map(|i| (get32(&b, 8 + 8 * i), get32(&b, 12 + 8 * i)))
+            .collect();
+        assert_eq!(got, [(0x1000, 2), (0x1800, 50), (0x2000, 3)]);
+        seal(&mut b, 9);
+        assert!(dx_csum_ok(&b, 9));
+        let mut n = alloc::vec![0u8; 4096];
+        init_node(&mut n, true);
+        assert_eq!(countlimit_offset(&n), Some(8));
+        assert_eq!(get16(&n, 8) as usize, node_limit(4096, true));
+        let mut r = alloc::vec![0xAAu8; 1024];
+        init_root(&mut r, 12, 2, 1, 1, true);
+        assert_eq!(countlimit_offset(&r), Some(0x20));
+        assert_eq!(get16(&r, 0x20), 123);
+        seal(&mut r, 3);
+        assert!(dx_csum_ok(&r, 3));
+        let path = find_path(&r, 0x1234, 2, &mut |_| Ok(Vec::new())).unwrap();
+        let (frames, leaf) = path.unwrap();
+        assert_eq!((frames.len(), leaf, frames[0].full()), (1, 1, false));
+    }
+
+    #[test]
     fn interior_frontier_is_capped() {
         // A 3-level tree whose every node claims 126 children: the walk stops at
         // MAX_NODES nodes, reading no more than that many.
