@@ -1217,3 +1217,90 @@ fn a_port_forward_to_the_router_itself_is_delivered_and_its_replies_translated()
         assert_eq!(other, before);
     }
 }
+
+// ---- ICMP errors: reverse translation as Linux's nf_nat_icmp_reply_translation ----
+
+/// A port forward WAN_ADDR:8022 -> HOST2:22 (TCP) on a masquerading WAN.
+fn port_forwarding_netfilter() -> Netfilter {
+    Netfilter::new(Config {
+        capacity: 16,
+        masquerade: vec![Masquerade {
+            iface: WAN,
+            addr: Some(WAN_ADDR),
+        }],
+        dnat: vec![Dnat {
+            input: WAN,
+            proto: Proto::Tcp,
+            dst: Some(WAN_ADDR),
+            dport: 8022,
+            dport_max: 8022,
+            to: (HOST2, 22),
+            src_ip: vec![],
+            snat: None,
+        }],
+        ..Config::default()
+    })
+}
+
+#[test]
+fn icmp_error_from_the_wan_about_a_port_forward_reaches_the_lan_server_byte_for_byte() {
+    let mut nf = port_forwarding_netfilter();
+    let mut syn = tcp(SERVER, 50000, WAN_ADDR, 8022, SYN, b"");
+    assert_eq!(back(&mut nf, &mut syn, 0), OK);
+    let sent = tcp(HOST2, 22, SERVER, 50000, SYN | ACK, b"");
+    let mut wire = sent.clone();
+    assert_eq!(out(&mut nf, &mut wire, 1), OK);
+    assert_eq!(wire, tcp(WAN_ADDR, 8022, SERVER, 50000, SYN | ACK, b""));
+    // a router on the way: time exceeded (whole segment) and frag-needed (8 bytes)
+    for (ty, code, quote) in [(11, 0, 40), (3, 4, 8), (12, 0, 28)] {
+        let mut err = icmp_error(ROUTER_UPSTREAM, WAN_ADDR, ty, code, &wire, quote);
+        assert_eq!(back(&mut nf, &mut err, 2), OK, "type {ty}");
+        assert_eq!(
+            err,
+            icmp_error(ROUTER_UPSTREAM, HOST2, ty, code, &sent, quote),
+            "type {ty}: the server sees its own segment quoted"
+        );
+    }
+}
+
+#[test]
+fn icmp_error_from_the_lan_about_a_port_forward_leaves_as_the_wan_address_byte_for_byte() {
+    let mut nf = port_forwarding_netfilter();
+    let wire = tcp(SERVER, 50000, WAN_ADDR, 8022, SYN, b"");
+    let mut syn = wire.clone();
+    assert_eq!(back(&mut nf, &mut syn, 0), OK);
+    // the LAN server (or a LAN router) answers with an error quoting what it got
+    for (ty, code, quote) in [(3, 3, 8), (3, 4, 40), (11, 0, 28)] {
+        let mut err = icmp_error(HOST2, SERVER, ty, code, &syn, quote);
+        assert_eq!(out(&mut nf, &mut err, 1), OK, "type {ty}");
+        assert_eq!(
+            err,
+            icmp_error(WAN_ADDR, SERVER, ty, code, &wire, quote),
+            "type {ty}: the client sees what it sent"
+        );
+    }
+}
+
+#[test]
+fn icmp_error_quoting_a_cut_tcp_header_leaves_its_checksum_as_linux() {
+    // tcp_manip_pkt updates the quoted TCP checksum only when the whole 20-byte
+    // header is quoted; with less, the ports change and the checksum stays
+    let mut nf = netfilter(64);
+    let mut x = tcp(HOST2, 6600, SERVER, 80, SYN, b"");
+    assert_eq!(out(&mut nf, &mut x, 0), OK);
+    let orig = tcp(HOST1, 6600, SERVER, 80, SYN, b"");
+    let mut p = orig.clone();
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    assert_ne!(sport(&p), 6600);
+    for quote in [18, 19] {
+        let mut err = icmp_error(ROUTER_UPSTREAM, WAN_ADDR, 11, 0, &p, quote);
+        assert_eq!(back(&mut nf, &mut err, 1), OK);
+        let mut want = orig[..20 + quote].to_vec();
+        want[36..38].copy_from_slice(&p[36..38]);
+        assert_eq!(icmp_error(ROUTER_UPSTREAM, HOST1, 11, 0, &want, quote), err);
+    }
+    // with the whole header it is restored
+    let mut err = icmp_error(ROUTER_UPSTREAM, WAN_ADDR, 11, 0, &p, 20);
+    assert_eq!(back(&mut nf, &mut err, 2), OK);
+    assert_eq!(err, icmp_error(ROUTER_UPSTREAM, HOST1, 11, 0, &orig, 20));
+}
