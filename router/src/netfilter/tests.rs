@@ -1282,6 +1282,65 @@ fn icmp_error_from_the_lan_about_a_port_forward_leaves_as_the_wan_address_byte_f
 }
 
 #[test]
+fn icmp_error_with_a_bad_checksum_is_not_translated() {
+    // Linux's conntrack verifies the ICMP checksum (nf_conntrack_checksum) and
+    // nf_nat_icmp_reply_translation drops what fails: a corrupt error is never
+    // translated into a LAN host's (nor out of the WAN with a LAN address quoted)
+    let mut nf = netfilter(64);
+    let mut p = udp(HOST1, 6400, SERVER, 9999, b"datagram");
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    let mut err = icmp_error(SERVER, WAN_ADDR, 3, 3, &p, 8);
+    err[22] ^= 0x40;
+    let sent = err.clone();
+    let _ = back(&mut nf, &mut err, 1);
+    assert_eq!(err, sent, "not translated");
+    let s = *nf.stats();
+    assert_eq!((s.icmp_bad_checksum, s.icmp_related), (1, 0));
+    // from the LAN, about a reply: INVALID, so it never leaves the WAN
+    let mut r = udp(SERVER, 9999, WAN_ADDR, sport(&p), b"reply");
+    assert_eq!(back(&mut nf, &mut r, 2), OK);
+    let mut err = icmp_error(HOST1, SERVER, 3, 3, &r, 8);
+    err[23] ^= 0x01;
+    assert_eq!(
+        out(&mut nf, &mut err, 3),
+        HookVerdict::Drop(DropReason::Invalid)
+    );
+    assert_eq!(nf.stats().icmp_bad_checksum, 2);
+    assert_eq!(nf.stats().icmp_related, 0);
+}
+
+#[test]
+fn icmp_redirect_about_a_translated_flow_is_dropped() {
+    // nf_nat_icmp_reply_translation drops a redirect about a NATed flow: a WAN host
+    // must not redirect a LAN host's traffic
+    let mut nf = netfilter(64);
+    let mut p = udp(HOST1, 6500, SERVER, 9999, b"datagram");
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    let gw = ROUTER_UPSTREAM;
+    let mut redirect = icmp(ROUTER_UPSTREAM, WAN_ADDR, 5, 1, gw, &p[..28]);
+    assert_eq!(
+        back(&mut nf, &mut redirect, 1),
+        HookVerdict::Drop(DropReason::Invalid)
+    );
+    assert_eq!(nf.stats().icmp_redirect_dropped, 1);
+    assert_eq!(nf.stats().icmp_related, 0);
+    // about a flow routed without NAT, it goes on as RELATED, untouched
+    let other = IfId(2);
+    let mut q = udp(HOST1, 6501, SERVER2, 9999, b"plain");
+    assert_eq!(nf.prerouting(&mut q, &meta(LAN, None, 2)), OK);
+    assert_eq!(nf.postrouting(&mut q, &meta(LAN, Some(other), 2)), OK);
+    let mut redirect = icmp(ROUTER_UPSTREAM, HOST1, 5, 1, gw, &q[..28]);
+    let sent = redirect.clone();
+    assert_eq!(nf.prerouting(&mut redirect, &meta(other, None, 3)), OK);
+    assert_eq!(
+        nf.postrouting(&mut redirect, &meta(other, Some(LAN), 3)),
+        OK
+    );
+    assert_eq!(redirect, sent);
+    assert_eq!(nf.stats().icmp_redirect_dropped, 1);
+}
+
+#[test]
 fn icmp_error_quoting_a_cut_tcp_header_leaves_its_checksum_as_linux() {
     // tcp_manip_pkt updates the quoted TCP checksum only when the whole 20-byte
     // header is quoted; with less, the ports change and the checksum stays
