@@ -297,6 +297,13 @@ pub struct Stats {
     /// ICMP errors that quote a flow but are addressed to another host than the
     /// flow's end (INVALID, counted in `invalid` too).
     pub icmp_misdirected: u64,
+    /// ICMP errors about a flow whose ICMP checksum does not verify (INVALID,
+    /// counted in `invalid` too; Linux's conntrack checks it, `nf_conntrack_checksum`):
+    /// never translated.
+    pub icmp_bad_checksum: u64,
+    /// ICMP redirects about a translated flow, dropped (as Linux's
+    /// `nf_nat_icmp_reply_translation`): nobody outside redirects a LAN host.
+    pub icmp_redirect_dropped: u64,
     /// Port forwards to the router itself, tracked when the input chain accepted
     /// their first packet.
     pub local_dnat: u64,

@@ -6,7 +6,11 @@
 //! - **prerouting**: the packet's flow is looked up and its state moved on; the
 //!   destination side is translated (replies to masqueraded flows go back to the LAN
 //!   host; a port forward, [`Dnat`], rewrites a new flow's destination). ICMP errors
-//!   about a flow are translated with their quoted packet (RFC 5508 section 4).
+//!   about a flow are translated with their quoted packet (RFC 5508 section 4), as
+//!   Linux's `nf_nat_icmp_reply_translation`: in both hooks, for masqueraded flows
+//!   and port forwards alike; an error whose ICMP checksum fails, or that is not
+//!   addressed to the flow's end, is INVALID and untranslated; a redirect about a
+//!   translated flow is dropped.
 //! - **postrouting**: a new flow gets its entry; the source side is translated
 //!   (masquerade on the way out; a port-forwarded flow's replies get the router's
 //!   address back).
@@ -30,6 +34,7 @@
 
 use alloc::vec::Vec;
 
+use crate::checksum::checksum;
 use crate::conntrack::{status, Conntrack, Dir, EntryView, Stats, Timeouts, Track};
 use crate::firewall::packet::Packet;
 use crate::firewall::ruleset::{Ruleset, RulesetError, Verdict};
@@ -389,6 +394,15 @@ impl Netfilter {
         let Some(e) = self.ct.get(slot).copied() else {
             return Ok(false);
         };
+        // a redirect about a translated flow is dropped, in either hook (Linux's
+        // nf_nat_icmp_reply_translation): its gateway would be one the LAN host
+        // cannot reach, or one a WAN host picked for it
+        if ip.get(q.icmp) == Some(&flow::icmp_type::REDIRECT)
+            && e.status() & (status::SRC_NAT | status::DST_NAT) != 0
+        {
+            self.ct.stats.icmp_redirect_dropped += 1;
+            return Err(DropReason::Invalid);
+        }
         if !nat_applies(e.status(), dir, side) {
             return Ok(false);
         }
@@ -579,6 +593,14 @@ impl Netfilter {
         let found = match parsed.kind {
             Kind::Flow(t, tcp) => self.prerouting_flow(ip, parsed.ihl, t, tcp, meta)?,
             Kind::IcmpError(q) => match self.related(&q, meta.now) {
+                // Linux's conntrack verifies the ICMP checksum first
+                // (nf_conntrack_icmpv4_error): a corrupt error is INVALID, and never
+                // translated into (or out of) a LAN host's
+                Some(_) if !meta.csum_partial && !icmp_checksum_ok(ip, &q) => {
+                    self.ct.stats.invalid += 1;
+                    self.ct.stats.icmp_bad_checksum += 1;
+                    Found::Invalid
+                }
                 // An error about a flow goes to that flow's end: the outer
                 // destination is the quoted packet's source, as the flow's tuple has
                 // it (Linux's nf_conntrack_inet_error). Else a host that knows a
@@ -680,6 +702,12 @@ fn addressed_to_flow_end(ip: &[u8], q: &Quoted) -> bool {
     get_addr(ip, ipv4::DST) == Some(q.tuple.src)
 }
 
+/// Whether the ICMP message of the error in `ip` (from its header to the end of the
+/// packet, which the core cut to its total length) has a valid checksum.
+fn icmp_checksum_ok(ip: &[u8], q: &Quoted) -> bool {
+    ip.get(q.icmp..).is_some_and(|m| checksum(m) == 0)
+}
+
 fn filtered(v: Verdict) -> HookVerdict {
     match v {
         Verdict::Accept => HookVerdict::Accept,
@@ -716,7 +744,9 @@ impl Netfilter {
                     }
                 }
                 Ok(Kind::IcmpError(q)) => {
-                    if ct.lookup_view(&q.tuple.invert()).is_some() && addressed_to_flow_end(ip, &q)
+                    if ct.lookup_view(&q.tuple.invert()).is_some()
+                        && addressed_to_flow_end(ip, &q)
+                        && (meta.csum_partial || icmp_checksum_ok(ip, &q))
                     {
                         CtState::Established
                     } else {

@@ -15,7 +15,8 @@
 //!   sum, a port change leaves it alone (ports are summed later with the payload);
 //! - in an ICMP error, the quoted packet's header changes too (RFC 5508 section 4.1:
 //!   its address and port, its IP header checksum, its transport checksum when the
-//!   quote is long enough to hold it) and the ICMP checksum is updated by the
+//!   quote is long enough to hold it: a UDP or echo quote's 8 bytes, a TCP quote's
+//!   whole 20-byte header, as Linux's `tcp_manip_pkt`) and the ICMP checksum is updated by the
 //!   difference of the one's-complement sums of the quoted header before and after.
 
 use crate::checksum::{fold, sum, update16, update32, update32_partial};
@@ -101,6 +102,10 @@ fn fix_l4(
         L4Csum::Icmp if in_pseudo => return,
         // ICMP checksums are always complete
         L4Csum::Icmp => change(old, Csum::Full),
+        // inside an ICMP error, only a whole quoted TCP header has its checksum
+        // updated (Linux's tcp_manip_pkt: with less than 20 bytes, the ports
+        // change and the checksum is left as it was quoted)
+        L4Csum::Tcp if b.len() < off.saturating_add(4) => return,
         L4Csum::Tcp => change(old, csum),
         L4Csum::Udp => {
             if csum == Csum::Full && old == 0 {

@@ -510,3 +510,17 @@ fn mutated_packets_through_both_chains_never_panic() {
     }
     assert!(fw.stats().rule_evaluations > 0);
 }
+
+#[test]
+fn a_lan_source_from_the_wan_is_judged_by_the_wan_zone_as_openwrt() {
+    // OpenWrt sets no rp_filter (base-files' sysctl.d/10-default.conf; fw4 has no
+    // fib rule): a spoofed LAN source arriving on the WAN is not dropped by a
+    // reverse-path check but judged by the zone it came in by, as any WAN packet
+    let mut fw = Firewall::new(ruleset()).unwrap();
+    let spoofed = pkt(&udp([192, 168, 1, 99], H, 1, 2, b"x"));
+    assert_eq!(
+        fw.forward(&spoofed, WAN, LAN, CtState::New, 0),
+        Verdict::Drop
+    );
+    assert_eq!(fw.input(&spoofed, WAN, CtState::New, 0), Verdict::Reject);
+}

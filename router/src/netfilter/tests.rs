@@ -1217,3 +1217,149 @@ fn a_port_forward_to_the_router_itself_is_delivered_and_its_replies_translated()
         assert_eq!(other, before);
     }
 }
+
+// ---- ICMP errors: reverse translation as Linux's nf_nat_icmp_reply_translation ----
+
+/// A port forward WAN_ADDR:8022 -> HOST2:22 (TCP) on a masquerading WAN.
+fn port_forwarding_netfilter() -> Netfilter {
+    Netfilter::new(Config {
+        capacity: 16,
+        masquerade: vec![Masquerade {
+            iface: WAN,
+            addr: Some(WAN_ADDR),
+        }],
+        dnat: vec![Dnat {
+            input: WAN,
+            proto: Proto::Tcp,
+            dst: Some(WAN_ADDR),
+            dport: 8022,
+            dport_max: 8022,
+            to: (HOST2, 22),
+            src_ip: vec![],
+            snat: None,
+        }],
+        ..Config::default()
+    })
+}
+
+#[test]
+fn icmp_error_from_the_wan_about_a_port_forward_reaches_the_lan_server_byte_for_byte() {
+    let mut nf = port_forwarding_netfilter();
+    let mut syn = tcp(SERVER, 50000, WAN_ADDR, 8022, SYN, b"");
+    assert_eq!(back(&mut nf, &mut syn, 0), OK);
+    let sent = tcp(HOST2, 22, SERVER, 50000, SYN | ACK, b"");
+    let mut wire = sent.clone();
+    assert_eq!(out(&mut nf, &mut wire, 1), OK);
+    assert_eq!(wire, tcp(WAN_ADDR, 8022, SERVER, 50000, SYN | ACK, b""));
+    // a router on the way: time exceeded (whole segment) and frag-needed (8 bytes)
+    for (ty, code, quote) in [(11, 0, 40), (3, 4, 8), (12, 0, 28)] {
+        let mut err = icmp_error(ROUTER_UPSTREAM, WAN_ADDR, ty, code, &wire, quote);
+        assert_eq!(back(&mut nf, &mut err, 2), OK, "type {ty}");
+        assert_eq!(
+            err,
+            icmp_error(ROUTER_UPSTREAM, HOST2, ty, code, &sent, quote),
+            "type {ty}: the server sees its own segment quoted"
+        );
+    }
+}
+
+#[test]
+fn icmp_error_from_the_lan_about_a_port_forward_leaves_as_the_wan_address_byte_for_byte() {
+    let mut nf = port_forwarding_netfilter();
+    let wire = tcp(SERVER, 50000, WAN_ADDR, 8022, SYN, b"");
+    let mut syn = wire.clone();
+    assert_eq!(back(&mut nf, &mut syn, 0), OK);
+    // the LAN server (or a LAN router) answers with an error quoting what it got
+    for (ty, code, quote) in [(3, 3, 8), (3, 4, 40), (11, 0, 28)] {
+        let mut err = icmp_error(HOST2, SERVER, ty, code, &syn, quote);
+        assert_eq!(out(&mut nf, &mut err, 1), OK, "type {ty}");
+        assert_eq!(
+            err,
+            icmp_error(WAN_ADDR, SERVER, ty, code, &wire, quote),
+            "type {ty}: the client sees what it sent"
+        );
+    }
+}
+
+#[test]
+fn icmp_error_with_a_bad_checksum_is_not_translated() {
+    // Linux's conntrack verifies the ICMP checksum (nf_conntrack_checksum) and
+    // nf_nat_icmp_reply_translation drops what fails: a corrupt error is never
+    // translated into a LAN host's (nor out of the WAN with a LAN address quoted)
+    let mut nf = netfilter(64);
+    let mut p = udp(HOST1, 6400, SERVER, 9999, b"datagram");
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    let mut err = icmp_error(SERVER, WAN_ADDR, 3, 3, &p, 8);
+    err[22] ^= 0x40;
+    let sent = err.clone();
+    let _ = back(&mut nf, &mut err, 1);
+    assert_eq!(err, sent, "not translated");
+    let s = *nf.stats();
+    assert_eq!((s.icmp_bad_checksum, s.icmp_related), (1, 0));
+    // from the LAN, about a reply: INVALID, so it never leaves the WAN
+    let mut r = udp(SERVER, 9999, WAN_ADDR, sport(&p), b"reply");
+    assert_eq!(back(&mut nf, &mut r, 2), OK);
+    let mut err = icmp_error(HOST1, SERVER, 3, 3, &r, 8);
+    err[23] ^= 0x01;
+    assert_eq!(
+        out(&mut nf, &mut err, 3),
+        HookVerdict::Drop(DropReason::Invalid)
+    );
+    assert_eq!(nf.stats().icmp_bad_checksum, 2);
+    assert_eq!(nf.stats().icmp_related, 0);
+}
+
+#[test]
+fn icmp_redirect_about_a_translated_flow_is_dropped() {
+    // nf_nat_icmp_reply_translation drops a redirect about a NATed flow: a WAN host
+    // must not redirect a LAN host's traffic
+    let mut nf = netfilter(64);
+    let mut p = udp(HOST1, 6500, SERVER, 9999, b"datagram");
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    let gw = ROUTER_UPSTREAM;
+    let mut redirect = icmp(ROUTER_UPSTREAM, WAN_ADDR, 5, 1, gw, &p[..28]);
+    assert_eq!(
+        back(&mut nf, &mut redirect, 1),
+        HookVerdict::Drop(DropReason::Invalid)
+    );
+    assert_eq!(nf.stats().icmp_redirect_dropped, 1);
+    assert_eq!(nf.stats().icmp_related, 0);
+    // about a flow routed without NAT, it goes on as RELATED, untouched
+    let other = IfId(2);
+    let mut q = udp(HOST1, 6501, SERVER2, 9999, b"plain");
+    assert_eq!(nf.prerouting(&mut q, &meta(LAN, None, 2)), OK);
+    assert_eq!(nf.postrouting(&mut q, &meta(LAN, Some(other), 2)), OK);
+    let mut redirect = icmp(ROUTER_UPSTREAM, HOST1, 5, 1, gw, &q[..28]);
+    let sent = redirect.clone();
+    assert_eq!(nf.prerouting(&mut redirect, &meta(other, None, 3)), OK);
+    assert_eq!(
+        nf.postrouting(&mut redirect, &meta(other, Some(LAN), 3)),
+        OK
+    );
+    assert_eq!(redirect, sent);
+    assert_eq!(nf.stats().icmp_redirect_dropped, 1);
+}
+
+#[test]
+fn icmp_error_quoting_a_cut_tcp_header_leaves_its_checksum_as_linux() {
+    // tcp_manip_pkt updates the quoted TCP checksum only when the whole 20-byte
+    // header is quoted; with less, the ports change and the checksum stays
+    let mut nf = netfilter(64);
+    let mut x = tcp(HOST2, 6600, SERVER, 80, SYN, b"");
+    assert_eq!(out(&mut nf, &mut x, 0), OK);
+    let orig = tcp(HOST1, 6600, SERVER, 80, SYN, b"");
+    let mut p = orig.clone();
+    assert_eq!(out(&mut nf, &mut p, 0), OK);
+    assert_ne!(sport(&p), 6600);
+    for quote in [18, 19] {
+        let mut err = icmp_error(ROUTER_UPSTREAM, WAN_ADDR, 11, 0, &p, quote);
+        assert_eq!(back(&mut nf, &mut err, 1), OK);
+        let mut want = orig[..20 + quote].to_vec();
+        want[36..38].copy_from_slice(&p[36..38]);
+        assert_eq!(icmp_error(ROUTER_UPSTREAM, HOST1, 11, 0, &want, quote), err);
+    }
+    // with the whole header it is restored
+    let mut err = icmp_error(ROUTER_UPSTREAM, WAN_ADDR, 11, 0, &p, 20);
+    assert_eq!(back(&mut nf, &mut err, 2), OK);
+    assert_eq!(err, icmp_error(ROUTER_UPSTREAM, HOST1, 11, 0, &orig, 20));
+}
