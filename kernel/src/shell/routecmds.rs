@@ -56,7 +56,7 @@ pub fn conntrack(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
             let accounted = live + s.evicted + s.dropped_full + s.expired + s.flushed + s.reopened;
             writeln!(
                 out,
-                "flows: new {} = live {live} + evicted {} + refused {} + expired {} + flushed {} + reopened {} ({}); nat exhausted {}, icmp related {}, icmp misdirected {}, leaks blocked {}, tcp out of window {}",
+                "flows: new {} = live {live} + evicted {} + refused {} + expired {} + flushed {} + reopened {} ({}); nat exhausted {}, icmp related {}, icmp misdirected {}, icmp bad checksum {}, icmp redirects dropped {}, leaks blocked {}, tcp out of window {}",
                 s.new,
                 s.evicted,
                 s.dropped_full,
@@ -67,6 +67,8 @@ pub fn conntrack(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
                 s.nat_exhausted,
                 s.icmp_related,
                 s.icmp_misdirected,
+                s.icmp_bad_checksum,
+                s.icmp_redirect_dropped,
                 s.leak_blocked,
                 s.out_of_window
             )?;
