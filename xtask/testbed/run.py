@@ -280,6 +280,49 @@ def initrd_with_fs():
     return path
 
 
+# The /init of a client domU behind a router domain that serves its vif itself
+# (`vif = [ 'backend=ROUTER' ]`: the router runs netback): netfront up, a DHCP lease
+# from the router, a ping through it to the WAN host, each reported on the console
+# (dom0 reads /var/log/xen/console/guest-NAME.log), then pings every 2 s for ever
+# ("CLIENT: ping ok N") so a scenario sees the path keep working.
+CLIENT_INIT = """#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs dev /dev
+for m in /lib/modules/*.ko; do insmod "$m" 2>&1; done
+i=0
+while [ $i -lt 60 ] && ! [ -e /sys/class/net/eth0 ]; do sleep 0.5; i=$((i+1)); done
+echo "CLIENT: up $(cut -d' ' -f1 /proc/uptime)s; net: $(ls /sys/class/net | tr '\\n' ' ')mac $(cat /sys/class/net/eth0/address)"
+ip link set lo up
+ip link set eth0 up
+udhcpc -i eth0 -n -q -t 20 -T 2 -s /etc/udhcpc.script
+echo "CLIENT: lease $(ip -4 -o addr show dev eth0 | awk '{print $4}') via $(ip route | awk '/^default/ {print $3}')"
+n=0
+while true; do
+    if ping -c 1 -W 2 10.77.0.10 >/dev/null 2>&1; then n=$((n+1)); echo "CLIENT: ping ok $n"; else echo "CLIENT: ping lost"; fi
+    sleep 2
+done
+"""
+
+
+def initrd_client():
+    """The Linux domU's initramfs with CLIENT_INIT as /init and the udhcpc script."""
+    path = SCRATCH + '/domu-initrd-client.cpio'
+    if os.path.exists(path):
+        return path
+    with open(NET + '/udhcpc.script', 'rb') as fh:
+        script = fh.read()
+    entries = [('init', 0o100755, CLIENT_INIT.encode()), ('etc', 0o040755, None),
+               ('etc/udhcpc.script', 0o100755, script)]
+    with open(LINUX_INITRD, 'rb') as fh:
+        base = fh.read()
+    with open(path, 'wb') as fh:
+        fh.write(base + b'\0' * (-len(base) % 512) + cpio_newc(entries))
+    return path
+
+
 def module_entries(wanted):
     """cpio entries lib/modules/NN-name.ko for the kernel modules `wanted` and their
     dependencies (dom0's modules: the domU runs the same kernel), decompressed, numbered
@@ -862,6 +905,10 @@ def run_scenario(sc):
                 env['NET'] = NET
                 env['TOPO'] = TOPO
                 env['CFG'] = out + '/domu.cfg'     # a restart step boots from it again
+                # client domUs a step creates (`$NAME-c1`, ...; destroyed at the end)
+                env['LINUX'] = LINUX
+                if 'CLIENT_INITRD' in send:
+                    env['CLIENT_INITRD'] = initrd_client()
                 argv = ['bash', '-c', send]
                 if netns:
                     argv = ['ip', 'netns', 'exec', netns] + argv
@@ -1201,6 +1248,18 @@ def run_scenario(sc):
                 console.close()
             except OSError:
                 pass
+        # client domUs a step created (`$NAME-...`) go before the router that serves
+        # them; their console logs are kept as client-<name>.log
+        rc, listing = sh(['xl', 'list'], timeout=30)
+        for ln in listing.splitlines()[1:] if not rc else []:
+            f = ln.split()
+            if f and f[0].startswith(dom + '-'):
+                sh(['xl', 'destroy', f[0]], timeout=60)
+        if os.path.isdir('/var/log/xen/console'):
+            for f in os.listdir('/var/log/xen/console'):
+                if f.startswith('guest-%s-' % dom) and f.endswith('.log'):
+                    shutil.copyfile('/var/log/xen/console/' + f,
+                                    out + '/client-' + f[len('guest-%s-' % dom):])
         st = dom_state(dom)
         if st is not None:
             sh(['xl', 'list', '-v'], timeout=30)

@@ -74,6 +74,7 @@ pub const EXTRA: &[Scenario] = &[
     xen::SUSPEND_HVM,
     router::SUSPEND_ROUTER,
     router::ROUTER_REATTACH,
+    router::ROUTER_NETBACK,
     router::SUSPEND_ROUTER_LINUX,
     router::ROUTER_XENLET,
     router::ROUTER_SMALL,

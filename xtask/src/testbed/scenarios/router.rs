@@ -107,6 +107,15 @@ pub const ROUTER_SMALL: Scenario = Scenario {
     ..XENLET_ROUTER
 };
 
+pub const ROUTER_NETBACK: Scenario = Scenario {
+    name: "router-netback",
+    about: "driver domain: two Linux PVH client domUs whose vif's backend is the Xenlet router (it runs netback): leases from its DHCP on br-lan, the WAN through its NAT, lan1 and a client switched by its bridge, a client destroyed and created again reconnects",
+    boot_expect: XENLET_ROUTER_UP,
+    steps: ROUTER_NETBACK_STEPS,
+    budget_s: 900,
+    ..XENLET_ROUTER
+};
+
 pub const ROUTER_BUSY: Scenario = Scenario {
     name: "router-busy",
     about: "router topology, Xenlet router: routing, DNS and DHCP go on while its console runs sleep, dd, sha256sum and cp -r (no ping lost)",
@@ -572,6 +581,89 @@ const ROUTER_BUSY_STEPS: &[Step] = steps![
         &[r"^(\d\d+) packets transmitted, \1 received, 0% packet loss"],
         10,
     ),
+    last("poweroff"),
+];
+
+/// A client domU `$NAME-cN` (Linux PVH, `CLIENT_INIT` of run.py: a lease, then a ping
+/// to the WAN host every 2 s) whose vif the router serves: `backend=$NAME`, joining
+/// the router's `br-lan`.
+macro_rules! create_client {
+    ($n:literal, $mac:literal) => {
+        dom0(
+            concat!(
+                "printf '%s\\n' 'name=\"'$NAME-c", $n, "'\"' 'type=\"pvh\"' 'memory=160' ",
+                "'kernel=\"'$LINUX'\"' 'ramdisk=\"'$CLIENT_INITRD'\"' ",
+                "'extra=\"console=hvc0 loglevel=4\"' ",
+                "'vif=[\"backend='$NAME',bridge=br-lan,mac=", $mac, "\"]' >/tmp/client", $n, ".cfg && ",
+                "xl create /tmp/client", $n, ".cfg >/tmp/client", $n, ".log 2>&1; rc=$?; tail -3 /tmp/client", $n, ".log; ",
+                "echo \"created c", $n, " rc=$rc\""
+            ),
+            &[concat!(r"^created c", $n, " rc=0$")],
+            120,
+        )
+    };
+}
+
+/// Waits for client `cN`'s lease and first ping through the router (its console log).
+macro_rules! client_up {
+    ($n:literal, $after:literal) => {
+        dom0_cap(
+            concat!(
+                "log=/var/log/xen/console/guest-$NAME-c", $n, ".log; ",
+                "for i in $(seq 120); do [ \"$(grep -ac 'CLIENT: ping ok' $log)\" -gt ", $after, " ] && break; sleep 1; done; ",
+                "grep -a 'CLIENT: \\(up\\|lease\\)' $log | tail -2; grep -a 'CLIENT: ping' $log | tail -1"
+            ),
+            &[
+                concat!(r"^CLIENT: up .*mac 00:16:3e:0c:00:0", $n, "$"),
+                r"^CLIENT: lease 192\.168\.1\.\d+/24 via 192\.168\.1\.1$",
+                r"^CLIENT: ping ok \d+$",
+            ],
+            &[(concat!("C", $n), r"^CLIENT: lease (192\.168\.1\.\d+)/24")],
+            150,
+        )
+    };
+}
+
+/// The router as a driver domain (issue 33): its netback serves two client domUs
+/// on `br-lan` beside `eth0` (dom0's brlan, lan1), each client locked to its MAC.
+const ROUTER_NETBACK_STEPS: &[Step] = steps![
+    ..ROUTER_WAN_LEASE,
+    LAN1_BY_DHCP,
+    create_client!("1", "00:16:3e:0c:00:01"),
+    create_client!("2", "00:16:3e:0c:00:02"),
+    client_up!("1", "0"),
+    client_up!("2", "0"),
+    cmd(
+        "ip link",
+        &[r"vif\d+\.0: .*master br-lan", r"^\d+: br-lan: "],
+        30,
+    ),
+    cmd(
+        "leases",
+        &[r"00:16:3e:0c:00:01", r"00:16:3e:0c:00:02"],
+        30,
+    ),
+    // lan1 (behind eth0) and client 1 on one LAN: switched by the router's bridge
+    ns(
+        "lan1",
+        "ping -c 3 -W 3 ${C1}",
+        &[r"^3 packets transmitted, 3 received"],
+        60,
+    ),
+    // client 1 goes away (its vif closed and unmapped by the router) and comes back
+    dom0(
+        concat!(
+            "xl destroy $NAME-c1 && echo destroyed; ",
+            "mv /var/log/xen/console/guest-$NAME-c1.log /var/log/xen/console/guest-$NAME-c1.old; ",
+            "sleep 3; xenstore-ls /local/domain/$DOMID/backend/vif 2>&1 | head -20; true"
+        ),
+        &[r"^destroyed$"],
+        60,
+    ),
+    cmd("ip link", &[r"vif\d+\.0: "], 30),
+    create_client!("1", "00:16:3e:0c:00:01"),
+    client_up!("1", "0"),
+    client_up!("2", "5"),
     last("poweroff"),
 ];
 
