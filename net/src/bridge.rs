@@ -27,7 +27,7 @@
 //! switches at most [`SWITCH_BUDGET`] frames between ports before returning, so a
 //! client flooding another cannot keep the caller in the bridge.
 
-use crate::link::{Link, LinkStats, QueueStats, RxChecksum, DEFAULT_MTU};
+use crate::link::{BridgeView, Link, LinkStats, PortView, QueueStats, RxChecksum, DEFAULT_MTU};
 use crate::tso;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -109,7 +109,8 @@ struct Entry {
 
 /// A learning bridge over links of type `L`.
 pub struct Bridge<L: Link> {
-    name: String,
+    /// `None`: a plain link wrapped (one port, no name, never shown as a bridge).
+    name: Option<String>,
     ports: Vec<BridgePort<L>>,
     fdb: BTreeMap<[u8; 6], Entry>,
     next_id: PortId,
@@ -157,8 +158,16 @@ impl<L: Link> Bridge<L> {
     /// A bridge named `name` (`br-lan`) whose first port is `first` (its MAC is the
     /// bridge's).
     pub fn new(name: &str, first_name: &str, first: L) -> Self {
+        let mut b = Self::plain(first_name, first);
+        b.name = Some(String::from(name));
+        b
+    }
+
+    /// `link` alone, as a bridge with no name: a pass-through that is no bridge to
+    /// `ip link` and `brctl` until it is named ([`Bridge::set_name`]).
+    pub fn plain(first_name: &str, first: L) -> Self {
         let mut b = Bridge {
-            name: String::from(name),
+            name: None,
             ports: Vec::new(),
             fdb: BTreeMap::new(),
             next_id: 0,
@@ -180,9 +189,14 @@ impl<L: Link> Bridge<L> {
         b
     }
 
-    /// Its name.
-    pub fn name(&self) -> &str {
-        &self.name
+    /// Its name, if it is a named bridge.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// Names it (a plain link becomes a bridge that ports can join).
+    pub fn set_name(&mut self, name: &str) {
+        self.name = Some(String::from(name));
     }
 
     /// Adds a port; `lock` restricts its frames to that source MAC. Returns its id.
@@ -229,6 +243,11 @@ impl<L: Link> Bridge<L> {
             self.cursor = 0;
         }
         Some(port.link)
+    }
+
+    /// Takes the bridge apart: every port's name and link, the first one first.
+    pub fn into_ports(self) -> Vec<(String, L)> {
+        self.ports.into_iter().map(|p| (p.name, p.link)).collect()
     }
 
     /// The ports, the first one first.
@@ -507,6 +526,50 @@ impl<L: Link> Link for Bridge<L> {
             .map(|p| p.link.mtu())
             .min()
             .unwrap_or(DEFAULT_MTU)
+    }
+
+    fn bridge_view(&self) -> Option<BridgeView> {
+        let name = self.name.clone()?;
+        let port_name = |id: PortId| {
+            self.ports
+                .iter()
+                .find(|p| p.id == id)
+                .map_or_else(|| String::from("?"), |p| p.name.clone())
+        };
+        let s = self.stats;
+        Some(BridgeView {
+            name,
+            ports: self
+                .ports
+                .iter()
+                .map(|p| PortView {
+                    name: p.name.clone(),
+                    mac: p.link.mac(),
+                    lock: p.lock,
+                    stats: p.link.stats(),
+                    rx_frames: p.rx_frames,
+                    tx_frames: p.tx_frames,
+                    broken: p.link.broken().map(String::from),
+                    mtu: p.link.mtu(),
+                })
+                .collect(),
+            fdb: self
+                .fdb
+                .iter()
+                .map(|(m, e)| {
+                    (
+                        *m,
+                        port_name(e.port),
+                        self.now_ms.saturating_sub(e.seen_ms),
+                        e.fixed,
+                    )
+                })
+                .collect(),
+            counters: alloc::format!(
+                "forwarded {}, flooded {}, spoofed {}, hairpin {}, runts {}, table full {}, port refused {}, segmented {}",
+                s.forwarded, s.flooded, s.spoofed, s.hairpin, s.runts, s.fdb_full, s.port_tx_dropped, s.segmented
+            ),
+        })
     }
 }
 

@@ -217,6 +217,9 @@ impl<L: Link> Link for Routed<L> {
     fn mtu(&self) -> usize {
         self.inner.mtu()
     }
+    fn bridge_view(&self) -> Option<crate::link::BridgeView> {
+        self.inner.bridge_view()
+    }
     fn recv_meta(&mut self) -> Option<(Vec<u8>, RxChecksum, Option<u16>)> {
         self.recv_flagged().map(|(f, c)| (f, c, None))
     }

@@ -6,7 +6,7 @@
 
 use crate::config::{parse_addr, parse_cidr};
 use crate::iface::{NetIf, Origin};
-use crate::link::Link;
+use crate::link::{BridgeView, Link, PortView};
 use crate::NetStack;
 use alloc::format;
 use alloc::string::String;
@@ -173,8 +173,107 @@ fn link<L: Link>(
             for (i, n) in stack.ifs.iter().enumerate() {
                 w(out, &link_line(i + 1, n, stats))?;
             }
+            // bridges and their ports after the interfaces, numbered on
+            let mut idx = stack.ifs.len();
+            for n in &stack.ifs {
+                if let Some(b) = n.link.bridge_view() {
+                    idx += 1;
+                    w(out, &bridge_lines(idx, &n.name, &b, stats))?;
+                    for p in b.ports.iter().skip(1) {
+                        idx += 1;
+                        w(out, &port_line(idx, &b.name, p, stats))?;
+                    }
+                }
+            }
             Ok(())
         }
+    }
+}
+
+/// A bridge in `ip link`: named as OpenWrt's (`br-lan`), the interface it carries.
+fn bridge_lines(idx: usize, carrier: &str, b: &BridgeView, stats: bool) -> String {
+    let mtu = b.ports.iter().map(|p| p.mtu).min().unwrap_or(0);
+    let mac0 = b.ports.first().map_or([0; 6], |p| p.mac);
+    let ports: alloc::vec::Vec<&str> = b.ports.iter().map(|p| p.name.as_str()).collect();
+    let mut s = format!(
+        "{idx}: {}: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu {mtu} qdisc noqueue state UP\n    link/ether {} brd ff:ff:ff:ff:ff:ff\n    bridge for {carrier}'s addresses; ports {}\n",
+        b.name,
+        mac(mac0),
+        ports.join(" ")
+    );
+    if stats {
+        s += &format!("    {}\n", b.counters);
+    }
+    s
+}
+
+/// A port of a bridge other than the one carrying the interface (a client's vif).
+fn port_line(idx: usize, bridge: &str, p: &PortView, stats: bool) -> String {
+    let state = if p.broken.is_some() { "DOWN" } else { "UP" };
+    let mut s = format!(
+        "{idx}: {}: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu {} master {bridge} state {state}\n    link/ether {} brd ff:ff:ff:ff:ff:ff{}\n",
+        p.name,
+        p.mtu,
+        mac(p.mac),
+        if p.lock.is_some() { " (source locked)" } else { "" }
+    );
+    if stats {
+        let st = &p.stats;
+        s += &format!(
+            "    RX:  bytes packets errors dropped\n    {:>10} {:>7} {:>6} {:>7}\n    TX:  bytes packets errors dropped\n    {:>10} {:>7} {:>6} {:>7}\n",
+            st.rx_bytes, st.rx_packets, st.rx_errors, st.rx_dropped,
+            st.tx_bytes, st.tx_packets, st.tx_errors, 0
+        );
+    }
+    if let Some(why) = &p.broken {
+        s += &format!("    broken: {why}\n");
+    }
+    s
+}
+
+/// `brctl show` and `brctl showmacs BRIDGE` (busybox's brctl) over the stack's
+/// bridges.
+pub fn brctl<L: Link>(stack: &NetStack<L>, args: &[&str], out: Out) -> Result<(), String> {
+    let bridges: alloc::vec::Vec<BridgeView> =
+        stack.ifs.iter().filter_map(|n| n.link.bridge_view()).collect();
+    match args {
+        [] | ["show"] => {
+            w(out, "bridge name\tbridge id\t\tSTP enabled\tinterfaces\n")?;
+            for b in &bridges {
+                let m = b.ports.first().map_or([0; 6], |p| p.mac);
+                let id = format!(
+                    "8000.{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
+                    m[0], m[1], m[2], m[3], m[4], m[5]
+                );
+                let mut names = b.ports.iter().map(|p| p.name.as_str());
+                w(out, &format!("{}\t\t{id}\tno\t\t{}\n", b.name, names.next().unwrap_or("")))?;
+                for n in names {
+                    w(out, &format!("\t\t\t\t\t\t\t{n}\n"))?;
+                }
+            }
+            Ok(())
+        }
+        ["showmacs", name] => {
+            let b = bridges
+                .iter()
+                .find(|b| b.name == *name)
+                .ok_or_else(|| format!("bridge {name} does not exist"))?;
+            w(out, "port\tmac addr\t\tis local?\tageing timer\n")?;
+            for (m, port, age_ms, fixed) in &b.fdb {
+                w(
+                    out,
+                    &format!(
+                        "{port}\t{}\t{}\t\t{:>4}.{:02}\n",
+                        mac(*m),
+                        if *fixed { "locked" } else { "no" },
+                        age_ms / 1000,
+                        (age_ms % 1000) / 10
+                    ),
+                )?;
+            }
+            w(out, &format!("({})\n", b.counters))
+        }
+        _ => Err(String::from("Usage: brctl [show | showmacs BRIDGE]")),
     }
 }
 

@@ -69,6 +69,40 @@ pub enum RxChecksum {
     Blank,
 }
 
+/// One port of a bridge, as `ip link` and `brctl show` print it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortView {
+    /// Its name (`eth0`, `vif5.0`).
+    pub name: String,
+    /// Its link's MAC (for a client's vif served here: the client's).
+    pub mac: [u8; 6],
+    /// The only source MAC it accepts, if locked.
+    pub lock: Option<[u8; 6]>,
+    /// The link's counters.
+    pub stats: LinkStats,
+    /// Frames it brought in and frames sent to it through the bridge.
+    pub rx_frames: u64,
+    /// Frames sent to it by the bridge.
+    pub tx_frames: u64,
+    /// Why its link is broken, if it is.
+    pub broken: Option<String>,
+    /// Its MTU.
+    pub mtu: usize,
+}
+
+/// A bridge as `ip link`, `brctl show` and `brctl showmacs` print it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BridgeView {
+    /// Its name (`br-lan`).
+    pub name: String,
+    /// Its ports, the one carrying the stack's interface first.
+    pub ports: Vec<PortView>,
+    /// The forwarding table: (MAC, port name, age in ms, fixed).
+    pub fdb: Vec<([u8; 6], String, i64, bool)>,
+    /// Its counters, as text (`forwarded 3, flooded 1, ...`).
+    pub counters: String,
+}
+
 /// A network interface's frame interface.
 pub trait Link {
     /// The MAC address.
@@ -123,6 +157,10 @@ pub trait Link {
     /// The MTU: the largest IP packet sent without GSO.
     fn mtu(&self) -> usize {
         DEFAULT_MTU
+    }
+    /// The bridge behind the link, if it is one ([`crate::bridge::Bridge`]).
+    fn bridge_view(&self) -> Option<BridgeView> {
+        None
     }
 }
 

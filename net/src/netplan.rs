@@ -30,9 +30,21 @@ pub struct Plan {
     pub gateway: Option<GatewaySpec>,
     /// Warnings for the console (unknown options, ports that are not vifs, ...).
     pub warnings: Vec<String>,
+    /// Each interface on a bridge device: (the bridge, `br-lan`; the vif carrying
+    /// it, its first port). A client domU's vif this domain serves (netback) joins
+    /// the bridge its backend's `bridge` key names.
+    pub bridges: Vec<(String, String)>,
 }
 
 impl Plan {
+    /// The vif carrying bridge `bridge` (`br-lan` -> `eth0`), if an interface is on it.
+    pub fn bridge_carrier(&self, bridge: &str) -> Option<&str> {
+        self.bridges
+            .iter()
+            .find(|(b, _)| b == bridge)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The configuration of vif `name`, if the files configure it.
     pub fn config_of(&self, name: &str) -> Option<&IfConfig> {
         self.ifaces
@@ -91,6 +103,9 @@ pub fn plan(
             }
             Proto::Dhcp => c.dhcp = true,
             Proto::None => {}
+        }
+        if let Some(dev) = i.device.as_ref().filter(|d| *d != port) {
+            out.bridges.push((dev.clone(), port.clone()));
         }
         out.ifaces.push((port.clone(), i.name.clone(), c));
     }
@@ -189,6 +204,8 @@ mod tests {
                        config interface 'lan'\n\toption device 'br-lan'\n\toption proto 'static'\n\t\
                        option ipaddr '10.1.0.1/16'\n\toption gateway '10.1.0.254'\n";
         let p = plan(bridged, None, &["eth0", "eth2"], 16, 1).unwrap();
+        assert_eq!(p.bridge_carrier("br-lan"), Some("eth0"));
+        assert_eq!(p.bridge_carrier("br-wan"), None);
         let c = p.config_of("eth0").unwrap();
         assert_eq!(c.addrs, [IpCidr::new(IpAddress::v4(10, 1, 0, 1), 16)]);
         assert_eq!(c.gw4, Some(Ipv4Address::new(10, 1, 0, 254)));

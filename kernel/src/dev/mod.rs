@@ -4,3 +4,4 @@
 
 pub mod frontends;
 pub mod network;
+pub mod port;

@@ -8,6 +8,8 @@
 //! The idle loop and the network commands poll it.
 
 use crate::dev::frontends::{KernelXen, Vif, NET_EVENTS};
+use crate::dev::port::Port;
+use xenlet_net::bridge::Bridge;
 use crate::sync::eventcount::SharedSeen;
 use crate::{time::clock, xen::xenbus, xen::xenstore};
 use alloc::boxed::Box;
@@ -25,8 +27,20 @@ use xenlet_net::{config, NetStack};
 use xenlet_xen::xenbus::XenbusState;
 use xenlet_xen::xenstore::WatchEvent;
 
-/// A vif as the stack sees it: frames pass the router first when it routes.
-pub type Link = Routed<Vif>;
+/// An interface's link as the stack sees it: its vif, or the bridge (`br-lan`) of
+/// its vif and the client vifs this domain serves; frames pass the router first
+/// when it routes.
+pub type Link = Routed<Bridge<Port>>;
+
+/// The vif (netfront) carrying interface `n`: its link's first port.
+fn uplink(n: &mut NetIf<Link>) -> Option<&mut Vif> {
+    n.link.inner.ports_mut().first_mut()?.link_mut().front_mut()
+}
+
+/// The same, to read.
+fn uplink_ref(n: &NetIf<Link>) -> Option<&Vif> {
+    n.link.inner.ports().first()?.link().front()
+}
 
 /// The stack.
 pub static NET: Mutex<NetStack<Link>> = Mutex::new(NetStack::new());
@@ -107,9 +121,19 @@ fn add_interface(stack: &mut NetStack<Link>, name: &str, vif: Vif) -> String {
             note,
         ),
     };
+    let id = vif.id();
+    let mut bridge = Bridge::plain(name, Port::Front(vif));
+    // an OpenWrt bridge (`br-lan`) this vif carries: client vifs may join it
+    if let Some((b, _)) = PLAN
+        .get()
+        .and_then(Option::as_ref)
+        .and_then(|p| p.bridges.iter().find(|(_, v)| v == name))
+    {
+        bridge.set_name(b);
+    }
     let n: NetIf<Link> = NetIf::new(
         name,
-        Routed::new(vif),
+        Routed::new(bridge),
         &cfg,
         now_ms(),
         crate::sys::random::u64(),
@@ -124,10 +148,25 @@ fn add_interface(stack: &mut NetStack<Link>, name: &str, vif: Vif) -> String {
             ""
         }
     );
-    let id = n.link.inner.id();
     stack.ifs.push(n);
     watch_backend(name, id);
     line
+}
+
+/// Releases a removed interface's ports: its vif after its backend closed (or keeping
+/// pages and grants a backend that did not close may still use); -> (buffer pages,
+/// ring pages) freed.
+fn release_interface(n: NetIf<Link>, closed: bool) -> (usize, usize) {
+    let mut freed = (0, 0);
+    for (_, port) in n.link.inner.into_ports() {
+        match port {
+            Port::Front(v) => {
+                let (b, r) = v.release_after(closed);
+                freed = (freed.0 + b, freed.1 + r);
+            }
+        }
+    }
+    freed
 }
 
 /// Follows `xl network-attach` / `network-detach`: connects vifs that appeared,
@@ -144,7 +183,10 @@ fn rescan() {
     while i < stack.ifs.len() {
         let name = stack.ifs[i].name.clone();
         // by its device id: a router's vif taken back may be another device than its name says
-        let id = stack.ifs[i].link.inner.id();
+        let Some(id) = uplink_ref(&stack.ifs[i]).map(|v| v.id()) else {
+            i += 1;
+            continue;
+        };
         let dev = vifs.iter().find(|d| d.id.parse::<u32>().ok() == Some(id));
         let gone = match dev {
             None => true,
@@ -153,7 +195,7 @@ fn rescan() {
                 None | Some(XenbusState::Closing | XenbusState::Closed | XenbusState::Unknown)
             ),
         };
-        if !gone || stack.ifs[i].link.inner.is_detached() {
+        if !gone || uplink_ref(&stack.ifs[i]).is_some_and(|v| v.is_detached()) {
             i += 1;
             continue;
         }
@@ -178,7 +220,7 @@ fn rescan() {
             .as_ref()
             .is_some_and(|gw| gw.port_of(i).is_some());
         if routed {
-            let (freed, rings) = stack.ifs[i].link.inner.detach(closed);
+            let (freed, rings) = uplink(&mut stack.ifs[i]).map_or((0, 0), |v| v.detach(closed));
             crate::println!(
                 "netfront: {name} lost its backend ({freed} buffer pages, {rings} ring pages freed); the router keeps the interface until it comes back"
             );
@@ -194,7 +236,8 @@ fn rescan() {
             crate::println!("dhcpd, dns: {name} detached; stopped");
         }
         // a backend that did not close may still copy into (or out of) our pages
-        let (freed, rings) = stack.ifs.remove(i).link.inner.release_after(closed);
+        let n = stack.ifs.remove(i);
+        let (freed, rings) = release_interface(n, closed);
         if closed {
             crate::println!(
                 "netfront: {name} detached ({freed} buffer pages freed, {rings} ring pages freed)"
@@ -219,13 +262,12 @@ fn rescan() {
         let mac = xenstore::read(&format!("device/vif/{id}/mac"))
             .ok()
             .and_then(|m| xenlet_drivers::netfront::parse_mac(&m));
-        if let Some(n) = stack
-            .ifs
-            .iter_mut()
-            .find(|n| n.link.inner.is_detached() && Some(n.link.inner.mac()) == mac)
-        {
+        if let Some(n) = stack.ifs.iter_mut().find(|n| {
+            uplink_ref(n).is_some_and(|v| v.is_detached() && Some(v.mac()) == mac)
+        }) {
             let own = n.name.clone();
-            match n.link.inner.reattach(id) {
+            let r = uplink(n).map_or(Ok(()), |v| v.reattach(id));
+            match r {
                 Ok(()) => {
                     let announced = n.announce();
                     watch_backend(&own, id);
@@ -268,7 +310,10 @@ pub fn resume_vifs() -> Vec<String> {
     for n in stack.ifs.iter_mut() {
         let name = n.name.clone();
         let t = clock::now();
-        let r = n.link.inner.resume();
+        let Some(vif) = uplink(n) else {
+            continue;
+        };
+        let r = vif.resume();
         let ms = t.elapsed().as_millis();
         match r {
             Ok(lost) => {

@@ -13,7 +13,7 @@ mod xen;
 
 use crate::{io::console, shell::fscmds};
 use disk::{dd, discard, lsblk, sha256sum, sync};
-use net::{echod, ifconfig, ip, iperf3, ping, udhcpc};
+use net::{brctl, echod, ifconfig, ip, iperf3, ping, udhcpc};
 use system::{crash, exits, mem, poweroff, reboot, sleep, uptime, version};
 use xen::{devices, xen, xenstore_cmd};
 use xenlet_shell::{echo, Command, Shell};
@@ -129,6 +129,12 @@ pub static COMMANDS: &[Command<Host>] = &[
         usage: "",
         help: "the LAN DHCP server and DNS forwarder: pools, upstream servers, counters",
         run: crate::shell::servicecmds::dnsmasq,
+    },
+    Command {
+        name: "brctl",
+        usage: "[show | showmacs BRIDGE]",
+        help: "the router's bridges (br-lan): their ports (client vifs it serves) and learnt addresses",
+        run: brctl,
     },
     Command {
         name: "ifconfig",
