@@ -389,7 +389,13 @@ impl<L: Link> Bridge<L> {
         sent
     }
 
-    fn flood(&mut self, from: Option<usize>, frame: &[u8], csum: RxChecksum, gso: Option<u16>) -> bool {
+    fn flood(
+        &mut self,
+        from: Option<usize>,
+        frame: &[u8],
+        csum: RxChecksum,
+        gso: Option<u16>,
+    ) -> bool {
         let mut any = false;
         for to in 0..self.ports.len() {
             if Some(to) != from {
@@ -576,7 +582,12 @@ impl<L: Link> Link for Bridge<L> {
 impl<L: Link> Bridge<L> {
     /// A frame from the stack: to the port its destination was learnt on, else to
     /// every port.
-    fn send_with(&mut self, frame: &[u8], csum: RxChecksum, gso: Option<u16>) -> Result<(), String> {
+    fn send_with(
+        &mut self,
+        frame: &[u8],
+        csum: RxChecksum,
+        gso: Option<u16>,
+    ) -> Result<(), String> {
         if self.passthrough() {
             let link = &mut self.ports[0].link;
             return match (gso, csum) {

@@ -234,8 +234,11 @@ fn port_line(idx: usize, bridge: &str, p: &PortView, stats: bool) -> String {
 /// `brctl show` and `brctl showmacs BRIDGE` (busybox's brctl) over the stack's
 /// bridges.
 pub fn brctl<L: Link>(stack: &NetStack<L>, args: &[&str], out: Out) -> Result<(), String> {
-    let bridges: alloc::vec::Vec<BridgeView> =
-        stack.ifs.iter().filter_map(|n| n.link.bridge_view()).collect();
+    let bridges: alloc::vec::Vec<BridgeView> = stack
+        .ifs
+        .iter()
+        .filter_map(|n| n.link.bridge_view())
+        .collect();
     match args {
         [] | ["show"] => {
             w(out, "bridge name\tbridge id\t\tSTP enabled\tinterfaces\n")?;
@@ -246,7 +249,10 @@ pub fn brctl<L: Link>(stack: &NetStack<L>, args: &[&str], out: Out) -> Result<()
                     m[0], m[1], m[2], m[3], m[4], m[5]
                 );
                 let mut names = b.ports.iter().map(|p| p.name.as_str());
-                w(out, &format!("{}\t\t{id}\tno\t\t{}\n", b.name, names.next().unwrap_or("")))?;
+                w(
+                    out,
+                    &format!("{}\t\t{id}\tno\t\t{}\n", b.name, names.next().unwrap_or("")),
+                )?;
                 for n in names {
                     w(out, &format!("\t\t\t\t\t\t\t{n}\n"))?;
                 }

@@ -40,10 +40,13 @@ use std::collections::BTreeMap;
 /// The runs of each router `--runs` allows (one scenario per run: `*-1` .. `*-5`).
 const MAX_RUNS: usize = 5;
 
-/// (label, scenario prefix): Linux first, the ratios are Xenlet / Linux.
-const SYSTEMS: [(&str, &str); 2] = [
+/// (label, scenario prefix): Linux first, the ratios are Xenlet / Linux; the
+/// ceiling last (dom0 forwarding itself, no router domain: the path no domU can
+/// beat), Xenlet's figures also given as a fraction of it.
+const SYSTEMS: [(&str, &str); 3] = [
     ("Linux router", "bench-router-linux"),
     ("Xenlet router", "bench-router-xenlet"),
+    ("ceiling (dom0 routes)", "bench-router-ceiling"),
 ];
 
 /// A scenario's `result.txt` (see [`testbed::result`]).
@@ -296,7 +299,7 @@ struct Run {
 /// The table (Markdown) from the runs' results, and the notes about runs that failed or
 /// gave incomplete figures.
 fn table(runs: usize, results: &[Run]) -> String {
-    let mut spreads: Vec<[Option<Spread>; 2]> = Vec::new();
+    let mut spreads: Vec<[Option<Spread>; 3]> = Vec::new();
     for row in ROWS {
         let per = |sys: usize| {
             let v: Vec<f64> = results
@@ -307,7 +310,7 @@ fn table(runs: usize, results: &[Run]) -> String {
                 .collect();
             spread(&v)
         };
-        spreads.push([per(0), per(1)]);
+        spreads.push([per(0), per(1), per(2)]);
     }
     let mut t = format!(
         "## Xenlet vs Linux as the router (`cargo xtask bench router --runs {runs}`)\n\n\
@@ -318,22 +321,27 @@ fn table(runs: usize, results: &[Run]) -> String {
          run(s) of each, alternating, each a fresh boot; median (min..max) of the runs, \
          `[n/{runs}]` when only n runs gave a figure. iperf3 runs 3 s; UDP: iperf3 \
          `-u -l 64 -b 0` (106-byte frames); connections: 4 clients for 5 s; ping: 200 \
-         at 10 ms, nearest-rank percentiles.\n\n"
+         at 10 ms, nearest-rank percentiles. The ceiling: dom0 itself forwards between \
+         brlan and brwan (a namespace with the same fw4 ruleset), no router domain on \
+         the path.\n\n"
     );
     t.push_str(&format!(
-        "| measurement | unit | {} | {} | Xenlet / Linux | goal |\n",
-        SYSTEMS[0].0, SYSTEMS[1].0
+        "| measurement | unit | {} | {} | {} | Xenlet / Linux | Xenlet / ceiling | goal |\n",
+        SYSTEMS[0].0, SYSTEMS[1].0, SYSTEMS[2].0
     ));
-    t.push_str("|---|---|--:|--:|--:|---|\n");
-    for (row, [l, x]) in ROWS.iter().zip(&spreads) {
+    t.push_str("|---|---|--:|--:|--:|--:|--:|---|\n");
+    for (row, [l, x, c]) in ROWS.iter().zip(&spreads) {
         let (r, g) = ratio_and_goal(l.as_ref(), x.as_ref(), row.goal);
+        let (rc, _) = ratio_and_goal(c.as_ref(), x.as_ref(), Goal::None);
         t.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
             row.label,
             row.unit,
             cell(l.as_ref(), runs),
             cell(x.as_ref(), runs),
+            cell(c.as_ref(), runs),
             r,
+            rc,
             g
         ));
     }
@@ -430,7 +438,7 @@ pub fn router(args: &[&str]) -> Result<Section> {
         )));
     }
     step(&format!(
-        "bench router: {runs} run(s) each of the Linux router domU and the Xenlet router, alternating ({})",
+        "bench router: {runs} run(s) each of the Linux router domU, the Xenlet router and the ceiling (dom0 routing), alternating ({})",
         plan.iter().map(|(_, n)| n.as_str()).collect::<Vec<_>>().join(", ")
     ));
     let names: Vec<String> = plan.iter().map(|(_, n)| n.clone()).collect();
@@ -620,8 +628,10 @@ mod tests {
             [
                 "bench-router-linux-1",
                 "bench-router-xenlet-1",
+                "bench-router-ceiling-1",
                 "bench-router-linux-2",
-                "bench-router-xenlet-2"
+                "bench-router-xenlet-2",
+                "bench-router-ceiling-2"
             ]
         );
         assert_eq!(names[1].0, 1);
@@ -703,19 +713,31 @@ mod tests {
                     ("var.MEM_MIB", "32"),
                 ]),
             },
+            // the ceiling: no domain on the path, so no memory figure
+            Run {
+                system: 2,
+                scenario: "bench-router-ceiling-1".into(),
+                vars: {
+                    let mut v = full_run("400", 1000, "0");
+                    v.remove("var.MEM_MIB");
+                    v
+                },
+            },
         ];
         let t = table(2, &results);
-        assert!(t.contains("| TCP lan1 -> wan, 1 stream | Mbit/s | 9 (8..10) | 200 [1/2] | 22.22 | >= 1.5 (met) |"), "{t}");
-        assert!(t.contains("| new TCP connections via NAT | per s | 25 (20..30) | 100 [1/2] | 4.00 | >= 1 (met) |"), "{t}");
+        assert!(t.contains("| TCP lan1 -> wan, 1 stream | Mbit/s | 9 (8..10) | 200 [1/2] | 400 [1/2] | 22.22 | 0.50 | >= 1.5 (met) |"), "{t}");
+        assert!(t.contains("| new TCP connections via NAT | per s | 25 (20..30) | 100 [1/2] | 200 [1/2] | 4.00 | 0.50 | >= 1 (met) |"), "{t}");
         assert!(
-            t.contains("| domain memory (xl list) | MiB | 256 | 32 | 0.12 | lower is better |"),
+            t.contains(
+                "| domain memory (xl list) | MiB | 256 | 32 | - | 0.12 | - | lower is better |"
+            ),
             "{t}"
         );
-        // the UDP row: the same receiver line for both, ratio 1
-        assert!(t.contains("| 1.00 | >= 2 (NOT met) |"), "{t}");
+        // the UDP row: the same receiver line for all, ratio 1
+        assert!(t.contains("| 1.00 | 1.00 | >= 2 (NOT met) |"), "{t}");
         // ping: 1.00..2.99 ms, p50 the 100th = 1.99, p99 the 198th = 2.97
         assert!(
-            t.contains("| ping lan1 -> wan, p50 | ms | 1.99 | 1.99 [1/2] |"),
+            t.contains("| ping lan1 -> wan, p50 | ms | 1.99 | 1.99 [1/2] | 1.99 [1/2] |"),
             "{t}"
         );
         assert!(t.contains("| ping lan1 -> wan, p99 | ms | 2.97 |"), "{t}");

@@ -9,7 +9,6 @@
 
 use crate::dev::frontends::{KernelXen, Vif, NET_EVENTS};
 use crate::dev::port::Port;
-use xenlet_net::bridge::Bridge;
 use crate::sync::eventcount::SharedSeen;
 use crate::{time::clock, xen::xenbus, xen::xenstore};
 use alloc::boxed::Box;
@@ -18,6 +17,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use spin::{Mutex, Once};
+use xenlet_net::bridge::Bridge;
 use xenlet_net::gateway::{Gateway, Routed};
 use xenlet_net::iface::NetIf;
 use xenlet_net::lanconfig::ServicesSpec;
@@ -262,9 +262,11 @@ fn rescan() {
         let mac = xenstore::read(&format!("device/vif/{id}/mac"))
             .ok()
             .and_then(|m| xenlet_drivers::netfront::parse_mac(&m));
-        if let Some(n) = stack.ifs.iter_mut().find(|n| {
-            uplink_ref(n).is_some_and(|v| v.is_detached() && Some(v.mac()) == mac)
-        }) {
+        if let Some(n) = stack
+            .ifs
+            .iter_mut()
+            .find(|n| uplink_ref(n).is_some_and(|v| v.is_detached() && Some(v.mac()) == mac))
+        {
             let own = n.name.clone();
             let r = uplink(n).map_or(Ok(()), |v| v.reattach(id));
             match r {

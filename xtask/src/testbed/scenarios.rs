@@ -131,6 +131,11 @@ pub const EXTRA: &[Scenario] = &[
     renamed(&bench::BENCH_ROUTER_XENLET, "bench-router-xenlet-3"),
     renamed(&bench::BENCH_ROUTER_XENLET, "bench-router-xenlet-4"),
     renamed(&bench::BENCH_ROUTER_XENLET, "bench-router-xenlet-5"),
+    renamed(&bench::BENCH_ROUTER_CEILING, "bench-router-ceiling-1"),
+    renamed(&bench::BENCH_ROUTER_CEILING, "bench-router-ceiling-2"),
+    renamed(&bench::BENCH_ROUTER_CEILING, "bench-router-ceiling-3"),
+    renamed(&bench::BENCH_ROUTER_CEILING, "bench-router-ceiling-4"),
+    renamed(&bench::BENCH_ROUTER_CEILING, "bench-router-ceiling-5"),
 ];
 
 /// Every scenario's whole definition, `{:#?}` of each in table order (`SCENARIOS`,

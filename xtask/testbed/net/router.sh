@@ -21,7 +21,12 @@
 #          MTU 1400 on both ends, default via 10.78.0.1; the responder on 7777
 #   dom0 does not forward (net.ipv4.ip_forward=0): LAN and WAN meet only in the router.
 #
-# Subcommands: up | down | dhcp NS | static NS ADDR | pcap [TCPDUMP-FILTER]
+# `router.sh dom0router` makes the ceiling of `bench router`: dom0 itself routes, in a
+# namespace `rtr` with eth0 on brlan (192.168.1.1/24) and eth1 on brwan (10.77.0.2/24,
+# default via wan), forwarding on and the Linux router's fw4 ruleset (masquerade on
+# eth1): the same path with no router domain on it.
+#
+# Subcommands: up | down | dhcp NS | static NS ADDR | pcap [TCPDUMP-FILTER] | dom0router
 # State, logs and captures live in $TOPO (default /run/topo); run.py copies them to
 # the scenario's results.
 set -u
@@ -109,6 +114,28 @@ up() {
     show
 }
 
+dom0router() {
+    set -e
+    trap 'echo "router.sh dom0router: failed: $BASH_COMMAND (line $LINENO)"' ERR
+    ip netns add rtr
+    ip link add vrl type veth peer name eth0 netns rtr
+    ip link add vrw type veth peer name eth1 netns rtr
+    ip link set vrl master brlan up
+    ip link set vrw master brwan up
+    ns rtr ip link set lo up
+    ns rtr ip link set eth0 up
+    ns rtr ip link set eth1 up
+    ns rtr ip addr add 192.168.1.1/24 dev eth0
+    ns rtr ip addr add 10.77.0.2/24 dev eth1
+    ns rtr ip route add default via 10.77.0.10
+    ns rtr sysctl -qw net.ipv4.ip_forward=1
+    ns rtr nft -f "$HERE/linux-router/fw4.nft"
+    set +e
+    trap - ERR
+    echo "router: dom0 namespace rtr forwarding $(ns rtr cat /proc/sys/net/ipv4/ip_forward); lan eth0 192.168.1.1/24; wan eth1 10.77.0.2/24"
+    echo "router: nft: $(ns rtr nft list ruleset | grep -c 'chain ') chains, $(ns rtr nft list ruleset | grep -c masquerade) masquerade"
+}
+
 show() {
     echo "topology router: dom0 ip_forward=$(cat /proc/sys/net/ipv4/ip_forward)"
     for br in brlan brwan; do
@@ -124,11 +151,11 @@ down() {
     for f in "$TOPO"/*.pid; do
         [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
     done
-    for n in lan1 lan2 wan far; do
+    for n in lan1 lan2 wan far rtr; do
         for p in $(ip netns pids "$n" 2>/dev/null); do kill "$p" 2>/dev/null; done
     done
     sleep 0.5
-    for n in lan1 lan2 wan far; do
+    for n in lan1 lan2 wan far rtr; do
         for p in $(ip netns pids "$n" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
         ip netns del "$n" 2>/dev/null
         rm -rf "/etc/netns/$n"
@@ -136,7 +163,7 @@ down() {
     # the dom0 ends of the veths too: a namespace still held by a process outlives
     # `ip netns del` with its veth, and the next `up` found vlan1 there (`bench router`
     # after a router domain crashed)
-    for l in vlan1 vlan2 vwan brlan brwan; do
+    for l in vlan1 vlan2 vwan vrl vrw brlan brwan; do
         ip link del "$l" 2>/dev/null
     done
     echo "topology router: down"
@@ -175,5 +202,6 @@ show) show ;;
 dhcp) dhcp "$2" ;;
 static) static "$2" "$3" ;;
 pcap) shift; pcap "$@" ;;
-*) echo "usage: $0 up|down|show|dhcp NS|static NS ADDR|pcap [FILTER]" >&2; exit 2 ;;
+dom0router) dom0router ;;
+*) echo "usage: $0 up|down|show|dhcp NS|static NS ADDR|pcap [FILTER]|dom0router" >&2; exit 2 ;;
 esac

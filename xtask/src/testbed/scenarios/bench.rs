@@ -4,7 +4,7 @@
 //! net` (iperf3) and `bench dd`.
 
 use super::builders::*;
-use super::model::{Console, Disk, Need, Scenario, Step};
+use super::model::{Console, Disk, Need, Scenario, Step, Topology};
 use super::{blk, boot, net, router};
 
 /// dom0's `iperf3 -c` against the guest ($2: extra flags), with the CPU seconds that
@@ -427,20 +427,27 @@ pub const BENCH_FS_NOJOURNAL: Scenario = Scenario {
 /// TCP connections through the NAT for 5 s (`net/connrate.py`, 4 at a time, to wan's
 /// responder). Each step only checks that its measurement gave a figure: the figures
 /// themselves are the bench's to compare, never assertions.
-const BENCH_ROUTER_STEPS: &[Step] = &[
-    // wan's tcpdump writes every packet but iperf3's TCP data to a file (the UDP flood
-    // included): in dom0, beside the traffic being measured, on the same vCPUs
-    dom0(
-        "kill $(cat $TOPO/tcpdump.pid) && echo 'tcpdump in wan stopped for the bench'",
-        &[r"^tcpdump in wan stopped"],
-        10,
-    ),
+const BENCH_ROUTER_STEPS: &[Step] = steps![
+    BENCH_ROUTER_NO_TCPDUMP,
     dom0_cap(
         "xl list $NAME | awk 'NR == 2 {print \"domain memory: \" $3 \" MiB\"}'",
         &[],
         &[("MEM_MIB", r"^domain memory: (\d+) MiB$")],
         30,
     ),
+    ..BENCH_ROUTER_TRAFFIC,
+];
+
+/// wan's tcpdump writes every packet but iperf3's TCP data to a file (the UDP flood
+/// included): in dom0, beside the traffic being measured, on the same vCPUs.
+const BENCH_ROUTER_NO_TCPDUMP: Step = dom0(
+    "kill $(cat $TOPO/tcpdump.pid) && echo 'tcpdump in wan stopped for the bench'",
+    &[r"^tcpdump in wan stopped"],
+    10,
+);
+
+/// The traffic of [`BENCH_ROUTER_STEPS`] (the ceiling measures it too).
+const BENCH_ROUTER_TRAFFIC: &[Step] = &[
     // one ping first: lan1's and the router's ARP caches are warm for the 200
     ns_cap(
         "lan1",
@@ -529,6 +536,35 @@ pub const BENCH_ROUTER_LINUX: Scenario = Scenario {
         last("poweroff -f"),
     ],
     ..router::LINUX_ROUTER
+};
+
+/// `bench router`'s ceiling: no router domain on the path. dom0 itself forwards
+/// between brlan and brwan (`router.sh dom0router`: a namespace with the Linux
+/// router's fw4 ruleset, masquerade on its WAN side), measured by the same traffic;
+/// the bed runs a domain per scenario, so an idle Xenlet without vifs is there,
+/// off the path.
+pub const BENCH_ROUTER_CEILING: Scenario = Scenario {
+    name: "bench-router-ceiling",
+    about: "bench router: the ceiling, dom0 forwarding between brlan and brwan itself (fw4 ruleset in a namespace), no router domain on the path",
+    config: xl_config!(pvh {
+        memory: 32,
+        kernel: "@FILES@/xenlet.elf",
+    }),
+    steps: steps![
+        dom0_cap(
+            "$NET/router.sh dom0router",
+            &[r"^router: nft: \d+ chains, 1 masquerade$"],
+            &[("ROUTER_WAN", r"^router: .* wan eth1 (10\.77\.0\.\d+)/24")],
+            60,
+        ),
+        router::LAN1_STATIC,
+        BENCH_ROUTER_NO_TCPDUMP,
+        ..BENCH_ROUTER_TRAFFIC,
+        last("poweroff"),
+    ],
+    budget_s: 420,
+    topology: Some(Topology::Router),
+    ..XENLET_PVH
 };
 
 /// `bench router`'s Xenlet router: the domain of `router-xenlet` (PVH, 32 MiB, 1 vCPU,

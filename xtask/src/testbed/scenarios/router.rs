@@ -591,12 +591,26 @@ macro_rules! create_client {
     ($n:literal, $mac:literal) => {
         dom0(
             concat!(
-                "printf '%s\\n' 'name=\"'$NAME-c", $n, "'\"' 'type=\"pvh\"' 'memory=160' ",
+                "printf '%s\\n' 'name=\"'$NAME-c",
+                $n,
+                "'\"' 'type=\"pvh\"' 'memory=160' ",
                 "'kernel=\"'$LINUX'\"' 'ramdisk=\"'$CLIENT_INITRD'\"' ",
                 "'extra=\"console=hvc0 loglevel=4\"' ",
-                "'vif=[\"backend='$NAME',bridge=br-lan,mac=", $mac, "\"]' >/tmp/client", $n, ".cfg && ",
-                "xl create /tmp/client", $n, ".cfg >/tmp/client", $n, ".log 2>&1; rc=$?; tail -3 /tmp/client", $n, ".log; ",
-                "echo \"created c", $n, " rc=$rc\""
+                "'vif=[\"backend='$NAME',bridge=br-lan,mac=",
+                $mac,
+                "\"]' >/tmp/client",
+                $n,
+                ".cfg && ",
+                "xl create /tmp/client",
+                $n,
+                ".cfg >/tmp/client",
+                $n,
+                ".log 2>&1; rc=$?; tail -3 /tmp/client",
+                $n,
+                ".log; ",
+                "echo \"created c",
+                $n,
+                " rc=$rc\""
             ),
             &[concat!(r"^created c", $n, " rc=0$")],
             120,
@@ -638,11 +652,7 @@ const ROUTER_NETBACK_STEPS: &[Step] = steps![
         &[r"vif\d+\.0: .*master br-lan", r"^\d+: br-lan: "],
         30,
     ),
-    cmd(
-        "leases",
-        &[r"00:16:3e:0c:00:01", r"00:16:3e:0c:00:02"],
-        30,
-    ),
+    cmd("leases", &[r"00:16:3e:0c:00:01", r"00:16:3e:0c:00:02"], 30,),
     // lan1 (behind eth0) and client 1 on one LAN: switched by the router's bridge
     ns(
         "lan1",
