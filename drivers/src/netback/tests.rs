@@ -1040,7 +1040,9 @@ fn the_toolstack_asking_for_removal_gets_closed_before_the_directory_goes() {
     let x = xen();
     let (mut nb, _c) = connected(&x);
     // libxl's device remove: online 0, state Closing, then it waits for Closed
+    assert!(!nb.removal_requested());
     x.set("backend/vif/5/0/online", "0");
+    assert!(nb.removal_requested());
     x.set("backend/vif/5/0/state", "5");
     assert_eq!(nb.poll_xenbus(), Ok(BackState::Closed));
     assert_eq!(x.key("backend/vif/5/0/state").as_deref(), Some("6"));

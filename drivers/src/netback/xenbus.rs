@@ -311,6 +311,15 @@ impl<P: XenBackend> Netback<P> {
         self.to_client.clear();
     }
 
+    /// Whether the toolstack took the device offline (`online` = 0: `xl
+    /// network-detach`, or the client domain destroyed): once Closed, the driver
+    /// domain removes the backend directory itself (libxl leaves that to it).
+    pub fn removal_requested(&self) -> bool {
+        self.platform
+            .xs_read(&format!("{}/online", self.path))
+            .is_ok_and(|v| v.trim() == "0")
+    }
+
     /// Unbinds, unmaps and goes Closed (if the directory is still there).
     pub fn close(mut self) {
         self.shut();
