@@ -139,6 +139,12 @@ pub(crate) struct FakeXen {
     pub(crate) bind_fails: Cell<bool>,
     /// Ports bound to other domains: (local port, domain, its port).
     pub(crate) bound: RefCell<Vec<(u32, u16, u32)>>,
+    /// Loopback: the frontend's home (`/local/domain/<id>/`), stripped from the
+    /// paths a backend reads, so that a frontend and a backend share this fake...
+    pub(crate) home: RefCell<String>,
+    /// ... and the domain id under which the pages this fake's frontend granted
+    /// ([`XenPlatform::grant`]) are mapped and copied by the backend.
+    pub(crate) loopback_domid: Cell<Option<u16>>,
 }
 
 impl FakeXen {
@@ -194,7 +200,37 @@ impl FakeXen {
 
     /// Sets a XenStore key.
     pub(crate) fn set(&self, key: &str, value: &str) {
-        self.xs.borrow_mut().insert(key.into(), value.into());
+        let key = self.norm(key);
+        self.xs.borrow_mut().insert(key, value.into());
+    }
+
+    /// A path as stored: without the loopback frontend's home.
+    fn norm(&self, path: &str) -> String {
+        let home = self.home.borrow();
+        match path.strip_prefix(home.as_str()) {
+            Some(rest) if !home.is_empty() => rest.into(),
+            _ => path.into(),
+        }
+    }
+
+    /// The page the loopback frontend granted as `gref` (through
+    /// [`XenPlatform::grant`]), if `domid` is the loopback domain: the page and
+    /// whether the grant is read-write.
+    fn loopback_page(&self, domid: u16, gref: u32) -> Option<(SharedPage, bool)> {
+        if self.loopback_domid.get() != Some(domid) {
+            return None;
+        }
+        let gfn = *self.grants.borrow().get(&gref)?;
+        let rw = self.access.borrow().get(&gref) == Some(&Access::ReadWrite);
+        let page = self.pages.borrow().get(&gfn)?.alias_for_test();
+        Some((page, rw))
+    }
+
+    /// Whether domain `domid` exists (has granted us something, or is the
+    /// loopback frontend).
+    fn domain_exists(&self, domid: u16) -> bool {
+        self.loopback_domid.get() == Some(domid)
+            || self.foreign.borrow().keys().any(|(d, _)| *d == domid)
     }
 
     /// A XenStore key's value.
@@ -298,21 +334,33 @@ impl XenBackend for &FakeXen {
         if self.map_fails.get() {
             return Err(GNTST_GENERAL_ERROR);
         }
-        if !self.foreign.borrow().keys().any(|(d, _)| *d == domid) {
+        if !self.domain_exists(domid) {
             return Err(GNTST_BAD_DOMAIN);
         }
-        let foreign = self.foreign.borrow();
-        let Some((page, rw)) = foreign.get(&(domid, gref)) else {
+        let looped = self.loopback_page(domid, gref);
+        let found = match looped {
+            Some(p) => Some(p),
+            None => self
+                .foreign
+                .borrow()
+                .get(&(domid, gref))
+                .map(|(p, rw)| (p.alias_for_test(), *rw)),
+        };
+        let Some((page, rw)) = found else {
             return Err(GNTST_BAD_GNTREF);
         };
         if writable && !rw {
             return Err(GNTST_PERMISSION_DENIED);
         }
+        if self.loopback_domid.get() == Some(domid) {
+            // the frontend cannot end this grant while it is mapped
+            self.mapped.borrow_mut().insert(gref);
+        }
         let h = self.next_handle.get();
         self.next_handle.set(h + 1);
         self.mappings.borrow_mut().insert(h, (domid, gref));
         Ok(ForeignPage::alias_for_test(
-            page,
+            &page,
             0x8_0000 + u64::from(h),
             h,
         ))
@@ -323,7 +371,15 @@ impl XenBackend for &FakeXen {
             return false;
         }
         self.unmaps.set(self.unmaps.get() + 1);
-        self.mappings.borrow_mut().remove(&handle).is_some()
+        match self.mappings.borrow_mut().remove(&handle) {
+            Some((domid, gref)) => {
+                if self.loopback_domid.get() == Some(domid) {
+                    self.mapped.borrow_mut().remove(&gref);
+                }
+                true
+            }
+            None => false,
+        }
     }
     fn grant_copy(&self, ops: &mut [CopyOp<'_>]) {
         use xenlet_xen::gnttab::*;
@@ -335,12 +391,17 @@ impl XenBackend for &FakeXen {
                 GNTST_GENERAL_ERROR
             } else if !op.in_bounds() {
                 GNTST_BAD_COPY_ARG
-            } else if !foreign.keys().any(|(d, _)| *d == op.domid) {
+            } else if !self.domain_exists(op.domid) {
                 GNTST_BAD_DOMAIN
             } else if self.copy_failing.borrow().contains(&op.gref) {
                 GNTST_GENERAL_ERROR
             } else {
-                match foreign.get(&(op.domid, op.gref)) {
+                let looped = self.loopback_page(op.domid, op.gref);
+                let found = looped
+                    .as_ref()
+                    .map(|(p, rw)| (p, *rw))
+                    .or_else(|| foreign.get(&(op.domid, op.gref)).map(|(p, rw)| (p, *rw)));
+                match found {
                     None => GNTST_BAD_GNTREF,
                     Some((_, false)) if op.dir == CopyDir::ToRemote => GNTST_PERMISSION_DENIED,
                     Some((page, _)) => {
@@ -375,6 +436,7 @@ impl XenBackend for &FakeXen {
 
 impl XenPlatform for &FakeXen {
     fn xs_read(&self, path: &str) -> Result<String, XsError> {
+        let path = &self.norm(path);
         self.reads.set(self.reads.get() + 1);
         self.xs_check(path)?;
         self.xs
@@ -384,6 +446,7 @@ impl XenPlatform for &FakeXen {
             .ok_or_else(|| XsError::Remote("ENOENT".into()))
     }
     fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
+        let path = &self.norm(path);
         self.xs_check(path)?;
         let own_state = path.strip_suffix("/state") == Some(self.frontend.as_str());
         let be_state = format!("{}/state", self.backend);
@@ -398,6 +461,7 @@ impl XenPlatform for &FakeXen {
         Ok(())
     }
     fn xs_rm(&self, path: &str) -> Result<(), XsError> {
+        let path = &self.norm(path);
         self.xs_check(path)?;
         // the node and everything below it
         let below = format!("{path}/");

@@ -1087,3 +1087,99 @@ fn a_vif_dropped_or_closed_leaves_nothing_mapped() {
         "counted: that memory is never reused"
     );
 }
+
+/// A fake where this crate's netfront (domain 5, `device/vif/0`) is the client of
+/// the netback under test: its grants are the ones the backend maps and copies.
+fn loopback() -> FakeXen {
+    let x = FakeXen::with_device("device/vif/0", BE, "");
+    *x.home.borrow_mut() = String::from("/local/domain/5/");
+    x.loopback_domid.set(Some(FE));
+    x.next_port.set(30);
+    xen_for(&x, FE, BE, FE_DIR);
+    x
+}
+
+#[test]
+fn our_netfront_and_netback_pass_frames_both_ways() {
+    use crate::netfront::Netfront;
+    let x = loopback();
+    let mut nb = Netback::probe(&x, BE).unwrap();
+    // The netfront waits for the backend's Connected while the backend is not
+    // running: the fake shows it Connected at the first wait, and the backend
+    // really connects right after.
+    x.script(&["4"]);
+    let mut nf = Netfront::connect_with(&x, 0, 4).unwrap();
+    assert_eq!(nf.queues(), 1, "no multi-queue offered");
+    assert!(nf.has_sg(), "feature-sg offered");
+    assert!(!nf.has_gso_tcpv4(), "no GSO offered");
+    assert_eq!(x.key("device/vif/0/request-rx-copy").as_deref(), Some("1"));
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Connected));
+    assert_eq!(x.live_mappings(), 2);
+    // client to us: a small frame, a full one and one of three slots (sg)
+    let frames = [frame(60, 1), frame(1514, 2), frame(9000, 3)];
+    for f in &frames {
+        nf.send(f).unwrap();
+    }
+    assert!(!nb.poll());
+    for f in &frames {
+        assert_eq!(&nb.recv().unwrap(), f);
+    }
+    nf.reap_tx();
+    assert_eq!(nf.stats().tx_packets, 3, "every slot answered OK");
+    assert!(nf.broken().is_none());
+    // us to the client: into the 256 buffers it posted at connect
+    let back = [frame(64, 4), frame(1514, 5), frame(5000, 6)];
+    nb.send(&back[0]).unwrap();
+    nb.send_with(&back[1], Checksum::Validated).unwrap();
+    nb.send(&back[2]).unwrap();
+    assert!(!nb.poll());
+    nf.poll_rx();
+    for f in &back {
+        assert_eq!(&nf.recv().unwrap(), f);
+    }
+    assert!(nf.broken().is_none(), "{:?}", nf.broken());
+    assert_eq!(nb.stats().tx_packets, 3);
+    // a sustained exchange: more frames than the rings hold, buffers reposted
+    for round in 0..5u8 {
+        for i in 0..200u8 {
+            nb.send(&frame(100 + usize::from(i), round ^ i))
+                .unwrap_or(());
+        }
+        while nb.poll() {}
+        nf.poll_rx();
+        let mut got = 0;
+        while nf.recv().is_some() {
+            got += 1;
+        }
+        assert!(got > 0, "round {round}");
+        nf.poll_rx(); // reposts
+    }
+    assert!(nb.broken().is_none() && nf.broken().is_none());
+    // the client closes: the backend unmaps, so every grant can be ended
+    x.set("device/vif/0/state", "5");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Closing));
+    x.set("device/vif/0/state", "6");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Closed));
+    assert_eq!(x.live_mappings(), 0);
+    let (bufs, rings) = nf.release();
+    assert_eq!(
+        (bufs, rings),
+        (512, 2),
+        "nothing left mapped by the backend"
+    );
+}
+
+#[test]
+fn a_client_cannot_end_grants_the_backend_still_maps() {
+    use crate::netfront::Netfront;
+    let x = loopback();
+    let mut nb = Netback::probe(&x, BE).unwrap();
+    x.script(&["4"]);
+    let nf = Netfront::connect_with(&x, 0, 1).unwrap();
+    nb.poll_xenbus().unwrap();
+    // released while the backend maps the rings: the ring pages are kept back
+    let (_, rings) = nf.release();
+    assert_eq!(rings, 0);
+    nb.close();
+    assert_eq!(x.live_mappings(), 0);
+}
