@@ -14,6 +14,7 @@ pub mod blkif;
 pub mod blocksync;
 pub mod bytering;
 pub mod console;
+pub mod netback;
 pub mod netfront;
 pub mod netif;
 pub mod pio;

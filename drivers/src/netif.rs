@@ -185,6 +185,56 @@ impl RxResponse {
     }
 }
 
+/// `XEN_NETIF_EXTRA_TYPE_MAX`: extra-info types are 1 up to this, exclusive.
+pub const EXTRA_TYPE_MAX: u8 = 6;
+
+// The backend's side: requests decoded, responses encoded.
+
+/// Decodes a transmit request (the backend's side).
+pub fn decode_tx_request(b: &[u8; TX_ENTRY_BYTES]) -> TxRequest {
+    TxRequest {
+        gref: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        offset: u16::from_le_bytes([b[4], b[5]]),
+        flags: u16::from_le_bytes([b[6], b[7]]),
+        id: u16::from_le_bytes([b[8], b[9]]),
+        size: u16::from_le_bytes([b[10], b[11]]),
+    }
+}
+
+/// Encodes a transmit response.
+pub fn encode_tx_response(id: u16, status: i16) -> [u8; 4] {
+    let mut e = [0u8; 4];
+    e[0..2].copy_from_slice(&id.to_le_bytes());
+    e[2..4].copy_from_slice(&status.to_le_bytes());
+    e
+}
+
+/// An extra-info slot of a transmitted packet (`struct netif_extra_info` in a TX
+/// request slot), decoded from a copy.
+pub fn decode_tx_extra(b: &[u8; TX_ENTRY_BYTES]) -> RxExtra {
+    let mut e = [0u8; RX_ENTRY_BYTES];
+    e.copy_from_slice(&b[..RX_ENTRY_BYTES]);
+    decode_rx_extra(&e)
+}
+
+/// Decodes a receive request: (buffer id, grant reference).
+pub fn decode_rx_request(b: &[u8; RX_ENTRY_BYTES]) -> (u16, u32) {
+    (
+        u16::from_le_bytes([b[0], b[1]]),
+        u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+    )
+}
+
+/// Encodes a receive response.
+pub fn encode_rx_response(r: &RxResponse) -> [u8; RX_ENTRY_BYTES] {
+    let mut e = [0u8; RX_ENTRY_BYTES];
+    e[0..2].copy_from_slice(&r.id.to_le_bytes());
+    e[2..4].copy_from_slice(&r.offset.to_le_bytes());
+    e[4..6].copy_from_slice(&r.flags.to_le_bytes());
+    e[6..8].copy_from_slice(&r.status.to_le_bytes());
+    e
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,5 +292,40 @@ mod tests {
             status: RSP_DROPPED,
         };
         assert!(err.data_range().is_err());
+    }
+
+    #[test]
+    fn backend_side_round_trips_with_the_frontend_side() {
+        let r = TxRequest {
+            gref: 77,
+            offset: 12,
+            flags: NETTXF_MORE_DATA,
+            id: 300,
+            size: 9000,
+        };
+        assert_eq!(decode_tx_request(&r.encode()), r);
+        assert_eq!(
+            decode_tx_response(&encode_tx_response(300, RSP_DROPPED)),
+            TxResponse {
+                id: 300,
+                status: RSP_DROPPED
+            }
+        );
+        assert_eq!(
+            decode_rx_request(&encode_rx_request(5, 0xdead)),
+            (5, 0xdead)
+        );
+        let rsp = RxResponse {
+            id: 5,
+            offset: 0,
+            flags: NETRXF_MORE_DATA,
+            status: 4096,
+        };
+        assert_eq!(decode_rx_response(&encode_rx_response(&rsp)), rsp);
+        let x = decode_tx_extra(&encode_gso_extra(1448));
+        assert_eq!(
+            (x.kind, x.gso_size, x.gso_type, x.more),
+            (EXTRA_TYPE_GSO, 1448, GSO_TYPE_TCPV4, false)
+        );
     }
 }

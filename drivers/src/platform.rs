@@ -98,6 +98,78 @@ pub trait XenPlatform {
     }
 }
 
+/// A page of another domain mapped into this one ([`XenBackend::map_grant`]): owned,
+/// opaque, reached by copy, and let go of only through [`XenBackend::unmap_grant`].
+pub use xenlet_xen::shared::ForeignPage;
+
+/// Which way a [`CopyOp`] copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyDir {
+    /// From the other domain's granted page into ours.
+    FromRemote,
+    /// From ours into the other domain's granted page (which must be granted
+    /// read-write).
+    ToRemote,
+}
+
+/// One grant copy (`GNTTABOP_copy`) between a page of ours, named by the
+/// [`DmaPages`] that own it, and a page another domain granted us. Neither side may
+/// cross its page: `offset + len` and `remote_offset + len` are at most 4096 (the
+/// platform refuses the op otherwise, with `GNTST_bad_copy_arg`).
+#[derive(Debug)]
+pub struct CopyOp<'a> {
+    /// Our pages.
+    pub local: &'a DmaPages,
+    /// The page of `local`.
+    pub page: usize,
+    /// The offset in that page.
+    pub offset: u16,
+    /// The other domain.
+    pub domid: u16,
+    /// Its grant reference.
+    pub gref: u32,
+    /// The offset in its page.
+    pub remote_offset: u16,
+    /// Bytes to copy.
+    pub len: u16,
+    /// The direction.
+    pub dir: CopyDir,
+    /// `GNTST_*` once done (0 is success; [`xenlet_xen::gnttab::status_name`]).
+    pub status: i16,
+}
+
+impl CopyOp<'_> {
+    /// Whether both sides lie within their pages and the local page exists.
+    pub fn in_bounds(&self) -> bool {
+        let page = xenlet_xen::shared::PAGE_BYTES;
+        self.page < self.local.count()
+            && usize::from(self.offset) + usize::from(self.len) <= page
+            && usize::from(self.remote_offset) + usize::from(self.len) <= page
+    }
+}
+
+/// What a backend (a driver domain serving other domains' frontends) needs on top
+/// of a frontend's services: mapping and copying the pages other domains granted,
+/// and binding to their event channels. Every input names the other domain's
+/// objects (its domain id, grant references, ports), which may be wrong or hostile:
+/// the implementation turns every failure into an error value, never a fault.
+pub trait XenBackend: XenPlatform {
+    /// Maps grant `gref` of domain `domid` (read-write if `writable`); Xen's
+    /// `GNTST_*` status when it cannot (a bad reference, domain or permission).
+    fn map_grant(&self, domid: u16, gref: u32, writable: bool) -> Result<ForeignPage, i16>;
+    /// Unmaps a page mapped by [`XenBackend::map_grant`]; false if Xen refused
+    /// (the memory behind it is then never reused).
+    fn unmap_grant(&self, page: ForeignPage) -> bool;
+    /// Performs every op in one batch (one hypercall on Xen), setting each op's
+    /// `status`; an op out of bounds ([`CopyOp::in_bounds`]) fails alone with
+    /// `GNTST_bad_copy_arg`.
+    fn grant_copy(&self, ops: &mut [CopyOp<'_>]);
+    /// Binds a local port to `remote_port` of domain `remote`
+    /// (`EVTCHNOP_bind_interdomain`); closed with [`XenPlatform::close_port`]. Its
+    /// events wake the data plane as a vif's do.
+    fn bind_interdomain(&self, remote: u16, remote_port: u32) -> Result<Port, XenError>;
+}
+
 /// Reads a xenbus state key (e.g. `<backend>/state`).
 pub fn read_state<P: XenPlatform>(p: &P, path: &str) -> Option<xenlet_xen::xenbus::XenbusState> {
     xenlet_xen::xenbus::XenbusState::parse(&p.xs_read(path).ok()?)

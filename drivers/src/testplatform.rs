@@ -20,13 +20,22 @@
 //! unknown statuses) are written by each driver's tests through the ring pages
 //! ([`FakeXen::page_of`], [`FakeXen::page_by_gref`]), as a backend writes them.
 //!
+//! For a backend's tests (netback) it also plays the other domains: pages they
+//! granted us ([`FakeXen::grant_foreign`]), which the backend maps and copies to and
+//! from, and every way that can fail: a reference that names nothing or was revoked
+//! (`GNTST_bad_gntref`), a domain that does not exist (`GNTST_bad_domain`), a write
+//! through a read-only grant (`GNTST_permission_denied`), a copy that fails alone
+//! ([`FakeXen::copy_failing`]) or a whole copy hypercall that fails
+//! ([`FakeXen::copy_hypercall_fails`]), mapping, unmapping or binding that fails
+//! ([`FakeXen::map_fails`], [`FakeXen::unmap_fails`], [`FakeXen::bind_fails`]).
+//!
 //! The backend can also be scripted: [`FakeXen::script`] is a list of states it
 //! goes through, one per watch firing (or per plain wait when watches fail). Time
 //! passes only while the frontend waits: a millisecond per plain wait, and a wait on
 //! a watch with nothing left to change sleeps to its deadline, so a wait for a
 //! backend that never answers times out at once.
 
-use crate::platform::{DmaPages, Watch, XenPlatform};
+use crate::platform::{CopyDir, CopyOp, DmaPages, ForeignPage, Watch, XenBackend, XenPlatform};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::string::String;
@@ -106,6 +115,36 @@ pub(crate) struct FakeXen {
     pub(crate) clock: Cell<u64>,
     /// Times the domain was restored or migrated ([`FakeXen::restore`]).
     pub(crate) resumes: Cell<u32>,
+    /// Pages other domains granted us, by (domain, reference): the page and whether
+    /// the grant is read-write.
+    pub(crate) foreign: RefCell<BTreeMap<(u16, u32), (SharedPage, bool)>>,
+    pub(crate) next_foreign_gref: Cell<u32>,
+    /// Live mappings of other domains' grants: handle to (domain, reference).
+    pub(crate) mappings: RefCell<BTreeMap<u32, (u16, u32)>>,
+    pub(crate) next_handle: Cell<u32>,
+    /// Mappings undone.
+    pub(crate) unmaps: Cell<u32>,
+    /// Mapping a grant fails (`GNTST_general_error`), whatever the grant.
+    pub(crate) map_fails: Cell<bool>,
+    /// Unmapping fails.
+    pub(crate) unmap_fails: Cell<bool>,
+    /// References whose copies fail (`GNTST_general_error`).
+    pub(crate) copy_failing: RefCell<BTreeSet<u32>>,
+    /// The copy hypercall itself fails: no op is done.
+    pub(crate) copy_hypercall_fails: Cell<bool>,
+    /// Copy hypercalls made, and the ops they carried.
+    pub(crate) copy_calls: Cell<u32>,
+    pub(crate) copy_ops: Cell<u64>,
+    /// Binding to another domain's port fails.
+    pub(crate) bind_fails: Cell<bool>,
+    /// Ports bound to other domains: (local port, domain, its port).
+    pub(crate) bound: RefCell<Vec<(u32, u16, u32)>>,
+    /// Loopback: the frontend's home (`/local/domain/<id>/`), stripped from the
+    /// paths a backend reads, so that a frontend and a backend share this fake...
+    pub(crate) home: RefCell<String>,
+    /// ... and the domain id under which the pages this fake's frontend granted
+    /// ([`XenPlatform::grant`]) are mapped and copied by the backend.
+    pub(crate) loopback_domid: Cell<Option<u16>>,
 }
 
 impl FakeXen {
@@ -161,7 +200,37 @@ impl FakeXen {
 
     /// Sets a XenStore key.
     pub(crate) fn set(&self, key: &str, value: &str) {
-        self.xs.borrow_mut().insert(key.into(), value.into());
+        let key = self.norm(key);
+        self.xs.borrow_mut().insert(key, value.into());
+    }
+
+    /// A path as stored: without the loopback frontend's home.
+    fn norm(&self, path: &str) -> String {
+        let home = self.home.borrow();
+        match path.strip_prefix(home.as_str()) {
+            Some(rest) if !home.is_empty() => rest.into(),
+            _ => path.into(),
+        }
+    }
+
+    /// The page the loopback frontend granted as `gref` (through
+    /// [`XenPlatform::grant`]), if `domid` is the loopback domain: the page and
+    /// whether the grant is read-write.
+    fn loopback_page(&self, domid: u16, gref: u32) -> Option<(SharedPage, bool)> {
+        if self.loopback_domid.get() != Some(domid) {
+            return None;
+        }
+        let gfn = *self.grants.borrow().get(&gref)?;
+        let rw = self.access.borrow().get(&gref) == Some(&Access::ReadWrite);
+        let page = self.pages.borrow().get(&gfn)?.alias_for_test();
+        Some((page, rw))
+    }
+
+    /// Whether domain `domid` exists (has granted us something, or is the
+    /// loopback frontend).
+    fn domain_exists(&self, domid: u16) -> bool {
+        self.loopback_domid.get() == Some(domid)
+            || self.foreign.borrow().keys().any(|(d, _)| *d == domid)
     }
 
     /// A XenStore key's value.
@@ -234,10 +303,140 @@ impl FakeXen {
     pub(crate) fn ports_closed(&self) -> usize {
         self.closed.borrow().len()
     }
+
+    /// Domain `domid` grants us a fresh zeroed page (read-write if `writable`):
+    /// its reference, and a handle on the page for the test playing that domain.
+    pub(crate) fn grant_foreign(&self, domid: u16, writable: bool) -> (u32, SharedPage) {
+        let r = self.next_foreign_gref.get().max(8);
+        self.next_foreign_gref.set(r + 1);
+        let page = SharedPage::leak_new(1);
+        let alias = page.alias_for_test();
+        self.foreign
+            .borrow_mut()
+            .insert((domid, r), (page, writable));
+        (r, alias)
+    }
+
+    /// Domain `domid` ends its grant `gref` (copies and maps of it fail from now).
+    pub(crate) fn revoke_foreign(&self, domid: u16, gref: u32) {
+        self.foreign.borrow_mut().remove(&(domid, gref));
+    }
+
+    /// Mappings of other domains' grants still in place.
+    pub(crate) fn live_mappings(&self) -> usize {
+        self.mappings.borrow().len()
+    }
+}
+
+impl XenBackend for &FakeXen {
+    fn map_grant(&self, domid: u16, gref: u32, writable: bool) -> Result<ForeignPage, i16> {
+        use xenlet_xen::gnttab::*;
+        if self.map_fails.get() {
+            return Err(GNTST_GENERAL_ERROR);
+        }
+        if !self.domain_exists(domid) {
+            return Err(GNTST_BAD_DOMAIN);
+        }
+        let looped = self.loopback_page(domid, gref);
+        let found = match looped {
+            Some(p) => Some(p),
+            None => self
+                .foreign
+                .borrow()
+                .get(&(domid, gref))
+                .map(|(p, rw)| (p.alias_for_test(), *rw)),
+        };
+        let Some((page, rw)) = found else {
+            return Err(GNTST_BAD_GNTREF);
+        };
+        if writable && !rw {
+            return Err(GNTST_PERMISSION_DENIED);
+        }
+        if self.loopback_domid.get() == Some(domid) {
+            // the frontend cannot end this grant while it is mapped
+            self.mapped.borrow_mut().insert(gref);
+        }
+        let h = self.next_handle.get();
+        self.next_handle.set(h + 1);
+        self.mappings.borrow_mut().insert(h, (domid, gref));
+        Ok(ForeignPage::alias_for_test(
+            &page,
+            0x8_0000 + u64::from(h),
+            h,
+        ))
+    }
+    fn unmap_grant(&self, page: ForeignPage) -> bool {
+        let (_, handle) = page.into_mapping();
+        if self.unmap_fails.get() {
+            return false;
+        }
+        self.unmaps.set(self.unmaps.get() + 1);
+        match self.mappings.borrow_mut().remove(&handle) {
+            Some((domid, gref)) => {
+                if self.loopback_domid.get() == Some(domid) {
+                    self.mapped.borrow_mut().remove(&gref);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+    fn grant_copy(&self, ops: &mut [CopyOp<'_>]) {
+        use xenlet_xen::gnttab::*;
+        self.copy_calls.set(self.copy_calls.get() + 1);
+        self.copy_ops.set(self.copy_ops.get() + ops.len() as u64);
+        let foreign = self.foreign.borrow();
+        for op in ops.iter_mut() {
+            op.status = if self.copy_hypercall_fails.get() {
+                GNTST_GENERAL_ERROR
+            } else if !op.in_bounds() {
+                GNTST_BAD_COPY_ARG
+            } else if !self.domain_exists(op.domid) {
+                GNTST_BAD_DOMAIN
+            } else if self.copy_failing.borrow().contains(&op.gref) {
+                GNTST_GENERAL_ERROR
+            } else {
+                let looped = self.loopback_page(op.domid, op.gref);
+                let found = looped
+                    .as_ref()
+                    .map(|(p, rw)| (p, *rw))
+                    .or_else(|| foreign.get(&(op.domid, op.gref)).map(|(p, rw)| (p, *rw)));
+                match found {
+                    None => GNTST_BAD_GNTREF,
+                    Some((_, false)) if op.dir == CopyDir::ToRemote => GNTST_PERMISSION_DENIED,
+                    Some((page, _)) => {
+                        let mut buf = alloc::vec![0u8; usize::from(op.len)];
+                        let local = op.page * 4096 + usize::from(op.offset);
+                        match op.dir {
+                            CopyDir::FromRemote => {
+                                page.read_bytes(usize::from(op.remote_offset), &mut buf);
+                                op.local.mem().write_bytes(local, &buf);
+                            }
+                            CopyDir::ToRemote => {
+                                op.local.mem().read_bytes(local, &mut buf);
+                                page.write_bytes(usize::from(op.remote_offset), &buf);
+                            }
+                        }
+                        GNTST_OKAY
+                    }
+                }
+            };
+        }
+    }
+    fn bind_interdomain(&self, remote: u16, remote_port: u32) -> Result<Port, XenError> {
+        if self.bind_fails.get() {
+            return Err(XenError::Inval);
+        }
+        let p = self.next_port.get().max(1);
+        self.next_port.set(p + 1);
+        self.bound.borrow_mut().push((p, remote, remote_port));
+        Ok(Port(p))
+    }
 }
 
 impl XenPlatform for &FakeXen {
     fn xs_read(&self, path: &str) -> Result<String, XsError> {
+        let path = &self.norm(path);
         self.reads.set(self.reads.get() + 1);
         self.xs_check(path)?;
         self.xs
@@ -247,6 +446,7 @@ impl XenPlatform for &FakeXen {
             .ok_or_else(|| XsError::Remote("ENOENT".into()))
     }
     fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
+        let path = &self.norm(path);
         self.xs_check(path)?;
         let own_state = path.strip_suffix("/state") == Some(self.frontend.as_str());
         let be_state = format!("{}/state", self.backend);
@@ -261,6 +461,7 @@ impl XenPlatform for &FakeXen {
         Ok(())
     }
     fn xs_rm(&self, path: &str) -> Result<(), XsError> {
+        let path = &self.norm(path);
         self.xs_check(path)?;
         // the node and everything below it
         let below = format!("{path}/");

@@ -138,6 +138,8 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     let disks = devices.as_deref().map(crate::dev::frontends::connect_disks);
     if devices.is_some() {
         crate::dev::frontends::watch_disks();
+        // As a driver domain: client vifs whose backend is this domain.
+        let _ = crate::dev::backends::watch_backends();
     }
     let queues = crate::dev::network::queues(info.cmdline.as_str());
     let vifs = devices

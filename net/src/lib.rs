@@ -30,6 +30,7 @@ pub mod lanconfig;
 pub mod lanservices;
 pub mod link;
 pub mod mss;
+pub mod netback;
 pub mod netfront;
 pub mod netplan;
 pub mod ping;

@@ -165,3 +165,80 @@ pub const XENCONS_IN_CONS: usize = 3072;
 pub const XENCONS_IN_PROD: usize = 3076;
 pub const XENCONS_OUT_CONS: usize = 3080;
 pub const XENCONS_OUT_PROD: usize = 3084;
+
+// xen/include/public/grant_table.h: the backend's operations (map, unmap, copy).
+pub const GNTTABOP_map_grant_ref: u32 = 0;
+pub const GNTTABOP_unmap_grant_ref: u32 = 1;
+pub const GNTTABOP_copy: u32 = 5;
+/// `GNTMAP_host_map`: map at `host_addr` (for an HVM/PVH guest, a guest-physical
+/// address).
+pub const GNTMAP_host_map: u32 = 1 << 1;
+/// `GNTMAP_readonly`.
+pub const GNTMAP_readonly: u32 = 1 << 2;
+/// `GNTCOPY_source_gref`: `source.u` is a grant reference (else a frame).
+pub const GNTCOPY_source_gref: u16 = 1 << 0;
+/// `GNTCOPY_dest_gref`.
+pub const GNTCOPY_dest_gref: u16 = 1 << 1;
+/// `gnttab_map_grant_ref`: host_addr u64, flags u32, ref u32, dom u16, status i16,
+/// handle u32, dev_bus_addr u64.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct gnttab_map_grant_ref {
+    pub host_addr: u64,
+    pub flags: u32,
+    pub ref_: u32,
+    pub dom: u16,
+    pub status: i16,
+    pub handle: u32,
+    pub dev_bus_addr: u64,
+}
+const _: () = assert!(core::mem::size_of::<gnttab_map_grant_ref>() == 32);
+/// `gnttab_unmap_grant_ref`: host_addr u64, dev_bus_addr u64, handle u32, status i16.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct gnttab_unmap_grant_ref {
+    pub host_addr: u64,
+    pub dev_bus_addr: u64,
+    pub handle: u32,
+    pub status: i16,
+}
+const _: () = assert!(core::mem::size_of::<gnttab_unmap_grant_ref>() == 24);
+/// One side of a `gnttab_copy`: `u` is a grant reference or a frame (`xen_pfn_t`,
+/// 64-bit on x86_64), then the domain and the offset in the page.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct gnttab_copy_ptr {
+    pub u: u64,
+    pub domid: u16,
+    pub offset: u16,
+}
+const _: () = assert!(core::mem::size_of::<gnttab_copy_ptr>() == 16);
+/// `gnttab_copy`: source, dest, len u16, flags u16, status i16.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct gnttab_copy {
+    pub source: gnttab_copy_ptr,
+    pub dest: gnttab_copy_ptr,
+    pub len: u16,
+    pub flags: u16,
+    pub status: i16,
+}
+const _: () = assert!(core::mem::size_of::<gnttab_copy>() == 40);
+const _: () = assert!(core::mem::offset_of!(gnttab_copy, status) == 36);
+
+// xen/include/public/memory.h: giving frames back to Xen and taking them again.
+pub const XENMEM_increase_reservation: u32 = 0;
+pub const XENMEM_decrease_reservation: u32 = 1;
+pub const XENMEM_populate_physmap: u32 = 6;
+/// `xen_memory_reservation`: extent_start (a guest handle to `xen_pfn_t`s) u64,
+/// nr_extents u64, extent_order u32, mem_flags u32, domid u16.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct xen_memory_reservation {
+    pub extent_start: u64,
+    pub nr_extents: u64,
+    pub extent_order: u32,
+    pub mem_flags: u32,
+    pub domid: u16,
+}
+const _: () = assert!(core::mem::size_of::<xen_memory_reservation>() == 32);

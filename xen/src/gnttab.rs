@@ -25,6 +25,40 @@ pub const ENTRIES_PER_FRAME: u32 = 512;
 /// `GNTTAB_NR_RESERVED_ENTRIES`: refs the toolstack uses (console, xenstore).
 pub const RESERVED_ENTRIES: u32 = 8;
 
+/// `GNTST_okay`: a map, unmap or copy succeeded.
+pub const GNTST_OKAY: i16 = 0;
+/// `GNTST_general_error`.
+pub const GNTST_GENERAL_ERROR: i16 = -1;
+/// `GNTST_bad_domain`: no such domain.
+pub const GNTST_BAD_DOMAIN: i16 = -2;
+/// `GNTST_bad_gntref`: no such grant reference (or not granted to us).
+pub const GNTST_BAD_GNTREF: i16 = -3;
+/// `GNTST_bad_copy_arg`: an offset or length outside the page.
+pub const GNTST_BAD_COPY_ARG: i16 = -10;
+/// `GNTST_permission_denied`: e.g. a write through a read-only grant.
+pub const GNTST_PERMISSION_DENIED: i16 = -8;
+
+/// Xen's name for a `GNTST_*` status.
+pub fn status_name(status: i16) -> &'static str {
+    match status {
+        0 => "okay",
+        -1 => "general error",
+        -2 => "bad domain",
+        -3 => "bad grant reference",
+        -4 => "bad handle",
+        -5 => "bad virtual address",
+        -6 => "bad device address",
+        -7 => "no device space",
+        -8 => "permission denied",
+        -9 => "bad page",
+        -10 => "bad copy argument",
+        -11 => "address too big",
+        -12 => "try again",
+        -13 => "no space",
+        _ => "unknown status",
+    }
+}
+
 /// A grant reference.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct GrantRef(pub u32);

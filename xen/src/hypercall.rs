@@ -427,3 +427,148 @@ unsafe fn vcpu_op<T>(cmd: u32, vcpu: u32, arg: *mut T) -> Result<u64, XenError> 
         )
     })
 }
+
+/// `XENMEM_decrease_reservation` of one 4 KiB frame: the frame at `gfn` goes back to
+/// Xen and the guest-physical address is left empty (a balloon), for a foreign page
+/// to be mapped there. Whether Xen took it.
+///
+/// # Safety
+/// The caller must own the frame and no longer use it as memory: reading or writing
+/// the address afterwards reaches nothing (or, once something is mapped there, that).
+pub unsafe fn decrease_reservation(gfn: u64) -> Result<(), XenError> {
+    // SAFETY: forwarded contract.
+    unsafe { reservation(XENMEM_decrease_reservation, gfn) }
+}
+
+/// `XENMEM_populate_physmap` of one 4 KiB frame at `gfn`: RAM again where a ballooned
+/// frame was (its content is undefined).
+///
+/// # Safety
+/// `gfn` must be a frame the caller ballooned out ([`decrease_reservation`]) and has
+/// nothing mapped at any more.
+pub unsafe fn populate_physmap(gfn: u64) -> Result<(), XenError> {
+    // SAFETY: forwarded contract.
+    unsafe { reservation(XENMEM_populate_physmap, gfn) }
+}
+
+/// One extent of order 0 through `cmd`; Xen returns how many extents it did.
+///
+/// # Safety
+/// As for the callers.
+unsafe fn reservation(cmd: u32, gfn: u64) -> Result<(), XenError> {
+    let mut frame = gfn;
+    let mut r = xen_memory_reservation {
+        extent_start: &mut frame as *mut u64 as u64,
+        nr_extents: 1,
+        extent_order: 0,
+        mem_flags: 0,
+        domid: DOMID_SELF,
+    };
+    // SAFETY: `r` is a `xen_memory_reservation` whose handle points to one `xen_pfn_t` (`frame`, live across the call); the caller vouches for the frame.
+    let done = unsafe { op_ptr(__HYPERVISOR_memory_op, cmd, &mut r) }?;
+    if done == 1 {
+        Ok(())
+    } else {
+        Err(XenError::NoMem)
+    }
+}
+
+/// `GNTTABOP_map_grant_ref` with `GNTMAP_host_map` (read-only unless `writable`):
+/// maps grant `gref` of domain `dom` at guest-physical address `gpa`. The grant
+/// handle, or Xen's `GNTST_*` status (negative; the hypercall's own failure as
+/// `GNTST_general_error`).
+///
+/// # Safety
+/// `gpa` must be a page-aligned guest-physical address the caller owns and has
+/// emptied ([`decrease_reservation`]): the foreign page appears there.
+pub unsafe fn gnttab_map_grant_ref(
+    gpa: u64,
+    dom: u16,
+    gref: u32,
+    writable: bool,
+) -> Result<u32, i16> {
+    let mut m = gnttab_map_grant_ref {
+        host_addr: gpa,
+        flags: GNTMAP_host_map | if writable { 0 } else { GNTMAP_readonly },
+        ref_: gref,
+        dom,
+        ..Default::default()
+    };
+    // SAFETY: `m` is one `gnttab_map_grant_ref` Xen reads and writes (count 1); the caller vouches for `gpa`.
+    let r = unsafe {
+        hypercall5(
+            __HYPERVISOR_grant_table_op,
+            u64::from(GNTTABOP_map_grant_ref),
+            &mut m as *mut gnttab_map_grant_ref as u64,
+            1,
+            0,
+            0,
+        )
+    };
+    if r < 0 {
+        return Err(-1);
+    }
+    if m.status != 0 {
+        return Err(m.status);
+    }
+    Ok(m.handle)
+}
+
+/// `GNTTABOP_unmap_grant_ref` of the mapping `handle` at `gpa`; Xen's status on
+/// failure.
+///
+/// # Safety
+/// Nothing may use the page at `gpa` after the call (it becomes an empty
+/// guest-physical address).
+pub unsafe fn gnttab_unmap_grant_ref(gpa: u64, handle: u32) -> Result<(), i16> {
+    let mut u = gnttab_unmap_grant_ref {
+        host_addr: gpa,
+        dev_bus_addr: 0,
+        handle,
+        status: 0,
+    };
+    // SAFETY: `u` is one `gnttab_unmap_grant_ref` (count 1); the caller stops using the page.
+    let r = unsafe {
+        hypercall5(
+            __HYPERVISOR_grant_table_op,
+            u64::from(GNTTABOP_unmap_grant_ref),
+            &mut u as *mut gnttab_unmap_grant_ref as u64,
+            1,
+            0,
+            0,
+        )
+    };
+    if r < 0 {
+        return Err(-1);
+    }
+    if u.status != 0 {
+        return Err(u.status);
+    }
+    Ok(())
+}
+
+/// `GNTTABOP_copy` of every op in `ops` (one hypercall; Xen may preempt and
+/// continue it itself). Each op's `status` holds Xen's `GNTST_*` after the call; when
+/// the hypercall itself fails the error is returned and the statuses say nothing.
+///
+/// # Safety
+/// Every op whose destination is a local frame (`DOMID_SELF`, no
+/// `GNTCOPY_dest_gref`) must name a frame the caller owns and does not otherwise use
+/// during the call, at an offset and length within that page: Xen writes it.
+pub unsafe fn gnttab_copy(ops: &mut [gnttab_copy]) -> Result<(), XenError> {
+    if ops.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: `ops` is a live array of `ops.len()` `gnttab_copy` structs Xen reads and writes; the caller vouches for the local destinations.
+    let r = unsafe {
+        hypercall5(
+            __HYPERVISOR_grant_table_op,
+            u64::from(GNTTABOP_copy),
+            ops.as_mut_ptr() as u64,
+            ops.len() as u64,
+            0,
+            0,
+        )
+    };
+    XenError::check(r).map(|_| ())
+}

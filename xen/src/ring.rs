@@ -1,4 +1,5 @@
-//! The split request/response ring of xen/include/public/io/ring.h, frontend side.
+//! The split request/response ring of xen/include/public/io/ring.h: the frontend's
+//! side ([`FrontRing`]) and the backend's ([`BackRing`]).
 //!
 //! The shared ring starts with a 64-byte header — `req_prod` @0, `req_event` @4,
 //! `rsp_prod` @8, `rsp_event` @12, private/pad to 64 — followed by the entries, a
@@ -8,8 +9,16 @@
 //! `RING_FINAL_CHECK_FOR_RESPONSES`; a response is copied out of the ring exactly
 //! once ([`FrontRing::take_response`]) and the backend's indexes are checked: a
 //! response producer that runs ahead of the requests made marks the ring broken.
+//!
+//! The backend's side mirrors `BACK_RING_ATTACH`, `RING_PUSH_RESPONSES_AND_CHECK_NOTIFY`
+//! and `RING_FINAL_CHECK_FOR_REQUESTS` on a page the frontend granted and the backend
+//! mapped ([`ForeignPage`]). There the frontend is the untrusted side: a request
+//! producer more than a ring ahead of the requests taken marks the ring broken (as
+//! Linux's netback does), and no more requests are taken than can be answered
+//! (`RING_HAS_UNCONSUMED_REQUESTS`), so a response never overwrites a request not
+//! yet taken.
 
-use crate::shared::DmaPages;
+use crate::shared::{DmaPages, ForeignPage};
 use core::fmt;
 use core::sync::atomic::{fence, Ordering};
 
@@ -203,6 +212,146 @@ impl FrontRing {
     }
 }
 
+/// The backend's view of one shared ring, on a page mapped from the frontend.
+pub struct BackRing {
+    page: ForeignPage,
+    entry_bytes: usize,
+    size: u32,
+    req_cons: u32,
+    rsp_prod_pvt: u32,
+    broken: bool,
+}
+
+impl BackRing {
+    /// Attaches to a ring the frontend initialised (`BACK_RING_ATTACH` at index 0,
+    /// as a freshly connected frontend's ring is). A page too small for one entry
+    /// gives a ring that is broken from the start.
+    pub fn attach(page: ForeignPage, entry_bytes: usize) -> Self {
+        let size = ring_entries(page.mem().len_bytes(), entry_bytes);
+        BackRing {
+            page,
+            entry_bytes,
+            size,
+            req_cons: 0,
+            rsp_prod_pvt: 0,
+            broken: size == 0,
+        }
+    }
+
+    /// Gives the mapped page back (to unmap it).
+    pub fn into_page(self) -> ForeignPage {
+        self.page
+    }
+
+    /// Entries in the ring.
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+
+    /// Whether the frontend corrupted the ring.
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    /// Marks the ring unusable (a bad request seen by the driver).
+    pub fn mark_broken(&mut self) {
+        self.broken = true;
+    }
+
+    /// Requests taken and not yet answered.
+    pub fn unanswered(&self) -> u32 {
+        self.req_cons.wrapping_sub(self.rsp_prod_pvt)
+    }
+
+    fn slot(&self, idx: u32) -> usize {
+        HEADER_BYTES + (idx & (self.size - 1)) as usize * self.entry_bytes
+    }
+
+    /// Requests the frontend has published that may be taken now: no more than can
+    /// be answered (`RING_HAS_UNCONSUMED_REQUESTS`). A producer index more than a
+    /// ring ahead breaks the ring.
+    pub fn unconsumed(&mut self) -> Result<u32, RingError> {
+        if self.broken {
+            return Err(RingError::Corrupt);
+        }
+        let prod = self.page.mem().load_u32(REQ_PROD);
+        let req = prod.wrapping_sub(self.req_cons);
+        if req > self.size {
+            self.broken = true;
+            return Err(RingError::Corrupt);
+        }
+        let room = self.size - self.unanswered();
+        Ok(req.min(room))
+    }
+
+    /// Copies the next request out of the ring into `buf` (its entry size), once;
+    /// `Ok(false)` when there is none.
+    pub fn take_request(&mut self, buf: &mut [u8]) -> Result<bool, RingError> {
+        if buf.len() > self.entry_bytes {
+            return Err(RingError::BadEntry);
+        }
+        if self.unconsumed()? == 0 {
+            return Ok(false);
+        }
+        fence(Ordering::SeqCst); // req_prod read before the request contents
+        self.page.mem().read_bytes(self.slot(self.req_cons), buf);
+        self.req_cons = self.req_cons.wrapping_add(1);
+        Ok(true)
+    }
+
+    /// Queues the response to the oldest unanswered request (copied into the next
+    /// response slot); not visible until pushed. `Full` when every request taken is
+    /// answered already.
+    pub fn push_response(&mut self, entry: &[u8]) -> Result<(), RingError> {
+        if self.broken {
+            return Err(RingError::Corrupt);
+        }
+        if entry.len() > self.entry_bytes {
+            return Err(RingError::BadEntry);
+        }
+        if self.unanswered() == 0 {
+            return Err(RingError::Full);
+        }
+        self.page
+            .mem()
+            .write_bytes(self.slot(self.rsp_prod_pvt), entry);
+        self.rsp_prod_pvt = self.rsp_prod_pvt.wrapping_add(1);
+        Ok(())
+    }
+
+    /// Publishes queued responses; true if the frontend must be notified
+    /// (`RING_PUSH_RESPONSES_AND_CHECK_NOTIFY`).
+    pub fn push_responses_and_check_notify(&mut self) -> bool {
+        if self.broken {
+            return false;
+        }
+        let mem = self.page.mem();
+        let old = mem.load_u32(RSP_PROD);
+        let new = self.rsp_prod_pvt;
+        if old == new {
+            return false;
+        }
+        fence(Ordering::SeqCst); // responses visible before rsp_prod
+        mem.store_u32(RSP_PROD, new);
+        fence(Ordering::SeqCst); // rsp_prod visible before we read rsp_event
+        let event = mem.load_u32(RSP_EVENT);
+        new.wrapping_sub(event) < new.wrapping_sub(old)
+    }
+
+    /// Re-arms the request event; true if requests arrived meanwhile
+    /// (`RING_FINAL_CHECK_FOR_REQUESTS`).
+    pub fn final_check_for_requests(&mut self) -> Result<bool, RingError> {
+        if self.unconsumed()? > 0 {
+            return Ok(true);
+        }
+        self.page
+            .mem()
+            .store_u32(REQ_EVENT, self.req_cons.wrapping_add(1));
+        fence(Ordering::SeqCst);
+        Ok(self.unconsumed()? > 0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,5 +466,112 @@ mod tests {
         assert_eq!(r.push_request(&[0u8; 17]), Err(RingError::BadEntry));
         let mut big = [0u8; 17];
         assert_eq!(r.take_response(&mut big), Err(RingError::BadEntry));
+    }
+
+    fn back(entry: usize) -> (BackRing, SharedPage) {
+        let mem = crate::shared::testpage::page();
+        let fp = ForeignPage::alias_for_test(&mem, 0x9000, 1);
+        (BackRing::attach(fp, entry), mem)
+    }
+
+    #[test]
+    fn back_ring_takes_requests_and_answers_them_with_wraparound() {
+        let (mut b, fe) = back(12);
+        assert_eq!(b.size(), 256);
+        fe.store_u32(REQ_EVENT, 1);
+        fe.store_u32(RSP_EVENT, 1);
+        let mut prod = 0u32;
+        for round in 0..3u32 {
+            for i in 0..200u32 {
+                let at = HEADER_BYTES + ((prod & 255) as usize) * 12;
+                fe.write_bytes(at, &(round * 1000 + i).to_le_bytes());
+                prod += 1;
+            }
+            fe.store_u32(REQ_PROD, prod);
+            let mut buf = [0u8; 12];
+            for i in 0..200u32 {
+                assert!(b.take_request(&mut buf).unwrap());
+                assert_eq!(
+                    u32::from_le_bytes(buf[..4].try_into().unwrap()),
+                    round * 1000 + i
+                );
+                b.push_response(&buf[..4]).unwrap();
+            }
+            assert!(!b.take_request(&mut buf).unwrap());
+            assert_eq!(
+                b.push_response(&[0; 4]),
+                Err(RingError::Full),
+                "nothing unanswered"
+            );
+            // the frontend armed rsp_event just past what it saw: notified
+            assert!(b.push_responses_and_check_notify());
+            fe.store_u32(RSP_EVENT, prod + 1);
+            assert_eq!(fe.load_u32(RSP_PROD), prod);
+            assert!(!b.final_check_for_requests().unwrap());
+            assert_eq!(
+                fe.load_u32(REQ_EVENT),
+                prod + 1,
+                "re-armed for the next request"
+            );
+        }
+    }
+
+    #[test]
+    fn back_ring_notifies_only_a_frontend_that_asked() {
+        let (mut b, fe) = back(12);
+        let mut buf = [0u8; 12];
+        fe.store_u32(REQ_PROD, 4);
+        fe.store_u32(RSP_EVENT, 3); // wants an event once the 3rd response is out
+        assert!(b.take_request(&mut buf).unwrap());
+        b.push_response(&[0; 4]).unwrap();
+        assert!(!b.push_responses_and_check_notify(), "1 response: not yet");
+        assert!(b.take_request(&mut buf).unwrap());
+        assert!(b.take_request(&mut buf).unwrap());
+        b.push_response(&[0; 4]).unwrap();
+        b.push_response(&[0; 4]).unwrap();
+        assert!(b.push_responses_and_check_notify(), "crossed rsp_event");
+        assert!(!b.push_responses_and_check_notify(), "nothing new");
+    }
+
+    #[test]
+    fn back_ring_refuses_a_producer_more_than_a_ring_ahead() {
+        let (mut b, fe) = back(12);
+        fe.store_u32(REQ_PROD, 257);
+        assert_eq!(b.unconsumed(), Err(RingError::Corrupt));
+        assert!(b.is_broken());
+        let mut buf = [0u8; 12];
+        assert_eq!(b.take_request(&mut buf), Err(RingError::Corrupt));
+        assert!(!b.push_responses_and_check_notify());
+        // exactly a ring's worth is fine
+        let (mut b, fe) = back(12);
+        fe.store_u32(REQ_PROD, 256);
+        assert_eq!(b.unconsumed(), Ok(256));
+        // a producer that goes backwards (wraps to "far ahead") breaks it too
+        let (mut b, fe) = back(12);
+        fe.store_u32(REQ_PROD, 3);
+        for _ in 0..3 {
+            assert!(b.take_request(&mut buf).unwrap());
+        }
+        fe.store_u32(REQ_PROD, 1);
+        assert_eq!(b.unconsumed(), Err(RingError::Corrupt));
+    }
+
+    #[test]
+    fn back_ring_takes_no_more_than_it_can_answer() {
+        let (mut b, fe) = back(12);
+        let mut buf = [0u8; 12];
+        fe.store_u32(REQ_PROD, 256);
+        for _ in 0..256 {
+            assert!(b.take_request(&mut buf).unwrap());
+        }
+        // the frontend claims 10 more requests though none was answered: they would
+        // sit in the slots the answers go to
+        fe.store_u32(REQ_PROD, 266);
+        assert_eq!(b.unconsumed(), Ok(0));
+        assert!(!b.take_request(&mut buf).unwrap());
+        for _ in 0..4 {
+            b.push_response(&[1, 2, 3, 4]).unwrap();
+        }
+        assert_eq!(b.unconsumed(), Ok(4));
     }
 }

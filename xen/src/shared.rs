@@ -282,6 +282,55 @@ impl DmaPages {
     }
 }
 
+/// A page of another domain mapped into this one (`GNTTABOP_map_grant_ref`): owned
+/// and opaque, like [`DmaPages`]. Only the kernel makes one
+/// ([`ForeignPage::from_mapping`] is `unsafe`); a backend reaches its bytes by copy
+/// ([`ForeignPage::mem`]: the other domain writes it at any time) and gives it back to
+/// the kernel to unmap ([`ForeignPage::into_mapping`]), which is the only way to let
+/// go of it (the kernel then gives the guest-physical frame its RAM back).
+#[derive(Debug)]
+#[must_use = "a mapped page must be unmapped through the platform"]
+pub struct ForeignPage {
+    mem: SharedPage,
+    gfn: u64,
+    handle: u32,
+}
+
+impl ForeignPage {
+    /// Wraps the page mapped at guest frame `gfn` under grant handle `handle`,
+    /// reached through `mem`.
+    ///
+    /// # Safety
+    /// `mem` must be exactly that one page, mapped (identity) at `gfn << 12` for as
+    /// long as the value lives, and used by nothing else: the mapping is undone only
+    /// through [`ForeignPage::into_mapping`].
+    pub unsafe fn from_mapping(mem: SharedPage, gfn: u64, handle: u32) -> Self {
+        ForeignPage { mem, gfn, handle }
+    }
+
+    /// The page, by copy only.
+    pub fn mem(&self) -> &SharedPage {
+        &self.mem
+    }
+
+    /// Gives the mapping up: the guest frame it is at and its grant handle, for the
+    /// kernel to unmap.
+    pub fn into_mapping(self) -> (u64, u32) {
+        (self.gfn, self.handle)
+    }
+
+    /// A second handle on test memory standing in for another domain's page mapped
+    /// at `gfn` under `handle` (host tests).
+    #[cfg(any(test, feature = "test-util"))]
+    pub fn alias_for_test(page: &SharedPage, gfn: u64, handle: u32) -> Self {
+        ForeignPage {
+            mem: page.alias_for_test(),
+            gfn,
+            handle,
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod testpage {
     //! A heap page standing in for shared memory in host tests.

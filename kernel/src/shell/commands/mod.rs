@@ -324,6 +324,7 @@ pub fn run_shell() -> ! {
         crate::xen::platform::poll_events();
         crate::xen::xenstore::dispatch_watches();
         crate::dev::frontends::poll_hotplug();
+        crate::dev::backends::poll();
         let net_deadline = crate::dev::network::poll();
         while let Some(b) = console::read_byte() {
             shell.feed(&mut host, b, &mut out);

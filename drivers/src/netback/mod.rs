@@ -1,0 +1,309 @@
+//! netback: the Xen PV network *backend* (xen/include/public/io/netif.h), for a
+//! Xenlet domain that serves other domains' netfronts as a driver domain does (a
+//! client's xl config: `vif = [ 'backend=<this domain>,bridge=br-lan' ]`).
+//!
+//! # How the integrator uses it
+//!
+//! - The toolstack writes the backend directory under this domain's home,
+//!   `backend/vif/<frontend domid>/<devid>` (`frontend`, `frontend-id`, `mac`,
+//!   `handle`, `online`, `state` = 1, maybe `bridge`, `ip`), runs no hotplug script
+//!   for a backend that is not dom0, and waits about 10 s for `state` = 2.
+//!   [`Netback::probe`] reads it, writes the features (`feature-sg` = 1,
+//!   `feature-rx-copy` = 1, `feature-rx-flip` = 0: nothing else is offered: no GSO,
+//!   no multi-queue, no split event channels, no IPv6 checksum offload) and goes
+//!   InitWait (2).
+//! - Watch [`Netback::watch_paths`] (the backend directory and the frontend's
+//!   `state`) and call [`Netback::poll_xenbus`] whenever either fires: it connects
+//!   when the frontend is Initialised or Connected (maps `tx-ring-ref` and
+//!   `rx-ring-ref`, binds `event-channel`, goes Connected), follows a frontend that
+//!   closes (unmaps, unbinds, goes Closed), a toolstack that asks for the device's
+//!   removal (it writes the backend's `state` = 5: the backend unmaps and goes Closed
+//!   before the toolstack removes the directory) and a frontend that starts over
+//!   (Initialising again after Closed: InitWait again). It returns the
+//!   [`BackState`]; on [`BackState::Gone`] (the directory is gone) drop the vif; on
+//!   [`BackState::Closed`] with the frontend gone, [`Netback::close`] it and remove
+//!   the backend directory (a driver domain removes its own backend directory; libxl
+//!   leaves it to it).
+//! - Data: [`Netback::port`] is the event channel; the kernel's handler wakes the
+//!   data plane on it. Call [`Netback::poll`] then (and after a burst of
+//!   [`Netback::send`]): it services both rings, a bounded batch each
+//!   ([`TX_BUDGET`] packets from the client, [`RX_BUDGET`] to it), and returns true
+//!   when it stopped at a bound with work left, so call it again soon: the frontend
+//!   sends no event for work already published. Take the client's frames with
+//!   [`Netback::recv`] (or [`Netback::recv_meta`]); hand it frames with
+//!   [`Netback::send`] (queued, copied into the buffers the client posted at the
+//!   next poll; dropped and counted when the queue is full).
+//! - [`Netback::mac`] is the *client's* MAC (the backend's `mac` key), as the
+//!   [`Link`](../../xenlet_net/link/trait.Link.html) the router sees; a bridge learns
+//!   it on that port.
+//! - Counters are the vif's ([`NetbackStats`]), Linux's view of `vif<d>.<n>`: rx is
+//!   what the client sent, tx what it was sent.
+//!
+//! # The data path
+//!
+//! Client to us (TX ring, `tx`): a packet is a first request (`size` = the frame's
+//! length), any extra-info slots (`NETTXF_extra_info`; consumed and answered
+//! `NETIF_RSP_NULL`; a GSO extra's segment size is passed on), then further slots
+//! while `NETTXF_more_data` is set (Linux's netfront splits a frame that crosses a
+//! page into two slots even without scatter-gather). Up to [`MAX_SLOTS`] (18, Linux's
+//! `XEN_NETBK_LEGACY_SLOTS_MAX`) slots are taken; a packet of more is dropped
+//! (answered `NETIF_RSP_ERROR`), one of more than [`FATAL_SLOTS`] breaks the vif. The
+//! slots' data is copied out with `GNTTABOP_copy` into pages of our own, many
+//! packets per hypercall, then into the received queue; each slot is answered
+//! (`NETIF_RSP_OKAY`, or `NETIF_RSP_ERROR` when a copy failed).
+//!
+//! Us to the client (RX ring, `rx`): each frame takes as many of the buffers the
+//! client posted as it needs (one page each; several with `NETRXF_more_data` only
+//! when the client wrote `feature-sg`), is copied into our pages then into its
+//! buffers with `GNTTABOP_copy`, and each buffer is answered (id, offset 0, flags,
+//! length; or `NETIF_RSP_ERROR` when the copy failed).
+//!
+//! # What a frontend can get wrong
+//!
+//! Everything it writes is untrusted. These break *its* vif (the reason is kept,
+//! [`Netback::broken`]; the rings are no longer touched; the other vifs go on): a
+//! request producer more than a ring ahead, a packet whose slots are not all
+//! published, more than [`FATAL_SLOTS`] slots, a slot that crosses its page, an
+//! extra-info slot of an unknown type. These drop the packet alone (answered with
+//! an error, counted): a slot larger than what remains of the frame, a frame shorter
+//! than an Ethernet header, 19 or 20 slots, a grant that cannot be copied (bad or
+//! revoked reference). A frontend that stops answering cannot make us queue without
+//! bound: the client's frames are taken only while the received queue has room
+//! ([`RECEIVED_MAX`]), frames to it wait in a queue of [`TO_CLIENT_MAX`] and are
+//! dropped past it, and each poll does a bounded batch.
+//!
+//! # Files
+//!
+//! `xenbus` holds the handshake (probe, connect, disconnect, close), `tx` the
+//! client's frames to us, `rx` ours to the client, `stats` the counters.
+
+mod rx;
+mod stats;
+mod tx;
+mod xenbus;
+
+#[cfg(test)]
+mod tests;
+
+pub use stats::NetbackStats;
+pub use xenbus::BackState;
+
+use crate::platform::{DmaPages, XenBackend};
+use alloc::collections::VecDeque;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+use xenlet_xen::evtchn::Port;
+use xenlet_xen::ring::BackRing;
+
+/// Packets taken from the client per [`Netback::poll`].
+pub const TX_BUDGET: usize = 64;
+/// Frames handed to the client per [`Netback::poll`].
+pub const RX_BUDGET: usize = 64;
+/// Slots a packet from the client may take (`XEN_NETBK_LEGACY_SLOTS_MAX`).
+pub const MAX_SLOTS: usize = 18;
+/// Slots past which a packet breaks the vif (Linux's `fatal_skb_slots`).
+pub const FATAL_SLOTS: usize = 20;
+/// Frames from the client held for [`Netback::recv`]: past it, no more requests are
+/// taken until some are.
+pub const RECEIVED_MAX: usize = 256;
+/// Frames queued for the client: past it, [`Netback::send`] drops.
+pub const TO_CLIENT_MAX: usize = 256;
+/// Our pages the client's packets are copied into, per batch.
+pub const TX_STAGING_PAGES: usize = 24;
+/// Our pages frames for the client are copied from, per batch (a 64 KiB frame
+/// fits).
+pub const RX_STAGING_PAGES: usize = 17;
+/// Extra-info slots a packet may carry (more breaks the vif).
+pub const MAX_EXTRAS: usize = 4;
+
+/// Netback errors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NetbackError {
+    /// The backend directory is unusable (a key missing or malformed).
+    Probe(String),
+    /// The frontend's connection details are unusable, or mapping or binding them
+    /// failed; the backend went Closing.
+    Handshake(String),
+    /// XenStore failed.
+    XenStore(String),
+    /// Not connected to the frontend (the frame was dropped and counted).
+    NotConnected,
+    /// The vif is broken (the reason is kept).
+    Broken(String),
+    /// The queue to the client is full (the frame was dropped and counted).
+    Busy,
+    /// An empty frame, one larger than 65535 bytes, one larger than a page to a
+    /// client without `feature-sg`, or a partial checksum the client does not take.
+    BadFrame,
+}
+
+impl fmt::Display for NetbackError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NetbackError::Probe(w) => write!(f, "backend directory unusable: {w}"),
+            NetbackError::Handshake(w) => write!(f, "connect failed: {w}"),
+            NetbackError::XenStore(w) => write!(f, "xenstore: {w}"),
+            NetbackError::NotConnected => f.write_str("not connected"),
+            NetbackError::Broken(w) => write!(f, "vif broken: {w}"),
+            NetbackError::Busy => f.write_str("queue to the client full"),
+            NetbackError::BadFrame => f.write_str("bad frame"),
+        }
+    }
+}
+
+/// What a frame's sender vouches for of its TCP/UDP checksum (netif.h's
+/// `NETTXF_data_validated`/`NETTXF_csum_blank` from the client,
+/// `NETRXF_data_validated`/`NETRXF_csum_blank` to it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checksum {
+    /// Nothing: the receiver checks it.
+    Unknown,
+    /// Checked and right.
+    Validated,
+    /// Only the pseudo-header sum is in the field: the data is good and the
+    /// checksum must be completed before it leaves the host.
+    Blank,
+}
+
+/// A frame from the client, with what it said of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientFrame {
+    /// The Ethernet frame.
+    pub frame: Vec<u8>,
+    /// Its checksum state.
+    pub csum: Checksum,
+    /// The segment size of a GSO packet (a GSO extra-info slot), if it had one.
+    pub gso: Option<u16>,
+}
+
+/// What the connection to the frontend is: the mapped rings, the bound port, what
+/// the frontend said it takes, and our staging pages.
+struct Conn {
+    tx: BackRing,
+    rx: BackRing,
+    port: Port,
+    /// The frontend takes multi-slot frames (`feature-sg`).
+    fe_sg: bool,
+    /// The frontend takes partial checksums (not `feature-no-csum-offload`).
+    fe_csum_blank: bool,
+    /// ... of IPv6 too (`feature-ipv6-csum-offload`).
+    fe_ipv6_csum_blank: bool,
+    tx_staging: DmaPages,
+    rx_staging: DmaPages,
+}
+
+/// One vif served to a frontend in another domain.
+pub struct Netback<P: XenBackend> {
+    platform: P,
+    /// The backend directory, as given to [`Netback::probe`].
+    path: String,
+    /// The frontend's directory (`/local/domain/<fe>/device/vif/<devid>`).
+    fe_path: String,
+    fe_id: u16,
+    devid: u32,
+    mac: [u8; 6],
+    bridge: Option<String>,
+    ip: Option<String>,
+    state: BackState,
+    conn: Option<Conn>,
+    received: VecDeque<ClientFrame>,
+    to_client: VecDeque<(Vec<u8>, Checksum)>,
+    broken: Option<String>,
+    stats: NetbackStats,
+}
+
+impl<P: XenBackend> Netback<P> {
+    /// The interface's name, as Linux names a backend vif: `vif<fe domid>.<devid>`.
+    pub fn name(&self) -> String {
+        format!("vif{}.{}", self.fe_id, self.devid)
+    }
+
+    /// The client's MAC address (the backend's `mac` key): the address the client's
+    /// frames come from.
+    pub fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    /// The bridge the toolstack named (`bridge` key), if any.
+    pub fn bridge(&self) -> Option<&str> {
+        self.bridge.as_deref()
+    }
+
+    /// The addresses the toolstack named (`ip` key: space-separated), if any.
+    pub fn ip(&self) -> Option<&str> {
+        self.ip.as_deref()
+    }
+
+    /// The frontend's domain id.
+    pub fn frontend_id(&self) -> u16 {
+        self.fe_id
+    }
+
+    /// The device id (`<devid>` in the paths; the client's `eth<devid>` usually).
+    pub fn devid(&self) -> u32 {
+        self.devid
+    }
+
+    /// The backend directory.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The state this backend last wrote.
+    pub fn state(&self) -> BackState {
+        self.state
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> NetbackStats {
+        self.stats
+    }
+
+    /// Why the vif is broken, if it is (a misbehaving frontend; it stays broken
+    /// until the frontend connects again).
+    pub fn broken(&self) -> Option<&str> {
+        self.broken.as_deref()
+    }
+
+    /// The event channel to the frontend while connected: its events mean "poll".
+    pub fn port(&self) -> Option<Port> {
+        self.conn.as_ref().map(|c| c.port)
+    }
+
+    /// Whether the rings are mapped and the vif is not broken.
+    pub fn is_connected(&self) -> bool {
+        self.conn.is_some() && self.broken.is_none()
+    }
+
+    /// The paths to watch: the backend directory (the toolstack's changes) and the
+    /// frontend's state; call [`Netback::poll_xenbus`] when one fires.
+    pub fn watch_paths(&self) -> [String; 2] {
+        [self.path.clone(), format!("{}/state", self.fe_path)]
+    }
+
+    /// Services both rings, a bounded batch each, and notifies the frontend as the
+    /// ring protocol asks. True when work is left (a bound was hit): call it again.
+    pub fn poll(&mut self) -> bool {
+        if !self.is_connected() {
+            return false;
+        }
+        let tx_more = self.poll_tx();
+        let rx_more = self.poll_rx();
+        self.is_connected() && (tx_more || rx_more)
+    }
+
+    /// Marks the vif broken (a misbehaving frontend), keeping the first reason; the
+    /// rings are not touched again.
+    fn fail(&mut self, why: String) {
+        if self.broken.is_none() {
+            if let Some(c) = self.conn.as_mut() {
+                c.tx.mark_broken();
+                c.rx.mark_broken();
+            }
+            self.stats.fatal += 1;
+            self.broken = Some(why);
+        }
+    }
+}

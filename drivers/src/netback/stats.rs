@@ -1,0 +1,36 @@
+//! The vif's counters, from the vif's side as Linux counts `vif<d>.<n>`: rx is what
+//! the client sent us, tx what we sent it.
+
+/// Netback counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NetbackStats {
+    /// Frames taken from the client.
+    pub rx_packets: u64,
+    /// Their bytes.
+    pub rx_bytes: u64,
+    /// Client packets dropped: malformed but harmless (a slot larger than the frame,
+    /// too short, too many slots), answered with an error.
+    pub rx_dropped: u64,
+    /// Client packets whose copy failed (a bad or revoked grant), answered with an
+    /// error.
+    pub rx_errors: u64,
+    /// Client packets that came with a GSO extra.
+    pub rx_gso: u64,
+    /// Frames delivered to the client.
+    pub tx_packets: u64,
+    /// Their bytes.
+    pub tx_bytes: u64,
+    /// Frames for the client dropped: its queue full (it posted no buffers), not
+    /// connected, or still queued when it disconnected.
+    pub tx_dropped: u64,
+    /// Frames whose copy into the client's buffers failed (answered with an error).
+    pub tx_errors: u64,
+    /// Grant-copy hypercalls made (batches).
+    pub copy_batches: u64,
+    /// Notifications sent to the frontend.
+    pub notifies: u64,
+    /// Times the frontend broke the vif (0 or 1 per connection).
+    pub fatal: u64,
+    /// Ring pages Xen refused to unmap (their memory is never reused).
+    pub unmap_failures: u64,
+}

@@ -1,0 +1,1185 @@
+//! Netback against a fake frontend domain ([`FakeXen`] plays Xen and the client's
+//! grants; [`Client`] plays the client's netfront on the ring pages), including
+//! every way the client can misbehave.
+
+use super::*;
+use crate::netif::{self, TxRequest};
+use crate::platform::XenPlatform;
+use crate::testplatform::FakeXen;
+use alloc::collections::BTreeMap;
+use xenlet_xen::ring::HEADER_BYTES;
+use xenlet_xen::shared::SharedPage;
+
+const FE: u16 = 5;
+const BE: &str = "backend/vif/5/0";
+const FE_DIR: &str = "/local/domain/5/device/vif/0";
+const EVTCHN: u32 = 7;
+
+/// A Xen whose toolstack wrote a backend directory for client domain `fe`.
+fn xen_for(x: &FakeXen, fe: u16, be: &str, fe_dir: &str) {
+    x.set(&format!("{be}/frontend"), fe_dir);
+    x.set(&format!("{be}/frontend-id"), &format!("{fe}"));
+    x.set(&format!("{be}/mac"), "00:16:3e:00:00:05");
+    x.set(&format!("{be}/handle"), "0");
+    x.set(&format!("{be}/online"), "1");
+    x.set(&format!("{be}/state"), "1");
+    x.set(&format!("{be}/bridge"), "br-lan");
+    x.set(&format!("{fe_dir}/state"), "1");
+    x.set(&format!("{fe_dir}/mac"), "00:16:3e:00:00:05");
+}
+
+fn xen() -> FakeXen {
+    let x = FakeXen::default();
+    x.next_port.set(20);
+    xen_for(&x, FE, BE, FE_DIR);
+    x
+}
+
+/// The client's netfront, acting on the ring pages directly.
+struct Client<'a> {
+    x: &'a FakeXen,
+    dom: u16,
+    dir: String,
+    tx: SharedPage,
+    rx: SharedPage,
+    tx_prod: u32,
+    tx_cons: u32,
+    rx_prod: u32,
+    rx_cons: u32,
+    /// RX buffers posted: id to (grant, page).
+    bufs: BTreeMap<u16, (u32, SharedPage)>,
+    next_buf: u16,
+}
+
+impl<'a> Client<'a> {
+    /// Grants its two ring pages, initialises them and publishes its keys (as
+    /// netfront does), without a state change yet.
+    fn publish(x: &'a FakeXen, dom: u16, dir: &str) -> Self {
+        let (tx_ref, tx) = x.grant_foreign(dom, true);
+        let (rx_ref, rx) = x.grant_foreign(dom, true);
+        for r in [&tx, &rx] {
+            r.store_u32(4, 1); // req_event
+            r.store_u32(12, 1); // rsp_event
+        }
+        x.set(&format!("{dir}/tx-ring-ref"), &format!("{tx_ref}"));
+        x.set(&format!("{dir}/rx-ring-ref"), &format!("{rx_ref}"));
+        x.set(&format!("{dir}/event-channel"), &format!("{EVTCHN}"));
+        x.set(&format!("{dir}/request-rx-copy"), "1");
+        x.set(&format!("{dir}/feature-rx-notify"), "1");
+        x.set(&format!("{dir}/feature-sg"), "1");
+        Client {
+            x,
+            dom,
+            dir: dir.into(),
+            tx,
+            rx,
+            tx_prod: 0,
+            tx_cons: 0,
+            rx_prod: 0,
+            rx_cons: 0,
+            bufs: BTreeMap::new(),
+            next_buf: 0,
+        }
+    }
+
+    fn state(&self, s: &str) {
+        self.x.set(&format!("{}/state", self.dir), s);
+    }
+
+    /// Writes TX ring entries and publishes them.
+    fn push_tx(&mut self, entries: &[[u8; 12]]) {
+        for e in entries {
+            let at = HEADER_BYTES + (self.tx_prod & 255) as usize * 12;
+            self.tx.write_bytes(at, e);
+            self.tx_prod += 1;
+        }
+        self.tx.store_u32(0, self.tx_prod);
+    }
+
+    /// A page of its own granted to the backend holding `data` at `offset`.
+    fn page_with(&self, offset: usize, data: &[u8]) -> u32 {
+        let (r, p) = self.x.grant_foreign(self.dom, false);
+        p.write_bytes(offset, data);
+        r
+    }
+
+    /// The requests for `frame` as Linux's netfront makes them without
+    /// scatter-gather: the data from `offset` in one page, spilling into a second
+    /// slot (more_data) when it crosses the page. Ids from `id`.
+    fn frame_slots(&self, frame: &[u8], offset: usize, id: u16, flags: u16) -> Vec<[u8; 12]> {
+        let mut v = Vec::new();
+        let first = (4096 - offset).min(frame.len());
+        let mut chunks = vec![(offset, &frame[..first])];
+        for c in frame[first..].chunks(4096) {
+            chunks.push((0, c));
+        }
+        let n = chunks.len();
+        for (i, (off, c)) in chunks.into_iter().enumerate() {
+            let gref = self.page_with(off, c);
+            let mut f = if i + 1 < n {
+                netif::NETTXF_MORE_DATA
+            } else {
+                0
+            };
+            if i == 0 {
+                f |= flags;
+            }
+            v.push(
+                TxRequest {
+                    gref,
+                    offset: off as u16,
+                    flags: f,
+                    id: id + i as u16,
+                    size: if i == 0 {
+                        frame.len() as u16
+                    } else {
+                        c.len() as u16
+                    },
+                }
+                .encode(),
+            );
+        }
+        v
+    }
+
+    /// Sends `frame` (one or more slots), returns the number of slots.
+    fn send(&mut self, frame: &[u8], id: u16) -> usize {
+        let s = self.frame_slots(frame, 64, id, 0);
+        self.push_tx(&s);
+        s.len()
+    }
+
+    /// TX responses the backend pushed since last time: (id, status).
+    fn tx_responses(&mut self) -> Vec<(u16, i16)> {
+        let prod = self.tx.load_u32(8);
+        let mut v = Vec::new();
+        while self.tx_cons != prod {
+            let mut b = [0u8; 4];
+            self.tx
+                .read_bytes(HEADER_BYTES + (self.tx_cons & 255) as usize * 12, &mut b);
+            let r = netif::decode_tx_response(&b);
+            v.push((r.id, r.status));
+            self.tx_cons += 1;
+        }
+        self.tx.store_u32(12, self.tx_cons + 1);
+        v
+    }
+
+    /// Posts `n` RX buffers granted read-write (or read-only: a client mistake).
+    fn post_rx(&mut self, n: usize, writable: bool) {
+        for _ in 0..n {
+            let (r, p) = self.x.grant_foreign(self.dom, writable);
+            let id = self.next_buf;
+            self.next_buf = self.next_buf.wrapping_add(1);
+            let at = HEADER_BYTES + (self.rx_prod & 255) as usize * 8;
+            self.rx.write_bytes(at, &netif::encode_rx_request(id, r));
+            self.rx_prod += 1;
+            self.bufs.insert(id, (r, p));
+        }
+        self.rx.store_u32(0, self.rx_prod);
+    }
+
+    /// RX responses since last time, with the data of the good ones.
+    fn rx_responses(&mut self) -> Vec<(netif::RxResponse, Vec<u8>)> {
+        let prod = self.rx.load_u32(8);
+        let mut v = Vec::new();
+        while self.rx_cons != prod {
+            let mut b = [0u8; 8];
+            self.rx
+                .read_bytes(HEADER_BYTES + (self.rx_cons & 255) as usize * 8, &mut b);
+            let r = netif::decode_rx_response(&b);
+            let mut data = Vec::new();
+            if let (Ok((off, len)), Some((_, p))) = (r.data_range(), self.bufs.get(&r.id)) {
+                data = vec![0u8; len];
+                p.read_bytes(off, &mut data);
+            }
+            v.push((r, data));
+            self.rx_cons += 1;
+        }
+        self.rx.store_u32(12, self.rx_cons + 1);
+        v
+    }
+}
+
+/// An IPv4 Ethernet frame of `len` bytes with a recognisable pattern.
+fn frame(len: usize, seed: u8) -> Vec<u8> {
+    let mut f: Vec<u8> = (0..len)
+        .map(|i| (i as u8).wrapping_mul(7).wrapping_add(seed))
+        .collect();
+    if len >= 14 {
+        f[12] = 0x08;
+        f[13] = 0x00;
+    }
+    f
+}
+
+/// A connected backend and its client.
+fn connected(x: &FakeXen) -> (Netback<&FakeXen>, Client<'_>) {
+    let mut nb = Netback::probe(x, BE).unwrap();
+    let c = Client::publish(x, FE, FE_DIR);
+    c.state("4");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Connected));
+    (nb, c)
+}
+
+#[test]
+fn probe_reads_the_toolstacks_keys_advertises_only_what_it_implements_and_waits() {
+    let x = xen();
+    let nb = Netback::probe(&x, BE).unwrap();
+    assert_eq!(nb.name(), "vif5.0");
+    assert_eq!(nb.mac(), [0, 0x16, 0x3e, 0, 0, 5]);
+    assert_eq!(nb.bridge(), Some("br-lan"));
+    assert_eq!(nb.frontend_id(), 5);
+    assert_eq!(nb.state(), BackState::InitWait);
+    assert_eq!(x.key("backend/vif/5/0/state").as_deref(), Some("2"));
+    let written: Vec<String> =
+        x.xs.borrow()
+            .keys()
+            .filter(|k| k.starts_with("backend/vif/5/0/feature"))
+            .cloned()
+            .collect();
+    assert_eq!(
+        written,
+        [
+            "backend/vif/5/0/feature-rx-copy",
+            "backend/vif/5/0/feature-rx-flip",
+            "backend/vif/5/0/feature-sg"
+        ]
+    );
+    assert_eq!(
+        x.key("backend/vif/5/0/feature-rx-copy").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        x.key("backend/vif/5/0/feature-rx-flip").as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        nb.port(),
+        None,
+        "nothing bound before the frontend connects"
+    );
+    assert_eq!(x.live_mappings(), 0);
+    assert_eq!(
+        nb.watch_paths(),
+        [String::from(BE), format!("{FE_DIR}/state")]
+    );
+}
+
+#[test]
+fn probe_refuses_a_directory_it_cannot_use() {
+    let x = xen();
+    x.set("backend/vif/5/0/frontend-id", "five");
+    assert!(matches!(
+        Netback::probe(&x, BE),
+        Err(NetbackError::Probe(_))
+    ));
+    let x = xen();
+    // a frontend path in another domain's tree
+    x.set("backend/vif/5/0/frontend", "/local/domain/0/device/vif/0");
+    assert!(matches!(
+        Netback::probe(&x, BE),
+        Err(NetbackError::Probe(_))
+    ));
+    let x = xen();
+    x.set(
+        "backend/vif/5/0/frontend",
+        "/local/domain/5/../0/device/vif/0",
+    );
+    assert!(matches!(
+        Netback::probe(&x, BE),
+        Err(NetbackError::Probe(_))
+    ));
+    let x = xen();
+    x.set("backend/vif/5/0/mac", "00:16:3e");
+    x.set(&format!("{FE_DIR}/mac"), "junk");
+    assert!(matches!(
+        Netback::probe(&x, BE),
+        Err(NetbackError::Probe(_))
+    ));
+    // the frontend's mac is the fallback
+    let x = xen();
+    x.xs.borrow_mut().remove("backend/vif/5/0/mac");
+    assert_eq!(
+        Netback::probe(&x, BE).unwrap().mac(),
+        [0, 0x16, 0x3e, 0, 0, 5]
+    );
+    let x = xen();
+    assert!(matches!(
+        Netback::probe(&x, "backend/vif/5/zero"),
+        Err(NetbackError::Probe(_))
+    ));
+}
+
+#[test]
+fn connect_maps_both_rings_binds_the_channel_and_goes_connected() {
+    let x = xen();
+    let mut nb = Netback::probe(&x, BE).unwrap();
+    let c = Client::publish(&x, FE, FE_DIR);
+    assert_eq!(
+        nb.poll_xenbus(),
+        Ok(BackState::InitWait),
+        "frontend still Initialising"
+    );
+    assert_eq!(x.live_mappings(), 0);
+    c.state("4");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Connected));
+    assert_eq!(x.key("backend/vif/5/0/state").as_deref(), Some("4"));
+    assert_eq!(x.live_mappings(), 2);
+    assert_eq!(*x.bound.borrow(), [(20, FE, EVTCHN)]);
+    assert_eq!(nb.port(), Some(Port(20)));
+    assert!(nb.is_connected());
+    // again: nothing changes
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Connected));
+    assert_eq!(x.live_mappings(), 2);
+    assert_eq!(x.bound.borrow().len(), 1);
+    // Initialised (blkfront-style) connects too
+    let y = xen();
+    let mut nb = Netback::probe(&y, BE).unwrap();
+    Client::publish(&y, FE, FE_DIR).state("3");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Connected));
+}
+
+/// Every refused connect leaves nothing mapped, bound or allocated, and the backend
+/// Closing with the reason in `error`.
+#[test]
+fn a_connect_refused_undoes_everything() {
+    type Break = fn(&FakeXen);
+    let cases: [(&str, Break); 8] = [
+        ("rx-copy", |x| {
+            x.set(&format!("{FE_DIR}/request-rx-copy"), "0")
+        }),
+        ("split", |x| {
+            x.xs.borrow_mut().remove(&format!("{FE_DIR}/event-channel"));
+            x.set(&format!("{FE_DIR}/event-channel-tx"), "7");
+            x.set(&format!("{FE_DIR}/event-channel-rx"), "8");
+        }),
+        ("queues", |x| {
+            x.set(&format!("{FE_DIR}/multi-queue-num-queues"), "2")
+        }),
+        ("ring ref", |x| {
+            x.set(&format!("{FE_DIR}/rx-ring-ref"), "9999")
+        }),
+        ("missing", |x| {
+            x.xs.borrow_mut().remove(&format!("{FE_DIR}/tx-ring-ref"));
+        }),
+        ("map", |x| x.map_fails.set(true)),
+        ("bind", |x| x.bind_fails.set(true)),
+        ("memory", |x| x.page_limit.set(Some(20))),
+    ];
+    for (what, breaks) in cases {
+        let x = xen();
+        let mut nb = Netback::probe(&x, BE).unwrap();
+        let c = Client::publish(&x, FE, FE_DIR);
+        breaks(&x);
+        c.state("4");
+        let r = nb.poll_xenbus();
+        assert!(
+            matches!(r, Err(NetbackError::Handshake(_))),
+            "{what}: {r:?}"
+        );
+        assert_eq!(nb.state(), BackState::Closing, "{what}");
+        assert_eq!(
+            x.key("backend/vif/5/0/state").as_deref(),
+            Some("5"),
+            "{what}"
+        );
+        assert!(x.key("backend/vif/5/0/error").is_some(), "{what}");
+        assert_eq!(x.live_mappings(), 0, "{what}: a ring left mapped");
+        assert_eq!(
+            x.bound.borrow().len(),
+            x.ports_closed(),
+            "{what}: a port left bound"
+        );
+        assert_eq!(
+            x.pages_allocated.get(),
+            x.pages_freed.get(),
+            "{what}: pages kept"
+        );
+        assert_eq!(nb.port(), None);
+        // the frontend follows to Closed, then starts over: InitWait again
+        c.state("6");
+        assert_eq!(nb.poll_xenbus(), Ok(BackState::Closed), "{what}");
+        c.state("1");
+        assert_eq!(nb.poll_xenbus(), Ok(BackState::InitWait), "{what}");
+        assert_eq!(x.key("backend/vif/5/0/state").as_deref(), Some("2"));
+    }
+}
+
+#[test]
+fn a_frame_crossing_a_page_arrives_whole_from_two_slots() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    let f = frame(1514, 1);
+    // from offset 3000: 1096 bytes in the first page, 418 in the second
+    let slots = c.frame_slots(&f, 3000, 40, netif::NETTXF_DATA_VALIDATED);
+    assert_eq!(slots.len(), 2);
+    c.push_tx(&slots);
+    assert!(!nb.poll());
+    let got = nb.recv_meta().unwrap();
+    assert_eq!(got.frame, f);
+    assert_eq!(got.csum, Checksum::Validated);
+    assert_eq!(got.gso, None);
+    assert_eq!(nb.recv(), None);
+    assert_eq!(
+        c.tx_responses(),
+        [(40, netif::RSP_OKAY), (41, netif::RSP_OKAY)]
+    );
+    assert_eq!(*x.notified.borrow(), [20], "the client asked for an event");
+    let s = nb.stats();
+    assert_eq!((s.rx_packets, s.rx_bytes, s.copy_batches), (1, 1514, 1));
+    // the first slot's data (1096 bytes) crosses no local page either: 3 ops at most
+    assert!(x.copy_ops.get() <= 3);
+}
+
+#[test]
+fn many_packets_go_in_one_copy_batch() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    for i in 0..10u16 {
+        c.send(&frame(1000 + usize::from(i), i as u8), i * 2);
+    }
+    nb.poll();
+    for i in 0..10u16 {
+        assert_eq!(nb.recv().unwrap(), frame(1000 + usize::from(i), i as u8));
+    }
+    assert_eq!(x.copy_calls.get(), 1, "one hypercall for the ten packets");
+    assert_eq!(c.tx_responses().len(), 10);
+}
+
+#[test]
+fn checksum_flags_from_the_client_are_passed_on() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    let s = c.frame_slots(
+        &frame(100, 0),
+        0,
+        1,
+        netif::NETTXF_CSUM_BLANK | netif::NETTXF_DATA_VALIDATED,
+    );
+    c.push_tx(&s);
+    let s = c.frame_slots(&frame(100, 0), 0, 2, 0);
+    c.push_tx(&s);
+    nb.poll();
+    assert_eq!(nb.recv_meta().unwrap().csum, Checksum::Blank);
+    assert_eq!(nb.recv_meta().unwrap().csum, Checksum::Unknown);
+}
+
+#[test]
+fn extra_info_slots_are_consumed_and_answered_null() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    let f = frame(600, 3);
+    let mut s = c.frame_slots(&f, 0, 10, netif::NETTXF_EXTRA_INFO);
+    s.insert(1, netif::encode_gso_extra(1448));
+    c.push_tx(&s);
+    c.send(&frame(70, 9), 11);
+    nb.poll();
+    let got = nb.recv_meta().unwrap();
+    assert_eq!((got.frame, got.gso), (f, Some(1448)));
+    assert_eq!(
+        nb.recv().unwrap(),
+        frame(70, 9),
+        "the next packet is read right after"
+    );
+    assert_eq!(
+        c.tx_responses(),
+        [
+            (10, netif::RSP_OKAY),
+            (0, netif::RSP_NULL),
+            (11, netif::RSP_OKAY)
+        ]
+    );
+    assert_eq!(nb.stats().rx_gso, 1);
+    // a chain of two extras (MORE flag), the second of another valid type
+    let mut s = c.frame_slots(&frame(80, 1), 0, 12, netif::NETTXF_EXTRA_INFO);
+    let mut e1 = netif::encode_gso_extra(1000);
+    e1[1] = netif::EXTRA_FLAG_MORE;
+    let mut e2 = [0u8; 12];
+    e2[0] = 2; // multicast add: ignored
+    s.splice(1..1, [e1, e2]);
+    c.push_tx(&s);
+    nb.poll();
+    assert_eq!(nb.recv().unwrap(), frame(80, 1));
+    assert_eq!(c.tx_responses().len(), 3);
+    assert!(nb.broken().is_none());
+}
+
+#[test]
+fn an_extra_of_an_unknown_type_breaks_the_vif() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    let mut s = c.frame_slots(&frame(80, 1), 0, 1, netif::NETTXF_EXTRA_INFO);
+    let mut e = [0u8; 12];
+    e[0] = 9;
+    s.insert(1, e);
+    c.push_tx(&s);
+    assert!(!nb.poll());
+    assert!(
+        nb.broken().unwrap().contains("invalid type 9"),
+        "{:?}",
+        nb.broken()
+    );
+    assert_eq!(nb.stats().fatal, 1);
+    assert_eq!(nb.recv(), None);
+    // a missing extra (flag on the last published request) too
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    let s = c.frame_slots(&frame(80, 1), 0, 1, netif::NETTXF_EXTRA_INFO);
+    c.push_tx(&s);
+    nb.poll();
+    assert!(nb.broken().unwrap().contains("extra-info slot is missing"));
+}
+
+/// Sends a packet of `n` slots: 14 bytes in the first, 1 in each other.
+fn slots_packet(c: &Client<'_>, n: usize) -> Vec<[u8; 12]> {
+    let total = 14 + (n - 1);
+    let mut v = Vec::new();
+    for i in 0..n {
+        let len = if i == 0 { 14 } else { 1 };
+        let gref = c.page_with(0, &vec![i as u8; len]);
+        v.push(
+            TxRequest {
+                gref,
+                offset: 0,
+                flags: if i + 1 < n {
+                    netif::NETTXF_MORE_DATA
+                } else {
+                    0
+                },
+                id: 100 + i as u16,
+                size: if i == 0 { total as u16 } else { 1 },
+            }
+            .encode(),
+        );
+    }
+    v
+}
+
+#[test]
+fn eighteen_slots_pass_nineteen_are_dropped_twenty_one_break_the_vif() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    let s = slots_packet(&c, 18);
+    c.push_tx(&s);
+    nb.poll();
+    assert_eq!(nb.recv().unwrap().len(), 14 + 17);
+    assert!(c.tx_responses().iter().all(|r| r.1 == netif::RSP_OKAY));
+    let s = slots_packet(&c, 19);
+    c.push_tx(&s);
+    nb.poll();
+    assert_eq!(nb.recv(), None);
+    let r = c.tx_responses();
+    assert_eq!(r.len(), 19, "every slot answered");
+    assert!(r.iter().all(|r| r.1 == netif::RSP_ERROR));
+    assert_eq!(nb.stats().rx_dropped, 1);
+    assert!(nb.broken().is_none());
+    let s = slots_packet(&c, 21);
+    c.push_tx(&s);
+    nb.poll();
+    assert!(nb.broken().unwrap().contains("more than 20 slots"));
+}
+
+#[test]
+fn a_slot_larger_than_its_frame_or_a_runt_drops_that_packet_only() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    // the frame says 100 bytes, the second slot alone says 200
+    let g1 = c.page_with(0, &frame(100, 0));
+    let g2 = c.page_with(0, &[0u8; 200]);
+    c.push_tx(&[
+        TxRequest {
+            gref: g1,
+            offset: 0,
+            flags: netif::NETTXF_MORE_DATA,
+            id: 1,
+            size: 100,
+        }
+        .encode(),
+        TxRequest {
+            gref: g2,
+            offset: 0,
+            flags: 0,
+            id: 2,
+            size: 200,
+        }
+        .encode(),
+    ]);
+    // a 10-byte frame
+    let g3 = c.page_with(0, &[1u8; 10]);
+    c.push_tx(&[TxRequest {
+        gref: g3,
+        offset: 0,
+        flags: 0,
+        id: 3,
+        size: 10,
+    }
+    .encode()]);
+    c.send(&frame(60, 5), 4);
+    nb.poll();
+    assert_eq!(nb.recv().unwrap(), frame(60, 5));
+    assert_eq!(nb.recv(), None);
+    assert_eq!(
+        c.tx_responses(),
+        [
+            (1, netif::RSP_ERROR),
+            (2, netif::RSP_ERROR),
+            (3, netif::RSP_ERROR),
+            (4, netif::RSP_OKAY)
+        ]
+    );
+    assert_eq!(nb.stats().rx_dropped, 2);
+    assert!(nb.broken().is_none());
+}
+
+#[test]
+fn a_slot_crossing_its_page_breaks_this_vif_and_not_another() {
+    let x = xen();
+    xen_for(&x, 6, "backend/vif/6/0", "/local/domain/6/device/vif/0");
+    let (mut bad, mut c) = connected(&x);
+    let mut good = Netback::probe(&x, "backend/vif/6/0").unwrap();
+    let mut c6 = Client::publish(&x, 6, "/local/domain/6/device/vif/0");
+    c6.state("4");
+    assert_eq!(good.poll_xenbus(), Ok(BackState::Connected));
+    let g = c.page_with(0, &[0u8; 8]);
+    c.push_tx(&[TxRequest {
+        gref: g,
+        offset: 4000,
+        flags: 0,
+        id: 1,
+        size: 200,
+    }
+    .encode()]);
+    c6.send(&frame(300, 6), 1);
+    assert!(!bad.poll());
+    good.poll();
+    assert!(bad.broken().unwrap().contains("crosses its page"));
+    assert_eq!(good.recv().unwrap(), frame(300, 6));
+    assert!(good.broken().is_none());
+    // the broken vif takes nothing more and refuses frames for its client
+    c.send(&frame(60, 0), 2);
+    assert!(!bad.poll());
+    assert_eq!(bad.recv(), None);
+    assert!(matches!(
+        bad.send(&frame(60, 0)),
+        Err(NetbackError::Broken(_))
+    ));
+    assert!(!bad.can_send());
+    assert_eq!(bad.stats().tx_dropped, 1);
+    // a second slot crossing its page too
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    let g1 = c.page_with(0, &frame(14, 0));
+    let g2 = c.page_with(0, &[0u8; 8]);
+    c.push_tx(&[
+        TxRequest {
+            gref: g1,
+            offset: 0,
+            flags: netif::NETTXF_MORE_DATA,
+            id: 1,
+            size: 114,
+        }
+        .encode(),
+        TxRequest {
+            gref: g2,
+            offset: 4090,
+            flags: 0,
+            id: 2,
+            size: 100,
+        }
+        .encode(),
+    ]);
+    nb.poll();
+    assert!(nb.broken().unwrap().contains("crosses its page"));
+}
+
+#[test]
+fn a_request_index_jumping_past_the_ring_breaks_the_vif_without_a_panic() {
+    let x = xen();
+    let (mut nb, c) = connected(&x);
+    c.tx.store_u32(0, 1000);
+    assert!(!nb.poll());
+    assert!(
+        nb.broken().unwrap().contains("tx ring"),
+        "{:?}",
+        nb.broken()
+    );
+    // on the RX ring, seen when a frame is to be delivered
+    let x = xen();
+    let (mut nb, c) = connected(&x);
+    nb.send(&frame(60, 0)).unwrap();
+    c.rx.store_u32(0, 0x8000_0000);
+    assert!(!nb.poll());
+    assert!(nb.broken().unwrap().contains("rx ring"));
+    assert_eq!(
+        x.live_mappings(),
+        2,
+        "still mapped until the frontend closes"
+    );
+    nb.close();
+    assert_eq!(x.live_mappings(), 0);
+}
+
+#[test]
+fn a_packet_whose_slots_are_not_all_published_breaks_the_vif() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    let s = c.frame_slots(&frame(3000, 0), 3000, 1, 0);
+    c.push_tx(&s[..1]);
+    nb.poll();
+    assert!(nb.broken().unwrap().contains("not all published"));
+}
+
+#[test]
+fn a_copy_that_fails_answers_an_error_and_the_vif_goes_on() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    // a reference that names nothing, one revoked, one whose copy fails
+    c.push_tx(&[TxRequest {
+        gref: 4242,
+        offset: 0,
+        flags: 0,
+        id: 1,
+        size: 60,
+    }
+    .encode()]);
+    let g = c.page_with(0, &frame(60, 0));
+    x.revoke_foreign(FE, g);
+    c.push_tx(&[TxRequest {
+        gref: g,
+        offset: 0,
+        flags: 0,
+        id: 2,
+        size: 60,
+    }
+    .encode()]);
+    let g = c.page_with(0, &frame(60, 0));
+    x.copy_failing.borrow_mut().insert(g);
+    c.push_tx(&[TxRequest {
+        gref: g,
+        offset: 0,
+        flags: 0,
+        id: 3,
+        size: 60,
+    }
+    .encode()]);
+    c.send(&frame(60, 4), 4);
+    nb.poll();
+    assert_eq!(nb.recv().unwrap(), frame(60, 4));
+    assert_eq!(nb.recv(), None);
+    assert_eq!(
+        c.tx_responses(),
+        [
+            (1, netif::RSP_ERROR),
+            (2, netif::RSP_ERROR),
+            (3, netif::RSP_ERROR),
+            (4, netif::RSP_OKAY)
+        ]
+    );
+    assert_eq!(nb.stats().rx_errors, 3);
+    assert!(nb.broken().is_none());
+    // the whole hypercall failing: every packet of the batch answered with an error
+    x.copy_hypercall_fails.set(true);
+    c.send(&frame(60, 5), 5);
+    c.send(&frame(60, 6), 6);
+    nb.poll();
+    assert_eq!(nb.recv(), None);
+    assert_eq!(
+        c.tx_responses(),
+        [(5, netif::RSP_ERROR), (6, netif::RSP_ERROR)]
+    );
+}
+
+#[test]
+fn a_flood_is_taken_a_bounded_batch_per_poll() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    for i in 0..100u16 {
+        c.send(&frame(60, i as u8), i);
+    }
+    assert!(nb.poll(), "work left after the budget");
+    assert_eq!(nb.received_len(), TX_BUDGET);
+    assert_eq!(
+        c.tx_responses().len(),
+        TX_BUDGET,
+        "only what was taken is answered"
+    );
+    assert!(!nb.poll());
+    assert_eq!(nb.received_len(), 100);
+}
+
+#[test]
+fn a_full_received_queue_holds_the_client_back_instead_of_growing() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    let mut sent = 0u16;
+    for _ in 0..3 {
+        // as many as the ring has room for (requests not answered hold theirs)
+        let free = 256 - (c.tx_prod - c.tx_cons);
+        for _ in 0..free.min(200) {
+            c.send(&frame(60, 0), sent);
+            sent += 1;
+        }
+        while nb.poll() && nb.received_len() < RECEIVED_MAX {}
+        c.tx_responses();
+    }
+    assert_eq!(sent, 200 + 200 + 112);
+    assert_eq!(nb.received_len(), RECEIVED_MAX, "never more than the bound");
+    assert!(nb.poll(), "requests are left in the ring");
+    assert_eq!(c.tx_responses().len(), 0, "and not answered");
+    assert!(nb.broken().is_none());
+    // taking the frames lets the rest in
+    while nb.recv().is_some() {}
+    while nb.poll() {}
+    assert_eq!(nb.received_len(), 512 - RECEIVED_MAX);
+    assert_eq!(nb.stats().rx_packets, 512);
+}
+
+#[test]
+fn frames_reach_the_buffers_the_client_posted() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    c.post_rx(4, true);
+    nb.send(&frame(1514, 1)).unwrap();
+    nb.send_with(&frame(60, 2), Checksum::Validated).unwrap();
+    nb.send_with(&frame(90, 3), Checksum::Blank).unwrap();
+    assert!(!nb.poll());
+    let r = c.rx_responses();
+    assert_eq!(r.len(), 3);
+    assert_eq!((r[0].0.id, r[0].0.status, r[0].0.flags), (0, 1514, 0));
+    assert_eq!(r[0].1, frame(1514, 1));
+    assert_eq!(r[1].0.flags, netif::NETRXF_DATA_VALIDATED);
+    assert_eq!(r[1].1, frame(60, 2));
+    assert_eq!(
+        r[2].0.flags,
+        netif::NETRXF_CSUM_BLANK | netif::NETRXF_DATA_VALIDATED
+    );
+    assert_eq!(x.copy_calls.get(), 1, "one batch");
+    assert_eq!(nb.stats().tx_packets, 3);
+    assert_eq!(nb.stats().tx_bytes, 1514 + 60 + 90);
+    assert!(x.notified.borrow().contains(&20));
+}
+
+#[test]
+fn a_large_frame_takes_several_buffers_only_for_a_client_with_sg() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    c.post_rx(3, true);
+    nb.send(&frame(9000, 7)).unwrap();
+    nb.poll();
+    let r = c.rx_responses();
+    assert_eq!(r.len(), 3);
+    assert_eq!(
+        r.iter().map(|x| x.0.status).collect::<Vec<_>>(),
+        [4096, 4096, 808]
+    );
+    assert_eq!(
+        r[0].0.flags & netif::NETRXF_MORE_DATA,
+        netif::NETRXF_MORE_DATA
+    );
+    assert_eq!(
+        r[1].0.flags & netif::NETRXF_MORE_DATA,
+        netif::NETRXF_MORE_DATA
+    );
+    assert_eq!(r[2].0.flags & netif::NETRXF_MORE_DATA, 0);
+    let all: Vec<u8> = r.into_iter().flat_map(|x| x.1).collect();
+    assert_eq!(all, frame(9000, 7));
+    // without feature-sg
+    let x = xen();
+    let mut nb = Netback::probe(&x, BE).unwrap();
+    let c = Client::publish(&x, FE, FE_DIR);
+    x.xs.borrow_mut().remove(&format!("{FE_DIR}/feature-sg"));
+    c.state("4");
+    nb.poll_xenbus().unwrap();
+    assert_eq!(nb.send(&frame(5000, 0)), Err(NetbackError::BadFrame));
+    assert_eq!(nb.send(&frame(4096, 0)), Ok(()));
+    assert_eq!(nb.stats().tx_dropped, 1);
+}
+
+#[test]
+fn a_frame_waits_for_all_its_buffers_and_asks_for_an_event() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    c.post_rx(1, true);
+    nb.send(&frame(6000, 0)).unwrap();
+    assert!(!nb.poll());
+    assert_eq!(c.rx_responses().len(), 0, "one buffer is not enough");
+    assert_eq!(
+        c.rx.load_u32(4),
+        1,
+        "req_event armed past the buffer posted"
+    );
+    c.post_rx(1, true);
+    nb.poll();
+    assert_eq!(c.rx_responses().len(), 2);
+}
+
+#[test]
+fn a_client_that_posts_no_buffers_costs_a_bounded_queue_and_drops_are_counted() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    for i in 0..TO_CLIENT_MAX {
+        nb.send(&frame(60, i as u8)).unwrap();
+    }
+    assert!(!nb.can_send());
+    assert_eq!(nb.send(&frame(60, 0)), Err(NetbackError::Busy));
+    assert_eq!(nb.stats().tx_dropped, 1);
+    assert!(!nb.poll(), "nothing to do without buffers");
+    assert_eq!(nb.queued_to_client(), TO_CLIENT_MAX);
+    // buffers at last: a budget's worth per poll
+    c.post_rx(200, true);
+    assert!(nb.poll());
+    assert_eq!(c.rx_responses().len(), RX_BUDGET);
+    // a client that closes: the queue is dropped and counted
+    c.state("5");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Closing));
+    assert_eq!(nb.queued_to_client(), 0);
+    assert_eq!(
+        nb.stats().tx_dropped,
+        1 + (TO_CLIENT_MAX - RX_BUDGET) as u64
+    );
+}
+
+#[test]
+fn a_buffer_the_client_granted_read_only_gets_an_error() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    c.post_rx(1, false);
+    c.post_rx(1, true);
+    nb.send(&frame(60, 0)).unwrap();
+    nb.send(&frame(61, 0)).unwrap();
+    nb.poll();
+    let r = c.rx_responses();
+    assert_eq!(r[0].0.status, netif::RSP_ERROR);
+    assert_eq!((r[1].0.status, &r[1].1), (61, &frame(61, 0)));
+    assert_eq!(nb.stats().tx_errors, 1);
+    assert_eq!(nb.stats().tx_packets, 1);
+    assert!(nb.broken().is_none());
+}
+
+#[test]
+fn partial_checksums_go_only_to_a_client_that_takes_them() {
+    let x = xen();
+    let mut nb = Netback::probe(&x, BE).unwrap();
+    let c = Client::publish(&x, FE, FE_DIR);
+    x.set(&format!("{FE_DIR}/feature-no-csum-offload"), "1");
+    c.state("4");
+    nb.poll_xenbus().unwrap();
+    assert!(!nb.client_takes_csum_blank());
+    assert_eq!(
+        nb.send_with(&frame(60, 0), Checksum::Blank),
+        Err(NetbackError::BadFrame)
+    );
+    assert_eq!(nb.send_with(&frame(60, 0), Checksum::Validated), Ok(()));
+    // IPv6 only with feature-ipv6-csum-offload
+    let x = xen();
+    let (mut nb, _c) = connected(&x);
+    let mut v6 = frame(80, 0);
+    v6[12] = 0x86;
+    v6[13] = 0xdd;
+    assert_eq!(
+        nb.send_with(&v6, Checksum::Blank),
+        Err(NetbackError::BadFrame)
+    );
+    assert_eq!(nb.send_with(&frame(80, 0), Checksum::Blank), Ok(()));
+}
+
+#[test]
+fn sending_before_the_client_connects_drops_and_counts() {
+    let x = xen();
+    let mut nb = Netback::probe(&x, BE).unwrap();
+    assert_eq!(nb.send(&frame(60, 0)), Err(NetbackError::NotConnected));
+    assert!(!nb.can_send());
+    assert!(!nb.poll());
+    assert_eq!(nb.stats().tx_dropped, 1);
+    assert_eq!(nb.send(&[]), Err(NetbackError::NotConnected));
+}
+
+#[test]
+fn a_client_that_closes_is_unmapped_and_unbound_then_may_come_back() {
+    let x = xen();
+    let (mut nb, c) = connected(&x);
+    c.state("5");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Closing));
+    assert_eq!(x.key("backend/vif/5/0/state").as_deref(), Some("5"));
+    assert_eq!(x.live_mappings(), 0);
+    assert_eq!(*x.closed.borrow(), [20]);
+    assert_eq!(nb.port(), None);
+    assert_eq!(
+        x.pages_allocated.get(),
+        x.pages_freed.get(),
+        "staging pages freed"
+    );
+    c.state("6");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Closed));
+    assert_eq!(x.key("backend/vif/5/0/state").as_deref(), Some("6"));
+    // it comes back (its driver reloaded): InitWait, then a new connection
+    c.state("1");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::InitWait));
+    let mut c2 = Client::publish(&x, FE, FE_DIR);
+    c2.state("4");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Connected));
+    assert_eq!(x.live_mappings(), 2);
+    c2.send(&frame(70, 1), 1);
+    nb.poll();
+    assert_eq!(nb.recv().unwrap(), frame(70, 1));
+    // a frontend that starts over without closing: old rings dropped, InitWait
+    c2.state("1");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::InitWait));
+    assert_eq!(x.live_mappings(), 0);
+    // not while the toolstack has it offline
+    c2.state("6");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Closed));
+    x.set("backend/vif/5/0/online", "0");
+    c2.state("1");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Closed));
+}
+
+#[test]
+fn the_toolstack_asking_for_removal_gets_closed_before_the_directory_goes() {
+    let x = xen();
+    let (mut nb, _c) = connected(&x);
+    // libxl's device remove: online 0, state Closing, then it waits for Closed
+    assert!(!nb.removal_requested());
+    x.set("backend/vif/5/0/online", "0");
+    assert!(nb.removal_requested());
+    x.set("backend/vif/5/0/state", "5");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Closed));
+    assert_eq!(x.key("backend/vif/5/0/state").as_deref(), Some("6"));
+    assert_eq!(x.live_mappings(), 0);
+    assert_eq!(x.ports_closed(), 1);
+    // then it removes the directory
+    (&x).xs_rm(BE).unwrap();
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Gone));
+    nb.close();
+    assert!(
+        x.key("backend/vif/5/0/state").is_none(),
+        "nothing written to a removed directory"
+    );
+}
+
+#[test]
+fn a_directory_removed_under_a_connected_vif_unmaps_it() {
+    let x = xen();
+    let (mut nb, _c) = connected(&x);
+    (&x).xs_rm(BE).unwrap();
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Gone));
+    assert_eq!(x.live_mappings(), 0);
+    assert_eq!(x.ports_closed(), 1);
+}
+
+#[test]
+fn a_vif_dropped_or_closed_leaves_nothing_mapped() {
+    let x = xen();
+    let (nb, _c) = connected(&x);
+    drop(nb);
+    assert_eq!(x.live_mappings(), 0);
+    assert_eq!(x.key("backend/vif/5/0/state").as_deref(), Some("6"));
+    assert_eq!(x.pages_allocated.get(), x.pages_freed.get());
+    let y = xen();
+    let (mut nb, _c) = connected(&y);
+    y.unmap_fails.set(true);
+    y.set(&format!("{FE_DIR}/state"), "6");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Closed));
+    assert_eq!(
+        nb.stats().unmap_failures,
+        2,
+        "counted: that memory is never reused"
+    );
+}
+
+/// A fake where this crate's netfront (domain 5, `device/vif/0`) is the client of
+/// the netback under test: its grants are the ones the backend maps and copies.
+fn loopback() -> FakeXen {
+    let x = FakeXen::with_device("device/vif/0", BE, "");
+    *x.home.borrow_mut() = String::from("/local/domain/5/");
+    x.loopback_domid.set(Some(FE));
+    x.next_port.set(30);
+    xen_for(&x, FE, BE, FE_DIR);
+    x
+}
+
+#[test]
+fn our_netfront_and_netback_pass_frames_both_ways() {
+    use crate::netfront::Netfront;
+    let x = loopback();
+    let mut nb = Netback::probe(&x, BE).unwrap();
+    // The netfront waits for the backend's Connected while the backend is not
+    // running: the fake shows it Connected at the first wait, and the backend
+    // really connects right after.
+    x.script(&["4"]);
+    let mut nf = Netfront::connect_with(&x, 0, 4).unwrap();
+    assert_eq!(nf.queues(), 1, "no multi-queue offered");
+    assert!(nf.has_sg(), "feature-sg offered");
+    assert!(!nf.has_gso_tcpv4(), "no GSO offered");
+    assert_eq!(x.key("device/vif/0/request-rx-copy").as_deref(), Some("1"));
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Connected));
+    assert_eq!(x.live_mappings(), 2);
+    // client to us: a small frame, a full one and one of three slots (sg)
+    let frames = [frame(60, 1), frame(1514, 2), frame(9000, 3)];
+    for f in &frames {
+        nf.send(f).unwrap();
+    }
+    assert!(!nb.poll());
+    for f in &frames {
+        assert_eq!(&nb.recv().unwrap(), f);
+    }
+    nf.reap_tx();
+    assert_eq!(nf.stats().tx_packets, 3, "every slot answered OK");
+    assert!(nf.broken().is_none());
+    // us to the client: into the 256 buffers it posted at connect
+    let back = [frame(64, 4), frame(1514, 5), frame(5000, 6)];
+    nb.send(&back[0]).unwrap();
+    nb.send_with(&back[1], Checksum::Validated).unwrap();
+    nb.send(&back[2]).unwrap();
+    assert!(!nb.poll());
+    nf.poll_rx();
+    for f in &back {
+        assert_eq!(&nf.recv().unwrap(), f);
+    }
+    assert!(nf.broken().is_none(), "{:?}", nf.broken());
+    assert_eq!(nb.stats().tx_packets, 3);
+    // a sustained exchange: more frames than the rings hold, buffers reposted
+    for round in 0..5u8 {
+        for i in 0..200u8 {
+            nb.send(&frame(100 + usize::from(i), round ^ i))
+                .unwrap_or(());
+        }
+        while nb.poll() {}
+        nf.poll_rx();
+        let mut got = 0;
+        while nf.recv().is_some() {
+            got += 1;
+        }
+        assert!(got > 0, "round {round}");
+        nf.poll_rx(); // reposts
+    }
+    assert!(nb.broken().is_none() && nf.broken().is_none());
+    // the client closes: the backend unmaps, so every grant can be ended
+    x.set("device/vif/0/state", "5");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Closing));
+    x.set("device/vif/0/state", "6");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Closed));
+    assert_eq!(x.live_mappings(), 0);
+    let (bufs, rings) = nf.release();
+    assert_eq!(
+        (bufs, rings),
+        (512, 2),
+        "nothing left mapped by the backend"
+    );
+}
+
+#[test]
+fn a_client_cannot_end_grants_the_backend_still_maps() {
+    use crate::netfront::Netfront;
+    let x = loopback();
+    let mut nb = Netback::probe(&x, BE).unwrap();
+    x.script(&["4"]);
+    let nf = Netfront::connect_with(&x, 0, 1).unwrap();
+    nb.poll_xenbus().unwrap();
+    // released while the backend maps the rings: the ring pages are kept back
+    let (_, rings) = nf.release();
+    assert_eq!(rings, 0);
+    nb.close();
+    assert_eq!(x.live_mappings(), 0);
+}

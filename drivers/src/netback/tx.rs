@@ -1,0 +1,358 @@
+//! The client's frames to us (its TX ring): requests parsed into packets (checked,
+//! see the module doc), the slots' data copied out with batched grant copies into
+//! our staging pages, then into the received queue; every slot answered.
+
+use super::{
+    Checksum, ClientFrame, Netback, FATAL_SLOTS, MAX_EXTRAS, MAX_SLOTS, RECEIVED_MAX, TX_BUDGET,
+    TX_STAGING_PAGES,
+};
+use crate::netif::{self, TX_ENTRY_BYTES};
+use crate::platform::{CopyDir, CopyOp, XenBackend};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+use xenlet_xen::ring::BackRing;
+use xenlet_xen::shared::PAGE_BYTES;
+
+/// Ethernet header bytes: a shorter frame is dropped.
+const ETH_HEADER: usize = 14;
+
+/// One packet taken off the TX ring.
+struct Packet {
+    /// The first slot's id, then the following data slots' ids.
+    ids: Vec<u16>,
+    /// Extra-info slots (answered `NETIF_RSP_NULL`).
+    extras: usize,
+    /// Each data slot: (grant, offset, bytes).
+    segs: Vec<(u32, u16, u16)>,
+    /// The frame's length (the first slot's `size`).
+    total: usize,
+    csum: Checksum,
+    gso: Option<u16>,
+    /// Why the packet is dropped (answered with an error), if it is.
+    drop: Option<&'static str>,
+}
+
+/// What the next requests hold.
+enum Take {
+    /// No request.
+    Empty,
+    /// The frontend broke the protocol.
+    Fatal(String),
+    /// A packet, whole.
+    Packet(Packet),
+}
+
+fn take(ring: &mut BackRing, raw: &mut [u8; TX_ENTRY_BYTES]) -> Result<bool, String> {
+    ring.take_request(raw).map_err(|e| format!("tx ring: {e}"))
+}
+
+/// Takes the next packet's requests (all of them, or the vif is broken).
+fn take_packet(ring: &mut BackRing) -> Take {
+    let mut raw = [0u8; TX_ENTRY_BYTES];
+    match take(ring, &mut raw) {
+        Ok(true) => {}
+        Ok(false) => return Take::Empty,
+        Err(e) => return Take::Fatal(e),
+    }
+    let first = netif::decode_tx_request(&raw);
+    let mut extras = 0;
+    let mut gso = None;
+    let mut drop = None;
+    let mut more_extra = first.flags & netif::NETTXF_EXTRA_INFO != 0;
+    while more_extra {
+        if extras == MAX_EXTRAS {
+            return Take::Fatal(format!("more than {MAX_EXTRAS} extra-info slots"));
+        }
+        match take(ring, &mut raw) {
+            Ok(true) => {}
+            Ok(false) => return Take::Fatal("an extra-info slot is missing".into()),
+            Err(e) => return Take::Fatal(e),
+        }
+        let x = netif::decode_tx_extra(&raw);
+        if x.kind == 0 || x.kind >= netif::EXTRA_TYPE_MAX {
+            return Take::Fatal(format!("extra-info slot of invalid type {}", x.kind));
+        }
+        if x.kind == netif::EXTRA_TYPE_GSO {
+            match x.check() {
+                Ok(()) => gso = Some(x.gso_size),
+                Err(_) => drop = Some("a bad GSO extra"),
+            }
+        }
+        extras += 1;
+        more_extra = x.more;
+    }
+    let total = usize::from(first.size);
+    let mut remaining = total;
+    let mut ids = vec![first.id];
+    let mut rest = Vec::new();
+    let mut flags = first.flags;
+    while flags & netif::NETTXF_MORE_DATA != 0 {
+        if ids.len() >= FATAL_SLOTS {
+            return Take::Fatal(format!("a packet of more than {FATAL_SLOTS} slots"));
+        }
+        match take(ring, &mut raw) {
+            Ok(true) => {}
+            Ok(false) => return Take::Fatal("a packet's slots are not all published".into()),
+            Err(e) => return Take::Fatal(e),
+        }
+        let r = netif::decode_tx_request(&raw);
+        if usize::from(r.offset) + usize::from(r.size) > PAGE_BYTES {
+            return Take::Fatal(format!(
+                "slot {} crosses its page (offset {} size {})",
+                r.id, r.offset, r.size
+            ));
+        }
+        if drop.is_none() && usize::from(r.size) > remaining {
+            drop = Some("a slot larger than the rest of its frame");
+        }
+        remaining = remaining.saturating_sub(usize::from(r.size));
+        ids.push(r.id);
+        rest.push((r.gref, r.offset, r.size));
+        flags = r.flags;
+    }
+    if usize::from(first.offset) + remaining > PAGE_BYTES {
+        return Take::Fatal(format!(
+            "first slot {} crosses its page (offset {} size {remaining})",
+            first.id, first.offset
+        ));
+    }
+    if drop.is_none() && ids.len() > MAX_SLOTS {
+        drop = Some("more slots than offered");
+    }
+    if drop.is_none() && total < ETH_HEADER {
+        drop = Some("shorter than an Ethernet header");
+    }
+    let mut segs = vec![(first.gref, first.offset, remaining as u16)];
+    segs.extend(rest);
+    let csum = if first.flags & netif::NETTXF_CSUM_BLANK != 0 {
+        Checksum::Blank
+    } else if first.flags & netif::NETTXF_DATA_VALIDATED != 0 {
+        Checksum::Validated
+    } else {
+        Checksum::Unknown
+    };
+    Take::Packet(Packet {
+        ids,
+        extras,
+        segs,
+        total,
+        csum,
+        gso,
+        drop,
+    })
+}
+
+/// A packet waiting for its batch's copy: where its bytes go in the staging pages and
+/// which ops are its own.
+struct Pending {
+    packet: Packet,
+    at: usize,
+    ops: core::ops::Range<usize>,
+}
+
+/// A copy op without its borrow of the staging pages (made when the batch goes).
+#[derive(Clone, Copy)]
+struct Op {
+    page: usize,
+    offset: u16,
+    gref: u32,
+    remote_offset: u16,
+    len: u16,
+}
+
+/// The ops that copy `len` bytes from the frontend's (`gref`, `remote`) to staging
+/// byte `at`, one per local page touched.
+pub(super) fn split(
+    ops_out: &mut Vec<(usize, u16, u32, u16, u16)>,
+    at: usize,
+    gref: u32,
+    remote: u16,
+    len: u16,
+) {
+    let mut done = 0usize;
+    let len = usize::from(len);
+    while done < len {
+        let pos = at + done;
+        let (page, off) = (pos / PAGE_BYTES, pos % PAGE_BYTES);
+        let n = (PAGE_BYTES - off).min(len - done);
+        ops_out.push((page, off as u16, gref, remote + done as u16, n as u16));
+        done += n;
+    }
+}
+
+impl<P: XenBackend> Netback<P> {
+    /// The next frame the client sent.
+    pub fn recv(&mut self) -> Option<Vec<u8>> {
+        self.recv_meta().map(|f| f.frame)
+    }
+
+    /// The next frame the client sent, with its checksum state and GSO size.
+    pub fn recv_meta(&mut self) -> Option<ClientFrame> {
+        self.received.pop_front()
+    }
+
+    /// Frames received and not yet taken.
+    pub fn received_len(&self) -> usize {
+        self.received.len()
+    }
+
+    /// Takes up to [`TX_BUDGET`] packets from the client's TX ring; true if
+    /// requests are left.
+    pub(super) fn poll_tx(&mut self) -> bool {
+        let staging_bytes = TX_STAGING_PAGES * PAGE_BYTES;
+        let mut batch: Vec<Pending> = Vec::new();
+        let mut ops: Vec<Op> = Vec::new();
+        let mut cursor = 0usize;
+        let mut taken = 0;
+        loop {
+            if taken >= TX_BUDGET || self.received.len() + batch.len() >= RECEIVED_MAX {
+                break;
+            }
+            let Some(conn) = self.conn.as_mut() else {
+                return false;
+            };
+            let packet = match take_packet(&mut conn.tx) {
+                Take::Empty => break,
+                Take::Fatal(why) => {
+                    self.fail(why);
+                    return false;
+                }
+                Take::Packet(p) => p,
+            };
+            taken += 1;
+            if packet.drop.is_some() {
+                batch.push(Pending {
+                    packet,
+                    at: 0,
+                    ops: 0..0,
+                });
+                continue;
+            }
+            if cursor + packet.total > staging_bytes {
+                self.flush_tx(core::mem::take(&mut batch), core::mem::take(&mut ops));
+                cursor = 0;
+            }
+            let first = ops.len();
+            let mut at = cursor;
+            let mut raw = Vec::new();
+            for &(gref, off, len) in &packet.segs {
+                split(&mut raw, at, gref, off, len);
+                at += usize::from(len);
+            }
+            ops.extend(
+                raw.into_iter()
+                    .map(|(page, offset, gref, remote_offset, len)| Op {
+                        page,
+                        offset,
+                        gref,
+                        remote_offset,
+                        len,
+                    }),
+            );
+            batch.push(Pending {
+                packet,
+                at: cursor,
+                ops: first..ops.len(),
+            });
+            cursor = at;
+        }
+        self.flush_tx(batch, ops);
+        let Some(conn) = self.conn.as_mut() else {
+            return false;
+        };
+        if conn.tx.is_broken() {
+            return false;
+        }
+        match conn.tx.final_check_for_requests() {
+            Ok(more) => more,
+            Err(e) => {
+                self.fail(format!("tx ring: {e}"));
+                false
+            }
+        }
+    }
+
+    /// Copies a batch out (one grant-copy call), queues the good frames and answers
+    /// every slot.
+    fn flush_tx(&mut self, batch: Vec<Pending>, ops: Vec<Op>) {
+        if batch.is_empty() {
+            return;
+        }
+        let Netback {
+            platform,
+            conn,
+            fe_id,
+            received,
+            stats,
+            ..
+        } = self;
+        let Some(conn) = conn.as_mut() else { return };
+        let mut copies: Vec<CopyOp<'_>> = ops
+            .iter()
+            .map(|o| CopyOp {
+                local: &conn.tx_staging,
+                page: o.page,
+                offset: o.offset,
+                domid: *fe_id,
+                gref: o.gref,
+                remote_offset: o.remote_offset,
+                len: o.len,
+                dir: CopyDir::FromRemote,
+                status: -1,
+            })
+            .collect();
+        if !copies.is_empty() {
+            platform.grant_copy(&mut copies);
+            stats.copy_batches += 1;
+        }
+        let statuses: Vec<i16> = copies.iter().map(|c| c.status).collect();
+        drop(copies);
+        let mut broken = None;
+        for p in batch {
+            let status = if p.packet.drop.is_some() {
+                stats.rx_dropped += 1;
+                netif::RSP_ERROR
+            } else if statuses[p.ops.clone()].iter().any(|&s| s != 0) {
+                stats.rx_errors += 1;
+                netif::RSP_ERROR
+            } else {
+                let mut frame = vec![0u8; p.packet.total];
+                conn.tx_staging.mem().read_bytes(p.at, &mut frame);
+                stats.rx_packets += 1;
+                stats.rx_bytes += frame.len() as u64;
+                if p.packet.gso.is_some() {
+                    stats.rx_gso += 1;
+                }
+                received.push_back(ClientFrame {
+                    frame,
+                    csum: p.packet.csum,
+                    gso: p.packet.gso,
+                });
+                netif::RSP_OKAY
+            };
+            let mut answers = vec![netif::encode_tx_response(p.packet.ids[0], status)];
+            answers.extend(
+                (0..p.packet.extras).map(|_| netif::encode_tx_response(0, netif::RSP_NULL)),
+            );
+            answers.extend(
+                p.packet.ids[1..]
+                    .iter()
+                    .map(|&id| netif::encode_tx_response(id, status)),
+            );
+            for a in answers {
+                if let Err(e) = conn.tx.push_response(&a) {
+                    broken = Some(format!("tx ring: {e}"));
+                }
+            }
+        }
+        if conn.tx.push_responses_and_check_notify() {
+            platform.notify(conn.port);
+            stats.notifies += 1;
+        }
+        if let Some(why) = broken {
+            self.fail(why);
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! The [`Link`] over Xen's PV network *backend* ([`Netback`]): a vif this domain
+//! serves to a client domain, as the router sees it (a port of a bridge, say).
+//!
+//! Directions are the link's, as for any link: what the link *receives* is what the
+//! client sent (its netfront's TX ring), what is *sent* on it goes to the client.
+//! [`Link::mac`] is the **client's** MAC address (the backend's `mac` key), not one
+//! of ours: a backend vif has no address of its own, as a Linux `vif<d>.<n>` has
+//! none worth using (`fe:ff:ff:ff:ff:ff`); a bridge learns the client's address on
+//! that port, and a router that answers on the vif itself needs an address of its
+//! own for it.
+//!
+//! Checksums: a frame the client sent with `NETTXF_csum_blank` comes as
+//! [`RxChecksum::Blank`] (complete it before it leaves the host), one with
+//! `NETTXF_data_validated` as [`RxChecksum::Validated`]. Frames sent carry full
+//! checksums, or a partial one through [`Link::send_csum_blank`] when the client
+//! takes them ([`Link::tx_csum_blank`]). No GSO either way: the backend offers none.
+//!
+//! Sending queues the frame; the copy into the client's buffers happens at the next
+//! [`Netback::poll`], which the caller runs when the vif's event channel fires and
+//! after a burst of sends. Counters: [`LinkStats::tx_errors`] counts the frames the
+//! client never got (copy errors and drops: no buffers posted, queue full).
+
+use crate::link::{Link, LinkStats, RxChecksum};
+use alloc::string::String;
+use alloc::vec::Vec;
+use xenlet_drivers::netback::{Checksum, Netback, NetbackError, NetbackStats, TO_CLIENT_MAX};
+use xenlet_drivers::platform::XenBackend;
+
+impl From<NetbackStats> for LinkStats {
+    fn from(s: NetbackStats) -> Self {
+        LinkStats {
+            rx_packets: s.rx_packets,
+            rx_bytes: s.rx_bytes,
+            rx_dropped: s.rx_dropped,
+            rx_errors: s.rx_errors,
+            rx_gso: s.rx_gso,
+            tx_packets: s.tx_packets,
+            tx_bytes: s.tx_bytes,
+            tx_errors: s.tx_errors + s.tx_dropped,
+        }
+    }
+}
+
+impl From<Checksum> for RxChecksum {
+    fn from(c: Checksum) -> Self {
+        match c {
+            Checksum::Unknown => RxChecksum::Unknown,
+            Checksum::Validated => RxChecksum::Validated,
+            Checksum::Blank => RxChecksum::Blank,
+        }
+    }
+}
+
+fn text(e: NetbackError) -> String {
+    alloc::format!("{e}")
+}
+
+impl<P: XenBackend> Link for Netback<P> {
+    /// The client's MAC (see the module doc).
+    fn mac(&self) -> [u8; 6] {
+        Netback::mac(self)
+    }
+    fn recv(&mut self) -> Option<Vec<u8>> {
+        Netback::recv(self)
+    }
+    fn recv_flagged(&mut self) -> Option<(Vec<u8>, RxChecksum)> {
+        self.recv_meta().map(|f| (f.frame, f.csum.into()))
+    }
+    fn recv_meta(&mut self) -> Option<(Vec<u8>, RxChecksum, Option<u16>)> {
+        Netback::recv_meta(self).map(|f| (f.frame, f.csum.into(), f.gso))
+    }
+    fn tx_csum_blank(&self) -> bool {
+        self.client_takes_csum_blank()
+    }
+    fn send_csum_blank(&mut self, frame: &[u8]) -> Result<(), String> {
+        self.send_with(frame, Checksum::Blank).map_err(text)
+    }
+    fn can_send(&mut self) -> bool {
+        Netback::can_send(self)
+    }
+    fn send(&mut self, frame: &[u8]) -> Result<(), String> {
+        Netback::send(self, frame).map_err(text)
+    }
+    fn stats(&self) -> LinkStats {
+        Netback::stats(self).into()
+    }
+    fn broken(&self) -> Option<&str> {
+        Netback::broken(self)
+    }
+    fn tx_free_slots(&self) -> usize {
+        if self.is_connected() {
+            TO_CLIENT_MAX - self.queued_to_client()
+        } else {
+            0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_counter_lands_in_its_own_field_and_drops_count_as_errors() {
+        let s = NetbackStats {
+            rx_packets: 1,
+            rx_bytes: 2,
+            rx_dropped: 3,
+            rx_errors: 4,
+            rx_gso: 5,
+            tx_packets: 6,
+            tx_bytes: 7,
+            tx_errors: 8,
+            tx_dropped: 100,
+            ..NetbackStats::default()
+        };
+        let l = LinkStats::from(s);
+        assert_eq!(
+            [
+                l.rx_packets,
+                l.rx_bytes,
+                l.rx_dropped,
+                l.rx_errors,
+                l.rx_gso,
+                l.tx_packets,
+                l.tx_bytes,
+                l.tx_errors
+            ],
+            [1, 2, 3, 4, 5, 6, 7, 108]
+        );
+    }
+
+    #[test]
+    fn checksum_states_map_one_to_one() {
+        assert_eq!(RxChecksum::from(Checksum::Unknown), RxChecksum::Unknown);
+        assert_eq!(RxChecksum::from(Checksum::Validated), RxChecksum::Validated);
+        assert_eq!(RxChecksum::from(Checksum::Blank), RxChecksum::Blank);
+    }
+
+    #[test]
+    fn driver_errors_become_their_text() {
+        assert_eq!(text(NetbackError::Busy), "queue to the client full");
+        assert_eq!(text(NetbackError::NotConnected), "not connected");
+    }
+}
