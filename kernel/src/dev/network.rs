@@ -8,6 +8,7 @@
 //! The idle loop and the network commands poll it.
 
 use crate::dev::frontends::{KernelXen, Vif, NET_EVENTS};
+use crate::dev::backends;
 use crate::dev::port::Port;
 use crate::sync::eventcount::SharedSeen;
 use crate::{time::clock, xen::xenbus, xen::xenstore};
@@ -24,6 +25,7 @@ use xenlet_net::lanconfig::ServicesSpec;
 use xenlet_net::lanservices::{LanServices, LeaseStore};
 use xenlet_net::netplan::Plan;
 use xenlet_net::{config, NetStack};
+use xenlet_drivers::netback::BackState;
 use xenlet_xen::xenbus::XenbusState;
 use xenlet_xen::xenstore::WatchEvent;
 
@@ -164,6 +166,7 @@ fn release_interface(n: NetIf<Link>, closed: bool) -> (usize, usize) {
                 let (b, r) = v.release_after(closed);
                 freed = (freed.0 + b, freed.1 + r);
             }
+            Port::Back(b) => backends::release(b),
         }
     }
     freed
@@ -296,6 +299,92 @@ fn rescan() {
                 crate::println!("netfront: {name} attached; {line}");
             }
             Err(e) => crate::println!("netfront: {name} attach failed: {e}"),
+        }
+    }
+}
+
+/// Client vifs this domain serves (netback, as a driver domain): a new one joins the
+/// bridge its backend's `bridge` key names (`br-lan`; the only bridge when the key
+/// names none here, as libxl's default `xenbr0` does), locked to the client's MAC;
+/// one whose client or toolstack closed it leaves its bridge and is released.
+fn follow_clients(stack: &mut NetStack<Link>) {
+    for nb in backends::take_new_netbacks() {
+        let name = nb.name();
+        let want = String::from(nb.bridge().unwrap_or(""));
+        let named: Vec<usize> = (0..stack.ifs.len())
+            .filter(|&i| stack.ifs[i].link.inner.name().is_some())
+            .collect();
+        let at = named
+            .iter()
+            .copied()
+            .find(|&i| stack.ifs[i].link.inner.name() == Some(want.as_str()))
+            .or_else(|| (named.len() == 1).then(|| named[0]));
+        let Some(i) = at else {
+            crate::println!(
+                "netback: {name}: no bridge '{want}' here (/etc/config/network has {} bridge(s)); released",
+                named.len()
+            );
+            backends::release(nb);
+            continue;
+        };
+        let mac = nb.mac();
+        let n = &mut stack.ifs[i];
+        let bridge = String::from(n.link.inner.name().unwrap_or(""));
+        match n.link.inner.add_port(&name, Port::Back(nb), Some(mac)) {
+            Ok(_) => crate::println!(
+                "netback: {name} joined {bridge} (with {}){}",
+                n.name,
+                if want == bridge {
+                    String::new()
+                } else {
+                    format!("; its backend named bridge '{want}'")
+                }
+            ),
+            Err(Port::Back(nb)) => {
+                crate::println!("netback: {name}: its MAC is another port's on {bridge}; released");
+                backends::release(nb);
+            }
+            Err(Port::Front(_)) => {}
+        }
+    }
+    if !backends::xenbus_changed() {
+        return;
+    }
+    for n in stack.ifs.iter_mut() {
+        let mut leaving = Vec::new();
+        for p in n.link.inner.ports_mut() {
+            let id = p.id();
+            if let Some(nb) = p.link_mut().back_mut() {
+                match nb.poll_xenbus() {
+                    Ok(BackState::Gone) => leaving.push(id),
+                    Ok(BackState::Closed) if nb.removal_requested() => leaving.push(id),
+                    Ok(_) => {}
+                    Err(e) => crate::println!("netback: {}: {e}", nb.name()),
+                }
+            }
+        }
+        for id in leaving {
+            if let Some(Port::Back(nb)) = n.link.inner.remove_port(id) {
+                backends::release(nb);
+            }
+        }
+    }
+}
+
+/// Services the client vifs' rings (bounded batches; again while work is left, up
+/// to 4 turns): what clients sent comes in, what was sent to them goes out.
+fn poll_clients(stack: &mut NetStack<Link>) {
+    for n in stack.ifs.iter_mut() {
+        if n.link.inner.ports().len() < 2 {
+            continue;
+        }
+        for p in n.link.inner.ports_mut() {
+            if let Some(nb) = p.link_mut().back_mut() {
+                let mut turns = 0;
+                while nb.poll() && turns < 4 {
+                    turns += 1;
+                }
+            }
         }
     }
 }
@@ -441,6 +530,7 @@ pub fn poll() -> Option<i64> {
     if RESCAN.swap(false, Ordering::SeqCst) {
         rescan();
     }
+    follow_clients(&mut NET.lock());
     let next = poll_data_plane().flatten();
     // File I/O outside every network lock, from the shell loop only (no command
     // holds the file tree here): the store is taken out of the services for the
@@ -507,6 +597,7 @@ pub fn poll_stack(stack: &mut NetStack<Link>, now: i64) -> bool {
     // one before it is served here (a command's own poll counts: the data plane's
     // turn at its next wait does not poll again for the same events).
     let _ = NET_SEEN.take(&NET_EVENTS);
+    poll_clients(stack);
     if let Some(mut gw) = GATEWAY.try_lock() {
         if let Some(gw) = gw.as_mut() {
             gw.poll(&mut stack.ifs, now);
@@ -520,6 +611,8 @@ pub fn poll_stack(stack: &mut NetStack<Link>, now: i64) -> bool {
             }
         }
     }
+    // what the router and the stack sent to clients goes out now
+    poll_clients(stack);
     changed
 }
 

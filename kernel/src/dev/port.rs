@@ -6,6 +6,7 @@
 //!
 //! [`Bridge`]: xenlet_net::bridge::Bridge
 
+use crate::dev::backends::Vifback;
 use crate::dev::frontends::Vif;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -15,6 +16,8 @@ use xenlet_net::link::{Link, LinkStats, QueueStats, RxChecksum};
 pub enum Port {
     /// A vif of this domain (netfront).
     Front(Vif),
+    /// A client domain's vif this domain serves (netback).
+    Back(Vifback),
 }
 
 impl Port {
@@ -22,6 +25,7 @@ impl Port {
     pub fn front(&self) -> Option<&Vif> {
         match self {
             Port::Front(v) => Some(v),
+            Port::Back(_) => None,
         }
     }
 
@@ -29,6 +33,15 @@ impl Port {
     pub fn front_mut(&mut self) -> Option<&mut Vif> {
         match self {
             Port::Front(v) => Some(v),
+            Port::Back(_) => None,
+        }
+    }
+
+    /// The netback, for a client's vif.
+    pub fn back_mut(&mut self) -> Option<&mut Vifback> {
+        match self {
+            Port::Back(b) => Some(b),
+            Port::Front(_) => None,
         }
     }
 }
@@ -38,6 +51,7 @@ macro_rules! each {
     ($self:expr, $l:ident => $e:expr) => {
         match $self {
             Port::Front($l) => $e,
+            Port::Back($l) => $e,
         }
     };
 }
