@@ -61,7 +61,11 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     let entry_tsc = cpu::rdtsc();
     gdt::init();
     trap::init(crate::sys::fault::report_and_stop);
-    power::on_xen_shutdown(crate::dev::frontends::close_all);
+    power::on_xen_shutdown(|| {
+        // Client vifs served as a driver domain go Closed too.
+        crate::dev::backends::close_untaken();
+        crate::dev::frontends::close_all()
+    });
     let serial = console::init_serial();
     println!();
     println!("Xenlet {} ({}) starting", crate::VERSION, crate::GIT_REV);
