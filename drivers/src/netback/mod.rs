@@ -69,8 +69,10 @@
 //! than an Ethernet header, 19 or 20 slots, a grant that cannot be copied (bad or
 //! revoked reference). A frontend that stops answering cannot make us queue without
 //! bound: the client's frames are taken only while the received queue has room
-//! ([`RECEIVED_MAX`]), frames to it wait in a queue of [`TO_CLIENT_MAX`] and are
-//! dropped past it, and each poll does a bounded batch.
+//! ([`RECEIVED_MAX`] frames, [`RECEIVED_MAX_BYTES`]), frames to it wait in a queue
+//! of [`TO_CLIENT_MAX`] frames and [`TO_CLIENT_MAX_BYTES`] and are dropped past it,
+//! and each poll does a bounded batch. Frames queued for a client that stopped
+//! posting buffers wait there (bounded) until it posts again or disconnects.
 //!
 //! # Files
 //!
@@ -108,8 +110,13 @@ pub const FATAL_SLOTS: usize = 20;
 /// Frames from the client held for [`Netback::recv`]: past it, no more requests are
 /// taken until some are.
 pub const RECEIVED_MAX: usize = 256;
+/// Bytes of the frames from the client held for [`Netback::recv`]: past it, no more
+/// requests are taken (a packet may overshoot it by one frame).
+pub const RECEIVED_MAX_BYTES: usize = 512 * 1024;
 /// Frames queued for the client: past it, [`Netback::send`] drops.
 pub const TO_CLIENT_MAX: usize = 256;
+/// Bytes of the frames queued for the client: past it, [`Netback::send`] drops.
+pub const TO_CLIENT_MAX_BYTES: usize = 512 * 1024;
 /// Our pages the client's packets are copied into, per batch.
 pub const TX_STAGING_PAGES: usize = 24;
 /// Our pages frames for the client are copied from, per batch (a 64 KiB frame
@@ -209,7 +216,11 @@ pub struct Netback<P: XenBackend> {
     state: BackState,
     conn: Option<Conn>,
     received: VecDeque<ClientFrame>,
+    /// Bytes of the frames in `received`.
+    received_bytes: usize,
     to_client: VecDeque<(Vec<u8>, Checksum)>,
+    /// Bytes of the frames in `to_client`.
+    to_client_bytes: usize,
     broken: Option<String>,
     stats: NetbackStats,
 }

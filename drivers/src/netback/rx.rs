@@ -3,7 +3,10 @@
 //! into the buffers the client posted; every buffer answered.
 
 use super::tx::split;
-use super::{Checksum, Netback, NetbackError, RX_BUDGET, RX_STAGING_PAGES, TO_CLIENT_MAX};
+use super::{
+    Checksum, Netback, NetbackError, RX_BUDGET, RX_STAGING_PAGES, TO_CLIENT_MAX,
+    TO_CLIENT_MAX_BYTES,
+};
 use crate::netif::{self, RxResponse, RX_ENTRY_BYTES};
 use crate::platform::{CopyDir, CopyOp, XenBackend};
 use alloc::format;
@@ -27,7 +30,9 @@ fn ethertype(frame: &[u8]) -> u16 {
 impl<P: XenBackend> Netback<P> {
     /// Whether [`Netback::send`] would queue a frame now.
     pub fn can_send(&self) -> bool {
-        self.is_connected() && self.to_client.len() < TO_CLIENT_MAX
+        self.is_connected()
+            && self.to_client.len() < TO_CLIENT_MAX
+            && self.to_client_bytes + 65535 <= TO_CLIENT_MAX_BYTES
     }
 
     /// Frames queued for the client, not yet copied.
@@ -54,7 +59,10 @@ impl<P: XenBackend> Netback<P> {
     pub fn send_with(&mut self, frame: &[u8], csum: Checksum) -> Result<(), NetbackError> {
         let r = self.check_send(frame, csum);
         match r {
-            Ok(()) => self.to_client.push_back((frame.to_vec(), csum)),
+            Ok(()) => {
+                self.to_client_bytes += frame.len();
+                self.to_client.push_back((frame.to_vec(), csum));
+            }
             Err(_) => self.stats.tx_dropped += 1,
         }
         r
@@ -80,7 +88,9 @@ impl<P: XenBackend> Netback<P> {
                 return Err(NetbackError::BadFrame);
             }
         }
-        if self.to_client.len() >= TO_CLIENT_MAX {
+        if self.to_client.len() >= TO_CLIENT_MAX
+            || self.to_client_bytes + frame.len() > TO_CLIENT_MAX_BYTES
+        {
             return Err(NetbackError::Busy);
         }
         Ok(())
@@ -128,6 +138,7 @@ impl<P: XenBackend> Netback<P> {
             let Some((frame, csum)) = self.to_client.pop_front() else {
                 break;
             };
+            self.to_client_bytes -= frame.len();
             let Some(conn) = self.conn.as_mut() else {
                 return false;
             };

@@ -1183,3 +1183,45 @@ fn a_client_cannot_end_grants_the_backend_still_maps() {
     nb.close();
     assert_eq!(x.live_mappings(), 0);
 }
+
+#[test]
+fn large_frames_are_bounded_by_bytes_as_well_as_count() {
+    // to the client: 64 KiB frames fill the byte bound long before the count
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    let big = frame(65535, 1);
+    let mut queued = 0;
+    while nb.can_send() {
+        nb.send(&big).unwrap();
+        queued += 1;
+    }
+    assert_eq!(queued, TO_CLIENT_MAX_BYTES / 65535);
+    assert_eq!(nb.send(&big), Err(NetbackError::Busy));
+    assert_eq!(nb.stats().tx_dropped, 1);
+    // delivered (16 buffers each): room again
+    c.post_rx(200, true);
+    while nb.poll() {}
+    assert_eq!(c.rx_responses().len(), queued * 16);
+    assert!(nb.can_send());
+    assert_eq!(nb.queued_to_client(), 0);
+    // from the client: 9000-byte frames of three slots each, never taken by recv
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    for i in 0..85u16 {
+        c.send(&frame(9000, i as u8), i * 3);
+    }
+    while nb.poll() && nb.received_len() < 85 {
+        if nb.received_len() * 9000 >= RECEIVED_MAX_BYTES {
+            break;
+        }
+    }
+    let held = nb.received_len() * 9000;
+    assert!(held >= RECEIVED_MAX_BYTES, "{held}");
+    assert!(held < RECEIVED_MAX_BYTES + 9000 * 2, "{held}");
+    assert!(nb.poll(), "the rest waits in the ring");
+    assert!(nb.received_len() * 9000 < RECEIVED_MAX_BYTES + 9000 * 2);
+    while nb.recv().is_some() {}
+    while nb.poll() {}
+    assert_eq!(nb.stats().rx_packets, 85);
+    assert!(nb.broken().is_none());
+}

@@ -102,7 +102,9 @@ impl<P: XenBackend> Netback<P> {
             state: BackState::InitWait,
             conn: None,
             received: VecDeque::new(),
+            received_bytes: 0,
             to_client: VecDeque::new(),
+            to_client_bytes: 0,
             broken: None,
             stats: NetbackStats::default(),
         };
@@ -309,6 +311,7 @@ impl<P: XenBackend> Netback<P> {
         self.platform.free_pages(c.rx_staging);
         self.stats.tx_dropped += self.to_client.len() as u64;
         self.to_client.clear();
+        self.to_client_bytes = 0;
     }
 
     /// Whether the toolstack took the device offline (`online` = 0: `xl
