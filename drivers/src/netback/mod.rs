@@ -122,8 +122,9 @@ pub const TX_STAGING_PAGES: usize = 24;
 /// Our pages frames for the client are copied from, per batch (a 64 KiB frame
 /// fits).
 pub const RX_STAGING_PAGES: usize = 17;
-/// Extra-info slots a packet may carry (more breaks the vif).
-pub const MAX_EXTRAS: usize = 4;
+/// Extra-info slots a packet may carry: one of each valid type (more breaks the
+/// vif).
+pub const MAX_EXTRAS: usize = crate::netif::EXTRA_TYPE_MAX as usize - 1;
 
 /// Netback errors.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -404,6 +404,21 @@ fn a_connect_refused_undoes_everything() {
         assert_eq!(nb.poll_xenbus(), Ok(BackState::InitWait), "{what}");
         assert_eq!(x.key("backend/vif/5/0/state").as_deref(), Some("2"));
     }
+    // a connect that works after one that failed clears the error
+    let x = xen();
+    let mut nb = Netback::probe(&x, BE).unwrap();
+    let c = Client::publish(&x, FE, FE_DIR);
+    x.bind_fails.set(true);
+    c.state("4");
+    assert!(nb.poll_xenbus().is_err());
+    c.state("6");
+    nb.poll_xenbus().unwrap();
+    c.state("1");
+    nb.poll_xenbus().unwrap();
+    x.bind_fails.set(false);
+    c.state("4");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Connected));
+    assert!(x.key("backend/vif/5/0/error").is_none());
 }
 
 #[test]

@@ -192,6 +192,8 @@ impl<P: XenBackend> Netback<P> {
                         self.set_state(BackState::Closing)?;
                         return Err(NetbackError::Handshake(why));
                     }
+                    // a failure of an earlier attempt is history now
+                    let _ = self.platform.xs_rm(&format!("{}/error", self.path));
                     self.set_state(BackState::Connected)?;
                 }
             }

@@ -78,7 +78,11 @@ impl XenBackend for KernelXen {
     }
     fn bind_interdomain(&self, remote: u16, remote_port: u32) -> Result<Port, XenError> {
         let port = Port(hypercall::evtchn_bind_interdomain(remote, remote_port)?);
-        xen::register_port(port, on_backend_event);
+        // Without its handler the port's events would not wake the data plane.
+        if !xen::register_port(port, on_backend_event) {
+            let _ = hypercall::evtchn_close(port.0);
+            return Err(XenError::NoSpc);
+        }
         Ok(port)
     }
 }
