@@ -126,6 +126,16 @@ pub const RX_STAGING_PAGES: usize = 17;
 /// vif).
 pub const MAX_EXTRAS: usize = crate::netif::EXTRA_TYPE_MAX as usize - 1;
 
+/// What a ring error means from the backend's side: the frontend's doing.
+fn ring_error(ring: &str, e: xenlet_xen::ring::RingError) -> String {
+    use xenlet_xen::ring::RingError;
+    match e {
+        RingError::Corrupt => format!("{ring} ring: the frontend's request index is impossible"),
+        RingError::Full => format!("{ring} ring: more answers than requests"),
+        RingError::BadEntry => format!("{ring} ring: entry size mismatch"),
+    }
+}
+
 /// Netback errors.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NetbackError {

@@ -4,12 +4,11 @@
 
 use super::tx::split;
 use super::{
-    Checksum, Netback, NetbackError, RX_BUDGET, RX_STAGING_PAGES, TO_CLIENT_MAX,
+    ring_error, Checksum, Netback, NetbackError, RX_BUDGET, RX_STAGING_PAGES, TO_CLIENT_MAX,
     TO_CLIENT_MAX_BYTES,
 };
 use crate::netif::{self, RxResponse, RX_ENTRY_BYTES};
 use crate::platform::{CopyDir, CopyOp, XenBackend};
-use alloc::format;
 use alloc::vec::Vec;
 use xenlet_xen::shared::PAGE_BYTES;
 
@@ -119,12 +118,12 @@ impl<P: XenBackend> Netback<P> {
                 Ok(_) => match conn.rx.final_check_for_requests() {
                     Ok(_) => conn.rx.unconsumed().unwrap_or(0),
                     Err(e) => {
-                        self.fail(format!("rx ring: {e}"));
+                        self.fail(ring_error("rx", e));
                         return false;
                     }
                 },
                 Err(e) => {
-                    self.fail(format!("rx ring: {e}"));
+                    self.fail(ring_error("rx", e));
                     return false;
                 }
             };
@@ -242,7 +241,7 @@ impl<P: XenBackend> Netback<P> {
                     }
                 };
                 if let Err(e) = conn.rx.push_response(&netif::encode_rx_response(&rsp)) {
-                    broken = Some(format!("rx ring: {e}"));
+                    broken = Some(ring_error("rx", e));
                 }
             }
         }

@@ -3,7 +3,7 @@
 //! our staging pages, then into the received queue; every slot answered.
 
 use super::{
-    Checksum, ClientFrame, Netback, FATAL_SLOTS, MAX_EXTRAS, MAX_SLOTS, RECEIVED_MAX,
+    ring_error, Checksum, ClientFrame, Netback, FATAL_SLOTS, MAX_EXTRAS, MAX_SLOTS, RECEIVED_MAX,
     RECEIVED_MAX_BYTES, TX_BUDGET, TX_STAGING_PAGES,
 };
 use crate::netif::{self, TX_ENTRY_BYTES};
@@ -45,7 +45,7 @@ enum Take {
 }
 
 fn take(ring: &mut BackRing, raw: &mut [u8; TX_ENTRY_BYTES]) -> Result<bool, String> {
-    ring.take_request(raw).map_err(|e| format!("tx ring: {e}"))
+    ring.take_request(raw).map_err(|e| ring_error("tx", e))
 }
 
 /// Takes the next packet's requests (all of them, or the vif is broken).
@@ -277,7 +277,7 @@ impl<P: XenBackend> Netback<P> {
         match conn.tx.final_check_for_requests() {
             Ok(more) => more,
             Err(e) => {
-                self.fail(format!("tx ring: {e}"));
+                self.fail(ring_error("tx", e));
                 false
             }
         }
@@ -354,7 +354,7 @@ impl<P: XenBackend> Netback<P> {
             );
             for a in answers {
                 if let Err(e) = conn.tx.push_response(&a) {
-                    broken = Some(format!("tx ring: {e}"));
+                    broken = Some(ring_error("tx", e));
                 }
             }
         }
