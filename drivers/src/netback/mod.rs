@@ -20,10 +20,14 @@
 //!   removal (it writes the backend's `state` = 5: the backend unmaps and goes Closed
 //!   before the toolstack removes the directory) and a frontend that starts over
 //!   (Initialising again after Closed: InitWait again). It returns the
-//!   [`BackState`]; on [`BackState::Gone`] (the directory is gone) drop the vif; on
-//!   [`BackState::Closed`] with the frontend gone, [`Netback::close`] it and remove
-//!   the backend directory (a driver domain removes its own backend directory; libxl
-//!   leaves it to it).
+//!   [`BackState`]. On [`BackState::Gone`] (the toolstack removed the directory),
+//!   or [`BackState::Closed`] with [`Netback::removal_requested`] (`online` = 0:
+//!   `xl network-detach`, the client destroyed), [`Netback::close`] it and remove the
+//!   backend directory: libxl waits for a driver domain to remove its own backend
+//!   directory (the kernel's `dev::backends::release` does both). A Closed vif
+//!   whose toolstack did not ask for removal may see its client start over
+//!   (InitWait again): keep it. A vif dropped without `close` is closed all the
+//!   same (unbound, unmapped, Closed).
 //! - Data: [`Netback::port`] is the event channel; the kernel's handler wakes the
 //!   data plane on it. Call [`Netback::poll`] then (and after a burst of
 //!   [`Netback::send`]): it services both rings, a bounded batch each
@@ -33,11 +37,27 @@
 //!   [`Netback::recv`] (or [`Netback::recv_meta`]); hand it frames with
 //!   [`Netback::send`] (queued, copied into the buffers the client posted at the
 //!   next poll; dropped and counted when the queue is full).
-//! - [`Netback::mac`] is the *client's* MAC (the backend's `mac` key), as the
-//!   [`Link`](../../xenlet_net/link/trait.Link.html) the router sees; a bridge learns
+//! - [`Netback::mac`] is the *client's* MAC (the backend's `mac` key), and so is
+//!   the MAC of the `Link` the router sees (`xenlet_net::netback`); a bridge learns
 //!   it on that port.
 //! - Counters are the vif's ([`NetbackStats`]), Linux's view of `vif<d>.<n>`: rx is
 //!   what the client sent, tx what it was sent.
+//!
+//! The API, in short:
+//!
+//! ```text
+//! Netback::probe(platform, "backend/vif/<fe>/<devid>") -> Result<Netback, NetbackError>
+//! poll_xenbus(&mut self) -> Result<BackState, NetbackError>   // on a watch firing
+//! watch_paths(&self) -> [String; 2]; removal_requested(&self) -> bool
+//! poll(&mut self) -> bool                     // on an event; true: call again soon
+//! recv(&mut self) -> Option<Vec<u8>>; recv_meta(&mut self) -> Option<ClientFrame>
+//! can_send(&self) -> bool; send(&mut self, &[u8]) -> Result<(), NetbackError>
+//! send_with(&mut self, &[u8], Checksum) -> Result<(), NetbackError>
+//! client_takes_csum_blank(&self) -> bool
+//! name() "vif<fe>.<devid>"; mac() (the client's); bridge(); ip(); frontend_id();
+//! devid(); path(); state(); stats() -> NetbackStats; broken() -> Option<&str>;
+//! port() -> Option<Port>; is_connected(); close(self)
+//! ```
 //!
 //! # The data path
 //!
