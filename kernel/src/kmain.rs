@@ -43,6 +43,11 @@ fn quiesce_for_suspend() {
     if busy > 0 {
         println!("xenlet: {busy} disk request(s) still unanswered; sent again after a restore");
     }
+    // As a driver domain: clients' pages mapped now do not survive a save.
+    let (mapped, _) = crate::xen::gnttab::foreign_stats();
+    if mapped > 0 {
+        println!("netback: {mapped} client page(s) mapped; serving client vifs across a save is not supported");
+    }
 }
 
 /// In a new domain: the disks and vifs reconnected to their new backends.
