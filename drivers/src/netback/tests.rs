@@ -1074,6 +1074,24 @@ fn the_toolstack_asking_for_removal_gets_closed_before_the_directory_goes() {
 }
 
 #[test]
+fn a_removed_directory_is_never_written_again() {
+    let x = xen();
+    let (nb, _c) = connected(&x);
+    (&x).xs_rm(BE).unwrap();
+    // closed (dropped) without a poll_xenbus that would have seen it gone
+    drop(nb);
+    assert_eq!(x.live_mappings(), 0);
+    assert!(
+        !x.xs.borrow().keys().any(|k| k.starts_with(BE)),
+        "the directory came back: {:?}",
+        x.xs.borrow()
+            .keys()
+            .filter(|k| k.starts_with(BE))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn a_directory_removed_under_a_connected_vif_unmaps_it() {
     let x = xen();
     let (mut nb, _c) = connected(&x);

@@ -126,11 +126,23 @@ impl<P: XenBackend> Netback<P> {
             .map_err(|e| NetbackError::XenStore(format!("{}/{key}: {e:?}", self.path)))
     }
 
+    /// Writes the state, unless the directory is gone (a write would create it
+    /// again: the toolstack removes it once we are Closed). Linux checks the same
+    /// inside a transaction; without one the window is only narrowed.
     fn set_state(&mut self, s: BackState) -> Result<(), NetbackError> {
-        self.state = s;
-        match s.number() {
-            Some(n) => self.write("state", &format!("{n}")),
-            None => Ok(()),
+        let Some(n) = s.number() else {
+            self.state = s;
+            return Ok(());
+        };
+        match self.platform.xs_read(&format!("{}/state", self.path)) {
+            Err(e) if is_enoent(&e) => {
+                self.state = BackState::Gone;
+                Ok(())
+            }
+            _ => {
+                self.state = s;
+                self.write("state", &format!("{n}"))
+            }
         }
     }
 
