@@ -43,6 +43,11 @@ fn quiesce_for_suspend() {
     if busy > 0 {
         println!("xenlet: {busy} disk request(s) still unanswered; sent again after a restore");
     }
+    // As a driver domain: clients' pages mapped now do not survive a save.
+    let (mapped, _) = crate::xen::gnttab::foreign_stats();
+    if mapped > 0 {
+        println!("netback: {mapped} client page(s) mapped; serving client vifs across a save is not supported");
+    }
 }
 
 /// In a new domain: the disks and vifs reconnected to their new backends.
@@ -61,7 +66,11 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     let entry_tsc = cpu::rdtsc();
     gdt::init();
     trap::init(crate::sys::fault::report_and_stop);
-    power::on_xen_shutdown(crate::dev::frontends::close_all);
+    power::on_xen_shutdown(|| {
+        // Client vifs served as a driver domain go Closed too.
+        crate::dev::backends::close_untaken();
+        crate::dev::frontends::close_all()
+    });
     let serial = console::init_serial();
     println!();
     println!("Xenlet {} ({}) starting", crate::VERSION, crate::GIT_REV);

@@ -11,7 +11,11 @@
 //!
 //! Checksums: a frame the client sent with `NETTXF_csum_blank` comes as
 //! [`RxChecksum::Blank`] (complete it before it leaves the host), one with
-//! `NETTXF_data_validated` as [`RxChecksum::Validated`]. Frames sent carry full
+//! `NETTXF_data_validated` as [`RxChecksum::Validated`]. Expect Blank often: a Linux
+//! client offloads IPv4 TCP/UDP checksums to any backend (netif.h makes that the
+//! default; only IPv6 offload needs `feature-ipv6-csum-offload`, not offered here),
+//! so a forwarded copy must have its checksum completed, or be passed on with
+//! [`Link::send_csum_blank`] to a link that takes it. Frames sent carry full
 //! checksums, or a partial one through [`Link::send_csum_blank`] when the client
 //! takes them ([`Link::tx_csum_blank`]). No GSO either way: the backend offers none.
 //!

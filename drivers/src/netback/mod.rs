@@ -20,10 +20,14 @@
 //!   removal (it writes the backend's `state` = 5: the backend unmaps and goes Closed
 //!   before the toolstack removes the directory) and a frontend that starts over
 //!   (Initialising again after Closed: InitWait again). It returns the
-//!   [`BackState`]; on [`BackState::Gone`] (the directory is gone) drop the vif; on
-//!   [`BackState::Closed`] with the frontend gone, [`Netback::close`] it and remove
-//!   the backend directory (a driver domain removes its own backend directory; libxl
-//!   leaves it to it).
+//!   [`BackState`]. On [`BackState::Gone`] (the toolstack removed the directory),
+//!   or [`BackState::Closed`] with [`Netback::removal_requested`] (`online` = 0:
+//!   `xl network-detach`, the client destroyed), [`Netback::close`] it and remove the
+//!   backend directory: libxl waits for a driver domain to remove its own backend
+//!   directory (the kernel's `dev::backends::release` does both). A Closed vif
+//!   whose toolstack did not ask for removal may see its client start over
+//!   (InitWait again): keep it. A vif dropped without `close` is closed all the
+//!   same (unbound, unmapped, Closed).
 //! - Data: [`Netback::port`] is the event channel; the kernel's handler wakes the
 //!   data plane on it. Call [`Netback::poll`] then (and after a burst of
 //!   [`Netback::send`]): it services both rings, a bounded batch each
@@ -33,11 +37,27 @@
 //!   [`Netback::recv`] (or [`Netback::recv_meta`]); hand it frames with
 //!   [`Netback::send`] (queued, copied into the buffers the client posted at the
 //!   next poll; dropped and counted when the queue is full).
-//! - [`Netback::mac`] is the *client's* MAC (the backend's `mac` key), as the
-//!   [`Link`](../../xenlet_net/link/trait.Link.html) the router sees; a bridge learns
+//! - [`Netback::mac`] is the *client's* MAC (the backend's `mac` key), and so is
+//!   the MAC of the `Link` the router sees (`xenlet_net::netback`); a bridge learns
 //!   it on that port.
 //! - Counters are the vif's ([`NetbackStats`]), Linux's view of `vif<d>.<n>`: rx is
 //!   what the client sent, tx what it was sent.
+//!
+//! The API, in short:
+//!
+//! ```text
+//! Netback::probe(platform, "backend/vif/<fe>/<devid>") -> Result<Netback, NetbackError>
+//! poll_xenbus(&mut self) -> Result<BackState, NetbackError>   // on a watch firing
+//! watch_paths(&self) -> [String; 2]; removal_requested(&self) -> bool
+//! poll(&mut self) -> bool                     // on an event; true: call again soon
+//! recv(&mut self) -> Option<Vec<u8>>; recv_meta(&mut self) -> Option<ClientFrame>
+//! can_send(&self) -> bool; send(&mut self, &[u8]) -> Result<(), NetbackError>
+//! send_with(&mut self, &[u8], Checksum) -> Result<(), NetbackError>
+//! client_takes_csum_blank(&self) -> bool
+//! name() "vif<fe>.<devid>"; mac() (the client's); bridge(); ip(); frontend_id();
+//! devid(); path(); state(); stats() -> NetbackStats; broken() -> Option<&str>;
+//! port() -> Option<Port>; is_connected(); close(self)
+//! ```
 //!
 //! # The data path
 //!
@@ -69,8 +89,10 @@
 //! than an Ethernet header, 19 or 20 slots, a grant that cannot be copied (bad or
 //! revoked reference). A frontend that stops answering cannot make us queue without
 //! bound: the client's frames are taken only while the received queue has room
-//! ([`RECEIVED_MAX`]), frames to it wait in a queue of [`TO_CLIENT_MAX`] and are
-//! dropped past it, and each poll does a bounded batch.
+//! ([`RECEIVED_MAX`] frames, [`RECEIVED_MAX_BYTES`]), frames to it wait in a queue
+//! of [`TO_CLIENT_MAX`] frames and [`TO_CLIENT_MAX_BYTES`] and are dropped past it,
+//! and each poll does a bounded batch. Frames queued for a client that stopped
+//! posting buffers wait there (bounded) until it posts again or disconnects.
 //!
 //! # Files
 //!
@@ -108,15 +130,31 @@ pub const FATAL_SLOTS: usize = 20;
 /// Frames from the client held for [`Netback::recv`]: past it, no more requests are
 /// taken until some are.
 pub const RECEIVED_MAX: usize = 256;
+/// Bytes of the frames from the client held for [`Netback::recv`]: past it, no more
+/// requests are taken (a packet may overshoot it by one frame).
+pub const RECEIVED_MAX_BYTES: usize = 512 * 1024;
 /// Frames queued for the client: past it, [`Netback::send`] drops.
 pub const TO_CLIENT_MAX: usize = 256;
+/// Bytes of the frames queued for the client: past it, [`Netback::send`] drops.
+pub const TO_CLIENT_MAX_BYTES: usize = 512 * 1024;
 /// Our pages the client's packets are copied into, per batch.
 pub const TX_STAGING_PAGES: usize = 24;
 /// Our pages frames for the client are copied from, per batch (a 64 KiB frame
 /// fits).
 pub const RX_STAGING_PAGES: usize = 17;
-/// Extra-info slots a packet may carry (more breaks the vif).
-pub const MAX_EXTRAS: usize = 4;
+/// Extra-info slots a packet may carry: one of each valid type (more breaks the
+/// vif).
+pub const MAX_EXTRAS: usize = crate::netif::EXTRA_TYPE_MAX as usize - 1;
+
+/// What a ring error means from the backend's side: the frontend's doing.
+fn ring_error(ring: &str, e: xenlet_xen::ring::RingError) -> String {
+    use xenlet_xen::ring::RingError;
+    match e {
+        RingError::Corrupt => format!("{ring} ring: the frontend's request index is impossible"),
+        RingError::Full => format!("{ring} ring: more answers than requests"),
+        RingError::BadEntry => format!("{ring} ring: entry size mismatch"),
+    }
+}
 
 /// Netback errors.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -209,7 +247,11 @@ pub struct Netback<P: XenBackend> {
     state: BackState,
     conn: Option<Conn>,
     received: VecDeque<ClientFrame>,
+    /// Bytes of the frames in `received`.
+    received_bytes: usize,
     to_client: VecDeque<(Vec<u8>, Checksum)>,
+    /// Bytes of the frames in `to_client`.
+    to_client_bytes: usize,
     broken: Option<String>,
     stats: NetbackStats,
 }

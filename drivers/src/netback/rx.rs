@@ -3,10 +3,12 @@
 //! into the buffers the client posted; every buffer answered.
 
 use super::tx::split;
-use super::{Checksum, Netback, NetbackError, RX_BUDGET, RX_STAGING_PAGES, TO_CLIENT_MAX};
+use super::{
+    ring_error, Checksum, Netback, NetbackError, RX_BUDGET, RX_STAGING_PAGES, TO_CLIENT_MAX,
+    TO_CLIENT_MAX_BYTES,
+};
 use crate::netif::{self, RxResponse, RX_ENTRY_BYTES};
 use crate::platform::{CopyDir, CopyOp, XenBackend};
-use alloc::format;
 use alloc::vec::Vec;
 use xenlet_xen::shared::PAGE_BYTES;
 
@@ -27,7 +29,9 @@ fn ethertype(frame: &[u8]) -> u16 {
 impl<P: XenBackend> Netback<P> {
     /// Whether [`Netback::send`] would queue a frame now.
     pub fn can_send(&self) -> bool {
-        self.is_connected() && self.to_client.len() < TO_CLIENT_MAX
+        self.is_connected()
+            && self.to_client.len() < TO_CLIENT_MAX
+            && self.to_client_bytes + 65535 <= TO_CLIENT_MAX_BYTES
     }
 
     /// Frames queued for the client, not yet copied.
@@ -54,7 +58,10 @@ impl<P: XenBackend> Netback<P> {
     pub fn send_with(&mut self, frame: &[u8], csum: Checksum) -> Result<(), NetbackError> {
         let r = self.check_send(frame, csum);
         match r {
-            Ok(()) => self.to_client.push_back((frame.to_vec(), csum)),
+            Ok(()) => {
+                self.to_client_bytes += frame.len();
+                self.to_client.push_back((frame.to_vec(), csum));
+            }
             Err(_) => self.stats.tx_dropped += 1,
         }
         r
@@ -80,7 +87,9 @@ impl<P: XenBackend> Netback<P> {
                 return Err(NetbackError::BadFrame);
             }
         }
-        if self.to_client.len() >= TO_CLIENT_MAX {
+        if self.to_client.len() >= TO_CLIENT_MAX
+            || self.to_client_bytes + frame.len() > TO_CLIENT_MAX_BYTES
+        {
             return Err(NetbackError::Busy);
         }
         Ok(())
@@ -109,12 +118,12 @@ impl<P: XenBackend> Netback<P> {
                 Ok(_) => match conn.rx.final_check_for_requests() {
                     Ok(_) => conn.rx.unconsumed().unwrap_or(0),
                     Err(e) => {
-                        self.fail(format!("rx ring: {e}"));
+                        self.fail(ring_error("rx", e));
                         return false;
                     }
                 },
                 Err(e) => {
-                    self.fail(format!("rx ring: {e}"));
+                    self.fail(ring_error("rx", e));
                     return false;
                 }
             };
@@ -128,6 +137,7 @@ impl<P: XenBackend> Netback<P> {
             let Some((frame, csum)) = self.to_client.pop_front() else {
                 break;
             };
+            self.to_client_bytes -= frame.len();
             let Some(conn) = self.conn.as_mut() else {
                 return false;
             };
@@ -231,7 +241,7 @@ impl<P: XenBackend> Netback<P> {
                     }
                 };
                 if let Err(e) = conn.rx.push_response(&netif::encode_rx_response(&rsp)) {
-                    broken = Some(format!("rx ring: {e}"));
+                    broken = Some(ring_error("rx", e));
                 }
             }
         }

@@ -404,6 +404,21 @@ fn a_connect_refused_undoes_everything() {
         assert_eq!(nb.poll_xenbus(), Ok(BackState::InitWait), "{what}");
         assert_eq!(x.key("backend/vif/5/0/state").as_deref(), Some("2"));
     }
+    // a connect that works after one that failed clears the error
+    let x = xen();
+    let mut nb = Netback::probe(&x, BE).unwrap();
+    let c = Client::publish(&x, FE, FE_DIR);
+    x.bind_fails.set(true);
+    c.state("4");
+    assert!(nb.poll_xenbus().is_err());
+    c.state("6");
+    nb.poll_xenbus().unwrap();
+    c.state("1");
+    nb.poll_xenbus().unwrap();
+    x.bind_fails.set(false);
+    c.state("4");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Connected));
+    assert!(x.key("backend/vif/5/0/error").is_none());
 }
 
 #[test]
@@ -1059,6 +1074,24 @@ fn the_toolstack_asking_for_removal_gets_closed_before_the_directory_goes() {
 }
 
 #[test]
+fn a_removed_directory_is_never_written_again() {
+    let x = xen();
+    let (nb, _c) = connected(&x);
+    (&x).xs_rm(BE).unwrap();
+    // closed (dropped) without a poll_xenbus that would have seen it gone
+    drop(nb);
+    assert_eq!(x.live_mappings(), 0);
+    assert!(
+        !x.xs.borrow().keys().any(|k| k.starts_with(BE)),
+        "the directory came back: {:?}",
+        x.xs.borrow()
+            .keys()
+            .filter(|k| k.starts_with(BE))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn a_directory_removed_under_a_connected_vif_unmaps_it() {
     let x = xen();
     let (mut nb, _c) = connected(&x);
@@ -1182,4 +1215,206 @@ fn a_client_cannot_end_grants_the_backend_still_maps() {
     assert_eq!(rings, 0);
     nb.close();
     assert_eq!(x.live_mappings(), 0);
+}
+
+#[test]
+fn large_frames_are_bounded_by_bytes_as_well_as_count() {
+    // to the client: 64 KiB frames fill the byte bound long before the count
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    let big = frame(65535, 1);
+    let mut queued = 0;
+    while nb.can_send() {
+        nb.send(&big).unwrap();
+        queued += 1;
+    }
+    assert_eq!(queued, TO_CLIENT_MAX_BYTES / 65535);
+    assert_eq!(nb.send(&big), Err(NetbackError::Busy));
+    assert_eq!(nb.stats().tx_dropped, 1);
+    // delivered (16 buffers each): room again
+    c.post_rx(200, true);
+    while nb.poll() {}
+    assert_eq!(c.rx_responses().len(), queued * 16);
+    assert!(nb.can_send());
+    assert_eq!(nb.queued_to_client(), 0);
+    // from the client: 9000-byte frames of three slots each, never taken by recv
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    for i in 0..85u16 {
+        c.send(&frame(9000, i as u8), i * 3);
+    }
+    while nb.poll() && nb.received_len() < 85 {
+        if nb.received_len() * 9000 >= RECEIVED_MAX_BYTES {
+            break;
+        }
+    }
+    let held = nb.received_len() * 9000;
+    assert!(held >= RECEIVED_MAX_BYTES, "{held}");
+    assert!(held < RECEIVED_MAX_BYTES + 9000 * 2, "{held}");
+    assert!(nb.poll(), "the rest waits in the ring");
+    assert!(nb.received_len() * 9000 < RECEIVED_MAX_BYTES + 9000 * 2);
+    while nb.recv().is_some() {}
+    while nb.poll() {}
+    assert_eq!(nb.stats().rx_packets, 85);
+    assert!(nb.broken().is_none());
+}
+
+/// xorshift64: a fixed sequence, so a failure can be replayed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A frontend that writes garbage: random requests (real, stale and invented
+/// grants; any offset, size, flags and id), producer indexes that step, stall, jump
+/// or go backwards, on both rings, while frames are sent to it. Whatever it does,
+/// the backend neither panics nor holds more than its bounds, answers only what
+/// it took, and once broken stays broken without touching the rings.
+#[test]
+fn a_frontend_writing_garbage_never_panics_the_backend_nor_grows_it() {
+    let (mut steps, mut delivered, mut broken) = (0u64, 0u64, 0u64);
+    for seed in 1..=40u64 {
+        let x = xen();
+        let (mut nb, c) = connected(&x);
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let real: Vec<u32> = (0..8).map(|i| c.page_with(0, &frame(4096, i))).collect();
+        let mut tx_prod = 0u32;
+        let mut rx_prod = 0u32;
+        for step in 0..300 {
+            // TX: packets of 1 to 4 slots, mostly well formed; invented grants
+            // (copy errors), sizes that do not add up (drops), extra-info slots,
+            // and now and then a request of pure garbage
+            for _ in 0..rng.below(6) {
+                let n = 1 + rng.below(4) as usize;
+                let lens: Vec<u16> = (0..n).map(|_| 1 + rng.below(1500) as u16).collect();
+                let mut total: u16 = lens.iter().sum();
+                match rng.below(600) {
+                    // the frame says less than its slots hold: dropped
+                    0..=14 => total = total.saturating_sub(1 + rng.below(3000) as u16),
+                    // ... or wraps: the first slot crosses its page, fatal
+                    15 => total = total.wrapping_sub(rng.below(3000) as u16),
+                    _ => {}
+                }
+                let extra = rng.below(20) == 0;
+                let mut entries = Vec::new();
+                for (i, &len) in lens.iter().enumerate() {
+                    let gref = if rng.below(10) == 0 {
+                        rng.next() as u32
+                    } else {
+                        real[rng.below(8) as usize]
+                    };
+                    let mut flags = if i + 1 < n {
+                        netif::NETTXF_MORE_DATA
+                    } else {
+                        0
+                    };
+                    if i == 0 && extra {
+                        flags |= netif::NETTXF_EXTRA_INFO;
+                    }
+                    let req = TxRequest {
+                        gref,
+                        offset: rng.below(4096 - u64::from(len) + 1) as u16,
+                        flags,
+                        id: rng.next() as u16,
+                        size: if i == 0 { total } else { len },
+                    };
+                    entries.push(req.encode());
+                    if i == 0 && extra {
+                        let mut e = netif::encode_gso_extra(rng.below(3) as u16 * 700);
+                        let kinds = if rng.below(50) == 0 { 9 } else { 5 };
+                        e[0] = 1 + rng.below(kinds) as u8;
+                        entries.push(e);
+                    }
+                }
+                if rng.below(3000) == 0 {
+                    let k = rng.below(entries.len() as u64) as usize;
+                    for b in entries[k].iter_mut() {
+                        *b = rng.next() as u8;
+                    }
+                }
+                // room in the ring: requests not yet answered hold their slots
+                let used = tx_prod.wrapping_sub(c.tx.load_u32(8));
+                if used as usize + entries.len() > 256 {
+                    break;
+                }
+                for e in entries {
+                    c.tx.write_bytes(HEADER_BYTES + (tx_prod & 255) as usize * 12, &e);
+                    tx_prod = tx_prod.wrapping_add(1);
+                }
+            }
+            let published = match rng.below(4000) {
+                0 => rng.next() as u32,         // a wild jump
+                1 => tx_prod.wrapping_sub(300), // backwards
+                _ => tx_prod,
+            };
+            c.tx.store_u32(0, published);
+            // RX buffers, some real, some not
+            for _ in 0..rng.below(8) {
+                if rx_prod.wrapping_sub(c.rx.load_u32(8)) >= 256 {
+                    break;
+                }
+                let gref = if rng.below(3) == 0 {
+                    rng.next() as u32
+                } else {
+                    real[rng.below(8) as usize]
+                };
+                c.rx.write_bytes(
+                    HEADER_BYTES + (rx_prod & 255) as usize * 8,
+                    &netif::encode_rx_request(rng.next() as u16, gref),
+                );
+                rx_prod = rx_prod.wrapping_add(1);
+            }
+            c.rx.store_u32(
+                0,
+                if rng.below(4000) == 0 {
+                    rng.next() as u32
+                } else {
+                    rx_prod
+                },
+            );
+            for _ in 0..rng.below(6) {
+                let len = 1 + rng.below(9000) as usize;
+                let _ = nb.send_with(&frame(len, step as u8), Checksum::Unknown);
+            }
+            let tx_rsp_before = c.tx.load_u32(8);
+            let was_broken = nb.broken().is_some();
+            nb.poll();
+            if rng.below(3) == 0 {
+                while nb.recv().is_some() {}
+            }
+            assert!(nb.received_len() <= RECEIVED_MAX, "seed {seed}");
+            assert!(nb.queued_to_client() <= TO_CLIENT_MAX, "seed {seed}");
+            if was_broken {
+                assert_eq!(
+                    c.tx.load_u32(8),
+                    tx_rsp_before,
+                    "seed {seed}: a broken vif wrote the ring"
+                );
+            }
+            if nb.broken().is_some() && rng.below(10) == 0 {
+                break;
+            }
+        }
+        steps += nb.stats().rx_packets + nb.stats().rx_dropped + nb.stats().rx_errors;
+        delivered += nb.stats().tx_packets + nb.stats().tx_errors;
+        broken += u64::from(nb.broken().is_some());
+        // the mappings go with the connection
+        c.state("6");
+        assert_eq!(nb.poll_xenbus(), Ok(BackState::Closed));
+        assert_eq!(x.live_mappings(), 0, "seed {seed}");
+        assert_eq!(x.pages_allocated.get(), x.pages_freed.get(), "seed {seed}");
+    }
+    // the garbage reached far: packets taken and answered, frames delivered, and
+    // vifs broken, all of it
+    std::eprintln!("{steps} client packets, {delivered} frames to it, {broken} of 40 broken");
+    assert!(steps > 2000 && delivered > 500 && broken > 5 && broken < 40);
 }

@@ -3,8 +3,8 @@
 //! our staging pages, then into the received queue; every slot answered.
 
 use super::{
-    Checksum, ClientFrame, Netback, FATAL_SLOTS, MAX_EXTRAS, MAX_SLOTS, RECEIVED_MAX, TX_BUDGET,
-    TX_STAGING_PAGES,
+    ring_error, Checksum, ClientFrame, Netback, FATAL_SLOTS, MAX_EXTRAS, MAX_SLOTS, RECEIVED_MAX,
+    RECEIVED_MAX_BYTES, TX_BUDGET, TX_STAGING_PAGES,
 };
 use crate::netif::{self, TX_ENTRY_BYTES};
 use crate::platform::{CopyDir, CopyOp, XenBackend};
@@ -45,7 +45,7 @@ enum Take {
 }
 
 fn take(ring: &mut BackRing, raw: &mut [u8; TX_ENTRY_BYTES]) -> Result<bool, String> {
-    ring.take_request(raw).map_err(|e| format!("tx ring: {e}"))
+    ring.take_request(raw).map_err(|e| ring_error("tx", e))
 }
 
 /// Takes the next packet's requests (all of them, or the vif is broken).
@@ -190,7 +190,9 @@ impl<P: XenBackend> Netback<P> {
 
     /// The next frame the client sent, with its checksum state and GSO size.
     pub fn recv_meta(&mut self) -> Option<ClientFrame> {
-        self.received.pop_front()
+        let f = self.received.pop_front()?;
+        self.received_bytes -= f.frame.len();
+        Some(f)
     }
 
     /// Frames received and not yet taken.
@@ -207,7 +209,11 @@ impl<P: XenBackend> Netback<P> {
         let mut cursor = 0usize;
         let mut taken = 0;
         loop {
-            if taken >= TX_BUDGET || self.received.len() + batch.len() >= RECEIVED_MAX {
+            let held = self.received_bytes + cursor;
+            if taken >= TX_BUDGET
+                || self.received.len() + batch.len() >= RECEIVED_MAX
+                || held >= RECEIVED_MAX_BYTES
+            {
                 break;
             }
             let Some(conn) = self.conn.as_mut() else {
@@ -233,6 +239,9 @@ impl<P: XenBackend> Netback<P> {
             if cursor + packet.total > staging_bytes {
                 self.flush_tx(core::mem::take(&mut batch), core::mem::take(&mut ops));
                 cursor = 0;
+                if self.conn.as_ref().is_none_or(|c| c.tx.is_broken()) {
+                    return false;
+                }
             }
             let first = ops.len();
             let mut at = cursor;
@@ -268,7 +277,7 @@ impl<P: XenBackend> Netback<P> {
         match conn.tx.final_check_for_requests() {
             Ok(more) => more,
             Err(e) => {
-                self.fail(format!("tx ring: {e}"));
+                self.fail(ring_error("tx", e));
                 false
             }
         }
@@ -285,6 +294,7 @@ impl<P: XenBackend> Netback<P> {
             conn,
             fe_id,
             received,
+            received_bytes,
             stats,
             ..
         } = self;
@@ -325,6 +335,7 @@ impl<P: XenBackend> Netback<P> {
                 if p.packet.gso.is_some() {
                     stats.rx_gso += 1;
                 }
+                *received_bytes += frame.len();
                 received.push_back(ClientFrame {
                     frame,
                     csum: p.packet.csum,
@@ -343,7 +354,7 @@ impl<P: XenBackend> Netback<P> {
             );
             for a in answers {
                 if let Err(e) = conn.tx.push_response(&a) {
-                    broken = Some(format!("tx ring: {e}"));
+                    broken = Some(ring_error("tx", e));
                 }
             }
         }

@@ -102,7 +102,9 @@ impl<P: XenBackend> Netback<P> {
             state: BackState::InitWait,
             conn: None,
             received: VecDeque::new(),
+            received_bytes: 0,
             to_client: VecDeque::new(),
+            to_client_bytes: 0,
             broken: None,
             stats: NetbackStats::default(),
         };
@@ -124,11 +126,23 @@ impl<P: XenBackend> Netback<P> {
             .map_err(|e| NetbackError::XenStore(format!("{}/{key}: {e:?}", self.path)))
     }
 
+    /// Writes the state, unless the directory is gone (a write would create it
+    /// again: the toolstack removes it once we are Closed). Linux checks the same
+    /// inside a transaction; without one the window is only narrowed.
     fn set_state(&mut self, s: BackState) -> Result<(), NetbackError> {
-        self.state = s;
-        match s.number() {
-            Some(n) => self.write("state", &format!("{n}")),
-            None => Ok(()),
+        let Some(n) = s.number() else {
+            self.state = s;
+            return Ok(());
+        };
+        match self.platform.xs_read(&format!("{}/state", self.path)) {
+            Err(e) if is_enoent(&e) => {
+                self.state = BackState::Gone;
+                Ok(())
+            }
+            _ => {
+                self.state = s;
+                self.write("state", &format!("{n}"))
+            }
         }
     }
 
@@ -190,6 +204,8 @@ impl<P: XenBackend> Netback<P> {
                         self.set_state(BackState::Closing)?;
                         return Err(NetbackError::Handshake(why));
                     }
+                    // a failure of an earlier attempt is history now
+                    let _ = self.platform.xs_rm(&format!("{}/error", self.path));
                     self.set_state(BackState::Connected)?;
                 }
             }
@@ -309,6 +325,7 @@ impl<P: XenBackend> Netback<P> {
         self.platform.free_pages(c.rx_staging);
         self.stats.tx_dropped += self.to_client.len() as u64;
         self.to_client.clear();
+        self.to_client_bytes = 0;
     }
 
     /// Whether the toolstack took the device offline (`online` = 0: `xl

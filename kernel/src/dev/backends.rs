@@ -78,7 +78,11 @@ impl XenBackend for KernelXen {
     }
     fn bind_interdomain(&self, remote: u16, remote_port: u32) -> Result<Port, XenError> {
         let port = Port(hypercall::evtchn_bind_interdomain(remote, remote_port)?);
-        xen::register_port(port, on_backend_event);
+        // Without its handler the port's events would not wake the data plane.
+        if !xen::register_port(port, on_backend_event) {
+            let _ = hypercall::evtchn_close(port.0);
+            return Err(XenError::NoSpc);
+        }
         Ok(port)
     }
 }
@@ -89,6 +93,8 @@ static RESCAN: AtomicBool = AtomicBool::new(false);
 /// A watch of the backends' or their clients' fired: the owners of backend vifs
 /// call `poll_xenbus`.
 static XENBUS: AtomicBool = AtomicBool::new(false);
+/// The same news for the vifs not yet taken (followed by [`poll`]).
+static XENBUS_NEW: AtomicBool = AtomicBool::new(false);
 /// Backend directories probed and not released: (client domid, devid).
 static KNOWN: Mutex<Vec<(u16, u32)>> = Mutex::new(Vec::new());
 /// Directories whose probe failed (reported once; tried again when they change).
@@ -99,6 +105,7 @@ static NEW: Mutex<Vec<Vifback>> = Mutex::new(Vec::new());
 fn on_watch(_: &WatchEvent) {
     RESCAN.store(true, Ordering::SeqCst);
     XENBUS.store(true, Ordering::SeqCst);
+    XENBUS_NEW.store(true, Ordering::SeqCst);
     NET_EVENTS.signal();
 }
 
@@ -134,12 +141,16 @@ pub fn new_netback_names() -> Vec<String> {
     NEW.lock().iter().map(|n| n.name()).collect()
 }
 
-/// From the shell loop: probes the backend directories that appeared, and follows
-/// the handshake of the vifs not yet taken (a client that connects, closes, or a
-/// toolstack that removes one: such a vif is released here).
+/// From the shell loop: after a watch fired, probes the backend directories that
+/// appeared and follows the handshake of the vifs not yet taken (a client that
+/// connects, closes, or a toolstack that removes one: such a vif is released here).
 pub fn poll() {
     if RESCAN.swap(false, Ordering::SeqCst) {
         rescan();
+    }
+    // XenStore is read only when a watch fired, not at every turn of the loop.
+    if !XENBUS_NEW.swap(false, Ordering::SeqCst) {
+        return;
     }
     let mut gone = Vec::new();
     {
@@ -249,4 +260,16 @@ pub fn release(nb: Vifback) {
     }
     KNOWN.lock().retain(|k| *k != (fe, devid));
     crate::println!("netback: {name} released");
+}
+
+/// Before the domain shuts down: closes the vifs not taken by the network layer
+/// (unbound, unmapped, Closed, so their clients see the backend go); returns how
+/// many. The network layer closes the ones it holds ([`Netback::close`]).
+pub fn close_untaken() -> usize {
+    let all = take_new_netbacks();
+    let n = all.len();
+    for nb in all {
+        nb.close();
+    }
+    n
 }

@@ -91,6 +91,15 @@ pub(super) fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult
         )?,
         None => writeln!(out, "grant table: not set up")?,
     }
+    // As a driver domain (only once it served a client vif).
+    let (mapped, lost) = crate::xen::gnttab::foreign_stats();
+    let events = crate::dev::backends::backend_events();
+    if mapped + lost + events > 0 {
+        writeln!(
+            out,
+            "driver domain: {mapped} pages of other domains mapped, {lost} frames lost to failed unmaps, {events} backend vif events"
+        )?;
+    }
     writeln!(
         out,
         "pv console: {}",
