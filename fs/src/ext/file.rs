@@ -347,10 +347,26 @@ impl<D: BlockDev> Ext<D> {
         let mut done = 0usize;
         let mut err = None;
         let mut restart_failed = false;
+        let mut direct = true;
         while done < data.len() {
             let pos = offset + done as u64;
             let lblk = pos / bs;
             let boff = (pos % bs) as usize;
+            // Large whole-block parts into a hole go straight out (direct.rs).
+            let whole = (data.len() - done) / bs as usize * bs as usize;
+            if direct && boff == 0 && whole >= direct::DIRECT_MIN {
+                match self.write_direct(ino, pos, &data[done..done + whole]) {
+                    Ok(0) => direct = false,
+                    Ok(k) => {
+                        done += k;
+                        continue;
+                    }
+                    Err(e) => {
+                        err = Some(e);
+                        break;
+                    }
+                }
+            }
             let k = (bs as usize - boff).min(data.len() - done);
             let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
             if !n.pending.contains_key(&lblk) {

@@ -36,6 +36,7 @@ mod blockmap;
 mod cache;
 mod csum;
 mod dir;
+mod direct;
 mod extent;
 mod file;
 mod group;
