@@ -1,9 +1,9 @@
 //! The mission benchmark's write path on the host (issue 30, "Speed"): `dd bs=16k
 //! if=/dev/zero of=/mnt/test` then `sync`, into a fresh `mkfs.ext4` image, through
 //! the calls the kernel's `dd of=FILE` makes (`kernel/src/shell/ddfile.rs` passes
-//! whole input blocks gathered into chunks of up to 256 KiB to the VFS, which calls
-//! `Ext::write`), and the raw-disk `dd` (`of=/dev/xvdb`) over the same device for
-//! comparison. It reports the device requests (count, size distribution), the heap
+//! whole input blocks gathered into chunks of up to 1 MiB, 256 KiB in a small heap,
+//! to the VFS, which calls `Ext::write`), and the raw-disk `dd` (`of=/dev/xvdb`)
+//! over the same device for comparison. It reports the device requests (count, size distribution), the heap
 //! allocations per write call and their bytes, and the wall time, split into the
 //! time inside the device (host `pwrite`s) and the rest (the filesystem's CPU).
 //!
@@ -142,8 +142,8 @@ fn fresh(t: &TempDir) -> Timed<FileDisk> {
     }
 }
 
-/// `dd` into a file in calls of `call` bytes (16 KiB: dd's own writes; 256 KiB: the
-/// chunks the kernel's `ddfile` passes to the VFS), then `sync`.
+/// `dd` into a file in calls of `call` bytes (16 KiB: dd's own writes; 1 MiB and
+/// 256 KiB: the chunks the kernel's `ddfile` passes to the VFS), then `sync`.
 fn file_dd(call: usize) {
     let t = TempDir::new("dd-bench");
     let disk = fresh(&t);
@@ -196,13 +196,20 @@ fn dd_into_a_file_256k_calls() {
     file_dd(256 << 10);
 }
 
-/// The raw-disk `dd of=/dev/xvdb` over the same device: 256 KiB writes, a flush.
+#[test]
+#[ignore = "benchmark: cargo test --release -p xenlet-fs --test ext_dd_bench -- --ignored --nocapture --test-threads=1"]
+fn dd_into_a_file_1m_calls() {
+    file_dd(1 << 20);
+}
+
+/// The raw-disk `dd of=/dev/xvdb` over the same device: 1 MiB writes (its requests
+/// in the guest), a flush.
 #[test]
 #[ignore = "benchmark: cargo test --release -p xenlet-fs --test ext_dd_bench -- --ignored --nocapture --test-threads=1"]
 fn dd_to_the_raw_disk() {
     let t = TempDir::new("dd-bench-raw");
     let mut d = fresh(&t);
-    let call = 256usize << 10;
+    let call = 1usize << 20;
     let buf = vec![0u8; call];
     let (a0, b0) = (
         ALLOCS.load(Ordering::Relaxed),
@@ -219,5 +226,5 @@ fn dd_to_the_raw_disk() {
         ALLOCS.load(Ordering::Relaxed),
         ALLOC_BYTES.load(Ordering::Relaxed),
     );
-    report("raw disk, 256 KiB calls", calls, dt, &d, a1 - a0, b1 - b0);
+    report("raw disk, 1 MiB calls", calls, dt, &d, a1 - a0, b1 - b0);
 }
