@@ -578,8 +578,8 @@ fn a_journal_of_25000_logged_blocks_replays_in_a_small_heap() {
     // reads the log again in each pass and keeps only the revoke table.
     let t = TempDir::new("heap-journal");
     let n = 25_000;
+    let heap = Heap::take(); // before the image's data: a limit elsewhere would refuse it
     let (img, blocks, data) = journalled_image(&t, n, "");
-    let heap = Heap::take();
     let base = heap.limit(512 << 10);
     let mut fs = mount_bounded(&img, SMALL_BUDGET).expect("mount");
     assert!(
@@ -606,8 +606,8 @@ fn revoked_blocks_the_log_does_not_hold_cost_nothing() {
     // 30,000 revoke records (20,000 in one transaction) for blocks no transaction
     // logs: they are left out of the table, which a 256 KiB budget could not hold.
     let t = TempDir::new("heap-journal-revoke-other");
+    let heap = Heap::take(); // before the image's data: a limit elsewhere would refuse it
     let (img, blocks, data) = journalled_image(&t, 100, "jo\njw -r 100000-129999\njc\n");
-    let heap = Heap::take();
     let base = heap.limit(512 << 10);
     let mut fs = mount_bounded(&img, SMALL_BUDGET).expect("mount");
     assert!(
@@ -638,11 +638,11 @@ fn a_revoke_table_over_the_budget_refuses_the_mount_untouched() {
     // 20,000 logged blocks, all revoked by the next transaction: the table needs
     // 20,000 entries, and so would the list of logged blocks that filters it.
     let t = TempDir::new("heap-journal-revoke-all");
+    let heap = Heap::take(); // before the image's data: a limit elsewhere would refuse it
     let (img, blocks, _) = journalled_image(&t, 20_000, "");
     let (_, list) = free_ranges(&img, 20_000, 1000);
     debugfs_w(&img, &format!("jo\njw -r {list}\njc\n"));
     let before = std::fs::read(&img).unwrap();
-    let heap = Heap::take();
     let base = heap.limit(512 << 10);
     match mount_bounded(&img, SMALL_BUDGET) {
         Err(FsError::Unsupported(why)) => assert!(why.contains("journal replay needs"), "{why}"),
