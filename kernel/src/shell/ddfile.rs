@@ -21,9 +21,10 @@ use xenlet_fs::FsError;
 pub const CHUNK: u64 = 1 << 20;
 /// Largest piece when the heap has less than [`ROOM_FOR_CHUNK`] bytes to give.
 pub const SMALL_CHUNK: u64 = 256 << 10;
-/// Heap bytes available (`mm::heap::available`) for a [`CHUNK`] buffer: a small
-/// guest keeps its heap for the filesystem's caches, above the low-water mark.
-const ROOM_FOR_CHUNK: usize = 8 * CHUNK as usize;
+/// Heap bytes available (`mm::heap::available`, growth from the frames included)
+/// for a [`CHUNK`] buffer: what is left after it stays above the heap's low-water
+/// mark (at most 2 MiB), so the mounts' caches are not made to shrink for it.
+const ROOM_FOR_CHUNK: usize = 4 * CHUNK as usize;
 
 /// One side of the copy.
 #[derive(Clone, Debug, PartialEq, Eq)]
