@@ -373,7 +373,8 @@ fn workload(img: Vec<u8>, script: &dyn Fn(&mut W)) -> Run {
     }
 }
 
-/// The workload: config files replaced, create, append, delete, mkdir, dd.
+/// The workload: config files replaced, create, append, delete, mkdir, dd
+/// (64 KiB pieces, buffered; and 256 KiB ones, which go straight out).
 fn scripted(w: &mut W) {
     w.mkdir("/etc");
     w.replace_config("/etc/config", &pattern(1, 3000));
@@ -399,6 +400,10 @@ fn scripted(w: &mut W) {
     w.create("/c");
     w.append("/c", &pattern(9, 200_000), 64 * 1024);
     w.sync();
+    // dd's chunks (256 KiB): straight from the caller's buffer (direct.rs).
+    w.create("/dd");
+    w.append("/dd", &pattern(11, 800 << 10), 256 * 1024);
+    w.fsync("/dd");
     w.unlink("/a");
     w.replace_config("/etc/config", &pattern(10, 7000));
 }

@@ -6,39 +6,58 @@
 //! test binary dies) and is `FsError::NoMemory` for a fallible one. Passing under a
 //! limit shows the path is bounded and fallible; the peak is checked too.
 //!
-//! The allocator counts every thread's allocations, so the tests take a lock and run
-//! one at a time.
+//! The allocator counts each thread's allocations apart (a test's filesystem runs on
+//! its own thread), and the tests take a lock and run their limited parts one at a
+//! time.
 
 mod common;
 
 use common::*;
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use xenlet_fs::{Ext, FileSystem, FsError};
 
 /// The system allocator, counting live bytes and their high-water mark, and refusing
 /// (a null pointer, as a full kernel heap does) what would take the live bytes past
-/// [`Heap::limit`].
+/// [`Heap::limit`]. The counters are the thread's own: a test's setup on another
+/// thread (an image's data, a child process's output) neither counts against the
+/// limit of the test under it nor is refused by it.
 struct Limiting;
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-static LIMIT: AtomicUsize = AtomicUsize::new(usize::MAX);
+thread_local! {
+    static LIVE: Cell<isize> = const { Cell::new(0) };
+    static PEAK: Cell<isize> = const { Cell::new(0) };
+    static LIMIT: Cell<isize> = const { Cell::new(isize::MAX) };
+}
+
+fn signed(n: usize) -> isize {
+    isize::try_from(n).unwrap_or(isize::MAX)
+}
 
 impl Limiting {
     fn admit(n: usize) -> bool {
-        LIVE.load(Ordering::Relaxed).saturating_add(n) <= LIMIT.load(Ordering::Relaxed)
+        // `try_with`: a thread being torn down has no counters; let it through.
+        LIVE.try_with(|l| {
+            LIMIT
+                .try_with(|m| l.get().saturating_add(signed(n)) <= m.get())
+                .unwrap_or(true)
+        })
+        .unwrap_or(true)
     }
-    fn add(n: usize) {
-        let now = LIVE.fetch_add(n, Ordering::Relaxed) + n;
-        PEAK.fetch_max(now, Ordering::Relaxed);
+    fn add(n: isize) {
+        let _ = LIVE.try_with(|l| {
+            let now = l.get().saturating_add(n);
+            l.set(now);
+            let _ = PEAK.try_with(|p| p.set(p.get().max(now)));
+        });
     }
 }
 
 // SAFETY: every call goes to `System` unchanged, or is refused with a null pointer
-// (which `GlobalAlloc` allows); the counters are atomics and touch no memory.
+// (which `GlobalAlloc` allows); the counters are `const`-initialised thread-locals
+// of plain integers, which never allocate.
 unsafe impl GlobalAlloc for Limiting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         if !Self::admit(l.size()) {
@@ -47,7 +66,7 @@ unsafe impl GlobalAlloc for Limiting {
         // SAFETY: the caller's layout, passed on.
         let p = unsafe { System.alloc(l) };
         if !p.is_null() {
-            Self::add(l.size());
+            Self::add(signed(l.size()));
         }
         p
     }
@@ -58,14 +77,14 @@ unsafe impl GlobalAlloc for Limiting {
         // SAFETY: as for `alloc`.
         let p = unsafe { System.alloc_zeroed(l) };
         if !p.is_null() {
-            Self::add(l.size());
+            Self::add(signed(l.size()));
         }
         p
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         // SAFETY: `p` came from System with layout `l`.
         unsafe { System.dealloc(p, l) };
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+        Self::add(-signed(l.size()));
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
         if new > l.size() && !Self::admit(new - l.size()) {
@@ -74,8 +93,7 @@ unsafe impl GlobalAlloc for Limiting {
         // SAFETY: `p` came from System with layout `l`; `new` is the caller's valid size.
         let q = unsafe { System.realloc(p, l, new) };
         if !q.is_null() {
-            LIVE.fetch_sub(l.size(), Ordering::Relaxed);
-            Self::add(new);
+            Self::add(signed(new) - signed(l.size()));
         }
         q
     }
@@ -98,37 +116,37 @@ impl Heap {
         HOOK.call_once(|| {
             let print = std::panic::take_hook();
             std::panic::set_hook(Box::new(move |info| {
-                LIMIT.store(usize::MAX, Ordering::Relaxed);
+                let _ = LIMIT.try_with(|m| m.set(isize::MAX));
                 print(info)
             }));
         });
         let g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        LIMIT.store(usize::MAX, Ordering::Relaxed);
+        LIMIT.with(|m| m.set(isize::MAX));
         Heap { _lock: g }
     }
     /// Live bytes now.
-    fn live(&self) -> usize {
-        LIVE.load(Ordering::Relaxed)
+    fn live(&self) -> isize {
+        LIVE.with(Cell::get)
     }
     /// Refuses allocations past `bytes` more than are live now; starts a new peak.
-    fn limit(&self, bytes: usize) -> usize {
+    fn limit(&self, bytes: usize) -> isize {
         let base = self.live();
-        LIMIT.store(base + bytes, Ordering::Relaxed);
-        PEAK.store(base, Ordering::Relaxed);
+        LIMIT.with(|m| m.set(base.saturating_add(signed(bytes))));
+        PEAK.with(|p| p.set(base));
         base
     }
     /// The high-water mark since [`Heap::limit`], above `base`.
-    fn peak_above(&self, base: usize) -> usize {
-        PEAK.load(Ordering::Relaxed).saturating_sub(base)
+    fn peak_above(&self, base: isize) -> usize {
+        usize::try_from(PEAK.with(Cell::get).saturating_sub(base)).unwrap_or(0)
     }
     fn unlimit(&self) {
-        LIMIT.store(usize::MAX, Ordering::Relaxed);
+        LIMIT.with(|m| m.set(isize::MAX));
     }
 }
 
 impl Drop for Heap {
     fn drop(&mut self) {
-        LIMIT.store(usize::MAX, Ordering::Relaxed);
+        LIMIT.with(|m| m.set(isize::MAX));
     }
 }
 
@@ -578,8 +596,8 @@ fn a_journal_of_25000_logged_blocks_replays_in_a_small_heap() {
     // reads the log again in each pass and keeps only the revoke table.
     let t = TempDir::new("heap-journal");
     let n = 25_000;
+    let heap = Heap::take(); // before the image's data: a limit elsewhere would refuse it
     let (img, blocks, data) = journalled_image(&t, n, "");
-    let heap = Heap::take();
     let base = heap.limit(512 << 10);
     let mut fs = mount_bounded(&img, SMALL_BUDGET).expect("mount");
     assert!(
@@ -606,8 +624,8 @@ fn revoked_blocks_the_log_does_not_hold_cost_nothing() {
     // 30,000 revoke records (20,000 in one transaction) for blocks no transaction
     // logs: they are left out of the table, which a 256 KiB budget could not hold.
     let t = TempDir::new("heap-journal-revoke-other");
+    let heap = Heap::take(); // before the image's data: a limit elsewhere would refuse it
     let (img, blocks, data) = journalled_image(&t, 100, "jo\njw -r 100000-129999\njc\n");
-    let heap = Heap::take();
     let base = heap.limit(512 << 10);
     let mut fs = mount_bounded(&img, SMALL_BUDGET).expect("mount");
     assert!(
@@ -638,11 +656,11 @@ fn a_revoke_table_over_the_budget_refuses_the_mount_untouched() {
     // 20,000 logged blocks, all revoked by the next transaction: the table needs
     // 20,000 entries, and so would the list of logged blocks that filters it.
     let t = TempDir::new("heap-journal-revoke-all");
+    let heap = Heap::take(); // before the image's data: a limit elsewhere would refuse it
     let (img, blocks, _) = journalled_image(&t, 20_000, "");
     let (_, list) = free_ranges(&img, 20_000, 1000);
     debugfs_w(&img, &format!("jo\njw -r {list}\njc\n"));
     let before = std::fs::read(&img).unwrap();
-    let heap = Heap::take();
     let base = heap.limit(512 << 10);
     match mount_bounded(&img, SMALL_BUDGET) {
         Err(FsError::Unsupported(why)) => assert!(why.contains("journal replay needs"), "{why}"),

@@ -59,12 +59,14 @@ fn lost_data_write_never_exposes_a_deleted_file() {
         fs.sync().unwrap();
         let n = fs.create(root, "new", 0o644).unwrap();
         fs.sync().unwrap();
-        fs.write(n, 0, &new).unwrap();
-        // The sync's first write is the file data: lost, reported at its flush.
+        // The first write from here is the file data (in the write call, which
+        // sends a write this large straight out, or at the sync): lost, reported at
+        // the sync's flush.
         fs.device_mut().faults = Faults {
             lose_write: Some(0),
             ..Faults::default()
         };
+        fs.write(n, 0, &new).unwrap();
         let r = fs.sync();
         assert!(matches!(r, Err(FsError::Io(_))), "bs {bs}: sync gave {r:?}");
         assert_eq!(fs.device().faults.injected, 1);

@@ -347,12 +347,29 @@ impl<D: BlockDev> Ext<D> {
         let mut done = 0usize;
         let mut err = None;
         let mut restart_failed = false;
+        let mut direct = true;
         while done < data.len() {
             let pos = offset + done as u64;
             let lblk = pos / bs;
             let boff = (pos % bs) as usize;
+            // Large whole-block parts into a hole go straight out (direct.rs).
+            let whole = (data.len() - done) / bs as usize * bs as usize;
+            if direct && boff == 0 && whole >= direct::DIRECT_MIN {
+                match self.write_direct(ino, pos, &data[done..done + whole]) {
+                    Ok(0) => direct = false,
+                    Ok(k) => {
+                        done += k;
+                        continue;
+                    }
+                    Err(e) => {
+                        err = Some(e);
+                        break;
+                    }
+                }
+            }
             let k = (bs as usize - boff).min(data.len() - done);
             let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
+            let mut copied = false;
             if !n.pending.contains_key(&lblk) {
                 let mapped = n.map.as_ref().and_then(|m| m.find(lblk));
                 let reserved = mapped.is_none();
@@ -364,8 +381,15 @@ impl<D: BlockDev> Ext<D> {
                         break;
                     }
                 }
-                let mut blk = vec![0u8; bs as usize];
-                if k < bs as usize {
+                // A whole block is taken from the caller as it is (no zero fill,
+                // one copy); a part goes into zeros or what the disk holds.
+                let whole = k == bs as usize;
+                let mut blk = if whole {
+                    data[done..done + k].to_vec()
+                } else {
+                    vec![0u8; bs as usize]
+                };
+                if !whole {
                     if let Some((p, false, _)) = mapped {
                         // A read error ends the write here: what was buffered
                         // before it counts (its size is recorded below).
@@ -387,10 +411,13 @@ impl<D: BlockDev> Ext<D> {
                         reserved,
                     },
                 );
+                copied = whole;
             }
-            let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
-            if let Some(p) = n.pending.get_mut(&lblk) {
-                p.data[boff..boff + k].copy_from_slice(&data[done..done + k]);
+            if !copied {
+                let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
+                if let Some(p) = n.pending.get_mut(&lblk) {
+                    p.data[boff..boff + k].copy_from_slice(&data[done..done + k]);
+                }
             }
             done += k;
             // A long call goes out (and commits) in pieces (restart.rs). If that

@@ -26,7 +26,9 @@
 //! Design: metadata blocks go through a write-back (`cache.rs`); each inode in
 //! use is kept parsed with its block map in memory (`extent::FileMap`); regular-file
 //! data is buffered per inode and allocated late (delayed allocation), in long
-//! contiguous runs, and written to the device in large requests (up to 4 MiB). Extent
+//! contiguous runs, and written to the device in large requests (up to 4 MiB); a
+//! large write into a hole (256 KiB or more, as `dd` passes) is allocated at once and
+//! written straight from the caller's buffer (`direct.rs`). Extent
 //! trees and block maps are rebuilt from the in-memory map at sync. Every on-disk
 //! value is checked before use: bad structures give [`FsError::Corrupt`], not a panic.
 
@@ -36,6 +38,7 @@ mod blockmap;
 mod cache;
 mod csum;
 mod dir;
+mod direct;
 mod extent;
 mod file;
 mod group;

@@ -1,6 +1,8 @@
 //! `dd` with a file on either side (`of=/mnt/test`, `if=/etc/config/network`): the
-//! data moves in chunks of up to [`CHUNK`] bytes (whole input blocks) through the
-//! VFS, whose filesystem gathers them into large disk writes. GNU's file semantics:
+//! data moves in chunks of up to [`CHUNK`] bytes (whole input blocks; [`SMALL_CHUNK`]
+//! when the heap is short) through the VFS. ext4 writes a chunk's whole blocks into
+//! a hole straight from this buffer, in one disk write as large as the chunk (the
+//! raw disk's `dd` sends requests of 1 MiB too); smaller pieces it gathers. GNU's file semantics:
 //! the output is created, and truncated at the `seek=` offset unless
 //! `conv=notrunc`; `conv=fsync`/`fdatasync` syncs the file before the statistics,
 //! `oflag=dsync` after every chunk; a full disk ends the copy with GNU's message;
@@ -16,7 +18,13 @@ use xenlet_fs::vfs::Handle;
 use xenlet_fs::FsError;
 
 /// Largest piece moved at once.
-pub const CHUNK: u64 = 256 << 10;
+pub const CHUNK: u64 = 1 << 20;
+/// Largest piece when the heap has less than [`ROOM_FOR_CHUNK`] bytes to give.
+pub const SMALL_CHUNK: u64 = 256 << 10;
+/// Heap bytes available (`mm::heap::available`, growth from the frames included)
+/// for a [`CHUNK`] buffer: what is left after it stays above the heap's low-water
+/// mark (at most 2 MiB), so the mounts' caches are not made to shrink for it.
+const ROOM_FOR_CHUNK: usize = 4 * CHUNK as usize;
 
 /// One side of the copy.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -132,7 +140,12 @@ fn copy(
     out: &mut Outcome,
     progress: &mut Progress,
 ) -> Result<(), String> {
-    let chunk = (CHUNK / plan.ibs).max(1) * plan.ibs;
+    let most = if crate::mm::heap::available() >= ROOM_FOR_CHUNK {
+        CHUNK
+    } else {
+        SMALL_CHUNK
+    };
+    let chunk = (most / plan.ibs).max(1) * plan.ibs;
     // fallible: a large bs= in a small guest is an error line, not a panic
     let mut buf: Vec<u8> = Vec::new();
     if buf.try_reserve_exact(chunk as usize).is_err() {
@@ -141,6 +154,8 @@ fn copy(
         ));
     }
     buf.resize(chunk as usize, 0);
+    // Whether `buf` holds only zeros (`/dev/zero` then needs no fill per chunk).
+    let mut zeroed = true;
     let mut rng = Xoshiro::seeded(clock::now().as_nanos());
     let in_name = match &plan.src {
         End::File(p) => p.clone(),
@@ -167,10 +182,14 @@ fn copy(
         let pos_in = plan.skip_bytes + out.bytes_in;
         let got = match &plan.src {
             End::Zero => {
-                buf[..want].fill(0);
+                if !zeroed {
+                    buf.fill(0);
+                    zeroed = true;
+                }
                 want
             }
             End::Urandom => {
+                zeroed = false;
                 for w in buf[..want].chunks_mut(8) {
                     let r = rng.next().to_le_bytes();
                     w.copy_from_slice(&r[..w.len()]);
@@ -178,6 +197,7 @@ fn copy(
                 want
             }
             End::Disk(d) => {
+                zeroed = false;
                 let size = frontends::with_disk(d, |x| {
                     use xenlet_drivers::blkfront::BlockDevice;
                     x.info().bytes()
@@ -193,6 +213,7 @@ fn copy(
                 n
             }
             End::File(_) => {
+                zeroed = false;
                 let h = hin.ok_or("no input")?;
                 let mut n = 0;
                 while n < want {
