@@ -625,7 +625,8 @@ macro_rules! client_up {
             concat!(
                 "log=/var/log/xen/console/guest-$NAME-c", $n, ".log; ",
                 "for i in $(seq 120); do [ \"$(grep -ac 'CLIENT: ping ok' $log)\" -gt ", $after, " ] && break; sleep 1; done; ",
-                "grep -a 'CLIENT: \\(up\\|lease\\)' $log | tail -2; grep -a 'CLIENT: ping' $log | tail -1"
+                "grep -a 'CLIENT: \\(up\\|lease\\)' $log | tr -d '\\r' | tail -2; ",
+                "grep -a 'CLIENT: ping' $log | tr -d '\\r' | tail -1"
             ),
             &[
                 concat!(r"^CLIENT: up .*mac 00:16:3e:0c:00:0", $n, "$"),
