@@ -202,7 +202,8 @@ fn setup_task() -> Result<()> {
 /// `fs-fault-pvh` a full disk and a disk whose writes fail (read-only with the reason,
 /// e2fsck repairs it, synced data whole), `router-reattach` a router's vif detached
 /// and attached again, `suspend-router` a router saved, restored, checkpointed and
-/// migrated with a TCP connection through it. Scenarios
+/// migrated with a TCP connection through it, `router-netback` the router as a driver
+/// domain serving two Linux client domUs' vifs itself. Scenarios
 /// that boot the disk image meet the nested-SVM flake (about one boot in four), so
 /// CI keeps to one of them; `cargo xtask testbed run all` runs everything.
 const XEN_TEST_SCENARIOS: &[&str] = &[
@@ -218,6 +219,7 @@ const XEN_TEST_SCENARIOS: &[&str] = &[
     "router-busy",
     "router-small",
     "router-reattach",
+    "router-netback",
     "suspend-router",
     "fs-fault-pvh",
     "triple-pvh",
