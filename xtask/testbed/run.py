@@ -244,7 +244,9 @@ def initrd_with_iperf3():
 # The Linux domU's /init for `bench fs`: domu-init's, waiting for the data disk as
 # blkfront's xvdb or as the emulated IDE disk (sda, with xen_platform_pci=0), not for
 # a vif (these domUs have none).
-FS_INIT = """#!/bin/busybox sh
+# What every /init below starts with: busybox's applets, the kernel filesystems, the
+# initramfs's modules (the PV front ends first).
+INIT_PRELUDE = """#!/bin/busybox sh
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc
@@ -252,7 +254,8 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs dev /dev
 for m in /lib/modules/*.ko; do insmod "$m" 2>&1; done
 i=0
-while [ $i -lt 60 ] && ! { [ -b /dev/xvdb ] || [ -b /dev/sda ]; }; do sleep 0.5; i=$((i+1)); done
+"""
+FS_INIT = INIT_PRELUDE + """while [ $i -lt 60 ] && ! { [ -b /dev/xvdb ] || [ -b /dev/sda ]; }; do sleep 0.5; i=$((i+1)); done
 echo "DOMU: up $(cut -d' ' -f1 /proc/uptime)s; block: $(ls /sys/block | tr '\\n' ' ')"
 export PS1='domu# '
 while true; do setsid cttyhack sh -i; done
@@ -285,15 +288,7 @@ def initrd_with_fs():
 # from the router, a ping through it to the WAN host, each reported on the console
 # (dom0 reads /var/log/xen/console/guest-NAME.log), then pings every 2 s for ever
 # ("CLIENT: ping ok N") so a scenario sees the path keep working.
-CLIENT_INIT = """#!/bin/busybox sh
-/bin/busybox --install -s /bin
-export PATH=/bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs dev /dev
-for m in /lib/modules/*.ko; do insmod "$m" 2>&1; done
-i=0
-while [ $i -lt 60 ] && ! [ -e /sys/class/net/eth0 ]; do sleep 0.5; i=$((i+1)); done
+CLIENT_INIT = INIT_PRELUDE + """while [ $i -lt 60 ] && ! [ -e /sys/class/net/eth0 ]; do sleep 0.5; i=$((i+1)); done
 echo "CLIENT: up $(cut -d' ' -f1 /proc/uptime)s; net: $(ls /sys/class/net | tr '\\n' ' ')mac $(cat /sys/class/net/eth0/address)"
 ip link set lo up
 ip link set eth0 up
