@@ -38,7 +38,7 @@ use crate::util::{step, Error, Result};
 use std::time::Instant;
 
 const USAGE: &str = "\
-usage: cargo xtask bench [all|seed|boot|dd|fs|files|net|router] [options] [testbed options]
+usage: cargo xtask bench [all|seed|boot|dd|fs|files|net|router|clients] [options] [testbed options]
        cargo xtask bench publish
 
   (none), all [--runs N]
@@ -83,6 +83,11 @@ usage: cargo xtask bench [all|seed|boot|dd|fs|files|net|router] [options] [testb
         per second, new TCP connections per second through the NAT, ping p50/p99, the
         domains' memory (also in target/bench/router.md)
 
+  clients [--runs N] [--table]
+        a Linux client VM behind the Xenlet router runs iperf3 to wan, both ways, 1
+        and 4 streams: its vif on dom0's bridge (today's path) or served by the
+        router itself (netback, the driver domain); Mbit/s
+
   publish
         no session: copies target/bench/report.md and its charts into docs/bench/,
         stamped with the date, the commit and this machine; the docs' figures are
@@ -104,6 +109,7 @@ const BENCHES: &[(&str, BenchFn)] = &[
     ("files", crate::bench_files::files),
     ("net", net),
     ("router", crate::bench_router::router),
+    ("clients", clients),
 ];
 
 /// The most runs a bench takes (`seed`, `fs` and `files`: the Linux domU's three
@@ -540,6 +546,63 @@ pub fn net(args: &[&str]) -> Result<Section> {
                 alternating."
             .into(),
         baseline: Some("Linux PVHVM domU".into()),
+        failed: failure(ran, &rows, a.runs),
+        rows,
+        text: None,
+        notes: failures(&names),
+    })
+}
+
+/// `bench clients`' systems: (label, scenario), today's path first (the baseline).
+const CLIENT_SYSTEMS: [(&str, &str); 2] = [
+    ("client via dom0's bridge", "bench-clients-dom0"),
+    ("client via Xenlet's netback", "bench-clients-netback"),
+];
+
+/// `cargo xtask bench clients`: a client VM behind the Xenlet router, its vif on
+/// dom0's bridge or served by the router itself (the driver domain).
+pub fn clients(args: &[&str]) -> Result<Section> {
+    let a = bench_args(args, 5, &[], &[])?;
+    let scenarios: Vec<&str> = CLIENT_SYSTEMS.iter().map(|s| s.1).collect();
+    let names = alternating(&scenarios, a.runs);
+    step(&format!(
+        "bench clients: a client VM's iperf3 to wan through the Xenlet router, its vif on dom0's bridge or served by the router, {} run(s) each: {}",
+        a.runs,
+        names.join(", ")
+    ));
+    let ran = session(&names, &a);
+    let mut rows = Vec::new();
+    for (var, label) in [
+        ("UP_1", "TCP client -> wan, 1 stream"),
+        ("UP_4", "TCP client -> wan, 4 streams"),
+        ("DOWN_1", "TCP wan -> client, 1 stream"),
+        ("DOWN_4", "TCP wan -> client, 4 streams"),
+    ] {
+        for (who, sc) in CLIENT_SYSTEMS {
+            let figs = (1..=a.runs)
+                .filter_map(|i| {
+                    testbed::result(&format!("{sc}.{i}"))
+                        .get(&format!("var.{var}"))
+                        .and_then(|l| mbits(l))
+                })
+                .collect();
+            rows.push(Row::new(label, who, figs, "Mbit/s", true));
+        }
+    }
+    Ok(Section {
+        bench: "clients".into(),
+        title: "A client VM behind the Xenlet router: its vif through dom0, or served by the router (driver domain)".into(),
+        command: format!("cargo xtask bench clients --runs {}", a.runs),
+        about: "A Linux PVH client domU (Debian's kernel, netfront, 160 MiB) behind Xenlet as \
+                the router (PVH, 32 MiB, its image's /etc/config) runs iperf3 (3 s) to wan \
+                both ways, 1 and 4 streams. Its vif is either on dom0's brlan, so every \
+                packet crosses dom0's netback and bridge and the router's netfront, or \
+                served by the router itself (`backend=`: Xenlet's netback and its br-lan): \
+                no dom0 on the LAN side. Each run is a fresh boot of both, alternating. \
+                The issue's goal: the netback path >= 2x the dom0 path; the Linux driver \
+                domain row is not measured yet."
+            .into(),
+        baseline: Some(CLIENT_SYSTEMS[0].0.into()),
         failed: failure(ran, &rows, a.runs),
         rows,
         text: None,

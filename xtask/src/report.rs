@@ -15,7 +15,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The benches in the order of the report.
-pub const ORDER: &[&str] = &["seed", "boot", "dd", "fs", "files", "net", "router"];
+pub const ORDER: &[&str] = &[
+    "seed", "boot", "dd", "fs", "files", "net", "router", "clients",
+];
 
 /// One system's figures for one measurement.
 #[derive(Clone, Debug)]

@@ -287,13 +287,22 @@ def initrd_with_fs():
 # (`vif = [ 'backend=ROUTER' ]`: the router runs netback): netfront up, a DHCP lease
 # from the router, a ping through it to the WAN host, each reported on the console
 # (dom0 reads /var/log/xen/console/guest-NAME.log), then pings every 2 s for ever
-# ("CLIENT: ping ok N") so a scenario sees the path keep working.
+# ("CLIENT: ping ok N") so a scenario sees the path keep working. With `client_bench`
+# on its command line it first runs iperf3 to the WAN host both ways, 1 and 4
+# streams ("CLIENT: iperf3 ARGS: <receiver line>", then "CLIENT: bench done").
 CLIENT_INIT = INIT_PRELUDE + """while [ $i -lt 60 ] && ! [ -e /sys/class/net/eth0 ]; do sleep 0.5; i=$((i+1)); done
 echo "CLIENT: up $(cut -d' ' -f1 /proc/uptime)s; net: $(ls /sys/class/net | tr '\\n' ' ')mac $(cat /sys/class/net/eth0/address)"
 ip link set lo up
 ip link set eth0 up
 udhcpc -i eth0 -n -q -t 20 -T 2 -s /etc/udhcpc.script
 echo "CLIENT: lease $(ip -4 -o addr show dev eth0 | awk '{print $4}') via $(ip route | awk '/^default/ {print $3}')"
+if grep -q client_bench /proc/cmdline; then
+    for a in "-t 3" "-t 3 -P 4" "-t 3 -R" "-t 3 -P 4 -R"; do
+        r=$(iperf3 -c 10.77.0.10 $a --connect-timeout 5000 2>&1 | grep 'receiver$' | tail -1)
+        echo "CLIENT: iperf3 $a: ${r:-failed}"
+    done
+    echo "CLIENT: bench done"
+fi
 n=0
 while true; do
     if ping -c 1 -W 2 10.77.0.10 >/dev/null 2>&1; then n=$((n+1)); echo "CLIENT: ping ok $n"; else echo "CLIENT: ping lost"; fi
@@ -303,7 +312,8 @@ done
 
 
 def initrd_client():
-    """The Linux domU's initramfs with CLIENT_INIT as /init and the udhcpc script."""
+    """The Linux domU's initramfs with iperf3 (`initrd_with_iperf3`), CLIENT_INIT as
+    /init and the udhcpc script."""
     path = SCRATCH + '/domu-initrd-client.cpio'
     if os.path.exists(path):
         return path
@@ -311,7 +321,7 @@ def initrd_client():
         script = fh.read()
     entries = [('init', 0o100755, CLIENT_INIT.encode()), ('etc', 0o040755, None),
                ('etc/udhcpc.script', 0o100755, script)]
-    with open(LINUX_INITRD, 'rb') as fh:
+    with open(initrd_with_iperf3(), 'rb') as fh:
         base = fh.read()
     with open(path, 'wb') as fh:
         fh.write(base + b'\0' * (-len(base) % 512) + cpio_newc(entries))

@@ -567,6 +567,70 @@ pub const BENCH_ROUTER_CEILING: Scenario = Scenario {
     ..XENLET_PVH
 };
 
+/// `cargo xtask bench clients`: a Linux PVH client domU behind the Xenlet router runs
+/// iperf3 to wan both ways, 1 and 4 streams (run.py's CLIENT_INIT with
+/// `client_bench`), its vif either on dom0's brlan (through dom0's netback and bridge
+/// to the router's eth0: today's path) or served by the router itself (`backend=`:
+/// Xenlet's netback, the driver domain). The client's lines are read from its console
+/// log in dom0.
+macro_rules! bench_clients {
+    ($name:literal, $about:literal, $vif:literal) => {
+        Scenario {
+            name: $name,
+            about: $about,
+            steps: steps![
+                router::WAN_LEASE_WAIT,
+                BENCH_ROUTER_NO_TCPDUMP,
+                dom0(
+                    concat!(
+                        "printf '%s\\n' 'name=\"'$NAME-c1'\"' 'type=\"pvh\"' 'memory=160' ",
+                        "'kernel=\"'$LINUX'\"' 'ramdisk=\"'$CLIENT_INITRD'\"' ",
+                        "'extra=\"console=hvc0 loglevel=4 client_bench\"' ",
+                        "'vif=[\"", $vif, ",mac=00:16:3e:0c:00:01\"]' >/tmp/client1.cfg && ",
+                        "xl create /tmp/client1.cfg >/tmp/client1.log 2>&1; rc=$?; tail -3 /tmp/client1.log; ",
+                        "echo \"created c1 rc=$rc\""
+                    ),
+                    &[r"^created c1 rc=0$"],
+                    120,
+                ),
+                dom0_cap(
+                    concat!(
+                        "log=/var/log/xen/console/guest-$NAME-c1.log; ",
+                        "for i in $(seq 240); do grep -aq 'CLIENT: bench done' $log && break; sleep 1; done; ",
+                        "grep -a 'CLIENT: \\(lease\\|iperf3\\|bench\\)' $log | tr -d '\\r'"
+                    ),
+                    &[r"^CLIENT: bench done$"],
+                    &[
+                        ("UP_1", r"^CLIENT: iperf3 -t 3: (.*receiver)$"),
+                        ("UP_4", r"^CLIENT: iperf3 -t 3 -P 4: (.*receiver)$"),
+                        ("DOWN_1", r"^CLIENT: iperf3 -t 3 -R: (.*receiver)$"),
+                        ("DOWN_4", r"^CLIENT: iperf3 -t 3 -P 4 -R: (.*receiver)$"),
+                    ],
+                    300,
+                ),
+                cmd("brctl show", &[], 30),
+                cmd("ip -s link show eth0", &[], 30),
+                last("poweroff"),
+            ],
+            budget_s: 600,
+            boot_expect: router::XENLET_ROUTER_UP,
+            ..router::XENLET_ROUTER
+        }
+    };
+}
+
+pub const BENCH_CLIENTS_DOM0: Scenario = bench_clients!(
+    "bench-clients-dom0",
+    "bench clients: a Linux client domU on dom0's brlan behind the Xenlet router (dom0's netback and bridge on the path): iperf3 to wan both ways",
+    "bridge=brlan"
+);
+
+pub const BENCH_CLIENTS_NETBACK: Scenario = bench_clients!(
+    "bench-clients-netback",
+    "bench clients: a Linux client domU whose vif the Xenlet router serves itself (netback, br-lan): iperf3 to wan both ways",
+    "backend='$NAME',bridge=br-lan"
+);
+
 /// `bench router`'s Xenlet router: the domain of `router-xenlet` (PVH, 32 MiB, 1 vCPU,
 /// its image's `/etc/config`), its WAN lease, then the measurements, the counters of its
 /// WAN vif and its heap.

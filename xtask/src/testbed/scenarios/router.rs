@@ -623,8 +623,12 @@ macro_rules! client_up {
     ($n:literal, $after:literal) => {
         dom0_cap(
             concat!(
-                "log=/var/log/xen/console/guest-$NAME-c", $n, ".log; ",
-                "for i in $(seq 120); do [ \"$(grep -ac 'CLIENT: ping ok' $log)\" -gt ", $after, " ] && break; sleep 1; done; ",
+                "log=/var/log/xen/console/guest-$NAME-c",
+                $n,
+                ".log; ",
+                "for i in $(seq 120); do [ \"$(grep -ac 'CLIENT: ping ok' $log)\" -gt ",
+                $after,
+                " ] && break; sleep 1; done; ",
                 "grep -a 'CLIENT: \\(up\\|lease\\)' $log | tr -d '\\r' | tail -2; ",
                 "grep -a 'CLIENT: ping' $log | tr -d '\\r' | tail -1"
             ),
