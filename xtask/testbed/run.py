@@ -297,9 +297,11 @@ ip link set eth0 up
 udhcpc -i eth0 -n -q -t 20 -T 2 -s /etc/udhcpc.script
 echo "CLIENT: lease $(ip -4 -o addr show dev eth0 | awk '{print $4}') via $(ip route | awk '/^default/ {print $3}')"
 if grep -q client_bench /proc/cmdline; then
+    mkdir -p /tmp
     for a in "-t 3" "-t 3 -P 4" "-t 3 -R" "-t 3 -P 4 -R"; do
-        r=$(iperf3 -c 10.77.0.10 $a --connect-timeout 5000 2>&1 | grep 'receiver$' | tail -1)
-        echo "CLIENT: iperf3 $a: ${r:-failed}"
+        out=$(/usr/bin/iperf3 -c 10.77.0.10 $a --connect-timeout 5000 2>&1)
+        r=$(echo "$out" | grep 'receiver$' | tail -1)
+        echo "CLIENT: iperf3 $a: ${r:-failed: $(echo "$out" | tail -1)}"
     done
     echo "CLIENT: bench done"
 fi
