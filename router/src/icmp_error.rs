@@ -8,7 +8,7 @@
 //! `icmp_global_allow` (`net.ipv4.icmp_msgs_per_sec` 1000, `icmp_msgs_burst` 50).
 
 use alloc::vec::Vec;
-use core::net::Ipv4Addr;
+use core::net::{IpAddr, Ipv4Addr};
 
 use crate::checksum;
 use crate::ipv4::{self, put16, PROTO_ICMP};
@@ -194,7 +194,7 @@ const PEER_BURST: u32 = 6;
 /// full allowance, so the table can only make the limit looser, never deny a peer.
 #[derive(Clone, Debug)]
 pub struct PeerLimiter {
-    slots: Vec<Option<(Ipv4Addr, RateLimiter)>>,
+    slots: Vec<Option<(IpAddr, RateLimiter)>>,
     seed: u32,
 }
 
@@ -208,9 +208,17 @@ impl PeerLimiter {
         }
     }
 
-    /// Whether an ICMP error may go to `peer` at `now`.
-    pub fn allow(&mut self, peer: Ipv4Addr, now: Millis) -> bool {
-        let h = (u32::from(peer) ^ self.seed).wrapping_mul(0x9e37_79b1) >> 24;
+    /// Whether an ICMP (or ICMPv6) error may go to `peer` at `now`.
+    pub fn allow(&mut self, peer: impl Into<IpAddr>, now: Millis) -> bool {
+        let peer = peer.into();
+        let key = match peer {
+            IpAddr::V4(a) => u32::from(a),
+            IpAddr::V6(a) => {
+                let b = u128::from(a);
+                (b as u32) ^ ((b >> 32) as u32) ^ ((b >> 64) as u32) ^ ((b >> 96) as u32)
+            }
+        };
+        let h = (key ^ self.seed).wrapping_mul(0x9e37_79b1) >> 24;
         let Some(slot) = self.slots.get_mut(h as usize % PEER_SLOTS) else {
             return true;
         };
