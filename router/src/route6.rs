@@ -192,6 +192,11 @@ impl Addrs6 {
             .map(|(_, n)| *n)
     }
 
+    /// The first of them (on any interface).
+    pub fn any(&self) -> Option<Ipv6Addr> {
+        self.list.first().map(|(_, n)| n.addr())
+    }
+
     /// The source for a packet from `ifc` to `peer`: an address of `ifc` on the
     /// peer's prefix, else its first global one (RFC 6724 simplified).
     pub fn source_for(&self, ifc: IfId, peer: Ipv6Addr) -> Option<Ipv6Addr> {
