@@ -33,6 +33,7 @@ pub mod dns;
 pub mod exthdr;
 pub mod firewall;
 pub mod flow;
+pub mod flow6;
 pub mod forward;
 pub mod frag;
 pub mod gso;

@@ -81,6 +81,37 @@ pub fn udp6(src: &str, dst: &str, sport: u16, dport: u16, payload: &[u8]) -> Vec
     u
 }
 
+/// A TCP segment over IPv6 with a full checksum (ack 0x10000000, window 65535).
+#[allow(clippy::too_many_arguments)]
+pub fn tcp6(
+    src: &str,
+    dst: &str,
+    sport: u16,
+    dport: u16,
+    seq: u32,
+    flags: u8,
+    options: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
+    assert_eq!(options.len() % 4, 0);
+    let hl = 20 + options.len();
+    let mut t = Vec::new();
+    t.extend_from_slice(&sport.to_be_bytes());
+    t.extend_from_slice(&dport.to_be_bytes());
+    t.extend_from_slice(&seq.to_be_bytes());
+    t.extend_from_slice(&0x1000_0000u32.to_be_bytes());
+    t.push(((hl / 4) as u8) << 4);
+    t.push(flags);
+    t.extend_from_slice(&65535u16.to_be_bytes());
+    t.extend_from_slice(&[0, 0, 0, 0]);
+    t.extend_from_slice(options);
+    t.extend_from_slice(payload);
+    let s = crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), 6, t.len());
+    let c = !checksum::fold(checksum::sum(s, &t));
+    t[16..18].copy_from_slice(&c.to_be_bytes());
+    t
+}
+
 /// An ICMPv6 message (`body` after type, code, checksum) with a valid checksum.
 pub fn icmp6(src: &str, dst: &str, ty: u8, code: u8, body: &[u8]) -> Vec<u8> {
     let mut m = alloc::vec![ty, code, 0, 0];
