@@ -309,15 +309,43 @@ fn openwrt_default_files_compile_without_warnings_into_lan_and_wan() {
         assert_eq!(rs.defaults.syn_flood, Some(Limit::per_second(25, 50)));
         let names: Vec<&str> = rs.rules.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(&names[..2], &["Allow-DHCP-Renew", "Allow-Ping"]);
-        assert!(!names
-            .iter()
-            .any(|n| n.contains("ICMPv6") || n.contains("DHCPv6") || n.contains("MLD")));
         let ping = &rs.rules[1];
-        assert_eq!(ping.protos, vec![1]);
+        assert_eq!(ping.family, RuleFamily::Ipv4);
+        assert_eq!(ping.protos, vec![1], "an IPv4 rule: ICMP only");
         assert_eq!(ping.icmp_type.len(), 1);
         assert_eq!((ping.icmp_type[0].ty, ping.icmp_type[0].code_min), (8, 0));
         assert_eq!(port_flags(rs, WAN), (true, true));
         assert_eq!(port_flags(rs, LAN), (false, false));
+        // firewall4's IPv6 rules, in both files
+        let rule = |n: &str| rs.rules.iter().find(|r| r.name == n).unwrap();
+        let fe80 = Net6 {
+            addr: [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            prefix_len: 10,
+        };
+        let dhcp6 = rule("Allow-DHCPv6");
+        assert_eq!((dhcp6.family, dhcp6.dest), (RuleFamily::Ipv6, None));
+        assert_eq!(dhcp6.protos, vec![17]);
+        assert_eq!(dhcp6.dest_port[0].min, 546);
+        let mld = rule("Allow-MLD");
+        assert_eq!(
+            (mld.family, mld.src_ip6.as_slice()),
+            (RuleFamily::Ipv6, &[fe80][..])
+        );
+        assert_eq!(mld.protos, vec![1, 58], "proto icmp is ICMPv6 for IPv6");
+        let types = |r: &Rule| r.icmp6_type.iter().map(|m| m.ty).collect::<Vec<_>>();
+        assert_eq!(types(mld), vec![130, 131, 132, 143]);
+        assert!(mld.icmp_type.is_empty());
+        let input = rule("Allow-ICMPv6-Input");
+        assert_eq!(
+            types(input),
+            vec![128, 129, 1, 2, 3, 4, 4, 133, 135, 134, 136]
+        );
+        assert_eq!(input.limit, Some(Limit::per_second(1000, 5)));
+        assert_eq!(input.dest, None);
+        let fwd = rule("Allow-ICMPv6-Forward");
+        assert_eq!(types(fwd), vec![128, 129, 1, 2, 3, 4, 4]);
+        assert_eq!(fwd.dest, Some(ZoneSel::Any));
+        assert!(fwd.icmp_type.is_empty() && fwd.family == RuleFamily::Ipv6);
     }
 }
 
@@ -621,7 +649,7 @@ fn a_hundred_rules_cost_nothing_on_the_established_path() {
         ));
     }
     let mut b = Box4::new(&text);
-    assert_eq!(b.nf.firewall().unwrap().ruleset().rules.len(), 102);
+    assert_eq!(b.nf.firewall().unwrap().ruleset().rules.len(), 106);
     assert_eq!(
         b.send(LAN, tcp(HOST, FAR, 5000, 443, 1, 0, SYN, &[])).0,
         Disposition::Forwarded
@@ -649,7 +677,7 @@ fn a_hundred_rules_cost_nothing_on_the_established_path() {
     let (d, _) = b.send(LAN, udp(HOST, FAR, 1, 10042, b"x"));
     assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
     let fw = b.nf.firewall().unwrap();
-    assert_eq!(fw.rule_counter(2 + 42).unwrap().packets, 1);
+    assert_eq!(fw.rule_counter(6 + 42).unwrap().packets, 1);
     assert!(fw.listing().contains("r42"));
 }
 
