@@ -619,13 +619,20 @@ impl Gateway {
     ) -> Result<usize, core::fmt::Error> {
         let mut n = 0;
         let mut r = Ok(());
-        self.netfilter
-            .for_each(u64::try_from(now_ms).unwrap_or(0), |e| {
-                if r.is_ok() {
-                    r = writeln!(out, "{e}");
-                    n += 1;
-                }
-            });
+        let now = u64::try_from(now_ms).unwrap_or(0);
+        self.netfilter.for_each(now, |e| {
+            if r.is_ok() {
+                r = writeln!(out, "{e}");
+                n += 1;
+            }
+        });
+        // then the IPv6 table (conntrack -L lists both families)
+        self.netfilter.for_each6(now, |e| {
+            if r.is_ok() {
+                r = writeln!(out, "{e}");
+                n += 1;
+            }
+        });
         r.map(|()| n)
     }
 }

@@ -290,14 +290,15 @@ impl<A: CtAddr> fmt::Display for EntryView<'_, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let e = self.entry;
         let o = &e.tuples[0];
-        let name = match o.proto {
-            Proto::Tcp => "tcp",
-            Proto::Udp => "udp",
-            Proto::IcmpEchoRequest | Proto::IcmpEchoReply => "icmp",
-            Proto::Other(_) => "unknown",
+        let (name, number) = match o.proto {
+            Proto::Tcp => ("tcp", 6),
+            Proto::Udp => ("udp", 17),
+            Proto::IcmpEchoRequest | Proto::IcmpEchoReply if A::IS_V6 => ("icmpv6", 58),
+            Proto::IcmpEchoRequest | Proto::IcmpEchoReply => ("icmp", 1),
+            Proto::Other(n) => ("unknown", n),
         };
         let secs = e.deadline.saturating_sub(self.now) / 1000;
-        write!(f, "{name:<8} {} {secs} ", o.proto.number())?;
+        write!(f, "{name:<8} {number} {secs} ")?;
         if let Some(s) = e.tcp_state() {
             write!(f, "{} ", s.name())?;
         }

@@ -7,8 +7,8 @@
 //! the LAN services ([`SERVICES`]: DHCP server, DNS forwarder) answer on the LAN.
 //! The idle loop and the network commands poll it.
 
-use crate::dev::frontends::{KernelXen, Vif, NET_EVENTS};
 use crate::dev::backends;
+use crate::dev::frontends::{KernelXen, Vif, NET_EVENTS};
 use crate::dev::port::Port;
 use crate::sync::eventcount::SharedSeen;
 use crate::{time::clock, xen::xenbus, xen::xenstore};
@@ -18,6 +18,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use spin::{Mutex, Once};
+use xenlet_drivers::netback::BackState;
 use xenlet_net::bridge::Bridge;
 use xenlet_net::gateway::{Gateway, Routed};
 use xenlet_net::iface::NetIf;
@@ -25,7 +26,6 @@ use xenlet_net::lanconfig::ServicesSpec;
 use xenlet_net::lanservices::{LanServices, LeaseStore};
 use xenlet_net::netplan::Plan;
 use xenlet_net::{config, NetStack};
-use xenlet_drivers::netback::BackState;
 use xenlet_xen::xenbus::XenbusState;
 use xenlet_xen::xenstore::WatchEvent;
 
