@@ -39,6 +39,7 @@ pub mod local;
 pub mod packet;
 pub mod ratelimit;
 pub mod reject;
+pub mod reject6;
 pub mod ruleset;
 
 use alloc::collections::VecDeque;

@@ -435,6 +435,36 @@ fn the_forward_hook_sees_the_routed_packet_and_a_reject_answers_port_unreachable
         &c[14..],
         "quoted with its hop limit as it arrived"
     );
+    // TCP gets a reset, straight back to the sender
+    let seg = tcp6(HOST, NET, 40000, 443, 77, SYN, &[], &[]);
+    let mut f = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 6, 64, &seg));
+    let mut o = Recorder::default();
+    assert_eq!(
+        r.input(LAN, &mut f, RxMeta::default(), 0, &mut h, &mut o),
+        Disposition::Dropped(DropReason::Filtered)
+    );
+    assert_eq!(o.sent.len(), 1);
+    let (ifc, rst, _) = &o.sent[0];
+    assert_eq!(
+        (*ifc, &rst[..6], &rst[6..12]),
+        (LAN, &HOST_MAC[..], &MAC0[..])
+    );
+    assert_eq!(rst[14 + 6], 6);
+    assert_eq!(rst[54 + 13], RST | ACK);
+    assert_eq!(r.stats().resets, 1);
+    // the input chain's reject of a packet for the router answers too
+    let mut f = udp_frame(MAC0, HOST, "2001:db8:1::1", 64, 10);
+    let mut o = Recorder::default();
+    assert_eq!(
+        r.input(LAN, &mut f, RxMeta::default(), 0, &mut h, &mut o),
+        Disposition::Dropped(DropReason::Filtered)
+    );
+    assert_eq!(icmp6_sent(&o).len(), 1);
+    // but never to a multicast destination
+    let mut f = udp_frame(MAC0, HOST, "ff02::1", 64, 10);
+    let mut o = Recorder::default();
+    r.input(LAN, &mut f, RxMeta::default(), 0, &mut h, &mut o);
+    assert!(o.sent.is_empty());
 }
 
 #[test]

@@ -32,6 +32,7 @@ use smoltcp::wire::EthernetFrame;
 
 use super::{Disposition, Router, ETH_LEN};
 use crate::exthdr::{self, Upper};
+use crate::firewall::reject6;
 use crate::icmpv6_error::{self, Icmpv6Error};
 use crate::iface::IfError;
 use crate::ipv6;
@@ -122,21 +123,20 @@ impl Router {
         hook: &mut H,
         out: &mut O,
     ) -> Result<Disposition, DropReason> {
-        let local = |hook: &mut H, ip: &[u8], upper: Option<&Upper>, meta: &Meta| match hook
-            .input6(ip, upper, meta)
-        {
-            HookVerdict::Accept => Ok(Disposition::Local),
-            HookVerdict::Drop(r) => Err(r),
-            HookVerdict::Reject => Err(DropReason::Filtered),
-        };
         if self.routes6.is_empty() {
             // not routing IPv6: as before, the local stack's (fails closed)
-            return local(hook, frame.get(ETH_LEN..).unwrap_or(&[]), None, &meta);
+            let ip = frame.get(ETH_LEN..).unwrap_or(&[]);
+            return match hook.input6(ip, None, &meta) {
+                HookVerdict::Accept => Ok(Disposition::Local),
+                HookVerdict::Drop(r) => Err(r),
+                HookVerdict::Reject => Err(DropReason::Filtered),
+            };
         }
         let now = meta.now;
         let iface = self.ifaces.get(ifc).ok_or(DropReason::Unsupported)?;
         let eth = EthernetFrame::new_checked(&*frame).map_err(|_| DropReason::Malformed)?;
         let to_our_mac = eth.dst_addr() == iface.mac();
+        let peer_mac = eth.src_addr().0;
         if !to_our_mac && !eth.dst_addr().is_multicast() {
             return Ok(Disposition::Local); // another host's: the local stack drops it
         }
@@ -167,7 +167,17 @@ impl Router {
             || ipv6::is_link_local(h.dst)
             || self.addrs6.contains(h.dst)
         {
-            return local(hook, ip, Some(&upper), &meta);
+            return match hook.input6(ip, Some(&upper), &meta) {
+                HookVerdict::Accept => Ok(Disposition::Local),
+                HookVerdict::Drop(r) => Err(r),
+                HookVerdict::Reject => {
+                    // never an answer to a multicast (RFC 4443 §2.4 (e), RFC 9293)
+                    if to_our_mac && !h.dst.is_multicast() {
+                        self.send_reject6(ifc, peer_mac, ip, &upper, now, out);
+                    }
+                    Err(DropReason::Filtered)
+                }
+            };
         }
 
         // 5. sources no router forwards from
@@ -220,7 +230,7 @@ impl Router {
                 if let Some(hl) = ip.get_mut(ipv6::HOP_LIMIT) {
                     *hl = h.hop_limit; // quoted as it arrived
                 }
-                self.send_icmp6(Icmpv6Error::PortUnreachable, ifc, ip, now, out);
+                self.send_reject6(ifc, peer_mac, ip, &upper, now, out);
                 return Err(DropReason::Filtered);
             }
         }
@@ -241,6 +251,36 @@ impl Router {
         self.stats.rx(ifc, h.total_len);
         self.stats.ipv6_forwarded = self.stats.ipv6_forwarded.wrapping_add(1);
         Ok(Disposition::Forwarded)
+    }
+
+    /// Answers a packet the firewall rejected (fw4's `handle_reject`): a TCP reset
+    /// for TCP, straight back to `peer_mac` on `input` (not rate limited, as Linux's
+    /// `nf_send_reset6`), an ICMPv6 port-unreachable for anything else.
+    fn send_reject6<O: Output>(
+        &mut self,
+        input: IfId,
+        peer_mac: [u8; 6],
+        ip: &[u8],
+        upper: &Upper,
+        now: Millis,
+        out: &mut O,
+    ) {
+        if upper.proto != ipv6::PROTO_TCP {
+            self.send_icmp6(Icmpv6Error::PortUnreachable, input, ip, now, out);
+            return;
+        }
+        let Some(mac) = self.ifaces.get(input).map(|i| i.mac().0) else {
+            return;
+        };
+        let mut buf = [0u8; reject6::RESET6_FRAME_LEN];
+        let Some(n) = reject6::build6(&mut buf, ip, upper, mac, peer_mac) else {
+            return;
+        };
+        if let Some(f) = buf.get(..n) {
+            if out.send(input, f, TxMeta::default()).is_ok() {
+                self.stats.resets = self.stats.resets.wrapping_add(1);
+            }
+        }
     }
 
     /// The MAC of `next_hop` on `ifc`; if unknown, a solicitation is sent (when due)
