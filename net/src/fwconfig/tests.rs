@@ -1008,3 +1008,123 @@ fn mutated_configs_never_panic_and_errors_name_the_place() {
     }
     assert!(errors > 0, "some mutations are errors");
 }
+
+// ---- IPv6 through the image's firewall ----
+
+fn a6(s: &str) -> core::net::Ipv6Addr {
+    s.parse().unwrap()
+}
+
+/// An IPv6 packet carrying the upper-layer message `l4` of protocol `nh`, whose
+/// checksum (at `csum`) is filled in.
+fn ip6(src: &str, dst: &str, nh: u8, hop: u8, mut l4: Vec<u8>, csum: usize) -> Vec<u8> {
+    let s = xenlet_router::ipv6::pseudo_header_sum(a6(src), a6(dst), nh, l4.len());
+    let c = !checksum::fold(checksum::sum(s, &l4));
+    l4[csum..csum + 2].copy_from_slice(&c.to_be_bytes());
+    let mut p = vec![0x60, 0, 0, 0];
+    p.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+    p.extend_from_slice(&[nh, hop]);
+    p.extend_from_slice(&a6(src).octets());
+    p.extend_from_slice(&a6(dst).octets());
+    p.extend_from_slice(&l4);
+    p
+}
+
+fn udp6(src: &str, dst: &str, sport: u16, dport: u16) -> Vec<u8> {
+    let mut u = Vec::new();
+    u.extend_from_slice(&sport.to_be_bytes());
+    u.extend_from_slice(&dport.to_be_bytes());
+    u.extend_from_slice(&[0, 10, 0, 0, b'h', b'i']);
+    ip6(src, dst, 17, 64, u, 6)
+}
+
+fn icmp6(src: &str, dst: &str, ty: u8, hop: u8, body: &[u8]) -> Vec<u8> {
+    let mut m = vec![ty, 0, 0, 0];
+    m.extend_from_slice(body);
+    ip6(src, dst, 58, hop, m, 2)
+}
+
+/// A neighbour solicitation from `src` with its link-layer address.
+fn ns6(src: &str, mac: [u8; 6]) -> Vec<u8> {
+    let mut body = vec![0u8; 4];
+    body.extend_from_slice(&a6("fe80::ff").octets());
+    body.extend_from_slice(&[1, 1]);
+    body.extend_from_slice(&mac);
+    eth(
+        [0x33, 0x33, 0xff, 0, 0, 0xff],
+        mac,
+        0x86dd,
+        &icmp6(src, "ff02::1:ff00:ff", 135, 255, &body),
+    )
+}
+
+#[test]
+fn ipv6_is_forwarded_and_filtered_by_the_image_firewall() {
+    use xenlet_router::route::RouteProto;
+    use xenlet_router::route6::{Ipv6Net, Route6};
+    const H6: &str = "2001:db8:1::100";
+    const FAR6: &str = "2001:db8:99::9";
+    let mut b = Box4::new(IMAGE_FIREWALL);
+    let net = |s: &str, p| Ipv6Net::new(a6(s), p).unwrap();
+    b.r.add_address6(LAN, net("2001:db8:1::1", 64)).unwrap();
+    b.r.add_address6(WAN, net("2001:db8:ff::2", 64)).unwrap();
+    b.r.add_route6(Route6 {
+        dest: net("::", 0),
+        gateway: Some(a6("fe80::1")),
+        ifc: WAN,
+        mtu: None,
+        metric: 1024,
+        proto: RouteProto::Dhcp,
+    })
+    .unwrap();
+    // the neighbours introduce themselves (from the WAN: Allow-ICMPv6-Input)
+    assert_eq!(
+        b.send_frame(WAN, ns6("fe80::1", GW_MAC)).0,
+        Disposition::Local
+    );
+    assert_eq!(b.send_frame(LAN, ns6(H6, HOST_MAC)).0, Disposition::Local);
+    // LAN -> internet and back
+    let (d, w) = b.send_frame(
+        LAN,
+        eth(MAC_LAN, HOST_MAC, 0x86dd, &udp6(H6, FAR6, 5000, 53)),
+    );
+    assert_eq!(d, Disposition::Forwarded);
+    assert_eq!((w.sent[0].0, &w.sent[0].1[..6]), (WAN, &GW_MAC[..]));
+    assert_eq!(w.ip(0)[7], 63);
+    let (d, w) = b.send_frame(WAN, eth(MAC_WAN, GW_MAC, 0x86dd, &udp6(FAR6, H6, 53, 5000)));
+    assert_eq!(d, Disposition::Forwarded);
+    assert_eq!((w.sent[0].0, &w.sent[0].1[..6]), (LAN, &HOST_MAC[..]));
+    assert_eq!(b.nf.count6(), 1);
+    assert_eq!(b.nf.count(), 0, "no IPv4 entry for it");
+    // a new flow from the WAN: the zone's REJECT, answered with port-unreachable
+    let (d, w) = b.send_frame(WAN, eth(MAC_WAN, GW_MAC, 0x86dd, &udp6(FAR6, H6, 53, 5001)));
+    assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
+    assert_eq!(w.sent.len(), 1);
+    assert_eq!((w.ip(0)[6], w.ip(0)[40], w.ip(0)[41]), (58, 1, 4));
+    // an echo request from the WAN: Allow-ICMPv6-Forward
+    let ping = icmp6(FAR6, H6, 128, 64, &[0, 1, 0, 1]);
+    let (d, _) = b.send_frame(WAN, eth(MAC_WAN, GW_MAC, 0x86dd, &ping));
+    assert_eq!(d, Disposition::Forwarded);
+    // UDP to the router itself from the WAN: the input chain's REJECT
+    let (d, _) = b.send_frame(
+        WAN,
+        eth(
+            MAC_WAN,
+            GW_MAC,
+            0x86dd,
+            &udp6(FAR6, "2001:db8:ff::2", 1, 22),
+        ),
+    );
+    assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
+    // DHCPv6 replies to the router's link-local address: Allow-DHCPv6
+    let (d, _) = b.send_frame(
+        WAN,
+        eth(
+            MAC_WAN,
+            GW_MAC,
+            0x86dd,
+            &udp6("fe80::1", "fe80::a1", 547, 546),
+        ),
+    );
+    assert_eq!(d, Disposition::Local);
+}
