@@ -210,6 +210,18 @@ impl PeerLimiter {
 
     /// Whether an ICMP (or ICMPv6) error may go to `peer` at `now`.
     pub fn allow(&mut self, peer: impl Into<IpAddr>, now: Millis) -> bool {
+        self.allow_every(peer, now, PEER_INTERVAL_MS)
+    }
+
+    /// [`PeerLimiter::allow`] with one error every `interval_ms` for a peer new to
+    /// its slot (Linux's `inet_peer_xrlim_allow` timeout; ICMPv6 scales it by the
+    /// route's prefix length).
+    pub fn allow_every(
+        &mut self,
+        peer: impl Into<IpAddr>,
+        now: Millis,
+        interval_ms: Millis,
+    ) -> bool {
         let peer = peer.into();
         let key = match peer {
             IpAddr::V4(a) => u32::from(a),
@@ -225,7 +237,7 @@ impl PeerLimiter {
         match slot {
             Some((ip, r)) if *ip == peer => r.allow(now),
             _ => {
-                let per_sec = (1000 / PEER_INTERVAL_MS) as u32;
+                let per_sec = u32::try_from(1000 / interval_ms.max(1)).unwrap_or(1000);
                 let mut r = RateLimiter::new(per_sec, PEER_BURST);
                 r.last = now;
                 let ok = r.allow(now);

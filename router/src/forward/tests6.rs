@@ -260,6 +260,13 @@ fn too_big_gets_packet_too_big_which_is_never_rate_limited() {
     }
     assert_eq!(icmp6_sent(&o).len(), 6);
     assert_eq!(r.stats().icmp_peer_limited, 194);
+    // then one every 250 ms (HOST is behind a /64: 1000 ms >> 2), as Linux
+    let mut o = Recorder::default();
+    for t in 1..=1000 {
+        let mut f = udp_frame(MAC0, HOST, NET, 1, 10);
+        run(&mut r, LAN, &mut f, t, &mut o);
+    }
+    assert_eq!(icmp6_sent(&o).len(), 4);
 }
 
 #[test]

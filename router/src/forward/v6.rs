@@ -42,6 +42,9 @@ use crate::route::{RouteError, RouteProto};
 use crate::route6::{Ipv6Net, Route6, Route6Table};
 use crate::{DropReason, HookVerdict, IfId, L4Hook, Meta, Millis};
 
+/// Linux's `net.ipv6.icmp.ratelimit` (ms).
+const PEER_INTERVAL6_MS: Millis = 1000;
+
 impl Router {
     /// Adds an IPv6 address to an interface, with its on-link route (unless a /128).
     /// An RA/SLAAC or DHCPv6-PD client calls this for the addresses it configures.
@@ -332,11 +335,11 @@ impl Router {
             return;
         }
         // back the way the packet came: a link-local source is on the input link
-        let (ifc, next_hop, mtu) = if ipv6::is_link_local(to) {
+        let (ifc, next_hop, mtu, plen) = if ipv6::is_link_local(to) {
             let Some(i) = self.ifaces.get(input) else {
                 return;
             };
-            (input, to, i.mtu())
+            (input, to, i.mtu(), 64)
         } else {
             let Some(r) = self.routes6.lookup(to).copied() else {
                 return;
@@ -345,7 +348,7 @@ impl Router {
                 return;
             };
             let mtu = r.mtu.map_or(i.mtu(), |m| m.min(i.mtu()));
-            (r.ifc, r.gateway.unwrap_or(to), mtu)
+            (r.ifc, r.gateway.unwrap_or(to), mtu, r.dest.prefix_len())
         };
         let Some(mac) = self.ifaces.get(ifc).map(|i| i.mac().0) else {
             return;
@@ -362,7 +365,11 @@ impl Router {
                 .unwrap_or_else(|| ipv6::link_local_of(mac))
         };
         if kind.is_rate_limited() {
-            if !self.icmp_peers.allow(to, now) {
+            // Linux's `icmpv6_xrlim_allow`: one a second (`icmpv6_time`) to a peer,
+            // more to peers behind wider prefixes: 1000 ms >> ((128 - plen) >> 5)
+            let shift = (128 - u32::from(plen.min(128))) >> 5;
+            let interval = PEER_INTERVAL6_MS >> shift;
+            if !self.icmp_peers.allow_every(to, now, interval) {
                 self.stats.icmp_peer_limited = self.stats.icmp_peer_limited.wrapping_add(1);
                 return;
             }
