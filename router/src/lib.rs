@@ -37,6 +37,7 @@ pub mod flow6;
 pub mod forward;
 pub mod frag;
 pub mod gso;
+pub mod gso6;
 pub mod icmp_error;
 pub mod icmpv6_error;
 pub mod iface;

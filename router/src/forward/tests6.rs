@@ -498,3 +498,49 @@ fn mutated_ipv6_frames_never_panic() {
         let _ = run(&mut r, LAN, &mut f, i, &mut o);
     }
 }
+
+#[test]
+fn an_ipv6_gso_packet_leaves_cut_to_the_mtu_or_gets_packet_too_big() {
+    let mut r = setup();
+    learn_all(&mut r);
+    let mut o = Recorder::default();
+    let payload: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
+    let seg = tcp6(HOST, NET, 40000, 443, 1, ACK | PSH, &[], &payload);
+    let mut f = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 6, 64, &seg));
+    let rx = RxMeta {
+        csum_partial: true,
+        gso_size: Some(1440),
+    };
+    assert_eq!(
+        r.input(LAN, &mut f, rx, 0, &mut NoHook, &mut o),
+        Disposition::Forwarded
+    );
+    assert_eq!(o.sent.len(), 3);
+    let mut data = Vec::new();
+    for (ifc, s, tx) in &o.sent {
+        assert_eq!((*ifc, tx.gso_size, tx.csum_partial), (WAN, None, false));
+        let ip = &s[14..];
+        let h = crate::ipv6::parse(ip).unwrap();
+        assert!(h.total_len <= 1500 && h.hop_limit == 63);
+        assert!(crate::ipv6::l4_checksum_ok(h.src, h.dst, 6, &ip[40..]));
+        data.extend_from_slice(&ip[60..]);
+    }
+    assert_eq!(data, payload);
+    // segments of 1300 bytes do not fit the DMZ's 1280
+    let seg = tcp6(HOST, DMZ_HOST, 40000, 443, 1, ACK, &[], &payload);
+    let mut f = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, DMZ_HOST, 6, 64, &seg));
+    let rx = RxMeta {
+        csum_partial: true,
+        gso_size: Some(1240),
+    };
+    let mut o = Recorder::default();
+    assert_eq!(
+        r.input(LAN, &mut f, rx, 0, &mut NoHook, &mut o),
+        Disposition::Dropped(DropReason::TooBig)
+    );
+    let sent = icmp6_sent(&o);
+    assert_eq!(
+        (sent[0].2, &sent[0].4[44..48]),
+        (2, &1280u32.to_be_bytes()[..])
+    );
+}

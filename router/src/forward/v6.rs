@@ -33,6 +33,7 @@ use smoltcp::wire::EthernetFrame;
 use super::{Disposition, Router, ETH_LEN};
 use crate::exthdr::{self, Upper};
 use crate::firewall::reject6;
+use crate::gso6;
 use crate::icmpv6_error::{self, Icmpv6Error};
 use crate::iface::IfError;
 use crate::ipv6;
@@ -207,12 +208,16 @@ impl Router {
             self.send_icmp6(Icmpv6Error::HopLimitExceeded, ifc, ip, now, out);
             return Err(DropReason::TtlExpired);
         }
-        if rx.gso_size.is_some() || (meta.csum_partial && !has_csum) {
-            // netback offers no IPv6 offload: a frame that has one is not ours to
-            // complete (no IPv6 segmentation here)
-            return Err(DropReason::Unsupported);
-        }
-        if h.total_len > usize::from(mtu) {
+        // a GSO packet (TCPv6 from a netfront) is judged by its segments' size
+        // (Linux's `ip6_pkt_too_big` with `skb_gso_validate_network_len`)
+        let seg_len = match rx.gso_size {
+            Some(0) => return Err(DropReason::Malformed),
+            Some(g) => {
+                gso6::tcp_headers_len(ip, &upper).ok_or(DropReason::Unsupported)? + usize::from(g)
+            }
+            None => h.total_len,
+        };
+        if seg_len > usize::from(mtu) {
             self.send_icmp6(Icmpv6Error::PacketTooBig { mtu }, ifc, ip, now, out);
             return Err(DropReason::TooBig);
         }
@@ -242,15 +247,37 @@ impl Router {
         let next_hop = route.gateway.unwrap_or(h.dst);
         let mac = self.resolve6(route.ifc, next_hop, now, out)?;
         fill_eth(frame, mac, out_mac);
-        let tx = TxMeta {
-            csum_partial: meta.csum_partial,
-            gso_size: None,
-        };
-        if out.send(route.ifc, frame, tx).is_err() {
-            self.stats.tx_full(route.ifc);
-            return Err(DropReason::TxFull);
+        let out_ifc = route.ifc;
+        if let Some(g) = rx.gso_size {
+            // the links' GSO is TCPv4: cut here, each segment with a full checksum
+            let Router { scratch, stats, .. } = self;
+            gso6::segment6(frame, &upper, g, scratch, |seg| {
+                let len = seg.len().saturating_sub(ETH_LEN);
+                if out.send(out_ifc, seg, TxMeta::default()).is_err() {
+                    stats.tx_full(out_ifc);
+                    return Err(DropReason::TxFull);
+                }
+                stats.tx(out_ifc, len);
+                Ok(())
+            })?;
+        } else {
+            let mut tx = TxMeta {
+                csum_partial: meta.csum_partial,
+                gso_size: None,
+            };
+            if meta.csum_partial && !has_csum {
+                let ip = frame.get_mut(ETH_LEN..).ok_or(DropReason::Malformed)?;
+                if !gso6::complete_partial6(ip, &upper) {
+                    return Err(DropReason::Unsupported);
+                }
+                tx.csum_partial = false;
+            }
+            if out.send(out_ifc, frame, tx).is_err() {
+                self.stats.tx_full(out_ifc);
+                return Err(DropReason::TxFull);
+            }
+            self.stats.tx(out_ifc, h.total_len);
         }
-        self.stats.tx(route.ifc, h.total_len);
         self.stats.rx(ifc, h.total_len);
         self.stats.ipv6_forwarded = self.stats.ipv6_forwarded.wrapping_add(1);
         Ok(Disposition::Forwarded)
