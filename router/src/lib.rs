@@ -1,4 +1,5 @@
-//! Xenlet's router: the IPv4 data path that sits in front of smoltcp.
+//! Xenlet's router: the IPv4 (and, once it has an IPv6 route, IPv6: see
+//! `forward/v6.rs`) data path that sits in front of smoltcp.
 //!
 //! smoltcp is an end host: it drops what is not addressed to it. Frames for the
 //! router itself (its addresses, broadcast, DHCP, DNS) still go to smoltcp; everything
