@@ -15,7 +15,10 @@
 //! ARP table there is no wait queue (a TCP SYN or a ping is retried by its sender).
 //! Advertisements overwrite the MAC (the override flag is not needed for an entry
 //! this table only caches); entries are never aged, only replaced by newer messages
-//! or evicted (oldest first) when the table is full.
+//! or evicted when the table is full: unresolved ones first, then the oldest
+//! resolved one not confirmed in the last 5 s (as the ARP table).
+//! Not done: Linux's reachability confirmation (REACHABLE/STALE/PROBE): a resolved
+//! entry is used until replaced.
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
@@ -34,6 +37,9 @@ pub const ROUTER_ADVERT: u8 = 134;
 pub const NEIGHBOUR_SOLICIT: u8 = 135;
 /// Neighbour advertisement.
 pub const NEIGHBOUR_ADVERT: u8 = 136;
+
+/// An entry confirmed this recently is never evicted for a new one.
+const KEEP_CONFIRMED_MS: Millis = 5_000;
 
 /// Length of an Ethernet header.
 const ETH_LEN: usize = 14;
@@ -189,11 +195,15 @@ impl Ndp {
             self.index.insert((ifc, ip), i);
             return Some(i);
         }
+        // a full table fails new resolutions, never working ones (the ARP table's
+        // rule): unresolved entries go first, oldest first; a resolved one only if
+        // not confirmed in the last 5 s. A sweep of a /64 cannot push the gateway out.
         let (i, old) = self
             .entries
             .iter()
             .enumerate()
-            .min_by_key(|(_, e)| e.updated)
+            .filter(|(_, e)| e.mac.is_none() || now.saturating_sub(e.updated) >= KEEP_CONFIRMED_MS)
+            .min_by_key(|(_, e)| (e.mac.is_some(), e.updated))
             .map(|(i, e)| (i, (e.ifc, e.ip)))?;
         self.index.remove(&old);
         *self.entries.get_mut(i)? = e;
@@ -410,7 +420,7 @@ mod tests {
         });
         for i in 0..10u16 {
             let a = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, i);
-            n.learn(IfId(0), a, MAC, Millis::from(i));
+            n.learn(IfId(0), a, MAC, Millis::from(i) * 10_000);
         }
         assert_eq!(n.entries.len(), 4);
         assert_eq!(n.index.len(), 4);
@@ -418,6 +428,40 @@ mod tests {
         assert_eq!(n.get(IfId(0), last), Some(MAC));
         let first = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0);
         assert_eq!(n.get(IfId(0), first), None);
+    }
+
+    #[test]
+    fn a_sweep_of_unknown_addresses_does_not_push_out_a_working_neighbour() {
+        let mut n = Ndp::new(NdpConfig {
+            capacity: 4,
+            ..NdpConfig::default()
+        });
+        let gw: Ipv6Addr = "fe80::1".parse().unwrap();
+        n.learn(IfId(0), gw, MAC, 0);
+        for i in 0..1000u16 {
+            let a = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 1, i);
+            n.resolve(IfId(0), a, 1000 + Millis::from(i));
+        }
+        assert_eq!(
+            n.get(IfId(0), gw),
+            Some(MAC),
+            "confirmed in the last 5 s: kept"
+        );
+        // an old resolved entry goes before a table of fresh ones refuses
+        let mut n = Ndp::new(NdpConfig {
+            capacity: 2,
+            ..NdpConfig::default()
+        });
+        n.learn(IfId(0), gw, MAC, 0);
+        n.learn(IfId(0), "fe80::2".parse().unwrap(), MAC, 100);
+        let new: Ipv6Addr = "fe80::3".parse().unwrap();
+        assert_eq!(
+            n.resolve(IfId(0), new, 200),
+            Lookup::Waiting,
+            "all fresh: refused"
+        );
+        assert_eq!(n.resolve(IfId(0), new, 10_000), Lookup::Solicit);
+        assert_eq!(n.get(IfId(0), gw), None, "the oldest went");
     }
 
     #[test]
