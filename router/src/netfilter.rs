@@ -136,6 +136,7 @@ struct Pending {
 pub struct Netfilter {
     ct: Conntrack,
     ct6: Conntrack<[u8; 16]>,
+    frags6: crate::fragcache6::FragCache6,
     masq: Vec<Masquerade>,
     ports: PortRange,
     dnat: Vec<Dnat>,
@@ -181,6 +182,7 @@ impl Netfilter {
                 config.timeouts,
                 config.hash_seed ^ 0x0006_0006_0006_0006,
             ),
+            frags6: crate::fragcache6::FragCache6::new(config.hash_seed ^ 0x6672_6167),
             masq: config.masquerade,
             ports: config.ports,
             dnat: config.dnat,

@@ -315,3 +315,30 @@ fn the_input_chain_takes_dhcpv6_to_a_link_local_address_from_the_wan() {
         HookVerdict::Accept
     );
 }
+
+#[test]
+fn later_fragments_follow_their_accepted_first_fragment() {
+    let mut n = nf();
+    // a DNS query out, then a reply in two fragments
+    assert_eq!(
+        fwd(&mut n, LAN, &udp(HOST, FAR, 5353, 53), 0),
+        HookVerdict::Accept
+    );
+    let reply = udp6(FAR, HOST, 53, 5353, &[7; 1400]);
+    let frag = |offset: u16, more: bool, id: u32, data: &[u8]| {
+        let mut rest = vec![17, 0];
+        rest.extend_from_slice(&((offset << 3) | u16::from(more)).to_be_bytes());
+        rest.extend_from_slice(&id.to_be_bytes());
+        rest.extend_from_slice(data);
+        ipv6(FAR, HOST, 44, 64, &rest)
+    };
+    let first = frag(0, true, 0xabcd, &reply[..1200]);
+    let second = frag(150, false, 0xabcd, &reply[1200..]);
+    assert_eq!(fwd(&mut n, WAN, &first, 1), HookVerdict::Accept);
+    assert_eq!(fwd(&mut n, WAN, &second, 2), HookVerdict::Accept);
+    // a later fragment of a datagram nobody let in: the rules (REJECT from the WAN)
+    let stray = frag(150, false, 0x1234, &reply[1200..]);
+    assert_eq!(fwd(&mut n, WAN, &stray, 2), REFUSED);
+    // nor once 60 s have passed
+    assert_eq!(fwd(&mut n, WAN, &second, 60_001), REFUSED);
+}

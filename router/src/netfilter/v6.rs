@@ -47,12 +47,37 @@ impl Netfilter {
         upper: &Upper,
         meta: &Meta,
     ) -> HookVerdict {
+        if ip.len() < ipv6::HEADER_LEN {
+            self.ct6.stats.malformed += 1;
+            return HookVerdict::Drop(DropReason::Malformed);
+        }
+        let now = meta.now;
+        let len = ip.len();
+        let (src, dst) = (ipv6::src(ip).octets(), ipv6::dst(ip).octets());
+        // a first fragment let through vouches for the rest of its datagram
+        let first_frag = upper
+            .fragment
+            .filter(|f| f.offset == 0 && f.more)
+            .map(|f| f.id);
+        let v = self.forward6_judged(ip, upper, meta, len, now);
+        if let (HookVerdict::Accept, Some(id)) = (v, first_frag) {
+            self.frags6.note(src, dst, id, now);
+        }
+        v
+    }
+
+    fn forward6_judged(
+        &mut self,
+        ip: &mut [u8],
+        upper: &Upper,
+        meta: &Meta,
+        len: usize,
+        now: crate::Millis,
+    ) -> HookVerdict {
         let Ok(kind) = flow6::parse(ip, upper) else {
             self.ct6.stats.malformed += 1;
             return HookVerdict::Drop(DropReason::Malformed);
         };
-        let now = meta.now;
-        let len = ip.len();
         let mut ct = CtState::New;
         let mut track_new = None;
         match kind {
@@ -98,7 +123,15 @@ impl Netfilter {
                 }
                 ct = CtState::Invalid;
             }
-            Kind6::LaterFragment | Kind6::Untracked => {}
+            Kind6::LaterFragment => {
+                let (src, dst) = (ipv6::src(ip).octets(), ipv6::dst(ip).octets());
+                let id = upper.fragment.map_or(0, |f| f.id);
+                if self.frags6.allows(src, dst, id, now) {
+                    self.ct6.stats.found += 1;
+                    return self.established(len);
+                }
+            }
+            Kind6::Untracked => {}
         }
         let verdict = match (self.firewall.as_mut(), meta.output) {
             (Some(fw), Some(out)) => {
