@@ -25,6 +25,7 @@ use alloc::vec::Vec;
 use core::net::Ipv6Addr;
 
 use crate::exthdr::Upper;
+use crate::icmp_error::RateLimiter;
 use crate::ipv4::put16;
 use crate::ipv6::{self, HEADER_LEN, PROTO_ICMPV6};
 use crate::{DropReason, IfId, Millis};
@@ -57,6 +58,9 @@ pub struct NdpConfig {
     pub retrans_ms: Millis,
     /// Solicitations before giving up (Linux `mcast_solicit`, 3).
     pub max_probes: u8,
+    /// Solicitations a second in all (a flood of packets to unknown addresses of an
+    /// on-link /64 must not become a flood of multicast solicitations).
+    pub solicits_per_sec: u32,
 }
 
 impl Default for NdpConfig {
@@ -65,6 +69,7 @@ impl Default for NdpConfig {
             capacity: 256,
             retrans_ms: 1000,
             max_probes: 3,
+            solicits_per_sec: 100,
         }
     }
 }
@@ -99,6 +104,8 @@ pub struct NdpStats {
     pub learnt: u64,
     /// ND messages refused by the RFC 4861 §7.1 checks.
     pub invalid: u64,
+    /// Solicitations not sent because of [`NdpConfig::solicits_per_sec`].
+    pub limited: u64,
 }
 
 /// The table.
@@ -108,6 +115,7 @@ pub struct Ndp {
     entries: Vec<Entry>,
     index: BTreeMap<(IfId, Ipv6Addr), usize>,
     stats: NdpStats,
+    limit: RateLimiter,
 }
 
 impl Ndp {
@@ -118,6 +126,7 @@ impl Ndp {
             entries: Vec::with_capacity(config.capacity),
             index: BTreeMap::new(),
             stats: NdpStats::default(),
+            limit: RateLimiter::new(config.solicits_per_sec, config.solicits_per_sec),
         }
     }
 
@@ -235,6 +244,10 @@ impl Ndp {
             e.probes = 0;
             e.last_probe = Some(now);
             return Lookup::Waiting;
+        }
+        if !self.limit.allow(now) {
+            self.stats.limited += 1;
+            return Lookup::Waiting; // tried again on the next packet
         }
         e.probes += 1;
         e.last_probe = Some(now);
@@ -462,6 +475,19 @@ mod tests {
         );
         assert_eq!(n.resolve(IfId(0), new, 10_000), Lookup::Solicit);
         assert_eq!(n.get(IfId(0), gw), None, "the oldest went");
+    }
+
+    #[test]
+    fn solicitations_are_limited_in_all() {
+        let mut n = Ndp::new(NdpConfig::default());
+        let sent = (0..1000u16)
+            .filter(|&i| {
+                let a = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 1, i);
+                n.resolve(IfId(0), a, 5000) == Lookup::Solicit
+            })
+            .count();
+        assert_eq!(sent, 100);
+        assert_eq!(n.stats().limited, 900);
     }
 
     #[test]

@@ -85,7 +85,7 @@ pub fn conntrack(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
             let nd = gw.router.ndp_stats();
             writeln!(
                 out,
-                "ipv6: live {} found {} new {} invalid {} refused {} evicted {} expired {} malformed {}, icmp related {}, icmp misdirected {}, icmp bad checksum {}, tcp out of window {}; forwarded {} bad extension headers {} icmpv6 errors {}; nd solicits {} learnt {} invalid {}",
+                "ipv6: live {} found {} new {} invalid {} refused {} evicted {} expired {} malformed {}, icmp related {}, icmp misdirected {}, icmp bad checksum {}, tcp out of window {}; forwarded {} bad extension headers {} icmpv6 errors {}; nd solicits {} limited {} learnt {} invalid {}",
                 gw.netfilter.count6(),
                 s6.found,
                 s6.new,
@@ -102,6 +102,7 @@ pub fn conntrack(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
                 r.ipv6_bad_exthdr,
                 r.icmp6_errors,
                 nd.solicits,
+                nd.limited,
                 nd.learnt,
                 nd.invalid
             )?;
