@@ -10,15 +10,15 @@
 //! know it sends a solicitation to the solicited-node multicast address (from the
 //! interface's link-local address, with its source link-layer option), at most one
 //! every [`NdpConfig::retrans_ms`] and [`NdpConfig::max_probes`] times before the
-//! entry is FAILED (Linux's `retrans_time_ms` and `mcast_solicit`). A packet whose
+//! entry is FAILED (Linux's `retrans_time_ms` and `mcast_solicit`). An entry not
+//! confirmed for [`NdpConfig::reachable_ms`] is still used but re-confirmed with
+//! unicast solicitations; unanswered, it is resolved afresh. A packet whose
 //! next hop is not resolved yet is dropped ([`DropReason::NoNeighbour`]): unlike the
 //! ARP table there is no wait queue (a TCP SYN or a ping is retried by its sender).
 //! Advertisements overwrite the MAC (the override flag is not needed for an entry
 //! this table only caches); entries are never aged, only replaced by newer messages
 //! or evicted when the table is full: unresolved ones first, then the oldest
 //! resolved one not confirmed in the last 5 s (as the ARP table).
-//! Not done: Linux's reachability confirmation (REACHABLE/STALE/PROBE): a resolved
-//! entry is used until replaced.
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
@@ -58,6 +58,9 @@ pub struct NdpConfig {
     pub retrans_ms: Millis,
     /// Solicitations before giving up (Linux `mcast_solicit`, 3).
     pub max_probes: u8,
+    /// How long a confirmed entry is used without asking again (Linux's
+    /// `base_reachable_time_ms`, 30 s).
+    pub reachable_ms: Millis,
     /// Solicitations a second in all (a flood of packets to unknown addresses of an
     /// on-link /64 must not become a flood of multicast solicitations).
     pub solicits_per_sec: u32,
@@ -69,6 +72,7 @@ impl Default for NdpConfig {
             capacity: 256,
             retrans_ms: 1000,
             max_probes: 3,
+            reachable_ms: 30_000,
             solicits_per_sec: 100,
         }
     }
@@ -91,6 +95,9 @@ pub enum Lookup {
     Known([u8; 6]),
     /// Not known: send a solicitation now (and drop the packet).
     Solicit,
+    /// Known but not confirmed lately: send the packet to this MAC, and a unicast
+    /// solicitation to it.
+    Probe([u8; 6]),
     /// Not known, a solicitation is out (or it failed): drop the packet.
     Waiting,
 }
@@ -226,11 +233,38 @@ impl Ndp {
             return Lookup::Waiting;
         };
         let (retrans, max) = (self.config.retrans_ms, self.config.max_probes);
+        let reachable = self.config.reachable_ms;
         let Some(e) = self.entries.get_mut(i) else {
             return Lookup::Waiting;
         };
         if let Some(mac) = e.mac {
-            return Lookup::Known(mac);
+            // confirmed lately: REACHABLE
+            if now.saturating_sub(e.updated) < reachable {
+                return Lookup::Known(mac);
+            }
+            // STALE: used, and re-confirmed by unicast solicitations (Linux's
+            // PROBE, without the DELAY no upper layer here could cut short); no
+            // answer to `max` of them and the entry is resolved afresh
+            let due = e
+                .last_probe
+                .is_none_or(|t| now >= t.saturating_add(retrans));
+            if !due {
+                return Lookup::Known(mac);
+            }
+            if e.probes >= max {
+                e.mac = None;
+                e.probes = 0;
+                e.last_probe = None;
+                return self.resolve(ifc, next_hop, now);
+            }
+            if !self.limit.allow(now) {
+                self.stats.limited += 1;
+                return Lookup::Known(mac);
+            }
+            e.probes += 1;
+            e.last_probe = Some(now);
+            self.stats.solicits += 1;
+            return Lookup::Probe(mac);
         }
         let due = e
             .last_probe
@@ -295,14 +329,22 @@ pub fn build_solicit(
     mac: [u8; 6],
     src: Ipv6Addr,
     target: Ipv6Addr,
+    unicast: Option<[u8; 6]>,
 ) -> Result<usize, DropReason> {
-    let dst = ipv6::solicited_node(target);
+    // to the solicited-node group, or straight to the MAC being re-confirmed
+    let (dst, dst_mac) = match unicast {
+        Some(m) => (target, m),
+        None => {
+            let g = ipv6::solicited_node(target);
+            (g, ipv6::multicast_mac(g))
+        }
+    };
     let f = buf.get_mut(..NS_FRAME_LEN).ok_or(DropReason::Malformed)?;
     f.fill(0);
     let (eth, ip) = f.split_at_mut(ETH_LEN);
     eth.get_mut(..6)
         .ok_or(DropReason::Malformed)?
-        .copy_from_slice(&ipv6::multicast_mac(dst));
+        .copy_from_slice(&dst_mac);
     eth.get_mut(6..12)
         .ok_or(DropReason::Malformed)?
         .copy_from_slice(&mac);
@@ -478,6 +520,29 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_not_confirmed_for_30_s_is_probed_by_unicast_then_dropped() {
+        let mut n = Ndp::new(NdpConfig::default());
+        let h: Ipv6Addr = "2001:db8::9".parse().unwrap();
+        n.learn(IfId(0), h, MAC, 0);
+        assert_eq!(n.resolve(IfId(0), h, 29_999), Lookup::Known(MAC));
+        assert_eq!(n.resolve(IfId(0), h, 30_000), Lookup::Probe(MAC));
+        assert_eq!(
+            n.resolve(IfId(0), h, 30_500),
+            Lookup::Known(MAC),
+            "still used"
+        );
+        // an answer makes it reachable again
+        n.learn(IfId(0), h, MAC, 30_600);
+        assert_eq!(n.resolve(IfId(0), h, 31_000), Lookup::Known(MAC));
+        // three unanswered probes and it is solicited afresh (multicast)
+        assert_eq!(n.resolve(IfId(0), h, 61_000), Lookup::Probe(MAC));
+        assert_eq!(n.resolve(IfId(0), h, 62_000), Lookup::Probe(MAC));
+        assert_eq!(n.resolve(IfId(0), h, 63_000), Lookup::Probe(MAC));
+        assert_eq!(n.resolve(IfId(0), h, 64_000), Lookup::Solicit);
+        assert_eq!(n.get(IfId(0), h), None);
+    }
+
+    #[test]
     fn solicitations_are_limited_in_all() {
         let mut n = Ndp::new(NdpConfig::default());
         let sent = (0..1000u16)
@@ -495,7 +560,7 @@ mod tests {
         let mut buf = [0u8; NS_FRAME_LEN];
         let src = ipv6::link_local_of(MAC);
         let t: Ipv6Addr = "2001:db8::1:2345:6789".parse().unwrap();
-        let n = build_solicit(&mut buf, MAC, src, t).unwrap();
+        let n = build_solicit(&mut buf, MAC, src, t, None).unwrap();
         let ip = &buf[ETH_LEN..n];
         assert_eq!(&buf[..6], &[0x33, 0x33, 0xff, 0x45, 0x67, 0x89]);
         let h = ipv6::parse(ip).unwrap();

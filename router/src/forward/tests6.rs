@@ -544,3 +544,24 @@ fn an_ipv6_gso_packet_leaves_cut_to_the_mtu_or_gets_packet_too_big() {
         (2, &1280u32.to_be_bytes()[..])
     );
 }
+
+#[test]
+fn a_next_hop_not_confirmed_for_30_s_is_probed_by_unicast_as_the_packet_goes() {
+    let mut r = setup();
+    learn_all(&mut r);
+    let mut o = Recorder::default();
+    let mut f = udp_frame(MAC0, HOST, NET, 64, 10);
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 31_000, &mut o),
+        Disposition::Forwarded
+    );
+    assert_eq!(o.sent.len(), 2);
+    let (ifc, ns, _) = &o.sent[0];
+    assert_eq!((*ifc, &ns[..6], ns[14 + 40]), (WAN, &GW_MAC[..], 135));
+    assert_eq!(
+        crate::ipv6::dst(&ns[14..]),
+        a(GW),
+        "unicast to the neighbour"
+    );
+    assert_eq!(&o.sent[1].1[..6], &GW_MAC);
+}

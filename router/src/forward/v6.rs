@@ -326,20 +326,36 @@ impl Router {
             Lookup::Known(mac) => Ok(mac),
             Lookup::Waiting => Err(DropReason::NoNeighbour),
             Lookup::Solicit => {
-                let mac = self
-                    .ifaces
-                    .get(ifc)
-                    .map(|i| i.mac().0)
-                    .ok_or(DropReason::NoNeighbour)?;
-                let src = ipv6::link_local_of(mac);
-                let mut buf = [0u8; ndp::NS_FRAME_LEN];
-                let n = ndp::build_solicit(&mut buf, mac, src, next_hop)?;
-                if let Some(f) = buf.get(..n) {
-                    if out.send(ifc, f, TxMeta::default()).is_err() {
-                        self.stats.tx_full(ifc);
-                    }
-                }
+                self.send_solicit(ifc, next_hop, None, out);
                 Err(DropReason::NoNeighbour)
+            }
+            Lookup::Probe(mac) => {
+                self.send_solicit(ifc, next_hop, Some(mac), out);
+                Ok(mac)
+            }
+        }
+    }
+
+    /// Sends a neighbour solicitation for `target` out of `ifc` (multicast, or
+    /// unicast to `to` to re-confirm it).
+    fn send_solicit<O: Output>(
+        &mut self,
+        ifc: IfId,
+        target: Ipv6Addr,
+        to: Option<[u8; 6]>,
+        out: &mut O,
+    ) {
+        let Some(mac) = self.ifaces.get(ifc).map(|i| i.mac().0) else {
+            return;
+        };
+        let src = ipv6::link_local_of(mac);
+        let mut buf = [0u8; ndp::NS_FRAME_LEN];
+        let Ok(n) = ndp::build_solicit(&mut buf, mac, src, target, to) else {
+            return;
+        };
+        if let Some(f) = buf.get(..n) {
+            if out.send(ifc, f, TxMeta::default()).is_err() {
+                self.stats.tx_full(ifc);
             }
         }
     }
