@@ -362,6 +362,9 @@ impl Gateway {
         }
         let mut netfilter = Netfilter::new(netfilter::Config {
             capacity: spec.conntrack_max.max(1),
+            // IPv6 flows in a table of their own, a quarter the size (176 bytes
+            // an entry against IPv4's 128; no NAT mappings)
+            capacity6: (spec.conntrack_max / 4).clamp(64, 4096),
             masquerade: masq,
             // clear of smoltcp's ephemeral ports (49152-65535), which the router's
             // own connections on the same address use

@@ -426,7 +426,11 @@ impl<A: CtAddr> Conntrack<A> {
             live: 0,
             cursor: 0,
             timeouts,
-            maps: Mappings::new(capacity, hash_seed ^ 0x6e61_7434_3400_0000),
+            // no NAT66: an IPv6 table holds no mapping
+            maps: Mappings::new(
+                if A::IS_V6 { 0 } else { capacity },
+                hash_seed ^ 0x6e61_7434_3400_0000,
+            ),
             stats: Stats::default(),
             tcp_be_liberal: false,
         }
