@@ -48,9 +48,18 @@ pub enum ExtError {
     Truncated,
     /// A hop-by-hop header that is not the first.
     HopByHopNotFirst,
-    /// A hop-by-hop option that is malformed, unknown with a discard action, or one
-    /// too many.
+    /// A hop-by-hop option that is malformed or one too many (Linux drops these
+    /// silently).
     BadOption,
+    /// An unknown hop-by-hop option whose action bits say discard (RFC 8200 §4.2):
+    /// `at` is its offset in the packet; `answer` whether a parameter problem is
+    /// due (actions `10`, and `11` unless the destination is multicast).
+    UnknownOption {
+        /// Offset of the option type from the start of the IPv6 header.
+        at: usize,
+        /// The action bits (1, 2 or 3).
+        action: u8,
+    },
 }
 
 impl ExtError {
@@ -127,7 +136,7 @@ pub fn walk(ip: &[u8], first: u8) -> Result<Upper, ExtError> {
                 if off != crate::ipv6::HEADER_LEN {
                     return Err(ExtError::HopByHopNotFirst);
                 }
-                check_hbh_options(hdr.get(2..).ok_or(ExtError::Truncated)?)?;
+                check_hbh_options(hdr.get(2..).ok_or(ExtError::Truncated)?, off + 2)?;
             }
             FRAGMENT => {
                 let fo = u16::from_be_bytes([
@@ -162,8 +171,9 @@ pub fn walk(ip: &[u8], first: u8) -> Result<Upper, ExtError> {
     }
 }
 
-/// The options of a hop-by-hop header (after its two first bytes).
-fn check_hbh_options(mut opts: &[u8]) -> Result<(), ExtError> {
+/// The options of a hop-by-hop header (after its two first bytes, which start at
+/// `at` in the packet).
+fn check_hbh_options(mut opts: &[u8], mut at: usize) -> Result<(), ExtError> {
     let mut count = 0;
     let mut pad = 0;
     while let Some(&t) = opts.first() {
@@ -191,10 +201,11 @@ fn check_hbh_options(mut opts: &[u8]) -> Result<(), ExtError> {
             // (Linux's `ip6_tlvopt_unknown`, which adds a parameter problem for
             // actions 10 and 11)
             if t >> 6 != 0 {
-                return Err(ExtError::BadOption);
+                return Err(ExtError::UnknownOption { at, action: t >> 6 });
             }
         }
         opts = opts.get(len..).unwrap_or(&[]);
+        at += len;
     }
     Ok(())
 }
@@ -290,9 +301,12 @@ mod tests {
         // Router Alert (MLD) is fine
         let p = packet(HOP_BY_HOP, &[58, 0, 5, 2, 0, 0, 1, 0]);
         assert_eq!(walk(&p, HOP_BY_HOP).unwrap().proto, 58);
-        // an unknown option with action 01 (discard)
-        let p = packet(HOP_BY_HOP, &[58, 0, 0x45, 2, 0, 0, 1, 0]);
-        assert_eq!(walk(&p, HOP_BY_HOP), Err(ExtError::BadOption));
+        // an unknown option with action 01 (discard), after a Pad1
+        let p = packet(HOP_BY_HOP, &[58, 0, 0, 0x45, 1, 0, 0, 0]);
+        assert_eq!(
+            walk(&p, HOP_BY_HOP),
+            Err(ExtError::UnknownOption { at: 43, action: 1 })
+        );
         // an option running past its header
         let p = packet(HOP_BY_HOP, &[58, 0, 5, 9, 0, 0, 1, 0]);
         assert_eq!(walk(&p, HOP_BY_HOP), Err(ExtError::BadOption));

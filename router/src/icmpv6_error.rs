@@ -45,6 +45,14 @@ pub enum Icmpv6Error {
     },
     /// Type 3 code 0: hop limit exceeded in transit.
     HopLimitExceeded,
+    /// Type 4 code 2: an unrecognised IPv6 option, at `pointer` in the packet.
+    UnknownOption {
+        /// Offset of the option in the packet.
+        pointer: u32,
+        /// The option's action bits were `10`: reported even to a multicast
+        /// destination (RFC 4443 §2.4 (e.3)).
+        to_multicast: bool,
+    },
 }
 
 impl Icmpv6Error {
@@ -58,6 +66,7 @@ impl Icmpv6Error {
             Icmpv6Error::PortUnreachable => (1, 4),
             Icmpv6Error::PacketTooBig { .. } => (2, 0),
             Icmpv6Error::HopLimitExceeded => (3, 0),
+            Icmpv6Error::UnknownOption { .. } => (4, 2),
         }
     }
 
@@ -75,6 +84,7 @@ impl Icmpv6Error {
             Icmpv6Error::AddressUnreachable => DropReason::NoNeighbour,
             Icmpv6Error::PacketTooBig { .. } => DropReason::TooBig,
             Icmpv6Error::HopLimitExceeded => DropReason::TtlExpired,
+            Icmpv6Error::UnknownOption { .. } => DropReason::Malformed,
         }
     }
 }
@@ -88,7 +98,15 @@ pub fn may_report(kind: Icmpv6Error, orig: &[u8]) -> bool {
     if h.src.is_unspecified() || h.src.is_multicast() {
         return false; // not one node's address
     }
-    if h.dst.is_multicast() && !matches!(kind, Icmpv6Error::PacketTooBig { .. }) {
+    let multicast_ok = matches!(
+        kind,
+        Icmpv6Error::PacketTooBig { .. }
+            | Icmpv6Error::UnknownOption {
+                to_multicast: true,
+                ..
+            }
+    );
+    if h.dst.is_multicast() && !multicast_ok {
         return false;
     }
     // never about an ICMPv6 error (Linux's `is_ineligible`: a chain it cannot walk
@@ -135,9 +153,14 @@ pub fn build(
     let (t, c) = kind.type_code();
     *icmp.first_mut()? = t;
     *icmp.get_mut(1)? = c;
-    if let Icmpv6Error::PacketTooBig { mtu } = kind {
-        icmp.get_mut(4..8)?
-            .copy_from_slice(&u32::from(mtu).to_be_bytes());
+    match kind {
+        Icmpv6Error::PacketTooBig { mtu } => icmp
+            .get_mut(4..8)?
+            .copy_from_slice(&u32::from(mtu).to_be_bytes()),
+        Icmpv6Error::UnknownOption { pointer, .. } => {
+            icmp.get_mut(4..8)?.copy_from_slice(&pointer.to_be_bytes())
+        }
+        _ => {}
     }
     icmp.get_mut(8..)?.copy_from_slice(orig.get(..quote_len)?);
     let s = ipv6::pseudo_header_sum(src, dst, PROTO_ICMPV6, l4_len);

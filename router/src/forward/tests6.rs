@@ -353,6 +353,26 @@ fn a_broken_extension_header_chain_is_dropped_and_counted() {
     );
     assert_eq!(r.stats().ipv6_bad_exthdr, 1);
     assert!(o.sent.is_empty());
+    // an unknown hop-by-hop option with action 10: a parameter problem pointing at it
+    let mut rest = vec![17, 0, 1, 0, 0x9e, 2, 0, 0];
+    rest.extend_from_slice(&udp6(HOST, NET, 1, 2, &[0; 4]));
+    let p = ipv6(HOST, NET, 0, 64, &rest);
+    let mut f = eth(MAC0, HOST_MAC, 0x86dd, &p);
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 0, &mut o),
+        Disposition::Dropped(DropReason::Malformed)
+    );
+    let sent = icmp6_sent(&o);
+    assert_eq!(sent.len(), 1);
+    let ip = &sent[0].4;
+    assert_eq!((ip[40], ip[41], &ip[44..48]), (4, 2, &[0u8, 0, 0, 44][..]));
+    // action 01: dropped without a word
+    let mut rest = vec![17, 0, 1, 0, 0x5e, 2, 0, 0];
+    rest.extend_from_slice(&udp6(HOST, NET, 1, 2, &[0; 4]));
+    let mut f = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 0, 64, &rest));
+    let mut o = Recorder::default();
+    run(&mut r, LAN, &mut f, 0, &mut o);
+    assert!(o.sent.is_empty());
     // a well-formed chain goes through
     let mut rest = vec![17, 0, 1, 4, 0, 0, 0, 0];
     rest.extend_from_slice(&udp6(HOST, NET, 1, 2, &[0; 4]));

@@ -153,6 +153,17 @@ impl Router {
             Ok(u) => u,
             Err(e) => {
                 self.stats.ipv6_bad_exthdr = self.stats.ipv6_bad_exthdr.wrapping_add(1);
+                // Linux's `ip6_tlvopt_unknown`: actions 10 and 11 answer with a
+                // parameter problem (11 not to a multicast destination)
+                if let exthdr::ExtError::UnknownOption { at, action } = e {
+                    if action >= 2 && (to_our_mac || action == 2) {
+                        let kind = Icmpv6Error::UnknownOption {
+                            pointer: u32::try_from(at).unwrap_or(u32::MAX),
+                            to_multicast: action == 2,
+                        };
+                        self.send_icmp6(kind, ifc, ip, now, out);
+                    }
+                }
                 return Err(e.reason());
             }
         };
