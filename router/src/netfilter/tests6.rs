@@ -342,3 +342,35 @@ fn later_fragments_follow_their_accepted_first_fragment() {
     // nor once 60 s have passed
     assert_eq!(fwd(&mut n, WAN, &second, 60_001), REFUSED);
 }
+
+#[test]
+fn mutated_ipv6_packets_never_panic_the_hooks() {
+    let mut n = nf();
+    let mut rng = crate::testutil::Rng(0x0bad_cafe_f00d_1234);
+    let inner = udp(HOST, FAR, 5353, 53);
+    let bases = [
+        tcp_ack(HOST, FAR, 5000, 443, 0x1000_0000, 0, SYN),
+        udp(HOST, FAR, 5353, 53),
+        icmp(HOST, FAR, 128, &[0, 7, 0, 1]),
+        icmp(HOP, HOST, 1, &[&[0u8; 4][..], &inner[..]].concat()),
+    ];
+    for i in 0..20_000u64 {
+        let mut p = bases[rng.below(bases.len())].clone();
+        for _ in 0..1 + rng.below(4) {
+            let at = rng.below(p.len());
+            p[at] = rng.next() as u8;
+        }
+        if i % 5 == 0 {
+            let keep = 40 + rng.below(p.len() - 40);
+            p.truncate(keep);
+        }
+        let Ok(u) = exthdr::walk(&p, p[6]) else {
+            continue;
+        };
+        let input = if i % 2 == 0 { LAN } else { WAN };
+        let out = if input == LAN { WAN } else { LAN };
+        let _ = n.forward6(&mut p, &u, &meta(input, Some(out), i));
+        let _ = n.input6(&p, Some(&u), &meta(input, None, i));
+    }
+    assert!(n.count6() <= 2048);
+}
