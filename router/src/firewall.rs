@@ -671,6 +671,11 @@ impl Firewall {
                 Some(ZoneSel::Zone(z)) => String::from(zone_name(rs, Some(z))),
             };
             let _ = write!(s, "{indent}# {} -> {}", r.name, dest);
+            match r.family {
+                RuleFamily::Any => {}
+                RuleFamily::Ipv4 => s.push_str(" meta nfproto ipv4"),
+                RuleFamily::Ipv6 => s.push_str(" meta nfproto ipv6"),
+            }
             if !r.protos.is_empty() {
                 let _ = write!(s, " proto {:?}", r.protos);
             }
