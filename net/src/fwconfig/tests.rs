@@ -419,7 +419,9 @@ fn wan_udp_gets_port_unreachable_and_ping_follows_allow_ping_across_a_reload() {
     assert_eq!(b.send(WAN, ping.clone()).0, Disposition::Local);
     let listing = b.nf.firewall().unwrap().listing();
     assert!(
-        listing.contains("# Allow-Ping -> router proto [1] accept counter packets 1 bytes 32"),
+        listing.contains(
+            "# Allow-Ping -> router meta nfproto ipv4 proto [1] accept counter packets 1 bytes 32"
+        ),
         "{listing}"
     );
     assert!(listing.contains("\t\tchain input_wan {\n"), "{listing}");
