@@ -37,7 +37,8 @@ fn read_config(package: &str) -> Option<Result<String, String>> {
 
 /// Conntrack entries for a heap of `heap_bytes`: OpenWrt's 16,384 when the heap is
 /// large, fewer in a small domain (an entry with its index slots is about 200 bytes;
-/// the table takes at most an eighth of the heap).
+/// the table takes at most an eighth of the heap; the IPv6 table, a quarter as many
+/// entries of about 240 bytes with their index, about a 27th more).
 pub fn conntrack_max(heap_bytes: usize) -> usize {
     (heap_bytes / 8 / 200).clamp(256, 16_384)
 }

@@ -4,8 +4,10 @@
 //! Zone `network`s are `/etc/config/network` interface names; the caller says which
 //! router interface ([`IfId`]) and device each one is ([`NetworkIface`]). The rest
 //! follows openwrt/firewall4 `root/usr/share/ucode/fw4.uc`: policies, `syn_flood`
-//! with `synflood_rate`/`synflood_burst`, rules (IPv4 part: `family ipv6` rules,
-//! IPv6 addresses and ICMPv6-only types are left out), `limit`/`limit_burst`
+//! with `synflood_rate`/`synflood_burst`, rules of both families (a rule's family is
+//! its `family`, narrowed by its addresses and ICMP type names as fw4 does; `proto
+//! icmp` is ICMPv6 too for IPv6; forwardings and redirects are IPv4's: `family
+//! ipv6` ones are left out), `limit`/`limit_burst`
 //! (nftables' default burst is 5), redirects with `target DNAT` (`dest_port`
 //! defaults to `src_dport`; `reflection` defaults on). What cannot be enforced is
 //! reported as a note, never silently widened: rules without `src` are output-chain
@@ -26,8 +28,8 @@ use core::net::IpAddr;
 
 use xenlet_router::firewall::ratelimit::Limit;
 use xenlet_router::firewall::ruleset::{
-    Defaults, Forwarding, IcmpMatch, Negate, Net4, PortRange, Redirect, Rule, Ruleset, Verdict,
-    Zone, ZoneSel,
+    Defaults, Forwarding, IcmpMatch, Negate, Net4, Net6, PortRange, Redirect, Rule, RuleFamily,
+    Ruleset, Verdict, Zone, ZoneSel,
 };
 use xenlet_router::IfId;
 use xenlet_uci::firewall::{
@@ -107,6 +109,25 @@ fn nets4(list: &[fw::IpNet]) -> Option<Vec<Net4>> {
                 prefix_len: n.prefix_len.min(32),
             }),
             IpAddr::V6(_) => None,
+        })
+        .collect();
+    if v.is_empty() && !list.is_empty() {
+        None
+    } else {
+        Some(v)
+    }
+}
+
+/// The IPv6 prefixes of `list`: `None` if it has addresses but no IPv6 one.
+fn nets6(list: &[fw::IpNet]) -> Option<Vec<Net6>> {
+    let v: Vec<Net6> = list
+        .iter()
+        .filter_map(|n| match n.addr {
+            IpAddr::V6(a) => Some(Net6 {
+                addr: a.octets(),
+                prefix_len: n.prefix_len.min(128),
+            }),
+            IpAddr::V4(_) => None,
         })
         .collect();
     if v.is_empty() && !list.is_empty() {
@@ -215,51 +236,78 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             ));
             continue;
         };
-        if r.family == Family::Ipv6 {
-            continue;
-        }
-        // IPv6 addresses only: an IPv6 rule (but "anything except these IPv6
-        // addresses" is every IPv4 address)
-        let v4 = |l: &[fw::IpNet], neg: bool| match nets4(l) {
-            Some(v) => Some(v),
-            None if neg => Some(Vec::new()),
-            None => None,
+        // The family, narrowed as fw4 does: addresses of one family only, or ICMP
+        // type names that exist in one family only, make the rule that family's
+        // (and a rule whose addresses are all of the other family is left out).
+        let (src4, src6) = (nets4(&r.src_ip), nets6(&r.src_ip));
+        let (dest4, dest6) = (nets4(&r.dest_ip), nets6(&r.dest_ip));
+        let icmp_of = |f: fn(&fw::IcmpType) -> Option<fw::IcmpMatch>| -> Vec<IcmpMatch> {
+            r.icmp_type
+                .iter()
+                .filter_map(f)
+                .map(|m| IcmpMatch {
+                    ty: m.ty,
+                    code_min: m.code_min,
+                    code_max: m.code_max,
+                })
+                .collect()
         };
-        let (Some(src_ip), Some(dest_ip)) =
-            (v4(&r.src_ip, r.src_ip_neg), v4(&r.dest_ip, r.dest_ip_neg))
-        else {
-            continue;
+        let icmp_type = icmp_of(|t| t.v4);
+        let icmp6_type = icmp_of(|t| t.v6);
+        let has_icmp = !r.icmp_type.is_empty();
+        let may4 = r.family != Family::Ipv6
+            && (src4.is_some() || r.src_ip_neg)
+            && (dest4.is_some() || r.dest_ip_neg)
+            && (!has_icmp || !icmp_type.is_empty());
+        let may6 = r.family != Family::Ipv4
+            && (src6.is_some() || r.src_ip_neg)
+            && (dest6.is_some() || r.dest_ip_neg)
+            && (!has_icmp || !icmp6_type.is_empty());
+        let family = match (may4, may6) {
+            (true, true) => RuleFamily::Any,
+            (true, false) => RuleFamily::Ipv4,
+            (false, true) => RuleFamily::Ipv6,
+            (false, false) => continue,
         };
+        // each family's part only
+        let icmp_type = if family == RuleFamily::Ipv6 {
+            Vec::new()
+        } else {
+            icmp_type
+        };
+        let icmp6_type = if family == RuleFamily::Ipv4 {
+            Vec::new()
+        } else {
+            icmp6_type
+        };
+        let (src_ip, dest_ip) = (src4.unwrap_or_default(), dest4.unwrap_or_default());
+        let (src_ip6, dest_ip6) = (src6.unwrap_or_default(), dest6.unwrap_or_default());
         let negate = Negate {
-            src_ip: r.src_ip_neg && !src_ip.is_empty(),
-            dest_ip: r.dest_ip_neg && !dest_ip.is_empty(),
+            src_ip: r.src_ip_neg && !(src_ip.is_empty() && src_ip6.is_empty()),
+            dest_ip: r.dest_ip_neg && !(dest_ip.is_empty() && dest_ip6.is_empty()),
             src_port: r.src_port_neg,
             dest_port: r.dest_port_neg,
         };
-        let icmp_type: Vec<IcmpMatch> = r
-            .icmp_type
-            .iter()
-            .filter_map(|t| t.v4)
-            .map(|m| IcmpMatch {
-                ty: m.ty,
-                code_min: m.code_min,
-                code_max: m.code_max,
-            })
-            .collect();
-        if icmp_type.is_empty() && !r.icmp_type.is_empty() {
-            continue; // ICMPv6 types only
+        // fw4: `proto icmp` is ICMPv6 too for a rule that applies to IPv6
+        let mut protos = protos(&r.proto);
+        if family != RuleFamily::Ipv4 && protos.contains(&1) && !protos.contains(&58) {
+            protos.push(58);
         }
         rules.push(Rule {
             name: r.name.clone().unwrap_or_else(|| format!("@rule[{i}]")),
             src,
             dest,
-            protos: protos(&r.proto),
+            protos,
             src_ip,
             src_mac: r.src_mac.clone(),
             dest_ip,
             src_port: ports(&r.src_port),
             dest_port: ports(&r.dest_port),
             icmp_type,
+            family,
+            src_ip6,
+            dest_ip6,
+            icmp6_type,
             target: verdict(r.target),
             limit: r.limit.map(|l| limit(l, r.limit_burst.unwrap_or(5))),
             negate,

@@ -362,6 +362,9 @@ impl Gateway {
         }
         let mut netfilter = Netfilter::new(netfilter::Config {
             capacity: spec.conntrack_max.max(1),
+            // IPv6 flows in a table of their own, a quarter the size (176 bytes
+            // an entry against IPv4's 128; no NAT mappings)
+            capacity6: (spec.conntrack_max / 4).clamp(64, 4096),
             masquerade: masq,
             // clear of smoltcp's ephemeral ports (49152-65535), which the router's
             // own connections on the same address use
@@ -619,13 +622,20 @@ impl Gateway {
     ) -> Result<usize, core::fmt::Error> {
         let mut n = 0;
         let mut r = Ok(());
-        self.netfilter
-            .for_each(u64::try_from(now_ms).unwrap_or(0), |e| {
-                if r.is_ok() {
-                    r = writeln!(out, "{e}");
-                    n += 1;
-                }
-            });
+        let now = u64::try_from(now_ms).unwrap_or(0);
+        self.netfilter.for_each(now, |e| {
+            if r.is_ok() {
+                r = writeln!(out, "{e}");
+                n += 1;
+            }
+        });
+        // then the IPv6 table (conntrack -L lists both families)
+        self.netfilter.for_each6(now, |e| {
+            if r.is_ok() {
+                r = writeln!(out, "{e}");
+                n += 1;
+            }
+        });
         r.map(|()| n)
     }
 }

@@ -140,10 +140,49 @@ pub mod status {
     pub const DST_NAT: u8 = 1 << 3;
 }
 
+/// An address conntrack keys flows by: IPv4 (`[u8; 4]`) or IPv6 (`[u8; 16]`).
+pub trait CtAddr: Copy + Eq + fmt::Debug {
+    /// The all-zero address (free entries).
+    const ZERO: Self;
+    /// The first word of a tuple's hash key (the second holds ports and protocol).
+    fn key(src: &Self, dst: &Self, hasher: &Hasher) -> u64;
+    /// Prints the address as `conntrack -L` does.
+    fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+    /// Whether the address is IPv6.
+    const IS_V6: bool;
+}
+
+impl CtAddr for [u8; 4] {
+    const ZERO: Self = [0; 4];
+    const IS_V6: bool = false;
+    fn key(src: &Self, dst: &Self, _: &Hasher) -> u64 {
+        (u64::from(u32::from_be_bytes(*src)) << 32) | u64::from(u32::from_be_bytes(*dst))
+    }
+    fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", Dotted(*self))
+    }
+}
+
+impl CtAddr for [u8; 16] {
+    const ZERO: Self = [0; 16];
+    const IS_V6: bool = true;
+    /// Both addresses through the keyed hash: a fold of 256 bits into 64 an outsider
+    /// could aim at one index slot with.
+    fn key(src: &Self, dst: &Self, hasher: &Hasher) -> u64 {
+        let (s, d) = (u128::from_be_bytes(*src), u128::from_be_bytes(*dst));
+        let hs = hasher.hash((s >> 64) as u64, s as u64);
+        let hd = hasher.hash((d >> 64) as u64, d as u64);
+        hs ^ hd.rotate_left(32)
+    }
+    fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", core::net::Ipv6Addr::from(*self))
+    }
+}
+
 /// One tracked flow.
 #[derive(Clone, Copy, Debug)]
-pub struct Entry {
-    tuples: [Tuple; 2],
+pub struct Entry<A = [u8; 4]> {
+    tuples: [Tuple<A>; 2],
     tcp: TcpState,
     win: window::Window,
     deadline: Millis,
@@ -158,17 +197,17 @@ pub struct Entry {
     next: u32,
 }
 
-const UNUSED_TUPLE: Tuple = Tuple {
-    src: [0; 4],
-    dst: [0; 4],
-    sport: 0,
-    dport: 0,
-    proto: Proto::Other(0),
-};
+impl<A: CtAddr> Entry<A> {
+    const UNUSED_TUPLE: Tuple<A> = Tuple {
+        src: A::ZERO,
+        dst: A::ZERO,
+        sport: 0,
+        dport: 0,
+        proto: Proto::Other(0),
+    };
 
-impl Entry {
-    const FREE: Entry = Entry {
-        tuples: [UNUSED_TUPLE; 2],
+    const FREE: Entry<A> = Entry {
+        tuples: [Self::UNUSED_TUPLE; 2],
         tcp: TcpState::None,
         win: window::Window::NEW,
         deadline: 0,
@@ -184,7 +223,7 @@ impl Entry {
 
     /// The tuple of a direction: ORIGINAL as the first packet looked, REPLY as the
     /// answers look on the wire (after NAT).
-    pub fn tuple(&self, dir: Dir) -> &Tuple {
+    pub fn tuple(&self, dir: Dir) -> &Tuple<A> {
         &self.tuples[dir.index()]
     }
 
@@ -225,35 +264,41 @@ impl Entry {
 
 /// An entry with the time it is shown at: [`fmt::Display`] prints it as Linux's
 /// `conntrack -L` does (with accounting on, as OpenWrt sets `nf_conntrack_acct=1`).
-pub struct EntryView<'a> {
+pub struct EntryView<'a, A = [u8; 4]> {
     /// The entry.
-    pub entry: &'a Entry,
+    pub entry: &'a Entry<A>,
     /// Now (for the seconds left).
     pub now: Millis,
 }
 
-fn fmt_tuple(f: &mut fmt::Formatter<'_>, t: &Tuple) -> fmt::Result {
-    write!(f, "src={} dst={} ", Dotted(t.src), Dotted(t.dst))?;
+fn fmt_tuple<A: CtAddr>(f: &mut fmt::Formatter<'_>, t: &Tuple<A>) -> fmt::Result {
+    f.write_str("src=")?;
+    t.src.show(f)?;
+    f.write_str(" dst=")?;
+    t.dst.show(f)?;
+    f.write_str(" ")?;
+    let (req, rep) = if A::IS_V6 { (128, 129) } else { (8, 0) };
     match t.proto {
         Proto::Tcp | Proto::Udp => write!(f, "sport={} dport={} ", t.sport, t.dport),
-        Proto::IcmpEchoRequest => write!(f, "type=8 code=0 id={} ", t.sport),
-        Proto::IcmpEchoReply => write!(f, "type=0 code=0 id={} ", t.dport),
+        Proto::IcmpEchoRequest => write!(f, "type={req} code=0 id={} ", t.sport),
+        Proto::IcmpEchoReply => write!(f, "type={rep} code=0 id={} ", t.dport),
         Proto::Other(_) => Ok(()),
     }
 }
 
-impl fmt::Display for EntryView<'_> {
+impl<A: CtAddr> fmt::Display for EntryView<'_, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let e = self.entry;
         let o = &e.tuples[0];
-        let name = match o.proto {
-            Proto::Tcp => "tcp",
-            Proto::Udp => "udp",
-            Proto::IcmpEchoRequest | Proto::IcmpEchoReply => "icmp",
-            Proto::Other(_) => "unknown",
+        let (name, number) = match o.proto {
+            Proto::Tcp => ("tcp", 6),
+            Proto::Udp => ("udp", 17),
+            Proto::IcmpEchoRequest | Proto::IcmpEchoReply if A::IS_V6 => ("icmpv6", 58),
+            Proto::IcmpEchoRequest | Proto::IcmpEchoReply => ("icmp", 1),
+            Proto::Other(n) => ("unknown", n),
         };
         let secs = e.deadline.saturating_sub(self.now) / 1000;
-        write!(f, "{name:<8} {} {secs} ", o.proto.number())?;
+        write!(f, "{name:<8} {number} {secs} ")?;
         if let Some(s) = e.tcp_state() {
             write!(f, "{} ", s.name())?;
         }
@@ -335,8 +380,8 @@ pub(crate) enum Track {
 }
 
 /// The connection-tracking table.
-pub struct Conntrack {
-    entries: Vec<Entry>,
+pub struct Conntrack<A = [u8; 4]> {
+    entries: Vec<Entry<A>>,
     free: Vec<u32>,
     index: Index,
     hasher: Hasher,
@@ -357,15 +402,15 @@ pub struct Conntrack {
 const EVICT_LOOKAHEAD: usize = 8;
 const INSERT_EXPIRE_BUDGET: usize = 32;
 
-fn tuple_key(t: &Tuple) -> (u64, u64) {
-    let a = (u64::from(u32::from_be_bytes(t.src)) << 32) | u64::from(u32::from_be_bytes(t.dst));
+fn tuple_key<A: CtAddr>(t: &Tuple<A>, hasher: &Hasher) -> (u64, u64) {
+    let a = A::key(&t.src, &t.dst, hasher);
     let b = (u64::from(t.sport) << 32) | (u64::from(t.dport) << 16) | u64::from(t.proto.code());
     (a, b)
 }
 
-impl Conntrack {
+impl<A: CtAddr> Conntrack<A> {
     /// A table of `capacity` entries (at least 1), its index keyed by `hash_seed`.
-    pub fn new(capacity: usize, timeouts: Timeouts, hash_seed: u64) -> Conntrack {
+    pub fn new(capacity: usize, timeouts: Timeouts, hash_seed: u64) -> Conntrack<A> {
         let capacity = capacity.clamp(1, (u32::MAX / 4) as usize);
         let mut entries = Vec::with_capacity(capacity);
         entries.resize(capacity, Entry::FREE);
@@ -381,7 +426,11 @@ impl Conntrack {
             live: 0,
             cursor: 0,
             timeouts,
-            maps: Mappings::new(capacity, hash_seed ^ 0x6e61_7434_3400_0000),
+            // no NAT66: an IPv6 table holds no mapping
+            maps: Mappings::new(
+                if A::IS_V6 { 0 } else { capacity },
+                hash_seed ^ 0x6e61_7434_3400_0000,
+            ),
             stats: Stats::default(),
             tcp_be_liberal: false,
         }
@@ -413,14 +462,14 @@ impl Conntrack {
         &self.timeouts
     }
 
-    fn hash(&self, t: &Tuple) -> u64 {
-        let (a, b) = tuple_key(t);
+    fn hash(&self, t: &Tuple<A>) -> u64 {
+        let (a, b) = tuple_key(t, &self.hasher);
         self.hasher.hash(a, b)
     }
 
     /// The live entry and direction a tuple belongs to, reclaiming it instead if it
     /// has expired.
-    pub fn lookup(&mut self, t: &Tuple, now: Millis) -> Option<(u32, Dir)> {
+    pub fn lookup(&mut self, t: &Tuple<A>, now: Millis) -> Option<(u32, Dir)> {
         let h = self.hash(t);
         let entries = &self.entries;
         let v = self.index.find(h, |v| {
@@ -444,7 +493,7 @@ impl Conntrack {
 
     /// Whether an entry (live, or expired and not reclaimed yet) has this tuple in
     /// either direction.
-    pub(crate) fn contains(&self, t: &Tuple) -> bool {
+    pub(crate) fn contains(&self, t: &Tuple<A>) -> bool {
         let entries = &self.entries;
         self.index
             .find(self.hash(t), |v| {
@@ -455,7 +504,7 @@ impl Conntrack {
 
     /// The entry a tuple belongs to (either direction), without reclaiming it if it
     /// has expired.
-    pub fn lookup_view(&self, t: &Tuple) -> Option<&Entry> {
+    pub fn lookup_view(&self, t: &Tuple<A>) -> Option<&Entry<A>> {
         let entries = &self.entries;
         let v = self.index.find(self.hash(t), |v| {
             entries[(v >> 1) as usize].tuples[(v & 1) as usize] == *t
@@ -464,7 +513,7 @@ impl Conntrack {
     }
 
     /// The entry in `slot`, if it is in use.
-    pub fn get(&self, slot: u32) -> Option<&Entry> {
+    pub fn get(&self, slot: u32) -> Option<&Entry<A>> {
         self.entries.get(slot as usize).filter(|e| e.in_use)
     }
 
@@ -527,7 +576,8 @@ impl Conntrack {
             let h = self.hash(&e.tuples[dir as usize]);
             let (entries, hasher) = (&self.entries, &self.hasher);
             let hash_of = |v: u32| {
-                let (a, b) = tuple_key(&entries[(v >> 1) as usize].tuples[(v & 1) as usize]);
+                let (a, b) =
+                    tuple_key(&entries[(v >> 1) as usize].tuples[(v & 1) as usize], hasher);
                 hasher.hash(a, b)
             };
             let removed = self.index.remove(h, (slot << 1) | dir, hash_of);
@@ -604,8 +654,8 @@ impl Conntrack {
     /// released).
     pub(crate) fn insert(
         &mut self,
-        original: Tuple,
-        reply: Tuple,
+        original: Tuple<A>,
+        reply: Tuple<A>,
         nat: u8,
         masq: Option<IfId>,
         mapping: Option<u32>,
@@ -768,7 +818,7 @@ impl Conntrack {
 
     /// Calls `f` on each live entry (expired ones not yet reclaimed are skipped), in
     /// slot order.
-    pub fn for_each(&self, now: Millis, mut f: impl FnMut(EntryView<'_>)) {
+    pub fn for_each(&self, now: Millis, mut f: impl FnMut(EntryView<'_, A>)) {
         for e in self.entries.iter().filter(|e| e.in_use && e.deadline > now) {
             f(EntryView { entry: e, now });
         }

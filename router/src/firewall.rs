@@ -39,6 +39,7 @@ pub mod local;
 pub mod packet;
 pub mod ratelimit;
 pub mod reject;
+pub mod reject6;
 pub mod ruleset;
 
 use alloc::collections::VecDeque;
@@ -53,7 +54,7 @@ use dnat::Dnat;
 use local::LocalFlows;
 use packet::Packet;
 use ratelimit::{Bucket, Limit};
-use ruleset::{Rule, Ruleset, RulesetError, Verdict, ZoneId, ZoneSel};
+use ruleset::{Rule, RuleFamily, Ruleset, RulesetError, Verdict, ZoneId, ZoneSel};
 
 /// What conntrack knows of a packet, when the filter looks at it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -373,7 +374,16 @@ impl Firewall {
         if !r.protos.is_empty() && !r.protos.contains(&p.proto) {
             return false;
         }
+        if let Some(v6) = p.v6 {
+            return Self::rule_matches6(r, p, v6);
+        }
         let neg = r.negate;
+        if r.family == RuleFamily::Ipv6
+            || (!r.src_ip6.is_empty() && r.src_ip.is_empty() && !neg.src_ip)
+            || (!r.dest_ip6.is_empty() && r.dest_ip.is_empty() && !neg.dest_ip)
+        {
+            return false;
+        }
         if !r.src_ip.is_empty() && r.src_ip.iter().any(|n| n.contains(p.src)) == neg.src_ip {
             return false;
         }
@@ -406,6 +416,54 @@ impl Firewall {
             {
                 return false;
             }
+        }
+        true
+    }
+
+    /// [`Self::rule_matches`] for an IPv6 packet (protocols already matched).
+    fn rule_matches6(r: &Rule, p: &Packet, (src, dst): ([u8; 16], [u8; 16])) -> bool {
+        // IPv4 addresses only: an IPv4 rule (fw4 narrows the family so)
+        let neg = r.negate;
+        if r.family == RuleFamily::Ipv4
+            || (!r.src_ip.is_empty() && r.src_ip6.is_empty() && !neg.src_ip)
+            || (!r.dest_ip.is_empty() && r.dest_ip6.is_empty() && !neg.dest_ip)
+        {
+            return false;
+        }
+        if !r.src_ip6.is_empty() && r.src_ip6.iter().any(|n| n.contains(src)) == neg.src_ip {
+            return false;
+        }
+        if !r.dest_ip6.is_empty() && r.dest_ip6.iter().any(|n| n.contains(dst)) == neg.dest_ip {
+            return false;
+        }
+        if !r.src_mac.is_empty() && !p.src_mac.is_some_and(|m| r.src_mac.contains(&m)) {
+            return false;
+        }
+        if !r.src_port.is_empty() || !r.dest_port.is_empty() {
+            let Some((s, d)) = p.ports else {
+                return false;
+            };
+            if !r.src_port.is_empty() && r.src_port.iter().any(|x| x.contains(s)) == neg.src_port {
+                return false;
+            }
+            if !r.dest_port.is_empty() && r.dest_port.iter().any(|x| x.contains(d)) == neg.dest_port
+            {
+                return false;
+            }
+        }
+        if !r.icmp6_type.is_empty() {
+            let Some((t, c)) = p.icmp else {
+                return false;
+            };
+            if !r
+                .icmp6_type
+                .iter()
+                .any(|m| m.ty == t && m.code_min <= c && c <= m.code_max)
+            {
+                return false;
+            }
+        } else if !r.icmp_type.is_empty() {
+            return false; // ICMP (IPv4) types only
         }
         true
     }
@@ -613,6 +671,11 @@ impl Firewall {
                 Some(ZoneSel::Zone(z)) => String::from(zone_name(rs, Some(z))),
             };
             let _ = write!(s, "{indent}# {} -> {}", r.name, dest);
+            match r.family {
+                RuleFamily::Any => {}
+                RuleFamily::Ipv4 => s.push_str(" meta nfproto ipv4"),
+                RuleFamily::Ipv6 => s.push_str(" meta nfproto ipv6"),
+            }
             if !r.protos.is_empty() {
                 let _ = write!(s, " proto {:?}", r.protos);
             }
@@ -782,13 +845,22 @@ impl Firewall {
         if let Some(o) = output {
             let _ = write!(s, " OUT={}", self.iface_name(o));
         }
-        let _ = write!(
-            s,
-            " SRC={} DST={} LEN={}",
-            Ipv4Addr::from(p.src),
-            Ipv4Addr::from(p.dst),
-            p.len
-        );
+        let _ = match p.v6 {
+            Some((a, b)) => write!(
+                s,
+                " SRC={} DST={} LEN={}",
+                core::net::Ipv6Addr::from(a),
+                core::net::Ipv6Addr::from(b),
+                p.len
+            ),
+            None => write!(
+                s,
+                " SRC={} DST={} LEN={}",
+                Ipv4Addr::from(p.src),
+                Ipv4Addr::from(p.dst),
+                p.len
+            ),
+        };
         match p.proto_name() {
             "" => {
                 let _ = write!(s, " PROTO={}", p.proto);

@@ -96,12 +96,13 @@ impl Proto {
 }
 
 /// A connection tuple: one direction of a flow as its packets look on the wire.
+/// `A` is the address: `[u8; 4]` for IPv4, `[u8; 16]` for IPv6 ([`Tuple6`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Tuple {
+pub struct Tuple<A = [u8; 4]> {
     /// Source address.
-    pub src: [u8; 4],
+    pub src: A,
     /// Destination address.
-    pub dst: [u8; 4],
+    pub dst: A,
     /// Source port (TCP/UDP), or the echo identifier of a request.
     pub sport: u16,
     /// Destination port (TCP/UDP), or the echo identifier of a reply.
@@ -110,9 +111,13 @@ pub struct Tuple {
     pub proto: Proto,
 }
 
-impl Tuple {
+/// An IPv6 connection tuple (ICMPv6 echo uses [`Proto::IcmpEchoRequest`] and
+/// [`Proto::IcmpEchoReply`] as ICMP echo does).
+pub type Tuple6 = Tuple<[u8; 16]>;
+
+impl<A: Copy> Tuple<A> {
     /// The tuple of the packets going the other way.
-    pub fn invert(&self) -> Tuple {
+    pub fn invert(&self) -> Tuple<A> {
         Tuple {
             src: self.dst,
             dst: self.src,
@@ -160,7 +165,7 @@ pub struct TcpInfo {
 /// What the TCP options of a segment say to window tracking: (window scale on a
 /// SYN, SACK permitted on a SYN, highest SACK right edge). A malformed option list
 /// ends the walk (what was read counts), as Linux's `tcp_options`.
-fn tcp_options(opts: &[u8], syn: bool) -> (Option<u8>, bool, Option<u32>) {
+pub(crate) fn tcp_options(opts: &[u8], syn: bool) -> (Option<u8>, bool, Option<u32>) {
     let (mut wscale, mut sack_perm, mut edge) = (None, false, None::<u32>);
     let mut i = 0;
     while let Some(&kind) = opts.get(i) {

@@ -34,10 +34,13 @@ use crate::checksum;
 use crate::defrag::{self, Defrag, DefragConfig, DefragStats, Reassembler};
 use crate::firewall::reject;
 use crate::icmp_error::{self, IcmpError, PeerLimiter, RateLimiter};
+use crate::icmpv6_error;
 use crate::iface::{IfConfig, IfError, Interfaces};
 use crate::ipv4::{self, be16, put16};
+use crate::ndp::{Ndp, NdpConfig};
 use crate::neigh::{NeighConfig, NeighLine, NeighTable, Resolution};
 use crate::route::{Ipv4Net, Route, RouteError, RouteLine, RouteProto, RouteTable};
+use crate::route6::{Addrs6, Route6Table};
 use crate::stats::Stats;
 use crate::{frag, gso, mss};
 use crate::{DropReason, HookVerdict, IfId, L4Hook, Meta, Millis};
@@ -89,6 +92,10 @@ pub struct RouterConfig {
     pub icmp_peer_seed: u32,
     /// Reassembly limits.
     pub defrag: DefragConfig,
+    /// IPv6 routes.
+    pub routes6: usize,
+    /// The IPv6 next-hop neighbour table.
+    pub ndp: NdpConfig,
 }
 
 impl Default for RouterConfig {
@@ -102,6 +109,8 @@ impl Default for RouterConfig {
             icmp_burst: 50,
             icmp_peer_seed: 0x5bd1_e995,
             defrag: DefragConfig::default(),
+            routes6: 64,
+            ndp: NdpConfig::default(),
         }
     }
 }
@@ -124,6 +133,14 @@ pub struct Router {
     local_datagram: Option<Vec<u8>>,
     /// An ICMP error.
     icmp_buf: Vec<u8>,
+    /// IPv6 routes (empty: no IPv6 is forwarded).
+    routes6: Route6Table,
+    /// The router's IPv6 addresses.
+    addrs6: Addrs6,
+    /// IPv6 next hops.
+    ndp: Ndp,
+    /// An ICMPv6 error.
+    icmp6_buf: Vec<u8>,
 }
 
 /// The parts of the router the output stage needs (split so the scratch buffers can
@@ -185,6 +202,10 @@ impl Router {
             defrag: Reassembler::new(config.defrag),
             local_datagram: None,
             icmp_buf: alloc::vec![0; ETH_LEN + icmp_error::MAX_ERROR_LEN],
+            routes6: Route6Table::new(config.routes6),
+            addrs6: Addrs6::default(),
+            ndp: Ndp::new(config.ndp),
+            icmp6_buf: alloc::vec![0; ETH_LEN + icmpv6_error::MAX_ERROR_LEN],
         }
     }
 
@@ -348,6 +369,7 @@ impl Router {
                 return Ok(Disposition::Local);
             }
             EthernetProtocol::Ipv4 => {}
+            EthernetProtocol::Ipv6 => return self.forward6(ifc, frame, rx, meta, hook, out),
             other => {
                 return match hook.input_other(u16::from(other), &meta) {
                     HookVerdict::Accept => Ok(Disposition::Local),
@@ -858,8 +880,12 @@ fn decrement_ttl(ip: &mut [u8]) {
     put16(ip, ipv4::CHECKSUM, checksum::update16(c, old, new));
 }
 
+mod v6;
+
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests6;
 
 /// The header length of a checked IPv4 packet.
 fn hl_of<T: AsRef<[u8]>>(p: &Ipv4Packet<T>) -> usize {

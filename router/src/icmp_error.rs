@@ -8,7 +8,7 @@
 //! `icmp_global_allow` (`net.ipv4.icmp_msgs_per_sec` 1000, `icmp_msgs_burst` 50).
 
 use alloc::vec::Vec;
-use core::net::Ipv4Addr;
+use core::net::{IpAddr, Ipv4Addr};
 
 use crate::checksum;
 use crate::ipv4::{self, put16, PROTO_ICMP};
@@ -194,7 +194,7 @@ const PEER_BURST: u32 = 6;
 /// full allowance, so the table can only make the limit looser, never deny a peer.
 #[derive(Clone, Debug)]
 pub struct PeerLimiter {
-    slots: Vec<Option<(Ipv4Addr, RateLimiter)>>,
+    slots: Vec<Option<(IpAddr, RateLimiter)>>,
     seed: u32,
 }
 
@@ -208,16 +208,36 @@ impl PeerLimiter {
         }
     }
 
-    /// Whether an ICMP error may go to `peer` at `now`.
-    pub fn allow(&mut self, peer: Ipv4Addr, now: Millis) -> bool {
-        let h = (u32::from(peer) ^ self.seed).wrapping_mul(0x9e37_79b1) >> 24;
+    /// Whether an ICMP (or ICMPv6) error may go to `peer` at `now`.
+    pub fn allow(&mut self, peer: impl Into<IpAddr>, now: Millis) -> bool {
+        self.allow_every(peer, now, PEER_INTERVAL_MS)
+    }
+
+    /// [`PeerLimiter::allow`] with one error every `interval_ms` for a peer new to
+    /// its slot (Linux's `inet_peer_xrlim_allow` timeout; ICMPv6 scales it by the
+    /// route's prefix length).
+    pub fn allow_every(
+        &mut self,
+        peer: impl Into<IpAddr>,
+        now: Millis,
+        interval_ms: Millis,
+    ) -> bool {
+        let peer = peer.into();
+        let key = match peer {
+            IpAddr::V4(a) => u32::from(a),
+            IpAddr::V6(a) => {
+                let b = u128::from(a);
+                (b as u32) ^ ((b >> 32) as u32) ^ ((b >> 64) as u32) ^ ((b >> 96) as u32)
+            }
+        };
+        let h = (key ^ self.seed).wrapping_mul(0x9e37_79b1) >> 24;
         let Some(slot) = self.slots.get_mut(h as usize % PEER_SLOTS) else {
             return true;
         };
         match slot {
             Some((ip, r)) if *ip == peer => r.allow(now),
             _ => {
-                let per_sec = (1000 / PEER_INTERVAL_MS) as u32;
+                let per_sec = u32::try_from(1000 / interval_ms.max(1)).unwrap_or(1000);
                 let mut r = RateLimiter::new(per_sec, PEER_BURST);
                 r.last = now;
                 let ok = r.allow(now);

@@ -18,7 +18,7 @@ const EMPTY: u32 = u32::MAX;
 
 /// A keyed hash over two 64-bit words.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Hasher {
+pub struct Hasher {
     k: [u64; 3],
 }
 

@@ -1,4 +1,5 @@
-//! Xenlet's router: the IPv4 data path that sits in front of smoltcp.
+//! Xenlet's router: the IPv4 (and, once it has an IPv6 route, IPv6: see
+//! `forward/v6.rs`) data path that sits in front of smoltcp.
 //!
 //! smoltcp is an end host: it drops what is not addressed to it. Frames for the
 //! router itself (its addresses, broadcast, DHCP, DNS) still go to smoltcp; everything
@@ -30,23 +31,31 @@ pub mod conntrack;
 pub mod defrag;
 pub mod dhcpd;
 pub mod dns;
+pub mod exthdr;
 pub mod firewall;
 pub mod flow;
+pub mod flow6;
 pub mod forward;
 pub mod frag;
+pub mod fragcache6;
 pub mod gso;
+pub mod gso6;
 pub mod icmp_error;
+pub mod icmpv6_error;
 pub mod iface;
 mod index;
 mod ipnet;
 pub mod ipv4;
+pub mod ipv6;
 mod link;
 pub mod mss;
 pub mod nat;
+pub mod ndp;
 pub mod neigh;
 pub mod netfilter;
 mod rewrite;
 pub mod route;
+pub mod route6;
 pub mod stats;
 #[cfg(test)]
 mod testutil;
@@ -95,8 +104,8 @@ pub enum DropReason {
     Filtered,
     /// The output link had no room.
     TxFull,
-    /// Not IPv4 or ARP (the router forwards IPv4 only), or an offload the core cannot
-    /// handle (GSO of anything but TCP).
+    /// Not IPv4, IPv6 or ARP, an offload the core cannot handle (GSO of anything
+    /// but TCP over IPv4), or an IPv6 jumbogram.
     Unsupported,
     /// A martian: a source that can never be valid on the wire (0/8, 127/8, 224/4,
     /// 255.255.255.255, a connected subnet's broadcast) or a destination that must not
@@ -154,6 +163,19 @@ pub trait L4Hook {
     /// For a frame that is neither IPv4 nor ARP (IPv6, ...) before it goes to the
     /// local stack: [`HookVerdict::Accept`] lets it through, anything else drops it.
     fn input_other(&mut self, _ethertype: u16, _meta: &Meta) -> HookVerdict {
+        HookVerdict::Accept
+    }
+    /// For an IPv6 packet the core gives to the local stack (`ip`: the packet
+    /// without link padding when the core routes IPv6, else everything after the
+    /// Ethernet header; `upper`: its extension header walk, `None` when the core is
+    /// not routing IPv6 and did not look). The default is [`L4Hook::input_other`].
+    fn input6(&mut self, _ip: &[u8], _upper: Option<&exthdr::Upper>, meta: &Meta) -> HookVerdict {
+        self.input_other(0x86dd, meta)
+    }
+    /// For a forwarded IPv6 packet, after routing and the hop limit decrement
+    /// (netfilter's FORWARD hook for IPv6; `meta.output` is set). `upper` is where its
+    /// upper-layer header is. The packet's length must not change.
+    fn forward6(&mut self, _ip: &mut [u8], _upper: &exthdr::Upper, _meta: &Meta) -> HookVerdict {
         HookVerdict::Accept
     }
 }

@@ -36,6 +36,7 @@ use alloc::vec::Vec;
 
 use crate::checksum::checksum;
 use crate::conntrack::{status, Conntrack, Dir, EntryView, Stats, Timeouts, Track};
+use crate::exthdr::Upper;
 use crate::firewall::packet::Packet;
 use crate::firewall::ruleset::{Ruleset, RulesetError, Verdict};
 use crate::firewall::{CtState, Firewall};
@@ -63,6 +64,8 @@ pub struct Config {
     pub hash_seed: u64,
     /// Port forwards.
     pub dnat: Vec<Dnat>,
+    /// Entries in the IPv6 conntrack table (default 2,048).
+    pub capacity6: usize,
 }
 
 impl Default for Config {
@@ -74,6 +77,7 @@ impl Default for Config {
             ports: PortRange::default(),
             hash_seed: 0,
             dnat: Vec::new(),
+            capacity6: 2048,
         }
     }
 }
@@ -131,6 +135,8 @@ struct Pending {
 /// [`L4Hook`].
 pub struct Netfilter {
     ct: Conntrack,
+    ct6: Conntrack<[u8; 16]>,
+    frags6: crate::fragcache6::FragCache6,
     masq: Vec<Masquerade>,
     ports: PortRange,
     dnat: Vec<Dnat>,
@@ -140,7 +146,7 @@ pub struct Netfilter {
 
 /// Whether a packet may start a flow (Linux: the protocols' `new` handlers): a TCP
 /// SYN, any UDP, an echo request, any other protocol.
-fn can_start(t: &Tuple, tcp: Option<TcpInfo>) -> bool {
+fn can_start<A>(t: &flow::Tuple<A>, tcp: Option<TcpInfo>) -> bool {
     match t.proto {
         Proto::Tcp => tcp.is_some_and(|i| {
             i.flags
@@ -171,6 +177,12 @@ impl Netfilter {
     pub fn new(config: Config) -> Netfilter {
         Netfilter {
             ct: Conntrack::new(config.capacity, config.timeouts, config.hash_seed),
+            ct6: Conntrack::new(
+                config.capacity6,
+                config.timeouts,
+                config.hash_seed ^ 0x0006_0006_0006_0006,
+            ),
+            frags6: crate::fragcache6::FragCache6::new(config.hash_seed ^ 0x6672_6167),
             masq: config.masquerade,
             ports: config.ports,
             dnat: config.dnat,
@@ -194,15 +206,17 @@ impl Netfilter {
         self.ct.count()
     }
 
-    /// Reclaims expired entries, looking at no more than `budget` slots.
+    /// Reclaims expired entries, looking at no more than `budget` slots (of each
+    /// table).
     pub fn expire(&mut self, now: Millis, budget: usize) -> usize {
-        self.ct.expire(now, budget)
+        self.ct.expire(now, budget) + self.ct6.expire(now, budget)
     }
 
-    /// Removes every entry (and so every NAT mapping).
+    /// Removes every entry (and so every NAT mapping), IPv4 and IPv6.
     pub fn flush(&mut self) {
         self.pending = None;
         self.ct.flush();
+        self.ct6.flush();
     }
 
     /// Calls `f` on each live entry (`conntrack -L`: format it with `{}`).
@@ -861,6 +875,18 @@ impl L4Hook for Netfilter {
         verdict
     }
 
+    fn forward6(&mut self, ip: &mut [u8], upper: &Upper, meta: &Meta) -> HookVerdict {
+        self.forward6_inner(ip, upper, meta)
+    }
+
+    fn input6(&mut self, ip: &[u8], upper: Option<&Upper>, meta: &Meta) -> HookVerdict {
+        match upper {
+            Some(u) => self.input6_inner(ip, u, meta),
+            // the core is not routing IPv6 and did not parse it: as before
+            None => self.input_other(0x86dd, meta),
+        }
+    }
+
     fn input_other(&mut self, _ethertype: u16, meta: &Meta) -> HookVerdict {
         match self.firewall.as_ref() {
             Some(fw) if !fw.allows_non_ipv4(meta.input) => HookVerdict::Drop(DropReason::Filtered),
@@ -894,5 +920,9 @@ impl L4Hook for Netfilter {
     }
 }
 
+mod v6;
+
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests6;

@@ -99,6 +99,13 @@ pub struct Stats {
     pub arp_queued: u64,
     /// Frames given to the local stack.
     pub local: u64,
+    /// IPv6 packets forwarded.
+    pub ipv6_forwarded: u64,
+    /// IPv6 packets dropped because their extension header chain could not be
+    /// walked (also counted as [`DropReason::Malformed`]).
+    pub ipv6_bad_exthdr: u64,
+    /// ICMPv6 errors sent.
+    pub icmp6_errors: u64,
 }
 
 impl Stats {
@@ -114,6 +121,9 @@ impl Stats {
             arp_requests: 0,
             arp_queued: 0,
             local: 0,
+            ipv6_forwarded: 0,
+            ipv6_bad_exthdr: 0,
+            icmp6_errors: 0,
         }
     }
 

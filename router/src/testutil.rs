@@ -50,6 +50,78 @@ pub fn ipv4(
     p
 }
 
+/// An IPv6 packet from `src` to `dst` (textual addresses) with `next_header` and
+/// `payload` (which may start with extension headers).
+pub fn ipv6(src: &str, dst: &str, next_header: u8, hop_limit: u8, payload: &[u8]) -> Vec<u8> {
+    let mut p = alloc::vec![0u8; 40];
+    p[0] = 0x60;
+    p[4..6].copy_from_slice(&(payload.len() as u16).to_be_bytes());
+    p[6] = next_header;
+    p[7] = hop_limit;
+    p[8..24].copy_from_slice(&src.parse::<core::net::Ipv6Addr>().unwrap().octets());
+    p[24..40].copy_from_slice(&dst.parse::<core::net::Ipv6Addr>().unwrap().octets());
+    p.extend_from_slice(payload);
+    p
+}
+
+/// A UDP datagram over IPv6 with a full checksum.
+pub fn udp6(src: &str, dst: &str, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+    let mut u = Vec::new();
+    u.extend_from_slice(&sport.to_be_bytes());
+    u.extend_from_slice(&dport.to_be_bytes());
+    u.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    u.extend_from_slice(&[0, 0]);
+    u.extend_from_slice(payload);
+    let s = crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), 17, u.len());
+    let mut c = !checksum::fold(checksum::sum(s, &u));
+    if c == 0 {
+        c = 0xffff;
+    }
+    u[6..8].copy_from_slice(&c.to_be_bytes());
+    u
+}
+
+/// A TCP segment over IPv6 with a full checksum (ack 0x10000000, window 65535).
+#[allow(clippy::too_many_arguments)]
+pub fn tcp6(
+    src: &str,
+    dst: &str,
+    sport: u16,
+    dport: u16,
+    seq: u32,
+    flags: u8,
+    options: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
+    assert_eq!(options.len() % 4, 0);
+    let hl = 20 + options.len();
+    let mut t = Vec::new();
+    t.extend_from_slice(&sport.to_be_bytes());
+    t.extend_from_slice(&dport.to_be_bytes());
+    t.extend_from_slice(&seq.to_be_bytes());
+    t.extend_from_slice(&0x1000_0000u32.to_be_bytes());
+    t.push(((hl / 4) as u8) << 4);
+    t.push(flags);
+    t.extend_from_slice(&65535u16.to_be_bytes());
+    t.extend_from_slice(&[0, 0, 0, 0]);
+    t.extend_from_slice(options);
+    t.extend_from_slice(payload);
+    let s = crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), 6, t.len());
+    let c = !checksum::fold(checksum::sum(s, &t));
+    t[16..18].copy_from_slice(&c.to_be_bytes());
+    t
+}
+
+/// An ICMPv6 message (`body` after type, code, checksum) with a valid checksum.
+pub fn icmp6(src: &str, dst: &str, ty: u8, code: u8, body: &[u8]) -> Vec<u8> {
+    let mut m = alloc::vec![ty, code, 0, 0];
+    m.extend_from_slice(body);
+    let s = crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), 58, m.len());
+    let c = !checksum::fold(checksum::sum(s, &m));
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    m
+}
+
 /// A TCP segment (header with `options` padded by the caller to 4 bytes) with a full
 /// checksum for `src` → `dst`.
 #[allow(clippy::too_many_arguments)]

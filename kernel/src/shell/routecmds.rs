@@ -79,6 +79,33 @@ pub fn conntrack(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
                 "reassembly: fragments {} reassembled {} timeouts {} overlaps {} duplicates {} refused {} malformed {}",
                 d.fragments, d.reassembled, d.timeouts, d.overlaps, d.duplicates, d.refused, d.malformed
             )?;
+            // IPv6: its conntrack table and the forwarding path's own drops
+            let s6 = gw.netfilter.stats6();
+            let r = gw.router.stats();
+            let nd = gw.router.ndp_stats();
+            writeln!(
+                out,
+                "ipv6: live {} found {} new {} invalid {} refused {} evicted {} expired {} malformed {}, icmp related {}, icmp misdirected {}, icmp bad checksum {}, tcp out of window {}; forwarded {} bad extension headers {} icmpv6 errors {}; nd solicits {} limited {} learnt {} invalid {}",
+                gw.netfilter.count6(),
+                s6.found,
+                s6.new,
+                s6.invalid,
+                s6.dropped_full,
+                s6.evicted,
+                s6.expired,
+                s6.malformed,
+                s6.icmp_related,
+                s6.icmp_misdirected,
+                s6.icmp_bad_checksum,
+                s6.out_of_window,
+                r.ipv6_forwarded,
+                r.ipv6_bad_exthdr,
+                r.icmp6_errors,
+                nd.solicits,
+                nd.limited,
+                nd.learnt,
+                nd.invalid
+            )?;
         }
         _ => return Err(CmdError::usage("conntrack [-L | -C | -F | -S]")),
     }

@@ -309,15 +309,43 @@ fn openwrt_default_files_compile_without_warnings_into_lan_and_wan() {
         assert_eq!(rs.defaults.syn_flood, Some(Limit::per_second(25, 50)));
         let names: Vec<&str> = rs.rules.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(&names[..2], &["Allow-DHCP-Renew", "Allow-Ping"]);
-        assert!(!names
-            .iter()
-            .any(|n| n.contains("ICMPv6") || n.contains("DHCPv6") || n.contains("MLD")));
         let ping = &rs.rules[1];
-        assert_eq!(ping.protos, vec![1]);
+        assert_eq!(ping.family, RuleFamily::Ipv4);
+        assert_eq!(ping.protos, vec![1], "an IPv4 rule: ICMP only");
         assert_eq!(ping.icmp_type.len(), 1);
         assert_eq!((ping.icmp_type[0].ty, ping.icmp_type[0].code_min), (8, 0));
         assert_eq!(port_flags(rs, WAN), (true, true));
         assert_eq!(port_flags(rs, LAN), (false, false));
+        // firewall4's IPv6 rules, in both files
+        let rule = |n: &str| rs.rules.iter().find(|r| r.name == n).unwrap();
+        let fe80 = Net6 {
+            addr: [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            prefix_len: 10,
+        };
+        let dhcp6 = rule("Allow-DHCPv6");
+        assert_eq!((dhcp6.family, dhcp6.dest), (RuleFamily::Ipv6, None));
+        assert_eq!(dhcp6.protos, vec![17]);
+        assert_eq!(dhcp6.dest_port[0].min, 546);
+        let mld = rule("Allow-MLD");
+        assert_eq!(
+            (mld.family, mld.src_ip6.as_slice()),
+            (RuleFamily::Ipv6, &[fe80][..])
+        );
+        assert_eq!(mld.protos, vec![1, 58], "proto icmp is ICMPv6 for IPv6");
+        let types = |r: &Rule| r.icmp6_type.iter().map(|m| m.ty).collect::<Vec<_>>();
+        assert_eq!(types(mld), vec![130, 131, 132, 143]);
+        assert!(mld.icmp_type.is_empty());
+        let input = rule("Allow-ICMPv6-Input");
+        assert_eq!(
+            types(input),
+            vec![128, 129, 1, 2, 3, 4, 4, 133, 135, 134, 136]
+        );
+        assert_eq!(input.limit, Some(Limit::per_second(1000, 5)));
+        assert_eq!(input.dest, None);
+        let fwd = rule("Allow-ICMPv6-Forward");
+        assert_eq!(types(fwd), vec![128, 129, 1, 2, 3, 4, 4]);
+        assert_eq!(fwd.dest, Some(ZoneSel::Any));
+        assert!(fwd.icmp_type.is_empty() && fwd.family == RuleFamily::Ipv6);
     }
 }
 
@@ -391,7 +419,9 @@ fn wan_udp_gets_port_unreachable_and_ping_follows_allow_ping_across_a_reload() {
     assert_eq!(b.send(WAN, ping.clone()).0, Disposition::Local);
     let listing = b.nf.firewall().unwrap().listing();
     assert!(
-        listing.contains("# Allow-Ping -> router proto [1] accept counter packets 1 bytes 32"),
+        listing.contains(
+            "# Allow-Ping -> router meta nfproto ipv4 proto [1] accept counter packets 1 bytes 32"
+        ),
         "{listing}"
     );
     assert!(listing.contains("\t\tchain input_wan {\n"), "{listing}");
@@ -621,7 +651,7 @@ fn a_hundred_rules_cost_nothing_on_the_established_path() {
         ));
     }
     let mut b = Box4::new(&text);
-    assert_eq!(b.nf.firewall().unwrap().ruleset().rules.len(), 102);
+    assert_eq!(b.nf.firewall().unwrap().ruleset().rules.len(), 106);
     assert_eq!(
         b.send(LAN, tcp(HOST, FAR, 5000, 443, 1, 0, SYN, &[])).0,
         Disposition::Forwarded
@@ -649,7 +679,7 @@ fn a_hundred_rules_cost_nothing_on_the_established_path() {
     let (d, _) = b.send(LAN, udp(HOST, FAR, 1, 10042, b"x"));
     assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
     let fw = b.nf.firewall().unwrap();
-    assert_eq!(fw.rule_counter(2 + 42).unwrap().packets, 1);
+    assert_eq!(fw.rule_counter(6 + 42).unwrap().packets, 1);
     assert!(fw.listing().contains("r42"));
 }
 
@@ -979,4 +1009,124 @@ fn mutated_configs_never_panic_and_errors_name_the_place() {
         }
     }
     assert!(errors > 0, "some mutations are errors");
+}
+
+// ---- IPv6 through the image's firewall ----
+
+fn a6(s: &str) -> core::net::Ipv6Addr {
+    s.parse().unwrap()
+}
+
+/// An IPv6 packet carrying the upper-layer message `l4` of protocol `nh`, whose
+/// checksum (at `csum`) is filled in.
+fn ip6(src: &str, dst: &str, nh: u8, hop: u8, mut l4: Vec<u8>, csum: usize) -> Vec<u8> {
+    let s = xenlet_router::ipv6::pseudo_header_sum(a6(src), a6(dst), nh, l4.len());
+    let c = !checksum::fold(checksum::sum(s, &l4));
+    l4[csum..csum + 2].copy_from_slice(&c.to_be_bytes());
+    let mut p = vec![0x60, 0, 0, 0];
+    p.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+    p.extend_from_slice(&[nh, hop]);
+    p.extend_from_slice(&a6(src).octets());
+    p.extend_from_slice(&a6(dst).octets());
+    p.extend_from_slice(&l4);
+    p
+}
+
+fn udp6(src: &str, dst: &str, sport: u16, dport: u16) -> Vec<u8> {
+    let mut u = Vec::new();
+    u.extend_from_slice(&sport.to_be_bytes());
+    u.extend_from_slice(&dport.to_be_bytes());
+    u.extend_from_slice(&[0, 10, 0, 0, b'h', b'i']);
+    ip6(src, dst, 17, 64, u, 6)
+}
+
+fn icmp6(src: &str, dst: &str, ty: u8, hop: u8, body: &[u8]) -> Vec<u8> {
+    let mut m = vec![ty, 0, 0, 0];
+    m.extend_from_slice(body);
+    ip6(src, dst, 58, hop, m, 2)
+}
+
+/// A neighbour solicitation from `src` with its link-layer address.
+fn ns6(src: &str, mac: [u8; 6]) -> Vec<u8> {
+    let mut body = vec![0u8; 4];
+    body.extend_from_slice(&a6("fe80::ff").octets());
+    body.extend_from_slice(&[1, 1]);
+    body.extend_from_slice(&mac);
+    eth(
+        [0x33, 0x33, 0xff, 0, 0, 0xff],
+        mac,
+        0x86dd,
+        &icmp6(src, "ff02::1:ff00:ff", 135, 255, &body),
+    )
+}
+
+#[test]
+fn ipv6_is_forwarded_and_filtered_by_the_image_firewall() {
+    use xenlet_router::route::RouteProto;
+    use xenlet_router::route6::{Ipv6Net, Route6};
+    const H6: &str = "2001:db8:1::100";
+    const FAR6: &str = "2001:db8:99::9";
+    let mut b = Box4::new(IMAGE_FIREWALL);
+    let net = |s: &str, p| Ipv6Net::new(a6(s), p).unwrap();
+    b.r.add_address6(LAN, net("2001:db8:1::1", 64)).unwrap();
+    b.r.add_address6(WAN, net("2001:db8:ff::2", 64)).unwrap();
+    b.r.add_route6(Route6 {
+        dest: net("::", 0),
+        gateway: Some(a6("fe80::1")),
+        ifc: WAN,
+        mtu: None,
+        metric: 1024,
+        proto: RouteProto::Dhcp,
+    })
+    .unwrap();
+    // the neighbours introduce themselves (from the WAN: Allow-ICMPv6-Input)
+    assert_eq!(
+        b.send_frame(WAN, ns6("fe80::1", GW_MAC)).0,
+        Disposition::Local
+    );
+    assert_eq!(b.send_frame(LAN, ns6(H6, HOST_MAC)).0, Disposition::Local);
+    // LAN -> internet and back
+    let (d, w) = b.send_frame(
+        LAN,
+        eth(MAC_LAN, HOST_MAC, 0x86dd, &udp6(H6, FAR6, 5000, 53)),
+    );
+    assert_eq!(d, Disposition::Forwarded);
+    assert_eq!((w.sent[0].0, &w.sent[0].1[..6]), (WAN, &GW_MAC[..]));
+    assert_eq!(w.ip(0)[7], 63);
+    let (d, w) = b.send_frame(WAN, eth(MAC_WAN, GW_MAC, 0x86dd, &udp6(FAR6, H6, 53, 5000)));
+    assert_eq!(d, Disposition::Forwarded);
+    assert_eq!((w.sent[0].0, &w.sent[0].1[..6]), (LAN, &HOST_MAC[..]));
+    assert_eq!(b.nf.count6(), 1);
+    assert_eq!(b.nf.count(), 0, "no IPv4 entry for it");
+    // a new flow from the WAN: the zone's REJECT, answered with port-unreachable
+    let (d, w) = b.send_frame(WAN, eth(MAC_WAN, GW_MAC, 0x86dd, &udp6(FAR6, H6, 53, 5001)));
+    assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
+    assert_eq!(w.sent.len(), 1);
+    assert_eq!((w.ip(0)[6], w.ip(0)[40], w.ip(0)[41]), (58, 1, 4));
+    // an echo request from the WAN: Allow-ICMPv6-Forward
+    let ping = icmp6(FAR6, H6, 128, 64, &[0, 1, 0, 1]);
+    let (d, _) = b.send_frame(WAN, eth(MAC_WAN, GW_MAC, 0x86dd, &ping));
+    assert_eq!(d, Disposition::Forwarded);
+    // UDP to the router itself from the WAN: the input chain's REJECT
+    let (d, _) = b.send_frame(
+        WAN,
+        eth(
+            MAC_WAN,
+            GW_MAC,
+            0x86dd,
+            &udp6(FAR6, "2001:db8:ff::2", 1, 22),
+        ),
+    );
+    assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
+    // DHCPv6 replies to the router's link-local address: Allow-DHCPv6
+    let (d, _) = b.send_frame(
+        WAN,
+        eth(
+            MAC_WAN,
+            GW_MAC,
+            0x86dd,
+            &udp6("fe80::1", "fe80::a1", 547, 546),
+        ),
+    );
+    assert_eq!(d, Disposition::Local);
 }

@@ -27,6 +27,9 @@ pub struct Packet {
     pub len: usize,
     /// The Ethernet source it came with, when the caller knows it.
     pub src_mac: Option<[u8; 6]>,
+    /// An IPv6 packet's (source, destination); `src` and `dst` are then zero and
+    /// `icmp` holds the ICMPv6 type and code.
+    pub v6: Option<([u8; 16], [u8; 16])>,
 }
 
 impl Packet {
@@ -51,6 +54,7 @@ impl Packet {
             tcp_flags: None,
             len: ip.len(),
             src_mac: None,
+            v6: None,
         };
         if first {
             match proto {
@@ -73,6 +77,47 @@ impl Packet {
         Some(p)
     }
 
+    /// Reads an IPv6 packet `ip` whose extension header chain ended at `upper`
+    /// ([`crate::exthdr::walk`]); `None` if shorter than its fixed header.
+    pub fn parse6(ip: &[u8], upper: &crate::exthdr::Upper) -> Option<Packet> {
+        let addr = |at: usize| {
+            ip.get(at..at + 16)
+                .and_then(|b| <[u8; 16]>::try_from(b).ok())
+        };
+        let v6 = (addr(crate::ipv6::SRC)?, addr(crate::ipv6::DST)?);
+        let mut p = Packet {
+            proto: upper.proto,
+            src: [0; 4],
+            dst: [0; 4],
+            ports: None,
+            icmp: None,
+            tcp_flags: None,
+            len: ip.len(),
+            src_mac: None,
+            v6: Some(v6),
+        };
+        if upper.has_l4() {
+            let l4 = ip.get(upper.offset..).unwrap_or(&[]);
+            match upper.proto {
+                ipv4::PROTO_TCP | ipv4::PROTO_UDP => {
+                    if let (Some(s), Some(d)) = (ipv4::be16(l4, 0), ipv4::be16(l4, 2)) {
+                        p.ports = Some((s, d));
+                    }
+                    if upper.proto == ipv4::PROTO_TCP {
+                        p.tcp_flags = l4.get(ipv4::tcp::FLAGS).copied();
+                    }
+                }
+                crate::ipv6::PROTO_ICMPV6 => {
+                    if let (Some(&t), Some(&c)) = (l4.first(), l4.get(1)) {
+                        p.icmp = Some((t, c));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Some(p)
+    }
+
     /// A TCP segment with SYN and none of ACK, RST, FIN (nftables'
     /// `tcp flags & (fin | syn | rst | ack) == syn`).
     pub fn is_tcp_syn(&self) -> bool {
@@ -85,6 +130,7 @@ impl Packet {
             ipv4::PROTO_TCP => "TCP",
             ipv4::PROTO_UDP => "UDP",
             ipv4::PROTO_ICMP => "ICMP",
+            crate::ipv6::PROTO_ICMPV6 => "ICMPv6",
             _ => "",
         }
     }

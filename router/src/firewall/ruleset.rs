@@ -56,6 +56,37 @@ impl Net4 {
     }
 }
 
+/// An IPv6 prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Net6 {
+    /// The address.
+    pub addr: [u8; 16],
+    /// Prefix length, 0..=128 (more is treated as 128).
+    pub prefix_len: u8,
+}
+
+impl Net6 {
+    /// Whether `ip` is inside.
+    pub fn contains(&self, ip: [u8; 16]) -> bool {
+        let len = u32::from(self.prefix_len.min(128));
+        let mask = u128::MAX.checked_shl(128 - len).unwrap_or(0);
+        u128::from_be_bytes(self.addr) & mask == u128::from_be_bytes(ip) & mask
+    }
+}
+
+/// The IP versions a rule is for (fw4's `family`, narrowed by its addresses and
+/// ICMP types as fw4 does).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RuleFamily {
+    /// Both.
+    #[default]
+    Any,
+    /// IPv4 only.
+    Ipv4,
+    /// IPv6 only.
+    Ipv6,
+}
+
 /// An inclusive port range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PortRange {
@@ -92,7 +123,7 @@ pub enum ZoneSel {
     Zone(ZoneId),
 }
 
-/// `config rule` (IPv4 part).
+/// `config rule`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rule {
     /// `name` (or a made-up `@rule[N]`), for listings and logs.
@@ -120,6 +151,15 @@ pub struct Rule {
     pub negate: Negate,
     /// ICMP types (empty: any; never matches anything but ICMP).
     pub icmp_type: Vec<IcmpMatch>,
+    /// The IP versions it is for.
+    pub family: RuleFamily,
+    /// IPv6 source prefixes (empty: any; an IPv6 packet is matched against these,
+    /// an IPv4 one against `src_ip`).
+    pub src_ip6: Vec<Net6>,
+    /// IPv6 destination prefixes.
+    pub dest_ip6: Vec<Net6>,
+    /// ICMPv6 types (an IPv6 packet is matched against these, never `icmp_type`).
+    pub icmp6_type: Vec<IcmpMatch>,
     /// What to do with a match.
     pub target: Verdict,
     /// `limit`/`limit_burst`: above it the rule does not match.

@@ -1,0 +1,587 @@
+//! The IPv6 forwarding path end to end, over the IPv4 tests' three interfaces with
+//! IPv6 added: eth0 LAN 2001:db8:1::1/64, eth1 WAN 2001:db8:ff::2/64 (default via
+//! fe80::1), eth2 2001:db8:2::1/64 with MTU 1280.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use super::*;
+use crate::exthdr::Upper;
+use crate::route6::{Ipv6Net, Route6};
+use crate::testutil::*;
+use crate::{HookVerdict, Meta, NoHook};
+use alloc::string::ToString;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::net::Ipv6Addr;
+use smoltcp::wire::EthernetAddress;
+
+const LAN: IfId = IfId(0);
+const WAN: IfId = IfId(1);
+const DMZ: IfId = IfId(2);
+const MAC0: [u8; 6] = [2, 0, 0, 0, 0, 0xa0];
+const MAC1: [u8; 6] = [2, 0, 0, 0, 0, 0xa1];
+const MAC2: [u8; 6] = [2, 0, 0, 0, 0, 0xa2];
+const HOST: &str = "2001:db8:1::100";
+const HOST_MAC: [u8; 6] = [0x52, 0x54, 0, 0x12, 0x34, 0x56];
+const GW: &str = "fe80::1";
+const GW_MAC: [u8; 6] = [0x52, 0x54, 0, 0xaa, 0xbb, 0xcc];
+const DMZ_HOST: &str = "2001:db8:2::50";
+const DMZ_MAC: [u8; 6] = [0x52, 0x54, 0, 0xdd, 0, 0x50];
+const NET: &str = "2001:db8:99::5";
+
+fn a(s: &str) -> Ipv6Addr {
+    s.parse().unwrap()
+}
+
+fn ifcfg(name: &str, mac: [u8; 6], mtu: u16) -> IfConfig {
+    IfConfig {
+        name: name.into(),
+        mac: EthernetAddress(mac),
+        mtu,
+        has_tx_gso: false,
+        has_tx_csum_offload: true,
+        is_mss_clamped: false,
+    }
+}
+
+/// The interfaces with IPv4 only (what every deployment has today).
+fn setup4() -> Router {
+    let mut r = Router::new(RouterConfig::default());
+    r.add_interface(ifcfg("eth0", MAC0, 1500)).unwrap();
+    r.add_interface(ifcfg("eth1", MAC1, 1500)).unwrap();
+    r.add_interface(ifcfg("eth2", MAC2, 1280)).unwrap();
+    r.add_address(LAN, Ipv4Net::new(ip([192, 168, 1, 1]), 24).unwrap())
+        .unwrap();
+    r
+}
+
+fn setup() -> Router {
+    let mut r = setup4();
+    let net = |s: &str, p| Ipv6Net::new(a(s), p).unwrap();
+    r.add_address6(LAN, net("2001:db8:1::1", 64)).unwrap();
+    r.add_address6(WAN, net("2001:db8:ff::2", 64)).unwrap();
+    r.add_address6(DMZ, net("2001:db8:2::1", 64)).unwrap();
+    r.add_route6(Route6 {
+        dest: net("::", 0),
+        gateway: Some(a(GW)),
+        ifc: WAN,
+        mtu: None,
+        metric: 1024,
+        proto: RouteProto::Dhcp,
+    })
+    .unwrap();
+    r
+}
+
+/// A neighbour solicitation from `src` (link-layer address `mac`) to the router.
+fn ns_frame(mac: [u8; 6], src: &str, target: &str) -> Vec<u8> {
+    let mut body = vec![0u8; 4];
+    body.extend_from_slice(&a(target).octets());
+    body.extend_from_slice(&[1, 1]);
+    body.extend_from_slice(&mac);
+    let dst = crate::ipv6::solicited_node(a(target)).to_string();
+    let p = ipv6(src, &dst, 58, 255, &icmp6(src, &dst, 135, 0, &body));
+    eth(crate::ipv6::multicast_mac(a(&dst)), mac, 0x86dd, &p)
+}
+
+/// Teaches the router a neighbour with a solicitation from it.
+fn learn(r: &mut Router, ifc: IfId, addr: &str, mac: [u8; 6]) {
+    let mut f = ns_frame(mac, addr, "fe80::ff");
+    let mut o = Recorder::default();
+    assert_eq!(
+        r.input(ifc, &mut f, RxMeta::default(), 0, &mut NoHook, &mut o),
+        Disposition::Local
+    );
+    assert!(o.sent.is_empty());
+    assert_eq!(r.neighbour6(ifc, a(addr)), Some(mac));
+}
+
+fn learn_all(r: &mut Router) {
+    learn(r, LAN, HOST, HOST_MAC);
+    learn(r, WAN, GW, GW_MAC);
+    learn(r, DMZ, DMZ_HOST, DMZ_MAC);
+}
+
+fn udp_frame(to_mac: [u8; 6], src: &str, dst: &str, hop: u8, len: usize) -> Vec<u8> {
+    let payload: Vec<u8> = (0..len).map(|i| (i * 13 + 1) as u8).collect();
+    let p = ipv6(src, dst, 17, hop, &udp6(src, dst, 33000, 53, &payload));
+    eth(to_mac, HOST_MAC, 0x86dd, &p)
+}
+
+fn run(r: &mut Router, ifc: IfId, f: &mut [u8], now: Millis, o: &mut Recorder) -> Disposition {
+    r.input(ifc, f, RxMeta::default(), now, &mut NoHook, o)
+}
+
+/// The ICMPv6 messages sent: (interface, eth dst, type, code, ip) with a verified
+/// checksum.
+type Sent6 = (IfId, [u8; 6], u8, u8, Vec<u8>);
+
+fn icmp6_sent(o: &Recorder) -> Vec<Sent6> {
+    o.of_type(0x86dd)
+        .into_iter()
+        .filter(|(_, f, _)| f[14 + 6] == 58)
+        .map(|(i, f, _)| {
+            let ip = f[14..].to_vec();
+            let h = crate::ipv6::parse(&ip).unwrap();
+            assert!(
+                crate::ipv6::l4_checksum_ok(h.src, h.dst, 58, &ip[40..]),
+                "ICMPv6 checksum"
+            );
+            (*i, f[..6].try_into().unwrap(), ip[40], ip[41], ip)
+        })
+        .collect()
+}
+
+#[test]
+fn without_an_ipv6_route_nothing_is_forwarded_and_all_is_local() {
+    let mut r = setup4();
+    let mut o = Recorder::default();
+    let c = udp_frame(MAC0, HOST, NET, 64, 10);
+    let mut f = c.clone();
+    assert_eq!(run(&mut r, LAN, &mut f, 0, &mut o), Disposition::Local);
+    assert_eq!(f, c, "unchanged");
+    // even garbage: not looked at
+    let mut f = eth(MAC0, HOST_MAC, 0x86dd, &[0x60; 10]);
+    assert_eq!(run(&mut r, LAN, &mut f, 0, &mut o), Disposition::Local);
+    assert!(o.sent.is_empty());
+    assert_eq!(r.stats().ipv6_forwarded, 0);
+}
+
+#[test]
+fn a_packet_for_another_network_is_forwarded_with_the_hop_limit_decremented() {
+    let mut r = setup();
+    learn_all(&mut r);
+    let mut o = Recorder::default();
+    let c = udp_frame(MAC0, HOST, NET, 64, 100);
+    let mut f = c.clone();
+    assert_eq!(run(&mut r, LAN, &mut f, 0, &mut o), Disposition::Forwarded);
+    assert_eq!(o.sent.len(), 1);
+    let (ifc, out, _) = &o.sent[0];
+    assert_eq!(*ifc, WAN);
+    assert_eq!(&out[..6], &GW_MAC);
+    assert_eq!(&out[6..12], &MAC1);
+    assert_eq!(out[14 + 7], 63);
+    let mut expect = c.clone();
+    expect[14 + 7] = 63;
+    assert_eq!(&out[12..], &expect[12..], "only the hop limit changed");
+    // the other way, to an on-link host of the DMZ
+    let mut f = udp_frame(MAC1, NET, DMZ_HOST, 2, 100);
+    assert_eq!(run(&mut r, WAN, &mut f, 0, &mut o), Disposition::Forwarded);
+    let (ifc, out, _) = &o.sent[1];
+    assert_eq!((*ifc, &out[..6], out[14 + 7]), (DMZ, &DMZ_MAC[..], 1));
+    assert_eq!(r.stats().ipv6_forwarded, 2);
+    assert_eq!(r.stats().iface(WAN).tx_packets, 1);
+    assert_eq!(r.stats().dropped_total(), 0);
+}
+
+#[test]
+fn an_unknown_next_hop_is_solicited_and_the_packet_dropped() {
+    let mut r = setup();
+    let mut o = Recorder::default();
+    let mut f = udp_frame(MAC0, HOST, NET, 64, 10);
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 0, &mut o),
+        Disposition::Dropped(DropReason::NoNeighbour)
+    );
+    assert_eq!(o.sent.len(), 1);
+    let (ifc, ns, _) = &o.sent[0];
+    assert_eq!(*ifc, WAN);
+    assert_eq!(&ns[..6], &[0x33, 0x33, 0xff, 0, 0, 1]);
+    let ip = &ns[14..];
+    assert_eq!(crate::ipv6::src(ip), crate::ipv6::link_local_of(MAC1));
+    assert_eq!(crate::ipv6::dst(ip), a("ff02::1:ff00:1"));
+    assert_eq!((ip[40], &ip[48..64]), (135, &a(GW).octets()[..]));
+    // not again before a second has passed
+    let mut f = udp_frame(MAC0, HOST, NET, 64, 10);
+    run(&mut r, LAN, &mut f, 500, &mut o);
+    assert_eq!(o.sent.len(), 1);
+    assert_eq!(r.stats().dropped(DropReason::NoNeighbour), 2);
+    // the answer is learnt and the next packet goes
+    let mut adv = vec![0x40u8, 0, 0, 0];
+    adv.extend_from_slice(&a(GW).octets());
+    adv.extend_from_slice(&[2, 1]);
+    adv.extend_from_slice(&GW_MAC);
+    let me = crate::ipv6::link_local_of(MAC1).to_string();
+    let p = ipv6(GW, &me, 58, 255, &icmp6(GW, &me, 136, 0, &adv));
+    let mut na = eth(MAC1, GW_MAC, 0x86dd, &p);
+    assert_eq!(run(&mut r, WAN, &mut na, 600, &mut o), Disposition::Local);
+    let mut f = udp_frame(MAC0, HOST, NET, 64, 10);
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 700, &mut o),
+        Disposition::Forwarded
+    );
+}
+
+#[test]
+fn hop_limit_1_gets_time_exceeded_quoting_the_packet() {
+    let mut r = setup();
+    learn_all(&mut r);
+    let mut o = Recorder::default();
+    let c = udp_frame(MAC0, HOST, NET, 1, 100);
+    let mut f = c.clone();
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 0, &mut o),
+        Disposition::Dropped(DropReason::TtlExpired)
+    );
+    let sent = icmp6_sent(&o);
+    assert_eq!(sent.len(), 1);
+    let (ifc, mac, t, code, ip) = &sent[0];
+    assert_eq!((*ifc, *mac, *t, *code), (LAN, HOST_MAC, 3, 0));
+    assert_eq!(crate::ipv6::src(ip), a("2001:db8:1::1"));
+    assert_eq!(crate::ipv6::dst(ip), a(HOST));
+    assert_eq!(&ip[48..], &c[14..], "the whole packet, as it arrived");
+    assert_eq!(r.stats().icmp6_errors, 1);
+}
+
+#[test]
+fn too_big_gets_packet_too_big_which_is_never_rate_limited() {
+    let mut r = setup();
+    learn_all(&mut r);
+    let mut o = Recorder::default();
+    // 1300 bytes to the DMZ (MTU 1280), 200 times at once
+    for _ in 0..200 {
+        let mut f = udp_frame(MAC0, HOST, DMZ_HOST, 64, 1300 - 48);
+        assert_eq!(
+            run(&mut r, LAN, &mut f, 0, &mut o),
+            Disposition::Dropped(DropReason::TooBig)
+        );
+    }
+    let sent = icmp6_sent(&o);
+    assert_eq!(sent.len(), 200);
+    let ip = &sent[0].4;
+    assert_eq!((ip[40], ip[41]), (2, 0));
+    assert_eq!(&ip[44..48], &1280u32.to_be_bytes());
+    assert_eq!(ip.len(), 1280, "the quote fills the minimum MTU");
+    // time-exceeded is limited: the per-peer burst
+    let mut o = Recorder::default();
+    for _ in 0..200 {
+        let mut f = udp_frame(MAC0, HOST, NET, 1, 10);
+        run(&mut r, LAN, &mut f, 0, &mut o);
+    }
+    assert_eq!(icmp6_sent(&o).len(), 6);
+    assert_eq!(r.stats().icmp_peer_limited, 194);
+    // then one every 250 ms (HOST is behind a /64: 1000 ms >> 2), as Linux
+    let mut o = Recorder::default();
+    for t in 1..=1000 {
+        let mut f = udp_frame(MAC0, HOST, NET, 1, 10);
+        run(&mut r, LAN, &mut f, t, &mut o);
+    }
+    assert_eq!(icmp6_sent(&o).len(), 4);
+}
+
+#[test]
+fn no_error_about_an_error_nor_from_an_unspecified_source() {
+    let mut r = setup();
+    learn_all(&mut r);
+    let mut o = Recorder::default();
+    // a destination-unreachable with hop limit 1
+    let err = icmp6(HOST, NET, 1, 0, &[0; 52]);
+    let mut f = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 58, 1, &err));
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 0, &mut o),
+        Disposition::Dropped(DropReason::TtlExpired)
+    );
+    // an echo request with hop limit 1 does get one
+    let echo = icmp6(HOST, NET, 128, 0, &[0, 1, 0, 1]);
+    let mut f = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 58, 1, &echo));
+    run(&mut r, LAN, &mut f, 0, &mut o);
+    assert_eq!(icmp6_sent(&o).len(), 1);
+    // from :: (not forwarded, no error)
+    let mut f = udp_frame(MAC0, "::", NET, 64, 10);
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 0, &mut o),
+        Disposition::Dropped(DropReason::Martian)
+    );
+    assert_eq!(o.sent.len(), 1);
+}
+
+#[test]
+fn link_local_addresses_are_never_forwarded() {
+    let mut r = setup();
+    learn_all(&mut r);
+    learn(&mut r, LAN, "fe80::5", HOST_MAC);
+    let mut o = Recorder::default();
+    // to a link-local address: the local stack's, even with a route for it
+    let mut f = udp_frame(MAC0, HOST, "fe80::99", 64, 10);
+    assert_eq!(run(&mut r, LAN, &mut f, 0, &mut o), Disposition::Local);
+    // from one, off the link: dropped, "beyond scope of source address"
+    let mut f = udp_frame(MAC0, "fe80::5", NET, 64, 10);
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 0, &mut o),
+        Disposition::Dropped(DropReason::Martian)
+    );
+    let sent = icmp6_sent(&o);
+    assert_eq!(sent.len(), 1);
+    let (ifc, mac, t, code, ip) = &sent[0];
+    assert_eq!((*ifc, *mac, *t, *code), (LAN, HOST_MAC, 1, 2));
+    assert_eq!(crate::ipv6::src(ip), crate::ipv6::link_local_of(MAC0));
+    assert_eq!(r.stats().ipv6_forwarded, 0);
+}
+
+#[test]
+fn no_route_gets_destination_unreachable() {
+    let mut r = setup();
+    learn_all(&mut r);
+    r.routes6_mut().remove_where(|r| r.dest.prefix_len() == 0);
+    let mut o = Recorder::default();
+    let mut f = udp_frame(MAC0, HOST, NET, 64, 10);
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 0, &mut o),
+        Disposition::Dropped(DropReason::NoRoute)
+    );
+    let sent = icmp6_sent(&o);
+    assert_eq!((sent.len(), sent[0].2, sent[0].3), (1, 1, 0));
+}
+
+#[test]
+fn a_broken_extension_header_chain_is_dropped_and_counted() {
+    let mut r = setup();
+    learn_all(&mut r);
+    let mut o = Recorder::default();
+    // a routing header claiming 64 bytes in a 16-byte payload
+    let p = ipv6(
+        HOST,
+        NET,
+        43,
+        64,
+        &[17, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+    );
+    let mut f = eth(MAC0, HOST_MAC, 0x86dd, &p);
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 0, &mut o),
+        Disposition::Dropped(DropReason::Malformed)
+    );
+    assert_eq!(r.stats().ipv6_bad_exthdr, 1);
+    assert!(o.sent.is_empty());
+    // an unknown hop-by-hop option with action 10: a parameter problem pointing at it
+    let mut rest = vec![17, 0, 1, 0, 0x9e, 2, 0, 0];
+    rest.extend_from_slice(&udp6(HOST, NET, 1, 2, &[0; 4]));
+    let p = ipv6(HOST, NET, 0, 64, &rest);
+    let mut f = eth(MAC0, HOST_MAC, 0x86dd, &p);
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 0, &mut o),
+        Disposition::Dropped(DropReason::Malformed)
+    );
+    let sent = icmp6_sent(&o);
+    assert_eq!(sent.len(), 1);
+    let ip = &sent[0].4;
+    assert_eq!((ip[40], ip[41], &ip[44..48]), (4, 2, &[0u8, 0, 0, 44][..]));
+    // action 01: dropped without a word
+    let mut rest = vec![17, 0, 1, 0, 0x5e, 2, 0, 0];
+    rest.extend_from_slice(&udp6(HOST, NET, 1, 2, &[0; 4]));
+    let mut f = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 0, 64, &rest));
+    let mut o = Recorder::default();
+    run(&mut r, LAN, &mut f, 0, &mut o);
+    assert!(o.sent.is_empty());
+    // a well-formed chain goes through
+    let mut rest = vec![17, 0, 1, 4, 0, 0, 0, 0];
+    rest.extend_from_slice(&udp6(HOST, NET, 1, 2, &[0; 4]));
+    let p = ipv6(HOST, NET, 60, 64, &rest);
+    let mut f = eth(MAC0, HOST_MAC, 0x86dd, &p);
+    assert_eq!(run(&mut r, LAN, &mut f, 0, &mut o), Disposition::Forwarded);
+}
+
+/// A hook that records what it sees and answers as told.
+#[derive(Default)]
+struct Hook6 {
+    input: Vec<Option<Upper>>,
+    forward: Vec<(Upper, Option<IfId>, u8)>,
+    verdict: Option<HookVerdict>,
+}
+
+impl L4Hook for Hook6 {
+    fn prerouting(&mut self, _: &mut [u8], _: &Meta) -> HookVerdict {
+        HookVerdict::Accept
+    }
+    fn postrouting(&mut self, _: &mut [u8], _: &Meta) -> HookVerdict {
+        HookVerdict::Accept
+    }
+    fn input6(&mut self, _: &[u8], upper: Option<&Upper>, _: &Meta) -> HookVerdict {
+        self.input.push(upper.copied());
+        self.verdict.unwrap_or(HookVerdict::Accept)
+    }
+    fn forward6(&mut self, ip: &mut [u8], upper: &Upper, meta: &Meta) -> HookVerdict {
+        self.forward.push((*upper, meta.output, ip[7]));
+        self.verdict.unwrap_or(HookVerdict::Accept)
+    }
+}
+
+#[test]
+fn the_router_s_own_packets_go_through_the_input_hook_to_the_local_stack() {
+    let mut r = setup();
+    learn_all(&mut r);
+    let mut o = Recorder::default();
+    let mut h = Hook6::default();
+    for dst in ["2001:db8:1::1", "2001:db8:ff::2", "ff02::1", "fe80::1"] {
+        let mut f = udp_frame(MAC0, HOST, dst, 64, 10);
+        assert_eq!(
+            r.input(LAN, &mut f, RxMeta::default(), 0, &mut h, &mut o),
+            Disposition::Local,
+            "{dst}"
+        );
+    }
+    assert_eq!(h.input.len(), 4);
+    assert_eq!(h.input[0].unwrap().proto, 17);
+    assert!(h.forward.is_empty());
+    h.verdict = Some(HookVerdict::Drop(DropReason::Filtered));
+    let mut f = udp_frame(MAC0, HOST, "2001:db8:1::1", 64, 10);
+    assert_eq!(
+        r.input(LAN, &mut f, RxMeta::default(), 0, &mut h, &mut o),
+        Disposition::Dropped(DropReason::Filtered)
+    );
+    assert!(o.sent.is_empty());
+}
+
+#[test]
+fn the_forward_hook_sees_the_routed_packet_and_a_reject_answers_port_unreachable() {
+    let mut r = setup();
+    learn_all(&mut r);
+    let mut o = Recorder::default();
+    let mut h = Hook6::default();
+    let mut f = udp_frame(MAC0, HOST, NET, 64, 10);
+    assert_eq!(
+        r.input(LAN, &mut f, RxMeta::default(), 0, &mut h, &mut o),
+        Disposition::Forwarded
+    );
+    let (u, out, hop) = h.forward[0];
+    assert_eq!((u.proto, u.offset, out, hop), (17, 40, Some(WAN), 63));
+    h.verdict = Some(HookVerdict::Reject);
+    let c = udp_frame(MAC0, HOST, NET, 64, 10);
+    let mut f = c.clone();
+    let mut o = Recorder::default();
+    assert_eq!(
+        r.input(LAN, &mut f, RxMeta::default(), 0, &mut h, &mut o),
+        Disposition::Dropped(DropReason::Filtered)
+    );
+    let sent = icmp6_sent(&o);
+    assert_eq!(sent.len(), 1);
+    let (ifc, _, t, code, ip) = &sent[0];
+    assert_eq!((*ifc, *t, *code), (LAN, 1, 4));
+    assert_eq!(
+        &ip[48..],
+        &c[14..],
+        "quoted with its hop limit as it arrived"
+    );
+    // TCP gets a reset, straight back to the sender
+    let seg = tcp6(HOST, NET, 40000, 443, 77, SYN, &[], &[]);
+    let mut f = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 6, 64, &seg));
+    let mut o = Recorder::default();
+    assert_eq!(
+        r.input(LAN, &mut f, RxMeta::default(), 0, &mut h, &mut o),
+        Disposition::Dropped(DropReason::Filtered)
+    );
+    assert_eq!(o.sent.len(), 1);
+    let (ifc, rst, _) = &o.sent[0];
+    assert_eq!(
+        (*ifc, &rst[..6], &rst[6..12]),
+        (LAN, &HOST_MAC[..], &MAC0[..])
+    );
+    assert_eq!(rst[14 + 6], 6);
+    assert_eq!(rst[54 + 13], RST | ACK);
+    assert_eq!(r.stats().resets, 1);
+    // the input chain's reject of a packet for the router answers too
+    let mut f = udp_frame(MAC0, HOST, "2001:db8:1::1", 64, 10);
+    let mut o = Recorder::default();
+    assert_eq!(
+        r.input(LAN, &mut f, RxMeta::default(), 0, &mut h, &mut o),
+        Disposition::Dropped(DropReason::Filtered)
+    );
+    assert_eq!(icmp6_sent(&o).len(), 1);
+    // but never to a multicast destination
+    let mut f = udp_frame(MAC0, HOST, "ff02::1", 64, 10);
+    let mut o = Recorder::default();
+    r.input(LAN, &mut f, RxMeta::default(), 0, &mut h, &mut o);
+    assert!(o.sent.is_empty());
+}
+
+#[test]
+fn mutated_ipv6_frames_never_panic() {
+    let mut r = setup();
+    learn_all(&mut r);
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let mut rest = vec![43, 0, 1, 4, 0, 0, 0, 0]; // HBH
+    rest.extend_from_slice(&[44, 0, 0, 0, 0, 0, 0, 0]); // routing
+    rest.extend_from_slice(&[58, 0, 0, 1, 0, 0, 0, 7]); // fragment
+    rest.extend_from_slice(&icmp6(HOST, NET, 128, 0, &[0, 1, 0, 1, 9, 9]));
+    let base = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 0, 64, &rest));
+    for i in 0..20_000 {
+        let mut f = base.clone();
+        for _ in 0..1 + rng.below(4) {
+            let at = 14 + rng.below(f.len() - 14);
+            f[at] = rng.next() as u8;
+        }
+        if i % 7 == 0 {
+            let n = 14 + rng.below(f.len() - 14);
+            f.truncate(n);
+        }
+        let mut o = Recorder::default();
+        let _ = run(&mut r, LAN, &mut f, i, &mut o);
+    }
+}
+
+#[test]
+fn an_ipv6_gso_packet_leaves_cut_to_the_mtu_or_gets_packet_too_big() {
+    let mut r = setup();
+    learn_all(&mut r);
+    let mut o = Recorder::default();
+    let payload: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
+    let seg = tcp6(HOST, NET, 40000, 443, 1, ACK | PSH, &[], &payload);
+    let mut f = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 6, 64, &seg));
+    let rx = RxMeta {
+        csum_partial: true,
+        gso_size: Some(1440),
+    };
+    assert_eq!(
+        r.input(LAN, &mut f, rx, 0, &mut NoHook, &mut o),
+        Disposition::Forwarded
+    );
+    assert_eq!(o.sent.len(), 3);
+    let mut data = Vec::new();
+    for (ifc, s, tx) in &o.sent {
+        assert_eq!((*ifc, tx.gso_size, tx.csum_partial), (WAN, None, false));
+        let ip = &s[14..];
+        let h = crate::ipv6::parse(ip).unwrap();
+        assert!(h.total_len <= 1500 && h.hop_limit == 63);
+        assert!(crate::ipv6::l4_checksum_ok(h.src, h.dst, 6, &ip[40..]));
+        data.extend_from_slice(&ip[60..]);
+    }
+    assert_eq!(data, payload);
+    // segments of 1300 bytes do not fit the DMZ's 1280
+    let seg = tcp6(HOST, DMZ_HOST, 40000, 443, 1, ACK, &[], &payload);
+    let mut f = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, DMZ_HOST, 6, 64, &seg));
+    let rx = RxMeta {
+        csum_partial: true,
+        gso_size: Some(1240),
+    };
+    let mut o = Recorder::default();
+    assert_eq!(
+        r.input(LAN, &mut f, rx, 0, &mut NoHook, &mut o),
+        Disposition::Dropped(DropReason::TooBig)
+    );
+    let sent = icmp6_sent(&o);
+    assert_eq!(
+        (sent[0].2, &sent[0].4[44..48]),
+        (2, &1280u32.to_be_bytes()[..])
+    );
+}
+
+#[test]
+fn a_next_hop_not_confirmed_for_30_s_is_probed_by_unicast_as_the_packet_goes() {
+    let mut r = setup();
+    learn_all(&mut r);
+    let mut o = Recorder::default();
+    let mut f = udp_frame(MAC0, HOST, NET, 64, 10);
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 31_000, &mut o),
+        Disposition::Forwarded
+    );
+    assert_eq!(o.sent.len(), 2);
+    let (ifc, ns, _) = &o.sent[0];
+    assert_eq!((*ifc, &ns[..6], ns[14 + 40]), (WAN, &GW_MAC[..], 135));
+    assert_eq!(
+        crate::ipv6::dst(&ns[14..]),
+        a(GW),
+        "unicast to the neighbour"
+    );
+    assert_eq!(&o.sent[1].1[..6], &GW_MAC);
+}
