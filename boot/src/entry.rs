@@ -10,7 +10,7 @@
 //! The code zeroes `.bss`, identity-maps the first 4 GiB with 2 MiB pages, no-execute
 //! (the first 2 MiB in 4 KiB pages, so that the kernel can unmap page 0 after boot as
 //! a null guard; the kernel's
-//! own 2 MiB in 4 KiB pages, W^X by `linker.ld`'s sections, leaving an unmapped guard
+//! own 4 MiB (2-6 MiB) in 4 KiB pages, W^X by `linker.ld`'s sections, leaving an unmapped guard
 //! page below the boot stack), enables PAE, no-execute and long mode, loads a minimal GDT and calls `xenlet_kernel_entry(kind, info)` on the
 //! boot stack. The kernel replaces GDT and IDT with its own right after.
 //! Layout as in Mini-OS `arch/x86/x86_hvm.S` (CR4.PAE → EFER.LME → CR0.PG → lgdt →
@@ -159,13 +159,14 @@ xenlet_mb2_start32:
     mov %eax, xenlet_boot_pd                        /* PD0[0] -> the low page table */
     movl $0, xenlet_boot_pd + 4
 
-    /* The kernel's 2 MiB (2-4 MiB, the linker script asserts the image fits) in
-       4 KiB pages instead, so the page below the boot stack can stay unmapped: an
+    /* The kernel's 4 MiB (2-6 MiB, two page tables; the linker script asserts the
+       image fits) in 4 KiB pages instead, so the page below the boot stack can stay
+       unmapped: an
        overflowing stack faults there (a double fault, reported on its own stack)
        instead of silently writing over whatever lies below it. */
     /* W^X (linker.ld): code read-execute; constants read-only, no-execute; the
        hypercall page (Xen writes it through physical memory) read-execute; data,
-       .bss, the stacks and the rest of the 2 MiB read-write, no-execute. CR0.WP makes
+       .bss, the stacks and the rest of the 4 MiB read-write, no-execute. CR0.WP makes
        read-only binding for the kernel too. */
     mov $xenlet_boot_pt, %edi
     mov $0x200000, %eax
@@ -187,7 +188,7 @@ xenlet_mb2_start32:
     mov %ecx, 4(%edi,%edx,8)
     add $4096, %eax
     inc %edx
-    cmp $512, %edx
+    cmp $1024, %edx
     jne 5b
     mov $xenlet_boot_stack_guard, %eax
     sub $0x200000, %eax
@@ -195,8 +196,11 @@ xenlet_mb2_start32:
     movl $0, (%edi,%eax,8)                          /* the guard page: not present */
     mov $xenlet_boot_pt, %eax
     or $0x3, %eax
-    mov %eax, xenlet_boot_pd + 8                    /* PD0[1] -> the page table */
+    mov %eax, xenlet_boot_pd + 8                    /* PD0[1] -> the first page table */
     movl $0, xenlet_boot_pd + 12                    /* (executable: its entries decide) */
+    add $4096, %eax
+    mov %eax, xenlet_boot_pd + 16                   /* PD0[2] -> the second (4-6 MiB) */
+    movl $0, xenlet_boot_pd + 20
 
     mov %cr4, %eax                                  /* CR4.PAE */
     or $(1 << 5), %eax
@@ -254,7 +258,7 @@ xenlet_boot_gdt_ptr:
 xenlet_boot_pml4: .skip 4096
 xenlet_boot_pdpt: .skip 4096
 xenlet_boot_pd:   .skip 4 * 4096
-xenlet_boot_pt:   .skip 4096
+xenlet_boot_pt:   .skip 2 * 4096
     .global xenlet_boot_pt_low
 xenlet_boot_pt_low: .skip 4096
 xenlet_boot_nx_hi: .skip 4096
