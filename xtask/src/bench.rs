@@ -499,22 +499,14 @@ pub fn net(args: &[&str]) -> Result<Section> {
         names.join(", ")
     ));
     let ran = session(&names, &a);
-    let mut rows = Vec::new();
-    for (var, label) in [
-        ("RX", "iperf3 TCP dom0 -> guest (5 s, 1 stream)"),
-        ("TX", "iperf3 TCP guest -> dom0 (5 s, 1 stream, -R)"),
-    ] {
-        for (who, sc) in NET_SYSTEMS {
-            let figs = (1..=a.runs)
-                .filter_map(|i| {
-                    testbed::result(&format!("{sc}.{i}"))
-                        .get(&format!("var.{var}"))
-                        .and_then(|l| mbits(l))
-                })
-                .collect();
-            rows.push(Row::new(label, who, figs, "Mbit/s", true));
-        }
-    }
+    let mut rows = iperf_rows(
+        &[
+            ("RX", "iperf3 TCP dom0 -> guest (5 s, 1 stream)"),
+            ("TX", "iperf3 TCP guest -> dom0 (5 s, 1 stream, -R)"),
+        ],
+        NET_SYSTEMS,
+        a.runs,
+    );
     // CPU seconds used during each 5 s test (one vCPU: guest + dom0 <= 5 s when the
     // CPU is the limit)
     for (var, dir) in [("RX", "dom0 -> guest"), ("TX", "guest -> dom0")] {
@@ -553,6 +545,25 @@ pub fn net(args: &[&str]) -> Result<Section> {
     })
 }
 
+/// One row per (captured iperf3 receiver line, label) and system (label, scenario):
+/// Mbit/s of runs `scenario.1` .. `scenario.runs`.
+fn iperf_rows(vars: &[(&str, &str)], systems: &[(&str, &str)], runs: usize) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (var, label) in vars {
+        for (who, sc) in systems {
+            let figs = (1..=runs)
+                .filter_map(|i| {
+                    testbed::result(&format!("{sc}.{i}"))
+                        .get(&format!("var.{var}"))
+                        .and_then(|l| mbits(l))
+                })
+                .collect();
+            rows.push(Row::new(label, who, figs, "Mbit/s", true));
+        }
+    }
+    rows
+}
+
 /// `bench clients`' systems: (label, scenario), today's path first (the baseline).
 const CLIENT_SYSTEMS: [(&str, &str); 2] = [
     ("client via dom0's bridge", "bench-clients-dom0"),
@@ -571,24 +582,16 @@ pub fn clients(args: &[&str]) -> Result<Section> {
         names.join(", ")
     ));
     let ran = session(&names, &a);
-    let mut rows = Vec::new();
-    for (var, label) in [
-        ("UP_1", "TCP client -> wan, 1 stream"),
-        ("UP_4", "TCP client -> wan, 4 streams"),
-        ("DOWN_1", "TCP wan -> client, 1 stream"),
-        ("DOWN_4", "TCP wan -> client, 4 streams"),
-    ] {
-        for (who, sc) in CLIENT_SYSTEMS {
-            let figs = (1..=a.runs)
-                .filter_map(|i| {
-                    testbed::result(&format!("{sc}.{i}"))
-                        .get(&format!("var.{var}"))
-                        .and_then(|l| mbits(l))
-                })
-                .collect();
-            rows.push(Row::new(label, who, figs, "Mbit/s", true));
-        }
-    }
+    let rows = iperf_rows(
+        &[
+            ("UP_1", "TCP client -> wan, 1 stream"),
+            ("UP_4", "TCP client -> wan, 4 streams"),
+            ("DOWN_1", "TCP wan -> client, 1 stream"),
+            ("DOWN_4", "TCP wan -> client, 4 streams"),
+        ],
+        &CLIENT_SYSTEMS,
+        a.runs,
+    );
     Ok(Section {
         bench: "clients".into(),
         title: "A client VM behind the Xenlet router: its vif through dom0, or served by the router (driver domain)".into(),
