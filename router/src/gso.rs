@@ -77,29 +77,42 @@ pub fn segment(
         put16(seg_ip, ipv4::ID, id.wrapping_add((i & 0xffff) as u16));
         ipv4::fill_header_checksum(seg_ip);
         let seg = seg_ip.get_mut(hl..).ok_or(DropReason::Malformed)?;
-        let s = seq.wrapping_add((off & 0xffff_ffff) as u32);
-        if let Some(f) = seg.get_mut(tcp::SEQ..tcp::SEQ + 4) {
-            f.copy_from_slice(&s.to_be_bytes());
-        }
-        let mut fl = flags;
-        if i + 1 < count {
-            fl &= !(tcp_flag::FIN | tcp_flag::PSH);
-        }
-        if i > 0 {
-            fl &= !tcp_flag::CWR;
-        }
-        if let Some(f) = seg.get_mut(tcp::FLAGS) {
-            *f = fl;
-        }
-        put16(seg, tcp::CHECKSUM, 0);
-        let c = !checksum::fold(checksum::sum(
-            ipv4::pseudo_header_sum(src, dst, PROTO_TCP, seg.len()),
-            seg,
-        ));
-        put16(seg, tcp::CHECKSUM, c);
+        let pseudo = ipv4::pseudo_header_sum(src, dst, PROTO_TCP, seg.len());
+        finish_tcp_segment(seg, seq, off, flags, (i, count), pseudo);
         emit(out)?;
     }
     Ok(())
+}
+
+/// The TCP header of segment `i` of `count` cut from one GSO packet (`at` = (i,
+/// count)): its sequence number (`seq` + `off`), FIN and PSH only on the last, CWR
+/// only on the first, and its full checksum over `seg` from the pseudo-header sum
+/// `pseudo` (IPv4's or IPv6's).
+pub(crate) fn finish_tcp_segment(
+    seg: &mut [u8],
+    seq: u32,
+    off: usize,
+    flags: u8,
+    (i, count): (usize, usize),
+    pseudo: u32,
+) {
+    let s = seq.wrapping_add((off & 0xffff_ffff) as u32);
+    if let Some(f) = seg.get_mut(tcp::SEQ..tcp::SEQ + 4) {
+        f.copy_from_slice(&s.to_be_bytes());
+    }
+    let mut fl = flags;
+    if i + 1 < count {
+        fl &= !(tcp_flag::FIN | tcp_flag::PSH);
+    }
+    if i > 0 {
+        fl &= !tcp_flag::CWR;
+    }
+    if let Some(f) = seg.get_mut(tcp::FLAGS) {
+        *f = fl;
+    }
+    put16(seg, tcp::CHECKSUM, 0);
+    let c = !checksum::fold(checksum::sum(pseudo, seg));
+    put16(seg, tcp::CHECKSUM, c);
 }
 
 #[cfg(test)]

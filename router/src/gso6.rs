@@ -10,7 +10,6 @@
 
 use crate::checksum;
 use crate::exthdr::Upper;
-use crate::flow::tcp_flag;
 use crate::ipv4::{be32, put16, tcp};
 use crate::ipv6::{self, HEADER_LEN, PROTO_TCP};
 use crate::DropReason;
@@ -70,26 +69,8 @@ pub fn segment6(
             u16::try_from(seg_ip.len() - HEADER_LEN).map_err(|_| DropReason::Malformed)?;
         put16(seg_ip, ipv6::PAYLOAD_LEN, payload);
         let seg = seg_ip.get_mut(t..).ok_or(DropReason::Malformed)?;
-        let s = seq.wrapping_add((off & 0xffff_ffff) as u32);
-        if let Some(f) = seg.get_mut(tcp::SEQ..tcp::SEQ + 4) {
-            f.copy_from_slice(&s.to_be_bytes());
-        }
-        let mut fl = flags;
-        if i + 1 < count {
-            fl &= !(tcp_flag::FIN | tcp_flag::PSH);
-        }
-        if i > 0 {
-            fl &= !tcp_flag::CWR;
-        }
-        if let Some(f) = seg.get_mut(tcp::FLAGS) {
-            *f = fl;
-        }
-        put16(seg, tcp::CHECKSUM, 0);
-        let c = !checksum::fold(checksum::sum(
-            ipv6::pseudo_header_sum(src, dst, PROTO_TCP, seg.len()),
-            seg,
-        ));
-        put16(seg, tcp::CHECKSUM, c);
+        let pseudo = ipv6::pseudo_header_sum(src, dst, PROTO_TCP, seg.len());
+        crate::gso::finish_tcp_segment(seg, seq, off, flags, (i, count), pseudo);
         emit(out)?;
     }
     Ok(())
