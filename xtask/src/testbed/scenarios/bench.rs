@@ -583,6 +583,7 @@ macro_rules! bench_clients {
                 BENCH_ROUTER_NO_TCPDUMP,
                 dom0(
                     concat!(
+                        "rm -f /var/log/xen/console/guest-$NAME-c1.log; ",
                         "printf '%s\\n' 'name=\"'$NAME-c1'\"' 'type=\"pvh\"' 'memory=160' ",
                         "'kernel=\"'$LINUX'\"' 'ramdisk=\"'$CLIENT_INITRD'\"' ",
                         "'extra=\"console=hvc0 loglevel=4 client_bench\"' ",

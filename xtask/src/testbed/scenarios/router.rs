@@ -591,6 +591,9 @@ macro_rules! create_client {
     ($n:literal, $mac:literal) => {
         dom0(
             concat!(
+                "rm -f /var/log/xen/console/guest-$NAME-c",
+                $n,
+                ".log; ",
                 "printf '%s\\n' 'name=\"'$NAME-c",
                 $n,
                 "'\"' 'type=\"pvh\"' 'memory=160' ",
