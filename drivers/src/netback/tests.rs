@@ -1145,7 +1145,10 @@ fn our_netfront_and_netback_pass_frames_both_ways() {
     let mut nf = Netfront::connect_with(&x, 0, 4).unwrap();
     assert_eq!(nf.queues(), 1, "no multi-queue offered");
     assert!(nf.has_sg(), "feature-sg offered");
-    assert!(nf.has_gso_tcpv4(), "GSO offered: the client sends large TCP packets");
+    assert!(
+        nf.has_gso_tcpv4(),
+        "GSO offered: the client sends large TCP packets"
+    );
     assert_eq!(x.key("device/vif/0/request-rx-copy").as_deref(), Some("1"));
     assert_eq!(nb.poll_xenbus(), Ok(BackState::Connected));
     assert_eq!(x.live_mappings(), 2);
