@@ -437,6 +437,9 @@ impl<L: Link> Link for Bridge<L> {
                 idle += 1;
                 continue;
             };
+            // the next call (or turn of this loop) starts with the next port: a busy
+            // port cannot keep the others waiting
+            self.cursor = (from + 1) % self.ports.len();
             idle = 0;
             self.ports[from].rx_frames += 1;
             match self.verdict(from, &frame) {
@@ -772,6 +775,21 @@ mod tests {
         assert!(b.fdb().count() <= FDB_MAX);
         assert!(b.bridge_stats().fdb_full >= 100);
         assert_eq!(taken(&c_far).len(), FDB_MAX + 100);
+    }
+
+    #[test]
+    fn ports_take_turns_so_a_busy_one_starves_no_other() {
+        let (mut b, up_far, c_far, _c2_far) = three();
+        // the uplink has 100 frames for the router, the client one
+        for k in 0..100 {
+            put(&up_far, frame(ROUTER, LAN1, k));
+        }
+        put(&c_far, frame(ROUTER, CLIENT, 200));
+        let first: Vec<Vec<u8>> = (0..3).filter_map(|_| b.recv()).collect();
+        assert!(
+            first.contains(&frame(ROUTER, CLIENT, 200)),
+            "the client waited behind the uplink"
+        );
     }
 
     #[test]

@@ -136,11 +136,6 @@ pub fn take_new_netbacks() -> Vec<Vifback> {
     core::mem::take(&mut *NEW.lock())
 }
 
-/// The names of the backend vifs probed and not yet taken.
-pub fn new_netback_names() -> Vec<String> {
-    NEW.lock().iter().map(|n| n.name()).collect()
-}
-
 /// From the shell loop: after a watch fired, probes the backend directories that
 /// appeared and follows the handshake of the vifs not yet taken (a client that
 /// connects, closes, or a toolstack that removes one: such a vif is released here).
