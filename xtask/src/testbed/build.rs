@@ -60,6 +60,7 @@ const NET_PACKAGES: &[&str] = &[
     "tcpdump",      // the capture in the `wan` namespace
     "socat",        // TCP/UDP clients with a fixed source port in the LAN namespaces
     "iputils-ping", // ping -M do (DF) for the path-MTU check; busybox's ping has no -M
+    "python3-scapy", // the router differential's corpus (net/diff/corpus.py)
     "dmsetup",      // a dm-delay disk that slows writes, so a crash lands inside a config replace
 ];
 

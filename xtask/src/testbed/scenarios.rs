@@ -80,6 +80,8 @@ pub const EXTRA: &[Scenario] = &[
     router::ROUTER_SMALL,
     router::ROUTER_BUSY,
     router::ROUTER_XENLET_FW,
+    router::ROUTER_DIFF,
+    router::ROUTER_DIFF_SHORT,
     router::ROUTER_LINUX,
     bench::BENCH_LINUX,
     bench::BENCH_NET_LINUX,

@@ -151,11 +151,12 @@ down() {
     for f in "$TOPO"/*.pid; do
         [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
     done
-    for n in lan1 lan2 wan far rtr; do
+    # dlan, dwan: the router differential's hosts (diff/routerdiff.py)
+    for n in lan1 lan2 wan far rtr dlan dwan; do
         for p in $(ip netns pids "$n" 2>/dev/null); do kill "$p" 2>/dev/null; done
     done
     sleep 0.5
-    for n in lan1 lan2 wan far rtr; do
+    for n in lan1 lan2 wan far rtr dlan dwan; do
         for p in $(ip netns pids "$n" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
         ip netns del "$n" 2>/dev/null
         rm -rf "/etc/netns/$n"
@@ -163,7 +164,7 @@ down() {
     # the dom0 ends of the veths too: a namespace still held by a process outlives
     # `ip netns del` with its veth, and the next `up` found vlan1 there (`bench router`
     # after a router domain crashed)
-    for l in vlan1 vlan2 vwan vrl vrw brlan brwan; do
+    for l in vlan1 vlan2 vwan vrl vrw vdl vdw brlan brwan; do
         ip link del "$l" 2>/dev/null
     done
     echo "topology router: down"

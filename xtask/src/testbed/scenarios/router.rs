@@ -142,6 +142,22 @@ pub const ROUTER_XENLET_FW: Scenario = Scenario {
     ..XENLET_ROUTER
 };
 
+pub const ROUTER_DIFF: Scenario = Scenario {
+    name: "router-diff",
+    about: "the router differential: xtask/testbed/net/diff's corpus of crafted packets through Xenlet, then through Linux with fw4's rendering of the same firewall (a namespace on the same bridges, Xenlet's vifs taken off them), what comes out compared packet by packet; differences must be the documented ones (known.txt)",
+    steps: ROUTER_DIFF_STEPS,
+    budget_s: 900,
+    ..XENLET_ROUTER
+};
+
+pub const ROUTER_DIFF_SHORT: Scenario = Scenario {
+    name: "router-diff-short",
+    about: "router-diff with the corpus' short cases (NAT, ICMP errors, TTL, fragments, TCP window, the WAN knocking, the port forward and its reflection): the form cargo xtask test runs",
+    steps: ROUTER_DIFF_SHORT_STEPS,
+    budget_s: 600,
+    ..XENLET_ROUTER
+};
+
 pub const ROUTER_LINUX: Scenario = Scenario {
     name: "router-linux",
     about: "router topology (brlan: lan1, lan2; brwan: dnsmasq, wan, far) with a Linux PVH router domU: NAT, fw4 defaults, DHCP, DNS, traceroute, PMTU, WAN blocked",
@@ -824,6 +840,102 @@ const ROUTER_XENLET_FW_STEPS: &[Step] = steps![
         30,
     ),
     last("poweroff"),
+];
+
+// ---------------------------------------------------------------- the differential
+//
+// `xtask/testbed/net/diff/routerdiff.py` (its docstring says how): the Xenlet router
+// gets the corpus' port forward with uci, the corpus runs through it, its vifs leave
+// the bridges, Linux routes the same corpus from a namespace with fw4's rendering of
+// the same firewall and the same WAN address, the vifs come back, the two records are
+// compared against `known.txt`.
+
+/// The port forward the corpus expects: wan tcp 8080 -> 192.168.1.51:80 (reflection on,
+/// fw4's default), as `fw4-diff.nft` has it for Linux.
+const DIFF_FORWARD: &[Step] = &[
+    cmd("uci add firewall redirect", &[r"^cfg[0-9a-f]+$"], 30),
+    cmd("uci set firewall.@redirect[-1].name=Forward-8080", &[], 30),
+    cmd("uci set firewall.@redirect[-1].src=wan", &[], 30),
+    cmd("uci set firewall.@redirect[-1].src_dport=8080", &[], 30),
+    cmd("uci set firewall.@redirect[-1].dest=lan", &[], 30),
+    cmd("uci set firewall.@redirect[-1].dest_ip=192.168.1.51", &[], 30),
+    cmd("uci set firewall.@redirect[-1].dest_port=80", &[], 30),
+    cmd("uci set firewall.@redirect[-1].proto=tcp", &[], 30),
+    cmd("uci set firewall.@redirect[-1].target=DNAT", &[], 30),
+    cmd("uci commit firewall", &[], 30),
+    cmd("reload", &[r"^reload: firewall rules replaced"], 30),
+    dom0(
+        "python3 $NET/diff/routerdiff.py setup",
+        &[r"^routerdiff: dlan .* up$"],
+        60,
+    ),
+];
+
+/// The two routers' records compared: every difference a documented one.
+const DIFF_COMPARE: &[Step] = &[
+    dom0(
+        "python3 $NET/diff/routerdiff.py linux-down; ip link set vif${DOMID}.0 master brlan && ip link set vif${DOMID}.1 master brwan && echo vifs back",
+        &[r"^vifs back$"],
+        60,
+    ),
+    dom0(
+        "python3 $NET/diff/routerdiff.py compare $TOPO/diff-xenlet.json $TOPO/diff-linux.json $NET/diff/known.txt",
+        &[r"^routerdiff: \d+ cases: \d+ the same, \d+ known differences, 0 unexplained, 0 known but gone, 0 run by one only$"],
+        60,
+    ),
+    dom0("python3 $NET/diff/routerdiff.py teardown", &[r"^routerdiff: down$"], 30),
+    // the router still routes after the corpus
+    LAN1_STATIC,
+    LAN1_PINGS_WAN,
+    last("poweroff"),
+];
+
+/// Xenlet's vifs off the bridges and Linux on them, with Xenlet's WAN address.
+const DIFF_TO_LINUX: &[Step] = &[
+    dom0(
+        "ip link set vif${DOMID}.0 nomaster && ip link set vif${DOMID}.1 nomaster && echo vifs off",
+        &[r"^vifs off$"],
+        30,
+    ),
+    dom0(
+        "python3 $NET/diff/routerdiff.py linux-up ${ROUTER_WAN}",
+        &[r"^routerdiff: Linux routes in namespace rtr"],
+        60,
+    ),
+];
+
+const ROUTER_DIFF_STEPS: &[Step] = steps![
+    ..ROUTER_WAN_LEASE,
+    ..DIFF_FORWARD,
+    dom0(
+        "python3 $NET/diff/routerdiff.py run xenlet ${ROUTER_WAN} $TOPO/diff-xenlet.json",
+        &[r"^routerdiff: xenlet: \d+ cases written"],
+        400,
+    ),
+    ..DIFF_TO_LINUX,
+    dom0(
+        "python3 $NET/diff/routerdiff.py run linux ${ROUTER_WAN} $TOPO/diff-linux.json",
+        &[r"^routerdiff: linux: \d+ cases written"],
+        400,
+    ),
+    ..DIFF_COMPARE,
+];
+
+const ROUTER_DIFF_SHORT_STEPS: &[Step] = steps![
+    ..ROUTER_WAN_LEASE,
+    ..DIFF_FORWARD,
+    dom0(
+        "python3 $NET/diff/routerdiff.py run xenlet ${ROUTER_WAN} $TOPO/diff-xenlet.json --short",
+        &[r"^routerdiff: xenlet: \d+ cases written"],
+        200,
+    ),
+    ..DIFF_TO_LINUX,
+    dom0(
+        "python3 $NET/diff/routerdiff.py run linux ${ROUTER_WAN} $TOPO/diff-linux.json --short",
+        &[r"^routerdiff: linux: \d+ cases written"],
+        200,
+    ),
+    ..DIFF_COMPARE,
 ];
 
 /// What lan1's held TCP connection (`holdconn.py`, to wan's responder through NAT)
