@@ -177,8 +177,8 @@ class Wire:
             self.sock.bind(("eth0", 0))
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
             self.sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
-            with open(f"/sys/class/net/eth0/address") as f:
-                self.mac = f.read().strip()
+            # (not /sys/class/net: sysfs stays the one mounted in the first namespace)
+            self.mac = ":".join(f"{b:02x}" for b in self.sock.getsockname()[4])
         finally:
             if _libc.setns(home_fd, CLONE_NEWNET) != 0:
                 raise OSError(ctypes.get_errno(), "setns back")
