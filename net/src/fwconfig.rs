@@ -17,6 +17,10 @@
 //! the router itself (fw4's `redirect`; the input chain accepts it as fw4's
 //! `ct status dnat accept` does).
 //!
+//! A rule's time matches (`start_time`, `weekdays`, ...) go to the router as they
+//! are; it judges them by the wall clock the kernel gives it (local time is UTC
+//! unless the kernel knows an offset).
+//!
 //! Compiling is all or nothing: a reference to a zone that does not exist, a
 //! redirect without `src_dport` or with port ranges of different widths is
 //! an error naming the file, section and option, and the running ruleset stays.
@@ -31,6 +35,7 @@ use xenlet_router::firewall::ruleset::{
     Defaults, Forwarding, IcmpMatch, Negate, Net4, Net6, PortRange, Redirect, Rule, RuleFamily,
     Ruleset, Verdict, Zone, ZoneSel,
 };
+use xenlet_router::firewall::timematch::{DaySet, TimeMatch};
 use xenlet_router::IfId;
 use xenlet_uci::firewall::{
     self as fw, Family, FirewallConfig, LimitUnit, Policy, Protocol, RedirectTarget, ZoneRef,
@@ -134,6 +139,23 @@ fn nets6(list: &[fw::IpNet]) -> Option<Vec<Net6>> {
         None
     } else {
         Some(v)
+    }
+}
+
+/// A rule's time options, as the router matches them.
+fn time_match(t: fw::TimeMatch) -> TimeMatch {
+    let days = |d: fw::DaySet| DaySet {
+        days: d.days,
+        invert: d.invert,
+    };
+    TimeMatch {
+        utc: t.utc,
+        start_date: t.start_date,
+        stop_date: t.stop_date,
+        start_time: t.start_time,
+        stop_time: t.stop_time,
+        weekdays: t.weekdays.map(days),
+        monthdays: t.monthdays.map(days),
     }
 }
 
@@ -311,6 +333,7 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             target: verdict(r.target),
             limit: r.limit.map(|l| limit(l, r.limit_burst.unwrap_or(5))),
             negate,
+            time: r.time.map(time_match),
         });
     }
     let mut redirects = Vec::new();

@@ -25,6 +25,7 @@ use alloc::vec::Vec;
 use smoltcp::wire::{EthernetAddress, Ipv4Address};
 use xenlet_router::firewall::local::tuple_of;
 use xenlet_router::firewall::ruleset::Ruleset;
+use xenlet_router::firewall::timematch::WallClock;
 use xenlet_router::firewall::Firewall;
 use xenlet_router::flow::Tuple;
 use xenlet_router::forward::{Disposition, Output, Router, RouterConfig, TxFull, TxMeta};
@@ -290,6 +291,8 @@ pub struct Gateway {
     /// Replies of port forwards to the router dropped (conntrack found them
     /// invalid).
     pub local_dnat_dropped: u64,
+    /// The wall clock for the firewall's time matches, kept across reloads.
+    wall_clock: Option<WallClock>,
 }
 
 /// Sends the router's frames on the interfaces' inner links.
@@ -387,6 +390,7 @@ impl Gateway {
             local: 0,
             local_dnat_refused: 0,
             local_dnat_dropped: 0,
+            wall_clock: None,
         })
     }
 
@@ -402,11 +406,24 @@ impl Gateway {
         }
     }
 
+    /// Gives the firewall the wall clock its time matches (`start_time`,
+    /// `weekdays`, ...) are judged by; kept across reloads. Until then they fail
+    /// closed (see [`xenlet_router::firewall::Firewall::set_wall_clock`]).
+    pub fn set_wall_clock(&mut self, clock: Option<WallClock>) {
+        self.wall_clock = clock;
+        if let Some(fw) = self.netfilter.firewall_mut() {
+            fw.set_wall_clock(clock);
+        }
+    }
+
     /// Replaces the firewall's ruleset (all or nothing; established flows stay).
     pub fn reload_firewall(&mut self, rules: Ruleset) -> Result<(), String> {
         self.netfilter
             .reload_firewall(rules)
             .map_err(|e| format!("firewall: {e:?}"))?;
+        if let Some(fw) = self.netfilter.firewall_mut() {
+            fw.set_wall_clock(self.wall_clock);
+        }
         for p in &self.ports {
             let a = p.addr.map(|a| a.addr().octets());
             self.netfilter.set_iface_addr(p.id, a);

@@ -29,6 +29,10 @@
 //! a small direct-mapped table) so that the replies count as established on input.
 //! The `output` policies are not enforced (the router's own traffic is trusted).
 //!
+//! Time matches (`start_time`, `weekdays`, ...: [`timematch`]) are judged by the wall
+//! clock the caller sets ([`Firewall::set_wall_clock`]); until it does, they fail
+//! closed (a DROP or REJECT rule with one matches, an ACCEPT rule does not).
+//!
 //! Differences from fw4, on purpose: `forwarding` sections are matched after the
 //! zone's rules (the typed configuration does not keep their place between rules);
 //! only IPv4 is filtered (frames of other types reach the local stack only from
@@ -41,6 +45,7 @@ pub mod ratelimit;
 pub mod reject;
 pub mod reject6;
 pub mod ruleset;
+pub mod timematch;
 
 use alloc::collections::VecDeque;
 use alloc::format;
@@ -55,6 +60,7 @@ use local::LocalFlows;
 use packet::Packet;
 use ratelimit::{Bucket, Limit};
 use ruleset::{Rule, RuleFamily, Ruleset, RulesetError, Verdict, ZoneId, ZoneSel};
+use timematch::WallClock;
 
 /// What conntrack knows of a packet, when the filter looks at it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,6 +159,8 @@ pub struct Firewall {
     local: LocalFlows,
     /// Interface addresses (for port-forward reflection).
     addrs: Vec<(IfId, [u8; 4])>,
+    /// The wall clock, for time matches (None: not known).
+    clock: Option<WallClock>,
 }
 
 fn zone_name(rs: &Ruleset, z: Option<ZoneId>) -> &str {
@@ -227,6 +235,7 @@ impl Firewall {
             log_bucket: Bucket::new(LOG_LIMIT),
             local: LocalFlows::new(),
             addrs: Vec::new(),
+            clock: None,
         })
     }
 
@@ -239,6 +248,7 @@ impl Firewall {
         new.log = core::mem::take(&mut self.log);
         new.log_bucket = self.log_bucket.clone();
         new.addrs = core::mem::take(&mut self.addrs);
+        new.clock = self.clock;
         new.stats.log_suppressed = self.stats.log_suppressed;
         *self = new;
         Ok(())
@@ -290,6 +300,29 @@ impl Firewall {
     /// connections (or is an ICMP error about one).
     pub fn is_local_reply(&self, ip: &[u8], now: Millis) -> bool {
         self.local.is_reply(ip, now)
+    }
+
+    /// Sets (or clears) the wall clock time matches are judged by. Without one, a rule
+    /// with a time match fails closed: a DROP or REJECT rule matches at any time, an
+    /// ACCEPT rule never.
+    pub fn set_wall_clock(&mut self, clock: Option<WallClock>) {
+        self.clock = clock;
+    }
+
+    /// The wall clock, if known.
+    pub fn wall_clock(&self) -> Option<WallClock> {
+        self.clock
+    }
+
+    /// Whether a rule's time match (if any) holds at `now` by `clock`.
+    fn time_ok(r: &Rule, clock: Option<WallClock>, now: Millis) -> bool {
+        let Some(t) = r.time else {
+            return true;
+        };
+        match clock {
+            Some(c) => t.matches(c.unix_secs(now), c.utc_offset_secs),
+            None => r.target != Verdict::Accept,
+        }
     }
 
     /// Sets (or clears) the address of an interface, for port-forward reflection.
@@ -490,7 +523,7 @@ impl Firewall {
                 None | Some(ZoneSel::Any) => true,
                 Some(ZoneSel::Zone(z)) => dest_zone == Some(z),
             };
-            if !dest_ok || !Self::rule_matches(r, p) {
+            if !dest_ok || !Self::rule_matches(r, p) || !Self::time_ok(r, self.clock, now) {
                 continue;
             }
             let target = r.target;
@@ -684,6 +717,9 @@ impl Firewall {
                 for p in &r.dest_port {
                     let _ = write!(s, " {}-{}", p.min, p.max);
                 }
+            }
+            if r.time.is_some() {
+                s.push_str(" meta time");
             }
             if let Some(l) = r.limit {
                 let _ = write!(s, " limit {}/{}ms burst {}", l.rate, l.period_ms, l.burst);

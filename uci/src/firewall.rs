@@ -9,9 +9,11 @@
 //! `PARSE_LIST` does. Rules and redirects default to `proto tcpudp`; rule `target`
 //! defaults to DROP, redirect `target` to DNAT, zone policies to the defaults section's.
 //!
-//! A rule's `src_mac` and its negated (`!`) addresses and ports are matched. Not
-//! modelled: negation of other options, mark/time/ipset/helper matches (and `src_mac`
-//! in a redirect), the NOTRACK, HELPER, MARK, DSCP targets. An
+//! A rule's `src_mac`, its negated (`!`) addresses and ports, and its time matches
+//! ([`time`]: `start_date`, `stop_date`, `start_time`, `stop_time`, `weekdays`,
+//! `monthdays`, `utc_time`) are matched. Not modelled: negation of other options,
+//! mark/ipset/helper matches (and `src_mac` and time matches in a redirect), the
+//! NOTRACK, HELPER, MARK, DSCP targets. An
 //! ACCEPT rule or a redirect using one is left out with a warning (ignoring a match
 //! would make it match more than it says); a DROP or REJECT rule using one refuses
 //! the file (leaving it out would let through what it stops). `include` sections are
@@ -22,6 +24,10 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr};
 use core::str::FromStr;
+
+pub mod time;
+
+pub use time::{DaySet, TimeMatch};
 
 use crate::model::Package;
 use crate::validate::{parse_uint, Checked, ConfigError, Diagnostic, SectionReader};
@@ -240,6 +246,8 @@ pub struct Rule {
     pub limit: Option<Limit>,
     /// Burst for the limit.
     pub limit_burst: Option<u32>,
+    /// Time matches (`start_time`, `weekdays`, ...; none: any time).
+    pub time: Option<TimeMatch>,
 }
 
 /// `config redirect` (a DNAT port forward, or SNAT).
@@ -583,12 +591,6 @@ const UNSUPPORTED_MATCHES: &[&str] = &[
     "mark",
     "ipset",
     "helper",
-    "start_date",
-    "stop_date",
-    "start_time",
-    "stop_time",
-    "weekdays",
-    "monthdays",
     "dscp",
     "device",
     "direction",
@@ -603,7 +605,7 @@ const UNSUPPORTED_MATCHES: &[&str] = &[
 ];
 
 /// Options with no effect on matching that Xenlet accepts and does not use.
-const COSMETIC: &[&str] = &["log", "log_limit", "counter", "utc_time"];
+const COSMETIC: &[&str] = &["log", "log_limit", "counter"];
 
 /// Reads `/etc/config/firewall`.
 pub fn firewall(p: &Package) -> Result<Checked<FirewallConfig>, ConfigError> {
@@ -803,8 +805,16 @@ fn unsupported_option(r: &SectionReader<'_>, allowed: &[&str]) -> Option<(String
 }
 
 /// What a rule allows beyond the plain matches: `src_mac`, and negation (`!`) of its
-/// addresses and ports.
-const RULE_ALLOWS: &[&str] = &["src_mac", "src_ip", "dest_ip", "src_port", "dest_port"];
+/// addresses, ports, MAC addresses and days.
+const RULE_ALLOWS: &[&str] = &[
+    "src_mac",
+    "src_ip",
+    "dest_ip",
+    "src_port",
+    "dest_port",
+    "weekdays",
+    "monthdays",
+];
 
 /// The items of `name`, all negated (`!ADDR`, fw4's "anything but") or none: (items,
 /// negated). Mixing the two in one option is refused, as it has no single meaning.
@@ -949,6 +959,7 @@ fn read_rule(
             parse_limit,
         )?,
         limit_burst: r.parse("limit_burst", "a number", parse_uint::<u32>)?,
+        time: time::read(r)?,
     }))
 }
 
@@ -961,6 +972,14 @@ fn read_redirect(
     if unsupported(r, warnings, &["src_dip"]) {
         return Ok(None);
     }
+    if let Some(o) = time::OPTIONS[1..].iter().find(|o| r.has(o)) {
+        warnings.push(r.error(
+            o,
+            "time match not supported by Xenlet in a redirect, section ignored".into(),
+        ));
+        return Ok(None);
+    }
+    r.ignore(&["utc_time"]);
     let target = match r.single("target")? {
         None => RedirectTarget::Dnat,
         Some(t) => parse_enum(
@@ -1288,8 +1307,8 @@ mod tests {
                 "@rule[0]: option 'ipset': match not supported by Xenlet in a DROP rule",
             ),
             (
-                "config rule\n\toption src 'lan'\n\toption weekdays 'Mon'\n\toption target 'REJECT'\n",
-                "@rule[0]: option 'weekdays': match not supported by Xenlet in a REJECT rule",
+                "config rule\n\toption src 'lan'\n\toption mark '0x1/0xff'\n\toption target 'REJECT'\n",
+                "@rule[0]: option 'mark': match not supported by Xenlet in a REJECT rule",
             ),
             (
                 "config rule\n\toption src 'lan'\n\toption proto '!icmp'\n",
@@ -1299,6 +1318,83 @@ mod tests {
             let e = fw(rule).unwrap_err().to_string();
             assert!(e.starts_with(&format!("/etc/config/firewall: {msg}")), "{e}");
         }
+    }
+
+    #[test]
+    fn time_matches_are_read_and_bad_ones_are_located_errors() {
+        let c = fw(concat!(
+            "config rule\n\toption src 'lan'\n\toption dest 'wan'\n",
+            "\toption start_time '22:00'\n\toption stop_time '06:30:15'\n",
+            "\toption weekdays '! Sat Sun'\n\tlist monthdays '1'\n\tlist monthdays '15'\n",
+            "\toption start_date '2025-06-02'\n\toption stop_date '2025-06-30T23:59:59'\n",
+            "\toption utc_time '1'\n\toption target 'DROP'\n",
+            "config rule\n\toption src 'lan'\n\toption utc_time '1'\n\toption target 'ACCEPT'\n",
+        ))
+        .unwrap();
+        assert_eq!(c.warnings, []);
+        assert_eq!(
+            c.config.rules[0].time,
+            Some(TimeMatch {
+                utc: true,
+                start_date: Some(1_748_822_400),
+                stop_date: Some(1_748_822_400 + 29 * 86_400 - 1),
+                start_time: Some(22 * 3600),
+                stop_time: Some(6 * 3600 + 30 * 60 + 15),
+                weekdays: Some(DaySet {
+                    days: 0b110_0000,
+                    invert: true
+                }),
+                monthdays: Some(DaySet {
+                    days: (1 << 1) | (1 << 15),
+                    invert: false
+                }),
+            })
+        );
+        // utc_time alone is no time match
+        assert_eq!(c.config.rules[1].time, None);
+        for (opt, val, msg) in [
+            ("start_time", "25:00", "'25:00' is not a time of day"),
+            ("stop_time", "noon", "'noon' is not a time of day"),
+            ("start_date", "2025-02-29", "'2025-02-29' is not a date"),
+            ("stop_date", "2039-01-01", "'2039-01-01' is not a date"),
+            (
+                "weekdays",
+                "Mon Funday",
+                "'Mon Funday' is not a list of weekdays",
+            ),
+            (
+                "weekdays",
+                "Mon !Tue",
+                "'Mon !Tue' is not a list of weekdays",
+            ),
+            (
+                "monthdays",
+                "0 1",
+                "'0 1' is not a list of days of the month",
+            ),
+            ("utc_time", "sometimes", "'sometimes' is not a boolean"),
+        ] {
+            for target in ["ACCEPT", "DROP"] {
+                let e = fw(&format!(
+                    "config rule\n\toption src 'lan'\n\toption {opt} '{val}'\n\toption target '{target}'\n"
+                ))
+                .unwrap_err()
+                .to_string();
+                assert!(
+                    e.starts_with(&format!(
+                        "/etc/config/firewall: @rule[0]: option '{opt}': {msg}"
+                    )),
+                    "{e}"
+                );
+            }
+        }
+        // a redirect with a time match is left out (a port forward open at all times
+        // would be more than it says)
+        let c = fw("config redirect\n\toption src 'wan'\n\toption src_dport '22'\n\toption dest_ip '192.168.1.2'\n\toption weekdays 'Sat'\n").unwrap();
+        assert_eq!(c.config.redirects, []);
+        assert!(c.warnings[0]
+            .to_string()
+            .contains("time match not supported"));
     }
 
     #[test]

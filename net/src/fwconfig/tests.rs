@@ -642,6 +642,37 @@ fn reload_keeps_established_flows_and_new_flows_see_the_new_rules() {
 }
 
 #[test]
+fn a_bedtime_rule_from_the_file_rejects_new_flows_only_in_its_hours() {
+    use xenlet_router::firewall::timematch::WallClock;
+    let text = format!(
+        "{IMAGE_FIREWALL}\nconfig rule\n\toption name 'bedtime'\n\toption src 'lan'\n\toption dest 'wan'\n\toption src_ip '192.168.1.100'\n\toption start_time '22:00'\n\toption stop_time '06:00'\n\toption weekdays 'mon tue wed thu fri'\n\toption target 'REJECT'\n"
+    );
+    let mut b = Box4::new(&text);
+    // the clock not known yet: the REJECT rule with a time match fails closed
+    let (d, _) = b.send(LAN, tcp(HOST, FAR, 5000, 443, 1, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
+    // b.now (1000 ms) is Monday 2025-06-02 12:00 UTC; local time is UTC
+    let noon = (1_748_822_400 + 12 * 3600) * 1000;
+    b.nf.firewall_mut().unwrap().set_wall_clock(Some(WallClock {
+        unix_ms_at_zero: noon - 1000,
+        utc_offset_secs: 0,
+    }));
+    let (d, _) = b.send(LAN, tcp(HOST, FAR, 5001, 443, 1, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Forwarded);
+    // 23:00: a new flow is refused, the one opened at noon goes on (established)
+    b.now += 11 * 3_600_000;
+    let (d, w) = b.send(LAN, tcp(HOST, FAR, 5002, 443, 1, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
+    assert_eq!(w.sent[0].0, LAN, "the reset goes back to the LAN host");
+    let (d, _) = b.send(LAN, tcp(HOST2, FAR, 5002, 443, 1, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Forwarded, "another host is not in the rule");
+    // Saturday 23:00: not a school night
+    b.now += 5 * 86_400_000;
+    let (d, _) = b.send(LAN, tcp(HOST, FAR, 5003, 443, 1, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Forwarded);
+}
+
+#[test]
 fn a_hundred_rules_cost_nothing_on_the_established_path() {
     let mut text = String::from(IMAGE_FIREWALL);
     for k in 0..100 {

@@ -11,6 +11,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::ratelimit::Limit;
+use super::timematch::TimeMatch;
 use crate::IfId;
 
 /// A zone, by its index in [`Ruleset::zones`].
@@ -164,6 +165,8 @@ pub struct Rule {
     pub target: Verdict,
     /// `limit`/`limit_burst`: above it the rule does not match.
     pub limit: Option<Limit>,
+    /// `start_time`, `weekdays`, ...: outside them the rule does not match.
+    pub time: Option<TimeMatch>,
 }
 
 /// The negated matches of a [`Rule`].

@@ -61,6 +61,7 @@ fn rule(name: &str, src: ZoneSel, dest: Option<ZoneSel>, target: Verdict) -> Rul
         target,
         limit: None,
         negate: Negate::default(),
+        time: None,
     }
 }
 
@@ -139,6 +140,90 @@ fn a_src_mac_rule_matches_by_the_frames_source() {
     p.src_mac = None;
     assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Accept);
     assert_eq!(fw.rule_counter(0).unwrap().packets, 1);
+}
+
+#[test]
+fn a_time_rule_matches_only_in_its_hours_by_the_wall_clock() {
+    // "no internet for the kids' tablet at night, on school days": DROP from lan to
+    // wan 22:00-06:00, Monday to Friday (local time, UTC+2)
+    use super::timematch::{DaySet, TimeMatch, WallClock};
+    let mut rs = ruleset();
+    let mut r = rule(
+        "bedtime",
+        ZoneSel::Zone(0),
+        Some(ZoneSel::Zone(1)),
+        Verdict::Drop,
+    );
+    r.time = Some(TimeMatch {
+        start_time: Some(22 * 3600),
+        stop_time: Some(6 * 3600),
+        weekdays: Some(DaySet {
+            days: 0b1_1111,
+            invert: false,
+        }),
+        ..TimeMatch::default()
+    });
+    rs.rules = vec![r.clone()];
+    let mut fw = Firewall::new(rs.clone()).unwrap();
+    let p = pkt(&udp(H, X, 40000, 443, b"x"));
+    // the clock is unknown: a DROP rule with a time match fails closed
+    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Drop);
+    // Monday 2025-06-02 00:00 UTC at our clock's 0; local time is UTC+2
+    let monday = 1_748_822_400_i64;
+    fw.set_wall_clock(Some(WallClock {
+        unix_ms_at_zero: monday * 1000,
+        utc_offset_secs: 7200,
+    }));
+    let at = |h: u64, m: u64| ((h * 60 + m) * 60) * 1000; // ms since Monday 00:00 UTC
+                                                          // 12:00 local (10:00 UTC): allowed
+    assert_eq!(
+        fw.forward(&p, LAN, WAN, CtState::New, at(10, 0)),
+        Verdict::Accept
+    );
+    // 22:30 local Monday (20:30 UTC): dropped; 05:59 local Tuesday too (06:00:00 is
+    // the inclusive end; 06:01 is past it)
+    assert_eq!(
+        fw.forward(&p, LAN, WAN, CtState::New, at(20, 30)),
+        Verdict::Drop
+    );
+    assert_eq!(
+        fw.forward(&p, LAN, WAN, CtState::New, at(27, 59)),
+        Verdict::Drop
+    );
+    assert_eq!(
+        fw.forward(&p, LAN, WAN, CtState::New, at(28, 1)),
+        Verdict::Accept
+    );
+    // Saturday 23:00 local: not a school day
+    assert_eq!(
+        fw.forward(&p, LAN, WAN, CtState::New, at(5 * 24 + 21, 0)),
+        Verdict::Accept
+    );
+    // a reload keeps the clock
+    fw.replace(rs).unwrap();
+    assert_eq!(
+        fw.forward(&p, LAN, WAN, CtState::New, at(10, 0)),
+        Verdict::Accept
+    );
+    // an ACCEPT rule with a time match never matches while the clock is unknown
+    r.target = Verdict::Accept;
+    let mut rs = ruleset();
+    rs.defaults.forward = Verdict::Drop;
+    rs.forwardings.clear();
+    rs.rules = vec![r];
+    let mut fw = Firewall::new(rs).unwrap();
+    assert_eq!(
+        fw.forward(&p, LAN, WAN, CtState::New, at(20, 30)),
+        Verdict::Drop
+    );
+    fw.set_wall_clock(Some(WallClock {
+        unix_ms_at_zero: monday * 1000,
+        utc_offset_secs: 7200,
+    }));
+    assert_eq!(
+        fw.forward(&p, LAN, WAN, CtState::New, at(20, 30)),
+        Verdict::Accept
+    );
 }
 
 #[test]

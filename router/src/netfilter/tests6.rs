@@ -48,6 +48,7 @@ fn rule(name: &str, dest: Option<ZoneSel>, protos: Vec<u8>, family: RuleFamily) 
         src_port: vec![],
         dest_port: vec![],
         negate: Negate::default(),
+        time: None,
         icmp_type: vec![],
         family,
         src_ip6: vec![],
