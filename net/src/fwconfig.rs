@@ -309,6 +309,7 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             dest_ip: r.dest_ip_neg && !(dest_ip.is_empty() && dest_ip6.is_empty()),
             src_port: r.src_port_neg,
             dest_port: r.dest_port_neg,
+            src_mac: r.src_mac_neg,
         };
         // fw4: `proto icmp` is ICMPv6 too for a rule that applies to IPv6
         let mut protos = protos(&r.proto);

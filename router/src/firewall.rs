@@ -420,7 +420,7 @@ impl Firewall {
         if !r.src_ip.is_empty() && r.src_ip.iter().any(|n| n.contains(p.src)) == neg.src_ip {
             return false;
         }
-        if !r.src_mac.is_empty() && !p.src_mac.is_some_and(|m| r.src_mac.contains(&m)) {
+        if !Self::mac_matches(r, p) {
             return false;
         }
         if !r.dest_ip.is_empty() && r.dest_ip.iter().any(|n| n.contains(p.dst)) == neg.dest_ip {
@@ -453,6 +453,16 @@ impl Firewall {
         true
     }
 
+    /// A rule's `src_mac` (negated or not) against the frame's source; a packet whose
+    /// link source is unknown matches only a rule without `src_mac`.
+    fn mac_matches(r: &Rule, p: &Packet) -> bool {
+        if r.src_mac.is_empty() {
+            return true;
+        }
+        p.src_mac
+            .is_some_and(|m| r.src_mac.contains(&m) != r.negate.src_mac)
+    }
+
     /// [`Self::rule_matches`] for an IPv6 packet (protocols already matched).
     fn rule_matches6(r: &Rule, p: &Packet, (src, dst): ([u8; 16], [u8; 16])) -> bool {
         // IPv4 addresses only: an IPv4 rule (fw4 narrows the family so)
@@ -469,7 +479,7 @@ impl Firewall {
         if !r.dest_ip6.is_empty() && r.dest_ip6.iter().any(|n| n.contains(dst)) == neg.dest_ip {
             return false;
         }
-        if !r.src_mac.is_empty() && !p.src_mac.is_some_and(|m| r.src_mac.contains(&m)) {
+        if !Self::mac_matches(r, p) {
             return false;
         }
         if !r.src_port.is_empty() || !r.dest_port.is_empty() {

@@ -9,7 +9,7 @@
 //! `PARSE_LIST` does. Rules and redirects default to `proto tcpudp`; rule `target`
 //! defaults to DROP, redirect `target` to DNAT, zone policies to the defaults section's.
 //!
-//! A rule's `src_mac`, its negated (`!`) addresses and ports, and its time matches
+//! A rule's `src_mac`, its negated (`!`) addresses, ports and MACs, and its time matches
 //! ([`time`]: `start_date`, `stop_date`, `start_time`, `stop_time`, `weekdays`,
 //! `monthdays`, `utc_time`) are matched. Not modelled: negation of other options,
 //! mark/ipset/helper matches (and `src_mac` and time matches in a redirect), the
@@ -224,6 +224,8 @@ pub struct Rule {
     pub src_ip_neg: bool,
     /// Source Ethernet addresses (`src_mac`; empty: any).
     pub src_mac: Vec<[u8; 6]>,
+    /// `src_mac` was negated.
+    pub src_mac_neg: bool,
     /// Destination addresses (empty: any).
     pub dest_ip: Vec<IpNet>,
     /// `dest_ip` was negated.
@@ -926,6 +928,12 @@ fn read_rule(
     let (dest_ip, dest_ip_neg) = negatable(r, "dest_ip", "an IP address or prefix", parse_ipnet)?;
     let (src_port, src_port_neg) = negatable(r, "src_port", "a port or port range", parse_port)?;
     let (dest_port, dest_port_neg) = negatable(r, "dest_port", "a port or port range", parse_port)?;
+    let (src_mac, src_mac_neg) = negatable(
+        r,
+        "src_mac",
+        "a MAC address (aa:bb:cc:dd:ee:ff)",
+        crate::network::mac_address,
+    )?;
     Ok(Some(Rule {
         name: r.single("name")?.map(str::to_string),
         src: r.parse("src", "a zone name or '*'", zone_ref)?,
@@ -933,11 +941,8 @@ fn read_rule(
         proto: protocols(r)?,
         src_ip,
         src_ip_neg,
-        src_mac: r.parse_items(
-            "src_mac",
-            "a MAC address (aa:bb:cc:dd:ee:ff)",
-            crate::network::mac_address,
-        )?,
+        src_mac,
+        src_mac_neg,
         dest_ip,
         dest_ip_neg,
         src_port,
@@ -1297,6 +1302,15 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("src_mac"), "{e}");
+        // fw4's `ether saddr != ...`: every device but the admin's
+        let c = fw(concat!(
+            "config rule\n\toption src 'lan'\n\toption dest 'wan'\n",
+            "\toption src_mac '!02:00:00:00:00:01'\n\toption target 'REJECT'\n",
+        ))
+        .unwrap();
+        let r = &c.config.rules[0];
+        assert!(r.src_mac_neg && !r.src_ip_neg);
+        assert_eq!(r.src_mac, [[2, 0, 0, 0, 0, 1]]);
     }
 
     #[test]
@@ -1313,6 +1327,20 @@ mod tests {
             (
                 "config rule\n\toption src 'lan'\n\toption proto '!icmp'\n",
                 "@rule[0]: option 'proto': negation ('!') not supported by Xenlet in a DROP rule",
+            ),
+            // fw4 reads `!` on these too but either ignores it (proto, limit) or
+            // refuses the value (icmp_type, zones): either way not what it says
+            (
+                "config rule\n\toption src 'wan'\n\toption proto 'icmp'\n\toption icmp_type '!echo-request'\n\toption target 'REJECT'\n",
+                "@rule[0]: option 'icmp_type': negation ('!') not supported by Xenlet in a REJECT rule",
+            ),
+            (
+                "config rule\n\toption src 'lan'\n\toption dest '!wan'\n\toption target 'DROP'\n",
+                "@rule[0]: option 'dest': negation ('!') not supported by Xenlet in a DROP rule",
+            ),
+            (
+                "config rule\n\toption src 'lan'\n\toption limit '!10/second'\n\toption target 'DROP'\n",
+                "@rule[0]: option 'limit': negation ('!') not supported by Xenlet in a DROP rule",
             ),
         ] {
             let e = fw(rule).unwrap_err().to_string();

@@ -146,7 +146,7 @@ pub struct Rule {
     pub src_port: Vec<PortRange>,
     /// Destination ports (same).
     pub dest_port: Vec<PortRange>,
-    /// Which of `src_ip`, `dest_ip`, `src_port`, `dest_port` are negated (fw4's
+    /// Which of `src_ip`, `dest_ip`, `src_port`, `dest_port`, `src_mac` are negated (fw4's
     /// `!`: the field matches anything but the list; a negated port match still
     /// needs ports).
     pub negate: Negate,
@@ -180,6 +180,8 @@ pub struct Negate {
     pub src_port: bool,
     /// `dest_port`.
     pub dest_port: bool,
+    /// `src_mac` (a packet whose link source is unknown still never matches).
+    pub src_mac: bool,
 }
 
 /// `config zone`.

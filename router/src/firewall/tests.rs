@@ -140,6 +140,24 @@ fn a_src_mac_rule_matches_by_the_frames_source() {
     p.src_mac = None;
     assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Accept);
     assert_eq!(fw.rule_counter(0).unwrap().packets, 1);
+    // negated (`src_mac '!...'`, fw4's `ether saddr !=`): every device but that one
+    let mut rs = ruleset();
+    let mut r = rule(
+        "only-the-admin",
+        ZoneSel::Zone(0),
+        Some(ZoneSel::Zone(1)),
+        Verdict::Drop,
+    );
+    r.src_mac = vec![[0x02, 0, 0, 0, 0, 0x01]];
+    r.negate.src_mac = true;
+    rs.rules = vec![r];
+    let mut fw = Firewall::new(rs).unwrap();
+    p.src_mac = Some([0x02, 0, 0, 0, 0, 0x01]);
+    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Accept);
+    p.src_mac = Some([0x02, 0, 0, 0, 0, 0x42]);
+    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Drop);
+    p.src_mac = None;
+    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Accept);
 }
 
 #[test]
