@@ -435,7 +435,8 @@ impl Netfilter {
 
     /// Creates the entry of a new flow whose first packet now looks like `current`
     /// (`original` before a port forward) and leaves by `masq` if that is set (else
-    /// gets the source `snat`, keeping its port, if that is set).
+    /// gets the source `snat`, keeping its port unless that would clash with another
+    /// flow or is one of the router's, if that is set).
     #[allow(clippy::too_many_arguments)]
     fn create(
         &mut self,
@@ -504,6 +505,24 @@ impl Netfilter {
         } else if let Some(a) = snat {
             nat |= status::SRC_NAT;
             reply.dst = a;
+            // Linux's nf_nat_unique_tuple: the client's port if the reply tuple it
+            // makes is unique, else another one (two LAN clients reflected from the
+            // same port to the same server would otherwise clash), never one of the
+            // router's own
+            if matches!(current.proto, Proto::Tcp | Proto::Udp) {
+                let ct = &self.ct;
+                let start = ct
+                    .maps
+                    .search_start((current.src, current.sport), (current.dst, current.dport));
+                let port = choose_port(current.sport, self.ports, start, |p| {
+                    !crate::nat::is_router_port(p) && !ct.contains(&Tuple { dport: p, ..reply })
+                });
+                let Some(port) = port else {
+                    self.ct.stats.nat_exhausted += 1;
+                    return Err(DropReason::NatExhausted);
+                };
+                reply.dport = port;
+            }
         }
         if self.ct.contains(&reply) || self.ct.contains(&original) {
             if let Some(id) = mapping {
