@@ -23,7 +23,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use smoltcp::wire::{EthernetAddress, Ipv4Address};
-use xenlet_router::firewall::local::tuple_of;
+use xenlet_router::firewall::local::{is_own_client, sent_tuple_of, tuple_of};
 use xenlet_router::firewall::ruleset::Ruleset;
 use xenlet_router::firewall::timematch::WallClock;
 use xenlet_router::firewall::Firewall;
@@ -143,14 +143,21 @@ impl<L: Link> Routed<L> {
         if !self.routed || frame.get(12..14) != Some(&[0x08, 0x00][..]) {
             return;
         }
-        let Some(t) = frame.get(14..).and_then(tuple_of) else {
+        let Some(t) = frame.get(14..).and_then(sent_tuple_of) else {
             return;
         };
         if self.sent.back() == Some(&t) {
             return; // the same flow again: one note is enough
         }
         if self.sent.len() >= SENT_FLOWS {
-            self.sent.pop_front();
+            // the oldest flow the router serves goes first: a flood of its answers
+            // must not make it forget a flow it started (its DNS queries upstream)
+            let k = self
+                .sent
+                .iter()
+                .position(|o| !is_own_client(o))
+                .unwrap_or(0);
+            let _ = self.sent.remove(k);
             self.sent_dropped += 1;
         }
         self.sent.push_back(t);
@@ -701,6 +708,46 @@ mod tests {
         }
         assert_eq!(r.local.len(), LOCAL_QUEUE);
         assert_eq!(r.local_dropped(), 4 + 600 - LOCAL_QUEUE as u64);
+    }
+
+    /// An Ethernet frame of a UDP datagram (no checksums: only the tuple is read).
+    fn udp_frame(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> Vec<u8> {
+        let mut f = alloc::vec![0u8; 14 + 28];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        let ip = &mut f[14..];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&28u16.to_be_bytes());
+        ip[8] = 64;
+        ip[9] = 17;
+        ip[12..16].copy_from_slice(&src);
+        ip[16..20].copy_from_slice(&dst);
+        ip[20..22].copy_from_slice(&sport.to_be_bytes());
+        ip[22..24].copy_from_slice(&dport.to_be_bytes());
+        ip[24..26].copy_from_slice(&8u16.to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn a_burst_of_answers_between_polls_does_not_drop_the_routers_own_query() {
+        // The router's DNS forwarder asks upstream; before the next poll its DNS
+        // server answers more LAN clients than the link keeps flows for. The query's
+        // flow is kept (the answers' go first), so its reply is still established.
+        let (a, _b) = cable();
+        let mut r = Routed::new(a);
+        r.routed = true;
+        let query = udp_frame([10, 0, 0, 2], 50000, [8, 8, 8, 8], 53);
+        r.note_sent(&query);
+        for i in 0..(SENT_FLOWS as u16 + 100) {
+            r.note_sent(&udp_frame(
+                [192, 168, 1, 1],
+                53,
+                [192, 168, 1, 100],
+                1024 + i,
+            ));
+        }
+        assert_eq!(r.sent_dropped(), 101);
+        assert_eq!(r.sent.len(), SENT_FLOWS);
+        assert_eq!(r.sent.front(), tuple_of(&query[14..]).as_ref());
     }
 
     struct Net {

@@ -26,7 +26,8 @@
 //!
 //! The router's own connections do not cross the forwarding core, so conntrack does
 //! not see them; their packets are noted on the way out ([`Firewall::note_output`],
-//! a small direct-mapped table) so that the replies count as established on input.
+//! a small table, with a part of its own for the flows the router starts) so that
+//! the replies count as established on input.
 //! The `output` policies are not enforced (the router's own traffic is trusted).
 //!
 //! Time matches (`start_time`, `weekdays`, ...: [`timematch`]) are judged by the wall

@@ -547,6 +547,59 @@ fn a_ping_flood_does_not_push_the_routers_dns_flow_out() {
 }
 
 #[test]
+fn a_flood_of_the_routers_answers_and_resets_does_not_push_its_own_flows_out() {
+    // The router's DNS forwarder asks upstream from one of its own ports, and its DHCP
+    // client renews; then LAN hosts make it send 20,000 DNS answers (from port 53 to
+    // their ports), 20,000 resets (probing closed ports, its own range too) and
+    // 20,000 echo replies, all noted after the query and so expiring later.
+    let mut fw = Firewall::new(ruleset()).unwrap();
+    let query = udp(R, X, 50000, 53, b"q");
+    let renew = udp(R, X, 68, 67, b"r");
+    fw.note_output(&query, 0);
+    fw.note_output(&renew, 0);
+    for i in 0..20_000u32 {
+        let host = [192, 168, (i >> 8) as u8 % 20, i as u8];
+        let port = 1024 + (i % 60_000) as u16;
+        fw.note_output(&udp(H, host, 53, port, b"a"), 10);
+        let rst = tcp(H, host, 49152 + (i % 16_000) as u16, port, 0x14, b"");
+        fw.note_output(&rst, 10);
+        let mut reply = ipv4(H, host, 1, &[0, 0, 0, 0, (i >> 8) as u8, i as u8, 0, 1]);
+        let c = crate::checksum::checksum(&reply[20..]);
+        reply[22..24].copy_from_slice(&c.to_be_bytes());
+        fw.note_output(&reply, 10);
+    }
+    assert!(
+        fw.is_local_reply(&udp(X, R, 53, 50000, b"a"), 20),
+        "the upstream DNS answer is still expected"
+    );
+    assert!(
+        fw.is_local_reply(&udp(X, R, 67, 68, b"a"), 20),
+        "the DHCP ack"
+    );
+    // the forwarder's 150 queries in flight (random ports) are all kept as well
+    let ports: Vec<u16> = (0..150u32)
+        .map(|i| 49152 + (i.wrapping_mul(2_654_435_761) >> 18) as u16)
+        .collect();
+    for &p in &ports {
+        fw.note_output(&udp(R, X, p, 53, b"q"), 30);
+    }
+    let kept = ports
+        .iter()
+        .filter(|&&p| fw.is_local_reply(&udp(X, R, 53, p, b"a"), 40))
+        .count();
+    assert_eq!(kept, 150);
+    // a reset is not noted: nothing that answers it is established
+    let host = [192, 168, 0, 1];
+    let rst = tcp(H, host, 49153, 1025, 0x14, b"");
+    let mut fresh = Firewall::new(ruleset()).unwrap();
+    fresh.note_output(&rst, 0);
+    assert!(!fresh.is_local_reply(&tcp(host, H, 1025, 49153, 0x10, b""), 1));
+    // the flows the router serves still work as before
+    fresh.note_output(&udp(H, host, 53, 40000, b"a"), 0);
+    assert!(fresh.is_local_reply(&udp(host, H, 40000, 53, b"q"), 1));
+}
+
+#[test]
 fn rule_limits_and_log_limit() {
     let mut rs = ruleset();
     let mut r = rule("limited", ZoneSel::Zone(1), None, Verdict::Accept);
