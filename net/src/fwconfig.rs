@@ -17,7 +17,7 @@
 //! the router itself (fw4's `redirect`; the input chain accepts it as fw4's
 //! `ct status dnat accept` does).
 //!
-//! A rule's time matches (`start_time`, `weekdays`, ...) go to the router as they
+//! A rule's or redirect's time matches (`start_time`, `weekdays`, ...) go to the router as they
 //! are; it judges them by the wall clock the kernel gives it (local time is UTC
 //! unless the kernel knows an offset).
 //!
@@ -142,7 +142,7 @@ fn nets6(list: &[fw::IpNet]) -> Option<Vec<Net6>> {
     }
 }
 
-/// A rule's time options, as the router matches them.
+/// A rule's or redirect's time options, as the router matches them.
 fn time_match(t: fw::TimeMatch) -> TimeMatch {
     let days = |d: fw::DaySet| DaySet {
         days: d.days,
@@ -411,6 +411,7 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             dest_ip: dest_ip.octets(),
             dest_port,
             reflection: r.reflection,
+            time: r.time.map(time_match),
         });
     }
     let mut iface_names: Vec<(IfId, String)> = Vec::new();

@@ -362,6 +362,7 @@ impl Firewall {
                     to: (to, r.dest_port.min),
                     src_ip: r.src_ip.clone(),
                     snat,
+                    time: r.time,
                 };
                 // A forward to the router itself goes to the input interface's own
                 // address (its stack's services), once that address is known.

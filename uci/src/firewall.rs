@@ -12,7 +12,7 @@
 //! A rule's `src_mac`, its negated (`!`) addresses, ports and MACs, and its time matches
 //! ([`time`]: `start_date`, `stop_date`, `start_time`, `stop_time`, `weekdays`,
 //! `monthdays`, `utc_time`) are matched. Not modelled: negation of other options,
-//! mark/ipset/helper matches (and `src_mac` and time matches in a redirect), the
+//! mark/ipset/helper matches (and `src_mac` in a redirect), the
 //! NOTRACK, HELPER, MARK, DSCP targets. An
 //! ACCEPT rule or a redirect using one is left out with a warning (ignoring a match
 //! would make it match more than it says); a DROP or REJECT rule using one refuses
@@ -277,6 +277,8 @@ pub struct Redirect {
     pub target: RedirectTarget,
     /// NAT loopback for internal clients (default on).
     pub reflection: bool,
+    /// Time matches (none: any time).
+    pub time: Option<TimeMatch>,
     /// Family restriction.
     pub family: Family,
 }
@@ -806,6 +808,10 @@ fn unsupported_option(r: &SectionReader<'_>, allowed: &[&str]) -> Option<(String
         .map(|o| (o.name.clone(), "negation ('!')"))
 }
 
+/// What a redirect allows beyond the plain matches: `src_dip`, and negation of its
+/// days.
+const REDIRECT_ALLOWS: &[&str] = &["src_dip", "weekdays", "monthdays"];
+
 /// What a rule allows beyond the plain matches: `src_mac`, and negation (`!`) of its
 /// addresses, ports, MAC addresses and days.
 const RULE_ALLOWS: &[&str] = &[
@@ -974,17 +980,9 @@ fn read_redirect(
 ) -> Result<Option<Redirect>, ConfigError> {
     // src_dip is supported on redirects (it is a rule-only match in UNSUPPORTED_MATCHES).
     let src_dip = r.parse("src_dip", "an IPv4 address", |v| Ipv4Addr::from_str(v).ok())?;
-    if unsupported(r, warnings, &["src_dip"]) {
+    if unsupported(r, warnings, REDIRECT_ALLOWS) {
         return Ok(None);
     }
-    if let Some(o) = time::OPTIONS[1..].iter().find(|o| r.has(o)) {
-        warnings.push(r.error(
-            o,
-            "time match not supported by Xenlet in a redirect, section ignored".into(),
-        ));
-        return Ok(None);
-    }
-    r.ignore(&["utc_time"]);
     let target = match r.single("target")? {
         None => RedirectTarget::Dnat,
         Some(t) => parse_enum(
@@ -1013,6 +1011,7 @@ fn read_redirect(
         proto: protocols(r)?,
         target,
         reflection: r.boolean("reflection", true)?,
+        time: time::read(r)?,
         family: r
             .parse("family", "a family (ipv4, ipv6, any)", parse_family)?
             .unwrap_or(Family::Any),
@@ -1416,13 +1415,16 @@ mod tests {
                 );
             }
         }
-        // a redirect with a time match is left out (a port forward open at all times
-        // would be more than it says)
-        let c = fw("config redirect\n\toption src 'wan'\n\toption src_dport '22'\n\toption dest_ip '192.168.1.2'\n\toption weekdays 'Sat'\n").unwrap();
-        assert_eq!(c.config.redirects, []);
-        assert!(c.warnings[0]
-            .to_string()
-            .contains("time match not supported"));
+        // a redirect takes them too
+        let c = fw("config redirect\n\toption src 'wan'\n\toption src_dport '22'\n\toption dest_ip '192.168.1.2'\n\toption weekdays '!Sat'\n").unwrap();
+        assert_eq!(c.warnings, []);
+        assert_eq!(
+            c.config.redirects[0].time.and_then(|t| t.weekdays),
+            Some(DaySet {
+                days: 1 << 5,
+                invert: true
+            })
+        );
     }
 
     #[test]

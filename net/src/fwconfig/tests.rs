@@ -595,6 +595,41 @@ fn port_forward_and_its_reflection_from_the_lan() {
 }
 
 #[test]
+fn a_port_forward_with_a_time_match_applies_only_in_its_hours() {
+    use xenlet_router::firewall::timematch::WallClock;
+    let text = format!(
+        "{IMAGE_FIREWALL}{}",
+        PORT_FORWARD.replace(
+            "config redirect\n",
+            "config redirect\n\toption start_time '08:00'\n\toption stop_time '18:00'\n"
+        )
+    );
+    assert_ne!(text, format!("{IMAGE_FIREWALL}{PORT_FORWARD}"));
+    let mut b = Box4::new(&text);
+    // no wall clock yet: the forward does not apply (the WAN zone refuses 8080)
+    let (d, _) = b.send(WAN, tcp(FAR, R_WAN, 5555, 8080, 100, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
+    // b.now (1000 ms) is 12:00 UTC
+    let noon = (1_748_822_400 + 12 * 3600) * 1000;
+    b.nf.firewall_mut().unwrap().set_wall_clock(Some(WallClock {
+        unix_ms_at_zero: noon - 1000,
+        utc_offset_secs: 0,
+    }));
+    let (d, w) = b.send(WAN, tcp(FAR, R_WAN, 5556, 8080, 100, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Forwarded);
+    assert_eq!(&w.ip(0)[16..20], &HOST[..]);
+    // the reflection too
+    let (d, _) = b.send(LAN, tcp(HOST2, R_WAN, 6000, 8080, 5, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Forwarded);
+    // 20:00: neither
+    b.now += 8 * 3_600_000;
+    let (d, _) = b.send(WAN, tcp(FAR, R_WAN, 5557, 8080, 100, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
+    let (d, _) = b.send(LAN, tcp(HOST2, R_WAN, 6001, 8080, 5, 0, SYN, &[]));
+    assert_ne!(d, Disposition::Forwarded);
+}
+
+#[test]
 fn reload_keeps_established_flows_and_new_flows_see_the_new_rules() {
     let mut b = Box4::new(IMAGE_FIREWALL);
     assert_eq!(

@@ -240,6 +240,8 @@ pub struct Redirect {
     pub dest_port: PortRange,
     /// NAT reflection for clients in `dest`.
     pub reflection: bool,
+    /// Time match (the forward and its reflection apply only inside it).
+    pub time: Option<TimeMatch>,
 }
 
 /// `config defaults`.

@@ -394,6 +394,7 @@ fn the_ruleset_check_refuses_what_does_not_hold_together() {
         dest_ip: H,
         dest_port: PortRange { min: 10, max: 15 },
         reflection: true,
+        time: None,
     });
     assert_eq!(
         Firewall::new(rs.clone()).err(),
@@ -422,6 +423,7 @@ fn redirects_become_dnat_rules_with_reflection_once_addresses_are_known() {
         dest_ip: H,
         dest_port: PortRange { min: 80, max: 81 },
         reflection: true,
+        time: None,
     });
     let mut fw = Firewall::new(rs).unwrap();
     let d = fw.dnat_rules();

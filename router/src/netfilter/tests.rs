@@ -942,6 +942,7 @@ fn port_forward_rewrites_the_destination_and_the_replies_source() {
         to: (HOST2, 22),
         src_ip: vec![],
         snat: None,
+        time: None,
     };
     let mut nf = Netfilter::new(Config {
         capacity: 16,
@@ -994,6 +995,7 @@ fn reflected_clients_with_the_same_port_get_their_own_source_port() {
             to: (HOST2, 22),
             src_ip: vec![],
             snat: Some(R_LAN),
+            time: None,
         }],
         ..Config::default()
     });
@@ -1216,6 +1218,7 @@ fn firewall_forwarding_8022_to(dest_ip: [u8; 4]) -> crate::firewall::Firewall {
             dest_ip,
             dest_port: rs::PortRange { min: 22, max: 22 },
             reflection: true,
+            time: None,
         }],
         iface_names: vec![(LAN, "eth0".into()), (WAN, "eth1".into())],
     };
@@ -1292,6 +1295,7 @@ fn port_forwarding_netfilter() -> Netfilter {
             to: (HOST2, 22),
             src_ip: vec![],
             snat: None,
+            time: None,
         }],
         ..Config::default()
     })

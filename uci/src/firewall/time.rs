@@ -43,17 +43,6 @@ pub struct TimeMatch {
     pub monthdays: Option<DaySet>,
 }
 
-/// The time options, for the checks that look at negation.
-pub const OPTIONS: &[&str] = &[
-    "utc_time",
-    "start_date",
-    "stop_date",
-    "start_time",
-    "stop_time",
-    "weekdays",
-    "monthdays",
-];
-
 /// Days since 1970-01-01 of a civil date (Howard Hinnant's `days_from_civil`).
 fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
