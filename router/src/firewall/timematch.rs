@@ -6,7 +6,8 @@
 //! Times are civil: a date or time of day means that reading of a clock in UTC, or
 //! in local time (UTC plus [`WallClock::utc_offset_secs`]) unless the rule says
 //! `utc_time`. Xenlet has no time zone database: the offset is a fixed one (no
-//! daylight saving), 0 when none is configured, so local time is UTC then.
+//! daylight saving; the kernel takes it from `/etc/config/system`), 0 when none is
+//! known, so local time is UTC then.
 //!
 //! Ranges are inclusive, as nft's are. A time-of-day range whose start is after its
 //! stop (`22:00`-`06:00`) wraps past midnight: before the stop or from the start on,
