@@ -277,13 +277,16 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
         let icmp_type = icmp_of(|t| t.v4);
         let icmp6_type = icmp_of(|t| t.v6);
         let has_icmp = !r.icmp_type.is_empty();
+        // negated addresses count as fw4's `subnets_split_af` counts them: a rule
+        // whose addresses, negated or not, are all IPv4 is an IPv4 rule (`ip saddr !=
+        // ...`), and matches no IPv6 packet at all
         let may4 = r.family != Family::Ipv6
-            && (src4.is_some() || r.src_ip_neg)
-            && (dest4.is_some() || r.dest_ip_neg)
+            && src4.is_some()
+            && dest4.is_some()
             && (!has_icmp || !icmp_type.is_empty());
         let may6 = r.family != Family::Ipv4
-            && (src6.is_some() || r.src_ip_neg)
-            && (dest6.is_some() || r.dest_ip_neg)
+            && src6.is_some()
+            && dest6.is_some()
             && (!has_icmp || !icmp6_type.is_empty());
         let family = match (may4, may6) {
             (true, true) => RuleFamily::Any,

@@ -677,6 +677,34 @@ fn reload_keeps_established_flows_and_new_flows_see_the_new_rules() {
 }
 
 #[test]
+fn negated_addresses_narrow_the_family_as_fw4() {
+    // fw4 infers a rule's family from its addresses, negated ones too: "ssh from the
+    // WAN but not from 203.0.113.0/24" is an IPv4 rule (`ip saddr != ...`), and
+    // accepts no IPv6 at all.
+    let c = compile_ok(concat!(
+        "config zone\n\toption name 'wan'\n\tlist network 'wan'\n\toption input 'REJECT'\n",
+        "config rule\n\toption src 'wan'\n\toption proto 'tcp'\n\toption dest_port '22'\n",
+        "\toption src_ip '!203.0.113.0/24'\n\toption target 'ACCEPT'\n",
+        "config rule\n\toption src 'wan'\n\toption proto 'tcp'\n\toption dest_port '23'\n",
+        "\tlist src_ip '!203.0.113.0/24'\n\tlist src_ip '!2001:db8::/32'\n\toption target 'ACCEPT'\n",
+        "config rule\n\toption src 'wan'\n\toption proto 'tcp'\n\toption dest_port '24'\n",
+        "\toption dest_ip '!2001:db8::1'\n\toption target 'ACCEPT'\n",
+    ));
+    let fam: Vec<RuleFamily> = c.ruleset.rules.iter().map(|r| r.family).collect();
+    assert_eq!(
+        fam,
+        [RuleFamily::Ipv4, RuleFamily::Any, RuleFamily::Ipv6],
+        "{:?}",
+        c.ruleset.rules
+    );
+    assert!(c
+        .ruleset
+        .rules
+        .iter()
+        .all(|r| r.negate.src_ip || r.negate.dest_ip));
+}
+
+#[test]
 fn a_bedtime_rule_from_the_file_rejects_new_flows_only_in_its_hours() {
     use xenlet_router::firewall::timematch::WallClock;
     let text = format!(
