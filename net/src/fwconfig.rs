@@ -32,7 +32,7 @@ use core::net::IpAddr;
 
 use xenlet_router::firewall::ratelimit::Limit;
 use xenlet_router::firewall::ruleset::{
-    Defaults, Forwarding, IcmpMatch, Negate, Net4, Net6, PortRange, Redirect, Rule, RuleFamily,
+    Defaults, Except, Forwarding, IcmpMatch, Net4, Net6, PortRange, Redirect, Rule, RuleFamily,
     Ruleset, Verdict, Zone, ZoneSel,
 };
 use xenlet_router::firewall::timematch::{DaySet, TimeMatch};
@@ -261,8 +261,18 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
         // The family, narrowed as fw4 does: addresses of one family only, or ICMP
         // type names that exist in one family only, make the rule that family's
         // (and a rule whose addresses are all of the other family is left out).
-        let (src4, src6) = (nets4(&r.src_ip), nets6(&r.src_ip));
-        let (dest4, dest6) = (nets4(&r.dest_ip), nets6(&r.dest_ip));
+        // negated addresses count as fw4's `subnets_split_af` counts them: a rule
+        // whose addresses, negated or not, are all IPv4 is an IPv4 rule (`ip saddr !=
+        // ...`), and matches no IPv6 packet at all
+        let both = |a: &[fw::IpNet], b: &[fw::IpNet]| -> Vec<fw::IpNet> {
+            a.iter().chain(b.iter()).copied().collect()
+        };
+        let (all_src, all_dest) = (
+            both(&r.src_ip, &r.src_ip_not),
+            both(&r.dest_ip, &r.dest_ip_not),
+        );
+        let (src4, src6) = (nets4(&all_src), nets6(&all_src));
+        let (dest4, dest6) = (nets4(&all_dest), nets6(&all_dest));
         let icmp_of = |f: fn(&fw::IcmpType) -> Option<fw::IcmpMatch>| -> Vec<IcmpMatch> {
             r.icmp_type
                 .iter()
@@ -277,9 +287,6 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
         let icmp_type = icmp_of(|t| t.v4);
         let icmp6_type = icmp_of(|t| t.v6);
         let has_icmp = !r.icmp_type.is_empty();
-        // negated addresses count as fw4's `subnets_split_af` counts them: a rule
-        // whose addresses, negated or not, are all IPv4 is an IPv4 rule (`ip saddr !=
-        // ...`), and matches no IPv6 packet at all
         let may4 = r.family != Family::Ipv6
             && src4.is_some()
             && dest4.is_some()
@@ -305,14 +312,17 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
         } else {
             icmp6_type
         };
-        let (src_ip, dest_ip) = (src4.unwrap_or_default(), dest4.unwrap_or_default());
-        let (src_ip6, dest_ip6) = (src6.unwrap_or_default(), dest6.unwrap_or_default());
-        let negate = Negate {
-            src_ip: r.src_ip_neg && !(src_ip.is_empty() && src_ip6.is_empty()),
-            dest_ip: r.dest_ip_neg && !(dest_ip.is_empty() && dest_ip6.is_empty()),
-            src_port: r.src_port_neg,
-            dest_port: r.dest_port_neg,
-            src_mac: r.src_mac_neg,
+        // each list's part of each family (`None`, none of that family: empty)
+        let v4 = |l: &[fw::IpNet]| nets4(l).unwrap_or_default();
+        let v6 = |l: &[fw::IpNet]| nets6(l).unwrap_or_default();
+        let except = Except {
+            src_ip: v4(&r.src_ip_not),
+            src_ip6: v6(&r.src_ip_not),
+            dest_ip: v4(&r.dest_ip_not),
+            dest_ip6: v6(&r.dest_ip_not),
+            src_port: ports(&r.src_port_not),
+            dest_port: ports(&r.dest_port_not),
+            src_mac: r.src_mac_not.clone(),
         };
         // fw4: `proto icmp` is ICMPv6 too for a rule that applies to IPv6
         let mut protos = protos(&r.proto);
@@ -324,19 +334,19 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             src,
             dest,
             protos,
-            src_ip,
+            src_ip: v4(&r.src_ip),
             src_mac: r.src_mac.clone(),
-            dest_ip,
+            dest_ip: v4(&r.dest_ip),
             src_port: ports(&r.src_port),
             dest_port: ports(&r.dest_port),
             icmp_type,
             family,
-            src_ip6,
-            dest_ip6,
+            src_ip6: v6(&r.src_ip),
+            dest_ip6: v6(&r.dest_ip),
             icmp6_type,
             target: verdict(r.target),
             limit: r.limit.map(|l| limit(l, r.limit_burst.unwrap_or(5))),
-            negate,
+            except,
             time: r.time.map(time_match),
         });
     }

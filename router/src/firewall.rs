@@ -60,7 +60,9 @@ use dnat::Dnat;
 use local::LocalFlows;
 use packet::Packet;
 use ratelimit::{Bucket, Limit};
-use ruleset::{Rule, RuleFamily, Ruleset, RulesetError, Verdict, ZoneId, ZoneSel};
+use ruleset::{
+    in_list, Net4, Net6, Rule, RuleFamily, Ruleset, RulesetError, Verdict, ZoneId, ZoneSel,
+};
 use timematch::WallClock;
 
 /// What conntrack knows of a packet, when the filter looks at it.
@@ -412,33 +414,23 @@ impl Firewall {
         if let Some(v6) = p.v6 {
             return Self::rule_matches6(r, p, v6);
         }
-        let neg = r.negate;
+        let x = &r.except;
+        // IPv6 addresses only: an IPv6 rule (fw4 narrows the family so)
+        let only6 = |a4: &[Net4], x4: &[Net4], a6: &[Net6], x6: &[Net6]| {
+            a4.is_empty() && x4.is_empty() && !(a6.is_empty() && x6.is_empty())
+        };
         if r.family == RuleFamily::Ipv6
-            || (!r.src_ip6.is_empty() && r.src_ip.is_empty() && !neg.src_ip)
-            || (!r.dest_ip6.is_empty() && r.dest_ip.is_empty() && !neg.dest_ip)
+            || only6(&r.src_ip, &x.src_ip, &r.src_ip6, &x.src_ip6)
+            || only6(&r.dest_ip, &x.dest_ip, &r.dest_ip6, &x.dest_ip6)
         {
             return false;
         }
-        if !r.src_ip.is_empty() && r.src_ip.iter().any(|n| n.contains(p.src)) == neg.src_ip {
+        if !in_list(&r.src_ip, &x.src_ip, |n| n.contains(p.src))
+            || !in_list(&r.dest_ip, &x.dest_ip, |n| n.contains(p.dst))
+            || !Self::mac_matches(r, p)
+            || !Self::ports_match(r, p)
+        {
             return false;
-        }
-        if !Self::mac_matches(r, p) {
-            return false;
-        }
-        if !r.dest_ip.is_empty() && r.dest_ip.iter().any(|n| n.contains(p.dst)) == neg.dest_ip {
-            return false;
-        }
-        if !r.src_port.is_empty() || !r.dest_port.is_empty() {
-            let Some((s, d)) = p.ports else {
-                return false;
-            };
-            if !r.src_port.is_empty() && r.src_port.iter().any(|x| x.contains(s)) == neg.src_port {
-                return false;
-            }
-            if !r.dest_port.is_empty() && r.dest_port.iter().any(|x| x.contains(d)) == neg.dest_port
-            {
-                return false;
-            }
         }
         if !r.icmp_type.is_empty() {
             let Some((t, c)) = p.icmp else {
@@ -455,46 +447,53 @@ impl Firewall {
         true
     }
 
-    /// A rule's `src_mac` (negated or not) against the frame's source; a packet whose
-    /// link source is unknown matches only a rule without `src_mac`.
+    /// A rule's `src_mac` (plain and negated items) against the frame's source; a
+    /// packet whose link source is unknown matches only a rule without `src_mac`.
     fn mac_matches(r: &Rule, p: &Packet) -> bool {
-        if r.src_mac.is_empty() {
+        if r.src_mac.is_empty() && r.except.src_mac.is_empty() {
             return true;
         }
         p.src_mac
-            .is_some_and(|m| r.src_mac.contains(&m) != r.negate.src_mac)
+            .is_some_and(|m| in_list(&r.src_mac, &r.except.src_mac, |k| *k == m))
+    }
+
+    /// A rule's ports (plain and negated) against the packet's; a rule with any port
+    /// match never matches a packet without ports.
+    fn ports_match(r: &Rule, p: &Packet) -> bool {
+        let x = &r.except;
+        if r.src_port.is_empty()
+            && r.dest_port.is_empty()
+            && x.src_port.is_empty()
+            && x.dest_port.is_empty()
+        {
+            return true;
+        }
+        let Some((s, d)) = p.ports else {
+            return false;
+        };
+        in_list(&r.src_port, &x.src_port, |pr| pr.contains(s))
+            && in_list(&r.dest_port, &x.dest_port, |pr| pr.contains(d))
     }
 
     /// [`Self::rule_matches`] for an IPv6 packet (protocols already matched).
     fn rule_matches6(r: &Rule, p: &Packet, (src, dst): ([u8; 16], [u8; 16])) -> bool {
+        let x = &r.except;
         // IPv4 addresses only: an IPv4 rule (fw4 narrows the family so)
-        let neg = r.negate;
+        let only4 = |a4: &[Net4], x4: &[Net4], a6: &[Net6], x6: &[Net6]| {
+            a6.is_empty() && x6.is_empty() && !(a4.is_empty() && x4.is_empty())
+        };
         if r.family == RuleFamily::Ipv4
-            || (!r.src_ip.is_empty() && r.src_ip6.is_empty() && !neg.src_ip)
-            || (!r.dest_ip.is_empty() && r.dest_ip6.is_empty() && !neg.dest_ip)
+            || only4(&r.src_ip, &x.src_ip, &r.src_ip6, &x.src_ip6)
+            || only4(&r.dest_ip, &x.dest_ip, &r.dest_ip6, &x.dest_ip6)
         {
             return false;
         }
-        if !r.src_ip6.is_empty() && r.src_ip6.iter().any(|n| n.contains(src)) == neg.src_ip {
+        if !in_list(&r.src_ip6, &x.src_ip6, |n| n.contains(src))
+            || !in_list(&r.dest_ip6, &x.dest_ip6, |n| n.contains(dst))
+            || !Self::mac_matches(r, p)
+            || !Self::ports_match(r, p)
+        {
             return false;
-        }
-        if !r.dest_ip6.is_empty() && r.dest_ip6.iter().any(|n| n.contains(dst)) == neg.dest_ip {
-            return false;
-        }
-        if !Self::mac_matches(r, p) {
-            return false;
-        }
-        if !r.src_port.is_empty() || !r.dest_port.is_empty() {
-            let Some((s, d)) = p.ports else {
-                return false;
-            };
-            if !r.src_port.is_empty() && r.src_port.iter().any(|x| x.contains(s)) == neg.src_port {
-                return false;
-            }
-            if !r.dest_port.is_empty() && r.dest_port.iter().any(|x| x.contains(d)) == neg.dest_port
-            {
-                return false;
-            }
         }
         if !r.icmp6_type.is_empty() {
             let Some((t, c)) = p.icmp else {
@@ -727,6 +726,12 @@ impl Firewall {
             if !r.dest_port.is_empty() {
                 let _ = write!(s, " dport");
                 for p in &r.dest_port {
+                    let _ = write!(s, " {}-{}", p.min, p.max);
+                }
+            }
+            if !r.except.dest_port.is_empty() {
+                let _ = write!(s, " dport !=");
+                for p in &r.except.dest_port {
                     let _ = write!(s, " {}-{}", p.min, p.max);
                 }
             }

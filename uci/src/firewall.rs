@@ -220,24 +220,25 @@ pub struct Rule {
     pub proto: Vec<Protocol>,
     /// Source addresses (empty: any).
     pub src_ip: Vec<IpNet>,
-    /// `src_ip` was negated (`!`): any address but those.
-    pub src_ip_neg: bool,
+    /// `src_ip`'s negated (`!`) items: no address of these (as fw4's `ip saddr !=`,
+    /// next to the plain items' `ip saddr`).
+    pub src_ip_not: Vec<IpNet>,
     /// Source Ethernet addresses (`src_mac`; empty: any).
     pub src_mac: Vec<[u8; 6]>,
-    /// `src_mac` was negated.
-    pub src_mac_neg: bool,
+    /// `src_mac`'s negated items.
+    pub src_mac_not: Vec<[u8; 6]>,
     /// Destination addresses (empty: any).
     pub dest_ip: Vec<IpNet>,
-    /// `dest_ip` was negated.
-    pub dest_ip_neg: bool,
+    /// `dest_ip`'s negated items.
+    pub dest_ip_not: Vec<IpNet>,
     /// Source ports (empty: any).
     pub src_port: Vec<PortRange>,
-    /// `src_port` was negated.
-    pub src_port_neg: bool,
+    /// `src_port`'s negated items.
+    pub src_port_not: Vec<PortRange>,
     /// Destination ports (empty: any).
     pub dest_port: Vec<PortRange>,
-    /// `dest_port` was negated.
-    pub dest_port_neg: bool,
+    /// `dest_port`'s negated items.
+    pub dest_port_not: Vec<PortRange>,
     /// ICMP types (empty: any).
     pub icmp_type: Vec<IcmpType>,
     /// Family restriction.
@@ -824,33 +825,28 @@ const RULE_ALLOWS: &[&str] = &[
     "monthdays",
 ];
 
-/// The items of `name`, all negated (`!ADDR`, fw4's "anything but") or none: (items,
-/// negated). Mixing the two in one option is refused, as it has no single meaning.
+/// The items of `name`, split as fw4's `filter_pos`/`filter_neg` do: (plain items,
+/// negated items). An item is negated by one leading `!` (fw4's `parse_invert`); the
+/// option matches what is in a plain item (if there is one) and in no negated one.
 fn negatable<T>(
     r: &mut SectionReader<'_>,
     name: &str,
     what: &str,
     f: impl Fn(&str) -> Option<T>,
-) -> Result<(Vec<T>, bool), ConfigError> {
-    let items = r.items(name);
-    let neg = items
-        .iter()
-        .filter(|v| v.trim_start().starts_with('!'))
-        .count();
-    if neg != 0 && neg != items.len() {
-        return Err(r.error(
-            name,
-            "negated and plain values mixed: use one or the other".into(),
-        ));
-    }
-    let mut out = Vec::with_capacity(items.len());
-    for v in items {
-        match f(v.trim().trim_start_matches('!').trim()) {
-            Some(t) => out.push(t),
+) -> Result<(Vec<T>, Vec<T>), ConfigError> {
+    let (mut plain, mut negated) = (Vec::new(), Vec::new());
+    for v in r.items(name) {
+        let t = v.trim_start();
+        let (list, item) = match t.strip_prefix('!') {
+            Some(rest) => (&mut negated, rest),
+            None => (&mut plain, t),
+        };
+        match f(item.trim()) {
+            Some(x) => list.push(x),
             None => return Err(r.error(name, format!("'{v}' is not {what}"))),
         }
     }
-    Ok((out, neg != 0))
+    Ok((plain, negated))
 }
 
 fn zone_ref(v: &str) -> Option<ZoneRef> {
@@ -930,11 +926,11 @@ fn read_rule(
     } else if unsupported(r, warnings, RULE_ALLOWS) {
         return Ok(None);
     }
-    let (src_ip, src_ip_neg) = negatable(r, "src_ip", "an IP address or prefix", parse_ipnet)?;
-    let (dest_ip, dest_ip_neg) = negatable(r, "dest_ip", "an IP address or prefix", parse_ipnet)?;
-    let (src_port, src_port_neg) = negatable(r, "src_port", "a port or port range", parse_port)?;
-    let (dest_port, dest_port_neg) = negatable(r, "dest_port", "a port or port range", parse_port)?;
-    let (src_mac, src_mac_neg) = negatable(
+    let (src_ip, src_ip_not) = negatable(r, "src_ip", "an IP address or prefix", parse_ipnet)?;
+    let (dest_ip, dest_ip_not) = negatable(r, "dest_ip", "an IP address or prefix", parse_ipnet)?;
+    let (src_port, src_port_not) = negatable(r, "src_port", "a port or port range", parse_port)?;
+    let (dest_port, dest_port_not) = negatable(r, "dest_port", "a port or port range", parse_port)?;
+    let (src_mac, src_mac_not) = negatable(
         r,
         "src_mac",
         "a MAC address (aa:bb:cc:dd:ee:ff)",
@@ -946,15 +942,15 @@ fn read_rule(
         dest: r.parse("dest", "a zone name or '*'", zone_ref)?,
         proto: protocols(r)?,
         src_ip,
-        src_ip_neg,
+        src_ip_not,
         src_mac,
-        src_mac_neg,
+        src_mac_not,
         dest_ip,
-        dest_ip_neg,
+        dest_ip_not,
         src_port,
-        src_port_neg,
+        src_port_not,
         dest_port,
-        dest_port_neg,
+        dest_port_not,
         icmp_type: r.parse_items(
             "icmp_type",
             "an ICMP type (a name or type[/code])",
@@ -1267,20 +1263,43 @@ mod tests {
     }
 
     #[test]
-    fn negated_addresses_and_ports_are_read_and_mixing_is_refused() {
+    fn negated_addresses_and_ports_are_read_plain_and_negated_items_apart() {
         let c = fw(concat!(
             "config rule\n\toption src 'lan'\n\toption dest 'wan'\n",
             "\toption src_ip '!192.168.1.10'\n\tlist dest_port '!80'\n\tlist dest_port '!443'\n",
             "\toption target 'REJECT'\n",
+            // fw4 takes both in one option: `ip saddr 10.0.0.0/8 ip saddr != 10.0.0.1`
+            "config rule\n\toption src 'lan'\n\toption src_ip '10.0.0.0/8 !10.0.0.1'\n",
+            "\tlist dest_port '1000-2000'\n\tlist dest_port '! 1500'\n\toption target 'DROP'\n",
         ))
         .unwrap();
         let r = &c.config.rules[0];
-        assert!(r.src_ip_neg && r.dest_port_neg && !r.dest_ip_neg && !r.src_port_neg);
-        assert_eq!(r.dest_port.len(), 2);
-        let e = fw("config rule\n\toption src 'lan'\n\tlist dest_port '!80'\n\tlist dest_port '443'\n\toption target 'DROP'\n")
+        assert_eq!((r.src_ip.len(), r.src_ip_not.len()), (0, 1));
+        assert_eq!((r.dest_port.len(), r.dest_port_not.len()), (0, 2));
+        assert!(r.dest_ip_not.is_empty() && r.src_port_not.is_empty());
+        let r = &c.config.rules[1];
+        assert_eq!(
+            (r.src_ip[0].prefix_len, r.src_ip_not[0].prefix_len),
+            (8, 32)
+        );
+        assert_eq!(
+            (r.dest_port.as_slice(), r.dest_port_not.as_slice()),
+            (
+                &[PortRange {
+                    min: 1000,
+                    max: 2000
+                }][..],
+                &[PortRange {
+                    min: 1500,
+                    max: 1500
+                }][..]
+            )
+        );
+        // one `!` negates; a second is a bad value, as in fw4
+        let e = fw("config rule\n\toption src 'lan'\n\toption src_ip '!!10.0.0.1'\n\toption target 'DROP'\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("negated and plain values mixed"), "{e}");
+        assert!(e.contains("'!!10.0.0.1' is not an IP address"), "{e}");
     }
 
     #[test]
@@ -1308,8 +1327,8 @@ mod tests {
         ))
         .unwrap();
         let r = &c.config.rules[0];
-        assert!(r.src_mac_neg && !r.src_ip_neg);
-        assert_eq!(r.src_mac, [[2, 0, 0, 0, 0, 1]]);
+        assert!(r.src_mac.is_empty() && r.src_ip_not.is_empty());
+        assert_eq!(r.src_mac_not, [[2, 0, 0, 0, 0, 1]]);
     }
 
     #[test]

@@ -677,6 +677,26 @@ fn reload_keeps_established_flows_and_new_flows_see_the_new_rules() {
 }
 
 #[test]
+fn plain_and_negated_items_of_one_option_both_hold_as_fw4() {
+    // `src_ip '192.168.1.0/24 !192.168.1.50'`: fw4's `ip saddr 192.168.1.0/24 ip
+    // saddr != 192.168.1.50`; the ports likewise
+    let text = format!(
+        "{IMAGE_FIREWALL}\nconfig rule\n\toption src 'lan'\n\toption dest 'wan'\n\toption proto 'tcp'\n\toption src_ip '192.168.1.0/24 !192.168.1.50'\n\toption dest_port '1-1023 !443'\n\toption target 'REJECT'\n"
+    );
+    let mut b = Box4::new(&text);
+    let filt = Disposition::Dropped(DropReason::Filtered);
+    for (host, sport, port, want) in [
+        (HOST, 5000, 80, filt),
+        (HOST, 5001, 443, Disposition::Forwarded),
+        (HOST, 5002, 8080, Disposition::Forwarded),
+        (HOST2, 5003, 80, Disposition::Forwarded),
+    ] {
+        let (d, _) = b.send(LAN, tcp(host, FAR, sport, port, 1, 0, SYN, &[]));
+        assert_eq!(d, want, "{host:?} -> {port}");
+    }
+}
+
+#[test]
 fn negated_addresses_narrow_the_family_as_fw4() {
     // fw4 infers a rule's family from its addresses, negated ones too: "ssh from the
     // WAN but not from 203.0.113.0/24" is an IPv4 rule (`ip saddr != ...`), and
@@ -701,7 +721,7 @@ fn negated_addresses_narrow_the_family_as_fw4() {
         .ruleset
         .rules
         .iter()
-        .all(|r| r.negate.src_ip || r.negate.dest_ip));
+        .all(|r| !r.except.src_ip.is_empty() || !r.except.dest_ip6.is_empty()));
 }
 
 #[test]

@@ -60,7 +60,7 @@ fn rule(name: &str, src: ZoneSel, dest: Option<ZoneSel>, target: Verdict) -> Rul
         icmp6_type: vec![],
         target,
         limit: None,
-        negate: Negate::default(),
+        except: Except::default(),
         time: None,
     }
 }
@@ -148,8 +148,7 @@ fn a_src_mac_rule_matches_by_the_frames_source() {
         Some(ZoneSel::Zone(1)),
         Verdict::Drop,
     );
-    r.src_mac = vec![[0x02, 0, 0, 0, 0, 0x01]];
-    r.negate.src_mac = true;
+    r.except.src_mac = vec![[0x02, 0, 0, 0, 0, 0x01]];
     rs.rules = vec![r];
     let mut fw = Firewall::new(rs).unwrap();
     p.src_mac = Some([0x02, 0, 0, 0, 0, 0x01]);
@@ -255,19 +254,14 @@ fn negated_matches_take_anything_but_their_list() {
         Some(ZoneSel::Zone(1)),
         Verdict::Reject,
     );
-    r.dest_port = vec![
+    r.except.dest_port = vec![
         PortRange { min: 80, max: 80 },
         PortRange { min: 443, max: 443 },
     ];
-    r.src_ip = vec![Net4 {
+    r.except.src_ip = vec![Net4 {
         addr: [192, 168, 1, 2],
         prefix_len: 32,
     }];
-    r.negate = Negate {
-        dest_port: true,
-        src_ip: true,
-        ..Negate::default()
-    };
     rs.rules = vec![r];
     let mut fw = Firewall::new(rs).unwrap();
     let v = |fw: &mut Firewall, src: [u8; 4], port: u16| {
