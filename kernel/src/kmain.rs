@@ -176,6 +176,10 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         .as_ref()
         .and_then(|p| crate::router::services(p, heap_bytes));
     let mut net_report = crate::dev::network::init(info.cmdline.as_str(), plan);
+    // The firewall's time matches: local time from /etc/config/system (a fixed offset).
+    let tz = crate::router::time_zone();
+    net_report.extend(tz.note);
+    crate::dev::network::set_time_zone(tz.utc_offset_secs);
     if let Some(spec) = services {
         let store = alloc::boxed::Box::new(crate::router::VfsLeaseStore::new(&spec));
         net_report.push(crate::dev::network::start_services(&spec, store));

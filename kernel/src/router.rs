@@ -35,6 +35,23 @@ fn read_config(package: &str) -> Option<Result<String, String>> {
     }
 }
 
+/// The time zone of `/etc/config/system` for the firewall's time matches: a fixed
+/// offset, or UTC with a note (a zone with daylight saving, an unreadable file).
+pub fn time_zone() -> xenlet_uci::system::TimeZone {
+    let utc = |note| xenlet_uci::system::TimeZone {
+        utc_offset_secs: 0,
+        note,
+    };
+    match read_config("system") {
+        None => utc(None),
+        Some(Err(e)) => utc(Some(format!("{e}; local time is UTC"))),
+        Some(Ok(text)) => match xenlet_uci::parse::parse("/etc/config/system", "system", &text) {
+            Ok(p) => xenlet_uci::system::time_zone(&p),
+            Err(e) => utc(Some(format!("{e}; local time is UTC"))),
+        },
+    }
+}
+
 /// Conntrack entries for a heap of `heap_bytes`: OpenWrt's 16,384 when the heap is
 /// large, fewer in a small domain (an entry with its index slots is about 200 bytes;
 /// the table takes at most an eighth of the heap; the IPv6 table, a quarter as many

@@ -17,6 +17,10 @@
 //! the router itself (fw4's `redirect`; the input chain accepts it as fw4's
 //! `ct status dnat accept` does).
 //!
+//! A rule's or redirect's time matches (`start_time`, `weekdays`, ...) go to the router as they
+//! are; it judges them by the wall clock the kernel gives it (local time is UTC
+//! unless the kernel knows an offset).
+//!
 //! Compiling is all or nothing: a reference to a zone that does not exist, a
 //! redirect without `src_dport` or with port ranges of different widths is
 //! an error naming the file, section and option, and the running ruleset stays.
@@ -28,9 +32,10 @@ use core::net::IpAddr;
 
 use xenlet_router::firewall::ratelimit::Limit;
 use xenlet_router::firewall::ruleset::{
-    Defaults, Forwarding, IcmpMatch, Negate, Net4, Net6, PortRange, Redirect, Rule, RuleFamily,
+    Defaults, Except, Forwarding, IcmpMatch, Net4, Net6, PortRange, Redirect, Rule, RuleFamily,
     Ruleset, Verdict, Zone, ZoneSel,
 };
+use xenlet_router::firewall::timematch::{DaySet, TimeMatch};
 use xenlet_router::IfId;
 use xenlet_uci::firewall::{
     self as fw, Family, FirewallConfig, LimitUnit, Policy, Protocol, RedirectTarget, ZoneRef,
@@ -137,6 +142,23 @@ fn nets6(list: &[fw::IpNet]) -> Option<Vec<Net6>> {
     }
 }
 
+/// A rule's or redirect's time options, as the router matches them.
+fn time_match(t: fw::TimeMatch) -> TimeMatch {
+    let days = |d: fw::DaySet| DaySet {
+        days: d.days,
+        invert: d.invert,
+    };
+    TimeMatch {
+        utc: t.utc,
+        start_date: t.start_date,
+        stop_date: t.stop_date,
+        start_time: t.start_time,
+        stop_time: t.stop_time,
+        weekdays: t.weekdays.map(days),
+        monthdays: t.monthdays.map(days),
+    }
+}
+
 fn ports(list: &[fw::PortRange]) -> Vec<PortRange> {
     list.iter()
         .map(|p| PortRange {
@@ -239,8 +261,18 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
         // The family, narrowed as fw4 does: addresses of one family only, or ICMP
         // type names that exist in one family only, make the rule that family's
         // (and a rule whose addresses are all of the other family is left out).
-        let (src4, src6) = (nets4(&r.src_ip), nets6(&r.src_ip));
-        let (dest4, dest6) = (nets4(&r.dest_ip), nets6(&r.dest_ip));
+        // negated addresses count as fw4's `subnets_split_af` counts them: a rule
+        // whose addresses, negated or not, are all IPv4 is an IPv4 rule (`ip saddr !=
+        // ...`), and matches no IPv6 packet at all
+        let both = |a: &[fw::IpNet], b: &[fw::IpNet]| -> Vec<fw::IpNet> {
+            a.iter().chain(b.iter()).copied().collect()
+        };
+        let (all_src, all_dest) = (
+            both(&r.src_ip, &r.src_ip_not),
+            both(&r.dest_ip, &r.dest_ip_not),
+        );
+        let (src4, src6) = (nets4(&all_src), nets6(&all_src));
+        let (dest4, dest6) = (nets4(&all_dest), nets6(&all_dest));
         let icmp_of = |f: fn(&fw::IcmpType) -> Option<fw::IcmpMatch>| -> Vec<IcmpMatch> {
             r.icmp_type
                 .iter()
@@ -256,12 +288,12 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
         let icmp6_type = icmp_of(|t| t.v6);
         let has_icmp = !r.icmp_type.is_empty();
         let may4 = r.family != Family::Ipv6
-            && (src4.is_some() || r.src_ip_neg)
-            && (dest4.is_some() || r.dest_ip_neg)
+            && src4.is_some()
+            && dest4.is_some()
             && (!has_icmp || !icmp_type.is_empty());
         let may6 = r.family != Family::Ipv4
-            && (src6.is_some() || r.src_ip_neg)
-            && (dest6.is_some() || r.dest_ip_neg)
+            && src6.is_some()
+            && dest6.is_some()
             && (!has_icmp || !icmp6_type.is_empty());
         let family = match (may4, may6) {
             (true, true) => RuleFamily::Any,
@@ -280,13 +312,17 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
         } else {
             icmp6_type
         };
-        let (src_ip, dest_ip) = (src4.unwrap_or_default(), dest4.unwrap_or_default());
-        let (src_ip6, dest_ip6) = (src6.unwrap_or_default(), dest6.unwrap_or_default());
-        let negate = Negate {
-            src_ip: r.src_ip_neg && !(src_ip.is_empty() && src_ip6.is_empty()),
-            dest_ip: r.dest_ip_neg && !(dest_ip.is_empty() && dest_ip6.is_empty()),
-            src_port: r.src_port_neg,
-            dest_port: r.dest_port_neg,
+        // each list's part of each family (`None`, none of that family: empty)
+        let v4 = |l: &[fw::IpNet]| nets4(l).unwrap_or_default();
+        let v6 = |l: &[fw::IpNet]| nets6(l).unwrap_or_default();
+        let except = Except {
+            src_ip: v4(&r.src_ip_not),
+            src_ip6: v6(&r.src_ip_not),
+            dest_ip: v4(&r.dest_ip_not),
+            dest_ip6: v6(&r.dest_ip_not),
+            src_port: ports(&r.src_port_not),
+            dest_port: ports(&r.dest_port_not),
+            src_mac: r.src_mac_not.clone(),
         };
         // fw4: `proto icmp` is ICMPv6 too for a rule that applies to IPv6
         let mut protos = protos(&r.proto);
@@ -298,19 +334,20 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             src,
             dest,
             protos,
-            src_ip,
+            src_ip: v4(&r.src_ip),
             src_mac: r.src_mac.clone(),
-            dest_ip,
+            dest_ip: v4(&r.dest_ip),
             src_port: ports(&r.src_port),
             dest_port: ports(&r.dest_port),
             icmp_type,
             family,
-            src_ip6,
-            dest_ip6,
+            src_ip6: v6(&r.src_ip),
+            dest_ip6: v6(&r.dest_ip),
             icmp6_type,
             target: verdict(r.target),
             limit: r.limit.map(|l| limit(l, r.limit_burst.unwrap_or(5))),
-            negate,
+            except,
+            time: r.time.map(time_match),
         });
     }
     let mut redirects = Vec::new();
@@ -387,6 +424,7 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             dest_ip: dest_ip.octets(),
             dest_port,
             reflection: r.reflection,
+            time: r.time.map(time_match),
         });
     }
     let mut iface_names: Vec<(IfId, String)> = Vec::new();

@@ -23,8 +23,9 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use smoltcp::wire::{EthernetAddress, Ipv4Address};
-use xenlet_router::firewall::local::tuple_of;
+use xenlet_router::firewall::local::{is_own_client, sent_tuple_of, tuple_of};
 use xenlet_router::firewall::ruleset::Ruleset;
+use xenlet_router::firewall::timematch::WallClock;
 use xenlet_router::firewall::Firewall;
 use xenlet_router::flow::Tuple;
 use xenlet_router::forward::{Disposition, Output, Router, RouterConfig, TxFull, TxMeta};
@@ -142,14 +143,21 @@ impl<L: Link> Routed<L> {
         if !self.routed || frame.get(12..14) != Some(&[0x08, 0x00][..]) {
             return;
         }
-        let Some(t) = frame.get(14..).and_then(tuple_of) else {
+        let Some(t) = frame.get(14..).and_then(sent_tuple_of) else {
             return;
         };
         if self.sent.back() == Some(&t) {
             return; // the same flow again: one note is enough
         }
         if self.sent.len() >= SENT_FLOWS {
-            self.sent.pop_front();
+            // the oldest flow the router serves goes first: a flood of its answers
+            // must not make it forget a flow it started (its DNS queries upstream)
+            let k = self
+                .sent
+                .iter()
+                .position(|o| !is_own_client(o))
+                .unwrap_or(0);
+            let _ = self.sent.remove(k);
             self.sent_dropped += 1;
         }
         self.sent.push_back(t);
@@ -290,6 +298,8 @@ pub struct Gateway {
     /// Replies of port forwards to the router dropped (conntrack found them
     /// invalid).
     pub local_dnat_dropped: u64,
+    /// The wall clock for the firewall's time matches, kept across reloads.
+    wall_clock: Option<WallClock>,
 }
 
 /// Sends the router's frames on the interfaces' inner links.
@@ -387,6 +397,7 @@ impl Gateway {
             local: 0,
             local_dnat_refused: 0,
             local_dnat_dropped: 0,
+            wall_clock: None,
         })
     }
 
@@ -402,11 +413,24 @@ impl Gateway {
         }
     }
 
+    /// Gives the firewall the wall clock its time matches (`start_time`,
+    /// `weekdays`, ...) are judged by; kept across reloads. Until then they fail
+    /// closed (see [`xenlet_router::firewall::Firewall::set_wall_clock`]).
+    pub fn set_wall_clock(&mut self, clock: Option<WallClock>) {
+        self.wall_clock = clock;
+        if let Some(fw) = self.netfilter.firewall_mut() {
+            fw.set_wall_clock(clock);
+        }
+    }
+
     /// Replaces the firewall's ruleset (all or nothing; established flows stay).
     pub fn reload_firewall(&mut self, rules: Ruleset) -> Result<(), String> {
         self.netfilter
             .reload_firewall(rules)
             .map_err(|e| format!("firewall: {e:?}"))?;
+        if let Some(fw) = self.netfilter.firewall_mut() {
+            fw.set_wall_clock(self.wall_clock);
+        }
         for p in &self.ports {
             let a = p.addr.map(|a| a.addr().octets());
             self.netfilter.set_iface_addr(p.id, a);
@@ -684,6 +708,46 @@ mod tests {
         }
         assert_eq!(r.local.len(), LOCAL_QUEUE);
         assert_eq!(r.local_dropped(), 4 + 600 - LOCAL_QUEUE as u64);
+    }
+
+    /// An Ethernet frame of a UDP datagram (no checksums: only the tuple is read).
+    fn udp_frame(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> Vec<u8> {
+        let mut f = alloc::vec![0u8; 14 + 28];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        let ip = &mut f[14..];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&28u16.to_be_bytes());
+        ip[8] = 64;
+        ip[9] = 17;
+        ip[12..16].copy_from_slice(&src);
+        ip[16..20].copy_from_slice(&dst);
+        ip[20..22].copy_from_slice(&sport.to_be_bytes());
+        ip[22..24].copy_from_slice(&dport.to_be_bytes());
+        ip[24..26].copy_from_slice(&8u16.to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn a_burst_of_answers_between_polls_does_not_drop_the_routers_own_query() {
+        // The router's DNS forwarder asks upstream; before the next poll its DNS
+        // server answers more LAN clients than the link keeps flows for. The query's
+        // flow is kept (the answers' go first), so its reply is still established.
+        let (a, _b) = cable();
+        let mut r = Routed::new(a);
+        r.routed = true;
+        let query = udp_frame([10, 0, 0, 2], 50000, [8, 8, 8, 8], 53);
+        r.note_sent(&query);
+        for i in 0..(SENT_FLOWS as u16 + 100) {
+            r.note_sent(&udp_frame(
+                [192, 168, 1, 1],
+                53,
+                [192, 168, 1, 100],
+                1024 + i,
+            ));
+        }
+        assert_eq!(r.sent_dropped(), 101);
+        assert_eq!(r.sent.len(), SENT_FLOWS);
+        assert_eq!(r.sent.front(), tuple_of(&query[14..]).as_ref());
     }
 
     struct Net {

@@ -26,8 +26,13 @@
 //!
 //! The router's own connections do not cross the forwarding core, so conntrack does
 //! not see them; their packets are noted on the way out ([`Firewall::note_output`],
-//! a small direct-mapped table) so that the replies count as established on input.
+//! a small table, with a part of its own for the flows the router starts) so that
+//! the replies count as established on input.
 //! The `output` policies are not enforced (the router's own traffic is trusted).
+//!
+//! Time matches (`start_time`, `weekdays`, ...: [`timematch`]) are judged by the wall
+//! clock the caller sets ([`Firewall::set_wall_clock`]); until it does, they fail
+//! closed (a DROP or REJECT rule with one matches, an ACCEPT rule does not).
 //!
 //! Differences from fw4, on purpose: `forwarding` sections are matched after the
 //! zone's rules (the typed configuration does not keep their place between rules);
@@ -41,6 +46,7 @@ pub mod ratelimit;
 pub mod reject;
 pub mod reject6;
 pub mod ruleset;
+pub mod timematch;
 
 use alloc::collections::VecDeque;
 use alloc::format;
@@ -54,7 +60,10 @@ use dnat::Dnat;
 use local::LocalFlows;
 use packet::Packet;
 use ratelimit::{Bucket, Limit};
-use ruleset::{Rule, RuleFamily, Ruleset, RulesetError, Verdict, ZoneId, ZoneSel};
+use ruleset::{
+    in_list, Net4, Net6, Rule, RuleFamily, Ruleset, RulesetError, Verdict, ZoneId, ZoneSel,
+};
+use timematch::WallClock;
 
 /// What conntrack knows of a packet, when the filter looks at it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,6 +162,8 @@ pub struct Firewall {
     local: LocalFlows,
     /// Interface addresses (for port-forward reflection).
     addrs: Vec<(IfId, [u8; 4])>,
+    /// The wall clock, for time matches (None: not known).
+    clock: Option<WallClock>,
 }
 
 fn zone_name(rs: &Ruleset, z: Option<ZoneId>) -> &str {
@@ -227,6 +238,7 @@ impl Firewall {
             log_bucket: Bucket::new(LOG_LIMIT),
             local: LocalFlows::new(),
             addrs: Vec::new(),
+            clock: None,
         })
     }
 
@@ -239,6 +251,7 @@ impl Firewall {
         new.log = core::mem::take(&mut self.log);
         new.log_bucket = self.log_bucket.clone();
         new.addrs = core::mem::take(&mut self.addrs);
+        new.clock = self.clock;
         new.stats.log_suppressed = self.stats.log_suppressed;
         *self = new;
         Ok(())
@@ -292,6 +305,29 @@ impl Firewall {
         self.local.is_reply(ip, now)
     }
 
+    /// Sets (or clears) the wall clock time matches are judged by. Without one, a rule
+    /// with a time match fails closed: a DROP or REJECT rule matches at any time, an
+    /// ACCEPT rule never.
+    pub fn set_wall_clock(&mut self, clock: Option<WallClock>) {
+        self.clock = clock;
+    }
+
+    /// The wall clock, if known.
+    pub fn wall_clock(&self) -> Option<WallClock> {
+        self.clock
+    }
+
+    /// Whether a rule's time match (if any) holds at `now` by `clock`.
+    fn time_ok(r: &Rule, clock: Option<WallClock>, now: Millis) -> bool {
+        let Some(t) = r.time else {
+            return true;
+        };
+        match clock {
+            Some(c) => t.matches(c.unix_secs(now), c.utc_offset_secs),
+            None => r.target != Verdict::Accept,
+        }
+    }
+
     /// Sets (or clears) the address of an interface, for port-forward reflection.
     pub fn set_iface_addr(&mut self, ifc: IfId, addr: Option<[u8; 4]>) {
         self.addrs.retain(|(i, _)| *i != ifc);
@@ -328,6 +364,7 @@ impl Firewall {
                     to: (to, r.dest_port.min),
                     src_ip: r.src_ip.clone(),
                     snat,
+                    time: r.time,
                 };
                 // A forward to the router itself goes to the input interface's own
                 // address (its stack's services), once that address is known.
@@ -377,33 +414,23 @@ impl Firewall {
         if let Some(v6) = p.v6 {
             return Self::rule_matches6(r, p, v6);
         }
-        let neg = r.negate;
+        let x = &r.except;
+        // IPv6 addresses only: an IPv6 rule (fw4 narrows the family so)
+        let only6 = |a4: &[Net4], x4: &[Net4], a6: &[Net6], x6: &[Net6]| {
+            a4.is_empty() && x4.is_empty() && !(a6.is_empty() && x6.is_empty())
+        };
         if r.family == RuleFamily::Ipv6
-            || (!r.src_ip6.is_empty() && r.src_ip.is_empty() && !neg.src_ip)
-            || (!r.dest_ip6.is_empty() && r.dest_ip.is_empty() && !neg.dest_ip)
+            || only6(&r.src_ip, &x.src_ip, &r.src_ip6, &x.src_ip6)
+            || only6(&r.dest_ip, &x.dest_ip, &r.dest_ip6, &x.dest_ip6)
         {
             return false;
         }
-        if !r.src_ip.is_empty() && r.src_ip.iter().any(|n| n.contains(p.src)) == neg.src_ip {
+        if !in_list(&r.src_ip, &x.src_ip, |n| n.contains(p.src))
+            || !in_list(&r.dest_ip, &x.dest_ip, |n| n.contains(p.dst))
+            || !Self::mac_matches(r, p)
+            || !Self::ports_match(r, p)
+        {
             return false;
-        }
-        if !r.src_mac.is_empty() && !p.src_mac.is_some_and(|m| r.src_mac.contains(&m)) {
-            return false;
-        }
-        if !r.dest_ip.is_empty() && r.dest_ip.iter().any(|n| n.contains(p.dst)) == neg.dest_ip {
-            return false;
-        }
-        if !r.src_port.is_empty() || !r.dest_port.is_empty() {
-            let Some((s, d)) = p.ports else {
-                return false;
-            };
-            if !r.src_port.is_empty() && r.src_port.iter().any(|x| x.contains(s)) == neg.src_port {
-                return false;
-            }
-            if !r.dest_port.is_empty() && r.dest_port.iter().any(|x| x.contains(d)) == neg.dest_port
-            {
-                return false;
-            }
         }
         if !r.icmp_type.is_empty() {
             let Some((t, c)) = p.icmp else {
@@ -420,36 +447,53 @@ impl Firewall {
         true
     }
 
+    /// A rule's `src_mac` (plain and negated items) against the frame's source; a
+    /// packet whose link source is unknown matches only a rule without `src_mac`.
+    fn mac_matches(r: &Rule, p: &Packet) -> bool {
+        if r.src_mac.is_empty() && r.except.src_mac.is_empty() {
+            return true;
+        }
+        p.src_mac
+            .is_some_and(|m| in_list(&r.src_mac, &r.except.src_mac, |k| *k == m))
+    }
+
+    /// A rule's ports (plain and negated) against the packet's; a rule with any port
+    /// match never matches a packet without ports.
+    fn ports_match(r: &Rule, p: &Packet) -> bool {
+        let x = &r.except;
+        if r.src_port.is_empty()
+            && r.dest_port.is_empty()
+            && x.src_port.is_empty()
+            && x.dest_port.is_empty()
+        {
+            return true;
+        }
+        let Some((s, d)) = p.ports else {
+            return false;
+        };
+        in_list(&r.src_port, &x.src_port, |pr| pr.contains(s))
+            && in_list(&r.dest_port, &x.dest_port, |pr| pr.contains(d))
+    }
+
     /// [`Self::rule_matches`] for an IPv6 packet (protocols already matched).
     fn rule_matches6(r: &Rule, p: &Packet, (src, dst): ([u8; 16], [u8; 16])) -> bool {
+        let x = &r.except;
         // IPv4 addresses only: an IPv4 rule (fw4 narrows the family so)
-        let neg = r.negate;
+        let only4 = |a4: &[Net4], x4: &[Net4], a6: &[Net6], x6: &[Net6]| {
+            a6.is_empty() && x6.is_empty() && !(a4.is_empty() && x4.is_empty())
+        };
         if r.family == RuleFamily::Ipv4
-            || (!r.src_ip.is_empty() && r.src_ip6.is_empty() && !neg.src_ip)
-            || (!r.dest_ip.is_empty() && r.dest_ip6.is_empty() && !neg.dest_ip)
+            || only4(&r.src_ip, &x.src_ip, &r.src_ip6, &x.src_ip6)
+            || only4(&r.dest_ip, &x.dest_ip, &r.dest_ip6, &x.dest_ip6)
         {
             return false;
         }
-        if !r.src_ip6.is_empty() && r.src_ip6.iter().any(|n| n.contains(src)) == neg.src_ip {
+        if !in_list(&r.src_ip6, &x.src_ip6, |n| n.contains(src))
+            || !in_list(&r.dest_ip6, &x.dest_ip6, |n| n.contains(dst))
+            || !Self::mac_matches(r, p)
+            || !Self::ports_match(r, p)
+        {
             return false;
-        }
-        if !r.dest_ip6.is_empty() && r.dest_ip6.iter().any(|n| n.contains(dst)) == neg.dest_ip {
-            return false;
-        }
-        if !r.src_mac.is_empty() && !p.src_mac.is_some_and(|m| r.src_mac.contains(&m)) {
-            return false;
-        }
-        if !r.src_port.is_empty() || !r.dest_port.is_empty() {
-            let Some((s, d)) = p.ports else {
-                return false;
-            };
-            if !r.src_port.is_empty() && r.src_port.iter().any(|x| x.contains(s)) == neg.src_port {
-                return false;
-            }
-            if !r.dest_port.is_empty() && r.dest_port.iter().any(|x| x.contains(d)) == neg.dest_port
-            {
-                return false;
-            }
         }
         if !r.icmp6_type.is_empty() {
             let Some((t, c)) = p.icmp else {
@@ -490,7 +534,7 @@ impl Firewall {
                 None | Some(ZoneSel::Any) => true,
                 Some(ZoneSel::Zone(z)) => dest_zone == Some(z),
             };
-            if !dest_ok || !Self::rule_matches(r, p) {
+            if !dest_ok || !Self::rule_matches(r, p) || !Self::time_ok(r, self.clock, now) {
                 continue;
             }
             let target = r.target;
@@ -684,6 +728,15 @@ impl Firewall {
                 for p in &r.dest_port {
                     let _ = write!(s, " {}-{}", p.min, p.max);
                 }
+            }
+            if !r.except.dest_port.is_empty() {
+                let _ = write!(s, " dport !=");
+                for p in &r.except.dest_port {
+                    let _ = write!(s, " {}-{}", p.min, p.max);
+                }
+            }
+            if r.time.is_some() {
+                s.push_str(" meta time");
             }
             if let Some(l) = r.limit {
                 let _ = write!(s, " limit {}/{}ms burst {}", l.rate, l.period_ms, l.burst);

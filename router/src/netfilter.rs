@@ -309,7 +309,15 @@ impl Netfilter {
         self.masq.iter().find(|m| m.iface == out).copied()
     }
 
-    fn dnat_for(&self, input: IfId, t: &Tuple) -> Option<(Endpoint, Option<[u8; 4]>)> {
+    fn dnat_for(&self, input: IfId, t: &Tuple, now: Millis) -> Option<(Endpoint, Option<[u8; 4]>)> {
+        let clock = self.firewall.as_ref().and_then(|f| f.wall_clock());
+        // a port forward with a time match applies inside it only, and not at all
+        // while the wall clock is unknown (fail closed: nothing is forwarded)
+        let in_time = |r: &Dnat| match (r.time, clock) {
+            (None, _) => true,
+            (Some(tm), Some(c)) => tm.matches(c.unix_secs(now), c.utc_offset_secs),
+            (Some(_), None) => false,
+        };
         self.dnat
             .iter()
             .find(|r| {
@@ -319,6 +327,7 @@ impl Netfilter {
                     && t.dport <= r.dport_max
                     && r.dst.is_none_or(|d| d == t.dst)
                     && (r.src_ip.is_empty() || r.src_ip.iter().any(|n| n.contains(t.src)))
+                    && in_time(r)
             })
             .map(|r| {
                 let port = r.to.1.wrapping_add(t.dport.wrapping_sub(r.dport));
@@ -381,7 +390,7 @@ impl Netfilter {
         if !can_start(&t, tcp) {
             return Ok(Found::NoFlow);
         }
-        if let Some((to, snat)) = self.dnat_for(meta.input, &t) {
+        if let Some((to, snat)) = self.dnat_for(meta.input, &t, now) {
             rewrite::rewrite_flow(ip, ihl, t.proto, Side::Destination, to, meta.csum_partial)
                 .map_err(|_| DropReason::Malformed)?;
             return Ok(Found::NewDnat { original: t, snat });
@@ -435,7 +444,8 @@ impl Netfilter {
 
     /// Creates the entry of a new flow whose first packet now looks like `current`
     /// (`original` before a port forward) and leaves by `masq` if that is set (else
-    /// gets the source `snat`, keeping its port, if that is set).
+    /// gets the source `snat`, keeping its port unless that would clash with another
+    /// flow or is one of the router's, if that is set).
     #[allow(clippy::too_many_arguments)]
     fn create(
         &mut self,
@@ -504,6 +514,24 @@ impl Netfilter {
         } else if let Some(a) = snat {
             nat |= status::SRC_NAT;
             reply.dst = a;
+            // Linux's nf_nat_unique_tuple: the client's port if the reply tuple it
+            // makes is unique, else another one (two LAN clients reflected from the
+            // same port to the same server would otherwise clash), never one of the
+            // router's own
+            if matches!(current.proto, Proto::Tcp | Proto::Udp) {
+                let ct = &self.ct;
+                let start = ct
+                    .maps
+                    .search_start((current.src, current.sport), (current.dst, current.dport));
+                let port = choose_port(current.sport, self.ports, start, |p| {
+                    !crate::nat::is_router_port(p) && !ct.contains(&Tuple { dport: p, ..reply })
+                });
+                let Some(port) = port else {
+                    self.ct.stats.nat_exhausted += 1;
+                    return Err(DropReason::NatExhausted);
+                };
+                reply.dport = port;
+            }
         }
         if self.ct.contains(&reply) || self.ct.contains(&original) {
             if let Some(id) = mapping {

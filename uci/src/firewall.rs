@@ -9,9 +9,11 @@
 //! `PARSE_LIST` does. Rules and redirects default to `proto tcpudp`; rule `target`
 //! defaults to DROP, redirect `target` to DNAT, zone policies to the defaults section's.
 //!
-//! A rule's `src_mac` and its negated (`!`) addresses and ports are matched. Not
-//! modelled: negation of other options, mark/time/ipset/helper matches (and `src_mac`
-//! in a redirect), the NOTRACK, HELPER, MARK, DSCP targets. An
+//! A rule's `src_mac`, its negated (`!`) addresses, ports and MACs, and its time matches
+//! ([`time`]: `start_date`, `stop_date`, `start_time`, `stop_time`, `weekdays`,
+//! `monthdays`, `utc_time`) are matched. Not modelled: negation of other options,
+//! mark/ipset/helper matches (and `src_mac` in a redirect), the
+//! NOTRACK, HELPER, MARK, DSCP targets. An
 //! ACCEPT rule or a redirect using one is left out with a warning (ignoring a match
 //! would make it match more than it says); a DROP or REJECT rule using one refuses
 //! the file (leaving it out would let through what it stops). `include` sections are
@@ -22,6 +24,10 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr};
 use core::str::FromStr;
+
+pub mod time;
+
+pub use time::{DaySet, TimeMatch};
 
 use crate::model::Package;
 use crate::validate::{parse_uint, Checked, ConfigError, Diagnostic, SectionReader};
@@ -214,22 +220,25 @@ pub struct Rule {
     pub proto: Vec<Protocol>,
     /// Source addresses (empty: any).
     pub src_ip: Vec<IpNet>,
-    /// `src_ip` was negated (`!`): any address but those.
-    pub src_ip_neg: bool,
+    /// `src_ip`'s negated (`!`) items: no address of these (as fw4's `ip saddr !=`,
+    /// next to the plain items' `ip saddr`).
+    pub src_ip_not: Vec<IpNet>,
     /// Source Ethernet addresses (`src_mac`; empty: any).
     pub src_mac: Vec<[u8; 6]>,
+    /// `src_mac`'s negated items.
+    pub src_mac_not: Vec<[u8; 6]>,
     /// Destination addresses (empty: any).
     pub dest_ip: Vec<IpNet>,
-    /// `dest_ip` was negated.
-    pub dest_ip_neg: bool,
+    /// `dest_ip`'s negated items.
+    pub dest_ip_not: Vec<IpNet>,
     /// Source ports (empty: any).
     pub src_port: Vec<PortRange>,
-    /// `src_port` was negated.
-    pub src_port_neg: bool,
+    /// `src_port`'s negated items.
+    pub src_port_not: Vec<PortRange>,
     /// Destination ports (empty: any).
     pub dest_port: Vec<PortRange>,
-    /// `dest_port` was negated.
-    pub dest_port_neg: bool,
+    /// `dest_port`'s negated items.
+    pub dest_port_not: Vec<PortRange>,
     /// ICMP types (empty: any).
     pub icmp_type: Vec<IcmpType>,
     /// Family restriction.
@@ -240,6 +249,8 @@ pub struct Rule {
     pub limit: Option<Limit>,
     /// Burst for the limit.
     pub limit_burst: Option<u32>,
+    /// Time matches (`start_time`, `weekdays`, ...; none: any time).
+    pub time: Option<TimeMatch>,
 }
 
 /// `config redirect` (a DNAT port forward, or SNAT).
@@ -267,6 +278,8 @@ pub struct Redirect {
     pub target: RedirectTarget,
     /// NAT loopback for internal clients (default on).
     pub reflection: bool,
+    /// Time matches (none: any time).
+    pub time: Option<TimeMatch>,
     /// Family restriction.
     pub family: Family,
 }
@@ -583,12 +596,6 @@ const UNSUPPORTED_MATCHES: &[&str] = &[
     "mark",
     "ipset",
     "helper",
-    "start_date",
-    "stop_date",
-    "start_time",
-    "stop_time",
-    "weekdays",
-    "monthdays",
     "dscp",
     "device",
     "direction",
@@ -603,7 +610,7 @@ const UNSUPPORTED_MATCHES: &[&str] = &[
 ];
 
 /// Options with no effect on matching that Xenlet accepts and does not use.
-const COSMETIC: &[&str] = &["log", "log_limit", "counter", "utc_time"];
+const COSMETIC: &[&str] = &["log", "log_limit", "counter"];
 
 /// Reads `/etc/config/firewall`.
 pub fn firewall(p: &Package) -> Result<Checked<FirewallConfig>, ConfigError> {
@@ -802,37 +809,44 @@ fn unsupported_option(r: &SectionReader<'_>, allowed: &[&str]) -> Option<(String
         .map(|o| (o.name.clone(), "negation ('!')"))
 }
 
-/// What a rule allows beyond the plain matches: `src_mac`, and negation (`!`) of its
-/// addresses and ports.
-const RULE_ALLOWS: &[&str] = &["src_mac", "src_ip", "dest_ip", "src_port", "dest_port"];
+/// What a redirect allows beyond the plain matches: `src_dip`, and negation of its
+/// days.
+const REDIRECT_ALLOWS: &[&str] = &["src_dip", "weekdays", "monthdays"];
 
-/// The items of `name`, all negated (`!ADDR`, fw4's "anything but") or none: (items,
-/// negated). Mixing the two in one option is refused, as it has no single meaning.
+/// What a rule allows beyond the plain matches: `src_mac`, and negation (`!`) of its
+/// addresses, ports, MAC addresses and days.
+const RULE_ALLOWS: &[&str] = &[
+    "src_mac",
+    "src_ip",
+    "dest_ip",
+    "src_port",
+    "dest_port",
+    "weekdays",
+    "monthdays",
+];
+
+/// The items of `name`, split as fw4's `filter_pos`/`filter_neg` do: (plain items,
+/// negated items). An item is negated by one leading `!` (fw4's `parse_invert`); the
+/// option matches what is in a plain item (if there is one) and in no negated one.
 fn negatable<T>(
     r: &mut SectionReader<'_>,
     name: &str,
     what: &str,
     f: impl Fn(&str) -> Option<T>,
-) -> Result<(Vec<T>, bool), ConfigError> {
-    let items = r.items(name);
-    let neg = items
-        .iter()
-        .filter(|v| v.trim_start().starts_with('!'))
-        .count();
-    if neg != 0 && neg != items.len() {
-        return Err(r.error(
-            name,
-            "negated and plain values mixed: use one or the other".into(),
-        ));
-    }
-    let mut out = Vec::with_capacity(items.len());
-    for v in items {
-        match f(v.trim().trim_start_matches('!').trim()) {
-            Some(t) => out.push(t),
+) -> Result<(Vec<T>, Vec<T>), ConfigError> {
+    let (mut plain, mut negated) = (Vec::new(), Vec::new());
+    for v in r.items(name) {
+        let t = v.trim_start();
+        let (list, item) = match t.strip_prefix('!') {
+            Some(rest) => (&mut negated, rest),
+            None => (&mut plain, t),
+        };
+        match f(item.trim()) {
+            Some(x) => list.push(x),
             None => return Err(r.error(name, format!("'{v}' is not {what}"))),
         }
     }
-    Ok((out, neg != 0))
+    Ok((plain, negated))
 }
 
 fn zone_ref(v: &str) -> Option<ZoneRef> {
@@ -912,28 +926,31 @@ fn read_rule(
     } else if unsupported(r, warnings, RULE_ALLOWS) {
         return Ok(None);
     }
-    let (src_ip, src_ip_neg) = negatable(r, "src_ip", "an IP address or prefix", parse_ipnet)?;
-    let (dest_ip, dest_ip_neg) = negatable(r, "dest_ip", "an IP address or prefix", parse_ipnet)?;
-    let (src_port, src_port_neg) = negatable(r, "src_port", "a port or port range", parse_port)?;
-    let (dest_port, dest_port_neg) = negatable(r, "dest_port", "a port or port range", parse_port)?;
+    let (src_ip, src_ip_not) = negatable(r, "src_ip", "an IP address or prefix", parse_ipnet)?;
+    let (dest_ip, dest_ip_not) = negatable(r, "dest_ip", "an IP address or prefix", parse_ipnet)?;
+    let (src_port, src_port_not) = negatable(r, "src_port", "a port or port range", parse_port)?;
+    let (dest_port, dest_port_not) = negatable(r, "dest_port", "a port or port range", parse_port)?;
+    let (src_mac, src_mac_not) = negatable(
+        r,
+        "src_mac",
+        "a MAC address (aa:bb:cc:dd:ee:ff)",
+        crate::network::mac_address,
+    )?;
     Ok(Some(Rule {
         name: r.single("name")?.map(str::to_string),
         src: r.parse("src", "a zone name or '*'", zone_ref)?,
         dest: r.parse("dest", "a zone name or '*'", zone_ref)?,
         proto: protocols(r)?,
         src_ip,
-        src_ip_neg,
-        src_mac: r.parse_items(
-            "src_mac",
-            "a MAC address (aa:bb:cc:dd:ee:ff)",
-            crate::network::mac_address,
-        )?,
+        src_ip_not,
+        src_mac,
+        src_mac_not,
         dest_ip,
-        dest_ip_neg,
+        dest_ip_not,
         src_port,
-        src_port_neg,
+        src_port_not,
         dest_port,
-        dest_port_neg,
+        dest_port_not,
         icmp_type: r.parse_items(
             "icmp_type",
             "an ICMP type (a name or type[/code])",
@@ -949,6 +966,7 @@ fn read_rule(
             parse_limit,
         )?,
         limit_burst: r.parse("limit_burst", "a number", parse_uint::<u32>)?,
+        time: time::read(r)?,
     }))
 }
 
@@ -958,7 +976,7 @@ fn read_redirect(
 ) -> Result<Option<Redirect>, ConfigError> {
     // src_dip is supported on redirects (it is a rule-only match in UNSUPPORTED_MATCHES).
     let src_dip = r.parse("src_dip", "an IPv4 address", |v| Ipv4Addr::from_str(v).ok())?;
-    if unsupported(r, warnings, &["src_dip"]) {
+    if unsupported(r, warnings, REDIRECT_ALLOWS) {
         return Ok(None);
     }
     let target = match r.single("target")? {
@@ -989,6 +1007,7 @@ fn read_redirect(
         proto: protocols(r)?,
         target,
         reflection: r.boolean("reflection", true)?,
+        time: time::read(r)?,
         family: r
             .parse("family", "a family (ipv4, ipv6, any)", parse_family)?
             .unwrap_or(Family::Any),
@@ -1244,20 +1263,43 @@ mod tests {
     }
 
     #[test]
-    fn negated_addresses_and_ports_are_read_and_mixing_is_refused() {
+    fn negated_addresses_and_ports_are_read_plain_and_negated_items_apart() {
         let c = fw(concat!(
             "config rule\n\toption src 'lan'\n\toption dest 'wan'\n",
             "\toption src_ip '!192.168.1.10'\n\tlist dest_port '!80'\n\tlist dest_port '!443'\n",
             "\toption target 'REJECT'\n",
+            // fw4 takes both in one option: `ip saddr 10.0.0.0/8 ip saddr != 10.0.0.1`
+            "config rule\n\toption src 'lan'\n\toption src_ip '10.0.0.0/8 !10.0.0.1'\n",
+            "\tlist dest_port '1000-2000'\n\tlist dest_port '! 1500'\n\toption target 'DROP'\n",
         ))
         .unwrap();
         let r = &c.config.rules[0];
-        assert!(r.src_ip_neg && r.dest_port_neg && !r.dest_ip_neg && !r.src_port_neg);
-        assert_eq!(r.dest_port.len(), 2);
-        let e = fw("config rule\n\toption src 'lan'\n\tlist dest_port '!80'\n\tlist dest_port '443'\n\toption target 'DROP'\n")
+        assert_eq!((r.src_ip.len(), r.src_ip_not.len()), (0, 1));
+        assert_eq!((r.dest_port.len(), r.dest_port_not.len()), (0, 2));
+        assert!(r.dest_ip_not.is_empty() && r.src_port_not.is_empty());
+        let r = &c.config.rules[1];
+        assert_eq!(
+            (r.src_ip[0].prefix_len, r.src_ip_not[0].prefix_len),
+            (8, 32)
+        );
+        assert_eq!(
+            (r.dest_port.as_slice(), r.dest_port_not.as_slice()),
+            (
+                &[PortRange {
+                    min: 1000,
+                    max: 2000
+                }][..],
+                &[PortRange {
+                    min: 1500,
+                    max: 1500
+                }][..]
+            )
+        );
+        // one `!` negates; a second is a bad value, as in fw4
+        let e = fw("config rule\n\toption src 'lan'\n\toption src_ip '!!10.0.0.1'\n\toption target 'DROP'\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("negated and plain values mixed"), "{e}");
+        assert!(e.contains("'!!10.0.0.1' is not an IP address"), "{e}");
     }
 
     #[test]
@@ -1278,6 +1320,15 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("src_mac"), "{e}");
+        // fw4's `ether saddr != ...`: every device but the admin's
+        let c = fw(concat!(
+            "config rule\n\toption src 'lan'\n\toption dest 'wan'\n",
+            "\toption src_mac '!02:00:00:00:00:01'\n\toption target 'REJECT'\n",
+        ))
+        .unwrap();
+        let r = &c.config.rules[0];
+        assert!(r.src_mac.is_empty() && r.src_ip_not.is_empty());
+        assert_eq!(r.src_mac_not, [[2, 0, 0, 0, 0, 1]]);
     }
 
     #[test]
@@ -1288,17 +1339,111 @@ mod tests {
                 "@rule[0]: option 'ipset': match not supported by Xenlet in a DROP rule",
             ),
             (
-                "config rule\n\toption src 'lan'\n\toption weekdays 'Mon'\n\toption target 'REJECT'\n",
-                "@rule[0]: option 'weekdays': match not supported by Xenlet in a REJECT rule",
+                "config rule\n\toption src 'lan'\n\toption mark '0x1/0xff'\n\toption target 'REJECT'\n",
+                "@rule[0]: option 'mark': match not supported by Xenlet in a REJECT rule",
             ),
             (
                 "config rule\n\toption src 'lan'\n\toption proto '!icmp'\n",
                 "@rule[0]: option 'proto': negation ('!') not supported by Xenlet in a DROP rule",
             ),
+            // fw4 reads `!` on these too but either ignores it (proto, limit) or
+            // refuses the value (icmp_type, zones): either way not what it says
+            (
+                "config rule\n\toption src 'wan'\n\toption proto 'icmp'\n\toption icmp_type '!echo-request'\n\toption target 'REJECT'\n",
+                "@rule[0]: option 'icmp_type': negation ('!') not supported by Xenlet in a REJECT rule",
+            ),
+            (
+                "config rule\n\toption src 'lan'\n\toption dest '!wan'\n\toption target 'DROP'\n",
+                "@rule[0]: option 'dest': negation ('!') not supported by Xenlet in a DROP rule",
+            ),
+            (
+                "config rule\n\toption src 'lan'\n\toption limit '!10/second'\n\toption target 'DROP'\n",
+                "@rule[0]: option 'limit': negation ('!') not supported by Xenlet in a DROP rule",
+            ),
         ] {
             let e = fw(rule).unwrap_err().to_string();
             assert!(e.starts_with(&format!("/etc/config/firewall: {msg}")), "{e}");
         }
+    }
+
+    #[test]
+    fn time_matches_are_read_and_bad_ones_are_located_errors() {
+        let c = fw(concat!(
+            "config rule\n\toption src 'lan'\n\toption dest 'wan'\n",
+            "\toption start_time '22:00'\n\toption stop_time '06:30:15'\n",
+            "\toption weekdays '! Sat Sun'\n\tlist monthdays '1'\n\tlist monthdays '15'\n",
+            "\toption start_date '2025-06-02'\n\toption stop_date '2025-06-30T23:59:59'\n",
+            "\toption utc_time '1'\n\toption target 'DROP'\n",
+            "config rule\n\toption src 'lan'\n\toption utc_time '1'\n\toption target 'ACCEPT'\n",
+        ))
+        .unwrap();
+        assert_eq!(c.warnings, []);
+        assert_eq!(
+            c.config.rules[0].time,
+            Some(TimeMatch {
+                utc: true,
+                start_date: Some(1_748_822_400),
+                stop_date: Some(1_748_822_400 + 29 * 86_400 - 1),
+                start_time: Some(22 * 3600),
+                stop_time: Some(6 * 3600 + 30 * 60 + 15),
+                weekdays: Some(DaySet {
+                    days: 0b110_0000,
+                    invert: true
+                }),
+                monthdays: Some(DaySet {
+                    days: (1 << 1) | (1 << 15),
+                    invert: false
+                }),
+            })
+        );
+        // utc_time alone is no time match
+        assert_eq!(c.config.rules[1].time, None);
+        for (opt, val, msg) in [
+            ("start_time", "25:00", "'25:00' is not a time of day"),
+            ("stop_time", "noon", "'noon' is not a time of day"),
+            ("start_date", "2025-02-29", "'2025-02-29' is not a date"),
+            ("stop_date", "2039-01-01", "'2039-01-01' is not a date"),
+            (
+                "weekdays",
+                "Mon Funday",
+                "'Mon Funday' is not a list of weekdays",
+            ),
+            (
+                "weekdays",
+                "Mon !Tue",
+                "'Mon !Tue' is not a list of weekdays",
+            ),
+            (
+                "monthdays",
+                "0 1",
+                "'0 1' is not a list of days of the month",
+            ),
+            ("utc_time", "sometimes", "'sometimes' is not a boolean"),
+        ] {
+            for target in ["ACCEPT", "DROP"] {
+                let e = fw(&format!(
+                    "config rule\n\toption src 'lan'\n\toption {opt} '{val}'\n\toption target '{target}'\n"
+                ))
+                .unwrap_err()
+                .to_string();
+                assert!(
+                    e.starts_with(&format!(
+                        "/etc/config/firewall: @rule[0]: option '{opt}': {msg}"
+                    )),
+                    "{e}"
+                );
+            }
+        }
+        // a redirect takes them too
+        let c = fw("config redirect\n\toption src 'wan'\n\toption src_dport '22'\n\toption dest_ip '192.168.1.2'\n\toption weekdays '!Sat'\n").unwrap();
+        assert_eq!(c.warnings, []);
+        assert_eq!(
+            c.config.redirects[0].time.and_then(|t| t.weekdays),
+            Some(DaySet {
+                days: 1 << 5,
+                invert: true
+            })
+        );
     }
 
     #[test]

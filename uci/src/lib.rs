@@ -15,6 +15,7 @@
 //! - [`network`](mod@network), [`firewall`](mod@firewall), [`dhcp`](mod@dhcp): typed, validated views of the three packages the
 //!   router needs, each returning warnings (unknown options, as fw4 prints them) and
 //!   errors naming the file, section and option of a bad value.
+//! - [`system`](mod@system): the time zone of `/etc/config/system`, as a fixed offset.
 //!
 //! References: openwrt/uci (`file.c`, `list.c`, `delta.c`, `cli.c`, `util.c`), the
 //! OpenWrt wiki "The UCI system", openwrt/firewall4 (`fw4.uc`), netifd and dnsmasq's
@@ -40,6 +41,7 @@ pub mod firewall;
 pub mod model;
 pub mod network;
 pub mod parse;
+pub mod system;
 pub mod validate;
 pub mod write;
 pub use cli::{ConfigStore, Output, StoreError, Uci};

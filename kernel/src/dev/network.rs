@@ -458,7 +458,8 @@ pub fn init(cmdline: &str, plan: Option<Plan>) -> Vec<String> {
     }
     if let Some(spec) = plan.as_ref().and_then(|p| p.gateway.as_ref()) {
         match Gateway::new(spec, &mut stack.ifs) {
-            Ok(gw) => {
+            Ok(mut gw) => {
+                gw.set_wall_clock(wall_clock(0));
                 let ports: Vec<String> = spec
                     .ports
                     .iter()
@@ -482,6 +483,26 @@ pub fn init(cmdline: &str, plan: Option<Plan>) -> Vec<String> {
         }
     }
     report
+}
+
+/// The wall clock for the firewall's time matches: Xen's, with local time
+/// `utc_offset_secs` ahead of UTC (a fixed offset: Xenlet has no time zone
+/// database); `None` without Xen's (plain QEMU).
+pub fn wall_clock(utc_offset_secs: i32) -> Option<xenlet_router::firewall::timematch::WallClock> {
+    let secs = crate::xen::platform::wallclock_secs()?;
+    Some(xenlet_router::firewall::timematch::WallClock {
+        unix_ms_at_zero: secs.saturating_mul(1000).saturating_sub(now_ms()),
+        utc_offset_secs,
+    })
+}
+
+/// Sets the router's local time to `utc_offset_secs` ahead of UTC (from
+/// `/etc/config/system`), for the firewall's time matches.
+pub fn set_time_zone(utc_offset_secs: i32) {
+    let _stack = NET.lock(); // the lock order is NET, then GATEWAY
+    if let Some(gw) = GATEWAY.lock().as_mut() {
+        gw.set_wall_clock(wall_clock(utc_offset_secs));
+    }
 }
 
 /// Starts the LAN services of `spec` on the stack's interfaces (after [`init`]),

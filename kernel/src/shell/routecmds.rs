@@ -152,6 +152,7 @@ pub fn fw(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 
 /// `reload`: reads `/etc/config/network` and `/etc/config/firewall` again and swaps
 /// the new ruleset in atomically (established flows stay); a bad file changes nothing.
+/// `/etc/config/system`'s time zone is read again too (for time matches).
 pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     xenlet_shell::no_args(args)?;
     let stack = NET.lock(); // held: the lock order is NET, then GATEWAY
@@ -169,7 +170,9 @@ pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         .firewall
         .ok_or_else(|| CmdError::failed("reload: no /etc/config/firewall"))?;
     g.reload_firewall(rules).map_err(CmdError::failed)?;
-    for w in &plan.warnings {
+    let tz = crate::router::time_zone();
+    g.set_wall_clock(crate::dev::network::wall_clock(tz.utc_offset_secs));
+    for w in plan.warnings.iter().chain(tz.note.iter()) {
         writeln!(out, "reload: {w}")?;
     }
     writeln!(

@@ -595,6 +595,41 @@ fn port_forward_and_its_reflection_from_the_lan() {
 }
 
 #[test]
+fn a_port_forward_with_a_time_match_applies_only_in_its_hours() {
+    use xenlet_router::firewall::timematch::WallClock;
+    let text = format!(
+        "{IMAGE_FIREWALL}{}",
+        PORT_FORWARD.replace(
+            "config redirect\n",
+            "config redirect\n\toption start_time '08:00'\n\toption stop_time '18:00'\n"
+        )
+    );
+    assert_ne!(text, format!("{IMAGE_FIREWALL}{PORT_FORWARD}"));
+    let mut b = Box4::new(&text);
+    // no wall clock yet: the forward does not apply (the WAN zone refuses 8080)
+    let (d, _) = b.send(WAN, tcp(FAR, R_WAN, 5555, 8080, 100, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
+    // b.now (1000 ms) is 12:00 UTC
+    let noon = (1_748_822_400 + 12 * 3600) * 1000;
+    b.nf.firewall_mut().unwrap().set_wall_clock(Some(WallClock {
+        unix_ms_at_zero: noon - 1000,
+        utc_offset_secs: 0,
+    }));
+    let (d, w) = b.send(WAN, tcp(FAR, R_WAN, 5556, 8080, 100, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Forwarded);
+    assert_eq!(&w.ip(0)[16..20], &HOST[..]);
+    // the reflection too
+    let (d, _) = b.send(LAN, tcp(HOST2, R_WAN, 6000, 8080, 5, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Forwarded);
+    // 20:00: neither
+    b.now += 8 * 3_600_000;
+    let (d, _) = b.send(WAN, tcp(FAR, R_WAN, 5557, 8080, 100, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
+    let (d, _) = b.send(LAN, tcp(HOST2, R_WAN, 6001, 8080, 5, 0, SYN, &[]));
+    assert_ne!(d, Disposition::Forwarded);
+}
+
+#[test]
 fn reload_keeps_established_flows_and_new_flows_see_the_new_rules() {
     let mut b = Box4::new(IMAGE_FIREWALL);
     assert_eq!(
@@ -639,6 +674,85 @@ fn reload_keeps_established_flows_and_new_flows_see_the_new_rules() {
             && e.contains("nowhere"),
         "{e}"
     );
+}
+
+#[test]
+fn plain_and_negated_items_of_one_option_both_hold_as_fw4() {
+    // `src_ip '192.168.1.0/24 !192.168.1.50'`: fw4's `ip saddr 192.168.1.0/24 ip
+    // saddr != 192.168.1.50`; the ports likewise
+    let text = format!(
+        "{IMAGE_FIREWALL}\nconfig rule\n\toption src 'lan'\n\toption dest 'wan'\n\toption proto 'tcp'\n\toption src_ip '192.168.1.0/24 !192.168.1.50'\n\toption dest_port '1-1023 !443'\n\toption target 'REJECT'\n"
+    );
+    let mut b = Box4::new(&text);
+    let filt = Disposition::Dropped(DropReason::Filtered);
+    for (host, sport, port, want) in [
+        (HOST, 5000, 80, filt),
+        (HOST, 5001, 443, Disposition::Forwarded),
+        (HOST, 5002, 8080, Disposition::Forwarded),
+        (HOST2, 5003, 80, Disposition::Forwarded),
+    ] {
+        let (d, _) = b.send(LAN, tcp(host, FAR, sport, port, 1, 0, SYN, &[]));
+        assert_eq!(d, want, "{host:?} -> {port}");
+    }
+}
+
+#[test]
+fn negated_addresses_narrow_the_family_as_fw4() {
+    // fw4 infers a rule's family from its addresses, negated ones too: "ssh from the
+    // WAN but not from 203.0.113.0/24" is an IPv4 rule (`ip saddr != ...`), and
+    // accepts no IPv6 at all.
+    let c = compile_ok(concat!(
+        "config zone\n\toption name 'wan'\n\tlist network 'wan'\n\toption input 'REJECT'\n",
+        "config rule\n\toption src 'wan'\n\toption proto 'tcp'\n\toption dest_port '22'\n",
+        "\toption src_ip '!203.0.113.0/24'\n\toption target 'ACCEPT'\n",
+        "config rule\n\toption src 'wan'\n\toption proto 'tcp'\n\toption dest_port '23'\n",
+        "\tlist src_ip '!203.0.113.0/24'\n\tlist src_ip '!2001:db8::/32'\n\toption target 'ACCEPT'\n",
+        "config rule\n\toption src 'wan'\n\toption proto 'tcp'\n\toption dest_port '24'\n",
+        "\toption dest_ip '!2001:db8::1'\n\toption target 'ACCEPT'\n",
+    ));
+    let fam: Vec<RuleFamily> = c.ruleset.rules.iter().map(|r| r.family).collect();
+    assert_eq!(
+        fam,
+        [RuleFamily::Ipv4, RuleFamily::Any, RuleFamily::Ipv6],
+        "{:?}",
+        c.ruleset.rules
+    );
+    assert!(c
+        .ruleset
+        .rules
+        .iter()
+        .all(|r| !r.except.src_ip.is_empty() || !r.except.dest_ip6.is_empty()));
+}
+
+#[test]
+fn a_bedtime_rule_from_the_file_rejects_new_flows_only_in_its_hours() {
+    use xenlet_router::firewall::timematch::WallClock;
+    let text = format!(
+        "{IMAGE_FIREWALL}\nconfig rule\n\toption name 'bedtime'\n\toption src 'lan'\n\toption dest 'wan'\n\toption src_ip '192.168.1.100'\n\toption start_time '22:00'\n\toption stop_time '06:00'\n\toption weekdays 'mon tue wed thu fri'\n\toption target 'REJECT'\n"
+    );
+    let mut b = Box4::new(&text);
+    // the clock not known yet: the REJECT rule with a time match fails closed
+    let (d, _) = b.send(LAN, tcp(HOST, FAR, 5000, 443, 1, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
+    // b.now (1000 ms) is Monday 2025-06-02 12:00 UTC; local time is UTC
+    let noon = (1_748_822_400 + 12 * 3600) * 1000;
+    b.nf.firewall_mut().unwrap().set_wall_clock(Some(WallClock {
+        unix_ms_at_zero: noon - 1000,
+        utc_offset_secs: 0,
+    }));
+    let (d, _) = b.send(LAN, tcp(HOST, FAR, 5001, 443, 1, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Forwarded);
+    // 23:00: a new flow is refused, the one opened at noon goes on (established)
+    b.now += 11 * 3_600_000;
+    let (d, w) = b.send(LAN, tcp(HOST, FAR, 5002, 443, 1, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
+    assert_eq!(w.sent[0].0, LAN, "the reset goes back to the LAN host");
+    let (d, _) = b.send(LAN, tcp(HOST2, FAR, 5002, 443, 1, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Forwarded, "another host is not in the rule");
+    // Saturday 23:00: not a school night
+    b.now += 5 * 86_400_000;
+    let (d, _) = b.send(LAN, tcp(HOST, FAR, 5003, 443, 1, 0, SYN, &[]));
+    assert_eq!(d, Disposition::Forwarded);
 }
 
 #[test]

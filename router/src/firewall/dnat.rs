@@ -4,6 +4,7 @@
 use alloc::vec::Vec;
 
 use super::ruleset::Net4;
+use super::timematch::TimeMatch;
 use crate::flow::{Endpoint, Proto};
 use crate::IfId;
 
@@ -32,4 +33,7 @@ pub struct Dnat {
     pub src_ip: Vec<Net4>,
     /// The source address to give the flow (reflection), if any.
     pub snat: Option<[u8; 4]>,
+    /// The redirect's time match (`start_time`, `weekdays`, ...): outside it, or
+    /// while the wall clock is unknown, the port forward does not apply.
+    pub time: Option<TimeMatch>,
 }

@@ -11,6 +11,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::ratelimit::Limit;
+use super::timematch::TimeMatch;
 use crate::IfId;
 
 /// A zone, by its index in [`Ruleset::zones`].
@@ -145,10 +146,10 @@ pub struct Rule {
     pub src_port: Vec<PortRange>,
     /// Destination ports (same).
     pub dest_port: Vec<PortRange>,
-    /// Which of `src_ip`, `dest_ip`, `src_port`, `dest_port` are negated (fw4's
-    /// `!`: the field matches anything but the list; a negated port match still
-    /// needs ports).
-    pub negate: Negate,
+    /// The negated (`!`) items of `src_ip`, `dest_ip`, `src_port`, `dest_port`,
+    /// `src_mac` (and their IPv6 lists): a packet matching one of them does not
+    /// match the rule.
+    pub except: Except,
     /// ICMP types (empty: any; never matches anything but ICMP).
     pub icmp_type: Vec<IcmpMatch>,
     /// The IP versions it is for.
@@ -164,19 +165,36 @@ pub struct Rule {
     pub target: Verdict,
     /// `limit`/`limit_burst`: above it the rule does not match.
     pub limit: Option<Limit>,
+    /// `start_time`, `weekdays`, ...: outside them the rule does not match.
+    pub time: Option<TimeMatch>,
 }
 
-/// The negated matches of a [`Rule`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Negate {
-    /// `src_ip`.
-    pub src_ip: bool,
-    /// `dest_ip`.
-    pub dest_ip: bool,
-    /// `src_port`.
-    pub src_port: bool,
-    /// `dest_port`.
-    pub dest_port: bool,
+/// The negated items of a [`Rule`]'s options (fw4's `!`: `ip saddr != { ... }`,
+/// next to `ip saddr { ... }` of the option's plain items when it has both). A field
+/// matches a packet that is in its plain list (or that list is empty) and in none of
+/// these; a negated port match still needs ports, a negated `src_mac` a known link
+/// source.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Except {
+    /// Source prefixes.
+    pub src_ip: Vec<Net4>,
+    /// IPv6 source prefixes.
+    pub src_ip6: Vec<Net6>,
+    /// Destination prefixes.
+    pub dest_ip: Vec<Net4>,
+    /// IPv6 destination prefixes.
+    pub dest_ip6: Vec<Net6>,
+    /// Source ports.
+    pub src_port: Vec<PortRange>,
+    /// Destination ports.
+    pub dest_port: Vec<PortRange>,
+    /// Source Ethernet addresses.
+    pub src_mac: Vec<[u8; 6]>,
+}
+
+/// A field of a rule: in `plain` (if that is not empty) and in none of `except`.
+pub fn in_list<T>(plain: &[T], except: &[T], hit: impl Fn(&T) -> bool) -> bool {
+    (plain.is_empty() || plain.iter().any(&hit)) && !except.iter().any(&hit)
 }
 
 /// `config zone`.
@@ -235,6 +253,8 @@ pub struct Redirect {
     pub dest_port: PortRange,
     /// NAT reflection for clients in `dest`.
     pub reflection: bool,
+    /// Time match (the forward and its reflection apply only inside it).
+    pub time: Option<TimeMatch>,
 }
 
 /// `config defaults`.

@@ -60,7 +60,8 @@ fn rule(name: &str, src: ZoneSel, dest: Option<ZoneSel>, target: Verdict) -> Rul
         icmp6_type: vec![],
         target,
         limit: None,
-        negate: Negate::default(),
+        except: Except::default(),
+        time: None,
     }
 }
 
@@ -139,6 +140,107 @@ fn a_src_mac_rule_matches_by_the_frames_source() {
     p.src_mac = None;
     assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Accept);
     assert_eq!(fw.rule_counter(0).unwrap().packets, 1);
+    // negated (`src_mac '!...'`, fw4's `ether saddr !=`): every device but that one
+    let mut rs = ruleset();
+    let mut r = rule(
+        "only-the-admin",
+        ZoneSel::Zone(0),
+        Some(ZoneSel::Zone(1)),
+        Verdict::Drop,
+    );
+    r.except.src_mac = vec![[0x02, 0, 0, 0, 0, 0x01]];
+    rs.rules = vec![r];
+    let mut fw = Firewall::new(rs).unwrap();
+    p.src_mac = Some([0x02, 0, 0, 0, 0, 0x01]);
+    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Accept);
+    p.src_mac = Some([0x02, 0, 0, 0, 0, 0x42]);
+    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Drop);
+    p.src_mac = None;
+    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Accept);
+}
+
+#[test]
+fn a_time_rule_matches_only_in_its_hours_by_the_wall_clock() {
+    // "no internet for the kids' tablet at night, on school days": DROP from lan to
+    // wan 22:00-06:00, Monday to Friday (local time, UTC+2)
+    use super::timematch::{DaySet, TimeMatch, WallClock};
+    let mut rs = ruleset();
+    let mut r = rule(
+        "bedtime",
+        ZoneSel::Zone(0),
+        Some(ZoneSel::Zone(1)),
+        Verdict::Drop,
+    );
+    r.time = Some(TimeMatch {
+        start_time: Some(22 * 3600),
+        stop_time: Some(6 * 3600),
+        weekdays: Some(DaySet {
+            days: 0b1_1111,
+            invert: false,
+        }),
+        ..TimeMatch::default()
+    });
+    rs.rules = vec![r.clone()];
+    let mut fw = Firewall::new(rs.clone()).unwrap();
+    let p = pkt(&udp(H, X, 40000, 443, b"x"));
+    // the clock is unknown: a DROP rule with a time match fails closed
+    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Drop);
+    // Monday 2025-06-02 00:00 UTC at our clock's 0; local time is UTC+2
+    let monday = 1_748_822_400_i64;
+    fw.set_wall_clock(Some(WallClock {
+        unix_ms_at_zero: monday * 1000,
+        utc_offset_secs: 7200,
+    }));
+    let at = |h: u64, m: u64| ((h * 60 + m) * 60) * 1000; // ms since Monday 00:00 UTC
+                                                          // 12:00 local (10:00 UTC): allowed
+    assert_eq!(
+        fw.forward(&p, LAN, WAN, CtState::New, at(10, 0)),
+        Verdict::Accept
+    );
+    // 22:30 local Monday (20:30 UTC): dropped; 05:59 local Tuesday too (06:00:00 is
+    // the inclusive end; 06:01 is past it)
+    assert_eq!(
+        fw.forward(&p, LAN, WAN, CtState::New, at(20, 30)),
+        Verdict::Drop
+    );
+    assert_eq!(
+        fw.forward(&p, LAN, WAN, CtState::New, at(27, 59)),
+        Verdict::Drop
+    );
+    assert_eq!(
+        fw.forward(&p, LAN, WAN, CtState::New, at(28, 1)),
+        Verdict::Accept
+    );
+    // Saturday 23:00 local: not a school day
+    assert_eq!(
+        fw.forward(&p, LAN, WAN, CtState::New, at(5 * 24 + 21, 0)),
+        Verdict::Accept
+    );
+    // a reload keeps the clock
+    fw.replace(rs).unwrap();
+    assert_eq!(
+        fw.forward(&p, LAN, WAN, CtState::New, at(10, 0)),
+        Verdict::Accept
+    );
+    // an ACCEPT rule with a time match never matches while the clock is unknown
+    r.target = Verdict::Accept;
+    let mut rs = ruleset();
+    rs.defaults.forward = Verdict::Drop;
+    rs.forwardings.clear();
+    rs.rules = vec![r];
+    let mut fw = Firewall::new(rs).unwrap();
+    assert_eq!(
+        fw.forward(&p, LAN, WAN, CtState::New, at(20, 30)),
+        Verdict::Drop
+    );
+    fw.set_wall_clock(Some(WallClock {
+        unix_ms_at_zero: monday * 1000,
+        utc_offset_secs: 7200,
+    }));
+    assert_eq!(
+        fw.forward(&p, LAN, WAN, CtState::New, at(20, 30)),
+        Verdict::Accept
+    );
 }
 
 #[test]
@@ -152,19 +254,14 @@ fn negated_matches_take_anything_but_their_list() {
         Some(ZoneSel::Zone(1)),
         Verdict::Reject,
     );
-    r.dest_port = vec![
+    r.except.dest_port = vec![
         PortRange { min: 80, max: 80 },
         PortRange { min: 443, max: 443 },
     ];
-    r.src_ip = vec![Net4 {
+    r.except.src_ip = vec![Net4 {
         addr: [192, 168, 1, 2],
         prefix_len: 32,
     }];
-    r.negate = Negate {
-        dest_port: true,
-        src_ip: true,
-        ..Negate::default()
-    };
     rs.rules = vec![r];
     let mut fw = Firewall::new(rs).unwrap();
     let v = |fw: &mut Firewall, src: [u8; 4], port: u16| {
@@ -291,6 +388,7 @@ fn the_ruleset_check_refuses_what_does_not_hold_together() {
         dest_ip: H,
         dest_port: PortRange { min: 10, max: 15 },
         reflection: true,
+        time: None,
     });
     assert_eq!(
         Firewall::new(rs.clone()).err(),
@@ -319,6 +417,7 @@ fn redirects_become_dnat_rules_with_reflection_once_addresses_are_known() {
         dest_ip: H,
         dest_port: PortRange { min: 80, max: 81 },
         reflection: true,
+        time: None,
     });
     let mut fw = Firewall::new(rs).unwrap();
     let d = fw.dnat_rules();
@@ -441,6 +540,59 @@ fn a_ping_flood_does_not_push_the_routers_dns_flow_out() {
         .filter(|p| fw.is_local_reply(&udp(X, R, 123, 40000 + p, b"a"), 40))
         .count();
     assert!(kept >= 900, "{kept} of 2,000 kept in 1,024 slots");
+}
+
+#[test]
+fn a_flood_of_the_routers_answers_and_resets_does_not_push_its_own_flows_out() {
+    // The router's DNS forwarder asks upstream from one of its own ports, and its DHCP
+    // client renews; then LAN hosts make it send 20,000 DNS answers (from port 53 to
+    // their ports), 20,000 resets (probing closed ports, its own range too) and
+    // 20,000 echo replies, all noted after the query and so expiring later.
+    let mut fw = Firewall::new(ruleset()).unwrap();
+    let query = udp(R, X, 50000, 53, b"q");
+    let renew = udp(R, X, 68, 67, b"r");
+    fw.note_output(&query, 0);
+    fw.note_output(&renew, 0);
+    for i in 0..20_000u32 {
+        let host = [192, 168, (i >> 8) as u8 % 20, i as u8];
+        let port = 1024 + (i % 60_000) as u16;
+        fw.note_output(&udp(H, host, 53, port, b"a"), 10);
+        let rst = tcp(H, host, 49152 + (i % 16_000) as u16, port, 0x14, b"");
+        fw.note_output(&rst, 10);
+        let mut reply = ipv4(H, host, 1, &[0, 0, 0, 0, (i >> 8) as u8, i as u8, 0, 1]);
+        let c = crate::checksum::checksum(&reply[20..]);
+        reply[22..24].copy_from_slice(&c.to_be_bytes());
+        fw.note_output(&reply, 10);
+    }
+    assert!(
+        fw.is_local_reply(&udp(X, R, 53, 50000, b"a"), 20),
+        "the upstream DNS answer is still expected"
+    );
+    assert!(
+        fw.is_local_reply(&udp(X, R, 67, 68, b"a"), 20),
+        "the DHCP ack"
+    );
+    // the forwarder's 150 queries in flight (random ports) are all kept as well
+    let ports: Vec<u16> = (0..150u32)
+        .map(|i| 49152 + (i.wrapping_mul(2_654_435_761) >> 18) as u16)
+        .collect();
+    for &p in &ports {
+        fw.note_output(&udp(R, X, p, 53, b"q"), 30);
+    }
+    let kept = ports
+        .iter()
+        .filter(|&&p| fw.is_local_reply(&udp(X, R, 53, p, b"a"), 40))
+        .count();
+    assert_eq!(kept, 150);
+    // a reset is not noted: nothing that answers it is established
+    let host = [192, 168, 0, 1];
+    let rst = tcp(H, host, 49153, 1025, 0x14, b"");
+    let mut fresh = Firewall::new(ruleset()).unwrap();
+    fresh.note_output(&rst, 0);
+    assert!(!fresh.is_local_reply(&tcp(host, H, 1025, 49153, 0x10, b""), 1));
+    // the flows the router serves still work as before
+    fresh.note_output(&udp(H, host, 53, 40000, b"a"), 0);
+    assert!(fresh.is_local_reply(&udp(host, H, 40000, 53, b"q"), 1));
 }
 
 #[test]

@@ -942,6 +942,7 @@ fn port_forward_rewrites_the_destination_and_the_replies_source() {
         to: (HOST2, 22),
         src_ip: vec![],
         snat: None,
+        time: None,
     };
     let mut nf = Netfilter::new(Config {
         capacity: 16,
@@ -969,6 +970,62 @@ fn port_forward_rewrites_the_destination_and_the_replies_source() {
         listing.contains("src=192.168.1.101 dst=198.51.100.10 sport=22 dport=50000"),
         "{listing}"
     );
+}
+
+#[test]
+fn reflected_clients_with_the_same_port_get_their_own_source_port() {
+    // NAT reflection: LAN clients reaching WAN_ADDR:8022 are sent to HOST2:22 from
+    // the router's LAN address. Two clients using the same source port would make
+    // the same reply tuple (HOST2:22 -> R_LAN:40000): the second flow gets another
+    // port, as Linux's nf_nat_unique_tuple picks one.
+    const R_LAN: [u8; 4] = [192, 168, 1, 1];
+    const HOST3: [u8; 4] = [192, 168, 1, 102];
+    let mut nf = Netfilter::new(Config {
+        capacity: 16,
+        masquerade: vec![Masquerade {
+            iface: WAN,
+            addr: Some(WAN_ADDR),
+        }],
+        dnat: vec![Dnat {
+            input: LAN,
+            proto: Proto::Tcp,
+            dst: Some(WAN_ADDR),
+            dport: 8022,
+            dport_max: 8022,
+            to: (HOST2, 22),
+            src_ip: vec![],
+            snat: Some(R_LAN),
+            time: None,
+        }],
+        ..Config::default()
+    });
+    let lan_to_lan = |nf: &mut Netfilter, p: &mut [u8]| match nf.prerouting(p, &meta(LAN, None, 0))
+    {
+        HookVerdict::Accept => nf.postrouting(p, &meta(LAN, Some(LAN), 0)),
+        d => d,
+    };
+    let mut a = tcp(HOST1, 40000, WAN_ADDR, 8022, SYN, b"");
+    assert_eq!(lan_to_lan(&mut nf, &mut a), OK);
+    // the first keeps its port
+    assert_eq!(a, tcp(R_LAN, 40000, HOST2, 22, SYN, b""));
+    let mut b = tcp(HOST3, 40000, WAN_ADDR, 8022, SYN, b"");
+    assert_eq!(lan_to_lan(&mut nf, &mut b), OK, "the second client's flow");
+    let port_b = sport(&b);
+    assert_ne!(port_b, 40000);
+    assert!(!crate::nat::is_router_port(port_b));
+    assert_eq!(b, tcp(R_LAN, port_b, HOST2, 22, SYN, b""));
+    // each server reply goes back to its own client, from the forwarded address
+    for (port, client) in [(40000, HOST1), (port_b, HOST3)] {
+        let mut r = tcp(HOST2, 22, R_LAN, port, SYN | ACK, b"");
+        assert_eq!(lan_to_lan(&mut nf, &mut r), OK);
+        assert_eq!(r, tcp(WAN_ADDR, 8022, client, 40000, SYN | ACK, b""));
+    }
+    // a client port that is one of the router's own is not kept either
+    let mut c = tcp(HOST1, 53000, WAN_ADDR, 8022, SYN, b"");
+    assert_eq!(lan_to_lan(&mut nf, &mut c), OK);
+    assert!(!crate::nat::is_router_port(sport(&c)));
+    assert_eq!(nf.stats().clash, 0);
+    counters_add_up(&nf);
 }
 
 #[test]
@@ -1161,6 +1218,7 @@ fn firewall_forwarding_8022_to(dest_ip: [u8; 4]) -> crate::firewall::Firewall {
             dest_ip,
             dest_port: rs::PortRange { min: 22, max: 22 },
             reflection: true,
+            time: None,
         }],
         iface_names: vec![(LAN, "eth0".into()), (WAN, "eth1".into())],
     };
@@ -1237,6 +1295,7 @@ fn port_forwarding_netfilter() -> Netfilter {
             to: (HOST2, 22),
             src_ip: vec![],
             snat: None,
+            time: None,
         }],
         ..Config::default()
     })

@@ -11,7 +11,7 @@ use crate::conntrack::TcpState;
 use crate::exthdr;
 use crate::firewall::ratelimit::Limit;
 use crate::firewall::ruleset::{
-    Defaults, Forwarding, IcmpMatch, Negate, Net6, Rule, RuleFamily, Ruleset, Verdict, Zone,
+    Defaults, Except, Forwarding, IcmpMatch, Net6, Rule, RuleFamily, Ruleset, Verdict, Zone,
     ZoneSel,
 };
 use crate::flow::tcp_flag::{ACK, SYN};
@@ -47,7 +47,8 @@ fn rule(name: &str, dest: Option<ZoneSel>, protos: Vec<u8>, family: RuleFamily) 
         dest_ip: vec![],
         src_port: vec![],
         dest_port: vec![],
-        negate: Negate::default(),
+        except: Except::default(),
+        time: None,
         icmp_type: vec![],
         family,
         src_ip6: vec![],
