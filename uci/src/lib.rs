@@ -40,6 +40,8 @@ pub mod firewall;
 pub mod model;
 pub mod network;
 pub mod parse;
+pub mod ra;
+pub mod ula;
 pub mod validate;
 pub mod write;
 pub use cli::{ConfigStore, Output, StoreError, Uci};
