@@ -162,6 +162,12 @@ pub trait Link {
     fn bridge_view(&self) -> Option<BridgeView> {
         None
     }
+    /// The next IPv6 Router Solicitation the link kept aside for the router
+    /// advertisement service (a routed link does: [`crate::gateway::Routed`]; smoltcp
+    /// ignores them).
+    fn take_solicitation(&mut self) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// Free transmit slots required before smoltcp may queue one more frame while
