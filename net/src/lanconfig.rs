@@ -21,7 +21,9 @@
 //! the /64s of the interface's IPv6 addresses (the ULA subnet `ip6assign` gave it,
 //! see [`crate::netplan`]) with the A flag per `ra_slaac` and odhcpd's lifetime caps
 //! (valid 5400 s, preferred 2700 s); RDNSS naming the router's address and DNSSL
-//! with dnsmasq's `domain` when `ra_dns`; router lifetime 0 while there is no IPv6
+//! with dnsmasq's `domain` when `ra_dns` (RDNSS only once the DNS forwarder answers
+//! IPv6 clients, [`DNS_OVER_IPV6`]: until then hosts would wait on a server that never
+//! answers, so a warning says it is left out); router lifetime 0 while there is no IPv6
 //! upstream, unless `ra_default` is 1 or 2 (odhcpd's "no default route present,
 //! setting ra_lifetime to 0"). The M and O flags of `ra_flags` are not announced
 //! while Xenlet runs no DHCPv6 server (a warning says so): hosts would ask a server
@@ -63,6 +65,11 @@ pub struct PoolSpec {
 pub const RA_VALID_LIMIT: u32 = 5400;
 /// odhcpd's cap on its preferred lifetime (ND_PREFERRED_LIMIT).
 pub const RA_PREFERRED_LIMIT: u32 = 2700;
+
+/// Whether the DNS forwarder answers queries from IPv6 clients (it does not yet:
+/// `crate::lanservices` drops them, counted as `dns_not_ipv4`). Until it does, the
+/// advertisements name no DNS server (RDNSS) and say so at boot.
+pub const DNS_OVER_IPV6: bool = false;
 
 /// Router advertisements on one interface.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -211,8 +218,14 @@ pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> Services
         let Some(p) = dhcp.pool_for(uci_name) else {
             continue;
         };
-        match ra_config(&p.ra, ifc, &domain) {
+        match ra_config(&p.ra, ifc, &domain, DNS_OVER_IPV6) {
             Ok(Some(config)) => {
+                if p.ra.dns && !DNS_OVER_IPV6 {
+                    warnings.push(format!(
+                        "dhcp: '{}': ra_dns: no RDNSS announced: the DNS forwarder answers IPv4 clients only yet (DNS by DHCPv4)",
+                        p.name
+                    ));
+                }
                 if p.ra.managed || p.ra.other {
                     warnings.push(format!(
                         "dhcp: '{}': ra_flags managed-config/other-config not announced: Xenlet runs no DHCPv6 server yet (SLAAC and RDNSS serve the LAN)",
@@ -298,7 +311,13 @@ pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> Services
 
 /// The advertisements of an interface configured `ifc` with odhcpd's options `o`:
 /// `None` unless `ra 'server'`; an error when there is nothing to advertise.
-fn ra_config(o: &RaOptions, ifc: &IfConfig, domain: &str) -> Result<Option<RaConfig>, String> {
+/// `rdnss`: whether the router's address may be announced as a DNS server.
+fn ra_config(
+    o: &RaOptions,
+    ifc: &IfConfig,
+    domain: &str,
+    rdnss: bool,
+) -> Result<Option<RaConfig>, String> {
     match o.ra {
         Mode::Disabled => return Ok(None),
         Mode::Relay | Mode::Hybrid => {
@@ -359,7 +378,7 @@ fn ra_config(o: &RaOptions, ifc: &IfConfig, domain: &str) -> Result<Option<RaCon
         retrans_ms: o.retrans_ms,
         mtu: o.mtu,
         prefixes,
-        rdnss: if o.dns {
+        rdnss: if o.dns && rdnss {
             alloc::vec![first.addr()]
         } else {
             Vec::new()
@@ -400,6 +419,7 @@ mod tests {
     const NETWORK: &str = include_str!("../../xtask/rootfs/etc/config/network");
     const FIREWALL: &str = include_str!("../../xtask/rootfs/etc/config/firewall");
     const DHCP: &str = include_str!("../../xtask/rootfs/etc/config/dhcp");
+    const NO_RDNSS: &str = "dhcp: 'lan': ra_dns: no RDNSS announced: the DNS forwarder answers IPv4 clients only yet (DNS by DHCPv4)";
     const NO_DHCPV6: &str = "dhcp: 'lan': ra_flags managed-config/other-config not announced: Xenlet runs no DHCPv6 server yet (SLAAC and RDNSS serve the LAN)";
 
     #[test]
@@ -423,8 +443,18 @@ mod tests {
         );
         assert_eq!((c.managed, c.other), (false, false), "no DHCPv6 server");
         assert_eq!(c.router_lifetime_secs, 0, "no IPv6 upstream");
-        assert_eq!(c.rdnss, [ula1]);
+        assert!(c.rdnss.is_empty(), "not while DNS answers IPv4 only");
         assert_eq!(c.dnssl, ["lan"]);
+        // once the forwarder answers IPv6: the router's ULA address
+        let d =
+            xenlet_uci::dhcp::dhcp(&xenlet_uci::parse("/etc/config/dhcp", "dhcp", DHCP).unwrap())
+                .unwrap()
+                .config;
+        let plan = router_plan(&network);
+        let with_dns = ra_config(&d.pools[0].ra, plan.config_of("eth0").unwrap(), "lan", true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(with_dns.rdnss, [ula1]);
         assert_eq!(
             (
                 c.min_interval_secs,
@@ -479,7 +509,7 @@ mod tests {
     fn the_images_files_serve_lan_and_ignore_wan() {
         let network = NETWORK.replace("'auto'", "'fd12:3456:789a::/48'");
         let s = spec_from_files(DHCP, &network, &router_plan(&network)).unwrap();
-        assert_eq!(s.warnings, [NO_DHCPV6]);
+        assert_eq!(s.warnings, [NO_RDNSS, NO_DHCPV6]);
         assert_eq!(s.pools.len(), 1, "wan is ignore '1'");
         let p = &s.pools[0];
         assert_eq!(p.vif, "eth0");

@@ -127,7 +127,7 @@ pub static COMMANDS: &[Command<Host>] = &[
     Command {
         name: "dnsmasq",
         usage: "",
-        help: "the LAN DHCP server and DNS forwarder: pools, upstream servers, counters",
+        help: "the LAN DHCP server, DNS forwarder and router advertisements: pools, upstream servers, counters",
         run: crate::shell::servicecmds::dnsmasq,
     },
     Command {
