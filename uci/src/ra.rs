@@ -14,6 +14,10 @@
 //!   maximum interval), `ra_mtu` (1280..=65535), `ra_hoplimit` (0..=255),
 //!   `ra_reachabletime` (ms, ≤ 3600000), `ra_retranstime` (ms, ≤ 60000), `ra_dns`
 //!   (default 1: RDNSS and DNSSL naming the router).
+//!
+//! With `ra_maxinterval` set, the minimum interval and the lifetime default to
+//! RFC 4861's a third and three times it (odhcpd keeps its 200 s and 1800 s, which
+//! a short maximum interval makes inconsistent).
 
 use alloc::format;
 
@@ -162,12 +166,14 @@ pub fn read(r: &mut SectionReader<'_>) -> Result<RaOptions, ConfigError> {
         None => min_default.max(3),
         Some(v) => match parse_uint::<u32>(v) {
             Some(n) if n >= 3 && u64::from(n) * 4 <= u64::from(max_interval) * 3 => n,
-            _ => return Err(r.error(
-                "ra_mininterval",
-                format!(
+            _ => {
+                return Err(r.error(
+                    "ra_mininterval",
+                    format!(
                     "'{v}' is not an interval from 3 s to 3/4 of ra_maxinterval ({max_interval} s)"
                 ),
-            )),
+                ))
+            }
         },
     };
     let lifetime = r
