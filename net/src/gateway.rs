@@ -19,9 +19,10 @@
 //! IPv6: the interfaces' global IPv6 addresses (the LAN's ULA address) are copied
 //! into the router too, with their connected routes, so IPv6 between the LAN and the
 //! router's own addresses works (and nothing else is routed until an upstream gives
-//! a route). Router Solicitations for the router are kept aside on their link
-//! ([`Link::take_solicitation`], at most [`SOLICITATIONS`] waiting, more dropped and
-//! counted) for the router advertisement service (`crate::lanservices`).
+//! a route). On a link that advertises ([`Link::keep_solicitations`]) Router
+//! Solicitations for the router are kept aside ([`Link::take_solicitation`], at most
+//! [`SOLICITATIONS`] waiting, more dropped and counted) for the router advertisement
+//! service (`crate::lanservices`).
 
 use crate::iface::NetIf;
 use crate::link::{Link, LinkStats, QueueStats, RxChecksum};
@@ -94,7 +95,9 @@ pub struct Routed<L: Link> {
     local_dnat: Vec<Tuple>,
     held: VecDeque<(Vec<u8>, SendKind)>,
     held_dropped: u64,
-    /// Router Solicitations for the advertisement service.
+    /// Router Solicitations for the advertisement service, if it asked
+    /// ([`Link::keep_solicitations`]).
+    keep_solicitations: bool,
     solicitations: VecDeque<Vec<u8>>,
     solicitations_dropped: u64,
 }
@@ -113,6 +116,7 @@ impl<L: Link> Routed<L> {
             local_dnat: Vec::new(),
             held: VecDeque::new(),
             held_dropped: 0,
+            keep_solicitations: false,
             solicitations: VecDeque::new(),
             solicitations_dropped: 0,
         }
@@ -180,7 +184,7 @@ impl<L: Link> Routed<L> {
     }
 
     fn queue_local(&mut self, frame: Vec<u8>, csum: RxChecksum) {
-        if solicit::is_solicitation(&frame) {
+        if self.keep_solicitations && solicit::is_solicitation(&frame) {
             // smoltcp has no use for it: the advertisement service's
             if self.solicitations.len() < SOLICITATIONS {
                 self.solicitations.push_back(frame);
@@ -268,6 +272,12 @@ impl<L: Link> Link for Routed<L> {
     }
     fn take_solicitation(&mut self) -> Option<Vec<u8>> {
         self.solicitations.pop_front()
+    }
+    fn keep_solicitations(&mut self, on: bool) {
+        self.keep_solicitations = on;
+        if !on {
+            self.solicitations.clear();
+        }
     }
 }
 
@@ -752,6 +762,11 @@ mod tests {
         rs[12..14].copy_from_slice(&[0x86, 0xdd]);
         rs[14 + 6] = 58;
         rs[14 + 40] = 133;
+        // not asked for (no advertisements on this link): the stack's like any frame
+        r.queue_local(rs.clone(), RxChecksum::Unknown);
+        assert_eq!((r.local.len(), r.take_solicitation()), (1, None));
+        assert!(r.recv_flagged().is_some());
+        r.keep_solicitations(true);
         for _ in 0..SOLICITATIONS + 3 {
             r.queue_local(rs.clone(), RxChecksum::Unknown);
         }
@@ -764,6 +779,9 @@ mod tests {
             n += 1;
         }
         assert_eq!(n, SOLICITATIONS);
+        r.queue_local(rs.clone(), RxChecksum::Unknown);
+        r.keep_solicitations(false);
+        assert_eq!(r.take_solicitation(), None, "dropped when no longer wanted");
     }
 
     struct Net {

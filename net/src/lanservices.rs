@@ -310,7 +310,7 @@ impl LanServices {
             }
         }
         let rng = QueryRng(ChaCha20Rng::from_seed(seed));
-        let ra = RaPorts::new(&spec.ra, &stack.ifs, now);
+        let ra = RaPorts::new(&spec.ra, &mut stack.ifs, now);
         let saved_mark = dhcp
             .iter()
             .map(|p| lease_mark(p.server.counters()))
@@ -840,6 +840,7 @@ impl LanServices {
             s.close(&mut stack.ifs);
         }
         self.tcp.shutdown(&mut stack.ifs);
+        self.ra.shutdown(&mut stack.ifs);
     }
 }
 

@@ -168,6 +168,10 @@ pub trait Link {
     fn take_solicitation(&mut self) -> Option<Vec<u8>> {
         None
     }
+    /// Asks the link to keep Router Solicitations aside for
+    /// [`Link::take_solicitation`] (an interface that advertises), or no longer
+    /// (those waiting are dropped); otherwise they go to the stack like any frame.
+    fn keep_solicitations(&mut self, _on: bool) {}
 }
 
 /// Free transmit slots required before smoltcp may queue one more frame while

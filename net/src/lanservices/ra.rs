@@ -39,7 +39,7 @@ pub struct RaPorts {
 
 impl RaPorts {
     /// Starts the advertisements of `specs` on the stack's interfaces `ifs` at `now`.
-    pub fn new<L: Link>(specs: &[RaSpec], ifs: &[NetIf<L>], now: Millis) -> RaPorts {
+    pub fn new<L: Link>(specs: &[RaSpec], ifs: &mut [NetIf<L>], now: Millis) -> RaPorts {
         let ports = specs
             .iter()
             .map(|s| {
@@ -60,9 +60,10 @@ impl RaPorts {
                     "router lifetime {}s",
                     s.config.router_lifetime_secs
                 ));
-                let run = match ifs.iter().find(|n| n.name == s.vif) {
+                let run = match ifs.iter_mut().find(|n| n.name == s.vif) {
                     None => Err(String::from("not up")),
                     Some(n) => {
+                        n.link.keep_solicitations(true);
                         let mut c = s.config.clone();
                         if c.mtu.is_none() {
                             c.mtu = u32::try_from(n.link.mtu()).ok();
@@ -138,6 +139,17 @@ impl RaPorts {
             }
         }
         busy
+    }
+
+    /// Stops: the links no longer keep solicitations aside.
+    pub fn shutdown<L: Link>(self, ifs: &mut [NetIf<L>]) {
+        for p in self.ports {
+            if let Ok((instance, _)) = p.run {
+                if let Some(n) = ifs.iter_mut().find(|n| n.instance() == instance) {
+                    n.link.keep_solicitations(false);
+                }
+            }
+        }
     }
 
     /// When [`Self::poll`] next has something to send.
