@@ -165,6 +165,10 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
         .iter()
         .map(alloc::string::String::as_str)
         .collect();
+    // OpenWrt's first boot: ula_prefix 'auto' becomes this router's own ULA prefix
+    if let Some(line) = crate::router::assign_ula() {
+        crate::println!("{line}");
+    }
     let plan = crate::router::plan(
         info.cmdline.as_str(),
         &vif_names,

@@ -9,7 +9,9 @@
 //! the root filesystem.
 //!
 //! Also the UCI store the `uci` command edits: `/etc/config/<package>`, written
-//! atomically.
+//! atomically; and OpenWrt's first-boot step for IPv6: `globals.ula_prefix 'auto'`
+//! becomes a random RFC 4193 prefix, committed to `/etc/config/network`
+//! ([`assign_ula`]).
 
 use crate::fs::vfs;
 use alloc::format;
@@ -50,6 +52,22 @@ pub fn time_zone() -> xenlet_uci::system::TimeZone {
             Err(e) => utc(Some(format!("{e}; local time is UTC"))),
         },
     }
+/// OpenWrt's first boot (`/etc/init.d/network`): if `/etc/config/network` says
+/// `ula_prefix 'auto'`, a random `fdXX:XXXX:XXXX::/48` from the kernel's generator
+/// replaces it and the file is written back (as `uci commit` writes it), so the
+/// prefix stays from then on. Returns the boot line when it did (or failed to).
+pub fn assign_ula() -> Option<String> {
+    let text = read_config("network")?.ok()?;
+    let mut pkg = xenlet_uci::parse("/etc/config/network", "network", &text).ok()?;
+    let r = crate::sys::random::u64().to_le_bytes();
+    let prefix = xenlet_uci::ula::assign_auto(&mut pkg, [r[0], r[1], r[2], r[3], r[4]])?;
+    let out = xenlet_uci::write(&pkg);
+    let path = format!("{CONFIG_DIR}/network");
+    Some(match vfs::with(|v| v.write_atomic(&path, out.as_bytes())) {
+        Some(Ok(())) => format!("network: ula_prefix {prefix} (was 'auto'), written to {path}"),
+        Some(Err(e)) => format!("network: ula_prefix 'auto': {path}: {e}; no IPv6 ULA"),
+        None => String::from("network: ula_prefix 'auto': no file tree; no IPv6 ULA"),
+    })
 }
 
 /// Conntrack entries for a heap of `heap_bytes`: OpenWrt's 16,384 when the heap is

@@ -15,6 +15,14 @@
 //! never queued for smoltcp. The flows of what smoltcp sends are noted on the way out
 //! ([`Routed`] keeps their tuples until the next poll) so that their replies are
 //! established.
+//!
+//! IPv6: the interfaces' global IPv6 addresses (the LAN's ULA address) are copied
+//! into the router too, with their connected routes, so IPv6 between the LAN and the
+//! router's own addresses works (and nothing else is routed until an upstream gives
+//! a route). On a link that advertises ([`Link::keep_solicitations`]) Router
+//! Solicitations for the router are kept aside ([`Link::take_solicitation`], at most
+//! [`SOLICITATIONS`] waiting, more dropped and counted) for the router advertisement
+//! service (`crate::lanservices`).
 
 use crate::iface::NetIf;
 use crate::link::{Link, LinkStats, QueueStats, RxChecksum};
@@ -22,7 +30,7 @@ use alloc::collections::VecDeque;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use smoltcp::wire::{EthernetAddress, Ipv4Address};
+use smoltcp::wire::{EthernetAddress, IpCidr, Ipv4Address};
 use xenlet_router::firewall::local::{is_own_client, sent_tuple_of, tuple_of};
 use xenlet_router::firewall::ruleset::Ruleset;
 use xenlet_router::firewall::timematch::WallClock;
@@ -30,9 +38,12 @@ use xenlet_router::firewall::Firewall;
 use xenlet_router::flow::Tuple;
 use xenlet_router::forward::{Disposition, Output, Router, RouterConfig, TxFull, TxMeta};
 use xenlet_router::iface::IfConfig as PortConfig;
+use xenlet_router::ipv6;
 use xenlet_router::nat::{Masquerade, PortRange};
 use xenlet_router::netfilter::{self, Netfilter};
+use xenlet_router::ra::solicit;
 use xenlet_router::route::Ipv4Net;
+use xenlet_router::route6::Ipv6Net;
 use xenlet_router::{IfId, Millis};
 
 /// Frames the router takes from one interface per [`Gateway::poll`]: keeps one busy
@@ -54,6 +65,10 @@ const SENT_FLOWS: usize = 1024;
 const LOCAL_DNAT_FLOWS: usize = 256;
 /// Frames of those replies held between two polls; more are dropped and counted.
 const HELD_FRAMES: usize = 256;
+
+/// Router Solicitations kept per link for the advertisement service; more are
+/// dropped and counted (one answer serves many anyway).
+pub const SOLICITATIONS: usize = 8;
 
 /// How the local stack asked for a held frame to be sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +96,11 @@ pub struct Routed<L: Link> {
     local_dnat: Vec<Tuple>,
     held: VecDeque<(Vec<u8>, SendKind)>,
     held_dropped: u64,
+    /// Router Solicitations for the advertisement service, if it asked
+    /// ([`Link::keep_solicitations`]).
+    keep_solicitations: bool,
+    solicitations: VecDeque<Vec<u8>>,
+    solicitations_dropped: u64,
 }
 
 impl<L: Link> Routed<L> {
@@ -97,7 +117,15 @@ impl<L: Link> Routed<L> {
             local_dnat: Vec::new(),
             held: VecDeque::new(),
             held_dropped: 0,
+            keep_solicitations: false,
+            solicitations: VecDeque::new(),
+            solicitations_dropped: 0,
         }
+    }
+
+    /// Router Solicitations dropped because [`SOLICITATIONS`] waited already.
+    pub fn solicitations_dropped(&self) -> u64 {
+        self.solicitations_dropped
     }
 
     /// Frames of replies to port forwards to the router dropped because too many
@@ -164,6 +192,15 @@ impl<L: Link> Routed<L> {
     }
 
     fn queue_local(&mut self, frame: Vec<u8>, csum: RxChecksum) {
+        if self.keep_solicitations && solicit::is_solicitation(&frame) {
+            // smoltcp has no use for it: the advertisement service's
+            if self.solicitations.len() < SOLICITATIONS {
+                self.solicitations.push_back(frame);
+            } else {
+                self.solicitations_dropped += 1;
+            }
+            return;
+        }
         let bytes = frame.capacity();
         if self.local.len() < LOCAL_QUEUE && self.local_bytes + bytes <= LOCAL_QUEUE_BYTES {
             self.local_bytes += bytes;
@@ -241,6 +278,15 @@ impl<L: Link> Link for Routed<L> {
         }
         self.inner.send_csum_blank(frame)
     }
+    fn take_solicitation(&mut self) -> Option<Vec<u8>> {
+        self.solicitations.pop_front()
+    }
+    fn keep_solicitations(&mut self, on: bool) {
+        self.keep_solicitations = on;
+        if !on {
+            self.solicitations.clear();
+        }
+    }
 }
 
 /// One interface of the router, as configured (OpenWrt's `network` and `firewall`).
@@ -280,6 +326,8 @@ struct Port {
     addr: Option<Ipv4Net>,
     /// The DHCP default route last copied.
     gw: Option<Ipv4Address>,
+    /// The global IPv6 addresses last copied.
+    addrs6: Vec<Ipv6Net>,
 }
 
 /// The router: forwarding core, conntrack/NAT, and which stack interfaces it routes.
@@ -368,6 +416,7 @@ impl Gateway {
                 masq: p.masq,
                 addr: None,
                 gw: None,
+                addrs6: Vec::new(),
             });
         }
         let mut netfilter = Netfilter::new(netfilter::Config {
@@ -409,6 +458,7 @@ impl Gateway {
                 n.link.routed = false;
                 n.link.local.clear();
                 n.link.local_bytes = 0;
+                n.link.solicitations.clear();
             }
         }
     }
@@ -477,6 +527,23 @@ impl Gateway {
                 }
                 p.addr = addr;
                 p.gw = None;
+            }
+            let addrs6 = n.iface.ip_addrs().iter().filter_map(|c| match c {
+                IpCidr::Ipv6(c) if !ipv6::is_link_local(c.address()) => {
+                    Ipv6Net::new(c.address(), c.prefix_len())
+                }
+                _ => None,
+            });
+            if !addrs6.clone().eq(p.addrs6.iter().copied()) {
+                for old in p.addrs6.drain(..) {
+                    let _ = self.router.remove_address6(p.id, old.addr());
+                }
+                for new in addrs6 {
+                    // kept even if the router's table is full: tried again only
+                    // when the interface's addresses change
+                    let _ = self.router.add_address6(p.id, new);
+                    p.addrs6.push(new);
+                }
             }
             let gw = n.default_gw4();
             if gw != p.gw {
@@ -748,6 +815,37 @@ mod tests {
         assert_eq!(r.sent_dropped(), 101);
         assert_eq!(r.sent.len(), SENT_FLOWS);
         assert_eq!(r.sent.front(), tuple_of(&query[14..]).as_ref());
+    }
+
+    #[test]
+    fn router_solicitations_are_kept_aside_bounded_not_given_to_the_stack() {
+        let (a, _b) = cable();
+        let mut r = Routed::new(a);
+        r.routed = true;
+        let mut rs = alloc::vec![0u8; 14 + 40 + 8];
+        rs[12..14].copy_from_slice(&[0x86, 0xdd]);
+        rs[14 + 6] = 58;
+        rs[14 + 40] = 133;
+        // not asked for (no advertisements on this link): the stack's like any frame
+        r.queue_local(rs.clone(), RxChecksum::Unknown);
+        assert_eq!((r.local.len(), r.take_solicitation()), (1, None));
+        assert!(r.recv_flagged().is_some());
+        r.keep_solicitations(true);
+        for _ in 0..SOLICITATIONS + 3 {
+            r.queue_local(rs.clone(), RxChecksum::Unknown);
+        }
+        r.queue_local(alloc::vec![0u8; 60], RxChecksum::Unknown);
+        assert_eq!(r.local.len(), 1, "only the other frame goes to the stack");
+        assert_eq!(r.solicitations_dropped(), 3);
+        let mut n = 0;
+        while let Some(f) = r.take_solicitation() {
+            assert_eq!(f, rs);
+            n += 1;
+        }
+        assert_eq!(n, SOLICITATIONS);
+        r.queue_local(rs.clone(), RxChecksum::Unknown);
+        r.keep_solicitations(false);
+        assert_eq!(r.take_solicitation(), None, "dropped when no longer wanted");
     }
 
     struct Net {

@@ -81,9 +81,18 @@ fn broadcast(c: &IpCidr) -> Option<String> {
     }
 }
 
-fn addr_lines<L: Link>(n: &NetIf<L>) -> String {
+/// The address lines of `n`, only those of IP version `family` if given (`ip -4`,
+/// `ip -6`).
+fn addr_lines<L: Link>(n: &NetIf<L>, family: Option<u8>) -> String {
     let mut s = String::new();
     for (c, o) in n.addrs() {
+        let v = match c.address() {
+            IpAddress::Ipv4(_) => 4,
+            IpAddress::Ipv6(_) => 6,
+        };
+        if family.is_some_and(|f| f != v) {
+            continue;
+        }
         let (fam, scope) = match (c.address(), o) {
             (IpAddress::Ipv4(_), _) => ("inet", "global"),
             (IpAddress::Ipv6(_), Origin::LinkLocal) => ("inet6", "link"),
@@ -122,25 +131,27 @@ fn find<'a, L: Link>(
 /// Runs `ip ARGS`.
 pub fn ip<L: Link>(stack: &mut NetStack<L>, args: &[&str], out: Out) -> Result<(), String> {
     let mut stats = false;
+    let mut family = None;
     let mut args = args;
     while let Some((first, rest)) = args.split_first() {
         match *first {
             "-s" | "-stats" => stats = true,
-            "-4" | "-6" => {}
+            "-4" => family = Some(4),
+            "-6" => family = Some(6),
             _ => break,
         }
         args = rest;
     }
     let Some((obj, rest)) = args.split_first() else {
         return Err(String::from(
-            "Usage: ip [ -s ] { link | addr | route | neigh } [ COMMAND ]",
+            "Usage: ip [ -s ] [ -4 | -6 ] { link | addr | route | neigh } [ COMMAND ]",
         ));
     };
     let obj = *obj;
     if "link".starts_with(obj) && !obj.is_empty() {
         link(stack, rest, stats, out)
     } else if "address".starts_with(obj) && !obj.is_empty() {
-        addr(stack, rest, out)
+        addr(stack, rest, family, out)
     } else if "route".starts_with(obj) && !obj.is_empty() {
         route(stack, rest, out)
     } else if "neighbour".starts_with(obj) || "neighbor".starts_with(obj) {
@@ -283,7 +294,12 @@ pub fn brctl<L: Link>(stack: &NetStack<L>, args: &[&str], out: Out) -> Result<()
     }
 }
 
-fn addr<L: Link>(stack: &mut NetStack<L>, rest: &[&str], out: Out) -> Result<(), String> {
+fn addr<L: Link>(
+    stack: &mut NetStack<L>,
+    rest: &[&str],
+    family: Option<u8>,
+    out: Out,
+) -> Result<(), String> {
     match rest {
         [op @ ("add" | "del" | "delete"), a, "dev", d]
         | [op @ ("add" | "del" | "delete"), "dev", d, a] => {
@@ -310,8 +326,13 @@ fn addr<L: Link>(stack: &mut NetStack<L>, rest: &[&str], out: Out) -> Result<(),
                 if only.is_some_and(|d| d != n.name) {
                     continue;
                 }
+                let lines = addr_lines(n, family);
+                // with a family, interfaces without an address of it are left out
+                if family.is_some() && lines.is_empty() {
+                    continue;
+                }
                 w(out, &link_line(i + 1, n, false))?;
-                w(out, &addr_lines(n))?;
+                w(out, &lines)?;
             }
             Ok(())
         }
@@ -507,6 +528,24 @@ mod tests {
         );
         assert!(a.contains("    inet6 fe80::ff:fe00:1/64 scope link"), "{a}");
         assert_eq!(run(&mut s, "a show dev eth0").unwrap(), a);
+        // a family: only its addresses (the ULA a router's LAN gets, its link-local)
+        run(&mut s, "addr add fd12:3456:789a::1/64 dev eth0").unwrap();
+        let six = run(&mut s, "-6 addr").unwrap();
+        assert!(
+            six.contains("    inet6 fd12:3456:789a::1/64 scope global"),
+            "{six}"
+        );
+        assert!(
+            six.contains("    inet6 fe80::ff:fe00:1/64 scope link"),
+            "{six}"
+        );
+        assert!(!six.contains("inet "), "{six}");
+        let four = run(&mut s, "-4 a").unwrap();
+        assert!(
+            four.contains("    inet 10.0.0.2/24") && !four.contains("inet6"),
+            "{four}"
+        );
+        run(&mut s, "addr del fd12:3456:789a::1/64 dev eth0").unwrap();
         let r = run(&mut s, "route").unwrap();
         assert_eq!(
             r,

@@ -15,7 +15,21 @@
 //!
 //! A DHCP server needs an address of its own: an interface configured by DHCP (or
 //! not at all) is not served, with a warning.
+//!
+//! Router advertisements follow odhcpd (`src/router.c`, `src/config.c` in
+//! openwrt/odhcpd): a `dhcp` section with `ra 'server'` advertises on its interface
+//! the /64s of the interface's IPv6 addresses (the ULA subnet `ip6assign` gave it,
+//! see [`crate::netplan`]) with the A flag per `ra_slaac` and odhcpd's lifetime caps
+//! (valid 5400 s, preferred 2700 s); RDNSS naming the router's address and DNSSL
+//! with dnsmasq's `domain` when `ra_dns` (RDNSS only once the DNS forwarder answers
+//! IPv6 clients, [`DNS_OVER_IPV6`]: until then hosts would wait on a server that never
+//! answers, so a warning says it is left out); router lifetime 0 while there is no IPv6
+//! upstream, unless `ra_default` is 1 or 2 (odhcpd's "no default route present,
+//! setting ra_lifetime to 0"). The M and O flags of `ra_flags` are not announced
+//! while Xenlet runs no DHCPv6 server (a warning says so): hosts would ask a server
+//! that does not answer.
 
+use crate::config::IfConfig;
 use crate::netplan::Plan;
 use alloc::format;
 use alloc::string::String;
@@ -25,8 +39,12 @@ use smoltcp::wire::IpCidr;
 use xenlet_router::dhcpd::config::LEASE_HEAP_BYTES;
 use xenlet_router::dhcpd::{ExtraOption, PoolConfig, StaticHost};
 use xenlet_router::dns::{CacheConfig, DnsConfig};
+use xenlet_router::ipv6;
+use xenlet_router::ra::{RaConfig, RaPrefix};
+use xenlet_router::route6::Ipv6Net;
 use xenlet_uci::dhcp::{DhcpConfig, LeaseTime};
 use xenlet_uci::network::NetworkConfig;
+use xenlet_uci::ra::{Mode, RaOptions};
 
 /// Where the leases are kept across reboots: dnsmasq's `/tmp/dhcp.leases` is on a
 /// tmpfs here, so the file lives on the root filesystem.
@@ -43,11 +61,32 @@ pub struct PoolSpec {
     pub pool: PoolConfig,
 }
 
+/// odhcpd's cap on an announced prefix's valid lifetime (RFC 9096's ND_VALID_LIMIT).
+pub const RA_VALID_LIMIT: u32 = 5400;
+/// odhcpd's cap on its preferred lifetime (ND_PREFERRED_LIMIT).
+pub const RA_PREFERRED_LIMIT: u32 = 2700;
+
+/// Whether the DNS forwarder answers queries from IPv6 clients (it does not yet:
+/// `crate::lanservices` drops them, counted as `dns_not_ipv4`). Until it does, the
+/// advertisements name no DNS server (RDNSS) and say so at boot.
+pub const DNS_OVER_IPV6: bool = false;
+
+/// Router advertisements on one interface.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaSpec {
+    /// The stack's interface (`eth0`).
+    pub vif: String,
+    /// What is advertised (`mtu` `None`: the link's).
+    pub config: RaConfig,
+}
+
 /// What the LAN services run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServicesSpec {
     /// DHCP pools, one per served interface.
     pub pools: Vec<PoolSpec>,
+    /// Router advertisements, one per interface with `ra 'server'`.
+    pub ra: Vec<RaSpec>,
     /// The DNS forwarder's settings (its LAN address is the first pool's server),
     /// `None` when dnsmasq's `port` is 0 or no interface is served.
     pub dns: Option<DnsConfig>,
@@ -174,6 +213,34 @@ pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> Services
             pool,
         });
     }
+    let mut ra = Vec::new();
+    for (vif, uci_name, ifc) in &plan.ifaces {
+        let Some(p) = dhcp.pool_for(uci_name) else {
+            continue;
+        };
+        match ra_config(&p.ra, ifc, &domain, DNS_OVER_IPV6) {
+            Ok(Some(config)) => {
+                if p.ra.dns && !DNS_OVER_IPV6 {
+                    warnings.push(format!(
+                        "dhcp: '{}': ra_dns: no RDNSS announced: the DNS forwarder answers IPv4 clients only yet (DNS by DHCPv4)",
+                        p.name
+                    ));
+                }
+                if p.ra.managed || p.ra.other {
+                    warnings.push(format!(
+                        "dhcp: '{}': ra_flags managed-config/other-config not announced: Xenlet runs no DHCPv6 server yet (SLAAC and RDNSS serve the LAN)",
+                        p.name
+                    ));
+                }
+                ra.push(RaSpec {
+                    vif: vif.clone(),
+                    config,
+                });
+            }
+            Ok(None) => {}
+            Err(e) => warnings.push(format!("dhcp: '{}': {e}; no router advertisements", p.name)),
+        }
+    }
     let mut upstreams: Vec<SocketAddrV4> = Vec::new();
     for s in &d.servers {
         match parse_server(s) {
@@ -232,6 +299,7 @@ pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> Services
     };
     ServicesSpec {
         pools,
+        ra,
         dns,
         upstreams,
         local_service: d.localservice,
@@ -239,6 +307,93 @@ pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> Services
         lease_view,
         warnings,
     }
+}
+
+/// The advertisements of an interface configured `ifc` with odhcpd's options `o`:
+/// `None` unless `ra 'server'`; an error when there is nothing to advertise.
+/// `rdnss`: whether the router's address may be announced as a DNS server.
+fn ra_config(
+    o: &RaOptions,
+    ifc: &IfConfig,
+    domain: &str,
+    rdnss: bool,
+) -> Result<Option<RaConfig>, String> {
+    match o.ra {
+        Mode::Disabled => return Ok(None),
+        Mode::Relay | Mode::Hybrid => {
+            return Err(format!("ra '{:?}' not supported (no relay)", o.ra).to_lowercase())
+        }
+        Mode::Server => {}
+    }
+    let own: Vec<Ipv6Net> = ifc
+        .addrs
+        .iter()
+        .filter_map(|c| match c {
+            IpCidr::Ipv6(c) if !ipv6::is_link_local(c.address()) => {
+                Ipv6Net::new(c.address(), c.prefix_len())
+            }
+            _ => None,
+        })
+        .collect();
+    let Some(first) = own.first() else {
+        return Err(String::from(
+            "ra 'server' but the interface has no IPv6 prefix (ula_prefix, ip6assign)",
+        ));
+    };
+    // odhcpd's calc_ra_lifetime: ra_lifetime (0: the preferred limit), at least the
+    // maximum interval, at most 5400 s
+    let mut lifetime = if o.lifetime > 0 {
+        o.lifetime
+    } else {
+        RA_PREFERRED_LIMIT
+    };
+    if lifetime < o.max_interval {
+        lifetime = o.max_interval;
+    }
+    lifetime = lifetime.min(RA_VALID_LIMIT);
+    let prefixes = own
+        .iter()
+        .filter(|n| n.prefix_len() <= 64)
+        .take(xenlet_router::ra::message::MAX_PREFIXES)
+        .filter_map(|n| Ipv6Net::new(n.addr(), 64.max(n.prefix_len())))
+        .map(|n| RaPrefix {
+            prefix: n.network(),
+            on_link: true,
+            autonomous: o.slaac,
+            valid_secs: RA_VALID_LIMIT,
+            preferred_secs: RA_PREFERRED_LIMIT,
+        })
+        .collect();
+    let c = RaConfig {
+        managed: false,
+        other: false,
+        cur_hop_limit: if o.hop_limit == 0 { 64 } else { o.hop_limit },
+        // no IPv6 upstream yet: not a default router unless ra_default says so
+        router_lifetime_secs: if o.default_route >= 1 {
+            u16::try_from(lifetime).unwrap_or(u16::MAX)
+        } else {
+            0
+        },
+        reachable_ms: o.reachable_ms,
+        retrans_ms: o.retrans_ms,
+        mtu: o.mtu,
+        prefixes,
+        rdnss: if o.dns && rdnss {
+            alloc::vec![first.addr()]
+        } else {
+            Vec::new()
+        },
+        dnssl: if o.dns && !domain.is_empty() {
+            alloc::vec![String::from(domain)]
+        } else {
+            Vec::new()
+        },
+        dns_lifetime_secs: lifetime,
+        min_interval_secs: o.min_interval,
+        max_interval_secs: o.max_interval,
+    };
+    c.check().map_err(|e| format!("{e}"))?;
+    Ok(Some(c))
 }
 
 /// [`spec`] from the files' text; a file that does not parse or holds a bad value
@@ -264,6 +419,87 @@ mod tests {
     const NETWORK: &str = include_str!("../../xtask/rootfs/etc/config/network");
     const FIREWALL: &str = include_str!("../../xtask/rootfs/etc/config/firewall");
     const DHCP: &str = include_str!("../../xtask/rootfs/etc/config/dhcp");
+    const NO_RDNSS: &str = "dhcp: 'lan': ra_dns: no RDNSS announced: the DNS forwarder answers IPv4 clients only yet (DNS by DHCPv4)";
+    const NO_DHCPV6: &str = "dhcp: 'lan': ra_flags managed-config/other-config not announced: Xenlet runs no DHCPv6 server yet (SLAAC and RDNSS serve the LAN)";
+
+    #[test]
+    fn the_lan_advertises_its_ula_64_as_odhcpd_does() {
+        let network = NETWORK.replace("'auto'", "'fd12:3456:789a::/48'");
+        let s = spec_from_files(DHCP, &network, &router_plan(&network)).unwrap();
+        assert_eq!(s.ra.len(), 1, "lan only");
+        let r = &s.ra[0];
+        assert_eq!(r.vif, "eth0");
+        let c = &r.config;
+        let ula1: core::net::Ipv6Addr = "fd12:3456:789a::1".parse().unwrap();
+        assert_eq!(
+            c.prefixes,
+            [RaPrefix {
+                prefix: Ipv6Net::new("fd12:3456:789a::".parse().unwrap(), 64).unwrap(),
+                on_link: true,
+                autonomous: true,
+                valid_secs: 5400,
+                preferred_secs: 2700,
+            }]
+        );
+        assert_eq!((c.managed, c.other), (false, false), "no DHCPv6 server");
+        assert_eq!(c.router_lifetime_secs, 0, "no IPv6 upstream");
+        assert!(c.rdnss.is_empty(), "not while DNS answers IPv4 only");
+        assert_eq!(c.dnssl, ["lan"]);
+        // once the forwarder answers IPv6: the router's ULA address
+        let d =
+            xenlet_uci::dhcp::dhcp(&xenlet_uci::parse("/etc/config/dhcp", "dhcp", DHCP).unwrap())
+                .unwrap()
+                .config;
+        let plan = router_plan(&network);
+        let with_dns = ra_config(&d.pools[0].ra, plan.config_of("eth0").unwrap(), "lan", true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(with_dns.rdnss, [ula1]);
+        assert_eq!(
+            (
+                c.min_interval_secs,
+                c.max_interval_secs,
+                c.dns_lifetime_secs
+            ),
+            (200, 600, 1800)
+        );
+        assert_eq!((c.cur_hop_limit, c.mtu), (64, None));
+
+        // ra_default 1: a default router even with only the ULA; no SLAAC; no DNS
+        let dhcp = DHCP.replace(
+            "option ra_slaac '1'",
+            "option ra_slaac '0'\n\toption ra_default '1'\n\toption ra_dns '0'\n\toption ra_maxinterval '60'\n\toption ra_mtu '1400'",
+        );
+        let s = spec_from_files(&dhcp, &network, &router_plan(&network)).unwrap();
+        let c = &s.ra[0].config;
+        assert_eq!(
+            c.router_lifetime_secs, 180,
+            "3 × ra_maxinterval (RFC 4861's AdvDefaultLifetime)"
+        );
+        assert!(!c.prefixes[0].autonomous);
+        assert!(c.rdnss.is_empty() && c.dnssl.is_empty());
+        assert_eq!(
+            (c.min_interval_secs, c.max_interval_secs, c.mtu),
+            (20, 60, Some(1400))
+        );
+
+        // no ULA: no advertisements, said once
+        let s = spec_from_files(DHCP, NETWORK, &router_plan(NETWORK)).unwrap();
+        assert!(s.ra.is_empty());
+        assert_eq!(s.warnings, ["dhcp: 'lan': ra 'server' but the interface has no IPv6 prefix (ula_prefix, ip6assign); no router advertisements"]);
+        assert_eq!(s.pools.len(), 1, "DHCPv4 and DNS go on");
+        // relay is not run; ra absent or disabled is silent
+        let relay = DHCP.replace("option ra 'server'", "option ra 'relay'");
+        let s = spec_from_files(&relay, &network, &router_plan(&network)).unwrap();
+        assert!(s.ra.is_empty());
+        assert_eq!(
+            s.warnings,
+            ["dhcp: 'lan': ra 'relay' not supported (no relay); no router advertisements"]
+        );
+        let off = DHCP.replace("option ra 'server'", "option ra 'disabled'");
+        let s = spec_from_files(&off, &network, &router_plan(&network)).unwrap();
+        assert!(s.ra.is_empty() && s.warnings.is_empty());
+    }
 
     fn router_plan(network: &str) -> Plan {
         netplan::plan(network, Some(FIREWALL), &["eth0", "eth1"], 64, 1).unwrap()
@@ -271,8 +507,9 @@ mod tests {
 
     #[test]
     fn the_images_files_serve_lan_and_ignore_wan() {
-        let s = spec_from_files(DHCP, NETWORK, &router_plan(NETWORK)).unwrap();
-        assert_eq!(s.warnings, Vec::<String>::new());
+        let network = NETWORK.replace("'auto'", "'fd12:3456:789a::/48'");
+        let s = spec_from_files(DHCP, &network, &router_plan(&network)).unwrap();
+        assert_eq!(s.warnings, [NO_RDNSS, NO_DHCPV6]);
         assert_eq!(s.pools.len(), 1, "wan is ignore '1'");
         let p = &s.pools[0];
         assert_eq!(p.vif, "eth0");

@@ -19,6 +19,9 @@
 //! - DNS over TCP ([`dnstcp`]): port 53 listens for TCP on each served interface
 //!   too, with bounded connections; queries that came over TCP, and those whose UDP
 //!   answer was truncated, go upstream over TCP.
+//! - Router advertisements ([`ra`]): odhcpd's `ra 'server'` on each interface the
+//!   spec names, its frames sent on the link, the Router Solicitations the routed
+//!   link keeps aside handed to it.
 //! - Leases persist through a [`LeaseStore`] the kernel gives (the file I/O stays
 //!   out of this crate): loaded at start, saved in dnsmasq's format when they
 //!   changed, at most every [`SAVE_INTERVAL_MS`].
@@ -48,7 +51,9 @@ use xenlet_router::dns::tcp::{TcpCounters, TcpLimits};
 use xenlet_router::dns::{DnsAction, DnsCounters, DnsForwarder, HostTable, Rng};
 
 mod dnstcp;
+pub mod ra;
 use dnstcp::DnsTcp;
+use ra::RaPorts;
 use xenlet_router::Millis;
 
 /// The DHCP server's port.
@@ -234,6 +239,8 @@ pub struct LanServices {
     listeners: Vec<DnsListener>,
     /// DNS over TCP: its listeners, client and upstream connections.
     tcp: DnsTcp,
+    /// Router advertisements.
+    ra: RaPorts,
     /// Open upstream sockets by source port.
     upstream: Vec<(u16, Sock)>,
     configured_upstreams: Vec<SocketAddrV4>,
@@ -303,6 +310,7 @@ impl LanServices {
             }
         }
         let rng = QueryRng(ChaCha20Rng::from_seed(seed));
+        let ra = RaPorts::new(&spec.ra, &mut stack.ifs, now);
         let saved_mark = dhcp
             .iter()
             .map(|p| lease_mark(p.server.counters()))
@@ -312,6 +320,7 @@ impl LanServices {
             dns: spec.dns.clone().map(DnsForwarder::new),
             listeners,
             tcp,
+            ra,
             upstream: Vec::new(),
             configured_upstreams: spec.upstreams.clone(),
             local_service: spec.local_service,
@@ -346,6 +355,11 @@ impl LanServices {
     /// The forwarder's counters, if DNS runs.
     pub fn dns_counters(&self) -> Option<&DnsCounters> {
         self.dns.as_ref().map(DnsForwarder::counters)
+    }
+
+    /// Each advertising interface's counters and the sends its link refused.
+    pub fn ra_counters(&self) -> Vec<(&str, xenlet_router::ra::RaCounters, u64)> {
+        self.ra.counters()
     }
 
     /// The DNS over TCP service's counters.
@@ -384,6 +398,7 @@ impl LanServices {
                 )
             })
             .collect();
+        parts.extend(self.ra.summary());
         if let Some(d) = &self.dns {
             let ups: Vec<String> = d
                 .config()
@@ -487,6 +502,7 @@ impl LanServices {
         let now = ms(now_ms);
         let mut busy = false;
         busy |= self.poll_dhcp(&mut stack.ifs, now);
+        busy |= self.ra.poll(&mut stack.ifs, now, &mut self.rng);
         if self.dns.is_some() {
             self.sync_upstreams(&stack.ifs);
             busy |= self.poll_dns(stack, now);
@@ -738,6 +754,7 @@ impl LanServices {
         let tcp = self.tcp.poll_at();
         dns.into_iter()
             .chain(tcp)
+            .chain(self.ra.poll_at())
             .min()
             .and_then(|t| i64::try_from(t).ok())
     }
@@ -823,6 +840,7 @@ impl LanServices {
             s.close(&mut stack.ifs);
         }
         self.tcp.shutdown(&mut stack.ifs);
+        self.ra.shutdown(&mut stack.ifs);
     }
 }
 

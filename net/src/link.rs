@@ -162,6 +162,16 @@ pub trait Link {
     fn bridge_view(&self) -> Option<BridgeView> {
         None
     }
+    /// The next IPv6 Router Solicitation the link kept aside for the router
+    /// advertisement service (a routed link does: [`crate::gateway::Routed`]; smoltcp
+    /// ignores them).
+    fn take_solicitation(&mut self) -> Option<Vec<u8>> {
+        None
+    }
+    /// Asks the link to keep Router Solicitations aside for
+    /// [`Link::take_solicitation`] (an interface that advertises), or no longer
+    /// (those waiting are dropped); otherwise they go to the stack like any frame.
+    fn keep_solicitations(&mut self, _on: bool) {}
 }
 
 /// Free transmit slots required before smoltcp may queue one more frame while

@@ -9,6 +9,12 @@
 //! not bridge: a bridge's first port that is a vif of this domain carries the
 //! interface, and the others are named in a warning. `loopback` and interfaces on
 //! devices this domain does not have are skipped.
+//!
+//! IPv6: an interface with `ip6assign` gets its subnet of the ULA prefix
+//! (`globals.ula_prefix`, see `xenlet_uci::ula`), `::1/64` in it, as netifd gives
+//! `br-lan` (the kernel has replaced `auto` by a generated prefix before this runs;
+//! a prefix still `auto`, or an assignment that does not fit, is a warning and the
+//! interface has IPv4 only).
 
 use crate::config::IfConfig;
 use crate::fwconfig::{self, NetworkIface};
@@ -19,6 +25,7 @@ use alloc::vec::Vec;
 use smoltcp::wire::{IpAddress, IpCidr};
 use xenlet_router::IfId;
 use xenlet_uci::network::Proto;
+use xenlet_uci::ula::{self, UlaPrefix};
 
 /// What the configuration files say the stack should run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -104,6 +111,21 @@ pub fn plan(
             Proto::Dhcp => c.dhcp = true,
             Proto::None => {}
         }
+        if let Some(assign) = i.ip6assign {
+            match net.config.globals.ula_prefix {
+                Some(UlaPrefix::Fixed(prefix)) => match ula::lan_subnet(prefix, assign, i.ip6hint) {
+                    Ok((_, addr)) => c.addrs.push(IpCidr::new(IpAddress::Ipv6(addr), 64)),
+                    Err(e) => out
+                        .warnings
+                        .push(format!("network: interface '{}': {e}; no IPv6 ULA", i.name)),
+                },
+                Some(UlaPrefix::Auto) => out.warnings.push(format!(
+                    "network: interface '{}': ula_prefix is still 'auto' (not generated); no IPv6 ULA",
+                    i.name
+                )),
+                None => {}
+            }
+        }
         if let Some(dev) = i.device.as_ref().filter(|d| *d != port) {
             out.bridges.push((dev.clone(), port.clone()));
         }
@@ -162,12 +184,19 @@ mod tests {
 
     #[test]
     fn the_images_files_make_a_lan_wan_router_on_two_vifs() {
-        let p = plan(NETWORK, Some(FIREWALL), &["eth0", "eth1"], 16384, 9).unwrap();
+        let p = plan(
+            &NETWORK.replace("'auto'", "'fd12:3456:789a::/48'"),
+            Some(FIREWALL),
+            &["eth0", "eth1"],
+            16384,
+            9,
+        )
+        .unwrap();
         assert_eq!(p.warnings, Vec::<String>::new());
         let lan = p.config_of("eth0").unwrap();
         assert_eq!(
-            lan.addrs,
-            [IpCidr::new(IpAddress::v4(192, 168, 1, 1), 24)],
+            lan.addrs[0],
+            IpCidr::new(IpAddress::v4(192, 168, 1, 1), 24),
             "OpenWrt's lan: 192.168.1.1/24"
         );
         assert!(!lan.dhcp);
@@ -192,6 +221,56 @@ mod tests {
         assert_eq!((g.conntrack_max, g.hash_seed), (16384, 9));
         let fw = g.firewall.expect("the firewall file compiled");
         assert_eq!(fw.zones.len(), 2, "lan and wan");
+    }
+
+    #[test]
+    fn the_lan_gets_its_ula_subnet_router_address() {
+        let fixed = NETWORK.replace("'auto'", "'fd12:3456:789a::/48'");
+        let p = plan(&fixed, Some(FIREWALL), &["eth0", "eth1"], 16, 1).unwrap();
+        assert_eq!(p.warnings, Vec::<String>::new());
+        let ula1: smoltcp::wire::Ipv6Address = "fd12:3456:789a::1".parse().unwrap();
+        assert_eq!(
+            p.config_of("eth0").unwrap().addrs,
+            [
+                IpCidr::new(IpAddress::v4(192, 168, 1, 1), 24),
+                IpCidr::new(IpAddress::Ipv6(ula1), 64)
+            ]
+        );
+        assert_eq!(p.config_of("eth1").unwrap().addrs, [], "wan: no ip6assign");
+        // a hint picks the /60
+        let hinted = fixed.replace(
+            "option ip6assign '60'",
+            "option ip6assign '60'\n\toption ip6hint '3'",
+        );
+        let p = plan(&hinted, None, &["eth0", "eth1"], 16, 1).unwrap();
+        let ula: smoltcp::wire::Ipv6Address = "fd12:3456:789a:30::1".parse().unwrap();
+        assert_eq!(
+            p.config_of("eth0").unwrap().addrs[1],
+            IpCidr::new(IpAddress::Ipv6(ula), 64)
+        );
+        // not generated, or malformed: IPv4 only, with a warning
+        let p = plan(NETWORK, None, &["eth0", "eth1"], 16, 1).unwrap();
+        assert_eq!(
+            p.warnings,
+            ["network: interface 'lan': ula_prefix is still 'auto' (not generated); no IPv6 ULA"]
+        );
+        assert_eq!(p.config_of("eth0").unwrap().addrs.len(), 1);
+        let bad = NETWORK.replace("'auto'", "'fd12::/80'");
+        let p = plan(&bad, None, &["eth0", "eth1"], 16, 1).unwrap();
+        assert_eq!(p.config_of("eth0").unwrap().addrs.len(), 1);
+        assert!(p.warnings[0].contains("ula_prefix"), "{:?}", p.warnings);
+        let p = plan(
+            &fixed.replace("'60'", "'40'"),
+            None,
+            &["eth0", "eth1"],
+            16,
+            1,
+        )
+        .unwrap();
+        assert_eq!(
+            p.warnings,
+            ["network: interface 'lan': ip6assign '40' does not fit ULA prefix fd12:3456:789a::/48 (needs 48 to 64); no IPv6 ULA"]
+        );
     }
 
     #[test]

@@ -53,6 +53,7 @@ pub mod nat;
 pub mod ndp;
 pub mod neigh;
 pub mod netfilter;
+pub mod ra;
 mod rewrite;
 pub mod route;
 pub mod route6;

@@ -22,6 +22,7 @@ use core::str::FromStr;
 
 use crate::model::Package;
 use crate::network::mac_address;
+use crate::ra::RaOptions;
 use crate::validate::{parse_uint, Checked, ConfigError, Diagnostic, SectionReader};
 
 /// A lease duration.
@@ -142,6 +143,8 @@ pub struct DhcpPool {
     pub force: bool,
     /// Extra DHCP options in dnsmasq syntax (`6,1.1.1.1`, `option:router,10.0.0.1`).
     pub dhcp_option: Vec<String>,
+    /// odhcpd's router advertisement settings (`ra`, `ra_*`, `dhcpv6`).
+    pub ra: RaOptions,
 }
 
 /// A `host` section: a static lease.
@@ -227,40 +230,8 @@ const IGNORED_DNSMASQ: &[&str] = &[
     "cache_rr",
 ];
 
-/// dhcp section options for IPv6 (odhcpd) and dnsmasq extras not used.
-const IGNORED_POOL: &[&str] = &[
-    "dhcpv6",
-    "ra",
-    "ra_slaac",
-    "ra_flags",
-    "ra_management",
-    "ra_default",
-    "ra_preference",
-    "ra_mininterval",
-    "ra_maxinterval",
-    "ra_lifetime",
-    "ra_useleasetime",
-    "ra_mtu",
-    "ra_hoplimit",
-    "ra_reachabletime",
-    "ra_retranstime",
-    "ra_dns",
-    "ndp",
-    "master",
-    "dns",
-    "dns_service",
-    "domain",
-    "ndproxy_routing",
-    "ndproxy_slave",
-    "prefix_filter",
-    "preferred_lifetime",
-    "dhcpv6_na",
-    "dhcpv6_pd",
-    "networkid",
-    "tag",
-    "instance",
-    "dhcp_option_force",
-];
+/// dnsmasq extras of a dhcp section not used (odhcpd's are [`crate::ra`]'s).
+const IGNORED_POOL: &[&str] = &["networkid", "tag", "instance", "dhcp_option_force"];
 
 /// Reads `/etc/config/dhcp`.
 pub fn dhcp(p: &Package) -> Result<Checked<DhcpConfig>, ConfigError> {
@@ -353,6 +324,7 @@ pub fn dhcp(p: &Package) -> Result<Checked<DhcpConfig>, ConfigError> {
                         "a DHCP option (code,value or option:name,value)",
                         |v| v.contains(',').then(|| v.to_string()),
                     )?,
+                    ra: crate::ra::read(&mut r)?,
                 };
                 r.ignore(IGNORED_POOL);
                 r.finish(&mut warnings);
@@ -408,6 +380,7 @@ mod tests {
     use super::*;
     use crate::fixtures;
     use crate::parse::parse;
+    use crate::ra::Mode;
 
     fn d(text: &str) -> Result<Checked<DhcpConfig>, ConfigError> {
         dhcp(&parse("/etc/config/dhcp", "dhcp", text).unwrap())
@@ -431,6 +404,26 @@ mod tests {
             );
             assert!(c.config.pool_for("wan").unwrap().ignore);
         }
+        // the image's lan: odhcpd's defaults as odhcpd.defaults writes them
+        let lan = d(fixtures::IMAGE_DHCP).unwrap().config.pools[0].ra;
+        assert_eq!(
+            (lan.ra, lan.dhcpv6, lan.slaac, lan.managed, lan.other),
+            (Mode::Server, Mode::Server, true, true, true)
+        );
+        assert_eq!(
+            (
+                lan.max_interval,
+                lan.min_interval,
+                lan.lifetime,
+                lan.default_route,
+                lan.dns
+            ),
+            (600, 200, 1800, 0, true)
+        );
+        assert_eq!(
+            d(fixtures::IMAGE_DHCP).unwrap().config.pools[1].ra.ra,
+            Mode::Disabled
+        );
         assert_eq!(
             d(fixtures::DNSMASQ_DHCP).unwrap().config.dnsmasq.cachesize,
             1000
@@ -443,6 +436,50 @@ mod tests {
                 .ednspacket_max,
             Some(1232)
         );
+    }
+
+    #[test]
+    fn router_advertisement_options() {
+        let c = d(concat!(
+            "config dhcp 'lan'\n\toption ra 'server'\n\toption ra_slaac '0'\n\tlist ra_flags 'none'\n",
+            "\toption ra_default '1'\n\toption ra_maxinterval '60'\n\toption ra_mtu '1400'\n\toption ra_hoplimit '32'\n",
+            "\toption ra_dns '0'\n\toption ra_lifetime '0'\n\toption ndp 'disabled'\n",
+            "config dhcp 'guest'\n\toption ra_flags 'managed-config'\n\toption ra_mininterval '10'\n",
+        ))
+        .unwrap();
+        assert_eq!(c.warnings, []);
+        let lan = c.config.pools[0].ra;
+        assert_eq!(
+            (lan.ra, lan.slaac, lan.managed, lan.other, lan.default_route),
+            (Mode::Server, false, false, false, 1)
+        );
+        assert_eq!(
+            (
+                lan.max_interval,
+                lan.min_interval,
+                lan.lifetime,
+                lan.mtu,
+                lan.hop_limit,
+                lan.dns
+            ),
+            (60, 20, 0, Some(1400), 32, false)
+        );
+        let g = c.config.pools[1].ra;
+        assert_eq!(
+            (g.ra, g.managed, g.other, g.min_interval, g.lifetime),
+            (Mode::Disabled, true, false, 10, 1800)
+        );
+        for (opt, msg) in [
+            ("option ra 'sever'", "option 'ra': 'sever' is not a mode (server, relay, hybrid, disabled)"),
+            ("list ra_flags 'managed'", "option 'ra_flags': 'managed' is not a flag (managed-config, other-config, home-agent, none)"),
+            ("option ra_maxinterval '2'", "option 'ra_maxinterval': '2' is not an interval (4-1800 s)"),
+            ("option ra_mininterval '500'", "option 'ra_mininterval': '500' is not an interval from 3 s to 3/4 of ra_maxinterval (600 s)"),
+            ("option ra_mtu '1000'", "option 'ra_mtu': '1000' is not an MTU (1280-65535)"),
+            ("option ra_default '3'", "option 'ra_default': '3' is not 0, 1 or 2"),
+        ] {
+            let e = d(&format!("config dhcp 'lan'\n\t{opt}\n")).unwrap_err();
+            assert_eq!(e.to_string(), format!("/etc/config/dhcp: dhcp 'lan': {msg}"));
+        }
     }
 
     #[test]

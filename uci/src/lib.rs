@@ -42,6 +42,8 @@ pub mod model;
 pub mod network;
 pub mod parse;
 pub mod system;
+pub mod ra;
+pub mod ula;
 pub mod validate;
 pub mod write;
 pub use cli::{ConfigStore, Output, StoreError, Uci};

@@ -11,7 +11,9 @@
 //! - `device` sections: `name`, `type bridge` with `ports`; an interface whose device is a
 //!   bridge is resolved to the bridge's ports;
 //! - `route` sections (`interface`, `target`, `netmask`, `gateway`, `metric`, `mtu`);
-//! - `globals` (`ula_prefix`, `packet_steering`).
+//! - `globals` (`ula_prefix`: `auto` or a prefix, see [`crate::ula`]; `packet_steering`);
+//! - the IPv6 LAN options `ip6assign` and `ip6hint` (the interface's subnet of the ULA
+//!   prefix).
 //!
 //! Unknown options and sections are warnings; a bad value is an error naming file,
 //! section and option.
@@ -24,6 +26,7 @@ use core::net::{IpAddr, Ipv4Addr};
 use core::str::FromStr;
 
 use crate::model::Package;
+use crate::ula::{parse_hint, parse_ula, UlaPrefix};
 use crate::validate::{parse_uint, Checked, ConfigError, Diagnostic, SectionReader};
 
 /// An IPv4 address with its prefix length (`192.168.1.1/24`).
@@ -119,6 +122,11 @@ pub struct Interface {
     pub metric: Option<u32>,
     /// `disabled '1'` or `auto '0'`: configured but not brought up.
     pub disabled: bool,
+    /// `ip6assign`: the length of the subnet of the ULA prefix (and, later, of
+    /// delegated prefixes) the interface gets, announced as /64s.
+    pub ip6assign: Option<u8>,
+    /// `ip6hint`: which subnet (hexadecimal subnet id), the first otherwise.
+    pub ip6hint: Option<u64>,
 }
 
 /// The kind of a `device` section.
@@ -163,8 +171,9 @@ pub struct Route {
 /// `config globals`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Globals {
-    /// IPv6 ULA prefix as written (`auto` or a prefix); kept, not used.
-    pub ula_prefix: Option<String>,
+    /// IPv6 ULA prefix (`auto` until the kernel generated one at boot); `None`
+    /// without one, or when it is malformed (a warning says so: IPv4 still comes up).
+    pub ula_prefix: Option<UlaPrefix>,
     /// Spread packet processing over CPUs.
     pub packet_steering: bool,
 }
@@ -222,8 +231,6 @@ const IGNORED_PROTOS: &[&str] = &[
 
 /// Interface options netifd knows that Xenlet does not use (no warning).
 const IGNORED_INTERFACE_OPTIONS: &[&str] = &[
-    "ip6assign",
-    "ip6hint",
     "ip6class",
     "ip6addr",
     "ip6gw",
@@ -408,7 +415,19 @@ pub fn network(p: &Package) -> Result<Checked<NetworkConfig>, ConfigError> {
                 });
             }
             "globals" => {
-                cfg.globals.ula_prefix = r.single("ula_prefix")?.map(str::to_string);
+                cfg.globals.ula_prefix = match r.single("ula_prefix")? {
+                    None => None,
+                    Some(v) => match parse_ula(v) {
+                        Some(u) => Some(u),
+                        None => {
+                            warnings.push(r.error(
+                                "ula_prefix",
+                                format!("'{v}' is not 'auto' or an IPv6 prefix (fdXX:XXXX:XXXX::/48); no IPv6 ULA"),
+                            ));
+                            None
+                        }
+                    },
+                };
                 cfg.globals.packet_steering = r.boolean("packet_steering", false)?;
                 r.ignore(&["steering_flows"]);
                 r.finish(&mut warnings);
@@ -497,6 +516,33 @@ fn read_interface(
     let mtu = r.parse("mtu", "an MTU (68-65535)", parse_mtu)?;
     let metric = r.parse("metric", "a metric", parse_uint::<u32>)?;
     let disabled = r.boolean("disabled", false)? || !r.boolean("auto", true)?;
+    // IPv6 settings: a bad value costs the interface its IPv6, not its IPv4
+    let ip6assign = match r.single("ip6assign")? {
+        None => None,
+        Some(v) => match parse_uint::<u8>(v).filter(|&n| n <= 64) {
+            Some(n) => Some(n),
+            None => {
+                warnings.push(r.error(
+                    "ip6assign",
+                    format!("'{v}' is not a prefix length (0-64); no IPv6 on this interface"),
+                ));
+                None
+            }
+        },
+    };
+    let ip6hint = match r.single("ip6hint")? {
+        None => None,
+        Some(v) => match parse_hint(v) {
+            Some(n) => Some(n),
+            None => {
+                warnings.push(r.error(
+                    "ip6hint",
+                    format!("'{v}' is not a hexadecimal subnet id; the first subnet is used"),
+                ));
+                None
+            }
+        },
+    };
     r.ignore(IGNORED_INTERFACE_OPTIONS);
     Ok(Some(Interface {
         name,
@@ -509,6 +555,8 @@ fn read_interface(
         mtu,
         metric,
         disabled,
+        ip6assign,
+        ip6hint,
     }))
 }
 
@@ -553,7 +601,9 @@ mod tests {
             (wan.proto, wan.ports.as_slice()),
             (Proto::Dhcp, &["eth1".to_string()][..])
         );
-        assert_eq!(n.globals.ula_prefix.as_deref(), Some("fd00:ab:cd::/48"));
+        assert_eq!(n.globals.ula_prefix, Some(UlaPrefix::Auto));
+        assert_eq!((lan.ip6assign, lan.ip6hint), (Some(60), None));
+        assert_eq!(wan.ip6assign, None);
     }
 
     #[test]
@@ -653,6 +703,36 @@ mod tests {
             ]
         );
         assert_eq!(c.config.interface("lan").unwrap().ports, ["eth0"]);
+    }
+
+    #[test]
+    fn a_bad_ula_prefix_or_ip6assign_is_a_warning_and_ipv4_stays() {
+        let c = net(concat!(
+            "config globals 'globals'\n\toption ula_prefix 'fd00:zz::/48'\n",
+            "config interface 'lan'\n\toption device 'eth0'\n\toption proto 'static'\n",
+            "\toption ipaddr '192.168.1.1/24'\n\toption ip6assign '65'\n\toption ip6hint 'xyz'\n",
+        ))
+        .unwrap();
+        let w: Vec<String> = c.warnings.iter().map(|w| w.to_string()).collect();
+        assert_eq!(
+            w,
+            [
+                "/etc/config/network: globals 'globals': option 'ula_prefix': 'fd00:zz::/48' is not 'auto' or an IPv6 prefix (fdXX:XXXX:XXXX::/48); no IPv6 ULA",
+                "/etc/config/network: interface 'lan': option 'ip6assign': '65' is not a prefix length (0-64); no IPv6 on this interface",
+                "/etc/config/network: interface 'lan': option 'ip6hint': 'xyz' is not a hexadecimal subnet id; the first subnet is used",
+            ]
+        );
+        assert_eq!(c.config.globals.ula_prefix, None);
+        let lan = c.config.interface("lan").unwrap();
+        assert_eq!(lan.addrs, [cidr("192.168.1.1/24")]);
+        assert_eq!((lan.ip6assign, lan.ip6hint), (None, None));
+        let c = net("config globals 'globals'\n\toption ula_prefix 'fd00:ab:cd::/48'\nconfig interface 'lan'\n\toption proto 'none'\n\toption ip6assign '64'\n\toption ip6hint '1f'\n").unwrap();
+        assert_eq!(c.warnings, []);
+        assert!(
+            matches!(c.config.globals.ula_prefix, Some(UlaPrefix::Fixed(p)) if p.to_string() == "fd00:ab:cd::/48")
+        );
+        let lan = c.config.interface("lan").unwrap();
+        assert_eq!((lan.ip6assign, lan.ip6hint), (Some(64), Some(0x1f)));
     }
 
     #[test]

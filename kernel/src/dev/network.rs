@@ -236,7 +236,7 @@ fn rescan() {
         }
         if let Some(sv) = SERVICES.lock().take() {
             sv.shutdown(&mut *stack);
-            crate::println!("dhcpd, dns: {name} detached; stopped");
+            crate::println!("dhcpd, dns, ra: {name} detached; stopped");
         }
         // a backend that did not close may still copy into (or out of) our pages
         let n = stack.ifs.remove(i);
@@ -510,7 +510,7 @@ pub fn set_time_zone(utc_offset_secs: i32) {
 pub fn start_services(spec: &ServicesSpec, store: Box<dyn LeaseStore + Send>) -> String {
     let mut stack = NET.lock();
     if GATEWAY.lock().is_none() {
-        return String::from("dhcpd, dns: not started (not routing)");
+        return String::from("dhcpd, dns, ra: not started (not routing)");
     }
     let now = now_ms();
     // The lease file holds wall-clock expiries: the Unix time at our clock's 0.

@@ -63,6 +63,20 @@ pub fn dnsmasq(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             c.pool_exhausted
         )?;
     }
+    for (vif, c, send_failed) in sv.ra_counters() {
+        writeln!(
+            out,
+            "ra {vif}: sent unsolicited {} solicited {} | solicitations {} coalesced {} | \
+             dropped bad {} (checksum {} hop-limit {}) | send-failed {send_failed}",
+            c.unsolicited,
+            c.solicited,
+            c.solicitations,
+            c.coalesced,
+            c.bad_solicitations,
+            c.bad_checksum,
+            c.bad_hop_limit
+        )?;
+    }
     if let Some(d) = sv.dns_counters() {
         let ups: alloc::vec::Vec<alloc::string::String> = sv
             .upstreams()

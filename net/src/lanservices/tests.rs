@@ -56,8 +56,10 @@ struct Net {
     now: i64,
 }
 
+/// The image's network with the WAN static and the ULA prefix as the kernel
+/// generates it at first boot (`auto` replaced).
 fn wan_static_network() -> String {
-    NETWORK.replace(
+    NETWORK.replace("'auto'", "'fd12:3456:789a::/48'").replace(
         "option proto 'dhcp'",
         "option proto 'static'\n\toption ipaddr '10.0.0.2'\n\toption netmask '255.255.255.0'\n\t\
          option gateway '10.0.0.1'\n\tlist dns '10.0.0.1'",
@@ -198,8 +200,9 @@ fn a_lan_host_gets_an_address_gateway_and_dns_by_dhcp_and_the_lease_is_saved() {
     let mut n = net("", Some(store.clone()));
     assert_eq!(
         n.services.summary(),
-        "dhcpd: eth0 192.168.1.100-249, lease 12h; dns: OpenWrt.lan on 192.168.1.1, \
-         forwarding to 10.0.0.1:53"
+        "dhcpd: eth0 192.168.1.100-249, lease 12h; \
+         ra: eth0 fd12:3456:789a::/64 slaac, router lifetime 0s; \
+         dns: OpenWrt.lan on 192.168.1.1, forwarding to 10.0.0.1:53"
     );
     let ip = lease(&mut n);
     let o = ip.octets();
@@ -426,6 +429,7 @@ fn the_wan_leases_dns_server_becomes_the_upstream() {
             vif: "eth0".into(),
             pool: isp_pool,
         }],
+        ra: Vec::new(),
         dns: None,
         upstreams: Vec::new(),
         local_service: false,
@@ -810,4 +814,5 @@ fn the_lease_listing_is_written_line_by_line_not_gathered() {
     );
 }
 
+mod ra;
 mod tcp;

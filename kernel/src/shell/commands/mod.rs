@@ -84,7 +84,7 @@ pub static COMMANDS: &[Command<Host>] = &[
     },
     Command {
         name: "ip",
-        usage: "[-s] { link | addr | route | neigh } [show [DEV] | add | del ...]",
+        usage: "[-s] [-4 | -6] { link | addr | route | neigh } [show [DEV] | add | del ...]",
         help: "show and change interfaces, addresses, routes, neighbours (iproute2 style)",
         run: ip,
     },
@@ -127,7 +127,7 @@ pub static COMMANDS: &[Command<Host>] = &[
     Command {
         name: "dnsmasq",
         usage: "",
-        help: "the LAN DHCP server and DNS forwarder: pools, upstream servers, counters",
+        help: "the LAN DHCP server, DNS forwarder and router advertisements: pools, upstream servers, counters",
         run: crate::shell::servicecmds::dnsmasq,
     },
     Command {

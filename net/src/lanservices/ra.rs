@@ -1,0 +1,162 @@
+//! Router advertisements over the stack's interfaces: odhcpd's `ra 'server'`
+//! ([`xenlet_router::ra`], sans-I/O) with its frames sent on the LAN link as they
+//! are, and the Router Solicitations the routed link kept aside
+//! ([`Link::take_solicitation`]) handed to it.
+//!
+//! An interface of the spec the stack does not have, or a configuration that cannot
+//! be advertised, is reported in [`RaPorts::summary`] and skipped; an interface that
+//! goes away stops its advertisements (it is found again by its
+//! [`NetIf::instance`]).
+
+use crate::iface::NetIf;
+use crate::lanconfig::RaSpec;
+use crate::link::Link;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use xenlet_router::dns::Rng;
+use xenlet_router::ra::{Advertiser, RaCounters};
+use xenlet_router::Millis;
+
+/// Solicitations taken from one link per poll at most (the link keeps few anyway).
+const RS_BUDGET: usize = 16;
+
+/// The advertisements of one interface.
+struct RaPort {
+    vif: String,
+    /// The interface's [`NetIf::instance`] and its advertiser, if it runs.
+    run: Result<(u64, Advertiser), String>,
+    /// What the summary says of it (`fd12:3456:789a::/64 slaac`).
+    what: String,
+    send_failed: u64,
+}
+
+/// Every interface's router advertisements.
+#[derive(Default)]
+pub struct RaPorts {
+    ports: Vec<RaPort>,
+}
+
+impl RaPorts {
+    /// Starts the advertisements of `specs` on the stack's interfaces `ifs` at `now`.
+    pub fn new<L: Link>(specs: &[RaSpec], ifs: &mut [NetIf<L>], now: Millis) -> RaPorts {
+        let ports = specs
+            .iter()
+            .map(|s| {
+                let mut what: Vec<String> = s
+                    .config
+                    .prefixes
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "{}/{}{}",
+                            p.prefix.addr(),
+                            p.prefix.prefix_len(),
+                            if p.autonomous { " slaac" } else { "" }
+                        )
+                    })
+                    .collect();
+                what.push(format!(
+                    "router lifetime {}s",
+                    s.config.router_lifetime_secs
+                ));
+                let run = match ifs.iter_mut().find(|n| n.name == s.vif) {
+                    None => Err(String::from("not up")),
+                    Some(n) => {
+                        n.link.keep_solicitations(true);
+                        let mut c = s.config.clone();
+                        if c.mtu.is_none() {
+                            c.mtu = u32::try_from(n.link.mtu()).ok();
+                        }
+                        Advertiser::new(&c, n.link.mac(), now)
+                            .map(|a| (n.instance(), a))
+                            .map_err(|e| format!("{e}"))
+                    }
+                };
+                RaPort {
+                    vif: s.vif.clone(),
+                    run,
+                    what: what.join(", "),
+                    send_failed: 0,
+                }
+            })
+            .collect();
+        RaPorts { ports }
+    }
+
+    /// `ra: eth0 fd12:3456:789a::/64 slaac, router lifetime 0s`, one part per
+    /// interface; `None` without any.
+    pub fn summary(&self) -> Option<String> {
+        if self.ports.is_empty() {
+            return None;
+        }
+        let parts: Vec<String> = self
+            .ports
+            .iter()
+            .map(|p| match &p.run {
+                Ok(_) => format!("{} {}", p.vif, p.what),
+                Err(e) => format!("{} not started ({e})", p.vif),
+            })
+            .collect();
+        Some(format!("ra: {}", parts.join("; ")))
+    }
+
+    /// Each running interface's counters and the sends its link refused.
+    pub fn counters(&self) -> Vec<(&str, RaCounters, u64)> {
+        self.ports
+            .iter()
+            .filter_map(|p| {
+                let (_, a) = p.run.as_ref().ok()?;
+                Some((p.vif.as_str(), a.counters(), p.send_failed))
+            })
+            .collect()
+    }
+
+    /// Takes the solicitations each interface received, sends what is due; whether
+    /// anything was received or sent.
+    pub fn poll<L: Link>(&mut self, ifs: &mut [NetIf<L>], now: Millis, rng: &mut dyn Rng) -> bool {
+        let mut busy = false;
+        for p in self.ports.iter_mut() {
+            let Ok((instance, adv)) = p.run.as_mut() else {
+                continue;
+            };
+            let Some(n) = ifs.iter_mut().find(|n| n.instance() == *instance) else {
+                continue;
+            };
+            for _ in 0..RS_BUDGET {
+                let Some(f) = n.link.take_solicitation() else {
+                    break;
+                };
+                busy = true;
+                // a bad one is counted by the advertiser
+                let _ = adv.solicited(&f, now, rng);
+            }
+            if let Some(frame) = adv.poll(now, rng) {
+                busy = true;
+                if n.link.send(&frame).is_err() {
+                    p.send_failed += 1;
+                }
+            }
+        }
+        busy
+    }
+
+    /// Stops: the links no longer keep solicitations aside.
+    pub fn shutdown<L: Link>(self, ifs: &mut [NetIf<L>]) {
+        for p in self.ports {
+            if let Ok((instance, _)) = p.run {
+                if let Some(n) = ifs.iter_mut().find(|n| n.instance() == instance) {
+                    n.link.keep_solicitations(false);
+                }
+            }
+        }
+    }
+
+    /// When [`Self::poll`] next has something to send.
+    pub fn poll_at(&self) -> Option<Millis> {
+        self.ports
+            .iter()
+            .filter_map(|p| p.run.as_ref().ok().map(|(_, a)| a.poll_at()))
+            .min()
+    }
+}

@@ -1,0 +1,36 @@
+//! Router advertisements on the LAN (RFC 4861 §6.2, RFC 8106), sans-I/O, as odhcpd's
+//! `ra 'server'` sends them on OpenWrt (`src/router.c`).
+//!
+//! - [`message`]: the Router Advertisement, built once per configuration into the
+//!   ICMPv6 body, and the Ethernet frames that carry it.
+//! - [`solicit`]: the checked Router Solicitation parser (RFC 4861 §6.1.1).
+//! - [`advertiser`]: when to send ([`Advertiser`]): unsolicited advertisements to
+//!   ff02::1 at random intervals between `MinRtrAdvInterval` and
+//!   `MaxRtrAdvInterval` (the first three at most 16 s apart), and answers to
+//!   solicitations after a random delay of up to 500 ms, never two multicast
+//!   advertisements within 3 s (§6.2.4, §6.2.6).
+//!
+//! The glue (`xenlet_net::lanservices`) hands the Router Solicitations the LAN
+//! interface receives to [`Advertiser::solicited`] and sends the frames
+//! [`Advertiser::poll`] returns on that interface.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic
+    )
+)]
+
+pub mod advertiser;
+pub mod message;
+pub mod solicit;
+
+pub use advertiser::{Advertiser, RaCounters};
+pub use message::{RaConfig, RaError, RaPrefix};
+pub use solicit::{RsError, Solicitation};
+
+#[cfg(test)]
+mod tests;
