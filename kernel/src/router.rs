@@ -52,6 +52,8 @@ pub fn time_zone() -> xenlet_uci::system::TimeZone {
             Err(e) => utc(Some(format!("{e}; local time is UTC"))),
         },
     }
+}
+
 /// OpenWrt's first boot (`/etc/init.d/network`): if `/etc/config/network` says
 /// `ula_prefix 'auto'`, a random `fdXX:XXXX:XXXX::/48` from the kernel's generator
 /// replaces it and the file is written back (as `uci commit` writes it), so the

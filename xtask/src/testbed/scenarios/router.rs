@@ -890,6 +890,10 @@ const DIFF_COMPARE: &[Step] = &[
     last("poweroff"),
 ];
 
+/// Xenlet's own account of the corpus (fragments reassembled, overlaps and duplicates
+/// dropped, segments out of window), in the log beside the records.
+const DIFF_XENLET_COUNTERS: Step = cmd("conntrack -S", &[r"^reassembly: fragments [1-9]"], 30);
+
 /// Xenlet's vifs off the bridges and Linux on them, with Xenlet's WAN address.
 const DIFF_TO_LINUX: &[Step] = &[
     dom0(
@@ -912,6 +916,7 @@ const ROUTER_DIFF_STEPS: &[Step] = steps![
         &[r"^routerdiff: xenlet: \d+ cases written"],
         400,
     ),
+    DIFF_XENLET_COUNTERS,
     ..DIFF_TO_LINUX,
     dom0(
         "python3 $NET/diff/routerdiff.py run linux ${ROUTER_WAN} $TOPO/diff-linux.json",
@@ -929,6 +934,7 @@ const ROUTER_DIFF_SHORT_STEPS: &[Step] = steps![
         &[r"^routerdiff: xenlet: \d+ cases written"],
         200,
     ),
+    DIFF_XENLET_COUNTERS,
     ..DIFF_TO_LINUX,
     dom0(
         "python3 $NET/diff/routerdiff.py run linux ${ROUTER_WAN} $TOPO/diff-linux.json --short",

@@ -98,8 +98,20 @@ def mkhost(ns, bridge, peer, addrs):
         raise SystemExit(f"routerdiff: nft in {ns}: {r.stderr.strip()}")
 
 
+BRNF = "/proc/sys/net/bridge/bridge-nf-call-iptables"
+BRNF_SAVED = "/run/routerdiff-brnf"
+
+
 def setup():
     teardown(quiet=True)
+    # the bridges are plain wires while the corpus runs: with br_netfilter, dom0's own
+    # netfilter would see (and reassemble) bridged packets before either router
+    # (OpenWrt's sysctl turns bridge-nf-call-iptables off too); restored at teardown
+    if not BRNS and os.path.exists(BRNF):
+        with open(BRNF) as f, open(BRNF_SAVED, "w") as saved:
+            saved.write(f.read())
+        with open(BRNF, "w") as f:
+            f.write("0\n")
     mkhost("dlan", "brlan", "vdl", [f"{a}/24" for a in LAN_HOSTS.values()])
     mkhost("dwan", "brwan", "vdw", [f"{a}/24" for a in WAN_HOSTS.values()])
     print("routerdiff: dlan (L1 L2 L3 on brlan) and dwan (W1 on brwan) up")
@@ -110,6 +122,10 @@ def teardown(quiet=False):
         subprocess.run(f"ip netns del {ns}", shell=True, capture_output=True)
     for l in ("vdl", "vdw"):
         subprocess.run(brcmd(f"ip link del {l}"), shell=True, capture_output=True)
+    if os.path.exists(BRNF_SAVED):
+        with open(BRNF_SAVED) as saved, open(BRNF, "w") as f:
+            f.write(saved.read())
+        os.unlink(BRNF_SAVED)
     if not quiet:
         print("routerdiff: down")
 
@@ -137,6 +153,9 @@ def linux_up(wan):
                        capture_output=True)
     if r.returncode != 0:
         raise SystemExit(f"routerdiff: nft -f fw4-diff.nft: {r.stderr.strip()}")
+    # OpenWrt's conntrack sysctls (package/kernel/linux/files/sysctl-nf-conntrack.conf)
+    # that change what a packet meets: no checksum verification by conntrack
+    sh("ip netns exec rtr sysctl -qw net.netfilter.nf_conntrack_checksum=0")
     n = sh("ip netns exec rtr nft list ruleset").count("chain ")
     print(f"routerdiff: Linux routes in namespace rtr (lan 192.168.1.1, wan {wan}), fw4: {n} chains")
 
