@@ -211,6 +211,39 @@ impl<L: Link> Routed<L> {
     }
 }
 
+/// The longest frame [`icmp_without_df`] copies (an Ethernet frame of a 1500-byte
+/// packet).
+const ICMP_DF_COPY: usize = 1514;
+
+/// The local stack's ICMP messages as Linux sends its own: without DF. smoltcp sets
+/// DF on every packet it emits; Linux's ICMP sockets do not (IP_PMTUDISC_DONT), so
+/// an echo reply or an error on a path with a smaller MTU is fragmented, not lost
+/// (the router differential's wan-ping and lan-to-router-closed-udp). Echo replies,
+/// unreachables, time exceeded and parameter problems only: the copy in `buf` with
+/// DF cleared and the header checksum made again, or None to send `frame` as it is.
+fn icmp_without_df<'a>(frame: &[u8], buf: &'a mut [u8; ICMP_DF_COPY]) -> Option<&'a [u8]> {
+    use xenlet_router::ipv4;
+    if frame.len() > buf.len() || frame.get(12..14) != Some(&[0x08, 0x00][..]) {
+        return None;
+    }
+    let ip = frame.get(14..)?;
+    let hl = ipv4::header_len(ip);
+    let flags = ipv4::be16(ip, ipv4::FRAG)?;
+    if ip.get(9) != Some(&1) || flags & ipv4::DF == 0 || hl < 20 {
+        return None;
+    }
+    if !matches!(ip.get(hl), Some(0 | 3 | 11 | 12)) {
+        return None;
+    }
+    let out = buf.get_mut(..frame.len())?;
+    out.copy_from_slice(frame);
+    let ip = &mut out[14..];
+    let cleared = (flags & !ipv4::DF).to_be_bytes();
+    ip[ipv4::FRAG..ipv4::FRAG + 2].copy_from_slice(&cleared);
+    ipv4::fill_header_checksum(ip);
+    Some(out)
+}
+
 impl<L: Link> Link for Routed<L> {
     fn mac(&self) -> [u8; 6] {
         self.inner.mac()
@@ -231,6 +264,8 @@ impl<L: Link> Link for Routed<L> {
         self.inner.can_send()
     }
     fn send(&mut self, frame: &[u8]) -> Result<(), String> {
+        let mut copy = [0u8; ICMP_DF_COPY];
+        let frame = icmp_without_df(frame, &mut copy).unwrap_or(frame);
         self.note_sent(frame);
         if self.hold(frame, SendKind::Plain) {
             return Ok(());
@@ -815,6 +850,34 @@ mod tests {
         assert_eq!(r.sent_dropped(), 101);
         assert_eq!(r.sent.len(), SENT_FLOWS);
         assert_eq!(r.sent.front(), tuple_of(&query[14..]).as_ref());
+    }
+
+    #[test]
+    fn the_stacks_icmp_messages_leave_without_df_as_linuxs() {
+        let mut buf = [0u8; ICMP_DF_COPY];
+        let mut f = udp_frame([192, 168, 1, 1], 53, [192, 168, 1, 50], 4000);
+        f[14 + 9] = 1; // ICMP
+        f[14 + 6] = 0x40; // DF
+        xenlet_router::ipv4::fill_header_checksum(&mut f[14..]);
+        for (ty, cleared) in [(0u8, true), (3, true), (11, true), (12, true), (8, false), (5, false)] {
+            f[14 + 20] = ty;
+            let out = icmp_without_df(&f, &mut buf).map(<[u8]>::to_vec);
+            assert_eq!(out.is_some(), cleared, "type {ty}");
+            if let Some(o) = out {
+                assert_eq!(o[14 + 6] & 0x40, 0, "DF cleared");
+                let mut again = o.clone();
+                xenlet_router::ipv4::fill_header_checksum(&mut again[14..]);
+                assert_eq!(again, o, "header checksum made again");
+                assert_eq!(o[14 + 20..], f[14 + 20..], "the message itself untouched");
+            }
+        }
+        // UDP with DF, and ICMP without it: as they are
+        f[14 + 20] = 0;
+        f[14 + 6] = 0;
+        assert!(icmp_without_df(&f, &mut buf).is_none());
+        f[14 + 9] = 17;
+        f[14 + 6] = 0x40;
+        assert!(icmp_without_df(&f, &mut buf).is_none());
     }
 
     #[test]

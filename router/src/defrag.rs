@@ -10,8 +10,9 @@
 //! `ipfrag_high_thresh`: past it new fragments are refused, not old ones evicted) in
 //! at most [`DefragConfig::max_datagrams`] queues; a queue not completed within
 //! [`DefragConfig::timeout_ms`] (Linux's `ipfrag_time`, 30 s) is dropped. Overlaps
-//! (RFC 5722's rule, which Linux applies to IPv4 too since 4.19): an exact duplicate
-//! of a fragment is dropped alone, any other overlap drops the whole datagram, so
+//! (RFC 5722's rule, which Linux applies to IPv4 too since 4.19): a duplicate (a
+//! piece inside what came already, Linux's IPFRAG_DUP) is dropped alone, any other
+//! overlap drops the whole datagram, so
 //! overlapping fragments cannot make the router see one datagram and a host another.
 //! Every drop is counted.
 
@@ -254,7 +255,10 @@ impl Reassembler {
         let budget = self.cfg.max_bytes;
         let bytes_now = self.bytes;
         let q = &mut self.queues[i];
-        if q.have.iter().any(|&(s, e)| s == start && e == end) {
+        // inside what came already (the ranges merge as pieces touch): a duplicate,
+        // as Linux's inet_frag_queue_insert has it (IPFRAG_DUP: the offset and end
+        // within one run), dropped alone; the first copy's bytes stay
+        if q.have.iter().any(|&(s, e)| s <= start && end <= e) {
             self.stats.duplicates += 1;
             return Ok(false);
         }
@@ -408,11 +412,30 @@ mod tests {
         ];
         assert_eq!(&feed(&mut r, &dup, 0).unwrap()[ETH_LEN..], &ip[..]);
         assert_eq!(r.stats().duplicates, 1);
-        // a piece overlapping another (different bytes at offset 400): all gone
+        // a duplicate of a middle piece after its neighbours merged into one range
+        // (the router differential's fragments-duplicate: Linux forwards it)
+        let mid = alloc::vec![
+            frags[0].clone(),
+            frags[1].clone(),
+            frags[1].clone(),
+            frags[2].clone()
+        ];
+        assert_eq!(&feed(&mut r, &mid, 0).unwrap()[ETH_LEN..], &ip[..]);
+        assert_eq!(r.stats().duplicates, 2);
+        // a piece inside one that came (bytes 400..800 of the first, different
+        // bytes): a duplicate too, as Linux's IPFRAG_DUP; the first copy stays
         let other = fragments(&ip, 400);
-        let mut evil = other[1].clone();
-        let n = evil.len();
-        evil[n - 1] ^= 0xff;
+        let mut inside = other[1].clone();
+        let n = inside.len();
+        inside[n - 1] ^= 0xff;
+        let mixed = alloc::vec![frags[0].clone(), inside, frags[1].clone(), frags[2].clone()];
+        assert_eq!(&feed(&mut r, &mixed, 1).unwrap()[ETH_LEN..], &ip[..]);
+        assert_eq!(r.stats().duplicates, 3);
+        // a piece reaching past one that came (the second piece moved to 400..1200):
+        // an overlap, all gone
+        let mut evil = frags[1].clone();
+        put16(&mut evil[ETH_LEN..], 6, 0x2000 | (400 / 8));
+        ipv4::fill_header_checksum(&mut evil[ETH_LEN..]);
         assert!(feed(&mut r, &[frags[0].clone(), evil], 1).is_none());
         assert_eq!(r.stats().overlaps, 1);
         assert_eq!(r.pending(), 0, "the datagram was dropped");
@@ -474,3 +497,4 @@ mod tests {
         assert!(feed(&mut r, &fragments(&ip, 1480), 40_001).is_some());
     }
 }
+

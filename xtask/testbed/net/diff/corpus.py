@@ -158,6 +158,7 @@ def frags_overlapping_from_lan(ctx):
     ov.remove_payload()
     body = bytes(fs[0][IP].payload)[-8:] + bytes(fs[1][IP].payload)[:-8]
     ov = ov / Raw(body)
+    ov.proto = 17  # scapy would take it from the payload, now raw bytes
     ov.len = None
     ov.chksum = None
     return "lan", [lan(ctx, fs[0]), lan(ctx, ov), lan(ctx, fs[1]), lan(ctx, fs[2])]
