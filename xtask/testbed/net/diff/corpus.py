@@ -286,6 +286,13 @@ def fwd_synack(ctx):
                                                      ack=301, options=[("MSS", 1460)]))]
 
 
+def fwd_icmp_error_from_server(ctx):
+    # the server of the port forward refuses what it was sent: the error leaves by
+    # the WAN about W1 -> R.wan:8080, from R.wan
+    inner = IP(src=W1, dst=L2, ttl=63) / TCP(sport=5556, dport=80, flags="S", seq=300)
+    return "lan", [lan(ctx, IP(src=L2, dst=W1) / ICMP(type=3, code=3) / bytes(inner)[:28])]
+
+
 def reflect_syn(src, sport):
     def step(ctx):
         return "lan", [lan(ctx, IP(src=src, dst=ctx.rwan) / TCP(sport=sport, dport=8080, flags="S",
@@ -332,6 +339,7 @@ CASES = [
     Case("lan-to-router-closed-udp", [lan_to_router_closed_udp]),
     Case("lan-ping", [lan_ping, lan_ping_reply], short=True, note=note_wan_port("echo", ICMP)),
     Case("port-forward", [fwd_syn, fwd_synack], short=True),
+    Case("port-forward-icmp-error-from-server", [fwd_icmp_error_from_server]),
     Case("reflection", [reflect_syn(L1, 40020)], short=True),
     Case("reflection-same-port", [reflect_syn(L3, 40020)]),
 ]
