@@ -9,8 +9,9 @@
 //!   `handle`, `online`, `state` = 1, maybe `bridge`, `ip`), runs no hotplug script
 //!   for a backend that is not dom0, and waits about 10 s for `state` = 2.
 //!   [`Netback::probe`] reads it, writes the features (`feature-sg` = 1,
-//!   `feature-rx-copy` = 1, `feature-rx-flip` = 0: nothing else is offered: no GSO,
-//!   no multi-queue, no split event channels, no IPv6 checksum offload) and goes
+//!   `feature-gso-tcpv4` = 1 (from the client only), `feature-rx-copy` = 1,
+//!   `feature-rx-flip` = 0: nothing else is offered: no GSO to the client, no
+//!   multi-queue, no split event channels, no IPv6 checksum offload) and goes
 //!   InitWait (2).
 //! - Watch [`Netback::watch_paths`] (the backend directory and the frontend's
 //!   `state`) and call [`Netback::poll_xenbus`] whenever either fires: it connects

@@ -241,6 +241,7 @@ fn probe_reads_the_toolstacks_keys_advertises_only_what_it_implements_and_waits(
     assert_eq!(
         written,
         [
+            "backend/vif/5/0/feature-gso-tcpv4",
             "backend/vif/5/0/feature-rx-copy",
             "backend/vif/5/0/feature-rx-flip",
             "backend/vif/5/0/feature-sg"
@@ -1144,7 +1145,10 @@ fn our_netfront_and_netback_pass_frames_both_ways() {
     let mut nf = Netfront::connect_with(&x, 0, 4).unwrap();
     assert_eq!(nf.queues(), 1, "no multi-queue offered");
     assert!(nf.has_sg(), "feature-sg offered");
-    assert!(!nf.has_gso_tcpv4(), "no GSO offered");
+    assert!(
+        nf.has_gso_tcpv4(),
+        "GSO offered: the client sends large TCP packets"
+    );
     assert_eq!(x.key("device/vif/0/request-rx-copy").as_deref(), Some("1"));
     assert_eq!(nb.poll_xenbus(), Ok(BackState::Connected));
     assert_eq!(x.live_mappings(), 2);
@@ -1157,8 +1161,14 @@ fn our_netfront_and_netback_pass_frames_both_ways() {
     for f in &frames {
         assert_eq!(&nb.recv().unwrap(), f);
     }
+    // a GSO packet of 20,000 bytes: whole, with its segment size
+    let big = frame(20_000, 4);
+    nf.send_gso(&big, 1448).unwrap();
+    assert!(!nb.poll());
+    let got = nb.recv_meta().unwrap();
+    assert_eq!((got.frame, got.gso), (big, Some(1448)));
     nf.reap_tx();
-    assert_eq!(nf.stats().tx_packets, 3, "every slot answered OK");
+    assert_eq!(nf.stats().tx_packets, 4, "every slot answered OK");
     assert!(nf.broken().is_none());
     // us to the client: into the 256 buffers it posted at connect
     let back = [frame(64, 4), frame(1514, 5), frame(5000, 6)];
