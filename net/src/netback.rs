@@ -17,7 +17,9 @@
 //! so a forwarded copy must have its checksum completed, or be passed on with
 //! [`Link::send_csum_blank`] to a link that takes it. Frames sent carry full
 //! checksums, or a partial one through [`Link::send_csum_blank`] when the client
-//! takes them ([`Link::tx_csum_blank`]). No GSO either way: the backend offers none.
+//! takes them ([`Link::tx_csum_blank`]). GSO from the client only: a TCP/IPv4 packet
+//! of up to 64 KiB comes with its segment size ([`Link::recv_meta`]); nothing is
+//! sent to the client as GSO ([`Link::gso_tcpv4`] is false).
 //!
 //! Sending queues the frame; the copy into the client's buffers happens at the next
 //! [`Netback::poll`], which the caller runs when the vif's event channel fires and

@@ -9,8 +9,9 @@
 //!   `handle`, `online`, `state` = 1, maybe `bridge`, `ip`), runs no hotplug script
 //!   for a backend that is not dom0, and waits about 10 s for `state` = 2.
 //!   [`Netback::probe`] reads it, writes the features (`feature-sg` = 1,
-//!   `feature-rx-copy` = 1, `feature-rx-flip` = 0: nothing else is offered: no GSO,
-//!   no multi-queue, no split event channels, no IPv6 checksum offload) and goes
+//!   `feature-gso-tcpv4` = 1 (from the client only), `feature-rx-copy` = 1,
+//!   `feature-rx-flip` = 0: nothing else is offered: no GSO to the client, no
+//!   multi-queue, no split event channels, no IPv6 checksum offload) and goes
 //!   InitWait (2).
 //! - Watch [`Netback::watch_paths`] (the backend directory and the frontend's
 //!   `state`) and call [`Netback::poll_xenbus`] whenever either fires: it connects
@@ -33,7 +34,12 @@
 //!   [`Netback::send`]): it services both rings, a bounded batch each
 //!   ([`TX_BUDGET`] packets from the client, [`RX_BUDGET`] to it), and returns true
 //!   when it stopped at a bound with work left, so call it again soon: the frontend
-//!   sends no event for work already published. Take the client's frames with
+//!   sends no event for work already published. [`Netback::service`] does that
+//!   and says whether the vif needs another turn at once (requests left in the
+//!   ring, frames received and not yet taken): a data plane that then sleeps until
+//!   the next event can wait forever (a client sending TCP in 64 KiB GSO packets
+//!   fills the received queue's byte bound in 8 packets and stops when its ring is
+//!   full; the iperf3 of `bench clients` never finished so). Take the client's frames with
 //!   [`Netback::recv`] (or [`Netback::recv_meta`]); hand it frames with
 //!   [`Netback::send`] (queued, copied into the buffers the client posted at the
 //!   next poll; dropped and counted when the queue is full).
@@ -50,6 +56,7 @@
 //! poll_xenbus(&mut self) -> Result<BackState, NetbackError>   // on a watch firing
 //! watch_paths(&self) -> [String; 2]; removal_requested(&self) -> bool
 //! poll(&mut self) -> bool                     // on an event; true: call again soon
+//! service(&mut self) -> bool                  // polls; true: another turn at once
 //! recv(&mut self) -> Option<Vec<u8>>; recv_meta(&mut self) -> Option<ClientFrame>
 //! can_send(&self) -> bool; send(&mut self, &[u8]) -> Result<(), NetbackError>
 //! send_with(&mut self, &[u8], Checksum) -> Result<(), NetbackError>
@@ -123,6 +130,8 @@ use xenlet_xen::ring::BackRing;
 pub const TX_BUDGET: usize = 64;
 /// Frames handed to the client per [`Netback::poll`].
 pub const RX_BUDGET: usize = 64;
+/// Polls per [`Netback::service`].
+pub const SERVICE_POLLS: usize = 5;
 /// Slots a packet from the client may take (`XEN_NETBK_LEGACY_SLOTS_MAX`).
 pub const MAX_SLOTS: usize = 18;
 /// Slots past which a packet breaks the vif (Linux's `fatal_skb_slots`).
@@ -334,6 +343,24 @@ impl<P: XenBackend> Netback<P> {
         let tx_more = self.poll_tx();
         let rx_more = self.poll_rx();
         self.is_connected() && (tx_more || rx_more)
+    }
+
+    /// One turn of the integrator's data plane on this vif: [`Netback::poll`] again
+    /// while it stops at a bound (at most [`SERVICE_POLLS`] polls), then whether the
+    /// vif needs another turn *soon*, with no event to come for it: requests left
+    /// in the client's ring (the received queue was full; a client that published
+    /// them sends no event for them, and stops sending once its ring is full) or
+    /// frames taken and not yet received ([`Netback::recv`]: the client waits for
+    /// what they carry). A data plane that sleeps until the next event while this is
+    /// true can wait forever: run its turn again at once.
+    pub fn service(&mut self) -> bool {
+        let mut polls = 1;
+        let mut more = self.poll();
+        while more && polls < SERVICE_POLLS {
+            more = self.poll();
+            polls += 1;
+        }
+        self.is_connected() && (more || !self.received.is_empty())
     }
 
     /// Marks the vif broken (a misbehaving frontend), keeping the first reason; the

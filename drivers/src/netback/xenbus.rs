@@ -43,8 +43,13 @@ impl BackState {
 }
 
 /// The features this backend offers, written at probe: only what it implements.
-pub(super) const FEATURES: [(&str, &str); 3] = [
+/// `feature-gso-tcpv4`: the client may send TCP/IPv4 packets of up to 64 KiB with a
+/// GSO extra (its segment size goes on with the frame, [`super::ClientFrame::gso`]);
+/// the router forwards them whole to a link that takes GSO and cuts them for one
+/// that does not. Nothing is sent *to* the client as GSO.
+pub(super) const FEATURES: [(&str, &str); 4] = [
     ("feature-sg", "1"),
+    ("feature-gso-tcpv4", "1"),
     ("feature-rx-copy", "1"),
     ("feature-rx-flip", "0"),
 ];

@@ -22,8 +22,8 @@
 //!   forgets it so that a new directory at the same place is probed again).
 //! - Data: a backend vif's event channel signals [`NET_EVENTS`], as a frontend vif's
 //!   does, so the data plane's turn ([`crate::dev::network::serve`]) runs at the next
-//!   wait; it must call [`Netback::poll`] on each backend vif (again while it returns
-//!   true).
+//!   wait; it must call [`Netback::service`] on each backend vif and take its next
+//!   turn at once when that says work is left (no event comes for it).
 //!
 //! XenStore permissions: the toolstack creates the backend directory owned by this
 //! domain (so it may write `state`, the features and `error`, and remove the

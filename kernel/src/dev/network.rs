@@ -371,22 +371,25 @@ fn follow_clients(stack: &mut NetStack<Link>) {
     }
 }
 
-/// Services the client vifs' rings (bounded batches; again while work is left, up
-/// to 4 turns): what clients sent comes in, what was sent to them goes out.
-fn poll_clients(stack: &mut NetStack<Link>) {
+/// Services the client vifs' rings ([`Netback::service`]: bounded batches, again
+/// while work is left, up to 5 polls): what clients sent comes in, what was sent to
+/// them goes out. Whether a vif needs another turn at once (requests left in its
+/// ring, frames taken and not yet received): no event comes for either.
+///
+/// [`Netback::service`]: xenlet_drivers::netback::Netback::service
+fn poll_clients(stack: &mut NetStack<Link>) -> bool {
+    let mut busy = false;
     for n in stack.ifs.iter_mut() {
         if n.link.inner.ports().len() < 2 {
             continue;
         }
         for p in n.link.inner.ports_mut() {
             if let Some(nb) = p.link_mut().back_mut() {
-                let mut turns = 0;
-                while nb.poll() && turns < 4 {
-                    turns += 1;
-                }
+                busy |= nb.service();
             }
         }
     }
+    busy
 }
 
 /// In a new domain (restored or migrated): every vif goes through the handshake
@@ -543,6 +546,9 @@ static NET_SEEN: SharedSeen = SharedSeen::new();
 /// When the stack, the router or the LAN services next want a poll (ms since boot;
 /// `i64::MAX`: only on an event).
 static NET_DUE_MS: AtomicI64 = AtomicI64::new(0);
+/// A client vif had work left at the end of the last poll ([`poll_clients`]): the
+/// data plane wants its next turn at once.
+static CLIENTS_BUSY: AtomicBool = AtomicBool::new(false);
 
 /// Polls the stack (unless a command holds it) and prints its messages, saves the
 /// DHCP leases when they changed; returns when it next wants to be polled (ms
@@ -601,7 +607,8 @@ fn poll_data_plane() -> Option<Option<i64>> {
     let services_at = SERVICES
         .try_lock()
         .and_then(|sv| sv.as_ref().map(|s| s.poll_at()));
-    let next = [stack.poll_at(now), services_at.flatten()]
+    let busy = CLIENTS_BUSY.load(Ordering::SeqCst).then_some(now);
+    let next = [stack.poll_at(now), services_at.flatten(), busy]
         .into_iter()
         .flatten()
         .min();
@@ -618,7 +625,7 @@ pub fn poll_stack(stack: &mut NetStack<Link>, now: i64) -> bool {
     // one before it is served here (a command's own poll counts: the data plane's
     // turn at its next wait does not poll again for the same events).
     let _ = NET_SEEN.take(&NET_EVENTS);
-    poll_clients(stack);
+    let _ = poll_clients(stack);
     if let Some(mut gw) = GATEWAY.try_lock() {
         if let Some(gw) = gw.as_mut() {
             gw.poll(&mut stack.ifs, now);
@@ -632,8 +639,16 @@ pub fn poll_stack(stack: &mut NetStack<Link>, now: i64) -> bool {
             }
         }
     }
-    // what the router and the stack sent to clients goes out now
-    poll_clients(stack);
+    // what the router and the stack sent to clients goes out now; a client vif with
+    // work left (its ring held back by a full received queue, frames taken here and
+    // not yet routed) gets the data plane's next turn at once: its client sends no
+    // event for work it already published (a Linux client's 64 KiB GSO packets
+    // stalled so, ring full, until this)
+    let busy = poll_clients(stack);
+    CLIENTS_BUSY.store(busy, Ordering::SeqCst);
+    if busy {
+        NET_DUE_MS.fetch_min(now, Ordering::SeqCst);
+    }
     changed
 }
 

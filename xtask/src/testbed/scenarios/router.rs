@@ -858,7 +858,11 @@ const DIFF_FORWARD: &[Step] = &[
     cmd("uci set firewall.@redirect[-1].src=wan", &[], 30),
     cmd("uci set firewall.@redirect[-1].src_dport=8080", &[], 30),
     cmd("uci set firewall.@redirect[-1].dest=lan", &[], 30),
-    cmd("uci set firewall.@redirect[-1].dest_ip=192.168.1.51", &[], 30),
+    cmd(
+        "uci set firewall.@redirect[-1].dest_ip=192.168.1.51",
+        &[],
+        30,
+    ),
     cmd("uci set firewall.@redirect[-1].dest_port=80", &[], 30),
     cmd("uci set firewall.@redirect[-1].proto=tcp", &[], 30),
     cmd("uci set firewall.@redirect[-1].target=DNAT", &[], 30),
