@@ -39,7 +39,7 @@ use super::{HostTable, Rng};
 use crate::Millis;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
+use core::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 
 /// dnsmasq's `dns-forward-max` default.
 pub const DEFAULT_MAX_PENDING: usize = 150;
@@ -61,6 +61,9 @@ pub struct DnsConfig {
     pub router_aliases: Vec<String>,
     /// The router's LAN address.
     pub lan_addr: Ipv4Addr,
+    /// The router's LAN IPv6 address (its ULA `::1`), if it has one: the AAAA
+    /// answer for its own names.
+    pub lan_addr6: Option<Ipv6Addr>,
     /// The LAN netmask (PTR answers for leases are given inside this subnet).
     pub lan_netmask: Ipv4Addr,
     /// Upstream servers (the WAN's DNS from DHCP or config).
@@ -95,6 +98,7 @@ impl DnsConfig {
             hostname: String::from("OpenWrt"),
             router_aliases: alloc::vec![String::from("router")],
             lan_addr,
+            lan_addr6: None,
             lan_netmask,
             upstreams: Vec::new(),
             domain_needed: true,
@@ -116,8 +120,8 @@ impl DnsConfig {
 pub enum DnsAction {
     /// Send `packet` from port 53 of the LAN address to the client.
     ToClient {
-        /// The client's address and port.
-        client: SocketAddrV4,
+        /// The client's address and port (IPv4 or IPv6).
+        client: SocketAddr,
         /// The reply.
         packet: Vec<u8>,
     },
@@ -136,8 +140,8 @@ pub enum DnsAction {
     ClosePort(u16),
     /// Send `packet` (unframed) on the TCP connection from `client` to port 53.
     ToTcpClient {
-        /// The client's address and port (its connection).
-        client: SocketAddrV4,
+        /// The client's address and port (its connection, IPv4 or IPv6).
+        client: SocketAddr,
         /// The reply.
         packet: Vec<u8>,
     },
@@ -228,7 +232,7 @@ impl Via {
 /// A client waiting for an answer: its address, query id and transport.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Waiter {
-    addr: SocketAddrV4,
+    addr: SocketAddr,
     id: u16,
     via: Via,
 }
@@ -334,16 +338,16 @@ impl DnsForwarder {
         self.pending.iter().map(|p| p.deadline).min()
     }
 
-    /// Handles a query from a LAN client received on UDP port 53.
+    /// Handles a query from a LAN client (IPv4 or IPv6) received on UDP port 53.
     pub fn handle_query(
         &mut self,
         packet: &[u8],
-        client: SocketAddrV4,
+        client: impl Into<SocketAddr>,
         now: Millis,
         rng: &mut dyn Rng,
         hosts: &dyn HostTable,
     ) -> Vec<DnsAction> {
-        self.query(packet, client, false, now, rng, hosts)
+        self.query(packet, client.into(), false, now, rng, hosts)
     }
 
     /// Handles a query (unframed) read from a LAN client's TCP connection to port
@@ -351,17 +355,18 @@ impl DnsForwarder {
     pub fn handle_tcp_query(
         &mut self,
         packet: &[u8],
-        client: SocketAddrV4,
+        client: impl Into<SocketAddr>,
         now: Millis,
         rng: &mut dyn Rng,
         hosts: &dyn HostTable,
     ) -> Vec<DnsAction> {
         self.counters.tcp_queries += 1;
-        self.query(packet, client, true, now, rng, hosts)
+        self.query(packet, client.into(), true, now, rng, hosts)
     }
 
     /// Queries of the TCP client `client` waiting for upstream.
-    pub fn tcp_waiting(&self, client: SocketAddrV4) -> usize {
+    pub fn tcp_waiting(&self, client: impl Into<SocketAddr>) -> usize {
+        let client = client.into();
         self.pending
             .iter()
             .flat_map(|p| core::iter::once(&p.client).chain(p.also.iter()))
@@ -372,7 +377,7 @@ impl DnsForwarder {
     fn query(
         &mut self,
         packet: &[u8],
-        client: SocketAddrV4,
+        client: SocketAddr,
         tcp: bool,
         now: Millis,
         rng: &mut dyn Rng,
@@ -508,18 +513,27 @@ impl DnsForwarder {
             return Some((rcode::NOERROR, ans));
         }
         if let Some(h) = host {
-            let addr = if self.is_router_name(h) {
-                Some(self.cfg.lan_addr)
+            let (addr, addr6) = if self.is_router_name(h) {
+                (Some(self.cfg.lan_addr), self.cfg.lan_addr6)
             } else {
-                hosts.address_of(h, now)
+                (hosts.address_of(h, now), None)
             };
             if let Some(ip) = addr {
-                // Known name: A answered, other types NODATA (no IPv6 here).
-                let ans = if wants(rtype::A) {
-                    alloc::vec![a(ip)]
-                } else {
-                    Vec::new()
-                };
+                // A known name: its A (and the router's AAAA) answered; a type it
+                // has no record of is NODATA (NOERROR, no answer), as dnsmasq
+                // answers, never NXDOMAIN: that would tell a host asking A and AAAA
+                // at once that the name does not exist at all.
+                let mut ans = Vec::new();
+                if wants(rtype::A) {
+                    ans.push(a(ip));
+                }
+                if let Some(ip6) = addr6.filter(|_| wants(rtype::AAAA)) {
+                    ans.push(Answer {
+                        rtype: rtype::AAAA,
+                        ttl,
+                        rdata: ip6.octets().to_vec(),
+                    });
+                }
                 return Some((rcode::NOERROR, ans));
             }
         }

@@ -8,7 +8,12 @@
 //!   ([`DnsForwarder`]).
 //! - [`tcp`]: DNS over TCP's framing and one connection's bounded state.
 //!
-//! The kernel owns the UDP socket on port 53 of the LAN address, the TCP
+//! Clients may be IPv4 or IPv6 (`SocketAddr`): an IPv6 client's query is
+//! forwarded, merged, cached and checked for rebinding as an IPv4 client's is, and
+//! its answer goes back to its address. Upstream servers are IPv4 (the WAN's IPv6
+//! side, a DHCPv6 client giving v6 servers, is not built).
+//!
+//! The kernel owns the UDP socket on port 53 of the LAN addresses, the TCP
 //! connections to it, and one socket (UDP, or a TCP connection) per pending
 //! upstream query (on the random port the forwarder picks); it feeds messages in
 //! and carries out the returned [`DnsAction`]s.
