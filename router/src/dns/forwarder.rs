@@ -35,6 +35,7 @@ use super::message::{
 };
 use super::name::Name;
 use super::private::{is_bogus_reverse, is_private_v4, is_private_v6};
+use super::reverse::{reverse_v4, reverse_v6};
 use super::{HostTable, Rng};
 use crate::Millis;
 use alloc::string::String;
@@ -268,25 +269,6 @@ pub struct DnsForwarder {
     cache: Cache,
     pending: Vec<Pending>,
     counters: DnsCounters,
-}
-
-fn reverse_v4(name: &Name) -> Option<Ipv4Addr> {
-    // d.c.b.a.in-addr.arpa
-    let labels: Vec<&[u8]> = name.labels().collect();
-    let [d, c, b, a, in_addr, arpa] = labels.as_slice() else {
-        return None;
-    };
-    if !in_addr.eq_ignore_ascii_case(b"in-addr") || !arpa.eq_ignore_ascii_case(b"arpa") {
-        return None;
-    }
-    let oct = |l: &[u8]| -> Option<u8> {
-        let s = core::str::from_utf8(l).ok()?;
-        if s.len() > 1 && s.starts_with('0') {
-            return None;
-        }
-        s.parse().ok()
-    };
-    Some(Ipv4Addr::new(oct(a)?, oct(b)?, oct(c)?, oct(d)?))
 }
 
 fn name_rdata(name: &str) -> Option<Vec<u8>> {
@@ -559,6 +541,31 @@ impl DnsForwarder {
                 return Some((rcode::NOERROR, ans));
             }
             if self.cfg.bogus_priv && is_bogus_reverse(ip) {
+                return Some((rcode::NXDOMAIN, Vec::new()));
+            }
+        }
+        if let Some(ip) = reverse_v6(&q.name) {
+            let name = if Some(ip) == self.cfg.lan_addr6 {
+                Some(self.fqdn(&self.cfg.hostname))
+            } else if ip.is_loopback() {
+                Some(String::from("localhost"))
+            } else {
+                None
+            };
+            if let Some(n) = name {
+                let ans = match (wants(rtype::PTR), name_rdata(&n)) {
+                    (true, Some(rdata)) => alloc::vec![Answer {
+                        rtype: rtype::PTR,
+                        ttl,
+                        rdata,
+                    }],
+                    _ => Vec::new(),
+                };
+                return Some((rcode::NOERROR, ans));
+            }
+            // boguspriv covers IPv6's private ranges too (RFC 6303: ULA,
+            // link-local, unspecified): the LAN's addresses are not asked upstream.
+            if self.cfg.bogus_priv && is_private_v6(ip) {
                 return Some((rcode::NXDOMAIN, Vec::new()));
             }
         }

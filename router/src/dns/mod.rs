@@ -3,6 +3,7 @@
 //! - [`name`]: domain names, the bounded decompressing reader.
 //! - [`message`]: the checked message reader and the local answer writer.
 //! - [`private`]: private address ranges (`boguspriv`, rebind protection).
+//! - [`reverse`]: the addresses `in-addr.arpa` and `ip6.arpa` names stand for.
 //! - [`cache`]: the LRU, TTL-aware answer cache.
 //! - [`forwarder`]: local answers, the cache and upstream forwarding
 //!   ([`DnsForwarder`]).
@@ -33,6 +34,7 @@ pub mod forwarder;
 pub mod message;
 pub mod name;
 pub mod private;
+pub mod reverse;
 pub mod tcp;
 
 pub use cache::CacheConfig;

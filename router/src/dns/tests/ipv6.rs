@@ -211,3 +211,41 @@ fn bad_queries_from_ipv6_clients_are_dropped_and_counted() {
     assert_eq!(f.counters().dropped_malformed, 2);
     assert_eq!(f.pending_len(), 0);
 }
+
+/// `ip6.arpa` name of `a`.
+fn reverse6(a: Ipv6Addr) -> alloc::string::String {
+    let mut s = alloc::string::String::new();
+    for b in a.octets().iter().rev() {
+        s.push_str(&alloc::format!("{:x}.{:x}.", b & 0xf, b >> 4));
+    }
+    s.push_str("ip6.arpa");
+    s
+}
+
+#[test]
+fn ipv6_reverse_lookups_of_the_router_and_private_ranges_stay_local() {
+    let mut f = forwarder6(Some(ULA1));
+    let mut rng = SeqRng(16);
+    // the router's ULA address is OpenWrt.lan
+    let q = query(1, &reverse6(ULA1), rtype::PTR);
+    let r = to(&f.handle_query(&q, CLIENT6, 0, &mut rng, &()), CLIENT6);
+    let m = Message::parse(&r).unwrap();
+    let (n, _) = name::Name::parse(&r, m.records[0].rdata.start).unwrap();
+    assert_eq!(n.to_dotted(), "openwrt.lan");
+    // boguspriv: another ULA address, a link-local one: NXDOMAIN, not forwarded
+    for a in [*CLIENT6.ip(), *LL_CLIENT6.ip()] {
+        let q = query(2, &reverse6(a), rtype::PTR);
+        let r = to(&f.handle_query(&q, CLIENT6, 0, &mut rng, &()), CLIENT6);
+        assert_eq!(r[3] & 0xf, rcode::NXDOMAIN, "{a}");
+    }
+    assert_eq!(f.counters().forwarded, 0);
+    // a public address's reverse name is forwarded
+    let public: Ipv6Addr = "2606:4700::1111".parse().unwrap();
+    upstream(&f.handle_query(
+        &query(3, &reverse6(public), rtype::PTR),
+        CLIENT6,
+        0,
+        &mut rng,
+        &(),
+    ));
+}
