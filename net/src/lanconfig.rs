@@ -289,7 +289,7 @@ pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> Services
                 entries: usize::try_from(d.cachesize).unwrap_or(0),
                 ..CacheConfig::default()
             };
-            c.upstreams = upstreams.clone();
+            c.upstreams = upstreams.iter().map(|&a| a.into()).collect();
             Some(c)
         }
         _ => None,
@@ -609,7 +609,13 @@ mod tests {
         assert_eq!(dns.domain, "home");
         assert_eq!(dns.cache.entries, 0);
         assert!(!dns.local_domain_only && !dns.domain_needed);
-        assert_eq!(dns.upstreams, s.upstreams);
+        assert_eq!(
+            dns.upstreams,
+            s.upstreams
+                .iter()
+                .map(|&a| a.into())
+                .collect::<Vec<std::net::SocketAddr>>()
+        );
         assert_eq!(s.lease_file, "/var/lib/leases");
         assert_eq!(s.lease_view, None);
         assert_eq!(s.warnings.len(), 2, "{:?}", s.warnings);

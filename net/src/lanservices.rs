@@ -19,7 +19,9 @@
 //!   (the WAN), each from a socket bound to the source port the forwarder chose,
 //!   closed when the forwarder says so. Upstream servers are the files' (see
 //!   [`crate::lanconfig`]) and those of the DHCP leases of interfaces that are not
-//!   served (the WAN), followed as leases change. The DHCP servers' leases are the
+//!   served (the WAN), followed as leases change: IPv4 ones (the forwarder and the
+//!   sockets take IPv6 servers, routed like any address, but nothing gives one
+//!   until the WAN has a DHCPv6 client). The DHCP servers' leases are the
 //!   forwarder's host table, so `NAME.lan` resolves to a LAN client.
 //! - DNS over TCP ([`dnstcp`]): port 53 listens for TCP on each served interface
 //!   too, with bounded connections; queries that came over TCP, and those whose UDP
@@ -378,7 +380,7 @@ impl LanServices {
     }
 
     /// The forwarder's current upstream servers.
-    pub fn upstreams(&self) -> &[SocketAddrV4] {
+    pub fn upstreams(&self) -> &[SocketAddr] {
         self.dns.as_ref().map_or(&[], |d| &d.config().upstreams)
     }
 
@@ -486,13 +488,17 @@ impl LanServices {
         let Some(d) = self.dns.as_mut() else {
             return;
         };
-        let mut want = self.configured_upstreams.clone();
+        let mut want: Vec<SocketAddr> = self
+            .configured_upstreams
+            .iter()
+            .map(|&a| a.into())
+            .collect();
         for n in ifs
             .iter()
             .filter(|n| !self.listeners.iter().any(|l| l.vif == n.name))
         {
             for a in n.dhcp_dns_servers() {
-                let a = SocketAddrV4::new(*a, DNS_PORT);
+                let a = SocketAddr::from((*a, DNS_PORT));
                 if !want.contains(&a) {
                     want.push(a);
                 }
@@ -617,10 +623,8 @@ impl LanServices {
                     break;
                 };
                 busy = true;
-                let IpAddress::Ipv4(ip) = from.addr else {
-                    continue;
-                };
-                let actions = d.handle_upstream(&data, SocketAddrV4::new(ip, from.port), port, now);
+                let server = SocketAddr::new(from.addr.into(), from.port);
+                let actions = d.handle_upstream(&data, server, port, now);
                 drop(data);
                 for a in actions {
                     self.act(&mut t, stack, a, now);
@@ -741,9 +745,9 @@ impl LanServices {
             } => {
                 let sock = match self.upstream.iter().find(|(p, _)| *p == source_port) {
                     Some((_, s)) => Some(*s),
-                    None => self.open_upstream(stack, *upstream.ip(), source_port),
+                    None => self.open_upstream(stack, upstream.ip().into(), source_port),
                 };
-                let to = IpEndpoint::new(IpAddress::Ipv4(*upstream.ip()), upstream.port());
+                let to = IpEndpoint::new(upstream.ip().into(), upstream.port());
                 if let Some(s) = sock {
                     if !s.send(&mut stack.ifs, &packet, to, None) {
                         self.counters.send_failed += 1;
@@ -784,10 +788,10 @@ impl LanServices {
     fn open_upstream<L: Link>(
         &mut self,
         stack: &mut NetStack<L>,
-        server: Ipv4Addr,
+        server: IpAddress,
         port: u16,
     ) -> Option<Sock> {
-        let Some(i) = stack.route(IpAddress::Ipv4(server)) else {
+        let Some(i) = stack.route(server) else {
             self.counters.upstream_unroutable += 1;
             return None;
         };

@@ -28,7 +28,7 @@ use crate::link::Link;
 use crate::NetStack;
 use alloc::vec;
 use alloc::vec::Vec;
-use core::net::{IpAddr, SocketAddr, SocketAddrV4};
+use core::net::{IpAddr, SocketAddr};
 use smoltcp::iface::SocketHandle;
 use smoltcp::socket::tcp;
 use smoltcp::wire::{IpAddress, IpEndpoint, IpListenEndpoint};
@@ -106,7 +106,7 @@ struct ClientConn {
 struct UpConn {
     sock: TcpSock,
     port: u16,
-    server: SocketAddrV4,
+    server: SocketAddr,
     stream: StreamConn,
     /// Answered or given up by the forwarder: closed at the next poll.
     done: bool,
@@ -425,7 +425,7 @@ impl DnsTcp {
         k: usize,
         ifs: &mut [NetIf<L>],
         now: Millis,
-    ) -> Option<(u16, SocketAddrV4, Vec<u8>)> {
+    ) -> Option<(u16, SocketAddr, Vec<u8>)> {
         let u = self.upstream.get_mut(k).filter(|u| !u.done)?;
         let sock = u.sock.get(ifs)?;
         while !u.stream.has_message() && sock.can_recv() {
@@ -468,13 +468,13 @@ impl DnsTcp {
     pub(super) fn send_upstream<L: Link>(
         &mut self,
         stack: &mut NetStack<L>,
-        server: SocketAddrV4,
+        server: SocketAddr,
         port: u16,
         packet: &[u8],
         now: Millis,
     ) {
         self.close_port(port);
-        let Some(i) = stack.route(IpAddress::Ipv4(*server.ip())) else {
+        let Some(i) = stack.route(server.ip().into()) else {
             self.counters.upstream_failed += 1;
             return;
         };
@@ -483,7 +483,7 @@ impl DnsTcp {
             return;
         };
         let s = TcpSock::new(n, UPSTREAM_BUFFER);
-        let remote = IpEndpoint::new(IpAddress::Ipv4(*server.ip()), server.port());
+        let remote = IpEndpoint::new(server.ip().into(), server.port());
         let ok = {
             let sock = n.sockets.get_mut::<tcp::Socket>(s.handle);
             sock.connect(n.iface.context(), remote, port).is_ok()

@@ -40,7 +40,7 @@ use super::{HostTable, Rng};
 use crate::Millis;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
+use core::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// dnsmasq's `dns-forward-max` default.
 pub const DEFAULT_MAX_PENDING: usize = 150;
@@ -68,7 +68,7 @@ pub struct DnsConfig {
     /// The LAN netmask (PTR answers for leases are given inside this subnet).
     pub lan_netmask: Ipv4Addr,
     /// Upstream servers (the WAN's DNS from DHCP or config).
-    pub upstreams: Vec<SocketAddrV4>,
+    pub upstreams: Vec<SocketAddr>,
     /// `domainneeded`: names without a dot are never forwarded.
     pub domain_needed: bool,
     /// `boguspriv`: reverse lookups of private ranges are never forwarded.
@@ -131,7 +131,7 @@ pub enum DnsAction {
     /// [`DnsForwarder::handle_upstream`].
     ToUpstream {
         /// The server.
-        upstream: SocketAddrV4,
+        upstream: SocketAddr,
         /// The local port.
         source_port: u16,
         /// The query, with its new id.
@@ -151,7 +151,7 @@ pub enum DnsAction {
     /// answer read from it goes to [`DnsForwarder::handle_upstream_tcp`].
     ToUpstreamTcp {
         /// The server.
-        upstream: SocketAddrV4,
+        upstream: SocketAddr,
         /// The local port.
         source_port: u16,
         /// The query, with its new id.
@@ -257,8 +257,8 @@ struct Pending {
     question: Question,
     upstream_id: u16,
     port: u16,
-    tried: Vec<SocketAddrV4>,
-    current: SocketAddrV4,
+    tried: Vec<SocketAddr>,
+    current: SocketAddr,
     deadline: Millis,
 }
 
@@ -311,7 +311,7 @@ impl DnsForwarder {
     /// Replaces the upstream servers (e.g. a new WAN DHCP lease). The cache is
     /// kept, as dnsmasq does when it rereads `resolv.conf`; waiting queries go on
     /// with their current server and then try the new ones.
-    pub fn set_upstreams(&mut self, servers: &[SocketAddrV4]) {
+    pub fn set_upstreams(&mut self, servers: &[SocketAddr]) {
         self.cfg.upstreams = servers.iter().take(MAX_UPSTREAMS).copied().collect();
     }
 
@@ -676,7 +676,7 @@ impl DnsForwarder {
         })
     }
 
-    fn next_server(&self, p: &Pending) -> Option<SocketAddrV4> {
+    fn next_server(&self, p: &Pending) -> Option<SocketAddr> {
         self.cfg
             .upstreams
             .iter()
@@ -688,11 +688,11 @@ impl DnsForwarder {
     pub fn handle_upstream(
         &mut self,
         packet: &[u8],
-        from: SocketAddrV4,
+        from: impl Into<SocketAddr>,
         local_port: u16,
         now: Millis,
     ) -> Vec<DnsAction> {
-        self.upstream_reply(packet, from, local_port, false, now)
+        self.upstream_reply(packet, from.into(), local_port, false, now)
     }
 
     /// Handles a reply (unframed) read from the TCP connection from local port
@@ -700,17 +700,17 @@ impl DnsForwarder {
     pub fn handle_upstream_tcp(
         &mut self,
         packet: &[u8],
-        from: SocketAddrV4,
+        from: impl Into<SocketAddr>,
         local_port: u16,
         now: Millis,
     ) -> Vec<DnsAction> {
-        self.upstream_reply(packet, from, local_port, true, now)
+        self.upstream_reply(packet, from.into(), local_port, true, now)
     }
 
     fn upstream_reply(
         &mut self,
         packet: &[u8],
-        from: SocketAddrV4,
+        from: SocketAddr,
         local_port: u16,
         tcp: bool,
         now: Millis,
@@ -797,7 +797,7 @@ impl DnsForwarder {
     fn retry_over_tcp(
         &mut self,
         i: usize,
-        server: SocketAddrV4,
+        server: SocketAddr,
         now: Millis,
     ) -> Option<Vec<DnsAction>> {
         let timeout = self.cfg.upstream_timeout_ms;
@@ -926,7 +926,7 @@ fn to_client(w: Waiter, packet: Vec<u8>) -> DnsAction {
 }
 
 /// `packet` to `upstream` from `source_port` over TCP or UDP.
-fn to_upstream(tcp: bool, upstream: SocketAddrV4, source_port: u16, packet: Vec<u8>) -> DnsAction {
+fn to_upstream(tcp: bool, upstream: SocketAddr, source_port: u16, packet: Vec<u8>) -> DnsAction {
     if tcp {
         DnsAction::ToUpstreamTcp {
             upstream,

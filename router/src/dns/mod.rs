@@ -11,8 +11,9 @@
 //!
 //! Clients may be IPv4 or IPv6 (`SocketAddr`): an IPv6 client's query is
 //! forwarded, merged, cached and checked for rebinding as an IPv4 client's is, and
-//! its answer goes back to its address. Upstream servers are IPv4 (the WAN's IPv6
-//! side, a DHCPv6 client giving v6 servers, is not built).
+//! its answer goes back to its address. Upstream servers may be IPv4 or IPv6
+//! addresses too; the configuration gives IPv4 ones only (IPv6 servers come with
+//! the WAN's DHCPv6 client, not built).
 //!
 //! The kernel owns the UDP socket on port 53 of the LAN addresses, the TCP
 //! connections to it, and one socket (UDP, or a TCP connection) per pending

@@ -9,8 +9,8 @@ use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 const LAN: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 1);
 const MASK: Ipv4Addr = Ipv4Addr::new(255, 255, 255, 0);
-const UP1: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(9, 9, 9, 9), 53);
-const UP2: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(1, 1, 1, 1), 53);
+const UP1: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(9, 9, 9, 9), 53));
+const UP2: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(1, 1, 1, 1), 53));
 const CLIENT: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(192, 168, 1, 100), 51234);
 
 struct SeqRng(u32);
@@ -63,7 +63,7 @@ fn forwarder() -> DnsForwarder {
     DnsForwarder::new(cfg)
 }
 
-fn upstream(actions: &[DnsAction]) -> (SocketAddrV4, u16, Vec<u8>) {
+fn upstream(actions: &[DnsAction]) -> (SocketAddr, u16, Vec<u8>) {
     match actions {
         [DnsAction::ToUpstream {
             upstream,
@@ -350,7 +350,7 @@ fn negative_answers_are_cached_per_soa_minimum() {
 }
 
 /// The one upstream send over TCP in `actions`.
-fn upstream_tcp(actions: &[DnsAction]) -> (SocketAddrV4, u16, Vec<u8>) {
+fn upstream_tcp(actions: &[DnsAction]) -> (SocketAddr, u16, Vec<u8>) {
     match actions {
         [DnsAction::ToUpstreamTcp {
             upstream,

@@ -249,3 +249,25 @@ fn ipv6_reverse_lookups_of_the_router_and_private_ranges_stay_local() {
         &(),
     ));
 }
+
+#[test]
+fn an_ipv6_upstream_is_asked_and_only_its_own_address_is_believed() {
+    // The forwarder takes IPv6 servers (the glue configures IPv4 ones only until
+    // the WAN has IPv6: see `net`'s lanconfig).
+    let v6: SocketAddr = "[2620:fe::fe]:53".parse().unwrap();
+    let mut cfg = DnsConfig::new(LAN, MASK);
+    cfg.upstreams = alloc::vec![v6, UP1];
+    let mut f = DnsForwarder::new(cfg);
+    let mut rng = SeqRng(17);
+    let (server, port, sent) =
+        upstream(&f.handle_query(&query(5, "example.com", rtype::A), CLIENT, 0, &mut rng, &()));
+    assert_eq!(server, v6);
+    let r = reply_a(&sent, &[[93, 184, 216, 34]], 300);
+    // the same bytes from the IPv4 server, or from another IPv6 address: no match
+    assert!(f.handle_upstream(&r, UP1, port, 1).is_empty());
+    let other: SocketAddr = "[2620:fe::9]:53".parse().unwrap();
+    assert!(f.handle_upstream(&r, other, port, 1).is_empty());
+    assert_eq!(f.counters().dropped_no_pending_match, 2);
+    let out = f.handle_upstream(&r, v6, port, 2);
+    assert_eq!(to_client(&out)[..2], [0, 5]);
+}
