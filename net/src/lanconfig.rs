@@ -20,10 +20,12 @@
 //! openwrt/odhcpd): a `dhcp` section with `ra 'server'` advertises on its interface
 //! the /64s of the interface's IPv6 addresses (the ULA subnet `ip6assign` gave it,
 //! see [`crate::netplan`]) with the A flag per `ra_slaac` and odhcpd's lifetime caps
-//! (valid 5400 s, preferred 2700 s); RDNSS naming the router's address and DNSSL
-//! with dnsmasq's `domain` when `ra_dns` (RDNSS only once the DNS forwarder answers
-//! IPv6 clients, [`DNS_OVER_IPV6`]: until then hosts would wait on a server that never
-//! answers, so a warning says it is left out); router lifetime 0 while there is no IPv6
+//! (valid 5400 s, preferred 2700 s); RDNSS naming the router's address on the link
+//! (its ULA `::1`, where the DNS forwarder listens over IPv6) and DNSSL with
+//! dnsmasq's `domain` when `ra_dns` (RDNSS only on an interface the DNS forwarder
+//! serves: with dnsmasq's `port '0'`, or no DHCPv4 pool on it, a warning says it is
+//! left out, as hosts would wait on a server that never answers); router lifetime 0
+//! while there is no IPv6
 //! upstream, unless `ra_default` is 1 or 2 (odhcpd's "no default route present,
 //! setting ra_lifetime to 0"). The M and O flags of `ra_flags` are not announced
 //! while Xenlet runs no DHCPv6 server (a warning says so): hosts would ask a server
@@ -65,11 +67,6 @@ pub struct PoolSpec {
 pub const RA_VALID_LIMIT: u32 = 5400;
 /// odhcpd's cap on its preferred lifetime (ND_PREFERRED_LIMIT).
 pub const RA_PREFERRED_LIMIT: u32 = 2700;
-
-/// Whether the DNS forwarder answers queries from IPv6 clients (it does not yet:
-/// `crate::lanservices` drops them, counted as `dns_not_ipv4`). Until it does, the
-/// advertisements name no DNS server (RDNSS) and say so at boot.
-pub const DNS_OVER_IPV6: bool = false;
 
 /// Router advertisements on one interface.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -218,11 +215,13 @@ pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> Services
         let Some(p) = dhcp.pool_for(uci_name) else {
             continue;
         };
-        match ra_config(&p.ra, ifc, &domain, DNS_OVER_IPV6) {
+        // The forwarder listens (IPv4 and IPv6) on the interfaces with a pool.
+        let dns_here = d.port != 0 && pools.iter().any(|s| s.vif == *vif);
+        match ra_config(&p.ra, ifc, &domain, dns_here) {
             Ok(Some(config)) => {
-                if p.ra.dns && !DNS_OVER_IPV6 {
+                if p.ra.dns && !dns_here {
                     warnings.push(format!(
-                        "dhcp: '{}': ra_dns: no RDNSS announced: the DNS forwarder answers IPv4 clients only yet (DNS by DHCPv4)",
+                        "dhcp: '{}': ra_dns: no RDNSS announced: the DNS forwarder does not serve this interface (dnsmasq port 0, or no DHCPv4 pool)",
                         p.name
                     ));
                 }
@@ -270,6 +269,13 @@ pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> Services
                 ));
             }
             let mut c = DnsConfig::new(first.pool.server, first.pool.netmask);
+            // The router's IPv6 address on that LAN (its ULA ::1), for AAAA.
+            c.lan_addr6 = plan.config_of(&first.vif).and_then(|ifc| {
+                ifc.addrs.iter().find_map(|a| match a {
+                    IpCidr::Ipv6(c) if !ipv6::is_link_local(c.address()) => Some(c.address()),
+                    _ => None,
+                })
+            });
             c.domain = domain.clone();
             c.domain_needed = d.domainneeded;
             c.bogus_priv = d.boguspriv;
@@ -283,7 +289,7 @@ pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> Services
                 entries: usize::try_from(d.cachesize).unwrap_or(0),
                 ..CacheConfig::default()
             };
-            c.upstreams = upstreams.clone();
+            c.upstreams = upstreams.iter().map(|&a| a.into()).collect();
             Some(c)
         }
         _ => None,
@@ -419,7 +425,7 @@ mod tests {
     const NETWORK: &str = include_str!("../../xtask/rootfs/etc/config/network");
     const FIREWALL: &str = include_str!("../../xtask/rootfs/etc/config/firewall");
     const DHCP: &str = include_str!("../../xtask/rootfs/etc/config/dhcp");
-    const NO_RDNSS: &str = "dhcp: 'lan': ra_dns: no RDNSS announced: the DNS forwarder answers IPv4 clients only yet (DNS by DHCPv4)";
+    const NO_RDNSS: &str = "dhcp: 'lan': ra_dns: no RDNSS announced: the DNS forwarder does not serve this interface (dnsmasq port 0, or no DHCPv4 pool)";
     const NO_DHCPV6: &str = "dhcp: 'lan': ra_flags managed-config/other-config not announced: Xenlet runs no DHCPv6 server yet (SLAAC and RDNSS serve the LAN)";
 
     #[test]
@@ -443,18 +449,31 @@ mod tests {
         );
         assert_eq!((c.managed, c.other), (false, false), "no DHCPv6 server");
         assert_eq!(c.router_lifetime_secs, 0, "no IPv6 upstream");
-        assert!(c.rdnss.is_empty(), "not while DNS answers IPv4 only");
+        assert_eq!(
+            c.rdnss,
+            [ula1],
+            "the DNS forwarder at the router's ULA address"
+        );
         assert_eq!(c.dnssl, ["lan"]);
-        // once the forwarder answers IPv6: the router's ULA address
+        // without DNS on the interface: no RDNSS
         let d =
             xenlet_uci::dhcp::dhcp(&xenlet_uci::parse("/etc/config/dhcp", "dhcp", DHCP).unwrap())
                 .unwrap()
                 .config;
         let plan = router_plan(&network);
-        let with_dns = ra_config(&d.pools[0].ra, plan.config_of("eth0").unwrap(), "lan", true)
-            .unwrap()
-            .unwrap();
-        assert_eq!(with_dns.rdnss, [ula1]);
+        let no_dns = ra_config(
+            &d.pools[0].ra,
+            plan.config_of("eth0").unwrap(),
+            "lan",
+            false,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(no_dns.rdnss.is_empty());
+        let port0 = DHCP.replace("config dnsmasq", "config dnsmasq\n\toption port '0'");
+        let s = spec_from_files(&port0, &network, &router_plan(&network)).unwrap();
+        assert!(s.dns.is_none() && s.ra[0].config.rdnss.is_empty());
+        assert_eq!(s.warnings, [NO_RDNSS, NO_DHCPV6]);
         assert_eq!(
             (
                 c.min_interval_secs,
@@ -509,7 +528,7 @@ mod tests {
     fn the_images_files_serve_lan_and_ignore_wan() {
         let network = NETWORK.replace("'auto'", "'fd12:3456:789a::/48'");
         let s = spec_from_files(DHCP, &network, &router_plan(&network)).unwrap();
-        assert_eq!(s.warnings, [NO_RDNSS, NO_DHCPV6]);
+        assert_eq!(s.warnings, [NO_DHCPV6]);
         assert_eq!(s.pools.len(), 1, "wan is ignore '1'");
         let p = &s.pools[0];
         assert_eq!(p.vif, "eth0");
@@ -528,6 +547,11 @@ mod tests {
         assert_eq!(p.pool.domain, "lan");
         let dns = s.dns.expect("DNS on the LAN");
         assert_eq!(dns.lan_addr, Ipv4Addr::new(192, 168, 1, 1));
+        assert_eq!(
+            dns.lan_addr6,
+            Some("fd12:3456:789a::1".parse().unwrap()),
+            "the LAN's ULA address, for the router's AAAA"
+        );
         assert!(dns.domain_needed && dns.bogus_priv && dns.rebind_protection);
         assert!(dns.rebind_localhost && dns.local_domain_only);
         assert_eq!(dns.cache.entries, 150, "dnsmasq's default cachesize");
@@ -585,7 +609,13 @@ mod tests {
         assert_eq!(dns.domain, "home");
         assert_eq!(dns.cache.entries, 0);
         assert!(!dns.local_domain_only && !dns.domain_needed);
-        assert_eq!(dns.upstreams, s.upstreams);
+        assert_eq!(
+            dns.upstreams,
+            s.upstreams
+                .iter()
+                .map(|&a| a.into())
+                .collect::<Vec<std::net::SocketAddr>>()
+        );
         assert_eq!(s.lease_file, "/var/lib/leases");
         assert_eq!(s.lease_view, None);
         assert_eq!(s.warnings.len(), 2, "{:?}", s.warnings);

@@ -8,13 +8,20 @@
 //!   also for [`ReplyTo::UnicastNoArp`] (smoltcp cannot send to a MAC it has not
 //!   resolved; broadcasting is what dnsmasq does when it cannot), to the client's
 //!   address otherwise.
-//! - DNS: a socket on port 53 on each served interface (with dnsmasq's
-//!   `localservice`, only clients on that interface's subnet are answered); the
+//! - DNS: a socket on port 53 on each served interface, bound to no address: it
+//!   takes queries to the router's IPv4 address and to its IPv6 ones on that link
+//!   (the ULA `::1` and the link-local address). With dnsmasq's `localservice`
+//!   only clients on a served IPv4 subnet, or on one of the receiving interface's
+//!   IPv6 prefixes (its ULA /64, link-local), are answered. An IPv6 client's
+//!   answer goes out the interface that has it on link, from the address the
+//!   stack picks for it (the ULA for a ULA client, link-local for link-local). The
 //!   forwarder's upstream queries go out on the interface that routes to the server
 //!   (the WAN), each from a socket bound to the source port the forwarder chose,
 //!   closed when the forwarder says so. Upstream servers are the files' (see
 //!   [`crate::lanconfig`]) and those of the DHCP leases of interfaces that are not
-//!   served (the WAN), followed as leases change. The DHCP servers' leases are the
+//!   served (the WAN), followed as leases change: IPv4 ones (the forwarder and the
+//!   sockets take IPv6 servers, routed like any address, but nothing gives one
+//!   until the WAN has a DHCPv6 client). The DHCP servers' leases are the
 //!   forwarder's host table, so `NAME.lan` resolves to a LAN client.
 //! - DNS over TCP ([`dnstcp`]): port 53 listens for TCP on each served interface
 //!   too, with bounded connections; queries that came over TCP, and those whose UDP
@@ -39,12 +46,12 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use smoltcp::iface::SocketHandle;
 use smoltcp::socket::udp;
-use smoltcp::wire::{IpAddress, IpEndpoint, Ipv4Address};
+use smoltcp::wire::{IpAddress, IpEndpoint};
 use xenlet_router::dhcpd::lease::BoundedText;
 use xenlet_router::dhcpd::{DhcpCounters, DhcpServer, LoadReport, ReplyTo};
 use xenlet_router::dns::tcp::{TcpCounters, TcpLimits};
@@ -90,8 +97,8 @@ pub trait LeaseStore {
 pub struct GlueCounters {
     /// DNS queries from outside every served subnet (`localservice`), dropped.
     pub dns_not_local: u64,
-    /// DNS queries from IPv6 clients, dropped (the forwarder is IPv4).
-    pub dns_not_ipv4: u64,
+    /// DNS queries over UDP from IPv6 clients (answered as IPv4 ones are).
+    pub dns_ipv6_queries: u64,
     /// Datagrams a socket refused to send (buffer full, no route).
     pub send_failed: u64,
     /// Upstream queries with no interface routing to the server.
@@ -159,14 +166,14 @@ impl Sock {
         ifs: &mut [NetIf<L>],
         data: &[u8],
         to: IpEndpoint,
-        from: Option<Ipv4Address>,
+        from: Option<IpAddress>,
     ) -> bool {
         let Some(n) = self.netif(ifs) else {
             return false;
         };
         let s = n.sockets.get_mut::<udp::Socket>(self.handle);
         let mut meta = udp::UdpMetadata::from(to);
-        meta.local_address = from.map(IpAddress::Ipv4);
+        meta.local_address = from;
         s.send_slice(data, meta).is_ok()
     }
 
@@ -373,7 +380,7 @@ impl LanServices {
     }
 
     /// The forwarder's current upstream servers.
-    pub fn upstreams(&self) -> &[SocketAddrV4] {
+    pub fn upstreams(&self) -> &[SocketAddr] {
         self.dns.as_ref().map_or(&[], |d| &d.config().upstreams)
     }
 
@@ -406,8 +413,13 @@ impl LanServices {
                 .iter()
                 .map(|u| format!("{u}"))
                 .collect();
+            let v6 = d
+                .config()
+                .lan_addr6
+                .map(|a| format!(" {a}"))
+                .unwrap_or_default();
             parts.push(format!(
-                "dns: {}.{} on {}, forwarding to {}",
+                "dns: {}.{} on {}{v6}, forwarding to {}",
                 d.config().hostname,
                 d.config().domain,
                 d.config().lan_addr,
@@ -476,13 +488,17 @@ impl LanServices {
         let Some(d) = self.dns.as_mut() else {
             return;
         };
-        let mut want = self.configured_upstreams.clone();
+        let mut want: Vec<SocketAddr> = self
+            .configured_upstreams
+            .iter()
+            .map(|&a| a.into())
+            .collect();
         for n in ifs
             .iter()
             .filter(|n| !self.listeners.iter().any(|l| l.vif == n.name))
         {
             for a in n.dhcp_dns_servers() {
-                let a = SocketAddrV4::new(*a, DNS_PORT);
+                let a = SocketAddr::from((*a, DNS_PORT));
                 if !want.contains(&a) {
                     want.push(a);
                 }
@@ -532,7 +548,8 @@ impl LanServices {
                     ReplyTo::Unicast(ip) => ip,
                 };
                 let to = IpEndpoint::new(IpAddress::Ipv4(dst), DHCP_CLIENT_PORT);
-                if !sock.send(ifs, &reply.packet, to, Some(p.server.config().server)) {
+                let from = Some(IpAddress::Ipv4(p.server.config().server));
+                if !sock.send(ifs, &reply.packet, to, from) {
                     self.counters.send_failed += 1;
                 }
             }
@@ -567,21 +584,30 @@ impl LanServices {
                     break;
                 };
                 busy = true;
-                let IpAddress::Ipv4(ip) = from.addr else {
-                    self.counters.dns_not_ipv4 += 1;
-                    continue;
+                let client = match from.addr {
+                    IpAddress::Ipv4(ip) => {
+                        if self.local_service && !self.listeners.iter().any(|l| l.serves(ip)) {
+                            self.counters.dns_not_local += 1;
+                            continue;
+                        }
+                        SocketAddr::from((ip, from.port))
+                    }
+                    IpAddress::Ipv6(ip) => {
+                        self.counters.dns_ipv6_queries += 1;
+                        // The socket is the receiving interface's: the client must
+                        // be on one of its prefixes (ULA /64, link-local).
+                        let on_link = sock
+                            .netif(&mut stack.ifs)
+                            .is_some_and(|n| n.on_link(from.addr));
+                        if self.local_service && !on_link {
+                            self.counters.dns_not_local += 1;
+                            continue;
+                        }
+                        SocketAddr::from((ip, from.port))
+                    }
                 };
-                if self.local_service && !self.listeners.iter().any(|l| l.serves(ip)) {
-                    self.counters.dns_not_local += 1;
-                    continue;
-                }
-                let actions = d.handle_query(
-                    &data,
-                    SocketAddrV4::new(ip, from.port),
-                    now,
-                    &mut self.rng,
-                    &Leases(&self.dhcp),
-                );
+                let actions =
+                    d.handle_query(&data, client, now, &mut self.rng, &Leases(&self.dhcp));
                 drop(data);
                 for a in actions {
                     self.act(&mut t, stack, a, now);
@@ -597,10 +623,8 @@ impl LanServices {
                     break;
                 };
                 busy = true;
-                let IpAddress::Ipv4(ip) = from.addr else {
-                    continue;
-                };
-                let actions = d.handle_upstream(&data, SocketAddrV4::new(ip, from.port), port, now);
+                let server = SocketAddr::new(from.addr.into(), from.port);
+                let actions = d.handle_upstream(&data, server, port, now);
                 drop(data);
                 for a in actions {
                     self.act(&mut t, stack, a, now);
@@ -644,7 +668,15 @@ impl LanServices {
         let mut busy = false;
         let local_service = self.local_service;
         let listeners = &self.listeners;
-        let local = |ip: Ipv4Addr| !local_service || listeners.iter().any(|l| l.serves(ip));
+        // An IPv4 client on a served subnet; an IPv6 one on a prefix of the
+        // interface it connected on (`on_link`).
+        let local = |ip: IpAddr, on_link: bool| {
+            !local_service
+                || match ip {
+                    IpAddr::V4(ip) => listeners.iter().any(|l| l.serves(ip)),
+                    IpAddr::V6(_) => on_link,
+                }
+        };
         let before = t.socket_count();
         t.maintain(&mut stack.ifs, now, d, &local);
         busy |= t.socket_count() != before;
@@ -687,16 +719,21 @@ impl LanServices {
                 packet,
             } => t.send_upstream(stack, upstream, source_port, &packet, now),
             DnsAction::ToClient { client, packet } => {
-                let ip = *client.ip();
-                let l = self
-                    .listeners
-                    .iter()
-                    .find(|l| l.sock.is_some() && l.serves(ip))
-                    .or_else(|| self.listeners.iter().find(|l| l.sock.is_some()));
-                let to = IpEndpoint::new(IpAddress::Ipv4(ip), client.port());
-                let sent = l
-                    .and_then(|l| l.sock.map(|s| (s, l.addr)))
-                    .is_some_and(|(s, addr)| s.send(&mut stack.ifs, &packet, to, Some(addr)));
+                let sent = match client {
+                    SocketAddr::V4(c) => self.send_v4(stack, c, &packet),
+                    SocketAddr::V6(c) => {
+                        let to = IpEndpoint::new(IpAddress::Ipv6(*c.ip()), c.port());
+                        // The interface with the client on link (a link-local
+                        // client: the first served one that has the socket).
+                        let sock = self.listeners.iter().find_map(|l| {
+                            let s = l.sock?;
+                            s.netif(&mut stack.ifs)
+                                .is_some_and(|n| n.on_link(to.addr))
+                                .then_some(s)
+                        });
+                        sock.is_some_and(|s| s.send(&mut stack.ifs, &packet, to, None))
+                    }
+                };
                 if !sent {
                     self.counters.send_failed += 1;
                 }
@@ -708,9 +745,9 @@ impl LanServices {
             } => {
                 let sock = match self.upstream.iter().find(|(p, _)| *p == source_port) {
                     Some((_, s)) => Some(*s),
-                    None => self.open_upstream(stack, *upstream.ip(), source_port),
+                    None => self.open_upstream(stack, upstream.ip().into(), source_port),
                 };
-                let to = IpEndpoint::new(IpAddress::Ipv4(*upstream.ip()), upstream.port());
+                let to = IpEndpoint::new(upstream.ip().into(), upstream.port());
                 if let Some(s) = sock {
                     if !s.send(&mut stack.ifs, &packet, to, None) {
                         self.counters.send_failed += 1;
@@ -727,13 +764,34 @@ impl LanServices {
         }
     }
 
+    /// An answer to IPv4 client `client`, from the listener of its subnet (or the
+    /// first one); whether it was queued.
+    fn send_v4<L: Link>(
+        &self,
+        stack: &mut NetStack<L>,
+        client: SocketAddrV4,
+        packet: &[u8],
+    ) -> bool {
+        let ip = *client.ip();
+        let l = self
+            .listeners
+            .iter()
+            .find(|l| l.sock.is_some() && l.serves(ip))
+            .or_else(|| self.listeners.iter().find(|l| l.sock.is_some()));
+        let to = IpEndpoint::new(IpAddress::Ipv4(ip), client.port());
+        l.and_then(|l| l.sock.map(|s| (s, l.addr)))
+            .is_some_and(|(s, addr)| {
+                s.send(&mut stack.ifs, packet, to, Some(IpAddress::Ipv4(addr)))
+            })
+    }
+
     fn open_upstream<L: Link>(
         &mut self,
         stack: &mut NetStack<L>,
-        server: Ipv4Addr,
+        server: IpAddress,
         port: u16,
     ) -> Option<Sock> {
-        let Some(i) = stack.route(IpAddress::Ipv4(server)) else {
+        let Some(i) = stack.route(server) else {
             self.counters.upstream_unroutable += 1;
             return None;
         };

@@ -109,11 +109,11 @@ pub fn dnsmasq(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let r = sv.load_report();
     writeln!(
         out,
-        "glue: not-local {} not-ipv4 {} send-failed {} unroutable {} bind-failed {} \
+        "glue: not-local {} ipv6-queries {} send-failed {} unroutable {} bind-failed {} \
          upstream-changes {} lost-interface {} | leases loaded {} expired {} unreadable {}, \
          saved {} save-errors {} too-big {}",
         g.dns_not_local,
-        g.dns_not_ipv4,
+        g.dns_ipv6_queries,
         g.send_failed,
         g.upstream_unroutable,
         g.upstream_bind_failed,

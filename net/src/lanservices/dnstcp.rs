@@ -1,9 +1,12 @@
 //! DNS over TCP on the stack: smoltcp TCP sockets for the forwarder's TCP side
 //! ([`xenlet_router::dns::tcp`] frames the messages and bounds each connection).
 //!
-//! - **Clients**: each served interface keeps a socket listening on port 53 (a few
-//!   more while handshakes are under way, at most [`MAX_HALF_OPEN`] per interface;
-//!   a handshake not finished in [`SYN_TIMEOUT_MS`] is reset). A finished handshake
+//! - **Clients**: each served interface keeps a socket listening on port 53 of
+//!   every address it has, IPv4 and IPv6 (a few more while handshakes are under
+//!   way, at most [`MAX_HALF_OPEN`] per interface; a handshake not finished in
+//!   [`SYN_TIMEOUT_MS`] is reset). Under `localservice` an IPv4 client must be on
+//!   a served subnet, an IPv6 one on a prefix of the interface it connected on
+//!   (its ULA /64, link-local), else it is reset (`not_local`). A finished handshake
 //!   becomes a connection if fewer than [`TcpLimits::max_conns`] are open, else it
 //!   is reset and counted (`refused_full`). Queries are read one whole message at a
 //!   time, at most [`TcpLimits::max_waiting`] of one connection upstream at once
@@ -25,7 +28,7 @@ use crate::link::Link;
 use crate::NetStack;
 use alloc::vec;
 use alloc::vec::Vec;
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{IpAddr, SocketAddr};
 use smoltcp::iface::SocketHandle;
 use smoltcp::socket::tcp;
 use smoltcp::wire::{IpAddress, IpEndpoint, IpListenEndpoint};
@@ -93,7 +96,7 @@ struct Listener {
 /// A client's connection.
 struct ClientConn {
     sock: TcpSock,
-    client: SocketAddrV4,
+    client: SocketAddr,
     stream: StreamConn,
     /// Reset by [`DnsTcp`] (outbox full): removed at the next poll.
     dead: bool,
@@ -103,7 +106,7 @@ struct ClientConn {
 struct UpConn {
     sock: TcpSock,
     port: u16,
-    server: SocketAddrV4,
+    server: SocketAddr,
     stream: StreamConn,
     /// Answered or given up by the forwarder: closed at the next poll.
     done: bool,
@@ -204,13 +207,14 @@ impl DnsTcp {
 
     /// The housekeeping of one poll: closed sockets removed, finished handshakes
     /// accepted or refused, deadlines, listeners replenished. `local` says whether
-    /// a client address may use the service (`localservice`).
+    /// a client address may use the service (`localservice`), given whether it is
+    /// on link on the interface it connected on.
     pub(super) fn maintain<L: Link>(
         &mut self,
         ifs: &mut [NetIf<L>],
         now: Millis,
         d: &DnsForwarder,
-        local: &dyn Fn(Ipv4Addr) -> bool,
+        local: &dyn Fn(IpAddr, bool) -> bool,
     ) {
         // Closing sockets: gone when closed (their reset or FIN went out in the
         // stack's poll since they were closed), reset when late.
@@ -298,7 +302,7 @@ impl DnsTcp {
         &mut self,
         ifs: &mut [NetIf<L>],
         now: Millis,
-        local: &dyn Fn(Ipv4Addr) -> bool,
+        local: &dyn Fn(IpAddr, bool) -> bool,
     ) {
         let mut accepted = Vec::new();
         let mut reset = Vec::new();
@@ -328,7 +332,7 @@ impl DnsTcp {
                         l.socks.swap_remove(i);
                     }
                     _ => {
-                        accepted.push((s, sock.remote_endpoint()));
+                        accepted.push((s, sock.remote_endpoint(), l.vif_instance));
                         l.socks.swap_remove(i);
                     }
                 }
@@ -341,12 +345,16 @@ impl DnsTcp {
             self.counters.half_open_dropped += 1;
             self.reset(s, ifs, now);
         }
-        for (s, remote) in accepted {
+        for (s, remote, vif) in accepted {
+            let on_link = |a: IpAddress| {
+                ifs.iter()
+                    .find(|n| n.instance() == vif)
+                    .is_some_and(|n| n.on_link(a))
+            };
             let client = match remote {
-                Some(IpEndpoint {
-                    addr: IpAddress::Ipv4(ip),
-                    port,
-                }) if local(ip) => SocketAddrV4::new(ip, port),
+                Some(IpEndpoint { addr, port }) if local(IpAddr::from(addr), on_link(addr)) => {
+                    SocketAddr::new(IpAddr::from(addr), port)
+                }
                 _ => {
                     self.counters.not_local += 1;
                     self.reset(s, ifs, now);
@@ -392,7 +400,7 @@ impl DnsTcp {
         ifs: &mut [NetIf<L>],
         now: Millis,
         d: &DnsForwarder,
-    ) -> Option<(SocketAddrV4, Vec<u8>)> {
+    ) -> Option<(SocketAddr, Vec<u8>)> {
         let c = self.conns.get_mut(k).filter(|c| !c.dead)?;
         let sock = c.sock.get(ifs)?;
         while !c.stream.has_message() && sock.can_recv() {
@@ -417,7 +425,7 @@ impl DnsTcp {
         k: usize,
         ifs: &mut [NetIf<L>],
         now: Millis,
-    ) -> Option<(u16, SocketAddrV4, Vec<u8>)> {
+    ) -> Option<(u16, SocketAddr, Vec<u8>)> {
         let u = self.upstream.get_mut(k).filter(|u| !u.done)?;
         let sock = u.sock.get(ifs)?;
         while !u.stream.has_message() && sock.can_recv() {
@@ -437,7 +445,7 @@ impl DnsTcp {
     }
 
     /// Queues `packet` to the connection of `client`.
-    pub(super) fn send_to_client(&mut self, client: SocketAddrV4, packet: &[u8]) {
+    pub(super) fn send_to_client(&mut self, client: SocketAddr, packet: &[u8]) {
         let Some(c) = self
             .conns
             .iter_mut()
@@ -460,13 +468,13 @@ impl DnsTcp {
     pub(super) fn send_upstream<L: Link>(
         &mut self,
         stack: &mut NetStack<L>,
-        server: SocketAddrV4,
+        server: SocketAddr,
         port: u16,
         packet: &[u8],
         now: Millis,
     ) {
         self.close_port(port);
-        let Some(i) = stack.route(IpAddress::Ipv4(*server.ip())) else {
+        let Some(i) = stack.route(server.ip().into()) else {
             self.counters.upstream_failed += 1;
             return;
         };
@@ -475,7 +483,7 @@ impl DnsTcp {
             return;
         };
         let s = TcpSock::new(n, UPSTREAM_BUFFER);
-        let remote = IpEndpoint::new(IpAddress::Ipv4(*server.ip()), server.port());
+        let remote = IpEndpoint::new(server.ip().into(), server.port());
         let ok = {
             let sock = n.sockets.get_mut::<tcp::Socket>(s.handle);
             sock.connect(n.iface.context(), remote, port).is_ok()

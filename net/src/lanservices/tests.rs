@@ -14,6 +14,7 @@ use crate::link::tests::{cable, Pipe};
 use crate::netplan;
 use smoltcp::socket::{dhcpv4, AnySocket};
 use smoltcp::wire::DhcpOption;
+use smoltcp::wire::Ipv4Address;
 use std::sync::{Arc, Mutex};
 
 const NETWORK: &str = include_str!("../../../xtask/rootfs/etc/config/network");
@@ -202,7 +203,7 @@ fn a_lan_host_gets_an_address_gateway_and_dns_by_dhcp_and_the_lease_is_saved() {
         n.services.summary(),
         "dhcpd: eth0 192.168.1.100-249, lease 12h; \
          ra: eth0 fd12:3456:789a::/64 slaac, router lifetime 0s; \
-         dns: OpenWrt.lan on 192.168.1.1, forwarding to 10.0.0.1:53"
+         dns: OpenWrt.lan on 192.168.1.1 fd12:3456:789a::1, forwarding to 10.0.0.1:53"
     );
     let ip = lease(&mut n);
     let o = ip.octets();
@@ -814,5 +815,6 @@ fn the_lease_listing_is_written_line_by_line_not_gathered() {
     );
 }
 
+mod dns6;
 mod ra;
 mod tcp;

@@ -665,7 +665,7 @@ fn hostname_is_remembered_and_resolved_by_the_dns_side() {
     let [DnsAction::ToClient { client: to, packet }] = out.as_slice() else {
         panic!("{out:?}");
     };
-    assert_eq!(*to, client);
+    assert_eq!(*to, client.into());
     let m = crate::dns::message::Message::parse(packet).unwrap();
     assert_eq!(m.header.id, 0xbeef);
     assert_eq!(&packet[m.records[0].rdata.clone()], &ip.octets());

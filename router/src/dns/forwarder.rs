@@ -35,11 +35,12 @@ use super::message::{
 };
 use super::name::Name;
 use super::private::{is_bogus_reverse, is_private_v4, is_private_v6};
+use super::reverse::{reverse_v4, reverse_v6};
 use super::{HostTable, Rng};
 use crate::Millis;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
+use core::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// dnsmasq's `dns-forward-max` default.
 pub const DEFAULT_MAX_PENDING: usize = 150;
@@ -61,10 +62,13 @@ pub struct DnsConfig {
     pub router_aliases: Vec<String>,
     /// The router's LAN address.
     pub lan_addr: Ipv4Addr,
+    /// The router's LAN IPv6 address (its ULA `::1`), if it has one: the AAAA
+    /// answer for its own names.
+    pub lan_addr6: Option<Ipv6Addr>,
     /// The LAN netmask (PTR answers for leases are given inside this subnet).
     pub lan_netmask: Ipv4Addr,
     /// Upstream servers (the WAN's DNS from DHCP or config).
-    pub upstreams: Vec<SocketAddrV4>,
+    pub upstreams: Vec<SocketAddr>,
     /// `domainneeded`: names without a dot are never forwarded.
     pub domain_needed: bool,
     /// `boguspriv`: reverse lookups of private ranges are never forwarded.
@@ -95,6 +99,7 @@ impl DnsConfig {
             hostname: String::from("OpenWrt"),
             router_aliases: alloc::vec![String::from("router")],
             lan_addr,
+            lan_addr6: None,
             lan_netmask,
             upstreams: Vec::new(),
             domain_needed: true,
@@ -116,8 +121,8 @@ impl DnsConfig {
 pub enum DnsAction {
     /// Send `packet` from port 53 of the LAN address to the client.
     ToClient {
-        /// The client's address and port.
-        client: SocketAddrV4,
+        /// The client's address and port (IPv4 or IPv6).
+        client: SocketAddr,
         /// The reply.
         packet: Vec<u8>,
     },
@@ -126,7 +131,7 @@ pub enum DnsAction {
     /// [`DnsForwarder::handle_upstream`].
     ToUpstream {
         /// The server.
-        upstream: SocketAddrV4,
+        upstream: SocketAddr,
         /// The local port.
         source_port: u16,
         /// The query, with its new id.
@@ -136,8 +141,8 @@ pub enum DnsAction {
     ClosePort(u16),
     /// Send `packet` (unframed) on the TCP connection from `client` to port 53.
     ToTcpClient {
-        /// The client's address and port (its connection).
-        client: SocketAddrV4,
+        /// The client's address and port (its connection, IPv4 or IPv6).
+        client: SocketAddr,
         /// The reply.
         packet: Vec<u8>,
     },
@@ -146,7 +151,7 @@ pub enum DnsAction {
     /// answer read from it goes to [`DnsForwarder::handle_upstream_tcp`].
     ToUpstreamTcp {
         /// The server.
-        upstream: SocketAddrV4,
+        upstream: SocketAddr,
         /// The local port.
         source_port: u16,
         /// The query, with its new id.
@@ -228,7 +233,7 @@ impl Via {
 /// A client waiting for an answer: its address, query id and transport.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Waiter {
-    addr: SocketAddrV4,
+    addr: SocketAddr,
     id: u16,
     via: Via,
 }
@@ -252,8 +257,8 @@ struct Pending {
     question: Question,
     upstream_id: u16,
     port: u16,
-    tried: Vec<SocketAddrV4>,
-    current: SocketAddrV4,
+    tried: Vec<SocketAddr>,
+    current: SocketAddr,
     deadline: Millis,
 }
 
@@ -264,25 +269,6 @@ pub struct DnsForwarder {
     cache: Cache,
     pending: Vec<Pending>,
     counters: DnsCounters,
-}
-
-fn reverse_v4(name: &Name) -> Option<Ipv4Addr> {
-    // d.c.b.a.in-addr.arpa
-    let labels: Vec<&[u8]> = name.labels().collect();
-    let [d, c, b, a, in_addr, arpa] = labels.as_slice() else {
-        return None;
-    };
-    if !in_addr.eq_ignore_ascii_case(b"in-addr") || !arpa.eq_ignore_ascii_case(b"arpa") {
-        return None;
-    }
-    let oct = |l: &[u8]| -> Option<u8> {
-        let s = core::str::from_utf8(l).ok()?;
-        if s.len() > 1 && s.starts_with('0') {
-            return None;
-        }
-        s.parse().ok()
-    };
-    Some(Ipv4Addr::new(oct(a)?, oct(b)?, oct(c)?, oct(d)?))
 }
 
 fn name_rdata(name: &str) -> Option<Vec<u8>> {
@@ -325,7 +311,7 @@ impl DnsForwarder {
     /// Replaces the upstream servers (e.g. a new WAN DHCP lease). The cache is
     /// kept, as dnsmasq does when it rereads `resolv.conf`; waiting queries go on
     /// with their current server and then try the new ones.
-    pub fn set_upstreams(&mut self, servers: &[SocketAddrV4]) {
+    pub fn set_upstreams(&mut self, servers: &[SocketAddr]) {
         self.cfg.upstreams = servers.iter().take(MAX_UPSTREAMS).copied().collect();
     }
 
@@ -334,16 +320,16 @@ impl DnsForwarder {
         self.pending.iter().map(|p| p.deadline).min()
     }
 
-    /// Handles a query from a LAN client received on UDP port 53.
+    /// Handles a query from a LAN client (IPv4 or IPv6) received on UDP port 53.
     pub fn handle_query(
         &mut self,
         packet: &[u8],
-        client: SocketAddrV4,
+        client: impl Into<SocketAddr>,
         now: Millis,
         rng: &mut dyn Rng,
         hosts: &dyn HostTable,
     ) -> Vec<DnsAction> {
-        self.query(packet, client, false, now, rng, hosts)
+        self.query(packet, client.into(), false, now, rng, hosts)
     }
 
     /// Handles a query (unframed) read from a LAN client's TCP connection to port
@@ -351,17 +337,18 @@ impl DnsForwarder {
     pub fn handle_tcp_query(
         &mut self,
         packet: &[u8],
-        client: SocketAddrV4,
+        client: impl Into<SocketAddr>,
         now: Millis,
         rng: &mut dyn Rng,
         hosts: &dyn HostTable,
     ) -> Vec<DnsAction> {
         self.counters.tcp_queries += 1;
-        self.query(packet, client, true, now, rng, hosts)
+        self.query(packet, client.into(), true, now, rng, hosts)
     }
 
     /// Queries of the TCP client `client` waiting for upstream.
-    pub fn tcp_waiting(&self, client: SocketAddrV4) -> usize {
+    pub fn tcp_waiting(&self, client: impl Into<SocketAddr>) -> usize {
+        let client = client.into();
         self.pending
             .iter()
             .flat_map(|p| core::iter::once(&p.client).chain(p.also.iter()))
@@ -372,7 +359,7 @@ impl DnsForwarder {
     fn query(
         &mut self,
         packet: &[u8],
-        client: SocketAddrV4,
+        client: SocketAddr,
         tcp: bool,
         now: Millis,
         rng: &mut dyn Rng,
@@ -508,18 +495,27 @@ impl DnsForwarder {
             return Some((rcode::NOERROR, ans));
         }
         if let Some(h) = host {
-            let addr = if self.is_router_name(h) {
-                Some(self.cfg.lan_addr)
+            let (addr, addr6) = if self.is_router_name(h) {
+                (Some(self.cfg.lan_addr), self.cfg.lan_addr6)
             } else {
-                hosts.address_of(h, now)
+                (hosts.address_of(h, now), None)
             };
             if let Some(ip) = addr {
-                // Known name: A answered, other types NODATA (no IPv6 here).
-                let ans = if wants(rtype::A) {
-                    alloc::vec![a(ip)]
-                } else {
-                    Vec::new()
-                };
+                // A known name: its A (and the router's AAAA) answered; a type it
+                // has no record of is NODATA (NOERROR, no answer), as dnsmasq
+                // answers, never NXDOMAIN: that would tell a host asking A and AAAA
+                // at once that the name does not exist at all.
+                let mut ans = Vec::new();
+                if wants(rtype::A) {
+                    ans.push(a(ip));
+                }
+                if let Some(ip6) = addr6.filter(|_| wants(rtype::AAAA)) {
+                    ans.push(Answer {
+                        rtype: rtype::AAAA,
+                        ttl,
+                        rdata: ip6.octets().to_vec(),
+                    });
+                }
                 return Some((rcode::NOERROR, ans));
             }
         }
@@ -545,6 +541,31 @@ impl DnsForwarder {
                 return Some((rcode::NOERROR, ans));
             }
             if self.cfg.bogus_priv && is_bogus_reverse(ip) {
+                return Some((rcode::NXDOMAIN, Vec::new()));
+            }
+        }
+        if let Some(ip) = reverse_v6(&q.name) {
+            let name = if Some(ip) == self.cfg.lan_addr6 {
+                Some(self.fqdn(&self.cfg.hostname))
+            } else if ip.is_loopback() {
+                Some(String::from("localhost"))
+            } else {
+                None
+            };
+            if let Some(n) = name {
+                let ans = match (wants(rtype::PTR), name_rdata(&n)) {
+                    (true, Some(rdata)) => alloc::vec![Answer {
+                        rtype: rtype::PTR,
+                        ttl,
+                        rdata,
+                    }],
+                    _ => Vec::new(),
+                };
+                return Some((rcode::NOERROR, ans));
+            }
+            // boguspriv covers IPv6's private ranges too (RFC 6303: ULA,
+            // link-local, unspecified): the LAN's addresses are not asked upstream.
+            if self.cfg.bogus_priv && is_private_v6(ip) {
                 return Some((rcode::NXDOMAIN, Vec::new()));
             }
         }
@@ -655,7 +676,7 @@ impl DnsForwarder {
         })
     }
 
-    fn next_server(&self, p: &Pending) -> Option<SocketAddrV4> {
+    fn next_server(&self, p: &Pending) -> Option<SocketAddr> {
         self.cfg
             .upstreams
             .iter()
@@ -667,11 +688,11 @@ impl DnsForwarder {
     pub fn handle_upstream(
         &mut self,
         packet: &[u8],
-        from: SocketAddrV4,
+        from: impl Into<SocketAddr>,
         local_port: u16,
         now: Millis,
     ) -> Vec<DnsAction> {
-        self.upstream_reply(packet, from, local_port, false, now)
+        self.upstream_reply(packet, from.into(), local_port, false, now)
     }
 
     /// Handles a reply (unframed) read from the TCP connection from local port
@@ -679,17 +700,17 @@ impl DnsForwarder {
     pub fn handle_upstream_tcp(
         &mut self,
         packet: &[u8],
-        from: SocketAddrV4,
+        from: impl Into<SocketAddr>,
         local_port: u16,
         now: Millis,
     ) -> Vec<DnsAction> {
-        self.upstream_reply(packet, from, local_port, true, now)
+        self.upstream_reply(packet, from.into(), local_port, true, now)
     }
 
     fn upstream_reply(
         &mut self,
         packet: &[u8],
-        from: SocketAddrV4,
+        from: SocketAddr,
         local_port: u16,
         tcp: bool,
         now: Millis,
@@ -776,7 +797,7 @@ impl DnsForwarder {
     fn retry_over_tcp(
         &mut self,
         i: usize,
-        server: SocketAddrV4,
+        server: SocketAddr,
         now: Millis,
     ) -> Option<Vec<DnsAction>> {
         let timeout = self.cfg.upstream_timeout_ms;
@@ -905,7 +926,7 @@ fn to_client(w: Waiter, packet: Vec<u8>) -> DnsAction {
 }
 
 /// `packet` to `upstream` from `source_port` over TCP or UDP.
-fn to_upstream(tcp: bool, upstream: SocketAddrV4, source_port: u16, packet: Vec<u8>) -> DnsAction {
+fn to_upstream(tcp: bool, upstream: SocketAddr, source_port: u16, packet: Vec<u8>) -> DnsAction {
     if tcp {
         DnsAction::ToUpstreamTcp {
             upstream,

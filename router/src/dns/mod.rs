@@ -3,12 +3,19 @@
 //! - [`name`]: domain names, the bounded decompressing reader.
 //! - [`message`]: the checked message reader and the local answer writer.
 //! - [`private`]: private address ranges (`boguspriv`, rebind protection).
+//! - [`reverse`]: the addresses `in-addr.arpa` and `ip6.arpa` names stand for.
 //! - [`cache`]: the LRU, TTL-aware answer cache.
 //! - [`forwarder`]: local answers, the cache and upstream forwarding
 //!   ([`DnsForwarder`]).
 //! - [`tcp`]: DNS over TCP's framing and one connection's bounded state.
 //!
-//! The kernel owns the UDP socket on port 53 of the LAN address, the TCP
+//! Clients may be IPv4 or IPv6 (`SocketAddr`): an IPv6 client's query is
+//! forwarded, merged, cached and checked for rebinding as an IPv4 client's is, and
+//! its answer goes back to its address. Upstream servers may be IPv4 or IPv6
+//! addresses too; the configuration gives IPv4 ones only (IPv6 servers come with
+//! the WAN's DHCPv6 client, not built).
+//!
+//! The kernel owns the UDP socket on port 53 of the LAN addresses, the TCP
 //! connections to it, and one socket (UDP, or a TCP connection) per pending
 //! upstream query (on the random port the forwarder picks); it feeds messages in
 //! and carries out the returned [`DnsAction`]s.
@@ -28,6 +35,7 @@ pub mod forwarder;
 pub mod message;
 pub mod name;
 pub mod private;
+pub mod reverse;
 pub mod tcp;
 
 pub use cache::CacheConfig;

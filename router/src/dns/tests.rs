@@ -5,12 +5,12 @@
 use super::message::{rcode, rtype, Message};
 use super::*;
 use alloc::vec::Vec;
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 const LAN: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 1);
 const MASK: Ipv4Addr = Ipv4Addr::new(255, 255, 255, 0);
-const UP1: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(9, 9, 9, 9), 53);
-const UP2: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(1, 1, 1, 1), 53);
+const UP1: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(9, 9, 9, 9), 53));
+const UP2: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(1, 1, 1, 1), 53));
 const CLIENT: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(192, 168, 1, 100), 51234);
 
 struct SeqRng(u32);
@@ -63,7 +63,7 @@ fn forwarder() -> DnsForwarder {
     DnsForwarder::new(cfg)
 }
 
-fn upstream(actions: &[DnsAction]) -> (SocketAddrV4, u16, Vec<u8>) {
+fn upstream(actions: &[DnsAction]) -> (SocketAddr, u16, Vec<u8>) {
     match actions {
         [DnsAction::ToUpstream {
             upstream,
@@ -77,7 +77,7 @@ fn upstream(actions: &[DnsAction]) -> (SocketAddrV4, u16, Vec<u8>) {
 fn to_client(actions: &[DnsAction]) -> Vec<u8> {
     match actions {
         [DnsAction::ToClient { client, packet }, ..] => {
-            assert_eq!(*client, CLIENT);
+            assert_eq!(*client, CLIENT.into());
             packet.clone()
         }
         other => panic!("expected a reply to the client, got {other:?}"),
@@ -350,7 +350,7 @@ fn negative_answers_are_cached_per_soa_minimum() {
 }
 
 /// The one upstream send over TCP in `actions`.
-fn upstream_tcp(actions: &[DnsAction]) -> (SocketAddrV4, u16, Vec<u8>) {
+fn upstream_tcp(actions: &[DnsAction]) -> (SocketAddr, u16, Vec<u8>) {
     match actions {
         [DnsAction::ToUpstreamTcp {
             upstream,
@@ -365,7 +365,7 @@ fn upstream_tcp(actions: &[DnsAction]) -> (SocketAddrV4, u16, Vec<u8>) {
 fn to_tcp_client(actions: &[DnsAction], client: SocketAddrV4) -> Vec<u8> {
     match actions {
         [DnsAction::ToTcpClient { client: c, packet }, ..] => {
-            assert_eq!(*c, client);
+            assert_eq!(*c, client.into());
             packet.clone()
         }
         other => panic!("expected an answer over TCP, got {other:?}"),
@@ -463,10 +463,10 @@ fn udp_and_tcp_clients_asking_the_same_share_one_query_each_answered_its_way() {
     let r = reply_a(&sent, &[[1, 2, 3, 4]], 60);
     let back = f.handle_upstream(&r, UP1, port, 1);
     assert!(back.iter().any(
-        |a| matches!(a, DnsAction::ToClient { client, packet } if *client == CLIENT && packet[..2] == [0, 1])
+        |a| matches!(a, DnsAction::ToClient { client, packet } if *client == CLIENT.into() && packet[..2] == [0, 1])
     ));
     assert!(back.iter().any(
-        |a| matches!(a, DnsAction::ToTcpClient { client, packet } if *client == tcp_client && packet[..2] == [0, 2])
+        |a| matches!(a, DnsAction::ToTcpClient { client, packet } if *client == tcp_client.into() && packet[..2] == [0, 2])
     ));
 }
 
@@ -520,7 +520,7 @@ fn identical_queries_in_flight_share_one_upstream_query() {
     assert!(f.handle_upstream(&forged, UP1, port, 3).is_empty());
     let r = reply_a(&sent, &[[93, 184, 216, 34]], 300);
     let out = f.handle_upstream(&r, UP1, port, 4);
-    let replies: Vec<(SocketAddrV4, u16)> = out
+    let replies: Vec<(SocketAddr, u16)> = out
         .iter()
         .filter_map(|a| match a {
             DnsAction::ToClient { client, packet } => {
@@ -530,9 +530,9 @@ fn identical_queries_in_flight_share_one_upstream_query() {
         })
         .collect();
     assert_eq!(replies.len(), 17);
-    assert_eq!(replies[0], (CLIENT, 1));
+    assert_eq!(replies[0], (CLIENT.into(), 1));
     for (i, c) in others.iter().take(16).enumerate() {
-        assert_eq!(replies[i + 1], (*c, 100 + i as u16));
+        assert_eq!(replies[i + 1], ((*c).into(), 100 + i as u16));
     }
     // a different type is a different question
     let a = f.handle_query(
@@ -796,3 +796,5 @@ fn a_query_with_too_many_records_is_dropped_as_malformed() {
     assert!(f.handle_query(&q, CLIENT, 0, &mut rng, &()).is_empty());
     assert_eq!(f.counters().dropped_malformed, 1);
 }
+
+mod ipv6;

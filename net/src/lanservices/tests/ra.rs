@@ -56,6 +56,23 @@ fn icmp6_to_host(n: &Net) -> Vec<(Ipv6Address, Ipv6Address, Vec<u8>)> {
         .collect()
 }
 
+/// The addresses of an RA's RDNSS options (type 25, RFC 8106), read from its bytes.
+fn rdnss(ra: &[u8]) -> Vec<Ipv6Address> {
+    let mut out = Vec::new();
+    let mut i = 16;
+    while i + 2 <= ra.len() {
+        let len = ra[i + 1] as usize * 8;
+        assert!(len > 0 && i + len <= ra.len(), "a well-formed option");
+        if ra[i] == 25 {
+            for a in ra[i + 8..i + len].chunks_exact(16) {
+                out.push(Ipv6Address::from(<[u8; 16]>::try_from(a).unwrap()));
+            }
+        }
+        i += len;
+    }
+    out
+}
+
 fn is_ra(icmp: &[u8]) -> bool {
     icmp.first() == Some(&134)
 }
@@ -124,6 +141,11 @@ fn the_lan_hears_advertisements_of_the_ula_64_and_an_answer_to_its_solicitation(
     assert_eq!(mtu, Some(1500));
     let p = prefix_info.unwrap();
     assert_eq!((p.prefix, p.prefix_len), (ula("fd12:3456:789a::"), 64));
+    assert_eq!(
+        rdnss(&ra.3),
+        [ula("fd12:3456:789a::1")],
+        "RDNSS: the router's ULA address, where DNS answers over IPv6"
+    );
 
     // the next periodic one is seconds away (initial: at most 16 s); a
     // solicitation is answered within half a second (after the 3 s minimum gap)
