@@ -859,7 +859,14 @@ mod tests {
         f[14 + 9] = 1; // ICMP
         f[14 + 6] = 0x40; // DF
         xenlet_router::ipv4::fill_header_checksum(&mut f[14..]);
-        for (ty, cleared) in [(0u8, true), (3, true), (11, true), (12, true), (8, false), (5, false)] {
+        for (ty, cleared) in [
+            (0u8, true),
+            (3, true),
+            (11, true),
+            (12, true),
+            (8, false),
+            (5, false),
+        ] {
             f[14 + 20] = ty;
             let out = icmp_without_df(&f, &mut buf).map(<[u8]>::to_vec);
             assert_eq!(out.is_some(), cleared, "type {ty}");

@@ -497,4 +497,3 @@ mod tests {
         assert!(feed(&mut r, &fragments(&ip, 1480), 40_001).is_some());
     }
 }
-
