@@ -216,6 +216,7 @@ const XEN_TEST_SCENARIOS: &[&str] = &[
     "blk-replace",
     "flood-pvh",
     "router-xenlet",
+    "router-diff-short",
     "router-busy",
     "router-small",
     "router-reattach",

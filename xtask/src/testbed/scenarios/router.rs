@@ -704,6 +704,45 @@ const ROUTER_NETBACK_STEPS: &[Step] = steps![
 /// The Xenlet router: the WAN lease, then the LAN checks (lan1 by DHCP from Xenlet's
 /// server, names through its DNS forwarder), with its own conntrack table showing the
 /// two UDP flows' distinct mappings, and fw4's default firewall keeping the WAN out.
+/// IPv6 on the LAN from the image's defaults (issue 31's LAN side): the ULA prefix
+/// made at first boot from `ula_prefix 'auto'` and written back, the router's
+/// `<ula>::1/64` as `${ULA}::1`; its router advertisements give lan1 a SLAAC address in
+/// that /64 (lan1's kernel: accept_ra on, not forwarding); lan1 pings the router's
+/// ULA and asks its DNS forwarder over IPv6 for the router's own name (AAAA: the
+/// ULA) and for a WAN name (forwarded upstream over IPv4).
+const LAN_IPV6: &[Step] = &[
+    cmd(
+        "grep ula_prefix /etc/config/network",
+        &[r"option ula_prefix .fd[0-9a-f]{2}:[0-9a-f]{1,4}:[0-9a-f]{1,4}::/48."],
+        30,
+    ),
+    cmd_cap(
+        "ip -6 addr show eth0",
+        &[r"^    inet6 fd[0-9a-f:]+::1/64 scope global", r"^    inet6 fe80::"],
+        &[("ULA", r"^    inet6 (fd[0-9a-f:]+)::1/64 scope global")],
+        30,
+    ),
+    ns(
+        "lan1",
+        "i=0; while [ $i -lt 60 ] && ! ip -6 addr show dev eth0 scope global | grep -q 'inet6 ${ULA}:'; do sleep 0.5; i=$((i+1)); done; ip -6 addr show dev eth0 scope global",
+        &[r"inet6 ${ULA}:[0-9a-f:]+/64 scope global"],
+        60,
+    ),
+    ns(
+        "lan1",
+        "ping -6 -c 2 -W 5 ${ULA}::1",
+        &[r"^2 packets transmitted, 2 received"],
+        30,
+    ),
+    ns(
+        "lan1",
+        "busybox nslookup -type=AAAA OpenWrt.lan ${ULA}::1; busybox nslookup public.wan ${ULA}::1; true",
+        &[r"^Address:\s+${ULA}::1$", r"^Address:\s+100\.64\.0\.7$"],
+        60,
+    ),
+    cmd("dnsmasq", &[r"ipv6-queries [1-9]", r"^ra eth0: "], 30),
+];
+
 const ROUTER_XENLET_STEPS: &[Step] = steps![
     ..ROUTER_WAN_LEASE,
     DOM0_DOES_NOT_FORWARD,
@@ -740,6 +779,7 @@ const ROUTER_XENLET_STEPS: &[Step] = steps![
         30,
     ),
     ..PATH_AND_WAN_CHECKS,
+    ..LAN_IPV6,
     // the 3,000-byte echoes were put back together by the router
     cmd(
         "conntrack -S",
