@@ -712,8 +712,8 @@ const ROUTER_NETBACK_STEPS: &[Step] = steps![
 /// ULA) and for a WAN name (forwarded upstream over IPv4).
 const LAN_IPV6: &[Step] = &[
     cmd(
-        "grep ula_prefix /etc/config/network",
-        &[r"option ula_prefix .fd[0-9a-f]{2}:[0-9a-f]{1,4}:[0-9a-f]{1,4}::/48."],
+        "uci get network.globals.ula_prefix",
+        &[r"^fd[0-9a-f]{2}:[0-9a-f]{1,4}:[0-9a-f]{1,4}::/48$"],
         30,
     ),
     cmd_cap(
