@@ -165,7 +165,8 @@ impl LeaseTable6 {
         }
     }
 
-    /// The active leases as dnsmasq's IPv6 lease lines, after `duid SERVER-DUID`.
+    /// The active leases as dnsmasq's IPv6 lease lines, after `duid SERVER-DUID`
+    /// (nothing at all without one).
     pub fn write_text(
         &self,
         out: &mut dyn Write,
@@ -173,6 +174,9 @@ impl LeaseTable6 {
         now: Millis,
         epoch_offset_secs: u64,
     ) -> fmt::Result {
+        if !self.leases.iter().any(|l| l.is_active(now)) {
+            return Ok(()); // no IPv6 part: the file stays dnsmasq's DHCPv4 one
+        }
         out.write_str("duid ")?;
         write_hex(out, server_duid)?;
         out.write_char('\n')?;
