@@ -80,6 +80,8 @@ pub fn is_to_server(frame: &[u8]) -> bool {
 /// A checked frame to the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Frame<'a> {
+    /// The destination MAC.
+    pub dst_mac: [u8; 6],
     /// The sender's MAC.
     pub src_mac: [u8; 6],
     /// Its IPv6 source.
@@ -98,6 +100,10 @@ impl<'a> Frame<'a> {
         if !is_to_server(frame) {
             return Err(FrameError::NotDhcp);
         }
+        let dst_mac: [u8; 6] = frame
+            .get(0..6)
+            .and_then(|m| m.try_into().ok())
+            .ok_or(FrameError::Truncated)?;
         let src_mac: [u8; 6] = frame
             .get(6..12)
             .and_then(|m| m.try_into().ok())
@@ -121,6 +127,7 @@ impl<'a> Frame<'a> {
             return Err(FrameError::BadSource);
         }
         Ok(Frame {
+            dst_mac,
             src_mac,
             src: h.src,
             dst: h.dst,

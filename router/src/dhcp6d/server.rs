@@ -67,7 +67,8 @@ pub struct Dhcp6Counters {
     /// Dropped: client id missing or too long, a server id where none may be, IA
     /// options in an Information-request.
     pub dropped_invalid: u64,
-    /// Ignored: addressed to another server (its server id).
+    /// Ignored: addressed to another server (its server id), or a frame to another
+    /// host (its MAC or IPv6 destination: a bridge or a flooded frame).
     pub other_server: u64,
     /// IAs answered NoAddrsAvail (pool or table full, per-client bound).
     pub no_addrs: u64,
@@ -262,6 +263,15 @@ impl Dhcp6Server {
             self.counters.dropped_malformed += 1;
             return None;
         };
+        let to_us =
+            f.dst_mac == self.cfg.mac || f.dst_mac == crate::ipv6::multicast_mac(ALL_SERVERS);
+        let for_us = f.dst == ALL_SERVERS
+            || f.dst == crate::ipv6::link_local_of(self.cfg.mac)
+            || self.cfg.router_addrs.contains(&f.dst);
+        if !to_us || !for_us {
+            self.counters.other_server += 1;
+            return None;
+        }
         let reply = self.handle(f.payload, f.dst == ALL_SERVERS, now)?;
         Some(reply_frame(&reply, self.cfg.mac, f.src_mac, f.src))
     }

@@ -899,4 +899,25 @@ fn frames_in_and_out() {
     for n in 0..f.len() {
         assert!(s.handle_frame(&f[..n], 0).is_none());
     }
+    // a frame for another host (another MAC, another address), seen on a bridge
+    let mut other = f.clone();
+    other[0..6].copy_from_slice(&[2, 9, 9, 9, 9, 9]);
+    assert!(s.handle_frame(&other, 0).is_none());
+    assert_eq!(s.counters().other_server, 1);
+    // unicast to the router's link-local address: answered
+    let ll = crate::ipv6::link_local_of(MAC);
+    let m = Msg::new(msg::INFORMATION_REQUEST).b;
+    let mut u = reply_frame(&m, CLIENT_MAC, MAC, ll);
+    u[54..56].copy_from_slice(&546u16.to_be_bytes());
+    u[56..58].copy_from_slice(&547u16.to_be_bytes());
+    u[60..62].copy_from_slice(&[0, 0]);
+    let s_ = crate::ipv6::pseudo_header_sum(client_ll, ll, 17, u.len() - 54);
+    let c = !crate::checksum::fold(crate::checksum::sum(s_, &u[54..]));
+    u[60..62].copy_from_slice(&c.to_be_bytes());
+    assert!(s.handle_frame(&u, 0).is_some());
+    // to another group's multicast MAC
+    let mut g = u.clone();
+    g[0..6].copy_from_slice(&[0x33, 0x33, 0, 0, 0, 1]);
+    assert!(s.handle_frame(&g, 0).is_none());
+    assert_eq!(s.counters().other_server, 2);
 }
