@@ -476,8 +476,9 @@ impl LanServices {
         parts.join("; ")
     }
 
-    /// Bound leases, one line each: interface, address, MAC, expiry (time left or
-    /// `never`), host name; written to `out` as they are read (nothing is
+    /// Bound leases, one line each, DHCPv4 then DHCPv6: interface, address, MAC (for
+    /// DHCPv6 the one the client's DUID carries, else the DUID), expiry (time left
+    /// or `never`), host name; written to `out` as they are read (nothing is
     /// gathered); the number written. After `out`'s first error nothing more is
     /// written and the error is returned.
     pub fn write_leases(
