@@ -22,7 +22,9 @@
 //! a route). On a link that advertises ([`Link::keep_solicitations`]) Router
 //! Solicitations for the router are kept aside ([`Link::take_solicitation`], at most
 //! [`SOLICITATIONS`] waiting, more dropped and counted) for the router advertisement
-//! service (`crate::lanservices`).
+//! service (`crate::lanservices`); likewise DHCPv6 frames to UDP port 547
+//! ([`Link::keep_dhcpv6`], [`Link::take_dhcpv6`], at most [`DHCPV6_FRAMES`]) for the
+//! DHCPv6 server: smoltcp does not receive on ff02::1:2.
 
 use crate::iface::NetIf;
 use crate::link::{Link, LinkStats, QueueStats, RxChecksum};
@@ -31,6 +33,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use smoltcp::wire::{EthernetAddress, IpCidr, Ipv4Address};
+use xenlet_router::dhcp6d;
 use xenlet_router::firewall::local::{is_own_client, sent_tuple_of, tuple_of};
 use xenlet_router::firewall::ruleset::Ruleset;
 use xenlet_router::firewall::timematch::WallClock;
@@ -69,6 +72,9 @@ const HELD_FRAMES: usize = 256;
 /// Router Solicitations kept per link for the advertisement service; more are
 /// dropped and counted (one answer serves many anyway).
 pub const SOLICITATIONS: usize = 8;
+/// DHCPv6 frames kept per link for the DHCPv6 server; more are dropped and counted
+/// (the clients retransmit).
+pub const DHCPV6_FRAMES: usize = 16;
 
 /// How the local stack asked for a held frame to be sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +107,10 @@ pub struct Routed<L: Link> {
     keep_solicitations: bool,
     solicitations: VecDeque<Vec<u8>>,
     solicitations_dropped: u64,
+    /// DHCPv6 frames for the DHCPv6 server, if it asked ([`Link::keep_dhcpv6`]).
+    keep_dhcpv6: bool,
+    dhcpv6: VecDeque<Vec<u8>>,
+    dhcpv6_dropped: u64,
 }
 
 impl<L: Link> Routed<L> {
@@ -120,7 +130,15 @@ impl<L: Link> Routed<L> {
             keep_solicitations: false,
             solicitations: VecDeque::new(),
             solicitations_dropped: 0,
+            keep_dhcpv6: false,
+            dhcpv6: VecDeque::new(),
+            dhcpv6_dropped: 0,
         }
+    }
+
+    /// DHCPv6 frames dropped because [`DHCPV6_FRAMES`] waited already.
+    pub fn dhcpv6_dropped(&self) -> u64 {
+        self.dhcpv6_dropped
     }
 
     /// Router Solicitations dropped because [`SOLICITATIONS`] waited already.
@@ -198,6 +216,15 @@ impl<L: Link> Routed<L> {
                 self.solicitations.push_back(frame);
             } else {
                 self.solicitations_dropped += 1;
+            }
+            return;
+        }
+        if self.keep_dhcpv6 && dhcp6d::message::is_to_server(&frame) {
+            // smoltcp does not take ff02::1:2: the DHCPv6 server's
+            if self.dhcpv6.len() < DHCPV6_FRAMES {
+                self.dhcpv6.push_back(frame);
+            } else {
+                self.dhcpv6_dropped += 1;
             }
             return;
         }
@@ -320,6 +347,15 @@ impl<L: Link> Link for Routed<L> {
         self.keep_solicitations = on;
         if !on {
             self.solicitations.clear();
+        }
+    }
+    fn take_dhcpv6(&mut self) -> Option<Vec<u8>> {
+        self.dhcpv6.pop_front()
+    }
+    fn keep_dhcpv6(&mut self, on: bool) {
+        self.keep_dhcpv6 = on;
+        if !on {
+            self.dhcpv6.clear();
         }
     }
 }
@@ -494,6 +530,7 @@ impl Gateway {
                 n.link.local.clear();
                 n.link.local_bytes = 0;
                 n.link.solicitations.clear();
+                n.link.dhcpv6.clear();
             }
         }
     }
@@ -916,6 +953,39 @@ mod tests {
         r.queue_local(rs.clone(), RxChecksum::Unknown);
         r.keep_solicitations(false);
         assert_eq!(r.take_solicitation(), None, "dropped when no longer wanted");
+    }
+
+    #[test]
+    fn dhcpv6_frames_are_kept_aside_bounded_not_given_to_the_stack() {
+        let (a, _b) = cable();
+        let mut r = Routed::new(a);
+        r.routed = true;
+        let mut f = alloc::vec![0u8; 14 + 40 + 8 + 4];
+        f[12..14].copy_from_slice(&[0x86, 0xdd]);
+        f[14 + 6] = 17;
+        f[14 + 40 + 2..14 + 40 + 4].copy_from_slice(&547u16.to_be_bytes());
+        r.queue_local(f.clone(), RxChecksum::Unknown);
+        assert_eq!((r.local.len(), r.take_dhcpv6()), (1, None), "not asked for");
+        assert!(r.recv_flagged().is_some());
+        r.keep_dhcpv6(true);
+        for _ in 0..DHCPV6_FRAMES + 2 {
+            r.queue_local(f.clone(), RxChecksum::Unknown);
+        }
+        // UDP to another port goes to the stack
+        let mut dns = f.clone();
+        dns[14 + 40 + 2..14 + 40 + 4].copy_from_slice(&53u16.to_be_bytes());
+        r.queue_local(dns, RxChecksum::Unknown);
+        assert_eq!(r.local.len(), 1);
+        assert_eq!(r.dhcpv6_dropped(), 2);
+        let mut n = 0;
+        while let Some(g) = r.take_dhcpv6() {
+            assert_eq!(g, f);
+            n += 1;
+        }
+        assert_eq!(n, DHCPV6_FRAMES);
+        r.queue_local(f.clone(), RxChecksum::Unknown);
+        r.keep_dhcpv6(false);
+        assert_eq!(r.take_dhcpv6(), None, "dropped when no longer wanted");
     }
 
     struct Net {

@@ -27,9 +27,16 @@
 //! left out, as hosts would wait on a server that never answers); router lifetime 0
 //! while there is no IPv6
 //! upstream, unless `ra_default` is 1 or 2 (odhcpd's "no default route present,
-//! setting ra_lifetime to 0"). The M and O flags of `ra_flags` are not announced
-//! while Xenlet runs no DHCPv6 server (a warning says so): hosts would ask a server
-//! that does not answer.
+//! setting ra_lifetime to 0"). The M and O flags of `ra_flags` are announced on an
+//! interface whose DHCPv6 server runs, and not elsewhere (a warning says so): hosts
+//! would ask a server that does not answer.
+//!
+//! DHCPv6 follows odhcpd's `dhcpv6 'server'`: a stateful server on the interface
+//! ([`Dhcp6Spec`]) handing out addresses of its IPv6 /64 (the ULA's) with the
+//! section's `leasetime`, the router's address as DNS server (where the forwarder
+//! listens; none if it does not serve the interface) and dnsmasq's `domain` as the
+//! search list; `config host` names are the names of the clients whose DUID
+//! carries their MAC. `relay` and `hybrid` are not run (a warning says so).
 
 use crate::config::IfConfig;
 use crate::netplan::Plan;
@@ -38,13 +45,14 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 use smoltcp::wire::IpCidr;
+use xenlet_router::dhcp6d::{Dhcp6Config, NamedHost};
 use xenlet_router::dhcpd::config::LEASE_HEAP_BYTES;
 use xenlet_router::dhcpd::{ExtraOption, PoolConfig, StaticHost};
 use xenlet_router::dns::{CacheConfig, DnsConfig};
 use xenlet_router::ipv6;
 use xenlet_router::ra::{RaConfig, RaPrefix};
 use xenlet_router::route6::Ipv6Net;
-use xenlet_uci::dhcp::{DhcpConfig, LeaseTime};
+use xenlet_uci::dhcp::{DhcpConfig, DhcpPool, Host, LeaseTime};
 use xenlet_uci::network::NetworkConfig;
 use xenlet_uci::ra::{Mode, RaOptions};
 
@@ -77,6 +85,15 @@ pub struct RaSpec {
     pub config: RaConfig,
 }
 
+/// The DHCPv6 server of one interface.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dhcp6Spec {
+    /// The stack's interface (`eth0`).
+    pub vif: String,
+    /// What it serves (`mac` is the interface's, filled in when it starts).
+    pub config: Dhcp6Config,
+}
+
 /// What the LAN services run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServicesSpec {
@@ -84,6 +101,8 @@ pub struct ServicesSpec {
     pub pools: Vec<PoolSpec>,
     /// Router advertisements, one per interface with `ra 'server'`.
     pub ra: Vec<RaSpec>,
+    /// DHCPv6 servers, one per interface with `dhcpv6 'server'` and an IPv6 /64.
+    pub dhcp6: Vec<Dhcp6Spec>,
     /// The DNS forwarder's settings (its LAN address is the first pool's server),
     /// `None` when dnsmasq's `port` is 0 or no interface is served.
     pub dns: Option<DnsConfig>,
@@ -114,6 +133,11 @@ impl ServicesSpec {
         let per_pool = heap_bytes / 16 / LEASE_HEAP_BYTES / self.pools.len().max(1);
         for p in &mut self.pools {
             p.pool.max_leases = p.pool.max_leases.min(per_pool.max(16));
+        }
+        // The DHCPv6 leases take as much again (a DUID is up to 130 bytes).
+        let per_v6 = heap_bytes / 16 / LEASE_HEAP_BYTES / self.dhcp6.len().max(1);
+        for d in &mut self.dhcp6 {
+            d.config.max_leases = d.config.max_leases.min(per_v6.max(16));
         }
         if let Some(d) = self.dns.as_mut() {
             d.max_pending = d.max_pending.min((heap_bytes / 8 / (9 << 10)).max(8));
@@ -211,23 +235,41 @@ pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> Services
         });
     }
     let mut ra = Vec::new();
+    let mut dhcp6 = Vec::new();
     for (vif, uci_name, ifc) in &plan.ifaces {
         let Some(p) = dhcp.pool_for(uci_name) else {
             continue;
         };
         // The forwarder listens (IPv4 and IPv6) on the interfaces with a pool.
         let dns_here = d.port != 0 && pools.iter().any(|s| s.vif == *vif);
+        let v6 = match dhcp6_config(p, ifc, &domain, dns_here, &dhcp.hosts) {
+            Ok(c) => c,
+            Err(e) => {
+                warnings.push(format!("dhcp: '{}': {e}; no DHCPv6 server", p.name));
+                None
+            }
+        };
+        let v6_runs = v6.is_some();
+        if let Some(config) = v6 {
+            dhcp6.push(Dhcp6Spec {
+                vif: vif.clone(),
+                config,
+            });
+        }
         match ra_config(&p.ra, ifc, &domain, dns_here) {
-            Ok(Some(config)) => {
+            Ok(Some(mut config)) => {
                 if p.ra.dns && !dns_here {
                     warnings.push(format!(
                         "dhcp: '{}': ra_dns: no RDNSS announced: the DNS forwarder does not serve this interface (dnsmasq port 0, or no DHCPv4 pool)",
                         p.name
                     ));
                 }
-                if p.ra.managed || p.ra.other {
+                if v6_runs {
+                    config.managed = p.ra.managed;
+                    config.other = p.ra.other;
+                } else if p.ra.managed || p.ra.other {
                     warnings.push(format!(
-                        "dhcp: '{}': ra_flags managed-config/other-config not announced: Xenlet runs no DHCPv6 server yet (SLAAC and RDNSS serve the LAN)",
+                        "dhcp: '{}': ra_flags managed-config/other-config not announced: no DHCPv6 server on this interface (dhcpv6 'server' not set; SLAAC and RDNSS serve the LAN)",
                         p.name
                     ));
                 }
@@ -306,6 +348,7 @@ pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> Services
     ServicesSpec {
         pools,
         ra,
+        dhcp6,
         dns,
         upstreams,
         local_service: d.localservice,
@@ -313,6 +356,64 @@ pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> Services
         lease_view,
         warnings,
     }
+}
+
+/// The DHCPv6 server of an interface configured `ifc` for `dhcp` section `p`:
+/// `None` unless `dhcpv6 'server'`; an error when it cannot run. `dns`: whether the
+/// router's address may be announced as a DNS server.
+fn dhcp6_config(
+    p: &DhcpPool,
+    ifc: &IfConfig,
+    domain: &str,
+    dns: bool,
+    hosts: &[Host],
+) -> Result<Option<Dhcp6Config>, String> {
+    match p.ra.dhcpv6 {
+        Mode::Disabled => return Ok(None),
+        Mode::Relay | Mode::Hybrid => {
+            return Err(
+                format!("dhcpv6 '{:?}' not supported (no relay)", p.ra.dhcpv6).to_lowercase(),
+            )
+        }
+        Mode::Server => {}
+    }
+    let own: Vec<Ipv6Net> = ifc
+        .addrs
+        .iter()
+        .filter_map(|c| match c {
+            IpCidr::Ipv6(c) if !ipv6::is_link_local(c.address()) => {
+                Ipv6Net::new(c.address(), c.prefix_len())
+            }
+            _ => None,
+        })
+        .collect();
+    let Some(first) = own.iter().find(|n| n.prefix_len() <= 64) else {
+        return Err(String::from(
+            "dhcpv6 'server' but the interface has no IPv6 /64 (ula_prefix, ip6assign)",
+        ));
+    };
+    let prefix = Ipv6Net::new(first.addr(), 64).unwrap_or(*first);
+    let mut c = Dhcp6Config::new(&p.interface, prefix, [0; 6]);
+    c.router_addrs = own.iter().map(|n| n.addr()).collect();
+    if dns {
+        c.dns = alloc::vec![first.addr()];
+    }
+    c.domain = String::from(domain);
+    c.lease_secs = match p.leasetime {
+        LeaseTime::Seconds(s) => s,
+        LeaseTime::Infinite => u32::MAX,
+    };
+    for h in hosts {
+        if let Some(name) = &h.name {
+            for mac in &h.macs {
+                c.hosts.push(NamedHost {
+                    mac: *mac,
+                    name: name.clone(),
+                });
+            }
+        }
+    }
+    Ok(Some(c))
 }
 
 /// The advertisements of an interface configured `ifc` with odhcpd's options `o`:
@@ -426,7 +527,7 @@ mod tests {
     const FIREWALL: &str = include_str!("../../xtask/rootfs/etc/config/firewall");
     const DHCP: &str = include_str!("../../xtask/rootfs/etc/config/dhcp");
     const NO_RDNSS: &str = "dhcp: 'lan': ra_dns: no RDNSS announced: the DNS forwarder does not serve this interface (dnsmasq port 0, or no DHCPv4 pool)";
-    const NO_DHCPV6: &str = "dhcp: 'lan': ra_flags managed-config/other-config not announced: Xenlet runs no DHCPv6 server yet (SLAAC and RDNSS serve the LAN)";
+    const NO_DHCPV6: &str = "dhcp: 'lan': ra_flags managed-config/other-config not announced: no DHCPv6 server on this interface (dhcpv6 'server' not set; SLAAC and RDNSS serve the LAN)";
 
     #[test]
     fn the_lan_advertises_its_ula_64_as_odhcpd_does() {
@@ -447,7 +548,11 @@ mod tests {
                 preferred_secs: 2700,
             }]
         );
-        assert_eq!((c.managed, c.other), (false, false), "no DHCPv6 server");
+        assert_eq!(
+            (c.managed, c.other),
+            (true, true),
+            "ra_flags managed-config other-config: the DHCPv6 server runs"
+        );
         assert_eq!(c.router_lifetime_secs, 0, "no IPv6 upstream");
         assert_eq!(
             c.rdnss,
@@ -473,7 +578,9 @@ mod tests {
         let port0 = DHCP.replace("config dnsmasq", "config dnsmasq\n\toption port '0'");
         let s = spec_from_files(&port0, &network, &router_plan(&network)).unwrap();
         assert!(s.dns.is_none() && s.ra[0].config.rdnss.is_empty());
-        assert_eq!(s.warnings, [NO_RDNSS, NO_DHCPV6]);
+        assert_eq!(s.warnings, [NO_RDNSS]);
+        // without a DNS forwarder on the interface DHCPv6 announces no DNS server
+        assert!(s.dhcp6[0].config.dns.is_empty());
         assert_eq!(
             (
                 c.min_interval_secs,
@@ -502,10 +609,16 @@ mod tests {
             (20, 60, Some(1400))
         );
 
-        // no ULA: no advertisements, said once
+        // no ULA: no advertisements and no DHCPv6 server, each said once
         let s = spec_from_files(DHCP, NETWORK, &router_plan(NETWORK)).unwrap();
-        assert!(s.ra.is_empty());
-        assert_eq!(s.warnings, ["dhcp: 'lan': ra 'server' but the interface has no IPv6 prefix (ula_prefix, ip6assign); no router advertisements"]);
+        assert!(s.ra.is_empty() && s.dhcp6.is_empty());
+        assert_eq!(
+            s.warnings,
+            [
+                "dhcp: 'lan': dhcpv6 'server' but the interface has no IPv6 /64 (ula_prefix, ip6assign); no DHCPv6 server",
+                "dhcp: 'lan': ra 'server' but the interface has no IPv6 prefix (ula_prefix, ip6assign); no router advertisements"
+            ]
+        );
         assert_eq!(s.pools.len(), 1, "DHCPv4 and DNS go on");
         // relay is not run; ra absent or disabled is silent
         let relay = DHCP.replace("option ra 'server'", "option ra 'relay'");
@@ -520,6 +633,54 @@ mod tests {
         assert!(s.ra.is_empty() && s.warnings.is_empty());
     }
 
+    #[test]
+    fn the_lan_runs_odhcpds_dhcpv6_server_on_its_ula_64() {
+        let network = NETWORK.replace("'auto'", "'fd12:3456:789a::/48'");
+        let dhcp = DHCP.replace("option leasetime '12h'", "option leasetime '2h'")
+            + "\nconfig host\n\toption name 'nas'\n\toption mac '00:11:22:33:44:55'\n";
+        let s = spec_from_files(&dhcp, &network, &router_plan(&network)).unwrap();
+        assert_eq!(s.dhcp6.len(), 1, "lan only");
+        let d = &s.dhcp6[0];
+        assert_eq!(d.vif, "eth0");
+        let c = &d.config;
+        let ula1: core::net::Ipv6Addr = "fd12:3456:789a::1".parse().unwrap();
+        assert_eq!(
+            c.prefix,
+            Ipv6Net::new("fd12:3456:789a::".parse().unwrap(), 64).unwrap()
+        );
+        assert_eq!(c.router_addrs, [ula1]);
+        assert_eq!(c.dns, [ula1]);
+        assert_eq!((c.domain.as_str(), c.lease_secs), ("lan", 7200));
+        assert_eq!(
+            c.hosts,
+            [NamedHost {
+                mac: [0, 0x11, 0x22, 0x33, 0x44, 0x55],
+                name: String::from("nas")
+            }]
+        );
+        // dhcpv6 disabled: no server, and the M/O flags are not announced
+        let off = DHCP.replace("option dhcpv6 'server'", "option dhcpv6 'disabled'");
+        let s = spec_from_files(&off, &network, &router_plan(&network)).unwrap();
+        assert!(s.dhcp6.is_empty());
+        assert_eq!(
+            (s.ra[0].config.managed, s.ra[0].config.other),
+            (false, false)
+        );
+        assert_eq!(s.warnings, [NO_DHCPV6]);
+        // relay: not run, said so
+        let relay = DHCP.replace("option dhcpv6 'server'", "option dhcpv6 'relay'");
+        let s = spec_from_files(&relay, &network, &router_plan(&network)).unwrap();
+        assert!(s.dhcp6.is_empty());
+        assert_eq!(
+            s.warnings[0],
+            "dhcp: 'lan': dhcpv6 'relay' not supported (no relay); no DHCPv6 server"
+        );
+        // the tables fit the heap
+        let mut s = spec_from_files(DHCP, &network, &router_plan(&network)).unwrap();
+        s.fit_to_heap(1 << 20);
+        assert_eq!(s.dhcp6[0].config.max_leases, 128);
+    }
+
     fn router_plan(network: &str) -> Plan {
         netplan::plan(network, Some(FIREWALL), &["eth0", "eth1"], 64, 1).unwrap()
     }
@@ -528,7 +689,7 @@ mod tests {
     fn the_images_files_serve_lan_and_ignore_wan() {
         let network = NETWORK.replace("'auto'", "'fd12:3456:789a::/48'");
         let s = spec_from_files(DHCP, &network, &router_plan(&network)).unwrap();
-        assert_eq!(s.warnings, [NO_DHCPV6]);
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
         assert_eq!(s.pools.len(), 1, "wan is ignore '1'");
         let p = &s.pools[0];
         assert_eq!(p.vif, "eth0");

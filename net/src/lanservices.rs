@@ -29,9 +29,14 @@
 //! - Router advertisements ([`ra`]): odhcpd's `ra 'server'` on each interface the
 //!   spec names, its frames sent on the link, the Router Solicitations the routed
 //!   link keeps aside handed to it.
+//! - DHCPv6 ([`dhcp6`]): odhcpd's `dhcpv6 'server'` on each interface the spec
+//!   names, fed the frames to UDP port 547 the routed link keeps aside, answering
+//!   on the link. Its leases are the forwarder's IPv6 host table (AAAA and
+//!   `ip6.arpa` names for `NAME.lan`).
 //! - Leases persist through a [`LeaseStore`] the kernel gives (the file I/O stays
 //!   out of this crate): loaded at start, saved in dnsmasq's format when they
-//!   changed, at most every [`SAVE_INTERVAL_MS`].
+//!   changed, at most every [`SAVE_INTERVAL_MS`]: the DHCPv4 lines, then, as
+//!   dnsmasq writes them, a `duid SERVER-DUID` line and the DHCPv6 lines.
 //!
 //! Sockets are found again through the interface's [`NetIf::instance`]: if an
 //! interface goes away, its services stop (counted) instead of touching another
@@ -46,7 +51,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
-use core::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use smoltcp::iface::SocketHandle;
@@ -57,8 +62,10 @@ use xenlet_router::dhcpd::{DhcpCounters, DhcpServer, LoadReport, ReplyTo};
 use xenlet_router::dns::tcp::{TcpCounters, TcpLimits};
 use xenlet_router::dns::{DnsAction, DnsCounters, DnsForwarder, HostTable, Rng};
 
+pub mod dhcp6;
 mod dnstcp;
 pub mod ra;
+use dhcp6::Dhcp6Ports;
 use dnstcp::DnsTcp;
 use ra::RaPorts;
 use xenlet_router::Millis;
@@ -207,8 +214,8 @@ impl DnsListener {
     }
 }
 
-/// The DHCP servers' leases, as the forwarder's host table.
-struct Leases<'a>(&'a [DhcpPort]);
+/// The DHCP servers' leases (v4 and v6), as the forwarder's host table.
+struct Leases<'a>(&'a [DhcpPort], &'a Dhcp6Ports);
 
 impl HostTable for Leases<'_> {
     fn address_of(&self, name: &str, now: Millis) -> Option<Ipv4Addr> {
@@ -217,6 +224,23 @@ impl HostTable for Leases<'_> {
     fn name_of(&self, ip: Ipv4Addr, now: Millis) -> Option<&str> {
         self.0.iter().find_map(|p| p.server.name_of(ip, now))
     }
+    fn address6_of(&self, name: &str, now: Millis) -> Option<Ipv6Addr> {
+        self.1.address_of(name, now)
+    }
+    fn name6_of(&self, ip: Ipv6Addr, now: Millis) -> Option<&str> {
+        self.1.name_of(ip, now)
+    }
+}
+
+/// A lease file's DHCPv4 part (before the first `duid` line) and its DHCPv6 lines
+/// (after it, `duid` lines left out).
+fn split_lease_file(text: &str) -> (&str, impl Iterator<Item = &str>) {
+    let at = text
+        .match_indices("duid ")
+        .find(|(i, _)| *i == 0 || text.as_bytes().get(i - 1) == Some(&b'\n'))
+        .map_or(text.len(), |(i, _)| i);
+    let (v4, v6) = text.split_at(at);
+    (v4, v6.lines().filter(|l| !l.starts_with("duid ")))
 }
 
 /// Query ids and source ports: ChaCha20 (`rand_chacha`) keyed by the caller with 32
@@ -248,6 +272,8 @@ pub struct LanServices {
     tcp: DnsTcp,
     /// Router advertisements.
     ra: RaPorts,
+    /// DHCPv6 servers.
+    dhcp6: Dhcp6Ports,
     /// Open upstream sockets by source port.
     upstream: Vec<(u16, Sock)>,
     configured_upstreams: Vec<SocketAddrV4>,
@@ -290,6 +316,7 @@ impl LanServices {
         for p in &spec.pools {
             let mut server = DhcpServer::new(p.pool.clone());
             if let Some(text) = saved.as_deref() {
+                let (text, _) = split_lease_file(text);
                 let r = server.load_lease_file(text, now, epoch_offset_secs);
                 load_report.loaded += r.loaded;
                 load_report.expired += r.expired;
@@ -318,16 +345,26 @@ impl LanServices {
         }
         let rng = QueryRng(ChaCha20Rng::from_seed(seed));
         let ra = RaPorts::new(&spec.ra, &mut stack.ifs, now);
+        let mut dhcp6 = Dhcp6Ports::new(&spec.dhcp6, &mut stack.ifs);
+        if let Some(text) = saved.as_deref() {
+            let (_, v6) = split_lease_file(text);
+            let v6: String = v6.flat_map(|l| [l, "\n"]).collect();
+            let r = dhcp6.load(&v6, now, epoch_offset_secs);
+            load_report.loaded += r.loaded;
+            load_report.expired += r.expired;
+            load_report.corrupt += r.corrupt;
+        }
         let saved_mark = dhcp
             .iter()
             .map(|p| lease_mark(p.server.counters()))
-            .fold(0, u64::wrapping_add);
+            .fold(dhcp6.lease_mark(), u64::wrapping_add);
         LanServices {
             dhcp,
             dns: spec.dns.clone().map(DnsForwarder::new),
             listeners,
             tcp,
             ra,
+            dhcp6,
             upstream: Vec::new(),
             configured_upstreams: spec.upstreams.clone(),
             local_service: spec.local_service,
@@ -357,6 +394,11 @@ impl LanServices {
             .iter()
             .map(|p| (p.vif.as_str(), p.server.counters()))
             .collect()
+    }
+
+    /// Each DHCPv6 server's interface, counters and the sends its link refused.
+    pub fn dhcp6_counters(&self) -> Vec<(&str, &xenlet_router::dhcp6d::Dhcp6Counters, u64)> {
+        self.dhcp6.counters()
     }
 
     /// The forwarder's counters, if DNS runs.
@@ -406,6 +448,7 @@ impl LanServices {
             })
             .collect();
         parts.extend(self.ra.summary());
+        parts.extend(self.dhcp6.summary());
         if let Some(d) = &self.dns {
             let ups: Vec<String> = d
                 .config()
@@ -433,8 +476,9 @@ impl LanServices {
         parts.join("; ")
     }
 
-    /// Bound leases, one line each: interface, address, MAC, expiry (time left or
-    /// `never`), host name; written to `out` as they are read (nothing is
+    /// Bound leases, one line each, DHCPv4 then DHCPv6: interface, address, MAC (for
+    /// DHCPv6 the one the client's DUID carries, else the DUID), expiry (time left
+    /// or `never`), host name; written to `out` as they are read (nothing is
     /// gathered); the number written. After `out`'s first error nothing more is
     /// written and the error is returned.
     pub fn write_leases(
@@ -465,6 +509,30 @@ impl LanServices {
                 n += 1;
             }
         }
+        // DHCPv6: the MAC the client's DUID carries, else the DUID itself.
+        for p in &self.dhcp6.ports {
+            for l in p.server.leases(now) {
+                let left = l.expires.map_or(String::from("never"), |e| {
+                    lease_time(u32::try_from(e.saturating_sub(now) / 1000).unwrap_or(u32::MAX))
+                });
+                write!(out, "{:<6} {:<15} ", p.vif, l.addr)?;
+                let (bytes, width) = match xenlet_router::dhcp6d::server::duid_mac(&l.duid) {
+                    Some(mac) => (mac.to_vec(), 17),
+                    None => (l.duid.clone(), 0),
+                };
+                for (i, b) in bytes.iter().enumerate() {
+                    if i > 0 {
+                        out.write_char(':')?;
+                    }
+                    write!(out, "{b:02x}")?;
+                }
+                for _ in (bytes.len() * 3).saturating_sub(1)..width {
+                    out.write_char(' ')?;
+                }
+                writeln!(out, " {:<8} {}", left, l.hostname.as_deref().unwrap_or("*"))?;
+                n += 1;
+            }
+        }
         Ok(n)
     }
 
@@ -475,6 +543,11 @@ impl LanServices {
         let now = ms(now_ms);
         let mut text = BoundedText::new(MAX_LEASE_FILE);
         for p in &self.dhcp {
+            p.server
+                .write_lease_file(&mut text, now, self.epoch_offset_secs)
+                .ok()?;
+        }
+        for p in &self.dhcp6.ports {
             p.server
                 .write_lease_file(&mut text, now, self.epoch_offset_secs)
                 .ok()?;
@@ -519,6 +592,9 @@ impl LanServices {
         let mut busy = false;
         busy |= self.poll_dhcp(&mut stack.ifs, now);
         busy |= self.ra.poll(&mut stack.ifs, now, &mut self.rng);
+        busy |= self
+            .dhcp6
+            .poll(&mut stack.ifs, now, &mut self.counters.lost_interface);
         if self.dns.is_some() {
             self.sync_upstreams(&stack.ifs);
             busy |= self.poll_dns(stack, now);
@@ -606,8 +682,13 @@ impl LanServices {
                         SocketAddr::from((ip, from.port))
                     }
                 };
-                let actions =
-                    d.handle_query(&data, client, now, &mut self.rng, &Leases(&self.dhcp));
+                let actions = d.handle_query(
+                    &data,
+                    client,
+                    now,
+                    &mut self.rng,
+                    &Leases(&self.dhcp, &self.dhcp6),
+                );
                 drop(data);
                 for a in actions {
                     self.act(&mut t, stack, a, now);
@@ -686,8 +767,13 @@ impl LanServices {
                     break;
                 };
                 busy = true;
-                let actions =
-                    d.handle_tcp_query(&q, client, now, &mut self.rng, &Leases(&self.dhcp));
+                let actions = d.handle_tcp_query(
+                    &q,
+                    client,
+                    now,
+                    &mut self.rng,
+                    &Leases(&self.dhcp, &self.dhcp6),
+                );
                 drop(q);
                 for a in actions {
                     self.act(t, stack, a, now);
@@ -831,7 +917,7 @@ impl LanServices {
         self.dhcp
             .iter()
             .map(|p| lease_mark(p.server.counters()))
-            .fold(0, u64::wrapping_add)
+            .fold(self.dhcp6.lease_mark(), u64::wrapping_add)
     }
 
     /// Writes the lease file if the leases changed and the last write is at least
@@ -899,6 +985,7 @@ impl LanServices {
         }
         self.tcp.shutdown(&mut stack.ifs);
         self.ra.shutdown(&mut stack.ifs);
+        self.dhcp6.shutdown(&mut stack.ifs);
     }
 }
 

@@ -172,6 +172,15 @@ pub trait Link {
     /// [`Link::take_solicitation`] (an interface that advertises), or no longer
     /// (those waiting are dropped); otherwise they go to the stack like any frame.
     fn keep_solicitations(&mut self, _on: bool) {}
+    /// The next DHCPv6 frame (UDP over IPv6 to port 547) the link kept aside for
+    /// the DHCPv6 server (a routed link does: [`crate::gateway::Routed`]; smoltcp
+    /// would not take ff02::1:2).
+    fn take_dhcpv6(&mut self) -> Option<Vec<u8>> {
+        None
+    }
+    /// Asks the link to keep DHCPv6 frames aside for [`Link::take_dhcpv6`] (an
+    /// interface with a DHCPv6 server), or no longer (those waiting are dropped).
+    fn keep_dhcpv6(&mut self, _on: bool) {}
 }
 
 /// Free transmit slots required before smoltcp may queue one more frame while

@@ -9,8 +9,9 @@
 //! - `dhcp` pools: `interface`, `start` (offset into the interface's subnet), `limit`
 //!   (pool size), `leasetime` (`N` seconds or with a unit `s/m/h/d/w`, or `infinite`),
 //!   `ignore`, `dhcp_option` (list, dnsmasq's `[tag:..,]code|option:name,value` kept as
-//!   text), `dhcpv4` (`server`/`disabled`), `force`; the IPv6 settings (`dhcpv6`, `ra`,
-//!   `ra_flags`, `ndp`, ...) are recognised and not used;
+//!   text), `dhcpv4` (`server`/`disabled`), `force`; odhcpd's IPv6 settings (`dhcpv6`,
+//!   `ra`, `ra_flags`, ...) are read by [`crate::ra`] (`ndp` and others recognised,
+//!   not used);
 //! - `host` static leases: `name`, `mac` (list or space separated), `ip`, `leasetime`;
 //! - `odhcpd`: recognised, ignored (Xenlet has no odhcpd).
 

@@ -3,7 +3,8 @@
 //!
 //! - `ra`: `server` (advertise), `disabled` (default when absent), `relay` and
 //!   `hybrid` (recognised, not run: Xenlet does not relay);
-//! - `dhcpv6`: the DHCPv6 mode, kept (the server is not built yet);
+//! - `dhcpv6`: the DHCPv6 mode (`server` runs the stateful DHCPv6 server;
+//!   `relay` and `hybrid` are recognised, not run);
 //! - `ra_slaac` (default 1): the A flag on announced prefixes;
 //! - `ra_flags` (list, default `other-config`): `managed-config`, `other-config`,
 //!   `home-agent`, `none`;

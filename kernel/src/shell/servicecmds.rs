@@ -1,6 +1,7 @@
-//! The LAN services' commands: `leases` (the DHCP server's bound leases) and
-//! `dnsmasq` (the DHCP server's and DNS forwarder's state and counters, named after
-//! the daemon that does both on OpenWrt).
+//! The LAN services' commands: `leases` (the DHCP servers' bound leases, v4 then
+//! v6) and `dnsmasq` (the DHCP servers', router advertisements' and DNS
+//! forwarder's state and counters, named after the daemon that does most of it on
+//! OpenWrt).
 
 use crate::dev::network::{now_ms, NET, SERVICES};
 use crate::shell::host::Host;
@@ -9,7 +10,8 @@ use xenlet_shell::{CmdError, CmdResult};
 
 const NOT_RUNNING: &str = "not running (the router runs them with two vifs and /etc/config/dhcp)";
 
-/// `leases`: interface, address, MAC, time left, host name.
+/// `leases`: interface, address, MAC, time left, host name; DHCPv4 leases then
+/// DHCPv6 ones (the MAC their DUID carries, else the DUID).
 pub fn leases(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     if !args.is_empty() {
         return Err(CmdError::usage("leases"));
@@ -61,6 +63,34 @@ pub fn dnsmasq(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             c.dropped_invalid,
             c.ignored,
             c.pool_exhausted
+        )?;
+    }
+    for (vif, c, send_failed) in sv.dhcp6_counters() {
+        writeln!(
+            out,
+            "dhcpv6 {vif}: solicit {} request {} renew {} rebind {} release {} decline {} \
+             confirm {} information-request {} | advertise {} reply {} bound {} | dropped \
+             malformed {} wrong-type {} invalid {} other-server {} | no-addrs {} no-binding {} \
+             not-on-link {} use-multicast {} | send-failed {send_failed}",
+            c.solicit,
+            c.request,
+            c.renew,
+            c.rebind,
+            c.release,
+            c.decline,
+            c.confirm,
+            c.information_request,
+            c.advertise,
+            c.reply,
+            c.bound,
+            c.dropped_malformed,
+            c.dropped_wrong_type,
+            c.dropped_invalid,
+            c.other_server,
+            c.no_addrs,
+            c.no_binding,
+            c.not_on_link,
+            c.use_multicast
         )?;
     }
     for (vif, c, send_failed) in sv.ra_counters() {

@@ -203,6 +203,7 @@ fn a_lan_host_gets_an_address_gateway_and_dns_by_dhcp_and_the_lease_is_saved() {
         n.services.summary(),
         "dhcpd: eth0 192.168.1.100-249, lease 12h; \
          ra: eth0 fd12:3456:789a::/64 slaac, router lifetime 0s; \
+         dhcpv6: eth0 fd12:3456:789a::/64, lease 12h; \
          dns: OpenWrt.lan on 192.168.1.1 fd12:3456:789a::1, forwarding to 10.0.0.1:53"
     );
     let ip = lease(&mut n);
@@ -431,6 +432,7 @@ fn the_wan_leases_dns_server_becomes_the_upstream() {
             pool: isp_pool,
         }],
         ra: Vec::new(),
+        dhcp6: Vec::new(),
         dns: None,
         upstreams: Vec::new(),
         local_service: false,
@@ -523,7 +525,11 @@ fn a_lost_interface_stops_its_services_without_touching_another() {
     );
     n.step();
     n.step();
-    assert_eq!(n.services.counters().lost_interface, 2, "DHCP and DNS");
+    assert_eq!(
+        n.services.counters().lost_interface,
+        3,
+        "DHCP, DHCPv6 and DNS"
+    );
     assert!(n.services.summary().contains("(not up)"));
 }
 
@@ -818,3 +824,5 @@ fn the_lease_listing_is_written_line_by_line_not_gathered() {
 mod dns6;
 mod ra;
 mod tcp;
+
+mod dhcp6;

@@ -498,15 +498,15 @@ impl DnsForwarder {
             let (addr, addr6) = if self.is_router_name(h) {
                 (Some(self.cfg.lan_addr), self.cfg.lan_addr6)
             } else {
-                (hosts.address_of(h, now), None)
+                (hosts.address_of(h, now), hosts.address6_of(h, now))
             };
-            if let Some(ip) = addr {
-                // A known name: its A (and the router's AAAA) answered; a type it
-                // has no record of is NODATA (NOERROR, no answer), as dnsmasq
-                // answers, never NXDOMAIN: that would tell a host asking A and AAAA
-                // at once that the name does not exist at all.
+            if addr.is_some() || addr6.is_some() {
+                // A known name: its A (DHCPv4 lease) and AAAA (DHCPv6 lease)
+                // answered; a type it has no record of is NODATA (NOERROR, no
+                // answer), as dnsmasq answers, never NXDOMAIN: that would tell a
+                // host asking A and AAAA at once that the name does not exist at all.
                 let mut ans = Vec::new();
-                if wants(rtype::A) {
+                if let Some(ip) = addr.filter(|_| wants(rtype::A)) {
                     ans.push(a(ip));
                 }
                 if let Some(ip6) = addr6.filter(|_| wants(rtype::AAAA)) {
@@ -550,7 +550,7 @@ impl DnsForwarder {
             } else if ip.is_loopback() {
                 Some(String::from("localhost"))
             } else {
-                None
+                hosts.name6_of(ip, now).map(|n| self.fqdn(n))
             };
             if let Some(n) = name {
                 let ans = match (wants(rtype::PTR), name_rdata(&n)) {

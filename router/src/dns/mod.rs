@@ -42,7 +42,7 @@ pub use cache::CacheConfig;
 pub use forwarder::{DnsAction, DnsConfig, DnsCounters, DnsDrop, DnsForwarder};
 
 use crate::Millis;
-use core::net::Ipv4Addr;
+use core::net::{Ipv4Addr, Ipv6Addr};
 
 /// Randomness for query ids and source ports, from the caller.
 pub trait Rng {
@@ -56,6 +56,14 @@ pub trait HostTable {
     fn address_of(&self, name: &str, now: Millis) -> Option<Ipv4Addr>;
     /// The host name of the host at `ip`.
     fn name_of(&self, ip: Ipv4Addr, now: Millis) -> Option<&str>;
+    /// The IPv6 address of host `name` (its DHCPv6 lease), if any.
+    fn address6_of(&self, _name: &str, _now: Millis) -> Option<Ipv6Addr> {
+        None
+    }
+    /// The host name of the host at IPv6 address `ip`.
+    fn name6_of(&self, _ip: Ipv6Addr, _now: Millis) -> Option<&str> {
+        None
+    }
 }
 
 /// No hosts.

@@ -133,7 +133,11 @@ fn the_lan_hears_advertisements_of_the_ula_64_and_an_answer_to_its_solicitation(
         panic!("{repr:?}")
     };
     assert_eq!(router_lifetime, smoltcp::time::Duration::from_secs(0));
-    assert!(flags.is_empty(), "no M/O without a DHCPv6 server");
+    assert_eq!(
+        flags,
+        smoltcp::wire::NdiscRouterFlags::MANAGED | smoltcp::wire::NdiscRouterFlags::OTHER,
+        "ra_flags managed-config other-config: the DHCPv6 server runs"
+    );
     assert_eq!(
         lladdr,
         Some(RawHardwareAddress::from_bytes(&ROUTER_LAN_MAC))

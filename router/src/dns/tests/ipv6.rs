@@ -1,7 +1,7 @@
 //! IPv6 clients: queries from the LAN's IPv6 hosts are forwarded (to the IPv4
 //! upstreams), merged with identical IPv4 ones, cached and checked for rebinding as
-//! IPv4 clients' are; local names answer AAAA with NODATA (the router's own names
-//! with its ULA address).
+//! IPv4 clients' are; local names answer AAAA from their DHCPv6 lease, NODATA
+//! without one (the router's own names with its ULA address).
 
 use super::*;
 use core::net::{Ipv6Addr, SocketAddrV6};
@@ -270,4 +270,64 @@ fn an_ipv6_upstream_is_asked_and_only_its_own_address_is_believed() {
     assert_eq!(f.counters().dropped_no_pending_match, 2);
     let out = f.handle_upstream(&r, v6, port, 2);
     assert_eq!(to_client(&out)[..2], [0, 5]);
+}
+
+/// `lan1` with a DHCPv4 and a DHCPv6 lease, `v6only` with a DHCPv6 lease only.
+struct DualHosts;
+
+const LAN1_6: Ipv6Addr = Ipv6Addr::new(0xfd12, 0x3456, 0x789a, 0, 0, 0, 0, 0x123);
+const V6ONLY: Ipv6Addr = Ipv6Addr::new(0xfd12, 0x3456, 0x789a, 0, 0, 0, 0, 0x456);
+
+impl HostTable for DualHosts {
+    fn address_of(&self, name: &str, now: Millis) -> Option<Ipv4Addr> {
+        OneHost.address_of(name, now)
+    }
+    fn name_of(&self, ip: Ipv4Addr, now: Millis) -> Option<&str> {
+        OneHost.name_of(ip, now)
+    }
+    fn address6_of(&self, name: &str, _: Millis) -> Option<Ipv6Addr> {
+        if name.eq_ignore_ascii_case("lan1") {
+            Some(LAN1_6)
+        } else if name.eq_ignore_ascii_case("v6only") {
+            Some(V6ONLY)
+        } else {
+            None
+        }
+    }
+    fn name6_of(&self, ip: Ipv6Addr, _: Millis) -> Option<&str> {
+        match ip {
+            LAN1_6 => Some("lan1"),
+            V6ONLY => Some("v6only"),
+            _ => None,
+        }
+    }
+}
+
+#[test]
+fn dhcpv6_hosts_answer_aaaa_and_their_reverse_names() {
+    let mut f = forwarder6(Some(ULA1));
+    let mut rng = SeqRng(17);
+    let mut ask = |f: &mut DnsForwarder, name: &str, t: u16| {
+        to(
+            &f.handle_query(&query(9, name, t), CLIENT6, 0, &mut rng, &DualHosts),
+            CLIENT6,
+        )
+    };
+    let r = ask(&mut f, "lan1.lan", rtype::AAAA);
+    assert_eq!(answers(&r, rtype::AAAA), [LAN1_6.octets().to_vec()]);
+    assert!(answers(&r, rtype::A).is_empty());
+    let r = ask(&mut f, "LAN1", rtype::ANY);
+    assert_eq!(answers(&r, rtype::A), [alloc::vec![192, 168, 1, 100]]);
+    assert_eq!(answers(&r, rtype::AAAA), [LAN1_6.octets().to_vec()]);
+    // a host with only a DHCPv6 lease: AAAA, and A is NODATA (not NXDOMAIN)
+    let r = ask(&mut f, "v6only.lan", rtype::AAAA);
+    assert_eq!(answers(&r, rtype::AAAA), [V6ONLY.octets().to_vec()]);
+    let r = ask(&mut f, "v6only.lan", rtype::A);
+    assert_eq!((r[3] & 0xf, &r[6..8]), (rcode::NOERROR, &[0u8, 0][..]));
+    // the reverse name of a DHCPv6 address
+    let r = ask(&mut f, &reverse6(LAN1_6), rtype::PTR);
+    let m = Message::parse(&r).unwrap();
+    let (n, _) = name::Name::parse(&r, m.records[0].rdata.start).unwrap();
+    assert_eq!(n.to_dotted(), "lan1.lan");
+    assert_eq!(f.counters().forwarded, 0);
 }
