@@ -61,6 +61,7 @@ const NET_PACKAGES: &[&str] = &[
     "socat",         // TCP/UDP clients with a fixed source port in the LAN namespaces
     "iputils-ping",  // ping -M do (DF) for the path-MTU check; busybox's ping has no -M
     "python3-scapy", // the router differential's corpus (net/diff/corpus.py)
+    "isc-dhcp-client", // dhclient -6: a DHCPv6 client in lan1 (busybox has no udhcpc6)
     "dmsetup",       // a dm-delay disk that slows writes, so a crash lands inside a config replace
 ];
 

@@ -740,7 +740,28 @@ const LAN_IPV6: &[Step] = &[
         &[r"^Address:\s+${ULA}::1$", r"^Address:\s+100\.64\.0\.7$"],
         60,
     ),
-    cmd("dnsmasq", &[r"ipv6-queries [1-9]", r"^ra eth0: "], 30),
+    // a stateful address from the router's DHCPv6 server (the RA's M flag, as the
+    // image's ra_flags ask), named lan1 by its FQDN option: in the leases, and
+    // lan1.lan answers AAAA with it
+    ns(
+        "lan1",
+        "printf 'send fqdn.fqdn \"lan1\";\n' >/tmp/dhc6.conf; timeout 40 dhclient -6 -1 -v -cf /tmp/dhc6.conf -lf /tmp/dhc6.leases -pf /tmp/dhc6.pid eth0 2>&1 | tail -3; ip -6 addr show dev eth0 scope global | grep -o 'inet6 [^ ]*/128'",
+        &[r"^inet6 ${ULA}::[0-9a-f]{3}/128$"],
+        60,
+    ),
+    cmd("leases", &[r"^eth0 +${ULA}::[0-9a-f]{3} .*lan1"], 30),
+    ns(
+        "lan1",
+        "busybox nslookup -type=AAAA lan1.lan ${ULA}::1; true",
+        &[r"^Address:\s+${ULA}::[0-9a-f]{3}$"],
+        30,
+    ),
+    ns("lan1", "dhclient -6 -x -pf /tmp/dhc6.pid eth0 2>&1; true", &[], 30),
+    cmd(
+        "dnsmasq",
+        &[r"ipv6-queries [1-9]", r"^ra eth0: ", r"^dhcpv6 eth0: "],
+        30,
+    ),
 ];
 
 const ROUTER_XENLET_STEPS: &[Step] = steps![
