@@ -12,9 +12,9 @@
 //! the host would).
 //!
 //! One flow 192.168.1.100:40000 -> 10.0.0.1:5201 is opened (SYN, SYN-ACK, ACK,
-//! window scaling on), then rounds of data segments LAN -> WAN (checksum blank, as
-//! netback delivers the host's TCP) and one ACK WAN -> LAN per two MSS of data (a
-//! delayed-ACK receiver). Each round feeds its frames and polls the gateway until
+//! window scaling on; every segment carries timestamps, as Linux's), then rounds
+//! of data segments LAN -> WAN (checksum blank, as netback delivers the host's
+//! TCP) and one ACK WAN -> LAN per two MSS of data (a delayed-ACK receiver). Each round feeds its frames and polls the gateway until
 //! they are through; only the polling is timed.
 //!
 //! Modes: `mss` (1448-byte segments, 1514-byte frames) and `gso` (45 x 1448-byte
@@ -53,6 +53,8 @@ const WAN_ROUTER_MAC: [u8; 6] = [2, 0, 0, 0, 2, 2];
 const SPORT: u16 = 40000;
 const DPORT: u16 = 5201;
 const MSS: usize = 1448;
+/// The timestamps option (NOP, NOP, TS) every segment of a Linux flow carries.
+const TS: [u8; 12] = [1, 1, 8, 10, 0, 0, 0, 2, 0, 0, 0, 1];
 
 /// An in-memory link: frames to hand out, counters of what was sent.
 struct Mem {
@@ -394,8 +396,10 @@ impl Bench {
         for _ in 0..20 {
             self.step();
         }
-        // MSS 1460, SACK permitted, window scale 7
-        let opts = [2, 4, 0x05, 0xb4, 4, 2, 1, 1, 1, 3, 3, 7];
+        // MSS 1460, SACK permitted, timestamps, window scale 7 (Linux's SYN)
+        let opts = [
+            2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7,
+        ];
         let syn = self.lan_seg(SYN, &opts, 0);
         mem(&mut self.ifs, 1).sent.clear();
         self.feed(0, syn, None);
@@ -449,7 +453,7 @@ impl Bench {
     fn round(&mut self, n: usize, seg: usize, gso: bool) -> (u128, u128, usize) {
         let frames: Vec<Vec<u8>> = (0..n)
             .map(|_| {
-                let f = self.lan_seg(ACK | PSH, &[], seg);
+                let f = self.lan_seg(ACK | PSH, &TS, seg);
                 self.seq = self.seq.wrapping_add(seg as u32);
                 f
             })
@@ -476,7 +480,7 @@ impl Bench {
         while self.acked != self.seq {
             let left = self.seq.wrapping_sub(self.acked);
             let a = self.acked.wrapping_add(left.min(2 * MSS as u32));
-            acks.push(self.wan_seg(ACK, &[], a));
+            acks.push(self.wan_seg(ACK, &TS, a));
             self.acked = a;
         }
         let nacks = acks.len();
