@@ -511,7 +511,7 @@ fn median(v: &mut [f64]) -> f64 {
 fn run(mode: &str, rounds: usize) {
     let (gso, seg, n) = match mode {
         "gso" => (true, 45 * MSS, 16),
-        _ => (false, MSS, 512),
+        _ => (false, MSS, 64),
     };
     let mut b = Bench::new(gso);
     // warm up
