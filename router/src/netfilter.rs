@@ -335,6 +335,8 @@ impl Netfilter {
             })
     }
 
+    /// What prerouting finds for the flow packet `ip` (tuple `t`), and whether it
+    /// rewrote the packet.
     fn prerouting_flow(
         &mut self,
         ip: &mut [u8],
@@ -342,7 +344,7 @@ impl Netfilter {
         t: Tuple,
         tcp: Option<TcpInfo>,
         meta: &Meta,
-    ) -> Result<Found, DropReason> {
+    ) -> Result<(Found, bool), DropReason> {
         let now = meta.now;
         let mut known = None;
         if let Some((slot, dir)) = self.ct.lookup(&t, now) {
@@ -355,7 +357,7 @@ impl Netfilter {
         }
         if let Some((slot, dir, e, r)) = known {
             let Some(e) = e else {
-                return Ok(Found::NoFlow);
+                return Ok((Found::NoFlow, false));
             };
             if r == Track::Invalid {
                 self.ct.stats.invalid += 1;
@@ -363,13 +365,15 @@ impl Netfilter {
                 if e.status() & (status::SRC_NAT | status::DST_NAT) != 0 {
                     return Err(DropReason::Invalid);
                 }
-                return Ok(Found::Invalid);
+                return Ok((Found::Invalid, false));
             }
             self.ct.stats.found += 1;
+            let mut rewritten = false;
             if nat_applies(e.status(), dir, Side::Destination) {
                 let other = e.tuple(dir.other());
                 let to = (other.src, other.sport);
                 if (t.dst, t.dport) != to {
+                    rewritten = true;
                     rewrite::rewrite_flow(
                         ip,
                         ihl,
@@ -381,22 +385,25 @@ impl Netfilter {
                     .map_err(|_| DropReason::Malformed)?;
                 }
             }
-            return Ok(Found::Known {
-                slot,
-                dir,
-                tuple: *e.tuple(dir),
-            });
+            return Ok((
+                Found::Known {
+                    slot,
+                    dir,
+                    tuple: *e.tuple(dir),
+                },
+                rewritten,
+            ));
         }
         if !can_start(&t, tcp) {
-            return Ok(Found::NoFlow);
+            return Ok((Found::NoFlow, false));
         }
         if let Some((to, snat)) = self.dnat_for(meta.input, &t, now) {
             rewrite::rewrite_flow(ip, ihl, t.proto, Side::Destination, to, meta.csum_partial)
                 .map_err(|_| DropReason::Malformed)?;
-            return Ok(Found::NewDnat { original: t, snat });
+            return Ok((Found::NewDnat { original: t, snat }, true));
         }
         // postrouting creates the entry once the packet is known to be forwarded
-        Ok(Found::New)
+        Ok((Found::New, false))
     }
 
     /// Looks up the flow an ICMP error is about; its direction is the error's.
@@ -632,8 +639,14 @@ impl Netfilter {
             DropReason::Malformed
         })?;
         let mut related_counted = false;
+        // an ICMP error counts as rewritten: its signature is read again below
+        let mut rewritten = true;
         let found = match parsed.kind {
-            Kind::Flow(t, tcp) => self.prerouting_flow(ip, parsed.ihl, t, tcp, meta)?,
+            Kind::Flow(t, tcp) => {
+                let (found, r) = self.prerouting_flow(ip, parsed.ihl, t, tcp, meta)?;
+                rewritten = r;
+                found
+            }
             Kind::IcmpError(q) => match self.related(&q, meta.now) {
                 // Linux's conntrack verifies the ICMP checksum first
                 // (nf_conntrack_icmpv4_error): a corrupt error is INVALID, and never
@@ -666,8 +679,14 @@ impl Netfilter {
             },
             Kind::LaterFragment | Kind::Untracked => return Ok(()),
         };
-        // what the packet looks like now, for postrouting to recognise it
-        if let Some(after) = flow::parse(ip).ok().and_then(|p| signature(&p, ip)) {
+        // what the packet looks like now, for postrouting to recognise it (parsed
+        // again only if it changed)
+        let after = if rewritten {
+            flow::parse(ip).ok().and_then(|p| signature(&p, ip))
+        } else {
+            signature(&parsed, ip)
+        };
+        if let Some(after) = after {
             self.pending = Some(Pending {
                 after,
                 found,
