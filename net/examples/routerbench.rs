@@ -30,7 +30,9 @@
 //! ```
 //!
 //! It prints ns per data segment, ns per ACK and ns per data byte (the median
-//! over rounds). For a profile: `nice -n 19 perf record -g target/release/examples/routerbench mss 400`.
+//! over rounds), and the fixed cost of a turn of the kernel's network loop with
+//! nothing received (`Gateway::poll`, then the router's stack interfaces' polls),
+//! which every wake-up pays however few frames it brings. For a profile: `nice -n 19 perf record -g target/release/examples/routerbench mss 400`.
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -503,6 +505,29 @@ impl Bench {
     }
 }
 
+impl Bench {
+    /// The fixed cost of one turn of the kernel's network loop with nothing
+    /// received: ns of `Gateway::poll`, ns of the router's stack interfaces' polls.
+    fn idle_turns(&mut self, turns: usize) -> (f64, f64) {
+        let (mut gw_ns, mut stack_ns) = (0u128, 0u128);
+        for _ in 0..turns {
+            self.now += 1;
+            let t = Instant::now();
+            self.gw.poll(&mut self.ifs, self.now);
+            let u = Instant::now();
+            for n in self.ifs.iter_mut() {
+                n.poll(self.now);
+            }
+            gw_ns += (u - t).as_nanos();
+            stack_ns += u.elapsed().as_nanos();
+        }
+        (
+            gw_ns as f64 / turns as f64,
+            stack_ns as f64 / turns as f64,
+        )
+    }
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
@@ -525,6 +550,12 @@ fn run(mode: &str, rounds: usize) {
         per_ack.push(a as f64 / nacks as f64);
         per_byte.push((d + a) as f64 / (n * seg) as f64);
     }
+    let (mut idle_gw, mut idle_stack) = (Vec::new(), Vec::new());
+    for _ in 0..9 {
+        let (g, s) = b.idle_turns(1000);
+        idle_gw.push(g);
+        idle_stack.push(s);
+    }
     let st = b.gw.router.stats();
     let dropped = st.dropped_total();
     println!(
@@ -533,6 +564,11 @@ fn run(mode: &str, rounds: usize) {
         seg,
         median(&mut per_ack),
         median(&mut per_byte),
+    );
+    println!(
+        "{mode}: a turn with nothing received: {:.0} ns Gateway::poll, {:.0} ns the stack's polls (medians of 9 x 1000)",
+        median(&mut idle_gw),
+        median(&mut idle_stack),
     );
 }
 
