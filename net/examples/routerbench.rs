@@ -22,6 +22,8 @@
 //! the backend offers it; the WAN link takes them whole). Both links take partial
 //! checksums, as the netfront always does.
 //!
+//! Mode `idle` only times idle turns (`rounds` thousand of them), for a profile.
+//!
 //! Run (nice: the test bed shares the machine):
 //!
 //! ```text
@@ -580,6 +582,12 @@ fn main() {
         "both" => {
             run("mss", rounds);
             run("gso", rounds);
+        }
+        // for a profile of the idle turn alone
+        "idle" => {
+            let mut b = Bench::new(false);
+            let (g, s) = b.idle_turns(rounds * 1000);
+            println!("idle: {g:.0} ns Gateway::poll, {s:.0} ns the stack's polls");
         }
         m => run(m, rounds),
     }
