@@ -523,10 +523,7 @@ impl Bench {
             gw_ns += (u - t).as_nanos();
             stack_ns += u.elapsed().as_nanos();
         }
-        (
-            gw_ns as f64 / turns as f64,
-            stack_ns as f64 / turns as f64,
-        )
+        (gw_ns as f64 / turns as f64, stack_ns as f64 / turns as f64)
     }
 }
 
