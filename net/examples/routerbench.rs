@@ -1,40 +1,46 @@
 //! Host harness of the router's forward path (issue 34): one established TCP flow
 //! pushed through the same code the kernel runs, timed per packet.
 //!
-//! The path is the kernel's: a [`Gateway`] over two stack interfaces whose links are
-//! `Routed<Bridge<Mem>>` (a plain vif is a pass-through bridge of one port, as
+//! The path is the kernel's: a [`Gateway`] over two stack interfaces whose links
+//! are `Routed<Bridge<Mem>>` (a plain vif is a pass-through bridge of one port, as
 //! `kernel/src/dev/network.rs` builds them), the router with the `Netfilter` hook,
 //! masquerade and `mtu_fix` on the WAN, and the image's firewall
 //! (`xtask/rootfs/etc/config/firewall` compiled by `fwconfig`). `Mem` is an
-//! in-memory link: it hands out frames made beforehand (the netfront's receive
-//! `Vec` is part of what is timed, as the frames are moved, not copied, into the
-//! path) and counts what is sent (the TCP frames; it answers the router's ARP requests as
-//! the host would).
+//! in-memory link: it hands out frames made beforehand (their allocation and the
+//! netfront's copy are not timed, their free is) and counts the TCP frames sent;
+//! it answers the router's ARP requests as the host would.
 //!
 //! One flow 192.168.1.100:40000 -> 10.0.0.1:5201 is opened (SYN, SYN-ACK, ACK,
 //! window scaling on; every segment carries timestamps, as Linux's), then rounds
 //! of data segments LAN -> WAN (checksum blank, as netback delivers the host's
-//! TCP) and one ACK WAN -> LAN per two MSS of data (a delayed-ACK receiver). Each round feeds its frames and polls the gateway until
-//! they are through; only the polling is timed.
+//! TCP) and one ACK WAN -> LAN per two MSS of data (a delayed-ACK receiver). Each
+//! round feeds its frames and polls the gateway until they are through; only the
+//! polling is timed.
 //!
 //! Modes: `mss` (1448-byte segments, 1514-byte frames) and `gso` (45 x 1448-byte
 //! segments with gso_size 1448, both links claiming GSO as the netfront does when
-//! the backend offers it; the WAN link takes them whole). Both links take partial
-//! checksums, as the netfront always does.
+//! the backend offers it; the WAN link takes them whole); `both` runs the two.
+//! Both links take partial checksums, as the netfront always does. Mode `idle`
+//! only times idle turns (`rounds` thousand of them), for a profile.
 //!
-//! Mode `idle` only times idle turns (`rounds` thousand of them), for a profile.
+//! It prints ns per data segment, ns per ACK and ns per data byte (medians over
+//! the rounds), and the fixed cost of a turn of the kernel's network loop with
+//! nothing received (`Gateway::poll`, then the router's stack interfaces' polls),
+//! which every wake-up pays however few frames it brings.
 //!
-//! Run (nice: the test bed shares the machine):
+//! Run (nice: the test bed shares the machine; compare builds alternately, several
+//! runs, medians):
 //!
 //! ```text
 //! CARGO_PROFILE_RELEASE_DEBUG=true CARGO_PROFILE_RELEASE_STRIP=false \
-//!   nice -n 19 cargo run --release -p xenlet-net --example routerbench -- [mss|gso|both] [rounds]
+//!   nice -n 19 cargo run --release -p xenlet-net --example routerbench -- [mss|gso|both|idle] [rounds]
+//! nice -n 19 perf record --call-graph dwarf target/release/examples/routerbench mss 4000
 //! ```
 //!
-//! It prints ns per data segment, ns per ACK and ns per data byte (the median
-//! over rounds), and the fixed cost of a turn of the kernel's network loop with
-//! nothing received (`Gateway::poll`, then the router's stack interfaces' polls),
-//! which every wake-up pays however few frames it brings. For a profile: `nice -n 19 perf record -g target/release/examples/routerbench mss 400`.
+//! Against an older commit (ac9bfdc, before the bridge), in a worktree of it: copy
+//! this file to its `net/examples/`, drop the `Bridge` import, and make the links
+//! `Routed<Mem>` (`Ifs = Vec<NetIf<Routed<Mem>>>`, `Routed::new(lan)`, `mem()`
+//! returning `&mut ifs[k].link.inner`).
 
 use std::collections::VecDeque;
 use std::time::Instant;
