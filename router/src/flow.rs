@@ -167,7 +167,13 @@ pub struct TcpInfo {
 /// ends the walk (what was read counts), as Linux's `tcp_options`.
 pub(crate) fn tcp_options(opts: &[u8], syn: bool) -> (Option<u8>, bool, Option<u32>) {
     let (mut wscale, mut sack_perm, mut edge) = (None, false, None::<u32>);
-    let mut i = 0;
+    // NOP, NOP, timestamps: how Linux starts every segment's options after the SYN
+    // (RFC 7323 appendix A's layout), and nothing in them counts here
+    let mut i = if opts.len() >= 12 && opts[..4] == [1, 1, 8, 10] {
+        12
+    } else {
+        0
+    };
     while let Some(&kind) = opts.get(i) {
         match kind {
             0 => break,
@@ -486,4 +492,30 @@ fn parse_quoted(ip: &[u8], ihl: usize) -> Kind {
         ip: inner_at,
         l4: inner_at + l4_off,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tcp_options;
+
+    const TS: [u8; 12] = [1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 9];
+
+    #[test]
+    fn options_after_linuxs_timestamps_are_still_read() {
+        assert_eq!(tcp_options(&TS, false), (None, false, None));
+        // NOP NOP TS, NOP NOP SACK (two blocks): the highest right edge
+        let mut o = TS.to_vec();
+        o.extend_from_slice(&[1, 1, 5, 18, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 0, 9, 0, 0, 0, 20]);
+        assert_eq!(tcp_options(&o, false), (None, false, Some(20)));
+        // a SYN's: timestamps first, then window scale and SACK permitted
+        let mut o = TS.to_vec();
+        o.extend_from_slice(&[1, 3, 3, 7, 4, 2, 0, 0]);
+        assert_eq!(tcp_options(&o, true), (Some(7), true, None));
+        // cut short: what was read counts
+        assert_eq!(
+            tcp_options(&[1, 1, 8, 10, 0, 0, 0, 7], true),
+            (None, false, None)
+        );
+        assert_eq!(tcp_options(&[1, 1, 3, 3, 7], true), (Some(7), false, None));
+    }
 }

@@ -125,6 +125,11 @@ impl core::error::Error for IfError {}
 pub struct Interfaces {
     list: Vec<Interface>,
     capacity: usize,
+    /// Every interface's addresses, and their subnets' broadcast addresses, in one
+    /// flat list each (kept by [`Self::add_addr`] and [`Self::remove_addr`]): the
+    /// forward path asks of every packet's source and destination.
+    local: Vec<Ipv4Addr>,
+    broadcast: Vec<Ipv4Addr>,
 }
 
 impl Interfaces {
@@ -134,6 +139,8 @@ impl Interfaces {
         Interfaces {
             list: Vec::with_capacity(capacity),
             capacity,
+            local: Vec::new(),
+            broadcast: Vec::new(),
         }
     }
 
@@ -203,6 +210,7 @@ impl Interfaces {
             .find(|n| n.addr() == net.addr())
         {
             *slot = net;
+            self.reindex();
             return Ok(());
         }
         let slot = ifc
@@ -211,6 +219,7 @@ impl Interfaces {
             .find(|s| s.is_none())
             .ok_or(IfError::TooManyAddrs)?;
         *slot = Some(net);
+        self.reindex();
         Ok(())
     }
 
@@ -225,17 +234,29 @@ impl Interfaces {
             .iter_mut()
             .find(|s| s.is_some_and(|n| n.addr() == addr))
             .ok_or(IfError::NoSuchAddr)?;
-        slot.take().ok_or(IfError::NoSuchAddr)
+        let net = slot.take().ok_or(IfError::NoSuchAddr)?;
+        self.reindex();
+        Ok(net)
+    }
+
+    /// Rebuilds the flat lists of addresses and broadcast addresses.
+    fn reindex(&mut self) {
+        self.local.clear();
+        self.broadcast.clear();
+        for n in self.list.iter().flat_map(Interface::addrs) {
+            self.local.push(n.addr());
+            self.broadcast.extend(n.broadcast());
+        }
     }
 
     /// Whether `ip` is an address of any interface (a packet to it is for the router).
     pub fn is_local_addr(&self, ip: Ipv4Addr) -> bool {
-        self.list.iter().any(|i| i.has_addr(ip))
+        self.local.contains(&ip)
     }
 
     /// Whether `ip` is the broadcast address of any connected subnet.
     pub fn is_any_subnet_broadcast(&self, ip: Ipv4Addr) -> bool {
-        self.list.iter().any(|i| i.is_subnet_broadcast(ip))
+        self.broadcast.contains(&ip)
     }
 }
 
@@ -290,8 +311,18 @@ mod tests {
         );
         assert!(t.is_local_addr(Ipv4Addr::new(10, 9, 0, 1)));
         assert!(!t.is_local_addr(Ipv4Addr::new(10, 9, 0, 2)));
+        assert!(t.is_any_subnet_broadcast(Ipv4Addr::new(192, 168, 1, 255)));
+        assert!(t.is_any_subnet_broadcast(Ipv4Addr::new(10, 9, 255, 255)));
+        // a new prefix for an address it has: the old broadcast is no longer one
+        t.add_addr(a, Ipv4Net::new(Ipv4Addr::new(10, 9, 0, 1), 24).unwrap())
+            .unwrap();
+        assert!(!t.is_any_subnet_broadcast(Ipv4Addr::new(10, 9, 255, 255)));
+        assert!(t.is_any_subnet_broadcast(Ipv4Addr::new(10, 9, 0, 255)));
         let n = t.remove_addr(a, Ipv4Addr::new(192, 168, 1, 1)).unwrap();
         assert_eq!(n.prefix_len(), 24);
+        assert!(!t.is_local_addr(Ipv4Addr::new(192, 168, 1, 1)));
+        assert!(!t.is_any_subnet_broadcast(Ipv4Addr::new(192, 168, 1, 255)));
+        assert!(t.is_local_addr(Ipv4Addr::new(10, 9, 0, 1)));
         assert_eq!(
             t.remove_addr(a, Ipv4Addr::new(192, 168, 1, 1)),
             Err(IfError::NoSuchAddr)

@@ -335,6 +335,8 @@ impl Netfilter {
             })
     }
 
+    /// What prerouting finds for the flow packet `ip` (tuple `t`), and the
+    /// destination (address, port) it rewrote the packet to, if it did.
     fn prerouting_flow(
         &mut self,
         ip: &mut [u8],
@@ -342,7 +344,7 @@ impl Netfilter {
         t: Tuple,
         tcp: Option<TcpInfo>,
         meta: &Meta,
-    ) -> Result<Found, DropReason> {
+    ) -> Result<(Found, Option<Endpoint>), DropReason> {
         let now = meta.now;
         let mut known = None;
         if let Some((slot, dir)) = self.ct.lookup(&t, now) {
@@ -355,7 +357,7 @@ impl Netfilter {
         }
         if let Some((slot, dir, e, r)) = known {
             let Some(e) = e else {
-                return Ok(Found::NoFlow);
+                return Ok((Found::NoFlow, None));
             };
             if r == Track::Invalid {
                 self.ct.stats.invalid += 1;
@@ -363,13 +365,15 @@ impl Netfilter {
                 if e.status() & (status::SRC_NAT | status::DST_NAT) != 0 {
                     return Err(DropReason::Invalid);
                 }
-                return Ok(Found::Invalid);
+                return Ok((Found::Invalid, None));
             }
             self.ct.stats.found += 1;
+            let mut rewritten = None;
             if nat_applies(e.status(), dir, Side::Destination) {
                 let other = e.tuple(dir.other());
                 let to = (other.src, other.sport);
                 if (t.dst, t.dport) != to {
+                    rewritten = Some(to);
                     rewrite::rewrite_flow(
                         ip,
                         ihl,
@@ -381,22 +385,25 @@ impl Netfilter {
                     .map_err(|_| DropReason::Malformed)?;
                 }
             }
-            return Ok(Found::Known {
-                slot,
-                dir,
-                tuple: *e.tuple(dir),
-            });
+            return Ok((
+                Found::Known {
+                    slot,
+                    dir,
+                    tuple: *e.tuple(dir),
+                },
+                rewritten,
+            ));
         }
         if !can_start(&t, tcp) {
-            return Ok(Found::NoFlow);
+            return Ok((Found::NoFlow, None));
         }
         if let Some((to, snat)) = self.dnat_for(meta.input, &t, now) {
             rewrite::rewrite_flow(ip, ihl, t.proto, Side::Destination, to, meta.csum_partial)
                 .map_err(|_| DropReason::Malformed)?;
-            return Ok(Found::NewDnat { original: t, snat });
+            return Ok((Found::NewDnat { original: t, snat }, Some(to)));
         }
         // postrouting creates the entry once the packet is known to be forwarded
-        Ok(Found::New)
+        Ok((Found::New, None))
     }
 
     /// Looks up the flow an ICMP error is about; its direction is the error's.
@@ -632,8 +639,22 @@ impl Netfilter {
             DropReason::Malformed
         })?;
         let mut related_counted = false;
+        // What the packet looks like after this hook, for postrouting to recognise
+        // it: as parsed, or with the destination rewritten (TCP and UDP: the
+        // address and the destination port), or read again (anything else changed).
+        let mut after = None;
         let found = match parsed.kind {
-            Kind::Flow(t, tcp) => self.prerouting_flow(ip, parsed.ihl, t, tcp, meta)?,
+            Kind::Flow(t, tcp) => {
+                let (found, to) = self.prerouting_flow(ip, parsed.ihl, t, tcp, meta)?;
+                after = match to {
+                    None => Some(Signature::Flow(t)),
+                    Some((dst, dport)) if matches!(t.proto, Proto::Tcp | Proto::Udp) => {
+                        Some(Signature::Flow(Tuple { dst, dport, ..t }))
+                    }
+                    Some(_) => None,
+                };
+                found
+            }
             Kind::IcmpError(q) => match self.related(&q, meta.now) {
                 // Linux's conntrack verifies the ICMP checksum first
                 // (nf_conntrack_icmpv4_error): a corrupt error is INVALID, and never
@@ -666,8 +687,8 @@ impl Netfilter {
             },
             Kind::LaterFragment | Kind::Untracked => return Ok(()),
         };
-        // what the packet looks like now, for postrouting to recognise it
-        if let Some(after) = flow::parse(ip).ok().and_then(|p| signature(&p, ip)) {
+        let after = after.or_else(|| flow::parse(ip).ok().and_then(|p| signature(&p, ip)));
+        if let Some(after) = after {
             self.pending = Some(Pending {
                 after,
                 found,
