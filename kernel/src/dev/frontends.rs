@@ -529,15 +529,9 @@ pub fn connect_vifs(devices: &[xenbus::Device], queues: usize) -> Vec<Result<Str
         };
         match xenlet_drivers::netfront::Netfront::connect_with(KernelXen::NET, id, queues) {
             Ok(n) => {
-                let m = n.mac();
                 report.push(Ok(alloc::format!(
-                    "{name} {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}{}{}{}",
-                    m[0],
-                    m[1],
-                    m[2],
-                    m[3],
-                    m[4],
-                    m[5],
+                    "{name} {}{}{}{}",
+                    super::Mac(n.mac()),
                     if n.has_sg() { ", scatter-gather" } else { "" },
                     match n.queues() {
                         1 => String::new(),
