@@ -7,7 +7,7 @@ use super::{
     RECEIVED_MAX_BYTES, TX_BUDGET, TX_STAGING_PAGES,
 };
 use crate::netif::{self, TX_ENTRY_BYTES};
-use crate::platform::{CopyDir, CopyOp, XenBackend};
+use crate::platform::{CopyDir, CopyOp, DmaPages, XenBackend};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec;
@@ -154,7 +154,7 @@ struct Pending {
 
 /// A copy op without its borrow of the staging pages (made when the batch goes).
 #[derive(Clone, Copy)]
-struct Op {
+pub(super) struct Op {
     page: usize,
     offset: u16,
     gref: u32,
@@ -164,22 +164,53 @@ struct Op {
 
 /// The ops that copy `len` bytes from the frontend's (`gref`, `remote`) to staging
 /// byte `at`, one per local page touched.
-pub(super) fn split(
-    ops_out: &mut Vec<(usize, u16, u32, u16, u16)>,
-    at: usize,
-    gref: u32,
-    remote: u16,
-    len: u16,
-) {
+pub(super) fn split(ops_out: &mut Vec<Op>, at: usize, gref: u32, remote: u16, len: u16) {
     let mut done = 0usize;
     let len = usize::from(len);
     while done < len {
         let pos = at + done;
         let (page, off) = (pos / PAGE_BYTES, pos % PAGE_BYTES);
         let n = (PAGE_BYTES - off).min(len - done);
-        ops_out.push((page, off as u16, gref, remote + done as u16, n as u16));
+        ops_out.push(Op {
+            page,
+            offset: off as u16,
+            gref,
+            remote_offset: remote + done as u16,
+            len: n as u16,
+        });
         done += n;
     }
+}
+
+/// Grant-copies `ops` between `staging` and domain `domid`'s grants in `dir`, in one
+/// hypercall (counted in `copy_batches`); returns each op's status, in order.
+pub(super) fn copy_batch<P: XenBackend>(
+    platform: &P,
+    staging: &DmaPages,
+    domid: u16,
+    dir: CopyDir,
+    ops: &[Op],
+    copy_batches: &mut u64,
+) -> Vec<i16> {
+    let mut copies: Vec<CopyOp<'_>> = ops
+        .iter()
+        .map(|o| CopyOp {
+            local: staging,
+            page: o.page,
+            offset: o.offset,
+            domid,
+            gref: o.gref,
+            remote_offset: o.remote_offset,
+            len: o.len,
+            dir,
+            status: -1,
+        })
+        .collect();
+    if !copies.is_empty() {
+        platform.grant_copy(&mut copies);
+        *copy_batches += 1;
+    }
+    copies.iter().map(|c| c.status).collect()
 }
 
 impl<P: XenBackend> Netback<P> {
@@ -245,21 +276,10 @@ impl<P: XenBackend> Netback<P> {
             }
             let first = ops.len();
             let mut at = cursor;
-            let mut raw = Vec::new();
             for &(gref, off, len) in &packet.segs {
-                split(&mut raw, at, gref, off, len);
+                split(&mut ops, at, gref, off, len);
                 at += usize::from(len);
             }
-            ops.extend(
-                raw.into_iter()
-                    .map(|(page, offset, gref, remote_offset, len)| Op {
-                        page,
-                        offset,
-                        gref,
-                        remote_offset,
-                        len,
-                    }),
-            );
             batch.push(Pending {
                 packet,
                 at: cursor,
@@ -299,26 +319,14 @@ impl<P: XenBackend> Netback<P> {
             ..
         } = self;
         let Some(conn) = conn.as_mut() else { return };
-        let mut copies: Vec<CopyOp<'_>> = ops
-            .iter()
-            .map(|o| CopyOp {
-                local: &conn.tx_staging,
-                page: o.page,
-                offset: o.offset,
-                domid: *fe_id,
-                gref: o.gref,
-                remote_offset: o.remote_offset,
-                len: o.len,
-                dir: CopyDir::FromRemote,
-                status: -1,
-            })
-            .collect();
-        if !copies.is_empty() {
-            platform.grant_copy(&mut copies);
-            stats.copy_batches += 1;
-        }
-        let statuses: Vec<i16> = copies.iter().map(|c| c.status).collect();
-        drop(copies);
+        let statuses = copy_batch(
+            platform,
+            &conn.tx_staging,
+            *fe_id,
+            CopyDir::FromRemote,
+            &ops,
+            &mut stats.copy_batches,
+        );
         let mut broken = None;
         for p in batch {
             let status = if p.packet.drop.is_some() {
