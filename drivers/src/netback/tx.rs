@@ -48,6 +48,20 @@ fn take(ring: &mut BackRing, raw: &mut [u8; TX_ENTRY_BYTES]) -> Result<bool, Str
     ring.take_request(raw).map_err(|e| ring_error("tx", e))
 }
 
+/// Takes the next request of a packet begun, which must be there (`missing` when it
+/// is not).
+fn take_more(
+    ring: &mut BackRing,
+    raw: &mut [u8; TX_ENTRY_BYTES],
+    missing: &str,
+) -> Result<(), String> {
+    if take(ring, raw)? {
+        Ok(())
+    } else {
+        Err(missing.into())
+    }
+}
+
 /// Takes the next packet's requests (all of them, or the vif is broken).
 fn take_packet(ring: &mut BackRing) -> Take {
     let mut raw = [0u8; TX_ENTRY_BYTES];
@@ -65,10 +79,8 @@ fn take_packet(ring: &mut BackRing) -> Take {
         if extras == MAX_EXTRAS {
             return Take::Fatal(format!("more than {MAX_EXTRAS} extra-info slots"));
         }
-        match take(ring, &mut raw) {
-            Ok(true) => {}
-            Ok(false) => return Take::Fatal("an extra-info slot is missing".into()),
-            Err(e) => return Take::Fatal(e),
+        if let Err(e) = take_more(ring, &mut raw, "an extra-info slot is missing") {
+            return Take::Fatal(e);
         }
         let x = netif::decode_tx_extra(&raw);
         if x.kind == 0 || x.kind >= netif::EXTRA_TYPE_MAX {
@@ -92,10 +104,8 @@ fn take_packet(ring: &mut BackRing) -> Take {
         if ids.len() >= FATAL_SLOTS {
             return Take::Fatal(format!("a packet of more than {FATAL_SLOTS} slots"));
         }
-        match take(ring, &mut raw) {
-            Ok(true) => {}
-            Ok(false) => return Take::Fatal("a packet's slots are not all published".into()),
-            Err(e) => return Take::Fatal(e),
+        if let Err(e) = take_more(ring, &mut raw, "a packet's slots are not all published") {
+            return Take::Fatal(e);
         }
         let r = netif::decode_tx_request(&raw);
         if usize::from(r.offset) + usize::from(r.size) > PAGE_BYTES {
