@@ -2,7 +2,7 @@
 //! the next poll into our staging pages and from there, with batched grant copies,
 //! into the buffers the client posted; every buffer answered.
 
-use super::tx::{copy_batch, split, Op};
+use super::tx::{copy_batch, publish, split, Op};
 use super::{
     ring_error, Checksum, Netback, NetbackError, RX_BUDGET, RX_STAGING_PAGES, TO_CLIENT_MAX,
     TO_CLIENT_MAX_BYTES,
@@ -233,10 +233,7 @@ impl<P: XenBackend> Netback<P> {
                 }
             }
         }
-        if conn.rx.push_responses_and_check_notify() {
-            platform.notify(conn.port);
-            stats.notifies += 1;
-        }
+        publish(platform, &mut conn.rx, conn.port, &mut stats.notifies);
         if let Some(why) = broken {
             self.fail(why);
         }

@@ -12,6 +12,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
+use xenlet_xen::evtchn::Port;
 use xenlet_xen::ring::BackRing;
 use xenlet_xen::shared::PAGE_BYTES;
 
@@ -189,6 +190,20 @@ pub(super) fn split(ops_out: &mut Vec<Op>, at: usize, gref: u32, remote: u16, le
             len: n as u16,
         });
         done += n;
+    }
+}
+
+/// Publishes the responses queued on `ring`, notifying the frontend on `port` when
+/// it asks for it (counted in `notifies`).
+pub(super) fn publish<P: XenBackend>(
+    platform: &P,
+    ring: &mut BackRing,
+    port: Port,
+    notifies: &mut u64,
+) {
+    if ring.push_responses_and_check_notify() {
+        platform.notify(port);
+        *notifies += 1;
     }
 }
 
@@ -376,10 +391,7 @@ impl<P: XenBackend> Netback<P> {
                 }
             }
         }
-        if conn.tx.push_responses_and_check_notify() {
-            platform.notify(conn.port);
-            stats.notifies += 1;
-        }
+        publish(platform, &mut conn.tx, conn.port, &mut stats.notifies);
         if let Some(why) = broken {
             self.fail(why);
         }
