@@ -211,7 +211,9 @@ fn rescan() {
                         "netback: {} for domain {fe_id}, client {}{}",
                         nb.name(),
                         super::Mac(nb.mac()),
-                        nb.bridge().map(|b| format!(", bridge {b}")).unwrap_or_default()
+                        nb.bridge()
+                            .map(|b| format!(", bridge {b}"))
+                            .unwrap_or_default()
                     );
                     KNOWN.lock().push(key);
                     NEW.lock().push(nb);
