@@ -301,14 +301,7 @@ pub fn backend_closing(vdev: u16) -> bool {
         return true;
     };
     match xenstore::read(&alloc::format!("{be}/state")) {
-        Ok(s) => matches!(
-            xenlet_xen::xenbus::XenbusState::parse(&s),
-            None | Some(
-                xenlet_xen::xenbus::XenbusState::Closing
-                    | xenlet_xen::xenbus::XenbusState::Closed
-                    | xenlet_xen::xenbus::XenbusState::Unknown
-            )
-        ),
+        Ok(s) => crate::xen::xenbus::going(xenlet_xen::xenbus::XenbusState::parse(&s)),
         Err(_) => true,
     }
 }
@@ -334,13 +327,7 @@ pub fn poll_hotplug() {
         while i < disks.len() {
             let vdev = disks[i].vdev();
             let dev = vbds.iter().find(|d| d.id.parse::<u16>().ok() == Some(vdev));
-            let closing = match dev {
-                None => true,
-                Some(d) => matches!(
-                    d.backend_state,
-                    None | Some(XenbusState::Closing | XenbusState::Closed | XenbusState::Unknown)
-                ),
-            };
+            let closing = dev.is_none_or(|d| d.backend_going());
             if closing {
                 DISK_IDS.lock().retain(|(v, _)| *v != vdev);
                 gone.push((disks.remove(i), dev.map(|d| (d.path(), d.backend.clone()))));
