@@ -212,9 +212,12 @@ fn collect(p: &Plan) -> Vec<RowRuns> {
     out
 }
 
+/// A row's figures, one per run ([`RowRuns::totals`], [`RowRuns::dd`]).
+type RowFigures = fn(&RowRuns) -> Vec<f64>;
+
 /// The section's rows: dd + sync and dd alone, seconds, per row.
 fn section_rows(rr: &[RowRuns], mib: u64) -> Vec<Row> {
-    let figures: [(&str, fn(&RowRuns) -> Vec<f64>); 2] = [
+    let figures: [(&str, RowFigures); 2] = [
         ("time dd + sync", RowRuns::totals),
         ("time dd alone", RowRuns::dd),
     ];
