@@ -686,6 +686,16 @@ mod tests {
         Box::new(MemFs::new(1 << 20, || 0))
     }
 
+    /// The names in directory `dir`, in the order it lists them.
+    fn names(v: &mut Vfs, dir: &str) -> Vec<String> {
+        let ino = v.resolve(dir).unwrap();
+        v.read_dir(ino)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect()
+    }
+
     #[test]
     fn normalize_paths() {
         assert_eq!(normalize("/", "a/b/../c/./d"), "/a/c/d");
@@ -823,14 +833,7 @@ mod tests {
         v.write_atomic("/cfg", b"one").unwrap();
         v.write_atomic("/cfg", b"two!").unwrap();
         assert_eq!(v.read_to_vec("/cfg", 100).unwrap(), b"two!");
-        let root = v.resolve("/").unwrap();
-        let names: Vec<String> = v
-            .read_dir(root)
-            .unwrap()
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
-        assert_eq!(names, ["cfg"]);
+        assert_eq!(names(&mut v, "/"), ["cfg"]);
         assert_eq!(v.open_write("/", true).err(), Some(FsError::IsDir));
     }
 
@@ -848,15 +851,9 @@ mod tests {
             v.remove_stale_temps("/etc").unwrap(),
             [".network.tmp-xenlet"]
         );
-        let root = v.resolve("/etc").unwrap();
-        let mut names: Vec<String> = v
-            .read_dir(root)
-            .unwrap()
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
-        names.sort();
-        assert_eq!(names, ["keep.tmp-xenlet", "network"]);
+        let mut listed = names(&mut v, "/etc");
+        listed.sort();
+        assert_eq!(listed, ["keep.tmp-xenlet", "network"]);
         assert_eq!(v.read_to_vec("/etc/network", 100).unwrap(), b"old");
         assert_eq!(
             v.write_atomic("/", b"x").err(),

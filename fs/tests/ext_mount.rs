@@ -341,12 +341,7 @@ fn a_directorys_size_ignores_the_high_word_as_linux_does_without_large_dir() {
     let mut fs = mount(&img);
     let d = resolve(&mut fs, "/d").unwrap();
     assert_eq!(fs.stat(d).unwrap().size, 1024, "the low word only");
-    let names: Vec<String> = fs
-        .read_dir(d)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
+    let names = dir_names(&mut fs, d);
     assert!(names.contains(&"f".to_string()), "{names:?}");
     fs.unmount().unwrap();
 }

@@ -271,12 +271,7 @@ fn verify(img: &Path, m: &Model) {
         match e {
             E::File(d) => assert!(read_all(&mut fs, ino) == *d, "{p} differs"),
             E::Dir => {
-                let mut names: Vec<String> = fs
-                    .read_dir(ino)
-                    .unwrap()
-                    .into_iter()
-                    .map(|e| e.name)
-                    .collect();
+                let mut names = dir_names(&mut fs, ino);
                 names.sort();
                 let mut want: Vec<String> =
                     children(m, p).map(|k| split(k).1.to_string()).collect();

@@ -4,18 +4,11 @@
 
 mod common;
 use common::*;
-use xenlet_fs::{Ext, FileSystem};
+use xenlet_fs::FileSystem;
 
 #[test]
 fn two_gib_in_16k_writes() {
-    let t = TempDir::new("stream");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 4096, "3G", None, &[]);
-    let mut disk = Counting::new(FileDisk::open(&img));
-    disk.skip_zero_writes = true;
-    let mut fs = Ext::mount(disk, opts()).unwrap();
-    let root = fs.root();
-    let ino = fs.create(root, "test", 0o644).unwrap();
+    let (_t, img, mut fs, ino) = stream_fs("stream");
     let chunk = vec![0u8; 16 << 10];
     let count = 131072u64;
     for i in 0..count {

@@ -2,19 +2,12 @@
 
 mod common;
 use common::*;
-use xenlet_fs::{Ext, FileSystem};
+use xenlet_fs::FileSystem;
 
 #[test]
 #[ignore = "benchmark: cargo test --release -p xenlet-fs --test ext_stream_bench -- --ignored --nocapture"]
 fn stream_cpu_cost() {
-    let t = TempDir::new("stream-bench");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 4096, "3G", None, &[]);
-    let mut disk = Counting::new(FileDisk::open(&img));
-    disk.skip_zero_writes = true;
-    let mut fs = Ext::mount(disk, opts()).unwrap();
-    let root = fs.root();
-    let ino = fs.create(root, "test", 0o644).unwrap();
+    let (_t, _img, mut fs, ino) = stream_fs("stream-bench");
     let chunk = vec![0u8; 16 << 10];
     let t0 = std::time::Instant::now();
     for i in 0..131072u64 {

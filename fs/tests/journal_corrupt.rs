@@ -109,12 +109,44 @@ impl Base {
     fn replay(&self, disk: &mut MemDisk) -> Result<journal::ReplayStats, FsError> {
         journal::replay(disk, BS, &self.lookup())
     }
+    /// A copy of the disk with `bits` flipped in byte `at` of journal block `j`.
+    fn flipped(&self, j: u64, at: usize, bits: u8) -> MemDisk {
+        let mut d = self.memdisk();
+        let r = self.jblock(j);
+        d.bytes[r.start + at] ^= bits;
+        d
+    }
+    /// A copy of the disk with descriptor block `j` changed by `edit`, its checksum
+    /// tail made right again.
+    fn with_descriptor(&self, j: u64, edit: impl FnOnce(&mut [u8])) -> MemDisk {
+        let mut d = self.memdisk();
+        let seed = self.seed(&d.bytes);
+        let buf = &mut d.bytes[self.jblock(j)];
+        edit(buf);
+        fix_tail(buf, seed);
+        d
+    }
+    /// T2's home blocks on `d` still hold what they held before the replay.
+    fn assert_t2_not_replayed(&self, d: &MemDisk) {
+        for &h in &self.homes[1] {
+            assert_eq!(home(&d.bytes, h), home(&self.disk, h));
+        }
+    }
     fn memdisk(&self) -> MemDisk {
         MemDisk {
             bytes: self.disk.clone(),
             read_only: false,
         }
     }
+}
+
+/// Clears `buf` to a new journal block: its header with block type `ty` (2 commit,
+/// 5 revoke) of transaction `seq`.
+fn new_block(buf: &mut [u8], ty: u32, seq: u32) {
+    buf.fill(0);
+    buf[0..4].copy_from_slice(&MAGIC.to_be_bytes());
+    buf[4..8].copy_from_slice(&ty.to_be_bytes());
+    buf[8..12].copy_from_slice(&seq.to_be_bytes());
 }
 
 fn fix_tail(buf: &mut [u8], seed: u32) {
@@ -164,9 +196,7 @@ fn intact_log_replays_three_transactions() {
 #[test]
 fn bad_commit_checksum_ends_the_log() {
     let b = base("badcommit", "jo -c");
-    let mut d = b.memdisk();
-    let r = b.jblock(b.find(2, 2));
-    d.bytes[r.start + 200] ^= 1;
+    let mut d = b.flipped(b.find(2, 2), 200, 1);
     let s = b.replay(&mut d).unwrap();
     assert_eq!(s.transactions, 1, "{s:?}");
     assert!(
@@ -186,27 +216,21 @@ fn bad_commit_checksum_ends_the_log() {
 #[test]
 fn bad_descriptor_checksum_ends_the_log() {
     let b = base("baddesc", "jo -c");
-    let mut d = b.memdisk();
-    let r = b.jblock(b.find(2, 1));
-    d.bytes[r.start + 15] ^= 0x10; // the first tag's block number
+    let mut d = b.flipped(b.find(2, 1), 15, 0x10); // the first tag's block number
     let s = b.replay(&mut d).unwrap();
     assert_eq!(s.transactions, 1, "{s:?}");
     assert!(
         matches!(s.log_end, LogEnd::BadDescriptorChecksum { tid: 2, .. }),
         "{s:?}"
     );
-    for &h in &b.homes[1] {
-        assert_eq!(home(&d.bytes, h), home(&b.disk, h));
-    }
+    b.assert_t2_not_replayed(&d);
 }
 
 #[test]
 fn bad_data_checksum_skips_that_block_only() {
     let b = base("baddata", "jo -c");
-    let mut d = b.memdisk();
     let desc = b.find(2, 1);
-    let r = b.jblock(desc + 2); // T2's second data block
-    d.bytes[r.start + 500] ^= 0x80;
+    let mut d = b.flipped(desc + 2, 500, 0x80); // T2's second data block
     let dry = journal::check(&mut d, BS, &b.lookup()).unwrap();
     let s = b.replay(&mut d).unwrap();
     assert_eq!(dry, s);
@@ -224,9 +248,7 @@ fn a_mount_whose_replay_skipped_a_bad_block_fails_and_marks_the_errors() {
     // As Linux: jbd2 reports EFSBADCRC and the mount fails ("error loading
     // journal"); the filesystem is left marked as having errors for e2fsck.
     let b = base("baddata-mount", "jo -c");
-    let mut d = b.memdisk();
-    let r = b.jblock(b.find(2, 1) + 2);
-    d.bytes[r.start + 500] ^= 0x80;
+    let d = b.flipped(b.find(2, 1) + 2, 500, 0x80);
     let img = b._dir.path("bad.img");
     std::fs::write(&img, &d.bytes).unwrap();
     assert!(needs_recovery(&img), "debugfs left the log to replay");
@@ -249,10 +271,8 @@ fn a_mount_whose_replay_skipped_a_bad_block_fails_and_marks_the_errors() {
 #[test]
 fn without_checksums_corrupt_data_is_replayed_as_is() {
     let b = base("nocsum-data", "jo");
-    let mut d = b.memdisk();
     let desc = b.find(2, 1);
-    let r = b.jblock(desc + 2);
-    d.bytes[r.start + 500] ^= 0x80;
+    let mut d = b.flipped(desc + 2, 500, 0x80);
     let s = b.replay(&mut d).unwrap();
     assert_eq!((s.transactions, s.blocks_replayed), (3, 18));
     let mut want = b.data[1].clone();
@@ -263,37 +283,29 @@ fn without_checksums_corrupt_data_is_replayed_as_is() {
 #[test]
 fn absurd_tag_count_is_bounded_by_the_block() {
     let b = base("absurd-tags", "jo -c");
-    let mut d = b.memdisk();
-    let seed = b.seed(&d.bytes);
-    let r = b.jblock(b.find(2, 1));
     // Tags everywhere, all SAME_UUID, none LAST_TAG: 63 tags in a 1 KiB block.
-    let buf = &mut d.bytes[r.clone()];
-    let mut off = 12;
-    while off + 16 <= 1020 {
-        buf[off..off + 4].copy_from_slice(&(b.homes[1][0] as u32).to_be_bytes());
-        buf[off + 4..off + 8].copy_from_slice(&tag_flag::SAME_UUID.to_be_bytes());
-        buf[off + 8..off + 16].fill(0);
-        off += 16;
-    }
-    fix_tail(buf, seed);
+    let mut d = b.with_descriptor(b.find(2, 1), |buf| {
+        let mut off = 12;
+        while off + 16 <= 1020 {
+            buf[off..off + 4].copy_from_slice(&(b.homes[1][0] as u32).to_be_bytes());
+            buf[off + 4..off + 8].copy_from_slice(&tag_flag::SAME_UUID.to_be_bytes());
+            buf[off + 8..off + 16].fill(0);
+            off += 16;
+        }
+    });
     let s = b.replay(&mut d).unwrap();
     // The "data" swallows T2's commit and T3: no commit follows, T2 is not committed.
     assert_eq!(s.transactions, 1, "{s:?}");
-    for &h in &b.homes[1] {
-        assert_eq!(home(&d.bytes, h), home(&b.disk, h));
-    }
+    b.assert_t2_not_replayed(&d);
 }
 
 #[test]
 fn tag_outside_the_device_is_refused_before_any_write() {
     let b = base("tag-outside", "jo -c");
-    let mut d = b.memdisk();
-    let seed = b.seed(&d.bytes);
-    let r = b.jblock(b.find(3, 1));
-    let buf = &mut d.bytes[r];
-    buf[12..16].copy_from_slice(&0xffff_fff0u32.to_be_bytes());
-    buf[20..24].copy_from_slice(&7u32.to_be_bytes()); // blocknr_high (64-bit journal)
-    fix_tail(buf, seed);
+    let mut d = b.with_descriptor(b.find(3, 1), |buf| {
+        buf[12..16].copy_from_slice(&0xffff_fff0u32.to_be_bytes());
+        buf[20..24].copy_from_slice(&7u32.to_be_bytes()); // blocknr_high (64-bit journal)
+    });
     let before = d.bytes.clone();
     match b.replay(&mut d) {
         Err(FsError::Corrupt(_)) => {}
@@ -307,30 +319,22 @@ fn revoked_block_outside_the_device_is_harmless() {
     // T1's first tag points outside the device; T3 is rewritten into a revoke block
     // for that block plus a commit: revocation is checked first, so nothing is refused.
     let b = base("revoke-outside", "jo -c");
-    let mut d = b.memdisk();
-    let seed = b.seed(&d.bytes);
     let far: u64 = (7 << 32) | 0xffff_fff0;
-    let r = b.jblock(b.find(1, 1));
-    let buf = &mut d.bytes[r];
-    buf[12..16].copy_from_slice(&(far as u32).to_be_bytes());
-    buf[20..24].copy_from_slice(&((far >> 32) as u32).to_be_bytes());
-    fix_tail(buf, seed);
+    let mut d = b.with_descriptor(b.find(1, 1), |buf| {
+        buf[12..16].copy_from_slice(&(far as u32).to_be_bytes());
+        buf[20..24].copy_from_slice(&((far >> 32) as u32).to_be_bytes());
+    });
+    let seed = b.seed(&d.bytes);
     let t3 = b.find(3, 1);
     let r = b.jblock(t3);
     let buf = &mut d.bytes[r];
-    buf.fill(0);
-    buf[0..4].copy_from_slice(&MAGIC.to_be_bytes());
-    buf[4..8].copy_from_slice(&5u32.to_be_bytes());
-    buf[8..12].copy_from_slice(&3u32.to_be_bytes());
+    new_block(buf, 5, 3);
     buf[12..16].copy_from_slice(&24u32.to_be_bytes());
     buf[16..24].copy_from_slice(&far.to_be_bytes());
     fix_tail(buf, seed);
     let r = b.jblock(t3 + 1);
     let buf = &mut d.bytes[r];
-    buf.fill(0);
-    buf[0..4].copy_from_slice(&MAGIC.to_be_bytes());
-    buf[4..8].copy_from_slice(&2u32.to_be_bytes());
-    buf[8..12].copy_from_slice(&3u32.to_be_bytes());
+    new_block(buf, 2, 3);
     fix_commit(buf, seed);
     let s = b.replay(&mut d).unwrap();
     assert_eq!(
@@ -425,9 +429,7 @@ fn impossible_superblocks_are_refused() {
         expect_corrupt(&b, &mut d, what);
     }
     // A bad checksum (not fixed afterwards).
-    let mut d = b.memdisk();
-    let r = b.jblock(0);
-    d.bytes[r.start + 0x40] ^= 1;
+    let mut d = b.flipped(0, 0x40, 1);
     expect_corrupt(&b, &mut d, "superblock checksum");
 }
 
@@ -519,10 +521,7 @@ fn a_log_of_revoke_blocks_all_round_the_journal_ends() {
     for j in 1..b.map.len() as u64 {
         let r = b.jblock(j);
         let buf = &mut d.bytes[r];
-        buf.fill(0);
-        buf[0..4].copy_from_slice(&MAGIC.to_be_bytes());
-        buf[4..8].copy_from_slice(&5u32.to_be_bytes());
-        buf[8..12].copy_from_slice(&1u32.to_be_bytes());
+        new_block(buf, 5, 1);
         buf[12..16].copy_from_slice(&24u32.to_be_bytes());
         buf[16..24].copy_from_slice(&(b.homes[0][0]).to_be_bytes());
         fix_tail(buf, seed);
@@ -543,10 +542,7 @@ fn a_log_of_commits_all_round_the_journal_ends() {
     for j in 1..n {
         let r = b.jblock(j);
         let buf = &mut d.bytes[r];
-        buf.fill(0);
-        buf[0..4].copy_from_slice(&MAGIC.to_be_bytes());
-        buf[4..8].copy_from_slice(&2u32.to_be_bytes());
-        buf[8..12].copy_from_slice(&(j as u32).to_be_bytes());
+        new_block(buf, 2, j as u32);
         fix_commit(buf, seed);
         assert!(CommitBlock::checksum_ok(buf, seed));
     }
@@ -563,6 +559,20 @@ struct CowDisk<'a> {
     over: BTreeMap<u64, [u8; SECTOR as usize]>,
 }
 
+impl CowDisk<'_> {
+    /// `len` bytes at `offset` are whole sectors within the disk.
+    fn check(&self, offset: u64, len: usize) -> Result<(), IoError> {
+        let n = len as u64;
+        if !offset.is_multiple_of(SECTOR)
+            || !n.is_multiple_of(SECTOR)
+            || offset + n > self.size_bytes()
+        {
+            return Err(IoError::OutOfRange);
+        }
+        Ok(())
+    }
+}
+
 impl BlockDev for CowDisk<'_> {
     fn size_bytes(&self) -> u64 {
         self.base.len() as u64
@@ -571,13 +581,7 @@ impl BlockDev for CowDisk<'_> {
         false
     }
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        let n = buf.len() as u64;
-        if !offset.is_multiple_of(SECTOR)
-            || !n.is_multiple_of(SECTOR)
-            || offset + n > self.size_bytes()
-        {
-            return Err(IoError::OutOfRange);
-        }
+        self.check(offset, buf.len())?;
         for (i, chunk) in buf.chunks_mut(SECTOR as usize).enumerate() {
             let s = offset / SECTOR + i as u64;
             match self.over.get(&s) {
@@ -591,13 +595,7 @@ impl BlockDev for CowDisk<'_> {
         Ok(())
     }
     fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
-        let n = data.len() as u64;
-        if !offset.is_multiple_of(SECTOR)
-            || !n.is_multiple_of(SECTOR)
-            || offset + n > self.size_bytes()
-        {
-            return Err(IoError::OutOfRange);
-        }
+        self.check(offset, data.len())?;
         for (i, chunk) in data.chunks(SECTOR as usize).enumerate() {
             self.over
                 .insert(offset / SECTOR + i as u64, chunk.try_into().unwrap());
@@ -705,20 +703,24 @@ fn mutation_loop(b: &Base, seed: u64, iterations: u32) -> (u32, u32) {
     (oks, errs)
 }
 
-#[test]
-fn random_mutations_never_panic_csum_v3() {
-    let b = base("fuzz-v3", "jo -c");
-    let (oks, errs) = mutation_loop(&b, 0x5eed_0001, 2000);
+/// 2000 random mutations of the journal debugfs writes after opening it with `jo`
+/// (`jo -c`: checksums v3), in temp dir `tag`: some replay, some are refused, none
+/// panics.
+fn mutations_never_panic(tag: &str, jo: &str, seed: u64) {
+    let b = base(tag, jo);
+    let (oks, errs) = mutation_loop(&b, seed, 2000);
     eprintln!("{oks} ok, {errs} refused");
     assert!(oks > 0 && errs > 0, "{oks} ok, {errs} refused");
 }
 
 #[test]
+fn random_mutations_never_panic_csum_v3() {
+    mutations_never_panic("fuzz-v3", "jo -c", 0x5eed_0001);
+}
+
+#[test]
 fn random_mutations_never_panic_no_csum() {
-    let b = base("fuzz-nocsum", "jo");
-    let (oks, errs) = mutation_loop(&b, 0x5eed_0002, 2000);
-    eprintln!("{oks} ok, {errs} refused");
-    assert!(oks > 0 && errs > 0, "{oks} ok, {errs} refused");
+    mutations_never_panic("fuzz-nocsum", "jo", 0x5eed_0002);
 }
 
 #[test]
@@ -765,10 +767,7 @@ fn many_revokes(b: &Base) -> MemDisk {
     for k in 0..4u64 {
         let r = b.jblock(t3 + k);
         let buf = &mut d.bytes[r];
-        buf.fill(0);
-        buf[0..4].copy_from_slice(&MAGIC.to_be_bytes());
-        buf[4..8].copy_from_slice(&5u32.to_be_bytes());
-        buf[8..12].copy_from_slice(&3u32.to_be_bytes());
+        new_block(buf, 5, 3);
         buf[12..16].copy_from_slice(&(16 + 125 * 8u32).to_be_bytes());
         for i in 0..125 {
             let v = if k == 2 && i == 60 {
@@ -782,10 +781,7 @@ fn many_revokes(b: &Base) -> MemDisk {
     }
     let r = b.jblock(t3 + 4);
     let buf = &mut d.bytes[r];
-    buf.fill(0);
-    buf[0..4].copy_from_slice(&MAGIC.to_be_bytes());
-    buf[4..8].copy_from_slice(&2u32.to_be_bytes());
-    buf[8..12].copy_from_slice(&3u32.to_be_bytes());
+    new_block(buf, 2, 3);
     fix_commit(buf, seed);
     d
 }

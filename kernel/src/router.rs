@@ -37,6 +37,19 @@ fn read_config(package: &str) -> Option<Result<String, String>> {
     }
 }
 
+/// [`read_config`], a file that cannot be read or is not text printed as
+/// `{prefix}{reason}; {then}` and given as `Err(())`.
+fn read_or_say(package: &str, prefix: &str, then: &str) -> Result<Option<String>, ()> {
+    match read_config(package) {
+        Some(Ok(t)) => Ok(Some(t)),
+        Some(Err(e)) => {
+            crate::println!("{prefix}{e}; {then}");
+            Err(())
+        }
+        None => Ok(None),
+    }
+}
+
 /// The time zone of `/etc/config/system` for the firewall's time matches: a fixed
 /// offset, or UTC with a note (a zone with daylight saving, an unreadable file).
 pub fn time_zone() -> xenlet_uci::system::TimeZone {
@@ -87,21 +100,8 @@ pub fn plan(cmdline: &str, vifs: &[&str], heap_bytes: usize, seed: u64) -> Optio
     if cmdline.split_whitespace().any(|w| w == "xenlet.router=0") {
         return None;
     }
-    let network = match read_config("network")? {
-        Ok(t) => t,
-        Err(e) => {
-            crate::println!("router: {e}; not routing");
-            return None;
-        }
-    };
-    let firewall = match read_config("firewall") {
-        Some(Ok(t)) => Some(t),
-        Some(Err(e)) => {
-            crate::println!("router: {e}; not routing");
-            return None;
-        }
-        None => None,
-    };
+    let network = read_or_say("network", "router: ", "not routing").ok()??;
+    let firewall = read_or_say("firewall", "router: ", "not routing").ok()?;
     match netplan::plan(
         &network,
         firewall.as_deref(),
@@ -127,20 +127,8 @@ pub fn plan(cmdline: &str, vifs: &[&str], heap_bytes: usize, seed: u64) -> Optio
 /// when it is bad (the reason is printed).
 pub fn services(plan: &Plan, heap_bytes: usize) -> Option<ServicesSpec> {
     plan.gateway.as_ref()?;
-    let dhcp = match read_config("dhcp")? {
-        Ok(t) => t,
-        Err(e) => {
-            crate::println!("dhcp: {e}; no DHCP or DNS service");
-            return None;
-        }
-    };
-    let network = match read_config("network")? {
-        Ok(t) => t,
-        Err(e) => {
-            crate::println!("dhcp: {e}; no DHCP or DNS service");
-            return None;
-        }
-    };
+    let dhcp = read_or_say("dhcp", "dhcp: ", "no DHCP or DNS service").ok()??;
+    let network = read_or_say("network", "dhcp: ", "no DHCP or DNS service").ok()??;
     match lanconfig::spec_from_files(&dhcp, &network, plan) {
         Ok(mut s) => {
             for w in &s.warnings {

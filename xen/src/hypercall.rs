@@ -92,6 +92,16 @@ pub unsafe fn hypercall5(op: u32, a1: u64, a2: u64, a3: u64, a4: u64, a5: u64) -
     ret
 }
 
+/// `HYPERVISOR_grant_table_op(cmd, ops, count)`: Xen's return.
+///
+/// # Safety
+/// `ops` must point to `count` live structs of the layout `cmd` takes, which Xen may
+/// read and write during the call.
+unsafe fn grant_table_op<T>(cmd: u64, ops: *mut T, count: u64) -> i64 {
+    // SAFETY: the caller vouches for `ops` and `count`.
+    unsafe { hypercall5(__HYPERVISOR_grant_table_op, cmd, ops as u64, count, 0, 0) }
+}
+
 /// Hypercall with a pointer argument after a command number.
 ///
 /// # Safety
@@ -286,16 +296,7 @@ pub fn gnttab_query_size() -> Result<(u32, u32), XenError> {
         status: 0,
     };
     // SAFETY: `q` has the layout of `gnttab_query_size` (u16, u32, u32, i16); count 1.
-    let r = unsafe {
-        hypercall5(
-            __HYPERVISOR_grant_table_op,
-            GNTTABOP_QUERY_SIZE,
-            &mut q as *mut QuerySize as u64,
-            1,
-            0,
-            0,
-        )
-    };
+    let r = unsafe { grant_table_op(GNTTABOP_QUERY_SIZE, &mut q, 1) };
     XenError::check(r)?;
     if q.status != 0 {
         return Err(XenError::from_ret(i64::from(q.status)));
@@ -495,16 +496,7 @@ pub unsafe fn gnttab_map_grant_ref(
         ..Default::default()
     };
     // SAFETY: `m` is one `gnttab_map_grant_ref` Xen reads and writes (count 1); the caller vouches for `gpa`.
-    let r = unsafe {
-        hypercall5(
-            __HYPERVISOR_grant_table_op,
-            u64::from(GNTTABOP_map_grant_ref),
-            &mut m as *mut gnttab_map_grant_ref as u64,
-            1,
-            0,
-            0,
-        )
-    };
+    let r = unsafe { grant_table_op(u64::from(GNTTABOP_map_grant_ref), &mut m, 1) };
     if r < 0 {
         return Err(-1);
     }
@@ -528,16 +520,7 @@ pub unsafe fn gnttab_unmap_grant_ref(gpa: u64, handle: u32) -> Result<(), i16> {
         status: 0,
     };
     // SAFETY: `u` is one `gnttab_unmap_grant_ref` (count 1); the caller stops using the page.
-    let r = unsafe {
-        hypercall5(
-            __HYPERVISOR_grant_table_op,
-            u64::from(GNTTABOP_unmap_grant_ref),
-            &mut u as *mut gnttab_unmap_grant_ref as u64,
-            1,
-            0,
-            0,
-        )
-    };
+    let r = unsafe { grant_table_op(u64::from(GNTTABOP_unmap_grant_ref), &mut u, 1) };
     if r < 0 {
         return Err(-1);
     }
@@ -560,15 +543,6 @@ pub unsafe fn gnttab_copy(ops: &mut [gnttab_copy]) -> Result<(), XenError> {
         return Ok(());
     }
     // SAFETY: `ops` is a live array of `ops.len()` `gnttab_copy` structs Xen reads and writes; the caller vouches for the local destinations.
-    let r = unsafe {
-        hypercall5(
-            __HYPERVISOR_grant_table_op,
-            u64::from(GNTTABOP_copy),
-            ops.as_mut_ptr() as u64,
-            ops.len() as u64,
-            0,
-            0,
-        )
-    };
+    let r = unsafe { grant_table_op(u64::from(GNTTABOP_copy), ops.as_mut_ptr(), ops.len() as u64) };
     XenError::check(r).map(|_| ())
 }

@@ -210,6 +210,20 @@ impl FrontRing {
         fence(Ordering::SeqCst);
         Ok(self.unconsumed()? > 0)
     }
+
+    /// Takes the next response into `buf` as [`FrontRing::take_response`] does; when
+    /// there is none, re-arms the response event and takes one that arrived meanwhile
+    /// (the `RING_FINAL_CHECK_FOR_RESPONSES` loop). `Ok(false)`: none, event armed.
+    pub fn take_response_or_arm(&mut self, buf: &mut [u8]) -> Result<bool, RingError> {
+        loop {
+            if self.take_response(buf)? {
+                return Ok(true);
+            }
+            if !self.final_check_for_responses()? {
+                return Ok(false);
+            }
+        }
+    }
 }
 
 /// The backend's view of one shared ring, on a page mapped from the frontend.

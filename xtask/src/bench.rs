@@ -411,15 +411,26 @@ fn alternating(scenarios: &[&str], runs: usize) -> Vec<String> {
         .collect()
 }
 
-pub fn dd(args: &[&str]) -> Result<Section> {
-    let a = bench_args(args, 5, &[], &[])?;
-    let names = alternating(&["bench-linux", "bench-xenlet"], a.runs);
+/// Runs `a.runs` of each of `scenarios`, alternating, in one session after saying
+/// `what` they do; -> (the runs' names, how the session went).
+fn run_alternating(a: &BenchArgs, scenarios: &[&str], what: &str) -> (Vec<String>, Result<()>) {
+    let names = alternating(scenarios, a.runs);
     step(&format!(
-        "bench dd: 8 MiB (bs=16k count=512 conv=fsync) by dom0, the Linux domU and Xenlet, {} run(s) each: {}",
+        "{what}, {} run(s) each: {}",
         a.runs,
         names.join(", ")
     ));
-    let ran = session(&names, &a);
+    let ran = session(&names, a);
+    (names, ran)
+}
+
+pub fn dd(args: &[&str]) -> Result<Section> {
+    let a = bench_args(args, 5, &[], &[])?;
+    let (names, ran) = run_alternating(
+        &a,
+        &["bench-linux", "bench-xenlet"],
+        "bench dd: 8 MiB (bs=16k count=512 conv=fsync) by dom0, the Linux domU and Xenlet",
+    );
     let rows: Vec<Row> = DD_RUNS
         .iter()
         .map(|(who, sc, var)| {
@@ -492,13 +503,11 @@ const NET_SYSTEMS: &[(&str, &str)] = &[
 pub fn net(args: &[&str]) -> Result<Section> {
     let a = bench_args(args, 5, &[], &[])?;
     let scenarios: Vec<&str> = NET_SYSTEMS.iter().map(|s| s.1).collect();
-    let names = alternating(&scenarios, a.runs);
-    step(&format!(
-        "bench net: dom0's iperf3 -c against the Linux domU and Xenlet, both directions, {} run(s) each: {}",
-        a.runs,
-        names.join(", ")
-    ));
-    let ran = session(&names, &a);
+    let (names, ran) = run_alternating(
+        &a,
+        &scenarios,
+        "bench net: dom0's iperf3 -c against the Linux domU and Xenlet, both directions",
+    );
     let mut rows = iperf_rows(
         &[
             ("RX", "iperf3 TCP dom0 -> guest (5 s, 1 stream)"),
@@ -575,13 +584,11 @@ const CLIENT_SYSTEMS: [(&str, &str); 2] = [
 pub fn clients(args: &[&str]) -> Result<Section> {
     let a = bench_args(args, 5, &[], &[])?;
     let scenarios: Vec<&str> = CLIENT_SYSTEMS.iter().map(|s| s.1).collect();
-    let names = alternating(&scenarios, a.runs);
-    step(&format!(
-        "bench clients: a client VM's iperf3 to wan through the Xenlet router, its vif on dom0's bridge or served by the router, {} run(s) each: {}",
-        a.runs,
-        names.join(", ")
-    ));
-    let ran = session(&names, &a);
+    let (names, ran) = run_alternating(
+        &a,
+        &scenarios,
+        "bench clients: a client VM's iperf3 to wan through the Xenlet router, its vif on dom0's bridge or served by the router",
+    );
     let rows = iperf_rows(
         &[
             ("UP_1", "TCP client -> wan, 1 stream"),

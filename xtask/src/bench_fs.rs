@@ -212,26 +212,26 @@ fn collect(p: &Plan) -> Vec<RowRuns> {
     out
 }
 
+/// A row's figures, one per run ([`RowRuns::totals`], [`RowRuns::dd`]).
+type RowFigures = fn(&RowRuns) -> Vec<f64>;
+
 /// The section's rows: dd + sync and dd alone, seconds, per row.
 fn section_rows(rr: &[RowRuns], mib: u64) -> Vec<Row> {
+    let figures: [(&str, RowFigures); 2] = [
+        ("time dd + sync", RowRuns::totals),
+        ("time dd alone", RowRuns::dd),
+    ];
     let mut v = Vec::new();
-    for r in rr {
-        v.push(Row::new(
-            &format!("time dd + sync, {mib} MiB"),
-            r.row.0,
-            r.totals(),
-            "s",
-            false,
-        ));
-    }
-    for r in rr {
-        v.push(Row::new(
-            &format!("time dd alone, {mib} MiB"),
-            r.row.0,
-            r.dd(),
-            "s",
-            false,
-        ));
+    for (what, of) in figures {
+        for r in rr {
+            v.push(Row::new(
+                &format!("{what}, {mib} MiB"),
+                r.row.0,
+                of(r),
+                "s",
+                false,
+            ));
+        }
     }
     v
 }
@@ -373,26 +373,36 @@ pub fn fs(args: &[&str]) -> Result<Section> {
     ));
     let m = |k: &str| medians.get(k).copied();
     table.push_str("\nratios of the medians (dd + sync)\n");
-    table.push_str(&format!(
-        "  {:<52} {:>6}   goal >= 0.9\n",
-        "Xenlet file / Xenlet raw, throughput (PVH)",
-        ratio(m("bench-fs-raw"), m("bench-fs-pvh"))
-    ));
-    table.push_str(&format!(
-        "  {:<52} {:>6}   goal >= 0.9\n",
-        "Xenlet journalled / without a journal, throughput",
-        ratio(m("bench-fs-nojournal"), m("bench-fs-pvh"))
-    ));
-    table.push_str(&format!(
-        "  {:<52} {:>6}   goal >= 5\n",
-        "Xenlet PVH / Linux PVHVM, throughput",
-        ratio(m("bench-fs-linux"), m("bench-fs-pvh"))
-    ));
-    table.push_str(&format!(
-        "  {:<52} {:>6}   goal >= 5\n",
-        "Xenlet HVM / Linux PVHVM, throughput",
-        ratio(m("bench-fs-linux"), m("bench-fs-hvm"))
-    ));
+    // (what, the scenarios whose medians divide, the goal)
+    let goals = [
+        (
+            "Xenlet file / Xenlet raw, throughput (PVH)",
+            ("bench-fs-raw", "bench-fs-pvh"),
+            "0.9",
+        ),
+        (
+            "Xenlet journalled / without a journal, throughput",
+            ("bench-fs-nojournal", "bench-fs-pvh"),
+            "0.9",
+        ),
+        (
+            "Xenlet PVH / Linux PVHVM, throughput",
+            ("bench-fs-linux", "bench-fs-pvh"),
+            "5",
+        ),
+        (
+            "Xenlet HVM / Linux PVHVM, throughput",
+            ("bench-fs-linux", "bench-fs-hvm"),
+            "5",
+        ),
+    ];
+    for (what, (a, b), goal) in goals {
+        table.push_str(&format!(
+            "  {:<52} {:>6}   goal >= {goal}\n",
+            what,
+            ratio(m(a), m(b))
+        ));
+    }
     table.push_str(&format!(
         "  {:<52} {:>6}   the report: {:.1} (medians; {:.1}-{:.1} over its runs)\n",
         "Linux emulated IDE / PVHVM, time",
@@ -432,11 +442,7 @@ pub fn fs(args: &[&str]) -> Result<Section> {
             }
         ),
         baseline: with_linux.then(|| "Linux PVHVM (blkfront), file".to_string()),
-        failed: failure(ran, &rows, 1).or_else(|| {
-            rr.iter()
-                .any(|r| r.runs.iter().any(|(_, x)| x.is_err()))
-                .then(|| "a run gave no figure".to_string())
-        }),
+        failed: failed(ran, &rows, &rr),
         rows,
         text: Some(table),
         notes: failures(&p.names),
@@ -509,6 +515,16 @@ fn seed_table(rr: &[RowRuns], count: u64) -> String {
     t
 }
 
+/// Why the bench failed, if it did: a row short of runs (or the session failing),
+/// else a run that gave no figure.
+fn failed(ran: Result<()>, rows: &[Row], rr: &[RowRuns]) -> Option<String> {
+    failure(ran, rows, 1).or_else(|| {
+        rr.iter()
+            .any(|r| r.runs.iter().any(|(_, x)| x.is_err()))
+            .then(|| "a run gave no figure".to_string())
+    })
+}
+
 /// `cargo xtask bench seed`: the report's table.
 pub fn seed(args: &[&str]) -> Result<Section> {
     let (a, count, _, _) = parse(args, SEED_COUNT)?;
@@ -536,11 +552,7 @@ pub fn seed(args: &[&str]) -> Result<Section> {
             p.mib()
         ),
         baseline: Some("Linux PVHVM (blkfront)".into()),
-        failed: failure(ran, &rows, 1).or_else(|| {
-            rr.iter()
-                .any(|r| r.runs.iter().any(|(_, x)| x.is_err()))
-                .then(|| "a run gave no figure".to_string())
-        }),
+        failed: failed(ran, &rows, &rr),
         rows,
         text: Some(table),
         notes: failures(&p.names),

@@ -343,37 +343,43 @@ fn lint_task() -> Result<()> {
     layering_check()?;
     util::step("the docs' figures (README.md, docs/benchmarks.md) in docs/bench/report.md");
     figures::lint()?;
-    util::step("cargo fmt --check");
-    util::run(
-        util::cargo()
-            .current_dir(&root)
-            .args(["fmt", "--all", "--check"]),
-        "cargo fmt",
-    )?;
-    util::step("cargo clippy (host crates)");
-    util::run(
-        util::cargo().current_dir(&root).args([
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ]),
-        "cargo clippy",
-    )?;
-    util::step("cargo clippy (kernel, x86_64-unknown-none)");
-    util::run(
-        util::cargo().current_dir(&root).args([
-            "clippy",
-            "--package",
-            "xenlet-kernel",
-            "--target",
-            "x86_64-unknown-none",
-            "--",
-            "-D",
-            "warnings",
-        ]),
-        "cargo clippy (kernel)",
-    )
+    // (the step, cargo's arguments, the name in an error)
+    let cargo_checks: [(&str, &[&str], &str); 3] = [
+        (
+            "cargo fmt --check",
+            &["fmt", "--all", "--check"],
+            "cargo fmt",
+        ),
+        (
+            "cargo clippy (host crates)",
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+            "cargo clippy",
+        ),
+        (
+            "cargo clippy (kernel, x86_64-unknown-none)",
+            &[
+                "clippy",
+                "--package",
+                "xenlet-kernel",
+                "--target",
+                "x86_64-unknown-none",
+                "--",
+                "-D",
+                "warnings",
+            ],
+            "cargo clippy (kernel)",
+        ),
+    ];
+    for (what, args, name) in cargo_checks {
+        util::step(what);
+        util::run(util::cargo().current_dir(&root).args(args), name)?;
+    }
+    Ok(())
 }

@@ -190,6 +190,22 @@ def mount_scratch():
 
 # ---------------------------------------------------------------- initramfs + iperf3
 
+def file_entries(files):
+    """cpio entries of `files` (absolute paths, links followed) as executables at the
+    same paths, each parent directory made before the first file in it."""
+    entries, dirs = [], set()
+    for f in files:
+        parts = f.strip('/').split('/')[:-1]
+        for i in range(1, len(parts) + 1):
+            d = '/'.join(parts[:i])
+            if d not in dirs:
+                dirs.add(d)
+                entries.append((d, 0o040755, None))
+        with open(os.path.realpath(f), 'rb') as fh:
+            entries.append((f.strip('/'), 0o100755, fh.read()))
+    return entries
+
+
 def cpio_newc(entries):
     """A newc cpio archive of (path, mode, data) entries (directories: data None)."""
     out = bytearray()
@@ -223,17 +239,7 @@ def initrd_with_iperf3():
         raise Fail('setup', 'ldd iperf3: ' + out.strip())
     for m in re.finditer(r'(/\S+\.so[.0-9]*)', out):
         files.append(m.group(1))
-    entries, dirs = [], set()
-    for f in files:
-        real = os.path.realpath(f)
-        parts = f.strip('/').split('/')[:-1]
-        for i in range(1, len(parts) + 1):
-            d = '/'.join(parts[:i])
-            if d not in dirs:
-                dirs.add(d)
-                entries.append((d, 0o040755, None))
-        with open(real, 'rb') as fh:
-            entries.append((f.strip('/'), 0o100755, fh.read()))
+    entries = file_entries(files)
     with open(LINUX_INITRD, 'rb') as fh:
         base = fh.read()
     with open(path, 'wb') as fh:
@@ -372,17 +378,7 @@ def program_entries(programs):
         for m in re.finditer(r'(/\S+\.so[.0-9]*)', out):
             if m.group(1) not in files:
                 files.append(m.group(1))
-    entries, dirs = [], set()
-    for f in files:
-        parts = f.strip('/').split('/')[:-1]
-        for i in range(1, len(parts) + 1):
-            d = '/'.join(parts[:i])
-            if d not in dirs:
-                dirs.add(d)
-                entries.append((d, 0o040755, None))
-        with open(os.path.realpath(f), 'rb') as fh:
-            entries.append((f.strip('/'), 0o100755, fh.read()))
-    return entries
+    return file_entries(files)
 
 
 # The Linux router domU (router-linux): nft and conntrack from dom0's Debian packages
@@ -549,13 +545,30 @@ class Console:
     def wait_for(self, needle, timeout, alive):
         """-> (status, bytes before and including needle). status: 'found', 'timeout',
         'gone' (domain no longer exists), 'crashed', 'shutdown'."""
+        def found():
+            i = self.pending.find(needle)
+            if i < 0:
+                return None
+            got = self.pending[:i + len(needle)]
+            self.pending = self.pending[i + len(needle):]
+            return got
+        return self._wait(found, timeout, alive)
+
+    def wait_regex(self, rx, timeout, alive):
+        """Like wait_for, for a regex matching a line of the cleaned output; on a match
+        everything pending is taken."""
+        return self._wait(
+            lambda: self.take() if re.search(rx, clean(self.pending), re.M) else None,
+            timeout, alive)
+
+    def _wait(self, found, timeout, alive):
+        """The wait of wait_for and wait_regex: `found()` takes what a match takes
+        (None while there is none); the domain's state is looked at every 2 s."""
         end = time.monotonic() + timeout
         next_check = time.monotonic() + 2
         while True:
-            i = self.pending.find(needle)
-            if i >= 0:
-                got = self.pending[:i + len(needle)]
-                self.pending = self.pending[i + len(needle):]
+            got = found()
+            if got is not None:
                 return 'found', got
             t = time.monotonic()
             if t >= end:
@@ -568,25 +581,6 @@ class Console:
                     return st, self.take()
             self.pump(min(0.5, end - t))
 
-    def wait_regex(self, rx, timeout, alive):
-        """Like wait_for, for a regex matching a line of the cleaned output; on a match
-        everything pending is taken."""
-        end = time.monotonic() + timeout
-        next_check = time.monotonic() + 2
-        while True:
-            if re.search(rx, clean(self.pending), re.M):
-                return 'found', self.take()
-            t = time.monotonic()
-            if t >= end:
-                return 'timeout', self.take()
-            if t >= next_check:
-                next_check = t + 2
-                st = alive()
-                if st != 'running':
-                    self.pump(0.3)
-                    return st, self.take()
-            self.pump(min(0.5, end - t))
-
     def settle(self, quiet=0.5, limit=3.0):
         """Reads until the console has been quiet for `quiet` seconds (at most
         `limit`)."""
@@ -596,6 +590,15 @@ class Console:
             self.pump(quiet)
             if self.total == before:
                 return
+
+    def finish(self):
+        """Takes what the guest printed last and closes the console (one already
+        gone is no error)."""
+        try:
+            self.pump(0.1)
+            self.close()
+        except OSError:
+            pass
 
     def take(self):
         got, self.pending = self.pending, b''
@@ -1015,11 +1018,7 @@ def run_scenario(sc):
                         time.sleep(0.5)
                     if alive() != 'gone':
                         raise Fail(phase[0], 'xl destroy: the domain is still there')
-                try:
-                    console.pump(0.1)
-                    console.close()
-                except OSError:
-                    pass
+                console.finish()
                 console = None
                 boots += 1
                 # the xl daemon's log of the last boot is rotated by xl create
@@ -1042,11 +1041,7 @@ def run_scenario(sc):
                 st = alive()
                 if st != 'running':
                     fail_gone(st, 'after it was moved', '')
-                try:
-                    console.pump(0.1)
-                    console.close()
-                except OSError:
-                    pass
+                console.finish()
                 console = None
                 rc, v = sh(['xl', 'domid', dom])
                 domid = v.strip()
@@ -1093,15 +1088,21 @@ def run_scenario(sc):
         # how the guest ends
         phase[0] = 'end'
 
-        def await_end(want, after):
-            """The domain must go away (on_poweroff/on_reboot = destroy) within the
-            end timeout with shutdown reason `want`; -> seconds it took."""
+        def run_out():
+            """Reads the console until the domain stops running or the end timeout
+            passes; -> (its state, when the wait began)."""
             t0 = time.monotonic()
             end = t0 + left(sc['end_timeout'])
             st = alive()
             while st == 'running' and time.monotonic() < end:
                 console.pump(0.3)
                 st = alive()
+            return st, t0
+
+        def await_end(want, after):
+            """The domain must go away (on_poweroff/on_reboot = destroy) within the
+            end timeout with shutdown reason `want`; -> seconds it took."""
+            st, t0 = run_out()
             secs = time.monotonic() - t0
             # The guest's part ends when Xen records the shutdown; destroying the domain
             # (device-model and backend teardown, hotplug scripts) is dom0's toolstack,
@@ -1150,12 +1151,7 @@ def run_scenario(sc):
             """Waits up to the end timeout for the domain to stop running (it is kept:
             on_crash/on_reboot = "preserve"); -> (its state, when the wait began)."""
             log('waiting up to %ds for the domain to %s' % (sc['end_timeout'], what))
-            t0 = time.monotonic()
-            end = t0 + left(sc['end_timeout'])
-            st = alive()
-            while st == 'running' and time.monotonic() < end:
-                console.pump(0.3)
-                st = alive()
+            st, t0 = run_out()
             console.pump(0.2)
             text = clean(console.take())
             show_output(text)
@@ -1250,11 +1246,7 @@ def run_scenario(sc):
         log('runner error in step %s: %r' % (phase[0], e))
     finally:
         if console:
-            try:
-                console.pump(0.1)
-                console.close()
-            except OSError:
-                pass
+            console.finish()
         # client domUs a step created (`$NAME-...`) go before the router that serves
         # them; their console logs are kept as client-<name>.log
         rc, listing = sh(['xl', 'list'], timeout=30)

@@ -164,16 +164,9 @@ impl<P: XenPlatform> BlockDevice for Blkfront<P> {
             if self.broken.is_some() {
                 break;
             }
-            match self.link.ring.take_response(&mut raw) {
+            match self.link.ring.take_response_or_arm(&mut raw) {
                 Ok(true) => self.complete(&raw),
-                Ok(false) => match self.link.ring.final_check_for_responses() {
-                    Ok(true) => continue,
-                    Ok(false) => break,
-                    Err(e) => {
-                        self.fail(format!("{e}"));
-                        break;
-                    }
-                },
+                Ok(false) => break,
                 Err(e) => {
                     self.fail(format!("{e}"));
                     break;

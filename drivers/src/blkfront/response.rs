@@ -4,6 +4,7 @@
 //! I/O fails (its grants kept until the teardown), nothing panics.
 
 use super::grants::Abandoned;
+use super::request::Slot;
 use super::{Blkfront, BlockError, Completion, IoBuf};
 use crate::blkif;
 use crate::platform::XenPlatform;
@@ -13,6 +14,26 @@ use alloc::vec::Vec;
 use xenlet_xen::shared::PAGE_BYTES;
 
 impl<P: XenPlatform> Blkfront<P> {
+    /// Takes the request in slot `idx` out of flight, if it is in flight: what it
+    /// held (grants, buffers, indirect pages, bounced buffers) comes out, the slot
+    /// keeps its tag and operation.
+    pub(super) fn take_in_flight(&mut self, idx: usize) -> Option<Slot> {
+        let slot = &mut self.slots[idx];
+        if !slot.in_flight {
+            return None;
+        }
+        slot.in_flight = false;
+        Some(Slot {
+            tag: slot.tag,
+            op: slot.op,
+            in_flight: false,
+            bufs: core::mem::take(&mut slot.bufs),
+            grants: core::mem::take(&mut slot.grants),
+            indirect: core::mem::take(&mut slot.indirect),
+            bounced: core::mem::take(&mut slot.bounced),
+        })
+    }
+
     /// Marks the device broken and fails everything in flight.
     pub(super) fn fail(&mut self, why: String) {
         if self.broken.is_some() {
@@ -20,29 +41,23 @@ impl<P: XenPlatform> Blkfront<P> {
         }
         self.link.ring.mark_broken();
         for idx in 0..self.slots.len() {
-            if !self.slots[idx].in_flight {
+            let Some(slot) = self.take_in_flight(idx) else {
                 continue;
-            }
-            let slot = &mut self.slots[idx];
-            slot.in_flight = false;
-            let tag = slot.tag;
+            };
             // The backend has not answered: it may still consume the request, so
             // its grants stay and its pages are held until the teardown (a grant
             // ended now frees its ref, which a stale request could then reach on
             // another page). The caller gets its answer without buffers.
             // A bounced buffer of the caller's was never the backend's: it goes
             // back (our page in its place stays with the request).
-            let theirs: Vec<IoBuf> = core::mem::take(&mut slot.bounced)
-                .into_iter()
-                .map(|(_, b)| b)
-                .collect();
+            let theirs: Vec<IoBuf> = slot.bounced.into_iter().map(|(_, b)| b).collect();
             self.abandoned.push(Abandoned {
-                grants: core::mem::take(&mut slot.grants),
-                bufs: core::mem::take(&mut slot.bufs),
-                indirect: core::mem::take(&mut slot.indirect),
+                grants: slot.grants,
+                bufs: slot.bufs,
+                indirect: slot.indirect,
             });
             self.done.push_back(Completion {
-                tag,
+                tag: slot.tag,
                 result: Err(BlockError::Broken(why.clone())),
                 bufs: theirs,
             });

@@ -11,6 +11,7 @@
 //! new backend's; the pool's are granted anew, and a caller's comes back through
 //! [`Blkfront::refresh`] when it is freed.
 
+use super::request::Slot;
 use super::{xenbus, Blkfront, BlockError, Completion, IoBuf};
 use crate::platform::XenPlatform;
 use alloc::format;
@@ -38,16 +39,17 @@ impl<P: XenPlatform> Blkfront<P> {
         // The requests in flight: never to be answered.
         let mut failed = 0;
         for idx in 0..self.slots.len() {
-            if !self.slots[idx].in_flight {
+            let Some(Slot {
+                tag,
+                grants,
+                mut bufs,
+                mut indirect,
+                bounced,
+                ..
+            }) = self.take_in_flight(idx)
+            else {
                 continue;
-            }
-            let slot = &mut self.slots[idx];
-            slot.in_flight = false;
-            let tag = slot.tag;
-            let grants = core::mem::take(&mut slot.grants);
-            let mut bufs = core::mem::take(&mut slot.bufs);
-            let mut indirect = core::mem::take(&mut slot.indirect);
-            let bounced = core::mem::take(&mut slot.bounced);
+            };
             self.unbounce(&mut bufs, bounced, false);
             self.end_grants(grants, &mut bufs, &mut indirect);
             self.pool.extend(indirect);

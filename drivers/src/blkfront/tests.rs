@@ -126,16 +126,18 @@ impl Backend {
 
 fn connect(f: &Fake) -> (Blkfront<&Fake>, Backend) {
     let d = Blkfront::connect(f, 51712, "xvda".into()).unwrap();
-    let size = d.info().features.ring_entries;
-    (
-        d,
-        Backend {
-            ring: f.ring(),
-            req_cons: 0,
-            rsp_prod: 0,
-            size,
-        },
-    )
+    let be = backend(f, &d);
+    (d, be)
+}
+
+/// A backend serving `d`'s ring, from its start.
+fn backend(f: &Fake, d: &Blkfront<&Fake>) -> Backend {
+    Backend {
+        ring: f.ring(),
+        req_cons: 0,
+        rsp_prod: 0,
+        size: d.info().features.ring_entries,
+    }
 }
 
 fn write_req(d: &mut Blkfront<&Fake>, tag: u64, sector: u64, pages: usize) -> BlockRequest {
@@ -147,6 +149,74 @@ fn write_req(d: &mut Blkfront<&Fake>, tag: u64, sector: u64, pages: usize) -> Bl
         bytes: pages * 4096,
         bufs,
     }
+}
+
+/// Submits `req`, which `d` must take.
+fn submit(d: &mut Blkfront<&Fake>, req: BlockRequest) {
+    d.submit(req).map_err(|(e, _)| e).unwrap();
+}
+
+/// Submits `n` one-page requests made by `make` (tag `t` at sector `8t`), kicks,
+/// and returns what the backend finds in the ring.
+fn queue(
+    d: &mut Blkfront<&Fake>,
+    be: &mut Backend,
+    make: fn(&mut Blkfront<&Fake>, u64, u64, usize) -> BlockRequest,
+    n: u64,
+) -> Vec<(u64, u8, u8, u16)> {
+    for tag in 0..n {
+        let req = make(d, tag, tag * 8, 1);
+        submit(d, req);
+    }
+    d.kick();
+    be.requests()
+}
+
+/// Submits `req`, kicks, and returns what the backend finds in the ring.
+fn send(d: &mut Blkfront<&Fake>, be: &mut Backend, req: BlockRequest) -> Vec<(u64, u8, u8, u16)> {
+    submit(d, req);
+    d.kick();
+    be.requests()
+}
+
+/// What `d` has completed.
+fn poll(d: &mut Blkfront<&Fake>) -> Vec<Completion> {
+    let mut out = Vec::new();
+    d.poll(&mut out);
+    out
+}
+
+/// Takes every buffer left in `d`'s pool: none may be the page of `gfn`.
+fn assert_never_reused(d: &mut Blkfront<&Fake>, gfn: u64, what: &str) {
+    while let Some(b) = d.alloc_buf() {
+        assert_ne!(b.page.frame(0).unwrap(), gfn, "{what} reused");
+    }
+}
+
+/// Connects to `f`, whose handshake must fail with an error naming `word`.
+fn handshake_fails(f: &Fake, word: &str) {
+    let e = Blkfront::connect(f, 51712, "xvda".into()).err().unwrap();
+    assert!(
+        matches!(&e, BlockError::Handshake(w) if w.contains(word)),
+        "{e:?}"
+    );
+}
+
+/// What a failed handshake leaves: every ring grant ended, `pages` ring pages
+/// freed, `ports` ports closed.
+fn assert_gave_back(f: &Fake, pages: usize, ports: usize) {
+    assert!(f.grants.borrow().is_empty(), "ring grants ended");
+    assert_eq!(f.pages_freed.get(), pages, "the {pages} ring pages freed");
+    assert_eq!(f.ports_closed(), ports, "ports closed");
+}
+
+/// The frontend went Closing.
+fn assert_closing(f: &Fake) {
+    assert_eq!(
+        f.key("device/vbd/51712/state").as_deref(),
+        Some("5"),
+        "Closing"
+    );
 }
 
 #[test]
@@ -201,13 +271,10 @@ fn multi_page_ring_and_indirect_segments_are_negotiated() {
     );
     // a 1 MiB write goes out as one indirect request of 256 segments
     let req = write_req(&mut d, 1, 0, 256);
-    d.submit(req).map_err(|(e, _)| e).unwrap();
-    d.kick();
-    let reqs = be.requests();
+    let reqs = send(&mut d, &mut be, req);
     assert_eq!(reqs, vec![(0, blkif::OP_INDIRECT, blkif::OP_WRITE, 256)]);
     be.respond(0, blkif::OP_WRITE, 0);
-    let mut out = Vec::new();
-    d.poll(&mut out);
+    let out = poll(&mut d);
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].result, Ok(()));
     assert_eq!(out[0].bufs.len(), 256);
@@ -218,9 +285,7 @@ fn a_backend_that_did_not_close_keeps_its_unanswered_grants_for_good() {
     let f = Fake::vbd(false, 0, 0);
     let (mut d, mut be) = connect(&f);
     let req = read_req(&mut d, 1, 0, 2);
-    d.submit(req).map_err(|(e, _)| e).unwrap();
-    d.kick();
-    let r = be.requests();
+    let r = send(&mut d, &mut be, req);
     let (grefs, _) = request_grefs(&be, r[0].0);
     let gfns: Vec<u64> = grefs.iter().map(|g| f.grants.borrow()[g]).collect();
     // the close timed out: the backend may still read the request
@@ -292,8 +357,7 @@ fn a_foreign_write_goes_through_our_persistent_page() {
     );
     assert!(backend_read(&f, grefs[0]).iter().all(|&x| x == 0xab));
     be.respond(id, op, 0);
-    let mut out = Vec::new();
-    d.poll(&mut out);
+    let mut out = poll(&mut d);
     let c = out.pop().unwrap();
     assert!(c.result.is_ok());
     assert_eq!(c.bufs.len(), 1);
@@ -313,8 +377,7 @@ fn a_foreign_read_is_copied_back_into_the_callers_buffer() {
     let ((id, op), grefs) = submit_foreign(&mut d, &mut be, BlockOp::Read, 0, theirs);
     f.backend_write(grefs[0], &[0x5c; PAGE_BYTES]).unwrap();
     be.respond(id, op, 0);
-    let mut out = Vec::new();
-    d.poll(&mut out);
+    let mut out = poll(&mut d);
     let c = out.pop().unwrap();
     let mut got = alloc::vec![0u8; PAGE_BYTES];
     c.bufs[0].read_at(0, &mut got);
@@ -336,7 +399,7 @@ fn persistent_grants_are_made_once_per_buffer() {
             bytes: 4 * 4096,
             bufs,
         };
-        d.submit(req).map_err(|(e, _)| e).unwrap();
+        submit(&mut d, req);
         d.kick();
         for (id, op, _, _) in be.requests() {
             be.respond(id, op, 0);
@@ -358,14 +421,13 @@ fn without_persistent_grants_each_request_grants_and_ends() {
     let (mut d, mut be) = connect(&f);
     let base = f.grants.borrow().len();
     let req = write_req(&mut d, 1, 0, 3);
-    d.submit(req).map_err(|(e, _)| e).unwrap();
+    submit(&mut d, req);
     assert_eq!(f.grants.borrow().len(), base + 3);
     d.kick();
     for (id, op, _, _) in be.requests() {
         be.respond(id, op, 0);
     }
-    let mut out = Vec::new();
-    d.poll(&mut out);
+    let out = poll(&mut d);
     assert_eq!(out[0].result, Ok(()));
     assert_eq!(f.grants.borrow().len(), base, "grants ended on completion");
 }
@@ -407,15 +469,9 @@ fn bad_requests_are_refused_before_the_ring() {
 fn hostile(answer: impl Fn(&mut Backend, u64, u8)) -> (Blkfront<&'static Fake>, Vec<Completion>) {
     let f: &'static Fake = Box::leak(Box::new(Fake::vbd(true, 0, 0)));
     let (mut d, mut be) = connect(f);
-    for tag in 0..3 {
-        let req = write_req(&mut d, tag, tag * 8, 1);
-        d.submit(req).map_err(|(e, _)| e).unwrap();
-    }
-    d.kick();
-    let reqs = be.requests();
+    let reqs = queue(&mut d, &mut be, write_req, 3);
     answer(&mut be, reqs[0].0, reqs[0].1);
-    let mut out = Vec::new();
-    d.poll(&mut out);
+    let out = poll(&mut d);
     (d, out)
 }
 
@@ -465,7 +521,7 @@ fn io_errors_and_unsupported_flush_are_reported_not_fatal() {
     let f = Fake::vbd(true, 0, 0);
     let (mut d, mut be) = connect(&f);
     let req = write_req(&mut d, 1, 0, 1);
-    d.submit(req).map_err(|(e, _)| e).unwrap();
+    submit(&mut d, req);
     d.submit(BlockRequest {
         tag: 2,
         op: BlockOp::Flush,
@@ -479,8 +535,7 @@ fn io_errors_and_unsupported_flush_are_reported_not_fatal() {
     let r = be.requests();
     be.respond(r[0].0, r[0].1, blkif::RSP_ERROR);
     be.respond(r[1].0, r[1].1, blkif::RSP_EOPNOTSUPP);
-    let mut out = Vec::new();
-    d.poll(&mut out);
+    let out = poll(&mut d);
     assert_eq!(out[0].result, Err(BlockError::Io));
     assert_eq!(out[1].result, Err(BlockError::NotSupported));
     assert!(d.broken().is_none());
@@ -501,11 +556,9 @@ fn the_fake_backend_writes_only_through_read_write_grants() {
     let f = Fake::vbd(false, 0, 0);
     let (mut d, mut be) = connect(&f);
     let req = write_req(&mut d, 1, 0, 1);
-    d.submit(req).map_err(|(e, _)| e).unwrap();
+    submit(&mut d, req);
     let req = read_req(&mut d, 2, 8, 1);
-    d.submit(req).map_err(|(e, _)| e).unwrap();
-    d.kick();
-    let r = be.requests();
+    let r = send(&mut d, &mut be, req);
     let (w, _) = request_grefs(&be, r[0].0);
     let (rd, _) = request_grefs(&be, r[1].0);
     assert_eq!(f.backend_write(w[0], b"x"), Err("read-only grant"));
@@ -518,17 +571,14 @@ fn a_page_the_backend_keeps_mapped_after_answering_is_quarantined() {
     let (mut d, mut be) = connect(&f);
     let req = read_req(&mut d, 1, 0, 2);
     let kept_gfn = req.bufs[1].page.frame(0).unwrap();
-    d.submit(req).map_err(|(e, _)| e).unwrap();
-    d.kick();
-    let r = be.requests();
+    let r = send(&mut d, &mut be, req);
     let (grefs, _) = request_grefs(&be, r[0].0);
     f.backend_write(grefs[0], &[1; 4096]).unwrap();
     f.backend_write(grefs[1], &[2; 4096]).unwrap();
     // it answers, but keeps the second page mapped (it could write it later)
     f.mapped.borrow_mut().insert(grefs[1]);
     be.respond(r[0].0, r[0].1, blkif::RSP_OKAY);
-    let mut out = Vec::new();
-    d.poll(&mut out);
+    let mut out = poll(&mut d);
     assert_eq!(out.len(), 1);
     assert!(
         matches!(&out[0].result, Err(BlockError::Broken(w)) if w.contains("still mapped")),
@@ -549,13 +599,7 @@ fn a_page_the_backend_keeps_mapped_after_answering_is_quarantined() {
     for b in out.pop().unwrap().bufs {
         d.free_buf(b);
     }
-    while let Some(b) = d.alloc_buf() {
-        assert_ne!(
-            b.page.frame(0).unwrap(),
-            kept_gfn,
-            "quarantined page reused"
-        );
-    }
+    assert_never_reused(&mut d, kept_gfn, "quarantined page");
 }
 
 #[test]
@@ -563,26 +607,17 @@ fn a_mapped_indirect_page_is_quarantined_not_pooled() {
     let f = Fake::vbd(false, 256, 0);
     let (mut d, mut be) = connect(&f);
     let req = read_req(&mut d, 1, 0, 12);
-    d.submit(req).map_err(|(e, _)| e).unwrap();
-    d.kick();
-    let r = be.requests();
+    let r = send(&mut d, &mut be, req);
     let (_, indirect) = request_grefs(&be, r[0].0);
     assert_eq!(indirect.len(), 1);
     let kept_gfn = f.grants.borrow()[&indirect[0]];
     f.mapped.borrow_mut().insert(indirect[0]);
     be.respond(r[0].0, r[0].1, blkif::RSP_OKAY);
-    let mut out = Vec::new();
-    d.poll(&mut out);
+    let out = poll(&mut d);
     assert!(matches!(out[0].result, Err(BlockError::Broken(_))));
     assert_eq!(out[0].bufs.len(), 12, "the data pages were unmapped");
     assert_eq!(d.stats().quarantined_pages, 1);
-    while let Some(b) = d.alloc_buf() {
-        assert_ne!(
-            b.page.frame(0).unwrap(),
-            kept_gfn,
-            "quarantined indirect page reused"
-        );
-    }
+    assert_never_reused(&mut d, kept_gfn, "quarantined indirect page");
 }
 
 #[test]
@@ -591,18 +626,12 @@ fn a_broken_disk_keeps_the_grants_of_pending_io_until_teardown() {
     // so their grants stay (and their refs are not reused) while it is live.
     let f = Fake::vbd(false, 0, 0);
     let (mut d, mut be) = connect(&f);
-    for tag in 0..3 {
-        let req = read_req(&mut d, tag, tag * 8, 1);
-        d.submit(req).map_err(|(e, _)| e).unwrap();
-    }
-    d.kick();
-    let r = be.requests();
+    let r = queue(&mut d, &mut be, read_req, 3);
     let (g1, _) = request_grefs(&be, r[1].0);
     let (g2, _) = request_grefs(&be, r[2].0);
     let kept_gfn = f.grants.borrow()[&g1[0]];
     be.respond(999, blkif::OP_READ, 0); // hostile: breaks the disk
-    let mut out = Vec::new();
-    d.poll(&mut out);
+    let out = poll(&mut d);
     assert!(d.broken().is_some());
     assert_eq!(out.len(), 3, "every request answered, as failed");
     assert!(out.iter().all(|c| c.result.is_err() && c.bufs.is_empty()));
@@ -629,15 +658,9 @@ fn a_failed_handshake_gives_the_ring_and_port_back() {
     let f = Fake::vbd(false, 0, 2);
     f.xs.borrow_mut()
         .insert(format!("{BE}/sector-size"), "1000".into());
-    let e = Blkfront::connect(&f, 51712, "xvda".into()).err().unwrap();
-    assert!(
-        matches!(&e, BlockError::Handshake(w) if w.contains("sector-size")),
-        "{e:?}"
-    );
-    assert!(f.grants.borrow().is_empty(), "ring grants ended");
-    assert_eq!(f.pages_freed.get(), 4, "the 4 ring pages freed");
-    assert_eq!(f.ports_closed(), 1);
-    assert_eq!(f.xs.borrow()["device/vbd/51712/state"], "5", "Closing");
+    handshake_fails(&f, "sector-size");
+    assert_gave_back(&f, 4, 1);
+    assert_closing(&f);
     // a backend that still maps a ring page: its pages stay allocated
     let g = Fake::vbd(false, 0, 0);
     g.xs.borrow_mut()
@@ -653,17 +676,11 @@ fn release_fails_pending_io_and_frees_all_but_what_the_backend_maps() {
     // persistent grants: buffers stay granted in the pool until release
     let f = Fake::vbd(true, 0, 1);
     let (mut d, mut be) = connect(&f);
-    for tag in 0..3 {
-        let req = read_req(&mut d, tag, tag * 8, 1);
-        d.submit(req).map_err(|(e, _)| e).unwrap();
-    }
-    d.kick();
-    let r = be.requests();
+    let r = queue(&mut d, &mut be, read_req, 3);
     let (g1, _) = request_grefs(&be, r[1].0);
     // one request answered, its buffer back in the pool
     be.respond(r[0].0, blkif::OP_READ, 0);
-    let mut out = Vec::new();
-    d.poll(&mut out);
+    let mut out = poll(&mut d);
     for c in out.drain(..) {
         for b in c.bufs {
             d.free_buf(b);
@@ -689,40 +706,20 @@ fn release_fails_pending_io_and_frees_all_but_what_the_backend_maps() {
 fn a_xenstore_write_that_fails_fails_the_handshake_and_gives_everything_back() {
     let f = Fake::vbd(false, 0, 0);
     f.fail_xs("device/vbd/51712/event-channel");
-    let e = Blkfront::connect(&f, 51712, "xvda".into()).err().unwrap();
-    assert!(
-        matches!(&e, BlockError::Handshake(w) if w.contains("event-channel")),
-        "{e:?}"
-    );
-    assert!(f.grants.borrow().is_empty(), "ring grant ended");
-    assert_eq!(f.pages_freed.get(), 1, "the ring page freed");
-    assert_eq!(f.ports_closed(), 1);
-    assert_eq!(
-        f.key("device/vbd/51712/state").as_deref(),
-        Some("5"),
-        "Closing"
-    );
+    handshake_fails(&f, "event-channel");
+    assert_gave_back(&f, 1, 1);
+    assert_closing(&f);
 }
 
 #[test]
 fn no_event_channel_or_no_memory_fails_the_handshake_and_keeps_nothing() {
     let f = Fake::vbd(false, 0, 2);
     f.evtchn_fails.set(true);
-    let e = Blkfront::connect(&f, 51712, "xvda".into()).err().unwrap();
-    assert!(
-        matches!(&e, BlockError::Handshake(w) if w.contains("event channel")),
-        "{e:?}"
-    );
-    assert!(f.grants.borrow().is_empty(), "ring grants ended");
-    assert_eq!(f.pages_freed.get(), 4, "the 4 ring pages freed");
-    assert_eq!(f.ports_closed(), 0, "no port was opened");
+    handshake_fails(&f, "event channel");
+    assert_gave_back(&f, 4, 0);
     let g = Fake::vbd(false, 0, 2);
     g.page_limit.set(Some(3));
-    let e = Blkfront::connect(&g, 51712, "xvda".into()).err().unwrap();
-    assert!(
-        matches!(&e, BlockError::Handshake(w) if w.contains("no memory")),
-        "{e:?}"
-    );
+    handshake_fails(&g, "no memory");
     assert!(g.grants.borrow().is_empty());
     assert_eq!(
         g.key("device/vbd/51712/ring-ref0"),
@@ -735,30 +732,16 @@ fn no_event_channel_or_no_memory_fails_the_handshake_and_keeps_nothing() {
 fn a_backend_that_never_connects_times_out_and_gets_the_ring_back() {
     let f = Fake::vbd(false, 0, 0);
     f.backend_stalls.set(true);
-    let e = Blkfront::connect(&f, 51712, "xvda".into()).err().unwrap();
-    assert!(
-        matches!(&e, BlockError::Handshake(w) if w.contains("timed out")),
-        "{e:?}"
-    );
-    assert!(f.grants.borrow().is_empty(), "ring grant ended");
-    assert_eq!(f.pages_freed.get(), 1);
-    assert_eq!(f.ports_closed(), 1);
-    assert_eq!(
-        f.key("device/vbd/51712/state").as_deref(),
-        Some("5"),
-        "Closing"
-    );
+    handshake_fails(&f, "timed out");
+    assert_gave_back(&f, 1, 1);
+    assert_closing(&f);
 }
 
 #[test]
 fn a_backend_lying_in_its_keys_is_refused_or_bounded() {
     let f = Fake::vbd(false, 0, 0);
     f.set("device/vbd/51712/backend-id", "70000");
-    let e = Blkfront::connect(&f, 51712, "xvda".into()).err().unwrap();
-    assert!(
-        matches!(&e, BlockError::Handshake(w) if w.contains("backend-id")),
-        "{e:?}"
-    );
+    handshake_fails(&f, "backend-id");
     // a ring order and an indirect segment count past what is asked for are capped
     let g = Fake::vbd(false, 4096, 9);
     let (d, _) = connect(&g);
@@ -768,11 +751,7 @@ fn a_backend_lying_in_its_keys_is_refused_or_bounded() {
     // a disk without a size is refused
     let h = Fake::vbd(false, 0, 0);
     h.xs.borrow_mut().remove(&format!("{BE}/sectors"));
-    let e = Blkfront::connect(&h, 51712, "xvda".into()).err().unwrap();
-    assert!(
-        matches!(&e, BlockError::Handshake(w) if w.contains("sectors")),
-        "{e:?}"
-    );
+    handshake_fails(&h, "sectors");
 }
 
 #[test]
@@ -785,7 +764,7 @@ fn after_a_restore_the_disk_reconnects_with_new_grants_and_closes_no_port() {
         // backend never answers.
         let held = d.alloc_buf().unwrap();
         let req = write_req(&mut d, 1, 0, 2);
-        d.submit(req).map_err(|(e, _)| e).unwrap();
+        submit(&mut d, req);
         d.kick();
         assert_eq!(be.requests().len(), 1);
         let old_ring = f.key("device/vbd/51712/ring-ref");
@@ -807,12 +786,7 @@ fn after_a_restore_the_disk_reconnects_with_new_grants_and_closes_no_port() {
 
         // The new backend serves a write through buffers granted on the new
         // connection, the held one included (granted anew or bounced).
-        let mut be = Backend {
-            ring: f.ring(),
-            req_cons: 0,
-            rsp_prod: 0,
-            size: d.info().features.ring_entries,
-        };
+        let mut be = backend(&f, &d);
         let mut bufs = vec![held, d.alloc_buf().unwrap()];
         for b in &bufs {
             b.write_at(0, &[0x5a; 16]);
@@ -824,9 +798,7 @@ fn after_a_restore_the_disk_reconnects_with_new_grants_and_closes_no_port() {
             bytes: 2 * 4096,
             bufs: core::mem::take(&mut bufs),
         };
-        d.submit(req).map_err(|(e, _)| e).unwrap();
-        d.kick();
-        let reqs = be.requests();
+        let reqs = send(&mut d, &mut be, req);
         assert_eq!(reqs.len(), 1);
         let (data, _) = request_grefs(&be, reqs[0].0);
         for g in &data {

@@ -7,7 +7,7 @@
 
 use super::{BlockError, DiskInfo, Features};
 use crate::blkif;
-use crate::platform::XenPlatform;
+use crate::platform::{wait_for_action, XenPlatform};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -53,7 +53,8 @@ pub(super) fn connect<P: XenPlatform>(
         .ok_or_else(|| BlockError::Handshake(String::from("bad backend-id")))?;
     let bstate = format!("{backend}/state");
     let mut fe = Frontend::new();
-    wait_for_action(p, &bstate, &fe, Action::Setup)?;
+    wait_for_action(p, &bstate, &fe, Action::Setup, HANDSHAKE_TIMEOUT_NS)
+        .map_err(BlockError::Handshake)?;
 
     let order = read_u64(p, &format!("{backend}/max-ring-page-order"))
         .unwrap_or(0)
@@ -162,7 +163,8 @@ fn handshake<P: XenPlatform>(
     fe.switched(XenbusState::Initialised);
 
     let bstate = format!("{backend}/state");
-    wait_for_action(p, &bstate, fe, Action::Connect)?;
+    wait_for_action(p, &bstate, fe, Action::Connect, HANDSHAKE_TIMEOUT_NS)
+        .map_err(BlockError::Handshake)?;
     let sectors = read_u64(p, &format!("{backend}/sectors"))
         .ok_or_else(|| BlockError::Handshake(String::from("no sectors")))?;
     let info_bits = read_u64(p, &format!("{backend}/info")).unwrap_or(0) as u32;
@@ -237,16 +239,6 @@ pub(super) fn disconnect<P: XenPlatform>(p: &P, link: Link) -> (usize, usize) {
 
 fn read_u64<P: XenPlatform>(p: &P, path: &str) -> Option<u64> {
     p.xs_read(path).ok()?.trim().parse().ok()
-}
-
-fn wait_for_action<P: XenPlatform>(
-    p: &P,
-    path: &str,
-    fe: &Frontend,
-    want: Action,
-) -> Result<(), BlockError> {
-    crate::platform::wait_for_action(p, path, fe, want, HANDSHAKE_TIMEOUT_NS)
-        .map_err(BlockError::Handshake)
 }
 
 fn hs<T, E: fmt::Display>(what: &str, r: Result<T, E>) -> Result<T, BlockError> {

@@ -2,13 +2,13 @@
 //! the next poll into our staging pages and from there, with batched grant copies,
 //! into the buffers the client posted; every buffer answered.
 
-use super::tx::split;
+use super::tx::{copy_batch, publish, split, Op};
 use super::{
     ring_error, Checksum, Netback, NetbackError, RX_BUDGET, RX_STAGING_PAGES, TO_CLIENT_MAX,
     TO_CLIENT_MAX_BYTES,
 };
 use crate::netif::{self, RxResponse, RX_ENTRY_BYTES};
-use crate::platform::{CopyDir, CopyOp, XenBackend};
+use crate::platform::{CopyDir, XenBackend};
 use alloc::vec::Vec;
 use xenlet_xen::shared::PAGE_BYTES;
 
@@ -100,7 +100,7 @@ impl<P: XenBackend> Netback<P> {
     pub(super) fn poll_rx(&mut self) -> bool {
         let staging_bytes = RX_STAGING_PAGES * PAGE_BYTES;
         let mut batch: Vec<Pending> = Vec::new();
-        let mut ops: Vec<(usize, u16, u32, u16, u16)> = Vec::new();
+        let mut ops: Vec<Op> = Vec::new();
         let mut cursor = 0usize;
         let mut done = 0;
         while done < RX_BUDGET {
@@ -173,7 +173,7 @@ impl<P: XenBackend> Netback<P> {
 
     /// Copies a batch into the client's buffers (one grant-copy call) and answers
     /// every buffer.
-    fn flush_rx(&mut self, batch: Vec<Pending>, ops: Vec<(usize, u16, u32, u16, u16)>) {
+    fn flush_rx(&mut self, batch: Vec<Pending>, ops: Vec<Op>) {
         if batch.is_empty() {
             return;
         }
@@ -185,26 +185,14 @@ impl<P: XenBackend> Netback<P> {
             ..
         } = self;
         let Some(conn) = conn.as_mut() else { return };
-        let mut copies: Vec<CopyOp<'_>> = ops
-            .iter()
-            .map(|&(page, offset, gref, remote_offset, len)| CopyOp {
-                local: &conn.rx_staging,
-                page,
-                offset,
-                domid: *fe_id,
-                gref,
-                remote_offset,
-                len,
-                dir: CopyDir::ToRemote,
-                status: -1,
-            })
-            .collect();
-        if !copies.is_empty() {
-            platform.grant_copy(&mut copies);
-            stats.copy_batches += 1;
-        }
-        let statuses: Vec<i16> = copies.iter().map(|c| c.status).collect();
-        drop(copies);
+        let statuses = copy_batch(
+            platform,
+            &conn.rx_staging,
+            *fe_id,
+            CopyDir::ToRemote,
+            &ops,
+            &mut stats.copy_batches,
+        );
         let mut broken = None;
         for p in batch {
             let ok = statuses[p.ops.clone()].iter().all(|&s| s == 0);
@@ -245,10 +233,7 @@ impl<P: XenBackend> Netback<P> {
                 }
             }
         }
-        if conn.rx.push_responses_and_check_notify() {
-            platform.notify(conn.port);
-            stats.notifies += 1;
-        }
+        publish(platform, &mut conn.rx, conn.port, &mut stats.notifies);
         if let Some(why) = broken {
             self.fail(why);
         }

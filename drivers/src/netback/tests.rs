@@ -215,8 +215,15 @@ fn frame(len: usize, seed: u8) -> Vec<u8> {
 
 /// A connected backend and its client.
 fn connected(x: &FakeXen) -> (Netback<&FakeXen>, Client<'_>) {
+    connected_with(x, |_| {})
+}
+
+/// A connected backend and its client, whose keys `tweak` changed before it went
+/// Connected.
+fn connected_with(x: &FakeXen, tweak: impl FnOnce(&FakeXen)) -> (Netback<&FakeXen>, Client<'_>) {
     let mut nb = Netback::probe(x, BE).unwrap();
     let c = Client::publish(x, FE, FE_DIR);
+    tweak(x);
     c.state("4");
     assert_eq!(nb.poll_xenbus(), Ok(BackState::Connected));
     (nb, c)
@@ -547,6 +554,36 @@ fn an_extra_of_an_unknown_type_breaks_the_vif() {
     assert!(nb.broken().unwrap().contains("extra-info slot is missing"));
 }
 
+/// A TX request slot, as the ring carries it.
+fn slot(gref: u32, offset: u16, flags: u16, id: u16, size: u16) -> [u8; 12] {
+    TxRequest {
+        gref,
+        offset,
+        flags,
+        id,
+        size,
+    }
+    .encode()
+}
+
+/// Sends a good frame (id 4) behind the three bad packets (ids 1 to 3) queued: the
+/// poll passes it alone and answers the bad ones with errors.
+fn only_the_fourth_passes(nb: &mut Netback<&FakeXen>, c: &mut Client<'_>, seed: u8) {
+    c.send(&frame(60, seed), 4);
+    nb.poll();
+    assert_eq!(nb.recv().unwrap(), frame(60, seed));
+    assert_eq!(nb.recv(), None);
+    assert_eq!(
+        c.tx_responses(),
+        [
+            (1, netif::RSP_ERROR),
+            (2, netif::RSP_ERROR),
+            (3, netif::RSP_ERROR),
+            (4, netif::RSP_OKAY)
+        ]
+    );
+}
+
 /// Sends a packet of `n` slots: 14 bytes in the first, 1 in each other.
 fn slots_packet(c: &Client<'_>, n: usize) -> Vec<[u8; 12]> {
     let total = 14 + (n - 1);
@@ -604,46 +641,13 @@ fn a_slot_larger_than_its_frame_or_a_runt_drops_that_packet_only() {
     let g1 = c.page_with(0, &frame(100, 0));
     let g2 = c.page_with(0, &[0u8; 200]);
     c.push_tx(&[
-        TxRequest {
-            gref: g1,
-            offset: 0,
-            flags: netif::NETTXF_MORE_DATA,
-            id: 1,
-            size: 100,
-        }
-        .encode(),
-        TxRequest {
-            gref: g2,
-            offset: 0,
-            flags: 0,
-            id: 2,
-            size: 200,
-        }
-        .encode(),
+        slot(g1, 0, netif::NETTXF_MORE_DATA, 1, 100),
+        slot(g2, 0, 0, 2, 200),
     ]);
     // a 10-byte frame
     let g3 = c.page_with(0, &[1u8; 10]);
-    c.push_tx(&[TxRequest {
-        gref: g3,
-        offset: 0,
-        flags: 0,
-        id: 3,
-        size: 10,
-    }
-    .encode()]);
-    c.send(&frame(60, 5), 4);
-    nb.poll();
-    assert_eq!(nb.recv().unwrap(), frame(60, 5));
-    assert_eq!(nb.recv(), None);
-    assert_eq!(
-        c.tx_responses(),
-        [
-            (1, netif::RSP_ERROR),
-            (2, netif::RSP_ERROR),
-            (3, netif::RSP_ERROR),
-            (4, netif::RSP_OKAY)
-        ]
-    );
+    c.push_tx(&[slot(g3, 0, 0, 3, 10)]);
+    only_the_fourth_passes(&mut nb, &mut c, 5);
     assert_eq!(nb.stats().rx_dropped, 2);
     assert!(nb.broken().is_none());
 }
@@ -658,14 +662,7 @@ fn a_slot_crossing_its_page_breaks_this_vif_and_not_another() {
     c6.state("4");
     assert_eq!(good.poll_xenbus(), Ok(BackState::Connected));
     let g = c.page_with(0, &[0u8; 8]);
-    c.push_tx(&[TxRequest {
-        gref: g,
-        offset: 4000,
-        flags: 0,
-        id: 1,
-        size: 200,
-    }
-    .encode()]);
+    c.push_tx(&[slot(g, 4000, 0, 1, 200)]);
     c6.send(&frame(300, 6), 1);
     assert!(!bad.poll());
     good.poll();
@@ -688,22 +685,8 @@ fn a_slot_crossing_its_page_breaks_this_vif_and_not_another() {
     let g1 = c.page_with(0, &frame(14, 0));
     let g2 = c.page_with(0, &[0u8; 8]);
     c.push_tx(&[
-        TxRequest {
-            gref: g1,
-            offset: 0,
-            flags: netif::NETTXF_MORE_DATA,
-            id: 1,
-            size: 114,
-        }
-        .encode(),
-        TxRequest {
-            gref: g2,
-            offset: 4090,
-            flags: 0,
-            id: 2,
-            size: 100,
-        }
-        .encode(),
+        slot(g1, 0, netif::NETTXF_MORE_DATA, 1, 114),
+        slot(g2, 4090, 0, 2, 100),
     ]);
     nb.poll();
     assert!(nb.broken().unwrap().contains("crosses its page"));
@@ -751,47 +734,14 @@ fn a_copy_that_fails_answers_an_error_and_the_vif_goes_on() {
     let x = xen();
     let (mut nb, mut c) = connected(&x);
     // a reference that names nothing, one revoked, one whose copy fails
-    c.push_tx(&[TxRequest {
-        gref: 4242,
-        offset: 0,
-        flags: 0,
-        id: 1,
-        size: 60,
-    }
-    .encode()]);
+    c.push_tx(&[slot(4242, 0, 0, 1, 60)]);
     let g = c.page_with(0, &frame(60, 0));
     x.revoke_foreign(FE, g);
-    c.push_tx(&[TxRequest {
-        gref: g,
-        offset: 0,
-        flags: 0,
-        id: 2,
-        size: 60,
-    }
-    .encode()]);
+    c.push_tx(&[slot(g, 0, 0, 2, 60)]);
     let g = c.page_with(0, &frame(60, 0));
     x.copy_failing.borrow_mut().insert(g);
-    c.push_tx(&[TxRequest {
-        gref: g,
-        offset: 0,
-        flags: 0,
-        id: 3,
-        size: 60,
-    }
-    .encode()]);
-    c.send(&frame(60, 4), 4);
-    nb.poll();
-    assert_eq!(nb.recv().unwrap(), frame(60, 4));
-    assert_eq!(nb.recv(), None);
-    assert_eq!(
-        c.tx_responses(),
-        [
-            (1, netif::RSP_ERROR),
-            (2, netif::RSP_ERROR),
-            (3, netif::RSP_ERROR),
-            (4, netif::RSP_OKAY)
-        ]
-    );
+    c.push_tx(&[slot(g, 0, 0, 3, 60)]);
+    only_the_fourth_passes(&mut nb, &mut c, 4);
     assert_eq!(nb.stats().rx_errors, 3);
     assert!(nb.broken().is_none());
     // the whole hypercall failing: every packet of the batch answered with an error
@@ -902,11 +852,9 @@ fn a_large_frame_takes_several_buffers_only_for_a_client_with_sg() {
     assert_eq!(all, frame(9000, 7));
     // without feature-sg
     let x = xen();
-    let mut nb = Netback::probe(&x, BE).unwrap();
-    let c = Client::publish(&x, FE, FE_DIR);
-    x.xs.borrow_mut().remove(&format!("{FE_DIR}/feature-sg"));
-    c.state("4");
-    nb.poll_xenbus().unwrap();
+    let (mut nb, _c) = connected_with(&x, |x| {
+        x.xs.borrow_mut().remove(&format!("{FE_DIR}/feature-sg"));
+    });
     assert_eq!(nb.send(&frame(5000, 0)), Err(NetbackError::BadFrame));
     assert_eq!(nb.send(&frame(4096, 0)), Ok(()));
     assert_eq!(nb.stats().tx_dropped, 1);
@@ -976,11 +924,9 @@ fn a_buffer_the_client_granted_read_only_gets_an_error() {
 #[test]
 fn partial_checksums_go_only_to_a_client_that_takes_them() {
     let x = xen();
-    let mut nb = Netback::probe(&x, BE).unwrap();
-    let c = Client::publish(&x, FE, FE_DIR);
-    x.set(&format!("{FE_DIR}/feature-no-csum-offload"), "1");
-    c.state("4");
-    nb.poll_xenbus().unwrap();
+    let (mut nb, _c) = connected_with(&x, |x| {
+        x.set(&format!("{FE_DIR}/feature-no-csum-offload"), "1");
+    });
     assert!(!nb.client_takes_csum_blank());
     assert_eq!(
         nb.send_with(&frame(60, 0), Checksum::Blank),

@@ -7,11 +7,12 @@ use super::{
     RECEIVED_MAX_BYTES, TX_BUDGET, TX_STAGING_PAGES,
 };
 use crate::netif::{self, TX_ENTRY_BYTES};
-use crate::platform::{CopyDir, CopyOp, XenBackend};
+use crate::platform::{CopyDir, CopyOp, DmaPages, XenBackend};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
+use xenlet_xen::evtchn::Port;
 use xenlet_xen::ring::BackRing;
 use xenlet_xen::shared::PAGE_BYTES;
 
@@ -48,6 +49,20 @@ fn take(ring: &mut BackRing, raw: &mut [u8; TX_ENTRY_BYTES]) -> Result<bool, Str
     ring.take_request(raw).map_err(|e| ring_error("tx", e))
 }
 
+/// Takes the next request of a packet begun, which must be there (`missing` when it
+/// is not).
+fn take_more(
+    ring: &mut BackRing,
+    raw: &mut [u8; TX_ENTRY_BYTES],
+    missing: &str,
+) -> Result<(), String> {
+    if take(ring, raw)? {
+        Ok(())
+    } else {
+        Err(missing.into())
+    }
+}
+
 /// Takes the next packet's requests (all of them, or the vif is broken).
 fn take_packet(ring: &mut BackRing) -> Take {
     let mut raw = [0u8; TX_ENTRY_BYTES];
@@ -65,10 +80,8 @@ fn take_packet(ring: &mut BackRing) -> Take {
         if extras == MAX_EXTRAS {
             return Take::Fatal(format!("more than {MAX_EXTRAS} extra-info slots"));
         }
-        match take(ring, &mut raw) {
-            Ok(true) => {}
-            Ok(false) => return Take::Fatal("an extra-info slot is missing".into()),
-            Err(e) => return Take::Fatal(e),
+        if let Err(e) = take_more(ring, &mut raw, "an extra-info slot is missing") {
+            return Take::Fatal(e);
         }
         let x = netif::decode_tx_extra(&raw);
         if x.kind == 0 || x.kind >= netif::EXTRA_TYPE_MAX {
@@ -92,10 +105,8 @@ fn take_packet(ring: &mut BackRing) -> Take {
         if ids.len() >= FATAL_SLOTS {
             return Take::Fatal(format!("a packet of more than {FATAL_SLOTS} slots"));
         }
-        match take(ring, &mut raw) {
-            Ok(true) => {}
-            Ok(false) => return Take::Fatal("a packet's slots are not all published".into()),
-            Err(e) => return Take::Fatal(e),
+        if let Err(e) = take_more(ring, &mut raw, "a packet's slots are not all published") {
+            return Take::Fatal(e);
         }
         let r = netif::decode_tx_request(&raw);
         if usize::from(r.offset) + usize::from(r.size) > PAGE_BYTES {
@@ -154,7 +165,7 @@ struct Pending {
 
 /// A copy op without its borrow of the staging pages (made when the batch goes).
 #[derive(Clone, Copy)]
-struct Op {
+pub(super) struct Op {
     page: usize,
     offset: u16,
     gref: u32,
@@ -164,22 +175,67 @@ struct Op {
 
 /// The ops that copy `len` bytes from the frontend's (`gref`, `remote`) to staging
 /// byte `at`, one per local page touched.
-pub(super) fn split(
-    ops_out: &mut Vec<(usize, u16, u32, u16, u16)>,
-    at: usize,
-    gref: u32,
-    remote: u16,
-    len: u16,
-) {
+pub(super) fn split(ops_out: &mut Vec<Op>, at: usize, gref: u32, remote: u16, len: u16) {
     let mut done = 0usize;
     let len = usize::from(len);
     while done < len {
         let pos = at + done;
         let (page, off) = (pos / PAGE_BYTES, pos % PAGE_BYTES);
         let n = (PAGE_BYTES - off).min(len - done);
-        ops_out.push((page, off as u16, gref, remote + done as u16, n as u16));
+        ops_out.push(Op {
+            page,
+            offset: off as u16,
+            gref,
+            remote_offset: remote + done as u16,
+            len: n as u16,
+        });
         done += n;
     }
+}
+
+/// Publishes the responses queued on `ring`, notifying the frontend on `port` when
+/// it asks for it (counted in `notifies`).
+pub(super) fn publish<P: XenBackend>(
+    platform: &P,
+    ring: &mut BackRing,
+    port: Port,
+    notifies: &mut u64,
+) {
+    if ring.push_responses_and_check_notify() {
+        platform.notify(port);
+        *notifies += 1;
+    }
+}
+
+/// Grant-copies `ops` between `staging` and domain `domid`'s grants in `dir`, in one
+/// hypercall (counted in `copy_batches`); returns each op's status, in order.
+pub(super) fn copy_batch<P: XenBackend>(
+    platform: &P,
+    staging: &DmaPages,
+    domid: u16,
+    dir: CopyDir,
+    ops: &[Op],
+    copy_batches: &mut u64,
+) -> Vec<i16> {
+    let mut copies: Vec<CopyOp<'_>> = ops
+        .iter()
+        .map(|o| CopyOp {
+            local: staging,
+            page: o.page,
+            offset: o.offset,
+            domid,
+            gref: o.gref,
+            remote_offset: o.remote_offset,
+            len: o.len,
+            dir,
+            status: -1,
+        })
+        .collect();
+    if !copies.is_empty() {
+        platform.grant_copy(&mut copies);
+        *copy_batches += 1;
+    }
+    copies.iter().map(|c| c.status).collect()
 }
 
 impl<P: XenBackend> Netback<P> {
@@ -245,21 +301,10 @@ impl<P: XenBackend> Netback<P> {
             }
             let first = ops.len();
             let mut at = cursor;
-            let mut raw = Vec::new();
             for &(gref, off, len) in &packet.segs {
-                split(&mut raw, at, gref, off, len);
+                split(&mut ops, at, gref, off, len);
                 at += usize::from(len);
             }
-            ops.extend(
-                raw.into_iter()
-                    .map(|(page, offset, gref, remote_offset, len)| Op {
-                        page,
-                        offset,
-                        gref,
-                        remote_offset,
-                        len,
-                    }),
-            );
             batch.push(Pending {
                 packet,
                 at: cursor,
@@ -299,26 +344,14 @@ impl<P: XenBackend> Netback<P> {
             ..
         } = self;
         let Some(conn) = conn.as_mut() else { return };
-        let mut copies: Vec<CopyOp<'_>> = ops
-            .iter()
-            .map(|o| CopyOp {
-                local: &conn.tx_staging,
-                page: o.page,
-                offset: o.offset,
-                domid: *fe_id,
-                gref: o.gref,
-                remote_offset: o.remote_offset,
-                len: o.len,
-                dir: CopyDir::FromRemote,
-                status: -1,
-            })
-            .collect();
-        if !copies.is_empty() {
-            platform.grant_copy(&mut copies);
-            stats.copy_batches += 1;
-        }
-        let statuses: Vec<i16> = copies.iter().map(|c| c.status).collect();
-        drop(copies);
+        let statuses = copy_batch(
+            platform,
+            &conn.tx_staging,
+            *fe_id,
+            CopyDir::FromRemote,
+            &ops,
+            &mut stats.copy_batches,
+        );
         let mut broken = None;
         for p in batch {
             let status = if p.packet.drop.is_some() {
@@ -358,10 +391,7 @@ impl<P: XenBackend> Netback<P> {
                 }
             }
         }
-        if conn.tx.push_responses_and_check_notify() {
-            platform.notify(conn.port);
-            stats.notifies += 1;
-        }
+        publish(platform, &mut conn.tx, conn.port, &mut stats.notifies);
         if let Some(why) = broken {
             self.fail(why);
         }

@@ -101,13 +101,9 @@ impl Queue {
                 break Ok(());
             }
             let pos = self.rx.next_response_index();
-            match self.rx.take_response(&mut raw) {
+            match self.rx.take_response_or_arm(&mut raw) {
                 Ok(true) => {}
-                Ok(false) => match self.rx.final_check_for_responses() {
-                    Ok(true) => continue,
-                    Ok(false) => break Ok(()),
-                    Err(e) => break Err(format!("rx ring: {e}")),
-                },
+                Ok(false) => break Ok(()),
                 Err(e) => break Err(format!("rx ring: {e}")),
             }
             taken += 1;

@@ -584,17 +584,26 @@ fn release_ends_the_buffer_grants() {
     assert_eq!(f.pages_freed.get(), 514, "ring pages freed too");
 }
 
+/// The handshake of `r` failed with an error naming `word`.
+fn handshake_fails<T>(r: Result<T, NetError>, word: &str) {
+    let e = r.err().expect("the handshake fails");
+    assert!(
+        matches!(&e, NetError::Handshake(w) if w.contains(word)),
+        "{e:?}"
+    );
+}
+
+/// Every grant ended and every page allocated given back.
+fn assert_nothing_kept(f: &Fake) {
+    assert!(f.grants.borrow().is_empty(), "every grant ended");
+    assert_eq!(f.pages_freed.get(), f.pages_allocated.get());
+}
+
 #[test]
 fn a_handshake_that_times_out_gives_everything_back_and_can_be_retried() {
     let f = Fake::offering_queues("2");
     f.backend_stalls.set(true);
-    let e = Netfront::connect_with(&f, 0, 2)
-        .err()
-        .expect("no Connected backend");
-    assert!(
-        matches!(&e, NetError::Handshake(w) if w.contains("timed out")),
-        "{e:?}"
-    );
+    handshake_fails(Netfront::connect_with(&f, 0, 2), "timed out");
     assert!(f.grants.borrow().is_empty(), "every grant ended");
     assert_eq!(
         f.pages_freed.get(),
@@ -620,11 +629,7 @@ fn a_backend_that_took_the_rings_and_closed_gets_everything_back() {
     let f = Fake::vif();
     f.backend_fails.set(true);
     f.backend_follows_close.set(true);
-    let e = Netfront::connect(&f, 0).err().expect("backend closed");
-    assert!(
-        matches!(&e, NetError::Handshake(w) if w.contains("backend closed")),
-        "{e:?}"
-    );
+    handshake_fails(Netfront::connect(&f, 0), "backend closed");
     assert!(f.grants.borrow().is_empty(), "every grant ended");
     assert_eq!(f.pages_freed.get(), 514, "every page freed");
     assert_eq!(f.closed.borrow().len(), 1, "the port closed");
@@ -656,13 +661,7 @@ fn a_setup_that_runs_out_of_grants_gives_everything_back() {
     let f = Fake::offering_queues("2");
     // not enough for the first queue even with the fewest buffers (2 + 64 + 64)
     f.grant_limit.set(Some(100));
-    let e = Netfront::connect_with(&f, 0, 2)
-        .err()
-        .expect("grants exhausted");
-    assert!(
-        matches!(&e, NetError::Handshake(w) if w.contains("grant")),
-        "{e:?}"
-    );
+    handshake_fails(Netfront::connect_with(&f, 0, 2), "grant");
     assert!(f.grants.borrow().is_empty(), "every grant ended");
     assert_eq!(
         f.pages_freed.get(),
@@ -1338,13 +1337,8 @@ fn a_domain_short_of_memory_gets_a_queue_with_fewer_buffers() {
     // and with memory for no queue at all, nothing is kept
     let g = Fake::vif();
     g.page_limit.set(Some(100));
-    let e = Netfront::connect(&g, 0).err().unwrap();
-    assert!(
-        matches!(&e, NetError::Handshake(w) if w.contains("no memory")),
-        "{e:?}"
-    );
-    assert!(g.grants.borrow().is_empty(), "every grant ended");
-    assert_eq!(g.pages_freed.get(), g.pages_allocated.get());
+    handshake_fails(Netfront::connect(&g, 0), "no memory");
+    assert_nothing_kept(&g);
     assert_eq!(g.key("device/vif/0/state"), None, "nothing published");
 }
 
@@ -1352,13 +1346,8 @@ fn a_domain_short_of_memory_gets_a_queue_with_fewer_buffers() {
 fn no_event_channel_means_no_vif_and_nothing_kept() {
     let f = Fake::vif();
     f.evtchn_fails.set(true);
-    let e = Netfront::connect(&f, 0).err().unwrap();
-    assert!(
-        matches!(&e, NetError::Handshake(w) if w.contains("event channel")),
-        "{e:?}"
-    );
-    assert!(f.grants.borrow().is_empty(), "every grant ended");
-    assert_eq!(f.pages_freed.get(), f.pages_allocated.get());
+    handshake_fails(Netfront::connect(&f, 0), "event channel");
+    assert_nothing_kept(&f);
     assert!(f.closed.borrow().is_empty(), "no port was opened");
 }
 
@@ -1366,14 +1355,9 @@ fn no_event_channel_means_no_vif_and_nothing_kept() {
 fn a_xenstore_write_that_fails_gives_everything_back_and_can_be_retried() {
     let f = Fake::vif();
     f.fail_xs("device/vif/0/feature-sg");
-    let e = Netfront::connect(&f, 0).err().unwrap();
-    assert!(
-        matches!(&e, NetError::Handshake(w) if w.contains("feature-sg")),
-        "{e:?}"
-    );
+    handshake_fails(Netfront::connect(&f, 0), "feature-sg");
     // the backend never left InitWait: everything went back
-    assert!(f.grants.borrow().is_empty(), "every grant ended");
-    assert_eq!(f.pages_freed.get(), f.pages_allocated.get());
+    assert_nothing_kept(&f);
     assert_eq!(f.ports_closed(), 1);
     assert_eq!(f.key("device/vif/0/state").as_deref(), Some("1"));
     f.xs_failing.borrow_mut().clear();
@@ -1394,18 +1378,10 @@ fn without_watches_the_handshake_polls() {
 fn a_backend_lying_in_its_keys_is_refused_or_bounded() {
     let f = Fake::vif();
     f.set("device/vif/0/backend-id", "70000");
-    let e = Netfront::connect(&f, 0).err().unwrap();
-    assert!(
-        matches!(&e, NetError::Handshake(w) if w.contains("backend-id")),
-        "{e:?}"
-    );
+    handshake_fails(Netfront::connect(&f, 0), "backend-id");
     let g = Fake::vif();
     g.set("device/vif/0/mac", "00:16:3e:01:02");
-    let e = Netfront::connect(&g, 0).err().unwrap();
-    assert!(
-        matches!(&e, NetError::Handshake(w) if w.contains("malformed mac")),
-        "{e:?}"
-    );
+    handshake_fails(Netfront::connect(&g, 0), "malformed mac");
     assert!(
         g.grants.borrow().is_empty(),
         "refused before anything was taken"

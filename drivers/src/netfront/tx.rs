@@ -90,13 +90,9 @@ impl Queue {
     pub(super) fn reap_tx(&mut self, stats: &mut NetStats) -> Result<(), String> {
         let mut raw = [0u8; 4];
         loop {
-            match self.tx.take_response(&mut raw) {
+            match self.tx.take_response_or_arm(&mut raw) {
                 Ok(true) => {}
-                Ok(false) => match self.tx.final_check_for_responses() {
-                    Ok(true) => continue,
-                    Ok(false) => return Ok(()),
-                    Err(e) => return Err(format!("tx ring: {e}")),
-                },
+                Ok(false) => return Ok(()),
                 Err(e) => return Err(format!("tx ring: {e}")),
             }
             let r = netif::decode_tx_response(&raw);

@@ -7,7 +7,7 @@
 
 use super::queue::{release_all, Queue};
 use super::{NetError, ETH_HEADER};
-use crate::platform::XenPlatform;
+use crate::platform::{wait_for_action, XenPlatform};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -82,7 +82,8 @@ pub(super) fn connect<P: XenPlatform>(p: &P, id: u32, max_queues: usize) -> Resu
         .ok_or_else(|| NetError::Handshake(String::from("malformed mac")))?;
     let bstate = format!("{backend}/state");
     let mut fe = Frontend::new();
-    wait_for_action(p, &bstate, &fe, Action::Setup)?;
+    wait_for_action(p, &bstate, &fe, Action::Setup, HANDSHAKE_TIMEOUT_NS)
+        .map_err(NetError::Handshake)?;
 
     let flag = |k: &str| {
         p.xs_read(&format!("{backend}/{k}"))
@@ -216,7 +217,8 @@ fn publish_and_connect<P: XenPlatform>(
     w("feature-gso-tcpv6", gso_rx)?;
     w("state", &format!("{}", XenbusState::Connected.number()))?;
     fe.switched(XenbusState::Initialised);
-    wait_for_action(p, bstate, fe, Action::Connect)
+    wait_for_action(p, bstate, fe, Action::Connect, HANDSHAKE_TIMEOUT_NS)
+        .map_err(NetError::Handshake)
 }
 
 /// Takes a vif down once the handshake is undone or the backend has gone: with
@@ -267,16 +269,6 @@ fn clear_stale_layout<P: XenPlatform>(p: &P, base: &str, n: usize) -> Result<(),
         rm(&format!("queue-{k}"))?;
     }
     Ok(())
-}
-
-fn wait_for_action<P: XenPlatform>(
-    p: &P,
-    path: &str,
-    fe: &Frontend,
-    want: Action,
-) -> Result<(), NetError> {
-    crate::platform::wait_for_action(p, path, fe, want, HANDSHAKE_TIMEOUT_NS)
-        .map_err(NetError::Handshake)
 }
 
 pub(super) fn hs<T, E: fmt::Display>(what: &str, r: Result<T, E>) -> Result<T, NetError> {

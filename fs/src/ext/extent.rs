@@ -36,6 +36,24 @@ impl Extent {
     fn end(&self) -> u64 {
         self.lblk + self.len as u64
     }
+    /// The part of this extent before logical block `s`, if it starts before it
+    /// (`s` within the extent).
+    pub(super) fn head_before(&self, s: u64) -> Option<Extent> {
+        (s > self.lblk).then(|| Extent {
+            len: (s - self.lblk) as u32,
+            ..*self
+        })
+    }
+    /// The part of this extent from logical block `t` on, if it goes past it (`t`
+    /// within the extent).
+    pub(super) fn tail_from(&self, t: u64) -> Option<Extent> {
+        (t < self.lblk + self.len as u64).then(|| Extent {
+            lblk: t,
+            len: (self.lblk + self.len as u64 - t) as u32,
+            pblk: self.pblk + (t - self.lblk),
+            uninit: self.uninit,
+        })
+    }
     fn max_len(&self) -> u32 {
         if self.uninit {
             MAX_UNINIT_LEN

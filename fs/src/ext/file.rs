@@ -317,6 +317,17 @@ impl<D: BlockDev> Ext<D> {
         Ok(total)
     }
 
+    /// The node of regular file `ino` (a directory is `IsDir`, anything else not a
+    /// regular file).
+    fn file_node(&mut self, ino: u32) -> Result<&mut Node, FsError> {
+        let n = self.node(ino)?;
+        match n.inode.kind() {
+            FileType::File => Ok(n),
+            FileType::Dir => Err(FsError::IsDir),
+            _ => Err(FsError::Invalid("not a regular file")),
+        }
+    }
+
     pub(super) fn write_file(
         &mut self,
         ino: u32,
@@ -324,12 +335,7 @@ impl<D: BlockDev> Ext<D> {
         data: &[u8],
     ) -> Result<usize, FsError> {
         let now = self.now();
-        let n = self.node(ino)?;
-        match n.inode.kind() {
-            FileType::File => {}
-            FileType::Dir => return Err(FsError::IsDir),
-            _ => return Err(FsError::Invalid("not a regular file")),
-        }
+        self.file_node(ino)?;
         if data.is_empty() {
             return Ok(0);
         }
@@ -464,12 +470,7 @@ impl<D: BlockDev> Ext<D> {
 
     pub(super) fn truncate_file(&mut self, ino: u32, size: u64) -> Result<(), FsError> {
         let now = self.now();
-        let n = self.node(ino)?;
-        match n.inode.kind() {
-            FileType::File => {}
-            FileType::Dir => return Err(FsError::IsDir),
-            _ => return Err(FsError::Invalid("not a regular file")),
-        }
+        let n = self.file_node(ino)?;
         let old = n.inode.size();
         let bs = self.sb.block_size as u64;
         let inode = self.node(ino)?.inode.clone();

@@ -118,26 +118,14 @@ impl FileMap {
                 continue;
             }
             changed += t - s;
-            if s > e.lblk {
-                pieces.push(Extent {
-                    len: (s - e.lblk) as u32,
-                    ..*e
-                });
-            }
+            pieces.extend(e.head_before(s));
             pieces.push(Extent {
                 lblk: s,
                 len: (t - s) as u32,
                 pblk: e.pblk + (s - e.lblk),
                 uninit,
             });
-            if t < e.lblk + e.len as u64 {
-                pieces.push(Extent {
-                    lblk: t,
-                    len: (e.lblk + e.len as u64 - t) as u32,
-                    pblk: e.pblk + (t - e.lblk),
-                    uninit: e.uninit,
-                });
-            }
+            pieces.extend(e.tail_from(t));
         }
         if changed == 0 {
             return 0;
@@ -161,21 +149,9 @@ impl FileMap {
                 out.push(e);
                 continue;
             }
-            if s > e.lblk {
-                out.push(Extent {
-                    len: (s - e.lblk) as u32,
-                    ..e
-                });
-            }
+            out.extend(e.head_before(s));
             freed.push((e.pblk + (s - e.lblk), t - s));
-            if t < e.lblk + e.len as u64 {
-                out.push(Extent {
-                    lblk: t,
-                    len: (e.lblk + e.len as u64 - t) as u32,
-                    pblk: e.pblk + (t - e.lblk),
-                    uninit: e.uninit,
-                });
-            }
+            out.extend(e.tail_from(t));
         }
         self.ext = out;
         freed

@@ -243,6 +243,12 @@ impl JournalWriter {
     fn write_sb<D: BlockDev>(&mut self, dev: &mut D, start: u32, seq: u32) -> Result<(), FsError> {
         put_be32(&mut self.sb_raw, 0x1c, start);
         put_be32(&mut self.sb_raw, 0x18, seq);
+        self.store_sb(dev)
+    }
+
+    /// Seals the raw superblock as edited (its checksum, where the journal has
+    /// one), takes it as the current one and writes it to the journal's first block.
+    fn store_sb<D: BlockDev>(&mut self, dev: &mut D) -> Result<(), FsError> {
         let parsed = JournalSuperblock::parse(&self.sb_raw)?;
         if parsed.has_csum() {
             let c = JournalSuperblock::compute_checksum(&self.sb_raw);
@@ -437,14 +443,7 @@ impl JournalWriter {
         }
         self.aborted = true;
         put_be32(&mut self.sb_raw, 0x20, errno as u32);
-        let parsed = JournalSuperblock::parse(&self.sb_raw)?;
-        if parsed.has_csum() {
-            let c = JournalSuperblock::compute_checksum(&self.sb_raw);
-            put_be32(&mut self.sb_raw, 0xfc, c);
-        }
-        self.sb = JournalSuperblock::parse(&self.sb_raw)?;
-        let p0 = self.map.lookup(0).ok_or(FsError::Invalid("journal map"))?;
-        dev.write(p0 * u64::from(self.bs), &self.sb_raw)?;
+        self.store_sb(dev)?;
         dev.flush()?;
         Ok(())
     }

@@ -320,6 +320,22 @@ pub fn debugfs(img: &Path, req: &str) -> Vec<u8> {
     out.stdout
 }
 
+/// The streaming benchmark's file system (`dd bs=16k` into `/test`): a 3 GiB ext4 of
+/// 4 KiB blocks in temp dir `name`, mounted over a write-counting disk that skips
+/// zero writes, and the empty file `/test`. Returns the dir (kept while it lives),
+/// the image, the mount and the file.
+pub fn stream_fs(name: &str) -> (TempDir, PathBuf, Ext<Counting<FileDisk>>, Ino) {
+    let t = TempDir::new(name);
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 4096, "3G", None, &[]);
+    let mut disk = Counting::new(FileDisk::open(&img));
+    disk.skip_zero_writes = true;
+    let mut fs = Ext::mount(disk, opts()).unwrap();
+    let root = fs.root();
+    let ino = fs.create(root, "test", 0o644).unwrap();
+    (t, img, fs, ino)
+}
+
 pub fn opts() -> MountOptions {
     MountOptions {
         read_only: false,
@@ -408,15 +424,19 @@ pub fn build_tree(dir: &Path, many: usize) {
     }
 }
 
-/// Checks that everything under `src` reads the same through `fs` at `path`.
-pub fn compare_tree<F: FileSystem>(fs: &mut F, src: &Path, path: &str) -> usize {
-    let ino = resolve(fs, path).unwrap_or_else(|e| panic!("resolve {path}: {e}"));
-    let mut names: Vec<String> = fs
-        .read_dir(ino)
+/// The names in directory `ino`, in the order it lists them.
+pub fn dir_names<F: FileSystem>(fs: &mut F, ino: Ino) -> Vec<String> {
+    fs.read_dir(ino)
         .unwrap()
         .into_iter()
         .map(|e| e.name)
-        .collect();
+        .collect()
+}
+
+/// Checks that everything under `src` reads the same through `fs` at `path`.
+pub fn compare_tree<F: FileSystem>(fs: &mut F, src: &Path, path: &str) -> usize {
+    let ino = resolve(fs, path).unwrap_or_else(|e| panic!("resolve {path}: {e}"));
+    let mut names = dir_names(fs, ino);
     names.sort();
     let mut want: Vec<String> = std::fs::read_dir(src)
         .unwrap()

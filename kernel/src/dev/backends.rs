@@ -207,17 +207,13 @@ fn rescan() {
                     FAILED.lock().retain(|k| *k != key);
                     let fe_state = nb.watch_paths()[1].clone();
                     let _ = xenstore::watch(&fe_state, &client_token(fe_id, devid), on_watch);
-                    let m = nb.mac();
                     crate::println!(
-                        "netback: {} for domain {fe_id}, client {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}{}",
+                        "netback: {} for domain {fe_id}, client {}{}",
                         nb.name(),
-                        m[0],
-                        m[1],
-                        m[2],
-                        m[3],
-                        m[4],
-                        m[5],
-                        nb.bridge().map(|b| format!(", bridge {b}")).unwrap_or_default()
+                        super::Mac(nb.mac()),
+                        nb.bridge()
+                            .map(|b| format!(", bridge {b}"))
+                            .unwrap_or_default()
                     );
                     KNOWN.lock().push(key);
                     NEW.lock().push(nb);

@@ -301,14 +301,7 @@ pub fn backend_closing(vdev: u16) -> bool {
         return true;
     };
     match xenstore::read(&alloc::format!("{be}/state")) {
-        Ok(s) => matches!(
-            xenlet_xen::xenbus::XenbusState::parse(&s),
-            None | Some(
-                xenlet_xen::xenbus::XenbusState::Closing
-                    | xenlet_xen::xenbus::XenbusState::Closed
-                    | xenlet_xen::xenbus::XenbusState::Unknown
-            )
-        ),
+        Ok(s) => crate::xen::xenbus::going(xenlet_xen::xenbus::XenbusState::parse(&s)),
         Err(_) => true,
     }
 }
@@ -334,13 +327,7 @@ pub fn poll_hotplug() {
         while i < disks.len() {
             let vdev = disks[i].vdev();
             let dev = vbds.iter().find(|d| d.id.parse::<u16>().ok() == Some(vdev));
-            let closing = match dev {
-                None => true,
-                Some(d) => matches!(
-                    d.backend_state,
-                    None | Some(XenbusState::Closing | XenbusState::Closed | XenbusState::Unknown)
-                ),
-            };
+            let closing = dev.is_none_or(|d| d.backend_going());
             if closing {
                 DISK_IDS.lock().retain(|(v, _)| *v != vdev);
                 gone.push((disks.remove(i), dev.map(|d| (d.path(), d.backend.clone()))));
@@ -529,15 +516,9 @@ pub fn connect_vifs(devices: &[xenbus::Device], queues: usize) -> Vec<Result<Str
         };
         match xenlet_drivers::netfront::Netfront::connect_with(KernelXen::NET, id, queues) {
             Ok(n) => {
-                let m = n.mac();
                 report.push(Ok(alloc::format!(
-                    "{name} {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}{}{}{}",
-                    m[0],
-                    m[1],
-                    m[2],
-                    m[3],
-                    m[4],
-                    m[5],
+                    "{name} {}{}{}{}",
+                    super::Mac(n.mac()),
                     if n.has_sg() { ", scatter-gather" } else { "" },
                     match n.queues() {
                         1 => String::new(),

@@ -7,3 +7,17 @@ pub mod backends;
 pub mod frontends;
 pub mod network;
 pub mod port;
+
+/// A MAC address as `ip link` prints it: `00:16:3e:01:02:03`.
+pub struct Mac(pub [u8; 6]);
+
+impl core::fmt::Display for Mac {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let m = self.0;
+        write!(
+            f,
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            m[0], m[1], m[2], m[3], m[4], m[5]
+        )
+    }
+}

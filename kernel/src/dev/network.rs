@@ -191,13 +191,7 @@ fn rescan() {
             continue;
         };
         let dev = vifs.iter().find(|d| d.id.parse::<u32>().ok() == Some(id));
-        let gone = match dev {
-            None => true,
-            Some(d) => matches!(
-                d.backend_state,
-                None | Some(XenbusState::Closing | XenbusState::Closed | XenbusState::Unknown)
-            ),
-        };
+        let gone = dev.is_none_or(|d| d.backend_going());
         if !gone || uplink_ref(&stack.ifs[i]).is_some_and(|v| v.is_detached()) {
             i += 1;
             continue;

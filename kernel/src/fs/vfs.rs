@@ -106,9 +106,10 @@ pub fn with<T>(f: impl FnOnce(&mut Vfs) -> T) -> Option<T> {
     VFS.lock().as_mut().map(f)
 }
 
-/// Disk waits for filesystems: the kernel clock, and not interruptible (a command
-/// checks Ctrl-C between its own steps, so metadata is never left half-written).
-struct FsWait;
+/// Disk waits for filesystems (and `dd` with a file): the kernel clock, and not
+/// interruptible (a command checks Ctrl-C between its own steps, so metadata is never
+/// left half-written).
+pub(crate) struct FsWait;
 
 impl Waiter for FsWait {
     fn now_ns(&self) -> u64 {

@@ -8,12 +8,13 @@
 //! `oflag=dsync` after every chunk; a full disk ends the copy with GNU's message;
 //! Ctrl-C stops it between chunks with the statistics so far.
 
+use crate::fs::vfs::FsWait;
 use crate::shell::dd::{Outcome, Progress, Xoshiro};
 use crate::{dev::frontends, fs::vfs, io::console, time::clock};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use xenlet_drivers::blocksync::{self, Waiter};
+use xenlet_drivers::blocksync;
 use xenlet_fs::vfs::Handle;
 use xenlet_fs::FsError;
 
@@ -64,17 +65,6 @@ pub struct FilePlan {
     pub dsync: bool,
     /// `status=progress`.
     pub progress: bool,
-}
-
-struct Wait;
-
-impl Waiter for Wait {
-    fn now_ns(&self) -> u64 {
-        clock::now().as_nanos()
-    }
-    fn interrupted(&self) -> bool {
-        false
-    }
 }
 
 fn fs_err(e: FsError) -> String {
@@ -207,7 +197,7 @@ fn copy(
                 if !n.is_multiple_of(512) || !pos_in.is_multiple_of(512) {
                     return Err(format!("error reading '{in_name}': Invalid argument"));
                 }
-                frontends::with_disk(d, |x| blocksync::read(x, &Wait, pos_in, &mut buf[..n]))
+                frontends::with_disk(d, |x| blocksync::read(x, &FsWait, pos_in, &mut buf[..n]))
                     .ok_or_else(|| format!("error reading '{in_name}': No such device"))?
                     .map_err(|e| format!("error reading '{in_name}': {e}"))?;
                 n
@@ -240,7 +230,7 @@ fn copy(
                 if !got.is_multiple_of(512) || !pos_out.is_multiple_of(512) {
                     return Err(format!("error writing '{out_name}': Invalid argument"));
                 }
-                frontends::with_disk(d, |x| blocksync::write(x, &Wait, pos_out, &buf[..got]))
+                frontends::with_disk(d, |x| blocksync::write(x, &FsWait, pos_out, &buf[..got]))
                     .ok_or_else(|| format!("error writing '{out_name}': No such device"))?
                     .map_err(|e| match e {
                         blocksync::SyncError::Range => {
@@ -283,7 +273,7 @@ fn copy(
             (End::File(_), Some(h)) => vfs::with(|v| v.fsync(h))
                 .ok_or("no file tree")?
                 .map_err(|e| format!("fsync failed for '{out_name}': {e}"))?,
-            (End::Disk(d), _) => frontends::with_disk(d, |x| blocksync::flush(x, &Wait))
+            (End::Disk(d), _) => frontends::with_disk(d, |x| blocksync::flush(x, &FsWait))
                 .ok_or_else(|| format!("fsync failed for '{out_name}': No such device"))?
                 .map_err(|e| format!("fsync failed for '{out_name}': {e}"))?,
             _ => {}

@@ -7,6 +7,14 @@ use alloc::vec::Vec;
 use xenlet_xen::xenbus::XenbusState;
 use xenlet_xen::xenstore::XsError;
 
+/// A backend in state `s` is going or gone: no state, or Closing, Closed, Unknown.
+pub fn going(s: Option<XenbusState>) -> bool {
+    matches!(
+        s,
+        None | Some(XenbusState::Closing | XenbusState::Closed | XenbusState::Unknown)
+    )
+}
+
 /// A PV device the toolstack configured.
 #[derive(Clone, Debug)]
 pub struct Device {
@@ -25,6 +33,12 @@ pub struct Device {
 }
 
 impl Device {
+    /// The backend is going or gone (no state, or Closing, Closed, Unknown): the
+    /// device is being taken away.
+    pub fn backend_going(&self) -> bool {
+        going(self.backend_state)
+    }
+
     /// Frontend path, relative to the domain's home.
     pub fn path(&self) -> String {
         alloc::format!("device/{}/{}", self.kind, self.id)

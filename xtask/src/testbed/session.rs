@@ -376,30 +376,20 @@ impl Attempt {
         if let Ok(t) = fs::read_to_string(self.results.join("toolstack-failed.txt")) {
             return Some(format!("the Xen toolstack did not start: {}", t.trim()));
         }
-        let flaky: Vec<&str> = list
-            .iter()
-            .filter(|s| !scenarios::is_probe(s.name))
-            .filter(|s| {
-                read_kv(&self.results.join(s.name).join("result.txt"))
-                    .get("flake")
-                    .is_some_and(|v| v == "1")
-            })
-            .map(|s| s.name)
-            .collect();
+        // The scenarios (probes left out) whose `key` in result.txt passes `test`.
+        let whose = |key: &str, test: fn(Option<&String>) -> bool| -> Vec<&str> {
+            list.iter()
+                .filter(|s| !scenarios::is_probe(s.name))
+                .filter(|s| test(read_kv(&self.results.join(s.name).join("result.txt")).get(key)))
+                .map(|s| s.name)
+                .collect()
+        };
+        let flaky = whose("flake", |v| v.is_some_and(|v| v == "1"));
         if !self.stalls.is_empty() {
             // A woken stall can leave Xen's timers late for a while (after one woken
             // in 10 s, a domU's 1 s sleep took 13 s): a scenario that failed in such an
             // attempt is not trusted as a failure of its own.
-            let failed: Vec<&str> = list
-                .iter()
-                .filter(|s| !scenarios::is_probe(s.name))
-                .filter(|s| {
-                    read_kv(&self.results.join(s.name).join("result.txt"))
-                        .get("status")
-                        .is_none_or(|v| v != "PASS")
-                })
-                .map(|s| s.name)
-                .collect();
+            let failed = whose("status", |v| v.is_none_or(|v| v != "PASS"));
             if !failed.is_empty() {
                 return Some(format!(
                     "{} failed after the nested machine stalled and was woken ({})",
@@ -576,13 +566,12 @@ fn attempt(
                     STALL_WINDOW.as_secs()
                 ));
                 println!("    [{t:6.1}s] !!! {}", died.as_deref().unwrap_or_default());
-                writeln!(
-                    serial,
-                    "== host: stall not woken; sending Xen's debug keys {STALL_DEBUG_KEYS}"
+                ask_xen(
+                    &mut serial,
+                    &mut console_in,
+                    "host: stall not woken;",
+                    STALL_DEBUG_KEYS,
                 )?;
-                if let Some(w) = console_in.as_mut() {
-                    let _ = send_keys(w, STALL_DEBUG_KEYS);
-                }
                 hang_at = Some(Instant::now());
                 continue;
             }
@@ -596,13 +585,12 @@ fn attempt(
             println!(
                 "!!! asking Xen for its state (debug keys {HANG_DEBUG_KEYS}) before QEMU is stopped"
             );
-            writeln!(
-                serial,
-                "== host watchdog: sending Xen's debug keys {HANG_DEBUG_KEYS}"
+            ask_xen(
+                &mut serial,
+                &mut console_in,
+                "host watchdog:",
+                HANG_DEBUG_KEYS,
             )?;
-            if let Some(w) = console_in.as_mut() {
-                let _ = send_keys(w, HANG_DEBUG_KEYS);
-            }
             hang_at = Some(Instant::now());
         }
     }
@@ -825,6 +813,21 @@ const HANG_DUMP_WAIT: Duration = Duration::from_secs(20);
 /// Xen's debug keys sent when the machine stalls: `a` timer queues (which timers
 /// are due and never fired), `r` run queues, `q` domains and their vCPUs.
 const STALL_DEBUG_KEYS: &str = "a r q";
+
+/// Notes in the serial log that (`why`) Xen's debug keys `keys` are sent, and sends
+/// them on the console's input while it is open.
+fn ask_xen(
+    serial: &mut fs::File,
+    console_in: &mut Option<std::process::ChildStdin>,
+    why: &str,
+    keys: &str,
+) -> std::io::Result<()> {
+    writeln!(serial, "== {why} sending Xen's debug keys {keys}")?;
+    if let Some(w) = console_in.as_mut() {
+        let _ = send_keys(w, keys);
+    }
+    Ok(())
+}
 
 /// Switches the serial console's input from dom0 to Xen (CTRL-a three times) and
 /// types `keys` (space-separated), a second apart so that each dump can finish.

@@ -55,18 +55,12 @@ pub(super) fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
         },
     };
     // Offsets and count in GNU's terms (and GNU's errors for skip/seek past an end).
-    let size_of = |n: &str| {
-        crate::dev::frontends::with_disk(n, |d| {
-            use xenlet_drivers::blkfront::BlockDevice;
-            d.info().bytes()
-        })
-    };
     let in_size = match &source {
-        Source::Disk(n) => size_of(n),
+        Source::Disk(n) => disk_bytes(n),
         _ => None,
     };
     let out_size = match &sink {
-        Sink::Disk(n) => size_of(n),
+        Sink::Disk(n) => disk_bytes(n),
         Sink::Null => None,
     };
     // GNU prints only the error (no statistics) when a file cannot be opened.
@@ -79,12 +73,8 @@ pub(super) fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
             return Ok(());
         }
     }
-    let gp = match xenlet_shell::dd::plan(&a, in_size, out_size) {
-        Ok(p) => p,
-        Err(e) => {
-            writeln!(out, "{e}")?;
-            return Ok(());
-        }
+    let Some(gp) = dd_plan(&a, in_size, out_size, out)? else {
+        return Ok(());
     };
     let plan = Plan {
         source,
@@ -92,15 +82,44 @@ pub(super) fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
         obs: a.obs,
         skip_bytes: gp.in_offset,
         seek_bytes: gp.out_offset,
-        count_bytes: gp
-            .max_records
-            .map(|r| r.saturating_mul(a.ibs).saturating_add(gp.max_bytes)),
+        count_bytes: count_bytes(&gp, a.ibs),
         direct: a.oflag.direct,
         dsync: a.oflag.dsync || a.oflag.sync,
         fsync: a.conv.fsync || a.conv.fdatasync,
         progress: a.status == Status::Progress,
     };
     dd_report(&a, &crate::shell::dd::run(&plan), out)
+}
+
+/// The bytes of a disk (`xvdb`), if there is one by that name.
+fn disk_bytes(name: &str) -> Option<u64> {
+    crate::dev::frontends::with_disk(name, |d| {
+        use xenlet_drivers::blkfront::BlockDevice;
+        d.info().bytes()
+    })
+}
+
+/// GNU's plan for `a` over an input and an output of those sizes; `None` once its
+/// error is printed.
+fn dd_plan(
+    a: &xenlet_shell::dd::DdArgs,
+    in_size: Option<u64>,
+    out_size: Option<u64>,
+    out: &mut dyn Write,
+) -> Result<Option<xenlet_shell::dd::Plan>, core::fmt::Error> {
+    match xenlet_shell::dd::plan(a, in_size, out_size) {
+        Ok(p) => Ok(Some(p)),
+        Err(e) => {
+            writeln!(out, "{e}")?;
+            Ok(None)
+        }
+    }
+}
+
+/// The bytes `count=` lets through (`None`: no count), as a byte total.
+fn count_bytes(gp: &xenlet_shell::dd::Plan, ibs: u64) -> Option<u64> {
+    gp.max_records
+        .map(|r| r.saturating_mul(ibs).saturating_add(gp.max_bytes))
 }
 
 /// Prints a dd outcome as GNU does: the error, then the statistics. Every read and
@@ -158,25 +177,15 @@ fn dd_file(a: &xenlet_shell::dd::DdArgs, out: &mut dyn Write) -> CmdResult {
             crate::fs::vfs::with(|v| v.resolve(p).and_then(|h| v.stat(h)).map(|s| s.size))
                 .and_then(Result::ok)
         }
-        End::Disk(n) => crate::dev::frontends::with_disk(n, |d| {
-            use xenlet_drivers::blkfront::BlockDevice;
-            d.info().bytes()
-        }),
+        End::Disk(n) => disk_bytes(n),
         _ => None,
     };
     let out_size = match &dst {
-        End::Disk(n) => crate::dev::frontends::with_disk(n, |d| {
-            use xenlet_drivers::blkfront::BlockDevice;
-            d.info().bytes()
-        }),
+        End::Disk(n) => disk_bytes(n),
         _ => None,
     };
-    let gp = match xenlet_shell::dd::plan(a, in_size, out_size) {
-        Ok(p) => p,
-        Err(e) => {
-            writeln!(out, "{e}")?;
-            return Ok(());
-        }
+    let Some(gp) = dd_plan(a, in_size, out_size, out)? else {
+        return Ok(());
     };
     let plan = FilePlan {
         src,
@@ -184,9 +193,7 @@ fn dd_file(a: &xenlet_shell::dd::DdArgs, out: &mut dyn Write) -> CmdResult {
         ibs: a.ibs,
         skip_bytes: gp.in_offset,
         seek_bytes: gp.out_offset,
-        count_bytes: gp
-            .max_records
-            .map(|r| r.saturating_mul(a.ibs).saturating_add(gp.max_bytes)),
+        count_bytes: count_bytes(&gp, a.ibs),
         notrunc: a.conv.notrunc,
         fsync: a.conv.fsync || a.conv.fdatasync,
         dsync: a.oflag.dsync || a.oflag.sync,

@@ -88,10 +88,7 @@ pub const HVM_DISK: Scenario = Scenario {
 pub const HVM_DISK_1G: Scenario = Scenario {
     name: "hvm-disk-1g",
     about: "as hvm-disk with memory = 1024",
-    config: xl_config!(builder_hvm {
-        memory: 1024,
-        disk: ["@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w"],
-    }),
+    config: hvm_disk_config!(1024),
     ..HVM_DISK
 };
 
@@ -206,11 +203,7 @@ pub const PVH: Scenario = Scenario {
 pub const DEMO: Scenario = Scenario {
     name: "demo",
     about: "demo: the report's HVM configuration plus a vif, boot report, shell commands, dd, ping, iperf3",
-    config: xl_config!(builder_hvm {
-        memory: 32,
-        disk: ["@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w"],
-        vif: ["bridge=xenbr0"],
-    }),
+    config: hvm_disk_config!(32, vif: ["bridge=xenbr0"]),
     steps: &[
         cmd("version", &[r"^Xenlet "], 30),
         cmd("xen", &[r"^version: Xen "], 30),

@@ -233,12 +233,22 @@ pub const XENLET_PVH_CONFIG: &str = xl_config!(pvh {
     disk: ["phy:@DATA@,xvdb,w"],
 });
 
+/// The hvm-disk configuration (Xenlet's disk image as xvda, the data disk as xvdb)
+/// with `memory` MiB and the vifs given (`vif: [..]`), or none.
+macro_rules! hvm_disk_config {
+    ($memory:tt $(, vif: $vif:tt)?) => {
+        xl_config!(builder_hvm {
+            memory: $memory,
+            disk: ["@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w"],
+            $(vif: $vif,)?
+        })
+    };
+}
+pub(crate) use hvm_disk_config;
+
 /// Xenlet's disk image booted as HVM (the report's configuration) with a data disk
 /// on QEMU's qdisk.
-pub const XENLET_HVM_DISK_CONFIG: &str = xl_config!(builder_hvm {
-    memory: 32,
-    disk: ["@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w"],
-});
+pub const XENLET_HVM_DISK_CONFIG: &str = hvm_disk_config!(32);
 
 /// The hvm-disk configuration with xvdb on dom0's kernel blkback (`phy:` on a loop
 /// device) instead of QEMU's qdisk.

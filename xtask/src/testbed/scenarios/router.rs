@@ -856,6 +856,32 @@ const ROUTER_XENLET_STEPS: &[Step] = steps![
     last("poweroff"),
 ];
 
+/// The uci port forward `Forward-8080`, staged: wan tcp 8080 -> `$ip`:`$port` (a DNAT
+/// redirect to the LAN).
+macro_rules! forward_8080 {
+    ($ip:literal, $port:literal) => {
+        &[
+            cmd("uci add firewall redirect", &[r"^cfg[0-9a-f]+$"], 30),
+            cmd("uci set firewall.@redirect[-1].name=Forward-8080", &[], 30),
+            cmd("uci set firewall.@redirect[-1].src=wan", &[], 30),
+            cmd("uci set firewall.@redirect[-1].src_dport=8080", &[], 30),
+            cmd("uci set firewall.@redirect[-1].dest=lan", &[], 30),
+            cmd(
+                concat!("uci set firewall.@redirect[-1].dest_ip=", $ip),
+                &[],
+                30,
+            ),
+            cmd(
+                concat!("uci set firewall.@redirect[-1].dest_port=", $port),
+                &[],
+                30,
+            ),
+            cmd("uci set firewall.@redirect[-1].proto=tcp", &[], 30),
+            cmd("uci set firewall.@redirect[-1].target=DNAT", &[], 30),
+        ]
+    };
+}
+
 /// A port forward made the OpenWrt way on the running router: `uci add` a `redirect`
 /// (wan:8080 -> lan1:7777), `uci commit`, `reload`; then `wan` reaches lan1's
 /// responder through the router's WAN address, and the file on the root disk holds
@@ -869,19 +895,7 @@ const ROUTER_XENLET_FW_STEPS: &[Step] = steps![
         &[r"^before rc=[1-9]"],
         30,
     ),
-    cmd("uci add firewall redirect", &[r"^cfg[0-9a-f]+$"], 30),
-    cmd("uci set firewall.@redirect[-1].name=Forward-8080", &[], 30),
-    cmd("uci set firewall.@redirect[-1].src=wan", &[], 30),
-    cmd("uci set firewall.@redirect[-1].src_dport=8080", &[], 30),
-    cmd("uci set firewall.@redirect[-1].dest=lan", &[], 30),
-    cmd(
-        "uci set firewall.@redirect[-1].dest_ip=192.168.1.10",
-        &[],
-        30,
-    ),
-    cmd("uci set firewall.@redirect[-1].dest_port=7777", &[], 30),
-    cmd("uci set firewall.@redirect[-1].proto=tcp", &[], 30),
-    cmd("uci set firewall.@redirect[-1].target=DNAT", &[], 30),
+    ..forward_8080!("192.168.1.10", "7777"),
     cmd(
         "uci changes firewall",
         &[r"^firewall\.cfg[0-9a-f]+\.dest_port='7777'$"],
@@ -913,20 +927,8 @@ const ROUTER_XENLET_FW_STEPS: &[Step] = steps![
 
 /// The port forward the corpus expects: wan tcp 8080 -> 192.168.1.51:80 (reflection on,
 /// fw4's default), as `fw4-diff.nft` has it for Linux.
-const DIFF_FORWARD: &[Step] = &[
-    cmd("uci add firewall redirect", &[r"^cfg[0-9a-f]+$"], 30),
-    cmd("uci set firewall.@redirect[-1].name=Forward-8080", &[], 30),
-    cmd("uci set firewall.@redirect[-1].src=wan", &[], 30),
-    cmd("uci set firewall.@redirect[-1].src_dport=8080", &[], 30),
-    cmd("uci set firewall.@redirect[-1].dest=lan", &[], 30),
-    cmd(
-        "uci set firewall.@redirect[-1].dest_ip=192.168.1.51",
-        &[],
-        30,
-    ),
-    cmd("uci set firewall.@redirect[-1].dest_port=80", &[], 30),
-    cmd("uci set firewall.@redirect[-1].proto=tcp", &[], 30),
-    cmd("uci set firewall.@redirect[-1].target=DNAT", &[], 30),
+const DIFF_FORWARD: &[Step] = steps![
+    ..forward_8080!("192.168.1.51", "80"),
     cmd("uci commit firewall", &[], 30),
     cmd("reload", &[r"^reload: firewall rules replaced"], 30),
     dom0(

@@ -10,11 +10,7 @@ pub const XEN_HVM: Scenario = Scenario {
     name: "xen-hvm",
     about: "Xen platform layer, HVM disk image: version, XenStore both ways, a watch, devices; xl shutdown -w",
     // the hvm-disk configuration plus a vif on xenbr1 (DHCP from dom0's dnsmasq)
-    config: xl_config!(builder_hvm {
-        memory: 32,
-        disk: ["@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w"],
-        vif: ["bridge=xenbr1"],
-    }),
+    config: hvm_disk_config!(32, vif: ["bridge=xenbr1"]),
     boot_expect: XEN_HVM_BOOT,
     steps: XEN_HVM_STEPS,
     end: End::XlShutdown,
@@ -26,17 +22,8 @@ pub const XEN_HVM: Scenario = Scenario {
 pub const SUSPEND_HVM: Scenario = Scenario {
     name: "suspend-hvm",
     about: "xl save -c, xl save + xl restore and xl migrate of Xenlet booted HVM from its disk image (QEMU's device model saved too): the serial shell, the root filesystem, the data disk and the vif go on",
-    config: xl_config!(builder_hvm {
-        memory: 32,
-        disk: ["@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w"],
-        vif: ["bridge=xenbr1"],
-    }),
-    boot_expect: XEN_HVM_BOOT,
     steps: SUSPEND_HVM_STEPS,
-    end: End::XlShutdown,
-    end_timeout_s: 10,
-    budget_s: 238,
-    ..XENLET_HVM_IMAGE
+    ..XEN_HVM
 };
 
 pub const XEN_PVH: Scenario = Scenario {
