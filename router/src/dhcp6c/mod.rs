@@ -8,6 +8,8 @@
 //! - [`message`]: the checked parser (every length, a bounded number of options,
 //!   addresses, prefixes, servers and domains) and the builder.
 //! - [`client`]: when to send what ([`Client`]), what a message received does to it.
+//! - [`delegation`]: the LAN's /64 of the delegated prefix ([`LanPrefix`]), its
+//!   announced lifetimes, and the deprecation of one that went.
 //!
 //! The glue sends the payloads [`Client::poll`] returns from UDP port 546 to
 //! `ff02::1:2` port 547 on the WAN link and hands what comes back to port 546 to
@@ -24,9 +26,11 @@
 )]
 
 pub mod client;
+pub mod delegation;
 pub mod message;
 
 pub use client::{Client, ClientConfig, Dhcp6Counters, Lease, ReqAddress, ReqPrefix, State};
+pub use delegation::{lan_subnet, LanPrefix};
 pub use message::{Message, ParseError};
 
 #[cfg(test)]

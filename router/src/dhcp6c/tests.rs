@@ -637,3 +637,5 @@ fn a_flood_of_replies_keeps_memory_bounded() {
     assert_eq!(m.domains.len(), MAX_DOMAINS);
     assert!(parse(&vec![2u8; MAX_MESSAGE + 1]).is_err());
 }
+
+mod delegation;
