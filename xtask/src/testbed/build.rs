@@ -55,13 +55,14 @@ const PACKAGES: &[&str] = &[
 /// topology's tools (`xtask/testbed/net/`) in dom0 and, copied with their libraries
 /// into the Linux router domU's initramfs by `run.py`, `nft` and `conntrack`.
 const NET_PACKAGES: &[&str] = &[
-    "nftables",      // nft: the Linux router domU's firewall (fw4's ruleset)
-    "conntrack",     // conntrack -L on the Linux router
-    "tcpdump",       // the capture in the `wan` namespace
-    "socat",         // TCP/UDP clients with a fixed source port in the LAN namespaces
-    "iputils-ping",  // ping -M do (DF) for the path-MTU check; busybox's ping has no -M
-    "python3-scapy", // the router differential's corpus (net/diff/corpus.py)
-    "dmsetup",       // a dm-delay disk that slows writes, so a crash lands inside a config replace
+    "nftables",        // nft: the Linux router domU's firewall (fw4's ruleset)
+    "conntrack",       // conntrack -L on the Linux router
+    "tcpdump",         // the capture in the `wan` namespace
+    "socat",           // TCP/UDP clients with a fixed source port in the LAN namespaces
+    "iputils-ping",    // ping -M do (DF) for the path-MTU check; busybox's ping has no -M
+    "python3-scapy",   // the router differential's corpus (net/diff/corpus.py)
+    "dmsetup", // a dm-delay disk that slows writes, so a crash lands inside a config replace
+    "isc-dhcp-server", // dhcpd -6 in `wan`: DHCPv6 with prefix delegation for router-ipv6
 ];
 
 /// Size of the dom0 root image (sparse; the packages take ~1.3 GB).
