@@ -41,9 +41,16 @@ use xenlet_router::iface::IfConfig as PortConfig;
 use xenlet_router::ipv6;
 use xenlet_router::nat::{Masquerade, PortRange};
 use xenlet_router::netfilter::{self, Netfilter};
-use xenlet_router::ra::solicit;
+use xenlet_router::ra::{advert, solicit};
 use xenlet_router::route::Ipv4Net;
-use xenlet_router::route6::Ipv6Net;
+use xenlet_router::route::RouteProto;
+use xenlet_router::route6::{Ipv6Net, Route6};
+
+/// `::/0`.
+const DEFAULT6: Ipv6Net = match Ipv6Net::new(core::net::Ipv6Addr::UNSPECIFIED, 0) {
+    Some(n) => n,
+    None => unreachable!(),
+};
 use xenlet_router::{IfId, Millis};
 
 /// Frames the router takes from one interface per [`Gateway::poll`]: keeps one busy
@@ -69,6 +76,10 @@ const HELD_FRAMES: usize = 256;
 /// Router Solicitations kept per link for the advertisement service; more are
 /// dropped and counted (one answer serves many anyway).
 pub const SOLICITATIONS: usize = 8;
+
+/// Router Advertisements kept on the WAN for its router discovery; more are
+/// dropped and counted.
+pub const ADVERTS: usize = 8;
 
 /// How the local stack asked for a held frame to be sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +112,11 @@ pub struct Routed<L: Link> {
     keep_solicitations: bool,
     solicitations: VecDeque<Vec<u8>>,
     solicitations_dropped: u64,
+    /// Router Advertisements kept aside for the WAN's router discovery
+    /// ([`Link::keep_adverts`]).
+    keep_adverts: bool,
+    adverts: VecDeque<Vec<u8>>,
+    adverts_dropped: u64,
 }
 
 impl<L: Link> Routed<L> {
@@ -120,7 +136,15 @@ impl<L: Link> Routed<L> {
             keep_solicitations: false,
             solicitations: VecDeque::new(),
             solicitations_dropped: 0,
+            keep_adverts: false,
+            adverts: VecDeque::new(),
+            adverts_dropped: 0,
         }
+    }
+
+    /// Router Advertisements dropped because [`ADVERTS`] waited already.
+    pub fn adverts_dropped(&self) -> u64 {
+        self.adverts_dropped
     }
 
     /// Router Solicitations dropped because [`SOLICITATIONS`] waited already.
@@ -198,6 +222,16 @@ impl<L: Link> Routed<L> {
                 self.solicitations.push_back(frame);
             } else {
                 self.solicitations_dropped += 1;
+            }
+            return;
+        }
+        if self.keep_adverts && advert::is_advert(&frame) {
+            // the WAN's router discovery's (the LAN's own are never received here:
+            // only the link that keeps them, the WAN, sets this)
+            if self.adverts.len() < ADVERTS {
+                self.adverts.push_back(frame);
+            } else {
+                self.adverts_dropped += 1;
             }
             return;
         }
@@ -322,6 +356,15 @@ impl<L: Link> Link for Routed<L> {
             self.solicitations.clear();
         }
     }
+    fn take_advert(&mut self) -> Option<Vec<u8>> {
+        self.adverts.pop_front()
+    }
+    fn keep_adverts(&mut self, on: bool) {
+        self.keep_adverts = on;
+        if !on {
+            self.adverts.clear();
+        }
+    }
 }
 
 /// One interface of the router, as configured (OpenWrt's `network` and `firewall`).
@@ -363,6 +406,8 @@ struct Port {
     gw: Option<Ipv4Address>,
     /// The global IPv6 addresses last copied.
     addrs6: Vec<Ipv6Net>,
+    /// The IPv6 default route last copied.
+    gw6: Option<core::net::Ipv6Addr>,
 }
 
 /// The router: forwarding core, conntrack/NAT, and which stack interfaces it routes.
@@ -452,6 +497,7 @@ impl Gateway {
                 addr: None,
                 gw: None,
                 addrs6: Vec::new(),
+                gw6: None,
             });
         }
         let mut netfilter = Netfilter::new(netfilter::Config {
@@ -579,6 +625,25 @@ impl Gateway {
                     let _ = self.router.add_address6(p.id, new);
                     p.addrs6.push(new);
                 }
+            }
+            let gw6 = n.default_gw6();
+            if gw6 != p.gw6 {
+                // the stack's IPv6 default route (the WAN's router, from its
+                // advertisements: `wan6`) is the router's too
+                self.router.routes6_mut().remove_where(|r| {
+                    r.ifc == p.id && r.proto == RouteProto::Dhcp && r.dest.prefix_len() == 0
+                });
+                if let Some(g) = gw6 {
+                    let _ = self.router.add_route6(Route6 {
+                        dest: DEFAULT6,
+                        gateway: Some(g),
+                        ifc: p.id,
+                        mtu: None,
+                        metric: 0,
+                        proto: RouteProto::Dhcp,
+                    });
+                }
+                p.gw6 = gw6;
             }
             let gw = n.default_gw4();
             if gw != p.gw {

@@ -172,6 +172,14 @@ pub trait Link {
     /// [`Link::take_solicitation`] (an interface that advertises), or no longer
     /// (those waiting are dropped); otherwise they go to the stack like any frame.
     fn keep_solicitations(&mut self, _on: bool) {}
+    /// The next IPv6 Router Advertisement the link kept aside for the WAN's router
+    /// discovery (`wan6`: [`xenlet_router::ra::Upstream`]; smoltcp ignores them).
+    fn take_advert(&mut self) -> Option<Vec<u8>> {
+        None
+    }
+    /// Asks the link to keep Router Advertisements aside for [`Link::take_advert`]
+    /// (the WAN with `proto dhcpv6`), or no longer.
+    fn keep_adverts(&mut self, _on: bool) {}
 }
 
 /// Free transmit slots required before smoltcp may queue one more frame while

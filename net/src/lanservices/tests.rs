@@ -437,6 +437,8 @@ fn the_wan_leases_dns_server_becomes_the_upstream() {
         lease_file: String::new(),
         lease_view: None,
         warnings: Vec::new(),
+        wan6: None,
+        ip6assign: Vec::new(),
     };
     let mut isp_services = LanServices::new(&isp_spec, &mut isp, None, 0, [3; 32], 0);
     let mut u = udp_socket();
