@@ -231,7 +231,10 @@ mod tests {
         assert_eq!(p.warnings, Vec::<String>::new());
         let w = p.wan6.as_ref().unwrap();
         assert_eq!((w.name.as_str(), w.vif.as_str()), ("wan6", "eth1"));
-        assert_eq!((w.reqaddress, w.reqprefix), (ReqAddress::Try, ReqPrefix::Auto));
+        assert_eq!(
+            (w.reqaddress, w.reqprefix),
+            (ReqAddress::Try, ReqPrefix::Auto)
+        );
         assert_eq!(p.ip6assign, [(String::from("eth0"), 60, None)]);
         let lan = p.config_of("eth0").unwrap();
         assert_eq!(

@@ -170,13 +170,12 @@ impl RaPorts {
         c.router_lifetime_secs = c.router_lifetime_secs.max(router_lifetime_secs);
         let room = xenlet_router::ra::message::MAX_PREFIXES.saturating_sub(c.prefixes.len());
         c.prefixes.extend(prefixes.iter().take(room).copied());
-        let urgent = p.upstream.1 != c.router_lifetime_secs
-            || p.upstream.0.len() != prefixes.len()
-            || p.upstream
-                .0
-                .iter()
-                .zip(prefixes)
-                .any(|(a, b)| a.prefix != b.prefix || (a.valid_secs == 0) != (b.valid_secs == 0));
+        let urgent =
+            p.upstream.1 != c.router_lifetime_secs
+                || p.upstream.0.len() != prefixes.len()
+                || p.upstream.0.iter().zip(prefixes).any(|(a, b)| {
+                    a.prefix != b.prefix || (a.valid_secs == 0) != (b.valid_secs == 0)
+                });
         p.upstream = (prefixes.to_vec(), c.router_lifetime_secs);
         adv.set_config(&c, now, urgent).is_ok()
     }

@@ -203,6 +203,7 @@ fn a_lan_host_gets_an_address_gateway_and_dns_by_dhcp_and_the_lease_is_saved() {
         n.services.summary(),
         "dhcpd: eth0 192.168.1.100-249, lease 12h; \
          ra: eth0 fd12:3456:789a::/64 slaac, router lifetime 0s; \
+         wan6: eth1 router discovery and dhcpv6, prefixes for eth0; \
          dns: OpenWrt.lan on 192.168.1.1 fd12:3456:789a::1, forwarding to 10.0.0.1:53"
     );
     let ip = lease(&mut n);
@@ -820,3 +821,4 @@ fn the_lease_listing_is_written_line_by_line_not_gathered() {
 mod dns6;
 mod ra;
 mod tcp;
+mod wan6;

@@ -160,7 +160,11 @@ impl Wan6 {
             "{}: {} router discovery and dhcpv6{}{}",
             self.name,
             self.vif,
-            if self.sock.is_none() { " (no socket)" } else { "" },
+            if self.sock.is_none() {
+                " (no socket)"
+            } else {
+                ""
+            },
             if lans.is_empty() {
                 String::new()
             } else {
@@ -257,8 +261,8 @@ impl Wan6 {
                 }
             }
         }
-        let changed = self.client.take_changed()
-            | self.upstream.as_mut().is_some_and(Upstream::take_changed);
+        let changed =
+            self.client.take_changed() | self.upstream.as_mut().is_some_and(Upstream::take_changed);
         if changed || now >= self.next_refresh {
             self.apply(ifs, ra, now);
             self.next_refresh = now + REFRESH_MS;
@@ -279,7 +283,11 @@ impl Wan6 {
             .as_ref()
             .and_then(Upstream::slaac)
             .map(|s| IpCidr::new(IpAddress::Ipv6(s.addr.addr()), 64));
-        let want_gw = self.upstream.as_ref().and_then(Upstream::router).map(|r| r.addr);
+        let want_gw = self
+            .upstream
+            .as_ref()
+            .and_then(Upstream::router)
+            .map(|r| r.addr);
         let delegated = lease
             .and_then(|l| l.prefix_left(now))
             .map(|(p, pref, valid)| (p.prefix, pref, valid));
@@ -324,7 +332,9 @@ impl Wan6 {
                     let _ = n.del_addr(IpCidr::new(IpAddress::Ipv6(router), net.prefix_len()));
                 }
                 if let Some((net, router)) = change.added {
-                    if n.add_addr(IpCidr::new(IpAddress::Ipv6(router), net.prefix_len())).is_err() {
+                    if n.add_addr(IpCidr::new(IpAddress::Ipv6(router), net.prefix_len()))
+                        .is_err()
+                    {
                         self.counters.addr_refused += 1;
                     }
                 }
@@ -407,7 +417,11 @@ impl Wan6 {
             lines.push(l);
         }
         let c = self.client.counters();
-        let u = self.upstream.as_ref().map(Upstream::counters).unwrap_or_default();
+        let u = self
+            .upstream
+            .as_ref()
+            .map(Upstream::counters)
+            .unwrap_or_default();
         lines.push(format!(
             "{}: dhcpv6 sent {} (retransmits {}) advertise {} reply {} dropped {} (malformed {}, other transaction {}, other client {}, other server {}) NoAddrsAvail {} NoPrefixAvail {} lost {}; rs {} ra {} bad ra {}; send failed {}",
             self.name,
