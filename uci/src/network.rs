@@ -767,13 +767,22 @@ mod tests {
     fn wan6_reqaddress_and_reqprefix() {
         let c = net("config interface 'wan6'\n\toption device 'eth1'\n\toption proto 'dhcpv6'\n\toption reqaddress 'none'\n\toption reqprefix '56'\n").unwrap();
         let w = c.config.interface("wan6").unwrap();
-        assert_eq!((w.reqaddress, w.reqprefix), (ReqAddress::None, ReqPrefix::Len(56)));
+        assert_eq!(
+            (w.reqaddress, w.reqprefix),
+            (ReqAddress::None, ReqPrefix::Len(56))
+        );
         let c = net("config interface 'wan6'\n\toption device 'eth1'\n\toption proto 'dhcpv6'\n\toption reqaddress 'force'\n\toption reqprefix 'no'\n").unwrap();
         let w = c.config.interface("wan6").unwrap();
-        assert_eq!((w.reqaddress, w.reqprefix), (ReqAddress::Force, ReqPrefix::No));
+        assert_eq!(
+            (w.reqaddress, w.reqprefix),
+            (ReqAddress::Force, ReqPrefix::No)
+        );
         let c = net("config interface 'wan6'\n\toption device 'eth1'\n\toption proto 'dhcpv6'\n\toption reqaddress 'maybe'\n\toption reqprefix '65'\n").unwrap();
         let w = c.config.interface("wan6").unwrap();
-        assert_eq!((w.reqaddress, w.reqprefix), (ReqAddress::Try, ReqPrefix::Auto));
+        assert_eq!(
+            (w.reqaddress, w.reqprefix),
+            (ReqAddress::Try, ReqPrefix::Auto)
+        );
         assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
     }
 

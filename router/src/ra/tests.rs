@@ -429,7 +429,11 @@ fn a_new_configuration_goes_out_at_once_and_an_unchanged_one_waits() {
     let mut c = config();
     c.prefixes[0].valid_secs -= 1;
     a.set_config(&c, 1_000, false).unwrap();
-    assert_eq!(a.poll_at(), next, "lifetimes counting down: the timers stay");
+    assert_eq!(
+        a.poll_at(),
+        next,
+        "lifetimes counting down: the timers stay"
+    );
     c.prefixes[0].valid_secs = 0;
     c.prefixes[0].preferred_secs = 0;
     a.set_config(&c, 1_000, true).unwrap();

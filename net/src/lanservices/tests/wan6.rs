@@ -158,7 +158,10 @@ fn has_addr(n: &Net, vif: usize, cidr: &str) -> bool {
 
 /// The Prefix Information options of the last RA the LAN host received:
 /// (prefix, valid, preferred), and its router lifetime.
-fn last_lan_ra(n: &Net) -> Option<(Vec<(Ipv6Addr, u32, u32)>, u16)> {
+/// A Prefix Information option read: (prefix, valid, preferred).
+type PrefixInfo = (Ipv6Addr, u32, u32);
+
+fn last_lan_ra(n: &Net) -> Option<(Vec<PrefixInfo>, u16)> {
     let rx = n.lan_host.link.rx.borrow();
     let f = rx.iter().rev().find(|f| {
         f.get(12..14) == Some(&[0x86, 0xdd][..])
