@@ -418,6 +418,8 @@ pub struct Gateway {
     pub netfilter: Netfilter,
     ports: Vec<Port>,
     last_poll: Option<Millis>,
+    /// The delegated prefix routed to a LAN port ([`Gateway::set_delegated6`]).
+    delegated6: Option<(Ipv6Net, IfId)>,
     /// Frames handed to the local stack.
     pub local: u64,
     /// Port forwards to the router refused because [`LOCAL_DNAT_FLOWS`] were
@@ -524,6 +526,7 @@ impl Gateway {
             netfilter,
             ports,
             last_poll: None,
+            delegated6: None,
             local: 0,
             local_dnat_refused: 0,
             local_dnat_dropped: 0,
@@ -581,6 +584,43 @@ impl Gateway {
             .firewall_mut()
             .map(|f| f.take_log())
             .unwrap_or_default()
+    }
+
+    /// Routes a delegated prefix (`wan6`) to the LAN interface named `vif` (`proto
+    /// static`, behind the LAN's /64 of it, which is longer): the rest of the
+    /// prefix is not sent back upstream by the default route (a loop until the hop
+    /// limit runs out) but dropped on the LAN unresolved, as netifd's route for a
+    /// delegation does. `None` removes it.
+    pub fn set_delegated6<L: Link>(
+        &mut self,
+        ifs: &[NetIf<Routed<L>>],
+        delegated: Option<(Ipv6Net, &str)>,
+    ) {
+        let want = delegated.and_then(|(p, vif)| {
+            let k = ifs.iter().position(|n| n.name == vif)?;
+            Some((p.network(), self.port_of(k)?))
+        });
+        if want == self.delegated6 {
+            return;
+        }
+        if let Some((old, ifc)) = self.delegated6.take() {
+            self.router
+                .routes6_mut()
+                .remove_where(|r| r.dest == old && r.ifc == ifc && r.proto == RouteProto::Static);
+        }
+        if let Some((dest, ifc)) = want {
+            let r = Route6 {
+                dest,
+                gateway: None,
+                ifc,
+                mtu: None,
+                metric: 1024,
+                proto: RouteProto::Static,
+            };
+            if self.router.add_route6(r).is_ok() {
+                self.delegated6 = want;
+            }
+        }
     }
 
     /// The router's id of the stack interface `netif`, if it routes it.

@@ -928,6 +928,15 @@ impl LanServices {
         }
     }
 
+    /// `wan6`'s delegated prefix and the LAN interface it is routed to, for
+    /// [`crate::gateway::Gateway::set_delegated6`].
+    pub fn delegated6(&self) -> Option<(xenlet_router::route6::Ipv6Net, String)> {
+        self.wan6
+            .as_ref()
+            .and_then(Wan6::delegated)
+            .map(|(p, v)| (p, String::from(v)))
+    }
+
     /// `ifstatus wan6`'s lines, if `wan6` runs.
     pub fn wan6_lines(&self, now_ms: i64) -> Option<Vec<String>> {
         self.wan6.as_ref().map(|w| w.status_lines(ms(now_ms)))

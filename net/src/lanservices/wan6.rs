@@ -173,6 +173,15 @@ impl Wan6 {
         )
     }
 
+    /// The delegated prefix held and the first LAN interface with a share of it:
+    /// the router routes the whole prefix there (netifd's route for a delegation,
+    /// so that its unused /64s are not sent back upstream by the default route).
+    pub fn delegated(&self) -> Option<(xenlet_router::route6::Ipv6Net, &str)> {
+        let p = self.client.lease()?.prefix?;
+        let lan = self.lans.first()?;
+        Some((p.prefix, lan.vif.as_str()))
+    }
+
     /// The glue's counters.
     pub fn counters(&self) -> Wan6Counters {
         self.counters

@@ -146,6 +146,9 @@ fn run(n: &mut Net, ms: i64, prefix: Ipv6Net) {
         if n.services.poll(&mut n.stack, now) {
             n.stack.poll(now);
         }
+        // as the kernel's poll does
+        let d = n.services.delegated6();
+        n.gw.set_delegated6(&n.stack.ifs, d.as_ref().map(|(p, v)| (*p, v.as_str())));
     }
 }
 
@@ -227,6 +230,14 @@ fn the_wan_gets_its_addresses_and_route_and_the_lan_its_64_of_the_delegation() {
             .copied()
             .unwrap();
     assert_eq!((r.gateway, r.ifc), (None, lan));
+    // the rest of the /56 goes to the LAN too, not back upstream
+    let r =
+        n.gw.router
+            .routes6()
+            .lookup(a("2001:db8:7700:1ff::1"))
+            .copied()
+            .unwrap();
+    assert_eq!((r.gateway, r.ifc, r.dest), (None, lan, pd));
     // the LAN: ip6assign 60 of a /56: its first /64, the router at ::1
     assert!(
         has_addr(&n, 0, "2001:db8:7700:100::1/64"),
@@ -299,11 +310,19 @@ fn a_new_prefix_at_renewal_replaces_the_lans_64_and_the_old_is_deprecated() {
         .find(|p| p.0 == a("2001:db8:7700:200::"))
         .unwrap();
     assert!(new.1 > 0);
+    // the old /56 is no longer routed to the LAN: the new one is
     let r = n.gw.router.routes6().lookup(a("2001:db8:7700:100::42"));
     assert!(
         r.is_none_or(|r| r.gateway.is_some()),
-        "no route to the LAN for the old /64: {r:?}"
+        "no route to the LAN for the old prefix: {r:?}"
     );
+    let r =
+        n.gw.router
+            .routes6()
+            .lookup(a("2001:db8:7700:2ff::1"))
+            .copied()
+            .unwrap();
+    assert_eq!(r.dest, net6("2001:db8:7700:200::", 56));
 }
 
 /// An IPv6 packet in an Ethernet frame.
