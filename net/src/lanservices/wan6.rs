@@ -89,6 +89,8 @@ pub struct Wan6 {
     slaac: Option<IpCidr>,
     gw: Option<Ipv6Addr>,
     next_refresh: Millis,
+    /// The time of the last poll (the Release at shutdown goes out at it).
+    last_now: Millis,
     counters: Wan6Counters,
 }
 
@@ -149,6 +151,7 @@ impl Wan6 {
             slaac: None,
             gw: None,
             next_refresh: now,
+            last_now: now,
             counters: Wan6Counters::default(),
         })
     }
@@ -229,6 +232,7 @@ impl Wan6 {
         rng: &mut dyn Rng,
     ) -> bool {
         let mut busy = false;
+        self.last_now = now;
         if let (Some(up), Some(n)) = (
             self.upstream.as_mut(),
             ifs.iter_mut().find(|n| n.name == self.vif),
@@ -455,7 +459,8 @@ impl Wan6 {
     }
 
     /// Shutdown: the Release of the lease (sent once, if simple: the socket is
-    /// there), the links no longer keep advertisements aside.
+    /// there), the addresses and default route it set removed, the links no longer
+    /// keep advertisements aside.
     pub fn shutdown<L: Link>(mut self, ifs: &mut [NetIf<L>], rng: &mut dyn Rng) {
         if let (Some(sock), Some(msg)) = (self.sock, self.client.release(rng)) {
             let from = ifs
@@ -463,10 +468,33 @@ impl Wan6 {
                 .find(|n| n.name == self.vif)
                 .map(|n| IpAddress::Ipv6(ipv6::link_local_of(n.link.mac())));
             let to = IpEndpoint::new(IpAddress::Ipv6(ALL_DHCP), SERVER_PORT);
-            let _ = sock.send(ifs, &msg, to, from);
+            if sock.send(ifs, &msg, to, from) {
+                // out now: the socket closes below
+                if let Some(n) = ifs.iter_mut().find(|n| n.name == self.vif) {
+                    n.poll(i64::try_from(self.last_now).unwrap_or(i64::MAX));
+                }
+            }
         }
+        // what it put on the interfaces goes with it
         if let Some(n) = ifs.iter_mut().find(|n| n.name == self.vif) {
             n.link.keep_adverts(false);
+            for a in [self.wan_addr.take(), self.slaac.take()]
+                .into_iter()
+                .flatten()
+            {
+                let _ = n.del_addr(a);
+            }
+            if self.gw.take().is_some() {
+                n.del_gateway(true);
+            }
+        }
+        for lan in &self.lans {
+            if let (Some((net, router)), Some(n)) = (
+                lan.prefix.current(),
+                ifs.iter_mut().find(|n| n.name == lan.vif),
+            ) {
+                let _ = n.del_addr(IpCidr::new(IpAddress::Ipv6(router), net.prefix_len()));
+            }
         }
         if let Some(s) = self.sock.take() {
             s.close(ifs);

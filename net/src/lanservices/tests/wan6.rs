@@ -552,3 +552,42 @@ fn lan_and_wan_talk_ipv6_through_the_router_unnatted_and_the_wan_cannot_open_to_
         "no TCP from the WAN reached the LAN host"
     );
 }
+
+#[test]
+fn shutdown_releases_the_lease_and_takes_back_what_wan6_set() {
+    let mut n = net("192.168.1.50/24", None);
+    run(&mut n, 5_000, net6("2001:db8:7700:100::", 56));
+    assert!(has_addr(&n, 0, "2001:db8:7700:100::1/64"));
+    let Net {
+        services,
+        mut stack,
+        mut wan_host,
+        ..
+    } = n;
+    services.shutdown(&mut stack);
+    assert!(!has_addr_in(&stack, 0, "2001:db8:7700:100::1/64"));
+    assert!(!has_addr_in(&stack, 1, "2001:db8:77::1234/128"));
+    assert!(!has_addr_in(&stack, 1, "2001:db8:77::ff:fe00:202/64"));
+    assert_eq!(stack.ifs[1].default_gw6(), None);
+    // the Release went out before the socket closed
+    let released = wan_host.link.rx.borrow_mut().drain(..).any(|f| {
+        f.get(20) == Some(&17)
+            && Ipv6Packet::new_checked(&f[14..])
+                .ok()
+                .and_then(|ip| {
+                    UdpPacket::new_checked(ip.payload())
+                        .ok()
+                        .map(|u| u.payload().first() == Some(&m::RELEASE))
+                })
+                .unwrap_or(false)
+    });
+    assert!(released, "a Release was sent");
+    let _ = &mut wan_host;
+}
+
+fn has_addr_in(stack: &NetStack<Routed<Pipe>>, vif: usize, cidr: &str) -> bool {
+    stack.ifs[vif]
+        .addrs()
+        .iter()
+        .any(|(c, _)| c.to_string() == cidr)
+}
