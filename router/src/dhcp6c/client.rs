@@ -568,8 +568,10 @@ impl Client {
         let mut prefix = None;
         if self.cfg.reqaddress != ReqAddress::None {
             match &m.ia_na {
+                // the first still valid: a server moving us to another address
+                // names the old one with lifetimes 0 (RFC 8415 §18.3.4)
                 Some(ia) if ia.status.unwrap_or(STATUS_SUCCESS) == STATUS_SUCCESS => {
-                    addr = ia.entries.first().copied();
+                    addr = ia.entries.iter().find(|e| e.valid > 0).copied();
                 }
                 Some(ia) => self.count_status(ia.status),
                 None => self.count_status(m.status),
@@ -578,7 +580,7 @@ impl Client {
         if self.cfg.reqprefix != ReqPrefix::No {
             match &m.ia_pd {
                 Some(ia) if ia.status.unwrap_or(STATUS_SUCCESS) == STATUS_SUCCESS => {
-                    prefix = ia.entries.first().copied();
+                    prefix = ia.entries.iter().find(|e| e.valid > 0).copied();
                 }
                 Some(ia) => self.count_status(ia.status),
                 None => {}

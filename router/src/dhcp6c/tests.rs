@@ -515,6 +515,29 @@ fn a_renew_reply_extends_the_lifetimes_and_a_new_prefix_replaces_the_old() {
 }
 
 #[test]
+fn a_renew_reply_naming_the_old_prefix_with_lifetime_0_and_a_new_one_takes_the_new() {
+    let (mut c, start, mut rng) = bound(cfg());
+    let mut now = start;
+    let (renew, _) = next_send(&mut c, &mut now, &mut rng);
+    let newp = Ipv6Net::new("2001:db8:7700:300::".parse().unwrap(), 56).unwrap();
+    let mut a = good();
+    a.pd.as_mut().unwrap().3 = vec![
+        IaPrefix {
+            prefix: pd(),
+            preferred: 0,
+            valid: 0,
+        },
+        IaPrefix {
+            prefix: newp,
+            preferred: 3600,
+            valid: 7200,
+        },
+    ];
+    c.received(&answer(REPLY, &renew, &a), now, &mut rng);
+    assert_eq!(c.lease().unwrap().prefix.unwrap().prefix, newp);
+}
+
+#[test]
 fn no_binding_in_a_renew_reply_sends_a_request() {
     let (mut c, start, mut rng) = bound(cfg());
     let mut now = start;
