@@ -73,12 +73,18 @@ pub struct Wan6Counters {
     pub wrong_port: u64,
     /// Addresses the stack would not take (its table full).
     pub addr_refused: u64,
+    /// Restarts because the WAN interface came back (a vif reattached): a new
+    /// solicitation, as odhcp6c does on a link that went down and up.
+    pub restarts: u64,
 }
 
 /// `wan6` on the WAN interface.
 pub struct Wan6 {
     name: String,
     vif: String,
+    /// The WAN interface's [`NetIf::instance`] it runs on.
+    instance: u64,
+    cfg: ClientConfig,
     upstream: Option<Upstream>,
     client: Client,
     sock: Option<Sock>,
@@ -131,11 +137,14 @@ impl Wan6 {
         n.link.keep_adverts(true);
         let mtu = u32::try_from(n.link.mtu()).unwrap_or(1500);
         let sock = Sock::open(n, CLIENT_PORT, BUFFER);
+        let cfg = client_config(plan, mac);
         Some(Wan6 {
             name: plan.name.clone(),
             vif: plan.vif.clone(),
+            instance: n.instance(),
+            cfg,
             upstream: Some(Upstream::new(mac, mtu, now, rng)),
-            client: Client::new(client_config(plan, mac), now, rng),
+            client: Client::new(cfg, now, rng),
             sock,
             lans: ip6assign
                 .iter()
@@ -233,6 +242,7 @@ impl Wan6 {
     ) -> bool {
         let mut busy = false;
         self.last_now = now;
+        self.follow_interface(ifs, now, rng);
         if let (Some(up), Some(n)) = (
             self.upstream.as_mut(),
             ifs.iter_mut().find(|n| n.name == self.vif),
@@ -281,6 +291,33 @@ impl Wan6 {
             self.next_refresh = now + REFRESH_MS;
         }
         busy
+    }
+
+    /// The WAN interface came back as a new one (a vif reattached): what was set on
+    /// the old one went with it; start again on the new one (its advertisements
+    /// kept aside, a socket, a new solicitation). The LAN's share follows the new
+    /// lease (a new prefix deprecates the old /64).
+    fn follow_interface<L: Link>(&mut self, ifs: &mut [NetIf<L>], now: Millis, rng: &mut dyn Rng) {
+        let Some(n) = ifs.iter_mut().find(|n| n.name == self.vif) else {
+            return;
+        };
+        if n.instance() == self.instance {
+            return;
+        }
+        self.instance = n.instance();
+        self.counters.restarts += 1;
+        n.link.keep_adverts(true);
+        let mtu = u32::try_from(n.link.mtu()).unwrap_or(1500);
+        let mac = n.link.mac();
+        self.cfg.mac = mac;
+        self.sock = Sock::open(n, CLIENT_PORT, BUFFER);
+        self.upstream = Some(Upstream::new(mac, mtu, now, rng));
+        self.client = Client::new(self.cfg, now, rng);
+        self.wan_addr = None;
+        self.slaac = None;
+        self.gw = None;
+        // the lease is gone: the next apply takes the LAN's /64 back
+        self.next_refresh = now;
     }
 
     /// Puts the addresses, the default route and the LAN's prefixes on the
@@ -436,7 +473,7 @@ impl Wan6 {
             .map(Upstream::counters)
             .unwrap_or_default();
         lines.push(format!(
-            "{}: dhcpv6 sent {} (retransmits {}) advertise {} reply {} dropped {} (malformed {}, other transaction {}, other client {}, other server {}) NoAddrsAvail {} NoPrefixAvail {} lost {}; rs {} ra {} bad ra {}; send failed {}",
+            "{}: dhcpv6 sent {} (retransmits {}) advertise {} reply {} dropped {} (malformed {}, other transaction {}, other client {}, other server {}) NoAddrsAvail {} NoPrefixAvail {} lost {}; rs {} ra {} bad ra {}; send failed {} restarts {}",
             self.name,
             c.sent,
             c.retransmits,
@@ -453,7 +490,8 @@ impl Wan6 {
             u.solicitations,
             u.adverts,
             u.bad_adverts,
-            self.counters.send_failed
+            self.counters.send_failed,
+            self.counters.restarts
         ));
         lines
     }

@@ -591,3 +591,41 @@ fn has_addr_in(stack: &NetStack<Routed<Pipe>>, vif: usize, cidr: &str) -> bool {
         .iter()
         .any(|(c, _)| c.to_string() == cidr)
 }
+
+#[test]
+fn a_wan_interface_that_comes_back_as_a_new_one_starts_over() {
+    let mut n = net("192.168.1.50/24", None);
+    run(&mut n, 5_000, net6("2001:db8:7700:100::", 56));
+    assert!(n.services.wan6_lines(n.now).unwrap()[0].contains(" bound "));
+    // eth1 replaced by a new interface of the same name (a vif attached again)
+    let (mut w1, mut w2) = cable();
+    w1.mac = ROUTER_WAN_MAC;
+    w2.mac = [2, 0, 0, 0, 2, 1];
+    let cfg = config::parse("10.0.0.2/24").unwrap();
+    n.stack.ifs[1] = NetIf::new("eth1", Routed::new(w1), &cfg, n.now, 99);
+    n.wan_host = NetIf::new(
+        "eth0",
+        w2,
+        &config::parse("10.0.0.1/24").unwrap(),
+        n.now,
+        98,
+    );
+    let mut solicited = false;
+    for _ in 0..300 {
+        n.now += 10;
+        let now = n.now;
+        n.stack.poll(now);
+        if n.services.poll(&mut n.stack, now) {
+            n.stack.poll(now);
+        }
+        solicited |= dhcp6_from_router(&n)
+            .iter()
+            .any(|(_, msg)| msg.msg_type == m::SOLICIT);
+    }
+    assert!(solicited, "a new Solicit on the new interface");
+    let lines = n.services.wan6_lines(n.now).unwrap();
+    assert!(lines[0].starts_with("wan6: eth1 soliciting"), "{lines:?}");
+    assert!(lines.last().unwrap().ends_with(" restarts 1"), "{lines:?}");
+    // the LAN's /64 of the old lease went with it
+    assert!(!has_addr(&n, 0, "2001:db8:7700:100::1/64"));
+}
