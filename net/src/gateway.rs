@@ -44,9 +44,16 @@ use xenlet_router::iface::IfConfig as PortConfig;
 use xenlet_router::ipv6;
 use xenlet_router::nat::{Masquerade, PortRange};
 use xenlet_router::netfilter::{self, Netfilter};
-use xenlet_router::ra::solicit;
+use xenlet_router::ra::{advert, solicit};
 use xenlet_router::route::Ipv4Net;
-use xenlet_router::route6::Ipv6Net;
+use xenlet_router::route::RouteProto;
+use xenlet_router::route6::{Ipv6Net, Route6};
+
+/// `::/0`.
+const DEFAULT6: Ipv6Net = match Ipv6Net::new(core::net::Ipv6Addr::UNSPECIFIED, 0) {
+    Some(n) => n,
+    None => unreachable!(),
+};
 use xenlet_router::{IfId, Millis};
 
 /// Frames the router takes from one interface per [`Gateway::poll`]: keeps one busy
@@ -75,6 +82,10 @@ pub const SOLICITATIONS: usize = 8;
 /// DHCPv6 frames kept per link for the DHCPv6 server; more are dropped and counted
 /// (the clients retransmit).
 pub const DHCPV6_FRAMES: usize = 16;
+
+/// Router Advertisements kept on the WAN for its router discovery; more are
+/// dropped and counted.
+pub const ADVERTS: usize = 8;
 
 /// How the local stack asked for a held frame to be sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +122,11 @@ pub struct Routed<L: Link> {
     keep_dhcpv6: bool,
     dhcpv6: VecDeque<Vec<u8>>,
     dhcpv6_dropped: u64,
+    /// Router Advertisements kept aside for the WAN's router discovery
+    /// ([`Link::keep_adverts`]).
+    keep_adverts: bool,
+    adverts: VecDeque<Vec<u8>>,
+    adverts_dropped: u64,
 }
 
 impl<L: Link> Routed<L> {
@@ -133,12 +149,20 @@ impl<L: Link> Routed<L> {
             keep_dhcpv6: false,
             dhcpv6: VecDeque::new(),
             dhcpv6_dropped: 0,
+            keep_adverts: false,
+            adverts: VecDeque::new(),
+            adverts_dropped: 0,
         }
     }
 
     /// DHCPv6 frames dropped because [`DHCPV6_FRAMES`] waited already.
     pub fn dhcpv6_dropped(&self) -> u64 {
         self.dhcpv6_dropped
+    }
+
+    /// Router Advertisements dropped because [`ADVERTS`] waited already.
+    pub fn adverts_dropped(&self) -> u64 {
+        self.adverts_dropped
     }
 
     /// Router Solicitations dropped because [`SOLICITATIONS`] waited already.
@@ -225,6 +249,16 @@ impl<L: Link> Routed<L> {
                 self.dhcpv6.push_back(frame);
             } else {
                 self.dhcpv6_dropped += 1;
+            }
+            return;
+        }
+        if self.keep_adverts && advert::is_advert(&frame) {
+            // the WAN's router discovery's (the LAN's own are never received here:
+            // only the link that keeps them, the WAN, sets this)
+            if self.adverts.len() < ADVERTS {
+                self.adverts.push_back(frame);
+            } else {
+                self.adverts_dropped += 1;
             }
             return;
         }
@@ -358,6 +392,15 @@ impl<L: Link> Link for Routed<L> {
             self.dhcpv6.clear();
         }
     }
+    fn take_advert(&mut self) -> Option<Vec<u8>> {
+        self.adverts.pop_front()
+    }
+    fn keep_adverts(&mut self, on: bool) {
+        self.keep_adverts = on;
+        if !on {
+            self.adverts.clear();
+        }
+    }
 }
 
 /// One interface of the router, as configured (OpenWrt's `network` and `firewall`).
@@ -399,6 +442,8 @@ struct Port {
     gw: Option<Ipv4Address>,
     /// The global IPv6 addresses last copied.
     addrs6: Vec<Ipv6Net>,
+    /// The IPv6 default route last copied.
+    gw6: Option<core::net::Ipv6Addr>,
 }
 
 /// The router: forwarding core, conntrack/NAT, and which stack interfaces it routes.
@@ -409,6 +454,8 @@ pub struct Gateway {
     pub netfilter: Netfilter,
     ports: Vec<Port>,
     last_poll: Option<Millis>,
+    /// The delegated prefix routed to a LAN port ([`Gateway::set_delegated6`]).
+    delegated6: Option<(Ipv6Net, IfId)>,
     /// Frames handed to the local stack.
     pub local: u64,
     /// Port forwards to the router refused because [`LOCAL_DNAT_FLOWS`] were
@@ -488,6 +535,7 @@ impl Gateway {
                 addr: None,
                 gw: None,
                 addrs6: Vec::new(),
+                gw6: None,
             });
         }
         let mut netfilter = Netfilter::new(netfilter::Config {
@@ -514,6 +562,7 @@ impl Gateway {
             netfilter,
             ports,
             last_poll: None,
+            delegated6: None,
             local: 0,
             local_dnat_refused: 0,
             local_dnat_dropped: 0,
@@ -574,6 +623,43 @@ impl Gateway {
             .unwrap_or_default()
     }
 
+    /// Routes a delegated prefix (`wan6`) to the LAN interface named `vif` (`proto
+    /// static`, behind the LAN's /64 of it, which is longer): the rest of the
+    /// prefix is not sent back upstream by the default route (a loop until the hop
+    /// limit runs out) but dropped on the LAN unresolved, as netifd's route for a
+    /// delegation does. `None` removes it.
+    pub fn set_delegated6<L: Link>(
+        &mut self,
+        ifs: &[NetIf<Routed<L>>],
+        delegated: Option<(Ipv6Net, &str)>,
+    ) {
+        let want = delegated.and_then(|(p, vif)| {
+            let k = ifs.iter().position(|n| n.name == vif)?;
+            Some((p.network(), self.port_of(k)?))
+        });
+        if want == self.delegated6 {
+            return;
+        }
+        if let Some((old, ifc)) = self.delegated6.take() {
+            self.router
+                .routes6_mut()
+                .remove_where(|r| r.dest == old && r.ifc == ifc && r.proto == RouteProto::Static);
+        }
+        if let Some((dest, ifc)) = want {
+            let r = Route6 {
+                dest,
+                gateway: None,
+                ifc,
+                mtu: None,
+                metric: 1024,
+                proto: RouteProto::Static,
+            };
+            if self.router.add_route6(r).is_ok() {
+                self.delegated6 = want;
+            }
+        }
+    }
+
     /// The router's id of the stack interface `netif`, if it routes it.
     pub fn port_of(&self, netif: usize) -> Option<IfId> {
         self.ports.iter().find(|p| p.netif == netif).map(|p| p.id)
@@ -616,6 +702,25 @@ impl Gateway {
                     let _ = self.router.add_address6(p.id, new);
                     p.addrs6.push(new);
                 }
+            }
+            let gw6 = n.default_gw6();
+            if gw6 != p.gw6 {
+                // the stack's IPv6 default route (the WAN's router, from its
+                // advertisements: `wan6`) is the router's too
+                self.router.routes6_mut().remove_where(|r| {
+                    r.ifc == p.id && r.proto == RouteProto::Dhcp && r.dest.prefix_len() == 0
+                });
+                if let Some(g) = gw6 {
+                    let _ = self.router.add_route6(Route6 {
+                        dest: DEFAULT6,
+                        gateway: Some(g),
+                        ifc: p.id,
+                        mtu: None,
+                        metric: 0,
+                        proto: RouteProto::Dhcp,
+                    });
+                }
+                p.gw6 = gw6;
             }
             let gw = n.default_gw4();
             if gw != p.gw {

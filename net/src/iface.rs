@@ -518,6 +518,18 @@ impl<L: Link> NetIf<L> {
         gw
     }
 
+    /// The IPv6 default gateway, if any.
+    pub fn default_gw6(&mut self) -> Option<Ipv6Address> {
+        let mut gw = None;
+        self.iface.routes_mut().update(|t| {
+            gw = t.iter().find_map(|r| match r.via_router {
+                IpAddress::Ipv6(a) if r.cidr.prefix_len() == 0 => Some(a),
+                _ => None,
+            })
+        });
+        gw
+    }
+
     /// A global IPv6 address, if any.
     pub fn ipv6_global(&self) -> Option<Ipv6Address> {
         self.iface

@@ -116,6 +116,11 @@ pub struct ServicesSpec {
     pub lease_view: Option<String>,
     /// Settings not carried over, for the console.
     pub warnings: Vec<String>,
+    /// `wan6` (`proto dhcpv6`), if configured.
+    pub wan6: Option<crate::netplan::Wan6Plan>,
+    /// The interfaces with `ip6assign` (vif, `ip6assign`, `ip6hint`): their share of
+    /// a delegated prefix.
+    pub ip6assign: Vec<(String, u8, Option<u64>)>,
 }
 
 impl ServicesSpec {
@@ -355,6 +360,8 @@ pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> Services
         lease_file,
         lease_view,
         warnings,
+        wan6: plan.wan6.clone(),
+        ip6assign: plan.ip6assign.clone(),
     }
 }
 

@@ -66,8 +66,10 @@ pub mod dhcp6;
 mod dnstcp;
 pub mod ra;
 use dhcp6::Dhcp6Ports;
+pub mod wan6;
 use dnstcp::DnsTcp;
 use ra::RaPorts;
+use wan6::Wan6;
 use xenlet_router::Millis;
 
 /// The DHCP server's port.
@@ -274,6 +276,8 @@ pub struct LanServices {
     ra: RaPorts,
     /// DHCPv6 servers.
     dhcp6: Dhcp6Ports,
+    /// `wan6`: router discovery and the DHCPv6 client on the WAN.
+    wan6: Option<Wan6>,
     /// Open upstream sockets by source port.
     upstream: Vec<(u16, Sock)>,
     configured_upstreams: Vec<SocketAddrV4>,
@@ -343,7 +347,7 @@ impl LanServices {
                 }
             }
         }
-        let rng = QueryRng(ChaCha20Rng::from_seed(seed));
+        let mut rng = QueryRng(ChaCha20Rng::from_seed(seed));
         let ra = RaPorts::new(&spec.ra, &mut stack.ifs, now);
         let mut dhcp6 = Dhcp6Ports::new(&spec.dhcp6, &mut stack.ifs);
         if let Some(text) = saved.as_deref() {
@@ -354,6 +358,10 @@ impl LanServices {
             load_report.expired += r.expired;
             load_report.corrupt += r.corrupt;
         }
+        let wan6 = spec
+            .wan6
+            .as_ref()
+            .and_then(|p| Wan6::new(p, &spec.ip6assign, &mut stack.ifs, now, &mut rng));
         let saved_mark = dhcp
             .iter()
             .map(|p| lease_mark(p.server.counters()))
@@ -365,6 +373,7 @@ impl LanServices {
             tcp,
             ra,
             dhcp6,
+            wan6,
             upstream: Vec::new(),
             configured_upstreams: spec.upstreams.clone(),
             local_service: spec.local_service,
@@ -449,6 +458,9 @@ impl LanServices {
             .collect();
         parts.extend(self.ra.summary());
         parts.extend(self.dhcp6.summary());
+        if let Some(w) = &self.wan6 {
+            parts.push(w.summary());
+        }
         if let Some(d) = &self.dns {
             let ups: Vec<String> = d
                 .config()
@@ -577,6 +589,13 @@ impl LanServices {
                 }
             }
         }
+        // wan6's servers (DHCPv6 option 23, the WAN's RDNSS) after the IPv4 ones
+        for a in self.wan6.iter().flat_map(Wan6::dns_servers) {
+            let a = SocketAddr::from((a, DNS_PORT));
+            if !want.contains(&a) {
+                want.push(a);
+            }
+        }
         want.truncate(xenlet_router::dns::forwarder::MAX_UPSTREAMS);
         if d.config().upstreams != want {
             d.set_upstreams(&want);
@@ -591,6 +610,9 @@ impl LanServices {
         let now = ms(now_ms);
         let mut busy = false;
         busy |= self.poll_dhcp(&mut stack.ifs, now);
+        if let Some(w) = self.wan6.as_mut() {
+            busy |= w.poll(&mut stack.ifs, &mut self.ra, now, &mut self.rng);
+        }
         busy |= self.ra.poll(&mut stack.ifs, now, &mut self.rng);
         busy |= self
             .dhcp6
@@ -899,6 +921,7 @@ impl LanServices {
         dns.into_iter()
             .chain(tcp)
             .chain(self.ra.poll_at())
+            .chain(self.wan6.as_ref().and_then(Wan6::poll_at))
             .min()
             .and_then(|t| i64::try_from(t).ok())
     }
@@ -986,6 +1009,24 @@ impl LanServices {
         self.tcp.shutdown(&mut stack.ifs);
         self.ra.shutdown(&mut stack.ifs);
         self.dhcp6.shutdown(&mut stack.ifs);
+        if let Some(w) = self.wan6 {
+            let mut rng = self.rng;
+            w.shutdown(&mut stack.ifs, &mut rng);
+        }
+    }
+
+    /// `wan6`'s delegated prefix and the LAN interface it is routed to, for
+    /// [`crate::gateway::Gateway::set_delegated6`].
+    pub fn delegated6(&self) -> Option<(xenlet_router::route6::Ipv6Net, String)> {
+        self.wan6
+            .as_ref()
+            .and_then(Wan6::delegated)
+            .map(|(p, v)| (p, String::from(v)))
+    }
+
+    /// `ifstatus wan6`'s lines, if `wan6` runs.
+    pub fn wan6_lines(&self, now_ms: i64) -> Option<Vec<String>> {
+        self.wan6.as_ref().map(|w| w.status_lines(ms(now_ms)))
     }
 }
 

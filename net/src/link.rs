@@ -181,6 +181,14 @@ pub trait Link {
     /// Asks the link to keep DHCPv6 frames aside for [`Link::take_dhcpv6`] (an
     /// interface with a DHCPv6 server), or no longer (those waiting are dropped).
     fn keep_dhcpv6(&mut self, _on: bool) {}
+    /// The next IPv6 Router Advertisement the link kept aside for the WAN's router
+    /// discovery (`wan6`: [`xenlet_router::ra::Upstream`]; smoltcp ignores them).
+    fn take_advert(&mut self) -> Option<Vec<u8>> {
+        None
+    }
+    /// Asks the link to keep Router Advertisements aside for [`Link::take_advert`]
+    /// (the WAN with `proto dhcpv6`), or no longer.
+    fn keep_adverts(&mut self, _on: bool) {}
 }
 
 /// Free transmit slots required before smoltcp may queue one more frame while

@@ -24,7 +24,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use smoltcp::wire::{IpAddress, IpCidr};
 use xenlet_router::IfId;
-use xenlet_uci::network::Proto;
+use xenlet_uci::network::{Proto, ReqAddress, ReqPrefix};
 use xenlet_uci::ula::{self, UlaPrefix};
 
 /// What the configuration files say the stack should run.
@@ -41,6 +41,24 @@ pub struct Plan {
     /// it, its first port). A client domU's vif this domain serves (netback) joins
     /// the bridge its backend's `bridge` key names.
     pub bridges: Vec<(String, String)>,
+    /// `proto dhcpv6` (`wan6`) on one of the vifs, if configured.
+    pub wan6: Option<Wan6Plan>,
+    /// Each vif with `ip6assign`: (vif, `ip6assign`, `ip6hint`), for the subnets of
+    /// a delegated prefix.
+    pub ip6assign: Vec<(String, u8, Option<u64>)>,
+}
+
+/// `proto dhcpv6` on a vif: OpenWrt's `wan6` (odhcp6c).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Wan6Plan {
+    /// The UCI interface (`wan6`).
+    pub name: String,
+    /// The vif it runs on (the WAN's).
+    pub vif: String,
+    /// `reqaddress`.
+    pub reqaddress: ReqAddress,
+    /// `reqprefix`.
+    pub reqprefix: ReqPrefix,
 }
 
 impl Plan {
@@ -84,6 +102,23 @@ pub fn plan(
         let Some(port) = on_vifs.next() else {
             continue; // loopback, or a device this domain does not have
         };
+        if i.proto == Proto::Dhcpv6 {
+            // on the device of another interface (the WAN's), IPv6 only
+            if out.wan6.is_some() {
+                out.warnings.push(format!(
+                    "network: interface '{}': only one proto 'dhcpv6' interface runs; skipped",
+                    i.name
+                ));
+            } else {
+                out.wan6 = Some(Wan6Plan {
+                    name: i.name.clone(),
+                    vif: port.clone(),
+                    reqaddress: i.reqaddress,
+                    reqprefix: i.reqprefix,
+                });
+            }
+            continue;
+        }
         let rest: Vec<&str> = on_vifs.map(String::as_str).collect();
         if !rest.is_empty() {
             out.warnings.push(format!(
@@ -109,9 +144,10 @@ pub fn plan(
                 c.gw4 = i.gateway;
             }
             Proto::Dhcp => c.dhcp = true,
-            Proto::None => {}
+            Proto::None | Proto::Dhcpv6 => {}
         }
         if let Some(assign) = i.ip6assign {
+            out.ip6assign.push((port.clone(), assign, i.ip6hint));
             match net.config.globals.ula_prefix {
                 Some(UlaPrefix::Fixed(prefix)) => match ula::lan_subnet(prefix, assign, i.ip6hint) {
                     Ok((_, addr)) => c.addrs.push(IpCidr::new(IpAddress::Ipv6(addr), 64)),
@@ -193,6 +229,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.warnings, Vec::<String>::new());
+        let w = p.wan6.as_ref().unwrap();
+        assert_eq!((w.name.as_str(), w.vif.as_str()), ("wan6", "eth1"));
+        assert_eq!(
+            (w.reqaddress, w.reqprefix),
+            (ReqAddress::Try, ReqPrefix::Auto)
+        );
+        assert_eq!(p.ip6assign, [(String::from("eth0"), 60, None)]);
         let lan = p.config_of("eth0").unwrap();
         assert_eq!(
             lan.addrs[0],

@@ -29,6 +29,7 @@ static TEST_ALLOC: xenlet_testalloc::Counting = xenlet_testalloc::Counting;
 pub mod checksum;
 pub mod conntrack;
 pub mod defrag;
+pub mod dhcp6c;
 pub mod dhcp6d;
 pub mod dhcpd;
 pub mod dns;

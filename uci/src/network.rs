@@ -97,6 +97,31 @@ pub enum Proto {
     Dhcp,
     /// Up, no address.
     None,
+    /// DHCPv6 client and router discovery (`wan6`, odhcp6c): an IPv6 interface on
+    /// the device of another (the WAN's), no IPv4.
+    Dhcpv6,
+}
+
+/// `reqaddress` of a `proto dhcpv6` interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReqAddress {
+    /// Ask for an address; a server without one will do (the default).
+    Try,
+    /// Only a server that gives an address will do.
+    Force,
+    /// No address (IA_NA) asked.
+    None,
+}
+
+/// `reqprefix` of a `proto dhcpv6` interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReqPrefix {
+    /// Ask for a prefix of any length (`auto`, the default).
+    Auto,
+    /// No prefix (`no`).
+    No,
+    /// Ask for a prefix of this length (a hint).
+    Len(u8),
 }
 
 /// A logical interface (`config interface 'lan'`).
@@ -127,6 +152,10 @@ pub struct Interface {
     pub ip6assign: Option<u8>,
     /// `ip6hint`: which subnet (hexadecimal subnet id), the first otherwise.
     pub ip6hint: Option<u64>,
+    /// `reqaddress` (`proto dhcpv6`; `try` otherwise).
+    pub reqaddress: ReqAddress,
+    /// `reqprefix` (`proto dhcpv6`; `auto` otherwise).
+    pub reqprefix: ReqPrefix,
 }
 
 /// The kind of a `device` section.
@@ -200,7 +229,6 @@ impl NetworkConfig {
 
 /// Protocols netifd knows that Xenlet does not run (IPv6, tunnels, modems).
 const IGNORED_PROTOS: &[&str] = &[
-    "dhcpv6",
     "6in4",
     "6to4",
     "6rd",
@@ -260,8 +288,6 @@ const IGNORED_INTERFACE_OPTIONS: &[&str] = &[
     "zone",
     "classlessroute",
     "norelease",
-    "reqaddress",
-    "reqprefix",
     "username",
     "password",
     "pdptype",
@@ -456,6 +482,7 @@ fn read_interface(
         Some("static") => Proto::Static,
         Some("dhcp") => Proto::Dhcp,
         Some("none") => Proto::None,
+        Some("dhcpv6") => Proto::Dhcpv6,
         Some(p) if IGNORED_PROTOS.contains(&p) => {
             notes.push(r.about_section(format!("proto '{p}' is not supported, interface ignored")));
             return Ok(None);
@@ -543,6 +570,32 @@ fn read_interface(
             }
         },
     };
+    let reqaddress = match r.single("reqaddress")? {
+        None | Some("try") => ReqAddress::Try,
+        Some("force") => ReqAddress::Force,
+        Some("none") => ReqAddress::None,
+        Some(v) => {
+            warnings.push(r.error(
+                "reqaddress",
+                format!("'{v}' is not try, force or none; 'try' is used"),
+            ));
+            ReqAddress::Try
+        }
+    };
+    let reqprefix = match r.single("reqprefix")? {
+        None | Some("auto") => ReqPrefix::Auto,
+        Some("no") => ReqPrefix::No,
+        Some(v) => match parse_uint::<u8>(v).filter(|&n| (1..=64).contains(&n)) {
+            Some(n) => ReqPrefix::Len(n),
+            None => {
+                warnings.push(r.error(
+                    "reqprefix",
+                    format!("'{v}' is not auto, no or a prefix length (1-64); 'auto' is used"),
+                ));
+                ReqPrefix::Auto
+            }
+        },
+    };
     r.ignore(IGNORED_INTERFACE_OPTIONS);
     Ok(Some(Interface {
         name,
@@ -557,6 +610,8 @@ fn read_interface(
         disabled,
         ip6assign,
         ip6hint,
+        reqaddress,
+        reqprefix,
     }))
 }
 
@@ -582,13 +637,16 @@ mod tests {
     fn image_default_parses_without_warnings() {
         let c = net(fixtures::IMAGE_NETWORK).unwrap();
         assert_eq!(c.warnings, []);
-        assert_eq!(c.notes.len(), 1, "{:?}", c.notes);
-        assert_eq!(
-            c.notes[0].to_string(),
-            "/etc/config/network: interface 'wan6': proto 'dhcpv6' is not supported, interface ignored"
-        );
+        assert_eq!(c.notes.len(), 0, "{:?}", c.notes);
         let n = &c.config;
-        assert_eq!(n.interfaces.len(), 3);
+        assert_eq!(n.interfaces.len(), 4);
+        let wan6 = n.interface("wan6").unwrap();
+        assert_eq!(wan6.proto, Proto::Dhcpv6);
+        assert_eq!(wan6.ports, ["eth1"]);
+        assert_eq!(
+            (wan6.reqaddress, wan6.reqprefix),
+            (ReqAddress::Try, ReqPrefix::Auto)
+        );
         let lo = n.interface("loopback").unwrap();
         assert_eq!(lo.addrs, [cidr("127.0.0.1/8")]);
         let lan = n.interface("lan").unwrap();
@@ -703,6 +761,29 @@ mod tests {
             ]
         );
         assert_eq!(c.config.interface("lan").unwrap().ports, ["eth0"]);
+    }
+
+    #[test]
+    fn wan6_reqaddress_and_reqprefix() {
+        let c = net("config interface 'wan6'\n\toption device 'eth1'\n\toption proto 'dhcpv6'\n\toption reqaddress 'none'\n\toption reqprefix '56'\n").unwrap();
+        let w = c.config.interface("wan6").unwrap();
+        assert_eq!(
+            (w.reqaddress, w.reqprefix),
+            (ReqAddress::None, ReqPrefix::Len(56))
+        );
+        let c = net("config interface 'wan6'\n\toption device 'eth1'\n\toption proto 'dhcpv6'\n\toption reqaddress 'force'\n\toption reqprefix 'no'\n").unwrap();
+        let w = c.config.interface("wan6").unwrap();
+        assert_eq!(
+            (w.reqaddress, w.reqprefix),
+            (ReqAddress::Force, ReqPrefix::No)
+        );
+        let c = net("config interface 'wan6'\n\toption device 'eth1'\n\toption proto 'dhcpv6'\n\toption reqaddress 'maybe'\n\toption reqprefix '65'\n").unwrap();
+        let w = c.config.interface("wan6").unwrap();
+        assert_eq!(
+            (w.reqaddress, w.reqprefix),
+            (ReqAddress::Try, ReqPrefix::Auto)
+        );
+        assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
     }
 
     #[test]

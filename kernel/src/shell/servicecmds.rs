@@ -1,7 +1,8 @@
 //! The LAN services' commands: `leases` (the DHCP servers' bound leases, v4 then
-//! v6) and `dnsmasq` (the DHCP servers', router advertisements' and DNS
-//! forwarder's state and counters, named after the daemon that does most of it on
-//! OpenWrt).
+//! v6), `dnsmasq` (the DHCP servers', router advertisements' and DNS forwarder's
+//! state and counters, named after the daemon that does most of it on OpenWrt), and
+//! `ifstatus wan6` (the WAN's IPv6: odhcp6c's address, delegated prefix, lifetimes,
+//! router and DNS servers).
 
 use crate::dev::network::{now_ms, NET, SERVICES};
 use crate::shell::host::Host;
@@ -30,6 +31,29 @@ pub fn leases(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let shown = sv.write_leases(out, now_ms())?;
     writeln!(out, "{shown} leases")?;
     Ok(())
+}
+
+/// `ifstatus wan6`: the DHCPv6 client's state, address and delegated prefix with
+/// their lifetimes left, the LAN's /64s of it, the default router, the DNS servers
+/// and the counters (netifd's `ifstatus` says it in JSON; a few lines here).
+pub fn ifstatus(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    let [name] = args else {
+        return Err(CmdError::usage("ifstatus"));
+    };
+    let _stack = NET.lock();
+    let sv = SERVICES.lock();
+    let lines = sv.as_ref().and_then(|sv| sv.wan6_lines(now_ms()));
+    match lines {
+        Some(lines) if lines.first().is_some_and(|l| l.starts_with(&alloc::format!("{name}: "))) => {
+            for l in lines {
+                writeln!(out, "{l}")?;
+            }
+            Ok(())
+        }
+        _ => Err(CmdError::failed(alloc::format!(
+            "ifstatus: {name}: no such interface (only a proto 'dhcpv6' interface has a status here)"
+        ))),
+    }
 }
 
 /// `dnsmasq`: what runs, the upstream servers, and the counters.

@@ -15,7 +15,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use xenlet_router::dns::Rng;
-use xenlet_router::ra::{Advertiser, RaCounters};
+use xenlet_router::ra::{Advertiser, RaConfig, RaCounters, RaPrefix};
 use xenlet_router::Millis;
 
 /// Solicitations taken from one link per poll at most (the link keeps few anyway).
@@ -26,6 +26,11 @@ struct RaPort {
     vif: String,
     /// The interface's [`NetIf::instance`] and its advertiser, if it runs.
     run: Result<(u64, Advertiser), String>,
+    /// What the files say to advertise (the link's MTU filled in); the upstream's
+    /// delegated prefixes and router lifetime go on top ([`RaPorts::set_upstream`]).
+    base: RaConfig,
+    /// The upstream part last set: (prefixes, router lifetime).
+    upstream: (Vec<RaPrefix>, u16),
     /// What the summary says of it (`fd12:3456:789a::/64 slaac`).
     what: String,
     send_failed: u64,
@@ -60,15 +65,15 @@ impl RaPorts {
                     "router lifetime {}s",
                     s.config.router_lifetime_secs
                 ));
+                let mut base = s.config.clone();
                 let run = match ifs.iter_mut().find(|n| n.name == s.vif) {
                     None => Err(String::from("not up")),
                     Some(n) => {
                         n.link.keep_solicitations(true);
-                        let mut c = s.config.clone();
-                        if c.mtu.is_none() {
-                            c.mtu = u32::try_from(n.link.mtu()).ok();
+                        if base.mtu.is_none() {
+                            base.mtu = u32::try_from(n.link.mtu()).ok();
                         }
-                        Advertiser::new(&c, n.link.mac(), now)
+                        Advertiser::new(&base, n.link.mac(), now)
                             .map(|a| (n.instance(), a))
                             .map_err(|e| format!("{e}"))
                     }
@@ -76,6 +81,8 @@ impl RaPorts {
                 RaPort {
                     vif: s.vif.clone(),
                     run,
+                    upstream: (Vec::new(), base.router_lifetime_secs),
+                    base,
                     what: what.join(", "),
                     send_failed: 0,
                 }
@@ -139,6 +146,38 @@ impl RaPorts {
             }
         }
         busy
+    }
+
+    /// What `vif` advertises besides its own prefixes: the subnets of a delegated
+    /// prefix (`prefixes`, current and deprecated) and the router lifetime (not 0
+    /// once there is an IPv6 default route upstream, as odhcpd does). A change of
+    /// the prefixes or of the lifetime is advertised at once; lifetimes counting
+    /// down at the next advertisement. Whether `vif` advertises.
+    pub fn set_upstream(
+        &mut self,
+        vif: &str,
+        prefixes: &[RaPrefix],
+        router_lifetime_secs: u16,
+        now: Millis,
+    ) -> bool {
+        let Some(p) = self.ports.iter_mut().find(|p| p.vif == vif) else {
+            return false;
+        };
+        let Ok((_, adv)) = p.run.as_mut() else {
+            return false;
+        };
+        let mut c = p.base.clone();
+        c.router_lifetime_secs = c.router_lifetime_secs.max(router_lifetime_secs);
+        let room = xenlet_router::ra::message::MAX_PREFIXES.saturating_sub(c.prefixes.len());
+        c.prefixes.extend(prefixes.iter().take(room).copied());
+        let urgent =
+            p.upstream.1 != c.router_lifetime_secs
+                || p.upstream.0.len() != prefixes.len()
+                || p.upstream.0.iter().zip(prefixes).any(|(a, b)| {
+                    a.prefix != b.prefix || (a.valid_secs == 0) != (b.valid_secs == 0)
+                });
+        p.upstream = (prefixes.to_vec(), c.router_lifetime_secs);
+        adv.set_config(&c, now, urgent).is_ok()
     }
 
     /// Stops: the links no longer keep solicitations aside.

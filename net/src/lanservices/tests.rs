@@ -204,6 +204,7 @@ fn a_lan_host_gets_an_address_gateway_and_dns_by_dhcp_and_the_lease_is_saved() {
         "dhcpd: eth0 192.168.1.100-249, lease 12h; \
          ra: eth0 fd12:3456:789a::/64 slaac, router lifetime 0s; \
          dhcpv6: eth0 fd12:3456:789a::/64, lease 12h; \
+         wan6: eth1 router discovery and dhcpv6, prefixes for eth0; \
          dns: OpenWrt.lan on 192.168.1.1 fd12:3456:789a::1, forwarding to 10.0.0.1:53"
     );
     let ip = lease(&mut n);
@@ -439,6 +440,8 @@ fn the_wan_leases_dns_server_becomes_the_upstream() {
         lease_file: String::new(),
         lease_view: None,
         warnings: Vec::new(),
+        wan6: None,
+        ip6assign: Vec::new(),
     };
     let mut isp_services = LanServices::new(&isp_spec, &mut isp, None, 0, [3; 32], 0);
     let mut u = udp_socket();
@@ -826,3 +829,4 @@ mod ra;
 mod tcp;
 
 mod dhcp6;
+mod wan6;

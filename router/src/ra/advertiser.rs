@@ -89,6 +89,30 @@ impl Advertiser {
         })
     }
 
+    /// Advertises `config` from now on (a delegated prefix came, went, or its
+    /// lifetimes went down), keeping the timers; with `urgent` (the prefixes or the
+    /// router lifetime changed, not only the lifetimes counting down) an
+    /// advertisement whose message changed goes out at once (at most every 3 s), as
+    /// odhcpd sends one when the interface's prefixes change. A configuration that
+    /// cannot be advertised leaves the old one.
+    pub fn set_config(
+        &mut self,
+        config: &RaConfig,
+        now: Millis,
+        urgent: bool,
+    ) -> Result<(), RaError> {
+        let body = config.body(self.mac)?;
+        if body != self.body {
+            self.body = body;
+            if urgent {
+                self.next_periodic = self.next_periodic.min(now);
+            }
+        }
+        self.min_ms = Millis::from(config.min_interval_secs) * 1000;
+        self.max_ms = Millis::from(config.max_interval_secs) * 1000;
+        Ok(())
+    }
+
     /// The counters.
     pub fn counters(&self) -> RaCounters {
         self.counters

@@ -10,6 +10,12 @@
 //!   solicitations after a random delay of up to 500 ms, never two multicast
 //!   advertisements within 3 s (§6.2.4, §6.2.6).
 //!
+//! - [`advert`]: the checked Router Advertisement parser (RFC 4861 §6.1.2), for
+//!   the WAN.
+//! - [`upstream`]: the WAN side ([`Upstream`]), as odhcp6c's `ra.c`: Router
+//!   Solicitations, and the default router, MTU, on-link prefixes, SLAAC address
+//!   and RDNSS servers the upstream router's advertisements give.
+//!
 //! The glue (`xenlet_net::lanservices`) hands the Router Solicitations the LAN
 //! interface receives to [`Advertiser::solicited`] and sends the frames
 //! [`Advertiser::poll`] returns on that interface.
@@ -24,13 +30,16 @@
     )
 )]
 
+pub mod advert;
 pub mod advertiser;
 pub mod message;
 pub mod solicit;
+pub mod upstream;
 
 pub use advertiser::{Advertiser, RaCounters};
 pub use message::{RaConfig, RaError, RaPrefix};
 pub use solicit::{RsError, Solicitation};
+pub use upstream::{Upstream, UpstreamCounters};
 
 #[cfg(test)]
 mod tests;

@@ -416,3 +416,48 @@ fn bad_solicitations_are_dropped_and_counted() {
     );
     assert_eq!(a.poll_at(), next, "nothing scheduled for them");
 }
+
+#[test]
+fn a_new_configuration_goes_out_at_once_and_an_unchanged_one_waits() {
+    let mut rng = TestRng(21);
+    let mut a = Advertiser::new(&config(), MAC, 0).unwrap();
+    a.poll(0, &mut rng).unwrap();
+    let next = a.poll_at();
+    assert!(next > 3_000);
+    a.set_config(&config(), 1_000, true).unwrap();
+    assert_eq!(a.poll_at(), next, "same message: the timers stay");
+    let mut c = config();
+    c.prefixes[0].valid_secs -= 1;
+    a.set_config(&c, 1_000, false).unwrap();
+    assert_eq!(
+        a.poll_at(),
+        next,
+        "lifetimes counting down: the timers stay"
+    );
+    c.prefixes[0].valid_secs = 0;
+    c.prefixes[0].preferred_secs = 0;
+    a.set_config(&c, 1_000, true).unwrap();
+    // at once, but never within 3 s of the last one
+    assert_eq!(a.poll_at(), MIN_DELAY_BETWEEN_MS);
+    let f = a.poll(MIN_DELAY_BETWEEN_MS, &mut rng).unwrap();
+    let opts = options(&f[14 + 40..]);
+    let pi = &opts.iter().find(|o| o.0 == 3).unwrap().1;
+    assert_eq!(&pi[2..10], &[0; 8], "lifetimes 0");
+    // a configuration that cannot be advertised keeps the old one
+    c.max_interval_secs = 1;
+    assert!(a.set_config(&c, 5_000, true).is_err());
+    assert_eq!(a.body(), c_body(&config_zero()));
+}
+
+fn config_zero() -> RaConfig {
+    let mut c = config();
+    c.prefixes[0].valid_secs = 0;
+    c.prefixes[0].preferred_secs = 0;
+    c
+}
+
+fn c_body(c: &RaConfig) -> Vec<u8> {
+    c.body(MAC).unwrap()
+}
+
+mod upstream;

@@ -63,6 +63,7 @@ const NET_PACKAGES: &[&str] = &[
     "python3-scapy",   // the router differential's corpus (net/diff/corpus.py)
     "isc-dhcp-client", // dhclient -6: a DHCPv6 client in lan1 (busybox has no udhcpc6)
     "dmsetup", // a dm-delay disk that slows writes, so a crash lands inside a config replace
+    "isc-dhcp-server", // dhcpd -6 in `wan`: DHCPv6 with prefix delegation for router-ipv6
 ];
 
 /// Size of the dom0 root image (sparse; the packages take ~1.3 GB).

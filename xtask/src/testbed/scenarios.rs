@@ -77,6 +77,7 @@ pub const EXTRA: &[Scenario] = &[
     router::ROUTER_NETBACK,
     router::SUSPEND_ROUTER_LINUX,
     router::ROUTER_XENLET,
+    router::ROUTER_IPV6,
     router::ROUTER_SMALL,
     router::ROUTER_BUSY,
     router::ROUTER_XENLET_FW,

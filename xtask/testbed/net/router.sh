@@ -19,6 +19,14 @@
 #          (7777 TCP and UDP: answers "you are IP:PORT"), tcpdump on eth0 to wan.pcap
 #     far: namespace behind wan: wan's far0 10.78.0.1/24 <-> far's eth0 10.78.0.2/24,
 #          MTU 1400 on both ends, default via 10.78.0.1; the responder on 7777
+#   IPv6 on the WAN (OpenWrt's wan6): dom0's brwan 2001:db8:77::1/64 (its dnsmasq
+#     answers DNS there too); wan's eth0 2001:db8:77::10/64, the upstream IPv6
+#     router: router advertisements (a second dnsmasq, RA only: 2001:db8:77::/64
+#     on-link with SLAAC, router lifetime 1800 s, every 10 s) and a DHCPv6 server
+#     (ISC dhcpd -6: addresses 2001:db8:77::1000-1fff, prefixes /56 delegated from
+#     2001:db8:7700::/40, DNS 2001:db8:77::1, domain wan), and the return route of
+#     the delegated prefixes via the Xenlet router's WAN link-local address
+#     (fe80::216:3eff:fe77:2, of its fixed MAC 00:16:3e:77:00:02); brlan has no IPv6
 #   dom0 does not forward (net.ipv4.ip_forward=0): LAN and WAN meet only in the router.
 #
 # `router.sh dom0router` makes the ceiling of `bench router`: dom0 itself routes, in a
@@ -84,6 +92,7 @@ up() {
     ns far ip addr add 10.78.0.2/24 dev eth0
     ns far ip link set eth0 up
     ns far ip route add default via 10.78.0.1
+    wan6
 
     dnsmasq --interface=brwan --bind-dynamic --user=root --pid-file="$TOPO/dnsmasq.pid" \
         --dhcp-range=10.77.0.100,10.77.0.199,1h --dhcp-leasefile="$TOPO/dnsmasq.leases" \
@@ -105,13 +114,42 @@ up() {
     local i=0
     while [ $i -lt 50 ]; do
         if ns wan ss -ltn | grep -q ':5201 ' && ns wan ss -lun | grep -q ':7777 ' \
-            && grep -q listening "$TOPO/tcpdump.log" && ns lan2 ss -ltn | grep -q ':7777 '; then
+            && grep -q listening "$TOPO/tcpdump.log" && ns lan2 ss -ltn | grep -q ':7777 ' \
+            && ns wan ss -lun | grep -q ':547 '; then
             break
         fi
         sleep 0.2
         i=$((i + 1))
     done
     show
+}
+
+# IPv6 on brwan: the upstream router in wan (RA, DHCPv6 with prefix delegation), the
+# return route of the delegated prefixes (see the top of this file)
+XENLET_WAN_LL=fe80::216:3eff:fe77:2
+wan6() {
+    ip -6 addr add 2001:db8:77::1/64 dev brwan nodad
+    ns wan ip -6 addr add 2001:db8:77::10/64 dev eth0 nodad
+    ns wan sysctl -qw net.ipv6.conf.all.forwarding=1
+    ns wan ip -6 route add 2001:db8:7700::/40 via "$XENLET_WAN_LL" dev eth0
+    # RA only: no DHCPv6 in this dnsmasq (dhcpd -6 has port 547), no DNS
+    bg wan dnsmasq-ra dnsmasq --keep-in-foreground --port=0 --interface=eth0 --bind-interfaces \
+        --user=root --pid-file= --enable-ra --dhcp-range=2001:db8:77::,ra-only,64,1h \
+        --ra-param=eth0,10,1800 --log-dhcp --log-facility=-
+    cat >"$TOPO/dhcpd6.conf" <<'CONF'
+default-lease-time 600;
+preferred-lifetime 300;
+max-lease-time 1200;
+option dhcp6.name-servers 2001:db8:77::1;
+option dhcp6.domain-search "wan";
+subnet6 2001:db8:77::/64 {
+    range6 2001:db8:77::1000 2001:db8:77::1fff;
+    prefix6 2001:db8:7700:: 2001:db8:77ff:: /56;
+}
+CONF
+    : >"$TOPO/dhcpd6.leases"
+    bg wan dhcpd6 dhcpd -6 -d -cf "$TOPO/dhcpd6.conf" -lf "$TOPO/dhcpd6.leases" \
+        -pf "$TOPO/dhcpd6.pidfile" eth0
 }
 
 dom0router() {
@@ -144,6 +182,7 @@ show() {
     for n in lan1 lan2 wan far; do
         echo "netns $n: $(ns "$n" ip -br -4 addr | grep -v '^lo ' | awk '{print $1, $3}' | tr '\n' ' ')"
     done
+    echo "brwan ipv6: $(ip -br -6 addr show dev brwan | awk '{$1=$2=""; print}'); wan ipv6: $(ns wan ip -br -6 addr show dev eth0 | awk '{$1=$2=""; print}'); wan route6: $(ns wan ip -6 route show 2001:db8:7700::/40)"
     echo "wan listening: $(ns wan ss -ltnu | awk 'NR>1 {print $1 "/" $5}' | sort -u | tr '\n' ' ')"
 }
 

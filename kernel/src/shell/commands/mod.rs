@@ -125,6 +125,12 @@ pub static COMMANDS: &[Command<Host>] = &[
         run: crate::shell::servicecmds::leases,
     },
     Command {
+        name: "ifstatus",
+        usage: "wan6",
+        help: "the WAN's IPv6 (proto dhcpv6): address, delegated prefix, lifetimes, router, DNS",
+        run: crate::shell::servicecmds::ifstatus,
+    },
+    Command {
         name: "dnsmasq",
         usage: "",
         help: "the LAN DHCP server, DNS forwarder and router advertisements: pools, upstream servers, counters",

@@ -75,6 +75,15 @@ pub const ROUTER_XENLET: Scenario = Scenario {
     ..XENLET_ROUTER
 };
 
+pub const ROUTER_IPV6: Scenario = Scenario {
+    name: "router-ipv6",
+    about: "router topology, Xenlet router, IPv6 on the WAN as OpenWrt's wan6: RA and DHCPv6 with prefix delegation from `wan`, the LAN's /64 of the delegation by SLAAC, lan1 <-> wan over IPv6 through the router, the WAN kept out",
+    boot_expect: XENLET_ROUTER_UP,
+    steps: ROUTER_IPV6_STEPS,
+    budget_s: 420,
+    ..XENLET_ROUTER
+};
+
 pub const SUSPEND_ROUTER: Scenario = Scenario {
     name: "suspend-router",
     about: "save, restore, checkpoint and live migration of a Xenlet router (PVH): a TCP connection through NAT held across each, the data disk and the vifs reconnected, DHCP renewed",
@@ -762,6 +771,103 @@ const LAN_IPV6: &[Step] = &[
         &[r"ipv6-queries [1-9]", r"^ra eth0: ", r"^dhcpv6 eth0: "],
         30,
     ),
+];
+
+/// IPv6 on the WAN (`wan6`, `proto dhcpv6`, as odhcp6c does): dom0's side is up
+/// (`router.sh up`: RA and dhcpd -6 in `wan`, the return route of the delegated
+/// prefixes); the router has its WAN address, a /56 delegated, the default route
+/// via wan's link-local address and wan's DNS server (`ifstatus wan6`); the LAN's
+/// /64 of the delegation is on eth0 (the router at ::1) and lan1 takes an address in
+/// it from the router's advertisements (`${PD64}`, `${LAN1_6}`); lan1 reaches wan
+/// over IPv6 (ping, TCP) through the router, not masqueraded (wan sees lan1's own
+/// address); a new TCP connection from wan to lan1 is refused by fw4's rules.
+const WAN_IPV6: &[Step] = &[
+    dom0(
+        "$NET/router.sh show",
+        &[
+            r"^brwan ipv6: .*2001:db8:77::1/64",
+            r"wan route6: 2001:db8:7700::/40 via fe80::216:3eff:fe77:2 dev eth0",
+        ],
+        20,
+    ),
+    dom0(
+        "echo \"dhcpd6: $(pgrep -c -x dhcpd)\"; tail -3 $TOPO/dhcpd6.log",
+        &[r"^dhcpd6: [1-9]"],
+        20,
+    ),
+    cmd_cap(
+        "ifstatus wan6",
+        &[
+            r"^wan6: eth1 bound",
+            r"prefix 2001:db8:77[0-9a-f]{2}:[0-9a-f:]*/56 preferred \d+s valid \d+s",
+            r"^wan6: router fe80::[0-9a-f:]+ lifetime [1-9]\d*s",
+            r"^wan6: dns 2001:db8:77::1\b",
+        ],
+        &[("PD64", r"lan eth0 (2001:db8:77[0-9a-f]{2}(?::[0-9a-f]{1,4})?)::/64")],
+        30,
+    ),
+    cmd(
+        "ip -6 addr show eth0",
+        &[r"^    inet6 ${PD64}::1/64 scope global"],
+        30,
+    ),
+    ns_cap(
+        "lan1",
+        "i=0; while [ $i -lt 60 ] && ! ip -6 addr show dev eth0 scope global | grep -q 'inet6 ${PD64}:'; do sleep 0.5; i=$((i+1)); done; ip -6 addr show dev eth0 scope global; ip -6 route show default",
+        &[
+            r"inet6 ${PD64}:[0-9a-f:]+/64 scope global",
+            r"^default via fe80::216:3eff:fe01:2 dev eth0",
+        ],
+        &[("LAN1_6", r"inet6 (2001:db8:77[0-9a-f:]+)/64 scope global")],
+        60,
+    ),
+    // (the first echo may be lost: the router drops a packet whose next hop it has
+    // not resolved yet, its neighbour solicitation on the way)
+    ns(
+        "lan1",
+        "ping -6 -c 1 -W 3 2001:db8:77::10; ping -6 -c 2 -W 5 2001:db8:77::10",
+        &[r"^2 packets transmitted, 2 received"],
+        30,
+    ),
+    // TCP over IPv6 from lan1 to wan: wan sees lan1's own address (no NAT66)
+    ns(
+        "wan",
+        "(socat -T 5 TCP6-LISTEN:7778,reuseaddr SYSTEM:'echo \"you are $SOCAT_PEERADDR\"' &) ; sleep 0.5; echo listening",
+        &[r"^listening$"],
+        10,
+    ),
+    ns(
+        "lan1",
+        "socat -T 5 - TCP6:[2001:db8:77::10]:7778,connect-timeout=5 </dev/null",
+        &[r"^you are \[?${LAN1_6}\]?$"],
+        30,
+    ),
+    // from wan: a new TCP connection to lan1 is refused by the firewall, though
+    // lan1 listens (the same listener answers lan1 itself)
+    ns(
+        "lan1",
+        "(timeout 30 socat TCP6-LISTEN:7779,reuseaddr,fork SYSTEM:'echo hello' &) ; sleep 0.5; socat -T 3 - TCP6:[::1]:7779 </dev/null",
+        &[r"^hello$"],
+        10,
+    ),
+    ns(
+        "wan",
+        "ip -6 route show 2001:db8:7700::/40; socat -T 3 - TCP6:[${LAN1_6}]:7779,connect-timeout=4 </dev/null; echo \"lan tcp rc=$?\"",
+        &[r"^lan tcp rc=[1-9]"],
+        30,
+    ),
+];
+
+const ROUTER_IPV6_STEPS: &[Step] = steps![
+    ..ROUTER_WAN_LEASE,
+    ..WAN_IPV6,
+    // the flow in the IPv6 table, with lan1's own address
+    cmd(
+        "conntrack -L",
+        &[r"src=${LAN1_6} dst=2001:db8:77::10 sport=\d+ dport=7778 "],
+        30,
+    ),
+    last("poweroff"),
 ];
 
 const ROUTER_XENLET_STEPS: &[Step] = steps![
