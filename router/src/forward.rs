@@ -61,7 +61,7 @@ pub enum Disposition {
     /// Forwarded: the buffer was edited in place and sent (or its fragments/segments
     /// were).
     Forwarded,
-    /// Copied into a queue waiting for ARP; the buffer is free.
+    /// Copied into a queue waiting for ARP or neighbour discovery; the buffer is free.
     Queued,
     /// A fragment kept until its datagram is whole ([`crate::defrag`]); the buffer
     /// is free.
@@ -832,12 +832,14 @@ impl Router {
         self.defrag.stats()
     }
 
-    /// Timers: ARP retries and ageing; packets whose neighbour failed get an ICMP
-    /// host-unreachable (rate limited); datagrams not whole in time are dropped.
+    /// Timers: ARP and neighbour solicitation retries and ageing; packets whose
+    /// neighbour failed get an ICMP host-unreachable or ICMPv6 address-unreachable
+    /// (rate limited); datagrams not whole in time are dropped.
     /// Call every few hundred milliseconds.
     pub fn poll<O: Output>(&mut self, now: Millis, out: &mut O) {
         self.defrag.expire(now);
         self.neigh.poll(&self.ifaces, now, out, &mut self.stats);
+        self.poll6(now, out);
         while let Some((slot, input, frame, origin)) = self.neigh.take_failed() {
             let ip = frame.get(ETH_LEN..).unwrap_or(&[]);
             let split = (ipv4::header_len(ip) + 8).min(ip.len());

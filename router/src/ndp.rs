@@ -13,12 +13,19 @@
 //! entry is FAILED (Linux's `retrans_time_ms` and `mcast_solicit`). An entry not
 //! confirmed for [`NdpConfig::reachable_ms`] is still used but re-confirmed with
 //! unicast solicitations; unanswered, it is resolved afresh. A packet whose
-//! next hop is not resolved yet is dropped ([`DropReason::NoNeighbour`]): unlike the
-//! ARP table there is no wait queue (a TCP SYN or a ping is retried by its sender).
+//! next hop is not resolved yet waits ([`Ndp::hold`]) in the ARP table's preallocated
+//! slots ([`crate::neigh`]'s wait queue, shared code): at most
+//! [`NdpConfig::queue_per_entry`] for one neighbour (Linux's `unres_qlen`) and
+//! [`NdpConfig::queue_slots`] in all, beyond that dropped
+//! ([`DropReason::NoNeighbour`]). While packets wait, [`Ndp::poll`] retries the
+//! solicitation; the message that resolves the entry sends them with the learnt MAC;
+//! after [`NdpConfig::max_probes`] unanswered they are dropped, counted, and handed
+//! back ([`Ndp::take_failed`]) for an ICMPv6 address-unreachable.
 //! Advertisements overwrite the MAC (the override flag is not needed for an entry
 //! this table only caches); entries are never aged, only replaced by newer messages
-//! or evicted when the table is full: unresolved ones first, then the oldest
-//! resolved one not confirmed in the last 5 s (as the ARP table).
+//! or evicted when the table is full: unresolved ones first (never one packets wait
+//! for), then the oldest resolved one not confirmed in the last 5 s (as the ARP
+//! table).
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
@@ -28,6 +35,9 @@ use crate::exthdr::Upper;
 use crate::icmp_error::RateLimiter;
 use crate::ipv4::put16;
 use crate::ipv6::{self, HEADER_LEN, PROTO_ICMPV6};
+use crate::link::{Output, TxMeta};
+use crate::neigh::WaitSlots;
+use crate::stats::Stats;
 use crate::{DropReason, IfId, Millis};
 
 /// Router solicitation... ND message types.
@@ -54,6 +64,12 @@ pub const NS_FRAME_LEN: usize = ETH_LEN + HEADER_LEN + NS_LEN;
 pub struct NdpConfig {
     /// Entries.
     pub capacity: usize,
+    /// Packets that may wait for one entry (Linux's `unres_qlen`, 3 here).
+    pub queue_per_entry: usize,
+    /// Packets that may wait in all (preallocated slots).
+    pub queue_slots: usize,
+    /// Bytes of one slot: the largest frame that can wait.
+    pub slot_len: usize,
     /// Time between solicitations (Linux `retrans_time_ms`, 1000).
     pub retrans_ms: Millis,
     /// Solicitations before giving up (Linux `mcast_solicit`, 3).
@@ -70,6 +86,9 @@ impl Default for NdpConfig {
     fn default() -> Self {
         NdpConfig {
             capacity: 256,
+            queue_per_entry: 3,
+            queue_slots: 32,
+            slot_len: 1514,
             retrans_ms: 1000,
             max_probes: 3,
             reachable_ms: 30_000,
@@ -78,7 +97,7 @@ impl Default for NdpConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 struct Entry {
     ifc: IfId,
     ip: Ipv6Addr,
@@ -86,6 +105,9 @@ struct Entry {
     updated: Millis,
     probes: u8,
     last_probe: Option<Millis>,
+    /// Slots of the packets waiting for it, oldest first (allocated when one first
+    /// waits).
+    queue: Vec<usize>,
 }
 
 /// What [`Ndp::resolve`] says of a next hop.
@@ -93,12 +115,12 @@ struct Entry {
 pub enum Lookup {
     /// Its MAC.
     Known([u8; 6]),
-    /// Not known: send a solicitation now (and drop the packet).
+    /// Not known: send a solicitation now (and [`Ndp::hold`] the packet).
     Solicit,
     /// Known but not confirmed lately: send the packet to this MAC, and a unicast
     /// solicitation to it.
     Probe([u8; 6]),
-    /// Not known, a solicitation is out (or it failed): drop the packet.
+    /// Not known, a solicitation is out (or it failed): [`Ndp::hold`] the packet.
     Waiting,
 }
 
@@ -113,6 +135,8 @@ pub struct NdpStats {
     pub invalid: u64,
     /// Solicitations not sent because of [`NdpConfig::solicits_per_sec`].
     pub limited: u64,
+    /// Packets held until their next hop answered (or failed).
+    pub queued: u64,
 }
 
 /// The table.
@@ -123,6 +147,7 @@ pub struct Ndp {
     index: BTreeMap<(IfId, Ipv6Addr), usize>,
     stats: NdpStats,
     limit: RateLimiter,
+    slots: WaitSlots,
 }
 
 impl Ndp {
@@ -134,6 +159,7 @@ impl Ndp {
             index: BTreeMap::new(),
             stats: NdpStats::default(),
             limit: RateLimiter::new(config.solicits_per_sec, config.solicits_per_sec),
+            slots: WaitSlots::new(config.queue_slots, config.slot_len),
         }
     }
 
@@ -143,8 +169,17 @@ impl Ndp {
     }
 
     /// Learns from an ICMPv6 packet `ip` that arrived on `ifc` (`upper` from its
-    /// extension header walk). Anything but a valid RS/RA/NS/NA is ignored.
-    pub fn observe(&mut self, ifc: IfId, ip: &[u8], upper: &Upper, now: Millis) {
+    /// extension header walk), sending the packets that were waiting for the
+    /// neighbour it resolves. Anything but a valid RS/RA/NS/NA is ignored.
+    pub fn observe<O: Output>(
+        &mut self,
+        ifc: IfId,
+        ip: &[u8],
+        upper: &Upper,
+        now: Millis,
+        out: &mut O,
+        stats: &mut Stats,
+    ) {
         if upper.proto != PROTO_ICMPV6 || !upper.has_l4() {
             return;
         }
@@ -179,17 +214,120 @@ impl Ndp {
         }
         if let Some(mac) = find_lladdr(opts, opt) {
             self.stats.learnt += 1;
-            self.learn(ifc, who, mac, now);
+            self.learn(ifc, who, mac, now, out, stats);
         }
     }
 
-    fn learn(&mut self, ifc: IfId, ip: Ipv6Addr, mac: [u8; 6], now: Millis) {
+    fn learn<O: Output>(
+        &mut self,
+        ifc: IfId,
+        ip: Ipv6Addr,
+        mac: [u8; 6],
+        now: Millis,
+        out: &mut O,
+        stats: &mut Stats,
+    ) {
         let i = self.slot(ifc, ip, now);
-        if let Some(e) = i.and_then(|i| self.entries.get_mut(i)) {
-            e.mac = Some(mac);
-            e.updated = now;
-            e.probes = 0;
+        let Some(e) = i.and_then(|i| self.entries.get_mut(i)) else {
+            return;
+        };
+        e.mac = Some(mac);
+        e.updated = now;
+        e.probes = 0;
+        // the packets held for it go out, oldest first, with the learnt MAC
+        self.slots.release(&mut e.queue, |f, tx, input| {
+            if let Some(d) = f.get_mut(..6) {
+                d.copy_from_slice(&mac);
+            }
+            if out.send(ifc, f, tx).is_ok() {
+                stats.tx(ifc, f.len().saturating_sub(ETH_LEN));
+            } else {
+                stats.tx_full(ifc);
+                stats.drop(Some(input), DropReason::TxFull);
+            }
+        });
+    }
+
+    /// Holds a copy of `frame` (to `next_hop` on `ifc`, from `input`) until
+    /// [`Ndp::resolve`] has found its MAC; its source MAC is set to `src_mac`. Fails
+    /// ([`DropReason::NoNeighbour`]) beyond [`NdpConfig::queue_per_entry`] packets for
+    /// that neighbour or [`NdpConfig::queue_slots`] in all.
+    #[allow(clippy::too_many_arguments)]
+    pub fn hold(
+        &mut self,
+        ifc: IfId,
+        next_hop: Ipv6Addr,
+        input: IfId,
+        src_mac: [u8; 6],
+        frame: &[u8],
+        tx: TxMeta,
+    ) -> Result<(), DropReason> {
+        let i = self
+            .index
+            .get(&(ifc, next_hop))
+            .copied()
+            .ok_or(DropReason::NoNeighbour)?;
+        let e = self.entries.get_mut(i).ok_or(DropReason::NoNeighbour)?;
+        if e.mac.is_some() {
+            return Err(DropReason::NoNeighbour);
         }
+        let per = self.config.queue_per_entry;
+        self.slots
+            .enqueue(&mut e.queue, per, &src_mac, input, frame, tx)?;
+        self.stats.queued += 1;
+        Ok(())
+    }
+
+    /// Retries the solicitations of unresolved entries packets wait for (`solicit`
+    /// sends one, within [`NdpConfig::solicits_per_sec`]); after
+    /// [`NdpConfig::max_probes`] unanswered, the entry fails and its packets are
+    /// counted as [`DropReason::NoNeighbour`] and wait for [`Ndp::take_failed`].
+    pub fn poll(
+        &mut self,
+        now: Millis,
+        stats: &mut Stats,
+        mut solicit: impl FnMut(IfId, Ipv6Addr, &mut Stats),
+    ) {
+        let (retrans, max) = (self.config.retrans_ms, self.config.max_probes);
+        for e in self.entries.iter_mut() {
+            if e.mac.is_some() || e.queue.is_empty() {
+                continue;
+            }
+            if e.last_probe
+                .is_some_and(|t| now < t.saturating_add(retrans))
+            {
+                continue;
+            }
+            if e.probes >= max {
+                // FAILED (as in `resolve`: tried again a retransmit time later)
+                e.probes = 0;
+                e.last_probe = Some(now);
+                self.slots.fail(&mut e.queue, stats);
+            } else if self.limit.allow(now) {
+                e.probes += 1;
+                e.last_probe = Some(now);
+                self.stats.solicits += 1;
+                solicit(e.ifc, e.ip, stats);
+            } else {
+                self.stats.limited += 1;
+            }
+        }
+    }
+
+    /// The next packet whose next hop failed: its slot, the interface it came in by
+    /// and the frame. Free it with [`Ndp::free_failed`] after use.
+    pub fn take_failed(&self) -> Option<(usize, IfId, &[u8])> {
+        self.slots.take_failed().map(|(i, ifc, f, _)| (i, ifc, f))
+    }
+
+    /// Frees a slot returned by [`Ndp::take_failed`].
+    pub fn free_failed(&mut self, slot: usize) {
+        self.slots.free_failed(slot);
+    }
+
+    /// Packets currently waiting for their next hop.
+    pub fn queued(&self) -> usize {
+        self.slots.queued()
     }
 
     /// The entry for (ifc, ip), made (evicting the oldest) if there is none.
@@ -197,13 +335,14 @@ impl Ndp {
         if let Some(&i) = self.index.get(&(ifc, ip)) {
             return Some(i);
         }
-        let e = Entry {
+        let mut e = Entry {
             ifc,
             ip,
             mac: None,
             updated: now,
             probes: 0,
             last_probe: None,
+            queue: Vec::new(),
         };
         if self.entries.len() < self.config.capacity {
             self.entries.push(e);
@@ -214,15 +353,19 @@ impl Ndp {
         // a full table fails new resolutions, never working ones (the ARP table's
         // rule): unresolved entries go first, oldest first; a resolved one only if
         // not confirmed in the last 5 s. A sweep of a /64 cannot push the gateway out.
+        // One packets wait for stays (as the ARP table's INCOMPLETE entries).
         let (i, old) = self
             .entries
             .iter()
             .enumerate()
+            .filter(|(_, e)| e.queue.is_empty())
             .filter(|(_, e)| e.mac.is_none() || now.saturating_sub(e.updated) >= KEEP_CONFIRMED_MS)
             .min_by_key(|(_, e)| (e.mac.is_some(), e.updated))
             .map(|(i, e)| (i, (e.ifc, e.ip)))?;
         self.index.remove(&old);
-        *self.entries.get_mut(i)? = e;
+        let slot = self.entries.get_mut(i)?;
+        e.queue = core::mem::take(&mut slot.queue); // empty; keeps its capacity
+        *slot = e;
         self.index.insert((ifc, ip), i);
         Some(i)
     }
@@ -384,13 +527,19 @@ mod tests {
 
     use super::*;
     use crate::exthdr;
-    use crate::testutil::{icmp6, ipv6 as packet};
+    use crate::testutil::{icmp6, ipv6 as packet, Recorder};
 
     const MAC: [u8; 6] = [2, 0, 0, 0, 0, 9];
 
     fn observe(n: &mut Ndp, p: &[u8], now: Millis) {
         let u = exthdr::walk(p, p[6]).unwrap();
-        n.observe(IfId(1), p, &u, now);
+        let (mut o, mut st) = (Recorder::default(), Stats::new(2));
+        n.observe(IfId(1), p, &u, now, &mut o, &mut st);
+    }
+
+    fn learn(n: &mut Ndp, ifc: IfId, ip: Ipv6Addr, mac: [u8; 6], now: Millis) {
+        let (mut o, mut st) = (Recorder::default(), Stats::new(2));
+        n.learn(ifc, ip, mac, now, &mut o, &mut st);
     }
 
     fn ns(src: &str, target: &str, hop: u8) -> Vec<u8> {
@@ -475,7 +624,7 @@ mod tests {
         });
         for i in 0..10u16 {
             let a = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, i);
-            n.learn(IfId(0), a, MAC, Millis::from(i) * 10_000);
+            learn(&mut n, IfId(0), a, MAC, Millis::from(i) * 10_000);
         }
         assert_eq!(n.entries.len(), 4);
         assert_eq!(n.index.len(), 4);
@@ -492,7 +641,7 @@ mod tests {
             ..NdpConfig::default()
         });
         let gw: Ipv6Addr = "fe80::1".parse().unwrap();
-        n.learn(IfId(0), gw, MAC, 0);
+        learn(&mut n, IfId(0), gw, MAC, 0);
         for i in 0..1000u16 {
             let a = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 1, i);
             n.resolve(IfId(0), a, 1000 + Millis::from(i));
@@ -507,8 +656,8 @@ mod tests {
             capacity: 2,
             ..NdpConfig::default()
         });
-        n.learn(IfId(0), gw, MAC, 0);
-        n.learn(IfId(0), "fe80::2".parse().unwrap(), MAC, 100);
+        learn(&mut n, IfId(0), gw, MAC, 0);
+        learn(&mut n, IfId(0), "fe80::2".parse().unwrap(), MAC, 100);
         let new: Ipv6Addr = "fe80::3".parse().unwrap();
         assert_eq!(
             n.resolve(IfId(0), new, 200),
@@ -523,7 +672,7 @@ mod tests {
     fn an_entry_not_confirmed_for_30_s_is_probed_by_unicast_then_dropped() {
         let mut n = Ndp::new(NdpConfig::default());
         let h: Ipv6Addr = "2001:db8::9".parse().unwrap();
-        n.learn(IfId(0), h, MAC, 0);
+        learn(&mut n, IfId(0), h, MAC, 0);
         assert_eq!(n.resolve(IfId(0), h, 29_999), Lookup::Known(MAC));
         assert_eq!(n.resolve(IfId(0), h, 30_000), Lookup::Probe(MAC));
         assert_eq!(
@@ -532,7 +681,7 @@ mod tests {
             "still used"
         );
         // an answer makes it reachable again
-        n.learn(IfId(0), h, MAC, 30_600);
+        learn(&mut n, IfId(0), h, MAC, 30_600);
         assert_eq!(n.resolve(IfId(0), h, 31_000), Lookup::Known(MAC));
         // three unanswered probes and it is solicited afresh (multicast)
         assert_eq!(n.resolve(IfId(0), h, 61_000), Lookup::Probe(MAC));

@@ -8,6 +8,8 @@
 //! `unres_qlen_bytes` idea with a packet count, and a global cap = number of slots).
 //! If nobody answers the entry goes FAILED and its packets are handed back to the
 //! router (for ICMP host-unreachable) and counted as [`DropReason::NoNeighbour`].
+//! The slots are a [`WaitSlots`], which IPv6 neighbour discovery ([`crate::ndp`])
+//! uses too.
 //! REACHABLE turns STALE after [`NeighConfig::reachable_ms`]; using a STALE entry
 //! sends the packet and re-probes it (unicast first, like Linux's PROBE state, but
 //! without the 5 s DELAY since no upper layer confirms reachability here). Every ARP
@@ -144,6 +146,162 @@ struct Slot {
     origin_len: usize,
 }
 
+/// Preallocated slots where packets wait for their neighbour, shared by the ARP table
+/// and IPv6 neighbour discovery ([`crate::ndp`]): each entry keeps the indices of
+/// its slots, oldest first.
+#[derive(Debug)]
+pub(crate) struct WaitSlots {
+    /// Slots queued since [`WaitSlots::begin_packet`] (preallocated).
+    fresh: Vec<usize>,
+    slots: Vec<Slot>,
+}
+
+impl WaitSlots {
+    /// `count` slots of `len` bytes, allocated now.
+    pub(crate) fn new(count: usize, len: usize) -> Self {
+        let slots = (0..count)
+            .map(|_| Slot {
+                state: SlotState::Free,
+                buf: alloc::vec![0; len],
+                len: 0,
+                tx: TxMeta::default(),
+                input: IfId(0),
+                origin: [0; ORIGIN_LEN],
+                origin_len: 0,
+            })
+            .collect();
+        WaitSlots {
+            fresh: Vec::with_capacity(count),
+            slots,
+        }
+    }
+
+    /// Copies `frame` (its source MAC set to `src_mac`) into a free slot added to
+    /// `queue`, unless `queue` holds `per_entry` already or no slot is free.
+    pub(crate) fn enqueue(
+        &mut self,
+        queue: &mut Vec<usize>,
+        per_entry: usize,
+        src_mac: &[u8],
+        input: IfId,
+        frame: &[u8],
+        tx: TxMeta,
+    ) -> Result<(), DropReason> {
+        // Linux drops the oldest when unres_qlen is exceeded; dropping the newest keeps
+        // the slots' order simple and is what a full hardware queue does too
+        if queue.len() >= per_entry {
+            return Err(DropReason::NoNeighbour);
+        }
+        let (si, slot) = self
+            .slots
+            .iter_mut()
+            .enumerate()
+            .find(|(_, s)| s.state == SlotState::Free)
+            .ok_or(DropReason::NoNeighbour)?;
+        let dst = slot
+            .buf
+            .get_mut(..frame.len())
+            .ok_or(DropReason::NoNeighbour)?;
+        dst.copy_from_slice(frame);
+        if let (Some(src), Some(mac)) = (dst.get_mut(6..12), src_mac.get(..6)) {
+            src.copy_from_slice(mac);
+        }
+        slot.len = frame.len();
+        slot.tx = tx;
+        slot.input = input;
+        slot.state = SlotState::Queued;
+        slot.origin_len = 0;
+        if self.fresh.len() < self.fresh.capacity() {
+            self.fresh.push(si);
+        }
+        queue.push(si);
+        Ok(())
+    }
+
+    /// Frees the slots of `queue` oldest first, handing each frame, its [`TxMeta`] and
+    /// input interface to `send` (the Vec keeps its capacity).
+    pub(crate) fn release(
+        &mut self,
+        queue: &mut Vec<usize>,
+        mut send: impl FnMut(&mut [u8], TxMeta, IfId),
+    ) {
+        for si in queue.drain(..) {
+            let Some(slot) = self.slots.get_mut(si) else {
+                continue;
+            };
+            slot.state = SlotState::Free;
+            let (tx, input) = (slot.tx, slot.input);
+            if let Some(f) = slot.buf.get_mut(..slot.len) {
+                send(f, tx, input);
+            }
+        }
+    }
+
+    /// The neighbour of `queue` failed: its packets are counted as
+    /// [`DropReason::NoNeighbour`] and wait for [`WaitSlots::take_failed`].
+    pub(crate) fn fail(&mut self, queue: &mut Vec<usize>, stats: &mut Stats) {
+        for si in queue.drain(..) {
+            if let Some(slot) = self.slots.get_mut(si) {
+                slot.state = SlotState::Failed;
+                stats.drop(Some(slot.input), DropReason::NoNeighbour);
+            }
+        }
+    }
+
+    /// The next packet whose neighbour failed: its slot, the interface it came in by,
+    /// the frame and its start as it arrived. Free it with [`WaitSlots::free_failed`].
+    pub(crate) fn take_failed(&self) -> Option<(usize, IfId, &[u8], &[u8])> {
+        self.slots
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.state == SlotState::Failed)
+            .and_then(|(i, s)| {
+                Some((
+                    i,
+                    s.input,
+                    s.buf.get(..s.len)?,
+                    s.origin.get(..s.origin_len)?,
+                ))
+            })
+    }
+
+    /// See [`NeighTable::begin_packet`].
+    pub(crate) fn begin_packet(&mut self) {
+        self.fresh.clear();
+    }
+
+    /// See [`NeighTable::note_origin`].
+    pub(crate) fn note_origin(&mut self, head: &[u8]) {
+        let n = head.len().min(ORIGIN_LEN);
+        for &si in &self.fresh {
+            if let (Some(s), Some(h)) = (self.slots.get_mut(si), head.get(..n)) {
+                if s.state == SlotState::Queued {
+                    s.origin[..n].copy_from_slice(h);
+                    s.origin_len = n;
+                }
+            }
+        }
+        self.fresh.clear();
+    }
+
+    /// Frees a slot returned by [`WaitSlots::take_failed`].
+    pub(crate) fn free_failed(&mut self, slot: usize) {
+        if let Some(s) = self.slots.get_mut(slot) {
+            if s.state == SlotState::Failed {
+                s.state = SlotState::Free;
+            }
+        }
+    }
+
+    /// Packets waiting.
+    pub(crate) fn queued(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| s.state == SlotState::Queued)
+            .count()
+    }
+}
+
 /// What happened to a packet given to [`NeighTable::output`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resolution {
@@ -157,12 +315,10 @@ pub enum Resolution {
 #[derive(Debug)]
 pub struct NeighTable {
     config: NeighConfig,
-    /// Slots queued since [`NeighTable::begin_packet`] (preallocated).
-    fresh: Vec<usize>,
     entries: Vec<Entry>,
     /// (interface, address) of each entry in use, to its index in `entries`.
     index: BTreeMap<(IfId, Ipv4Addr), usize>,
-    slots: Vec<Slot>,
+    slots: WaitSlots,
 }
 
 impl NeighTable {
@@ -181,23 +337,11 @@ impl NeighTable {
                 queue: Vec::new(),
             })
             .collect();
-        let slots = (0..config.queue_slots)
-            .map(|_| Slot {
-                state: SlotState::Free,
-                buf: alloc::vec![0; config.slot_len],
-                len: 0,
-                tx: TxMeta::default(),
-                input: IfId(0),
-                origin: [0; ORIGIN_LEN],
-                origin_len: 0,
-            })
-            .collect();
         NeighTable {
-            fresh: Vec::with_capacity(config.queue_slots),
             config,
             entries,
             index: BTreeMap::new(),
-            slots,
+            slots: WaitSlots::new(config.queue_slots, config.slot_len),
         }
     }
 
@@ -321,34 +465,15 @@ impl NeighTable {
         stats: &mut Stats,
     ) -> Result<Resolution, DropReason> {
         let e = self.entries.get_mut(idx).ok_or(DropReason::NoNeighbour)?;
-        // Linux drops the oldest when unres_qlen is exceeded; dropping the newest keeps
-        // the slots' order simple and is what a full hardware queue does too
-        if e.queue.len() >= self.config.queue_per_entry {
-            return Err(DropReason::NoNeighbour);
-        }
-        let (si, slot) = self
-            .slots
-            .iter_mut()
-            .enumerate()
-            .find(|(_, s)| s.state == SlotState::Free)
-            .ok_or(DropReason::NoNeighbour)?;
-        let dst = slot
-            .buf
-            .get_mut(..frame.len())
-            .ok_or(DropReason::NoNeighbour)?;
-        dst.copy_from_slice(frame);
-        if let Some(src) = dst.get_mut(6..12) {
-            src.copy_from_slice(iface.mac().as_bytes());
-        }
-        slot.len = frame.len();
-        slot.tx = tx;
-        slot.input = input;
-        slot.state = SlotState::Queued;
-        slot.origin_len = 0;
-        if self.fresh.len() < self.fresh.capacity() {
-            self.fresh.push(si);
-        }
-        e.queue.push(si);
+        let mac = iface.mac();
+        self.slots.enqueue(
+            &mut e.queue,
+            self.config.queue_per_entry,
+            mac.as_bytes(),
+            input,
+            frame,
+            tx,
+        )?;
         stats.arp_queued = stats.arp_queued.wrapping_add(1);
         Ok(Resolution::Queued)
     }
@@ -427,24 +552,12 @@ impl NeighTable {
             e.updated = now;
         }
         if was == Some(NeighState::Incomplete) {
-            // release the queue oldest first; the Vec keeps its capacity
-            let mut queue = core::mem::take(&mut e.queue);
-            for si in queue.drain(..) {
-                let Some(slot) = self.slots.get_mut(si) else {
-                    continue;
-                };
-                let len = slot.len;
-                let tx = slot.tx;
-                slot.state = SlotState::Free;
-                if let Some(f) = slot.buf.get_mut(..len) {
-                    if send(iface, ifc, sha, f, tx, out, stats).is_err() {
-                        stats.drop(Some(slot.input), DropReason::TxFull);
-                    }
+            // release the queue oldest first
+            self.slots.release(&mut e.queue, |f, tx, input| {
+                if send(iface, ifc, sha, f, tx, out, stats).is_err() {
+                    stats.drop(Some(input), DropReason::TxFull);
                 }
-            }
-            if let Some(e) = self.entries.get_mut(idx) {
-                e.queue = queue;
-            }
+            });
         }
     }
 
@@ -468,12 +581,7 @@ impl NeighTable {
                     if e.probes >= self.config.max_probes {
                         e.state = Some(NeighState::Failed);
                         e.updated = now;
-                        for si in e.queue.drain(..) {
-                            if let Some(slot) = self.slots.get_mut(si) {
-                                slot.state = SlotState::Failed;
-                                stats.drop(Some(slot.input), DropReason::NoNeighbour);
-                            }
-                        }
+                        self.slots.fail(&mut e.queue, stats);
                     } else if let Some(iface) = ifaces.get(e.ifc) {
                         e.probes = e.probes.saturating_add(1);
                         e.next_probe = now.saturating_add(self.config.retrans_ms);
@@ -489,24 +597,13 @@ impl NeighTable {
     /// The next packet whose neighbour failed: its slot, the interface it came in by
     /// and the frame. Free it with [`NeighTable::free_failed`] after use.
     pub fn take_failed(&self) -> Option<(usize, IfId, &[u8], &[u8])> {
-        self.slots
-            .iter()
-            .enumerate()
-            .find(|(_, s)| s.state == SlotState::Failed)
-            .and_then(|(i, s)| {
-                Some((
-                    i,
-                    s.input,
-                    s.buf.get(..s.len)?,
-                    s.origin.get(..s.origin_len)?,
-                ))
-            })
+        self.slots.take_failed()
     }
 
     /// A routed packet's output starts: what it queues is noted by
     /// [`NeighTable::note_origin`].
     pub fn begin_packet(&mut self) {
-        self.fresh.clear();
+        self.slots.begin_packet();
     }
 
     /// Keeps `head` (the packet's IP header and 8 bytes as it arrived, before NAT)
@@ -514,33 +611,17 @@ impl NeighTable {
     /// host-unreachable sent if its neighbour fails quotes that, not the translated
     /// packet (which would show the sender a LAN address).
     pub fn note_origin(&mut self, head: &[u8]) {
-        let n = head.len().min(ORIGIN_LEN);
-        for &si in &self.fresh {
-            if let (Some(s), Some(h)) = (self.slots.get_mut(si), head.get(..n)) {
-                if s.state == SlotState::Queued {
-                    s.origin[..n].copy_from_slice(h);
-                    s.origin_len = n;
-                }
-            }
-        }
-        self.fresh.clear();
+        self.slots.note_origin(head);
     }
 
     /// Frees a slot returned by [`NeighTable::take_failed`].
     pub fn free_failed(&mut self, slot: usize) {
-        if let Some(s) = self.slots.get_mut(slot) {
-            if s.state == SlotState::Failed {
-                s.state = SlotState::Free;
-            }
-        }
+        self.slots.free_failed(slot);
     }
 
     /// Packets currently waiting for ARP.
     pub fn queued(&self) -> usize {
-        self.slots
-            .iter()
-            .filter(|s| s.state == SlotState::Queued)
-            .count()
+        self.slots.queued()
     }
 
     /// The entries as `ip neigh` prints them.

@@ -174,15 +174,24 @@ fn a_packet_for_another_network_is_forwarded_with_the_hop_limit_decremented() {
     assert_eq!(r.stats().dropped_total(), 0);
 }
 
+/// An advertisement from `who` (`mac`) to the router on `ifc` (its MAC `to`).
+fn na_frame(to: [u8; 6], who: &str, mac: [u8; 6]) -> Vec<u8> {
+    let mut adv = vec![0x40u8, 0, 0, 0];
+    adv.extend_from_slice(&a(who).octets());
+    adv.extend_from_slice(&[2, 1]);
+    adv.extend_from_slice(&mac);
+    let me = crate::ipv6::link_local_of(to).to_string();
+    let p = ipv6(who, &me, 58, 255, &icmp6(who, &me, 136, 0, &adv));
+    eth(to, mac, 0x86dd, &p)
+}
+
 #[test]
-fn an_unknown_next_hop_is_solicited_and_the_packet_dropped() {
+fn an_unknown_next_hop_is_solicited_and_the_packets_wait_for_its_answer() {
     let mut r = setup();
     let mut o = Recorder::default();
-    let mut f = udp_frame(MAC0, HOST, NET, 64, 10);
-    assert_eq!(
-        run(&mut r, LAN, &mut f, 0, &mut o),
-        Disposition::Dropped(DropReason::NoNeighbour)
-    );
+    let first = udp_frame(MAC0, HOST, NET, 64, 10);
+    let mut f = first.clone();
+    assert_eq!(run(&mut r, LAN, &mut f, 0, &mut o), Disposition::Queued);
     assert_eq!(o.sent.len(), 1);
     let (ifc, ns, _) = &o.sent[0];
     assert_eq!(*ifc, WAN);
@@ -191,25 +200,113 @@ fn an_unknown_next_hop_is_solicited_and_the_packet_dropped() {
     assert_eq!(crate::ipv6::src(ip), crate::ipv6::link_local_of(MAC1));
     assert_eq!(crate::ipv6::dst(ip), a("ff02::1:ff00:1"));
     assert_eq!((ip[40], &ip[48..64]), (135, &a(GW).octets()[..]));
-    // not again before a second has passed
-    let mut f = udp_frame(MAC0, HOST, NET, 64, 10);
-    run(&mut r, LAN, &mut f, 500, &mut o);
+    // not solicited again before a second has passed; the packet waits too
+    let mut f = udp_frame(MAC0, HOST, NET, 64, 11);
+    assert_eq!(run(&mut r, LAN, &mut f, 500, &mut o), Disposition::Queued);
     assert_eq!(o.sent.len(), 1);
-    assert_eq!(r.stats().dropped(DropReason::NoNeighbour), 2);
-    // the answer is learnt and the next packet goes
-    let mut adv = vec![0x40u8, 0, 0, 0];
-    adv.extend_from_slice(&a(GW).octets());
-    adv.extend_from_slice(&[2, 1]);
-    adv.extend_from_slice(&GW_MAC);
-    let me = crate::ipv6::link_local_of(MAC1).to_string();
-    let p = ipv6(GW, &me, 58, 255, &icmp6(GW, &me, 136, 0, &adv));
-    let mut na = eth(MAC1, GW_MAC, 0x86dd, &p);
+    assert_eq!(r.ndp.queued(), 2);
+    assert_eq!(r.stats().dropped_total(), 0);
+    // the answer sends them, oldest first, to the learnt MAC
+    let mut na = na_frame(MAC1, GW, GW_MAC);
     assert_eq!(run(&mut r, WAN, &mut na, 600, &mut o), Disposition::Local);
+    assert_eq!(o.sent.len(), 3);
+    for (k, (ifc, out, _)) in o.sent[1..].iter().enumerate() {
+        assert_eq!(
+            (*ifc, &out[..6], &out[6..12]),
+            (WAN, &GW_MAC[..], &MAC1[..])
+        );
+        assert_eq!(out[14 + 7], 63);
+        assert_eq!(out.len(), first.len() + k);
+    }
+    let mut expect = first.clone();
+    expect[14 + 7] = 63;
+    assert_eq!(&o.sent[1].1[12..], &expect[12..]);
+    assert_eq!(r.ndp.queued(), 0);
+    assert_eq!(r.stats().iface(WAN).tx_packets, 2, "the held packets");
+    // the next packet goes straight away
     let mut f = udp_frame(MAC0, HOST, NET, 64, 10);
     assert_eq!(
         run(&mut r, LAN, &mut f, 700, &mut o),
         Disposition::Forwarded
     );
+}
+
+#[test]
+fn at_most_queue_per_entry_packets_wait_for_one_neighbour() {
+    let mut r = setup();
+    let mut o = Recorder::default();
+    let got: Vec<Disposition> = (0..5)
+        .map(|i| {
+            let mut f = udp_frame(MAC0, HOST, NET, 64, 10 + i);
+            run(&mut r, LAN, &mut f, 0, &mut o)
+        })
+        .collect();
+    let held = Disposition::Queued;
+    let drop = Disposition::Dropped(DropReason::NoNeighbour);
+    assert_eq!(got, [held, held, held, drop, drop]);
+    assert_eq!(r.ndp.queued(), 3);
+    assert_eq!(r.stats().dropped(DropReason::NoNeighbour), 2);
+    assert_eq!(r.ndp_stats().queued, 3);
+    let mut na = na_frame(MAC1, GW, GW_MAC);
+    run(&mut r, WAN, &mut na, 100, &mut o);
+    assert_eq!(o.sent.len(), 1 + 3, "the solicitation and the 3 held");
+}
+
+#[test]
+fn a_failed_resolution_drops_the_packets_with_address_unreachable() {
+    let mut r = setup();
+    learn(&mut r, LAN, HOST, HOST_MAC);
+    let mut o = Recorder::default();
+    let to = "2001:db8:2::77"; // on the DMZ's link, never answers
+    let c = udp_frame(MAC0, HOST, to, 64, 10);
+    let mut f = c.clone();
+    assert_eq!(run(&mut r, LAN, &mut f, 0, &mut o), Disposition::Queued);
+    // solicited again by the timer (no further packet), three times in all
+    for t in [300, 1000, 1500, 2000] {
+        r.poll(t, &mut o);
+    }
+    assert_eq!(o.sent.len(), 3);
+    assert!(o
+        .sent
+        .iter()
+        .all(|(i, f, _)| *i == DMZ && f[14 + 40] == 135));
+    assert_eq!(r.ndp.queued(), 1);
+    r.poll(3000, &mut o);
+    assert_eq!(r.ndp.queued(), 0);
+    assert_eq!(r.stats().dropped(DropReason::NoNeighbour), 1);
+    let errs = icmp6_sent(&o);
+    let errs: Vec<_> = errs.iter().filter(|e| e.2 == 1).collect();
+    assert_eq!(errs.len(), 1);
+    let (ifc, mac, _, code, ip) = errs[0];
+    assert_eq!((*ifc, *mac, *code), (LAN, HOST_MAC, 3));
+    assert_eq!(crate::ipv6::dst(ip), a(HOST));
+    assert_eq!(&ip[48..48 + c.len() - 14], &c[14..], "quoted as it arrived");
+    // and nothing else is left to send
+    let n = o.sent.len();
+    r.poll(3500, &mut o);
+    assert_eq!(o.sent.len(), n);
+}
+
+#[test]
+fn a_flood_to_an_on_link_prefix_holds_no_more_than_the_slots() {
+    let mut r = setup();
+    let mut o = Recorder::default();
+    let mut held = 0;
+    for i in 0..2000u16 {
+        let to = Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, 1, i).to_string();
+        let mut f = udp_frame(MAC0, HOST, &to, 64, 10);
+        if run(&mut r, LAN, &mut f, Millis::from(i), &mut o) == Disposition::Queued {
+            held += 1;
+        }
+        assert!(r.ndp.queued() <= NdpConfig::default().queue_slots);
+    }
+    assert_eq!(held, 32);
+    assert_eq!(r.stats().dropped(DropReason::NoNeighbour), 2000 - 32);
+    // failing them frees every slot
+    for t in 1..6 {
+        r.poll(2000 + t * 1000, &mut o);
+    }
+    assert_eq!(r.ndp.queued(), 0);
 }
 
 #[test]

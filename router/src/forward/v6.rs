@@ -21,7 +21,8 @@
 //!    never fragments, RFC 8200 §5); the hop limit is decremented.
 //! 7. [`L4Hook::forward6`] (the firewall's forward chain, conntrack).
 //! 8. The next hop's MAC from [`crate::ndp`] (unknown: a solicitation goes out and
-//!    the packet is dropped), sent.
+//!    the packet waits for the advertisement in a bounded queue, as IPv4's for ARP;
+//!    if none comes, an ICMPv6 address-unreachable), sent.
 //!
 //! ICMPv6 errors quote the packet as it arrived (the hop limit is put back for a
 //! reject after the decrement), up to 1280 bytes.
@@ -35,12 +36,13 @@ use crate::exthdr::{self, Upper};
 use crate::firewall::reject6;
 use crate::gso6;
 use crate::icmpv6_error::{self, Icmpv6Error};
-use crate::iface::IfError;
+use crate::iface::{IfError, Interfaces};
 use crate::ipv6;
 use crate::link::{Output, RxMeta, TxMeta};
 use crate::ndp::{self, Lookup, NdpStats};
 use crate::route::{RouteError, RouteProto};
 use crate::route6::{Ipv6Net, Route6, Route6Table};
+use crate::stats::Stats;
 use crate::{DropReason, HookVerdict, IfId, L4Hook, Meta, Millis};
 
 /// Linux's `net.ipv6.icmp.ratelimit` (ms).
@@ -169,7 +171,7 @@ impl Router {
         };
         // 3. neighbour discovery is learnt from (and still goes to the local stack)
         if upper.proto == ipv6::PROTO_ICMPV6 {
-            self.ndp.observe(ifc, ip, &upper, now);
+            self.ndp.observe(ifc, ip, &upper, now, out, &mut self.stats);
         }
 
         // 4. for the router itself
@@ -254,12 +256,14 @@ impl Router {
             }
         }
 
-        // 8. the next hop
+        // 8. the next hop (unknown: the packet waits for it, unless a GSO one)
         let next_hop = route.gateway.unwrap_or(h.dst);
-        let mac = self.resolve6(route.ifc, next_hop, now, out)?;
-        fill_eth(frame, mac, out_mac);
         let out_ifc = route.ifc;
         if let Some(g) = rx.gso_size {
+            let mac = self
+                .resolve6(out_ifc, next_hop, now, out, None)?
+                .ok_or(DropReason::NoNeighbour)?;
+            fill_eth(frame, mac, out_mac);
             // the links' GSO is TCPv4: cut here, each segment with a full checksum
             let Router { scratch, stats, .. } = self;
             gso6::segment6(frame, &upper, g, scratch, |seg| {
@@ -283,6 +287,12 @@ impl Router {
                 }
                 tx.csum_partial = false;
             }
+            let Some(mac) = self.resolve6(out_ifc, next_hop, now, out, Some((ifc, &*frame, tx)))?
+            else {
+                self.stats.rx(ifc, h.total_len);
+                return Ok(Disposition::Queued);
+            };
+            fill_eth(frame, mac, out_mac);
             if out.send(out_ifc, frame, tx).is_err() {
                 self.stats.tx_full(out_ifc);
                 return Err(DropReason::TxFull);
@@ -325,49 +335,65 @@ impl Router {
     }
 
     /// The MAC of `next_hop` on `ifc`; if unknown, a solicitation is sent (when due)
-    /// and the packet is [`DropReason::NoNeighbour`].
+    /// and the frame in `hold` (with the interface it came in by) waits for the
+    /// answer (`None`), or without one is [`DropReason::NoNeighbour`].
     fn resolve6<O: Output>(
         &mut self,
         ifc: IfId,
         next_hop: Ipv6Addr,
         now: Millis,
         out: &mut O,
-    ) -> Result<[u8; 6], DropReason> {
-        match self.ndp.resolve(ifc, next_hop, now) {
-            Lookup::Known(mac) => Ok(mac),
+        hold: Option<(IfId, &[u8], TxMeta)>,
+    ) -> Result<Option<[u8; 6]>, DropReason> {
+        let unknown = match self.ndp.resolve(ifc, next_hop, now) {
+            Lookup::Known(mac) => return Ok(Some(mac)),
+            Lookup::Probe(mac) => {
+                send_solicit(&self.ifaces, &mut self.stats, ifc, next_hop, Some(mac), out);
+                return Ok(Some(mac));
+            }
             Lookup::Waiting => Err(DropReason::NoNeighbour),
             Lookup::Solicit => {
-                self.send_solicit(ifc, next_hop, None, out);
+                send_solicit(&self.ifaces, &mut self.stats, ifc, next_hop, None, out);
                 Err(DropReason::NoNeighbour)
             }
-            Lookup::Probe(mac) => {
-                self.send_solicit(ifc, next_hop, Some(mac), out);
-                Ok(mac)
-            }
-        }
+        };
+        let (Some((input, frame, tx)), Some(iface)) = (hold, self.ifaces.get(ifc)) else {
+            return unknown;
+        };
+        self.ndp
+            .hold(ifc, next_hop, input, iface.mac().0, frame, tx)
+            .map(|()| None)
     }
 
-    /// Sends a neighbour solicitation for `target` out of `ifc` (multicast, or
-    /// unicast to `to` to re-confirm it).
-    fn send_solicit<O: Output>(
-        &mut self,
-        ifc: IfId,
-        target: Ipv6Addr,
-        to: Option<[u8; 6]>,
-        out: &mut O,
-    ) {
-        let Some(mac) = self.ifaces.get(ifc).map(|i| i.mac().0) else {
-            return;
-        };
-        let src = ipv6::link_local_of(mac);
-        let mut buf = [0u8; ndp::NS_FRAME_LEN];
-        let Ok(n) = ndp::build_solicit(&mut buf, mac, src, target, to) else {
-            return;
-        };
-        if let Some(f) = buf.get(..n) {
-            if out.send(ifc, f, TxMeta::default()).is_err() {
-                self.stats.tx_full(ifc);
+    /// Timers of IPv6 neighbour discovery: solicitations retried for the next hops
+    /// packets wait for; the packets of one that failed get an ICMPv6
+    /// address-unreachable (RFC 4443 code 3, rate limited as the other errors).
+    pub(super) fn poll6<O: Output>(&mut self, now: Millis, out: &mut O) {
+        let Router {
+            ndp, ifaces, stats, ..
+        } = self;
+        ndp.poll(now, stats, |ifc, target, stats| {
+            send_solicit(ifaces, stats, ifc, target, None, out);
+        });
+        while let Some((slot, input, frame)) = self.ndp.take_failed() {
+            // copied out (the ICMPv6 error is built from it while the slot is free)
+            let mut quote = core::mem::take(&mut self.scratch);
+            let ip = frame.get(ETH_LEN..).unwrap_or(&[]);
+            let n = ip.len().min(quote.len());
+            if let (Some(d), Some(s)) = (quote.get_mut(..n), ip.get(..n)) {
+                d.copy_from_slice(s);
             }
+            self.ndp.free_failed(slot);
+            // quoted as it arrived: the hop limit put back
+            if let Some(hl) = quote
+                .get_mut(ipv6::HOP_LIMIT)
+                .filter(|_| n > ipv6::HOP_LIMIT)
+            {
+                *hl = hl.saturating_add(1);
+            }
+            let orig = quote.get(..n).unwrap_or(&[]);
+            self.send_icmp6(Icmpv6Error::AddressUnreachable, input, orig, now, out);
+            self.scratch = quote;
         }
     }
 
@@ -432,7 +458,7 @@ impl Router {
                 return;
             }
         }
-        let Ok(peer_mac) = self.resolve6(ifc, next_hop, now, out) else {
+        let Ok(Some(peer_mac)) = self.resolve6(ifc, next_hop, now, out, None) else {
             return;
         };
         let Some(n) = icmpv6_error::build(&mut self.icmp6_buf, kind, from, orig, usize::from(mtu))
@@ -458,5 +484,30 @@ fn fill_eth(frame: &mut [u8], dst: [u8; 6], src: [u8; 6]) {
     }
     if let Some(s) = frame.get_mut(6..12) {
         s.copy_from_slice(&src);
+    }
+}
+
+/// Sends a neighbour solicitation for `target` out of `ifc` (multicast, or unicast to
+/// `to` to re-confirm it).
+fn send_solicit<O: Output>(
+    ifaces: &Interfaces,
+    stats: &mut Stats,
+    ifc: IfId,
+    target: Ipv6Addr,
+    to: Option<[u8; 6]>,
+    out: &mut O,
+) {
+    let Some(mac) = ifaces.get(ifc).map(|i| i.mac().0) else {
+        return;
+    };
+    let src = ipv6::link_local_of(mac);
+    let mut buf = [0u8; ndp::NS_FRAME_LEN];
+    let Ok(n) = ndp::build_solicit(&mut buf, mac, src, target, to) else {
+        return;
+    };
+    if let Some(f) = buf.get(..n) {
+        if out.send(ifc, f, TxMeta::default()).is_err() {
+            stats.tx_full(ifc);
+        }
     }
 }
