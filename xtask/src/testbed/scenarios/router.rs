@@ -821,12 +821,12 @@ const WAN_IPV6: &[Step] = &[
         &[("LAN1_6", r"inet6 (2001:db8:77[0-9a-f:]+)/64 scope global")],
         60,
     ),
-    // (the first echo may be lost: the router drops a packet whose next hop it has
-    // not resolved yet, its neighbour solicitation on the way)
+    // every echo answered, the first too: the router holds a packet while it
+    // resolves its next hop (wan on the WAN, then lan1's fresh address on the LAN)
     ns(
         "lan1",
-        "ping -6 -c 1 -W 3 2001:db8:77::10; ping -6 -c 2 -W 5 2001:db8:77::10",
-        &[r"^2 packets transmitted, 2 received"],
+        "ping -6 -c 3 -W 5 2001:db8:77::10",
+        &[r"^3 packets transmitted, 3 received"],
         30,
     ),
     // TCP over IPv6 from lan1 to wan: wan sees lan1's own address (no NAT66)
