@@ -5,7 +5,7 @@
 //! never; IAID in decimal; DUID as colon-separated hex), as dnsmasq's
 //! `lease_update_file` writes them.
 
-use crate::dhcpd::lease::sanitize_hostname;
+use crate::dhcpd::lease::{parse_hex, sanitize_hostname, write_hex, Declined, NamedLease};
 use crate::Millis;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -15,7 +15,7 @@ use core::net::Ipv6Addr;
 /// The longest DUID taken (RFC 8415 §11.1: at most 128 bytes after the type).
 pub const MAX_DUID: usize = 130;
 /// How long a declined address stays out of the pool (ms), as for DHCPv4.
-pub const DECLINE_BACKOFF_MS: Millis = 600_000;
+pub use crate::dhcpd::lease::DECLINE_BACKOFF_MS;
 
 /// One lease.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,12 +44,22 @@ impl Lease6 {
     }
 }
 
+impl NamedLease for Lease6 {
+    type Addr = Ipv6Addr;
+    fn address(&self) -> Ipv6Addr {
+        self.addr
+    }
+    fn hostname(&self) -> Option<&str> {
+        self.hostname.as_deref()
+    }
+}
+
 /// The bounded lease table and the addresses recently declined.
 #[derive(Clone, Debug)]
 pub struct LeaseTable6 {
     leases: Vec<Lease6>,
     capacity: usize,
-    declined: Vec<(Ipv6Addr, Millis)>,
+    declined: Declined<Ipv6Addr>,
 }
 
 impl LeaseTable6 {
@@ -58,7 +68,7 @@ impl LeaseTable6 {
         LeaseTable6 {
             leases: Vec::new(),
             capacity,
-            declined: Vec::new(),
+            declined: Declined::new(),
         }
     }
 
@@ -75,7 +85,7 @@ impl LeaseTable6 {
     /// Drops ended leases and declines.
     pub fn expire(&mut self, now: Millis) {
         self.leases.retain(|l| l.is_active(now));
-        self.declined.retain(|(_, until)| *until > now);
+        self.declined.expire(now);
     }
 
     /// The lease of IA `iaid` of `duid`.
@@ -97,22 +107,14 @@ impl LeaseTable6 {
 
     /// Whether `addr` is kept out of the pool after a Decline.
     pub fn is_declined(&self, addr: Ipv6Addr, now: Millis) -> bool {
-        self.declined
-            .iter()
-            .any(|(d, until)| *d == addr && *until > now)
+        self.declined.contains(addr, now)
     }
 
     /// Keeps `addr` out of the pool for [`DECLINE_BACKOFF_MS`] (the list is as
     /// bounded as the table) and drops its lease.
     pub fn decline(&mut self, addr: Ipv6Addr, now: Millis) {
         self.leases.retain(|l| l.addr != addr);
-        self.declined
-            .retain(|(d, until)| *d != addr && *until > now);
-        if self.declined.len() >= self.capacity.max(1) {
-            self.declined.remove(0);
-        }
-        self.declined
-            .push((addr, now.saturating_add(DECLINE_BACKOFF_MS)));
+        self.declined.add(addr, now, self.capacity);
     }
 
     /// Removes the lease of IA `iaid` of `duid`; returns it.
@@ -156,10 +158,7 @@ impl LeaseTable6 {
     /// Takes host name `name` away from every lease of another client than `duid`.
     pub fn clear_hostname(&mut self, name: &str, duid: &[u8]) {
         for l in self.leases.iter_mut().filter(|l| l.duid != duid) {
-            if l.hostname
-                .as_deref()
-                .is_some_and(|h| h.eq_ignore_ascii_case(name))
-            {
+            if l.is_named(name) {
                 l.hostname = None;
             }
         }
@@ -198,16 +197,6 @@ impl LeaseTable6 {
     }
 }
 
-fn write_hex(out: &mut dyn Write, bytes: &[u8]) -> fmt::Result {
-    for (i, b) in bytes.iter().enumerate() {
-        if i > 0 {
-            out.write_char(':')?;
-        }
-        write!(out, "{b:02x}")?;
-    }
-    Ok(())
-}
-
 /// One IPv6 lease line, read but not yet checked against a prefix.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaseLine6 {
@@ -236,13 +225,7 @@ impl LeaseLine6 {
             "*" => None,
             n => Some(sanitize_hostname(n.as_bytes()).filter(|s| s == n)?),
         };
-        let mut d = Vec::new();
-        for part in duid.split(':') {
-            if part.is_empty() || part.len() > 2 || d.len() >= MAX_DUID {
-                return None;
-            }
-            d.push(u8::from_str_radix(part, 16).ok()?);
-        }
+        let d = parse_hex(duid, MAX_DUID)?;
         if d.len() < 2 {
             return None;
         }

@@ -54,6 +54,94 @@ impl Lease {
     }
 }
 
+/// What the DHCPv4 and DHCPv6 leases share for host names: an address and the
+/// name of the client holding it.
+pub trait NamedLease {
+    /// The kind of address.
+    type Addr: Copy + PartialEq;
+    /// The address.
+    fn address(&self) -> Self::Addr;
+    /// The host name, if any.
+    fn hostname(&self) -> Option<&str>;
+    /// Whether its host name is `name` (case-insensitive).
+    fn is_named(&self, name: &str) -> bool {
+        self.hostname()
+            .is_some_and(|h| h.eq_ignore_ascii_case(name))
+    }
+}
+
+impl NamedLease for Lease {
+    type Addr = Ipv4Addr;
+    fn address(&self) -> Ipv4Addr {
+        self.ip
+    }
+    fn hostname(&self) -> Option<&str> {
+        self.hostname.as_deref()
+    }
+}
+
+/// The address of the lease among `leases` whose host name is `name`
+/// (case-insensitive).
+pub fn address_named<'a, L: NamedLease + 'a>(
+    mut leases: impl Iterator<Item = &'a L>,
+    name: &str,
+) -> Option<L::Addr> {
+    leases.find(|l| l.is_named(name)).map(|l| l.address())
+}
+
+/// The host name of the lease among `leases` on `addr`.
+pub fn name_at<'a, L: NamedLease + 'a>(
+    mut leases: impl Iterator<Item = &'a L>,
+    addr: L::Addr,
+) -> Option<&'a str> {
+    leases
+        .find(|l| l.address() == addr)
+        .and_then(|l| l.hostname())
+}
+
+/// Addresses kept out of the pool after a Decline, each until its time
+/// ([`DECLINE_BACKOFF_MS`] after it), at most as many as the lease table holds.
+#[derive(Clone, Debug)]
+pub struct Declined<A> {
+    list: Vec<(A, Millis)>,
+}
+
+impl<A: Copy + PartialEq> Declined<A> {
+    /// None yet.
+    pub fn new() -> Declined<A> {
+        Declined { list: Vec::new() }
+    }
+
+    /// Drops those whose time is over.
+    pub fn expire(&mut self, now: Millis) {
+        self.list.retain(|(_, until)| *until > now);
+    }
+
+    /// Whether `addr` is still kept out.
+    pub fn contains(&self, addr: A, now: Millis) -> bool {
+        self.list
+            .iter()
+            .any(|(d, until)| *d == addr && *until > now)
+    }
+
+    /// Keeps `addr` out until `now` + [`DECLINE_BACKOFF_MS`]; past `bound` entries
+    /// the oldest goes.
+    pub fn add(&mut self, addr: A, now: Millis, bound: usize) {
+        self.list.retain(|(d, until)| *d != addr && *until > now);
+        if self.list.len() >= bound.max(1) {
+            self.list.remove(0);
+        }
+        self.list
+            .push((addr, now.saturating_add(DECLINE_BACKOFF_MS)));
+    }
+}
+
+impl<A: Copy + PartialEq> Default for Declined<A> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Cleans a client-supplied host name the way dnsmasq does (`canonicalise`,
 /// `strip_hostname`): the part before the first dot, letters, digits and `-`
 /// only, 1..=63 bytes, not starting or ending with `-`. `None` if nothing legal is left.
@@ -80,7 +168,7 @@ pub fn sanitize_hostname(raw: &[u8]) -> Option<String> {
 pub struct LeaseTable {
     leases: Vec<Lease>,
     capacity: usize,
-    declined: Vec<(Ipv4Addr, Millis)>,
+    declined: Declined<Ipv4Addr>,
 }
 
 /// What loading a lease file did.
@@ -95,13 +183,51 @@ pub struct LoadReport {
     pub expired: usize,
 }
 
+impl LoadReport {
+    /// Loads the non-blank ones of a lease file's `lines`: `parse` reads a line
+    /// into its expiry (epoch seconds, 0 for never) and what it holds (a line it
+    /// cannot read is corrupt), a lease already ended at `now` is expired, and
+    /// `store` takes the rest with its end (monotonic ms, `None` for never) and
+    /// says whether it was taken (if not, the line counts as corrupt).
+    pub fn load<'a, L>(
+        lines: impl Iterator<Item = &'a str>,
+        now: Millis,
+        epoch_offset_secs: u64,
+        parse: impl Fn(&str) -> Option<(u64, L)>,
+        mut store: impl FnMut(L, Option<Millis>) -> bool,
+    ) -> LoadReport {
+        let mut r = LoadReport::default();
+        let wall_now = epoch_offset_secs.saturating_add(now / 1000);
+        for line in lines.filter(|l| !l.trim().is_empty()) {
+            let Some((expiry_epoch, l)) = parse(line) else {
+                r.corrupt += 1;
+                continue;
+            };
+            let expires = if expiry_epoch == 0 {
+                None
+            } else if expiry_epoch <= wall_now {
+                r.expired += 1;
+                continue;
+            } else {
+                Some((expiry_epoch - epoch_offset_secs).saturating_mul(1000))
+            };
+            if store(l, expires) {
+                r.loaded += 1;
+            } else {
+                r.corrupt += 1;
+            }
+        }
+        r
+    }
+}
+
 impl LeaseTable {
     /// An empty table for at most `capacity` leases.
     pub fn new(capacity: usize) -> LeaseTable {
         LeaseTable {
             leases: Vec::new(),
             capacity,
-            declined: Vec::new(),
+            declined: Declined::new(),
         }
     }
 
@@ -118,7 +244,7 @@ impl LeaseTable {
     /// Drops ended leases and declines.
     pub fn expire(&mut self, now: Millis) {
         self.leases.retain(|l| l.is_active(now));
-        self.declined.retain(|(_, until)| *until > now);
+        self.declined.expire(now);
     }
 
     /// The client's lease, active or not.
@@ -133,20 +259,13 @@ impl LeaseTable {
 
     /// Whether `ip` was declined and is still being kept out of the pool.
     pub fn is_declined(&self, ip: Ipv4Addr, now: Millis) -> bool {
-        self.declined
-            .iter()
-            .any(|(d, until)| *d == ip && *until > now)
+        self.declined.contains(ip, now)
     }
 
     /// Keeps `ip` out of the pool until `now` + [`DECLINE_BACKOFF_MS`].
     pub fn decline(&mut self, ip: Ipv4Addr, now: Millis) {
         self.leases.retain(|l| l.ip != ip);
-        self.declined.retain(|(d, until)| *d != ip && *until > now);
-        if self.declined.len() >= self.capacity.max(1) {
-            self.declined.remove(0);
-        }
-        self.declined
-            .push((ip, now.saturating_add(DECLINE_BACKOFF_MS)));
+        self.declined.add(ip, now, self.capacity);
     }
 
     /// Removes the client's lease; returns it.
@@ -190,10 +309,7 @@ impl LeaseTable {
     /// one on `keep`.
     pub fn clear_hostname(&mut self, name: &str, keep: Ipv4Addr) {
         for l in self.leases.iter_mut().filter(|l| l.ip != keep) {
-            if l.hostname
-                .as_deref()
-                .is_some_and(|h| h.eq_ignore_ascii_case(name))
-            {
+            if l.is_named(name) {
                 l.hostname = None;
             }
         }
@@ -233,7 +349,9 @@ impl LeaseTable {
     }
 }
 
-fn write_hex(out: &mut dyn Write, bytes: &[u8]) -> fmt::Result {
+/// `bytes` as colon-separated hex (as dnsmasq writes hardware addresses, client
+/// ids and DUIDs).
+pub fn write_hex(out: &mut dyn Write, bytes: &[u8]) -> fmt::Result {
     for (i, b) in bytes.iter().enumerate() {
         if i > 0 {
             out.write_char(':')?;
@@ -291,7 +409,8 @@ impl Write for BoundedText {
     }
 }
 
-fn parse_hex(s: &str, max: usize) -> Option<Vec<u8>> {
+/// Colon-separated hex of at most `max` bytes, as [`write_hex`] writes it.
+pub fn parse_hex(s: &str, max: usize) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     for part in s.split(':') {
         if part.is_empty() || part.len() > 2 || out.len() >= max {
