@@ -211,12 +211,16 @@ fn a_bad_configuration_is_an_error_not_a_message() {
 fn rs(src: &str, hops: u8, opts: &[u8]) -> Vec<u8> {
     let mut body = vec![0u8; 4]; // reserved
     body.extend_from_slice(opts);
-    let m = icmp6(src, "ff02::2", 133, 0, &body);
+    to_routers(src, hops, &icmp6(src, "ff02::2", 133, 0, &body))
+}
+
+/// ICMPv6 message `m` from the host's `src` to all routers, with hop limit `hops`.
+fn to_routers(src: &str, hops: u8, m: &[u8]) -> Vec<u8> {
     eth(
         [0x33, 0x33, 0, 0, 0, 2],
         HOST,
         0x86dd,
-        &ipv6(src, "ff02::2", 58, hops, &m),
+        &ipv6(src, "ff02::2", 58, hops, m),
     )
 }
 
@@ -242,12 +246,7 @@ fn solicitations_are_checked_before_they_are_answered() {
         &mut Icmpv6Packet::new_unchecked(&mut m[..]),
         &ChecksumCapabilities::default(),
     );
-    let f = eth(
-        [0x33, 0x33, 0, 0, 0, 2],
-        HOST,
-        0x86dd,
-        &ipv6("fe80::42", "ff02::2", 58, 255, &m),
-    );
+    let f = to_routers("fe80::42", 255, &m);
     assert_eq!(solicit::parse(&f).unwrap().lladdr, Some(HOST));
 
     assert_eq!(
@@ -279,31 +278,13 @@ fn solicitations_are_checked_before_they_are_answered() {
         Err(RsError::Truncated)
     );
     // the ICMPv6 message under 8 bytes
-    let tiny = eth(
-        [0x33, 0x33, 0, 0, 0, 2],
-        HOST,
-        0x86dd,
-        &ipv6(
-            "fe80::42",
-            "ff02::2",
-            58,
-            255,
-            &icmp6("fe80::42", "ff02::2", 133, 0, &[]),
-        ),
-    );
+    let tiny = to_routers("fe80::42", 255, &icmp6("fe80::42", "ff02::2", 133, 0, &[]));
     assert_eq!(solicit::parse(&tiny), Err(RsError::Truncated));
     // not one at all
-    let echo = eth(
-        [0x33, 0x33, 0, 0, 0, 2],
-        HOST,
-        0x86dd,
-        &ipv6(
-            "fe80::42",
-            "ff02::2",
-            58,
-            255,
-            &icmp6("fe80::42", "ff02::2", 128, 0, &[0; 4]),
-        ),
+    let echo = to_routers(
+        "fe80::42",
+        255,
+        &icmp6("fe80::42", "ff02::2", 128, 0, &[0; 4]),
     );
     assert!(!solicit::is_solicitation(&echo));
     assert_eq!(solicit::parse(&echo), Err(RsError::NotSolicitation));
