@@ -58,11 +58,15 @@ impl Lease {
 /// name of the client holding it.
 pub trait NamedLease {
     /// The kind of address.
-    type Addr: Copy + PartialEq;
+    type Addr: Copy + PartialEq + fmt::Debug;
     /// The address.
     fn address(&self) -> Self::Addr;
+    /// Whether it still holds at `now`.
+    fn holds_at(&self, now: Millis) -> bool;
     /// The host name, if any.
     fn hostname(&self) -> Option<&str>;
+    /// Forgets its host name.
+    fn clear_hostname(&mut self);
     /// Whether its host name is `name` (case-insensitive).
     fn is_named(&self, name: &str) -> bool {
         self.hostname()
@@ -75,8 +79,14 @@ impl NamedLease for Lease {
     fn address(&self) -> Ipv4Addr {
         self.ip
     }
+    fn holds_at(&self, now: Millis) -> bool {
+        self.is_active(now)
+    }
     fn hostname(&self) -> Option<&str> {
         self.hostname.as_deref()
+    }
+    fn clear_hostname(&mut self) {
+        self.hostname = None;
     }
 }
 
@@ -163,13 +173,18 @@ pub fn sanitize_hostname(raw: &[u8]) -> Option<String> {
     core::str::from_utf8(first).ok().map(String::from)
 }
 
-/// The bounded lease table plus the addresses recently declined.
+/// A bounded lease table plus the addresses recently declined: what the DHCPv4
+/// table ([`LeaseTable`]) and the DHCPv6 one share; each finds its clients its own
+/// way.
 #[derive(Clone, Debug)]
-pub struct LeaseTable {
-    leases: Vec<Lease>,
+pub struct Leases<L: NamedLease> {
+    leases: Vec<L>,
     capacity: usize,
-    declined: Declined<Ipv4Addr>,
+    declined: Declined<L::Addr>,
 }
+
+/// The DHCPv4 lease table.
+pub type LeaseTable = Leases<Lease>;
 
 /// What loading a lease file did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -221,10 +236,10 @@ impl LoadReport {
     }
 }
 
-impl LeaseTable {
+impl<L: NamedLease> Leases<L> {
     /// An empty table for at most `capacity` leases.
-    pub fn new(capacity: usize) -> LeaseTable {
-        LeaseTable {
+    pub fn new(capacity: usize) -> Leases<L> {
+        Leases {
             leases: Vec::new(),
             capacity,
             declined: Declined::new(),
@@ -237,16 +252,90 @@ impl LeaseTable {
     }
 
     /// All leases (possibly expired but not yet swept).
-    pub fn iter(&self) -> impl Iterator<Item = &Lease> {
+    pub fn iter(&self) -> impl Iterator<Item = &L> {
         self.leases.iter()
     }
 
     /// Drops ended leases and declines.
     pub fn expire(&mut self, now: Millis) {
-        self.leases.retain(|l| l.is_active(now));
+        self.leases.retain(|l| l.holds_at(now));
         self.declined.expire(now);
     }
 
+    /// The active lease on `addr`.
+    pub fn find_at(&self, addr: L::Addr, now: Millis) -> Option<&L> {
+        self.leases
+            .iter()
+            .find(|l| l.address() == addr && l.holds_at(now))
+    }
+
+    /// Whether `addr` was declined and is still being kept out of the pool.
+    pub fn is_declined(&self, addr: L::Addr, now: Millis) -> bool {
+        self.declined.contains(addr, now)
+    }
+
+    /// Keeps `addr` out of the pool until `now` + [`DECLINE_BACKOFF_MS`] (the
+    /// list is as bounded as the table) and drops its lease.
+    pub fn decline(&mut self, addr: L::Addr, now: Millis) {
+        self.leases.retain(|l| l.address() != addr);
+        self.declined.add(addr, now, self.capacity);
+    }
+
+    /// The first lease `is_it` picks, active or not.
+    pub(crate) fn find_where(&self, is_it: impl Fn(&L) -> bool) -> Option<&L> {
+        self.leases.iter().find(|l| is_it(l))
+    }
+
+    /// Keeps only the leases `keep` picks.
+    pub(crate) fn retain(&mut self, keep: impl FnMut(&L) -> bool) {
+        self.leases.retain(keep);
+    }
+
+    /// Removes the first lease `is_it` picks; returns it.
+    pub(crate) fn remove_where(&mut self, is_it: impl Fn(&L) -> bool) -> Option<L> {
+        let i = self.leases.iter().position(is_it)?;
+        Some(self.leases.remove(i))
+    }
+
+    /// Whether a lease of the client `is_its` picks could be stored now: it has
+    /// one, there is a free place, or one that has ended can go.
+    pub(crate) fn has_room_for(&self, is_its: impl Fn(&L) -> bool, now: Millis) -> bool {
+        self.leases.len() < self.capacity
+            || self.leases.iter().any(|l| is_its(l) || !l.holds_at(now))
+    }
+
+    /// Adds `lease` when there is room, ended leases swept to make some; `false`
+    /// if still full.
+    pub(crate) fn push_bounded(&mut self, lease: L, now: Millis) -> bool {
+        if self.leases.len() >= self.capacity {
+            self.expire(now);
+        }
+        if self.leases.len() >= self.capacity {
+            return false;
+        }
+        self.leases.push(lease);
+        true
+    }
+
+    /// Takes host name `name` (case-insensitive) away from every lease `keep`
+    /// does not pick.
+    pub(crate) fn clear_hostname_where(&mut self, name: &str, keep: impl Fn(&L) -> bool) {
+        for l in self
+            .leases
+            .iter_mut()
+            .filter(|l| !keep(l) && l.is_named(name))
+        {
+            l.clear_hostname();
+        }
+    }
+
+    /// The active leases.
+    pub(crate) fn active(&self, now: Millis) -> impl Iterator<Item = &L> {
+        self.leases.iter().filter(move |l| l.holds_at(now))
+    }
+}
+
+impl Leases<Lease> {
     /// The client's lease, active or not.
     pub fn find_client(&self, hw: &HwAddr, client_id: Option<&[u8]>) -> Option<&Lease> {
         self.leases.iter().find(|l| l.is_for(hw, client_id))
@@ -254,34 +343,18 @@ impl LeaseTable {
 
     /// The active lease on `ip`.
     pub fn find_ip(&self, ip: Ipv4Addr, now: Millis) -> Option<&Lease> {
-        self.leases.iter().find(|l| l.ip == ip && l.is_active(now))
-    }
-
-    /// Whether `ip` was declined and is still being kept out of the pool.
-    pub fn is_declined(&self, ip: Ipv4Addr, now: Millis) -> bool {
-        self.declined.contains(ip, now)
-    }
-
-    /// Keeps `ip` out of the pool until `now` + [`DECLINE_BACKOFF_MS`].
-    pub fn decline(&mut self, ip: Ipv4Addr, now: Millis) {
-        self.leases.retain(|l| l.ip != ip);
-        self.declined.add(ip, now, self.capacity);
+        self.find_at(ip, now)
     }
 
     /// Removes the client's lease; returns it.
     pub fn remove_client(&mut self, hw: &HwAddr, client_id: Option<&[u8]>) -> Option<Lease> {
-        let i = self.leases.iter().position(|l| l.is_for(hw, client_id))?;
-        Some(self.leases.remove(i))
+        self.remove_where(|l| l.is_for(hw, client_id))
     }
 
     /// Whether a lease for this client could be stored now: it has one, there is a
     /// free place, or one that has ended can go.
     pub fn has_room(&self, hw: &HwAddr, client_id: Option<&[u8]>, now: Millis) -> bool {
-        self.leases.len() < self.capacity
-            || self
-                .leases
-                .iter()
-                .any(|l| l.is_for(hw, client_id) || !l.is_active(now))
+        self.has_room_for(|l| l.is_for(hw, client_id), now)
     }
 
     /// Puts `lease` in the table, replacing the client's previous lease and any
@@ -295,24 +368,13 @@ impl LeaseTable {
         if self.leases.iter().any(|l| l.ip == lease.ip) {
             return false;
         }
-        if self.leases.len() >= self.capacity {
-            self.expire(now);
-        }
-        if self.leases.len() >= self.capacity {
-            return false;
-        }
-        self.leases.push(lease);
-        true
+        self.push_bounded(lease, now)
     }
 
     /// Takes host name `name` (case-insensitive) away from every lease but the
     /// one on `keep`.
     pub fn clear_hostname(&mut self, name: &str, keep: Ipv4Addr) {
-        for l in self.leases.iter_mut().filter(|l| l.ip != keep) {
-            if l.is_named(name) {
-                l.hostname = None;
-            }
-        }
+        self.clear_hostname_where(name, |l| l.ip == keep);
     }
 
     /// The active leases as dnsmasq's lease file.
@@ -329,7 +391,7 @@ impl LeaseTable {
         now: Millis,
         epoch_offset_secs: u64,
     ) -> fmt::Result {
-        for l in self.leases.iter().filter(|l| l.is_active(now)) {
+        for l in self.active(now) {
             let expiry = l
                 .expires
                 .map_or(0, |e| epoch_offset_secs.saturating_add(e / 1000));
