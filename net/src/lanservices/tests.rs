@@ -285,6 +285,37 @@ fn ask(n: &mut Net, hc: SocketHandle, q: &[u8]) {
         .unwrap();
 }
 
+/// An IPv6 packet (hop limit `hops`) in an Ethernet frame.
+fn ip6_frame(
+    src_mac: [u8; 6],
+    dst_mac: [u8; 6],
+    src: core::net::Ipv6Addr,
+    dst: core::net::Ipv6Addr,
+    proto: smoltcp::wire::IpProtocol,
+    hops: u8,
+    l4: &[u8],
+) -> Vec<u8> {
+    use smoltcp::wire::{EthernetAddress, EthernetFrame, EthernetProtocol, EthernetRepr};
+    use smoltcp::wire::{Ipv6Packet, Ipv6Repr};
+    let ip = Ipv6Repr {
+        src_addr: src,
+        dst_addr: dst,
+        next_header: proto,
+        payload_len: l4.len(),
+        hop_limit: hops,
+    };
+    let eth = EthernetRepr {
+        src_addr: EthernetAddress(src_mac),
+        dst_addr: EthernetAddress(dst_mac),
+        ethertype: EthernetProtocol::Ipv6,
+    };
+    let mut f = vec![0u8; 14 + 40 + l4.len()];
+    eth.emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
+    ip.emit(&mut Ipv6Packet::new_unchecked(&mut f[14..]));
+    f[54..].copy_from_slice(l4);
+    f
+}
+
 fn lan(n: &mut Net) -> &mut NetIf<Pipe> {
     &mut n.lan_host
 }
