@@ -375,25 +375,10 @@ fn dhcp6_config(
     dns: bool,
     hosts: &[Host],
 ) -> Result<Option<Dhcp6Config>, String> {
-    match p.ra.dhcpv6 {
-        Mode::Disabled => return Ok(None),
-        Mode::Relay | Mode::Hybrid => {
-            return Err(
-                format!("dhcpv6 '{:?}' not supported (no relay)", p.ra.dhcpv6).to_lowercase(),
-            )
-        }
-        Mode::Server => {}
+    if !serves("dhcpv6", p.ra.dhcpv6)? {
+        return Ok(None);
     }
-    let own: Vec<Ipv6Net> = ifc
-        .addrs
-        .iter()
-        .filter_map(|c| match c {
-            IpCidr::Ipv6(c) if !ipv6::is_link_local(c.address()) => {
-                Ipv6Net::new(c.address(), c.prefix_len())
-            }
-            _ => None,
-        })
-        .collect();
+    let own = own_prefixes(ifc);
     let Some(first) = own.iter().find(|n| n.prefix_len() <= 64) else {
         return Err(String::from(
             "dhcpv6 'server' but the interface has no IPv6 /64 (ula_prefix, ip6assign)",
@@ -423,6 +408,31 @@ fn dhcp6_config(
     Ok(Some(c))
 }
 
+/// Whether odhcpd's `what` (`ra`, `dhcpv6`) in mode `m` is served: not when
+/// disabled; an error for a relay, which there is not.
+fn serves(what: &str, m: Mode) -> Result<bool, String> {
+    match m {
+        Mode::Disabled => Ok(false),
+        Mode::Relay | Mode::Hybrid => {
+            Err(format!("{what} '{m:?}' not supported (no relay)").to_lowercase())
+        }
+        Mode::Server => Ok(true),
+    }
+}
+
+/// The interface's own IPv6 prefixes but link-local ones, as configured.
+fn own_prefixes(ifc: &IfConfig) -> Vec<Ipv6Net> {
+    ifc.addrs
+        .iter()
+        .filter_map(|c| match c {
+            IpCidr::Ipv6(c) if !ipv6::is_link_local(c.address()) => {
+                Ipv6Net::new(c.address(), c.prefix_len())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// The advertisements of an interface configured `ifc` with odhcpd's options `o`:
 /// `None` unless `ra 'server'`; an error when there is nothing to advertise.
 /// `rdnss`: whether the router's address may be announced as a DNS server.
@@ -432,23 +442,10 @@ fn ra_config(
     domain: &str,
     rdnss: bool,
 ) -> Result<Option<RaConfig>, String> {
-    match o.ra {
-        Mode::Disabled => return Ok(None),
-        Mode::Relay | Mode::Hybrid => {
-            return Err(format!("ra '{:?}' not supported (no relay)", o.ra).to_lowercase())
-        }
-        Mode::Server => {}
+    if !serves("ra", o.ra)? {
+        return Ok(None);
     }
-    let own: Vec<Ipv6Net> = ifc
-        .addrs
-        .iter()
-        .filter_map(|c| match c {
-            IpCidr::Ipv6(c) if !ipv6::is_link_local(c.address()) => {
-                Ipv6Net::new(c.address(), c.prefix_len())
-            }
-            _ => None,
-        })
-        .collect();
+    let own = own_prefixes(ifc);
     let Some(first) = own.first() else {
         return Err(String::from(
             "ra 'server' but the interface has no IPv6 prefix (ula_prefix, ip6assign)",

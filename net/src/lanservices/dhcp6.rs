@@ -80,29 +80,21 @@ impl Dhcp6Ports {
 
     /// `dhcpv6: eth0 fd12:3456:789a::/64, lease 12h`; `None` without any.
     pub fn summary(&self) -> Option<String> {
-        if self.ports.is_empty() {
-            return None;
-        }
-        let parts: Vec<String> = self
-            .ports
-            .iter()
-            .map(|p| {
-                let c = p.server.config();
-                let down = if p.instance.is_none() {
-                    " (not up)"
-                } else {
-                    ""
-                };
-                format!(
-                    "{} {}/{}, lease {}{down}",
-                    p.vif,
-                    c.prefix.addr(),
-                    c.prefix.prefix_len(),
-                    super::lease_time(c.lease_secs)
-                )
-            })
-            .collect();
-        Some(format!("dhcpv6: {}", parts.join("; ")))
+        ports_summary("dhcpv6", &self.ports, |p| {
+            let c = p.server.config();
+            let down = if p.instance.is_none() {
+                " (not up)"
+            } else {
+                ""
+            };
+            format!(
+                "{} {}/{}, lease {}{down}",
+                p.vif,
+                c.prefix.addr(),
+                c.prefix.prefix_len(),
+                super::lease_time(c.lease_secs)
+            )
+        })
     }
 
     /// Each server's interface, counters and the sends its link refused.
@@ -177,4 +169,18 @@ impl Dhcp6Ports {
             }
         }
     }
+}
+
+/// `LABEL: PART; PART` with a part per port (as `part` writes it); `None`
+/// without any port. For the DHCPv6 servers and the RA senders.
+pub(super) fn ports_summary<P>(
+    label: &str,
+    ports: &[P],
+    part: impl Fn(&P) -> String,
+) -> Option<String> {
+    if ports.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = ports.iter().map(part).collect();
+    Some(format!("{label}: {}", parts.join("; ")))
 }

@@ -94,18 +94,10 @@ impl RaPorts {
     /// `ra: eth0 fd12:3456:789a::/64 slaac, router lifetime 0s`, one part per
     /// interface; `None` without any.
     pub fn summary(&self) -> Option<String> {
-        if self.ports.is_empty() {
-            return None;
-        }
-        let parts: Vec<String> = self
-            .ports
-            .iter()
-            .map(|p| match &p.run {
-                Ok(_) => format!("{} {}", p.vif, p.what),
-                Err(e) => format!("{} not started ({e})", p.vif),
-            })
-            .collect();
-        Some(format!("ra: {}", parts.join("; ")))
+        super::dhcp6::ports_summary("ra", &self.ports, |p| match &p.run {
+            Ok(_) => format!("{} {}", p.vif, p.what),
+            Err(e) => format!("{} not started ({e})", p.vif),
+        })
     }
 
     /// Each running interface's counters and the sends its link refused.

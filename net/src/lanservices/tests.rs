@@ -285,21 +285,94 @@ fn ask(n: &mut Net, hc: SocketHandle, q: &[u8]) {
         .unwrap();
 }
 
-fn reply_to(n: &mut Net, hc: SocketHandle) -> Option<Vec<u8>> {
+/// An IPv6 packet (hop limit `hops`) in an Ethernet frame.
+fn ip6_frame(
+    src_mac: [u8; 6],
+    dst_mac: [u8; 6],
+    src: core::net::Ipv6Addr,
+    dst: core::net::Ipv6Addr,
+    proto: smoltcp::wire::IpProtocol,
+    hops: u8,
+    l4: &[u8],
+) -> Vec<u8> {
+    use smoltcp::wire::{EthernetAddress, EthernetFrame, EthernetProtocol, EthernetRepr};
+    use smoltcp::wire::{Ipv6Packet, Ipv6Repr};
+    let ip = Ipv6Repr {
+        src_addr: src,
+        dst_addr: dst,
+        next_header: proto,
+        payload_len: l4.len(),
+        hop_limit: hops,
+    };
+    let eth = EthernetRepr {
+        src_addr: EthernetAddress(src_mac),
+        dst_addr: EthernetAddress(dst_mac),
+        ethertype: EthernetProtocol::Ipv6,
+    };
+    let mut f = vec![0u8; 14 + 40 + l4.len()];
+    eth.emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
+    ip.emit(&mut Ipv6Packet::new_unchecked(&mut f[14..]));
+    f[54..].copy_from_slice(l4);
+    f
+}
+
+fn lan(n: &mut Net) -> &mut NetIf<Pipe> {
+    &mut n.lan_host
+}
+
+fn wan(n: &mut Net) -> &mut NetIf<Pipe> {
+    &mut n.wan_host
+}
+
+/// The next datagram to UDP socket `h` of `host` (the LAN or the WAN host) and
+/// what came with it (stepping).
+fn datagram(
+    n: &mut Net,
+    host: fn(&mut Net) -> &mut NetIf<Pipe>,
+    h: SocketHandle,
+) -> Option<(Vec<u8>, udp::UdpMetadata)> {
     n.until(300, |n| {
-        n.lan_host
+        host(n)
             .sockets
-            .get_mut::<udp::Socket>(hc)
+            .get_mut::<udp::Socket>(h)
             .recv()
             .ok()
-            .map(|(d, m)| {
-                assert_eq!(
-                    m.endpoint,
-                    IpEndpoint::new(IpAddress::v4(192, 168, 1, 1), 53)
-                );
-                d.to_vec()
-            })
+            .map(|(d, m)| (d.to_vec(), m))
     })
+}
+
+fn reply_to(n: &mut Net, hc: SocketHandle) -> Option<Vec<u8>> {
+    datagram(n, lan, hc).map(|(d, m)| {
+        assert_eq!(
+            m.endpoint,
+            IpEndpoint::new(IpAddress::v4(192, 168, 1, 1), 53)
+        );
+        d
+    })
+}
+
+/// The next query to reach the WAN host's DNS socket `hu`, and where it came
+/// from (stepping).
+fn upstream_query(n: &mut Net, hu: SocketHandle) -> Option<(Vec<u8>, IpEndpoint)> {
+    datagram(n, wan, hu).map(|(d, m)| (d, m.endpoint))
+}
+
+/// The WAN host's DNS socket `hu` sends `r` to `to`.
+fn upstream_reply(n: &mut Net, hu: SocketHandle, r: &[u8], to: IpEndpoint) {
+    n.wan_host
+        .sockets
+        .get_mut::<udp::Socket>(hu)
+        .send_slice(r, to)
+        .unwrap();
+}
+
+/// Whether nothing waits at the WAN host's DNS socket `hu`.
+fn upstream_idle(n: &mut Net, hu: SocketHandle) -> bool {
+    n.wan_host
+        .sockets
+        .get_mut::<udp::Socket>(hu)
+        .recv()
+        .is_err()
 }
 
 #[test]
@@ -307,16 +380,7 @@ fn a_query_is_forwarded_to_the_wan_upstream_then_answered_from_the_cache() {
     let (mut n, hc, hu) = dns_net();
     let q1 = query(0x1234, "example.com", 1);
     ask(&mut n, hc, &q1);
-    let (up, from) = n
-        .until(300, |n| {
-            n.wan_host
-                .sockets
-                .get_mut::<udp::Socket>(hu)
-                .recv()
-                .ok()
-                .map(|(d, m)| (d.to_vec(), m.endpoint))
-        })
-        .expect("the query went out the WAN");
+    let (up, from) = upstream_query(&mut n, hu).expect("the query went out the WAN");
     assert_eq!(
         from.addr,
         IpAddress::v4(10, 0, 0, 2),
@@ -325,11 +389,7 @@ fn a_query_is_forwarded_to_the_wan_upstream_then_answered_from_the_cache() {
     assert!(from.port >= 49152, "a random source port: {}", from.port);
     assert_eq!(&up[2..], &q1[2..], "the same question");
     assert_ne!(&up[..2], &q1[..2], "under a new id");
-    n.wan_host
-        .sockets
-        .get_mut::<udp::Socket>(hu)
-        .send_slice(&answer(&up, [93, 184, 216, 34]), from)
-        .unwrap();
+    upstream_reply(&mut n, hu, &answer(&up, [93, 184, 216, 34]), from);
     let r = reply_to(&mut n, hc).expect("the answer came back");
     assert_eq!(&r[..2], &[0x12, 0x34], "under the client's id");
     assert_eq!(a_records(&r), [[93, 184, 216, 34]]);
@@ -342,14 +402,7 @@ fn a_query_is_forwarded_to_the_wan_upstream_then_answered_from_the_cache() {
     for _ in 0..50 {
         n.step();
     }
-    assert!(
-        n.wan_host
-            .sockets
-            .get_mut::<udp::Socket>(hu)
-            .recv()
-            .is_err(),
-        "no second upstream query"
-    );
+    assert!(upstream_idle(&mut n, hu), "no second upstream query");
     let d = n.services.dns_counters().unwrap();
     assert_eq!(
         (d.queries, d.forwarded, d.replies, d.cache_hits),
@@ -379,15 +432,7 @@ fn a_dhcp_clients_name_resolves_under_lan_locally() {
 fn an_unanswered_query_times_out_with_servfail_and_its_socket_closes() {
     let (mut n, hc, hu) = dns_net();
     ask(&mut n, hc, &query(9, "slow.example", 1));
-    n.until(300, |n| {
-        n.wan_host
-            .sockets
-            .get_mut::<udp::Socket>(hu)
-            .recv()
-            .ok()
-            .map(|_| ())
-    })
-    .expect("sent upstream");
+    upstream_query(&mut n, hu).expect("sent upstream");
     assert_eq!(n.services.upstream.len(), 1);
     assert!(n.services.poll_at().is_some(), "a timer runs");
     let r = reply_to(&mut n, hc).expect("a failure after the timeout");
@@ -712,23 +757,10 @@ fn a_burst_of_cached_answers_is_sent_one_by_one_not_gathered() {
     // Fill the cache with a 1.3 KB answer.
     let q = query_edns(1, "big.example", 16, 4096);
     ask(&mut n, hc, &q);
-    let (up, from) = n
-        .until(300, |n| {
-            n.wan_host
-                .sockets
-                .get_mut::<udp::Socket>(hu)
-                .recv()
-                .ok()
-                .map(|(d, m)| (d.to_vec(), m.endpoint))
-        })
-        .expect("the query went out the WAN");
+    let (up, from) = upstream_query(&mut n, hu).expect("the query went out the WAN");
     let big = big_answer(&up, 5, 250);
     assert!(big.len() > 1300 && big.len() < 1472, "{}", big.len());
-    n.wan_host
-        .sockets
-        .get_mut::<udp::Socket>(hu)
-        .send_slice(&big, from)
-        .unwrap();
+    upstream_reply(&mut n, hu, &big, from);
     let r = reply_to(&mut n, hc).expect("the answer came back");
     assert_eq!(r.len(), big.len());
     // 16 clients' worth of queries for it reach the listener in one poll.

@@ -244,8 +244,15 @@ fn inner_status(b: &[u8]) -> Result<u16, ParseError> {
     Ok(s)
 }
 
-fn ia_na(body: &[u8]) -> Result<Ia<IaAddr>, ParseError> {
-    let (iaid, t1, t2, opts) = ia_head(OPT_IA_NA, body)?;
+/// An IA of `code` whose entries are options `entry_code`: its status, and the
+/// entries `entry` reads as usable (at most [`MAX_IA_ENTRIES`]).
+fn ia<T>(
+    code: u16,
+    body: &[u8],
+    entry_code: u16,
+    entry: impl Fn(&[u8]) -> Result<Option<T>, ParseError>,
+) -> Result<Ia<T>, ParseError> {
+    let (iaid, t1, t2, opts) = ia_head(code, body)?;
     let mut ia = Ia {
         iaid,
         t1,
@@ -253,70 +260,61 @@ fn ia_na(body: &[u8]) -> Result<Ia<IaAddr>, ParseError> {
         status: None,
         entries: Vec::new(),
     };
-    for (code, b) in opts {
-        match code {
-            OPT_STATUS_CODE => ia.status = Some(status(b)?),
-            OPT_IAADDR => {
-                let addr = addr_at(b, 0).ok_or(ParseError::BadOption(OPT_IAADDR))?;
-                if b.len() < 24 {
-                    return Err(ParseError::BadOption(OPT_IAADDR));
-                }
-                let (preferred, valid) = (u32_at(b, 16), u32_at(b, 20));
-                let st = inner_status(b.get(24..).unwrap_or(&[]))?;
-                if st == STATUS_SUCCESS && preferred <= valid && ia.entries.len() < MAX_IA_ENTRIES {
-                    ia.entries.push(IaAddr {
-                        addr,
-                        preferred,
-                        valid,
-                    });
+    for (c, b) in opts {
+        if c == OPT_STATUS_CODE {
+            ia.status = Some(status(b)?);
+        } else if c == entry_code {
+            if let Some(e) = entry(b)? {
+                if ia.entries.len() < MAX_IA_ENTRIES {
+                    ia.entries.push(e);
                 }
             }
-            _ => {}
         }
     }
     Ok(ia)
 }
 
-fn ia_pd(body: &[u8]) -> Result<Ia<IaPrefix>, ParseError> {
-    let (iaid, t1, t2, opts) = ia_head(OPT_IA_PD, body)?;
-    let mut ia = Ia {
-        iaid,
-        t1,
-        t2,
-        status: None,
-        entries: Vec::new(),
-    };
-    for (code, b) in opts {
-        match code {
-            OPT_STATUS_CODE => ia.status = Some(status(b)?),
-            OPT_IAPREFIX => {
-                if b.len() < 25 {
-                    return Err(ParseError::BadOption(OPT_IAPREFIX));
-                }
-                let (preferred, valid) = (u32_at(b, 0), u32_at(b, 4));
-                let len = b.get(8).copied().unwrap_or(0);
-                let addr = addr_at(b, 9).ok_or(ParseError::BadOption(OPT_IAPREFIX))?;
-                let prefix = Ipv6Net::new(addr, len)
-                    .ok_or(ParseError::BadOption(OPT_IAPREFIX))?
-                    .network();
-                let st = inner_status(b.get(25..).unwrap_or(&[]))?;
-                // a prefix of length 0 (or longer than a /64) cannot be used
-                if st == STATUS_SUCCESS
-                    && preferred <= valid
-                    && (1..=64).contains(&len)
-                    && ia.entries.len() < MAX_IA_ENTRIES
-                {
-                    ia.entries.push(IaPrefix {
-                        prefix,
-                        preferred,
-                        valid,
-                    });
-                }
-            }
-            _ => {}
+fn ia_na(body: &[u8]) -> Result<Ia<IaAddr>, ParseError> {
+    ia(OPT_IA_NA, body, OPT_IAADDR, |b| {
+        let addr = addr_at(b, 0).ok_or(ParseError::BadOption(OPT_IAADDR))?;
+        if b.len() < 24 {
+            return Err(ParseError::BadOption(OPT_IAADDR));
         }
-    }
-    Ok(ia)
+        let (preferred, valid) = (u32_at(b, 16), u32_at(b, 20));
+        let st = inner_status(b.get(24..).unwrap_or(&[]))?;
+        Ok(
+            (st == STATUS_SUCCESS && preferred <= valid).then_some(IaAddr {
+                addr,
+                preferred,
+                valid,
+            }),
+        )
+    })
+}
+
+fn ia_pd(body: &[u8]) -> Result<Ia<IaPrefix>, ParseError> {
+    ia(OPT_IA_PD, body, OPT_IAPREFIX, |b| {
+        if b.len() < 25 {
+            return Err(ParseError::BadOption(OPT_IAPREFIX));
+        }
+        let (preferred, valid) = (u32_at(b, 0), u32_at(b, 4));
+        let len = b.get(8).copied().unwrap_or(0);
+        let addr = addr_at(b, 9).ok_or(ParseError::BadOption(OPT_IAPREFIX))?;
+        let prefix = Ipv6Net::new(addr, len)
+            .ok_or(ParseError::BadOption(OPT_IAPREFIX))?
+            .network();
+        let st = inner_status(b.get(25..).unwrap_or(&[]))?;
+        // a prefix of length 0 (or longer than a /64) cannot be used
+        Ok(
+            (st == STATUS_SUCCESS && preferred <= valid && (1..=64).contains(&len)).then_some(
+                IaPrefix {
+                    prefix,
+                    preferred,
+                    valid,
+                },
+            ),
+        )
+    })
 }
 
 /// RFC 1035 names, uncompressed (RFC 8415 §10), as dotted text; a bad one refuses

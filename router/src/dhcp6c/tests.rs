@@ -7,23 +7,13 @@ use core::net::Ipv6Addr;
 
 use super::client::*;
 use super::message::*;
-use crate::dns::Rng;
+use crate::ra::tests::TestRng;
 use crate::route6::Ipv6Net;
 use crate::Millis;
 
 const MAC: [u8; 6] = [0x00, 0x16, 0x3e, 0x0a, 0x0b, 0x0c];
 const SERVER: &[u8] = &[0, 3, 0, 1, 2, 0, 0, 0, 0, 1];
 const OTHER_SERVER: &[u8] = &[0, 3, 0, 1, 2, 0, 0, 0, 0, 2];
-
-struct TestRng(u32);
-impl Rng for TestRng {
-    fn next_u32(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 17;
-        self.0 ^= self.0 << 5;
-        self.0
-    }
-}
 
 fn cfg() -> ClientConfig {
     ClientConfig {

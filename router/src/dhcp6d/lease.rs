@@ -5,7 +5,7 @@
 //! never; IAID in decimal; DUID as colon-separated hex), as dnsmasq's
 //! `lease_update_file` writes them.
 
-use crate::dhcpd::lease::sanitize_hostname;
+use crate::dhcpd::lease::{parse_hex, sanitize_hostname, write_hex, Leases, NamedLease};
 use crate::Millis;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -15,7 +15,7 @@ use core::net::Ipv6Addr;
 /// The longest DUID taken (RFC 8415 §11.1: at most 128 bytes after the type).
 pub const MAX_DUID: usize = 130;
 /// How long a declined address stays out of the pool (ms), as for DHCPv4.
-pub const DECLINE_BACKOFF_MS: Millis = 600_000;
+pub use crate::dhcpd::lease::DECLINE_BACKOFF_MS;
 
 /// One lease.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,90 +44,49 @@ impl Lease6 {
     }
 }
 
-/// The bounded lease table and the addresses recently declined.
-#[derive(Clone, Debug)]
-pub struct LeaseTable6 {
-    leases: Vec<Lease6>,
-    capacity: usize,
-    declined: Vec<(Ipv6Addr, Millis)>,
+impl NamedLease for Lease6 {
+    type Addr = Ipv6Addr;
+    fn address(&self) -> Ipv6Addr {
+        self.addr
+    }
+    fn holds_at(&self, now: Millis) -> bool {
+        self.is_active(now)
+    }
+    fn hostname(&self) -> Option<&str> {
+        self.hostname.as_deref()
+    }
+    fn clear_hostname(&mut self) {
+        self.hostname = None;
+    }
 }
 
-impl LeaseTable6 {
-    /// An empty table for at most `capacity` leases.
-    pub fn new(capacity: usize) -> LeaseTable6 {
-        LeaseTable6 {
-            leases: Vec::new(),
-            capacity,
-            declined: Vec::new(),
-        }
-    }
+/// The DHCPv6 lease table.
+pub type LeaseTable6 = Leases<Lease6>;
 
-    /// Its bound.
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
-    /// All leases (ended ones not yet swept included).
-    pub fn iter(&self) -> impl Iterator<Item = &Lease6> {
-        self.leases.iter()
-    }
-
-    /// Drops ended leases and declines.
-    pub fn expire(&mut self, now: Millis) {
-        self.leases.retain(|l| l.is_active(now));
-        self.declined.retain(|(_, until)| *until > now);
-    }
-
+impl Leases<Lease6> {
     /// The lease of IA `iaid` of `duid`.
     pub fn find(&self, duid: &[u8], iaid: u32) -> Option<&Lease6> {
-        self.leases.iter().find(|l| l.is_for(duid, iaid))
+        self.find_where(|l| l.is_for(duid, iaid))
     }
 
     /// The active lease on `addr`.
     pub fn find_addr(&self, addr: Ipv6Addr, now: Millis) -> Option<&Lease6> {
-        self.leases
-            .iter()
-            .find(|l| l.addr == addr && l.is_active(now))
+        self.find_at(addr, now)
     }
 
     /// How many leases `duid` holds.
     pub fn count_for(&self, duid: &[u8]) -> usize {
-        self.leases.iter().filter(|l| l.duid == duid).count()
-    }
-
-    /// Whether `addr` is kept out of the pool after a Decline.
-    pub fn is_declined(&self, addr: Ipv6Addr, now: Millis) -> bool {
-        self.declined
-            .iter()
-            .any(|(d, until)| *d == addr && *until > now)
-    }
-
-    /// Keeps `addr` out of the pool for [`DECLINE_BACKOFF_MS`] (the list is as
-    /// bounded as the table) and drops its lease.
-    pub fn decline(&mut self, addr: Ipv6Addr, now: Millis) {
-        self.leases.retain(|l| l.addr != addr);
-        self.declined
-            .retain(|(d, until)| *d != addr && *until > now);
-        if self.declined.len() >= self.capacity.max(1) {
-            self.declined.remove(0);
-        }
-        self.declined
-            .push((addr, now.saturating_add(DECLINE_BACKOFF_MS)));
+        self.iter().filter(|l| l.duid == duid).count()
     }
 
     /// Removes the lease of IA `iaid` of `duid`; returns it.
     pub fn remove(&mut self, duid: &[u8], iaid: u32) -> Option<Lease6> {
-        let i = self.leases.iter().position(|l| l.is_for(duid, iaid))?;
-        Some(self.leases.remove(i))
+        self.remove_where(|l| l.is_for(duid, iaid))
     }
 
     /// Whether a lease for IA `iaid` of `duid` could be stored now.
     pub fn has_room(&self, duid: &[u8], iaid: u32, now: Millis) -> bool {
-        self.leases.len() < self.capacity
-            || self
-                .leases
-                .iter()
-                .any(|l| l.is_for(duid, iaid) || !l.is_active(now))
+        self.has_room_for(|l| l.is_for(duid, iaid), now)
     }
 
     /// Stores `lease`, replacing the IA's previous lease and an ended lease on the
@@ -135,34 +94,18 @@ impl LeaseTable6 {
     /// or the table is full.
     pub fn upsert(&mut self, lease: Lease6, now: Millis) -> bool {
         if self
-            .leases
             .iter()
             .any(|l| l.addr == lease.addr && l.is_active(now) && !l.is_for(&lease.duid, lease.iaid))
         {
             return false;
         }
-        self.leases
-            .retain(|l| !(l.is_for(&lease.duid, lease.iaid) || l.addr == lease.addr));
-        if self.leases.len() >= self.capacity {
-            self.expire(now);
-        }
-        if self.leases.len() >= self.capacity {
-            return false;
-        }
-        self.leases.push(lease);
-        true
+        self.retain(|l| !(l.is_for(&lease.duid, lease.iaid) || l.addr == lease.addr));
+        self.push_bounded(lease, now)
     }
 
     /// Takes host name `name` away from every lease of another client than `duid`.
     pub fn clear_hostname(&mut self, name: &str, duid: &[u8]) {
-        for l in self.leases.iter_mut().filter(|l| l.duid != duid) {
-            if l.hostname
-                .as_deref()
-                .is_some_and(|h| h.eq_ignore_ascii_case(name))
-            {
-                l.hostname = None;
-            }
-        }
+        self.clear_hostname_where(name, |l| l.duid == duid);
     }
 
     /// The active leases as dnsmasq's IPv6 lease lines, after `duid SERVER-DUID`
@@ -174,13 +117,13 @@ impl LeaseTable6 {
         now: Millis,
         epoch_offset_secs: u64,
     ) -> fmt::Result {
-        if !self.leases.iter().any(|l| l.is_active(now)) {
+        if self.active(now).next().is_none() {
             return Ok(()); // no IPv6 part: the file stays dnsmasq's DHCPv4 one
         }
         out.write_str("duid ")?;
         write_hex(out, server_duid)?;
         out.write_char('\n')?;
-        for l in self.leases.iter().filter(|l| l.is_active(now)) {
+        for l in self.active(now) {
             let expiry = l
                 .expires
                 .map_or(0, |e| epoch_offset_secs.saturating_add(e / 1000));
@@ -196,16 +139,6 @@ impl LeaseTable6 {
         }
         Ok(())
     }
-}
-
-fn write_hex(out: &mut dyn Write, bytes: &[u8]) -> fmt::Result {
-    for (i, b) in bytes.iter().enumerate() {
-        if i > 0 {
-            out.write_char(':')?;
-        }
-        write!(out, "{b:02x}")?;
-    }
-    Ok(())
 }
 
 /// One IPv6 lease line, read but not yet checked against a prefix.
@@ -236,13 +169,7 @@ impl LeaseLine6 {
             "*" => None,
             n => Some(sanitize_hostname(n.as_bytes()).filter(|s| s == n)?),
         };
-        let mut d = Vec::new();
-        for part in duid.split(':') {
-            if part.is_empty() || part.len() > 2 || d.len() >= MAX_DUID {
-                return None;
-            }
-            d.push(u8::from_str_radix(part, 16).ok()?);
-        }
+        let d = parse_hex(duid, MAX_DUID)?;
         if d.len() < 2 {
             return None;
         }

@@ -28,7 +28,7 @@ use super::config::{Dhcp6Config, MAX_IAS_PER_MESSAGE, MAX_LEASES_PER_CLIENT};
 use super::lease::{Lease6, LeaseLine6, LeaseTable6, MAX_DUID};
 use super::message::{msg, reply_frame, Frame, Message, ALL_SERVERS};
 use super::options::{code, put, status, status_data, Options};
-use crate::dhcpd::lease::sanitize_hostname;
+use crate::dhcpd::lease::{address_named, name_at, sanitize_hostname};
 use crate::dhcpd::LoadReport;
 use crate::Millis;
 use alloc::string::String;
@@ -182,20 +182,12 @@ impl Dhcp6Server {
 
     /// The address of the client named `name` (case-insensitive), if bound.
     pub fn address_of(&self, name: &str, now: Millis) -> Option<Ipv6Addr> {
-        self.leases(now)
-            .find(|l| {
-                l.hostname
-                    .as_deref()
-                    .is_some_and(|h| h.eq_ignore_ascii_case(name))
-            })
-            .map(|l| l.addr)
+        address_named(self.leases(now), name)
     }
 
     /// The host name of the client holding `addr`.
     pub fn name_of(&self, addr: Ipv6Addr, now: Millis) -> Option<&str> {
-        self.leases(now)
-            .find(|l| l.addr == addr)
-            .and_then(|l| l.hostname.as_deref())
+        name_at(self.leases(now), addr)
     }
 
     /// The leases as dnsmasq's IPv6 lease lines (after `duid ...`).
@@ -218,28 +210,14 @@ impl Dhcp6Server {
         now: Millis,
         epoch_offset_secs: u64,
     ) -> LoadReport {
-        let mut r = LoadReport::default();
-        let wall_now = epoch_offset_secs.saturating_add(now / 1000);
-        for line in lines.filter(|l| !l.trim().is_empty()) {
-            let Some(l) = LeaseLine6::parse(line) else {
-                r.corrupt += 1;
-                continue;
-            };
-            let expires = if l.expiry_epoch == 0 {
-                None
-            } else if l.expiry_epoch <= wall_now {
-                r.expired += 1;
-                continue;
-            } else {
-                Some((l.expiry_epoch - epoch_offset_secs).saturating_mul(1000))
-            };
+        let parse = |s: &str| LeaseLine6::parse(s).map(|l| (l.expiry_epoch, l));
+        LoadReport::load(lines, now, epoch_offset_secs, parse, |l, expires| {
             if self.cfg.host_id(l.addr).is_none()
                 || self.cfg.router_addrs.contains(&l.addr)
                 || self.leases.find_addr(l.addr, now).is_some()
                 || self.leases.find(&l.duid, l.iaid).is_some()
             {
-                r.corrupt += 1;
-                continue;
+                return false;
             }
             let lease = Lease6 {
                 duid: l.duid,
@@ -248,13 +226,8 @@ impl Dhcp6Server {
                 hostname: l.hostname,
                 expires,
             };
-            if self.leases.upsert(lease, now) {
-                r.loaded += 1;
-            } else {
-                r.corrupt += 1;
-            }
-        }
-        r
+            self.leases.upsert(lease, now)
+        })
     }
 
     /// Handles one Ethernet frame the link kept aside; returns the frame to send.

@@ -133,21 +133,52 @@ fn send(s: &mut Dhcp6Server, m: Msg, now: u64) -> Option<Reply> {
         .map(|raw| Reply { kind: raw[0], raw })
 }
 
+/// Sends a message of `kind` with the client's id, the server's when given, and
+/// one IA_NA (IAID, hinted addresses).
+fn ask(
+    s: &mut Dhcp6Server,
+    kind: u8,
+    duid: &[u8],
+    sid: Option<&[u8]>,
+    iaid: u32,
+    addrs: &[Ipv6Addr],
+    now: u64,
+) -> Option<Reply> {
+    let mut m = Msg::new(kind).client(duid);
+    if let Some(sid) = sid {
+        m = m.server(sid);
+    }
+    send(s, m.ia_na(iaid, addrs), now)
+}
+
+/// A Request at time 0 for one IA_NA (no hints) that names the client by FQDN.
+fn request_named(s: &mut Dhcp6Server, duid: &[u8], name: &str) -> Reply {
+    let sid = s.duid().to_vec();
+    let m = Msg::new(msg::REQUEST).client(duid).server(&sid).fqdn(name);
+    send(s, m.ia_na(1, &[]), 0).unwrap()
+}
+
+/// A client's frame to `dst` at `dst_mac` (port 546 to 547): built as the server
+/// builds its own, then turned round and its UDP checksum made again.
+fn client_frame(m: &[u8], dst_mac: [u8; 6], dst: Ipv6Addr) -> Vec<u8> {
+    let client_ll = crate::ipv6::link_local_of(CLIENT_MAC);
+    let mut f = reply_frame(m, CLIENT_MAC, dst_mac, dst);
+    f[54..56].copy_from_slice(&546u16.to_be_bytes());
+    f[56..58].copy_from_slice(&547u16.to_be_bytes());
+    f[60..62].copy_from_slice(&[0, 0]);
+    let s_ = crate::ipv6::pseudo_header_sum(client_ll, dst, 17, f.len() - 54);
+    let c = !crate::checksum::fold(crate::checksum::sum(s_, &f[54..]));
+    f[60..62].copy_from_slice(&c.to_be_bytes());
+    f
+}
+
 /// Solicit then Request: the client's address.
 fn bind(s: &mut Dhcp6Server, duid: &[u8], iaid: u32, now: u64) -> Ipv6Addr {
-    let adv = send(s, Msg::new(msg::SOLICIT).client(duid).ia_na(iaid, &[]), now).unwrap();
+    let adv = ask(s, msg::SOLICIT, duid, None, iaid, &[], now).unwrap();
     assert_eq!(adv.kind, msg::ADVERTISE);
     let offered = adv.addr();
     let sid = s.duid().to_vec();
-    let r = send(
-        s,
-        Msg::new(msg::REQUEST)
-            .client(duid)
-            .server(&sid)
-            .ia_na(iaid, &[offered]),
-        now,
-    )
-    .unwrap();
+    let r = ask(s, msg::REQUEST, duid, Some(&sid), iaid, &[offered], now).unwrap();
     assert_eq!(r.kind, msg::REPLY);
     assert_eq!(r.addr(), offered);
     offered
@@ -157,12 +188,7 @@ fn bind(s: &mut Dhcp6Server, duid: &[u8], iaid: u32, now: u64) -> Ipv6Addr {
 fn solicit_advertise_request_reply() {
     let mut s = server();
     let duid = duid_ll(CLIENT_MAC);
-    let adv = send(
-        &mut s,
-        Msg::new(msg::SOLICIT).client(&duid).ia_na(7, &[]),
-        0,
-    )
-    .unwrap();
+    let adv = ask(&mut s, msg::SOLICIT, &duid, None, 7, &[], 0).unwrap();
     assert_eq!(adv.kind, msg::ADVERTISE);
     assert_eq!(&adv.raw[1..4], &[0x12, 0x34, 0x56], "transaction id echoed");
     assert_eq!(adv.opts().get(code::CLIENTID), Some(&duid[..]));
@@ -191,12 +217,7 @@ fn solicit_advertise_request_reply() {
     // nothing reserved at Solicit
     assert_eq!(s.leases(0).count(), 0);
     // the same client is offered the same address again
-    let again = send(
-        &mut s,
-        Msg::new(msg::SOLICIT).client(&duid).ia_na(7, &[]),
-        0,
-    )
-    .unwrap();
+    let again = ask(&mut s, msg::SOLICIT, &duid, None, 7, &[], 0).unwrap();
     assert_eq!(again.addr(), addr);
     let got = bind(&mut s, &duid, 7, 1000);
     assert_eq!(got, addr);
@@ -215,35 +236,20 @@ fn solicit_advertise_request_reply() {
 
 #[test]
 fn rapid_commit_only_when_asked_and_allowed() {
-    let mut s = server();
     let duid = duid_ll(CLIENT_MAC);
-    let r = send(
-        &mut s,
-        Msg::new(msg::SOLICIT)
+    // (allowed, the answer, leases held): committed at once only when allowed
+    for (allowed, kind, held) in [(true, msg::REPLY, 1), (false, msg::ADVERTISE, 0)] {
+        let mut c = cfg();
+        c.rapid_commit = allowed;
+        let mut s = Dhcp6Server::new(c);
+        let m = Msg::new(msg::SOLICIT)
             .client(&duid)
-            .opt(code::RAPID_COMMIT, &[])
-            .ia_na(1, &[]),
-        0,
-    )
-    .unwrap();
-    assert_eq!(r.kind, msg::REPLY);
-    assert!(r.opts().has(code::RAPID_COMMIT));
-    assert_eq!(s.leases(0).count(), 1, "committed at once");
-    let mut c = cfg();
-    c.rapid_commit = false;
-    let mut s = Dhcp6Server::new(c);
-    let r = send(
-        &mut s,
-        Msg::new(msg::SOLICIT)
-            .client(&duid)
-            .opt(code::RAPID_COMMIT, &[])
-            .ia_na(1, &[]),
-        0,
-    )
-    .unwrap();
-    assert_eq!(r.kind, msg::ADVERTISE);
-    assert!(!r.opts().has(code::RAPID_COMMIT));
-    assert_eq!(s.leases(0).count(), 0);
+            .opt(code::RAPID_COMMIT, &[]);
+        let r = send(&mut s, m.ia_na(1, &[]), 0).unwrap();
+        assert_eq!(r.kind, kind);
+        assert_eq!(r.opts().has(code::RAPID_COMMIT), allowed);
+        assert_eq!(s.leases(0).count(), held, "committed at once: {allowed}");
+    }
 }
 
 #[test]
@@ -252,71 +258,32 @@ fn renew_rebind_extend_and_refuse() {
     let duid = duid_ll(CLIENT_MAC);
     let sid = s.duid().to_vec();
     let addr = bind(&mut s, &duid, 1, 0);
-    let r = send(
-        &mut s,
-        Msg::new(msg::RENEW)
-            .client(&duid)
-            .server(&sid)
-            .ia_na(1, &[addr]),
-        20_000_000,
-    )
-    .unwrap();
+    let (t1, t2) = (20_000_000, 30_000_000);
+    let r = ask(&mut s, msg::RENEW, &duid, Some(&sid), 1, &[addr], t1).unwrap();
     assert_eq!(r.ias()[0].1, vec![(addr, 43_200, 43_200)]);
     assert_eq!(
         s.leases(0).next().unwrap().expires,
         Some(20_000_000 + 43_200_000)
     );
     // Renew of an IA it does not hold: NoBinding
-    let r = send(
-        &mut s,
-        Msg::new(msg::RENEW)
-            .client(&duid)
-            .server(&sid)
-            .ia_na(9, &[addr]),
-        20_000_000,
-    )
-    .unwrap();
+    let r = ask(&mut s, msg::RENEW, &duid, Some(&sid), 9, &[addr], t1).unwrap();
     assert_eq!(r.ias()[0].2, Some(status::NO_BINDING));
     // Rebind (no server id): extended too
-    let r = send(
-        &mut s,
-        Msg::new(msg::REBIND).client(&duid).ia_na(1, &[addr]),
-        30_000_000,
-    )
-    .unwrap();
+    let r = ask(&mut s, msg::REBIND, &duid, None, 1, &[addr], t2).unwrap();
     assert_eq!(r.ias()[0].1, vec![(addr, 43_200, 43_200)]);
     // Rebind with an address of another link: lifetimes 0
-    let r = send(
-        &mut s,
-        Msg::new(msg::REBIND)
-            .client(&duid)
-            .ia_na(5, &[a("2001:db8::5")]),
-        30_000_000,
-    )
-    .unwrap();
+    let elsewhere = a("2001:db8::5");
+    let r = ask(&mut s, msg::REBIND, &duid, None, 5, &[elsewhere], t2).unwrap();
     assert_eq!(r.ias()[0].1, vec![(a("2001:db8::5"), 0, 0)]);
     // Rebind after the lease was lost (a new server state): given again if free
     let mut fresh = server();
-    let r = send(
-        &mut fresh,
-        Msg::new(msg::REBIND).client(&duid).ia_na(1, &[addr]),
-        0,
-    )
-    .unwrap();
+    let r = ask(&mut fresh, msg::REBIND, &duid, None, 1, &[addr], 0).unwrap();
     assert_eq!(r.ias()[0].1, vec![(addr, 43_200, 43_200)]);
     assert_eq!(fresh.leases(0).count(), 1);
     // Renew to a server that never had it: NoBinding, nothing made
     let mut fresh = server();
     let fsid = fresh.duid().to_vec();
-    let r = send(
-        &mut fresh,
-        Msg::new(msg::RENEW)
-            .client(&duid)
-            .server(&fsid)
-            .ia_na(1, &[addr]),
-        0,
-    )
-    .unwrap();
+    let r = ask(&mut fresh, msg::RENEW, &duid, Some(&fsid), 1, &[addr], 0).unwrap();
     assert_eq!(r.ias()[0].2, Some(status::NO_BINDING));
     assert_eq!(fresh.leases(0).count(), 0);
     // a lease ends
@@ -329,39 +296,15 @@ fn release_and_decline() {
     let duid = duid_ll(CLIENT_MAC);
     let sid = s.duid().to_vec();
     let addr = bind(&mut s, &duid, 1, 0);
-    let r = send(
-        &mut s,
-        Msg::new(msg::RELEASE)
-            .client(&duid)
-            .server(&sid)
-            .ia_na(1, &[addr]),
-        1,
-    )
-    .unwrap();
+    let r = ask(&mut s, msg::RELEASE, &duid, Some(&sid), 1, &[addr], 1).unwrap();
     assert_eq!((r.kind, r.status()), (msg::REPLY, Some(status::SUCCESS)));
     assert_eq!(s.leases(1).count(), 0);
     // releasing again: NoBinding for the IA
-    let r = send(
-        &mut s,
-        Msg::new(msg::RELEASE)
-            .client(&duid)
-            .server(&sid)
-            .ia_na(1, &[addr]),
-        1,
-    )
-    .unwrap();
+    let r = ask(&mut s, msg::RELEASE, &duid, Some(&sid), 1, &[addr], 1).unwrap();
     assert_eq!(r.ias()[0].2, Some(status::NO_BINDING));
     // decline: the address stays out of the pool for a while
     let addr = bind(&mut s, &duid, 1, 2);
-    let r = send(
-        &mut s,
-        Msg::new(msg::DECLINE)
-            .client(&duid)
-            .server(&sid)
-            .ia_na(1, &[addr]),
-        3,
-    )
-    .unwrap();
+    let r = ask(&mut s, msg::DECLINE, &duid, Some(&sid), 1, &[addr], 3).unwrap();
     assert_eq!(r.status(), Some(status::SUCCESS));
     assert_eq!(s.leases(3).count(), 0);
     let next = bind(&mut s, &duid, 1, 4);
@@ -370,15 +313,8 @@ fn release_and_decline() {
         "a declined address is not offered again at once"
     );
     // another client cannot release it
-    let r = send(
-        &mut s,
-        Msg::new(msg::RELEASE)
-            .client(&duid_ll([2; 6]))
-            .server(&sid)
-            .ia_na(1, &[next]),
-        5,
-    )
-    .unwrap();
+    let d2 = duid_ll([2; 6]);
+    let r = ask(&mut s, msg::RELEASE, &d2, Some(&sid), 1, &[next], 5).unwrap();
     assert_eq!(r.ias()[0].2, Some(status::NO_BINDING));
     assert_eq!(s.leases(5).count(), 1);
 }
@@ -387,31 +323,13 @@ fn release_and_decline() {
 fn confirm_and_information_request() {
     let mut s = server();
     let duid = duid_ll(CLIENT_MAC);
-    let r = send(
-        &mut s,
-        Msg::new(msg::CONFIRM)
-            .client(&duid)
-            .ia_na(1, &[a("fd00:ab:cd::1234")]),
-        0,
-    )
-    .unwrap();
+    let (on_link, off_link) = (a("fd00:ab:cd::1234"), a("fd00:ab:ce::1234"));
+    let r = ask(&mut s, msg::CONFIRM, &duid, None, 1, &[on_link], 0).unwrap();
     assert_eq!(r.status(), Some(status::SUCCESS));
-    let r = send(
-        &mut s,
-        Msg::new(msg::CONFIRM)
-            .client(&duid)
-            .ia_na(1, &[a("fd00:ab:ce::1234")]),
-        0,
-    )
-    .unwrap();
+    let r = ask(&mut s, msg::CONFIRM, &duid, None, 1, &[off_link], 0).unwrap();
     assert_eq!(r.status(), Some(status::NOT_ON_LINK));
     // Confirm without addresses: no reply
-    assert!(send(
-        &mut s,
-        Msg::new(msg::CONFIRM).client(&duid).ia_na(1, &[]),
-        0
-    )
-    .is_none());
+    assert!(ask(&mut s, msg::CONFIRM, &duid, None, 1, &[], 0).is_none());
     // stateless: DNS and the search list, no lease
     let r = send(&mut s, Msg::new(msg::INFORMATION_REQUEST), 0).unwrap();
     assert_eq!(r.kind, msg::REPLY);
@@ -423,14 +341,7 @@ fn confirm_and_information_request() {
     assert!(r.ias().is_empty());
     assert_eq!(s.leases(0).count(), 0);
     // with IA options it is invalid (RFC 8415 §16.12)
-    assert!(send(
-        &mut s,
-        Msg::new(msg::INFORMATION_REQUEST)
-            .client(&duid)
-            .ia_na(1, &[]),
-        0
-    )
-    .is_none());
+    assert!(ask(&mut s, msg::INFORMATION_REQUEST, &duid, None, 1, &[], 0).is_none());
     assert_eq!(s.counters().dropped_invalid, 1);
 }
 
@@ -440,32 +351,11 @@ fn server_id_rules() {
     let duid = duid_ll(CLIENT_MAC);
     let sid = s.duid().to_vec();
     // Solicit with a server id; Request without one or with another server's
-    assert!(send(
-        &mut s,
-        Msg::new(msg::SOLICIT)
-            .client(&duid)
-            .server(&sid)
-            .ia_na(1, &[]),
-        0
-    )
-    .is_none());
-    assert!(send(
-        &mut s,
-        Msg::new(msg::REQUEST).client(&duid).ia_na(1, &[]),
-        0
-    )
-    .is_none());
+    assert!(ask(&mut s, msg::SOLICIT, &duid, Some(&sid), 1, &[], 0).is_none());
+    assert!(ask(&mut s, msg::REQUEST, &duid, None, 1, &[], 0).is_none());
     assert_eq!(s.counters().dropped_invalid, 2);
     let other = duid_ll([9; 6]);
-    assert!(send(
-        &mut s,
-        Msg::new(msg::REQUEST)
-            .client(&duid)
-            .server(&other)
-            .ia_na(1, &[]),
-        0
-    )
-    .is_none());
+    assert!(ask(&mut s, msg::REQUEST, &duid, Some(&other), 1, &[], 0).is_none());
     assert_eq!(s.counters().other_server, 1);
     assert_eq!(
         s.leases(0).count(),
@@ -475,13 +365,8 @@ fn server_id_rules() {
     // no client id
     assert!(send(&mut s, Msg::new(msg::SOLICIT).ia_na(1, &[]), 0).is_none());
     // a client id too short or too long
-    assert!(send(&mut s, Msg::new(msg::SOLICIT).client(&[1]).ia_na(1, &[]), 0).is_none());
-    assert!(send(
-        &mut s,
-        Msg::new(msg::SOLICIT).client(&[1; 200]).ia_na(1, &[]),
-        0
-    )
-    .is_none());
+    assert!(ask(&mut s, msg::SOLICIT, &[1], None, 1, &[], 0).is_none());
+    assert!(ask(&mut s, msg::SOLICIT, &[1; 200], None, 1, &[], 0).is_none());
     assert_eq!(s.counters().dropped_invalid, 5);
     // server messages are not for us
     for k in [
@@ -596,12 +481,7 @@ fn a_flood_of_solicits_exhausts_nothing() {
             .wrapping_add(1442695040888963407);
         let mut duid = vec![0, 4];
         duid.extend_from_slice(&x.to_be_bytes());
-        let r = send(
-            &mut s,
-            Msg::new(msg::SOLICIT).client(&duid).ia_na(1, &[]),
-            0,
-        )
-        .unwrap();
+        let r = ask(&mut s, msg::SOLICIT, &duid, None, 1, &[], 0).unwrap();
         assert_eq!(r.kind, msg::ADVERTISE);
     }
     assert_eq!(s.leases(0).count(), 0, "nothing held at Solicit");
@@ -633,25 +513,16 @@ fn the_table_and_each_client_are_bounded() {
     // many clients: the table stops at its size
     for k in 0..20u8 {
         let d = duid_ll([2, 0, 0, 0, 1, k]);
-        let _ = send(
-            &mut s,
-            Msg::new(msg::REQUEST).client(&d).server(&sid).ia_na(1, &[]),
-            0,
-        );
+        let _ = ask(&mut s, msg::REQUEST, &d, Some(&sid), 1, &[], 0);
     }
     assert_eq!(s.leases(0).count(), 8);
     let d = duid_ll([2, 0, 0, 0, 2, 0]);
-    let adv = send(&mut s, Msg::new(msg::SOLICIT).client(&d).ia_na(1, &[]), 0).unwrap();
+    let adv = ask(&mut s, msg::SOLICIT, &d, None, 1, &[], 0).unwrap();
     assert_eq!(adv.status(), Some(status::NO_ADDRS_AVAIL));
     assert_eq!(adv.ias()[0].2, Some(status::NO_ADDRS_AVAIL));
     // once leases end there is room again
     let later = 43_200_001;
-    let adv = send(
-        &mut s,
-        Msg::new(msg::SOLICIT).client(&d).ia_na(1, &[]),
-        later,
-    )
-    .unwrap();
+    let adv = ask(&mut s, msg::SOLICIT, &d, None, 1, &[], later).unwrap();
     assert_eq!(adv.ias()[0].2, None);
 }
 
@@ -662,44 +533,16 @@ fn addresses_avoid_the_router_and_taken_ones_and_honour_hints() {
     let sid = s.duid().to_vec();
     // a hint in the pool is honoured; ::1 (the router), ::5 (outside the pool) and
     // another prefix are not
-    let r = send(
-        &mut s,
-        Msg::new(msg::SOLICIT)
-            .client(&duid)
-            .ia_na(1, &[a("fd00:ab:cd::1")]),
-        0,
-    )
-    .unwrap();
+    let (router, abc) = (a("fd00:ab:cd::1"), a("fd00:ab:cd::abc"));
+    let r = ask(&mut s, msg::SOLICIT, &duid, None, 1, &[router], 0).unwrap();
     assert_ne!(r.addr(), a("fd00:ab:cd::1"));
-    let r = send(
-        &mut s,
-        Msg::new(msg::SOLICIT)
-            .client(&duid)
-            .ia_na(1, &[a("fd00:ab:cd::abc")]),
-        0,
-    )
-    .unwrap();
+    let r = ask(&mut s, msg::SOLICIT, &duid, None, 1, &[abc], 0).unwrap();
     assert_eq!(r.addr(), a("fd00:ab:cd::abc"));
-    let r = send(
-        &mut s,
-        Msg::new(msg::REQUEST)
-            .client(&duid)
-            .server(&sid)
-            .ia_na(1, &[a("fd00:ab:cd::abc")]),
-        0,
-    )
-    .unwrap();
+    let r = ask(&mut s, msg::REQUEST, &duid, Some(&sid), 1, &[abc], 0).unwrap();
     assert_eq!(r.addr(), a("fd00:ab:cd::abc"));
     // another client asking for the same address gets another one
     let d2 = duid_ll([2; 6]);
-    let r = send(
-        &mut s,
-        Msg::new(msg::SOLICIT)
-            .client(&d2)
-            .ia_na(1, &[a("fd00:ab:cd::abc")]),
-        0,
-    )
-    .unwrap();
+    let r = ask(&mut s, msg::SOLICIT, &d2, None, 1, &[abc], 0).unwrap();
     assert_ne!(r.addr(), a("fd00:ab:cd::abc"));
     // a pool of one address left: probes reach it
     let mut c = cfg();
@@ -726,16 +569,7 @@ fn hostnames_from_fqdn_but_never_over_a_configured_name() {
     let mut s = Dhcp6Server::new(c);
     let sid = s.duid().to_vec();
     let duid = duid_ll(CLIENT_MAC);
-    let r = send(
-        &mut s,
-        Msg::new(msg::REQUEST)
-            .client(&duid)
-            .server(&sid)
-            .fqdn("evil.example")
-            .ia_na(1, &[]),
-        0,
-    )
-    .unwrap();
+    let r = request_named(&mut s, &duid, "evil.example");
     let addr = r.addr();
     assert_eq!(s.address_of("NAS", 0), Some(addr));
     assert_eq!(s.address_of("evil", 0), None);
@@ -746,29 +580,11 @@ fn hostnames_from_fqdn_but_never_over_a_configured_name() {
     assert_eq!(duid_mac(&llt), Some(CLIENT_MAC));
     // another client names itself by FQDN (first label, cleaned)
     let d2 = duid_ll([2; 6]);
-    let r = send(
-        &mut s,
-        Msg::new(msg::REQUEST)
-            .client(&d2)
-            .server(&sid)
-            .fqdn("lan1.home")
-            .ia_na(1, &[]),
-        0,
-    )
-    .unwrap();
+    let r = request_named(&mut s, &d2, "lan1.home");
     assert_eq!(s.address_of("lan1", 0), Some(r.addr()));
     // a bad name is not taken; a truncated FQDN option neither
     let d3 = duid_ll([3; 6]);
-    let r = send(
-        &mut s,
-        Msg::new(msg::REQUEST)
-            .client(&d3)
-            .server(&sid)
-            .fqdn("bad_name")
-            .ia_na(1, &[]),
-        0,
-    )
-    .unwrap();
+    let r = request_named(&mut s, &d3, "bad_name");
     assert_eq!(s.name_of(r.addr(), 0), None);
     let r = send(
         &mut s,
@@ -783,16 +599,7 @@ fn hostnames_from_fqdn_but_never_over_a_configured_name() {
     assert_eq!(s.name_of(r.addr(), 0), None);
     // the name moves to the client that takes it last
     let d4 = duid_ll([5; 6]);
-    let r = send(
-        &mut s,
-        Msg::new(msg::REQUEST)
-            .client(&d4)
-            .server(&sid)
-            .fqdn("lan1")
-            .ia_na(1, &[]),
-        0,
-    )
-    .unwrap();
+    let r = request_named(&mut s, &d4, "lan1");
     assert_eq!(s.address_of("lan1", 0), Some(r.addr()));
     assert_eq!(
         s.leases(0)
@@ -857,15 +664,7 @@ fn frames_in_and_out() {
     let duid = duid_ll(CLIENT_MAC);
     let m = Msg::new(msg::SOLICIT).client(&duid).ia_na(1, &[]).b;
     let client_ll = a("fe80::5054:ff:fe12:3456");
-    // the client's frame, built as the server builds its own (then turned round)
-    let mut f = reply_frame(&m, CLIENT_MAC, [0x33, 0x33, 0, 1, 0, 2], ALL_SERVERS);
-    // swap the ports: 546 -> 547, and fix the checksum by rebuilding
-    f[54..56].copy_from_slice(&546u16.to_be_bytes());
-    f[56..58].copy_from_slice(&547u16.to_be_bytes());
-    f[60..62].copy_from_slice(&[0, 0]);
-    let s_ = crate::ipv6::pseudo_header_sum(client_ll, ALL_SERVERS, 17, f.len() - 54);
-    let c = !crate::checksum::fold(crate::checksum::sum(s_, &f[54..]));
-    f[60..62].copy_from_slice(&c.to_be_bytes());
+    let f = client_frame(&m, [0x33, 0x33, 0, 1, 0, 2], ALL_SERVERS);
     assert!(is_to_server(&f));
     let p = Frame::parse(&f).unwrap();
     assert_eq!(
@@ -907,13 +706,7 @@ fn frames_in_and_out() {
     // unicast to the router's link-local address: answered
     let ll = crate::ipv6::link_local_of(MAC);
     let m = Msg::new(msg::INFORMATION_REQUEST).b;
-    let mut u = reply_frame(&m, CLIENT_MAC, MAC, ll);
-    u[54..56].copy_from_slice(&546u16.to_be_bytes());
-    u[56..58].copy_from_slice(&547u16.to_be_bytes());
-    u[60..62].copy_from_slice(&[0, 0]);
-    let s_ = crate::ipv6::pseudo_header_sum(client_ll, ll, 17, u.len() - 54);
-    let c = !crate::checksum::fold(crate::checksum::sum(s_, &u[54..]));
-    u[60..62].copy_from_slice(&c.to_be_bytes());
+    let u = client_frame(&m, MAC, ll);
     assert!(s.handle_frame(&u, 0).is_some());
     // to another group's multicast MAC
     let mut g = u.clone();

@@ -54,6 +54,104 @@ impl Lease {
     }
 }
 
+/// What the DHCPv4 and DHCPv6 leases share for host names: an address and the
+/// name of the client holding it.
+pub trait NamedLease {
+    /// The kind of address.
+    type Addr: Copy + PartialEq + fmt::Debug;
+    /// The address.
+    fn address(&self) -> Self::Addr;
+    /// Whether it still holds at `now`.
+    fn holds_at(&self, now: Millis) -> bool;
+    /// The host name, if any.
+    fn hostname(&self) -> Option<&str>;
+    /// Forgets its host name.
+    fn clear_hostname(&mut self);
+    /// Whether its host name is `name` (case-insensitive).
+    fn is_named(&self, name: &str) -> bool {
+        self.hostname()
+            .is_some_and(|h| h.eq_ignore_ascii_case(name))
+    }
+}
+
+impl NamedLease for Lease {
+    type Addr = Ipv4Addr;
+    fn address(&self) -> Ipv4Addr {
+        self.ip
+    }
+    fn holds_at(&self, now: Millis) -> bool {
+        self.is_active(now)
+    }
+    fn hostname(&self) -> Option<&str> {
+        self.hostname.as_deref()
+    }
+    fn clear_hostname(&mut self) {
+        self.hostname = None;
+    }
+}
+
+/// The address of the lease among `leases` whose host name is `name`
+/// (case-insensitive).
+pub fn address_named<'a, L: NamedLease + 'a>(
+    mut leases: impl Iterator<Item = &'a L>,
+    name: &str,
+) -> Option<L::Addr> {
+    leases.find(|l| l.is_named(name)).map(|l| l.address())
+}
+
+/// The host name of the lease among `leases` on `addr`.
+pub fn name_at<'a, L: NamedLease + 'a>(
+    mut leases: impl Iterator<Item = &'a L>,
+    addr: L::Addr,
+) -> Option<&'a str> {
+    leases
+        .find(|l| l.address() == addr)
+        .and_then(|l| l.hostname())
+}
+
+/// Addresses kept out of the pool after a Decline, each until its time
+/// ([`DECLINE_BACKOFF_MS`] after it), at most as many as the lease table holds.
+#[derive(Clone, Debug)]
+pub struct Declined<A> {
+    list: Vec<(A, Millis)>,
+}
+
+impl<A: Copy + PartialEq> Declined<A> {
+    /// None yet.
+    pub fn new() -> Declined<A> {
+        Declined { list: Vec::new() }
+    }
+
+    /// Drops those whose time is over.
+    pub fn expire(&mut self, now: Millis) {
+        self.list.retain(|(_, until)| *until > now);
+    }
+
+    /// Whether `addr` is still kept out.
+    pub fn contains(&self, addr: A, now: Millis) -> bool {
+        self.list
+            .iter()
+            .any(|(d, until)| *d == addr && *until > now)
+    }
+
+    /// Keeps `addr` out until `now` + [`DECLINE_BACKOFF_MS`]; past `bound` entries
+    /// the oldest goes.
+    pub fn add(&mut self, addr: A, now: Millis, bound: usize) {
+        self.list.retain(|(d, until)| *d != addr && *until > now);
+        if self.list.len() >= bound.max(1) {
+            self.list.remove(0);
+        }
+        self.list
+            .push((addr, now.saturating_add(DECLINE_BACKOFF_MS)));
+    }
+}
+
+impl<A: Copy + PartialEq> Default for Declined<A> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Cleans a client-supplied host name the way dnsmasq does (`canonicalise`,
 /// `strip_hostname`): the part before the first dot, letters, digits and `-`
 /// only, 1..=63 bytes, not starting or ending with `-`. `None` if nothing legal is left.
@@ -75,13 +173,18 @@ pub fn sanitize_hostname(raw: &[u8]) -> Option<String> {
     core::str::from_utf8(first).ok().map(String::from)
 }
 
-/// The bounded lease table plus the addresses recently declined.
+/// A bounded lease table plus the addresses recently declined: what the DHCPv4
+/// table ([`LeaseTable`]) and the DHCPv6 one share; each finds its clients its own
+/// way.
 #[derive(Clone, Debug)]
-pub struct LeaseTable {
-    leases: Vec<Lease>,
+pub struct Leases<L: NamedLease> {
+    leases: Vec<L>,
     capacity: usize,
-    declined: Vec<(Ipv4Addr, Millis)>,
+    declined: Declined<L::Addr>,
 }
+
+/// The DHCPv4 lease table.
+pub type LeaseTable = Leases<Lease>;
 
 /// What loading a lease file did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -95,13 +198,51 @@ pub struct LoadReport {
     pub expired: usize,
 }
 
-impl LeaseTable {
+impl LoadReport {
+    /// Loads the non-blank ones of a lease file's `lines`: `parse` reads a line
+    /// into its expiry (epoch seconds, 0 for never) and what it holds (a line it
+    /// cannot read is corrupt), a lease already ended at `now` is expired, and
+    /// `store` takes the rest with its end (monotonic ms, `None` for never) and
+    /// says whether it was taken (if not, the line counts as corrupt).
+    pub fn load<'a, L>(
+        lines: impl Iterator<Item = &'a str>,
+        now: Millis,
+        epoch_offset_secs: u64,
+        parse: impl Fn(&str) -> Option<(u64, L)>,
+        mut store: impl FnMut(L, Option<Millis>) -> bool,
+    ) -> LoadReport {
+        let mut r = LoadReport::default();
+        let wall_now = epoch_offset_secs.saturating_add(now / 1000);
+        for line in lines.filter(|l| !l.trim().is_empty()) {
+            let Some((expiry_epoch, l)) = parse(line) else {
+                r.corrupt += 1;
+                continue;
+            };
+            let expires = if expiry_epoch == 0 {
+                None
+            } else if expiry_epoch <= wall_now {
+                r.expired += 1;
+                continue;
+            } else {
+                Some((expiry_epoch - epoch_offset_secs).saturating_mul(1000))
+            };
+            if store(l, expires) {
+                r.loaded += 1;
+            } else {
+                r.corrupt += 1;
+            }
+        }
+        r
+    }
+}
+
+impl<L: NamedLease> Leases<L> {
     /// An empty table for at most `capacity` leases.
-    pub fn new(capacity: usize) -> LeaseTable {
-        LeaseTable {
+    pub fn new(capacity: usize) -> Leases<L> {
+        Leases {
             leases: Vec::new(),
             capacity,
-            declined: Vec::new(),
+            declined: Declined::new(),
         }
     }
 
@@ -111,16 +252,90 @@ impl LeaseTable {
     }
 
     /// All leases (possibly expired but not yet swept).
-    pub fn iter(&self) -> impl Iterator<Item = &Lease> {
+    pub fn iter(&self) -> impl Iterator<Item = &L> {
         self.leases.iter()
     }
 
     /// Drops ended leases and declines.
     pub fn expire(&mut self, now: Millis) {
-        self.leases.retain(|l| l.is_active(now));
-        self.declined.retain(|(_, until)| *until > now);
+        self.leases.retain(|l| l.holds_at(now));
+        self.declined.expire(now);
     }
 
+    /// The active lease on `addr`.
+    pub fn find_at(&self, addr: L::Addr, now: Millis) -> Option<&L> {
+        self.leases
+            .iter()
+            .find(|l| l.address() == addr && l.holds_at(now))
+    }
+
+    /// Whether `addr` was declined and is still being kept out of the pool.
+    pub fn is_declined(&self, addr: L::Addr, now: Millis) -> bool {
+        self.declined.contains(addr, now)
+    }
+
+    /// Keeps `addr` out of the pool until `now` + [`DECLINE_BACKOFF_MS`] (the
+    /// list is as bounded as the table) and drops its lease.
+    pub fn decline(&mut self, addr: L::Addr, now: Millis) {
+        self.leases.retain(|l| l.address() != addr);
+        self.declined.add(addr, now, self.capacity);
+    }
+
+    /// The first lease `is_it` picks, active or not.
+    pub(crate) fn find_where(&self, is_it: impl Fn(&L) -> bool) -> Option<&L> {
+        self.leases.iter().find(|l| is_it(l))
+    }
+
+    /// Keeps only the leases `keep` picks.
+    pub(crate) fn retain(&mut self, keep: impl FnMut(&L) -> bool) {
+        self.leases.retain(keep);
+    }
+
+    /// Removes the first lease `is_it` picks; returns it.
+    pub(crate) fn remove_where(&mut self, is_it: impl Fn(&L) -> bool) -> Option<L> {
+        let i = self.leases.iter().position(is_it)?;
+        Some(self.leases.remove(i))
+    }
+
+    /// Whether a lease of the client `is_its` picks could be stored now: it has
+    /// one, there is a free place, or one that has ended can go.
+    pub(crate) fn has_room_for(&self, is_its: impl Fn(&L) -> bool, now: Millis) -> bool {
+        self.leases.len() < self.capacity
+            || self.leases.iter().any(|l| is_its(l) || !l.holds_at(now))
+    }
+
+    /// Adds `lease` when there is room, ended leases swept to make some; `false`
+    /// if still full.
+    pub(crate) fn push_bounded(&mut self, lease: L, now: Millis) -> bool {
+        if self.leases.len() >= self.capacity {
+            self.expire(now);
+        }
+        if self.leases.len() >= self.capacity {
+            return false;
+        }
+        self.leases.push(lease);
+        true
+    }
+
+    /// Takes host name `name` (case-insensitive) away from every lease `keep`
+    /// does not pick.
+    pub(crate) fn clear_hostname_where(&mut self, name: &str, keep: impl Fn(&L) -> bool) {
+        for l in self
+            .leases
+            .iter_mut()
+            .filter(|l| !keep(l) && l.is_named(name))
+        {
+            l.clear_hostname();
+        }
+    }
+
+    /// The active leases.
+    pub(crate) fn active(&self, now: Millis) -> impl Iterator<Item = &L> {
+        self.leases.iter().filter(move |l| l.holds_at(now))
+    }
+}
+
+impl Leases<Lease> {
     /// The client's lease, active or not.
     pub fn find_client(&self, hw: &HwAddr, client_id: Option<&[u8]>) -> Option<&Lease> {
         self.leases.iter().find(|l| l.is_for(hw, client_id))
@@ -128,41 +343,18 @@ impl LeaseTable {
 
     /// The active lease on `ip`.
     pub fn find_ip(&self, ip: Ipv4Addr, now: Millis) -> Option<&Lease> {
-        self.leases.iter().find(|l| l.ip == ip && l.is_active(now))
-    }
-
-    /// Whether `ip` was declined and is still being kept out of the pool.
-    pub fn is_declined(&self, ip: Ipv4Addr, now: Millis) -> bool {
-        self.declined
-            .iter()
-            .any(|(d, until)| *d == ip && *until > now)
-    }
-
-    /// Keeps `ip` out of the pool until `now` + [`DECLINE_BACKOFF_MS`].
-    pub fn decline(&mut self, ip: Ipv4Addr, now: Millis) {
-        self.leases.retain(|l| l.ip != ip);
-        self.declined.retain(|(d, until)| *d != ip && *until > now);
-        if self.declined.len() >= self.capacity.max(1) {
-            self.declined.remove(0);
-        }
-        self.declined
-            .push((ip, now.saturating_add(DECLINE_BACKOFF_MS)));
+        self.find_at(ip, now)
     }
 
     /// Removes the client's lease; returns it.
     pub fn remove_client(&mut self, hw: &HwAddr, client_id: Option<&[u8]>) -> Option<Lease> {
-        let i = self.leases.iter().position(|l| l.is_for(hw, client_id))?;
-        Some(self.leases.remove(i))
+        self.remove_where(|l| l.is_for(hw, client_id))
     }
 
     /// Whether a lease for this client could be stored now: it has one, there is a
     /// free place, or one that has ended can go.
     pub fn has_room(&self, hw: &HwAddr, client_id: Option<&[u8]>, now: Millis) -> bool {
-        self.leases.len() < self.capacity
-            || self
-                .leases
-                .iter()
-                .any(|l| l.is_for(hw, client_id) || !l.is_active(now))
+        self.has_room_for(|l| l.is_for(hw, client_id), now)
     }
 
     /// Puts `lease` in the table, replacing the client's previous lease and any
@@ -176,27 +368,13 @@ impl LeaseTable {
         if self.leases.iter().any(|l| l.ip == lease.ip) {
             return false;
         }
-        if self.leases.len() >= self.capacity {
-            self.expire(now);
-        }
-        if self.leases.len() >= self.capacity {
-            return false;
-        }
-        self.leases.push(lease);
-        true
+        self.push_bounded(lease, now)
     }
 
     /// Takes host name `name` (case-insensitive) away from every lease but the
     /// one on `keep`.
     pub fn clear_hostname(&mut self, name: &str, keep: Ipv4Addr) {
-        for l in self.leases.iter_mut().filter(|l| l.ip != keep) {
-            if l.hostname
-                .as_deref()
-                .is_some_and(|h| h.eq_ignore_ascii_case(name))
-            {
-                l.hostname = None;
-            }
-        }
+        self.clear_hostname_where(name, |l| l.ip == keep);
     }
 
     /// The active leases as dnsmasq's lease file.
@@ -213,7 +391,7 @@ impl LeaseTable {
         now: Millis,
         epoch_offset_secs: u64,
     ) -> fmt::Result {
-        for l in self.leases.iter().filter(|l| l.is_active(now)) {
+        for l in self.active(now) {
             let expiry = l
                 .expires
                 .map_or(0, |e| epoch_offset_secs.saturating_add(e / 1000));
@@ -233,7 +411,9 @@ impl LeaseTable {
     }
 }
 
-fn write_hex(out: &mut dyn Write, bytes: &[u8]) -> fmt::Result {
+/// `bytes` as colon-separated hex (as dnsmasq writes hardware addresses, client
+/// ids and DUIDs).
+pub fn write_hex(out: &mut dyn Write, bytes: &[u8]) -> fmt::Result {
     for (i, b) in bytes.iter().enumerate() {
         if i > 0 {
             out.write_char(':')?;
@@ -291,7 +471,8 @@ impl Write for BoundedText {
     }
 }
 
-fn parse_hex(s: &str, max: usize) -> Option<Vec<u8>> {
+/// Colon-separated hex of at most `max` bytes, as [`write_hex`] writes it.
+pub fn parse_hex(s: &str, max: usize) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     for part in s.split(':') {
         if part.is_empty() || part.len() > 2 || out.len() >= max {

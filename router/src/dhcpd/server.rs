@@ -13,7 +13,9 @@
 //! It never reads a clock: `now` is the caller's monotonic time.
 
 use super::config::PoolConfig;
-use super::lease::{sanitize_hostname, Lease, LeaseLine, LeaseTable, LoadReport};
+use super::lease::{
+    address_named, name_at, sanitize_hostname, Lease, LeaseLine, LeaseTable, LoadReport,
+};
 use super::message::{build_reply, HwAddr, MessageType, Request};
 use super::options::{code, OptionWriter};
 use crate::Millis;
@@ -164,29 +166,15 @@ impl DhcpServer {
         now: Millis,
         epoch_offset_secs: u64,
     ) -> LoadReport {
-        let mut r = LoadReport::default();
-        let wall_now = epoch_offset_secs.saturating_add(now / 1000);
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let Some(l) = LeaseLine::parse(line) else {
-                r.corrupt += 1;
-                continue;
-            };
-            let expires = if l.expiry_epoch == 0 {
-                None
-            } else if l.expiry_epoch <= wall_now {
-                r.expired += 1;
-                continue;
-            } else {
-                Some((l.expiry_epoch - epoch_offset_secs).saturating_mul(1000))
-            };
+        let parse = |s: &str| LeaseLine::parse(s).map(|l| (l.expiry_epoch, l));
+        LoadReport::load(text.lines(), now, epoch_offset_secs, parse, |l, expires| {
             let cid = l.client_id.as_deref();
             if !self.cfg.in_subnet(l.ip)
                 || l.ip == self.cfg.server
                 || self.leases.find_ip(l.ip, now).is_some()
                 || self.leases.find_client(&l.hw, cid).is_some()
             {
-                r.corrupt += 1;
-                continue;
+                return false;
             }
             let lease = Lease {
                 hw: l.hw,
@@ -195,32 +183,19 @@ impl DhcpServer {
                 hostname: l.hostname,
                 expires,
             };
-            if self.leases.upsert(lease, now) {
-                r.loaded += 1;
-            } else {
-                r.corrupt += 1;
-            }
-        }
-        r
+            self.leases.upsert(lease, now)
+        })
     }
 
     /// The address of the client that gave host name `name` (case-insensitive),
     /// if its lease is bound and active.
     pub fn address_of(&self, name: &str, now: Millis) -> Option<Ipv4Addr> {
-        self.leases(now)
-            .find(|l| {
-                l.hostname
-                    .as_deref()
-                    .is_some_and(|h| h.eq_ignore_ascii_case(name))
-            })
-            .map(|l| l.ip)
+        address_named(self.leases(now), name)
     }
 
     /// The host name of the client holding `ip`, if any.
     pub fn name_of(&self, ip: Ipv4Addr, now: Millis) -> Option<&str> {
-        self.leases(now)
-            .find(|l| l.ip == ip)
-            .and_then(|l| l.hostname.as_deref())
+        name_at(self.leases(now), ip)
     }
 
     /// Handles one packet received on port 67; returns the reply to send, if any.

@@ -39,28 +39,43 @@ fn query(id: u16, name: &str, qtype: u16) -> Vec<u8> {
 
 /// An upstream reply to `forwarded` with A records `addrs` of TTL `ttl`.
 fn reply_a(forwarded: &[u8], addrs: &[[u8; 4]], ttl: u32) -> Vec<u8> {
-    let m = Message::parse(forwarded).unwrap();
-    let mut r = forwarded[..m.question_end].to_vec();
-    r[2] = 0x81;
-    r[3] = 0x80;
-    r[6..8].copy_from_slice(&u16::try_from(addrs.len()).unwrap().to_be_bytes());
-    r[10..12].copy_from_slice(&[0, 0]);
-    for a in addrs {
-        r.extend_from_slice(&[0xC0, 0x0C, 0, 1, 0, 1]);
-        r.extend_from_slice(&ttl.to_be_bytes());
-        r.extend_from_slice(&[0, 4]);
-        r.extend_from_slice(a);
-    }
+    let rdata: Vec<&[u8]> = addrs.iter().map(|a| &a[..]).collect();
+    let mut r = reply_records(forwarded, 1, ttl, &rdata);
     // Upstream's own OPT record (UDP size 1232), as resolvers send to EDNS queries.
     r[11] = 1;
     r.extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0, 0, 0]);
     r
 }
 
-fn forwarder() -> DnsForwarder {
+/// An upstream reply to `forwarded` with an answer record of type `rtype` and
+/// TTL `ttl` for each of `rdata`.
+fn reply_records(forwarded: &[u8], rtype: u16, ttl: u32, rdata: &[&[u8]]) -> Vec<u8> {
+    let m = Message::parse(forwarded).unwrap();
+    let mut r = forwarded[..m.question_end].to_vec();
+    r[2] = 0x81;
+    r[3] = 0x80;
+    r[6..8].copy_from_slice(&u16::try_from(rdata.len()).unwrap().to_be_bytes());
+    r[10..12].copy_from_slice(&[0, 0]);
+    for d in rdata {
+        r.extend_from_slice(&[0xC0, 0x0C]);
+        r.extend_from_slice(&rtype.to_be_bytes());
+        r.extend_from_slice(&[0, 1]);
+        r.extend_from_slice(&ttl.to_be_bytes());
+        r.extend_from_slice(&u16::try_from(d.len()).unwrap().to_be_bytes());
+        r.extend_from_slice(d);
+    }
+    r
+}
+
+/// The LAN's forwarder configuration with the two upstreams.
+fn config() -> DnsConfig {
     let mut cfg = DnsConfig::new(LAN, MASK);
     cfg.upstreams = alloc::vec![UP1, UP2];
-    DnsForwarder::new(cfg)
+    cfg
+}
+
+fn forwarder() -> DnsForwarder {
+    DnsForwarder::new(config())
 }
 
 fn upstream(actions: &[DnsAction]) -> (SocketAddr, u16, Vec<u8>) {

@@ -42,4 +42,4 @@ pub use solicit::{RsError, Solicitation};
 pub use upstream::{Upstream, UpstreamCounters};
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

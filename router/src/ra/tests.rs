@@ -23,8 +23,8 @@ use crate::testutil::{eth, icmp6, ipv6};
 const MAC: [u8; 6] = [0x00, 0x16, 0x3e, 0x01, 0x02, 0x03];
 const HOST: [u8; 6] = [0x02, 0, 0, 0, 0, 0x42];
 
-/// xorshift: deterministic, covers the range.
-struct TestRng(u32);
+/// xorshift: deterministic, covers the range (the DHCPv6 client's tests use it too).
+pub(crate) struct TestRng(pub(crate) u32);
 impl Rng for TestRng {
     fn next_u32(&mut self) -> u32 {
         self.0 ^= self.0 << 13;
@@ -32,6 +32,18 @@ impl Rng for TestRng {
         self.0 ^= self.0 << 5;
         self.0
     }
+}
+
+/// The ICMPv6 message in `ip`, read back by smoltcp (which checks the checksum).
+fn icmp_repr<'a>(ip: &Ipv6Packet<&'a [u8]>) -> Icmpv6Repr<'a> {
+    let icmp = Icmpv6Packet::new_checked(ip.payload()).unwrap();
+    Icmpv6Repr::parse(
+        &ip.src_addr(),
+        &ip.dst_addr(),
+        &icmp,
+        &ChecksumCapabilities::default(),
+    )
+    .unwrap()
 }
 
 fn ula64() -> Ipv6Net {
@@ -82,15 +94,7 @@ fn the_advertisement_reads_back_through_smoltcp() {
         "fe80::216:3eff:fe01:203".parse::<Ipv6Addr>().unwrap()
     );
     assert_eq!(ip.dst_addr(), ALL_NODES);
-    let icmp = Icmpv6Packet::new_checked(ip.payload()).unwrap();
-    // smoltcp checks the checksum
-    let repr = Icmpv6Repr::parse(
-        &ip.src_addr(),
-        &ip.dst_addr(),
-        &icmp,
-        &ChecksumCapabilities::default(),
-    )
-    .unwrap();
+    let repr = icmp_repr(&ip);
     let Icmpv6Repr::Ndisc(NdiscRepr::RouterAdvert {
         hop_limit,
         flags,
@@ -153,14 +157,7 @@ fn flags_router_lifetime_and_prefix_bits_follow_the_configuration() {
         let body = c.body(MAC).unwrap();
         let f = message::frame(&body, MAC, [0x33, 0x33, 0, 0, 0, 1], ALL_NODES);
         let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
-        let icmp = Icmpv6Packet::new_checked(ip.payload()).unwrap();
-        let repr = Icmpv6Repr::parse(
-            &ip.src_addr(),
-            &ip.dst_addr(),
-            &icmp,
-            &ChecksumCapabilities::default(),
-        )
-        .unwrap();
+        let repr = icmp_repr(&ip);
         let Icmpv6Repr::Ndisc(NdiscRepr::RouterAdvert {
             flags,
             router_lifetime,
@@ -214,12 +211,16 @@ fn a_bad_configuration_is_an_error_not_a_message() {
 fn rs(src: &str, hops: u8, opts: &[u8]) -> Vec<u8> {
     let mut body = vec![0u8; 4]; // reserved
     body.extend_from_slice(opts);
-    let m = icmp6(src, "ff02::2", 133, 0, &body);
+    to_routers(src, hops, &icmp6(src, "ff02::2", 133, 0, &body))
+}
+
+/// ICMPv6 message `m` from the host's `src` to all routers, with hop limit `hops`.
+fn to_routers(src: &str, hops: u8, m: &[u8]) -> Vec<u8> {
     eth(
         [0x33, 0x33, 0, 0, 0, 2],
         HOST,
         0x86dd,
-        &ipv6(src, "ff02::2", 58, hops, &m),
+        &ipv6(src, "ff02::2", 58, hops, m),
     )
 }
 
@@ -245,12 +246,7 @@ fn solicitations_are_checked_before_they_are_answered() {
         &mut Icmpv6Packet::new_unchecked(&mut m[..]),
         &ChecksumCapabilities::default(),
     );
-    let f = eth(
-        [0x33, 0x33, 0, 0, 0, 2],
-        HOST,
-        0x86dd,
-        &ipv6("fe80::42", "ff02::2", 58, 255, &m),
-    );
+    let f = to_routers("fe80::42", 255, &m);
     assert_eq!(solicit::parse(&f).unwrap().lladdr, Some(HOST));
 
     assert_eq!(
@@ -282,31 +278,13 @@ fn solicitations_are_checked_before_they_are_answered() {
         Err(RsError::Truncated)
     );
     // the ICMPv6 message under 8 bytes
-    let tiny = eth(
-        [0x33, 0x33, 0, 0, 0, 2],
-        HOST,
-        0x86dd,
-        &ipv6(
-            "fe80::42",
-            "ff02::2",
-            58,
-            255,
-            &icmp6("fe80::42", "ff02::2", 133, 0, &[]),
-        ),
-    );
+    let tiny = to_routers("fe80::42", 255, &icmp6("fe80::42", "ff02::2", 133, 0, &[]));
     assert_eq!(solicit::parse(&tiny), Err(RsError::Truncated));
     // not one at all
-    let echo = eth(
-        [0x33, 0x33, 0, 0, 0, 2],
-        HOST,
-        0x86dd,
-        &ipv6(
-            "fe80::42",
-            "ff02::2",
-            58,
-            255,
-            &icmp6("fe80::42", "ff02::2", 128, 0, &[0; 4]),
-        ),
+    let echo = to_routers(
+        "fe80::42",
+        255,
+        &icmp6("fe80::42", "ff02::2", 128, 0, &[0; 4]),
     );
     assert!(!solicit::is_solicitation(&echo));
     assert_eq!(solicit::parse(&echo), Err(RsError::NotSolicitation));

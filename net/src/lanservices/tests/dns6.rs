@@ -42,14 +42,7 @@ fn ask6(n: &mut Net, hc: SocketHandle, to: IpAddress, q: &[u8]) {
 /// The next datagram to `hc` and who sent it (stepping; the first query may wait
 /// while the router resolves the host's address).
 fn reply6(n: &mut Net, hc: SocketHandle) -> Option<(Vec<u8>, IpEndpoint, IpAddress)> {
-    n.until(300, |n| {
-        n.lan_host
-            .sockets
-            .get_mut::<udp::Socket>(hc)
-            .recv()
-            .ok()
-            .map(|(d, m)| (d.to_vec(), m.endpoint, m.local_address.unwrap()))
-    })
+    datagram(n, lan, hc).map(|(d, m)| (d, m.endpoint, m.local_address.unwrap()))
 }
 
 /// The RDATA of the answer records of type `t`.
@@ -80,23 +73,10 @@ fn a_lan_host_asks_over_ipv6_udp_and_gets_forwarded_cached_and_local_answers() {
     // forwarded to the IPv4 upstream, answered to the IPv6 host
     let q = query(0x6161, "example.com", 1);
     ask6(&mut n, hc, router_ula(), &q);
-    let (up, from) = n
-        .until(300, |n| {
-            n.wan_host
-                .sockets
-                .get_mut::<udp::Socket>(hu)
-                .recv()
-                .ok()
-                .map(|(d, m)| (d.to_vec(), m.endpoint))
-        })
-        .expect("the query went out the WAN");
+    let (up, from) = upstream_query(&mut n, hu).expect("the query went out the WAN");
     assert_eq!(from.addr, IpAddress::v4(10, 0, 0, 2), "over IPv4 upstream");
     assert_eq!(&up[2..], &q[2..]);
-    n.wan_host
-        .sockets
-        .get_mut::<udp::Socket>(hu)
-        .send_slice(&answer(&up, [93, 184, 216, 34]), from)
-        .unwrap();
+    upstream_reply(&mut n, hu, &answer(&up, [93, 184, 216, 34]), from);
     let (r, src, dst) = reply6(&mut n, hc).expect("the answer came back over IPv6");
     assert_eq!(
         src,
@@ -278,12 +258,5 @@ fn a_lan_host_asks_over_ipv6_tcp_and_gets_local_and_forwarded_answers() {
     );
     let d = n.services.dns_counters().unwrap();
     assert_eq!((d.tcp_queries, d.tcp_forwarded), (3, 1), "the junk one too");
-    assert!(
-        n.wan_host
-            .sockets
-            .get_mut::<udp::Socket>(hu)
-            .recv()
-            .is_err(),
-        "nothing upstream over UDP"
-    );
+    assert!(upstream_idle(&mut n, hu), "nothing upstream over UDP");
 }

@@ -5,8 +5,7 @@
 use super::*;
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
-    EthernetAddress, EthernetFrame, EthernetProtocol, EthernetRepr, Icmpv6Packet, Icmpv6Repr,
-    IpProtocol, Ipv6Address, Ipv6Packet, Ipv6Repr, NdiscRepr, RawHardwareAddress,
+    Icmpv6Packet, Icmpv6Repr, IpProtocol, Ipv6Address, Ipv6Packet, NdiscRepr, RawHardwareAddress,
 };
 
 const ROUTER_LAN_MAC: [u8; 6] = [2, 0, 0, 0, 1, 1];
@@ -17,28 +16,14 @@ fn ula(s: &str) -> Ipv6Address {
 
 /// An ICMPv6 message in an Ethernet frame from the LAN host.
 fn icmp6_frame(src: Ipv6Address, dst: Ipv6Address, dst_mac: [u8; 6], repr: &Icmpv6Repr) -> Vec<u8> {
-    let ip = Ipv6Repr {
-        src_addr: src,
-        dst_addr: dst,
-        next_header: IpProtocol::Icmpv6,
-        payload_len: repr.buffer_len(),
-        hop_limit: 255,
-    };
-    let eth = EthernetRepr {
-        src_addr: EthernetAddress(LAN_HOST_MAC),
-        dst_addr: EthernetAddress(dst_mac),
-        ethertype: EthernetProtocol::Ipv6,
-    };
-    let mut f = vec![0u8; 14 + 40 + repr.buffer_len()];
-    eth.emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
-    ip.emit(&mut Ipv6Packet::new_unchecked(&mut f[14..]));
+    let mut m = vec![0u8; repr.buffer_len()];
     repr.emit(
         &src,
         &dst,
-        &mut Icmpv6Packet::new_unchecked(&mut f[54..]),
+        &mut Icmpv6Packet::new_unchecked(&mut m[..]),
         &ChecksumCapabilities::default(),
     );
-    f
+    ip6_frame(LAN_HOST_MAC, dst_mac, src, dst, IpProtocol::Icmpv6, 255, &m)
 }
 
 /// The ICMPv6 messages waiting for the LAN host (not taken: it still gets them).

@@ -131,23 +131,10 @@ fn a_truncated_udp_answer_is_asked_again_over_tcp_and_the_client_retries_over_tc
     let up = wan_listen(&mut n);
     let q = query(0x3333, "big.example", 1); // no EDNS: 512 bytes over UDP
     ask(&mut n, hc, &q);
-    let (sent, from) = n
-        .until(300, |n| {
-            n.wan_host
-                .sockets
-                .get_mut::<udp::Socket>(hu)
-                .recv()
-                .ok()
-                .map(|(d, m)| (d.to_vec(), m.endpoint))
-        })
-        .expect("the query went out over UDP");
+    let (sent, from) = upstream_query(&mut n, hu).expect("the query went out over UDP");
     let mut tc = answer(&sent, [1, 2, 3, 4]);
     tc[2] |= 0x02; // TC
-    n.wan_host
-        .sockets
-        .get_mut::<udp::Socket>(hu)
-        .send_slice(&tc, from)
-        .unwrap();
+    upstream_reply(&mut n, hu, &tc, from);
     // Asked again over TCP, from the same port, same id.
     let mut from_router = FrameReader::new();
     let again = read_msg(&mut n, &mut from_router, |n| wan_tcp(n, up)).expect("TCP retry");

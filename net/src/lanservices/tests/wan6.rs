@@ -13,7 +13,7 @@ use smoltcp::wire::{
 };
 use xenlet_router::dhcp6c::message::{self as m, Builder, IaAddr, IaPrefix};
 use xenlet_router::ra::{message as ram, RaConfig, RaPrefix};
-use xenlet_router::route6::Ipv6Net;
+use xenlet_router::route6::{Ipv6Net, Route6};
 
 const UP_MAC: [u8; 6] = [2, 0, 0, 0, 9, 9];
 const ROUTER_WAN_MAC: [u8; 6] = [2, 0, 0, 0, 2, 2];
@@ -216,27 +216,12 @@ fn the_wan_gets_its_addresses_and_route_and_the_lan_its_64_of_the_delegation() {
     // the LAN's /64 on the LAN
     let wan = n.gw.port_of(1).unwrap();
     let lan = n.gw.port_of(0).unwrap();
-    let r =
-        n.gw.router
-            .routes6()
-            .lookup(a("2001:db8:99::1"))
-            .copied()
-            .unwrap();
+    let r = route6(&n, a("2001:db8:99::1"));
     assert_eq!((r.gateway, r.ifc), (Some(up_ll), wan));
-    let r =
-        n.gw.router
-            .routes6()
-            .lookup(a("2001:db8:7700:100::42"))
-            .copied()
-            .unwrap();
+    let r = route6(&n, a("2001:db8:7700:100::42"));
     assert_eq!((r.gateway, r.ifc), (None, lan));
     // the rest of the /56 goes to the LAN too, not back upstream
-    let r =
-        n.gw.router
-            .routes6()
-            .lookup(a("2001:db8:7700:1ff::1"))
-            .copied()
-            .unwrap();
+    let r = route6(&n, a("2001:db8:7700:1ff::1"));
     assert_eq!((r.gateway, r.ifc, r.dest), (None, lan, pd));
     // the LAN: ip6assign 60 of a /56: its first /64, the router at ::1
     assert!(
@@ -316,41 +301,13 @@ fn a_new_prefix_at_renewal_replaces_the_lans_64_and_the_old_is_deprecated() {
         r.is_none_or(|r| r.gateway.is_some()),
         "no route to the LAN for the old prefix: {r:?}"
     );
-    let r =
-        n.gw.router
-            .routes6()
-            .lookup(a("2001:db8:7700:2ff::1"))
-            .copied()
-            .unwrap();
+    let r = route6(&n, a("2001:db8:7700:2ff::1"));
     assert_eq!(r.dest, net6("2001:db8:7700:200::", 56));
 }
 
-/// An IPv6 packet in an Ethernet frame.
-fn ip6_frame(
-    src_mac: [u8; 6],
-    dst_mac: [u8; 6],
-    src: Ipv6Addr,
-    dst: Ipv6Addr,
-    proto: IpProtocol,
-    l4: &[u8],
-) -> Vec<u8> {
-    let ip = Ipv6Repr {
-        src_addr: src,
-        dst_addr: dst,
-        next_header: proto,
-        payload_len: l4.len(),
-        hop_limit: 64,
-    };
-    let eth = EthernetRepr {
-        src_addr: EthernetAddress(src_mac),
-        dst_addr: EthernetAddress(dst_mac),
-        ethertype: EthernetProtocol::Ipv6,
-    };
-    let mut f = vec![0u8; 14 + 40 + l4.len()];
-    eth.emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
-    ip.emit(&mut Ipv6Packet::new_unchecked(&mut f[14..]));
-    f[54..].copy_from_slice(l4);
-    f
+/// The router's IPv6 route to `dst` (there must be one).
+fn route6(n: &Net, dst: Ipv6Addr) -> Route6 {
+    n.gw.router.routes6().lookup(dst).copied().unwrap()
 }
 
 fn udp6(src: Ipv6Addr, dst: Ipv6Addr, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
@@ -404,7 +361,15 @@ fn answer_ns(f: &[u8], mac: [u8; 6], to_mac: [u8; 6]) -> Vec<u8> {
         &mut Icmpv6Packet::new_unchecked(&mut b[..]),
         &ChecksumCapabilities::default(),
     );
-    let mut na = ip6_frame(mac, to_mac, target, ip.src_addr(), IpProtocol::Icmpv6, &b);
+    let mut na = ip6_frame(
+        mac,
+        to_mac,
+        target,
+        ip.src_addr(),
+        IpProtocol::Icmpv6,
+        64,
+        &b,
+    );
     na[14 + 7] = 255;
     na
 }
@@ -463,6 +428,7 @@ fn lan_and_wan_talk_ipv6_through_the_router_unnatted_and_the_wan_cannot_open_to_
         host,
         far,
         IpProtocol::Udp,
+        64,
         &udp6(host, far, 40000, 7777, b"hello"),
     );
     n.lan_host.link.tx.borrow_mut().push_back(out);
@@ -497,6 +463,7 @@ fn lan_and_wan_talk_ipv6_through_the_router_unnatted_and_the_wan_cannot_open_to_
         far,
         host,
         IpProtocol::Tcp,
+        64,
         &syn6(far, host, 5000, 22),
     );
     n.wan_host.link.tx.borrow_mut().push_back(syn);
@@ -507,6 +474,7 @@ fn lan_and_wan_talk_ipv6_through_the_router_unnatted_and_the_wan_cannot_open_to_
         far,
         host,
         IpProtocol::Udp,
+        64,
         &udp6(far, host, 7777, 40000, b"back"),
     );
     n.wan_host.link.tx.borrow_mut().push_back(back.clone());

@@ -30,8 +30,7 @@ impl HostTable for OneHost {
 }
 
 fn forwarder6(ula: Option<Ipv6Addr>) -> DnsForwarder {
-    let mut cfg = DnsConfig::new(LAN, MASK);
-    cfg.upstreams = alloc::vec![UP1, UP2];
+    let mut cfg = config();
     cfg.lan_addr6 = ula;
     DnsForwarder::new(cfg)
 }
@@ -47,17 +46,9 @@ fn to(actions: &[DnsAction], client: impl Into<SocketAddr>) -> Vec<u8> {
 
 /// An upstream reply to `forwarded` with AAAA records `addrs` (TTL 300).
 fn reply_aaaa(forwarded: &[u8], addrs: &[Ipv6Addr]) -> Vec<u8> {
-    let m = Message::parse(forwarded).unwrap();
-    let mut r = forwarded[..m.question_end].to_vec();
-    r[2] = 0x81;
-    r[3] = 0x80;
-    r[6..8].copy_from_slice(&u16::try_from(addrs.len()).unwrap().to_be_bytes());
-    r[10..12].copy_from_slice(&[0, 0]);
-    for a in addrs {
-        r.extend_from_slice(&[0xC0, 0x0C, 0, 28, 0, 1, 0, 0, 1, 44, 0, 16]);
-        r.extend_from_slice(&a.octets());
-    }
-    r
+    let octets: Vec<[u8; 16]> = addrs.iter().map(|a| a.octets()).collect();
+    let rdata: Vec<&[u8]> = octets.iter().map(|a| &a[..]).collect();
+    reply_records(forwarded, 28, 300, &rdata)
 }
 
 fn answers(r: &[u8], rtype: u16) -> Vec<Vec<u8>> {
