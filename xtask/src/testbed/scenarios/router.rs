@@ -829,10 +829,11 @@ const WAN_IPV6: &[Step] = &[
         &[r"^3 packets transmitted, 3 received"],
         30,
     ),
-    // TCP over IPv6 from lan1 to wan: wan sees lan1's own address (no NAT66)
+    // TCP over IPv6 from lan1 to wan: wan sees lan1's own address (no NAT66); the
+    // listeners' output goes nowhere (a step waits for its output to close)
     ns(
         "wan",
-        "(socat -T 5 TCP6-LISTEN:7778,reuseaddr SYSTEM:'echo \"you are $SOCAT_PEERADDR\"' &) ; sleep 0.5; echo listening",
+        "(timeout 30 socat -T 5 TCP6-LISTEN:7778,reuseaddr SYSTEM:'echo \"you are $SOCAT_PEERADDR\"' </dev/null >/dev/null 2>&1 &) ; sleep 0.5; echo listening",
         &[r"^listening$"],
         10,
     ),
@@ -846,7 +847,7 @@ const WAN_IPV6: &[Step] = &[
     // lan1 listens (the same listener answers lan1 itself)
     ns(
         "lan1",
-        "(timeout 30 socat TCP6-LISTEN:7779,reuseaddr,fork SYSTEM:'echo hello' &) ; sleep 0.5; socat -T 3 - TCP6:[::1]:7779 </dev/null",
+        "(timeout 30 socat TCP6-LISTEN:7779,reuseaddr,fork SYSTEM:'echo hello' </dev/null >/dev/null 2>&1 &) ; sleep 0.5; socat -T 3 - TCP6:[::1]:7779 </dev/null",
         &[r"^hello$"],
         10,
     ),
