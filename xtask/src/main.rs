@@ -217,6 +217,7 @@ const XEN_TEST_SCENARIOS: &[&str] = &[
     "flood-pvh",
     "router-xenlet",
     "router-diff-short",
+    "router-ipv6",
     "router-busy",
     "router-small",
     "router-reattach",
