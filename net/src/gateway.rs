@@ -207,6 +207,16 @@ impl<L: Link> Routed<L> {
         self.sent_dropped
     }
 
+    /// Sends a frame of the local stack: noted for the firewall, held if it is a
+    /// reply of a port forward to the router, else given to the link.
+    fn send_plain(&mut self, frame: &[u8]) -> Result<(), String> {
+        self.note_sent(frame);
+        if self.hold(frame, SendKind::Plain) {
+            return Ok(());
+        }
+        self.inner.send(frame)
+    }
+
     /// Notes the flow of a frame the local stack sends (IPv4 only), for the
     /// firewall: replies to it are established.
     fn note_sent(&mut self, frame: &[u8]) {
@@ -272,6 +282,22 @@ impl<L: Link> Routed<L> {
     }
 }
 
+/// Whether `frame` is an IPv4 ICMP echo reply, unreachable, time exceeded or
+/// parameter problem with DF set (what [`icmp_without_df`] changes): a few byte
+/// reads, before any copy.
+fn is_icmp_with_df(frame: &[u8]) -> bool {
+    use xenlet_router::ipv4;
+    let Some(ip) = frame.get(14..) else {
+        return false;
+    };
+    let hl = ipv4::header_len(ip);
+    frame.get(12..14) == Some(&[0x08, 0x00][..])
+        && ip.get(9) == Some(&1)
+        && hl >= 20
+        && ipv4::be16(ip, ipv4::FRAG).is_some_and(|f| f & ipv4::DF != 0)
+        && matches!(ip.get(hl), Some(0 | 3 | 11 | 12))
+}
+
 /// The longest frame [`icmp_without_df`] copies (an Ethernet frame of a 1500-byte
 /// packet).
 const ICMP_DF_COPY: usize = 1514;
@@ -284,18 +310,10 @@ const ICMP_DF_COPY: usize = 1514;
 /// DF cleared and the header checksum made again, or None to send `frame` as it is.
 fn icmp_without_df<'a>(frame: &[u8], buf: &'a mut [u8; ICMP_DF_COPY]) -> Option<&'a [u8]> {
     use xenlet_router::ipv4;
-    if frame.len() > buf.len() || frame.get(12..14) != Some(&[0x08, 0x00][..]) {
+    if frame.len() > buf.len() || !is_icmp_with_df(frame) {
         return None;
     }
-    let ip = frame.get(14..)?;
-    let hl = ipv4::header_len(ip);
-    let flags = ipv4::be16(ip, ipv4::FRAG)?;
-    if ip.get(9) != Some(&1) || flags & ipv4::DF == 0 || hl < 20 {
-        return None;
-    }
-    if !matches!(ip.get(hl), Some(0 | 3 | 11 | 12)) {
-        return None;
-    }
+    let flags = ipv4::be16(frame.get(14..)?, ipv4::FRAG)?;
     let out = buf.get_mut(..frame.len())?;
     out.copy_from_slice(frame);
     let ip = &mut out[14..];
@@ -325,13 +343,15 @@ impl<L: Link> Link for Routed<L> {
         self.inner.can_send()
     }
     fn send(&mut self, frame: &[u8]) -> Result<(), String> {
-        let mut copy = [0u8; ICMP_DF_COPY];
-        let frame = icmp_without_df(frame, &mut copy).unwrap_or(frame);
-        self.note_sent(frame);
-        if self.hold(frame, SendKind::Plain) {
-            return Ok(());
+        // the copy (and its buffer) only for the stack's ICMP messages with DF, not
+        // for every frame it sends
+        if is_icmp_with_df(frame) {
+            let mut copy = [0u8; ICMP_DF_COPY];
+            if let Some(f) = icmp_without_df(frame, &mut copy) {
+                return self.send_plain(f);
+            }
         }
-        self.inner.send(frame)
+        self.send_plain(frame)
     }
     fn stats(&self) -> LinkStats {
         self.inner.stats()
