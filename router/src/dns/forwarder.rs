@@ -530,15 +530,7 @@ impl DnsForwarder {
                 None
             };
             if let Some(n) = name {
-                let ans = match (wants(rtype::PTR), name_rdata(&n)) {
-                    (true, Some(rdata)) => alloc::vec![Answer {
-                        rtype: rtype::PTR,
-                        ttl,
-                        rdata,
-                    }],
-                    _ => Vec::new(),
-                };
-                return Some((rcode::NOERROR, ans));
+                return Some((rcode::NOERROR, ptr_answer(&n, wants(rtype::PTR), ttl)));
             }
             if self.cfg.bogus_priv && is_bogus_reverse(ip) {
                 return Some((rcode::NXDOMAIN, Vec::new()));
@@ -553,15 +545,7 @@ impl DnsForwarder {
                 hosts.name6_of(ip, now).map(|n| self.fqdn(n))
             };
             if let Some(n) = name {
-                let ans = match (wants(rtype::PTR), name_rdata(&n)) {
-                    (true, Some(rdata)) => alloc::vec![Answer {
-                        rtype: rtype::PTR,
-                        ttl,
-                        rdata,
-                    }],
-                    _ => Vec::new(),
-                };
-                return Some((rcode::NOERROR, ans));
+                return Some((rcode::NOERROR, ptr_answer(&n, wants(rtype::PTR), ttl)));
             }
             // boguspriv covers IPv6's private ranges too (RFC 6303: ULA,
             // link-local, unspecified): the LAN's addresses are not asked upstream.
@@ -959,4 +943,17 @@ fn truncated(answer: &[u8]) -> Option<Vec<u8>> {
 /// Whether `packet` is a reply whose TC bit is set (the client will retry over TCP).
 pub fn is_truncated(packet: &[u8]) -> bool {
     super::message::Header::parse(packet).is_ok_and(|h| h.flags & flag::TC != 0)
+}
+
+/// The answer to a reverse query for a name we know: its PTR record when the
+/// question asks for one (else none: NOERROR, no data).
+fn ptr_answer(name: &str, wanted: bool, ttl: u32) -> Vec<Answer> {
+    match (wanted, name_rdata(name)) {
+        (true, Some(rdata)) => alloc::vec![Answer {
+            rtype: rtype::PTR,
+            ttl,
+            rdata,
+        }],
+        _ => Vec::new(),
+    }
 }
