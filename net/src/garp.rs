@@ -1,13 +1,20 @@
-//! Gratuitous ARP (RFC 5227 section 3, "ARP Announcement"): after the domain moved
-//! (restored or migrated), each of its IPv4 addresses is announced from its
-//! interface so that switches (dom0's bridge) and neighbours learn where it is now,
-//! as Linux's netfront does with `netdev_notify_peers` after a resume.
+//! Announcing where the domain is after it moved (restored or migrated), so that
+//! switches (dom0's bridge) and neighbours learn it, as Linux's netfront does with
+//! `netdev_notify_peers` after a resume:
+//! - each IPv4 address by a gratuitous ARP (RFC 5227 section 3, "ARP Announcement");
+//! - each IPv6 address (the link-local one included: LAN hosts route through it) by
+//!   an unsolicited neighbour advertisement to all nodes (RFC 4861 section 7.2.6),
+//!   with the Override flag, and the Router flag when the domain routes (a
+//!   neighbour that saw it clear would drop the router from its default router list,
+//!   section 7.2.5).
 
 use alloc::vec;
 use alloc::vec::Vec;
+use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
     ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
-    EthernetRepr, Ipv4Address,
+    EthernetRepr, Icmpv6Packet, Icmpv6Repr, IpProtocol, Ipv4Address, Ipv6Address, Ipv6Packet,
+    Ipv6Repr, NdiscNeighborFlags, NdiscRepr, RawHardwareAddress,
 };
 
 /// An ARP announcement of `ip` at `mac`: a broadcast request whose sender and target
@@ -30,6 +37,46 @@ pub fn announcement(mac: [u8; 6], ip: Ipv4Address) -> Vec<u8> {
     let mut frame = EthernetFrame::new_unchecked(&mut buf[..]);
     eth.emit(&mut frame);
     arp.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
+    buf
+}
+
+/// An unsolicited neighbour advertisement of `ip` at `mac`, to all nodes
+/// (`ff02::1`, Ethernet `33:33:00:00:00:01`), from `ip` itself, hop limit 255, with
+/// the target link-layer address option; Override set, Router set if `router`.
+pub fn neighbour_advertisement(mac: [u8; 6], ip: Ipv6Address, router: bool) -> Vec<u8> {
+    let mut flags = NdiscNeighborFlags::OVERRIDE;
+    if router {
+        flags |= NdiscNeighborFlags::ROUTER;
+    }
+    let na = Icmpv6Repr::Ndisc(NdiscRepr::NeighborAdvert {
+        flags,
+        target_addr: ip,
+        lladdr: Some(RawHardwareAddress::from_bytes(&mac)),
+    });
+    let all_nodes = Ipv6Address::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+    let ip6 = Ipv6Repr {
+        src_addr: ip,
+        dst_addr: all_nodes,
+        next_header: IpProtocol::Icmpv6,
+        payload_len: na.buffer_len(),
+        hop_limit: 255,
+    };
+    let eth = EthernetRepr {
+        src_addr: EthernetAddress(mac),
+        dst_addr: EthernetAddress([0x33, 0x33, 0, 0, 0, 1]),
+        ethertype: EthernetProtocol::Ipv6,
+    };
+    let mut buf = vec![0u8; eth.buffer_len() + ip6.buffer_len() + na.buffer_len()];
+    let mut frame = EthernetFrame::new_unchecked(&mut buf[..]);
+    eth.emit(&mut frame);
+    let mut packet = Ipv6Packet::new_unchecked(frame.payload_mut());
+    ip6.emit(&mut packet);
+    na.emit(
+        &ip,
+        &all_nodes,
+        &mut Icmpv6Packet::new_unchecked(packet.payload_mut()),
+        &ChecksumCapabilities::default(),
+    );
     buf
 }
 
@@ -58,5 +105,44 @@ mod tests {
                 target_protocol_addr: ip,
             }
         );
+    }
+
+    #[test]
+    fn advertises_the_ipv6_address_to_all_nodes_overriding_with_the_router_flag_as_asked() {
+        let mac = [0x00, 0x16, 0x3e, 0x12, 0x34, 0x56];
+        let ip = Ipv6Address::new(0xfe80, 0, 0, 0, 0x216, 0x3eff, 0xfe12, 0x3456);
+        for router in [true, false] {
+            let f = neighbour_advertisement(mac, ip, router);
+            let eth = EthernetFrame::new_checked(&f[..]).unwrap();
+            assert_eq!(eth.dst_addr(), EthernetAddress([0x33, 0x33, 0, 0, 0, 1]));
+            assert_eq!(eth.src_addr(), EthernetAddress(mac));
+            assert_eq!(eth.ethertype(), EthernetProtocol::Ipv6);
+            let p = Ipv6Packet::new_checked(eth.payload()).unwrap();
+            let ip6 = Ipv6Repr::parse(&p).unwrap();
+            assert_eq!(ip6.src_addr, ip);
+            assert_eq!(ip6.dst_addr, Ipv6Address::new(0xff02, 0, 0, 0, 0, 0, 0, 1));
+            assert_eq!(ip6.hop_limit, 255, "RFC 4861 7.1.2: else it is ignored");
+            let icmp = Icmpv6Packet::new_checked(p.payload()).unwrap();
+            // the checksum is checked by the parse
+            let repr = Icmpv6Repr::parse(
+                &ip6.src_addr,
+                &ip6.dst_addr,
+                &icmp,
+                &ChecksumCapabilities::default(),
+            )
+            .unwrap();
+            let mut flags = NdiscNeighborFlags::OVERRIDE;
+            if router {
+                flags |= NdiscNeighborFlags::ROUTER;
+            }
+            assert_eq!(
+                repr,
+                Icmpv6Repr::Ndisc(NdiscRepr::NeighborAdvert {
+                    flags,
+                    target_addr: ip,
+                    lladdr: Some(RawHardwareAddress::from_bytes(&mac)),
+                })
+            );
+        }
     }
 }

@@ -201,20 +201,23 @@ impl<L: Link> NetIf<L> {
         Ok(())
     }
 
-    /// Announces every IPv4 address of the interface with a gratuitous ARP
-    /// ([`crate::garp`]), after the domain moved; returns how many were sent.
-    pub fn announce(&mut self) -> usize {
+    /// Announces every address of the interface after the domain moved
+    /// ([`crate::garp`]): IPv4 by a gratuitous ARP, IPv6 by an unsolicited neighbour
+    /// advertisement (with the Router flag if `router`: the domain routes); returns
+    /// how many were sent of each (IPv4, IPv6).
+    pub fn announce(&mut self, router: bool) -> (usize, usize) {
         let mac = self.link.mac();
-        let mut sent = 0;
+        let mut sent = (0, 0);
         for (cidr, _) in self.addrs() {
-            if let IpCidr::Ipv4(c) = cidr {
-                if self
-                    .link
-                    .send(&crate::garp::announcement(mac, c.address()))
-                    .is_ok()
-                {
-                    sent += 1;
-                }
+            let (frame, count) = match cidr {
+                IpCidr::Ipv4(c) => (crate::garp::announcement(mac, c.address()), &mut sent.0),
+                IpCidr::Ipv6(c) => (
+                    crate::garp::neighbour_advertisement(mac, c.address(), router),
+                    &mut sent.1,
+                ),
+            };
+            if self.link.send(&frame).is_ok() {
+                *count += 1;
             }
         }
         sent

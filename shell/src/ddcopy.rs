@@ -38,6 +38,11 @@ pub trait DdHost {
     fn detaching(&self, disk: &Self::Disk) -> bool;
     /// Sends a flush to `disk` (nothing else in flight) and waits for it.
     fn flush(&mut self, disk: &mut Self::Disk) -> Result<(), BlockError>;
+    /// A point between two steps of the copy where it holds no disk (called outside
+    /// [`DdHost::with_disks`]): the kernel may suspend the domain here (`xl save`),
+    /// reconnecting the disks meanwhile; requests in flight stay with their disk and
+    /// are answered after.
+    fn checkpoint(&mut self) {}
 }
 
 /// Where data comes from.
@@ -269,7 +274,7 @@ fn with_disks<H: DdHost>(
         Sink::Disk(n) => Some(find(n)?),
         Sink::Null => None,
     };
-    host.with_disks(|host, disks| copy(plan, host, disks, src, dst, out, progress))
+    copy(plan, host, src, dst, out, progress)
 }
 
 struct Pending {
@@ -279,88 +284,168 @@ struct Pending {
     read_for_write_at: Option<u64>,
 }
 
-/// The pipelined copy. `src`/`dst` index `disks`.
+/// The pipelined copy. `src`/`dst` index the disk table, which is held for one
+/// step at a time ([`Copy::step`]): between two steps the host has its
+/// [`DdHost::checkpoint`].
 fn copy<H: DdHost>(
     plan: &Plan,
     host: &mut H,
-    disks: &mut [H::Disk],
     src: Option<usize>,
     dst: Option<usize>,
     out: &mut Outcome,
     progress: &mut Progress,
 ) -> Result<(), String> {
-    let in_size = src.map(|i| disks[i].info().bytes());
-    let out_size = dst.map(|i| disks[i].info().bytes());
-    for (v, what) in [(plan.skip_bytes, "skip"), (plan.seek_bytes, "seek")] {
-        if v % 512 != 0 {
-            return Err(format!("{what} offset {v} is not a multiple of 512 bytes"));
-        }
-    }
-    if !plan.obs.is_multiple_of(512) && dst.is_some() {
-        return Err(String::from(
-            "output block size must be a multiple of 512 for a disk",
-        ));
-    }
-    if let Some(sz) = in_size {
-        if plan.skip_bytes > sz {
-            return Err(String::from("'/dev/input': cannot skip: Invalid argument"));
-        }
-    }
-    // How much to move: count, else to the end of the input disk, else to the end of
-    // the output disk (where GNU dd stops with "No space left on device").
-    let mut total = match (plan.count_bytes, in_size) {
-        (Some(c), _) => c,
-        (None, Some(sz)) => sz - plan.skip_bytes,
-        (None, None) => u64::MAX,
-    };
-    if let Some(sz) = in_size {
-        total = total.min(sz - plan.skip_bytes); // reads stop at the end of the input
-    }
-    if total % 512 != 0 {
-        return Err(String::from(
-            "transfer length is not a multiple of 512 bytes",
-        ));
-    }
-    let max_pages = |i: usize| disks[i].info().features.max_segments as usize;
-    let mut req_pages = match (src, dst) {
-        (Some(s), Some(d)) => max_pages(s).min(max_pages(d)),
-        (Some(s), None) => max_pages(s),
-        (None, Some(d)) => max_pages(d),
-        (None, None) => 1,
-    };
-    if plan.direct || plan.dsync {
-        req_pages = req_pages.min(((plan.obs as usize).div_ceil(PAGE_BYTES)).max(1));
-    }
-    let depth = if plan.direct || plan.dsync {
-        1
-    } else {
-        usize::MAX
-    };
-    let mut rng = Xoshiro::seeded(host.now_ns() | 1);
-    let mut issued: u64 = 0; // bytes handed to the first stage
-    let mut in_flight: Vec<(u64, Pending)> = Vec::new();
-    let mut next_tag: u64 = 1;
-    let mut done = Vec::new();
-    let mut error: Option<String> = None;
-    let mut since_flush: u64 = 0;
-    // Ctrl-C stops issuing; what is in flight completes (its pages are granted), and
-    // the statistics so far are printed, as GNU dd does on SIGINT.
-    let mut interrupted = false;
-    let mut last_progress = host.now_ns();
-    let mut last_look = host.now_ns();
-
+    let names = host.disk_names();
+    let mut c = host.with_disks(|host, disks| Copy::new(plan, host, disks, src, dst))?;
     loop {
-        if !interrupted && host.take_interrupt() {
-            interrupted = true;
+        host.checkpoint();
+        // The table is the same between steps (disks come and go only between
+        // commands), but a copy never writes a disk it did not start on.
+        if host.disk_names() != names {
+            return Err(String::from("the disks changed under the copy; stopped"));
+        }
+        let r = host.with_disks(|host, disks| c.step(plan, host, disks, out, progress));
+        match r {
+            Step::More => {}
+            Step::Drained => break,
+            Step::Failed(e) => return Err(e),
+        }
+    }
+    host.with_disks(|host, disks| c.finish(plan, host, disks))
+}
+
+/// How a step of the copy ended.
+enum Step {
+    /// Work is left.
+    More,
+    /// Nothing in flight and nothing more to issue.
+    Drained,
+    /// The copy failed at once (no answer from the backend).
+    Failed(String),
+}
+
+/// The copy's state between steps.
+struct Copy {
+    src: Option<usize>,
+    dst: Option<usize>,
+    out_size: Option<u64>,
+    total: u64,
+    req_pages: usize,
+    depth: usize,
+    rng: Xoshiro,
+    /// Bytes handed to the first stage.
+    issued: u64,
+    in_flight: Vec<(u64, Pending)>,
+    next_tag: u64,
+    done: Vec<Completion>,
+    error: Option<String>,
+    since_flush: u64,
+    /// Ctrl-C stops issuing; what is in flight completes (its pages are granted),
+    /// and the statistics so far are printed, as GNU dd does on SIGINT.
+    interrupted: bool,
+    last_progress: u64,
+    last_look: u64,
+}
+
+impl Copy {
+    /// Checks the plan against the disks and sizes the copy.
+    fn new<H: DdHost>(
+        plan: &Plan,
+        host: &mut H,
+        disks: &mut [H::Disk],
+        src: Option<usize>,
+        dst: Option<usize>,
+    ) -> Result<Copy, String> {
+        let in_size = src.map(|i| disks[i].info().bytes());
+        let out_size = dst.map(|i| disks[i].info().bytes());
+        for (v, what) in [(plan.skip_bytes, "skip"), (plan.seek_bytes, "seek")] {
+            if v % 512 != 0 {
+                return Err(format!("{what} offset {v} is not a multiple of 512 bytes"));
+            }
+        }
+        if !plan.obs.is_multiple_of(512) && dst.is_some() {
+            return Err(String::from(
+                "output block size must be a multiple of 512 for a disk",
+            ));
+        }
+        if let Some(sz) = in_size {
+            if plan.skip_bytes > sz {
+                return Err(String::from("'/dev/input': cannot skip: Invalid argument"));
+            }
+        }
+        // How much to move: count, else to the end of the input disk, else to the end
+        // of the output disk (where GNU dd stops with "No space left on device").
+        let mut total = match (plan.count_bytes, in_size) {
+            (Some(c), _) => c,
+            (None, Some(sz)) => sz - plan.skip_bytes,
+            (None, None) => u64::MAX,
+        };
+        if let Some(sz) = in_size {
+            total = total.min(sz - plan.skip_bytes); // reads stop at the end of the input
+        }
+        if total % 512 != 0 {
+            return Err(String::from(
+                "transfer length is not a multiple of 512 bytes",
+            ));
+        }
+        let max_pages = |i: usize| disks[i].info().features.max_segments as usize;
+        let mut req_pages = match (src, dst) {
+            (Some(s), Some(d)) => max_pages(s).min(max_pages(d)),
+            (Some(s), None) => max_pages(s),
+            (None, Some(d)) => max_pages(d),
+            (None, None) => 1,
+        };
+        if plan.direct || plan.dsync {
+            req_pages = req_pages.min(((plan.obs as usize).div_ceil(PAGE_BYTES)).max(1));
+        }
+        let depth = if plan.direct || plan.dsync {
+            1
+        } else {
+            usize::MAX
+        };
+        let now = host.now_ns();
+        Ok(Copy {
+            src,
+            dst,
+            out_size,
+            total,
+            req_pages,
+            depth,
+            rng: Xoshiro::seeded(now | 1),
+            issued: 0,
+            in_flight: Vec::new(),
+            next_tag: 1,
+            done: Vec::new(),
+            error: None,
+            since_flush: 0,
+            interrupted: false,
+            last_progress: now,
+            last_look: now,
+        })
+    }
+
+    /// One step: issue while there is work, room and buffers; collect the answers;
+    /// wait for more if none came.
+    fn step<H: DdHost>(
+        &mut self,
+        plan: &Plan,
+        host: &mut H,
+        disks: &mut [H::Disk],
+        out: &mut Outcome,
+        progress: &mut Progress,
+    ) -> Step {
+        let (src, dst, total) = (self.src, self.dst, self.total);
+        if !self.interrupted && host.take_interrupt() {
+            self.interrupted = true;
         }
         // A disk being detached (`xl block-detach`): stop issuing, let what is in
         // flight complete, and fail with an I/O error.
-        if error.is_none() && host.now_ns().saturating_sub(last_look) >= 1_000_000_000 {
-            last_look = host.now_ns();
+        if self.error.is_none() && host.now_ns().saturating_sub(self.last_look) >= 1_000_000_000 {
+            self.last_look = host.now_ns();
             for (i, writing) in [(src, false), (dst, true)] {
                 if let Some(i) = i {
                     if host.detaching(&disks[i]) {
-                        error = Some(format!(
+                        self.error = Some(format!(
                             "error {} '/dev/{}': Input/output error (the disk is being detached)",
                             if writing { "writing" } else { "reading" },
                             disks[i].info().name
@@ -370,13 +455,18 @@ fn copy<H: DdHost>(
             }
         }
         // Issue while there is work, room and buffers.
-        while error.is_none() && !interrupted && issued < total && in_flight.len() < depth {
-            let mut bytes = (total - issued).min((req_pages * PAGE_BYTES) as u64);
-            if let (Some(sz), Some(_)) = (out_size, dst) {
+        while self.error.is_none()
+            && !self.interrupted
+            && self.issued < total
+            && self.in_flight.len() < self.depth
+        {
+            let issued = self.issued;
+            let mut bytes = (total - issued).min((self.req_pages * PAGE_BYTES) as u64);
+            if let (Some(sz), Some(_)) = (self.out_size, dst) {
                 let room = sz.saturating_sub(plan.seek_bytes + issued);
                 if room == 0 {
-                    if in_flight.is_empty() {
-                        error = Some(disk_err(
+                    if self.in_flight.is_empty() {
+                        self.error = Some(disk_err(
                             disk_name(disks, dst),
                             true,
                             &BlockError::Invalid("beyond the end of the disk"),
@@ -401,8 +491,8 @@ fn copy<H: DdHost>(
                 }
                 break; // wait for completions to return buffers
             }
-            let tag = next_tag;
-            next_tag += 1;
+            let tag = self.next_tag;
+            self.next_tag += 1;
             let req = match (src, dst) {
                 (Some(_), _) => BlockRequest {
                     tag,
@@ -415,7 +505,12 @@ fn copy<H: DdHost>(
                 // an output disk.
                 (None, _) => {
                     for (i, b) in bufs.iter().enumerate() {
-                        fill(b, &plan.source, &mut rng, bytes as usize - i * PAGE_BYTES);
+                        fill(
+                            b,
+                            &plan.source,
+                            &mut self.rng,
+                            bytes as usize - i * PAGE_BYTES,
+                        );
                     }
                     BlockRequest {
                         tag,
@@ -432,14 +527,14 @@ fn copy<H: DdHost>(
             };
             match disks[first].submit(req) {
                 Ok(()) => {
-                    in_flight.push((
+                    self.in_flight.push((
                         tag,
                         Pending {
                             bytes: bytes as usize,
                             read_for_write_at,
                         },
                     ));
-                    issued += bytes;
+                    self.issued += bytes;
                 }
                 Err((BlockError::Busy, req)) => {
                     for b in req.bufs {
@@ -451,7 +546,7 @@ fn copy<H: DdHost>(
                     for b in req.bufs {
                         disks[first].free_buf(b);
                     }
-                    error = Some(disk_err(disk_name(disks, Some(first)), src.is_none(), &e));
+                    self.error = Some(disk_err(disk_name(disks, Some(first)), src.is_none(), &e));
                     break;
                 }
             }
@@ -459,12 +554,13 @@ fn copy<H: DdHost>(
         for d in disks.iter_mut() {
             d.kick();
         }
-        if in_flight.is_empty() {
-            break;
+        if self.in_flight.is_empty() {
+            return Step::Drained;
         }
         // Collect completions from both sides.
         let mut got_any = false;
         for idx in [src, dst].into_iter().flatten() {
+            let mut done = core::mem::take(&mut self.done);
             done.clear();
             disks[idx].poll(&mut done);
             for c in done.drain(..) {
@@ -477,13 +573,14 @@ fn copy<H: DdHost>(
                     dst,
                     idx,
                     c,
-                    &mut in_flight,
+                    &mut self.in_flight,
                     out,
-                    &mut error,
-                    &mut next_tag,
-                    &mut since_flush,
+                    &mut self.error,
+                    &mut self.next_tag,
+                    &mut self.since_flush,
                 );
             }
+            self.done = done;
         }
         progress.tick(
             host,
@@ -491,33 +588,46 @@ fn copy<H: DdHost>(
                 .max(if dst.is_none() { out.bytes_in } else { 0 }),
         );
         if got_any {
-            last_progress = host.now_ns();
+            self.last_progress = host.now_ns();
         } else {
             // A backend that stops answering fails the copy instead of hanging the
             // shell; its requests stay with the driver (their pages stay granted).
-            if host.now_ns().saturating_sub(last_progress) >= REQUEST_DEADLINE_S * 1_000_000_000 {
+            if host.now_ns().saturating_sub(self.last_progress)
+                >= REQUEST_DEADLINE_S * 1_000_000_000
+            {
                 let who = String::from(disk_name(disks, src.or(dst)));
-                return Err(format!(
+                return Step::Failed(format!(
                     "error {} '/dev/{who}': Input/output error (no answer from the backend in {REQUEST_DEADLINE_S} s)",
                     if src.is_some() { "reading" } else { "writing" }
                 ));
             }
             disks[src.or(dst).unwrap_or(0)].wait();
         }
+        Step::More
     }
-    if error.is_none() && dst.is_some() && (plan.fsync || plan.dsync) && since_flush > 0 {
-        if let Some(d) = dst {
-            if let Err(e) = flush_wait(host, &mut disks[d]) {
-                error = Some(format!(
-                    "fsync failed for '/dev/{}': {e}",
-                    disks[d].info().name
-                ));
+
+    /// After the last answer: the flush `conv=fsync`/`oflag=dsync` ask for, and the
+    /// copy's result.
+    fn finish<H: DdHost>(
+        mut self,
+        plan: &Plan,
+        host: &mut H,
+        disks: &mut [H::Disk],
+    ) -> Result<(), String> {
+        if self.error.is_none() && (plan.fsync || plan.dsync) && self.since_flush > 0 {
+            if let Some(d) = self.dst {
+                if let Err(e) = flush_wait(host, &mut disks[d]) {
+                    self.error = Some(format!(
+                        "fsync failed for '/dev/{}': {e}",
+                        disks[d].info().name
+                    ));
+                }
             }
         }
-    }
-    match error {
-        Some(e) => Err(e),
-        None => Ok(()),
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 }
 
@@ -765,6 +875,10 @@ mod tests {
         interrupt_at: Option<u32>,
         looks: u32,
         printed: String,
+        /// What a check-point does (a suspend, a table that changes).
+        on_checkpoint: fn(&mut Host),
+        /// Check-points seen, and of those, how many found requests in flight.
+        checkpoints: (u32, u32),
     }
 
     impl Host {
@@ -776,6 +890,8 @@ mod tests {
                 interrupt_at: None,
                 looks: 0,
                 printed: String::new(),
+                on_checkpoint: |_| {},
+                checkpoints: (0, 0),
             }
         }
     }
@@ -808,6 +924,15 @@ mod tests {
         fn flush(&mut self, disk: &mut FakeDisk) -> Result<(), BlockError> {
             disk.log.push((BlockOp::Flush, 0, 0));
             Ok(())
+        }
+        fn checkpoint(&mut self) {
+            // the table is the host's again here: not held by the copy
+            assert!(!self.disks.is_empty(), "a check-point inside with_disks");
+            self.checkpoints.0 += 1;
+            if self.disks.iter().any(|d| !d.queued.is_empty()) {
+                self.checkpoints.1 += 1;
+            }
+            (self.on_checkpoint)(self);
         }
     }
 
@@ -854,6 +979,52 @@ mod tests {
         // Requests are merged up to the smaller segment limit: 4 pages.
         assert!(h.disks[1].log.iter().all(|r| r.2 <= 4 * PAGE_BYTES));
         assert_eq!(h.disks[1].flushes(), 0);
+    }
+
+    #[test]
+    fn check_points_come_between_steps_with_requests_in_flight_and_the_copy_goes_on() {
+        let a = FakeDisk::new("xvda", pattern(256 << 10), 11);
+        let b = FakeDisk::new("xvdb", vec![0xee; 256 << 10], 4);
+        let mut h = Host::new(vec![a, b]);
+        // a suspend at a check-point: the disks reconnect, what was in flight is
+        // answered after (the fake answers at the next poll, as a resumed blkfront
+        // that sent it again)
+        h.on_checkpoint = |h| {
+            // the backend goes quiet at the second check-point (the domain being
+            // saved) and answers again at the next (resumed)
+            match h.checkpoints.0 {
+                2 => h.disks[0].silent = true,
+                3 => h.disks[0].silent = false,
+                _ => {}
+            }
+        };
+        let p = plan(disk("/dev/xvda"), Sink::Disk("xvdb".into()));
+        let o = run(&p, &mut h);
+        assert_eq!(o.error, None);
+        assert_eq!(o.bytes_out, 256 << 10);
+        assert_eq!(h.disks[1].data, pattern(256 << 10));
+        let (seen, busy) = h.checkpoints;
+        assert!(seen > 4, "{seen} check-points");
+        assert!(busy > 0, "no check-point with requests in flight");
+    }
+
+    #[test]
+    fn a_disk_table_changed_at_a_check_point_stops_the_copy() {
+        let d = FakeDisk::new("xvdb", vec![0xaa; 64 << 10], 1);
+        let mut h = Host::new(vec![d]);
+        h.on_checkpoint = |h| {
+            if h.checkpoints.0 == 3 {
+                h.disks[0].info.name = String::from("xvdc");
+            }
+        };
+        let mut p = plan(Source::Zero, Sink::Disk("xvdb".into()));
+        p.count_bytes = Some(64 << 10);
+        let o = run(&p, &mut h);
+        assert_eq!(
+            o.error.as_deref(),
+            Some("the disks changed under the copy; stopped")
+        );
+        assert!(o.bytes_out < 64 << 10);
     }
 
     #[test]

@@ -886,7 +886,7 @@ def run_scenario(sc):
         for i, s in enumerate(sc['steps'], 1):
             kind = s.get('kind', 'guest')
             expects = [subst(e, caps, True) for e in s['expect']]
-            if gone and kind in ('guest', 'wait', 'until-gone'):
+            if gone and kind in ('guest', 'wait', 'until-gone', 'until-moved'):
                 raise Fail('step %d' % i, 'a %s step after the domain went (%s) needs a '
                            'restart step first' % (kind, gone))
             # output the guest printed on its own since the last prompt (a watch
@@ -1007,6 +1007,41 @@ def run_scenario(sc):
                 text += '\n(domain gone %.1fs after the command: %s)\n' % (secs, how)
                 log('(domain gone %.1fs after the command: %s)' % (secs, how))
                 console.pump(0.1)
+            elif kind == 'until-moved':
+                # typed; a move armed by a dom0 step in the background (xl save + xl
+                # restore, xl migrate) must take the domain away while the command
+                # still runs: its domid stops being the name's, or it shuts down (for
+                # the save). The command goes on in the new domain (a reattach next).
+                send = subst(s['send'], caps, False)
+                phase[0] = 'command %d (%s), until the domain is moved' % (i, send)
+                log('> %s (the domain must be moved before the prompt comes back)' % send)
+                t = time.monotonic()
+                console.send(send.encode('latin-1') + eol)
+
+                def still_here():
+                    st = alive()
+                    if st != 'running':
+                        return 'moved' if st != 'crashed' else st
+                    rc, v = sh(['xl', 'domid', dom])
+                    return 'running' if rc == 0 and v.strip() == domid else 'moved'
+                st, got = console.wait_for(prompt, left(s['timeout']), still_here)
+                text = strip_echo(clean(got), send)
+                if text.endswith(sc['prompt']):
+                    text = text[:-len(sc['prompt'])]
+                show_output(text)
+                if st == 'found':
+                    raise Fail(phase[0], 'the prompt came back %.1fs after the command: it '
+                               'finished before the domain was moved (the move came too '
+                               'late)' % (time.monotonic() - t))
+                if st == 'timeout':
+                    raise Fail(phase[0], 'the domain was not moved within %ds of the command'
+                               % s['timeout'])
+                if st == 'crashed':
+                    fail_gone(st, 'after %r' % send, text)
+                secs = time.monotonic() - t
+                res['moved_%d' % i] = '%.1fs after %r' % (secs, send)
+                text += '\n(domain moved %.1fs after the command)\n' % secs
+                log('(domain moved %.1fs after the command)' % secs)
             elif kind == 'restart':
                 phase[0] = 'restart %d' % i
                 st = alive()

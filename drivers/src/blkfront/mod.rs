@@ -131,6 +131,27 @@ impl<P: XenPlatform> Blkfront<P> {
     pub fn ring_refs(&self) -> Vec<u32> {
         self.link.ring_grants.iter().map(|g| g.gref().0).collect()
     }
+
+    /// Takes the backend's answers off the ring and keeps them for the next
+    /// [`BlockDevice::poll`], whoever calls it: how a suspend lets the disk answer
+    /// what is in flight without taking the answers from the command that waits for
+    /// them (a `dd` paused at its check-point).
+    pub fn collect(&mut self) {
+        let mut raw = [0u8; blkif::RESPONSE_BYTES];
+        loop {
+            if self.broken.is_some() {
+                break;
+            }
+            match self.link.ring.take_response_or_arm(&mut raw) {
+                Ok(true) => self.complete(&raw),
+                Ok(false) => break,
+                Err(e) => {
+                    self.fail(format!("{e}"));
+                    break;
+                }
+            }
+        }
+    }
 }
 
 impl<P: XenPlatform> BlockDevice for Blkfront<P> {
@@ -159,20 +180,7 @@ impl<P: XenPlatform> BlockDevice for Blkfront<P> {
     }
 
     fn poll(&mut self, out: &mut Vec<Completion>) {
-        let mut raw = [0u8; blkif::RESPONSE_BYTES];
-        loop {
-            if self.broken.is_some() {
-                break;
-            }
-            match self.link.ring.take_response_or_arm(&mut raw) {
-                Ok(true) => self.complete(&raw),
-                Ok(false) => break,
-                Err(e) => {
-                    self.fail(format!("{e}"));
-                    break;
-                }
-            }
-        }
+        self.collect();
         out.extend(self.done.drain(..));
     }
 

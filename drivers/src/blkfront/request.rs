@@ -15,6 +15,9 @@ use xenlet_xen::shared::PAGE_BYTES;
 pub(super) struct Slot {
     pub(super) tag: u64,
     pub(super) op: u8,
+    /// What the caller asked for (operation, first sector, bytes): what a restore
+    /// sends again to the new backend.
+    pub(super) asked: (BlockOp, u64, usize),
     pub(super) in_flight: bool,
     pub(super) bufs: Vec<IoBuf>,
     pub(super) grants: Vec<(Grant, Held)>,
@@ -31,6 +34,7 @@ impl Slot {
         Slot {
             tag: 0,
             op: 0,
+            asked: (BlockOp::Flush, 0, 0),
             in_flight: false,
             bufs: Vec::new(),
             grants: Vec::new(),
@@ -208,6 +212,7 @@ impl<P: XenPlatform> Blkfront<P> {
         let slot = &mut self.slots[slot_idx];
         slot.tag = req.tag;
         slot.op = op;
+        slot.asked = (req.op, req.sector, req.bytes);
         slot.in_flight = true;
         slot.bufs = req.bufs;
         slot.grants = grants;

@@ -26,6 +26,7 @@ impl<P: XenPlatform> Blkfront<P> {
         Some(Slot {
             tag: slot.tag,
             op: slot.op,
+            asked: slot.asked,
             in_flight: false,
             bufs: core::mem::take(&mut slot.bufs),
             grants: core::mem::take(&mut slot.grants),

@@ -12,9 +12,10 @@
 //! [`Blkfront::refresh`] when it is freed.
 
 use super::request::Slot;
-use super::{xenbus, Blkfront, BlockError, Completion, IoBuf};
+use super::{xenbus, Blkfront, BlockDevice, BlockError, BlockRequest, Completion, IoBuf};
 use crate::platform::XenPlatform;
 use alloc::format;
+use alloc::vec::Vec;
 use xenlet_xen::evtchn::Port;
 use xenlet_xen::gnttab::Access;
 
@@ -30,17 +31,20 @@ pub(super) const NO_PORT: Port = Port(u32::MAX);
 
 impl<P: XenPlatform> Blkfront<P> {
     /// Reconnects after a restore or migration. Requests the old backend had not
-    /// answered fail with an I/O error (the kernel writes everything back and waits
-    /// for the answers before it suspends, so normally there are none); their
-    /// grants, the ring's and the pool's are ended (empty entries now), the pool's
-    /// pages granted anew. Returns how many requests failed. If the handshake fails
-    /// the disk is broken, with the reason.
+    /// answered are sent again to the new one, as Linux's `blkif_recover` does (the
+    /// kernel normally lets the disks answer before it suspends, but a suspend taken
+    /// in the middle of a command can leave some): their grants, the ring's and the
+    /// pool's are ended (empty entries now), the requests granted anew on the new
+    /// ring; one that cannot go (the new ring is smaller, no grant) completes with an
+    /// I/O error. Returns how many were sent again. If the handshake fails the disk
+    /// is broken, with the reason, and those requests fail.
     pub fn resume(&mut self) -> Result<usize, BlockError> {
-        // The requests in flight: never to be answered.
-        let mut failed = 0;
+        // The requests in flight: the old backend will never answer them.
+        let mut again = Vec::new();
         for idx in 0..self.slots.len() {
             let Some(Slot {
                 tag,
+                asked: (op, sector, bytes),
                 grants,
                 mut bufs,
                 mut indirect,
@@ -54,12 +58,13 @@ impl<P: XenPlatform> Blkfront<P> {
             self.end_grants(grants, &mut bufs, &mut indirect);
             self.pool.extend(indirect);
             self.free_slots.push(idx);
-            self.done.push_back(Completion {
+            again.push(BlockRequest {
                 tag,
-                result: Err(BlockError::Io),
+                op,
+                sector,
+                bytes,
                 bufs,
             });
-            failed += 1;
         }
         // Requests abandoned when the device broke before: no backend holds them now.
         let pages = self.end_abandoned();
@@ -74,6 +79,7 @@ impl<P: XenPlatform> Blkfront<P> {
             Err(e) => {
                 self.link.port = NO_PORT;
                 self.fail(format!("not reconnected after a restore: {e}"));
+                self.fail_all(again);
                 return Err(e);
             }
         };
@@ -86,6 +92,7 @@ impl<P: XenPlatform> Blkfront<P> {
                 info.sectors, self.info.sectors
             );
             self.fail(why.clone());
+            self.fail_all(again);
             return Err(BlockError::Handshake(why));
         }
         self.conn = conn(&self.platform, self.link.backend_id);
@@ -101,7 +108,27 @@ impl<P: XenPlatform> Blkfront<P> {
             self.pool.push(b);
         }
         self.broken = None;
-        Ok(failed)
+        let mut sent = 0;
+        for req in again {
+            match self.start(req) {
+                Ok(()) => sent += 1,
+                Err((_, req)) => self.fail_all(alloc::vec![req]),
+            }
+        }
+        self.kick();
+        Ok(sent)
+    }
+
+    /// Requests that will not be sent again: each completes with an I/O error, its
+    /// buffers back to the caller.
+    fn fail_all(&mut self, reqs: Vec<BlockRequest>) {
+        for r in reqs {
+            self.done.push_back(Completion {
+                tag: r.tag,
+                result: Err(BlockError::Io),
+                bufs: r.bufs,
+            });
+        }
     }
 
     /// A buffer coming back to the pool: one granted before the last restore has its

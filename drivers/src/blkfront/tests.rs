@@ -763,7 +763,10 @@ fn after_a_restore_the_disk_reconnects_with_new_grants_and_closes_no_port() {
         // A buffer the caller holds across the move, and one request the old
         // backend never answers.
         let held = d.alloc_buf().unwrap();
-        let req = write_req(&mut d, 1, 0, 2);
+        let req = write_req(&mut d, 1, 16, 2);
+        for b in &req.bufs {
+            b.write_at(0, &[0xa7; 16]);
+        }
         submit(&mut d, req);
         d.kick();
         assert_eq!(be.requests().len(), 1);
@@ -771,12 +774,14 @@ fn after_a_restore_the_disk_reconnects_with_new_grants_and_closes_no_port() {
         let old_port = d.port();
 
         f.restore();
-        assert_eq!(d.resume().unwrap(), 1, "the unanswered request fails");
+        assert_eq!(
+            d.resume().unwrap(),
+            1,
+            "the unanswered request is sent again"
+        );
         d.poll(&mut out);
-        assert_eq!(out.len(), 1);
-        assert_eq!(out[0].tag, 1);
-        assert_eq!(out[0].result, Err(BlockError::Io));
-        assert_eq!(out[0].bufs.len(), 2, "its buffers come back");
+        assert!(out.is_empty(), "nothing fails: {:?}", out.len());
+        assert_eq!(d.in_flight(), 1);
         assert_eq!(f.ports_closed(), 0, "no port of the new domain closed");
         assert_eq!(f.key("device/vbd/51712/state").as_deref(), Some("4"));
         let new_ring = f.key("device/vbd/51712/ring-ref").unwrap();
@@ -784,9 +789,33 @@ fn after_a_restore_the_disk_reconnects_with_new_grants_and_closes_no_port() {
         assert_ne!(d.port(), old_port);
         assert_ne!(Some(new_ring), old_ring);
 
+        // The new backend finds it on its ring: the same write, its data through
+        // grants of the new table; its answer completes the caller's request.
+        let mut be = backend(&f, &d);
+        let again = be.requests();
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].1, blkif::OP_WRITE);
+        let (data, _) = request_grefs(&be, again[0].0);
+        assert_eq!(data.len(), 2);
+        for g in &data {
+            assert!(
+                f.grants.borrow().contains_key(g),
+                "persistent: {persistent}"
+            );
+            assert_eq!(&backend_read(&f, *g)[..16], &[0xa7; 16]);
+        }
+        be.respond(again[0].0, again[0].1, 0);
+        d.poll(&mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].tag, 1);
+        assert_eq!(out[0].result, Ok(()));
+        assert_eq!(out[0].bufs.len(), 2, "its buffers come back");
+        for b in out.pop().unwrap().bufs {
+            d.free_buf(b);
+        }
+
         // The new backend serves a write through buffers granted on the new
         // connection, the held one included (granted anew or bounced).
-        let mut be = backend(&f, &d);
         let mut bufs = vec![held, d.alloc_buf().unwrap()];
         for b in &bufs {
             b.write_at(0, &[0x5a; 16]);
@@ -818,6 +847,44 @@ fn after_a_restore_the_disk_reconnects_with_new_grants_and_closes_no_port() {
         }
         assert!(d.broken().is_none());
     }
+}
+
+#[test]
+fn answers_collected_before_a_suspend_go_to_the_next_poll_not_again_to_the_backend() {
+    let f = Fake::vbd(true, 0, 0);
+    let (mut d, mut be) = connect(&f);
+    let req = write_req(&mut d, 7, 0, 1);
+    let reqs = send(&mut d, &mut be, req);
+    be.respond(reqs[0].0, reqs[0].1, 0);
+    // the suspend's quiesce takes the answer off the ring and keeps it
+    d.collect();
+    assert_eq!(d.in_flight(), 0);
+    f.restore();
+    assert_eq!(
+        d.resume().unwrap(),
+        0,
+        "an answered request is not sent again"
+    );
+    let mut be = backend(&f, &d);
+    assert!(be.requests().is_empty());
+    let out = poll(&mut d);
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].tag, &out[0].result), (7, &Ok(())));
+}
+
+#[test]
+fn requests_a_failed_reconnect_cannot_send_again_fail_with_an_io_error() {
+    let f = Fake::vbd(true, 0, 0);
+    let (mut d, mut be) = connect(&f);
+    let req = write_req(&mut d, 3, 0, 1);
+    send(&mut d, &mut be, req);
+    f.restore();
+    f.backend_stalls.set(true);
+    assert!(d.resume().is_err());
+    let out = poll(&mut d);
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].tag, &out[0].result), (3, &Err(BlockError::Io)));
+    assert_eq!(out[0].bufs.len(), 1, "its buffer comes back");
 }
 
 #[test]

@@ -442,20 +442,17 @@ pub fn run_one(
 }
 
 /// Before a suspend: lets every disk answer what it has in flight (up to 10 s in
-/// all), the completions to their owners; returns how many requests stayed
-/// unanswered (a restored domain's disk sends them again).
+/// all); the answers stay with the disk for whoever polls it next (a command paused
+/// at its check-point gets its own); returns how many requests stayed unanswered (a
+/// restored domain's disk sends them again).
 pub fn quiesce_disks() -> usize {
     use xenlet_drivers::blkfront::BlockDevice;
     let end = clock::now() + core::time::Duration::from_secs(10);
     let mut disks = DISKS.lock();
     let mut left = 0;
     for disk in disks.iter_mut() {
-        let mut done = Vec::new();
         while disk.in_flight() > 0 && clock::now() < end {
-            disk.poll(&mut done);
-            for c in done.drain(..) {
-                xenlet_drivers::blocksync::recycle(disk, c);
-            }
+            disk.collect();
             if disk.in_flight() > 0 {
                 disk.wait();
             }

@@ -268,10 +268,10 @@ fn rescan() {
             let r = uplink(n).map_or(Ok(()), |v| v.reattach(id));
             match r {
                 Ok(()) => {
-                    let announced = n.announce();
+                    let (v4, v6) = n.announce(GATEWAY.lock().is_some());
                     watch_backend(&own, id);
                     crate::println!(
-                        "netfront: {own} has its backend back (device {id}); {announced} address(es) announced"
+                        "netfront: {own} has its backend back (device {id}); {v4} IPv4 and {v6} IPv6 address(es) announced"
                     );
                 }
                 Err(e) => crate::println!("netfront: {own}: device {id} not taken back: {e}"),
@@ -389,11 +389,12 @@ fn poll_clients(stack: &mut NetStack<Link>) -> bool {
 /// In a new domain (restored or migrated): every vif goes through the handshake
 /// again with its new backend (new rings, grants and event channels; the receive
 /// buffers posted again, sends the old backend had not answered counted lost), then
-/// announces its IPv4 addresses (gratuitous ARP) so the bridge learns where the
-/// domain is now. The stack, the router's flows and the LAN services' leases are
+/// announces its addresses (gratuitous ARP, unsolicited neighbour advertisements)
+/// so the bridge and the neighbours learn where the domain is now. The stack, the router's flows and the LAN services' leases are
 /// memory, kept as they were. One line per vif.
 pub fn resume_vifs() -> Vec<String> {
     let mut stack = NET.lock();
+    let router = GATEWAY.lock().is_some();
     let mut lines = Vec::new();
     for n in stack.ifs.iter_mut() {
         let name = n.name.clone();
@@ -405,9 +406,9 @@ pub fn resume_vifs() -> Vec<String> {
         let ms = t.elapsed().as_millis();
         match r {
             Ok(lost) => {
-                let announced = n.announce();
+                let (v4, v6) = n.announce(router);
                 lines.push(format!(
-                    "{name} reconnected in {ms} ms{}; {announced} address(es) announced",
+                    "{name} reconnected in {ms} ms{}; {v4} IPv4 and {v6} IPv6 address(es) announced",
                     if lost > 0 {
                         format!(", {lost} send(s) lost")
                     } else {

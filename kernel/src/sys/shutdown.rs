@@ -5,8 +5,11 @@
 //! and Linux's drivers/xen/manage.c, `shutdown_handler`).
 //!
 //! The watch is registered in XenStore's callback table; its callback runs where
-//! watches are dispatched (the shell's idle loop), never in interrupt context.
+//! watches are dispatched (the shell's idle loop), never in interrupt context, and
+//! at the check-points of long commands ([`checkpoint`]: a `dd`, `sleep`), so a save
+//! or a shutdown does not wait for the command to end.
 
+use crate::sync::eventcount::SharedSeen;
 use crate::sys::power;
 use crate::xen::xenstore;
 use alloc::string::String;
@@ -22,7 +25,33 @@ pub fn watch_shutdown() -> Result<(), XsError> {
     ] {
         xenstore::write(f, "1")?;
     }
-    xenstore::watch("control/shutdown", "xenlet-shutdown", on_shutdown_request)
+    xenstore::watch("control/shutdown", TOKEN, on_shutdown_request)
+}
+
+/// The watch's token.
+const TOKEN: &str = "xenlet-shutdown";
+
+/// The events [`checkpoint`] has looked past: it reads XenStore's ring only when
+/// an event came since (a `dd` calls it for every batch of answers from its disk; a
+/// `sleep` at every wake-up, which an event from xenstored causes).
+static LOOKED: SharedSeen = SharedSeen::new();
+
+/// A check-point of a long command, called where it holds no disk, filesystem or
+/// network lock (between two steps of a `dd`, in `sleep`): a request the toolstack
+/// wrote meanwhile is carried out here, as the shell loop would between commands. A
+/// suspend then returns here with the disks and vifs reconnected (the command's
+/// requests in flight answered, or sent again to the new backend) and the command
+/// goes on; a poweroff does not return.
+pub fn checkpoint() {
+    if !LOOKED.take(crate::xen::platform::events()) {
+        return;
+    }
+    if xenstore::take_fired(TOKEN) {
+        on_shutdown_request(&WatchEvent {
+            path: String::from("control/shutdown"),
+            token: String::from(TOKEN),
+        });
+    }
 }
 
 fn on_shutdown_request(_: &WatchEvent) {

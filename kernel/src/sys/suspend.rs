@@ -15,10 +15,12 @@
 //!   then every frontend reconnects to its (new) backend and the network announces
 //!   where it is now.
 //!
-//! The quiesce runs where watches are dispatched, the shell loop between commands, so
-//! no command holds a disk or the network: every filesystem is written back and every
-//! disk's requests answered before the domain goes (nothing is then in flight that a
-//! new backend would have to be asked again).
+//! The quiesce runs where the request is taken: the shell loop between commands, or
+//! a long command's check-point (`sys::shutdown::checkpoint`: between two steps of a
+//! `dd`, in `sleep`), where the command holds no disk, filesystem or network lock.
+//! Every filesystem is written back and every disk lets its requests be answered
+//! (the answers kept for whoever polls it next, the paused command included) before
+//! the domain goes; what is still unanswered is sent again to the new backend.
 
 use crate::time::clock;
 use crate::xen::{gnttab, platform as xen, xenstore};

@@ -210,19 +210,34 @@ mod tests {
             }
             // once an until-gone step ended the domain, the guest is back only after a
             // restart; end "gone" wants it gone at the end, every other end alive
+            // and after an until-moved step, the next guest-side step is a reattach
             let mut up = true;
+            let mut moving = false;
             for st in s.steps {
                 match st.kind {
-                    Kind::Guest | Kind::WaitOutput => assert!(up, "{}: {}", s.name, st.send),
+                    Kind::Guest | Kind::WaitOutput => {
+                        assert!(up && !moving, "{}: {}", s.name, st.send)
+                    }
                     Kind::UntilGone => {
-                        assert!(up, "{}: {}", s.name, st.send);
+                        assert!(up && !moving, "{}: {}", s.name, st.send);
                         up = false;
                     }
-                    Kind::Restart => up = true,
-                    Kind::Reattach => assert!(up, "{}: reattach to a domain that went", s.name),
+                    Kind::UntilMoved => {
+                        assert!(up && !moving, "{}: {}", s.name, st.send);
+                        moving = true;
+                    }
+                    Kind::Restart => {
+                        assert!(!moving, "{}: a restart while moving", s.name);
+                        up = true
+                    }
+                    Kind::Reattach => {
+                        assert!(up, "{}: reattach to a domain that went", s.name);
+                        moving = false;
+                    }
                     Kind::Dom0 => {}
                 }
             }
+            assert!(!moving, "{}: an until-moved step with no reattach", s.name);
             assert_eq!(up, s.end != End::Gone, "{}", s.name);
             if s.end == End::Gone {
                 assert!(s.steps.iter().all(|l| !l.ends), "{}", s.name);

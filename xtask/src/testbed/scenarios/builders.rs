@@ -92,6 +92,12 @@ pub const fn restart(boot_timeout_s: u32, expect: Regexes) -> Step {
     step(Kind::Restart, "", expect, boot_timeout_s)
 }
 
+/// A guest command a move armed in the background must find still running (see
+/// [`Kind::UntilMoved`]); a [`reattach`] next.
+pub const fn until_moved(send: &'static str, timeout_s: u32) -> Step {
+    step(Kind::UntilMoved, send, &[], timeout_s)
+}
+
 /// Find the domain again after dom0 moved it (see [`Kind::Reattach`]).
 pub const fn reattach(timeout_s: u32) -> Step {
     step(Kind::Reattach, "", &[], timeout_s)

@@ -129,6 +129,15 @@ pub enum Kind {
     /// classification included; `timeout_s` is the boot timeout, `expect` is matched
     /// against the boot output). `${DOMID}` is the new domain's id afterwards.
     Restart,
+    /// A line typed into the guest's shell that is still running when a move armed
+    /// by an earlier dom0 step in the background (`xl save` + `xl restore`, `xl
+    /// migrate`) takes the domain away: the runner waits until the domain it typed
+    /// into is gone (shut down for the save, or its domid no longer the name's)
+    /// instead of for a prompt, and fails if the prompt comes back first (the
+    /// command ended before the move). The command goes on in the new domain: a
+    /// [`Kind::Reattach`] next, which waits for its prompt; what it printed after the
+    /// move is in the console log (`/var/log/xen/console/guest-$NAME.log`).
+    UntilMoved,
     /// The dom0 steps before moved the domain (`xl save` + `xl restore`, `xl
     /// migrate`): the runner finds it again by name (a new domid, `${DOMID}`), opens
     /// its new console, presses Enter and waits for the prompt (`timeout_s`).
@@ -143,6 +152,7 @@ impl Kind {
             Kind::WaitOutput => "wait",
             Kind::UntilGone => "until-gone",
             Kind::Restart => "restart",
+            Kind::UntilMoved => "until-moved",
             Kind::Reattach => "reattach",
         }
     }

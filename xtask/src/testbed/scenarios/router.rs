@@ -1155,6 +1155,77 @@ const HOLD_START: Step = ns(
 /// `BLK_DATA_STEPS`).
 const DATA_SUM_AGAIN: Step = cmd("sha256sum -n 8M /dev/xvdb", &[r"^${SUM}  /dev/xvdb$"], 90);
 
+/// `xl save` + `xl restore` while the router's console runs a `dd` of 32 MiB to the
+/// data disk (its 16-48 MiB, one flush per 16 KiB: about 15 s; the save comes 3 s in),
+/// with lan1 listening for the router's neighbour advertisements meanwhile: the
+/// save does not wait for the command, which goes on in the new domain (its requests
+/// in flight answered before the suspend or sent again after it).
+const SAVE_RESTORE_DURING_DD: &[Step] = &[
+    ns(
+        "lan1",
+        "(timeout 240 tcpdump -l -n -v -i eth0 'icmp6 and ip6[40] == 136' > $TOPO/na.log 2>&1 </dev/null &); sleep 2; echo listening",
+        &[r"^listening$"],
+        30,
+    ),
+    dom0(
+        concat!(
+            "(sleep 3; xl save $NAME /var/tmp/$NAME.save && xl restore /var/tmp/$NAME.save; ",
+            "echo \"move rc=$?\"; rm -f /var/tmp/$NAME.save) > /tmp/move.log 2>&1 </dev/null &"
+        ),
+        &[],
+        30,
+    ),
+    until_moved("dd if=/dev/urandom of=/dev/xvdb bs=16k count=2048 seek=1024 oflag=dsync", 120),
+    dom0(
+        "for i in $(seq 200); do grep -q 'move rc=' /tmp/move.log && break; sleep 1; done; cat /tmp/move.log; echo \"domid now $(xl domid $NAME)\"",
+        &[r"^move rc=0$", r"^domid now \d+$"],
+        240,
+    ),
+    // the prompt comes back when the dd has ended, in the new domain
+    reattach(180),
+];
+
+/// What the dd across the save shows after it: it ended without an error (its
+/// lines in the console log, after the resume), every 512-byte sector it wrote holds
+/// its data on dom0's backing file (none left zero: a write lost in the move would
+/// be), and Xenlet reads the disk back as dom0 does; lan1 saw the router's unsolicited
+/// neighbour advertisements (link-local and ULA, Router and Override flags).
+const DD_ACROSS_THE_SAVE: &[Step] = &[
+    dom0(
+        "tr -d '\\r' < /var/log/xen/console/guest-$NAME.log | sed -n '/xenlet: suspending/,$p' | grep -E '^dd: |records (in|out)$|bytes .* copied' | tail -3",
+        &[
+            r"^2048\+0 records in$",
+            r"^2048\+0 records out$",
+            r"^33554432 bytes \(34 MB, 32 MiB\) copied",
+        ],
+        30,
+    ),
+    dom0(
+        concat!(
+            "python3 -c \"import sys; f=open(sys.argv[1],'rb'); f.seek(16<<20); d=f.read(32<<20); ",
+            "print('zero sectors', sum(d[i:i+512]==bytes(512) for i in range(0,len(d),512)), 'of', len(d)//512)\" $DATA"
+        ),
+        &[r"^zero sectors 0 of 65536$"],
+        60,
+    ),
+    cmd_cap(
+        "sha256sum -n 64M /dev/xvdb",
+        &[],
+        &[("SUM64", r"^([0-9a-f]{64})  /dev/xvdb$")],
+        120,
+    ),
+    dom0("head -c 67108864 $DATA | sha256sum", &[r"^${SUM64}  -$"], 60),
+    ns(
+        "lan1",
+        "cat $TOPO/na.log",
+        &[
+            r"neighbor advertisement, length 32, tgt is fe80::[0-9a-f:]+, Flags \[router, override\]",
+            r"neighbor advertisement, length 32, tgt is fd[0-9a-f:]+, Flags \[router, override\]",
+        ],
+        30,
+    ),
+];
+
 /// Save, restore, checkpoint and migrate a Xenlet router (the appliance survives
 /// what a Xen host does to it). Before: the WAN lease, lan1's lease, a TCP connection
 /// from lan1 through NAT to wan's echo responder held open (a line every 0.2 s), 8 MiB
@@ -1174,9 +1245,8 @@ const SUSPEND_ROUTER_STEPS: &[Step] = steps![
     MOVE_CHECKPOINT,
     cmd("xen", &[r"^suspend: 1 \(cancelled 1, resumed in a new domain 0; "], 30),
     HOLD_REPORT,
-    // save and restore: a new domain
-    MOVE_SAVE_RESTORE,
-    reattach(60),
+    // save and restore, in the middle of a dd to the data disk: a new domain
+    ..SAVE_RESTORE_DURING_DD,
     cmd("xen", &[r"^suspend: 2 \(cancelled 1, resumed in a new domain 1; "], 30),
     dom0(
         "grep -a -E 'xenlet: (resumed|xenstore)|blkfront: xvd[ab] reconnected|netfront: eth[01] reconnected' /var/log/xen/console/guest-$NAME.log",
@@ -1184,12 +1254,15 @@ const SUSPEND_ROUTER_STEPS: &[Step] = steps![
             r"xenlet: resumed in a new domain",
             r"xenlet: xenstore: reconnected on event channel \d+",
             r"blkfront: xvdb reconnected in \d+ ms",
-            r"netfront: eth0 reconnected in \d+ ms(, \d+ send\(s\) lost)?; 1 address\(es\) announced",
-            r"netfront: eth1 reconnected in \d+ ms(, \d+ send\(s\) lost)?; 1 address\(es\) announced",
+            // eth0 (lan): its IPv4, link-local and ULA addresses; eth1 (wan): IPv4 and
+            // link-local at least
+            r"netfront: eth0 reconnected in \d+ ms(, \d+ send\(s\) lost)?; 1 IPv4 and [2-9] IPv6 address\(es\) announced",
+            r"netfront: eth1 reconnected in \d+ ms(, \d+ send\(s\) lost)?; 1 IPv4 and [1-9] IPv6 address\(es\) announced",
         ],
         30,
     ),
     HOLD_REPORT,
+    ..DD_ACROSS_THE_SAVE,
     // the disk: the bytes written before the move read back through the new
     // backend, and new ones written and checked by dom0
     DATA_SUM_AGAIN,
@@ -1234,7 +1307,7 @@ const ROUTER_REATTACH_STEPS: &[Step] = steps![
         60
     ),
     wait_output(
-        r"netfront: eth0 has its backend back \(device \d+\); 1 address\(es\) announced",
+        r"netfront: eth0 has its backend back \(device \d+\); 1 IPv4 and [2-9] IPv6 address\(es\) announced",
         30
     ),
     HOLD_REPORT,
