@@ -138,9 +138,13 @@ pub const PAUSE: core::time::Duration = core::time::Duration::from_millis(1);
 /// network's marks are their own, so a pause never takes their wakeups.
 static PAUSE_SEEN: SharedSeen = SharedSeen::new();
 
-/// Waits for the next event, console input, or [`PAUSE`], serving the core first:
-/// what a loop polling a ring or XenStore calls between looks. Returns at once if an
-/// event came since the last pause returned.
+/// Waits for the next event, new console input, or [`PAUSE`], serving the core
+/// first: what a loop polling a ring or XenStore calls between looks. Returns at
+/// once if an event came since the last pause returned. Input already queued does
+/// not keep it awake (it is the shell's, for after the command: a line typed ahead
+/// during a long `dd` made every pause of its disk waits return at once, spinning
+/// the vCPU); new input still ends the halt (its interrupt), and Ctrl-C is seen by
+/// the command within a pause.
 pub fn pause() {
     let mut waiter = Waiter::resume(PAUSE_SEEN.get());
     waiter.wait(
@@ -148,7 +152,7 @@ pub fn pause() {
         xen::events(),
         &SERVICE,
         Some((clock::now() + PAUSE).as_nanos()),
-        &console::input_pending,
+        &|| false,
     );
     PAUSE_SEEN.set(waiter.seen());
 }

@@ -1155,18 +1155,90 @@ const HOLD_START: Step = ns(
 /// `BLK_DATA_STEPS`).
 const DATA_SUM_AGAIN: Step = cmd("sha256sum -n 8M /dev/xvdb", &[r"^${SUM}  /dev/xvdb$"], 90);
 
-/// `xl save` + `xl restore` while the router's console runs a `dd` of 32 MiB to the
-/// data disk (its 16-48 MiB, one flush per 16 KiB: about 15 s; the save comes 3 s in),
-/// with lan1 listening for the router's neighbour advertisements meanwhile: the
-/// save does not wait for the command, which goes on in the new domain (its requests
-/// in flight answered before the suspend or sent again after it).
-const SAVE_RESTORE_DURING_DD: &[Step] = &[
-    ns(
-        "lan1",
-        "(timeout 240 tcpdump -l -n -v -i eth0 'icmp6 and ip6[40] == 136' > $TOPO/na.log 2>&1 </dev/null &); sleep 2; echo listening",
-        &[r"^listening$"],
+/// A dom0 step that checks dom0's backing file of the data disk from `$off` MiB for
+/// `$len` MiB: every 512-byte sector holds data (the `dd` from `/dev/urandom` that
+/// wrote it across a move; a write lost in the move would have left one zero).
+macro_rules! no_zero_sectors {
+    ($off:literal, $len:literal, $expect:literal) => {
+        dom0(
+            concat!(
+                "python3 -c \"import sys; f=open(sys.argv[1],'rb'); f.seek(",
+                $off,
+                "<<20); d=f.read(",
+                $len,
+                "<<20); print('zero sectors', sum(d[i:i+512]==bytes(512) for i in range(0,len(d),512)), 'of', len(d)//512)\" $DATA"
+            ),
+            &[$expect],
+            60,
+        )
+    };
+}
+
+/// Waits for the move armed in the background (`/tmp/move.log`) to end: its status
+/// 0 and the domain's new id.
+const MOVE_DONE: Step = dom0(
+    "for i in $(seq 200); do grep -q 'move rc=' /tmp/move.log && break; sleep 1; done; cat /tmp/move.log | tail -4; echo \"domid now $(xl domid $NAME)\"",
+    &[r"^move rc=0$", r"^domid now \d+$"],
+    240,
+);
+
+/// lan1 listens for the router's neighbour advertisements (`$TOPO/na.log`) while it
+/// moves.
+const NA_LISTEN: Step = ns(
+    "lan1",
+    "(timeout 240 tcpdump -l -n -v -i eth0 'icmp6 and ip6[40] == 136' > $TOPO/na.log 2>&1 </dev/null &); sleep 2; echo listening",
+    &[r"^listening$"],
+    30,
+);
+
+/// What lan1 heard: the router's unsolicited neighbour advertisements after the move,
+/// link-local and ULA, with the Router and Override flags.
+const NA_HEARD: Step = ns(
+    "lan1",
+    "cat $TOPO/na.log",
+    &[
+        r"neighbor advertisement, length 32, tgt is fe80::[0-9a-f:]+, Flags \[router, override\]",
+        r"neighbor advertisement, length 32, tgt is fd[0-9a-f:]+, Flags \[router, override\]",
+    ],
+    30,
+);
+
+/// The last `dd` in the console log since the first suspend ended without an error
+/// (it printed after the move, in the new domain: the runner's console missed it).
+const DD_LOGGED_2048: Step = dom0(
+    "tr -d '\\r' < /var/log/xen/console/guest-$NAME.log | sed -n '/xenlet: suspending/,$p' | grep -E '^dd: |records (in|out)$|bytes .* copied' | tail -3",
+    &[r"^2048\+0 records in$", r"^2048\+0 records out$", r"bytes \(\d+ MB, \d+ MiB\) copied"],
+    30,
+);
+
+/// `xl save -c` (a checkpoint) while the console runs a `dd` of 8 MiB to the data
+/// disk (its 8-16 MiB, a flush per 4 KiB: about 12 s; the checkpoint comes 3 s in):
+/// the copy pauses at its check-point, the same domain goes on, the copy ends.
+const CHECKPOINT_DURING_DD: &[Step] = &[
+    dom0(
+        concat!(
+            "(sleep 3; xl save -c $NAME /var/tmp/$NAME.ckpt; echo \"move rc=$?\"; ",
+            "rm -f /var/tmp/$NAME.ckpt) > /tmp/move.log 2>&1 </dev/null &"
+        ),
+        &[],
         30,
     ),
+    cmd(
+        "dd if=/dev/urandom of=/dev/xvdb bs=4k count=2048 seek=2048 oflag=dsync",
+        &[r"(?s)xenlet: suspend cancelled after \d+ ms.*\n2048\+0 records out"],
+        240,
+    ),
+    MOVE_DONE,
+    no_zero_sectors!("8", "8", r"^zero sectors 0 of 16384$"),
+];
+
+/// `xl save` + `xl restore` while the router's console runs a `dd` of 32 MiB to the
+/// data disk (its 16-48 MiB, a flush per 16 KiB: about 15 s; the save comes 3 s in),
+/// with lan1 listening for the router's neighbour advertisements meanwhile: the save
+/// does not wait for the command, which goes on in the new domain (its requests in
+/// flight answered before the suspend or sent again after it).
+const SAVE_RESTORE_DURING_DD: &[Step] = &[
+    NA_LISTEN,
     dom0(
         concat!(
             "(sleep 3; xl save $NAME /var/tmp/$NAME.save && xl restore /var/tmp/$NAME.save; ",
@@ -1175,54 +1247,56 @@ const SAVE_RESTORE_DURING_DD: &[Step] = &[
         &[],
         30,
     ),
-    until_moved("dd if=/dev/urandom of=/dev/xvdb bs=16k count=2048 seek=1024 oflag=dsync", 120),
-    dom0(
-        "for i in $(seq 200); do grep -q 'move rc=' /tmp/move.log && break; sleep 1; done; cat /tmp/move.log; echo \"domid now $(xl domid $NAME)\"",
-        &[r"^move rc=0$", r"^domid now \d+$"],
-        240,
+    until_moved(
+        "dd if=/dev/urandom of=/dev/xvdb bs=16k count=2048 seek=1024 oflag=dsync",
+        120,
     ),
+    MOVE_DONE,
     // the prompt comes back when the dd has ended, in the new domain
     reattach(180),
 ];
 
-/// What the dd across the save shows after it: it ended without an error (its
-/// lines in the console log, after the resume), every 512-byte sector it wrote holds
-/// its data on dom0's backing file (none left zero: a write lost in the move would
-/// be), and Xenlet reads the disk back as dom0 does; lan1 saw the router's unsolicited
-/// neighbour advertisements (link-local and ULA, Router and Override flags).
+/// After the save and restore: the dd's end, its sectors on dom0's file, lan1's
+/// advertisements.
 const DD_ACROSS_THE_SAVE: &[Step] = &[
-    dom0(
-        "tr -d '\\r' < /var/log/xen/console/guest-$NAME.log | sed -n '/xenlet: suspending/,$p' | grep -E '^dd: |records (in|out)$|bytes .* copied' | tail -3",
-        &[
-            r"^2048\+0 records in$",
-            r"^2048\+0 records out$",
-            r"^33554432 bytes \(34 MB, 32 MiB\) copied",
-        ],
-        30,
-    ),
+    DD_LOGGED_2048,
+    no_zero_sectors!("16", "32", r"^zero sectors 0 of 65536$"),
+    NA_HEARD,
+];
+
+/// `xl migrate` to this host while the console runs a `dd` of 8 MiB to the data
+/// disk (its 48-56 MiB, a flush per 4 KiB): the copy ends in the new domain.
+const MIGRATE_DURING_DD: &[Step] = &[
     dom0(
         concat!(
-            "python3 -c \"import sys; f=open(sys.argv[1],'rb'); f.seek(16<<20); d=f.read(32<<20); ",
-            "print('zero sectors', sum(d[i:i+512]==bytes(512) for i in range(0,len(d),512)), 'of', len(d)//512)\" $DATA"
+            "(sleep 3; xl migrate -s '' $NAME 'xl migrate-receive'; echo \"move rc=$?\") ",
+            "> /tmp/move.log 2>&1 </dev/null &"
         ),
-        &[r"^zero sectors 0 of 65536$"],
-        60,
+        &[],
+        30,
     ),
+    until_moved(
+        "dd if=/dev/urandom of=/dev/xvdb bs=4k count=2048 seek=12288 oflag=dsync",
+        120,
+    ),
+    MOVE_DONE,
+    reattach(180),
+    DD_LOGGED_2048,
+    no_zero_sectors!("48", "8", r"^zero sectors 0 of 16384$"),
+];
+
+/// Xenlet reads the whole data disk as dom0 finds it in the backing file.
+const DATA_SUM_ALL: &[Step] = &[
     cmd_cap(
         "sha256sum -n 64M /dev/xvdb",
         &[],
         &[("SUM64", r"^([0-9a-f]{64})  /dev/xvdb$")],
         120,
     ),
-    dom0("head -c 67108864 $DATA | sha256sum", &[r"^${SUM64}  -$"], 60),
-    ns(
-        "lan1",
-        "cat $TOPO/na.log",
-        &[
-            r"neighbor advertisement, length 32, tgt is fe80::[0-9a-f:]+, Flags \[router, override\]",
-            r"neighbor advertisement, length 32, tgt is fd[0-9a-f:]+, Flags \[router, override\]",
-        ],
-        30,
+    dom0(
+        "head -c 67108864 $DATA | sha256sum",
+        &[r"^${SUM64}  -$"],
+        60,
     ),
 ];
 
@@ -1241,8 +1315,8 @@ const SUSPEND_ROUTER_STEPS: &[Step] = steps![
     HOLD_START,
     super::blk::BLK_DATA_STEPS[1],
     super::blk::BLK_DATA_STEPS[2],
-    // checkpoint: the guest goes on in the same domain
-    MOVE_CHECKPOINT,
+    // checkpoint, in the middle of a dd: the guest goes on in the same domain
+    ..CHECKPOINT_DURING_DD,
     cmd("xen", &[r"^suspend: 1 \(cancelled 1, resumed in a new domain 0; "], 30),
     HOLD_REPORT,
     // save and restore, in the middle of a dd to the data disk: a new domain
@@ -1271,13 +1345,13 @@ const SUSPEND_ROUTER_STEPS: &[Step] = steps![
     super::blk::BLK_DATA_STEPS[3],
     LAN_THROUGH_NAT[1],
     LAN1_BY_DHCP,
-    // live migration to this host
-    MOVE_MIGRATE,
-    reattach(60),
+    // live migration to this host, in the middle of a dd
+    ..MIGRATE_DURING_DD,
     cmd("xen", &[r"^suspend: 3 \(cancelled 1, resumed in a new domain 2; "], 30),
     HOLD_REPORT,
     LAN_THROUGH_NAT[1],
     DATA_SUM_AGAIN,
+    ..DATA_SUM_ALL,
     last("poweroff"),
 ];
 
