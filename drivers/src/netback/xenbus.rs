@@ -3,6 +3,7 @@
 //! channel, Connected), disconnect (unbind, unmap) and close (Closed), following
 //! the frontend's and the toolstack's states.
 
+use super::guard::{parse_rate, Credit, SourceFilter};
 use super::{Conn, Netback, NetbackError, NetbackStats, RX_STAGING_PAGES, TX_STAGING_PAGES};
 use crate::netfront::parse_mac;
 use crate::netif::{RX_ENTRY_BYTES, TX_ENTRY_BYTES};
@@ -98,6 +99,8 @@ impl<P: XenBackend> Netback<P> {
         let nb = Netback {
             bridge: read("bridge").ok().filter(|b| !b.is_empty()),
             ip: read("ip").ok().filter(|b| !b.is_empty()),
+            filter: None,
+            credit: None,
             platform,
             path,
             fe_path,
@@ -289,8 +292,10 @@ impl<P: XenBackend> Netback<P> {
                     fe_ipv6_csum_blank,
                     tx_staging,
                     rx_staging,
+                    held: None,
                 });
                 self.broken = None;
+                self.read_limits();
                 Ok(())
             }
             (tx_staging, rx_staging, port) => {
@@ -309,6 +314,18 @@ impl<P: XenBackend> Netback<P> {
                 Err(why)
             }
         }
+    }
+
+    /// Reads the toolstack's `ip` and `rate` keys (see `guard`): at connect, as
+    /// Linux reads `rate` when the frontend connects.
+    fn read_limits(&mut self) {
+        let read = |k: &str| self.platform.xs_read(&format!("{}/{k}", self.path)).ok();
+        self.ip = read("ip").filter(|v| !v.trim().is_empty());
+        self.filter = self.ip.as_deref().and_then(SourceFilter::parse);
+        let now = self.platform.now_ns();
+        self.credit = read("rate")
+            .and_then(|r| parse_rate(r.trim()))
+            .map(|(bytes, usec)| Credit::new(bytes, usec, now));
     }
 
     fn unmap(&mut self, page: crate::platform::ForeignPage) {
