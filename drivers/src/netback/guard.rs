@@ -25,8 +25,10 @@
 //!   any address past this filter.
 //!
 //! Entries of the key that are not addresses are ignored; a key with no address at
-//! all drops every IP and ARP frame (fail closed) rather than passing them. The key
-//! is read when the client connects (a change applies at its next connect).
+//! all drops every IP and ARP frame (fail closed) rather than passing them. Both
+//! keys are read when the client connects and again when the backend directory
+//! changes while it is connected ([`super::Netback::poll_xenbus`]: a toolstack may
+//! change them live, as Linux follows `rate`).
 //! Dropped frames are answered `NETIF_RSP_OKAY` (the client sees a sent packet, as
 //! behind a firewall) and counted in [`super::NetbackStats::rx_spoofed`].
 //!

@@ -48,7 +48,8 @@
 //!   it on that port.
 //! - Counters are the vif's ([`NetbackStats`]), Linux's view of `vif<d>.<n>`: rx is
 //!   what the client sent, tx what it was sent.
-//! - The toolstack's limits, read when the client connects (`guard`): the `ip` key
+//! - The toolstack's limits, read when the client connects and again at
+//!   [`Netback::poll_xenbus`] while it is connected (`guard`): the `ip` key
 //!   restricts the client's source addresses ([`Netback::source_filter`]; frames
 //!   from others are dropped and counted, [`NetbackStats::rx_spoofed`]), the `rate`
 //!   key its transmit rate ([`Netback::rate`]): a packet over its credit waits in

@@ -206,6 +206,10 @@ impl<P: XenBackend> Netback<P> {
                 }
             }
             Some(XenbusState::Initialised | XenbusState::Connected) => {
+                if self.state == BackState::Connected && self.conn.is_some() {
+                    // the toolstack may have changed `ip` or `rate`
+                    self.read_limits();
+                }
                 if self.state == BackState::InitWait {
                     if let Err(why) = self.connect() {
                         let _ = self.write("error", &why);
@@ -295,6 +299,7 @@ impl<P: XenBackend> Netback<P> {
                     held: None,
                 });
                 self.broken = None;
+                self.credit = None;
                 self.read_limits();
                 Ok(())
             }
@@ -316,16 +321,20 @@ impl<P: XenBackend> Netback<P> {
         }
     }
 
-    /// Reads the toolstack's `ip` and `rate` keys (see `guard`): at connect, as
-    /// Linux reads `rate` when the frontend connects.
-    fn read_limits(&mut self) {
+    /// Reads the toolstack's `ip` and `rate` keys (see `guard`): at connect (a
+    /// full credit, as Linux's connect gives), and again whenever the backend
+    /// directory changes while connected (Linux watches `rate` so): a new filter
+    /// applies to the next frame, a new rate starts a new credit, the same rate
+    /// keeps the credit it has.
+    pub(super) fn read_limits(&mut self) {
         let read = |k: &str| self.platform.xs_read(&format!("{}/{k}", self.path)).ok();
         self.ip = read("ip").filter(|v| !v.trim().is_empty());
         self.filter = self.ip.as_deref().and_then(SourceFilter::parse);
         let now = self.platform.now_ns();
-        self.credit = read("rate")
-            .and_then(|r| parse_rate(r.trim()))
-            .map(|(bytes, usec)| Credit::new(bytes, usec, now));
+        let rate = read("rate").and_then(|r| parse_rate(r.trim()));
+        if rate != self.rate() {
+            self.credit = rate.map(|(bytes, usec)| Credit::new(bytes, usec, now));
+        }
     }
 
     fn unmap(&mut self, page: crate::platform::ForeignPage) {

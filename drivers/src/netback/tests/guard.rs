@@ -288,3 +288,47 @@ fn a_flooding_client_cannot_starve_another_in_one_service_round() {
     // the bridge above then takes one frame of each port in turn
     // (bridge::tests::ports_take_turns_so_a_busy_one_starves_no_other)
 }
+
+#[test]
+fn ip_and_rate_changed_while_connected_apply_at_the_next_xenbus_poll() {
+    let x = xen();
+    let (mut nb, mut c) = connected(&x);
+    assert_eq!(
+        through(&mut nb, &mut c, &[ipv4_from([10, 0, 0, 9])]).len(),
+        1
+    );
+    // the toolstack (or an admin's xenstore-write) sets ip: the watch fires
+    x.set(&format!("{BE}/ip"), "10.0.0.5");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Connected));
+    let frames = [ipv4_from([10, 0, 0, 9]), ipv4_from([10, 0, 0, 5])];
+    assert_eq!(through(&mut nb, &mut c, &frames), [frames[1].clone()]);
+    assert_eq!(nb.stats().rx_spoofed, 1);
+    // and back to the address it uses
+    x.set(&format!("{BE}/ip"), "10.0.0.9");
+    nb.poll_xenbus().unwrap();
+    assert_eq!(through(&mut nb, &mut c, &frames), [frames[0].clone()]);
+    assert_eq!(nb.stats().rx_spoofed, 2);
+    // a rate set live (and ip removed): a packet past its credit waits, a rate
+    // removed lets it go
+    (&x).xs_rm(&format!("{BE}/ip")).unwrap();
+    x.set(&format!("{BE}/rate"), "1000,1000000");
+    nb.poll_xenbus().unwrap();
+    assert!(nb.source_filter().is_none());
+    assert_eq!(nb.rate(), Some((1000, 1_000_000)));
+    c.send(&frame(600, 1), 10);
+    c.send(&frame(600, 2), 11);
+    while nb.poll() {}
+    assert_eq!(nb.received_len(), 1);
+    assert!(nb.rate_wakeup_ns().is_some());
+    // the same rate written again keeps the credit (the packet still waits)
+    nb.poll_xenbus().unwrap();
+    nb.poll();
+    assert_eq!(nb.received_len(), 1);
+    (&x).xs_rm(&format!("{BE}/rate")).unwrap();
+    nb.poll_xenbus().unwrap();
+    assert_eq!(nb.rate(), None);
+    assert_eq!(nb.rate_wakeup_ns(), None);
+    nb.poll();
+    assert_eq!(nb.received_len(), 2);
+    assert_eq!(c.tx_responses().len(), 2);
+}
