@@ -560,6 +560,7 @@ impl<L: Link> Link for Bridge<L> {
                     tx_frames: p.tx_frames,
                     broken: p.link.broken().map(String::from),
                     mtu: p.link.mtu(),
+                    guard: p.link.guard(),
                 })
                 .collect(),
             fdb: self

@@ -228,6 +228,9 @@ fn port_line(idx: usize, bridge: &str, p: &PortView, stats: bool) -> String {
         mac(p.mac),
         if p.lock.is_some() { " (source locked)" } else { "" }
     );
+    if let Some(g) = &p.guard {
+        s += &format!("    {g}\n");
+    }
     if stats {
         let st = &p.stats;
         s += &format!(
@@ -511,6 +514,25 @@ mod tests {
         let args: Vec<&str> = line.split_whitespace().collect();
         let mut out = String::new();
         ip(s, &args, &mut out).map(|_| out)
+    }
+
+    #[test]
+    fn a_client_port_shows_its_guard_under_its_address() {
+        let p = PortView {
+            name: String::from("vif5.0"),
+            mac: [0, 0x16, 0x3e, 0, 0, 5],
+            lock: Some([0, 0x16, 0x3e, 0, 0, 5]),
+            stats: crate::link::LinkStats::default(),
+            rx_frames: 0,
+            tx_frames: 0,
+            broken: None,
+            mtu: 1500,
+            guard: Some(String::from("source ip 10.0.0.5 (3 spoofed dropped)")),
+        };
+        assert_eq!(
+            port_line(4, "br-lan", &p, false),
+            "4: vif5.0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 master br-lan state UP\n    link/ether 00:16:3e:00:00:05 brd ff:ff:ff:ff:ff:ff (source locked)\n    source ip 10.0.0.5 (3 spoofed dropped)\n"
+        );
     }
 
     #[test]

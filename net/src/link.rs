@@ -88,6 +88,8 @@ pub struct PortView {
     pub broken: Option<String>,
     /// Its MTU.
     pub mtu: usize,
+    /// What restricts the link beyond its MAC lock ([`Link::guard`]), if anything.
+    pub guard: Option<String>,
 }
 
 /// A bridge as `ip link`, `brctl show` and `brctl showmacs` print it.
@@ -157,6 +159,12 @@ pub trait Link {
     /// The MTU: the largest IP packet sent without GSO.
     fn mtu(&self) -> usize {
         DEFAULT_MTU
+    }
+    /// What the link restricts its far end to, as `ip link` shows it under a
+    /// bridge port: a client vif's allowed source addresses and transmit rate (the
+    /// backend's `ip` and `rate` keys) with their counters. `None`: nothing.
+    fn guard(&self) -> Option<String> {
+        None
     }
     /// The bridge behind the link, if it is one ([`crate::bridge::Bridge`]).
     fn bridge_view(&self) -> Option<BridgeView> {

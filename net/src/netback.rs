@@ -24,7 +24,9 @@
 //! Sending queues the frame; the copy into the client's buffers happens at the next
 //! [`Netback::poll`], which the caller runs when the vif's event channel fires and
 //! after a burst of sends. Counters: [`LinkStats::tx_errors`] counts the frames the
-//! client never got (copy errors and drops: no buffers posted, queue full).
+//! client never got (copy errors and drops: no buffers posted, queue full);
+//! [`LinkStats::rx_dropped`] counts the client's frames dropped, malformed or from
+//! a source its `ip` key does not list ([`Link::guard`] shows the filter).
 
 use crate::link::{Link, LinkStats, RxChecksum};
 use alloc::string::String;
@@ -37,7 +39,7 @@ impl From<NetbackStats> for LinkStats {
         LinkStats {
             rx_packets: s.rx_packets,
             rx_bytes: s.rx_bytes,
-            rx_dropped: s.rx_dropped,
+            rx_dropped: s.rx_dropped + s.rx_spoofed,
             rx_errors: s.rx_errors,
             rx_gso: s.rx_gso,
             tx_packets: s.tx_packets,
@@ -93,6 +95,22 @@ impl<P: XenBackend> Link for Netback<P> {
     fn broken(&self) -> Option<&str> {
         Netback::broken(self)
     }
+    /// `source ip A B (N spoofed dropped); rate B bytes per U us (N waits)`: the
+    /// `ip` and `rate` keys in force (read at the client's connect).
+    fn guard(&self) -> Option<String> {
+        let s = Netback::stats(self);
+        let ip = self
+            .source_filter()
+            .map(|f| alloc::format!("source ip {} ({} spoofed dropped)", f.text(), s.rx_spoofed));
+        let rate = self.rate().map(|(bytes, usec)| {
+            alloc::format!("rate {bytes} bytes per {usec} us ({} waits)", s.rate_waits)
+        });
+        match (ip, rate) {
+            (None, None) => None,
+            (Some(a), Some(b)) => Some(alloc::format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        }
+    }
     fn tx_free_slots(&self) -> usize {
         if self.is_connected() {
             TO_CLIENT_MAX - self.queued_to_client()
@@ -107,13 +125,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_counter_lands_in_its_own_field_and_drops_count_as_errors() {
+    fn every_counter_lands_in_its_own_field_drops_count_as_errors_spoofed_as_dropped() {
         let s = NetbackStats {
             rx_packets: 1,
             rx_bytes: 2,
             rx_dropped: 3,
             rx_errors: 4,
             rx_gso: 5,
+            rx_spoofed: 30,
             tx_packets: 6,
             tx_bytes: 7,
             tx_errors: 8,
@@ -132,7 +151,7 @@ mod tests {
                 l.tx_bytes,
                 l.tx_errors
             ],
-            [1, 2, 3, 4, 5, 6, 7, 108]
+            [1, 2, 33, 4, 5, 6, 7, 108]
         );
     }
 

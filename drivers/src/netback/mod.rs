@@ -48,6 +48,13 @@
 //!   it on that port.
 //! - Counters are the vif's ([`NetbackStats`]), Linux's view of `vif<d>.<n>`: rx is
 //!   what the client sent, tx what it was sent.
+//! - The toolstack's limits, read when the client connects and again at
+//!   [`Netback::poll_xenbus`] while it is connected (`guard`): the `ip` key
+//!   restricts the client's source addresses ([`Netback::source_filter`]; frames
+//!   from others are dropped and counted, [`NetbackStats::rx_spoofed`]), the `rate`
+//!   key its transmit rate ([`Netback::rate`]): a packet over its credit waits in
+//!   the ring, and [`Netback::rate_wakeup_ns`] says when to poll the vif again (no
+//!   event comes for it: an integrator that sleeps past it leaves the client stalled).
 //!
 //! The API, in short:
 //!
@@ -61,6 +68,8 @@
 //! can_send(&self) -> bool; send(&mut self, &[u8]) -> Result<(), NetbackError>
 //! send_with(&mut self, &[u8], Checksum) -> Result<(), NetbackError>
 //! client_takes_csum_blank(&self) -> bool
+//! source_filter() -> Option<&SourceFilter>; rate() -> Option<(bytes, usec)>
+//! rate_wakeup_ns() -> Option<u64>             // poll then: a packet waits for credit
 //! name() "vif<fe>.<devid>"; mac() (the client's); bridge(); ip(); frontend_id();
 //! devid(); path(); state(); stats() -> NetbackStats; broken() -> Option<&str>;
 //! port() -> Option<Port>; is_connected(); close(self)
@@ -104,8 +113,10 @@
 //! # Files
 //!
 //! `xenbus` holds the handshake (probe, connect, disconnect, close), `tx` the
-//! client's frames to us, `rx` ours to the client, `stats` the counters.
+//! client's frames to us, `rx` ours to the client, `guard` the `ip` source filter
+//! and the `rate` credit, `stats` the counters.
 
+mod guard;
 mod rx;
 mod stats;
 mod tx;
@@ -114,6 +125,7 @@ mod xenbus;
 #[cfg(test)]
 mod tests;
 
+pub use guard::{parse_rate, Credit, SourceFilter, MIN_BURST};
 pub use stats::NetbackStats;
 pub use xenbus::BackState;
 
@@ -239,6 +251,9 @@ struct Conn {
     fe_ipv6_csum_blank: bool,
     tx_staging: DmaPages,
     rx_staging: DmaPages,
+    /// A packet taken off the TX ring that waits for its transmit credit (`rate`):
+    /// not copied, not answered; the requests after it stay in the ring.
+    held: Option<tx::Packet>,
 }
 
 /// One vif served to a frontend in another domain.
@@ -253,6 +268,10 @@ pub struct Netback<P: XenBackend> {
     mac: [u8; 6],
     bridge: Option<String>,
     ip: Option<String>,
+    /// The sources the client may use (the `ip` key, read at connect).
+    filter: Option<SourceFilter>,
+    /// The client's transmit credit (the `rate` key, read at connect).
+    credit: Option<Credit>,
     state: BackState,
     conn: Option<Conn>,
     received: VecDeque<ClientFrame>,
@@ -285,6 +304,27 @@ impl<P: XenBackend> Netback<P> {
     /// The addresses the toolstack named (`ip` key: space-separated), if any.
     pub fn ip(&self) -> Option<&str> {
         self.ip.as_deref()
+    }
+
+    /// The source filter in force (the `ip` key as read at connect), if any.
+    pub fn source_filter(&self) -> Option<&SourceFilter> {
+        self.filter.as_ref()
+    }
+
+    /// The transmit rate in force, `(bytes, usec)` per window (the `rate` key as
+    /// read at connect), if limited.
+    pub fn rate(&self) -> Option<(u64, u64)> {
+        self.credit.as_ref().map(|c| (c.bytes, c.usec))
+    }
+
+    /// When a packet of the client waiting for its transmit credit may go (ns on
+    /// the platform's clock, [`crate::platform::XenPlatform::now_ns`]): poll the vif
+    /// then, no event comes for it. `None` when nothing waits.
+    pub fn rate_wakeup_ns(&self) -> Option<u64> {
+        if !self.is_connected() {
+            return None;
+        }
+        self.credit.as_ref().and_then(Credit::wakeup_ns)
     }
 
     /// The frontend's domain id.

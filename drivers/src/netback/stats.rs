@@ -14,6 +14,11 @@ pub struct NetbackStats {
     /// Client packets whose copy failed (a bad or revoked grant), answered with an
     /// error.
     pub rx_errors: u64,
+    /// Client frames dropped by the source filter (the `ip` key): a source address
+    /// not listed, or a frame the filter cannot vouch for. Answered OKAY.
+    pub rx_spoofed: u64,
+    /// Times a client packet had to wait for its transmit credit (the `rate` key).
+    pub rate_waits: u64,
     /// Client packets that came with a GSO extra.
     pub rx_gso: u64,
     /// Frames delivered to the client.

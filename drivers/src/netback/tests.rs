@@ -1507,3 +1507,5 @@ fn a_linux_client_sending_64k_gso_packets_is_never_left_waiting() {
         assert_eq!((f.gso, f.csum), (Some(1448), Checksum::Blank));
     }
 }
+
+mod guard;

@@ -2,9 +2,10 @@
 //! see the module doc), the slots' data copied out with batched grant copies into
 //! our staging pages, then into the received queue; every slot answered.
 
+use super::guard::Verdict;
 use super::{
-    ring_error, Checksum, ClientFrame, Netback, FATAL_SLOTS, MAX_EXTRAS, MAX_SLOTS, RECEIVED_MAX,
-    RECEIVED_MAX_BYTES, TX_BUDGET, TX_STAGING_PAGES,
+    ring_error, Checksum, ClientFrame, Conn, Netback, FATAL_SLOTS, MAX_EXTRAS, MAX_SLOTS,
+    RECEIVED_MAX, RECEIVED_MAX_BYTES, TX_BUDGET, TX_STAGING_PAGES,
 };
 use crate::netif::{self, TX_ENTRY_BYTES};
 use crate::platform::{CopyDir, CopyOp, DmaPages, XenBackend};
@@ -20,7 +21,7 @@ use xenlet_xen::shared::PAGE_BYTES;
 const ETH_HEADER: usize = 14;
 
 /// One packet taken off the TX ring.
-struct Packet {
+pub(super) struct Packet {
     /// The first slot's id, then the following data slots' ids.
     ids: Vec<u16>,
     /// Extra-info slots (answered `NETIF_RSP_NULL`).
@@ -238,6 +239,23 @@ pub(super) fn copy_batch<P: XenBackend>(
     copies.iter().map(|c| c.status).collect()
 }
 
+/// Answers every slot of `packet` with `status` (its extra-info slots `NULL`);
+/// a ring error is kept in `broken`.
+fn answer(conn: &mut Conn, packet: &Packet, status: i16, broken: &mut Option<String>) {
+    let mut answers = vec![netif::encode_tx_response(packet.ids[0], status)];
+    answers.extend((0..packet.extras).map(|_| netif::encode_tx_response(0, netif::RSP_NULL)));
+    answers.extend(
+        packet.ids[1..]
+            .iter()
+            .map(|&id| netif::encode_tx_response(id, status)),
+    );
+    for a in answers {
+        if let Err(e) = conn.tx.push_response(&a) {
+            *broken = Some(ring_error("tx", e));
+        }
+    }
+}
+
 impl<P: XenBackend> Netback<P> {
     /// The next frame the client sent.
     pub fn recv(&mut self) -> Option<Vec<u8>> {
@@ -264,6 +282,7 @@ impl<P: XenBackend> Netback<P> {
         let mut ops: Vec<Op> = Vec::new();
         let mut cursor = 0usize;
         let mut taken = 0;
+        let mut limited = false;
         loop {
             let held = self.received_bytes + cursor;
             if taken >= TX_BUDGET
@@ -275,14 +294,30 @@ impl<P: XenBackend> Netback<P> {
             let Some(conn) = self.conn.as_mut() else {
                 return false;
             };
-            let packet = match take_packet(&mut conn.tx) {
-                Take::Empty => break,
-                Take::Fatal(why) => {
-                    self.fail(why);
-                    return false;
-                }
-                Take::Packet(p) => p,
+            let packet = match conn.held.take() {
+                Some(p) => p,
+                None => match take_packet(&mut conn.tx) {
+                    Take::Empty => break,
+                    Take::Fatal(why) => {
+                        self.fail(why);
+                        return false;
+                    }
+                    Take::Packet(p) => p,
+                },
             };
+            // every packet spends its size, as Linux's tx_credit_exceeded charges
+            // each request: one over the credit waits, held, with the rest in the ring
+            if let Some(credit) = self.credit.as_mut() {
+                let waiting = credit.wakeup_ns().is_some();
+                if !credit.admit(packet.total as u64, self.platform.now_ns()) {
+                    if !waiting {
+                        self.stats.rate_waits += 1;
+                    }
+                    conn.held = Some(packet);
+                    limited = true;
+                    break;
+                }
+            }
             taken += 1;
             if packet.drop.is_some() {
                 batch.push(Pending {
@@ -316,7 +351,9 @@ impl<P: XenBackend> Netback<P> {
         let Some(conn) = self.conn.as_mut() else {
             return false;
         };
-        if conn.tx.is_broken() {
+        if conn.tx.is_broken() || limited {
+            // a packet waits for its credit: the integrator polls at
+            // `rate_wakeup_ns`, events meanwhile find it still waiting
             return false;
         }
         match conn.tx.final_check_for_requests() {
@@ -341,6 +378,8 @@ impl<P: XenBackend> Netback<P> {
             received,
             received_bytes,
             stats,
+            filter,
+            mac,
             ..
         } = self;
         let Some(conn) = conn.as_mut() else { return };
@@ -363,6 +402,16 @@ impl<P: XenBackend> Netback<P> {
             } else {
                 let mut frame = vec![0u8; p.packet.total];
                 conn.tx_staging.mem().read_bytes(p.at, &mut frame);
+                if filter
+                    .as_ref()
+                    .is_some_and(|f| f.check(&frame, *mac) == Verdict::Drop)
+                {
+                    // a source the toolstack did not give the client: dropped as a
+                    // firewall drops, the client sees its packet sent
+                    stats.rx_spoofed += 1;
+                    answer(conn, &p.packet, netif::RSP_OKAY, &mut broken);
+                    continue;
+                }
                 stats.rx_packets += 1;
                 stats.rx_bytes += frame.len() as u64;
                 if p.packet.gso.is_some() {
@@ -376,20 +425,7 @@ impl<P: XenBackend> Netback<P> {
                 });
                 netif::RSP_OKAY
             };
-            let mut answers = vec![netif::encode_tx_response(p.packet.ids[0], status)];
-            answers.extend(
-                (0..p.packet.extras).map(|_| netif::encode_tx_response(0, netif::RSP_NULL)),
-            );
-            answers.extend(
-                p.packet.ids[1..]
-                    .iter()
-                    .map(|&id| netif::encode_tx_response(id, status)),
-            );
-            for a in answers {
-                if let Err(e) = conn.tx.push_response(&a) {
-                    broken = Some(ring_error("tx", e));
-                }
-            }
+            answer(conn, &p.packet, status, &mut broken);
         }
         publish(platform, &mut conn.tx, conn.port, &mut stats.notifies);
         if let Some(why) = broken {

@@ -3,6 +3,7 @@
 //! channel, Connected), disconnect (unbind, unmap) and close (Closed), following
 //! the frontend's and the toolstack's states.
 
+use super::guard::{parse_rate, Credit, SourceFilter};
 use super::{Conn, Netback, NetbackError, NetbackStats, RX_STAGING_PAGES, TX_STAGING_PAGES};
 use crate::netfront::parse_mac;
 use crate::netif::{RX_ENTRY_BYTES, TX_ENTRY_BYTES};
@@ -98,6 +99,8 @@ impl<P: XenBackend> Netback<P> {
         let nb = Netback {
             bridge: read("bridge").ok().filter(|b| !b.is_empty()),
             ip: read("ip").ok().filter(|b| !b.is_empty()),
+            filter: None,
+            credit: None,
             platform,
             path,
             fe_path,
@@ -203,6 +206,10 @@ impl<P: XenBackend> Netback<P> {
                 }
             }
             Some(XenbusState::Initialised | XenbusState::Connected) => {
+                if self.state == BackState::Connected && self.conn.is_some() {
+                    // the toolstack may have changed `ip` or `rate`
+                    self.read_limits();
+                }
                 if self.state == BackState::InitWait {
                     if let Err(why) = self.connect() {
                         let _ = self.write("error", &why);
@@ -289,8 +296,11 @@ impl<P: XenBackend> Netback<P> {
                     fe_ipv6_csum_blank,
                     tx_staging,
                     rx_staging,
+                    held: None,
                 });
                 self.broken = None;
+                self.credit = None;
+                self.read_limits();
                 Ok(())
             }
             (tx_staging, rx_staging, port) => {
@@ -308,6 +318,22 @@ impl<P: XenBackend> Netback<P> {
                 self.unmap(rx_page);
                 Err(why)
             }
+        }
+    }
+
+    /// Reads the toolstack's `ip` and `rate` keys (see `guard`): at connect (a
+    /// full credit, as Linux's connect gives), and again whenever the backend
+    /// directory changes while connected (Linux watches `rate` so): a new filter
+    /// applies to the next frame, a new rate starts a new credit, the same rate
+    /// keeps the credit it has.
+    pub(super) fn read_limits(&mut self) {
+        let read = |k: &str| self.platform.xs_read(&format!("{}/{k}", self.path)).ok();
+        self.ip = read("ip").filter(|v| !v.trim().is_empty());
+        self.filter = self.ip.as_deref().and_then(SourceFilter::parse);
+        let now = self.platform.now_ns();
+        let rate = read("rate").and_then(|r| parse_rate(r.trim()));
+        if rate != self.rate() {
+            self.credit = rate.map(|(bytes, usec)| Credit::new(bytes, usec, now));
         }
     }
 

@@ -23,7 +23,9 @@
 //! - Data: a backend vif's event channel signals [`NET_EVENTS`], as a frontend vif's
 //!   does, so the data plane's turn ([`crate::dev::network::serve`]) runs at the next
 //!   wait; it must call [`Netback::service`] on each backend vif and take its next
-//!   turn at once when that says work is left (no event comes for it).
+//!   turn at once when that says work is left (no event comes for it), and take one
+//!   at [`Netback::rate_wakeup_ns`] when a client's packet waits for its transmit
+//!   credit (the `rate` key; no event comes for that either).
 //!
 //! XenStore permissions: the toolstack creates the backend directory owned by this
 //! domain (so it may write `state`, the features and `error`, and remove the
@@ -208,11 +210,14 @@ fn rescan() {
                     let fe_state = nb.watch_paths()[1].clone();
                     let _ = xenstore::watch(&fe_state, &client_token(fe_id, devid), on_watch);
                     crate::println!(
-                        "netback: {} for domain {fe_id}, client {}{}",
+                        "netback: {} for domain {fe_id}, client {}{}{}",
                         nb.name(),
                         super::Mac(nb.mac()),
                         nb.bridge()
                             .map(|b| format!(", bridge {b}"))
+                            .unwrap_or_default(),
+                        nb.ip()
+                            .map(|ip| format!(", ip {ip} (sources filtered)"))
                             .unwrap_or_default()
                     );
                     KNOWN.lock().push(key);

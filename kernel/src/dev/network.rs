@@ -373,6 +373,7 @@ fn follow_clients(stack: &mut NetStack<Link>) {
 /// [`Netback::service`]: xenlet_drivers::netback::Netback::service
 fn poll_clients(stack: &mut NetStack<Link>) -> bool {
     let mut busy = false;
+    let mut due: Option<u64> = None;
     for n in stack.ifs.iter_mut() {
         if n.link.inner.ports().len() < 2 {
             continue;
@@ -380,9 +381,19 @@ fn poll_clients(stack: &mut NetStack<Link>) -> bool {
         for p in n.link.inner.ports_mut() {
             if let Some(nb) = p.link_mut().back_mut() {
                 busy |= nb.service();
+                // a client packet waiting for its credit (the `rate` key): no event
+                // comes when the credit does, the data plane's timer must
+                if let Some(t) = nb.rate_wakeup_ns() {
+                    due = Some(due.map_or(t, |d| d.min(t)));
+                }
             }
         }
     }
+    // rounded up to the millisecond: a turn before the credit comes finds it waiting
+    let ms = due.map_or(i64::MAX, |ns| {
+        i64::try_from(ns.div_ceil(1_000_000)).unwrap_or(i64::MAX)
+    });
+    CLIENTS_DUE_MS.store(ms, Ordering::SeqCst);
     busy
 }
 
@@ -544,6 +555,10 @@ static NET_DUE_MS: AtomicI64 = AtomicI64::new(0);
 /// A client vif had work left at the end of the last poll ([`poll_clients`]): the
 /// data plane wants its next turn at once.
 static CLIENTS_BUSY: AtomicBool = AtomicBool::new(false);
+/// When a client vif's packet waiting for its transmit credit may go (ms since
+/// boot; `i64::MAX`: none waits): the data plane's timer, as Linux's
+/// `credit_timeout`.
+static CLIENTS_DUE_MS: AtomicI64 = AtomicI64::new(i64::MAX);
 
 /// Polls the stack (unless a command holds it) and prints its messages, saves the
 /// DHCP leases when they changed; returns when it next wants to be polled (ms
@@ -603,7 +618,8 @@ fn poll_data_plane() -> Option<Option<i64>> {
         .try_lock()
         .and_then(|sv| sv.as_ref().map(|s| s.poll_at()));
     let busy = CLIENTS_BUSY.load(Ordering::SeqCst).then_some(now);
-    let next = [stack.poll_at(now), services_at.flatten(), busy]
+    let credit = Some(CLIENTS_DUE_MS.load(Ordering::SeqCst)).filter(|&t| t != i64::MAX);
+    let next = [stack.poll_at(now), services_at.flatten(), busy, credit]
         .into_iter()
         .flatten()
         .min();

@@ -105,4 +105,7 @@ impl Link for Port {
     fn mtu(&self) -> usize {
         each!(self, l => Link::mtu(l))
     }
+    fn guard(&self) -> Option<String> {
+        each!(self, l => Link::guard(l))
+    }
 }

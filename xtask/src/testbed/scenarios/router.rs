@@ -118,7 +118,7 @@ pub const ROUTER_SMALL: Scenario = Scenario {
 
 pub const ROUTER_NETBACK: Scenario = Scenario {
     name: "router-netback",
-    about: "driver domain: two Linux PVH client domUs whose vif's backend is the Xenlet router (it runs netback): leases from its DHCP on br-lan, the WAN through its NAT, lan1 and a client switched by its bridge, a client destroyed and created again reconnects",
+    about: "driver domain: two Linux PVH client domUs whose vif's backend is the Xenlet router (it runs netback): leases from its DHCP on br-lan, the WAN through its NAT, lan1 and a client switched by its bridge, a client's ip key set live drops its pings from another address and passes them from its own, a client destroyed and created again reconnects",
     boot_expect: XENLET_ROUTER_UP,
     steps: ROUTER_NETBACK_STEPS,
     budget_s: 900,
@@ -693,6 +693,39 @@ const ROUTER_NETBACK_STEPS: &[Step] = steps![
         &[r"^3 packets transmitted, 3 received"],
         60,
     ),
+    // client 2's `ip` key set live (as libxl writes `ip=` into the backend
+    // directory) to an address it does not use: its pings to the WAN, from its
+    // lease, are dropped at the router and counted; set to its lease, they pass
+    dom0(
+        concat!(
+            "be=/local/domain/$DOMID/backend/vif/$(xl domid $NAME-c2)/0; ",
+            "log=/var/log/xen/console/guest-$NAME-c2.log; ",
+            "xenstore-write $be/ip 192.168.1.250 && echo wrote; ",
+            "sleep 1; n=$(grep -ac 'CLIENT: ping lost' $log); ",
+            "for i in $(seq 40); do [ $(grep -ac 'CLIENT: ping lost' $log) -gt $((n+1)) ] && break; sleep 1; done; ",
+            "echo \"spoofed lost $(( $(grep -ac 'CLIENT: ping lost' $log) - n ))\""
+        ),
+        &[r"^wrote$", r"^spoofed lost ([2-9]|\d\d+)$"],
+        60,
+    ),
+    cmd(
+        "ip link",
+        &[r"^    source ip 192\.168\.1\.250 \([1-9]\d* spoofed dropped\)$"],
+        30,
+    ),
+    dom0(
+        concat!(
+            "be=/local/domain/$DOMID/backend/vif/$(xl domid $NAME-c2)/0; ",
+            "log=/var/log/xen/console/guest-$NAME-c2.log; ",
+            "xenstore-write $be/ip ${C2} && echo wrote; ",
+            "n=$(grep -ac 'CLIENT: ping ok' $log); ",
+            "for i in $(seq 40); do [ $(grep -ac 'CLIENT: ping ok' $log) -gt $((n+1)) ] && break; sleep 1; done; ",
+            "echo \"allowed ok $(( $(grep -ac 'CLIENT: ping ok' $log) - n ))\""
+        ),
+        &[r"^wrote$", r"^allowed ok ([2-9]|\d\d+)$"],
+        60,
+    ),
+    cmd("ip link", &[r"^    source ip ${C2} \(\d+ spoofed dropped\)$"], 30),
     // client 1 goes away (its vif closed and unmapped by the router) and comes back
     dom0(
         concat!(
