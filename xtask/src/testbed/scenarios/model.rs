@@ -131,8 +131,9 @@ pub enum Kind {
     Restart,
     /// A line typed into the guest's shell that is still running when a move armed
     /// by an earlier dom0 step in the background (`xl save` + `xl restore`, `xl
-    /// migrate`) takes the domain away: the runner waits until the domain it typed
-    /// into is gone (shut down for the save, or its domid no longer the name's)
+    /// migrate`, or `xl save -c`, which suspends it for a while) takes the domain
+    /// away: the runner waits until the domain it typed into is gone or suspended
+    /// (shut down for the save, or its domid no longer the name's)
     /// instead of for a prompt, and fails if the prompt comes back first (the
     /// command ended before the move). The command goes on in the new domain: a
     /// [`Kind::Reattach`] next, which waits for its prompt; what it printed after the
