@@ -1240,7 +1240,7 @@ const NA_HEARD: Step = ns(
 /// (it printed after the move, in the new domain: the runner's console missed it).
 const DD_LOGGED_2048: Step = dom0(
     "tr -d '\\r' < /var/log/xen/console/guest-$NAME.log | sed -n '/xenlet: suspending/,$p' | grep -E '^dd: |records (in|out)$|bytes .* copied' | tail -3",
-    &[r"^2048\+0 records in$", r"^2048\+0 records out$", r"bytes \(\d+ MB, \d+ MiB\) copied"],
+    &[r"^2048\+0 records in$", r"^2048\+0 records out$", r"bytes \([\d.]+ MB, [\d.]+ MiB\) copied"],
     30,
 );
 
