@@ -19,6 +19,7 @@ pub mod journal;
 mod mem;
 pub mod memfs;
 pub mod part;
+pub mod readahead;
 pub mod types;
 pub mod vfs;
 

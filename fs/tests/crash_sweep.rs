@@ -70,7 +70,7 @@ impl BlockDev for RecDisk {
         false
     }
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        self.faults.read()?;
+        self.faults.read(offset, buf.len())?;
         let o = offset as usize;
         buf.copy_from_slice(&self.img[o..o + buf.len()]);
         Ok(())

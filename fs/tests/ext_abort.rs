@@ -82,6 +82,8 @@ fn rename_with_read_error(
     let aborted = fs
         .read_only()
         .then(|| fs.read_only_reason().unwrap_or_default());
+    // The bad sectors are mended (remapped) before the checks read around them.
+    fs.device_mut().faults.bad.clear();
     match (&result, &aborted) {
         (Ok(()), None) => {}
         (Ok(()), Some(why)) => {

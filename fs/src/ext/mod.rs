@@ -57,6 +57,7 @@ pub use orphan::OrphanStats;
 use crate::blockdev::BlockDev;
 use crate::error::FsError;
 use crate::journal::{self, ReplayStats};
+use crate::readahead::ReadAhead;
 use crate::types::{DirEntry, FileSystem, FileType, Ino, MountOptions, Stat, StatFs};
 use ::alloc::collections::{BTreeMap, BTreeSet};
 use ::alloc::format;
@@ -165,9 +166,21 @@ impl Node {
     }
 }
 
+/// Readahead's window for a mount of `bytes` (`readahead.rs`): the windows take a
+/// sixteenth, each up to 64 KiB; none under 4 KiB (readahead off).
+fn readahead_window(bytes: usize, bs: usize) -> usize {
+    let window = (bytes / 16 / crate::readahead::STREAMS).min(64 * 1024) / bs * bs;
+    if window >= 4096 {
+        window
+    } else {
+        0
+    }
+}
+
 /// A mounted ext2/ext3/ext4 filesystem over a block device.
 pub struct Ext<D: BlockDev> {
-    dev: D,
+    /// The device, behind readahead for small sequential reads (`readahead.rs`).
+    dev: ReadAhead<D>,
     sb: Superblock,
     gds: Gdt,
     dirty_groups: BTreeSet<u32>,
@@ -272,21 +285,24 @@ impl<D: BlockDev> Ext<D> {
         let bs = self.sb.block_size as usize;
         self.max_io = (bytes / 4).clamp(64 * 1024, MAX_IO) / bs * bs;
         self.flush_bytes = (bytes / 4).clamp(64 * 1024, FLUSH_BYTES);
+        // Readahead's windows (`readahead.rs`): a sixteenth, in windows of up to
+        // 64 KiB (none under 4 KiB: readahead off).
+        self.dev.set_window(readahead_window(bytes, bs));
         // The rest in equal shares for metadata blocks and for cached inodes, so
-        // that the three add up to `bytes` (halves on top of the data's quarter made
+        // that the four add up to `bytes` (halves on top of the data's quarter made
         // a mount take 1.25 times its budget). Inodes are bounded twice: by count, at
         // 1 KiB each (a cached inode of 256 bytes with a small map, with room for
         // allocator slack: counting only bytes let `cp -r` keep twice as many and
         // the heap grow by a quarter), and by their counted bytes with their maps
         // and indexes, which holds where the count does not: large inodes, large
         // maps and htree indexes.
-        self.cache.set_limit(bytes * 3 / 8 / bs);
+        self.cache.set_limit((bytes * 3 / 8 - bytes / 32) / bs);
         // The buffers that gather adjacent blocks for one write at sync (metadata
         // write-back, journal log blocks) are no larger than the data's runs.
         self.cache.run_bytes = self.max_io.min(1 << 20);
         self.size_journal_runs();
-        self.max_node_bytes = bytes * 3 / 8;
-        self.max_nodes = (bytes * 3 / 8 / NODE_BYTES).clamp(64, INODE_CACHE);
+        self.max_node_bytes = bytes * 3 / 8 - bytes / 32;
+        self.max_nodes = (self.max_node_bytes / NODE_BYTES).clamp(64, INODE_CACHE);
     }
 
     /// Mounts the filesystem on `dev`. Unknown incompatible features refuse the mount;
@@ -532,7 +548,7 @@ impl<D: BlockDev> Ext<D> {
         };
         let now = (opts.now)();
         let mut fs = Ext {
-            dev,
+            dev: ReadAhead::new(dev),
             cache: BlockCache::new(bs, (CACHE_BYTES / bs).max(64)),
             gds,
             dirty_groups: BTreeSet::new(),
@@ -564,8 +580,11 @@ impl<D: BlockDev> Ext<D> {
             budget: DEFAULT_BUDGET,
             sb,
         };
-        if let Some(b) = budget {
-            fs.set_cache_bytes(b);
+        match budget {
+            Some(b) => fs.set_cache_bytes(b),
+            // readahead as a mount of the default budget has it (the other caches
+            // keep their own defaults)
+            None => fs.dev.set_window(readahead_window(DEFAULT_BUDGET, bs)),
         }
         if !fs.ro && fs.sb.incompat & INCOMPAT_RECOVER == 0 {
             fs.crash_mount()?; // crash safety (ordered.rs)
@@ -593,18 +612,18 @@ impl<D: BlockDev> Ext<D> {
 
     /// The device back (after [`FileSystem::unmount`], or to abandon the mount).
     pub fn into_device(self) -> D {
-        self.dev
+        self.dev.into_inner()
     }
 
     /// The device, for inspection.
     pub fn device(&self) -> &D {
-        &self.dev
+        self.dev.inner()
     }
 
     /// The device, mutably (tests inject faults through it; writing to it behind the
     /// filesystem's back is undefined).
     pub fn device_mut(&mut self) -> &mut D {
-        &mut self.dev
+        self.dev.inner_mut()
     }
 
     /// Sets how many metadata blocks the cache holds before it writes back and evicts
@@ -1670,6 +1689,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         let r = self.sync_all();
         self.cache.drop_clean();
         self.drop_clean_nodes();
+        self.dev.drop_windows();
         r
     }
 

@@ -101,8 +101,13 @@ pub struct Faults {
     pub lose_write: Option<u64>,
     /// Every write from this number on is lost; every flush after fails.
     pub lose_writes_from: Option<u64>,
-    /// The read with this number (from 0) fails with an I/O error.
+    /// The read with this number (from 0) fails with an I/O error, and the bytes it
+    /// asked for stay unreadable (a medium error: every later read that touches
+    /// them fails too, as a bad sector does; so a read retried in another shape,
+    /// readahead's exact read after its window failed, fails as well).
     pub fail_read: Option<u64>,
+    /// The byte ranges a failed read made unreadable.
+    pub bad: Vec<(u64, u64)>,
     /// Faults that happened (lost writes, failed reads).
     pub injected: u64,
     /// A lost write not yet reported by a flush.
@@ -121,12 +126,17 @@ impl Faults {
         }
         !lost
     }
-    /// Called for each read.
-    pub fn read(&mut self) -> Result<(), IoError> {
+    /// Called for each read of `len` bytes at `offset`.
+    pub fn read(&mut self, offset: u64, len: usize) -> Result<(), IoError> {
         let n = self.reads;
         self.reads += 1;
+        let end = offset + len as u64;
         if self.fail_read == Some(n) {
             self.injected += 1;
+            self.bad.push((offset, end));
+            return Err(IoError::Io);
+        }
+        if self.bad.iter().any(|&(b, e)| offset < e && b < end) {
             return Err(IoError::Io);
         }
         Ok(())
@@ -166,7 +176,7 @@ impl<D: BlockDev> BlockDev for Counting<D> {
         self.inner.read_only()
     }
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        self.faults.read()?;
+        self.faults.read(offset, buf.len())?;
         self.reads += 1;
         self.read_bytes += buf.len() as u64;
         self.inner.read(offset, buf)
