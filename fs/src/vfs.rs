@@ -573,6 +573,12 @@ impl Vfs {
         for i in order.into_iter().chain(core::iter::once(0)) {
             if let Some(m) = self.mounts[i].as_mut() {
                 if let Err(e) = m.fs.unmount() {
+                    // A writeback error no sync had reported fails an unmount once
+                    // (ext/wberr.rs): reported here, and the second try marks the
+                    // filesystem clean.
+                    if matches!(e, FsError::Io(_)) {
+                        let _ = m.fs.unmount();
+                    }
                     failed.push((m.path.clone(), e));
                 }
             }

@@ -219,6 +219,11 @@ impl W {
         let r = self.fs.fsync(ino);
         let lost = self.lost_writes(&r);
         if self.ok(path, r).is_some() {
+            // A loss this fsync's flush found in another file's data is that file's
+            // to report (errseq): it is known from the filesystem's sequence.
+            if self.fs.writeback_error_pending() {
+                self.adopt_lost_writes();
+            }
             self.mark(true);
         } else if lost {
             self.adopt_lost_writes();

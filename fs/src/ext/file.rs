@@ -101,7 +101,8 @@ impl<D: BlockDev> Ext<D> {
                 }
                 self.stats.data_writes += 1;
                 self.stats.data_bytes += run.len() as u64;
-                // The unwritten blocks written, in logically contiguous pieces.
+                self.note_data_out(ino); // wberr.rs
+                                         // The unwritten blocks written, in logically contiguous pieces.
                 let mut i = 0;
                 while i < run_keys.len() {
                     let (l, p, was_uninit) = run_keys[i];

@@ -50,6 +50,7 @@ mod orphan;
 mod restart;
 mod superblock;
 mod unwritten;
+mod wberr;
 
 pub use ordered::CrashStats;
 pub use orphan::OrphanStats;
@@ -212,6 +213,8 @@ pub struct Ext<D: BlockDev> {
     abort: abort::AbortState,
     /// File data written but not yet confirmed by a flush (unwritten.rs).
     unflushed: unwritten::Unflushed,
+    /// Writeback errors per file and for the filesystem (wberr.rs).
+    wb: wberr::WbErrors,
     /// The mount's memory bound in bytes ([`Ext::set_cache_bytes`]): what the disk
     /// sizes (a listing, a file's map) is held to a share of it, or refused with
     /// [`FsError::NoMemory`].
@@ -561,6 +564,7 @@ impl<D: BlockDev> Ext<D> {
             orphan_stats: OrphanStats::default(),
             abort: abort::AbortState::default(),
             unflushed: unwritten::Unflushed::default(),
+            wb: wberr::WbErrors::default(),
             budget: DEFAULT_BUDGET,
             sb,
         };
@@ -1023,6 +1027,7 @@ impl<D: BlockDev> Ext<D> {
         n.inode.set_dtime(now);
         n.inode.set_blocks_512(0);
         self.store_inode(ino, &mut n.inode)?;
+        self.wb.forget(ino); // its number may name a new file (wberr.rs)
         self.free_inode(ino, is_dir)
     }
 
@@ -1650,17 +1655,25 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         })
     }
 
+    /// Syncs, then reports the file's writeback error if this caller has not seen it
+    /// (sampled at the start of the call: wberr.rs).
     fn fsync(&mut self, ino: Ino) -> Result<(), FsError> {
         self.check_mounted()?;
-        self.ino32(ino)?;
-        self.sync_all()?;
-        self.take_writeback_error()
+        let ino = self.ino32(ino)?;
+        let mut since = self.wb.sample_file(ino);
+        let r = self.sync_all();
+        let wb = self.wb.check_file(ino, &mut since);
+        r.and(wb)
     }
 
+    /// Syncs, then reports the filesystem's writeback error if this caller has not
+    /// seen it (as `syncfs`: wberr.rs).
     fn sync(&mut self) -> Result<(), FsError> {
         self.check_mounted()?;
-        self.sync_all()?;
-        self.take_writeback_error()
+        let mut since = self.wb.sample_fs();
+        let r = self.sync_all();
+        let wb = self.wb.check_fs(&mut since);
+        r.and(wb)
     }
 
     fn shrink(&mut self) -> Result<(), FsError> {
@@ -1676,7 +1689,12 @@ impl<D: BlockDev> FileSystem for Ext<D> {
     fn unmount(&mut self) -> Result<(), FsError> {
         self.check_mounted()?;
         if !self.ro {
+            // A writeback error no `sync` has reported fails this unmount once (the
+            // filesystem stays mounted, everything synced; wberr.rs): the next one
+            // goes through.
+            let mut since = self.wb.sample_fs();
             self.sync_all()?;
+            self.wb.check_fs(&mut since)?;
             self.crash_unmount(); // crash safety (ordered.rs)
             let st = self.sb.state();
             self.sb.set_state(st | STATE_VALID);
