@@ -983,15 +983,7 @@ impl<D: BlockDev> Ext<D> {
         self.ensure_map(ino)?;
         self.touch(); // abort.rs
         let mut n = self.take(ino)?;
-        let gone: Vec<u64> = n.pending.range(from..).map(|(k, _)| *k).collect();
-        for k in gone {
-            if let Some(p) = n.pending.remove(&k) {
-                self.pending_bytes = self.pending_bytes.saturating_sub(p.data.len());
-                if p.reserved {
-                    self.reserved = self.reserved.saturating_sub(1);
-                }
-            }
-        }
+        self.drop_pending(&mut n, from);
         let freed = n.map.as_mut().map(|m| m.truncate(from)).unwrap_or_default();
         if !freed.is_empty() {
             n.map_dirty = true;
@@ -1005,6 +997,19 @@ impl<D: BlockDev> Ext<D> {
         }
         self.put(ino, n);
         r
+    }
+
+    /// Drops the buffered data of inode `n` at or after logical block `from`.
+    fn drop_pending(&mut self, n: &mut Node, from: u64) {
+        let gone: Vec<u64> = n.pending.range(from..).map(|(k, _)| *k).collect();
+        for k in gone {
+            if let Some(p) = n.pending.remove(&k) {
+                self.pending_bytes = self.pending_bytes.saturating_sub(p.data.len());
+                if p.reserved {
+                    self.reserved = self.reserved.saturating_sub(1);
+                }
+            }
+        }
     }
 
     /// Frees the inode and everything it holds (its last link is gone).
@@ -1520,7 +1525,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
             fs.dx_refuse_untrusted(dir)?; // before the first change (abort.rs)
             fs.remove_entry(dir, name)?;
             if fs.link_dec(ino)? == 0 {
-                fs.release(ino)?;
+                fs.release_unlinked(ino)?; // in steps (restart.rs)
             }
             Ok(())
         })
@@ -1630,7 +1635,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
                     }
                     fs.release(d)?;
                 } else if fs.link_dec(d)? == 0 {
-                    fs.release(d)?;
+                    fs.release_unlinked(d)?; // in steps (restart.rs)
                 }
             }
             let now = fs.now();
