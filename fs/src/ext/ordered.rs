@@ -22,7 +22,11 @@
 //!   instead trades that for directories pointing at uninitialised inodes and lost
 //!   rename targets (measured by the crash sweep: 33 of 218 crash points needed -y,
 //!   against 18 of 217 this way). Without a journal no order makes rename-over
-//!   atomic.
+//!   atomic. An extent tree (ext4 without a journal) is written to new blocks at
+//!   each sync that changes it (`store_map`), so the inode, written last, switches
+//!   from a whole old tree to a whole new one: rewritten in place, a leaf reaching
+//!   past the old inode's size was "end of extent exceeds allowed value" for
+//!   `e2fsck -p` (issue 30, defect 7).
 //! - In both, blocks freed since the last sync stay allocated on disk until the next
 //!   sync has written its file data: a block the committed metadata still points to
 //!   is never overwritten by new file data before that metadata is replaced.
