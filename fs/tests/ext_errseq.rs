@@ -128,3 +128,31 @@ fn a_freed_inode_takes_its_error_with_it() {
     drop(fs);
     fsck_clean(&img);
 }
+
+/// The same when the file is deleted before the flush that finds its lost write:
+/// the error is the filesystem's only (the sync's), never the next file's on that
+/// inode number. (A file whose data goes out before the same flush as the lost
+/// write gets it too: the device cannot say which write it was.)
+#[test]
+fn a_file_deleted_before_the_flush_leaves_its_error_to_sync_only() {
+    let t = TempDir::new("errseq-reuse-early");
+    let img = t.path().join("img");
+    let (mut fs, a, _) = setup(&img);
+    lose_next_write(&mut fs);
+    // Large enough to go out with the write call (not held back).
+    fs.set_cache_bytes(64 << 10);
+    fs.write(a, 32 * 1024, &Rng(6).bytes(256 * 1024)).unwrap();
+    assert_eq!(fs.device().faults.injected, 1, "the write did not go out");
+    let root = fs.root();
+    fs.unlink(root, "a").unwrap();
+    let r = fs.sync();
+    assert!(is_eio(&r), "sync gave {r:?}");
+    let c = fs.create(root, "c", 0o644).unwrap();
+    assert_eq!(c, a, "the inode number was not reused");
+    fs.write(c, 0, b"new").unwrap();
+    assert_eq!(fs.fsync(c), Ok(()), "c got a's error");
+    assert_eq!(fs.sync(), Ok(()));
+    fs.unmount().unwrap();
+    drop(fs);
+    fsck_clean(&img);
+}

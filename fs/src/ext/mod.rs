@@ -1032,7 +1032,7 @@ impl<D: BlockDev> Ext<D> {
         n.inode.set_dtime(now);
         n.inode.set_blocks_512(0);
         self.store_inode(ino, &mut n.inode)?;
-        self.wb.forget(ino); // its number may name a new file (wberr.rs)
+        self.forget_writeback(ino); // its number may name a new file (wberr.rs)
         self.free_inode(ino, is_dir)
     }
 

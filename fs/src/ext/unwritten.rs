@@ -209,6 +209,13 @@ impl<D: BlockDev> Ext<D> {
         self.unflushed.written.insert(ino);
     }
 
+    /// Inode `ino` is freed: a failed flush is no longer its to report (its
+    /// number may name a new file), and any error it has goes (`wberr.rs`).
+    pub(super) fn forget_writeback(&mut self, ino: u32) {
+        self.unflushed.written.remove(&ino);
+        self.wb.forget(ino);
+    }
+
     /// Whether the list of unconfirmed runs (or of files written) is long enough to
     /// flush early.
     pub(super) fn unflushed_full(&self) -> bool {
