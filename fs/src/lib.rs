@@ -14,6 +14,7 @@ extern crate alloc;
 pub mod blockdev;
 pub mod crc32c;
 pub mod error;
+pub mod errseq;
 pub mod ext;
 pub mod journal;
 mod mem;

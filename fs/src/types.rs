@@ -139,11 +139,16 @@ pub trait FileSystem {
     fn rename(&mut self, from_dir: Ino, from: &str, to_dir: Ino, to: &str) -> Result<(), FsError>;
     /// Sets the access and modification times (`touch`).
     fn set_times(&mut self, ino: Ino, atime: i64, mtime: i64) -> Result<(), FsError>;
-    /// Writes the file's data and the metadata needed to reach it, then flushes the device.
+    /// Writes the file's data and the metadata needed to reach it, then flushes the
+    /// device. A writeback error of this file (its data lost behind the filesystem's
+    /// back) is reported once to each call that has not seen it (`errseq_t`, see
+    /// [`crate::errseq`]).
     fn fsync(&mut self, ino: Ino) -> Result<(), FsError>;
-    /// Writes everything dirty, then flushes the device.
+    /// Writes everything dirty, then flushes the device; reports a writeback error of
+    /// the filesystem once to each call that has not seen it (as `syncfs`).
     fn sync(&mut self) -> Result<(), FsError>;
-    /// Syncs and marks the filesystem clean; no call may follow but `statfs`.
+    /// Syncs and marks the filesystem clean; no call may follow but `statfs`. An
+    /// error leaves it mounted (a writeback error no `sync` reported fails it once).
     fn unmount(&mut self) -> Result<(), FsError>;
     /// Memory is low: give back what can be given (write out buffered data and
     /// metadata, drop clean cached blocks and inodes). Nothing is lost by it; an

@@ -549,15 +549,22 @@ impl Vfs {
 
     /// Syncs every filesystem; returns the first error (after trying them all).
     pub fn sync_all(&mut self) -> Result<(), FsError> {
-        let mut first = Ok(());
+        match self.sync_each().into_iter().next() {
+            Some((_, e)) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Syncs every filesystem; returns each error with its mount point (a writeback
+    /// error is reported once, so every one is worth saying).
+    pub fn sync_each(&mut self) -> Vec<(String, FsError)> {
+        let mut failed = Vec::new();
         for m in self.mounts.iter_mut().flatten() {
             if let Err(e) = m.fs.sync() {
-                if first.is_ok() {
-                    first = Err(e);
-                }
+                failed.push((m.path.clone(), e));
             }
         }
-        first
+        failed
     }
 
     /// Unmounts everything but the root, innermost first, and syncs and marks clean
@@ -573,6 +580,12 @@ impl Vfs {
         for i in order.into_iter().chain(core::iter::once(0)) {
             if let Some(m) = self.mounts[i].as_mut() {
                 if let Err(e) = m.fs.unmount() {
+                    // A writeback error no sync had reported fails an unmount once
+                    // (ext/wberr.rs): reported here, and the second try marks the
+                    // filesystem clean.
+                    if matches!(e, FsError::Io(_)) {
+                        let _ = m.fs.unmount();
+                    }
                     failed.push((m.path.clone(), e));
                 }
             }

@@ -81,6 +81,7 @@ impl<D: BlockDev> Ext<D> {
             if self.dev.write(p * bs, &data[..bytes]).is_ok() {
                 self.stats.data_writes += 1;
                 self.stats.data_bytes += bytes as u64;
+                self.note_data_out(ino); // wberr.rs
                 self.note_written(ino, &mut map, lblk0, p, u64::from(got));
                 done = u64::from(got);
             }

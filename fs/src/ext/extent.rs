@@ -357,6 +357,21 @@ fn write_index(b: &mut [u8], off: usize, lblk: u64, child: u64) {
     put16(b, off + 10, 0);
 }
 
+/// How many node blocks [`store`] takes for `n` extents with blocks of `bs` bytes.
+pub fn tree_blocks(n: usize, bs: usize) -> usize {
+    if n <= 4 {
+        return 0;
+    }
+    let per = (bs - 12) / 12;
+    let mut level = n.div_ceil(per);
+    let mut total = level;
+    while level > 4 {
+        level = level.div_ceil(per);
+        total += level;
+    }
+    total
+}
+
 /// Writes `map.ext` as a tree: the root into `i_block`, nodes through `io`. Returns the
 /// node blocks used (the caller frees old ones not reused).
 pub fn store(
@@ -515,6 +530,21 @@ mod tree_tests {
             csum_seed: Some(0x1234_5678),
             max_blocks: u64::MAX,
             max_map_bytes: usize::MAX,
+        }
+    }
+
+    #[test]
+    fn tree_blocks_counts_what_store_takes() {
+        for bs in [1024usize, 4096] {
+            for n in [0u64, 4, 5, 84, 85, 340, 341, 5000, 30_000] {
+                let mut io = MemIo {
+                    blocks: BTreeMap::new(),
+                    next: 10,
+                };
+                let mut ib = [0u8; 60];
+                let used = store(&fragmented(n), &mut ib, &ctx(bs), &mut io).unwrap();
+                assert_eq!(used.len(), tree_blocks(n as usize, bs), "{n} extents, {bs}");
+            }
         }
     }
 

@@ -101,7 +101,8 @@ impl<D: BlockDev> Ext<D> {
                 }
                 self.stats.data_writes += 1;
                 self.stats.data_bytes += run.len() as u64;
-                // The unwritten blocks written, in logically contiguous pieces.
+                self.note_data_out(ino); // wberr.rs
+                                         // The unwritten blocks written, in logically contiguous pieces.
                 let mut i = 0;
                 while i < run_keys.len() {
                     let (l, p, was_uninit) = run_keys[i];
@@ -173,25 +174,66 @@ impl<D: BlockDev> Ext<D> {
         r
     }
 
+    /// `count` newly allocated blocks for a tree (from `meta_goal` on), or `None`
+    /// if the disk does not have them (what was taken is given back).
+    fn fresh_tree_blocks(&mut self, count: usize) -> Option<Vec<u64>> {
+        let mut got = Vec::new();
+        if got.try_reserve_exact(count).is_err() {
+            return None;
+        }
+        for _ in 0..count {
+            match self.alloc_blocks(self.meta_goal, 1) {
+                Ok((b, _)) => {
+                    self.meta_goal = b + 1;
+                    got.push(b);
+                }
+                Err(_) => {
+                    for b in got {
+                        let _ = self.free_blocks_range(b, 1);
+                    }
+                    return None;
+                }
+            }
+        }
+        Some(got)
+    }
+
     pub(super) fn store_map(&mut self, ino: u32, n: &mut Node) -> Result<(), FsError> {
         let Some(map) = n.map.as_mut() else {
             return Ok(());
         };
         let ctx = self.tree_ctx(ino, &n.inode);
-        self.pool = core::mem::take(&mut map.meta);
-        self.pool.sort_unstable_by(|a, b| b.cmp(a));
+        let extents = n.inode.flags() & FL_EXTENTS != 0;
         self.meta_goal = map
             .ext
             .first()
             .map(|e| e.pblk)
             .unwrap_or_else(|| self.group_start(self.group_of(ino)));
+        let old = core::mem::take(&mut map.meta);
+        // Without a journal an extent tree goes to new blocks (issue 30, defect 7):
+        // written in the first ordered phase, flushed before the inode that points
+        // to them, while the old tree the inode on disk points to stays whole until
+        // then (its blocks are freed with this sync, reused only by a later one). A
+        // disk too full for a second tree rewrites it in place, as before.
+        let fresh = if extents && !self.journalled() && !old.is_empty() {
+            self.fresh_tree_blocks(extent::tree_blocks(map.ext.len(), ctx.bs))
+        } else {
+            None
+        };
+        let moved = fresh.is_some();
+        self.pool = fresh.unwrap_or_else(|| old.clone());
+        self.pool.sort_unstable_by(|a, b| b.cmp(a));
         let mut ib = [0u8; 60];
-        let r = if n.inode.flags() & FL_EXTENTS != 0 {
+        let r = if extents {
             extent::store(&map.ext, &mut ib, &ctx, self)
         } else {
             blockmap::store(map, &mut ib, &ctx, self)
         };
-        let leftover = core::mem::take(&mut self.pool);
+        let mut leftover = core::mem::take(&mut self.pool);
+        if moved {
+            // The old tree is no longer this inode's once the new one is written.
+            leftover.extend_from_slice(&old);
+        }
         let used = match r {
             Ok(u) => u,
             Err(e) => {

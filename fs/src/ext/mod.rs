@@ -50,6 +50,7 @@ mod orphan;
 mod restart;
 mod superblock;
 mod unwritten;
+mod wberr;
 
 pub use ordered::CrashStats;
 pub use orphan::OrphanStats;
@@ -225,6 +226,8 @@ pub struct Ext<D: BlockDev> {
     abort: abort::AbortState,
     /// File data written but not yet confirmed by a flush (unwritten.rs).
     unflushed: unwritten::Unflushed,
+    /// Writeback errors per file and for the filesystem (wberr.rs).
+    wb: wberr::WbErrors,
     /// The mount's memory bound in bytes ([`Ext::set_cache_bytes`]): what the disk
     /// sizes (a listing, a file's map) is held to a share of it, or refused with
     /// [`FsError::NoMemory`].
@@ -577,6 +580,7 @@ impl<D: BlockDev> Ext<D> {
             orphan_stats: OrphanStats::default(),
             abort: abort::AbortState::default(),
             unflushed: unwritten::Unflushed::default(),
+            wb: wberr::WbErrors::default(),
             budget: DEFAULT_BUDGET,
             sb,
         };
@@ -998,15 +1002,7 @@ impl<D: BlockDev> Ext<D> {
         self.ensure_map(ino)?;
         self.touch(); // abort.rs
         let mut n = self.take(ino)?;
-        let gone: Vec<u64> = n.pending.range(from..).map(|(k, _)| *k).collect();
-        for k in gone {
-            if let Some(p) = n.pending.remove(&k) {
-                self.pending_bytes = self.pending_bytes.saturating_sub(p.data.len());
-                if p.reserved {
-                    self.reserved = self.reserved.saturating_sub(1);
-                }
-            }
-        }
+        self.drop_pending(&mut n, from);
         let freed = n.map.as_mut().map(|m| m.truncate(from)).unwrap_or_default();
         if !freed.is_empty() {
             n.map_dirty = true;
@@ -1020,6 +1016,19 @@ impl<D: BlockDev> Ext<D> {
         }
         self.put(ino, n);
         r
+    }
+
+    /// Drops the buffered data of inode `n` at or after logical block `from`.
+    fn drop_pending(&mut self, n: &mut Node, from: u64) {
+        let gone: Vec<u64> = n.pending.range(from..).map(|(k, _)| *k).collect();
+        for k in gone {
+            if let Some(p) = n.pending.remove(&k) {
+                self.pending_bytes = self.pending_bytes.saturating_sub(p.data.len());
+                if p.reserved {
+                    self.reserved = self.reserved.saturating_sub(1);
+                }
+            }
+        }
     }
 
     /// Frees the inode and everything it holds (its last link is gone).
@@ -1042,6 +1051,7 @@ impl<D: BlockDev> Ext<D> {
         n.inode.set_dtime(now);
         n.inode.set_blocks_512(0);
         self.store_inode(ino, &mut n.inode)?;
+        self.forget_writeback(ino); // its number may name a new file (wberr.rs)
         self.free_inode(ino, is_dir)
     }
 
@@ -1534,7 +1544,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
             fs.dx_refuse_untrusted(dir)?; // before the first change (abort.rs)
             fs.remove_entry(dir, name)?;
             if fs.link_dec(ino)? == 0 {
-                fs.release(ino)?;
+                fs.release_unlinked(ino)?; // in steps (restart.rs)
             }
             Ok(())
         })
@@ -1644,7 +1654,7 @@ impl<D: BlockDev> FileSystem for Ext<D> {
                     }
                     fs.release(d)?;
                 } else if fs.link_dec(d)? == 0 {
-                    fs.release(d)?;
+                    fs.release_unlinked(d)?; // in steps (restart.rs)
                 }
             }
             let now = fs.now();
@@ -1669,17 +1679,25 @@ impl<D: BlockDev> FileSystem for Ext<D> {
         })
     }
 
+    /// Syncs, then reports the file's writeback error if this caller has not seen it
+    /// (sampled at the start of the call: wberr.rs).
     fn fsync(&mut self, ino: Ino) -> Result<(), FsError> {
         self.check_mounted()?;
-        self.ino32(ino)?;
-        self.sync_all()?;
-        self.take_writeback_error()
+        let ino = self.ino32(ino)?;
+        let mut since = self.wb.sample_file(ino);
+        let r = self.sync_all();
+        let wb = self.wb.check_file(ino, &mut since);
+        r.and(wb)
     }
 
+    /// Syncs, then reports the filesystem's writeback error if this caller has not
+    /// seen it (as `syncfs`: wberr.rs).
     fn sync(&mut self) -> Result<(), FsError> {
         self.check_mounted()?;
-        self.sync_all()?;
-        self.take_writeback_error()
+        let mut since = self.wb.sample_fs();
+        let r = self.sync_all();
+        let wb = self.wb.check_fs(&mut since);
+        r.and(wb)
     }
 
     fn shrink(&mut self) -> Result<(), FsError> {
@@ -1696,7 +1714,12 @@ impl<D: BlockDev> FileSystem for Ext<D> {
     fn unmount(&mut self) -> Result<(), FsError> {
         self.check_mounted()?;
         if !self.ro {
+            // A writeback error no `sync` has reported fails this unmount once (the
+            // filesystem stays mounted, everything synced; wberr.rs): the next one
+            // goes through.
+            let mut since = self.wb.sample_fs();
             self.sync_all()?;
+            self.wb.check_fs(&mut since)?;
             self.crash_unmount(); // crash safety (ordered.rs)
             let st = self.sb.state();
             self.sb.set_state(st | STATE_VALID);

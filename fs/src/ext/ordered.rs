@@ -22,7 +22,11 @@
 //!   instead trades that for directories pointing at uninitialised inodes and lost
 //!   rename targets (measured by the crash sweep: 33 of 218 crash points needed -y,
 //!   against 18 of 217 this way). Without a journal no order makes rename-over
-//!   atomic.
+//!   atomic. An extent tree (ext4 without a journal) is written to new blocks at
+//!   each sync that changes it (`store_map`), so the inode, written last, switches
+//!   from a whole old tree to a whole new one: rewritten in place, a leaf reaching
+//!   past the old inode's size was "end of extent exceeds allowed value" for
+//!   `e2fsck -p` (issue 30, defect 7).
 //! - In both, blocks freed since the last sync stay allocated on disk until the next
 //!   sync has written its file data: a block the committed metadata still points to
 //!   is never overwritten by new file data before that metadata is replaced.
@@ -30,8 +34,8 @@
 //!   sync; a mutating call starts with a sync when too much metadata is dirty (so a
 //!   transaction stays a fraction of the journal).
 //! - An operation larger than the log (one write call of many megabytes, the
-//!   truncate of a large file) commits in several transactions, each consistent
-//!   (`restart.rs`). A transaction larger than the journal still (a journal too
+//!   truncate of a large file, the unlink of one through the orphan list) commits
+//!   in several transactions, each consistent (`restart.rs`). A transaction larger than the journal still (a journal too
 //!   small for one operation's metadata) falls back to the ordered writes of the
 //!   unjournalled case, which are not atomic ([`Ext::crash_stats`] counts these).
 //!
@@ -43,10 +47,11 @@
 //!   writes succeeded, so a committed transaction whose checkpoint failed stays in
 //!   the log for replay, and no later transaction is written over it.
 //!
-//! The orphan list a crashed Linux leaves is finished at mount (`orphan.rs`), through
-//! the same transactions. Not done: putting inodes on the orphan list (an unlinked
-//! file still open is freed at unlink: Xenlet has no open-file table yet), revoke
-//! records (not needed with one transaction in the log at a time), fast commits.
+//! The orphan list a crashed Linux (or a crashed unlink in steps) leaves is finished
+//! at mount (`orphan.rs`), through the same transactions. Not done: putting an
+//! unlinked file still open on the orphan list (it is freed at unlink: Xenlet has
+//! no open-file table yet), revoke records (not needed with one transaction in the
+//! log at a time), fast commits.
 
 use super::*;
 use crate::journal::writer::{JournalMap, JournalWriter};
@@ -250,17 +255,29 @@ impl<D: BlockDev> Ext<D> {
         if !self.cache.pinned {
             return false;
         }
-        let dirty = self.cache.dirty_count();
         // Half the cache (at least 64 blocks, so a small budget does not make every
         // call a sync, but no more than 256 KiB of them: 64 blocks of 64 KiB pinned
         // until the commit were 4 MiB), and at most half the journal.
         let floor = (256 << 10) / self.sb.block_size as usize;
         let cache = (self.cache.limit() / 2).max(floor.clamp(cache::MIN_BLOCKS, 64));
-        let limit = match &self.crash.journal {
-            Some(w) => (w.max_blocks() / 2).min(cache),
+        let limit = match self.journal_half() {
+            Some(j) => j.min(cache),
             None => cache,
         };
-        let estimate = dirty
+        self.txn_estimate() > limit
+    }
+
+    /// Half the journal's capacity in blocks (what a transaction should stay
+    /// within), if metadata goes through a journal.
+    pub(super) fn journal_half(&self) -> Option<usize> {
+        self.crash.journal.as_ref().map(|w| w.max_blocks() / 2)
+    }
+
+    /// An upper bound of the blocks the running transaction would commit: the dirty
+    /// metadata, the inodes and groups changed and the bitmaps the deferred frees
+    /// will change.
+    pub(super) fn txn_estimate(&self) -> usize {
+        self.cache.dirty_count()
             + self
                 .nodes
                 .values()
@@ -268,8 +285,7 @@ impl<D: BlockDev> Ext<D> {
                 .count()
             + 3 * self.dirty_groups.len()
             + 2 * self.crash.deferred_groups
-            + 8;
-        estimate > limit
+            + 8
     }
 
     /// The superblock's block: (block number, contents with the superblock sealed).

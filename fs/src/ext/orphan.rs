@@ -17,6 +17,12 @@
 //! already freed in its bitmap but still on the list, which the next mount reports
 //! as below.
 //!
+//! Xenlet itself puts an inode on the list for the unlink of a file too large to
+//! free in one transaction (`orphan_add`, `restart.rs`), and takes it off
+//! (`orphan_del`) in the transaction that frees it; an orphan too large for
+//! one transaction is freed here in steps as well, staying at the head of the list
+//! until the last one.
+//!
 //! The list is on-disk data and is not trusted. An inode number below the first
 //! non-reserved inode or past the inode count, an inode not allocated in its bitmap
 //! or with no mode, one seen before (a cycle), or an inode whose structures are
@@ -218,6 +224,11 @@ impl<D: BlockDev> Ext<D> {
     fn release_orphan(&mut self, ino: u32) -> Result<(), FsError> {
         let inode = self.node(ino)?.inode.clone();
         if inode.links() == 0 {
+            // A large file in several transactions (restart.rs): it stays at the
+            // head of the list until its last blocks go with the inode.
+            if self.release_too_big(ino)? {
+                self.truncate_in_steps(ino, 0)?;
+            }
             self.release(ino)?;
             self.orphan_stats.deleted += 1;
             return Ok(());
@@ -229,6 +240,48 @@ impl<D: BlockDev> Ext<D> {
         n.inode.set_dtime(0);
         n.dirty = true;
         self.orphan_stats.truncated += 1;
+        Ok(())
+    }
+
+    /// Puts `ino` at the head of the orphan list (`ext4_orphan_add`): its `i_dtime`
+    /// names the old head, `s_last_orphan` names it. In the running transaction.
+    pub(super) fn orphan_add(&mut self, ino: u32) -> Result<(), FsError> {
+        let head = self.last_orphan();
+        let n = self.node(ino)?;
+        n.inode.set_dtime(i64::from(head));
+        n.dirty = true;
+        self.set_last_orphan(ino);
+        Ok(())
+    }
+
+    /// Takes `ino` off the orphan list (`ext4_orphan_del`): whatever points to it
+    /// (`s_last_orphan`, or the inode before it on the list) then points to the
+    /// inode after it, and its `i_dtime` is cleared. In the running transaction.
+    pub(super) fn orphan_del(&mut self, ino: u32) -> Result<(), FsError> {
+        let next = self.node(ino)?.inode.dtime();
+        let mut at = self.last_orphan();
+        if at == ino {
+            self.set_last_orphan(next);
+        } else {
+            // Not the head (another orphan came after it): found by walking the
+            // list, at most once round the inodes.
+            for _ in 0..self.sb.inodes_count {
+                if at == 0 {
+                    return Err(corrupt(format!("orphan list: inode {ino} not on it")));
+                }
+                let n = self.node(at)?;
+                let after = n.inode.dtime();
+                if after == ino {
+                    n.inode.set_dtime(i64::from(next));
+                    n.dirty = true;
+                    break;
+                }
+                at = after;
+            }
+        }
+        let n = self.node(ino)?;
+        n.inode.set_dtime(0);
+        n.dirty = true;
         Ok(())
     }
 

@@ -13,9 +13,14 @@
 //!   transaction is committed between steps when due. A crash leaves the file cut
 //!   to some size between the old and the new one, its data below intact.
 //!
-//! Not split: an unlink (or rename over) of a large file, whose blocks go in one
-//! transaction (Linux keeps the inode on the orphan list while it truncates in
-//! steps; Xenlet does not put inodes on the orphan list yet).
+//! - An unlink (or a rename over) of a file's last name: as Linux's
+//!   `ext4_evict_inode`, the inode goes on the orphan list (`orphan.rs`) in the
+//!   transaction that removes the name, its blocks are freed in steps as a truncate's
+//!   (committing between them when due), and the last step frees the inode and takes
+//!   it off the list, in one transaction. A crash between leaves a nameless inode on
+//!   the list, cut to some size, which the next read-write mount (or e2fsck) frees.
+//!   A file whose freeing fits in one transaction (`release_too_big`) is
+//!   freed at once, as before, without the list.
 
 use super::*;
 
@@ -71,5 +76,53 @@ impl<D: BlockDev> Ext<D> {
                 self.sync_all()?;
             }
         }
+    }
+
+    /// Whether freeing every block of `ino` at once may outgrow a transaction: the
+    /// running one's estimate, two blocks for each group its extents are in (bitmap
+    /// and descriptor, as the deferred frees count them) and its tree blocks, over
+    /// half the journal. Always false without a journal or for a non-file.
+    pub(super) fn release_too_big(&mut self, ino: u32) -> Result<bool, FsError> {
+        let Some(half) = self.journal_half() else {
+            return Ok(false);
+        };
+        if self.node(ino)?.inode.kind() != FileType::File {
+            return Ok(false);
+        }
+        self.ensure_map(ino)?;
+        let fdb = u64::from(self.sb.first_data_block);
+        let bpg = u64::from(self.sb.blocks_per_group).max(1);
+        let base = self.txn_estimate();
+        let n = self.node(ino)?;
+        let Some(map) = n.map.as_ref() else {
+            return Ok(false);
+        };
+        let mut blocks = base + map.meta.len();
+        for e in &map.ext {
+            let g0 = e.pblk.saturating_sub(fdb) / bpg;
+            let g1 = (e.pblk + u64::from(e.len.max(1)) - 1).saturating_sub(fdb) / bpg;
+            blocks += 2 * (g1 - g0 + 1) as usize;
+            if blocks > half {
+                return Ok(true);
+            }
+        }
+        Ok(blocks > half)
+    }
+
+    /// The last link of `ino` went: frees it and everything it holds; a file too
+    /// large for one transaction through the orphan list, in steps (see the module
+    /// doc).
+    pub(super) fn release_unlinked(&mut self, ino: u32) -> Result<(), FsError> {
+        if !self.release_too_big(ino)? {
+            return self.release(ino);
+        }
+        // Its buffered data is never written (a commit between the steps would).
+        let mut n = self.take(ino)?;
+        self.drop_pending(&mut n, 0);
+        self.put(ino, n);
+        self.orphan_add(ino)?;
+        self.truncate_in_steps(ino, 0)?;
+        self.orphan_del(ino)?;
+        self.release(ino)
     }
 }

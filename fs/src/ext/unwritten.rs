@@ -12,7 +12,9 @@
 //! initialised extents are safe to commit), and if it fails every listed run goes
 //! back to unwritten (on a block-mapped file, which has no unwritten state, the
 //! blocks are unmapped and freed: a hole), the filesystem is not aborted, and the
-//! error waits for the next `sync`/`fsync` to report it. The lost data reads as
+//! error is recorded for every file whose data went out since the last good flush
+//! (a rewrite of initialised blocks too) and for the filesystem, for their later
+//! `fsync`s and `sync`s to report (`wberr.rs`). The lost data reads as
 //! zeros, as on Linux after a failed write-back. Committed metadata therefore never
 //! maps an initialised block whose data write was not confirmed.
 //!
@@ -36,13 +38,14 @@ pub(super) struct Run {
     len: u64,
 }
 
-/// The runs written since the last flush that were unwritten before, and a
-/// writeback error not yet reported.
+/// The runs written since the last flush that were unwritten before, and the files
+/// whose data went out since then.
 #[derive(Default)]
 pub(super) struct Unflushed {
     runs: Vec<Run>,
-    /// A flush failed: the error the next `sync`/`fsync` reports.
-    pub error: Option<FsError>,
+    /// Inodes with data written since the last flush (the error of a failed flush
+    /// goes to each: `wberr.rs`).
+    written: BTreeSet<u32>,
 }
 
 fn max_len(uninit: bool) -> u64 {
@@ -201,20 +204,35 @@ impl<D: BlockDev> Ext<D> {
         });
     }
 
-    /// Whether the list of unconfirmed runs is long enough to flush early.
+    /// File data of `ino` went to the device (a write it accepted).
+    pub(super) fn note_data_out(&mut self, ino: u32) {
+        self.unflushed.written.insert(ino);
+    }
+
+    /// Inode `ino` is freed: a failed flush is no longer its to report (its
+    /// number may name a new file), and any error it has goes (`wberr.rs`).
+    pub(super) fn forget_writeback(&mut self, ino: u32) {
+        self.unflushed.written.remove(&ino);
+        self.wb.forget(ino);
+    }
+
+    /// Whether the list of unconfirmed runs (or of files written) is long enough to
+    /// flush early.
     pub(super) fn unflushed_full(&self) -> bool {
-        self.unflushed.runs.len() >= MAX_RUNS
+        self.unflushed.runs.len() >= MAX_RUNS || self.unflushed.written.len() >= MAX_RUNS
     }
 
     /// Flushes the device if file data was written since the last flush: confirms
     /// the runs written (their extents may be committed initialised), or, if the
     /// flush fails, turns them back into unwritten extents (holes on a block-mapped
-    /// file) and keeps the error for the next sync. Errors returned are those of
-    /// reading a map back (the caller aborts); the flush's own is not one.
+    /// file) and records the error for the files written and the filesystem
+    /// (`wberr.rs`). Errors returned are those of reading a map back (the caller
+    /// aborts); the flush's own is not one.
     pub(super) fn settle_data(&mut self) -> Result<(), FsError> {
-        if self.unflushed.runs.is_empty() {
+        if self.unflushed.runs.is_empty() && self.unflushed.written.is_empty() {
             return Ok(());
         }
+        let written = core::mem::take(&mut self.unflushed.written);
         let err = match self.dev.flush() {
             Ok(()) => {
                 self.unflushed.runs.clear();
@@ -223,7 +241,7 @@ impl<D: BlockDev> Ext<D> {
             Err(e) => FsError::from(e),
         };
         let runs = core::mem::take(&mut self.unflushed.runs);
-        self.unflushed.error = Some(err);
+        self.wb.record(written, &err);
         for r in runs {
             self.unwrite(r)?;
         }
@@ -262,14 +280,6 @@ impl<D: BlockDev> Ext<D> {
             self.free_blocks_range(s, l)?;
         }
         Ok(())
-    }
-
-    /// The writeback error a failed flush left, reported once (by `sync`/`fsync`).
-    pub(super) fn take_writeback_error(&mut self) -> Result<(), FsError> {
-        match self.unflushed.error.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
     }
 }
 

@@ -106,11 +106,18 @@ pub(crate) fn umount(_: &mut Host, args: &[&str], _: &mut dyn Write) -> CmdResul
     Ok(())
 }
 
-/// Writes back every filesystem (for `sync`).
+/// Writes back every filesystem (for `sync`); every failure is said with its mount
+/// point (a lost write is reported once: `fs/src/ext/wberr.rs`).
 pub(crate) fn sync_filesystems() -> Result<(), String> {
-    vfs::with(|v| v.sync_all())
-        .unwrap_or(Ok(()))
-        .map_err(|e| alloc::format!("{e}"))
+    let failed = vfs::with(|v| v.sync_each()).unwrap_or_default();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    let said: Vec<String> = failed
+        .iter()
+        .map(|(path, e)| alloc::format!("{path}: {e}"))
+        .collect();
+    Err(said.join("; "))
 }
 
 /// `dmesg`: the kernel log.
