@@ -67,17 +67,76 @@ impl fmt::Display for RouteError {
 
 impl core::error::Error for RouteError {}
 
-/// The routing table.
+/// A network a route leads to: what the table needs of [`Ipv4Net`] and
+/// [`crate::route6::Ipv6Net`].
+pub trait RouteNet: Copy + PartialEq {
+    /// The address family's address.
+    type Addr: Copy;
+    /// The prefix length.
+    fn prefix_len(&self) -> u8;
+    /// The network (host bits cleared).
+    fn network(&self) -> Self;
+    /// Whether `a` is in the network.
+    fn contains(&self, a: Self::Addr) -> bool;
+}
+
+impl RouteNet for Ipv4Net {
+    type Addr = Ipv4Addr;
+    fn prefix_len(&self) -> u8 {
+        Ipv4Net::prefix_len(self)
+    }
+    fn network(&self) -> Self {
+        Ipv4Net::network(self)
+    }
+    fn contains(&self, a: Ipv4Addr) -> bool {
+        Ipv4Net::contains(self, a)
+    }
+}
+
+/// A route as the table sees it: [`Route`] (IPv4) and [`crate::route6::Route6`].
+pub trait RouteEntry: Copy {
+    /// Its destination's type.
+    type Net: RouteNet;
+    /// The destination network.
+    fn dest(&self) -> &Self::Net;
+    /// The destination network, to clear its host bits.
+    fn dest_mut(&mut self) -> &mut Self::Net;
+    /// Lower wins among routes with the same prefix length.
+    fn metric(&self) -> u32;
+    /// Where it came from.
+    fn proto(&self) -> RouteProto;
+}
+
+impl RouteEntry for Route {
+    type Net = Ipv4Net;
+    fn dest(&self) -> &Ipv4Net {
+        &self.dest
+    }
+    fn dest_mut(&mut self) -> &mut Ipv4Net {
+        &mut self.dest
+    }
+    fn metric(&self) -> u32 {
+        self.metric
+    }
+    fn proto(&self) -> RouteProto {
+        self.proto
+    }
+}
+
+/// A routing table of either family: a fixed number of routes, longest-prefix match.
 #[derive(Clone, Debug)]
-pub struct RouteTable {
-    routes: Vec<Route>,
+pub struct Table<R> {
+    routes: Vec<R>,
     capacity: usize,
 }
 
-impl RouteTable {
+/// The IPv4 routing table.
+pub type RouteTable = Table<Route>;
+
+impl<R: RouteEntry> Table<R> {
     /// An empty table for at most `capacity` routes.
     pub fn new(capacity: usize) -> Self {
-        RouteTable {
+        Table {
             routes: Vec::with_capacity(capacity),
             capacity,
         }
@@ -85,13 +144,11 @@ impl RouteTable {
 
     /// Adds a route (its destination's host bits are cleared). A route with the same
     /// destination, metric and protocol is replaced (`ip route replace`).
-    pub fn add(&mut self, mut route: Route) -> Result<(), RouteError> {
-        route.dest = route.dest.network();
-        if let Some(r) = self
-            .routes
-            .iter_mut()
-            .find(|r| r.dest == route.dest && r.metric == route.metric && r.proto == route.proto)
-        {
+    pub fn add(&mut self, mut route: R) -> Result<(), RouteError> {
+        *route.dest_mut() = route.dest().network();
+        if let Some(r) = self.routes.iter_mut().find(|r| {
+            r.dest() == route.dest() && r.metric() == route.metric() && r.proto() == route.proto()
+        }) {
             *r = route;
             return Ok(());
         }
@@ -103,12 +160,42 @@ impl RouteTable {
     }
 
     /// Removes the routes for which `pred` holds, returning how many.
-    pub fn remove_where(&mut self, mut pred: impl FnMut(&Route) -> bool) -> usize {
+    pub fn remove_where(&mut self, mut pred: impl FnMut(&R) -> bool) -> usize {
         let before = self.routes.len();
         self.routes.retain(|r| !pred(r));
         before - self.routes.len()
     }
 
+    /// The best route to `dst`: longest prefix, then lowest metric, then the first added.
+    pub fn lookup(&self, dst: <R::Net as RouteNet>::Addr) -> Option<&R> {
+        let mut best: Option<&R> = None;
+        for r in self.routes.iter().filter(|r| r.dest().contains(dst)) {
+            best = match best {
+                Some(b)
+                    if b.dest().prefix_len() > r.dest().prefix_len()
+                        || (b.dest().prefix_len() == r.dest().prefix_len()
+                            && b.metric() <= r.metric()) =>
+                {
+                    Some(b)
+                }
+                _ => Some(r),
+            };
+        }
+        best
+    }
+
+    /// Whether the table has no route.
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
+
+    /// The routes, in the order added.
+    pub fn iter(&self) -> impl Iterator<Item = &R> {
+        self.routes.iter()
+    }
+}
+
+impl Table<Route> {
     /// Sets (or with `None` removes) the default route learnt from DHCP.
     pub fn set_dhcp_default(
         &mut self,
@@ -128,28 +215,6 @@ impl RouteTable {
             })?;
         }
         Ok(())
-    }
-
-    /// The best route to `dst`: longest prefix, then lowest metric, then the first added.
-    pub fn lookup(&self, dst: Ipv4Addr) -> Option<&Route> {
-        let mut best: Option<&Route> = None;
-        for r in self.routes.iter().filter(|r| r.dest.contains(dst)) {
-            best = match best {
-                Some(b)
-                    if b.dest.prefix_len() > r.dest.prefix_len()
-                        || (b.dest.prefix_len() == r.dest.prefix_len() && b.metric <= r.metric) =>
-                {
-                    Some(b)
-                }
-                _ => Some(r),
-            };
-        }
-        best
-    }
-
-    /// The routes, in the order added.
-    pub fn iter(&self) -> impl Iterator<Item = &Route> {
-        self.routes.iter()
     }
 
     /// The routes as `ip route` prints them, with interface names from `ifaces`.

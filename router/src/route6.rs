@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::net::Ipv6Addr;
 
-use crate::route::{RouteError, RouteProto};
+use crate::route::{RouteEntry, RouteNet, RouteProto, Table};
 use crate::IfId;
 
 /// An IPv6 address with a prefix length (`2001:db8::1/64`), checked: prefix ≤ 128.
@@ -58,6 +58,19 @@ impl Ipv6Net {
     }
 }
 
+impl RouteNet for Ipv6Net {
+    type Addr = Ipv6Addr;
+    fn prefix_len(&self) -> u8 {
+        Ipv6Net::prefix_len(self)
+    }
+    fn network(&self) -> Self {
+        Ipv6Net::network(self)
+    }
+    fn contains(&self, a: Ipv6Addr) -> bool {
+        Ipv6Net::contains(self, a)
+    }
+}
+
 impl fmt::Display for Ipv6Net {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.addr, self.prefix_len)
@@ -82,66 +95,24 @@ pub struct Route6 {
     pub proto: RouteProto,
 }
 
-/// The IPv6 routing table.
-#[derive(Clone, Debug)]
-pub struct Route6Table {
-    routes: Vec<Route6>,
-    capacity: usize,
-}
-
-impl Route6Table {
-    /// An empty table for at most `capacity` routes.
-    pub fn new(capacity: usize) -> Self {
-        Route6Table {
-            routes: Vec::with_capacity(capacity),
-            capacity,
-        }
+impl RouteEntry for Route6 {
+    type Net = Ipv6Net;
+    fn dest(&self) -> &Ipv6Net {
+        &self.dest
     }
-
-    /// Adds a route (host bits cleared); one with the same destination, metric and
-    /// protocol is replaced.
-    pub fn add(&mut self, mut route: Route6) -> Result<(), RouteError> {
-        route.dest = route.dest.network();
-        if let Some(r) = self
-            .routes
-            .iter_mut()
-            .find(|r| r.dest == route.dest && r.metric == route.metric && r.proto == route.proto)
-        {
-            *r = route;
-            return Ok(());
-        }
-        if self.routes.len() >= self.capacity {
-            return Err(RouteError::TableFull);
-        }
-        self.routes.push(route);
-        Ok(())
+    fn dest_mut(&mut self) -> &mut Ipv6Net {
+        &mut self.dest
     }
-
-    /// Removes the routes for which `pred` holds, returning how many.
-    pub fn remove_where(&mut self, mut pred: impl FnMut(&Route6) -> bool) -> usize {
-        let before = self.routes.len();
-        self.routes.retain(|r| !pred(r));
-        before - self.routes.len()
+    fn metric(&self) -> u32 {
+        self.metric
     }
-
-    /// The route for `dst`: longest prefix, then lowest metric.
-    pub fn lookup(&self, dst: Ipv6Addr) -> Option<&Route6> {
-        self.routes
-            .iter()
-            .filter(|r| r.dest.contains(dst))
-            .min_by_key(|r| (core::cmp::Reverse(r.dest.prefix_len()), r.metric))
-    }
-
-    /// Whether the table has no route (no IPv6 is forwarded).
-    pub fn is_empty(&self) -> bool {
-        self.routes.is_empty()
-    }
-
-    /// The routes.
-    pub fn iter(&self) -> impl Iterator<Item = &Route6> {
-        self.routes.iter()
+    fn proto(&self) -> RouteProto {
+        self.proto
     }
 }
+
+/// The IPv6 routing table (with no route, no IPv6 is forwarded).
+pub type Route6Table = Table<Route6>;
 
 /// How many IPv6 addresses (besides its link-local one) the router holds in all.
 pub const MAX_ADDRS6: usize = 32;
@@ -212,6 +183,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
     use super::*;
+    use crate::route::RouteError;
     use alloc::string::ToString;
 
     fn net(s: &str, p: u8) -> Ipv6Net {
