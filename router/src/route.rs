@@ -14,7 +14,7 @@ use core::net::Ipv4Addr;
 use crate::iface::Interfaces;
 use crate::IfId;
 
-pub use crate::ipnet::Ipv4Net;
+pub use crate::ipnet::{IpNet, Ipv4Net};
 
 /// Where a route came from (`proto` in `ip route`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,36 +67,10 @@ impl fmt::Display for RouteError {
 
 impl core::error::Error for RouteError {}
 
-/// A network a route leads to: what the table needs of [`Ipv4Net`] and
-/// [`crate::route6::Ipv6Net`].
-pub trait RouteNet: Copy + PartialEq {
-    /// The address family's address.
-    type Addr: Copy;
-    /// The prefix length.
-    fn prefix_len(&self) -> u8;
-    /// The network (host bits cleared).
-    fn network(&self) -> Self;
-    /// Whether `a` is in the network.
-    fn contains(&self, a: Self::Addr) -> bool;
-}
-
-impl RouteNet for Ipv4Net {
-    type Addr = Ipv4Addr;
-    fn prefix_len(&self) -> u8 {
-        Ipv4Net::prefix_len(self)
-    }
-    fn network(&self) -> Self {
-        Ipv4Net::network(self)
-    }
-    fn contains(&self, a: Ipv4Addr) -> bool {
-        Ipv4Net::contains(self, a)
-    }
-}
-
 /// A route as the table sees it: [`Route`] (IPv4) and [`crate::route6::Route6`].
 pub trait RouteEntry: Copy {
     /// Its destination's type.
-    type Net: RouteNet;
+    type Net: IpNet;
     /// The destination network.
     fn dest(&self) -> &Self::Net;
     /// The destination network, to clear its host bits.
@@ -107,21 +81,30 @@ pub trait RouteEntry: Copy {
     fn proto(&self) -> RouteProto;
 }
 
-impl RouteEntry for Route {
-    type Net = Ipv4Net;
-    fn dest(&self) -> &Ipv4Net {
-        &self.dest
-    }
-    fn dest_mut(&mut self) -> &mut Ipv4Net {
-        &mut self.dest
-    }
-    fn metric(&self) -> u32 {
-        self.metric
-    }
-    fn proto(&self) -> RouteProto {
-        self.proto
-    }
+/// Implements [`RouteEntry`] for a route struct with `dest`, `metric` and `proto`
+/// fields.
+macro_rules! route_entry {
+    ($route:ty, $net:ty) => {
+        impl $crate::route::RouteEntry for $route {
+            type Net = $net;
+            fn dest(&self) -> &$net {
+                &self.dest
+            }
+            fn dest_mut(&mut self) -> &mut $net {
+                &mut self.dest
+            }
+            fn metric(&self) -> u32 {
+                self.metric
+            }
+            fn proto(&self) -> $crate::route::RouteProto {
+                self.proto
+            }
+        }
+    };
 }
+pub(crate) use route_entry;
+
+route_entry!(Route, Ipv4Net);
 
 /// A routing table of either family: a fixed number of routes, longest-prefix match.
 #[derive(Clone, Debug)]
@@ -167,7 +150,7 @@ impl<R: RouteEntry> Table<R> {
     }
 
     /// The best route to `dst`: longest prefix, then lowest metric, then the first added.
-    pub fn lookup(&self, dst: <R::Net as RouteNet>::Addr) -> Option<&R> {
+    pub fn lookup(&self, dst: <R::Net as IpNet>::Addr) -> Option<&R> {
         let mut best: Option<&R> = None;
         for r in self.routes.iter().filter(|r| r.dest().contains(dst)) {
             best = match best {

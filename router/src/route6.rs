@@ -10,72 +10,11 @@
 //! today's deployments keep doing so).
 
 use alloc::vec::Vec;
-use core::fmt;
 use core::net::Ipv6Addr;
 
-use crate::route::{RouteEntry, RouteNet, RouteProto, Table};
+pub use crate::ipnet::Ipv6Net;
+use crate::route::{route_entry, RouteProto, Table};
 use crate::IfId;
-
-/// An IPv6 address with a prefix length (`2001:db8::1/64`), checked: prefix ≤ 128.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Ipv6Net {
-    addr: Ipv6Addr,
-    prefix_len: u8,
-}
-
-impl Ipv6Net {
-    /// `addr/prefix_len`, or `None` if `prefix_len > 128`.
-    pub const fn new(addr: Ipv6Addr, prefix_len: u8) -> Option<Self> {
-        if prefix_len > 128 {
-            None
-        } else {
-            Some(Ipv6Net { addr, prefix_len })
-        }
-    }
-    /// The address.
-    pub const fn addr(&self) -> Ipv6Addr {
-        self.addr
-    }
-    /// The prefix length.
-    pub const fn prefix_len(&self) -> u8 {
-        self.prefix_len
-    }
-    fn mask(&self) -> u128 {
-        u128::MAX
-            .checked_shl(128 - u32::from(self.prefix_len))
-            .unwrap_or(0)
-    }
-    /// The network (host bits cleared).
-    pub fn network(&self) -> Ipv6Net {
-        Ipv6Net {
-            addr: Ipv6Addr::from(u128::from(self.addr) & self.mask()),
-            prefix_len: self.prefix_len,
-        }
-    }
-    /// Whether `a` is in the network.
-    pub fn contains(&self, a: Ipv6Addr) -> bool {
-        (u128::from(a) ^ u128::from(self.addr)) & self.mask() == 0
-    }
-}
-
-impl RouteNet for Ipv6Net {
-    type Addr = Ipv6Addr;
-    fn prefix_len(&self) -> u8 {
-        Ipv6Net::prefix_len(self)
-    }
-    fn network(&self) -> Self {
-        Ipv6Net::network(self)
-    }
-    fn contains(&self, a: Ipv6Addr) -> bool {
-        Ipv6Net::contains(self, a)
-    }
-}
-
-impl fmt::Display for Ipv6Net {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.addr, self.prefix_len)
-    }
-}
 
 /// One IPv6 route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,21 +34,7 @@ pub struct Route6 {
     pub proto: RouteProto,
 }
 
-impl RouteEntry for Route6 {
-    type Net = Ipv6Net;
-    fn dest(&self) -> &Ipv6Net {
-        &self.dest
-    }
-    fn dest_mut(&mut self) -> &mut Ipv6Net {
-        &mut self.dest
-    }
-    fn metric(&self) -> u32 {
-        self.metric
-    }
-    fn proto(&self) -> RouteProto {
-        self.proto
-    }
-}
+route_entry!(Route6, Ipv6Net);
 
 /// The IPv6 routing table (with no route, no IPv6 is forwarded).
 pub type Route6Table = Table<Route6>;
