@@ -8,7 +8,7 @@ use core::net::Ipv4Addr;
 use crate::checksum;
 use crate::ipv4;
 use crate::link::{Output, TxFull, TxMeta};
-use crate::IfId;
+use crate::{DropReason, IfId};
 
 /// TCP flags.
 pub const FIN: u8 = 0x01;
@@ -242,4 +242,17 @@ impl Rng {
 /// The address `a.b.c.d`.
 pub fn ip(a: [u8; 4]) -> Ipv4Addr {
     Ipv4Addr::from(a)
+}
+
+/// The frames a segmenting function hands to its `emit`, in order (it must succeed).
+pub fn emitted(
+    run: impl FnOnce(&mut dyn FnMut(&mut [u8]) -> Result<(), DropReason>) -> Result<(), DropReason>,
+) -> Vec<Vec<u8>> {
+    let mut frames = Vec::new();
+    run(&mut |f| {
+        frames.push(f.to_vec());
+        Ok(())
+    })
+    .unwrap();
+    frames
 }
