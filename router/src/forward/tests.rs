@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+use super::fixture::*;
 use super::*;
 use crate::checksum;
 use crate::testutil::*;
@@ -13,31 +14,11 @@ use alloc::vec;
 use alloc::vec::Vec;
 use smoltcp::wire::EthernetAddress;
 
-const LAN: IfId = IfId(0);
-const WAN: IfId = IfId(1);
-const DMZ: IfId = IfId(2);
-const MAC0: [u8; 6] = [2, 0, 0, 0, 0, 0xa0];
-const MAC1: [u8; 6] = [2, 0, 0, 0, 0, 0xa1];
-const MAC2: [u8; 6] = [2, 0, 0, 0, 0, 0xa2];
 const HOST: [u8; 4] = [192, 168, 1, 100];
-const HOST_MAC: [u8; 6] = [0x52, 0x54, 0, 0x12, 0x34, 0x56];
 const GW: [u8; 4] = [10, 0, 0, 1];
-const GW_MAC: [u8; 6] = [0x52, 0x54, 0, 0xaa, 0xbb, 0xcc];
 const DMZ_HOST: [u8; 4] = [172, 16, 0, 50];
-const DMZ_MAC: [u8; 6] = [0x52, 0x54, 0, 0xdd, 0, 0x50];
 const NET: [u8; 4] = [8, 8, 8, 8];
 const SMALL: [u8; 4] = [198, 51, 100, 7];
-
-fn ifcfg(name: &str, mac: [u8; 6], mtu: u16, gso: bool, clamp: bool) -> IfConfig {
-    IfConfig {
-        name: name.into(),
-        mac: EthernetAddress(mac),
-        mtu,
-        has_tx_gso: gso,
-        has_tx_csum_offload: true,
-        is_mss_clamped: clamp,
-    }
-}
 
 fn setup() -> Router {
     let mut r = Router::new(RouterConfig::default());
@@ -109,10 +90,6 @@ fn udp_frame(
         &udp(src, dst, 33000, 53, &payload),
     );
     eth(to_mac, HOST_MAC, 0x0800, &p)
-}
-
-fn run(r: &mut Router, ifc: IfId, f: &mut [u8], now: Millis, o: &mut Recorder) -> Disposition {
-    r.input(ifc, f, RxMeta::default(), now, &mut NoHook, o)
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+use super::fixture::*;
 use super::*;
 use crate::exthdr::Upper;
 use crate::route6::{Ipv6Net, Route6};
@@ -13,43 +14,25 @@ use alloc::string::ToString;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::net::Ipv6Addr;
-use smoltcp::wire::EthernetAddress;
 
-const LAN: IfId = IfId(0);
-const WAN: IfId = IfId(1);
-const DMZ: IfId = IfId(2);
-const MAC0: [u8; 6] = [2, 0, 0, 0, 0, 0xa0];
-const MAC1: [u8; 6] = [2, 0, 0, 0, 0, 0xa1];
-const MAC2: [u8; 6] = [2, 0, 0, 0, 0, 0xa2];
 const HOST: &str = "2001:db8:1::100";
-const HOST_MAC: [u8; 6] = [0x52, 0x54, 0, 0x12, 0x34, 0x56];
 const GW: &str = "fe80::1";
-const GW_MAC: [u8; 6] = [0x52, 0x54, 0, 0xaa, 0xbb, 0xcc];
 const DMZ_HOST: &str = "2001:db8:2::50";
-const DMZ_MAC: [u8; 6] = [0x52, 0x54, 0, 0xdd, 0, 0x50];
 const NET: &str = "2001:db8:99::5";
 
 fn a(s: &str) -> Ipv6Addr {
     s.parse().unwrap()
 }
 
-fn ifcfg(name: &str, mac: [u8; 6], mtu: u16) -> IfConfig {
-    IfConfig {
-        name: name.into(),
-        mac: EthernetAddress(mac),
-        mtu,
-        has_tx_gso: false,
-        has_tx_csum_offload: true,
-        is_mss_clamped: false,
-    }
-}
-
 /// The interfaces with IPv4 only (what every deployment has today).
 fn setup4() -> Router {
     let mut r = Router::new(RouterConfig::default());
-    r.add_interface(ifcfg("eth0", MAC0, 1500)).unwrap();
-    r.add_interface(ifcfg("eth1", MAC1, 1500)).unwrap();
-    r.add_interface(ifcfg("eth2", MAC2, 1280)).unwrap();
+    r.add_interface(ifcfg("eth0", MAC0, 1500, false, false))
+        .unwrap();
+    r.add_interface(ifcfg("eth1", MAC1, 1500, false, false))
+        .unwrap();
+    r.add_interface(ifcfg("eth2", MAC2, 1280, false, false))
+        .unwrap();
     r.add_address(LAN, Ipv4Net::new(ip([192, 168, 1, 1]), 24).unwrap())
         .unwrap();
     r
@@ -106,10 +89,6 @@ fn udp_frame(to_mac: [u8; 6], src: &str, dst: &str, hop: u8, len: usize) -> Vec<
     let payload: Vec<u8> = (0..len).map(|i| (i * 13 + 1) as u8).collect();
     let p = ipv6(src, dst, 17, hop, &udp6(src, dst, 33000, 53, &payload));
     eth(to_mac, HOST_MAC, 0x86dd, &p)
-}
-
-fn run(r: &mut Router, ifc: IfId, f: &mut [u8], now: Millis, o: &mut Recorder) -> Disposition {
-    r.input(ifc, f, RxMeta::default(), now, &mut NoHook, o)
 }
 
 /// The ICMPv6 messages sent: (interface, eth dst, type, code, ip) with a verified
