@@ -256,3 +256,35 @@ pub fn emitted(
     .unwrap();
     frames
 }
+
+/// A firewall zone of one interface whose output is accepted, without masquerade or
+/// MSS clamping.
+pub fn zone(
+    name: &str,
+    ifc: IfId,
+    input: crate::firewall::ruleset::Verdict,
+    forward: crate::firewall::ruleset::Verdict,
+) -> crate::firewall::ruleset::Zone {
+    use crate::firewall::ruleset::{Verdict, Zone};
+    Zone {
+        name: name.into(),
+        ifaces: alloc::vec![ifc],
+        input,
+        output: Verdict::Accept,
+        forward,
+        masq: false,
+        mtu_fix: false,
+    }
+}
+
+/// A hook's view of a packet from `input` (to `output`) at `now` with a full checksum
+/// and no source MAC.
+pub fn meta(input: IfId, output: Option<IfId>, now: crate::Millis) -> crate::Meta {
+    crate::Meta {
+        input,
+        output,
+        csum_partial: false,
+        now,
+        src_mac: None,
+    }
+}

@@ -10,6 +10,7 @@ use super::*;
 use crate::checksum::{checksum, fold, sum};
 use crate::conntrack::TcpState;
 use crate::flow::tcp_flag::{ACK, FIN, PSH, RST, SYN};
+use crate::testutil::meta;
 
 const LAN: IfId = IfId(0);
 const WAN: IfId = IfId(1);
@@ -212,16 +213,6 @@ fn checksums_ok(p: &[u8]) -> bool {
 
 fn verify(p: &[u8]) {
     assert!(checksums_ok(p), "checksums of {p:02x?}");
-}
-
-fn meta(input: IfId, output: Option<IfId>, now: Millis) -> Meta {
-    Meta {
-        input,
-        output,
-        csum_partial: false,
-        now,
-        src_mac: None,
-    }
 }
 
 /// LAN -> WAN through both hooks.
