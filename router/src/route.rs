@@ -252,9 +252,8 @@ impl fmt::Display for RouteLine<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iface::IfConfig;
+    use crate::testutil::ifconfig;
     use alloc::string::ToString;
-    use smoltcp::wire::EthernetAddress;
 
     fn net(a: [u8; 4], p: u8) -> Ipv4Net {
         Ipv4Net::new(Ipv4Addr::from(a), p).unwrap()
@@ -317,15 +316,7 @@ mod tests {
     fn formats_like_ip_route() {
         let mut ifs = Interfaces::new(2);
         for n in ["eth0", "eth1"] {
-            ifs.add(IfConfig {
-                name: n.into(),
-                mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
-                mtu: 1500,
-                has_tx_gso: false,
-                has_tx_csum_offload: true,
-                is_mss_clamped: false,
-            })
-            .unwrap();
+            ifs.add(ifconfig(n, [2, 0, 0, 0, 0, 1], 1500)).unwrap();
         }
         let mut t = RouteTable::new(4);
         t.set_dhcp_default(Some((Ipv4Addr::new(10, 0, 0, 1), IfId(1))), None)

@@ -288,3 +288,15 @@ pub fn meta(input: IfId, output: Option<IfId>, now: crate::Millis) -> crate::Met
         src_mac: None,
     }
 }
+
+/// An Ethernet interface of `mtu` with checksum offload, no GSO and no MSS clamping.
+pub fn ifconfig(name: &str, mac: [u8; 6], mtu: u16) -> crate::iface::IfConfig {
+    crate::iface::IfConfig {
+        name: name.into(),
+        mac: smoltcp::wire::EthernetAddress(mac),
+        mtu,
+        has_tx_gso: false,
+        has_tx_csum_offload: true,
+        is_mss_clamped: false,
+    }
+}

@@ -6,7 +6,6 @@
 use super::*;
 use crate::testutil::Recorder;
 use crate::NoHook;
-use smoltcp::wire::EthernetAddress;
 
 pub(super) const LAN: IfId = IfId(0);
 pub(super) const WAN: IfId = IfId(1);
@@ -20,12 +19,9 @@ pub(super) const DMZ_MAC: [u8; 6] = [0x52, 0x54, 0, 0xdd, 0, 0x50];
 
 pub(super) fn ifcfg(name: &str, mac: [u8; 6], mtu: u16, gso: bool, clamp: bool) -> IfConfig {
     IfConfig {
-        name: name.into(),
-        mac: EthernetAddress(mac),
-        mtu,
         has_tx_gso: gso,
-        has_tx_csum_offload: true,
         is_mss_clamped: clamp,
+        ..crate::testutil::ifconfig(name, mac, mtu)
     }
 }
 
