@@ -239,6 +239,26 @@ impl Rng {
     }
 }
 
+/// xorshift32, seeded: the same cases every run (the DHCP and DNS mutation tests).
+pub struct XorShift(pub u32);
+
+impl XorShift {
+    pub fn next(&mut self) -> u32 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.0 = x;
+        x
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        usize::try_from(self.next()).unwrap() % n.max(1)
+    }
+    pub fn byte(&mut self) -> u8 {
+        u8::try_from(self.below(256)).unwrap()
+    }
+}
+
 /// The address `a.b.c.d`.
 pub fn ip(a: [u8; 4]) -> Ipv4Addr {
     Ipv4Addr::from(a)
