@@ -3,7 +3,7 @@
 //! our staging pages, then into the received queue; every slot answered.
 
 use super::{
-    ring_error, Checksum, ClientFrame, Netback, FATAL_SLOTS, MAX_EXTRAS, MAX_SLOTS, RECEIVED_MAX,
+    ring_error, ClientFrame, Netback, RxChecksum, FATAL_SLOTS, MAX_EXTRAS, MAX_SLOTS, RECEIVED_MAX,
     RECEIVED_MAX_BYTES, TX_BUDGET, TX_STAGING_PAGES,
 };
 use crate::netif::{self, TX_ENTRY_BYTES};
@@ -29,7 +29,7 @@ struct Packet {
     segs: Vec<(u32, u16, u16)>,
     /// The frame's length (the first slot's `size`).
     total: usize,
-    csum: Checksum,
+    csum: RxChecksum,
     gso: Option<u16>,
     /// Why the packet is dropped (answered with an error), if it is.
     drop: Option<&'static str>,
@@ -138,11 +138,11 @@ fn take_packet(ring: &mut BackRing) -> Take {
     let mut segs = vec![(first.gref, first.offset, remaining as u16)];
     segs.extend(rest);
     let csum = if first.flags & netif::NETTXF_CSUM_BLANK != 0 {
-        Checksum::Blank
+        RxChecksum::Blank
     } else if first.flags & netif::NETTXF_DATA_VALIDATED != 0 {
-        Checksum::Validated
+        RxChecksum::Validated
     } else {
-        Checksum::Unknown
+        RxChecksum::Unknown
     };
     Take::Packet(Packet {
         ids,
