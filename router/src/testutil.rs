@@ -66,19 +66,9 @@ pub fn ipv6(src: &str, dst: &str, next_header: u8, hop_limit: u8, payload: &[u8]
 
 /// A UDP datagram over IPv6 with a full checksum.
 pub fn udp6(src: &str, dst: &str, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-    let mut u = Vec::new();
-    u.extend_from_slice(&sport.to_be_bytes());
-    u.extend_from_slice(&dport.to_be_bytes());
-    u.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-    u.extend_from_slice(&[0, 0]);
-    u.extend_from_slice(payload);
-    let s = crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), 17, u.len());
-    let mut c = !checksum::fold(checksum::sum(s, &u));
-    if c == 0 {
-        c = 0xffff;
-    }
-    u[6..8].copy_from_slice(&c.to_be_bytes());
-    u
+    let pseudo =
+        |len| crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), 17, len);
+    udp_with(pseudo, sport, dport, payload)
 }
 
 /// A TCP segment over IPv6 with a full checksum (ack 0x10000000, window 65535).
@@ -93,23 +83,9 @@ pub fn tcp6(
     options: &[u8],
     payload: &[u8],
 ) -> Vec<u8> {
-    assert_eq!(options.len() % 4, 0);
-    let hl = 20 + options.len();
-    let mut t = Vec::new();
-    t.extend_from_slice(&sport.to_be_bytes());
-    t.extend_from_slice(&dport.to_be_bytes());
-    t.extend_from_slice(&seq.to_be_bytes());
-    t.extend_from_slice(&0x1000_0000u32.to_be_bytes());
-    t.push(((hl / 4) as u8) << 4);
-    t.push(flags);
-    t.extend_from_slice(&65535u16.to_be_bytes());
-    t.extend_from_slice(&[0, 0, 0, 0]);
-    t.extend_from_slice(options);
-    t.extend_from_slice(payload);
-    let s = crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), 6, t.len());
-    let c = !checksum::fold(checksum::sum(s, &t));
-    t[16..18].copy_from_slice(&c.to_be_bytes());
-    t
+    let pseudo =
+        |len| crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), 6, len);
+    tcp_with(pseudo, sport, dport, seq, flags, options, payload)
 }
 
 /// An ICMPv6 message (`body` after type, code, checksum) with a valid checksum.
@@ -135,6 +111,27 @@ pub fn tcp(
     options: &[u8],
     payload: &[u8],
 ) -> Vec<u8> {
+    let pseudo = |len| ipv4::pseudo_header_sum(src.into(), dst.into(), 6, len);
+    tcp_with(pseudo, sport, dport, seq, flags, options, payload)
+}
+
+/// A UDP datagram with a full checksum.
+pub fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+    let pseudo = |len| ipv4::pseudo_header_sum(src.into(), dst.into(), 17, len);
+    udp_with(pseudo, sport, dport, payload)
+}
+
+/// A TCP segment (ack 0x10000000, window 65535) whose checksum starts from
+/// `pseudo(length)`, the pseudo-header sum of either family.
+fn tcp_with(
+    pseudo: impl Fn(usize) -> u32,
+    sport: u16,
+    dport: u16,
+    seq: u32,
+    flags: u8,
+    options: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
     assert_eq!(options.len() % 4, 0);
     let hl = 20 + options.len();
     let mut t = Vec::new();
@@ -148,22 +145,21 @@ pub fn tcp(
     t.extend_from_slice(&[0, 0, 0, 0]);
     t.extend_from_slice(options);
     t.extend_from_slice(payload);
-    let s = ipv4::pseudo_header_sum(src.into(), dst.into(), 6, t.len());
-    let c = !checksum::fold(checksum::sum(s, &t));
+    let c = !checksum::fold(checksum::sum(pseudo(t.len()), &t));
     t[16..18].copy_from_slice(&c.to_be_bytes());
     t
 }
 
-/// A UDP datagram with a full checksum.
-pub fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+/// A UDP datagram whose checksum starts from `pseudo(length)`, the pseudo-header sum
+/// of either family (a computed 0 is sent as 0xffff).
+fn udp_with(pseudo: impl Fn(usize) -> u32, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
     let mut u = Vec::new();
     u.extend_from_slice(&sport.to_be_bytes());
     u.extend_from_slice(&dport.to_be_bytes());
     u.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
     u.extend_from_slice(&[0, 0]);
     u.extend_from_slice(payload);
-    let s = ipv4::pseudo_header_sum(src.into(), dst.into(), 17, u.len());
-    let mut c = !checksum::fold(checksum::sum(s, &u));
+    let mut c = !checksum::fold(checksum::sum(pseudo(u.len()), &u));
     if c == 0 {
         c = 0xffff;
     }
