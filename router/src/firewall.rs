@@ -535,6 +535,20 @@ impl Firewall {
         Verdict::Accept
     }
 
+    /// What conntrack's state alone decides, counted: an established flow's packet is
+    /// accepted, an invalid one dropped with `drop_invalid`; `None`: the rules decide.
+    fn by_state(&mut self, p: &Packet, ct: CtState) -> Option<Verdict> {
+        if ct == CtState::Established {
+            self.stats.established.add(p.len);
+            return Some(Verdict::Accept);
+        }
+        if ct == CtState::Invalid && self.rules.defaults.drop_invalid {
+            self.stats.invalid.add(p.len);
+            return Some(Verdict::Drop);
+        }
+        None
+    }
+
     /// The forward chain for a packet from `input` to `output`.
     pub fn forward(
         &mut self,
@@ -544,13 +558,8 @@ impl Firewall {
         ct: CtState,
         now: Millis,
     ) -> Verdict {
-        if ct == CtState::Established {
-            self.stats.established.add(p.len);
-            return Verdict::Accept;
-        }
-        if ct == CtState::Invalid && self.rules.defaults.drop_invalid {
-            self.stats.invalid.add(p.len);
-            return Verdict::Drop;
+        if let Some(v) = self.by_state(p, ct) {
+            return v;
         }
         let (sz, dz) = (self.zone_of(input), self.zone_of(output));
         let v = self.forward_rules(p, sz, dz, ct, now);
@@ -608,13 +617,8 @@ impl Firewall {
 
     /// The input chain for a packet to the router arriving by `input`.
     pub fn input(&mut self, p: &Packet, input: IfId, ct: CtState, now: Millis) -> Verdict {
-        if ct == CtState::Established {
-            self.stats.established.add(p.len);
-            return Verdict::Accept;
-        }
-        if ct == CtState::Invalid && self.rules.defaults.drop_invalid {
-            self.stats.invalid.add(p.len);
-            return Verdict::Drop;
+        if let Some(v) = self.by_state(p, ct) {
+            return v;
         }
         if p.is_tcp_syn() {
             if let Some(b) = self.syn_bucket.as_mut() {
