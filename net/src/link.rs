@@ -452,11 +452,14 @@ pub(crate) mod tests {
     use alloc::rc::Rc;
     use core::cell::RefCell;
 
+    /// The frames in flight one way along a cable.
+    pub type Wire = Rc<RefCell<VecDeque<Vec<u8>>>>;
+
     /// One end of an in-memory cable.
     pub struct Pipe {
         pub mac: [u8; 6],
-        pub rx: Rc<RefCell<VecDeque<Vec<u8>>>>,
-        pub tx: Rc<RefCell<VecDeque<Vec<u8>>>>,
+        pub rx: Wire,
+        pub tx: Wire,
         pub stats: LinkStats,
         /// Drop every frame sent while set.
         pub cut: Rc<RefCell<bool>>,
@@ -482,36 +485,22 @@ pub(crate) mod tests {
         let a = Rc::new(RefCell::new(VecDeque::new()));
         let b = Rc::new(RefCell::new(VecDeque::new()));
         let cut = Rc::new(RefCell::new(false));
-        (
-            Pipe {
-                mac: [2, 0, 0, 0, 0, 1],
-                rx: a.clone(),
-                tx: b.clone(),
-                stats: LinkStats::default(),
-                cut: cut.clone(),
-                gso: false,
-                csum_blank: false,
-                blank_frames: 0,
-                rx_too_big: 0,
-                gso_packets: 0,
-                queues: Vec::new(),
-                mtu: DEFAULT_MTU,
-            },
-            Pipe {
-                mac: [2, 0, 0, 0, 0, 2],
-                rx: b,
-                tx: a,
-                stats: LinkStats::default(),
-                cut,
-                gso: false,
-                csum_blank: false,
-                blank_frames: 0,
-                rx_too_big: 0,
-                gso_packets: 0,
-                queues: Vec::new(),
-                mtu: DEFAULT_MTU,
-            },
-        )
+        // one end of the cable: receives from `rx`, sends to `tx`
+        let end = |last: u8, rx: &Wire, tx: &Wire| Pipe {
+            mac: [2, 0, 0, 0, 0, last],
+            rx: rx.clone(),
+            tx: tx.clone(),
+            stats: LinkStats::default(),
+            cut: cut.clone(),
+            gso: false,
+            csum_blank: false,
+            blank_frames: 0,
+            rx_too_big: 0,
+            gso_packets: 0,
+            queues: Vec::new(),
+            mtu: DEFAULT_MTU,
+        };
+        (end(1, &a, &b), end(2, &b, &a))
     }
 
     /// A partial-checksum frame must carry its pseudo-header sum in the TCPv4
