@@ -293,11 +293,12 @@ fn fragment_offset(ip: &[u8]) -> Option<u16> {
 
 /// The flow of a TCP or UDP header `l4` (its ports first) from `src` to `dst`.
 fn ports_tuple(src: [u8; 4], dst: [u8; 4], l4: &[u8], proto: Proto) -> Result<Tuple, ParseError> {
+    let (sport, dport) = ipv4::ports(l4).ok_or(ParseError)?;
     Ok(Tuple {
         src,
         dst,
-        sport: be16(l4, 0).ok_or(ParseError)?,
-        dport: be16(l4, 2).ok_or(ParseError)?,
+        sport,
+        dport,
         proto,
     })
 }
