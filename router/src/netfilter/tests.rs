@@ -476,15 +476,23 @@ fn an_icmp_error_about_a_flow_sent_to_another_host_is_invalid() {
     assert_eq!(nf.stats().icmp_related, 1);
 }
 
+/// A SYN from HOST1 port `port` to SERVER:80 sent out after HOST2's SYN from the same
+/// port took that port on the WAN address: (the SYN, as sent by HOST1 and as it
+/// left, with another source port).
+fn syn_with_its_port_taken(nf: &mut Netfilter, port: u16) -> (Vec<u8>, Vec<u8>) {
+    let mut x = tcp(HOST2, port, SERVER, 80, SYN, b"");
+    assert_eq!(out(nf, &mut x, 0), OK);
+    let orig = tcp(HOST1, port, SERVER, 80, SYN, b"");
+    let mut p = orig.clone();
+    assert_eq!(out(nf, &mut p, 0), OK);
+    assert_ne!(sport(&p), port);
+    (orig, p)
+}
+
 #[test]
 fn icmp_error_about_tcp_and_echo_flows() {
     let mut nf = netfilter(64);
-    let mut x = tcp(HOST2, 6100, SERVER, 80, SYN, b"");
-    assert_eq!(out(&mut nf, &mut x, 0), OK);
-    let orig = tcp(HOST1, 6100, SERVER, 80, SYN, b"");
-    let mut p = orig.clone();
-    assert_eq!(out(&mut nf, &mut p, 0), OK);
-    assert_ne!(sport(&p), 6100);
+    let (orig, p) = syn_with_its_port_taken(&mut nf, 6100);
     // time exceeded from a router on the way, quoting the whole segment (RFC 1812):
     // the quoted TCP checksum is restored too
     let mut err = icmp_error(ROUTER_UPSTREAM, WAN_ADDR, 11, 0, &p, 40);
@@ -1395,12 +1403,7 @@ fn icmp_error_quoting_a_cut_tcp_header_leaves_its_checksum_as_linux() {
     // tcp_manip_pkt updates the quoted TCP checksum only when the whole 20-byte
     // header is quoted; with less, the ports change and the checksum stays
     let mut nf = netfilter(64);
-    let mut x = tcp(HOST2, 6600, SERVER, 80, SYN, b"");
-    assert_eq!(out(&mut nf, &mut x, 0), OK);
-    let orig = tcp(HOST1, 6600, SERVER, 80, SYN, b"");
-    let mut p = orig.clone();
-    assert_eq!(out(&mut nf, &mut p, 0), OK);
-    assert_ne!(sport(&p), 6600);
+    let (orig, p) = syn_with_its_port_taken(&mut nf, 6600);
     for quote in [18, 19] {
         let mut err = icmp_error(ROUTER_UPSTREAM, WAN_ADDR, 11, 0, &p, quote);
         assert_eq!(back(&mut nf, &mut err, 1), OK);
