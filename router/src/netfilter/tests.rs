@@ -22,6 +22,17 @@ const SERVER2: [u8; 4] = [198, 51, 100, 20];
 const ROUTER_UPSTREAM: [u8; 4] = [198, 51, 100, 254];
 const S: Millis = 1000;
 
+/// The flow from HOST1 port `sport` to SERVER port `dport`.
+fn to_server(sport: u16, dport: u16, proto: Proto) -> Tuple {
+    Tuple {
+        src: HOST1,
+        dst: SERVER,
+        sport,
+        dport,
+        proto,
+    }
+}
+
 fn netfilter(capacity: usize) -> Netfilter {
     Netfilter::new(Config {
         capacity,
@@ -271,13 +282,9 @@ fn udp_masquerade_both_ways_restores_the_reply() {
     assert_eq!(back(&mut nf, &mut r, 10), OK);
     verify(&r);
     assert_eq!(r, udp(SERVER, 53, HOST1, 40000, b"answer!"));
-    let e = nf.conntrack().lookup_view(&Tuple {
-        src: HOST1,
-        dst: SERVER,
-        sport: 40000,
-        dport: 53,
-        proto: Proto::Udp,
-    });
+    let e = nf
+        .conntrack()
+        .lookup_view(&to_server(40000, 53, Proto::Udp));
     assert!(e.is_some_and(|e| e.status() & status::SEEN_REPLY != 0));
 }
 
@@ -572,13 +579,7 @@ fn invalid_packets_never_leave_the_masquerading_interface() {
 fn tcp_lifecycle_through_fin_with_its_timeouts() {
     let mut nf = netfilter(64);
     let t = *nf.conntrack().timeouts();
-    let key = Tuple {
-        src: HOST1,
-        dst: SERVER,
-        sport: 40000,
-        dport: 5201,
-        proto: Proto::Tcp,
-    };
+    let key = to_server(40000, 5201, Proto::Tcp);
     let state = |nf: &Netfilter| {
         let e = nf.conntrack().lookup_view(&key).unwrap();
         (
@@ -632,13 +633,7 @@ fn tcp_lifecycle_through_fin_with_its_timeouts() {
 #[test]
 fn blind_segments_do_not_touch_a_flow_and_a_syn_in_time_wait_is_a_new_connection() {
     let mut nf = netfilter(64);
-    let key = Tuple {
-        src: HOST1,
-        dst: SERVER,
-        sport: 40001,
-        dport: 22,
-        proto: Proto::Tcp,
-    };
+    let key = to_server(40001, 22, Proto::Tcp);
     let state = |nf: &Netfilter| nf.conntrack().lookup_view(&key).map(|e| e.tcp_state());
     for (lan, flags) in [(true, SYN), (false, SYN | ACK), (true, ACK)] {
         let v = if lan {
@@ -697,13 +692,7 @@ fn blind_segments_do_not_touch_a_flow_and_a_syn_in_time_wait_is_a_new_connection
 #[test]
 fn tcp_rst_closes_with_the_close_timeout() {
     let mut nf = netfilter(64);
-    let key = Tuple {
-        src: HOST1,
-        dst: SERVER,
-        sport: 40001,
-        dport: 22,
-        proto: Proto::Tcp,
-    };
+    let key = to_server(40001, 22, Proto::Tcp);
     let mut p = tcp(HOST1, 40001, SERVER, 22, SYN, b"");
     assert_eq!(out(&mut nf, &mut p, 0), OK);
     let mut r = tcp(SERVER, 22, WAN_ADDR, 40001, SYN | ACK, b"");
@@ -739,13 +728,7 @@ fn tcp_rst_closes_with_the_close_timeout() {
 #[test]
 fn udp_expiry_and_stream_timeout() {
     let mut nf = netfilter(64);
-    let key = Tuple {
-        src: HOST1,
-        dst: SERVER,
-        sport: 1111,
-        dport: 53,
-        proto: Proto::Udp,
-    };
+    let key = to_server(1111, 53, Proto::Udp);
     let mut p = udp(HOST1, 1111, SERVER, 53, b"q");
     assert_eq!(out(&mut nf, &mut p, 0), OK);
     let e = nf.conntrack().lookup_view(&key).unwrap();
