@@ -56,12 +56,15 @@ macro_rules! ip_net {
 
         impl IpNet for $name {
             type Addr = $addr;
+            #[inline]
             fn prefix_len(&self) -> u8 {
                 self.prefix_len
             }
+            #[inline]
             fn network(&self) -> Self {
                 $name::network(self)
             }
+            #[inline]
             fn contains(&self, a: $addr) -> bool {
                 $name::contains(self, a)
             }

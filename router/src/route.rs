@@ -87,15 +87,19 @@ macro_rules! route_entry {
     ($route:ty, $net:ty) => {
         impl $crate::route::RouteEntry for $route {
             type Net = $net;
+            #[inline]
             fn dest(&self) -> &$net {
                 &self.dest
             }
+            #[inline]
             fn dest_mut(&mut self) -> &mut $net {
                 &mut self.dest
             }
+            #[inline]
             fn metric(&self) -> u32 {
                 self.metric
             }
+            #[inline]
             fn proto(&self) -> $crate::route::RouteProto {
                 self.proto
             }
