@@ -155,9 +155,6 @@ mod tests {
     use crate::testutil::*;
     use alloc::vec::Vec;
 
-    const A: [u8; 4] = [192, 168, 1, 100];
-    const B: [u8; 4] = [198, 51, 100, 7];
-
     #[test]
     fn segments_are_correct_tcp() {
         let payload: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();

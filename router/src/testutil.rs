@@ -10,6 +10,11 @@ use crate::ipv4;
 use crate::link::{Output, TxFull, TxMeta};
 use crate::{DropReason, IfId};
 
+/// A LAN host (192.168.1.100), the usual source of the packets the tests build.
+pub const A: [u8; 4] = [192, 168, 1, 100];
+/// A host on the internet (198.51.100.7), the usual destination.
+pub const B: [u8; 4] = [198, 51, 100, 7];
+
 /// TCP flags.
 pub const FIN: u8 = 0x01;
 pub const SYN: u8 = 0x02;
