@@ -85,6 +85,13 @@ fn learn_all(r: &mut Router) {
     learn(r, DMZ, DMZ_HOST, DMZ_MAC);
 }
 
+/// [`setup`] with every neighbour known.
+fn learnt() -> Router {
+    let mut r = setup();
+    learn_all(&mut r);
+    r
+}
+
 fn udp_frame(to_mac: [u8; 6], src: &str, dst: &str, hop: u8, len: usize) -> Vec<u8> {
     let payload: Vec<u8> = (0..len).map(|i| (i * 13 + 1) as u8).collect();
     let p = ipv6(src, dst, 17, hop, &udp6(src, dst, 33000, 53, &payload));
@@ -128,8 +135,7 @@ fn without_an_ipv6_route_nothing_is_forwarded_and_all_is_local() {
 
 #[test]
 fn a_packet_for_another_network_is_forwarded_with_the_hop_limit_decremented() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let c = udp_frame(MAC0, HOST, NET, 64, 100);
     let mut f = c.clone();
@@ -290,8 +296,7 @@ fn a_flood_to_an_on_link_prefix_holds_no_more_than_the_slots() {
 
 #[test]
 fn hop_limit_1_gets_time_exceeded_quoting_the_packet() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let c = udp_frame(MAC0, HOST, NET, 1, 100);
     let mut f = c.clone();
@@ -311,8 +316,7 @@ fn hop_limit_1_gets_time_exceeded_quoting_the_packet() {
 
 #[test]
 fn too_big_gets_packet_too_big_which_is_never_rate_limited() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     // 1300 bytes to the DMZ (MTU 1280), 200 times at once
     for _ in 0..200 {
@@ -347,8 +351,7 @@ fn too_big_gets_packet_too_big_which_is_never_rate_limited() {
 
 #[test]
 fn no_error_about_an_error_nor_from_an_unspecified_source() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     // a destination-unreachable with hop limit 1
     let err = icmp6(HOST, NET, 1, 0, &[0; 52]);
@@ -373,8 +376,7 @@ fn no_error_about_an_error_nor_from_an_unspecified_source() {
 
 #[test]
 fn link_local_addresses_are_never_forwarded() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     learn(&mut r, LAN, "fe80::5", HOST_MAC);
     let mut o = Recorder::default();
     // to a link-local address: the local stack's, even with a route for it
@@ -396,8 +398,7 @@ fn link_local_addresses_are_never_forwarded() {
 
 #[test]
 fn no_route_gets_destination_unreachable() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     r.routes6_mut().remove_where(|r| r.dest.prefix_len() == 0);
     let mut o = Recorder::default();
     let mut f = udp_frame(MAC0, HOST, NET, 64, 10);
@@ -411,8 +412,7 @@ fn no_route_gets_destination_unreachable() {
 
 #[test]
 fn a_broken_extension_header_chain_is_dropped_and_counted() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     // a routing header claiming 64 bytes in a 16-byte payload
     let p = ipv6(
@@ -484,8 +484,7 @@ impl L4Hook for Hook6 {
 
 #[test]
 fn the_router_s_own_packets_go_through_the_input_hook_to_the_local_stack() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let mut h = Hook6::default();
     for dst in ["2001:db8:1::1", "2001:db8:ff::2", "ff02::1", "fe80::1"] {
@@ -510,8 +509,7 @@ fn the_router_s_own_packets_go_through_the_input_hook_to_the_local_stack() {
 
 #[test]
 fn the_forward_hook_sees_the_routed_packet_and_a_reject_answers_port_unreachable() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let mut h = Hook6::default();
     let mut f = udp_frame(MAC0, HOST, NET, 64, 10);
@@ -572,8 +570,7 @@ fn the_forward_hook_sees_the_routed_packet_and_a_reject_answers_port_unreachable
 
 #[test]
 fn mutated_ipv6_frames_never_panic() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut rng = Rng(0x1234_5678_9abc_def1);
     let mut rest = vec![43, 0, 1, 4, 0, 0, 0, 0]; // HBH
     rest.extend_from_slice(&[44, 0, 0, 0, 0, 0, 0, 0]); // routing
@@ -597,8 +594,7 @@ fn mutated_ipv6_frames_never_panic() {
 
 #[test]
 fn an_ipv6_gso_packet_leaves_cut_to_the_mtu_or_gets_packet_too_big() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let payload: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
     let seg = tcp6(HOST, NET, 40000, 443, 1, ACK | PSH, &[], &payload);
@@ -643,8 +639,7 @@ fn an_ipv6_gso_packet_leaves_cut_to_the_mtu_or_gets_packet_too_big() {
 
 #[test]
 fn a_next_hop_not_confirmed_for_30_s_is_probed_by_unicast_as_the_packet_goes() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let mut f = udp_frame(MAC0, HOST, NET, 64, 10);
     assert_eq!(
