@@ -430,33 +430,18 @@ fn ttl_expiry_sends_time_exceeded_quoting_the_original() {
 fn no_icmp_about_icmp_errors() {
     let mut r = learnt();
     let mut o = Recorder::default();
-    let err = ipv4(
-        HOST,
-        NET,
-        1,
-        1,
-        9,
-        false,
-        &[],
-        &[11, 0, 0xf4, 0xff, 0, 0, 0, 0],
-    );
-    let mut f = eth(MAC0, HOST_MAC, 0x0800, &err);
+    // an ICMP message from HOST to NET on its last hop
+    let last_hop = |icmp: &[u8]| {
+        let p = ipv4(HOST, NET, 1, 1, 9, false, &[], icmp);
+        eth(MAC0, HOST_MAC, 0x0800, &p)
+    };
+    let mut f = last_hop(&[11, 0, 0xf4, 0xff, 0, 0, 0, 0]);
     assert_eq!(
         run(&mut r, LAN, &mut f, 0, &mut o),
         Disposition::Dropped(DropReason::TtlExpired)
     );
     assert!(o.sent.is_empty());
-    let echo = ipv4(
-        HOST,
-        NET,
-        1,
-        1,
-        9,
-        false,
-        &[],
-        &[8, 0, 0xf7, 0xfe, 0, 1, 0, 0],
-    );
-    let mut f = eth(MAC0, HOST_MAC, 0x0800, &echo);
+    let mut f = last_hop(&[8, 0, 0xf7, 0xfe, 0, 1, 0, 0]);
     run(&mut r, LAN, &mut f, 0, &mut o);
     assert_eq!(o.sent.len(), 1, "but about an echo request, yes");
 }
