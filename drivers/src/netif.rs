@@ -329,3 +329,66 @@ mod tests {
         );
     }
 }
+
+/// What a received frame's sender vouches for of its TCP/UDP checksum: the
+/// `NETRXF_*` flags a backend puts on the frames it gives a frontend, and the
+/// `NETTXF_*` flags a frontend puts on the frames it gives a backend (receive
+/// checksum offload, on by default in netif.h). Both drivers hand it over as it is,
+/// and the network stack takes it as its own (`xenlet_net::link::RxChecksum`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxChecksum {
+    /// Nothing: the receiver checks it.
+    Unknown,
+    /// Checked and right (`data_validated`).
+    Validated,
+    /// Never computed (`csum_blank`): the field holds only the pseudo-header sum; the
+    /// data is good (it comes from the sender's own stack) and the checksum must be
+    /// completed before the packet leaves the host.
+    Blank,
+}
+
+impl RxChecksum {
+    /// From a first RX slot's `NETRXF_*` flags.
+    pub fn from_flags(flags: u16) -> Self {
+        if flags & NETRXF_CSUM_BLANK != 0 {
+            RxChecksum::Blank
+        } else if flags & NETRXF_DATA_VALIDATED != 0 {
+            RxChecksum::Validated
+        } else {
+            RxChecksum::Unknown
+        }
+    }
+}
+
+/// A network link's counters, as `ip -s link` shows them: what the netfront keeps and
+/// what the network stack reads of any link (`xenlet_net::link::LinkStats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Packets received.
+    pub rx_packets: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Received packets dropped (errors, oversize, no room).
+    pub rx_dropped: u64,
+    /// Receive errors reported by the link (the backend), and packets with unusable
+    /// extra info.
+    pub rx_errors: u64,
+    /// Packets received whole as GSO packets (not cut into MTU-sized frames by the
+    /// sender).
+    pub rx_gso: u64,
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Transmit errors reported by the link (the backend).
+    pub tx_errors: u64,
+}
+
+/// Packet counters of one of a link's queues.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Packets received on the queue.
+    pub rx_packets: u64,
+    /// Packets sent on the queue (answered OK by the backend).
+    pub tx_packets: u64,
+}

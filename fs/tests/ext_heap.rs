@@ -269,9 +269,7 @@ fn a_large_directory_lists_within_its_budget_or_not_at_all() {
     heap.unlimit();
     let root = fs.root();
     fs.create(root, "more", 0o644).unwrap();
-    fs.unmount().unwrap();
-    drop(fs);
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
 }
 
 #[test]
@@ -365,9 +363,7 @@ fn fragmented_file_map_is_bounded(kind: &str) {
     assert_eq!(fs.extents(frag).unwrap().extents.len() as u64, n);
     assert!(read_all(&mut fs, frag) == data);
     fs.unlink(root, "frag").unwrap();
-    fs.unmount().unwrap();
-    drop(fs);
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
 }
 
 #[test]
@@ -523,11 +519,9 @@ fn an_orphan_whose_map_is_over_the_budget_stays_listed() {
         "{h}"
     );
     // A mount with room frees it.
-    let mut fs = mount(&img);
+    let fs = mount(&img);
     assert_eq!(fs.orphans().deleted, 1);
-    fs.unmount().unwrap();
-    drop(fs);
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
 }
 
 /// Free blocks from `goal` on, as debugfs `ffb` finds them, as `a-b,c-d` ranges.
@@ -672,7 +666,7 @@ fn a_revoke_table_over_the_budget_refuses_the_mount_untouched() {
         "a refused replay wrote"
     );
     // With room it replays: every logged block revoked, none written.
-    let mut fs = mount(&img);
+    let fs = mount(&img);
     let r = *fs.replayed().expect("replayed");
     assert_eq!(
         (r.transactions, r.blocks_replayed, r.revoked),
@@ -680,9 +674,7 @@ fn a_revoke_table_over_the_budget_refuses_the_mount_untouched() {
         "{r:?}"
     );
     assert!(block_of(&img, blocks[7]).iter().all(|&b| b == 0));
-    fs.unmount().unwrap();
-    drop(fs);
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
 }
 
 /// 64 KiB blocks and 4 KiB inodes (as mke2fs allows): the caches' floors counted

@@ -163,9 +163,7 @@ fn an_index_too_large_to_keep_is_followed_per_lookup() {
         fs.lookup(big, &format!("new-{i}")).unwrap();
     }
     assert_eq!(fs.lookup(big, "new-0"), Err(FsError::NotFound));
-    fs.unmount().unwrap();
-    drop(fs);
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
     let st = String::from_utf8_lossy(&debugfs(&img, "stat /big")).into_owned();
     assert!(st.contains("Flags: 0x81000"), "index dropped: {st}");
     // A damaged interior node on the way is not followed either.

@@ -115,7 +115,7 @@ fn unlinked_open_file_is_freed(kind: &str) {
     orphan_unlinked(&img, "f", ino, 0);
     debugfs_w(&img, &format!("ssv last_orphan {ino}\n"));
     assert_eq!(last_orphan(&img), Some(ino.to_string()));
-    let mut fs = mount_rw(&img);
+    let fs = mount_rw(&img);
     assert!(!fs.read_only());
     let o = fs.orphans().clone();
     assert_eq!(
@@ -125,9 +125,7 @@ fn unlinked_open_file_is_freed(kind: &str) {
     // On ext4 the cleanup went through the journal.
     assert_eq!(fs.journalled(), kind == "ext4");
     assert_eq!(fs.crash_stats().commits > 0, kind == "ext4");
-    fs.unmount().unwrap();
-    drop(fs);
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
     assert_eq!(free_counts(&img), before, "blocks or the inode leaked");
     assert!(!in_use(&img, ino));
     assert_eq!(last_orphan(&img), None);
@@ -161,12 +159,10 @@ fn orphan_chain_frees_one_and_finishes_the_truncate_of_the_other() {
             &img,
             &format!("sif <{b}> size {keep}\nsif <{b}> dtime 0\nssv last_orphan {a}\n"),
         );
-        let mut fs = mount_rw(&img);
+        let fs = mount_rw(&img);
         let o = fs.orphans().clone();
         assert_eq!((o.deleted, o.truncated, o.error), (1, 1, None), "{kind}");
-        fs.unmount().unwrap();
-        drop(fs);
-        fsck_clean(&img);
+        unmount_clean(fs, &img);
         assert!(!in_use(&img, a));
         assert_eq!(last_orphan(&img), None);
         // b keeps its first 70000 bytes and 69 blocks (no tree blocks at this size).
@@ -190,9 +186,7 @@ fn orphan_chain_frees_one_and_finishes_the_truncate_of_the_other() {
         fs.truncate(ino, keep + 1000).unwrap();
         let all = read_all(&mut fs, ino);
         assert!(all[keep as usize..].iter().all(|&x| x == 0));
-        fs.unmount().unwrap();
-        drop(fs);
-        fsck_clean(&img);
+        unmount_clean(fs, &img);
     }
 }
 
@@ -401,9 +395,7 @@ fn orphan_file_feature_is_left_alone_and_orphan_present_mounts_read_only() {
     fs.unlink(root, "f").unwrap();
     let g = fs.create(root, "g", 0o644).unwrap();
     fs.write(g, 0, b"g").unwrap();
-    fs.unmount().unwrap();
-    drop(fs);
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
     debugfs_w(&img, "feature orphan_present\n");
     let orig = fs::read(&img).unwrap();
     let mut fs = mount_rw(&img);

@@ -86,9 +86,7 @@ fn lost_data_write_never_exposes_a_deleted_file() {
         );
         // The retried sync commits the unwritten extents.
         fs.sync().unwrap();
-        fs.unmount().unwrap();
-        drop(fs);
-        fsck_clean(&img);
+        unmount_clean(fs, &img);
         assert!(ex(&img, "/new").contains("Uninit"), "{}", ex(&img, "/new"));
         let mut fs = mount_counting(&img);
         let n = resolve(&mut fs, "new").unwrap();
@@ -97,9 +95,7 @@ fn lost_data_write_never_exposes_a_deleted_file() {
         assert!(got.iter().all(|&b| b == 0), "bs {bs}: after remount");
         // Written again (no fault): initialised, the data reads back.
         fs.write(n, 0, &new).unwrap();
-        fs.unmount().unwrap();
-        drop(fs);
-        fsck_clean(&img);
+        unmount_clean(fs, &img);
         assert!(!ex(&img, "/new").contains("Uninit"), "{}", ex(&img, "/new"));
         assert!(debugfs(&img, "cat /new") == new);
     }

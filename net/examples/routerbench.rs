@@ -315,18 +315,7 @@ impl Bench {
             ),
         ];
         let spec = GatewaySpec {
-            ports: vec![
-                PortSpec {
-                    name: "eth0".into(),
-                    masq: false,
-                    mss_clamp: false,
-                },
-                PortSpec {
-                    name: "eth1".into(),
-                    masq: true,
-                    mss_clamp: true,
-                },
-            ],
+            ports: vec![PortSpec::lan("eth0"), PortSpec::wan("eth1")],
             conntrack_max: 16384,
             hash_seed: 7,
             firewall: Some(firewall()),

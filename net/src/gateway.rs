@@ -434,6 +434,26 @@ pub struct PortSpec {
     pub mss_clamp: bool,
 }
 
+impl PortSpec {
+    /// A LAN port as fw4's defaults make it: no masquerade, no MSS clamping.
+    pub fn lan(name: &str) -> Self {
+        PortSpec {
+            name: name.into(),
+            masq: false,
+            mss_clamp: false,
+        }
+    }
+
+    /// A WAN port as fw4's defaults make it: masquerade and MSS clamping.
+    pub fn wan(name: &str) -> Self {
+        PortSpec {
+            name: name.into(),
+            masq: true,
+            mss_clamp: true,
+        }
+    }
+}
+
 /// How the router is built.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GatewaySpec {
@@ -1160,18 +1180,7 @@ mod tests {
             ),
         ];
         let spec = GatewaySpec {
-            ports: alloc::vec![
-                PortSpec {
-                    name: "eth0".into(),
-                    masq: false,
-                    mss_clamp: false
-                },
-                PortSpec {
-                    name: "eth1".into(),
-                    masq: true,
-                    mss_clamp: true
-                },
-            ],
+            ports: alloc::vec![PortSpec::lan("eth0"), PortSpec::wan("eth1"),],
             conntrack_max: 64,
             hash_seed: 7,
             firewall: Some(default_firewall()),
@@ -1629,11 +1638,7 @@ mod tests {
     fn a_port_that_is_not_there_is_an_error() {
         let mut n = net();
         let spec = GatewaySpec {
-            ports: alloc::vec![PortSpec {
-                name: "eth7".into(),
-                masq: false,
-                mss_clamp: false
-            }],
+            ports: alloc::vec![PortSpec::lan("eth7")],
             conntrack_max: 8,
             hash_seed: 1,
             firewall: None,

@@ -558,6 +558,18 @@ pub(crate) mod tests {
         )
     }
 
+    /// Appends all that TCP socket `s` has received to `got`.
+    fn recv_all(s: &mut smoltcp::socket::tcp::Socket, got: &mut Vec<u8>) {
+        while let Ok(n) = s.recv(|buf| {
+            got.extend_from_slice(buf);
+            (buf.len(), buf.len())
+        }) {
+            if n == 0 {
+                break;
+            }
+        }
+    }
+
     /// A UDP datagram of `len` bytes from a to b over links of `mtu`; the largest
     /// frame that crossed the cable, if the datagram arrived.
     fn udp_across(mtu: usize, len: usize) -> Option<usize> {
@@ -684,15 +696,7 @@ pub(crate) mod tests {
                 }
             }
             b.poll(now);
-            let s = b.sockets.get_mut::<tcp::Socket>(hs);
-            while let Ok(n) = s.recv(|buf| {
-                got.extend_from_slice(buf);
-                (buf.len(), buf.len())
-            }) {
-                if n == 0 {
-                    break;
-                }
-            }
+            recv_all(b.sockets.get_mut::<tcp::Socket>(hs), &mut got);
             now += 1;
         }
         assert!(corrupted);
@@ -753,17 +757,6 @@ pub(crate) mod tests {
         let mut data: Vec<u8> = (0..600_000u32).map(|i| (i % 251) as u8).collect();
         let (mut sent, mut got) = (0usize, Vec::new());
         let mut now = 0i64;
-        let recv_all = |b: &mut NetIf<Pipe>, got: &mut Vec<u8>| {
-            let s = b.sockets.get_mut::<tcp::Socket>(hs);
-            while let Ok(n) = s.recv(|buf| {
-                got.extend_from_slice(buf);
-                (buf.len(), buf.len())
-            }) {
-                if n == 0 {
-                    break;
-                }
-            }
-        };
         while got.len() < data.len() && now < 200_000 {
             let c = a.sockets.get_mut::<tcp::Socket>(hc);
             if c.can_send() && sent < data.len() {
@@ -771,7 +764,7 @@ pub(crate) mod tests {
             }
             a.poll(now);
             b.poll(now);
-            recv_all(&mut b, &mut got);
+            recv_all(b.sockets.get_mut::<tcp::Socket>(hs), &mut got);
             now += 1;
         }
         assert_eq!(sent, data.len());
@@ -809,7 +802,7 @@ pub(crate) mod tests {
             }
             a.poll(now);
             b.poll(now);
-            recv_all(&mut b, &mut got);
+            recv_all(b.sockets.get_mut::<tcp::Socket>(hs), &mut got);
             now += 1;
         }
         assert!(got == data, "the tail and the last 5000 bytes arrived");

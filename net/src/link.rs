@@ -1,7 +1,8 @@
 //! The link layer under smoltcp: the [`Link`] trait a network frontend implements
-//! (frames in, frames out, statistics), the stack's own link types ([`LinkStats`],
-//! [`QueueStats`], [`RxChecksum`]: a driver converts its own into these, see
-//! [`crate::netfront`]), and [`LinkDevice`], the smoltcp [`Device`] over a link. The
+//! (frames in, frames out, statistics), the link types ([`LinkStats`],
+//! [`QueueStats`], [`RxChecksum`]: the Xen drivers' own, from `xenlet_drivers::netif`,
+//! so a driver hands them over as they are), and [`LinkDevice`], the smoltcp
+//! [`Device`] over a link. The
 //! device also learns neighbours (IPv4 ARP, IPv6 neighbour discovery) from what it
 //! receives, for `ip neigh`: smoltcp keeps its own cache private.
 //!
@@ -25,49 +26,10 @@ pub const DEFAULT_MTU: usize = 1500;
 /// Ethernet header bytes in front of the MTU's worth of packet.
 pub const ETH_HEADER: usize = 14;
 
-/// A link's counters, as `ip -s link` shows them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LinkStats {
-    /// Packets received.
-    pub rx_packets: u64,
-    /// Bytes received.
-    pub rx_bytes: u64,
-    /// Received packets dropped (errors, oversize, no room).
-    pub rx_dropped: u64,
-    /// Receive errors reported by the link.
-    pub rx_errors: u64,
-    /// Packets received whole as GSO packets (not cut into MTU-sized frames).
-    pub rx_gso: u64,
-    /// Packets sent.
-    pub tx_packets: u64,
-    /// Bytes sent.
-    pub tx_bytes: u64,
-    /// Transmit errors reported by the link.
-    pub tx_errors: u64,
-}
-
-/// Packet counters of one of a link's queues ([`Link::queue_stats`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct QueueStats {
-    /// Packets received on the queue.
-    pub rx_packets: u64,
-    /// Packets sent on the queue.
-    pub tx_packets: u64,
-}
-
-/// What the link vouches for of a received packet's TCP/UDP checksum (receive
-/// checksum offload).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RxChecksum {
-    /// Nothing: the stack checks it.
-    Unknown,
-    /// The link (or the host behind it) checked it and it is right.
-    Validated,
-    /// Never computed: the field holds only the pseudo-header sum; the packet comes
-    /// from the host's own stack and its data is good (a forwarded copy must have its
-    /// checksum completed).
-    Blank,
-}
+/// A link's counters (as `ip -s link` shows them), its queues' counters, and what it
+/// vouches for of a received packet's TCP/UDP checksum (receive checksum offload): the
+/// types the Xen drivers fill in, which every other link fills in too.
+pub use xenlet_drivers::netif::{LinkStats, QueueStats, RxChecksum};
 
 /// One port of a bridge, as `ip link` and `brctl show` print it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -498,11 +460,14 @@ pub(crate) mod tests {
     use alloc::rc::Rc;
     use core::cell::RefCell;
 
+    /// The frames in flight one way along a cable.
+    pub type Wire = Rc<RefCell<VecDeque<Vec<u8>>>>;
+
     /// One end of an in-memory cable.
     pub struct Pipe {
         pub mac: [u8; 6],
-        pub rx: Rc<RefCell<VecDeque<Vec<u8>>>>,
-        pub tx: Rc<RefCell<VecDeque<Vec<u8>>>>,
+        pub rx: Wire,
+        pub tx: Wire,
         pub stats: LinkStats,
         /// Drop every frame sent while set.
         pub cut: Rc<RefCell<bool>>,
@@ -528,36 +493,22 @@ pub(crate) mod tests {
         let a = Rc::new(RefCell::new(VecDeque::new()));
         let b = Rc::new(RefCell::new(VecDeque::new()));
         let cut = Rc::new(RefCell::new(false));
-        (
-            Pipe {
-                mac: [2, 0, 0, 0, 0, 1],
-                rx: a.clone(),
-                tx: b.clone(),
-                stats: LinkStats::default(),
-                cut: cut.clone(),
-                gso: false,
-                csum_blank: false,
-                blank_frames: 0,
-                rx_too_big: 0,
-                gso_packets: 0,
-                queues: Vec::new(),
-                mtu: DEFAULT_MTU,
-            },
-            Pipe {
-                mac: [2, 0, 0, 0, 0, 2],
-                rx: b,
-                tx: a,
-                stats: LinkStats::default(),
-                cut,
-                gso: false,
-                csum_blank: false,
-                blank_frames: 0,
-                rx_too_big: 0,
-                gso_packets: 0,
-                queues: Vec::new(),
-                mtu: DEFAULT_MTU,
-            },
-        )
+        // one end of the cable: receives from `rx`, sends to `tx`
+        let end = |last: u8, rx: &Wire, tx: &Wire| Pipe {
+            mac: [2, 0, 0, 0, 0, last],
+            rx: rx.clone(),
+            tx: tx.clone(),
+            stats: LinkStats::default(),
+            cut: cut.clone(),
+            gso: false,
+            csum_blank: false,
+            blank_frames: 0,
+            rx_too_big: 0,
+            gso_packets: 0,
+            queues: Vec::new(),
+            mtu: DEFAULT_MTU,
+        };
+        (end(1, &a, &b), end(2, &b, &a))
     }
 
     /// A partial-checksum frame must carry its pseudo-header sum in the TCPv4

@@ -1,7 +1,8 @@
 //! The [`Link`] over Xen's PV network frontend ([`Netfront`], netif.h): the one place
 //! the stack meets that driver. Its counters, per-queue counters and receive checksum
-//! flags are converted here into the stack's own [`LinkStats`], [`QueueStats`] and
-//! [`RxChecksum`], and its errors into text, so that the stack, the router glue
+//! flags are already the stack's [`LinkStats`], [`QueueStats`] and [`RxChecksum`]
+//! (both are `xenlet_drivers::netif`'s); its errors become text here, so that the
+//! stack, the router glue
 //! ([`crate::gateway`]) and the LAN services ([`crate::lanservices`]) depend on the
 //! [`Link`] trait only.
 //!
@@ -11,42 +12,8 @@
 use crate::link::{Link, LinkStats, QueueStats, RxChecksum};
 use alloc::string::String;
 use alloc::vec::Vec;
-use xenlet_drivers::netfront::{self as nf, NetError, Netfront};
+use xenlet_drivers::netfront::{NetError, Netfront};
 use xenlet_drivers::platform::XenPlatform;
-
-impl From<nf::NetStats> for LinkStats {
-    fn from(s: nf::NetStats) -> Self {
-        LinkStats {
-            rx_packets: s.rx_packets,
-            rx_bytes: s.rx_bytes,
-            rx_dropped: s.rx_dropped,
-            rx_errors: s.rx_errors,
-            rx_gso: s.rx_gso,
-            tx_packets: s.tx_packets,
-            tx_bytes: s.tx_bytes,
-            tx_errors: s.tx_errors,
-        }
-    }
-}
-
-impl From<nf::QueueStats> for QueueStats {
-    fn from(q: nf::QueueStats) -> Self {
-        QueueStats {
-            rx_packets: q.rx_packets,
-            tx_packets: q.tx_packets,
-        }
-    }
-}
-
-impl From<nf::RxChecksum> for RxChecksum {
-    fn from(c: nf::RxChecksum) -> Self {
-        match c {
-            nf::RxChecksum::Unknown => RxChecksum::Unknown,
-            nf::RxChecksum::Validated => RxChecksum::Validated,
-            nf::RxChecksum::Blank => RxChecksum::Blank,
-        }
-    }
-}
 
 fn text(e: NetError) -> String {
     alloc::format!("{e}")
@@ -60,10 +27,10 @@ impl<P: XenPlatform> Link for Netfront<P> {
         Netfront::recv(self)
     }
     fn recv_flagged(&mut self) -> Option<(Vec<u8>, RxChecksum)> {
-        Netfront::recv_flagged(self).map(|(f, c)| (f, c.into()))
+        Netfront::recv_flagged(self)
     }
     fn recv_meta(&mut self) -> Option<(Vec<u8>, RxChecksum, Option<u16>)> {
-        Netfront::recv_meta(self).map(|(f, c, gso)| (f, c.into(), gso))
+        Netfront::recv_meta(self)
     }
     fn tx_csum_blank(&self) -> bool {
         true
@@ -79,7 +46,7 @@ impl<P: XenPlatform> Link for Netfront<P> {
         Netfront::send(self, frame).map_err(text)
     }
     fn stats(&self) -> LinkStats {
-        Netfront::stats(self).into()
+        Netfront::stats(self)
     }
     fn broken(&self) -> Option<&str> {
         Netfront::broken(self)
@@ -99,9 +66,6 @@ impl<P: XenPlatform> Link for Netfront<P> {
     fn queue_stats(&self) -> Vec<QueueStats> {
         if self.queues() > 1 {
             Netfront::queue_stats(self)
-                .into_iter()
-                .map(QueueStats::from)
-                .collect()
         } else {
             Vec::new()
         }
@@ -111,11 +75,12 @@ impl<P: XenPlatform> Link for Netfront<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xenlet_drivers::netfront as nf;
     use xenlet_drivers::netif;
 
     #[test]
     fn every_counter_lands_in_its_own_field() {
-        let s = nf::NetStats {
+        let s = nf::LinkStats {
             rx_packets: 1,
             rx_bytes: 2,
             rx_dropped: 3,
@@ -125,7 +90,8 @@ mod tests {
             tx_bytes: 7,
             tx_errors: 8,
         };
-        let l = LinkStats::from(s);
+        // the stack's counters are the driver's own: nothing to convert
+        let l: LinkStats = s;
         assert_eq!(
             [
                 l.rx_packets,
@@ -139,16 +105,16 @@ mod tests {
             ],
             [1, 2, 3, 4, 5, 6, 7, 8]
         );
-        let q = QueueStats::from(nf::QueueStats {
+        let q: QueueStats = nf::QueueStats {
             rx_packets: 10,
             tx_packets: 20,
-        });
+        };
         assert_eq!((q.rx_packets, q.tx_packets), (10, 20));
     }
 
     #[test]
     fn rx_flags_become_the_stacks_checksum_state() {
-        let c = |flags: u16| RxChecksum::from(nf::RxChecksum::from_flags(flags));
+        let c = |flags: u16| -> RxChecksum { nf::RxChecksum::from_flags(flags) };
         assert_eq!(c(0), RxChecksum::Unknown);
         assert_eq!(c(netif::NETRXF_DATA_VALIDATED), RxChecksum::Validated);
         // csum_blank wins: the data is good but the field must still be completed

@@ -247,18 +247,7 @@ mod tests {
         let g = p.gateway.expect("two vifs: a router");
         assert_eq!(
             g.ports,
-            [
-                PortSpec {
-                    name: "eth0".into(),
-                    masq: false,
-                    mss_clamp: false
-                },
-                PortSpec {
-                    name: "eth1".into(),
-                    masq: true,
-                    mss_clamp: true
-                },
-            ],
+            [PortSpec::lan("eth0"), PortSpec::wan("eth1"),],
             "fw4 defaults: the wan zone masquerades with mtu_fix"
         );
         assert_eq!((g.conntrack_max, g.hash_seed), (16384, 9));

@@ -580,16 +580,21 @@ mod tests {
             .contains("invalid option"));
     }
 
-    #[test]
-    fn a_ping_without_a_count_keeps_a_fixed_state() {
-        let (mut a, mut b) = pair("10.0.0.1/24", "10.0.0.2/24");
+    /// A ping from `a` to 10.0.0.2 every 10 ms with no count, with identifier `id`.
+    fn endless_ping<L: Link>(a: &mut NetIf<L>, id: u16) -> Ping {
         let opts = PingOptions {
             count: None,
             interval_ms: 10,
             ..PingOptions::default()
         };
         let t: IpAddress = "10.0.0.2".parse().unwrap();
-        let mut p = Ping::start(&mut a, t, opts, 0x4321, 0).unwrap();
+        Ping::start(a, t, opts, id, 0).unwrap()
+    }
+
+    #[test]
+    fn a_ping_without_a_count_keeps_a_fixed_state() {
+        let (mut a, mut b) = pair("10.0.0.1/24", "10.0.0.2/24");
+        let mut p = endless_ping(&mut a, 0x4321);
         let mut now_us = 0u64;
         let mut heap_at = |p: &mut Ping, a: &mut NetIf<_>, b: &mut NetIf<_>, until: u64| {
             while now_us < until {
@@ -621,13 +626,7 @@ mod tests {
     #[test]
     fn replies_past_the_sequence_wrap_are_neither_corrupted_nor_duplicates() {
         let (mut a, mut b) = pair("10.0.0.1/24", "10.0.0.2/24");
-        let opts = PingOptions {
-            count: None,
-            interval_ms: 10,
-            ..PingOptions::default()
-        };
-        let t: IpAddress = "10.0.0.2".parse().unwrap();
-        let mut p = Ping::start(&mut a, t, opts, 0x4322, 0).unwrap();
+        let mut p = endless_ping(&mut a, 0x4322);
         let mut now_us = 0u64;
         while p.counts().0 < 65_536 + 100 {
             a.poll((now_us / 1000) as i64);

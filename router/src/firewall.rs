@@ -61,7 +61,7 @@ use local::LocalFlows;
 use packet::Packet;
 use ratelimit::{Bucket, Limit};
 use ruleset::{
-    in_list, Net4, Net6, Rule, RuleFamily, Ruleset, RulesetError, Verdict, ZoneId, ZoneSel,
+    in_list, IcmpMatch, Rule, RuleFamily, Ruleset, RulesetError, Verdict, ZoneId, ZoneSel,
 };
 use timematch::WallClock;
 
@@ -416,35 +416,17 @@ impl Firewall {
         }
         let x = &r.except;
         // IPv6 addresses only: an IPv6 rule (fw4 narrows the family so)
-        let only6 = |a4: &[Net4], x4: &[Net4], a6: &[Net6], x6: &[Net6]| {
-            a4.is_empty() && x4.is_empty() && !(a6.is_empty() && x6.is_empty())
-        };
         if r.family == RuleFamily::Ipv6
-            || only6(&r.src_ip, &x.src_ip, &r.src_ip6, &x.src_ip6)
-            || only6(&r.dest_ip, &x.dest_ip, &r.dest_ip6, &x.dest_ip6)
+            || other_family_only((&r.src_ip, &x.src_ip), (&r.src_ip6, &x.src_ip6))
+            || other_family_only((&r.dest_ip, &x.dest_ip), (&r.dest_ip6, &x.dest_ip6))
         {
             return false;
         }
-        if !in_list(&r.src_ip, &x.src_ip, |n| n.contains(p.src))
-            || !in_list(&r.dest_ip, &x.dest_ip, |n| n.contains(p.dst))
-            || !Self::mac_matches(r, p)
-            || !Self::ports_match(r, p)
-        {
-            return false;
-        }
-        if !r.icmp_type.is_empty() {
-            let Some((t, c)) = p.icmp else {
-                return false;
-            };
-            if !r
-                .icmp_type
-                .iter()
-                .any(|m| m.ty == t && m.code_min <= c && c <= m.code_max)
-            {
-                return false;
-            }
-        }
-        true
+        in_list(&r.src_ip, &x.src_ip, |n| n.contains(p.src))
+            && in_list(&r.dest_ip, &x.dest_ip, |n| n.contains(p.dst))
+            && Self::mac_matches(r, p)
+            && Self::ports_match(r, p)
+            && icmp_matches(&r.icmp_type, p.icmp)
     }
 
     /// A rule's `src_mac` (plain and negated items) against the frame's source; a
@@ -479,37 +461,23 @@ impl Firewall {
     fn rule_matches6(r: &Rule, p: &Packet, (src, dst): ([u8; 16], [u8; 16])) -> bool {
         let x = &r.except;
         // IPv4 addresses only: an IPv4 rule (fw4 narrows the family so)
-        let only4 = |a4: &[Net4], x4: &[Net4], a6: &[Net6], x6: &[Net6]| {
-            a6.is_empty() && x6.is_empty() && !(a4.is_empty() && x4.is_empty())
-        };
         if r.family == RuleFamily::Ipv4
-            || only4(&r.src_ip, &x.src_ip, &r.src_ip6, &x.src_ip6)
-            || only4(&r.dest_ip, &x.dest_ip, &r.dest_ip6, &x.dest_ip6)
+            || other_family_only((&r.src_ip6, &x.src_ip6), (&r.src_ip, &x.src_ip))
+            || other_family_only((&r.dest_ip6, &x.dest_ip6), (&r.dest_ip, &x.dest_ip))
         {
             return false;
         }
-        if !in_list(&r.src_ip6, &x.src_ip6, |n| n.contains(src))
-            || !in_list(&r.dest_ip6, &x.dest_ip6, |n| n.contains(dst))
-            || !Self::mac_matches(r, p)
-            || !Self::ports_match(r, p)
-        {
-            return false;
-        }
-        if !r.icmp6_type.is_empty() {
-            let Some((t, c)) = p.icmp else {
-                return false;
-            };
-            if !r
-                .icmp6_type
-                .iter()
-                .any(|m| m.ty == t && m.code_min <= c && c <= m.code_max)
-            {
-                return false;
-            }
-        } else if !r.icmp_type.is_empty() {
-            return false; // ICMP (IPv4) types only
-        }
-        true
+        // a rule with ICMP (IPv4) types only matches no IPv6 packet
+        let icmp_ok = if r.icmp6_type.is_empty() {
+            r.icmp_type.is_empty()
+        } else {
+            icmp_matches(&r.icmp6_type, p.icmp)
+        };
+        in_list(&r.src_ip6, &x.src_ip6, |n| n.contains(src))
+            && in_list(&r.dest_ip6, &x.dest_ip6, |n| n.contains(dst))
+            && Self::mac_matches(r, p)
+            && Self::ports_match(r, p)
+            && icmp_ok
     }
 
     /// Tests the rules `list` (indices) in order; the first that matches (and is
@@ -567,6 +535,20 @@ impl Firewall {
         Verdict::Accept
     }
 
+    /// What conntrack's state alone decides, counted: an established flow's packet is
+    /// accepted, an invalid one dropped with `drop_invalid`; `None`: the rules decide.
+    fn by_state(&mut self, p: &Packet, ct: CtState) -> Option<Verdict> {
+        if ct == CtState::Established {
+            self.stats.established.add(p.len);
+            return Some(Verdict::Accept);
+        }
+        if ct == CtState::Invalid && self.rules.defaults.drop_invalid {
+            self.stats.invalid.add(p.len);
+            return Some(Verdict::Drop);
+        }
+        None
+    }
+
     /// The forward chain for a packet from `input` to `output`.
     pub fn forward(
         &mut self,
@@ -576,13 +558,8 @@ impl Firewall {
         ct: CtState,
         now: Millis,
     ) -> Verdict {
-        if ct == CtState::Established {
-            self.stats.established.add(p.len);
-            return Verdict::Accept;
-        }
-        if ct == CtState::Invalid && self.rules.defaults.drop_invalid {
-            self.stats.invalid.add(p.len);
-            return Verdict::Drop;
+        if let Some(v) = self.by_state(p, ct) {
+            return v;
         }
         let (sz, dz) = (self.zone_of(input), self.zone_of(output));
         let v = self.forward_rules(p, sz, dz, ct, now);
@@ -640,13 +617,8 @@ impl Firewall {
 
     /// The input chain for a packet to the router arriving by `input`.
     pub fn input(&mut self, p: &Packet, input: IfId, ct: CtState, now: Millis) -> Verdict {
-        if ct == CtState::Established {
-            self.stats.established.add(p.len);
-            return Verdict::Accept;
-        }
-        if ct == CtState::Invalid && self.rules.defaults.drop_invalid {
-            self.stats.invalid.add(p.len);
-            return Verdict::Drop;
+        if let Some(v) = self.by_state(p, ct) {
+            return v;
         }
         if p.is_tcp_syn() {
             if let Some(b) = self.syn_bucket.as_mut() {
@@ -942,6 +914,26 @@ enum ListRef {
     FwdZone(ZoneId),
     InGlobal,
     InZone(ZoneId),
+}
+
+/// Whether a rule's plain and negated address lists of one family (`own`) are empty
+/// while those of the other family (`other`) are not: fw4 then narrows the rule to
+/// the other family.
+fn other_family_only<A, B>(own: (&[A], &[A]), other: (&[B], &[B])) -> bool {
+    own.0.is_empty() && own.1.is_empty() && !(other.0.is_empty() && other.1.is_empty())
+}
+
+/// A rule's ICMP (or ICMPv6) types against the packet's type and code; an empty list
+/// matches every packet, a non-empty one no packet without them.
+fn icmp_matches(list: &[IcmpMatch], icmp: Option<(u8, u8)>) -> bool {
+    if list.is_empty() {
+        return true;
+    }
+    let Some((t, c)) = icmp else {
+        return false;
+    };
+    list.iter()
+        .any(|m| m.ty == t && m.code_min <= c && c <= m.code_max)
 }
 
 #[cfg(test)]

@@ -291,6 +291,18 @@ fn fragment_offset(ip: &[u8]) -> Option<u16> {
     be16(ip, ipv4::FRAG).map(|w| w & ipv4::FRAG_OFFSET)
 }
 
+/// The flow of a TCP or UDP header `l4` (its ports first) from `src` to `dst`.
+fn ports_tuple(src: [u8; 4], dst: [u8; 4], l4: &[u8], proto: Proto) -> Result<Tuple, ParseError> {
+    let (sport, dport) = ipv4::ports(l4).ok_or(ParseError)?;
+    Ok(Tuple {
+        src,
+        dst,
+        sport,
+        dport,
+        proto,
+    })
+}
+
 /// Parses an IPv4 packet (header and payload) for connection tracking.
 pub fn parse(ip: &[u8]) -> Result<Parsed, ParseError> {
     let ihl = header_len(ip)?;
@@ -312,13 +324,7 @@ pub fn parse(ip: &[u8]) -> Result<Parsed, ParseError> {
             if doff < tcp::MIN_HEADER_LEN || doff > l4.len() {
                 return Err(ParseError);
             }
-            let t = Tuple {
-                src,
-                dst,
-                sport: be16(l4, 0).ok_or(ParseError)?,
-                dport: be16(l4, 2).ok_or(ParseError)?,
-                proto: Proto::Tcp,
-            };
+            let t = ports_tuple(src, dst, l4, Proto::Tcp)?;
             // The IP total length bounds the data (Ethernet padding is not data); a
             // GSO packet's field may be 0, then the buffer is the packet.
             let total = match usize::from(be16(ip, ipv4::TOTAL_LEN).ok_or(ParseError)?) {
@@ -349,13 +355,7 @@ pub fn parse(ip: &[u8]) -> Result<Parsed, ParseError> {
             if l4.len() < 8 {
                 return Err(ParseError);
             }
-            let t = Tuple {
-                src,
-                dst,
-                sport: be16(l4, 0).ok_or(ParseError)?,
-                dport: be16(l4, 2).ok_or(ParseError)?,
-                proto: Proto::Udp,
-            };
+            let t = ports_tuple(src, dst, l4, Proto::Udp)?;
             Kind::Flow(t, None)
         }
         ip_proto::ICMP => {

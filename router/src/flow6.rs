@@ -12,7 +12,7 @@
 
 use crate::exthdr::{self, Upper};
 use crate::flow::{tcp_flag, tcp_options, Proto, TcpInfo, Tuple6};
-use crate::ipv4::{be16, be32, tcp};
+use crate::ipv4::{be16, be32, ports, tcp};
 use crate::ipv6::{self, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP};
 
 /// ICMPv6 echo request.
@@ -71,11 +71,8 @@ pub fn parse(ip: &[u8], upper: &Upper) -> Result<Kind6, ParseError6> {
                 Some(o) if !o.is_empty() => tcp_options(o, flags & tcp_flag::SYN != 0),
                 _ => (None, false, None),
             };
-            let t = flow(
-                Proto::Tcp,
-                be16(l4, 0).ok_or(ParseError6)?,
-                be16(l4, 2).ok_or(ParseError6)?,
-            );
+            let (sport, dport) = ports(l4).ok_or(ParseError6)?;
+            let t = flow(Proto::Tcp, sport, dport);
             Kind6::Flow(
                 t,
                 Some(TcpInfo {
@@ -94,11 +91,8 @@ pub fn parse(ip: &[u8], upper: &Upper) -> Result<Kind6, ParseError6> {
             if l4.len() < 8 {
                 return Err(ParseError6);
             }
-            let t = flow(
-                Proto::Udp,
-                be16(l4, 0).ok_or(ParseError6)?,
-                be16(l4, 2).ok_or(ParseError6)?,
-            );
+            let (sport, dport) = ports(l4).ok_or(ParseError6)?;
+            let t = flow(Proto::Udp, sport, dport);
             Kind6::Flow(t, None)
         }
         PROTO_ICMPV6 => {
@@ -138,8 +132,8 @@ fn parse_quoted(inner: &[u8]) -> Kind6 {
         Ok(Kind6::Flow(t, _)) => Kind6::IcmpError(t),
         Err(_) if u.proto == PROTO_TCP && u.has_l4() => {
             let l4 = inner.get(u.offset..).unwrap_or(&[]);
-            match (be16(l4, 0), be16(l4, 2), addrs(inner)) {
-                (Some(s), Some(d), Ok((src, dst))) => Kind6::IcmpError(Tuple6 {
+            match (ports(l4), addrs(inner)) {
+                (Some((s, d)), Ok((src, dst))) => Kind6::IcmpError(Tuple6 {
                     src,
                     dst,
                     sport: s,

@@ -885,6 +885,8 @@ fn decrement_ttl(ip: &mut [u8]) {
 mod v6;
 
 #[cfg(test)]
+mod fixture;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests6;

@@ -129,9 +129,6 @@ mod tests {
     use crate::testutil::*;
     use alloc::vec::Vec;
 
-    const A: [u8; 4] = [192, 168, 1, 100];
-    const B: [u8; 4] = [198, 51, 100, 7];
-
     fn frags(frame: &[u8], mtu: u16) -> Vec<Vec<u8>> {
         let mut buf = alloc::vec![0u8; 9000];
         let mut v = Vec::new();

@@ -40,11 +40,51 @@ pub fn segment(
     frame: &[u8],
     mss: u16,
     buf: &mut [u8],
-    mut emit: impl FnMut(&mut [u8]) -> Result<(), DropReason>,
+    emit: impl FnMut(&mut [u8]) -> Result<(), DropReason>,
 ) -> Result<(), DropReason> {
     let ip = frame.get(ETH_LEN..).ok_or(DropReason::Malformed)?;
     let headers = tcp_headers_len(ip).ok_or(DropReason::Unsupported)?;
     let hl = ipv4::header_len(ip);
+    let id = be16(ip, ipv4::ID).ok_or(DropReason::Malformed)?;
+    let (src, dst) = (ipv4::src(ip), ipv4::dst(ip));
+    cut(
+        frame,
+        headers,
+        hl,
+        mss,
+        buf,
+        |seg_ip, i| {
+            let total = u16::try_from(seg_ip.len()).map_err(|_| DropReason::Malformed)?;
+            put16(seg_ip, ipv4::TOTAL_LEN, total);
+            // i < 65536 since a packet is at most 64 KiB and mss >= 1
+            put16(seg_ip, ipv4::ID, id.wrapping_add((i & 0xffff) as u16));
+            ipv4::fill_header_checksum(seg_ip);
+            Ok(ipv4::pseudo_header_sum(
+                src,
+                dst,
+                PROTO_TCP,
+                seg_ip.len() - hl,
+            ))
+        },
+        emit,
+    )
+}
+
+/// Cuts `frame` (Ethernet header and one TCP packet of either family whose IP and TCP
+/// headers are `headers` bytes, its TCP header at `tcp_at` in the IP packet) into
+/// segments of at most `mss` payload bytes, each written to `buf` and passed to
+/// `emit`. The family's part is `fix_ip`: it sets segment `i`'s IP header (lengths,
+/// ID, header checksum) and returns the pseudo-header sum of its TCP segment.
+pub(crate) fn cut(
+    frame: &[u8],
+    headers: usize,
+    tcp_at: usize,
+    mss: u16,
+    buf: &mut [u8],
+    mut fix_ip: impl FnMut(&mut [u8], usize) -> Result<u32, DropReason>,
+    mut emit: impl FnMut(&mut [u8]) -> Result<(), DropReason>,
+) -> Result<(), DropReason> {
+    let ip = frame.get(ETH_LEN..).ok_or(DropReason::Malformed)?;
     let mss = usize::from(mss);
     if mss == 0 {
         return Err(DropReason::Malformed);
@@ -53,10 +93,8 @@ pub fn segment(
         .get(..ETH_LEN + headers)
         .ok_or(DropReason::Malformed)?;
     let data = ip.get(headers..).ok_or(DropReason::Malformed)?;
-    let id = be16(ip, ipv4::ID).ok_or(DropReason::Malformed)?;
-    let seq = be32(ip, hl + tcp::SEQ).ok_or(DropReason::Malformed)?;
-    let flags = *ip.get(hl + tcp::FLAGS).ok_or(DropReason::Malformed)?;
-    let (src, dst) = (ipv4::src(ip), ipv4::dst(ip));
+    let seq = be32(ip, tcp_at + tcp::SEQ).ok_or(DropReason::Malformed)?;
+    let flags = *ip.get(tcp_at + tcp::FLAGS).ok_or(DropReason::Malformed)?;
 
     let count = data.len().div_ceil(mss).max(1);
     for i in 0..count {
@@ -71,13 +109,8 @@ pub fn segment(
         h.copy_from_slice(hdr);
         d.copy_from_slice(chunk);
         let seg_ip = out.get_mut(ETH_LEN..).ok_or(DropReason::Malformed)?;
-        let total = u16::try_from(seg_ip.len()).map_err(|_| DropReason::Malformed)?;
-        put16(seg_ip, ipv4::TOTAL_LEN, total);
-        // i < 65536 since a packet is at most 64 KiB and mss >= 1
-        put16(seg_ip, ipv4::ID, id.wrapping_add((i & 0xffff) as u16));
-        ipv4::fill_header_checksum(seg_ip);
-        let seg = seg_ip.get_mut(hl..).ok_or(DropReason::Malformed)?;
-        let pseudo = ipv4::pseudo_header_sum(src, dst, PROTO_TCP, seg.len());
+        let pseudo = fix_ip(seg_ip, i)?;
+        let seg = seg_ip.get_mut(tcp_at..).ok_or(DropReason::Malformed)?;
         finish_tcp_segment(seg, seq, off, flags, (i, count), pseudo);
         emit(out)?;
     }
@@ -88,7 +121,7 @@ pub fn segment(
 /// count)): its sequence number (`seq` + `off`), FIN and PSH only on the last, CWR
 /// only on the first, and its full checksum over `seg` from the pseudo-header sum
 /// `pseudo` (IPv4's or IPv6's).
-pub(crate) fn finish_tcp_segment(
+fn finish_tcp_segment(
     seg: &mut [u8],
     seq: u32,
     off: usize,
@@ -122,9 +155,6 @@ mod tests {
     use crate::testutil::*;
     use alloc::vec::Vec;
 
-    const A: [u8; 4] = [192, 168, 1, 100];
-    const B: [u8; 4] = [198, 51, 100, 7];
-
     #[test]
     fn segments_are_correct_tcp() {
         let payload: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
@@ -143,12 +173,7 @@ mod tests {
         let p = ipv4(A, B, 6, 63, 0xfffe, true, &[], &t);
         let f = eth([2; 6], [4; 6], 0x0800, &p);
         let mut buf = alloc::vec![0u8; 2000];
-        let mut segs = Vec::new();
-        segment(&f, 1448, &mut buf, |s| {
-            segs.push(s.to_vec());
-            Ok(())
-        })
-        .unwrap();
+        let segs = emitted(|emit| segment(&f, 1448, &mut buf, emit));
         assert_eq!(segs.len(), 3);
         let mut data = Vec::new();
         for (i, s) in segs.iter().enumerate() {

@@ -10,7 +10,7 @@
 
 use crate::checksum;
 use crate::exthdr::Upper;
-use crate::ipv4::{be32, put16, tcp};
+use crate::ipv4::{put16, tcp};
 use crate::ipv6::{self, HEADER_LEN, PROTO_TCP};
 use crate::DropReason;
 
@@ -36,44 +36,31 @@ pub fn segment6(
     upper: &Upper,
     mss: u16,
     buf: &mut [u8],
-    mut emit: impl FnMut(&mut [u8]) -> Result<(), DropReason>,
+    emit: impl FnMut(&mut [u8]) -> Result<(), DropReason>,
 ) -> Result<(), DropReason> {
     let ip = frame.get(ETH_LEN..).ok_or(DropReason::Malformed)?;
     let headers = tcp_headers_len(ip, upper).ok_or(DropReason::Unsupported)?;
-    let mss = usize::from(mss);
-    if mss == 0 {
-        return Err(DropReason::Malformed);
-    }
-    let hdr = frame
-        .get(..ETH_LEN + headers)
-        .ok_or(DropReason::Malformed)?;
-    let data = ip.get(headers..).ok_or(DropReason::Malformed)?;
-    let t = upper.offset;
-    let seq = be32(ip, t + tcp::SEQ).ok_or(DropReason::Malformed)?;
-    let flags = *ip.get(t + tcp::FLAGS).ok_or(DropReason::Malformed)?;
     let (src, dst) = (ipv6::src(ip), ipv6::dst(ip));
-    let count = data.len().div_ceil(mss).max(1);
-    for i in 0..count {
-        let off = i * mss;
-        let chunk = data
-            .get(off..(off + mss).min(data.len()))
-            .ok_or(DropReason::Malformed)?;
-        let out = buf
-            .get_mut(..hdr.len() + chunk.len())
-            .ok_or(DropReason::TooBig)?;
-        let (h, d) = out.split_at_mut(hdr.len());
-        h.copy_from_slice(hdr);
-        d.copy_from_slice(chunk);
-        let seg_ip = out.get_mut(ETH_LEN..).ok_or(DropReason::Malformed)?;
-        let payload =
-            u16::try_from(seg_ip.len() - HEADER_LEN).map_err(|_| DropReason::Malformed)?;
-        put16(seg_ip, ipv6::PAYLOAD_LEN, payload);
-        let seg = seg_ip.get_mut(t..).ok_or(DropReason::Malformed)?;
-        let pseudo = ipv6::pseudo_header_sum(src, dst, PROTO_TCP, seg.len());
-        crate::gso::finish_tcp_segment(seg, seq, off, flags, (i, count), pseudo);
-        emit(out)?;
-    }
-    Ok(())
+    let t = upper.offset;
+    crate::gso::cut(
+        frame,
+        headers,
+        t,
+        mss,
+        buf,
+        |seg_ip, _| {
+            let payload =
+                u16::try_from(seg_ip.len() - HEADER_LEN).map_err(|_| DropReason::Malformed)?;
+            put16(seg_ip, ipv6::PAYLOAD_LEN, payload);
+            Ok(ipv6::pseudo_header_sum(
+                src,
+                dst,
+                PROTO_TCP,
+                seg_ip.len() - t,
+            ))
+        },
+        emit,
+    )
 }
 
 /// Completes the partial TCP/UDP checksum of `ip` (its field holds the
@@ -133,12 +120,7 @@ mod tests {
         let u = exthdr::walk(&p, 60).unwrap();
         let f = eth([2; 6], [4; 6], 0x86dd, &p);
         let mut buf = alloc::vec![0u8; 2000];
-        let mut segs = Vec::new();
-        segment6(&f, &u, 1428, &mut buf, |s| {
-            segs.push(s.to_vec());
-            Ok(())
-        })
-        .unwrap();
+        let segs = emitted(|emit| segment6(&f, &u, 1428, &mut buf, emit));
         assert_eq!(segs.len(), 3);
         let mut data = Vec::new();
         for (i, s) in segs.iter().enumerate() {

@@ -254,9 +254,6 @@ mod tests {
     use super::*;
     use crate::testutil::*;
 
-    const A: [u8; 4] = [192, 168, 1, 100];
-    const B: [u8; 4] = [198, 51, 100, 7];
-
     #[test]
     fn time_exceeded_quotes_and_checksums() {
         let orig = ipv4(

@@ -277,14 +277,7 @@ mod tests {
     use alloc::string::ToString;
 
     fn cfg(name: &str) -> IfConfig {
-        IfConfig {
-            name: name.into(),
-            mac: EthernetAddress([0x52, 0x54, 0, 0, 0, 1]),
-            mtu: 1500,
-            has_tx_gso: false,
-            has_tx_csum_offload: true,
-            is_mss_clamped: false,
-        }
+        crate::testutil::ifconfig(name, [0x52, 0x54, 0, 0, 0, 1], 1500)
     }
 
     #[test]

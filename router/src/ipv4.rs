@@ -65,6 +65,13 @@ pub mod tcp {
     }
 }
 
+/// The source and destination ports, the first four bytes of a TCP or UDP header (and
+/// of the part of one an ICMP error quotes), if there.
+#[inline]
+pub fn ports(l4: &[u8]) -> Option<(u16, u16)> {
+    Some((be16(l4, 0)?, be16(l4, 2)?))
+}
+
 /// Reads a big-endian u16 at `at`, if there.
 pub fn be16(b: &[u8], at: usize) -> Option<u16> {
     let s = b.get(at..at.checked_add(2)?)?;

@@ -26,13 +26,30 @@ extern crate alloc;
 #[global_allocator]
 static TEST_ALLOC: xenlet_testalloc::Counting = xenlet_testalloc::Counting;
 
+/// Declares the modules that parse what other hosts send (the DHCP, DHCPv6, DNS and
+/// RA servers and clients): outside tests they may not index, unwrap, expect or
+/// panic, so that no message can stop the router.
+macro_rules! untrusted_input_modules {
+    ($($name:ident),*) => {
+        $(
+            #[cfg_attr(
+                not(test),
+                deny(
+                    clippy::indexing_slicing,
+                    clippy::unwrap_used,
+                    clippy::expect_used,
+                    clippy::panic
+                )
+            )]
+            pub mod $name;
+        )*
+    };
+}
+
 pub mod checksum;
 pub mod conntrack;
 pub mod defrag;
-pub mod dhcp6c;
-pub mod dhcp6d;
-pub mod dhcpd;
-pub mod dns;
+untrusted_input_modules!(dhcp6c, dhcp6d, dhcpd, dns, ra);
 pub mod exthdr;
 pub mod firewall;
 pub mod flow;
@@ -55,7 +72,6 @@ pub mod nat;
 pub mod ndp;
 pub mod neigh;
 pub mod netfilter;
-pub mod ra;
 mod rewrite;
 pub mod route;
 pub mod route6;

@@ -93,9 +93,6 @@ mod tests {
     use super::*;
     use crate::testutil::*;
 
-    const A: [u8; 4] = [192, 168, 1, 100];
-    const B: [u8; 4] = [198, 51, 100, 7];
-
     fn syn(flags: u8, options: &[u8]) -> alloc::vec::Vec<u8> {
         ipv4(
             A,

@@ -542,6 +542,21 @@ mod tests {
         n.learn(ifc, ip, mac, now, &mut o, &mut st);
     }
 
+    /// A solicited, overriding advertisement from `src` to fe80::1 for target `src`
+    /// with the one option `option`.
+    fn na(src: &str, option: [u8; 8]) -> Vec<u8> {
+        let mut body = alloc::vec![0x60, 0, 0, 0];
+        body.extend_from_slice(&src.parse::<Ipv6Addr>().unwrap().octets());
+        body.extend_from_slice(&option);
+        packet(
+            src,
+            "fe80::1",
+            58,
+            255,
+            &icmp6(src, "fe80::1", NEIGHBOUR_ADVERT, 0, &body),
+        )
+    }
+
     fn ns(src: &str, target: &str, hop: u8) -> Vec<u8> {
         let mut body = alloc::vec![0u8; 4];
         body.extend_from_slice(&target.parse::<Ipv6Addr>().unwrap().octets());
@@ -575,31 +590,10 @@ mod tests {
         assert_eq!(n.resolve(IfId(1), host, 1), Lookup::Known(MAC));
         // an advertisement's target option
         let target: Ipv6Addr = "2001:db8::7".parse().unwrap();
-        let mut body = alloc::vec![0x60, 0, 0, 0];
-        body.extend_from_slice(&target.octets());
-        body.extend_from_slice(&[2, 1, 2, 0, 0, 0, 0, 7]);
-        let src = "2001:db8::7";
-        let na = packet(
-            src,
-            "fe80::1",
-            58,
-            255,
-            &icmp6(src, "fe80::1", NEIGHBOUR_ADVERT, 0, &body),
-        );
-        observe(&mut n, &na, 0);
+        observe(&mut n, &na("2001:db8::7", [2, 1, 2, 0, 0, 0, 0, 7]), 0);
         assert_eq!(n.get(IfId(1), target), Some([2, 0, 0, 0, 0, 7]));
         // a zero-length option
-        let mut body = alloc::vec![0x60, 0, 0, 0];
-        body.extend_from_slice(&target.octets());
-        body.extend_from_slice(&[2, 0, 2, 0, 0, 0, 0, 8]);
-        let na = packet(
-            src,
-            "fe80::1",
-            58,
-            255,
-            &icmp6(src, "fe80::1", NEIGHBOUR_ADVERT, 0, &body),
-        );
-        observe(&mut n, &na, 0);
+        observe(&mut n, &na("2001:db8::7", [2, 0, 2, 0, 0, 0, 0, 8]), 0);
         assert_eq!(n.get(IfId(1), target), Some([2, 0, 0, 0, 0, 7]));
     }
 

@@ -721,22 +721,12 @@ impl fmt::Display for NeighLine<'_> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
-    use crate::iface::IfConfig;
     use crate::ipnet::Ipv4Net;
     use crate::testutil::*;
 
     fn one_iface() -> Interfaces {
         let mut ifs = Interfaces::new(1);
-        let id = ifs
-            .add(IfConfig {
-                name: "eth0".into(),
-                mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
-                mtu: 1500,
-                has_tx_gso: false,
-                has_tx_csum_offload: true,
-                is_mss_clamped: false,
-            })
-            .unwrap();
+        let id = ifs.add(ifconfig("eth0", [2, 0, 0, 0, 0, 1], 1500)).unwrap();
         ifs.add_addr(id, Ipv4Net::new(ip([10, 0, 0, 1]), 24).unwrap())
             .unwrap();
         ifs

@@ -249,6 +249,11 @@ mod tests {
     use super::*;
     use crate::checksum::checksum;
 
+    /// Rewrites the source of [`udp_packet`] `p` to `addr`:`port`.
+    fn nat_udp_source(p: &mut [u8], addr: [u8; 4], port: u16) {
+        rewrite_flow(p, 20, Proto::Udp, Side::Source, (addr, port), false).unwrap();
+    }
+
     /// A UDP packet 10.0.0.2:1234 -> 192.0.2.1:53 with a valid checksum.
     fn udp_packet() -> [u8; 32] {
         let mut p = [
@@ -279,15 +284,7 @@ mod tests {
     #[test]
     fn udp_source_rewrite_matches_recompute() {
         let mut p = udp_packet();
-        rewrite_flow(
-            &mut p,
-            20,
-            Proto::Udp,
-            Side::Source,
-            ([203, 0, 113, 7], 40000),
-            false,
-        )
-        .unwrap();
+        nat_udp_source(&mut p, [203, 0, 113, 7], 40000);
         assert_eq!(&p[12..16], &[203, 0, 113, 7]);
         assert_eq!(u16::from_be_bytes([p[20], p[21]]), 40000);
         assert_eq!(checksum(&p[..20]), 0, "IP header checksum");
@@ -299,15 +296,7 @@ mod tests {
         let mut p = udp_packet();
         p[26] = 0;
         p[27] = 0;
-        rewrite_flow(
-            &mut p,
-            20,
-            Proto::Udp,
-            Side::Source,
-            ([203, 0, 113, 7], 40000),
-            false,
-        )
-        .unwrap();
+        nat_udp_source(&mut p, [203, 0, 113, 7], 40000);
         assert_eq!(&p[26..28], &[0, 0]);
     }
 
@@ -322,15 +311,7 @@ mod tests {
         });
         let port = hit.expect("some port sums to zero");
         let mut p = base;
-        rewrite_flow(
-            &mut p,
-            20,
-            Proto::Udp,
-            Side::Source,
-            ([10, 0, 0, 2], port),
-            false,
-        )
-        .unwrap();
+        nat_udp_source(&mut p, [10, 0, 0, 2], port);
         assert_eq!(u16::from_be_bytes([p[26], p[27]]), 0xffff);
     }
 }

@@ -14,7 +14,7 @@ use core::net::Ipv4Addr;
 use crate::iface::Interfaces;
 use crate::IfId;
 
-pub use crate::ipnet::Ipv4Net;
+pub use crate::ipnet::{IpNet, Ipv4Net};
 
 /// Where a route came from (`proto` in `ip route`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,17 +67,63 @@ impl fmt::Display for RouteError {
 
 impl core::error::Error for RouteError {}
 
-/// The routing table.
+/// A route as the table sees it: [`Route`] (IPv4) and [`crate::route6::Route6`].
+pub trait RouteEntry: Copy {
+    /// Its destination's type.
+    type Net: IpNet;
+    /// The destination network.
+    fn dest(&self) -> &Self::Net;
+    /// The destination network, to clear its host bits.
+    fn dest_mut(&mut self) -> &mut Self::Net;
+    /// Lower wins among routes with the same prefix length.
+    fn metric(&self) -> u32;
+    /// Where it came from.
+    fn proto(&self) -> RouteProto;
+}
+
+/// Implements [`RouteEntry`] for a route struct with `dest`, `metric` and `proto`
+/// fields.
+macro_rules! route_entry {
+    ($route:ty, $net:ty) => {
+        impl $crate::route::RouteEntry for $route {
+            type Net = $net;
+            #[inline]
+            fn dest(&self) -> &$net {
+                &self.dest
+            }
+            #[inline]
+            fn dest_mut(&mut self) -> &mut $net {
+                &mut self.dest
+            }
+            #[inline]
+            fn metric(&self) -> u32 {
+                self.metric
+            }
+            #[inline]
+            fn proto(&self) -> $crate::route::RouteProto {
+                self.proto
+            }
+        }
+    };
+}
+pub(crate) use route_entry;
+
+route_entry!(Route, Ipv4Net);
+
+/// A routing table of either family: a fixed number of routes, longest-prefix match.
 #[derive(Clone, Debug)]
-pub struct RouteTable {
-    routes: Vec<Route>,
+pub struct Table<R> {
+    routes: Vec<R>,
     capacity: usize,
 }
 
-impl RouteTable {
+/// The IPv4 routing table.
+pub type RouteTable = Table<Route>;
+
+impl<R: RouteEntry> Table<R> {
     /// An empty table for at most `capacity` routes.
     pub fn new(capacity: usize) -> Self {
-        RouteTable {
+        Table {
             routes: Vec::with_capacity(capacity),
             capacity,
         }
@@ -85,13 +131,11 @@ impl RouteTable {
 
     /// Adds a route (its destination's host bits are cleared). A route with the same
     /// destination, metric and protocol is replaced (`ip route replace`).
-    pub fn add(&mut self, mut route: Route) -> Result<(), RouteError> {
-        route.dest = route.dest.network();
-        if let Some(r) = self
-            .routes
-            .iter_mut()
-            .find(|r| r.dest == route.dest && r.metric == route.metric && r.proto == route.proto)
-        {
+    pub fn add(&mut self, mut route: R) -> Result<(), RouteError> {
+        *route.dest_mut() = route.dest().network();
+        if let Some(r) = self.routes.iter_mut().find(|r| {
+            r.dest() == route.dest() && r.metric() == route.metric() && r.proto() == route.proto()
+        }) {
             *r = route;
             return Ok(());
         }
@@ -103,12 +147,42 @@ impl RouteTable {
     }
 
     /// Removes the routes for which `pred` holds, returning how many.
-    pub fn remove_where(&mut self, mut pred: impl FnMut(&Route) -> bool) -> usize {
+    pub fn remove_where(&mut self, mut pred: impl FnMut(&R) -> bool) -> usize {
         let before = self.routes.len();
         self.routes.retain(|r| !pred(r));
         before - self.routes.len()
     }
 
+    /// The best route to `dst`: longest prefix, then lowest metric, then the first added.
+    pub fn lookup(&self, dst: <R::Net as IpNet>::Addr) -> Option<&R> {
+        let mut best: Option<&R> = None;
+        for r in self.routes.iter().filter(|r| r.dest().contains(dst)) {
+            best = match best {
+                Some(b)
+                    if b.dest().prefix_len() > r.dest().prefix_len()
+                        || (b.dest().prefix_len() == r.dest().prefix_len()
+                            && b.metric() <= r.metric()) =>
+                {
+                    Some(b)
+                }
+                _ => Some(r),
+            };
+        }
+        best
+    }
+
+    /// Whether the table has no route.
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
+
+    /// The routes, in the order added.
+    pub fn iter(&self) -> impl Iterator<Item = &R> {
+        self.routes.iter()
+    }
+}
+
+impl Table<Route> {
     /// Sets (or with `None` removes) the default route learnt from DHCP.
     pub fn set_dhcp_default(
         &mut self,
@@ -128,28 +202,6 @@ impl RouteTable {
             })?;
         }
         Ok(())
-    }
-
-    /// The best route to `dst`: longest prefix, then lowest metric, then the first added.
-    pub fn lookup(&self, dst: Ipv4Addr) -> Option<&Route> {
-        let mut best: Option<&Route> = None;
-        for r in self.routes.iter().filter(|r| r.dest.contains(dst)) {
-            best = match best {
-                Some(b)
-                    if b.dest.prefix_len() > r.dest.prefix_len()
-                        || (b.dest.prefix_len() == r.dest.prefix_len() && b.metric <= r.metric) =>
-                {
-                    Some(b)
-                }
-                _ => Some(r),
-            };
-        }
-        best
-    }
-
-    /// The routes, in the order added.
-    pub fn iter(&self) -> impl Iterator<Item = &Route> {
-        self.routes.iter()
     }
 
     /// The routes as `ip route` prints them, with interface names from `ifaces`.
@@ -204,9 +256,8 @@ impl fmt::Display for RouteLine<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iface::IfConfig;
+    use crate::testutil::ifconfig;
     use alloc::string::ToString;
-    use smoltcp::wire::EthernetAddress;
 
     fn net(a: [u8; 4], p: u8) -> Ipv4Net {
         Ipv4Net::new(Ipv4Addr::from(a), p).unwrap()
@@ -269,15 +320,7 @@ mod tests {
     fn formats_like_ip_route() {
         let mut ifs = Interfaces::new(2);
         for n in ["eth0", "eth1"] {
-            ifs.add(IfConfig {
-                name: n.into(),
-                mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
-                mtu: 1500,
-                has_tx_gso: false,
-                has_tx_csum_offload: true,
-                is_mss_clamped: false,
-            })
-            .unwrap();
+            ifs.add(ifconfig(n, [2, 0, 0, 0, 0, 1], 1500)).unwrap();
         }
         let mut t = RouteTable::new(4);
         t.set_dhcp_default(Some((Ipv4Addr::new(10, 0, 0, 1), IfId(1))), None)

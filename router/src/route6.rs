@@ -10,59 +10,11 @@
 //! today's deployments keep doing so).
 
 use alloc::vec::Vec;
-use core::fmt;
 use core::net::Ipv6Addr;
 
-use crate::route::{RouteError, RouteProto};
+pub use crate::ipnet::Ipv6Net;
+use crate::route::{route_entry, RouteProto, Table};
 use crate::IfId;
-
-/// An IPv6 address with a prefix length (`2001:db8::1/64`), checked: prefix ≤ 128.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Ipv6Net {
-    addr: Ipv6Addr,
-    prefix_len: u8,
-}
-
-impl Ipv6Net {
-    /// `addr/prefix_len`, or `None` if `prefix_len > 128`.
-    pub const fn new(addr: Ipv6Addr, prefix_len: u8) -> Option<Self> {
-        if prefix_len > 128 {
-            None
-        } else {
-            Some(Ipv6Net { addr, prefix_len })
-        }
-    }
-    /// The address.
-    pub const fn addr(&self) -> Ipv6Addr {
-        self.addr
-    }
-    /// The prefix length.
-    pub const fn prefix_len(&self) -> u8 {
-        self.prefix_len
-    }
-    fn mask(&self) -> u128 {
-        u128::MAX
-            .checked_shl(128 - u32::from(self.prefix_len))
-            .unwrap_or(0)
-    }
-    /// The network (host bits cleared).
-    pub fn network(&self) -> Ipv6Net {
-        Ipv6Net {
-            addr: Ipv6Addr::from(u128::from(self.addr) & self.mask()),
-            prefix_len: self.prefix_len,
-        }
-    }
-    /// Whether `a` is in the network.
-    pub fn contains(&self, a: Ipv6Addr) -> bool {
-        (u128::from(a) ^ u128::from(self.addr)) & self.mask() == 0
-    }
-}
-
-impl fmt::Display for Ipv6Net {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.addr, self.prefix_len)
-    }
-}
 
 /// One IPv6 route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,66 +34,10 @@ pub struct Route6 {
     pub proto: RouteProto,
 }
 
-/// The IPv6 routing table.
-#[derive(Clone, Debug)]
-pub struct Route6Table {
-    routes: Vec<Route6>,
-    capacity: usize,
-}
+route_entry!(Route6, Ipv6Net);
 
-impl Route6Table {
-    /// An empty table for at most `capacity` routes.
-    pub fn new(capacity: usize) -> Self {
-        Route6Table {
-            routes: Vec::with_capacity(capacity),
-            capacity,
-        }
-    }
-
-    /// Adds a route (host bits cleared); one with the same destination, metric and
-    /// protocol is replaced.
-    pub fn add(&mut self, mut route: Route6) -> Result<(), RouteError> {
-        route.dest = route.dest.network();
-        if let Some(r) = self
-            .routes
-            .iter_mut()
-            .find(|r| r.dest == route.dest && r.metric == route.metric && r.proto == route.proto)
-        {
-            *r = route;
-            return Ok(());
-        }
-        if self.routes.len() >= self.capacity {
-            return Err(RouteError::TableFull);
-        }
-        self.routes.push(route);
-        Ok(())
-    }
-
-    /// Removes the routes for which `pred` holds, returning how many.
-    pub fn remove_where(&mut self, mut pred: impl FnMut(&Route6) -> bool) -> usize {
-        let before = self.routes.len();
-        self.routes.retain(|r| !pred(r));
-        before - self.routes.len()
-    }
-
-    /// The route for `dst`: longest prefix, then lowest metric.
-    pub fn lookup(&self, dst: Ipv6Addr) -> Option<&Route6> {
-        self.routes
-            .iter()
-            .filter(|r| r.dest.contains(dst))
-            .min_by_key(|r| (core::cmp::Reverse(r.dest.prefix_len()), r.metric))
-    }
-
-    /// Whether the table has no route (no IPv6 is forwarded).
-    pub fn is_empty(&self) -> bool {
-        self.routes.is_empty()
-    }
-
-    /// The routes.
-    pub fn iter(&self) -> impl Iterator<Item = &Route6> {
-        self.routes.iter()
-    }
-}
+/// The IPv6 routing table (with no route, no IPv6 is forwarded).
+pub type Route6Table = Table<Route6>;
 
 /// How many IPv6 addresses (besides its link-local one) the router holds in all.
 pub const MAX_ADDRS6: usize = 32;
@@ -212,6 +108,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
     use super::*;
+    use crate::route::RouteError;
     use alloc::string::ToString;
 
     fn net(s: &str, p: u8) -> Ipv6Net {

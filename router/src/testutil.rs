@@ -8,7 +8,12 @@ use core::net::Ipv4Addr;
 use crate::checksum;
 use crate::ipv4;
 use crate::link::{Output, TxFull, TxMeta};
-use crate::IfId;
+use crate::{DropReason, IfId};
+
+/// A LAN host (192.168.1.100), the usual source of the packets the tests build.
+pub const A: [u8; 4] = [192, 168, 1, 100];
+/// A host on the internet (198.51.100.7), the usual destination.
+pub const B: [u8; 4] = [198, 51, 100, 7];
 
 /// TCP flags.
 pub const FIN: u8 = 0x01;
@@ -66,19 +71,9 @@ pub fn ipv6(src: &str, dst: &str, next_header: u8, hop_limit: u8, payload: &[u8]
 
 /// A UDP datagram over IPv6 with a full checksum.
 pub fn udp6(src: &str, dst: &str, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-    let mut u = Vec::new();
-    u.extend_from_slice(&sport.to_be_bytes());
-    u.extend_from_slice(&dport.to_be_bytes());
-    u.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-    u.extend_from_slice(&[0, 0]);
-    u.extend_from_slice(payload);
-    let s = crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), 17, u.len());
-    let mut c = !checksum::fold(checksum::sum(s, &u));
-    if c == 0 {
-        c = 0xffff;
-    }
-    u[6..8].copy_from_slice(&c.to_be_bytes());
-    u
+    let pseudo =
+        |len| crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), 17, len);
+    udp_with(pseudo, sport, dport, payload)
 }
 
 /// A TCP segment over IPv6 with a full checksum (ack 0x10000000, window 65535).
@@ -93,23 +88,9 @@ pub fn tcp6(
     options: &[u8],
     payload: &[u8],
 ) -> Vec<u8> {
-    assert_eq!(options.len() % 4, 0);
-    let hl = 20 + options.len();
-    let mut t = Vec::new();
-    t.extend_from_slice(&sport.to_be_bytes());
-    t.extend_from_slice(&dport.to_be_bytes());
-    t.extend_from_slice(&seq.to_be_bytes());
-    t.extend_from_slice(&0x1000_0000u32.to_be_bytes());
-    t.push(((hl / 4) as u8) << 4);
-    t.push(flags);
-    t.extend_from_slice(&65535u16.to_be_bytes());
-    t.extend_from_slice(&[0, 0, 0, 0]);
-    t.extend_from_slice(options);
-    t.extend_from_slice(payload);
-    let s = crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), 6, t.len());
-    let c = !checksum::fold(checksum::sum(s, &t));
-    t[16..18].copy_from_slice(&c.to_be_bytes());
-    t
+    let pseudo =
+        |len| crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), 6, len);
+    tcp_with(pseudo, sport, dport, seq, flags, options, payload)
 }
 
 /// An ICMPv6 message (`body` after type, code, checksum) with a valid checksum.
@@ -135,6 +116,27 @@ pub fn tcp(
     options: &[u8],
     payload: &[u8],
 ) -> Vec<u8> {
+    let pseudo = |len| ipv4::pseudo_header_sum(src.into(), dst.into(), 6, len);
+    tcp_with(pseudo, sport, dport, seq, flags, options, payload)
+}
+
+/// A UDP datagram with a full checksum.
+pub fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+    let pseudo = |len| ipv4::pseudo_header_sum(src.into(), dst.into(), 17, len);
+    udp_with(pseudo, sport, dport, payload)
+}
+
+/// A TCP segment (ack 0x10000000, window 65535) whose checksum starts from
+/// `pseudo(length)`, the pseudo-header sum of either family.
+fn tcp_with(
+    pseudo: impl Fn(usize) -> u32,
+    sport: u16,
+    dport: u16,
+    seq: u32,
+    flags: u8,
+    options: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
     assert_eq!(options.len() % 4, 0);
     let hl = 20 + options.len();
     let mut t = Vec::new();
@@ -148,22 +150,21 @@ pub fn tcp(
     t.extend_from_slice(&[0, 0, 0, 0]);
     t.extend_from_slice(options);
     t.extend_from_slice(payload);
-    let s = ipv4::pseudo_header_sum(src.into(), dst.into(), 6, t.len());
-    let c = !checksum::fold(checksum::sum(s, &t));
+    let c = !checksum::fold(checksum::sum(pseudo(t.len()), &t));
     t[16..18].copy_from_slice(&c.to_be_bytes());
     t
 }
 
-/// A UDP datagram with a full checksum.
-pub fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+/// A UDP datagram whose checksum starts from `pseudo(length)`, the pseudo-header sum
+/// of either family (a computed 0 is sent as 0xffff).
+fn udp_with(pseudo: impl Fn(usize) -> u32, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
     let mut u = Vec::new();
     u.extend_from_slice(&sport.to_be_bytes());
     u.extend_from_slice(&dport.to_be_bytes());
     u.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
     u.extend_from_slice(&[0, 0]);
     u.extend_from_slice(payload);
-    let s = ipv4::pseudo_header_sum(src.into(), dst.into(), 17, u.len());
-    let mut c = !checksum::fold(checksum::sum(s, &u));
+    let mut c = !checksum::fold(checksum::sum(pseudo(u.len()), &u));
     if c == 0 {
         c = 0xffff;
     }
@@ -239,7 +240,84 @@ impl Rng {
     }
 }
 
+/// xorshift32, seeded: the same cases every run (the DHCP and DNS mutation tests).
+pub struct XorShift(pub u32);
+
+impl XorShift {
+    pub fn next(&mut self) -> u32 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.0 = x;
+        x
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        usize::try_from(self.next()).unwrap() % n.max(1)
+    }
+    pub fn byte(&mut self) -> u8 {
+        u8::try_from(self.below(256)).unwrap()
+    }
+}
+
 /// The address `a.b.c.d`.
 pub fn ip(a: [u8; 4]) -> Ipv4Addr {
     Ipv4Addr::from(a)
+}
+
+/// The frames a segmenting function hands to its `emit`, in order (it must succeed).
+pub fn emitted(
+    run: impl FnOnce(&mut dyn FnMut(&mut [u8]) -> Result<(), DropReason>) -> Result<(), DropReason>,
+) -> Vec<Vec<u8>> {
+    let mut frames = Vec::new();
+    run(&mut |f| {
+        frames.push(f.to_vec());
+        Ok(())
+    })
+    .unwrap();
+    frames
+}
+
+/// A firewall zone of one interface whose output is accepted, without masquerade or
+/// MSS clamping.
+pub fn zone(
+    name: &str,
+    ifc: IfId,
+    input: crate::firewall::ruleset::Verdict,
+    forward: crate::firewall::ruleset::Verdict,
+) -> crate::firewall::ruleset::Zone {
+    use crate::firewall::ruleset::{Verdict, Zone};
+    Zone {
+        name: name.into(),
+        ifaces: alloc::vec![ifc],
+        input,
+        output: Verdict::Accept,
+        forward,
+        masq: false,
+        mtu_fix: false,
+    }
+}
+
+/// A hook's view of a packet from `input` (to `output`) at `now` with a full checksum
+/// and no source MAC.
+pub fn meta(input: IfId, output: Option<IfId>, now: crate::Millis) -> crate::Meta {
+    crate::Meta {
+        input,
+        output,
+        csum_partial: false,
+        now,
+        src_mac: None,
+    }
+}
+
+/// An Ethernet interface of `mtu` with checksum offload, no GSO and no MSS clamping.
+pub fn ifconfig(name: &str, mac: [u8; 6], mtu: u16) -> crate::iface::IfConfig {
+    crate::iface::IfConfig {
+        name: name.into(),
+        mac: smoltcp::wire::EthernetAddress(mac),
+        mtu,
+        has_tx_gso: false,
+        has_tx_csum_offload: true,
+        is_mss_clamped: false,
+    }
 }

@@ -66,7 +66,7 @@
 //! service(&mut self) -> bool                  // polls; true: another turn at once
 //! recv(&mut self) -> Option<Vec<u8>>; recv_meta(&mut self) -> Option<ClientFrame>
 //! can_send(&self) -> bool; send(&mut self, &[u8]) -> Result<(), NetbackError>
-//! send_with(&mut self, &[u8], Checksum) -> Result<(), NetbackError>
+//! send_with(&mut self, &[u8], RxChecksum) -> Result<(), NetbackError>
 //! client_takes_csum_blank(&self) -> bool
 //! source_filter() -> Option<&SourceFilter>; rate() -> Option<(bytes, usec)>
 //! rate_wakeup_ns() -> Option<u64>             // poll then: a packet waits for credit
@@ -125,6 +125,7 @@ mod xenbus;
 #[cfg(test)]
 mod tests;
 
+pub use crate::netif::RxChecksum;
 pub use guard::{parse_rate, Credit, SourceFilter, MIN_BURST};
 pub use stats::NetbackStats;
 pub use xenbus::BackState;
@@ -212,27 +213,13 @@ impl fmt::Display for NetbackError {
     }
 }
 
-/// What a frame's sender vouches for of its TCP/UDP checksum (netif.h's
-/// `NETTXF_data_validated`/`NETTXF_csum_blank` from the client,
-/// `NETRXF_data_validated`/`NETRXF_csum_blank` to it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Checksum {
-    /// Nothing: the receiver checks it.
-    Unknown,
-    /// Checked and right.
-    Validated,
-    /// Only the pseudo-header sum is in the field: the data is good and the
-    /// checksum must be completed before it leaves the host.
-    Blank,
-}
-
 /// A frame from the client, with what it said of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientFrame {
     /// The Ethernet frame.
     pub frame: Vec<u8>,
     /// Its checksum state.
-    pub csum: Checksum,
+    pub csum: RxChecksum,
     /// The segment size of a GSO packet (a GSO extra-info slot), if it had one.
     pub gso: Option<u16>,
 }
@@ -277,7 +264,7 @@ pub struct Netback<P: XenBackend> {
     received: VecDeque<ClientFrame>,
     /// Bytes of the frames in `received`.
     received_bytes: usize,
-    to_client: VecDeque<(Vec<u8>, Checksum)>,
+    to_client: VecDeque<(Vec<u8>, RxChecksum)>,
     /// Bytes of the frames in `to_client`.
     to_client_bytes: usize,
     broken: Option<String>,

@@ -4,7 +4,7 @@
 
 use super::tx::{copy_batch, publish, split, Op};
 use super::{
-    ring_error, Checksum, Netback, NetbackError, RX_BUDGET, RX_STAGING_PAGES, TO_CLIENT_MAX,
+    ring_error, Netback, NetbackError, RxChecksum, RX_BUDGET, RX_STAGING_PAGES, TO_CLIENT_MAX,
     TO_CLIENT_MAX_BYTES,
 };
 use crate::netif::{self, RxResponse, RX_ENTRY_BYTES};
@@ -15,7 +15,7 @@ use xenlet_xen::shared::PAGE_BYTES;
 /// A frame waiting for its batch's copy: the client's buffers it takes (id, bytes).
 struct Pending {
     slots: Vec<(u16, u16)>,
-    csum: Checksum,
+    csum: RxChecksum,
     ops: core::ops::Range<usize>,
 }
 
@@ -48,14 +48,14 @@ impl<P: XenBackend> Netback<P> {
     /// Queues a frame for the client (checksums complete, or at least not vouched
     /// for: it checks them). Copied at the next [`Netback::poll`].
     pub fn send(&mut self, frame: &[u8]) -> Result<(), NetbackError> {
-        self.send_with(frame, Checksum::Unknown)
+        self.send_with(frame, RxChecksum::Unknown)
     }
 
     /// Queues a frame for the client, saying what is known of its checksum:
     /// `Validated` (`NETRXF_data_validated`), or `Blank` (`NETRXF_csum_blank`: only
     /// for a client that takes them, IPv4, or IPv6 when it wrote
     /// `feature-ipv6-csum-offload`). A frame refused is dropped and counted.
-    pub fn send_with(&mut self, frame: &[u8], csum: Checksum) -> Result<(), NetbackError> {
+    pub fn send_with(&mut self, frame: &[u8], csum: RxChecksum) -> Result<(), NetbackError> {
         let r = self.check_send(frame, csum);
         match r {
             Ok(()) => {
@@ -67,7 +67,7 @@ impl<P: XenBackend> Netback<P> {
         r
     }
 
-    fn check_send(&self, frame: &[u8], csum: Checksum) -> Result<(), NetbackError> {
+    fn check_send(&self, frame: &[u8], csum: RxChecksum) -> Result<(), NetbackError> {
         if let Some(w) = &self.broken {
             return Err(NetbackError::Broken(w.clone()));
         }
@@ -77,7 +77,7 @@ impl<P: XenBackend> Netback<P> {
         if frame.is_empty() || frame.len() > 65535 || (frame.len() > PAGE_BYTES && !c.fe_sg) {
             return Err(NetbackError::BadFrame);
         }
-        if csum == Checksum::Blank {
+        if csum == RxChecksum::Blank {
             let ok = match ethertype(frame) {
                 0x0800 => c.fe_csum_blank,
                 0x86dd => c.fe_csum_blank && c.fe_ipv6_csum_blank,
@@ -208,9 +208,11 @@ impl<P: XenBackend> Netback<P> {
                 let mut flags = if i < last { netif::NETRXF_MORE_DATA } else { 0 };
                 if i == 0 {
                     flags |= match p.csum {
-                        Checksum::Unknown => 0,
-                        Checksum::Validated => netif::NETRXF_DATA_VALIDATED,
-                        Checksum::Blank => netif::NETRXF_CSUM_BLANK | netif::NETRXF_DATA_VALIDATED,
+                        RxChecksum::Unknown => 0,
+                        RxChecksum::Validated => netif::NETRXF_DATA_VALIDATED,
+                        RxChecksum::Blank => {
+                            netif::NETRXF_CSUM_BLANK | netif::NETRXF_DATA_VALIDATED
+                        }
                     };
                 }
                 let rsp = if ok {

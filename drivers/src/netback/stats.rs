@@ -1,6 +1,8 @@
 //! The vif's counters, from the vif's side as Linux counts `vif<d>.<n>`: rx is what
 //! the client sent us, tx what we sent it.
 
+use crate::netif::LinkStats;
+
 /// Netback counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NetbackStats {
@@ -38,4 +40,22 @@ pub struct NetbackStats {
     pub fatal: u64,
     /// Ring pages Xen refused to unmap (their memory is never reused).
     pub unmap_failures: u64,
+}
+
+/// The link's view, as the network stack reads it: a frame for the client that was
+/// dropped counts as a transmit error (the client never got it), a frame the source
+/// filter dropped as a dropped one.
+impl From<NetbackStats> for LinkStats {
+    fn from(s: NetbackStats) -> Self {
+        LinkStats {
+            rx_packets: s.rx_packets,
+            rx_bytes: s.rx_bytes,
+            rx_dropped: s.rx_dropped + s.rx_spoofed,
+            rx_errors: s.rx_errors,
+            rx_gso: s.rx_gso,
+            tx_packets: s.tx_packets,
+            tx_bytes: s.tx_bytes,
+            tx_errors: s.tx_errors + s.tx_dropped,
+        }
+    }
 }

@@ -441,7 +441,7 @@ fn a_frame_crossing_a_page_arrives_whole_from_two_slots() {
     assert!(!nb.poll());
     let got = nb.recv_meta().unwrap();
     assert_eq!(got.frame, f);
-    assert_eq!(got.csum, Checksum::Validated);
+    assert_eq!(got.csum, RxChecksum::Validated);
     assert_eq!(got.gso, None);
     assert_eq!(nb.recv(), None);
     assert_eq!(
@@ -484,8 +484,8 @@ fn checksum_flags_from_the_client_are_passed_on() {
     let s = c.frame_slots(&frame(100, 0), 0, 2, 0);
     c.push_tx(&s);
     nb.poll();
-    assert_eq!(nb.recv_meta().unwrap().csum, Checksum::Blank);
-    assert_eq!(nb.recv_meta().unwrap().csum, Checksum::Unknown);
+    assert_eq!(nb.recv_meta().unwrap().csum, RxChecksum::Blank);
+    assert_eq!(nb.recv_meta().unwrap().csum, RxChecksum::Unknown);
 }
 
 #[test]
@@ -807,8 +807,8 @@ fn frames_reach_the_buffers_the_client_posted() {
     let (mut nb, mut c) = connected(&x);
     c.post_rx(4, true);
     nb.send(&frame(1514, 1)).unwrap();
-    nb.send_with(&frame(60, 2), Checksum::Validated).unwrap();
-    nb.send_with(&frame(90, 3), Checksum::Blank).unwrap();
+    nb.send_with(&frame(60, 2), RxChecksum::Validated).unwrap();
+    nb.send_with(&frame(90, 3), RxChecksum::Blank).unwrap();
     assert!(!nb.poll());
     let r = c.rx_responses();
     assert_eq!(r.len(), 3);
@@ -929,10 +929,10 @@ fn partial_checksums_go_only_to_a_client_that_takes_them() {
     });
     assert!(!nb.client_takes_csum_blank());
     assert_eq!(
-        nb.send_with(&frame(60, 0), Checksum::Blank),
+        nb.send_with(&frame(60, 0), RxChecksum::Blank),
         Err(NetbackError::BadFrame)
     );
-    assert_eq!(nb.send_with(&frame(60, 0), Checksum::Validated), Ok(()));
+    assert_eq!(nb.send_with(&frame(60, 0), RxChecksum::Validated), Ok(()));
     // IPv6 only with feature-ipv6-csum-offload
     let x = xen();
     let (mut nb, _c) = connected(&x);
@@ -940,10 +940,10 @@ fn partial_checksums_go_only_to_a_client_that_takes_them() {
     v6[12] = 0x86;
     v6[13] = 0xdd;
     assert_eq!(
-        nb.send_with(&v6, Checksum::Blank),
+        nb.send_with(&v6, RxChecksum::Blank),
         Err(NetbackError::BadFrame)
     );
-    assert_eq!(nb.send_with(&frame(80, 0), Checksum::Blank), Ok(()));
+    assert_eq!(nb.send_with(&frame(80, 0), RxChecksum::Blank), Ok(()));
 }
 
 #[test]
@@ -1119,7 +1119,7 @@ fn our_netfront_and_netback_pass_frames_both_ways() {
     // us to the client: into the 256 buffers it posted at connect
     let back = [frame(64, 4), frame(1514, 5), frame(5000, 6)];
     nb.send(&back[0]).unwrap();
-    nb.send_with(&back[1], Checksum::Validated).unwrap();
+    nb.send_with(&back[1], RxChecksum::Validated).unwrap();
     nb.send(&back[2]).unwrap();
     assert!(!nb.poll());
     nf.poll_rx();
@@ -1339,7 +1339,7 @@ fn a_frontend_writing_garbage_never_panics_the_backend_nor_grows_it() {
             );
             for _ in 0..rng.below(6) {
                 let len = 1 + rng.below(9000) as usize;
-                let _ = nb.send_with(&frame(len, step as u8), Checksum::Unknown);
+                let _ = nb.send_with(&frame(len, step as u8), RxChecksum::Unknown);
             }
             let tx_rsp_before = c.tx.load_u32(8);
             let was_broken = nb.broken().is_some();
@@ -1504,7 +1504,7 @@ fn a_linux_client_sending_64k_gso_packets_is_never_left_waiting() {
     assert!(done, "{} of 200 packets", got.len());
     for f in &got {
         assert_eq!(f.frame, frame(65_000, 3));
-        assert_eq!((f.gso, f.csum), (Some(1448), Checksum::Blank));
+        assert_eq!((f.gso, f.csum), (Some(1448), RxChecksum::Blank));
     }
 }
 

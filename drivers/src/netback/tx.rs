@@ -4,7 +4,7 @@
 
 use super::guard::Verdict;
 use super::{
-    ring_error, Checksum, ClientFrame, Conn, Netback, FATAL_SLOTS, MAX_EXTRAS, MAX_SLOTS,
+    ring_error, ClientFrame, Conn, Netback, RxChecksum, FATAL_SLOTS, MAX_EXTRAS, MAX_SLOTS,
     RECEIVED_MAX, RECEIVED_MAX_BYTES, TX_BUDGET, TX_STAGING_PAGES,
 };
 use crate::netif::{self, TX_ENTRY_BYTES};
@@ -30,7 +30,7 @@ pub(super) struct Packet {
     segs: Vec<(u32, u16, u16)>,
     /// The frame's length (the first slot's `size`).
     total: usize,
-    csum: Checksum,
+    csum: RxChecksum,
     gso: Option<u16>,
     /// Why the packet is dropped (answered with an error), if it is.
     drop: Option<&'static str>,
@@ -139,11 +139,11 @@ fn take_packet(ring: &mut BackRing) -> Take {
     let mut segs = vec![(first.gref, first.offset, remaining as u16)];
     segs.extend(rest);
     let csum = if first.flags & netif::NETTXF_CSUM_BLANK != 0 {
-        Checksum::Blank
+        RxChecksum::Blank
     } else if first.flags & netif::NETTXF_DATA_VALIDATED != 0 {
-        Checksum::Validated
+        RxChecksum::Validated
     } else {
-        Checksum::Unknown
+        RxChecksum::Unknown
     };
     Take::Packet(Packet {
         ids,

@@ -53,15 +53,14 @@ mod flow;
 mod queue;
 mod reconnect;
 mod rx;
-mod stats;
 mod tx;
 mod xenbus;
 
 #[cfg(test)]
 mod tests;
 
-pub use rx::{RxChecksum, RX_FRAME_MAX};
-pub use stats::{NetStats, QueueStats};
+pub use crate::netif::{LinkStats, QueueStats, RxChecksum};
+pub use rx::RX_FRAME_MAX;
 pub use xenbus::{mtu_from_backend, parse_mac, DEFAULT_MTU, MAX_MTU, MIN_MTU};
 
 use crate::platform::XenPlatform;
@@ -122,7 +121,7 @@ pub struct Netfront<P: XenPlatform> {
     broken: Option<String>,
     /// The backend went away ([`Netfront::detach`]); waiting for one to come back.
     detached: bool,
-    stats: NetStats,
+    stats: LinkStats,
 }
 
 impl<P: XenPlatform> Netfront<P> {
@@ -148,7 +147,7 @@ impl<P: XenPlatform> Netfront<P> {
             received_bytes: 0,
             broken: None,
             detached: false,
-            stats: NetStats::default(),
+            stats: LinkStats::default(),
         })
     }
 
@@ -187,7 +186,7 @@ impl<P: XenPlatform> Netfront<P> {
     }
 
     /// Link statistics.
-    pub fn stats(&self) -> NetStats {
+    pub fn stats(&self) -> LinkStats {
         self.stats
     }
 

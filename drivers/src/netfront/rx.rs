@@ -6,8 +6,8 @@
 
 use super::queue::Queue;
 use super::xenbus::Link;
-use super::{NetStats, Netfront, ETH_HEADER};
-use crate::netif::{self, RxResponse};
+use super::{LinkStats, Netfront, ETH_HEADER};
+use crate::netif::{self, RxChecksum, RxResponse};
 use crate::platform::XenPlatform;
 use alloc::collections::VecDeque;
 use alloc::format;
@@ -23,32 +23,6 @@ const RECEIVED_MAX: usize = 1024;
 pub(super) const RECEIVED_BYTES: usize = 512 * 1024;
 /// RX responses one queue hands over before the next queue's turn.
 pub(super) const RX_BUDGET: usize = 64;
-
-/// What the backend says of a received packet's TCP/UDP checksum (receive checksum
-/// offload, on by default in netif.h).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RxChecksum {
-    /// Nothing: the receiver checks it.
-    Unknown,
-    /// The backend checked it (`NETRXF_data_validated`).
-    Validated,
-    /// Never computed (`NETRXF_csum_blank`): the field holds only the pseudo-header
-    /// sum; the packet comes from dom0's own stack and its data is good.
-    Blank,
-}
-
-impl RxChecksum {
-    /// From a first RX slot's `NETRXF_*` flags.
-    pub fn from_flags(flags: u16) -> Self {
-        if flags & netif::NETRXF_CSUM_BLANK != 0 {
-            RxChecksum::Blank
-        } else if flags & netif::NETRXF_DATA_VALIDATED != 0 {
-            RxChecksum::Validated
-        } else {
-            RxChecksum::Unknown
-        }
-    }
-}
 
 /// The largest received frame kept: an IPv4 or IPv6 packet of 64 KiB (a GSO packet)
 /// behind its Ethernet header.
@@ -87,7 +61,7 @@ impl Queue {
     pub(super) fn poll_rx<P: XenPlatform>(
         &mut self,
         p: &P,
-        stats: &mut NetStats,
+        stats: &mut LinkStats,
         received: &mut VecDeque<(Vec<u8>, u16, Option<u16>)>,
         budget: usize,
         gso_rx: bool,
@@ -215,7 +189,7 @@ impl Queue {
 fn deliver(
     pkt: RxPacket,
     queue_packets: &mut u64,
-    stats: &mut NetStats,
+    stats: &mut LinkStats,
     received: &mut VecDeque<(Vec<u8>, u16, Option<u16>)>,
 ) {
     match pkt.drop {

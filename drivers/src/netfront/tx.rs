@@ -6,7 +6,7 @@
 use super::flow::tx_queue;
 use super::queue::{Queue, QueueError};
 use super::xenbus::Link;
-use super::{NetError, NetStats, Netfront};
+use super::{LinkStats, NetError, Netfront};
 use crate::netif::{self, TxRequest};
 use crate::platform::XenPlatform;
 use alloc::format;
@@ -29,7 +29,7 @@ impl Queue {
         frame: &[u8],
         gso: Option<u16>,
         csum_blank: bool,
-        stats: &mut NetStats,
+        stats: &mut LinkStats,
     ) -> Result<(), QueueError> {
         let chunks: Vec<&[u8]> = frame.chunks(PAGE_BYTES).collect();
         let ring_slots = chunks.len() + usize::from(gso.is_some());
@@ -87,7 +87,7 @@ impl Queue {
     }
 
     /// Takes TX responses: frees the slots, counts. A bad response is an error.
-    pub(super) fn reap_tx(&mut self, stats: &mut NetStats) -> Result<(), String> {
+    pub(super) fn reap_tx(&mut self, stats: &mut LinkStats) -> Result<(), String> {
         let mut raw = [0u8; 4];
         loop {
             match self.tx.take_response_or_arm(&mut raw) {

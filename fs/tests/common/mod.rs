@@ -271,6 +271,13 @@ pub fn mkfs(
     );
 }
 
+/// Unmounts `fs`, lets go of its device, and checks `img` with [`fsck_clean`].
+pub fn unmount_clean(mut fs: impl FileSystem, img: &Path) {
+    fs.unmount().unwrap();
+    drop(fs);
+    fsck_clean(img);
+}
+
 /// `e2fsck -fn`: panics with its output unless the filesystem is clean.
 pub fn fsck_clean(img: &Path) {
     let out = Command::new(tool("e2fsck"))

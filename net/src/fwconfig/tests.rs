@@ -178,6 +178,20 @@ struct Box4 {
 }
 
 impl Box4 {
+    /// Sets the firewall's wall clock so that `now` (1000 ms) is Monday 2025-06-02
+    /// 12:00 UTC, local time UTC.
+    fn set_clock_to_monday_noon(&mut self) {
+        use xenlet_router::firewall::timematch::WallClock;
+        let noon = (1_748_822_400 + 12 * 3600) * 1000;
+        self.nf
+            .firewall_mut()
+            .unwrap()
+            .set_wall_clock(Some(WallClock {
+                unix_ms_at_zero: noon - 1000,
+                utc_offset_secs: 0,
+            }));
+    }
+
     fn new(text: &str) -> Box4 {
         let mut r = Router::new(RouterConfig::default());
         let cfg = |name: &str, mac| IfConfig {
@@ -596,7 +610,6 @@ fn port_forward_and_its_reflection_from_the_lan() {
 
 #[test]
 fn a_port_forward_with_a_time_match_applies_only_in_its_hours() {
-    use xenlet_router::firewall::timematch::WallClock;
     let text = format!(
         "{IMAGE_FIREWALL}{}",
         PORT_FORWARD.replace(
@@ -610,11 +623,7 @@ fn a_port_forward_with_a_time_match_applies_only_in_its_hours() {
     let (d, _) = b.send(WAN, tcp(FAR, R_WAN, 5555, 8080, 100, 0, SYN, &[]));
     assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
     // b.now (1000 ms) is 12:00 UTC
-    let noon = (1_748_822_400 + 12 * 3600) * 1000;
-    b.nf.firewall_mut().unwrap().set_wall_clock(Some(WallClock {
-        unix_ms_at_zero: noon - 1000,
-        utc_offset_secs: 0,
-    }));
+    b.set_clock_to_monday_noon();
     let (d, w) = b.send(WAN, tcp(FAR, R_WAN, 5556, 8080, 100, 0, SYN, &[]));
     assert_eq!(d, Disposition::Forwarded);
     assert_eq!(&w.ip(0)[16..20], &HOST[..]);
@@ -726,7 +735,6 @@ fn negated_addresses_narrow_the_family_as_fw4() {
 
 #[test]
 fn a_bedtime_rule_from_the_file_rejects_new_flows_only_in_its_hours() {
-    use xenlet_router::firewall::timematch::WallClock;
     let text = format!(
         "{IMAGE_FIREWALL}\nconfig rule\n\toption name 'bedtime'\n\toption src 'lan'\n\toption dest 'wan'\n\toption src_ip '192.168.1.100'\n\toption start_time '22:00'\n\toption stop_time '06:00'\n\toption weekdays 'mon tue wed thu fri'\n\toption target 'REJECT'\n"
     );
@@ -735,11 +743,7 @@ fn a_bedtime_rule_from_the_file_rejects_new_flows_only_in_its_hours() {
     let (d, _) = b.send(LAN, tcp(HOST, FAR, 5000, 443, 1, 0, SYN, &[]));
     assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
     // b.now (1000 ms) is Monday 2025-06-02 12:00 UTC; local time is UTC
-    let noon = (1_748_822_400 + 12 * 3600) * 1000;
-    b.nf.firewall_mut().unwrap().set_wall_clock(Some(WallClock {
-        unix_ms_at_zero: noon - 1000,
-        utc_offset_secs: 0,
-    }));
+    b.set_clock_to_monday_noon();
     let (d, _) = b.send(LAN, tcp(HOST, FAR, 5001, 443, 1, 0, SYN, &[]));
     assert_eq!(d, Disposition::Forwarded);
     // 23:00: a new flow is refused, the one opened at noon goes on (established)

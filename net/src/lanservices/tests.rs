@@ -67,6 +67,22 @@ fn wan_static_network() -> String {
     )
 }
 
+/// The router's stack as `plan` configures it: eth0 over `lan`, eth1 over `wan`.
+fn routed_stack(plan: &netplan::Plan, lan: Pipe, wan: Pipe) -> NetStack<Routed<Pipe>> {
+    let mut stack = NetStack::new();
+    for (vif, pipe) in [("eth0", lan), ("eth1", wan)] {
+        let c = plan.config_of(vif).unwrap();
+        stack.ifs.push(NetIf::new(
+            vif,
+            Routed::new(pipe),
+            c,
+            0,
+            3 + stack.ifs.len() as u64,
+        ));
+    }
+    stack
+}
+
 /// The topology; the LAN host is configured by `lan_cfg` (`""` = DHCP, with host
 /// name `lan1`).
 fn net(lan_cfg: &str, store: Option<MemStore>) -> Net {
@@ -85,17 +101,7 @@ fn net(lan_cfg: &str, store: Option<MemStore>) -> Net {
     let wan_host = NetIf::new("eth0", w2, &config::parse("10.0.0.1/24").unwrap(), 0, 2);
     let network = wan_static_network();
     let plan = netplan::plan(&network, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
-    let mut stack = NetStack::new();
-    for (vif, pipe) in [("eth0", l2), ("eth1", w1)] {
-        let c = plan.config_of(vif).unwrap();
-        stack.ifs.push(NetIf::new(
-            vif,
-            Routed::new(pipe),
-            c,
-            0,
-            3 + stack.ifs.len() as u64,
-        ));
-    }
+    let mut stack = routed_stack(&plan, l2, w1);
     let gw = Gateway::new(plan.gateway.as_ref().unwrap(), &mut stack.ifs).unwrap();
     let spec = spec_from_files(DHCP, &network, &plan).unwrap();
     let store = store.map(|s| Box::new(s) as Box<dyn LeaseStore + Send>);
@@ -493,17 +499,7 @@ fn the_wan_leases_dns_server_becomes_the_upstream() {
     u.bind(53).unwrap();
     let hu = isp.ifs[0].sockets.add(u);
     let plan = netplan::plan(NETWORK, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
-    let mut stack = NetStack::new();
-    for (vif, pipe) in [("eth0", l2), ("eth1", w1)] {
-        let c = plan.config_of(vif).unwrap();
-        stack.ifs.push(NetIf::new(
-            vif,
-            Routed::new(pipe),
-            c,
-            0,
-            3 + stack.ifs.len() as u64,
-        ));
-    }
+    let mut stack = routed_stack(&plan, l2, w1);
     let mut gw = Gateway::new(plan.gateway.as_ref().unwrap(), &mut stack.ifs).unwrap();
     let spec = spec_from_files(DHCP, NETWORK, &plan).unwrap();
     assert!(spec.upstreams.is_empty(), "the files name no server");

@@ -33,11 +33,6 @@ pub struct Lease6 {
 }
 
 impl Lease6 {
-    /// Whether it still holds at `now`.
-    pub fn is_active(&self, now: Millis) -> bool {
-        self.expires.is_none_or(|e| e > now)
-    }
-
     /// Whether it is the lease of IA `iaid` of client `duid`.
     pub fn is_for(&self, duid: &[u8], iaid: u32) -> bool {
         self.iaid == iaid && self.duid == duid
@@ -49,8 +44,8 @@ impl NamedLease for Lease6 {
     fn address(&self) -> Ipv6Addr {
         self.addr
     }
-    fn holds_at(&self, now: Millis) -> bool {
-        self.is_active(now)
+    fn expires(&self) -> Option<Millis> {
+        self.expires
     }
     fn hostname(&self) -> Option<&str> {
         self.hostname.as_deref()

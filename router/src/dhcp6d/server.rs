@@ -28,7 +28,7 @@ use super::config::{Dhcp6Config, MAX_IAS_PER_MESSAGE, MAX_LEASES_PER_CLIENT};
 use super::lease::{Lease6, LeaseLine6, LeaseTable6, MAX_DUID};
 use super::message::{msg, reply_frame, Frame, Message, ALL_SERVERS};
 use super::options::{code, put, status, status_data, Options};
-use crate::dhcpd::lease::{address_named, name_at, sanitize_hostname};
+use crate::dhcpd::lease::{address_named, name_at, sanitize_hostname, NamedLease};
 use crate::dhcpd::LoadReport;
 use crate::Millis;
 use alloc::string::String;

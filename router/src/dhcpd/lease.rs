@@ -38,11 +38,6 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// Whether the lease still holds at `now`.
-    pub fn is_active(&self, now: Millis) -> bool {
-        self.expires.is_none_or(|e| e > now)
-    }
-
     /// Whether this lease belongs to the client with `hw` and `client_id`: by
     /// client id when both sides have one, by hardware address otherwise (as
     /// dnsmasq's `lease_find_by_client`).
@@ -61,12 +56,16 @@ pub trait NamedLease {
     type Addr: Copy + PartialEq + fmt::Debug;
     /// The address.
     fn address(&self) -> Self::Addr;
-    /// Whether it still holds at `now`.
-    fn holds_at(&self, now: Millis) -> bool;
+    /// When it ends (monotonic ms), `None` for never.
+    fn expires(&self) -> Option<Millis>;
     /// The host name, if any.
     fn hostname(&self) -> Option<&str>;
     /// Forgets its host name.
     fn clear_hostname(&mut self);
+    /// Whether it still holds at `now`.
+    fn is_active(&self, now: Millis) -> bool {
+        self.expires().is_none_or(|e| e > now)
+    }
     /// Whether its host name is `name` (case-insensitive).
     fn is_named(&self, name: &str) -> bool {
         self.hostname()
@@ -79,8 +78,8 @@ impl NamedLease for Lease {
     fn address(&self) -> Ipv4Addr {
         self.ip
     }
-    fn holds_at(&self, now: Millis) -> bool {
-        self.is_active(now)
+    fn expires(&self) -> Option<Millis> {
+        self.expires
     }
     fn hostname(&self) -> Option<&str> {
         self.hostname.as_deref()
@@ -258,7 +257,7 @@ impl<L: NamedLease> Leases<L> {
 
     /// Drops ended leases and declines.
     pub fn expire(&mut self, now: Millis) {
-        self.leases.retain(|l| l.holds_at(now));
+        self.leases.retain(|l| l.is_active(now));
         self.declined.expire(now);
     }
 
@@ -266,7 +265,7 @@ impl<L: NamedLease> Leases<L> {
     pub fn find_at(&self, addr: L::Addr, now: Millis) -> Option<&L> {
         self.leases
             .iter()
-            .find(|l| l.address() == addr && l.holds_at(now))
+            .find(|l| l.address() == addr && l.is_active(now))
     }
 
     /// Whether `addr` was declined and is still being kept out of the pool.
@@ -301,7 +300,7 @@ impl<L: NamedLease> Leases<L> {
     /// one, there is a free place, or one that has ended can go.
     pub(crate) fn has_room_for(&self, is_its: impl Fn(&L) -> bool, now: Millis) -> bool {
         self.leases.len() < self.capacity
-            || self.leases.iter().any(|l| is_its(l) || !l.holds_at(now))
+            || self.leases.iter().any(|l| is_its(l) || !l.is_active(now))
     }
 
     /// Adds `lease` when there is room, ended leases swept to make some; `false`
@@ -331,7 +330,7 @@ impl<L: NamedLease> Leases<L> {
 
     /// The active leases.
     pub(crate) fn active(&self, now: Millis) -> impl Iterator<Item = &L> {
-        self.leases.iter().filter(move |l| l.holds_at(now))
+        self.leases.iter().filter(move |l| l.is_active(now))
     }
 }
 

@@ -10,16 +10,6 @@
 //! payload to [`DhcpServer::handle`] with the monotonic time and sends the
 //! [`Reply`] to the address [`ReplyTo`] names, on port 68.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::indexing_slicing,
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic
-    )
-)]
-
 pub mod config;
 pub mod lease;
 pub mod message;

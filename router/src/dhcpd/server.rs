@@ -14,6 +14,7 @@
 
 use super::config::PoolConfig;
 use super::lease::{
+    NamedLease,
     address_named, name_at, sanitize_hostname, Lease, LeaseLine, LeaseTable, LoadReport,
 };
 use super::message::{build_reply, HwAddr, MessageType, Request};

@@ -7,6 +7,7 @@ use super::message::{MessageType, MAGIC_COOKIE};
 use super::options::{code, Options};
 use super::*;
 use crate::dns::{DnsAction, DnsConfig, DnsForwarder, Rng};
+use crate::testutil::XorShift;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::net::{Ipv4Addr, SocketAddrV4};
@@ -697,21 +698,6 @@ fn hostname_is_remembered_and_resolved_by_the_dns_side() {
     assert_eq!(dns.counters().forwarded, 0);
 }
 
-/// xorshift32, seeded: the same cases every run.
-struct XorShift(u32);
-impl XorShift {
-    fn next(&mut self) -> u32 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        self.0 = x;
-        x
-    }
-    fn below(&mut self, n: usize) -> usize {
-        usize::try_from(self.next()).unwrap() % n.max(1)
-    }
-}
 
 /// Flips, overwrites, truncates and extends valid client packets; the server
 /// must never panic, every packet must be counted, and every reply must be a

@@ -4,6 +4,7 @@
 
 use super::message::{rcode, rtype, Message};
 use super::*;
+use crate::testutil::XorShift;
 use alloc::vec::Vec;
 use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
@@ -614,24 +615,6 @@ fn hostile_names_are_dropped() {
     assert_eq!(f.counters().queries, 0);
 }
 
-/// xorshift32, seeded.
-struct XorShift(u32);
-impl XorShift {
-    fn next(&mut self) -> u32 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        self.0 = x;
-        x
-    }
-    fn below(&mut self, n: usize) -> usize {
-        usize::try_from(self.next()).unwrap() % n.max(1)
-    }
-    fn byte(&mut self) -> u8 {
-        u8::try_from(self.below(256)).unwrap()
-    }
-}
 
 fn mutate(rng: &mut XorShift, p: &mut Vec<u8>) {
     for _ in 0..1 + rng.below(6) {

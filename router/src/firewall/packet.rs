@@ -59,8 +59,8 @@ impl Packet {
         if first {
             match proto {
                 ipv4::PROTO_TCP | ipv4::PROTO_UDP => {
-                    if let (Some(s), Some(d)) = (ipv4::be16(l4, 0), ipv4::be16(l4, 2)) {
-                        p.ports = Some((s, d));
+                    if let Some(ports) = ipv4::ports(l4) {
+                        p.ports = Some(ports);
                     }
                     if proto == ipv4::PROTO_TCP {
                         p.tcp_flags = l4.get(ipv4::tcp::FLAGS).copied();
@@ -100,8 +100,8 @@ impl Packet {
             let l4 = ip.get(upper.offset..).unwrap_or(&[]);
             match upper.proto {
                 ipv4::PROTO_TCP | ipv4::PROTO_UDP => {
-                    if let (Some(s), Some(d)) = (ipv4::be16(l4, 0), ipv4::be16(l4, 2)) {
-                        p.ports = Some((s, d));
+                    if let Some(ports) = ipv4::ports(l4) {
+                        p.ports = Some(ports);
                     }
                     if upper.proto == ipv4::PROTO_TCP {
                         p.tcp_flags = l4.get(ipv4::tcp::FLAGS).copied();

@@ -10,7 +10,7 @@ use core::net::Ipv6Addr;
 use crate::checksum;
 use crate::exthdr::Upper;
 use crate::flow::tcp_flag;
-use crate::ipv4::{be16, be32, put16, tcp};
+use crate::ipv4::{self, be32, put16, tcp};
 use crate::ipv6::{self, HEADER_LEN, PROTO_TCP};
 
 /// Length of a reset frame: Ethernet, IPv6, TCP headers.
@@ -56,7 +56,7 @@ pub fn build6(
         let s = be32(seg, tcp::SEQ)?;
         (0, s.wrapping_add(len), tcp_flag::RST | tcp_flag::ACK)
     };
-    let (sport, dport) = (be16(seg, 0)?, be16(seg, 2)?);
+    let (sport, dport) = ipv4::ports(seg)?;
     let frame = buf.get_mut(..RESET6_FRAME_LEN)?;
     frame.fill(0);
     frame.get_mut(0..6)?.copy_from_slice(&peer);
@@ -115,7 +115,7 @@ mod tests {
         assert_eq!(ipv6::src(ip), B.parse::<Ipv6Addr>().unwrap());
         assert_eq!(ipv6::dst(ip), A.parse::<Ipv6Addr>().unwrap());
         let t = &ip[40..];
-        assert_eq!((be16(t, 0), be16(t, 2)), (Some(22), Some(40000)));
+        assert_eq!(ipv4::ports(t), Some((22, 40000)));
         assert_eq!(be32(t, 4), Some(0));
         assert_eq!(be32(t, 8), Some(1001));
         assert_eq!(t[13], tcp_flag::RST | tcp_flag::ACK);

@@ -5,7 +5,7 @@
 
 use super::ruleset::*;
 use super::*;
-use crate::testutil::{self as tu, Rng};
+use crate::testutil::{self as tu, zone, Rng};
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -29,18 +29,6 @@ fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, data: &[u8]) -> Vec<u
 const LAN: IfId = IfId(0);
 const WAN: IfId = IfId(1);
 const DMZ: IfId = IfId(2);
-
-fn zone(name: &str, ifc: IfId, input: Verdict, forward: Verdict) -> Zone {
-    Zone {
-        name: name.into(),
-        ifaces: vec![ifc],
-        input,
-        output: Verdict::Accept,
-        forward,
-        masq: false,
-        mtu_fix: false,
-    }
-}
 
 fn rule(name: &str, src: ZoneSel, dest: Option<ZoneSel>, target: Verdict) -> Rule {
     Rule {

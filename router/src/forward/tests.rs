@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+use super::fixture::*;
 use super::*;
 use crate::checksum;
 use crate::testutil::*;
@@ -13,31 +14,11 @@ use alloc::vec;
 use alloc::vec::Vec;
 use smoltcp::wire::EthernetAddress;
 
-const LAN: IfId = IfId(0);
-const WAN: IfId = IfId(1);
-const DMZ: IfId = IfId(2);
-const MAC0: [u8; 6] = [2, 0, 0, 0, 0, 0xa0];
-const MAC1: [u8; 6] = [2, 0, 0, 0, 0, 0xa1];
-const MAC2: [u8; 6] = [2, 0, 0, 0, 0, 0xa2];
 const HOST: [u8; 4] = [192, 168, 1, 100];
-const HOST_MAC: [u8; 6] = [0x52, 0x54, 0, 0x12, 0x34, 0x56];
 const GW: [u8; 4] = [10, 0, 0, 1];
-const GW_MAC: [u8; 6] = [0x52, 0x54, 0, 0xaa, 0xbb, 0xcc];
 const DMZ_HOST: [u8; 4] = [172, 16, 0, 50];
-const DMZ_MAC: [u8; 6] = [0x52, 0x54, 0, 0xdd, 0, 0x50];
 const NET: [u8; 4] = [8, 8, 8, 8];
 const SMALL: [u8; 4] = [198, 51, 100, 7];
-
-fn ifcfg(name: &str, mac: [u8; 6], mtu: u16, gso: bool, clamp: bool) -> IfConfig {
-    IfConfig {
-        name: name.into(),
-        mac: EthernetAddress(mac),
-        mtu,
-        has_tx_gso: gso,
-        has_tx_csum_offload: true,
-        is_mss_clamped: clamp,
-    }
-}
 
 fn setup() -> Router {
     let mut r = Router::new(RouterConfig::default());
@@ -89,6 +70,13 @@ fn learn_all(r: &mut Router) {
     learn(r, DMZ, MAC2, [172, 16, 0, 1], DMZ_HOST, DMZ_MAC);
 }
 
+/// [`setup`] with every neighbour known.
+fn learnt() -> Router {
+    let mut r = setup();
+    learn_all(&mut r);
+    r
+}
+
 fn udp_frame(
     to_mac: [u8; 6],
     src: [u8; 4],
@@ -111,14 +99,9 @@ fn udp_frame(
     eth(to_mac, HOST_MAC, 0x0800, &p)
 }
 
-fn run(r: &mut Router, ifc: IfId, f: &mut [u8], now: Millis, o: &mut Recorder) -> Disposition {
-    r.input(ifc, f, RxMeta::default(), now, &mut NoHook, o)
-}
-
 #[test]
 fn forwards_with_ttl_minus_one_and_valid_checksum() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let orig = udp_frame(MAC0, HOST, NET, 64, true, 100);
     let mut f = orig.clone();
     let mut o = Recorder::default();
@@ -270,8 +253,7 @@ fn arp_retries_then_failed_drops_and_host_unreachable() {
 
 #[test]
 fn stale_entry_is_used_and_reprobed_unicast() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let t = 31_000; // past reachable_ms
     r.poll(t, &mut o);
@@ -296,8 +278,7 @@ fn stale_entry_is_used_and_reprobed_unicast() {
 
 #[test]
 fn gratuitous_arp_updates_and_requests_to_us_create() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let new_mac = [0x52, 0x54, 0, 0xaa, 0xbb, 0xdd];
     // gratuitous request: sender = target = 10.0.0.1
@@ -376,8 +357,7 @@ fn a_full_neighbour_table_keeps_confirmed_and_incomplete_entries() {
 
 #[test]
 fn a_sweep_of_the_wan_subnet_leaves_the_gateway_resolved() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     // every other address of the WAN's /24, from the LAN: a neighbour entry each
     for i in 3..=254u8 {
@@ -415,8 +395,7 @@ fn check_icmp(f: &[u8], to_mac: [u8; 6], from: [u8; 4], ty: u8, code: u8) -> &[u
 
 #[test]
 fn ttl_expiry_sends_time_exceeded_quoting_the_original() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let orig = udp_frame(MAC0, HOST, NET, 1, false, 700);
     let mut f = orig.clone();
     let mut o = Recorder::default();
@@ -449,44 +428,27 @@ fn ttl_expiry_sends_time_exceeded_quoting_the_original() {
 
 #[test]
 fn no_icmp_about_icmp_errors() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
-    let err = ipv4(
-        HOST,
-        NET,
-        1,
-        1,
-        9,
-        false,
-        &[],
-        &[11, 0, 0xf4, 0xff, 0, 0, 0, 0],
-    );
-    let mut f = eth(MAC0, HOST_MAC, 0x0800, &err);
+    // an ICMP message from HOST to NET on its last hop
+    let last_hop = |icmp: &[u8]| {
+        let p = ipv4(HOST, NET, 1, 1, 9, false, &[], icmp);
+        eth(MAC0, HOST_MAC, 0x0800, &p)
+    };
+    let mut f = last_hop(&[11, 0, 0xf4, 0xff, 0, 0, 0, 0]);
     assert_eq!(
         run(&mut r, LAN, &mut f, 0, &mut o),
         Disposition::Dropped(DropReason::TtlExpired)
     );
     assert!(o.sent.is_empty());
-    let echo = ipv4(
-        HOST,
-        NET,
-        1,
-        1,
-        9,
-        false,
-        &[],
-        &[8, 0, 0xf7, 0xfe, 0, 1, 0, 0],
-    );
-    let mut f = eth(MAC0, HOST_MAC, 0x0800, &echo);
+    let mut f = last_hop(&[8, 0, 0xf7, 0xfe, 0, 1, 0, 0]);
     run(&mut r, LAN, &mut f, 0, &mut o);
     assert_eq!(o.sent.len(), 1, "but about an echo request, yes");
 }
 
 #[test]
 fn df_oversize_gets_frag_needed_with_next_hop_mtu() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let orig = udp_frame(MAC0, HOST, SMALL, 64, true, 1472 - 8);
     assert_eq!(orig.len(), 14 + 1492);
     let mut f = orig.clone();
@@ -537,8 +499,7 @@ fn reassemble(frames: &[&(IfId, Vec<u8>, TxMeta)], mtu: usize) -> (Vec<u8>, Vec<
 
 #[test]
 fn non_df_oversize_is_fragmented_and_reassembles() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let orig = udp_frame(MAC0, HOST, SMALL, 64, false, 3000);
     let mut f = orig.clone();
     let mut o = Recorder::default();
@@ -558,8 +519,7 @@ fn non_df_oversize_is_fragmented_and_reassembles() {
 
 #[test]
 fn partial_checksum_completed_before_fragmenting() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut f = udp_frame(MAC0, HOST, SMALL, 64, false, 2000);
     let ulen = f.len() - 34;
     let p = checksum::fold(ipv4::pseudo_header_sum(ip(HOST), ip(SMALL), 17, ulen));
@@ -602,8 +562,7 @@ fn syn_frame(src: [u8; 4], dst: [u8; 4], flags: u8, mss: u16) -> Vec<u8> {
 
 #[test]
 fn mss_clamped_on_syn_and_syn_ack_with_valid_checksum() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     for flags in [SYN, SYN | ACK] {
         let mut f = syn_frame(HOST, DMZ_HOST, flags, 1460);
@@ -659,8 +618,7 @@ fn gso_frame(to_mac: [u8; 6], src: [u8; 4], dst: [u8; 4], len: usize) -> (Vec<u8
 
 #[test]
 fn gso_to_non_gso_output_is_segmented_with_full_checksums() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let (mut f, payload) = gso_frame(MAC1, NET, HOST, 5000);
     let rx = RxMeta {
@@ -696,8 +654,7 @@ fn gso_to_non_gso_output_is_segmented_with_full_checksums() {
 
 #[test]
 fn gso_leaves_whole_when_the_output_can_and_frag_needed_when_df_too_big() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let (mut f, _) = gso_frame(MAC0, HOST, NET, 5000);
     let orig_tcp = f[34..].to_vec();
@@ -736,8 +693,7 @@ fn gso_leaves_whole_when_the_output_can_and_frag_needed_when_df_too_big() {
 
 #[test]
 fn icmp_errors_are_limited_per_peer_and_overall_but_frag_needed_never() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     // One host sending TTL-1 packets fast: six errors, then one a second.
     for _ in 0..60 {
@@ -775,8 +731,7 @@ fn icmp_errors_are_limited_per_peer_and_overall_but_frag_needed_never() {
 fn an_error_leaving_by_the_wan_comes_from_the_wan_address() {
     // A LAN-side packet with a WAN host's source (spoofed) and TTL 1: the error
     // goes to that host by the WAN, from the WAN address, not the LAN one.
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let mut f = udp_frame(MAC0, [10, 0, 0, 1], NET, 1, false, 10);
     assert_eq!(
@@ -790,8 +745,7 @@ fn an_error_leaving_by_the_wan_comes_from_the_wan_address() {
 
 #[test]
 fn a_martian_source_is_dropped_before_local_delivery_too() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     for (ifc, src, dst) in [
         (LAN, [127, 0, 0, 1], [192, 168, 1, 1]),
@@ -850,8 +804,7 @@ fn local_traffic_goes_to_the_stack_unchanged() {
 fn a_dhcp_offer_unicast_to_an_address_we_lack_is_ours() {
     // dnsmasq unicasts the OFFER to the address it offers (RFC 2131 §4.1): the WAN
     // interface does not have it yet, and it must reach the router's DHCP client
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let offered = [10, 0, 0, 77];
     let p = ipv4(
@@ -885,8 +838,7 @@ fn a_dhcp_offer_unicast_to_an_address_we_lack_is_ours() {
 
 #[test]
 fn martians_and_directed_broadcasts_dropped() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     for (src, dst) in [
         ([127, 0, 0, 1], NET),
@@ -912,8 +864,7 @@ fn martians_and_directed_broadcasts_dropped() {
 
 #[test]
 fn no_route_gives_net_unreachable() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     r.set_dhcp_default(None).unwrap();
     let mut o = Recorder::default();
     let mut f = udp_frame(MAC0, HOST, NET, 64, false, 10);
@@ -926,8 +877,7 @@ fn no_route_gives_net_unreachable() {
 
 #[test]
 fn full_link_is_counted() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder {
         full: true,
         ..Default::default()
@@ -943,8 +893,7 @@ fn full_link_is_counted() {
 
 #[test]
 fn malformed_frames_are_dropped_and_counted() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let good = udp_frame(MAC0, HOST, NET, 64, false, 40);
     // every truncation
@@ -1005,8 +954,7 @@ fn malformed_frames_are_dropped_and_counted() {
 
 #[test]
 fn random_mutations_never_panic() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let (gso, _) = gso_frame(MAC1, NET, HOST, 3000);
     let seeds: Vec<(IfId, Vec<u8>)> = vec![
@@ -1125,8 +1073,7 @@ fn rewrite(ip: &mut [u8], at: usize, to: [u8; 4]) {
 
 #[test]
 fn hook_runs_after_routing_and_before_the_mtu_check() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let mut h = Masq::default();
     let orig = udp_frame(MAC0, HOST, SMALL, 64, false, 3000);

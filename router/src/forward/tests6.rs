@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+use super::fixture::*;
 use super::*;
 use crate::exthdr::Upper;
 use crate::route6::{Ipv6Net, Route6};
@@ -13,43 +14,25 @@ use alloc::string::ToString;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::net::Ipv6Addr;
-use smoltcp::wire::EthernetAddress;
 
-const LAN: IfId = IfId(0);
-const WAN: IfId = IfId(1);
-const DMZ: IfId = IfId(2);
-const MAC0: [u8; 6] = [2, 0, 0, 0, 0, 0xa0];
-const MAC1: [u8; 6] = [2, 0, 0, 0, 0, 0xa1];
-const MAC2: [u8; 6] = [2, 0, 0, 0, 0, 0xa2];
 const HOST: &str = "2001:db8:1::100";
-const HOST_MAC: [u8; 6] = [0x52, 0x54, 0, 0x12, 0x34, 0x56];
 const GW: &str = "fe80::1";
-const GW_MAC: [u8; 6] = [0x52, 0x54, 0, 0xaa, 0xbb, 0xcc];
 const DMZ_HOST: &str = "2001:db8:2::50";
-const DMZ_MAC: [u8; 6] = [0x52, 0x54, 0, 0xdd, 0, 0x50];
 const NET: &str = "2001:db8:99::5";
 
 fn a(s: &str) -> Ipv6Addr {
     s.parse().unwrap()
 }
 
-fn ifcfg(name: &str, mac: [u8; 6], mtu: u16) -> IfConfig {
-    IfConfig {
-        name: name.into(),
-        mac: EthernetAddress(mac),
-        mtu,
-        has_tx_gso: false,
-        has_tx_csum_offload: true,
-        is_mss_clamped: false,
-    }
-}
-
 /// The interfaces with IPv4 only (what every deployment has today).
 fn setup4() -> Router {
     let mut r = Router::new(RouterConfig::default());
-    r.add_interface(ifcfg("eth0", MAC0, 1500)).unwrap();
-    r.add_interface(ifcfg("eth1", MAC1, 1500)).unwrap();
-    r.add_interface(ifcfg("eth2", MAC2, 1280)).unwrap();
+    r.add_interface(ifcfg("eth0", MAC0, 1500, false, false))
+        .unwrap();
+    r.add_interface(ifcfg("eth1", MAC1, 1500, false, false))
+        .unwrap();
+    r.add_interface(ifcfg("eth2", MAC2, 1280, false, false))
+        .unwrap();
     r.add_address(LAN, Ipv4Net::new(ip([192, 168, 1, 1]), 24).unwrap())
         .unwrap();
     r
@@ -102,14 +85,17 @@ fn learn_all(r: &mut Router) {
     learn(r, DMZ, DMZ_HOST, DMZ_MAC);
 }
 
+/// [`setup`] with every neighbour known.
+fn learnt() -> Router {
+    let mut r = setup();
+    learn_all(&mut r);
+    r
+}
+
 fn udp_frame(to_mac: [u8; 6], src: &str, dst: &str, hop: u8, len: usize) -> Vec<u8> {
     let payload: Vec<u8> = (0..len).map(|i| (i * 13 + 1) as u8).collect();
     let p = ipv6(src, dst, 17, hop, &udp6(src, dst, 33000, 53, &payload));
     eth(to_mac, HOST_MAC, 0x86dd, &p)
-}
-
-fn run(r: &mut Router, ifc: IfId, f: &mut [u8], now: Millis, o: &mut Recorder) -> Disposition {
-    r.input(ifc, f, RxMeta::default(), now, &mut NoHook, o)
 }
 
 /// The ICMPv6 messages sent: (interface, eth dst, type, code, ip) with a verified
@@ -149,8 +135,7 @@ fn without_an_ipv6_route_nothing_is_forwarded_and_all_is_local() {
 
 #[test]
 fn a_packet_for_another_network_is_forwarded_with_the_hop_limit_decremented() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let c = udp_frame(MAC0, HOST, NET, 64, 100);
     let mut f = c.clone();
@@ -311,8 +296,7 @@ fn a_flood_to_an_on_link_prefix_holds_no_more_than_the_slots() {
 
 #[test]
 fn hop_limit_1_gets_time_exceeded_quoting_the_packet() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let c = udp_frame(MAC0, HOST, NET, 1, 100);
     let mut f = c.clone();
@@ -332,8 +316,7 @@ fn hop_limit_1_gets_time_exceeded_quoting_the_packet() {
 
 #[test]
 fn too_big_gets_packet_too_big_which_is_never_rate_limited() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     // 1300 bytes to the DMZ (MTU 1280), 200 times at once
     for _ in 0..200 {
@@ -368,8 +351,7 @@ fn too_big_gets_packet_too_big_which_is_never_rate_limited() {
 
 #[test]
 fn no_error_about_an_error_nor_from_an_unspecified_source() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     // a destination-unreachable with hop limit 1
     let err = icmp6(HOST, NET, 1, 0, &[0; 52]);
@@ -394,8 +376,7 @@ fn no_error_about_an_error_nor_from_an_unspecified_source() {
 
 #[test]
 fn link_local_addresses_are_never_forwarded() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     learn(&mut r, LAN, "fe80::5", HOST_MAC);
     let mut o = Recorder::default();
     // to a link-local address: the local stack's, even with a route for it
@@ -417,8 +398,7 @@ fn link_local_addresses_are_never_forwarded() {
 
 #[test]
 fn no_route_gets_destination_unreachable() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     r.routes6_mut().remove_where(|r| r.dest.prefix_len() == 0);
     let mut o = Recorder::default();
     let mut f = udp_frame(MAC0, HOST, NET, 64, 10);
@@ -432,8 +412,7 @@ fn no_route_gets_destination_unreachable() {
 
 #[test]
 fn a_broken_extension_header_chain_is_dropped_and_counted() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     // a routing header claiming 64 bytes in a 16-byte payload
     let p = ipv6(
@@ -505,8 +484,7 @@ impl L4Hook for Hook6 {
 
 #[test]
 fn the_router_s_own_packets_go_through_the_input_hook_to_the_local_stack() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let mut h = Hook6::default();
     for dst in ["2001:db8:1::1", "2001:db8:ff::2", "ff02::1", "fe80::1"] {
@@ -531,8 +509,7 @@ fn the_router_s_own_packets_go_through_the_input_hook_to_the_local_stack() {
 
 #[test]
 fn the_forward_hook_sees_the_routed_packet_and_a_reject_answers_port_unreachable() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let mut h = Hook6::default();
     let mut f = udp_frame(MAC0, HOST, NET, 64, 10);
@@ -593,8 +570,7 @@ fn the_forward_hook_sees_the_routed_packet_and_a_reject_answers_port_unreachable
 
 #[test]
 fn mutated_ipv6_frames_never_panic() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut rng = Rng(0x1234_5678_9abc_def1);
     let mut rest = vec![43, 0, 1, 4, 0, 0, 0, 0]; // HBH
     rest.extend_from_slice(&[44, 0, 0, 0, 0, 0, 0, 0]); // routing
@@ -618,8 +594,7 @@ fn mutated_ipv6_frames_never_panic() {
 
 #[test]
 fn an_ipv6_gso_packet_leaves_cut_to_the_mtu_or_gets_packet_too_big() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let payload: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
     let seg = tcp6(HOST, NET, 40000, 443, 1, ACK | PSH, &[], &payload);
@@ -664,8 +639,7 @@ fn an_ipv6_gso_packet_leaves_cut_to_the_mtu_or_gets_packet_too_big() {
 
 #[test]
 fn a_next_hop_not_confirmed_for_30_s_is_probed_by_unicast_as_the_packet_goes() {
-    let mut r = setup();
-    learn_all(&mut r);
+    let mut r = learnt();
     let mut o = Recorder::default();
     let mut f = udp_frame(MAC0, HOST, NET, 64, 10);
     assert_eq!(

@@ -10,6 +10,7 @@ use super::*;
 use crate::checksum::{checksum, fold, sum};
 use crate::conntrack::TcpState;
 use crate::flow::tcp_flag::{ACK, FIN, PSH, RST, SYN};
+use crate::testutil::meta;
 
 const LAN: IfId = IfId(0);
 const WAN: IfId = IfId(1);
@@ -20,6 +21,17 @@ const SERVER: [u8; 4] = [198, 51, 100, 10];
 const SERVER2: [u8; 4] = [198, 51, 100, 20];
 const ROUTER_UPSTREAM: [u8; 4] = [198, 51, 100, 254];
 const S: Millis = 1000;
+
+/// The flow from HOST1 port `sport` to SERVER port `dport`.
+fn to_server(sport: u16, dport: u16, proto: Proto) -> Tuple {
+    Tuple {
+        src: HOST1,
+        dst: SERVER,
+        sport,
+        dport,
+        proto,
+    }
+}
 
 fn netfilter(capacity: usize) -> Netfilter {
     Netfilter::new(Config {
@@ -214,16 +226,6 @@ fn verify(p: &[u8]) {
     assert!(checksums_ok(p), "checksums of {p:02x?}");
 }
 
-fn meta(input: IfId, output: Option<IfId>, now: Millis) -> Meta {
-    Meta {
-        input,
-        output,
-        csum_partial: false,
-        now,
-        src_mac: None,
-    }
-}
-
 /// LAN -> WAN through both hooks.
 fn out(nf: &mut Netfilter, p: &mut [u8], now: Millis) -> HookVerdict {
     match nf.prerouting(p, &meta(LAN, None, now)) {
@@ -280,13 +282,9 @@ fn udp_masquerade_both_ways_restores_the_reply() {
     assert_eq!(back(&mut nf, &mut r, 10), OK);
     verify(&r);
     assert_eq!(r, udp(SERVER, 53, HOST1, 40000, b"answer!"));
-    let e = nf.conntrack().lookup_view(&Tuple {
-        src: HOST1,
-        dst: SERVER,
-        sport: 40000,
-        dport: 53,
-        proto: Proto::Udp,
-    });
+    let e = nf
+        .conntrack()
+        .lookup_view(&to_server(40000, 53, Proto::Udp));
     assert!(e.is_some_and(|e| e.status() & status::SEEN_REPLY != 0));
 }
 
@@ -485,15 +483,23 @@ fn an_icmp_error_about_a_flow_sent_to_another_host_is_invalid() {
     assert_eq!(nf.stats().icmp_related, 1);
 }
 
+/// A SYN from HOST1 port `port` to SERVER:80 sent out after HOST2's SYN from the same
+/// port took that port on the WAN address: (the SYN, as sent by HOST1 and as it
+/// left, with another source port).
+fn syn_with_its_port_taken(nf: &mut Netfilter, port: u16) -> (Vec<u8>, Vec<u8>) {
+    let mut x = tcp(HOST2, port, SERVER, 80, SYN, b"");
+    assert_eq!(out(nf, &mut x, 0), OK);
+    let orig = tcp(HOST1, port, SERVER, 80, SYN, b"");
+    let mut p = orig.clone();
+    assert_eq!(out(nf, &mut p, 0), OK);
+    assert_ne!(sport(&p), port);
+    (orig, p)
+}
+
 #[test]
 fn icmp_error_about_tcp_and_echo_flows() {
     let mut nf = netfilter(64);
-    let mut x = tcp(HOST2, 6100, SERVER, 80, SYN, b"");
-    assert_eq!(out(&mut nf, &mut x, 0), OK);
-    let orig = tcp(HOST1, 6100, SERVER, 80, SYN, b"");
-    let mut p = orig.clone();
-    assert_eq!(out(&mut nf, &mut p, 0), OK);
-    assert_ne!(sport(&p), 6100);
+    let (orig, p) = syn_with_its_port_taken(&mut nf, 6100);
     // time exceeded from a router on the way, quoting the whole segment (RFC 1812):
     // the quoted TCP checksum is restored too
     let mut err = icmp_error(ROUTER_UPSTREAM, WAN_ADDR, 11, 0, &p, 40);
@@ -573,13 +579,7 @@ fn invalid_packets_never_leave_the_masquerading_interface() {
 fn tcp_lifecycle_through_fin_with_its_timeouts() {
     let mut nf = netfilter(64);
     let t = *nf.conntrack().timeouts();
-    let key = Tuple {
-        src: HOST1,
-        dst: SERVER,
-        sport: 40000,
-        dport: 5201,
-        proto: Proto::Tcp,
-    };
+    let key = to_server(40000, 5201, Proto::Tcp);
     let state = |nf: &Netfilter| {
         let e = nf.conntrack().lookup_view(&key).unwrap();
         (
@@ -633,13 +633,7 @@ fn tcp_lifecycle_through_fin_with_its_timeouts() {
 #[test]
 fn blind_segments_do_not_touch_a_flow_and_a_syn_in_time_wait_is_a_new_connection() {
     let mut nf = netfilter(64);
-    let key = Tuple {
-        src: HOST1,
-        dst: SERVER,
-        sport: 40001,
-        dport: 22,
-        proto: Proto::Tcp,
-    };
+    let key = to_server(40001, 22, Proto::Tcp);
     let state = |nf: &Netfilter| nf.conntrack().lookup_view(&key).map(|e| e.tcp_state());
     for (lan, flags) in [(true, SYN), (false, SYN | ACK), (true, ACK)] {
         let v = if lan {
@@ -698,13 +692,7 @@ fn blind_segments_do_not_touch_a_flow_and_a_syn_in_time_wait_is_a_new_connection
 #[test]
 fn tcp_rst_closes_with_the_close_timeout() {
     let mut nf = netfilter(64);
-    let key = Tuple {
-        src: HOST1,
-        dst: SERVER,
-        sport: 40001,
-        dport: 22,
-        proto: Proto::Tcp,
-    };
+    let key = to_server(40001, 22, Proto::Tcp);
     let mut p = tcp(HOST1, 40001, SERVER, 22, SYN, b"");
     assert_eq!(out(&mut nf, &mut p, 0), OK);
     let mut r = tcp(SERVER, 22, WAN_ADDR, 40001, SYN | ACK, b"");
@@ -740,13 +728,7 @@ fn tcp_rst_closes_with_the_close_timeout() {
 #[test]
 fn udp_expiry_and_stream_timeout() {
     let mut nf = netfilter(64);
-    let key = Tuple {
-        src: HOST1,
-        dst: SERVER,
-        sport: 1111,
-        dport: 53,
-        proto: Proto::Udp,
-    };
+    let key = to_server(1111, 53, Proto::Udp);
     let mut p = udp(HOST1, 1111, SERVER, 53, b"q");
     assert_eq!(out(&mut nf, &mut p, 0), OK);
     let e = nf.conntrack().lookup_view(&key).unwrap();
@@ -1404,12 +1386,7 @@ fn icmp_error_quoting_a_cut_tcp_header_leaves_its_checksum_as_linux() {
     // tcp_manip_pkt updates the quoted TCP checksum only when the whole 20-byte
     // header is quoted; with less, the ports change and the checksum stays
     let mut nf = netfilter(64);
-    let mut x = tcp(HOST2, 6600, SERVER, 80, SYN, b"");
-    assert_eq!(out(&mut nf, &mut x, 0), OK);
-    let orig = tcp(HOST1, 6600, SERVER, 80, SYN, b"");
-    let mut p = orig.clone();
-    assert_eq!(out(&mut nf, &mut p, 0), OK);
-    assert_ne!(sport(&p), 6600);
+    let (orig, p) = syn_with_its_port_taken(&mut nf, 6600);
     for quote in [18, 19] {
         let mut err = icmp_error(ROUTER_UPSTREAM, WAN_ADDR, 11, 0, &p, quote);
         assert_eq!(back(&mut nf, &mut err, 1), OK);

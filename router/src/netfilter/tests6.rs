@@ -11,11 +11,10 @@ use crate::conntrack::TcpState;
 use crate::exthdr;
 use crate::firewall::ratelimit::Limit;
 use crate::firewall::ruleset::{
-    Defaults, Except, Forwarding, IcmpMatch, Net6, Rule, RuleFamily, Ruleset, Verdict, Zone,
-    ZoneSel,
+    Defaults, Except, Forwarding, IcmpMatch, Net6, Rule, RuleFamily, Ruleset, Verdict, ZoneSel,
 };
 use crate::flow::tcp_flag::{ACK, SYN};
-use crate::testutil::{icmp6, ipv6, tcp6, udp6};
+use crate::testutil::{icmp6, ipv6, meta, tcp6, udp6, zone};
 
 const LAN: IfId = IfId(0);
 const WAN: IfId = IfId(1);
@@ -23,18 +22,6 @@ const HOST: &str = "2001:db8:1::100";
 const HOST2: &str = "2001:db8:1::101";
 const FAR: &str = "2001:db8:99::5";
 const HOP: &str = "2001:db8:ff::1";
-
-fn zone(name: &str, ifc: IfId, input: Verdict, forward: Verdict) -> Zone {
-    Zone {
-        name: name.into(),
-        ifaces: vec![ifc],
-        input,
-        output: Verdict::Accept,
-        forward,
-        masq: false,
-        mtu_fix: false,
-    }
-}
 
 fn rule(name: &str, dest: Option<ZoneSel>, protos: Vec<u8>, family: RuleFamily) -> Rule {
     Rule {
@@ -118,16 +105,6 @@ fn nf() -> Netfilter {
     });
     n.set_firewall(Some(Firewall::new(ruleset()).unwrap()));
     n
-}
-
-fn meta(input: IfId, output: Option<IfId>, now: Millis) -> Meta {
-    Meta {
-        input,
-        output,
-        csum_partial: false,
-        now,
-        src_mac: None,
-    }
 }
 
 /// The forward hook on `p` from `input` to the other interface.

@@ -20,16 +20,6 @@
 //! interface receives to [`Advertiser::solicited`] and sends the frames
 //! [`Advertiser::poll`] returns on that interface.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::indexing_slicing,
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic
-    )
-)]
-
 pub mod advert;
 pub mod advertiser;
 pub mod message;
