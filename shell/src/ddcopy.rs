@@ -41,8 +41,11 @@ pub trait DdHost {
     /// A point between two steps of the copy where it holds no disk (called outside
     /// [`DdHost::with_disks`]): the kernel may suspend the domain here (`xl save`),
     /// reconnecting the disks meanwhile; requests in flight stay with their disk and
-    /// are answered after.
-    fn checkpoint(&mut self) {}
+    /// are answered after. Returns whether it did: the clock then jumped by the time
+    /// the domain was away, which is no backend's silence.
+    fn checkpoint(&mut self) -> bool {
+        false
+    }
 }
 
 /// Where data comes from.
@@ -298,7 +301,10 @@ fn copy<H: DdHost>(
     let names = host.disk_names();
     let mut c = host.with_disks(|host, disks| Copy::new(plan, host, disks, src, dst))?;
     loop {
-        host.checkpoint();
+        if host.checkpoint() {
+            // the time away is not a backend's: its deadline starts again
+            c.last_progress = host.now_ns();
+        }
         // The table is the same between steps (disks come and go only between
         // commands), but a copy never writes a disk it did not start on.
         if host.disk_names() != names {
@@ -875,8 +881,9 @@ mod tests {
         interrupt_at: Option<u32>,
         looks: u32,
         printed: String,
-        /// What a check-point does (a suspend, a table that changes).
-        on_checkpoint: fn(&mut Host),
+        /// What a check-point does (a suspend, a table that changes); whether the
+        /// domain was suspended.
+        on_checkpoint: fn(&mut Host) -> bool,
         /// Check-points seen, and of those, how many found requests in flight.
         checkpoints: (u32, u32),
     }
@@ -890,7 +897,7 @@ mod tests {
                 interrupt_at: None,
                 looks: 0,
                 printed: String::new(),
-                on_checkpoint: |_| {},
+                on_checkpoint: |_| false,
                 checkpoints: (0, 0),
             }
         }
@@ -925,14 +932,14 @@ mod tests {
             disk.log.push((BlockOp::Flush, 0, 0));
             Ok(())
         }
-        fn checkpoint(&mut self) {
+        fn checkpoint(&mut self) -> bool {
             // the table is the host's again here: not held by the copy
             assert!(!self.disks.is_empty(), "a check-point inside with_disks");
             self.checkpoints.0 += 1;
             if self.disks.iter().any(|d| !d.queued.is_empty()) {
                 self.checkpoints.1 += 1;
             }
-            (self.on_checkpoint)(self);
+            (self.on_checkpoint)(self)
         }
     }
 
@@ -990,13 +997,19 @@ mod tests {
         // answered after (the fake answers at the next poll, as a resumed blkfront
         // that sent it again)
         h.on_checkpoint = |h| {
-            // the backend goes quiet at the second check-point (the domain being
-            // saved) and answers again at the next (resumed)
+            // the backend goes quiet at the second check-point; at the third the
+            // domain is saved and restored, 50 s away on the clock (longer than the
+            // backend's deadline), and the new backend answers a step later
             match h.checkpoints.0 {
                 2 => h.disks[0].silent = true,
-                3 => h.disks[0].silent = false,
+                3 => {
+                    h.t.set(h.t.get() + 50_000_000_000);
+                    return true;
+                }
+                4 => h.disks[0].silent = false,
                 _ => {}
             }
+            false
         };
         let p = plan(disk("/dev/xvda"), Sink::Disk("xvdb".into()));
         let o = run(&p, &mut h);
@@ -1016,6 +1029,7 @@ mod tests {
             if h.checkpoints.0 == 3 {
                 h.disks[0].info.name = String::from("xvdc");
             }
+            false
         };
         let mut p = plan(Source::Zero, Sink::Disk("xvdb".into()));
         p.count_bytes = Some(64 << 10);

@@ -41,10 +41,10 @@ impl DdHost for Kernel {
     fn flush(&mut self, disk: &mut Disk) -> Result<(), BlockError> {
         frontends::run_one(disk, BlockOp::Flush, 0)
     }
-    fn checkpoint(&mut self) {
+    fn checkpoint(&mut self) -> bool {
         // the disk table is free here: a save the toolstack asked for meanwhile
         // happens now, not after the copy
-        crate::sys::shutdown::checkpoint();
+        crate::sys::shutdown::checkpoint()
     }
 }
 

@@ -159,7 +159,7 @@ fn copy(
     };
     loop {
         crate::xen::idle::serve(); // a check-point for the data plane, each chunk
-        crate::sys::shutdown::checkpoint(); // and for a save (no file system held)
+        let _ = crate::sys::shutdown::checkpoint(); // and for a save (no file system held)
         if console::take_interrupt() {
             return Err(String::from("Interrupted"));
         }

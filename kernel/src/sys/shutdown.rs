@@ -41,17 +41,21 @@ static LOOKED: SharedSeen = SharedSeen::new();
 /// wrote meanwhile is carried out here, as the shell loop would between commands. A
 /// suspend then returns here with the disks and vifs reconnected (the command's
 /// requests in flight answered, or sent again to the new backend) and the command
-/// goes on; a poweroff does not return.
-pub fn checkpoint() {
+/// goes on; a poweroff does not return. Returns whether the domain was suspended
+/// (the clock jumped by the time it was away: a command's deadlines start again).
+pub fn checkpoint() -> bool {
     if !LOOKED.take(crate::xen::platform::events()) {
-        return;
+        return false;
     }
-    if xenstore::take_fired(TOKEN) {
-        on_shutdown_request(&WatchEvent {
-            path: String::from("control/shutdown"),
-            token: String::from(TOKEN),
-        });
+    if !xenstore::take_fired(TOKEN) {
+        return false;
     }
+    let before = crate::sys::suspend::stats().suspends;
+    on_shutdown_request(&WatchEvent {
+        path: String::from("control/shutdown"),
+        token: String::from(TOKEN),
+    });
+    crate::sys::suspend::stats().suspends != before
 }
 
 fn on_shutdown_request(_: &WatchEvent) {

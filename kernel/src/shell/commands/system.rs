@@ -120,7 +120,7 @@ pub(super) fn sleep(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResu
             break;
         }
         // a save asked for meanwhile happens now (nothing held here)
-        crate::sys::shutdown::checkpoint();
+        let _ = crate::sys::shutdown::checkpoint();
         wait.until(Some(end));
     }
     let slept = clock::now().saturating_duration_since(start);
