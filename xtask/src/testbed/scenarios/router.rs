@@ -1236,10 +1236,12 @@ const NA_HEARD: Step = ns(
     30,
 );
 
-/// The last `dd` in the console log since the first suspend ended without an error
-/// (it printed after the move, in the new domain: the runner's console missed it).
+/// The last `dd` in the console log ended without an error (it printed after the
+/// move, in the new domain: the runner's console may have missed it). The log
+/// written last: a domain that came in by `xl migrate` logs under its incoming name
+/// (`guest-$NAME--incoming.log`).
 const DD_LOGGED_2048: Step = dom0(
-    "tr -d '\\r' < /var/log/xen/console/guest-$NAME.log | sed -n '/xenlet: suspending/,$p' | grep -E '^dd: |records (in|out)$|bytes .* copied' | tail -3",
+    "log=$(ls -t /var/log/xen/console/guest-$NAME.log /var/log/xen/console/guest-$NAME--incoming.log 2>/dev/null | head -1); tr -d '\\r' < $log | grep -E '^dd: |records (in|out)$|bytes .* copied' | tail -3",
     &[r"^2048\+0 records in$", r"^2048\+0 records out$", r"bytes \([\d.]+ MB, [\d.]+ MiB\) copied"],
     30,
 );
