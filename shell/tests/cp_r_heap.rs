@@ -9,8 +9,7 @@
 
 mod common;
 
-use common::{disk, run, tool, TempDir};
-use std::fs::File;
+use common::{check_copy, disk, make_images, make_tree, run, tool, TempDir, DIRS, FILES};
 use std::path::Path;
 use std::process::Command;
 use xenlet_fs::memfs::MemFs;
@@ -34,33 +33,6 @@ const PEAK_LIMIT: usize = 3 << 20;
 /// What may stay allocated after both mounts are gone (the VFS's own slots).
 const LEFT_LIMIT: usize = 16 << 10;
 
-const FILES: usize = 5000;
-const DIRS: usize = 5;
-
-/// The benchmark's tree: `files/dN/fIIII`, file `i` in directory `i % 5`, of
-/// 100-4,099 pseudo-random bytes (a fixed xorshift, not Python's generator).
-fn make_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    for d in 0..DIRS {
-        std::fs::create_dir_all(root.join(format!("files/d{d}"))).unwrap();
-    }
-    let mut out = Vec::with_capacity(FILES);
-    for i in 0..FILES {
-        let len = 100 + (next() % 4000) as usize;
-        let data: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-        let rel = format!("files/d{}/f{i:04}", i % DIRS);
-        std::fs::write(root.join(&rel), &data).unwrap();
-        out.push((rel, data));
-    }
-    out
-}
-
 fn mount(v: &mut Vfs, img: &Path, at: &str, read_only: bool) {
     let opts = MountOptions {
         read_only,
@@ -80,24 +52,8 @@ fn cp_r_of_5000_small_files_between_mounts_keeps_the_heap_bounded() {
     let tmp = TempDir(base.clone());
     let tree = tmp.0.join("tree");
     let files = make_tree(&tree);
-    let (src, dst) = (tmp.0.join("src.img"), tmp.0.join("dst.img"));
     let total: usize = files.iter().map(|(_, d)| d.len()).sum();
-    // As the benchmark's dom0 step: `mke2fs -t ext4 -d` of a 64 MiB disk, and a
-    // fresh 256 MiB one (mke2fs picks 1 KiB blocks for both sizes).
-    for (img, mb) in [(&src, 64u64), (&dst, 256)] {
-        File::create(img).unwrap().set_len(mb << 20).unwrap();
-    }
-    let mkfs = |img: &Path, from: Option<&Path>| {
-        let mut c = Command::new(tool("mke2fs"));
-        c.args(["-q", "-F", "-t", "ext4"]);
-        if let Some(d) = from {
-            c.arg("-d").arg(d);
-        }
-        c.arg(img).env("MKE2FS_CONFIG", "/etc/mke2fs.conf");
-        run(&mut c);
-    };
-    mkfs(&src, Some(&tree));
-    mkfs(&dst, None);
+    let (src, dst) = make_images(&tmp.0, &tree);
     let info = run(Command::new(tool("dumpe2fs")).arg("-h").arg(&dst));
     assert!(
         info.lines()
@@ -140,17 +96,8 @@ fn cp_r_of_5000_small_files_between_mounts_keeps_the_heap_bounded() {
     );
 
     // The copy is right: e2fsck clean, every file there with its bytes.
-    run(Command::new(tool("e2fsck")).arg("-fn").arg(&dst));
     let back = tmp.0.join("back");
-    std::fs::create_dir_all(&back).unwrap();
-    run(Command::new(tool("debugfs"))
-        .arg("-R")
-        .arg(format!("rdump /files {}", back.display()))
-        .arg(&dst));
-    for (rel, data) in &files {
-        let got = std::fs::read(back.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
-        assert!(got == *data, "{rel}: contents differ");
-    }
+    check_copy(&dst, &back, &files);
     let copied: usize = (0..DIRS)
         .map(|d| {
             std::fs::read_dir(back.join(format!("files/d{d}")))

@@ -7,10 +7,8 @@
 
 mod common;
 
-use common::{disk, run, tool, Disk, TempDir};
-use std::fs::File;
+use common::{check_copy, disk, make_images, make_tree, Disk, TempDir, FILES};
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use xenlet_fs::blockdev::{BlockDev, IoError};
 use xenlet_fs::memfs::MemFs;
@@ -18,8 +16,6 @@ use xenlet_fs::vfs::{BoxedFs, Vfs};
 use xenlet_fs::{Ext, MountOptions};
 use xenlet_shell::files;
 
-const FILES: usize = 5000;
-const DIRS: usize = 5;
 /// What each ext mount's caches get in a 32 MiB guest (a quarter of its 7 MiB heap).
 const MOUNT_CACHE: usize = (7 << 20) / 4;
 
@@ -64,28 +60,6 @@ impl BlockDev for Counted {
     }
 }
 
-fn make_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    for d in 0..DIRS {
-        std::fs::create_dir_all(root.join(format!("files/d{d}"))).unwrap();
-    }
-    let mut out = Vec::with_capacity(FILES);
-    for i in 0..FILES {
-        let len = 100 + (next() % 4000) as usize;
-        let data: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-        let rel = format!("files/d{}/f{i:04}", i % DIRS);
-        std::fs::write(root.join(&rel), &data).unwrap();
-        out.push((rel, data));
-    }
-    out
-}
-
 fn mount(v: &mut Vfs, img: &Path, at: &str, read_only: bool) -> Counts {
     let opts = MountOptions {
         read_only,
@@ -111,19 +85,7 @@ fn cp_r_of_5000_small_files_reads_in_few_requests() {
     let tmp = TempDir(base.clone());
     let tree = tmp.0.join("tree");
     let files = make_tree(&tree);
-    let (src, dst) = (tmp.0.join("src.img"), tmp.0.join("dst.img"));
-    for (img, mb) in [(&src, 64u64), (&dst, 256)] {
-        File::create(img).unwrap().set_len(mb << 20).unwrap();
-    }
-    for (img, from) in [(&src, Some(&tree)), (&dst, None)] {
-        let mut c = Command::new(tool("mke2fs"));
-        c.args(["-q", "-F", "-t", "ext4"]);
-        if let Some(d) = from {
-            c.arg("-d").arg(d);
-        }
-        c.arg(img).env("MKE2FS_CONFIG", "/etc/mke2fs.conf");
-        run(&mut c);
-    }
+    let (src, dst) = make_images(&tmp.0, &tree);
     let mut v = Vfs::new(Box::new(MemFs::new(1 << 20, || 0)), "tmpfs");
     for d in ["/src", "/mnt"] {
         v.mkdir(d, 0o755).unwrap();
@@ -151,15 +113,5 @@ fn cp_r_of_5000_small_files_reads_in_few_requests() {
     // with it, 631 and 74.
     assert!(sr < 1500, "{sr} reads of the source");
     assert!(dr < 300, "{dr} reads of the destination");
-    run(Command::new(tool("e2fsck")).arg("-fn").arg(&dst));
-    let back = tmp.0.join("back");
-    std::fs::create_dir_all(&back).unwrap();
-    run(Command::new(tool("debugfs"))
-        .arg("-R")
-        .arg(format!("rdump /files {}", back.display()))
-        .arg(&dst));
-    for (rel, data) in &files {
-        let got = std::fs::read(back.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
-        assert!(got == *data, "{rel}: contents differ");
-    }
+    check_copy(&dst, &tmp.0.join("back"), &files);
 }

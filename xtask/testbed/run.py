@@ -883,6 +883,30 @@ def run_scenario(sc):
         end_expects = []    # the ending command's expectations, met by what it printed
         gone = ''       # set by an until-gone step: how the domain went
         boots = 1
+        def typed_until(send, timeout, went, what, state):
+            """Types `send`; the domain must `went` ('go', 'be moved') before the prompt
+            comes back (`state()` says when it did: not 'running'). -> (its state,
+            what the command printed, when it was typed); a prompt first, a timeout
+            or a crash fail the step."""
+            log('> %s (the domain must %s before the prompt comes back)' % (send, went))
+            t = time.monotonic()
+            console.send(send.encode('latin-1') + eol)
+            st, got = console.wait_for(prompt, left(timeout), state)
+            text = strip_echo(clean(got), send)
+            if text.endswith(sc['prompt']):
+                text = text[:-len(sc['prompt'])]
+            show_output(text)
+            if st == 'found':
+                raise Fail(phase[0], 'the prompt came back %.1fs after the command: it '
+                           'finished before the domain could %s (%s came too late)'
+                           % (time.monotonic() - t, went, what))
+            if st == 'timeout':
+                raise Fail(phase[0], 'the domain did not %s within %ds of the command'
+                           % (went, timeout))
+            if st == 'crashed':
+                fail_gone(st, 'after %r' % send, text)
+            return st, text, t
+
         for i, s in enumerate(sc['steps'], 1):
             kind = s.get('kind', 'guest')
             expects = [subst(e, caps, True) for e in s['expect']]
@@ -968,23 +992,7 @@ def run_scenario(sc):
                 # command itself, e.g. poweroff) must come before the prompt does
                 send = subst(s['send'], caps, False)
                 phase[0] = 'command %d (%s), until the domain is gone' % (i, send)
-                log('> %s (the domain must go before the prompt comes back)' % send)
-                t = time.monotonic()
-                console.send(send.encode('latin-1') + eol)
-                st, got = console.wait_for(prompt, left(s['timeout']), alive)
-                text = strip_echo(clean(got), send)
-                if text.endswith(sc['prompt']):
-                    text = text[:-len(sc['prompt'])]
-                show_output(text)
-                if st == 'found':
-                    raise Fail(phase[0], 'the prompt came back %.1fs after the command: it '
-                               'finished before the domain went (the destroy came too late)'
-                               % (time.monotonic() - t))
-                if st == 'timeout':
-                    raise Fail(phase[0], 'the domain is still running %ds after the command'
-                               % s['timeout'])
-                if st == 'crashed':
-                    fail_gone(st, 'after %r' % send, text)
+                st, text, t = typed_until(send, s['timeout'], 'go', 'the destroy', alive)
                 secs = time.monotonic() - t
                 gone_by = time.monotonic() + TOOLSTACK_DESTROY_GRACE
                 while st == 'shutdown' and time.monotonic() < gone_by:     # being destroyed
@@ -1009,14 +1017,12 @@ def run_scenario(sc):
                 console.pump(0.1)
             elif kind == 'until-moved':
                 # typed; a move armed by a dom0 step in the background (xl save + xl
-                # restore, xl migrate) must take the domain away while the command
-                # still runs: its domid stops being the name's, or it shuts down (for
-                # the save). The command goes on in the new domain (a reattach next).
+                # restore, xl migrate, xl save -c) must take the domain away while the
+                # command still runs: its domid stops being the name's, or it shuts
+                # down (suspended for the save). The command goes on in the new domain
+                # (a reattach next).
                 send = subst(s['send'], caps, False)
                 phase[0] = 'command %d (%s), until the domain is moved' % (i, send)
-                log('> %s (the domain must be moved before the prompt comes back)' % send)
-                t = time.monotonic()
-                console.send(send.encode('latin-1') + eol)
 
                 def still_here():
                     st = alive()
@@ -1024,20 +1030,8 @@ def run_scenario(sc):
                         return 'moved' if st != 'crashed' else st
                     rc, v = sh(['xl', 'domid', dom])
                     return 'running' if rc == 0 and v.strip() == domid else 'moved'
-                st, got = console.wait_for(prompt, left(s['timeout']), still_here)
-                text = strip_echo(clean(got), send)
-                if text.endswith(sc['prompt']):
-                    text = text[:-len(sc['prompt'])]
-                show_output(text)
-                if st == 'found':
-                    raise Fail(phase[0], 'the prompt came back %.1fs after the command: it '
-                               'finished before the domain was moved (the move came too '
-                               'late)' % (time.monotonic() - t))
-                if st == 'timeout':
-                    raise Fail(phase[0], 'the domain was not moved within %ds of the command'
-                               % s['timeout'])
-                if st == 'crashed':
-                    fail_gone(st, 'after %r' % send, text)
+                st, text, t = typed_until(send, s['timeout'], 'be moved', 'the move',
+                                          still_here)
                 secs = time.monotonic() - t
                 res['moved_%d' % i] = '%.1fs after %r' % (secs, send)
                 text += '\n(domain moved %.1fs after the command)\n' % secs

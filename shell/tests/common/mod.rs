@@ -32,3 +32,71 @@ pub fn run(c: &mut Command) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// Files in `bench files`' tree.
+pub const FILES: usize = 5000;
+/// Its directories.
+pub const DIRS: usize = 5;
+
+/// The benchmark's tree: `files/dN/fIIII`, file `i` in directory `i % 5`, of
+/// 100-4,099 pseudo-random bytes (a fixed xorshift, not Python's generator); returns
+/// each file's path and bytes.
+pub fn make_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for d in 0..DIRS {
+        std::fs::create_dir_all(root.join(format!("files/d{d}"))).unwrap();
+    }
+    let mut out = Vec::with_capacity(FILES);
+    for i in 0..FILES {
+        let len = 100 + (next() % 4000) as usize;
+        let data: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        let rel = format!("files/d{}/f{i:04}", i % DIRS);
+        std::fs::write(root.join(&rel), &data).unwrap();
+        out.push((rel, data));
+    }
+    out
+}
+
+/// As the benchmark's dom0 step: `mke2fs -t ext4 -d tree` of a 64 MiB disk as the
+/// source, and a fresh 256 MiB one as the destination (mke2fs picks 1 KiB blocks
+/// for both sizes), in `dir`; returns (source, destination).
+pub fn make_images(dir: &Path, tree: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (src, dst) = (dir.join("src.img"), dir.join("dst.img"));
+    for (img, mb) in [(&src, 64u64), (&dst, 256)] {
+        std::fs::File::create(img)
+            .unwrap()
+            .set_len(mb << 20)
+            .unwrap();
+    }
+    for (img, from) in [(&src, Some(tree)), (&dst, None)] {
+        let mut c = Command::new(tool("mke2fs"));
+        c.args(["-q", "-F", "-t", "ext4"]);
+        if let Some(d) = from {
+            c.arg("-d").arg(d);
+        }
+        c.arg(img).env("MKE2FS_CONFIG", "/etc/mke2fs.conf");
+        run(&mut c);
+    }
+    (src, dst)
+}
+
+/// Checks the copy in `dst` under `/files`: `e2fsck -fn` clean, and every file of
+/// `files` there with its bytes (dumped with debugfs into `scratch`).
+pub fn check_copy(dst: &Path, scratch: &Path, files: &[(String, Vec<u8>)]) {
+    run(Command::new(tool("e2fsck")).arg("-fn").arg(dst));
+    std::fs::create_dir_all(scratch).unwrap();
+    run(Command::new(tool("debugfs"))
+        .arg("-R")
+        .arg(format!("rdump /files {}", scratch.display()))
+        .arg(dst));
+    for (rel, data) in files {
+        let got = std::fs::read(scratch.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        assert!(got == *data, "{rel}: contents differ");
+    }
+}
