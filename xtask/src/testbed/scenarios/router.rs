@@ -77,10 +77,10 @@ pub const ROUTER_XENLET: Scenario = Scenario {
 
 pub const ROUTER_IPV6: Scenario = Scenario {
     name: "router-ipv6",
-    about: "router topology, Xenlet router, IPv6 on the WAN as OpenWrt's wan6: RA and DHCPv6 with prefix delegation from `wan`, the LAN's /64 of the delegation by SLAAC, lan1 <-> wan over IPv6 through the router, the WAN kept out",
+    about: "router topology, Xenlet router, IPv6 on the WAN as OpenWrt's wan6: RA and DHCPv6 with prefix delegation from `wan`, the LAN's /64 of the delegation by SLAAC, lan1 <-> wan over IPv6 through the router, the WAN kept out but for a v6 rule added with uci, a renumbering by the WAN deprecating the LAN's old /64",
     boot_expect: XENLET_ROUTER_UP,
     steps: ROUTER_IPV6_STEPS,
-    budget_s: 420,
+    budget_s: 900,
     ..XENLET_ROUTER
 };
 
@@ -893,6 +893,114 @@ const WAN_IPV6: &[Step] = &[
     ),
 ];
 
+/// An IPv6 rule from the WAN made the OpenWrt way (`uci add firewall rule`, `uci
+/// commit`, `reload`): wan -> lan1's address, TCP port 80, accepted; before it port
+/// 80 is refused, after it another port of lan1 still is.
+const V6_ALLOW_RULE: &[Step] = &[
+    ns(
+        "lan1",
+        "for p in 80 81; do (timeout 120 socat TCP6-LISTEN:$p,reuseaddr,fork SYSTEM:\"echo web $p\" </dev/null >/dev/null 2>&1 &) ; done; sleep 0.5; ss -ltn | grep -c ':8[01] '",
+        &[r"^2$"],
+        10,
+    ),
+    ns(
+        "wan",
+        "socat -T 3 - TCP6:[${LAN1_6}]:80,connect-timeout=4 </dev/null; echo \"before rc=$?\"",
+        &[r"^before rc=[1-9]"],
+        30,
+    ),
+    cmd("uci add firewall rule", &[r"^cfg[0-9a-f]+$"], 30),
+    cmd("uci set firewall.@rule[-1].name=Allow-HTTP-lan1", &[], 30),
+    cmd("uci set firewall.@rule[-1].src=wan", &[], 30),
+    cmd("uci set firewall.@rule[-1].dest=lan", &[], 30),
+    cmd("uci set firewall.@rule[-1].family=ipv6", &[], 30),
+    cmd("uci set firewall.@rule[-1].proto=tcp", &[], 30),
+    cmd("uci set firewall.@rule[-1].dest_ip=${LAN1_6}", &[], 30),
+    cmd("uci set firewall.@rule[-1].dest_port=80", &[], 30),
+    cmd("uci set firewall.@rule[-1].target=ACCEPT", &[], 30),
+    cmd(
+        "uci changes firewall",
+        &[r"^firewall\.cfg[0-9a-f]+\.dest_ip='${LAN1_6}'$"],
+        30,
+    ),
+    cmd("uci commit firewall", &[], 30),
+    cmd("reload", &[r"^reload: firewall rules replaced"], 30),
+    ns(
+        "wan",
+        "socat -T 3 - TCP6:[${LAN1_6}]:80,connect-timeout=4 </dev/null; echo \"allowed rc=$?\"",
+        &[r"^web 80$", r"^allowed rc=0$"],
+        30,
+    ),
+    ns(
+        "wan",
+        "socat -T 3 - TCP6:[${LAN1_6}]:81,connect-timeout=4 </dev/null; echo \"other port rc=$?\"",
+        &[r"^other port rc=[1-9]"],
+        30,
+    ),
+    cmd("fw", &[r"Allow-HTTP-lan1"], 30),
+];
+
+/// The ISP renumbers (`router.sh renumber`: wan's DHCPv6 server comes back with
+/// another range and no bindings): at its next Renew the router gets a new /56, the
+/// LAN a new /64 by SLAAC, the old /64 announced with lifetimes 0 so lan1's address
+/// in it is deprecated at once; lan1 reaches wan from its new address.
+const RENUMBER: &[Step] = &[
+    cmd("ifstatus wan6", &[r"^wan6: eth1 bound .* renew in \d+s"], 30),
+    dom0(
+        "$NET/router.sh renumber",
+        &[r"^renumber: dhcpd6 pid \d+ listening [1-9]"],
+        30,
+    ),
+    // the Renew at T1 (half the preferred 300 s, from the Reply) or the Rebind at T2
+    ns(
+        "lan1",
+        "i=0; while [ $i -lt 330 ] && ! ip -6 addr show dev eth0 scope global | grep -v '${PD64}:' | grep -q 'inet6 2001:db8:77'; do sleep 1; i=$((i+1)); done; sleep 2; echo \"waited $i s\"; ip -6 addr show dev eth0 scope global",
+        &[r"inet6 2001:db8:77[89a-f][0-9a-f]:[0-9a-f:]+/64 scope global dynamic"],
+        360,
+    ),
+    // what the server saw: the Renew it had no binding for (or the Rebind), the
+    // Request, the new /56
+    dom0(
+        "grep -E '(Renew|Rebind|Request) message|Reply (NA|PD)|NoBinding|not bound' $TOPO/dhcpd6.log | tail -8",
+        &[r"Reply PD: address 2001:db8:77[89a-f][0-9a-f]:"],
+        20,
+    ),
+    cmd_cap(
+        "ifstatus wan6",
+        &[
+            r"^wan6: eth1 bound",
+            r"prefix 2001:db8:77[89a-f][0-9a-f]:[0-9a-f:]*/56 preferred \d+s valid \d+s",
+        ],
+        &[("NEWPD64", r"lan eth0 (2001:db8:77[0-9a-f]{2}(?::[0-9a-f]{1,4})?)::/64")],
+        30,
+    ),
+    cmd(
+        "ip -6 addr show eth0",
+        &[r"^    inet6 ${NEWPD64}::1/64 scope global"],
+        30,
+    ),
+    // the new address preferred, the old one deprecated (preferred_lft 0: the
+    // router's advertisement of the old /64 with lifetimes 0)
+    ns_cap(
+        "lan1",
+        "ip -6 addr show dev eth0 scope global",
+        &[
+            r"inet6 ${NEWPD64}:[0-9a-f:]+/64 scope global dynamic",
+            r"inet6 ${LAN1_6}/64 scope global deprecated dynamic",
+            r"preferred_lft 0sec",
+        ],
+        &[("NEW6", r"inet6 (2001:db8:77[0-9a-f:]+)/64 scope global dynamic")],
+        30,
+    ),
+    ns(
+        "lan1",
+        "ping -6 -c 3 -W 5 -I ${NEW6} 2001:db8:77::10",
+        &[r"^3 packets transmitted, 3 received"],
+        30,
+    ),
+    cmd("dnsmasq", &[r"^ra eth0: "], 30),
+];
+
 const ROUTER_IPV6_STEPS: &[Step] = steps![
     ..ROUTER_WAN_LEASE,
     ..WAN_IPV6,
@@ -902,6 +1010,8 @@ const ROUTER_IPV6_STEPS: &[Step] = steps![
         &[r"src=${LAN1_6} dst=2001:db8:77::10 sport=\d+ dport=7778 "],
         30,
     ),
+    ..V6_ALLOW_RULE,
+    ..RENUMBER,
     last("poweroff"),
 ];
 
