@@ -327,6 +327,9 @@ impl<L: Link> Link for Routed<L> {
     fn mac(&self) -> [u8; 6] {
         self.inner.mac()
     }
+    fn routes(&self) -> bool {
+        self.routed
+    }
     fn recv(&mut self) -> Option<Vec<u8>> {
         self.recv_flagged().map(|(f, _)| f)
     }

@@ -940,6 +940,28 @@ const V6_ALLOW_RULE: &[Step] = &[
     cmd("fw", &[r"Allow-HTTP-lan1"], 30),
 ];
 
+/// Duplicate address detection of the router's own IPv6 addresses: lan2 has
+/// fd00:dad::5 (and answers a probe for it, as Linux does); the router given the same
+/// address probes it, hears lan2's advertisement and drops it, as Linux's `DAD
+/// failed`. (Every address the router takes is probed: the ULA, the delegated /64's
+/// ::1 before and after the renumbering below, kept since nobody else has them.)
+const DAD: &[Step] = &[
+    ns(
+        "lan2",
+        "ip -6 addr add fd00:dad::5/64 dev eth0 nodad; ip -6 addr show dev eth0 | grep -c 'inet6 fd00:dad::5/64'",
+        &[r"^1$"],
+        10,
+    ),
+    cmd("ip addr add fd00:dad::5/64 dev eth0", &[], 30),
+    wait_output(r"ipv6: fd00:dad::5 duplicate on eth0, not used", 20),
+    ns(
+        "lan2",
+        "ip -6 addr del fd00:dad::5/64 dev eth0; echo removed",
+        &[r"^removed$"],
+        10,
+    ),
+];
+
 /// The ISP renumbers (`router.sh renumber`: wan's DHCPv6 server comes back with
 /// another range and no bindings): at its next Renew the router gets a new /56, the
 /// LAN a new /64 by SLAAC, the old /64 announced with lifetimes 0 so lan1's address
@@ -1011,6 +1033,7 @@ const ROUTER_IPV6_STEPS: &[Step] = steps![
         30,
     ),
     ..V6_ALLOW_RULE,
+    ..DAD,
     ..RENUMBER,
     last("poweroff"),
 ];
