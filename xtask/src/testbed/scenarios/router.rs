@@ -965,9 +965,17 @@ const DAD: &[Step] = &[
 /// The ISP renumbers (`router.sh renumber`: wan's DHCPv6 server comes back with
 /// another range and no bindings): at its next Renew the router gets a new /56, the
 /// LAN a new /64 by SLAAC, the old /64 announced with lifetimes 0 so lan1's address
-/// in it is deprecated at once; lan1 reaches wan from its new address.
+/// in it is deprecated at once; the router announces its new address by an
+/// unsolicited neighbour advertisement; lan1 reaches wan from its new address.
 const RENUMBER: &[Step] = &[
     cmd("ifstatus wan6", &[r"^wan6: eth1 bound .* renew in \d+s"], 30),
+    // lan1 keeps the neighbour advertisements to all nodes it hears
+    ns(
+        "lan1",
+        "(timeout 400 tcpdump -n -l -v -i eth0 'icmp6 and ip6[40] == 136 and ip6 dst ff02::1' </dev/null >$TOPO/lan1-na.txt 2>/dev/null &) ; sleep 1; echo capturing",
+        &[r"^capturing$"],
+        10,
+    ),
     dom0(
         "$NET/router.sh renumber",
         &[r"^renumber: dhcpd6 pid \d+ listening [1-9]"],
@@ -1000,6 +1008,14 @@ const RENUMBER: &[Step] = &[
         "ip -6 addr show eth0",
         &[r"^    inet6 ${NEWPD64}::1/64 scope global"],
         30,
+    ),
+    // the router's new address, probed for a second and then announced to all
+    // nodes with the Router and Override flags
+    ns(
+        "lan1",
+        "cat $TOPO/lan1-na.txt",
+        &[r"tgt is ${NEWPD64}::1, Flags \[router.*override"],
+        10,
     ),
     // the new address preferred, the old one deprecated (preferred_lft 0: the
     // router's advertisement of the old /64 with lifetimes 0)
