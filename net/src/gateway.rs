@@ -327,6 +327,9 @@ impl<L: Link> Link for Routed<L> {
     fn mac(&self) -> [u8; 6] {
         self.inner.mac()
     }
+    fn routes(&self) -> bool {
+        self.routed
+    }
     fn recv(&mut self) -> Option<Vec<u8>> {
         self.recv_flagged().map(|(f, _)| f)
     }
@@ -967,6 +970,27 @@ mod tests {
                 alloc::vec![0; 8192],
             ),
         )
+    }
+
+    #[test]
+    fn a_routing_interface_advertises_a_new_address_with_the_router_flag() {
+        let (a, _b) = cable();
+        let wire = a.tx.clone();
+        let mut r = Routed::new(a);
+        assert!(!r.routes());
+        r.routed = true;
+        assert!(r.routes());
+        let mac = r.mac();
+        let mut n = NetIf::new("eth0", r, &config::parse("192.168.1.1/24").unwrap(), 0, 1);
+        let addr: smoltcp::wire::Ipv6Address = "2001:db8:1::1".parse().unwrap();
+        n.add_addr(smoltcp::wire::IpCidr::new(IpAddress::Ipv6(addr), 64))
+            .unwrap();
+        n.poll(0);
+        assert!(wire.borrow().contains(&crate::dad::probe(mac, addr)));
+        n.poll(1_000);
+        assert!(wire
+            .borrow()
+            .contains(&crate::garp::neighbour_advertisement(mac, addr, true)));
     }
 
     #[test]

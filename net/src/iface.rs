@@ -7,6 +7,7 @@
 //! to.
 
 use crate::config::{self, IfConfig};
+use crate::dad::{Dad, Outcome as DadOutcome};
 use crate::echo::EchoServer;
 use crate::iperf3::{Iperf3Memory, Iperf3Server};
 use crate::link::{emit_to, Link, LinkDevice, Neighbors};
@@ -77,6 +78,7 @@ pub struct NetIf<L: Link> {
     iperf: Option<Iperf3Server>,
     echo: Option<EchoServer>,
     tso: Coalescer,
+    dad: Dad,
 }
 
 impl<L: Link> NetIf<L> {
@@ -114,6 +116,7 @@ impl<L: Link> NetIf<L> {
             iperf: None,
             echo: None,
             tso,
+            dad: Dad::new(mac),
         };
         let ll = IpCidr::new(IpAddress::Ipv6(config::link_local(mac)), 64);
         let _ = n.add_addr_from(ll, Origin::LinkLocal);
@@ -185,6 +188,9 @@ impl<L: Link> NetIf<L> {
             return Err(String::from("too many addresses on the interface"));
         }
         self.origins.push((cidr, origin));
+        if let IpCidr::Ipv6(c) = cidr {
+            self.dad.start(c.address());
+        }
         Ok(())
     }
 
@@ -195,6 +201,9 @@ impl<L: Link> NetIf<L> {
         }
         self.iface.update_ip_addrs(|a| a.retain(|c| *c != cidr));
         self.origins.retain(|(c, _)| *c != cidr);
+        if let IpCidr::Ipv6(c) = cidr {
+            self.dad.cancel(c.address());
+        }
         if self.dhcp_addr.map(IpCidr::Ipv4) == Some(cidr) {
             self.dhcp_addr = None;
         }
@@ -393,7 +402,8 @@ impl<L: Link> NetIf<L> {
             &mut self.scratch,
             &mut self.tx_dropped,
         )
-        .with_tso(&mut self.tso);
+        .with_tso(&mut self.tso)
+        .with_dad(&mut self.dad);
         let mut changed =
             self.iface.poll(now, &mut dev, &mut self.sockets) == PollResult::SocketStateChanged;
         // smoltcp sends at most one segment per socket per egress pass: keep passing
@@ -442,14 +452,67 @@ impl<L: Link> NetIf<L> {
             }
         }
         self.poll_dhcp();
+        self.poll_dad(now_ms);
         changed
+    }
+
+    /// Duplicate address detection ([`crate::dad`]): sends the probes due; an
+    /// address found unique is advertised (an unsolicited neighbour advertisement
+    /// to all nodes, the Router flag if the link routes), one found duplicate is
+    /// removed and said so (Linux: `IPv6: eth0: IPv6 duplicate address ... used by
+    /// ... detected!`).
+    fn poll_dad(&mut self, now_ms: i64) {
+        if self.dad.poll_at().is_none_or(|t| t > now_ms) {
+            return;
+        }
+        let (probes, done) = self.dad.poll(now_ms);
+        for f in probes {
+            if self.link.send(&f).is_err() {
+                self.tx_dropped += 1;
+            }
+        }
+        let mac = self.link.mac();
+        for o in done {
+            match o {
+                DadOutcome::Unique(a) => {
+                    let na = crate::garp::neighbour_advertisement(mac, a, self.link.routes());
+                    if self.link.send(&na).is_err() {
+                        self.tx_dropped += 1;
+                    }
+                }
+                DadOutcome::Duplicate(a) => {
+                    let gone: Vec<IpCidr> = self
+                        .iface
+                        .ip_addrs()
+                        .iter()
+                        .filter(|c| c.address() == IpAddress::Ipv6(a))
+                        .copied()
+                        .collect();
+                    for c in gone {
+                        let _ = self.del_addr(c);
+                    }
+                    let name = self.name.clone();
+                    self.event(format!("ipv6: {a} duplicate on {name}, not used"));
+                }
+            }
+        }
+    }
+
+    /// Duplicate address detection's counters, and whether `a` is still tentative.
+    pub fn dad(&self) -> &Dad {
+        &self.dad
     }
 
     /// When smoltcp next wants to be polled (ms), if it has a timer running.
     pub fn poll_at(&mut self, now_ms: i64) -> Option<i64> {
-        self.iface
+        let smol = self
+            .iface
             .poll_at(Instant::from_millis(now_ms), &self.sockets)
-            .map(|t| t.total_millis())
+            .map(|t| t.total_millis());
+        match (smol, self.dad.poll_at()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn poll_dhcp(&mut self) {
@@ -624,6 +687,111 @@ pub(crate) mod tests {
         // IPv4 fragmentation in this stack)
         assert_eq!(udp_across(1500, 1472), Some(1514));
         assert_eq!(udp_across(1500, 8000), None);
+    }
+
+    fn v6(s: &str) -> Ipv6Address {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn an_ipv6_address_is_probed_then_advertised_the_link_local_one_is_not() {
+        // the configured ULA at boot and one added later (as wan6 adds the
+        // delegated /64's ::1)
+        let (mut a, _b) = pair("10.0.0.1/24,fd00::1/64", "10.0.0.2/24");
+        let wire = a.link.tx.clone();
+        let mac = a.link.mac();
+        let added = IpCidr::new(IpAddress::Ipv6(v6("2001:db8:1::1")), 64);
+        a.add_addr(added).unwrap();
+        assert!(a.dad().is_tentative(v6("fd00::1")));
+        assert!(a.dad().is_tentative(v6("2001:db8:1::1")));
+        a.poll(0);
+        let sent: Vec<Vec<u8>> = wire.borrow_mut().drain(..).collect();
+        for t in ["fd00::1", "2001:db8:1::1"] {
+            assert!(
+                sent.contains(&crate::dad::probe(mac, v6(t))),
+                "probe for {t}"
+            );
+        }
+        let ll = config::link_local(mac);
+        assert!(
+            !sent.contains(&crate::dad::probe(mac, ll)),
+            "the link-local address is not probed"
+        );
+        assert!(a.poll_at(1).is_some_and(|t| t <= 1_000));
+        a.poll(999);
+        assert!(!wire
+            .borrow()
+            .contains(&crate::garp::neighbour_advertisement(
+                mac,
+                v6("fd00::1"),
+                false
+            )));
+        // a second later nobody objected: each is advertised (no Router flag: this
+        // link does not route) and kept
+        a.poll(1_000);
+        let sent: Vec<Vec<u8>> = wire.borrow_mut().drain(..).collect();
+        for t in ["fd00::1", "2001:db8:1::1"] {
+            assert!(
+                sent.contains(&crate::garp::neighbour_advertisement(mac, v6(t), false)),
+                "advertisement of {t}"
+            );
+            assert!(a
+                .addrs()
+                .iter()
+                .any(|(c, _)| c.address() == IpAddress::Ipv6(v6(t))));
+        }
+        assert!(!a.dad().is_tentative(v6("fd00::1")));
+        assert_eq!(a.dad().counters().unique, 2);
+        assert_eq!(a.take_event(), None);
+    }
+
+    #[test]
+    fn an_address_another_node_has_is_removed_and_said() {
+        let (mut a, mut b) = pair("10.0.0.1/24", "10.0.0.2/24");
+        let wire = a.link.tx.clone();
+        let mac = a.link.mac();
+        let dup = IpCidr::new(IpAddress::Ipv6(v6("2001:db8:1::1")), 64);
+        let ok = IpCidr::new(IpAddress::Ipv6(v6("2001:db8:1::2")), 64);
+        a.add_addr(dup).unwrap();
+        a.add_addr(ok).unwrap();
+        a.poll(0);
+        // the node on the other end has 2001:db8:1::1 and defends it
+        let theirs = b.link.mac();
+        b.link
+            .send(&crate::garp::neighbour_advertisement(
+                theirs,
+                v6("2001:db8:1::1"),
+                false,
+            ))
+            .unwrap();
+        a.poll(10);
+        assert!(!a.addrs().iter().any(|(c, _)| *c == dup), "removed");
+        assert_eq!(
+            a.take_event().as_deref(),
+            Some("ipv6: 2001:db8:1::1 duplicate on eth0, not used")
+        );
+        wire.borrow_mut().clear();
+        a.poll(1_000);
+        let sent: Vec<Vec<u8>> = wire.borrow_mut().drain(..).collect();
+        assert!(sent.contains(&crate::garp::neighbour_advertisement(
+            mac,
+            v6("2001:db8:1::2"),
+            false
+        )));
+        assert!(
+            !sent.contains(&crate::garp::neighbour_advertisement(
+                mac,
+                v6("2001:db8:1::1"),
+                false
+            )),
+            "the duplicate is never advertised"
+        );
+        assert!(
+            a.addrs().iter().any(|(c, _)| *c == ok),
+            "the other one stays"
+        );
+        let c = a.dad().counters();
+        assert_eq!((c.duplicates, c.unique), (1, 1));
     }
 
     #[test]

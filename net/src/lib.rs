@@ -18,6 +18,7 @@ static TEST_ALLOC: xenlet_testalloc::Counting = xenlet_testalloc::Counting;
 
 pub mod bridge;
 pub mod config;
+pub mod dad;
 pub mod echo;
 pub mod fwconfig;
 pub mod garp;

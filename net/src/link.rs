@@ -93,6 +93,11 @@ pub trait Link {
     fn send_csum_blank(&mut self, _frame: &[u8]) -> Result<(), String> {
         Err(String::from("checksum offload not supported"))
     }
+    /// Whether the domain routes over this link (the Router flag of its neighbour
+    /// advertisements).
+    fn routes(&self) -> bool {
+        false
+    }
     /// Whether a frame can be sent now (reaps send completions first).
     fn can_send(&mut self) -> bool;
     /// Sends one frame.
@@ -263,6 +268,8 @@ pub struct LinkDevice<'a, L: Link> {
     /// Frames the link refused (counted as drops).
     pub tx_dropped: &'a mut u64,
     tso: Option<&'a mut Coalescer>,
+    /// Duplicate address detection: sees every received frame.
+    dad: Option<&'a mut crate::dad::Dad>,
     /// What became of received frames' TCP/UDP checksums.
     pub rx_csum: RxCsumStats,
 }
@@ -302,8 +309,16 @@ impl<'a, L: Link> LinkDevice<'a, L> {
             scratch,
             tx_dropped,
             tso: None,
+            dad: None,
             rx_csum: RxCsumStats::default(),
         }
+    }
+
+    /// Shows every received frame to `dad` (a neighbour that has or probes a
+    /// tentative address).
+    pub fn with_dad(mut self, dad: &'a mut crate::dad::Dad) -> Self {
+        self.dad = Some(dad);
+        self
     }
 
     /// Merges TCP segments into GSO packets through `tso` (flushed by the caller
@@ -409,6 +424,9 @@ impl<L: Link> Device for LinkDevice<'_, L> {
             c.peers.on_receive(&mut frame, c.mtu);
         }
         self.neighbors.learn_from_frame(&frame, now.total_millis());
+        if let Some(d) = self.dad.as_deref_mut() {
+            d.observe(&frame);
+        }
         Some((
             RxToken(frame),
             TxToken {

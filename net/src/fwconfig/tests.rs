@@ -1248,3 +1248,86 @@ fn ipv6_is_forwarded_and_filtered_by_the_image_firewall() {
     );
     assert_eq!(d, Disposition::Local);
 }
+
+fn tcp6_syn(src: &str, dst: &str, sport: u16, dport: u16) -> Vec<u8> {
+    let mut t = Vec::new();
+    t.extend_from_slice(&sport.to_be_bytes());
+    t.extend_from_slice(&dport.to_be_bytes());
+    t.extend_from_slice(&1000u32.to_be_bytes());
+    t.extend_from_slice(&0u32.to_be_bytes());
+    t.extend_from_slice(&[0x50, SYN, 0xff, 0xff, 0, 0, 0, 0]);
+    ip6(src, dst, 6, 64, t, 16)
+}
+
+/// The v6 rule `router-ipv6` adds with uci on real Xen: wan -> one LAN host's
+/// address, TCP port 80, as OpenWrt's `config rule` with `family ipv6`.
+const ALLOW_HTTP_LAN1: &str = "
+config rule
+	option name 'Allow-HTTP-lan1'
+	option src 'wan'
+	option dest 'lan'
+	option family 'ipv6'
+	option proto 'tcp'
+	option dest_ip '2001:db8:1::100'
+	option dest_port '80'
+	option target 'ACCEPT'
+";
+
+#[test]
+fn a_v6_rule_from_the_wan_opens_one_port_of_one_lan_host_and_nothing_else() {
+    use xenlet_router::route::RouteProto;
+    use xenlet_router::route6::{Ipv6Net, Route6};
+    const H6: &str = "2001:db8:1::100";
+    const H6B: &str = "2001:db8:1::101";
+    const FAR6: &str = "2001:db8:99::9";
+    let text = alloc::format!("{IMAGE_FIREWALL}{ALLOW_HTTP_LAN1}");
+    let mut b = Box4::new(&text);
+    let net = |s: &str, p| Ipv6Net::new(a6(s), p).unwrap();
+    b.r.add_address6(LAN, net("2001:db8:1::1", 64)).unwrap();
+    b.r.add_address6(WAN, net("2001:db8:ff::2", 64)).unwrap();
+    b.r.add_route6(Route6 {
+        dest: net("::", 0),
+        gateway: Some(a6("fe80::1")),
+        ifc: WAN,
+        mtu: None,
+        metric: 1024,
+        proto: RouteProto::Dhcp,
+    })
+    .unwrap();
+    b.send_frame(WAN, ns6("fe80::1", GW_MAC));
+    b.send_frame(LAN, ns6(H6, HOST_MAC));
+    b.send_frame(LAN, ns6(H6B, HOST2_MAC));
+    let from_wan = |b: &mut Box4, dst: &str, port: u16| {
+        b.send_frame(
+            WAN,
+            eth(MAC_WAN, GW_MAC, 0x86dd, &tcp6_syn(FAR6, dst, 40000, port)),
+        )
+    };
+    // the rule's host and port: through to the LAN host
+    let (d, w) = from_wan(&mut b, H6, 80);
+    assert_eq!(d, Disposition::Forwarded);
+    assert_eq!((w.sent[0].0, &w.sent[0].1[..6]), (LAN, &HOST_MAC[..]));
+    // another port of that host, the same port of another host: the wan zone's
+    // REJECT (a TCP reset back to the WAN, nothing on the LAN)
+    for (dst, port) in [(H6, 81), (H6B, 80)] {
+        let (d, w) = from_wan(&mut b, dst, port);
+        assert_eq!(
+            d,
+            Disposition::Dropped(DropReason::Filtered),
+            "{dst} {port}"
+        );
+        assert!(w.sent.iter().all(|s| s.0 == WAN), "{dst} {port}");
+        assert_eq!(w.ip(0)[6], 6, "a reset");
+        assert_eq!(w.ip(0)[40 + 13] & RST, RST);
+    }
+    // IPv4 is not touched by an IPv6 rule: it compiled into IPv6 addresses only
+    let c = compile_ok(&text);
+    let r = c
+        .ruleset
+        .rules
+        .iter()
+        .find(|r| r.name == "Allow-HTTP-lan1")
+        .unwrap();
+    assert!(r.dest_ip.is_empty());
+    assert_eq!(r.dest_ip6.len(), 1);
+}

@@ -24,7 +24,8 @@
 #     router: router advertisements (a second dnsmasq, RA only: 2001:db8:77::/64
 #     on-link with SLAAC, router lifetime 1800 s, every 10 s) and a DHCPv6 server
 #     (ISC dhcpd -6: addresses 2001:db8:77::1000-1fff, prefixes /56 delegated from
-#     2001:db8:7700::/40, DNS 2001:db8:77::1, domain wan), and the return route of
+#     the first half of 2001:db8:7700::/40 (the other half after `router.sh
+#     renumber`), DNS 2001:db8:77::1, domain wan), and the return route of
 #     the delegated prefixes via the Xenlet router's WAN link-local address
 #     (fe80::216:3eff:fe77:2, of its fixed MAC 00:16:3e:77:00:02); brlan has no IPv6
 #   dom0 does not forward (net.ipv4.ip_forward=0): LAN and WAN meet only in the router.
@@ -35,6 +36,7 @@
 # eth1): the same path with no router domain on it.
 #
 # Subcommands: up | down | dhcp NS | static NS ADDR | pcap [TCPDUMP-FILTER] | dom0router
+#   | renumber (wan's DHCPv6 server delegates from another range: see renumber())
 # State, logs and captures live in $TOPO (default /run/topo); run.py copies them to
 # the scenario's results.
 set -u
@@ -136,7 +138,14 @@ wan6() {
     bg wan dnsmasq-ra dnsmasq --keep-in-foreground --port=0 --interface=eth0 --bind-interfaces \
         --user=root --pid-file= --enable-ra --dhcp-range=2001:db8:77::,ra-only,64,1h \
         --ra-param=eth0,10,1800 --log-dhcp --log-facility=-
-    cat >"$TOPO/dhcpd6.conf" <<'CONF'
+    : >"$TOPO/dhcpd6.leases"
+    dhcpd6 2001:db8:7700:: 2001:db8:777f:ff00::
+}
+
+# (Re)starts ISC dhcpd -6 in wan delegating /56s from $1 to $2 (the first half of
+# the /40 at `up`, the other half after `renumber`).
+dhcpd6() {
+    cat >"$TOPO/dhcpd6.conf" <<CONF
 default-lease-time 600;
 preferred-lifetime 300;
 max-lease-time 1200;
@@ -144,12 +153,37 @@ option dhcp6.name-servers 2001:db8:77::1;
 option dhcp6.domain-search "wan";
 subnet6 2001:db8:77::/64 {
     range6 2001:db8:77::1000 2001:db8:77::1fff;
-    prefix6 2001:db8:7700:: 2001:db8:77ff:: /56;
+    prefix6 $1 $2 /56;
 }
 CONF
-    : >"$TOPO/dhcpd6.leases"
     bg wan dhcpd6 dhcpd -6 -d -cf "$TOPO/dhcpd6.conf" -lf "$TOPO/dhcpd6.leases" \
         -pf "$TOPO/dhcpd6.pidfile" eth0
+}
+
+# The ISP renumbers: wan's DHCPv6 server comes back delegating from the other half
+# of 2001:db8:7700::/40 and has forgotten its bindings (an empty lease file but for
+# its own DUID, so it is the same server): the router's next Renew gets NoBinding
+# (a Rebind, if the Renew went unanswered, gets the old prefix with lifetimes 0),
+# and the Request that follows a new /56.
+renumber() {
+    local pid i=0
+    pid=$(cat "$TOPO/dhcpd6.pid" 2>/dev/null)
+    echo "renumber: old bindings: $(grep -c '^ia-' "$TOPO/dhcpd6.leases"), $(grep -o 'iaprefix [0-9a-f:]*/56' "$TOPO/dhcpd6.leases" | sort -u | tr '\n' ' ')"
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null
+    while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    grep '^server-duid' "$TOPO/dhcpd6.leases" >"$TOPO/dhcpd6.leases.new"
+    mv "$TOPO/dhcpd6.leases.new" "$TOPO/dhcpd6.leases"
+    mv "$TOPO/dhcpd6.log" "$TOPO/dhcpd6-before-renumber.log" 2>/dev/null
+    dhcpd6 2001:db8:7780:: 2001:db8:77ff:ff00::
+    i=0
+    while [ $i -lt 50 ] && ! ns wan ss -lun | grep -q ':547 '; do
+        sleep 0.2
+        i=$((i + 1))
+    done
+    echo "renumber: dhcpd6 pid $(cat "$TOPO/dhcpd6.pid") listening $(ns wan ss -lun | grep -c ':547 '), prefixes 2001:db8:7780:: - 2001:db8:77ff:ff00:: /56, $(grep -c '^server-duid' "$TOPO/dhcpd6.leases") server-duid kept"
 }
 
 dom0router() {
@@ -243,5 +277,6 @@ dhcp) dhcp "$2" ;;
 static) static "$2" "$3" ;;
 pcap) shift; pcap "$@" ;;
 dom0router) dom0router ;;
-*) echo "usage: $0 up|down|show|dhcp NS|static NS ADDR|pcap [FILTER]|dom0router" >&2; exit 2 ;;
+renumber) renumber ;;
+*) echo "usage: $0 up|down|show|dhcp NS|static NS ADDR|pcap [FILTER]|dom0router|renumber" >&2; exit 2 ;;
 esac

@@ -77,10 +77,10 @@ pub const ROUTER_XENLET: Scenario = Scenario {
 
 pub const ROUTER_IPV6: Scenario = Scenario {
     name: "router-ipv6",
-    about: "router topology, Xenlet router, IPv6 on the WAN as OpenWrt's wan6: RA and DHCPv6 with prefix delegation from `wan`, the LAN's /64 of the delegation by SLAAC, lan1 <-> wan over IPv6 through the router, the WAN kept out",
+    about: "router topology, Xenlet router, IPv6 on the WAN as OpenWrt's wan6: RA and DHCPv6 with prefix delegation from `wan`, the LAN's /64 of the delegation by SLAAC, lan1 <-> wan over IPv6 through the router, the WAN kept out but for a v6 rule added with uci, a renumbering by the WAN deprecating the LAN's old /64",
     boot_expect: XENLET_ROUTER_UP,
     steps: ROUTER_IPV6_STEPS,
-    budget_s: 420,
+    budget_s: 900,
     ..XENLET_ROUTER
 };
 
@@ -893,6 +893,152 @@ const WAN_IPV6: &[Step] = &[
     ),
 ];
 
+/// An IPv6 rule from the WAN made the OpenWrt way (`uci add firewall rule`, `uci
+/// commit`, `reload`): wan -> lan1's address, TCP port 80, accepted; before it port
+/// 80 is refused, after it another port of lan1 still is.
+const V6_ALLOW_RULE: &[Step] = &[
+    ns(
+        "lan1",
+        "for p in 80 81; do (timeout 120 socat TCP6-LISTEN:$p,reuseaddr,fork SYSTEM:\"echo web $p\" </dev/null >/dev/null 2>&1 &) ; done; sleep 0.5; ss -ltn | grep -c ':8[01] '",
+        &[r"^2$"],
+        10,
+    ),
+    ns(
+        "wan",
+        "socat -T 3 - TCP6:[${LAN1_6}]:80,connect-timeout=4 </dev/null; echo \"before rc=$?\"",
+        &[r"^before rc=[1-9]"],
+        30,
+    ),
+    cmd("uci add firewall rule", &[r"^cfg[0-9a-f]+$"], 30),
+    cmd("uci set firewall.@rule[-1].name=Allow-HTTP-lan1", &[], 30),
+    cmd("uci set firewall.@rule[-1].src=wan", &[], 30),
+    cmd("uci set firewall.@rule[-1].dest=lan", &[], 30),
+    cmd("uci set firewall.@rule[-1].family=ipv6", &[], 30),
+    cmd("uci set firewall.@rule[-1].proto=tcp", &[], 30),
+    cmd("uci set firewall.@rule[-1].dest_ip=${LAN1_6}", &[], 30),
+    cmd("uci set firewall.@rule[-1].dest_port=80", &[], 30),
+    cmd("uci set firewall.@rule[-1].target=ACCEPT", &[], 30),
+    cmd(
+        "uci changes firewall",
+        &[r"^firewall\.cfg[0-9a-f]+\.dest_ip='${LAN1_6}'$"],
+        30,
+    ),
+    cmd("uci commit firewall", &[], 30),
+    cmd("reload", &[r"^reload: firewall rules replaced"], 30),
+    ns(
+        "wan",
+        "socat -T 3 - TCP6:[${LAN1_6}]:80,connect-timeout=4 </dev/null; echo \"allowed rc=$?\"",
+        &[r"^web 80$", r"^allowed rc=0$"],
+        30,
+    ),
+    ns(
+        "wan",
+        "socat -T 3 - TCP6:[${LAN1_6}]:81,connect-timeout=4 </dev/null; echo \"other port rc=$?\"",
+        &[r"^other port rc=[1-9]"],
+        30,
+    ),
+    cmd("fw", &[r"Allow-HTTP-lan1"], 30),
+];
+
+/// Duplicate address detection of the router's own IPv6 addresses: lan2 has
+/// fd00:dad::5 (and answers a probe for it, as Linux does); the router given the same
+/// address probes it, hears lan2's advertisement and drops it, as Linux's `DAD
+/// failed`. (Every address the router takes is probed: the ULA, the delegated /64's
+/// ::1 before and after the renumbering below, kept since nobody else has them.)
+const DAD: &[Step] = &[
+    ns(
+        "lan2",
+        "ip -6 addr add fd00:dad::5/64 dev eth0 nodad; ip -6 addr show dev eth0 | grep -c 'inet6 fd00:dad::5/64'",
+        &[r"^1$"],
+        10,
+    ),
+    cmd("ip addr add fd00:dad::5/64 dev eth0", &[], 30),
+    wait_output(r"ipv6: fd00:dad::5 duplicate on eth0, not used", 20),
+    ns(
+        "lan2",
+        "ip -6 addr del fd00:dad::5/64 dev eth0; echo removed",
+        &[r"^removed$"],
+        10,
+    ),
+];
+
+/// The ISP renumbers (`router.sh renumber`: wan's DHCPv6 server comes back with
+/// another range and no bindings): at its next Renew the router gets a new /56, the
+/// LAN a new /64 by SLAAC, the old /64 announced with lifetimes 0 so lan1's address
+/// in it is deprecated at once; the router announces its new address by an
+/// unsolicited neighbour advertisement; lan1 reaches wan from its new address.
+const RENUMBER: &[Step] = &[
+    cmd("ifstatus wan6", &[r"^wan6: eth1 bound .* renew in \d+s"], 30),
+    // lan1 keeps the neighbour advertisements to all nodes it hears
+    ns(
+        "lan1",
+        "(timeout 400 tcpdump -n -l -v -i eth0 'icmp6 and ip6[40] == 136 and ip6 dst ff02::1' </dev/null >$TOPO/lan1-na.txt 2>/dev/null &) ; sleep 1; echo capturing",
+        &[r"^capturing$"],
+        10,
+    ),
+    dom0(
+        "$NET/router.sh renumber",
+        &[r"^renumber: dhcpd6 pid \d+ listening [1-9]"],
+        30,
+    ),
+    // the Renew at T1 (half the preferred 300 s, from the Reply) or the Rebind at T2
+    ns(
+        "lan1",
+        "i=0; while [ $i -lt 330 ] && ! ip -6 addr show dev eth0 scope global | grep -v '${PD64}:' | grep -q 'inet6 2001:db8:77'; do sleep 1; i=$((i+1)); done; sleep 2; echo \"waited $i s\"; ip -6 addr show dev eth0 scope global",
+        &[r"inet6 2001:db8:77[89a-f][0-9a-f]:[0-9a-f:]+/64 scope global dynamic"],
+        360,
+    ),
+    // what the server saw: the Renew it had no binding for (or the Rebind), the
+    // Request, the new /56
+    dom0(
+        "grep -E '(Renew|Rebind|Request) message|Reply (NA|PD)|NoBinding|not bound' $TOPO/dhcpd6.log | tail -8",
+        &[r"Reply PD: address 2001:db8:77[89a-f][0-9a-f]:"],
+        20,
+    ),
+    cmd_cap(
+        "ifstatus wan6",
+        &[
+            r"^wan6: eth1 bound",
+            r"prefix 2001:db8:77[89a-f][0-9a-f]:[0-9a-f:]*/56 preferred \d+s valid \d+s",
+        ],
+        &[("NEWPD64", r"lan eth0 (2001:db8:77[0-9a-f]{2}(?::[0-9a-f]{1,4})?)::/64")],
+        30,
+    ),
+    cmd(
+        "ip -6 addr show eth0",
+        &[r"^    inet6 ${NEWPD64}::1/64 scope global"],
+        30,
+    ),
+    // the router's new address, probed for a second and then announced to all
+    // nodes with the Router and Override flags
+    ns(
+        "lan1",
+        "cat $TOPO/lan1-na.txt",
+        &[r"tgt is ${NEWPD64}::1, Flags \[router.*override"],
+        10,
+    ),
+    // the new address preferred, the old one deprecated (preferred_lft 0: the
+    // router's advertisement of the old /64 with lifetimes 0)
+    ns_cap(
+        "lan1",
+        "ip -6 addr show dev eth0 scope global",
+        &[
+            r"inet6 ${NEWPD64}:[0-9a-f:]+/64 scope global dynamic",
+            r"inet6 ${LAN1_6}/64 scope global deprecated dynamic",
+            r"preferred_lft 0sec",
+        ],
+        &[("NEW6", r"inet6 (2001:db8:77[0-9a-f:]+)/64 scope global dynamic")],
+        30,
+    ),
+    ns(
+        "lan1",
+        "ping -6 -c 3 -W 5 -I ${NEW6} 2001:db8:77::10",
+        &[r"^3 packets transmitted, 3 received"],
+        30,
+    ),
+    cmd("dnsmasq", &[r"^ra eth0: "], 30),
+];
+
 const ROUTER_IPV6_STEPS: &[Step] = steps![
     ..ROUTER_WAN_LEASE,
     ..WAN_IPV6,
@@ -902,6 +1048,9 @@ const ROUTER_IPV6_STEPS: &[Step] = steps![
         &[r"src=${LAN1_6} dst=2001:db8:77::10 sport=\d+ dport=7778 "],
         30,
     ),
+    ..V6_ALLOW_RULE,
+    ..DAD,
+    ..RENUMBER,
     last("poweroff"),
 ];
 
