@@ -141,7 +141,7 @@ impl<D: BlockDev> ReadAhead<D> {
     }
 
     /// Answers `buf` at `off` from a window that holds all of it.
-    fn from_window(&mut self, off: u64, buf: &mut [u8]) -> bool {
+    fn serve_from_window(&mut self, off: u64, buf: &mut [u8]) -> bool {
         let end = off + buf.len() as u64;
         let t = self.tick();
         for w in &mut self.windows {
@@ -199,14 +199,14 @@ impl<D: BlockDev> BlockDev for ReadAhead<D> {
             self.note_end(offset, end);
             return self.dev.read(offset, buf);
         }
-        if self.from_window(offset, buf) {
+        if self.serve_from_window(offset, buf) {
             self.hits += 1;
             self.note_end(offset, end);
             return Ok(());
         }
         let ahead = self.sequential(offset);
         self.note_end(offset, end);
-        if ahead && self.fill(offset).is_some() && self.from_window(offset, buf) {
+        if ahead && self.fill(offset).is_some() && self.serve_from_window(offset, buf) {
             return Ok(());
         }
         self.dev.read(offset, buf)

@@ -70,9 +70,10 @@ usage: cargo xtask bench [all|seed|boot|dd|fs|files|net|router|clients] [options
   files [--runs N] [--table]
         5,000 small files (100-4,099 bytes) copied with cp -r from a read-only ext4
         disk to a fresh ext4 disk, then sync, in Xenlet PVH (a fresh boot per run)
-        and the Linux PVHVM domU (its runs in one boot, caches dropped); e2fsck -fn
-        and every file's SHA-256 checked in dom0 (also in
-        target/testbed/bench-files.txt)
+        and the Linux PVHVM domU (its runs in one boot, caches dropped); then a
+        10,000-entry directory the same way, created (cp -r + sync) and looked up
+        (ls -l of the copy, mounted again); e2fsck -fn and every file's SHA-256
+        checked in dom0 (also in target/testbed/bench-files.txt)
   net [--runs N] [--table]
         dom0's iperf3 -c (5 s, both directions) against iperf3 -s in the Linux PVHVM
         domU and in Xenlet (PVH, and HVM from its disk image); Mbit/s

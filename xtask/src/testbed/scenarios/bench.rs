@@ -279,32 +279,55 @@ const BENCH_FILES_DATA: Disk = Disk {
     loop_dev: true,
 };
 
-/// dom0: the files, their manifest, the source disk, the formatted data disk.
-const BENCH_FILES_MKFS: Step = dom0_cap(
-    concat!(
-        "rm -rf /tmp/smallsrc && mkdir -p /tmp/smallsrc/files && cd /tmp/smallsrc/files && ",
-        "python3 -c \"import os, random\n",
-        "r = random.Random(14)\n",
-        "for d in range(5): os.mkdir('d%d' % d)\n",
-        "for i in range(5000):\n",
-        "    open('d%d/f%04d' % (i % 5, i), 'wb').write(r.randbytes(100 + r.randrange(4000)))\n\" && ",
-        "echo \"manifest $(find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-64)\" && ",
-        "mke2fs -q -F -t ext4 -d /tmp/smallsrc $SRC && mkfs.ext4 -q -F $DATA && ",
-        "dumpe2fs -h $DATA 2>/dev/null | grep '^Block size'"
-    ),
-    &[r"^Block size:\s+1024$"],
-    &[("MANIFEST", r"^manifest ([0-9a-f]{64})$")],
-    300,
+/// dom0: a tree `/tmp/smallsrc/TREE` made by python (`$py`: its lines after `import
+/// os, random`, run in that directory), its manifest (every file's SHA-256), the source
+/// disk, the formatted data disk.
+macro_rules! bench_tree_mkfs {
+    ($tree:literal, $($py:literal)*) => {
+        dom0_cap(
+            concat!(
+                "rm -rf /tmp/smallsrc && mkdir -p /tmp/smallsrc/", $tree, " && cd /tmp/smallsrc/", $tree, " && ",
+                "python3 -c \"import os, random\n",
+                $($py,)*
+                "\" && ",
+                "echo \"manifest $(find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-64)\" && ",
+                "mke2fs -q -F -t ext4 -d /tmp/smallsrc $SRC && mkfs.ext4 -q -F $DATA && ",
+                "dumpe2fs -h $DATA 2>/dev/null | grep '^Block size'"
+            ),
+            &[r"^Block size:\s+1024$"],
+            &[("MANIFEST", r"^manifest ([0-9a-f]{64})$")],
+            300,
+        )
+    };
+}
+
+/// dom0: the 5,000 small files in 5 directories.
+const BENCH_FILES_MKFS: Step = bench_tree_mkfs!(
+    "files",
+    "r = random.Random(14)\n"
+    "for d in range(5): os.mkdir('d%d' % d)\n"
+    "for i in range(5000):\n"
+    "    open('d%d/f%04d' % (i % 5, i), 'wb').write(r.randbytes(100 + r.randrange(4000)))\n"
 );
 
-/// dom0 after the guest: e2fsck -fn of the data disk, and the copy's manifest.
+/// dom0: one directory of 10,000 files of 0-64 bytes, named `entry-NNNNN-XXXXXXXX`
+/// (a pseudo-random suffix: names that do not hash in order, as real names).
+const BENCH_DIR_MKFS: Step = bench_tree_mkfs!(
+    "big",
+    "r = random.Random(30)\n"
+    "for i in range(10000):\n"
+    "    open('entry-%05d-%08x' % (i, r.getrandbits(32)), 'wb').write(r.randbytes(r.randrange(65)))\n"
+);
+
+/// dom0 after the guest: e2fsck -fn of the data disk, and the manifest of the copy of
+/// `$tree`.
 macro_rules! bench_files_check {
-    ($fsck:expr, $same:expr) => {
+    ($tree:literal, $fsck:expr, $same:expr) => {
         dom0_cap(
             concat!(
                 "blockdev --flushbufs $DATA; e2fsck -fn $DATA >/dev/null 2>&1; echo \"e2fsck=$?\"; ",
-                "rm -rf /tmp/smallout && mkdir /tmp/smallout && debugfs -R 'rdump /files /tmp/smallout' $DATA 2>/dev/null; ",
-                "cd /tmp/smallout/files && m=$(find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-64); ",
+                "rm -rf /tmp/smallout && mkdir /tmp/smallout && debugfs -R 'rdump /", $tree, " /tmp/smallout' $DATA 2>/dev/null; ",
+                "cd /tmp/smallout/", $tree, " && m=$(find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-64); ",
                 "echo \"copy $([ \"$m\" = \"$MANIFEST\" ] && echo same || echo different) ($(find . -type f | wc -l) files)\""
             ),
             &[],
@@ -322,33 +345,62 @@ const XENLET_FILES_CONFIG: &str = xl_config!(pvh {
     disk: ["phy:@DATA@,xvdb,w", "phy:@SRC@,xvdc,r"],
 });
 
-const BENCH_FILES_XENLET_STEPS: &[Step] = &[
-    BENCH_FILES_MKFS,
-    cmd("mkdir -p /src", &[], 30),
-    cmd("mount -o ro /dev/xvdc /src", &[], 60),
-    cmd("mount /dev/xvdb /mnt", &[], 60),
-    cmd_cap(
-        "time cp -r /src/files /mnt/",
-        &[],
-        &[("CP_REAL", TIME_REAL)],
-        1800,
-    ),
-    TIMED_SYNC,
-    cmd("umount /mnt", &[], 120),
-    cmd("umount /src", &[], 60),
-    bench_files_check!("FSCK", "SAME"),
-    last("poweroff"),
-];
+/// A Xenlet run: `$mkfs` in dom0, `time cp -r /src/$tree /mnt/` and `time sync`; with
+/// `lookup` the data disk is then mounted again alone (nothing cached; the source's
+/// cache freed: a 10,000-entry `ls -l` peaks at about 4 MiB of the 7 MiB heap on the
+/// host) and `time ls -l /mnt/$tree | grep -c entry-` must count `$lines` (the
+/// entries' rows, not `total`). Xenlet's `ls -l` (shell/src/files.rs `ls`)
+/// resolves every entry by its path (`Vfs::resolve_nofollow("/mnt/big/NAME")`, a
+/// lookup of NAME in the directory) and stats it: a lookup per name; the pipe keeps
+/// the 10,000 lines off the console.
+macro_rules! xenlet_tree_steps {
+    ($mkfs:expr, $tree:literal $(, lookup $lines:literal)?) => {
+        steps![
+            $mkfs,
+            cmd("mkdir -p /src", &[], 30),
+            cmd("mount -o ro /dev/xvdc /src", &[], 60),
+            cmd("mount /dev/xvdb /mnt", &[], 60),
+            cmd_cap(
+                concat!("time cp -r /src/", $tree, " /mnt/"),
+                &[],
+                &[("CP_REAL", TIME_REAL)],
+                1800,
+            ),
+            TIMED_SYNC,
+            cmd("umount /mnt", &[], 120),
+            cmd("umount /src", &[], 60),
+            $(
+                cmd("mount /dev/xvdb /mnt", &[], 60),
+                cmd_cap(
+                    concat!("time ls -l /mnt/", $tree, " | grep -c entry-"),
+                    &[concat!("^", $lines, "$")],
+                    &[("LS_REAL", TIME_REAL)],
+                    1800,
+                ),
+                cmd("umount /mnt", &[], 120),
+            )?
+            bench_files_check!($tree, "FSCK", "SAME"),
+            last("poweroff"),
+        ]
+    };
+}
 
 pub const BENCH_FILES_XENLET: Scenario = Scenario {
     name: "bench-files-xenlet",
     about: "bench files: Xenlet PVH, cp -r of 5,000 small files from xvdc to ext4 on xvdb, sync; e2fsck and manifest in dom0",
     config: XENLET_FILES_CONFIG,
     disks: &[BENCH_FILES_DATA, BENCH_FILES_SRC],
-    steps: BENCH_FILES_XENLET_STEPS,
+    steps: xenlet_tree_steps!(BENCH_FILES_MKFS, "files"),
     end_timeout_s: 60,
     budget_s: 2400,
     ..XENLET_PVH
+};
+
+pub const BENCH_DIR_XENLET: Scenario = Scenario {
+    name: "bench-dir-xenlet",
+    about: "bench files: Xenlet PVH, a 10,000-entry directory: cp -r from xvdc to ext4 on xvdb, sync, then (mounted again) ls -l of it; e2fsck and manifest in dom0",
+    steps: xenlet_tree_steps!(BENCH_DIR_MKFS, "big", lookup "10000"),
+    ..BENCH_FILES_XENLET
 };
 
 /// The Linux PVHVM domU of `bench-fs-linux` with the source disk as well (writable in
@@ -359,11 +411,13 @@ const LINUX_FILES_CONFIG: &str = linux_hvm_config!(256, "@LINUX_INITRD_FS@" {
 });
 
 /// One run in the Linux domU (caches dropped first, so the source is read from its
-/// disk as in Xenlet's fresh boot), timed by /proc/uptime.
+/// disk as in Xenlet's fresh boot), timed by /proc/uptime: as `xenlet_tree_steps!`,
+/// with `lookup` busybox's `ls -l` after the data disk is mounted again and the caches
+/// dropped (it lstat()s every entry by its path).
 macro_rules! linux_files_run {
-    ($n:literal) => {
-        [
-            BENCH_FILES_MKFS,
+    ($mkfs:expr, $tree:literal, $n:literal $(, lookup $lines:literal)?) => {
+        steps![
+            $mkfs,
             cmd(
                 "echo 3 > /proc/sys/vm/drop_caches; mkdir -p /src /mnt && mount -t ext4 -o ro /dev/xvdc /src && mount -t ext4 /dev/xvdb /mnt && mount | grep -c ' type ext4'",
                 &[r"^2$"],
@@ -371,7 +425,7 @@ macro_rules! linux_files_run {
             ),
             cmd_cap(
                 concat!(
-                    "a=$(cut -d' ' -f1 /proc/uptime); cp -r /src/files /mnt/; ",
+                    "a=$(cut -d' ' -f1 /proc/uptime); cp -r /src/", $tree, " /mnt/; ",
                     "b=$(cut -d' ' -f1 /proc/uptime); sync; c=$(cut -d' ' -f1 /proc/uptime); ",
                     "echo $a $b $c | awk '{printf \"timed by /proc/uptime: cp %.2f s, sync %.2f s\\n\", $2 - $1, $3 - $2}'"
                 ),
@@ -383,25 +437,49 @@ macro_rules! linux_files_run {
                 3600,
             ),
             cmd("umount /mnt; umount /src", &[], 300),
-            bench_files_check!(concat!("FSCK_", $n), concat!("SAME_", $n)),
+            $(
+                cmd_cap(
+                    concat!(
+                        "echo 3 > /proc/sys/vm/drop_caches && mount -t ext4 /dev/xvdb /mnt && ",
+                        "a=$(cut -d' ' -f1 /proc/uptime); n=$(ls -l /mnt/", $tree, " | grep -c entry-); ",
+                        "b=$(cut -d' ' -f1 /proc/uptime); ",
+                        "echo $a $b $n | awk '{printf \"timed by /proc/uptime: ls %.2f s, %d lines\\n\", $2 - $1, $3}'"
+                    ),
+                    &[concat!(", ", $lines, " lines$")],
+                    &[(concat!("LS_S_", $n), r"^timed by /proc/uptime: ls ([0-9.]+) s, ")],
+                    3600,
+                ),
+                cmd("umount /mnt", &[], 300),
+            )?
+            bench_files_check!($tree, concat!("FSCK_", $n), concat!("SAME_", $n)),
         ]
     };
 }
-
-const BENCH_FILES_LINUX_STEPS: &[Step] = steps![
-    ..&linux_files_run!("1"),
-    ..&linux_files_run!("2"),
-    ..&linux_files_run!("3"),
-    last("poweroff -f"),
-];
 
 pub const BENCH_FILES_LINUX: Scenario = Scenario {
     name: "bench-files-linux",
     about: "bench files: the Linux PVHVM domU, 3 runs in one boot: cp -r of 5,000 small files to ext4, sync (timed by /proc/uptime)",
     config: LINUX_FILES_CONFIG,
     disks: &[BENCH_FILES_DATA, BENCH_FILES_SRC],
-    steps: BENCH_FILES_LINUX_STEPS,
+    steps: steps![
+        ..linux_files_run!(BENCH_FILES_MKFS, "files", "1"),
+        ..linux_files_run!(BENCH_FILES_MKFS, "files", "2"),
+        ..linux_files_run!(BENCH_FILES_MKFS, "files", "3"),
+        last("poweroff -f"),
+    ],
     ..BENCH_FS_LINUX
+};
+
+pub const BENCH_DIR_LINUX: Scenario = Scenario {
+    name: "bench-dir-linux",
+    about: "bench files: the Linux PVHVM domU, 3 runs in one boot: a 10,000-entry directory: cp -r to ext4, sync, then (mounted again, caches dropped) ls -l of it (timed by /proc/uptime)",
+    steps: steps![
+        ..linux_files_run!(BENCH_DIR_MKFS, "big", "1", lookup "10000"),
+        ..linux_files_run!(BENCH_DIR_MKFS, "big", "2", lookup "10000"),
+        ..linux_files_run!(BENCH_DIR_MKFS, "big", "3", lookup "10000"),
+        last("poweroff -f"),
+    ],
+    ..BENCH_FILES_LINUX
 };
 
 pub const BENCH_FS_NOJOURNAL: Scenario = Scenario {
