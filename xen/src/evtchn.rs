@@ -74,6 +74,16 @@ impl PendingScan {
     }
 }
 
+/// Whether `vcpu`'s upcall flag is set: events are pending that no scan has taken.
+/// Xen raises the upcall only when it sets the flag, so a flag left set (an event
+/// that came while no callback was registered: across a restore) raises none again
+/// until a scan clears it.
+pub fn upcall_pending(si: &SharedInfo, vcpu: usize) -> bool {
+    si.page()
+        .load_u8(SharedInfo::vcpu_info(vcpu) + VCPU_INFO_UPCALL_PENDING)
+        != 0
+}
+
 /// Masks `port` (its events stay pending but do not raise upcalls).
 pub fn mask(si: &SharedInfo, port: Port) {
     if let Some((w, bit)) = word_bit(port) {
@@ -198,6 +208,16 @@ mod tests {
         let mut v = Vec::new();
         scan.scan(si, 0, |p| v.push(p.0));
         v
+    }
+
+    #[test]
+    fn the_upcall_flag_left_set_is_seen_and_a_scan_clears_it() {
+        let si = SharedInfo::new(page());
+        assert!(!upcall_pending(&si, 0));
+        raise(&si, 5);
+        assert!(upcall_pending(&si, 0));
+        assert_eq!(collect(&mut PendingScan::new(), &si), [5]);
+        assert!(!upcall_pending(&si, 0));
     }
 
     #[test]

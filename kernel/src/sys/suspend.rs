@@ -103,6 +103,10 @@ pub fn suspend() {
                 // before anything reads the time (it may be another host's now).
                 let p = xen::resume();
                 clock::resume_pvclock();
+                // Events pending in the new shared info before the callback was
+                // registered left the upcall flag set, and Xen raises no upcall while
+                // it is: a scan clears it (Mini-OS's force_evtchn_callback).
+                xen::poll_events();
                 Outcome::Resumed(clock::now(), p, gnttab::resume())
             }
         }
@@ -156,6 +160,8 @@ pub fn suspend() {
             if let Some(h) = HOOKS.get() {
                 (h.resumed)();
             }
+            // the devices' new ports may have fired before their handlers were in
+            xen::poll_events();
             let now = clock::now();
             let ms = now.saturating_duration_since(start).as_millis() as u64;
             let own = now.saturating_duration_since(back).as_millis();

@@ -58,6 +58,14 @@ impl Cpu for KernelCpu {
             interrupts::enable();
             return;
         }
+        // Events Xen set pending without an upcall (its flag was already set, as
+        // after a restore: events that came before the callback was registered)
+        // would never end the halt: served now instead.
+        if xen::upcall_pending() {
+            xen::poll_events();
+            interrupts::enable();
+            return;
+        }
         if let Some(d) = deadline_ns.map(Instant::from_nanos) {
             if clock::now() >= d {
                 interrupts::enable();

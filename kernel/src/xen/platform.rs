@@ -396,6 +396,14 @@ fn poll_events_masked() {
     }
 }
 
+/// Whether events are pending that no upcall announced (the flag Xen raises the
+/// upcall on is set: see [`xenlet_xen::evtchn::upcall_pending`]): a wait must scan
+/// ([`poll_events`]) rather than halt.
+pub fn upcall_pending() -> bool {
+    XEN.get()
+        .is_some_and(|x| xenlet_xen::evtchn::upcall_pending(&x.shared_info, 0))
+}
+
 fn on_upcall(_vector: u8) {
     // Per-vCPU vector: acknowledge first (as Linux does); an event arriving while the
     // scan runs raises the vector again. A no-op in the other modes.
