@@ -8,7 +8,6 @@
 mod common;
 use common::*;
 use std::cell::RefCell;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::rc::Rc;
 use xenlet_fs::blockdev::MemDisk;
@@ -30,37 +29,7 @@ fn small_journal_image(img: &Path) {
         None,
         &["-g", "1024", "-J", "size=1"],
     );
-    let jblk: u64 = String::from_utf8_lossy(&debugfs(img, "bmap <8> 0"))
-        .trim()
-        .parse()
-        .unwrap();
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(img)
-        .unwrap();
-    let mut jsb = [0u8; 1024];
-    f.read_exact_at(&mut jsb, jblk * 1024).unwrap();
-    jsb[0x10..0x14].copy_from_slice(&JOURNAL_BLOCKS.to_be_bytes());
-    jsb[0xFC..0x100].fill(0);
-    let c = !crc32c(!0, &jsb);
-    jsb[0xFC..0x100].copy_from_slice(&c.to_be_bytes());
-    f.write_all_at(&jsb, jblk * 1024).unwrap();
-}
-
-/// crc32c as jbd2 uses it.
-fn crc32c(mut crc: u32, data: &[u8]) -> u32 {
-    for &b in data {
-        crc ^= b as u32;
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0x82F6_3B78
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    crc
+    shrink_journal(img, JOURNAL_BLOCKS);
 }
 
 /// (offset, data, flush epoch) of each write.

@@ -21,12 +21,11 @@
 //! (smoltcp) has no tentative state, so it is used at once and withdrawn if found
 //! duplicate (close to RFC 4429's Optimistic DAD, without its restrictions).
 
-use alloc::vec;
 use alloc::vec::Vec;
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
-    EthernetAddress, EthernetFrame, EthernetProtocol, EthernetRepr, Icmpv6Packet, Icmpv6Repr,
-    IpProtocol, Ipv6Address, Ipv6Packet, Ipv6Repr, NdiscRepr,
+    EthernetFrame, EthernetProtocol, Icmpv6Packet, Icmpv6Repr, IpProtocol, Ipv6Address, Ipv6Packet,
+    NdiscRepr,
 };
 
 /// RetransTimer: how long to wait for a sign of a duplicate after the probe (ms).
@@ -99,33 +98,7 @@ pub fn probe(mac: [u8; 6], target: Ipv6Address) -> Vec<u8> {
         target_addr: target,
         lladdr: None,
     });
-    let src = Ipv6Address::UNSPECIFIED;
-    let dst = solicited_node(target);
-    let ip6 = Ipv6Repr {
-        src_addr: src,
-        dst_addr: dst,
-        next_header: IpProtocol::Icmpv6,
-        payload_len: ns.buffer_len(),
-        hop_limit: 255,
-    };
-    let d = dst.octets();
-    let eth = EthernetRepr {
-        src_addr: EthernetAddress(mac),
-        dst_addr: EthernetAddress([0x33, 0x33, d[12], d[13], d[14], d[15]]),
-        ethertype: EthernetProtocol::Ipv6,
-    };
-    let mut buf = vec![0u8; eth.buffer_len() + ip6.buffer_len() + ns.buffer_len()];
-    let mut frame = EthernetFrame::new_unchecked(&mut buf[..]);
-    eth.emit(&mut frame);
-    let mut packet = Ipv6Packet::new_unchecked(frame.payload_mut());
-    ip6.emit(&mut packet);
-    ns.emit(
-        &src,
-        &dst,
-        &mut Icmpv6Packet::new_unchecked(packet.payload_mut()),
-        &ChecksumCapabilities::default(),
-    );
-    buf
+    crate::garp::ndisc_frame(mac, Ipv6Address::UNSPECIFIED, solicited_node(target), &ns)
 }
 
 /// The neighbour discovery message `frame` carries, if it is a valid one from the

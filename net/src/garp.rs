@@ -53,27 +53,39 @@ pub fn neighbour_advertisement(mac: [u8; 6], ip: Ipv6Address, router: bool) -> V
         target_addr: ip,
         lladdr: Some(RawHardwareAddress::from_bytes(&mac)),
     });
-    let all_nodes = Ipv6Address::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+    ndisc_frame(mac, ip, Ipv6Address::new(0xff02, 0, 0, 0, 0, 0, 0, 1), &na)
+}
+
+/// A neighbour discovery message `msg` from `src` at `mac` to the multicast `dst`
+/// (Ethernet `33:33` and its last four octets), hop limit 255 (RFC 4861 7.1: a
+/// message with any other is ignored), its checksum set.
+pub(crate) fn ndisc_frame(
+    mac: [u8; 6],
+    src: Ipv6Address,
+    dst: Ipv6Address,
+    msg: &Icmpv6Repr<'_>,
+) -> Vec<u8> {
     let ip6 = Ipv6Repr {
-        src_addr: ip,
-        dst_addr: all_nodes,
+        src_addr: src,
+        dst_addr: dst,
         next_header: IpProtocol::Icmpv6,
-        payload_len: na.buffer_len(),
+        payload_len: msg.buffer_len(),
         hop_limit: 255,
     };
+    let d = dst.octets();
     let eth = EthernetRepr {
         src_addr: EthernetAddress(mac),
-        dst_addr: EthernetAddress([0x33, 0x33, 0, 0, 0, 1]),
+        dst_addr: EthernetAddress([0x33, 0x33, d[12], d[13], d[14], d[15]]),
         ethertype: EthernetProtocol::Ipv6,
     };
-    let mut buf = vec![0u8; eth.buffer_len() + ip6.buffer_len() + na.buffer_len()];
+    let mut buf = vec![0u8; eth.buffer_len() + ip6.buffer_len() + msg.buffer_len()];
     let mut frame = EthernetFrame::new_unchecked(&mut buf[..]);
     eth.emit(&mut frame);
     let mut packet = Ipv6Packet::new_unchecked(frame.payload_mut());
     ip6.emit(&mut packet);
-    na.emit(
-        &ip,
-        &all_nodes,
+    msg.emit(
+        &src,
+        &dst,
         &mut Icmpv6Packet::new_unchecked(packet.payload_mut()),
         &ChecksumCapabilities::default(),
     );

@@ -490,3 +490,42 @@ pub fn compare_tree<F: FileSystem>(fs: &mut F, src: &Path, path: &str) -> usize 
     }
     count
 }
+
+/// crc32c as jbd2 uses it (the raw Castagnoli CRC, seed given): the tests' own, apart
+/// from the crate's.
+pub fn jbd2_crc32c(mut crc: u32, data: &[u8]) -> u32 {
+    for &b in data {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    crc
+}
+
+/// Shrinks the journal of the 1 KiB-block image `img` to `blocks` blocks as its
+/// superblock says (`s_maxlen`, the checksum v3 sealed again): a log smaller than
+/// mke2fs makes, for operations that do not fit one transaction.
+pub fn shrink_journal(img: &std::path::Path, blocks: u32) {
+    use std::os::unix::fs::FileExt;
+    let jblk: u64 = String::from_utf8_lossy(&debugfs(img, "bmap <8> 0"))
+        .trim()
+        .parse()
+        .unwrap();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(img)
+        .unwrap();
+    let mut jsb = [0u8; 1024];
+    f.read_exact_at(&mut jsb, jblk * 1024).unwrap();
+    jsb[0x10..0x14].copy_from_slice(&blocks.to_be_bytes());
+    jsb[0xFC..0x100].fill(0);
+    let c = !jbd2_crc32c(!0, &jsb);
+    jsb[0xFC..0x100].copy_from_slice(&c.to_be_bytes());
+    f.write_all_at(&jsb, jblk * 1024).unwrap();
+}
