@@ -351,6 +351,11 @@ pub(super) fn sync(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResul
     }
     let mut flush = |d: &mut crate::dev::frontends::Disk| {
         let name = d.info().name.clone();
+        if d.info().readonly {
+            // nothing was written to it (blkback refuses a flush of a read-only
+            // disk: `sync` said "xvdc: Input/output error" for a source mounted ro)
+            return;
+        }
         match crate::dev::frontends::run_one(d, BlockOp::Flush, 0) {
             Ok(()) => {}
             Err(xenlet_drivers::blkfront::BlockError::NotSupported) => {}
