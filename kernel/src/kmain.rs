@@ -5,7 +5,6 @@ use crate::bootinfo::{self, BootTimes};
 use crate::{
     io::console, mm, mm::physmem::IdentityMemory, println, sys::acpi, sys::power, time::clock,
 };
-use alloc::vec;
 use xenlet_boot::entry::{BOOT_KIND_MULTIBOOT2, BOOT_KIND_PVH};
 use xenlet_boot::{BootInfo, BootInfoError};
 
@@ -194,8 +193,22 @@ extern "C" fn xenlet_kernel_entry(kind: u32, info_addr: u32) -> ! {
     let devices_done = clock::now();
 
     let acpi_root = info.acpi.or_else(|| acpi::scan_for_rsdp(&IdentityMemory));
-    let mut scratch = vec![0u8; 256 * 1024];
-    let power_info = acpi_root.and_then(|r| acpi::power_info(&IdentityMemory, &r, &mut scratch));
+    // The tables are copied into a scratch buffer of up to 256 KiB, taken fallibly (a
+    // small domain's heap may not have it in one piece after the devices: router-small
+    // at memory = 8 panicked here), smaller if it must (an HVM DSDT is some 10 KiB).
+    let mut scratch: alloc::vec::Vec<u8> = alloc::vec::Vec::new();
+    for kib in [256usize, 64, 16] {
+        if scratch.try_reserve_exact(kib * 1024).is_ok() {
+            scratch.resize(kib * 1024, 0);
+            break;
+        }
+    }
+    if scratch.is_empty() {
+        println!("acpi: no memory to read the tables; poweroff falls back to halting");
+    }
+    let power_info = acpi_root
+        .filter(|_| !scratch.is_empty())
+        .and_then(|r| acpi::power_info(&IdentityMemory, &r, &mut scratch));
     drop(scratch);
     power::set_acpi(power_info);
     // The boot information in low memory has been read (and the ACPI tables): page 0
