@@ -1,0 +1,124 @@
+#!/bin/bash
+# The 64-byte forwarding knee of `cargo xtask bench router`, in dom0 of the router
+# topology (router.sh): the kernel's pktgen in namespace lan1 offers minimum-size UDP
+# frames (60 bytes + FCS = 64 on the wire) to wan (10.77.0.10, port 9) through the
+# router at a fixed rate; wan counts what arrives (an nftables counter at prerouting,
+# priority raw, that then drops them: no ICMP back, no conntrack in wan).
+#
+#   knee.sh flow  [SECONDS]   one flow (the same source port every packet)
+#   knee.sh flows [SECONDS]   a new flow every packet (the source port counts up
+#                             through 1024..65535): each packet is a new conntrack
+#                             entry and NAT mapping in the router
+#
+# The rate starts at 1000 packets/s and doubles while less than 0.1 % is lost and
+# pktgen reaches at least 90 % of the rate asked; then 3 halvings of the gap between
+# the last good and the first bad rate. Then one probe with no rate limit: what
+# pktgen offers at most and what the router forwards of it. Prints one line per
+# probe and, last:
+#
+#   knee: MODE N pps (loss < 0.1 %)
+#   unlimited: MODE offered N pps, forwarded M pps
+#
+# The sender (pktgen, a kernel thread) is not the bottleneck when `unlimited`'s
+# offered rate is well above the knee. Exits 1 if pktgen or nft cannot be set up.
+set -u
+MODE=${1:-flow}
+SECS=${2:-3}
+PG=/proc/net/pktgen
+DST=10.77.0.10
+GW=192.168.1.1
+
+ns() { local n=$1; shift; ip netns exec "$n" "$@"; }
+die() { echo "knee: $*" >&2; exit 1; }
+
+case "$MODE" in flow | flows) ;; *) die "mode is flow or flows, not '$MODE'" ;; esac
+modprobe pktgen || die "no pktgen module"
+src=$(ns lan1 ip -4 -o addr show dev eth0 | awk '{sub(/\/.*/, "", $4); print $4; exit}')
+[ -n "$src" ] || die "lan1 has no IPv4 address"
+ns lan1 ping -n -c 1 -W 3 "$DST" >/dev/null || die "lan1 cannot ping $DST through the router"
+gwmac=$(ns lan1 ip neigh show "$GW" dev eth0 | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')
+[ -n "$gwmac" ] || die "lan1 has no neighbour entry for $GW"
+
+ns wan nft -f - <<'EOF' || die "nft in wan"
+table inet knee {
+    chain pre {
+        type filter hook prerouting priority raw; policy accept;
+        udp dport 9 counter name got drop
+    }
+    counter got { }
+}
+EOF
+trap 'ns wan nft delete table inet knee 2>/dev/null' EXIT
+got() { ns wan nft list counter inet knee got | awk '/packets/ {print $2; exit}'; }
+
+# pktgen's files are per network namespace: everything below runs in lan1
+pg() { ns lan1 sh -c "echo '$1' > $PG/$2" || die "pktgen: '$1' > $2"; }
+pg rem_device_all kpktgend_0
+pg "add_device eth0" kpktgend_0
+pg "clone_skb 0" eth0 # veth cannot share one skb between sends
+pg "pkt_size 60" eth0
+pg "burst 1" eth0
+pg "src_min $src" eth0
+pg "src_max $src" eth0
+pg "dst $DST" eth0
+pg "dst_mac $gwmac" eth0
+pg "udp_dst_min 9" eth0
+pg "udp_dst_max 9" eth0
+if [ "$MODE" = flows ]; then
+    pg "udp_src_min 1024" eth0
+    pg "udp_src_max 65535" eth0
+else
+    pg "udp_src_min 40000" eth0
+    pg "udp_src_max 40000" eth0
+fi
+
+# probe RATE (0: unlimited): prints "probe ..." and sets SENT, GOT, PPS, LOSS_PPM
+probe() {
+    local rate=$1 count
+    if [ "$rate" -gt 0 ]; then count=$((rate * SECS)); else count=$((200000 * SECS)); fi
+    pg "count $count" eth0
+    if [ "$rate" -gt 0 ]; then pg "ratep $rate" eth0; else pg "delay 0" eth0; fi
+    local before after
+    before=$(got)
+    if [ "$rate" -gt 0 ]; then
+        ns lan1 sh -c "echo start > $PG/pgctrl"
+    else
+        # no rate limit: stopped after SECS, whatever it sent by then
+        ns lan1 sh -c "echo start > $PG/pgctrl" &
+        sleep "$SECS"
+        ns lan1 sh -c "echo stop > $PG/pgctrl"
+        wait
+    fi
+    sleep 1 # what is still queued in the router arrives
+    after=$(got)
+    local res
+    res=$(ns lan1 cat $PG/eth0)
+    SENT=$(echo "$res" | awk '/pkts-sofar:/ {print $2; exit}')
+    USEC=$(echo "$res" | awk '/^Result: OK:/ {sub(/\(.*/, "", $3); print $3; exit}')
+    [ -n "$SENT" ] && [ -n "$USEC" ] && [ "$USEC" -gt 0 ] || die "no pktgen result: $res"
+    GOT=$((after - before))
+    PPS=$((SENT * 1000000 / USEC))
+    LOSS_PPM=$(((SENT - GOT) * 1000000 / (SENT > 0 ? SENT : 1)))
+    echo "probe: $MODE rate=$rate sent=$SENT in ${USEC}us (${PPS} pps) received=$GOT loss=$((LOSS_PPM / 10))e-4"
+}
+
+# good RATE: under 0.1 % lost and pktgen kept up with the rate
+good() { [ "$LOSS_PPM" -lt 1000 ] && [ "$PPS" -ge $(($1 * 9 / 10)) ]; }
+
+ok=0
+bad=0
+rate=1000
+while [ "$rate" -le 1024000 ]; do
+    probe "$rate"
+    if good "$rate"; then ok=$rate; rate=$((rate * 2)); else bad=$rate; break; fi
+done
+if [ "$bad" -gt 0 ]; then
+    for _ in 1 2 3; do
+        mid=$(((ok + bad) / 2))
+        probe "$mid"
+        if good "$mid"; then ok=$mid; else bad=$mid; fi
+    done
+fi
+echo "knee: $MODE $ok pps (loss < 0.1 %)"
+probe 0
+echo "unlimited: $MODE offered $PPS pps, forwarded $((GOT * 1000000 / USEC)) pps"
