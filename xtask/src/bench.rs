@@ -550,9 +550,43 @@ pub fn net(args: &[&str]) -> Result<Section> {
         baseline: Some("Linux PVHVM domU".into()),
         failed: failure(ran, &rows, a.runs),
         rows,
-        text: None,
+        text: net_profiles(a.runs),
         notes: failures(&names),
     })
+}
+
+/// dom0's profile of each system's last run that has one (`net/dom0prof.sh` over a
+/// further 4 s transfer each way), as a list for the report.
+fn net_profiles(runs: usize) -> Option<String> {
+    let mut t = String::from(
+        "dom0's CPU during a further 4 s transfer each way (`perf record -a -g`, cpu-clock; \
+         swapper is idle, xen_hypercall_* is time in Xen for dom0), each system's last run:\n\n",
+    );
+    let mut any = false;
+    for (who, sc) in NET_SYSTEMS {
+        let Some((i, v)) = (1..=runs)
+            .rev()
+            .map(|i| (i, testbed::result(&format!("{sc}.{i}"))))
+            .find(|(_, v)| v.contains_key("var.PROF_TX_INCL"))
+        else {
+            continue;
+        };
+        any = true;
+        for (dir, key) in [("dom0 -> guest", "RX"), ("guest -> dom0", "TX")] {
+            let f = |what: &str| {
+                v.get(&format!("var.PROF_{key}_{what}"))
+                    .map_or("-", String::as_str)
+                    .to_string()
+            };
+            t.push_str(&format!(
+                "- {who}, {dir} ({sc}.{i}): by command: {}; by symbol: {}; including callees: {}\n",
+                f("COMM"),
+                f("SYM"),
+                f("INCL")
+            ));
+        }
+    }
+    any.then_some(t)
 }
 
 /// One row per (captured iperf3 receiver line, label) and system (label, scenario):

@@ -491,8 +491,8 @@ fn table(runs: usize, results: &[Run]) -> String {
 /// one, for both directions.
 fn profiles(results: &[Run]) -> String {
     let mut t = String::from(
-        "\ndom0's CPU during each system's last 8 s TCP transfer (`perf record -a`, \
-         cpu-clock; swapper is idle):\n\n",
+        "\ndom0's CPU during each system's last profiled 4 s TCP transfer (`perf record \
+         -a -g`, cpu-clock; swapper is idle, xen_hypercall_* is time in Xen for dom0):\n\n",
     );
     let mut any = false;
     for (s, (who, _)) in SYSTEMS.iter().enumerate() {
@@ -501,15 +501,14 @@ fn profiles(results: &[Run]) -> String {
             continue;
         };
         any = true;
-        for (dir, comm, sym) in [
-            ("lan1 -> wan", "PERF_UP_COMM", "PERF_UP_SYM"),
-            ("wan -> lan1", "PERF_DOWN_COMM", "PERF_DOWN_SYM"),
-        ] {
+        for (dir, key) in [("lan1 -> wan", "PERF_UP"), ("wan -> lan1", "PERF_DOWN")] {
+            let v = |what: &str| var(&r.vars, &format!("{key}_{what}")).unwrap_or("-");
             t.push_str(&format!(
-                "- {who}, {dir} ({}): by command: {}; by symbol: {}\n",
+                "- {who}, {dir} ({}): by command: {}; by symbol: {}; including callees: {}\n",
                 r.scenario,
-                var(&r.vars, comm).unwrap_or("-"),
-                var(&r.vars, sym).unwrap_or("-")
+                v("COMM"),
+                v("SYM"),
+                v("INCL")
             ));
         }
     }

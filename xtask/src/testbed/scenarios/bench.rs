@@ -587,28 +587,29 @@ const BENCH_ROUTER_TRAFFIC: &[Step] = &[
         )],
         60,
     ),
-    // where the CPU goes (issue 34): dom0's and the router's CPU seconds and dom0's
-    // profile over an 8 s transfer each way (after the figures above: the sampling
-    // costs a little)
+    // where the CPU goes (issue 34): dom0's and the router's CPU seconds over an 8 s
+    // transfer each way, then dom0's profile over another 4 s
     dom0_cap(
         "$NET/cpucost.sh $NAME 8",
-        &[r"receiver$", r"^cpu: dom0", r"^perf sym: "],
+        &[r"receiver$", r"^cpu: dom0", r"^perf incl: "],
         &[
             ("CPU_UP_TCP", IPERF3_RECEIVER),
             ("CPU_UP", CPUCOST_CPU),
             ("PERF_UP_COMM", r"^perf comm: (.*)$"),
             ("PERF_UP_SYM", r"^perf sym: (.*)$"),
+            ("PERF_UP_INCL", r"^perf incl: (.*)$"),
         ],
         90,
     ),
     dom0_cap(
         "$NET/cpucost.sh $NAME 8 -R",
-        &[r"receiver$", r"^cpu: dom0", r"^perf sym: "],
+        &[r"receiver$", r"^cpu: dom0", r"^perf incl: "],
         &[
             ("CPU_DOWN_TCP", IPERF3_RECEIVER),
             ("CPU_DOWN", CPUCOST_CPU),
             ("PERF_DOWN_COMM", r"^perf comm: (.*)$"),
             ("PERF_DOWN_SYM", r"^perf sym: (.*)$"),
+            ("PERF_DOWN_INCL", r"^perf incl: (.*)$"),
         ],
         90,
     ),
@@ -987,7 +988,27 @@ macro_rules! iperf3_both_ways {
         [
             iperf3_step!($addr, "", "RX"),
             iperf3_step!($addr, " -R", "TX"),
+            dom0_profile!($addr, "", "RX"),
+            dom0_profile!($addr, " -R", "TX"),
         ]
+    };
+}
+
+/// dom0's profile (`net/dom0prof.sh`: perf by command, by symbol, and including
+/// callees) over a further 4 s `iperf3 -c` against the guest at `$addr`, as
+/// `PROF_${var}_COMM`, `_SYM` and `_INCL`: where dom0's CPU goes per direction.
+macro_rules! dom0_profile {
+    ($addr:literal, $flags:literal, $var:literal) => {
+        dom0_cap(
+            concat!("$NET/dom0prof.sh iperf3 -c ", $addr, " -t 4", $flags),
+            &[r"^perf incl: "],
+            &[
+                (concat!("PROF_", $var, "_COMM"), r"^perf comm: (.*)$"),
+                (concat!("PROF_", $var, "_SYM"), r"^perf sym: (.*)$"),
+                (concat!("PROF_", $var, "_INCL"), r"^perf incl: (.*)$"),
+            ],
+            90,
+        )
     };
 }
 
