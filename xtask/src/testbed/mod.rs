@@ -76,6 +76,7 @@ usage: cargo xtask testbed <command>
                              hits the nested-SVM flake (default 2)
       -v, --verbose          show the whole Xen/dom0 serial console
       --smp N                vCPUs of QEMU and dom0 (default 1, benches too)
+      --nice N               QEMU's niceness (default 0; benches -10: ahead of builds)
       --tcg-single           one host thread for the outer QEMU's vCPUs (not MTTCG)
       --xen-arg ARG          extra Xen command-line option (repeatable)
       --xl KEY=VALUE         extra line for every domain's xl config, e.g.
@@ -139,16 +140,20 @@ pub fn main(args: &[&str]) -> Result<()> {
 /// The options of `testbed run` (`--retries`, `-v`, `--smp`, `--xen-arg`) and the
 /// other words, for tasks that run scenarios (`demo`, `soak`).
 pub fn parse_options<'a>(args: &[&'a str]) -> Result<(session::Options, Vec<&'a str>)> {
-    parse_options_smp(args, session::DEFAULT_SMP)
+    parse_options_smp(args, session::DEFAULT_SMP, 0)
 }
 
 /// [`parse_options`] for the benches, whose default `--smp` is
 /// [`session::BENCH_SMP`].
 pub fn parse_bench_options<'a>(args: &[&'a str]) -> Result<(session::Options, Vec<&'a str>)> {
-    parse_options_smp(args, session::BENCH_SMP)
+    parse_options_smp(args, session::BENCH_SMP, session::BENCH_NICE)
 }
 
-fn parse_options_smp<'a>(args: &[&'a str], smp: u32) -> Result<(session::Options, Vec<&'a str>)> {
+fn parse_options_smp<'a>(
+    args: &[&'a str],
+    smp: u32,
+    nice: i32,
+) -> Result<(session::Options, Vec<&'a str>)> {
     let mut opts = session::Options {
         retries: 2,
         verbose: false,
@@ -158,6 +163,7 @@ fn parse_options_smp<'a>(args: &[&'a str], smp: u32) -> Result<(session::Options
         xl: Vec::new(),
         live: false,
         payload: Vec::new(),
+        nice,
     };
     let mut names = Vec::new();
     let mut it = args.iter();
@@ -169,6 +175,13 @@ fn parse_options_smp<'a>(args: &[&'a str], smp: u32) -> Result<(session::Options
         match *a {
             "--retries" => opts.retries = number(it.next(), "--retries")?,
             "--smp" => opts.smp = number(it.next(), "--smp")?.max(1),
+            "--nice" => {
+                opts.nice = it
+                    .next()
+                    .and_then(|v| v.parse::<i32>().ok())
+                    .filter(|n| (-20..=19).contains(n))
+                    .ok_or_else(|| Error::msg(format!("--nice needs -20..19\n{USAGE}")))?
+            }
             "-v" | "--verbose" => opts.verbose = true,
             "--tcg-single" => opts.tcg_single = true,
             "--xen-arg" => opts.xen_args.push(
