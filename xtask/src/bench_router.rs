@@ -558,6 +558,15 @@ fn notes(results: &[Run]) -> Vec<String> {
                 out.push(format!("{}: {n} of {PINGS} pings answered", r.scenario));
             }
         }
+        for key in ["KNEE_FLOW_BOUND", "KNEE_FLOWS_BOUND"] {
+            if let Some(b) = var(&r.vars, key) {
+                out.push(format!(
+                    "{}: the knee of {} is {b} (pktgen fell short of the next rate without loss: the router's is higher)",
+                    r.scenario,
+                    if key == "KNEE_FLOW_BOUND" { "one flow" } else { "a new flow per packet" },
+                ));
+            }
+        }
         if let Some(c) = var(&r.vars, "CONNS").and_then(connections) {
             if c.failed > 0 {
                 out.push(format!(

@@ -372,6 +372,7 @@ mod tests {
             xl: Vec::new(),
             live: false,
             payload: Vec::new(),
+            nice: 0,
         }
     }
 
@@ -493,6 +494,7 @@ mod tests {
             xl: Vec::new(),
             live: false,
             payload: Vec::new(),
+            nice: 0,
         };
         let all = [
             run("pass", Some(10.0)),

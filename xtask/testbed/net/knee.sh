@@ -16,7 +16,9 @@
 # pktgen offers at most and what the router forwards of it. Prints one line per
 # probe and, last:
 #
-#   knee: MODE N pps (loss < 0.1 %)
+#   knee: MODE N pps (loss < 0.1 %)        (+ "; bound by the sender" when the rate
+#                                           above it failed for pktgen's shortfall,
+#                                           not for loss: the router's knee is higher)
 #   unlimited: MODE offered N pps, forwarded M pps
 #
 # The sender (pktgen, a kernel thread) is not the bottleneck when `unlimited`'s
@@ -105,20 +107,34 @@ probe() {
 # good RATE: under 0.1 % lost and pktgen kept up with the rate
 good() { [ "$LOSS_PPM" -lt 1000 ] && [ "$PPS" -ge $(($1 * 9 / 10)) ]; }
 
+# why the lowest bad rate was bad: the router lost packets, or pktgen fell short
+why=""
+verdict() {
+    if good "$1"; then ok=$1; return 0; fi
+    bad=$1
+    if [ "$LOSS_PPM" -lt 1000 ]; then why="sender"; else why="loss"; fi
+    return 1
+}
 ok=0
 bad=0
 rate=1000
 while [ "$rate" -le 1024000 ]; do
     probe "$rate"
-    if good "$rate"; then ok=$rate; rate=$((rate * 2)); else bad=$rate; break; fi
+    verdict "$rate" || break
+    rate=$((rate * 2))
 done
 if [ "$bad" -gt 0 ]; then
     for _ in 1 2 3; do
-        mid=$(((ok + bad) / 2))
-        probe "$mid"
-        if good "$mid"; then ok=$mid; else bad=$mid; fi
+        probe $(((ok + bad) / 2))
+        verdict $(((ok + bad) / 2)) || true
     done
 fi
-echo "knee: $MODE $ok pps (loss < 0.1 %)"
+# "bound by the sender": pktgen could not offer more without loss, the router's
+# knee is higher than the figure
+if [ "$why" = sender ]; then
+    echo "knee: $MODE $ok pps (loss < 0.1 %; bound by the sender)"
+else
+    echo "knee: $MODE $ok pps (loss < 0.1 %)"
+fi
 probe 0
 echo "unlimited: $MODE offered $PPS pps, forwarded $((GOT * 1000000 / USEC)) pps"

@@ -621,6 +621,7 @@ const BENCH_ROUTER_TRAFFIC: &[Step] = &[
         &[r"^knee: flow \d+ pps", r"^unlimited: flow "],
         &[
             ("KNEE_FLOW", r"^knee: flow (\d+) pps"),
+            ("KNEE_FLOW_BOUND", r"^knee: flow (\d+ pps) \(loss < 0\.1 %; bound by the sender\)$"),
             ("UNLIMITED_FLOW", KNEE_UNLIMITED),
         ],
         240,
@@ -630,6 +631,7 @@ const BENCH_ROUTER_TRAFFIC: &[Step] = &[
         &[r"^knee: flows \d+ pps", r"^unlimited: flows "],
         &[
             ("KNEE_FLOWS", r"^knee: flows (\d+) pps"),
+            ("KNEE_FLOWS_BOUND", r"^knee: flows (\d+ pps) \(loss < 0\.1 %; bound by the sender\)$"),
             ("UNLIMITED_FLOWS", KNEE_UNLIMITED),
         ],
         240,
