@@ -28,6 +28,7 @@
 
 use crate::iface::NetIf;
 use crate::link::{Link, LinkStats, QueueStats, RxChecksum};
+use crate::reflect::{self, Reflector};
 use alloc::collections::VecDeque;
 use alloc::format;
 use alloc::string::String;
@@ -127,6 +128,8 @@ pub struct Routed<L: Link> {
     keep_adverts: bool,
     adverts: VecDeque<Vec<u8>>,
     adverts_dropped: u64,
+    /// Unicast frames to us sent straight back, when on (never while routed).
+    reflect: Reflector,
 }
 
 impl<L: Link> Routed<L> {
@@ -152,6 +155,7 @@ impl<L: Link> Routed<L> {
             keep_adverts: false,
             adverts: VecDeque::new(),
             adverts_dropped: 0,
+            reflect: Reflector::default(),
         }
     }
 
@@ -339,8 +343,27 @@ impl<L: Link> Link for Routed<L> {
             self.local_bytes = self.local_bytes.saturating_sub(f.0.capacity());
             Some(f)
         } else {
-            self.inner.recv_flagged()
+            loop {
+                let (mut f, c) = self.inner.recv_flagged()?;
+                if !(self.reflect.on && reflect::bounce(&mut f, self.inner.mac())) {
+                    return Some((f, c));
+                }
+                match self.inner.send(&f) {
+                    Ok(()) => self.reflect.reflected += 1,
+                    Err(_) => self.reflect.failed += 1,
+                }
+            }
         }
+    }
+    fn set_reflect(&mut self, on: bool) -> Result<(), String> {
+        if on && self.routed {
+            return Err(String::from("routed: its frames are the router's"));
+        }
+        self.reflect.on = on;
+        Ok(())
+    }
+    fn reflector(&self) -> Option<Reflector> {
+        Some(self.reflect)
     }
     fn can_send(&mut self) -> bool {
         self.inner.can_send()
@@ -571,6 +594,7 @@ impl Gateway {
                 });
             }
             n.link.routed = true;
+            n.link.reflect.on = false;
             ports.push(Port {
                 netif,
                 id,
@@ -991,6 +1015,89 @@ mod tests {
         assert!(wire
             .borrow()
             .contains(&crate::garp::neighbour_advertisement(mac, addr, true)));
+    }
+
+    #[test]
+    fn a_reflecting_interface_sends_unicast_back_and_keeps_the_rest() {
+        let (a, mut b) = cable();
+        let (us, peer) = (a.mac(), b.mac());
+        let mut r = Routed::new(a);
+        r.set_reflect(true).unwrap();
+        let frame = |dst: [u8; 6], kind: [u8; 2]| {
+            let mut f = alloc::vec::Vec::from(dst);
+            f.extend_from_slice(&peer);
+            f.extend_from_slice(&kind);
+            f.extend_from_slice(&[0x45, 0, 0, 28, 1, 2, 3]);
+            f
+        };
+        let unicast = frame(us, [0x08, 0x00]);
+        let broadcast = frame([0xff; 6], [0x08, 0x06]);
+        b.send(&unicast).unwrap();
+        b.send(&broadcast).unwrap();
+        // the stack gets the broadcast only; the unicast went back, MACs swapped
+        assert_eq!(r.recv(), Some(broadcast.clone()));
+        assert_eq!(r.recv(), None);
+        let back = b.recv().unwrap();
+        assert_eq!((back[..6].to_vec(), back[6..12].to_vec()), (peer.to_vec(), us.to_vec()));
+        assert_eq!(back[12..], unicast[12..]);
+        assert_eq!(b.recv(), None, "nothing else sent");
+        assert_eq!(
+            r.reflector(),
+            Some(Reflector {
+                on: true,
+                reflected: 1,
+                failed: 0
+            })
+        );
+        // off: received as before
+        r.set_reflect(false).unwrap();
+        b.send(&unicast).unwrap();
+        assert_eq!(r.recv(), Some(unicast));
+        // a routed interface's frames are the router's
+        r.routed = true;
+        assert!(r.set_reflect(true).is_err());
+        assert!(!r.reflector().unwrap().on);
+    }
+
+    /// A link whose every send fails (a full or broken ring).
+    struct Refusing(VecDeque<Vec<u8>>);
+
+    impl Link for Refusing {
+        fn mac(&self) -> [u8; 6] {
+            [2, 0, 0, 0, 0, 1]
+        }
+        fn recv(&mut self) -> Option<Vec<u8>> {
+            self.0.pop_front()
+        }
+        fn can_send(&mut self) -> bool {
+            false
+        }
+        fn send(&mut self, _: &[u8]) -> Result<(), String> {
+            Err(String::from("ring full"))
+        }
+        fn stats(&self) -> LinkStats {
+            LinkStats::default()
+        }
+        fn broken(&self) -> Option<&str> {
+            None
+        }
+    }
+
+    #[test]
+    fn a_frame_that_cannot_be_reflected_is_dropped_and_counted() {
+        let mut f = alloc::vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 0x08, 0x00];
+        f.extend_from_slice(&[0x45, 0, 0, 20]);
+        let mut r = Routed::new(Refusing(VecDeque::from([f.clone(), f])));
+        r.set_reflect(true).unwrap();
+        assert_eq!(r.recv(), None, "neither reaches the stack");
+        assert_eq!(
+            r.reflector(),
+            Some(Reflector {
+                on: true,
+                reflected: 0,
+                failed: 2
+            })
+        );
     }
 
     #[test]

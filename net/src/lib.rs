@@ -35,6 +35,7 @@ pub mod netback;
 pub mod netfront;
 pub mod netplan;
 pub mod ping;
+pub mod reflect;
 #[cfg(test)]
 mod testnet;
 pub mod tso;

@@ -164,6 +164,15 @@ pub trait Link {
     /// Asks the link to keep Router Advertisements aside for [`Link::take_advert`]
     /// (the WAN with `proto dhcpv6`), or no longer.
     fn keep_adverts(&mut self, _on: bool) {}
+    /// Turns the reflector ([`crate::reflect`]) on or off: unicast frames to the
+    /// link's MAC sent straight back instead of received.
+    fn set_reflect(&mut self, _on: bool) -> Result<(), String> {
+        Err(String::from("this link cannot reflect"))
+    }
+    /// The reflector's state and counters, if the link has one.
+    fn reflector(&self) -> Option<crate::reflect::Reflector> {
+        None
+    }
 }
 
 /// Free transmit slots required before smoltcp may queue one more frame while

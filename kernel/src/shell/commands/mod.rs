@@ -13,7 +13,7 @@ mod xen;
 
 use crate::{io::console, shell::fscmds};
 use disk::{dd, discard, lsblk, sha256sum, sync};
-use net::{brctl, echod, ifconfig, ip, iperf3, ping, udhcpc};
+use net::{brctl, echod, ifconfig, ip, iperf3, ping, reflect, udhcpc};
 use system::{crash, exits, mem, poweroff, reboot, sleep, uptime, version};
 use xen::{devices, xen, xenstore_cmd};
 use xenlet_shell::{echo, Command, Shell};
@@ -159,6 +159,12 @@ pub static COMMANDS: &[Command<Host>] = &[
         usage: "-s [-p PORT] [-D]",
         help: "iperf3-compatible server on every interface (TCP; runs in the background, reports on the console)",
         run: iperf3,
+    },
+    Command {
+        name: "reflect",
+        usage: "IFACE [on|off]",
+        help: "send unicast frames to IFACE's MAC straight back (MACs swapped), for measuring the link from dom0; counters",
+        run: reflect,
     },
     Command {
         name: "echod",

@@ -75,6 +75,13 @@ pub(super) fn ifconfig(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdR
     r.map_err(CmdError::failed)
 }
 
+pub(super) fn reflect(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    let mut text = String::new();
+    let r = xenlet_net::reflect::command(&mut crate::dev::network::NET.lock(), args, &mut text);
+    out.write_str(&text)?;
+    r.map_err(CmdError::failed)
+}
+
 pub(super) fn brctl(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let mut text = String::new();
     let r = xenlet_net::ip::brctl(&crate::dev::network::NET.lock(), args, &mut text);
