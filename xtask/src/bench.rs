@@ -534,6 +534,32 @@ pub fn net(args: &[&str]) -> Result<Section> {
             }
         }
     }
+    // the reflector (Xenlet PVH only: `reflect eth0 on`, pktgen in dom0 to its MAC
+    // and back): the vif's own cost, the ceiling of any packet path through it
+    let sc = NET_SYSTEMS[1].1;
+    let reflect = |f: fn(&str) -> Option<f64>, key: &str| -> Vec<f64> {
+        (1..=a.runs)
+            .filter_map(|i| {
+                testbed::result(&format!("{sc}.{i}"))
+                    .get(&format!("var.{key}"))
+                    .and_then(|v| f(v))
+            })
+            .collect()
+    };
+    rows.push(Row::new(
+        "reflector: 64-byte frames dom0 -> vif -> dom0, knee (< 0.1 % lost)",
+        NET_SYSTEMS[1].0,
+        reflect(|v| v.trim().parse().ok(), "REFLECT_KNEE"),
+        "frames/s",
+        true,
+    ));
+    rows.push(Row::new(
+        "reflector: pktgen with no limit, frames back",
+        NET_SYSTEMS[1].0,
+        reflect(|v| crate::bench_router::unlimited(v).map(|u| u.1), "REFLECT_UNLIMITED"),
+        "frames/s",
+        true,
+    ));
     Ok(Section {
         bench: "net".into(),
         title: "TCP throughput between dom0 and a guest: the Linux domU, Xenlet".into(),
@@ -544,8 +570,11 @@ pub fn net(args: &[&str]) -> Result<Section> {
                 as PVH and Xenlet booted as HVM from its disk image. Mbit/s of iperf3's \
                 receiver line, and the CPU seconds dom0 and the guest used during each test \
                 (`xl list` before and after; with one vCPU the two together reach the test's \
-                length when the CPU is what limits). Each run is a fresh boot of each guest, \
-                alternating."
+                length when the CPU is what limits). The reflector: Xenlet's `reflect eth0 \
+                on` sends every unicast frame back, and pktgen in a dom0 namespace on xenbr0 \
+                offers it 64-byte frames (net/reflect.sh): the highest rate that comes back \
+                with < 0.1 % lost, the vif's own ceiling. Each run is a fresh boot of each \
+                guest, alternating."
             .into(),
         baseline: Some("Linux PVHVM domU".into()),
         failed: failure(ran, &rows, a.runs),

@@ -250,7 +250,7 @@ fn udp_rates(line: &str) -> Option<UdpRates> {
 
 /// `net/knee.sh`'s probe without a rate limit, `offered N pps, forwarded M pps`:
 /// (offered, forwarded).
-fn unlimited(s: &str) -> Option<(f64, f64)> {
+pub(crate) fn unlimited(s: &str) -> Option<(f64, f64)> {
     let rest = s.trim().strip_prefix("offered ")?;
     let (offered, rest) = rest.split_once(" pps, forwarded ")?;
     let forwarded = rest.strip_suffix(" pps")?;

@@ -23,25 +23,37 @@
 #
 # The sender (pktgen, a kernel thread) is not the bottleneck when `unlimited`'s
 # offered rate is well above the knee. Exits 1 if pktgen or nft cannot be set up.
+#
+# The path is the router topology's unless the environment says otherwise (the
+# reflector of `bench net`, reflect.sh): KNEE_TX_NS (pktgen's namespace, lan1),
+# KNEE_RX_NS (where arrivals are counted, wan), KNEE_DST (the packets' destination,
+# 10.77.0.10) and KNEE_NEXT (the neighbour whose MAC the frames are sent to, the
+# router 192.168.1.1).
 set -u
 MODE=${1:-flow}
 SECS=${2:-3}
 PG=/proc/net/pktgen
-DST=10.77.0.10
-GW=192.168.1.1
+TX_NS=${KNEE_TX_NS:-lan1}
+RX_NS=${KNEE_RX_NS:-wan}
+DST=${KNEE_DST:-10.77.0.10}
+GW=${KNEE_NEXT:-192.168.1.1}
 
 ns() { local n=$1; shift; ip netns exec "$n" "$@"; }
 die() { echo "knee: $*" >&2; exit 1; }
 
 case "$MODE" in flow | flows) ;; *) die "mode is flow or flows, not '$MODE'" ;; esac
 modprobe pktgen || die "no pktgen module"
-src=$(ns lan1 ip -4 -o addr show dev eth0 | awk '{sub(/\/.*/, "", $4); print $4; exit}')
-[ -n "$src" ] || die "lan1 has no IPv4 address"
-ns lan1 ping -n -c 1 -W 3 "$DST" >/dev/null || die "lan1 cannot ping $DST through the router"
-gwmac=$(ns lan1 ip neigh show "$GW" dev eth0 | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')
-[ -n "$gwmac" ] || die "lan1 has no neighbour entry for $GW"
+src=$(ns "$TX_NS" ip -4 -o addr show dev eth0 | awk '{sub(/\/.*/, "", $4); print $4; exit}')
+[ -n "$src" ] || die "$TX_NS has no IPv4 address"
+# (a reflecting destination sends the echo request back instead of answering: only
+# its ARP reply is needed then)
+if ! ns "$TX_NS" ping -n -c 1 -W 3 "$DST" >/dev/null && [ "$GW" != "$DST" ]; then
+    die "$TX_NS cannot ping $DST"
+fi
+gwmac=$(ns "$TX_NS" ip neigh show "$GW" dev eth0 | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')
+[ -n "$gwmac" ] || die "$TX_NS has no neighbour entry for $GW"
 
-ns wan nft -f - <<'EOF' || die "nft in wan"
+ns "$RX_NS" nft -f - <<'EOF' || die "nft in $RX_NS"
 table inet knee {
     chain pre {
         type filter hook prerouting priority raw; policy accept;
@@ -50,11 +62,11 @@ table inet knee {
     counter got { }
 }
 EOF
-trap 'ns wan nft delete table inet knee 2>/dev/null' EXIT
-got() { ns wan nft list counter inet knee got | awk '/packets/ {print $2; exit}'; }
+trap 'ns "$RX_NS" nft delete table inet knee 2>/dev/null' EXIT
+got() { ns "$RX_NS" nft list counter inet knee got | awk '/packets/ {print $2; exit}'; }
 
-# pktgen's files are per network namespace: everything below runs in lan1
-pg() { ns lan1 sh -c "echo '$1' > $PG/$2" || die "pktgen: '$1' > $2"; }
+# pktgen's files are per network namespace: everything below runs in TX_NS
+pg() { ns "$TX_NS" sh -c "echo '$1' > $PG/$2" || die "pktgen: '$1' > $2"; }
 pg rem_device_all kpktgend_0
 pg "add_device eth0" kpktgend_0
 pg "clone_skb 0" eth0 # veth cannot share one skb between sends
@@ -83,18 +95,18 @@ probe() {
     local before after
     before=$(got)
     if [ "$rate" -gt 0 ]; then
-        ns lan1 sh -c "echo start > $PG/pgctrl"
+        ns "$TX_NS" sh -c "echo start > $PG/pgctrl"
     else
         # no rate limit: stopped after SECS, whatever it sent by then
-        ns lan1 sh -c "echo start > $PG/pgctrl" &
+        ns "$TX_NS" sh -c "echo start > $PG/pgctrl" &
         sleep "$SECS"
-        ns lan1 sh -c "echo stop > $PG/pgctrl"
+        ns "$TX_NS" sh -c "echo stop > $PG/pgctrl"
         wait
     fi
     sleep 1 # what is still queued in the router arrives
     after=$(got)
     local res
-    res=$(ns lan1 cat $PG/eth0)
+    res=$(ns "$TX_NS" cat $PG/eth0)
     SENT=$(echo "$res" | awk '/pkts-sofar:/ {print $2; exit}')
     USEC=$(echo "$res" | awk '/^Result: OK:/ {sub(/\(.*/, "", $3); print $3; exit}')
     [ -n "$SENT" ] && [ -n "$USEC" ] && [ "$USEC" -gt 0 ] || die "no pktgen result: $res"

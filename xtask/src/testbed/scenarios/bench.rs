@@ -1043,9 +1043,22 @@ pub const BENCH_NET_XENLET: Scenario = Scenario {
     steps: steps![
         net::IPERF3_SERVER,
         ..&iperf3_both_ways!("10.99.0.2"),
+        // the reflector (issue 34): the vif's own cost, no stack in the way
+        cmd("reflect eth0 on", &[r"^eth0: reflect on, "], 30),
+        dom0_cap(
+            "$NET/reflect.sh 10.99.0.2",
+            &[r"^knee: flow \d+ pps", r"^unlimited: flow "],
+            &[
+                ("REFLECT_KNEE", r"^knee: flow (\d+) pps"),
+                ("REFLECT_UNLIMITED", r"^unlimited: flow (offered \d+ pps, forwarded \d+ pps)$"),
+            ],
+            240,
+        ),
+        cmd("reflect eth0 off", &[r"^eth0: reflect off, [1-9]\d* frames reflected"], 30),
         last("poweroff"),
     ],
     end_timeout_s: 60,
+    budget_s: 900,
     ..XENLET_PVH
 };
 
