@@ -549,7 +549,7 @@ pub fn net(args: &[&str]) -> Result<Section> {
     rows.push(Row::new(
         "reflector: 64-byte frames dom0 -> vif -> dom0, knee (< 0.1 % lost)",
         NET_SYSTEMS[1].0,
-        reflect(|v| v.trim().parse().ok(), "REFLECT_KNEE"),
+        reflect(|v| crate::bench_router::knee(v).map(|k| k.0), "REFLECT_KNEE"),
         "frames/s",
         true,
     ));

@@ -129,7 +129,7 @@ const ROWS: &[Row] = &[
     Row {
         label: "64-byte knee (pktgen), one flow",
         unit: "packets/s",
-        figure: |v| var(v, "KNEE_FLOW")?.parse::<u32>().ok().map(f64::from),
+        figure: |v| knee(var(v, "KNEE_FLOW")?).map(|k| k.0),
         goal: Goal::AtLeast(2.0),
     },
     Row {
@@ -147,7 +147,7 @@ const ROWS: &[Row] = &[
     Row {
         label: "64-byte knee, a new NAT flow per packet",
         unit: "flows/s",
-        figure: |v| var(v, "KNEE_FLOWS")?.parse::<u32>().ok().map(f64::from),
+        figure: |v| knee(var(v, "KNEE_FLOWS")?).map(|k| k.0),
         goal: Goal::AtLeast(1.5),
     },
     Row {
@@ -246,6 +246,14 @@ fn udp_rates(line: &str) -> Option<UdpRates> {
         received_pps: (total - lost) as f64 / seconds,
         offered_pps: total as f64 / seconds,
     })
+}
+
+/// `net/knee.sh`'s knee, `N pps (loss < 0.1 %)` or `N pps (loss < 0.1 %; bound by
+/// the sender)`: (N, whether bound by the sender).
+pub(crate) fn knee(s: &str) -> Option<(f64, bool)> {
+    let (n, rest) = s.trim().split_once(" pps")?;
+    let n: u32 = n.parse().ok()?;
+    Some((f64::from(n), rest.contains("bound by the sender")))
 }
 
 /// `net/knee.sh`'s probe without a rate limit, `offered N pps, forwarded M pps`:
@@ -558,12 +566,12 @@ fn notes(results: &[Run]) -> Vec<String> {
                 out.push(format!("{}: {n} of {PINGS} pings answered", r.scenario));
             }
         }
-        for key in ["KNEE_FLOW_BOUND", "KNEE_FLOWS_BOUND"] {
-            if let Some(b) = var(&r.vars, key) {
+        for (key, what) in [("KNEE_FLOW", "one flow"), ("KNEE_FLOWS", "a new flow per packet")] {
+            if let Some((pps, true)) = var(&r.vars, key).and_then(knee) {
                 out.push(format!(
-                    "{}: the knee of {} is {b} (pktgen fell short of the next rate without loss: the router's is higher)",
+                    "{}: the knee of {what} is {} pps, bound by the sender (pktgen fell short of the next rate without loss: the router's is higher)",
                     r.scenario,
-                    if key == "KNEE_FLOW_BOUND" { "one flow" } else { "a new flow per packet" },
+                    num(pps)
                 ));
             }
         }
@@ -732,6 +740,12 @@ mod tests {
         );
         assert_eq!(unlimited("offered  pps, forwarded 9876 pps"), None);
         assert_eq!(unlimited("offered 1 pps"), None);
+        assert_eq!(knee("4000 pps (loss < 0.1 %)"), Some((4000.0, false)));
+        assert_eq!(
+            knee("11000 pps (loss < 0.1 %; bound by the sender)"),
+            Some((11000.0, true))
+        );
+        assert_eq!(knee("pps (loss < 0.1 %)"), None);
         assert_eq!(cpu_seconds("cpu: dom0 7.9 s, router 2.0 s"), Some((7.9, 2.0)));
         assert_eq!(cpu_seconds("cpu: dom0 -1 s, router 2.0 s"), None);
         assert_eq!(cpu_seconds("cpu: dom0 s, router 2.0 s"), None);
@@ -916,9 +930,9 @@ mod tests {
                 "var.CONNS",
                 &format!("connections: ok={conns_ok} failed=0 seconds=5.00 workers=4"),
             ),
-            ("var.KNEE_FLOW", "12000"),
+            ("var.KNEE_FLOW", "12000 pps (loss < 0.1 %)"),
             ("var.UNLIMITED_FLOW", "offered 90000 pps, forwarded 15000 pps"),
-            ("var.KNEE_FLOWS", "6000"),
+            ("var.KNEE_FLOWS", "6000 pps (loss < 0.1 %)"),
             ("var.UNLIMITED_FLOWS", "offered 90000 pps, forwarded 7000 pps"),
             ("var.CPU_UP", "cpu: dom0 4.0 s, router 2.0 s"),
             (
@@ -1036,6 +1050,10 @@ mod tests {
             "connections: ok=10 failed=2 seconds=5.00 workers=4".into(),
         );
         v.remove("var.UDP_64");
+        v.insert(
+            "var.KNEE_FLOWS".into(),
+            "6000 pps (loss < 0.1 %; bound by the sender)".into(),
+        );
         let n = notes(&[Run {
             system: 0,
             scenario: "bench-router-linux-1".into(),
@@ -1046,6 +1064,7 @@ mod tests {
             [
                 "bench-router-linux-1: no figure for UDP 64 B payload, wan received, (lan1 offered)",
                 "bench-router-linux-1: 3 of 200 pings answered",
+                "bench-router-linux-1: the knee of a new flow per packet is 6000 pps, bound by the sender (pktgen fell short of the next rate without loss: the router's is higher)",
                 "bench-router-linux-1: 2 of 12 connections failed",
             ]
         );
