@@ -1038,7 +1038,10 @@ mod tests {
         assert_eq!(r.recv(), Some(broadcast.clone()));
         assert_eq!(r.recv(), None);
         let back = b.recv().unwrap();
-        assert_eq!((back[..6].to_vec(), back[6..12].to_vec()), (peer.to_vec(), us.to_vec()));
+        assert_eq!(
+            (back[..6].to_vec(), back[6..12].to_vec()),
+            (peer.to_vec(), us.to_vec())
+        );
         assert_eq!(back[12..], unicast[12..]);
         assert_eq!(b.recv(), None, "nothing else sent");
         assert_eq!(

@@ -45,7 +45,11 @@ pub fn bounce(frame: &mut [u8], mac: [u8; 6]) -> bool {
 
 /// `reflect IFACE [on|off]`: turns the reflector of IFACE on or off, then prints
 /// its state and counters.
-pub fn command<L: Link>(stack: &mut NetStack<L>, args: &[&str], out: &mut String) -> Result<(), String> {
+pub fn command<L: Link>(
+    stack: &mut NetStack<L>,
+    args: &[&str],
+    out: &mut String,
+) -> Result<(), String> {
     let (name, set) = match args {
         [name] => (*name, None),
         [name, "on"] => (*name, Some(true)),

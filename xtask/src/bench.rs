@@ -549,14 +549,20 @@ pub fn net(args: &[&str]) -> Result<Section> {
     rows.push(Row::new(
         "reflector: 64-byte frames dom0 -> vif -> dom0, knee (< 0.1 % lost)",
         NET_SYSTEMS[1].0,
-        reflect(|v| crate::bench_router::knee(v).map(|k| k.0), "REFLECT_KNEE"),
+        reflect(
+            |v| crate::bench_router::knee(v).map(|k| k.0),
+            "REFLECT_KNEE",
+        ),
         "frames/s",
         true,
     ));
     rows.push(Row::new(
         "reflector: pktgen with no limit, frames back",
         NET_SYSTEMS[1].0,
-        reflect(|v| crate::bench_router::unlimited(v).map(|u| u.1), "REFLECT_UNLIMITED"),
+        reflect(
+            |v| crate::bench_router::unlimited(v).map(|u| u.1),
+            "REFLECT_UNLIMITED",
+        ),
         "frames/s",
         true,
     ));

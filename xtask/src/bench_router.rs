@@ -504,7 +504,10 @@ fn profiles(results: &[Run]) -> String {
     );
     let mut any = false;
     for (s, (who, _)) in SYSTEMS.iter().enumerate() {
-        let Some(r) = results.iter().rev().find(|r| r.system == s && var(&r.vars, "PERF_UP_SYM").is_some())
+        let Some(r) = results
+            .iter()
+            .rev()
+            .find(|r| r.system == s && var(&r.vars, "PERF_UP_SYM").is_some())
         else {
             continue;
         };
@@ -566,7 +569,10 @@ fn notes(results: &[Run]) -> Vec<String> {
                 out.push(format!("{}: {n} of {PINGS} pings answered", r.scenario));
             }
         }
-        for (key, what) in [("KNEE_FLOW", "one flow"), ("KNEE_FLOWS", "a new flow per packet")] {
+        for (key, what) in [
+            ("KNEE_FLOW", "one flow"),
+            ("KNEE_FLOWS", "a new flow per packet"),
+        ] {
             if let Some((pps, true)) = var(&r.vars, key).and_then(knee) {
                 out.push(format!(
                     "{}: the knee of {what} is {} pps, bound by the sender (pktgen fell short of the next rate without loss: the router's is higher)",
@@ -746,7 +752,10 @@ mod tests {
             Some((11000.0, true))
         );
         assert_eq!(knee("pps (loss < 0.1 %)"), None);
-        assert_eq!(cpu_seconds("cpu: dom0 7.9 s, router 2.0 s"), Some((7.9, 2.0)));
+        assert_eq!(
+            cpu_seconds("cpu: dom0 7.9 s, router 2.0 s"),
+            Some((7.9, 2.0))
+        );
         assert_eq!(cpu_seconds("cpu: dom0 -1 s, router 2.0 s"), None);
         assert_eq!(cpu_seconds("cpu: dom0 s, router 2.0 s"), None);
         let line = "[  5]   0.00-8.00   sec   500 MBytes   500 Mbits/sec                  receiver";
@@ -789,7 +798,10 @@ mod tests {
         assert!(row("dom0 CPU per GB, TCP lan1 -> wan").contains("| 8 |"));
         assert!(!row("router CPU per GB, TCP lan1 -> wan").contains("| 0.20 |"));
         let n = notes(&runs).join("\n");
-        assert!(!n.contains("router CPU") && !n.contains("domain memory"), "{n}");
+        assert!(
+            !n.contains("router CPU") && !n.contains("domain memory"),
+            "{n}"
+        );
         assert!(n.contains("TCP lan1 -> wan, 1 stream"), "{n}");
     }
 

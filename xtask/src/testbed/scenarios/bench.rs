@@ -1048,11 +1048,18 @@ pub const BENCH_NET_XENLET: Scenario = Scenario {
             &[r"^knee: flow \d+ pps", r"^unlimited: flow "],
             &[
                 ("REFLECT_KNEE", r"^knee: flow (\d+ pps .*)$"),
-                ("REFLECT_UNLIMITED", r"^unlimited: flow (offered \d+ pps, forwarded \d+ pps)$"),
+                (
+                    "REFLECT_UNLIMITED",
+                    r"^unlimited: flow (offered \d+ pps, forwarded \d+ pps)$"
+                ),
             ],
             240,
         ),
-        cmd("reflect eth0 off", &[r"^eth0: reflect off, [1-9]\d* frames reflected"], 30),
+        cmd(
+            "reflect eth0 off",
+            &[r"^eth0: reflect off, [1-9]\d* frames reflected"],
+            30
+        ),
         last("poweroff"),
     ],
     end_timeout_s: 60,
