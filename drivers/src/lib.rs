@@ -9,6 +9,11 @@
 
 extern crate alloc;
 
+// Host tests count their heap (blkfront's slot table).
+#[cfg(test)]
+#[global_allocator]
+static TEST_ALLOC: xenlet_testalloc::Counting = xenlet_testalloc::Counting;
+
 pub mod blkfront;
 pub mod blkif;
 pub mod blocksync;

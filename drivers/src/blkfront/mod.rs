@@ -48,6 +48,7 @@ pub use xenbus::{MAX_INDIRECT_SEGMENTS, MAX_RING_ORDER};
 
 use crate::blkif;
 use crate::platform::XenPlatform;
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::format;
 use alloc::string::String;
@@ -68,7 +69,8 @@ pub struct Blkfront<P: XenPlatform> {
     /// granted on another connection (another disk's, or before a restore) is not
     /// the backend's.
     conn: u32,
-    slots: Vec<Slot>,
+    /// The ring's slots: the request in flight in each, by id (`request.rs`).
+    slots: Vec<Option<Box<Slot>>>,
     free_slots: Vec<usize>,
     pool: Vec<IoBuf>,
     pool_total: usize,
@@ -90,7 +92,7 @@ impl<P: XenPlatform> Blkfront<P> {
     pub fn connect(platform: P, vdev: u16, name: String) -> Result<Self, BlockError> {
         let (link, info) = xenbus::connect(&platform, vdev, name)?;
         let entries = link.ring.size() as usize;
-        let slots = (0..entries).map(|_| Slot::empty()).collect();
+        let slots = (0..entries).map(|_| None).collect();
         let conn = resume::conn(&platform, link.backend_id);
         let pool_limit = (entries * info.features.max_segments as usize + 64).min(POOL_MAX_PAGES);
         Ok(Blkfront {
@@ -185,7 +187,7 @@ impl<P: XenPlatform> BlockDevice for Blkfront<P> {
     }
 
     fn in_flight(&self) -> usize {
-        self.slots.iter().filter(|s| s.in_flight).count()
+        self.slots.iter().filter(|s| s.is_some()).count()
     }
 
     fn broken(&self) -> Option<&str> {

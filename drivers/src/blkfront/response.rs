@@ -15,24 +15,10 @@ use xenlet_xen::shared::PAGE_BYTES;
 
 impl<P: XenPlatform> Blkfront<P> {
     /// Takes the request in slot `idx` out of flight, if it is in flight: what it
-    /// held (grants, buffers, indirect pages, bounced buffers) comes out, the slot
-    /// keeps its tag and operation.
+    /// held (tag, operation, grants, buffers, indirect pages, bounced buffers), the
+    /// slot left free.
     pub(super) fn take_in_flight(&mut self, idx: usize) -> Option<Slot> {
-        let slot = &mut self.slots[idx];
-        if !slot.in_flight {
-            return None;
-        }
-        slot.in_flight = false;
-        Some(Slot {
-            tag: slot.tag,
-            op: slot.op,
-            asked: slot.asked,
-            in_flight: false,
-            bufs: core::mem::take(&mut slot.bufs),
-            grants: core::mem::take(&mut slot.grants),
-            indirect: core::mem::take(&mut slot.indirect),
-            bounced: core::mem::take(&mut slot.bounced),
-        })
+        self.slots.get_mut(idx)?.take().map(|s| *s)
     }
 
     /// Marks the device broken and fails everything in flight.
@@ -74,12 +60,12 @@ impl<P: XenPlatform> Blkfront<P> {
         else {
             return self.fail(format!("response id {} out of range", rsp.id));
         };
-        if !self.slots[idx].in_flight {
+        let Some(slot) = self.slots[idx].as_deref() else {
             return self.fail(format!("response id {} not in flight (duplicate?)", rsp.id));
-        }
-        let sent = self.slots[idx].op;
+        };
+        let sent = slot.op;
         let op_ok = rsp.operation == sent
-            || (rsp.operation == blkif::OP_INDIRECT && !self.slots[idx].indirect.is_empty());
+            || (rsp.operation == blkif::OP_INDIRECT && !slot.indirect.is_empty());
         if !op_ok {
             return self.fail(format!(
                 "response id {} has operation {} for request operation {sent}",
@@ -100,13 +86,17 @@ impl<P: XenPlatform> Blkfront<P> {
             }
             s => return self.fail(format!("response id {} has unknown status {s}", rsp.id)),
         };
-        let slot = &mut self.slots[idx];
-        slot.in_flight = false;
-        let grants = core::mem::take(&mut slot.grants);
-        let mut indirect = core::mem::take(&mut slot.indirect);
-        let mut bufs = core::mem::take(&mut slot.bufs);
-        let bounced = core::mem::take(&mut slot.bounced);
-        let tag = slot.tag;
+        let Some(Slot {
+            tag,
+            grants,
+            mut indirect,
+            mut bufs,
+            bounced,
+            ..
+        }) = self.take_in_flight(idx)
+        else {
+            return; // in flight: seen above
+        };
         // (bounced buffers were never granted per request: their indexes are not
         // among the grants' below)
         self.unbounce(&mut bufs, bounced, sent == blkif::OP_READ && result.is_ok());

@@ -97,7 +97,7 @@ impl<P: XenPlatform> Blkfront<P> {
         }
         self.conn = conn(&self.platform, self.link.backend_id);
         let entries = self.link.ring.size() as usize;
-        self.slots.resize_with(entries, super::request::Slot::empty);
+        self.slots.resize_with(entries, || None);
         self.free_slots = (0..entries).rev().collect();
         self.pool_limit =
             (entries * info.features.max_segments as usize + 64).min(super::POOL_MAX_PAGES);

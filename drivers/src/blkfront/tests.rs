@@ -916,3 +916,28 @@ fn a_restore_whose_backend_never_comes_breaks_the_disk_and_closes_no_port() {
     let _ = d.release(String::from("gone"));
     assert_eq!(*f.closed.borrow(), [1]);
 }
+
+/// The slot table of an idle disk is a pointer per ring slot: a 512-slot ring
+/// (order 4) takes little more heap than a 32-slot one (order 0) besides its pages
+/// (each slot held a whole request's state, 144 bytes, 72 KiB a disk: at memory = 8
+/// the two disks' tables were a sixth of router-small's heap).
+#[test]
+fn an_idle_ring_slot_takes_a_pointer_of_heap() {
+    let heap_of = |order| {
+        let f = Fake::vbd(true, 0, order);
+        let before = xenlet_testalloc::live();
+        let d = Blkfront::connect(&f, 51712, "xvda".into()).unwrap();
+        let bytes = xenlet_testalloc::live() - before;
+        let entries = d.info().features.ring_entries as isize;
+        // the ring's pages, which the fake takes from the same heap
+        (entries, bytes - (1isize << order) * PAGE_BYTES as isize)
+    };
+    let (small, small_bytes) = heap_of(0);
+    let (large, large_bytes) = heap_of(4);
+    assert_eq!((small, large), (32, 512));
+    let per_slot = (large_bytes - small_bytes) / (large - small);
+    assert!(
+        per_slot <= 32,
+        "{per_slot} bytes of heap per idle ring slot"
+    );
+}
