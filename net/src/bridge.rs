@@ -529,6 +529,15 @@ impl<L: Link> Link for Bridge<L> {
         self.ports[0].link.queue_stats()
     }
 
+    /// A bridge of one is its port's driver; a bridge of several has none of its
+    /// own (as Linux's `ethtool -S br-lan`: no stats available).
+    fn driver_stats(&self) -> Vec<(&'static str, u64)> {
+        if self.passthrough() {
+            return self.ports[0].link.driver_stats();
+        }
+        Vec::new()
+    }
+
     fn mtu(&self) -> usize {
         self.ports
             .iter()
@@ -561,6 +570,7 @@ impl<L: Link> Link for Bridge<L> {
                     broken: p.link.broken().map(String::from),
                     mtu: p.link.mtu(),
                     guard: p.link.guard(),
+                    driver_stats: p.link.driver_stats(),
                 })
                 .collect(),
             fdb: self
