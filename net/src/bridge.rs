@@ -688,6 +688,32 @@ mod tests {
         assert_eq!(b.mac(), ROUTER);
     }
 
+    /// `ethtool -S`: a bridge of one is its port's driver; a bridge of several has
+    /// no counters of its own, and each port's are under its name.
+    #[test]
+    fn driver_stats_pass_through_a_bridge_of_one_and_are_per_port_in_a_larger_one() {
+        let (up, _far) = cable();
+        let b = Bridge::new("br-lan", "eth0", up);
+        assert_eq!(b.driver_stats(), vec![("mac_last", 1)]);
+        let (b, ..) = three();
+        assert!(b.driver_stats().is_empty());
+        let ports: Vec<(String, Vec<(&str, u64)>)> = b
+            .bridge_view()
+            .unwrap()
+            .ports
+            .into_iter()
+            .map(|p| (p.name, p.driver_stats))
+            .collect();
+        assert_eq!(
+            ports,
+            vec![
+                (String::from("eth0"), vec![("mac_last", 1)]),
+                (String::from("vif5.0"), vec![("mac_last", 0x11)]),
+                (String::from("vif6.0"), vec![("mac_last", 0x12)]),
+            ]
+        );
+    }
+
     #[test]
     fn frames_for_the_bridge_reach_the_stack_and_broadcasts_every_port() {
         let (mut b, up_far, c_far, c2_far) = three();

@@ -560,6 +560,10 @@ pub(crate) mod tests {
         fn queue_stats(&self) -> Vec<QueueStats> {
             self.queues.clone()
         }
+        /// One counter that tells the ends apart: the MAC's last byte.
+        fn driver_stats(&self) -> Vec<(&'static str, u64)> {
+            alloc::vec![("mac_last", u64::from(self.mac[5]))]
+        }
         fn mtu(&self) -> usize {
             self.mtu
         }
