@@ -78,10 +78,22 @@ impl Queue {
                 break Ok(());
             }
             let pos = self.rx.next_response_index();
-            match self.rx.take_response_or_arm(&mut raw) {
+            // Armed at this index already (no response taken since): look without
+            // arming again. A data-plane turn polls every ring, most of them empty,
+            // where Linux's netfront looks only on the ring's own event.
+            let armed = self.rx_armed_at == Some(pos);
+            let took = if armed {
+                self.rx.take_response(&mut raw)
+            } else {
+                self.rx.take_response_or_arm(&mut raw)
+            };
+            match took {
                 Ok(true) => {}
                 Ok(false) => {
-                    xs.rx_rearms += 1;
+                    if !armed {
+                        xs.rx_rearms += 1;
+                        self.rx_armed_at = Some(pos);
+                    }
                     break Ok(());
                 }
                 Err(e) => break Err(format!("rx ring: {e}")),

@@ -27,8 +27,8 @@ fn a_batch_of_responses_after_one_event_counts_one_event_one_batch_and_each_pack
     let s = n.driver_stats();
     assert_eq!(s.events, 1);
     assert_eq!((s.rx_slots, s.rx_packets), (5, 5));
-    // the recv that found nothing polled once more and re-armed again
-    assert_eq!((s.rx_polls, s.rx_batches, s.rx_rearms), (2, 1, 2));
+    // the recv that found nothing polled once more, and did not arm again
+    assert_eq!((s.rx_polls, s.rx_batches, s.rx_rearms), (2, 1, 1));
     assert_eq!((s.rx_reposted, s.rx_refills), (5, 1));
     assert_eq!((s.rx_notify_sent, s.rx_notify_suppressed), (0, 1));
     assert_eq!(s.rx_budget_stops, 0);
@@ -73,6 +73,35 @@ fn a_drained_queue_is_polled_and_rearmed_once_per_poll_and_a_full_one_until_drai
     assert_eq!((s.rx_refills, s.rx_reposted), (3, 103));
     let got: Vec<_> = core::iter::from_fn(|| n.recv()).collect();
     assert_eq!(got.len(), 103);
+}
+
+/// A ring polled empty again and again is armed once (at the first empty look
+/// after a response), and a response that comes later is still taken and arms it
+/// anew; the `rsp_event` the backend reads is the next response's each time.
+#[test]
+fn an_empty_ring_polled_again_is_not_armed_again() {
+    let f = Fake::vif();
+    let mut n = Netfront::connect_with(&f, 0, 1).unwrap();
+    let rx = f.page_of(&format!("{DIR}/rx-ring-ref"));
+    for _ in 0..10 {
+        n.poll_rx();
+    }
+    let s = n.driver_stats();
+    assert_eq!((s.rx_polls, s.rx_batches, s.rx_rearms), (10, 0, 1));
+    assert_eq!(rx.load_u32(12), 1, "rsp_event: the first response");
+    let mut prod = 0;
+    deliver(&f, &mut prod, None, 0, &[5; 60], None);
+    for _ in 0..10 {
+        n.poll_rx();
+    }
+    let s = n.driver_stats();
+    assert_eq!((s.rx_polls, s.rx_batches, s.rx_rearms), (20, 1, 2));
+    assert_eq!(rx.load_u32(12), 2, "rsp_event: the second response");
+    assert_eq!(n.recv(), Some(alloc::vec![5; 60]));
+    // and so on: each batch taken arms it at the next response
+    deliver(&f, &mut prod, None, 0, &[6; 60], None);
+    assert_eq!(n.recv(), Some(alloc::vec![6; 60]));
+    assert_eq!(rx.load_u32(12), 3);
 }
 
 /// Slots per packet (a GSO packet's extra-info slot counts), one notify when the
