@@ -86,6 +86,11 @@ pub trait XenPlatform {
     fn close_port(&self, port: Port);
     /// Notifies the other end of `port`.
     fn notify(&self, port: Port);
+    /// Events that came on `port` since it was allocated or bound (counted by its
+    /// handler, for the drivers' statistics); 0 where the platform does not count.
+    fn port_events(&self, _port: Port) -> u64 {
+        0
+    }
     /// Waits a little for an event (or just yields): used while polling a ring.
     fn wait(&self);
     /// Monotonic time in nanoseconds.

@@ -145,6 +145,9 @@ pub(crate) struct FakeXen {
     /// ... and the domain id under which the pages this fake's frontend granted
     /// ([`XenPlatform::grant`]) are mapped and copied by the backend.
     pub(crate) loopback_domid: Cell<Option<u16>>,
+    /// Events that came on each port ([`FakeXen::fire`]), for
+    /// [`XenPlatform::port_events`].
+    pub(crate) port_events: RefCell<BTreeMap<u32, u64>>,
 }
 
 impl FakeXen {
@@ -164,6 +167,11 @@ impl FakeXen {
         f.set(&format!("{frontend}/backend-id"), "0");
         f.set(&format!("{backend}/state"), "2");
         f
+    }
+
+    /// An event comes on `port` (its handler counts it, as the kernel's does).
+    pub(crate) fn fire(&self, port: u32) {
+        *self.port_events.borrow_mut().entry(port).or_default() += 1;
     }
 
     /// Has the backend go through `states`, one per watch firing or plain wait.
@@ -556,6 +564,9 @@ impl XenPlatform for &FakeXen {
     }
     fn notify(&self, p: Port) {
         self.notified.borrow_mut().push(p.0);
+    }
+    fn port_events(&self, p: Port) -> u64 {
+        self.port_events.borrow().get(&p.0).copied().unwrap_or(0)
     }
     fn wait(&self) {
         self.plain_waits.set(self.plain_waits.get() + 1);

@@ -529,6 +529,15 @@ impl<L: Link> Link for Bridge<L> {
         self.ports[0].link.queue_stats()
     }
 
+    /// A bridge of one is its port's driver; a bridge of several has none of its
+    /// own (as Linux's `ethtool -S br-lan`: no stats available).
+    fn driver_stats(&self) -> Vec<(&'static str, u64)> {
+        if self.passthrough() {
+            return self.ports[0].link.driver_stats();
+        }
+        Vec::new()
+    }
+
     fn mtu(&self) -> usize {
         self.ports
             .iter()
@@ -561,6 +570,7 @@ impl<L: Link> Link for Bridge<L> {
                     broken: p.link.broken().map(String::from),
                     mtu: p.link.mtu(),
                     guard: p.link.guard(),
+                    driver_stats: p.link.driver_stats(),
                 })
                 .collect(),
             fdb: self
@@ -676,6 +686,32 @@ mod tests {
         b.send(&frame(LAN1, ROUTER, 2)).unwrap();
         assert_eq!(taken(&up_far), vec![frame(LAN1, ROUTER, 2)]);
         assert_eq!(b.mac(), ROUTER);
+    }
+
+    /// `ethtool -S`: a bridge of one is its port's driver; a bridge of several has
+    /// no counters of its own, and each port's are under its name.
+    #[test]
+    fn driver_stats_pass_through_a_bridge_of_one_and_are_per_port_in_a_larger_one() {
+        let (up, _far) = cable();
+        let b = Bridge::new("br-lan", "eth0", up);
+        assert_eq!(b.driver_stats(), vec![("mac_last", 1)]);
+        let (b, ..) = three();
+        assert!(b.driver_stats().is_empty());
+        let ports: Vec<(String, Vec<(&str, u64)>)> = b
+            .bridge_view()
+            .unwrap()
+            .ports
+            .into_iter()
+            .map(|p| (p.name, p.driver_stats))
+            .collect();
+        assert_eq!(
+            ports,
+            vec![
+                (String::from("eth0"), vec![("mac_last", 1)]),
+                (String::from("vif5.0"), vec![("mac_last", 0x11)]),
+                (String::from("vif6.0"), vec![("mac_last", 0x12)]),
+            ]
+        );
     }
 
     #[test]

@@ -401,6 +401,9 @@ impl<L: Link> Link for Routed<L> {
     fn queue_stats(&self) -> Vec<QueueStats> {
         self.inner.queue_stats()
     }
+    fn driver_stats(&self) -> Vec<(&'static str, u64)> {
+        self.inner.driver_stats()
+    }
     fn mtu(&self) -> usize {
         self.inner.mtu()
     }

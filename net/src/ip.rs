@@ -528,6 +528,7 @@ mod tests {
             broken: None,
             mtu: 1500,
             guard: Some(String::from("source ip 10.0.0.5 (3 spoofed dropped)")),
+            driver_stats: alloc::vec::Vec::new(),
         };
         assert_eq!(
             port_line(4, "br-lan", &p, false),

@@ -52,6 +52,8 @@ pub struct PortView {
     pub mtu: usize,
     /// What restricts the link beyond its MAC lock ([`Link::guard`]), if anything.
     pub guard: Option<String>,
+    /// Its driver's counters ([`Link::driver_stats`]), for `ethtool -S PORT`.
+    pub driver_stats: Vec<(&'static str, u64)>,
 }
 
 /// A bridge as `ip link`, `brctl show` and `brctl showmacs` print it.
@@ -121,6 +123,12 @@ pub trait Link {
     }
     /// Per-queue packet counters when the link has several queues (else empty).
     fn queue_stats(&self) -> Vec<QueueStats> {
+        Vec::new()
+    }
+    /// The driver's own counters, `(name, value)` in the order `ethtool -S` prints
+    /// them (a vif's slots, batches, notifications, events); empty when the link
+    /// has none.
+    fn driver_stats(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
     /// The MTU: the largest IP packet sent without GSO.
@@ -560,6 +568,10 @@ pub(crate) mod tests {
     impl Link for Pipe {
         fn queue_stats(&self) -> Vec<QueueStats> {
             self.queues.clone()
+        }
+        /// One counter that tells the ends apart: the MAC's last byte.
+        fn driver_stats(&self) -> Vec<(&'static str, u64)> {
+            alloc::vec![("mac_last", u64::from(self.mac[5]))]
         }
         fn mtu(&self) -> usize {
             self.mtu

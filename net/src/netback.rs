@@ -67,6 +67,9 @@ impl<P: XenBackend> Link for Netback<P> {
     fn stats(&self) -> LinkStats {
         Netback::stats(self).into()
     }
+    fn driver_stats(&self) -> Vec<(&'static str, u64)> {
+        Netback::stats(self).entries()
+    }
     fn broken(&self) -> Option<&str> {
         Netback::broken(self)
     }

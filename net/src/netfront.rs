@@ -63,6 +63,9 @@ impl<P: XenPlatform> Link for Netfront<P> {
     fn mtu(&self) -> usize {
         Netfront::mtu(self)
     }
+    fn driver_stats(&self) -> Vec<(&'static str, u64)> {
+        Netfront::driver_stats(self).entries()
+    }
     fn queue_stats(&self) -> Vec<QueueStats> {
         if self.queues() > 1 {
             Netfront::queue_stats(self)

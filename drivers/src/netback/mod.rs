@@ -334,9 +334,16 @@ impl<P: XenBackend> Netback<P> {
         self.state
     }
 
-    /// Counters.
+    /// Counters, with the events on the vif's port while it is connected.
     pub fn stats(&self) -> NetbackStats {
-        self.stats
+        let events = self
+            .conn
+            .as_ref()
+            .map_or(0, |c| self.platform.port_events(c.port));
+        NetbackStats {
+            events,
+            ..self.stats
+        }
     }
 
     /// Why the vif is broken, if it is (a misbehaving frontend; it stays broken

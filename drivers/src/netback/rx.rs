@@ -103,6 +103,7 @@ impl<P: XenBackend> Netback<P> {
         let mut ops: Vec<Op> = Vec::new();
         let mut cursor = 0usize;
         let mut done = 0;
+        self.stats.tx_polls += 1;
         while done < RX_BUDGET {
             let Some(len) = self.to_client.front().map(|f| f.0.len()) else {
                 break;
@@ -128,6 +129,7 @@ impl<P: XenBackend> Netback<P> {
                 }
             };
             if avail < need {
+                self.stats.tx_no_buffers += 1;
                 break;
             }
             if cursor + len > staging_bytes {
@@ -166,7 +168,10 @@ impl<P: XenBackend> Netback<P> {
             });
             cursor += len;
             done += 1;
+            self.stats.tx_handed += 1;
+            self.stats.tx_slots += u64::from(need);
         }
+        self.stats.tx_batches += u64::from(done > 0);
         self.flush_rx(batch, ops);
         done >= RX_BUDGET && !self.to_client.is_empty()
     }
@@ -191,7 +196,7 @@ impl<P: XenBackend> Netback<P> {
             *fe_id,
             CopyDir::ToRemote,
             &ops,
-            &mut stats.copy_batches,
+            stats,
         );
         let mut broken = None;
         for p in batch {
@@ -235,7 +240,13 @@ impl<P: XenBackend> Netback<P> {
                 }
             }
         }
-        publish(platform, &mut conn.rx, conn.port, &mut stats.notifies);
+        publish(
+            platform,
+            &mut conn.rx,
+            conn.port,
+            &mut stats.notifies,
+            [&mut stats.tx_notify_sent, &mut stats.tx_notify_suppressed],
+        );
         if let Some(why) = broken {
             self.fail(why);
         }

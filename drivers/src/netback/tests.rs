@@ -1509,3 +1509,4 @@ fn a_linux_client_sending_64k_gso_packets_is_never_left_waiting() {
 }
 
 mod guard;
+mod stats;

@@ -4,8 +4,8 @@
 
 use super::guard::Verdict;
 use super::{
-    ring_error, ClientFrame, Conn, Netback, RxChecksum, FATAL_SLOTS, MAX_EXTRAS, MAX_SLOTS,
-    RECEIVED_MAX, RECEIVED_MAX_BYTES, TX_BUDGET, TX_STAGING_PAGES,
+    ring_error, ClientFrame, Conn, Netback, NetbackStats, RxChecksum, FATAL_SLOTS, MAX_EXTRAS,
+    MAX_SLOTS, RECEIVED_MAX, RECEIVED_MAX_BYTES, TX_BUDGET, TX_STAGING_PAGES,
 };
 use crate::netif::{self, TX_ENTRY_BYTES};
 use crate::platform::{CopyDir, CopyOp, DmaPages, XenBackend};
@@ -194,29 +194,35 @@ pub(super) fn split(ops_out: &mut Vec<Op>, at: usize, gref: u32, remote: u16, le
     }
 }
 
-/// Publishes the responses queued on `ring`, notifying the frontend on `port` when
-/// it asks for it (counted in `notifies`).
+/// Publishes the responses queued on `ring` (some are), notifying the frontend on
+/// `port` when it asks for it: counted in `notifies` and in `sent`, or in
+/// `suppressed` when it does not.
 pub(super) fn publish<P: XenBackend>(
     platform: &P,
     ring: &mut BackRing,
     port: Port,
     notifies: &mut u64,
+    [sent, suppressed]: [&mut u64; 2],
 ) {
     if ring.push_responses_and_check_notify() {
         platform.notify(port);
         *notifies += 1;
+        *sent += 1;
+    } else {
+        *suppressed += 1;
     }
 }
 
 /// Grant-copies `ops` between `staging` and domain `domid`'s grants in `dir`, in one
-/// hypercall (counted in `copy_batches`); returns each op's status, in order.
+/// hypercall (counted in `copy_batches`, the ops in `copy_ops`); returns each op's
+/// status, in order.
 pub(super) fn copy_batch<P: XenBackend>(
     platform: &P,
     staging: &DmaPages,
     domid: u16,
     dir: CopyDir,
     ops: &[Op],
-    copy_batches: &mut u64,
+    stats: &mut NetbackStats,
 ) -> Vec<i16> {
     let mut copies: Vec<CopyOp<'_>> = ops
         .iter()
@@ -234,7 +240,8 @@ pub(super) fn copy_batch<P: XenBackend>(
         .collect();
     if !copies.is_empty() {
         platform.grant_copy(&mut copies);
-        *copy_batches += 1;
+        stats.copy_batches += 1;
+        stats.copy_ops += copies.len() as u64;
     }
     copies.iter().map(|c| c.status).collect()
 }
@@ -283,12 +290,14 @@ impl<P: XenBackend> Netback<P> {
         let mut cursor = 0usize;
         let mut taken = 0;
         let mut limited = false;
+        self.stats.rx_polls += 1;
         loop {
             let held = self.received_bytes + cursor;
             if taken >= TX_BUDGET
                 || self.received.len() + batch.len() >= RECEIVED_MAX
                 || held >= RECEIVED_MAX_BYTES
             {
+                self.stats.rx_budget_stops += u64::from(taken >= TX_BUDGET);
                 break;
             }
             let Some(conn) = self.conn.as_mut() else {
@@ -302,7 +311,11 @@ impl<P: XenBackend> Netback<P> {
                         self.fail(why);
                         return false;
                     }
-                    Take::Packet(p) => p,
+                    Take::Packet(p) => {
+                        self.stats.rx_taken += 1;
+                        self.stats.rx_slots += (p.ids.len() + p.extras) as u64;
+                        p
+                    }
                 },
             };
             // every packet spends its size, as Linux's tx_credit_exceeded charges
@@ -348,6 +361,7 @@ impl<P: XenBackend> Netback<P> {
             cursor = at;
         }
         self.flush_tx(batch, ops);
+        self.stats.rx_batches += u64::from(taken > 0);
         let Some(conn) = self.conn.as_mut() else {
             return false;
         };
@@ -389,7 +403,7 @@ impl<P: XenBackend> Netback<P> {
             *fe_id,
             CopyDir::FromRemote,
             &ops,
-            &mut stats.copy_batches,
+            stats,
         );
         let mut broken = None;
         for p in batch {
@@ -427,7 +441,13 @@ impl<P: XenBackend> Netback<P> {
             };
             answer(conn, &p.packet, status, &mut broken);
         }
-        publish(platform, &mut conn.tx, conn.port, &mut stats.notifies);
+        publish(
+            platform,
+            &mut conn.tx,
+            conn.port,
+            &mut stats.notifies,
+            [&mut stats.rx_notify_sent, &mut stats.rx_notify_suppressed],
+        );
         if let Some(why) = broken {
             self.fail(why);
         }

@@ -53,6 +53,7 @@ mod flow;
 mod queue;
 mod reconnect;
 mod rx;
+mod stats;
 mod tx;
 mod xenbus;
 
@@ -61,6 +62,7 @@ mod tests;
 
 pub use crate::netif::{LinkStats, QueueStats, RxChecksum};
 pub use rx::RX_FRAME_MAX;
+pub use stats::NetfrontStats;
 pub use xenbus::{mtu_from_backend, parse_mac, DEFAULT_MTU, MAX_MTU, MIN_MTU};
 
 use crate::platform::XenPlatform;
@@ -122,6 +124,8 @@ pub struct Netfront<P: XenPlatform> {
     /// The backend went away ([`Netfront::detach`]); waiting for one to come back.
     detached: bool,
     stats: LinkStats,
+    /// The per-packet counters ([`Netfront::driver_stats`]), all but the events.
+    driver_stats: NetfrontStats,
 }
 
 impl<P: XenPlatform> Netfront<P> {
@@ -148,6 +152,7 @@ impl<P: XenPlatform> Netfront<P> {
             broken: None,
             detached: false,
             stats: LinkStats::default(),
+            driver_stats: NetfrontStats::default(),
         })
     }
 
@@ -188,6 +193,21 @@ impl<P: XenPlatform> Netfront<P> {
     /// Link statistics.
     pub fn stats(&self) -> LinkStats {
         self.stats
+    }
+
+    /// The per-packet driver counters (`ethtool -S`), with the events on the
+    /// current queues' ports.
+    pub fn driver_stats(&self) -> NetfrontStats {
+        let events = self
+            .link
+            .queues
+            .iter()
+            .map(|q| self.platform.port_events(q.port))
+            .sum();
+        NetfrontStats {
+            events,
+            ..self.driver_stats
+        }
     }
 
     /// The number of queues (TX/RX ring pairs) in use.

@@ -59,6 +59,11 @@ pub(super) struct Queue {
     pub(super) rx_packets: u64,
     /// Packets sent on this queue (answered OK).
     pub(super) tx_packets: u64,
+    /// The RX response index at which `rsp_event` was last armed (it asks for an
+    /// event at the next response): while no response was taken since, a poll
+    /// that finds the ring empty leaves it as it is, instead of writing the
+    /// ring header netback reads at every push again.
+    pub(super) rx_armed_at: Option<u32>,
 }
 
 impl Queue {
@@ -131,6 +136,7 @@ impl Queue {
             posted_ids,
             rx_packets: 0,
             tx_packets: 0,
+            rx_armed_at: None,
         })
     }
 

@@ -6,7 +6,7 @@
 
 use super::queue::Queue;
 use super::xenbus::Link;
-use super::{LinkStats, Netfront, ETH_HEADER};
+use super::{LinkStats, Netfront, NetfrontStats, ETH_HEADER};
 use crate::netif::{self, RxChecksum, RxResponse};
 use crate::platform::XenPlatform;
 use alloc::collections::VecDeque;
@@ -62,25 +62,44 @@ impl Queue {
         &mut self,
         p: &P,
         stats: &mut LinkStats,
+        xs: &mut NetfrontStats,
         received: &mut VecDeque<(Vec<u8>, u16, Option<u16>)>,
         budget: usize,
         gso_rx: bool,
     ) -> Result<usize, String> {
         let mut raw = [0u8; netif::RX_ENTRY_BYTES];
         let mut taken = 0;
-        let mut reposted = false;
+        let mut reposted = 0u64;
         let size = self.rx.size();
+        xs.rx_polls += 1;
         let result = loop {
             if taken >= budget {
+                xs.rx_budget_stops += 1;
                 break Ok(());
             }
             let pos = self.rx.next_response_index();
-            match self.rx.take_response_or_arm(&mut raw) {
+            // Armed at this index already (no response taken since): look without
+            // arming again. A data-plane turn polls every ring, most of them empty,
+            // where Linux's netfront looks only on the ring's own event.
+            let armed = self.rx_armed_at == Some(pos);
+            let took = if armed {
+                self.rx.take_response(&mut raw)
+            } else {
+                self.rx.take_response_or_arm(&mut raw)
+            };
+            match took {
                 Ok(true) => {}
-                Ok(false) => break Ok(()),
+                Ok(false) => {
+                    if !armed {
+                        xs.rx_rearms += 1;
+                        self.rx_armed_at = Some(pos);
+                    }
+                    break Ok(());
+                }
                 Err(e) => break Err(format!("rx ring: {e}")),
             }
             taken += 1;
+            xs.rx_slots += 1;
             // Every slot's buffer is the one posted at its ring position (Linux's
             // `xennet_get_rx_skb(queue, cons + slots)`): an extra-info slot was
             // written over the response and names none, and a data response naming
@@ -161,6 +180,7 @@ impl Queue {
                 .is_some_and(|k| !k.more_data && !k.extras)
             {
                 if let Some(pkt) = self.partial.take() {
+                    xs.rx_packets += 1;
                     deliver(pkt, &mut self.rx_packets, stats, received);
                 }
             }
@@ -174,11 +194,17 @@ impl Queue {
             {
                 self.posted_ids[(at % size) as usize] = id;
                 buf.posted = true;
-                reposted = true;
+                reposted += 1;
             }
         };
-        if reposted && self.rx.push_requests_and_check_notify() {
-            p.notify(self.port);
+        xs.rx_batches += u64::from(taken > 0);
+        if reposted > 0 {
+            xs.rx_reposted += reposted;
+            xs.rx_refills += 1;
+            let notify = self.rx.push_requests_and_check_notify();
+            if NetfrontStats::notify(&mut xs.rx_notify_sent, &mut xs.rx_notify_suppressed, notify) {
+                p.notify(self.port);
+            }
         }
         result.map(|()| taken)
     }
@@ -233,7 +259,11 @@ impl<P: XenPlatform> Netfront<P> {
         let start = self.rx_next;
         self.rx_next = (start + 1) % n;
         for _ in 0..rounds {
-            let mut taken = 0;
+            // Another round only for a queue that stopped at its budget: one that
+            // was drained re-armed its event (`rsp_event`) and looked once more,
+            // so what comes now comes with an event, and looking again here would
+            // only re-arm it again.
+            let mut budget_hit = false;
             for k in 0..n {
                 if self.broken.is_some() {
                     return;
@@ -243,6 +273,7 @@ impl<P: XenPlatform> Netfront<P> {
                     platform,
                     link: Link { queues, sg, .. },
                     stats,
+                    driver_stats,
                     received,
                     ..
                 } = self;
@@ -253,14 +284,14 @@ impl<P: XenPlatform> Netfront<P> {
                     continue;
                 };
                 let before = received.len();
-                let r = q.poll_rx(platform, stats, received, RX_BUDGET, *sg);
+                let r = q.poll_rx(platform, stats, driver_stats, received, RX_BUDGET, *sg);
                 self.received_bytes += received.range(before..).map(|f| f.0.len()).sum::<usize>();
                 match r {
-                    Ok(t) => taken += t,
+                    Ok(t) => budget_hit |= t >= RX_BUDGET,
                     Err(why) => return self.fail(why),
                 }
             }
-            if taken == 0 {
+            if !budget_hit {
                 break;
             }
         }

@@ -1471,3 +1471,5 @@ fn a_backend_that_goes_and_comes_back_is_reconnected_with_the_same_mac() {
     assert_eq!(n.recv().unwrap(), alloc::vec![4u8; 60]);
     n.send(&[5u8; 60]).unwrap();
 }
+
+mod stats;

@@ -6,7 +6,7 @@
 use super::flow::tx_queue;
 use super::queue::{Queue, QueueError};
 use super::xenbus::Link;
-use super::{LinkStats, NetError, Netfront};
+use super::{LinkStats, NetError, Netfront, NetfrontStats};
 use crate::netif::{self, TxRequest};
 use crate::platform::XenPlatform;
 use alloc::format;
@@ -30,6 +30,7 @@ impl Queue {
         gso: Option<u16>,
         csum_blank: bool,
         stats: &mut LinkStats,
+        xs: &mut NetfrontStats,
     ) -> Result<(), QueueError> {
         let chunks: Vec<&[u8]> = frame.chunks(PAGE_BYTES).collect();
         let ring_slots = chunks.len() + usize::from(gso.is_some());
@@ -37,8 +38,9 @@ impl Queue {
             q.tx_free.len() >= chunks.len() && q.tx.free_requests() as usize >= ring_slots
         };
         if !fits(self) {
-            self.reap_tx(stats).map_err(QueueError::Broken)?;
+            self.reap_tx(stats, xs).map_err(QueueError::Broken)?;
             if !fits(self) {
+                xs.tx_ring_full += 1;
                 return Err(QueueError::Busy);
             }
         }
@@ -80,21 +82,36 @@ impl Queue {
                 }
             }
         }
-        if self.tx.push_requests_and_check_notify() {
+        xs.tx_packets += 1;
+        xs.tx_slots += ring_slots as u64;
+        let notify = self.tx.push_requests_and_check_notify();
+        if NetfrontStats::notify(&mut xs.tx_notify_sent, &mut xs.tx_notify_suppressed, notify) {
             p.notify(self.port);
         }
         Ok(())
     }
 
     /// Takes TX responses: frees the slots, counts. A bad response is an error.
-    pub(super) fn reap_tx(&mut self, stats: &mut LinkStats) -> Result<(), String> {
+    pub(super) fn reap_tx(
+        &mut self,
+        stats: &mut LinkStats,
+        xs: &mut NetfrontStats,
+    ) -> Result<(), String> {
         let mut raw = [0u8; 4];
+        let mut taken = 0u64;
+        xs.tx_reaps += 1;
         loop {
             match self.tx.take_response_or_arm(&mut raw) {
                 Ok(true) => {}
-                Ok(false) => return Ok(()),
+                Ok(false) => {
+                    xs.tx_rearms += 1;
+                    xs.tx_reap_batches += u64::from(taken > 0);
+                    return Ok(());
+                }
                 Err(e) => return Err(format!("tx ring: {e}")),
             }
+            taken += 1;
+            xs.tx_responses += 1;
             let r = netif::decode_tx_response(&raw);
             if r.status == netif::RSP_NULL {
                 continue; // extra-info slot
@@ -189,12 +206,13 @@ impl<P: XenPlatform> Netfront<P> {
             platform,
             link: Link { queues, .. },
             stats,
+            driver_stats,
             ..
         } = self;
         let Some(q) = queues.get_mut(k) else {
             return Err(NetError::Busy);
         };
-        match q.send(platform, frame, gso, csum_blank, stats) {
+        match q.send(platform, frame, gso, csum_blank, stats, driver_stats) {
             Ok(()) => Ok(()),
             Err(QueueError::Busy) => Err(NetError::Busy),
             Err(QueueError::Broken(why)) => {
@@ -212,9 +230,12 @@ impl<P: XenPlatform> Netfront<P> {
         let Netfront {
             link: Link { queues, .. },
             stats,
+            driver_stats,
             ..
         } = self;
-        let failed = queues.iter_mut().find_map(|q| q.reap_tx(stats).err());
+        let failed = queues
+            .iter_mut()
+            .find_map(|q| q.reap_tx(stats, driver_stats).err());
         if let Some(why) = failed {
             self.fail(why);
         }

@@ -58,8 +58,9 @@ pub const MAX_BACKENDS: usize = 16;
 static BACKEND_EVENTS: AtomicU64 = AtomicU64::new(0);
 
 /// A backend vif's event: the data plane has work (interrupt context: atomics only).
-fn on_backend_event(_: Port) {
+fn on_backend_event(port: Port) {
     BACKEND_EVENTS.fetch_add(1, Ordering::Relaxed);
+    crate::dev::portevents::count(port);
     NET_EVENTS.signal();
 }
 
@@ -80,6 +81,7 @@ impl XenBackend for KernelXen {
     }
     fn bind_interdomain(&self, remote: u16, remote_port: u32) -> Result<Port, XenError> {
         let port = Port(hypercall::evtchn_bind_interdomain(remote, remote_port)?);
+        crate::dev::portevents::reset(port);
         // Without its handler the port's events would not wake the data plane.
         if !xen::register_port(port, on_backend_event) {
             let _ = hypercall::evtchn_close(port.0);

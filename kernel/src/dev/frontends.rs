@@ -35,7 +35,8 @@ impl KernelXen {
 /// wait consumes (`sync::eventcount`).
 pub static NET_EVENTS: EventCount = EventCount::new();
 
-fn on_vif_event(_: Port) {
+fn on_vif_event(port: Port) {
+    crate::dev::portevents::count(port);
     NET_EVENTS.signal();
 }
 
@@ -111,6 +112,7 @@ impl XenPlatform for KernelXen {
     }
     fn alloc_unbound(&self, remote: u16) -> Result<Port, XenError> {
         let port = Port(hypercall::evtchn_alloc_unbound(remote)?);
+        crate::dev::portevents::reset(port);
         // Completions are polled; a disk's event only has to wake the CPU (its
         // waiter looks), a vif's also tells the network service it has work.
         xen::register_port(port, if self.net { on_vif_event } else { |_| {} });
@@ -123,6 +125,9 @@ impl XenPlatform for KernelXen {
     }
     fn notify(&self, port: Port) {
         xen::notify(port);
+    }
+    fn port_events(&self, port: Port) -> u64 {
+        crate::dev::portevents::get(port)
     }
     fn wait(&self) {
         crate::xen::idle::pause();

@@ -1,12 +1,14 @@
 //! Devices as the rest of the kernel sees them: the PV frontends connected to their
 //! backends with the platform services drivers get ([`frontends`]), the network
 //! backends this domain serves to client domains as a driver domain ([`backends`]),
-//! and the network stack over the vifs ([`network`]).
+//! and the network stack over the vifs ([`network`]); the events counted per
+//! port for the drivers' statistics ([`portevents`]).
 
 pub mod backends;
 pub mod frontends;
 pub mod network;
 pub mod port;
+pub mod portevents;
 
 /// A MAC address as `ip link` prints it: `00:16:3e:01:02:03`.
 pub struct Mac(pub [u8; 6]);

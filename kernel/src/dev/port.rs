@@ -102,6 +102,9 @@ impl Link for Port {
     fn queue_stats(&self) -> Vec<QueueStats> {
         each!(self, l => Link::queue_stats(l))
     }
+    fn driver_stats(&self) -> Vec<(&'static str, u64)> {
+        each!(self, l => Link::driver_stats(l))
+    }
     fn mtu(&self) -> usize {
         each!(self, l => Link::mtu(l))
     }

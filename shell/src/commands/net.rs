@@ -1,7 +1,8 @@
 //! The network commands' arguments and the router's block of `ip -s link`: the
 //! servers' `-p PORT` (iperf3's `-s [-p PORT] [-D]`, echod's `[-p PORT]`), udhcpc's
-//! `[-i IFACE]` (busybox), and the forwarding counters printed after iproute2's
-//! per-link statistics.
+//! `[-i IFACE]` (busybox), the forwarding counters printed after iproute2's
+//! per-link statistics, and `ethtool -S IFACE`'s arguments and driver statistics
+//! (Linux's ethtool: `NIC statistics:` then one `name: value` a line).
 
 use crate::CmdError;
 use alloc::format;
@@ -38,6 +39,42 @@ pub fn udhcpc_iface<'a>(args: &[&'a str]) -> Result<&'a str, CmdError> {
         ["-i", d] => Ok(d),
         _ => Err(CmdError::usage("unknown option")),
     }
+}
+
+/// `ethtool -S IFACE` (or `--statistics IFACE`): the interface. Only the driver
+/// statistics are implemented.
+pub fn ethtool_stats_iface<'a>(args: &[&'a str]) -> Result<&'a str, CmdError> {
+    match args {
+        ["-S" | "--statistics", d] if !d.starts_with('-') => Ok(d),
+        ["-S" | "--statistics"] => Err(CmdError::usage("no interface given")),
+        [] => Err(CmdError::usage("no option given")),
+        _ => Err(CmdError::usage(
+            "only the driver statistics (-S IFACE) are implemented",
+        )),
+    }
+}
+
+/// `ethtool -S`'s output as Linux's ethtool prints it: `NIC statistics:`, then each
+/// counter as `     name: value`. A device without driver statistics (a bridge of
+/// several ports, the loopback) is an error, as ethtool's `no stats available`.
+pub fn write_ethtool_stats(
+    out: &mut dyn Write,
+    iface: &str,
+    stats: &[(&str, u64)],
+) -> Result<(), CmdError> {
+    if stats.is_empty() {
+        return Err(CmdError::failed(format!("{iface}: no stats available")));
+    }
+    writeln!(out, "NIC statistics:")?;
+    for (name, value) in stats {
+        writeln!(out, "     {name}: {value}")?;
+    }
+    Ok(())
+}
+
+/// `ethtool -S IFACE` for an interface that does not exist.
+pub fn no_such_device(iface: &str) -> CmdError {
+    CmdError::failed(format!("{iface}: no such device"))
 }
 
 /// Whether `ip` was asked for `-s link` (after which a router adds its counters).
@@ -128,6 +165,51 @@ mod tests {
     }
 
     #[test]
+    fn ethtool_takes_dash_s_and_an_interface_only() {
+        assert_eq!(ethtool_stats_iface(&["-S", "eth0"]), Ok("eth0"));
+        assert_eq!(ethtool_stats_iface(&["--statistics", "eth1"]), Ok("eth1"));
+        assert_eq!(
+            ethtool_stats_iface(&["-S"]),
+            Err(CmdError::usage("no interface given"))
+        );
+        assert_eq!(
+            ethtool_stats_iface(&[]),
+            Err(CmdError::usage("no option given"))
+        );
+        for bad in [
+            &["eth0"][..],
+            &["-i", "eth0"],
+            &["-S", "eth0", "eth1"],
+            &["-S", "-x"],
+        ] {
+            assert_eq!(
+                ethtool_stats_iface(bad),
+                Err(CmdError::usage(
+                    "only the driver statistics (-S IFACE) are implemented"
+                )),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn ethtool_prints_as_linux_and_refuses_what_has_no_stats() {
+        let mut out = String::new();
+        write_ethtool_stats(&mut out, "eth0", &[("events", 12), ("tx_slots", 3)]).unwrap();
+        assert_eq!(out, "NIC statistics:\n     events: 12\n     tx_slots: 3\n");
+        let mut out = String::new();
+        assert_eq!(
+            write_ethtool_stats(&mut out, "br-lan", &[]),
+            Err(CmdError::failed("br-lan: no stats available"))
+        );
+        assert!(out.is_empty());
+        assert_eq!(
+            no_such_device("eth9"),
+            CmdError::failed("eth9: no such device")
+        );
+    }
+
+    #[test]
     fn link_stats_only_for_dash_s_link() {
         assert!(wants_link_stats(&["-s", "link"]));
         assert!(wants_link_stats(&["-s", "l", "show", "eth0"]));
@@ -167,7 +249,7 @@ mod tests {
     fn random_arguments_never_panic() {
         let mut r = XorShift(0x9e37_79b9_7f4a_7c15);
         let vocab = [
-            "-s", "-D", "-p", "-i", "5201", "0", "65536", "eth0", "link", "l",
+            "-s", "-D", "-p", "-i", "5201", "0", "65536", "eth0", "link", "l", "-S",
         ];
         for _ in 0..5000 {
             let owned = args(&mut r, &vocab);
@@ -183,6 +265,9 @@ mod tests {
                 assert!(a.is_empty() || a == vec!["-i", i]);
             }
             let _ = wants_link_stats(&a);
+            if let Ok(d) = ethtool_stats_iface(&a) {
+                assert!(!d.starts_with('-') && a.len() == 2, "{a:?}");
+            }
         }
     }
 }

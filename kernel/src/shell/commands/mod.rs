@@ -13,7 +13,7 @@ mod xen;
 
 use crate::{io::console, shell::fscmds};
 use disk::{dd, discard, lsblk, sha256sum, sync};
-use net::{brctl, echod, ifconfig, ip, iperf3, ping, reflect, udhcpc};
+use net::{brctl, echod, ethtool, ifconfig, ip, iperf3, ping, reflect, udhcpc};
 use system::{crash, exits, mem, poweroff, reboot, sleep, uptime, version};
 use xen::{devices, xen, xenstore_cmd};
 use xenlet_shell::{echo, Command, Shell};
@@ -135,6 +135,12 @@ pub static COMMANDS: &[Command<Host>] = &[
         usage: "",
         help: "the LAN DHCP server, DNS forwarder and router advertisements: pools, upstream servers, counters",
         run: crate::shell::servicecmds::dnsmasq,
+    },
+    Command {
+        name: "ethtool",
+        usage: "-S IFACE",
+        help: "a network interface's driver statistics (slots, batches, notifications, events), as Linux's ethtool -S",
+        run: ethtool,
     },
     Command {
         name: "brctl",

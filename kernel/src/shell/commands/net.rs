@@ -1,13 +1,16 @@
 //! The network commands over [`crate::dev::network`]: `ip` (iproute2 style, with the
 //! router's forwarding and neighbour tables when it runs), `ifconfig`, `udhcpc`,
-//! `ping`, and the background servers `iperf3` and `echod`.
+//! `ping`, `ethtool -S` (a vif's driver counters), and the background servers
+//! `iperf3` and `echod`.
 
 use super::Host;
 use crate::io::console;
 use alloc::string::String;
 use core::fmt::Write;
+use xenlet_net::link::Link as _;
 use xenlet_shell::commands::net::{
-    iperf3_port, port_arg, udhcpc_iface, wants_link_stats, write_router_counters,
+    ethtool_stats_iface, iperf3_port, no_such_device, port_arg, udhcpc_iface, wants_link_stats,
+    write_ethtool_stats, write_router_counters,
 };
 use xenlet_shell::{CmdError, CmdResult};
 
@@ -66,6 +69,30 @@ pub(super) fn ip(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
         }
     }
     r.map_err(CmdError::failed)
+}
+
+/// `ethtool -S IFACE`: the driver counters of an interface (a vif: its netfront's)
+/// or of a bridge's port (a client's vif: its netback's).
+pub(super) fn ethtool(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    let name = ethtool_stats_iface(args)?;
+    let stack = crate::dev::network::NET.lock();
+    let stats = stack
+        .ifs
+        .iter()
+        .find(|n| n.name == name)
+        .map(|n| n.link.driver_stats())
+        .or_else(|| {
+            stack.ifs.iter().find_map(|n| {
+                let b = n.link.bridge_view()?;
+                b.ports
+                    .into_iter()
+                    .find(|p| p.name == name)
+                    .map(|p| p.driver_stats)
+            })
+        });
+    drop(stack);
+    let stats = stats.ok_or_else(|| no_such_device(name))?;
+    write_ethtool_stats(out, name, &stats)
 }
 
 pub(super) fn ifconfig(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {

@@ -1059,12 +1059,29 @@ const ROUTER_IPV6_STEPS: &[Step] = steps![
     last("poweroff"),
 ];
 
+/// What `ethtool -S` prints of a vif that has carried traffic.
+const ETHTOOL_VIF: &[&str] = &[
+    r"^NIC statistics:$",
+    r"^     events: [1-9]\d*$",
+    r"^     rx_packets: [1-9]\d*$",
+    r"^     tx_slots: [1-9]\d*$",
+    r"^     tx_notify_suppressed: \d+$",
+];
+
 const ROUTER_XENLET_STEPS: &[Step] = steps![
     ..ROUTER_WAN_LEASE,
     DOM0_DOES_NOT_FORWARD,
     LAN1_BY_DHCP,
     cmd("leases", &[r"192\.168\.1\.\d+"], 30),
+    // the vifs' driver counters before and after the transfers (issue 34: slots per
+    // packet, packets per batch, notifications sent and suppressed; the difference
+    // is the transfers' and their pings')
+    cmd("ethtool -S eth0", ETHTOOL_VIF, 30),
+    cmd("ethtool -S eth1", ETHTOOL_VIF, 30),
     ..LAN_THROUGH_NAT,
+    cmd("ethtool -S eth0", ETHTOOL_VIF, 30),
+    cmd("ethtool -S eth1", ETHTOOL_VIF, 30),
+    cmd("ip -s link show eth0", &[r"^\d+: eth0: "], 30),
     // no segment of those transfers was taken for out of window (the window
     // tracking once dropped every wan -> lan1 segment past the first 1000 bytes:
     // 0.1 Mbit/s, and the transfer still "passed")
