@@ -388,7 +388,7 @@ impl Router {
         let ip_all = frame.get(ETH_LEN..).ok_or(DropReason::Malformed)?;
         let pkt = Ipv4Packet::new_checked(ip_all).map_err(|_| DropReason::Malformed)?;
         let hdr = ip_all.get(..usize::from(pkt.header_len())).unwrap_or(&[]);
-        if pkt.version() != 4 || !pkt.verify_checksum() || !ipv4::options_ok(hdr) {
+        if pkt.version() != 4 || !checksum::header_ok(hdr) || !ipv4::options_ok(hdr) {
             return Err(DropReason::Malformed);
         }
         let ip_len = usize::from(pkt.total_len());
