@@ -564,7 +564,7 @@ impl Netfilter {
     fn postrouting_flow(
         &mut self,
         ip: &mut [u8],
-        (ihl, t, tcp): (usize, Tuple, Option<TcpInfo>),
+        (ihl, t): (usize, Tuple),
         found: Option<Found>,
         masq: Option<Masquerade>,
         meta: &Meta,
@@ -580,17 +580,17 @@ impl Netfilter {
             Some(Found::Invalid) => return self.invalid_out(masq, false),
             Some(Found::NoFlow) => return self.invalid_out(masq, true),
             Some(Found::NewDnat { original, snat }) => (
-                self.create(original, t, tcp, ip.len(), masq, snat, now)?,
+                self.create(original, t, tcp_of(ip), ip.len(), masq, snat, now)?,
                 Dir::Original,
             ),
             // not seen by prerouting (e.g. sent by the router itself)
             _ => match self.ct.lookup(&t, now) {
-                Some((slot, dir)) => match self.ct.track(slot, dir, tcp, ip.len(), now) {
+                Some((slot, dir)) => match self.ct.track(slot, dir, tcp_of(ip), ip.len(), now) {
                     Track::Invalid => return self.invalid_out(masq, true),
                     Track::Reopen => {
                         self.ct.end_for_reopen(slot);
                         (
-                            self.create(t, t, tcp, ip.len(), masq, None, now)?,
+                            self.create(t, t, tcp_of(ip), ip.len(), masq, None, now)?,
                             Dir::Original,
                         )
                     }
@@ -599,8 +599,8 @@ impl Netfilter {
                         (slot, dir)
                     }
                 },
-                None if can_start(&t, tcp) => (
-                    self.create(t, t, tcp, ip.len(), masq, None, now)?,
+                None if can_start(&t, tcp_of(ip)) => (
+                    self.create(t, t, tcp_of(ip), ip.len(), masq, None, now)?,
                     Dir::Original,
                 ),
                 None => return self.invalid_out(masq, true),
@@ -705,7 +705,9 @@ impl Netfilter {
         masq: Option<Masquerade>,
     ) -> Result<(), DropReason> {
         let pending = self.pending.take();
-        let parsed = flow::parse(ip).map_err(|_| {
+        // which flow only: the TCP fields are read again where a flow is looked up
+        // or made here, not for the one prerouting found (every forwarded packet)
+        let parsed = flow::parse_tuple(ip).map_err(|_| {
             self.ct.stats.malformed += 1;
             DropReason::Malformed
         })?;
@@ -713,9 +715,7 @@ impl Netfilter {
         let pending = pending.filter(|p| Some(p.after) == sig);
         let found = pending.map(|p| p.found);
         match parsed.kind {
-            Kind::Flow(t, tcp) => {
-                self.postrouting_flow(ip, (parsed.ihl, t, tcp), found, masq, meta)
-            }
+            Kind::Flow(t, _) => self.postrouting_flow(ip, (parsed.ihl, t), found, masq, meta),
             Kind::IcmpError(q) => {
                 let (slot, dir) = match found {
                     Some(Found::Known { slot, dir, .. }) => (slot, dir),
@@ -748,6 +748,18 @@ impl Netfilter {
             }
             Kind::Untracked => self.invalid_out(masq, true),
         }
+    }
+}
+
+/// The TCP fields of the packet `ip` (which [`flow::parse_tuple`] parsed), if it is
+/// TCP.
+fn tcp_of(ip: &[u8]) -> Option<TcpInfo> {
+    match flow::parse(ip) {
+        Ok(Parsed {
+            kind: Kind::Flow(_, tcp),
+            ..
+        }) => tcp,
+        _ => None,
     }
 }
 
