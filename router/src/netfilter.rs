@@ -348,7 +348,12 @@ impl Netfilter {
         let now = meta.now;
         let mut known = None;
         if let Some((slot, dir)) = self.ct.lookup(&t, now) {
-            let e = self.ct.get(slot).copied();
+            // what is read of the entry, as it was before this packet (not the
+            // whole entry: its windows and counters are copied for nothing)
+            let e = self
+                .ct
+                .get(slot)
+                .map(|e| (e.status(), *e.tuple(dir), *e.tuple(dir.other())));
             match self.ct.track(slot, dir, tcp, ip.len(), now) {
                 // the old flow is gone: the SYN goes on as a new connection
                 Track::Reopen => self.ct.end_for_reopen(slot),
@@ -356,21 +361,20 @@ impl Netfilter {
             }
         }
         if let Some((slot, dir, e, r)) = known {
-            let Some(e) = e else {
+            let Some((e_status, e_tuple, other)) = e else {
                 return Ok((Found::NoFlow, None));
             };
             if r == Track::Invalid {
                 self.ct.stats.invalid += 1;
                 // a translated flow's packet cannot go on untranslated
-                if e.status() & (status::SRC_NAT | status::DST_NAT) != 0 {
+                if e_status & (status::SRC_NAT | status::DST_NAT) != 0 {
                     return Err(DropReason::Invalid);
                 }
                 return Ok((Found::Invalid, None));
             }
             self.ct.stats.found += 1;
             let mut rewritten = None;
-            if nat_applies(e.status(), dir, Side::Destination) {
-                let other = e.tuple(dir.other());
+            if nat_applies(e_status, dir, Side::Destination) {
                 let to = (other.src, other.sport);
                 if (t.dst, t.dport) != to {
                     rewritten = Some(to);
@@ -389,7 +393,7 @@ impl Netfilter {
                 Found::Known {
                     slot,
                     dir,
-                    tuple: *e.tuple(dir),
+                    tuple: e_tuple,
                 },
                 rewritten,
             ));
@@ -606,7 +610,7 @@ impl Netfilter {
                 None => return self.invalid_out(masq, true),
             },
         };
-        let Some(e) = self.ct.get(slot).copied() else {
+        let Some(e) = self.ct.get(slot) else {
             return Err(DropReason::Invalid);
         };
         if nat_applies(e.status(), dir, Side::Source) {
