@@ -22,6 +22,7 @@ pub fn sum(mut sum: u32, data: &[u8]) -> u32 {
 }
 
 /// Folds a sum to 16 bits (end-around carry).
+#[inline]
 pub fn fold(mut sum: u32) -> u16 {
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
@@ -38,6 +39,7 @@ pub fn checksum(data: &[u8]) -> u16 {
 /// one's-complement sum is all ones. Summed by 32-bit words into 64 bits and folded
 /// once (RFC 1071 section 2: the sum is independent of the word size), as every
 /// forwarded packet asks.
+#[inline]
 pub fn header_ok(hdr: &[u8]) -> bool {
     let mut words = hdr.chunks_exact(4);
     let mut s = 0u64;
@@ -47,17 +49,22 @@ pub fn header_ok(hdr: &[u8]) -> bool {
     // a header is a whole number of 32-bit words; anything else is summed as sum() does
     let s = (s & 0xffff_ffff) + (s >> 32);
     let s = (s & 0xffff) + (s >> 16);
-    let s = sum(s as u32, words.remainder());
+    let s = match words.remainder() {
+        [] => s as u32,
+        rest => sum(s as u32, rest),
+    };
     fold(s) == 0xffff
 }
 
 /// RFC 1624 eqn. 3: the checksum `hc` after a 16-bit word changed from `old` to `new`.
+#[inline]
 pub fn update16(hc: u16, old: u16, new: u16) -> u16 {
     let s = u32::from(!hc) + u32::from(!old) + u32::from(new);
     !fold(s)
 }
 
 /// The checksum `hc` after a 32-bit field (an IPv4 address) changed.
+#[inline]
 pub fn update32(hc: u16, old: [u8; 4], new: [u8; 4]) -> u16 {
     let hc = update16(
         hc,
@@ -73,6 +80,7 @@ pub fn update32(hc: u16, old: [u8; 4], new: [u8; 4]) -> u16 {
 
 /// A *partial* checksum field (the pseudo-header sum a `csum_blank`/GSO packet
 /// carries, not inverted) after a 32-bit field of the pseudo-header changed.
+#[inline]
 pub fn update32_partial(partial: u16, old: [u8; 4], new: [u8; 4]) -> u16 {
     // the field holds the folded sum itself: update the sum, no complements
     !update32(!partial, old, new)
