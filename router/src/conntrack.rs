@@ -708,7 +708,7 @@ impl<A: CtAddr> Conntrack<A> {
         len: usize,
         now: Millis,
     ) -> Track {
-        let t = self.timeouts;
+        let t = &self.timeouts;
         let Some(e) = self.entries.get_mut(slot as usize).filter(|e| e.in_use) else {
             return Track::Invalid;
         };
