@@ -308,15 +308,12 @@ pub fn parse(ip: &[u8]) -> Result<Parsed, ParseError> {
     parse_with::<true>(ip)
 }
 
-/// [`parse`] without the TCP fields (a TCP flow's [`TcpInfo`] is `None`): the same
-/// tuple, kind and errors, for a caller that needs only which flow a packet is of
-/// (a segment's fields cannot fail to parse once its header has).
-pub(crate) fn parse_tuple(ip: &[u8]) -> Result<Parsed, ParseError> {
-    parse_with::<false>(ip)
-}
-
+/// [`parse`], inlined where the hooks parse every packet (its result is then built
+/// in place). Without `TCP_INFO`, a TCP flow's [`TcpInfo`] is `None`: the same tuple,
+/// kind and errors, for a caller that needs only which flow a packet is of (a
+/// segment's fields cannot fail to parse once its header has).
 #[inline(always)]
-fn parse_with<const TCP_INFO: bool>(ip: &[u8]) -> Result<Parsed, ParseError> {
+pub(crate) fn parse_with<const TCP_INFO: bool>(ip: &[u8]) -> Result<Parsed, ParseError> {
     let ihl = header_len(ip)?;
     let proto = *ip.get(ipv4::PROTO).ok_or(ParseError)?;
     let src = get_addr(ip, ipv4::SRC).ok_or(ParseError)?;

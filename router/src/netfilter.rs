@@ -638,7 +638,7 @@ impl Netfilter {
     }
 
     fn prerouting_inner(&mut self, ip: &mut [u8], meta: &Meta) -> Result<(), DropReason> {
-        let parsed = flow::parse(ip).map_err(|_| {
+        let parsed = flow::parse_with::<true>(ip).map_err(|_| {
             self.ct.stats.malformed += 1;
             DropReason::Malformed
         })?;
@@ -711,7 +711,7 @@ impl Netfilter {
         let pending = self.pending.take();
         // which flow only: the TCP fields are read again where a flow is looked up
         // or made here, not for the one prerouting found (every forwarded packet)
-        let parsed = flow::parse_tuple(ip).map_err(|_| {
+        let parsed = flow::parse_with::<false>(ip).map_err(|_| {
             self.ct.stats.malformed += 1;
             DropReason::Malformed
         })?;
@@ -755,7 +755,7 @@ impl Netfilter {
     }
 }
 
-/// The TCP fields of the packet `ip` (which [`flow::parse_tuple`] parsed), if it is
+/// The TCP fields of the packet `ip` (whose tuple [`flow::parse_with`] parsed), if it is
 /// TCP.
 fn tcp_of(ip: &[u8]) -> Option<TcpInfo> {
     match flow::parse(ip) {
