@@ -423,7 +423,8 @@ impl Router {
         if !to_our_mac
             || dst.is_broadcast()
             || dst.is_multicast()
-            || iface.is_subnet_broadcast(dst)
+            // (the flat list of all subnets' broadcasts first: most packets are to none)
+            || (self.ifaces.is_any_subnet_broadcast(dst) && iface.is_subnet_broadcast(dst))
             || dhcp_reply
         {
             // the input chain; never an answer to a broadcast (RFC 1122 §3.2.2)
