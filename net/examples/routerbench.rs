@@ -46,7 +46,8 @@
 //!
 //! Callgrind's count of instructions in the timed part, divided by the packets
 //! (330 rounds of 64 segments and 32 ACKs for `mss`), does not depend on the
-//! machine's load, and tracks what a packet costs a guest under QEMU's TCG.
+//! machine's load, and tracks what a packet costs a guest under QEMU's TCG;
+//! `*Bench*data_through*` or `*Bench*acks_through*` count one direction.
 //!
 //! Against an older commit (ac9bfdc, before the bridge), in a worktree of it: copy
 //! this file to its `net/examples/`, drop the `Bridge` import, and make the links
@@ -511,6 +512,19 @@ impl Bench {
         ns
     }
 
+    /// [`Self::through`] for the data, apart for callgrind
+    /// (`--toggle-collect='*Bench*data_through*'`: the data's direction alone).
+    #[inline(never)]
+    fn data_through(&mut self, from: usize, n: usize) -> u128 {
+        self.through(from, n, "segment")
+    }
+
+    /// [`Self::through`] for the ACKs (`'*Bench*acks_through*'`).
+    #[inline(never)]
+    fn acks_through(&mut self, from: usize, n: usize) -> u128 {
+        self.through(from, n, "ACK")
+    }
+
     /// One round: `n` data segments of `seg` bytes (GSO packets if `gso`) going
     /// `dir`, the flows taking turns, then the receivers' ACKs (one per two MSS of
     /// data, the last of a flow acknowledging all of it), the flows taking turns;
@@ -542,7 +556,7 @@ impl Bench {
         for f in frames {
             self.feed(src, f, gso_size);
         }
-        let data_ns = self.through(src, n, "segment");
+        let data_ns = self.data_through(src, n);
         let mut per_flow: Vec<Vec<Vec<u8>>> = Vec::new();
         for f in 0..nf {
             let mut acks = Vec::new();
@@ -573,7 +587,7 @@ impl Bench {
                 }
             }
         }
-        let ack_ns = self.through(dst, nacks, "ACK");
+        let ack_ns = self.acks_through(dst, nacks);
         (data_ns, ack_ns, nacks)
     }
 
