@@ -1,4 +1,4 @@
-//! Host harness of the router's forward path (issue 34): one established TCP flow
+//! Host harness of the router's forward path (issue 34): established TCP flows
 //! pushed through the same code the kernel runs, timed per packet.
 //!
 //! The path is the kernel's: a [`Gateway`] over two stack interfaces whose links
@@ -40,13 +40,14 @@
 //! CARGO_PROFILE_RELEASE_DEBUG=true CARGO_PROFILE_RELEASE_STRIP=false \
 //!   nice -n 19 cargo run --release -p xenlet-net --example routerbench -- [WORKLOAD|all|both|idle] [rounds]
 //! nice -n 19 perf record --call-graph dwarf target/release/examples/routerbench mss 4000
-//! valgrind --tool=callgrind --toggle-collect='*Bench*through*' \
+//! valgrind --tool=callgrind --toggle-collect='*Bench::through' \
 //!   target/release/examples/routerbench mss 300
 //! ```
 //!
 //! Callgrind's count of instructions in the timed part, divided by the packets
 //! (330 rounds of 64 segments and 32 ACKs for `mss`), does not depend on the
-//! machine's load, and tracks what a packet costs a guest under QEMU's TCG;
+//! machine's load (a closer proxy than the host's ns for a guest under QEMU's TCG,
+//! which pays by the instruction);
 //! `*Bench*data_through*` or `*Bench*acks_through*` count one direction.
 //!
 //! Against an older commit (ac9bfdc, before the bridge), in a worktree of it: copy
