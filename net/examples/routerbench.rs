@@ -1,4 +1,4 @@
-//! Host harness of the router's forward path (issue 34): one established TCP flow
+//! Host harness of the router's forward path (issue 34): established TCP flows
 //! pushed through the same code the kernel runs, timed per packet.
 //!
 //! The path is the kernel's: a [`Gateway`] over two stack interfaces whose links
@@ -10,37 +10,51 @@
 //! netfront's copy are not timed, their free is) and counts the TCP frames sent;
 //! it answers the router's ARP requests as the host would.
 //!
-//! One flow 192.168.1.100:40000 -> 10.0.0.1:5201 is opened (SYN, SYN-ACK, ACK,
-//! window scaling on; every segment carries timestamps, as Linux's), then rounds
-//! of data segments LAN -> WAN (checksum blank, as netback delivers the host's
-//! TCP) and one ACK WAN -> LAN per two MSS of data (a delayed-ACK receiver). Each
-//! round feeds its frames and polls the gateway until they are through; only the
-//! polling is timed.
+//! Flows 192.168.1.100:40000.. -> 10.0.0.1:5201 are opened from the LAN (SYN,
+//! SYN-ACK, ACK, window scaling on; every segment carries timestamps, as Linux's),
+//! then rounds of data segments one way (checksum blank, as netback delivers the
+//! host's TCP) and one ACK the other way per two MSS of data of a flow (a
+//! delayed-ACK receiver), the flows taking turns. Each round feeds its frames and
+//! polls the gateway until they are through; only the polling is timed.
 //!
-//! Modes: `mss` (1448-byte segments, 1514-byte frames) and `gso` (45 x 1448-byte
-//! segments with gso_size 1448, both links claiming GSO as the netfront does when
-//! the backend offers it; the WAN link takes them whole); `both` runs the two.
-//! Both links take partial checksums, as the netfront always does. Mode `idle`
-//! only times idle turns (`rounds` thousand of them), for a profile.
+//! A workload is named `mss` (1448-byte segments, 1514-byte frames) or `gso` (45 x
+//! 1448-byte segments with gso_size 1448, both links claiming GSO as the netfront
+//! does when the backend offers it; the other link takes them whole), then `4` for
+//! four concurrent flows, then `-in` for data wan -> lan1 (iperf3 `-R`: the LAN
+//! client's flow, the WAN server sending; the ACKs go out) instead of lan1 -> wan:
+//! `mss`, `mss-in`, `mss4`, `gso4-in`, ... `all` runs the eight (the bed's four TCP
+//! rows at both segment sizes), `both` runs `mss` and `gso`. Both links take
+//! partial checksums, as the netfront always does. Mode `idle` only times idle
+//! turns (`rounds` thousand of them), for a profile.
 //!
-//! It prints ns per data segment, ns per ACK and ns per data byte (medians over
-//! the rounds), and the fixed cost of a turn of the kernel's network loop with
-//! nothing received (`Gateway::poll`, then the router's stack interfaces' polls),
-//! which every wake-up pays however few frames it brings.
+//! It prints ns per data segment (the data's direction), ns per ACK (the other
+//! direction) and ns per data byte (medians over the rounds), and for a single
+//! workload the fixed cost of a turn of the kernel's network loop with nothing
+//! received (`Gateway::poll`, then the router's stack interfaces' polls), which
+//! every wake-up pays however few frames it brings.
 //!
 //! Run (nice: the test bed shares the machine; compare builds alternately, several
 //! runs, medians):
 //!
 //! ```text
 //! CARGO_PROFILE_RELEASE_DEBUG=true CARGO_PROFILE_RELEASE_STRIP=false \
-//!   nice -n 19 cargo run --release -p xenlet-net --example routerbench -- [mss|gso|both|idle] [rounds]
+//!   nice -n 19 cargo run --release -p xenlet-net --example routerbench -- [WORKLOAD|all|both|idle] [rounds]
 //! nice -n 19 perf record --call-graph dwarf target/release/examples/routerbench mss 4000
+//! valgrind --tool=callgrind --toggle-collect='*Bench::through' \
+//!   target/release/examples/routerbench mss 300
 //! ```
+//!
+//! Callgrind's count of instructions in the timed part, divided by the packets
+//! (330 rounds of 64 segments and 32 ACKs for `mss`), does not depend on the
+//! machine's load (a closer proxy than the host's ns for a guest under QEMU's TCG,
+//! which pays by the instruction);
+//! `*Bench*data_through*` or `*Bench*acks_through*` count one direction.
 //!
 //! Against an older commit (ac9bfdc, before the bridge), in a worktree of it: copy
 //! this file to its `net/examples/`, drop the `Bridge` import, and make the links
 //! `Routed<Mem>` (`Ifs = Vec<NetIf<Routed<Mem>>>`, `Routed::new(lan)`, `mem()`
-//! returning `&mut ifs[k].link.inner`).
+//! returning `&mut ifs[k].link.inner`), and spell out the `PortSpec`s
+//! (`PortSpec::lan` is `masq: false, mss_clamp: false`, `wan` both true).
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -280,22 +294,40 @@ fn firewall() -> xenlet_router::firewall::ruleset::Ruleset {
     c.ruleset
 }
 
-struct Bench {
-    ifs: Ifs,
-    gw: Gateway,
-    now: i64,
-    /// The flow's masqueraded port on the WAN.
+/// One TCP flow LAN host -> WAN host (opened from the LAN, as iperf3's client).
+struct Flow {
+    sport: u16,
+    /// Its masqueraded port on the WAN.
     nat_port: u16,
     /// Next sequence number of the LAN host, next of the WAN host.
     seq: u32,
     peer_seq: u32,
-    /// Data acknowledged so far.
+    /// Data the receiver acknowledged so far (the WAN host's of `seq` when the
+    /// data goes out, the LAN host's of `peer_seq` when it comes in).
     acked: u32,
+}
+
+/// Which way the data goes: `Out` lan1 -> wan (iperf3), `In` wan -> lan1 (`-R`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Out,
+    In,
+}
+
+struct Bench {
+    ifs: Ifs,
+    gw: Gateway,
+    now: i64,
+    flows: Vec<Flow>,
     blank: bool,
 }
 
+/// Link 0 is the LAN, link 1 the WAN.
+const LAN: usize = 0;
+const WAN: usize = 1;
+
 impl Bench {
-    fn new(offload: bool) -> Self {
+    fn new(offload: bool, nflows: usize) -> Self {
         let lan = Mem::new(LAN_ROUTER_MAC, offload, (LAN_HOST_MAC, LAN_HOST));
         let wan = Mem::new(WAN_ROUTER_MAC, offload, (WAN_HOST_MAC, WAN_HOST));
         let mut ifs: Ifs = vec![
@@ -325,13 +357,26 @@ impl Bench {
             ifs,
             gw,
             now: 1000,
-            nat_port: 0,
-            seq: 1_000_000,
-            peer_seq: 5_000_000,
-            acked: 0,
+            flows: Vec::new(),
             blank: true,
         };
-        b.open();
+        b.feed(LAN, arp(LAN_HOST_MAC, LAN_HOST, LAN_ROUTER), None);
+        b.feed(WAN, arp(WAN_HOST_MAC, WAN_HOST, WAN_ROUTER), None);
+        for _ in 0..20 {
+            b.step();
+        }
+        for k in 0..nflows {
+            b.open(
+                SPORT + k as u16,
+                1_000_000 * (k as u32 + 1),
+                5_000_000 * (k as u32 + 1),
+            );
+        }
+        for k in [LAN, WAN] {
+            let m = mem(&mut b.ifs, k);
+            m.keep = false;
+            m.sent.clear();
+        }
         b
     }
 
@@ -352,16 +397,18 @@ impl Bench {
         mem(&mut self.ifs, k).rx.push_back((f, c, gso));
     }
 
-    fn lan_seg(&self, flags: u8, options: &[u8], payload: usize) -> Vec<u8> {
+    /// A segment of flow `f` from the LAN host, acknowledging `ack`.
+    fn lan_seg(&self, f: usize, flags: u8, options: &[u8], payload: usize, ack: u32) -> Vec<u8> {
+        let fl = &self.flows[f];
         frame(&Seg {
             src_mac: LAN_HOST_MAC,
             dst_mac: LAN_ROUTER_MAC,
             src: LAN_HOST,
             dst: WAN_HOST,
-            sport: SPORT,
+            sport: fl.sport,
             dport: DPORT,
-            seq: self.seq,
-            ack: self.peer_seq,
+            seq: fl.seq,
+            ack,
             flags,
             window: 0xffff,
             options,
@@ -370,135 +417,189 @@ impl Bench {
         })
     }
 
-    fn wan_seg(&self, flags: u8, options: &[u8], ack: u32) -> Vec<u8> {
+    /// A segment of flow `f` from the WAN host, acknowledging `ack`.
+    fn wan_seg(&self, f: usize, flags: u8, options: &[u8], payload: usize, ack: u32) -> Vec<u8> {
+        let fl = &self.flows[f];
         frame(&Seg {
             src_mac: WAN_HOST_MAC,
             dst_mac: WAN_ROUTER_MAC,
             src: WAN_HOST,
             dst: WAN_ROUTER,
             sport: DPORT,
-            dport: self.nat_port,
-            seq: self.peer_seq,
+            dport: fl.nat_port,
+            seq: fl.peer_seq,
             ack,
             flags,
             window: 0xffff,
             options,
-            payload: 0,
-            blank: false,
+            payload,
+            blank: self.blank && payload > 0,
         })
     }
 
-    /// The hosts' ARP, then the three-way handshake through the router.
-    fn open(&mut self) {
-        self.feed(0, arp(LAN_HOST_MAC, LAN_HOST, LAN_ROUTER), None);
-        self.feed(1, arp(WAN_HOST_MAC, WAN_HOST, WAN_ROUTER), None);
-        for _ in 0..20 {
-            self.step();
-        }
+    /// The three-way handshake of a new flow through the router.
+    fn open(&mut self, sport: u16, seq: u32, peer_seq: u32) {
+        let f = self.flows.len();
+        self.flows.push(Flow {
+            sport,
+            nat_port: 0,
+            seq,
+            peer_seq,
+            acked: 0,
+        });
         // MSS 1460, SACK permitted, timestamps, window scale 7 (Linux's SYN)
         let opts = [
             2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7,
         ];
-        let syn = self.lan_seg(SYN, &opts, 0);
-        mem(&mut self.ifs, 1).sent.clear();
-        self.feed(0, syn, None);
+        let syn = self.lan_seg(f, SYN, &opts, 0, 0);
+        mem(&mut self.ifs, WAN).sent.clear();
+        self.feed(LAN, syn, None);
         for _ in 0..20 {
             self.step();
         }
-        let out = mem(&mut self.ifs, 1)
+        let out = mem(&mut self.ifs, WAN)
             .sent
             .iter()
             .find(|f| f.len() > 34 && f[12..14] == [8, 0] && f[23] == 6)
             .cloned()
             .expect("the SYN left on the WAN");
         assert_eq!(out[26..30], WAN_ROUTER, "masqueraded");
-        self.nat_port = u16::from_be_bytes([out[34], out[35]]);
-        self.seq = self.seq.wrapping_add(1);
-        let synack = self.wan_seg(SYN | ACK, &opts, self.seq);
-        self.peer_seq = self.peer_seq.wrapping_add(1);
-        mem(&mut self.ifs, 0).sent.clear();
-        self.feed(1, synack, None);
+        self.flows[f].nat_port = u16::from_be_bytes([out[34], out[35]]);
+        self.flows[f].seq = seq.wrapping_add(1);
+        let synack = self.wan_seg(f, SYN | ACK, &opts, 0, seq.wrapping_add(1));
+        self.flows[f].peer_seq = peer_seq.wrapping_add(1);
+        mem(&mut self.ifs, LAN).sent.clear();
+        self.feed(WAN, synack, None);
         for _ in 0..20 {
             self.step();
         }
         assert!(
-            mem(&mut self.ifs, 0)
+            mem(&mut self.ifs, LAN)
                 .sent
                 .iter()
                 .any(|f| f.len() > 47 && f[23] == 6 && f[47] == SYN | ACK),
             "the SYN-ACK reached the LAN"
         );
-        let ack = self.lan_seg(ACK, &[], 0);
-        self.feed(0, ack, None);
+        let ack = self.lan_seg(f, ACK, &[], 0, self.flows[f].peer_seq);
+        self.feed(LAN, ack, None);
         for _ in 0..20 {
             self.step();
         }
-        self.acked = self.seq;
         // the receiver's window, scaled now: 8 MiB
-        let update = self.wan_seg(ACK, &[], self.seq);
-        self.feed(1, update, None);
+        let update = self.wan_seg(f, ACK, &[], 0, self.flows[f].seq);
+        self.feed(WAN, update, None);
         for _ in 0..20 {
             self.step();
-        }
-        for k in 0..2 {
-            let m = mem(&mut self.ifs, k);
-            m.keep = false;
-            m.sent.clear();
         }
     }
 
-    /// One round: `n` data segments of `seg` bytes (GSO packets if `gso`), then the
-    /// ACKs; the ns both took.
-    fn round(&mut self, n: usize, seg: usize, gso: bool) -> (u128, u128, usize) {
-        let frames: Vec<Vec<u8>> = (0..n)
-            .map(|_| {
-                let f = self.lan_seg(ACK | PSH, &TS, seg);
-                self.seq = self.seq.wrapping_add(seg as u32);
-                f
-            })
-            .collect();
-        let tx0 = mem(&mut self.ifs, 1).tx_frames;
-        let gso_size = gso.then_some(MSS as u16);
-        for f in frames {
-            self.feed(0, f, gso_size);
-        }
+    /// Polls the gateway until link `from` has handed out all its frames and
+    /// checks that `n` TCP frames left by the other link; the ns it took.
+    fn through(&mut self, from: usize, n: usize, what: &str) -> u128 {
+        let to = 1 - from;
+        let tx0 = mem(&mut self.ifs, to).tx_frames;
         let t = Instant::now();
-        while !mem(&mut self.ifs, 0).rx.is_empty() {
+        while !mem(&mut self.ifs, from).rx.is_empty() {
             self.now += 1;
             self.gw.poll(&mut self.ifs, self.now);
         }
-        let data_ns = t.elapsed().as_nanos();
+        let ns = t.elapsed().as_nanos();
         assert_eq!(
-            mem(&mut self.ifs, 1).tx_frames - tx0,
+            mem(&mut self.ifs, to).tx_frames - tx0,
             n as u64,
-            "every segment forwarded: {:?}",
+            "every {what} forwarded: {:?}",
             self.gw.router.stats().drops().collect::<Vec<_>>()
         );
-        // one ACK per two MSS of data, the last one acknowledging everything
-        let mut acks = Vec::new();
-        while self.acked != self.seq {
-            let left = self.seq.wrapping_sub(self.acked);
-            let a = self.acked.wrapping_add(left.min(2 * MSS as u32));
-            acks.push(self.wan_seg(ACK, &TS, a));
-            self.acked = a;
+        ns
+    }
+
+    /// [`Self::through`] for the data, apart for callgrind
+    /// (`--toggle-collect='*Bench*data_through*'`: the data's direction alone).
+    #[inline(never)]
+    fn data_through(&mut self, from: usize, n: usize) -> u128 {
+        self.through(from, n, "segment")
+    }
+
+    /// [`Self::through`] for the ACKs (`'*Bench*acks_through*'`).
+    #[inline(never)]
+    fn acks_through(&mut self, from: usize, n: usize) -> u128 {
+        self.through(from, n, "ACK")
+    }
+
+    /// One round: `n` data segments of `seg` bytes (GSO packets if `gso`) going
+    /// `dir`, the flows taking turns, then the receivers' ACKs (one per two MSS of
+    /// data, the last of a flow acknowledging all of it), the flows taking turns;
+    /// the ns the data took, the ns the ACKs took, the number of ACKs.
+    fn round(&mut self, dir: Dir, n: usize, seg: usize, gso: bool) -> (u128, u128, usize) {
+        let nf = self.flows.len();
+        let mut frames = Vec::with_capacity(n);
+        for i in 0..n {
+            let f = i % nf;
+            let fr = match dir {
+                Dir::Out => {
+                    let fr = self.lan_seg(f, ACK | PSH, &TS, seg, self.flows[f].peer_seq);
+                    self.flows[f].seq = self.flows[f].seq.wrapping_add(seg as u32);
+                    fr
+                }
+                Dir::In => {
+                    let fr = self.wan_seg(f, ACK | PSH, &TS, seg, self.flows[f].seq);
+                    self.flows[f].peer_seq = self.flows[f].peer_seq.wrapping_add(seg as u32);
+                    fr
+                }
+            };
+            frames.push(fr);
         }
-        let nacks = acks.len();
-        let tx0 = mem(&mut self.ifs, 0).tx_frames;
-        for f in acks {
-            self.feed(1, f, None);
+        let (src, dst) = match dir {
+            Dir::Out => (LAN, WAN),
+            Dir::In => (WAN, LAN),
+        };
+        let gso_size = gso.then_some(MSS as u16);
+        for f in frames {
+            self.feed(src, f, gso_size);
         }
-        let t = Instant::now();
-        while !mem(&mut self.ifs, 1).rx.is_empty() {
-            self.now += 1;
-            self.gw.poll(&mut self.ifs, self.now);
+        let data_ns = self.data_through(src, n);
+        let mut per_flow: Vec<Vec<Vec<u8>>> = Vec::new();
+        for f in 0..nf {
+            let mut acks = Vec::new();
+            loop {
+                let fl = &self.flows[f];
+                let sent = if dir == Dir::Out { fl.seq } else { fl.peer_seq };
+                if fl.acked == sent {
+                    break;
+                }
+                let left = sent.wrapping_sub(fl.acked);
+                let a = fl.acked.wrapping_add(left.min(2 * MSS as u32));
+                acks.push(match dir {
+                    Dir::Out => self.wan_seg(f, ACK, &TS, 0, a),
+                    Dir::In => self.lan_seg(f, ACK, &TS, 0, a),
+                });
+                self.flows[f].acked = a;
+            }
+            per_flow.push(acks);
         }
-        let ack_ns = t.elapsed().as_nanos();
-        assert_eq!(
-            mem(&mut self.ifs, 0).tx_frames - tx0,
-            nacks as u64,
-            "every ACK forwarded"
-        );
+        let mut nacks = 0;
+        let most = per_flow.iter().map(Vec::len).max().unwrap_or(0);
+        let mut its: Vec<_> = per_flow.into_iter().map(Vec::into_iter).collect();
+        for _ in 0..most {
+            for it in its.iter_mut() {
+                if let Some(a) = it.next() {
+                    self.feed(dst, a, None);
+                    nacks += 1;
+                }
+            }
+        }
+        let ack_ns = self.acks_through(dst, nacks);
         (data_ns, ack_ns, nacks)
+    }
+
+    /// Starts the acknowledged counts where the data of `dir` begins.
+    fn direction(&mut self, dir: Dir) {
+        for fl in self.flows.iter_mut() {
+            fl.acked = match dir {
+                Dir::Out => fl.seq,
+                Dir::In => fl.peer_seq,
+            };
+        }
     }
 }
 
@@ -527,43 +628,56 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-fn run(mode: &str, rounds: usize) {
-    let (gso, seg, n) = match mode {
-        "gso" => (true, 45 * MSS, 16),
-        _ => (false, MSS, 64),
+/// A workload: `mss`/`gso` (segment size), then `4` for four flows, then `-in`
+/// for data wan -> lan (`mss`, `gso4-in`, ...).
+fn run(mode: &str, rounds: usize, idle: bool) {
+    let (base, dir) = match mode.strip_suffix("-in") {
+        Some(b) => (b, Dir::In),
+        None => (mode, Dir::Out),
     };
-    let mut b = Bench::new(gso);
+    let (base, nflows) = match base.strip_suffix('4') {
+        Some(b) => (b, 4),
+        None => (base, 1),
+    };
+    let (gso, seg, n) = match base {
+        "gso" => (true, 45 * MSS, 16),
+        "mss" => (false, MSS, 64),
+        _ => panic!("unknown mode {mode}"),
+    };
+    let mut b = Bench::new(gso, nflows);
+    b.direction(dir);
     // warm up
     for _ in 0..rounds.div_ceil(10) {
-        b.round(n, seg, gso);
+        b.round(dir, n, seg, gso);
     }
     let (mut per_seg, mut per_ack, mut per_byte) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
-        let (d, a, nacks) = b.round(n, seg, gso);
+        let (d, a, nacks) = b.round(dir, n, seg, gso);
         per_seg.push(d as f64 / n as f64);
         per_ack.push(a as f64 / nacks as f64);
         per_byte.push((d + a) as f64 / (n * seg) as f64);
     }
-    let (mut idle_gw, mut idle_stack) = (Vec::new(), Vec::new());
-    for _ in 0..9 {
-        let (g, s) = b.idle_turns(1000);
-        idle_gw.push(g);
-        idle_stack.push(s);
-    }
     let st = b.gw.router.stats();
     let dropped = st.dropped_total();
     println!(
-        "{mode}: {:.0} ns/segment ({} B), {:.0} ns/ACK, {:.3} ns/byte (medians of {rounds} rounds of {n}; dropped {dropped})",
+        "{mode:8} {:7.0} ns/segment ({seg} B), {:5.0} ns/ACK, {:.3} ns/byte (medians of {rounds} rounds of {n}; dropped {dropped})",
         median(&mut per_seg),
-        seg,
         median(&mut per_ack),
         median(&mut per_byte),
     );
-    println!(
-        "{mode}: a turn with nothing received: {:.0} ns Gateway::poll, {:.0} ns the stack's polls (medians of 9 x 1000)",
-        median(&mut idle_gw),
-        median(&mut idle_stack),
-    );
+    if idle {
+        let (mut idle_gw, mut idle_stack) = (Vec::new(), Vec::new());
+        for _ in 0..9 {
+            let (g, s) = b.idle_turns(1000);
+            idle_gw.push(g);
+            idle_stack.push(s);
+        }
+        println!(
+            "{mode}: a turn with nothing received: {:.0} ns Gateway::poll, {:.0} ns the stack's polls (medians of 9 x 1000)",
+            median(&mut idle_gw),
+            median(&mut idle_stack),
+        );
+    }
 }
 
 fn main() {
@@ -572,15 +686,23 @@ fn main() {
     let rounds = args.get(2).and_then(|r| r.parse().ok()).unwrap_or(50);
     match mode {
         "both" => {
-            run("mss", rounds);
-            run("gso", rounds);
+            run("mss", rounds, true);
+            run("gso", rounds, true);
+        }
+        // the real bench's four TCP rows, at MSS and with GSO
+        "all" => {
+            for m in [
+                "mss", "mss-in", "mss4", "mss4-in", "gso", "gso-in", "gso4", "gso4-in",
+            ] {
+                run(m, rounds, false);
+            }
         }
         // for a profile of the idle turn alone
         "idle" => {
-            let mut b = Bench::new(false);
+            let mut b = Bench::new(false, 1);
             let (g, s) = b.idle_turns(rounds * 1000);
             println!("idle: {g:.0} ns Gateway::poll, {s:.0} ns the stack's polls");
         }
-        m => run(m, rounds),
+        m => run(m, rounds, true),
     }
 }

@@ -22,6 +22,7 @@ pub fn sum(mut sum: u32, data: &[u8]) -> u32 {
 }
 
 /// Folds a sum to 16 bits (end-around carry).
+#[inline]
 pub fn fold(mut sum: u32) -> u16 {
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
@@ -34,13 +35,44 @@ pub fn checksum(data: &[u8]) -> u16 {
     !fold(sum(0, data))
 }
 
+/// Whether an IPv4 header (its whole `ihl * 4` bytes) carries a valid checksum: its
+/// one's-complement sum is all ones. Summed by 32-bit words into 64 bits and folded
+/// once (RFC 1071 section 2: the sum is independent of the word size), as every
+/// forwarded packet asks.
+#[inline]
+pub fn header_ok(hdr: &[u8]) -> bool {
+    // the usual header, without options, in five words
+    if let Ok(h) = <&[u8; 20]>::try_from(hdr) {
+        let w = |i: usize| u64::from(u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
+        let s = w(0) + w(4) + w(8) + w(12) + w(16);
+        let s = (s & 0xffff_ffff) + (s >> 32);
+        let s = (s & 0xffff) + (s >> 16);
+        return fold(s as u32) == 0xffff;
+    }
+    let mut words = hdr.chunks_exact(4);
+    let mut s = 0u64;
+    for w in &mut words {
+        s += u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
+    }
+    // a header is a whole number of 32-bit words; anything else is summed as sum() does
+    let s = (s & 0xffff_ffff) + (s >> 32);
+    let s = (s & 0xffff) + (s >> 16);
+    let s = match words.remainder() {
+        [] => s as u32,
+        rest => sum(s as u32, rest),
+    };
+    fold(s) == 0xffff
+}
+
 /// RFC 1624 eqn. 3: the checksum `hc` after a 16-bit word changed from `old` to `new`.
+#[inline]
 pub fn update16(hc: u16, old: u16, new: u16) -> u16 {
     let s = u32::from(!hc) + u32::from(!old) + u32::from(new);
     !fold(s)
 }
 
 /// The checksum `hc` after a 32-bit field (an IPv4 address) changed.
+#[inline]
 pub fn update32(hc: u16, old: [u8; 4], new: [u8; 4]) -> u16 {
     let hc = update16(
         hc,
@@ -56,6 +88,7 @@ pub fn update32(hc: u16, old: [u8; 4], new: [u8; 4]) -> u16 {
 
 /// A *partial* checksum field (the pseudo-header sum a `csum_blank`/GSO packet
 /// carries, not inverted) after a 32-bit field of the pseudo-header changed.
+#[inline]
 pub fn update32_partial(partial: u16, old: [u8; 4], new: [u8; 4]) -> u16 {
     // the field holds the folded sum itself: update the sum, no complements
     !update32(!partial, old, new)
@@ -76,6 +109,29 @@ mod tests {
         let d = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
         assert_eq!(fold(sum(0, &d)), 0xddf2);
         assert_eq!(checksum(&d), !0xddf2);
+    }
+
+    #[test]
+    fn header_ok_agrees_with_checksum() {
+        let mut h = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7, 0x94, 0x04, 0x00, 0x00,
+        ];
+        assert!(!header_ok(&h), "checksum field still zero");
+        let c = checksum(&h);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        assert!(header_ok(&h));
+        // every single-bit corruption is caught
+        for bit in 0..h.len() * 8 {
+            let mut b = h;
+            b[bit / 8] ^= 1 << (bit % 8);
+            assert_eq!(header_ok(&b), checksum(&b) == 0, "bit {bit}");
+            assert!(!header_ok(&b), "bit {bit}");
+        }
+        // sums that carry out of 32 and 16 bits: all-ones words
+        let ones = [0xff; 60];
+        assert_eq!(header_ok(&ones), checksum(&ones) == 0);
+        assert_eq!(header_ok(&ones[..22]), checksum(&ones[..22]) == 0);
     }
 
     #[test]

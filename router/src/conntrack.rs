@@ -402,6 +402,7 @@ pub struct Conntrack<A = [u8; 4]> {
 const EVICT_LOOKAHEAD: usize = 8;
 const INSERT_EXPIRE_BUDGET: usize = 32;
 
+#[inline]
 fn tuple_key<A: CtAddr>(t: &Tuple<A>, hasher: &Hasher) -> (u64, u64) {
     let a = A::key(&t.src, &t.dst, hasher);
     let b = (u64::from(t.sport) << 32) | (u64::from(t.dport) << 16) | u64::from(t.proto.code());
@@ -469,6 +470,7 @@ impl<A: CtAddr> Conntrack<A> {
 
     /// The live entry and direction a tuple belongs to, reclaiming it instead if it
     /// has expired.
+    #[inline]
     pub fn lookup(&mut self, t: &Tuple<A>, now: Millis) -> Option<(u32, Dir)> {
         let h = self.hash(t);
         let entries = &self.entries;
@@ -708,7 +710,7 @@ impl<A: CtAddr> Conntrack<A> {
         len: usize,
         now: Millis,
     ) -> Track {
-        let t = self.timeouts;
+        let t = &self.timeouts;
         let Some(e) = self.entries.get_mut(slot as usize).filter(|e| e.in_use) else {
             return Track::Invalid;
         };

@@ -118,6 +118,7 @@ pub struct Reassembler {
 }
 
 /// Whether `ip` (a checked IPv4 header and payload) is a fragment.
+#[inline]
 pub fn is_fragment(ip: &[u8]) -> bool {
     ipv4::be16(ip, ipv4::FRAG).is_some_and(|w| w & (ipv4::MF | ipv4::FRAG_OFFSET) != 0)
 }

@@ -305,6 +305,15 @@ fn ports_tuple(src: [u8; 4], dst: [u8; 4], l4: &[u8], proto: Proto) -> Result<Tu
 
 /// Parses an IPv4 packet (header and payload) for connection tracking.
 pub fn parse(ip: &[u8]) -> Result<Parsed, ParseError> {
+    parse_with::<true>(ip)
+}
+
+/// [`parse`], inlined where the hooks parse every packet (its result is then built
+/// in place). Without `TCP_INFO`, a TCP flow's [`TcpInfo`] is `None`: the same tuple,
+/// kind and errors, for a caller that needs only which flow a packet is of (a
+/// segment's fields cannot fail to parse once its header has).
+#[inline(always)]
+pub(crate) fn parse_with<const TCP_INFO: bool>(ip: &[u8]) -> Result<Parsed, ParseError> {
     let ihl = header_len(ip)?;
     let proto = *ip.get(ipv4::PROTO).ok_or(ParseError)?;
     let src = get_addr(ip, ipv4::SRC).ok_or(ParseError)?;
@@ -325,6 +334,12 @@ pub fn parse(ip: &[u8]) -> Result<Parsed, ParseError> {
                 return Err(ParseError);
             }
             let t = ports_tuple(src, dst, l4, Proto::Tcp)?;
+            if !TCP_INFO {
+                return Ok(Parsed {
+                    ihl,
+                    kind: Kind::Flow(t, None),
+                });
+            }
             // The IP total length bounds the data (Ethernet padding is not data); a
             // GSO packet's field may be 0, then the buffer is the packet.
             let total = match usize::from(be16(ip, ipv4::TOTAL_LEN).ok_or(ParseError)?) {

@@ -28,7 +28,7 @@
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
-use smoltcp::wire::{EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet};
+use smoltcp::wire::{EthernetAddress, EthernetFrame, EthernetProtocol, Ipv4Packet};
 
 use crate::checksum;
 use crate::defrag::{self, Defrag, DefragConfig, DefragStats, Reassembler};
@@ -355,12 +355,14 @@ impl Router {
         let iface = self.ifaces.get(ifc).ok_or(DropReason::Unsupported)?;
         let eth = EthernetFrame::new_checked(&*frame).map_err(|_| DropReason::Malformed)?;
         let csum_partial = rx.csum_partial || rx.gso_size.is_some();
+        // the addresses read once (smoltcp's accessors are calls, three a packet)
+        let (dst_mac, peer_mac) = mac_addrs(frame);
         let mut meta = Meta {
             input: ifc,
             output: None,
             csum_partial,
             now,
-            src_mac: Some(eth.src_addr().0),
+            src_mac: Some(peer_mac),
         };
         match eth.ethertype() {
             EthernetProtocol::Arp => {
@@ -378,9 +380,9 @@ impl Router {
                 };
             }
         }
-        let peer_mac = eth.src_addr().0;
-        let to_our_mac = eth.dst_addr() == iface.mac();
-        if !to_our_mac && !eth.dst_addr().is_broadcast() && !eth.dst_addr().is_multicast() {
+        let dst_mac = EthernetAddress(dst_mac);
+        let to_our_mac = dst_mac == iface.mac();
+        if !to_our_mac && !dst_mac.is_broadcast() && !dst_mac.is_multicast() {
             return Ok(Disposition::Local); // another host's: smoltcp drops it
         }
 
@@ -388,7 +390,7 @@ impl Router {
         let ip_all = frame.get(ETH_LEN..).ok_or(DropReason::Malformed)?;
         let pkt = Ipv4Packet::new_checked(ip_all).map_err(|_| DropReason::Malformed)?;
         let hdr = ip_all.get(..usize::from(pkt.header_len())).unwrap_or(&[]);
-        if pkt.version() != 4 || !pkt.verify_checksum() || !ipv4::options_ok(hdr) {
+        if pkt.version() != 4 || !checksum::header_ok(hdr) || !ipv4::options_ok(hdr) {
             return Err(DropReason::Malformed);
         }
         let ip_len = usize::from(pkt.total_len());
@@ -416,12 +418,13 @@ impl Router {
         // whatever its IP destination: RFC 2131 §4.1 lets a server unicast the OFFER
         // and ACK to the address it is offering, which the interface does not have
         // yet.
-        let dhcp_reply = pkt.next_header() == IpProtocol::Udp
+        let dhcp_reply = ip_all.get(ipv4::PROTO) == Some(&ipv4::PROTO_UDP)
             && ip_all.get(hl_of(&pkt)..hl_of(&pkt) + 4) == Some(&[0, 67, 0, 68][..]);
         if !to_our_mac
             || dst.is_broadcast()
             || dst.is_multicast()
-            || iface.is_subnet_broadcast(dst)
+            // (the flat list of all subnets' broadcasts first: most packets are to none)
+            || (self.ifaces.is_any_subnet_broadcast(dst) && iface.is_subnet_broadcast(dst))
             || dhcp_reply
         {
             // the input chain; never an answer to a broadcast (RFC 1122 §3.2.2)
@@ -871,8 +874,22 @@ impl Router {
     }
 }
 
+/// The destination and source MAC addresses of `frame` (at least an Ethernet
+/// header long: checked by the caller).
+#[inline]
+fn mac_addrs(frame: &[u8]) -> ([u8; 6], [u8; 6]) {
+    let mut d = [0; 6];
+    let mut s = [0; 6];
+    if let (Some(a), Some(b)) = (frame.get(..6), frame.get(6..12)) {
+        d.copy_from_slice(a);
+        s.copy_from_slice(b);
+    }
+    (d, s)
+}
+
 /// TTL − 1 with the header checksum updated as RFC 1624 / RFC 1812 §5.3.1 (Linux's
 /// `ip_decrease_ttl`).
+#[inline]
 fn decrement_ttl(ip: &mut [u8]) {
     let (Some(old), Some(c)) = (be16(ip, ipv4::TTL), be16(ip, ipv4::CHECKSUM)) else {
         return;

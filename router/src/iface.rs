@@ -83,6 +83,7 @@ impl Interface {
         self.addrs().any(|n| n.addr() == ip)
     }
     /// Whether `ip` is the broadcast address of one of its subnets.
+    #[inline]
     pub fn is_subnet_broadcast(&self, ip: Ipv4Addr) -> bool {
         self.addrs().any(|n| n.broadcast() == Some(ip))
     }
@@ -250,11 +251,13 @@ impl Interfaces {
     }
 
     /// Whether `ip` is an address of any interface (a packet to it is for the router).
+    #[inline]
     pub fn is_local_addr(&self, ip: Ipv4Addr) -> bool {
         self.local.contains(&ip)
     }
 
     /// Whether `ip` is the broadcast address of any connected subnet.
+    #[inline]
     pub fn is_any_subnet_broadcast(&self, ip: Ipv4Addr) -> bool {
         self.broadcast.contains(&ip)
     }

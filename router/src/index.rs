@@ -32,6 +32,7 @@ fn splitmix(x: &mut u64) -> u64 {
 }
 
 /// The 128-bit product of `a` and `b`, folded to 64 bits.
+#[inline]
 fn folded_multiply(a: u64, b: u64) -> u64 {
     let p = u128::from(a) * u128::from(b);
     (p as u64) ^ ((p >> 64) as u64)
@@ -51,6 +52,7 @@ impl Hasher {
     }
 
     /// Hash of the key `(a, b)`.
+    #[inline]
     pub(crate) fn hash(&self, a: u64, b: u64) -> u64 {
         let h = folded_multiply(a ^ self.k[0], b ^ self.k[1]);
         folded_multiply(h ^ self.k[2], 0x9e37_79b9_7f4a_7c15)
@@ -76,12 +78,14 @@ impl Index {
         }
     }
 
+    #[inline]
     fn home(&self, hash: u64) -> usize {
         // the high bits of a multiplicative hash are the well-mixed ones
         (hash.rotate_left(32) as usize) & self.mask
     }
 
     /// The first value whose key `is_key` accepts, among those stored under `hash`.
+    #[inline]
     pub(crate) fn find(&self, hash: u64, mut is_key: impl FnMut(u32) -> bool) -> Option<u32> {
         let mut i = self.home(hash);
         for _ in 0..self.slots.len() {

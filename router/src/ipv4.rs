@@ -73,12 +73,14 @@ pub fn ports(l4: &[u8]) -> Option<(u16, u16)> {
 }
 
 /// Reads a big-endian u16 at `at`, if there.
+#[inline]
 pub fn be16(b: &[u8], at: usize) -> Option<u16> {
     let s = b.get(at..at.checked_add(2)?)?;
     Some(u16::from_be_bytes([*s.first()?, *s.get(1)?]))
 }
 
 /// Writes a big-endian u16 at `at`, if there.
+#[inline]
 pub fn put16(b: &mut [u8], at: usize, v: u16) {
     if let Some(s) = at.checked_add(2).and_then(|end| b.get_mut(at..end)) {
         s.copy_from_slice(&v.to_be_bytes());
@@ -86,6 +88,7 @@ pub fn put16(b: &mut [u8], at: usize, v: u16) {
 }
 
 /// Reads a big-endian u32 at `at`, if there.
+#[inline]
 pub fn be32(b: &[u8], at: usize) -> Option<u32> {
     let s = b.get(at..at.checked_add(4)?)?;
     let a: [u8; 4] = s.try_into().ok()?;
@@ -98,15 +101,18 @@ pub fn header_len(ip: &[u8]) -> usize {
 }
 
 /// The source address.
+#[inline]
 pub fn src(ip: &[u8]) -> Ipv4Addr {
     addr_at(ip, SRC)
 }
 
 /// The destination address.
+#[inline]
 pub fn dst(ip: &[u8]) -> Ipv4Addr {
     addr_at(ip, DST)
 }
 
+#[inline]
 fn addr_at(ip: &[u8], at: usize) -> Ipv4Addr {
     Ipv4Addr::from_bits(be32(ip, at).unwrap_or(0))
 }
@@ -129,6 +135,7 @@ pub fn fill_header_checksum(ip: &mut [u8]) {
 /// Whether the options of `header` (a whole IPv4 header) are well formed TLVs
 /// (RFC 791 §3.1: END, NOP, or type-length-value with length ≥ 2 inside the header),
 /// the structural part of Linux's `ip_options_compile`.
+#[inline]
 pub fn options_ok(header: &[u8]) -> bool {
     let Some(opts) = header.get(MIN_HEADER_LEN..) else {
         return false;

@@ -266,11 +266,13 @@ impl WaitSlots {
     }
 
     /// See [`NeighTable::begin_packet`].
+    #[inline]
     pub(crate) fn begin_packet(&mut self) {
         self.fresh.clear();
     }
 
     /// See [`NeighTable::note_origin`].
+    #[inline]
     pub(crate) fn note_origin(&mut self, head: &[u8]) {
         let n = head.len().min(ORIGIN_LEN);
         for &si in &self.fresh {
@@ -345,6 +347,7 @@ impl NeighTable {
         }
     }
 
+    #[inline]
     fn find(&self, ifc: IfId, ip: Ipv4Addr) -> Option<usize> {
         self.index.get(&(ifc, ip)).copied()
     }
@@ -602,6 +605,7 @@ impl NeighTable {
 
     /// A routed packet's output starts: what it queues is noted by
     /// [`NeighTable::note_origin`].
+    #[inline]
     pub fn begin_packet(&mut self) {
         self.slots.begin_packet();
     }
@@ -610,6 +614,7 @@ impl NeighTable {
     /// with every slot the packet queued since [`NeighTable::begin_packet`]: the
     /// host-unreachable sent if its neighbour fails quotes that, not the translated
     /// packet (which would show the sender a LAN address).
+    #[inline]
     pub fn note_origin(&mut self, head: &[u8]) {
         self.slots.note_origin(head);
     }

@@ -348,7 +348,12 @@ impl Netfilter {
         let now = meta.now;
         let mut known = None;
         if let Some((slot, dir)) = self.ct.lookup(&t, now) {
-            let e = self.ct.get(slot).copied();
+            // what is read of the entry, as it was before this packet (not the
+            // whole entry: its windows and counters are copied for nothing)
+            let e = self
+                .ct
+                .get(slot)
+                .map(|e| (e.status(), *e.tuple(dir), *e.tuple(dir.other())));
             match self.ct.track(slot, dir, tcp, ip.len(), now) {
                 // the old flow is gone: the SYN goes on as a new connection
                 Track::Reopen => self.ct.end_for_reopen(slot),
@@ -356,21 +361,20 @@ impl Netfilter {
             }
         }
         if let Some((slot, dir, e, r)) = known {
-            let Some(e) = e else {
+            let Some((e_status, e_tuple, other)) = e else {
                 return Ok((Found::NoFlow, None));
             };
             if r == Track::Invalid {
                 self.ct.stats.invalid += 1;
                 // a translated flow's packet cannot go on untranslated
-                if e.status() & (status::SRC_NAT | status::DST_NAT) != 0 {
+                if e_status & (status::SRC_NAT | status::DST_NAT) != 0 {
                     return Err(DropReason::Invalid);
                 }
                 return Ok((Found::Invalid, None));
             }
             self.ct.stats.found += 1;
             let mut rewritten = None;
-            if nat_applies(e.status(), dir, Side::Destination) {
-                let other = e.tuple(dir.other());
+            if nat_applies(e_status, dir, Side::Destination) {
                 let to = (other.src, other.sport);
                 if (t.dst, t.dport) != to {
                     rewritten = Some(to);
@@ -389,7 +393,7 @@ impl Netfilter {
                 Found::Known {
                     slot,
                     dir,
-                    tuple: *e.tuple(dir),
+                    tuple: e_tuple,
                 },
                 rewritten,
             ));
@@ -564,7 +568,7 @@ impl Netfilter {
     fn postrouting_flow(
         &mut self,
         ip: &mut [u8],
-        (ihl, t, tcp): (usize, Tuple, Option<TcpInfo>),
+        (ihl, t): (usize, Tuple),
         found: Option<Found>,
         masq: Option<Masquerade>,
         meta: &Meta,
@@ -580,17 +584,17 @@ impl Netfilter {
             Some(Found::Invalid) => return self.invalid_out(masq, false),
             Some(Found::NoFlow) => return self.invalid_out(masq, true),
             Some(Found::NewDnat { original, snat }) => (
-                self.create(original, t, tcp, ip.len(), masq, snat, now)?,
+                self.create(original, t, tcp_of(ip), ip.len(), masq, snat, now)?,
                 Dir::Original,
             ),
             // not seen by prerouting (e.g. sent by the router itself)
             _ => match self.ct.lookup(&t, now) {
-                Some((slot, dir)) => match self.ct.track(slot, dir, tcp, ip.len(), now) {
+                Some((slot, dir)) => match self.ct.track(slot, dir, tcp_of(ip), ip.len(), now) {
                     Track::Invalid => return self.invalid_out(masq, true),
                     Track::Reopen => {
                         self.ct.end_for_reopen(slot);
                         (
-                            self.create(t, t, tcp, ip.len(), masq, None, now)?,
+                            self.create(t, t, tcp_of(ip), ip.len(), masq, None, now)?,
                             Dir::Original,
                         )
                     }
@@ -599,14 +603,14 @@ impl Netfilter {
                         (slot, dir)
                     }
                 },
-                None if can_start(&t, tcp) => (
-                    self.create(t, t, tcp, ip.len(), masq, None, now)?,
+                None if can_start(&t, tcp_of(ip)) => (
+                    self.create(t, t, tcp_of(ip), ip.len(), masq, None, now)?,
                     Dir::Original,
                 ),
                 None => return self.invalid_out(masq, true),
             },
         };
-        let Some(e) = self.ct.get(slot).copied() else {
+        let Some(e) = self.ct.get(slot) else {
             return Err(DropReason::Invalid);
         };
         if nat_applies(e.status(), dir, Side::Source) {
@@ -634,7 +638,7 @@ impl Netfilter {
     }
 
     fn prerouting_inner(&mut self, ip: &mut [u8], meta: &Meta) -> Result<(), DropReason> {
-        let parsed = flow::parse(ip).map_err(|_| {
+        let parsed = flow::parse_with::<true>(ip).map_err(|_| {
             self.ct.stats.malformed += 1;
             DropReason::Malformed
         })?;
@@ -705,7 +709,9 @@ impl Netfilter {
         masq: Option<Masquerade>,
     ) -> Result<(), DropReason> {
         let pending = self.pending.take();
-        let parsed = flow::parse(ip).map_err(|_| {
+        // which flow only: the TCP fields are read again where a flow is looked up
+        // or made here, not for the one prerouting found (every forwarded packet)
+        let parsed = flow::parse_with::<false>(ip).map_err(|_| {
             self.ct.stats.malformed += 1;
             DropReason::Malformed
         })?;
@@ -713,9 +719,7 @@ impl Netfilter {
         let pending = pending.filter(|p| Some(p.after) == sig);
         let found = pending.map(|p| p.found);
         match parsed.kind {
-            Kind::Flow(t, tcp) => {
-                self.postrouting_flow(ip, (parsed.ihl, t, tcp), found, masq, meta)
-            }
+            Kind::Flow(t, _) => self.postrouting_flow(ip, (parsed.ihl, t), found, masq, meta),
             Kind::IcmpError(q) => {
                 let (slot, dir) = match found {
                     Some(Found::Known { slot, dir, .. }) => (slot, dir),
@@ -748,6 +752,18 @@ impl Netfilter {
             }
             Kind::Untracked => self.invalid_out(masq, true),
         }
+    }
+}
+
+/// The TCP fields of the packet `ip` (whose tuple [`flow::parse_with`] parsed), if it is
+/// TCP.
+fn tcp_of(ip: &[u8]) -> Option<TcpInfo> {
+    match flow::parse(ip) {
+        Ok(Parsed {
+            kind: Kind::Flow(_, tcp),
+            ..
+        }) => tcp,
+        _ => None,
     }
 }
 

@@ -154,6 +154,7 @@ impl<R: RouteEntry> Table<R> {
     }
 
     /// The best route to `dst`: longest prefix, then lowest metric, then the first added.
+    #[inline]
     pub fn lookup(&self, dst: <R::Net as IpNet>::Addr) -> Option<&R> {
         let mut best: Option<&R> = None;
         for r in self.routes.iter().filter(|r| r.dest().contains(dst)) {

@@ -106,18 +106,17 @@ impl TcpEvent {
 /// ACK, no flags at all are invalid).
 pub(crate) fn valid_flags(flags: u8) -> bool {
     use tcp_flag::*;
-    const VALID: [u8; 9] = [
-        SYN,
-        SYN | URG,
-        SYN | ACK,
-        RST,
-        RST | ACK,
-        FIN | ACK,
-        FIN | ACK | URG,
-        ACK,
-        ACK | URG,
-    ];
-    VALID.contains(&(flags & !(ECE | CWR | PSH)))
+    const SYN_URG: u8 = SYN | URG;
+    const SYN_ACK: u8 = SYN | ACK;
+    const RST_ACK: u8 = RST | ACK;
+    const FIN_ACK: u8 = FIN | ACK;
+    const FIN_ACK_URG: u8 = FIN | ACK | URG;
+    const ACK_URG: u8 = ACK | URG;
+    // a match, not a search of a list: every segment asks
+    matches!(
+        flags & !(ECE | CWR | PSH),
+        SYN | SYN_URG | SYN_ACK | RST | RST_ACK | FIN_ACK | FIN_ACK_URG | ACK | ACK_URG
+    )
 }
 
 /// The outcome of a segment in a state.
@@ -178,6 +177,26 @@ pub(crate) fn transition(is_reply: bool, flags: u8, state: TcpState) -> Transiti
 mod tests {
     use super::*;
     use tcp_flag::*;
+
+    #[test]
+    fn valid_flags_are_linuxs_nine() {
+        // tcp_valid_flags[] of nf_conntrack_proto_tcp.c, ECE/CWR/PSH masked out
+        let linux = [
+            SYN,
+            SYN | URG,
+            SYN | ACK,
+            RST,
+            RST | ACK,
+            FIN | ACK,
+            FIN | ACK | URG,
+            ACK,
+            ACK | URG,
+        ];
+        for f in 0..=255u8 {
+            let want = linux.contains(&(f & !(ECE | CWR | PSH)));
+            assert_eq!(valid_flags(f), want, "flags {f:#04x}");
+        }
+    }
 
     #[test]
     fn handshake_and_close() {
