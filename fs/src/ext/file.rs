@@ -4,12 +4,14 @@
 use super::*;
 
 impl<D: BlockDev> Ext<D> {
-    pub(super) fn max_lblk(&self, inode: &Inode) -> u64 {
-        if inode.flags() & FL_EXTENTS != 0 {
+    /// The most logical blocks file `ino` can have (its map's kind says).
+    pub(super) fn max_lblk(&mut self, ino: u32) -> Result<u64, FsError> {
+        let extents = self.node(ino)?.inode.flags() & FL_EXTENTS != 0;
+        Ok(if extents {
             1 << 32
         } else {
             blockmap::max_blocks(self.sb.block_size as usize)
-        }
+        })
     }
 
     /// Allocates and writes out the buffered data of `ino`.
@@ -426,8 +428,7 @@ impl<D: BlockDev> Ext<D> {
             return Ok(0);
         }
         let bs = self.sb.block_size as u64;
-        let inode = self.node(ino)?.inode.clone();
-        let max = self.max_lblk(&inode).saturating_mul(bs);
+        let max = self.max_lblk(ino)?.saturating_mul(bs);
         let end = offset
             .checked_add(data.len() as u64)
             .ok_or(FsError::TooBig)?;
@@ -598,8 +599,7 @@ impl<D: BlockDev> Ext<D> {
         let n = self.file_node(ino)?;
         let old = n.inode.size();
         let bs = self.sb.block_size as u64;
-        let inode = self.node(ino)?.inode.clone();
-        if size > self.max_lblk(&inode).saturating_mul(bs) {
+        if size > self.max_lblk(ino)?.saturating_mul(bs) {
             return Err(FsError::TooBig);
         }
         if size < old {
