@@ -810,3 +810,52 @@ fn a_16k_writer_buffers_in_runs_of_the_budget() {
     }
     unmount_clean(fs, &img);
 }
+
+#[test]
+fn a_1000_byte_writer_fills_its_runs_in_place() {
+    // Writes that are not whole blocks (a shell's redirection, a program's small
+    // writes): each block is made in its run's buffer (zeros, then the parts), and
+    // after a write-out the next run starts with the block written last (mapped,
+    // read back) followed by new ones, one device write from the run's buffer.
+    // Before: a Vec per block, and the run copied once more into a gathering buffer.
+    let t = TempDir::new("heap-1000");
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 4096, "64M", None, &[]);
+    let budget = 2 << 20;
+    let heap = Heap::take();
+    let disk = Counting::new(FileDisk::open(&img));
+    let mut fs = Ext::mount_bounded(disk, opts(), budget).expect("mount");
+    let root = fs.root();
+    let ino = fs.create(root, "test", 0o644).unwrap();
+    fs.sync().unwrap();
+    let call = 1000usize;
+    let calls = (4 << 20) / call as u64; // 4 MiB
+    let mut chunk = vec![0u8; call];
+    fs.device_mut().sizes.clear();
+    let base = heap.limit(budget + (1 << 20));
+    let n0 = heap.count();
+    for i in 0..calls {
+        chunk.fill((i % 251) as u8);
+        assert_eq!(fs.write(ino, i * call as u64, &chunk).unwrap(), call);
+    }
+    fs.sync().unwrap();
+    let allocs = heap.count() - n0;
+    let peak = heap.peak_above(base);
+    heap.unlimit();
+    let sizes = &fs.device().sizes;
+    let runs: Vec<usize> = sizes.iter().copied().filter(|&s| s >= 256 << 10).collect();
+    let run_bytes: usize = runs.iter().sum();
+    eprintln!("{allocs} allocations, peak {peak} bytes, writes {sizes:?}");
+    assert!(run_bytes >= (4 << 20) - (1 << 20), "{sizes:?}");
+    assert!(
+        allocs < calls / 20,
+        "{allocs} allocations for {calls} calls"
+    );
+    assert!(peak < budget / 4 + (64 << 10), "peak {peak}");
+    let data = read_all(&mut fs, ino);
+    assert_eq!(data.len() as u64, calls * call as u64);
+    for (i, c) in data.chunks(call).enumerate() {
+        assert!(c.iter().all(|&b| b == (i % 251) as u8), "call {i}");
+    }
+    unmount_clean(fs, &img);
+}

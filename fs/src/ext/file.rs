@@ -81,6 +81,8 @@ impl<D: BlockDev> Ext<D> {
                     lblk,
                     pblk: p,
                     uninit,
+                    run: data,
+                    at: (i * bs) as usize,
                     data: &data[(i * bs) as usize..((i + len) * bs) as usize],
                 };
                 if !out.extends(&piece, bs, max_blocks) {
@@ -114,10 +116,12 @@ impl<D: BlockDev> Ext<D> {
         // What was written leaves the buffer; whatever was not (an I/O error, or no
         // space) stays buffered: a later sync retries, and truncate or unlink drops it.
         let bsz = bs as usize;
+        let cap = pending.cap();
         for (l, len) in written {
             let gone = pending.remove_range(l, l + len, bsz);
             self.pending_bytes = self.pending_bytes.saturating_sub(gone);
         }
+        self.cap_changed(cap, pending.cap());
         n.pending = pending;
         // i_blocks as it will be (the tree blocks are recounted at sync).
         let acl = u64::from(n.inode.file_acl() != 0);
@@ -128,8 +132,9 @@ impl<D: BlockDev> Ext<D> {
         result
     }
 
-    /// Writes the gathered pieces of `ino` as one device write (each on its own if
-    /// a buffer for them cannot be had), initialises those that were unwritten
+    /// Writes the gathered pieces of `ino` as one device write (from their run's
+    /// buffer if they follow each other in it, else gathered into a buffer, or each
+    /// on its own if that buffer cannot be had), initialises those that were unwritten
     /// (unwritten.rs) and records their logical ranges in `written`. Returns
     /// whether the map changed (an unwritten piece was initialised).
     fn write_gathered(
@@ -151,6 +156,18 @@ impl<D: BlockDev> Ext<D> {
             return Ok(init);
         }
         let total: usize = out.pieces.iter().map(|p| p.data.len()).sum();
+        // Pieces that follow each other in one run's buffer (an allocation cut in
+        // two that landed together): one write from the run, no copy.
+        let one_run = out
+            .pieces
+            .windows(2)
+            .all(|w| core::ptr::eq(w[0].run, w[1].run) && w[0].at + w[0].data.len() == w[1].at);
+        if one_run {
+            let span = &head.run[head.at..head.at + total];
+            self.dev.write(at, span)?;
+            self.note_pieces_out(ino, map, out, written, total);
+            return Ok(init);
+        }
         out.buf.clear();
         if out.buf.try_reserve_exact(total).is_ok() {
             for p in &out.pieces {
@@ -437,6 +454,8 @@ impl<D: BlockDev> Ext<D> {
         }
         self.ensure_map(ino)?;
         let per = bs / 4;
+        // A call that goes on where the last one ended (`run_room`).
+        let streaming = self.stream == Some((ino, offset));
         let mut done = 0usize;
         let mut err = None;
         let mut restart_failed = false;
@@ -505,13 +524,16 @@ impl<D: BlockDev> Ext<D> {
                     nb = ok;
                 }
                 let bytes = nb as usize * bsz;
-                let room = self.flush_bytes.saturating_sub(self.pending_bytes + bytes);
+                let room = self.run_room(bytes, streaming);
                 let max_run = self.max_io;
                 let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
-                if n.pending
-                    .append(lblk, &data[done..done + bytes], bsz, max_run, room)
-                    .is_err()
-                {
+                let cap = n.pending.cap();
+                let r = n
+                    .pending
+                    .append(lblk, &data[done..done + bytes], bsz, max_run, room);
+                let now = n.pending.cap();
+                self.cap_changed(cap, now);
+                if r.is_err() {
                     err = Some(FsError::NoMemory);
                     break;
                 }
@@ -533,23 +555,44 @@ impl<D: BlockDev> Ext<D> {
                         break;
                     }
                 }
-                let mut blk = vec![0u8; bsz];
+                let room = self.run_room(bsz, streaming);
+                let max_run = self.max_io;
                 if let Some((p, false, _)) = mapped {
+                    let mut blk = vec![0u8; bsz];
                     // A read error ends the write here: what was buffered before it
                     // counts (its size is recorded below).
                     if let Err(e) = self.dev.read(p * bs, &mut blk) {
                         err = Some(e.into());
                         break;
                     }
+                    blk[boff..boff + k].copy_from_slice(&data[done..done + k]);
+                    let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
+                    let cap = n.pending.cap();
+                    n.pending.insert_block(lblk, blk, bsz, max_run, room);
+                    let now = n.pending.cap();
+                    self.cap_changed(cap, now);
+                } else {
+                    // A hole or unwritten: zeros, straight in the run's buffer.
+                    let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
+                    let cap = n.pending.cap();
+                    let r = match n.pending.append_zeroed(lblk, bsz, max_run, room) {
+                        Ok(b) => {
+                            b[boff..boff + k].copy_from_slice(&data[done..done + k]);
+                            Ok(())
+                        }
+                        Err(e) => Err(e),
+                    };
+                    let now = n.pending.cap();
+                    self.cap_changed(cap, now);
+                    if r.is_err() {
+                        err = Some(FsError::NoMemory);
+                        break;
+                    }
                 }
-                blk[boff..boff + k].copy_from_slice(&data[done..done + k]);
                 if reserved {
                     self.reserved += 1;
                 }
                 self.pending_bytes += bsz;
-                let max_run = self.max_io;
-                let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
-                n.pending.insert_block(lblk, blk, bsz, max_run);
                 done += k;
             }
             // A long call goes out (and commits) in pieces (restart.rs). If that
@@ -565,9 +608,10 @@ impl<D: BlockDev> Ext<D> {
                 }
             }
         }
-        let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
         if done > 0 {
             let end = offset + done as u64;
+            self.stream = Some((ino, end));
+            let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
             if end > n.inode.size() {
                 n.inode.set_size(end);
             }
@@ -644,8 +688,13 @@ impl<D: BlockDev> Ext<D> {
             } else if let Some(mut blk) = tail {
                 blk[boff..].fill(0);
                 let max_run = self.max_io;
+                let room = self.run_room(bs as usize, false);
                 let n = self.node(ino)?;
-                n.pending.insert_block(lblk, blk, bs as usize, max_run);
+                let cap = n.pending.cap();
+                n.pending
+                    .insert_block(lblk, blk, bs as usize, max_run, room);
+                let now = n.pending.cap();
+                self.cap_changed(cap, now);
                 self.pending_bytes += bs as usize;
             }
         }
@@ -660,6 +709,9 @@ struct Piece<'a> {
     pblk: u64,
     /// Mapped unwritten (initialised once its write is accepted).
     uninit: bool,
+    /// The run it is in, and where in it.
+    run: &'a [u8],
+    at: usize,
     data: &'a [u8],
 }
 

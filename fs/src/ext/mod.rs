@@ -202,6 +202,13 @@ pub struct Ext<D: BlockDev> {
     free_inodes: u64,
     reserved: u64,
     pending_bytes: usize,
+    /// What the buffered data's run buffers hold of the heap (`pending.rs`): at
+    /// least `pending_bytes`, with what growing runs reserved ahead; a run grows
+    /// ahead only within `flush_bytes` of it.
+    pending_cap: usize,
+    /// The file and byte offset the last write call ended at: a call that goes on
+    /// from there is a sequential writer's, whose run may grow ahead (`run_room`).
+    stream: Option<(u32, u64)>,
     pool: Vec<u64>,
     meta_goal: u64,
     gen_state: u32,
@@ -565,6 +572,8 @@ impl<D: BlockDev> Ext<D> {
             free_inodes,
             reserved: 0,
             pending_bytes: 0,
+            pending_cap: 0,
+            stream: None,
             pool: Vec::new(),
             meta_goal: 0,
             gen_state: (now as u32) ^ 0x9E37_79B9 ^ get32(&sb.raw, 0x68),
@@ -1021,8 +1030,26 @@ impl<D: BlockDev> Ext<D> {
         let bs = self.sb.block_size as usize;
         let resv = Self::unmapped_pending(n, from, u64::MAX, bs);
         self.reserved = self.reserved.saturating_sub(resv);
+        let cap = n.pending.cap();
         let gone = n.pending.remove_range(from, u64::MAX, bs);
         self.pending_bytes = self.pending_bytes.saturating_sub(gone);
+        self.cap_changed(cap, n.pending.cap());
+    }
+
+    /// A file's run buffers went from `before` to `after` bytes of capacity.
+    fn cap_changed(&mut self, before: usize, after: usize) {
+        self.pending_cap = (self.pending_cap + after).saturating_sub(before);
+    }
+
+    /// How far a run buffer may grow ahead of `add` more bytes: for a sequential
+    /// writer (`streaming`), what is left of `flush_bytes` after every run buffer's
+    /// capacity; for others nothing (their runs at most double).
+    fn run_room(&self, add: usize, streaming: bool) -> usize {
+        if !streaming {
+            return 0;
+        }
+        self.flush_bytes
+            .saturating_sub(self.pending_cap.max(self.pending_bytes) + add)
     }
 
     /// The buffered blocks of `n` in `from..to` that have no mapping: those a block

@@ -21,6 +21,8 @@ pub(super) struct Pending {
     /// First logical block -> the run's bytes (a whole number of blocks, never
     /// empty). Runs do not overlap; adjacent ones may be apart.
     runs: BTreeMap<u64, Vec<u8>>,
+    /// The runs' buffers' capacity, in bytes (what they hold of the heap).
+    cap: usize,
 }
 
 /// Out of memory for a buffer (the caller's data stays with the caller).
@@ -30,6 +32,23 @@ pub(super) struct NoRoom;
 impl Pending {
     pub fn is_empty(&self) -> bool {
         self.runs.is_empty()
+    }
+
+    /// The bytes the runs' buffers hold of the heap (their capacity: a run that
+    /// grows reserves ahead).
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    fn put(&mut self, lblk: u64, d: Vec<u8>) {
+        self.cap += d.capacity();
+        self.runs.insert(lblk, d);
+    }
+
+    fn take(&mut self, lblk: u64) -> Option<Vec<u8>> {
+        let d = self.runs.remove(&lblk)?;
+        self.cap = self.cap.saturating_sub(d.capacity());
+        Some(d)
     }
 
     /// The run holding `lblk`: (first block, its bytes).
@@ -81,11 +100,50 @@ impl Pending {
         })
     }
 
-    /// Buffers `data` (whole blocks) at block `lblk`, where nothing is buffered yet:
-    /// appended to the run that ends there if it stays within `max_run` bytes (its
-    /// buffer then grows to up to `room` bytes more than it needs, or its length if
-    /// that is more, so that a sequential writer's next calls append without
-    /// reallocating), else a new run of exactly `data`.
+    /// The buffer that `add` bytes at block `lblk` (where nothing is buffered) go
+    /// to the end of: the run that ends there if it stays within `max_run` bytes
+    /// (its buffer then grows by `room` bytes more than it needs, or to twice its
+    /// length if that is more, so that a sequential writer's next calls append
+    /// without reallocating), else a new run with room for exactly `add`.
+    fn grow(
+        &mut self,
+        lblk: u64,
+        add: usize,
+        bs: usize,
+        max_run: usize,
+        room: usize,
+    ) -> Result<&mut Vec<u8>, NoRoom> {
+        let joins =
+            self.runs.range(..lblk).next_back().is_some_and(|(&k, d)| {
+                k + (d.len() / bs) as u64 == lblk && d.len() + add <= max_run
+            });
+        if joins {
+            let Some((_, d)) = self.runs.range_mut(..lblk).next_back() else {
+                return Err(NoRoom);
+            };
+            let need = d.len() + add;
+            if d.capacity() < need {
+                // Ahead by `room`, and at least doubling (a run that keeps
+                // growing is not copied at every call).
+                let want = need
+                    .saturating_add(room)
+                    .max(2 * d.len())
+                    .min(max_run)
+                    .max(need);
+                let old = d.capacity();
+                d.try_reserve_exact(want - d.len()).map_err(|_| NoRoom)?;
+                self.cap += d.capacity() - old;
+            }
+            return Ok(d);
+        }
+        let mut d = Vec::new();
+        d.try_reserve_exact(add).map_err(|_| NoRoom)?;
+        self.cap += d.capacity();
+        Ok(self.runs.entry(lblk).or_insert(d))
+    }
+
+    /// Buffers `data` (whole blocks) at block `lblk`, where nothing is buffered yet
+    /// (see [`Pending::grow`]).
     pub fn append(
         &mut self,
         lblk: u64,
@@ -94,44 +152,47 @@ impl Pending {
         max_run: usize,
         room: usize,
     ) -> Result<(), NoRoom> {
-        if let Some((&k, d)) = self.runs.range_mut(..lblk).next_back() {
-            let end = k + (d.len() / bs) as u64;
-            let need = d.len() + data.len();
-            if end == lblk && need <= max_run {
-                if d.capacity() < need {
-                    // At least doubling (a run of a few blocks that keeps
-                    // growing is not copied at every call).
-                    let want = need
-                        .saturating_add(room.max(d.len()))
-                        .min(max_run)
-                        .max(need);
-                    d.try_reserve_exact(want - d.len()).map_err(|_| NoRoom)?;
-                }
-                d.extend_from_slice(data);
-                return Ok(());
-            }
-        }
-        let mut d = Vec::new();
-        d.try_reserve_exact(data.len()).map_err(|_| NoRoom)?;
-        d.extend_from_slice(data);
-        self.runs.insert(lblk, d);
+        self.grow(lblk, data.len(), bs, max_run, room)?
+            .extend_from_slice(data);
         Ok(())
+    }
+
+    /// Buffers a block of zeros at `lblk`, where nothing is buffered yet (see
+    /// [`Pending::grow`]); returns it, for the caller's part of it.
+    pub fn append_zeroed(
+        &mut self,
+        lblk: u64,
+        bs: usize,
+        max_run: usize,
+        room: usize,
+    ) -> Result<&mut [u8], NoRoom> {
+        let d = self.grow(lblk, bs, bs, max_run, room)?;
+        let at = d.len();
+        d.resize(at + bs, 0);
+        Ok(&mut d[at..])
     }
 
     /// Buffers one block `blk` (already filled) at `lblk`, where nothing is buffered:
     /// appended to the run that ends there if it stays within `max_run` and its
     /// buffer can grow, else a run of its own (the buffer taken as it is).
-    pub fn insert_block(&mut self, lblk: u64, blk: Vec<u8>, bs: usize, max_run: usize) {
-        if let Some((&k, d)) = self.runs.range_mut(..lblk).next_back() {
-            if k + (d.len() / bs) as u64 == lblk
-                && d.len() + blk.len() <= max_run
-                && d.try_reserve(blk.len()).is_ok()
-            {
+    pub fn insert_block(
+        &mut self,
+        lblk: u64,
+        blk: Vec<u8>,
+        bs: usize,
+        max_run: usize,
+        room: usize,
+    ) {
+        let joins = self.runs.range(..lblk).next_back().is_some_and(|(&k, d)| {
+            k + (d.len() / bs) as u64 == lblk && d.len() + blk.len() <= max_run
+        });
+        if joins {
+            if let Ok(d) = self.grow(lblk, blk.len(), bs, max_run, room) {
                 d.extend_from_slice(&blk);
                 return;
             }
         }
-        self.runs.insert(lblk, blk);
+        self.put(lblk, blk);
     }
 
     /// Drops the buffered blocks in `from..to`; returns the bytes dropped. A run cut
@@ -151,7 +212,7 @@ impl Pending {
             let Some((&k, _)) = self.runs.range(..=s).next_back() else {
                 continue;
             };
-            let Some(mut d) = self.runs.remove(&k) else {
+            let Some(mut d) = self.take(k) else {
                 continue;
             };
             let blocks = (d.len() / bs) as u64;
@@ -161,15 +222,15 @@ impl Pending {
             if i1 < d.len() {
                 if i0 == 0 {
                     d.drain(..i1);
-                    self.runs.insert(cut1, d);
+                    self.put(cut1, d);
                     continue;
                 }
                 let tail = d.split_off(i1);
-                self.runs.insert(cut1, tail);
+                self.put(cut1, tail);
             }
             if i0 > 0 {
                 d.truncate(i0);
-                self.runs.insert(k, d);
+                self.put(k, d);
             }
         }
         gone
@@ -196,7 +257,12 @@ mod tests {
     fn appends_join_a_run_up_to_its_limit() {
         let mut p = Pending::default();
         p.append(10, &blocks(1, 2), BS, 4 * BS, 64).unwrap();
-        p.append(12, &blocks(3, 2), BS, 4 * BS, 64).unwrap();
+        assert_eq!(p.cap(), 2 * BS);
+        // Growing reserves ahead, up to the run's limit.
+        p.append(12, &blocks(3, 1), BS, 4 * BS, 64).unwrap();
+        assert_eq!(p.cap(), 4 * BS);
+        p.append(13, &blocks(4, 1), BS, 4 * BS, 64).unwrap();
+        assert_eq!(p.cap(), 4 * BS);
         assert_eq!(shape(&p), vec![(10, 4)]);
         // Past the limit: a run of its own.
         p.append(14, &blocks(5, 1), BS, 4 * BS, 64).unwrap();
@@ -217,12 +283,20 @@ mod tests {
     #[test]
     fn a_block_joins_the_run_before_or_stands_alone() {
         let mut p = Pending::default();
-        p.insert_block(5, blocks(1, 1), BS, 2 * BS);
-        p.insert_block(6, blocks(2, 1), BS, 2 * BS);
-        p.insert_block(7, blocks(3, 1), BS, 2 * BS);
-        p.insert_block(3, blocks(4, 1), BS, 2 * BS);
+        p.insert_block(5, blocks(1, 1), BS, 2 * BS, 0);
+        p.insert_block(6, blocks(2, 1), BS, 2 * BS, 0);
+        p.insert_block(7, blocks(3, 1), BS, 2 * BS, 0);
+        p.insert_block(3, blocks(4, 1), BS, 2 * BS, 0);
         assert_eq!(shape(&p), vec![(3, 1), (5, 2), (7, 1)]);
         assert_eq!(p.at(6, BS).unwrap(), &blocks(2, 1)[..]);
+        // Zeros for a part: joining the run before, or a run of their own.
+        p.append_zeroed(4, BS, 2 * BS, 0).unwrap()[0] = 7;
+        p.append_zeroed(8, BS, 2 * BS, 0).unwrap()[1] = 8;
+        p.append_zeroed(9, BS, 2 * BS, 0).unwrap()[2] = 9;
+        assert_eq!(shape(&p), vec![(3, 2), (5, 2), (7, 2), (9, 1)]);
+        assert_eq!(p.at(9, BS).unwrap(), &[0, 0, 9, 0][..]);
+        assert_eq!(p.at(3, BS).unwrap(), &[4, 4, 4, 4, 7, 0, 0, 0][..]);
+        assert_eq!(p.at(8, BS).unwrap(), &[0, 8, 0, 0][..]);
     }
 
     #[test]
@@ -240,8 +314,10 @@ mod tests {
         assert_eq!(p.at(22, BS).unwrap(), &blocks(22, 3)[..]);
         assert_eq!(p.at(5, BS).unwrap(), &blocks(5, 3)[..]);
         // Whole runs, and nothing.
+        assert!(p.cap() >= 9 * BS);
         assert_eq!(p.remove_range(0, 100, BS), 9 * BS);
         assert!(p.is_empty());
+        assert_eq!(p.cap(), 0);
         assert_eq!(p.remove_range(0, 100, BS), 0);
     }
 
