@@ -49,8 +49,8 @@ impl<D: BlockDev> Ext<D> {
             if let Some(next) = map.next_mapped(lblk0) {
                 want = want.min(next.saturating_sub(lblk0));
             }
-            if let Some((&k, _)) = n.pending.range(lblk0..lblk0 + want).next() {
-                want = k - lblk0;
+            if let Some(k) = n.pending.next_from(lblk0, bs as usize) {
+                want = want.min(k - lblk0);
             }
         }
         if want * bs < DIRECT_MIN as u64 {

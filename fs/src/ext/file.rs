@@ -4,12 +4,14 @@
 use super::*;
 
 impl<D: BlockDev> Ext<D> {
-    pub(super) fn max_lblk(&self, inode: &Inode) -> u64 {
-        if inode.flags() & FL_EXTENTS != 0 {
+    /// The most logical blocks file `ino` can have (its map's kind says).
+    pub(super) fn max_lblk(&mut self, ino: u32) -> Result<u64, FsError> {
+        let extents = self.node(ino)?.inode.flags() & FL_EXTENTS != 0;
+        Ok(if extents {
             1 << 32
         } else {
             blockmap::max_blocks(self.sb.block_size as usize)
-        }
+        })
     }
 
     /// Allocates and writes out the buffered data of `ino`.
@@ -27,46 +29,36 @@ impl<D: BlockDev> Ext<D> {
         r
     }
 
+    /// Allocates the buffered runs of `ino` that have no home and writes them out,
+    /// each piece from its run's own buffer (`pending.rs`); pieces that continue
+    /// each other on the disk are gathered into one write of up to `max_io` (one
+    /// copy then, for the pieces after the first).
     pub(super) fn flush_node(&mut self, ino: u32, n: &mut Node) -> Result<(), FsError> {
         let mut pending = core::mem::take(&mut n.pending);
         let bs = self.sb.block_size as u64;
-        let max_io = self.max_io;
-        let mut run_start = 0u64;
-        // The run buffer is the one large allocation here: fallible (the data stays
-        // buffered and the caller gets ENOMEM), and never grown past what it got.
-        let mut run: Vec<u8> = Vec::new();
-        if run
-            .try_reserve_exact((pending.len() * bs as usize).min(max_io).max(bs as usize))
-            .is_err()
-        {
-            n.pending = pending;
-            return Err(FsError::NoMemory);
-        }
-        let max_io = run.capacity() / bs as usize * bs as usize;
+        let max_blocks = (self.max_io as u64 / bs).max(1);
         let mut map = n.map.take().unwrap_or_default();
-        // (logical, physical, unwritten before) of each block in the run.
-        let mut run_keys: Vec<(u64, u64, bool)> = Vec::new();
         let mut result = Ok(());
-        let keys: Vec<u64> = pending.keys().copied().collect();
-        let mut idx = 0;
+        let mut write_failed = false;
         let fallback_goal = self.group_start(self.group_of(ino));
-        loop {
-            // Where the next buffered block goes (allocating a run if it has no home).
-            let next = match keys.get(idx) {
-                None => None,
-                Some(&lblk) => match map.find(lblk) {
+        // The pieces waiting to go out as one write: physically contiguous.
+        let mut out = Gather::default();
+        // Logical ranges written (removed from `pending` at the end).
+        let mut written: Vec<(u64, u64)> = Vec::new();
+        'runs: for (first, data) in pending.runs() {
+            let blocks = data.len() as u64 / bs;
+            let mut i = 0u64;
+            while i < blocks {
+                let lblk = first + i;
+                let left = blocks - i;
+                // Where the piece goes (allocating a run if it has no home).
+                let (p, uninit, len) = match map.find(lblk) {
                     // An unwritten block stays so until its write is accepted
                     // (unwritten.rs).
-                    Some((p, uninit, _)) => Some((lblk, p, uninit)),
+                    Some((p, uninit, l)) => (p, uninit, l.min(left)),
                     None => {
-                        let mut want = 1u32;
-                        while (idx + want as usize) < keys.len()
-                            && keys[idx + want as usize] == lblk + want as u64
-                            && want < extent::MAX_INIT_LEN
-                            && map.find(lblk + want as u64).is_none()
-                        {
-                            want += 1;
-                        }
+                        let hole = map.next_mapped(lblk).map_or(left, |m| m - lblk);
+                        let want = hole.min(left).min(u64::from(extent::MAX_INIT_LEN)) as u32;
                         let goal = map.goal_for(lblk).unwrap_or(fallback_goal);
                         match self.alloc_blocks(goal, want) {
                             Ok((p, got)) => {
@@ -75,71 +67,61 @@ impl<D: BlockDev> Ext<D> {
                                 map.insert_unwritten(lblk, p, got);
                                 self.reserved = self.reserved.saturating_sub(got as u64);
                                 n.map_dirty = true;
-                                for k in lblk..lblk + got as u64 {
-                                    if let Some(b) = pending.get_mut(&k) {
-                                        b.reserved = false;
-                                    }
-                                }
-                                Some((lblk, p, true))
+                                (p, true, u64::from(got))
                             }
                             Err(e) => {
                                 result = Err(e);
-                                None
+                                break 'runs;
                             }
                         }
                     }
-                },
-            };
-            // Write the run out when the next block does not extend it (or at the end).
-            let extends = next.is_some_and(|(_, p, _)| {
-                !run.is_empty() && p == run_start + run.len() as u64 / bs && run.len() < max_io
-            });
-            if !extends && !run.is_empty() {
-                if let Err(e) = self.dev.write(run_start * bs, &run) {
-                    result = Err(e.into());
-                    break;
-                }
-                self.stats.data_writes += 1;
-                self.stats.data_bytes += run.len() as u64;
-                self.note_data_out(ino); // wberr.rs
-                                         // The unwritten blocks written, in logically contiguous pieces.
-                let mut i = 0;
-                while i < run_keys.len() {
-                    let (l, p, was_uninit) = run_keys[i];
-                    let mut j = i + 1;
-                    while j < run_keys.len()
-                        && run_keys[j].2 == was_uninit
-                        && run_keys[j].0 == l + (j - i) as u64
-                    {
-                        j += 1;
-                    }
-                    if was_uninit {
-                        self.note_written(ino, &mut map, l, p, (j - i) as u64);
-                        n.map_dirty = true;
-                    }
-                    i = j;
-                }
-                for (k, _, _) in run_keys.drain(..) {
-                    if let Some(b) = pending.remove(&k) {
-                        self.pending_bytes = self.pending_bytes.saturating_sub(b.data.len());
+                };
+                let len = len.min(max_blocks);
+                let piece = Piece {
+                    lblk,
+                    pblk: p,
+                    uninit,
+                    run: data,
+                    at: (i * bs) as usize,
+                    data: &data[(i * bs) as usize..((i + len) * bs) as usize],
+                };
+                if !out.extends(&piece, bs, max_blocks) {
+                    match self.write_gathered(ino, &mut map, &mut out, &mut written) {
+                        Ok(init) => n.map_dirty |= init,
+                        Err(e) => {
+                            // Pieces written before the error may have changed it.
+                            n.map_dirty = true;
+                            result = Err(e);
+                            write_failed = true;
+                            break 'runs;
+                        }
                     }
                 }
-                run.clear();
+                out.pieces.push(piece);
+                i += len;
             }
-            let Some((lblk, p, was_uninit)) = next else {
-                break;
-            };
-            if run.is_empty() {
-                run_start = p;
-            }
-            if let Some(b) = pending.get(&lblk) {
-                run.extend_from_slice(&b.data);
-            }
-            run_keys.push((lblk, p, was_uninit));
-            idx += 1;
         }
-        // Whatever was not written (an I/O error, or no space) stays buffered: a later
-        // sync retries, and truncate or unlink drops it.
+        // What was gathered goes out even when an allocation stopped the loop (the
+        // data that found a home is written; the rest waits).
+        if !write_failed {
+            match self.write_gathered(ino, &mut map, &mut out, &mut written) {
+                Ok(init) => n.map_dirty |= init,
+                Err(e) => {
+                    n.map_dirty = true;
+                    result = Err(e);
+                }
+            }
+        }
+        drop(out);
+        // What was written leaves the buffer; whatever was not (an I/O error, or no
+        // space) stays buffered: a later sync retries, and truncate or unlink drops it.
+        let bsz = bs as usize;
+        let cap = pending.cap();
+        for (l, len) in written {
+            let gone = pending.remove_range(l, l + len, bsz);
+            self.pending_bytes = self.pending_bytes.saturating_sub(gone);
+        }
+        self.cap_changed(cap, pending.cap());
         n.pending = pending;
         // i_blocks as it will be (the tree blocks are recounted at sync).
         let acl = u64::from(n.inode.file_acl() != 0);
@@ -148,6 +130,86 @@ impl<D: BlockDev> Ext<D> {
         n.dirty = true;
         n.map = Some(map);
         result
+    }
+
+    /// Writes the gathered pieces of `ino` as one device write (from their run's
+    /// buffer if they follow each other in it, else gathered into a buffer, or each
+    /// on its own if that buffer cannot be had), initialises those that were unwritten
+    /// (unwritten.rs) and records their logical ranges in `written`. Returns
+    /// whether the map changed (an unwritten piece was initialised).
+    fn write_gathered(
+        &mut self,
+        ino: u32,
+        map: &mut FileMap,
+        out: &mut Gather<'_>,
+        written: &mut Vec<(u64, u64)>,
+    ) -> Result<bool, FsError> {
+        let Some(head) = out.pieces.first() else {
+            return Ok(false);
+        };
+        let init = out.pieces.iter().any(|p| p.uninit);
+        let bs = self.sb.block_size as u64;
+        let at = head.pblk * bs;
+        if out.pieces.len() == 1 {
+            self.dev.write(at, head.data)?;
+            self.note_pieces_out(ino, map, out, written, head.data.len());
+            return Ok(init);
+        }
+        let total: usize = out.pieces.iter().map(|p| p.data.len()).sum();
+        // Pieces that follow each other in one run's buffer (an allocation cut in
+        // two that landed together): one write from the run, no copy.
+        let one_run = out
+            .pieces
+            .windows(2)
+            .all(|w| core::ptr::eq(w[0].run, w[1].run) && w[0].at + w[0].data.len() == w[1].at);
+        if one_run {
+            let span = &head.run[head.at..head.at + total];
+            self.dev.write(at, span)?;
+            self.note_pieces_out(ino, map, out, written, total);
+            return Ok(init);
+        }
+        out.buf.clear();
+        if out.buf.try_reserve_exact(total).is_ok() {
+            for p in &out.pieces {
+                out.buf.extend_from_slice(p.data);
+            }
+            self.dev.write(at, &out.buf)?;
+            self.note_pieces_out(ino, map, out, written, total);
+            return Ok(init);
+        }
+        // No buffer: piece by piece, each recorded as it goes.
+        let pieces = core::mem::take(&mut out.pieces);
+        for p in pieces {
+            self.dev.write(p.pblk * bs, p.data)?;
+            out.pieces.push(p);
+            self.note_pieces_out(ino, map, out, written, p.data.len());
+        }
+        Ok(init)
+    }
+
+    /// The gathered pieces went to the device (`bytes` of them in one write).
+    fn note_pieces_out(
+        &mut self,
+        ino: u32,
+        map: &mut FileMap,
+        out: &mut Gather<'_>,
+        written: &mut Vec<(u64, u64)>,
+        bytes: usize,
+    ) {
+        let bs = self.sb.block_size as u64;
+        self.stats.data_writes += 1;
+        self.stats.data_bytes += bytes as u64;
+        self.note_data_out(ino); // wberr.rs
+        for p in out.pieces.drain(..) {
+            let len = p.data.len() as u64 / bs;
+            if p.uninit {
+                self.note_written(ino, map, p.lblk, p.pblk, len);
+            }
+            match written.last_mut() {
+                Some((l, n)) if *l + *n == p.lblk => *n += len,
+                _ => written.push((p.lblk, len)),
+            }
+        }
     }
 
     pub(super) fn flush_all_data(&mut self) -> Result<(), FsError> {
@@ -306,9 +368,10 @@ impl<D: BlockDev> Ext<D> {
             let lblk = pos / bs;
             let boff = (pos % bs) as usize;
             let n = self.node(ino)?;
-            if let Some(p) = n.pending.get(&lblk) {
-                let k = (bs as usize - boff).min(total - done);
-                buf[done..done + k].copy_from_slice(&p.data[boff..boff + k]);
+            if let Some(p) = n.pending.at(lblk, bs as usize) {
+                // Buffered: as far as its run goes, in one copy.
+                let k = (p.len() - boff).min(total - done);
+                buf[done..done + k].copy_from_slice(&p[boff..boff + k]);
                 done += k;
                 continue;
             }
@@ -318,7 +381,7 @@ impl<D: BlockDev> Ext<D> {
                     // Read a physically contiguous run (stopping at buffered blocks).
                     let want_blocks = ((boff + total - done) as u64).div_ceil(bs);
                     let mut nblk = left.min(want_blocks).min(max_io / bs).max(1);
-                    if let Some((&k, _)) = n.pending.range(lblk + 1..).next() {
+                    if let Some(k) = n.pending.next_from(lblk + 1, bs as usize) {
                         nblk = nblk.min(k - lblk);
                     }
                     let bytes = (nblk * bs) as usize;
@@ -342,8 +405,8 @@ impl<D: BlockDev> Ext<D> {
                             .and_then(|m| m.next_mapped(lblk + 1))
                             .unwrap_or(u64::MAX),
                     };
-                    let next = match n.pending.range(lblk + 1..).next() {
-                        Some((&k, _)) => next.min(k),
+                    let next = match n.pending.next_from(lblk + 1, bs as usize) {
+                        Some(k) => next.min(k),
                         None => next,
                     };
                     let span = next
@@ -382,8 +445,7 @@ impl<D: BlockDev> Ext<D> {
             return Ok(0);
         }
         let bs = self.sb.block_size as u64;
-        let inode = self.node(ino)?.inode.clone();
-        let max = self.max_lblk(&inode).saturating_mul(bs);
+        let max = self.max_lblk(ino)?.saturating_mul(bs);
         let end = offset
             .checked_add(data.len() as u64)
             .ok_or(FsError::TooBig)?;
@@ -392,6 +454,8 @@ impl<D: BlockDev> Ext<D> {
         }
         self.ensure_map(ino)?;
         let per = bs / 4;
+        // A call that goes on where the last one ended (`run_room`).
+        let streaming = self.stream == Some((ino, offset));
         let mut done = 0usize;
         let mut err = None;
         let mut restart_failed = false;
@@ -415,10 +479,72 @@ impl<D: BlockDev> Ext<D> {
                     }
                 }
             }
-            let k = (bs as usize - boff).min(data.len() - done);
+            let bsz = bs as usize;
             let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
-            let mut copied = false;
-            if !n.pending.contains_key(&lblk) {
+            if let Some(p) = n.pending.at_mut(lblk, bsz) {
+                // Buffered already: overwritten in place, as far as its run goes.
+                let k = (p.len() - boff).min(data.len() - done);
+                p[boff..boff + k].copy_from_slice(&data[done..done + k]);
+                done += k;
+            } else if boff == 0 && data.len() - done >= bsz {
+                // Whole blocks, in one piece (`pending.rs`): as many as are in one
+                // state (mapped, or a hole) with nothing buffered, up to where a long
+                // call goes out (below), each taking a reservation in a hole as it
+                // would one by one. One copy, no fill.
+                let map = n.map.as_ref();
+                let mut nb = ((data.len() - done) / bsz) as u64;
+                let mapped = map.and_then(|m| m.find(lblk));
+                nb = match mapped {
+                    Some((_, _, left)) => nb.min(left),
+                    None => nb.min(
+                        map.and_then(|m| m.next_mapped(lblk))
+                            .map_or(u64::MAX, |m| m - lblk),
+                    ),
+                };
+                if let Some(k) = n.pending.next_from(lblk, bsz) {
+                    nb = nb.min(k - lblk);
+                }
+                let to_flush = self.flush_bytes.saturating_sub(self.pending_bytes);
+                nb = nb.min(to_flush.div_ceil(bsz).max(1) as u64);
+                if mapped.is_none() {
+                    // File data never takes the metadata reserve (issue 30).
+                    let resv = self.resv_blocks();
+                    let mut ok = 0;
+                    while ok < nb {
+                        let r = self.reserved + ok;
+                        if self.free_blocks < r + 1 + r / per + resv {
+                            break;
+                        }
+                        ok += 1;
+                    }
+                    if ok == 0 {
+                        err = Some(FsError::NoSpace);
+                        break;
+                    }
+                    nb = ok;
+                }
+                let bytes = nb as usize * bsz;
+                let room = self.run_room(bytes, streaming);
+                let max_run = self.max_io;
+                let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
+                let cap = n.pending.cap();
+                let r = n
+                    .pending
+                    .append(lblk, &data[done..done + bytes], bsz, max_run, room);
+                let now = n.pending.cap();
+                self.cap_changed(cap, now);
+                if r.is_err() {
+                    err = Some(FsError::NoMemory);
+                    break;
+                }
+                if mapped.is_none() {
+                    self.reserved += nb;
+                }
+                self.pending_bytes += bytes;
+                done += bytes;
+            } else {
+                // A part of a block: into zeros or what the disk holds.
+                let k = (bsz - boff).min(data.len() - done);
                 let mapped = n.map.as_ref().and_then(|m| m.find(lblk));
                 let reserved = mapped.is_none();
                 if reserved {
@@ -429,45 +555,46 @@ impl<D: BlockDev> Ext<D> {
                         break;
                     }
                 }
-                // A whole block is taken from the caller as it is (no zero fill,
-                // one copy); a part goes into zeros or what the disk holds.
-                let whole = k == bs as usize;
-                let mut blk = if whole {
-                    data[done..done + k].to_vec()
+                let room = self.run_room(bsz, streaming);
+                let max_run = self.max_io;
+                if let Some((p, false, _)) = mapped {
+                    let mut blk = vec![0u8; bsz];
+                    // A read error ends the write here: what was buffered before it
+                    // counts (its size is recorded below).
+                    if let Err(e) = self.dev.read(p * bs, &mut blk) {
+                        err = Some(e.into());
+                        break;
+                    }
+                    blk[boff..boff + k].copy_from_slice(&data[done..done + k]);
+                    let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
+                    let cap = n.pending.cap();
+                    n.pending.insert_block(lblk, blk, bsz, max_run, room);
+                    let now = n.pending.cap();
+                    self.cap_changed(cap, now);
                 } else {
-                    vec![0u8; bs as usize]
-                };
-                if !whole {
-                    if let Some((p, false, _)) = mapped {
-                        // A read error ends the write here: what was buffered
-                        // before it counts (its size is recorded below).
-                        if let Err(e) = self.dev.read(p * bs, &mut blk) {
-                            err = Some(e.into());
-                            break;
+                    // A hole or unwritten: zeros, straight in the run's buffer.
+                    let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
+                    let cap = n.pending.cap();
+                    let r = match n.pending.append_zeroed(lblk, bsz, max_run, room) {
+                        Ok(b) => {
+                            b[boff..boff + k].copy_from_slice(&data[done..done + k]);
+                            Ok(())
                         }
+                        Err(e) => Err(e),
+                    };
+                    let now = n.pending.cap();
+                    self.cap_changed(cap, now);
+                    if r.is_err() {
+                        err = Some(FsError::NoMemory);
+                        break;
                     }
                 }
                 if reserved {
                     self.reserved += 1;
                 }
-                self.pending_bytes += bs as usize;
-                let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
-                n.pending.insert(
-                    lblk,
-                    PBlock {
-                        data: blk,
-                        reserved,
-                    },
-                );
-                copied = whole;
+                self.pending_bytes += bsz;
+                done += k;
             }
-            if !copied {
-                let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
-                if let Some(p) = n.pending.get_mut(&lblk) {
-                    p.data[boff..boff + k].copy_from_slice(&data[done..done + k]);
-                }
-            }
-            done += k;
             // A long call goes out (and commits) in pieces (restart.rs). If that
             // fails, the rest is buffered as before and the write-out at the end
             // reports it (an abort ends the call).
@@ -481,9 +608,10 @@ impl<D: BlockDev> Ext<D> {
                 }
             }
         }
-        let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
         if done > 0 {
             let end = offset + done as u64;
+            self.stream = Some((ino, end));
+            let n = self.nodes.get_mut(&ino).ok_or(FsError::NotFound)?;
             if end > n.inode.size() {
                 n.inode.set_size(end);
             }
@@ -515,8 +643,7 @@ impl<D: BlockDev> Ext<D> {
         let n = self.file_node(ino)?;
         let old = n.inode.size();
         let bs = self.sb.block_size as u64;
-        let inode = self.node(ino)?.inode.clone();
-        if size > self.max_lblk(&inode).saturating_mul(bs) {
+        if size > self.max_lblk(ino)?.saturating_mul(bs) {
             return Err(FsError::TooBig);
         }
         if size < old {
@@ -542,7 +669,7 @@ impl<D: BlockDev> Ext<D> {
         if !size.is_multiple_of(bs) {
             let lblk = size / bs;
             let n = self.map_of(ino)?;
-            if !n.pending.contains_key(&lblk) {
+            if !n.pending.contains(lblk, bs as usize) {
                 if let Some((p, false, _)) = n.map.as_ref().and_then(|m| m.find(lblk)) {
                     let mut blk = vec![0u8; bs as usize];
                     self.dev.read(p * bs, &mut blk)?;
@@ -556,21 +683,53 @@ impl<D: BlockDev> Ext<D> {
             let lblk = size / bs;
             let boff = (size % bs) as usize;
             let n = self.map_of(ino)?;
-            if let Some(p) = n.pending.get_mut(&lblk) {
-                p.data[boff..].fill(0);
+            if let Some(p) = n.pending.at_mut(lblk, bs as usize) {
+                p[boff..bs as usize].fill(0);
             } else if let Some(mut blk) = tail {
                 blk[boff..].fill(0);
-                self.pending_bytes += bs as usize;
+                let max_run = self.max_io;
+                let room = self.run_room(bs as usize, false);
                 let n = self.node(ino)?;
-                n.pending.insert(
-                    lblk,
-                    PBlock {
-                        data: blk,
-                        reserved: false,
-                    },
-                );
+                let cap = n.pending.cap();
+                n.pending
+                    .insert_block(lblk, blk, bs as usize, max_run, room);
+                let now = n.pending.cap();
+                self.cap_changed(cap, now);
+                self.pending_bytes += bs as usize;
             }
         }
         Ok(())
+    }
+}
+
+/// A piece of a buffered run and where it goes.
+#[derive(Clone, Copy)]
+struct Piece<'a> {
+    lblk: u64,
+    pblk: u64,
+    /// Mapped unwritten (initialised once its write is accepted).
+    uninit: bool,
+    /// The run it is in, and where in it.
+    run: &'a [u8],
+    at: usize,
+    data: &'a [u8],
+}
+
+/// Pieces that continue each other on the disk, for one write, and the buffer that
+/// gathers more than one.
+#[derive(Default)]
+struct Gather<'a> {
+    pieces: Vec<Piece<'a>>,
+    buf: Vec<u8>,
+}
+
+impl Gather<'_> {
+    /// Whether `p` continues the gathered pieces on the disk within `max_blocks`.
+    fn extends(&self, p: &Piece<'_>, bs: u64, max_blocks: u64) -> bool {
+        let Some(first) = self.pieces.first() else {
+            return true;
+        };
+        let blocks: u64 = self.pieces.iter().map(|q| q.data.len() as u64 / bs).sum();
+        first.pblk + blocks == p.pblk && blocks + p.data.len() as u64 / bs <= max_blocks
     }
 }

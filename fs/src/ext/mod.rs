@@ -25,8 +25,9 @@
 //!
 //! Design: metadata blocks go through a write-back (`cache.rs`); each inode in
 //! use is kept parsed with its block map in memory (`extent::FileMap`); regular-file
-//! data is buffered per inode and allocated late (delayed allocation), in long
-//! contiguous runs, and written to the device in large requests (up to 4 MiB); a
+//! data is buffered per inode and allocated late (delayed allocation), in runs of
+//! contiguous blocks that each go to the device from their own buffer in one
+//! request (`pending.rs`; up to 4 MiB, a quarter of the mount's budget); a
 //! large write into a hole (256 KiB or more, as `dd` passes) is allocated at once and
 //! written straight from the caller's buffer (`direct.rs`). Extent
 //! trees and block maps are rebuilt from the in-memory map at sync. Every on-disk
@@ -47,6 +48,7 @@ mod inode;
 mod namei;
 mod ordered;
 mod orphan;
+mod pending;
 mod restart;
 mod superblock;
 mod unwritten;
@@ -130,17 +132,13 @@ pub struct ExtStats {
     pub dx_csum_errors: u64,
 }
 
-struct PBlock {
-    data: Vec<u8>,
-    reserved: bool,
-}
-
 struct Node {
     inode: Inode,
     map: Option<FileMap>,
     dirty: bool,
     map_dirty: bool,
-    pending: BTreeMap<u64, PBlock>,
+    /// Buffered data (`pending.rs`).
+    pending: pending::Pending,
     /// An htree directory's index, flattened (see `htree::flatten`), once read.
     dx: Option<Vec<(u32, u32)>>,
     /// The index is too large to keep flattened ([`Ext::dx_max`]): lookups follow it
@@ -159,7 +157,7 @@ impl Node {
             map,
             dirty,
             map_dirty: false,
-            pending: BTreeMap::new(),
+            pending: pending::Pending::default(),
             dx: None,
             dx_large: false,
             dx_bad: false,
@@ -204,6 +202,13 @@ pub struct Ext<D: BlockDev> {
     free_inodes: u64,
     reserved: u64,
     pending_bytes: usize,
+    /// What the buffered data's run buffers hold of the heap (`pending.rs`): at
+    /// least `pending_bytes`, with what growing runs reserved ahead; a run grows
+    /// ahead only within `flush_bytes` of it.
+    pending_cap: usize,
+    /// The file and byte offset the last write call ended at: a call that goes on
+    /// from there is a sequential writer's, whose run may grow ahead (`run_room`).
+    stream: Option<(u32, u64)>,
     pool: Vec<u64>,
     meta_goal: u64,
     gen_state: u32,
@@ -567,6 +572,8 @@ impl<D: BlockDev> Ext<D> {
             free_inodes,
             reserved: 0,
             pending_bytes: 0,
+            pending_cap: 0,
+            stream: None,
             pool: Vec::new(),
             meta_goal: 0,
             gen_state: (now as u32) ^ 0x9E37_79B9 ^ get32(&sb.raw, 0x68),
@@ -1020,15 +1027,54 @@ impl<D: BlockDev> Ext<D> {
 
     /// Drops the buffered data of inode `n` at or after logical block `from`.
     fn drop_pending(&mut self, n: &mut Node, from: u64) {
-        let gone: Vec<u64> = n.pending.range(from..).map(|(k, _)| *k).collect();
-        for k in gone {
-            if let Some(p) = n.pending.remove(&k) {
-                self.pending_bytes = self.pending_bytes.saturating_sub(p.data.len());
-                if p.reserved {
-                    self.reserved = self.reserved.saturating_sub(1);
+        let bs = self.sb.block_size as usize;
+        let resv = Self::unmapped_pending(n, from, u64::MAX, bs);
+        self.reserved = self.reserved.saturating_sub(resv);
+        let cap = n.pending.cap();
+        let gone = n.pending.remove_range(from, u64::MAX, bs);
+        self.pending_bytes = self.pending_bytes.saturating_sub(gone);
+        self.cap_changed(cap, n.pending.cap());
+    }
+
+    /// A file's run buffers went from `before` to `after` bytes of capacity.
+    fn cap_changed(&mut self, before: usize, after: usize) {
+        self.pending_cap = (self.pending_cap + after).saturating_sub(before);
+    }
+
+    /// How far a run buffer may grow ahead of `add` more bytes: for a sequential
+    /// writer (`streaming`), what is left of `flush_bytes` after every run buffer's
+    /// capacity; for others nothing (their runs at most double).
+    fn run_room(&self, add: usize, streaming: bool) -> usize {
+        if !streaming {
+            return 0;
+        }
+        self.flush_bytes
+            .saturating_sub(self.pending_cap.max(self.pending_bytes) + add)
+    }
+
+    /// The buffered blocks of `n` in `from..to` that have no mapping: those a block
+    /// is reserved for (`pending.rs`).
+    fn unmapped_pending(n: &Node, from: u64, to: u64, bs: usize) -> u64 {
+        let mut count = 0;
+        for (s, len) in n.pending.ranges_from(from, bs) {
+            if s >= to {
+                break;
+            }
+            let end = (s + len).min(to);
+            let mut l = s;
+            while l < end {
+                match n.map.as_ref().and_then(|m| m.find(l)) {
+                    Some((_, _, left)) => l += left,
+                    None => {
+                        let next = n.map.as_ref().and_then(|m| m.next_mapped(l));
+                        let stop = next.unwrap_or(u64::MAX).min(end);
+                        count += stop - l;
+                        l = stop;
+                    }
                 }
             }
         }
+        count
     }
 
     /// Frees the inode and everything it holds (its last link is gone).
@@ -1322,7 +1368,7 @@ impl<D: BlockDev> Ext<D> {
         let huge = self.sb.ro_compat & RO_COMPAT_HUGE_FILE != 0;
         let bs = self.sb.block_size;
         let n = self.node(ino)?;
-        let extra = n.pending.values().filter(|p| p.reserved).count() as u64 * (bs as u64 / 512);
+        let extra = Self::unmapped_pending(n, 0, u64::MAX, bs as usize) * (bs as u64 / 512);
         let i = &n.inode;
         Ok(Stat {
             ino: ino as Ino,

@@ -258,8 +258,10 @@ impl<D: BlockDev> Ext<D> {
             return Ok(());
         }
         self.ensure_map(r.ino)?;
+        let bs = self.sb.block_size as usize;
         let n = self.node(r.ino)?;
         let extents = n.inode.flags() & FL_EXTENTS != 0;
+        let before = Self::unmapped_pending(n, r.lblk, r.lblk + r.len, bs);
         let Some(map) = n.map.as_mut() else {
             return Ok(());
         };
@@ -274,6 +276,12 @@ impl<D: BlockDev> Ext<D> {
         if freed.is_empty() {
             return Ok(());
         }
+        // Data buffered again over the blocks now unmapped takes a reservation, as
+        // data buffered into a hole does (`pending.rs`).
+        let n = self.nodes.get(&r.ino).ok_or(FsError::NotFound)?;
+        let after = Self::unmapped_pending(n, r.lblk, r.lblk + r.len, bs);
+        self.reserved += after.saturating_sub(before);
+        let n = self.node(r.ino)?;
         n.map_dirty = true;
         n.dirty = true;
         for (s, l) in freed {
