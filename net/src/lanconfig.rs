@@ -121,6 +121,9 @@ pub struct ServicesSpec {
     /// The interfaces with `ip6assign` (vif, `ip6assign`, `ip6hint`): their share of
     /// a delegated prefix.
     pub ip6assign: Vec<(String, u8, Option<u64>)>,
+    /// The IPv6 addresses the files give each interface (vif, address: the ULA
+    /// `::1/64` of `ip6assign`), for `reload` to put on or take off.
+    pub addrs6: Vec<(String, IpCidr)>,
 }
 
 impl ServicesSpec {
@@ -362,6 +365,16 @@ pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> Services
         warnings,
         wan6: plan.wan6.clone(),
         ip6assign: plan.ip6assign.clone(),
+        addrs6: plan
+            .ifaces
+            .iter()
+            .flat_map(|(vif, _, ifc)| {
+                ifc.addrs
+                    .iter()
+                    .filter(|a| matches!(a, IpCidr::Ipv6(c) if !ipv6::is_link_local(c.address())))
+                    .map(move |a| (vif.clone(), *a))
+            })
+            .collect(),
     }
 }
 

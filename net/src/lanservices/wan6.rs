@@ -62,6 +62,9 @@ struct LanShare {
     assign: u8,
     hint: Option<u64>,
     prefix: LanPrefix,
+    /// `ip6assign` was taken off it (`reload`): its /64 goes (announced with
+    /// lifetimes 0 until forgotten), then the share.
+    gone: bool,
 }
 
 /// What the glue could not do.
@@ -154,6 +157,7 @@ impl Wan6 {
                     assign: *assign,
                     hint: *hint,
                     prefix: LanPrefix::default(),
+                    gone: false,
                 })
                 .collect(),
             wan_addr: None,
@@ -190,8 +194,62 @@ impl Wan6 {
     /// so that its unused /64s are not sent back upstream by the default route).
     pub fn delegated(&self) -> Option<(xenlet_router::route6::Ipv6Net, &str)> {
         let p = self.client.lease()?.prefix?;
-        let lan = self.lans.first()?;
+        let lan = self.lans.iter().find(|l| !l.gone)?;
         Some((p.prefix, lan.vif.as_str()))
+    }
+
+    /// The interfaces with `ip6assign` are now `ip6assign` (`reload`): a new one
+    /// takes its share of the delegation, one whose `ip6assign` or `ip6hint`
+    /// changed moves to its new /64 (the old one announced with lifetimes 0), one
+    /// no longer listed gives its /64 up the same way; applied at the next
+    /// [`Self::poll`]. What changed, a line each.
+    pub fn set_lans(
+        &mut self,
+        ip6assign: &[(String, u8, Option<u64>)],
+        now: Millis,
+    ) -> Vec<String> {
+        let mut said = Vec::new();
+        for lan in self.lans.iter_mut() {
+            match ip6assign.iter().find(|(v, _, _)| *v == lan.vif) {
+                Some((_, assign, hint)) => {
+                    if (lan.assign, lan.hint, lan.gone) != (*assign, *hint, false) {
+                        said.push(format!(
+                            "{}: {} ip6assign {assign}{}",
+                            self.name,
+                            lan.vif,
+                            hint.map(|h| format!(" ip6hint {h:x}")).unwrap_or_default()
+                        ));
+                    }
+                    (lan.assign, lan.hint, lan.gone) = (*assign, *hint, false);
+                }
+                None if !lan.gone => {
+                    lan.gone = true;
+                    said.push(format!(
+                        "{}: {} no longer takes a prefix",
+                        self.name, lan.vif
+                    ));
+                }
+                None => {}
+            }
+        }
+        for (vif, assign, hint) in ip6assign {
+            if *vif == self.vif || self.lans.iter().any(|l| l.vif == *vif) {
+                continue;
+            }
+            said.push(format!(
+                "{}: {vif} takes a prefix (ip6assign {assign})",
+                self.name
+            ));
+            self.lans.push(LanShare {
+                vif: vif.clone(),
+                assign: *assign,
+                hint: *hint,
+                prefix: LanPrefix::default(),
+                gone: false,
+            });
+        }
+        self.next_refresh = now;
+        said
     }
 
     /// The glue's counters.
@@ -375,6 +433,7 @@ impl Wan6 {
             0
         };
         for lan in self.lans.iter_mut() {
+            let delegated = if lan.gone { None } else { delegated };
             let change = lan.prefix.update(delegated, lan.assign, lan.hint, now);
             lan.prefix.expire(now);
             if let Some(n) = ifs.iter_mut().find(|n| n.name == lan.vif) {
@@ -401,6 +460,8 @@ impl Wan6 {
                 .collect();
             ra.set_upstream(&lan.vif, &prefixes, router_lifetime, now);
         }
+        self.lans
+            .retain(|l| !l.gone || !l.prefix.ra_prefixes(now).is_empty());
     }
 
     /// `ifstatus wan6`: the state, the address and delegated prefix with their

@@ -64,8 +64,8 @@ const NET_PACKAGES: &[&str] = &[
     "isc-dhcp-client", // dhclient -6: a DHCPv6 client in lan1 (busybox has no udhcpc6)
     "dmsetup", // a dm-delay disk that slows writes, so a crash lands inside a config replace
     "isc-dhcp-server", // dhcpd -6 in `wan`: DHCPv6 with prefix delegation for router-ipv6
-    "linux-perf",      // perf in dom0: where its CPU goes under each router (bench router)
-    "netsniff-ng",     // trafgen: a 64-byte packet generator beside the kernel's pktgen
+    "linux-perf", // perf in dom0: where its CPU goes under each router (bench router)
+    "netsniff-ng", // trafgen: a 64-byte packet generator beside the kernel's pktgen
 ];
 
 /// Size of the dom0 root image (sparse; the packages take ~1.3 GB).
