@@ -1080,6 +1080,12 @@ impl LanServices {
             .map(|(p, v)| (p, String::from(v)))
     }
 
+    /// `wan6`'s WAN interface and the IPv6 MTU its upstream router advertises
+    /// (`None`: none advertised), for [`crate::gateway::Gateway::set_mtu6`].
+    pub fn wan6_mtu(&self) -> Option<(String, Option<u32>)> {
+        self.wan6.as_ref().map(|w| (String::from(w.vif()), w.mtu()))
+    }
+
     /// `ifstatus wan6`'s lines, if `wan6` runs.
     pub fn wan6_lines(&self, now_ms: i64) -> Option<Vec<String>> {
         self.wan6.as_ref().map(|w| w.status_lines(ms(now_ms)))

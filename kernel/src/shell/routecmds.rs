@@ -173,6 +173,9 @@ pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         .take()
         .ok_or_else(|| CmdError::failed("reload: no /etc/config/firewall"))?;
     g.reload_firewall(rules).map_err(CmdError::failed)?;
+    for line in g.set_mtus(spec, &stack.ifs) {
+        writeln!(out, "reload: {line}")?;
+    }
     let tz = crate::router::time_zone();
     g.set_wall_clock(crate::dev::network::wall_clock(tz.utc_offset_secs));
     for w in plan.warnings.iter().chain(tz.note.iter()) {

@@ -43,6 +43,17 @@ struct RaPort {
     send_failed: u64,
 }
 
+/// The MTU advertised on a link of MTU `link`: `ra_mtu` (or the interface's
+/// `option mtu`) when given, never over the link's (as odhcpd takes `ra_mtu` only
+/// up to the interface's MTU).
+fn link_mtu(configured: Option<u32>, link: usize) -> Option<u32> {
+    let link = u32::try_from(link).ok();
+    match (configured, link) {
+        (Some(c), Some(l)) => Some(c.min(l)),
+        (c, l) => c.or(l),
+    }
+}
+
 /// What the summary says of a configuration (`fd12:3456:789a::/64 slaac, router
 /// lifetime 0s`).
 fn describe(c: &RaConfig) -> String {
@@ -70,9 +81,7 @@ impl RaPort {
             None => Err(String::from("not up")),
             Some(n) => {
                 n.link.keep_solicitations(true);
-                if base.mtu.is_none() {
-                    base.mtu = u32::try_from(n.link.mtu()).ok();
-                }
+                base.mtu = link_mtu(base.mtu, n.link.mtu());
                 Advertiser::new(&base, n.link.mac(), now)
                     .map(|a| (n.instance(), a))
                     .map_err(|e| format!("{e}"))
@@ -119,9 +128,7 @@ impl RaPort {
     ) -> Option<String> {
         let mut base = new.config.clone();
         if let Some(n) = ifs.iter().find(|n| n.name == self.vif) {
-            if base.mtu.is_none() {
-                base.mtu = u32::try_from(n.link.mtu()).ok();
-            }
+            base.mtu = link_mtu(base.mtu, n.link.mtu());
         }
         for gone in self
             .base

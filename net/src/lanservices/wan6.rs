@@ -252,6 +252,17 @@ impl Wan6 {
         said
     }
 
+    /// The WAN interface it runs on.
+    pub fn vif(&self) -> &str {
+        &self.vif
+    }
+
+    /// The IPv6 link MTU the upstream router advertises (its MTU option, 1280 up
+    /// to the link's), if it does.
+    pub fn mtu(&self) -> Option<u32> {
+        self.upstream.as_ref().and_then(Upstream::mtu)
+    }
+
     /// The glue's counters.
     pub fn counters(&self) -> Wan6Counters {
         self.counters

@@ -656,3 +656,41 @@ fn a_next_hop_not_confirmed_for_30_s_is_probed_by_unicast_as_the_packet_goes() {
     );
     assert_eq!(&o.sent[1].1[..6], &GW_MAC);
 }
+
+#[test]
+fn an_advertised_ipv6_mtu_on_the_wan_gets_packet_too_big_for_larger_packets() {
+    let mut r = learnt();
+    // the upstream router's advertisements say 1400 (a PPPoE or tunnel link)
+    r.set_mtu6(WAN, Some(1400)).unwrap();
+    assert_eq!(r.interfaces().get(WAN).unwrap().mtu6(), 1400);
+    assert_eq!(
+        r.interfaces().get(WAN).unwrap().mtu(),
+        1500,
+        "IPv4 keeps the link's"
+    );
+    let mut o = Recorder::default();
+    let mut f = udp_frame(MAC0, HOST, NET, 64, 1401 - 48);
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 0, &mut o),
+        Disposition::Dropped(DropReason::TooBig)
+    );
+    let sent = icmp6_sent(&o);
+    assert_eq!(sent.len(), 1);
+    let ip = &sent[0].4;
+    assert_eq!((sent[0].0, ip[40], ip[41]), (LAN, 2, 0));
+    assert_eq!(&ip[44..48], &1400u32.to_be_bytes(), "the advertised MTU");
+    // exactly 1400 goes through
+    let mut o = Recorder::default();
+    let mut f = udp_frame(MAC0, HOST, NET, 64, 1400 - 48);
+    assert_eq!(run(&mut r, LAN, &mut f, 0, &mut o), Disposition::Forwarded);
+    // an MTU over the link's is the link's; under 1280 is refused, the old kept
+    r.set_mtu6(WAN, Some(9000)).unwrap();
+    assert_eq!(r.interfaces().get(WAN).unwrap().mtu6(), 1500);
+    assert!(r.set_mtu6(WAN, Some(1000)).is_err());
+    assert_eq!(r.interfaces().get(WAN).unwrap().mtu6(), 1500);
+    // back to the link's: 1500 goes
+    r.set_mtu6(WAN, None).unwrap();
+    let mut o = Recorder::default();
+    let mut f = udp_frame(MAC0, HOST, NET, 64, 1500 - 48);
+    assert_eq!(run(&mut r, LAN, &mut f, 0, &mut o), Disposition::Forwarded);
+}

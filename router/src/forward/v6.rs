@@ -213,7 +213,7 @@ impl Router {
         let out_iface = self.ifaces.get(route.ifc).ok_or(DropReason::NoRoute)?;
         let mtu = route
             .mtu
-            .map_or(out_iface.mtu(), |m| m.min(out_iface.mtu()))
+            .map_or(out_iface.mtu6(), |m| m.min(out_iface.mtu6()))
             .max(ipv6::MIN_MTU);
         let out_mac = out_iface.mac().0;
         let has_csum = out_iface.config().has_tx_csum_offload;
@@ -419,7 +419,7 @@ impl Router {
             let Some(i) = self.ifaces.get(input) else {
                 return;
             };
-            (input, to, i.mtu(), 64)
+            (input, to, i.mtu6(), 64)
         } else {
             let Some(r) = self.routes6.lookup(to).copied() else {
                 return;
@@ -427,7 +427,7 @@ impl Router {
             let Some(i) = self.ifaces.get(r.ifc) else {
                 return;
             };
-            let mtu = r.mtu.map_or(i.mtu(), |m| m.min(i.mtu()));
+            let mtu = r.mtu.map_or(i.mtu6(), |m| m.min(i.mtu6()));
             (r.ifc, r.gateway.unwrap_or(to), mtu, r.dest.prefix_len())
         };
         let Some(mac) = self.ifaces.get(ifc).map(|i| i.mac().0) else {

@@ -205,3 +205,37 @@ fn ra_off_sends_a_final_advertisement_then_nothing() {
     assert!(run(&mut n, 3_000).is_empty(), "no more advertisements");
     assert!(!n.services.summary().contains("ra:"));
 }
+
+#[test]
+fn an_mtu_in_the_files_is_the_routers_at_start_and_after_a_reload() {
+    let mut n = net("192.168.1.50/24", None);
+    let wan = n.gw.port_of(1).unwrap();
+    assert_eq!(n.gw.router.interfaces().get(wan).unwrap().mtu(), 1500);
+    let network = wan_static_network().replace(
+        "option proto 'static'\n\toption ipaddr '10.0.0.2'",
+        "option proto 'static'\n\toption mtu '1400'\n\toption ipaddr '10.0.0.2'",
+    );
+    let plan = netplan::plan(&network, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
+    let said = n.gw.set_mtus(plan.gateway.as_ref().unwrap(), &n.stack.ifs);
+    assert_eq!(said, ["eth1: mtu 1400"]);
+    let i = n.gw.router.interfaces().get(wan).unwrap();
+    assert_eq!((i.mtu(), i.mtu6()), (1400, 1400), "both families");
+    // over the link's: the link's
+    let big = network.replace("'1400'", "'9000'");
+    let plan = netplan::plan(&big, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
+    assert_eq!(
+        n.gw.set_mtus(plan.gateway.as_ref().unwrap(), &n.stack.ifs),
+        ["eth1: mtu 1500"]
+    );
+    // a new router from the files takes it at start
+    let plan = netplan::plan(&network, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
+    let gw = Gateway::new(plan.gateway.as_ref().unwrap(), &mut n.stack.ifs).unwrap();
+    assert_eq!(
+        gw.router
+            .interfaces()
+            .get(gw.port_of(1).unwrap())
+            .unwrap()
+            .mtu(),
+        1400
+    );
+}

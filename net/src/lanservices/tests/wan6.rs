@@ -29,7 +29,13 @@ fn net6(s: &str, l: u8) -> Ipv6Net {
 
 /// The upstream router's advertisement: 2001:db8:77::/64 on-link with SLAAC.
 fn upstream_ra() -> Vec<u8> {
+    upstream_ra_mtu(None)
+}
+
+/// [`upstream_ra`] with an MTU option of `mtu`.
+fn upstream_ra_mtu(mtu: Option<u32>) -> Vec<u8> {
     let c = RaConfig {
+        mtu,
         router_lifetime_secs: 1800,
         prefixes: vec![RaPrefix {
             prefix: net6("2001:db8:77::", 64),
@@ -126,11 +132,20 @@ fn answer(kind: u8, to: &m::Message, prefix: Ipv6Net) -> Vec<u8> {
 /// Steps the router; the fake upstream answers Solicits and Requests (and Renews)
 /// with `prefix`, advertises itself once a second.
 fn run(n: &mut Net, ms: i64, prefix: Ipv6Net) {
+    run_mtu(n, ms, prefix, None)
+}
+
+/// [`run`] with the upstream advertising MTU `mtu`.
+fn run_mtu(n: &mut Net, ms: i64, prefix: Ipv6Net, mtu: Option<u32>) {
     for _ in 0..ms / 10 {
         n.now += 10;
         let now = n.now;
         if now % 1000 == 0 {
-            n.wan_host.link.tx.borrow_mut().push_back(upstream_ra());
+            n.wan_host
+                .link
+                .tx
+                .borrow_mut()
+                .push_back(upstream_ra_mtu(mtu));
         }
         for (src, msg) in dhcp6_from_router(n) {
             let kind = match msg.msg_type {
@@ -149,6 +164,9 @@ fn run(n: &mut Net, ms: i64, prefix: Ipv6Net) {
         // as the kernel's poll does
         let d = n.services.delegated6();
         n.gw.set_delegated6(&n.stack.ifs, d.as_ref().map(|(p, v)| (*p, v.as_str())));
+        if let Some((vif, mtu)) = n.services.wan6_mtu() {
+            n.gw.set_mtu6(&n.stack.ifs, &vif, mtu);
+        }
     }
 }
 
@@ -596,4 +614,126 @@ fn a_wan_interface_that_comes_back_as_a_new_one_starts_over() {
     assert!(lines.last().unwrap().ends_with(" restarts 1"), "{lines:?}");
     // the LAN's /64 of the old lease went with it
     assert!(!has_addr(&n, 0, "2001:db8:7700:100::1/64"));
+}
+
+#[test]
+fn the_wans_advertised_mtu_gets_packet_too_big_for_larger_packets_from_the_lan() {
+    let mut n = net("192.168.1.50/24", None);
+    run_mtu(&mut n, 5_000, net6("2001:db8:7700:100::", 56), Some(1400));
+    assert!(
+        n.services.wan6_lines(n.now).unwrap()[1].contains("mtu 1400"),
+        "{:?}",
+        n.services.wan6_lines(n.now)
+    );
+    let wan = n.gw.port_of(1).unwrap();
+    assert_eq!(n.gw.router.interfaces().get(wan).unwrap().mtu6(), 1400);
+    assert_eq!(
+        n.gw.router.interfaces().get(wan).unwrap().mtu(),
+        1500,
+        "IPv4: the link's"
+    );
+    // the LAN's advertisements still announce the LAN's MTU
+    let lan_ra = n
+        .lan_host
+        .link
+        .rx
+        .borrow()
+        .iter()
+        .rev()
+        .find(|f| f.get(20) == Some(&58) && f.get(54) == Some(&134))
+        .cloned()
+        .unwrap();
+    let at = 54
+        + lan_ra[54 + 16..]
+            .windows(2)
+            .position(|w| w == [5, 1])
+            .unwrap()
+        + 16;
+    assert_eq!(&lan_ra[at + 4..at + 8], &1500u32.to_be_bytes());
+    let host = a("2001:db8:7700:100::100");
+    let far = a("2001:db8:99::10");
+    let lan_router_mac = n.stack.ifs[0].link.mac();
+    n.lan_host.link.rx.borrow_mut().clear();
+    // 1401 bytes of IPv6 to the WAN: packet-too-big with 1400, back to the host
+    let big = ip6_frame(
+        LAN_HOST_MAC,
+        lan_router_mac,
+        host,
+        far,
+        IpProtocol::Udp,
+        64,
+        &udp6(host, far, 40000, 7777, &[7u8; 1401 - 48]),
+    );
+    // (the first one's error goes nowhere while the router resolves the host, as
+    // in the test above: the host answers its solicitation, the second one's
+    // error reaches it)
+    n.lan_host.link.tx.borrow_mut().push_back(big.clone());
+    for _ in 0..20 {
+        n.now += 10;
+        let now = n.now;
+        n.gw.poll(&mut n.stack.ifs, now);
+        n.stack.poll(now);
+        let _ = wan_frames(&mut n);
+        lan_answers_ns(&mut n);
+    }
+    n.lan_host.link.tx.borrow_mut().push_back(big);
+    let mut ptb = None;
+    for _ in 0..50 {
+        n.now += 10;
+        let now = n.now;
+        n.gw.poll(&mut n.stack.ifs, now);
+        n.stack.poll(now);
+        let _ = wan_frames(&mut n);
+        lan_answers_ns(&mut n);
+        ptb = n
+            .lan_host
+            .link
+            .rx
+            .borrow()
+            .iter()
+            .find(|f| f.get(20) == Some(&58) && f.get(54) == Some(&2))
+            .cloned();
+        if ptb.is_some() {
+            break;
+        }
+    }
+    let ptb = ptb.expect("packet-too-big to the LAN host");
+    assert_eq!(&ptb[14 + 24..14 + 40], &host.octets());
+    assert_eq!(
+        &ptb[54 + 4..54 + 8],
+        &1400u32.to_be_bytes(),
+        "the WAN's IPv6 MTU"
+    );
+    // 1400 bytes go out on the WAN
+    let fits = ip6_frame(
+        LAN_HOST_MAC,
+        lan_router_mac,
+        host,
+        far,
+        IpProtocol::Udp,
+        64,
+        &udp6(host, far, 40000, 7777, &[7u8; 1400 - 48]),
+    );
+    n.lan_host.link.tx.borrow_mut().push_back(fits);
+    let mut out = false;
+    for _ in 0..50 {
+        n.now += 10;
+        let now = n.now;
+        n.gw.poll(&mut n.stack.ifs, now);
+        n.stack.poll(now);
+        out |= wan_frames(&mut n)
+            .iter()
+            .any(|f| f.get(20) == Some(&17) && f.len() == 14 + 1400);
+        if out {
+            break;
+        }
+    }
+    assert!(out, "the 1400-byte datagram left on the WAN");
+    // the upstream stops announcing an MTU: the link's again
+    run_mtu(&mut n, 2_000, net6("2001:db8:7700:100::", 56), None);
+    assert_eq!(
+        n.gw.router.interfaces().get(wan).unwrap().mtu6(),
+        1400,
+        "kept until it says otherwise (RFC 4861: the last value received)"
+    );
 }
