@@ -79,6 +79,10 @@ pub struct Wan6Counters {
     /// Restarts because the WAN interface came back (a vif reattached): a new
     /// solicitation, as odhcp6c does on a link that went down and up.
     pub restarts: u64,
+    /// DHCPv6 addresses duplicate address detection found in use (declined).
+    pub dad_declined: u64,
+    /// SLAAC addresses found in use (not used again for that prefix).
+    pub dad_slaac: u64,
 }
 
 /// `wan6` on the WAN interface.
@@ -96,6 +100,8 @@ pub struct Wan6 {
     /// default gateway.
     wan_addr: Option<IpCidr>,
     slaac: Option<IpCidr>,
+    /// A SLAAC address found duplicate: not formed again (RFC 4862 §5.4.5).
+    slaac_dup: Option<IpCidr>,
     gw: Option<Ipv6Addr>,
     next_refresh: Millis,
     /// The time of the last poll (the Release at shutdown goes out at it).
@@ -162,6 +168,7 @@ impl Wan6 {
                 .collect(),
             wan_addr: None,
             slaac: None,
+            slaac_dup: None,
             gw: None,
             next_refresh: now,
             last_now: now,
@@ -353,6 +360,26 @@ impl Wan6 {
                 }
             }
         }
+        // addresses duplicate address detection found in use: a DHCPv6 one is
+        // declined (a new one asked for), a SLAAC one given up
+        let failed = ifs
+            .iter_mut()
+            .find(|n| n.name == self.vif)
+            .map(NetIf::take_dad_failures)
+            .unwrap_or_default();
+        for c in failed {
+            if Some(c) == self.wan_addr {
+                self.wan_addr = None;
+                self.counters.dad_declined += 1;
+                if let IpAddress::Ipv6(a) = c.address() {
+                    self.client.decline(a, now, rng);
+                }
+            } else if Some(c) == self.slaac {
+                self.slaac = None;
+                self.slaac_dup = Some(c);
+                self.counters.dad_slaac += 1;
+            }
+        }
         let changed =
             self.client.take_changed() | self.upstream.as_mut().is_some_and(Upstream::take_changed);
         if changed || now >= self.next_refresh {
@@ -384,6 +411,7 @@ impl Wan6 {
         self.client = Client::new(self.cfg, now, rng);
         self.wan_addr = None;
         self.slaac = None;
+        self.slaac_dup = None;
         self.gw = None;
         // the lease is gone: the next apply takes the LAN's /64 back
         self.next_refresh = now;
@@ -401,7 +429,8 @@ impl Wan6 {
             .upstream
             .as_ref()
             .and_then(Upstream::slaac)
-            .map(|s| IpCidr::new(IpAddress::Ipv6(s.addr.addr()), 64));
+            .map(|s| IpCidr::new(IpAddress::Ipv6(s.addr.addr()), 64))
+            .filter(|c| Some(*c) != self.slaac_dup);
         let want_gw = self
             .upstream
             .as_ref()
@@ -420,7 +449,8 @@ impl Wan6 {
                         let _ = n.del_addr(old);
                     }
                     if let Some(new) = want {
-                        if n.add_addr(new).is_ok() {
+                        // tentative until duplicate address detection passes
+                        if n.add_addr_tentative(new).is_ok() {
                             *have = Some(new);
                         } else {
                             self.counters.addr_refused += 1;
@@ -485,6 +515,7 @@ impl Wan6 {
             State::Bound => "bound",
             State::Renewing => "renewing",
             State::Rebinding => "rebinding",
+            State::Declining => "declining",
         };
         let mut first = format!("{}: {} {state}", self.name, self.vif);
         if let Some(l) = self.client.lease() {
@@ -545,7 +576,7 @@ impl Wan6 {
             .map(Upstream::counters)
             .unwrap_or_default();
         lines.push(format!(
-            "{}: dhcpv6 sent {} (retransmits {}) advertise {} reply {} dropped {} (malformed {}, other transaction {}, other client {}, other server {}) NoAddrsAvail {} NoPrefixAvail {} lost {}; rs {} ra {} bad ra {}; send failed {} restarts {}",
+            "{}: dhcpv6 sent {} (retransmits {}) advertise {} reply {} dropped {} (malformed {}, other transaction {}, other client {}, other server {}) NoAddrsAvail {} NoPrefixAvail {} lost {} declined {}; rs {} ra {} bad ra {}; send failed {} restarts {} slaac duplicate {}",
             self.name,
             c.sent,
             c.retransmits,
@@ -559,11 +590,13 @@ impl Wan6 {
             c.no_addrs_avail,
             c.no_prefix_avail,
             c.lost,
+            c.declines,
             u.solicitations,
             u.adverts,
             u.bad_adverts,
             self.counters.send_failed,
-            self.counters.restarts
+            self.counters.restarts,
+            self.counters.dad_slaac
         ));
         lines
     }

@@ -102,13 +102,18 @@ fn dhcp6_from_router(n: &Net) -> Vec<(Ipv6Addr, m::Message)> {
 
 /// The fake server's answer of `kind` to `to` with `prefix` delegated.
 fn answer(kind: u8, to: &m::Message, prefix: Ipv6Net) -> Vec<u8> {
+    answer_with(kind, to, prefix, a("2001:db8:77::1234"))
+}
+
+/// [`answer`] giving address `addr`.
+fn answer_with(kind: u8, to: &m::Message, prefix: Ipv6Net, addr: Ipv6Addr) -> Vec<u8> {
     let mut b = Builder::new(kind, to.xid);
     b.option(m::OPT_CLIENTID, to.client_id.as_deref().unwrap());
     b.option(m::OPT_SERVERID, SERVER_DUID);
     let mut na = m::ia_na_body(
         1,
         &[IaAddr {
-            addr: a("2001:db8:77::1234"),
+            addr,
             preferred: 300,
             valid: 600,
         }],
@@ -611,7 +616,7 @@ fn a_wan_interface_that_comes_back_as_a_new_one_starts_over() {
     assert!(solicited, "a new Solicit on the new interface");
     let lines = n.services.wan6_lines(n.now).unwrap();
     assert!(lines[0].starts_with("wan6: eth1 soliciting"), "{lines:?}");
-    assert!(lines.last().unwrap().ends_with(" restarts 1"), "{lines:?}");
+    assert!(lines.last().unwrap().contains(" restarts 1 "), "{lines:?}");
     // the LAN's /64 of the old lease went with it
     assert!(!has_addr(&n, 0, "2001:db8:7700:100::1/64"));
 }
@@ -736,4 +741,94 @@ fn the_wans_advertised_mtu_gets_packet_too_big_for_larger_packets_from_the_lan()
         1400,
         "kept until it says otherwise (RFC 4861: the last value received)"
     );
+}
+
+/// Whether `f` is a duplicate address detection probe (a solicitation from ::)
+/// for `target`.
+fn is_dad_probe(f: &[u8], target: Ipv6Addr) -> bool {
+    is_ns(f) && f[14 + 8..14 + 24] == [0; 16] && f[62..78] == target.octets()
+}
+
+#[test]
+fn a_dhcpv6_address_in_use_on_the_wan_is_declined_and_a_new_one_taken_after_dad() {
+    let mut n = net("192.168.1.50/24", None);
+    let taken = a("2001:db8:77::1234");
+    let fresh = a("2001:db8:77::5678");
+    let prefix = net6("2001:db8:7700:100::", 56);
+    let wan_cidr = |x: Ipv6Addr| smoltcp::wire::IpCidr::new(x.into(), 128);
+    let mut declined = None;
+    let mut probed_fresh = false;
+    let mut tentative_seen = false;
+    for _ in 0..800 {
+        n.now += 10;
+        let now = n.now;
+        if now % 1000 == 0 {
+            n.wan_host.link.tx.borrow_mut().push_back(upstream_ra());
+        }
+        let frames: Vec<Vec<u8>> = n.wan_host.link.rx.borrow_mut().drain(..).collect();
+        for f in frames {
+            // another node holds `taken` and defends it
+            if is_dad_probe(&f, taken) {
+                let na = crate::garp::neighbour_advertisement(UP_MAC, taken, false);
+                n.wan_host.link.tx.borrow_mut().push_back(na);
+                continue;
+            }
+            probed_fresh |= is_dad_probe(&f, fresh);
+            if f.get(20) != Some(&17) {
+                continue;
+            }
+            let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
+            let udp = UdpPacket::new_checked(ip.payload()).unwrap();
+            if udp.dst_port() != 547 {
+                continue;
+            }
+            let msg = m::parse(udp.payload()).unwrap();
+            // the server gives `taken` until it is declined, then `fresh`
+            let addr = if declined.is_some() { fresh } else { taken };
+            let kind = match msg.msg_type {
+                m::SOLICIT => m::ADVERTISE,
+                m::REQUEST | m::RENEW | m::REBIND => m::REPLY,
+                m::DECLINE => {
+                    declined = Some(msg.clone());
+                    m::REPLY
+                }
+                _ => continue,
+            };
+            let r = udp6_to_router(ip.src_addr(), &answer_with(kind, &msg, prefix, addr));
+            n.wan_host.link.tx.borrow_mut().push_back(r);
+        }
+        n.gw.poll(&mut n.stack.ifs, now);
+        n.stack.poll(now);
+        if n.services.poll(&mut n.stack, now) {
+            n.stack.poll(now);
+        }
+        // while it is probed, the address is not the interface's (RFC 4862 §5.4)
+        if n.stack.ifs[1].is_tentative(wan_cidr(fresh)) {
+            tentative_seen = true;
+            assert!(
+                !has_addr(&n, 1, "2001:db8:77::5678/128"),
+                "not used while tentative"
+            );
+        }
+    }
+    let d = declined.expect("a Decline");
+    assert_eq!(d.server_id.as_deref(), Some(SERVER_DUID));
+    assert_eq!(d.ia_na.unwrap().entries[0].addr, taken);
+    assert!(
+        !has_addr(&n, 1, "2001:db8:77::1234/128"),
+        "the duplicate is not used"
+    );
+    assert!(probed_fresh && tentative_seen);
+    assert!(
+        has_addr(&n, 1, "2001:db8:77::5678/128"),
+        "the new one, after its probe"
+    );
+    let lines = n.services.wan6_lines(n.now).unwrap();
+    assert!(
+        lines[0].contains("address 2001:db8:77::5678/128"),
+        "{lines:?}"
+    );
+    assert!(lines.last().unwrap().contains(" declined 1;"), "{lines:?}");
+    // the delegation was kept all along: the LAN's /64 is there
+    assert!(has_addr(&n, 0, "2001:db8:7700:100::1/64"));
 }
