@@ -966,6 +966,31 @@ const DAD: &[Step] = &[
     ),
 ];
 
+/// `reload` applies `/etc/config/dhcp`'s RA settings to the running router:
+/// `ra_flags none` set with uci, committed and reloaded; the router says so and its
+/// next advertisement, at once, carries neither M nor O (lan1 hears it: tcpdump's
+/// `Flags [none]`), where before it carried both (the image's `managed-config
+/// other-config`).
+const RA_RELOAD: &[Step] = &[
+    ns(
+        "lan1",
+        "(timeout 60 tcpdump -n -l -v -i eth0 'icmp6 and ip6[40] == 134' </dev/null >$TOPO/lan1-ra.txt 2>/dev/null &) ; sleep 1; echo capturing",
+        &[r"^capturing$"],
+        10,
+    ),
+    cmd("uci delete dhcp.lan.ra_flags", &[], 30),
+    cmd("uci add_list dhcp.lan.ra_flags=none", &[], 30),
+    cmd("uci commit dhcp", &[], 30),
+    cmd("reload", &[r"^reload: ra: eth0 now "], 30),
+    ns(
+        "lan1",
+        "sleep 4; cat $TOPO/lan1-ra.txt",
+        &[r"router advertisement", r"Flags \[none\]"],
+        15,
+    ),
+    cmd("dnsmasq", &[r"^ra eth0: "], 30),
+];
+
 /// The ISP renumbers (`router.sh renumber`: wan's DHCPv6 server comes back with
 /// another range and no bindings): at its next Renew the router gets a new /56, the
 /// LAN a new /64 by SLAAC, the old /64 announced with lifetimes 0 so lan1's address
@@ -1055,6 +1080,7 @@ const ROUTER_IPV6_STEPS: &[Step] = steps![
     ..V6_ALLOW_RULE,
     ..DAD,
     ..RENUMBER,
+    ..RA_RELOAD,
     last("poweroff"),
 ];
 
