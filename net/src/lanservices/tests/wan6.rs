@@ -832,3 +832,62 @@ fn a_dhcpv6_address_in_use_on_the_wan_is_declined_and_a_new_one_taken_after_dad(
     // the delegation was kept all along: the LAN's /64 is there
     assert!(has_addr(&n, 0, "2001:db8:7700:100::1/64"));
 }
+
+#[test]
+fn a_reload_moves_the_lans_share_of_the_delegation_and_takes_it_away() {
+    let mut n = net("192.168.1.50/24", None);
+    let pd = net6("2001:db8:7700:100::", 56);
+    run(&mut n, 5_000, pd);
+    assert!(has_addr(&n, 0, "2001:db8:7700:100::1/64"));
+    let reload = |n: &mut Net, network: &str| {
+        let plan = netplan::plan(network, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
+        let spec = spec_from_files(DHCP, network, &plan).unwrap();
+        n.services.reload(&spec, &mut n.stack, n.now)
+    };
+    // ip6hint 3: the LAN's /64 is the fourth /60 of the /56 (and of the ULA)
+    let hinted = wan_static_network().replace(
+        "option ip6assign '60'",
+        "option ip6assign '60'\n\toption ip6hint '3'",
+    );
+    let said = reload(&mut n, &hinted);
+    assert!(
+        said.iter()
+            .any(|l| l == "wan6: eth0 ip6assign 60 ip6hint 3"),
+        "{said:?}"
+    );
+    // (the advertisement of the change at most 3 s after the reload's own)
+    run(&mut n, 4_000, pd);
+    assert!(!has_addr(&n, 0, "2001:db8:7700:100::1/64"));
+    assert!(
+        has_addr(&n, 0, "2001:db8:7700:130::1/64"),
+        "{:?}",
+        n.stack.ifs[0].addrs()
+    );
+    let (prefixes, _) = last_lan_ra(&n).unwrap();
+    assert!(
+        prefixes
+            .iter()
+            .any(|p| p.0 == a("2001:db8:7700:130::") && p.1 > 0),
+        "{prefixes:?}"
+    );
+    assert!(
+        prefixes.contains(&(a("2001:db8:7700:100::"), 0, 0)),
+        "the old /64 with lifetimes 0: {prefixes:?}"
+    );
+    assert_eq!(
+        n.services.delegated6().map(|d| d.1),
+        Some(String::from("eth0"))
+    );
+    // ip6assign taken off the LAN: its share goes, announced with lifetimes 0, and
+    // the delegation is no longer routed to it
+    let none = wan_static_network().replace("\toption ip6assign '60'\n", "");
+    let said = reload(&mut n, &none);
+    assert!(
+        said.iter()
+            .any(|l| l == "wan6: eth0 no longer takes a prefix"),
+        "{said:?}"
+    );
+    run(&mut n, 1_000, pd);
+    assert!(!has_addr(&n, 0, "2001:db8:7700:130::1/64"));
+    assert_eq!(n.services.delegated6(), None);
+}
