@@ -287,8 +287,9 @@ fn a_flood_to_an_on_link_prefix_holds_no_more_than_the_slots() {
     }
     assert_eq!(held, 32);
     assert_eq!(r.stats().dropped(DropReason::NoNeighbour), 2000 - 32);
-    // failing them frees every slot
-    for t in 1..6 {
+    // failing them frees every slot (their address-unreachable errors wait on
+    // the LAN host, not resolved in this setup, then fail with it)
+    for t in 1..10 {
         r.poll(2000 + t * 1000, &mut o);
     }
     assert_eq!(r.ndp.queued(), 0);
@@ -693,4 +694,45 @@ fn an_advertised_ipv6_mtu_on_the_wan_gets_packet_too_big_for_larger_packets() {
     let mut o = Recorder::default();
     let mut f = udp_frame(MAC0, HOST, NET, 64, 1500 - 48);
     assert_eq!(run(&mut r, LAN, &mut f, 0, &mut o), Disposition::Forwarded);
+}
+
+#[test]
+fn an_error_to_a_source_not_resolved_yet_waits_for_its_advertisement() {
+    // the WAN's router and the DMZ host are known, the LAN host is not
+    let mut r = setup();
+    learn(&mut r, WAN, GW, GW_MAC);
+    let mut o = Recorder::default();
+    let mut f = udp_frame(MAC0, HOST, NET, 1, 10);
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 0, &mut o),
+        Disposition::Dropped(DropReason::TtlExpired)
+    );
+    // the router solicits the host; the time-exceeded waits
+    assert!(
+        icmp6_sent(&o).iter().all(|e| e.2 == 135),
+        "only a solicitation"
+    );
+    assert_eq!(r.ndp.queued(), 1);
+    // the host answers: the error goes to it at once
+    let mut o = Recorder::default();
+    let mut na = na_frame(MAC0, HOST, HOST_MAC);
+    run(&mut r, LAN, &mut na, 10, &mut o);
+    let errs: Vec<_> = icmp6_sent(&o).into_iter().filter(|e| e.2 == 3).collect();
+    assert_eq!(errs.len(), 1, "{:?}", o.sent.len());
+    let (ifc, mac, _, code, ip) = &errs[0];
+    assert_eq!((*ifc, *mac, *code), (LAN, HOST_MAC, 0));
+    assert_eq!(crate::ipv6::dst(ip), a(HOST));
+    assert_eq!(r.ndp.queued(), 0);
+    // one that never answers: the error is dropped with the entry, and no error
+    // about the error comes of it
+    let mut r = setup();
+    learn(&mut r, WAN, GW, GW_MAC);
+    let mut o = Recorder::default();
+    let mut f = udp_frame(MAC0, HOST, NET, 1, 10);
+    run(&mut r, LAN, &mut f, 0, &mut o);
+    for t in [1000, 2000, 3000, 4000] {
+        r.poll(t, &mut o);
+    }
+    assert_eq!(r.ndp.queued(), 0);
+    assert!(icmp6_sent(&o).iter().all(|e| e.2 == 135));
 }

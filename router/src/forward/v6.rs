@@ -458,11 +458,20 @@ impl Router {
                 return;
             }
         }
-        let Ok(Some(peer_mac)) = self.resolve6(ifc, next_hop, now, out, None) else {
-            return;
-        };
         let Some(n) = icmpv6_error::build(&mut self.icmp6_buf, kind, from, orig, usize::from(mtu))
         else {
+            return;
+        };
+        // a peer not resolved yet: the error waits for its advertisement as a
+        // forwarded packet does (Linux queues it on the neighbour entry too);
+        // `icmp6_buf` is out of `self` meanwhile (no allocation: taken, put back)
+        let buf = core::mem::take(&mut self.icmp6_buf);
+        let peer = match buf.get(..n) {
+            Some(f) => self.resolve6(ifc, next_hop, now, out, Some((ifc, f, TxMeta::default()))),
+            None => Err(DropReason::NoNeighbour),
+        };
+        self.icmp6_buf = buf;
+        let Ok(Some(peer_mac)) = peer else {
             return;
         };
         let Some(frame) = self.icmp6_buf.get_mut(..n) else {
