@@ -99,7 +99,9 @@ impl Dhcp6Ports {
             c.mac = p.server.config().mac;
             if p.instance.is_none() {
                 p = Dhcp6Port::start(s, ifs);
-                said.push(format!("dhcpv6: {} started", p.vif));
+                if p.instance.is_some() {
+                    said.push(format!("dhcpv6: {} started", p.vif));
+                }
             } else if c != *p.server.config() {
                 let dropped = p.server.reconfigure(c, now);
                 self.reload_dropped += dropped as u64;
