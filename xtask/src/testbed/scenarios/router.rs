@@ -1266,8 +1266,8 @@ const DIFF_FORWARD: &[Step] = steps![
     ),
     cmd_cap(
         "ip -6 addr show eth1",
-        &[r"^    inet6 2001:db8:77::[0-9a-f:]+/64 "],
-        &[("WAN6", r"^    inet6 (2001:db8:77::[0-9a-f:]+)/64 ")],
+        &[r"^    inet6 2001:db8:77:[0-9a-f:]+/64 "],
+        &[("WAN6", r"^    inet6 (2001:db8:77:[0-9a-f:]+)/64 ")],
         30,
     ),
     dom0(
