@@ -532,10 +532,12 @@ fn the_forward_hook_sees_the_routed_packet_and_a_reject_answers_port_unreachable
     assert_eq!(sent.len(), 1);
     let (ifc, _, t, code, ip) = &sent[0];
     assert_eq!((*ifc, *t, *code), (LAN, 1, 4));
+    let mut quoted = c[14..].to_vec();
+    quoted[7] = 63;
     assert_eq!(
         &ip[48..],
-        &c[14..],
-        "quoted with its hop limit as it arrived"
+        &quoted[..],
+        "quoted with its hop limit decremented, as Linux's forward hook sees it"
     );
     // TCP gets a reset, straight back to the sender
     let seg = tcp6(HOST, NET, 40000, 443, 77, SYN, &[], &[]);

@@ -248,9 +248,9 @@ impl Router {
             HookVerdict::Accept => {}
             HookVerdict::Drop(r) => return Err(r),
             HookVerdict::Reject => {
-                if let Some(hl) = ip.get_mut(ipv6::HOP_LIMIT) {
-                    *hl = h.hop_limit; // quoted as it arrived
-                }
+                // quoted with its hop limit decremented: Linux's forward hook runs
+                // after `ip6_forward` took one off (router-diff's
+                // v6-wan-udp-to-lan: fw4's port-unreachable quotes hlim 63)
                 self.send_reject6(ifc, peer_mac, ip, &upper, now, out);
                 return Err(DropReason::Filtered);
             }
