@@ -127,6 +127,7 @@ pub fn plan(cmdline: &str, vifs: &[&str], heap_bytes: usize, seed: u64) -> Optio
 /// when it is bad (the reason is printed).
 pub fn services(plan: &Plan, heap_bytes: usize) -> Option<ServicesSpec> {
     plan.gateway.as_ref()?;
+    SERVICES_HEAP.store(heap_bytes, core::sync::atomic::Ordering::Relaxed);
     let dhcp = read_or_say("dhcp", "dhcp: ", "no DHCP or DNS service").ok()??;
     let network = read_or_say("network", "dhcp: ", "no DHCP or DNS service").ok()??;
     match lanconfig::spec_from_files(&dhcp, &network, plan) {
@@ -142,6 +143,19 @@ pub fn services(plan: &Plan, heap_bytes: usize) -> Option<ServicesSpec> {
             None
         }
     }
+}
+
+/// The heap size the services were sized to at boot ([`services`]), for `reload`.
+static SERVICES_HEAP: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
+/// The LAN services from the files as they are now, for `reload`, sized as at
+/// boot: errors are returned, not printed (the warnings are in the spec).
+pub fn services_for_reload(plan: &Plan) -> Result<ServicesSpec, String> {
+    let dhcp = read_config("dhcp").ok_or("no /etc/config/dhcp")??;
+    let network = read_config("network").ok_or("no /etc/config/network")??;
+    let mut s = lanconfig::spec_from_files(&dhcp, &network, plan)?;
+    s.fit_to_heap(SERVICES_HEAP.load(core::sync::atomic::Ordering::Relaxed));
+    Ok(s)
 }
 
 /// The DHCP leases on the file tree: the lease file on the root filesystem (kept

@@ -461,6 +461,9 @@ pub struct PortSpec {
     pub masq: bool,
     /// Clamp the TCP MSS of SYNs leaving by it (the zone's `mtu_fix`).
     pub mss_clamp: bool,
+    /// The MTU the files set (`option mtu`); the router forwards no larger
+    /// packets by it (at most the link's).
+    pub mtu: Option<u16>,
 }
 
 impl PortSpec {
@@ -470,6 +473,7 @@ impl PortSpec {
             name: name.into(),
             masq: false,
             mss_clamp: false,
+            mtu: None,
         }
     }
 
@@ -479,6 +483,7 @@ impl PortSpec {
             name: name.into(),
             masq: true,
             mss_clamp: true,
+            mtu: None,
         }
     }
 }
@@ -579,7 +584,8 @@ impl Gateway {
                 .position(|n| n.name == p.name)
                 .ok_or_else(|| format!("router: no interface {}", p.name))?;
             let n = &mut ifs[netif];
-            let mtu = u16::try_from(n.link.mtu()).unwrap_or(1500);
+            let link_mtu = u16::try_from(n.link.mtu()).unwrap_or(1500);
+            let mtu = p.mtu.map_or(link_mtu, |m| m.min(link_mtu));
             let id = router
                 .add_interface(PortConfig {
                     name: p.name.clone(),
@@ -728,6 +734,54 @@ impl Gateway {
                 self.delegated6 = want;
             }
         }
+    }
+
+    /// The IPv6 MTU of the WAN interface named `vif` is `mtu` (`wan6`: the MTU
+    /// option of the upstream router's advertisements, as Linux sets `mtu6`;
+    /// `None`: the link's): the router sends packet-too-big for larger IPv6
+    /// packets leaving by it.
+    pub fn set_mtu6<L: Link>(&mut self, ifs: &[NetIf<Routed<L>>], vif: &str, mtu: Option<u32>) {
+        let Some(id) = ifs
+            .iter()
+            .position(|n| n.name == vif)
+            .and_then(|k| self.port_of(k))
+        else {
+            return;
+        };
+        let mtu = mtu.map(|m| u16::try_from(m).unwrap_or(u16::MAX));
+        if self.router.interfaces().get(id).map(|i| i.mtu6())
+            != Some(mtu.map_or(self.link_mtu(id), |m| m.min(self.link_mtu(id))))
+        {
+            let _ = self.router.set_mtu6(id, mtu);
+        }
+    }
+
+    fn link_mtu(&self, id: IfId) -> u16 {
+        self.router.interfaces().get(id).map_or(1500, |i| i.mtu())
+    }
+
+    /// `reload`: each port's MTU as `spec` sets it now (`option mtu`, at most the
+    /// link's; without it the link's). What changed, a line each.
+    pub fn set_mtus<L: Link>(
+        &mut self,
+        spec: &GatewaySpec,
+        ifs: &[NetIf<Routed<L>>],
+    ) -> Vec<String> {
+        let mut said = Vec::new();
+        for p in &self.ports {
+            let Some(n) = ifs.get(p.netif) else { continue };
+            let link = u16::try_from(n.link.mtu()).unwrap_or(1500);
+            let want = spec
+                .ports
+                .iter()
+                .find(|s| s.name == n.name)
+                .and_then(|s| s.mtu)
+                .map_or(link, |m| m.min(link));
+            if self.link_mtu(p.id) != want && self.router.set_mtu(p.id, want).is_ok() {
+                said.push(format!("{}: mtu {want}", n.name));
+            }
+        }
+        said
     }
 
     /// The router's id of the stack interface `netif`, if it routes it.

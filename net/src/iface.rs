@@ -79,6 +79,13 @@ pub struct NetIf<L: Link> {
     echo: Option<EchoServer>,
     tso: Coalescer,
     dad: Dad,
+    /// Addresses held back while duplicate address detection runs
+    /// ([`Self::add_addr_tentative`]): not in smoltcp, so never a source, never
+    /// answered for, until found unique.
+    tentative: Vec<IpCidr>,
+    /// Tentative addresses found duplicate, for their owner
+    /// ([`Self::take_dad_failures`]; at most [`crate::dad::MAX_TENTATIVE`]).
+    dad_failed: Vec<IpCidr>,
 }
 
 impl<L: Link> NetIf<L> {
@@ -117,6 +124,8 @@ impl<L: Link> NetIf<L> {
             echo: None,
             tso,
             dad: Dad::new(mac),
+            tentative: Vec::new(),
+            dad_failed: Vec::new(),
         };
         let ll = IpCidr::new(IpAddress::Ipv6(config::link_local(mac)), 64);
         let _ = n.add_addr_from(ll, Origin::LinkLocal);
@@ -194,8 +203,46 @@ impl<L: Link> NetIf<L> {
         Ok(())
     }
 
-    /// Removes an address (static or DHCP's).
+    /// Adds an IPv6 address as RFC 4862 §5.4 says: tentative while duplicate
+    /// address detection runs (not used as a source, not answered for: smoltcp
+    /// does not have it yet), then taken and announced if unique; if duplicate,
+    /// dropped and handed to [`Self::take_dad_failures`] (`wan6` declines a
+    /// DHCPv6 one). If the prober is full (more than
+    /// [`crate::dad::MAX_TENTATIVE`] at once) it is taken at once, unprobed.
+    pub fn add_addr_tentative(&mut self, cidr: IpCidr) -> Result<(), String> {
+        let IpCidr::Ipv6(c) = cidr else {
+            return self.add_addr(cidr);
+        };
+        if self.iface.ip_addrs().contains(&cidr) || self.tentative.contains(&cidr) {
+            return Err(format!("address {cidr} already assigned"));
+        }
+        if !self.dad.start(c.address()) {
+            return self.add_addr(cidr);
+        }
+        self.tentative.push(cidr);
+        Ok(())
+    }
+
+    /// Whether `cidr` waits on duplicate address detection
+    /// ([`Self::add_addr_tentative`]).
+    pub fn is_tentative(&self, cidr: IpCidr) -> bool {
+        self.tentative.contains(&cidr)
+    }
+
+    /// The tentative addresses found duplicate since the last call.
+    pub fn take_dad_failures(&mut self) -> Vec<IpCidr> {
+        core::mem::take(&mut self.dad_failed)
+    }
+
+    /// Removes an address (static or DHCP's, or a tentative one).
     pub fn del_addr(&mut self, cidr: IpCidr) -> Result<(), String> {
+        if let Some(i) = self.tentative.iter().position(|c| *c == cidr) {
+            self.tentative.remove(i);
+            if let IpCidr::Ipv6(c) = cidr {
+                self.dad.cancel(c.address());
+            }
+            return Ok(());
+        }
         if !self.iface.ip_addrs().contains(&cidr) {
             return Err(format!("address {cidr} not assigned"));
         }
@@ -475,12 +522,42 @@ impl<L: Link> NetIf<L> {
         for o in done {
             match o {
                 DadOutcome::Unique(a) => {
+                    // a tentative one is taken now
+                    let held: Vec<IpCidr> = self
+                        .tentative
+                        .iter()
+                        .filter(|c| c.address() == IpAddress::Ipv6(a))
+                        .copied()
+                        .collect();
+                    self.tentative.retain(|c| c.address() != IpAddress::Ipv6(a));
+                    for c in held {
+                        let mut full = false;
+                        self.iface.update_ip_addrs(|l| full = l.push(c).is_err());
+                        if full {
+                            let name = self.name.clone();
+                            self.event(format!("{name}: {c}: too many addresses on the interface"));
+                        } else {
+                            self.origins.push((c, Origin::Static));
+                        }
+                    }
                     let na = crate::garp::neighbour_advertisement(mac, a, self.link.routes());
                     if self.link.send(&na).is_err() {
                         self.tx_dropped += 1;
                     }
                 }
                 DadOutcome::Duplicate(a) => {
+                    let held: Vec<IpCidr> = self
+                        .tentative
+                        .iter()
+                        .filter(|c| c.address() == IpAddress::Ipv6(a))
+                        .copied()
+                        .collect();
+                    self.tentative.retain(|c| c.address() != IpAddress::Ipv6(a));
+                    for c in held {
+                        if self.dad_failed.len() < crate::dad::MAX_TENTATIVE {
+                            self.dad_failed.push(c);
+                        }
+                    }
                     let gone: Vec<IpCidr> = self
                         .iface
                         .ip_addrs()
@@ -792,6 +869,54 @@ pub(crate) mod tests {
         );
         let c = a.dad().counters();
         assert_eq!((c.duplicates, c.unique), (1, 1));
+    }
+
+    #[test]
+    fn a_tentative_address_is_not_used_until_its_probe_passes_and_a_duplicate_is_handed_back() {
+        let (mut a, mut b) = pair("10.0.0.1/24", "10.0.0.2/24");
+        let wire = a.link.tx.clone();
+        let mac = a.link.mac();
+        let good = IpCidr::new(IpAddress::Ipv6(v6("2001:db8:1::10")), 128);
+        let dup = IpCidr::new(IpAddress::Ipv6(v6("2001:db8:1::11")), 128);
+        a.add_addr_tentative(good).unwrap();
+        a.add_addr_tentative(dup).unwrap();
+        assert!(a.add_addr_tentative(good).is_err(), "already there");
+        for c in [good, dup] {
+            assert!(a.is_tentative(c));
+            assert!(!a.iface.ip_addrs().contains(&c), "not the stack's yet");
+        }
+        assert_eq!(
+            a.source_for(IpAddress::Ipv6(v6("2001:db8:1::99"))),
+            Some(IpAddress::Ipv6(config::link_local(mac))),
+            "never a source while tentative"
+        );
+        a.poll(0);
+        let sent: Vec<Vec<u8>> = wire.borrow_mut().drain(..).collect();
+        assert!(sent.contains(&crate::dad::probe(mac, v6("2001:db8:1::10"))));
+        // the other node defends ::11
+        let theirs = b.link.mac();
+        b.link
+            .send(&crate::garp::neighbour_advertisement(
+                theirs,
+                v6("2001:db8:1::11"),
+                false,
+            ))
+            .unwrap();
+        a.poll(10);
+        assert_eq!(a.take_dad_failures(), [dup]);
+        assert!(!a.is_tentative(dup) && !a.iface.ip_addrs().contains(&dup));
+        assert!(a.is_tentative(good));
+        a.poll(1_000);
+        assert!(!a.is_tentative(good));
+        assert!(a.iface.ip_addrs().contains(&good), "taken once unique");
+        assert!(a.take_dad_failures().is_empty());
+        // removing a tentative one stops its probe
+        let gone = IpCidr::new(IpAddress::Ipv6(v6("2001:db8:1::12")), 128);
+        a.add_addr_tentative(gone).unwrap();
+        a.del_addr(gone).unwrap();
+        assert!(!a.is_tentative(gone) && !a.dad().is_tentative(v6("2001:db8:1::12")));
+        a.poll(5_000);
+        assert!(!a.iface.ip_addrs().contains(&gone));
     }
 
     #[test]

@@ -121,6 +121,9 @@ pub struct ServicesSpec {
     /// The interfaces with `ip6assign` (vif, `ip6assign`, `ip6hint`): their share of
     /// a delegated prefix.
     pub ip6assign: Vec<(String, u8, Option<u64>)>,
+    /// The IPv6 addresses the files give each interface (vif, address: the ULA
+    /// `::1/64` of `ip6assign`), for `reload` to put on or take off.
+    pub addrs6: Vec<(String, IpCidr)>,
 }
 
 impl ServicesSpec {
@@ -263,6 +266,10 @@ pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> Services
         }
         match ra_config(&p.ra, ifc, &domain, dns_here) {
             Ok(Some(mut config)) => {
+                // the interface's `option mtu` when `ra_mtu` does not say
+                if config.mtu.is_none() {
+                    config.mtu = plan.mtu_of(vif).map(u32::from);
+                }
                 if p.ra.dns && !dns_here {
                     warnings.push(format!(
                         "dhcp: '{}': ra_dns: no RDNSS announced: the DNS forwarder does not serve this interface (dnsmasq port 0, or no DHCPv4 pool)",
@@ -362,6 +369,16 @@ pub fn spec(dhcp: &DhcpConfig, network: &NetworkConfig, plan: &Plan) -> Services
         warnings,
         wan6: plan.wan6.clone(),
         ip6assign: plan.ip6assign.clone(),
+        addrs6: plan
+            .ifaces
+            .iter()
+            .flat_map(|(vif, _, ifc)| {
+                ifc.addrs
+                    .iter()
+                    .filter(|a| matches!(a, IpCidr::Ipv6(c) if !ipv6::is_link_local(c.address())))
+                    .map(move |a| (vif.clone(), *a))
+            })
+            .collect(),
     }
 }
 
@@ -532,6 +549,44 @@ mod tests {
     const DHCP: &str = include_str!("../../xtask/rootfs/etc/config/dhcp");
     const NO_RDNSS: &str = "dhcp: 'lan': ra_dns: no RDNSS announced: the DNS forwarder does not serve this interface (dnsmasq port 0, or no DHCPv4 pool)";
     const NO_DHCPV6: &str = "dhcp: 'lan': ra_flags managed-config/other-config not announced: no DHCPv6 server on this interface (dhcpv6 'server' not set; SLAAC and RDNSS serve the LAN)";
+
+    #[test]
+    fn an_interface_mtu_is_the_routers_and_its_advertisements() {
+        // `option mtu` on lan (its device br-lan) and wan
+        let network = NETWORK.replace("'auto'", "'fd12:3456:789a::/48'").replace(
+            "\toption ip6assign '60'",
+            "\toption ip6assign '60'\n\toption mtu '1400'",
+        );
+        let network = network.replace(
+            "\toption proto 'dhcp'\n",
+            "\toption proto 'dhcp'\n\toption mtu '1492'\n",
+        );
+        let plan = router_plan(&network);
+        assert_eq!(
+            (plan.mtu_of("eth0"), plan.mtu_of("eth1")),
+            (Some(1400), Some(1492))
+        );
+        let ports = &plan.gateway.as_ref().unwrap().ports;
+        assert_eq!(
+            ports.iter().map(|p| p.mtu).collect::<Vec<_>>(),
+            [Some(1400), Some(1492)]
+        );
+        let s = spec_from_files(DHCP, &network, &plan).unwrap();
+        assert_eq!(s.ra[0].config.mtu, Some(1400), "the LAN announces its MTU");
+        // ra_mtu wins
+        let dhcp = DHCP.replace(
+            "option ra_slaac '1'",
+            "option ra_slaac '1'\n\toption ra_mtu '1300'",
+        );
+        let s = spec_from_files(&dhcp, &network, &plan).unwrap();
+        assert_eq!(s.ra[0].config.mtu, Some(1300));
+        // a device section's mtu counts when the interface has none
+        let dev = NETWORK.replace("'auto'", "'fd12:3456:789a::/48'").replace(
+            "\toption type 'bridge'",
+            "\toption type 'bridge'\n\toption mtu '1450'",
+        );
+        assert_eq!(router_plan(&dev).mtu_of("eth0"), Some(1450));
+    }
 
     #[test]
     fn the_lan_advertises_its_ula_64_as_odhcpd_does() {

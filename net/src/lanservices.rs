@@ -278,6 +278,9 @@ pub struct LanServices {
     dhcp6: Dhcp6Ports,
     /// `wan6`: router discovery and the DHCPv6 client on the WAN.
     wan6: Option<Wan6>,
+    /// The IPv6 addresses the files gave the interfaces ([`ServicesSpec::addrs6`]),
+    /// for [`Self::reload`].
+    addrs6: Vec<(String, smoltcp::wire::IpCidr)>,
     /// Open upstream sockets by source port.
     upstream: Vec<(u16, Sock)>,
     configured_upstreams: Vec<SocketAddrV4>,
@@ -374,6 +377,7 @@ impl LanServices {
             ra,
             dhcp6,
             wan6,
+            addrs6: spec.addrs6.clone(),
             upstream: Vec::new(),
             configured_upstreams: spec.upstreams.clone(),
             local_service: spec.local_service,
@@ -385,6 +389,58 @@ impl LanServices {
             load_report,
             counters: GlueCounters::default(),
         }
+    }
+
+    /// `reload`: the IPv6 part of `spec` (the files read again) replaces what
+    /// runs. The interfaces' addresses from the files (the ULA `::1/64` of
+    /// `ip6assign`/`ip6hint`) are put on or taken off (a new one probed by DAD);
+    /// router advertisements are rebuilt and a changed one goes out at once, a
+    /// prefix no longer announced with lifetimes 0, an interface whose `ra` is no
+    /// longer `server` with a final advertisement; DHCPv6 servers take their new
+    /// configuration (leases still in their prefix kept), stop or start; `wan6`'s
+    /// LAN shares follow `ip6assign`. DHCPv4, DNS and `wan6`'s own settings are
+    /// left as they run. What changed, a line each.
+    pub fn reload<L: Link>(
+        &mut self,
+        spec: &ServicesSpec,
+        stack: &mut NetStack<L>,
+        now_ms: i64,
+    ) -> Vec<String> {
+        let now = ms(now_ms);
+        let mut said = Vec::new();
+        for (vif, a) in &self.addrs6 {
+            if spec.addrs6.contains(&(vif.clone(), *a)) {
+                continue;
+            }
+            if let Some(n) = stack.by_name(vif) {
+                if n.del_addr(*a).is_ok() {
+                    said.push(format!("{vif}: {a} removed"));
+                }
+            }
+        }
+        for (vif, a) in &spec.addrs6 {
+            if self.addrs6.contains(&(vif.clone(), *a)) {
+                continue;
+            }
+            if let Some(n) = stack.by_name(vif) {
+                match n.add_addr(*a) {
+                    Ok(()) => said.push(format!("{vif}: {a} added")),
+                    Err(e) => said.push(format!("{vif}: {a} not added ({e})")),
+                }
+            }
+        }
+        self.addrs6 = spec.addrs6.clone();
+        said.extend(self.ra.reload(&spec.ra, &mut stack.ifs, now));
+        said.extend(self.dhcp6.reload(&spec.dhcp6, &mut stack.ifs, now));
+        if let Some(w) = self.wan6.as_mut() {
+            said.extend(w.set_lans(&spec.ip6assign, now));
+        }
+        if let (Some(d), Some(new)) = (self.dns.as_mut(), spec.dns.as_ref()) {
+            if d.config().lan_addr6 != new.lan_addr6 {
+                d.set_lan_addr6(new.lan_addr6);
+            }
+        }
+        said
     }
 
     /// What loading the lease file did.
@@ -1022,6 +1078,12 @@ impl LanServices {
             .as_ref()
             .and_then(Wan6::delegated)
             .map(|(p, v)| (p, String::from(v)))
+    }
+
+    /// `wan6`'s WAN interface and the IPv6 MTU its upstream router advertises
+    /// (`None`: none advertised), for [`crate::gateway::Gateway::set_mtu6`].
+    pub fn wan6_mtu(&self) -> Option<(String, Option<u32>)> {
+        self.wan6.as_ref().map(|w| (String::from(w.vif()), w.mtu()))
     }
 
     /// `ifstatus wan6`'s lines, if `wan6` runs.

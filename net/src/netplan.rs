@@ -46,6 +46,8 @@ pub struct Plan {
     /// Each vif with `ip6assign`: (vif, `ip6assign`, `ip6hint`), for the subnets of
     /// a delegated prefix.
     pub ip6assign: Vec<(String, u8, Option<u64>)>,
+    /// Each vif whose interface (or its `config device`) sets `mtu`: (vif, MTU).
+    pub mtus: Vec<(String, u16)>,
 }
 
 /// `proto dhcpv6` on a vif: OpenWrt's `wan6` (odhcp6c).
@@ -68,6 +70,12 @@ impl Plan {
             .iter()
             .find(|(b, _)| b == bridge)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// The MTU the files set for vif `name` (`option mtu` of its interface or of
+    /// its device), if any.
+    pub fn mtu_of(&self, name: &str) -> Option<u16> {
+        self.mtus.iter().find(|(n, _)| n == name).map(|(_, m)| *m)
     }
 
     /// The configuration of vif `name`, if the files configure it.
@@ -134,6 +142,14 @@ pub fn plan(
             ));
             continue;
         }
+        let device_mtu = i
+            .device
+            .as_ref()
+            .and_then(|d| net.config.devices.iter().find(|x| x.name == *d))
+            .and_then(|d| d.mtu);
+        if let Some(m) = i.mtu.or(device_mtu) {
+            out.mtus.push((port.clone(), m));
+        }
         let mut c = IfConfig::default();
         match i.proto {
             Proto::Static => {
@@ -197,6 +213,7 @@ pub fn plan(
                     name: n.device.clone(),
                     masq,
                     mss_clamp,
+                    mtu: out.mtu_of(&n.device),
                 }
             })
             .collect();

@@ -225,6 +225,13 @@ impl Router {
         self.ifaces.set_mtu(ifc, mtu)
     }
 
+    /// Changes an interface's IPv6 MTU (`wan6`: the MTU option of the upstream
+    /// router's advertisements, as Linux sets `mtu6`): IPv6 packets larger than it
+    /// get packet-too-big; IPv4 keeps the link's.
+    pub fn set_mtu6(&mut self, ifc: IfId, mtu: Option<u16>) -> Result<(), IfError> {
+        self.ifaces.set_mtu6(ifc, mtu)
+    }
+
     /// Adds an address to an interface, with its connected route
     /// (`proto kernel scope link src <addr>`).
     pub fn add_address(&mut self, ifc: IfId, net: Ipv4Net) -> Result<(), IfError> {

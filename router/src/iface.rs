@@ -43,6 +43,9 @@ pub struct IfConfig {
 pub struct Interface {
     config: IfConfig,
     addrs: [Option<Ipv4Net>; MAX_ADDRS],
+    /// The IPv6 link MTU a router advertisement gave (RFC 4861 §6.3.4's LinkMTU,
+    /// Linux's `mtu6`), below [`IfConfig::mtu`]; `None`: the link's.
+    mtu6: Option<u16>,
 }
 
 impl Interface {
@@ -57,6 +60,11 @@ impl Interface {
     /// Its IP MTU.
     pub fn mtu(&self) -> u16 {
         self.config.mtu
+    }
+    /// Its IPv6 MTU: the link's, or less if a router advertisement said so.
+    pub fn mtu6(&self) -> u16 {
+        self.mtu6
+            .map_or(self.config.mtu, |m| m.min(self.config.mtu))
     }
     /// Its configuration.
     pub fn config(&self) -> &IfConfig {
@@ -157,6 +165,7 @@ impl Interfaces {
         self.list.push(Interface {
             config,
             addrs: [None; MAX_ADDRS],
+            mtu6: None,
         });
         Ok(IfId(id))
     }
@@ -194,6 +203,20 @@ impl Interfaces {
             .get_mut(usize::from(id.0))
             .ok_or(IfError::NoSuchInterface)?;
         ifc.config.mtu = mtu;
+        Ok(())
+    }
+
+    /// Sets the IPv6 MTU of `id` (a router advertisement's MTU option; `None`:
+    /// the link's). Under IPv6's minimum of 1280 it is refused.
+    pub fn set_mtu6(&mut self, id: IfId, mtu: Option<u16>) -> Result<(), IfError> {
+        if mtu.is_some_and(|m| m < 1280) {
+            return Err(IfError::BadMtu);
+        }
+        let ifc = self
+            .list
+            .get_mut(usize::from(id.0))
+            .ok_or(IfError::NoSuchInterface)?;
+        ifc.mtu6 = mtu;
         Ok(())
     }
 

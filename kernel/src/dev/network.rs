@@ -644,20 +644,25 @@ pub fn poll_stack(stack: &mut NetStack<Link>, now: i64) -> bool {
     }
     let mut changed = stack.poll(now);
     let mut delegated = None;
+    let mut wan_mtu6 = None;
     if let Some(mut sv) = SERVICES.try_lock() {
         if let Some(sv) = sv.as_mut() {
             if sv.poll(stack, now) {
                 changed |= stack.poll(now);
             }
             delegated = Some(sv.delegated6());
+            wan_mtu6 = sv.wan6_mtu();
         }
     }
-    // wan6's delegated prefix routed to the LAN (the lock order: GATEWAY before
-    // SERVICES, so after it is released)
+    // wan6's delegated prefix routed to the LAN and the WAN's advertised IPv6 MTU
+    // (the lock order: GATEWAY before SERVICES, so after it is released)
     if let Some(d) = delegated {
         if let Some(mut gw) = GATEWAY.try_lock() {
             if let Some(gw) = gw.as_mut() {
                 gw.set_delegated6(&stack.ifs, d.as_ref().map(|(p, v)| (*p, v.as_str())));
+                if let Some((vif, mtu)) = &wan_mtu6 {
+                    gw.set_mtu6(&stack.ifs, vif, *mtu);
+                }
             }
         }
     }

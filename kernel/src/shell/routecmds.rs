@@ -1,7 +1,7 @@
 //! The router's commands: `conntrack` (as conntrack-tools prints it) and `uci`
 //! (OpenWrt's configuration tool over `/etc/config`).
 
-use crate::dev::network::{now_ms, GATEWAY, NET};
+use crate::dev::network::{now_ms, GATEWAY, NET, SERVICES};
 use crate::shell::host::Host;
 use alloc::string::String;
 use core::fmt::Write;
@@ -152,24 +152,30 @@ pub fn fw(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 
 /// `reload`: reads `/etc/config/network` and `/etc/config/firewall` again and swaps
 /// the new ruleset in atomically (established flows stay); a bad file changes nothing.
-/// `/etc/config/system`'s time zone is read again too (for time matches).
+/// `/etc/config/system`'s time zone is read again too (for time matches), and
+/// `/etc/config/dhcp`'s IPv6 services with the files' IPv6 addresses
+/// ([`xenlet_net::lanservices::LanServices::reload`]).
 pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     xenlet_shell::no_args(args)?;
     let stack = NET.lock(); // held: the lock order is NET, then GATEWAY
     let names: alloc::vec::Vec<String> = stack.ifs.iter().map(|n| n.name.clone()).collect();
     let names: alloc::vec::Vec<&str> = names.iter().map(String::as_str).collect();
-    let plan = crate::router::replan(&names).map_err(CmdError::failed)?;
+    let mut plan = crate::router::replan(&names).map_err(CmdError::failed)?;
     let mut gw = GATEWAY.lock();
     let Some(g) = gw.as_mut() else {
         return Err(CmdError::failed("reload: not routing"));
     };
-    let spec = plan.gateway.ok_or_else(|| {
+    let spec = plan.gateway.as_mut().ok_or_else(|| {
         CmdError::failed("reload: the files no longer route two vifs; reboot to apply")
     })?;
     let rules = spec
         .firewall
+        .take()
         .ok_or_else(|| CmdError::failed("reload: no /etc/config/firewall"))?;
     g.reload_firewall(rules).map_err(CmdError::failed)?;
+    for line in g.set_mtus(spec, &stack.ifs) {
+        writeln!(out, "reload: {line}")?;
+    }
     let tz = crate::router::time_zone();
     g.set_wall_clock(crate::dev::network::wall_clock(tz.utc_offset_secs));
     for w in plan.warnings.iter().chain(tz.note.iter()) {
@@ -177,8 +183,28 @@ pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     }
     writeln!(
         out,
-        "reload: firewall rules replaced (established flows kept; address changes need a reboot)"
+        "reload: firewall rules replaced (established flows kept; IPv4 address changes need a reboot)"
     )?;
+    // /etc/config/dhcp's IPv6 services (router advertisements, DHCPv6) and the
+    // files' IPv6 addresses (ip6assign); a bad file leaves them as they run
+    let mut sv = SERVICES.lock();
+    if let Some(sv) = sv.as_mut() {
+        match crate::router::services_for_reload(&plan) {
+            Ok(spec) => {
+                for w in &spec.warnings {
+                    writeln!(out, "reload: dhcp: {w}")?;
+                }
+                let mut stack = stack;
+                for line in sv.reload(&spec, &mut stack, now_ms()) {
+                    writeln!(out, "reload: {line}")?;
+                }
+            }
+            Err(e) => writeln!(
+                out,
+                "reload: {e}; router advertisements and DHCPv6 unchanged"
+            )?,
+        }
+    }
     Ok(())
 }
 

@@ -33,34 +33,106 @@ pub struct Dhcp6Port {
     send_failed: u64,
 }
 
+impl Dhcp6Port {
+    /// The server of `s` on its interface in `ifs` (if it is there).
+    fn start<L: Link>(s: &Dhcp6Spec, ifs: &mut [NetIf<L>]) -> Dhcp6Port {
+        let mut c = s.config.clone();
+        let instance = ifs.iter_mut().find(|n| n.name == s.vif).map(|n| {
+            n.link.keep_dhcpv6(true);
+            c.mac = n.link.mac();
+            n.instance()
+        });
+        Dhcp6Port {
+            vif: s.vif.clone(),
+            instance,
+            server: Dhcp6Server::new(c),
+            send_failed: 0,
+        }
+    }
+}
+
 /// Every interface's DHCPv6 server.
 #[derive(Default)]
 pub struct Dhcp6Ports {
     /// The servers.
     pub ports: Vec<Dhcp6Port>,
+    /// Leases dropped by reloads (a server stopped, or its prefix changed): the
+    /// lease file is written again.
+    reload_dropped: u64,
 }
 
 impl Dhcp6Ports {
     /// Starts the servers of `specs` on the stack's interfaces `ifs`.
     pub fn new<L: Link>(specs: &[Dhcp6Spec], ifs: &mut [NetIf<L>]) -> Dhcp6Ports {
-        let ports = specs
-            .iter()
-            .map(|s| {
-                let mut c = s.config.clone();
-                let instance = ifs.iter_mut().find(|n| n.name == s.vif).map(|n| {
-                    n.link.keep_dhcpv6(true);
-                    c.mac = n.link.mac();
-                    n.instance()
-                });
-                Dhcp6Port {
-                    vif: s.vif.clone(),
-                    instance,
-                    server: Dhcp6Server::new(c),
-                    send_failed: 0,
+        Dhcp6Ports {
+            ports: specs.iter().map(|s| Dhcp6Port::start(s, ifs)).collect(),
+            reload_dropped: 0,
+        }
+    }
+
+    /// The files were read again (`reload`): a server of `specs` already running
+    /// serves its new configuration (keeping the leases that are still in its
+    /// prefix), one no longer in them stops (its leases dropped, as odhcpd's
+    /// `dhcpv6 'disabled'`), a new one starts. What changed, a line each.
+    pub fn reload<L: Link>(
+        &mut self,
+        specs: &[Dhcp6Spec],
+        ifs: &mut [NetIf<L>],
+        now: Millis,
+    ) -> Vec<String> {
+        let mut said = Vec::new();
+        let mut kept = Vec::with_capacity(specs.len());
+        for mut p in core::mem::take(&mut self.ports) {
+            let Some(s) = specs.iter().find(|s| s.vif == p.vif) else {
+                let n = p.server.leases(now).count();
+                self.reload_dropped += n as u64;
+                if let Some(netif) = p
+                    .instance
+                    .and_then(|i| ifs.iter_mut().find(|n| n.instance() == i))
+                {
+                    netif.link.keep_dhcpv6(false);
                 }
-            })
-            .collect();
-        Dhcp6Ports { ports }
+                said.push(format!("dhcpv6: {} stopped ({n} leases dropped)", p.vif));
+                continue;
+            };
+            let mut c = s.config.clone();
+            c.mac = p.server.config().mac;
+            if p.instance.is_none() {
+                p = Dhcp6Port::start(s, ifs);
+                if p.instance.is_some() {
+                    said.push(format!("dhcpv6: {} started", p.vif));
+                }
+            } else if c != *p.server.config() {
+                let dropped = p.server.reconfigure(c, now);
+                self.reload_dropped += dropped as u64;
+                said.push(format!(
+                    "dhcpv6: {} now {}/{}, lease {} ({dropped} leases dropped)",
+                    p.vif,
+                    p.server.config().prefix.addr(),
+                    p.server.config().prefix.prefix_len(),
+                    super::lease_time(p.server.config().lease_secs)
+                ));
+            }
+            kept.push(p);
+        }
+        for s in specs {
+            if kept.iter().any(|p| p.vif == s.vif) {
+                continue;
+            }
+            let p = Dhcp6Port::start(s, ifs);
+            said.push(format!(
+                "dhcpv6: {} started{}",
+                p.vif,
+                if p.instance.is_none() {
+                    " (not up)"
+                } else {
+                    ""
+                }
+            ));
+            kept.push(p);
+        }
+        self.ports = kept;
+        said
     }
 
     /// Loads the IPv6 part of a lease file (the lines after `duid ...`) into every
@@ -125,7 +197,7 @@ impl Dhcp6Ports {
                 let c = p.server.counters();
                 c.bound.wrapping_add(c.release).wrapping_add(c.decline)
             })
-            .fold(0, u64::wrapping_add)
+            .fold(self.reload_dropped, u64::wrapping_add)
     }
 
     /// Takes the frames each interface kept aside, answers them; whether anything

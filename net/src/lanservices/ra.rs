@@ -14,8 +14,11 @@ use crate::link::Link;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
+use xenlet_router::dhcp6c::delegation::{DEPRECATE_MS, MAX_DEPRECATED};
 use xenlet_router::dns::Rng;
+use xenlet_router::ra::message::MAX_PREFIXES;
 use xenlet_router::ra::{Advertiser, RaConfig, RaCounters, RaPrefix};
+use xenlet_router::route6::Ipv6Net;
 use xenlet_router::Millis;
 
 /// Solicitations taken from one link per poll at most (the link keeps few anyway).
@@ -31,9 +34,166 @@ struct RaPort {
     base: RaConfig,
     /// The upstream part last set: (prefixes, router lifetime).
     upstream: (Vec<RaPrefix>, u16),
+    /// The file's prefixes a `reload` took away, announced with lifetimes 0 until
+    /// the time given ([`DEPRECATE_MS`] after, at most [`MAX_DEPRECATED`]), as
+    /// odhcpd withdraws a prefix the interface lost.
+    withdrawn: Vec<(Ipv6Net, Millis)>,
     /// What the summary says of it (`fd12:3456:789a::/64 slaac`).
     what: String,
     send_failed: u64,
+}
+
+/// The MTU advertised on a link of MTU `link`: `ra_mtu` (or the interface's
+/// `option mtu`) when given, never over the link's (as odhcpd takes `ra_mtu` only
+/// up to the interface's MTU).
+fn link_mtu(configured: Option<u32>, link: usize) -> Option<u32> {
+    let link = u32::try_from(link).ok();
+    match (configured, link) {
+        (Some(c), Some(l)) => Some(c.min(l)),
+        (c, l) => c.or(l),
+    }
+}
+
+/// What the summary says of a configuration (`fd12:3456:789a::/64 slaac, router
+/// lifetime 0s`).
+fn describe(c: &RaConfig) -> String {
+    let mut what: Vec<String> = c
+        .prefixes
+        .iter()
+        .map(|p| {
+            format!(
+                "{}/{}{}",
+                p.prefix.addr(),
+                p.prefix.prefix_len(),
+                if p.autonomous { " slaac" } else { "" }
+            )
+        })
+        .collect();
+    what.push(format!("router lifetime {}s", c.router_lifetime_secs));
+    what.join(", ")
+}
+
+impl RaPort {
+    /// The advertisements of `s` on its interface in `ifs`, started at `now`.
+    fn start<L: Link>(s: &RaSpec, ifs: &mut [NetIf<L>], now: Millis) -> RaPort {
+        let mut base = s.config.clone();
+        let run = match ifs.iter_mut().find(|n| n.name == s.vif) {
+            None => Err(String::from("not up")),
+            Some(n) => {
+                n.link.keep_solicitations(true);
+                base.mtu = link_mtu(base.mtu, n.link.mtu());
+                Advertiser::new(&base, n.link.mac(), now)
+                    .map(|a| (n.instance(), a))
+                    .map_err(|e| format!("{e}"))
+            }
+        };
+        RaPort {
+            vif: s.vif.clone(),
+            run,
+            upstream: (Vec::new(), 0),
+            withdrawn: Vec::new(),
+            what: describe(&s.config),
+            base,
+            send_failed: 0,
+        }
+    }
+
+    /// What is advertised now: the file's configuration, the prefixes a reload
+    /// took away with lifetimes 0, the upstream's prefixes and router lifetime.
+    fn effective(&self) -> RaConfig {
+        let mut c = self.base.clone();
+        c.router_lifetime_secs = c.router_lifetime_secs.max(self.upstream.1);
+        for (net, _) in &self.withdrawn {
+            c.prefixes.push(RaPrefix {
+                prefix: *net,
+                on_link: true,
+                autonomous: true,
+                valid_secs: 0,
+                preferred_secs: 0,
+            });
+        }
+        c.prefixes.extend(self.upstream.0.iter().copied());
+        c.prefixes.truncate(MAX_PREFIXES);
+        c
+    }
+
+    /// Takes `new` (from the files again, `reload`) at `now`: the file's prefixes
+    /// no longer in it are withdrawn, the advertisement goes out at once if it
+    /// changed. What changed, for the console.
+    fn reload<L: Link>(
+        &mut self,
+        new: &RaSpec,
+        ifs: &mut [NetIf<L>],
+        now: Millis,
+    ) -> Option<String> {
+        let mut base = new.config.clone();
+        if let Some(n) = ifs.iter().find(|n| n.name == self.vif) {
+            base.mtu = link_mtu(base.mtu, n.link.mtu());
+        }
+        for gone in self
+            .base
+            .prefixes
+            .iter()
+            .filter(|p| !base.prefixes.iter().any(|q| q.prefix == p.prefix))
+        {
+            self.withdrawn.retain(|w| w.0 != gone.prefix);
+            if self.withdrawn.len() >= MAX_DEPRECATED {
+                self.withdrawn.remove(0);
+            }
+            self.withdrawn.push((gone.prefix, now + DEPRECATE_MS));
+        }
+        self.withdrawn
+            .retain(|w| !base.prefixes.iter().any(|q| q.prefix == w.0));
+        let old = core::mem::replace(&mut self.base, base);
+        self.what = describe(&new.config);
+        let c = self.effective();
+        match self.run.as_mut() {
+            Ok((_, adv)) => match adv.reconfigure(&c, now) {
+                Ok(true) => Some(format!("ra: {} now {}", self.vif, self.what)),
+                Ok(false) => None,
+                Err(e) => {
+                    self.base = old;
+                    Some(format!("ra: {} unchanged ({e})", self.vif))
+                }
+            },
+            Err(_) => {
+                // not running (its interface was not up, or the old configuration
+                // could not be advertised): start it as new
+                let (vif, withdrawn) = (self.vif.clone(), core::mem::take(&mut self.withdrawn));
+                *self = RaPort::start(new, ifs, now);
+                self.withdrawn = withdrawn;
+                Some(match &self.run {
+                    Ok(_) => format!("ra: {vif} started, {}", self.what),
+                    Err(e) => format!("ra: {vif} not started ({e})"),
+                })
+            }
+        }
+    }
+
+    /// Stops at `now` (`ra` no longer `server` after a `reload`): the final
+    /// advertisement (router lifetime 0, every prefix with lifetimes 0: RFC 4861
+    /// §6.2.5) goes out, and the link no longer keeps solicitations aside.
+    fn stop<L: Link>(self, ifs: &mut [NetIf<L>]) -> String {
+        let Ok((instance, adv)) = &self.run else {
+            return format!("ra: {} stopped", self.vif);
+        };
+        let Some(n) = ifs.iter_mut().find(|n| n.instance() == *instance) else {
+            return format!("ra: {} stopped", self.vif);
+        };
+        n.link.keep_solicitations(false);
+        let sent = adv
+            .final_frame(&self.effective())
+            .is_ok_and(|f| n.link.send(&f).is_ok());
+        format!(
+            "ra: {} stopped{}",
+            self.vif,
+            if sent {
+                " (final advertisement sent)"
+            } else {
+                ""
+            }
+        )
+    }
 }
 
 /// Every interface's router advertisements.
@@ -45,50 +205,9 @@ pub struct RaPorts {
 impl RaPorts {
     /// Starts the advertisements of `specs` on the stack's interfaces `ifs` at `now`.
     pub fn new<L: Link>(specs: &[RaSpec], ifs: &mut [NetIf<L>], now: Millis) -> RaPorts {
-        let ports = specs
-            .iter()
-            .map(|s| {
-                let mut what: Vec<String> = s
-                    .config
-                    .prefixes
-                    .iter()
-                    .map(|p| {
-                        format!(
-                            "{}/{}{}",
-                            p.prefix.addr(),
-                            p.prefix.prefix_len(),
-                            if p.autonomous { " slaac" } else { "" }
-                        )
-                    })
-                    .collect();
-                what.push(format!(
-                    "router lifetime {}s",
-                    s.config.router_lifetime_secs
-                ));
-                let mut base = s.config.clone();
-                let run = match ifs.iter_mut().find(|n| n.name == s.vif) {
-                    None => Err(String::from("not up")),
-                    Some(n) => {
-                        n.link.keep_solicitations(true);
-                        if base.mtu.is_none() {
-                            base.mtu = u32::try_from(n.link.mtu()).ok();
-                        }
-                        Advertiser::new(&base, n.link.mac(), now)
-                            .map(|a| (n.instance(), a))
-                            .map_err(|e| format!("{e}"))
-                    }
-                };
-                RaPort {
-                    vif: s.vif.clone(),
-                    run,
-                    upstream: (Vec::new(), base.router_lifetime_secs),
-                    base,
-                    what: what.join(", "),
-                    send_failed: 0,
-                }
-            })
-            .collect();
-        RaPorts { ports }
+        RaPorts {
+            ports: specs.iter().map(|s| RaPort::start(s, ifs, now)).collect(),
+        }
     }
 
     /// `ra: eth0 fd12:3456:789a::/64 slaac, router lifetime 0s`, one part per
@@ -116,10 +235,21 @@ impl RaPorts {
     pub fn poll<L: Link>(&mut self, ifs: &mut [NetIf<L>], now: Millis, rng: &mut dyn Rng) -> bool {
         let mut busy = false;
         for p in self.ports.iter_mut() {
-            let Ok((instance, adv)) = p.run.as_mut() else {
+            let Ok((instance, _)) = p.run.as_ref() else {
                 continue;
             };
-            let Some(n) = ifs.iter_mut().find(|n| n.instance() == *instance) else {
+            let instance = *instance;
+            let Some(n) = ifs.iter_mut().find(|n| n.instance() == instance) else {
+                continue;
+            };
+            if p.withdrawn.iter().any(|w| now >= w.1) {
+                p.withdrawn.retain(|w| now < w.1);
+                let c = p.effective();
+                if let Ok((_, adv)) = p.run.as_mut() {
+                    let _ = adv.set_config(&c, now, false);
+                }
+            }
+            let Ok((_, adv)) = p.run.as_mut() else {
                 continue;
             };
             for _ in 0..RS_BUDGET {
@@ -155,21 +285,57 @@ impl RaPorts {
         let Some(p) = self.ports.iter_mut().find(|p| p.vif == vif) else {
             return false;
         };
-        let Ok((_, adv)) = p.run.as_mut() else {
+        if p.run.is_err() {
             return false;
-        };
-        let mut c = p.base.clone();
-        c.router_lifetime_secs = c.router_lifetime_secs.max(router_lifetime_secs);
-        let room = xenlet_router::ra::message::MAX_PREFIXES.saturating_sub(c.prefixes.len());
-        c.prefixes.extend(prefixes.iter().take(room).copied());
+        }
         let urgent =
-            p.upstream.1 != c.router_lifetime_secs
+            p.upstream.1 != router_lifetime_secs
                 || p.upstream.0.len() != prefixes.len()
                 || p.upstream.0.iter().zip(prefixes).any(|(a, b)| {
                     a.prefix != b.prefix || (a.valid_secs == 0) != (b.valid_secs == 0)
                 });
-        p.upstream = (prefixes.to_vec(), c.router_lifetime_secs);
+        p.upstream = (prefixes.to_vec(), router_lifetime_secs);
+        let c = p.effective();
+        let Ok((_, adv)) = p.run.as_mut() else {
+            return false;
+        };
         adv.set_config(&c, now, urgent).is_ok()
+    }
+
+    /// The files were read again (`reload`): each interface of `specs` advertises
+    /// its new configuration (at once if it changed, a prefix that went with
+    /// lifetimes 0), one no longer in them stops with a final advertisement, a new
+    /// one starts. What changed, a line each.
+    pub fn reload<L: Link>(
+        &mut self,
+        specs: &[RaSpec],
+        ifs: &mut [NetIf<L>],
+        now: Millis,
+    ) -> Vec<String> {
+        let mut said = Vec::new();
+        let mut kept = Vec::with_capacity(specs.len());
+        for mut p in core::mem::take(&mut self.ports) {
+            match specs.iter().find(|s| s.vif == p.vif) {
+                Some(s) => {
+                    said.extend(p.reload(s, ifs, now));
+                    kept.push(p);
+                }
+                None => said.push(p.stop(ifs)),
+            }
+        }
+        for s in specs {
+            if kept.iter().any(|p| p.vif == s.vif) {
+                continue;
+            }
+            let p = RaPort::start(s, ifs, now);
+            said.push(match &p.run {
+                Ok(_) => format!("ra: {} started, {}", p.vif, p.what),
+                Err(e) => format!("ra: {} not started ({e})", p.vif),
+            });
+            kept.push(p);
+        }
+        self.ports = kept;
+        said
     }
 
     /// Stops: the links no longer keep solicitations aside.

@@ -493,6 +493,7 @@ fn the_wan_leases_dns_server_becomes_the_upstream() {
         warnings: Vec::new(),
         wan6: None,
         ip6assign: Vec::new(),
+        addrs6: Vec::new(),
     };
     let mut isp_services = LanServices::new(&isp_spec, &mut isp, None, 0, [3; 32], 0);
     let mut u = udp_socket();
@@ -854,6 +855,7 @@ fn the_lease_listing_is_written_line_by_line_not_gathered() {
 
 mod dns6;
 mod ra;
+mod reload;
 mod tcp;
 
 mod dhcp6;

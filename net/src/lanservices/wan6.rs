@@ -62,6 +62,9 @@ struct LanShare {
     assign: u8,
     hint: Option<u64>,
     prefix: LanPrefix,
+    /// `ip6assign` was taken off it (`reload`): its /64 goes (announced with
+    /// lifetimes 0 until forgotten), then the share.
+    gone: bool,
 }
 
 /// What the glue could not do.
@@ -76,6 +79,10 @@ pub struct Wan6Counters {
     /// Restarts because the WAN interface came back (a vif reattached): a new
     /// solicitation, as odhcp6c does on a link that went down and up.
     pub restarts: u64,
+    /// DHCPv6 addresses duplicate address detection found in use (declined).
+    pub dad_declined: u64,
+    /// SLAAC addresses found in use (not used again for that prefix).
+    pub dad_slaac: u64,
 }
 
 /// `wan6` on the WAN interface.
@@ -93,6 +100,8 @@ pub struct Wan6 {
     /// default gateway.
     wan_addr: Option<IpCidr>,
     slaac: Option<IpCidr>,
+    /// A SLAAC address found duplicate: not formed again (RFC 4862 §5.4.5).
+    slaac_dup: Option<IpCidr>,
     gw: Option<Ipv6Addr>,
     next_refresh: Millis,
     /// The time of the last poll (the Release at shutdown goes out at it).
@@ -154,10 +163,12 @@ impl Wan6 {
                     assign: *assign,
                     hint: *hint,
                     prefix: LanPrefix::default(),
+                    gone: false,
                 })
                 .collect(),
             wan_addr: None,
             slaac: None,
+            slaac_dup: None,
             gw: None,
             next_refresh: now,
             last_now: now,
@@ -190,8 +201,73 @@ impl Wan6 {
     /// so that its unused /64s are not sent back upstream by the default route).
     pub fn delegated(&self) -> Option<(xenlet_router::route6::Ipv6Net, &str)> {
         let p = self.client.lease()?.prefix?;
-        let lan = self.lans.first()?;
+        let lan = self.lans.iter().find(|l| !l.gone)?;
         Some((p.prefix, lan.vif.as_str()))
+    }
+
+    /// The interfaces with `ip6assign` are now `ip6assign` (`reload`): a new one
+    /// takes its share of the delegation, one whose `ip6assign` or `ip6hint`
+    /// changed moves to its new /64 (the old one announced with lifetimes 0), one
+    /// no longer listed gives its /64 up the same way; applied at the next
+    /// [`Self::poll`]. What changed, a line each.
+    pub fn set_lans(
+        &mut self,
+        ip6assign: &[(String, u8, Option<u64>)],
+        now: Millis,
+    ) -> Vec<String> {
+        let mut said = Vec::new();
+        for lan in self.lans.iter_mut() {
+            match ip6assign.iter().find(|(v, _, _)| *v == lan.vif) {
+                Some((_, assign, hint)) => {
+                    if (lan.assign, lan.hint, lan.gone) != (*assign, *hint, false) {
+                        said.push(format!(
+                            "{}: {} ip6assign {assign}{}",
+                            self.name,
+                            lan.vif,
+                            hint.map(|h| format!(" ip6hint {h:x}")).unwrap_or_default()
+                        ));
+                    }
+                    (lan.assign, lan.hint, lan.gone) = (*assign, *hint, false);
+                }
+                None if !lan.gone => {
+                    lan.gone = true;
+                    said.push(format!(
+                        "{}: {} no longer takes a prefix",
+                        self.name, lan.vif
+                    ));
+                }
+                None => {}
+            }
+        }
+        for (vif, assign, hint) in ip6assign {
+            if *vif == self.vif || self.lans.iter().any(|l| l.vif == *vif) {
+                continue;
+            }
+            said.push(format!(
+                "{}: {vif} takes a prefix (ip6assign {assign})",
+                self.name
+            ));
+            self.lans.push(LanShare {
+                vif: vif.clone(),
+                assign: *assign,
+                hint: *hint,
+                prefix: LanPrefix::default(),
+                gone: false,
+            });
+        }
+        self.next_refresh = now;
+        said
+    }
+
+    /// The WAN interface it runs on.
+    pub fn vif(&self) -> &str {
+        &self.vif
+    }
+
+    /// The IPv6 link MTU the upstream router advertises (its MTU option, 1280 up
+    /// to the link's), if it does.
+    pub fn mtu(&self) -> Option<u32> {
+        self.upstream.as_ref().and_then(Upstream::mtu)
     }
 
     /// The glue's counters.
@@ -284,6 +360,26 @@ impl Wan6 {
                 }
             }
         }
+        // addresses duplicate address detection found in use: a DHCPv6 one is
+        // declined (a new one asked for), a SLAAC one given up
+        let failed = ifs
+            .iter_mut()
+            .find(|n| n.name == self.vif)
+            .map(NetIf::take_dad_failures)
+            .unwrap_or_default();
+        for c in failed {
+            if Some(c) == self.wan_addr {
+                self.wan_addr = None;
+                self.counters.dad_declined += 1;
+                if let IpAddress::Ipv6(a) = c.address() {
+                    self.client.decline(a, now, rng);
+                }
+            } else if Some(c) == self.slaac {
+                self.slaac = None;
+                self.slaac_dup = Some(c);
+                self.counters.dad_slaac += 1;
+            }
+        }
         let changed =
             self.client.take_changed() | self.upstream.as_mut().is_some_and(Upstream::take_changed);
         if changed || now >= self.next_refresh {
@@ -315,6 +411,7 @@ impl Wan6 {
         self.client = Client::new(self.cfg, now, rng);
         self.wan_addr = None;
         self.slaac = None;
+        self.slaac_dup = None;
         self.gw = None;
         // the lease is gone: the next apply takes the LAN's /64 back
         self.next_refresh = now;
@@ -332,7 +429,8 @@ impl Wan6 {
             .upstream
             .as_ref()
             .and_then(Upstream::slaac)
-            .map(|s| IpCidr::new(IpAddress::Ipv6(s.addr.addr()), 64));
+            .map(|s| IpCidr::new(IpAddress::Ipv6(s.addr.addr()), 64))
+            .filter(|c| Some(*c) != self.slaac_dup);
         let want_gw = self
             .upstream
             .as_ref()
@@ -351,7 +449,8 @@ impl Wan6 {
                         let _ = n.del_addr(old);
                     }
                     if let Some(new) = want {
-                        if n.add_addr(new).is_ok() {
+                        // tentative until duplicate address detection passes
+                        if n.add_addr_tentative(new).is_ok() {
                             *have = Some(new);
                         } else {
                             self.counters.addr_refused += 1;
@@ -375,6 +474,7 @@ impl Wan6 {
             0
         };
         for lan in self.lans.iter_mut() {
+            let delegated = if lan.gone { None } else { delegated };
             let change = lan.prefix.update(delegated, lan.assign, lan.hint, now);
             lan.prefix.expire(now);
             if let Some(n) = ifs.iter_mut().find(|n| n.name == lan.vif) {
@@ -401,6 +501,8 @@ impl Wan6 {
                 .collect();
             ra.set_upstream(&lan.vif, &prefixes, router_lifetime, now);
         }
+        self.lans
+            .retain(|l| !l.gone || !l.prefix.ra_prefixes(now).is_empty());
     }
 
     /// `ifstatus wan6`: the state, the address and delegated prefix with their
@@ -413,6 +515,7 @@ impl Wan6 {
             State::Bound => "bound",
             State::Renewing => "renewing",
             State::Rebinding => "rebinding",
+            State::Declining => "declining",
         };
         let mut first = format!("{}: {} {state}", self.name, self.vif);
         if let Some(l) = self.client.lease() {
@@ -473,7 +576,7 @@ impl Wan6 {
             .map(Upstream::counters)
             .unwrap_or_default();
         lines.push(format!(
-            "{}: dhcpv6 sent {} (retransmits {}) advertise {} reply {} dropped {} (malformed {}, other transaction {}, other client {}, other server {}) NoAddrsAvail {} NoPrefixAvail {} lost {}; rs {} ra {} bad ra {}; send failed {} restarts {}",
+            "{}: dhcpv6 sent {} (retransmits {}) advertise {} reply {} dropped {} (malformed {}, other transaction {}, other client {}, other server {}) NoAddrsAvail {} NoPrefixAvail {} lost {} declined {}; rs {} ra {} bad ra {}; send failed {} restarts {} slaac duplicate {}",
             self.name,
             c.sent,
             c.retransmits,
@@ -487,11 +590,13 @@ impl Wan6 {
             c.no_addrs_avail,
             c.no_prefix_avail,
             c.lost,
+            c.declines,
             u.solicitations,
             u.adverts,
             u.bad_adverts,
             self.counters.send_failed,
-            self.counters.restarts
+            self.counters.restarts,
+            self.counters.dad_slaac
         ));
         lines
     }

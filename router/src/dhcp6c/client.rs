@@ -8,6 +8,12 @@
 //! - Bound: Renew at T1 (to the server), Rebind at T2 (to any), until the
 //!   lifetimes end: then the lease is lost and the client solicits again.
 //! - Release on shutdown ([`Client::release`]), sent once.
+//! - Decline (§18.2.8) of an address duplicate address detection found in use
+//!   ([`Client::decline`]): dropped from the lease at once, declined to the server
+//!   (up to [`DEC`]'s 4 times), then a Request for a new one (a Solicit if nothing
+//!   else is held). A declined address offered again within [`DECLINED_MS`] is
+//!   taken as no address (a server that keeps offering a duplicate does not make
+//!   the client loop).
 //!
 //! A message is taken only if it is an Advertise or a Reply of the exchange under
 //! way (its transaction id), names our DUID as client and has a server DUID; the
@@ -24,7 +30,7 @@ use alloc::string::String;
 use crate::dhcp6c::message::{
     self, Builder, IaAddr, IaPrefix, Message, ADVERTISE, OPT_CLIENTID, OPT_DNS_SERVERS,
     OPT_DOMAIN_LIST, OPT_ELAPSED_TIME, OPT_IA_NA, OPT_IA_PD, OPT_ORO, OPT_RAPID_COMMIT,
-    OPT_SERVERID, REBIND, RELEASE, RENEW, REPLY, REQUEST, SOLICIT, STATUS_NO_ADDRS_AVAIL,
+    OPT_SERVERID, DECLINE, REBIND, RELEASE, RENEW, REPLY, REQUEST, SOLICIT, STATUS_NO_ADDRS_AVAIL,
     STATUS_NO_BINDING, STATUS_NO_PREFIX_AVAIL, STATUS_SUCCESS,
 };
 use crate::dns::Rng;
@@ -59,6 +65,17 @@ pub const REB: Params = Params {
     mrt: 600_000,
     mrc: 0,
 };
+/// Decline: IRT 1 s (DEC_TIMEOUT), MRC 4 (DEC_MAX_RC).
+pub const DEC: Params = Params {
+    irt: 1_000,
+    mrt: 0,
+    mrc: 4,
+};
+/// How long a declined address is not taken again (as a server keeps one out of
+/// its pool: 10 minutes).
+pub const DECLINED_MS: Millis = 600_000;
+/// Declined addresses remembered at most (the oldest forgotten first).
+pub const MAX_DECLINED: usize = 4;
 /// T1 and T2 are never under this (a server's 0 s would make us renew in a loop).
 pub const MIN_T1_SECS: u32 = 10;
 
@@ -123,6 +140,8 @@ pub enum State {
     Renewing,
     /// Rebinding with any server.
     Rebinding,
+    /// Declining a duplicate address to the server.
+    Declining,
 }
 
 /// What the client did and what it dropped.
@@ -158,6 +177,10 @@ pub struct Dhcp6Counters {
     pub bound: u64,
     /// Leases lost (lifetimes ended).
     pub lost: u64,
+    /// Addresses declined (duplicate address detection found them in use).
+    pub declines: u64,
+    /// Offers of an address declined shortly before, taken as no address.
+    pub declined_offers: u64,
 }
 
 /// What the client holds.
@@ -242,6 +265,10 @@ pub struct Client {
     /// Request: what is asked (the chosen Advertise).
     offer: Option<Message>,
     lease: Option<Lease>,
+    /// Declining: the address.
+    declining: Option<Ipv6Addr>,
+    /// Addresses declined and until when they are not taken again.
+    declined: Vec<(Ipv6Addr, Millis)>,
     changed: bool,
     counters: Dhcp6Counters,
 }
@@ -273,6 +300,8 @@ impl Client {
             best: None,
             offer: None,
             lease: None,
+            declining: None,
+            declined: Vec::new(),
             changed: false,
             counters: Dhcp6Counters::default(),
         };
@@ -343,7 +372,11 @@ impl Client {
         if let (Some(c), Some(_)) = (self.collect_until, &self.best) {
             t = t.min(c);
         }
-        if let Some(l) = &self.lease {
+        if let Some(l) = self
+            .lease
+            .as_ref()
+            .filter(|l| l.address.is_some() || l.prefix.is_some())
+        {
             t = t.min(l.ends_at());
             if self.state == State::Bound {
                 t = t.min(l.t1_at());
@@ -389,6 +422,11 @@ impl Client {
             return None;
         }
         if self.params.mrc != 0 && self.count >= self.params.mrc {
+            if self.state == State::Declining {
+                // no Reply to the Decline: done with it all the same (§18.2.8)
+                self.declined_done(now, rng);
+                return None;
+            }
             // Request unanswered: solicit again
             self.counters.gave_up += 1;
             self.solicit(now, rng);
@@ -437,7 +475,8 @@ impl Client {
             l.prefix = None;
             self.changed = true;
         }
-        if l.address.is_none() && l.prefix.is_none() {
+        // (declining the only address: the lease names the server until it is done)
+        if l.address.is_none() && l.prefix.is_none() && self.state != State::Declining {
             if self.state != State::Soliciting {
                 self.counters.gave_up += u64::from(self.state == State::Rebinding);
                 self.lose(now, rng);
@@ -478,9 +517,29 @@ impl Client {
             State::Requesting => REQUEST,
             State::Renewing => RENEW,
             State::Rebinding => REBIND,
+            State::Declining => DECLINE,
             State::Idle | State::Bound => RELEASE,
         };
         let mut b = Builder::new(kind, self.xid);
+        if self.state == State::Declining {
+            // the server, and the IA_NA with the address (lifetimes 0); no ORO
+            b.option(OPT_CLIENTID, &self.duid);
+            b.option(OPT_ELAPSED_TIME, &elapsed.to_be_bytes());
+            if let Some(l) = &self.lease {
+                b.option(OPT_SERVERID, &l.server_id);
+            }
+            let a: Vec<IaAddr> = self
+                .declining
+                .map(|addr| IaAddr {
+                    addr,
+                    preferred: 0,
+                    valid: 0,
+                })
+                .into_iter()
+                .collect();
+            b.option(OPT_IA_NA, &message::ia_na_body(IAID, &a));
+            return b.finish();
+        }
         self.common(&mut b, elapsed);
         let held = |l: &Lease| -> (Vec<IaAddr>, Vec<IaPrefix>) {
             (
@@ -538,7 +597,7 @@ impl Client {
                     self.ias(&mut b, &a, &p);
                 }
             }
-            State::Idle | State::Bound => {}
+            State::Idle | State::Bound | State::Declining => {}
         }
         b.finish()
     }
@@ -561,9 +620,53 @@ impl Client {
         Some(b.finish())
     }
 
+    /// Duplicate address detection found `addr`, the lease's address, in use on
+    /// the link (RFC 8415 §18.2.8): it is dropped from the lease at once (the
+    /// caller takes it off the interface), declined to the server, and a new
+    /// address asked for. Whether it was the lease's address.
+    pub fn decline(&mut self, addr: Ipv6Addr, now: Millis, rng: &mut dyn Rng) -> bool {
+        let Some(l) = self.lease.as_mut() else {
+            return false;
+        };
+        if l.address.map(|a| a.addr) != Some(addr) {
+            return false;
+        }
+        l.address = None;
+        self.changed = true;
+        self.counters.declines += 1;
+        self.declined.retain(|(a, until)| *a != addr && *until > now);
+        if self.declined.len() >= MAX_DECLINED {
+            self.declined.remove(0);
+        }
+        self.declined.push((addr, now.saturating_add(DECLINED_MS)));
+        self.declining = Some(addr);
+        self.offer = None;
+        self.best = None;
+        self.collect_until = None;
+        self.begin(State::Declining, DEC, now, rng);
+        true
+    }
+
+    /// The Decline was answered, or given up: ask for a new address from the
+    /// server (a Request holding the prefix), or Solicit if nothing is held.
+    fn declined_done(&mut self, now: Millis, rng: &mut dyn Rng) {
+        self.declining = None;
+        if self.lease.as_ref().is_some_and(|l| l.prefix.is_some()) {
+            self.begin(State::Requesting, REQ, now, rng);
+        } else {
+            self.lease = None;
+            self.solicit(now, rng);
+        }
+    }
+
+    /// Whether `addr` was declined less than [`DECLINED_MS`] before `now`.
+    fn is_declined(&self, addr: Ipv6Addr, now: Millis) -> bool {
+        self.declined.iter().any(|(a, until)| *a == addr && now < *until)
+    }
+
     /// What `m` offers of what we ask: (address, prefix), with the statuses that
-    /// refused the rest counted.
-    fn offered(&mut self, m: &Message) -> (Option<IaAddr>, Option<IaPrefix>) {
+    /// refused the rest counted. An address declined shortly before is no address.
+    fn offered(&mut self, m: &Message, now: Millis) -> (Option<IaAddr>, Option<IaPrefix>) {
         let mut addr = None;
         let mut prefix = None;
         if self.cfg.reqaddress != ReqAddress::None {
@@ -572,6 +675,10 @@ impl Client {
                 // names the old one with lifetimes 0 (RFC 8415 §18.3.4)
                 Some(ia) if ia.status.unwrap_or(STATUS_SUCCESS) == STATUS_SUCCESS => {
                     addr = ia.entries.iter().find(|e| e.valid > 0).copied();
+                    if addr.is_some_and(|a| self.is_declined(a.addr, now)) {
+                        self.counters.declined_offers += 1;
+                        addr = None;
+                    }
                 }
                 Some(ia) => self.count_status(ia.status),
                 None => self.count_status(m.status),
@@ -617,7 +724,9 @@ impl Client {
         };
         let expected = match self.state {
             State::Soliciting => m.msg_type == ADVERTISE || m.msg_type == REPLY,
-            State::Requesting | State::Renewing | State::Rebinding => m.msg_type == REPLY,
+            State::Requesting | State::Renewing | State::Rebinding | State::Declining => {
+                m.msg_type == REPLY
+            }
             State::Idle | State::Bound => false,
         };
         if !expected || m.xid != self.xid || self.started.is_none() {
@@ -634,7 +743,9 @@ impl Client {
         };
         let asked = match (self.state, &self.offer, &self.lease) {
             (State::Requesting, Some(o), _) => o.server_id.clone(),
-            (State::Requesting | State::Renewing, None, Some(l)) => Some(l.server_id.clone()),
+            (State::Requesting | State::Renewing | State::Declining, None, Some(l)) => {
+                Some(l.server_id.clone())
+            }
             _ => None,
         };
         if asked.is_some_and(|a| a != sid) {
@@ -657,7 +768,7 @@ impl Client {
 
     fn advertised(&mut self, m: Message, now: Millis, rng: &mut dyn Rng) {
         self.counters.advertises += 1;
-        let (a, p) = self.offered(&m);
+        let (a, p) = self.offered(&m, now);
         if !self.usable(a, p) {
             self.counters.unusable += 1;
             return;
@@ -678,6 +789,11 @@ impl Client {
 
     fn replied(&mut self, m: Message, sid: Vec<u8>, now: Millis, rng: &mut dyn Rng) {
         self.counters.replies += 1;
+        if self.state == State::Declining {
+            // whatever its status says, the Decline is done (§18.2.10.1)
+            self.declined_done(now, rng);
+            return;
+        }
         if let Some(s) = m.status.filter(|s| *s != STATUS_SUCCESS) {
             // UnspecFail, UseMulticast...: keep retransmitting (§18.2.10)
             self.count_status(Some(s));
@@ -691,7 +807,7 @@ impl Client {
             self.begin(State::Requesting, REQ, now, rng);
             return;
         }
-        let (addr, prefix) = self.offered(&m);
+        let (addr, prefix) = self.offered(&m, now);
         let renewing = matches!(self.state, State::Renewing | State::Rebinding);
         let old = self.lease.take();
         // a Renew's Reply without an IA leaves that IA as it was (§18.2.10.1)

@@ -28,6 +28,8 @@ pub const REBIND: u8 = 6;
 pub const REPLY: u8 = 7;
 /// Release.
 pub const RELEASE: u8 = 8;
+/// Decline.
+pub const DECLINE: u8 = 9;
 
 /// OPTION_CLIENTID.
 pub const OPT_CLIENTID: u16 = 1;

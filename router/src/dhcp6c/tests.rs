@@ -652,3 +652,114 @@ fn a_flood_of_replies_keeps_memory_bounded() {
 }
 
 mod delegation;
+
+fn other_addr() -> Ipv6Addr {
+    "2001:db8:77::5678".parse().unwrap()
+}
+
+#[test]
+fn a_duplicate_address_is_declined_and_a_new_one_requested() {
+    let (mut c, mut now, mut rng) = bound(cfg());
+    let _ = c.take_changed();
+    assert!(!c.decline(other_addr(), now, &mut rng), "not ours");
+    assert!(c.decline(addr(), now, &mut rng));
+    assert!(c.take_changed());
+    let l = c.lease().unwrap();
+    assert_eq!(l.address, None, "dropped at once");
+    assert_eq!(l.prefix.unwrap().prefix, pd(), "the prefix stays");
+    assert_eq!(c.state(), State::Declining);
+    let (dec, _) = next_send(&mut c, &mut now, &mut rng);
+    assert_eq!(dec.msg_type, DECLINE);
+    assert_eq!(dec.server_id.as_deref(), Some(SERVER));
+    let na = dec.ia_na.clone().unwrap();
+    assert_eq!(na.entries.len(), 1);
+    assert_eq!((na.entries[0].addr, na.entries[0].valid), (addr(), 0));
+    assert!(dec.ia_pd.is_none(), "only the address is declined");
+    // the server's Reply ends it; a Request for a new address follows at once
+    c.received(&answer(REPLY, &dec, &good()), now + 10, &mut rng);
+    now += 10;
+    let (req, _) = next_send(&mut c, &mut now, &mut rng);
+    assert_eq!(req.msg_type, REQUEST);
+    assert_eq!(req.server_id.as_deref(), Some(SERVER));
+    assert!(req.ia_na.as_ref().unwrap().entries.is_empty(), "no address hinted");
+    assert_eq!(req.ia_pd.as_ref().unwrap().entries[0].prefix, pd());
+    let mut fresh = good();
+    fresh.na.as_mut().unwrap().3[0].addr = other_addr();
+    c.received(&answer(REPLY, &req, &fresh), now + 10, &mut rng);
+    assert_eq!(c.state(), State::Bound);
+    assert_eq!(c.lease().unwrap().address.unwrap().addr, other_addr());
+    assert_eq!(c.counters().declines, 1);
+}
+
+#[test]
+fn an_unanswered_decline_is_sent_four_times_then_a_request_follows() {
+    let (mut c, mut now, mut rng) = bound(cfg());
+    assert!(c.decline(addr(), now, &mut rng));
+    let mut at = Vec::new();
+    let req = loop {
+        let (m, _) = next_send(&mut c, &mut now, &mut rng);
+        if m.msg_type != DECLINE {
+            break m;
+        }
+        at.push(now);
+        assert!(at.len() <= 4, "DEC_MAX_RC");
+    };
+    assert_eq!(at.len(), 4);
+    // 1 s, then doubling (±10 %)
+    let gaps: Vec<Millis> = at.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!((900..=1100).contains(&gaps[0]), "{gaps:?}");
+    assert!((1700..=2300).contains(&gaps[1]), "{gaps:?}");
+    assert_eq!(req.msg_type, REQUEST);
+}
+
+#[test]
+fn a_server_that_offers_the_declined_address_again_is_not_taken_at_its_word() {
+    let (mut c, mut now, mut rng) = bound(cfg());
+    assert!(c.decline(addr(), now, &mut rng));
+    let (dec, _) = next_send(&mut c, &mut now, &mut rng);
+    c.received(&answer(REPLY, &dec, &good()), now + 10, &mut rng);
+    now += 10;
+    let (req, _) = next_send(&mut c, &mut now, &mut rng);
+    // the same duplicate again: reqaddress try keeps the prefix alone
+    c.received(&answer(REPLY, &req, &good()), now + 10, &mut rng);
+    assert_eq!(c.state(), State::Bound);
+    let l = c.lease().unwrap();
+    assert_eq!(l.address, None);
+    assert_eq!(l.prefix.unwrap().prefix, pd());
+    assert_eq!(c.counters().declined_offers, 1);
+    // with reqaddress force nothing is taken: the client solicits again
+    let mut f = cfg();
+    f.reqaddress = ReqAddress::Force;
+    let (mut c, mut now, mut rng) = bound(f);
+    assert!(c.decline(addr(), now, &mut rng));
+    let (dec, _) = next_send(&mut c, &mut now, &mut rng);
+    c.received(&answer(REPLY, &dec, &good()), now + 10, &mut rng);
+    now += 10;
+    let (req, _) = next_send(&mut c, &mut now, &mut rng);
+    c.received(&answer(REPLY, &req, &good()), now + 10, &mut rng);
+    assert_eq!(c.state(), State::Soliciting);
+    // ten minutes on, the address may be taken again
+    let (mut c, mut now, mut rng) = bound(cfg());
+    assert!(c.decline(addr(), now, &mut rng));
+    let (dec, _) = next_send(&mut c, &mut now, &mut rng);
+    c.received(&answer(REPLY, &dec, &good()), now + 10, &mut rng);
+    now += 10 + DECLINED_MS;
+    let (req, _) = next_send(&mut c, &mut now, &mut rng);
+    c.received(&answer(REPLY, &req, &good()), now + 10, &mut rng);
+    assert_eq!(c.lease().unwrap().address.unwrap().addr, addr());
+}
+
+#[test]
+fn a_decline_with_nothing_else_held_solicits_again() {
+    let mut f = cfg();
+    f.reqprefix = ReqPrefix::No;
+    let (mut c, mut now, mut rng) = bound(f);
+    assert!(c.decline(addr(), now, &mut rng));
+    let (dec, _) = next_send(&mut c, &mut now, &mut rng);
+    assert_eq!(dec.msg_type, DECLINE);
+    c.received(&answer(REPLY, &dec, &good()), now + 10, &mut rng);
+    assert!(c.lease().is_none());
+    now += 10;
+    let (sol, _) = next_send(&mut c, &mut now, &mut rng);
+    assert_eq!(sol.msg_type, SOLICIT);
+}

@@ -160,6 +160,29 @@ impl Dhcp6Server {
         }
     }
 
+    /// Serves `cfg` from now on (`reload` of `/etc/config/dhcp`): the leases still
+    /// in its prefix and pool are kept (with their lifetimes: a new `leasetime`
+    /// applies at the client's next renewal), the others dropped (their clients
+    /// get NoBinding at their next Renew, NotOnLink at a Confirm, and a new
+    /// address); the counters stay. The number of leases dropped.
+    pub fn reconfigure(&mut self, cfg: Dhcp6Config, now: Millis) -> usize {
+        let fits = |l: &Lease6| cfg.host_id(l.addr).is_some() && !cfg.router_addrs.contains(&l.addr);
+        let before = self.leases.iter().count();
+        if cfg.max_leases == self.leases.capacity() {
+            self.leases.retain(fits);
+        } else {
+            let mut t = LeaseTable6::new(cfg.max_leases);
+            for l in self.leases.iter().filter(|l| fits(l) && l.is_active(now)) {
+                t.upsert(l.clone(), now);
+            }
+            self.leases = t;
+        }
+        let dropped = before.saturating_sub(self.leases.iter().count());
+        self.duid = cfg.duid();
+        self.cfg = cfg;
+        dropped
+    }
+
     /// Its configuration.
     pub fn config(&self) -> &Dhcp6Config {
         &self.cfg

@@ -714,3 +714,30 @@ fn frames_in_and_out() {
     assert!(s.handle_frame(&g, 0).is_none());
     assert_eq!(s.counters().other_server, 2);
 }
+
+#[test]
+fn a_reconfiguration_keeps_the_leases_it_still_serves_and_drops_the_rest() {
+    let mut s = server();
+    let duid = duid_ll(CLIENT_MAC);
+    let addr = bind(&mut s, &duid, 1, 0);
+    // the same prefix, another leasetime and DNS: the lease stays, the next
+    // reply carries the new settings
+    let mut c = cfg();
+    c.lease_secs = 3600;
+    assert_eq!(s.reconfigure(c.clone(), 1000), 0);
+    assert_eq!(s.leases(1000).count(), 1);
+    let sid = s.duid().to_vec();
+    let r = ask(&mut s, msg::RENEW, &duid, Some(&sid), 1, &[addr], 2000).unwrap();
+    assert_eq!(r.ias()[0].1[0], (addr, 3600, 3600), "the new leasetime");
+    assert_eq!(s.counters().bound, 2, "the counters stay");
+    // another /64 (ip6hint): the lease is not of it, dropped; its Renew gets
+    // NoBinding and the client a new address
+    c.prefix = Ipv6Net::new(a("fd00:ab:cd:5::"), 64).unwrap();
+    c.router_addrs = vec![a("fd00:ab:cd:5::1")];
+    assert_eq!(s.reconfigure(c, 3000), 1);
+    assert_eq!(s.leases(3000).count(), 0);
+    let r = ask(&mut s, msg::RENEW, &duid, Some(&sid), 1, &[addr], 4000).unwrap();
+    assert_eq!(r.ias()[0].2, Some(status::NO_BINDING));
+    let new = bind(&mut s, &duid, 1, 5000);
+    assert!(Ipv6Net::new(a("fd00:ab:cd:5::"), 64).unwrap().contains(new));
+}

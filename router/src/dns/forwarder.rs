@@ -293,6 +293,12 @@ impl DnsForwarder {
         &self.cfg
     }
 
+    /// The router's IPv6 address on the LAN (answered for its own name) is now
+    /// `a` (`reload` of an `ip6assign`/`ip6hint` change).
+    pub fn set_lan_addr6(&mut self, a: Option<Ipv6Addr>) {
+        self.cfg.lan_addr6 = a;
+    }
+
     /// The counters.
     pub fn counters(&self) -> &DnsCounters {
         &self.counters

@@ -287,8 +287,9 @@ fn a_flood_to_an_on_link_prefix_holds_no_more_than_the_slots() {
     }
     assert_eq!(held, 32);
     assert_eq!(r.stats().dropped(DropReason::NoNeighbour), 2000 - 32);
-    // failing them frees every slot
-    for t in 1..6 {
+    // failing them frees every slot (their address-unreachable errors wait on
+    // the LAN host, not resolved in this setup, then fail with it)
+    for t in 1..10 {
         r.poll(2000 + t * 1000, &mut o);
     }
     assert_eq!(r.ndp.queued(), 0);
@@ -531,10 +532,12 @@ fn the_forward_hook_sees_the_routed_packet_and_a_reject_answers_port_unreachable
     assert_eq!(sent.len(), 1);
     let (ifc, _, t, code, ip) = &sent[0];
     assert_eq!((*ifc, *t, *code), (LAN, 1, 4));
+    let mut quoted = c[14..].to_vec();
+    quoted[7] = 63;
     assert_eq!(
         &ip[48..],
-        &c[14..],
-        "quoted with its hop limit as it arrived"
+        &quoted[..],
+        "quoted with its hop limit decremented, as Linux's forward hook sees it"
     );
     // TCP gets a reset, straight back to the sender
     let seg = tcp6(HOST, NET, 40000, 443, 77, SYN, &[], &[]);
@@ -655,4 +658,83 @@ fn a_next_hop_not_confirmed_for_30_s_is_probed_by_unicast_as_the_packet_goes() {
         "unicast to the neighbour"
     );
     assert_eq!(&o.sent[1].1[..6], &GW_MAC);
+}
+
+#[test]
+fn an_advertised_ipv6_mtu_on_the_wan_gets_packet_too_big_for_larger_packets() {
+    let mut r = learnt();
+    // the upstream router's advertisements say 1400 (a PPPoE or tunnel link)
+    r.set_mtu6(WAN, Some(1400)).unwrap();
+    assert_eq!(r.interfaces().get(WAN).unwrap().mtu6(), 1400);
+    assert_eq!(
+        r.interfaces().get(WAN).unwrap().mtu(),
+        1500,
+        "IPv4 keeps the link's"
+    );
+    let mut o = Recorder::default();
+    let mut f = udp_frame(MAC0, HOST, NET, 64, 1401 - 48);
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 0, &mut o),
+        Disposition::Dropped(DropReason::TooBig)
+    );
+    let sent = icmp6_sent(&o);
+    assert_eq!(sent.len(), 1);
+    let ip = &sent[0].4;
+    assert_eq!((sent[0].0, ip[40], ip[41]), (LAN, 2, 0));
+    assert_eq!(&ip[44..48], &1400u32.to_be_bytes(), "the advertised MTU");
+    // exactly 1400 goes through
+    let mut o = Recorder::default();
+    let mut f = udp_frame(MAC0, HOST, NET, 64, 1400 - 48);
+    assert_eq!(run(&mut r, LAN, &mut f, 0, &mut o), Disposition::Forwarded);
+    // an MTU over the link's is the link's; under 1280 is refused, the old kept
+    r.set_mtu6(WAN, Some(9000)).unwrap();
+    assert_eq!(r.interfaces().get(WAN).unwrap().mtu6(), 1500);
+    assert!(r.set_mtu6(WAN, Some(1000)).is_err());
+    assert_eq!(r.interfaces().get(WAN).unwrap().mtu6(), 1500);
+    // back to the link's: 1500 goes
+    r.set_mtu6(WAN, None).unwrap();
+    let mut o = Recorder::default();
+    let mut f = udp_frame(MAC0, HOST, NET, 64, 1500 - 48);
+    assert_eq!(run(&mut r, LAN, &mut f, 0, &mut o), Disposition::Forwarded);
+}
+
+#[test]
+fn an_error_to_a_source_not_resolved_yet_waits_for_its_advertisement() {
+    // the WAN's router and the DMZ host are known, the LAN host is not
+    let mut r = setup();
+    learn(&mut r, WAN, GW, GW_MAC);
+    let mut o = Recorder::default();
+    let mut f = udp_frame(MAC0, HOST, NET, 1, 10);
+    assert_eq!(
+        run(&mut r, LAN, &mut f, 0, &mut o),
+        Disposition::Dropped(DropReason::TtlExpired)
+    );
+    // the router solicits the host; the time-exceeded waits
+    assert!(
+        icmp6_sent(&o).iter().all(|e| e.2 == 135),
+        "only a solicitation"
+    );
+    assert_eq!(r.ndp.queued(), 1);
+    // the host answers: the error goes to it at once
+    let mut o = Recorder::default();
+    let mut na = na_frame(MAC0, HOST, HOST_MAC);
+    run(&mut r, LAN, &mut na, 10, &mut o);
+    let errs: Vec<_> = icmp6_sent(&o).into_iter().filter(|e| e.2 == 3).collect();
+    assert_eq!(errs.len(), 1, "{:?}", o.sent.len());
+    let (ifc, mac, _, code, ip) = &errs[0];
+    assert_eq!((*ifc, *mac, *code), (LAN, HOST_MAC, 0));
+    assert_eq!(crate::ipv6::dst(ip), a(HOST));
+    assert_eq!(r.ndp.queued(), 0);
+    // one that never answers: the error is dropped with the entry, and no error
+    // about the error comes of it
+    let mut r = setup();
+    learn(&mut r, WAN, GW, GW_MAC);
+    let mut o = Recorder::default();
+    let mut f = udp_frame(MAC0, HOST, NET, 1, 10);
+    run(&mut r, LAN, &mut f, 0, &mut o);
+    for t in [1000, 2000, 3000, 4000] {
+        r.poll(t, &mut o);
+    }
+    assert_eq!(r.ndp.queued(), 0);
+    assert!(icmp6_sent(&o).iter().all(|e| e.2 == 135));
 }

@@ -213,7 +213,7 @@ impl Router {
         let out_iface = self.ifaces.get(route.ifc).ok_or(DropReason::NoRoute)?;
         let mtu = route
             .mtu
-            .map_or(out_iface.mtu(), |m| m.min(out_iface.mtu()))
+            .map_or(out_iface.mtu6(), |m| m.min(out_iface.mtu6()))
             .max(ipv6::MIN_MTU);
         let out_mac = out_iface.mac().0;
         let has_csum = out_iface.config().has_tx_csum_offload;
@@ -248,9 +248,9 @@ impl Router {
             HookVerdict::Accept => {}
             HookVerdict::Drop(r) => return Err(r),
             HookVerdict::Reject => {
-                if let Some(hl) = ip.get_mut(ipv6::HOP_LIMIT) {
-                    *hl = h.hop_limit; // quoted as it arrived
-                }
+                // quoted with its hop limit decremented: Linux's forward hook runs
+                // after `ip6_forward` took one off (router-diff's
+                // v6-wan-udp-to-lan: fw4's port-unreachable quotes hlim 63)
                 self.send_reject6(ifc, peer_mac, ip, &upper, now, out);
                 return Err(DropReason::Filtered);
             }
@@ -419,7 +419,7 @@ impl Router {
             let Some(i) = self.ifaces.get(input) else {
                 return;
             };
-            (input, to, i.mtu(), 64)
+            (input, to, i.mtu6(), 64)
         } else {
             let Some(r) = self.routes6.lookup(to).copied() else {
                 return;
@@ -427,7 +427,7 @@ impl Router {
             let Some(i) = self.ifaces.get(r.ifc) else {
                 return;
             };
-            let mtu = r.mtu.map_or(i.mtu(), |m| m.min(i.mtu()));
+            let mtu = r.mtu.map_or(i.mtu6(), |m| m.min(i.mtu6()));
             (r.ifc, r.gateway.unwrap_or(to), mtu, r.dest.prefix_len())
         };
         let Some(mac) = self.ifaces.get(ifc).map(|i| i.mac().0) else {
@@ -458,11 +458,20 @@ impl Router {
                 return;
             }
         }
-        let Ok(Some(peer_mac)) = self.resolve6(ifc, next_hop, now, out, None) else {
-            return;
-        };
         let Some(n) = icmpv6_error::build(&mut self.icmp6_buf, kind, from, orig, usize::from(mtu))
         else {
+            return;
+        };
+        // a peer not resolved yet: the error waits for its advertisement as a
+        // forwarded packet does (Linux queues it on the neighbour entry too);
+        // `icmp6_buf` is out of `self` meanwhile (no allocation: taken, put back)
+        let buf = core::mem::take(&mut self.icmp6_buf);
+        let peer = match buf.get(..n) {
+            Some(f) => self.resolve6(ifc, next_hop, now, out, Some((ifc, f, TxMeta::default()))),
+            None => Err(DropReason::NoNeighbour),
+        };
+        self.icmp6_buf = buf;
+        let Ok(Some(peer_mac)) = peer else {
             return;
         };
         let Some(frame) = self.icmp6_buf.get_mut(..n) else {

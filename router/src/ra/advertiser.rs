@@ -113,6 +113,44 @@ impl Advertiser {
         Ok(())
     }
 
+    /// The configuration was changed by the administrator (`reload` of
+    /// `/etc/config/dhcp` or `network`): `config` is advertised from now on and, if
+    /// the message changed, at once (at most every 3 s) and then as at start, the
+    /// next [`MAX_INITIAL_ADVERTISEMENTS`] at most 16 s apart, as RFC 4861 §6.2.4
+    /// allows when "a router's configuration changes", so a host that missed one
+    /// learns the new flags soon. A configuration that cannot be advertised leaves
+    /// the old one.
+    pub fn reconfigure(&mut self, config: &RaConfig, now: Millis) -> Result<bool, RaError> {
+        let body = config.body(self.mac)?;
+        let changed = body != self.body;
+        self.set_config(config, now, true)?;
+        if changed {
+            self.sent = 0;
+        }
+        Ok(changed)
+    }
+
+    /// The final advertisement of RFC 4861 §6.2.5 when the interface stops
+    /// advertising (`ra` no longer `server`): `config` with router lifetime 0 and
+    /// every prefix with lifetimes 0, so hosts drop the router as default at once
+    /// and deprecate their addresses in its prefixes (odhcpd withdraws a prefix
+    /// the same way).
+    pub fn final_frame(&self, config: &RaConfig) -> Result<Vec<u8>, RaError> {
+        let mut c = config.clone();
+        c.router_lifetime_secs = 0;
+        for p in &mut c.prefixes {
+            p.valid_secs = 0;
+            p.preferred_secs = 0;
+        }
+        let body = c.body(self.mac)?;
+        Ok(message::frame(
+            &body,
+            self.mac,
+            ipv6::multicast_mac(ALL_NODES),
+            ALL_NODES,
+        ))
+    }
+
     /// The counters.
     pub fn counters(&self) -> RaCounters {
         self.counters

@@ -427,6 +427,62 @@ fn a_new_configuration_goes_out_at_once_and_an_unchanged_one_waits() {
     assert_eq!(a.body(), c_body(&config_zero()));
 }
 
+#[test]
+fn a_reconfiguration_goes_out_at_once_then_fast_again() {
+    let mut rng = TestRng(33);
+    let mut a = Advertiser::new(&config(), MAC, 0).unwrap();
+    // past the initial advertisements: the periodic interval is 200-600 s
+    let mut t = 0;
+    for _ in 0..4 {
+        t = a.poll_at();
+        a.poll(t, &mut rng).unwrap();
+    }
+    assert!(a.poll_at() - t >= 200_000);
+    // `reload` with ra_flags none and ra_slaac 0
+    let mut c = config();
+    c.managed = false;
+    c.other = false;
+    c.prefixes[0].autonomous = false;
+    assert_eq!(a.reconfigure(&c, t + 10_000), Ok(true));
+    assert_eq!(a.poll_at(), t + 10_000, "at once");
+    let f = a.poll(t + 10_000, &mut rng).unwrap();
+    let icmp = &f[14 + 40..];
+    assert_eq!(icmp[5] & 0xc0, 0, "M and O cleared");
+    let opts = options(icmp);
+    let pi = &opts.iter().find(|o| o.0 == 3).unwrap().1;
+    assert_eq!(pi[3] & 0x40, 0, "A cleared");
+    // then as at start: the next ones at most 16 s apart
+    let next = a.poll_at();
+    assert!(next - (t + 10_000) <= MAX_INITIAL_INTERVAL_MS);
+    // the same configuration again changes nothing
+    assert_eq!(a.reconfigure(&c, t + 11_000), Ok(false));
+    assert_eq!(a.poll_at(), next);
+}
+
+#[test]
+fn the_final_advertisement_has_router_lifetime_and_prefix_lifetimes_0() {
+    let mut c = config();
+    c.router_lifetime_secs = 1800;
+    let a = Advertiser::new(&c, MAC, 0).unwrap();
+    let f = a.final_frame(&c).unwrap();
+    let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
+    assert_eq!(ip.dst_addr(), ALL_NODES);
+    assert_eq!(ip.hop_limit(), 255);
+    match icmp_repr(&ip) {
+        Icmpv6Repr::Ndisc(NdiscRepr::RouterAdvert {
+            router_lifetime,
+            prefix_info,
+            ..
+        }) => {
+            assert_eq!(router_lifetime, Duration::from_secs(0));
+            let p = prefix_info.unwrap();
+            assert_eq!(p.valid_lifetime, Duration::from_secs(0));
+            assert_eq!(p.preferred_lifetime, Duration::from_secs(0));
+        }
+        other => panic!("not an advertisement: {other:?}"),
+    }
+}
+
 fn config_zero() -> RaConfig {
     let mut c = config();
     c.prefixes[0].valid_secs = 0;

@@ -29,7 +29,13 @@ fn net6(s: &str, l: u8) -> Ipv6Net {
 
 /// The upstream router's advertisement: 2001:db8:77::/64 on-link with SLAAC.
 fn upstream_ra() -> Vec<u8> {
+    upstream_ra_mtu(None)
+}
+
+/// [`upstream_ra`] with an MTU option of `mtu`.
+fn upstream_ra_mtu(mtu: Option<u32>) -> Vec<u8> {
     let c = RaConfig {
+        mtu,
         router_lifetime_secs: 1800,
         prefixes: vec![RaPrefix {
             prefix: net6("2001:db8:77::", 64),
@@ -96,13 +102,18 @@ fn dhcp6_from_router(n: &Net) -> Vec<(Ipv6Addr, m::Message)> {
 
 /// The fake server's answer of `kind` to `to` with `prefix` delegated.
 fn answer(kind: u8, to: &m::Message, prefix: Ipv6Net) -> Vec<u8> {
+    answer_with(kind, to, prefix, a("2001:db8:77::1234"))
+}
+
+/// [`answer`] giving address `addr`.
+fn answer_with(kind: u8, to: &m::Message, prefix: Ipv6Net, addr: Ipv6Addr) -> Vec<u8> {
     let mut b = Builder::new(kind, to.xid);
     b.option(m::OPT_CLIENTID, to.client_id.as_deref().unwrap());
     b.option(m::OPT_SERVERID, SERVER_DUID);
     let mut na = m::ia_na_body(
         1,
         &[IaAddr {
-            addr: a("2001:db8:77::1234"),
+            addr,
             preferred: 300,
             valid: 600,
         }],
@@ -126,11 +137,20 @@ fn answer(kind: u8, to: &m::Message, prefix: Ipv6Net) -> Vec<u8> {
 /// Steps the router; the fake upstream answers Solicits and Requests (and Renews)
 /// with `prefix`, advertises itself once a second.
 fn run(n: &mut Net, ms: i64, prefix: Ipv6Net) {
+    run_mtu(n, ms, prefix, None)
+}
+
+/// [`run`] with the upstream advertising MTU `mtu`.
+fn run_mtu(n: &mut Net, ms: i64, prefix: Ipv6Net, mtu: Option<u32>) {
     for _ in 0..ms / 10 {
         n.now += 10;
         let now = n.now;
         if now % 1000 == 0 {
-            n.wan_host.link.tx.borrow_mut().push_back(upstream_ra());
+            n.wan_host
+                .link
+                .tx
+                .borrow_mut()
+                .push_back(upstream_ra_mtu(mtu));
         }
         for (src, msg) in dhcp6_from_router(n) {
             let kind = match msg.msg_type {
@@ -149,6 +169,9 @@ fn run(n: &mut Net, ms: i64, prefix: Ipv6Net) {
         // as the kernel's poll does
         let d = n.services.delegated6();
         n.gw.set_delegated6(&n.stack.ifs, d.as_ref().map(|(p, v)| (*p, v.as_str())));
+        if let Some((vif, mtu)) = n.services.wan6_mtu() {
+            n.gw.set_mtu6(&n.stack.ifs, &vif, mtu);
+        }
     }
 }
 
@@ -593,7 +616,267 @@ fn a_wan_interface_that_comes_back_as_a_new_one_starts_over() {
     assert!(solicited, "a new Solicit on the new interface");
     let lines = n.services.wan6_lines(n.now).unwrap();
     assert!(lines[0].starts_with("wan6: eth1 soliciting"), "{lines:?}");
-    assert!(lines.last().unwrap().ends_with(" restarts 1"), "{lines:?}");
+    assert!(lines.last().unwrap().contains(" restarts 1 "), "{lines:?}");
     // the LAN's /64 of the old lease went with it
     assert!(!has_addr(&n, 0, "2001:db8:7700:100::1/64"));
+}
+
+#[test]
+fn the_wans_advertised_mtu_gets_packet_too_big_for_larger_packets_from_the_lan() {
+    let mut n = net("192.168.1.50/24", None);
+    run_mtu(&mut n, 5_000, net6("2001:db8:7700:100::", 56), Some(1400));
+    assert!(
+        n.services.wan6_lines(n.now).unwrap()[1].contains("mtu 1400"),
+        "{:?}",
+        n.services.wan6_lines(n.now)
+    );
+    let wan = n.gw.port_of(1).unwrap();
+    assert_eq!(n.gw.router.interfaces().get(wan).unwrap().mtu6(), 1400);
+    assert_eq!(
+        n.gw.router.interfaces().get(wan).unwrap().mtu(),
+        1500,
+        "IPv4: the link's"
+    );
+    // the LAN's advertisements still announce the LAN's MTU
+    let lan_ra = n
+        .lan_host
+        .link
+        .rx
+        .borrow()
+        .iter()
+        .rev()
+        .find(|f| f.get(20) == Some(&58) && f.get(54) == Some(&134))
+        .cloned()
+        .unwrap();
+    let at = 54
+        + lan_ra[54 + 16..]
+            .windows(2)
+            .position(|w| w == [5, 1])
+            .unwrap()
+        + 16;
+    assert_eq!(&lan_ra[at + 4..at + 8], &1500u32.to_be_bytes());
+    let host = a("2001:db8:7700:100::100");
+    let far = a("2001:db8:99::10");
+    let lan_router_mac = n.stack.ifs[0].link.mac();
+    n.lan_host.link.rx.borrow_mut().clear();
+    // 1401 bytes of IPv6 to the WAN: packet-too-big with 1400, back to the host
+    let big = ip6_frame(
+        LAN_HOST_MAC,
+        lan_router_mac,
+        host,
+        far,
+        IpProtocol::Udp,
+        64,
+        &udp6(host, far, 40000, 7777, &[7u8; 1401 - 48]),
+    );
+    // (the error waits while the router resolves the host, which answers)
+    n.lan_host.link.tx.borrow_mut().push_back(big);
+    let mut ptb = None;
+    for _ in 0..50 {
+        n.now += 10;
+        let now = n.now;
+        n.gw.poll(&mut n.stack.ifs, now);
+        n.stack.poll(now);
+        let _ = wan_frames(&mut n);
+        lan_answers_ns(&mut n);
+        ptb = n
+            .lan_host
+            .link
+            .rx
+            .borrow()
+            .iter()
+            .find(|f| f.get(20) == Some(&58) && f.get(54) == Some(&2))
+            .cloned();
+        if ptb.is_some() {
+            break;
+        }
+    }
+    let ptb = ptb.expect("packet-too-big to the LAN host");
+    assert_eq!(&ptb[14 + 24..14 + 40], &host.octets());
+    assert_eq!(
+        &ptb[54 + 4..54 + 8],
+        &1400u32.to_be_bytes(),
+        "the WAN's IPv6 MTU"
+    );
+    // 1400 bytes go out on the WAN
+    let fits = ip6_frame(
+        LAN_HOST_MAC,
+        lan_router_mac,
+        host,
+        far,
+        IpProtocol::Udp,
+        64,
+        &udp6(host, far, 40000, 7777, &[7u8; 1400 - 48]),
+    );
+    n.lan_host.link.tx.borrow_mut().push_back(fits);
+    let mut out = false;
+    for _ in 0..50 {
+        n.now += 10;
+        let now = n.now;
+        n.gw.poll(&mut n.stack.ifs, now);
+        n.stack.poll(now);
+        out |= wan_frames(&mut n)
+            .iter()
+            .any(|f| f.get(20) == Some(&17) && f.len() == 14 + 1400);
+        if out {
+            break;
+        }
+    }
+    assert!(out, "the 1400-byte datagram left on the WAN");
+    // the upstream stops announcing an MTU: the link's again
+    run_mtu(&mut n, 2_000, net6("2001:db8:7700:100::", 56), None);
+    assert_eq!(
+        n.gw.router.interfaces().get(wan).unwrap().mtu6(),
+        1400,
+        "kept until it says otherwise (RFC 4861: the last value received)"
+    );
+}
+
+/// Whether `f` is a duplicate address detection probe (a solicitation from ::)
+/// for `target`.
+fn is_dad_probe(f: &[u8], target: Ipv6Addr) -> bool {
+    is_ns(f) && f[14 + 8..14 + 24] == [0; 16] && f[62..78] == target.octets()
+}
+
+#[test]
+fn a_dhcpv6_address_in_use_on_the_wan_is_declined_and_a_new_one_taken_after_dad() {
+    let mut n = net("192.168.1.50/24", None);
+    let taken = a("2001:db8:77::1234");
+    let fresh = a("2001:db8:77::5678");
+    let prefix = net6("2001:db8:7700:100::", 56);
+    let wan_cidr = |x: Ipv6Addr| smoltcp::wire::IpCidr::new(x.into(), 128);
+    let mut declined = None;
+    let mut probed_fresh = false;
+    let mut tentative_seen = false;
+    for _ in 0..800 {
+        n.now += 10;
+        let now = n.now;
+        if now % 1000 == 0 {
+            n.wan_host.link.tx.borrow_mut().push_back(upstream_ra());
+        }
+        let frames: Vec<Vec<u8>> = n.wan_host.link.rx.borrow_mut().drain(..).collect();
+        for f in frames {
+            // another node holds `taken` and defends it
+            if is_dad_probe(&f, taken) {
+                let na = crate::garp::neighbour_advertisement(UP_MAC, taken, false);
+                n.wan_host.link.tx.borrow_mut().push_back(na);
+                continue;
+            }
+            probed_fresh |= is_dad_probe(&f, fresh);
+            if f.get(20) != Some(&17) {
+                continue;
+            }
+            let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
+            let udp = UdpPacket::new_checked(ip.payload()).unwrap();
+            if udp.dst_port() != 547 {
+                continue;
+            }
+            let msg = m::parse(udp.payload()).unwrap();
+            // the server gives `taken` until it is declined, then `fresh`
+            let addr = if declined.is_some() { fresh } else { taken };
+            let kind = match msg.msg_type {
+                m::SOLICIT => m::ADVERTISE,
+                m::REQUEST | m::RENEW | m::REBIND => m::REPLY,
+                m::DECLINE => {
+                    declined = Some(msg.clone());
+                    m::REPLY
+                }
+                _ => continue,
+            };
+            let r = udp6_to_router(ip.src_addr(), &answer_with(kind, &msg, prefix, addr));
+            n.wan_host.link.tx.borrow_mut().push_back(r);
+        }
+        n.gw.poll(&mut n.stack.ifs, now);
+        n.stack.poll(now);
+        if n.services.poll(&mut n.stack, now) {
+            n.stack.poll(now);
+        }
+        // while it is probed, the address is not the interface's (RFC 4862 §5.4)
+        if n.stack.ifs[1].is_tentative(wan_cidr(fresh)) {
+            tentative_seen = true;
+            assert!(
+                !has_addr(&n, 1, "2001:db8:77::5678/128"),
+                "not used while tentative"
+            );
+        }
+    }
+    let d = declined.expect("a Decline");
+    assert_eq!(d.server_id.as_deref(), Some(SERVER_DUID));
+    assert_eq!(d.ia_na.unwrap().entries[0].addr, taken);
+    assert!(
+        !has_addr(&n, 1, "2001:db8:77::1234/128"),
+        "the duplicate is not used"
+    );
+    assert!(probed_fresh && tentative_seen);
+    assert!(
+        has_addr(&n, 1, "2001:db8:77::5678/128"),
+        "the new one, after its probe"
+    );
+    let lines = n.services.wan6_lines(n.now).unwrap();
+    assert!(
+        lines[0].contains("address 2001:db8:77::5678/128"),
+        "{lines:?}"
+    );
+    assert!(lines.last().unwrap().contains(" declined 1;"), "{lines:?}");
+    // the delegation was kept all along: the LAN's /64 is there
+    assert!(has_addr(&n, 0, "2001:db8:7700:100::1/64"));
+}
+
+#[test]
+fn a_reload_moves_the_lans_share_of_the_delegation_and_takes_it_away() {
+    let mut n = net("192.168.1.50/24", None);
+    let pd = net6("2001:db8:7700:100::", 56);
+    run(&mut n, 5_000, pd);
+    assert!(has_addr(&n, 0, "2001:db8:7700:100::1/64"));
+    let reload = |n: &mut Net, network: &str| {
+        let plan = netplan::plan(network, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
+        let spec = spec_from_files(DHCP, network, &plan).unwrap();
+        n.services.reload(&spec, &mut n.stack, n.now)
+    };
+    // ip6hint 3: the LAN's /64 is the fourth /60 of the /56 (and of the ULA)
+    let hinted = wan_static_network().replace(
+        "option ip6assign '60'",
+        "option ip6assign '60'\n\toption ip6hint '3'",
+    );
+    let said = reload(&mut n, &hinted);
+    assert!(
+        said.iter()
+            .any(|l| l == "wan6: eth0 ip6assign 60 ip6hint 3"),
+        "{said:?}"
+    );
+    // (the advertisement of the change at most 3 s after the reload's own)
+    run(&mut n, 4_000, pd);
+    assert!(!has_addr(&n, 0, "2001:db8:7700:100::1/64"));
+    assert!(
+        has_addr(&n, 0, "2001:db8:7700:130::1/64"),
+        "{:?}",
+        n.stack.ifs[0].addrs()
+    );
+    let (prefixes, _) = last_lan_ra(&n).unwrap();
+    assert!(
+        prefixes
+            .iter()
+            .any(|p| p.0 == a("2001:db8:7700:130::") && p.1 > 0),
+        "{prefixes:?}"
+    );
+    assert!(
+        prefixes.contains(&(a("2001:db8:7700:100::"), 0, 0)),
+        "the old /64 with lifetimes 0: {prefixes:?}"
+    );
+    assert_eq!(
+        n.services.delegated6().map(|d| d.1),
+        Some(String::from("eth0"))
+    );
+    // ip6assign taken off the LAN: its share goes, announced with lifetimes 0, and
+    // the delegation is no longer routed to it
+    let none = wan_static_network().replace("\toption ip6assign '60'\n", "");
+    let said = reload(&mut n, &none);
+    assert!(
+        said.iter()
+            .any(|l| l == "wan6: eth0 no longer takes a prefix"),
+        "{said:?}"
+    );
+    run(&mut n, 1_000, pd);
+    assert!(!has_addr(&n, 0, "2001:db8:7700:130::1/64"));
+    assert_eq!(n.services.delegated6(), None);
 }

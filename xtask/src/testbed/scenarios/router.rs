@@ -161,7 +161,7 @@ pub const ROUTER_DIFF: Scenario = Scenario {
 
 pub const ROUTER_DIFF_SHORT: Scenario = Scenario {
     name: "router-diff-short",
-    about: "router-diff with the corpus' short cases (NAT, ICMP errors, TTL, fragments, TCP window, the WAN knocking, the port forward and its reflection): the form cargo xtask test runs",
+    about: "router-diff with the corpus' short cases (NAT, ICMP errors, TTL, fragments, TCP window, the WAN knocking, the port forward and its reflection; IPv6: extension headers, ICMPv6 errors quoting a flow, fragments, the WAN knocking): the form cargo xtask test runs",
     steps: ROUTER_DIFF_SHORT_STEPS,
     budget_s: 600,
     ..XENLET_ROUTER
@@ -967,6 +967,31 @@ const DAD: &[Step] = &[
     ),
 ];
 
+/// `reload` applies `/etc/config/dhcp`'s RA settings to the running router:
+/// `ra_flags none` set with uci, committed and reloaded; the router says so and its
+/// next advertisement, at once, carries neither M nor O (lan1 hears it: tcpdump's
+/// `Flags [none]`), where before it carried both (the image's `managed-config
+/// other-config`).
+const RA_RELOAD: &[Step] = &[
+    ns(
+        "lan1",
+        "(timeout 60 tcpdump -n -l -v -i eth0 'icmp6 and ip6[40] == 134' </dev/null >$TOPO/lan1-ra.txt 2>/dev/null &) ; sleep 1; echo capturing",
+        &[r"^capturing$"],
+        10,
+    ),
+    cmd("uci delete dhcp.lan.ra_flags", &[], 30),
+    cmd("uci add_list dhcp.lan.ra_flags=none", &[], 30),
+    cmd("uci commit dhcp", &[], 30),
+    cmd("reload", &[r"^reload: ra: eth0 now "], 30),
+    ns(
+        "lan1",
+        "sleep 4; cat $TOPO/lan1-ra.txt",
+        &[r"router advertisement", r"Flags \[none\]"],
+        15,
+    ),
+    cmd("dnsmasq", &[r"^ra eth0: "], 30),
+];
+
 /// The ISP renumbers (`router.sh renumber`: wan's DHCPv6 server comes back with
 /// another range and no bindings): at its next Renew the router gets a new /56, the
 /// LAN a new /64 by SLAAC, the old /64 announced with lifetimes 0 so lan1's address
@@ -1056,6 +1081,7 @@ const ROUTER_IPV6_STEPS: &[Step] = steps![
     ..V6_ALLOW_RULE,
     ..DAD,
     ..RENUMBER,
+    ..RA_RELOAD,
     last("poweroff"),
 ];
 
@@ -1243,9 +1269,28 @@ const DIFF_FORWARD: &[Step] = steps![
     ..forward_8080!("192.168.1.51", "80"),
     cmd("uci commit firewall", &[], 30),
     cmd("reload", &[r"^reload: firewall rules replaced"], 30),
+    // for the corpus' IPv6 cases: wan6 bound (the IPv6 default route), the LAN's
+    // /64 (the ULA's first: its three groups as `${LAN6}`) and the router's SLAAC
+    // address on brwan (`${WAN6}`), which the Linux router takes too
+    cmd("ifstatus wan6", &[r"^wan6: eth1 bound"], 30),
+    cmd_cap(
+        "ip -6 addr show eth0",
+        &[r"^    inet6 fd[0-9a-f:]+::1/64 "],
+        &[(
+            "LAN6",
+            r"^    inet6 (fd[0-9a-f]{2}:[0-9a-f]{1,4}:[0-9a-f]{1,4})::1/64 "
+        )],
+        30,
+    ),
+    cmd_cap(
+        "ip -6 addr show eth1",
+        &[r"^    inet6 2001:db8:77:[0-9a-f:]+/64 "],
+        &[("WAN6", r"^    inet6 (2001:db8:77:[0-9a-f:]+)/64 ")],
+        30,
+    ),
     dom0(
-        "python3 $NET/diff/routerdiff.py setup",
-        &[r"^routerdiff: dlan .* up$"],
+        "DIFF_LAN6=${LAN6} DIFF_WAN6=${WAN6} python3 $NET/diff/routerdiff.py setup",
+        &[r"^routerdiff: dlan .* with IPv6 up$"],
         60,
     ),
 ];
@@ -1281,7 +1326,7 @@ const DIFF_TO_LINUX: &[Step] = &[
         30,
     ),
     dom0(
-        "python3 $NET/diff/routerdiff.py linux-up ${ROUTER_WAN}",
+        "DIFF_LAN6=${LAN6} DIFF_WAN6=${WAN6} python3 $NET/diff/routerdiff.py linux-up ${ROUTER_WAN}",
         &[r"^routerdiff: Linux routes in namespace rtr"],
         60,
     ),
@@ -1291,14 +1336,14 @@ const ROUTER_DIFF_STEPS: &[Step] = steps![
     ..ROUTER_WAN_LEASE,
     ..DIFF_FORWARD,
     dom0(
-        "python3 $NET/diff/routerdiff.py run xenlet ${ROUTER_WAN} $TOPO/diff-xenlet.json",
+        "DIFF_LAN6=${LAN6} DIFF_WAN6=${WAN6} python3 $NET/diff/routerdiff.py run xenlet ${ROUTER_WAN} $TOPO/diff-xenlet.json",
         &[r"^routerdiff: xenlet: \d+ cases written"],
         400,
     ),
     DIFF_XENLET_COUNTERS,
     ..DIFF_TO_LINUX,
     dom0(
-        "python3 $NET/diff/routerdiff.py run linux ${ROUTER_WAN} $TOPO/diff-linux.json",
+        "DIFF_LAN6=${LAN6} DIFF_WAN6=${WAN6} python3 $NET/diff/routerdiff.py run linux ${ROUTER_WAN} $TOPO/diff-linux.json",
         &[r"^routerdiff: linux: \d+ cases written"],
         400,
     ),
@@ -1309,14 +1354,14 @@ const ROUTER_DIFF_SHORT_STEPS: &[Step] = steps![
     ..ROUTER_WAN_LEASE,
     ..DIFF_FORWARD,
     dom0(
-        "python3 $NET/diff/routerdiff.py run xenlet ${ROUTER_WAN} $TOPO/diff-xenlet.json --short",
+        "DIFF_LAN6=${LAN6} DIFF_WAN6=${WAN6} python3 $NET/diff/routerdiff.py run xenlet ${ROUTER_WAN} $TOPO/diff-xenlet.json --short",
         &[r"^routerdiff: xenlet: \d+ cases written"],
         200,
     ),
     DIFF_XENLET_COUNTERS,
     ..DIFF_TO_LINUX,
     dom0(
-        "python3 $NET/diff/routerdiff.py run linux ${ROUTER_WAN} $TOPO/diff-linux.json --short",
+        "DIFF_LAN6=${LAN6} DIFF_WAN6=${WAN6} python3 $NET/diff/routerdiff.py run linux ${ROUTER_WAN} $TOPO/diff-linux.json --short",
         &[r"^routerdiff: linux: \d+ cases written"],
         200,
     ),

@@ -28,7 +28,7 @@ OTHER_ADDRS = {"S.lan": "192.168.1.77", "S.wan": "10.77.0.66", "lo": "127.0.0.1"
 
 # ports the corpus chooses (written as numbers); any other port is a router's choice
 PORTS = {40000, 40001, 40002, 40003, 40004, 40005, 40010, 40020, 40030, 41234, 9000, 9999, 80,
-         8080, 22, 5555, 5556, 7, 0, 77, 78, 4242}
+         8080, 22, 5555, 5556, 7, 0, 77, 78, 4242} | set(range(40100, 40110))
 
 
 class Case:
@@ -342,4 +342,159 @@ CASES = [
     Case("port-forward-icmp-error-from-server", [fwd_icmp_error_from_server]),
     Case("reflection", [reflect_syn(L1, 40020)], short=True),
     Case("reflection-same-port", [reflect_syn(L3, 40020)]),
+]
+
+
+# ================================================================ IPv6 (issue 31)
+#
+# Run when the scenario gives the LAN's /64 (DIFF_LAN6: the router's ULA /64, its
+# first three groups) and the router's WAN address (DIFF_WAN6: its SLAAC address on
+# brwan's 2001:db8:77::/64): L1..L3 at ::50..::52 of the LAN /64, W1 at
+# 2001:db8:77::50. No NAT66: replies go to L1's own address. The router's firewall
+# adds fw4's IPv6 defaults (Allow-DHCPv6, Allow-MLD, Allow-ICMPv6-Input,
+# Allow-ICMPv6-Forward).
+
+from scapy.layers.inet6 import (  # noqa: E402
+    HBHOptUnknown, ICMPv6DestUnreach, ICMPv6EchoRequest, ICMPv6TimeExceeded, IPv6,
+    IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop, IPv6ExtHdrRouting, PadN,
+    fragment6,
+)
+
+W1_6 = "2001:db8:77::50"
+
+
+def l6(ctx, host="L1"):
+    return f"{ctx.lan6}::{ {'L1': '50', 'L2': '51', 'L3': '52'}[host] }"
+
+
+def v6_udp(ctx, sport=40100, ext=None, hlim=64, payload=b"hello6"):
+    pkt = IPv6(src=l6(ctx), dst=W1_6, hlim=hlim)
+    if ext is not None:
+        pkt = pkt / ext
+    return pkt / UDP(sport=sport, dport=9000) / Raw(payload)
+
+
+def v6_udp_out(ctx):
+    return "lan", [lan(ctx, v6_udp(ctx))]
+
+
+def v6_udp_reply(ctx):
+    return "wan", [wan(ctx, IPv6(src=W1_6, dst=l6(ctx)) / UDP(sport=9000, dport=40100)
+                       / Raw(b"world6"))]
+
+
+def v6_hlim1(ctx):
+    return "lan", [lan(ctx, v6_udp(ctx, sport=40101, hlim=1))]
+
+
+def v6_quote(ctx, sport):
+    inner = IPv6(src=l6(ctx), dst=W1_6, hlim=63) / UDP(sport=sport, dport=9000) / Raw(b"hello6")
+    return IPv6(src=W1_6, dst=l6(ctx)) / ICMPv6DestUnreach(code=4) / bytes(inner)
+
+
+def v6_icmp_error_live(ctx):
+    return "wan", [wan(ctx, v6_quote(ctx, 40100))]
+
+
+def v6_icmp_error_dead(ctx):
+    return "wan", [wan(ctx, v6_quote(ctx, 41234))]
+
+
+def v6_hbh_padn(ctx):
+    return "lan", [lan(ctx, v6_udp(ctx, sport=40102, ext=IPv6ExtHdrHopByHop(options=[PadN(optdata=b"\0" * 4)])))]
+
+
+def v6_hbh_unknown_discard(ctx):
+    # an unknown option whose type's top bits (10) say: discard, parameter problem
+    # code 2 pointing at it
+    opt = HBHOptUnknown(otype=0x9e, optdata=b"\0\0")
+    return "lan", [lan(ctx, v6_udp(ctx, sport=40103, ext=IPv6ExtHdrHopByHop(options=[opt])))]
+
+
+def v6_hbh_unknown_skip(ctx):
+    opt = HBHOptUnknown(otype=0x1e, optdata=b"\0\0")  # top bits 00: skip it
+    return "lan", [lan(ctx, v6_udp(ctx, sport=40104, ext=IPv6ExtHdrHopByHop(options=[opt])))]
+
+
+def v6_routing_type0(ctx):
+    # RH0 (deprecated, RFC 5095) with segments left: only its destination acts on it
+    rh = IPv6ExtHdrRouting(type=0, segleft=1, addresses=[f"{ctx.lan6}::52"])
+    return "lan", [lan(ctx, v6_udp(ctx, sport=40105, ext=rh))]
+
+
+def v6_unknown_next_header(ctx):
+    # next header 253 (RFC 3692 experimentation): not a header the router knows
+    pkt = IPv6(src=l6(ctx), dst=W1_6, nh=253) / Raw(b"\x11\0\0\0\0\0\0\0" + b"x" * 16)
+    return "lan", [lan(ctx, pkt)]
+
+
+def v6_long_chain(ctx):
+    # twelve destination options headers before UDP
+    ext = IPv6ExtHdrDestOpt(options=[PadN(optdata=b"\0" * 4)])
+    for _ in range(11):
+        ext = ext / IPv6ExtHdrDestOpt(options=[PadN(optdata=b"\0" * 4)])
+    return "lan", [lan(ctx, v6_udp(ctx, sport=40106, ext=ext))]
+
+
+def v6_chain_past_end(ctx):
+    # a hop-by-hop header that claims 64 bytes more than the packet has
+    b = bytearray(bytes(v6_udp(ctx, sport=40107, ext=IPv6ExtHdrHopByHop(options=[PadN(optdata=b"\0" * 4)]))))
+    b[41] = 8  # hdr ext len: 72 bytes
+    return "lan", [lan(ctx, IPv6(bytes(b)))]
+
+
+def v6_fragments(ctx):
+    pkt = (IPv6(src=l6(ctx), dst=W1_6) / IPv6ExtHdrFragment(id=0x6001)
+           / UDP(sport=40108, dport=9000) / Raw(bytes(range(256)) * 12))
+    return "lan", [lan(ctx, f) for f in fragment6(pkt, 1280)]
+
+
+def v6_fragment_alone(ctx):
+    pkt = (IPv6(src=l6(ctx), dst=W1_6) / IPv6ExtHdrFragment(id=0x6002)
+           / UDP(sport=40109, dport=9000) / Raw(bytes(range(256)) * 12))
+    return "lan", [lan(ctx, fragment6(pkt, 1280)[1])]
+
+
+def v6_wan_syn_to_lan(ctx):
+    return "wan", [wan(ctx, IPv6(src=W1_6, dst=l6(ctx)) / TCP(sport=5555, dport=22, flags="S", seq=7))]
+
+
+def v6_wan_udp_to_lan(ctx):
+    return "wan", [wan(ctx, IPv6(src=W1_6, dst=l6(ctx)) / UDP(sport=5555, dport=9999) / Raw(b"knock6"))]
+
+
+def v6_wan_ping_lan(ctx):
+    # Allow-ICMPv6-Forward: echo requests from the WAN reach the LAN
+    return "wan", [wan(ctx, IPv6(src=W1_6, dst=l6(ctx)) / ICMPv6EchoRequest(id=77, seq=1, data=b"ping6"))]
+
+
+def v6_wan_ping_router(ctx):
+    return "wan", [wan(ctx, IPv6(src=W1_6, dst=ctx.rwan6) / ICMPv6EchoRequest(id=78, seq=1, data=b"ping6"))]
+
+
+def v6_wan_time_exceeded_live(ctx):
+    inner = IPv6(src=l6(ctx), dst=W1_6, hlim=1) / UDP(sport=40100, dport=9000) / Raw(b"hello6")
+    return "wan", [wan(ctx, IPv6(src=W1_6, dst=l6(ctx)) / ICMPv6TimeExceeded(code=0) / bytes(inner))]
+
+
+CASES6 = [
+    Case("v6-udp-out", [v6_udp_out], short=True),
+    Case("v6-udp-reply", [v6_udp_reply], short=True),
+    Case("v6-hlim1-from-lan", [v6_hlim1], short=True),
+    Case("v6-icmp-error-live-flow", [v6_icmp_error_live], short=True),
+    Case("v6-icmp-error-dead-flow", [v6_icmp_error_dead], short=True),
+    Case("v6-time-exceeded-live-flow", [v6_wan_time_exceeded_live]),
+    Case("v6-hop-by-hop-padn", [v6_hbh_padn], short=True),
+    Case("v6-hop-by-hop-unknown-discard", [v6_hbh_unknown_discard], short=True),
+    Case("v6-hop-by-hop-unknown-skip", [v6_hbh_unknown_skip]),
+    Case("v6-routing-type0", [v6_routing_type0], short=True),
+    Case("v6-unknown-next-header", [v6_unknown_next_header], short=True),
+    Case("v6-long-chain", [v6_long_chain], short=True),
+    Case("v6-chain-past-end", [v6_chain_past_end], short=True),
+    Case("v6-fragments", [v6_fragments], short=True),
+    Case("v6-fragment-alone", [v6_fragment_alone]),
+    Case("v6-wan-syn-to-lan", [v6_wan_syn_to_lan], short=True),
+    Case("v6-wan-udp-to-lan", [v6_wan_udp_to_lan], short=True),
+    Case("v6-wan-ping-lan", [v6_wan_ping_lan], short=True),
+    Case("v6-wan-ping-router", [v6_wan_ping_router], short=True),
 ]

@@ -22,8 +22,19 @@ What comes out is written as lines such as
 with the addresses named (R.lan, R.wan, L1, W1, ...; the router's WAN address differs
 between the two routers), ports the corpus did not choose numbered in order of
 appearance (P1, P2, ...), IP ids and checksums left out but a wrong checksum marked
-BADSUM. The router's own traffic (DHCP, DNS, ARP, IPv6) is not the corpus' and is
-ignored. Addresses BRNS: the namespace holding brlan and brwan (default: this one).
+BADSUM. The router's own traffic (DHCP, DNS, ARP, neighbour discovery, MLD, router
+advertisements) is not the corpus' and is ignored. Addresses BRNS: the namespace
+holding brlan and brwan (default: this one).
+
+IPv6 (corpus.CASES6) runs when the environment gives DIFF_LAN6 (the router's LAN
+/64, its first three groups: L1..L3 at ::50..::52 of it, the router at ::1) and
+DIFF_WAN6 (the router's address on brwan's 2001:db8:77::/64; W1 is 2001:db8:77::50).
+The hosts' kernels then answer neighbour solicitations and drop every other IPv6
+packet. An IPv6 line reads
+    wan  L1 > W1 udp 40100 > 9000 len 6 hlim 63 plen 14
+with the extension headers in order (hbh, rt0 segleft 1, dst, frag 0+), ICMPv6
+errors with their quote; R.lan6 is the router's LAN address, R.wan6 any of its
+addresses on brwan's /64.
 """
 
 import ctypes
@@ -40,6 +51,10 @@ sys.path.insert(0, HERE)
 
 from scapy.all import ARP, Ether, ICMP, IP, IPerror, Raw, TCP, UDP  # noqa: E402
 from scapy.layers.inet import TCPerror, UDPerror  # noqa: E402
+from scapy.layers.inet6 import (  # noqa: E402
+    IPerror6, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop,
+    IPv6ExtHdrRouting, _ICMPv6,
+)
 
 import corpus  # noqa: E402
 
@@ -56,6 +71,15 @@ BRNS = os.environ.get("BRNS", "")
 LAN_HOSTS = {"L1": "192.168.1.50", "L2": "192.168.1.51", "L3": "192.168.1.52"}
 WAN_HOSTS = {"W1": "10.77.0.50"}
 R_LAN = "192.168.1.1"
+# IPv6: the LAN /64's first three groups and the router's WAN address, if given
+LAN6 = os.environ.get("DIFF_LAN6", "")
+WAN6 = os.environ.get("DIFF_WAN6", "")
+WAN6_NET = "2001:db8:77::"
+W1_6 = "2001:db8:77::50"
+
+
+def lan6_hosts():
+    return {k: f"{LAN6}::{v}" for k, v in (("L1", "50"), ("L2", "51"), ("L3", "52"))} if LAN6 else {}
 
 
 def sh(cmd, check=True):
@@ -73,22 +97,33 @@ def brcmd(cmd):
 # ------------------------------------------------------------------ topology
 
 QUIET = """table inet quiet {
- chain in { type filter hook prerouting priority -400; policy accept; meta nfproto ipv4 drop; }
- chain out { type filter hook output priority -400; policy accept; meta nfproto ipv4 drop; }
+ chain in { type filter hook prerouting priority -400; policy accept; meta nfproto ipv4 drop;
+  icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept; meta nfproto ipv6 drop; }
+ chain out { type filter hook output priority -400; policy accept; meta nfproto ipv4 drop;
+  icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept; meta nfproto ipv6 drop; }
 }"""
 
 
-def mkhost(ns, bridge, peer, addrs):
+def mkhost(ns, bridge, peer, addrs, addrs6=()):
     sh(f"ip netns add {ns}")
     sh(brcmd(f"ip link add {peer} type veth peer name eth0"))
     sh(brcmd(f"ip link set eth0 netns {ns}"))
     sh(brcmd(f"ip link set {peer} master {bridge} up"))
-    sh(f"ip netns exec {ns} sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
-    sh(f"ip netns exec {ns} sysctl -qw net.ipv6.conf.default.disable_ipv6=1")
+    if addrs6:
+        # IPv6 for neighbour discovery only: no router advertisements taken, no
+        # addresses of their own, no duplicate address detection
+        for c in ("all", "default", "eth0"):
+            for k, v in (("accept_ra", 0), ("autoconf", 0), ("accept_dad", 0), ("dad_transmits", 0)):
+                sh(f"ip netns exec {ns} sysctl -qw net.ipv6.conf.{c}.{k}={v}")
+    else:
+        sh(f"ip netns exec {ns} sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+        sh(f"ip netns exec {ns} sysctl -qw net.ipv6.conf.default.disable_ipv6=1")
     sh(f"ip netns exec {ns} ip link set lo up")
     sh(f"ip netns exec {ns} ip link set eth0 up")
     for a in addrs:
         sh(f"ip netns exec {ns} ip addr add {a} dev eth0")
+    for a in addrs6:
+        sh(f"ip netns exec {ns} ip -6 addr add {a} dev eth0 nodad")
     # ARP answers for every address on the wire, none for others (arp_ignore 1 as
     # OpenWrt's hosts would); no IPv4 in or out of this kernel
     sh(f"ip netns exec {ns} sysctl -qw net.ipv4.conf.eth0.arp_ignore=1")
@@ -112,9 +147,12 @@ def setup():
             saved.write(f.read())
         with open(BRNF, "w") as f:
             f.write("0\n")
-    mkhost("dlan", "brlan", "vdl", [f"{a}/24" for a in LAN_HOSTS.values()])
-    mkhost("dwan", "brwan", "vdw", [f"{a}/24" for a in WAN_HOSTS.values()])
-    print("routerdiff: dlan (L1 L2 L3 on brlan) and dwan (W1 on brwan) up")
+    v6 = bool(LAN6)
+    mkhost("dlan", "brlan", "vdl", [f"{a}/24" for a in LAN_HOSTS.values()],
+           [f"{a}/64" for a in lan6_hosts().values()] if v6 else ())
+    mkhost("dwan", "brwan", "vdw", [f"{a}/24" for a in WAN_HOSTS.values()],
+           [f"{W1_6}/64"] if v6 else ())
+    print(f"routerdiff: dlan (L1 L2 L3 on brlan) and dwan (W1 on brwan){' with IPv6' if v6 else ''} up")
 
 
 def teardown(quiet=False):
@@ -139,13 +177,22 @@ def linux_up(wan):
         sh(brcmd(f"ip link add {peer} type veth peer name {dev}"))
         sh(brcmd(f"ip link set {dev} netns rtr"))
         sh(brcmd(f"ip link set {peer} master {br} up"))
-    for s in ("net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
-              "net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0",
-              "net.ipv4.conf.default.rp_filter=0"):
+    v6 = ("net.ipv6.conf.all.forwarding=1", "net.ipv6.conf.all.accept_ra=0",
+          "net.ipv6.conf.default.accept_ra=0", "net.ipv6.conf.default.accept_dad=0",
+          "net.ipv6.conf.all.accept_dad=0") if LAN6 else (
+        "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+    for s in v6 + ("net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0",
+                   "net.ipv4.conf.default.rp_filter=0"):
         sh(f"ip netns exec rtr sysctl -qw {s}")
-    for cmd in ("ip link set lo up", "ip link set eth0 up", "ip link set eth1 up",
-                "ip addr add 192.168.1.1/24 dev eth0", f"ip addr add {wan}/24 dev eth1",
-                "ip route add default via 10.77.0.10"):
+    cmds = ["ip link set lo up", "ip link set eth0 up", "ip link set eth1 up",
+            "ip addr add 192.168.1.1/24 dev eth0", f"ip addr add {wan}/24 dev eth1",
+            "ip route add default via 10.77.0.10"]
+    if LAN6:
+        # the same addresses as the Xenlet router's: its LAN ::1, its WAN SLAAC one
+        cmds += [f"ip -6 addr add {LAN6}::1/64 dev eth0 nodad",
+                 f"ip -6 addr add {WAN6}/64 dev eth1 nodad",
+                 "ip -6 route add default via 2001:db8:77::10 dev eth1"]
+    for cmd in cmds:
         sh(f"ip netns exec rtr {cmd}")
     with open(os.path.join(HERE, "fw4-diff.nft")) as f:
         rules = f.read().replace("@WAN@", wan)
@@ -258,10 +305,26 @@ class Namer:
         self.addr.update({v: k for k, v in LAN_HOSTS.items()})
         self.addr.update({v: k for k, v in WAN_HOSTS.items()})
         self.addr.update({v: k for k, v in corpus.OTHER_ADDRS.items()})
+        self.addr6 = {}
+        if LAN6:
+            self.addr6 = {norm6(v): k for k, v in lan6_hosts().items()}
+            self.addr6[norm6(f"{LAN6}::1")] = "R.lan6"
+            self.addr6[norm6(W1_6)] = "W1"
         self.ports = {}
 
     def a(self, ip):
         return self.addr.get(ip)
+
+    def a6(self, ip):
+        """An IPv6 address's name: the hosts, R.lan6, R.wan6 (any other address of
+        brwan's /64 but wan's and dom0's), else None (not the corpus')."""
+        n = norm6(ip)
+        if n in self.addr6:
+            return self.addr6[n]
+        if n[:16] == norm6(WAN6_NET)[:16] and n not in (norm6("2001:db8:77::10"),
+                                                               norm6("2001:db8:77::1")):
+            return "R.wan6"
+        return None
 
     def p(self, port):
         if port in corpus.PORTS:
@@ -269,6 +332,76 @@ class Namer:
         if port not in self.ports:
             self.ports[port] = f"P{len(self.ports) + 1}"
         return self.ports[port]
+
+
+def norm6(a):
+    """An IPv6 address as 32 hex digits (for comparing; its first 16 are its /64)."""
+    return socket.inet_pton(socket.AF_INET6, a).hex()
+
+
+EXT6 = (IPv6ExtHdrHopByHop, IPv6ExtHdrDestOpt, IPv6ExtHdrRouting, IPv6ExtHdrFragment)
+# neighbour discovery, router discovery and MLD: the routers' own
+ICMP6_OWN = {130, 131, 132, 133, 134, 135, 136, 137, 143}
+
+
+def describe6_l4(n, p, inner=False):
+    """Words for the headers after the fixed IPv6 one (p: its payload)."""
+    words = []
+    while isinstance(p, EXT6):
+        if isinstance(p, IPv6ExtHdrHopByHop):
+            words.append("hbh")
+        elif isinstance(p, IPv6ExtHdrDestOpt):
+            words.append("dst")
+        elif isinstance(p, IPv6ExtHdrRouting):
+            words.append(f"rt{p.type} segleft {p.segleft}")
+        else:
+            words.append(f"frag {p.offset * 8}{'+' if p.m else ''}")
+            if p.offset:
+                return words
+        p = p.payload
+    if isinstance(p, (TCP, TCPerror)):
+        words += ["tcp", n.p(p.sport), ">", n.p(p.dport), f"flags {p.flags}"]
+        if not inner:
+            words += [f"seq {p.seq}", f"ack {p.ack}"]
+    elif isinstance(p, (UDP, UDPerror)):
+        words += ["udp", n.p(p.sport), ">", n.p(p.dport)]
+        if not inner and isinstance(p.payload, Raw):
+            words.append(f"len {len(p.payload.load)}")
+    elif isinstance(p, _ICMPv6):
+        words += ["icmp6", f"type {p.type}", f"code {p.code}"]
+        if p.type in (128, 129) and not inner:
+            words += [f"id {n.p(p.id)}", f"seq {p.seq}"]
+        elif p.type == 2:
+            words.append(f"mtu {p.mtu}")
+        elif p.type == 4:
+            words.append(f"ptr {p.ptr}")
+        if p.type < 128 and not inner:
+            quote = bytes(p.payload)
+            words.append(f"quote {len(quote)}")
+            if len(quote) >= 40:
+                q = IPerror6(quote)
+                qs, qd = n.a6(q.src) or q.src, n.a6(q.dst) or q.dst
+                words += ["[", qs, ">", qd] + describe6_l4(n, q.payload, inner=True) + [
+                    f"hlim {q.hlim}", "]"]
+    else:
+        words.append("raw" if isinstance(p, Raw) else f"{p.__class__.__name__}")
+    return words
+
+
+def describe6(n, side, e):
+    ip = e[IPv6]
+    src, dst = n.a6(ip.src), n.a6(ip.dst)
+    if src is None or dst is None:
+        return None
+    p, nh = ip.payload, ip.nh
+    while isinstance(p, EXT6):
+        p, nh = p.payload, p.nh
+    head = bytes(p)[:1]
+    if nh == 58 and head and head[0] in ICMP6_OWN:
+        return None
+    words = [side, src, ">", dst] + describe6_l4(n, ip.payload)
+    words += [f"hlim {ip.hlim}", f"plen {ip.plen}"]
+    return " ".join(str(w) for w in words)
 
 
 def checksum_ok(pkt, layer):
@@ -319,6 +452,8 @@ def describe(n, side, frame, sums_ready=True):
     traffic and anything else not ours. `sums_ready`: whether the transport checksum
     was filled in (else only the IP header's is checked)."""
     e = Ether(frame)
+    if e.haslayer(IPv6) and not e.haslayer(IP):
+        return describe6(n, side, e) if LAN6 else None
     if not e.haslayer(IP):
         return None
     ip = e[IP]
@@ -371,6 +506,7 @@ class Ctx:
 
     def __init__(self, lan, wan, rwan):
         self.lan, self.wan, self.rwan = lan, wan, rwan
+        self.lan6, self.rwan6 = LAN6, WAN6
         self.rlan_mac = None
         self.rwan_mac = None
         self.seen = {}  # name -> value noted by a case
@@ -406,7 +542,7 @@ def run(name, rwan, out, short):
     ctx.rwan_mac = arp_mac(wan, WAN_HOSTS["W1"], rwan)
     n = Namer(rwan)
     record = {"router": name, "cases": {}}
-    cases = [c for c in corpus.CASES if c.short or not short]
+    cases = [c for c in corpus.CASES + (corpus.CASES6 if LAN6 else []) if c.short or not short]
     print(f"routerdiff: {name}: {len(cases)} cases (router lan {ctx.rlan_mac}, wan {rwan} {ctx.rwan_mac})",
           flush=True)
     for i, case in enumerate(cases):

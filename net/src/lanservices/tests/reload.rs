@@ -1,0 +1,241 @@
+//! `reload` of the IPv6 services: `/etc/config/dhcp`'s `ra_flags`, `ra_slaac`,
+//! `dhcpv6` and `ra`, and `/etc/config/network`'s `ip6assign`/`ip6hint`, applied to
+//! the running router (the advertisements the LAN host hears, the DHCPv6 server,
+//! the LAN's addresses).
+
+use super::*;
+use smoltcp::wire::{IpCidr, Ipv6Address, Ipv6Packet};
+
+/// The Router Advertisements that reached the LAN host since the last call
+/// (taken): their ICMPv6 bodies.
+fn take_ras(n: &mut Net) -> Vec<Vec<u8>> {
+    let mut rx = n.lan_host.link.rx.borrow_mut();
+    let mut out = Vec::new();
+    rx.retain(|f| {
+        let is_ra = f.get(12..14) == Some(&[0x86, 0xdd][..])
+            && f.get(20) == Some(&58)
+            && f.get(54) == Some(&134);
+        if is_ra {
+            let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
+            out.push(ip.payload().to_vec());
+        }
+        !is_ra
+    });
+    out
+}
+
+/// Steps `steps` times (10 ms each), the advertisements gathered.
+fn run(n: &mut Net, steps: usize) -> Vec<Vec<u8>> {
+    let mut got = Vec::new();
+    for _ in 0..steps {
+        n.step();
+        got.extend(take_ras(n));
+    }
+    got
+}
+
+/// (M, O) of an RA.
+fn flags(ra: &[u8]) -> (bool, bool) {
+    (ra[5] & 0x80 != 0, ra[5] & 0x40 != 0)
+}
+
+/// Each prefix information option: (prefix, A flag, valid, preferred).
+fn prefixes(ra: &[u8]) -> Vec<(Ipv6Address, bool, u32, u32)> {
+    let mut out = Vec::new();
+    let mut i = 16;
+    while i + 2 <= ra.len() {
+        let len = ra[i + 1] as usize * 8;
+        assert!(len > 0 && i + len <= ra.len());
+        if ra[i] == 3 {
+            let o = &ra[i..i + len];
+            out.push((
+                Ipv6Address::from(<[u8; 16]>::try_from(&o[16..32]).unwrap()),
+                o[3] & 0x40 != 0,
+                u32::from_be_bytes(o[4..8].try_into().unwrap()),
+                u32::from_be_bytes(o[8..12].try_into().unwrap()),
+            ));
+        }
+        i += len;
+    }
+    out
+}
+
+/// Reads the files again as the shell's `reload` does and applies them.
+fn reload(n: &mut Net, dhcp: &str, network: &str) -> Vec<String> {
+    let plan = netplan::plan(network, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
+    let spec = spec_from_files(dhcp, network, &plan).unwrap();
+    n.services.reload(&spec, &mut n.stack, n.now)
+}
+
+fn a6(s: &str) -> Ipv6Address {
+    s.parse().unwrap()
+}
+
+#[test]
+fn new_ra_flags_and_ra_slaac_go_out_at_once_and_dhcpv6_stops() {
+    let mut n = net("192.168.1.50/24", None);
+    let first = run(&mut n, 100);
+    assert!(!first.is_empty());
+    assert_eq!(
+        flags(&first[0]),
+        (true, true),
+        "the image: managed-config other-config"
+    );
+    assert!(prefixes(&first[0])[0].1, "ra_slaac 1: A set");
+    assert!(n.services.summary().contains("dhcpv6: eth0"));
+    // past the initial advertisements: the next periodic one is minutes away
+    let _ = run(&mut n, 5_000);
+    let dhcp = DHCP
+        .replace(
+            "\tlist ra_flags 'managed-config'\n\tlist ra_flags 'other-config'\n",
+            "\tlist ra_flags 'none'\n",
+        )
+        .replace("option ra_slaac '1'", "option ra_slaac '0'")
+        .replace("option dhcpv6 'server'", "option dhcpv6 'disabled'");
+    let said = reload(&mut n, &dhcp, &wan_static_network());
+    assert!(
+        said.iter().any(|l| l.starts_with("ra: eth0 now")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter()
+            .any(|l| l == "dhcpv6: eth0 stopped (0 leases dropped)"),
+        "{said:?}"
+    );
+    assert!(
+        !n.services.summary().contains("dhcpv6:"),
+        "{}",
+        n.services.summary()
+    );
+    // the new advertisement within a poll
+    let got = run(&mut n, 2);
+    assert_eq!(got.len(), 1, "sent at once");
+    assert_eq!(flags(&got[0]), (false, false));
+    let p = prefixes(&got[0]);
+    assert_eq!(p.len(), 1);
+    assert!(!p[0].1, "ra_slaac 0: A cleared");
+    assert_eq!(
+        (p[0].2, p[0].3),
+        (5400, 2700),
+        "still announced: only SLAAC is off"
+    );
+    // the same files again: nothing to say, nothing sent at once
+    assert!(reload(&mut n, &dhcp, &wan_static_network()).is_empty());
+    // then as at start: the next ones within 16 s
+    let more = run(&mut n, 1_700);
+    assert!(!more.is_empty());
+    // and back: DHCPv6 starts again, M and O return
+    let said = reload(&mut n, DHCP, &wan_static_network());
+    assert!(said.iter().any(|l| l == "dhcpv6: eth0 started"), "{said:?}");
+    let got = run(&mut n, 400);
+    assert_eq!(flags(got.last().unwrap()), (true, true));
+}
+
+#[test]
+fn a_new_ip6hint_moves_the_lan_and_the_old_prefix_goes_with_lifetimes_0() {
+    let mut n = net("192.168.1.50/24", None);
+    let _ = run(&mut n, 100);
+    let has = |n: &Net, a: &str| {
+        n.stack.ifs[0]
+            .iface
+            .ip_addrs()
+            .contains(&IpCidr::new(a6(a).into(), 64))
+    };
+    assert!(has(&n, "fd12:3456:789a::1"));
+    let network = wan_static_network().replace(
+        "option ip6assign '60'",
+        "option ip6assign '60'\n\toption ip6hint '10'", // the /60 at 0x10: :100::
+    );
+    let said = reload(&mut n, DHCP, &network);
+    assert!(
+        said.iter()
+            .any(|l| l == "eth0: fd12:3456:789a::1/64 removed"),
+        "{said:?}"
+    );
+    assert!(
+        said.iter()
+            .any(|l| l == "eth0: fd12:3456:789a:100::1/64 added"),
+        "{said:?}"
+    );
+    assert!(
+        said.iter()
+            .any(|l| l.starts_with("dhcpv6: eth0 now fd12:3456:789a:100::/64")),
+        "{said:?}"
+    );
+    assert!(!has(&n, "fd12:3456:789a::1") && has(&n, "fd12:3456:789a:100::1"));
+    let got = run(&mut n, 400);
+    let p = prefixes(got.last().expect("an advertisement at once"));
+    assert!(
+        p.contains(&(a6("fd12:3456:789a:100::"), true, 5400, 2700)),
+        "the new /64: {p:?}"
+    );
+    assert!(
+        p.contains(&(a6("fd12:3456:789a::"), true, 0, 0)),
+        "the old /64 withdrawn: {p:?}"
+    );
+    // the RDNSS follows: the router's new ULA address
+    let ra = got.last().unwrap();
+    let at = ra
+        .windows(2)
+        .position(|w| w == [25, 3])
+        .expect("an RDNSS option");
+    assert_eq!(&ra[at + 8..at + 24], &a6("fd12:3456:789a:100::1").octets());
+}
+
+#[test]
+fn ra_off_sends_a_final_advertisement_then_nothing() {
+    let mut n = net("192.168.1.50/24", None);
+    let _ = run(&mut n, 100);
+    let dhcp = DHCP.replace("option ra 'server'", "option ra 'disabled'");
+    let said = reload(&mut n, &dhcp, &wan_static_network());
+    assert!(
+        said.iter()
+            .any(|l| l == "ra: eth0 stopped (final advertisement sent)"),
+        "{said:?}"
+    );
+    // sent by the reload itself (the interface stops)
+    let got = take_ras(&mut n);
+    assert_eq!(got.len(), 1);
+    assert_eq!(&got[0][6..8], &[0, 0], "router lifetime 0");
+    assert_eq!(
+        prefixes(&got[0]),
+        [(a6("fd12:3456:789a::"), true, 0, 0)],
+        "the prefix with lifetimes 0"
+    );
+    assert!(run(&mut n, 3_000).is_empty(), "no more advertisements");
+    assert!(!n.services.summary().contains("ra:"));
+}
+
+#[test]
+fn an_mtu_in_the_files_is_the_routers_at_start_and_after_a_reload() {
+    let mut n = net("192.168.1.50/24", None);
+    let wan = n.gw.port_of(1).unwrap();
+    assert_eq!(n.gw.router.interfaces().get(wan).unwrap().mtu(), 1500);
+    let network = wan_static_network().replace(
+        "option proto 'static'\n\toption ipaddr '10.0.0.2'",
+        "option proto 'static'\n\toption mtu '1400'\n\toption ipaddr '10.0.0.2'",
+    );
+    let plan = netplan::plan(&network, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
+    let said = n.gw.set_mtus(plan.gateway.as_ref().unwrap(), &n.stack.ifs);
+    assert_eq!(said, ["eth1: mtu 1400"]);
+    let i = n.gw.router.interfaces().get(wan).unwrap();
+    assert_eq!((i.mtu(), i.mtu6()), (1400, 1400), "both families");
+    // over the link's: the link's
+    let big = network.replace("'1400'", "'9000'");
+    let plan = netplan::plan(&big, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
+    assert_eq!(
+        n.gw.set_mtus(plan.gateway.as_ref().unwrap(), &n.stack.ifs),
+        ["eth1: mtu 1500"]
+    );
+    // a new router from the files takes it at start
+    let plan = netplan::plan(&network, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
+    let gw = Gateway::new(plan.gateway.as_ref().unwrap(), &mut n.stack.ifs).unwrap();
+    assert_eq!(
+        gw.router
+            .interfaces()
+            .get(gw.port_of(1).unwrap())
+            .unwrap()
+            .mtu(),
+        1400
+    );
+}
