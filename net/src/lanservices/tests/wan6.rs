@@ -659,25 +659,32 @@ fn the_wans_advertised_mtu_gets_packet_too_big_for_larger_packets_from_the_lan()
     let far = a("2001:db8:99::10");
     let lan_router_mac = n.stack.ifs[0].link.mac();
     n.lan_host.link.rx.borrow_mut().clear();
-    // 1401 bytes of IPv6 to the WAN: packet-too-big with 1400, back to the host
-    let big = ip6_frame(
-        LAN_HOST_MAC,
-        lan_router_mac,
-        host,
-        far,
-        IpProtocol::Udp,
-        64,
-        &udp6(host, far, 40000, 7777, &[7u8; 1401 - 48]),
-    );
-    // (the error waits while the router resolves the host, which answers)
-    n.lan_host.link.tx.borrow_mut().push_back(big);
-    let mut ptb = None;
-    for _ in 0..50 {
+    // a UDP datagram of `len` bytes of IPv6 from the LAN host to `far`
+    let to_far = |len: usize| {
+        ip6_frame(
+            LAN_HOST_MAC,
+            lan_router_mac,
+            host,
+            far,
+            IpProtocol::Udp,
+            64,
+            &udp6(host, far, 40000, 7777, &alloc::vec![7u8; len - 48]),
+        )
+    };
+    // 10 ms of the router: what it sent on the WAN
+    let turn = |n: &mut Net| {
         n.now += 10;
         let now = n.now;
         n.gw.poll(&mut n.stack.ifs, now);
         n.stack.poll(now);
-        let _ = wan_frames(&mut n);
+        wan_frames(n)
+    };
+    // 1401 bytes of IPv6 to the WAN: packet-too-big with 1400, back to the host
+    // (the error waits while the router resolves the host, which answers)
+    n.lan_host.link.tx.borrow_mut().push_back(to_far(1401));
+    let mut ptb = None;
+    for _ in 0..50 {
+        let _ = turn(&mut n);
         lan_answers_ns(&mut n);
         ptb = n
             .lan_host
@@ -699,23 +706,10 @@ fn the_wans_advertised_mtu_gets_packet_too_big_for_larger_packets_from_the_lan()
         "the WAN's IPv6 MTU"
     );
     // 1400 bytes go out on the WAN
-    let fits = ip6_frame(
-        LAN_HOST_MAC,
-        lan_router_mac,
-        host,
-        far,
-        IpProtocol::Udp,
-        64,
-        &udp6(host, far, 40000, 7777, &[7u8; 1400 - 48]),
-    );
-    n.lan_host.link.tx.borrow_mut().push_back(fits);
+    n.lan_host.link.tx.borrow_mut().push_back(to_far(1400));
     let mut out = false;
     for _ in 0..50 {
-        n.now += 10;
-        let now = n.now;
-        n.gw.poll(&mut n.stack.ifs, now);
-        n.stack.poll(now);
-        out |= wan_frames(&mut n)
+        out |= turn(&mut n)
             .iter()
             .any(|f| f.get(20) == Some(&17) && f.len() == 14 + 1400);
         if out {
