@@ -759,80 +759,34 @@ fn a_tmpfs_holds_no_more_heap_than_its_limit() {
     assert_eq!(m.write(f, n, &[7u8; 1000]), Err(FsError::NoSpace));
 }
 
-#[test]
-fn a_16k_writer_buffers_in_runs_of_the_budget() {
-    // dd's 16 KiB writes through the buffered path (issue 30, Speed): each call's
-    // blocks join one run (one copy, no buffer per block) and each run reaches the
-    // device in one write of a quarter of the mount's budget. This was six
-    // allocations a call (a Vec per 4 KiB block, and the inode cloned), and every
-    // block copied again into a gathering buffer at write-out (3,090 allocations
-    // and a peak of 1.06 MiB here).
-    let t = TempDir::new("heap-16k");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 4096, "64M", None, &[]);
-    let budget = 2 << 20;
-    let heap = Heap::take();
-    let disk = Counting::new(FileDisk::open(&img));
-    let mut fs = Ext::mount_bounded(disk, opts(), budget).expect("mount");
-    let root = fs.root();
-    let ino = fs.create(root, "test", 0o644).unwrap();
-    fs.sync().unwrap();
-    let calls = 512u64; // 8 MiB
-    let mut chunk = vec![0u8; 16 << 10];
-    fs.device_mut().sizes.clear();
-    let base = heap.limit(budget + (1 << 20));
-    let n0 = heap.count();
-    for i in 0..calls {
-        chunk.fill(i as u8);
-        assert_eq!(
-            fs.write(ino, i * chunk.len() as u64, &chunk).unwrap(),
-            chunk.len()
-        );
-    }
-    fs.sync().unwrap();
-    let allocs = heap.count() - n0;
-    let peak = heap.peak_above(base);
-    heap.unlimit();
-    // 8 MiB in runs of 512 KiB (a few shorter where the free space breaks one).
-    let sizes = &fs.device().sizes;
-    let runs: Vec<usize> = sizes.iter().copied().filter(|&s| s >= 256 << 10).collect();
-    let run_bytes: usize = runs.iter().sum();
-    eprintln!("{allocs} allocations, peak {peak} bytes, writes {sizes:?}");
-    assert!(run_bytes >= (8 << 20) - (1 << 20), "{sizes:?}");
-    assert!(runs.len() <= 8 * 2 + 2, "{sizes:?}");
-    assert!(allocs < calls / 2, "{allocs} allocations for {calls} calls");
-    // The runs' quarter of the budget and little more (the write-out's gathering
-    // buffer of as much again is gone).
-    assert!(peak < budget / 4 + (64 << 10), "peak {peak}");
-    let data = read_all(&mut fs, ino);
-    for (i, c) in data.chunks(16 << 10).enumerate() {
-        assert!(c.iter().all(|&b| b == i as u8), "chunk {i}");
-    }
-    unmount_clean(fs, &img);
+/// What [`sequential_writer`] measured.
+struct Writer {
+    allocs: u64,
+    peak: usize,
+    /// The device writes' sizes in bytes, from the first call on.
+    sizes: Vec<usize>,
+    /// The bytes in writes of at least 256 KiB, and their number.
+    run_bytes: usize,
+    runs: usize,
 }
 
-#[test]
-fn a_1000_byte_writer_fills_its_runs_in_place() {
-    // Writes that are not whole blocks (a shell's redirection, a program's small
-    // writes): each block is made in its run's buffer (zeros, then the parts), and
-    // after a write-out the next run starts with the block written last (mapped,
-    // read back) followed by new ones, one device write from the run's buffer.
-    // Before: a Vec per block, and the run copied once more into a gathering buffer.
-    let t = TempDir::new("heap-1000");
+/// A file on a fresh 64 MiB ext4 written in `calls` calls of `call` bytes one after
+/// another (call i filled with `i % 251`), then synced, the heap limited to the
+/// mount's 2 MiB budget and 1 MiB more; checks the data read back and unmounts
+/// clean.
+fn sequential_writer(name: &str, call: usize, calls: u64) -> Writer {
+    let t = TempDir::new(name);
     let img = t.path().join("img");
     mkfs(&img, "ext4", 4096, "64M", None, &[]);
-    let budget = 2 << 20;
     let heap = Heap::take();
     let disk = Counting::new(FileDisk::open(&img));
-    let mut fs = Ext::mount_bounded(disk, opts(), budget).expect("mount");
+    let mut fs = Ext::mount_bounded(disk, opts(), BUDGET).expect("mount");
     let root = fs.root();
     let ino = fs.create(root, "test", 0o644).unwrap();
     fs.sync().unwrap();
-    let call = 1000usize;
-    let calls = (4 << 20) / call as u64; // 4 MiB
     let mut chunk = vec![0u8; call];
     fs.device_mut().sizes.clear();
-    let base = heap.limit(budget + (1 << 20));
+    let base = heap.limit(BUDGET + (1 << 20));
     let n0 = heap.count();
     for i in 0..calls {
         chunk.fill((i % 251) as u8);
@@ -842,20 +796,56 @@ fn a_1000_byte_writer_fills_its_runs_in_place() {
     let allocs = heap.count() - n0;
     let peak = heap.peak_above(base);
     heap.unlimit();
-    let sizes = &fs.device().sizes;
+    let sizes = fs.device().sizes.clone();
     let runs: Vec<usize> = sizes.iter().copied().filter(|&s| s >= 256 << 10).collect();
-    let run_bytes: usize = runs.iter().sum();
     eprintln!("{allocs} allocations, peak {peak} bytes, writes {sizes:?}");
-    assert!(run_bytes >= (4 << 20) - (1 << 20), "{sizes:?}");
-    assert!(
-        allocs < calls / 20,
-        "{allocs} allocations for {calls} calls"
-    );
-    assert!(peak < budget / 4 + (64 << 10), "peak {peak}");
     let data = read_all(&mut fs, ino);
     assert_eq!(data.len() as u64, calls * call as u64);
     for (i, c) in data.chunks(call).enumerate() {
         assert!(c.iter().all(|&b| b == (i % 251) as u8), "call {i}");
     }
     unmount_clean(fs, &img);
+    Writer {
+        allocs,
+        peak,
+        run_bytes: runs.iter().sum(),
+        runs: runs.len(),
+        sizes,
+    }
+}
+
+/// The mount's budget in [`sequential_writer`].
+const BUDGET: usize = 2 << 20;
+
+#[test]
+fn a_16k_writer_buffers_in_runs_of_the_budget() {
+    // dd's 16 KiB writes through the buffered path (issue 30, Speed): each call's
+    // blocks join one run (one copy, no buffer per block) and each run reaches the
+    // device in one write of a quarter of the mount's budget. This was six
+    // allocations a call (a Vec per 4 KiB block, and the inode cloned), and every
+    // block copied again into a gathering buffer at write-out (3,090 allocations
+    // and a peak of 1.06 MiB here).
+    let calls = 512u64; // 8 MiB
+    let w = sequential_writer("heap-16k", 16 << 10, calls);
+    // 8 MiB in runs of 512 KiB (a few shorter where the free space breaks one).
+    assert!(w.run_bytes >= (8 << 20) - (1 << 20), "{:?}", w.sizes);
+    assert!(w.runs <= 8 * 2 + 2, "{:?}", w.sizes);
+    assert!(w.allocs < calls / 2, "{} allocations for {calls} calls", w.allocs);
+    // The runs' quarter of the budget and little more (the write-out's gathering
+    // buffer of as much again is gone).
+    assert!(w.peak < BUDGET / 4 + (64 << 10), "peak {}", w.peak);
+}
+
+#[test]
+fn a_1000_byte_writer_fills_its_runs_in_place() {
+    // Writes that are not whole blocks (a shell's redirection, a program's small
+    // writes): each block is made in its run's buffer (zeros, then the parts), and
+    // after a write-out the next run starts with the block written last (mapped,
+    // read back) followed by new ones, one device write from the run's buffer.
+    // Before: a Vec per block, and the run copied once more into a gathering buffer.
+    let calls = (4 << 20) / 1000; // 4 MiB
+    let w = sequential_writer("heap-1000", 1000, calls);
+    assert!(w.run_bytes >= (4 << 20) - (1 << 20), "{:?}", w.sizes);
+    assert!(w.allocs < calls / 20, "{} allocations for {calls} calls", w.allocs);
+    assert!(w.peak < BUDGET / 4 + (64 << 10), "peak {}", w.peak);
 }
