@@ -830,7 +830,11 @@ fn a_16k_writer_buffers_in_runs_of_the_budget() {
     // 8 MiB in runs of 512 KiB (a few shorter where the free space breaks one).
     assert!(w.run_bytes >= (8 << 20) - (1 << 20), "{:?}", w.sizes);
     assert!(w.runs <= 8 * 2 + 2, "{:?}", w.sizes);
-    assert!(w.allocs < calls / 2, "{} allocations for {calls} calls", w.allocs);
+    assert!(
+        w.allocs < calls / 2,
+        "{} allocations for {calls} calls",
+        w.allocs
+    );
     // The runs' quarter of the budget and little more (the write-out's gathering
     // buffer of as much again is gone).
     assert!(w.peak < BUDGET / 4 + (64 << 10), "peak {}", w.peak);
@@ -846,6 +850,10 @@ fn a_1000_byte_writer_fills_its_runs_in_place() {
     let calls = (4 << 20) / 1000; // 4 MiB
     let w = sequential_writer("heap-1000", 1000, calls);
     assert!(w.run_bytes >= (4 << 20) - (1 << 20), "{:?}", w.sizes);
-    assert!(w.allocs < calls / 20, "{} allocations for {calls} calls", w.allocs);
+    assert!(
+        w.allocs < calls / 20,
+        "{} allocations for {calls} calls",
+        w.allocs
+    );
     assert!(w.peak < BUDGET / 4 + (64 << 10), "peak {}", w.peak);
 }
