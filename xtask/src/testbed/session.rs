@@ -498,6 +498,7 @@ fn attempt(
     let mut xen_answered = 0usize;
     let mut panic_lines: Vec<String> = Vec::new();
     let mut stalls: Vec<String> = Vec::new();
+    let mut silence = SilenceWatch::new(Instant::now());
     loop {
         let line = match rx.recv_timeout(Duration::from_millis(500)) {
             Ok(l) => Some(l),
@@ -507,6 +508,16 @@ fn attempt(
         let t = t0.elapsed().as_secs_f64();
         if let Some(line) = line {
             writeln!(serial, "[{t:7.1}] {line}")?;
+            if let Some(quiet) = silence.heard(Instant::now(), line.contains("TESTBED: ")) {
+                // dom0's runner spoke again right after the nudge: it had stalled
+                let what = watch.current.0.clone();
+                let msg = format!(
+                    "{t:.0}s during '{what}': no serial output for {:.0} s, QEMU busy; dom0 went on once woken",
+                    quiet.as_secs_f64()
+                );
+                println!("    [{t:6.1}s] !!! the nested machine had stalled ({msg})");
+                stalls.push(msg);
+            }
             if hang_at.is_some() && line.starts_with("(XEN)") {
                 xen_answered += 1;
             }
@@ -546,6 +557,23 @@ fn attempt(
                 let _ = child.kill();
             }
             continue;
+        }
+        if silence.due(Instant::now()) {
+            // The stall with QEMU busy (2026-12-06, `bench-router-xenlet-q1-1`: QEMU at
+            // 96 % CPU, nothing on the serial for 16 minutes, then Xen's debug keys: its
+            // CPU idle, dom0's and the router's vCPUs blocked, the run queue empty and
+            // "Platform timer appears to have unexpectedly wrapped 10 or more times"):
+            // the same lost timer interrupt, which the CPU watch cannot see. Serial
+            // input wakes it; in a healthy quiet step it costs two lines of Xen's log.
+            let what = watch.current.0.clone();
+            println!(
+                "    [{t:6.1}s] no serial output for {} s during '{what}': nudging Xen with serial input",
+                SILENCE_NUDGE.as_secs()
+            );
+            writeln!(serial, "== host: {} s silent during '{what}': CTRL-a x3 twice", SILENCE_NUDGE.as_secs())?;
+            if let Some(w) = console_in.as_mut() {
+                let _ = nudge(w);
+            }
         }
         match stall.check() {
             Some(Stall::Wake(cpu)) => {
@@ -792,6 +820,59 @@ fn nudge(w: &mut impl Write) -> std::io::Result<()> {
     std::thread::sleep(Duration::from_millis(300));
     w.write_all(b"\x01\x01\x01")?;
     w.flush()
+}
+
+/// Serial silence after which the host nudges Xen (the console-input switch):
+/// inside the 43 s in which Xen's platform timer (the 100 MHz HPET) wraps.
+const SILENCE_NUDGE: Duration = Duration::from_secs(20);
+/// A TESTBED line this soon after a nudge means the nudge woke a stalled machine.
+const SILENCE_WOKE: Duration = Duration::from_secs(5);
+
+/// Watches the serial console for silence: the stall in which Xen idles with its
+/// timer interrupt lost while the outer QEMU stays busy. Every [`SILENCE_NUDGE`]
+/// without a line it asks for a nudge; dom0's runner speaking within
+/// [`SILENCE_WOKE`] after one counts as a stall ended by it (a step that is merely
+/// quiet stays quiet).
+struct SilenceWatch {
+    /// The last line, or the last nudge.
+    last: Instant,
+    /// The nudge not yet judged: when it was sent and the silence before it.
+    nudged: Option<(Instant, Duration)>,
+}
+
+impl SilenceWatch {
+    fn new(now: Instant) -> Self {
+        SilenceWatch { last: now, nudged: None }
+    }
+
+    /// A line came (`runner`: dom0's runner's). Returns the silence a nudge ended.
+    fn heard(&mut self, now: Instant, runner: bool) -> Option<Duration> {
+        self.last = now;
+        match self.nudged {
+            Some((at, quiet)) if now.duration_since(at) <= SILENCE_WOKE => {
+                if runner {
+                    self.nudged = None;
+                    return Some(quiet + now.duration_since(at));
+                }
+                None
+            }
+            _ => {
+                self.nudged = None;
+                None
+            }
+        }
+    }
+
+    /// Whether to nudge now (and note that it was).
+    fn due(&mut self, now: Instant) -> bool {
+        let quiet = now.duration_since(self.last);
+        if quiet < SILENCE_NUDGE {
+            return false;
+        }
+        self.last = now;
+        self.nudged = Some((now, quiet));
+        true
+    }
 }
 
 /// User + system CPU seconds of process `pid` (`/proc/PID/stat`, 100 ticks a second).
@@ -1135,6 +1216,30 @@ mod xl_tests {
         assert_eq!(parse_cpu_ticks(line), Some(77_600));
         assert_eq!(parse_cpu_ticks("garbage"), None);
         assert_eq!(parse_cpu_ticks("1 (x) S 1 2"), None);
+    }
+
+    #[test]
+    fn silence_is_nudged_and_counted_as_a_stall_only_when_the_runner_speaks_at_once() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut w = SilenceWatch::new(t0);
+        assert!(!w.due(at(19)), "19 s of silence is a quiet step");
+        assert_eq!(w.heard(at(19), true), None, "a line with no nudge is no stall");
+        assert!(!w.due(at(38)));
+        assert!(w.due(at(39)), "20 s of silence is nudged");
+        assert!(!w.due(at(40)), "one nudge, then another 20 s");
+        // Xen's own lines answering the nudge are not dom0 going on
+        assert_eq!(w.heard(at(40), false), None);
+        assert_eq!(w.heard(at(42), true), Some(Duration::from_secs(23)));
+        assert_eq!(w.heard(at(43), true), None, "counted once");
+        // a quiet step: the nudge is answered by Xen only, the runner speaks late
+        assert!(w.due(at(63)));
+        assert_eq!(w.heard(at(63), false), None);
+        assert_eq!(w.heard(at(70), true), None, "dom0 spoke 7 s after the nudge");
+        // repeated nudges in a long silence
+        assert!(w.due(at(90)));
+        assert!(w.due(at(110)));
+        assert_eq!(w.heard(at(111), true), Some(Duration::from_secs(21)));
     }
 
     #[test]
