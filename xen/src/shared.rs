@@ -6,6 +6,8 @@
 //! and `hypercall.rs` are the only ones in the crate that use `unsafe`.
 #![allow(unsafe_code)]
 
+use alloc::vec::Vec;
+use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// Bytes in a page.
@@ -97,24 +99,47 @@ impl SharedPage {
     /// where the page address is 8-byte aligned: packets and blocks are copied
     /// through here, so byte-at-a-time would cost.
     pub fn read_bytes(&self, offset: usize, buf: &mut [u8]) {
-        let off = self.check(offset, buf.len(), 1);
-        let head = ((8 - (off % 8)) % 8).min(buf.len());
-        let (h, rest) = buf.split_at_mut(head);
+        // SAFETY: `MaybeUninit<u8>` has the layout of `u8`, and `copy_out` only
+        // writes initialised bytes through the view, so `buf` stays initialised.
+        let out = unsafe { &mut *(buf as *mut [u8] as *mut [MaybeUninit<u8>]) };
+        self.copy_out(offset, out);
+    }
+
+    /// Appends `len` bytes of the page at `offset` to `out`, copied straight into
+    /// its spare capacity: a received packet is built without first filling its
+    /// buffer with zeroes only to copy over them (one pass over the data fewer).
+    pub fn append_to(&self, offset: usize, len: usize, out: &mut Vec<u8>) {
+        out.reserve(len);
+        let old = out.len();
+        self.copy_out(offset, &mut out.spare_capacity_mut()[..len]);
+        // SAFETY: `copy_out` wrote all `len` bytes after the old length (reserved
+        // above), so the new length covers only initialised bytes.
+        unsafe { out.set_len(old + len) };
+    }
+
+    /// Copies `out.len()` bytes out of the page at `offset` into `out`, writing
+    /// every byte of it (see [`SharedPage::read_bytes`]).
+    fn copy_out(&self, offset: usize, out: &mut [MaybeUninit<u8>]) {
+        let off = self.check(offset, out.len(), 1);
+        let head = ((8 - (off % 8)) % 8).min(out.len());
+        let (h, rest) = out.split_at_mut(head);
         for (i, b) in h.iter_mut().enumerate() {
             // SAFETY: in bounds (checked above) of a mapped page (constructor contract).
-            *b = unsafe { self.base.add(off + i).read_volatile() };
+            b.write(unsafe { self.base.add(off + i).read_volatile() });
         }
         let mut chunks = rest.chunks_exact_mut(8);
         let mut at = off + head;
         for c in &mut chunks {
             // SAFETY: in bounds (checked above); `at` is 8-aligned (base is page-aligned) so the u64 read is aligned.
             let w = unsafe { self.base.add(at).cast::<u64>().read_volatile() };
-            c.copy_from_slice(&w.to_ne_bytes());
+            for (d, v) in c.iter_mut().zip(w.to_ne_bytes()) {
+                d.write(v);
+            }
             at += 8;
         }
         for (i, b) in chunks.into_remainder().iter_mut().enumerate() {
             // SAFETY: in bounds (checked above) of a mapped page.
-            *b = unsafe { self.base.add(at + i).read_volatile() };
+            b.write(unsafe { self.base.add(at + i).read_volatile() });
         }
     }
 
@@ -391,6 +416,11 @@ mod tests {
                 let mut back = std::vec![0u8; len];
                 p.read_bytes(off, &mut back);
                 assert_eq!(back, &pattern[..len]);
+                // appended after what a vector holds, with no zero fill first
+                let mut grown = std::vec![9u8; 3];
+                p.append_to(off, len, &mut grown);
+                assert_eq!(&grown[..3], &[9, 9, 9], "off {off} len {len}");
+                assert_eq!(&grown[3..], &pattern[..len], "off {off} len {len}");
             }
         }
         // the last bytes of the page

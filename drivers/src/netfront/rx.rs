@@ -147,7 +147,16 @@ impl Queue {
                     }
                 }
                 let pkt = self.partial.get_or_insert_with(|| RxPacket {
-                    data: Vec::new(),
+                    // A packet with more slots and an extra (GSO) is usually up to
+                    // 64 KiB: room for it at once, not a copy at every doubling
+                    // (trimmed in `deliver` when it came out much smaller).
+                    data: if r.flags & netif::NETRXF_MORE_DATA != 0
+                        && r.flags & netif::NETRXF_EXTRA_INFO != 0
+                    {
+                        Vec::with_capacity(RX_FRAME_MAX)
+                    } else {
+                        Vec::new()
+                    },
                     flags: r.flags,
                     more_data: false,
                     extras: r.flags & netif::NETRXF_EXTRA_INFO != 0,
@@ -163,8 +172,7 @@ impl Queue {
                                 pkt.drop = Some(RxDrop::TooLong);
                                 pkt.data = Vec::new();
                             } else {
-                                pkt.data.resize(start + len, 0);
-                                buf.page.mem().read_bytes(off, &mut pkt.data[start..]);
+                                buf.page.mem().append_to(off, len, &mut pkt.data);
                             }
                         }
                     }
@@ -213,7 +221,7 @@ impl Queue {
 /// Counts a complete packet (also in its queue's `queue_packets`) and hands it over,
 /// or drops it.
 fn deliver(
-    pkt: RxPacket,
+    mut pkt: RxPacket,
     queue_packets: &mut u64,
     stats: &mut LinkStats,
     received: &mut VecDeque<(Vec<u8>, u16, Option<u16>)>,
@@ -222,6 +230,11 @@ fn deliver(
         Some(RxDrop::Error) => stats.rx_errors += 1,
         Some(RxDrop::TooLong) => stats.rx_dropped += 1,
         None => {
+            // A frame holds at most twice its length, so the bytes waiting in
+            // `received` bound its memory (`RECEIVED_BYTES`) whatever a backend sends.
+            if pkt.data.capacity() > 2 * pkt.data.len() {
+                pkt.data.shrink_to_fit();
+            }
             stats.rx_packets += 1;
             stats.rx_bytes += pkt.data.len() as u64;
             stats.rx_gso += u64::from(pkt.gso.is_some());
