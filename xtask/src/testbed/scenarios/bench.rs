@@ -1147,3 +1147,17 @@ mod fs_tests {
             .contains("xen_platform_pci = 0"));
     }
 }
+
+/// `bench router`'s Xenlet router with one queue a vif (`xenlet.netqueues=1`), as a
+/// Linux netfront on one vCPU asks for: the A/B of the queue count.
+pub const BENCH_ROUTER_XENLET_Q1: Scenario = Scenario {
+    name: "bench-router-xenlet-q1",
+    config: xl_config!(pvh {
+        memory: 32,
+        kernel: "@FILES@/xenlet.elf",
+        cmdline: "xenlet.netqueues=1",
+        disk: ["@DISK@,raw,xvda,w"],
+        vif: ["bridge=brlan,mac=00:16:3e:01:00:02", "bridge=brwan,mac=00:16:3e:77:00:02"],
+    } on_reboot: "preserve"),
+    ..BENCH_ROUTER_XENLET
+};
