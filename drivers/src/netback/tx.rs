@@ -414,8 +414,8 @@ impl<P: XenBackend> Netback<P> {
                 stats.rx_errors += 1;
                 netif::RSP_ERROR
             } else {
-                let mut frame = vec![0u8; p.packet.total];
-                conn.tx_staging.mem().read_bytes(p.at, &mut frame);
+                let mut frame = Vec::new();
+                conn.tx_staging.mem().append_to(p.at, p.packet.total, &mut frame);
                 if filter
                     .as_ref()
                     .is_some_and(|f| f.check(&frame, *mac) == Verdict::Drop)
