@@ -1178,25 +1178,34 @@ fn ns6(src: &str, mac: [u8; 6]) -> Vec<u8> {
     )
 }
 
+impl Box4 {
+    /// IPv6 as well: 2001:db8:1::1/64 on the LAN, 2001:db8:ff::2/64 on the WAN, a
+    /// default route (as DHCPv6/RA gave it) via fe80::1 there.
+    fn add_ipv6(&mut self) {
+        use xenlet_router::route::RouteProto;
+        use xenlet_router::route6::{Ipv6Net, Route6};
+        let net = |s: &str, p| Ipv6Net::new(a6(s), p).unwrap();
+        self.r.add_address6(LAN, net("2001:db8:1::1", 64)).unwrap();
+        self.r.add_address6(WAN, net("2001:db8:ff::2", 64)).unwrap();
+        self.r
+            .add_route6(Route6 {
+                dest: net("::", 0),
+                gateway: Some(a6("fe80::1")),
+                ifc: WAN,
+                mtu: None,
+                metric: 1024,
+                proto: RouteProto::Dhcp,
+            })
+            .unwrap();
+    }
+}
+
 #[test]
 fn ipv6_is_forwarded_and_filtered_by_the_image_firewall() {
-    use xenlet_router::route::RouteProto;
-    use xenlet_router::route6::{Ipv6Net, Route6};
     const H6: &str = "2001:db8:1::100";
     const FAR6: &str = "2001:db8:99::9";
     let mut b = Box4::new(IMAGE_FIREWALL);
-    let net = |s: &str, p| Ipv6Net::new(a6(s), p).unwrap();
-    b.r.add_address6(LAN, net("2001:db8:1::1", 64)).unwrap();
-    b.r.add_address6(WAN, net("2001:db8:ff::2", 64)).unwrap();
-    b.r.add_route6(Route6 {
-        dest: net("::", 0),
-        gateway: Some(a6("fe80::1")),
-        ifc: WAN,
-        mtu: None,
-        metric: 1024,
-        proto: RouteProto::Dhcp,
-    })
-    .unwrap();
+    b.add_ipv6();
     // the neighbours introduce themselves (from the WAN: Allow-ICMPv6-Input)
     assert_eq!(
         b.send_frame(WAN, ns6("fe80::1", GW_MAC)).0,
@@ -1275,25 +1284,12 @@ config rule
 
 #[test]
 fn a_v6_rule_from_the_wan_opens_one_port_of_one_lan_host_and_nothing_else() {
-    use xenlet_router::route::RouteProto;
-    use xenlet_router::route6::{Ipv6Net, Route6};
     const H6: &str = "2001:db8:1::100";
     const H6B: &str = "2001:db8:1::101";
     const FAR6: &str = "2001:db8:99::9";
     let text = alloc::format!("{IMAGE_FIREWALL}{ALLOW_HTTP_LAN1}");
     let mut b = Box4::new(&text);
-    let net = |s: &str, p| Ipv6Net::new(a6(s), p).unwrap();
-    b.r.add_address6(LAN, net("2001:db8:1::1", 64)).unwrap();
-    b.r.add_address6(WAN, net("2001:db8:ff::2", 64)).unwrap();
-    b.r.add_route6(Route6 {
-        dest: net("::", 0),
-        gateway: Some(a6("fe80::1")),
-        ifc: WAN,
-        mtu: None,
-        metric: 1024,
-        proto: RouteProto::Dhcp,
-    })
-    .unwrap();
+    b.add_ipv6();
     b.send_frame(WAN, ns6("fe80::1", GW_MAC));
     b.send_frame(LAN, ns6(H6, HOST_MAC));
     b.send_frame(LAN, ns6(H6B, HOST2_MAC));

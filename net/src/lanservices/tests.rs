@@ -83,15 +83,22 @@ fn routed_stack(plan: &netplan::Plan, lan: Pipe, wan: Pipe) -> NetStack<Routed<P
     stack
 }
 
-/// The topology; the LAN host is configured by `lan_cfg` (`""` = DHCP, with host
-/// name `lan1`).
-fn net(lan_cfg: &str, store: Option<MemStore>) -> Net {
+/// The topology's two cables, as (LAN host, router's LAN, router's WAN, WAN host)
+/// ends with their MACs.
+fn cables() -> (Pipe, Pipe, Pipe, Pipe) {
     let (mut l1, mut l2) = cable();
     let (mut w1, mut w2) = cable();
     l1.mac = LAN_HOST_MAC;
     l2.mac = [2, 0, 0, 0, 1, 1];
     w1.mac = [2, 0, 0, 0, 2, 2];
     w2.mac = [2, 0, 0, 0, 2, 1];
+    (l1, l2, w1, w2)
+}
+
+/// The topology; the LAN host is configured by `lan_cfg` (`""` = DHCP, with host
+/// name `lan1`).
+fn net(lan_cfg: &str, store: Option<MemStore>) -> Net {
+    let (l1, l2, w1, w2) = cables();
     let mut lan_host = NetIf::new("eth0", l1, &config::parse(lan_cfg).unwrap(), 0, 1);
     for (_, s) in lan_host.sockets.iter_mut() {
         if let Some(d) = dhcpv4::Socket::downcast_mut(s) {
@@ -118,12 +125,8 @@ fn net(lan_cfg: &str, store: Option<MemStore>) -> Net {
 
 impl Net {
     fn step(&mut self) {
-        self.now += 10;
+        step_without_services(self);
         let now = self.now;
-        self.lan_host.poll(now);
-        self.wan_host.poll(now);
-        self.gw.poll(&mut self.stack.ifs, now);
-        self.stack.poll(now);
         if self.services.poll(&mut self.stack, now) {
             self.stack.poll(now);
         }
@@ -451,12 +454,7 @@ fn an_unanswered_query_times_out_with_servfail_and_its_socket_closes() {
 /// WAN host runs these services too, serving 10.0.0.0/24 with itself as DNS.
 #[test]
 fn the_wan_leases_dns_server_becomes_the_upstream() {
-    let (mut l1, mut l2) = cable();
-    let (mut w1, mut w2) = cable();
-    l1.mac = LAN_HOST_MAC;
-    l2.mac = [2, 0, 0, 0, 1, 1];
-    w1.mac = [2, 0, 0, 0, 2, 2];
-    w2.mac = [2, 0, 0, 0, 2, 1];
+    let (l1, l2, w1, w2) = cables();
     let mut lan_host = NetIf::new(
         "eth0",
         l1,
