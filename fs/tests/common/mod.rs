@@ -451,25 +451,8 @@ pub fn read_all<F: FileSystem>(fs: &mut F, ino: Ino) -> Vec<u8> {
     v
 }
 
-/// A small deterministic PRNG.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
+/// A small deterministic PRNG (xorshift64).
+pub use xenlet_testrng::XorShift as Rng;
 
 /// Fills `dir` with a varied tree; returns nothing (compare against the directory).
 pub fn build_tree(dir: &Path, many: usize) {

@@ -1022,18 +1022,7 @@ fn a_table_of_packets_and_verdicts_covers_every_option() {
 
 // ---- hostile input ----
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use xenlet_testrng::XorShift as Rng;
 
 #[test]
 fn mutated_packets_never_panic() {
@@ -1050,15 +1039,15 @@ fn mutated_packets_never_panic() {
     ];
     let mut rng = Rng(0x5eed_f00d);
     for n in 0..20_000 {
-        let mut p = seeds[rng.below(seeds.len())].clone();
-        for _ in 0..1 + rng.below(4) {
-            let k = rng.below(p.len());
+        let mut p = seeds[rng.index(seeds.len())].clone();
+        for _ in 0..1 + rng.index(4) {
+            let k = rng.index(p.len());
             p[k] = rng.next() as u8;
         }
-        if rng.below(8) == 0 {
-            p.truncate(rng.below(p.len() + 1));
+        if rng.index(8) == 0 {
+            p.truncate(rng.index(p.len() + 1));
         }
-        if rng.below(4) != 0 {
+        if rng.index(4) != 0 {
             // keep the header checksum right so the mutation gets past the core
             if p.len() >= 20 {
                 p[10] = 0;
@@ -1070,7 +1059,7 @@ fn mutated_packets_never_panic() {
                 }
             }
         }
-        b.now += rng.below(50) as u64;
+        b.now += rng.index(50) as u64;
         let ifc = if n % 2 == 0 { WAN } else { LAN };
         let _ = b.send(ifc, p);
     }
@@ -1109,9 +1098,9 @@ fn mutated_configs_never_panic_and_errors_name_the_place() {
     let mut errors = 0;
     for _ in 0..3000 {
         let mut t: Vec<String> = base.split(' ').map(String::from).collect();
-        for _ in 0..1 + rng.below(3) {
-            let k = rng.below(t.len());
-            t[k] = String::from(words[rng.below(words.len())]);
+        for _ in 0..1 + rng.index(3) {
+            let k = rng.index(t.len());
+            t[k] = String::from(words[rng.index(words.len())]);
         }
         let text = t.join(" ");
         match compile_text(&text, &ifaces()) {

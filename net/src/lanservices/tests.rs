@@ -576,18 +576,6 @@ fn a_lost_interface_stops_its_services_without_touching_another() {
     assert!(n.services.summary().contains("(not up)"));
 }
 
-/// xorshift64 for the mutation test.
-struct Prng(u64);
-
-impl Prng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 /// A DHCPDISCOVER from `mac` (RFC 2131 §2, options 53 and 55).
 fn discover(mac: [u8; 6]) -> Vec<u8> {
     let mut p = vec![0u8; 240];
@@ -601,7 +589,7 @@ fn discover(mac: [u8; 6]) -> Vec<u8> {
     p
 }
 
-fn mutate(rng: &mut Prng, base: &[u8]) -> Vec<u8> {
+fn mutate(rng: &mut xenlet_testrng::XorShift, base: &[u8]) -> Vec<u8> {
     let mut p = base.to_vec();
     match rng.next() % 4 {
         0 => {
@@ -628,7 +616,7 @@ fn mutate(rng: &mut Prng, base: &[u8]) -> Vec<u8> {
 #[test]
 fn random_datagrams_to_the_dhcp_and_dns_ports_never_panic() {
     let (mut n, hc, hu) = dns_net();
-    let mut rng = Prng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = xenlet_testrng::XorShift(0x9e37_79b9_7f4a_7c15);
     let mut c = udp_socket();
     c.bind(68).unwrap();
     let hd = n.lan_host.sockets.add(c);
