@@ -692,140 +692,17 @@ fn transfer<B: BlockDevice + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blkfront::{DiskInfo, Features};
-    use alloc::collections::VecDeque;
+    use crate::blkfront::MemDisk;
     use core::cell::Cell;
 
-    /// A device over memory whose answers can be delayed, failed, dropped or
-    /// mislabelled, and whose ring holds a limited number of requests.
-    struct FakeDisk {
-        info: DiskInfo,
-        data: Vec<u8>,
-        pool: Vec<IoBuf>,
-        bufs_made: usize,
-        buf_limit: usize,
-        ring: usize,
-        queued: VecDeque<BlockRequest>,
-        /// Answers held back until this many polls have passed.
-        delay: u32,
-        polls: u32,
-        /// Fail the request whose sector is this one.
-        fail_sector: Option<u64>,
-        /// Never answer.
-        silent: bool,
-        /// Answer with this tag instead (a lying backend).
-        wrong_tag: Option<u64>,
-        broken: Option<String>,
-        requests: Vec<(BlockOp, u64, usize)>,
-        flushes: u32,
-        /// Complete the newest request first (backends may reorder).
-        lifo: bool,
-    }
-
-    impl FakeDisk {
-        fn new(bytes: usize, max_segments: u32) -> Self {
-            FakeDisk {
-                info: DiskInfo {
-                    name: "xvdb".into(),
-                    sectors: bytes as u64 / 512,
-                    sector_size: 512,
-                    physical_sector_size: 512,
-                    readonly: false,
-                    removable: false,
-                    features: Features {
-                        max_segments,
-                        ring_entries: 32,
-                        flush: true,
-                        ..Features::default()
-                    },
-                },
-                data: (0..bytes).map(|i| (i * 7 % 251) as u8).collect(),
-                pool: Vec::new(),
-                bufs_made: 0,
-                buf_limit: 4096,
-                ring: 32,
-                queued: VecDeque::new(),
-                delay: 0,
-                polls: 0,
-                fail_sector: None,
-                silent: false,
-                wrong_tag: None,
-                broken: None,
-                requests: Vec::new(),
-                flushes: 0,
-                lifo: false,
-            }
-        }
-    }
-
-    impl BlockDevice for FakeDisk {
-        fn info(&self) -> &DiskInfo {
-            &self.info
-        }
-        fn alloc_buf(&mut self) -> Option<IoBuf> {
-            if let Some(b) = self.pool.pop() {
-                return Some(b);
-            }
-            if self.bufs_made >= self.buf_limit {
-                return None;
-            }
-            self.bufs_made += 1;
-            Some(IoBuf::for_test())
-        }
-        fn free_buf(&mut self, buf: IoBuf) {
-            self.pool.push(buf);
-        }
-        fn submit(&mut self, req: BlockRequest) -> Result<(), (BlockError, BlockRequest)> {
-            if self.queued.len() >= self.ring {
-                return Err((BlockError::Busy, req));
-            }
-            self.requests.push((req.op, req.sector, req.bytes));
-            if req.op == BlockOp::Flush {
-                self.flushes += 1;
-            }
-            self.queued.push_back(req);
-            Ok(())
-        }
-        fn kick(&mut self) {}
-        fn poll(&mut self, out: &mut Vec<Completion>) {
-            self.polls += 1;
-            if self.silent || self.polls <= self.delay {
-                return;
-            }
-            while let Some(req) = if self.lifo {
-                self.queued.pop_back()
-            } else {
-                self.queued.pop_front()
-            } {
-                let start = req.sector as usize * 512;
-                let mut result = Ok(());
-                if Some(req.sector) == self.fail_sector {
-                    result = Err(BlockError::Io);
-                } else {
-                    for (i, b) in req.bufs.iter().enumerate() {
-                        let s = start + i * PAGE_BYTES;
-                        let e = (s + PAGE_BYTES).min(start + req.bytes);
-                        match req.op {
-                            BlockOp::Read => b.write_at(0, &self.data[s..e]),
-                            BlockOp::Write => b.read_at(0, &mut self.data[s..e]),
-                            _ => {}
-                        }
-                    }
-                }
-                out.push(Completion {
-                    tag: self.wrong_tag.unwrap_or(req.tag),
-                    result,
-                    bufs: req.bufs,
-                });
-            }
-        }
-        fn in_flight(&self) -> usize {
-            self.queued.len()
-        }
-        fn broken(&self) -> Option<&str> {
-            self.broken.as_deref()
-        }
-        fn wait(&self) {}
+    /// A disk of `bytes` (a pattern) with a ring of 32 and buffers enough for it.
+    fn fake_disk(bytes: usize, max_segments: u32) -> MemDisk {
+        let data = (0..bytes).map(|i| (i * 7 % 251) as u8).collect();
+        let mut d = MemDisk::new("xvdb", data, max_segments);
+        d.info.features.ring_entries = 32;
+        d.ring = 32;
+        d.buf_limit = 4096;
+        d
     }
 
     /// A clock that advances a millisecond per look.
@@ -863,18 +740,13 @@ mod tests {
 
     #[test]
     fn large_transfers_are_split_pipelined_and_exact() {
-        let mut d = FakeDisk::new(8 << 20, 256);
+        let mut d = fake_disk(8 << 20, 256);
         let orig = d.data.clone();
         let c = Clock::new();
         let mut buf = alloc::vec![0u8; 3 << 20];
         read(&mut d, &c, 512, &mut buf).unwrap();
         assert_eq!(buf[..], orig[512..512 + (3 << 20)]);
-        assert_eq!(
-            d.requests.len(),
-            3,
-            "three 1 MiB requests: {:?}",
-            d.requests
-        );
+        assert_eq!(d.log.len(), 3, "three 1 MiB requests: {:?}", d.log);
         let data: Vec<u8> = (0..(2 << 20) + 1536).map(|i| (i % 13) as u8).collect();
         write(&mut d, &c, 4096, &data).unwrap();
         assert_eq!(d.data[4096..4096 + data.len()], data[..]);
@@ -885,13 +757,13 @@ mod tests {
             "nor after"
         );
         flush(&mut d, &c).unwrap();
-        assert_eq!(d.flushes, 1);
+        assert_eq!(d.flushes(), 1);
         assert_eq!(d.bufs_made, d.pool.len(), "every buffer back in the pool");
     }
 
     #[test]
     fn small_rings_and_few_buffers_still_finish() {
-        let mut d = FakeDisk::new(1 << 20, 11);
+        let mut d = fake_disk(1 << 20, 11);
         d.ring = 1;
         d.buf_limit = 12;
         d.delay = 3;
@@ -903,7 +775,7 @@ mod tests {
 
     #[test]
     fn bad_ranges_are_refused_without_io() {
-        let mut d = FakeDisk::new(1 << 20, 11);
+        let mut d = fake_disk(1 << 20, 11);
         let c = Clock::new();
         let mut b = [0u8; 1024];
         assert_eq!(read(&mut d, &c, 100, &mut b), Err(SyncError::Range));
@@ -921,12 +793,12 @@ mod tests {
             write(&mut d, &c, 0, &b),
             Err(SyncError::Device(BlockError::ReadOnly))
         );
-        assert!(d.requests.is_empty());
+        assert!(d.log.is_empty());
     }
 
     #[test]
     fn device_errors_fail_the_call_after_everything_lands() {
-        let mut d = FakeDisk::new(4 << 20, 256);
+        let mut d = fake_disk(4 << 20, 256);
         d.fail_sector = Some(2048); // the second 1 MiB chunk
         let c = Clock::new();
         let mut buf = alloc::vec![0u8; 3 << 20];
@@ -939,7 +811,7 @@ mod tests {
 
     #[test]
     fn a_silent_backend_times_out_and_its_late_answer_is_recycled() {
-        let mut d = FakeDisk::new(1 << 20, 11);
+        let mut d = fake_disk(1 << 20, 11);
         d.silent = true;
         let c = Clock::new();
         let mut buf = alloc::vec![0u8; 8192];
@@ -961,7 +833,7 @@ mod tests {
 
     #[test]
     fn a_lying_backend_cannot_complete_a_request_it_was_not_given() {
-        let mut d = FakeDisk::new(1 << 20, 11);
+        let mut d = fake_disk(1 << 20, 11);
         d.wrong_tag = Some(12345);
         let c = Clock::new();
         let mut buf = alloc::vec![0u8; 8192];
@@ -974,20 +846,20 @@ mod tests {
 
     #[test]
     fn interruption_stops_submitting_and_drains() {
-        let mut d = FakeDisk::new(16 << 20, 11);
+        let mut d = fake_disk(16 << 20, 11);
         d.delay = 2;
         let c = Clock::new();
         c.stop_after.set(Some(3));
         let data = alloc::vec![1u8; 8 << 20];
         assert_eq!(write(&mut d, &c, 0, &data), Err(SyncError::Interrupted));
-        assert!(d.requests.len() < 20, "stopped early: {}", d.requests.len());
+        assert!(d.log.len() < 20, "stopped early: {}", d.log.len());
         assert_eq!(d.in_flight(), 0, "what was in flight completed");
         assert_eq!(d.bufs_made, d.pool.len());
     }
 
     #[test]
     fn write_behind_returns_early_keeps_order_of_content_and_drains() {
-        let mut d = FakeDisk::new(8 << 20, 256);
+        let mut d = fake_disk(8 << 20, 256);
         d.delay = 5;
         let c = Clock::new();
         let mut wb = WriteBehind::new(4);
@@ -1013,7 +885,7 @@ mod tests {
         // The filesystem's write-behind holds every buffer of the pool, its answers
         // late; a raw-disk read (sha256sum /dev/xvdb beside the mount) must wait for
         // them, not fail with EBUSY.
-        let mut d = FakeDisk::new(4 << 20, 4);
+        let mut d = fake_disk(4 << 20, 4);
         d.buf_limit = 16;
         d.delay = 5;
         let c = Clock::new();
@@ -1033,7 +905,7 @@ mod tests {
 
     #[test]
     fn a_write_behind_waits_for_a_pool_another_holds() {
-        let mut d = FakeDisk::new(4 << 20, 4);
+        let mut d = fake_disk(4 << 20, 4);
         d.buf_limit = 16;
         d.delay = 5;
         let c = Clock::new();
@@ -1052,7 +924,7 @@ mod tests {
     #[test]
     fn a_request_that_can_never_fit_still_fails_busy() {
         // nothing in flight anywhere, and no buffer to be had: no waiting
-        let mut d = FakeDisk::new(4 << 20, 4);
+        let mut d = fake_disk(4 << 20, 4);
         d.buf_limit = 0;
         let c = Clock::new();
         let mut r = alloc::vec![0u8; 4096];
@@ -1064,7 +936,7 @@ mod tests {
 
     #[test]
     fn a_lost_write_is_reported_once_by_the_next_drain_and_never_by_a_read() {
-        let mut d = FakeDisk::new(4 << 20, 256);
+        let mut d = fake_disk(4 << 20, 256);
         d.delay = 2; // the failure arrives later, as the backend's answer
         d.fail_sector = Some(2048);
         let c = Clock::new();
@@ -1095,7 +967,7 @@ mod tests {
 
     #[test]
     fn a_write_error_seen_by_a_later_write_waits_for_the_next_drain() {
-        let mut d = FakeDisk::new(4 << 20, 256);
+        let mut d = fake_disk(4 << 20, 256);
         d.fail_sector = Some(2048);
         let c = Clock::new();
         let mut wb = WriteBehind::new(8);
@@ -1118,7 +990,7 @@ mod tests {
         // Two filesystems on one disk's partitions: each drains only its own
         // write-behind before a read, and that read's poll collects the other's
         // answers too. They must reach their owner, failures included.
-        let mut d = FakeDisk::new(8 << 20, 256);
+        let mut d = fake_disk(8 << 20, 256);
         d.delay = 3;
         d.fail_sector = Some(6 << 11); // a write of the second filesystem fails
         let c = Clock::new();
@@ -1158,7 +1030,7 @@ mod tests {
 
     #[test]
     fn overlapping_write_behind_waits_for_the_older_write() {
-        let mut d = FakeDisk::new(1 << 20, 11);
+        let mut d = fake_disk(1 << 20, 11);
         d.lifo = true; // the backend answers the newest first
         d.delay = 10; // and only after all five are queued
         let c = Clock::new();
@@ -1176,7 +1048,7 @@ mod tests {
 
     #[test]
     fn a_silent_backend_times_out_write_behind() {
-        let mut d = FakeDisk::new(4 << 20, 11);
+        let mut d = fake_disk(4 << 20, 11);
         d.silent = true;
         let c = Clock::new();
         let mut wb = WriteBehind::new(2);
@@ -1187,7 +1059,7 @@ mod tests {
 
     #[test]
     fn broken_device_fails_fast() {
-        let mut d = FakeDisk::new(1 << 20, 11);
+        let mut d = fake_disk(1 << 20, 11);
         d.broken = Some("bad response id".into());
         let c = Clock::new();
         let mut b = [0u8; 512];

@@ -30,14 +30,14 @@
 
 mod common;
 
-use common::{mkfs, opts, resolve, TempDir};
+use common::{mkfs, opts, resolve, RecDisk, TempDir, WriteLog};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::process::Command;
 use std::rc::Rc;
 use xenlet_fs::blockdev::MemDisk;
-use xenlet_fs::{BlockDev, Ext, FileSystem, FileType, Ino, IoError, MountOptions};
+use xenlet_fs::{Ext, FileSystem, FileType, Ino, MountOptions};
 
 thread_local! {
     /// ext2 crash points that needed `e2fsck -y` (unattached inodes).
@@ -46,52 +46,6 @@ thread_local! {
 
 /// path -> contents ("/dir/" for directories, empty).
 type Tree = BTreeMap<String, Vec<u8>>;
-
-#[derive(Default)]
-struct Log {
-    /// (offset, data, flush epoch).
-    writes: Vec<(u64, Vec<u8>, u32)>,
-    epoch: u32,
-}
-
-/// A device in memory that logs every write and flush, and injects `faults` (the
-/// fault sweeps).
-struct RecDisk {
-    img: Vec<u8>,
-    log: Rc<RefCell<Log>>,
-    faults: common::Faults,
-}
-
-impl BlockDev for RecDisk {
-    fn size_bytes(&self) -> u64 {
-        self.img.len() as u64
-    }
-    fn read_only(&self) -> bool {
-        false
-    }
-    fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        self.faults.read(offset, buf.len())?;
-        let o = offset as usize;
-        buf.copy_from_slice(&self.img[o..o + buf.len()]);
-        Ok(())
-    }
-    fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
-        if !self.faults.write_passes() {
-            return Ok(());
-        }
-        let o = offset as usize;
-        self.img[o..o + data.len()].copy_from_slice(data);
-        let mut l = self.log.borrow_mut();
-        let e = l.epoch;
-        l.writes.push((offset, data.to_vec(), e));
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<(), IoError> {
-        self.faults.flush()?;
-        self.log.borrow_mut().epoch += 1;
-        Ok(())
-    }
-}
 
 /// The state after each operation: (writes issued so far, tree, synced).
 struct Run {
@@ -146,7 +100,7 @@ fn read_tree<F: FileSystem>(fs: &mut F) -> Result<Tree, String> {
 
 struct W {
     fs: Ext<RecDisk>,
-    log: Rc<RefCell<Log>>,
+    log: Rc<RefCell<WriteLog>>,
     model: Tree,
     states: Vec<(usize, Tree, bool)>,
     /// The fault sweeps: an operation that fails is recorded in `errors` (and leaves
@@ -319,12 +273,8 @@ fn pattern(seed: u64, n: usize) -> Vec<u8> {
 }
 
 fn workload(img: Vec<u8>, script: &dyn Fn(&mut W)) -> Run {
-    let log = Rc::new(RefCell::new(Log::default()));
-    let disk = RecDisk {
-        img,
-        log: log.clone(),
-        faults: common::Faults::default(),
-    };
+    let disk = RecDisk::new(img);
+    let log = disk.log.clone();
     let mut fs = Ext::mount(disk, opts()).expect("mount");
     let model = read_tree(&mut fs).unwrap();
     let mut w = W {
@@ -805,12 +755,8 @@ fn fault_run(
     faults: common::Faults,
     cache_blocks: usize,
 ) -> FaultRun {
-    let log = Rc::new(RefCell::new(Log::default()));
-    let disk = RecDisk {
-        img: base.to_vec(),
-        log: log.clone(),
-        faults: common::Faults::default(),
-    };
+    let disk = RecDisk::new(base.to_vec());
+    let log = disk.log.clone();
     let mut fs = Ext::mount(disk, opts()).expect("mount");
     fs.set_cache_blocks(cache_blocks);
     let model = read_tree(&mut fs).unwrap();

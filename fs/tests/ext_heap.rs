@@ -17,6 +17,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
+use xenlet_fs::journal::ReplayStats;
 use xenlet_fs::{Ext, FileSystem, FsError};
 
 /// The system allocator, counting live bytes and their high-water mark, and refusing
@@ -149,6 +150,16 @@ impl Heap {
     }
     fn unlimit(&self) {
         LIMIT.with(|m| m.set(isize::MAX));
+    }
+    /// Runs `f` with 512 KiB of heap to spare, which it must stay well inside: its
+    /// peak is under 256 KiB (the small budget's size).
+    fn within_small_budget<T>(&self, f: impl FnOnce() -> T) -> T {
+        let base = self.limit(512 << 10);
+        let r = f();
+        let peak = self.peak_above(base);
+        assert!(peak < 256 << 10, "peak {peak}");
+        self.unlimit();
+        r
     }
 }
 
@@ -503,10 +514,7 @@ fn an_orphan_whose_map_is_over_the_budget_stays_listed() {
         ),
     );
     let heap = Heap::take();
-    let base = heap.limit(512 << 10);
-    let fs = mount_bounded(&img, SMALL_BUDGET).expect("mount");
-    assert!(heap.peak_above(base) < 256 << 10);
-    heap.unlimit();
+    let fs = heap.within_small_budget(|| mount_bounded(&img, SMALL_BUDGET).expect("mount"));
     let o = fs.orphans().clone();
     assert_eq!((o.deleted, o.error), (0, None));
     assert!(o.skipped.is_some_and(|s| s.contains("memory budget")));
@@ -586,6 +594,15 @@ fn block_of(img: &Path, b: u64) -> Vec<u8> {
     buf
 }
 
+/// Mounts `img` (replaying its journal) within the small budget, unmounts it; what
+/// the replay did.
+fn replay_in_small_budget(heap: &Heap, img: &Path) -> ReplayStats {
+    let mut fs = heap.within_small_budget(|| mount_bounded(img, SMALL_BUDGET).expect("mount"));
+    let r = *fs.replayed().expect("replayed");
+    fs.unmount().unwrap();
+    r
+}
+
 #[test]
 fn a_journal_of_25000_logged_blocks_replays_in_a_small_heap() {
     // Replay kept every tag of every transaction (24 bytes each, 600 KiB here, in a
@@ -595,18 +612,8 @@ fn a_journal_of_25000_logged_blocks_replays_in_a_small_heap() {
     let n = 25_000;
     let heap = Heap::take(); // before the image's data: a limit elsewhere would refuse it
     let (img, blocks, data) = journalled_image(&t, n, "");
-    let base = heap.limit(512 << 10);
-    let mut fs = mount_bounded(&img, SMALL_BUDGET).expect("mount");
-    assert!(
-        heap.peak_above(base) < 256 << 10,
-        "peak {}",
-        heap.peak_above(base)
-    );
-    heap.unlimit();
-    let r = *fs.replayed().expect("replayed");
+    let r = replay_in_small_budget(&heap, &img);
     assert_eq!((r.transactions, r.blocks_replayed), (1, n as u64), "{r:?}");
-    fs.unmount().unwrap();
-    drop(fs);
     for (i, &b) in blocks.iter().enumerate().step_by(997) {
         assert!(
             block_of(&img, b) == data[i * 1024..(i + 1) * 1024],
@@ -623,15 +630,7 @@ fn revoked_blocks_the_log_does_not_hold_cost_nothing() {
     let t = TempDir::new("heap-journal-revoke-other");
     let heap = Heap::take(); // before the image's data: a limit elsewhere would refuse it
     let (img, blocks, data) = journalled_image(&t, 100, "jo\njw -r 100000-129999\njc\n");
-    let base = heap.limit(512 << 10);
-    let mut fs = mount_bounded(&img, SMALL_BUDGET).expect("mount");
-    assert!(
-        heap.peak_above(base) < 256 << 10,
-        "peak {}",
-        heap.peak_above(base)
-    );
-    heap.unlimit();
-    let r = *fs.replayed().expect("replayed");
+    let r = replay_in_small_budget(&heap, &img);
     assert_eq!(
         (
             r.transactions,
@@ -642,8 +641,6 @@ fn revoked_blocks_the_log_does_not_hold_cost_nothing() {
         (2, 100, 30_000, 0),
         "{r:?}"
     );
-    fs.unmount().unwrap();
-    drop(fs);
     assert!(block_of(&img, blocks[42]) == data[42 * 1024..43 * 1024]);
     fsck_clean(&img);
 }
@@ -658,17 +655,10 @@ fn a_revoke_table_over_the_budget_refuses_the_mount_untouched() {
     let (_, list) = free_ranges(&img, 20_000, 1000);
     debugfs_w(&img, &format!("jo\njw -r {list}\njc\n"));
     let before = std::fs::read(&img).unwrap();
-    let base = heap.limit(512 << 10);
-    match mount_bounded(&img, SMALL_BUDGET) {
+    heap.within_small_budget(|| match mount_bounded(&img, SMALL_BUDGET) {
         Err(FsError::Unsupported(why)) => assert!(why.contains("journal replay needs"), "{why}"),
         other => panic!("{:?}", other.map(|_| ())),
-    }
-    assert!(
-        heap.peak_above(base) < 256 << 10,
-        "peak {}",
-        heap.peak_above(base)
-    );
-    heap.unlimit();
+    });
     assert!(
         std::fs::read(&img).unwrap() == before,
         "a refused replay wrote"

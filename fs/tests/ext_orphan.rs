@@ -11,7 +11,7 @@ use common::*;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
-use xenlet_fs::{BlockDev, Ext, FileSystem, FsError, IoError, MountOptions};
+use xenlet_fs::{Ext, FileSystem, FsError, MountOptions};
 
 fn dumpe2fs_h(img: &Path) -> String {
     let out = Command::new(tool("dumpe2fs"))
@@ -406,38 +406,6 @@ fn orphan_file_feature_is_left_alone_and_orphan_present_mounts_read_only() {
     assert!(fs::read(&img).unwrap() == orig);
 }
 
-/// An in-memory device that keeps every write (offset, bytes) in order.
-struct RecDisk {
-    img: Vec<u8>,
-    writes: Vec<(u64, Vec<u8>)>,
-}
-
-impl BlockDev for RecDisk {
-    fn size_bytes(&self) -> u64 {
-        self.img.len() as u64
-    }
-    fn read_only(&self) -> bool {
-        false
-    }
-    fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        let o = offset as usize;
-        buf.copy_from_slice(self.img.get(o..o + buf.len()).ok_or(IoError::OutOfRange)?);
-        Ok(())
-    }
-    fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
-        let o = offset as usize;
-        self.img
-            .get_mut(o..o + data.len())
-            .ok_or(IoError::OutOfRange)?
-            .copy_from_slice(data);
-        self.writes.push((offset, data.to_vec()));
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<(), IoError> {
-        Ok(())
-    }
-}
-
 /// A crash at any write of the mount that processes the orphan list. ext4 (the
 /// cleanup goes through the journal): the next mount replays the log and finishes
 /// the list; after it e2fsck is clean and everything the orphans held is free.
@@ -457,19 +425,15 @@ fn crash_during_orphan_cleanup_is_finished_by_the_next_mount() {
         orphan_unlinked(&img, "b", b, 0);
         debugfs_w(&img, &format!("ssv last_orphan {a}\n"));
         let orig = fs::read(&img).unwrap();
-        let disk = RecDisk {
-            img: orig.clone(),
-            writes: Vec::new(),
-        };
-        let mut fs = Ext::mount(disk, opts()).unwrap();
+        let mut fs = Ext::mount(RecDisk::new(orig.clone()), opts()).unwrap();
         assert_eq!(fs.orphans().deleted, 2);
         fs.unmount().unwrap();
-        let writes = fs.into_device().writes;
+        let writes = fs.into_device().log.take().writes;
         assert!(writes.len() > 3, "{kind}: {} writes", writes.len());
         let mut needed_y = 0;
         for n in 0..=writes.len() {
             let mut crashed = orig.clone();
-            for (off, data) in &writes[..n] {
+            for (off, data, _) in &writes[..n] {
                 crashed[*off as usize..*off as usize + data.len()].copy_from_slice(data);
             }
             fs::write(&img, &crashed).unwrap();

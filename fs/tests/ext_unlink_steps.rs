@@ -7,11 +7,9 @@
 
 mod common;
 use common::*;
-use std::cell::RefCell;
 use std::path::Path;
-use std::rc::Rc;
 use xenlet_fs::blockdev::MemDisk;
-use xenlet_fs::{BlockDev, Ext, FileSystem, IoError};
+use xenlet_fs::{Ext, FileSystem};
 
 /// Journal blocks: far fewer than freeing the big file changes at once (one bitmap
 /// for each of its groups, with `-g 1024` a group per MiB).
@@ -30,41 +28,6 @@ fn small_journal_image(img: &Path) {
         &["-g", "1024", "-J", "size=1"],
     );
     shrink_journal(img, JOURNAL_BLOCKS);
-}
-
-/// (offset, data, flush epoch) of each write.
-type Writes = Vec<(u64, Vec<u8>, u32)>;
-
-/// A device in memory that records every write and flush.
-struct RecDisk {
-    img: Vec<u8>,
-    log: Rc<RefCell<(Writes, u32)>>,
-}
-
-impl BlockDev for RecDisk {
-    fn size_bytes(&self) -> u64 {
-        self.img.len() as u64
-    }
-    fn read_only(&self) -> bool {
-        false
-    }
-    fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        let o = offset as usize;
-        buf.copy_from_slice(&self.img[o..o + buf.len()]);
-        Ok(())
-    }
-    fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
-        let o = offset as usize;
-        self.img[o..o + data.len()].copy_from_slice(data);
-        let mut l = self.log.borrow_mut();
-        let epoch = l.1;
-        l.0.push((offset, data.to_vec(), epoch));
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<(), IoError> {
-        self.log.borrow_mut().1 += 1;
-        Ok(())
-    }
 }
 
 /// `e2fsck ARGS` on `img`: (exit code, output).
@@ -95,11 +58,8 @@ fn unlink_of_a_huge_file_commits_in_steps_and_survives_a_crash_at_each_write() {
     small_journal_image(&path);
     let keep = Rng(1).bytes(20 * 1024);
     let big = Rng(2).bytes(12 << 20);
-    let log = Rc::new(RefCell::new((Writes::new(), 0u32)));
-    let disk = RecDisk {
-        img: std::fs::read(&path).unwrap(),
-        log: log.clone(),
-    };
+    let disk = RecDisk::new(std::fs::read(&path).unwrap());
+    let log = disk.log.clone();
     let mut fs = Ext::mount(disk, opts()).unwrap();
     assert!(fs.journalled(), "{:?}", fs.crash_stats());
     let root = fs.root();
@@ -118,7 +78,7 @@ fn unlink_of_a_huge_file_commits_in_steps_and_survives_a_crash_at_each_write() {
     assert!(groups.len() > 8, "big spans only {} groups", groups.len());
     // Recording starts here.
     let base = fs.device().img.clone();
-    log.borrow_mut().0.clear();
+    log.borrow_mut().writes.clear();
     let before = fs.crash_stats();
     fs.unlink(root, "big").unwrap();
     fs.sync().unwrap();
@@ -133,7 +93,7 @@ fn unlink_of_a_huge_file_commits_in_steps_and_survives_a_crash_at_each_write() {
     let end = fs.into_device().img;
     std::fs::write(&path, &end).unwrap();
     fsck_clean(&path);
-    let (writes, _) = std::mem::take(&mut *log.borrow_mut());
+    let writes = log.take().writes;
     // Crash points: after each write, with everything since the last flush kept
     // (`cut`) or lost (`unflushed`).
     let crash = t.path().join("crash.img");

@@ -523,13 +523,7 @@ impl<L: Link> NetIf<L> {
             match o {
                 DadOutcome::Unique(a) => {
                     // a tentative one is taken now
-                    let held: Vec<IpCidr> = self
-                        .tentative
-                        .iter()
-                        .filter(|c| c.address() == IpAddress::Ipv6(a))
-                        .copied()
-                        .collect();
-                    self.tentative.retain(|c| c.address() != IpAddress::Ipv6(a));
+                    let held = self.take_tentative(a);
                     for c in held {
                         let mut full = false;
                         self.iface.update_ip_addrs(|l| full = l.push(c).is_err());
@@ -546,13 +540,7 @@ impl<L: Link> NetIf<L> {
                     }
                 }
                 DadOutcome::Duplicate(a) => {
-                    let held: Vec<IpCidr> = self
-                        .tentative
-                        .iter()
-                        .filter(|c| c.address() == IpAddress::Ipv6(a))
-                        .copied()
-                        .collect();
-                    self.tentative.retain(|c| c.address() != IpAddress::Ipv6(a));
+                    let held = self.take_tentative(a);
                     for c in held {
                         if self.dad_failed.len() < crate::dad::MAX_TENTATIVE {
                             self.dad_failed.push(c);
@@ -573,6 +561,19 @@ impl<L: Link> NetIf<L> {
                 }
             }
         }
+    }
+
+    /// Takes the tentative addresses (with their prefixes) whose address is `a` off
+    /// the list: DAD has decided about them.
+    fn take_tentative(&mut self, a: Ipv6Address) -> Vec<IpCidr> {
+        let held: Vec<IpCidr> = self
+            .tentative
+            .iter()
+            .filter(|c| c.address() == IpAddress::Ipv6(a))
+            .copied()
+            .collect();
+        self.tentative.retain(|c| c.address() != IpAddress::Ipv6(a));
+        held
     }
 
     /// Duplicate address detection's counters, and whether `a` is still tentative.
@@ -649,28 +650,32 @@ impl<L: Link> NetIf<L> {
         })
     }
 
-    /// The IPv4 default gateway, if there is one.
-    pub fn default_gw4(&mut self) -> Option<Ipv4Address> {
+    /// The gateway of the first default route that `pick` takes (by its family).
+    fn default_via<T>(&mut self, pick: impl Fn(IpAddress) -> Option<T>) -> Option<T> {
         let mut gw = None;
         self.iface.routes_mut().update(|t| {
-            gw = t.iter().find_map(|r| match r.via_router {
-                IpAddress::Ipv4(a) if r.cidr.prefix_len() == 0 => Some(a),
-                _ => None,
-            })
+            gw = t
+                .iter()
+                .filter(|r| r.cidr.prefix_len() == 0)
+                .find_map(|r| pick(r.via_router))
         });
         gw
     }
 
+    /// The IPv4 default gateway, if there is one.
+    pub fn default_gw4(&mut self) -> Option<Ipv4Address> {
+        self.default_via(|a| match a {
+            IpAddress::Ipv4(a) => Some(a),
+            _ => None,
+        })
+    }
+
     /// The IPv6 default gateway, if any.
     pub fn default_gw6(&mut self) -> Option<Ipv6Address> {
-        let mut gw = None;
-        self.iface.routes_mut().update(|t| {
-            gw = t.iter().find_map(|r| match r.via_router {
-                IpAddress::Ipv6(a) if r.cidr.prefix_len() == 0 => Some(a),
-                _ => None,
-            })
-        });
-        gw
+        self.default_via(|a| match a {
+            IpAddress::Ipv6(a) => Some(a),
+            _ => None,
+        })
     }
 
     /// A global IPv6 address, if any.

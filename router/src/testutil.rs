@@ -260,6 +260,14 @@ impl XorShift {
     }
 }
 
+/// The random numbers of the code under test (DNS ids, DHCPv6 transaction ids,
+/// RA timing), from the same sequence.
+impl crate::dns::Rng for XorShift {
+    fn next_u32(&mut self) -> u32 {
+        self.next()
+    }
+}
+
 /// The address `a.b.c.d`.
 pub fn ip(a: [u8; 4]) -> Ipv4Addr {
     Ipv4Addr::from(a)

@@ -755,126 +755,12 @@ fn flush_wait<H: DdHost>(host: &mut H, d: &mut H::Disk) -> Result<(), BlockError
 mod tests {
     use super::*;
     use std::cell::Cell;
-    use std::collections::VecDeque;
-    use xenlet_drivers::blkfront::{DiskInfo, Features};
-
-    /// A disk in memory: requests complete in order at the next poll (unless silent).
-    struct FakeDisk {
-        info: DiskInfo,
-        data: Vec<u8>,
-        queued: VecDeque<BlockRequest>,
-        ring: usize,
-        bufs_made: usize,
-        pool: Vec<IoBuf>,
-        fail_sector: Option<u64>,
-        silent: bool,
-        detaching: bool,
-        /// (op, sector, bytes) of every request, in order.
-        log: Vec<(BlockOp, u64, usize)>,
-    }
-
-    impl FakeDisk {
-        fn new(name: &str, data: Vec<u8>, max_segments: u32) -> FakeDisk {
-            FakeDisk {
-                info: DiskInfo {
-                    name: name.into(),
-                    sectors: data.len() as u64 / 512,
-                    sector_size: 512,
-                    physical_sector_size: 512,
-                    readonly: false,
-                    removable: false,
-                    features: Features {
-                        max_segments,
-                        flush: true,
-                        ..Features::default()
-                    },
-                },
-                data,
-                queued: VecDeque::new(),
-                ring: 4,
-                bufs_made: 0,
-                pool: Vec::new(),
-                fail_sector: None,
-                silent: false,
-                detaching: false,
-                log: Vec::new(),
-            }
-        }
-        fn flushes(&self) -> usize {
-            self.log.iter().filter(|r| r.0 == BlockOp::Flush).count()
-        }
-    }
-
-    impl BlockDevice for FakeDisk {
-        fn info(&self) -> &DiskInfo {
-            &self.info
-        }
-        fn alloc_buf(&mut self) -> Option<IoBuf> {
-            if let Some(b) = self.pool.pop() {
-                return Some(b);
-            }
-            if self.bufs_made >= 64 {
-                return None;
-            }
-            self.bufs_made += 1;
-            Some(IoBuf::for_test())
-        }
-        fn free_buf(&mut self, buf: IoBuf) {
-            self.pool.push(buf);
-        }
-        fn submit(&mut self, req: BlockRequest) -> Result<(), (BlockError, BlockRequest)> {
-            if self.queued.len() >= self.ring {
-                return Err((BlockError::Busy, req));
-            }
-            let end = req.sector * 512 + req.bytes as u64;
-            if end > self.data.len() as u64 {
-                return Err((BlockError::Invalid("beyond the end of the disk"), req));
-            }
-            self.log.push((req.op, req.sector, req.bytes));
-            self.queued.push_back(req);
-            Ok(())
-        }
-        fn kick(&mut self) {}
-        fn poll(&mut self, out: &mut Vec<Completion>) {
-            if self.silent {
-                return;
-            }
-            while let Some(req) = self.queued.pop_front() {
-                let start = req.sector as usize * 512;
-                let mut result = Ok(());
-                if Some(req.sector) == self.fail_sector {
-                    result = Err(BlockError::Io);
-                } else {
-                    for (i, b) in req.bufs.iter().enumerate() {
-                        let s = start + i * PAGE_BYTES;
-                        let e = (s + PAGE_BYTES).min(start + req.bytes);
-                        match req.op {
-                            BlockOp::Read => b.write_at(0, &self.data[s..e]),
-                            BlockOp::Write => b.read_at(0, &mut self.data[s..e]),
-                            _ => {}
-                        }
-                    }
-                }
-                out.push(Completion {
-                    tag: req.tag,
-                    result,
-                    bufs: req.bufs,
-                });
-            }
-        }
-        fn in_flight(&self) -> usize {
-            self.queued.len()
-        }
-        fn broken(&self) -> Option<&str> {
-            None
-        }
-        fn wait(&self) {}
-    }
+    use xenlet_drivers::blkfront::MemDisk;
 
     /// The kernel stand-in: a clock that advances a step (1 ms) per look, Ctrl-C after a
     /// number of looks, a console that keeps what it is given.
     struct Host {
-        disks: Vec<FakeDisk>,
+        disks: Vec<MemDisk>,
         t: Cell<u64>,
         /// How far the clock moves per look.
         step_ns: u64,
@@ -889,7 +775,7 @@ mod tests {
     }
 
     impl Host {
-        fn new(disks: Vec<FakeDisk>) -> Host {
+        fn new(disks: Vec<MemDisk>) -> Host {
             Host {
                 disks,
                 t: Cell::new(0),
@@ -904,7 +790,7 @@ mod tests {
     }
 
     impl DdHost for Host {
-        type Disk = FakeDisk;
+        type Disk = MemDisk;
         fn now_ns(&self) -> u64 {
             self.t.set(self.t.get() + self.step_ns);
             self.t.get()
@@ -919,16 +805,16 @@ mod tests {
         fn disk_names(&self) -> Vec<String> {
             self.disks.iter().map(|d| d.info.name.clone()).collect()
         }
-        fn with_disks<R>(&mut self, f: impl FnOnce(&mut Self, &mut [FakeDisk]) -> R) -> R {
+        fn with_disks<R>(&mut self, f: impl FnOnce(&mut Self, &mut [MemDisk]) -> R) -> R {
             let mut disks = core::mem::take(&mut self.disks);
             let r = f(self, &mut disks);
             self.disks = disks;
             r
         }
-        fn detaching(&self, disk: &FakeDisk) -> bool {
+        fn detaching(&self, disk: &MemDisk) -> bool {
             disk.detaching
         }
-        fn flush(&mut self, disk: &mut FakeDisk) -> Result<(), BlockError> {
+        fn flush(&mut self, disk: &mut MemDisk) -> Result<(), BlockError> {
             disk.log.push((BlockOp::Flush, 0, 0));
             Ok(())
         }
@@ -936,7 +822,7 @@ mod tests {
             // the table is the host's again here: not held by the copy
             assert!(!self.disks.is_empty(), "a check-point inside with_disks");
             self.checkpoints.0 += 1;
-            if self.disks.iter().any(|d| !d.queued.is_empty()) {
+            if self.disks.iter().any(|d| d.in_flight() > 0) {
                 self.checkpoints.1 += 1;
             }
             (self.on_checkpoint)(self)
@@ -968,8 +854,8 @@ mod tests {
 
     #[test]
     fn disk_to_disk_copies_the_bytes_at_skip_and_seek() {
-        let a = FakeDisk::new("xvda", pattern(64 << 10), 11);
-        let b = FakeDisk::new("xvdb", vec![0xee; 64 << 10], 4);
+        let a = MemDisk::new("xvda", pattern(64 << 10), 11);
+        let b = MemDisk::new("xvdb", vec![0xee; 64 << 10], 4);
         let mut h = Host::new(vec![a, b]);
         let mut p = plan(disk("/dev/xvda"), Sink::Disk("xvdb".into()));
         p.skip_bytes = 1024;
@@ -990,8 +876,8 @@ mod tests {
 
     #[test]
     fn check_points_come_between_steps_with_requests_in_flight_and_the_copy_goes_on() {
-        let a = FakeDisk::new("xvda", pattern(256 << 10), 11);
-        let b = FakeDisk::new("xvdb", vec![0xee; 256 << 10], 4);
+        let a = MemDisk::new("xvda", pattern(256 << 10), 11);
+        let b = MemDisk::new("xvdb", vec![0xee; 256 << 10], 4);
         let mut h = Host::new(vec![a, b]);
         // a suspend at a check-point: the disks reconnect, what was in flight is
         // answered after (the fake answers at the next poll, as a resumed blkfront
@@ -1023,7 +909,7 @@ mod tests {
 
     #[test]
     fn a_disk_table_changed_at_a_check_point_stops_the_copy() {
-        let d = FakeDisk::new("xvdb", vec![0xaa; 64 << 10], 1);
+        let d = MemDisk::new("xvdb", vec![0xaa; 64 << 10], 1);
         let mut h = Host::new(vec![d]);
         h.on_checkpoint = |h| {
             if h.checkpoints.0 == 3 {
@@ -1043,7 +929,7 @@ mod tests {
 
     #[test]
     fn zero_fills_to_the_end_then_no_space_left() {
-        let d = FakeDisk::new("xvdb", vec![0xaa; 20 << 10], 11);
+        let d = MemDisk::new("xvdb", vec![0xaa; 20 << 10], 11);
         let mut h = Host::new(vec![d]);
         let mut p = plan(Source::Zero, Sink::Disk("xvdb".into()));
         p.seek_bytes = 8192;
@@ -1060,7 +946,7 @@ mod tests {
 
     #[test]
     fn urandom_is_not_constant_and_null_counts_the_input() {
-        let d = FakeDisk::new("xvdb", vec![0; 16 << 10], 11);
+        let d = MemDisk::new("xvdb", vec![0; 16 << 10], 11);
         let mut h = Host::new(vec![d]);
         let mut p = plan(Source::Urandom, Sink::Disk("xvdb".into()));
         p.count_bytes = Some(8 << 10);
@@ -1082,7 +968,7 @@ mod tests {
         p.count_bytes = Some(16384);
         p.obs = 4096;
         p.dsync = true;
-        let mut h = Host::new(vec![FakeDisk::new("xvdb", vec![1; 16384], 11)]);
+        let mut h = Host::new(vec![MemDisk::new("xvdb", vec![1; 16384], 11)]);
         assert_eq!(run(&p, &mut h).error, None);
         assert_eq!(h.disks[0].flushes(), 4);
         assert!(h.disks[0]
@@ -1092,7 +978,7 @@ mod tests {
 
         p.dsync = false;
         p.fsync = true;
-        let mut h = Host::new(vec![FakeDisk::new("xvdb", vec![1; 16384], 11)]);
+        let mut h = Host::new(vec![MemDisk::new("xvdb", vec![1; 16384], 11)]);
         assert_eq!(run(&p, &mut h).error, None);
         assert_eq!(h.disks[0].flushes(), 1);
         assert_eq!(h.disks[0].data, vec![0; 16384]);
@@ -1101,7 +987,7 @@ mod tests {
 
     #[test]
     fn errors_use_gnu_wording() {
-        let mut h = Host::new(vec![FakeDisk::new("xvda", pattern(8192), 11)]);
+        let mut h = Host::new(vec![MemDisk::new("xvda", pattern(8192), 11)]);
         let o = run(&plan(disk("xvda"), Sink::Disk("xvda".into())), &mut h);
         assert_eq!(
             o.error.as_deref(),
@@ -1133,7 +1019,7 @@ mod tests {
 
     #[test]
     fn a_silent_backend_fails_after_the_deadline_and_a_detach_stops_the_copy() {
-        let mut d = FakeDisk::new("xvda", pattern(8192), 11);
+        let mut d = MemDisk::new("xvda", pattern(8192), 11);
         d.silent = true;
         let mut h = Host::new(vec![d]);
         let o = run(&plan(disk("xvda"), Sink::Null), &mut h);
@@ -1143,7 +1029,7 @@ mod tests {
         );
         assert!(h.t.get() >= 30_000_000_000);
 
-        let mut d = FakeDisk::new("xvdb", vec![0; 1 << 20], 1);
+        let mut d = MemDisk::new("xvdb", vec![0; 1 << 20], 1);
         d.detaching = true;
         d.ring = 1;
         let mut h = Host::new(vec![d]);
@@ -1160,7 +1046,7 @@ mod tests {
 
     #[test]
     fn ctrl_c_stops_with_the_bytes_so_far_and_progress_is_printed() {
-        let mut d = FakeDisk::new("xvdb", vec![0; 1 << 20], 1);
+        let mut d = MemDisk::new("xvdb", vec![0; 1 << 20], 1);
         d.ring = 1;
         let mut h = Host::new(vec![d]);
         h.interrupt_at = Some(10);
@@ -1187,8 +1073,8 @@ mod tests {
         for _ in 0..3000 {
             let in_len = (next() % 40) as usize * 512;
             let out_len = (next() % 40) as usize * 512;
-            let mut a = FakeDisk::new("xvda", pattern(in_len), 1 + (next() % 12) as u32);
-            let mut b = FakeDisk::new("xvdb", vec![0; out_len], 1 + (next() % 12) as u32);
+            let mut a = MemDisk::new("xvda", pattern(in_len), 1 + (next() % 12) as u32);
+            let mut b = MemDisk::new("xvdb", vec![0; out_len], 1 + (next() % 12) as u32);
             a.ring = 1 + (next() % 4) as usize;
             b.ring = 1 + (next() % 4) as usize;
             if next() % 8 == 0 {

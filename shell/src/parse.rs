@@ -304,30 +304,29 @@ mod tests {
     #[test]
     fn durations_as_gnu_sleep_takes_them() {
         use core::time::Duration;
-        assert_eq!(parse_duration("1"), Ok(Duration::from_secs(1)));
-        assert_eq!(parse_duration("0.25"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration(".5s"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2."), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
-        assert_eq!(
-            parse_duration("0.1234567891"),
-            Ok(Duration::from_nanos(123_456_789))
-        );
+        for (s, d) in [
+            ("1", Duration::from_secs(1)),
+            ("0.25", Duration::from_millis(250)),
+            (".5s", Duration::from_millis(500)),
+            ("2.", Duration::from_secs(2)),
+            ("1.5m", Duration::from_secs(90)),
+            ("1h", Duration::from_secs(3600)),
+            ("0.1234567891", Duration::from_nanos(123_456_789)),
+        ] {
+            assert_eq!(parse_duration(s), Ok(d), "{s:?}");
+        }
         for bad in ["", ".", "s", "-1", "1x", "1.2.3", "a", "1 "] {
             assert!(
                 matches!(parse_duration(bad), Err(ParseError::InvalidNumber(_))),
                 "{bad:?}"
             );
         }
-        assert!(matches!(
-            parse_duration("25h"),
-            Err(ParseError::Overflow(_))
-        ));
-        assert!(matches!(
-            parse_duration("99999999999999999999"),
-            Err(ParseError::Overflow(_))
-        ));
+        for big in ["25h", "99999999999999999999"] {
+            assert!(
+                matches!(parse_duration(big), Err(ParseError::Overflow(_))),
+                "{big:?}"
+            );
+        }
     }
 
     #[test]
@@ -347,24 +346,25 @@ mod tests {
 
     #[test]
     fn gnu_size_suffixes() {
-        assert_eq!(parse_size("16k").unwrap(), 16384);
-        assert_eq!(parse_size("16K").unwrap(), 16384);
-        assert_eq!(parse_size("1kB").unwrap(), 1000);
-        assert_eq!(parse_size("2b").unwrap(), 1024);
-        assert_eq!(parse_size("3w").unwrap(), 6);
-        assert_eq!(parse_size("1MiB").unwrap(), 1 << 20);
-        assert_eq!(parse_size("1MB").unwrap(), 1_000_000);
-        assert_eq!(parse_size("2G").unwrap(), 2 << 30);
-        assert_eq!(parse_size("2x512").unwrap(), 1024);
-        assert!(matches!(
-            parse_size("16q"),
-            Err(ParseError::InvalidNumber(_))
-        ));
-        assert!(matches!(parse_size(""), Err(ParseError::InvalidNumber(_))));
-        assert!(matches!(
-            parse_size("-1"),
-            Err(ParseError::InvalidNumber(_))
-        ));
+        for (s, v) in [
+            ("16k", 16384),
+            ("16K", 16384),
+            ("1kB", 1000),
+            ("2b", 1024),
+            ("3w", 6),
+            ("1MiB", 1 << 20),
+            ("1MB", 1_000_000),
+            ("2G", 2 << 30),
+            ("2x512", 1024),
+        ] {
+            assert_eq!(parse_size(s).unwrap(), v, "{s:?}");
+        }
+        for bad in ["16q", "", "-1"] {
+            assert!(
+                matches!(parse_size(bad), Err(ParseError::InvalidNumber(_))),
+                "{bad:?}"
+            );
+        }
         assert!(matches!(
             parse_size("99999999999T"),
             Err(ParseError::Overflow(_))

@@ -41,15 +41,7 @@ fn memory_low() -> bool {
 
 /// Deterministic bytes (xorshift).
 fn bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    xenlet_testrng::XorShift(seed | 1).bytes(len)
 }
 
 fn cp(v: &mut Vfs, from: &str, to: &str) -> (bool, String) {

@@ -13,24 +13,7 @@ use crate::parse::{parse, parse_bytes};
 use crate::write::write;
 use crate::{dhcp, firewall, network};
 
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len())]
-    }
-}
+use xenlet_testrng::XorShift;
 
 fn typed_all(p: &Package) {
     // Whatever the text, the typed readers return a value or an error, never panic.
@@ -110,7 +93,7 @@ const TRICKY: &[&str] = &[
 
 fn random_value(rng: &mut XorShift, allow_empty: bool) -> String {
     let mut v = String::new();
-    let n = rng.below(8) + usize::from(!allow_empty);
+    let n = rng.index(8) + usize::from(!allow_empty);
     for _ in 0..n {
         v.push_str(rng.pick(TRICKY));
     }
@@ -122,7 +105,7 @@ fn random_value(rng: &mut XorShift, allow_empty: bool) -> String {
 
 fn random_name(rng: &mut XorShift) -> String {
     const C: &[u8] = b"abcxyz_019";
-    (0..rng.below(6) + 1)
+    (0..rng.index(6) + 1)
         .map(|_| char::from(rng.pick(C)))
         .collect()
 }
@@ -142,21 +125,21 @@ fn generated_packages_round_trip() {
     ];
     for case in 0..2000 {
         let mut p = Package::new("gen");
-        for _ in 0..rng.below(5) {
-            let sec = if rng.below(2) == 0 {
+        for _ in 0..rng.index(5) {
+            let sec = if rng.index(2) == 0 {
                 p.add_section(rng.pick(&types)).unwrap()
             } else {
                 let name = random_name(&mut rng);
                 p.set_section(&name, rng.pick(&types)).unwrap();
                 p.find_section(&name).unwrap().unwrap()
             };
-            for _ in 0..rng.below(5) {
+            for _ in 0..rng.index(5) {
                 let opt = random_name(&mut rng);
-                if rng.below(2) == 0 {
+                if rng.index(2) == 0 {
                     let v = random_value(&mut rng, false);
                     p.set_option(sec, &opt, &v).unwrap();
                 } else {
-                    for _ in 0..rng.below(3) + 1 {
+                    for _ in 0..rng.index(3) + 1 {
                         let v = random_value(&mut rng, true);
                         p.add_list(sec, &opt, &v).unwrap();
                     }
@@ -205,11 +188,11 @@ fn mutated_fixtures_never_panic() {
     for round in 0..6000 {
         let (pkg, text) = fixtures::FILES[round % fixtures::FILES.len()];
         let mut bytes = text.as_bytes().to_vec();
-        for _ in 0..rng.below(4) + 1 {
-            let at = rng.below(bytes.len() + 1);
-            match rng.below(4) {
+        for _ in 0..rng.index(4) + 1 {
+            let at = rng.index(bytes.len() + 1);
+            match rng.index(4) {
                 0 if !bytes.is_empty() => {
-                    let end = (at + rng.below(8)).min(bytes.len());
+                    let end = (at + rng.index(8)).min(bytes.len());
                     bytes.drain(at.min(end)..end);
                 }
                 1 if at < bytes.len() => bytes[at] = rng.next() as u8,
@@ -219,8 +202,8 @@ fn mutated_fixtures_never_panic() {
                 }
                 _ => {
                     // Duplicate a slice elsewhere (repeated sections and options).
-                    let start = rng.below(bytes.len());
-                    let end = (start + rng.below(64)).min(bytes.len());
+                    let start = rng.index(bytes.len());
+                    let end = (start + rng.index(64)).min(bytes.len());
                     let chunk: Vec<u8> = bytes[start..end].to_vec();
                     bytes.splice(at..at, chunk);
                 }
@@ -277,15 +260,15 @@ fn random_cli_sessions_never_panic_and_commit_parseable_files() {
         for _ in 0..30 {
             let cmd = rng.pick(&cmds);
             let mut path = String::from(rng.pick(&pkgs));
-            if rng.below(4) != 0 {
+            if rng.index(4) != 0 {
                 path.push('.');
                 path.push_str(rng.pick(&secs));
-                if rng.below(2) == 0 {
+                if rng.index(2) == 0 {
                     path.push('.');
                     path.push_str(rng.pick(&opts));
                 }
             }
-            if rng.below(2) == 0 {
+            if rng.index(2) == 0 {
                 path.push('=');
                 path.push_str(&random_value(&mut rng, true));
             }
@@ -295,7 +278,7 @@ fn random_cli_sessions_never_panic_and_commit_parseable_files() {
                     rng.pick(&pkgs),
                     rng.pick(&["zone", "rule", "bad type", ""])
                 ],
-                "show" | "changes" | "commit" | "export" if rng.below(3) == 0 => alloc::vec![cmd],
+                "show" | "changes" | "commit" | "export" if rng.index(3) == 0 => alloc::vec![cmd],
                 _ => alloc::vec![cmd, path.as_str()],
             };
             let out = u.run(&mut s, &args);

@@ -25,7 +25,8 @@
 //! The files: `xenbus` holds the handshake and the ring's release (`connect`,
 //! `disconnect`), `device` the block interface, `pool` the I/O buffers, `request`
 //! the submit path, `response` the completion path, `grants` the per-request grants
-//! and the teardown, `resume` the reconnect after a restore, `stats` the counters.
+//! and the teardown, `resume` the reconnect after a restore, `stats` the counters;
+//! `memdisk` a disk in memory for other code's host tests.
 
 mod device;
 mod grants;
@@ -36,12 +37,16 @@ mod resume;
 mod stats;
 mod xenbus;
 
+#[cfg(any(test, feature = "test-util"))]
+mod memdisk;
 #[cfg(test)]
 mod tests;
 
 pub use device::{
     BlockDevice, BlockError, BlockOp, BlockRequest, Completion, DiskInfo, Features, SECTOR_BYTES,
 };
+#[cfg(any(test, feature = "test-util"))]
+pub use memdisk::MemDisk;
 pub use pool::{IoBuf, POOL_MAX_PAGES};
 pub use stats::BlkStats;
 pub use xenbus::{MAX_INDIRECT_SEGMENTS, MAX_RING_ORDER};

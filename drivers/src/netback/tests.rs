@@ -1216,19 +1216,7 @@ fn large_frames_are_bounded_by_bytes_as_well_as_count() {
 }
 
 /// xorshift64: a fixed sequence, so a failure can be replayed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use xenlet_testrng::XorShift as Rng;
 
 /// A frontend that writes garbage: random requests (real, stale and invented
 /// grants; any offset, size, flags and id), producer indexes that step, stall, jump

@@ -1,11 +1,13 @@
 //! Shared helpers for the ext tests: a file-backed BlockDev, a write-counting wrapper,
-//! images built with the real e2fsprogs, e2fsck and debugfs runners, temp dirs.
+//! an in-memory device that records its writes for crash tests, images built with the real e2fsprogs, e2fsck and debugfs runners, temp dirs.
 #![allow(dead_code)]
 
+use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use xenlet_fs::{BlockDev, Ext, FileSystem, FileType, FsError, Ino, IoError, MountOptions};
 
@@ -205,6 +207,69 @@ impl<D: BlockDev> BlockDev for Counting<D> {
     }
 }
 
+/// What a [`RecDisk`] saw: every write (offset, data, flush epoch), and the epoch,
+/// which each flush advances.
+#[derive(Default)]
+pub struct WriteLog {
+    pub writes: Vec<(u64, Vec<u8>, u32)>,
+    pub epoch: u32,
+}
+
+/// A device in memory that logs every write and flush (the crash tests replay a
+/// prefix of the writes onto the image as it was), and injects `faults` (none by
+/// default; the fault sweeps).
+pub struct RecDisk {
+    pub img: Vec<u8>,
+    /// Shared, so that a test reads it while the filesystem owns the device.
+    pub log: Rc<RefCell<WriteLog>>,
+    pub faults: Faults,
+}
+
+impl RecDisk {
+    /// A device over `img` with an empty log and no faults.
+    pub fn new(img: Vec<u8>) -> RecDisk {
+        RecDisk {
+            img,
+            log: Rc::default(),
+            faults: Faults::default(),
+        }
+    }
+}
+
+impl BlockDev for RecDisk {
+    fn size_bytes(&self) -> u64 {
+        self.img.len() as u64
+    }
+    fn read_only(&self) -> bool {
+        false
+    }
+    fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        self.faults.read(offset, buf.len())?;
+        let o = offset as usize;
+        buf.copy_from_slice(self.img.get(o..o + buf.len()).ok_or(IoError::OutOfRange)?);
+        Ok(())
+    }
+    fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
+        if !self.faults.write_passes() {
+            return Ok(());
+        }
+        let o = offset as usize;
+        self.img
+            .get_mut(o..o + data.len())
+            .ok_or(IoError::OutOfRange)?
+            .copy_from_slice(data);
+        let mut l = self.log.borrow_mut();
+        let epoch = l.epoch;
+        l.writes.push((offset, data.to_vec(), epoch));
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), IoError> {
+        self.faults.flush()?;
+        self.log.borrow_mut().epoch += 1;
+        Ok(())
+    }
+}
+
 /// A unique temp dir, removed on drop.
 pub struct TempDir(pub PathBuf);
 
@@ -386,25 +451,8 @@ pub fn read_all<F: FileSystem>(fs: &mut F, ino: Ino) -> Vec<u8> {
     v
 }
 
-/// A small deterministic PRNG.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
+/// A small deterministic PRNG (xorshift64).
+pub use xenlet_testrng::XorShift as Rng;
 
 /// Fills `dir` with a varied tree; returns nothing (compare against the directory).
 pub fn build_tree(dir: &Path, many: usize) {

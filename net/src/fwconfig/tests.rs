@@ -1022,18 +1022,7 @@ fn a_table_of_packets_and_verdicts_covers_every_option() {
 
 // ---- hostile input ----
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use xenlet_testrng::XorShift as Rng;
 
 #[test]
 fn mutated_packets_never_panic() {
@@ -1050,15 +1039,15 @@ fn mutated_packets_never_panic() {
     ];
     let mut rng = Rng(0x5eed_f00d);
     for n in 0..20_000 {
-        let mut p = seeds[rng.below(seeds.len())].clone();
-        for _ in 0..1 + rng.below(4) {
-            let k = rng.below(p.len());
+        let mut p = seeds[rng.index(seeds.len())].clone();
+        for _ in 0..1 + rng.index(4) {
+            let k = rng.index(p.len());
             p[k] = rng.next() as u8;
         }
-        if rng.below(8) == 0 {
-            p.truncate(rng.below(p.len() + 1));
+        if rng.index(8) == 0 {
+            p.truncate(rng.index(p.len() + 1));
         }
-        if rng.below(4) != 0 {
+        if rng.index(4) != 0 {
             // keep the header checksum right so the mutation gets past the core
             if p.len() >= 20 {
                 p[10] = 0;
@@ -1070,7 +1059,7 @@ fn mutated_packets_never_panic() {
                 }
             }
         }
-        b.now += rng.below(50) as u64;
+        b.now += rng.index(50) as u64;
         let ifc = if n % 2 == 0 { WAN } else { LAN };
         let _ = b.send(ifc, p);
     }
@@ -1109,9 +1098,9 @@ fn mutated_configs_never_panic_and_errors_name_the_place() {
     let mut errors = 0;
     for _ in 0..3000 {
         let mut t: Vec<String> = base.split(' ').map(String::from).collect();
-        for _ in 0..1 + rng.below(3) {
-            let k = rng.below(t.len());
-            t[k] = String::from(words[rng.below(words.len())]);
+        for _ in 0..1 + rng.index(3) {
+            let k = rng.index(t.len());
+            t[k] = String::from(words[rng.index(words.len())]);
         }
         let text = t.join(" ");
         match compile_text(&text, &ifaces()) {
@@ -1178,25 +1167,34 @@ fn ns6(src: &str, mac: [u8; 6]) -> Vec<u8> {
     )
 }
 
+impl Box4 {
+    /// IPv6 as well: 2001:db8:1::1/64 on the LAN, 2001:db8:ff::2/64 on the WAN, a
+    /// default route (as DHCPv6/RA gave it) via fe80::1 there.
+    fn add_ipv6(&mut self) {
+        use xenlet_router::route::RouteProto;
+        use xenlet_router::route6::{Ipv6Net, Route6};
+        let net = |s: &str, p| Ipv6Net::new(a6(s), p).unwrap();
+        self.r.add_address6(LAN, net("2001:db8:1::1", 64)).unwrap();
+        self.r.add_address6(WAN, net("2001:db8:ff::2", 64)).unwrap();
+        self.r
+            .add_route6(Route6 {
+                dest: net("::", 0),
+                gateway: Some(a6("fe80::1")),
+                ifc: WAN,
+                mtu: None,
+                metric: 1024,
+                proto: RouteProto::Dhcp,
+            })
+            .unwrap();
+    }
+}
+
 #[test]
 fn ipv6_is_forwarded_and_filtered_by_the_image_firewall() {
-    use xenlet_router::route::RouteProto;
-    use xenlet_router::route6::{Ipv6Net, Route6};
     const H6: &str = "2001:db8:1::100";
     const FAR6: &str = "2001:db8:99::9";
     let mut b = Box4::new(IMAGE_FIREWALL);
-    let net = |s: &str, p| Ipv6Net::new(a6(s), p).unwrap();
-    b.r.add_address6(LAN, net("2001:db8:1::1", 64)).unwrap();
-    b.r.add_address6(WAN, net("2001:db8:ff::2", 64)).unwrap();
-    b.r.add_route6(Route6 {
-        dest: net("::", 0),
-        gateway: Some(a6("fe80::1")),
-        ifc: WAN,
-        mtu: None,
-        metric: 1024,
-        proto: RouteProto::Dhcp,
-    })
-    .unwrap();
+    b.add_ipv6();
     // the neighbours introduce themselves (from the WAN: Allow-ICMPv6-Input)
     assert_eq!(
         b.send_frame(WAN, ns6("fe80::1", GW_MAC)).0,
@@ -1275,25 +1273,12 @@ config rule
 
 #[test]
 fn a_v6_rule_from_the_wan_opens_one_port_of_one_lan_host_and_nothing_else() {
-    use xenlet_router::route::RouteProto;
-    use xenlet_router::route6::{Ipv6Net, Route6};
     const H6: &str = "2001:db8:1::100";
     const H6B: &str = "2001:db8:1::101";
     const FAR6: &str = "2001:db8:99::9";
     let text = alloc::format!("{IMAGE_FIREWALL}{ALLOW_HTTP_LAN1}");
     let mut b = Box4::new(&text);
-    let net = |s: &str, p| Ipv6Net::new(a6(s), p).unwrap();
-    b.r.add_address6(LAN, net("2001:db8:1::1", 64)).unwrap();
-    b.r.add_address6(WAN, net("2001:db8:ff::2", 64)).unwrap();
-    b.r.add_route6(Route6 {
-        dest: net("::", 0),
-        gateway: Some(a6("fe80::1")),
-        ifc: WAN,
-        mtu: None,
-        metric: 1024,
-        proto: RouteProto::Dhcp,
-    })
-    .unwrap();
+    b.add_ipv6();
     b.send_frame(WAN, ns6("fe80::1", GW_MAC));
     b.send_frame(LAN, ns6(H6, HOST_MAC));
     b.send_frame(LAN, ns6(H6B, HOST2_MAC));

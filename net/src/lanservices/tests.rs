@@ -83,15 +83,22 @@ fn routed_stack(plan: &netplan::Plan, lan: Pipe, wan: Pipe) -> NetStack<Routed<P
     stack
 }
 
-/// The topology; the LAN host is configured by `lan_cfg` (`""` = DHCP, with host
-/// name `lan1`).
-fn net(lan_cfg: &str, store: Option<MemStore>) -> Net {
+/// The topology's two cables, as (LAN host, router's LAN, router's WAN, WAN host)
+/// ends with their MACs.
+fn cables() -> (Pipe, Pipe, Pipe, Pipe) {
     let (mut l1, mut l2) = cable();
     let (mut w1, mut w2) = cable();
     l1.mac = LAN_HOST_MAC;
     l2.mac = [2, 0, 0, 0, 1, 1];
     w1.mac = [2, 0, 0, 0, 2, 2];
     w2.mac = [2, 0, 0, 0, 2, 1];
+    (l1, l2, w1, w2)
+}
+
+/// The topology; the LAN host is configured by `lan_cfg` (`""` = DHCP, with host
+/// name `lan1`).
+fn net(lan_cfg: &str, store: Option<MemStore>) -> Net {
+    let (l1, l2, w1, w2) = cables();
     let mut lan_host = NetIf::new("eth0", l1, &config::parse(lan_cfg).unwrap(), 0, 1);
     for (_, s) in lan_host.sockets.iter_mut() {
         if let Some(d) = dhcpv4::Socket::downcast_mut(s) {
@@ -118,12 +125,8 @@ fn net(lan_cfg: &str, store: Option<MemStore>) -> Net {
 
 impl Net {
     fn step(&mut self) {
-        self.now += 10;
+        step_without_services(self);
         let now = self.now;
-        self.lan_host.poll(now);
-        self.wan_host.poll(now);
-        self.gw.poll(&mut self.stack.ifs, now);
-        self.stack.poll(now);
         if self.services.poll(&mut self.stack, now) {
             self.stack.poll(now);
         }
@@ -451,12 +454,7 @@ fn an_unanswered_query_times_out_with_servfail_and_its_socket_closes() {
 /// WAN host runs these services too, serving 10.0.0.0/24 with itself as DNS.
 #[test]
 fn the_wan_leases_dns_server_becomes_the_upstream() {
-    let (mut l1, mut l2) = cable();
-    let (mut w1, mut w2) = cable();
-    l1.mac = LAN_HOST_MAC;
-    l2.mac = [2, 0, 0, 0, 1, 1];
-    w1.mac = [2, 0, 0, 0, 2, 2];
-    w2.mac = [2, 0, 0, 0, 2, 1];
+    let (l1, l2, w1, w2) = cables();
     let mut lan_host = NetIf::new(
         "eth0",
         l1,
@@ -578,18 +576,6 @@ fn a_lost_interface_stops_its_services_without_touching_another() {
     assert!(n.services.summary().contains("(not up)"));
 }
 
-/// xorshift64 for the mutation test.
-struct Prng(u64);
-
-impl Prng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 /// A DHCPDISCOVER from `mac` (RFC 2131 §2, options 53 and 55).
 fn discover(mac: [u8; 6]) -> Vec<u8> {
     let mut p = vec![0u8; 240];
@@ -603,7 +589,7 @@ fn discover(mac: [u8; 6]) -> Vec<u8> {
     p
 }
 
-fn mutate(rng: &mut Prng, base: &[u8]) -> Vec<u8> {
+fn mutate(rng: &mut xenlet_testrng::XorShift, base: &[u8]) -> Vec<u8> {
     let mut p = base.to_vec();
     match rng.next() % 4 {
         0 => {
@@ -630,7 +616,7 @@ fn mutate(rng: &mut Prng, base: &[u8]) -> Vec<u8> {
 #[test]
 fn random_datagrams_to_the_dhcp_and_dns_ports_never_panic() {
     let (mut n, hc, hu) = dns_net();
-    let mut rng = Prng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = xenlet_testrng::XorShift(0x9e37_79b9_7f4a_7c15);
     let mut c = udp_socket();
     c.bind(68).unwrap();
     let hd = n.lan_host.sockets.add(c);

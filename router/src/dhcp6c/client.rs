@@ -42,35 +42,15 @@ pub const IAID: u32 = 1;
 /// SOL_MAX_DELAY (1 s).
 pub const SOL_MAX_DELAY_MS: Millis = 1_000;
 /// Solicit: IRT 1 s, MRT 3600 s.
-pub const SOL: Params = Params {
-    irt: 1_000,
-    mrt: 3_600_000,
-    mrc: 0,
-};
+pub const SOL: Params = Params::new(1_000, 3_600_000, 0);
 /// Request: IRT 1 s, MRT 30 s, MRC 10.
-pub const REQ: Params = Params {
-    irt: 1_000,
-    mrt: 30_000,
-    mrc: 10,
-};
+pub const REQ: Params = Params::new(1_000, 30_000, 10);
 /// Renew: IRT 10 s, MRT 600 s (until T2).
-pub const REN: Params = Params {
-    irt: 10_000,
-    mrt: 600_000,
-    mrc: 0,
-};
+pub const REN: Params = Params::new(10_000, 600_000, 0);
 /// Rebind: IRT 10 s, MRT 600 s (until the lifetimes end).
-pub const REB: Params = Params {
-    irt: 10_000,
-    mrt: 600_000,
-    mrc: 0,
-};
+pub const REB: Params = Params::new(10_000, 600_000, 0);
 /// Decline: IRT 1 s (DEC_TIMEOUT), MRC 4 (DEC_MAX_RC).
-pub const DEC: Params = Params {
-    irt: 1_000,
-    mrt: 0,
-    mrc: 4,
-};
+pub const DEC: Params = Params::new(1_000, 0, 4);
 /// How long a declined address is not taken again (as a server keeps one out of
 /// its pool: 10 minutes).
 pub const DECLINED_MS: Millis = 600_000;
@@ -88,6 +68,13 @@ pub struct Params {
     pub mrt: Millis,
     /// Maximum retransmission count (0: none).
     pub mrc: u32,
+}
+
+impl Params {
+    /// IRT, MRT (ms) and MRC, in the order of RFC 8415's tables.
+    pub const fn new(irt: Millis, mrt: Millis, mrc: u32) -> Params {
+        Params { irt, mrt, mrc }
+    }
 }
 
 /// `reqaddress`.

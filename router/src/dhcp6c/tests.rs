@@ -139,6 +139,31 @@ fn next_send(c: &mut Client, now: &mut Millis, rng: &mut TestRng) -> (Message, V
     panic!("the client never sent");
 }
 
+/// A client of `cfg` starting at time 0, with random numbers from `seed`.
+fn client(cfg: ClientConfig, seed: u32) -> (Client, Millis, TestRng) {
+    let mut rng = TestRng(seed);
+    let c = Client::new(cfg, 0, &mut rng);
+    (c, 0, rng)
+}
+
+/// Solicit → Advertise → Request → Reply, the server answering with `a`.
+fn bind_with(c: &mut Client, now: &mut Millis, rng: &mut TestRng, a: &Answer) {
+    let (sol, _) = next_send(c, now, rng);
+    c.received(&answer(ADVERTISE, &sol, a), *now, rng);
+    let (req, _) = next_send(c, now, rng);
+    c.received(&answer(REPLY, &req, a), *now, rng);
+}
+
+/// Declines our address; the server's Reply ends it, and `wait` ms after that
+/// Reply the client's next message (a Request, or a Solicit).
+fn decline_then_next(c: &mut Client, now: &mut Millis, rng: &mut TestRng, wait: Millis) -> Message {
+    assert!(c.decline(addr(), *now, rng));
+    let (dec, _) = next_send(c, now, rng);
+    c.received(&answer(REPLY, &dec, &good()), *now + 10, rng);
+    *now += 10 + wait;
+    next_send(c, now, rng).0
+}
+
 /// Solicit → Advertise → Request → Reply with the good server.
 fn bound(cfg: ClientConfig) -> (Client, Millis, TestRng) {
     let mut rng = TestRng(7);
@@ -156,16 +181,13 @@ fn bound(cfg: ClientConfig) -> (Client, Millis, TestRng) {
 
 #[test]
 fn solicit_asks_for_an_address_a_prefix_and_dns_with_our_duid_ll() {
-    let mut rng = TestRng(1);
-    let mut now = 0;
-    let mut c = Client::new(
+    let (mut c, mut now, mut rng) = client(
         ClientConfig {
             reqprefix: ReqPrefix::Len(56),
             rapid_commit: true,
             ..cfg()
         },
-        now,
-        &mut rng,
+        1,
     );
     let (m, raw) = next_send(&mut c, &mut now, &mut rng);
     assert!(now <= SOL_MAX_DELAY_MS, "first Solicit within 1 s: {now}");
@@ -208,15 +230,12 @@ fn the_four_messages_bind_an_address_a_prefix_dns_and_domains() {
 
 #[test]
 fn rapid_commit_binds_on_the_reply_to_the_solicit() {
-    let mut rng = TestRng(3);
-    let mut now = 0;
-    let mut c = Client::new(
+    let (mut c, mut now, mut rng) = client(
         ClientConfig {
             rapid_commit: true,
             ..cfg()
         },
-        now,
-        &mut rng,
+        3,
     );
     let (sol, _) = next_send(&mut c, &mut now, &mut rng);
     let mut a = good();
@@ -233,9 +252,7 @@ fn rapid_commit_binds_on_the_reply_to_the_solicit() {
 
 #[test]
 fn a_wrong_transaction_id_another_client_or_no_server_id_is_dropped() {
-    let mut rng = TestRng(5);
-    let mut now = 0;
-    let mut c = Client::new(cfg(), now, &mut rng);
+    let (mut c, mut now, mut rng) = client(cfg(), 5);
     let (sol, _) = next_send(&mut c, &mut now, &mut rng);
     let mut other = sol.clone();
     other.xid ^= 1;
@@ -257,9 +274,7 @@ fn a_wrong_transaction_id_another_client_or_no_server_id_is_dropped() {
 
 #[test]
 fn truncated_and_malformed_messages_are_dropped_and_counted() {
-    let mut rng = TestRng(9);
-    let mut now = 0;
-    let mut c = Client::new(cfg(), now, &mut rng);
+    let (mut c, mut now, mut rng) = client(cfg(), 9);
     let (sol, _) = next_send(&mut c, &mut now, &mut rng);
     let full = answer(ADVERTISE, &sol, &good());
     for cut in 0..full.len() {
@@ -313,9 +328,7 @@ fn truncated_and_malformed_messages_are_dropped_and_counted() {
 
 #[test]
 fn no_reply_retransmits_with_backoff_capped_at_mrt() {
-    let mut rng = TestRng(11);
-    let mut now = 0;
-    let mut c = Client::new(cfg(), now, &mut rng);
+    let (mut c, mut now, mut rng) = client(cfg(), 11);
     let mut times = Vec::new();
     let mut xids = Vec::new();
     for _ in 0..20 {
@@ -344,9 +357,7 @@ fn no_reply_retransmits_with_backoff_capped_at_mrt() {
 
 #[test]
 fn an_unanswered_request_is_given_up_after_ten_and_the_client_solicits_again() {
-    let mut rng = TestRng(13);
-    let mut now = 0;
-    let mut c = Client::new(cfg(), now, &mut rng);
+    let (mut c, mut now, mut rng) = client(cfg(), 13);
     let (sol, _) = next_send(&mut c, &mut now, &mut rng);
     c.received(&answer(ADVERTISE, &sol, &good()), now, &mut rng);
     let mut requests = 0;
@@ -365,9 +376,7 @@ fn an_unanswered_request_is_given_up_after_ten_and_the_client_solicits_again() {
 
 #[test]
 fn no_addrs_avail_with_try_takes_the_prefix_alone() {
-    let mut rng = TestRng(17);
-    let mut now = 0;
-    let mut c = Client::new(cfg(), now, &mut rng);
+    let (mut c, mut now, mut rng) = client(cfg(), 17);
     let (sol, _) = next_send(&mut c, &mut now, &mut rng);
     let mut a = good();
     a.na = Some((0, 0, Some(STATUS_NO_ADDRS_AVAIL), vec![]));
@@ -387,15 +396,12 @@ fn no_addrs_avail_with_force_and_no_prefix_avail_alone_are_ignored() {
         (ReqAddress::Force, Some(STATUS_NO_ADDRS_AVAIL), None),
         (ReqAddress::None, None, Some(STATUS_NO_PREFIX_AVAIL)),
     ] {
-        let mut rng = TestRng(19);
-        let mut now = 0;
-        let mut c = Client::new(
+        let (mut c, mut now, mut rng) = client(
             ClientConfig {
                 reqaddress,
                 ..cfg()
             },
-            now,
-            &mut rng,
+            19,
         );
         let (sol, _) = next_send(&mut c, &mut now, &mut rng);
         let mut a = good();
@@ -418,9 +424,7 @@ fn no_addrs_avail_with_force_and_no_prefix_avail_alone_are_ignored() {
 
 #[test]
 fn the_best_preference_wins_and_255_is_taken_at_once() {
-    let mut rng = TestRng(23);
-    let mut now = 0;
-    let mut c = Client::new(cfg(), now, &mut rng);
+    let (mut c, mut now, mut rng) = client(cfg(), 23);
     let (sol, _) = next_send(&mut c, &mut now, &mut rng);
     let mut low = good();
     low.server = OTHER_SERVER.to_vec();
@@ -543,9 +547,7 @@ fn no_binding_in_a_renew_reply_sends_a_request() {
 
 #[test]
 fn an_unspec_fail_reply_keeps_the_exchange_going() {
-    let mut rng = TestRng(29);
-    let mut now = 0;
-    let mut c = Client::new(cfg(), now, &mut rng);
+    let (mut c, mut now, mut rng) = client(cfg(), 29);
     let (sol, _) = next_send(&mut c, &mut now, &mut rng);
     c.received(&answer(ADVERTISE, &sol, &good()), now, &mut rng);
     let (req, _) = next_send(&mut c, &mut now, &mut rng);
@@ -560,16 +562,11 @@ fn an_unspec_fail_reply_keeps_the_exchange_going() {
 
 #[test]
 fn zero_or_absurd_t1_t2_fall_back_to_the_preferred_lifetime() {
-    let mut rng = TestRng(31);
-    let mut now = 0;
-    let mut c = Client::new(cfg(), now, &mut rng);
-    let (sol, _) = next_send(&mut c, &mut now, &mut rng);
+    let (mut c, mut now, mut rng) = client(cfg(), 31);
     let mut a = good();
     a.na.as_mut().unwrap().0 = 0;
     a.pd.as_mut().unwrap().0 = 5000; // T1 over T2: ignored
-    c.received(&answer(ADVERTISE, &sol, &a), now, &mut rng);
-    let (req, _) = next_send(&mut c, &mut now, &mut rng);
-    c.received(&answer(REPLY, &req, &a), now, &mut rng);
+    bind_with(&mut c, &mut now, &mut rng, &a);
     let l = c.lease().unwrap();
     assert_eq!((l.t1, l.t2), (1800, 2880));
     // lifetimes of 0 s: T1 is never under the floor
@@ -587,10 +584,7 @@ fn zero_or_absurd_t1_t2_fall_back_to_the_preferred_lifetime() {
     ));
     let mut c = Client::new(cfg(), 0, &mut rng);
     let mut now = 0;
-    let (sol, _) = next_send(&mut c, &mut now, &mut rng);
-    c.received(&answer(ADVERTISE, &sol, &a), now, &mut rng);
-    let (req, _) = next_send(&mut c, &mut now, &mut rng);
-    c.received(&answer(REPLY, &req, &a), now, &mut rng);
+    bind_with(&mut c, &mut now, &mut rng, &a);
     assert_eq!(c.lease().unwrap().t1, MIN_T1_SECS);
 }
 
@@ -627,9 +621,7 @@ fn nothing_asked_sends_nothing() {
 
 #[test]
 fn a_flood_of_replies_keeps_memory_bounded() {
-    let mut rng = TestRng(41);
-    let mut now = 0;
-    let mut c = Client::new(cfg(), now, &mut rng);
+    let (mut c, mut now, mut rng) = client(cfg(), 41);
     let (sol, _) = next_send(&mut c, &mut now, &mut rng);
     // 20 DNS servers, 10 prefixes, 50 domains: kept at most the bounds
     let mut a = good();
@@ -715,11 +707,7 @@ fn an_unanswered_decline_is_sent_four_times_then_a_request_follows() {
 #[test]
 fn a_server_that_offers_the_declined_address_again_is_not_taken_at_its_word() {
     let (mut c, mut now, mut rng) = bound(cfg());
-    assert!(c.decline(addr(), now, &mut rng));
-    let (dec, _) = next_send(&mut c, &mut now, &mut rng);
-    c.received(&answer(REPLY, &dec, &good()), now + 10, &mut rng);
-    now += 10;
-    let (req, _) = next_send(&mut c, &mut now, &mut rng);
+    let req = decline_then_next(&mut c, &mut now, &mut rng, 0);
     // the same duplicate again: reqaddress try keeps the prefix alone
     c.received(&answer(REPLY, &req, &good()), now + 10, &mut rng);
     assert_eq!(c.state(), State::Bound);
@@ -731,20 +719,12 @@ fn a_server_that_offers_the_declined_address_again_is_not_taken_at_its_word() {
     let mut f = cfg();
     f.reqaddress = ReqAddress::Force;
     let (mut c, mut now, mut rng) = bound(f);
-    assert!(c.decline(addr(), now, &mut rng));
-    let (dec, _) = next_send(&mut c, &mut now, &mut rng);
-    c.received(&answer(REPLY, &dec, &good()), now + 10, &mut rng);
-    now += 10;
-    let (req, _) = next_send(&mut c, &mut now, &mut rng);
+    let req = decline_then_next(&mut c, &mut now, &mut rng, 0);
     c.received(&answer(REPLY, &req, &good()), now + 10, &mut rng);
     assert_eq!(c.state(), State::Soliciting);
     // ten minutes on, the address may be taken again
     let (mut c, mut now, mut rng) = bound(cfg());
-    assert!(c.decline(addr(), now, &mut rng));
-    let (dec, _) = next_send(&mut c, &mut now, &mut rng);
-    c.received(&answer(REPLY, &dec, &good()), now + 10, &mut rng);
-    now += 10 + DECLINED_MS;
-    let (req, _) = next_send(&mut c, &mut now, &mut rng);
+    let req = decline_then_next(&mut c, &mut now, &mut rng, DECLINED_MS);
     c.received(&answer(REPLY, &req, &good()), now + 10, &mut rng);
     assert_eq!(c.lease().unwrap().address.unwrap().addr, addr());
 }

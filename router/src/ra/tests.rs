@@ -15,7 +15,6 @@ use smoltcp::wire::{
 
 use super::advertiser::{ALL_NODES, MAX_INITIAL_INTERVAL_MS, MIN_DELAY_BETWEEN_MS};
 use super::*;
-use crate::dns::Rng;
 use crate::ipv6::link_local_of;
 use crate::route6::Ipv6Net;
 use crate::testutil::{eth, icmp6, ipv6};
@@ -23,16 +22,8 @@ use crate::testutil::{eth, icmp6, ipv6};
 const MAC: [u8; 6] = [0x00, 0x16, 0x3e, 0x01, 0x02, 0x03];
 const HOST: [u8; 6] = [0x02, 0, 0, 0, 0, 0x42];
 
-/// xorshift: deterministic, covers the range (the DHCPv6 client's tests use it too).
-pub(crate) struct TestRng(pub(crate) u32);
-impl Rng for TestRng {
-    fn next_u32(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 17;
-        self.0 ^= self.0 << 5;
-        self.0
-    }
-}
+/// xorshift32: deterministic, covers the range (the DHCPv6 client's tests use it too).
+pub(crate) use crate::testutil::XorShift as TestRng;
 
 /// The ICMPv6 message in `ip`, read back by smoltcp (which checks the checksum).
 fn icmp_repr<'a>(ip: &Ipv6Packet<&'a [u8]>) -> Icmpv6Repr<'a> {

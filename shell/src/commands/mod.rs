@@ -16,19 +16,7 @@ pub(crate) mod fuzz {
     use alloc::string::String;
     use alloc::vec::Vec;
 
-    /// A small xorshift64 PRNG.
-    pub struct XorShift(pub u64);
-
-    impl XorShift {
-        pub fn next(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            x
-        }
-    }
+    pub use xenlet_testrng::XorShift;
 
     /// Words drawn from `vocab` and random bytes, up to five of them.
     pub fn args(r: &mut XorShift, vocab: &[&str]) -> Vec<String> {

@@ -42,20 +42,14 @@ pub const DIRS: usize = 5;
 /// 100-4,099 pseudo-random bytes (a fixed xorshift, not Python's generator); returns
 /// each file's path and bytes.
 pub fn make_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = xenlet_testrng::XorShift(0x2545_f491_4f6c_dd1d);
     for d in 0..DIRS {
         std::fs::create_dir_all(root.join(format!("files/d{d}"))).unwrap();
     }
     let mut out = Vec::with_capacity(FILES);
     for i in 0..FILES {
-        let len = 100 + (next() % 4000) as usize;
-        let data: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        let len = 100 + rng.below(4000) as usize;
+        let data = rng.bytes(len);
         let rel = format!("files/d{}/f{i:04}", i % DIRS);
         std::fs::write(root.join(&rel), &data).unwrap();
         out.push((rel, data));
