@@ -415,7 +415,9 @@ impl<P: XenBackend> Netback<P> {
                 netif::RSP_ERROR
             } else {
                 let mut frame = Vec::new();
-                conn.tx_staging.mem().append_to(p.at, p.packet.total, &mut frame);
+                conn.tx_staging
+                    .mem()
+                    .append_to(p.at, p.packet.total, &mut frame);
                 if filter
                     .as_ref()
                     .is_some_and(|f| f.check(&frame, *mac) == Verdict::Drop)

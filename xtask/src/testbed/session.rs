@@ -570,7 +570,11 @@ fn attempt(
                 "    [{t:6.1}s] no serial output for {} s during '{what}': nudging Xen with serial input",
                 SILENCE_NUDGE.as_secs()
             );
-            writeln!(serial, "== host: {} s silent during '{what}': CTRL-a x3 twice", SILENCE_NUDGE.as_secs())?;
+            writeln!(
+                serial,
+                "== host: {} s silent during '{what}': CTRL-a x3 twice",
+                SILENCE_NUDGE.as_secs()
+            )?;
             if let Some(w) = console_in.as_mut() {
                 let _ = nudge(w);
             }
@@ -842,7 +846,10 @@ struct SilenceWatch {
 
 impl SilenceWatch {
     fn new(now: Instant) -> Self {
-        SilenceWatch { last: now, nudged: None }
+        SilenceWatch {
+            last: now,
+            nudged: None,
+        }
     }
 
     /// A line came (`runner`: dom0's runner's). Returns the silence a nudge ended.
@@ -1224,7 +1231,11 @@ mod xl_tests {
         let at = |s: u64| t0 + Duration::from_secs(s);
         let mut w = SilenceWatch::new(t0);
         assert!(!w.due(at(19)), "19 s of silence is a quiet step");
-        assert_eq!(w.heard(at(19), true), None, "a line with no nudge is no stall");
+        assert_eq!(
+            w.heard(at(19), true),
+            None,
+            "a line with no nudge is no stall"
+        );
         assert!(!w.due(at(38)));
         assert!(w.due(at(39)), "20 s of silence is nudged");
         assert!(!w.due(at(40)), "one nudge, then another 20 s");
@@ -1235,7 +1246,11 @@ mod xl_tests {
         // a quiet step: the nudge is answered by Xen only, the runner speaks late
         assert!(w.due(at(63)));
         assert_eq!(w.heard(at(63), false), None);
-        assert_eq!(w.heard(at(70), true), None, "dom0 spoke 7 s after the nudge");
+        assert_eq!(
+            w.heard(at(70), true),
+            None,
+            "dom0 spoke 7 s after the nudge"
+        );
         // repeated nudges in a long silence
         assert!(w.due(at(90)));
         assert!(w.due(at(110)));
