@@ -606,9 +606,20 @@ fn run_line(r: &Run) -> String {
 }
 
 /// The scenario names of `runs` alternating runs: Linux 1, Xenlet 1, Linux 2, ...
+/// `BENCH_ROUTER_XENLET=PREFIX` puts another Xenlet variant in Xenlet's column
+/// (`bench-router-xenlet-q1`: one queue a vif), for an A/B in one session.
 fn scenario_names(runs: usize) -> Vec<(usize, String)> {
+    let xenlet = std::env::var("BENCH_ROUTER_XENLET").ok();
+    scenario_names_with(runs, xenlet.as_deref())
+}
+
+fn scenario_names_with(runs: usize, xenlet: Option<&str>) -> Vec<(usize, String)> {
+    let prefix = |s: usize| match (s, xenlet) {
+        (1, Some(x)) => x,
+        _ => SYSTEMS[s].1,
+    };
     (1..=runs)
-        .flat_map(|i| (0..SYSTEMS.len()).map(move |s| (s, format!("{}-{i}", SYSTEMS[s].1))))
+        .flat_map(|i| (0..SYSTEMS.len()).map(move |s| (s, format!("{}-{i}", prefix(s)))))
         .collect()
 }
 
@@ -957,6 +968,27 @@ mod tests {
                 &format!("[  5]   0.00-8.00   sec  3.2 MBytes  {tcp} Mbits/sec   receiver"),
             ),
         ])
+    }
+
+    #[test]
+    fn a_xenlet_variant_takes_xenlets_column_only() {
+        let names = |x| {
+            scenario_names_with(2, x)
+                .into_iter()
+                .map(|(s, n)| format!("{s}:{n}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(
+            names(None),
+            "0:bench-router-linux-1 1:bench-router-xenlet-1 2:bench-router-ceiling-1 \
+             0:bench-router-linux-2 1:bench-router-xenlet-2 2:bench-router-ceiling-2"
+        );
+        assert_eq!(
+            names(Some("bench-router-xenlet-q1")),
+            "0:bench-router-linux-1 1:bench-router-xenlet-q1-1 2:bench-router-ceiling-1 \
+             0:bench-router-linux-2 1:bench-router-xenlet-q1-2 2:bench-router-ceiling-2"
+        );
     }
 
     #[test]
