@@ -673,9 +673,9 @@ pub fn clients(args: &[&str]) -> Result<Section> {
         bench: "clients".into(),
         title: "A client VM behind the Xenlet router: its vif through dom0, or served by the router (driver domain)".into(),
         command: format!("cargo xtask bench clients --runs {}", a.runs),
-        about: "A Linux PVH client domU (Debian's kernel, netfront, 160 MiB) behind Xenlet as \
-                the router (PVH, 32 MiB, its image's /etc/config) runs iperf3 (3 s) to wan \
-                both ways, 1 and 4 streams. Its vif is either on dom0's brlan, so every \
+        about: "A Linux PVH client domU (Debian's kernel, netfront, 160 MiB, native TSC as \
+                every domain of the test bed) behind Xenlet as the router (PVH, 32 MiB, its \
+                image's /etc/config) runs iperf3 (10 s) to wan both ways, 1 and 4 streams. Its vif is either on dom0's brlan, so every \
                 packet crosses dom0's netback and bridge and the router's netfront, or \
                 served by the router itself (`backend=`: Xenlet's netback and its br-lan): \
                 no dom0 on the LAN side. Each run is a fresh boot of both, alternating. \

@@ -294,20 +294,52 @@ def initrd_with_fs():
 # from the router, a ping through it to the WAN host, each reported on the console
 # (dom0 reads /var/log/xen/console/guest-NAME.log), then pings every 2 s for ever
 # ("CLIENT: ping ok N") so a scenario sees the path keep working. With `client_bench`
-# on its command line it first runs iperf3 to the WAN host both ways, 1 and 4
-# streams ("CLIENT: iperf3 ARGS: <receiver line>", then "CLIENT: bench done").
+# on its command line it first runs iperf3 (10 s: with the one nested CPU shared by
+# three domains a round trip takes tens of ms, and 3 s were mostly the start and slow
+# start) to the WAN host both ways, 1 and 4 streams ("CLIENT: iperf3 ARGS: <receiver
+# line>", then what it cost: "CLIENT: counters ARGS: ..." lines), then "CLIENT: bench
+# done".
 CLIENT_INIT = INIT_PRELUDE + """while [ $i -lt 60 ] && ! [ -e /sys/class/net/eth0 ]; do sleep 0.5; i=$((i+1)); done
 echo "CLIENT: up $(cut -d' ' -f1 /proc/uptime)s; net: $(ls /sys/class/net | tr '\\n' ' ')mac $(cat /sys/class/net/eth0/address)"
 ip link set lo up
 ip link set eth0 up
 udhcpc -i eth0 -n -q -t 20 -T 2 -s /etc/udhcpc.script
 echo "CLIENT: lease $(ip -4 -o addr show dev eth0 | awk '{print $4}') via $(ip route | awk '/^default/ {print $3}')"
+# what a transfer cost the client: TCP's retransmissions, timeouts and loss probes
+# (/proc/net/snmp, netstat), eth0's packets and bytes, the CPU's ticks by kind (steal:
+# runnable while Xen ran another domain)
+counters() {
+    cat /proc/net/snmp /proc/net/netstat | awk '
+        $1 == p { for (i = 2; i <= NF; i++) v[p h[i]] = $i; next }
+        { p = $1; for (i = 2; i <= NF; i++) h[i] = $i }
+        END { print v["Tcp:RetransSegs"] + 0, v["TcpExt:TCPTimeouts"] + 0,
+                    v["TcpExt:TCPLossProbes"] + 0, v["Tcp:InSegs"] + 0, v["Tcp:OutSegs"] + 0 }'
+    s=/sys/class/net/eth0/statistics
+    echo $(cat $s/tx_packets $s/tx_bytes $s/rx_packets $s/rx_bytes $s/tx_dropped $s/rx_dropped)
+    head -1 /proc/stat | awk '{print $2 + $3, $4, $7 + $8, $5, $9}'
+}
+delta() {
+    echo "$1 $2" | awk '{n = NF / 2; for (i = 1; i <= n; i++) printf "%s%d", (i > 1 ? " " : ""), $(i + n) - $i}'
+}
 if grep -q client_bench /proc/cmdline; then
     mkdir -p /tmp
-    for a in "-t 3" "-t 3 -P 4" "-t 3 -R" "-t 3 -P 4 -R"; do
-        out=$(/usr/bin/iperf3 -c 10.77.0.10 $a --connect-timeout 5000 2>&1)
+    echo "CLIENT: clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+    for a in "-t 10" "-t 10 -P 4" "-t 10 -R" "-t 10 -P 4 -R"; do
+        c0=$(counters | tr '\\n' ' ')
+        /usr/bin/iperf3 -c 10.77.0.10 $a --connect-timeout 5000 >/tmp/iperf3.out 2>&1 &
+        p=$!
+        sleep 2
+        # the data connections' send queue, retransmit count, rto, cwnd, ssthresh
+        mid=$(awk '$3 ~ /:1451$/ && $4 == "01" {printf " [%s r%s rto%d cwnd%d ss%d]", $5, $7, $(NF-4), $(NF-1), $NF}' /proc/net/tcp)
+        wait $p
+        out=$(cat /tmp/iperf3.out)
+        c1=$(counters | tr '\\n' ' ')
+        d=$(delta "$c0" "$c1")
         r=$(echo "$out" | grep 'receiver$' | tail -1)
         echo "CLIENT: iperf3 $a: ${r:-failed: $(echo "$out" | tail -1)}"
+        echo "CLIENT: counters $a: $(echo "$out" | grep 'sender$' | tail -1 | tr -s ' ')"
+        echo "$d" | awk -v a="$a" '{printf "CLIENT: counters %s: tcp retrans %d timeouts %d tlp %d in %d out %d; eth0 tx %d pkts %d B (%d B/pkt) rx %d pkts %d B drop tx %d rx %d; cpu ticks user %d sys %d irq %d idle %d steal %d\\n", a, $1, $2, $3, $4, $5, $6, $7, $6 ? $7 / $6 : 0, $8, $9, $10, $11, $12, $13, $14, $15, $16}'
+        echo "CLIENT: counters $a: tcp at 2 s:${mid:- none}"
     done
     echo "CLIENT: bench done"
 fi
@@ -317,6 +349,18 @@ while true; do
     sleep 2
 done
 """
+
+
+def domain_xl():
+    """The xl config lines the session adds to every domain (`/payload/domain-xl`,
+    from xtask's DOMAIN_XL and --xl): a dom0 step appends them to a client domU's
+    config as `$DOMAIN_XL`, so a client runs as the scenario's domain does (without
+    them its RDTSC was emulated, a VM exit per read)."""
+    try:
+        with open(PAYLOAD + '/domain-xl') as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return ''
 
 
 def initrd_client():
@@ -941,6 +985,9 @@ def run_scenario(sc):
                 env['CFG'] = out + '/domu.cfg'     # a restart step boots from it again
                 # client domUs a step creates (`$NAME-c1`, ...; destroyed at the end)
                 env['LINUX'] = LINUX
+                # the session's xl lines for every domain (native TSC), for the
+                # configs of client domUs a step writes
+                env['DOMAIN_XL'] = domain_xl()
                 if 'CLIENT_INITRD' in send:
                     env['CLIENT_INITRD'] = initrd_client()
                 argv = ['bash', '-c', send]

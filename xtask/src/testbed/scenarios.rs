@@ -262,6 +262,30 @@ mod tests {
     }
 
     #[test]
+    fn client_domains_get_the_sessions_xl_lines() {
+        // a dom0 step that writes a domain's config and creates it appends run.py's
+        // `$DOMAIN_XL` (the lines every scenario's own domain gets: native TSC) to it;
+        // a bench client without them had its RDTSC emulated
+        let mut seen = 0;
+        for s in SCENARIOS.iter().chain(EXTRA) {
+            for st in s.steps.iter().filter(|st| st.kind == Kind::Dom0) {
+                let Some((_, rest)) = st.send.split_once("xl create ") else {
+                    continue;
+                };
+                let cfg = rest.split_whitespace().next().unwrap();
+                assert!(
+                    st.send.contains(&format!("\"$DOMAIN_XL\" >>{cfg} ")),
+                    "{}: {}",
+                    s.name,
+                    st.send
+                );
+                seen += 1;
+            }
+        }
+        assert!(seen >= 2, "the router-netback and bench clients steps");
+    }
+
+    #[test]
     fn netns_steps_name_their_topologys_namespaces() {
         for s in SCENARIOS.iter().chain(EXTRA) {
             for st in s.steps.iter().filter(|st| !st.netns.is_empty()) {

@@ -133,6 +133,10 @@ pub fn run_scenarios(names: &[&str], opts: &Options) -> Result<()> {
         fs::create_dir_all(work.join("payload"))?;
         fs::write(work.join("payload").join(name), text)?;
     }
+    // the same lines for the client domUs a dom0 step creates (run.py's `$DOMAIN_XL`):
+    // without them a client ran with RDTSC emulated, a VM exit per read
+    fs::create_dir_all(work.join("payload"))?;
+    fs::write(work.join("payload/domain-xl"), xl_text(&xl))?;
     let payload = make_payload(&work, &list, &files)?;
     // dom0's root filesystem has about 1.5 GB free: a session with big scenario disks
     // gets a scratch disk for them (`run.py` mounts it)
@@ -189,6 +193,11 @@ pub fn run_scenarios(names: &[&str], opts: &Options) -> Result<()> {
     }
 }
 
+/// `xl` lines as the text appended to a config: one line each, each ending in a newline.
+fn xl_text(xl: &[String]) -> String {
+    xl.iter().map(|l| format!("{l}\n")).collect()
+}
+
 /// The scenarios with `xl` lines added to their domain configs (later lines win in
 /// xl's config parser, so a setting given here replaces the scenario's own).
 fn with_xl(list: Vec<&'static Scenario>, xl: &[String]) -> Vec<&'static Scenario> {
@@ -197,11 +206,7 @@ fn with_xl(list: Vec<&'static Scenario>, xl: &[String]) -> Vec<&'static Scenario
     }
     list.into_iter()
         .map(|s| {
-            let mut config = s.config.to_string();
-            for line in xl {
-                config.push_str(line);
-                config.push('\n');
-            }
+            let config = format!("{}{}", s.config, xl_text(xl));
             let s = Scenario {
                 config: Box::leak(config.into_boxed_str()),
                 ..s.clone()
@@ -1409,5 +1414,9 @@ mod xl_tests {
         assert!(select(&["bench-linux.x"]).is_err());
         let plain = with_xl(select(&["xen-pvh"]).unwrap(), &[]);
         assert_eq!(plain[0].config, scenarios::find("xen-pvh").unwrap().config);
+        // run.py's `$DOMAIN_XL` for the client domUs: the same lines, as appended
+        let xl = ["tsc_mode=\"native\"".to_string(), "a=1".to_string()];
+        assert_eq!(xl_text(&xl), "tsc_mode=\"native\"\na=1\n");
+        assert_eq!(xl_text(&[]), "");
     }
 }

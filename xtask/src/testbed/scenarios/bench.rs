@@ -719,32 +719,43 @@ macro_rules! bench_clients {
                         "'kernel=\"'$LINUX'\"' 'ramdisk=\"'$CLIENT_INITRD'\"' ",
                         "'extra=\"console=hvc0 loglevel=4 client_bench\"' ",
                         "'vif=[\"", $vif, ",mac=00:16:3e:0c:00:01\"]' >/tmp/client1.cfg && ",
+                        // the session's lines for every domain (native TSC)
+                        "printf '%s' \"$DOMAIN_XL\" >>/tmp/client1.cfg && ",
                         "xl create /tmp/client1.cfg >/tmp/client1.log 2>&1; rc=$?; tail -3 /tmp/client1.log; ",
                         "echo \"created c1 rc=$rc\""
                     ),
                     &[r"^created c1 rc=0$"],
                     120,
                 ),
+                // the domains' CPU seconds from the client's lease to the bench's end
                 dom0_cap(
                     concat!(
                         "log=/var/log/xen/console/guest-$NAME-c1.log; ",
-                        "for i in $(seq 240); do grep -aq 'CLIENT: bench done' $log && break; sleep 1; done; ",
-                        "grep -a 'CLIENT: \\(lease\\|iperf3\\|bench\\)' $log | tr -d '\\r'"
+                        "for i in $(seq 240); do grep -aq 'CLIENT: lease' $log && break; sleep 1; done; ",
+                        "xl list | awk 'NR > 1 {print $1, $6}' >/tmp/cpu0; t0=$(date +%s); ",
+                        "for i in $(seq 300); do grep -aq 'CLIENT: bench done' $log && break; sleep 1; done; ",
+                        "xl list | awk 'NR > 1 {print $1, $6}' >/tmp/cpu1; t1=$(date +%s); ",
+                        "echo \"cpu over the bench's $((t1 - t0)) s:$(awk 'NR == FNR {a[$1] = $2; next} ",
+                        "$1 in a {printf \" %s %.1f s\", $1, $2 - a[$1]}' /tmp/cpu0 /tmp/cpu1)\"; ",
+                        "xl debug-keys s; xl dmesg | tail -20 | grep -a 'TSC\\|: mode=' | tail -3; ",
+                        "grep -a 'CLIENT: \\(lease\\|clocksource\\|iperf3\\|counters\\|bench\\)' $log | tr -d '\\r'"
                     ),
-                    &[r"^CLIENT: bench done$"],
+                    &[r"^CLIENT: bench done$", r"^cpu over the bench"],
                     &[
-                        ("UP_1", r"^CLIENT: iperf3 -t 3: (.*receiver)$"),
-                        ("UP_4", r"^CLIENT: iperf3 -t 3 -P 4: (.*receiver)$"),
-                        ("DOWN_1", r"^CLIENT: iperf3 -t 3 -R: (.*receiver)$"),
-                        ("DOWN_4", r"^CLIENT: iperf3 -t 3 -P 4 -R: (.*receiver)$"),
+                        ("UP_1", r"^CLIENT: iperf3 -t 10: (.*receiver)$"),
+                        ("UP_4", r"^CLIENT: iperf3 -t 10 -P 4: (.*receiver)$"),
+                        ("DOWN_1", r"^CLIENT: iperf3 -t 10 -R: (.*receiver)$"),
+                        ("DOWN_4", r"^CLIENT: iperf3 -t 10 -P 4 -R: (.*receiver)$"),
                     ],
-                    300,
+                    600,
                 ),
                 cmd("brctl show", &[], 30),
                 cmd("ip -s link show eth0", &[], 30),
+                cmd("ethtool -S eth0", &[], 30),
+                cmd("conntrack -S", &[], 30),
                 last("poweroff"),
             ],
-            budget_s: 600,
+            budget_s: 900,
             boot_expect: router::XENLET_ROUTER_UP,
             ..router::XENLET_ROUTER
         }

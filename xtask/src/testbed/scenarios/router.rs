@@ -634,6 +634,10 @@ macro_rules! create_client {
                 "\"]' >/tmp/client",
                 $n,
                 ".cfg && ",
+                // the session's lines for every domain (native TSC)
+                "printf '%s' \"$DOMAIN_XL\" >>/tmp/client",
+                $n,
+                ".cfg && ",
                 "xl create /tmp/client",
                 $n,
                 ".cfg >/tmp/client",
