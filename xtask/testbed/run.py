@@ -439,7 +439,8 @@ ROUTER_MODULES = ['crc32c_generic', 'nf_tables', 'nf_conntrack', 'nf_nat', 'nft_
 
 def initrd_router():
     """The Linux domU's initramfs made a router: net/linux-router/init as /init (prompt
-    `router# `), /etc/router-up, /etc/fw4.nft, /etc/udhcpd.conf, /etc/udhcpc.script,
+    `router# `), /etc/router-up, /etc/router-up6 (`bench router`'s IPv6), /etc/fw4.nft,
+    /etc/udhcpd.conf, /etc/udhcpc.script,
     nft and conntrack with their libraries and the netfilter modules. Uncompressed: a
     PVH guest's ramdisk is loaded by the domain builder, not through QEMU's fw_cfg."""
     path = SCRATCH + '/domu-initrd-router.cpio'
@@ -453,6 +454,7 @@ def initrd_router():
     entries = [('init', 0o100755, asset(src + 'init')), ('etc', 0o040755, None),
                ('run', 0o040755, None),
                ('etc/router-up', 0o100755, asset(src + 'router-up')),
+               ('etc/router-up6', 0o100755, asset(src + 'router-up6')),
                ('etc/fw4.nft', 0o100644, asset(src + 'fw4.nft')),
                ('etc/udhcpd.conf', 0o100644, asset(src + 'udhcpd.conf')),
                ('etc/udhcpc.script', 0o100755, asset(NET + '/udhcpc.script'))]

@@ -33,9 +33,16 @@
 # `router.sh dom0router` makes the ceiling of `bench router`: dom0 itself routes, in a
 # namespace `rtr` with eth0 on brlan (192.168.1.1/24) and eth1 on brwan (10.77.0.2/24,
 # default via wan), forwarding on and the Linux router's fw4 ruleset (masquerade on
-# eth1): the same path with no router domain on it.
+# eth1): the same path with no router domain on it. `router.sh dom0router6` gives it
+# IPv6 for `bench router`'s IPv6 rows, as the Linux router domU's /etc/router-up6
+# (linux-router/router-up6: static 2001:db8:1::1/64 on eth0, 2001:db8:77::2/64 on
+# eth1, default via wan, forwarding on); `router.sh static6 NS` then gives a LAN
+# namespace 2001:db8:1::10/64 (default via 2001:db8:1::1) and wan the route back to
+# 2001:db8:1::/64 via 2001:db8:77::2. (Xenlet needs neither: its LAN /64 is its
+# wan6 delegation, routed back by `up`, and lan1 takes its address by SLAAC.)
 #
 # Subcommands: up | down | dhcp NS | static NS ADDR | pcap [TCPDUMP-FILTER] | dom0router
+#   | dom0router6 | static6 NS
 #   | renumber (wan's DHCPv6 server delegates from another range: see renumber())
 # State, logs and captures live in $TOPO (default /run/topo); run.py copies them to
 # the scenario's results.
@@ -208,6 +215,28 @@ dom0router() {
     echo "router: nft: $(ns rtr nft list ruleset | grep -c 'chain ') chains, $(ns rtr nft list ruleset | grep -c masquerade) masquerade"
 }
 
+# IPv6 for the ceiling: linux-router/router-up6 in rtr (after dom0router)
+dom0router6() {
+    ns rtr sh "$HERE/linux-router/router-up6"
+}
+
+# IPv6 of a LAN namespace $1 behind the Linux router or the ceiling (router-up6's
+# static addresses): 2001:db8:1::10/64, default via 2001:db8:1::1; wan's route back
+# to 2001:db8:1::/64 via the router's 2001:db8:77::2. The namespace's IPv6 starts
+# afresh (disable_ipv6 off and on: `static` flushed its link-local address too).
+static6() {
+    local n=$1
+    set -e
+    ns "$n" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=1
+    ns "$n" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=0
+    ns "$n" ip -6 addr add 2001:db8:1::10/64 dev eth0 nodad
+    ns "$n" ip -6 route replace default via 2001:db8:1::1 dev eth0
+    ns wan ip -6 route replace 2001:db8:1::/64 via 2001:db8:77::2 dev eth0
+    set +e
+    echo "netns $n: $(ns "$n" ip -6 addr show dev eth0 scope global | awk '/inet6/ {print $2}' | tr '\n' ' ')route6: $(ns "$n" ip -6 route show default)"
+    echo "wan route6: $(ns wan ip -6 route show 2001:db8:1::/64)"
+}
+
 show() {
     echo "topology router: dom0 ip_forward=$(cat /proc/sys/net/ipv4/ip_forward)"
     for br in brlan brwan; do
@@ -277,6 +306,8 @@ dhcp) dhcp "$2" ;;
 static) static "$2" "$3" ;;
 pcap) shift; pcap "$@" ;;
 dom0router) dom0router ;;
+dom0router6) dom0router6 ;;
+static6) static6 "$2" ;;
 renumber) renumber ;;
-*) echo "usage: $0 up|down|show|dhcp NS|static NS ADDR|pcap [FILTER]|dom0router|renumber" >&2; exit 2 ;;
+*) echo "usage: $0 up|down|show|dhcp NS|static NS ADDR|pcap [FILTER]|dom0router|dom0router6|static6 NS|renumber" >&2; exit 2 ;;
 esac

@@ -636,6 +636,104 @@ const BENCH_ROUTER_TRAFFIC: &[Step] = &[
     ),
 ];
 
+/// The IPv6 rows of `bench router` (issue 31), each scenario's last measurements (a
+/// failed step here leaves every IPv4 figure captured): once lan1 has its IPv6 address
+/// and the router its (see [`XENLET_V6_UP`], [`LINUX_V6_UP`], [`CEILING_V6_UP`]),
+/// one ping to wan's 2001:db8:77::10 (lan1's and the router's neighbour caches warm;
+/// its answer is not required, the transfers tell) and iperf3 `-6` TCP, 1 stream,
+/// lan1 -> wan and wan -> lan1 (`-R`: lan1 is the client both ways, as in the IPv4
+/// rows; fw4 keeps a new connection from the WAN out), 3 s each. Routed, no NAT66:
+/// wan sees lan1's own address.
+const BENCH_ROUTER_TRAFFIC6: &[Step] = &[
+    ns(
+        "lan1",
+        "ping -6 -n -c 1 -W 5 2001:db8:77::10; ip -6 route get 2001:db8:77::10",
+        &[],
+        30,
+    ),
+    ns_cap(
+        "lan1",
+        "iperf3 -6 -c 2001:db8:77::10 -t 3 --connect-timeout 5000",
+        &[],
+        &[("TCP6_UP_1", IPERF3_RECEIVER)],
+        60,
+    ),
+    ns_cap(
+        "lan1",
+        "iperf3 -6 -c 2001:db8:77::10 -t 3 -R --connect-timeout 5000",
+        &[],
+        &[("TCP6_DOWN_1", IPERF3_RECEIVER)],
+        60,
+    ),
+];
+
+/// Xenlet's IPv6 as OpenWrt's defaults make it: wan6 bound with a /56 delegated by
+/// wan's DHCPv6 server (`router.sh up`, which also routes the delegated prefixes
+/// back via Xenlet's WAN link-local address), the LAN's /64 of it as `${PD64}`;
+/// lan1's IPv6 started afresh (`router.sh static` flushed its link-local address
+/// with the rest: disable_ipv6 off and on again, and it solicits), its address in
+/// that /64 by SLAAC from the router's answer (waited for until its duplicate
+/// address detection is done: the first session matched it still tentative), its
+/// default route via the router's link-local address.
+const XENLET_V6_UP: &[Step] = &[
+    cmd_cap(
+        "ifstatus wan6",
+        &[r"^wan6: eth1 bound"],
+        &[("PD64", router::IFSTATUS_LAN_PD64)],
+        30,
+    ),
+    ns_cap(
+        "lan1",
+        "sysctl -qw net.ipv6.conf.eth0.disable_ipv6=1; sysctl -qw net.ipv6.conf.eth0.disable_ipv6=0; i=0; while [ $i -lt 60 ] && ! ip -6 addr show dev eth0 scope global | grep 'inet6 ${PD64}:' | grep -qv tentative; do sleep 0.5; i=$((i+1)); done; ip -6 addr show dev eth0; ip -6 route show default",
+        &[
+            r"inet6 ${PD64}:[0-9a-f:]+/64 scope global",
+            r"^default via fe80::216:3eff:fe01:2 dev eth0",
+        ],
+        &[("LAN1_6", r"inet6 (2001:db8:77[0-9a-f:]+)/64 scope global")],
+        60,
+    ),
+];
+
+/// What `net/linux-router/router-up6` says once its static addresses are up.
+const ROUTER_UP6: &str = r"^router6: forwarding 1; lan eth0 2001:db8:1::1/64; wan eth1 2001:db8:77::2/64 via 2001:db8:77::10$";
+
+/// lan1 at 2001:db8:1::10/64 (default via the router's 2001:db8:1::1), and wan's
+/// route back to 2001:db8:1::/64 via the router's 2001:db8:77::2 (`router.sh
+/// static6`): the Linux router's and the ceiling's LAN over IPv6.
+const LAN1_STATIC6: Step = dom0(
+    "$NET/router.sh static6 lan1",
+    &[
+        r"^netns lan1: 2001:db8:1::10/64 route6: default via 2001:db8:1::1 ",
+        r"wan route6: 2001:db8:1::/64 via 2001:db8:77::2 ",
+    ],
+    20,
+);
+
+/// The Linux router domU's IPv6: `/etc/router-up6` (static addresses, forwarding on;
+/// its busybox has no DHCPv6-PD client or RA daemon; fw4.nft has fw4's IPv6 rules
+/// since `/etc/router-up`), then lan1's and wan's side, then what the router sees
+/// of wan over both families (no expectation: a record for when the transfers fail;
+/// the first session's router answered lan1's ping to wan with address unreachable,
+/// its neighbour solicitations on eth1 unanswered, where the ceiling's with the same
+/// script and ruleset passed: whether eth1 still sends after the floods, whether
+/// wan's advertisement came and the wan zone's ICMPv6 rule counted it).
+const LINUX_V6_UP: &[Step] = &[
+    cmd("/etc/router-up6", &[ROUTER_UP6], 60),
+    LAN1_STATIC6,
+    cmd(
+        "grep eth1 /proc/net/dev; ping -c 1 -W 2 10.77.0.10; ping -6 -c 1 -W 3 2001:db8:77::10; ip -6 neigh show dev eth1; grep eth1 /proc/net/dev; nft list chain inet fw4 input_wan | grep -i icmpv6",
+        &[],
+        60,
+    ),
+];
+
+/// The ceiling's IPv6: the same `router-up6` in dom0's namespace `rtr` (`router.sh
+/// dom0router6`), the same addresses.
+const CEILING_V6_UP: &[Step] = &[
+    dom0("$NET/router.sh dom0router6", &[ROUTER_UP6], 30),
+    LAN1_STATIC6,
+];
+
 /// `net/cpucost.sh`'s CPU seconds line, whole.
 const CPUCOST_CPU: &str = r"^(cpu: dom0 [0-9.]+ s, router [0-9.]+ s)$";
 
@@ -664,6 +762,8 @@ pub const BENCH_ROUTER_LINUX: Scenario = Scenario {
         // busybox's ip has no -s: the vifs' counters from /proc
         cmd("cat /proc/net/dev", &[r"^\s*eth1:"], 30),
         cmd("conntrack -S", &[], 30),
+        ..LINUX_V6_UP,
+        ..BENCH_ROUTER_TRAFFIC6,
         last("poweroff -f"),
     ],
     ..router::LINUX_ROUTER
@@ -691,6 +791,8 @@ pub const BENCH_ROUTER_CEILING: Scenario = Scenario {
         router::LAN1_STATIC,
         BENCH_ROUTER_NO_TCPDUMP,
         ..BENCH_ROUTER_TRAFFIC,
+        ..CEILING_V6_UP,
+        ..BENCH_ROUTER_TRAFFIC6,
         last("poweroff"),
     ],
     budget_s: 900,
@@ -794,6 +896,8 @@ pub const BENCH_ROUTER_XENLET: Scenario = Scenario {
         cmd("ip -s link show eth1", &[r"^\d+: eth1: "], 30),
         cmd("conntrack -S", &[], 30),
         cmd("mem", &[r"^heap: "], 30),
+        ..XENLET_V6_UP,
+        ..BENCH_ROUTER_TRAFFIC6,
         last("poweroff"),
     ],
     budget_s: 900,
@@ -1172,3 +1276,81 @@ pub const BENCH_ROUTER_XENLET_Q1: Scenario = Scenario {
     } on_reboot: "preserve"),
     ..BENCH_ROUTER_XENLET
 };
+
+#[cfg(test)]
+mod router_tests {
+    use super::super::find;
+    use super::*;
+
+    /// The captures of `bench router`'s IPv4 measurements (`bench_router.rs` reads them).
+    const V4: &[&str] = &[
+        "MEM_MIB",
+        "PING_MS",
+        "TCP_UP_1",
+        "TCP_UP_4",
+        "TCP_DOWN_1",
+        "TCP_DOWN_4",
+        "UDP_64",
+        "CONNS",
+        "CPU_UP",
+        "CPU_DOWN",
+        "KNEE_FLOW",
+        "KNEE_FLOWS",
+    ];
+
+    /// Every bench router scenario measures IPv6 both ways with iperf3 `-6` from lan1,
+    /// and only after every IPv4 measurement (a failed IPv6 step cannot cost an IPv4
+    /// figure); the IPv4 traffic is the same steps for the routers and the ceiling.
+    #[test]
+    fn ipv6_rows_come_after_every_ipv4_measurement() {
+        for name in [
+            "bench-router-linux-1",
+            "bench-router-xenlet-1",
+            "bench-router-ceiling-1",
+        ] {
+            let s = find(name).unwrap();
+            let at = |var: &str| {
+                s.steps
+                    .iter()
+                    .position(|st| st.capture.iter().any(|c| c.0 == var))
+                    .unwrap_or_else(|| panic!("{name}: no capture {var}"))
+            };
+            let first6 = s
+                .steps
+                .iter()
+                .position(|st| {
+                    ["ifstatus wan6", "/etc/router-up6", "router.sh dom0router6"]
+                        .iter()
+                        .any(|m| st.send.contains(m))
+                })
+                .unwrap_or_else(|| panic!("{name}: no IPv6 step"));
+            for v in V4
+                .iter()
+                .filter(|v| !(name.contains("ceiling") && **v == "MEM_MIB"))
+            {
+                assert!(at(v) < first6, "{name}: {v} after the IPv6 steps");
+            }
+            for (v, reverse) in [("TCP6_UP_1", false), ("TCP6_DOWN_1", true)] {
+                let st = &s.steps[at(v)];
+                assert_eq!(st.netns, "lan1", "{name}: {v}");
+                assert!(
+                    st.send.starts_with("iperf3 -6 -c 2001:db8:77::10 -t 3 "),
+                    "{name}: {v}"
+                );
+                assert_eq!(st.send.contains(" -R "), reverse, "{name}: {v}");
+                assert!(at(v) > first6, "{name}: {v}");
+            }
+            let last = s.steps.last().unwrap();
+            assert!(last.ends && last.send.starts_with("poweroff"), "{name}");
+            // the IPv4 traffic is BENCH_ROUTER_TRAFFIC's, unchanged, in one piece
+            let sends: Vec<&str> = s.steps.iter().map(|st| st.send).collect();
+            let traffic: Vec<&str> = BENCH_ROUTER_TRAFFIC.iter().map(|st| st.send).collect();
+            assert!(
+                sends
+                    .windows(traffic.len())
+                    .any(|w| w == traffic.as_slice()),
+                "{name}"
+            );
+        }
+    }
+}

@@ -815,6 +815,10 @@ const LAN_IPV6: &[Step] = &[
     ),
 ];
 
+/// The LAN's /64 of wan6's delegation in `ifstatus wan6` (`lan eth0 PREFIX::/64`):
+/// its first four groups at most, as `${PD64}:` begins an address in it.
+pub const IFSTATUS_LAN_PD64: &str = r"lan eth0 (2001:db8:77[0-9a-f]{2}(?::[0-9a-f]{1,4})?)::/64";
+
 /// IPv6 on the WAN (`wan6`, `proto dhcpv6`, as odhcp6c does): dom0's side is up
 /// (`router.sh up`: RA and dhcpd -6 in `wan`, the return route of the delegated
 /// prefixes); the router has its WAN address, a /56 delegated, the default route
@@ -845,7 +849,7 @@ const WAN_IPV6: &[Step] = &[
             r"^wan6: router fe80::[0-9a-f:]+ lifetime [1-9]\d*s",
             r"^wan6: dns 2001:db8:77::1\b",
         ],
-        &[("PD64", r"lan eth0 (2001:db8:77[0-9a-f]{2}(?::[0-9a-f]{1,4})?)::/64")],
+        &[("PD64", IFSTATUS_LAN_PD64)],
         30,
     ),
     cmd(
@@ -1035,7 +1039,7 @@ const RENUMBER: &[Step] = &[
             r"^wan6: eth1 bound",
             r"prefix 2001:db8:77[89a-f][0-9a-f]:[0-9a-f:]*/56 preferred \d+s valid \d+s",
         ],
-        &[("NEWPD64", r"lan eth0 (2001:db8:77[0-9a-f]{2}(?::[0-9a-f]{1,4})?)::/64")],
+        &[("NEWPD64", IFSTATUS_LAN_PD64)],
         30,
     ),
     cmd(
