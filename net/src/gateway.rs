@@ -26,6 +26,7 @@
 //! ([`Link::keep_dhcpv6`], [`Link::take_dhcpv6`], at most [`DHCPV6_FRAMES`]) for the
 //! DHCPv6 server: smoltcp does not receive on ff02::1:2.
 
+use crate::backlog::Backlog;
 use crate::iface::NetIf;
 use crate::link::{Link, LinkStats, QueueStats, RxChecksum};
 use crate::reflect::{self, Reflector};
@@ -518,6 +519,8 @@ struct Port {
     addrs6: Vec<Ipv6Net>,
     /// The IPv6 default route last copied.
     gw6: Option<core::net::Ipv6Addr>,
+    /// Frames routed out by it that wait for room in its TX ring.
+    backlog: Backlog,
 }
 
 /// The router: forwarding core, conntrack/NAT, and which stack interfaces it routes.
@@ -545,19 +548,16 @@ pub struct Gateway {
 /// Sends the router's frames on the interfaces' inner links.
 struct Out<'a, L: Link> {
     ifs: &'a mut [NetIf<Routed<L>>],
-    ports: &'a [Port],
+    ports: &'a mut [Port],
 }
 
 impl<L: Link> Output for Out<'_, L> {
+    /// Sends by the port's backlog: a full ring makes the frame wait there (in
+    /// order); a full backlog is the router's TxFull drop.
     fn send(&mut self, ifc: IfId, frame: &[u8], tx: TxMeta) -> Result<(), TxFull> {
-        let port = self.ports.iter().find(|p| p.id == ifc).ok_or(TxFull)?;
+        let port = self.ports.iter_mut().find(|p| p.id == ifc).ok_or(TxFull)?;
         let link = &mut self.ifs.get_mut(port.netif).ok_or(TxFull)?.link.inner;
-        let r = match (tx.gso_size, tx.csum_partial) {
-            (Some(mss), _) => link.send_gso(frame, mss),
-            (None, true) => link.send_csum_blank(frame),
-            (None, false) => link.send(frame),
-        };
-        r.map_err(|_| TxFull)
+        port.backlog.send(link, frame, tx).map_err(|()| TxFull)
     }
 }
 
@@ -612,6 +612,7 @@ impl Gateway {
                 gw: None,
                 addrs6: Vec::new(),
                 gw6: None,
+                backlog: Backlog::default(),
             });
         }
         let mut netfilter = Netfilter::new(netfilter::Config {
@@ -875,6 +876,12 @@ impl Gateway {
             }
         }
         let mut any = self.release_held(ifs, now);
+        // what waited for TX room goes first (a TX completion's event woke us)
+        for p in &mut self.ports {
+            if let Some(n) = ifs.get_mut(p.netif) {
+                any |= p.backlog.flush(&mut n.link.inner);
+            }
+        }
         for k in 0..self.ports.len() {
             let (netif, id) = (self.ports[k].netif, self.ports[k].id);
             for _ in 0..RX_BUDGET {
@@ -889,7 +896,7 @@ impl Gateway {
                 };
                 let mut out = Out {
                     ifs,
-                    ports: &self.ports,
+                    ports: &mut self.ports,
                 };
                 let local_dnat = self.netfilter.stats().local_dnat;
                 let d = self
@@ -925,7 +932,7 @@ impl Gateway {
             self.last_poll = Some(now);
             let mut out = Out {
                 ifs,
-                ports: &self.ports,
+                ports: &mut self.ports,
             };
             self.router.poll(now, &mut out);
             self.netfilter.expire(now, EXPIRE_BUDGET);
@@ -1001,6 +1008,18 @@ impl Gateway {
             }
         }
         any
+    }
+
+    /// The egress backlogs summed over the ports: (frames that waited for TX room,
+    /// the most that waited at once on a port, frames waiting now).
+    pub fn backlog(&self) -> (u64, usize, usize) {
+        self.ports.iter().fold((0, 0, 0), |(q, h, n), p| {
+            (
+                q + p.backlog.queued,
+                h.max(p.backlog.high_water),
+                n + p.backlog.len(),
+            )
+        })
     }
 
     /// `conntrack -L`: one line per flow, as Linux's conntrack tool prints them,

@@ -16,6 +16,7 @@ extern crate alloc;
 #[global_allocator]
 static TEST_ALLOC: xenlet_testalloc::Counting = xenlet_testalloc::Counting;
 
+pub mod backlog;
 pub mod bridge;
 pub mod config;
 pub mod dad;
