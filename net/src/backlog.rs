@@ -11,7 +11,7 @@
 use crate::link::Link;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
-use xenlet_router::forward::TxMeta;
+use xenlet_router::forward::{TxFull, TxMeta};
 
 /// Frames a port's backlog holds at most.
 pub const BACKLOG_FRAMES: usize = 256;
@@ -42,14 +42,14 @@ impl Backlog {
     }
 
     /// Sends `frame` on `link`, behind what already waits; a frame the ring has no
-    /// room for waits (copied). `Err(())` when it could neither go nor wait: the
+    /// room for waits (copied). `TxFull` when it could neither go nor wait: the
     /// queue is full, the caller counts the drop.
-    pub fn send<L: Link>(&mut self, link: &mut L, frame: &[u8], tx: TxMeta) -> Result<(), ()> {
+    pub fn send<L: Link>(&mut self, link: &mut L, frame: &[u8], tx: TxMeta) -> Result<(), TxFull> {
         if self.frames.is_empty() && transmit(link, frame, tx).is_ok() {
             return Ok(());
         }
         if self.frames.len() >= BACKLOG_FRAMES || self.bytes + frame.len() > BACKLOG_BYTES {
-            return Err(());
+            return Err(TxFull);
         }
         self.bytes += frame.len();
         self.frames.push_back((frame.to_vec(), tx));
@@ -186,14 +186,18 @@ mod tests {
         }
         assert_eq!(
             b.send(&mut link, &[1; 60], plain()),
-            Err(()),
+            Err(TxFull),
             "frames bound"
         );
         let mut b = Backlog::default();
         for _ in 0..BACKLOG_BYTES / 65536 {
             b.send(&mut link, &[1; 65536], plain()).unwrap();
         }
-        assert_eq!(b.send(&mut link, &[1; 60], plain()), Err(()), "bytes bound");
+        assert_eq!(
+            b.send(&mut link, &[1; 60], plain()),
+            Err(TxFull),
+            "bytes bound"
+        );
         assert_eq!(b.len(), BACKLOG_BYTES / 65536);
         // a dead link: what waits stays bounded, nothing is sent
         assert!(!b.flush(&mut link));

@@ -557,7 +557,7 @@ impl<L: Link> Output for Out<'_, L> {
     fn send(&mut self, ifc: IfId, frame: &[u8], tx: TxMeta) -> Result<(), TxFull> {
         let port = self.ports.iter_mut().find(|p| p.id == ifc).ok_or(TxFull)?;
         let link = &mut self.ifs.get_mut(port.netif).ok_or(TxFull)?.link.inner;
-        port.backlog.send(link, frame, tx).map_err(|()| TxFull)
+        port.backlog.send(link, frame, tx)
     }
 }
 
@@ -1421,6 +1421,60 @@ mod tests {
                 n.poll(now);
             }
         }
+    }
+
+    #[test]
+    fn frames_for_a_full_ring_wait_in_order_and_go_when_it_has_room() {
+        let mut n = net();
+        let (ha, hb) = n.udp_pair();
+        let wan_recv = |n: &mut Net| {
+            let mut got = Vec::new();
+            while let Ok((data, _)) = n.wan_host.sockets.get_mut::<udp::Socket>(hb).recv() {
+                got.push(data.to_vec());
+            }
+            got
+        };
+        let send = |n: &mut Net, what: &[u8]| {
+            n.lan_host
+                .sockets
+                .get_mut::<udp::Socket>(ha)
+                .send_slice(what, (IpAddress::v4(10, 0, 0, 1), 6000))
+                .unwrap();
+        };
+        // the path and the WAN neighbour first
+        send(&mut n, b"first");
+        let mut got = Vec::new();
+        for now in 0..200 {
+            n.step(now * 10);
+            got.extend(wan_recv(&mut n));
+            if !got.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(got, [b"first".to_vec()]);
+        // the WAN ring full: what the router forwards waits
+        n.router[1].link.inner.tx_room = Some(0);
+        for i in 0..3u8 {
+            send(&mut n, &[b'a' + i; 8]);
+        }
+        for now in 200..220 {
+            n.step(now * 10);
+        }
+        assert_eq!(wan_recv(&mut n), Vec::<Vec<u8>>::new());
+        assert_eq!(n.gw.backlog(), (3, 3, 3), "three wait, none dropped");
+        let drops = n.gw.router.stats().drops().filter(|d| d.1 > 0).count();
+        assert_eq!(drops, 0, "nothing counted as dropped");
+        // room for two: the oldest two go, the third still waits
+        n.router[1].link.inner.tx_room = Some(2);
+        n.step(2200);
+        n.step(2201); // the WAN host reads what the router sent in the last step
+        assert_eq!(wan_recv(&mut n), [[b'a'; 8].to_vec(), [b'b'; 8].to_vec()]);
+        assert_eq!(n.gw.backlog(), (3, 3, 1));
+        n.router[1].link.inner.tx_room = None;
+        n.step(2210);
+        n.step(2211);
+        assert_eq!(wan_recv(&mut n), [[b'c'; 8].to_vec()]);
+        assert_eq!(n.gw.backlog(), (3, 3, 0));
     }
 
     #[test]

@@ -521,6 +521,9 @@ pub(crate) mod tests {
         pub queues: Vec<QueueStats>,
         /// The MTU it reports.
         pub mtu: usize,
+        /// Frames it takes before its TX "ring" is full (`None`: no limit); a test
+        /// playing the backend adds room as it completes them.
+        pub tx_room: Option<usize>,
     }
 
     /// Two links connected back to back.
@@ -542,6 +545,7 @@ pub(crate) mod tests {
             gso_packets: 0,
             queues: Vec::new(),
             mtu: DEFAULT_MTU,
+            tx_room: None,
         };
         (end(1, &a, &b), end(2, &b, &a))
     }
@@ -598,6 +602,12 @@ pub(crate) mod tests {
             }
             if *self.cut.borrow() {
                 return Ok(());
+            }
+            if let Some(room) = self.tx_room.as_mut() {
+                if *room == 0 {
+                    return Err(String::from("tx ring full"));
+                }
+                *room -= 1;
             }
             self.stats.tx_packets += 1;
             self.stats.tx_bytes += frame.len() as u64;
