@@ -99,8 +99,7 @@ impl SharedPage {
     /// where the page address is 8-byte aligned: packets and blocks are copied
     /// through here, so byte-at-a-time would cost.
     pub fn read_bytes(&self, offset: usize, buf: &mut [u8]) {
-        // SAFETY: `MaybeUninit<u8>` has the layout of `u8`, and `copy_out` only
-        // writes initialised bytes through the view, so `buf` stays initialised.
+        // SAFETY: `MaybeUninit<u8>` has `u8`'s layout and `copy_out` writes only initialised bytes through the view, so `buf` stays initialised.
         let out = unsafe { &mut *(buf as *mut [u8] as *mut [MaybeUninit<u8>]) };
         self.copy_out(offset, out);
     }
@@ -112,8 +111,7 @@ impl SharedPage {
         out.reserve(len);
         let old = out.len();
         self.copy_out(offset, &mut out.spare_capacity_mut()[..len]);
-        // SAFETY: `copy_out` wrote all `len` bytes after the old length (reserved
-        // above), so the new length covers only initialised bytes.
+        // SAFETY: `copy_out` wrote all `len` bytes after the old length (reserved above), so the new length covers only initialised bytes.
         unsafe { out.set_len(old + len) };
     }
 
