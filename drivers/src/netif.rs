@@ -76,13 +76,24 @@ impl TxRequest {
     }
 }
 
-/// Encodes a GSO extra-info slot (TCPv4, segment size `mss`).
-pub fn encode_gso_extra(mss: u16) -> [u8; TX_ENTRY_BYTES] {
+/// Encodes a GSO extra-info slot (segment size `mss`, `gso_type`
+/// [`GSO_TYPE_TCPV4`] or [`GSO_TYPE_TCPV6`]).
+pub fn encode_gso_extra(mss: u16, gso_type: u8) -> [u8; TX_ENTRY_BYTES] {
     let mut e = [0u8; TX_ENTRY_BYTES];
     e[0] = EXTRA_TYPE_GSO;
     e[2..4].copy_from_slice(&mss.to_le_bytes());
-    e[4] = GSO_TYPE_TCPV4;
+    e[4] = gso_type;
     e
+}
+
+/// The GSO type of a TCP packet in an Ethernet frame, from its EtherType: IPv4
+/// ([`GSO_TYPE_TCPV4`]) or IPv6 ([`GSO_TYPE_TCPV6`]); `None` for anything else.
+pub fn gso_type_of(frame: &[u8]) -> Option<u8> {
+    match frame.get(12..14)? {
+        [0x08, 0x00] => Some(GSO_TYPE_TCPV4),
+        [0x86, 0xdd] => Some(GSO_TYPE_TCPV6),
+        _ => None,
+    }
 }
 
 /// A transmit response, decoded from a copy.
@@ -259,7 +270,7 @@ mod tests {
                 status: RSP_ERROR
             }
         );
-        let g = encode_gso_extra(1448);
+        let g = encode_gso_extra(1448, GSO_TYPE_TCPV4);
         assert_eq!((g[0], g[4]), (EXTRA_TYPE_GSO, GSO_TYPE_TCPV4));
         assert_eq!(u16::from_le_bytes([g[2], g[3]]), 1448);
     }
@@ -322,7 +333,7 @@ mod tests {
             status: 4096,
         };
         assert_eq!(decode_rx_response(&encode_rx_response(&rsp)), rsp);
-        let x = decode_tx_extra(&encode_gso_extra(1448));
+        let x = decode_tx_extra(&encode_gso_extra(1448, GSO_TYPE_TCPV4));
         assert_eq!(
             (x.kind, x.gso_size, x.gso_type, x.more),
             (EXTRA_TYPE_GSO, 1448, GSO_TYPE_TCPV4, false)

@@ -358,7 +358,7 @@ impl<L: Link> Bridge<L> {
     fn emit(&mut self, to: usize, frame: &[u8], csum: RxChecksum, gso: Option<u16>) -> bool {
         let port = &mut self.ports[to];
         let sent = match gso {
-            Some(mss) if port.link.gso_tcpv4() => port.link.send_gso(frame, mss).is_ok(),
+            Some(mss) if port.link.takes_gso(frame) => port.link.send_gso(frame, mss).is_ok(),
             Some(mss) => match tso::segment(frame, usize::from(mss)) {
                 Some(segs) => {
                     self.stats.segmented += 1;
@@ -508,6 +508,10 @@ impl<L: Link> Link for Bridge<L> {
 
     fn gso_tcpv4(&self) -> bool {
         self.ports.iter().all(|p| p.link.gso_tcpv4())
+    }
+
+    fn gso_tcpv6(&self) -> bool {
+        self.ports.iter().all(|p| p.link.gso_tcpv6())
     }
 
     fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), String> {

@@ -389,6 +389,9 @@ impl<L: Link> Link for Routed<L> {
     fn gso_tcpv4(&self) -> bool {
         self.inner.gso_tcpv4()
     }
+    fn gso_tcpv6(&self) -> bool {
+        self.inner.gso_tcpv6()
+    }
     fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), String> {
         self.note_sent(frame);
         if self.hold(frame, SendKind::Gso(mss)) {
@@ -592,6 +595,7 @@ impl Gateway {
                     mac: EthernetAddress(n.link.mac()),
                     mtu,
                     has_tx_gso: n.link.inner.gso_tcpv4(),
+                    has_tx_gso6: n.link.inner.gso_tcpv6(),
                     has_tx_csum_offload: n.link.inner.tx_csum_blank(),
                     is_mss_clamped: p.mss_clamp,
                 })

@@ -112,8 +112,22 @@ pub trait Link {
     fn gso_tcpv4(&self) -> bool {
         false
     }
-    /// Sends a TCPv4 packet larger than the MTU, to be cut into `mss`-byte segments
-    /// further on; its TCP checksum field holds the pseudo-header sum.
+    /// Whether the link takes TCPv6 GSO packets ([`Link::send_gso`]).
+    fn gso_tcpv6(&self) -> bool {
+        false
+    }
+    /// Whether the link takes `frame` (Ethernet, IPv4 or IPv6 by its EtherType) as
+    /// a GSO packet.
+    fn takes_gso(&self, frame: &[u8]) -> bool {
+        match frame.get(12..14) {
+            Some([0x08, 0x00]) => self.gso_tcpv4(),
+            Some([0x86, 0xdd]) => self.gso_tcpv6(),
+            _ => false,
+        }
+    }
+    /// Sends a TCP packet (IPv4 or IPv6) larger than the MTU, to be cut into
+    /// `mss`-byte segments further on; its TCP checksum field holds the
+    /// pseudo-header sum.
     fn send_gso(&mut self, _frame: &[u8], _mss: u16) -> Result<(), String> {
         Err(String::from("GSO not supported"))
     }

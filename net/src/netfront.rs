@@ -54,6 +54,9 @@ impl<P: XenPlatform> Link for Netfront<P> {
     fn gso_tcpv4(&self) -> bool {
         self.has_gso_tcpv4()
     }
+    fn gso_tcpv6(&self) -> bool {
+        self.has_gso_tcpv6()
+    }
     fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), String> {
         Netfront::send_gso(self, frame, mss).map_err(text)
     }

@@ -422,11 +422,21 @@ impl Coalescer {
     }
 }
 
-/// Cuts a GSO packet into MSS-sized segments with full checksums, as a backend
-/// does; for tests (and a link that must segment in software).
+/// Cuts a GSO packet (TCP over IPv4 without options, or over IPv6 without
+/// extension headers) into MSS-sized segments with full checksums, as a backend
+/// does; for tests and a link that must segment in software. `None` for any other
+/// frame.
 pub fn segment(frame: &[u8], mss: usize) -> Option<Vec<Vec<u8>>> {
-    let tcp = ETH + IP;
+    let v6 = match ethertype(frame)? {
+        EthernetProtocol::Ipv4 => false,
+        EthernetProtocol::Ipv6 => true,
+        _ => return None,
+    };
+    let tcp = ETH + if v6 { IPV6 } else { IP };
     if frame.len() < tcp + TCP || mss == 0 {
+        return None;
+    }
+    if v6 && headers::ipv6(frame).next_header() != IpProtocol::Tcp {
         return None;
     }
     let payload = tcp + usize::from(headers::tcp(frame, tcp).header_len());
@@ -435,18 +445,23 @@ pub fn segment(frame: &[u8], mss: usize) -> Option<Vec<Vec<u8>>> {
     }
     let data = &frame[payload..];
     let chunks: Vec<&[u8]> = data.chunks(mss).collect();
-    let base_seq = seq(frame);
-    let id = headers::ipv4(frame).ident();
+    let base_seq = headers::tcp(frame, tcp).seq_number().0 as u32;
     let mut out = Vec::new();
     let mut off = 0u32;
     for (i, c) in chunks.iter().enumerate() {
         let mut f = frame[..payload].to_vec();
         f.extend_from_slice(c);
-        let total = (f.len() - ETH) as u16;
-        let mut ip = headers::ipv4_mut(&mut f);
-        ip.set_total_len(total);
-        ip.set_ident(id.wrapping_add(i as u16));
-        fill_ipv4_checksum(&mut f);
+        if v6 {
+            let len = (f.len() - tcp) as u16;
+            f[ETH + 4..ETH + 6].copy_from_slice(&len.to_be_bytes());
+        } else {
+            let total = (f.len() - ETH) as u16;
+            let id = headers::ipv4(frame).ident();
+            let mut ip = headers::ipv4_mut(&mut f);
+            ip.set_total_len(total);
+            ip.set_ident(id.wrapping_add(i as u16));
+            fill_ipv4_checksum(&mut f);
+        }
         let mut t = headers::tcp_mut(&mut f, tcp);
         t.set_seq_number(TcpSeqNumber(base_seq.wrapping_add(off) as i32));
         if i + 1 < chunks.len() {
@@ -454,13 +469,7 @@ pub fn segment(frame: &[u8], mss: usize) -> Option<Vec<Vec<u8>>> {
             t.set_psh(false);
             t.set_fin(false);
         }
-        t.set_checksum(0);
-        let tcp_len = f.len() - tcp;
-        let acc = sum16(
-            &f[tcp..],
-            u32::from(pseudo_header_sum(&f[ETH..tcp], tcp_len)),
-        );
-        headers::tcp_mut(&mut f, tcp).set_checksum(!fold(acc));
+        fill_l4_checksum(&mut f);
         off = off.wrapping_add(c.len() as u32);
         out.push(f);
     }
@@ -1025,5 +1034,53 @@ mod tests {
         c.push(&frames[0], &mut refuse);
         c.flush(&mut refuse);
         assert_eq!(c.dropped, 1);
+    }
+
+    /// A TCP/IPv6 frame (next header `next`), `data` behind a 20-byte TCP header
+    /// with sequence number `seq` and `flags`.
+    fn seg6(next: u8, seq: u32, data: &[u8], flags: u8) -> Vec<u8> {
+        let mut f = vec![0u8; ETH + IPV6 + 20];
+        f[12..14].copy_from_slice(&[0x86, 0xdd]);
+        f[ETH] = 0x60;
+        f[ETH + 4..ETH + 6].copy_from_slice(&((20 + data.len()) as u16).to_be_bytes());
+        f[ETH + 6] = next;
+        f[ETH + 7] = 64;
+        f[ETH + 8..ETH + 24].copy_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        f[ETH + 24..ETH + 40].copy_from_slice(&[0xfd, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        let t = ETH + IPV6;
+        f[t..t + 2].copy_from_slice(&5201u16.to_be_bytes());
+        f[t + 2..t + 4].copy_from_slice(&40000u16.to_be_bytes());
+        f[t + 4..t + 8].copy_from_slice(&seq.to_be_bytes());
+        f[t + 12] = 5 << 4;
+        f[t + 13] = flags;
+        f.extend_from_slice(data);
+        f
+    }
+
+    #[test]
+    fn an_ipv6_gso_packet_is_cut_with_its_own_lengths_sequence_numbers_and_checksums() {
+        let data: Vec<u8> = (0..5000u32).map(|i| (i * 7) as u8).collect();
+        let psh_fin = tcp_flag::PSH | tcp_flag::FIN | tcp_flag::ACK;
+        let segs = segment(&seg6(6, 1_000, &data, psh_fin), 1440).unwrap();
+        assert_eq!(segs.len(), 4);
+        let mut got = Vec::new();
+        for (i, s) in segs.iter().enumerate() {
+            let len = usize::from(u16::from_be_bytes([s[ETH + 4], s[ETH + 5]]));
+            assert_eq!(len + ETH + IPV6, s.len(), "segment {i}: payload length");
+            assert_eq!(verify_l4_checksum(s), Some(true), "segment {i}: checksum");
+            let t = ETH + IPV6;
+            let seq = u32::from_be_bytes([s[t + 4], s[t + 5], s[t + 6], s[t + 7]]);
+            assert_eq!(seq, 1_000 + 1440 * i as u32);
+            let last = i == 3;
+            assert_eq!(s[t + 13] & (tcp_flag::PSH | tcp_flag::FIN) != 0, last);
+            got.extend_from_slice(&s[t + 20..]);
+        }
+        assert_eq!(got, data);
+        // an extension header first, or not TCP: not cut (the caller drops it)
+        assert_eq!(segment(&seg6(0, 1, &data, 0x10), 1440), None);
+        assert_eq!(segment(&seg6(17, 1, &data, 0x10), 1440), None);
+        let mut arp = seg6(6, 1, &data, 0x10);
+        arp[12..14].copy_from_slice(&[8, 6]);
+        assert_eq!(segment(&arp, 1440), None);
     }
 }

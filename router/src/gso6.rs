@@ -5,8 +5,9 @@
 //! gets the IPv6 header and every extension header, the TCP header (options
 //! included), `mss` payload bytes (the last gets the rest), its own payload length,
 //! the sequence number advanced by the bytes before it, FIN and PSH only on the last
-//! segment, CWR only on the first, and a full TCP checksum. The links' GSO is typed
-//! TCPv4 (netfront's transmit side says so), so an IPv6 GSO packet always leaves cut.
+//! segment, CWR only on the first, and a full TCP checksum. A packet leaves cut
+//! only when its output link does not take TCPv6 GSO (`feature-gso-tcpv6`) or
+//! complete checksums; otherwise it leaves whole (`forward::v6`).
 
 use crate::checksum;
 use crate::exthdr::Upper;

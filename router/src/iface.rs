@@ -28,8 +28,10 @@ pub struct IfConfig {
     pub mac: EthernetAddress,
     /// IP MTU of the link (1500 for Ethernet).
     pub mtu: u16,
-    /// The link takes TCP GSO frames (netback's `feature-gso-tcpv4`).
+    /// The link takes TCP/IPv4 GSO frames (netback's `feature-gso-tcpv4`).
     pub has_tx_gso: bool,
+    /// The link takes TCP/IPv6 GSO frames (netback's `feature-gso-tcpv6`).
+    pub has_tx_gso6: bool,
     /// The link completes partial checksums (netfront `csum_blank` on TX, the default
     /// unless `feature-no-csum-offload`); if not, the router completes them in software.
     pub has_tx_csum_offload: bool,

@@ -325,6 +325,7 @@ pub fn ifconfig(name: &str, mac: [u8; 6], mtu: u16) -> crate::iface::IfConfig {
         mac: smoltcp::wire::EthernetAddress(mac),
         mtu,
         has_tx_gso: false,
+        has_tx_gso6: false,
         has_tx_csum_offload: true,
         is_mss_clamped: false,
     }

@@ -494,7 +494,7 @@ fn extra_info_slots_are_consumed_and_answered_null() {
     let (mut nb, mut c) = connected(&x);
     let f = frame(600, 3);
     let mut s = c.frame_slots(&f, 0, 10, netif::NETTXF_EXTRA_INFO);
-    s.insert(1, netif::encode_gso_extra(1448));
+    s.insert(1, netif::encode_gso_extra(1448, netif::GSO_TYPE_TCPV4));
     c.push_tx(&s);
     c.send(&frame(70, 9), 11);
     nb.poll();
@@ -516,7 +516,7 @@ fn extra_info_slots_are_consumed_and_answered_null() {
     assert_eq!(nb.stats().rx_gso, 1);
     // a chain of two extras (MORE flag), the second of another valid type
     let mut s = c.frame_slots(&frame(80, 1), 0, 12, netif::NETTXF_EXTRA_INFO);
-    let mut e1 = netif::encode_gso_extra(1000);
+    let mut e1 = netif::encode_gso_extra(1000, netif::GSO_TYPE_TCPV4);
     e1[1] = netif::EXTRA_FLAG_MORE;
     let mut e2 = [0u8; 12];
     e2[0] = 2; // multicast add: ignored
@@ -1273,7 +1273,10 @@ fn a_frontend_writing_garbage_never_panics_the_backend_nor_grows_it() {
                     };
                     entries.push(req.encode());
                     if i == 0 && extra {
-                        let mut e = netif::encode_gso_extra(rng.below(3) as u16 * 700);
+                        let mut e = netif::encode_gso_extra(
+                            rng.below(3) as u16 * 700,
+                            netif::GSO_TYPE_TCPV4,
+                        );
                         let kinds = if rng.below(50) == 0 { 9 } else { 5 };
                         e[0] = 1 + rng.below(kinds) as u8;
                         entries.push(e);
@@ -1409,7 +1412,7 @@ impl<'a> LinuxFront<'a> {
             assert!(self.pending.insert(id, ()).is_none());
             e[8..10].copy_from_slice(&id.to_le_bytes());
         }
-        s.insert(1, netif::encode_gso_extra(mss));
+        s.insert(1, netif::encode_gso_extra(mss, netif::GSO_TYPE_TCPV4));
         let old = self.c.tx_prod;
         self.c.push_tx(&s);
         let new = self.c.tx_prod;

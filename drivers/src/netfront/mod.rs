@@ -13,8 +13,9 @@
 //! `feature-rx-notify` = 1, `feature-sg` = 1, and go Connected when the backend is;
 //! the MAC comes from the frontend's `mac` key and the MTU from the backend's `mtu`
 //! key (libxl's `vif = [ "...,mtu=9000" ]`; 1500 when absent or malformed, and at
-//! most 1500 without scatter-gather, as Linux's netfront does). TCPv4 GSO packets are
-//! sent when the backend offers `feature-gso-tcpv4` (and scatter-gather); with
+//! most 1500 without scatter-gather, as Linux's netfront does). TCPv4 and TCPv6 GSO
+//! packets are sent when the backend offers `feature-gso-tcpv4`/`feature-gso-tcpv6`
+//! (and scatter-gather), the extra slot typed by the frame's EtherType; with
 //! scatter-gather the frontend also writes `feature-gso-tcpv4`/`feature-gso-tcpv6`,
 //! so TCP packets of up to 64 KiB arrive whole: a first data slot flagged
 //! `NETRXF_extra_info`, a GSO extra-info slot (written over a response), then the
@@ -266,5 +267,10 @@ impl<P: XenPlatform> Netfront<P> {
     /// Whether the backend takes TCPv4 GSO packets ([`Netfront::send_gso`]).
     pub fn has_gso_tcpv4(&self) -> bool {
         self.link.gso
+    }
+
+    /// Whether the backend takes TCPv6 GSO packets ([`Netfront::send_gso`]).
+    pub fn has_gso_tcpv6(&self) -> bool {
+        self.link.gso6
     }
 }

@@ -272,6 +272,26 @@ fn gso_packet(f: &Fake, prod: &mut u32, payload: &[u8], extra: Option<(u8, u16, 
 }
 
 #[test]
+fn a_small_packet_flagged_gso_gives_back_the_room_taken_for_64k() {
+    let f = Fake::vif();
+    let mut n = Netfront::connect_with(&f, 0, 1).unwrap();
+    let mut prod = 0;
+    for _ in 0..20 {
+        let x = netif::NETRXF_EXTRA_INFO | netif::NETRXF_MORE_DATA;
+        data_slot(&f, &mut prod, &[1; 100], x);
+        extra_slot(&f, &mut prod, netif::EXTRA_TYPE_GSO, false, 1448, 1);
+        data_slot(&f, &mut prod, &[2; 100], 0);
+    }
+    let mut got = 0;
+    while let Some(frame) = n.recv() {
+        assert_eq!(frame.len(), 200);
+        assert!(frame.capacity() <= 400, "{} held", frame.capacity());
+        got += 1;
+    }
+    assert_eq!((got, n.received_bytes), (20, 0));
+}
+
+#[test]
 fn gso_packets_arrive_whole_and_their_buffers_return() {
     let f = Fake::vif();
     let mut n = Netfront::connect_with(&f, 0, 1).unwrap();
@@ -292,8 +312,8 @@ fn gso_packets_arrive_whole_and_their_buffers_return() {
         let (frame, csum, gso) = n.recv_meta().unwrap();
         assert!(frame == payload, "round {round}: packet reassembled");
         assert!(
-            frame.capacity() <= 2 * frame.len(),
-            "room for 64 KiB taken at the first slot is given back: {} for {}",
+            frame.capacity() <= 8 * frame.len(),
+            "a frame holds at most 8 times its length: {} for {}",
             frame.capacity(),
             frame.len()
         );
@@ -506,17 +526,45 @@ fn tx_slots_are_reused_after_responses() {
 
 #[test]
 fn gso_packet_carries_an_extra_info_slot() {
-    let f = Fake::vif();
-    let mut n = Netfront::connect(&f, 0).unwrap();
-    assert!(!n.has_gso_tcpv4(), "not offered by this backend");
-    assert_eq!(n.send_gso(&[0; 9000], 1448), Err(NetError::BadFrame));
-    let f = Fake::vif();
-    f.xs.borrow_mut()
-        .insert(format!("{BE}/feature-gso-tcpv4"), "1".into());
-    let mut n = Netfront::connect(&f, 0).unwrap();
-    assert!(n.has_gso_tcpv4());
+    let v4 = tcp4(40000, 80, 0, 9000 - 54);
+    let v6 = ipv6(
+        [1; 16],
+        [2; 16],
+        IPPROTO_TCP,
+        64,
+        &tcp(40000, 80, 0, 0x18, 9000 - 74),
+    );
+    let mut not_ip = v4.clone();
+    not_ip[12..14].copy_from_slice(&[0x08, 0x06]);
+    // (frame, the feature it needs, the extra's gso.type)
+    for (frame, feature, kind) in [(&v4, "tcpv4", 1u8), (&v6, "tcpv6", 2)] {
+        let other = if feature == "tcpv4" { "tcpv6" } else { "tcpv4" };
+        let f = Fake::vif();
+        f.xs.borrow_mut()
+            .insert(format!("{BE}/feature-gso-{other}"), "1".into());
+        let mut n = Netfront::connect(&f, 0).unwrap();
+        assert_eq!(
+            n.send_gso(frame, 1448),
+            Err(NetError::BadFrame),
+            "{feature} not offered by this backend"
+        );
+        let f = Fake::vif();
+        f.xs.borrow_mut()
+            .insert(format!("{BE}/feature-gso-{feature}"), "1".into());
+        let mut n = Netfront::connect(&f, 0).unwrap();
+        assert_eq!(
+            (n.has_gso_tcpv4(), n.has_gso_tcpv6()),
+            (kind == 1, kind == 2)
+        );
+        assert_eq!(n.send_gso(&not_ip, 1448), Err(NetError::BadFrame), "ARP");
+        sends_one_gso_packet(&f, &mut n, frame, kind);
+    }
+}
+
+/// Sends `frame` (9,000 bytes) as GSO and checks its four slots and responses.
+fn sends_one_gso_packet(f: &Fake, n: &mut Netfront<&Fake>, frame: &[u8], kind: u8) {
     let free = n.tx_free_slots();
-    n.send_gso(&[5; 9000], 1448).unwrap();
+    n.send_gso(frame, 1448).unwrap();
     assert_eq!(
         n.tx_free_slots(),
         free - 4,
@@ -535,9 +583,9 @@ fn gso_packet_carries_an_extra_info_slot() {
             | netif::NETTXF_MORE_DATA
     );
     assert_eq!(u16::from_le_bytes([e[10], e[11]]), 9000);
-    // netif_extra_info: type GSO (1), flags 0, gso.size, gso.type TCPv4 (1)
+    // netif_extra_info: type GSO (1), flags 0, gso.size, gso.type TCPv4 (1)/v6 (2)
     ring.read_bytes(64 + 12, &mut e);
-    assert_eq!(&e[..6], &[1, 0, 0xa8, 0x05, 1, 0]);
+    assert_eq!(&e[..6], &[1, 0, 0xa8, 0x05, kind, 0]);
     // responses: the first data slot, NULL for the extra slot, the other two
     let mut d = [0u8; 12];
     let mut ids = Vec::new();

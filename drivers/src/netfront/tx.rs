@@ -22,12 +22,12 @@ impl Queue {
 
     /// Queues one packet (already checked: 1..=65535 bytes, one page unless
     /// scatter-gather is on) in `chunks.len()` slots, plus a GSO extra-info slot
-    /// when `gso` is set.
+    /// when `gso` (segment size, `GSO_TYPE_*`) is set.
     pub(super) fn send<P: XenPlatform>(
         &mut self,
         p: &P,
         frame: &[u8],
-        gso: Option<u16>,
+        gso: Option<(u16, u8)>,
         csum_blank: bool,
         stats: &mut LinkStats,
         xs: &mut NetfrontStats,
@@ -74,10 +74,10 @@ impl Queue {
             if let Err(e) = self.tx.push_request(&req.encode()) {
                 return Err(QueueError::Broken(format!("tx ring: {e}")));
             }
-            if let (0, Some(mss)) = (i, gso) {
+            if let (0, Some((mss, kind))) = (i, gso) {
                 // The extra-info slot follows the first request; its response is
                 // NETIF_RSP_NULL.
-                if let Err(e) = self.tx.push_request(&netif::encode_gso_extra(mss)) {
+                if let Err(e) = self.tx.push_request(&netif::encode_gso_extra(mss, kind)) {
                     return Err(QueueError::Broken(format!("tx ring: {e}")));
                 }
             }
@@ -176,20 +176,26 @@ impl<P: XenPlatform> Netfront<P> {
         self.send_frame(frame, None, true)
     }
 
-    /// Sends a TCPv4 frame larger than the MTU for the backend to cut into `mss`-byte
-    /// segments (GSO). The frame's TCP checksum field must hold the pseudo-header
-    /// sum (the backend completes it: `NETTXF_csum_blank`).
+    /// Sends a TCP frame larger than the MTU for the backend to cut into `mss`-byte
+    /// segments (GSO), typed TCPv4 or TCPv6 by its EtherType (each needs the
+    /// backend's `feature-gso-tcpv4`/`-tcpv6`). The frame's TCP checksum field must
+    /// hold the pseudo-header sum (the backend completes it: `NETTXF_csum_blank`).
     pub fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), NetError> {
-        if !self.link.gso || mss == 0 {
+        let kind = netif::gso_type_of(frame).ok_or(NetError::BadFrame)?;
+        let offered = match kind {
+            netif::GSO_TYPE_TCPV6 => self.link.gso6,
+            _ => self.link.gso,
+        };
+        if !offered || mss == 0 {
             return Err(NetError::BadFrame);
         }
-        self.send_frame(frame, Some(mss), true)
+        self.send_frame(frame, Some((mss, kind)), true)
     }
 
     fn send_frame(
         &mut self,
         frame: &[u8],
-        gso: Option<u16>,
+        gso: Option<(u16, u8)>,
         csum_blank: bool,
     ) -> Result<(), NetError> {
         if let Some(w) = &self.broken {

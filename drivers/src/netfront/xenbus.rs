@@ -61,6 +61,8 @@ pub(super) struct Link {
     pub(super) queues: Vec<Queue>,
     pub(super) sg: bool,
     pub(super) gso: bool,
+    /// The backend takes TCPv6 GSO packets (`feature-gso-tcpv6`).
+    pub(super) gso6: bool,
     pub(super) mtu: usize,
 }
 
@@ -94,6 +96,7 @@ pub(super) fn connect<P: XenPlatform>(p: &P, id: u32, max_queues: usize) -> Resu
     // TCP segmentation offload on transmit: the backend splits large TCPv4
     // packets (needs scatter-gather to carry them).
     let gso = sg && flag("feature-gso-tcpv4");
+    let gso6 = sg && flag("feature-gso-tcpv6");
     let mtu = mtu_from_backend(p.xs_read(&format!("{backend}/mtu")).ok().as_deref(), sg);
     let max = p.xs_read(&format!("{backend}/multi-queue-max-queues")).ok();
     let n = queue_count(max_queues, max.as_deref());
@@ -158,6 +161,7 @@ pub(super) fn connect<P: XenPlatform>(p: &P, id: u32, max_queues: usize) -> Resu
         queues,
         sg,
         gso,
+        gso6,
         mtu,
     })
 }

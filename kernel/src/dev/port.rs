@@ -93,6 +93,9 @@ impl Link for Port {
     fn gso_tcpv4(&self) -> bool {
         each!(self, l => Link::gso_tcpv4(l))
     }
+    fn gso_tcpv6(&self) -> bool {
+        each!(self, l => Link::gso_tcpv6(l))
+    }
     fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), String> {
         each!(self, l => Link::send_gso(l, frame, mss))
     }

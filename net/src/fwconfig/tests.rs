@@ -199,6 +199,7 @@ impl Box4 {
             mac: smoltcp::wire::EthernetAddress(mac),
             mtu: 1500,
             has_tx_gso: false,
+            has_tx_gso6: false,
             has_tx_csum_offload: false,
             is_mss_clamped: false,
         };

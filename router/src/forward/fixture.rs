@@ -20,6 +20,7 @@ pub(super) const DMZ_MAC: [u8; 6] = [0x52, 0x54, 0, 0xdd, 0, 0x50];
 pub(super) fn ifcfg(name: &str, mac: [u8; 6], mtu: u16, gso: bool, clamp: bool) -> IfConfig {
     IfConfig {
         has_tx_gso: gso,
+        has_tx_gso6: gso,
         is_mss_clamped: clamp,
         ..crate::testutil::ifconfig(name, mac, mtu)
     }

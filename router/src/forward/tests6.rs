@@ -26,10 +26,15 @@ fn a(s: &str) -> Ipv6Addr {
 
 /// The interfaces with IPv4 only (what every deployment has today).
 fn setup4() -> Router {
+    setup4_gso(false)
+}
+
+/// [`setup4`], the WAN link taking GSO packets (TCPv4 and TCPv6) if `wan_gso`.
+fn setup4_gso(wan_gso: bool) -> Router {
     let mut r = Router::new(RouterConfig::default());
     r.add_interface(ifcfg("eth0", MAC0, 1500, false, false))
         .unwrap();
-    r.add_interface(ifcfg("eth1", MAC1, 1500, false, false))
+    r.add_interface(ifcfg("eth1", MAC1, 1500, wan_gso, false))
         .unwrap();
     r.add_interface(ifcfg("eth2", MAC2, 1280, false, false))
         .unwrap();
@@ -39,7 +44,11 @@ fn setup4() -> Router {
 }
 
 fn setup() -> Router {
-    let mut r = setup4();
+    setup_gso(false)
+}
+
+fn setup_gso(wan_gso: bool) -> Router {
+    let mut r = setup4_gso(wan_gso);
     let net = |s: &str, p| Ipv6Net::new(a(s), p).unwrap();
     r.add_address6(LAN, net("2001:db8:1::1", 64)).unwrap();
     r.add_address6(WAN, net("2001:db8:ff::2", 64)).unwrap();
@@ -637,6 +646,37 @@ fn an_ipv6_gso_packet_leaves_cut_to_the_mtu_or_gets_packet_too_big() {
     assert_eq!(
         (sent[0].2, &sent[0].4[44..48]),
         (2, &1280u32.to_be_bytes()[..])
+    );
+}
+
+#[test]
+fn an_ipv6_gso_packet_leaves_whole_to_a_link_that_takes_tcpv6_gso() {
+    let mut r = setup_gso(true);
+    learn_all(&mut r);
+    let payload: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
+    let seg = tcp6(HOST, NET, 40000, 443, 1, ACK | PSH, &[], &payload);
+    let frame = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 6, 64, &seg));
+    let mut f = frame.clone();
+    let rx = RxMeta {
+        csum_partial: true,
+        gso_size: Some(1440),
+    };
+    let mut o = Recorder::default();
+    assert_eq!(
+        r.input(LAN, &mut f, rx, 0, &mut NoHook, &mut o),
+        Disposition::Forwarded
+    );
+    assert_eq!(o.sent.len(), 1, "not cut");
+    let (ifc, s, tx) = &o.sent[0];
+    let h = crate::ipv6::parse(&s[14..]).unwrap();
+    assert_eq!((*ifc, &s[0..6], h.hop_limit), (WAN, &GW_MAC[..], 63));
+    let whole = TxMeta {
+        csum_partial: true,
+        gso_size: Some(1440),
+    };
+    assert_eq!(
+        (*tx, s.len(), &s[14 + 60..]),
+        (whole, frame.len(), &payload[..])
     );
 }
 

@@ -217,6 +217,9 @@ impl Router {
             .max(ipv6::MIN_MTU);
         let out_mac = out_iface.mac().0;
         let has_csum = out_iface.config().has_tx_csum_offload;
+        // a GSO packet (its checksum partial) leaves whole to a link that cuts
+        // TCPv6 and completes checksums itself (Linux's `skb_gso_ok`)
+        let whole_gso = out_iface.config().has_tx_gso6 && has_csum;
         if h.hop_limit <= 1 {
             self.send_icmp6(Icmpv6Error::HopLimitExceeded, ifc, ip, now, out);
             return Err(DropReason::TtlExpired);
@@ -259,12 +262,26 @@ impl Router {
         // 8. the next hop (unknown: the packet waits for it, unless a GSO one)
         let next_hop = route.gateway.unwrap_or(h.dst);
         let out_ifc = route.ifc;
-        if let Some(g) = rx.gso_size {
+        if let (Some(g), true) = (rx.gso_size, whole_gso) {
             let mac = self
                 .resolve6(out_ifc, next_hop, now, out, None)?
                 .ok_or(DropReason::NoNeighbour)?;
             fill_eth(frame, mac, out_mac);
-            // the links' GSO is TCPv4: cut here, each segment with a full checksum
+            let tx = TxMeta {
+                csum_partial: true,
+                gso_size: Some(g),
+            };
+            if out.send(out_ifc, frame, tx).is_err() {
+                self.stats.tx_full(out_ifc);
+                return Err(DropReason::TxFull);
+            }
+            self.stats.tx(out_ifc, h.total_len);
+        } else if let Some(g) = rx.gso_size {
+            let mac = self
+                .resolve6(out_ifc, next_hop, now, out, None)?
+                .ok_or(DropReason::NoNeighbour)?;
+            fill_eth(frame, mac, out_mac);
+            // the link cannot take it whole: cut here, each segment with a full checksum
             let Router { scratch, stats, .. } = self;
             gso6::segment6(frame, &upper, g, scratch, |seg| {
                 let len = seg.len().saturating_sub(ETH_LEN);
