@@ -248,7 +248,7 @@ impl<L: Link> Routed<L> {
         self.sent.push_back(t);
     }
 
-    fn queue_local(&mut self, frame: Vec<u8>, csum: RxChecksum) {
+    fn queue_local(&mut self, mut frame: Vec<u8>, csum: RxChecksum) {
         if self.keep_solicitations && solicit::is_solicitation(&frame) {
             // smoltcp has no use for it: the advertisement service's
             if self.solicitations.len() < SOLICITATIONS {
@@ -259,6 +259,11 @@ impl<L: Link> Routed<L> {
             return;
         }
         if self.keep_dhcpv6 && dhcp6d::message::is_to_server(&frame) {
+            if csum == RxChecksum::Blank {
+                // the DHCPv6 server checks UDP checksums; a backend that offloads
+                // IPv6 checksums (`feature-ipv6-csum-offload`) may leave it partial
+                crate::tso::fill_l4_checksum(&mut frame);
+            }
             // smoltcp does not take ff02::1:2: the DHCPv6 server's
             if self.dhcpv6.len() < DHCPV6_FRAMES {
                 self.dhcpv6.push_back(frame);
@@ -1342,6 +1347,15 @@ mod tests {
             n += 1;
         }
         assert_eq!(n, DHCPV6_FRAMES);
+        // a partial checksum (IPv6 offload) is completed for the server
+        let mut partial = f.clone();
+        partial[14 + 4..14 + 6].copy_from_slice(&12u16.to_be_bytes());
+        partial[14 + 40 + 4..14 + 40 + 6].copy_from_slice(&12u16.to_be_bytes());
+        partial[14 + 40 + 6..14 + 40 + 8].copy_from_slice(&[0xab, 0xcd]);
+        assert_eq!(crate::tso::verify_l4_checksum(&partial), Some(false));
+        r.queue_local(partial, RxChecksum::Blank);
+        let got = r.take_dhcpv6().unwrap();
+        assert_eq!(crate::tso::verify_l4_checksum(&got), Some(true));
         r.queue_local(f.clone(), RxChecksum::Unknown);
         r.keep_dhcpv6(false);
         assert_eq!(r.take_dhcpv6(), None, "dropped when no longer wanted");

@@ -87,6 +87,11 @@ pub fn ethertype(f: &[u8]) -> Option<EthernetProtocol> {
     EthernetFrame::new_checked(f).ok().map(|e| e.ethertype())
 }
 
+/// Whether `f` carries IPv6 (by its EtherType).
+pub fn is_ipv6(f: &[u8]) -> bool {
+    f.get(12..14) == Some(&[0x86, 0xdd][..])
+}
+
 /// The IPv4 header of a frame at least [`ETH`] + [`IPV4`] bytes long.
 pub fn ipv4(f: &[u8]) -> Ipv4Packet<&[u8]> {
     Ipv4Packet::new_unchecked(&f[ETH..])

@@ -29,6 +29,7 @@
 //! a source its `ip` key does not list ([`Link::guard`] shows the filter).
 
 use crate::link::{Link, LinkStats, RxChecksum};
+use crate::{headers, tso};
 use alloc::string::String;
 use alloc::vec::Vec;
 use xenlet_drivers::netback::{Netback, NetbackError, TO_CLIENT_MAX};
@@ -56,6 +57,9 @@ impl<P: XenBackend> Link for Netback<P> {
         self.client_takes_csum_blank()
     }
     fn send_csum_blank(&mut self, frame: &[u8]) -> Result<(), String> {
+        if headers::is_ipv6(frame) && !self.client_takes_ipv6_csum_blank() {
+            return self.send(&tso::with_l4_checksum(frame)).map_err(text);
+        }
         self.send_with(frame, RxChecksum::Blank).map_err(text)
     }
     fn can_send(&mut self) -> bool {

@@ -10,6 +10,7 @@
 //! checked it) and `NETRXF_csum_blank` (never computed, the pseudo-header sum only).
 
 use crate::link::{Link, LinkStats, QueueStats, RxChecksum};
+use crate::{headers, tso};
 use alloc::string::String;
 use alloc::vec::Vec;
 use xenlet_drivers::netfront::{NetError, Netfront};
@@ -36,6 +37,9 @@ impl<P: XenPlatform> Link for Netfront<P> {
         true
     }
     fn send_csum_blank(&mut self, frame: &[u8]) -> Result<(), String> {
+        if headers::is_ipv6(frame) && !self.has_ipv6_csum_offload() {
+            return Netfront::send(self, &tso::with_l4_checksum(frame)).map_err(text);
+        }
         Netfront::send_csum_blank(self, frame).map_err(text)
     }
     fn can_send(&mut self) -> bool {

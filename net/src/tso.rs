@@ -215,6 +215,14 @@ pub fn fill_l4_checksum(f: &mut [u8]) {
     f[at..at + 2].copy_from_slice(&sum.to_be_bytes());
 }
 
+/// A copy of `f` with its TCP/UDP checksum completed (from the pseudo-header sum a
+/// partial one holds), for a link that does not take it partial.
+pub fn with_l4_checksum(f: &[u8]) -> Vec<u8> {
+    let mut f = f.to_vec();
+    fill_l4_checksum(&mut f);
+    f
+}
+
 /// Whether `frame` is TCP over IPv4 or IPv6.
 fn is_tcp(f: &[u8]) -> bool {
     match ethertype(f) {
@@ -1055,6 +1063,21 @@ mod tests {
         f[t + 13] = flags;
         f.extend_from_slice(data);
         f
+    }
+
+    #[test]
+    fn a_partial_checksum_is_completed_for_ipv6_and_ipv4() {
+        let data = [7u8; 333];
+        for mut f in [seg6(6, 9, &data, 0x18), seg(9, &data, 0x18)] {
+            let (l4, at) = if headers::is_ipv6(&f) {
+                (ETH + IPV6, 16)
+            } else {
+                (ETH + IP, 16)
+            };
+            f[l4 + at..l4 + at + 2].copy_from_slice(&[0x12, 0x34]); // a pseudo-header sum, say
+            assert_eq!(verify_l4_checksum(&f), Some(false));
+            assert_eq!(verify_l4_checksum(&with_l4_checksum(&f)), Some(true));
+        }
     }
 
     #[test]

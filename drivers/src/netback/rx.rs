@@ -45,6 +45,14 @@ impl<P: XenBackend> Netback<P> {
         self.conn.as_ref().is_some_and(|c| c.fe_csum_blank)
     }
 
+    /// Whether the client takes IPv6 frames with a partial checksum too: it wrote
+    /// `feature-ipv6-csum-offload`.
+    pub fn client_takes_ipv6_csum_blank(&self) -> bool {
+        self.conn
+            .as_ref()
+            .is_some_and(|c| c.fe_csum_blank && c.fe_ipv6_csum_blank)
+    }
+
     /// Queues a frame for the client (checksums complete, or at least not vouched
     /// for: it checks them). Copied at the next [`Netback::poll`].
     pub fn send(&mut self, frame: &[u8]) -> Result<(), NetbackError> {

@@ -1098,6 +1098,14 @@ fn our_netfront_and_netback_pass_frames_both_ways() {
     assert_eq!(x.key("device/vif/0/request-rx-copy").as_deref(), Some("1"));
     assert_eq!(nb.poll_xenbus(), Ok(BackState::Connected));
     assert_eq!(x.live_mappings(), 2);
+    assert!(
+        nb.client_takes_ipv6_csum_blank(),
+        "our netfront wrote feature-ipv6-csum-offload"
+    );
+    assert!(
+        !nf.has_gso_tcpv6() && !nf.has_ipv6_csum_offload(),
+        "neither offered by this backend"
+    );
     // client to us: a small frame, a full one and one of three slots (sg)
     let frames = [frame(60, 1), frame(1514, 2), frame(9000, 3)];
     for f in &frames {

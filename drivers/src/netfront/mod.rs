@@ -36,8 +36,11 @@
 //! Checksums: receive checksum offload is on (the default of netif.h): a packet the
 //! backend marks `NETRXF_csum_blank` comes with its TCP/UDP checksum left as the
 //! pseudo-header sum, one marked `NETRXF_data_validated` was checked by it, and the
-//! caller checks the others ([`Netfront::recv_flagged`], [`RxChecksum`]); packets
-//! sent carry full checksums, except GSO packets (`NETTXF_csum_blank`). Every response is checked (id in range and in flight,
+//! caller checks the others ([`Netfront::recv_flagged`], [`RxChecksum`]); for IPv6
+//! too (`feature-ipv6-csum-offload` written). Packets sent carry full checksums,
+//! except GSO packets and what is sent with [`Netfront::send_csum_blank`]
+//! (`NETTXF_csum_blank`; IPv6 only to a backend that offers
+//! `feature-ipv6-csum-offload`, [`Netfront::has_ipv6_csum_offload`]). Every response is checked (id in range and in flight,
 //! data inside the page, status); a bad one marks the vif broken.
 //!
 //! The rings, the event channel and the buffers make up a queue; the received
@@ -272,5 +275,12 @@ impl<P: XenPlatform> Netfront<P> {
     /// Whether the backend takes TCPv6 GSO packets ([`Netfront::send_gso`]).
     pub fn has_gso_tcpv6(&self) -> bool {
         self.link.gso6
+    }
+
+    /// Whether the backend completes partial checksums of IPv6 packets
+    /// (`feature-ipv6-csum-offload`): without it an IPv6 frame must leave with its
+    /// checksum whole.
+    pub fn has_ipv6_csum_offload(&self) -> bool {
+        self.link.ipv6_csum
     }
 }

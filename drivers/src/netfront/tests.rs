@@ -303,6 +303,11 @@ fn gso_packets_arrive_whole_and_their_buffers_return() {
         f.key("device/vif/0/feature-gso-tcpv6").as_deref(),
         Some("1")
     );
+    assert_eq!(
+        f.key("device/vif/0/feature-ipv6-csum-offload").as_deref(),
+        Some("1"),
+        "without it Linux's netback sends no TCPv6 GSO"
+    );
     let payload: Vec<u8> = (0..9000u32).map(|i| (i % 253) as u8).collect();
     let mut prod = 0;
     // more packets than the ring has slots: every buffer, the extra slots'
@@ -536,21 +541,30 @@ fn gso_packet_carries_an_extra_info_slot() {
     );
     let mut not_ip = v4.clone();
     not_ip[12..14].copy_from_slice(&[0x08, 0x06]);
-    // (frame, the feature it needs, the extra's gso.type)
-    for (frame, feature, kind) in [(&v4, "tcpv4", 1u8), (&v6, "tcpv6", 2)] {
-        let other = if feature == "tcpv4" { "tcpv6" } else { "tcpv4" };
+    // (frame, the features it needs, the extra's gso.type)
+    let ipv6_csum = "feature-ipv6-csum-offload";
+    let v4_needs = ["feature-gso-tcpv4"];
+    let v6_needs = ["feature-gso-tcpv6", ipv6_csum];
+    for (frame, needs, kind) in [(&v4, &v4_needs[..], 1u8), (&v6, &v6_needs[..], 2)] {
+        // every feature but one: not sent
+        for missing in needs {
+            let f = Fake::vif();
+            for k in ["feature-gso-tcpv4", "feature-gso-tcpv6", ipv6_csum] {
+                if k != *missing {
+                    f.xs.borrow_mut().insert(format!("{BE}/{k}"), "1".into());
+                }
+            }
+            let mut n = Netfront::connect(&f, 0).unwrap();
+            assert_eq!(
+                n.send_gso(frame, 1448),
+                Err(NetError::BadFrame),
+                "{missing} not offered by this backend"
+            );
+        }
         let f = Fake::vif();
-        f.xs.borrow_mut()
-            .insert(format!("{BE}/feature-gso-{other}"), "1".into());
-        let mut n = Netfront::connect(&f, 0).unwrap();
-        assert_eq!(
-            n.send_gso(frame, 1448),
-            Err(NetError::BadFrame),
-            "{feature} not offered by this backend"
-        );
-        let f = Fake::vif();
-        f.xs.borrow_mut()
-            .insert(format!("{BE}/feature-gso-{feature}"), "1".into());
+        for k in needs {
+            f.xs.borrow_mut().insert(format!("{BE}/{k}"), "1".into());
+        }
         let mut n = Netfront::connect(&f, 0).unwrap();
         assert_eq!(
             (n.has_gso_tcpv4(), n.has_gso_tcpv6()),

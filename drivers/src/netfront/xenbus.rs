@@ -63,6 +63,9 @@ pub(super) struct Link {
     pub(super) gso: bool,
     /// The backend takes TCPv6 GSO packets (`feature-gso-tcpv6`).
     pub(super) gso6: bool,
+    /// The backend completes partial checksums of IPv6 packets
+    /// (`feature-ipv6-csum-offload`; IPv4's are the default).
+    pub(super) ipv6_csum: bool,
     pub(super) mtu: usize,
 }
 
@@ -96,7 +99,10 @@ pub(super) fn connect<P: XenPlatform>(p: &P, id: u32, max_queues: usize) -> Resu
     // TCP segmentation offload on transmit: the backend splits large TCPv4
     // packets (needs scatter-gather to carry them).
     let gso = sg && flag("feature-gso-tcpv4");
-    let gso6 = sg && flag("feature-gso-tcpv6");
+    // TCPv6 GSO packets carry a partial checksum: both are needed (Linux's
+    // `netdev_fix_features` drops TSO6 without IPv6 checksum offload)
+    let ipv6_csum = flag("feature-ipv6-csum-offload");
+    let gso6 = sg && ipv6_csum && flag("feature-gso-tcpv6");
     let mtu = mtu_from_backend(p.xs_read(&format!("{backend}/mtu")).ok().as_deref(), sg);
     let max = p.xs_read(&format!("{backend}/multi-queue-max-queues")).ok();
     let n = queue_count(max_queues, max.as_deref());
@@ -162,6 +168,7 @@ pub(super) fn connect<P: XenPlatform>(p: &P, id: u32, max_queues: usize) -> Resu
         sg,
         gso,
         gso6,
+        ipv6_csum,
         mtu,
     })
 }
@@ -219,6 +226,9 @@ fn publish_and_connect<P: XenPlatform>(
     let gso_rx = if sg { "1" } else { "0" };
     w("feature-gso-tcpv4", gso_rx)?;
     w("feature-gso-tcpv6", gso_rx)?;
+    // IPv6 TCP/UDP packets may come with a partial checksum too (IPv4's may by
+    // default): without it Linux's netback sends no TCPv6 GSO either.
+    w("feature-ipv6-csum-offload", "1")?;
     w("state", &format!("{}", XenbusState::Connected.number()))?;
     fe.switched(XenbusState::Initialised);
     wait_for_action(p, bstate, fe, Action::Connect, HANDSHAKE_TIMEOUT_NS)

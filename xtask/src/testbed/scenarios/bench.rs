@@ -898,6 +898,11 @@ pub const BENCH_ROUTER_XENLET: Scenario = Scenario {
         cmd("mem", &[r"^heap: "], 30),
         ..XENLET_V6_UP,
         ..BENCH_ROUTER_TRAFFIC6,
+        // the counters again, the IPv6 rows' share in them (GSO received and sent
+        // whole, drops and their reasons, IPv6 flows)
+        cmd("ip -s link show eth0", &[r"^\d+: eth0: "], 30),
+        cmd("ethtool -S eth0", &[], 30),
+        cmd("conntrack -S", &[], 30),
         last("poweroff"),
     ],
     budget_s: 900,
