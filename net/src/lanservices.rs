@@ -43,7 +43,7 @@
 //! interface's socket set.
 
 use crate::iface::NetIf;
-use crate::lanconfig::ServicesSpec;
+use crate::lanconfig::{PoolSpec, ServicesSpec};
 use crate::link::Link;
 use crate::NetStack;
 use alloc::boxed::Box;
@@ -58,7 +58,7 @@ use smoltcp::iface::SocketHandle;
 use smoltcp::socket::udp;
 use smoltcp::wire::{IpAddress, IpEndpoint};
 use xenlet_router::dhcpd::lease::BoundedText;
-use xenlet_router::dhcpd::{DhcpCounters, DhcpServer, LoadReport, ReplyTo};
+use xenlet_router::dhcpd::{DhcpCounters, DhcpServer, LoadReport, PoolConfig, ReplyTo};
 use xenlet_router::dns::tcp::{TcpCounters, TcpLimits};
 use xenlet_router::dns::{DnsAction, DnsCounters, DnsForwarder, HostTable, Rng};
 
@@ -398,8 +398,11 @@ impl LanServices {
     /// prefix no longer announced with lifetimes 0, an interface whose `ra` is no
     /// longer `server` with a final advertisement; DHCPv6 servers take their new
     /// configuration (leases still in their prefix kept), stop or start; `wan6`'s
-    /// LAN shares follow `ip6assign`. DHCPv4, DNS and `wan6`'s own settings are
-    /// left as they run. What changed, a line each.
+    /// LAN shares follow `ip6assign`. A DHCPv4 pool that changed starts afresh with
+    /// the leases that fit it, as dnsmasq restarted over its lease file
+    /// ([`Self::reload_dhcp4`]); changed DNS settings take a new forwarder (its cache
+    /// emptied, as dnsmasq's restart does). `wan6`'s own settings are left as they
+    /// run. What changed, a line each.
     pub fn reload<L: Link>(
         &mut self,
         spec: &ServicesSpec,
@@ -430,15 +433,154 @@ impl LanServices {
             }
         }
         self.addrs6 = spec.addrs6.clone();
+        said.extend(self.reload_dhcp4(spec, stack, now));
+        said.extend(self.reload_dns(spec, stack));
         said.extend(self.ra.reload(&spec.ra, &mut stack.ifs, now));
         said.extend(self.dhcp6.reload(&spec.dhcp6, &mut stack.ifs, now));
         if let Some(w) = self.wan6.as_mut() {
             said.extend(w.set_lans(&spec.ip6assign, now));
         }
-        if let (Some(d), Some(new)) = (self.dns.as_mut(), spec.dns.as_ref()) {
-            if d.config().lan_addr6 != new.lan_addr6 {
-                d.set_lan_addr6(new.lan_addr6);
+        said
+    }
+
+    /// `reload` of the DHCPv4 servers: a pool whose settings are unchanged runs on;
+    /// a changed one is replaced by a server with the new settings and the leases of
+    /// the old that fit them (through the lease file's text, as dnsmasq restarted
+    /// loads its file: a lease out of the new subnet, or on an address a static host
+    /// now holds, is dropped); a pool gone stops (its socket closed, its leases
+    /// dropped), a new one starts.
+    fn reload_dhcp4<L: Link>(
+        &mut self,
+        spec: &ServicesSpec,
+        stack: &mut NetStack<L>,
+        now: Millis,
+    ) -> Vec<String> {
+        let mut said = Vec::new();
+        let mut ports = Vec::new();
+        for p in core::mem::take(&mut self.dhcp) {
+            let held = p.server.leases(now).count();
+            match spec.pools.iter().find(|q| q.vif == p.vif) {
+                Some(q) if q.pool == *p.server.config() => ports.push(p),
+                Some(q) => {
+                    let text = p.server.lease_file(now, self.epoch_offset_secs);
+                    let mut server = DhcpServer::new(q.pool.clone());
+                    let r = server.load_lease_file(&text, now, self.epoch_offset_secs);
+                    said.push(format!(
+                        "dhcpd: {} now {} ({} leases kept, {} dropped)",
+                        p.vif,
+                        pool_summary(&q.pool),
+                        r.loaded,
+                        held.saturating_sub(r.loaded)
+                    ));
+                    ports.push(DhcpPort { server, ..p });
+                }
+                None => {
+                    if let Some(s) = p.sock {
+                        s.close(&mut stack.ifs);
+                    }
+                    said.push(format!("dhcpd: {} stopped ({held} leases dropped)", p.vif));
+                }
             }
+        }
+        for q in &spec.pools {
+            if ports.iter().any(|p| p.vif == q.vif) {
+                continue;
+            }
+            let sock = stack
+                .by_name(&q.vif)
+                .and_then(|n| Sock::open(n, DHCP_SERVER_PORT, LISTEN_BUFFER));
+            said.push(format!(
+                "dhcpd: {} started, {}",
+                q.vif,
+                pool_summary(&q.pool)
+            ));
+            ports.push(DhcpPort {
+                vif: q.vif.clone(),
+                sock,
+                server: DhcpServer::new(q.pool.clone()),
+            });
+        }
+        self.dhcp = ports;
+        said
+    }
+
+    /// `reload` of the DNS forwarder: its UDP and TCP listeners follow the pools
+    /// (one on each served interface, at the pool's address); settings that changed
+    /// (`domain`, `rebind_protection`, the cache, ...: not the upstreams, which
+    /// follow the files and the leases at every turn) take a new forwarder; DNS
+    /// turned off stops it, turned on starts it.
+    fn reload_dns<L: Link>(&mut self, spec: &ServicesSpec, stack: &mut NetStack<L>) -> Vec<String> {
+        let mut said = Vec::new();
+        let wanted: Vec<&PoolSpec> = if spec.dns.is_some() {
+            spec.pools.iter().collect()
+        } else {
+            Vec::new()
+        };
+        let mut listeners = Vec::new();
+        for l in core::mem::take(&mut self.listeners) {
+            match wanted.iter().find(|q| q.vif == l.vif) {
+                Some(q) => listeners.push(DnsListener {
+                    addr: q.pool.server,
+                    netmask: q.pool.netmask,
+                    ..l
+                }),
+                None => {
+                    if let Some(s) = l.sock {
+                        s.close(&mut stack.ifs);
+                    }
+                    if let Some(n) = stack.by_name(&l.vif) {
+                        let instance = n.instance();
+                        self.tcp.stop_on(instance, &mut stack.ifs);
+                    }
+                    said.push(format!("dns: {} no longer served", l.vif));
+                }
+            }
+        }
+        for q in wanted {
+            if listeners.iter().any(|l| l.vif == q.vif) {
+                continue;
+            }
+            let n = stack.by_name(&q.vif);
+            let sock = n.and_then(|n| Sock::open(n, DNS_PORT, LISTEN_BUFFER));
+            if let Some(n) = stack.by_name(&q.vif) {
+                self.tcp.listen_on(n);
+            }
+            listeners.push(DnsListener {
+                vif: q.vif.clone(),
+                sock,
+                addr: q.pool.server,
+                netmask: q.pool.netmask,
+            });
+            said.push(format!("dns: {} served", q.vif));
+        }
+        self.listeners = listeners;
+        self.configured_upstreams = spec.upstreams.clone();
+        self.local_service = spec.local_service;
+        match (self.dns.as_ref(), spec.dns.as_ref()) {
+            (Some(d), Some(new)) => {
+                let mut old = d.config().clone();
+                old.upstreams = new.upstreams.clone();
+                old.lan_addr6 = new.lan_addr6;
+                if old != *new {
+                    let mut cfg = new.clone();
+                    cfg.upstreams = d.config().upstreams.clone();
+                    self.dns = Some(DnsForwarder::new(cfg));
+                    said.push(String::from("dns: new settings (cache emptied)"));
+                } else if d.config().lan_addr6 != new.lan_addr6 {
+                    if let Some(d) = self.dns.as_mut() {
+                        d.set_lan_addr6(new.lan_addr6);
+                    }
+                }
+            }
+            (Some(_), None) => {
+                self.dns = None;
+                said.push(String::from("dns: stopped"));
+            }
+            (None, Some(new)) => {
+                self.dns = Some(DnsForwarder::new(new.clone()));
+                said.push(String::from("dns: started"));
+            }
+            (None, None) => {}
         }
         said
     }
@@ -497,19 +639,8 @@ impl LanServices {
             .dhcp
             .iter()
             .map(|p| {
-                let c = p.server.config();
-                let range = match c.range() {
-                    Some((a, b)) => {
-                        format!("{}-{}", Ipv4Addr::from(a), Ipv4Addr::from(b).octets()[3])
-                    }
-                    None => String::from("no dynamic range"),
-                };
                 let down = if p.sock.is_none() { " (not up)" } else { "" };
-                format!(
-                    "dhcpd: {} {range}, lease {}{down}",
-                    p.vif,
-                    lease_time(c.lease_secs)
-                )
+                format!("dhcpd: {} {}{down}", p.vif, pool_summary(p.server.config()))
             })
             .collect();
         parts.extend(self.ra.summary());
@@ -1096,6 +1227,15 @@ impl LanServices {
 /// declines.
 fn lease_mark(c: &DhcpCounters) -> u64 {
     c.ack.wrapping_add(c.release).wrapping_add(c.decline)
+}
+
+/// A pool as `summary` and `reload` show it: `192.168.1.100-249, lease 12h`.
+fn pool_summary(c: &PoolConfig) -> String {
+    let range = match c.range() {
+        Some((a, b)) => format!("{}-{}", Ipv4Addr::from(a), Ipv4Addr::from(b).octets()[3]),
+        None => String::from("no dynamic range"),
+    };
+    format!("{range}, lease {}", lease_time(c.lease_secs))
 }
 
 /// `12h`, `90m`, `45s`, `2d`, as OpenWrt writes lease times; `infinite` for

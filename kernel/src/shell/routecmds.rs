@@ -153,8 +153,8 @@ pub fn fw(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 /// `reload`: reads `/etc/config/network` and `/etc/config/firewall` again and swaps
 /// the new ruleset in atomically (established flows stay); a bad file changes nothing.
 /// `/etc/config/system`'s time zone is read again too (for time matches), and
-/// `/etc/config/dhcp`'s IPv6 services with the files' IPv6 addresses
-/// ([`xenlet_net::lanservices::LanServices::reload`]).
+/// `/etc/config/dhcp`'s services (DHCPv4 pools, DNS, router advertisements, DHCPv6)
+/// with the files' IPv6 addresses ([`xenlet_net::lanservices::LanServices::reload`]).
 pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     xenlet_shell::no_args(args)?;
     let stack = NET.lock(); // held: the lock order is NET, then GATEWAY
@@ -185,8 +185,8 @@ pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         out,
         "reload: firewall rules replaced (established flows kept; IPv4 address changes need a reboot)"
     )?;
-    // /etc/config/dhcp's IPv6 services (router advertisements, DHCPv6) and the
-    // files' IPv6 addresses (ip6assign); a bad file leaves them as they run
+    // /etc/config/dhcp's services (DHCPv4, DNS, router advertisements, DHCPv6) and
+    // the files' IPv6 addresses (ip6assign); a bad file leaves them as they run
     let mut sv = SERVICES.lock();
     if let Some(sv) = sv.as_mut() {
         match crate::router::services_for_reload(&plan) {

@@ -190,6 +190,18 @@ impl DnsTcp {
         self.listeners.push(l);
     }
 
+    /// Stops listening on port 53 of the interface `vif_instance` (its pool is
+    /// gone); connections already taken run to their end.
+    pub(super) fn stop_on<L: Link>(&mut self, vif_instance: u64, ifs: &mut [NetIf<L>]) {
+        let (gone, kept): (Vec<Listener>, Vec<Listener>) = core::mem::take(&mut self.listeners)
+            .into_iter()
+            .partition(|l| l.vif_instance == vif_instance);
+        self.listeners = kept;
+        for (s, _) in gone.into_iter().flat_map(|l| l.socks) {
+            s.remove(ifs);
+        }
+    }
+
     fn close_later(&mut self, s: TcpSock, now: Millis, ifs: &mut [NetIf<impl Link>]) {
         if self.closing.len() >= MAX_CLOSING && !self.closing.is_empty() {
             let (old, _) = self.closing.remove(0);

@@ -1,7 +1,7 @@
-//! `reload` of the IPv6 services: `/etc/config/dhcp`'s `ra_flags`, `ra_slaac`,
+//! `reload` of the LAN services: `/etc/config/dhcp`'s `ra_flags`, `ra_slaac`,
 //! `dhcpv6` and `ra`, and `/etc/config/network`'s `ip6assign`/`ip6hint`, applied to
 //! the running router (the advertisements the LAN host hears, the DHCPv6 server,
-//! the LAN's addresses).
+//! the LAN's addresses); the DHCPv4 pools and the DNS forwarder's settings.
 
 use super::*;
 use smoltcp::wire::{IpCidr, Ipv6Address, Ipv6Packet};
@@ -237,5 +237,107 @@ fn an_mtu_in_the_files_is_the_routers_at_start_and_after_a_reload() {
             .unwrap()
             .mtu(),
         1400
+    );
+}
+
+#[test]
+fn a_changed_dhcpv4_pool_runs_at_once_with_the_leases_that_fit_it() {
+    let mut n = net("", None);
+    let ip = lease(&mut n);
+    let unchanged = reload(&mut n, DHCP, &wan_static_network());
+    assert!(
+        !unchanged
+            .iter()
+            .any(|l| l.starts_with("dhcpd") || l.starts_with("dns")),
+        "the same files change nothing: {unchanged:?}"
+    );
+    let dhcp = DHCP.replace("option leasetime '12h'", "option leasetime '2h'");
+    let said = reload(&mut n, &dhcp, &wan_static_network());
+    assert!(
+        said.iter()
+            .any(|l| l == "dhcpd: eth0 now 192.168.1.100-249, lease 2h (1 leases kept, 0 dropped)"),
+        "{said:?}"
+    );
+    assert!(n
+        .services
+        .summary()
+        .starts_with("dhcpd: eth0 192.168.1.100-249, lease 2h;"));
+    let mut text = String::new();
+    assert_eq!(n.services.write_leases(&mut text, n.now), Ok(1));
+    assert!(text.contains(&ip.to_string()), "the lease kept: {text}");
+    // the new server answers: the client, starting over, gets its address back
+    for (_, s) in n.lan_host.sockets.iter_mut() {
+        if let Some(d) = dhcpv4::Socket::downcast_mut(s) {
+            d.reset();
+        }
+    }
+    n.until(2000, |n| {
+        (n.services.dhcp_counters()[0].1.ack > 0).then_some(())
+    })
+    .expect("acked by the new server");
+    let c = *n.services.dhcp_counters()[0].1;
+    assert_eq!(
+        (c.discover, c.offer, c.ack),
+        (1, 1, 1),
+        "the new server's own counters"
+    );
+    let mut text = String::new();
+    assert_eq!(n.services.write_leases(&mut text, n.now), Ok(1));
+    assert!(
+        text.contains(&ip.to_string()) && text.contains(" 2h "),
+        "the same address, for the new lease time: {text}"
+    );
+    // `ignore '1'`: the server stops, its leases dropped, and DNS with it (the
+    // forwarder serves the pools' interfaces)
+    let off = dhcp.replace(
+        "option interface 'lan'\n\toption start",
+        "option interface 'lan'\n\toption ignore '1'\n\toption start",
+    );
+    assert_ne!(off, dhcp);
+    let said = reload(&mut n, &off, &wan_static_network());
+    assert!(
+        said.iter().any(|l| l.starts_with("dhcpd: eth0 stopped (")),
+        "{said:?}"
+    );
+    assert!(
+        !n.services.summary().contains("dhcpd:"),
+        "{}",
+        n.services.summary()
+    );
+    // and back
+    let said = reload(&mut n, DHCP, &wan_static_network());
+    assert!(
+        said.iter()
+            .any(|l| l == "dhcpd: eth0 started, 192.168.1.100-249, lease 12h"),
+        "{said:?}"
+    );
+    let _ = lease(&mut n);
+}
+
+#[test]
+fn changed_dns_settings_take_a_new_forwarder() {
+    let mut n = net("", None);
+    let ip = lease(&mut n);
+    let dhcp = DHCP.replace("option domain 'lan'", "option domain 'home'");
+    let said = reload(&mut n, &dhcp, &wan_static_network());
+    assert!(
+        said.iter()
+            .any(|l| l == "dns: new settings (cache emptied)"),
+        "{said:?}"
+    );
+    assert!(
+        n.services.summary().contains("dns: OpenWrt.home"),
+        "{}",
+        n.services.summary()
+    );
+    let mut c = udp_socket();
+    c.bind(40001).unwrap();
+    let hc = n.lan_host.sockets.add(c);
+    ask(&mut n, hc, &query(7, "lan1.home", 1));
+    let r = reply_to(&mut n, hc).expect("answered");
+    assert_eq!(
+        a_records(&r),
+        [ip.octets()],
+        "the lease under the new domain"
     );
 }

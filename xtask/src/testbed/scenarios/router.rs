@@ -77,7 +77,7 @@ pub const ROUTER_XENLET: Scenario = Scenario {
 
 pub const ROUTER_IPV6: Scenario = Scenario {
     name: "router-ipv6",
-    about: "router topology, Xenlet router, IPv6 on the WAN as OpenWrt's wan6: RA and DHCPv6 with prefix delegation from `wan`, the LAN's /64 of the delegation by SLAAC, lan1 <-> wan over IPv6 through the router, the WAN kept out but for a v6 rule added with uci, a renumbering by the WAN deprecating the LAN's old /64",
+    about: "router topology, Xenlet router, IPv6 on the WAN as OpenWrt's wan6: RA and DHCPv6 with prefix delegation from `wan`, the LAN's /64 of the delegation by SLAAC, lan1 <-> wan over IPv6 through the router, the WAN kept out but for a v6 rule added with uci, a renumbering by the WAN deprecating the LAN's old /64, `reload` of the RA and DHCPv4 settings changed with uci",
     boot_expect: XENLET_ROUTER_UP,
     steps: ROUTER_IPV6_STEPS,
     budget_s: 900,
@@ -1000,6 +1000,29 @@ const RA_RELOAD: &[Step] = &[
     cmd("dnsmasq", &[r"^ra eth0: "], 30),
 ];
 
+/// `reload` applies `/etc/config/dhcp`'s DHCPv4 settings to the running router:
+/// `leasetime` 2h set with uci, committed and reloaded; the router says its pool
+/// changed (leases that fit kept), and the next lease lan1 asks for (busybox
+/// udhcpc, not applied) comes from the new settings: lease time 7200 s, where the
+/// image's is 12 h.
+const DHCP4_RELOAD: &[Step] = &[
+    cmd("uci set dhcp.lan.leasetime=2h", &[], 30),
+    cmd("uci commit dhcp", &[], 30),
+    cmd(
+        "reload",
+        &[
+            r"^reload: dhcpd: eth0 now 192\.168\.1\.100-249, lease 2h \(\d+ leases kept, 0 dropped\)$",
+        ],
+        30,
+    ),
+    ns(
+        "lan1",
+        "busybox udhcpc -i eth0 -n -q -t 3 -T 2 -s /bin/true 2>&1",
+        &[r"lease of 192\.168\.1\.\d+ obtained from 192\.168\.1\.1, lease time 7200"],
+        30,
+    ),
+];
+
 /// The ISP renumbers (`router.sh renumber`: wan's DHCPv6 server comes back with
 /// another range and no bindings): at its next Renew the router gets a new /56, the
 /// LAN a new /64 by SLAAC, the old /64 announced with lifetimes 0 so lan1's address
@@ -1090,6 +1113,7 @@ const ROUTER_IPV6_STEPS: &[Step] = steps![
     ..DAD,
     ..RENUMBER,
     ..RA_RELOAD,
+    ..DHCP4_RELOAD,
     last("poweroff"),
 ];
 
