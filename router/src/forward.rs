@@ -525,7 +525,15 @@ impl Router {
             HookVerdict::Accept => {}
             HookVerdict::Drop(r) => return Err(r),
             HookVerdict::Reject => {
-                self.send_reject(ifc, peer_mac, head, ip, now, out);
+                let q = ttl_taken_down(snap, snap_len);
+                self.send_reject(
+                    ifc,
+                    peer_mac,
+                    q.get(..snap_len).unwrap_or(head),
+                    ip,
+                    now,
+                    out,
+                );
                 return Err(DropReason::Filtered);
             }
         }
@@ -536,7 +544,15 @@ impl Router {
             HookVerdict::Accept => {}
             HookVerdict::Drop(r) => return Err(r),
             HookVerdict::Reject => {
-                self.send_reject(ifc, peer_mac, head, ip, now, out);
+                let q = ttl_taken_down(snap, snap_len);
+                self.send_reject(
+                    ifc,
+                    peer_mac,
+                    q.get(..snap_len).unwrap_or(head),
+                    ip,
+                    now,
+                    out,
+                );
                 return Err(DropReason::Filtered);
             }
         }
@@ -892,6 +908,18 @@ fn mac_addrs(frame: &[u8]) -> ([u8; 6], [u8; 6]) {
         s.copy_from_slice(b);
     }
     (d, s)
+}
+
+/// What a reject by the forward or postrouting chain quotes: the packet's first
+/// `len` bytes as it came (`snap`), its TTL taken down, as Linux's `ip_forward`
+/// does before its forward hook (the addresses stay as they came: Linux translates
+/// its quote back). Frag-needed quotes the TTL as it came: Linux checks the MTU
+/// before the decrement.
+fn ttl_taken_down(mut snap: [u8; SNAPSHOT_LEN], len: usize) -> [u8; SNAPSHOT_LEN] {
+    if let Some(q) = snap.get_mut(..len) {
+        decrement_ttl(q);
+    }
+    snap
 }
 
 /// TTL − 1 with the header checksum updated as RFC 1624 / RFC 1812 §5.3.1 (Linux's

@@ -1232,3 +1232,54 @@ fn ip_route_listing_and_dhcp_address_change() {
     let link = r.stats().link_display(WAN).to_string();
     assert!(link.contains("RX:"));
 }
+
+/// Rejects every packet at the forward hook (fw4's zone policy REJECT).
+struct RejectForward;
+
+impl crate::L4Hook for RejectForward {
+    fn prerouting(&mut self, _: &mut [u8], _: &Meta) -> HookVerdict {
+        HookVerdict::Accept
+    }
+    fn postrouting(&mut self, _: &mut [u8], _: &Meta) -> HookVerdict {
+        HookVerdict::Accept
+    }
+    fn forward(&mut self, _: &mut [u8], _: &Meta) -> HookVerdict {
+        HookVerdict::Reject
+    }
+}
+
+#[test]
+fn a_forward_reject_quotes_the_datagram_with_its_ttl_taken_down() {
+    let mut r = learnt();
+    let mut o = Recorder::default();
+    let sent = udp_frame(MAC0, HOST, NET, 64, false, 10);
+    let mut f = sent.clone();
+    assert_eq!(
+        r.input(
+            LAN,
+            &mut f,
+            RxMeta::default(),
+            0,
+            &mut RejectForward,
+            &mut o
+        ),
+        Disposition::Dropped(DropReason::Filtered)
+    );
+    assert_eq!(o.sent.len(), 1);
+    let (ifc, e, _) = &o.sent[0];
+    let ip = &e[14..];
+    assert_eq!(
+        (*ifc, ip[9], ip[20], ip[21]),
+        (LAN, 1, 3, 3),
+        "port unreachable"
+    );
+    let quoted = &ip[28..];
+    // Linux's ip_forward takes the TTL down before its forward hook: 63, and the
+    // header checksum to match; the rest as it came
+    assert_eq!(quoted[8], 63);
+    assert!(checksum::header_ok(&quoted[..20]), "quoted header checksum");
+    let mut want = sent[14..14 + 28].to_vec();
+    want[8] = 63;
+    want[10..12].copy_from_slice(&quoted[10..12]);
+    assert_eq!(&quoted[..28], &want[..]);
+}

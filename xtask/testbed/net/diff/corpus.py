@@ -239,6 +239,12 @@ def wan_to_lan_address(ctx):
     return "wan", [wan(ctx, IP(src=W1, dst=L1) / TCP(sport=5555, dport=80, flags="S", seq=7))]
 
 
+def wan_udp_to_lan_address(ctx):
+    # rejected by the wan zone's forward policy: the port-unreachable quotes the
+    # datagram as the forward hook saw it, its TTL already taken down (64 -> 63)
+    return "wan", [wan(ctx, IP(src=W1, dst=L1, ttl=64) / UDP(sport=5555, dport=9999) / Raw(b"knock"))]
+
+
 def wan_spoofs_lan_source(ctx):
     return "wan", [wan(ctx, IP(src=OTHER_ADDRS["S.lan"], dst=ctx.rwan) / UDP(sport=5555, dport=9999)
                        / Raw(b"spoof"))]
@@ -332,6 +338,7 @@ CASES = [
     Case("wan-udp-closed-port", [wan_udp_closed]),
     Case("wan-ping", [wan_ping], short=True),
     Case("wan-to-lan-address", [wan_to_lan_address], short=True),
+    Case("wan-udp-to-lan-address", [wan_udp_to_lan_address], short=True),
     Case("wan-spoofs-lan-source", [wan_spoofs_lan_source]),
     Case("wan-ack-without-flow", [wan_ack_no_flow]),
     Case("lan-spoofs-wan-source", [lan_spoofs_wan_source]),
