@@ -525,15 +525,7 @@ impl Router {
             HookVerdict::Accept => {}
             HookVerdict::Drop(r) => return Err(r),
             HookVerdict::Reject => {
-                let q = ttl_taken_down(snap, snap_len);
-                self.send_reject(
-                    ifc,
-                    peer_mac,
-                    q.get(..snap_len).unwrap_or(head),
-                    ip,
-                    now,
-                    out,
-                );
+                self.send_reject_forwarded(ifc, peer_mac, snap, snap_len, ip, now, out);
                 return Err(DropReason::Filtered);
             }
         }
@@ -544,15 +536,7 @@ impl Router {
             HookVerdict::Accept => {}
             HookVerdict::Drop(r) => return Err(r),
             HookVerdict::Reject => {
-                let q = ttl_taken_down(snap, snap_len);
-                self.send_reject(
-                    ifc,
-                    peer_mac,
-                    q.get(..snap_len).unwrap_or(head),
-                    ip,
-                    now,
-                    out,
-                );
+                self.send_reject_forwarded(ifc, peer_mac, snap, snap_len, ip, now, out);
                 return Err(DropReason::Filtered);
             }
         }
@@ -763,6 +747,28 @@ impl Router {
         }
     }
 
+    /// [`Router::send_reject`] for a packet the forward or postrouting chain
+    /// rejected: it quotes the packet's first `len` bytes as it came (`snap`) with
+    /// its TTL taken down, as Linux's `ip_forward` does before its forward hook (the
+    /// addresses stay as they came: Linux translates its quote back). Frag-needed
+    /// quotes the TTL as it came: Linux checks the MTU before the decrement.
+    #[allow(clippy::too_many_arguments)]
+    fn send_reject_forwarded<O: Output>(
+        &mut self,
+        input: IfId,
+        peer_mac: [u8; 6],
+        mut snap: [u8; SNAPSHOT_LEN],
+        len: usize,
+        ip: &[u8],
+        now: Millis,
+        out: &mut O,
+    ) {
+        if let Some(q) = snap.get_mut(..len) {
+            decrement_ttl(q);
+            self.send_reject(input, peer_mac, q, ip, now, out);
+        }
+    }
+
     /// Sends an ICMP error about the packet `head` + `rest` that came in by `input`,
     /// if RFC 1812 and the rate limit allow.
     fn send_icmp<O: Output>(
@@ -908,18 +914,6 @@ fn mac_addrs(frame: &[u8]) -> ([u8; 6], [u8; 6]) {
         s.copy_from_slice(b);
     }
     (d, s)
-}
-
-/// What a reject by the forward or postrouting chain quotes: the packet's first
-/// `len` bytes as it came (`snap`), its TTL taken down, as Linux's `ip_forward`
-/// does before its forward hook (the addresses stay as they came: Linux translates
-/// its quote back). Frag-needed quotes the TTL as it came: Linux checks the MTU
-/// before the decrement.
-fn ttl_taken_down(mut snap: [u8; SNAPSHOT_LEN], len: usize) -> [u8; SNAPSHOT_LEN] {
-    if let Some(q) = snap.get_mut(..len) {
-        decrement_ttl(q);
-    }
-    snap
 }
 
 /// TTL − 1 with the header checksum updated as RFC 1624 / RFC 1812 §5.3.1 (Linux's
