@@ -290,6 +290,10 @@ pub struct LanServices {
     epoch_offset_secs: u64,
     /// The servers' (ack, release, decline) sums at the last save.
     saved_mark: u64,
+    /// The lease marks of DHCPv4 servers `reload` replaced or stopped, plus one for
+    /// each such change and each server started: with it the mark only grows, so a
+    /// new server's counters never bring it back to a value already saved.
+    dhcp_retired: u64,
     last_save: Option<i64>,
     load_report: LoadReport,
     counters: GlueCounters,
@@ -385,6 +389,7 @@ impl LanServices {
             store,
             epoch_offset_secs,
             saved_mark,
+            dhcp_retired: 0,
             last_save: None,
             load_report,
             counters: GlueCounters::default(),
@@ -462,6 +467,7 @@ impl LanServices {
             match spec.pools.iter().find(|q| q.vif == p.vif) {
                 Some(q) if q.pool == *p.server.config() => ports.push(p),
                 Some(q) => {
+                    self.retire(p.server.counters());
                     let text = p.server.lease_file(now, self.epoch_offset_secs);
                     let mut server = DhcpServer::new(q.pool.clone());
                     let r = server.load_lease_file(&text, now, self.epoch_offset_secs);
@@ -475,6 +481,7 @@ impl LanServices {
                     ports.push(DhcpPort { server, ..p });
                 }
                 None => {
+                    self.retire(p.server.counters());
                     if let Some(s) = p.sock {
                         s.close(&mut stack.ifs);
                     }
@@ -489,6 +496,7 @@ impl LanServices {
             let sock = stack
                 .by_name(&q.vif)
                 .and_then(|n| Sock::open(n, DHCP_SERVER_PORT, LISTEN_BUFFER));
+            self.retire(&DhcpCounters::default());
             said.push(format!(
                 "dhcpd: {} started, {}",
                 q.vif,
@@ -502,6 +510,15 @@ impl LanServices {
         }
         self.dhcp = ports;
         said
+    }
+
+    /// Notes a DHCPv4 server replaced, stopped or started by `reload` (see
+    /// `dhcp_retired`): the lease file is written again.
+    fn retire(&mut self, c: &DhcpCounters) {
+        self.dhcp_retired = self
+            .dhcp_retired
+            .wrapping_add(lease_mark(c))
+            .wrapping_add(1);
     }
 
     /// `reload` of the DNS forwarder: its UDP and TCP listeners follow the pools
@@ -1127,7 +1144,10 @@ impl LanServices {
         self.dhcp
             .iter()
             .map(|p| lease_mark(p.server.counters()))
-            .fold(self.dhcp6.lease_mark(), u64::wrapping_add)
+            .fold(
+                self.dhcp6.lease_mark().wrapping_add(self.dhcp_retired),
+                u64::wrapping_add,
+            )
     }
 
     /// Writes the lease file if the leases changed and the last write is at least

@@ -242,8 +242,11 @@ fn an_mtu_in_the_files_is_the_routers_at_start_and_after_a_reload() {
 
 #[test]
 fn a_changed_dhcpv4_pool_runs_at_once_with_the_leases_that_fit_it() {
-    let mut n = net("", None);
+    let store = MemStore::default();
+    let mut n = net("", Some(store.clone()));
     let ip = lease(&mut n);
+    assert!(n.services.save_leases(n.now));
+    assert_eq!(n.services.save_at(), None, "saved");
     let unchanged = reload(&mut n, DHCP, &wan_static_network());
     assert!(
         !unchanged
@@ -262,6 +265,10 @@ fn a_changed_dhcpv4_pool_runs_at_once_with_the_leases_that_fit_it() {
         .services
         .summary()
         .starts_with("dhcpd: eth0 192.168.1.100-249, lease 2h;"));
+    assert!(
+        n.services.save_at().is_some(),
+        "the lease file is due again: the new server's counters start at 0, the mark must not go back"
+    );
     let mut text = String::new();
     assert_eq!(n.services.write_leases(&mut text, n.now), Ok(1));
     assert!(text.contains(&ip.to_string()), "the lease kept: {text}");
@@ -281,6 +288,8 @@ fn a_changed_dhcpv4_pool_runs_at_once_with_the_leases_that_fit_it() {
         (1, 1, 1),
         "the new server's own counters"
     );
+    // one ACK each, old server and new: the file must still be due
+    assert!(n.services.save_at().is_some(), "the new lease to be saved");
     let mut text = String::new();
     assert_eq!(n.services.write_leases(&mut text, n.now), Ok(1));
     assert!(
