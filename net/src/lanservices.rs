@@ -406,8 +406,8 @@ impl LanServices {
     /// LAN shares follow `ip6assign`. A DHCPv4 pool that changed starts afresh with
     /// the leases that fit it, as dnsmasq restarted over its lease file
     /// ([`Self::reload_dhcp4`]); changed DNS settings take a new forwarder (its cache
-    /// emptied, as dnsmasq's restart does). `wan6`'s own settings are left as they
-    /// run. What changed, a line each.
+    /// emptied, as dnsmasq's restart does); `wan6` follows its settings
+    /// ([`Self::reload_wan6`]). What changed, a line each.
     pub fn reload<L: Link>(
         &mut self,
         spec: &ServicesSpec,
@@ -442,10 +442,46 @@ impl LanServices {
         said.extend(self.reload_dns(spec, stack));
         said.extend(self.ra.reload(&spec.ra, &mut stack.ifs, now));
         said.extend(self.dhcp6.reload(&spec.dhcp6, &mut stack.ifs, now));
-        if let Some(w) = self.wan6.as_mut() {
-            said.extend(w.set_lans(&spec.ip6assign, now));
-        }
+        self.reload_wan6(spec, stack, now, &mut said);
         said
+    }
+
+    /// `reload` of `wan6`: the same settings run on (the LAN shares following
+    /// `ip6assign`); new `reqaddress`/`reqprefix` restart it (the lease released,
+    /// a new one asked for: [`Wan6::reconfigure`]); taken off the files, it stops,
+    /// its LAN /64s announced with lifetimes 0 ([`Wan6::stop`]); on another
+    /// interface, or new, it starts there. What changed goes to `said`.
+    fn reload_wan6<L: Link>(
+        &mut self,
+        spec: &ServicesSpec,
+        stack: &mut NetStack<L>,
+        now: Millis,
+        said: &mut Vec<String>,
+    ) {
+        match (self.wan6.as_mut(), spec.wan6.as_ref()) {
+            (Some(w), Some(p)) if w.vif() == p.vif => {
+                said.extend(w.reconfigure(p, &mut stack.ifs, now, &mut self.rng));
+                said.extend(w.set_lans(&spec.ip6assign, now));
+            }
+            (Some(w), None) => {
+                if !w.stopped() {
+                    said.push(w.stop(&mut stack.ifs, now, &mut self.rng));
+                }
+            }
+            (_, p) => {
+                if let Some(w) = self.wan6.take() {
+                    said.push(format!("{}: {} stopped", w.name(), w.vif()));
+                    w.shutdown(&mut stack.ifs, &mut self.rng);
+                }
+                if let Some(p) = p {
+                    self.wan6 = Wan6::new(p, &spec.ip6assign, &mut stack.ifs, now, &mut self.rng);
+                    said.push(match &self.wan6 {
+                        Some(w) => w.summary(),
+                        None => format!("{}: no interface {}, not started", p.name, p.vif),
+                    });
+                }
+            }
+        }
     }
 
     /// `reload` of the DHCPv4 servers: a pool whose settings are unchanged runs on;
@@ -816,6 +852,11 @@ impl LanServices {
         busy |= self.poll_dhcp(&mut stack.ifs, now);
         if let Some(w) = self.wan6.as_mut() {
             busy |= w.poll(&mut stack.ifs, &mut self.ra, now, &mut self.rng);
+            if w.finished() {
+                if let Some(w) = self.wan6.take() {
+                    w.shutdown(&mut stack.ifs, &mut self.rng);
+                }
+            }
         }
         busy |= self.ra.poll(&mut stack.ifs, now, &mut self.rng);
         busy |= self

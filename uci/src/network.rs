@@ -124,6 +124,28 @@ pub enum ReqPrefix {
     Len(u8),
 }
 
+/// As the file spells it (`try`, `force`, `none`).
+impl fmt::Display for ReqAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReqAddress::Try => "try",
+            ReqAddress::Force => "force",
+            ReqAddress::None => "none",
+        })
+    }
+}
+
+/// As the file spells it (`auto`, `no`, a length).
+impl fmt::Display for ReqPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReqPrefix::Auto => f.write_str("auto"),
+            ReqPrefix::No => f.write_str("no"),
+            ReqPrefix::Len(n) => write!(f, "{n}"),
+        }
+    }
+}
+
 /// A logical interface (`config interface 'lan'`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Interface {

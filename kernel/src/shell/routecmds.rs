@@ -154,7 +154,8 @@ pub fn fw(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 /// the new ruleset in atomically (established flows stay); a bad file changes nothing.
 /// `/etc/config/system`'s time zone is read again too (for time matches), and
 /// `/etc/config/dhcp`'s services (DHCPv4 pools, DNS, router advertisements, DHCPv6)
-/// with the files' IPv6 addresses ([`xenlet_net::lanservices::LanServices::reload`]).
+/// with the files' IPv6 addresses and `wan6`'s options
+/// ([`xenlet_net::lanservices::LanServices::reload`]).
 pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     xenlet_shell::no_args(args)?;
     let stack = NET.lock(); // held: the lock order is NET, then GATEWAY

@@ -106,6 +106,9 @@ pub struct Wan6 {
     next_refresh: Millis,
     /// The time of the last poll (the Release at shutdown goes out at it).
     last_now: Millis,
+    /// Taken off the files (`reload`): asks for nothing, its LAN /64s announced
+    /// with lifetimes 0 until forgotten ([`Self::finished`]).
+    stopped: bool,
     counters: Wan6Counters,
 }
 
@@ -172,8 +175,86 @@ impl Wan6 {
             gw: None,
             next_refresh: now,
             last_now: now,
+            stopped: false,
             counters: Wan6Counters::default(),
         })
+    }
+
+    /// `reload` with `wan6`'s settings `plan` (on the same WAN interface): the same
+    /// as running, nothing; other `reqaddress`/`reqprefix` (or `wan6` put back after
+    /// [`Self::stop`]), a restart as netifd's of an interface whose options changed
+    /// (odhcp6c stopped and started): the lease released (a Release sent), what it
+    /// gave taken back at the next poll (the WAN's DHCPv6 address; the LAN's /64s
+    /// announced with lifetimes 0), a new Solicit with the new options. Router
+    /// discovery, independent of them, runs on. What it did, if anything.
+    pub fn reconfigure<L: Link>(
+        &mut self,
+        plan: &Wan6Plan,
+        ifs: &mut [NetIf<L>],
+        now: Millis,
+        rng: &mut dyn Rng,
+    ) -> Option<String> {
+        let cfg = client_config(plan, self.cfg.mac);
+        if cfg == self.cfg && !self.stopped {
+            return None;
+        }
+        let released = self.send_release(ifs, rng);
+        self.cfg = cfg;
+        self.client = Client::new(cfg, now, rng);
+        if self.stopped {
+            self.stopped = false;
+            if let Some(n) = ifs.iter_mut().find(|n| n.name == self.vif) {
+                n.link.keep_adverts(true);
+                let mtu = u32::try_from(n.link.mtu()).unwrap_or(1500);
+                self.upstream = Some(Upstream::new(self.cfg.mac, mtu, now, rng));
+            }
+        }
+        self.counters.restarts += 1;
+        self.next_refresh = now;
+        Some(format!(
+            "{}: {} restarted (address {}, prefix {}){}",
+            self.name,
+            self.vif,
+            plan.reqaddress,
+            plan.reqprefix,
+            if released { ", lease released" } else { "" }
+        ))
+    }
+
+    /// `wan6` taken off the files (`reload`), as netifd's `ifdown`: the lease
+    /// released, router discovery stopped (the WAN's addresses and default route
+    /// taken off at the next poll), the LAN's /64s announced with lifetimes 0 until
+    /// they are forgotten; then [`Self::finished`]. What it did.
+    pub fn stop<L: Link>(
+        &mut self,
+        ifs: &mut [NetIf<L>],
+        now: Millis,
+        rng: &mut dyn Rng,
+    ) -> String {
+        let released = self.send_release(ifs, rng);
+        self.cfg.reqaddress = dhcp6c::ReqAddress::None;
+        self.cfg.reqprefix = dhcp6c::ReqPrefix::No;
+        self.client = Client::new(self.cfg, now, rng);
+        self.upstream = None;
+        if let Some(n) = ifs.iter_mut().find(|n| n.name == self.vif) {
+            n.link.keep_adverts(false);
+        }
+        for lan in self.lans.iter_mut() {
+            lan.gone = true;
+        }
+        self.stopped = true;
+        self.next_refresh = now;
+        format!(
+            "{}: {} stopped{}",
+            self.name,
+            self.vif,
+            if released { ", lease released" } else { "" }
+        )
+    }
+
+    /// Stopped and nothing left to announce: it can go ([`Self::shutdown`]).
+    pub fn finished(&self) -> bool {
+        self.stopped && self.lans.is_empty() && self.wan_addr.is_none() && self.gw.is_none()
     }
 
     /// The boot line's part: `wan6: eth1 dhcpv6 (address try, prefix auto) for eth0`.
@@ -264,6 +345,16 @@ impl Wan6 {
         &self.vif
     }
 
+    /// The UCI interface's name (`wan6`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Stopped by [`Self::stop`] (still announcing its old /64s with lifetimes 0).
+    pub fn stopped(&self) -> bool {
+        self.stopped
+    }
+
     /// The IPv6 link MTU the upstream router advertises (its MTU option, 1280 up
     /// to the link's), if it does.
     pub fn mtu(&self) -> Option<u32> {
@@ -350,14 +441,7 @@ impl Wan6 {
             }
             if let Some(msg) = self.client.poll(now, rng) {
                 busy = true;
-                let from = ifs
-                    .iter()
-                    .find(|n| n.name == self.vif)
-                    .map(|n| IpAddress::Ipv6(ipv6::link_local_of(n.link.mac())));
-                let to = IpEndpoint::new(IpAddress::Ipv6(ALL_DHCP), SERVER_PORT);
-                if !sock.send(ifs, &msg, to, from) {
-                    self.counters.send_failed += 1;
-                }
+                self.send(sock, ifs, &msg);
             }
         }
         // addresses duplicate address detection found in use: a DHCPv6 one is
@@ -401,6 +485,11 @@ impl Wan6 {
             return;
         }
         self.instance = n.instance();
+        if self.stopped {
+            // asks for nothing: what it had went with the old interface
+            (self.wan_addr, self.slaac, self.gw) = (None, None, None);
+            return;
+        }
         self.counters.restarts += 1;
         n.link.keep_adverts(true);
         let mtu = u32::try_from(n.link.mtu()).unwrap_or(1500);
@@ -509,6 +598,7 @@ impl Wan6 {
     /// lifetimes left, the LAN's /64s, the default router, the DNS servers.
     pub fn status_lines(&self, now: Millis) -> Vec<String> {
         let state = match self.client.state() {
+            _ if self.stopped => "stopped",
             State::Idle => "idle",
             State::Soliciting => "soliciting",
             State::Requesting => "requesting",
@@ -605,19 +695,7 @@ impl Wan6 {
     /// there), the addresses and default route it set removed, the links no longer
     /// keep advertisements aside.
     pub fn shutdown<L: Link>(mut self, ifs: &mut [NetIf<L>], rng: &mut dyn Rng) {
-        if let (Some(sock), Some(msg)) = (self.sock, self.client.release(rng)) {
-            let from = ifs
-                .iter()
-                .find(|n| n.name == self.vif)
-                .map(|n| IpAddress::Ipv6(ipv6::link_local_of(n.link.mac())));
-            let to = IpEndpoint::new(IpAddress::Ipv6(ALL_DHCP), SERVER_PORT);
-            if sock.send(ifs, &msg, to, from) {
-                // out now: the socket closes below
-                if let Some(n) = ifs.iter_mut().find(|n| n.name == self.vif) {
-                    n.poll(i64::try_from(self.last_now).unwrap_or(i64::MAX));
-                }
-            }
-        }
+        self.send_release(ifs, rng);
         // what it put on the interfaces goes with it
         if let Some(n) = ifs.iter_mut().find(|n| n.name == self.vif) {
             n.link.keep_adverts(false);
@@ -642,5 +720,36 @@ impl Wan6 {
         if let Some(s) = self.sock.take() {
             s.close(ifs);
         }
+    }
+
+    /// The Release of the lease held, sent now (once, not retransmitted, as
+    /// odhcp6c's at its stop); the client idle after it. Whether one went out.
+    fn send_release<L: Link>(&mut self, ifs: &mut [NetIf<L>], rng: &mut dyn Rng) -> bool {
+        let (Some(sock), Some(msg)) = (self.sock, self.client.release(rng)) else {
+            return false;
+        };
+        if !self.send(sock, ifs, &msg) {
+            return false;
+        }
+        // out now, before the socket may close
+        if let Some(n) = ifs.iter_mut().find(|n| n.name == self.vif) {
+            n.poll(i64::try_from(self.last_now).unwrap_or(i64::MAX));
+        }
+        true
+    }
+
+    /// Sends the client's `msg` to All_DHCP_Relay_Agents_and_Servers from the WAN's
+    /// link-local address (a refusal counted); whether it was taken.
+    fn send<L: Link>(&mut self, sock: Sock, ifs: &mut [NetIf<L>], msg: &[u8]) -> bool {
+        let from = ifs
+            .iter()
+            .find(|n| n.name == self.vif)
+            .map(|n| IpAddress::Ipv6(ipv6::link_local_of(n.link.mac())));
+        let to = IpEndpoint::new(IpAddress::Ipv6(ALL_DHCP), SERVER_PORT);
+        let sent = sock.send(ifs, msg, to, from);
+        if !sent {
+            self.counters.send_failed += 1;
+        }
+        sent
     }
 }

@@ -110,26 +110,28 @@ fn answer_with(kind: u8, to: &m::Message, prefix: Ipv6Net, addr: Ipv6Addr) -> Ve
     let mut b = Builder::new(kind, to.xid);
     b.option(m::OPT_CLIENTID, to.client_id.as_deref().unwrap());
     b.option(m::OPT_SERVERID, SERVER_DUID);
-    let mut na = m::ia_na_body(
-        1,
-        &[IaAddr {
+    // the IAs asked for, each with T1 150 s and T2 240 s, its entry preferred
+    // 300 s and valid 600 s
+    let timed = |mut body: Vec<u8>| {
+        body[4..12].copy_from_slice(&[0, 0, 0, 150, 0, 0, 0, 240]);
+        body
+    };
+    if to.ia_na.is_some() {
+        let entry = IaAddr {
             addr,
             preferred: 300,
             valid: 600,
-        }],
-    );
-    na[4..12].copy_from_slice(&[0, 0, 0, 150, 0, 0, 0, 240]);
-    b.option(m::OPT_IA_NA, &na);
-    let mut pd = m::ia_pd_body(
-        1,
-        &[IaPrefix {
+        };
+        b.option(m::OPT_IA_NA, &timed(m::ia_na_body(1, &[entry])));
+    }
+    if to.ia_pd.is_some() {
+        let entry = IaPrefix {
             prefix,
             preferred: 300,
             valid: 600,
-        }],
-    );
-    pd[4..12].copy_from_slice(&[0, 0, 0, 150, 0, 0, 0, 240]);
-    b.option(m::OPT_IA_PD, &pd);
+        };
+        b.option(m::OPT_IA_PD, &timed(m::ia_pd_body(1, &[entry])));
+    }
     b.option(m::OPT_DNS_SERVERS, &a("2001:db8:77::53").octets());
     b.finish()
 }
@@ -822,11 +824,6 @@ fn a_reload_moves_the_lans_share_of_the_delegation_and_takes_it_away() {
     let pd = net6("2001:db8:7700:100::", 56);
     run(&mut n, 5_000, pd);
     assert!(has_addr(&n, 0, "2001:db8:7700:100::1/64"));
-    let reload = |n: &mut Net, network: &str| {
-        let plan = netplan::plan(network, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
-        let spec = spec_from_files(DHCP, network, &plan).unwrap();
-        n.services.reload(&spec, &mut n.stack, n.now)
-    };
     // ip6hint 3: the LAN's /64 is the fourth /60 of the /56 (and of the ULA)
     let hinted = wan_static_network().replace(
         "option ip6assign '60'",
@@ -873,4 +870,148 @@ fn a_reload_moves_the_lans_share_of_the_delegation_and_takes_it_away() {
     run(&mut n, 1_000, pd);
     assert!(!has_addr(&n, 0, "2001:db8:7700:130::1/64"));
     assert_eq!(n.services.delegated6(), None);
+}
+
+/// Reads `network` (with the image's `dhcp`) as the shell's `reload` does and
+/// applies it.
+fn reload(n: &mut Net, network: &str) -> Vec<String> {
+    let plan = netplan::plan(network, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
+    let spec = spec_from_files(DHCP, network, &plan).unwrap();
+    n.services.reload(&spec, &mut n.stack, n.now)
+}
+
+/// The DHCPv6 messages the router sent since the last run (taken).
+fn sent_by_router(n: &Net) -> Vec<m::Message> {
+    dhcp6_from_router(n).into_iter().map(|(_, m)| m).collect()
+}
+
+#[test]
+fn a_reload_with_new_reqprefix_releases_the_lease_and_asks_again() {
+    let mut n = net("192.168.1.50/24", None);
+    let pd = net6("2001:db8:7700:100::", 56);
+    run(&mut n, 5_000, pd);
+    assert!(has_addr(&n, 0, "2001:db8:7700:100::1/64"));
+    // the same files: wan6 runs on untouched
+    let same = reload(&mut n, &wan_static_network());
+    assert!(!same.iter().any(|l| l.starts_with("wan6:")), "{same:?}");
+    assert!(sent_by_router(&n).is_empty());
+    // reqprefix no: a restart, as netifd's of an interface whose options changed
+    let no_prefix = wan_static_network().replace(
+        "option proto 'dhcpv6'",
+        "option proto 'dhcpv6'\n\toption reqprefix 'no'",
+    );
+    let said = reload(&mut n, &no_prefix);
+    assert!(
+        said.iter()
+            .any(|l| l == "wan6: eth1 restarted (address try, prefix no), lease released"),
+        "{said:?}"
+    );
+    // the Release of both IAs went out at once
+    let sent = sent_by_router(&n);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].msg_type, m::RELEASE);
+    assert_eq!(
+        sent[0].ia_pd.as_ref().map(|ia| ia.entries[0].prefix),
+        Some(pd)
+    );
+    assert_eq!(sent[0].server_id.as_deref(), Some(SERVER_DUID));
+    run(&mut n, 5_000, pd);
+    // bound again with an address only: the LAN's /64 goes, announced with
+    // lifetimes 0, and the delegation is no longer routed
+    let lines = n.services.wan6_lines(n.now).unwrap();
+    assert!(
+        lines[0].starts_with("wan6: eth1 bound address 2001:db8:77::1234/128 "),
+        "{lines:?}"
+    );
+    assert!(!lines[0].contains(" prefix "), "{lines:?}");
+    assert!(has_addr(&n, 1, "2001:db8:77::1234/128"));
+    assert!(!has_addr(&n, 0, "2001:db8:7700:100::1/64"));
+    let (prefixes, _) = last_lan_ra(&n).unwrap();
+    assert!(
+        prefixes.contains(&(a("2001:db8:7700:100::"), 0, 0)),
+        "the old /64 with lifetimes 0: {prefixes:?}"
+    );
+    assert_eq!(n.services.delegated6(), None);
+    // back to auto: a prefix again, the LAN's /64 back
+    let said = reload(&mut n, &wan_static_network());
+    assert!(
+        said.iter()
+            .any(|l| l == "wan6: eth1 restarted (address try, prefix auto), lease released"),
+        "{said:?}"
+    );
+    run(&mut n, 5_000, net6("2001:db8:7700:200::", 56));
+    assert!(
+        has_addr(&n, 0, "2001:db8:7700:200::1/64"),
+        "{:?}",
+        n.stack.ifs[0].addrs()
+    );
+    assert_eq!(
+        n.services.delegated6().map(|d| d.1),
+        Some(String::from("eth0"))
+    );
+}
+
+#[test]
+fn wan6_taken_off_the_files_stops_and_put_back_starts_again() {
+    let mut n = net("192.168.1.50/24", None);
+    let pd = net6("2001:db8:7700:100::", 56);
+    run(&mut n, 5_000, pd);
+    let up_ll = xenlet_router::ipv6::link_local_of(UP_MAC);
+    assert_eq!(n.stack.ifs[1].default_gw6(), Some(up_ll));
+    // proto none: netifd's ifdown
+    let off = wan_static_network().replace("option proto 'dhcpv6'", "option proto 'none'");
+    let said = reload(&mut n, &off);
+    assert!(
+        said.iter()
+            .any(|l| l == "wan6: eth1 stopped, lease released"),
+        "{said:?}"
+    );
+    assert_eq!(sent_by_router(&n)[0].msg_type, m::RELEASE);
+    run(&mut n, 3_000, pd);
+    // nothing more asked; the WAN's addresses and default route gone, the LAN's
+    // /64 announced with lifetimes 0 and no longer routed
+    assert!(sent_by_router(&n).is_empty());
+    assert!(!has_addr(&n, 1, "2001:db8:77::1234/128"));
+    assert!(!has_addr(&n, 1, "2001:db8:77::ff:fe00:202/64"));
+    assert_eq!(n.stack.ifs[1].default_gw6(), None);
+    assert!(!has_addr(&n, 0, "2001:db8:7700:100::1/64"));
+    let (prefixes, lifetime) = last_lan_ra(&n).unwrap();
+    assert!(
+        prefixes.contains(&(a("2001:db8:7700:100::"), 0, 0)),
+        "{prefixes:?}"
+    );
+    assert_eq!(lifetime, 0, "no longer a default router");
+    assert_eq!(n.services.delegated6(), None);
+    let lines = n.services.wan6_lines(n.now).unwrap();
+    assert!(lines[0].starts_with("wan6: eth1 stopped"), "{lines:?}");
+    // a second reload without it says nothing more
+    assert!(!reload(&mut n, &off).iter().any(|l| l.starts_with("wan6:")));
+    // back in the files: it starts again
+    let said = reload(&mut n, &wan_static_network());
+    assert!(
+        said.iter()
+            .any(|l| l == "wan6: eth1 restarted (address try, prefix auto)"),
+        "{said:?}"
+    );
+    run(&mut n, 5_000, pd);
+    assert!(has_addr(&n, 1, "2001:db8:77::1234/128"));
+    assert_eq!(n.stack.ifs[1].default_gw6(), Some(up_ll));
+    assert!(has_addr(&n, 0, "2001:db8:7700:100::1/64"));
+}
+
+#[test]
+fn a_stopped_wan6_goes_once_its_old_prefixes_are_forgotten() {
+    let mut n = net("192.168.1.50/24", None);
+    let pd = net6("2001:db8:7700:100::", 56);
+    run(&mut n, 5_000, pd);
+    let off = wan_static_network().replace("option proto 'dhcpv6'", "option proto 'none'");
+    reload(&mut n, &off);
+    run(&mut n, 1_000, pd);
+    assert!(n.services.wan6_lines(n.now).is_some());
+    // (a deprecated /64 is announced for 2 hours)
+    for _ in 0..8 {
+        n.now += 1_000_000;
+        run(&mut n, 1_000, pd);
+    }
+    assert!(n.services.wan6_lines(n.now).is_none());
 }

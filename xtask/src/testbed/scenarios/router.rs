@@ -77,7 +77,7 @@ pub const ROUTER_XENLET: Scenario = Scenario {
 
 pub const ROUTER_IPV6: Scenario = Scenario {
     name: "router-ipv6",
-    about: "router topology, Xenlet router, IPv6 on the WAN as OpenWrt's wan6: RA and DHCPv6 with prefix delegation from `wan`, the LAN's /64 of the delegation by SLAAC, lan1 <-> wan over IPv6 through the router, the WAN kept out but for a v6 rule added with uci, a renumbering by the WAN deprecating the LAN's old /64, `reload` of the RA and DHCPv4 settings changed with uci",
+    about: "router topology, Xenlet router, IPv6 on the WAN as OpenWrt's wan6: RA and DHCPv6 with prefix delegation from `wan`, the LAN's /64 of the delegation by SLAAC, lan1 <-> wan over IPv6 through the router, the WAN kept out but for a v6 rule added with uci, a renumbering by the WAN deprecating the LAN's old /64, `reload` of the RA, DHCPv4 and wan6 settings changed with uci",
     boot_expect: XENLET_ROUTER_UP,
     steps: ROUTER_IPV6_STEPS,
     budget_s: 900,
@@ -1023,6 +1023,74 @@ const DHCP4_RELOAD: &[Step] = &[
     ),
 ];
 
+/// `reload` applies `wan6`'s own options, as netifd restarts an interface whose
+/// options changed: `reqprefix no` set with uci, committed and reloaded; the router
+/// releases its lease (wan's dhcpd6 logs the Release) and is bound again with an
+/// address and no prefix; lan1's address in the delegated /64 is deprecated (the
+/// router's advertisement of it with lifetimes 0). `reqprefix` deleted (`auto`
+/// again): a new delegation, lan1 a preferred address in its /64, and the WAN
+/// reached from it.
+const WAN6_RELOAD: &[Step] = &[
+    cmd("uci set network.wan6.reqprefix=no", &[], 30),
+    cmd("uci commit network", &[], 30),
+    cmd(
+        "reload",
+        &[r"^reload: wan6: eth1 restarted \(address try, prefix no\), lease released$"],
+        30,
+    ),
+    dom0(
+        "sleep 3; grep -E 'Release message|Solicit message' $TOPO/dhcpd6.log | tail -4",
+        &[r"Release message from fe80::"],
+        20,
+    ),
+    ns(
+        "lan1",
+        "i=0; while [ $i -lt 30 ] && ! ip -6 addr show dev eth0 | grep -q 'inet6 ${NEW6}/64 scope global deprecated'; do sleep 1; i=$((i+1)); done; echo \"waited $i s\"; ip -6 addr show dev eth0 scope global",
+        &[r"inet6 ${NEW6}/64 scope global deprecated dynamic"],
+        40,
+    ),
+    cmd(
+        "ifstatus wan6",
+        &[r"^wan6: eth1 bound address [0-9a-f:]+/128 preferred \d+s valid \d+s renew in \d+s$"],
+        30,
+    ),
+    cmd("uci delete network.wan6.reqprefix", &[], 30),
+    cmd("uci commit network", &[], 30),
+    cmd(
+        "reload",
+        &[r"^reload: wan6: eth1 restarted \(address try, prefix auto\), lease released$"],
+        30,
+    ),
+    ns(
+        "lan1",
+        "i=0; while [ $i -lt 30 ] && ! ip -6 addr show dev eth0 scope global | grep -v deprecated | grep -q 'inet6 2001:db8:77'; do sleep 1; i=$((i+1)); done; echo \"waited $i s\"; ip -6 addr show dev eth0 scope global",
+        &[r"inet6 2001:db8:77[0-9a-f:]+/64 scope global dynamic"],
+        40,
+    ),
+    cmd_cap(
+        "ifstatus wan6",
+        &[
+            r"^wan6: eth1 bound address ",
+            r"prefix 2001:db8:77[0-9a-f:]*/56 preferred \d+s valid \d+s",
+        ],
+        &[("PD64C", IFSTATUS_LAN_PD64)],
+        30,
+    ),
+    ns_cap(
+        "lan1",
+        "ip -6 addr show dev eth0 scope global",
+        &[r"inet6 ${PD64C}:[0-9a-f:]+/64 scope global dynamic"],
+        &[("ADDR6C", r"inet6 (2001:db8:77[0-9a-f:]+)/64 scope global dynamic")],
+        30,
+    ),
+    ns(
+        "lan1",
+        "ping -6 -c 3 -W 5 -I ${ADDR6C} 2001:db8:77::10",
+        &[r"^3 packets transmitted, 3 received"],
+        30,
+    ),
+];
+
 /// The ISP renumbers (`router.sh renumber`: wan's DHCPv6 server comes back with
 /// another range and no bindings): at its next Renew the router gets a new /56, the
 /// LAN a new /64 by SLAAC, the old /64 announced with lifetimes 0 so lan1's address
@@ -1114,6 +1182,7 @@ const ROUTER_IPV6_STEPS: &[Step] = steps![
     ..RENUMBER,
     ..RA_RELOAD,
     ..DHCP4_RELOAD,
+    ..WAN6_RELOAD,
     last("poweroff"),
 ];
 
