@@ -260,11 +260,7 @@ mod tests {
         let mut buf = alloc::vec![0u8; 2000];
         for _ in 0..5000 {
             let mut f = base.clone();
-            for _ in 0..1 + rng.below(3) {
-                let i = 14 + rng.below(28);
-                f[i] = rng.next() as u8;
-            }
-            f.truncate(rng.below(f.len() + 1));
+            rng.mangle(&mut f, 3, 14, 28);
             let mtu = 68 + rng.below(1000) as u16;
             let _ = fragment(&f, mtu, &mut buf, |x| {
                 assert!(x.len() <= 14 + usize::from(mtu));

@@ -221,11 +221,7 @@ mod tests {
         let mut buf = alloc::vec![0u8; 700];
         for _ in 0..5000 {
             let mut f = base.clone();
-            for _ in 0..1 + rng.below(3) {
-                let i = 14 + rng.below(40);
-                f[i] = rng.next() as u8;
-            }
-            f.truncate(rng.below(f.len() + 1));
+            rng.mangle(&mut f, 3, 14, 40);
             let _ = segment(&f, rng.below(700) as u16, &mut buf, |_| Ok(()));
         }
     }

@@ -168,11 +168,7 @@ mod tests {
         let base = syn(SYN, &[2, 4, 0x05, 0xb4, 1, 3, 3, 7]);
         for _ in 0..5000 {
             let mut p = base.clone();
-            for _ in 0..1 + rng.below(4) {
-                let i = rng.below(p.len());
-                p[i] = rng.next() as u8;
-            }
-            p.truncate(rng.below(p.len() + 1));
+            rng.mangle(&mut p, 4, 0, base.len());
             let _ = clamp(&mut p, rng.below(2000) as u16, rng.next() & 1 == 0);
         }
     }

@@ -795,11 +795,7 @@ mod tests {
         let mut rng = Rng(42);
         for _ in 0..5000 {
             let mut a = good.clone();
-            for _ in 0..1 + rng.below(3) {
-                let i = rng.below(a.len());
-                a[i] = rng.next() as u8;
-            }
-            a.truncate(rng.below(a.len() + 1));
+            rng.mangle(&mut a, 3, 0, good.len());
             t.observe_arp(&ifs, IfId(0), &a, 0, &mut o, &mut st);
         }
         for l in t.lines(&ifs) {

@@ -238,6 +238,15 @@ impl Rng {
     pub fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
+    /// Overwrites one to `most` bytes of `p[start..start + span]` with random values,
+    /// then cuts `p` to a random length: one case of a mutation test.
+    pub fn mangle(&mut self, p: &mut Vec<u8>, most: usize, start: usize, span: usize) {
+        for _ in 0..1 + self.below(most) {
+            let i = start + self.below(span);
+            p[i] = self.next() as u8;
+        }
+        p.truncate(self.below(p.len() + 1));
+    }
 }
 
 /// xorshift32, seeded: the same cases every run (the DHCP and DNS mutation tests).
