@@ -213,20 +213,35 @@ fn frame(len: usize, seed: u8) -> Vec<u8> {
     f
 }
 
+/// A backend and its client, as the helpers below hand them out.
+type Vif<'a> = (Netback<&'a FakeXen>, Client<'a>);
+
 /// A connected backend and its client.
-fn connected(x: &FakeXen) -> (Netback<&FakeXen>, Client<'_>) {
+fn connected(x: &FakeXen) -> Vif<'_> {
     connected_with(x, |_| {})
 }
 
 /// A connected backend and its client, whose keys `tweak` changed before it went
 /// Connected.
-fn connected_with(x: &FakeXen, tweak: impl FnOnce(&FakeXen)) -> (Netback<&FakeXen>, Client<'_>) {
+fn connected_with(x: &FakeXen, tweak: impl FnOnce(&FakeXen)) -> Vif<'_> {
     let mut nb = Netback::probe(x, BE).unwrap();
     let c = Client::publish(x, FE, FE_DIR);
     tweak(x);
     c.state("4");
     assert_eq!(nb.poll_xenbus(), Ok(BackState::Connected));
     (nb, c)
+}
+
+/// Two connected vifs side by side: the usual client's (as [`connected`]) and domain
+/// 6's, whose keys are published before the first connects.
+fn two_vifs(x: &FakeXen) -> (Vif<'_>, Vif<'_>) {
+    xen_for(x, 6, "backend/vif/6/0", "/local/domain/6/device/vif/0");
+    let first = connected(x);
+    let mut nb = Netback::probe(x, "backend/vif/6/0").unwrap();
+    let c = Client::publish(x, 6, "/local/domain/6/device/vif/0");
+    c.state("4");
+    assert_eq!(nb.poll_xenbus(), Ok(BackState::Connected));
+    (first, (nb, c))
 }
 
 #[test]
@@ -655,12 +670,7 @@ fn a_slot_larger_than_its_frame_or_a_runt_drops_that_packet_only() {
 #[test]
 fn a_slot_crossing_its_page_breaks_this_vif_and_not_another() {
     let x = xen();
-    xen_for(&x, 6, "backend/vif/6/0", "/local/domain/6/device/vif/0");
-    let (mut bad, mut c) = connected(&x);
-    let mut good = Netback::probe(&x, "backend/vif/6/0").unwrap();
-    let mut c6 = Client::publish(&x, 6, "/local/domain/6/device/vif/0");
-    c6.state("4");
-    assert_eq!(good.poll_xenbus(), Ok(BackState::Connected));
+    let ((mut bad, mut c), (mut good, mut c6)) = two_vifs(&x);
     let g = c.page_with(0, &[0u8; 8]);
     c.push_tx(&[slot(g, 4000, 0, 1, 200)]);
     c6.send(&frame(300, 6), 1);

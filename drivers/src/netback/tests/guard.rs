@@ -261,12 +261,7 @@ fn without_a_rate_key_nothing_waits() {
 #[test]
 fn a_flooding_client_cannot_starve_another_in_one_service_round() {
     let x = xen();
-    xen_for(&x, 6, "backend/vif/6/0", "/local/domain/6/device/vif/0");
-    let (mut flood, mut c) = connected(&x);
-    let mut quiet = Netback::probe(&x, "backend/vif/6/0").unwrap();
-    let mut c6 = Client::publish(&x, 6, "/local/domain/6/device/vif/0");
-    c6.state("4");
-    assert_eq!(quiet.poll_xenbus(), Ok(BackState::Connected));
+    let ((mut flood, mut c), (mut quiet, mut c6)) = two_vifs(&x);
     for i in 0..250u16 {
         c.send(&frame(60, i as u8), i);
     }
