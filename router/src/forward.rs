@@ -33,6 +33,8 @@ use smoltcp::wire::{EthernetAddress, EthernetFrame, EthernetProtocol, Ipv4Packet
 use crate::checksum;
 use crate::defrag::{self, Defrag, DefragConfig, DefragStats, Reassembler};
 use crate::firewall::reject;
+use crate::fragcache6::FragCache6;
+use crate::fraghold6::{DatagramKey, FragHold6, HoldStats};
 use crate::icmp_error::{self, IcmpError, PeerLimiter, RateLimiter};
 use crate::icmpv6_error;
 use crate::iface::{IfConfig, IfError, Interfaces};
@@ -141,6 +143,12 @@ pub struct Router {
     ndp: Ndp,
     /// An ICMPv6 error.
     icmp6_buf: Vec<u8>,
+    /// IPv6 datagrams whose first fragment the forward chain accepted.
+    opened6: FragCache6,
+    /// The one the packet being forwarded opened (its held fragments go next).
+    opened6_now: Option<DatagramKey>,
+    /// Later IPv6 fragments waiting for their first.
+    held6: FragHold6,
 }
 
 /// The parts of the router the output stage needs (split so the scratch buffers can
@@ -206,6 +214,9 @@ impl Router {
             addrs6: Addrs6::default(),
             ndp: Ndp::new(config.ndp),
             icmp6_buf: alloc::vec![0; ETH_LEN + icmpv6_error::MAX_ERROR_LEN],
+            opened6: FragCache6::new(u64::from(config.icmp_peer_seed) ^ 0x6f70_656e),
+            opened6_now: None,
+            held6: FragHold6::new(config.defrag.max_bytes, config.defrag.max_datagrams),
         }
     }
 
@@ -864,12 +875,18 @@ impl Router {
         self.defrag.stats()
     }
 
+    /// The counters of the later IPv6 fragments held for their first.
+    pub fn frag_hold6_stats(&self) -> HoldStats {
+        self.held6.stats()
+    }
+
     /// Timers: ARP and neighbour solicitation retries and ageing; packets whose
     /// neighbour failed get an ICMP host-unreachable or ICMPv6 address-unreachable
     /// (rate limited); datagrams not whole in time are dropped.
     /// Call every few hundred milliseconds.
     pub fn poll<O: Output>(&mut self, now: Millis, out: &mut O) {
         self.defrag.expire(now);
+        self.held6.expire(now);
         self.neigh.poll(&self.ifaces, now, out, &mut self.stats);
         self.poll6(now, out);
         while let Some((slot, input, frame, origin)) = self.neigh.take_failed() {

@@ -5,8 +5,11 @@
 //! (a router never reassembles IPv6, RFC 8200 §4.5), so the forward hook remembers
 //! the (source, destination, identification) of each first fragment it accepted, for
 //! 60 s (IPv6's reassembly time, RFC 8200 §4.5), and lets the later fragments of that
-//! datagram through as part of its flow; a later fragment of no accepted datagram
-//! is judged by the rules alone (from the WAN: refused). A fixed, direct-mapped table
+//! datagram through as part of its flow. The forwarding core keeps a table of its
+//! own and holds a later fragment of no accepted datagram until its first comes
+//! ([`crate::fraghold6`]); one that reaches the hook all the same (the two tables'
+//! slots taken by other datagrams) is judged by the rules alone (from the WAN:
+//! refused). A fixed, direct-mapped table
 //! keyed by a seeded hash: a datagram whose slot was taken by another loses its
 //! later fragments (they are then judged by the rules), memory never grows.
 

@@ -57,6 +57,7 @@ pub mod flow6;
 pub mod forward;
 pub mod frag;
 pub mod fragcache6;
+pub mod fraghold6;
 pub mod gso;
 pub mod gso6;
 pub mod icmp_error;

@@ -106,6 +106,13 @@ pub fn conntrack(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
                 nd.learnt,
                 nd.invalid
             )?;
+            // IPv6 later fragments that came before their first
+            let f6 = gw.router.frag_hold6_stats();
+            writeln!(
+                out,
+                "ipv6 fragments held for their first: {} released {} timeouts {} refused {}",
+                f6.held, f6.released, f6.timeouts, f6.refused
+            )?;
         }
         _ => return Err(CmdError::usage("conntrack [-L | -C | -F | -S]")),
     }

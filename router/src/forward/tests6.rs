@@ -778,3 +778,95 @@ fn an_error_to_a_source_not_resolved_yet_waits_for_its_advertisement() {
     assert_eq!(r.ndp.queued(), 0);
     assert!(icmp6_sent(&o).iter().all(|e| e.2 == 135));
 }
+
+/// A fragment of datagram `id` from the LAN host to [`NET`]: the fragment header
+/// (`offset` in 8-byte units, `more`) and `payload`.
+fn frag_frame(id: u32, offset: u16, more: bool, payload: &[u8]) -> Vec<u8> {
+    let mut rest = vec![17, 0];
+    rest.extend_from_slice(&((offset << 3) | u16::from(more)).to_be_bytes());
+    rest.extend_from_slice(&id.to_be_bytes());
+    rest.extend_from_slice(payload);
+    eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 44, 64, &rest))
+}
+
+/// The fragment offset (8-byte units) and identification of a sent frame.
+fn frag_of(f: &[u8]) -> (u16, u32) {
+    let h = 14 + 40;
+    (
+        u16::from_be_bytes([f[h + 2], f[h + 3]]) >> 3,
+        u32::from_be_bytes(f[h + 4..h + 8].try_into().unwrap()),
+    )
+}
+
+#[test]
+fn a_later_fragment_waits_for_its_first_and_a_lone_one_is_dropped_after_60_s() {
+    let mut r = learnt();
+    let mut h = Hook6::default();
+    let mut o = Recorder::default();
+    let first_payload = udp6(HOST, NET, 33000, 53, &[7; 40])[..24].to_vec();
+    // the later fragment first (out of order): held, nothing sent, nothing judged
+    let mut later = frag_frame(9, 3, false, &[1; 24]);
+    assert_eq!(
+        r.input(LAN, &mut later, RxMeta::default(), 0, &mut h, &mut o),
+        Disposition::Held
+    );
+    assert!(o.sent.is_empty());
+    assert!(h.forward.is_empty());
+    // its first: both go out on the WAN, the first then the held one, each judged
+    // by the forward chain
+    let mut first = frag_frame(9, 0, true, &first_payload);
+    assert_eq!(
+        r.input(LAN, &mut first, RxMeta::default(), 1_000, &mut h, &mut o),
+        Disposition::Forwarded
+    );
+    let sent: Vec<(IfId, (u16, u32))> = o.sent.iter().map(|(i, f, _)| (*i, frag_of(f))).collect();
+    assert_eq!(sent, [(WAN, (0, 9)), (WAN, (3, 9))]);
+    assert_eq!(o.sent[1].1[14 + 7], 63, "hop limit decremented");
+    assert_eq!(h.forward.len(), 2);
+    assert_eq!(r.frag_hold6_stats().released, 1);
+    assert_eq!(r.stats().ipv6_forwarded, 2);
+    // a later fragment of that datagram now goes straight on
+    let mut o = Recorder::default();
+    let mut more = frag_frame(9, 6, false, &[2; 8]);
+    assert_eq!(
+        r.input(LAN, &mut more, RxMeta::default(), 2_000, &mut h, &mut o),
+        Disposition::Forwarded
+    );
+    assert_eq!(o.sent.len(), 1);
+    // a lone later fragment: held, then dropped when it has waited 60 s, with no
+    // ICMPv6 error (its first never came: RFC 8200 §4.5)
+    let mut lone = frag_frame(10, 3, false, &[1; 24]);
+    let mut o = Recorder::default();
+    assert_eq!(
+        r.input(LAN, &mut lone, RxMeta::default(), 3_000, &mut h, &mut o),
+        Disposition::Held
+    );
+    r.poll(62_999, &mut o);
+    assert_eq!(r.frag_hold6_stats().timeouts, 0);
+    r.poll(63_000, &mut o);
+    assert_eq!(r.frag_hold6_stats().timeouts, 1);
+    assert!(o.sent.iter().all(|(_, f, _)| f[14 + 6] != 58 || f[54] != 3));
+    let mut first = frag_frame(10, 0, true, &first_payload);
+    let mut o = Recorder::default();
+    assert_eq!(
+        r.input(LAN, &mut first, RxMeta::default(), 64_000, &mut h, &mut o),
+        Disposition::Forwarded
+    );
+    let frags: Vec<_> = o.sent.iter().filter(|(_, f, _)| f[14 + 6] == 44).collect();
+    assert_eq!(frags.len(), 1, "the first alone: its later one is gone");
+    // a first fragment the forward chain drops opens nothing: its later ones wait
+    h.verdict = Some(HookVerdict::Drop(DropReason::Filtered));
+    let mut first = frag_frame(11, 0, true, &first_payload);
+    let mut o = Recorder::default();
+    assert_eq!(
+        r.input(LAN, &mut first, RxMeta::default(), 65_000, &mut h, &mut o),
+        Disposition::Dropped(DropReason::Filtered)
+    );
+    let mut later = frag_frame(11, 3, false, &[1; 24]);
+    assert_eq!(
+        r.input(LAN, &mut later, RxMeta::default(), 65_001, &mut h, &mut o),
+        Disposition::Held
+    );
+    assert!(o.sent.is_empty());
+    assert_eq!(r.frag_hold6_stats().held, 3);
+}

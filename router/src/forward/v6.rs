@@ -118,9 +118,42 @@ impl Router {
         self.ndp.get(ifc, ip)
     }
 
-    /// An IPv6 frame received on `ifc`: see the module documentation.
+    /// An IPv6 frame received on `ifc`: see the module documentation. A first
+    /// fragment the forward chain accepts takes the later fragments of its datagram
+    /// that were held waiting for it ([`crate::fraghold6`]) on after it.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn forward6<H: L4Hook, O: Output>(
+        &mut self,
+        ifc: IfId,
+        frame: &mut [u8],
+        rx: RxMeta,
+        meta: Meta,
+        hook: &mut H,
+        out: &mut O,
+    ) -> Result<Disposition, DropReason> {
+        let r = self.forward6_one(ifc, frame, rx, meta, hook, out);
+        if let Some(key) = self.opened6_now.take() {
+            for (input, mut f) in self.held6.release(&key) {
+                let m = Meta {
+                    input,
+                    output: None,
+                    csum_partial: false,
+                    now: meta.now,
+                    src_mac: f.get(6..12).and_then(|m| m.try_into().ok()),
+                };
+                if let Err(reason) =
+                    self.forward6_one(input, &mut f, RxMeta::default(), m, hook, out)
+                {
+                    self.stats.drop(Some(input), reason);
+                }
+            }
+        }
+        r
+    }
+
+    /// One IPv6 frame: [`Self::forward6`] without the release of held fragments.
+    #[allow(clippy::too_many_arguments)]
+    fn forward6_one<H: L4Hook, O: Output>(
         &mut self,
         ifc: IfId,
         frame: &mut [u8],
@@ -205,6 +238,21 @@ impl Router {
             return Err(DropReason::Martian);
         }
 
+        // 5a. a later fragment of a datagram whose first fragment the forward chain
+        // has not accepted waits for it (Linux's nf_defrag_ipv6 holds it, at
+        // PREROUTING, until the datagram is whole)
+        if let Some(f) = upper.fragment.filter(|f| f.offset > 0) {
+            let key = (h.src.octets(), h.dst.octets(), f.id);
+            if !self.opened6.allows(key.0, key.1, key.2, now) {
+                let whole = frame
+                    .get(..ETH_LEN + h.total_len)
+                    .ok_or(DropReason::Malformed)?;
+                // refused when full: counted there, as the IPv4 reassembler's
+                self.held6.hold(key, ifc, whole, now);
+                return Ok(Disposition::Held);
+            }
+        }
+
         // 6. route, hop limit, MTU
         let Some(route) = self.routes6.lookup(h.dst).copied() else {
             self.send_icmp6(Icmpv6Error::NoRoute, ifc, ip, now, out);
@@ -248,7 +296,14 @@ impl Router {
         // 7. the forward chain
         meta.output = Some(route.ifc);
         match hook.forward6(ip, &upper, &meta) {
-            HookVerdict::Accept => {}
+            HookVerdict::Accept => {
+                // a first fragment vouches for the rest of its datagram
+                if let Some(f) = upper.fragment.filter(|f| f.offset == 0 && f.more) {
+                    let key = (h.src.octets(), h.dst.octets(), f.id);
+                    self.opened6.note(key.0, key.1, key.2, now);
+                    self.opened6_now = Some(key);
+                }
+            }
             HookVerdict::Drop(r) => return Err(r),
             HookVerdict::Reject => {
                 // quoted with its hop limit decremented: Linux's forward hook runs
