@@ -11,3 +11,17 @@ pub trait Console: Send {
     /// Writes all of `bytes`, blocking until the device took them (or gave up).
     fn write_bytes(&mut self, bytes: &[u8]);
 }
+
+/// Hands `bytes` to `send` with every `\n` sent as `\r\n` (a terminal on the other
+/// end), in pieces, without allocating.
+pub fn write_crlf(bytes: &[u8], mut send: impl FnMut(&[u8])) {
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'\n' {
+            send(&bytes[start..i]);
+            send(b"\r\n");
+            start = i + 1;
+        }
+    }
+    send(&bytes[start..]);
+}

@@ -5,7 +5,7 @@
 //! is an exit to QEMU in dom0, so transmit fills the 16-byte FIFO per LSR poll instead
 //! of polling before every byte.
 
-use crate::console::Console;
+use crate::console::{write_crlf, Console};
 use crate::pio::PortIo;
 
 const RBR_THR: u16 = 0;
@@ -119,16 +119,7 @@ impl<P: PortIo + Send> Console for Uart16550<P> {
     }
 
     fn write_bytes(&mut self, bytes: &[u8]) {
-        // Translate "\n" into "\r\n" without allocating.
-        let mut start = 0;
-        for (i, &b) in bytes.iter().enumerate() {
-            if b == b'\n' {
-                self.send_raw(&bytes[start..i]);
-                self.send_raw(b"\r\n");
-                start = i + 1;
-            }
-        }
-        self.send_raw(&bytes[start..]);
+        write_crlf(bytes, |piece| self.send_raw(piece));
     }
 }
 

@@ -13,7 +13,7 @@ use crate::arch::{pic, pio::Pio, trap};
 use crate::sync::irqlock::IrqLock;
 use core::fmt::{self, Write};
 use xenlet_drivers::bytering::ByteRing;
-use xenlet_drivers::console::Console;
+use xenlet_drivers::console::{write_crlf, Console};
 use xenlet_drivers::uart16550::{Uart16550, COM1, COM1_IRQ};
 use xenlet_xen::console::ConsoleRing;
 use xenlet_xen::evtchn::Port;
@@ -92,15 +92,7 @@ impl XenConsole {
 
     /// Writes with "\n" sent as "\r\n" (a terminal on the other end).
     fn write_translated(&mut self, bytes: &[u8]) {
-        let mut start = 0;
-        for (i, &b) in bytes.iter().enumerate() {
-            if b == b'\n' {
-                self.write_all(&bytes[start..i]);
-                self.write_all(b"\r\n");
-                start = i + 1;
-            }
-        }
-        self.write_all(&bytes[start..]);
+        write_crlf(bytes, |piece| self.write_all(piece));
     }
 }
 
