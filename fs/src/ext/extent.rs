@@ -514,13 +514,24 @@ pub(crate) mod test_io {
             Ok(())
         }
     }
+
+    /// `ext` stored as a tree through a fresh [`MemIo`] (its blocks from 10 up): the
+    /// inode's `i_block` bytes, the device, and the blocks the tree took.
+    pub fn stored(ext: &[Extent], ctx: &TreeCtx) -> ([u8; 60], MemIo, Vec<u64>) {
+        let mut io = MemIo {
+            blocks: BTreeMap::new(),
+            next: 10,
+        };
+        let mut ib = [0u8; 60];
+        let used = store(ext, &mut ib, ctx, &mut io).unwrap();
+        (ib, io, used)
+    }
 }
 
 #[cfg(test)]
 mod tree_tests {
-    use super::test_io::MemIo;
+    use super::test_io::stored;
     use super::*;
-    use alloc::collections::BTreeMap;
 
     fn ctx(bs: usize) -> TreeCtx {
         TreeCtx {
@@ -537,12 +548,7 @@ mod tree_tests {
     fn tree_blocks_counts_what_store_takes() {
         for bs in [1024usize, 4096] {
             for n in [0u64, 4, 5, 84, 85, 340, 341, 5000, 30_000] {
-                let mut io = MemIo {
-                    blocks: BTreeMap::new(),
-                    next: 10,
-                };
-                let mut ib = [0u8; 60];
-                let used = store(&fragmented(n), &mut ib, &ctx(bs), &mut io).unwrap();
+                let (_, _, used) = stored(&fragmented(n), &ctx(bs));
                 assert_eq!(used.len(), tree_blocks(n as usize, bs), "{n} extents, {bs}");
             }
         }
@@ -564,12 +570,7 @@ mod tree_tests {
         for (n, depth) in [(0u64, 0u16), (4, 0), (5, 1), (336, 1), (337, 2), (30000, 3)] {
             let c = ctx(1024);
             let ext = fragmented(n);
-            let mut io = MemIo {
-                blocks: BTreeMap::new(),
-                next: 10,
-            };
-            let mut ib = [0u8; 60];
-            let used = store(&ext, &mut ib, &c, &mut io).unwrap();
+            let (ib, mut io, used) = stored(&ext, &c);
             assert_eq!(get16(&ib, 6), depth, "{n} extents");
             let m = load(&ib, &c, &mut io).unwrap();
             assert_eq!(m.ext, ext, "{n} extents");
@@ -585,12 +586,7 @@ mod tree_tests {
     fn corrupt_node_checksum_is_detected() {
         let c = ctx(1024);
         let ext = fragmented(20);
-        let mut io = MemIo {
-            blocks: BTreeMap::new(),
-            next: 10,
-        };
-        let mut ib = [0u8; 60];
-        let used = store(&ext, &mut ib, &c, &mut io).unwrap();
+        let (ib, mut io, used) = stored(&ext, &c);
         io.blocks.get_mut(&used[0]).unwrap()[30] ^= 1;
         assert!(matches!(load(&ib, &c, &mut io), Err(FsError::Corrupt(_))));
     }
@@ -599,12 +595,7 @@ mod tree_tests {
     fn block_budget_bounds_the_walk() {
         let mut c = ctx(1024);
         let ext = fragmented(20);
-        let mut io = MemIo {
-            blocks: BTreeMap::new(),
-            next: 10,
-        };
-        let mut ib = [0u8; 60];
-        store(&ext, &mut ib, &c, &mut io).unwrap();
+        let (ib, mut io, _) = stored(&ext, &c);
         c.max_blocks = 10;
         assert!(matches!(load(&ib, &c, &mut io), Err(FsError::Corrupt(_))));
     }
@@ -613,12 +604,7 @@ mod tree_tests {
     fn byte_budget_bounds_the_map() {
         let mut c = ctx(1024);
         let ext = fragmented(1000);
-        let mut io = MemIo {
-            blocks: BTreeMap::new(),
-            next: 10,
-        };
-        let mut ib = [0u8; 60];
-        store(&ext, &mut ib, &c, &mut io).unwrap();
+        let (ib, mut io, _) = stored(&ext, &c);
         let m = load(&ib, &c, &mut io).unwrap();
         c.max_map_bytes = m.heap_bytes();
         let m2 = load(&ib, &c, &mut io).unwrap();
