@@ -61,20 +61,16 @@ impl<D: BlockDev> Ext<D> {
     fn block_bitmap_mut(&mut self, g: u32) -> Result<&mut [u8], FsError> {
         let gd = self.gds.get(g).ok_or(FsError::Invalid("group"))?;
         let blk = gd.block_bitmap();
-        if gd.flags() & BG_BLOCK_UNINIT != 0 {
+        let uninit = gd.flags() & BG_BLOCK_UNINIT != 0;
+        if uninit {
             let b = self.computed_block_bitmap(g);
             let mut gd = self.gds.get_mut(g).ok_or(FsError::Invalid("group"))?;
             gd.set_flags(gd.flags() & !BG_BLOCK_UNINIT);
             self.dirty_groups.insert(g);
             let dst = self.cache.get_new(&mut self.dev, blk)?;
             dst.copy_from_slice(&b);
-            self.cache.set_verified(blk);
-        } else {
-            self.check_bitmap(g, blk, false)?;
         }
-        self.own_bitmaps.insert(blk);
-        self.dirty_groups.insert(g);
-        self.cache.get_mut(&mut self.dev, blk)
+        self.own_bitmap(g, blk, uninit, false)
     }
 
     /// The inode bitmap of group `g`, initialised on disk if it was not.
@@ -82,16 +78,32 @@ impl<D: BlockDev> Ext<D> {
         let gd = self.gds.get(g).ok_or(FsError::Invalid("group"))?;
         let blk = gd.inode_bitmap();
         let ipg = self.sb.inodes_per_group as usize;
-        if gd.flags() & BG_INODE_UNINIT != 0 {
+        let uninit = gd.flags() & BG_INODE_UNINIT != 0;
+        if uninit {
             let mut gd = self.gds.get_mut(g).ok_or(FsError::Invalid("group"))?;
             gd.set_flags(gd.flags() & !BG_INODE_UNINIT);
             let dst = self.cache.get_new(&mut self.dev, blk)?;
             for i in ipg..dst.len() * 8 {
                 set_bit(dst, i, true);
             }
+        }
+        self.own_bitmap(g, blk, uninit, true)
+    }
+
+    /// Bitmap block `blk` of group `g` (of inodes or blocks), made ours and marked
+    /// for the next sync: one just initialised in the cache (`fresh`) is taken as
+    /// verified, another has its checksum checked the first time it is read.
+    fn own_bitmap(
+        &mut self,
+        g: u32,
+        blk: u64,
+        fresh: bool,
+        inodes: bool,
+    ) -> Result<&mut [u8], FsError> {
+        if fresh {
             self.cache.set_verified(blk);
         } else {
-            self.check_bitmap(g, blk, true)?;
+            self.check_bitmap(g, blk, inodes)?;
         }
         self.own_bitmaps.insert(blk);
         self.dirty_groups.insert(g);
