@@ -752,6 +752,22 @@ impl<D: BlockDev> Ext<D> {
         Ok((dir, name))
     }
 
+    /// Finds the entry `name` of `dir` that an unlink or rmdir removes, neither the
+    /// directory nor its inode immutable or append-only: the directory, the name,
+    /// the entry's inode and its kind.
+    fn check_old_entry<'a>(
+        &mut self,
+        dir: Ino,
+        name: &'a str,
+    ) -> Result<(u32, &'a [u8], u32, FileType), FsError> {
+        let dir = self.ino32(dir)?;
+        let name = check_name(name)?;
+        let ino = self.dir_lookup(dir, name)?.ok_or(FsError::NotFound)?;
+        self.may_change(dir, FL_IMMUTABLE | FL_APPEND)?;
+        self.may_change(ino, FL_IMMUTABLE | FL_APPEND)?;
+        Ok((dir, name, ino, self.kind_of(ino)?))
+    }
+
     /// A block for a new directory or symlink block: refused (NoSpace) when only the
     /// blocks promised to buffered file data and half the metadata reserve are left
     /// (the other half is for tree blocks).
@@ -1576,12 +1592,8 @@ impl<D: BlockDev> FileSystem for Ext<D> {
 
     fn unlink(&mut self, dir: Ino, name: &str) -> Result<(), FsError> {
         self.operation("unlink", |fs| {
-            let dir = fs.ino32(dir)?;
-            let name = check_name(name)?;
-            let ino = fs.dir_lookup(dir, name)?.ok_or(FsError::NotFound)?;
-            fs.may_change(dir, FL_IMMUTABLE | FL_APPEND)?;
-            fs.may_change(ino, FL_IMMUTABLE | FL_APPEND)?;
-            if fs.kind_of(ino)? == FileType::Dir {
+            let (dir, name, ino, kind) = fs.check_old_entry(dir, name)?;
+            if kind == FileType::Dir {
                 return Err(FsError::IsDir);
             }
             if fs.node(ino)?.inode.links() <= 1 {
@@ -1598,12 +1610,8 @@ impl<D: BlockDev> FileSystem for Ext<D> {
 
     fn rmdir(&mut self, dir: Ino, name: &str) -> Result<(), FsError> {
         self.operation("rmdir", |fs| {
-            let dir = fs.ino32(dir)?;
-            let name = check_name(name)?;
-            let ino = fs.dir_lookup(dir, name)?.ok_or(FsError::NotFound)?;
-            fs.may_change(dir, FL_IMMUTABLE | FL_APPEND)?;
-            fs.may_change(ino, FL_IMMUTABLE | FL_APPEND)?;
-            if fs.kind_of(ino)? != FileType::Dir {
+            let (dir, name, ino, kind) = fs.check_old_entry(dir, name)?;
+            if kind != FileType::Dir {
                 return Err(FsError::NotDir);
             }
             if ino == ROOT_INO {
