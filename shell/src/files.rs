@@ -58,6 +58,18 @@ fn flags<'a>(args: &[&'a str], known: &str) -> Result<(Vec<char>, Vec<&'a str>),
     Ok((f, ops))
 }
 
+/// [`flags`] for a command that needs an operand: none is "missing operand".
+fn flags_with_operands<'a>(
+    args: &[&'a str],
+    known: &str,
+) -> Result<(Vec<char>, Vec<&'a str>), CmdError> {
+    let (f, ops) = flags(args, known)?;
+    if ops.is_empty() {
+        return Err(CmdError::usage("missing operand"));
+    }
+    Ok((f, ops))
+}
+
 /// Prints `name: path: error` for each failure and fails the command if any.
 struct Errors(bool);
 
@@ -277,10 +289,7 @@ fn open_file(v: &mut Vfs, p: &str) -> Result<Handle, FsError> {
 
 /// `cat FILE...`.
 pub fn cat(v: &mut Vfs, args: &[&str], out: &mut dyn Write) -> CmdResult {
-    let (_, ops) = flags(args, "")?;
-    if ops.is_empty() {
-        return Err(CmdError::usage("missing operand"));
-    }
+    let (_, ops) = flags_with_operands(args, "")?;
     let mut errs = Errors(false);
     for p in ops {
         let r = match open_file(v, p) {
@@ -461,10 +470,7 @@ pub fn hexdump(v: &mut Vfs, args: &[&str], out: &mut dyn Write) -> CmdResult {
 
 /// `mkdir [-p] DIR...`.
 pub fn mkdir(v: &mut Vfs, args: &[&str], out: &mut dyn Write) -> CmdResult {
-    let (f, ops) = flags(args, "p")?;
-    if ops.is_empty() {
-        return Err(CmdError::usage("missing operand"));
-    }
+    let (f, ops) = flags_with_operands(args, "p")?;
     let parents = f.contains(&'p');
     let mut errs = Errors(false);
     for p in ops {
@@ -510,10 +516,7 @@ pub fn mkdir(v: &mut Vfs, args: &[&str], out: &mut dyn Write) -> CmdResult {
 
 /// `rmdir DIR...`.
 pub fn rmdir(v: &mut Vfs, args: &[&str], out: &mut dyn Write) -> CmdResult {
-    let (_, ops) = flags(args, "")?;
-    if ops.is_empty() {
-        return Err(CmdError::usage("missing operand"));
-    }
+    let (_, ops) = flags_with_operands(args, "")?;
     let mut errs = Errors(false);
     for p in ops {
         if let Err(e) = v.rmdir(p) {
@@ -743,10 +746,7 @@ pub fn mv(v: &mut Vfs, args: &[&str], out: &mut dyn Write) -> CmdResult {
 
 /// `stat PATH...`, GNU's layout.
 pub fn stat(v: &mut Vfs, args: &[&str], out: &mut dyn Write) -> CmdResult {
-    let (_, ops) = flags(args, "")?;
-    if ops.is_empty() {
-        return Err(CmdError::usage("missing operand"));
-    }
+    let (_, ops) = flags_with_operands(args, "")?;
     let mut errs = Errors(false);
     for p in ops {
         let st = match v.resolve_nofollow(p).and_then(|h| v.stat(h)) {
