@@ -45,6 +45,31 @@ fn netfilter(capacity: usize) -> Netfilter {
     })
 }
 
+/// A port forward WAN_ADDR:8022 -> HOST2:22 (TCP) on a masquerading WAN, for what
+/// comes in on `input`; with `snat`, from that address rather than the client's
+/// (NAT reflection).
+fn port_forwarding_netfilter(input: IfId, snat: Option<[u8; 4]>) -> Netfilter {
+    Netfilter::new(Config {
+        capacity: 16,
+        masquerade: vec![Masquerade {
+            iface: WAN,
+            addr: Some(WAN_ADDR),
+        }],
+        dnat: vec![Dnat {
+            input,
+            proto: Proto::Tcp,
+            dst: Some(WAN_ADDR),
+            dport: 8022,
+            dport_max: 8022,
+            to: (HOST2, 22),
+            src_ip: vec![],
+            snat,
+            time: None,
+        }],
+        ..Config::default()
+    })
+}
+
 // ---- packet building ----
 
 fn ipv4(src: [u8; 4], dst: [u8; 4], proto: u8, payload: &[u8]) -> Vec<u8> {
@@ -262,6 +287,31 @@ fn counters_add_up(nf: &Netfilter) {
     );
 }
 
+/// Segments of the TCP flow HOST1:`sport` -> SERVER:`dport`, each `(from the LAN,
+/// flags, time)`: out from the LAN, or back from the WAN (to WAN_ADDR, the port
+/// kept); each accepted.
+fn tcp_exchange(nf: &mut Netfilter, sport: u16, dport: u16, steps: &[(bool, u8, Millis)]) {
+    for &(lan, flags, now) in steps {
+        let v = if lan {
+            out(nf, &mut tcp(HOST1, sport, SERVER, dport, flags, b""), now)
+        } else {
+            back(
+                nf,
+                &mut tcp(SERVER, dport, WAN_ADDR, sport, flags, b""),
+                now,
+            )
+        };
+        assert_eq!(v, OK, "{flags:#x}");
+    }
+}
+
+/// HOST2's UDP from `port` to SERVER:`dport`, out first: the WAN address's `port` is
+/// taken when HOST1 sends from the same port.
+fn host2_takes_udp_port(nf: &mut Netfilter, port: u16, dport: u16) {
+    let mut x = udp(HOST2, port, SERVER, dport, b"");
+    assert_eq!(out(nf, &mut x, 0), OK);
+}
+
 // ---- tests ----
 
 #[test]
@@ -366,8 +416,7 @@ fn two_hosts_same_source_port_get_distinct_external_ports() {
 fn same_internal_endpoint_keeps_its_external_port_for_every_destination() {
     let mut nf = netfilter(64);
     // HOST2 takes 7000 first, so HOST1's 7000 cannot be preserved
-    let mut x = udp(HOST2, 7000, SERVER, 1, b"");
-    assert_eq!(out(&mut nf, &mut x, 0), OK);
+    host2_takes_udp_port(&mut nf, 7000, 1);
     let mut a = udp(HOST1, 7000, SERVER, 1, b"");
     let mut b = udp(HOST1, 7000, SERVER2, 2, b"");
     let mut c = udp(HOST1, 7000, SERVER2, 3, b"");
@@ -431,8 +480,7 @@ fn icmp_echo_ids_translated_and_replies_restored() {
 fn icmp_port_unreachable_reaches_the_lan_host_with_its_own_header() {
     let mut nf = netfilter(64);
     // make 6000 taken so the port is translated too
-    let mut x = udp(HOST2, 6000, SERVER, 9, b"");
-    assert_eq!(out(&mut nf, &mut x, 0), OK);
+    host2_takes_udp_port(&mut nf, 6000, 9);
     let orig = udp(HOST1, 6000, SERVER, 9999, b"datagram payload");
     let mut p = orig.clone();
     assert_eq!(out(&mut nf, &mut p, 0), OK);
@@ -522,8 +570,7 @@ fn icmp_error_about_tcp_and_echo_flows() {
 #[test]
 fn icmp_error_from_the_lan_about_a_reply_is_masqueraded() {
     let mut nf = netfilter(64);
-    let mut x = udp(HOST2, 6200, SERVER, 9, b"");
-    assert_eq!(out(&mut nf, &mut x, 0), OK);
+    host2_takes_udp_port(&mut nf, 6200, 9);
     let mut p = udp(HOST1, 6200, SERVER, 5353, b"hello");
     assert_eq!(out(&mut nf, &mut p, 0), OK);
     let ext = sport(&p);
@@ -635,18 +682,12 @@ fn blind_segments_do_not_touch_a_flow_and_a_syn_in_time_wait_is_a_new_connection
     let mut nf = netfilter(64);
     let key = to_server(40001, 22, Proto::Tcp);
     let state = |nf: &Netfilter| nf.conntrack().lookup_view(&key).map(|e| e.tcp_state());
-    for (lan, flags) in [(true, SYN), (false, SYN | ACK), (true, ACK)] {
-        let v = if lan {
-            out(&mut nf, &mut tcp(HOST1, 40001, SERVER, 22, flags, b""), 1)
-        } else {
-            back(
-                &mut nf,
-                &mut tcp(SERVER, 22, WAN_ADDR, 40001, flags, b""),
-                1,
-            )
-        };
-        assert_eq!(v, OK);
-    }
+    tcp_exchange(
+        &mut nf,
+        40001,
+        22,
+        &[(true, SYN, 1), (false, SYN | ACK, 1), (true, ACK, 1)],
+    );
     assert_eq!(state(&nf), Some(Some(TcpState::Established)));
     // A RST or FIN from the WAN with a guessed sequence number: INVALID, and a
     // translated flow's packet cannot go on untranslated: dropped. The flow lives.
@@ -665,18 +706,12 @@ fn blind_segments_do_not_touch_a_flow_and_a_syn_in_time_wait_is_a_new_connection
     assert_eq!(state(&nf), Some(Some(TcpState::Established)));
     assert_eq!(nf.stats().out_of_window, 3);
     // Closed with FINs, into TIME_WAIT.
-    for (lan, flags) in [(true, FIN | ACK), (false, FIN | ACK), (true, ACK)] {
-        let v = if lan {
-            out(&mut nf, &mut tcp(HOST1, 40001, SERVER, 22, flags, b""), 3)
-        } else {
-            back(
-                &mut nf,
-                &mut tcp(SERVER, 22, WAN_ADDR, 40001, flags, b""),
-                3,
-            )
-        };
-        assert_eq!(v, OK, "{flags:#x}");
-    }
+    tcp_exchange(
+        &mut nf,
+        40001,
+        22,
+        &[(true, FIN | ACK, 3), (false, FIN | ACK, 3), (true, ACK, 3)],
+    );
     assert_eq!(state(&nf), Some(Some(TcpState::TimeWait)));
     // A SYN from the server's side now is not part of the old flow: the flow ends
     // and the SYN is a new connection to the router's own address, not translated
@@ -693,12 +728,12 @@ fn blind_segments_do_not_touch_a_flow_and_a_syn_in_time_wait_is_a_new_connection
 fn tcp_rst_closes_with_the_close_timeout() {
     let mut nf = netfilter(64);
     let key = to_server(40001, 22, Proto::Tcp);
-    let mut p = tcp(HOST1, 40001, SERVER, 22, SYN, b"");
-    assert_eq!(out(&mut nf, &mut p, 0), OK);
-    let mut r = tcp(SERVER, 22, WAN_ADDR, 40001, SYN | ACK, b"");
-    assert_eq!(back(&mut nf, &mut r, 1), OK);
-    let mut p = tcp(HOST1, 40001, SERVER, 22, ACK, b"");
-    assert_eq!(out(&mut nf, &mut p, 2), OK);
+    tcp_exchange(
+        &mut nf,
+        40001,
+        22,
+        &[(true, SYN, 0), (false, SYN | ACK, 1), (true, ACK, 2)],
+    );
     let mut r = tcp(SERVER, 22, WAN_ADDR, 40001, RST | ACK, b"");
     assert_eq!(back(&mut nf, &mut r, 5000), OK);
     assert_eq!(
@@ -915,26 +950,7 @@ fn partial_checksum_packets_get_only_the_pseudo_header_adjusted() {
 
 #[test]
 fn port_forward_rewrites_the_destination_and_the_replies_source() {
-    let fwd = Dnat {
-        input: WAN,
-        proto: Proto::Tcp,
-        dst: Some(WAN_ADDR),
-        dport: 8022,
-        dport_max: 8022,
-        to: (HOST2, 22),
-        src_ip: vec![],
-        snat: None,
-        time: None,
-    };
-    let mut nf = Netfilter::new(Config {
-        capacity: 16,
-        masquerade: vec![Masquerade {
-            iface: WAN,
-            addr: Some(WAN_ADDR),
-        }],
-        dnat: vec![fwd],
-        ..Config::default()
-    });
+    let mut nf = port_forwarding_netfilter(WAN, None);
     let mut p = tcp(SERVER, 50000, WAN_ADDR, 8022, SYN, b"");
     assert_eq!(nf.prerouting(&mut p, &meta(WAN, None, 0)), OK);
     assert_eq!(p, tcp(SERVER, 50000, HOST2, 22, SYN, b""));
@@ -962,25 +978,7 @@ fn reflected_clients_with_the_same_port_get_their_own_source_port() {
     // port, as Linux's nf_nat_unique_tuple picks one.
     const R_LAN: [u8; 4] = [192, 168, 1, 1];
     const HOST3: [u8; 4] = [192, 168, 1, 102];
-    let mut nf = Netfilter::new(Config {
-        capacity: 16,
-        masquerade: vec![Masquerade {
-            iface: WAN,
-            addr: Some(WAN_ADDR),
-        }],
-        dnat: vec![Dnat {
-            input: LAN,
-            proto: Proto::Tcp,
-            dst: Some(WAN_ADDR),
-            dport: 8022,
-            dport_max: 8022,
-            to: (HOST2, 22),
-            src_ip: vec![],
-            snat: Some(R_LAN),
-            time: None,
-        }],
-        ..Config::default()
-    });
+    let mut nf = port_forwarding_netfilter(LAN, Some(R_LAN));
     let lan_to_lan = |nf: &mut Netfilter, p: &mut [u8]| match nf.prerouting(p, &meta(LAN, None, 0))
     {
         HookVerdict::Accept => nf.postrouting(p, &meta(LAN, Some(LAN), 0)),
@@ -1013,12 +1011,12 @@ fn reflected_clients_with_the_same_port_get_their_own_source_port() {
 #[test]
 fn conntrack_listing_looks_like_linux() {
     let mut nf = netfilter(64);
-    let mut p = tcp(HOST1, 40000, SERVER, 5201, SYN, b"");
-    assert_eq!(out(&mut nf, &mut p, 0), OK);
-    let mut r = tcp(SERVER, 5201, WAN_ADDR, 40000, SYN | ACK, b"");
-    assert_eq!(back(&mut nf, &mut r, 0), OK);
-    let mut p = tcp(HOST1, 40000, SERVER, 5201, ACK, b"");
-    assert_eq!(out(&mut nf, &mut p, 1000), OK);
+    tcp_exchange(
+        &mut nf,
+        40000,
+        5201,
+        &[(true, SYN, 0), (false, SYN | ACK, 0), (true, ACK, 1000)],
+    );
     let mut u = udp(HOST2, 5353, SERVER2, 53, b"");
     assert_eq!(out(&mut nf, &mut u, 1000), OK);
     let mut e = echo(HOST2, SERVER2, 8, 42, 1);
@@ -1260,32 +1258,9 @@ fn a_port_forward_to_the_router_itself_is_delivered_and_its_replies_translated()
 
 // ---- ICMP errors: reverse translation as Linux's nf_nat_icmp_reply_translation ----
 
-/// A port forward WAN_ADDR:8022 -> HOST2:22 (TCP) on a masquerading WAN.
-fn port_forwarding_netfilter() -> Netfilter {
-    Netfilter::new(Config {
-        capacity: 16,
-        masquerade: vec![Masquerade {
-            iface: WAN,
-            addr: Some(WAN_ADDR),
-        }],
-        dnat: vec![Dnat {
-            input: WAN,
-            proto: Proto::Tcp,
-            dst: Some(WAN_ADDR),
-            dport: 8022,
-            dport_max: 8022,
-            to: (HOST2, 22),
-            src_ip: vec![],
-            snat: None,
-            time: None,
-        }],
-        ..Config::default()
-    })
-}
-
 #[test]
 fn icmp_error_from_the_wan_about_a_port_forward_reaches_the_lan_server_byte_for_byte() {
-    let mut nf = port_forwarding_netfilter();
+    let mut nf = port_forwarding_netfilter(WAN, None);
     let mut syn = tcp(SERVER, 50000, WAN_ADDR, 8022, SYN, b"");
     assert_eq!(back(&mut nf, &mut syn, 0), OK);
     let sent = tcp(HOST2, 22, SERVER, 50000, SYN | ACK, b"");
@@ -1306,7 +1281,7 @@ fn icmp_error_from_the_wan_about_a_port_forward_reaches_the_lan_server_byte_for_
 
 #[test]
 fn icmp_error_from_the_lan_about_a_port_forward_leaves_as_the_wan_address_byte_for_byte() {
-    let mut nf = port_forwarding_netfilter();
+    let mut nf = port_forwarding_netfilter(WAN, None);
     let wire = tcp(SERVER, 50000, WAN_ADDR, 8022, SYN, b"");
     let mut syn = wire.clone();
     assert_eq!(back(&mut nf, &mut syn, 0), OK);
