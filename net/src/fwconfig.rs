@@ -103,19 +103,10 @@ fn limit(l: fw::Limit, burst: u32) -> Limit {
     }
 }
 
-/// The IPv4 prefixes of a list; `None` if the list had entries and none was IPv4
-/// (the rule is for IPv6 only).
-fn nets4(list: &[fw::IpNet]) -> Option<Vec<Net4>> {
-    let v: Vec<Net4> = list
-        .iter()
-        .filter_map(|n| match n.addr {
-            IpAddr::V4(a) => Some(Net4 {
-                addr: a.octets(),
-                prefix_len: n.prefix_len.min(32),
-            }),
-            IpAddr::V6(_) => None,
-        })
-        .collect();
+/// The prefixes of `list` that `pick` takes (those of one family); `None` if the
+/// list had entries and `pick` took none (the rule is for the other family only).
+fn nets<T>(list: &[fw::IpNet], pick: impl Fn(&fw::IpNet) -> Option<T>) -> Option<Vec<T>> {
+    let v: Vec<T> = list.iter().filter_map(pick).collect();
     if v.is_empty() && !list.is_empty() {
         None
     } else {
@@ -123,23 +114,27 @@ fn nets4(list: &[fw::IpNet]) -> Option<Vec<Net4>> {
     }
 }
 
+/// The IPv4 prefixes of a list; `None` if the list had entries and none was IPv4
+/// (the rule is for IPv6 only).
+fn nets4(list: &[fw::IpNet]) -> Option<Vec<Net4>> {
+    nets(list, |n| match n.addr {
+        IpAddr::V4(a) => Some(Net4 {
+            addr: a.octets(),
+            prefix_len: n.prefix_len.min(32),
+        }),
+        IpAddr::V6(_) => None,
+    })
+}
+
 /// The IPv6 prefixes of `list`: `None` if it has addresses but no IPv6 one.
 fn nets6(list: &[fw::IpNet]) -> Option<Vec<Net6>> {
-    let v: Vec<Net6> = list
-        .iter()
-        .filter_map(|n| match n.addr {
-            IpAddr::V6(a) => Some(Net6 {
-                addr: a.octets(),
-                prefix_len: n.prefix_len.min(128),
-            }),
-            IpAddr::V4(_) => None,
-        })
-        .collect();
-    if v.is_empty() && !list.is_empty() {
-        None
-    } else {
-        Some(v)
-    }
+    nets(list, |n| match n.addr {
+        IpAddr::V6(a) => Some(Net6 {
+            addr: a.octets(),
+            prefix_len: n.prefix_len.min(128),
+        }),
+        IpAddr::V4(_) => None,
+    })
 }
 
 /// A rule's or redirect's time options, as the router matches them.
