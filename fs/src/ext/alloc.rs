@@ -119,19 +119,13 @@ impl<D: BlockDev> Ext<D> {
             return Ok(());
         }
         let gd = self.gds.get(g).ok_or(FsError::Invalid("group"))?;
-        let (n, want) = if inodes {
-            (self.sb.inodes_per_group as usize / 8, gd.ib_csum())
-        } else {
-            (self.sb.blocks_per_group as usize / 8, gd.bb_csum())
-        };
+        let want = if inodes { gd.ib_csum() } else { gd.bb_csum() };
         let mask = if self.sb.desc_size >= 64 {
             u32::MAX
         } else {
             0xFFFF
         };
-        let seed = self.sb.csum_seed;
-        let b = self.cache.get(&mut self.dev, blk)?;
-        let c = crc32c(seed, b.get(..n).unwrap_or(b));
+        let c = self.bitmap_csum(blk, inodes)?;
         if c & mask != want & mask {
             let what = if inodes { "inode" } else { "block" };
             return Err(FsError::Corrupt(alloc::format!(
@@ -140,6 +134,20 @@ impl<D: BlockDev> Ext<D> {
         }
         self.cache.set_verified(blk);
         Ok(())
+    }
+
+    /// The checksum of bitmap block `blk` (of inodes or of blocks) as a group
+    /// descriptor holds it: crc32c over the bits a group uses.
+    fn bitmap_csum(&mut self, blk: u64, inodes: bool) -> Result<u32, FsError> {
+        let bits = if inodes {
+            self.sb.inodes_per_group
+        } else {
+            self.sb.blocks_per_group
+        };
+        let n = bits as usize / 8;
+        let seed = self.sb.csum_seed;
+        let b = self.cache.get(&mut self.dev, blk)?;
+        Ok(crc32c(seed, b.get(..n).unwrap_or(b)))
     }
 
     /// The reserved metadata pool (issue 30), as Linux's `s_resv_clusters`: 2 % of
@@ -335,7 +343,6 @@ impl<D: BlockDev> Ext<D> {
     /// Stores bitmap checksums and descriptor checksums of the groups touched.
     pub(super) fn finish_groups(&mut self) -> Result<(), FsError> {
         let groups: Vec<u32> = self.dirty_groups.iter().copied().collect();
-        let seed = self.sb.csum_seed;
         for g in groups {
             let Some(gd) = self.gds.get(g) else {
                 continue;
@@ -344,17 +351,13 @@ impl<D: BlockDev> Ext<D> {
                 let (bb, ib) = (gd.block_bitmap(), gd.inode_bitmap());
                 let bflags = gd.flags();
                 if bflags & BG_BLOCK_UNINIT == 0 {
-                    let n = self.sb.blocks_per_group as usize / 8;
-                    let b = self.cache.get(&mut self.dev, bb)?;
-                    let c = crc32c(seed, b.get(..n).unwrap_or(b));
+                    let c = self.bitmap_csum(bb, false)?;
                     if let Some(mut gd) = self.gds.get_mut(g) {
                         gd.set_bb_csum(c);
                     }
                 }
                 if bflags & BG_INODE_UNINIT == 0 {
-                    let n = self.sb.inodes_per_group as usize / 8;
-                    let b = self.cache.get(&mut self.dev, ib)?;
-                    let c = crc32c(seed, b.get(..n).unwrap_or(b));
+                    let c = self.bitmap_csum(ib, true)?;
                     if let Some(mut gd) = self.gds.get_mut(g) {
                         gd.set_ib_csum(c);
                     }
