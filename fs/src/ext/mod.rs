@@ -341,9 +341,7 @@ impl<D: BlockDev> Ext<D> {
         opts: MountOptions,
         budget: Option<usize>,
     ) -> Result<Ext<D>, FsError> {
-        let mut raw = vec![0u8; SB_SIZE];
-        dev.read(SB_OFFSET, &mut raw)?;
-        let sb = Superblock::parse(raw, dev.size_bytes())?;
+        let sb = Self::read_superblock(&mut dev)?;
         let mut replayed = None;
         if sb.incompat & INCOMPAT_RECOVER != 0 && sb.incompat & !INCOMPAT_KNOWN == 0 {
             let (d, stats) = Self::recover(dev, opts, budget)?;
@@ -353,6 +351,13 @@ impl<D: BlockDev> Ext<D> {
         let mut fs = Self::mount_as_is(dev, opts, false, budget)?;
         fs.replayed = replayed;
         Ok(fs)
+    }
+
+    /// The primary superblock of `dev`, read and parsed.
+    fn read_superblock(dev: &mut D) -> Result<Superblock, FsError> {
+        let mut raw = vec![0u8; SB_SIZE];
+        dev.read(SB_OFFSET, &mut raw)?;
+        Superblock::parse(raw, dev.size_bytes())
     }
 
     /// EPERM if inode `ino` has any of `flags` (`FL_IMMUTABLE`, `FL_APPEND`), as
@@ -427,9 +432,7 @@ impl<D: BlockDev> Ext<D> {
             )),
             e => e,
         })?;
-        let mut raw = vec![0u8; SB_SIZE];
-        dev.read(SB_OFFSET, &mut raw)?;
-        let mut sb = Superblock::parse(raw, dev.size_bytes())?;
+        let mut sb = Self::read_superblock(&mut dev)?;
         sb.incompat &= !INCOMPAT_RECOVER;
         put32(&mut sb.raw, 0x60, sb.incompat);
         // Blocks skipped for bad checksums leave the filesystem possibly
@@ -462,9 +465,7 @@ impl<D: BlockDev> Ext<D> {
         as_is: bool,
         budget: Option<usize>,
     ) -> Result<Ext<D>, FsError> {
-        let mut raw = vec![0u8; SB_SIZE];
-        dev.read(SB_OFFSET, &mut raw)?;
-        let sb = Superblock::parse(raw, dev.size_bytes())?;
+        let sb = Self::read_superblock(&mut dev)?;
         let unknown = sb.incompat & !INCOMPAT_KNOWN;
         if unknown != 0 {
             return Err(FsError::Unsupported(format!(
