@@ -103,38 +103,27 @@ fn limit(l: fw::Limit, burst: u32) -> Limit {
     }
 }
 
-/// The prefixes of `list` that `pick` takes (those of one family); `None` if the
-/// list had entries and `pick` took none (the rule is for the other family only).
-fn nets<T>(list: &[fw::IpNet], pick: impl Fn(&fw::IpNet) -> Option<T>) -> Option<Vec<T>> {
-    let v: Vec<T> = list.iter().filter_map(pick).collect();
-    if v.is_empty() && !list.is_empty() {
-        None
-    } else {
-        Some(v)
+/// The IPv4 and the IPv6 prefixes of a list, each `None` if the list had entries and
+/// none of that family (the rule is for the other family only).
+fn nets(list: &[fw::IpNet]) -> (Option<Vec<Net4>>, Option<Vec<Net6>>) {
+    let (mut v4, mut v6) = (Vec::new(), Vec::new());
+    for n in list {
+        match n.addr {
+            IpAddr::V4(a) => v4.push(Net4 {
+                addr: a.octets(),
+                prefix_len: n.prefix_len.min(32),
+            }),
+            IpAddr::V6(a) => v6.push(Net6 {
+                addr: a.octets(),
+                prefix_len: n.prefix_len.min(128),
+            }),
+        }
     }
-}
-
-/// The IPv4 prefixes of a list; `None` if the list had entries and none was IPv4
-/// (the rule is for IPv6 only).
-fn nets4(list: &[fw::IpNet]) -> Option<Vec<Net4>> {
-    nets(list, |n| match n.addr {
-        IpAddr::V4(a) => Some(Net4 {
-            addr: a.octets(),
-            prefix_len: n.prefix_len.min(32),
-        }),
-        IpAddr::V6(_) => None,
-    })
-}
-
-/// The IPv6 prefixes of `list`: `None` if it has addresses but no IPv6 one.
-fn nets6(list: &[fw::IpNet]) -> Option<Vec<Net6>> {
-    nets(list, |n| match n.addr {
-        IpAddr::V6(a) => Some(Net6 {
-            addr: a.octets(),
-            prefix_len: n.prefix_len.min(128),
-        }),
-        IpAddr::V4(_) => None,
-    })
+    let kept = |empty: bool| !empty || list.is_empty();
+    (
+        kept(v4.is_empty()).then_some(v4),
+        kept(v6.is_empty()).then_some(v6),
+    )
 }
 
 /// A rule's or redirect's time options, as the router matches them.
@@ -266,8 +255,8 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             both(&r.src_ip, &r.src_ip_not),
             both(&r.dest_ip, &r.dest_ip_not),
         );
-        let (src4, src6) = (nets4(&all_src), nets6(&all_src));
-        let (dest4, dest6) = (nets4(&all_dest), nets6(&all_dest));
+        let (src4, src6) = nets(&all_src);
+        let (dest4, dest6) = nets(&all_dest);
         let icmp_of = |f: fn(&fw::IcmpType) -> Option<fw::IcmpMatch>| -> Vec<IcmpMatch> {
             r.icmp_type
                 .iter()
@@ -308,8 +297,8 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             icmp6_type
         };
         // each list's part of each family (`None`, none of that family: empty)
-        let v4 = |l: &[fw::IpNet]| nets4(l).unwrap_or_default();
-        let v6 = |l: &[fw::IpNet]| nets6(l).unwrap_or_default();
+        let v4 = |l: &[fw::IpNet]| nets(l).0.unwrap_or_default();
+        let v6 = |l: &[fw::IpNet]| nets(l).1.unwrap_or_default();
         let except = Except {
             src_ip: v4(&r.src_ip_not),
             src_ip6: v6(&r.src_ip_not),
@@ -402,7 +391,7 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             pr = alloc::vec![6, 17];
         }
         pr.retain(|p| *p == 6 || *p == 17);
-        let Some(src_ip) = nets4(&r.src_ip) else {
+        let (Some(src_ip), _) = nets(&r.src_ip) else {
             continue;
         };
         if r.reflection && dest.is_none() {
