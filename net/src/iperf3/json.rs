@@ -292,51 +292,47 @@ impl Parser<'_> {
     }
 
     fn object(&mut self, depth: usize) -> Result<Value, JsonError> {
-        self.expect(b'{')?;
-        let mut members = Vec::new();
-        self.ws();
-        if self.peek() == Some(b'}') {
-            self.i += 1;
-            return Ok(Value::Object(members));
-        }
-        loop {
-            self.ws();
-            if self.peek() != Some(b'"') {
-                return Err(self.unexpected());
+        let members = self.sequence(b'{', b'}', |p| {
+            p.ws();
+            if p.peek() != Some(b'"') {
+                return Err(p.unexpected());
             }
-            let key = self.string()?;
-            self.ws();
-            self.expect(b':')?;
-            let v = self.value(depth + 1)?;
-            members.push((key, v));
-            self.ws();
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(b'}') => {
-                    self.i += 1;
-                    return Ok(Value::Object(members));
-                }
-                _ => return Err(self.unexpected()),
-            }
-        }
+            let key = p.string()?;
+            p.ws();
+            p.expect(b':')?;
+            Ok((key, p.value(depth + 1)?))
+        })?;
+        Ok(Value::Object(members))
     }
 
     fn array(&mut self, depth: usize) -> Result<Value, JsonError> {
-        self.expect(b'[')?;
+        let items = self.sequence(b'[', b']', |p| p.value(depth + 1))?;
+        Ok(Value::Array(items))
+    }
+
+    /// The comma-separated items between `open` and `close` (an object's members,
+    /// an array's values), each read by `item`.
+    fn sequence<T>(
+        &mut self,
+        open: u8,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Result<T, JsonError>,
+    ) -> Result<Vec<T>, JsonError> {
+        self.expect(open)?;
         let mut items = Vec::new();
         self.ws();
-        if self.peek() == Some(b']') {
+        if self.peek() == Some(close) {
             self.i += 1;
-            return Ok(Value::Array(items));
+            return Ok(items);
         }
         loop {
-            items.push(self.value(depth + 1)?);
+            items.push(item(self)?);
             self.ws();
             match self.peek() {
                 Some(b',') => self.i += 1,
-                Some(b']') => {
+                Some(c) if c == close => {
                     self.i += 1;
-                    return Ok(Value::Array(items));
+                    return Ok(items);
                 }
                 _ => return Err(self.unexpected()),
             }
