@@ -149,12 +149,7 @@ pub fn flush<B: BlockDevice + ?Sized>(dev: &mut B, w: &dyn Waiter) -> Result<(),
         if let Some(r) = result {
             return r.map_err(SyncError::Device);
         }
-        if let Some(why) = dev.broken() {
-            return Err(SyncError::Device(BlockError::Broken(String::from(why))));
-        }
-        if w.now_ns().saturating_sub(start) > w.timeout_ns() {
-            return Err(SyncError::Timeout);
-        }
+        check_waiting(dev, w, start)?;
         if w.interrupted() {
             // A flush holds no buffers; its answer is recycled by a later call.
             return Err(SyncError::Interrupted);
@@ -230,6 +225,22 @@ impl Drop for WriteBehind {
     }
 }
 
+/// Fails if the device broke or `w`'s timeout has passed since `start`: what ends a
+/// wait for an answer that has not come.
+fn check_waiting<B: BlockDevice + ?Sized>(
+    dev: &B,
+    w: &dyn Waiter,
+    start: u64,
+) -> Result<(), SyncError> {
+    if let Some(why) = dev.broken() {
+        return Err(SyncError::Device(BlockError::Broken(String::from(why))));
+    }
+    if w.now_ns().saturating_sub(start) > w.timeout_ns() {
+        return Err(SyncError::Timeout);
+    }
+    Ok(())
+}
+
 /// Collects answers; with `block`, waits until at least one of `wb`'s arrives.
 fn reap<B: BlockDevice + ?Sized>(
     dev: &mut B,
@@ -256,12 +267,7 @@ fn reap<B: BlockDevice + ?Sized>(
         if progressed || !block || wb.in_flight == 0 {
             return Ok(());
         }
-        if let Some(why) = dev.broken() {
-            return Err(SyncError::Device(BlockError::Broken(String::from(why))));
-        }
-        if w.now_ns().saturating_sub(start) > w.timeout_ns() {
-            return Err(SyncError::Timeout);
-        }
+        check_waiting(dev, w, start)?;
         dev.wait();
     }
 }
@@ -459,12 +465,7 @@ fn wait_for_room<B: BlockDevice + ?Sized>(
         }
         return Ok(());
     }
-    if let Some(why) = dev.broken() {
-        return Err(SyncError::Device(BlockError::Broken(String::from(why))));
-    }
-    if w.now_ns().saturating_sub(since) > w.timeout_ns() {
-        return Err(SyncError::Timeout);
-    }
+    check_waiting(dev, w, since)?;
     dev.wait();
     Ok(())
 }
@@ -705,6 +706,15 @@ mod tests {
         d
     }
 
+    /// [`fake_disk`] of 4 MiB with a pool of 16 buffers and answers 5 polls late:
+    /// one write-behind can hold the whole pool.
+    fn busy_disk() -> MemDisk {
+        let mut d = fake_disk(4 << 20, 4);
+        d.buf_limit = 16;
+        d.delay = 5;
+        d
+    }
+
     /// A clock that advances a millisecond per look.
     struct Clock {
         t: Cell<u64>,
@@ -885,9 +895,7 @@ mod tests {
         // The filesystem's write-behind holds every buffer of the pool, its answers
         // late; a raw-disk read (sha256sum /dev/xvdb beside the mount) must wait for
         // them, not fail with EBUSY.
-        let mut d = fake_disk(4 << 20, 4);
-        d.buf_limit = 16;
-        d.delay = 5;
+        let mut d = busy_disk();
         let c = Clock::new();
         let mut wb = WriteBehind::new(8);
         write_behind(&mut d, &c, &mut wb, 0, &alloc::vec![0x5au8; 64 << 10]).unwrap();
@@ -905,9 +913,7 @@ mod tests {
 
     #[test]
     fn a_write_behind_waits_for_a_pool_another_holds() {
-        let mut d = fake_disk(4 << 20, 4);
-        d.buf_limit = 16;
-        d.delay = 5;
+        let mut d = busy_disk();
         let c = Clock::new();
         let mut p1 = WriteBehind::new(8);
         let mut p2 = WriteBehind::new(8);
