@@ -314,11 +314,17 @@ mod tests {
         assert_eq!(d.poll(1_000).1, vec![Outcome::Unique(a("2001:db8:2::1"))]);
     }
 
-    #[test]
-    fn another_node_probing_the_same_address_makes_it_a_duplicate() {
+    /// A [`Dad`] checking 2001:db8:1::1, polled once at time 0.
+    fn probing() -> Dad {
         let mut d = Dad::new(MAC);
         d.start(a("2001:db8:1::1"));
         d.poll(0);
+        d
+    }
+
+    #[test]
+    fn another_node_probing_the_same_address_makes_it_a_duplicate() {
+        let mut d = probing();
         d.observe(&probe(OTHER, a("2001:db8:1::1")));
         assert_eq!(d.poll(1).1, vec![Outcome::Duplicate(a("2001:db8:1::1"))]);
         assert_eq!(d.counters().duplicates, 1);
@@ -326,9 +332,7 @@ mod tests {
 
     #[test]
     fn address_resolution_and_other_targets_are_not_duplicates() {
-        let mut d = Dad::new(MAC);
-        d.start(a("2001:db8:1::1"));
-        d.poll(0);
+        let mut d = probing();
         // a solicitation from a unicast source (a host resolving the address): no
         let mut ns = probe(OTHER, a("2001:db8:1::1"));
         set_source(&mut ns, a("2001:db8:1::99"));
@@ -348,9 +352,7 @@ mod tests {
 
     #[test]
     fn a_removed_address_gets_no_verdict_and_a_readded_one_is_probed_again() {
-        let mut d = Dad::new(MAC);
-        d.start(a("2001:db8:1::1"));
-        d.poll(0);
+        let mut d = probing();
         d.cancel(a("2001:db8:1::1"));
         assert_eq!(d.poll(5_000), (vec![], vec![]));
         d.start(a("2001:db8:1::1"));
