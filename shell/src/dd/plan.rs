@@ -49,6 +49,21 @@ impl Plan {
     }
 }
 
+/// A skip or seek `offset` (`None`: it overflowed) checked against the `size` of
+/// its file, if known: past the end is `error(Errno::Invalid)`, an overflow
+/// `error(Errno::Overflow)`.
+fn offset_within(
+    offset: Option<u64>,
+    size: Option<u64>,
+    error: impl Fn(Errno) -> DdError,
+) -> Result<u64, DdError> {
+    let offset = offset.ok_or_else(|| error(Errno::Overflow))?;
+    if size.is_some_and(|s| offset > s) {
+        return Err(error(Errno::Invalid));
+    }
+    Ok(offset)
+}
+
 /// Plans a copy given the input and output sizes in bytes when known (disks), `None`
 /// for unbounded devices such as a zero or null device.
 ///
@@ -74,26 +89,14 @@ pub fn plan(args: &DdArgs, in_size: Option<u64>, out_size: Option<u64>) -> Resul
             obs: args.obs,
         });
     }
-    let in_offset = args.skip_offset().ok_or_else(|| DdError::CannotSkip {
+    let in_offset = offset_within(args.skip_offset(), in_size, |errno| DdError::CannotSkip {
         file: args.input.clone(),
-        errno: Errno::Overflow,
+        errno,
     })?;
-    if in_size.is_some_and(|s| in_offset > s) {
-        return Err(DdError::CannotSkip {
-            file: args.input.clone(),
-            errno: Errno::Invalid,
-        });
-    }
-    let out_offset = out_offset.ok_or_else(|| DdError::CannotSeek {
+    let out_offset = offset_within(out_offset, out_size, |errno| DdError::CannotSeek {
         file: args.output.clone(),
-        errno: Errno::Overflow,
+        errno,
     })?;
-    if out_size.is_some_and(|s| out_offset > s) {
-        return Err(DdError::CannotSeek {
-            file: args.output.clone(),
-            errno: Errno::Invalid,
-        });
-    }
     let (max_records, max_bytes) = match args.count_limit() {
         Some((r, b)) => (Some(r), b),
         None => (None, 0),
