@@ -648,13 +648,19 @@ mod tests {
         f
     }
 
-    #[test]
-    fn checksums_left_to_the_merger_are_filled_or_offloaded() {
-        let mut c = Coalescer {
+    /// A coalescer for a 1500-byte link whose TCP checksums it leaves to the
+    /// merger (`tcp_csum_left`).
+    fn csum_left_coalescer() -> Coalescer {
+        Coalescer {
             tcp_csum_left: true,
             mtu: 1500,
             ..Coalescer::default()
-        };
+        }
+    }
+
+    #[test]
+    fn checksums_left_to_the_merger_are_filled_or_offloaded() {
+        let mut c = csum_left_coalescer();
         let mut out: Sent = Vec::new();
         let a = seg(1000, &[5; 700], 0x10);
         let b = seg_id(1700, &[6; 700], 0x18, 1);
@@ -691,11 +697,7 @@ mod tests {
 
     #[test]
     fn a_segment_larger_than_the_mtu_goes_out_whole_at_its_peers_mss() {
-        let mut c = Coalescer {
-            tcp_csum_left: true,
-            mtu: 1500,
-            ..Coalescer::default()
-        };
+        let mut c = csum_left_coalescer();
         // the peer's SYN (10.0.0.2:40000 -> 10.0.0.1:5201) offered MSS 1400
         let mut syn = seg(5, &[0; 4], 0x02);
         syn.truncate(ETH + IP + 20);
@@ -811,11 +813,7 @@ mod tests {
             let (out, c) = run(core::slice::from_ref(&frame));
             assert_eq!(out, vec![(frame.clone(), Send::Plain)], "{what}");
             assert_eq!(c.merged, (0, 0));
-            let mut c = Coalescer {
-                tcp_csum_left: true,
-                mtu: 1500,
-                ..Coalescer::default()
-            };
+            let mut c = csum_left_coalescer();
             let mut blank = frame.clone();
             blank[ETH + IP + 16..ETH + IP + 18].copy_from_slice(&[0, 0]);
             let mut out = Vec::new();
@@ -847,11 +845,7 @@ mod tests {
         v6[ETH + IPV6 + 16..ETH + IPV6 + 18].copy_from_slice(&[0, 0]);
         for (what, frame) in [("IPv4 options", opt), ("IPv6", v6)] {
             assert_eq!(verify_l4_checksum(&frame), Some(false), "{what}");
-            let mut c = Coalescer {
-                tcp_csum_left: true,
-                mtu: 1500,
-                ..Coalescer::default()
-            };
+            let mut c = csum_left_coalescer();
             let mut out = Vec::new();
             let mut emit = |f: &[u8], g| {
                 out.push((f.to_vec(), g));
