@@ -107,6 +107,16 @@ fn nf() -> Netfilter {
     n
 }
 
+/// [`nf`] after HOST's DNS query (UDP 5353 to FAR:53) went out at time 0.
+fn nf_after_dns_query() -> Netfilter {
+    let mut n = nf();
+    assert_eq!(
+        fwd(&mut n, LAN, &udp(HOST, FAR, 5353, 53), 0),
+        HookVerdict::Accept
+    );
+    n
+}
+
 /// The forward hook on `p` from `input` to the other interface.
 fn fwd(n: &mut Netfilter, input: IfId, p: &[u8], now: Millis) -> HookVerdict {
     let mut p = p.to_vec();
@@ -189,11 +199,7 @@ fn a_tcp_flow_from_the_lan_is_tracked_and_its_replies_are_established() {
 
 #[test]
 fn udp_and_echo_replies_come_back_and_nothing_else_does() {
-    let mut n = nf();
-    assert_eq!(
-        fwd(&mut n, LAN, &udp(HOST, FAR, 5353, 53), 0),
-        HookVerdict::Accept
-    );
+    let mut n = nf_after_dns_query();
     assert_eq!(
         fwd(&mut n, WAN, &udp(FAR, HOST, 53, 5353), 1),
         HookVerdict::Accept
@@ -296,12 +302,8 @@ fn the_input_chain_takes_dhcpv6_to_a_link_local_address_from_the_wan() {
 
 #[test]
 fn later_fragments_follow_their_accepted_first_fragment() {
-    let mut n = nf();
     // a DNS query out, then a reply in two fragments
-    assert_eq!(
-        fwd(&mut n, LAN, &udp(HOST, FAR, 5353, 53), 0),
-        HookVerdict::Accept
-    );
+    let mut n = nf_after_dns_query();
     let reply = udp6(FAR, HOST, 53, 5353, &[7; 1400]);
     let frag = |offset: u16, more: bool, id: u32, data: &[u8]| {
         let mut rest = vec![17, 0];
