@@ -169,7 +169,9 @@ impl MemFs {
         }
     }
 
-    fn add(&mut self, dir: Ino, name: &str, body: Body, mode: u16) -> Result<Ino, FsError> {
+    /// Adds entry `name` to `dir` for a new node holding `body`, with permission bits
+    /// `perm` (its mode's type bits follow from `body`).
+    fn add(&mut self, dir: Ino, name: &str, body: Body, perm: u16) -> Result<Ino, FsError> {
         check_name(name)?;
         if self.dir(dir)?.contains_key(name) {
             return Err(FsError::Exists);
@@ -179,11 +181,16 @@ impl MemFs {
         self.next += 1;
         let t = (self.now)();
         let is_dir = matches!(body, Body::Dir(_));
+        let kind = match body {
+            Body::File(_) => 0o100000,
+            Body::Dir(_) => 0o040000,
+            Body::Symlink(_) => 0o120000,
+        };
         self.nodes.insert(
             ino,
             Node {
                 body,
-                mode,
+                mode: kind | (perm & 0o7777),
                 nlink: if is_dir { 2 } else { 1 },
                 parent: dir,
                 atime: t,
@@ -202,7 +209,7 @@ impl MemFs {
     /// Creates a symbolic link `name` in `dir` pointing at `target`.
     pub fn symlink(&mut self, dir: Ino, name: &str, target: &str) -> Result<Ino, FsError> {
         self.charge(target.len() as u64)?;
-        self.add(dir, name, Body::Symlink(String::from(target)), 0o120777)
+        self.add(dir, name, Body::Symlink(String::from(target)), 0o777)
             .inspect_err(|_| self.refund(target.len() as u64))
     }
 
@@ -381,20 +388,10 @@ impl FileSystem for MemFs {
         Ok(())
     }
     fn create(&mut self, dir: Ino, name: &str, perm: u16) -> Result<Ino, FsError> {
-        self.add(
-            dir,
-            name,
-            Body::File(Vec::new()),
-            0o100000 | (perm & 0o7777),
-        )
+        self.add(dir, name, Body::File(Vec::new()), perm)
     }
     fn mkdir(&mut self, dir: Ino, name: &str, perm: u16) -> Result<Ino, FsError> {
-        self.add(
-            dir,
-            name,
-            Body::Dir(BTreeMap::new()),
-            0o040000 | (perm & 0o7777),
-        )
+        self.add(dir, name, Body::Dir(BTreeMap::new()), perm)
     }
     fn unlink(&mut self, dir: Ino, name: &str) -> Result<(), FsError> {
         let ino = self.lookup(dir, name)?;
