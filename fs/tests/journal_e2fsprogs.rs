@@ -101,6 +101,14 @@ fn check_scenario(f: &Fixture, jo: &str) {
     check_scenario_from(f, jo, 1);
 }
 
+/// [`check_scenario`], then the journal superblock it left in the image.
+fn check_scenario_sb(f: &Fixture, jo: &str) -> JournalSuperblock {
+    check_scenario(f, jo);
+    let map = journal_map(&f.img);
+    let data = fs::read(&f.img).unwrap();
+    jsb(&data, f.bs, &map)
+}
+
 /// The scenario with the journal's first transaction ID `tid0` (set in the journal
 /// superblock before debugfs writes the log).
 fn check_scenario_from(f: &Fixture, jo: &str, tid0: u32) {
@@ -205,29 +213,20 @@ fn csum_v3_4k_blocks_matches_e2fsck() {
 #[test]
 fn csum_v2_matches_e2fsck() {
     let f = fixture("v2", 1024, "64M", &[]);
-    check_scenario(&f, "jo -c -v 2");
-    let map = journal_map(&f.img);
-    let data = fs::read(&f.img).unwrap();
-    let sb = jsb(&data, 1024, &map);
+    let sb = check_scenario_sb(&f, "jo -c -v 2");
     assert!(sb.has_csum() && !sb.csum_v3(), "{sb}");
 }
 
 #[test]
 fn no_csum_matches_e2fsck() {
     let f = fixture("nocsum", 4096, "256M", &[]);
-    check_scenario(&f, "jo");
-    let map = journal_map(&f.img);
-    let data = fs::read(&f.img).unwrap();
-    assert!(!jsb(&data, 4096, &map).has_csum());
+    assert!(!check_scenario_sb(&f, "jo").has_csum());
 }
 
 #[test]
 fn journal_32bit_matches_e2fsck() {
     let f = fixture("32bit", 4096, "256M", &["-O", "^64bit,^metadata_csum"]);
-    check_scenario(&f, "jo");
-    let map = journal_map(&f.img);
-    let data = fs::read(&f.img).unwrap();
-    let sb = jsb(&data, 4096, &map);
+    let sb = check_scenario_sb(&f, "jo");
     assert!(!sb.is_64bit(), "{sb}");
     assert_eq!(sb.tag_bytes(), 8);
 }
