@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use xenlet_fs::{Ext, FileSystem, FsError, Ino};
 
 #[global_allocator]
@@ -16,16 +16,25 @@ static A: xenlet_testalloc::Counting = xenlet_testalloc::Counting;
 
 type Fs = Ext<Counting<FileDisk>>;
 
-fn fresh(img: &Path, size: &str) -> (Fs, Ino) {
-    mkfs(img, "ext4", 4096, size, None, &[]);
-    let mut fs = Ext::mount(Counting::new(FileDisk::open(img)), opts()).unwrap();
+/// A new ext4 image of `size` in a temp dir of its own (`tag`), mounted, with an
+/// empty file `/f`: the dir (removed when dropped), the image, the mount, the file.
+fn fresh(tag: &str, size: &str) -> (TempDir, PathBuf, Fs, Ino) {
+    let t = TempDir::new(tag);
+    let img = t.path().join("img");
+    mkfs(&img, "ext4", 4096, size, None, &[]);
+    let mut fs = Ext::mount(Counting::new(FileDisk::open(&img)), opts()).unwrap();
     let root = fs.root();
     let f = fs.create(root, "f", 0o644).unwrap();
     fs.sync().unwrap();
-    (fs, f)
+    (t, img, fs, f)
 }
 
-fn reads_back(img: &Path, data: &[u8]) {
+/// Syncs and unmounts `fs`, then checks its image `img`: e2fsck clean, the file
+/// initialised and holding `data`.
+fn reads_back(mut fs: Fs, img: &Path, data: &[u8]) {
+    fs.sync().unwrap();
+    fs.unmount().unwrap();
+    drop(fs);
     fsck_clean(img);
     let ex = String::from_utf8_lossy(&debugfs(img, "ex /f")).into_owned();
     assert!(!ex.contains("Uninit"), "{ex}");
@@ -37,9 +46,7 @@ fn reads_back(img: &Path, data: &[u8]) {
 /// sync, initialised, and e2fsck is clean.
 #[test]
 fn chunks_go_out_within_the_call_without_buffering() {
-    let t = TempDir::new("direct-chunks");
-    let img = t.path().join("img");
-    let (mut fs, f) = fresh(&img, "64M");
+    let (_t, img, mut fs, f) = fresh("direct-chunks", "64M");
     let chunk = 256 << 10;
     let data = Rng(1).bytes(16 * chunk);
     for (i, c) in data.chunks(chunk).enumerate() {
@@ -51,29 +58,21 @@ fn chunks_go_out_within_the_call_without_buffering() {
         assert_eq!(sizes, [chunk], "chunk {i}: device writes {sizes:?}");
     }
     assert_eq!(fs.stats.data_bytes, data.len() as u64);
-    fs.sync().unwrap();
-    fs.unmount().unwrap();
-    drop(fs);
-    reads_back(&img, &data);
+    reads_back(fs, &img, &data);
 }
 
 /// A write the device refuses ends the direct part: the call still succeeds, its
 /// data is buffered (and reads back) until a sync writes it.
 #[test]
 fn a_refused_write_is_buffered_for_the_sync() {
-    let t = TempDir::new("direct-refused");
-    let img = t.path().join("img");
-    let (mut fs, f) = fresh(&img, "64M");
+    let (_t, img, mut fs, f) = fresh("direct-refused", "64M");
     let data = Rng(2).bytes(1 << 20);
     fs.device_mut().fail_writes = true;
     assert_eq!(fs.write(f, 0, &data).unwrap(), data.len());
     assert!(!fs.read_only(), "{:?}", fs.read_only_reason());
     assert_eq!(read_all(&mut fs, f), data);
     fs.device_mut().fail_writes = false;
-    fs.sync().unwrap();
-    fs.unmount().unwrap();
-    drop(fs);
-    reads_back(&img, &data);
+    reads_back(fs, &img, &data);
 }
 
 /// A large write over buffered and mapped blocks: straight out up to the first
@@ -81,9 +80,7 @@ fn a_refused_write_is_buffered_for_the_sync() {
 /// byte lands where it should.
 #[test]
 fn blocks_buffered_or_mapped_are_written_the_buffered_way() {
-    let t = TempDir::new("direct-mixed");
-    let img = t.path().join("img");
-    let (mut fs, f) = fresh(&img, "64M");
+    let (_t, img, mut fs, f) = fresh("direct-mixed", "64M");
     let mut model = vec![0u8; 3 << 20];
     let mut put = |fs: &mut Fs, off: usize, d: Vec<u8>| {
         assert_eq!(fs.write(f, off as u64, &d).unwrap(), d.len());
@@ -99,10 +96,7 @@ fn blocks_buffered_or_mapped_are_written_the_buffered_way() {
         read_all(&mut fs, f),
         &model[..(512 << 10 | 100) + (2 << 20)]
     );
-    fs.sync().unwrap();
-    fs.unmount().unwrap();
-    drop(fs);
-    reads_back(&img, &model[..(512 << 10 | 100) + (2 << 20)]);
+    reads_back(fs, &img, &model[..(512 << 10 | 100) + (2 << 20)]);
 }
 
 /// Filling the disk with large writes ends in ENOSPC at the data's limit, the
@@ -110,9 +104,7 @@ fn blocks_buffered_or_mapped_are_written_the_buffered_way() {
 /// holding every byte the calls reported written.
 #[test]
 fn a_full_disk_ends_in_enospc_with_the_reserve_kept() {
-    let t = TempDir::new("direct-full");
-    let img = t.path().join("img");
-    let (mut fs, f) = fresh(&img, "16M");
+    let (_t, img, mut fs, f) = fresh("direct-full", "16M");
     let chunk = Rng(6).bytes(1 << 20);
     let mut written = Vec::new();
     let end = loop {
@@ -132,8 +124,5 @@ fn a_full_disk_ends_in_enospc_with_the_reserve_kept() {
     let root = fs.root();
     fs.mkdir(root, "d", 0o755)
         .expect("mkdir on a full disk (the reserve)");
-    fs.sync().unwrap();
-    fs.unmount().unwrap();
-    drop(fs);
-    reads_back(&img, &written);
+    reads_back(fs, &img, &written);
 }
