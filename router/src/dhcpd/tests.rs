@@ -159,6 +159,16 @@ fn lease_for(s: &mut DhcpServer, c: &Client, now: u64) -> Ipv4Addr {
     ack.yiaddr
 }
 
+/// [`server`] after client MAC1 (transaction `xid`, host name `hostname`) took a
+/// lease at `now`: the server, the client and its address.
+fn leased(xid: u32, hostname: Option<&'static [u8]>, now: u64) -> (DhcpServer, Client, Ipv4Addr) {
+    let mut s = server();
+    let mut c = Client::new(MAC1, xid);
+    c.hostname = hostname;
+    let ip = lease_for(&mut s, &c, now);
+    (s, c, ip)
+}
+
 #[test]
 fn full_exchange_gives_two_clients_different_pool_addresses() {
     let mut s = server();
@@ -347,9 +357,7 @@ fn address_held_by_another_client_is_nakked() {
 
 #[test]
 fn renew_keeps_the_address_and_extends_the_lease() {
-    let mut s = server();
-    let c = Client::new(MAC1, 5);
-    let ip = lease_for(&mut s, &c, 0);
+    let (mut s, c, ip) = leased(5, None, 0);
     // T1 = 6 h later, udhcpc renews by unicast with ciaddr set.
     let t1 = 21_600_000;
     let reply = s.handle(&c.renew(ip), t1).unwrap();
@@ -386,10 +394,7 @@ fn lease_expires_and_the_address_goes_back_to_the_pool() {
 
 #[test]
 fn restart_from_the_lease_file_gives_the_same_address_back() {
-    let mut s = server();
-    let mut c = Client::new(MAC1, 1);
-    c.hostname = Some(b"lan1");
-    let ip = lease_for(&mut s, &c, 5_000);
+    let (s, c, ip) = leased(1, Some(b"lan1"), 5_000);
     let epoch = 1_700_000_000;
     let text = s.lease_file(6_000, epoch);
     assert_eq!(
@@ -456,9 +461,7 @@ garbage line
 
 #[test]
 fn decline_keeps_the_address_out_of_the_pool() {
-    let mut s = server();
-    let c = Client::new(MAC1, 1);
-    let ip = lease_for(&mut s, &c, 0);
+    let (mut s, c, ip) = leased(1, None, 0);
     // The client found the address in use (ARP probe) and declines it.
     assert!(s
         .handle(
@@ -494,9 +497,7 @@ fn decline_keeps_the_address_out_of_the_pool() {
 
 #[test]
 fn release_frees_the_lease() {
-    let mut s = server();
-    let c = Client::new(MAC1, 1);
-    let ip = lease_for(&mut s, &c, 0);
+    let (mut s, c, ip) = leased(1, None, 0);
     assert!(s
         .handle(&c.packet(7, ip, &[(54, &SERVER.octets())]), 10)
         .is_none());
@@ -650,10 +651,7 @@ impl Rng for SeqRng {
 
 #[test]
 fn hostname_is_remembered_and_resolved_by_the_dns_side() {
-    let mut s = server();
-    let mut c = Client::new(MAC1, 1);
-    c.hostname = Some(b"lan1");
-    let ip = lease_for(&mut s, &c, 0);
+    let (mut s, c, ip) = leased(1, Some(b"lan1"), 0);
     assert_eq!(
         s.leases(0).next().unwrap().hostname.as_deref(),
         Some("lan1")
