@@ -246,6 +246,16 @@ impl FakeXen {
         self.xs.borrow().get(key).cloned()
     }
 
+    /// The XenStore keys that start with `prefix`, in order.
+    pub(crate) fn keys_under(&self, prefix: &str) -> Vec<String> {
+        self.xs
+            .borrow()
+            .keys()
+            .filter(|k| k.starts_with(prefix))
+            .cloned()
+            .collect()
+    }
+
     /// Makes every XenStore operation on `path` fail.
     pub(crate) fn fail_xs(&self, path: &str) {
         self.xs_failing.borrow_mut().insert(path.into());

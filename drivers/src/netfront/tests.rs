@@ -295,19 +295,11 @@ fn a_small_packet_flagged_gso_gives_back_the_room_taken_for_64k() {
 fn gso_packets_arrive_whole_and_their_buffers_return() {
     let f = Fake::vif();
     let mut n = Netfront::connect_with(&f, 0, 1).unwrap();
-    assert_eq!(
-        f.key("device/vif/0/feature-gso-tcpv4").as_deref(),
-        Some("1")
-    );
-    assert_eq!(
-        f.key("device/vif/0/feature-gso-tcpv6").as_deref(),
-        Some("1")
-    );
-    assert_eq!(
-        f.key("device/vif/0/feature-ipv6-csum-offload").as_deref(),
-        Some("1"),
-        "without it Linux's netback sends no TCPv6 GSO"
-    );
+    // without feature-ipv6-csum-offload Linux's netback sends no TCPv6 GSO
+    for k in ["gso-tcpv4", "gso-tcpv6", "ipv6-csum-offload"] {
+        let key = format!("device/vif/0/feature-{k}");
+        assert_eq!(f.key(&key).as_deref(), Some("1"), "{key}");
+    }
     let payload: Vec<u8> = (0..9000u32).map(|i| (i % 253) as u8).collect();
     let mut prod = 0;
     // more packets than the ring has slots: every buffer, the extra slots'
@@ -815,12 +807,7 @@ fn a_retry_with_fewer_queues_leaves_no_stale_multi_queue_keys() {
     assert_eq!(n.queues(), 1);
     assert_eq!(f.key(MQ_NUM), None);
     assert!(f.key("device/vif/0/tx-ring-ref").is_some());
-    let stale: Vec<String> =
-        f.xs.borrow()
-            .keys()
-            .filter(|k| k.starts_with("device/vif/0/queue-"))
-            .cloned()
-            .collect();
+    let stale = f.keys_under("device/vif/0/queue-");
     assert!(stale.is_empty(), "stale queue keys: {stale:?}");
 }
 
