@@ -1069,16 +1069,7 @@ mod tests {
     use smoltcp::wire::IpAddress;
 
     fn udp_socket() -> udp::Socket<'static> {
-        udp::Socket::new(
-            udp::PacketBuffer::new(
-                alloc::vec![udp::PacketMetadata::EMPTY; 8],
-                alloc::vec![0; 8192],
-            ),
-            udp::PacketBuffer::new(
-                alloc::vec![udp::PacketMetadata::EMPTY; 8],
-                alloc::vec![0; 8192],
-            ),
-        )
+        crate::testnet::udp_socket(8, 8192)
     }
 
     #[test]
@@ -1783,12 +1774,7 @@ mod tests {
         ];
         let (c, _) = crate::fwconfig::compile_text(&text, &ifaces).unwrap();
         n.gw.reload_firewall(c.ruleset).unwrap();
-        let sock = || {
-            tcp::Socket::new(
-                tcp::SocketBuffer::new(alloc::vec![0; 4096]),
-                tcp::SocketBuffer::new(alloc::vec![0; 4096]),
-            )
-        };
+        let sock = || crate::testnet::tcp_socket(4096);
         // The router's service on port 22 (its stack listens per interface).
         let mut l = sock();
         l.listen(22).unwrap();

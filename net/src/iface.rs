@@ -726,18 +726,7 @@ pub(crate) mod tests {
         pb.mtu = mtu;
         let mut a = NetIf::new("eth0", pa, &config::parse("10.0.0.1/24").unwrap(), 0, 1);
         let mut b = NetIf::new("eth0", pb, &config::parse("10.0.0.2/24").unwrap(), 0, 2);
-        let sock = || {
-            udp::Socket::new(
-                udp::PacketBuffer::new(
-                    alloc::vec![udp::PacketMetadata::EMPTY; 4],
-                    alloc::vec![0; 65536],
-                ),
-                udp::PacketBuffer::new(
-                    alloc::vec![udp::PacketMetadata::EMPTY; 4],
-                    alloc::vec![0; 65536],
-                ),
-            )
-        };
+        let sock = || crate::testnet::udp_socket(4, 65536);
         let (mut sa, mut sb) = (sock(), sock());
         sa.bind(5000).unwrap();
         sb.bind(6000).unwrap();
@@ -958,12 +947,7 @@ pub(crate) mod tests {
         use smoltcp::socket::tcp;
         let (mut a, mut b) = pair("10.0.0.1/24", "10.0.0.2/24");
         let wire = a.link.tx.clone();
-        let sock = || {
-            tcp::Socket::new(
-                tcp::SocketBuffer::new(alloc::vec![0; 65536]),
-                tcp::SocketBuffer::new(alloc::vec![0; 65536]),
-            )
-        };
+        let sock = || crate::testnet::tcp_socket(65536);
         let mut server = sock();
         server.listen(9000).unwrap();
         let hs = b.sockets.add(server);
@@ -1038,12 +1022,7 @@ pub(crate) mod tests {
         let mut a = NetIf::new("eth0", pa, &config::parse("10.0.0.1/24").unwrap(), 0, 1);
         let mut b = NetIf::new("eth0", pb, &config::parse("10.0.0.2/24").unwrap(), 0, 2);
         a.tso.peers.bulk_port(40000);
-        let sock = |n: usize| {
-            tcp::Socket::new(
-                tcp::SocketBuffer::new(alloc::vec![0; n]),
-                tcp::SocketBuffer::new(alloc::vec![0; n]),
-            )
-        };
+        let sock = crate::testnet::tcp_socket;
         let mut server = sock(256 * 1024);
         server.listen(9000).unwrap();
         let hs = b.sockets.add(server);

@@ -3,6 +3,7 @@
 
 use smoltcp::iface::{Config, Interface};
 use smoltcp::phy::{Loopback, Medium};
+use smoltcp::socket::{tcp, udp};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 
@@ -13,4 +14,23 @@ pub fn loopback(addr: IpAddress) -> (Interface, Loopback) {
     let mut iface = Interface::new(config, &mut dev, Instant::from_millis(0));
     iface.update_ip_addrs(|a| a.push(IpCidr::new(addr, 24)).unwrap());
     (iface, dev)
+}
+
+/// A TCP socket with receive and send buffers of `bytes` each.
+pub fn tcp_socket(bytes: usize) -> tcp::Socket<'static> {
+    tcp::Socket::new(
+        tcp::SocketBuffer::new(alloc::vec![0; bytes]),
+        tcp::SocketBuffer::new(alloc::vec![0; bytes]),
+    )
+}
+
+/// A UDP socket with room for `packets` datagrams and `bytes` of payload each way.
+pub fn udp_socket(packets: usize, bytes: usize) -> udp::Socket<'static> {
+    let buffer = || {
+        udp::PacketBuffer::new(
+            alloc::vec![udp::PacketMetadata::EMPTY; packets],
+            alloc::vec![0; bytes],
+        )
+    };
+    udp::Socket::new(buffer(), buffer())
 }

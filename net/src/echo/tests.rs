@@ -133,10 +133,7 @@ fn udp_echo_returns_each_datagram_to_its_sender() {
     let mut net = Net::new();
     let mut clients = Vec::new();
     for port in [6000u16, 6001] {
-        let mut s = udp::Socket::new(
-            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 8], vec![0; 32 * 1024]),
-            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 8], vec![0; 32 * 1024]),
-        );
+        let mut s = crate::testnet::udp_socket(8, 32 * 1024);
         s.bind(port).unwrap();
         clients.push(net.sockets.add(s));
     }
