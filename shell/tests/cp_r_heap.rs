@@ -9,12 +9,13 @@
 
 mod common;
 
-use common::{check_copy, disk, make_images, make_tree, run, tool, TempDir, DIRS, FILES};
+use common::{
+    check_copy, disk, make_images, make_tree, mount_ext, run, temp_dir, tool, DIRS, FILES,
+};
 use std::path::Path;
 use std::process::Command;
 use xenlet_fs::memfs::MemFs;
-use xenlet_fs::vfs::{BoxedFs, Vfs};
-use xenlet_fs::{Ext, MountOptions};
+use xenlet_fs::vfs::Vfs;
 use xenlet_shell::files;
 use xenlet_testalloc::{live, peak, reset_peak, Counting};
 
@@ -34,22 +35,12 @@ const PEAK_LIMIT: usize = 3 << 20;
 const LEFT_LIMIT: usize = 16 << 10;
 
 fn mount(v: &mut Vfs, img: &Path, at: &str, read_only: bool) {
-    let opts = MountOptions {
-        read_only,
-        now: || 1_700_000_000,
-    };
-    let mut fs = Ext::mount(disk(img, read_only), opts).expect("mount");
-    fs.set_cache_bytes(MOUNT_CACHE);
-    v.mount(at, &format!("/dev/{at}"), Box::new(fs) as BoxedFs)
-        .expect("vfs mount");
+    mount_ext(v, disk(img, read_only), at, read_only, MOUNT_CACHE);
 }
 
 #[test]
 fn cp_r_of_5000_small_files_between_mounts_keeps_the_heap_bounded() {
-    let base = std::env::temp_dir().join(format!("xenlet-cp-heap-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).unwrap();
-    let tmp = TempDir(base.clone());
+    let tmp = temp_dir("heap");
     let tree = tmp.0.join("tree");
     let files = make_tree(&tree);
     let total: usize = files.iter().map(|(_, d)| d.len()).sum();

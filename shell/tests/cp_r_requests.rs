@@ -7,13 +7,12 @@
 
 mod common;
 
-use common::{check_copy, disk, make_images, make_tree, Disk, TempDir, FILES};
+use common::{check_copy, disk, make_images, make_tree, mount_ext, temp_dir, Disk, FILES};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use xenlet_fs::blockdev::{BlockDev, IoError};
 use xenlet_fs::memfs::MemFs;
-use xenlet_fs::vfs::{BoxedFs, Vfs};
-use xenlet_fs::{Ext, MountOptions};
+use xenlet_fs::vfs::Vfs;
 use xenlet_shell::files;
 
 /// What each ext mount's caches get in a 32 MiB guest (a quarter of its 7 MiB heap).
@@ -61,28 +60,18 @@ impl BlockDev for Counted {
 }
 
 fn mount(v: &mut Vfs, img: &Path, at: &str, read_only: bool) -> Counts {
-    let opts = MountOptions {
-        read_only,
-        now: || 1_700_000_000,
-    };
     let n = Counts::default();
     let dev = Counted {
         dev: disk(img, read_only),
         n: n.clone(),
     };
-    let mut fs = Ext::mount(dev, opts).expect("mount");
-    fs.set_cache_bytes(MOUNT_CACHE);
-    v.mount(at, &format!("/dev/{at}"), Box::new(fs) as BoxedFs)
-        .expect("vfs mount");
+    mount_ext(v, dev, at, read_only, MOUNT_CACHE);
     n
 }
 
 #[test]
 fn cp_r_of_5000_small_files_reads_in_few_requests() {
-    let base = std::env::temp_dir().join(format!("xenlet-cp-req-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).unwrap();
-    let tmp = TempDir(base.clone());
+    let tmp = temp_dir("req");
     let tree = tmp.0.join("tree");
     let files = make_tree(&tree);
     let (src, dst) = make_images(&tmp.0, &tree);

@@ -5,6 +5,9 @@
 
 use std::path::Path;
 use std::process::Command;
+use xenlet_fs::blockdev::BlockDev;
+use xenlet_fs::vfs::{BoxedFs, Vfs};
+use xenlet_fs::{Ext, MountOptions};
 
 /// The ext tests' helpers: a block device over a host image file, temp dirs,
 /// e2fsprogs' paths.
@@ -18,6 +21,33 @@ pub fn disk(path: &Path, read_only: bool) -> Disk {
     let mut d = Disk::open(path);
     d.read_only = read_only;
     d
+}
+
+/// A temp dir of its own for one test (`xenlet-cp-TAG-PID`), emptied first.
+pub fn temp_dir(tag: &str) -> TempDir {
+    let base = std::env::temp_dir().join(format!("xenlet-cp-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    TempDir(base)
+}
+
+/// Mounts the ext4 on `dev` at `at` in `v` (as `/dev/AT`), read-only or not, its
+/// caches given `cache` bytes.
+pub fn mount_ext<D: BlockDev + Send + 'static>(
+    v: &mut Vfs,
+    dev: D,
+    at: &str,
+    read_only: bool,
+    cache: usize,
+) {
+    let opts = MountOptions {
+        read_only,
+        now: || 1_700_000_000,
+    };
+    let mut fs = Ext::mount(dev, opts).expect("mount");
+    fs.set_cache_bytes(cache);
+    v.mount(at, &format!("/dev/{at}"), Box::new(fs) as BoxedFs)
+        .expect("vfs mount");
 }
 
 /// Runs a command (e2fsprogs); fails the test with its output if it fails.
