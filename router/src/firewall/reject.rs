@@ -63,6 +63,21 @@ impl TcpSegment {
     }
 }
 
+/// Zeroes `frame` and writes its Ethernet header: to `peer` from `mac`, carrying
+/// `ethertype`.
+pub(super) fn eth_header(
+    frame: &mut [u8],
+    peer: [u8; 6],
+    mac: [u8; 6],
+    ethertype: u16,
+) -> Option<()> {
+    frame.fill(0);
+    frame.get_mut(0..6)?.copy_from_slice(&peer);
+    frame.get_mut(6..12)?.copy_from_slice(&mac);
+    put16(frame, 12, ethertype);
+    Some(())
+}
+
 /// Writes into `buf` the Ethernet frame of the reset answering `seg` (from `mac` to
 /// `peer`), with IP id `id`; returns its length, or `None` if `seg` is a reset
 /// itself or `buf` is too short.
@@ -77,10 +92,7 @@ pub fn build(
         return None;
     }
     let frame = buf.get_mut(..RESET_FRAME_LEN)?;
-    frame.fill(0);
-    frame.get_mut(0..6)?.copy_from_slice(&peer);
-    frame.get_mut(6..12)?.copy_from_slice(&mac);
-    put16(frame, 12, 0x0800);
+    eth_header(frame, peer, mac, 0x0800)?;
     let ip = frame.get_mut(14..)?;
     ip[0] = 0x45;
     put16(ip, ipv4::TOTAL_LEN, 40);

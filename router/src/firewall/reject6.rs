@@ -58,10 +58,7 @@ pub fn build6(
     };
     let (sport, dport) = ipv4::ports(seg)?;
     let frame = buf.get_mut(..RESET6_FRAME_LEN)?;
-    frame.fill(0);
-    frame.get_mut(0..6)?.copy_from_slice(&peer);
-    frame.get_mut(6..12)?.copy_from_slice(&mac);
-    put16(frame, 12, 0x86dd);
+    super::reject::eth_header(frame, peer, mac, 0x86dd)?;
     let ip6 = frame.get_mut(14..)?;
     let (hdr, rst) = ip6.split_at_mut(HEADER_LEN);
     *hdr.first_mut()? = 0x60;
