@@ -162,6 +162,31 @@ pub struct TcpInfo {
     pub sack_edge: Option<u32>,
 }
 
+impl TcpInfo {
+    /// What the TCP header at the start of `l4` says: flags `flags`, `doff` bytes
+    /// long (within `l4`), carrying `payload` bytes of data.
+    pub(crate) fn read(l4: &[u8], flags: u8, doff: usize, payload: u32) -> Option<TcpInfo> {
+        let (wscale, sack_perm, sack_edge) = if doff > tcp::MIN_HEADER_LEN {
+            tcp_options(
+                l4.get(tcp::MIN_HEADER_LEN..doff)?,
+                flags & tcp_flag::SYN != 0,
+            )
+        } else {
+            (None, false, None)
+        };
+        Some(TcpInfo {
+            flags,
+            seq: be32(l4, tcp::SEQ)?,
+            ack: be32(l4, tcp::ACK)?,
+            window: be16(l4, tcp::WINDOW)?,
+            payload,
+            wscale,
+            sack_perm,
+            sack_edge,
+        })
+    }
+}
+
 /// What the TCP options of a segment say to window tracking: (window scale on a
 /// SYN, SACK permitted on a SYN, highest SACK right edge). A malformed option list
 /// ends the walk (what was read counts), as Linux's `tcp_options`.
@@ -347,24 +372,8 @@ pub(crate) fn parse_with<const TCP_INFO: bool>(ip: &[u8]) -> Result<Parsed, Pars
                 n => n.min(ip.len()),
             };
             let payload = total.saturating_sub(ihl + doff) as u32;
-            let (wscale, sack_perm, sack_edge) = if doff > tcp::MIN_HEADER_LEN {
-                tcp_options(&l4[tcp::MIN_HEADER_LEN..doff], flags & tcp_flag::SYN != 0)
-            } else {
-                (None, false, None)
-            };
-            Kind::Flow(
-                t,
-                Some(TcpInfo {
-                    flags,
-                    seq: be32(l4, tcp::SEQ).ok_or(ParseError)?,
-                    ack: be32(l4, tcp::ACK).ok_or(ParseError)?,
-                    window: be16(l4, tcp::WINDOW).ok_or(ParseError)?,
-                    payload,
-                    wscale,
-                    sack_perm,
-                    sack_edge,
-                }),
-            )
+            let info = TcpInfo::read(l4, flags, doff, payload).ok_or(ParseError)?;
+            Kind::Flow(t, Some(info))
         }
         ip_proto::UDP => {
             if l4.len() < 8 {

@@ -11,8 +11,8 @@
 //! (Linux reassembles first, `nf_defrag_ipv6`; this router does not reassemble IPv6).
 
 use crate::exthdr::{self, Upper};
-use crate::flow::{tcp_flag, tcp_options, Proto, TcpInfo, Tuple6};
-use crate::ipv4::{be16, be32, ports, tcp};
+use crate::flow::{Proto, TcpInfo, Tuple6};
+use crate::ipv4::{be16, ports, tcp};
 use crate::ipv6::{self, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP};
 
 /// ICMPv6 echo request.
@@ -67,25 +67,11 @@ pub fn parse(ip: &[u8], upper: &Upper) -> Result<Kind6, ParseError6> {
             if doff < tcp::MIN_HEADER_LEN || doff > l4.len() {
                 return Err(ParseError6);
             }
-            let (wscale, sack_perm, sack_edge) = match l4.get(tcp::MIN_HEADER_LEN..doff) {
-                Some(o) if !o.is_empty() => tcp_options(o, flags & tcp_flag::SYN != 0),
-                _ => (None, false, None),
-            };
             let (sport, dport) = ports(l4).ok_or(ParseError6)?;
             let t = flow(Proto::Tcp, sport, dport);
-            Kind6::Flow(
-                t,
-                Some(TcpInfo {
-                    flags,
-                    seq: be32(l4, tcp::SEQ).ok_or(ParseError6)?,
-                    ack: be32(l4, tcp::ACK).ok_or(ParseError6)?,
-                    window: be16(l4, tcp::WINDOW).ok_or(ParseError6)?,
-                    payload: u32::try_from(l4.len() - doff).unwrap_or(u32::MAX),
-                    wscale,
-                    sack_perm,
-                    sack_edge,
-                }),
-            )
+            let payload = u32::try_from(l4.len() - doff).unwrap_or(u32::MAX);
+            let info = TcpInfo::read(l4, flags, doff, payload).ok_or(ParseError6)?;
+            Kind6::Flow(t, Some(info))
         }
         PROTO_UDP => {
             if l4.len() < 8 {
