@@ -72,13 +72,14 @@ pub(crate) fn be64(b: &[u8], off: usize) -> u64 {
     (u64::from(be32(b, off)) << 32) | u64::from(be32(b, off + 4))
 }
 
-fn put_be32(b: &mut [u8], off: usize, v: u32) {
+/// Writes `v` big-endian at `off` of `b`.
+pub(crate) fn put_be32(b: &mut [u8], off: usize, v: u32) {
     b[off..off + 4].copy_from_slice(&v.to_be_bytes());
 }
 
 /// CRC-32C of `buf` as if the four bytes at `hole` were zero (how jbd2 checksums a
 /// block that contains its own checksum).
-fn crc_with_hole(seed: u32, buf: &[u8], hole: usize) -> u32 {
+pub(crate) fn crc_with_hole(seed: u32, buf: &[u8], hole: usize) -> u32 {
     let c = crc32c(seed, &buf[..hole]);
     let c = crc32c(c, &[0; 4]);
     crc32c(c, &buf[hole + 4..])

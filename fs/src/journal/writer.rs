@@ -19,7 +19,7 @@
 //! committed transaction are not reused for file data before the next commit (see
 //! the ext code), so replaying an already checkpointed transaction again is harmless.
 
-use super::format::{feature, tag_flag, JournalSuperblock, MAGIC};
+use super::format::{crc_with_hole, feature, put_be32, tag_flag, JournalSuperblock, MAGIC};
 use crate::blockdev::BlockDev;
 use crate::crc32c::crc32c;
 use crate::error::FsError;
@@ -35,19 +35,8 @@ const COMMIT: u32 = 2;
 /// Largest run of journal blocks written with one device write.
 const RUN_BYTES: usize = 256 * 1024;
 
-fn put_be32(b: &mut [u8], off: usize, v: u32) {
-    b[off..off + 4].copy_from_slice(&v.to_be_bytes());
-}
-
 fn put_be64(b: &mut [u8], off: usize, v: u64) {
     b[off..off + 8].copy_from_slice(&v.to_be_bytes());
-}
-
-/// CRC-32C of `buf` with the four bytes at `hole` taken as zero.
-fn crc_hole(seed: u32, buf: &[u8], hole: usize) -> u32 {
-    let c = crc32c(seed, &buf[..hole]);
-    let c = crc32c(c, &[0; 4]);
-    crc32c(c, &buf[hole + 4..])
 }
 
 /// Where the journal's blocks are: (first journal block, blocks, first filesystem
@@ -365,7 +354,7 @@ impl JournalWriter {
             }
             if csum {
                 let hole = bs - 4;
-                let c = crc_hole(seed, &d, hole);
+                let c = crc_with_hole(seed, &d, hole);
                 put_be32(&mut d, hole, c);
             }
             j = self.emit(dev, &mut out, j, &d)?;
@@ -386,7 +375,7 @@ impl JournalWriter {
         put_be64(&mut c, 48, commit_sec);
         if csum {
             // As Linux: h_chksum_type/size stay 0 with v2/v3 (they describe v1 sums).
-            let k = crc_hole(seed, &c, 16);
+            let k = crc_with_hole(seed, &c, 16);
             put_be32(&mut c, 16, k);
         }
         j = self.emit(dev, &mut out, j, &c)?;
