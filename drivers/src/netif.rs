@@ -86,6 +86,14 @@ pub fn encode_gso_extra(mss: u16, gso_type: u8) -> [u8; TX_ENTRY_BYTES] {
     e
 }
 
+/// Encodes a GSO extra-info slot as an RX *response* (the backend's side: it
+/// follows a GSO packet's first data response, which carries `NETRXF_extra_info`).
+pub fn encode_rx_gso_extra(mss: u16, gso_type: u8) -> [u8; RX_ENTRY_BYTES] {
+    let mut e = [0u8; RX_ENTRY_BYTES];
+    e.copy_from_slice(&encode_gso_extra(mss, gso_type)[..RX_ENTRY_BYTES]);
+    e
+}
+
 /// The GSO type of a TCP packet in an Ethernet frame, from its EtherType: IPv4
 /// ([`GSO_TYPE_TCPV4`]) or IPv6 ([`GSO_TYPE_TCPV6`]); `None` for anything else.
 pub fn gso_type_of(frame: &[u8]) -> Option<u8> {

@@ -17,9 +17,10 @@
 //! so a forwarded copy must have its checksum completed, or be passed on with
 //! [`Link::send_csum_blank`] to a link that takes it. Frames sent carry full
 //! checksums, or a partial one through [`Link::send_csum_blank`] when the client
-//! takes them ([`Link::tx_csum_blank`]). GSO from the client only: a TCP/IPv4 packet
-//! of up to 64 KiB comes with its segment size ([`Link::recv_meta`]); nothing is
-//! sent to the client as GSO ([`Link::gso_tcpv4`] is false).
+//! takes them ([`Link::tx_csum_blank`]). GSO both ways: a TCP packet of up to 64 KiB
+//! from the client comes with its segment size ([`Link::recv_meta`]), and one goes
+//! to the client whole ([`Link::send_gso`]) when it wrote `feature-gso-tcpv4`
+//! (`-tcpv6`) ([`Link::gso_tcpv4`], [`Link::gso_tcpv6`]), as a Linux client does.
 //!
 //! Sending queues the frame; the copy into the client's buffers happens at the next
 //! [`Netback::poll`], which the caller runs when the vif's event channel fires and
@@ -33,6 +34,7 @@ use crate::{headers, tso};
 use alloc::string::String;
 use alloc::vec::Vec;
 use xenlet_drivers::netback::{Netback, NetbackError, TO_CLIENT_MAX};
+use xenlet_drivers::netif;
 use xenlet_drivers::platform::XenBackend;
 
 fn text(e: NetbackError) -> String {
@@ -61,6 +63,18 @@ impl<P: XenBackend> Link for Netback<P> {
             return self.send(&tso::with_l4_checksum(frame)).map_err(text);
         }
         self.send_with(frame, RxChecksum::Blank).map_err(text)
+    }
+    fn gso_tcpv4(&self) -> bool {
+        self.client_takes_gso_type(netif::GSO_TYPE_TCPV4)
+    }
+    fn gso_tcpv6(&self) -> bool {
+        self.client_takes_gso_type(netif::GSO_TYPE_TCPV6)
+    }
+    fn takes_gso(&self, frame: &[u8]) -> bool {
+        self.client_takes_gso(frame)
+    }
+    fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), String> {
+        Netback::send_gso(self, frame, mss).map_err(text)
     }
     fn can_send(&mut self) -> bool {
         Netback::can_send(self)

@@ -9,10 +9,12 @@
 //!   `handle`, `online`, `state` = 1, maybe `bridge`, `ip`), runs no hotplug script
 //!   for a backend that is not dom0, and waits about 10 s for `state` = 2.
 //!   [`Netback::probe`] reads it, writes the features (`feature-sg` = 1,
-//!   `feature-gso-tcpv4` = 1 (from the client only), `feature-rx-copy` = 1,
-//!   `feature-rx-flip` = 0: nothing else is offered: no GSO to the client, no
-//!   multi-queue, no split event channels, no IPv6 checksum offload) and goes
-//!   InitWait (2).
+//!   `feature-gso-tcpv4` = 1, `feature-gso-tcpv6` = 1,
+//!   `feature-ipv6-csum-offload` = 1, `feature-rx-copy` = 1, `feature-rx-flip` =
+//!   0: nothing else is offered: no multi-queue, no split event channels) and goes
+//!   InitWait (2). GSO goes to the client too when *it* wrote
+//!   `feature-gso-tcpv4`/`-tcpv6` (with `feature-sg` and partial checksums):
+//!   [`Netback::send_gso`].
 //! - Watch [`Netback::watch_paths`] (the backend directory and the frontend's
 //!   `state`) and call [`Netback::poll_xenbus`] whenever either fires: it connects
 //!   when the frontend is Initialised or Connected (maps `tx-ring-ref` and
@@ -67,7 +69,8 @@
 //! recv(&mut self) -> Option<Vec<u8>>; recv_meta(&mut self) -> Option<ClientFrame>
 //! can_send(&self) -> bool; send(&mut self, &[u8]) -> Result<(), NetbackError>
 //! send_with(&mut self, &[u8], RxChecksum) -> Result<(), NetbackError>
-//! client_takes_csum_blank(&self) -> bool
+//! send_gso(&mut self, &[u8], mss) -> Result<(), NetbackError>
+//! client_takes_csum_blank(&self) -> bool; client_takes_gso(&self, &[u8]) -> bool
 //! source_filter() -> Option<&SourceFilter>; rate() -> Option<(bytes, usec)>
 //! rate_wakeup_ns() -> Option<u64>             // poll then: a packet waits for credit
 //! name() "vif<fe>.<devid>"; mac() (the client's); bridge(); ip(); frontend_id();
@@ -92,7 +95,11 @@
 //! client posted as it needs (one page each; several with `NETRXF_more_data` only
 //! when the client wrote `feature-sg`), is copied into our pages then into its
 //! buffers with `GNTTABOP_copy`, and each buffer is answered (id, offset 0, flags,
-//! length; or `NETIF_RSP_ERROR` when the copy failed).
+//! length; or `NETIF_RSP_ERROR` when the copy failed). A GSO packet (up to 64 KiB
+//! of TCP with a partial checksum) takes one buffer more: its first response
+//! carries `NETRXF_extra_info` and the next slot holds the GSO extra (segment
+//! size and type) in place of a response, as Linux's `xenvif_rx_skb` places it;
+//! its data goes on in the slots after.
 //!
 //! # What a frontend can get wrong
 //!
@@ -236,6 +243,11 @@ struct Conn {
     fe_csum_blank: bool,
     /// ... of IPv6 too (`feature-ipv6-csum-offload`).
     fe_ipv6_csum_blank: bool,
+    /// The frontend takes TCP/IPv4 GSO packets (`feature-gso-tcpv4`; only with
+    /// `feature-sg` and partial checksums, as Linux's netback).
+    fe_gso_tcpv4: bool,
+    /// ... TCP/IPv6 (`feature-gso-tcpv6`, with IPv6 partial checksums).
+    fe_gso_tcpv6: bool,
     tx_staging: DmaPages,
     rx_staging: DmaPages,
     /// A packet taken off the TX ring that waits for its transmit credit (`rate`):
@@ -264,7 +276,7 @@ pub struct Netback<P: XenBackend> {
     received: VecDeque<ClientFrame>,
     /// Bytes of the frames in `received`.
     received_bytes: usize,
-    to_client: VecDeque<(Vec<u8>, RxChecksum)>,
+    to_client: VecDeque<rx::Outgoing>,
     /// Bytes of the frames in `to_client`.
     to_client_bytes: usize,
     broken: Option<String>,

@@ -12,11 +12,38 @@ use crate::platform::{CopyDir, XenBackend};
 use alloc::vec::Vec;
 use xenlet_xen::shared::PAGE_BYTES;
 
-/// A frame waiting for its batch's copy: the client's buffers it takes (id, bytes).
+/// A frame queued for the client.
+pub(super) struct Outgoing {
+    frame: Vec<u8>,
+    csum: RxChecksum,
+    /// A GSO packet's segment size and `XEN_NETIF_GSO_TYPE_*`.
+    gso: Option<(u16, u8)>,
+}
+
+impl Outgoing {
+    /// The client's buffers it takes: one per page of data, and one for the GSO
+    /// extra.
+    fn slots(&self) -> usize {
+        self.frame.len().div_ceil(PAGE_BYTES) + usize::from(self.gso.is_some())
+    }
+}
+
+/// A buffer the client posted, as a frame uses it.
+#[derive(Clone, Copy)]
+enum Slot {
+    /// Data: the buffer's id and the bytes copied into it.
+    Data(u16, u16),
+    /// The GSO extra's slot (the buffer is not written: the frontend takes it back).
+    Extra(u16, u8),
+}
+
+/// A frame waiting for its batch's copy: the client's buffers it takes.
 struct Pending {
-    slots: Vec<(u16, u16)>,
+    slots: Vec<Slot>,
     csum: RxChecksum,
     ops: core::ops::Range<usize>,
+    /// A GSO packet's segment size (0: not GSO).
+    gso_mss: u16,
 }
 
 fn ethertype(frame: &[u8]) -> u16 {
@@ -53,10 +80,59 @@ impl<P: XenBackend> Netback<P> {
             .is_some_and(|c| c.fe_csum_blank && c.fe_ipv6_csum_blank)
     }
 
+    /// Whether the client takes `frame` (Ethernet, by its EtherType: TCP over IPv4
+    /// or IPv6) as a GSO packet ([`Netback::send_gso`]): it wrote
+    /// `feature-gso-tcpv4` (or `-tcpv6`), `feature-sg`, and takes partial checksums.
+    pub fn client_takes_gso(&self, frame: &[u8]) -> bool {
+        netif::gso_type_of(frame).is_some_and(|t| self.client_takes_gso_type(t))
+    }
+
+    /// Whether the client takes GSO packets of `XEN_NETIF_GSO_TYPE_*` `kind`.
+    pub fn client_takes_gso_type(&self, kind: u8) -> bool {
+        self.conn.as_ref().is_some_and(|c| match kind {
+            netif::GSO_TYPE_TCPV4 => c.fe_gso_tcpv4,
+            netif::GSO_TYPE_TCPV6 => c.fe_gso_tcpv6,
+            _ => false,
+        })
+    }
+
     /// Queues a frame for the client (checksums complete, or at least not vouched
     /// for: it checks them). Copied at the next [`Netback::poll`].
     pub fn send(&mut self, frame: &[u8]) -> Result<(), NetbackError> {
         self.send_with(frame, RxChecksum::Unknown)
+    }
+
+    /// Queues a TCP packet of up to 64 KiB for the client as one GSO packet, its
+    /// TCP checksum field holding the pseudo-header sum (`NETRXF_csum_blank`): the
+    /// client cuts it into `mss`-byte segments if it must (Linux hands it to its
+    /// stack whole, as GRO would). Only for a client that takes it
+    /// ([`Netback::client_takes_gso`]); else [`NetbackError::BadFrame`], counted.
+    pub fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), NetbackError> {
+        let r = self.check_send(frame, RxChecksum::Blank).and_then(|()| {
+            match netif::gso_type_of(frame) {
+                Some(t) if mss > 0 && self.client_takes_gso(frame) => Ok(t),
+                _ => Err(NetbackError::BadFrame),
+            }
+        });
+        match r {
+            Ok(t) => {
+                self.queue(frame, RxChecksum::Blank, Some((mss, t)));
+                Ok(())
+            }
+            Err(e) => {
+                self.stats.tx_dropped += 1;
+                Err(e)
+            }
+        }
+    }
+
+    fn queue(&mut self, frame: &[u8], csum: RxChecksum, gso: Option<(u16, u8)>) {
+        self.to_client_bytes += frame.len();
+        self.to_client.push_back(Outgoing {
+            frame: frame.to_vec(),
+            csum,
+            gso,
+        });
     }
 
     /// Queues a frame for the client, saying what is known of its checksum:
@@ -66,10 +142,7 @@ impl<P: XenBackend> Netback<P> {
     pub fn send_with(&mut self, frame: &[u8], csum: RxChecksum) -> Result<(), NetbackError> {
         let r = self.check_send(frame, csum);
         match r {
-            Ok(()) => {
-                self.to_client_bytes += frame.len();
-                self.to_client.push_back((frame.to_vec(), csum));
-            }
+            Ok(()) => self.queue(frame, csum, None),
             Err(_) => self.stats.tx_dropped += 1,
         }
         r
@@ -113,10 +186,13 @@ impl<P: XenBackend> Netback<P> {
         let mut done = 0;
         self.stats.tx_polls += 1;
         while done < RX_BUDGET {
-            let Some(len) = self.to_client.front().map(|f| f.0.len()) else {
+            let Some((len, need)) = self
+                .to_client
+                .front()
+                .map(|f| (f.frame.len(), f.slots() as u32))
+            else {
                 break;
             };
-            let need = len.div_ceil(PAGE_BYTES) as u32;
             let Some(conn) = self.conn.as_mut() else {
                 return false;
             };
@@ -144,18 +220,19 @@ impl<P: XenBackend> Netback<P> {
                 self.flush_rx(core::mem::take(&mut batch), core::mem::take(&mut ops));
                 cursor = 0;
             }
-            let Some((frame, csum)) = self.to_client.pop_front() else {
+            let Some(out) = self.to_client.pop_front() else {
                 break;
             };
-            self.to_client_bytes -= frame.len();
+            self.to_client_bytes -= len;
             let Some(conn) = self.conn.as_mut() else {
                 return false;
             };
-            conn.rx_staging.mem().write_bytes(cursor, &frame);
+            conn.rx_staging.mem().write_bytes(cursor, &out.frame);
             let first = ops.len();
             let mut slots = Vec::new();
             let mut raw = [0u8; RX_ENTRY_BYTES];
-            for chunk in 0..need as usize {
+            let mut chunk = 0;
+            for slot in 0..need as usize {
                 match conn.rx.take_request(&mut raw) {
                     Ok(true) => {}
                     Ok(false) | Err(_) => {
@@ -164,15 +241,23 @@ impl<P: XenBackend> Netback<P> {
                     }
                 }
                 let (id, gref) = netif::decode_rx_request(&raw);
+                // The extra goes right after the first data slot.
+                if let (1, Some((_, kind))) = (slot, out.gso) {
+                    slots.push(Slot::Extra(id, kind));
+                    continue;
+                }
                 let start = chunk * PAGE_BYTES;
                 let n = (len - start).min(PAGE_BYTES) as u16;
                 split(&mut ops, cursor + start, gref, 0, n);
-                slots.push((id, n));
+                slots.push(Slot::Data(id, n));
+                chunk += 1;
             }
+            self.stats.tx_gso += u64::from(out.gso.is_some());
             batch.push(Pending {
                 slots,
-                csum,
+                csum: out.csum,
                 ops: first..ops.len(),
+                gso_mss: out.gso.map_or(0, |g| g.0),
             });
             cursor += len;
             done += 1;
@@ -209,41 +294,58 @@ impl<P: XenBackend> Netback<P> {
         let mut broken = None;
         for p in batch {
             let ok = statuses[p.ops.clone()].iter().all(|&s| s == 0);
-            let bytes: usize = p.slots.iter().map(|s| usize::from(s.1)).sum();
+            let data = |s: &Slot| match *s {
+                Slot::Data(_, n) => usize::from(n),
+                Slot::Extra(..) => 0,
+            };
+            let bytes: usize = p.slots.iter().map(data).sum();
             if ok {
                 stats.tx_packets += 1;
                 stats.tx_bytes += bytes as u64;
             } else {
                 stats.tx_errors += 1;
             }
-            let last = p.slots.len() - 1;
-            for (i, &(id, n)) in p.slots.iter().enumerate() {
-                let mut flags = if i < last { netif::NETRXF_MORE_DATA } else { 0 };
-                if i == 0 {
-                    flags |= match p.csum {
-                        RxChecksum::Unknown => 0,
-                        RxChecksum::Validated => netif::NETRXF_DATA_VALIDATED,
-                        RxChecksum::Blank => {
-                            netif::NETRXF_CSUM_BLANK | netif::NETRXF_DATA_VALIDATED
-                        }
-                    };
-                }
-                let rsp = if ok {
-                    RxResponse {
-                        id,
-                        offset: 0,
-                        flags,
-                        status: n as i16,
+            let last_data = p.slots.iter().rposition(|s| matches!(s, Slot::Data(..)));
+            for (i, slot) in p.slots.iter().enumerate() {
+                let raw = match *slot {
+                    // A failed frame's slots are all answered as errors, each on its
+                    // own (no flags): the frontend drops them one by one.
+                    Slot::Extra(id, _) | Slot::Data(id, _) if !ok => {
+                        netif::encode_rx_response(&RxResponse {
+                            id,
+                            offset: 0,
+                            flags: 0,
+                            status: netif::RSP_ERROR,
+                        })
                     }
-                } else {
-                    RxResponse {
-                        id,
-                        offset: 0,
-                        flags: 0,
-                        status: netif::RSP_ERROR,
+                    Slot::Extra(_, kind) => netif::encode_rx_gso_extra(p.gso_mss, kind),
+                    Slot::Data(id, n) => {
+                        let mut flags = if Some(i) != last_data {
+                            netif::NETRXF_MORE_DATA
+                        } else {
+                            0
+                        };
+                        if i == 0 {
+                            flags |= match p.csum {
+                                RxChecksum::Unknown => 0,
+                                RxChecksum::Validated => netif::NETRXF_DATA_VALIDATED,
+                                RxChecksum::Blank => {
+                                    netif::NETRXF_CSUM_BLANK | netif::NETRXF_DATA_VALIDATED
+                                }
+                            };
+                            if p.gso_mss != 0 {
+                                flags |= netif::NETRXF_EXTRA_INFO;
+                            }
+                        }
+                        netif::encode_rx_response(&RxResponse {
+                            id,
+                            offset: 0,
+                            flags,
+                            status: n as i16,
+                        })
                     }
                 };
-                if let Err(e) = conn.rx.push_response(&netif::encode_rx_response(&rsp)) {
+                if let Err(e) = conn.rx.push_response(&raw) {
                     broken = Some(ring_error("rx", e));
                 }
             }

@@ -30,6 +30,8 @@ pub struct NetbackStats {
     pub rx_gso: u64,
     /// Frames delivered to the client.
     pub tx_packets: u64,
+    /// ... of them as GSO packets (a GSO extra-info slot with them).
+    pub tx_gso: u64,
     /// Their bytes.
     pub tx_bytes: u64,
     /// Frames for the client dropped: its queue full (it posted no buffers), not
@@ -94,6 +96,7 @@ impl NetbackStats {
             ("rate_waits", s.rate_waits),
             ("tx_packets", s.tx_packets),
             ("tx_bytes", s.tx_bytes),
+            ("tx_gso", s.tx_gso),
             ("tx_dropped", s.tx_dropped),
             ("tx_errors", s.tx_errors),
             ("events", s.events),

@@ -259,6 +259,8 @@ fn probe_reads_the_toolstacks_keys_advertises_only_what_it_implements_and_waits(
         written,
         [
             "backend/vif/5/0/feature-gso-tcpv4",
+            "backend/vif/5/0/feature-gso-tcpv6",
+            "backend/vif/5/0/feature-ipv6-csum-offload",
             "backend/vif/5/0/feature-rx-copy",
             "backend/vif/5/0/feature-rx-flip",
             "backend/vif/5/0/feature-sg"
@@ -951,6 +953,149 @@ fn partial_checksums_go_only_to_a_client_that_takes_them() {
     assert_eq!(nb.send_with(&frame(80, 0), RxChecksum::Blank), Ok(()));
 }
 
+/// The extra-info slot among `r`'s responses, decoded as one.
+fn as_extra(r: &netif::RxResponse) -> netif::RxExtra {
+    netif::decode_rx_extra(&netif::encode_rx_response(r))
+}
+
+#[test]
+fn gso_goes_to_a_client_that_asked_for_it_with_its_extra_after_the_first_slot() {
+    let x = xen();
+    let (mut nb, mut c) = connected_with(&x, |x| {
+        x.set(&format!("{FE_DIR}/feature-gso-tcpv4"), "1");
+    });
+    let f = frame(10_000, 3);
+    assert!(nb.client_takes_gso(&f));
+    let mut v6 = f.clone();
+    v6[12..14].copy_from_slice(&[0x86, 0xdd]);
+    assert!(!nb.client_takes_gso(&v6), "it wrote no feature-gso-tcpv6");
+    assert_eq!(nb.send_gso(&v6, 1440), Err(NetbackError::BadFrame));
+    assert_eq!(nb.send_gso(&f, 0), Err(NetbackError::BadFrame), "mss 0");
+    assert_eq!(nb.stats().tx_dropped, 2);
+    c.post_rx(3, true);
+    nb.send_gso(&f, 1448).unwrap();
+    assert!(!nb.poll());
+    assert!(
+        c.rx_responses().is_empty(),
+        "three pages of data and the extra need four buffers"
+    );
+    c.post_rx(1, true);
+    assert!(!nb.poll());
+    let r = c.rx_responses();
+    assert_eq!(r.len(), 4);
+    assert_eq!(
+        (r[0].0.id, r[0].0.status, r[0].0.flags),
+        (
+            0,
+            4096,
+            netif::NETRXF_EXTRA_INFO
+                | netif::NETRXF_CSUM_BLANK
+                | netif::NETRXF_DATA_VALIDATED
+                | netif::NETRXF_MORE_DATA
+        )
+    );
+    assert_eq!(
+        as_extra(&r[1].0),
+        netif::RxExtra {
+            kind: netif::EXTRA_TYPE_GSO,
+            more: false,
+            gso_size: 1448,
+            gso_type: netif::GSO_TYPE_TCPV4,
+        }
+    );
+    assert_eq!(
+        (r[2].0.id, r[2].0.status, r[2].0.flags),
+        (2, 4096, netif::NETRXF_MORE_DATA)
+    );
+    assert_eq!((r[3].0.id, r[3].0.status, r[3].0.flags), (3, 1808, 0));
+    let data: Vec<u8> = [&r[0].1, &r[2].1, &r[3].1]
+        .into_iter()
+        .flatten()
+        .copied()
+        .collect();
+    assert_eq!(data, f);
+    let s = nb.stats();
+    assert_eq!(
+        (s.tx_packets, s.tx_gso, s.tx_bytes, s.tx_slots),
+        (1, 1, 10_000, 4)
+    );
+    // a GSO packet within one page still takes the extra's buffer
+    c.post_rx(2, true);
+    nb.send_gso(&frame(3000, 4), 1000).unwrap();
+    nb.poll();
+    let r = c.rx_responses();
+    assert_eq!(r.len(), 2);
+    assert_eq!(r[0].0.flags & netif::NETRXF_MORE_DATA, 0);
+    assert_eq!(
+        r[0].0.flags & netif::NETRXF_EXTRA_INFO,
+        netif::NETRXF_EXTRA_INFO
+    );
+    assert_eq!(as_extra(&r[1].0).gso_size, 1000);
+    assert_eq!(r[0].1, frame(3000, 4));
+}
+
+#[test]
+fn gso_needs_the_clients_sg_partial_checksums_and_its_ask() {
+    for (key, val) in [
+        ("feature-sg", None),
+        ("feature-no-csum-offload", Some("1")),
+        ("feature-gso-tcpv4", Some("0")),
+    ] {
+        let x = xen();
+        let (mut nb, _c) = connected_with(&x, |x| {
+            x.set(&format!("{FE_DIR}/feature-gso-tcpv4"), "1");
+            x.set(&format!("{FE_DIR}/feature-gso-tcpv6"), "1");
+            x.set(&format!("{FE_DIR}/feature-ipv6-csum-offload"), "1");
+            match val {
+                Some(v) => x.set(&format!("{FE_DIR}/{key}"), v),
+                None => {
+                    x.xs.borrow_mut().remove(&format!("{FE_DIR}/{key}"));
+                }
+            }
+        });
+        assert!(!nb.client_takes_gso(&frame(100, 0)), "{key}");
+        assert_eq!(
+            nb.send_gso(&frame(3000, 0), 1448),
+            Err(NetbackError::BadFrame),
+            "{key}"
+        );
+    }
+    // IPv6 GSO needs IPv6 partial checksums too
+    let x = xen();
+    let (nb, _c) = connected_with(&x, |x| {
+        x.set(&format!("{FE_DIR}/feature-gso-tcpv6"), "1");
+    });
+    assert!(!nb.client_takes_gso_type(netif::GSO_TYPE_TCPV6));
+}
+
+#[test]
+fn a_gso_packet_whose_copy_fails_answers_every_buffer_with_an_error() {
+    let x = xen();
+    let (mut nb, mut c) = connected_with(&x, |x| {
+        x.set(&format!("{FE_DIR}/feature-gso-tcpv4"), "1");
+    });
+    c.post_rx(1, true);
+    c.post_rx(1, true);
+    c.post_rx(1, false); // the second data buffer: read-only
+    c.post_rx(1, true);
+    nb.send_gso(&frame(6000, 1), 1448).unwrap();
+    nb.send(&frame(60, 2)).unwrap();
+    nb.poll();
+    let r = c.rx_responses();
+    assert_eq!(r.len(), 4);
+    for (i, (rsp, _)) in r[..3].iter().enumerate() {
+        assert_eq!(
+            (rsp.id, rsp.status, rsp.flags),
+            (i as u16, netif::RSP_ERROR, 0),
+            "each slot of the failed packet stands alone"
+        );
+    }
+    assert_eq!((r[3].0.status, &r[3].1), (60, &frame(60, 2)));
+    let s = nb.stats();
+    assert_eq!((s.tx_errors, s.tx_packets), (1, 1));
+    assert!(nb.broken().is_none());
+}
+
 #[test]
 fn sending_before_the_client_connects_drops_and_counts() {
     let x = xen();
@@ -1102,8 +1247,12 @@ fn our_netfront_and_netback_pass_frames_both_ways() {
         "our netfront wrote feature-ipv6-csum-offload"
     );
     assert!(
-        !nf.has_gso_tcpv6() && !nf.has_ipv6_csum_offload(),
-        "neither offered by this backend"
+        nf.has_gso_tcpv6() && nf.has_ipv6_csum_offload(),
+        "both offered by this backend"
+    );
+    assert!(
+        nb.client_takes_gso(&frame(60, 0)) && nb.client_takes_gso_type(netif::GSO_TYPE_TCPV6),
+        "our netfront wrote feature-gso-tcpv4 and -tcpv6"
     );
     // client to us: a small frame, a full one and one of three slots (sg)
     let frames = [frame(60, 1), frame(1514, 2), frame(9000, 3)];
@@ -1135,7 +1284,26 @@ fn our_netfront_and_netback_pass_frames_both_ways() {
     }
     assert!(nf.broken().is_none(), "{:?}", nf.broken());
     assert_eq!(nb.stats().tx_packets, 3);
-    // a sustained exchange: more frames than the rings hold, buffers reposted
+    // a GSO packet to the client: whole, with its segment size, its checksum
+    // partial; then an IPv6 one
+    let big = frame(30_000, 8);
+    nb.send_gso(&big, 1448).unwrap();
+    let mut big6 = frame(65_000, 9);
+    big6[12..14].copy_from_slice(&[0x86, 0xdd]);
+    nb.send_gso(&big6, 1428).unwrap();
+    nb.send(&frame(70, 10)).unwrap();
+    assert!(!nb.poll());
+    nf.poll_rx();
+    assert_eq!(nf.recv_meta(), Some((big, RxChecksum::Blank, Some(1448))));
+    assert_eq!(nf.recv_meta(), Some((big6, RxChecksum::Blank, Some(1428))));
+    assert_eq!(
+        nf.recv_meta(),
+        Some((frame(70, 10), RxChecksum::Unknown, None))
+    );
+    assert_eq!(nb.stats().tx_gso, 2);
+    assert!(nf.broken().is_none(), "{:?}", nf.broken());
+    nf.poll_rx(); // reposts
+                  // a sustained exchange: more frames than the rings hold, buffers reposted
     for round in 0..5u8 {
         for i in 0..200u8 {
             nb.send(&frame(100 + usize::from(i), round ^ i))

@@ -44,13 +44,17 @@ impl BackState {
 }
 
 /// The features this backend offers, written at probe: only what it implements.
-/// `feature-gso-tcpv4`: the client may send TCP/IPv4 packets of up to 64 KiB with a
-/// GSO extra (its segment size goes on with the frame, [`super::ClientFrame::gso`]);
-/// the router forwards them whole to a link that takes GSO and cuts them for one
-/// that does not. Nothing is sent *to* the client as GSO.
-pub(super) const FEATURES: [(&str, &str); 4] = [
+/// `feature-gso-tcpv4`/`-tcpv6`: the client may send TCP packets of up to 64 KiB
+/// with a GSO extra (its segment size goes on with the frame,
+/// [`super::ClientFrame::gso`]); the router forwards them whole to a link that
+/// takes GSO and cuts them for one that does not. `feature-ipv6-csum-offload`: it
+/// may send IPv6 TCP/UDP with a partial checksum (`NETTXF_csum_blank`), as it may
+/// IPv4's by default. What goes *to* the client follows what the client wrote.
+pub(super) const FEATURES: [(&str, &str); 6] = [
     ("feature-sg", "1"),
     ("feature-gso-tcpv4", "1"),
+    ("feature-gso-tcpv6", "1"),
+    ("feature-ipv6-csum-offload", "1"),
     ("feature-rx-copy", "1"),
     ("feature-rx-flip", "0"),
 ];
@@ -271,6 +275,9 @@ impl<P: XenBackend> Netback<P> {
         let fe_sg = flag("feature-sg");
         let fe_csum_blank = !flag("feature-no-csum-offload");
         let fe_ipv6_csum_blank = flag("feature-ipv6-csum-offload");
+        let fe_gso_tcpv4 = fe_sg && fe_csum_blank && flag("feature-gso-tcpv4");
+        let fe_gso_tcpv6 =
+            fe_sg && fe_csum_blank && fe_ipv6_csum_blank && flag("feature-gso-tcpv6");
         let id = self.fe_id;
         let tx_page = p
             .map_grant(id, tx_ref, true)
@@ -294,6 +301,8 @@ impl<P: XenBackend> Netback<P> {
                     fe_sg,
                     fe_csum_blank,
                     fe_ipv6_csum_blank,
+                    fe_gso_tcpv4,
+                    fe_gso_tcpv6,
                     tx_staging,
                     rx_staging,
                     held: None,
