@@ -375,6 +375,14 @@ impl<L: Link> Link for Routed<L> {
         self.inner.can_send()
     }
     fn send(&mut self, frame: &[u8]) -> Result<(), String> {
+        // a router's neighbour advertisements say so (RFC 4861 §7.2.5): the
+        // stack's answers do not
+        if self.routed {
+            let mut copy = [0u8; crate::garp::NA_COPY];
+            if let Some(f) = crate::garp::with_router_flag(frame, &mut copy) {
+                return self.send_plain(f);
+            }
+        }
         // the copy (and its buffer) only for the stack's ICMP messages with DF, not
         // for every frame it sends
         if is_icmp_with_df(frame) {
@@ -1091,6 +1099,27 @@ mod tests {
         assert!(wire
             .borrow()
             .contains(&crate::garp::neighbour_advertisement(mac, addr, true)));
+    }
+
+    #[test]
+    fn a_routing_link_sends_the_stacks_neighbour_advertisements_with_the_router_flag() {
+        let ip: smoltcp::wire::Ipv6Address = "fe80::216:3eff:fe01:2".parse().unwrap();
+        for routed in [false, true] {
+            let (a, _b) = cable();
+            let wire = a.tx.clone();
+            let mut r = Routed::new(a);
+            r.routed = routed;
+            let mac = r.mac();
+            // as smoltcp answers a solicitation: no Router flag
+            r.send(&crate::garp::neighbour_advertisement(mac, ip, false))
+                .unwrap();
+            let sent = wire.borrow_mut().pop_back().unwrap();
+            assert_eq!(
+                sent,
+                crate::garp::neighbour_advertisement(mac, ip, routed),
+                "routed {routed}"
+            );
+        }
     }
 
     #[test]

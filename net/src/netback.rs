@@ -109,7 +109,7 @@ impl<P: XenBackend> Link for Netback<P> {
     }
     fn tx_free_slots(&self) -> usize {
         if self.is_connected() {
-            TO_CLIENT_MAX - self.queued_to_client()
+            TO_CLIENT_MAX.saturating_sub(self.queued_to_client())
         } else {
             0
         }

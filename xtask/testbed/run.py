@@ -343,6 +343,26 @@ if grep -q client_bench /proc/cmdline; then
     done
     echo "CLIENT: bench done"
 fi
+if grep -q client_check /proc/cmdline; then
+    # router-netback's checks of the backend's offloads: IPv6 by SLAAC from the
+    # router's advertisements, ping and TCP to wan over IPv6, TCP from wan both ways
+    i=0
+    while [ $i -lt 60 ] && ! ip -6 addr show dev eth0 scope global | grep -q 'inet6 2001:db8:77'; do sleep 0.5; i=$((i+1)); done
+    echo "CLIENT: ipv6 $(ip -6 -o addr show dev eth0 scope global | awk '{print $4}' | tr '\n' ' ')"
+    echo "CLIENT: ipv6 route $(ip -6 route show default | head -1)"
+    if ping -6 -c 2 -W 3 2001:db8:77::10 >/dev/null 2>&1 || ping6 -c 2 -W 3 2001:db8:77::10 >/dev/null 2>&1; then
+        echo "CLIENT: ping6 ok"
+    else
+        echo "CLIENT: ping6 lost"
+    fi
+    for a in "-t 3 -R" "-6 -t 3" "-6 -t 3 -R"; do
+        case "$a" in -6*) to=2001:db8:77::10 ;; *) to=10.77.0.10 ;; esac
+        out=$(/usr/bin/iperf3 -c $to $a --connect-timeout 5000 2>&1)
+        r=$(echo "$out" | grep 'receiver$' | tail -1)
+        echo "CLIENT: check iperf3 $a: ${r:-failed: $(echo "$out" | tail -1); route $(ip -6 route show default | head -1); router $(ip -6 neigh show dev eth0 | grep router | tr '\n' ';')}"
+    done
+    echo "CLIENT: check done"
+fi
 n=0
 while true; do
     if ping -c 1 -W 2 10.77.0.10 >/dev/null 2>&1; then n=$((n+1)); echo "CLIENT: ping ok $n"; else echo "CLIENT: ping lost"; fi

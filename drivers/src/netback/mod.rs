@@ -113,7 +113,8 @@
 //! revoked reference). A frontend that stops answering cannot make us queue without
 //! bound: the client's frames are taken only while the received queue has room
 //! ([`RECEIVED_MAX`] frames, [`RECEIVED_MAX_BYTES`]), frames to it wait in a queue
-//! of [`TO_CLIENT_MAX`] frames and [`TO_CLIENT_MAX_BYTES`] and are dropped past it,
+//! of [`TO_CLIENT_MAX`] frames and [`TO_CLIENT_MAX_BYTES`] (small ones beyond it by
+//! [`TO_CLIENT_SMALL_RESERVE`]) and are dropped past it,
 //! and each poll does a bounded batch. Frames queued for a client that stopped
 //! posting buffers wait there (bounded) until it posts again or disconnects.
 //!
@@ -166,6 +167,16 @@ pub const RECEIVED_MAX_BYTES: usize = 512 * 1024;
 pub const TO_CLIENT_MAX: usize = 256;
 /// Bytes of the frames queued for the client: past it, [`Netback::send`] drops.
 pub const TO_CLIENT_MAX_BYTES: usize = 512 * 1024;
+/// Frames of at most [`SMALL_FRAME`] bytes are queued past [`TO_CLIENT_MAX`] and
+/// [`TO_CLIENT_MAX_BYTES`] by up to this many frames (and as many KiB): a queue full
+/// of a bulk flow's 64 KiB GSO packets still takes the router's ARP, neighbour
+/// discovery, advertisements and ACKs, as a Linux qdisc's queue of 1,000 packets
+/// or fq_codel's sparse flows would. Without it, a client's iperf3 from the WAN
+/// starved the router's neighbour advertisements on the test bed: the client's
+/// NUD for its IPv6 router failed and Linux dropped its default route.
+pub const TO_CLIENT_SMALL_RESERVE: usize = 64;
+/// The largest frame [`TO_CLIENT_SMALL_RESERVE`] serves.
+pub const SMALL_FRAME: usize = 1024;
 /// Our pages the client's packets are copied into, per batch.
 pub const TX_STAGING_PAGES: usize = 24;
 /// Our pages frames for the client are copied from, per batch (a 64 KiB frame

@@ -4,8 +4,8 @@
 
 use super::tx::{copy_batch, publish, split, Op};
 use super::{
-    ring_error, Netback, NetbackError, RxChecksum, RX_BUDGET, RX_STAGING_PAGES, TO_CLIENT_MAX,
-    TO_CLIENT_MAX_BYTES,
+    ring_error, Netback, NetbackError, RxChecksum, RX_BUDGET, RX_STAGING_PAGES, SMALL_FRAME,
+    TO_CLIENT_MAX, TO_CLIENT_MAX_BYTES, TO_CLIENT_SMALL_RESERVE,
 };
 use crate::netif::{self, RxResponse, RX_ENTRY_BYTES};
 use crate::platform::{CopyDir, XenBackend};
@@ -168,8 +168,13 @@ impl<P: XenBackend> Netback<P> {
                 return Err(NetbackError::BadFrame);
             }
         }
-        if self.to_client.len() >= TO_CLIENT_MAX
-            || self.to_client_bytes + frame.len() > TO_CLIENT_MAX_BYTES
+        let reserve = if frame.len() <= SMALL_FRAME {
+            TO_CLIENT_SMALL_RESERVE
+        } else {
+            0
+        };
+        if self.to_client.len() >= TO_CLIENT_MAX + reserve
+            || self.to_client_bytes + frame.len() > TO_CLIENT_MAX_BYTES + reserve * 1024
         {
             return Err(NetbackError::Busy);
         }

@@ -890,13 +890,19 @@ fn a_client_that_posts_no_buffers_costs_a_bounded_queue_and_drops_are_counted() 
     let x = xen();
     let (mut nb, mut c) = connected(&x);
     for i in 0..TO_CLIENT_MAX {
-        nb.send(&frame(60, i as u8)).unwrap();
+        nb.send(&frame(1514, i as u8)).unwrap();
     }
     assert!(!nb.can_send());
+    assert_eq!(nb.send(&frame(1514, 0)), Err(NetbackError::Busy));
+    // small frames have a reserve of their own, bounded too
+    for i in 0..TO_CLIENT_SMALL_RESERVE {
+        nb.send(&frame(SMALL_FRAME, i as u8)).unwrap();
+    }
     assert_eq!(nb.send(&frame(60, 0)), Err(NetbackError::Busy));
-    assert_eq!(nb.stats().tx_dropped, 1);
+    assert_eq!(nb.stats().tx_dropped, 2);
     assert!(!nb.poll(), "nothing to do without buffers");
-    assert_eq!(nb.queued_to_client(), TO_CLIENT_MAX);
+    let queued = TO_CLIENT_MAX + TO_CLIENT_SMALL_RESERVE;
+    assert_eq!(nb.queued_to_client(), queued);
     // buffers at last: a budget's worth per poll
     c.post_rx(200, true);
     assert!(nb.poll());
@@ -905,10 +911,37 @@ fn a_client_that_posts_no_buffers_costs_a_bounded_queue_and_drops_are_counted() 
     c.state("5");
     assert_eq!(nb.poll_xenbus(), Ok(BackState::Closing));
     assert_eq!(nb.queued_to_client(), 0);
+    assert_eq!(nb.stats().tx_dropped, 2 + (queued - RX_BUDGET) as u64);
+}
+
+#[test]
+fn a_queue_full_of_gso_packets_still_takes_the_routers_small_frames() {
+    let x = xen();
+    let (mut nb, mut c) = connected_with(&x, |x| {
+        x.set(&format!("{FE_DIR}/feature-gso-tcpv4"), "1");
+    });
+    let big = frame(65_000, 1);
+    let mut n = 0;
+    while nb.send_gso(&big, 1448).is_ok() {
+        n += 1;
+    }
+    assert_eq!(n, TO_CLIENT_MAX_BYTES / 65_000);
+    // a neighbour advertisement, an ARP reply, an ACK: queued all the same
+    let na = frame(86, 2);
+    nb.send(&na).unwrap();
+    nb.send(&frame(42, 3)).unwrap();
+    nb.send(&frame(66, 4)).unwrap();
     assert_eq!(
-        nb.stats().tx_dropped,
-        1 + (TO_CLIENT_MAX - RX_BUDGET) as u64
+        nb.send(&frame(5000, 5)),
+        Err(NetbackError::Busy),
+        "a large one has no reserve"
     );
+    c.post_rx(256, true);
+    while nb.poll() {}
+    let r = c.rx_responses();
+    let small: Vec<_> = r.iter().filter(|x| x.0.status < 100 && x.0.status > 0).collect();
+    assert_eq!(small.len(), 3);
+    assert_eq!(small[0].1, na);
 }
 
 #[test]
@@ -1514,7 +1547,10 @@ fn a_frontend_writing_garbage_never_panics_the_backend_nor_grows_it() {
                 while nb.recv().is_some() {}
             }
             assert!(nb.received_len() <= RECEIVED_MAX, "seed {seed}");
-            assert!(nb.queued_to_client() <= TO_CLIENT_MAX, "seed {seed}");
+            assert!(
+                nb.queued_to_client() <= TO_CLIENT_MAX + TO_CLIENT_SMALL_RESERVE,
+                "seed {seed}"
+            );
             if was_broken {
                 assert_eq!(
                     c.tx.load_u32(8),

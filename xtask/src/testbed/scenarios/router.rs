@@ -616,9 +616,13 @@ const ROUTER_BUSY_STEPS: &[Step] = steps![
 
 /// A client domU `$NAME-cN` (Linux PVH, `CLIENT_INIT` of run.py: a lease, then a ping
 /// to the WAN host every 2 s) whose vif the router serves: `backend=$NAME`, joining
-/// the router's `br-lan`.
+/// the router's `br-lan`; `$extra` goes on its kernel's command line (`client_check`:
+/// IPv6 and TCP both ways first, see run.py).
 macro_rules! create_client {
     ($n:literal, $mac:literal) => {
+        create_client!($n, $mac, "")
+    };
+    ($n:literal, $mac:literal, $extra:literal) => {
         dom0(
             concat!(
                 "rm -f /var/log/xen/console/guest-$NAME-c",
@@ -628,7 +632,9 @@ macro_rules! create_client {
                 $n,
                 "'\"' 'type=\"pvh\"' 'memory=160' ",
                 "'kernel=\"'$LINUX'\"' 'ramdisk=\"'$CLIENT_INITRD'\"' ",
-                "'extra=\"console=hvc0 loglevel=4\"' ",
+                "'extra=\"console=hvc0 loglevel=4",
+                $extra,
+                "\"' ",
                 "'vif=[\"backend='$NAME',bridge=br-lan,mac=",
                 $mac,
                 "\"]' >/tmp/client",
@@ -685,10 +691,38 @@ macro_rules! client_up {
 const ROUTER_NETBACK_STEPS: &[Step] = steps![
     ..ROUTER_WAN_LEASE,
     LAN1_BY_DHCP,
-    create_client!("1", "00:16:3e:0c:00:01"),
+    create_client!("1", "00:16:3e:0c:00:01", " client_check"),
     create_client!("2", "00:16:3e:0c:00:02"),
     client_up!("1", "0"),
     client_up!("2", "0"),
+    // client 1's checks through the router's netback (`client_check`): an IPv6
+    // address from the router's advertisements in the LAN's /64 of wan6's
+    // delegation, ping and TCP to wan over IPv6 (its TCPv6 GSO packets and IPv6
+    // partial checksums taken, as the backend offers them), TCP from wan over both
+    // (64 KiB GSO packets handed to it whole, as it asked)
+    dom0_cap(
+        concat!(
+            "log=/var/log/xen/console/guest-$NAME-c1.log; ",
+            "grep -a 'CLIENT: \\(ipv6\\|ping6\\|check\\)' $log | tr -d '\\r'; ",
+            "echo \"c1 domid $(xl domid $NAME-c1)\""
+        ),
+        &[
+            r"^CLIENT: ipv6 .*\b2001:db8:77[0-9a-f]{2}:",
+            r"^CLIENT: ping6 ok$",
+            r"^CLIENT: check iperf3 -t 3 -R: .*[0-9.]+ [KMG]bits/sec .*receiver$",
+            r"^CLIENT: check iperf3 -6 -t 3: .*[0-9.]+ [KMG]bits/sec .*receiver$",
+            r"^CLIENT: check iperf3 -6 -t 3 -R: .*[0-9.]+ [KMG]bits/sec .*receiver$",
+            r"^CLIENT: check done$",
+        ],
+        &[("C1_DOMID", r"^c1 domid (\d+)$")],
+        30,
+    ),
+    // ... and its vif's counters: GSO packets both ways
+    cmd(
+        "ethtool -S vif${C1_DOMID}.0",
+        &[r"^     rx_gso: [1-9]\d*$", r"^     tx_gso: [1-9]\d*$"],
+        30,
+    ),
     cmd(
         "ip link",
         &[r"vif\d+\.0: .*master br-lan", r"^\d+: br-lan: "],
