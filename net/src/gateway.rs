@@ -1123,6 +1123,57 @@ mod tests {
     }
 
     #[test]
+    fn the_stack_answers_a_hosts_reachability_probe_as_a_router() {
+        use smoltcp::wire::{Icmpv6Repr, NdiscNeighborFlags, NdiscRepr, RawHardwareAddress};
+        let (a, b) = cable();
+        let wire = a.tx.clone();
+        let host_mac = b.mac();
+        let mut r = Routed::new(a);
+        r.routed = true;
+        let mac = r.mac();
+        let ours = config::link_local(mac);
+        let host = config::link_local(host_mac);
+        // a LAN host's unicast probe of its router's link-local address (Linux's
+        // NUD PROBE: to the address itself, its link-layer address with it), as
+        // the router's forwarding hands it to the local stack
+        let ns = Icmpv6Repr::Ndisc(NdiscRepr::NeighborSolicit {
+            target_addr: ours,
+            lladdr: Some(RawHardwareAddress::from_bytes(&host_mac)),
+        });
+        let mut f = crate::garp::ndisc_frame(host_mac, host, ours, &ns);
+        f[0..6].copy_from_slice(&mac);
+        r.queue_local(f, RxChecksum::Unknown);
+        let mut n = NetIf::new("eth0", r, &config::parse("192.168.1.1/24").unwrap(), 0, 1);
+        n.poll(0);
+        let answers: Vec<_> = wire
+            .borrow()
+            .iter()
+            .filter(|f| f.len() > 54 && f[12..14] == [0x86, 0xdd] && f[54] == 136)
+            .cloned()
+            .collect();
+        assert_eq!(answers.len(), 1, "one advertisement");
+        let eth = smoltcp::wire::EthernetFrame::new_checked(&answers[0][..]).unwrap();
+        let p = smoltcp::wire::Ipv6Packet::new_checked(eth.payload()).unwrap();
+        let ip6 = smoltcp::wire::Ipv6Repr::parse(&p).unwrap();
+        assert_eq!((ip6.src_addr, ip6.dst_addr), (ours, host));
+        let icmp = smoltcp::wire::Icmpv6Packet::new_checked(p.payload()).unwrap();
+        // the checksum is checked by the parse
+        let repr = Icmpv6Repr::parse(
+            &ip6.src_addr,
+            &ip6.dst_addr,
+            &icmp,
+            &smoltcp::phy::ChecksumCapabilities::default(),
+        );
+        match repr {
+            Ok(Icmpv6Repr::Ndisc(NdiscRepr::NeighborAdvert { flags, .. })) => assert!(
+                flags.contains(NdiscNeighborFlags::ROUTER | NdiscNeighborFlags::SOLICITED),
+                "solicited, from a router: {flags:?}"
+            ),
+            other => panic!("not an advertisement: {other:?}"),
+        }
+    }
+
+    #[test]
     fn a_reflecting_interface_sends_unicast_back_and_keeps_the_rest() {
         let (a, mut b) = cable();
         let (us, peer) = (a.mac(), b.mac());
