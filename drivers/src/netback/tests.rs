@@ -939,7 +939,10 @@ fn a_queue_full_of_gso_packets_still_takes_the_routers_small_frames() {
     c.post_rx(256, true);
     while nb.poll() {}
     let r = c.rx_responses();
-    let small: Vec<_> = r.iter().filter(|x| x.0.status < 100 && x.0.status > 0).collect();
+    let small: Vec<_> = r
+        .iter()
+        .filter(|x| x.0.status < 100 && x.0.status > 0)
+        .collect();
     assert_eq!(small.len(), 3);
     assert_eq!(small[0].1, na);
 }
