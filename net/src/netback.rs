@@ -13,7 +13,7 @@
 //! [`RxChecksum::Blank`] (complete it before it leaves the host), one with
 //! `NETTXF_data_validated` as [`RxChecksum::Validated`]. Expect Blank often: a Linux
 //! client offloads IPv4 TCP/UDP checksums to any backend (netif.h makes that the
-//! default; only IPv6 offload needs `feature-ipv6-csum-offload`, not offered here),
+//! default; IPv6's needs `feature-ipv6-csum-offload`, which netback offers too),
 //! so a forwarded copy must have its checksum completed, or be passed on with
 //! [`Link::send_csum_blank`] to a link that takes it. Frames sent carry full
 //! checksums, or a partial one through [`Link::send_csum_blank`] when the client
@@ -69,9 +69,6 @@ impl<P: XenBackend> Link for Netback<P> {
     }
     fn gso_tcpv6(&self) -> bool {
         self.client_takes_gso_type(netif::GSO_TYPE_TCPV6)
-    }
-    fn takes_gso(&self, frame: &[u8]) -> bool {
-        self.client_takes_gso(frame)
     }
     fn send_gso(&mut self, frame: &[u8], mss: u16) -> Result<(), String> {
         Netback::send_gso(self, frame, mss).map_err(text)
