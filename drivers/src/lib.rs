@@ -19,6 +19,7 @@ pub mod blkif;
 pub mod blocksync;
 pub mod bytering;
 pub mod console;
+pub mod flow;
 pub mod netback;
 pub mod netfront;
 pub mod netif;

@@ -629,7 +629,10 @@ impl Gateway {
                 gw: None,
                 addrs6: Vec::new(),
                 gw6: None,
-                backlog: Backlog::default(),
+                // its flows hashed with a key of the boot's entropy
+                backlog: Backlog::new(
+                    (spec.hash_seed.rotate_left(17) >> 32) as u32 ^ u32::from(id.0),
+                ),
             });
         }
         let mut netfilter = Netfilter::new(netfilter::Config {
@@ -1028,13 +1031,15 @@ impl Gateway {
     }
 
     /// The egress backlogs summed over the ports: (frames that waited for TX room,
-    /// the most that waited at once on a port, frames waiting now).
-    pub fn backlog(&self) -> (u64, usize, usize) {
-        self.ports.iter().fold((0, 0, 0), |(q, h, n), p| {
+    /// the most that waited at once on a port, frames waiting now, frames that had
+    /// waited and were pushed out for another flow's).
+    pub fn backlog(&self) -> (u64, usize, usize, u64) {
+        self.ports.iter().fold((0, 0, 0, 0), |(q, h, n, o), p| {
             (
                 q + p.backlog.queued,
                 h.max(p.backlog.high_water),
                 n + p.backlog.len(),
+                o + p.backlog.pushed_out,
             )
         })
     }
@@ -1550,7 +1555,7 @@ mod tests {
             n.step(now * 10);
         }
         assert_eq!(wan_recv(&mut n), Vec::<Vec<u8>>::new());
-        assert_eq!(n.gw.backlog(), (3, 3, 3), "three wait, none dropped");
+        assert_eq!(n.gw.backlog(), (3, 3, 3, 0), "three wait, none dropped");
         let drops = n.gw.router.stats().drops().filter(|d| d.1 > 0).count();
         assert_eq!(drops, 0, "nothing counted as dropped");
         // room for two: the oldest two go, the third still waits
@@ -1558,12 +1563,12 @@ mod tests {
         n.step(2200);
         n.step(2201); // the WAN host reads what the router sent in the last step
         assert_eq!(wan_recv(&mut n), [[b'a'; 8].to_vec(), [b'b'; 8].to_vec()]);
-        assert_eq!(n.gw.backlog(), (3, 3, 1));
+        assert_eq!(n.gw.backlog(), (3, 3, 1, 0));
         n.router[1].link.inner.tx_room = None;
         n.step(2210);
         n.step(2211);
         assert_eq!(wan_recv(&mut n), [[b'c'; 8].to_vec()]);
-        assert_eq!(n.gw.backlog(), (3, 3, 0));
+        assert_eq!(n.gw.backlog(), (3, 3, 0, 0));
     }
 
     #[test]

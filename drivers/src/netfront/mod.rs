@@ -53,7 +53,6 @@
 //! came back, `flow` the choice of
 //! transmit queue, `stats` the counters.
 
-mod flow;
 mod queue;
 mod reconnect;
 mod rx;

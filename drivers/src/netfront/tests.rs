@@ -1,7 +1,7 @@
-use super::flow::{flow_hash, tx_queue, ETHERTYPE_IPV4, ETHERTYPE_IPV6, IPPROTO_TCP, IPPROTO_UDP};
 use super::rx::{RECEIVED_BYTES, RX_BUDGET};
 use super::xenbus::{queue_count, FULL_BUFFERS};
 use super::*;
+use crate::flow::{flow_hash, tx_queue, ETHERTYPE_IPV4, ETHERTYPE_IPV6, IPPROTO_TCP, IPPROTO_UDP};
 use crate::netif;
 use crate::testplatform::FakeXen;
 

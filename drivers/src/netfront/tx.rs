@@ -3,10 +3,10 @@
 //! `NETTXF_more_data` when it is larger than a page, and a GSO extra-info slot for a
 //! GSO packet) and the slots are free again on the backend's response.
 
-use super::flow::tx_queue;
 use super::queue::{Queue, QueueError};
 use super::xenbus::Link;
 use super::{LinkStats, NetError, Netfront, NetfrontStats};
+use crate::flow::tx_queue;
 use crate::netif::{self, TxRequest};
 use crate::platform::XenPlatform;
 use alloc::format;

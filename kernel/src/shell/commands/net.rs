@@ -66,10 +66,11 @@ pub(super) fn ip(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
             drops.push((String::from("LocalQueueFull"), local));
             drops.push((String::from("OutputFlowsForgotten"), sent));
             write_router_counters(out, &links, &drops)?;
-            let (queued, most, now) = gw.backlog();
+            let (queued, most, now, pushed) = gw.backlog();
             writeln!(
                 out,
-                "  backlog: {queued} frames waited for TX room (at most {most} at once, {now} now)"
+                "  backlog: {queued} frames waited for TX room (at most {most} at once, {now} now; \
+                 {pushed} pushed out for another flow's)"
             )?;
         }
     }

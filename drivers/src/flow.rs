@@ -1,10 +1,16 @@
-//! Transmit queue selection: a frame goes to the queue its flow hashes to, so one
-//! flow is never reordered across queues and flows spread over them.
+//! Flows of Ethernet frames: a frame's flow hash, and by it netfront's transmit
+//! queue selection (a frame goes to the queue its flow hashes to, so one flow is
+//! never reordered across queues and flows spread over them) and the router's fair
+//! egress queues (`xenlet-net`'s backlog).
 
-pub(super) const ETHERTYPE_IPV4: u16 = 0x0800;
-pub(super) const ETHERTYPE_IPV6: u16 = 0x86dd;
-pub(super) const IPPROTO_TCP: u8 = 6;
-pub(super) const IPPROTO_UDP: u8 = 17;
+/// The EtherType of IPv4.
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+/// The EtherType of IPv6.
+pub const ETHERTYPE_IPV6: u16 = 0x86dd;
+/// TCP's IP protocol number.
+pub const IPPROTO_TCP: u8 = 6;
+/// UDP's IP protocol number.
+pub const IPPROTO_UDP: u8 = 17;
 
 /// Where the fields the hash reads sit. The driver has no network stack below it
 /// (`xenlet-net` builds on this crate and smoltcp), so rather than a dependency on
@@ -49,7 +55,17 @@ mod field {
 /// fragments, whose later pieces have no ports, nor behind IPv6 extension headers).
 /// `None` for any other frame (ARP, ...). Only the fields named count, so every
 /// frame of one flow hashes alike.
-pub(super) fn flow_hash(frame: &[u8]) -> Option<u32> {
+pub fn flow_hash(frame: &[u8]) -> Option<u32> {
+    flow_hash_keyed(frame, FNV_OFFSET)
+}
+
+/// FNV-1a's offset basis: [`flow_hash`]'s key.
+const FNV_OFFSET: u32 = 0x811c_9dc5;
+
+/// [`flow_hash`] with `key` in place of FNV's offset basis: a sender that does not
+/// know the key cannot choose flows that share a queue with another's (the router's
+/// egress queues take it from the boot's entropy, as fq_codel perturbs its hash).
+pub fn flow_hash_keyed(frame: &[u8], key: u32) -> Option<u32> {
     use field::{ipv4, ipv6};
     let ethertype = u16::from_be_bytes(frame.get(field::ETHERTYPE)?.try_into().ok()?);
     let ip = frame.get(field::ETH_HEADER..)?;
@@ -87,7 +103,7 @@ pub(super) fn flow_hash(frame: &[u8]) -> Option<u32> {
     };
     // FNV-1a, then a final mix (murmur3's) so that the low bits, which pick the
     // queue, depend on every input bit.
-    let mut h: u32 = 0x811c_9dc5;
+    let mut h: u32 = key;
     for &b in core::iter::once(&proto).chain(addrs).chain(ports) {
         h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
     }
@@ -101,7 +117,7 @@ pub(super) fn flow_hash(frame: &[u8]) -> Option<u32> {
 /// The transmit queue (of `queues`) for a frame: by its flow hash, so that one flow
 /// keeps to one queue (no reordering) and flows spread; frames without one go to
 /// queue 0.
-pub(super) fn tx_queue(frame: &[u8], queues: usize) -> usize {
+pub fn tx_queue(frame: &[u8], queues: usize) -> usize {
     match flow_hash(frame) {
         Some(h) if queues > 1 => h as usize % queues,
         _ => 0,
