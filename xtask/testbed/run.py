@@ -305,6 +305,8 @@ ip link set lo up
 ip link set eth0 up
 udhcpc -i eth0 -n -q -t 20 -T 2 -s /etc/udhcpc.script
 echo "CLIENT: lease $(ip -4 -o addr show dev eth0 | awk '{print $4}') via $(ip route | awk '/^default/ {print $3}')"
+# a shell on TCP 7000 for dom0's scripts (net/fairness.sh), reached from the LAN
+nc -ll -p 7000 -e /bin/sh </dev/null >/dev/null 2>&1 &
 # what a transfer cost the client: TCP's retransmissions, timeouts and loss probes
 # (/proc/net/snmp, netstat), eth0's packets and bytes, the CPU's ticks by kind (steal:
 # runnable while Xen ran another domain)
@@ -385,14 +387,15 @@ def domain_xl():
 
 def initrd_client():
     """The Linux domU's initramfs with iperf3 (`initrd_with_iperf3`), CLIENT_INIT as
-    /init and the udhcpc script."""
+    /init, the udhcpc script and the kernel's packet generator (pktgen: the flood of
+    net/fairness.sh)."""
     path = SCRATCH + '/domu-initrd-client.cpio'
     if os.path.exists(path):
         return path
     with open(NET + '/udhcpc.script', 'rb') as fh:
         script = fh.read()
     entries = [('init', 0o100755, CLIENT_INIT.encode()), ('etc', 0o040755, None),
-               ('etc/udhcpc.script', 0o100755, script)]
+               ('etc/udhcpc.script', 0o100755, script)] + module_entries(['pktgen'])
     with open(initrd_with_iperf3(), 'rb') as fh:
         base = fh.read()
     with open(path, 'wb') as fh:

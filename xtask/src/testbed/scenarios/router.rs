@@ -118,7 +118,7 @@ pub const ROUTER_SMALL: Scenario = Scenario {
 
 pub const ROUTER_NETBACK: Scenario = Scenario {
     name: "router-netback",
-    about: "driver domain: two Linux PVH client domUs whose vif's backend is the Xenlet router (it runs netback): leases from its DHCP on br-lan, the WAN through its NAT, lan1 and a client switched by its bridge, a client's ip key set live drops its pings from another address and passes them from its own, a client destroyed and created again reconnects",
+    about: "driver domain: two Linux PVH client domUs whose vif's backend is the Xenlet router (it runs netback): leases from its DHCP on br-lan, the WAN through its NAT, lan1 and a client switched by its bridge, a client's ip key set live drops its pings from another address and passes them from its own, a client destroyed and created again reconnects; one client flooding the router measured against the other's TCP to wan (fairness.sh; reported, goal not met)",
     boot_expect: XENLET_ROUTER_UP,
     steps: ROUTER_NETBACK_STEPS,
     budget_s: 900,
@@ -723,6 +723,27 @@ const ROUTER_NETBACK_STEPS: &[Step] = steps![
         &[r"^     rx_gso: [1-9]\d*$", r"^     tx_gso: [1-9]\d*$"],
         30,
     ),
+    // one client flooding the router (pktgen: 60-byte UDP to the router's address
+    // as fast as its netfront takes them, its vCPU capped at 20 % of the bed's one
+    // CPU) against the other's TCP to wan, idle and flooded (net/fairness.sh). The
+    // issue's goal is at least half the idle rate; it is not met (0.03-0.08 on the
+    // bed, docs/running-on-xen.md), so the ratio is reported, and what is checked
+    // is that the router still carries the other client's transfer under the flood
+    // and lets the flooder go on afterwards (its pings below)
+    dom0(
+        "$NET/fairness.sh ${C1} ${C2} $NAME-c2",
+        &[
+            r"^fairness: idle [0-9.]+$",
+            r"^fairness: flood started$",
+            r"^fairness: flooded [0-9.]+$",
+            r"^fairness: flood \d+ pkt/s",
+            r"^fairness: cpu flooded: dom0 ",
+            r"^fairness: ratio [0-9.]+ ",
+        ],
+        90,
+    ),
+    cmd("ethtool -S vif${C1_DOMID}.0", &[], 30),
+    cmd("ip -s link", &[], 30),
     cmd(
         "ip link",
         &[r"vif\d+\.0: .*master br-lan", r"^\d+: br-lan: "],
