@@ -266,7 +266,8 @@ mod tests {
     /// A link with a TX ring of `free` slots that the test completes by hand.
     struct RingLink {
         free: usize,
-        sent: Vec<(u8, String)>,
+        /// Each frame sent, with how it was sent.
+        sent: Vec<(Vec<u8>, String)>,
     }
 
     impl RingLink {
@@ -280,17 +281,37 @@ mod tests {
             self.free += n;
         }
         fn sent_firsts(&self) -> Vec<u8> {
-            self.sent.iter().map(|s| s.0).collect()
+            self.sent.iter().map(|s| s.0[0]).collect()
         }
         fn kinds(&self) -> Vec<&str> {
             self.sent.iter().map(|s| s.1.as_str()).collect()
+        }
+        /// (UDP source port, payload number: [`udp4`]) of each frame sent.
+        fn sent(&self) -> Vec<(u16, u16)> {
+            self.sent
+                .iter()
+                .map(|(f, _)| {
+                    (
+                        u16::from_be_bytes([f[34], f[35]]),
+                        u16::from_be_bytes([f[42], f[43]]),
+                    )
+                })
+                .collect()
+        }
+        /// The payload numbers of flow `sport`'s frames, in the order sent.
+        fn numbers(&self, sport: u16) -> Vec<u16> {
+            self.sent()
+                .iter()
+                .filter(|s| s.0 == sport)
+                .map(|s| s.1)
+                .collect()
         }
         fn take(&mut self, frame: &[u8], kind: String) -> Result<(), String> {
             if self.free == 0 {
                 return Err(String::from("tx ring full"));
             }
             self.free -= 1;
-            self.sent.push((frame[0], kind));
+            self.sent.push((frame.to_vec(), kind));
             Ok(())
         }
     }
@@ -412,67 +433,6 @@ mod tests {
         f
     }
 
-    /// A link that records whole frames.
-    struct Recorder {
-        free: usize,
-        sent: Vec<Vec<u8>>,
-    }
-
-    impl Recorder {
-        fn new(free: usize) -> Self {
-            Recorder {
-                free,
-                sent: Vec::new(),
-            }
-        }
-        /// (source port, payload number) of each frame sent.
-        fn sent(&self) -> Vec<(u16, u16)> {
-            self.sent
-                .iter()
-                .map(|f| {
-                    (
-                        u16::from_be_bytes([f[34], f[35]]),
-                        u16::from_be_bytes([f[42], f[43]]),
-                    )
-                })
-                .collect()
-        }
-        /// The payload numbers of flow `sport`'s frames, in the order sent.
-        fn numbers(&self, sport: u16) -> Vec<u16> {
-            self.sent()
-                .iter()
-                .filter(|s| s.0 == sport)
-                .map(|s| s.1)
-                .collect()
-        }
-    }
-
-    impl Link for Recorder {
-        fn mac(&self) -> [u8; 6] {
-            [2, 0, 0, 0, 0, 1]
-        }
-        fn recv(&mut self) -> Option<Vec<u8>> {
-            None
-        }
-        fn can_send(&mut self) -> bool {
-            self.free > 0
-        }
-        fn send(&mut self, frame: &[u8]) -> Result<(), String> {
-            if self.free == 0 {
-                return Err(String::from("tx ring full"));
-            }
-            self.free -= 1;
-            self.sent.push(frame.to_vec());
-            Ok(())
-        }
-        fn stats(&self) -> LinkStats {
-            LinkStats::default()
-        }
-        fn broken(&self) -> Option<&str> {
-            None
-        }
-    }
-
     /// Source ports of two flows that hash to different queues under `key`.
     fn two_flows(key: u32) -> (u16, u16) {
         let b = Backlog::new(key);
@@ -488,7 +448,7 @@ mod tests {
     #[test]
     fn a_flood_fills_its_own_queue_and_another_flow_still_passes() {
         let (flood, tcp) = two_flows(7);
-        let mut link = Recorder::new(0);
+        let mut link = RingLink::new(0);
         let mut b = Backlog::new(7);
         let mut refused = 0;
         for i in 0..300 {
@@ -521,7 +481,7 @@ mod tests {
     #[test]
     fn a_sparse_flow_goes_before_a_backlogged_one() {
         let (bulk, sparse) = two_flows(3);
-        let mut link = Recorder::new(0);
+        let mut link = RingLink::new(0);
         let mut b = Backlog::new(3);
         for i in 0..100 {
             b.send(&mut link, &udp4(bulk, 1514, i), plain()).unwrap();
@@ -539,7 +499,7 @@ mod tests {
     #[test]
     fn at_the_byte_bound_the_flow_with_the_most_bytes_pays() {
         let (bulk, small) = two_flows(11);
-        let mut link = Recorder::new(0);
+        let mut link = RingLink::new(0);
         let mut b = Backlog::new(11);
         for i in 0..4 {
             b.send(&mut link, &udp4(bulk, 65_000, i), plain()).unwrap();
@@ -569,7 +529,7 @@ mod tests {
     fn any_mix_keeps_the_bounds_the_order_and_the_count() {
         let mut rng = xenlet_testrng::XorShift(0x5eed);
         for round in 0..50 {
-            let mut link = Recorder::new(0);
+            let mut link = RingLink::new(0);
             let mut b = Backlog::new(round);
             let (mut accepted, mut refused) = (0u64, 0u64);
             let mut next = [0u16; 8];

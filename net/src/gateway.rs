@@ -27,6 +27,7 @@
 //! DHCPv6 server: smoltcp does not receive on ff02::1:2.
 
 use crate::backlog::Backlog;
+use crate::icmplimit::IcmpLimit;
 use crate::iface::NetIf;
 use crate::link::{Link, LinkStats, QueueStats, RxChecksum};
 use crate::reflect::{self, Reflector};
@@ -131,6 +132,8 @@ pub struct Routed<L: Link> {
     adverts_dropped: u64,
     /// Unicast frames to us sent straight back, when on (never while routed).
     reflect: Reflector,
+    /// The limits on the local stack's ICMP errors while routed.
+    icmp_limit: IcmpLimit,
 }
 
 impl<L: Link> Routed<L> {
@@ -157,7 +160,13 @@ impl<L: Link> Routed<L> {
             adverts: VecDeque::new(),
             adverts_dropped: 0,
             reflect: Reflector::default(),
+            icmp_limit: IcmpLimit::new(0),
         }
+    }
+
+    /// The local stack's ICMP errors not sent for their rate limits.
+    pub fn icmp_limited(&self) -> u64 {
+        self.icmp_limit.limited
     }
 
     /// DHCPv6 frames dropped because [`DHCPV6_FRAMES`] waited already.
@@ -375,6 +384,12 @@ impl<L: Link> Link for Routed<L> {
         self.inner.can_send()
     }
     fn send(&mut self, frame: &[u8]) -> Result<(), String> {
+        // a router limits its own ICMP errors as Linux does (a flood of datagrams
+        // to a closed port gets a few port unreachables, not one each); dropped
+        // here, as a sent frame
+        if self.routed && !self.icmp_limit.allow(frame) {
+            return Ok(());
+        }
         // a router's neighbour advertisements say so (RFC 4861 §7.2.5): the
         // stack's answers do not
         if self.routed {
@@ -621,6 +636,8 @@ impl Gateway {
             }
             n.link.routed = true;
             n.link.reflect.on = false;
+            n.link.icmp_limit =
+                IcmpLimit::new(spec.hash_seed as u32 ^ 0x1c3b_0000 ^ u32::from(id.0));
             ports.push(Port {
                 netif,
                 id,
@@ -889,6 +906,8 @@ impl Gateway {
             let Some(n) = ifs.get_mut(p.netif) else {
                 continue;
             };
+            // the clock of the local stack's sends in this turn (its ICMP limits)
+            n.link.icmp_limit.set_now(now);
             while let Some(t) = n.link.sent.pop_front() {
                 if let Some(fw) = self.netfilter.firewall_mut() {
                     fw.note_output_tuple(t, now);
@@ -1176,6 +1195,88 @@ mod tests {
             ),
             other => panic!("not an advertisement: {other:?}"),
         }
+    }
+
+    /// A host flooding the router's address with datagrams to a closed port gets
+    /// six port unreachables, not one each (Linux's per-destination limit); the
+    /// rest are counted.
+    #[test]
+    fn a_flood_to_a_closed_port_gets_a_few_port_unreachables() {
+        use smoltcp::wire::{
+            ArpOperation, ArpPacket, ArpRepr, EthernetFrame, EthernetProtocol, EthernetRepr,
+            IpProtocol, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr,
+        };
+        let (a, b) = cable();
+        let wire = a.tx.clone();
+        let host_mac = EthernetAddress(b.mac());
+        let mut r = Routed::new(a);
+        r.routed = true;
+        let mac = EthernetAddress(r.mac());
+        let (us, host) = (Ipv4Address::new(192, 168, 1, 1), Ipv4Address::new(192, 168, 1, 50));
+        let caps = smoltcp::phy::ChecksumCapabilities::default();
+        // the host's ARP request first: the stack then knows where to answer
+        let arp = ArpRepr::EthernetIpv4 {
+            operation: ArpOperation::Request,
+            source_hardware_addr: host_mac,
+            source_protocol_addr: host,
+            target_hardware_addr: EthernetAddress([0; 6]),
+            target_protocol_addr: us,
+        };
+        let mut f = alloc::vec![0u8; 14 + arp.buffer_len()];
+        let mut eth = EthernetFrame::new_unchecked(&mut f[..]);
+        EthernetRepr {
+            src_addr: host_mac,
+            dst_addr: EthernetAddress::BROADCAST,
+            ethertype: EthernetProtocol::Arp,
+        }
+        .emit(&mut eth);
+        arp.emit(&mut ArpPacket::new_unchecked(eth.payload_mut()));
+        r.queue_local(f, RxChecksum::Unknown);
+        for i in 0..100u16 {
+            let udp = UdpRepr {
+                src_port: 40000,
+                dst_port: 9,
+            };
+            let ip = Ipv4Repr {
+                src_addr: host,
+                dst_addr: us,
+                next_header: IpProtocol::Udp,
+                payload_len: udp.header_len() + 18,
+                hop_limit: 64,
+            };
+            let mut f = alloc::vec![0u8; 14 + ip.buffer_len() + ip.payload_len];
+            let mut eth = EthernetFrame::new_unchecked(&mut f[..]);
+            EthernetRepr {
+                src_addr: host_mac,
+                dst_addr: mac,
+                ethertype: EthernetProtocol::Ipv4,
+            }
+            .emit(&mut eth);
+            let mut p = Ipv4Packet::new_unchecked(eth.payload_mut());
+            ip.emit(&mut p, &caps);
+            p.set_ident(i);
+            p.fill_checksum();
+            udp.emit(
+                &mut UdpPacket::new_unchecked(p.payload_mut()),
+                &host.into(),
+                &us.into(),
+                18,
+                |b| b.fill(7),
+                &caps,
+            );
+            r.queue_local(f, RxChecksum::Unknown);
+        }
+        let mut n = NetIf::new("eth0", r, &config::parse("192.168.1.1/24").unwrap(), 0, 1);
+        for _ in 0..10 {
+            n.poll(0);
+        }
+        let unreachables = wire
+            .borrow()
+            .iter()
+            .filter(|f| f.len() > 35 && f[12..14] == [0x08, 0x00] && f[23] == 1 && f[34] == 3)
+            .count();
+        assert_eq!(unreachables, 6);
+        assert_eq!(n.link.icmp_limited(), 94);
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod fwconfig;
 pub mod garp;
 pub mod gateway;
 pub mod headers;
+pub mod icmplimit;
 pub mod iface;
 pub mod ip;
 pub mod iperf3;

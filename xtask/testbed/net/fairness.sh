@@ -60,14 +60,20 @@ xfer() {
 CPU_LINES=$(mktemp)
 trap 'rm -f "$CPU_LINES"' EXIT
 
-out=$(xfer idle)
-idle=$(mbits "$out")
-echo "fairness: idle ${idle:-failed: $(tail -1 <<<"$out")}"
-
-cap 20
-# C2's flood, started in the background (the shell's connection closes at once);
-# at most 2,000,000 datagrams, stopped after C1's transfer
-started=$(on "$C2" '
+# one 4 s transfer of C1 named $1: prints "fairness: $1 <Mbit/s>", sets RATE
+phase() {
+    local out
+    out=$(xfer "$1")
+    RATE=$(mbits "$out")
+    echo "fairness: $1 ${RATE:-failed: $(tail -1 <<<"$out")}"
+}
+# C2's pktgen started in the background (the shell's connection closes at once):
+# $1 pkt/s, 0 for as fast as it goes; at most 2,000,000 datagrams
+flood_start() {
+    local pace="delay 0"
+    [ "$1" -gt 0 ] && pace="ratep $1"
+    local started
+    started=$(on "$C2" '
 PG=/proc/net/pktgen
 ping -c 1 -W 2 192.168.1.1 >/dev/null 2>&1
 mac=$(ip neigh show 192.168.1.1 dev eth0 | awk "{for (i = 1; i < NF; i++) if (\$i == \"lladdr\") print \$(i + 1)}")
@@ -77,22 +83,42 @@ echo rem_device_all > $PG/kpktgend_0
 echo "add_device eth0" > $PG/kpktgend_0
 for c in "clone_skb 0" "pkt_size 60" "burst 1" "dst 192.168.1.1" "dst_mac $mac" \
          "udp_src_min 40000" "udp_src_max 40000" "udp_dst_min 9" "udp_dst_max 9" \
-         "count 2000000" "delay 0"; do
+         "count 2000000" "'"$pace"'"; do
     echo "$c" > $PG/eth0 || echo "pktgen refused: $c"
 done
 (echo start > $PG/pgctrl) </dev/null >/dev/null 2>&1 &
 echo "flood started"')
-echo "fairness: ${started:-no answer from C2}"
-sleep 1.5
-out=$(xfer flooded)
-flooded=$(mbits "$out")
-echo "fairness: flooded ${flooded:-failed: $(tail -1 <<<"$out")}"
-res=$(on "$C2" 'echo stop > /proc/net/pktgen/pgctrl; cat /proc/net/pktgen/eth0')
+    echo "fairness: ${started:-no answer from C2}"
+    sleep 1.5
+}
+# stops C2's pktgen; prints "fairness: flood $1 N pkt/s (...)"
+flood_stop() {
+    on "$C2" 'echo stop > /proc/net/pktgen/pgctrl; cat /proc/net/pktgen/eth0' |
+        awk -v w="$1" '/pkts-sofar:/ { s = $2 } /^Result: OK:/ { sub(/\(.*/, "", $3); u = $3 }
+        END { if (s && u > 0) printf "fairness: flood %s %d pkt/s (%d datagrams in %.1f s)\n", w, s * 1e6 / u, s, u / 1e6;
+              else print "fairness: flood " w " failed" }'
+}
+
+phase idle
+idle=$RATE
+# what the bed's one CPU costs C1 alone: C2 busy (capped at 20 %), sending nothing
+cap 20
+on "$C2" '(while :; do :; done) </dev/null >/dev/null 2>&1 & echo $! >/tmp/spin.pid'
+phase spinning
+on "$C2" 'kill $(cat /tmp/spin.pid)'
 cap 0
-awk '/pkts-sofar:/ { s = $2 } /^Result: OK:/ { for (i = 1; i <= NF; i++) if ($i ~ /pps$/) p = $(i - 1) + 0;
-        sub(/\(.*/, "", $3); u = $3 }
-     END { if (s) printf "fairness: flood %d pkt/s (%d datagrams in %.1f s)\n", (u > 0 ? s * 1e6 / u : p), s, u / 1e6;
-           else print "fairness: flood failed" }' <<<"$res"
+# a flood the router can take at no cost to C2's CPU: 1,000 pkt/s (pktgen sleeps
+# between them)
+flood_start 1000
+phase "flooded at 1000 pkt/s"
+flood_stop "at 1000 pkt/s"
+# the flood: as fast as C2's netfront takes them, C2 capped at 20 %
+cap 20
+flood_start 0
+phase flooded
+flooded=$RATE
+flood_stop "unlimited"
+cap 0
 cat "$CPU_LINES"
 [ -n "$idle" ] && [ -n "$flooded" ] &&
     awk -v a="$idle" -v b="$flooded" 'BEGIN { r = a > 0 ? b / a : 0;

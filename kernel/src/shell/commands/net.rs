@@ -64,6 +64,8 @@ pub(super) fn ip(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
                 (a + n.link.local_dropped(), b + n.link.sent_dropped())
             });
             drops.push((String::from("LocalQueueFull"), local));
+            let limited = stack.ifs.iter().map(|n| n.link.icmp_limited()).sum();
+            drops.push((String::from("IcmpRateLimited"), limited));
             drops.push((String::from("OutputFlowsForgotten"), sent));
             write_router_counters(out, &links, &drops)?;
             let (queued, most, now, pushed) = gw.backlog();

@@ -734,9 +734,12 @@ const ROUTER_NETBACK_STEPS: &[Step] = steps![
         "$NET/fairness.sh ${C1} ${C2} $NAME-c2",
         &[
             r"^fairness: idle [0-9.]+$",
+            r"^fairness: spinning [0-9.]+$",
+            r"^fairness: flooded at 1000 pkt/s [0-9.]+$",
+            r"^fairness: flood at 1000 pkt/s \d+ pkt/s",
             r"^fairness: flood started$",
             r"^fairness: flooded [0-9.]+$",
-            r"^fairness: flood \d+ pkt/s",
+            r"^fairness: flood unlimited \d+ pkt/s",
             r"^fairness: cpu flooded: dom0 ",
             r"^fairness: ratio [0-9.]+ ",
         ],
