@@ -1212,7 +1212,10 @@ mod tests {
         let mut r = Routed::new(a);
         r.routed = true;
         let mac = EthernetAddress(r.mac());
-        let (us, host) = (Ipv4Address::new(192, 168, 1, 1), Ipv4Address::new(192, 168, 1, 50));
+        let (us, host) = (
+            Ipv4Address::new(192, 168, 1, 1),
+            Ipv4Address::new(192, 168, 1, 50),
+        );
         let caps = smoltcp::phy::ChecksumCapabilities::default();
         // the host's ARP request first: the stack then knows where to answer
         let arp = ArpRepr::EthernetIpv4 {

@@ -2,10 +2,12 @@
 //! backends with the platform services drivers get ([`frontends`]), the network
 //! backends this domain serves to client domains as a driver domain ([`backends`]),
 //! and the network stack over the vifs ([`network`]); the events counted per
-//! port for the drivers' statistics ([`portevents`]).
+//! port for the drivers' statistics ([`portevents`]); where the data plane's time
+//! goes ([`netcost`]).
 
 pub mod backends;
 pub mod frontends;
+pub mod netcost;
 pub mod network;
 pub mod port;
 pub mod portevents;

@@ -9,6 +9,7 @@
 
 use crate::dev::backends;
 use crate::dev::frontends::{KernelXen, Vif, NET_EVENTS};
+use crate::dev::netcost::{self, Part};
 use crate::dev::port::Port;
 use crate::sync::eventcount::SharedSeen;
 use crate::{time::clock, xen::xenbus, xen::xenstore};
@@ -636,13 +637,24 @@ pub fn poll_stack(stack: &mut NetStack<Link>, now: i64) -> bool {
     // one before it is served here (a command's own poll counts: the data plane's
     // turn at its next wait does not poll again for the same events).
     let _ = NET_SEEN.take(&NET_EVENTS);
+    netcost::count_poll();
+    let mut t = clock::now().as_nanos();
+    // the time since `t` to `part`, and `t` moved on
+    let mut spent = |part| {
+        let n = clock::now().as_nanos();
+        netcost::add(part, n.saturating_sub(t));
+        t = n;
+    };
     let _ = poll_clients(stack);
+    spent(Part::Clients);
     if let Some(mut gw) = GATEWAY.try_lock() {
         if let Some(gw) = gw.as_mut() {
             gw.poll(&mut stack.ifs, now);
         }
     }
+    spent(Part::Router);
     let mut changed = stack.poll(now);
+    spent(Part::Stack);
     let mut delegated = None;
     let mut wan_mtu6 = None;
     if let Some(mut sv) = SERVICES.try_lock() {
@@ -671,7 +683,9 @@ pub fn poll_stack(stack: &mut NetStack<Link>, now: i64) -> bool {
     // not yet routed) gets the data plane's next turn at once: its client sends no
     // event for work it already published (a Linux client's 64 KiB GSO packets
     // stalled so, ring full, until this)
+    spent(Part::Services);
     let busy = poll_clients(stack);
+    spent(Part::Clients);
     CLIENTS_BUSY.store(busy, Ordering::SeqCst);
     if busy {
         NET_DUE_MS.fetch_min(now, Ordering::SeqCst);

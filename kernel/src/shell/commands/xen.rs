@@ -126,6 +126,14 @@ pub(super) fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult
         "core: the data plane served at {} waits",
         crate::xen::idle::service_turns()
     )?;
+    // where its time went (compare two `xen`s around some traffic)
+    let (polls, ns) = crate::dev::netcost::totals();
+    let parts: alloc::vec::Vec<alloc::string::String> = crate::dev::netcost::NAMES
+        .iter()
+        .zip(ns)
+        .map(|(name, ns)| alloc::format!("{name} {} us", ns / 1000))
+        .collect();
+    writeln!(out, "core: {polls} network polls took {}", parts.join(", "))?;
     Ok(())
 }
 

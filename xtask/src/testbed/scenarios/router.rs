@@ -118,7 +118,7 @@ pub const ROUTER_SMALL: Scenario = Scenario {
 
 pub const ROUTER_NETBACK: Scenario = Scenario {
     name: "router-netback",
-    about: "driver domain: two Linux PVH client domUs whose vif's backend is the Xenlet router (it runs netback): leases from its DHCP on br-lan, the WAN through its NAT, lan1 and a client switched by its bridge, a client's ip key set live drops its pings from another address and passes them from its own, a client destroyed and created again reconnects; one client flooding the router measured against the other's TCP to wan (fairness.sh; reported, goal not met)",
+    about: "driver domain: two Linux PVH client domUs whose vif's backend is the Xenlet router (it runs netback): leases from its DHCP on br-lan, the WAN through its NAT, lan1 and a client switched by its bridge, a client's ip key set live drops its pings from another address and passes them from its own, a client destroyed and created again reconnects; one client flooding the router at 1,000 datagrams a second measured against the other's TCP to wan (fairness.sh; reported, goal not met), the router's port unreachables to it rate limited",
     boot_expect: XENLET_ROUTER_UP,
     steps: ROUTER_NETBACK_STEPS,
     budget_s: 900,
@@ -686,6 +686,9 @@ macro_rules! client_up {
     };
 }
 
+/// What `xen` says of the data plane's time: its polls and their parts.
+const XEN_POLLS: &str = r"^core: \d+ network polls took clients \d+ us, router \d+ us, ";
+
 /// The router as a driver domain (issue 33): its netback serves two client domUs
 /// on `br-lan` beside `eth0` (dom0's brlan, lan1), each client locked to its MAC.
 const ROUTER_NETBACK_STEPS: &[Step] = steps![
@@ -723,30 +726,46 @@ const ROUTER_NETBACK_STEPS: &[Step] = steps![
         &[r"^     rx_gso: [1-9]\d*$", r"^     tx_gso: [1-9]\d*$"],
         30,
     ),
-    // one client flooding the router (pktgen: 60-byte UDP to the router's address
-    // as fast as its netfront takes them, its vCPU capped at 20 % of the bed's one
-    // CPU) against the other's TCP to wan, idle and flooded (net/fairness.sh). The
-    // issue's goal is at least half the idle rate; it is not met (0.03-0.08 on the
-    // bed, docs/running-on-xen.md), so the ratio is reported, and what is checked
-    // is that the router still carries the other client's transfer under the flood
-    // and lets the flooder go on afterwards (its pings below)
+    // one client flooding the router (pktgen: 1,000 60-byte UDP datagrams a second
+    // to the router's address) against the other's TCP to wan: idle, while the
+    // flooder only spins (capped at 20 % of the bed's one CPU: what CPU contention
+    // alone costs), and flooded (net/fairness.sh). The issue's goal is at least
+    // half the idle rate; on this bed it is not met (docs/running-on-xen.md), so
+    // the ratio is reported, and what is checked is that the flood is taken at its
+    // rate, the other client's transfer still goes through under it, the router's
+    // port unreachables to the flooder are rate limited (most of them not sent),
+    // and the flooder works afterwards (its pings below); `xen` between the phases
+    // says where the router's time went in each (the parts of its network polls)
+    cmd("xen", &[XEN_POLLS], 30),
     dom0(
-        "$NET/fairness.sh ${C1} ${C2} $NAME-c2",
+        "$NET/fairness.sh ${C1} ${C2} $NAME-c2 idle",
+        &[r"^fairness: idle [0-9.]+$"],
+        60,
+    ),
+    cmd("xen", &[XEN_POLLS], 30),
+    dom0(
+        "$NET/fairness.sh ${C1} ${C2} $NAME-c2 spinning",
+        &[r"^fairness: spinning [0-9.]+$"],
+        60,
+    ),
+    cmd("xen", &[XEN_POLLS], 30),
+    dom0(
+        "$NET/fairness.sh ${C1} ${C2} $NAME-c2 flooded",
         &[
-            r"^fairness: idle [0-9.]+$",
-            r"^fairness: spinning [0-9.]+$",
-            r"^fairness: flooded at 1000 pkt/s [0-9.]+$",
-            r"^fairness: flood at 1000 pkt/s \d+ pkt/s",
             r"^fairness: flood started$",
-            r"^fairness: flooded [0-9.]+$",
-            r"^fairness: flood unlimited \d+ pkt/s",
             r"^fairness: cpu flooded: dom0 ",
-            r"^fairness: ratio [0-9.]+ ",
+            r"^fairness: flooded [0-9.]+$",
+            r"^fairness: flood at 1000 pkt/s (9[5-9]\d|1\d{3}) pkt/s",
         ],
         90,
     ),
-    cmd("ethtool -S vif${C1_DOMID}.0", &[], 30),
-    cmd("ip -s link", &[], 30),
+    cmd("xen", &[XEN_POLLS], 30),
+    dom0(
+        "$NET/fairness.sh ${C1} ${C2} $NAME-c2 report",
+        &[r"^fairness: ratio [0-9.]+ of idle"],
+        30,
+    ),
+    cmd("ip -s link", &[r"IcmpRateLimited [1-9]\d{3,}"], 30),
     cmd(
         "ip link",
         &[r"vif\d+\.0: .*master br-lan", r"^\d+: br-lan: "],
