@@ -75,6 +75,7 @@ pub const EXTRA: &[Scenario] = &[
     router::SUSPEND_ROUTER,
     router::ROUTER_REATTACH,
     router::ROUTER_NETBACK,
+    router::ROUTER_FAIRNESS,
     router::SUSPEND_ROUTER_LINUX,
     router::ROUTER_XENLET,
     router::ROUTER_IPV6,

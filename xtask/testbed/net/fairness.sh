@@ -7,7 +7,8 @@
 #
 # PHASE is one of idle, spinning, flooded (in that order; each a 4 s transfer, so
 # that the router's `xen` can be read between them: where its time went), then
-# report.
+# report (the `router-fairness` scenario); or burst: C2's flood alone for 5 s, no
+# transfer (`router-netback`: the router's port unreachables to it are limited).
 #
 # C1 and C2 are the clients' LAN addresses; each client runs a shell on TCP port
 # 7000 (run.py's CLIENT_INIT: busybox `nc -ll -p 7000 -e /bin/sh`), reached from
@@ -30,7 +31,7 @@
 # real host with a core per domain would not do; the spinning phase shows what CPU
 # contention alone costs C1, so that the router's part can be told from the bed's.
 set -u
-USAGE="usage: fairness.sh C1 C2 C2-DOMAIN idle|spinning|flooded|report"
+USAGE="usage: fairness.sh C1 C2 C2-DOMAIN idle|spinning|flooded|report|burst"
 C1=${1:?$USAGE}
 C2=${2:?$USAGE}
 D2=${3:?$USAGE}
@@ -43,9 +44,10 @@ cap() {
         echo "fairness: cannot cap $D2's CPU"
 }
 
-# run a command line on a client through its shell (output back, then EOF)
+# run a command line on a client through its shell (output back, then EOF); at
+# most 60 s (a client's shell has taken 30 s to answer on the bed)
 on() {
-    printf '%s\n' "$2" | ip netns exec lan1 busybox nc -w 10 "$1" 7000
+    printf '%s\n' "$2" | timeout 60 ip netns exec lan1 busybox nc -w 10 "$1" 7000
 }
 # Mbit/s of the iperf3 receiver line in "$1" (empty when there is none)
 mbits() {
@@ -86,8 +88,10 @@ phase() {
     echo "$rate" >"$STATE/$1"
 }
 # C2's pktgen started in the background (the shell's connection closes at once):
-# $1 pkt/s, 0 for as fast as it goes; at most 2,000,000 datagrams
+# $1 pkt/s, 0 for as fast as it goes; at most $2 datagrams (30,000: it ends by
+# itself if the stop below does not reach it)
 flood_start() {
+    local count=${2:-30000}
     local pace="delay 0"
     [ "$1" -gt 0 ] && pace="ratep $1"
     local started
@@ -101,7 +105,7 @@ echo rem_device_all > $PG/kpktgend_0
 echo "add_device eth0" > $PG/kpktgend_0
 for c in "clone_skb 0" "pkt_size 60" "burst 1" "dst 192.168.1.1" "dst_mac $mac" \
          "udp_src_min 40000" "udp_src_max 40000" "udp_dst_min 9" "udp_dst_max 9" \
-         "count 2000000" "'"$pace"'"; do
+         "count '"$count"'" "'"$pace"'"; do
     echo "$c" > $PG/eth0 || echo "pktgen refused: $c"
 done
 (echo start > $PG/pgctrl) </dev/null >/dev/null 2>&1 &
@@ -137,6 +141,11 @@ flooded)
     flood_start 1000
     phase flooded
     flood_stop "at 1000 pkt/s"
+    ;;
+burst)
+    flood_start 1000 5000
+    sleep 5
+    flood_stop "burst at 1000 pkt/s"
     ;;
 report)
     idle=$(cat "$STATE/idle" 2>/dev/null)
