@@ -88,12 +88,11 @@ phase() {
     echo "$rate" >"$STATE/$1"
 }
 # C2's pktgen started in the background (the shell's connection closes at once):
-# $1 pkt/s, 0 for as fast as it goes; at most $2 datagrams (30,000: it ends by
-# itself if the stop below does not reach it)
+# $1 pkt/s (paced: pktgen sleeps between them; unpaced it spins and takes C2's
+# shell with it); at most $2 datagrams (30,000: it ends by itself if the stop below
+# does not reach it)
 flood_start() {
     local count=${2:-30000}
-    local pace="delay 0"
-    [ "$1" -gt 0 ] && pace="ratep $1"
     local started
     started=$(on "$C2" '
 PG=/proc/net/pktgen
@@ -105,7 +104,7 @@ echo rem_device_all > $PG/kpktgend_0
 echo "add_device eth0" > $PG/kpktgend_0
 for c in "clone_skb 0" "pkt_size 60" "burst 1" "dst 192.168.1.1" "dst_mac $mac" \
          "udp_src_min 40000" "udp_src_max 40000" "udp_dst_min 9" "udp_dst_max 9" \
-         "count '"$count"'" "'"$pace"'"; do
+         "count '"$count"'" "ratep '"$1"'"; do
     echo "$c" > $PG/eth0 || echo "pktgen refused: $c"
 done
 (echo start > $PG/pgctrl) </dev/null >/dev/null 2>&1 &
@@ -136,8 +135,7 @@ spinning)
     cap 0
     ;;
 flooded)
-    # the flood: 1,000 datagrams a second (pktgen sleeps between them: unpaced, it
-    # spins and takes C2's shell with it)
+    # the flood: 1,000 datagrams a second
     flood_start 1000
     phase flooded
     flood_stop "at 1000 pkt/s"

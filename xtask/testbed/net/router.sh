@@ -112,7 +112,7 @@ up() {
         --log-dhcp --log-queries --log-facility="$TOPO/dnsmasq.log"
 
     bg wan tcpdump tcpdump -n -i eth0 -U -s 128 -w "$TOPO/wan.pcap" \
-        'ip and not (tcp port 5201 and tcp[tcpflags] & (tcp-syn|tcp-fin|tcp-rst) == 0) and not udp port 5202'
+        'ip and not (tcp port 5201 and tcp[tcpflags] & (tcp-syn|tcp-fin|tcp-rst) == 0)'
     bg wan iperf3 iperf3 -s
     for n in wan far lan1 lan2; do
         bg "$n" "responder-$n" python3 -u "$HERE/responder.py" 7777
