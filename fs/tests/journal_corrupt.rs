@@ -31,7 +31,7 @@ struct Base {
 
 fn base(tag: &str, jo: &str) -> Base {
     let dir = TempDir::new(tag);
-    let img = dir.path("fs.img");
+    let img = dir.join("fs.img");
     mkfs(&img, BS, "64M", &[]);
     let free = free_blocks(&img, 18, 30000);
     let homes = [
@@ -39,7 +39,7 @@ fn base(tag: &str, jo: &str) -> Base {
         free[10..15].to_vec(),
         free[15..18].to_vec(),
     ];
-    let file = dir.path("data");
+    let file = dir.join("data");
     let data = data_file(&file, BS, 10, 5);
     let f = file.to_str().unwrap();
     let script = format!(
@@ -249,7 +249,7 @@ fn a_mount_whose_replay_skipped_a_bad_block_fails_and_marks_the_errors() {
     // journal"); the filesystem is left marked as having errors for e2fsck.
     let b = base("baddata-mount", "jo -c");
     let d = b.flipped(b.find(2, 1) + 2, 500, 0x80);
-    let img = b._dir.path("bad.img");
+    let img = b._dir.join("bad.img");
     std::fs::write(&img, &d.bytes).unwrap();
     assert!(needs_recovery(&img), "debugfs left the log to replay");
     match xenlet_fs::Ext::mount(FileDev::open(&img), xenlet_fs::MountOptions::default()) {

@@ -18,7 +18,7 @@ fn jsb(data: &[u8], bs: u32, map: &[u64]) -> JournalSuperblock {
 /// After our replay, clearing needs_recovery by hand must leave a filesystem `e2fsck -fn`
 /// finds clean (the logged blocks are free blocks, so a full check is fair).
 fn assert_fsck_clean_after_replay(dir: &TempDir, img: &Path, bs: u32) {
-    let copy = dir.path("fsck.img");
+    let copy = dir.join("fsck.img");
     fs::copy(img, &copy).unwrap();
     let map = journal_map(&copy);
     let mut dev = FileDev::open(&copy);
@@ -47,7 +47,7 @@ struct Fixture {
 
 fn fixture(tag: &str, bs: u32, size: &str, mkfs_extra: &[&str]) -> Fixture {
     let dir = TempDir::new(tag);
-    let img = dir.path("fs.img");
+    let img = dir.join("fs.img");
     mkfs(&img, bs, size, mkfs_extra);
     Fixture { dir, img, bs }
 }
@@ -66,7 +66,7 @@ fn list(blocks: &[u64]) -> String {
 fn scenario(f: &Fixture, jo: &str) -> (Vec<u64>, Vec<Vec<u8>>) {
     let free = free_blocks(&f.img, 200, 20000 * 1024 / f.bs as u64);
     let many = &free[..150];
-    let data = f.dir.path("data");
+    let data = f.dir.join("data");
     let mut blocks = data_file(&data, f.bs, 150, 7);
     // Block 0 of the data begins with the magic: debugfs escapes it in the log.
     blocks[0][..4].copy_from_slice(&0xc03b_3998u32.to_be_bytes());
@@ -161,7 +161,7 @@ fn check_scenario_from(f: &Fixture, jo: &str, tid0: u32) {
     assert_eq!(block(&ours, bs, map[0]), block(&theirs, bs, map[0]));
 
     // Replaying again: nothing to do, nothing written.
-    let again = f.dir.path("ours.img");
+    let again = f.dir.join("ours.img");
     let mut dev = FileDev::open(&again);
     let s2 = journal::replay(&mut dev, bs, &|j| map.get(j as usize).copied()).unwrap();
     assert_eq!(s2.log_end, LogEnd::Clean);
@@ -285,7 +285,7 @@ fn check_wraparound(jo: &str, tag: &str) {
     let map = journal_map(&f.img);
     assert_eq!(map.len(), 1024);
     let free = free_blocks(&f.img, 400, 20000);
-    let data = f.dir.path("data");
+    let data = f.dir.join("data");
     let blocks = data_file(&data, 1024, 100, 99);
     let d = data.to_str().unwrap();
     let mut script = format!("{jo}\n");
@@ -333,7 +333,7 @@ fn stale_transactions_after_the_log_are_ignored() {
     // after it are stale metadata of older transactions, which must end the log.
     let f = fixture("stale", 1024, "64M", &[]);
     let free = free_blocks(&f.img, 40, 30000);
-    let data = f.dir.path("data");
+    let data = f.dir.join("data");
     let blocks = data_file(&data, 1024, 10, 3);
     let d = data.to_str().unwrap();
     let old = format!(

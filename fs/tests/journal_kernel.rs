@@ -160,10 +160,10 @@ fn log_wraps(logdump: &str) -> (u64, bool) {
 
 fn kernel_journal(tag: &str, bs: u32, size: &str, mkfs_extra: &[&str], seed: u64) {
     let dir = TempDir::new(tag);
-    let img = dir.path("fs.img");
+    let img = dir.join("fs.img");
     mkfs(&img, bs, size, mkfs_extra);
     {
-        let m = Mount::new(&img, &dir.path("mnt"));
+        let m = Mount::new(&img, &dir.join("mnt"));
         workload(&m.0, seed);
         shutdown(&m.0);
     }
@@ -190,8 +190,8 @@ fn check_kernel_log(dir: &TempDir, img: &Path, bs: u32, tag: &str) {
     // After clearing needs_recovery by hand, e2fsck -fn must say of our image what it
     // says of e2fsck's own replay (the kernel leaves the superblock's free counts stale,
     // which both copies share).
-    let o = dir.path("ours.img");
-    let t = dir.path("theirs.img");
+    let o = dir.join("ours.img");
+    let t = dir.join("theirs.img");
     clear_needs_recovery(&o);
     let ro = run("e2fsck", &["-fn", o.to_str().unwrap()]);
     let rt = run("e2fsck", &["-fn", t.to_str().unwrap()]);
@@ -226,10 +226,10 @@ fn kernel_journal_wrapped_small_journal_matches_e2fsck() {
     for attempt in 0..10u32 {
         let tag = "kernel-wrap";
         let dir = TempDir::new(tag);
-        let img = dir.path("fs.img");
+        let img = dir.join("fs.img");
         mkfs(&img, 1024, "64M", &["-J", "size=1"]);
         {
-            let m = Mount::new(&img, &dir.path("mnt"));
+            let m = Mount::new(&img, &dir.join("mnt"));
             small_transactions(&m.0, 100 + attempt as u64, 40 + 17 * attempt);
             shutdown(&m.0);
         }

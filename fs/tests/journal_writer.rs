@@ -83,7 +83,7 @@ fn check_replay(dir: &TempDir, img: &Path, bs: u32, tx: &[(u64, Vec<u8>)]) {
 
 fn one_transaction(bs: u32, size: &str, n: u32) {
     let dir = TempDir::new("jwriter");
-    let img = dir.path("fs.img");
+    let img = dir.join("fs.img");
     mkfs(&img, bs, size, &[]);
     let tx = payload(&img, bs, n, u64::from(n) * 7 + u64::from(bs));
     let mut dev = FileDev::open(&img);
@@ -120,7 +120,7 @@ fn writer_1k_several_descriptors() {
 #[test]
 fn writer_refuses_a_transaction_longer_than_the_log() {
     let dir = TempDir::new("jwriter");
-    let img = dir.path("fs.img");
+    let img = dir.join("fs.img");
     mkfs(&img, 1024, "8M", &[]);
     let mut dev = FileDev::open(&img);
     let mut w = JournalWriter::open(&mut dev, 1024, map_of(&img), true, true).unwrap();
@@ -135,7 +135,7 @@ fn writer_refuses_a_transaction_longer_than_the_log() {
 #[test]
 fn writer_wraps_round_the_journal() {
     let dir = TempDir::new("jwriter");
-    let img = dir.path("fs.img");
+    let img = dir.join("fs.img");
     mkfs(&img, 1024, "8M", &[]);
     let bs = 1024;
     let mut dev = FileDev::open(&img);
@@ -163,7 +163,7 @@ fn writer_wraps_round_the_journal() {
     drop(dev);
     check_replay(&dir, &img, bs, &tx);
     // After replay, e2fsck finds the filesystem clean (the home blocks were free).
-    let copy = dir.path("check.img");
+    let copy = dir.join("check.img");
     fs::copy(&img, &copy).unwrap();
     let o = run("e2fsck", &["-fy", copy.to_str().unwrap()]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{o:?}");

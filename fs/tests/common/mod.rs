@@ -42,12 +42,7 @@ impl BlockDev for FileDisk {
         self.read_only
     }
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        if !offset.is_multiple_of(512)
-            || !buf.len().is_multiple_of(512)
-            || offset + buf.len() as u64 > self.size
-        {
-            return Err(IoError::OutOfRange);
-        }
+        whole_sectors_within(offset, buf.len(), self.size)?;
         self.file
             .read_exact_at(buf, offset)
             .map_err(|_| IoError::Io)
@@ -56,12 +51,7 @@ impl BlockDev for FileDisk {
         if self.read_only {
             return Err(IoError::ReadOnly);
         }
-        if !offset.is_multiple_of(512)
-            || !data.len().is_multiple_of(512)
-            || offset + data.len() as u64 > self.size
-        {
-            return Err(IoError::OutOfRange);
-        }
+        whole_sectors_within(offset, data.len(), self.size)?;
         self.file
             .write_all_at(data, offset)
             .map_err(|_| IoError::Io)
@@ -69,6 +59,15 @@ impl BlockDev for FileDisk {
     fn flush(&mut self) -> Result<(), IoError> {
         Ok(())
     }
+}
+
+/// A file-backed device's check of an I/O: `len` bytes at `offset`, both whole
+/// 512-byte sectors, all below `size`; `OutOfRange` otherwise.
+pub fn whole_sectors_within(offset: u64, len: usize, size: u64) -> Result<(), IoError> {
+    if !offset.is_multiple_of(512) || !len.is_multiple_of(512) || offset + len as u64 > size {
+        return Err(IoError::OutOfRange);
+    }
+    Ok(())
 }
 
 /// Counts the reads and writes that reach the device below.
@@ -287,6 +286,10 @@ impl TempDir {
     }
     pub fn path(&self) -> &Path {
         &self.0
+    }
+    /// The path of `name` in the dir.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
     }
 }
 

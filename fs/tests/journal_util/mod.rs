@@ -5,53 +5,18 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use xenlet_fs::blockdev::{BlockDev, IoError, SECTOR};
 use xenlet_fs::crc32c::crc32c;
 use xenlet_fs::journal::{self, ReplayStats};
 
-/// The path of an e2fsprogs tool; panics with a clear message if it is not installed.
-pub fn tool(name: &str) -> PathBuf {
-    for dir in ["/sbin", "/usr/sbin", "/bin", "/usr/bin"] {
-        let p = Path::new(dir).join(name);
-        if p.is_file() {
-            return p;
-        }
-    }
-    panic!(
-        "{name} not found in /sbin, /usr/sbin, /bin or /usr/bin: these tests need \
-         e2fsprogs (mkfs.ext4, debugfs, e2fsck) installed"
-    );
-}
-
-/// A directory of its own for one test, removed when dropped.
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    pub fn new(tag: &str) -> TempDir {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "xenlet-journal-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = fs::remove_dir_all(&p);
-        fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-    pub fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
+/// The ext tests' helpers: the e2fsprogs tools, temp dirs and the device checks are
+/// theirs.
+#[path = "../common/mod.rs"]
+mod common;
+pub use common::{tool, TempDir};
 
 fn show(o: &Output) -> String {
     format!(
@@ -90,7 +55,7 @@ pub fn mkfs(img: &Path, block_size: u32, size: &str, extra: &[&str]) {
 
 /// Runs debugfs commands (one a line) read-write on `img`; any error message fails.
 pub fn debugfs_script(dir: &TempDir, img: &Path, script: &str) -> String {
-    let cmdfile = dir.path("debugfs.cmds");
+    let cmdfile = dir.join("debugfs.cmds");
     fs::write(&cmdfile, script).unwrap();
     let o = run_ok(
         "debugfs",
@@ -210,23 +175,13 @@ impl BlockDev for FileDev {
         false
     }
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        if !offset.is_multiple_of(SECTOR)
-            || !(buf.len() as u64).is_multiple_of(SECTOR)
-            || offset + buf.len() as u64 > self.size
-        {
-            return Err(IoError::OutOfRange);
-        }
+        common::whole_sectors_within(offset, buf.len(), self.size)?;
         self.file
             .read_exact_at(buf, offset)
             .map_err(|_| IoError::Io)
     }
     fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), IoError> {
-        if !offset.is_multiple_of(SECTOR)
-            || !(data.len() as u64).is_multiple_of(SECTOR)
-            || offset + data.len() as u64 > self.size
-        {
-            return Err(IoError::OutOfRange);
-        }
+        common::whole_sectors_within(offset, data.len(), self.size)?;
         self.writes += 1;
         self.file
             .write_all_at(data, offset)
@@ -309,8 +264,8 @@ pub fn data_file(path: &Path, bs: u32, n: usize, seed: u64) -> Vec<Vec<u8>> {
 /// Replays `img` with our code on a copy and with e2fsck on another; returns our stats
 /// and both images' bytes.
 pub fn replay_both(dir: &TempDir, img: &Path, bs: u32) -> (ReplayStats, Vec<u8>, Vec<u8>) {
-    let ours = dir.path("ours.img");
-    let theirs = dir.path("theirs.img");
+    let ours = dir.join("ours.img");
+    let theirs = dir.join("theirs.img");
     fs::copy(img, &ours).unwrap();
     fs::copy(img, &theirs).unwrap();
     let map = journal_map(img);
