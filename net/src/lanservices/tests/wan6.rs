@@ -142,6 +142,15 @@ fn run(n: &mut Net, ms: i64, prefix: Ipv6Net) {
     run_mtu(n, ms, prefix, None)
 }
 
+/// A router whose wan6 ran 5 s against the upstream delegating
+/// 2001:db8:7700:100::/56 (bound, the LAN's /64 taken from it), and that prefix.
+fn bound() -> (Net, Ipv6Net) {
+    let mut n = net("192.168.1.50/24", None);
+    let pd = net6("2001:db8:7700:100::", 56);
+    run(&mut n, 5_000, pd);
+    (n, pd)
+}
+
 /// [`run`] with the upstream advertising MTU `mtu`.
 fn run_mtu(n: &mut Net, ms: i64, prefix: Ipv6Net, mtu: Option<u32>) {
     for _ in 0..ms / 10 {
@@ -298,8 +307,7 @@ fn the_wan_gets_its_addresses_and_route_and_the_lan_its_64_of_the_delegation() {
 
 #[test]
 fn a_new_prefix_at_renewal_replaces_the_lans_64_and_the_old_is_deprecated() {
-    let mut n = net("192.168.1.50/24", None);
-    run(&mut n, 5_000, net6("2001:db8:7700:100::", 56));
+    let (mut n, _) = bound();
     assert!(has_addr(&n, 0, "2001:db8:7700:100::1/64"));
     // T1 is 150 s: the server gives another prefix at the Renew
     run(&mut n, 150_000, net6("2001:db8:7700:200::", 56));
@@ -440,8 +448,7 @@ fn wan_frames(n: &mut Net) -> Vec<Vec<u8>> {
 
 #[test]
 fn lan_and_wan_talk_ipv6_through_the_router_unnatted_and_the_wan_cannot_open_to_the_lan() {
-    let mut n = net("192.168.1.50/24", None);
-    run(&mut n, 5_000, net6("2001:db8:7700:100::", 56));
+    let (mut n, _) = bound();
     let host = a("2001:db8:7700:100::100");
     let far = a("2001:db8:99::10");
     let lan_router_mac = n.stack.ifs[0].link.mac();
@@ -548,8 +555,7 @@ fn lan_and_wan_talk_ipv6_through_the_router_unnatted_and_the_wan_cannot_open_to_
 
 #[test]
 fn shutdown_releases_the_lease_and_takes_back_what_wan6_set() {
-    let mut n = net("192.168.1.50/24", None);
-    run(&mut n, 5_000, net6("2001:db8:7700:100::", 56));
+    let (n, _) = bound();
     assert!(has_addr(&n, 0, "2001:db8:7700:100::1/64"));
     let Net {
         services,
@@ -587,8 +593,7 @@ fn has_addr_in(stack: &NetStack<Routed<Pipe>>, vif: usize, cidr: &str) -> bool {
 
 #[test]
 fn a_wan_interface_that_comes_back_as_a_new_one_starts_over() {
-    let mut n = net("192.168.1.50/24", None);
-    run(&mut n, 5_000, net6("2001:db8:7700:100::", 56));
+    let (mut n, _) = bound();
     assert!(n.services.wan6_lines(n.now).unwrap()[0].contains(" bound "));
     // eth1 replaced by a new interface of the same name (a vif attached again)
     let (mut w1, mut w2) = cable();
@@ -820,21 +825,14 @@ fn a_dhcpv6_address_in_use_on_the_wan_is_declined_and_a_new_one_taken_after_dad(
 
 #[test]
 fn a_reload_moves_the_lans_share_of_the_delegation_and_takes_it_away() {
-    let mut n = net("192.168.1.50/24", None);
-    let pd = net6("2001:db8:7700:100::", 56);
-    run(&mut n, 5_000, pd);
+    let (mut n, pd) = bound();
     assert!(has_addr(&n, 0, "2001:db8:7700:100::1/64"));
     // ip6hint 3: the LAN's /64 is the fourth /60 of the /56 (and of the ULA)
     let hinted = wan_static_network().replace(
         "option ip6assign '60'",
         "option ip6assign '60'\n\toption ip6hint '3'",
     );
-    let said = reload(&mut n, &hinted);
-    assert!(
-        said.iter()
-            .any(|l| l == "wan6: eth0 ip6assign 60 ip6hint 3"),
-        "{said:?}"
-    );
+    reload_saying(&mut n, &hinted, "wan6: eth0 ip6assign 60 ip6hint 3");
     // (the advertisement of the change at most 3 s after the reload's own)
     run(&mut n, 4_000, pd);
     assert!(!has_addr(&n, 0, "2001:db8:7700:100::1/64"));
@@ -861,12 +859,7 @@ fn a_reload_moves_the_lans_share_of_the_delegation_and_takes_it_away() {
     // ip6assign taken off the LAN: its share goes, announced with lifetimes 0, and
     // the delegation is no longer routed to it
     let none = wan_static_network().replace("\toption ip6assign '60'\n", "");
-    let said = reload(&mut n, &none);
-    assert!(
-        said.iter()
-            .any(|l| l == "wan6: eth0 no longer takes a prefix"),
-        "{said:?}"
-    );
+    reload_saying(&mut n, &none, "wan6: eth0 no longer takes a prefix");
     run(&mut n, 1_000, pd);
     assert!(!has_addr(&n, 0, "2001:db8:7700:130::1/64"));
     assert_eq!(n.services.delegated6(), None);
@@ -880,6 +873,13 @@ fn reload(n: &mut Net, network: &str) -> Vec<String> {
     n.services.reload(&spec, &mut n.stack, n.now)
 }
 
+/// [`reload`], which must say `line`.
+#[track_caller]
+fn reload_saying(n: &mut Net, network: &str, line: &str) {
+    let said = reload(n, network);
+    assert!(said.iter().any(|l| l == line), "{said:?}");
+}
+
 /// The DHCPv6 messages the router sent since the last run (taken).
 fn sent_by_router(n: &Net) -> Vec<m::Message> {
     dhcp6_from_router(n).into_iter().map(|(_, m)| m).collect()
@@ -887,9 +887,7 @@ fn sent_by_router(n: &Net) -> Vec<m::Message> {
 
 #[test]
 fn a_reload_with_new_reqprefix_releases_the_lease_and_asks_again() {
-    let mut n = net("192.168.1.50/24", None);
-    let pd = net6("2001:db8:7700:100::", 56);
-    run(&mut n, 5_000, pd);
+    let (mut n, pd) = bound();
     assert!(has_addr(&n, 0, "2001:db8:7700:100::1/64"));
     // the same files: wan6 runs on untouched
     let same = reload(&mut n, &wan_static_network());
@@ -900,11 +898,10 @@ fn a_reload_with_new_reqprefix_releases_the_lease_and_asks_again() {
         "option proto 'dhcpv6'",
         "option proto 'dhcpv6'\n\toption reqprefix 'no'",
     );
-    let said = reload(&mut n, &no_prefix);
-    assert!(
-        said.iter()
-            .any(|l| l == "wan6: eth1 restarted (address try, prefix no), lease released"),
-        "{said:?}"
+    reload_saying(
+        &mut n,
+        &no_prefix,
+        "wan6: eth1 restarted (address try, prefix no), lease released",
     );
     // the Release of both IAs went out at once
     let sent = sent_by_router(&n);
@@ -933,11 +930,10 @@ fn a_reload_with_new_reqprefix_releases_the_lease_and_asks_again() {
     );
     assert_eq!(n.services.delegated6(), None);
     // back to auto: a prefix again, the LAN's /64 back
-    let said = reload(&mut n, &wan_static_network());
-    assert!(
-        said.iter()
-            .any(|l| l == "wan6: eth1 restarted (address try, prefix auto), lease released"),
-        "{said:?}"
+    reload_saying(
+        &mut n,
+        &wan_static_network(),
+        "wan6: eth1 restarted (address try, prefix auto), lease released",
     );
     run(&mut n, 5_000, net6("2001:db8:7700:200::", 56));
     assert!(
@@ -953,19 +949,12 @@ fn a_reload_with_new_reqprefix_releases_the_lease_and_asks_again() {
 
 #[test]
 fn wan6_taken_off_the_files_stops_and_put_back_starts_again() {
-    let mut n = net("192.168.1.50/24", None);
-    let pd = net6("2001:db8:7700:100::", 56);
-    run(&mut n, 5_000, pd);
+    let (mut n, pd) = bound();
     let up_ll = xenlet_router::ipv6::link_local_of(UP_MAC);
     assert_eq!(n.stack.ifs[1].default_gw6(), Some(up_ll));
     // proto none: netifd's ifdown
     let off = wan_static_network().replace("option proto 'dhcpv6'", "option proto 'none'");
-    let said = reload(&mut n, &off);
-    assert!(
-        said.iter()
-            .any(|l| l == "wan6: eth1 stopped, lease released"),
-        "{said:?}"
-    );
+    reload_saying(&mut n, &off, "wan6: eth1 stopped, lease released");
     assert_eq!(sent_by_router(&n)[0].msg_type, m::RELEASE);
     run(&mut n, 3_000, pd);
     // nothing more asked; the WAN's addresses and default route gone, the LAN's
@@ -987,11 +976,10 @@ fn wan6_taken_off_the_files_stops_and_put_back_starts_again() {
     // a second reload without it says nothing more
     assert!(!reload(&mut n, &off).iter().any(|l| l.starts_with("wan6:")));
     // back in the files: it starts again
-    let said = reload(&mut n, &wan_static_network());
-    assert!(
-        said.iter()
-            .any(|l| l == "wan6: eth1 restarted (address try, prefix auto)"),
-        "{said:?}"
+    reload_saying(
+        &mut n,
+        &wan_static_network(),
+        "wan6: eth1 restarted (address try, prefix auto)",
     );
     run(&mut n, 5_000, pd);
     assert!(has_addr(&n, 1, "2001:db8:77::1234/128"));
@@ -1001,9 +989,7 @@ fn wan6_taken_off_the_files_stops_and_put_back_starts_again() {
 
 #[test]
 fn a_stopped_wan6_goes_once_its_old_prefixes_are_forgotten() {
-    let mut n = net("192.168.1.50/24", None);
-    let pd = net6("2001:db8:7700:100::", 56);
-    run(&mut n, 5_000, pd);
+    let (mut n, pd) = bound();
     let off = wan_static_network().replace("option proto 'dhcpv6'", "option proto 'none'");
     reload(&mut n, &off);
     run(&mut n, 1_000, pd);
