@@ -12,77 +12,36 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::net::Ipv6Addr;
 
+use crate::dhcp6d::options::{put, OptionError, Options};
 use crate::route6::Ipv6Net;
 
-/// Solicit.
-pub const SOLICIT: u8 = 1;
-/// Advertise.
-pub const ADVERTISE: u8 = 2;
-/// Request.
-pub const REQUEST: u8 = 3;
-/// Renew.
-pub const RENEW: u8 = 5;
-/// Rebind.
-pub const REBIND: u8 = 6;
-/// Reply.
-pub const REPLY: u8 = 7;
-/// Release.
-pub const RELEASE: u8 = 8;
-/// Decline.
-pub const DECLINE: u8 = 9;
+// The message types, option codes and status codes are the server's, under the
+// names the client has always had for them.
+pub use crate::dhcp6d::message::msg::{
+    ADVERTISE, DECLINE, REBIND, RELEASE, RENEW, REPLY, REQUEST, SOLICIT,
+};
+pub use crate::dhcp6d::options::code::{
+    CLIENTID as OPT_CLIENTID, DNS_SERVERS as OPT_DNS_SERVERS, DOMAIN_LIST as OPT_DOMAIN_LIST,
+    ELAPSED_TIME as OPT_ELAPSED_TIME, IAADDR as OPT_IAADDR, IAPREFIX as OPT_IAPREFIX,
+    IA_NA as OPT_IA_NA, IA_PD as OPT_IA_PD, ORO as OPT_ORO, PREFERENCE as OPT_PREFERENCE,
+    RAPID_COMMIT as OPT_RAPID_COMMIT, SERVERID as OPT_SERVERID, STATUS_CODE as OPT_STATUS_CODE,
+};
+pub use crate::dhcp6d::options::status::{
+    NOT_ON_LINK as STATUS_NOT_ON_LINK, NO_ADDRS_AVAIL as STATUS_NO_ADDRS_AVAIL,
+    NO_BINDING as STATUS_NO_BINDING, NO_PREFIX_AVAIL as STATUS_NO_PREFIX_AVAIL,
+    SUCCESS as STATUS_SUCCESS, UNSPEC_FAIL as STATUS_UNSPEC_FAIL,
+    USE_MULTICAST as STATUS_USE_MULTICAST,
+};
+/// Options read in one message (or one IA) at most, and the longest DUID: the
+/// server's bounds.
+pub use crate::dhcp6d::{lease::MAX_DUID, options::MAX_OPTIONS};
 
-/// OPTION_CLIENTID.
-pub const OPT_CLIENTID: u16 = 1;
-/// OPTION_SERVERID.
-pub const OPT_SERVERID: u16 = 2;
-/// OPTION_IA_NA.
-pub const OPT_IA_NA: u16 = 3;
-/// OPTION_IAADDR.
-pub const OPT_IAADDR: u16 = 5;
-/// OPTION_ORO.
-pub const OPT_ORO: u16 = 6;
-/// OPTION_PREFERENCE.
-pub const OPT_PREFERENCE: u16 = 7;
-/// OPTION_ELAPSED_TIME.
-pub const OPT_ELAPSED_TIME: u16 = 8;
-/// OPTION_STATUS_CODE.
-pub const OPT_STATUS_CODE: u16 = 13;
-/// OPTION_RAPID_COMMIT.
-pub const OPT_RAPID_COMMIT: u16 = 14;
-/// OPTION_DNS_SERVERS (RFC 3646).
-pub const OPT_DNS_SERVERS: u16 = 23;
-/// OPTION_DOMAIN_LIST (RFC 3646).
-pub const OPT_DOMAIN_LIST: u16 = 24;
-/// OPTION_IA_PD.
-pub const OPT_IA_PD: u16 = 25;
-/// OPTION_IAPREFIX.
-pub const OPT_IAPREFIX: u16 = 26;
-
-/// Status Success.
-pub const STATUS_SUCCESS: u16 = 0;
-/// Status UnspecFail.
-pub const STATUS_UNSPEC_FAIL: u16 = 1;
-/// Status NoAddrsAvail.
-pub const STATUS_NO_ADDRS_AVAIL: u16 = 2;
-/// Status NoBinding.
-pub const STATUS_NO_BINDING: u16 = 3;
-/// Status NotOnLink.
-pub const STATUS_NOT_ON_LINK: u16 = 4;
-/// Status UseMulticast.
-pub const STATUS_USE_MULTICAST: u16 = 5;
-/// Status NoPrefixAvail.
-pub const STATUS_NO_PREFIX_AVAIL: u16 = 6;
-
-/// Options read in one message (or one IA) at most.
-pub const MAX_OPTIONS: usize = 64;
 /// Addresses of one IA_NA, prefixes of one IA_PD, kept at most.
 pub const MAX_IA_ENTRIES: usize = 4;
 /// DNS servers kept at most.
 pub const MAX_DNS: usize = 8;
 /// Search domains kept at most.
 pub const MAX_DOMAINS: usize = 8;
-/// The longest DUID (RFC 8415 §11.1: 2 bytes of type and up to 128 more).
-pub const MAX_DUID: usize = 130;
 /// The longest message read (a DHCPv6 message fits an unfragmented IPv6 packet).
 pub const MAX_MESSAGE: usize = 1452;
 
@@ -180,23 +139,14 @@ pub struct Message {
     pub domains: Vec<String>,
 }
 
-/// The options of `b`: (code, body), each checked to lie within `b`.
+/// The options of `b`: (code, body), each checked to lie within `b` (the server's
+/// reader).
 fn options(b: &[u8]) -> Result<Vec<Opt<'_>>, ParseError> {
-    let mut out = Vec::new();
-    let mut rest = b;
-    while !rest.is_empty() {
-        let (Some(code), Some(len)) = (be16(rest, 0), be16(rest, 2)) else {
-            return Err(ParseError::Truncated);
-        };
-        let len = usize::from(len);
-        let body = rest.get(4..4 + len).ok_or(ParseError::Truncated)?;
-        if out.len() == MAX_OPTIONS {
-            return Err(ParseError::TooManyOptions);
-        }
-        out.push((code, body));
-        rest = rest.get(4 + len..).unwrap_or(&[]);
+    match Options::parse(b) {
+        Ok(o) => Ok(o.into_items()),
+        Err(OptionError::Truncated) => Err(ParseError::Truncated),
+        Err(OptionError::TooMany) => Err(ParseError::TooManyOptions),
     }
-    Ok(out)
 }
 
 fn be16(b: &[u8], at: usize) -> Option<u16> {
@@ -432,11 +382,7 @@ impl Builder {
 
     /// Appends option `code` with `body` (cut at 65535 bytes).
     pub fn option(&mut self, code: u16, body: &[u8]) -> &mut Self {
-        let body = body.get(..usize::from(u16::MAX)).unwrap_or(body);
-        let len = u16::try_from(body.len()).unwrap_or(u16::MAX);
-        self.0.extend_from_slice(&code.to_be_bytes());
-        self.0.extend_from_slice(&len.to_be_bytes());
-        self.0.extend_from_slice(body);
+        put(&mut self.0, code, body);
         self
     }
 

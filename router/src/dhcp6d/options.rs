@@ -38,6 +38,8 @@ pub mod code {
     pub const DOMAIN_LIST: u16 = 24;
     /// Identity Association for Prefix Delegation.
     pub const IA_PD: u16 = 25;
+    /// IA Prefix (inside IA_PD).
+    pub const IAPREFIX: u16 = 26;
     /// Client FQDN (RFC 4704).
     pub const CLIENT_FQDN: u16 = 39;
 }
@@ -108,6 +110,11 @@ impl<'a> Options<'a> {
             .iter()
             .filter(move |(c, _)| *c == code)
             .map(|(_, d)| *d)
+    }
+
+    /// All of them in order: (code, data).
+    pub fn into_items(self) -> Vec<(u16, &'a [u8])> {
+        self.items
     }
 
     /// Whether option `code` is present.
