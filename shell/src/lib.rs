@@ -320,6 +320,7 @@ impl Write for Captured {
 mod tests {
     use super::*;
 
+    #[derive(Default)]
     struct Host {
         count: u32,
         file: String,
@@ -399,10 +400,7 @@ mod tests {
     #[test]
     fn pipes_redirections_and_time() {
         let sh = Shell::with_hooks(COMMANDS, &HOOKS);
-        let mut h = Host {
-            count: 0,
-            file: String::new(),
-        };
+        let mut h = Host::default();
         let mut out = String::new();
         sh.run_line(&mut h, "echo one two | grep two", &mut out);
         assert_eq!(out, "one two\n");
@@ -450,10 +448,7 @@ mod tests {
     #[test]
     fn runs_commands_and_reprompts() {
         let mut sh = Shell::new(COMMANDS);
-        let mut h = Host {
-            count: 0,
-            file: String::new(),
-        };
+        let mut h = Host::default();
         let out = type_in(&mut sh, &mut h, b"echo hello   world\r");
         assert_eq!(out, "echo hello   world\nhello world\nxenlet> ");
         let out = type_in(&mut sh, &mut h, b"count\r\ncount\n");
@@ -465,10 +460,7 @@ mod tests {
     #[test]
     fn errors_are_one_line_and_the_shell_goes_on() {
         let mut sh = Shell::new(COMMANDS);
-        let mut h = Host {
-            count: 0,
-            file: String::new(),
-        };
+        let mut h = Host::default();
         let out = type_in(&mut sh, &mut h, b"frobnicate now\r");
         assert!(out.contains("xenlet: frobnicate: command not found (try 'help')\n"));
         let out = type_in(&mut sh, &mut h, b"count extra\r");
@@ -485,10 +477,7 @@ mod tests {
     #[test]
     fn help_lists_and_describes() {
         let mut sh = Shell::new(COMMANDS);
-        let mut h = Host {
-            count: 0,
-            file: String::new(),
-        };
+        let mut h = Host::default();
         let out = type_in(&mut sh, &mut h, b"help\r");
         for c in ["help", "echo", "count", "fails"] {
             assert!(out.contains(c), "{c} missing from {out}");
@@ -502,10 +491,7 @@ mod tests {
     #[test]
     fn ctrl_c_cancels_and_overlong_lines_are_refused() {
         let mut sh = Shell::new(COMMANDS);
-        let mut h = Host {
-            count: 0,
-            file: String::new(),
-        };
+        let mut h = Host::default();
         let out = type_in(&mut sh, &mut h, b"count\x03");
         assert!(out.ends_with("^C\nxenlet> "));
         assert_eq!(h.count, 0);
@@ -520,10 +506,7 @@ mod tests {
     #[test]
     fn echo_n_and_empty_lines() {
         let mut sh = Shell::new(COMMANDS);
-        let mut h = Host {
-            count: 0,
-            file: String::new(),
-        };
+        let mut h = Host::default();
         let out = type_in(&mut sh, &mut h, b"echo -n a b\r");
         assert_eq!(out, "echo -n a b\na bxenlet> ");
         let out = type_in(&mut sh, &mut h, b"\r   \r");
