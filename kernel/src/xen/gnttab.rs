@@ -255,8 +255,16 @@ pub fn copy(ops: &mut [xenlet_drivers::platform::CopyOp<'_>]) {
         });
         sent.push(i);
     }
-    // SAFETY: every local side names a page of a `DmaPages` the caller holds (checked by `frame` above: it owns exactly those frames and lends them to the copy for the call) with offset + len inside the page (`in_bounds`); Xen writes only there, or reads. The remote sides are checked by Xen.
-    let ok = unsafe { hypercall::gnttab_copy(&mut raw) }.is_ok();
+    if raw.is_empty() {
+        return;
+    }
+    // timed: on the nested test bed each call is a costly VM exit (`xen` shows them)
+    let ok = super::traps::timed(super::traps::Trap::GrantCopy, || {
+        // SAFETY: every local side names a page of a `DmaPages` the caller holds (checked by `frame` above: it owns exactly those frames and lends them to the copy for the call) with offset + len inside the page (`in_bounds`); Xen writes only there, or reads. The remote sides are checked by Xen.
+        unsafe { hypercall::gnttab_copy(&mut raw) }
+    })
+    .is_ok();
+    super::traps::count_copy_ops(raw.len());
     for (r, &i) in raw.iter().zip(&sent) {
         if let Some(op) = ops.get_mut(i) {
             op.status = if ok { r.status } else { GNTST_GENERAL_ERROR };

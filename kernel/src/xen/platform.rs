@@ -459,7 +459,9 @@ fn on_console_event(_port: Port) {
 
 /// Notifies the other end of `port` (errors are the backend's problem; logged once).
 pub fn notify(port: Port) {
-    let _ = hypercall::evtchn_send(port.0);
+    let _ = super::traps::timed(super::traps::Trap::Notify, || {
+        hypercall::evtchn_send(port.0)
+    });
 }
 
 /// Asks Xen to shut the domain down; returns only if Xen refused.

@@ -134,6 +134,18 @@ pub(super) fn xen(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult
         .map(|(name, ns)| alloc::format!("{name} {} us", ns / 1000))
         .collect();
     writeln!(out, "core: {polls} network polls took {}", parts.join(", "))?;
+    // the traps to Xen among them (and elsewhere: any port's sends)
+    let (traps, copy_ops) = crate::xen::traps::totals();
+    let traps: alloc::vec::Vec<alloc::string::String> = crate::xen::traps::NAMES
+        .iter()
+        .zip(traps)
+        .map(|(name, (n, ns))| alloc::format!("{n} {name} took {} us", ns / 1000))
+        .collect();
+    writeln!(
+        out,
+        "core: traps: {} ({copy_ops} grant-copy ops)",
+        traps.join(", ")
+    )?;
     Ok(())
 }
 

@@ -757,7 +757,8 @@ const ROUTER_NETBACK_STEPS: &[Step] = steps![
         concat!(
             "log=/var/log/xen/console/guest-$NAME-c1.log; ",
             "grep -a 'CLIENT: \\(ipv6\\|ping6\\|check\\)' $log | tr -d '\\r'; ",
-            "echo \"c1 domid $(xl domid $NAME-c1)\""
+            "echo \"c1 domid $(xl domid $NAME-c1)\"; ",
+            "echo \"c2 domid $(xl domid $NAME-c2)\""
         ),
         &[
             r"^CLIENT: ipv6 .*\b2001:db8:77[0-9a-f]{2}:",
@@ -767,7 +768,10 @@ const ROUTER_NETBACK_STEPS: &[Step] = steps![
             r"^CLIENT: check iperf3 -6 -t 3 -R: .*[0-9.]+ [KMG]bits/sec .*receiver$",
             r"^CLIENT: check done$",
         ],
-        &[("C1_DOMID", r"^c1 domid (\d+)$")],
+        &[
+            ("C1_DOMID", r"^c1 domid (\d+)$"),
+            ("C2_DOMID", r"^c2 domid (\d+)$"),
+        ],
         30,
     ),
     // ... and its vif's counters: GSO packets both ways
@@ -776,6 +780,9 @@ const ROUTER_NETBACK_STEPS: &[Step] = steps![
         &[r"^     rx_gso: [1-9]\d*$", r"^     tx_gso: [1-9]\d*$"],
         30,
     ),
+    // the figures before the burst, to compare with those after
+    cmd("xen", &[XEN_POLLS], 30),
+    cmd("ethtool -S vif${C2_DOMID}.0", &[r"^     events: \d+$"], 30),
     // client 2 floods the router's address (pktgen: 5,000 60-byte UDP datagrams
     // to a closed port, 1,000 a second): the router answers a few with a port
     // unreachable and counts the rest as rate limited, as Linux does (the whole
@@ -786,8 +793,10 @@ const ROUTER_NETBACK_STEPS: &[Step] = steps![
         120,
     ),
     cmd("ip -s link", &[r"IcmpRateLimited [1-9]\d{3,}"], 30),
-    // where the router's time went, by part of its network polls
+    // where the router's time went, by part of its network polls, and what
+    // client 2's vif cost in batches, copies and notifies
     cmd("xen", &[XEN_POLLS], 30),
+    cmd("ethtool -S vif${C2_DOMID}.0", &[r"^     rx_packets: [1-9]\d{3,}$"], 30),
     cmd(
         "ip link",
         &[r"vif\d+\.0: .*master br-lan", r"^\d+: br-lan: "],
