@@ -17,11 +17,10 @@
 //! Every drop is counted.
 
 use crate::ipv4::{self, put16};
+use crate::link::ETH_LEN;
 use crate::Millis;
 use alloc::vec::Vec;
 
-/// Ethernet header length.
-const ETH_LEN: usize = 14;
 /// The largest IPv4 datagram.
 const MAX_DATAGRAM: usize = 65_535;
 /// Fragments one datagram may arrive in (64 KiB in 8-byte pieces would be 8192;

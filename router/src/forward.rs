@@ -39,6 +39,7 @@ use crate::icmp_error::{self, IcmpError, PeerLimiter, RateLimiter};
 use crate::icmpv6_error;
 use crate::iface::{IfConfig, IfError, Interfaces};
 use crate::ipv4::{self, be16, put16};
+use crate::link::ETH_LEN;
 use crate::ndp::{Ndp, NdpConfig};
 use crate::neigh::{NeighConfig, NeighLine, NeighTable, Resolution};
 use crate::route::{Ipv4Net, Route, RouteError, RouteLine, RouteProto, RouteTable};
@@ -49,8 +50,6 @@ use crate::{DropReason, HookVerdict, IfId, L4Hook, Meta, Millis};
 
 pub use crate::link::{Output, RxMeta, TxFull, TxMeta};
 
-/// Ethernet header length.
-const ETH_LEN: usize = 14;
 /// The longest quote kept of the original packet: a 60-byte header + 8 bytes.
 const SNAPSHOT_LEN: usize = 68;
 

@@ -9,10 +9,9 @@
 //! built one at a time in a caller's preallocated buffer and handed to `emit`.
 
 use crate::ipv4::{self, put16};
+use crate::link::ETH_LEN;
 use crate::DropReason;
 
-/// Ethernet header length.
-const ETH_LEN: usize = 14;
 /// IPv4 option types (RFC 791).
 const OPT_END: u8 = 0;
 const OPT_NOP: u8 = 1;

@@ -14,10 +14,8 @@
 use crate::checksum;
 use crate::flow::tcp_flag;
 use crate::ipv4::{self, be16, be32, put16, tcp, PROTO_TCP};
+use crate::link::ETH_LEN;
 use crate::DropReason;
-
-/// Ethernet header length.
-const ETH_LEN: usize = 14;
 
 /// The IP + TCP header length of a TCP/IPv4 packet, if it is one and well formed
 /// (an unfragmented packet, TCP data offset within it).

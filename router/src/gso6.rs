@@ -13,10 +13,8 @@ use crate::checksum;
 use crate::exthdr::Upper;
 use crate::ipv4::{put16, tcp};
 use crate::ipv6::{self, HEADER_LEN, PROTO_TCP};
+use crate::link::ETH_LEN;
 use crate::DropReason;
-
-/// Ethernet header length.
-const ETH_LEN: usize = 14;
 
 /// The length of the headers (IPv6, extension headers, TCP) of a TCP/IPv6 packet
 /// whose chain ended at `upper`, if it is one and unfragmented.

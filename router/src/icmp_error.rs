@@ -12,10 +12,9 @@ use core::net::{IpAddr, Ipv4Addr};
 
 use crate::checksum;
 use crate::ipv4::{self, put16, PROTO_ICMP};
+use crate::link::ETH_LEN;
 use crate::{DropReason, Millis};
 
-/// Ethernet header length.
-const ETH_LEN: usize = 14;
 /// Largest ICMP error datagram (RFC 1812 §4.3.2.3).
 pub const MAX_ERROR_LEN: usize = 576;
 /// Length of the IP + ICMP headers of an error.

@@ -15,10 +15,9 @@ use core::net::Ipv6Addr;
 use crate::exthdr;
 use crate::ipv4::put16;
 use crate::ipv6::{self, HEADER_LEN, PROTO_ICMPV6};
+use crate::link::ETH_LEN;
 use crate::DropReason;
 
-/// Ethernet header length.
-const ETH_LEN: usize = 14;
 /// Largest ICMPv6 error datagram (RFC 4443 §2.4 (c)).
 pub const MAX_ERROR_LEN: usize = 1280;
 /// The IPv6 + ICMPv6 headers of an error.

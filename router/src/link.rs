@@ -3,6 +3,9 @@
 
 use crate::IfId;
 
+/// Length of an Ethernet header, where an IP packet starts in a frame.
+pub(crate) const ETH_LEN: usize = 14;
+
 /// The link layer the router sends on, implemented by the kernel (a netfront each).
 pub trait Output {
     /// Queues `frame` (a whole Ethernet frame) for transmission on `ifc`.

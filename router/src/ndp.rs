@@ -35,6 +35,7 @@ use crate::exthdr::Upper;
 use crate::icmp_error::RateLimiter;
 use crate::ipv4::put16;
 use crate::ipv6::{self, HEADER_LEN, PROTO_ICMPV6};
+use crate::link::ETH_LEN;
 use crate::link::{Output, TxMeta};
 use crate::neigh::WaitSlots;
 use crate::stats::Stats;
@@ -52,8 +53,6 @@ pub const NEIGHBOUR_ADVERT: u8 = 136;
 /// An entry confirmed this recently is never evicted for a new one.
 const KEEP_CONFIRMED_MS: Millis = 5_000;
 
-/// Length of an Ethernet header.
-const ETH_LEN: usize = 14;
 /// Length of the solicitation this table sends: ICMPv6 header, target, one option.
 const NS_LEN: usize = 8 + 16 + 8;
 /// Length of a whole solicitation frame.

@@ -35,6 +35,7 @@ use smoltcp::wire::{
 };
 
 use crate::iface::{Interface, Interfaces, MacDisplay};
+use crate::link::ETH_LEN;
 use crate::link::{Output, TxMeta};
 use crate::stats::Stats;
 use crate::{DropReason, IfId, Millis};
@@ -42,8 +43,6 @@ use crate::{DropReason, IfId, Millis};
 /// An entry confirmed this recently is never evicted for a new one.
 const KEEP_CONFIRMED_MS: Millis = 5_000;
 
-/// Length of an Ethernet header.
-const ETH_LEN: usize = 14;
 /// Length of an Ethernet/IPv4 ARP frame.
 const ARP_FRAME_LEN: usize = ETH_LEN + 28;
 

@@ -13,6 +13,7 @@
 
 use super::options::{OptionError, Options};
 use crate::ipv6;
+use crate::link::ETH_LEN;
 use alloc::vec::Vec;
 use core::net::Ipv6Addr;
 
@@ -22,7 +23,6 @@ pub const SERVER_PORT: u16 = 547;
 pub const CLIENT_PORT: u16 = 546;
 /// All_DHCP_Relay_Agents_and_Servers (RFC 8415 §7.1).
 pub const ALL_SERVERS: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 1, 2);
-const ETH_LEN: usize = 14;
 const UDP_LEN: usize = 8;
 
 /// Message types (RFC 8415 §7.3).

@@ -9,13 +9,13 @@ use core::fmt;
 use core::net::Ipv6Addr;
 
 use crate::ipv6;
+use crate::link::ETH_LEN;
 use crate::ra::message::{
     RaPrefix, MAX_PREFIXES, MAX_RDNSS, NEXT_HEADER_ICMPV6, PREFIX_AUTONOMOUS, PREFIX_ON_LINK,
     TYPE_ROUTER_ADVERT,
 };
 use crate::route6::Ipv6Net;
 
-const ETH_LEN: usize = 14;
 const OPT_SOURCE_LLADDR: u8 = 1;
 const OPT_PREFIX_INFO: u8 = 3;
 const OPT_MTU: u8 = 5;

@@ -8,11 +8,11 @@ use core::fmt;
 use core::net::Ipv6Addr;
 
 use crate::ipv6;
+use crate::link::ETH_LEN;
 use crate::ra::message::NEXT_HEADER_ICMPV6;
 
 /// ICMPv6 type of a Router Solicitation.
 pub const TYPE_ROUTER_SOLICIT: u8 = 133;
-const ETH_LEN: usize = 14;
 const OPT_SOURCE_LLADDR: u8 = 1;
 
 /// A valid Router Solicitation.
