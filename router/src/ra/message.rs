@@ -11,8 +11,8 @@ use core::net::Ipv6Addr;
 use crate::ipv6;
 use crate::route6::Ipv6Net;
 
-/// ICMPv6 type of a Router Advertisement.
-pub const TYPE_ROUTER_ADVERT: u8 = 134;
+/// ICMPv6 type of a Router Advertisement (the neighbour discovery table's).
+pub use crate::ndp::ROUTER_ADVERT as TYPE_ROUTER_ADVERT;
 /// ICMPv6's IPv6 next-header value.
 pub const NEXT_HEADER_ICMPV6: u8 = 58;
 /// The M flag (addresses from DHCPv6).

@@ -11,8 +11,8 @@ use crate::ipv6;
 use crate::link::ETH_LEN;
 use crate::ra::message::NEXT_HEADER_ICMPV6;
 
-/// ICMPv6 type of a Router Solicitation.
-pub const TYPE_ROUTER_SOLICIT: u8 = 133;
+/// ICMPv6 type of a Router Solicitation (the neighbour discovery table's).
+pub use crate::ndp::ROUTER_SOLICIT as TYPE_ROUTER_SOLICIT;
 const OPT_SOURCE_LLADDR: u8 = 1;
 
 /// A valid Router Solicitation.
