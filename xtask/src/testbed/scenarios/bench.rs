@@ -107,6 +107,33 @@ macro_rules! bench_fs_check {
     };
 }
 
+/// dom0 notes the CPU seconds dom0 and the guest have used so far (`xl list`'s
+/// Time(s)), for [`fs_cpu_since`].
+const FS_CPU_MARK: Step = dom0(
+    "xl list | awk -v n=\"$NAME\" '$1==\"Domain-0\"{d=$6} $1==n{g=$6} END{print d, g}' > /tmp/fs-cpu",
+    &[],
+    30,
+);
+
+/// dom0: the CPU seconds dom0 and the guest used since [`FS_CPU_MARK`], captured as
+/// `$dom0` and `$guest`. The bed has one CPU for both: dom0's seconds are the wall
+/// time the same bytes would take if the guest's part of the path cost nothing (the
+/// ceiling of any guest on this bed), and the two together against the wall time
+/// say whether the CPU was the bound.
+macro_rules! fs_cpu_since {
+    ($dom0:expr, $guest:expr) => {
+        dom0_cap(
+            concat!(
+                "c1=$(xl list | awk -v n=\"$NAME\" '$1==\"Domain-0\"{d=$6} $1==n{g=$6} END{print d, g}'); ",
+                "echo $(cat /tmp/fs-cpu) $c1 | awk 'NF==4{printf \"cpu: dom0 %.1f s, guest %.1f s\\n\", $3-$1, $4-$2}'"
+            ),
+            &[r"^cpu: dom0"],
+            &[($dom0, IPERF3_DOM0_CPU), ($guest, IPERF3_GUEST_CPU)],
+            30,
+        )
+    };
+}
+
 /// `time sync`, timed by Xenlet's shell.
 const TIMED_SYNC: Step = cmd_cap("time sync", &[], &[("SYNC_REAL", TIME_REAL)], 600);
 
@@ -114,6 +141,7 @@ const TIMED_SYNC: Step = cmd_cap("time sync", &[], &[("SYNC_REAL", TIME_REAL)], 
 /// formatted.
 const BENCH_FS_XENLET_RUN: &[Step] = &[
     cmd("mount /dev/xvdb /mnt", &[], 60),
+    FS_CPU_MARK,
     cmd_cap(
         "time dd bs=16k count=${COUNT} if=/dev/zero of=/mnt/test",
         &[r"^${COUNT}\+0 records out"],
@@ -121,6 +149,7 @@ const BENCH_FS_XENLET_RUN: &[Step] = &[
         1800,
     ),
     TIMED_SYNC,
+    fs_cpu_since!("DOM0_CPU", "GUEST_CPU"),
     cmd("umount /mnt", &[], 120),
     bench_fs_check!("FSCK", "SIZE"),
     last("poweroff"),
@@ -130,6 +159,7 @@ const BENCH_FS_XENLET_RUN: &[Step] = &[
 /// and a flush of every disk).
 const BENCH_FS_RAW_STEPS: &[Step] = &[
     BENCH_FS_COUNT,
+    FS_CPU_MARK,
     cmd_cap(
         "time dd bs=16k count=${COUNT} if=/dev/zero of=/dev/xvdb",
         &[r"^${COUNT}\+0 records out"],
@@ -137,13 +167,15 @@ const BENCH_FS_RAW_STEPS: &[Step] = &[
         1800,
     ),
     TIMED_SYNC,
+    fs_cpu_since!("DOM0_CPU", "GUEST_CPU"),
     last("poweroff"),
 ];
 
 /// One run in the Linux domU: dom0 formats the (unmounted) disk, the domU mounts it
 /// and runs the report's commands; busybox has no `time`, so dd and sync are timed
 /// with /proc/uptime (10 ms steps) in one command line; then dom0 checks the disk.
-/// `DD_S_<n>`, `SYNC_S_<n>`, `FSCK_<n>`, `SIZE_<n>` are the run's figures.
+/// `DD_S_<n>`, `SYNC_S_<n>`, `DOM0_CPU_<n>`, `GUEST_CPU_<n>`, `FSCK_<n>`, `SIZE_<n>`
+/// are the run's figures.
 macro_rules! linux_fs_run {
     ($dev:literal, $n:literal) => {
         [
@@ -153,6 +185,7 @@ macro_rules! linux_fs_run {
                 &[concat!("^", $dev, " on /mnt type ext4")],
                 120,
             ),
+            FS_CPU_MARK,
             cmd_cap(
                 concat!(
                     "a=$(cut -d' ' -f1 /proc/uptime); ",
@@ -167,6 +200,7 @@ macro_rules! linux_fs_run {
                 ],
                 3600,
             ),
+            fs_cpu_since!(concat!("DOM0_CPU_", $n), concat!("GUEST_CPU_", $n)),
             cmd("umount /mnt", &[], 300),
             bench_fs_check!(concat!("FSCK_", $n), concat!("SIZE_", $n)),
         ]
@@ -1252,11 +1286,12 @@ mod fs_tests {
             .flat_map(|st| st.capture.iter().map(|c| c.0))
             .collect();
         for n in 1..=3 {
-            for v in ["DD_S_", "SYNC_S_", "FSCK_"] {
+            for v in ["DD_S_", "SYNC_S_", "DOM0_CPU_", "GUEST_CPU_", "FSCK_"] {
                 assert!(caps.contains(&format!("{v}{n}").as_str()), "{v}{n}");
             }
         }
-        let dd = s.steps[2].send;
+        // mkfs, mount, the CPU mark, then the timed dd + sync
+        let dd = s.steps[3].send;
         assert!(dd.contains(
             r#"awk '{printf "timed by /proc/uptime: dd %.2f s, sync %.2f s\n", $2 - $1, $3 - $2}'"#
         ));
