@@ -107,6 +107,8 @@ pub(crate) struct FakeXen {
     pub(crate) script: RefCell<Vec<&'static str>>,
     /// XenStore reads.
     pub(crate) reads: Cell<u32>,
+    /// XenStore writes.
+    pub(crate) xs_writes: Cell<u32>,
     /// Waits on a watch.
     pub(crate) watch_waits: Cell<u32>,
     /// Plain waits ([`XenPlatform::wait`]).
@@ -465,6 +467,7 @@ impl XenPlatform for &FakeXen {
     }
     fn xs_write(&self, path: &str, value: &str) -> Result<(), XsError> {
         let path = &self.norm(path);
+        self.xs_writes.set(self.xs_writes.get() + 1);
         self.xs_check(path)?;
         let own_state = path.strip_suffix("/state") == Some(self.frontend.as_str());
         let be_state = format!("{}/state", self.backend);

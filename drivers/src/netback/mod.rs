@@ -37,7 +37,9 @@
 //!   ([`TX_BUDGET`] packets from the client, [`RX_BUDGET`] to it), and returns true
 //!   when it stopped at a bound with work left, so call it again soon: the frontend
 //!   sends no event for work already published. [`Netback::service`] does that
-//!   and says whether the vif needs another turn at once (requests left in the
+//!   (one event to the frontend at its end, for both rings, when it asked for one;
+//!   [`Netback::service_quiet`] leaves it owed for the next `service` of the same
+//!   turn, [`Netback::flush_notify`]) and says whether the vif needs another turn at once (requests left in the
 //!   ring, frames received and not yet taken): a data plane that then sleeps until
 //!   the next event can wait forever (a client sending TCP in 64 KiB GSO packets
 //!   fills the received queue's byte bound in 8 packets and stops when its ring is
@@ -264,6 +266,9 @@ struct Conn {
     /// A packet taken off the TX ring that waits for its transmit credit (`rate`):
     /// not copied, not answered; the requests after it stay in the ring.
     held: Option<tx::Packet>,
+    /// Responses were published on either ring that the frontend asked an event
+    /// for, and none was sent yet ([`Netback::flush_notify`]).
+    owed: bool,
 }
 
 /// One vif served to a frontend in another domain.
@@ -392,14 +397,63 @@ impl<P: XenBackend> Netback<P> {
     }
 
     /// Services both rings, a bounded batch each, and notifies the frontend as the
-    /// ring protocol asks. True when work is left (a bound was hit): call it again.
+    /// ring protocol asks (once for both). True when work is left (a bound was hit):
+    /// call it again.
     pub fn poll(&mut self) -> bool {
+        let more = self.poll_rings();
+        self.flush_notify();
+        more
+    }
+
+    /// Both rings' batches, their last copies in one grant-copy call; the event the
+    /// frontend asked for is owed, not sent.
+    fn poll_rings(&mut self) -> bool {
         if !self.is_connected() {
             return false;
         }
-        let tx_more = self.poll_tx();
-        let rx_more = self.poll_rx();
+        let (tx_more, tx) = self.gather_tx();
+        let (rx_more, rx) = self.gather_rx();
+        self.flush(tx, rx);
         self.is_connected() && (tx_more || rx_more)
+    }
+
+    /// Copies what was gathered, the client's packets out and frames to it in, in
+    /// one grant-copy call (none when there is nothing to copy), then answers both
+    /// rings' slots (the event the frontend asks for owed).
+    fn flush(&mut self, tx: tx::TxBatch, rx: rx::RxBatch) {
+        if tx.0.is_empty() && rx.0.is_empty() {
+            return;
+        }
+        let statuses = {
+            let Netback {
+                platform,
+                conn,
+                fe_id,
+                stats,
+                ..
+            } = self;
+            let Some(conn) = conn.as_ref() else { return };
+            tx::copy_batch(
+                platform,
+                *fe_id,
+                [(&conn.tx_staging, &tx.1), (&conn.rx_staging, &rx.1)],
+                stats,
+            )
+        };
+        let (tx_status, rx_status) = statuses.split_at(tx.1.len().min(statuses.len()));
+        self.finish_tx(tx.0, tx_status);
+        self.finish_rx(rx.0, rx_status);
+    }
+
+    /// Sends the frontend the event it asked for, if one is owed: responses
+    /// published since the last ([`Netback::service_quiet`] leaves it owed).
+    pub fn flush_notify(&mut self) {
+        if let Some(c) = self.conn.as_mut() {
+            if core::mem::take(&mut c.owed) {
+                self.platform.notify(c.port);
+                self.stats.notifies += 1;
+            }
+        }
     }
 
     /// One turn of the integrator's data plane on this vif: [`Netback::poll`] again
@@ -409,12 +463,25 @@ impl<P: XenBackend> Netback<P> {
     /// them sends no event for them, and stops sending once its ring is full) or
     /// frames taken and not yet received ([`Netback::recv`]: the client waits for
     /// what they carry). A data plane that sleeps until the next event while this is
-    /// true can wait forever: run its turn again at once.
+    /// true can wait forever: run its turn again at once. One event to the frontend
+    /// at the end, for both rings and every poll, when it asked for one.
     pub fn service(&mut self) -> bool {
+        let more = self.service_quiet();
+        self.flush_notify();
+        more
+    }
+
+    /// [`Netback::service`] without the event at the end: it stays owed, for the
+    /// next [`Netback::service`] (or [`Netback::flush_notify`]) to send with its
+    /// own. A data plane that takes the clients' packets, routes, then hands the
+    /// clients what came of them in the same turn sends one event, not two (the
+    /// kernel's `poll_stack` does). Never let an owed event wait for a later turn:
+    /// the frontend waits for it.
+    pub fn service_quiet(&mut self) -> bool {
         let mut polls = 1;
-        let mut more = self.poll();
+        let mut more = self.poll_rings();
         while more && polls < SERVICE_POLLS {
-            more = self.poll();
+            more = self.poll_rings();
             polls += 1;
         }
         self.is_connected() && (more || !self.received.is_empty())

@@ -2,13 +2,13 @@
 //! the next poll into our staging pages and from there, with batched grant copies,
 //! into the buffers the client posted; every buffer answered.
 
-use super::tx::{copy_batch, publish, split, Op};
+use super::tx::{publish, split, Op};
 use super::{
     ring_error, Netback, NetbackError, RxChecksum, RX_BUDGET, RX_STAGING_PAGES, SMALL_FRAME,
     TO_CLIENT_MAX, TO_CLIENT_MAX_BYTES, TO_CLIENT_SMALL_RESERVE,
 };
 use crate::netif::{self, RxResponse, RX_ENTRY_BYTES};
-use crate::platform::{CopyDir, XenBackend};
+use crate::platform::XenBackend;
 use alloc::vec::Vec;
 use xenlet_xen::shared::PAGE_BYTES;
 
@@ -28,6 +28,9 @@ impl Outgoing {
     }
 }
 
+/// Frames gathered for a copy to the client, and their copy ops.
+pub(super) type RxBatch = (Vec<Pending>, Vec<Op>);
+
 /// A buffer the client posted, as a frame uses it.
 #[derive(Clone, Copy)]
 enum Slot {
@@ -38,7 +41,7 @@ enum Slot {
 }
 
 /// A frame waiting for its batch's copy: the client's buffers it takes.
-struct Pending {
+pub(super) struct Pending {
     slots: Vec<Slot>,
     csum: RxChecksum,
     ops: core::ops::Range<usize>,
@@ -181,9 +184,10 @@ impl<P: XenBackend> Netback<P> {
         Ok(())
     }
 
-    /// Hands up to [`RX_BUDGET`] queued frames to the client; true if frames are
-    /// left that buffers are posted for.
-    pub(super) fn poll_rx(&mut self) -> bool {
+    /// Hands up to [`RX_BUDGET`] queued frames to the client: whether frames are
+    /// left that buffers are posted for, and the last batch, whose copy is still to
+    /// be made ([`Netback::flush`], with the client's packets').
+    pub(super) fn gather_rx(&mut self) -> (bool, RxBatch) {
         let staging_bytes = RX_STAGING_PAGES * PAGE_BYTES;
         let mut batch: Vec<Pending> = Vec::new();
         let mut ops: Vec<Op> = Vec::new();
@@ -199,7 +203,7 @@ impl<P: XenBackend> Netback<P> {
                 break;
             };
             let Some(conn) = self.conn.as_mut() else {
-                return false;
+                return (false, RxBatch::default());
             };
             let avail = match conn.rx.unconsumed() {
                 Ok(n) if n >= need => n,
@@ -209,12 +213,12 @@ impl<P: XenBackend> Netback<P> {
                     Ok(_) => conn.rx.unconsumed().unwrap_or(0),
                     Err(e) => {
                         self.fail(ring_error("rx", e));
-                        return false;
+                        return (false, RxBatch::default());
                     }
                 },
                 Err(e) => {
                     self.fail(ring_error("rx", e));
-                    return false;
+                    return (false, RxBatch::default());
                 }
             };
             if avail < need {
@@ -222,7 +226,8 @@ impl<P: XenBackend> Netback<P> {
                 break;
             }
             if cursor + len > staging_bytes {
-                self.flush_rx(core::mem::take(&mut batch), core::mem::take(&mut ops));
+                let full = (core::mem::take(&mut batch), core::mem::take(&mut ops));
+                self.flush(Default::default(), full);
                 cursor = 0;
             }
             let Some(out) = self.to_client.pop_front() else {
@@ -230,7 +235,7 @@ impl<P: XenBackend> Netback<P> {
             };
             self.to_client_bytes -= len;
             let Some(conn) = self.conn.as_mut() else {
-                return false;
+                return (false, RxBatch::default());
             };
             conn.rx_staging.mem().write_bytes(cursor, &out.frame);
             let first = ops.len();
@@ -242,7 +247,7 @@ impl<P: XenBackend> Netback<P> {
                     Ok(true) => {}
                     Ok(false) | Err(_) => {
                         self.fail("rx ring: buffers vanished".into());
-                        return false;
+                        return (false, RxBatch::default());
                     }
                 }
                 let (id, gref) = netif::decode_rx_request(&raw);
@@ -270,35 +275,23 @@ impl<P: XenBackend> Netback<P> {
             self.stats.tx_slots += u64::from(need);
         }
         self.stats.tx_batches += u64::from(done > 0);
-        self.flush_rx(batch, ops);
-        done >= RX_BUDGET && !self.to_client.is_empty()
+        let more = done >= RX_BUDGET && !self.to_client.is_empty();
+        (more, (batch, ops))
     }
 
-    /// Copies a batch into the client's buffers (one grant-copy call) and answers
-    /// every buffer.
-    fn flush_rx(&mut self, batch: Vec<Pending>, ops: Vec<Op>) {
+    /// After a batch's copy into the client's buffers (`statuses`: its ops'):
+    /// answers every buffer.
+    pub(super) fn finish_rx(&mut self, batch: Vec<Pending>, statuses: &[i16]) {
         if batch.is_empty() {
             return;
         }
-        let Netback {
-            platform,
-            conn,
-            fe_id,
-            stats,
-            ..
-        } = self;
+        let Netback { conn, stats, .. } = self;
         let Some(conn) = conn.as_mut() else { return };
-        let statuses = copy_batch(
-            platform,
-            &conn.rx_staging,
-            *fe_id,
-            CopyDir::ToRemote,
-            &ops,
-            stats,
-        );
         let mut broken = None;
         for p in batch {
-            let ok = statuses[p.ops.clone()].iter().all(|&s| s == 0);
+            let ok = statuses
+                .get(p.ops.clone())
+                .is_some_and(|s| s.iter().all(|&s| s == 0));
             let data = |s: &Slot| match *s {
                 Slot::Data(_, n) => usize::from(n),
                 Slot::Extra(..) => 0,
@@ -356,10 +349,8 @@ impl<P: XenBackend> Netback<P> {
             }
         }
         publish(
-            platform,
             &mut conn.rx,
-            conn.port,
-            &mut stats.notifies,
+            &mut conn.owed,
             [&mut stats.tx_notify_sent, &mut stats.tx_notify_suppressed],
         );
         if let Some(why) = broken {

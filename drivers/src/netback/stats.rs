@@ -39,11 +39,15 @@ pub struct NetbackStats {
     pub tx_dropped: u64,
     /// Frames whose copy into the client's buffers failed (answered with an error).
     pub tx_errors: u64,
-    /// Grant-copy hypercalls made (batches).
+    /// Grant-copy hypercalls made (batches: a poll's last copies of both rings go
+    /// in one).
     pub copy_batches: u64,
     /// Grant-copy operations they carried (one per slot and page touched).
     pub copy_ops: u64,
-    /// Notifications sent to the frontend.
+    /// Notifications sent to the frontend (at most one a [`Netback::service`] for
+    /// both rings, however many publishes asked for it).
+    ///
+    /// [`Netback::service`]: super::Netback::service
     pub notifies: u64,
     /// Event-channel events on the vif's port (since it was bound).
     pub events: u64,
@@ -57,7 +61,8 @@ pub struct NetbackStats {
     pub rx_slots: u64,
     /// Turns that stopped at the budget.
     pub rx_budget_stops: u64,
-    /// Publishes of TX responses (the client's sends answered) that notified it.
+    /// Publishes of TX responses (the client's sends answered) that it asked an
+    /// event for (sent with the other ring's, `notifies`).
     pub rx_notify_sent: u64,
     /// ... that did not (its `rsp_event` asked for none).
     pub rx_notify_suppressed: u64,
@@ -71,7 +76,7 @@ pub struct NetbackStats {
     pub tx_slots: u64,
     /// Turns that stopped because the client had posted too few buffers.
     pub tx_no_buffers: u64,
-    /// Publishes of RX responses that notified it.
+    /// Publishes of RX responses that it asked an event for.
     pub tx_notify_sent: u64,
     /// ... that did not.
     pub tx_notify_suppressed: u64,

@@ -1714,4 +1714,5 @@ fn a_linux_client_sending_64k_gso_packets_is_never_left_waiting() {
 }
 
 mod guard;
+mod hypercalls;
 mod stats;

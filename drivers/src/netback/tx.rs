@@ -7,13 +7,15 @@ use super::{
     ring_error, ClientFrame, Conn, Netback, NetbackStats, RxChecksum, FATAL_SLOTS, MAX_EXTRAS,
     MAX_SLOTS, RECEIVED_MAX, RECEIVED_MAX_BYTES, TX_BUDGET, TX_STAGING_PAGES,
 };
+
+/// The client's packets gathered for a copy, and their copy ops.
+pub(super) type TxBatch = (Vec<Pending>, Vec<Op>);
 use crate::netif::{self, TX_ENTRY_BYTES};
 use crate::platform::{CopyDir, CopyOp, DmaPages, XenBackend};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
-use xenlet_xen::evtchn::Port;
 use xenlet_xen::ring::BackRing;
 use xenlet_xen::shared::PAGE_BYTES;
 
@@ -158,7 +160,7 @@ fn take_packet(ring: &mut BackRing) -> Take {
 
 /// A packet waiting for its batch's copy: where its bytes go in the staging pages and
 /// which ops are its own.
-struct Pending {
+pub(super) struct Pending {
     packet: Packet,
     at: usize,
     ops: core::ops::Range<usize>,
@@ -194,39 +196,38 @@ pub(super) fn split(ops_out: &mut Vec<Op>, at: usize, gref: u32, remote: u16, le
     }
 }
 
-/// Publishes the responses queued on `ring` (some are), notifying the frontend on
-/// `port` when it asks for it: counted in `notifies` and in `sent`, or in
-/// `suppressed` when it does not.
-pub(super) fn publish<P: XenBackend>(
-    platform: &P,
-    ring: &mut BackRing,
-    port: Port,
-    notifies: &mut u64,
-    [sent, suppressed]: [&mut u64; 2],
-) {
+/// Publishes the responses queued on `ring` (some are) and says whether the
+/// frontend asked for an event (`RING_PUSH_RESPONSES_AND_CHECK_NOTIFY`): it is then
+/// owed one (`owed`; sent once for both rings, [`Netback::flush_notify`]), counted in
+/// `sent`, else in `suppressed`.
+pub(super) fn publish(ring: &mut BackRing, owed: &mut bool, [sent, suppressed]: [&mut u64; 2]) {
     if ring.push_responses_and_check_notify() {
-        platform.notify(port);
-        *notifies += 1;
+        *owed = true;
         *sent += 1;
     } else {
         *suppressed += 1;
     }
 }
 
-/// Grant-copies `ops` between `staging` and domain `domid`'s grants in `dir`, in one
-/// hypercall (counted in `copy_batches`, the ops in `copy_ops`); returns each op's
-/// status, in order.
+/// Grant-copies in one hypercall (counted in `copy_batches`, the ops in
+/// `copy_ops`; none when there is nothing to copy): `from` from domain `domid`'s
+/// grants into `from_staging`, and `to` from `to_staging` into its grants (the
+/// client's packets out and frames to it in, both rings' in one call, as the copies
+/// of a wakeup go in one `GNTTABOP_copy` in Linux's netback); returns each op's
+/// status, `from`'s then `to`'s, in order.
 pub(super) fn copy_batch<P: XenBackend>(
     platform: &P,
-    staging: &DmaPages,
     domid: u16,
-    dir: CopyDir,
-    ops: &[Op],
+    [(from_staging, from), (to_staging, to)]: [(&DmaPages, &[Op]); 2],
     stats: &mut NetbackStats,
 ) -> Vec<i16> {
-    let mut copies: Vec<CopyOp<'_>> = ops
-        .iter()
-        .map(|o| CopyOp {
+    fn side<'a>(
+        staging: &'a DmaPages,
+        domid: u16,
+        ops: &'a [Op],
+        dir: CopyDir,
+    ) -> impl Iterator<Item = CopyOp<'a>> + 'a {
+        ops.iter().map(move |o| CopyOp {
             local: staging,
             page: o.page,
             offset: o.offset,
@@ -237,6 +238,9 @@ pub(super) fn copy_batch<P: XenBackend>(
             dir,
             status: -1,
         })
+    }
+    let mut copies: Vec<CopyOp<'_>> = side(from_staging, domid, from, CopyDir::FromRemote)
+        .chain(side(to_staging, domid, to, CopyDir::ToRemote))
         .collect();
     if !copies.is_empty() {
         platform.grant_copy(&mut copies);
@@ -281,9 +285,10 @@ impl<P: XenBackend> Netback<P> {
         self.received.len()
     }
 
-    /// Takes up to [`TX_BUDGET`] packets from the client's TX ring; true if
-    /// requests are left.
-    pub(super) fn poll_tx(&mut self) -> bool {
+    /// Takes up to [`TX_BUDGET`] packets from the client's TX ring: whether
+    /// requests are left, and the last batch, whose copy is still to be made
+    /// ([`Netback::flush`], with the frames to the client's).
+    pub(super) fn gather_tx(&mut self) -> (bool, TxBatch) {
         let staging_bytes = TX_STAGING_PAGES * PAGE_BYTES;
         let mut batch: Vec<Pending> = Vec::new();
         let mut ops: Vec<Op> = Vec::new();
@@ -301,7 +306,7 @@ impl<P: XenBackend> Netback<P> {
                 break;
             }
             let Some(conn) = self.conn.as_mut() else {
-                return false;
+                return (false, TxBatch::default());
             };
             let packet = match conn.held.take() {
                 Some(p) => p,
@@ -309,7 +314,7 @@ impl<P: XenBackend> Netback<P> {
                     Take::Empty => break,
                     Take::Fatal(why) => {
                         self.fail(why);
-                        return false;
+                        return (false, TxBatch::default());
                     }
                     Take::Packet(p) => {
                         self.stats.rx_taken += 1;
@@ -341,10 +346,11 @@ impl<P: XenBackend> Netback<P> {
                 continue;
             }
             if cursor + packet.total > staging_bytes {
-                self.flush_tx(core::mem::take(&mut batch), core::mem::take(&mut ops));
+                let full = (core::mem::take(&mut batch), core::mem::take(&mut ops));
+                self.flush(full, Default::default());
                 cursor = 0;
                 if self.conn.as_ref().is_none_or(|c| c.tx.is_broken()) {
-                    return false;
+                    return (false, TxBatch::default());
                 }
             }
             let first = ops.len();
@@ -360,35 +366,33 @@ impl<P: XenBackend> Netback<P> {
             });
             cursor = at;
         }
-        self.flush_tx(batch, ops);
         self.stats.rx_batches += u64::from(taken > 0);
+        let gathered = (batch, ops);
         let Some(conn) = self.conn.as_mut() else {
-            return false;
+            return (false, TxBatch::default());
         };
         if conn.tx.is_broken() || limited {
             // a packet waits for its credit: the integrator polls at
             // `rate_wakeup_ns`, events meanwhile find it still waiting
-            return false;
+            return (false, gathered);
         }
         match conn.tx.final_check_for_requests() {
-            Ok(more) => more,
+            Ok(more) => (more, gathered),
             Err(e) => {
                 self.fail(ring_error("tx", e));
-                false
+                (false, TxBatch::default())
             }
         }
     }
 
-    /// Copies a batch out (one grant-copy call), queues the good frames and answers
-    /// every slot.
-    fn flush_tx(&mut self, batch: Vec<Pending>, ops: Vec<Op>) {
+    /// After a batch's copy (`statuses`: its ops'): queues the good frames and
+    /// answers every slot.
+    pub(super) fn finish_tx(&mut self, batch: Vec<Pending>, statuses: &[i16]) {
         if batch.is_empty() {
             return;
         }
         let Netback {
-            platform,
             conn,
-            fe_id,
             received,
             received_bytes,
             stats,
@@ -397,20 +401,15 @@ impl<P: XenBackend> Netback<P> {
             ..
         } = self;
         let Some(conn) = conn.as_mut() else { return };
-        let statuses = copy_batch(
-            platform,
-            &conn.tx_staging,
-            *fe_id,
-            CopyDir::FromRemote,
-            &ops,
-            stats,
-        );
         let mut broken = None;
         for p in batch {
             let status = if p.packet.drop.is_some() {
                 stats.rx_dropped += 1;
                 netif::RSP_ERROR
-            } else if statuses[p.ops.clone()].iter().any(|&s| s != 0) {
+            } else if statuses
+                .get(p.ops.clone())
+                .is_none_or(|s| s.iter().any(|&s| s != 0))
+            {
                 stats.rx_errors += 1;
                 netif::RSP_ERROR
             } else {
@@ -444,10 +443,8 @@ impl<P: XenBackend> Netback<P> {
             answer(conn, &p.packet, status, &mut broken);
         }
         publish(
-            platform,
             &mut conn.tx,
-            conn.port,
-            &mut stats.notifies,
+            &mut conn.owed,
             [&mut stats.rx_notify_sent, &mut stats.rx_notify_suppressed],
         );
         if let Some(why) = broken {

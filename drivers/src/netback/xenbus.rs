@@ -306,6 +306,7 @@ impl<P: XenBackend> Netback<P> {
                     tx_staging,
                     rx_staging,
                     held: None,
+                    owed: false,
                 });
                 self.broken = None;
                 self.credit = None;
