@@ -444,7 +444,10 @@ pub fn arm_timer(deadline: crate::time::clock::Instant) -> bool {
     let Some(sys) = crate::time::clock::to_system_time(deadline) else {
         return false;
     };
-    hypercall::set_singleshot_timer(0, sys).is_ok()
+    super::traps::timed(super::traps::Trap::Timer, || {
+        hypercall::set_singleshot_timer(0, sys)
+    })
+    .is_ok()
 }
 
 /// vCPU 0's runstate times from Xen: (running, runnable, blocked, offline) in ns.

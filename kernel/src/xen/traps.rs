@@ -1,5 +1,5 @@
-//! The traps to Xen the data plane makes per batch, counted and timed: on the
-//! nested test bed (Xen under QEMU TCG) each is a costly VM exit. `xen` prints them
+//! The traps to Xen the data plane makes per batch or per wakeup, counted and
+//! timed: on the nested test bed (Xen under QEMU TCG) each is a costly VM exit. `xen` prints them
 //! beside the parts of the network polls (`dev::netcost`); compare two `xen`s
 //! around some traffic to see how much of the clients' part they are.
 
@@ -13,13 +13,16 @@ pub enum Trap {
     /// `EVTCHNOP_send`, any port's (netback's and netfront's notifies, blkfront's,
     /// the console's).
     Notify = 1,
+    /// `VCPUOP_set_singleshot_timer`: the idle path arms the one-shot timer at each
+    /// halt that has a deadline.
+    Timer = 2,
 }
 
 /// The traps' names, in [`Trap`] order.
-pub const NAMES: [&str; 2] = ["grant copies", "event-channel sends"];
+pub const NAMES: [&str; 3] = ["grant copies", "event-channel sends", "timer settings"];
 
-static CALLS: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
-static NS: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+static CALLS: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+static NS: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
 /// Grant-copy ops the [`Trap::GrantCopy`] calls carried.
 static COPY_OPS: AtomicU64 = AtomicU64::new(0);
 
@@ -41,7 +44,7 @@ pub fn count_copy_ops(n: usize) {
 
 /// (calls, nanoseconds) of each trap in [`NAMES`] order, and the grant-copy ops,
 /// since boot.
-pub fn totals() -> ([(u64, u64); 2], u64) {
+pub fn totals() -> ([(u64, u64); 3], u64) {
     (
         core::array::from_fn(|i| {
             (
