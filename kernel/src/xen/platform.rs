@@ -289,6 +289,7 @@ pub fn resume() -> Result<Resumed, XenInitError> {
     *SCAN.lock() = PendingScan::new();
     set_callback(x.callback)?;
     x.shared_info.set_upcall_mask(0, false);
+    forget_timer();
     let _ = hypercall::stop_periodic_timer(0);
     let timer_port = hypercall::evtchn_bind_virq(VIRQ_TIMER, 0).ok().map(|p| {
         let port = Port(p);
@@ -433,9 +434,17 @@ pub fn timer_events() -> u64 {
     TIMER_EVENTS.load(Ordering::Relaxed)
 }
 
+/// The Xen system time vCPU 0's one-shot timer was last set for ([`NOT_ARMED`]:
+/// none, or not known to be pending), and the `VIRQ_TIMER` events served then.
+static ARMED_AT: AtomicU64 = AtomicU64::new(NOT_ARMED);
+static ARMED_EVENTS: AtomicU64 = AtomicU64::new(0);
+const NOT_ARMED: u64 = u64::MAX;
+
 /// Arms vCPU 0's one-shot timer for `deadline`; false when there is no bound
 /// `VIRQ_TIMER`, no upcall to deliver it, no pvclock to convert the time, or Xen
-/// refused.
+/// refused. A timer already set for that very time and not fired yet (no
+/// `VIRQ_TIMER` served since) is left as it is: one hypercall fewer at each halt
+/// of a data plane whose deadline stays put (a costly trap on the nested test bed).
 pub fn arm_timer(deadline: crate::time::clock::Instant) -> bool {
     let Some(x) = XEN.get() else { return false };
     if timer_port().is_none() || x.callback == CallbackMode::Polled {
@@ -444,10 +453,27 @@ pub fn arm_timer(deadline: crate::time::clock::Instant) -> bool {
     let Some(sys) = crate::time::clock::to_system_time(deadline) else {
         return false;
     };
-    super::traps::timed(super::traps::Trap::Timer, || {
+    let events = TIMER_EVENTS.load(Ordering::SeqCst);
+    if ARMED_AT.load(Ordering::SeqCst) == sys && ARMED_EVENTS.load(Ordering::SeqCst) == events {
+        return true;
+    }
+    let ok = super::traps::timed(super::traps::Trap::Timer, || {
         hypercall::set_singleshot_timer(0, sys)
     })
-    .is_ok()
+    .is_ok();
+    // Unknown after a failure; an interrupt between the two stores can only make
+    // the next call set the timer again.
+    ARMED_AT.store(NOT_ARMED, Ordering::SeqCst);
+    if ok {
+        ARMED_EVENTS.store(events, Ordering::SeqCst);
+        ARMED_AT.store(sys, Ordering::SeqCst);
+    }
+    ok
+}
+
+/// Forgets the one-shot timer set (a new domain after a restore has none).
+fn forget_timer() {
+    ARMED_AT.store(NOT_ARMED, Ordering::SeqCst);
 }
 
 /// vCPU 0's runstate times from Xen: (running, runnable, blocked, offline) in ns.

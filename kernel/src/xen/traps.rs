@@ -13,8 +13,8 @@ pub enum Trap {
     /// `EVTCHNOP_send`, any port's (netback's and netfront's notifies, blkfront's,
     /// the console's).
     Notify = 1,
-    /// `VCPUOP_set_singleshot_timer`: the idle path arms the one-shot timer at each
-    /// halt that has a deadline.
+    /// `VCPUOP_set_singleshot_timer`: the idle path arms the one-shot timer at a
+    /// halt that has a deadline (not when that very deadline is set already).
     Timer = 2,
 }
 
