@@ -24,6 +24,8 @@ thread_local! {
     static LIMIT: Cell<isize> = const { Cell::new(isize::MAX) };
     /// Allocations refused on this thread.
     static REFUSED: Cell<usize> = const { Cell::new(0) };
+    /// Allocations and reallocations this thread asked for (refused or not).
+    static CALLS: Cell<usize> = const { Cell::new(0) };
 }
 
 fn signed(n: usize) -> isize {
@@ -31,6 +33,7 @@ fn signed(n: usize) -> isize {
 }
 
 fn admit(n: usize) -> bool {
+    let _ = CALLS.try_with(|c| c.set(c.get() + 1));
     // `try_with`: a thread being torn down has no counters; let it through.
     let ok = LIVE
         .try_with(|l| {
@@ -86,6 +89,9 @@ unsafe impl GlobalAlloc for Counting {
         add(-signed(l.size()));
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        if new <= l.size() {
+            let _ = CALLS.try_with(|c| c.set(c.get() + 1));
+        }
         if new > l.size() && !admit(new - l.size()) {
             return std::ptr::null_mut();
         }
@@ -97,6 +103,12 @@ unsafe impl GlobalAlloc for Counting {
         }
         q
     }
+}
+
+/// Allocations (and reallocations) this thread asked for so far: what a test of
+/// a per-packet path counts between two points.
+pub fn allocations() -> usize {
+    CALLS.with(Cell::get)
 }
 
 /// This thread's live heap bytes (relative to an arbitrary start).
