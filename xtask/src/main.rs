@@ -203,7 +203,8 @@ fn setup_task() -> Result<()> {
 /// e2fsck repairs it, synced data whole), `router-reattach` a router's vif detached
 /// and attached again, `suspend-router` a router saved, restored, checkpointed and
 /// migrated with a TCP connection through it, `router-netback` the router as a driver
-/// domain serving two Linux client domUs' vifs itself. Scenarios
+/// domain serving two Linux client domUs' vifs itself, `router-zones` its clients in
+/// two zones (OpenWrt's guest network set with uci: the firewall between them holds). Scenarios
 /// that boot the disk image meet the nested-SVM flake (about one boot in four), so
 /// CI keeps to one of them; `cargo xtask testbed run all` runs everything.
 const XEN_TEST_SCENARIOS: &[&str] = &[
@@ -222,6 +223,7 @@ const XEN_TEST_SCENARIOS: &[&str] = &[
     "router-small",
     "router-reattach",
     "router-netback",
+    "router-zones",
     "suspend-router",
     "fs-fault-pvh",
     "triple-pvh",

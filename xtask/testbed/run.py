@@ -293,7 +293,8 @@ def initrd_with_fs():
 # (`vif = [ 'backend=ROUTER' ]`: the router runs netback): netfront up, a DHCP lease
 # from the router, a ping through it to the WAN host, each reported on the console
 # (dom0 reads /var/log/xen/console/guest-NAME.log), then pings every 2 s for ever
-# ("CLIENT: ping ok N") so a scenario sees the path keep working. With `client_bench`
+# ("CLIENT: ping ok N") so a scenario sees the path keep working. `client_probe=A,B`
+# pings each address once first ("CLIENT: probe A ok|lost"). With `client_bench`
 # on its command line it first runs iperf3 (10 s: with the one nested CPU shared by
 # three domains a round trip takes tens of ms, and 3 s were mostly the start and slow
 # start) to the WAN host both ways, 1 and 4 streams ("CLIENT: iperf3 ARGS: <receiver
@@ -323,6 +324,11 @@ counters() {
 delta() {
     echo "$1 $2" | awk '{n = NF / 2; for (i = 1; i <= n; i++) printf "%s%d", (i > 1 ? " " : ""), $(i + n) - $i}'
 }
+# `client_probe=A,B`: one ping to each address, said ("CLIENT: probe A ok|lost"): what
+# a firewall between zones lets through
+for a in $(tr ' ' '\\n' </proc/cmdline | sed -n 's/^client_probe=//p' | tr ',' ' '); do
+    if ping -c 1 -W 3 "$a" >/dev/null 2>&1; then echo "CLIENT: probe $a ok"; else echo "CLIENT: probe $a lost"; fi
+done
 if grep -q client_bench /proc/cmdline; then
     mkdir -p /tmp
     echo "CLIENT: clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"

@@ -76,6 +76,7 @@ pub const EXTRA: &[Scenario] = &[
     router::ROUTER_REATTACH,
     router::ROUTER_NETBACK,
     router::ROUTER_FAIRNESS,
+    router::ROUTER_ZONES,
     router::SUSPEND_ROUTER_LINUX,
     router::ROUTER_XENLET,
     router::ROUTER_IPV6,

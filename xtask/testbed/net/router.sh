@@ -72,7 +72,8 @@ mkns() {
 }
 
 up() {
-    if ip link show brlan >/dev/null 2>&1 || ip link show vlan1 >/dev/null 2>&1 \
+    if ip link show brlan >/dev/null 2>&1 || ip link show brguest >/dev/null 2>&1 \
+        || ip link show vlan1 >/dev/null 2>&1 \
         || [ -e /var/run/netns/lan1 ]; then
         echo "router.sh up: an earlier topology is still here; taking it down first"
         down
@@ -87,6 +88,11 @@ up() {
     ip addr add 10.77.0.1/24 dev brwan
     ip link set brlan up
     ip link set brwan up
+    # brguest: nothing of dom0's on it; a router's third vif (router-zones: OpenWrt's
+    # guest network, whose clients the router serves itself)
+    ip link add brguest type bridge
+    echo 1 >/proc/sys/net/ipv6/conf/brguest/disable_ipv6
+    ip link set brguest up
 
     mkns lan1 brlan vlan1
     mkns lan2 brlan vlan2
@@ -266,7 +272,7 @@ down() {
     # the dom0 ends of the veths too: a namespace still held by a process outlives
     # `ip netns del` with its veth, and the next `up` found vlan1 there (`bench router`
     # after a router domain crashed)
-    for l in vlan1 vlan2 vwan vrl vrw vdl vdw brlan brwan; do
+    for l in vlan1 vlan2 vwan vrl vrw vdl vdw brlan brwan brguest; do
         ip link del "$l" 2>/dev/null
     done
     echo "topology router: down"

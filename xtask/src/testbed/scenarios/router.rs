@@ -125,6 +125,25 @@ pub const ROUTER_NETBACK: Scenario = Scenario {
     ..XENLET_ROUTER
 };
 
+pub const ROUTER_ZONES: Scenario = Scenario {
+    name: "router-zones",
+    about: "driver domain, a zone per client network: OpenWrt's guest network (br-guest on a third vif, its own zone: input and forward REJECT, DHCP and DNS allowed, forwarding to wan only) set with uci; after a reboot a client served on br-guest gets its lease there and reaches the WAN, and cannot reach lan1, the router's LAN address or the client on br-lan, nor lan1 it; the br-lan client still reaches lan1",
+    config: xl_config!(pvh {
+        memory: 32,
+        kernel: "@FILES@/xenlet.elf",
+        disk: ["@DISK@,raw,xvda,w"],
+        vif: [
+            "bridge=brlan,mac=00:16:3e:01:00:02",
+            "bridge=brwan,mac=00:16:3e:77:00:02",
+            "bridge=brguest,mac=00:16:3e:02:00:02"
+        ],
+    } on_reboot: "preserve"),
+    boot_expect: XENLET_ROUTER_UP,
+    steps: ROUTER_ZONES_STEPS,
+    budget_s: 900,
+    ..XENLET_ROUTER
+};
+
 pub const ROUTER_FAIRNESS: Scenario = Scenario {
     name: "router-fairness",
     about: "two Linux PVH client domUs served by the Xenlet router (netback): client 1's TCP to wan idle, while client 2 only spins, and while client 2's pktgen floods the router's address at 1,000 datagrams a second; xen between the phases (where the router's time goes); the figures reported (issue 33's goal, flooded at least half of idle, is not met on the bed)",
@@ -625,13 +644,17 @@ const ROUTER_BUSY_STEPS: &[Step] = steps![
 
 /// A client domU `$NAME-cN` (Linux PVH, `CLIENT_INIT` of run.py: a lease, then a ping
 /// to the WAN host every 2 s) whose vif the router serves: `backend=$NAME`, joining
-/// the router's `br-lan`; `$extra` goes on its kernel's command line (`client_check`:
-/// IPv6 and TCP both ways first, see run.py).
+/// the router's `br-lan` (or `$bridge`); `$extra` goes on its kernel's command line
+/// (`client_check`: IPv6 and TCP both ways first; `client_probe=A,B`: one ping to
+/// each, see run.py).
 macro_rules! create_client {
     ($n:literal, $mac:literal) => {
         create_client!($n, $mac, "")
     };
     ($n:literal, $mac:literal, $extra:literal) => {
+        create_client!($n, $mac, $extra, "br-lan")
+    };
+    ($n:literal, $mac:literal, $extra:literal, $bridge:literal) => {
         dom0(
             concat!(
                 "rm -f /var/log/xen/console/guest-$NAME-c",
@@ -644,7 +667,9 @@ macro_rules! create_client {
                 "'extra=\"console=hvc0 loglevel=4",
                 $extra,
                 "\"' ",
-                "'vif=[\"backend='$NAME',bridge=br-lan,mac=",
+                "'vif=[\"backend='$NAME',bridge=",
+                $bridge,
+                ",mac=",
                 $mac,
                 "\"]' >/tmp/client",
                 $n,
@@ -670,9 +695,13 @@ macro_rules! create_client {
     };
 }
 
-/// Waits for client `cN`'s lease and first ping through the router (its console log).
+/// Waits for client `cN`'s lease (in br-lan's 192.168.1.0/24, or `$net`'s /24 from
+/// its `.1`) and first ping through the router (its console log).
 macro_rules! client_up {
     ($n:literal, $after:literal) => {
+        client_up!($n, $after, r"192\.168\.1")
+    };
+    ($n:literal, $after:literal, $net:literal) => {
         dom0_cap(
             concat!(
                 "log=/var/log/xen/console/guest-$NAME-c",
@@ -686,10 +715,13 @@ macro_rules! client_up {
             ),
             &[
                 concat!(r"^CLIENT: up .*mac 00:16:3e:0c:00:0", $n, "$"),
-                r"^CLIENT: lease 192\.168\.1\.\d+/24 via 192\.168\.1\.1$",
+                concat!(r"^CLIENT: lease ", $net, r"\.\d+/24 via ", $net, r"\.1$"),
                 r"^CLIENT: ping ok \d+$",
             ],
-            &[(concat!("C", $n), r"^CLIENT: lease (192\.168\.1\.\d+)/24")],
+            &[(
+                concat!("C", $n),
+                concat!(r"^CLIENT: lease (", $net, r"\.\d+)/24"),
+            )],
             150,
         )
     };
@@ -733,6 +765,117 @@ const ROUTER_FAIRNESS_STEPS: &[Step] = steps![
     cmd("xen", &[XEN_POLLS], 30),
     dom0("$NET/fairness.sh ${C1} ${C2} $NAME-c2 report", &[], 30),
     cmd("ip -s link", &[r"IcmpRateLimited [1-9]\d{3,}"], 30),
+    last("poweroff"),
+];
+
+/// OpenWrt's guest network on the router's third vif (eth2), as its guides set one up:
+/// a bridge `br-guest`, the interface `guest` (192.168.2.1/24) with a DHCP pool, and
+/// a zone of its own that rejects input and forwarding, allows DHCP and DNS to the
+/// router and forwards to wan only (no forwarding to or from lan); then a reboot, as
+/// OpenWrt's `network restart` (Xenlet applies new interfaces at boot). Client 1 is
+/// on br-lan, client 2 on br-guest; client 2 probes lan1, the router's LAN address
+/// and client 1 once each (`client_probe`), all refused, while its pings to the WAN
+/// host pass; lan1 cannot reach client 2 either, and still reaches client 1.
+const ROUTER_ZONES_STEPS: &[Step] = steps![
+    ..ROUTER_WAN_LEASE,
+    LAN1_BY_DHCP,
+    cmd("uci set network.guest_dev=device", &[], 30),
+    cmd("uci set network.guest_dev.name=br-guest", &[], 30),
+    cmd("uci set network.guest_dev.type=bridge", &[], 30),
+    cmd("uci add_list network.guest_dev.ports=eth2", &[], 30),
+    cmd("uci set network.guest=interface", &[], 30),
+    cmd("uci set network.guest.device=br-guest", &[], 30),
+    cmd("uci set network.guest.proto=static", &[], 30),
+    cmd("uci set network.guest.ipaddr=192.168.2.1", &[], 30),
+    cmd("uci set network.guest.netmask=255.255.255.0", &[], 30),
+    cmd("uci set dhcp.guest=dhcp", &[], 30),
+    cmd("uci set dhcp.guest.interface=guest", &[], 30),
+    cmd("uci set dhcp.guest.start=100", &[], 30),
+    cmd("uci set dhcp.guest.limit=50", &[], 30),
+    cmd("uci set dhcp.guest.leasetime=1h", &[], 30),
+    cmd("uci set firewall.guest=zone", &[], 30),
+    cmd("uci set firewall.guest.name=guest", &[], 30),
+    cmd("uci add_list firewall.guest.network=guest", &[], 30),
+    cmd("uci set firewall.guest.input=REJECT", &[], 30),
+    cmd("uci set firewall.guest.output=ACCEPT", &[], 30),
+    cmd("uci set firewall.guest.forward=REJECT", &[], 30),
+    cmd("uci set firewall.guest_wan=forwarding", &[], 30),
+    cmd("uci set firewall.guest_wan.src=guest", &[], 30),
+    cmd("uci set firewall.guest_wan.dest=wan", &[], 30),
+    cmd("uci set firewall.guest_dhcp=rule", &[], 30),
+    cmd("uci set firewall.guest_dhcp.name=Allow-DHCP-Guest", &[], 30),
+    cmd("uci set firewall.guest_dhcp.src=guest", &[], 30),
+    cmd("uci set firewall.guest_dhcp.proto=udp", &[], 30),
+    cmd("uci set firewall.guest_dhcp.dest_port=67", &[], 30),
+    cmd("uci set firewall.guest_dhcp.family=ipv4", &[], 30),
+    cmd("uci set firewall.guest_dhcp.target=ACCEPT", &[], 30),
+    cmd("uci set firewall.guest_dns=rule", &[], 30),
+    cmd("uci set firewall.guest_dns.name=Allow-DNS-Guest", &[], 30),
+    cmd("uci set firewall.guest_dns.src=guest", &[], 30),
+    cmd("uci set firewall.guest_dns.proto=udp", &[], 30),
+    cmd("uci set firewall.guest_dns.dest_port=53", &[], 30),
+    cmd("uci set firewall.guest_dns.target=ACCEPT", &[], 30),
+    cmd("uci commit", &[], 60),
+    cmd("uci show firewall.guest", &[r"^firewall\.guest=zone$"], 30),
+    cmd("sync", &[], 60),
+    until_gone("poweroff", &[r"^\(domain gone "], 60),
+    restart(
+        120,
+        &[r"^net: router: forwarding between eth0, eth1 masq mtu_fix, eth2 \(conntrack max \d+\)$"],
+    ),
+    ..ROUTER_WAN_LEASE,
+    cmd("ip addr show eth2", &[r"^    inet 192\.168\.2\.1/24 "], 30),
+    create_client!("1", "00:16:3e:0c:00:01"),
+    client_up!("1", "0"),
+    create_client!(
+        "2",
+        "00:16:3e:0c:00:02",
+        " client_probe=10.77.0.10,${LAN1},192.168.1.1,${C1},192.168.2.1",
+        "br-guest"
+    ),
+    client_up!("2", "0", r"192\.168\.2"),
+    // what client 2's probes met: the WAN host reached (the path works), lan1, the
+    // router's LAN address and client 1 refused by the guest zone; the router's own
+    // guest address too (input REJECT, ping is not among the allowed)
+    dom0(
+        "grep -a 'CLIENT: probe' /var/log/xen/console/guest-$NAME-c2.log | tr -d '\\r'",
+        &[
+            r"^CLIENT: probe 10\.77\.0\.10 ok$",
+            r"^CLIENT: probe ${LAN1} lost$",
+            r"^CLIENT: probe 192\.168\.1\.1 lost$",
+            r"^CLIENT: probe ${C1} lost$",
+            r"^CLIENT: probe 192\.168\.2\.1 lost$",
+        ],
+        30,
+    ),
+    ns(
+        "lan1",
+        "ping -c 2 -W 2 ${C2}; true",
+        &[r"^2 packets transmitted, 0 received"],
+        30,
+    ),
+    ns(
+        "lan1",
+        "ping -c 2 -W 3 ${C1}",
+        &[r"^2 packets transmitted, 2 received"],
+        30,
+    ),
+    cmd(
+        "ip link",
+        &[
+            r"vif\d+\.0: .*master br-lan",
+            r"vif\d+\.0: .*master br-guest"
+        ],
+        30,
+    ),
+    cmd(
+        "leases",
+        &[
+            r"00:16:3e:0c:00:01",
+            r"192\.168\.2\.\d+.*00:16:3e:0c:00:02|00:16:3e:0c:00:02.*192\.168\.2\.\d+",
+        ],
+        30,
+    ),
     last("poweroff"),
 ];
 
