@@ -63,14 +63,6 @@ const SEED_ROWS: &[FsRow] = &[
 /// cache holds most of the file: its dd then fills memory more than the disk.)
 const SEED_COUNT: u64 = 131072;
 
-/// The raw row's dd once before the measured runs, its figures unused: a session's
-/// first 2 GiB writes are slow whichever row makes them (2026-12-07: the raw row's
-/// first run 30.1 s, dom0 26.5 CPU s, its others 15.5-18.4 s; in an A/B session that
-/// began with it, 28.3 s, dom0 25.4 s, against 15.0-19.8 s after; on 2026-12-06 the
-/// file row's first run 20.6 s against 13.8 and 16.1), which weighed on the rows
-/// that went first.
-const WARMUP: &str = "bench-fs-warmup";
-
 /// Runs of a Linux row (one boot), and of every row of `seed`.
 const LINUX_RUNS: usize = 3;
 
@@ -185,13 +177,12 @@ impl Plan {
     }
 }
 
-/// The session's scenarios: a warm-up run that counts for no row ([`WARMUP`]), the
-/// Xenlet rows' runs one after the other, the Linux domU (three runs in one boot)
-/// after the first, the emulated-IDE one after the second.
+/// The session's scenarios: the Xenlet rows' runs one after the other, the Linux domU
+/// (three runs in one boot) after the first, the emulated-IDE one after the second.
 fn plan(rows: Vec<FsRow>, runs: usize, count: u64) -> Plan {
     let ide = rows.iter().any(|r| r.1 == "bench-fs-linux-ide");
     let linux = rows.iter().any(|r| r.1 == "bench-fs-linux");
-    let mut names: Vec<String> = vec![WARMUP.to_string()];
+    let mut names: Vec<String> = Vec::new();
     for i in 1..=runs {
         names.extend(rows.iter().filter(|r| !r.2).map(|r| format!("{}-{i}", r.1)));
         if i == 1 && linux {
@@ -787,11 +778,10 @@ mod tests {
             .filter(|r| r.1 != "bench-fs-linux-ide" && r.1 != "bench-fs-hvm")
             .collect();
         let p = plan(rows, FS_MAX_RUNS, 131072);
-        assert_eq!(p.names.len(), 1 + 3 * 5 + 1);
+        assert_eq!(p.names.len(), 3 * 5 + 1);
         assert_eq!(
-            &p.names[..6],
+            &p.names[..5],
             [
-                "bench-fs-warmup",
                 "bench-fs-pvh-1",
                 "bench-fs-raw-1",
                 "bench-fs-nojournal-1",
@@ -811,7 +801,6 @@ mod tests {
         assert_eq!(
             p.names,
             [
-                "bench-fs-warmup",
                 "bench-fs-hvm-1",
                 "bench-fs-pvh-1",
                 "bench-fs-linux",

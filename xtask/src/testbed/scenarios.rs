@@ -98,7 +98,6 @@ pub const EXTRA: &[Scenario] = &[
     renamed(&bench::BENCH_FS_PVH, "bench-fs-pvh-3"),
     renamed(&bench::BENCH_FS_PVH, "bench-fs-pvh-4"),
     renamed(&bench::BENCH_FS_PVH, "bench-fs-pvh-5"),
-    renamed(&bench::BENCH_FS_RAW, "bench-fs-warmup"),
     renamed(&bench::BENCH_FS_RAW, "bench-fs-raw-1"),
     renamed(&bench::BENCH_FS_RAW, "bench-fs-raw-2"),
     renamed(&bench::BENCH_FS_RAW, "bench-fs-raw-3"),
