@@ -204,7 +204,8 @@ fn setup_task() -> Result<()> {
 /// and attached again, `suspend-router` a router saved, restored, checkpointed and
 /// migrated with a TCP connection through it, `router-netback` the router as a driver
 /// domain serving two Linux client domUs' vifs itself, `router-zones` its clients in
-/// two zones (OpenWrt's guest network set with uci: the firewall between them holds). Scenarios
+/// two zones (OpenWrt's guest network set with uci: the firewall between them holds),
+/// `router-clients` eight clients served by a router in 32 MiB. Scenarios
 /// that boot the disk image meet the nested-SVM flake (about one boot in four), so
 /// CI keeps to one of them; `cargo xtask testbed run all` runs everything.
 const XEN_TEST_SCENARIOS: &[&str] = &[
@@ -224,6 +225,7 @@ const XEN_TEST_SCENARIOS: &[&str] = &[
     "router-reattach",
     "router-netback",
     "router-zones",
+    "router-clients",
     "suspend-router",
     "fs-fault-pvh",
     "triple-pvh",
