@@ -1873,20 +1873,25 @@ mod tests {
 
     /// OpenWrt's default firewall file (the image's), lan = eth0, wan = eth1.
     fn default_firewall() -> Ruleset {
-        let text = include_str!("../../xtask/rootfs/etc/config/firewall");
-        let n = |network: &str, id, device: &str| crate::fwconfig::NetworkIface {
-            network: network.into(),
-            ifc: IfId(id),
-            device: device.into(),
-        };
-        let ifaces = [
-            n("lan", 0, "eth0"),
-            n("wan", 1, "eth1"),
-            n("wan6", 1, "eth1"),
-        ];
-        let (c, warnings) = crate::fwconfig::compile_text(text, &ifaces).unwrap();
+        let (c, warnings) = compile_image_firewall("");
         assert!(warnings.is_empty(), "{warnings:?}");
         c.ruleset
+    }
+
+    /// The image's firewall file followed by `extra`, compiled for lan = eth0,
+    /// wan = wan6 = eth1.
+    fn compile_image_firewall(extra: &str) -> (crate::fwconfig::Compiled, Vec<String>) {
+        let text = alloc::format!(
+            "{}{extra}",
+            include_str!("../../xtask/rootfs/etc/config/firewall")
+        );
+        let n = crate::fwconfig::NetworkIface::new;
+        let ifaces = [
+            n("lan", IfId(0), "eth0"),
+            n("wan", IfId(1), "eth1"),
+            n("wan6", IfId(1), "eth1"),
+        ];
+        crate::fwconfig::compile_text(&text, &ifaces).unwrap()
     }
 
     fn recv_within(
@@ -1945,23 +1950,11 @@ mod tests {
     ) {
         use smoltcp::socket::tcp;
         let mut n = net();
-        let text = alloc::format!(
-            "{}\nconfig redirect\n\toption name 'ssh-router'\n\toption src 'wan'\n\t\
+        let (c, _) = compile_image_firewall(
+            "\nconfig redirect\n\toption name 'ssh-router'\n\toption src 'wan'\n\t\
              option proto 'tcp'\n\toption src_dport '8022'\n\toption dest_ip '192.168.1.1'\n\t\
              option dest_port '22'\n",
-            include_str!("../../xtask/rootfs/etc/config/firewall")
         );
-        let n_ = |network: &str, id, device: &str| crate::fwconfig::NetworkIface {
-            network: network.into(),
-            ifc: IfId(id),
-            device: device.into(),
-        };
-        let ifaces = [
-            n_("lan", 0, "eth0"),
-            n_("wan", 1, "eth1"),
-            n_("wan6", 1, "eth1"),
-        ];
-        let (c, _) = crate::fwconfig::compile_text(&text, &ifaces).unwrap();
         n.gw.reload_firewall(c.ruleset).unwrap();
         let sock = || crate::testnet::tcp_socket(4096);
         // The router's service on port 22 (its stack listens per interface).

@@ -39,15 +39,10 @@ const ACK: u8 = 0x10;
 const RST: u8 = 0x04;
 
 fn ifaces() -> Vec<NetworkIface> {
-    let n = |network: &str, ifc, device: &str| NetworkIface {
-        network: network.into(),
-        ifc,
-        device: device.into(),
-    };
     vec![
-        n("lan", LAN, "eth0"),
-        n("wan", WAN, "eth1"),
-        n("wan6", WAN, "eth1"),
+        NetworkIface::new("lan", LAN, "eth0"),
+        NetworkIface::new("wan", WAN, "eth1"),
+        NetworkIface::new("wan6", WAN, "eth1"),
     ]
 }
 
