@@ -376,35 +376,41 @@ impl Bench {
 
     /// A segment of flow `f` from the LAN host, acknowledging `ack`.
     fn lan_seg(&self, f: usize, flags: u8, options: &[u8], payload: usize, ack: u32) -> Vec<u8> {
-        let fl = &self.flows[f];
-        frame(&Seg {
-            src_mac: LAN_HOST_MAC,
-            dst_mac: LAN_ROUTER_MAC,
-            src: LAN_HOST,
-            dst: WAN_HOST,
-            sport: fl.sport,
-            dport: DPORT,
-            seq: fl.seq,
-            ack,
-            flags,
-            window: 0xffff,
-            options,
-            payload,
-            blank: self.blank && payload > 0,
-        })
+        self.seg(true, f, flags, options, payload, ack)
     }
 
     /// A segment of flow `f` from the WAN host, acknowledging `ack`.
     fn wan_seg(&self, f: usize, flags: u8, options: &[u8], payload: usize, ack: u32) -> Vec<u8> {
+        self.seg(false, f, flags, options, payload, ack)
+    }
+
+    /// A segment of flow `f` from the LAN host (`from_lan`) to the WAN host through
+    /// the router, or from the WAN host to the router's masqueraded port.
+    fn seg(
+        &self,
+        from_lan: bool,
+        f: usize,
+        flags: u8,
+        options: &[u8],
+        payload: usize,
+        ack: u32,
+    ) -> Vec<u8> {
         let fl = &self.flows[f];
+        let ((src_mac, src, sport, seq), (dst_mac, dst, dport)) = if from_lan {
+            let to = (LAN_ROUTER_MAC, WAN_HOST, DPORT);
+            ((LAN_HOST_MAC, LAN_HOST, fl.sport, fl.seq), to)
+        } else {
+            let to = (WAN_ROUTER_MAC, WAN_ROUTER, fl.nat_port);
+            ((WAN_HOST_MAC, WAN_HOST, DPORT, fl.peer_seq), to)
+        };
         frame(&Seg {
-            src_mac: WAN_HOST_MAC,
-            dst_mac: WAN_ROUTER_MAC,
-            src: WAN_HOST,
-            dst: WAN_ROUTER,
-            sport: DPORT,
-            dport: fl.nat_port,
-            seq: fl.peer_seq,
+            src_mac,
+            dst_mac,
+            src,
+            dst,
+            sport,
+            dport,
+            seq,
             ack,
             flags,
             window: 0xffff,
