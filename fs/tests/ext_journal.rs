@@ -27,9 +27,7 @@ fn dumpe2fs(img: &std::path::Path) -> String {
 #[test]
 fn ext4_mount_journals_and_unmount_clears_recovery() {
     for bs in [1024, 4096] {
-        let t = TempDir::new("extj");
-        let img = t.path().join("img");
-        mkfs(&img, "ext4", bs, "16M", None, &[]);
+        let (_t, img) = fresh_image("extj", "ext4", bs, "16M");
         let mut fs = mount(&img);
         assert!(fs.journalled(), "{:?}", fs.crash_stats());
         let root = fs.root();
@@ -71,9 +69,7 @@ fn ext4_mount_journals_and_unmount_clears_recovery() {
 
 #[test]
 fn ext2_takes_the_ordered_path() {
-    let t = TempDir::new("extj");
-    let img = t.path().join("img");
-    mkfs(&img, "ext2", 1024, "8M", None, &[]);
+    let (_t, img) = fresh_image("extj", "ext2", 1024, "8M");
     let mut fs = mount(&img);
     assert!(!fs.journalled());
     let root = fs.root();
@@ -93,9 +89,7 @@ fn ext2_takes_the_ordered_path() {
 #[test]
 fn ext4_tiny_journal_falls_back_to_ordered_writes() {
     use std::os::unix::fs::FileExt;
-    let t = TempDir::new("extj");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "8M", None, &[]);
+    let (_t, img) = fresh_image("extj", "ext4", 1024, "8M");
     let map = {
         let out = String::from_utf8(debugfs(&img, "bmap <8> 0")).unwrap();
         out.trim().parse::<u64>().unwrap()
@@ -140,9 +134,7 @@ fn ext4_tiny_journal_falls_back_to_ordered_writes() {
 
 #[test]
 fn a_journal_that_cannot_be_written_makes_the_mount_read_only_and_says_why() {
-    let t = TempDir::new("extj-bad");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "16M", None, &[]);
+    let (_t, img) = fresh_image("extj-bad", "ext4", 1024, "16M");
     // jbd2 v1 checksums (COMPAT_CHECKSUM) in the journal's superblock: readable,
     // not something Xenlet writes
     let out = std::process::Command::new(tool("debugfs"))
@@ -278,9 +270,7 @@ fn journals_it_cannot_write_are_refused_with_the_reason() {
 /// and the data in place.
 #[test]
 fn operations_larger_than_the_log_commit_in_steps() {
-    let t = TempDir::new("extj-split");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "64M", None, &[]);
+    let (_t, img) = fresh_image("extj-split", "ext4", 1024, "64M");
     // The journal superblock's length cut to 12 blocks (csum v3 is on: sealed again).
     shrink_journal(&img, 12);
     let data = Rng(40).bytes(40 << 20);

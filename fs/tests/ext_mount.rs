@@ -30,9 +30,7 @@ fn state(img: &std::path::Path) -> String {
 
 #[test]
 fn feature_policy() {
-    let t = TempDir::new("features");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 4096, "16M", None, &[]);
+    let (_t, img) = fresh_image("features", "ext4", 4096, "16M");
     // Clean flag: cleared while mounted read-write, set again at unmount.
     let mut fs = mount(&img);
     assert!(state(&img).contains("not clean"), "{}", state(&img));
@@ -91,9 +89,7 @@ fn ea_inode_feature_refuses_the_mount() {
 
 #[test]
 fn bad_superblock_checksum_refuses_mount() {
-    let t = TempDir::new("sbcsum");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "8M", None, &[]);
+    let (_t, img) = fresh_image("sbcsum", "ext4", 1024, "8M");
     let f = std::fs::OpenOptions::new().write(true).open(&img).unwrap();
     f.write_all_at(b"\x55", 1024 + 0x78).unwrap(); // volume name: only the checksum catches it
     match Ext::mount(FileDisk::open(&img), opts()) {
@@ -186,9 +182,7 @@ fn bitmap_block(img: &std::path::Path, key: &str) -> u64 {
 #[test]
 fn bad_bitmap_checksum_is_corrupt() {
     for (key, inode) in [("Block bitmap at ", false), ("Inode bitmap at ", true)] {
-        let t = TempDir::new("bitmap");
-        let img = t.path().join("img");
-        mkfs(&img, "ext4", 1024, "8M", None, &[]);
+        let (_t, img) = fresh_image("bitmap", "ext4", 1024, "8M");
         let blk = bitmap_block(&img, key);
         let f = std::fs::OpenOptions::new()
             .read(true)
@@ -227,9 +221,7 @@ fn state_features(img: &std::path::Path) -> String {
 /// checksum (the one `dumpe2fs -h` shows) beside the computed one.
 #[test]
 fn bad_superblock_checksum_names_both_checksums() {
-    let t = TempDir::new("sbcsum");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 4096, "16M", None, &[]);
+    let (_t, img) = fresh_image("sbcsum", "ext4", 4096, "16M");
     let out = std::process::Command::new(tool("dumpe2fs"))
         .arg("-h")
         .arg(&img)
@@ -271,9 +263,7 @@ fn group_descriptors_over_the_metadata_or_outside_their_group_refuse_the_mount()
         ),
         ("inode_bitmap", 300, "is outside its group"),
     ] {
-        let t = TempDir::new("gdcheck");
-        let img = t.path().join("img");
-        mkfs(&img, "ext2", 1024, "16M", None, &[]);
+        let (_t, img) = fresh_image("gdcheck", "ext2", 1024, "16M");
         let out = std::process::Command::new(tool("debugfs"))
             .args(["-w", "-R", &format!("set_bg 1 {field} {block}")])
             .arg(&img)

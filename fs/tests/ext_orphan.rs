@@ -147,9 +147,7 @@ fn unlinked_open_file_on_orphan_list_is_freed_at_mount_ext2() {
 #[test]
 fn orphan_chain_frees_one_and_finishes_the_truncate_of_the_other() {
     for kind in ["ext4", "ext2"] {
-        let t = TempDir::new(&format!("orphan-chain-{kind}"));
-        let img = t.path().join("img");
-        mkfs(&img, kind, 1024, "64M", None, &[]);
+        let (t, img) = fresh_image(&format!("orphan-chain-{kind}"), kind, 1024, "64M");
         let before = free_counts(&img);
         let (a, _) = add_file(&img, &t, "a", 250_000, 7);
         let (b, bdata) = add_file(&img, &t, "b", 200_000, 9);
@@ -289,9 +287,7 @@ fn hostile_orphan_lists_stop_and_mark_the_filesystem_with_errors() {
 /// freed, and the walk stops where b would come round again.
 #[test]
 fn a_cycle_after_a_tail_is_found_where_it_closes() {
-    let t = TempDir::new("orphan-tail-cycle");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "64M", None, &[]);
+    let (t, img) = fresh_image("orphan-tail-cycle", "ext4", 1024, "64M");
     let inos: Vec<u32> = ["a", "b", "c", "d"]
         .iter()
         .enumerate()
@@ -415,9 +411,7 @@ fn orphan_file_feature_is_left_alone_and_orphan_present_mounts_read_only() {
 #[test]
 fn crash_during_orphan_cleanup_is_finished_by_the_next_mount() {
     for kind in ["ext4", "ext2"] {
-        let t = TempDir::new(&format!("orphan-crash-{kind}"));
-        let img = t.path().join("img");
-        mkfs(&img, kind, 1024, "16M", None, &[]);
+        let (t, img) = fresh_image(&format!("orphan-crash-{kind}"), kind, 1024, "16M");
         let before = free_counts(&img);
         let (a, _) = add_file(&img, &t, "a", 150_000, 5);
         let (b, _) = add_file(&img, &t, "b", 100_000, 6);

@@ -66,9 +66,7 @@ fn run(kind: &str, bs: u32, size: &str, ops: usize, seed: u64, fill: bool) {
 
 fn run_one(kind: &str, bs: u32, size: &str, ops: usize, seed: u64, fill: bool) -> u32 {
     let tiny_cache = seed.is_multiple_of(2);
-    let t = TempDir::new(&format!("random-{kind}-{bs}-{size}"));
-    let img = t.path().join("img");
-    mkfs(&img, kind, bs, size, None, &[]);
+    let (_t, img) = fresh_image(&format!("random-{kind}-{bs}-{size}"), kind, bs, size);
     let mut r = Rng(seed);
     let mut m = Model::new();
     let mut fs = mount(&img);

@@ -210,9 +210,7 @@ fn workload_ext2_4k() {
 /// the tree must grow (depth 2 with 1 KiB blocks) and shrink again on truncate.
 #[test]
 fn extent_tree_grows_and_shrinks() {
-    let t = TempDir::new("deep-extents");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "32M", None, &[]);
+    let (_t, img) = fresh_image("deep-extents", "ext4", 1024, "32M");
     let mut r = Rng(99);
     let n = 400;
     let (da, db) = (r.bytes(n * 1024), r.bytes(n * 1024));
@@ -256,9 +254,7 @@ fn extent_tree_grows_and_shrinks() {
 #[test]
 fn enospc_is_clean() {
     for kind in ["ext4", "ext2"] {
-        let t = TempDir::new("enospc");
-        let img = t.path().join("img");
-        mkfs(&img, kind, 1024, "8M", None, &[]);
+        let (_t, img) = fresh_image("enospc", kind, 1024, "8M");
         let mut written = Vec::new();
         {
             let mut fs = mount(&img);
@@ -308,9 +304,7 @@ fn enospc_is_clean() {
 
 #[test]
 fn read_only_mount_refuses_writes_and_leaves_image_alone() {
-    let t = TempDir::new("ro");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 4096, "16M", None, &[]);
+    let (_t, img) = fresh_image("ro", "ext4", 4096, "16M");
     let before = std::fs::read(&img).unwrap();
     let mut disk = FileDisk::open(&img);
     disk.read_only = true;
@@ -354,9 +348,7 @@ fn move_indexed_directory() {
 /// still read as zeros.
 #[test]
 fn write_into_uninitialised_extents() {
-    let t = TempDir::new("uninit-extents");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 4096, "16M", None, &[]);
+    let (_t, img) = fresh_image("uninit-extents", "ext4", 4096, "16M");
     {
         let mut fs = mount(&img);
         let root = fs.root();
@@ -400,9 +392,7 @@ fn write_into_uninitialised_extents() {
 #[test]
 fn symlinks_and_hard_links() {
     for (kind, bs) in [("ext4", 1024u32), ("ext4", 4096), ("ext2", 1024)] {
-        let t = TempDir::new("links");
-        let img = t.path().join("img");
-        mkfs(&img, kind, bs, "16M", None, &[]);
+        let (_t, img) = fresh_image("links", kind, bs, "16M");
         let long = "b/".repeat(100) + "end";
         {
             let mut fs = mount(&img);
@@ -448,9 +438,7 @@ fn symlinks_and_hard_links() {
 /// A file over 2 GiB on an ext2 made without large_file turns the feature on.
 #[test]
 fn large_file_feature_is_set_when_needed() {
-    let t = TempDir::new("largefile");
-    let img = t.path().join("img");
-    mkfs(&img, "ext2", 4096, "32M", None, &[]);
+    let (_t, img) = fresh_image("largefile", "ext2", 4096, "32M");
     let out = std::process::Command::new(tool("debugfs"))
         .args(["-w", "-R", "feature -large_file"])
         .arg(&img)
@@ -474,9 +462,7 @@ fn large_file_feature_is_set_when_needed() {
 /// sync writes it all and the filesystem is consistent.
 #[test]
 fn write_errors_keep_data_for_a_retry() {
-    let t = TempDir::new("ioerr");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 4096, "64M", None, &[]);
+    let (_t, img) = fresh_image("ioerr", "ext4", 4096, "64M");
     let data = Rng(77).bytes(10 << 20);
     {
         let mut fs = Ext::mount(Counting::new(FileDisk::open(&img)), opts()).unwrap();
@@ -578,9 +564,7 @@ fn htree_inserts_keep_the_index() {
 #[test]
 fn buffered_data_keeps_its_reservation() {
     for kind in ["ext4", "ext2"] {
-        let t = TempDir::new("reserve");
-        let img = t.path().join("img");
-        mkfs(&img, kind, 1024, "4M", None, &[]);
+        let (_t, img) = fresh_image("reserve", kind, 1024, "4M");
         let mut fs = mount(&img);
         let root = fs.root();
         let f = fs.create(root, "fill", 0o644).unwrap();
@@ -616,9 +600,7 @@ fn buffered_data_keeps_its_reservation() {
 #[test]
 fn new_inodes_pass_through_a_small_inode_cache() {
     for kind in ["ext4", "ext2"] {
-        let t = TempDir::new(&format!("small-icache-{kind}"));
-        let img = t.path().join("img");
-        mkfs(&img, kind, 1024, "16M", None, &[]);
+        let (_t, img) = fresh_image(&format!("small-icache-{kind}"), kind, 1024, "16M");
         let mut fs = mount(&img);
         fs.set_cache_bytes(64 << 10);
         let mut r = Rng(0x1cac4e ^ kind.len() as u64);

@@ -303,6 +303,15 @@ impl Drop for TempDir {
     }
 }
 
+/// A new temp dir tagged `tag` holding `img`, a fresh filesystem [`mkfs`] makes
+/// (no source tree, no extra options); the image goes when the dir drops.
+pub fn fresh_image(tag: &str, kind: &str, block_size: u32, size: &str) -> (TempDir, PathBuf) {
+    let t = TempDir::new(tag);
+    let img = t.path().join("img");
+    mkfs(&img, kind, block_size, size, None, &[]);
+    (t, img)
+}
+
 /// Path of an e2fsprogs tool; panics (failing the test) if it is not installed.
 pub fn tool(name: &str) -> PathBuf {
     for d in ["/sbin", "/usr/sbin", "/usr/bin", "/bin"] {
