@@ -105,11 +105,7 @@ struct Outcome {
 /// Blocks holding metadata, found with dumpe2fs and debugfs.
 fn metadata_blocks(img: &Path, paths: &[&str]) -> Vec<u64> {
     let mut v = vec![1u64, 2]; // superblock and GDT (1 KiB blocks)
-    let d = std::process::Command::new(tool("dumpe2fs"))
-        .arg(img)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&d.stdout).into_owned();
+    let text = dumpe2fs(img, &[]);
     for line in text.lines() {
         for key in ["Block bitmap at ", "Inode bitmap at ", "Inode table at "] {
             if let Some(i) = line.find(key) {

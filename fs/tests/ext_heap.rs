@@ -521,15 +521,7 @@ fn an_orphan_whose_map_is_over_the_budget_stays_listed() {
     let mut fs = fs;
     fs.unmount().unwrap();
     drop(fs);
-    let h = String::from_utf8(
-        std::process::Command::new(tool("dumpe2fs"))
-            .arg("-h")
-            .arg(&img)
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let h = dumpe2fs_h(&img);
     assert!(
         h.contains(&format!("First orphan inode:       {ino}")),
         "{h}"

@@ -16,16 +16,7 @@ fn set_feature(img: &std::path::Path, f: &str) {
 }
 
 fn state(img: &std::path::Path) -> String {
-    let out = std::process::Command::new(tool("dumpe2fs"))
-        .arg("-h")
-        .arg(img)
-        .output()
-        .unwrap();
-    let s = String::from_utf8_lossy(&out.stdout).into_owned();
-    s.lines()
-        .find(|l| l.starts_with("Filesystem state:"))
-        .unwrap_or("")
-        .to_string()
+    dumpe2fs_h_line(img, "Filesystem state:")
 }
 
 #[test]
@@ -164,11 +155,7 @@ fn uninit_groups_with_garbage_inode_tables() {
 }
 
 fn bitmap_block(img: &std::path::Path, key: &str) -> u64 {
-    let out = std::process::Command::new(tool("dumpe2fs"))
-        .arg(img)
-        .output()
-        .unwrap();
-    let s = String::from_utf8_lossy(&out.stdout).into_owned();
+    let s = dumpe2fs(img, &[]);
     let i = s.find(key).unwrap() + key.len();
     s[i..]
         .chars()
@@ -205,16 +192,7 @@ fn bad_bitmap_checksum_is_corrupt() {
 }
 
 fn state_features(img: &std::path::Path) -> String {
-    let out = std::process::Command::new(tool("dumpe2fs"))
-        .arg("-h")
-        .arg(img)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find(|l| l.starts_with("Filesystem features"))
-        .unwrap_or("")
-        .to_string()
+    dumpe2fs_h_line(img, "Filesystem features")
 }
 
 /// A superblock whose checksum is wrong is refused, and the error names the stored
@@ -222,12 +200,7 @@ fn state_features(img: &std::path::Path) -> String {
 #[test]
 fn bad_superblock_checksum_names_both_checksums() {
     let (_t, img) = fresh_image("sbcsum", "ext4", 4096, "16M");
-    let out = std::process::Command::new(tool("dumpe2fs"))
-        .arg("-h")
-        .arg(&img)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = dumpe2fs_h(&img);
     let stored = text
         .lines()
         .find_map(|l| l.strip_prefix("Checksum:"))

@@ -13,15 +13,6 @@ use std::path::Path;
 use std::process::Command;
 use xenlet_fs::{Ext, FileSystem, FsError, MountOptions};
 
-fn dumpe2fs_h(img: &Path) -> String {
-    let out = Command::new(tool("dumpe2fs"))
-        .arg("-h")
-        .arg(img)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn field(h: &str, key: &str) -> Option<String> {
     h.lines()
         .find(|l| l.starts_with(key))

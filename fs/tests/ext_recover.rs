@@ -16,12 +16,7 @@ fn block_of(img: &std::path::Path, path: &str) -> u64 {
 }
 
 fn needs_recovery(img: &std::path::Path) -> bool {
-    let out = Command::new(tool("dumpe2fs"))
-        .arg("-h")
-        .arg(img)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).contains("needs_recovery")
+    dumpe2fs_h(img).contains("needs_recovery")
 }
 
 #[test]

@@ -398,6 +398,30 @@ pub fn debugfs_w(img: &Path, script: &str) {
     assert!(out.status.success(), "debugfs: {out:?}");
 }
 
+/// dumpe2fs's report on `img` (`args` before it: `-h` for the superblock alone).
+pub fn dumpe2fs(img: &Path, args: &[&str]) -> String {
+    let out = Command::new(tool("dumpe2fs"))
+        .args(args)
+        .arg(img)
+        .output()
+        .expect("run dumpe2fs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `dumpe2fs -h`: the superblock's fields.
+pub fn dumpe2fs_h(img: &Path) -> String {
+    dumpe2fs(img, &["-h"])
+}
+
+/// The line of `dumpe2fs -h` that starts with `key` ("" if none).
+pub fn dumpe2fs_h_line(img: &Path, key: &str) -> String {
+    dumpe2fs_h(img)
+        .lines()
+        .find(|l| l.starts_with(key))
+        .unwrap_or("")
+        .to_string()
+}
+
 /// Runs a debugfs request, returns stdout.
 pub fn debugfs(img: &Path, req: &str) -> Vec<u8> {
     let out = Command::new(tool("debugfs"))
