@@ -59,9 +59,7 @@ fn feature_policy() {
 /// refused, read-write and read-only alike.
 #[test]
 fn ea_inode_feature_refuses_the_mount() {
-    let t = TempDir::new("ea_inode");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "8M", None, &["-O", "ea_inode"]);
+    let (_t, img) = fresh_image_with("ea_inode", "ext4", 1024, "8M", &["-O", "ea_inode"]);
     assert!(state_features(&img).contains("ea_inode"));
     for read_only in [false, true] {
         match Ext::mount(

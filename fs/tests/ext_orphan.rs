@@ -370,9 +370,7 @@ fn read_only_mount_with_orphans_leaves_the_image_unchanged() {
 /// with entries (`orphan_present`) makes the mount read-only.
 #[test]
 fn orphan_file_feature_is_left_alone_and_orphan_present_mounts_read_only() {
-    let t = TempDir::new("orphan-file");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "64M", None, &["-O", "orphan_file"]);
+    let (_t, img) = fresh_image_with("orphan-file", "ext4", 1024, "64M", &["-O", "orphan_file"]);
     assert!(dumpe2fs_h(&img).contains("orphan_file"));
     let mut fs = mount_rw(&img);
     assert!(!fs.read_only());

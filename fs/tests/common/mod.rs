@@ -306,9 +306,20 @@ impl Drop for TempDir {
 /// A new temp dir tagged `tag` holding `img`, a fresh filesystem [`mkfs`] makes
 /// (no source tree, no extra options); the image goes when the dir drops.
 pub fn fresh_image(tag: &str, kind: &str, block_size: u32, size: &str) -> (TempDir, PathBuf) {
+    fresh_image_with(tag, kind, block_size, size, &[])
+}
+
+/// [`fresh_image`] with `extra` mke2fs options.
+pub fn fresh_image_with(
+    tag: &str,
+    kind: &str,
+    block_size: u32,
+    size: &str,
+    extra: &[&str],
+) -> (TempDir, PathBuf) {
     let t = TempDir::new(tag);
     let img = t.path().join("img");
-    mkfs(&img, kind, block_size, size, None, &[]);
+    mkfs(&img, kind, block_size, size, None, extra);
     (t, img)
 }
 
