@@ -131,8 +131,7 @@ fn indexed_directory_checksums_verify() {
     }
     fs.unlink(big, &name(3)).unwrap();
     assert_eq!(fs.stats.dx_csum_errors, 0);
-    fs.unmount().unwrap();
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
     let st = String::from_utf8_lossy(&debugfs(&img, "stat /big")).into_owned();
     assert!(st.contains("Flags: 0x81000"), "index dropped: {st}");
 }

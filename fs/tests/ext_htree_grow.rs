@@ -160,8 +160,7 @@ fn new_directory_is_indexed_past_one_block() {
         fs.create(d, &name(i), 0o644).unwrap();
         i += 1;
     }
-    fs.unmount().unwrap();
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
     assert_eq!(htree_levels(&img, "/d"), (0, 2));
     let mut fs = mount(&img);
     let d = resolve(&mut fs, "d").unwrap();

@@ -70,8 +70,7 @@ fn ext2_takes_the_ordered_path() {
     fs.fsync(ino).unwrap();
     let st = fs.crash_stats();
     assert_eq!((st.commits, st.ordered_syncs), (0, 1), "{st:?}");
-    fs.unmount().unwrap();
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
 }
 
 /// A journal whose superblock says it is 9 blocks long (the inode has more: e2fsck
@@ -115,8 +114,7 @@ fn ext4_tiny_journal_falls_back_to_ordered_writes() {
     assert!(st.commits > 5, "{st:?}");
     assert!(st.journal_wraps > 2, "{st:?}");
     assert!(st.oversized > 0, "{st:?}");
-    fs.unmount().unwrap();
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
     for i in 0..12u8 {
         for j in 0..3u8 {
             assert_eq!(debugfs(&img, &format!("cat /d{i}/f{j}")), vec![i + j; 3000]);

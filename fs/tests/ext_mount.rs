@@ -130,8 +130,7 @@ fn uninit_groups_with_garbage_inode_tables() {
         let big = fs.create(root, "big", 0o644).unwrap();
         let data = Rng(3).bytes(30 << 20);
         assert_eq!(fs.write(big, 0, &data).unwrap(), data.len());
-        fs.unmount().unwrap();
-        fsck_clean(&img);
+        unmount_clean(fs, &img);
         for (p, c) in names.iter().step_by(37) {
             assert_eq!(debugfs(&img, &format!("cat {p}")), c.as_bytes(), "{p}");
         }
@@ -147,8 +146,7 @@ fn uninit_groups_with_garbage_inode_tables() {
             fs.rmdir(root, &format!("d{d}")).unwrap();
         }
         fs.unlink(root, "big").unwrap();
-        fs.unmount().unwrap();
-        fsck_clean(&img);
+        unmount_clean(fs, &img);
     }
 }
 
@@ -285,8 +283,7 @@ fn immutable_and_append_only_files_refuse_what_linux_refuses() {
     fs.sync().unwrap();
     assert_eq!(read_all(&mut fs, ro), b"keep me");
     assert_eq!(read_all(&mut fs, log), b"line 1\nline 2\n");
-    fs.unmount().unwrap();
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
 }
 
 #[test]

@@ -42,8 +42,7 @@ fn roundtrip(kind: &str, bs: u32, size: &str, index: bool) {
     assert_eq!(fs.read(big, (1 << 20) + 12340, &mut b).unwrap(), 5);
     assert_eq!(fs.read(big, 1 << 30, &mut b).unwrap(), 0);
     assert_eq!(fs.write(big, 0, b"x"), Err(FsError::ReadOnly));
-    fs.unmount().unwrap();
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
 }
 
 #[test]

@@ -297,8 +297,7 @@ fn enospc_is_clean() {
         fs.unlink(root, "f0").unwrap();
         let ino = fs.create(root, "after", 0o644).unwrap();
         assert_eq!(fs.write(ino, 0, &[7u8; 100_000]).unwrap(), 100_000);
-        fs.unmount().unwrap();
-        fsck_clean(&img);
+        unmount_clean(fs, &img);
     }
 }
 
@@ -339,8 +338,7 @@ fn move_indexed_directory() {
     let moved = resolve(&mut fs, "other/moved").unwrap();
     assert_eq!(fs.lookup(moved, "..").unwrap(), other);
     assert_eq!(fs.stat(other).unwrap().nlink, 3);
-    fs.unmount().unwrap();
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
     assert_eq!(debugfs(&img, "cat /other/moved/some-file-name-321"), b"321");
 }
 
@@ -430,8 +428,7 @@ fn symlinks_and_hard_links() {
         fs.unlink(root, "short").unwrap();
         let d = resolve(&mut fs, "d").unwrap();
         fs.unlink(d, "again").unwrap();
-        fs.unmount().unwrap();
-        fsck_clean(&img);
+        unmount_clean(fs, &img);
     }
 }
 
@@ -588,8 +585,7 @@ fn buffered_data_keeps_its_reservation() {
         }
         assert!(made < 200, "{kind}");
         fs.sync().unwrap();
-        fs.unmount().unwrap();
-        fsck_clean(&img);
+        unmount_clean(fs, &img);
         assert!(debugfs(&img, "cat /fill") == data[..off], "{kind}");
     }
 }
