@@ -17,7 +17,7 @@ fn is_eio(r: &Result<(), FsError>) -> bool {
 }
 
 /// A mounted ext4 (in a temp dir tagged `tag`) with files "a" and "b" written and
-/// synced.
+/// synced, whose next device write will be lost ([`lose_next_write`]).
 fn setup(tag: &str) -> (TempDir, PathBuf, Fs, Ino, Ino) {
     let (t, img) = fresh_image(tag, "ext4", 1024, "16M");
     let mut fs: Fs = Ext::mount(Counting::new(FileDisk::open(&img)), opts()).unwrap();
@@ -27,6 +27,7 @@ fn setup(tag: &str) -> (TempDir, PathBuf, Fs, Ino, Ino) {
     fs.write(a, 0, &Rng(1).bytes(32 * 1024)).unwrap();
     fs.write(b, 0, &Rng(2).bytes(32 * 1024)).unwrap();
     fs.sync().unwrap();
+    lose_next_write(&mut fs);
     (t, img, fs, a, b)
 }
 
@@ -43,7 +44,6 @@ fn lose_next_write(fs: &mut Fs) {
 #[test]
 fn fsync_reports_a_lost_write_to_its_file_once_and_sync_to_its_caller_once() {
     let (_t, img, mut fs, a, b) = setup("errseq-fsync");
-    lose_next_write(&mut fs);
     fs.write(a, 32 * 1024, &Rng(3).bytes(16 * 1024)).unwrap();
     // Another file's fsync: its flush finds the loss, which is not b's.
     assert_eq!(fs.fsync(b), Ok(()), "b's fsync got a's error");
@@ -80,7 +80,6 @@ fn fsync_reports_a_lost_write_to_its_file_once_and_sync_to_its_caller_once() {
 #[test]
 fn umount_reports_an_error_no_sync_has_seen_once() {
     let (_t, img, mut fs, a, b) = setup("errseq-umount");
-    lose_next_write(&mut fs);
     fs.write(a, 0, &Rng(4).bytes(8 * 1024)).unwrap(); // a rewrite in place
     let r = fs.fsync(a);
     assert!(is_eio(&r), "fsync of a gave {r:?}");
@@ -105,7 +104,6 @@ fn umount_reports_an_error_no_sync_has_seen_once() {
 #[test]
 fn a_freed_inode_takes_its_error_with_it() {
     let (_t, img, mut fs, a, b) = setup("errseq-reuse");
-    lose_next_write(&mut fs);
     fs.write(a, 32 * 1024, &Rng(5).bytes(16 * 1024)).unwrap();
     assert_eq!(fs.fsync(b), Ok(()));
     let root = fs.root();
@@ -125,7 +123,6 @@ fn a_freed_inode_takes_its_error_with_it() {
 #[test]
 fn a_file_deleted_before_the_flush_leaves_its_error_to_sync_only() {
     let (_t, img, mut fs, a, _) = setup("errseq-reuse-early");
-    lose_next_write(&mut fs);
     // Large enough to go out with the write call (not held back).
     fs.set_cache_bytes(64 << 10);
     fs.write(a, 32 * 1024, &Rng(6).bytes(256 * 1024)).unwrap();
