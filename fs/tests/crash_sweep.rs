@@ -946,32 +946,38 @@ fn fault_sweep_with(
     );
 }
 
-/// A write lost and reported at the next flush (write-behind), at each write of the
-/// workload: a failed checkpoint aborts the journal (the committed transaction stays
-/// in the log for replay), any other failed commit aborts the running transaction.
-#[test]
-fn fault_sweep_ext4_lost_write() {
-    fault_sweep("ext4", 1024, "8M", Fault::LoseWrite, 150);
+/// One test per sweep: `name: (kind, block size, image size, fault, max points)`
+/// for [`fault_sweep`], each with its doc.
+macro_rules! fault_sweeps {
+    ($($(#[$doc:meta])* $name:ident: $args:expr,)*) => {$(
+        $(#[$doc])*
+        #[test]
+        fn $name() {
+            let (kind, bs, size, fault, max_points) = $args;
+            fault_sweep(kind, bs, size, fault, max_points);
+        }
+    )*};
 }
 
-/// A read error at each read of the workload (through a small cache, so operations
-/// read in their middle): an operation fails before it changes anything, or aborts.
-#[test]
-fn fault_sweep_ext4_read_error() {
-    fault_sweep("ext4", 1024, "8M", Fault::FailRead, 150);
-}
-
-/// The disk dies at each write of the workload (every write from there on lost):
-/// the abort cannot mark it, and `e2fsck -fy` still finds every synced file.
-#[test]
-fn fault_sweep_ext4_dead_disk() {
-    fault_sweep("ext4", 1024, "8M", Fault::DeadFrom, 50);
-}
-
-/// ext2 (no journal, ordered writes): a lost write at each write of the workload.
-#[test]
-fn fault_sweep_ext2_lost_write() {
-    fault_sweep("ext2", 1024, "8M", Fault::LoseWrite, 150);
+fault_sweeps! {
+    /// A write lost and reported at the next flush (write-behind), at each write of
+    /// the workload: a failed checkpoint aborts the journal (the committed
+    /// transaction stays in the log for replay), any other failed commit aborts the
+    /// running transaction.
+    fault_sweep_ext4_lost_write: ("ext4", 1024, "8M", Fault::LoseWrite, 150),
+    /// A read error at each read of the workload (through a small cache, so
+    /// operations read in their middle): an operation fails before it changes
+    /// anything, or aborts.
+    fault_sweep_ext4_read_error: ("ext4", 1024, "8M", Fault::FailRead, 150),
+    /// The disk dies at each write of the workload (every write from there on
+    /// lost): the abort cannot mark it, and `e2fsck -fy` still finds every synced
+    /// file.
+    fault_sweep_ext4_dead_disk: ("ext4", 1024, "8M", Fault::DeadFrom, 50),
+    /// ext2 (no journal, ordered writes): a lost write at each write of the
+    /// workload.
+    fault_sweep_ext2_lost_write: ("ext2", 1024, "8M", Fault::LoseWrite, 150),
+    /// 4 KiB blocks: a lost write at each write of the workload.
+    fault_sweep_ext4_4k_lost_write: ("ext4", 4096, "16M", Fault::LoseWrite, 100),
 }
 
 /// The random workload (renames over files, unlinks, config replacements), a lost
@@ -981,10 +987,4 @@ fn fault_sweep_ext4_random() {
     for fault in [Fault::LoseWrite, Fault::FailRead] {
         fault_sweep_with("ext4", 1024, "8M", &|w| random_ops(w, 1), fault, 80);
     }
-}
-
-/// 4 KiB blocks: a lost write at each write of the workload.
-#[test]
-fn fault_sweep_ext4_4k_lost_write() {
-    fault_sweep("ext4", 4096, "16M", Fault::LoseWrite, 100);
 }
