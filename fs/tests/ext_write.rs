@@ -168,42 +168,32 @@ fn workload(kind: &str, bs: u32, extra: &[&str]) {
     assert!(st.contains("mtime: 0x000007d0"), "{st}");
 }
 
-#[test]
-fn workload_ext4_1k() {
-    workload("ext4", 1024, &[]);
+/// One test per image: `name: (kind, block size, extra mke2fs options)` for
+/// [`workload`], each with its doc.
+macro_rules! workload_tests {
+    ($($(#[$doc:meta])* $name:ident: $args:expr,)*) => {$(
+        $(#[$doc])*
+        #[test]
+        fn $name() {
+            let (kind, bs, extra): (&str, u32, &[&str]) = $args;
+            workload(kind, bs, extra);
+        }
+    )*};
 }
 
-#[test]
-fn workload_ext4_4k() {
-    workload("ext4", 4096, &[]);
-}
-
-/// metadata_csum with 32-byte group descriptors (no 64bit): 16-bit bitmap checksums.
-#[test]
-fn workload_ext4_32bit_descriptors() {
-    workload("ext4", 4096, &["-O", "^64bit"]);
-}
-
-/// uninit_bg (gdt_csum, crc16 descriptors) instead of metadata_csum, as older ext4.
-#[test]
-fn workload_ext4_gdt_csum() {
-    workload("ext4", 1024, &["-O", "^metadata_csum,uninit_bg"]);
-}
-
-/// ext3: a journal and indirect blocks.
-#[test]
-fn workload_ext3() {
-    workload("ext3", 1024, &[]);
-}
-
-#[test]
-fn workload_ext2_1k() {
-    workload("ext2", 1024, &[]);
-}
-
-#[test]
-fn workload_ext2_4k() {
-    workload("ext2", 4096, &[]);
+workload_tests! {
+    workload_ext4_1k: ("ext4", 1024, &[]),
+    workload_ext4_4k: ("ext4", 4096, &[]),
+    /// metadata_csum with 32-byte group descriptors (no 64bit): 16-bit bitmap
+    /// checksums.
+    workload_ext4_32bit_descriptors: ("ext4", 4096, &["-O", "^64bit"]),
+    /// uninit_bg (gdt_csum, crc16 descriptors) instead of metadata_csum, as older
+    /// ext4.
+    workload_ext4_gdt_csum: ("ext4", 1024, &["-O", "^metadata_csum,uninit_bg"]),
+    /// ext3: a journal and indirect blocks.
+    workload_ext3: ("ext3", 1024, &[]),
+    workload_ext2_1k: ("ext2", 1024, &[]),
+    workload_ext2_4k: ("ext2", 4096, &[]),
 }
 
 /// Interleaved, synced one-block writes fragment two files into hundreds of extents:
