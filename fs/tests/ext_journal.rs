@@ -127,12 +127,10 @@ fn a_journal_that_cannot_be_written_makes_the_mount_read_only_and_says_why() {
     let (_t, img) = fresh_image("extj-bad", "ext4", 1024, "16M");
     // jbd2 v1 checksums (COMPAT_CHECKSUM) in the journal's superblock: readable,
     // not something Xenlet writes
-    let out = std::process::Command::new(tool("debugfs"))
-        .args(["-R", "bmap <8> 0"])
-        .arg(&img)
-        .output()
+    let jblk: u64 = String::from_utf8_lossy(&debugfs(&img, "bmap <8> 0"))
+        .trim()
+        .parse()
         .unwrap();
-    let jblk: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     {
         use std::os::unix::fs::FileExt;
         let f = std::fs::OpenOptions::new()

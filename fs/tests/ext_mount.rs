@@ -7,12 +7,7 @@ use std::os::unix::fs::FileExt;
 use xenlet_fs::{Ext, FileSystem, FsError, MountOptions};
 
 fn set_feature(img: &std::path::Path, f: &str) {
-    let out = std::process::Command::new(tool("debugfs"))
-        .args(["-w", "-R", &format!("feature {f}")])
-        .arg(img)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    debugfs_w_req(img, &format!("feature {f}"));
 }
 
 fn state(img: &std::path::Path) -> String {
@@ -233,12 +228,7 @@ fn group_descriptors_over_the_metadata_or_outside_their_group_refuse_the_mount()
         ("inode_bitmap", 300, "is outside its group"),
     ] {
         let (_t, img) = fresh_image("gdcheck", "ext2", 1024, "16M");
-        let out = std::process::Command::new(tool("debugfs"))
-            .args(["-w", "-R", &format!("set_bg 1 {field} {block}")])
-            .arg(&img)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
+        debugfs_w_req(&img, &format!("set_bg 1 {field} {block}"));
         match Ext::mount(FileDisk::open(&img), MountOptions::default()) {
             Err(FsError::Corrupt(m)) => assert!(m.contains(want), "{field}: {m}"),
             Err(e) => panic!("{field}: {e:?}"),

@@ -343,19 +343,9 @@ fn write_into_uninitialised_extents() {
         fs.create(root, "pre", 0o644).unwrap();
         fs.unmount().unwrap();
     }
-    let out = std::process::Command::new(tool("debugfs"))
-        .args(["-w", "-R", "fallocate /pre 0 99"])
-        .arg(&img)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    debugfs_w_req(&img, "fallocate /pre 0 99");
     // debugfs fallocate leaves i_size alone: set it so the blocks are inside the file.
-    let out = std::process::Command::new(tool("debugfs"))
-        .args(["-w", "-R", "sif /pre size 409600"])
-        .arg(&img)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    debugfs_w_req(&img, "sif /pre size 409600");
     let st = String::from_utf8_lossy(&debugfs(&img, "stat /pre")).into_owned();
     assert!(st.contains("[u]):"), "{st}");
     fsck_clean(&img);
@@ -426,12 +416,7 @@ fn symlinks_and_hard_links() {
 #[test]
 fn large_file_feature_is_set_when_needed() {
     let (_t, img) = fresh_image("largefile", "ext2", 4096, "32M");
-    let out = std::process::Command::new(tool("debugfs"))
-        .args(["-w", "-R", "feature -large_file"])
-        .arg(&img)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    debugfs_w_req(&img, "feature -large_file");
     let feats = |img: &Path| String::from_utf8_lossy(&debugfs(img, "features")).into_owned();
     assert!(!feats(&img).contains("large_file"));
     let mut fs = mount(&img);

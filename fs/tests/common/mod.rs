@@ -409,6 +409,16 @@ pub fn debugfs_w(img: &Path, script: &str) {
     assert!(out.status.success(), "debugfs: {out:?}");
 }
 
+/// Runs one debugfs request read-write (`debugfs -w -R`); panics unless it succeeds.
+pub fn debugfs_w_req(img: &Path, req: &str) {
+    let out = Command::new(tool("debugfs"))
+        .args(["-w", "-R", req])
+        .arg(img)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "debugfs -w -R {req}: {out:?}");
+}
+
 /// dumpe2fs's report on `img` (`args` before it: `-h` for the superblock alone).
 pub fn dumpe2fs(img: &Path, args: &[&str]) -> String {
     let out = Command::new(tool("dumpe2fs"))
