@@ -79,23 +79,11 @@ fn ext2_takes_the_ordered_path() {
 /// log wraps often, and the filesystem ends up clean with every file in place.
 #[test]
 fn ext4_tiny_journal_falls_back_to_ordered_writes() {
-    use std::os::unix::fs::FileExt;
     let (_t, img) = fresh_image("extj", "ext4", 1024, "8M");
-    let map = {
-        let out = String::from_utf8(debugfs(&img, "bmap <8> 0")).unwrap();
-        out.trim().parse::<u64>().unwrap()
-    };
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&img)
-        .unwrap();
-    let mut jsb = [0u8; 1024];
-    f.read_exact_at(&mut jsb, map * 1024).unwrap();
-    assert_eq!(&jsb[..4], &[0xc0, 0x3b, 0x39, 0x98]);
-    jsb[0x10..0x14].copy_from_slice(&9u32.to_be_bytes());
-    f.write_all_at(&jsb, map * 1024).unwrap();
-    drop(f);
+    edit_journal_superblock(&img, |jsb| {
+        assert_eq!(&jsb[..4], &[0xc0, 0x3b, 0x39, 0x98]);
+        jsb[0x10..0x14].copy_from_slice(&9u32.to_be_bytes());
+    });
     let mut fs = mount(&img);
     assert!(fs.journalled(), "{:?}", fs.crash_stats());
     let root = fs.root();
@@ -127,23 +115,8 @@ fn a_journal_that_cannot_be_written_makes_the_mount_read_only_and_says_why() {
     let (_t, img) = fresh_image("extj-bad", "ext4", 1024, "16M");
     // jbd2 v1 checksums (COMPAT_CHECKSUM) in the journal's superblock: readable,
     // not something Xenlet writes
-    let jblk: u64 = String::from_utf8_lossy(&debugfs(&img, "bmap <8> 0"))
-        .trim()
-        .parse()
-        .unwrap();
-    {
-        use std::os::unix::fs::FileExt;
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&img)
-            .unwrap();
-        let mut jsb = vec![0u8; 1024];
-        f.read_exact_at(&mut jsb, jblk * 1024).unwrap();
-        // a v1 (version 1 block type 3) journal superblock
-        jsb[4..8].copy_from_slice(&3u32.to_be_bytes());
-        f.write_all_at(&jsb, jblk * 1024).unwrap();
-    }
+    // a v1 (version 1 block type 3) journal superblock
+    edit_journal_superblock(&img, |jsb| jsb[4..8].copy_from_slice(&3u32.to_be_bytes()));
     let before = std::fs::read(&img).unwrap();
     let mut fs = mount(&img);
     assert!(

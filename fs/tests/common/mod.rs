@@ -616,6 +616,17 @@ pub fn jbd2_crc32c(mut crc: u32, data: &[u8]) -> u32 {
 /// superblock says (`s_maxlen`, the checksum v3 sealed again): a log smaller than
 /// mke2fs makes, for operations that do not fit one transaction.
 pub fn shrink_journal(img: &std::path::Path, blocks: u32) {
+    edit_journal_superblock(img, |jsb| {
+        jsb[0x10..0x14].copy_from_slice(&blocks.to_be_bytes());
+        jsb[0xFC..0x100].fill(0);
+        let c = !jbd2_crc32c(!0, jsb);
+        jsb[0xFC..0x100].copy_from_slice(&c.to_be_bytes());
+    });
+}
+
+/// Rewrites the journal superblock (the first block of the journal inode, 8) of the
+/// 1 KiB-block image `img` in place with `edit`.
+pub fn edit_journal_superblock(img: &std::path::Path, edit: impl FnOnce(&mut [u8; 1024])) {
     use std::os::unix::fs::FileExt;
     let jblk: u64 = String::from_utf8_lossy(&debugfs(img, "bmap <8> 0"))
         .trim()
@@ -628,9 +639,6 @@ pub fn shrink_journal(img: &std::path::Path, blocks: u32) {
         .unwrap();
     let mut jsb = [0u8; 1024];
     f.read_exact_at(&mut jsb, jblk * 1024).unwrap();
-    jsb[0x10..0x14].copy_from_slice(&blocks.to_be_bytes());
-    jsb[0xFC..0x100].fill(0);
-    let c = !jbd2_crc32c(!0, &jsb);
-    jsb[0xFC..0x100].copy_from_slice(&c.to_be_bytes());
+    edit(&mut jsb);
     f.write_all_at(&jsb, jblk * 1024).unwrap();
 }
