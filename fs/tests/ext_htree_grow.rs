@@ -175,14 +175,12 @@ fn new_directory_is_indexed_past_one_block() {
 fn e2fsprogs_index_grows_past_leaf_splits() {
     const OLD: usize = 1500;
     const NEW: usize = 3000;
-    let t = TempDir::new("htree-e2fs-grow");
-    let src = t.path().join("src");
-    std::fs::create_dir_all(src.join("big")).unwrap();
-    for i in 0..OLD {
-        std::fs::write(src.join("big").join(name(i)), vec![b'a'; i % 7]).unwrap();
-    }
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "32M", Some(&src), &[]);
+    let (_t, img) = tree_image("htree-e2fs-grow", "ext4", 1024, "32M", |src| {
+        std::fs::create_dir_all(src.join("big")).unwrap();
+        for i in 0..OLD {
+            std::fs::write(src.join("big").join(name(i)), vec![b'a'; i % 7]).unwrap();
+        }
+    });
     fsck_index_dirs(&img);
     fsck_clean(&img);
     assert!(flags(&img, "/big").contains("0x81000"));

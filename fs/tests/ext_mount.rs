@@ -239,13 +239,11 @@ fn group_descriptors_over_the_metadata_or_outside_their_group_refuse_the_mount()
 
 #[test]
 fn immutable_and_append_only_files_refuse_what_linux_refuses() {
-    let t = TempDir::new("chattr");
-    let src = t.path().join("src");
-    std::fs::create_dir_all(src.join("d")).unwrap();
-    std::fs::write(src.join("ro"), b"keep me").unwrap();
-    std::fs::write(src.join("log"), b"line 1\n").unwrap();
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "8M", Some(&src), &[]);
+    let (_t, img) = tree_image("chattr", "ext4", 1024, "8M", |src| {
+        std::fs::create_dir_all(src.join("d")).unwrap();
+        std::fs::write(src.join("ro"), b"keep me").unwrap();
+        std::fs::write(src.join("log"), b"line 1\n").unwrap();
+    });
     // chattr +i ro, +a log, +i d (what e2fsprogs' debugfs can set)
     debugfs_w(
         &img,
@@ -278,12 +276,10 @@ fn immutable_and_append_only_files_refuse_what_linux_refuses() {
 
 #[test]
 fn a_directorys_size_ignores_the_high_word_as_linux_does_without_large_dir() {
-    let t = TempDir::new("dirsize");
-    let src = t.path().join("src");
-    std::fs::create_dir_all(src.join("d")).unwrap();
-    std::fs::write(src.join("d/f"), b"x").unwrap();
-    let img = t.path().join("img");
-    mkfs(&img, "ext2", 1024, "8M", Some(&src), &[]);
+    let (_t, img) = tree_image("dirsize", "ext2", 1024, "8M", |src| {
+        std::fs::create_dir_all(src.join("d")).unwrap();
+        std::fs::write(src.join("d/f"), b"x").unwrap();
+    });
     // ext2's i_dir_acl, or stray bits: the high word of a directory's size
     debugfs_w(&img, "set_inode_field /d size_high 5\n");
     let mut fs = mount(&img);

@@ -476,14 +476,12 @@ fn htree_inserts_keep_the_index() {
         ("ext4", 1024, "tea"),
         ("ext2", 1024, "legacy"),
     ] {
-        let t = TempDir::new("htree-insert");
-        let src = t.path().join("src");
-        std::fs::create_dir_all(src.join("d")).unwrap();
-        for i in 0..1500 {
-            std::fs::write(src.join(format!("d/{i:x}-{}", "n".repeat(i % 40))), b"").unwrap();
-        }
-        let img = t.path().join("img");
-        mkfs(&img, kind, bs, "32M", Some(&src), &[]);
+        let (_t, img) = tree_image("htree-insert", kind, bs, "32M", |src| {
+            std::fs::create_dir_all(src.join("d")).unwrap();
+            for i in 0..1500 {
+                std::fs::write(src.join(format!("d/{i:x}-{}", "n".repeat(i % 40))), b"").unwrap();
+            }
+        });
         let out = std::process::Command::new(tool("tune2fs"))
             .args(["-E", &format!("hash_alg={alg}")])
             .arg(&img)

@@ -309,6 +309,23 @@ pub fn fresh_image(tag: &str, kind: &str, block_size: u32, size: &str) -> (TempD
     fresh_image_with(tag, kind, block_size, size, &[])
 }
 
+/// A new temp dir tagged `tag` holding `img`, made by [`mkfs`] from the tree that
+/// `fill` makes at the path it is given (`src` in the dir).
+pub fn tree_image(
+    tag: &str,
+    kind: &str,
+    block_size: u32,
+    size: &str,
+    fill: impl FnOnce(&Path),
+) -> (TempDir, PathBuf) {
+    let t = TempDir::new(tag);
+    let src = t.path().join("src");
+    fill(&src);
+    let img = t.path().join("img");
+    mkfs(&img, kind, block_size, size, Some(&src), &[]);
+    (t, img)
+}
+
 /// [`fresh_image`] with `extra` mke2fs options.
 pub fn fresh_image_with(
     tag: &str,
