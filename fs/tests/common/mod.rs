@@ -413,6 +413,15 @@ pub fn fsck_index_dirs(img: &Path) {
     );
 }
 
+/// Block numbers comma-separated, as debugfs's `jw -b` and `jw -r` take them.
+pub fn block_list(blocks: &[u64]) -> String {
+    blocks
+        .iter()
+        .map(|b| b.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// Runs a debugfs script read-write (`debugfs -w -f`), the script file beside the image.
 pub fn debugfs_w(img: &Path, script: &str) {
     let cmds = img.with_extension("cmds");
