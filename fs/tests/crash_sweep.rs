@@ -30,11 +30,9 @@
 
 mod common;
 
-use common::{mkfs, opts, resolve, RecDisk, TempDir, WriteLog};
+use common::{e2fsck, mkfs, opts, resolve, RecDisk, TempDir, WriteLog};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
-use std::process::Command;
 use std::rc::Rc;
 use xenlet_fs::blockdev::MemDisk;
 use xenlet_fs::{Ext, FileSystem, FileType, Ino, MountOptions};
@@ -424,22 +422,6 @@ fn survivors(run: &Run, n: usize, model: Model) -> Vec<usize> {
             Model::Subset(_) => run.writes[i].2 < cur || rng.below(2) == 0,
         })
         .collect()
-}
-
-fn e2fsck(img: &Path, args: &[&str]) -> (i32, String) {
-    let out = Command::new(common::tool("e2fsck"))
-        .args(args)
-        .arg(img)
-        .output()
-        .expect("run e2fsck");
-    (
-        out.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
 }
 
 fn mount_ro(img: Vec<u8>) -> Result<Ext<MemDisk>, xenlet_fs::FsError> {

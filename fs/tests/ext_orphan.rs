@@ -258,16 +258,7 @@ fn hostile_orphan_lists_stop_and_mark_the_filesystem_with_errors() {
         drop(fs);
         assert_eq!(last_orphan(&img), None, "{name}");
         assert_eq!(state(&img), "clean with errors", "{name}");
-        let out = Command::new(tool("e2fsck"))
-            .arg("-fy")
-            .arg(&img)
-            .output()
-            .unwrap();
-        assert!(
-            matches!(out.status.code(), Some(0..=1)),
-            "{name}: e2fsck -fy: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
+        fsck_repair(&img, name);
         fsck_clean(&img);
         assert_eq!(debugfs(&img, "cat /after"), b"ok");
     }
@@ -303,12 +294,7 @@ fn a_cycle_after_a_tail_is_found_where_it_closes() {
     for &i in &inos {
         assert!(!in_use(&img, i));
     }
-    let out = Command::new(tool("e2fsck"))
-        .arg("-fy")
-        .arg(&img)
-        .output()
-        .unwrap();
-    assert!(matches!(out.status.code(), Some(0..=1)));
+    fsck_repair(&img, "orphans freed");
     fsck_clean(&img);
 }
 
@@ -427,14 +413,7 @@ fn crash_during_orphan_cleanup_is_finished_by_the_next_mount() {
             fs.unmount().unwrap();
             drop(fs);
             if kind == "ext2" {
-                let fsck = |arg: &str| {
-                    let out = Command::new(tool("e2fsck"))
-                        .arg(arg)
-                        .arg(&img)
-                        .output()
-                        .unwrap();
-                    matches!(out.status.code(), Some(0..=1))
-                };
+                let fsck = |arg: &str| matches!(e2fsck(&img, &[arg]).0, 0..=1);
                 if !fsck("-fp") {
                     needed_y += 1;
                     assert!(fsck("-fy"), "{kind} crash at {n}: e2fsck -fy failed");

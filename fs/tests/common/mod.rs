@@ -383,34 +383,41 @@ pub fn unmount_clean(mut fs: impl FileSystem, img: &Path) {
     fsck_clean(img);
 }
 
-/// `e2fsck -fn`: panics with its output unless the filesystem is clean.
-pub fn fsck_clean(img: &Path) {
+/// `e2fsck ARGS img`: its exit code (-1 if it was killed) and its output, stdout
+/// then stderr.
+pub fn e2fsck(img: &Path, args: &[&str]) -> (i32, String) {
     let out = Command::new(tool("e2fsck"))
-        .arg("-fn")
+        .args(args)
         .arg(img)
         .output()
         .expect("run e2fsck");
-    assert!(
-        out.status.success(),
-        "e2fsck -fn found problems (exit {:?}):\n{}\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// `e2fsck -fn`: panics with its output unless the filesystem is clean.
+pub fn fsck_clean(img: &Path) {
+    let (code, out) = e2fsck(img, &["-fn"]);
+    assert!(code == 0, "e2fsck -fn found problems (exit {code}):\n{out}");
+}
+
+/// `e2fsck -fy`: repairs; panics (the message starting with `what`) unless it
+/// exits 0 (nothing to fix) or 1 (fixed).
+pub fn fsck_repair(img: &Path, what: &str) {
+    let (code, out) = e2fsck(img, &["-fy"]);
+    assert!(matches!(code, 0 | 1), "{what}: e2fsck -fy: {out}");
 }
 
 /// `e2fsck -fyD`: rebuild (index) directories.
 pub fn fsck_index_dirs(img: &Path) {
-    let out = Command::new(tool("e2fsck"))
-        .arg("-fyD")
-        .arg(img)
-        .output()
-        .expect("run e2fsck");
-    assert!(
-        matches!(out.status.code(), Some(0..=2)),
-        "e2fsck -fyD: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let (code, out) = e2fsck(img, &["-fyD"]);
+    assert!(matches!(code, 0..=2), "e2fsck -fyD: {out}");
 }
 
 /// Block numbers comma-separated, as debugfs's `jw -b` and `jw -r` take them.
