@@ -218,6 +218,16 @@ fn open_streams(net: &mut Net, c: &Client, n: usize) -> Vec<SocketHandle> {
     streams
 }
 
+/// A whole test of one stream sending `bytes` (as client `id`), from the
+/// parameters to the results: the server runs it normally.
+fn one_stream_test(net: &mut Net, id: u8, bytes: usize) {
+    let c = start(net, id, &params(false, 1, 5));
+    let streams = open_streams(net, &c, 1);
+    send_data(net, &streams, bytes);
+    let server = finish(net, &c, &streams, &[bytes as u64], false);
+    assert_eq!(stream_bytes(&server, 1), bytes as u64);
+}
+
 /// TEST_END → results exchange → IPERF_DONE, as the iperf3 client does it. Returns
 /// the server's results.
 fn finish(
@@ -488,11 +498,7 @@ fn client_vanishing_mid_test_frees_the_server() {
     assert!(net.events()[0].contains("test failed"));
     net.settle();
     // A new test runs normally afterwards.
-    let c = start(&mut net, 8, &params(false, 1, 5));
-    let streams = open_streams(&mut net, &c, 1);
-    send_data(&mut net, &streams, 50_000);
-    let server = finish(&mut net, &c, &streams, &[50_000], false);
-    assert_eq!(stream_bytes(&server, 1), 50_000);
+    one_stream_test(&mut net, 8, 50_000);
 }
 
 #[test]
@@ -608,11 +614,7 @@ fn bad_parameters_are_refused_and_server_recovers() {
         net.settle();
     }
     // Still serving.
-    let c = start(&mut net, 25, &params(false, 1, 5));
-    let streams = open_streams(&mut net, &c, 1);
-    send_data(&mut net, &streams, 1000);
-    let server = finish(&mut net, &c, &streams, &[1000], false);
-    assert_eq!(stream_bytes(&server, 1), 1000);
+    one_stream_test(&mut net, 25, 1000);
 }
 
 #[test]
@@ -802,11 +804,7 @@ fn a_data_buffer_the_heap_cannot_give_refuses_the_test() {
     assert!(net.events()[0].contains("no memory"));
     net.settle();
     // Still serving.
-    let c = start(&mut net, 4, &params(false, 1, 5));
-    let streams = open_streams(&mut net, &c, 1);
-    send_data(&mut net, &streams, 1000);
-    let server = finish(&mut net, &c, &streams, &[1000], false);
-    assert_eq!(stream_bytes(&server, 1), 1000);
+    one_stream_test(&mut net, 4, 1000);
 }
 
 #[test]
