@@ -1753,25 +1753,15 @@ mod tests {
         id: u16,
         payload: &[u8],
     ) -> Vec<u8> {
-        use xenlet_router::{checksum, ipv4};
-        let mut u = Vec::new();
-        u.extend_from_slice(&sport.to_be_bytes());
-        u.extend_from_slice(&dport.to_be_bytes());
-        u.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-        u.extend_from_slice(&[0, 0]);
-        u.extend_from_slice(payload);
-        let ps = ipv4::pseudo_header_sum(src.into(), dst.into(), 17, u.len());
-        let c = !checksum::fold(checksum::sum(ps, &u));
-        u[6..8].copy_from_slice(&c.to_be_bytes());
-        let mut ip = alloc::vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, 17, 0, 0];
-        ip.extend_from_slice(&src);
-        ip.extend_from_slice(&dst);
-        let total = (20 + u.len()) as u16;
-        ip[2..4].copy_from_slice(&total.to_be_bytes());
-        ip[4..6].copy_from_slice(&id.to_be_bytes());
-        ip.extend_from_slice(&u);
-        ipv4::fill_header_checksum(&mut ip);
-        ip
+        use crate::testnet;
+        testnet::ipv4(
+            src,
+            dst,
+            17,
+            id,
+            false,
+            &testnet::udp(src, dst, sport, dport, payload),
+        )
     }
 
     /// `ip` cut into fragments of `piece` payload bytes, in Ethernet frames.
