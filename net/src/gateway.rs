@@ -1743,27 +1743,6 @@ mod tests {
         );
     }
 
-    /// A UDP datagram `src:sport` -> `dst:dport` of `payload`, as an IPv4 packet
-    /// with both checksums right (id `id`, DF clear).
-    fn udp_datagram(
-        src: [u8; 4],
-        sport: u16,
-        dst: [u8; 4],
-        dport: u16,
-        id: u16,
-        payload: &[u8],
-    ) -> Vec<u8> {
-        use crate::testnet;
-        testnet::ipv4(
-            src,
-            dst,
-            17,
-            id,
-            false,
-            &testnet::udp(src, dst, sport, dport, payload),
-        )
-    }
-
     /// `ip` cut into fragments of `piece` payload bytes, in Ethernet frames.
     fn fragment_frames(ip: &[u8], piece: usize, to: [u8; 6], from: [u8; 6]) -> Vec<Vec<u8>> {
         use xenlet_router::ipv4;
@@ -1814,7 +1793,9 @@ mod tests {
         // before reassembly only the first was translated (the rest went to the
         // router's own input and were rejected).
         let payload: Vec<u8> = (0..3000u32).map(|i| (i * 31 % 251) as u8).collect();
-        let ip = udp_datagram([10, 0, 0, 1], 6000, [10, 0, 0, 2], 5000, 0x4242, &payload);
+        let (wan_host, router_wan) = ([10, 0, 0, 1], [10, 0, 0, 2]);
+        let udp = crate::testnet::udp(wan_host, router_wan, 6000, 5000, &payload);
+        let ip = crate::testnet::ipv4(wan_host, router_wan, 17, 0x4242, false, &udp);
         let frags = fragment_frames(&ip, 1480, [2, 0, 0, 0, 2, 2], [2, 0, 0, 0, 2, 1]);
         assert_eq!(frags.len(), 3);
         n.lan_host.link.rx.borrow_mut().clear();
