@@ -142,20 +142,6 @@ fn a_journal_that_cannot_be_written_makes_the_mount_read_only_and_says_why() {
 /// a jbd2 read-only-compatible feature it does not know, an external journal.
 #[test]
 fn journals_it_cannot_write_are_refused_with_the_reason() {
-    fn jsb_edit(img: &Path, f: &dyn Fn(&mut [u8])) {
-        use std::os::unix::fs::FileExt;
-        let out = debugfs(img, "bmap <8> 0");
-        let jblk: u64 = String::from_utf8_lossy(&out).trim().parse().unwrap();
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(img)
-            .unwrap();
-        let mut jsb = vec![0u8; 1024];
-        file.read_exact_at(&mut jsb, jblk * 1024).unwrap();
-        f(&mut jsb);
-        file.write_all_at(&jsb, jblk * 1024).unwrap();
-    }
     type Setup = Box<dyn Fn(&Path)>;
     let cases: Vec<(&str, &[&str], Setup, &str)> = vec![
         (
@@ -168,7 +154,7 @@ fn journals_it_cannot_write_are_refused_with_the_reason() {
             "v1 checksums",
             &[],
             Box::new(|p: &Path| {
-                jsb_edit(p, &|j| {
+                edit_journal_superblock(p, |j| {
                     // s_feature_compat |= JBD2_FEATURE_COMPAT_CHECKSUM
                     j[0x24..0x28].copy_from_slice(&1u32.to_be_bytes());
                     // ... and no v2/v3 checksums (its own superblock checksum gone)
@@ -181,7 +167,7 @@ fn journals_it_cannot_write_are_refused_with_the_reason() {
             "jbd2 ro_compat",
             &[],
             Box::new(|p: &Path| {
-                jsb_edit(p, &|j| {
+                edit_journal_superblock(p, |j| {
                     j[0x2C..0x30].copy_from_slice(&0x40u32.to_be_bytes())
                 })
             }),
@@ -200,9 +186,7 @@ fn journals_it_cannot_write_are_refused_with_the_reason() {
         ),
     ];
     for (name, extra, setup, says) in cases {
-        let t = TempDir::new("extj-refuse");
-        let img = t.path().join("img");
-        mkfs(&img, "ext4", 1024, "16M", None, extra);
+        let (_t, img) = fresh_image_with("extj-refuse", "ext4", 1024, "16M", extra);
         setup(&img);
         let before = std::fs::read(&img).unwrap();
         let mut fs = mount(&img);
