@@ -30,11 +30,9 @@
 
 mod common;
 
-use common::{mkfs, opts, resolve, RecDisk, TempDir, WriteLog};
+use common::{e2fsck, mkfs, opts, resolve, RecDisk, TempDir, WriteLog};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
-use std::process::Command;
 use std::rc::Rc;
 use xenlet_fs::blockdev::MemDisk;
 use xenlet_fs::{Ext, FileSystem, FileType, Ino, MountOptions};
@@ -424,22 +422,6 @@ fn survivors(run: &Run, n: usize, model: Model) -> Vec<usize> {
             Model::Subset(_) => run.writes[i].2 < cur || rng.below(2) == 0,
         })
         .collect()
-}
-
-fn e2fsck(img: &Path, args: &[&str]) -> (i32, String) {
-    let out = Command::new(common::tool("e2fsck"))
-        .args(args)
-        .arg(img)
-        .output()
-        .expect("run e2fsck");
-    (
-        out.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
 }
 
 fn mount_ro(img: Vec<u8>) -> Result<Ext<MemDisk>, xenlet_fs::FsError> {
@@ -946,32 +928,38 @@ fn fault_sweep_with(
     );
 }
 
-/// A write lost and reported at the next flush (write-behind), at each write of the
-/// workload: a failed checkpoint aborts the journal (the committed transaction stays
-/// in the log for replay), any other failed commit aborts the running transaction.
-#[test]
-fn fault_sweep_ext4_lost_write() {
-    fault_sweep("ext4", 1024, "8M", Fault::LoseWrite, 150);
+/// One test per sweep: `name: (kind, block size, image size, fault, max points)`
+/// for [`fault_sweep`], each with its doc.
+macro_rules! fault_sweeps {
+    ($($(#[$doc:meta])* $name:ident: $args:expr,)*) => {$(
+        $(#[$doc])*
+        #[test]
+        fn $name() {
+            let (kind, bs, size, fault, max_points) = $args;
+            fault_sweep(kind, bs, size, fault, max_points);
+        }
+    )*};
 }
 
-/// A read error at each read of the workload (through a small cache, so operations
-/// read in their middle): an operation fails before it changes anything, or aborts.
-#[test]
-fn fault_sweep_ext4_read_error() {
-    fault_sweep("ext4", 1024, "8M", Fault::FailRead, 150);
-}
-
-/// The disk dies at each write of the workload (every write from there on lost):
-/// the abort cannot mark it, and `e2fsck -fy` still finds every synced file.
-#[test]
-fn fault_sweep_ext4_dead_disk() {
-    fault_sweep("ext4", 1024, "8M", Fault::DeadFrom, 50);
-}
-
-/// ext2 (no journal, ordered writes): a lost write at each write of the workload.
-#[test]
-fn fault_sweep_ext2_lost_write() {
-    fault_sweep("ext2", 1024, "8M", Fault::LoseWrite, 150);
+fault_sweeps! {
+    /// A write lost and reported at the next flush (write-behind), at each write of
+    /// the workload: a failed checkpoint aborts the journal (the committed
+    /// transaction stays in the log for replay), any other failed commit aborts the
+    /// running transaction.
+    fault_sweep_ext4_lost_write: ("ext4", 1024, "8M", Fault::LoseWrite, 150),
+    /// A read error at each read of the workload (through a small cache, so
+    /// operations read in their middle): an operation fails before it changes
+    /// anything, or aborts.
+    fault_sweep_ext4_read_error: ("ext4", 1024, "8M", Fault::FailRead, 150),
+    /// The disk dies at each write of the workload (every write from there on
+    /// lost): the abort cannot mark it, and `e2fsck -fy` still finds every synced
+    /// file.
+    fault_sweep_ext4_dead_disk: ("ext4", 1024, "8M", Fault::DeadFrom, 50),
+    /// ext2 (no journal, ordered writes): a lost write at each write of the
+    /// workload.
+    fault_sweep_ext2_lost_write: ("ext2", 1024, "8M", Fault::LoseWrite, 150),
+    /// 4 KiB blocks: a lost write at each write of the workload.
+    fault_sweep_ext4_4k_lost_write: ("ext4", 4096, "16M", Fault::LoseWrite, 100),
 }
 
 /// The random workload (renames over files, unlinks, config replacements), a lost
@@ -981,10 +969,4 @@ fn fault_sweep_ext4_random() {
     for fault in [Fault::LoseWrite, Fault::FailRead] {
         fault_sweep_with("ext4", 1024, "8M", &|w| random_ops(w, 1), fault, 80);
     }
-}
-
-/// 4 KiB blocks: a lost write at each write of the workload.
-#[test]
-fn fault_sweep_ext4_4k_lost_write() {
-    fault_sweep("ext4", 4096, "16M", Fault::LoseWrite, 100);
 }

@@ -112,16 +112,7 @@ fn rename_with_read_error(
     drop(fs);
     if aborted.is_some() {
         assert_ne!(sb_state(&img) & ERROR_FS, 0, "k={k:?}: ERROR_FS not set");
-        let out = std::process::Command::new(tool("e2fsck"))
-            .arg("-fy")
-            .arg(&img)
-            .output()
-            .unwrap();
-        assert!(
-            matches!(out.status.code(), Some(0 | 1)),
-            "k={k:?}: e2fsck -fy: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
+        fsck_repair(&img, &format!("k={k:?}"));
     }
     fsck_clean(&img);
     // Synced before: intact. The rename: all or nothing.

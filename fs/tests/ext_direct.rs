@@ -19,9 +19,7 @@ type Fs = Ext<Counting<FileDisk>>;
 /// A new ext4 image of `size` in a temp dir of its own (`tag`), mounted, with an
 /// empty file `/f`: the dir (removed when dropped), the image, the mount, the file.
 fn fresh(tag: &str, size: &str) -> (TempDir, PathBuf, Fs, Ino) {
-    let t = TempDir::new(tag);
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 4096, size, None, &[]);
+    let (t, img) = fresh_image(tag, "ext4", 4096, size);
     let mut fs = Ext::mount(Counting::new(FileDisk::open(&img)), opts()).unwrap();
     let root = fs.root();
     let f = fs.create(root, "f", 0o644).unwrap();

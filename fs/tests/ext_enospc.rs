@@ -27,9 +27,13 @@ fn tree_blocks_past_the_reserve_take_the_blocks_deletes_free() {
 }
 
 fn full_disk_of_fragmented_files(per_file: usize, sync_when_full: bool) {
-    let t = TempDir::new("enospc-frag");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "4M", None, &["-N", "4096", "-m", "0"]);
+    let (_t, img) = fresh_image_with(
+        "enospc-frag",
+        "ext4",
+        1024,
+        "4M",
+        &["-N", "4096", "-m", "0"],
+    );
     let mut fs = mount(&img);
     let root = fs.root();
     // One-block files until the disk is full.
@@ -122,9 +126,7 @@ fn full_disk_of_fragmented_files(per_file: usize, sync_when_full: bool) {
 /// blocks, at most 4,096).
 #[test]
 fn statfs_reports_the_metadata_reserve() {
-    let t = TempDir::new("enospc-statfs");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "16M", None, &["-m", "5"]);
+    let (_t, img) = fresh_image_with("enospc-statfs", "ext4", 1024, "16M", &["-m", "5"]);
     let mut fs = Ext::mount(FileDisk::open(&img), opts()).unwrap();
     let st = fs.statfs().unwrap();
     let resv = (st.blocks / 50).min(4096);

@@ -7,7 +7,7 @@
 
 mod common;
 use common::*;
-use std::path::Path;
+use std::path::PathBuf;
 use xenlet_fs::{Ext, FileSystem, FsError, Ino};
 
 type Fs = Ext<Counting<FileDisk>>;
@@ -16,17 +16,19 @@ fn is_eio(r: &Result<(), FsError>) -> bool {
     matches!(r, Err(FsError::Io(_)))
 }
 
-/// A mounted ext4 with files "a" and "b" written and synced.
-fn setup(img: &Path) -> (Fs, Ino, Ino) {
-    mkfs(img, "ext4", 1024, "16M", None, &[]);
-    let mut fs: Fs = Ext::mount(Counting::new(FileDisk::open(img)), opts()).unwrap();
+/// A mounted ext4 (in a temp dir tagged `tag`) with files "a" and "b" written and
+/// synced, whose next device write will be lost ([`lose_next_write`]).
+fn setup(tag: &str) -> (TempDir, PathBuf, Fs, Ino, Ino) {
+    let (t, img) = fresh_image(tag, "ext4", 1024, "16M");
+    let mut fs: Fs = Ext::mount(Counting::new(FileDisk::open(&img)), opts()).unwrap();
     let root = fs.root();
     let a = fs.create(root, "a", 0o644).unwrap();
     let b = fs.create(root, "b", 0o644).unwrap();
     fs.write(a, 0, &Rng(1).bytes(32 * 1024)).unwrap();
     fs.write(b, 0, &Rng(2).bytes(32 * 1024)).unwrap();
     fs.sync().unwrap();
-    (fs, a, b)
+    lose_next_write(&mut fs);
+    (t, img, fs, a, b)
 }
 
 /// The next device write is lost; the next flush reports it.
@@ -41,10 +43,7 @@ fn lose_next_write(fs: &mut Fs) {
 /// and `umount` (after that sync saw it) succeeds; e2fsck -fn is clean.
 #[test]
 fn fsync_reports_a_lost_write_to_its_file_once_and_sync_to_its_caller_once() {
-    let t = TempDir::new("errseq-fsync");
-    let img = t.path().join("img");
-    let (mut fs, a, b) = setup(&img);
-    lose_next_write(&mut fs);
+    let (_t, img, mut fs, a, b) = setup("errseq-fsync");
     fs.write(a, 32 * 1024, &Rng(3).bytes(16 * 1024)).unwrap();
     // Another file's fsync: its flush finds the loss, which is not b's.
     assert_eq!(fs.fsync(b), Ok(()), "b's fsync got a's error");
@@ -71,9 +70,7 @@ fn fsync_reports_a_lost_write_to_its_file_once_and_sync_to_its_caller_once() {
     assert!(!fs.writeback_error_pending());
     assert_eq!(fs.sync(), Ok(()), "second sync");
     assert_eq!(fs.fsync(a), Ok(()));
-    fs.unmount().unwrap();
-    drop(fs);
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
 }
 
 /// The loss found by `fsync` of the file itself is reported by that fsync (the
@@ -82,10 +79,7 @@ fn fsync_reports_a_lost_write_to_its_file_once_and_sync_to_its_caller_once() {
 /// rewrite of blocks already on the disk, lost, is such an error too (not an abort).
 #[test]
 fn umount_reports_an_error_no_sync_has_seen_once() {
-    let t = TempDir::new("errseq-umount");
-    let img = t.path().join("img");
-    let (mut fs, a, b) = setup(&img);
-    lose_next_write(&mut fs);
+    let (_t, img, mut fs, a, b) = setup("errseq-umount");
     fs.write(a, 0, &Rng(4).bytes(8 * 1024)).unwrap(); // a rewrite in place
     let r = fs.fsync(a);
     assert!(is_eio(&r), "fsync of a gave {r:?}");
@@ -101,9 +95,7 @@ fn umount_reports_an_error_no_sync_has_seen_once() {
     // Still mounted and readable; the retry unmounts.
     let got = read_all(&mut fs, b);
     assert_eq!(got, Rng(2).bytes(32 * 1024));
-    fs.unmount().unwrap();
-    drop(fs);
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
 }
 
 /// A file with an unreported error deleted, and its inode number given to a new
@@ -111,10 +103,7 @@ fn umount_reports_an_error_no_sync_has_seen_once() {
 /// sync still does).
 #[test]
 fn a_freed_inode_takes_its_error_with_it() {
-    let t = TempDir::new("errseq-reuse");
-    let img = t.path().join("img");
-    let (mut fs, a, b) = setup(&img);
-    lose_next_write(&mut fs);
+    let (_t, img, mut fs, a, b) = setup("errseq-reuse");
     fs.write(a, 32 * 1024, &Rng(5).bytes(16 * 1024)).unwrap();
     assert_eq!(fs.fsync(b), Ok(()));
     let root = fs.root();
@@ -124,9 +113,7 @@ fn a_freed_inode_takes_its_error_with_it() {
     assert_eq!(c, a, "the inode number was not reused");
     fs.write(c, 0, b"new").unwrap();
     assert_eq!(fs.fsync(c), Ok(()));
-    fs.unmount().unwrap();
-    drop(fs);
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
 }
 
 /// The same when the file is deleted before the flush that finds its lost write:
@@ -135,10 +122,7 @@ fn a_freed_inode_takes_its_error_with_it() {
 /// write gets it too: the device cannot say which write it was.)
 #[test]
 fn a_file_deleted_before_the_flush_leaves_its_error_to_sync_only() {
-    let t = TempDir::new("errseq-reuse-early");
-    let img = t.path().join("img");
-    let (mut fs, a, _) = setup(&img);
-    lose_next_write(&mut fs);
+    let (_t, img, mut fs, a, _) = setup("errseq-reuse-early");
     // Large enough to go out with the write call (not held back).
     fs.set_cache_bytes(64 << 10);
     fs.write(a, 32 * 1024, &Rng(6).bytes(256 * 1024)).unwrap();
@@ -152,7 +136,5 @@ fn a_file_deleted_before_the_flush_leaves_its_error_to_sync_only() {
     fs.write(c, 0, b"new").unwrap();
     assert_eq!(fs.fsync(c), Ok(()), "c got a's error");
     assert_eq!(fs.sync(), Ok(()));
-    fs.unmount().unwrap();
-    drop(fs);
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
 }

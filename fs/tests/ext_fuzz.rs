@@ -105,11 +105,7 @@ struct Outcome {
 /// Blocks holding metadata, found with dumpe2fs and debugfs.
 fn metadata_blocks(img: &Path, paths: &[&str]) -> Vec<u64> {
     let mut v = vec![1u64, 2]; // superblock and GDT (1 KiB blocks)
-    let d = std::process::Command::new(tool("dumpe2fs"))
-        .arg(img)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&d.stdout).into_owned();
+    let text = dumpe2fs(img, &[]);
     for line in text.lines() {
         for key in ["Block bitmap at ", "Inode bitmap at ", "Inode table at "] {
             if let Some(i) = line.find(key) {
@@ -514,14 +510,6 @@ fn journal_map(img: &Path) -> Vec<u64> {
     map
 }
 
-fn join(blocks: &[u64]) -> String {
-    blocks
-        .iter()
-        .map(|b| b.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 /// The journal fuzz's seed: `make_image`'s tree on ext4 (1 KiB blocks) with a journal
 /// of 1024 blocks (the smallest mke2fs makes), then a log written by debugfs (`jo`
 /// opening it as `jo` says, so with or without checksums) that leaves needs_recovery
@@ -565,7 +553,10 @@ fn make_journal_image(t: &TempDir, extra: &[&str], jo: &str) -> (Vec<u8>, Vec<u6
     let mut script = format!("{jo}\n");
     for (i, (blocks, flags)) in [
         (t1, String::new()),
-        (free[6..8].to_vec(), format!("-r {}", join(&free[..2]))),
+        (
+            free[6..8].to_vec(),
+            format!("-r {}", block_list(&free[..2])),
+        ),
         (t3, String::new()),
         (free[8..10].to_vec(), String::from("-c")),
     ]
@@ -576,7 +567,7 @@ fn make_journal_image(t: &TempDir, extra: &[&str], jo: &str) -> (Vec<u8>, Vec<u6
         std::fs::write(&data, content(&blocks, &mut r)).unwrap();
         script.push_str(&format!(
             "jw -b {} {flags} {}\n",
-            join(&blocks),
+            block_list(&blocks),
             data.display()
         ));
         if i == 1 {

@@ -521,15 +521,7 @@ fn an_orphan_whose_map_is_over_the_budget_stays_listed() {
     let mut fs = fs;
     fs.unmount().unwrap();
     drop(fs);
-    let h = String::from_utf8(
-        std::process::Command::new(tool("dumpe2fs"))
-            .arg("-h")
-            .arg(&img)
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let h = dumpe2fs_h(&img);
     assert!(
         h.contains(&format!("First orphan inode:       {ino}")),
         "{h}"
@@ -765,9 +757,7 @@ struct Writer {
 /// mount's 2 MiB budget and 1 MiB more; checks the data read back and unmounts
 /// clean.
 fn sequential_writer(name: &str, call: usize, calls: u64) -> Writer {
-    let t = TempDir::new(name);
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 4096, "64M", None, &[]);
+    let (_t, img) = fresh_image(name, "ext4", 4096, "64M");
     let heap = Heap::take();
     let disk = Counting::new(FileDisk::open(&img));
     let mut fs = Ext::mount_bounded(disk, opts(), BUDGET).expect("mount");

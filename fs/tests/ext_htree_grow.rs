@@ -38,12 +38,30 @@ fn flags(img: &Path, path: &str) -> String {
         .to_string()
 }
 
+/// Asserts that `path` is an indexed directory (`EXT4_INDEX_FL` beside the extents
+/// flag), `what` saying which.
+fn assert_indexed(img: &Path, path: &str, what: &str) {
+    let f = flags(img, path);
+    assert!(f.contains("0x81000"), "{what}: {f}");
+}
+
 fn image(t: &TempDir, bs: u32, extra: &[&str]) -> PathBuf {
     let img = t.path().join("img");
     let mut args = vec!["-N", "24000"];
     args.extend_from_slice(extra);
     mkfs(&img, "ext4", bs, "96M", None, &args);
     img
+}
+
+/// Creates the files `name(i)` of `range` in `dir`, `i % 7` bytes each (the sizes
+/// [`check_names`] expects).
+fn create_names<F: FileSystem>(fs: &mut F, dir: u64, range: std::ops::Range<usize>) {
+    for i in range {
+        let ino = fs.create(dir, &name(i), 0o644).unwrap();
+        if i % 7 != 0 {
+            fs.write(ino, 0, &vec![b'a'; i % 7]).unwrap();
+        }
+    }
 }
 
 /// Looks every name up; `gone` are expected absent.
@@ -68,21 +86,12 @@ fn grow_big_directory(bs: u32, extra: &[&str], want_levels: u32) {
         let mut fs = mount(&img);
         let root = fs.root();
         let big = fs.mkdir(root, "big", 0o755).unwrap();
-        for i in 0..N {
-            let ino = fs.create(big, &name(i), 0o644).unwrap();
-            if i % 7 != 0 {
-                fs.write(ino, 0, &vec![b'a'; i % 7]).unwrap();
-            }
-        }
+        create_names(&mut fs, big, 0..N);
         check_names(&mut fs, big, N, &|_| false);
         fs.unmount().unwrap();
     }
     fsck_clean(&img);
-    assert!(
-        flags(&img, "/big").contains("0x81000"),
-        "not indexed: {}",
-        flags(&img, "/big")
-    );
+    assert_indexed(&img, "/big", "not indexed");
     let (levels, leaves) = htree_levels(&img, "/big");
     assert_eq!(levels, want_levels, "{bs}-byte blocks");
     assert!(leaves > N / (bs as usize / 24), "{leaves} leaves");
@@ -105,7 +114,7 @@ fn grow_big_directory(bs: u32, extra: &[&str], want_levels: u32) {
         fs.unmount().unwrap();
     }
     fsck_clean(&img);
-    assert!(flags(&img, "/big").contains("0x81000"));
+    assert_indexed(&img, "/big", "not indexed");
     assert_eq!(htree_levels(&img, "/big").0, want_levels);
     let mut fs = mount(&img);
     let big = resolve(&mut fs, "big").unwrap();
@@ -160,8 +169,7 @@ fn new_directory_is_indexed_past_one_block() {
         fs.create(d, &name(i), 0o644).unwrap();
         i += 1;
     }
-    fs.unmount().unwrap();
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
     assert_eq!(htree_levels(&img, "/d"), (0, 2));
     let mut fs = mount(&img);
     let d = resolve(&mut fs, "d").unwrap();
@@ -176,36 +184,25 @@ fn new_directory_is_indexed_past_one_block() {
 fn e2fsprogs_index_grows_past_leaf_splits() {
     const OLD: usize = 1500;
     const NEW: usize = 3000;
-    let t = TempDir::new("htree-e2fs-grow");
-    let src = t.path().join("src");
-    std::fs::create_dir_all(src.join("big")).unwrap();
-    for i in 0..OLD {
-        std::fs::write(src.join("big").join(name(i)), vec![b'a'; i % 7]).unwrap();
-    }
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "32M", Some(&src), &[]);
+    let (_t, img) = tree_image("htree-e2fs-grow", "ext4", 1024, "32M", |src| {
+        std::fs::create_dir_all(src.join("big")).unwrap();
+        for i in 0..OLD {
+            std::fs::write(src.join("big").join(name(i)), vec![b'a'; i % 7]).unwrap();
+        }
+    });
     fsck_index_dirs(&img);
     fsck_clean(&img);
-    assert!(flags(&img, "/big").contains("0x81000"));
+    assert_indexed(&img, "/big", "not indexed");
     let (_, leaves_before) = htree_levels(&img, "/big");
     {
         let mut fs: Ext<FileDisk> = mount(&img);
         let big = resolve(&mut fs, "big").unwrap();
-        for i in OLD..OLD + NEW {
-            let ino = fs.create(big, &name(i), 0o644).unwrap();
-            if i % 7 != 0 {
-                fs.write(ino, 0, &vec![b'a'; i % 7]).unwrap();
-            }
-        }
+        create_names(&mut fs, big, OLD..OLD + NEW);
         check_names(&mut fs, big, OLD + NEW, &|_| false);
         fs.unmount().unwrap();
     }
     fsck_clean(&img);
-    assert!(
-        flags(&img, "/big").contains("0x81000"),
-        "de-indexed: {}",
-        flags(&img, "/big")
-    );
+    assert_indexed(&img, "/big", "de-indexed");
     let (levels, leaves) = htree_levels(&img, "/big");
     assert_eq!(levels, 1);
     assert!(leaves > leaves_before * 2, "{leaves_before} -> {leaves}");

@@ -16,20 +16,10 @@ fn needs_recovery<D: BlockDev>(dev: &mut D) -> bool {
     u32::from_le_bytes(sb[0x60..0x64].try_into().unwrap()) & 0x4 != 0
 }
 
-fn dumpe2fs(img: &std::path::Path) -> String {
-    let o = std::process::Command::new(tool("dumpe2fs"))
-        .arg(img)
-        .output()
-        .expect("run dumpe2fs");
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 #[test]
 fn ext4_mount_journals_and_unmount_clears_recovery() {
     for bs in [1024, 4096] {
-        let t = TempDir::new("extj");
-        let img = t.path().join("img");
-        mkfs(&img, "ext4", bs, "16M", None, &[]);
+        let (_t, img) = fresh_image("extj", "ext4", bs, "16M");
         let mut fs = mount(&img);
         assert!(fs.journalled(), "{:?}", fs.crash_stats());
         let root = fs.root();
@@ -47,7 +37,7 @@ fn ext4_mount_journals_and_unmount_clears_recovery() {
             let mut dev = FileDisk::open(&img);
             assert!(needs_recovery(&mut dev));
         }
-        let out = dumpe2fs(&img);
+        let out = dumpe2fs(&img, &[]);
         assert!(out.contains("Journal start:            0"), "{out}");
         assert!(out.contains("journal_checksum_v3"), "{out}");
         assert!(out.contains("journal_64bit"), "{out}");
@@ -71,9 +61,7 @@ fn ext4_mount_journals_and_unmount_clears_recovery() {
 
 #[test]
 fn ext2_takes_the_ordered_path() {
-    let t = TempDir::new("extj");
-    let img = t.path().join("img");
-    mkfs(&img, "ext2", 1024, "8M", None, &[]);
+    let (_t, img) = fresh_image("extj", "ext2", 1024, "8M");
     let mut fs = mount(&img);
     assert!(!fs.journalled());
     let root = fs.root();
@@ -82,8 +70,7 @@ fn ext2_takes_the_ordered_path() {
     fs.fsync(ino).unwrap();
     let st = fs.crash_stats();
     assert_eq!((st.commits, st.ordered_syncs), (0, 1), "{st:?}");
-    fs.unmount().unwrap();
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
 }
 
 /// A journal whose superblock says it is 9 blocks long (the inode has more: e2fsck
@@ -92,25 +79,11 @@ fn ext2_takes_the_ordered_path() {
 /// log wraps often, and the filesystem ends up clean with every file in place.
 #[test]
 fn ext4_tiny_journal_falls_back_to_ordered_writes() {
-    use std::os::unix::fs::FileExt;
-    let t = TempDir::new("extj");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "8M", None, &[]);
-    let map = {
-        let out = String::from_utf8(debugfs(&img, "bmap <8> 0")).unwrap();
-        out.trim().parse::<u64>().unwrap()
-    };
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&img)
-        .unwrap();
-    let mut jsb = [0u8; 1024];
-    f.read_exact_at(&mut jsb, map * 1024).unwrap();
-    assert_eq!(&jsb[..4], &[0xc0, 0x3b, 0x39, 0x98]);
-    jsb[0x10..0x14].copy_from_slice(&9u32.to_be_bytes());
-    f.write_all_at(&jsb, map * 1024).unwrap();
-    drop(f);
+    let (_t, img) = fresh_image("extj", "ext4", 1024, "8M");
+    edit_journal_superblock(&img, |jsb| {
+        assert_eq!(&jsb[..4], &[0xc0, 0x3b, 0x39, 0x98]);
+        jsb[0x10..0x14].copy_from_slice(&9u32.to_be_bytes());
+    });
     let mut fs = mount(&img);
     assert!(fs.journalled(), "{:?}", fs.crash_stats());
     let root = fs.root();
@@ -129,8 +102,7 @@ fn ext4_tiny_journal_falls_back_to_ordered_writes() {
     assert!(st.commits > 5, "{st:?}");
     assert!(st.journal_wraps > 2, "{st:?}");
     assert!(st.oversized > 0, "{st:?}");
-    fs.unmount().unwrap();
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
     for i in 0..12u8 {
         for j in 0..3u8 {
             assert_eq!(debugfs(&img, &format!("cat /d{i}/f{j}")), vec![i + j; 3000]);
@@ -140,30 +112,11 @@ fn ext4_tiny_journal_falls_back_to_ordered_writes() {
 
 #[test]
 fn a_journal_that_cannot_be_written_makes_the_mount_read_only_and_says_why() {
-    let t = TempDir::new("extj-bad");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "16M", None, &[]);
+    let (_t, img) = fresh_image("extj-bad", "ext4", 1024, "16M");
     // jbd2 v1 checksums (COMPAT_CHECKSUM) in the journal's superblock: readable,
     // not something Xenlet writes
-    let out = std::process::Command::new(tool("debugfs"))
-        .args(["-R", "bmap <8> 0"])
-        .arg(&img)
-        .output()
-        .unwrap();
-    let jblk: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
-    {
-        use std::os::unix::fs::FileExt;
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&img)
-            .unwrap();
-        let mut jsb = vec![0u8; 1024];
-        f.read_exact_at(&mut jsb, jblk * 1024).unwrap();
-        // a v1 (version 1 block type 3) journal superblock
-        jsb[4..8].copy_from_slice(&3u32.to_be_bytes());
-        f.write_all_at(&jsb, jblk * 1024).unwrap();
-    }
+    // a v1 (version 1 block type 3) journal superblock
+    edit_journal_superblock(&img, |jsb| jsb[4..8].copy_from_slice(&3u32.to_be_bytes()));
     let before = std::fs::read(&img).unwrap();
     let mut fs = mount(&img);
     assert!(
@@ -189,20 +142,6 @@ fn a_journal_that_cannot_be_written_makes_the_mount_read_only_and_says_why() {
 /// a jbd2 read-only-compatible feature it does not know, an external journal.
 #[test]
 fn journals_it_cannot_write_are_refused_with_the_reason() {
-    fn jsb_edit(img: &Path, f: &dyn Fn(&mut [u8])) {
-        use std::os::unix::fs::FileExt;
-        let out = debugfs(img, "bmap <8> 0");
-        let jblk: u64 = String::from_utf8_lossy(&out).trim().parse().unwrap();
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(img)
-            .unwrap();
-        let mut jsb = vec![0u8; 1024];
-        file.read_exact_at(&mut jsb, jblk * 1024).unwrap();
-        f(&mut jsb);
-        file.write_all_at(&jsb, jblk * 1024).unwrap();
-    }
     type Setup = Box<dyn Fn(&Path)>;
     let cases: Vec<(&str, &[&str], Setup, &str)> = vec![
         (
@@ -215,7 +154,7 @@ fn journals_it_cannot_write_are_refused_with_the_reason() {
             "v1 checksums",
             &[],
             Box::new(|p: &Path| {
-                jsb_edit(p, &|j| {
+                edit_journal_superblock(p, |j| {
                     // s_feature_compat |= JBD2_FEATURE_COMPAT_CHECKSUM
                     j[0x24..0x28].copy_from_slice(&1u32.to_be_bytes());
                     // ... and no v2/v3 checksums (its own superblock checksum gone)
@@ -228,7 +167,7 @@ fn journals_it_cannot_write_are_refused_with_the_reason() {
             "jbd2 ro_compat",
             &[],
             Box::new(|p: &Path| {
-                jsb_edit(p, &|j| {
+                edit_journal_superblock(p, |j| {
                     j[0x2C..0x30].copy_from_slice(&0x40u32.to_be_bytes())
                 })
             }),
@@ -247,9 +186,7 @@ fn journals_it_cannot_write_are_refused_with_the_reason() {
         ),
     ];
     for (name, extra, setup, says) in cases {
-        let t = TempDir::new("extj-refuse");
-        let img = t.path().join("img");
-        mkfs(&img, "ext4", 1024, "16M", None, extra);
+        let (_t, img) = fresh_image_with("extj-refuse", "ext4", 1024, "16M", extra);
         setup(&img);
         let before = std::fs::read(&img).unwrap();
         let mut fs = mount(&img);
@@ -278,9 +215,7 @@ fn journals_it_cannot_write_are_refused_with_the_reason() {
 /// and the data in place.
 #[test]
 fn operations_larger_than_the_log_commit_in_steps() {
-    let t = TempDir::new("extj-split");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "64M", None, &[]);
+    let (_t, img) = fresh_image("extj-split", "ext4", 1024, "64M");
     // The journal superblock's length cut to 12 blocks (csum v3 is on: sealed again).
     shrink_journal(&img, 12);
     let data = Rng(40).bytes(40 << 20);

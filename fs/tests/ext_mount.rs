@@ -7,32 +7,16 @@ use std::os::unix::fs::FileExt;
 use xenlet_fs::{Ext, FileSystem, FsError, MountOptions};
 
 fn set_feature(img: &std::path::Path, f: &str) {
-    let out = std::process::Command::new(tool("debugfs"))
-        .args(["-w", "-R", &format!("feature {f}")])
-        .arg(img)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    debugfs_w_req(img, &format!("feature {f}"));
 }
 
 fn state(img: &std::path::Path) -> String {
-    let out = std::process::Command::new(tool("dumpe2fs"))
-        .arg("-h")
-        .arg(img)
-        .output()
-        .unwrap();
-    let s = String::from_utf8_lossy(&out.stdout).into_owned();
-    s.lines()
-        .find(|l| l.starts_with("Filesystem state:"))
-        .unwrap_or("")
-        .to_string()
+    dumpe2fs_h_line(img, "Filesystem state:")
 }
 
 #[test]
 fn feature_policy() {
-    let t = TempDir::new("features");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 4096, "16M", None, &[]);
+    let (_t, img) = fresh_image("features", "ext4", 4096, "16M");
     // Clean flag: cleared while mounted read-write, set again at unmount.
     let mut fs = mount(&img);
     assert!(state(&img).contains("not clean"), "{}", state(&img));
@@ -70,9 +54,7 @@ fn feature_policy() {
 /// refused, read-write and read-only alike.
 #[test]
 fn ea_inode_feature_refuses_the_mount() {
-    let t = TempDir::new("ea_inode");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "8M", None, &["-O", "ea_inode"]);
+    let (_t, img) = fresh_image_with("ea_inode", "ext4", 1024, "8M", &["-O", "ea_inode"]);
     assert!(state_features(&img).contains("ea_inode"));
     for read_only in [false, true] {
         match Ext::mount(
@@ -91,9 +73,7 @@ fn ea_inode_feature_refuses_the_mount() {
 
 #[test]
 fn bad_superblock_checksum_refuses_mount() {
-    let t = TempDir::new("sbcsum");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "8M", None, &[]);
+    let (_t, img) = fresh_image("sbcsum", "ext4", 1024, "8M");
     let f = std::fs::OpenOptions::new().write(true).open(&img).unwrap();
     f.write_all_at(b"\x55", 1024 + 0x78).unwrap(); // volume name: only the checksum catches it
     match Ext::mount(FileDisk::open(&img), opts()) {
@@ -145,8 +125,7 @@ fn uninit_groups_with_garbage_inode_tables() {
         let big = fs.create(root, "big", 0o644).unwrap();
         let data = Rng(3).bytes(30 << 20);
         assert_eq!(fs.write(big, 0, &data).unwrap(), data.len());
-        fs.unmount().unwrap();
-        fsck_clean(&img);
+        unmount_clean(fs, &img);
         for (p, c) in names.iter().step_by(37) {
             assert_eq!(debugfs(&img, &format!("cat {p}")), c.as_bytes(), "{p}");
         }
@@ -162,17 +141,12 @@ fn uninit_groups_with_garbage_inode_tables() {
             fs.rmdir(root, &format!("d{d}")).unwrap();
         }
         fs.unlink(root, "big").unwrap();
-        fs.unmount().unwrap();
-        fsck_clean(&img);
+        unmount_clean(fs, &img);
     }
 }
 
 fn bitmap_block(img: &std::path::Path, key: &str) -> u64 {
-    let out = std::process::Command::new(tool("dumpe2fs"))
-        .arg(img)
-        .output()
-        .unwrap();
-    let s = String::from_utf8_lossy(&out.stdout).into_owned();
+    let s = dumpe2fs(img, &[]);
     let i = s.find(key).unwrap() + key.len();
     s[i..]
         .chars()
@@ -186,9 +160,7 @@ fn bitmap_block(img: &std::path::Path, key: &str) -> u64 {
 #[test]
 fn bad_bitmap_checksum_is_corrupt() {
     for (key, inode) in [("Block bitmap at ", false), ("Inode bitmap at ", true)] {
-        let t = TempDir::new("bitmap");
-        let img = t.path().join("img");
-        mkfs(&img, "ext4", 1024, "8M", None, &[]);
+        let (_t, img) = fresh_image("bitmap", "ext4", 1024, "8M");
         let blk = bitmap_block(&img, key);
         let f = std::fs::OpenOptions::new()
             .read(true)
@@ -211,31 +183,15 @@ fn bad_bitmap_checksum_is_corrupt() {
 }
 
 fn state_features(img: &std::path::Path) -> String {
-    let out = std::process::Command::new(tool("dumpe2fs"))
-        .arg("-h")
-        .arg(img)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find(|l| l.starts_with("Filesystem features"))
-        .unwrap_or("")
-        .to_string()
+    dumpe2fs_h_line(img, "Filesystem features")
 }
 
 /// A superblock whose checksum is wrong is refused, and the error names the stored
 /// checksum (the one `dumpe2fs -h` shows) beside the computed one.
 #[test]
 fn bad_superblock_checksum_names_both_checksums() {
-    let t = TempDir::new("sbcsum");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 4096, "16M", None, &[]);
-    let out = std::process::Command::new(tool("dumpe2fs"))
-        .arg("-h")
-        .arg(&img)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (_t, img) = fresh_image("sbcsum", "ext4", 4096, "16M");
+    let text = dumpe2fs_h(&img);
     let stored = text
         .lines()
         .find_map(|l| l.strip_prefix("Checksum:"))
@@ -271,15 +227,8 @@ fn group_descriptors_over_the_metadata_or_outside_their_group_refuse_the_mount()
         ),
         ("inode_bitmap", 300, "is outside its group"),
     ] {
-        let t = TempDir::new("gdcheck");
-        let img = t.path().join("img");
-        mkfs(&img, "ext2", 1024, "16M", None, &[]);
-        let out = std::process::Command::new(tool("debugfs"))
-            .args(["-w", "-R", &format!("set_bg 1 {field} {block}")])
-            .arg(&img)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
+        let (_t, img) = fresh_image("gdcheck", "ext2", 1024, "16M");
+        debugfs_w_req(&img, &format!("set_bg 1 {field} {block}"));
         match Ext::mount(FileDisk::open(&img), MountOptions::default()) {
             Err(FsError::Corrupt(m)) => assert!(m.contains(want), "{field}: {m}"),
             Err(e) => panic!("{field}: {e:?}"),
@@ -290,13 +239,11 @@ fn group_descriptors_over_the_metadata_or_outside_their_group_refuse_the_mount()
 
 #[test]
 fn immutable_and_append_only_files_refuse_what_linux_refuses() {
-    let t = TempDir::new("chattr");
-    let src = t.path().join("src");
-    std::fs::create_dir_all(src.join("d")).unwrap();
-    std::fs::write(src.join("ro"), b"keep me").unwrap();
-    std::fs::write(src.join("log"), b"line 1\n").unwrap();
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "8M", Some(&src), &[]);
+    let (_t, img) = tree_image("chattr", "ext4", 1024, "8M", |src| {
+        std::fs::create_dir_all(src.join("d")).unwrap();
+        std::fs::write(src.join("ro"), b"keep me").unwrap();
+        std::fs::write(src.join("log"), b"line 1\n").unwrap();
+    });
     // chattr +i ro, +a log, +i d (what e2fsprogs' debugfs can set)
     debugfs_w(
         &img,
@@ -324,18 +271,15 @@ fn immutable_and_append_only_files_refuse_what_linux_refuses() {
     fs.sync().unwrap();
     assert_eq!(read_all(&mut fs, ro), b"keep me");
     assert_eq!(read_all(&mut fs, log), b"line 1\nline 2\n");
-    fs.unmount().unwrap();
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
 }
 
 #[test]
 fn a_directorys_size_ignores_the_high_word_as_linux_does_without_large_dir() {
-    let t = TempDir::new("dirsize");
-    let src = t.path().join("src");
-    std::fs::create_dir_all(src.join("d")).unwrap();
-    std::fs::write(src.join("d/f"), b"x").unwrap();
-    let img = t.path().join("img");
-    mkfs(&img, "ext2", 1024, "8M", Some(&src), &[]);
+    let (_t, img) = tree_image("dirsize", "ext2", 1024, "8M", |src| {
+        std::fs::create_dir_all(src.join("d")).unwrap();
+        std::fs::write(src.join("d/f"), b"x").unwrap();
+    });
     // ext2's i_dir_acl, or stray bits: the high word of a directory's size
     debugfs_w(&img, "set_inode_field /d size_high 5\n");
     let mut fs = mount(&img);

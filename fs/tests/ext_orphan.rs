@@ -13,15 +13,6 @@ use std::path::Path;
 use std::process::Command;
 use xenlet_fs::{Ext, FileSystem, FsError, MountOptions};
 
-fn dumpe2fs_h(img: &Path) -> String {
-    let out = Command::new(tool("dumpe2fs"))
-        .arg("-h")
-        .arg(img)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn field(h: &str, key: &str) -> Option<String> {
     h.lines()
         .find(|l| l.starts_with(key))
@@ -147,9 +138,7 @@ fn unlinked_open_file_on_orphan_list_is_freed_at_mount_ext2() {
 #[test]
 fn orphan_chain_frees_one_and_finishes_the_truncate_of_the_other() {
     for kind in ["ext4", "ext2"] {
-        let t = TempDir::new(&format!("orphan-chain-{kind}"));
-        let img = t.path().join("img");
-        mkfs(&img, kind, 1024, "64M", None, &[]);
+        let (t, img) = fresh_image(&format!("orphan-chain-{kind}"), kind, 1024, "64M");
         let before = free_counts(&img);
         let (a, _) = add_file(&img, &t, "a", 250_000, 7);
         let (b, bdata) = add_file(&img, &t, "b", 200_000, 9);
@@ -269,16 +258,7 @@ fn hostile_orphan_lists_stop_and_mark_the_filesystem_with_errors() {
         drop(fs);
         assert_eq!(last_orphan(&img), None, "{name}");
         assert_eq!(state(&img), "clean with errors", "{name}");
-        let out = Command::new(tool("e2fsck"))
-            .arg("-fy")
-            .arg(&img)
-            .output()
-            .unwrap();
-        assert!(
-            matches!(out.status.code(), Some(0..=1)),
-            "{name}: e2fsck -fy: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
+        fsck_repair(&img, name);
         fsck_clean(&img);
         assert_eq!(debugfs(&img, "cat /after"), b"ok");
     }
@@ -289,9 +269,7 @@ fn hostile_orphan_lists_stop_and_mark_the_filesystem_with_errors() {
 /// freed, and the walk stops where b would come round again.
 #[test]
 fn a_cycle_after_a_tail_is_found_where_it_closes() {
-    let t = TempDir::new("orphan-tail-cycle");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "64M", None, &[]);
+    let (t, img) = fresh_image("orphan-tail-cycle", "ext4", 1024, "64M");
     let inos: Vec<u32> = ["a", "b", "c", "d"]
         .iter()
         .enumerate()
@@ -316,12 +294,7 @@ fn a_cycle_after_a_tail_is_found_where_it_closes() {
     for &i in &inos {
         assert!(!in_use(&img, i));
     }
-    let out = Command::new(tool("e2fsck"))
-        .arg("-fy")
-        .arg(&img)
-        .output()
-        .unwrap();
-    assert!(matches!(out.status.code(), Some(0..=1)));
+    fsck_repair(&img, "orphans freed");
     fsck_clean(&img);
 }
 
@@ -383,9 +356,7 @@ fn read_only_mount_with_orphans_leaves_the_image_unchanged() {
 /// with entries (`orphan_present`) makes the mount read-only.
 #[test]
 fn orphan_file_feature_is_left_alone_and_orphan_present_mounts_read_only() {
-    let t = TempDir::new("orphan-file");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "64M", None, &["-O", "orphan_file"]);
+    let (_t, img) = fresh_image_with("orphan-file", "ext4", 1024, "64M", &["-O", "orphan_file"]);
     assert!(dumpe2fs_h(&img).contains("orphan_file"));
     let mut fs = mount_rw(&img);
     assert!(!fs.read_only());
@@ -415,9 +386,7 @@ fn orphan_file_feature_is_left_alone_and_orphan_present_mounts_read_only() {
 #[test]
 fn crash_during_orphan_cleanup_is_finished_by_the_next_mount() {
     for kind in ["ext4", "ext2"] {
-        let t = TempDir::new(&format!("orphan-crash-{kind}"));
-        let img = t.path().join("img");
-        mkfs(&img, kind, 1024, "16M", None, &[]);
+        let (t, img) = fresh_image(&format!("orphan-crash-{kind}"), kind, 1024, "16M");
         let before = free_counts(&img);
         let (a, _) = add_file(&img, &t, "a", 150_000, 5);
         let (b, _) = add_file(&img, &t, "b", 100_000, 6);
@@ -444,14 +413,7 @@ fn crash_during_orphan_cleanup_is_finished_by_the_next_mount() {
             fs.unmount().unwrap();
             drop(fs);
             if kind == "ext2" {
-                let fsck = |arg: &str| {
-                    let out = Command::new(tool("e2fsck"))
-                        .arg(arg)
-                        .arg(&img)
-                        .output()
-                        .unwrap();
-                    matches!(out.status.code(), Some(0..=1))
-                };
+                let fsck = |arg: &str| matches!(e2fsck(&img, &[arg]).0, 0..=1);
                 if !fsck("-fp") {
                     needed_y += 1;
                     assert!(fsck("-fy"), "{kind} crash at {n}: e2fsck -fy failed");

@@ -66,9 +66,7 @@ fn run(kind: &str, bs: u32, size: &str, ops: usize, seed: u64, fill: bool) {
 
 fn run_one(kind: &str, bs: u32, size: &str, ops: usize, seed: u64, fill: bool) -> u32 {
     let tiny_cache = seed.is_multiple_of(2);
-    let t = TempDir::new(&format!("random-{kind}-{bs}-{size}"));
-    let img = t.path().join("img");
-    mkfs(&img, kind, bs, size, None, &[]);
+    let (_t, img) = fresh_image(&format!("random-{kind}-{bs}-{size}"), kind, bs, size);
     let mut r = Rng(seed);
     let mut m = Model::new();
     let mut fs = mount(&img);
@@ -288,19 +286,22 @@ fn verify(img: &Path, m: &Model) {
     }
 }
 
-#[test]
-fn random_ext4_1k() {
-    run("ext4", 1024, "64M", 700, 11, false);
+/// One test per image: `name: (kind, block size, size, operations, seed)` for
+/// [`run`] on a disk that does not fill.
+macro_rules! random_tests {
+    ($($name:ident: $args:expr,)*) => {$(
+        #[test]
+        fn $name() {
+            let (kind, bs, size, ops, seed) = $args;
+            run(kind, bs, size, ops, seed, false);
+        }
+    )*};
 }
 
-#[test]
-fn random_ext4_4k() {
-    run("ext4", 4096, "64M", 700, 12, false);
-}
-
-#[test]
-fn random_ext2_1k() {
-    run("ext2", 1024, "64M", 700, 13, false);
+random_tests! {
+    random_ext4_1k: ("ext4", 1024, "64M", 700, 11),
+    random_ext4_4k: ("ext4", 4096, "64M", 700, 12),
+    random_ext2_1k: ("ext2", 1024, "64M", 700, 13),
 }
 
 #[test]

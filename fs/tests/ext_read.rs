@@ -42,38 +42,27 @@ fn roundtrip(kind: &str, bs: u32, size: &str, index: bool) {
     assert_eq!(fs.read(big, (1 << 20) + 12340, &mut b).unwrap(), 5);
     assert_eq!(fs.read(big, 1 << 30, &mut b).unwrap(), 0);
     assert_eq!(fs.write(big, 0, b"x"), Err(FsError::ReadOnly));
-    fs.unmount().unwrap();
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
 }
 
-#[test]
-fn ext4_1k() {
-    roundtrip("ext4", 1024, "64M", false);
+/// One test per image: `name: (kind, block size, size, htree-indexed)`.
+macro_rules! roundtrip_tests {
+    ($($name:ident: $args:expr,)*) => {$(
+        #[test]
+        fn $name() {
+            let (kind, bs, size, index) = $args;
+            roundtrip(kind, bs, size, index);
+        }
+    )*};
 }
 
-#[test]
-fn ext4_4k() {
-    roundtrip("ext4", 4096, "64M", false);
-}
-
-#[test]
-fn ext4_4k_htree() {
-    roundtrip("ext4", 4096, "64M", true);
-}
-
-#[test]
-fn ext4_1k_htree() {
-    roundtrip("ext4", 1024, "64M", true);
-}
-
-#[test]
-fn ext2_1k() {
-    roundtrip("ext2", 1024, "64M", false);
-}
-
-#[test]
-fn ext2_4k_htree() {
-    roundtrip("ext2", 4096, "64M", true);
+roundtrip_tests! {
+    ext4_1k: ("ext4", 1024, "64M", false),
+    ext4_4k: ("ext4", 4096, "64M", false),
+    ext4_4k_htree: ("ext4", 4096, "64M", true),
+    ext4_1k_htree: ("ext4", 1024, "64M", true),
+    ext2_1k: ("ext2", 1024, "64M", false),
+    ext2_4k_htree: ("ext2", 4096, "64M", true),
 }
 
 #[test]

@@ -30,19 +30,6 @@ fn small_journal_image(img: &Path) {
     shrink_journal(img, JOURNAL_BLOCKS);
 }
 
-/// `e2fsck ARGS` on `img`: (exit code, output).
-fn e2fsck(img: &Path, args: &[&str]) -> (i32, String) {
-    let out = std::process::Command::new(tool("e2fsck"))
-        .args(args)
-        .arg(img)
-        .output()
-        .expect("run e2fsck");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
-}
-
 /// The unlink of a 12 MiB file (12 groups' bitmaps) over a 12-block journal commits
 /// in several transactions, none written unjournalled; then, crashed after each of
 /// its writes (and with the writes since the last flush lost too), the image mounted

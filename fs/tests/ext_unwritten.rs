@@ -43,9 +43,7 @@ fn ex(img: &Path, path: &str) -> String {
 #[test]
 fn lost_data_write_never_exposes_a_deleted_file() {
     for bs in [1024u32, 4096] {
-        let t = TempDir::new("unwritten-lost");
-        let img = t.path().join("img");
-        mkfs(&img, "ext4", bs, "16M", None, &[]);
+        let (_t, img) = fresh_image("unwritten-lost", "ext4", bs, "16M");
         let bsz = bs as usize;
         let old = Rng(3).bytes(256 * 1024);
         let new = Rng(4).bytes(256 * 1024);
@@ -109,9 +107,7 @@ fn lost_data_write_never_exposes_a_deleted_file() {
 #[test]
 fn mixed_initialised_and_unwritten_extents_split() {
     let bs = 1024usize;
-    let t = TempDir::new("unwritten-mixed");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", bs as u32, "16M", None, &[]);
+    let (_t, img) = fresh_image("unwritten-mixed", "ext4", bs as u32, "16M");
     let a = Rng(5).bytes(16 * bs);
     let b = Rng(6).bytes(96 * bs);
     let c = Rng(7).bytes(4 * bs);
@@ -181,9 +177,7 @@ fn mixed_initialised_and_unwritten_extents_split() {
 /// failing every sync for ever), reads go on, and a file synced before is whole.
 #[test]
 fn a_disk_failing_every_write_ends_in_an_abort_not_endless_eio() {
-    let t = TempDir::new("unwritten-dead");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "16M", None, &[]);
+    let (_t, img) = fresh_image("unwritten-dead", "ext4", 1024, "16M");
     let mut fs = mount_counting(&img);
     let root = fs.root();
     let kept = Rng(5).bytes(64 * 1024);

@@ -168,51 +168,39 @@ fn workload(kind: &str, bs: u32, extra: &[&str]) {
     assert!(st.contains("mtime: 0x000007d0"), "{st}");
 }
 
-#[test]
-fn workload_ext4_1k() {
-    workload("ext4", 1024, &[]);
+/// One test per image: `name: (kind, block size, extra mke2fs options)` for
+/// [`workload`], each with its doc.
+macro_rules! workload_tests {
+    ($($(#[$doc:meta])* $name:ident: $args:expr,)*) => {$(
+        $(#[$doc])*
+        #[test]
+        fn $name() {
+            let (kind, bs, extra): (&str, u32, &[&str]) = $args;
+            workload(kind, bs, extra);
+        }
+    )*};
 }
 
-#[test]
-fn workload_ext4_4k() {
-    workload("ext4", 4096, &[]);
-}
-
-/// metadata_csum with 32-byte group descriptors (no 64bit): 16-bit bitmap checksums.
-#[test]
-fn workload_ext4_32bit_descriptors() {
-    workload("ext4", 4096, &["-O", "^64bit"]);
-}
-
-/// uninit_bg (gdt_csum, crc16 descriptors) instead of metadata_csum, as older ext4.
-#[test]
-fn workload_ext4_gdt_csum() {
-    workload("ext4", 1024, &["-O", "^metadata_csum,uninit_bg"]);
-}
-
-/// ext3: a journal and indirect blocks.
-#[test]
-fn workload_ext3() {
-    workload("ext3", 1024, &[]);
-}
-
-#[test]
-fn workload_ext2_1k() {
-    workload("ext2", 1024, &[]);
-}
-
-#[test]
-fn workload_ext2_4k() {
-    workload("ext2", 4096, &[]);
+workload_tests! {
+    workload_ext4_1k: ("ext4", 1024, &[]),
+    workload_ext4_4k: ("ext4", 4096, &[]),
+    /// metadata_csum with 32-byte group descriptors (no 64bit): 16-bit bitmap
+    /// checksums.
+    workload_ext4_32bit_descriptors: ("ext4", 4096, &["-O", "^64bit"]),
+    /// uninit_bg (gdt_csum, crc16 descriptors) instead of metadata_csum, as older
+    /// ext4.
+    workload_ext4_gdt_csum: ("ext4", 1024, &["-O", "^metadata_csum,uninit_bg"]),
+    /// ext3: a journal and indirect blocks.
+    workload_ext3: ("ext3", 1024, &[]),
+    workload_ext2_1k: ("ext2", 1024, &[]),
+    workload_ext2_4k: ("ext2", 4096, &[]),
 }
 
 /// Interleaved, synced one-block writes fragment two files into hundreds of extents:
 /// the tree must grow (depth 2 with 1 KiB blocks) and shrink again on truncate.
 #[test]
 fn extent_tree_grows_and_shrinks() {
-    let t = TempDir::new("deep-extents");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 1024, "32M", None, &[]);
+    let (_t, img) = fresh_image("deep-extents", "ext4", 1024, "32M");
     let mut r = Rng(99);
     let n = 400;
     let (da, db) = (r.bytes(n * 1024), r.bytes(n * 1024));
@@ -256,9 +244,7 @@ fn extent_tree_grows_and_shrinks() {
 #[test]
 fn enospc_is_clean() {
     for kind in ["ext4", "ext2"] {
-        let t = TempDir::new("enospc");
-        let img = t.path().join("img");
-        mkfs(&img, kind, 1024, "8M", None, &[]);
+        let (_t, img) = fresh_image("enospc", kind, 1024, "8M");
         let mut written = Vec::new();
         {
             let mut fs = mount(&img);
@@ -301,16 +287,13 @@ fn enospc_is_clean() {
         fs.unlink(root, "f0").unwrap();
         let ino = fs.create(root, "after", 0o644).unwrap();
         assert_eq!(fs.write(ino, 0, &[7u8; 100_000]).unwrap(), 100_000);
-        fs.unmount().unwrap();
-        fsck_clean(&img);
+        unmount_clean(fs, &img);
     }
 }
 
 #[test]
 fn read_only_mount_refuses_writes_and_leaves_image_alone() {
-    let t = TempDir::new("ro");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 4096, "16M", None, &[]);
+    let (_t, img) = fresh_image("ro", "ext4", 4096, "16M");
     let before = std::fs::read(&img).unwrap();
     let mut disk = FileDisk::open(&img);
     disk.read_only = true;
@@ -345,8 +328,7 @@ fn move_indexed_directory() {
     let moved = resolve(&mut fs, "other/moved").unwrap();
     assert_eq!(fs.lookup(moved, "..").unwrap(), other);
     assert_eq!(fs.stat(other).unwrap().nlink, 3);
-    fs.unmount().unwrap();
-    fsck_clean(&img);
+    unmount_clean(fs, &img);
     assert_eq!(debugfs(&img, "cat /other/moved/some-file-name-321"), b"321");
 }
 
@@ -354,28 +336,16 @@ fn move_indexed_directory() {
 /// still read as zeros.
 #[test]
 fn write_into_uninitialised_extents() {
-    let t = TempDir::new("uninit-extents");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 4096, "16M", None, &[]);
+    let (_t, img) = fresh_image("uninit-extents", "ext4", 4096, "16M");
     {
         let mut fs = mount(&img);
         let root = fs.root();
         fs.create(root, "pre", 0o644).unwrap();
         fs.unmount().unwrap();
     }
-    let out = std::process::Command::new(tool("debugfs"))
-        .args(["-w", "-R", "fallocate /pre 0 99"])
-        .arg(&img)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    debugfs_w_req(&img, "fallocate /pre 0 99");
     // debugfs fallocate leaves i_size alone: set it so the blocks are inside the file.
-    let out = std::process::Command::new(tool("debugfs"))
-        .args(["-w", "-R", "sif /pre size 409600"])
-        .arg(&img)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    debugfs_w_req(&img, "sif /pre size 409600");
     let st = String::from_utf8_lossy(&debugfs(&img, "stat /pre")).into_owned();
     assert!(st.contains("[u]):"), "{st}");
     fsck_clean(&img);
@@ -400,9 +370,7 @@ fn write_into_uninitialised_extents() {
 #[test]
 fn symlinks_and_hard_links() {
     for (kind, bs) in [("ext4", 1024u32), ("ext4", 4096), ("ext2", 1024)] {
-        let t = TempDir::new("links");
-        let img = t.path().join("img");
-        mkfs(&img, kind, bs, "16M", None, &[]);
+        let (_t, img) = fresh_image("links", kind, bs, "16M");
         let long = "b/".repeat(100) + "end";
         {
             let mut fs = mount(&img);
@@ -440,23 +408,15 @@ fn symlinks_and_hard_links() {
         fs.unlink(root, "short").unwrap();
         let d = resolve(&mut fs, "d").unwrap();
         fs.unlink(d, "again").unwrap();
-        fs.unmount().unwrap();
-        fsck_clean(&img);
+        unmount_clean(fs, &img);
     }
 }
 
 /// A file over 2 GiB on an ext2 made without large_file turns the feature on.
 #[test]
 fn large_file_feature_is_set_when_needed() {
-    let t = TempDir::new("largefile");
-    let img = t.path().join("img");
-    mkfs(&img, "ext2", 4096, "32M", None, &[]);
-    let out = std::process::Command::new(tool("debugfs"))
-        .args(["-w", "-R", "feature -large_file"])
-        .arg(&img)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let (_t, img) = fresh_image("largefile", "ext2", 4096, "32M");
+    debugfs_w_req(&img, "feature -large_file");
     let feats = |img: &Path| String::from_utf8_lossy(&debugfs(img, "features")).into_owned();
     assert!(!feats(&img).contains("large_file"));
     let mut fs = mount(&img);
@@ -474,9 +434,7 @@ fn large_file_feature_is_set_when_needed() {
 /// sync writes it all and the filesystem is consistent.
 #[test]
 fn write_errors_keep_data_for_a_retry() {
-    let t = TempDir::new("ioerr");
-    let img = t.path().join("img");
-    mkfs(&img, "ext4", 4096, "64M", None, &[]);
+    let (_t, img) = fresh_image("ioerr", "ext4", 4096, "64M");
     let data = Rng(77).bytes(10 << 20);
     {
         let mut fs = Ext::mount(Counting::new(FileDisk::open(&img)), opts()).unwrap();
@@ -518,14 +476,12 @@ fn htree_inserts_keep_the_index() {
         ("ext4", 1024, "tea"),
         ("ext2", 1024, "legacy"),
     ] {
-        let t = TempDir::new("htree-insert");
-        let src = t.path().join("src");
-        std::fs::create_dir_all(src.join("d")).unwrap();
-        for i in 0..1500 {
-            std::fs::write(src.join(format!("d/{i:x}-{}", "n".repeat(i % 40))), b"").unwrap();
-        }
-        let img = t.path().join("img");
-        mkfs(&img, kind, bs, "32M", Some(&src), &[]);
+        let (_t, img) = tree_image("htree-insert", kind, bs, "32M", |src| {
+            std::fs::create_dir_all(src.join("d")).unwrap();
+            for i in 0..1500 {
+                std::fs::write(src.join(format!("d/{i:x}-{}", "n".repeat(i % 40))), b"").unwrap();
+            }
+        });
         let out = std::process::Command::new(tool("tune2fs"))
             .args(["-E", &format!("hash_alg={alg}")])
             .arg(&img)
@@ -578,9 +534,7 @@ fn htree_inserts_keep_the_index() {
 #[test]
 fn buffered_data_keeps_its_reservation() {
     for kind in ["ext4", "ext2"] {
-        let t = TempDir::new("reserve");
-        let img = t.path().join("img");
-        mkfs(&img, kind, 1024, "4M", None, &[]);
+        let (_t, img) = fresh_image("reserve", kind, 1024, "4M");
         let mut fs = mount(&img);
         let root = fs.root();
         let f = fs.create(root, "fill", 0o644).unwrap();
@@ -604,8 +558,7 @@ fn buffered_data_keeps_its_reservation() {
         }
         assert!(made < 200, "{kind}");
         fs.sync().unwrap();
-        fs.unmount().unwrap();
-        fsck_clean(&img);
+        unmount_clean(fs, &img);
         assert!(debugfs(&img, "cat /fill") == data[..off], "{kind}");
     }
 }
@@ -616,9 +569,7 @@ fn buffered_data_keeps_its_reservation() {
 #[test]
 fn new_inodes_pass_through_a_small_inode_cache() {
     for kind in ["ext4", "ext2"] {
-        let t = TempDir::new(&format!("small-icache-{kind}"));
-        let img = t.path().join("img");
-        mkfs(&img, kind, 1024, "16M", None, &[]);
+        let (_t, img) = fresh_image(&format!("small-icache-{kind}"), kind, 1024, "16M");
         let mut fs = mount(&img);
         fs.set_cache_bytes(64 << 10);
         let mut r = Rng(0x1cac4e ^ kind.len() as u64);

@@ -44,9 +44,9 @@ fn base(tag: &str, jo: &str) -> Base {
     let f = file.to_str().unwrap();
     let script = format!(
         "{jo}\njw -b {} {f}\njw -b {} {f}\njw -b {} {f}\njc\n",
-        join(&homes[0]),
-        join(&homes[1]),
-        join(&homes[2])
+        block_list(&homes[0]),
+        block_list(&homes[1]),
+        block_list(&homes[2])
     );
     debugfs_script(&dir, &img, &script);
     let map = journal_map(&img);
@@ -60,13 +60,6 @@ fn base(tag: &str, jo: &str) -> Base {
         data,
         layout,
     }
-}
-
-fn join(v: &[u64]) -> String {
-    v.iter()
-        .map(|b| b.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 /// "Found expected sequence 1, type 1 (descriptor block) at block 1"

@@ -52,14 +52,6 @@ fn fixture(tag: &str, bs: u32, size: &str, mkfs_extra: &[&str]) -> Fixture {
     Fixture { dir, img, bs }
 }
 
-fn list(blocks: &[u64]) -> String {
-    blocks
-        .iter()
-        .map(|b| b.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 /// The main scenario: several committed transactions (one larger than a descriptor
 /// block holds), a revoke of an earlier block, a block rewritten after its revoke, a
 /// data block starting with the jbd2 magic (escaped), and an uncommitted tail.
@@ -82,7 +74,7 @@ fn scenario(f: &Fixture, jo: &str) -> (Vec<u64>, Vec<Vec<u8>>) {
          jw -b {b2},{b153} {d}\n\
          jw -b {b160},{b161},{b0} -c {d}\n\
          jc\n",
-        big = list(many),
+        big = block_list(many),
         b0 = free[0],
         b1 = free[1],
         b2 = free[2],
@@ -293,7 +285,7 @@ fn check_wraparound(jo: &str, tag: &str) {
     for t in 0..6 {
         script.push_str(&format!(
             "jw -b {} {d}\n",
-            list(&free[t * 50..t * 50 + 100])
+            block_list(&free[t * 50..t * 50 + 100])
         ));
     }
     script.push_str("jc\n");
@@ -338,9 +330,9 @@ fn stale_transactions_after_the_log_are_ignored() {
     let d = data.to_str().unwrap();
     let old = format!(
         "jo -c\njw -b {} {d}\njw -b {} {d}\njw -b {} {d}\njc\n",
-        list(&free[0..10]),
-        list(&free[10..20]),
-        list(&free[20..30])
+        block_list(&free[0..10]),
+        block_list(&free[10..20]),
+        block_list(&free[20..30])
     );
     debugfs_script(&f.dir, &f.img, &old);
     let o = run(
@@ -357,7 +349,7 @@ fn stale_transactions_after_the_log_are_ignored() {
         .map(|b| format!("zap_block -p 0 {b}\n"))
         .collect();
     debugfs_script(&f.dir, &f.img, &script);
-    let new = format!("jo\njw -b {} {d}\njc\n", list(&free[30..40]));
+    let new = format!("jo\njw -b {} {d}\njc\n", block_list(&free[30..40]));
     debugfs_script(&f.dir, &f.img, &new);
     let (stats, ours, theirs) = replay_both(&f.dir, &f.img, 1024);
     assert_same_but_superblock(&ours, &theirs, 1024);

@@ -64,7 +64,7 @@ use xenlet_net::gateway::{Gateway, GatewaySpec, PortSpec, Routed};
 use xenlet_net::iface::NetIf;
 use xenlet_net::link::{Link, LinkStats, RxChecksum};
 use xenlet_net::{config, fwconfig};
-use xenlet_router::IfId;
+use xenlet_router::{checksum, IfId};
 
 const LAN_HOST: [u8; 4] = [192, 168, 1, 100];
 const LAN_ROUTER: [u8; 4] = [192, 168, 1, 1];
@@ -180,25 +180,6 @@ fn mem(ifs: &mut Ifs, k: usize) -> &mut Mem {
     ifs[k].link.inner.ports_mut()[0].link_mut()
 }
 
-fn sum(data: &[u8]) -> u32 {
-    let mut s = 0u32;
-    let mut c = data.chunks_exact(2);
-    for w in &mut c {
-        s += u32::from(u16::from_be_bytes([w[0], w[1]]));
-    }
-    if let [b] = c.remainder() {
-        s += u32::from(*b) << 8;
-    }
-    s
-}
-
-fn fold(mut s: u32) -> u16 {
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    s as u16
-}
-
 struct Seg<'a> {
     src_mac: [u8; 6],
     dst_mac: [u8; 6],
@@ -238,7 +219,7 @@ fn frame(s: &Seg) -> Vec<u8> {
     ip[9] = 6;
     ip[12..16].copy_from_slice(&s.src);
     ip[16..20].copy_from_slice(&s.dst);
-    let c = !fold(sum(&ip[..20]));
+    let c = checksum::checksum(&ip[..20]);
     ip[10..12].copy_from_slice(&c.to_be_bytes());
     let t = &mut ip[20..];
     t[0..2].copy_from_slice(&s.sport.to_be_bytes());
@@ -252,13 +233,13 @@ fn frame(s: &Seg) -> Vec<u8> {
     for (i, b) in t[20 + s.options.len()..].iter_mut().enumerate() {
         *b = i as u8;
     }
-    let mut ps = sum(&s.src) + sum(&s.dst) + 6 + tcp_len as u32;
+    let mut ps = checksum::sum(checksum::sum(0, &s.src), &s.dst) + 6 + tcp_len as u32;
     if s.blank {
-        let c = fold(ps);
+        let c = checksum::fold(ps);
         t[16..18].copy_from_slice(&c.to_be_bytes());
     } else {
-        ps += sum(t);
-        let c = !fold(ps);
+        ps = checksum::sum(ps, t);
+        let c = !checksum::fold(ps);
         t[16..18].copy_from_slice(&c.to_be_bytes());
     }
     f
@@ -280,15 +261,11 @@ fn arp(mac: [u8; 6], ip: [u8; 4], target: [u8; 4]) -> Vec<u8> {
 
 fn firewall() -> xenlet_router::firewall::ruleset::Ruleset {
     let text = include_str!("../../xtask/rootfs/etc/config/firewall");
-    let n = |network: &str, id, device: &str| fwconfig::NetworkIface {
-        network: network.into(),
-        ifc: IfId(id),
-        device: device.into(),
-    };
+    let n = fwconfig::NetworkIface::new;
     let ifaces = [
-        n("lan", 0, "eth0"),
-        n("wan", 1, "eth1"),
-        n("wan6", 1, "eth1"),
+        n("lan", IfId(0), "eth0"),
+        n("wan", IfId(1), "eth1"),
+        n("wan6", IfId(1), "eth1"),
     ];
     let (c, _) = fwconfig::compile_text(text, &ifaces).expect("the image's firewall");
     c.ruleset
@@ -399,35 +376,41 @@ impl Bench {
 
     /// A segment of flow `f` from the LAN host, acknowledging `ack`.
     fn lan_seg(&self, f: usize, flags: u8, options: &[u8], payload: usize, ack: u32) -> Vec<u8> {
-        let fl = &self.flows[f];
-        frame(&Seg {
-            src_mac: LAN_HOST_MAC,
-            dst_mac: LAN_ROUTER_MAC,
-            src: LAN_HOST,
-            dst: WAN_HOST,
-            sport: fl.sport,
-            dport: DPORT,
-            seq: fl.seq,
-            ack,
-            flags,
-            window: 0xffff,
-            options,
-            payload,
-            blank: self.blank && payload > 0,
-        })
+        self.seg(true, f, flags, options, payload, ack)
     }
 
     /// A segment of flow `f` from the WAN host, acknowledging `ack`.
     fn wan_seg(&self, f: usize, flags: u8, options: &[u8], payload: usize, ack: u32) -> Vec<u8> {
+        self.seg(false, f, flags, options, payload, ack)
+    }
+
+    /// A segment of flow `f` from the LAN host (`from_lan`) to the WAN host through
+    /// the router, or from the WAN host to the router's masqueraded port.
+    fn seg(
+        &self,
+        from_lan: bool,
+        f: usize,
+        flags: u8,
+        options: &[u8],
+        payload: usize,
+        ack: u32,
+    ) -> Vec<u8> {
         let fl = &self.flows[f];
+        let ((src_mac, src, sport, seq), (dst_mac, dst, dport)) = if from_lan {
+            let to = (LAN_ROUTER_MAC, WAN_HOST, DPORT);
+            ((LAN_HOST_MAC, LAN_HOST, fl.sport, fl.seq), to)
+        } else {
+            let to = (WAN_ROUTER_MAC, WAN_ROUTER, fl.nat_port);
+            ((WAN_HOST_MAC, WAN_HOST, DPORT, fl.peer_seq), to)
+        };
         frame(&Seg {
-            src_mac: WAN_HOST_MAC,
-            dst_mac: WAN_ROUTER_MAC,
-            src: WAN_HOST,
-            dst: WAN_ROUTER,
-            sport: DPORT,
-            dport: fl.nat_port,
-            seq: fl.peer_seq,
+            src_mac,
+            dst_mac,
+            src,
+            dst,
+            sport,
+            dport,
+            seq,
             ack,
             flags,
             window: 0xffff,

@@ -56,6 +56,17 @@ pub struct NetworkIface {
     pub device: String,
 }
 
+impl NetworkIface {
+    /// Network `network` on router interface `ifc`, device `device`.
+    pub fn new(network: &str, ifc: IfId, device: &str) -> NetworkIface {
+        NetworkIface {
+            network: network.into(),
+            ifc,
+            device: device.into(),
+        }
+    }
+}
+
 /// A compiled firewall and what was left out of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Compiled {

@@ -1743,37 +1743,6 @@ mod tests {
         );
     }
 
-    /// A UDP datagram `src:sport` -> `dst:dport` of `payload`, as an IPv4 packet
-    /// with both checksums right (id `id`, DF clear).
-    fn udp_datagram(
-        src: [u8; 4],
-        sport: u16,
-        dst: [u8; 4],
-        dport: u16,
-        id: u16,
-        payload: &[u8],
-    ) -> Vec<u8> {
-        use xenlet_router::{checksum, ipv4};
-        let mut u = Vec::new();
-        u.extend_from_slice(&sport.to_be_bytes());
-        u.extend_from_slice(&dport.to_be_bytes());
-        u.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-        u.extend_from_slice(&[0, 0]);
-        u.extend_from_slice(payload);
-        let ps = ipv4::pseudo_header_sum(src.into(), dst.into(), 17, u.len());
-        let c = !checksum::fold(checksum::sum(ps, &u));
-        u[6..8].copy_from_slice(&c.to_be_bytes());
-        let mut ip = alloc::vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, 17, 0, 0];
-        ip.extend_from_slice(&src);
-        ip.extend_from_slice(&dst);
-        let total = (20 + u.len()) as u16;
-        ip[2..4].copy_from_slice(&total.to_be_bytes());
-        ip[4..6].copy_from_slice(&id.to_be_bytes());
-        ip.extend_from_slice(&u);
-        ipv4::fill_header_checksum(&mut ip);
-        ip
-    }
-
     /// `ip` cut into fragments of `piece` payload bytes, in Ethernet frames.
     fn fragment_frames(ip: &[u8], piece: usize, to: [u8; 6], from: [u8; 6]) -> Vec<Vec<u8>> {
         use xenlet_router::ipv4;
@@ -1824,7 +1793,9 @@ mod tests {
         // before reassembly only the first was translated (the rest went to the
         // router's own input and were rejected).
         let payload: Vec<u8> = (0..3000u32).map(|i| (i * 31 % 251) as u8).collect();
-        let ip = udp_datagram([10, 0, 0, 1], 6000, [10, 0, 0, 2], 5000, 0x4242, &payload);
+        let (wan_host, router_wan) = ([10, 0, 0, 1], [10, 0, 0, 2]);
+        let udp = crate::testnet::udp(wan_host, router_wan, 6000, 5000, &payload);
+        let ip = crate::testnet::ipv4(wan_host, router_wan, 17, 0x4242, false, &udp);
         let frags = fragment_frames(&ip, 1480, [2, 0, 0, 0, 2, 2], [2, 0, 0, 0, 2, 1]);
         assert_eq!(frags.len(), 3);
         n.lan_host.link.rx.borrow_mut().clear();
@@ -1873,20 +1844,25 @@ mod tests {
 
     /// OpenWrt's default firewall file (the image's), lan = eth0, wan = eth1.
     fn default_firewall() -> Ruleset {
-        let text = include_str!("../../xtask/rootfs/etc/config/firewall");
-        let n = |network: &str, id, device: &str| crate::fwconfig::NetworkIface {
-            network: network.into(),
-            ifc: IfId(id),
-            device: device.into(),
-        };
-        let ifaces = [
-            n("lan", 0, "eth0"),
-            n("wan", 1, "eth1"),
-            n("wan6", 1, "eth1"),
-        ];
-        let (c, warnings) = crate::fwconfig::compile_text(text, &ifaces).unwrap();
+        let (c, warnings) = compile_image_firewall("");
         assert!(warnings.is_empty(), "{warnings:?}");
         c.ruleset
+    }
+
+    /// The image's firewall file followed by `extra`, compiled for lan = eth0,
+    /// wan = wan6 = eth1.
+    fn compile_image_firewall(extra: &str) -> (crate::fwconfig::Compiled, Vec<String>) {
+        let text = alloc::format!(
+            "{}{extra}",
+            include_str!("../../xtask/rootfs/etc/config/firewall")
+        );
+        let n = crate::fwconfig::NetworkIface::new;
+        let ifaces = [
+            n("lan", IfId(0), "eth0"),
+            n("wan", IfId(1), "eth1"),
+            n("wan6", IfId(1), "eth1"),
+        ];
+        crate::fwconfig::compile_text(&text, &ifaces).unwrap()
     }
 
     fn recv_within(
@@ -1945,23 +1921,11 @@ mod tests {
     ) {
         use smoltcp::socket::tcp;
         let mut n = net();
-        let text = alloc::format!(
-            "{}\nconfig redirect\n\toption name 'ssh-router'\n\toption src 'wan'\n\t\
+        let (c, _) = compile_image_firewall(
+            "\nconfig redirect\n\toption name 'ssh-router'\n\toption src 'wan'\n\t\
              option proto 'tcp'\n\toption src_dport '8022'\n\toption dest_ip '192.168.1.1'\n\t\
              option dest_port '22'\n",
-            include_str!("../../xtask/rootfs/etc/config/firewall")
         );
-        let n_ = |network: &str, id, device: &str| crate::fwconfig::NetworkIface {
-            network: network.into(),
-            ifc: IfId(id),
-            device: device.into(),
-        };
-        let ifaces = [
-            n_("lan", 0, "eth0"),
-            n_("wan", 1, "eth1"),
-            n_("wan6", 1, "eth1"),
-        ];
-        let (c, _) = crate::fwconfig::compile_text(&text, &ifaces).unwrap();
         n.gw.reload_firewall(c.ruleset).unwrap();
         let sock = || crate::testnet::tcp_socket(4096);
         // The router's service on port 22 (its stack listens per interface).

@@ -236,6 +236,41 @@ impl HostTable for Leases<'_> {
 
 /// A lease file's DHCPv4 part (before the first `duid` line) and its DHCPv6 lines
 /// (after it, `duid` lines left out).
+/// What [`reconcile`] hands over: a running port whose interface is still
+/// configured (with its new spec), one whose interface is no longer, a spec with no
+/// port yet.
+enum Change<'s, P, S> {
+    Kept(P, &'s S),
+    Gone(P),
+    New(&'s S),
+}
+
+/// The `reload` of a per-interface service: each of the running `ports` and then
+/// each of the `specs` with no port yet goes through `step` ([`Change`]), which
+/// returns the port to keep (`None`: none). `same` says whether a port serves a
+/// spec's interface.
+fn reconcile<'s, P, S>(
+    ports: Vec<P>,
+    specs: &'s [S],
+    same: impl Fn(&P, &S) -> bool,
+    mut step: impl FnMut(Change<'s, P, S>) -> Option<P>,
+) -> Vec<P> {
+    let mut kept = Vec::with_capacity(specs.len());
+    for p in ports {
+        let change = match specs.iter().find(|s| same(&p, s)) {
+            Some(s) => Change::Kept(p, s),
+            None => Change::Gone(p),
+        };
+        kept.extend(step(change));
+    }
+    for s in specs {
+        if !kept.iter().any(|p| same(p, s)) {
+            kept.extend(step(Change::New(s)));
+        }
+    }
+    kept
+}
+
 fn split_lease_file(text: &str) -> (&str, impl Iterator<Item = &str>) {
     let at = text
         .match_indices("duid ")
@@ -497,54 +532,51 @@ impl LanServices {
         now: Millis,
     ) -> Vec<String> {
         let mut said = Vec::new();
-        let mut ports = Vec::new();
-        for p in core::mem::take(&mut self.dhcp) {
-            let held = p.server.leases(now).count();
-            match spec.pools.iter().find(|q| q.vif == p.vif) {
-                Some(q) if q.pool == *p.server.config() => ports.push(p),
-                Some(q) => {
-                    self.retire(p.server.counters());
-                    let text = p.server.lease_file(now, self.epoch_offset_secs);
-                    let mut server = DhcpServer::new(q.pool.clone());
-                    let r = server.load_lease_file(&text, now, self.epoch_offset_secs);
-                    said.push(format!(
-                        "dhcpd: {} now {} ({} leases kept, {} dropped)",
-                        p.vif,
-                        pool_summary(&q.pool),
-                        r.loaded,
-                        held.saturating_sub(r.loaded)
-                    ));
-                    ports.push(DhcpPort { server, ..p });
-                }
-                None => {
-                    self.retire(p.server.counters());
-                    if let Some(s) = p.sock {
-                        s.close(&mut stack.ifs);
-                    }
-                    said.push(format!("dhcpd: {} stopped ({held} leases dropped)", p.vif));
-                }
+        let running = core::mem::take(&mut self.dhcp);
+        let same = |p: &DhcpPort, q: &PoolSpec| p.vif == q.vif;
+        self.dhcp = reconcile(running, &spec.pools, same, |change| match change {
+            Change::Kept(p, q) if q.pool == *p.server.config() => Some(p),
+            Change::Kept(p, q) => {
+                let held = p.server.leases(now).count();
+                self.retire(p.server.counters());
+                let text = p.server.lease_file(now, self.epoch_offset_secs);
+                let mut server = DhcpServer::new(q.pool.clone());
+                let r = server.load_lease_file(&text, now, self.epoch_offset_secs);
+                said.push(format!(
+                    "dhcpd: {} now {} ({} leases kept, {} dropped)",
+                    p.vif,
+                    pool_summary(&q.pool),
+                    r.loaded,
+                    held.saturating_sub(r.loaded)
+                ));
+                Some(DhcpPort { server, ..p })
             }
-        }
-        for q in &spec.pools {
-            if ports.iter().any(|p| p.vif == q.vif) {
-                continue;
+            Change::Gone(p) => {
+                let held = p.server.leases(now).count();
+                self.retire(p.server.counters());
+                if let Some(s) = p.sock {
+                    s.close(&mut stack.ifs);
+                }
+                said.push(format!("dhcpd: {} stopped ({held} leases dropped)", p.vif));
+                None
             }
-            let sock = stack
-                .by_name(&q.vif)
-                .and_then(|n| Sock::open(n, DHCP_SERVER_PORT, LISTEN_BUFFER));
-            self.retire(&DhcpCounters::default());
-            said.push(format!(
-                "dhcpd: {} started, {}",
-                q.vif,
-                pool_summary(&q.pool)
-            ));
-            ports.push(DhcpPort {
-                vif: q.vif.clone(),
-                sock,
-                server: DhcpServer::new(q.pool.clone()),
-            });
-        }
-        self.dhcp = ports;
+            Change::New(q) => {
+                let sock = stack
+                    .by_name(&q.vif)
+                    .and_then(|n| Sock::open(n, DHCP_SERVER_PORT, LISTEN_BUFFER));
+                self.retire(&DhcpCounters::default());
+                said.push(format!(
+                    "dhcpd: {} started, {}",
+                    q.vif,
+                    pool_summary(&q.pool)
+                ));
+                Some(DhcpPort {
+                    vif: q.vif.clone(),
+                    sock,
+                    server: DhcpServer::new(q.pool.clone()),
+                })
+            }
+        });
         said
     }
 

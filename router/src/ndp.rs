@@ -9,17 +9,17 @@
 //! options with a non-zero length within the message); and for a next hop it does not
 //! know it sends a solicitation to the solicited-node multicast address (from the
 //! interface's link-local address, with its source link-layer option), at most one
-//! every [`NdpConfig::retrans_ms`] and [`NdpConfig::max_probes`] times before the
+//! every [`NeighConfig::retrans_ms`] and [`NeighConfig::max_probes`] times before the
 //! entry is FAILED (Linux's `retrans_time_ms` and `mcast_solicit`). An entry not
-//! confirmed for [`NdpConfig::reachable_ms`] is still used but re-confirmed with
+//! confirmed for [`NeighConfig::reachable_ms`] is still used but re-confirmed with
 //! unicast solicitations; unanswered, it is resolved afresh. A packet whose
 //! next hop is not resolved yet waits ([`Ndp::hold`]) in the ARP table's preallocated
 //! slots ([`crate::neigh`]'s wait queue, shared code): at most
-//! [`NdpConfig::queue_per_entry`] for one neighbour (Linux's `unres_qlen`) and
-//! [`NdpConfig::queue_slots`] in all, beyond that dropped
+//! [`NeighConfig::queue_per_entry`] for one neighbour (Linux's `unres_qlen`) and
+//! [`NeighConfig::queue_slots`] in all, beyond that dropped
 //! ([`DropReason::NoNeighbour`]). While packets wait, [`Ndp::poll`] retries the
 //! solicitation; the message that resolves the entry sends them with the learnt MAC;
-//! after [`NdpConfig::max_probes`] unanswered they are dropped, counted, and handed
+//! after [`NeighConfig::max_probes`] unanswered they are dropped, counted, and handed
 //! back ([`Ndp::take_failed`]) for an ICMPv6 address-unreachable.
 //! Advertisements overwrite the MAC (the override flag is not needed for an entry
 //! this table only caches); entries are never aged, only replaced by newer messages
@@ -37,7 +37,7 @@ use crate::ipv4::put16;
 use crate::ipv6::{self, HEADER_LEN, PROTO_ICMPV6};
 use crate::link::ETH_LEN;
 use crate::link::{Output, TxMeta};
-use crate::neigh::WaitSlots;
+use crate::neigh::{NeighConfig, WaitSlots};
 use crate::stats::Stats;
 use crate::{DropReason, IfId, Millis};
 
@@ -58,24 +58,12 @@ const NS_LEN: usize = 8 + 16 + 8;
 /// Length of a whole solicitation frame.
 pub const NS_FRAME_LEN: usize = ETH_LEN + HEADER_LEN + NS_LEN;
 
-/// Sizes and timers.
+/// Sizes and timers: the ARP table's ([`NeighConfig`], with solicitations for its
+/// requests), and a rate for the solicitations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NdpConfig {
-    /// Entries.
-    pub capacity: usize,
-    /// Packets that may wait for one entry (Linux's `unres_qlen`, 3 here).
-    pub queue_per_entry: usize,
-    /// Packets that may wait in all (preallocated slots).
-    pub queue_slots: usize,
-    /// Bytes of one slot: the largest frame that can wait.
-    pub slot_len: usize,
-    /// Time between solicitations (Linux `retrans_time_ms`, 1000).
-    pub retrans_ms: Millis,
-    /// Solicitations before giving up (Linux `mcast_solicit`, 3).
-    pub max_probes: u8,
-    /// How long a confirmed entry is used without asking again (Linux's
-    /// `base_reachable_time_ms`, 30 s).
-    pub reachable_ms: Millis,
+    /// The table's sizes and timers, as the ARP table's.
+    pub table: NeighConfig,
     /// Solicitations a second in all (a flood of packets to unknown addresses of an
     /// on-link /64 must not become a flood of multicast solicitations).
     pub solicits_per_sec: u32,
@@ -84,13 +72,10 @@ pub struct NdpConfig {
 impl Default for NdpConfig {
     fn default() -> Self {
         NdpConfig {
-            capacity: 256,
-            queue_per_entry: 3,
-            queue_slots: 32,
-            slot_len: 1514,
-            retrans_ms: 1000,
-            max_probes: 3,
-            reachable_ms: 30_000,
+            table: NeighConfig {
+                capacity: 256,
+                ..NeighConfig::default()
+            },
             solicits_per_sec: 100,
         }
     }
@@ -154,11 +139,11 @@ impl Ndp {
     pub fn new(config: NdpConfig) -> Self {
         Ndp {
             config,
-            entries: Vec::with_capacity(config.capacity),
+            entries: Vec::with_capacity(config.table.capacity),
             index: BTreeMap::new(),
             stats: NdpStats::default(),
             limit: RateLimiter::new(config.solicits_per_sec, config.solicits_per_sec),
-            slots: WaitSlots::new(config.queue_slots, config.slot_len),
+            slots: WaitSlots::new(config.table.queue_slots, config.table.slot_len),
         }
     }
 
@@ -249,8 +234,8 @@ impl Ndp {
 
     /// Holds a copy of `frame` (to `next_hop` on `ifc`, from `input`) until
     /// [`Ndp::resolve`] has found its MAC; its source MAC is set to `src_mac`. Fails
-    /// ([`DropReason::NoNeighbour`]) beyond [`NdpConfig::queue_per_entry`] packets for
-    /// that neighbour or [`NdpConfig::queue_slots`] in all.
+    /// ([`DropReason::NoNeighbour`]) beyond [`NeighConfig::queue_per_entry`] packets for
+    /// that neighbour or [`NeighConfig::queue_slots`] in all.
     #[allow(clippy::too_many_arguments)]
     pub fn hold(
         &mut self,
@@ -270,7 +255,7 @@ impl Ndp {
         if e.mac.is_some() {
             return Err(DropReason::NoNeighbour);
         }
-        let per = self.config.queue_per_entry;
+        let per = self.config.table.queue_per_entry;
         self.slots
             .enqueue(&mut e.queue, per, &src_mac, input, frame, tx)?;
         self.stats.queued += 1;
@@ -279,7 +264,7 @@ impl Ndp {
 
     /// Retries the solicitations of unresolved entries packets wait for (`solicit`
     /// sends one, within [`NdpConfig::solicits_per_sec`]); after
-    /// [`NdpConfig::max_probes`] unanswered, the entry fails and its packets are
+    /// [`NeighConfig::max_probes`] unanswered, the entry fails and its packets are
     /// counted as [`DropReason::NoNeighbour`] and wait for [`Ndp::take_failed`].
     pub fn poll(
         &mut self,
@@ -287,7 +272,7 @@ impl Ndp {
         stats: &mut Stats,
         mut solicit: impl FnMut(IfId, Ipv6Addr, &mut Stats),
     ) {
-        let (retrans, max) = (self.config.retrans_ms, self.config.max_probes);
+        let (retrans, max) = (self.config.table.retrans_ms, self.config.table.max_probes);
         for e in self.entries.iter_mut() {
             if e.mac.is_some() || e.queue.is_empty() {
                 continue;
@@ -343,7 +328,7 @@ impl Ndp {
             last_probe: None,
             queue: Vec::new(),
         };
-        if self.entries.len() < self.config.capacity {
+        if self.entries.len() < self.config.table.capacity {
             self.entries.push(e);
             let i = self.entries.len() - 1;
             self.index.insert((ifc, ip), i);
@@ -374,8 +359,8 @@ impl Ndp {
         let Some(i) = self.slot(ifc, next_hop, now) else {
             return Lookup::Waiting;
         };
-        let (retrans, max) = (self.config.retrans_ms, self.config.max_probes);
-        let reachable = self.config.reachable_ms;
+        let (retrans, max) = (self.config.table.retrans_ms, self.config.table.max_probes);
+        let reachable = self.config.table.reachable_ms;
         let Some(e) = self.entries.get_mut(i) else {
             return Lookup::Waiting;
         };
@@ -536,6 +521,13 @@ mod tests {
         n.observe(IfId(1), p, &u, now, &mut o, &mut st);
     }
 
+    /// A table of `capacity` entries, the other sizes and timers the default.
+    fn with_capacity(capacity: usize) -> Ndp {
+        let mut config = NdpConfig::default();
+        config.table.capacity = capacity;
+        Ndp::new(config)
+    }
+
     fn learn(n: &mut Ndp, ifc: IfId, ip: Ipv6Addr, mac: [u8; 6], now: Millis) {
         let (mut o, mut st) = (Recorder::default(), Stats::new(2));
         n.learn(ifc, ip, mac, now, &mut o, &mut st);
@@ -611,10 +603,7 @@ mod tests {
 
     #[test]
     fn the_table_is_bounded_and_evicts_the_oldest() {
-        let mut n = Ndp::new(NdpConfig {
-            capacity: 4,
-            ..NdpConfig::default()
-        });
+        let mut n = with_capacity(4);
         for i in 0..10u16 {
             let a = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, i);
             learn(&mut n, IfId(0), a, MAC, Millis::from(i) * 10_000);
@@ -629,10 +618,7 @@ mod tests {
 
     #[test]
     fn a_sweep_of_unknown_addresses_does_not_push_out_a_working_neighbour() {
-        let mut n = Ndp::new(NdpConfig {
-            capacity: 4,
-            ..NdpConfig::default()
-        });
+        let mut n = with_capacity(4);
         let gw: Ipv6Addr = "fe80::1".parse().unwrap();
         learn(&mut n, IfId(0), gw, MAC, 0);
         for i in 0..1000u16 {
@@ -645,10 +631,7 @@ mod tests {
             "confirmed in the last 5 s: kept"
         );
         // an old resolved entry goes before a table of fresh ones refuses
-        let mut n = Ndp::new(NdpConfig {
-            capacity: 2,
-            ..NdpConfig::default()
-        });
+        let mut n = with_capacity(2);
         learn(&mut n, IfId(0), gw, MAC, 0);
         learn(&mut n, IfId(0), "fe80::2".parse().unwrap(), MAC, 100);
         let new: Ipv6Addr = "fe80::3".parse().unwrap();

@@ -12,6 +12,7 @@ use core::fmt::Write;
 use sha2::Digest;
 use xenlet_fs::vfs::{Handle, Vfs};
 use xenlet_fs::{FileType, FsError, Stat};
+use xenlet_router::firewall::timematch::civil_from_days;
 
 /// Bytes moved per read or write call when copying a file.
 const CHUNK: usize = 256 * 1024;
@@ -125,22 +126,9 @@ fn mode_string(st: &Stat) -> String {
     s
 }
 
-/// Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 /// `YYYY-MM-DD HH:MM:SS` in UTC.
 pub fn format_time(t: i64) -> String {
-    let (y, mo, d) = civil(t.div_euclid(86_400));
+    let (y, mo, d) = civil_from_days(t.div_euclid(86_400));
     let s = t.rem_euclid(86_400);
     format!(
         "{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02}",

@@ -299,6 +299,13 @@ struct Flags {
     delimiter: String,
 }
 
+/// What every command works with: the store, the flags, the output.
+struct Cx<'a> {
+    store: &'a mut dyn ConfigStore,
+    flags: &'a Flags,
+    out: &'a mut Output,
+}
+
 impl Uci {
     /// No staged changes.
     pub fn new() -> Self {
@@ -351,21 +358,28 @@ impl Uci {
         let Some((cmd, cmd_args)) = rest.split_first() else {
             return usage(out, 0);
         };
+        if cmd.eq_ignore_ascii_case("help") {
+            return usage(out, 0);
+        }
+        let cx = &mut Cx {
+            store,
+            flags: &flags,
+            out: &mut out,
+        };
         let result = match cmd.to_ascii_lowercase().as_str() {
-            "show" => self.package_cmd(store, &flags, cmd_args, &mut out, Self::show),
-            "changes" => self.package_cmd(store, &flags, cmd_args, &mut out, Self::changes),
-            "export" => self.package_cmd(store, &flags, cmd_args, &mut out, Self::export),
-            "commit" => self.package_cmd(store, &flags, cmd_args, &mut out, Self::commit),
+            "show" => self.package_cmd(cx, cmd_args, Self::show),
+            "changes" => self.package_cmd(cx, cmd_args, Self::changes),
+            "export" => self.package_cmd(cx, cmd_args, Self::export),
+            "commit" => self.package_cmd(cx, cmd_args, Self::commit),
             "get" | "set" | "ren" | "rename" | "revert" | "reorder" | "del" | "delete"
             | "add_list" | "del_list" => match cmd_args {
-                [arg] => self.section_cmd(store, &flags, cmd, arg, &mut out),
+                [arg] => self.section_cmd(cx, cmd, arg),
                 _ => Err(None),
             },
             "add" => match cmd_args {
-                [pkg, ty] => self.add(store, pkg, ty, &mut out),
+                [pkg, ty] => self.add(cx, pkg, ty),
                 _ => Err(None),
             },
-            "help" => return usage(out, 0),
             _ => Err(None),
         };
         match result {
@@ -383,21 +397,14 @@ impl Uci {
     }
 
     /// `uci_do_package_cmd`: one package, or each package in the store.
-    fn package_cmd(
-        &mut self,
-        store: &mut dyn ConfigStore,
-        flags: &Flags,
-        args: &[&str],
-        out: &mut Output,
-        f: PackageFn,
-    ) -> CmdResult {
+    fn package_cmd(&mut self, cx: &mut Cx<'_>, args: &[&str], f: PackageFn) -> CmdResult {
         match args {
             [one] => {
                 let ptr = parse_ptr(one).map_err(fail)?;
-                f(self, store, flags, &ptr, out).map_err(fail)
+                f(self, cx, &ptr).map_err(fail)
             }
             [] => {
-                let names = store.list().map_err(|_| fail(CliError::Io))?;
+                let names = cx.store.list().map_err(|_| fail(CliError::Io))?;
                 for name in names.iter().filter(|n| valid_package(n)) {
                     let ptr = Ptr {
                         package: name,
@@ -405,9 +412,9 @@ impl Uci {
                         option: None,
                         value: None,
                     };
-                    if let Err(e) = f(self, store, flags, &ptr, out) {
-                        if !flags.quiet {
-                            perror(out, &e);
+                    if let Err(e) = f(self, cx, &ptr) {
+                        if !cx.flags.quiet {
+                            perror(cx.out, &e);
                         }
                     }
                 }
@@ -446,13 +453,8 @@ impl Uci {
         })
     }
 
-    fn show(
-        &mut self,
-        store: &mut dyn ConfigStore,
-        flags: &Flags,
-        ptr: &Ptr<'_>,
-        out: &mut Output,
-    ) -> Result<(), CliError> {
+    fn show(&mut self, cx: &mut Cx<'_>, ptr: &Ptr<'_>) -> Result<(), CliError> {
+        let (store, flags, out) = (&mut *cx.store, cx.flags, &mut *cx.out);
         let f = self.lookup(store, ptr)?;
         if !f.complete {
             return Err(CliError::NotFound);
@@ -487,13 +489,8 @@ impl Uci {
     }
 
     /// `uci_show_changes`.
-    fn changes(
-        &mut self,
-        store: &mut dyn ConfigStore,
-        _flags: &Flags,
-        ptr: &Ptr<'_>,
-        out: &mut Output,
-    ) -> Result<(), CliError> {
+    fn changes(&mut self, cx: &mut Cx<'_>, ptr: &Ptr<'_>) -> Result<(), CliError> {
+        let (store, out) = (&mut *cx.store, &mut *cx.out);
         // uci loads the package first: a missing file is "Entry not found".
         self.lookup(store, ptr)?;
         for d in self.staged(ptr.package) {
@@ -517,13 +514,8 @@ impl Uci {
         Ok(())
     }
 
-    fn export(
-        &mut self,
-        store: &mut dyn ConfigStore,
-        flags: &Flags,
-        ptr: &Ptr<'_>,
-        out: &mut Output,
-    ) -> Result<(), CliError> {
+    fn export(&mut self, cx: &mut Cx<'_>, ptr: &Ptr<'_>) -> Result<(), CliError> {
+        let (store, flags, out) = (&mut *cx.store, cx.flags, &mut *cx.out);
         let mut pkg = self.load(store, ptr.package)?;
         if flags.export_names {
             for s in &mut pkg.sections {
@@ -535,13 +527,8 @@ impl Uci {
     }
 
     /// `uci_commit`: write the package with its staged changes, then forget them.
-    fn commit(
-        &mut self,
-        store: &mut dyn ConfigStore,
-        _flags: &Flags,
-        ptr: &Ptr<'_>,
-        _out: &mut Output,
-    ) -> Result<(), CliError> {
+    fn commit(&mut self, cx: &mut Cx<'_>, ptr: &Ptr<'_>) -> Result<(), CliError> {
+        let store = &mut *cx.store;
         let pkg = self.load(store, ptr.package)?;
         if self.staged(ptr.package).is_empty() {
             return Ok(());
@@ -564,13 +551,8 @@ impl Uci {
         Ok(())
     }
 
-    fn add(
-        &mut self,
-        store: &mut dyn ConfigStore,
-        package: &str,
-        ty: &str,
-        out: &mut Output,
-    ) -> CmdResult {
+    fn add(&mut self, cx: &mut Cx<'_>, package: &str, ty: &str) -> CmdResult {
+        let (store, out) = (&mut *cx.store, &mut *cx.out);
         if !valid_package(package) {
             return Err(fail(CliError::Parse));
         }
@@ -610,14 +592,8 @@ impl Uci {
     }
 
     /// `uci_do_section_cmd`.
-    fn section_cmd(
-        &mut self,
-        store: &mut dyn ConfigStore,
-        flags: &Flags,
-        cmd: &str,
-        arg: &str,
-        out: &mut Output,
-    ) -> CmdResult {
+    fn section_cmd(&mut self, cx: &mut Cx<'_>, cmd: &str, arg: &str) -> CmdResult {
+        let (store, flags, out) = (&mut *cx.store, cx.flags, &mut *cx.out);
         let ptr = parse_ptr(arg).map_err(fail)?;
         let f = self.lookup(store, &ptr).map_err(fail)?;
         let cmd = cmd.to_ascii_lowercase();
@@ -768,8 +744,7 @@ pub fn load_committed(store: &dyn ConfigStore, package: &str) -> Result<Package,
 }
 
 /// A command run on one package (`show`, `changes`, `export`, `commit`).
-type PackageFn =
-    fn(&mut Uci, &mut dyn ConfigStore, &Flags, &Ptr<'_>, &mut Output) -> Result<(), CliError>;
+type PackageFn = fn(&mut Uci, &mut Cx<'_>, &Ptr<'_>) -> Result<(), CliError>;
 
 /// `Err(None)`: print usage, exit 255. `Err(Some((code, error)))`: print the error
 /// unless quiet (or silent if `None`), exit `code`.

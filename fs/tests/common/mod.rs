@@ -303,6 +303,43 @@ impl Drop for TempDir {
     }
 }
 
+/// A new temp dir tagged `tag` holding `img`, a fresh filesystem [`mkfs`] makes
+/// (no source tree, no extra options); the image goes when the dir drops.
+pub fn fresh_image(tag: &str, kind: &str, block_size: u32, size: &str) -> (TempDir, PathBuf) {
+    fresh_image_with(tag, kind, block_size, size, &[])
+}
+
+/// A new temp dir tagged `tag` holding `img`, made by [`mkfs`] from the tree that
+/// `fill` makes at the path it is given (`src` in the dir).
+pub fn tree_image(
+    tag: &str,
+    kind: &str,
+    block_size: u32,
+    size: &str,
+    fill: impl FnOnce(&Path),
+) -> (TempDir, PathBuf) {
+    let t = TempDir::new(tag);
+    let src = t.path().join("src");
+    fill(&src);
+    let img = t.path().join("img");
+    mkfs(&img, kind, block_size, size, Some(&src), &[]);
+    (t, img)
+}
+
+/// [`fresh_image`] with `extra` mke2fs options.
+pub fn fresh_image_with(
+    tag: &str,
+    kind: &str,
+    block_size: u32,
+    size: &str,
+    extra: &[&str],
+) -> (TempDir, PathBuf) {
+    let t = TempDir::new(tag);
+    let img = t.path().join("img");
+    mkfs(&img, kind, block_size, size, None, extra);
+    (t, img)
+}
+
 /// Path of an e2fsprogs tool; panics (failing the test) if it is not installed.
 pub fn tool(name: &str) -> PathBuf {
     for d in ["/sbin", "/usr/sbin", "/usr/bin", "/bin"] {
@@ -346,34 +383,50 @@ pub fn unmount_clean(mut fs: impl FileSystem, img: &Path) {
     fsck_clean(img);
 }
 
-/// `e2fsck -fn`: panics with its output unless the filesystem is clean.
-pub fn fsck_clean(img: &Path) {
+/// `e2fsck ARGS img`: its exit code (-1 if it was killed) and its output, stdout
+/// then stderr.
+pub fn e2fsck(img: &Path, args: &[&str]) -> (i32, String) {
     let out = Command::new(tool("e2fsck"))
-        .arg("-fn")
+        .args(args)
         .arg(img)
         .output()
         .expect("run e2fsck");
-    assert!(
-        out.status.success(),
-        "e2fsck -fn found problems (exit {:?}):\n{}\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// `e2fsck -fn`: panics with its output unless the filesystem is clean.
+pub fn fsck_clean(img: &Path) {
+    let (code, out) = e2fsck(img, &["-fn"]);
+    assert!(code == 0, "e2fsck -fn found problems (exit {code}):\n{out}");
+}
+
+/// `e2fsck -fy`: repairs; panics (the message starting with `what`) unless it
+/// exits 0 (nothing to fix) or 1 (fixed).
+pub fn fsck_repair(img: &Path, what: &str) {
+    let (code, out) = e2fsck(img, &["-fy"]);
+    assert!(matches!(code, 0 | 1), "{what}: e2fsck -fy: {out}");
 }
 
 /// `e2fsck -fyD`: rebuild (index) directories.
 pub fn fsck_index_dirs(img: &Path) {
-    let out = Command::new(tool("e2fsck"))
-        .arg("-fyD")
-        .arg(img)
-        .output()
-        .expect("run e2fsck");
-    assert!(
-        matches!(out.status.code(), Some(0..=2)),
-        "e2fsck -fyD: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let (code, out) = e2fsck(img, &["-fyD"]);
+    assert!(matches!(code, 0..=2), "e2fsck -fyD: {out}");
+}
+
+/// Block numbers comma-separated, as debugfs's `jw -b` and `jw -r` take them.
+pub fn block_list(blocks: &[u64]) -> String {
+    blocks
+        .iter()
+        .map(|b| b.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Runs a debugfs script read-write (`debugfs -w -f`), the script file beside the image.
@@ -387,6 +440,40 @@ pub fn debugfs_w(img: &Path, script: &str) {
         .output()
         .unwrap();
     assert!(out.status.success(), "debugfs: {out:?}");
+}
+
+/// Runs one debugfs request read-write (`debugfs -w -R`); panics unless it succeeds.
+pub fn debugfs_w_req(img: &Path, req: &str) {
+    let out = Command::new(tool("debugfs"))
+        .args(["-w", "-R", req])
+        .arg(img)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "debugfs -w -R {req}: {out:?}");
+}
+
+/// dumpe2fs's report on `img` (`args` before it: `-h` for the superblock alone).
+pub fn dumpe2fs(img: &Path, args: &[&str]) -> String {
+    let out = Command::new(tool("dumpe2fs"))
+        .args(args)
+        .arg(img)
+        .output()
+        .expect("run dumpe2fs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `dumpe2fs -h`: the superblock's fields.
+pub fn dumpe2fs_h(img: &Path) -> String {
+    dumpe2fs(img, &["-h"])
+}
+
+/// The line of `dumpe2fs -h` that starts with `key` ("" if none).
+pub fn dumpe2fs_h_line(img: &Path, key: &str) -> String {
+    dumpe2fs_h(img)
+        .lines()
+        .find(|l| l.starts_with(key))
+        .unwrap_or("")
+        .to_string()
 }
 
 /// Runs a debugfs request, returns stdout.
@@ -562,6 +649,17 @@ pub fn jbd2_crc32c(mut crc: u32, data: &[u8]) -> u32 {
 /// superblock says (`s_maxlen`, the checksum v3 sealed again): a log smaller than
 /// mke2fs makes, for operations that do not fit one transaction.
 pub fn shrink_journal(img: &std::path::Path, blocks: u32) {
+    edit_journal_superblock(img, |jsb| {
+        jsb[0x10..0x14].copy_from_slice(&blocks.to_be_bytes());
+        jsb[0xFC..0x100].fill(0);
+        let c = !jbd2_crc32c(!0, jsb);
+        jsb[0xFC..0x100].copy_from_slice(&c.to_be_bytes());
+    });
+}
+
+/// Rewrites the journal superblock (the first block of the journal inode, 8) of the
+/// 1 KiB-block image `img` in place with `edit`.
+pub fn edit_journal_superblock(img: &std::path::Path, edit: impl FnOnce(&mut [u8; 1024])) {
     use std::os::unix::fs::FileExt;
     let jblk: u64 = String::from_utf8_lossy(&debugfs(img, "bmap <8> 0"))
         .trim()
@@ -574,9 +672,6 @@ pub fn shrink_journal(img: &std::path::Path, blocks: u32) {
         .unwrap();
     let mut jsb = [0u8; 1024];
     f.read_exact_at(&mut jsb, jblk * 1024).unwrap();
-    jsb[0x10..0x14].copy_from_slice(&blocks.to_be_bytes());
-    jsb[0xFC..0x100].fill(0);
-    let c = !jbd2_crc32c(!0, &jsb);
-    jsb[0xFC..0x100].copy_from_slice(&c.to_be_bytes());
+    edit(&mut jsb);
     f.write_all_at(&jsb, jblk * 1024).unwrap();
 }

@@ -16,7 +16,8 @@ use xenlet_fs::journal::{self, ReplayStats};
 /// theirs.
 #[path = "../common/mod.rs"]
 mod common;
-pub use common::{tool, TempDir};
+#[allow(unused_imports)] // not every journal test lists blocks
+pub use common::{block_list, tool, TempDir};
 
 fn show(o: &Output) -> String {
     format!(

@@ -1,48 +1,33 @@
 //! Host tests of the echo server over smoltcp's loopback device.
 
 use super::*;
-use smoltcp::iface::Interface;
-use smoltcp::phy::Loopback;
-use smoltcp::time::Instant;
+use crate::testnet::Loop;
 use smoltcp::wire::{IpAddress, IpEndpoint};
 
 const SERVER: IpAddress = IpAddress::v4(10, 0, 0, 1);
 const PORT: u16 = 7;
 
 struct Net {
-    iface: Interface,
-    dev: Loopback,
-    sockets: SocketSet<'static>,
+    lo: Loop,
     now: i64,
     srv: EchoServer,
 }
 
 impl Net {
     fn new() -> Self {
-        let (iface, dev) = crate::testnet::loopback(SERVER);
-        let mut sockets = SocketSet::new(Vec::new());
-        let srv = EchoServer::new(&mut sockets, PORT);
-        Net {
-            iface,
-            dev,
-            sockets,
-            now: 0,
-            srv,
-        }
+        let mut lo = Loop::new(SERVER);
+        let srv = EchoServer::new(&mut lo.sockets, PORT);
+        Net { lo, now: 0, srv }
     }
 
     fn step(&mut self) {
         self.now += 1;
-        self.iface.poll(
-            Instant::from_millis(self.now),
-            &mut self.dev,
-            &mut self.sockets,
-        );
-        self.srv.poll(&mut self.sockets);
+        self.lo.poll(self.now);
+        self.srv.poll(&mut self.lo.sockets);
     }
 
     fn tcp(&mut self, h: SocketHandle) -> &mut tcp::Socket<'static> {
-        self.sockets.get_mut::<tcp::Socket>(h)
+        self.lo.sockets.get_mut::<tcp::Socket>(h)
     }
 
     fn connect(&mut self, local_port: u16) -> SocketHandle {
@@ -50,9 +35,9 @@ impl Net {
             tcp::SocketBuffer::new(vec![0; 4096]),
             tcp::SocketBuffer::new(vec![0; 4096]),
         );
-        s.connect(self.iface.context(), (SERVER, PORT), local_port)
+        s.connect(self.lo.iface.context(), (SERVER, PORT), local_port)
             .unwrap();
-        self.sockets.add(s)
+        self.lo.sockets.add(s)
     }
 }
 
@@ -104,10 +89,10 @@ fn tcp_echo_several_clients_at_once_and_after() {
             assert!(!net.tcp(clients[i]).is_active());
         }
         for h in clients {
-            net.sockets.remove(h);
+            net.lo.sockets.remove(h);
         }
         net.step();
-        assert_eq!(net.srv.tcp_connections(&net.sockets), 0);
+        assert_eq!(net.srv.tcp_connections(&net.lo.sockets), 0);
     }
 }
 
@@ -125,7 +110,10 @@ fn tcp_client_beyond_pool_is_refused() {
         .filter(|&&h| net.tcp(h).state() == tcp::State::Established)
         .count();
     assert_eq!(established, MAX_TCP_CONNECTIONS);
-    assert_eq!(net.srv.tcp_connections(&net.sockets), MAX_TCP_CONNECTIONS);
+    assert_eq!(
+        net.srv.tcp_connections(&net.lo.sockets),
+        MAX_TCP_CONNECTIONS
+    );
 }
 
 #[test]
@@ -135,7 +123,7 @@ fn udp_echo_returns_each_datagram_to_its_sender() {
     for port in [6000u16, 6001] {
         let mut s = crate::testnet::udp_socket(8, 32 * 1024);
         s.bind(port).unwrap();
-        clients.push(net.sockets.add(s));
+        clients.push(net.lo.sockets.add(s));
     }
     let to = IpEndpoint::new(SERVER, PORT);
     let msgs = [
@@ -144,7 +132,7 @@ fn udp_echo_returns_each_datagram_to_its_sender() {
         pattern(3, UDP_MAX_DATAGRAM),
     ];
     for (i, &h) in clients.iter().enumerate() {
-        let s = net.sockets.get_mut::<udp::Socket>(h);
+        let s = net.lo.sockets.get_mut::<udp::Socket>(h);
         for m in &msgs[i..] {
             s.send_slice(m, to).unwrap();
         }
@@ -155,7 +143,7 @@ fn udp_echo_returns_each_datagram_to_its_sender() {
         net.step();
     }
     for (i, &h) in clients.iter().enumerate() {
-        let s = net.sockets.get_mut::<udp::Socket>(h);
+        let s = net.lo.sockets.get_mut::<udp::Socket>(h);
         let mut got = Vec::new();
         while let Ok((data, meta)) = s.recv() {
             assert_eq!(meta.endpoint, to);

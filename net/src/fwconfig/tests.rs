@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use super::*;
+use crate::testnet;
 use alloc::vec;
 use xenlet_router::checksum;
 use xenlet_router::forward::{Disposition, Output, Router, RouterConfig, RxMeta, TxFull, TxMeta};
@@ -39,15 +40,10 @@ const ACK: u8 = 0x10;
 const RST: u8 = 0x04;
 
 fn ifaces() -> Vec<NetworkIface> {
-    let n = |network: &str, ifc, device: &str| NetworkIface {
-        network: network.into(),
-        ifc,
-        device: device.into(),
-    };
     vec![
-        n("lan", LAN, "eth0"),
-        n("wan", WAN, "eth1"),
-        n("wan6", WAN, "eth1"),
+        NetworkIface::new("lan", LAN, "eth0"),
+        NetworkIface::new("wan", WAN, "eth1"),
+        NetworkIface::new("wan6", WAN, "eth1"),
     ]
 }
 
@@ -59,35 +55,9 @@ fn compile_ok(text: &str) -> Compiled {
 
 // ---- packets, byte by byte ----
 
+/// An IPv4 packet as the tests send them: id 1, DF.
 fn ipv4(src: [u8; 4], dst: [u8; 4], proto: u8, l4: &[u8]) -> Vec<u8> {
-    let len = 20 + l4.len();
-    let mut p = vec![
-        0x45,
-        0,
-        (len >> 8) as u8,
-        len as u8,
-        0,
-        1,
-        0x40,
-        0,
-        64,
-        proto,
-        0,
-        0,
-    ];
-    p.extend_from_slice(&src);
-    p.extend_from_slice(&dst);
-    let c = checksum::checksum(&p);
-    p[10..12].copy_from_slice(&c.to_be_bytes());
-    p.extend_from_slice(l4);
-    p
-}
-
-fn l4_sum(src: [u8; 4], dst: [u8; 4], proto: u8, l4: &[u8]) -> u16 {
-    let mut s = checksum::sum(0, &src);
-    s = checksum::sum(s, &dst);
-    s += u32::from(proto) + l4.len() as u32;
-    !checksum::fold(checksum::sum(s, l4))
+    testnet::ipv4(src, dst, proto, 1, true, l4)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -108,22 +78,13 @@ fn tcp(
     t.extend_from_slice(&ack.to_be_bytes());
     t.extend_from_slice(&[5 << 4, flags, 0xff, 0xff, 0, 0, 0, 0]);
     t.extend_from_slice(data);
-    let c = l4_sum(src, dst, 6, &t);
+    let c = testnet::l4_checksum(src, dst, 6, &t);
     t[16..18].copy_from_slice(&c.to_be_bytes());
     ipv4(src, dst, 6, &t)
 }
 
 fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, data: &[u8]) -> Vec<u8> {
-    let len = 8 + data.len();
-    let mut u = Vec::new();
-    u.extend_from_slice(&sport.to_be_bytes());
-    u.extend_from_slice(&dport.to_be_bytes());
-    u.extend_from_slice(&(len as u16).to_be_bytes());
-    u.extend_from_slice(&[0, 0]);
-    u.extend_from_slice(data);
-    let c = l4_sum(src, dst, 17, &u);
-    u[6..8].copy_from_slice(&c.to_be_bytes());
-    ipv4(src, dst, 17, &u)
+    ipv4(src, dst, 17, &testnet::udp(src, dst, sport, dport, data))
 }
 
 fn icmp(src: [u8; 4], dst: [u8; 4], ty: u8, code: u8, id: u16) -> Vec<u8> {
@@ -386,7 +347,7 @@ fn wan_tcp_to_the_router_gets_a_reset_built_per_rfc_793() {
     assert_eq!(be32(t, 8), 1001, "ACK = SEG.SEQ + 1 for the SYN");
     assert_eq!(t[13], RST | ACK);
     assert_eq!(
-        l4_sum(R_WAN, GW, 6, &{
+        testnet::l4_checksum(R_WAN, GW, 6, &{
             let mut c = t.to_vec();
             c[16] = 0;
             c[17] = 0;
@@ -591,7 +552,7 @@ fn port_forward_and_its_reflection_from_the_lan() {
     assert_eq!(be16(&ip[20..], 2), 80);
     let sport = be16(&ip[20..], 0);
     assert_eq!(
-        l4_sum(R_LAN, HOST, 6, &{
+        testnet::l4_checksum(R_LAN, HOST, 6, &{
             let mut c = ip[20..].to_vec();
             c[16] = 0;
             c[17] = 0;

@@ -3,9 +3,7 @@
 
 use super::json::{self, Value};
 use super::*;
-use smoltcp::iface::Interface;
-use smoltcp::phy::Loopback;
-use smoltcp::time::Instant;
+use crate::testnet::Loop;
 use smoltcp::wire::IpAddress;
 
 const SERVER: IpAddress = IpAddress::v4(10, 0, 0, 1);
@@ -14,9 +12,7 @@ const PORT: u16 = 5201;
 const MAX_STEPS: usize = 200_000;
 
 struct Net {
-    iface: Interface,
-    dev: Loopback,
-    sockets: SocketSet<'static>,
+    lo: Loop,
     now: u64,
     srv: Iperf3Server,
     next_port: u16,
@@ -33,13 +29,10 @@ impl Net {
     }
 
     fn with_memory(mem: Iperf3Memory) -> Self {
-        let (iface, dev) = crate::testnet::loopback(SERVER);
-        let mut sockets = SocketSet::new(Vec::new());
-        let srv = Iperf3Server::with_memory(&mut sockets, PORT, mem);
+        let mut lo = Loop::new(SERVER);
+        let srv = Iperf3Server::with_memory(&mut lo.sockets, PORT, mem);
         Net {
-            iface,
-            dev,
-            sockets,
+            lo,
             now: 1,
             srv,
             next_port: 40000,
@@ -52,13 +45,9 @@ impl Net {
     /// One millisecond: the interface, then the server.
     fn step(&mut self) {
         self.now += 1;
-        self.iface.poll(
-            Instant::from_millis(self.now as i64),
-            &mut self.dev,
-            &mut self.sockets,
-        );
+        self.lo.poll(self.now as i64);
         let before = xenlet_testalloc::live();
-        let (srv, sockets, now) = (&mut self.srv, &mut self.sockets, self.now);
+        let (srv, sockets, now) = (&mut self.srv, &mut self.lo.sockets, self.now);
         let ((), rise) = match self.srv_limit {
             Some(limit) => xenlet_testalloc::peak_during(|| {
                 xenlet_testalloc::limited(limit, || srv.poll(sockets, now)).0
@@ -86,7 +75,7 @@ impl Net {
     }
 
     fn sock(&mut self, h: SocketHandle) -> &mut tcp::Socket<'static> {
-        self.sockets.get_mut::<tcp::Socket>(h)
+        self.lo.sockets.get_mut::<tcp::Socket>(h)
     }
 
     fn connect(&mut self, rx: usize, tx: usize) -> SocketHandle {
@@ -95,9 +84,9 @@ impl Net {
             tcp::SocketBuffer::new(vec![0; tx]),
         );
         self.next_port += 1;
-        s.connect(self.iface.context(), (SERVER, PORT), self.next_port)
+        s.connect(self.lo.iface.context(), (SERVER, PORT), self.next_port)
             .unwrap();
-        let h = self.sockets.add(s);
+        let h = self.lo.sockets.add(s);
         self.until("connection", |n| {
             let s = n.sock(h);
             s.may_send() || s.state() == tcp::State::Closed
@@ -227,6 +216,16 @@ fn open_streams(net: &mut Net, c: &Client, n: usize) -> Vec<SocketHandle> {
     assert_eq!(net.read_state(c.ctrl), msg::TEST_START);
     assert_eq!(net.read_state(c.ctrl), msg::TEST_RUNNING);
     streams
+}
+
+/// A whole test of one stream sending `bytes` (as client `id`), from the
+/// parameters to the results: the server runs it normally.
+fn one_stream_test(net: &mut Net, id: u8, bytes: usize) {
+    let c = start(net, id, &params(false, 1, 5));
+    let streams = open_streams(net, &c, 1);
+    send_data(net, &streams, bytes);
+    let server = finish(net, &c, &streams, &[bytes as u64], false);
+    assert_eq!(stream_bytes(&server, 1), bytes as u64);
 }
 
 /// TEST_END → results exchange → IPERF_DONE, as the iperf3 client does it. Returns
@@ -499,11 +498,7 @@ fn client_vanishing_mid_test_frees_the_server() {
     assert!(net.events()[0].contains("test failed"));
     net.settle();
     // A new test runs normally afterwards.
-    let c = start(&mut net, 8, &params(false, 1, 5));
-    let streams = open_streams(&mut net, &c, 1);
-    send_data(&mut net, &streams, 50_000);
-    let server = finish(&mut net, &c, &streams, &[50_000], false);
-    assert_eq!(stream_bytes(&server, 1), 50_000);
+    one_stream_test(&mut net, 8, 50_000);
 }
 
 #[test]
@@ -619,11 +614,7 @@ fn bad_parameters_are_refused_and_server_recovers() {
         net.settle();
     }
     // Still serving.
-    let c = start(&mut net, 25, &params(false, 1, 5));
-    let streams = open_streams(&mut net, &c, 1);
-    send_data(&mut net, &streams, 1000);
-    let server = finish(&mut net, &c, &streams, &[1000], false);
-    assert_eq!(stream_bytes(&server, 1), 1000);
+    one_stream_test(&mut net, 25, 1000);
 }
 
 #[test]
@@ -651,7 +642,7 @@ fn reverse_byte_limit_is_honoured() {
 #[test]
 fn server_socket_count_stays_bounded() {
     let mut net = Net::new();
-    let base = net.sockets.iter().count();
+    let base = net.lo.sockets.iter().count();
     for i in 0..5 {
         let c = start(&mut net, i, &params(i % 2 == 1, 2, 5));
         let streams = open_streams(&mut net, &c, 2);
@@ -663,14 +654,14 @@ fn server_socket_count_stays_bounded() {
         };
         finish(&mut net, &c, &streams, &got, i % 2 == 1);
         for h in streams.into_iter().chain([c.ctrl]) {
-            net.sockets.remove(h);
+            net.lo.sockets.remove(h);
         }
         net.settle();
     }
     // Client sockets were removed; the server's closed ones must be gone too.
     net.advance(CLOSE_TIMEOUT_MS + 1);
     net.settle();
-    assert_eq!(net.sockets.iter().count(), base);
+    assert_eq!(net.lo.sockets.iter().count(), base);
 }
 
 #[test]
@@ -813,11 +804,7 @@ fn a_data_buffer_the_heap_cannot_give_refuses_the_test() {
     assert!(net.events()[0].contains("no memory"));
     net.settle();
     // Still serving.
-    let c = start(&mut net, 4, &params(false, 1, 5));
-    let streams = open_streams(&mut net, &c, 1);
-    send_data(&mut net, &streams, 1000);
-    let server = finish(&mut net, &c, &streams, &[1000], false);
-    assert_eq!(stream_bytes(&server, 1), 1000);
+    one_stream_test(&mut net, 4, 1000);
 }
 
 #[test]

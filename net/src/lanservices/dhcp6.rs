@@ -8,6 +8,7 @@
 //! [`Dhcp6Ports::summary`] and skipped; an interface that goes away stops its
 //! server (it is found again by its [`NetIf::instance`]).
 
+use super::{reconcile, Change};
 use crate::iface::NetIf;
 use crate::lanconfig::Dhcp6Spec;
 use crate::link::Link;
@@ -81,9 +82,10 @@ impl Dhcp6Ports {
         now: Millis,
     ) -> Vec<String> {
         let mut said = Vec::new();
-        let mut kept = Vec::with_capacity(specs.len());
-        for mut p in core::mem::take(&mut self.ports) {
-            let Some(s) = specs.iter().find(|s| s.vif == p.vif) else {
+        let running = core::mem::take(&mut self.ports);
+        let same = |p: &Dhcp6Port, s: &Dhcp6Spec| p.vif == s.vif;
+        self.ports = reconcile(running, specs, same, |change| match change {
+            Change::Gone(p) => {
                 let n = p.server.leases(now).count();
                 self.reload_dropped += n as u64;
                 if let Some(netif) = p
@@ -93,45 +95,43 @@ impl Dhcp6Ports {
                     netif.link.keep_dhcpv6(false);
                 }
                 said.push(format!("dhcpv6: {} stopped ({n} leases dropped)", p.vif));
-                continue;
-            };
-            let mut c = s.config.clone();
-            c.mac = p.server.config().mac;
-            if p.instance.is_none() {
-                p = Dhcp6Port::start(s, ifs);
-                if p.instance.is_some() {
-                    said.push(format!("dhcpv6: {} started", p.vif));
-                }
-            } else if c != *p.server.config() {
-                let dropped = p.server.reconfigure(c, now);
-                self.reload_dropped += dropped as u64;
-                said.push(format!(
-                    "dhcpv6: {} now {}/{}, lease {} ({dropped} leases dropped)",
-                    p.vif,
-                    p.server.config().prefix.addr(),
-                    p.server.config().prefix.prefix_len(),
-                    super::lease_time(p.server.config().lease_secs)
-                ));
+                None
             }
-            kept.push(p);
-        }
-        for s in specs {
-            if kept.iter().any(|p| p.vif == s.vif) {
-                continue;
-            }
-            let p = Dhcp6Port::start(s, ifs);
-            said.push(format!(
-                "dhcpv6: {} started{}",
-                p.vif,
+            Change::Kept(mut p, s) => {
+                let mut c = s.config.clone();
+                c.mac = p.server.config().mac;
                 if p.instance.is_none() {
-                    " (not up)"
-                } else {
-                    ""
+                    p = Dhcp6Port::start(s, ifs);
+                    if p.instance.is_some() {
+                        said.push(format!("dhcpv6: {} started", p.vif));
+                    }
+                } else if c != *p.server.config() {
+                    let dropped = p.server.reconfigure(c, now);
+                    self.reload_dropped += dropped as u64;
+                    said.push(format!(
+                        "dhcpv6: {} now {}/{}, lease {} ({dropped} leases dropped)",
+                        p.vif,
+                        p.server.config().prefix.addr(),
+                        p.server.config().prefix.prefix_len(),
+                        super::lease_time(p.server.config().lease_secs)
+                    ));
                 }
-            ));
-            kept.push(p);
-        }
-        self.ports = kept;
+                Some(p)
+            }
+            Change::New(s) => {
+                let p = Dhcp6Port::start(s, ifs);
+                said.push(format!(
+                    "dhcpv6: {} started{}",
+                    p.vif,
+                    if p.instance.is_none() {
+                        " (not up)"
+                    } else {
+                        ""
+                    }
+                ));
+                Some(p)
+            }
+        });
         said
     }
 

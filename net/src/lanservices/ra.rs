@@ -8,6 +8,7 @@
 //! goes away stops its advertisements (it is found again by its
 //! [`NetIf::instance`]).
 
+use super::{reconcile, Change};
 use crate::iface::NetIf;
 use crate::lanconfig::RaSpec;
 use crate::link::Link;
@@ -313,28 +314,26 @@ impl RaPorts {
         now: Millis,
     ) -> Vec<String> {
         let mut said = Vec::new();
-        let mut kept = Vec::with_capacity(specs.len());
-        for mut p in core::mem::take(&mut self.ports) {
-            match specs.iter().find(|s| s.vif == p.vif) {
-                Some(s) => {
-                    said.extend(p.reload(s, ifs, now));
-                    kept.push(p);
-                }
-                None => said.push(p.stop(ifs)),
+        let running = core::mem::take(&mut self.ports);
+        let same = |p: &RaPort, s: &RaSpec| p.vif == s.vif;
+        self.ports = reconcile(running, specs, same, |change| match change {
+            Change::Kept(mut p, s) => {
+                said.extend(p.reload(s, ifs, now));
+                Some(p)
             }
-        }
-        for s in specs {
-            if kept.iter().any(|p| p.vif == s.vif) {
-                continue;
+            Change::Gone(p) => {
+                said.push(p.stop(ifs));
+                None
             }
-            let p = RaPort::start(s, ifs, now);
-            said.push(match &p.run {
-                Ok(_) => format!("ra: {} started, {}", p.vif, p.what),
-                Err(e) => format!("ra: {} not started ({e})", p.vif),
-            });
-            kept.push(p);
-        }
-        self.ports = kept;
+            Change::New(s) => {
+                let p = RaPort::start(s, ifs, now);
+                said.push(match &p.run {
+                    Ok(_) => format!("ra: {} started, {}", p.vif, p.what),
+                    Err(e) => format!("ra: {} not started ({e})", p.vif),
+                });
+                Some(p)
+            }
+        });
         said
     }
 

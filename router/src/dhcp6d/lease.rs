@@ -5,7 +5,9 @@
 //! never; IAID in decimal; DUID as colon-separated hex), as dnsmasq's
 //! `lease_update_file` writes them.
 
-use crate::dhcpd::lease::{parse_hex, sanitize_hostname, write_hex, Leases, NamedLease};
+use crate::dhcpd::lease::{
+    impl_named_lease, lease_fields, lease_hostname, parse_hex, write_hex, Leases, NamedLease,
+};
 use crate::Millis;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -39,21 +41,7 @@ impl Lease6 {
     }
 }
 
-impl NamedLease for Lease6 {
-    type Addr = Ipv6Addr;
-    fn address(&self) -> Ipv6Addr {
-        self.addr
-    }
-    fn expires(&self) -> Option<Millis> {
-        self.expires
-    }
-    fn hostname(&self) -> Option<&str> {
-        self.hostname.as_deref()
-    }
-    fn clear_hostname(&mut self) {
-        self.hostname = None;
-    }
-}
+impl_named_lease!(Lease6, Ipv6Addr, addr);
 
 /// The DHCPv6 lease table.
 pub type LeaseTable6 = Leases<Lease6>;
@@ -152,18 +140,21 @@ pub struct LeaseLine6 {
 }
 
 impl LeaseLine6 {
+    /// The lease it records, ending at `expires` (monotonic ms, `None` for never).
+    pub fn into_lease(self, expires: Option<Millis>) -> Lease6 {
+        Lease6 {
+            duid: self.duid,
+            iaid: self.iaid,
+            addr: self.addr,
+            hostname: self.hostname,
+            expires,
+        }
+    }
+
     /// Parses one line; `None` unless exactly five well-formed fields.
     pub fn parse(line: &str) -> Option<LeaseLine6> {
-        let mut f = line.split_ascii_whitespace();
-        let (Some(exp), Some(iaid), Some(addr), Some(name), Some(duid), None) =
-            (f.next(), f.next(), f.next(), f.next(), f.next(), f.next())
-        else {
-            return None;
-        };
-        let hostname = match name {
-            "*" => None,
-            n => Some(sanitize_hostname(n.as_bytes()).filter(|s| s == n)?),
-        };
+        let [exp, iaid, addr, name, duid] = lease_fields(line)?;
+        let hostname = lease_hostname(name)?;
         let d = parse_hex(duid, MAX_DUID)?;
         if d.len() < 2 {
             return None;

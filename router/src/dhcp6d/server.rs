@@ -242,14 +242,7 @@ impl Dhcp6Server {
             {
                 return false;
             }
-            let lease = Lease6 {
-                duid: l.duid,
-                iaid: l.iaid,
-                addr: l.addr,
-                hostname: l.hostname,
-                expires,
-            };
-            self.leases.upsert(lease, now)
+            self.leases.upsert(l.into_lease(expires), now)
         })
     }
 

@@ -73,21 +73,30 @@ pub trait NamedLease {
     }
 }
 
-impl NamedLease for Lease {
-    type Addr = Ipv4Addr;
-    fn address(&self) -> Ipv4Addr {
-        self.ip
-    }
-    fn expires(&self) -> Option<Millis> {
-        self.expires
-    }
-    fn hostname(&self) -> Option<&str> {
-        self.hostname.as_deref()
-    }
-    fn clear_hostname(&mut self) {
-        self.hostname = None;
-    }
+/// Implements [`NamedLease`] for a lease struct with an address field of type
+/// `$addr`, and `hostname: Option<String>` and `expires: Option<Millis>` fields.
+macro_rules! impl_named_lease {
+    ($lease:ty, $addr:ty, $field:ident) => {
+        impl $crate::dhcpd::lease::NamedLease for $lease {
+            type Addr = $addr;
+            fn address(&self) -> $addr {
+                self.$field
+            }
+            fn expires(&self) -> Option<$crate::Millis> {
+                self.expires
+            }
+            fn hostname(&self) -> Option<&str> {
+                self.hostname.as_deref()
+            }
+            fn clear_hostname(&mut self) {
+                self.hostname = None;
+            }
+        }
+    };
 }
+pub(crate) use impl_named_lease;
+
+impl_named_lease!(Lease, Ipv4Addr, ip);
 
 /// The address of the lease among `leases` whose host name is `name`
 /// (case-insensitive).
@@ -482,6 +491,23 @@ pub fn parse_hex(s: &str, max: usize) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The five whitespace-separated fields of a lease line (dnsmasq's, either
+/// family); `None` unless exactly five.
+pub fn lease_fields(line: &str) -> Option<[&str; 5]> {
+    let mut f = line.split_ascii_whitespace();
+    let fields = [f.next()?, f.next()?, f.next()?, f.next()?, f.next()?];
+    f.next().is_none().then_some(fields)
+}
+
+/// A lease line's host name field: `*` for none, else a name that
+/// [`sanitize_hostname`] keeps as it is (`None` if it does not).
+pub fn lease_hostname(field: &str) -> Option<Option<String>> {
+    match field {
+        "*" => Some(None),
+        n => Some(Some(sanitize_hostname(n.as_bytes()).filter(|s| s == n)?)),
+    }
+}
+
 /// One line of a lease file, read but not yet checked against a pool.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaseLine {
@@ -498,14 +524,20 @@ pub struct LeaseLine {
 }
 
 impl LeaseLine {
+    /// The lease it records, ending at `expires` (monotonic ms, `None` for never).
+    pub fn into_lease(self, expires: Option<Millis>) -> Lease {
+        Lease {
+            hw: self.hw,
+            client_id: self.client_id,
+            ip: self.ip,
+            hostname: self.hostname,
+            expires,
+        }
+    }
+
     /// Parses one line; `None` if it is not exactly five well-formed fields.
     pub fn parse(line: &str) -> Option<LeaseLine> {
-        let mut f = line.split_ascii_whitespace();
-        let (Some(exp), Some(hw), Some(ip), Some(name), Some(cid), None) =
-            (f.next(), f.next(), f.next(), f.next(), f.next(), f.next())
-        else {
-            return None;
-        };
+        let [exp, hw, ip, name, cid] = lease_fields(line)?;
         let expiry_epoch = exp.parse::<u64>().ok()?;
         let (htype, hw) = match hw.split_once('-') {
             Some((t, rest)) => (u8::from_str_radix(t, 16).ok()?, rest),
@@ -516,10 +548,7 @@ impl LeaseLine {
             return None;
         }
         let ip = ip.parse::<Ipv4Addr>().ok()?;
-        let hostname = match name {
-            "*" => None,
-            n => Some(sanitize_hostname(n.as_bytes()).filter(|s| s == n)?),
-        };
+        let hostname = lease_hostname(name)?;
         let client_id = match cid {
             "*" => None,
             c => Some(parse_hex(c, 255)?),

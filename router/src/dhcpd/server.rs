@@ -177,14 +177,7 @@ impl DhcpServer {
             {
                 return false;
             }
-            let lease = Lease {
-                hw: l.hw,
-                client_id: l.client_id,
-                ip: l.ip,
-                hostname: l.hostname,
-                expires,
-            };
-            self.leases.upsert(lease, now)
+            self.leases.upsert(l.into_lease(expires), now)
         })
     }
 

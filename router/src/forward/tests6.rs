@@ -292,7 +292,7 @@ fn a_flood_to_an_on_link_prefix_holds_no_more_than_the_slots() {
         if run(&mut r, LAN, &mut f, Millis::from(i), &mut o) == Disposition::Queued {
             held += 1;
         }
-        assert!(r.ndp.queued() <= NdpConfig::default().queue_slots);
+        assert!(r.ndp.queued() <= NdpConfig::default().table.queue_slots);
     }
     assert_eq!(held, 32);
     assert_eq!(r.stats().dropped(DropReason::NoNeighbour), 2000 - 32);
