@@ -77,6 +77,7 @@ pub const EXTRA: &[Scenario] = &[
     router::ROUTER_NETBACK,
     router::ROUTER_FAIRNESS,
     router::ROUTER_ZONES,
+    router::ROUTER_NETBACK_LINUX,
     router::SUSPEND_ROUTER_LINUX,
     router::ROUTER_XENLET,
     router::ROUTER_IPV6,
