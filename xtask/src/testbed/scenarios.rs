@@ -154,6 +154,7 @@ pub const EXTRA: &[Scenario] = &[
     renamed(&bench::BENCH_ROUTER_XENLET_Q1, "bench-router-xenlet-q1-3"),
     bench::BENCH_CLIENTS_DOM0,
     bench::BENCH_CLIENTS_NETBACK,
+    bench::BENCH_CLIENTS_LINUX,
     renamed(&bench::BENCH_ROUTER_CEILING, "bench-router-ceiling-1"),
     renamed(&bench::BENCH_ROUTER_CEILING, "bench-router-ceiling-2"),
     renamed(&bench::BENCH_ROUTER_CEILING, "bench-router-ceiling-3"),
