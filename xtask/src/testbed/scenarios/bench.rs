@@ -930,7 +930,11 @@ pub const BENCH_CLIENTS_LINUX: Scenario = Scenario {
         router::LINUX_DRIVER_DOMAIN_UP,
         BENCH_ROUTER_NO_TCPDUMP,
         ..bench_client_run!("backend='$NAME',bridge=br-lan"),
-        cmd("brctl show; cat /tmp/devd.log", &[], 30),
+        cmd(
+            "ls /sys/class/net/br-lan/brif; cat /tmp/devd.log",
+            &[],
+            30,
+        ),
         // busybox's ip has no -s: the counters from /proc
         cmd("cat /proc/net/dev", &[], 30),
         cmd("conntrack -S", &[], 30),
