@@ -740,6 +740,24 @@ mod tests {
     }
 
     #[test]
+    fn netback_ratios_divide_xenlet_by_linux() {
+        let (what, x, l) = (
+            CLIENT_MEASUREMENTS[0].1,
+            CLIENT_SYSTEMS[1].0,
+            CLIENT_SYSTEMS[2].0,
+        );
+        let rows = [
+            Row::new(what, CLIENT_SYSTEMS[0].0, vec![50.0], "Mbit/s", true),
+            Row::new(what, x, vec![100.0, 120.0, 110.0], "Mbit/s", true),
+            Row::new(what, l, vec![50.0, 60.0, 40.0], "Mbit/s", true),
+        ];
+        let t = netback_ratios(&rows).unwrap();
+        assert!(t.contains("TCP client -> wan, 1 stream: 2.20x (110.000 / 50.000 Mbit/s)"));
+        assert!(t.contains("TCP wan -> client, 4 streams: -"));
+        assert!(netback_ratios(&rows[..2]).is_none());
+    }
+
+    #[test]
     fn parses_gnu_and_busybox() {
         let g = parse("8388608 bytes (8.4 MB, 8.0 MiB) copied, 0.5 s, 16.8 MB/s").unwrap();
         assert_eq!(g.bytes, 8388608);
