@@ -681,7 +681,12 @@ fn netback_ratios(rows: &[Row]) -> Option<String> {
         let ratio = match (x, l) {
             (Some(x), Some(l)) if l > 0.0 => {
                 any = true;
-                format!("{:.2}x ({x:.3} / {l:.3} Mbit/s)", x / l)
+                format!(
+                    "{:.2}x ({} / {} Mbit/s)",
+                    x / l,
+                    report::num(x),
+                    report::num(l)
+                )
             }
             _ => "-".to_string(),
         };
@@ -752,7 +757,7 @@ mod tests {
             Row::new(what, l, vec![50.0, 60.0, 40.0], "Mbit/s", true),
         ];
         let t = netback_ratios(&rows).unwrap();
-        assert!(t.contains("TCP client -> wan, 1 stream: 2.20x (110.000 / 50.000 Mbit/s)"));
+        assert!(t.contains("TCP client -> wan, 1 stream: 2.20x (110 / 50 Mbit/s)"));
         assert!(t.contains("TCP wan -> client, 4 streams: -"));
         assert!(netback_ratios(&rows[..2]).is_none());
     }
