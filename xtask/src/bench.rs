@@ -85,9 +85,11 @@ usage: cargo xtask bench [all|seed|boot|dd|fs|files|net|router|clients] [options
         domains' memory (also in target/bench/router.md)
 
   clients [--runs N] [--table]
-        a Linux client VM behind the Xenlet router runs iperf3 to wan, both ways, 1
-        and 4 streams: its vif on dom0's bridge (today's path) or served by the
-        router itself (netback, the driver domain); Mbit/s
+        a Linux client VM behind the router runs iperf3 to wan, both ways, 1 and 4
+        streams: its vif on dom0's bridge behind the Xenlet router (today's path),
+        or served by the router itself as the driver domain: Xenlet's netback, or
+        the Linux router domU's xen-netback and bridge; Mbit/s, with Xenlet's
+        netback / Linux's netback
 
   publish
         no session: copies target/bench/report.md and its charts into docs/bench/,
@@ -643,11 +645,55 @@ fn iperf_rows(vars: &[(&str, &str)], systems: &[(&str, &str)], runs: usize) -> V
     rows
 }
 
-/// `bench clients`' systems: (label, scenario), today's path first (the baseline).
-const CLIENT_SYSTEMS: [(&str, &str); 2] = [
+/// `bench clients`' systems: (label, scenario), today's path first (the baseline),
+/// then the two driver domains, Xenlet's and Linux's.
+const CLIENT_SYSTEMS: [(&str, &str); 3] = [
     ("client via dom0's bridge", "bench-clients-dom0"),
     ("client via Xenlet's netback", "bench-clients-netback"),
+    ("client via Linux's netback", "bench-clients-linux"),
 ];
+
+/// `bench clients`' measurements: (captured iperf3 receiver line, label).
+const CLIENT_MEASUREMENTS: [(&str, &str); 4] = [
+    ("UP_1", "TCP client -> wan, 1 stream"),
+    ("UP_4", "TCP client -> wan, 4 streams"),
+    ("DOWN_1", "TCP wan -> client, 1 stream"),
+    ("DOWN_4", "TCP wan -> client, 4 streams"),
+];
+
+/// The driver domains compared: per measurement, the median of Xenlet's netback over
+/// the median of the Linux driver domain's (the report's ratio column is to the dom0
+/// path).
+fn netback_ratios(rows: &[Row]) -> Option<String> {
+    let median = |what: &str, who: &str| {
+        rows.iter()
+            .find(|r| r.label == what && r.system == who)
+            .and_then(|r| report::stats(&r.runs))
+            .map(|s| s.median)
+    };
+    let mut t = String::from(
+        "Xenlet's netback / Linux's netback (driver domain against driver domain, medians):\n",
+    );
+    let mut any = false;
+    for (_, what) in CLIENT_MEASUREMENTS {
+        let x = median(what, CLIENT_SYSTEMS[1].0);
+        let l = median(what, CLIENT_SYSTEMS[2].0);
+        let ratio = match (x, l) {
+            (Some(x), Some(l)) if l > 0.0 => {
+                any = true;
+                format!(
+                    "{:.2}x ({} / {} Mbit/s)",
+                    x / l,
+                    report::num(x),
+                    report::num(l)
+                )
+            }
+            _ => "-".to_string(),
+        };
+        t.push_str(&format!("  {what}: {ratio}\n"));
+    }
+    any.then_some(t)
+}
 
 /// `cargo xtask bench clients`: a client VM behind the Xenlet router, its vif on
 /// dom0's bridge or served by the router itself (the driver domain).
@@ -657,35 +703,30 @@ pub fn clients(args: &[&str]) -> Result<Section> {
     let (names, ran) = run_alternating(
         &a,
         &scenarios,
-        "bench clients: a client VM's iperf3 to wan through the Xenlet router, its vif on dom0's bridge or served by the router",
+        "bench clients: a client VM's iperf3 to wan, its vif on dom0's bridge behind the Xenlet router or served by the router (Xenlet's netback, the Linux driver domain's)",
     );
-    let rows = iperf_rows(
-        &[
-            ("UP_1", "TCP client -> wan, 1 stream"),
-            ("UP_4", "TCP client -> wan, 4 streams"),
-            ("DOWN_1", "TCP wan -> client, 1 stream"),
-            ("DOWN_4", "TCP wan -> client, 4 streams"),
-        ],
-        &CLIENT_SYSTEMS,
-        a.runs,
-    );
+    let rows = iperf_rows(&CLIENT_MEASUREMENTS, &CLIENT_SYSTEMS, a.runs);
     Ok(Section {
         bench: "clients".into(),
-        title: "A client VM behind the Xenlet router: its vif through dom0, or served by the router (driver domain)".into(),
+        title: "A client VM behind the router: its vif through dom0, or served by the router (driver domain: Xenlet's or Linux's)".into(),
         command: format!("cargo xtask bench clients --runs {}", a.runs),
         about: "A Linux PVH client domU (Debian's kernel, netfront, 160 MiB, native TSC as \
                 every domain of the test bed) behind Xenlet as the router (PVH, 32 MiB, its \
                 image's /etc/config) runs iperf3 (10 s) to wan both ways, 1 and 4 streams. Its vif is either on dom0's brlan, so every \
                 packet crosses dom0's netback and bridge and the router's netfront, or \
                 served by the router itself (`backend=`: Xenlet's netback and its br-lan): \
-                no dom0 on the LAN side. Each run is a fresh boot of both, alternating. \
-                The issue's goal: the netback path >= 2x the dom0 path; the Linux driver \
-                domain row is not measured yet."
+                no dom0 on the LAN side. The Linux driver domain's row: the same client \
+                served by the Linux router domU (Debian's kernel, PVH, 256 MiB, fw4's \
+                ruleset) as a driver domain: its xen-netback and a bridge br-lan holding \
+                its LAN vif, a devd of its init standing in for `xl devd` and the vif \
+                hotplug script. Each run is a fresh boot of router and client, the three \
+                paths alternating. The issue's goal: the netback path >= 2x the dom0 path; \
+                the ratio column is to the dom0 path, Xenlet's netback over Linux's below."
             .into(),
         baseline: Some(CLIENT_SYSTEMS[0].0.into()),
         failed: failure(ran, &rows, a.runs),
+        text: netback_ratios(&rows),
         rows,
-        text: None,
         notes: failures(&names),
     })
 }
@@ -701,6 +742,24 @@ mod tests {
         let g = "[  5]   0.00-5.00   sec  1.10 GBytes  1.89 Gbits/sec                  receiver";
         assert!((mbits(g).unwrap() - 1890.0).abs() < 1e-6);
         assert!(mbits("iperf3: error - unable to connect").is_none());
+    }
+
+    #[test]
+    fn netback_ratios_divide_xenlet_by_linux() {
+        let (what, x, l) = (
+            CLIENT_MEASUREMENTS[0].1,
+            CLIENT_SYSTEMS[1].0,
+            CLIENT_SYSTEMS[2].0,
+        );
+        let rows = [
+            Row::new(what, CLIENT_SYSTEMS[0].0, vec![50.0], "Mbit/s", true),
+            Row::new(what, x, vec![100.0, 120.0, 110.0], "Mbit/s", true),
+            Row::new(what, l, vec![50.0, 60.0, 40.0], "Mbit/s", true),
+        ];
+        let t = netback_ratios(&rows).unwrap();
+        assert!(t.contains("TCP client -> wan, 1 stream: 2.20x (110 / 50 Mbit/s)"));
+        assert!(t.contains("TCP wan -> client, 4 streams: -"));
+        assert!(netback_ratios(&rows[..2]).is_none());
     }
 
     #[test]

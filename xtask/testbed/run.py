@@ -460,17 +460,23 @@ def program_entries(programs):
 # crc32c_generic first: libcrc32c (under nf_tables and nf_conntrack) asks the crypto
 # API for "crc32c" when it loads and fails without it (busybox insmod then says
 # "unknown symbol": ENOENT).
-ROUTER_PROGRAMS = ['/usr/sbin/nft', '/usr/sbin/conntrack']
+# Its driver-domain mode (`driver_domain` on its command line; its /init loads the last
+# two modules only then): xen-netback and the bridge, and dom0's xenstore-read and
+# xenstore-write for the init's devd (hotplug-status), which reach xenstored through
+# the domU's /dev/xen/xenbus.
+ROUTER_PROGRAMS = ['/usr/sbin/nft', '/usr/sbin/conntrack', '/usr/bin/xenstore-read',
+                   '/usr/bin/xenstore-write']
 ROUTER_MODULES = ['crc32c_generic', 'nf_tables', 'nf_conntrack', 'nf_nat', 'nft_ct', 'nft_limit', 'nft_reject',
                   'nft_reject_inet', 'nft_chain_nat', 'nft_masq', 'nft_nat',
-                  'nf_conntrack_netlink']
+                  'nf_conntrack_netlink', 'bridge', 'xen_netback']
 
 
 def initrd_router():
     """The Linux domU's initramfs made a router: net/linux-router/init as /init (prompt
     `router# `), /etc/router-up, /etc/router-up6 (`bench router`'s IPv6), /etc/fw4.nft,
     /etc/udhcpd.conf, /etc/udhcpc.script,
-    nft and conntrack with their libraries and the netfilter modules. Uncompressed: a
+    nft, conntrack, xenstore-read and xenstore-write with their libraries, the
+    netfilter modules and the driver domain's (bridge, xen-netback). Uncompressed: a
     PVH guest's ramdisk is loaded by the domain builder, not through QEMU's fw_cfg."""
     path = SCRATCH + '/domu-initrd-router.cpio'
     if os.path.exists(path):

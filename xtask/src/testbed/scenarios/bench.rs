@@ -834,12 +834,58 @@ pub const BENCH_ROUTER_CEILING: Scenario = Scenario {
     ..XENLET_PVH
 };
 
-/// `cargo xtask bench clients`: a Linux PVH client domU behind the Xenlet router runs
-/// iperf3 to wan both ways, 1 and 4 streams (run.py's CLIENT_INIT with
-/// `client_bench`), its vif either on dom0's brlan (through dom0's netback and bridge
-/// to the router's eth0: today's path) or served by the router itself (`backend=`:
-/// Xenlet's netback, the driver domain). The client's lines are read from its console
-/// log in dom0.
+/// `cargo xtask bench clients`: a Linux PVH client domU behind the router runs iperf3
+/// to wan both ways, 1 and 4 streams (run.py's CLIENT_INIT with `client_bench`), its
+/// vif `$vif`: on dom0's brlan (through dom0's netback and bridge to the router's
+/// eth0: today's path) or served by the router itself (`backend=`: the driver domain,
+/// Xenlet's netback or the Linux router's). The client's lines are read from its
+/// console log in dom0.
+macro_rules! bench_client_run {
+    ($vif:literal) => {
+        &[
+            dom0(
+                concat!(
+                    "rm -f /var/log/xen/console/guest-$NAME-c1.log; ",
+                    "printf '%s\\n' 'name=\"'$NAME-c1'\"' 'type=\"pvh\"' 'memory=160' ",
+                    "'kernel=\"'$LINUX'\"' 'ramdisk=\"'$CLIENT_INITRD'\"' ",
+                    "'extra=\"console=hvc0 loglevel=4 client_bench\"' ",
+                    "'vif=[\"", $vif, ",mac=00:16:3e:0c:00:01\"]' >/tmp/client1.cfg && ",
+                    // the session's lines for every domain (native TSC)
+                    "printf '%s' \"$DOMAIN_XL\" >>/tmp/client1.cfg && ",
+                    "xl create /tmp/client1.cfg >/tmp/client1.log 2>&1; rc=$?; tail -3 /tmp/client1.log; ",
+                    "echo \"created c1 rc=$rc\""
+                ),
+                &[r"^created c1 rc=0$"],
+                120,
+            ),
+            // the domains' CPU seconds from the client's lease to the bench's end
+            dom0_cap(
+                concat!(
+                    "log=/var/log/xen/console/guest-$NAME-c1.log; ",
+                    "for i in $(seq 240); do grep -aq 'CLIENT: lease' $log && break; sleep 1; done; ",
+                    "xl list | awk 'NR > 1 {print $1, $6}' >/tmp/cpu0; t0=$(date +%s); ",
+                    "for i in $(seq 300); do grep -aq 'CLIENT: bench done' $log && break; sleep 1; done; ",
+                    "xl list | awk 'NR > 1 {print $1, $6}' >/tmp/cpu1; t1=$(date +%s); ",
+                    "echo \"cpu over the bench's $((t1 - t0)) s:$(awk 'NR == FNR {a[$1] = $2; next} ",
+                    "$1 in a {printf \" %s %.1f s\", $1, $2 - a[$1]}' /tmp/cpu0 /tmp/cpu1)\"; ",
+                    "xl debug-keys s; xl dmesg | tail -20 | grep -a 'TSC\\|: mode=' | tail -3; ",
+                    "grep -a 'CLIENT: \\(lease\\|clocksource\\|iperf3\\|counters\\|bench\\)' $log | tr -d '\\r'"
+                ),
+                &[r"^CLIENT: bench done$", r"^cpu over the bench"],
+                &[
+                    ("UP_1", r"^CLIENT: iperf3 -t 10: (.*receiver)$"),
+                    ("UP_4", r"^CLIENT: iperf3 -t 10 -P 4: (.*receiver)$"),
+                    ("DOWN_1", r"^CLIENT: iperf3 -t 10 -R: (.*receiver)$"),
+                    ("DOWN_4", r"^CLIENT: iperf3 -t 10 -P 4 -R: (.*receiver)$"),
+                ],
+                600,
+            ),
+        ]
+    };
+}
+
+/// `bench clients` behind the Xenlet router: the client's vif `$vif`, then the
+/// router's view (its bridge, its LAN vif's counters, conntrack).
 macro_rules! bench_clients {
     ($name:literal, $about:literal, $vif:literal) => {
         Scenario {
@@ -848,43 +894,7 @@ macro_rules! bench_clients {
             steps: steps![
                 router::WAN_LEASE_WAIT,
                 BENCH_ROUTER_NO_TCPDUMP,
-                dom0(
-                    concat!(
-                        "rm -f /var/log/xen/console/guest-$NAME-c1.log; ",
-                        "printf '%s\\n' 'name=\"'$NAME-c1'\"' 'type=\"pvh\"' 'memory=160' ",
-                        "'kernel=\"'$LINUX'\"' 'ramdisk=\"'$CLIENT_INITRD'\"' ",
-                        "'extra=\"console=hvc0 loglevel=4 client_bench\"' ",
-                        "'vif=[\"", $vif, ",mac=00:16:3e:0c:00:01\"]' >/tmp/client1.cfg && ",
-                        // the session's lines for every domain (native TSC)
-                        "printf '%s' \"$DOMAIN_XL\" >>/tmp/client1.cfg && ",
-                        "xl create /tmp/client1.cfg >/tmp/client1.log 2>&1; rc=$?; tail -3 /tmp/client1.log; ",
-                        "echo \"created c1 rc=$rc\""
-                    ),
-                    &[r"^created c1 rc=0$"],
-                    120,
-                ),
-                // the domains' CPU seconds from the client's lease to the bench's end
-                dom0_cap(
-                    concat!(
-                        "log=/var/log/xen/console/guest-$NAME-c1.log; ",
-                        "for i in $(seq 240); do grep -aq 'CLIENT: lease' $log && break; sleep 1; done; ",
-                        "xl list | awk 'NR > 1 {print $1, $6}' >/tmp/cpu0; t0=$(date +%s); ",
-                        "for i in $(seq 300); do grep -aq 'CLIENT: bench done' $log && break; sleep 1; done; ",
-                        "xl list | awk 'NR > 1 {print $1, $6}' >/tmp/cpu1; t1=$(date +%s); ",
-                        "echo \"cpu over the bench's $((t1 - t0)) s:$(awk 'NR == FNR {a[$1] = $2; next} ",
-                        "$1 in a {printf \" %s %.1f s\", $1, $2 - a[$1]}' /tmp/cpu0 /tmp/cpu1)\"; ",
-                        "xl debug-keys s; xl dmesg | tail -20 | grep -a 'TSC\\|: mode=' | tail -3; ",
-                        "grep -a 'CLIENT: \\(lease\\|clocksource\\|iperf3\\|counters\\|bench\\)' $log | tr -d '\\r'"
-                    ),
-                    &[r"^CLIENT: bench done$", r"^cpu over the bench"],
-                    &[
-                        ("UP_1", r"^CLIENT: iperf3 -t 10: (.*receiver)$"),
-                        ("UP_4", r"^CLIENT: iperf3 -t 10 -P 4: (.*receiver)$"),
-                        ("DOWN_1", r"^CLIENT: iperf3 -t 10 -R: (.*receiver)$"),
-                        ("DOWN_4", r"^CLIENT: iperf3 -t 10 -P 4 -R: (.*receiver)$"),
-                    ],
-                    600,
-                ),
+                ..bench_client_run!($vif),
                 cmd("brctl show", &[], 30),
                 cmd("ip -s link show eth0", &[], 30),
                 cmd("ethtool -S eth0", &[], 30),
@@ -909,6 +919,29 @@ pub const BENCH_CLIENTS_NETBACK: Scenario = bench_clients!(
     "bench clients: a Linux client domU whose vif the Xenlet router serves itself (netback, br-lan): iperf3 to wan both ways",
     "backend='$NAME',bridge=br-lan"
 );
+
+/// `bench clients`' Linux driver domain: the same client behind the Linux router domU
+/// in driver-domain mode (`router-netback-linux`'s: xen-netback, the bridge br-lan,
+/// fw4's ruleset with br-lan as lan), which serves its vif.
+pub const BENCH_CLIENTS_LINUX: Scenario = Scenario {
+    name: "bench-clients-linux",
+    about: "bench clients: a Linux client domU whose vif the Linux router domU serves as a driver domain (xen-netback, its bridge br-lan, fw4's ruleset): iperf3 to wan both ways",
+    steps: steps![
+        router::LINUX_DRIVER_DOMAIN_UP,
+        BENCH_ROUTER_NO_TCPDUMP,
+        ..bench_client_run!("backend='$NAME',bridge=br-lan"),
+        cmd(
+            "ls /sys/class/net/br-lan/brif; cat /tmp/devd.log",
+            &[],
+            30,
+        ),
+        // busybox's ip has no -s: the counters from /proc
+        cmd("cat /proc/net/dev", &[], 30),
+        cmd("conntrack -S", &[], 30),
+        last("poweroff -f"),
+    ],
+    ..router::LINUX_ROUTER_DRIVER_DOMAIN
+};
 
 /// `bench router`'s Xenlet router: the domain of `router-xenlet` (PVH, 32 MiB, 1 vCPU,
 /// its image's `/etc/config`), its WAN lease, then the measurements, the counters of its

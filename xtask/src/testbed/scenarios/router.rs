@@ -34,6 +34,46 @@ pub const LINUX_ROUTER: Scenario = Scenario {
     ..XENLET_PVH
 };
 
+/// The Linux router domU as a network driver domain, the Linux peer of Xenlet's
+/// netback (`router-netback-linux`, `bench-clients-linux`): `driver_domain` on its
+/// command line makes its `/init` load xen-netback and the bridge, put eth0 in the
+/// bridge `br-lan`, and run a small devd (the part of `xl devd` and the vif-bridge
+/// hotplug script a vif needs: each new `vif<domid>.<devid>` joins the bridge its
+/// backend's `bridge` key names and gets `hotplug-status` = `connected`, without which
+/// Linux's netback never goes Connected); `/etc/router-up` then puts the LAN address,
+/// udhcpd and fw4's lan zone on br-lan. Clients name it in their vif:
+/// `backend=$NAME,bridge=br-lan`.
+pub const LINUX_ROUTER_DRIVER_DOMAIN: Scenario = Scenario {
+    config: xl_config!(pvh {
+        memory: 256,
+        kernel: "@LINUX@",
+        ramdisk: "@LINUX_INITRD_ROUTER@",
+        extra: "console=hvc0 loglevel=4 driver_domain",
+        vif: [
+            "bridge=brlan,mac=00:16:3e:01:00:01",
+            "bridge=brwan,mac=00:16:3e:77:00:01"
+        ],
+    }),
+    boot_expect: &[
+        r"^ROUTER: up .*net: eth0 eth1 ",
+        r"^ROUTER: driver domain \d+: br-lan ports eth0 xen_netback loaded, devd \d+$",
+    ],
+    ..LINUX_ROUTER
+};
+
+/// `/etc/router-up` of the Linux router in driver-domain mode: the LAN on br-lan, its
+/// WAN address as `${ROUTER_WAN}`.
+pub const LINUX_DRIVER_DOMAIN_UP: Step = cmd_cap(
+    "/etc/router-up",
+    &[
+        r"^udhcpc: bound eth1 10\.77\.0\.\d+/24 router 10\.77\.0\.10 dns 10\.77\.0\.1$",
+        r"^router: forwarding 1; lan br-lan 192\.168\.1\.1/24 \(udhcpd up\); wan eth1 10\.77\.0\.\d+/24 via 10\.77\.0\.10; dns 10\.77\.0\.1$",
+        r"^router: nft: \d+ chains, 1 masquerade$",
+    ],
+    &[("ROUTER_WAN", r"^router: .* wan eth1 (10\.77\.0\.\d+)/24")],
+    120,
+);
+
 /// Xenlet as the router domain of the router topology with `memory = $mem` and the
 /// disks `$disk`: PVH, its disk image as xvda (the root filesystem with OpenWrt's
 /// `/etc/config`: lan = eth0 192.168.1.1/24, wan = eth1 by DHCP, the wan zone
@@ -209,6 +249,13 @@ pub const ROUTER_LINUX: Scenario = Scenario {
     about: "router topology (brlan: lan1, lan2; brwan: dnsmasq, wan, far) with a Linux PVH router domU: NAT, fw4 defaults, DHCP, DNS, traceroute, PMTU, WAN blocked",
     steps: ROUTER_LINUX_STEPS,
     ..LINUX_ROUTER
+};
+
+pub const ROUTER_NETBACK_LINUX: Scenario = Scenario {
+    name: "router-netback-linux",
+    about: "the peer of router-netback: the Linux PVH router domU as the driver domain (xen-netback, br-lan holding eth0, fw4's ruleset with br-lan as lan, udhcpd on br-lan, a devd writing hotplug-status) serving two Linux PVH client domUs (backend=, bridge=br-lan): their leases from its udhcpd, the WAN through its NAT, lan1 and a client switched by its bridge",
+    steps: ROUTER_NETBACK_LINUX_STEPS,
+    ..LINUX_ROUTER_DRIVER_DOMAIN
 };
 
 pub const SUSPEND_ROUTER_LINUX: Scenario = Scenario {
@@ -1010,6 +1057,70 @@ const ROUTER_NETBACK_STEPS: &[Step] = steps![
     client_up!("1", "0"),
     client_up!("2", "5"),
     last("poweroff"),
+];
+
+/// The Linux router as a driver domain (the peer of [`ROUTER_NETBACK_STEPS`]): its
+/// xen-netback serves two client domUs on br-lan beside eth0 (dom0's brlan, lan1);
+/// each vif connected only once the init's devd wrote its `hotplug-status`.
+const ROUTER_NETBACK_LINUX_STEPS: &[Step] = steps![
+    LINUX_DRIVER_DOMAIN_UP,
+    DOM0_DOES_NOT_FORWARD,
+    // lan1 through eth0, a port of br-lan, to the bridge's address
+    LAN1_BY_DHCP,
+    create_client!("1", "00:16:3e:0c:00:01"),
+    create_client!("2", "00:16:3e:0c:00:02"),
+    client_up!("1", "0"),
+    client_up!("2", "0"),
+    // the devd put both vifs on br-lan and said they were plugged in
+    cmd(
+        "cat /tmp/devd.log; echo \"connected: $(grep -c 'hotplug-status connected$' /tmp/devd.log)\"",
+        &[
+            r"^devd: vif\d+\.0 \(domain \d+ vif 0\) on br-lan \(backend state \d, hotplug-status was '.*'\), /local/domain/\d+/backend/vif/\d+/0/hotplug-status connected$",
+            r"^connected: 2$",
+        ],
+        30,
+    ),
+    // both backends Connected (4) in this domain, as dom0's toolstack sees them
+    dom0(
+        concat!(
+            "for c in c1 c2; do d=$(xl domid $NAME-$c); be=/local/domain/$DOMID/backend/vif/$d/0; ",
+            "echo \"$c backend $be state $(xenstore-read $be/state) hotplug-status $(xenstore-read $be/hotplug-status) ",
+            "frontend state $(xenstore-read /local/domain/$d/device/vif/0/state)\"; done; ",
+            "xl network-list $NAME-c1"
+        ),
+        &[
+            r"^c1 backend /local/domain/\d+/backend/vif/\d+/0 state 4 hotplug-status connected frontend state 4$",
+            r"^c2 backend /local/domain/\d+/backend/vif/\d+/0 state 4 hotplug-status connected frontend state 4$",
+        ],
+        30,
+    ),
+    cmd(
+        "echo \"ports: $(ls /sys/class/net/br-lan/brif | tr '\\n' ' ')\"",
+        &[r"^ports: eth0 vif\d+\.0 vif\d+\.0 $"],
+        30,
+    ),
+    cmd(
+        "nft list chain inet fw4 input",
+        &[r#"iifname "br-lan" jump input_lan"#],
+        30,
+    ),
+    // lan1 (behind eth0) and client 1 on one LAN: switched by the router's bridge
+    ns(
+        "lan1",
+        "ping -c 3 -W 3 ${C1}",
+        &[r"^3 packets transmitted, 3 received"],
+        60,
+    ),
+    // ... and the clients still reach the WAN through the router's NAT
+    client_up!("1", "3"),
+    client_up!("2", "3"),
+    // busybox's ip has no -s: the counters from /proc
+    cmd(
+        "ip link show br-lan; cat /proc/net/dev",
+        &[r"^\d+: br-lan: ", r"^\s*vif\d+\.0:"],
+        30,
+    ),
+    last("poweroff -f"),
 ];
 
 /// The Xenlet router: the WAN lease, then the LAN checks (lan1 by DHCP from Xenlet's
