@@ -948,7 +948,10 @@ mod tests {
         assert!(b.send(&frame(BCAST, OWN, 1)).is_err(), "no port took it");
         assert_eq!(b.stats().tx_errors, 1);
         let v = b.bridge_view().unwrap();
-        assert_eq!((v.name.as_str(), v.mac, v.portless), ("br-guest", OWN, true));
+        assert_eq!(
+            (v.name.as_str(), v.mac, v.portless),
+            ("br-guest", OWN, true)
+        );
         assert!(v.ports.is_empty());
         // two clients join
         let (c, c_far) = cable();

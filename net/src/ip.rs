@@ -587,7 +587,9 @@ mod tests {
         let l = run_b(&mut s, "ip link").unwrap();
         assert!(l.contains("ports vif5.0\n"), "{l}");
         assert!(
-            l.contains("2: vif5.0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 master br-guest state UP"),
+            l.contains(
+                "2: vif5.0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 master br-guest state UP"
+            ),
             "{l}"
         );
         assert!(!l.contains("3:"), "no separate bridge line: {l}");

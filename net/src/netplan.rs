@@ -441,7 +441,11 @@ mod tests {
         );
         let fw = g.firewall.unwrap();
         let guest = fw.zones.iter().find(|z| z.name == "guest").unwrap();
-        assert_eq!(guest.ifaces, [IfId(2)], "the guest zone is the bridge's IfId");
+        assert_eq!(
+            guest.ifaces,
+            [IfId(2)],
+            "the guest zone is the bridge's IfId"
+        );
         // `option macaddr` on the device is the bridge's, as netifd's
         let with_mac = network.replace(
             "option bridge_empty '1'",

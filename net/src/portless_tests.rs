@@ -41,9 +41,8 @@ fn net() -> Net {
     let mut guest = Bridge::portless("br-guest", netplan::portless_mac(VIF, 0));
     guest.add_port("vif5.0", c1_port, Some(C1)).ok().unwrap();
     guest.add_port("vif6.0", c2_port, Some(C2)).ok().unwrap();
-    let host = |name, link, cfg: &str, seed| {
-        NetIf::new(name, link, &config::parse(cfg).unwrap(), 0, seed)
-    };
+    let host =
+        |name, link, cfg: &str, seed| NetIf::new(name, link, &config::parse(cfg).unwrap(), 0, seed);
     let c1 = host("eth0", c1_end, "192.168.2.100/24,gw=192.168.2.1", 1);
     let c2 = host("eth0", c2_end, "192.168.2.101/24,gw=192.168.2.1", 2);
     let wan_host = host("eth0", w2, "10.0.0.1/24", 3);
@@ -137,7 +136,12 @@ fn clients_on_a_portless_bridge_reach_each_other_the_router_and_the_wan() {
     let c1 = bound(&mut n.c1, 5000);
     let c2 = bound(&mut n.c2, 5001);
     // client to client: ARP flooded, then switched by the bridge, never routed
-    send(&mut n.c1, c1, b"to c2", (IpAddress::v4(192, 168, 2, 101), 5001));
+    send(
+        &mut n.c1,
+        c1,
+        b"to c2",
+        (IpAddress::v4(192, 168, 2, 101), 5001),
+    );
     let got = within(&mut n, &mut now, |n| take(&mut n.c2, c2));
     assert_eq!(got.as_deref(), Some(&b"to c2"[..]));
     let st = n.router[1].link.inner.bridge_stats();
@@ -145,15 +149,19 @@ fn clients_on_a_portless_bridge_reach_each_other_the_router_and_the_wan() {
     // to the router's own address on the bridge: its ARP answered with the bridge's
     // MAC, the datagram delivered to the router's stack
     let own = bound(&mut n.router[1], 7777);
-    send(&mut n.c2, c2, b"to router", (IpAddress::v4(192, 168, 2, 1), 7777));
+    send(
+        &mut n.c2,
+        c2,
+        b"to router",
+        (IpAddress::v4(192, 168, 2, 1), 7777),
+    );
     let got = within(&mut n, &mut now, |n| take(&mut n.router[1], own));
     assert_eq!(got.as_deref(), Some(&b"to router"[..]));
-    let router_at = n
-        .c2
-        .neighbors()
-        .iter()
-        .find(|(ip, _)| **ip == IpAddress::v4(192, 168, 2, 1))
-        .map(|(_, nb)| nb.mac);
+    let router_at =
+        n.c2.neighbors()
+            .iter()
+            .find(|(ip, _)| **ip == IpAddress::v4(192, 168, 2, 1))
+            .map(|(_, nb)| nb.mac);
     assert_eq!(
         router_at,
         Some([0x06, 0x16, 0x3e, 0, 0, 1]),
@@ -175,7 +183,12 @@ fn clients_on_a_portless_bridge_reach_each_other_the_router_and_the_wan() {
             })
     });
     assert_eq!(got.as_deref(), Some(&b"out from 10.0.0.2:5000"[..]));
-    send(&mut n.wan_host, wh, b"back", (IpAddress::v4(10, 0, 0, 2), 5000));
+    send(
+        &mut n.wan_host,
+        wh,
+        b"back",
+        (IpAddress::v4(10, 0, 0, 2), 5000),
+    );
     let got = within(&mut n, &mut now, |n| take(&mut n.c1, c1));
     assert_eq!(got.as_deref(), Some(&b"back"[..]));
     // the other client saw none of it

@@ -515,9 +515,8 @@ pub fn init(cmdline: &str, plan: Option<Plan>) -> Vec<String> {
     if let Some(p) = plan.as_ref() {
         let first = stack.ifs.first().and_then(uplink_ref).map(|v| v.mac());
         for (k, (name, mac)) in p.portless.iter().enumerate() {
-            let mac = mac.unwrap_or_else(|| {
-                xenlet_net::netplan::portless_mac(first.unwrap_or([0; 6]), k)
-            });
+            let mac = mac
+                .unwrap_or_else(|| xenlet_net::netplan::portless_mac(first.unwrap_or([0; 6]), k));
             report.push(add_portless(&mut stack, name, mac));
         }
     }

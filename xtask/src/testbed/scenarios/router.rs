@@ -822,7 +822,7 @@ const ROUTER_ZONES_STEPS: &[Step] = steps![
     restart(
         120,
         &[
-            r"^net: br-guest: 192\.168\.2\.1/24\b.* \(/etc/config/network\); a bridge of client vifs only \(bridge_empty\), MAC 06:16:3e:01:00:02$",
+            r"^net: br-guest: (\S+ )*192\.168\.2\.1/24 \(/etc/config/network\); a bridge of client vifs only \(bridge_empty\), MAC 06:16:3e:01:00:02$",
             r"^net: router: forwarding between eth0, eth1 masq mtu_fix, br-guest \(conntrack max \d+\)$",
         ],
     ),
@@ -881,7 +881,11 @@ const ROUTER_ZONES_STEPS: &[Step] = steps![
         ],
         30,
     ),
-    cmd("brctl show", &[r"^br-guest\s+8000\.06163e010002\s+no\s+vif\d+\.0$"], 30),
+    cmd(
+        "brctl show",
+        &[r"^br-guest\s+8000\.06163e010002\s+no\s+vif\d+\.0$"],
+        30
+    ),
     cmd(
         "leases",
         &[
