@@ -22,6 +22,11 @@
 //! With one unlocked port the bridge is a plain pass-through: every frame goes to the
 //! stack, as the link alone would give it.
 //!
+//! A port-less bridge ([`Bridge::portless`], OpenWrt's `option bridge_empty '1'`: a
+//! bridge of client vifs only, as a Qubes firewall VM's downstream network) has a MAC
+//! of its own and starts with no port; clients join and leave it, and with none the
+//! stack's frames go nowhere (counted as transmit errors).
+//!
 //! Bounds: the table holds at most [`FDB_MAX`] addresses (a new one past it is not
 //! learnt, and its frames are flooded; counted), and one [`Bridge::recv_meta`] call
 //! switches at most [`SWITCH_BUDGET`] frames between ports before returning, so a
@@ -122,6 +127,8 @@ pub struct Bridge<L: Link> {
     own: LinkStats,
     /// Segments of a GSO packet cut for a port (reused).
     scratch: Vec<u8>,
+    /// A port-less bridge's own MAC (`None`: its first port's).
+    own_mac: Option<[u8; 6]>,
 }
 
 fn is_multicast(mac: &[u8]) -> bool {
@@ -176,6 +183,7 @@ impl<L: Link> Bridge<L> {
             stats: BridgeStats::default(),
             own: LinkStats::default(),
             scratch: Vec::new(),
+            own_mac: None,
         };
         b.ports.push(BridgePort {
             id: 0,
@@ -187,6 +195,29 @@ impl<L: Link> Bridge<L> {
         });
         b.next_id = 1;
         b
+    }
+
+    /// A bridge named `name` (`br-guest`) with no port yet and MAC `mac` of its own:
+    /// the stack's interface is the bridge itself, and every port is a client's
+    /// (OpenWrt's `option bridge_empty '1'`).
+    pub fn portless(name: &str, mac: [u8; 6]) -> Self {
+        Bridge {
+            name: Some(String::from(name)),
+            ports: Vec::new(),
+            fdb: BTreeMap::new(),
+            next_id: 0,
+            cursor: 0,
+            now_ms: 0,
+            stats: BridgeStats::default(),
+            own: LinkStats::default(),
+            scratch: Vec::new(),
+            own_mac: Some(mac),
+        }
+    }
+
+    /// Whether it is port-less ([`Bridge::portless`]): no port carries its MAC.
+    pub fn is_portless(&self) -> bool {
+        self.own_mac.is_some()
     }
 
     /// Its name, if it is a named bridge.
@@ -230,11 +261,11 @@ impl<L: Link> Bridge<L> {
         Ok(id)
     }
 
-    /// Removes a port (never the first: the bridge's MAC is its), forgetting every
+    /// Removes a port (never the first of a bridge whose MAC is its), forgetting every
     /// address learnt on it; gives its link back.
     pub fn remove_port(&mut self, id: PortId) -> Option<L> {
         let i = self.ports.iter().position(|p| p.id == id)?;
-        if i == 0 {
+        if i == 0 && self.own_mac.is_none() {
             return None;
         }
         self.fdb.retain(|_, e| e.port != id);
@@ -281,7 +312,7 @@ impl<L: Link> Bridge<L> {
     }
 
     fn passthrough(&self) -> bool {
-        self.ports.len() == 1 && self.ports[0].lock.is_none()
+        self.own_mac.is_none() && self.ports.len() == 1 && self.ports[0].lock.is_none()
     }
 
     fn index_of(&self, id: PortId) -> Option<usize> {
@@ -413,7 +444,11 @@ impl<L: Link> Bridge<L> {
 
 impl<L: Link> Link for Bridge<L> {
     fn mac(&self) -> [u8; 6] {
-        self.ports[0].link.mac()
+        match (self.own_mac, self.ports.first()) {
+            (Some(m), _) => m,
+            (None, Some(p)) => p.link.mac(),
+            (None, None) => [0; 6],
+        }
     }
 
     fn recv(&mut self) -> Option<Vec<u8>> {
@@ -480,6 +515,11 @@ impl<L: Link> Link for Bridge<L> {
         if self.passthrough() {
             return self.ports[0].link.can_send();
         }
+        if self.ports.is_empty() {
+            // a port-less bridge with no client yet: what the stack sends goes
+            // nowhere, and is counted (as Linux's bridge with no port)
+            return true;
+        }
         let mut any = false;
         for p in &mut self.ports {
             any |= p.link.can_send();
@@ -499,10 +539,15 @@ impl<L: Link> Link for Bridge<L> {
     }
 
     fn broken(&self) -> Option<&str> {
-        if self.ports.iter().all(|p| p.link.broken().is_some()) {
-            self.ports[0].link.broken()
-        } else {
-            None
+        // a port-less bridge is up with no port, as Linux's with no carrier-less port
+        if self.own_mac.is_some() {
+            return None;
+        }
+        match self.ports.first() {
+            Some(first) if self.ports.iter().all(|p| p.link.broken().is_some()) => {
+                first.link.broken()
+            }
+            _ => None,
         }
     }
 
@@ -522,6 +567,9 @@ impl<L: Link> Link for Bridge<L> {
         if self.passthrough() {
             return self.ports[0].link.tx_free_slots();
         }
+        if self.ports.is_empty() {
+            return usize::MAX;
+        }
         self.ports
             .iter()
             .map(|p| p.link.tx_free_slots())
@@ -530,7 +578,10 @@ impl<L: Link> Link for Bridge<L> {
     }
 
     fn queue_stats(&self) -> Vec<QueueStats> {
-        self.ports[0].link.queue_stats()
+        match self.ports.first() {
+            Some(p) if self.own_mac.is_none() => p.link.queue_stats(),
+            _ => Vec::new(),
+        }
     }
 
     /// A bridge of one is its port's driver; a bridge of several has none of its
@@ -561,6 +612,8 @@ impl<L: Link> Link for Bridge<L> {
         let s = self.stats;
         Some(BridgeView {
             name,
+            mac: self.mac(),
+            portless: self.own_mac.is_some(),
             ports: self
                 .ports
                 .iter()
@@ -879,5 +932,54 @@ mod tests {
         assert!(b.emit(1, &f, RxChecksum::Blank, None));
         assert_eq!(taken(&c_far), vec![whole]);
         assert!(taken(&up_far).is_empty());
+    }
+
+    /// OpenWrt's `bridge_empty`: a bridge of client ports only, the stack's
+    /// interface on the bridge itself with a MAC of its own.
+    #[test]
+    fn a_portless_bridge_has_its_own_mac_and_switches_between_its_clients() {
+        const OWN: [u8; 6] = [0x02, 0x16, 0x3e, 0, 0, 0x10];
+        let mut b: Bridge<Pipe> = Bridge::portless("br-guest", OWN);
+        assert!(b.is_portless());
+        assert_eq!(b.mac(), OWN);
+        assert_eq!(b.broken(), None, "up with no port");
+        assert_eq!(b.recv(), None);
+        assert!(b.can_send());
+        assert!(b.send(&frame(BCAST, OWN, 1)).is_err(), "no port took it");
+        assert_eq!(b.stats().tx_errors, 1);
+        let v = b.bridge_view().unwrap();
+        assert_eq!(
+            (v.name.as_str(), v.mac, v.portless),
+            ("br-guest", OWN, true)
+        );
+        assert!(v.ports.is_empty());
+        // two clients join
+        let (c, c_far) = cable();
+        let (c2, c2_far) = cable();
+        let id = b.add_port("vif5.0", c, Some(CLIENT)).ok().unwrap();
+        b.add_port("vif6.0", c2, Some(CLIENT2)).ok().unwrap();
+        assert_eq!(b.mac(), OWN, "still its own, not its first port's");
+        // a client's broadcast (an ARP request for the router) reaches the stack and
+        // the other client
+        put(&c_far, frame(BCAST, CLIENT, 2));
+        assert_eq!(b.recv(), Some(frame(BCAST, CLIENT, 2)));
+        assert_eq!(taken(&c2_far), vec![frame(BCAST, CLIENT, 2)]);
+        // unicast to the bridge's MAC: the stack's
+        put(&c_far, frame(OWN, CLIENT, 3));
+        assert_eq!(b.recv(), Some(frame(OWN, CLIENT, 3)));
+        // client to client: switched, not the stack's
+        put(&c2_far, frame(CLIENT, CLIENT2, 4));
+        assert_eq!(b.recv(), None);
+        assert_eq!(taken(&c_far), vec![frame(CLIENT, CLIENT2, 4)]);
+        // the stack's unicast to a client goes to its port only
+        b.send(&frame(CLIENT2, OWN, 5)).unwrap();
+        assert_eq!(taken(&c2_far), vec![frame(CLIENT2, OWN, 5)]);
+        assert!(taken(&c_far).is_empty());
+        // the first client leaves (a port-less bridge's first port is no carrier)
+        assert!(b.remove_port(id).is_some());
+        assert_eq!(b.ports().len(), 1);
+        assert_eq!(b.mac(), OWN);
+        put(&c2_far, frame(BCAST, CLIENT2, 6));
+        assert_eq!(b.recv(), Some(frame(BCAST, CLIENT2, 6)));
     }
 }

@@ -38,6 +38,21 @@ fn link_line<L: Link>(idx: usize, n: &NetIf<L>, stats: bool) -> String {
         n.link.mtu(),
         mac(n.link.mac())
     );
+    // a port-less bridge (OpenWrt's bridge_empty): the interface is the bridge
+    if let Some(b) = n.link.bridge_view().filter(|b| b.portless) {
+        let ports: alloc::vec::Vec<&str> = b.ports.iter().map(|p| p.name.as_str()).collect();
+        s += &format!(
+            "    bridge of client ports only (bridge_empty); ports {}\n",
+            if ports.is_empty() {
+                String::from("none yet")
+            } else {
+                ports.join(" ")
+            }
+        );
+        if stats {
+            s += &format!("    {}\n", b.counters);
+        }
+    }
     if stats {
         let st = n.link.stats();
         s += &format!(
@@ -188,9 +203,14 @@ fn link<L: Link>(
             let mut idx = stack.ifs.len();
             for n in &stack.ifs {
                 if let Some(b) = n.link.bridge_view() {
-                    idx += 1;
-                    w(out, &bridge_lines(idx, &n.name, &b, stats))?;
-                    for p in b.ports.iter().skip(1) {
+                    // a port-less bridge is the interface listed above; every port
+                    // is a client's
+                    let carrier = usize::from(!b.portless);
+                    if !b.portless {
+                        idx += 1;
+                        w(out, &bridge_lines(idx, &n.name, &b, stats))?;
+                    }
+                    for p in b.ports.iter().skip(carrier) {
                         idx += 1;
                         w(out, &port_line(idx, &b.name, p, stats))?;
                     }
@@ -204,7 +224,7 @@ fn link<L: Link>(
 /// A bridge in `ip link`: named as OpenWrt's (`br-lan`), the interface it carries.
 fn bridge_lines(idx: usize, carrier: &str, b: &BridgeView, stats: bool) -> String {
     let mtu = b.ports.iter().map(|p| p.mtu).min().unwrap_or(0);
-    let mac0 = b.ports.first().map_or([0; 6], |p| p.mac);
+    let mac0 = b.mac;
     let ports: alloc::vec::Vec<&str> = b.ports.iter().map(|p| p.name.as_str()).collect();
     let mut s = format!(
         "{idx}: {}: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu {mtu} qdisc noqueue state UP\n    link/ether {} brd ff:ff:ff:ff:ff:ff\n    bridge for {carrier}'s addresses; ports {}\n",
@@ -257,7 +277,7 @@ pub fn brctl<L: Link>(stack: &NetStack<L>, args: &[&str], out: Out) -> Result<()
         [] | ["show"] => {
             w(out, "bridge name\tbridge id\t\tSTP enabled\tinterfaces\n")?;
             for b in &bridges {
-                let m = b.ports.first().map_or([0; 6], |p| p.mac);
+                let m = b.mac;
                 let id = format!(
                     "8000.{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
                     m[0], m[1], m[2], m[3], m[4], m[5]
@@ -534,6 +554,65 @@ mod tests {
             port_line(4, "br-lan", &p, false),
             "4: vif5.0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 master br-lan state UP\n    link/ether 00:16:3e:00:00:05 brd ff:ff:ff:ff:ff:ff (source locked)\n    source ip 10.0.0.5 (3 spoofed dropped)\n"
         );
+    }
+
+    /// `ip link`, `ip addr` and `brctl show` of a port-less bridge (OpenWrt's
+    /// bridge_empty): the interface is the bridge, named as it, with its own MAC, and
+    /// its ports are clients'.
+    #[test]
+    fn a_portless_bridge_is_the_interface_and_lists_its_client_ports() {
+        use crate::bridge::Bridge;
+        use crate::link::tests::cable;
+        const OWN: [u8; 6] = [0x02, 0x16, 0x3e, 0, 0, 0x10];
+        let n = crate::iface::NetIf::new(
+            "br-guest",
+            Bridge::portless("br-guest", OWN),
+            &crate::config::parse("192.168.2.1/24").unwrap(),
+            0,
+            1,
+        );
+        let mut s = NetStack::new();
+        s.ifs.push(n);
+        let l = run_b(&mut s, "ip link").unwrap();
+        assert_eq!(
+            l,
+            "1: br-guest: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP\n    link/ether 02:16:3e:00:00:10 brd ff:ff:ff:ff:ff:ff\n    bridge of client ports only (bridge_empty); ports none yet\n"
+        );
+        let (c, _far) = cable();
+        s.ifs[0]
+            .link
+            .add_port("vif5.0", c, Some([0, 0x16, 0x3e, 0, 0, 5]))
+            .ok()
+            .unwrap();
+        let l = run_b(&mut s, "ip link").unwrap();
+        assert!(l.contains("ports vif5.0\n"), "{l}");
+        assert!(
+            l.contains(
+                "2: vif5.0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 master br-guest state UP"
+            ),
+            "{l}"
+        );
+        assert!(!l.contains("3:"), "no separate bridge line: {l}");
+        let a = run_b(&mut s, "ip addr show dev br-guest").unwrap();
+        assert!(
+            a.contains("    inet 192.168.2.1/24 brd 192.168.2.255 scope global br-guest"),
+            "{a}"
+        );
+        let mut out = String::new();
+        brctl(&s, &[], &mut out).unwrap();
+        assert_eq!(
+            out,
+            "bridge name\tbridge id\t\tSTP enabled\tinterfaces\nbr-guest\t\t8000.02163e000010\tno\t\tvif5.0\n"
+        );
+    }
+
+    fn run_b(
+        s: &mut NetStack<crate::bridge::Bridge<crate::link::tests::Pipe>>,
+        line: &str,
+    ) -> Result<String, String> {
+        let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+        let mut out = String::new();
+        ip(s, &args, &mut out).map(|_| out)
     }
 
     #[test]

@@ -740,6 +740,36 @@ mod tests {
         assert_eq!(s.dhcp6[0].config.max_leases, 128);
     }
 
+    /// A guest network on a port-less bridge (`bridge_empty`): its DHCP pool and
+    /// its advertisements are the bridge's own interface's, as a vif's would be.
+    #[test]
+    fn a_portless_bridge_is_served_as_a_vifs_interface() {
+        let network = NETWORK.replace("'auto'", "'fd12:3456:789a::/48'")
+            + "\nconfig device\n\toption name 'br-guest'\n\toption type 'bridge'\n\toption bridge_empty '1'\n\n\
+               config interface 'guest'\n\toption device 'br-guest'\n\toption proto 'static'\n\t\
+               option ipaddr '192.168.2.1/24'\n\toption ip6assign '64'\n\toption ip6hint '2'\n";
+        let dhcp = String::from(DHCP)
+            + "\nconfig dhcp 'guest'\n\toption interface 'guest'\n\toption start '100'\n\toption limit '50'\n\t\
+               option ra 'server'\n\toption ra_slaac '1'\n";
+        let plan = router_plan(&network);
+        assert_eq!(plan.portless.len(), 1);
+        let s = spec_from_files(&dhcp, &network, &plan).unwrap();
+        let pools: Vec<&str> = s.pools.iter().map(|p| p.vif.as_str()).collect();
+        assert_eq!(pools, ["eth0", "br-guest"]);
+        let guest = &s.pools[1].pool;
+        assert_eq!(
+            guest.range().map(|(a, _)| a),
+            Some(u32::from_be_bytes([192, 168, 2, 100]))
+        );
+        let ra: Vec<&str> = s.ra.iter().map(|r| r.vif.as_str()).collect();
+        assert_eq!(ra, ["eth0", "br-guest"]);
+        assert_eq!(
+            s.ra[1].config.prefixes[0].prefix,
+            Ipv6Net::new("fd12:3456:789a:2::".parse().unwrap(), 64).unwrap(),
+            "the guest's ULA /64 (ip6hint 2) advertised on the bridge"
+        );
+    }
+
     fn router_plan(network: &str) -> Plan {
         netplan::plan(network, Some(FIREWALL), &["eth0", "eth1"], 64, 1).unwrap()
     }

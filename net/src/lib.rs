@@ -37,6 +37,8 @@ pub mod netback;
 pub mod netfront;
 pub mod netplan;
 pub mod ping;
+#[cfg(test)]
+mod portless_tests;
 pub mod reflect;
 #[cfg(test)]
 mod testnet;

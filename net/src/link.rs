@@ -61,7 +61,13 @@ pub struct PortView {
 pub struct BridgeView {
     /// Its name (`br-lan`).
     pub name: String,
-    /// Its ports, the one carrying the stack's interface first.
+    /// Its MAC (its first port's, or a port-less bridge's own).
+    pub mac: [u8; 6],
+    /// Port-less (OpenWrt's `bridge_empty`): the stack's interface is the bridge
+    /// itself, and every port is a client's.
+    pub portless: bool,
+    /// Its ports, the one carrying the stack's interface first (none carries it on a
+    /// port-less bridge).
     pub ports: Vec<PortView>,
     /// The forwarding table: (MAC, port name, age in ms, fixed).
     pub fdb: Vec<([u8; 6], String, i64, bool)>,

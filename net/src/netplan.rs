@@ -6,9 +6,17 @@
 //! The mapping follows OpenWrt: an `interface` section names a `device` (`eth0`, or a
 //! bridge such as `br-lan` whose `ports` are the vifs); `proto static` takes `ipaddr`/
 //! `netmask` (or CIDR) and `gateway`, `proto dhcp` runs the DHCPv4 client. Xenlet does
-//! not bridge: a bridge's first port that is a vif of this domain carries the
-//! interface, and the others are named in a warning. `loopback` and interfaces on
+//! not bridge its own vifs: a bridge's first port that is a vif of this domain carries
+//! the interface, and the others are named in a warning. `loopback` and interfaces on
 //! devices this domain does not have are skipped.
+//!
+//! A bridge with no port that is a vif of this domain and `option bridge_empty '1'`
+//! (netifd's `force_active`: OpenWrt brings such a bridge up with no member present)
+//! is port-less ([`Plan::portless`]): the interface is the bridge itself, named as it
+//! (`br-guest`), with a MAC of its own ([`portless_mac`]), and only client vifs
+//! (netback) join it. Without `bridge_empty` netifd does not bring up a bridge none
+//! of whose ports is present (`bridge_set_up`: `-ENOENT`), so neither does Xenlet:
+//! the interface is skipped with a warning.
 //!
 //! IPv6: an interface with `ip6assign` gets its subnet of the ULA prefix
 //! (`globals.ula_prefix`, see `xenlet_uci::ula`), `::1/64` in it, as netifd gives
@@ -24,14 +32,14 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use smoltcp::wire::{IpAddress, IpCidr};
 use xenlet_router::IfId;
-use xenlet_uci::network::{Proto, ReqAddress, ReqPrefix};
+use xenlet_uci::network::{DeviceKind, Proto, ReqAddress, ReqPrefix};
 use xenlet_uci::ula::{self, UlaPrefix};
 
 /// What the configuration files say the stack should run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plan {
-    /// Each configured vif: its name, the UCI interface it carries (`lan`), and its
-    /// addressing.
+    /// Each configured vif (or port-less bridge, `br-guest`): its name, the UCI
+    /// interface it carries (`lan`), and its addressing.
     pub ifaces: Vec<(String, String, IfConfig)>,
     /// The router, when two or more vifs are configured.
     pub gateway: Option<GatewaySpec>,
@@ -48,6 +56,24 @@ pub struct Plan {
     pub ip6assign: Vec<(String, u8, Option<u64>)>,
     /// Each vif whose interface (or its `config device`) sets `mtu`: (vif, MTU).
     pub mtus: Vec<(String, u16)>,
+    /// Each port-less bridge (`bridge_empty`, no port a vif of this domain) an
+    /// interface is on: (its name, which is the interface's in [`Plan::ifaces`]; its
+    /// `macaddr` option). It is in [`Plan::bridges`] too, carried by itself.
+    pub portless: Vec<(String, Option<[u8; 6]>)>,
+}
+
+/// The MAC of the `k`-th port-less bridge (from 0) of a domain whose first vif's MAC
+/// is `first_vif`, when its device sets no `macaddr`: a Linux bridge takes its first
+/// port's MAC (netifd's `bridge_reset_primary`), and one with no port a random one;
+/// Xenlet's is the first vif's with the locally administered bit set and bits 2-7 of
+/// the first octet XORed with `k + 1`, so it is stable across reboots (clients'
+/// neighbour caches stay right), never the vif's own nor another bridge's, and
+/// unicast. `00:16:3e:12:34:56` gives `06:16:3e:12:34:56`, then `0a:16:3e:...`.
+pub fn portless_mac(first_vif: [u8; 6], k: usize) -> [u8; 6] {
+    let mut m = first_vif;
+    let n = u8::try_from(k % 63 + 1).unwrap_or(1);
+    m[0] = ((m[0] | 0x02) & !0x01) ^ (n << 2);
+    m
 }
 
 /// `proto dhcpv6` on a vif: OpenWrt's `wan6` (odhcp6c).
@@ -64,7 +90,8 @@ pub struct Wan6Plan {
 }
 
 impl Plan {
-    /// The vif carrying bridge `bridge` (`br-lan` -> `eth0`), if an interface is on it.
+    /// The vif carrying bridge `bridge` (`br-lan` -> `eth0`), if an interface is on it
+    /// (a port-less bridge carries itself: `br-guest` -> `br-guest`).
     pub fn bridge_carrier(&self, bridge: &str) -> Option<&str> {
         self.bridges
             .iter()
@@ -107,8 +134,33 @@ pub fn plan(
         .extend(net.warnings.iter().map(|w| format!("{w}")));
     for i in net.config.interfaces.iter().filter(|i| !i.disabled) {
         let mut on_vifs = i.ports.iter().filter(|p| vifs.contains(&p.as_str()));
-        let Some(port) = on_vifs.next() else {
-            continue; // loopback, or a device this domain does not have
+        let bridge = i
+            .device
+            .as_ref()
+            .and_then(|d| net.config.devices.iter().find(|x| x.name == *d))
+            .filter(|d| d.kind == DeviceKind::Bridge);
+        let mut portless = None;
+        let port = match (on_vifs.next(), bridge) {
+            (Some(p), _) => p,
+            // a bridge of client vifs only: the interface is the bridge
+            (None, Some(b)) if b.bridge_empty => {
+                portless = Some(b.macaddr);
+                &b.name
+            }
+            (None, Some(b)) => {
+                out.warnings.push(format!(
+                    "network: interface '{}': bridge '{}' has no port that is a vif of this domain{} and no option bridge_empty '1' (netifd does not bring it up); skipped, and client vifs naming it are refused",
+                    i.name,
+                    b.name,
+                    if b.ports.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (ports {})", b.ports.join(", "))
+                    }
+                ));
+                continue;
+            }
+            (None, None) => continue, // loopback, or a device this domain does not have
         };
         if i.proto == Proto::Dhcpv6 {
             // on the device of another interface (the WAN's), IPv6 only
@@ -178,7 +230,10 @@ pub fn plan(
                 None => {}
             }
         }
-        if let Some(dev) = i.device.as_ref().filter(|d| *d != port) {
+        if let Some(mac) = portless {
+            out.bridges.push((port.clone(), port.clone()));
+            out.portless.push((port.clone(), mac));
+        } else if let Some(dev) = i.device.as_ref().filter(|d| *d != port) {
             out.bridges.push((dev.clone(), port.clone()));
         }
         out.ifaces.push((port.clone(), i.name.clone(), c));
@@ -342,6 +397,136 @@ mod tests {
             p.warnings,
             ["network: interface 'lan': Xenlet does not bridge; it runs on eth0 only, not on eth2"]
         );
+    }
+
+    /// OpenWrt's guest network on a bridge of client vifs only (`bridge_empty`), as
+    /// `router-zones` sets it up with `uci`.
+    const GUEST: &str = "\nconfig device 'guest_dev'\n\toption name 'br-guest'\n\toption type 'bridge'\n\toption bridge_empty '1'\n\n\
+        config interface 'guest'\n\toption device 'br-guest'\n\toption proto 'static'\n\toption ipaddr '192.168.2.1'\n\toption netmask '255.255.255.0'\n";
+    const GUEST_FW: &str = "\nconfig zone 'guest'\n\toption name 'guest'\n\tlist network 'guest'\n\toption input 'REJECT'\n\toption output 'ACCEPT'\n\toption forward 'REJECT'\n\n\
+        config forwarding 'guest_wan'\n\toption src 'guest'\n\toption dest 'wan'\n";
+
+    #[test]
+    fn a_bridge_empty_bridge_of_no_vif_is_an_interface_of_its_own() {
+        let network = NETWORK.replace("'auto'", "'fd12:3456:789a::/48'") + GUEST;
+        let firewall = String::from(FIREWALL) + GUEST_FW;
+        let p = plan(&network, Some(&firewall), &["eth0", "eth1"], 16, 1).unwrap();
+        assert_eq!(p.warnings, Vec::<String>::new());
+        let names: Vec<(&str, &str)> = p
+            .ifaces
+            .iter()
+            .map(|(v, n, _)| (v.as_str(), n.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [("eth0", "lan"), ("eth1", "wan"), ("br-guest", "guest")],
+            "the interface is the bridge, named as it"
+        );
+        assert_eq!(
+            p.config_of("br-guest").unwrap().addrs,
+            [IpCidr::new(IpAddress::v4(192, 168, 2, 1), 24)]
+        );
+        assert_eq!(p.bridge_carrier("br-lan"), Some("eth0"));
+        assert_eq!(p.bridge_carrier("br-guest"), Some("br-guest"));
+        assert_eq!(p.portless, [(String::from("br-guest"), None)]);
+        let g = p.gateway.expect("a router over three interfaces");
+        assert_eq!(
+            g.ports,
+            [
+                PortSpec::lan("eth0"),
+                PortSpec::wan("eth1"),
+                PortSpec::lan("br-guest")
+            ],
+            "guest: no masquerade, no MSS clamp"
+        );
+        let fw = g.firewall.unwrap();
+        let guest = fw.zones.iter().find(|z| z.name == "guest").unwrap();
+        assert_eq!(
+            guest.ifaces,
+            [IfId(2)],
+            "the guest zone is the bridge's IfId"
+        );
+        // `option macaddr` on the device is the bridge's, as netifd's
+        let with_mac = network.replace(
+            "option bridge_empty '1'",
+            "option bridge_empty '1'\n\toption macaddr '02:00:00:aa:bb:cc'",
+        );
+        let p = plan(&with_mac, None, &["eth0", "eth1"], 16, 1).unwrap();
+        assert_eq!(
+            p.portless,
+            [(String::from("br-guest"), Some([2, 0, 0, 0xaa, 0xbb, 0xcc]))]
+        );
+        // ports that name nothing this domain has: still port-less
+        let absent = network.replace(
+            "option bridge_empty '1'",
+            "option bridge_empty '1'\n\tlist ports 'eth7'",
+        );
+        let p = plan(&absent, None, &["eth0", "eth1"], 16, 1).unwrap();
+        assert_eq!(p.portless.len(), 1);
+        assert_eq!(p.warnings, Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_bridge_of_no_vif_without_bridge_empty_is_skipped_with_a_warning() {
+        let network = NETWORK.replace("'auto'", "'fd12:3456:789a::/48'")
+            + &GUEST.replace("\toption bridge_empty '1'\n", "\tlist ports 'eth2'\n");
+        let firewall = String::from(FIREWALL) + GUEST_FW;
+        let p = plan(&network, Some(&firewall), &["eth0", "eth1"], 16, 1).unwrap();
+        assert_eq!(
+            p.warnings,
+            ["network: interface 'guest': bridge 'br-guest' has no port that is a vif of this domain (ports eth2) and no option bridge_empty '1' (netifd does not bring it up); skipped, and client vifs naming it are refused"]
+        );
+        assert!(p.portless.is_empty());
+        assert_eq!(p.bridge_carrier("br-guest"), None);
+        assert!(p.config_of("br-guest").is_none());
+        // the rest runs: lan and wan routed, the guest zone empty
+        let g = p.gateway.expect("lan and wan still routed");
+        assert_eq!(g.ports, [PortSpec::lan("eth0"), PortSpec::wan("eth1")]);
+        // no ports at all
+        let bare = NETWORK.replace("'auto'", "'fd12:3456:789a::/48'")
+            + &GUEST.replace("\toption bridge_empty '1'\n", "");
+        let p = plan(&bare, None, &["eth0", "eth1"], 16, 1).unwrap();
+        assert_eq!(
+            p.warnings,
+            ["network: interface 'guest': bridge 'br-guest' has no port that is a vif of this domain and no option bridge_empty '1' (netifd does not bring it up); skipped, and client vifs naming it are refused"]
+        );
+    }
+
+    #[test]
+    fn a_second_interface_on_a_portless_bridge_is_skipped_with_a_warning() {
+        let network = NETWORK.replace("'auto'", "'fd12:3456:789a::/48'")
+            + GUEST
+            + "\nconfig interface 'guest2'\n\toption device 'br-guest'\n\toption proto 'static'\n\toption ipaddr '192.168.3.1/24'\n";
+        let p = plan(&network, None, &["eth0", "eth1"], 16, 1).unwrap();
+        assert_eq!(
+            p.warnings,
+            ["network: interface 'guest2': br-guest already carries another interface; skipped"]
+        );
+        assert_eq!(p.portless.len(), 1);
+        assert_eq!(
+            p.config_of("br-guest").unwrap().addrs,
+            [IpCidr::new(IpAddress::v4(192, 168, 2, 1), 24)],
+            "the first one's"
+        );
+        assert_eq!(p.gateway.unwrap().ports.len(), 3);
+    }
+
+    #[test]
+    fn a_portless_bridges_mac_is_the_first_vifs_made_local_and_distinct() {
+        let vif = [0x00, 0x16, 0x3e, 0x12, 0x34, 0x56];
+        assert_eq!(portless_mac(vif, 0), [0x06, 0x16, 0x3e, 0x12, 0x34, 0x56]);
+        assert_eq!(portless_mac(vif, 1), [0x0a, 0x16, 0x3e, 0x12, 0x34, 0x56]);
+        // a locally administered vif MAC: still another address
+        let local = [0x06, 0x16, 0x3e, 0x12, 0x34, 0x56];
+        assert_eq!(portless_mac(local, 0), [0x02, 0x16, 0x3e, 0x12, 0x34, 0x56]);
+        for k in 0..8 {
+            let m = portless_mac(vif, k);
+            assert_eq!(m[0] & 0x03, 0x02, "unicast, locally administered");
+            assert_ne!(m, vif);
+            for j in 0..k {
+                assert_ne!(m, portless_mac(vif, j));
+            }
+        }
     }
 
     #[test]

@@ -202,6 +202,10 @@ pub struct Device {
     pub mtu: Option<u16>,
     /// MAC address override.
     pub macaddr: Option<[u8; 6]>,
+    /// `bridge_empty`: the bridge comes up without any port present (netifd's
+    /// `force_active`); without it netifd brings up no bridge whose ports are all
+    /// missing.
+    pub bridge_empty: bool,
 }
 
 /// A static IPv4 route (`config route`).
@@ -320,7 +324,6 @@ const IGNORED_INTERFACE_OPTIONS: &[&str] = &[
 const IGNORED_DEVICE_OPTIONS: &[&str] = &[
     "ipv6",
     "mtu6",
-    "bridge_empty",
     "igmp_snooping",
     "multicast_querier",
     "stp",
@@ -401,7 +404,7 @@ pub fn network(p: &Package) -> Result<Checked<NetworkConfig>, ConfigError> {
                     notes.push(
                         r.about_section(format!("device type '{other}' not supported, ignored")),
                     );
-                    r.ignore(&["ports", "mtu", "macaddr"]);
+                    r.ignore(&["ports", "mtu", "macaddr", "bridge_empty"]);
                     r.ignore(IGNORED_DEVICE_OPTIONS);
                     r.finish(&mut warnings);
                     continue;
@@ -413,6 +416,7 @@ pub fn network(p: &Package) -> Result<Checked<NetworkConfig>, ConfigError> {
             }
             let mtu = r.parse("mtu", "an MTU (68-65535)", parse_mtu)?;
             let macaddr = r.parse("macaddr", "a MAC address", parse_mac)?;
+            let bridge_empty = r.boolean("bridge_empty", false)?;
             r.ignore(IGNORED_DEVICE_OPTIONS);
             r.finish(&mut warnings);
             cfg.devices.push(Device {
@@ -421,6 +425,7 @@ pub fn network(p: &Package) -> Result<Checked<NetworkConfig>, ConfigError> {
                 ports,
                 mtu,
                 macaddr,
+                bridge_empty,
             });
         }
     }
@@ -684,6 +689,24 @@ mod tests {
         assert_eq!(n.globals.ula_prefix, Some(UlaPrefix::Auto));
         assert_eq!((lan.ip6assign, lan.ip6hint), (Some(60), None));
         assert_eq!(wan.ip6assign, None);
+    }
+
+    #[test]
+    fn bridge_empty_is_read() {
+        let c = net(concat!(
+            "config device 'guest_dev'\n\toption name 'br-guest'\n\toption type 'bridge'\n\toption bridge_empty '1'\n",
+            "config device\n\toption name 'br-lan'\n\toption type 'bridge'\n\tlist ports 'eth0'\n",
+            "config interface 'guest'\n\toption device 'br-guest'\n\toption proto 'static'\n\toption ipaddr '192.168.2.1/24'\n",
+        ))
+        .unwrap();
+        assert_eq!(c.warnings, []);
+        let d = |n: &str| c.config.devices.iter().find(|d| d.name == n).unwrap();
+        assert!(d("br-guest").bridge_empty);
+        assert!(!d("br-lan").bridge_empty);
+        assert!(c.config.interface("guest").unwrap().ports.is_empty());
+        let e = net("config device\n\toption name 'b'\n\toption type 'bridge'\n\toption bridge_empty 'maybe'\n")
+            .unwrap_err();
+        assert_eq!(e.option.as_deref(), Some("bridge_empty"));
     }
 
     #[test]

@@ -156,6 +156,40 @@ fn add_interface(stack: &mut NetStack<Link>, name: &str, vif: Vif) -> String {
     line
 }
 
+/// Makes the interface of port-less bridge `name` (`br-guest`: OpenWrt's
+/// `bridge_empty`, no vif of this domain among its ports) with MAC `mac`, configured
+/// as a vif's; client vifs naming it join it later. Returns its report line.
+fn add_portless(stack: &mut NetStack<Link>, name: &str, mac: [u8; 6]) -> String {
+    let cmdline = CMDLINE.get().map(String::as_str).unwrap_or("");
+    let (cfg, source, note) = match config_for(name, cmdline) {
+        Ok((c, source)) => (c, source, String::new()),
+        Err(note) => (config::IfConfig::default(), "default", note),
+    };
+    let n: NetIf<Link> = NetIf::new(
+        name,
+        Routed::new(Bridge::portless(name, mac)),
+        &cfg,
+        now_ms(),
+        crate::sys::random::u64(),
+    );
+    let addrs: Vec<String> = n.addrs().iter().map(|(c, _)| format!("{c}")).collect();
+    let line = format!(
+        "{name}: {}{} ({source}){note}; a bridge of client vifs only (bridge_empty), MAC {}",
+        addrs.join(" "),
+        if n.dhcp_running() {
+            ", DHCPv4 running"
+        } else {
+            ""
+        },
+        mac.iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(":")
+    );
+    stack.ifs.push(n);
+    line
+}
+
 /// Releases a removed interface's ports: its vif after its backend closed (or keeping
 /// pages and grants a backend that did not close may still use); -> (buffer pages,
 /// ring pages) freed.
@@ -381,7 +415,8 @@ fn poll_clients(stack: &mut NetStack<Link>, quiet: bool) -> bool {
     let mut busy = false;
     let mut due: Option<u64> = None;
     for n in stack.ifs.iter_mut() {
-        if n.link.inner.ports().len() < 2 {
+        // only a named bridge has clients (a port-less one may have one, or none)
+        if n.link.inner.name().is_none() {
             continue;
         }
         for p in n.link.inner.ports_mut() {
@@ -474,6 +509,16 @@ pub fn init(cmdline: &str, plan: Option<Plan>) -> Vec<String> {
     let mut stack = NET.lock();
     for (name, vif) in crate::dev::frontends::take_vifs() {
         report.push(add_interface(&mut stack, &name, vif));
+    }
+    // port-less bridges (`bridge_empty`), after the vifs: their MAC is derived from
+    // the first vif's unless their device sets `macaddr`
+    if let Some(p) = plan.as_ref() {
+        let first = stack.ifs.first().and_then(uplink_ref).map(|v| v.mac());
+        for (k, (name, mac)) in p.portless.iter().enumerate() {
+            let mac = mac
+                .unwrap_or_else(|| xenlet_net::netplan::portless_mac(first.unwrap_or([0; 6]), k));
+            report.push(add_portless(&mut stack, name, mac));
+        }
     }
     if let Some(spec) = plan.as_ref().and_then(|p| p.gateway.as_ref()) {
         match Gateway::new(spec, &mut stack.ifs) {

@@ -88,11 +88,6 @@ up() {
     ip addr add 10.77.0.1/24 dev brwan
     ip link set brlan up
     ip link set brwan up
-    # brguest: nothing of dom0's on it; a router's third vif (router-zones: OpenWrt's
-    # guest network, whose clients the router serves itself)
-    ip link add brguest type bridge
-    echo 1 >/proc/sys/net/ipv6/conf/brguest/disable_ipv6
-    ip link set brguest up
 
     mkns lan1 brlan vlan1
     mkns lan2 brlan vlan2
@@ -272,6 +267,7 @@ down() {
     # the dom0 ends of the veths too: a namespace still held by a process outlives
     # `ip netns del` with its veth, and the next `up` found vlan1 there (`bench router`
     # after a router domain crashed)
+    # (brguest: an older topology's, router-zones' before its br-guest was port-less)
     for l in vlan1 vlan2 vwan vrl vrw vdl vdw brlan brwan brguest; do
         ip link del "$l" 2>/dev/null
     done

@@ -167,15 +167,14 @@ pub const ROUTER_NETBACK: Scenario = Scenario {
 
 pub const ROUTER_ZONES: Scenario = Scenario {
     name: "router-zones",
-    about: "driver domain, a zone per client network: OpenWrt's guest network (br-guest on a third vif, its own zone: input and forward REJECT, DHCP and DNS allowed, forwarding to wan only) set with uci; after a reboot a client served on br-guest gets its lease there and reaches the WAN, and cannot reach lan1, the router's LAN address or the client on br-lan, nor lan1 it; the br-lan client still reaches lan1",
+    about: "driver domain, a zone per client network: OpenWrt's guest network (br-guest a port-less bridge, bridge_empty: only client vifs on it, the router's interface the bridge itself; its own zone: input and forward REJECT, DHCP and DNS allowed, forwarding to wan only) set with uci; after a reboot a client served on br-guest gets its lease there and reaches the WAN, and cannot reach lan1, the router's LAN address or the client on br-lan, nor lan1 it; the br-lan client still reaches lan1",
     config: xl_config!(pvh {
         memory: 32,
         kernel: "@FILES@/xenlet.elf",
         disk: ["@DISK@,raw,xvda,w"],
         vif: [
             "bridge=brlan,mac=00:16:3e:01:00:02",
-            "bridge=brwan,mac=00:16:3e:77:00:02",
-            "bridge=brguest,mac=00:16:3e:02:00:02"
+            "bridge=brwan,mac=00:16:3e:77:00:02"
         ],
     } on_reboot: "preserve"),
     boot_expect: XENLET_ROUTER_UP,
@@ -838,7 +837,8 @@ const ROUTER_ZONES_STEPS: &[Step] = steps![
     cmd("uci set network.guest_dev=device", &[], 30),
     cmd("uci set network.guest_dev.name=br-guest", &[], 30),
     cmd("uci set network.guest_dev.type=bridge", &[], 30),
-    cmd("uci add_list network.guest_dev.ports=eth2", &[], 30),
+    // no port of the router's: a bridge of client vifs only (OpenWrt's bridge_empty)
+    cmd("uci set network.guest_dev.bridge_empty=1", &[], 30),
     cmd("uci set network.guest=interface", &[], 30),
     cmd("uci set network.guest.device=br-guest", &[], 30),
     cmd("uci set network.guest.proto=static", &[], 30),
@@ -877,10 +877,22 @@ const ROUTER_ZONES_STEPS: &[Step] = steps![
     until_gone("poweroff", &[r"^\(domain gone "], 60),
     restart(
         120,
-        &[r"^net: router: forwarding between eth0, eth1 masq mtu_fix, eth2 \(conntrack max \d+\)$"],
+        &[
+            r"^net: br-guest: (\S+ )*192\.168\.2\.1/24 \(/etc/config/network\); a bridge of client vifs only \(bridge_empty\), MAC 06:16:3e:01:00:02$",
+            r"^net: router: forwarding between eth0, eth1 masq mtu_fix, br-guest \(conntrack max \d+\)$",
+        ],
     ),
     ..ROUTER_WAN_LEASE,
-    cmd("ip addr show eth2", &[r"^    inet 192\.168\.2\.1/24 "], 30),
+    cmd(
+        "ip addr show br-guest",
+        &[
+            r"^\d+: br-guest: .* state UP",
+            r"^    link/ether 06:16:3e:01:00:02 ",
+            r"^    bridge of client ports only \(bridge_empty\); ports none yet$",
+            r"^    inet 192\.168\.2\.1/24 brd 192\.168\.2\.255 scope global br-guest$",
+        ],
+        30,
+    ),
     create_client!("1", "00:16:3e:0c:00:01"),
     client_up!("1", "0"),
     create_client!(
@@ -920,9 +932,15 @@ const ROUTER_ZONES_STEPS: &[Step] = steps![
         "ip link",
         &[
             r"vif\d+\.0: .*master br-lan",
-            r"vif\d+\.0: .*master br-guest"
+            r"vif\d+\.0: .*master br-guest",
+            r"^    bridge of client ports only \(bridge_empty\); ports vif\d+\.0$",
         ],
         30,
+    ),
+    cmd(
+        "brctl show",
+        &[r"^br-guest\s+8000\.06163e010002\s+no\s+vif\d+\.0$"],
+        30
     ),
     cmd(
         "leases",
