@@ -173,18 +173,7 @@ impl<L: Link> Bridge<L> {
     /// `link` alone, as a bridge with no name: a pass-through that is no bridge to
     /// `ip link` and `brctl` until it is named ([`Bridge::set_name`]).
     pub fn plain(first_name: &str, first: L) -> Self {
-        let mut b = Bridge {
-            name: None,
-            ports: Vec::new(),
-            fdb: BTreeMap::new(),
-            next_id: 0,
-            cursor: 0,
-            now_ms: 0,
-            stats: BridgeStats::default(),
-            own: LinkStats::default(),
-            scratch: Vec::new(),
-            own_mac: None,
-        };
+        let mut b = Self::empty(None, None);
         b.ports.push(BridgePort {
             id: 0,
             name: String::from(first_name),
@@ -201,8 +190,13 @@ impl<L: Link> Bridge<L> {
     /// the stack's interface is the bridge itself, and every port is a client's
     /// (OpenWrt's `option bridge_empty '1'`).
     pub fn portless(name: &str, mac: [u8; 6]) -> Self {
+        Self::empty(Some(String::from(name)), Some(mac))
+    }
+
+    /// A bridge with no port, nothing learnt and no traffic counted yet.
+    fn empty(name: Option<String>, own_mac: Option<[u8; 6]>) -> Self {
         Bridge {
-            name: Some(String::from(name)),
+            name,
             ports: Vec::new(),
             fdb: BTreeMap::new(),
             next_id: 0,
@@ -211,7 +205,7 @@ impl<L: Link> Bridge<L> {
             stats: BridgeStats::default(),
             own: LinkStats::default(),
             scratch: Vec::new(),
-            own_mac: Some(mac),
+            own_mac,
         }
     }
 
