@@ -177,10 +177,15 @@ fn start_service(
 
 pub(super) fn iperf3(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let port = iperf3_port(args, xenlet_net::iperf3::DEFAULT_PORT)?;
-    // A server runs on each interface: together their data buffers take about a
-    // quarter of the heap, and none are made while memory is low.
-    let ifs = crate::dev::network::NET.lock().ifs.len().max(1);
-    let heap = crate::mm::heap::heap_stats().size / ifs;
+    // A server runs on each interface; each sizes its data buffers from what the
+    // heap can grow to (its regions and the frames it can still take: at boot the
+    // heap is a fraction of that), for about a quarter of it at most. They are
+    // allocated fallibly and none while memory is low, so two servers at full use
+    // at once are refused cleanly. (Sized from the heap's first region alone, and
+    // split between the interfaces, a 32 MiB guest got 64 KiB buffers, not 256:
+    // TCP's window, and `bench net` fell from 726 / 583 to 534 / 402 Mbit/s.)
+    let (_, _, spare) = crate::mm::heap::pressure_stats();
+    let heap = crate::mm::heap::heap_stats().size.saturating_add(spare);
     let mem = xenlet_net::iperf3::Iperf3Memory::for_heap(heap, crate::mm::heap::memory_low);
     start_service(out, "iperf3", port, |n, p| n.start_iperf3(p, mem))
 }
