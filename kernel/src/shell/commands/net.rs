@@ -187,7 +187,13 @@ pub(super) fn iperf3(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdRes
     let (_, _, spare) = crate::mm::heap::pressure_stats();
     let heap = crate::mm::heap::heap_stats().size.saturating_add(spare);
     let mem = xenlet_net::iperf3::Iperf3Memory::for_heap(heap, crate::mm::heap::memory_low);
-    start_service(out, "iperf3", port, |n, p| n.start_iperf3(p, mem))
+    start_service(out, "iperf3", port, |n, p| n.start_iperf3(p, mem))?;
+    writeln!(
+        out,
+        "iperf3: data buffers of {} KiB a stream",
+        mem.data_buffer / 1024
+    )?;
+    Ok(())
 }
 
 pub(super) fn echod(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {

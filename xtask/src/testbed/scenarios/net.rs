@@ -14,10 +14,14 @@ pub const XENLET_NET_CONFIG: &str = xl_config!(pvh {
     vif: ["bridge=xenbr0,mac=00:16:3e:58:00:02", "bridge=xenbr1,mac=00:16:3e:58:01:02,mtu=9000"],
 });
 
-/// Xenlet's iperf3 server on eth0, in the background.
+/// Xenlet's iperf3 server on eth0, in the background, with the full 256 KiB data
+/// buffers (TCP's window) in a guest of 32 MiB or more.
 pub const IPERF3_SERVER: Step = cmd(
     "iperf3 -s -D",
-    &[r"^iperf3: listening on eth0 port 5201$"],
+    &[
+        r"^iperf3: listening on eth0 port 5201$",
+        r"^iperf3: data buffers of 256 KiB a stream$",
+    ],
     30,
 );
 
