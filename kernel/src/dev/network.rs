@@ -112,18 +112,6 @@ fn watch_backend(name: &str, id: u32) {
 /// Makes an interface of `vif` called `name`, configured from the command line,
 /// XenStore or DHCP; returns its report line.
 fn add_interface(stack: &mut NetStack<Link>, name: &str, vif: Vif) -> String {
-    let cmdline = CMDLINE.get().map(String::as_str).unwrap_or("");
-    let (cfg, source, note) = match config_for(name, cmdline) {
-        Ok((c, source)) => (c, source, String::new()),
-        Err(note) => (
-            config::IfConfig {
-                dhcp: true,
-                ..config::IfConfig::default()
-            },
-            "default",
-            note,
-        ),
-    };
     let id = vif.id();
     let mut bridge = Bridge::plain(name, Port::Front(vif));
     // an OpenWrt bridge (`br-lan`) this vif carries: client vifs may join it
@@ -134,6 +122,45 @@ fn add_interface(stack: &mut NetStack<Link>, name: &str, vif: Vif) -> String {
     {
         bridge.set_name(b);
     }
+    let by_default = config::IfConfig {
+        dhcp: true,
+        ..config::IfConfig::default()
+    };
+    let line = push_interface(stack, name, bridge, by_default);
+    watch_backend(name, id);
+    line
+}
+
+/// Makes the interface of port-less bridge `name` (`br-guest`: OpenWrt's
+/// `bridge_empty`, no vif of this domain among its ports) with MAC `mac`, configured
+/// as a vif's (no address by default); client vifs naming it join it later. Returns
+/// its report line.
+fn add_portless(stack: &mut NetStack<Link>, name: &str, mac: [u8; 6]) -> String {
+    let line = push_interface(
+        stack,
+        name,
+        Bridge::portless(name, mac),
+        config::IfConfig::default(),
+    );
+    format!(
+        "{line}; a bridge of client vifs only (bridge_empty), MAC {}",
+        crate::dev::Mac(mac)
+    )
+}
+
+/// Adds the stack's interface `name` over `bridge`, configured from the command line
+/// or the files (`by_default` when neither says); returns its report line.
+fn push_interface(
+    stack: &mut NetStack<Link>,
+    name: &str,
+    bridge: Bridge<Port>,
+    by_default: config::IfConfig,
+) -> String {
+    let cmdline = CMDLINE.get().map(String::as_str).unwrap_or("");
+    let (cfg, source, note) = match config_for(name, cmdline) {
+        Ok((c, source)) => (c, source, String::new()),
+        Err(note) => (by_default, "default", note),
+    };
     let n: NetIf<Link> = NetIf::new(
         name,
         Routed::new(bridge),
@@ -150,41 +177,6 @@ fn add_interface(stack: &mut NetStack<Link>, name: &str, vif: Vif) -> String {
         } else {
             ""
         }
-    );
-    stack.ifs.push(n);
-    watch_backend(name, id);
-    line
-}
-
-/// Makes the interface of port-less bridge `name` (`br-guest`: OpenWrt's
-/// `bridge_empty`, no vif of this domain among its ports) with MAC `mac`, configured
-/// as a vif's; client vifs naming it join it later. Returns its report line.
-fn add_portless(stack: &mut NetStack<Link>, name: &str, mac: [u8; 6]) -> String {
-    let cmdline = CMDLINE.get().map(String::as_str).unwrap_or("");
-    let (cfg, source, note) = match config_for(name, cmdline) {
-        Ok((c, source)) => (c, source, String::new()),
-        Err(note) => (config::IfConfig::default(), "default", note),
-    };
-    let n: NetIf<Link> = NetIf::new(
-        name,
-        Routed::new(Bridge::portless(name, mac)),
-        &cfg,
-        now_ms(),
-        crate::sys::random::u64(),
-    );
-    let addrs: Vec<String> = n.addrs().iter().map(|(c, _)| format!("{c}")).collect();
-    let line = format!(
-        "{name}: {}{} ({source}){note}; a bridge of client vifs only (bridge_empty), MAC {}",
-        addrs.join(" "),
-        if n.dhcp_running() {
-            ", DHCPv4 running"
-        } else {
-            ""
-        },
-        mac.iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<Vec<_>>()
-            .join(":")
     );
     stack.ifs.push(n);
     line
