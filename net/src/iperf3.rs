@@ -66,10 +66,12 @@ pub const MAX_STREAMS: usize = 8;
 /// Longest parameters or results JSON accepted from a client (iperf3's own are
 /// well under 2 KiB).
 pub const MAX_JSON_LEN: usize = 8 * 1024;
-/// The default size of the buffer a data stream moves its bulk data through
-/// (receive buffer for normal tests, send buffer for `-R`); large, for throughput
-/// (window scaling). See [`Iperf3Memory`].
-pub const DATA_BUFFER: usize = 256 * 1024;
+/// The default and largest size of the buffer a data stream moves its bulk data
+/// through (receive buffer for normal tests, send buffer for `-R`): TCP's window,
+/// so what bounds one stream at a few milliseconds' round trip (1 MiB: 1.34 / 1.07
+/// Gbit/s in `bench net`, where 256 KiB gave 0.80 / 0.63; Linux autotunes its own up
+/// to 4-6 MiB). See [`Iperf3Memory`].
+pub const DATA_BUFFER: usize = 1024 * 1024;
 /// The smallest data buffer [`Iperf3Memory::for_heap`] gives.
 pub const MIN_DATA_BUFFER: usize = 16 * 1024;
 /// Sockets with a data buffer held at once, at most: a full test's streams and the

@@ -426,6 +426,14 @@ impl<L: Link> LinkDevice<'_, L> {
             self.link.mtu() + ETH_HEADER
         }
     }
+
+    /// Whether smoltcp may build a frame now ([`Device::transmit`]): the link can
+    /// send (its completions reaped first) and, while segments are merged, has the
+    /// slots [`gso_slots`] asks for.
+    pub fn tx_room(&mut self) -> bool {
+        self.link.can_send()
+            && (self.tso.is_none() || self.link.tx_free_slots() >= gso_slots(self.max_frame()))
+    }
 }
 
 impl<L: Link> Device for LinkDevice<'_, L> {
@@ -476,9 +484,7 @@ impl<L: Link> Device for LinkDevice<'_, L> {
     }
 
     fn transmit(&mut self, _now: Instant) -> Option<TxToken<'_, L>> {
-        if !self.link.can_send()
-            || (self.tso.is_some() && self.link.tx_free_slots() < gso_slots(self.max_frame()))
-        {
+        if !self.tx_room() {
             return None;
         }
         Some(TxToken {
@@ -544,6 +550,9 @@ pub(crate) mod tests {
         /// Frames it takes before its TX "ring" is full (`None`: no limit); a test
         /// playing the backend adds room as it completes them.
         pub tx_room: Option<usize>,
+        /// Frames in flight on the wire (sent, not yet received by the other end)
+        /// at which `can_send` says no: a ring waiting for its completions.
+        pub tx_limit: usize,
     }
 
     /// Two links connected back to back.
@@ -566,6 +575,7 @@ pub(crate) mod tests {
             queues: Vec::new(),
             mtu: DEFAULT_MTU,
             tx_room: None,
+            tx_limit: 512,
         };
         (end(1, &a, &b), end(2, &b, &a))
     }
@@ -614,7 +624,7 @@ pub(crate) mod tests {
             Some(f)
         }
         fn can_send(&mut self) -> bool {
-            self.tx.borrow().len() < 512
+            self.tx.borrow().len() < self.tx_limit
         }
         fn send(&mut self, frame: &[u8]) -> Result<(), String> {
             if frame.len() > self.mtu + ETH_HEADER {
@@ -666,7 +676,7 @@ pub(crate) mod tests {
             Ok(())
         }
         fn tx_free_slots(&self) -> usize {
-            512 - self.tx.borrow().len().min(512)
+            self.tx_limit - self.tx.borrow().len().min(self.tx_limit)
         }
     }
 

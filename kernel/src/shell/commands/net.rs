@@ -179,9 +179,9 @@ pub(super) fn iperf3(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdRes
     let port = iperf3_port(args, xenlet_net::iperf3::DEFAULT_PORT)?;
     // A server runs on each interface; each sizes its data buffers from what the
     // heap can grow to (its regions and the frames it can still take: at boot the
-    // heap is a fraction of that), for about a quarter of it at most. They are
-    // allocated fallibly and none while memory is low, so two servers at full use
-    // at once are refused cleanly. (Sized from the heap's first region alone, and
+    // heap is a fraction of that), for about a quarter of it at most (1 MiB a stream
+    // in a 64 MiB guest, 512 KiB in 32). They are allocated fallibly and none while
+    // memory is low, so two servers at full use at once are refused cleanly. (Sized from the heap's first region alone, and
     // split between the interfaces, a 32 MiB guest got 64 KiB buffers, not 256:
     // TCP's window, and `bench net` fell from 726 / 583 to 534 / 402 Mbit/s.)
     let (_, _, spare) = crate::mm::heap::pressure_stats();
