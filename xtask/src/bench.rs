@@ -536,6 +536,22 @@ pub fn net(args: &[&str]) -> Result<Section> {
             }
         }
     }
+    // what crosses the vif per packet (`net/vifcount.sh`: dom0's counters of the
+    // guest's vif over a further 4 s each way): how large the sender's packets are on
+    // the ring, and how many packets (ACKs) the receiver sends back per MB
+    for (label, var, unit, higher, f) in VIF_ROWS {
+        for (who, sc) in NET_SYSTEMS {
+            let figs = (1..=a.runs)
+                .filter_map(|i| {
+                    testbed::result(&format!("{sc}.{i}"))
+                        .get(&format!("var.VIF_{var}"))
+                        .and_then(|l| vif_counts(l))
+                        .and_then(f)
+                })
+                .collect();
+            rows.push(Row::new(label, who, figs, unit, higher));
+        }
+    }
     // the reflector (Xenlet PVH only: `reflect eth0 on`, pktgen in dom0 to its MAC
     // and back): the vif's own cost, the ceiling of any packet path through it
     let sc = NET_SYSTEMS[1].1;
@@ -578,7 +594,10 @@ pub fn net(args: &[&str]) -> Result<Section> {
                 as PVH and Xenlet booted as HVM from its disk image. Mbit/s of iperf3's \
                 receiver line, and the CPU seconds dom0 and the guest used during each test \
                 (`xl list` before and after; with one vCPU the two together reach the test's \
-                length when the CPU is what limits). The reflector: Xenlet's `reflect eth0 \
+                length when the CPU is what limits). The vif's counters in dom0 over a \
+                further 4 s each way (net/vifcount.sh): the mean packet the sender's \
+                netfront puts on the ring (a GSO packet counts once) and the packets the \
+                receiver sends back (its ACKs) per MB. The reflector: Xenlet's `reflect eth0 \
                 on` sends every unicast frame back, and pktgen in a dom0 namespace on xenbr0 \
                 offers it 64-byte frames (net/reflect.sh): the highest rate that comes back \
                 with < 0.1 % lost, the vif's own ceiling. Each run is a fresh boot of each \
@@ -591,6 +610,73 @@ pub fn net(args: &[&str]) -> Result<Section> {
         notes: failures(&names),
     })
 }
+
+/// dom0's counters of a guest's vif over a transfer (`net/vifcount.sh`'s line):
+/// packets and bytes from the guest, then to it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct VifCounts {
+    from_packets: f64,
+    from_bytes: f64,
+    to_packets: f64,
+    to_bytes: f64,
+}
+
+/// Parses `from guest P packets, B bytes, ...; to guest P packets, B bytes, ...`.
+fn vif_counts(line: &str) -> Option<VifCounts> {
+    let (from, to) = line.split_once("; to guest ")?;
+    let from = from.split("from guest ").nth(1)?;
+    let two = |s: &str| -> Option<(f64, f64)> {
+        let mut w = s.split(", ");
+        let p = w.next()?.strip_suffix(" packets")?.parse().ok()?;
+        let b = w.next()?.strip_suffix(" bytes")?.parse().ok()?;
+        Some((p, b))
+    };
+    let ((from_packets, from_bytes), (to_packets, to_bytes)) = (two(from)?, two(to)?);
+    Some(VifCounts {
+        from_packets,
+        from_bytes,
+        to_packets,
+        to_bytes,
+    })
+}
+
+/// Packets one way per MB (2^20 bytes) the other way; `None` when nothing moved.
+fn per_mb(packets: f64, bytes: f64) -> Option<f64> {
+    (bytes > 0.0).then(|| packets / (bytes / 1_048_576.0))
+}
+
+/// `bench net`'s rows from the vif's counters: (label, `VIF_` capture, unit, higher
+/// is better, figure).
+type VifRow = (
+    &'static str,
+    &'static str,
+    &'static str,
+    bool,
+    fn(VifCounts) -> Option<f64>,
+);
+const VIF_ROWS: [VifRow; 3] = [
+    (
+        "guest -> dom0: bytes per packet the guest puts on the ring (GSO)",
+        "TX",
+        "B",
+        true,
+        |c| (c.from_packets > 0.0).then(|| c.from_bytes / c.from_packets),
+    ),
+    (
+        "guest -> dom0: packets (ACKs) dom0 sends back per MB",
+        "TX",
+        "per MB",
+        false,
+        |c| per_mb(c.to_packets, c.from_bytes),
+    ),
+    (
+        "dom0 -> guest: packets (ACKs) the guest sends back per MB",
+        "RX",
+        "per MB",
+        false,
+        |c| per_mb(c.from_packets, c.to_bytes),
+    ),
+];
 
 /// dom0's profile of each system's last run that has one (`net/dom0prof.sh` over a
 /// further 4 s transfer each way), as a list for the report.
@@ -742,6 +828,31 @@ mod tests {
         let g = "[  5]   0.00-5.00   sec  1.10 GBytes  1.89 Gbits/sec                  receiver";
         assert!((mbits(g).unwrap() - 1890.0).abs() < 1e-6);
         assert!(mbits("iperf3: error - unable to connect").is_none());
+    }
+
+    #[test]
+    fn vif_counts_parse_vifcount_lines() {
+        let l = "from guest 9037 packets, 557116137 bytes, 61648 B/packet; to guest 1348 packets, 73510 bytes, 54 B/packet";
+        let c = vif_counts(l).unwrap();
+        assert_eq!(
+            c,
+            VifCounts {
+                from_packets: 9037.0,
+                from_bytes: 557116137.0,
+                to_packets: 1348.0,
+                to_bytes: 73510.0
+            }
+        );
+        let [size, acks, _] = VIF_ROWS.map(|r| r.4(c));
+        assert_eq!(size.map(f64::round), Some(61648.0));
+        assert_eq!(acks.map(|v| (v * 10.0).round()), Some(25.0));
+        assert_eq!(VIF_ROWS[2].4(c), per_mb(9037.0, 73510.0));
+        assert_eq!(
+            vif_counts("from guest x packets, 1 bytes; to guest 1 packets, 1 bytes"),
+            None
+        );
+        assert_eq!(vif_counts("vif: nothing"), None);
+        assert_eq!(per_mb(5.0, 0.0), None);
     }
 
     #[test]

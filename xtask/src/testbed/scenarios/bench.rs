@@ -1177,7 +1177,24 @@ macro_rules! iperf3_both_ways {
             iperf3_step!($addr, " -R", "TX"),
             dom0_profile!($addr, "", "RX"),
             dom0_profile!($addr, " -R", "TX"),
+            vif_count!($addr, "", "RX"),
+            vif_count!($addr, " -R", "TX"),
         ]
+    };
+}
+
+/// What crosses the guest's vif over a further 4 s `iperf3 -c` against it
+/// (`net/vifcount.sh`: dom0's counters of vif$DOMID.0), as `VIF_${var}`: the mean
+/// size of what the sender's netfront (or netback) puts on the ring, and how many
+/// packets go the other way per MB.
+macro_rules! vif_count {
+    ($addr:literal, $flags:literal, $var:literal) => {
+        dom0_cap(
+            concat!("$NET/vifcount.sh ", $addr, $flags),
+            &[r"^vif: from guest "],
+            &[(concat!("VIF_", $var), r"^vif: (.*)$")],
+            60,
+        )
     };
 }
 
@@ -1228,6 +1245,8 @@ pub const BENCH_NET_XENLET: Scenario = Scenario {
     steps: steps![
         net::IPERF3_SERVER,
         ..&iperf3_both_ways!("10.99.0.2"),
+        // netfront's counters over the whole run, in the log
+        cmd("ethtool -S eth0", &[r"^     tx_slots: [1-9]"], 30),
         // the reflector (issue 34): the vif's own cost, no stack in the way
         cmd("reflect eth0 on", &[r"^eth0: reflect on, "], 30),
         dom0_cap(
@@ -1265,7 +1284,7 @@ pub const BENCH_NET_XENLET_HVM: Scenario = Scenario {
     disks: &[IMAGE_COPY],
     steps: steps![
         cmd("ip addr add 10.99.0.2/24 dev eth0", &[], 30),
-        net::IPERF3_SERVER,
+        net::IPERF3_SERVER_32,
         ..&iperf3_both_ways!("10.99.0.2"),
         last("poweroff"),
     ],
