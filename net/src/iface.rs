@@ -1022,14 +1022,9 @@ pub(crate) mod tests {
         );
     }
 
-    /// A sender whose link is full (a ring waiting for the backend's completions)
-    /// does not ask for a poll at once, which would spin: only after the backup
-    /// timer, or as soon as the link has room again.
-    #[test]
-    fn a_full_link_defers_the_sender_until_it_has_room() {
-        use smoltcp::socket::tcp;
-        let (mut pa, pb) = cable();
-        pa.tx_limit = 8;
+    /// 10.0.0.1 over `pa` and 10.0.0.2 over `pb`, with 256 KiB TCP sockets: b's
+    /// listening on port 9000, a's connecting to it from port 40000.
+    fn tcp_pair(pa: Pipe, pb: Pipe) -> (NetIf<Pipe>, NetIf<Pipe>, SocketHandle, SocketHandle) {
         let mut a = NetIf::new("eth0", pa, &config::parse("10.0.0.1/24").unwrap(), 0, 1);
         let mut b = NetIf::new("eth0", pb, &config::parse("10.0.0.2/24").unwrap(), 0, 2);
         let sock = crate::testnet::tcp_socket;
@@ -1041,6 +1036,18 @@ pub(crate) mod tests {
             .connect(a.iface.context(), (IpAddress::v4(10, 0, 0, 2), 9000), 40000)
             .unwrap();
         let hc = a.sockets.add(client);
+        (a, b, hs, hc)
+    }
+
+    /// A sender whose link is full (a ring waiting for the backend's completions)
+    /// does not ask for a poll at once, which would spin: only after the backup
+    /// timer, or as soon as the link has room again.
+    #[test]
+    fn a_full_link_defers_the_sender_until_it_has_room() {
+        use smoltcp::socket::tcp;
+        let (mut pa, pb) = cable();
+        pa.tx_limit = 8;
+        let (mut a, mut b, hs, hc) = tcp_pair(pa, pb);
         let mut now = 0i64;
         while !a.sockets.get::<tcp::Socket>(hc).may_send() && now < 100 {
             a.poll(now);
@@ -1098,18 +1105,8 @@ pub(crate) mod tests {
         pa.gso = true;
         pa.csum_blank = blank;
         pb.mtu = peer_mtu;
-        let mut a = NetIf::new("eth0", pa, &config::parse("10.0.0.1/24").unwrap(), 0, 1);
-        let mut b = NetIf::new("eth0", pb, &config::parse("10.0.0.2/24").unwrap(), 0, 2);
+        let (mut a, mut b, hs, hc) = tcp_pair(pa, pb);
         a.tso.peers.bulk_port(40000);
-        let sock = crate::testnet::tcp_socket;
-        let mut server = sock(256 * 1024);
-        server.listen(9000).unwrap();
-        let hs = b.sockets.add(server);
-        let mut client = sock(256 * 1024);
-        client
-            .connect(a.iface.context(), (IpAddress::v4(10, 0, 0, 2), 9000), 40000)
-            .unwrap();
-        let hc = a.sockets.add(client);
         let mut data: Vec<u8> = (0..600_000u32).map(|i| (i % 251) as u8).collect();
         let (mut sent, mut got) = (0usize, Vec::new());
         let mut now = 0i64;
