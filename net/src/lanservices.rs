@@ -760,6 +760,14 @@ impl LanServices {
         parts.join("; ")
     }
 
+    /// The width of `leases`' IFACE column: the longest name of an interface with a
+    /// DHCP server (`br-guest`), and at least the heading's 6.
+    pub fn lease_iface_width(&self) -> usize {
+        let v4 = self.dhcp.iter().map(|p| p.vif.as_str());
+        let v6 = self.dhcp6.ports.iter().map(|p| p.vif.as_str());
+        column_width(v4.chain(v6), "IFACE".len() + 1)
+    }
+
     /// Bound leases, one line each, DHCPv4 then DHCPv6: interface, address, MAC (for
     /// DHCPv6 the one the client's DUID carries, else the DUID), expiry (time left
     /// or `never`), host name; written to `out` as they are read (nothing is
@@ -771,13 +779,14 @@ impl LanServices {
         now_ms: i64,
     ) -> Result<usize, core::fmt::Error> {
         let now = ms(now_ms);
+        let w = self.lease_iface_width();
         let mut n = 0;
         for p in &self.dhcp {
             for l in p.server.leases(now) {
                 let left = l.expires.map_or(String::from("never"), |e| {
                     lease_time(u32::try_from(e.saturating_sub(now) / 1000).unwrap_or(u32::MAX))
                 });
-                write!(out, "{:<6} {:<15} ", p.vif, l.ip)?;
+                write!(out, "{:<w$} {:<15} ", p.vif, l.ip)?;
                 let hw = l.hw.as_bytes();
                 for (i, b) in hw.iter().enumerate() {
                     if i > 0 {
@@ -799,7 +808,7 @@ impl LanServices {
                 let left = l.expires.map_or(String::from("never"), |e| {
                     lease_time(u32::try_from(e.saturating_sub(now) / 1000).unwrap_or(u32::MAX))
                 });
-                write!(out, "{:<6} {:<15} ", p.vif, l.addr)?;
+                write!(out, "{:<w$} {:<15} ", p.vif, l.addr)?;
                 let (bytes, width) = match xenlet_router::dhcp6d::server::duid_mac(&l.duid) {
                     Some(mac) => (mac.to_vec(), 17),
                     None => (l.duid.clone(), 0),
@@ -1329,6 +1338,11 @@ fn pool_summary(c: &PoolConfig) -> String {
         None => String::from("no dynamic range"),
     };
     format!("{range}, lease {}", lease_time(c.lease_secs))
+}
+
+/// A text column's width: its longest entry's, and at least `min`.
+fn column_width<'a>(entries: impl Iterator<Item = &'a str>, min: usize) -> usize {
+    entries.map(str::len).fold(min, usize::max)
 }
 
 /// `12h`, `90m`, `45s`, `2d`, as OpenWrt writes lease times; `infinite` for

@@ -22,9 +22,10 @@ pub fn leases(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let Some(sv) = sv.as_ref() else {
         return Err(CmdError::failed(alloc::format!("leases: {NOT_RUNNING}")));
     };
+    let w = sv.lease_iface_width();
     writeln!(
         out,
-        "{:<6} {:<15} {:<17} {:<8} HOSTNAME",
+        "{:<w$} {:<15} {:<17} {:<8} HOSTNAME",
         "IFACE", "ADDRESS", "MAC", "EXPIRES"
     )?;
     // Each lease is printed as it is read: the table is not copied.

@@ -846,3 +846,14 @@ mod tcp;
 
 mod dhcp6;
 mod wan6;
+
+/// `leases`' IFACE column fits the longest interface name (a port-less bridge's
+/// `br-guest`), and never narrows below its heading.
+#[test]
+fn the_lease_iface_column_fits_its_longest_name() {
+    assert_eq!(column_width(["eth0", "br-guest"].into_iter(), 6), 8);
+    assert_eq!(column_width(["eth0", "eth1"].into_iter(), 6), 6);
+    assert_eq!(column_width(core::iter::empty(), 6), 6);
+    let n = net("192.168.1.50/24", None);
+    assert_eq!(n.services.lease_iface_width(), 6, "eth0 only");
+}

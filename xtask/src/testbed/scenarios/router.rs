@@ -942,11 +942,13 @@ const ROUTER_ZONES_STEPS: &[Step] = steps![
         &[r"^br-guest\s+8000\.06163e010002\s+no\s+vif\d+\.0$"],
         30
     ),
+    // the IFACE column as wide as br-guest: every column lines up
     cmd(
         "leases",
         &[
-            r"00:16:3e:0c:00:01",
-            r"192\.168\.2\.\d+.*00:16:3e:0c:00:02|00:16:3e:0c:00:02.*192\.168\.2\.\d+",
+            r"^IFACE    ADDRESS         MAC               EXPIRES  HOSTNAME$",
+            r"^eth0     192\.168\.1\.\d+ +00:16:3e:0c:00:01 ",
+            r"^br-guest 192\.168\.2\.\d+ +00:16:3e:0c:00:02 ",
         ],
         30,
     ),
