@@ -337,7 +337,7 @@ pub fn run_shell() -> ! {
     // The loop's own mark on the events: the waits inside commands have theirs.
     let mut wait = crate::xen::idle::Wait::new();
     loop {
-        console::poll_serial();
+        console::poll_serial_backstop(crate::time::clock::now().as_nanos());
         console::poll_xen_console();
         crate::xen::platform::poll_events();
         crate::xen::xenstore::dispatch_watches();
