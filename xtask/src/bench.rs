@@ -590,8 +590,9 @@ pub fn net(args: &[&str]) -> Result<Section> {
         command: format!("cargo xtask bench net --runs {}", a.runs),
         about: "dom0's `iperf3 -c` (TCP, one stream, 5 s; `-R`: the guest sends) against an \
                 `iperf3 -s` in the guest on the bridge xenbr0, through dom0's netback: the \
-                Linux PVHVM domU (Debian's kernel, netfront; iperf3 in its initramfs), Xenlet \
-                as PVH and Xenlet booted as HVM from its disk image. Mbit/s of iperf3's \
+                Linux PVHVM domU (Debian's kernel, netfront; iperf3 in its initramfs; 256 \
+                MiB), Xenlet as PVH and Xenlet booted as HVM from its disk image (64 MiB \
+                each: iperf3's data buffers, TCP's window, are 1 MiB a stream). Mbit/s of iperf3's \
                 receiver line, and the CPU seconds dom0 and the guest used during each test \
                 (`xl list` before and after; with one vCPU the two together reach the test's \
                 length when the CPU is what limits). The vif's counters in dom0 over a \

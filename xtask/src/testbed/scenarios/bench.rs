@@ -1277,14 +1277,14 @@ pub const BENCH_NET_XENLET_HVM: Scenario = Scenario {
     name: "bench-net-xenlet-hvm",
     about: "bench net: iperf3 from dom0 to Xenlet booted as HVM from its disk image (iperf3 -s) and back (-R)",
     config: xl_config!(builder_hvm {
-        memory: 32,
+        memory: 64,
         disk: ["@DISK@,raw,xvda,w"],
         vif: ["bridge=xenbr0,mac=00:16:3e:58:00:02"],
     }),
     disks: &[IMAGE_COPY],
     steps: steps![
         cmd("ip addr add 10.99.0.2/24 dev eth0", &[], 30),
-        net::IPERF3_SERVER_32,
+        net::IPERF3_SERVER,
         ..&iperf3_both_ways!("10.99.0.2"),
         last("poweroff"),
     ],
