@@ -29,6 +29,7 @@
 use crate::backlog::Backlog;
 use crate::icmplimit::IcmpLimit;
 use crate::iface::NetIf;
+use crate::kept::Kept;
 use crate::link::{Link, LinkStats, QueueStats, RxChecksum};
 use crate::reflect::{self, Reflector};
 use alloc::collections::VecDeque;
@@ -118,18 +119,12 @@ pub struct Routed<L: Link> {
     held_dropped: u64,
     /// Router Solicitations for the advertisement service, if it asked
     /// ([`Link::keep_solicitations`]).
-    keep_solicitations: bool,
-    solicitations: VecDeque<Vec<u8>>,
-    solicitations_dropped: u64,
+    solicitations: Kept,
     /// DHCPv6 frames for the DHCPv6 server, if it asked ([`Link::keep_dhcpv6`]).
-    keep_dhcpv6: bool,
-    dhcpv6: VecDeque<Vec<u8>>,
-    dhcpv6_dropped: u64,
+    dhcpv6: Kept,
     /// Router Advertisements kept aside for the WAN's router discovery
     /// ([`Link::keep_adverts`]).
-    keep_adverts: bool,
-    adverts: VecDeque<Vec<u8>>,
-    adverts_dropped: u64,
+    adverts: Kept,
     /// Unicast frames to us sent straight back, when on (never while routed).
     reflect: Reflector,
     /// The limits on the local stack's ICMP errors while routed.
@@ -150,15 +145,9 @@ impl<L: Link> Routed<L> {
             local_dnat: Vec::new(),
             held: VecDeque::new(),
             held_dropped: 0,
-            keep_solicitations: false,
-            solicitations: VecDeque::new(),
-            solicitations_dropped: 0,
-            keep_dhcpv6: false,
-            dhcpv6: VecDeque::new(),
-            dhcpv6_dropped: 0,
-            keep_adverts: false,
-            adverts: VecDeque::new(),
-            adverts_dropped: 0,
+            solicitations: Kept::new(SOLICITATIONS),
+            dhcpv6: Kept::new(DHCPV6_FRAMES),
+            adverts: Kept::new(ADVERTS),
             reflect: Reflector::default(),
             icmp_limit: IcmpLimit::new(0),
         }
@@ -171,17 +160,17 @@ impl<L: Link> Routed<L> {
 
     /// DHCPv6 frames dropped because [`DHCPV6_FRAMES`] waited already.
     pub fn dhcpv6_dropped(&self) -> u64 {
-        self.dhcpv6_dropped
+        self.dhcpv6.dropped()
     }
 
     /// Router Advertisements dropped because [`ADVERTS`] waited already.
     pub fn adverts_dropped(&self) -> u64 {
-        self.adverts_dropped
+        self.adverts.dropped()
     }
 
     /// Router Solicitations dropped because [`SOLICITATIONS`] waited already.
     pub fn solicitations_dropped(&self) -> u64 {
-        self.solicitations_dropped
+        self.solicitations.dropped()
     }
 
     /// Frames of replies to port forwards to the router dropped because too many
@@ -258,37 +247,25 @@ impl<L: Link> Routed<L> {
     }
 
     fn queue_local(&mut self, mut frame: Vec<u8>, csum: RxChecksum) {
-        if self.keep_solicitations && solicit::is_solicitation(&frame) {
+        if self.solicitations.is_on() && solicit::is_solicitation(&frame) {
             // smoltcp has no use for it: the advertisement service's
-            if self.solicitations.len() < SOLICITATIONS {
-                self.solicitations.push_back(frame);
-            } else {
-                self.solicitations_dropped += 1;
-            }
+            self.solicitations.push(frame);
             return;
         }
-        if self.keep_dhcpv6 && dhcp6d::message::is_to_server(&frame) {
+        if self.dhcpv6.is_on() && dhcp6d::message::is_to_server(&frame) {
             if csum == RxChecksum::Blank {
                 // the DHCPv6 server checks UDP checksums; a backend that offloads
                 // IPv6 checksums (`feature-ipv6-csum-offload`) may leave it partial
                 crate::tso::fill_l4_checksum(&mut frame);
             }
             // smoltcp does not take ff02::1:2: the DHCPv6 server's
-            if self.dhcpv6.len() < DHCPV6_FRAMES {
-                self.dhcpv6.push_back(frame);
-            } else {
-                self.dhcpv6_dropped += 1;
-            }
+            self.dhcpv6.push(frame);
             return;
         }
-        if self.keep_adverts && advert::is_advert(&frame) {
+        if self.adverts.is_on() && advert::is_advert(&frame) {
             // the WAN's router discovery's (the LAN's own are never received here:
             // only the link that keeps them, the WAN, sets this)
-            if self.adverts.len() < ADVERTS {
-                self.adverts.push_back(frame);
-            } else {
-                self.adverts_dropped += 1;
-            }
+            self.adverts.push(frame);
             return;
         }
         let bytes = frame.capacity();
@@ -456,31 +433,22 @@ impl<L: Link> Link for Routed<L> {
         self.inner.send_csum_blank(frame)
     }
     fn take_solicitation(&mut self) -> Option<Vec<u8>> {
-        self.solicitations.pop_front()
+        self.solicitations.take()
     }
     fn keep_solicitations(&mut self, on: bool) {
-        self.keep_solicitations = on;
-        if !on {
-            self.solicitations.clear();
-        }
+        self.solicitations.keep(on);
     }
     fn take_dhcpv6(&mut self) -> Option<Vec<u8>> {
-        self.dhcpv6.pop_front()
+        self.dhcpv6.take()
     }
     fn keep_dhcpv6(&mut self, on: bool) {
-        self.keep_dhcpv6 = on;
-        if !on {
-            self.dhcpv6.clear();
-        }
+        self.dhcpv6.keep(on);
     }
     fn take_advert(&mut self) -> Option<Vec<u8>> {
-        self.adverts.pop_front()
+        self.adverts.take()
     }
     fn keep_adverts(&mut self, on: bool) {
-        self.keep_adverts = on;
-        if !on {
-            self.adverts.clear();
-        }
+        self.adverts.keep(on);
     }
 }
 
