@@ -611,7 +611,7 @@ impl Router {
                 return Err(DropReason::TooBig);
             }
             let mut acc = None;
-            let (mut eg, scratch) = self.egress_and_scratch(input, now, out);
+            let (mut eg, scratch, _) = self.egress_and_buffers(input, now, out);
             gso::segment(frame, mss, scratch, |seg| {
                 acc = merge(acc, eg.send(out_ifc, next_hop, seg, TxMeta::default())?);
                 Ok(())
@@ -629,7 +629,7 @@ impl Router {
             ipv4::complete_partial_checksum(ip);
         }
         let mut acc = None;
-        let (mut eg, scratch) = self.egress_and_scratch(input, now, out);
+        let (mut eg, scratch, _) = self.egress_and_buffers(input, now, out);
         frag::fragment(frame, mtu, scratch, |f| {
             acc = merge(acc, eg.send(out_ifc, next_hop, f, TxMeta::default())?);
             Ok(())
@@ -643,29 +643,24 @@ impl Router {
         now: Millis,
         out: &'a mut O,
     ) -> Egress<'a, O> {
-        Egress {
-            ifaces: &self.ifaces,
-            neigh: &mut self.neigh,
-            stats: &mut self.stats,
-            out,
-            input,
-            now,
-        }
+        self.egress_and_buffers(input, now, out).0
     }
 
-    /// [`Router::egress`] and the scratch buffer at once (segments and fragments are
-    /// built in the one and sent through the other).
-    fn egress_and_scratch<'a, O: Output>(
+    /// [`Router::egress`] with the scratch buffer and the ICMP buffer at once
+    /// (segments, fragments and errors are built in a buffer and sent through the
+    /// egress).
+    fn egress_and_buffers<'a, O: Output>(
         &'a mut self,
         input: IfId,
         now: Millis,
         out: &'a mut O,
-    ) -> (Egress<'a, O>, &'a mut Vec<u8>) {
+    ) -> (Egress<'a, O>, &'a mut Vec<u8>, &'a mut Vec<u8>) {
         let Router {
             ifaces,
             neigh,
             stats,
             scratch,
+            icmp_buf,
             ..
         } = self;
         let eg = Egress {
@@ -676,7 +671,7 @@ impl Router {
             input,
             now,
         };
-        (eg, scratch)
+        (eg, scratch, icmp_buf)
     }
 
     fn send_frag_needed<O: Output>(
@@ -812,23 +807,9 @@ impl Router {
         ) else {
             return;
         };
-        let Router {
-            ifaces,
-            neigh,
-            stats,
-            icmp_buf,
-            ..
-        } = self;
+        let (mut eg, _, icmp_buf) = self.egress_and_buffers(input, now, out);
         let Some(frame) = icmp_buf.get_mut(..n) else {
             return;
-        };
-        let mut eg = Egress {
-            ifaces,
-            neigh,
-            stats,
-            out,
-            input,
-            now,
         };
         let next_hop = route.gateway.unwrap_or(to);
         if eg
