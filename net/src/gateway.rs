@@ -1065,11 +1065,38 @@ mod tests {
     use super::*;
     use crate::config;
     use crate::link::tests::{cable, Pipe};
+    use smoltcp::iface::SocketHandle;
     use smoltcp::socket::udp;
-    use smoltcp::wire::IpAddress;
+    use smoltcp::wire::{IpAddress, IpEndpoint};
+
+    /// The hosts on either side and the router's addresses, as the net() sockets
+    /// address them.
+    const LAN_HOST: IpAddress = IpAddress::v4(192, 168, 1, 100);
+    const WAN_HOST: IpAddress = IpAddress::v4(10, 0, 0, 1);
+    const ROUTER_LAN: IpAddress = IpAddress::v4(192, 168, 1, 1);
+    const ROUTER_WAN: IpAddress = IpAddress::v4(10, 0, 0, 2);
 
     fn udp_socket() -> udp::Socket<'static> {
         crate::testnet::udp_socket(8, 8192)
+    }
+
+    /// Sends `data` from the UDP socket `h` of `host` to `to`.
+    fn udp_send<L: Link>(
+        host: &mut NetIf<L>,
+        h: SocketHandle,
+        data: &[u8],
+        to: impl Into<IpEndpoint>,
+    ) {
+        host.sockets
+            .get_mut::<udp::Socket>(h)
+            .send_slice(data, to.into())
+            .unwrap();
+    }
+
+    /// The next datagram the UDP socket `h` of `host` received, if one did.
+    fn udp_recv<L: Link>(host: &mut NetIf<L>, h: SocketHandle) -> Option<Vec<u8>> {
+        let s = host.sockets.get_mut::<udp::Socket>(h);
+        s.recv().ok().map(|(d, _)| d.to_vec())
     }
 
     #[test]
@@ -1601,11 +1628,7 @@ mod tests {
             got
         };
         let send = |n: &mut Net, what: &[u8]| {
-            n.lan_host
-                .sockets
-                .get_mut::<udp::Socket>(ha)
-                .send_slice(what, (IpAddress::v4(10, 0, 0, 1), 6000))
-                .unwrap();
+            udp_send(&mut n.lan_host, ha, what, (WAN_HOST, 6000));
         };
         // the path and the WAN neighbour first
         send(&mut n, b"first");
@@ -1647,11 +1670,7 @@ mod tests {
     fn lan_udp_reaches_the_wan_masqueraded_and_the_reply_comes_back() {
         let mut n = net();
         let (ha, hb) = n.udp_pair();
-        n.lan_host
-            .sockets
-            .get_mut::<udp::Socket>(ha)
-            .send_slice(b"ping through", (IpAddress::v4(10, 0, 0, 1), 6000))
-            .unwrap();
+        udp_send(&mut n.lan_host, ha, b"ping through", (WAN_HOST, 6000));
         let mut seen = None;
         for now in 0..200 {
             n.step(now * 10);
@@ -1677,11 +1696,7 @@ mod tests {
                 && lines[0].contains("src=192.168.1.100 dst=10.0.0.1 sport=5000 dport=6000"),
             "{lines:?}"
         );
-        n.wan_host
-            .sockets
-            .get_mut::<udp::Socket>(hb)
-            .send_slice(b"pong", from)
-            .unwrap();
+        udp_send(&mut n.wan_host, hb, b"pong", from);
         let mut back = None;
         for now in 200..400 {
             n.step(now * 10);
@@ -1740,11 +1755,7 @@ mod tests {
     fn a_fragmented_reply_to_a_masqueraded_flow_reaches_the_lan_host_translated() {
         let mut n = net();
         let (ha, hb) = n.udp_pair();
-        n.lan_host
-            .sockets
-            .get_mut::<udp::Socket>(ha)
-            .send_slice(b"big answer please", (IpAddress::v4(10, 0, 0, 1), 6000))
-            .unwrap();
+        udp_send(&mut n.lan_host, ha, b"big answer please", (WAN_HOST, 6000));
         let mut t = 0;
         while n
             .wan_host
@@ -1852,15 +1863,8 @@ mod tests {
     fn unsolicited_wan_to_lan_traffic_is_not_forwarded_under_the_default_firewall() {
         let mut n = net();
         let (ha, hb) = n.udp_pair();
-        n.wan_host
-            .sockets
-            .get_mut::<udp::Socket>(hb)
-            .send_slice(b"knock knock", (IpAddress::v4(192, 168, 1, 100), 5000))
-            .unwrap();
-        let got = recv_within(&mut n, 0, 200, |n| {
-            let s = n.lan_host.sockets.get_mut::<udp::Socket>(ha);
-            s.recv().ok().map(|(d, _)| d.to_vec())
-        });
+        udp_send(&mut n.wan_host, hb, b"knock knock", (LAN_HOST, 5000));
+        let got = recv_within(&mut n, 0, 200, |n| udp_recv(&mut n.lan_host, ha));
         assert_eq!(got, None, "the datagram must not reach the LAN host");
         let st = n.gw.router.stats();
         assert_eq!(st.iface(IfId(1)).rx_packets, 0, "nothing forwarded: {st:?}");
@@ -1975,47 +1979,19 @@ mod tests {
         let hw = n.wan_host.sockets.add(w);
         let hl = n.lan_host.sockets.add(l);
         // from the WAN: the router's input chain rejects it before smoltcp sees it
-        n.wan_host
-            .sockets
-            .get_mut::<udp::Socket>(hw)
-            .send_slice(b"from wan", (IpAddress::v4(10, 0, 0, 2), 9999))
-            .unwrap();
-        let got = recv_within(&mut n, 0, 100, |n| {
-            let s = n.router[1].sockets.get_mut::<udp::Socket>(hs);
-            s.recv().ok().map(|(d, _)| d.to_vec())
-        });
+        udp_send(&mut n.wan_host, hw, b"from wan", (ROUTER_WAN, 9999));
+        let got = recv_within(&mut n, 0, 100, |n| udp_recv(&mut n.router[1], hs));
         assert_eq!(got, None);
         // from the LAN: accepted
-        n.lan_host
-            .sockets
-            .get_mut::<udp::Socket>(hl)
-            .send_slice(b"from lan", (IpAddress::v4(192, 168, 1, 1), 9999))
-            .unwrap();
-        let got = recv_within(&mut n, 100, 100, |n| {
-            let s = n.router[0].sockets.get_mut::<udp::Socket>(hs0);
-            s.recv().ok().map(|(d, _)| d.to_vec())
-        });
+        udp_send(&mut n.lan_host, hl, b"from lan", (ROUTER_LAN, 9999));
+        let got = recv_within(&mut n, 100, 100, |n| udp_recv(&mut n.router[0], hs0));
         assert_eq!(got.as_deref(), Some(&b"from lan"[..]));
         // the router's own datagram to the WAN host, and its reply
-        n.router[1]
-            .sockets
-            .get_mut::<udp::Socket>(hs)
-            .send_slice(b"out", (IpAddress::v4(10, 0, 0, 1), 7000))
-            .unwrap();
-        let got = recv_within(&mut n, 200, 100, |n| {
-            let s = n.wan_host.sockets.get_mut::<udp::Socket>(hw);
-            s.recv().ok().map(|(d, _)| d.to_vec())
-        });
+        udp_send(&mut n.router[1], hs, b"out", (WAN_HOST, 7000));
+        let got = recv_within(&mut n, 200, 100, |n| udp_recv(&mut n.wan_host, hw));
         assert_eq!(got.as_deref(), Some(&b"out"[..]));
-        n.wan_host
-            .sockets
-            .get_mut::<udp::Socket>(hw)
-            .send_slice(b"back", (IpAddress::v4(10, 0, 0, 2), 9999))
-            .unwrap();
-        let got = recv_within(&mut n, 300, 100, |n| {
-            let s = n.router[1].sockets.get_mut::<udp::Socket>(hs);
-            s.recv().ok().map(|(d, _)| d.to_vec())
-        });
+        udp_send(&mut n.wan_host, hw, b"back", (ROUTER_WAN, 9999));
+        let got = recv_within(&mut n, 300, 100, |n| udp_recv(&mut n.router[1], hs));
         assert_eq!(
             got.as_deref(),
             Some(&b"back"[..]),
@@ -2056,11 +2032,7 @@ mod tests {
         let ha = n.lan_host.sockets.add(a);
         let mut now = 0;
         for i in 0..40u16 {
-            n.lan_host
-                .sockets
-                .get_mut::<udp::Socket>(ha)
-                .send_slice(b"x", (IpAddress::v4(10, 0, 0, 1), 6000 + i))
-                .unwrap();
+            udp_send(&mut n.lan_host, ha, b"x", (WAN_HOST, 6000 + i));
             for _ in 0..3 {
                 now += 10;
                 n.step(now);
