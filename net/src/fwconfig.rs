@@ -32,10 +32,9 @@ use core::net::IpAddr;
 
 use xenlet_router::firewall::ratelimit::Limit;
 use xenlet_router::firewall::ruleset::{
-    Defaults, Except, Forwarding, IcmpMatch, Net4, Net6, PortRange, Redirect, Rule, RuleFamily,
-    Ruleset, Verdict, Zone, ZoneSel,
+    Defaults, Except, Forwarding, IcmpMatch, Net4, Net6, Redirect, Rule, RuleFamily, Ruleset,
+    Verdict, Zone, ZoneSel,
 };
-use xenlet_router::firewall::timematch::{DaySet, TimeMatch};
 use xenlet_router::IfId;
 use xenlet_uci::firewall::{
     self as fw, Family, FirewallConfig, LimitUnit, Policy, Protocol, RedirectTarget, ZoneRef,
@@ -135,32 +134,6 @@ fn nets(list: &[fw::IpNet]) -> (Option<Vec<Net4>>, Option<Vec<Net6>>) {
         kept(v4.is_empty()).then_some(v4),
         kept(v6.is_empty()).then_some(v6),
     )
-}
-
-/// A rule's or redirect's time options, as the router matches them.
-fn time_match(t: fw::TimeMatch) -> TimeMatch {
-    let days = |d: fw::DaySet| DaySet {
-        days: d.days,
-        invert: d.invert,
-    };
-    TimeMatch {
-        utc: t.utc,
-        start_date: t.start_date,
-        stop_date: t.stop_date,
-        start_time: t.start_time,
-        stop_time: t.stop_time,
-        weekdays: t.weekdays.map(days),
-        monthdays: t.monthdays.map(days),
-    }
-}
-
-fn ports(list: &[fw::PortRange]) -> Vec<PortRange> {
-    list.iter()
-        .map(|p| PortRange {
-            min: p.min,
-            max: p.max,
-        })
-        .collect()
 }
 
 fn protos(list: &[Protocol]) -> Vec<u8> {
@@ -269,15 +242,7 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
         let (src4, src6) = nets(&all_src);
         let (dest4, dest6) = nets(&all_dest);
         let icmp_of = |f: fn(&fw::IcmpType) -> Option<fw::IcmpMatch>| -> Vec<IcmpMatch> {
-            r.icmp_type
-                .iter()
-                .filter_map(f)
-                .map(|m| IcmpMatch {
-                    ty: m.ty,
-                    code_min: m.code_min,
-                    code_max: m.code_max,
-                })
-                .collect()
+            r.icmp_type.iter().filter_map(f).collect()
         };
         let icmp_type = icmp_of(|t| t.v4);
         let icmp6_type = icmp_of(|t| t.v6);
@@ -315,8 +280,8 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             src_ip6: v6(&r.src_ip_not),
             dest_ip: v4(&r.dest_ip_not),
             dest_ip6: v6(&r.dest_ip_not),
-            src_port: ports(&r.src_port_not),
-            dest_port: ports(&r.dest_port_not),
+            src_port: r.src_port_not.clone(),
+            dest_port: r.dest_port_not.clone(),
             src_mac: r.src_mac_not.clone(),
         };
         // fw4: `proto icmp` is ICMPv6 too for a rule that applies to IPv6
@@ -332,8 +297,8 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             src_ip: v4(&r.src_ip),
             src_mac: r.src_mac.clone(),
             dest_ip: v4(&r.dest_ip),
-            src_port: ports(&r.src_port),
-            dest_port: ports(&r.dest_port),
+            src_port: r.src_port.clone(),
+            dest_port: r.dest_port.clone(),
             icmp_type,
             family,
             src_ip6: v6(&r.src_ip),
@@ -342,7 +307,7 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             target: verdict(r.target),
             limit: r.limit.map(|l| limit(l, r.limit_burst.unwrap_or(5))),
             except,
-            time: r.time.map(time_match),
+            time: r.time,
         });
     }
     let mut redirects = Vec::new();
@@ -374,10 +339,7 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
         // address of the interface the flow comes in on).
         let dest_ip = r.dest_ip.unwrap_or(core::net::Ipv4Addr::UNSPECIFIED);
         let src_dport = match r.src_dport.as_slice() {
-            [p] => PortRange {
-                min: p.min,
-                max: p.max,
-            },
+            [p] => *p,
             _ => {
                 return Err(err(
                     lbl,
@@ -386,10 +348,7 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
                 ))
             }
         };
-        let dest_port = r.dest_port.map_or(src_dport, |p| PortRange {
-            min: p.min,
-            max: p.max,
-        });
+        let dest_port = r.dest_port.unwrap_or(src_dport);
         if dest_port.max - dest_port.min != src_dport.max - src_dport.min {
             return Err(err(
                 lbl,
@@ -419,7 +378,7 @@ pub fn compile(cfg: &FirewallConfig, ifaces: &[NetworkIface]) -> Result<Compiled
             dest_ip: dest_ip.octets(),
             dest_port,
             reflection: r.reflection,
-            time: r.time.map(time_match),
+            time: r.time,
         });
     }
     let mut iface_names: Vec<(IfId, String)> = Vec::new();

@@ -29,6 +29,7 @@
 use crate::backlog::Backlog;
 use crate::icmplimit::IcmpLimit;
 use crate::iface::NetIf;
+use crate::kept::Kept;
 use crate::link::{Link, LinkStats, QueueStats, RxChecksum};
 use crate::reflect::{self, Reflector};
 use alloc::collections::VecDeque;
@@ -118,18 +119,12 @@ pub struct Routed<L: Link> {
     held_dropped: u64,
     /// Router Solicitations for the advertisement service, if it asked
     /// ([`Link::keep_solicitations`]).
-    keep_solicitations: bool,
-    solicitations: VecDeque<Vec<u8>>,
-    solicitations_dropped: u64,
+    solicitations: Kept,
     /// DHCPv6 frames for the DHCPv6 server, if it asked ([`Link::keep_dhcpv6`]).
-    keep_dhcpv6: bool,
-    dhcpv6: VecDeque<Vec<u8>>,
-    dhcpv6_dropped: u64,
+    dhcpv6: Kept,
     /// Router Advertisements kept aside for the WAN's router discovery
     /// ([`Link::keep_adverts`]).
-    keep_adverts: bool,
-    adverts: VecDeque<Vec<u8>>,
-    adverts_dropped: u64,
+    adverts: Kept,
     /// Unicast frames to us sent straight back, when on (never while routed).
     reflect: Reflector,
     /// The limits on the local stack's ICMP errors while routed.
@@ -150,15 +145,9 @@ impl<L: Link> Routed<L> {
             local_dnat: Vec::new(),
             held: VecDeque::new(),
             held_dropped: 0,
-            keep_solicitations: false,
-            solicitations: VecDeque::new(),
-            solicitations_dropped: 0,
-            keep_dhcpv6: false,
-            dhcpv6: VecDeque::new(),
-            dhcpv6_dropped: 0,
-            keep_adverts: false,
-            adverts: VecDeque::new(),
-            adverts_dropped: 0,
+            solicitations: Kept::new(SOLICITATIONS),
+            dhcpv6: Kept::new(DHCPV6_FRAMES),
+            adverts: Kept::new(ADVERTS),
             reflect: Reflector::default(),
             icmp_limit: IcmpLimit::new(0),
         }
@@ -171,17 +160,17 @@ impl<L: Link> Routed<L> {
 
     /// DHCPv6 frames dropped because [`DHCPV6_FRAMES`] waited already.
     pub fn dhcpv6_dropped(&self) -> u64 {
-        self.dhcpv6_dropped
+        self.dhcpv6.dropped()
     }
 
     /// Router Advertisements dropped because [`ADVERTS`] waited already.
     pub fn adverts_dropped(&self) -> u64 {
-        self.adverts_dropped
+        self.adverts.dropped()
     }
 
     /// Router Solicitations dropped because [`SOLICITATIONS`] waited already.
     pub fn solicitations_dropped(&self) -> u64 {
-        self.solicitations_dropped
+        self.solicitations.dropped()
     }
 
     /// Frames of replies to port forwards to the router dropped because too many
@@ -258,37 +247,25 @@ impl<L: Link> Routed<L> {
     }
 
     fn queue_local(&mut self, mut frame: Vec<u8>, csum: RxChecksum) {
-        if self.keep_solicitations && solicit::is_solicitation(&frame) {
+        if self.solicitations.is_on() && solicit::is_solicitation(&frame) {
             // smoltcp has no use for it: the advertisement service's
-            if self.solicitations.len() < SOLICITATIONS {
-                self.solicitations.push_back(frame);
-            } else {
-                self.solicitations_dropped += 1;
-            }
+            self.solicitations.push(frame);
             return;
         }
-        if self.keep_dhcpv6 && dhcp6d::message::is_to_server(&frame) {
+        if self.dhcpv6.is_on() && dhcp6d::message::is_to_server(&frame) {
             if csum == RxChecksum::Blank {
                 // the DHCPv6 server checks UDP checksums; a backend that offloads
                 // IPv6 checksums (`feature-ipv6-csum-offload`) may leave it partial
                 crate::tso::fill_l4_checksum(&mut frame);
             }
             // smoltcp does not take ff02::1:2: the DHCPv6 server's
-            if self.dhcpv6.len() < DHCPV6_FRAMES {
-                self.dhcpv6.push_back(frame);
-            } else {
-                self.dhcpv6_dropped += 1;
-            }
+            self.dhcpv6.push(frame);
             return;
         }
-        if self.keep_adverts && advert::is_advert(&frame) {
+        if self.adverts.is_on() && advert::is_advert(&frame) {
             // the WAN's router discovery's (the LAN's own are never received here:
             // only the link that keeps them, the WAN, sets this)
-            if self.adverts.len() < ADVERTS {
-                self.adverts.push_back(frame);
-            } else {
-                self.adverts_dropped += 1;
-            }
+            self.adverts.push(frame);
             return;
         }
         let bytes = frame.capacity();
@@ -456,31 +433,22 @@ impl<L: Link> Link for Routed<L> {
         self.inner.send_csum_blank(frame)
     }
     fn take_solicitation(&mut self) -> Option<Vec<u8>> {
-        self.solicitations.pop_front()
+        self.solicitations.take()
     }
     fn keep_solicitations(&mut self, on: bool) {
-        self.keep_solicitations = on;
-        if !on {
-            self.solicitations.clear();
-        }
+        self.solicitations.keep(on);
     }
     fn take_dhcpv6(&mut self) -> Option<Vec<u8>> {
-        self.dhcpv6.pop_front()
+        self.dhcpv6.take()
     }
     fn keep_dhcpv6(&mut self, on: bool) {
-        self.keep_dhcpv6 = on;
-        if !on {
-            self.dhcpv6.clear();
-        }
+        self.dhcpv6.keep(on);
     }
     fn take_advert(&mut self) -> Option<Vec<u8>> {
-        self.adverts.pop_front()
+        self.adverts.take()
     }
     fn keep_adverts(&mut self, on: bool) {
-        self.keep_adverts = on;
-        if !on {
-            self.adverts.clear();
-        }
+        self.adverts.keep(on);
     }
 }
 
@@ -1097,11 +1065,38 @@ mod tests {
     use super::*;
     use crate::config;
     use crate::link::tests::{cable, Pipe};
+    use smoltcp::iface::SocketHandle;
     use smoltcp::socket::udp;
-    use smoltcp::wire::IpAddress;
+    use smoltcp::wire::{IpAddress, IpEndpoint};
+
+    /// The hosts on either side and the router's addresses, as the net() sockets
+    /// address them.
+    const LAN_HOST: IpAddress = IpAddress::v4(192, 168, 1, 100);
+    const WAN_HOST: IpAddress = IpAddress::v4(10, 0, 0, 1);
+    const ROUTER_LAN: IpAddress = IpAddress::v4(192, 168, 1, 1);
+    const ROUTER_WAN: IpAddress = IpAddress::v4(10, 0, 0, 2);
 
     fn udp_socket() -> udp::Socket<'static> {
         crate::testnet::udp_socket(8, 8192)
+    }
+
+    /// Sends `data` from the UDP socket `h` of `host` to `to`.
+    fn udp_send<L: Link>(
+        host: &mut NetIf<L>,
+        h: SocketHandle,
+        data: &[u8],
+        to: impl Into<IpEndpoint>,
+    ) {
+        host.sockets
+            .get_mut::<udp::Socket>(h)
+            .send_slice(data, to.into())
+            .unwrap();
+    }
+
+    /// The next datagram the UDP socket `h` of `host` received, if one did.
+    fn udp_recv<L: Link>(host: &mut NetIf<L>, h: SocketHandle) -> Option<Vec<u8>> {
+        let s = host.sockets.get_mut::<udp::Socket>(h);
+        s.recv().ok().map(|(d, _)| d.to_vec())
     }
 
     #[test]
@@ -1633,11 +1628,7 @@ mod tests {
             got
         };
         let send = |n: &mut Net, what: &[u8]| {
-            n.lan_host
-                .sockets
-                .get_mut::<udp::Socket>(ha)
-                .send_slice(what, (IpAddress::v4(10, 0, 0, 1), 6000))
-                .unwrap();
+            udp_send(&mut n.lan_host, ha, what, (WAN_HOST, 6000));
         };
         // the path and the WAN neighbour first
         send(&mut n, b"first");
@@ -1679,11 +1670,7 @@ mod tests {
     fn lan_udp_reaches_the_wan_masqueraded_and_the_reply_comes_back() {
         let mut n = net();
         let (ha, hb) = n.udp_pair();
-        n.lan_host
-            .sockets
-            .get_mut::<udp::Socket>(ha)
-            .send_slice(b"ping through", (IpAddress::v4(10, 0, 0, 1), 6000))
-            .unwrap();
+        udp_send(&mut n.lan_host, ha, b"ping through", (WAN_HOST, 6000));
         let mut seen = None;
         for now in 0..200 {
             n.step(now * 10);
@@ -1709,11 +1696,7 @@ mod tests {
                 && lines[0].contains("src=192.168.1.100 dst=10.0.0.1 sport=5000 dport=6000"),
             "{lines:?}"
         );
-        n.wan_host
-            .sockets
-            .get_mut::<udp::Socket>(hb)
-            .send_slice(b"pong", from)
-            .unwrap();
+        udp_send(&mut n.wan_host, hb, b"pong", from);
         let mut back = None;
         for now in 200..400 {
             n.step(now * 10);
@@ -1772,11 +1755,7 @@ mod tests {
     fn a_fragmented_reply_to_a_masqueraded_flow_reaches_the_lan_host_translated() {
         let mut n = net();
         let (ha, hb) = n.udp_pair();
-        n.lan_host
-            .sockets
-            .get_mut::<udp::Socket>(ha)
-            .send_slice(b"big answer please", (IpAddress::v4(10, 0, 0, 1), 6000))
-            .unwrap();
+        udp_send(&mut n.lan_host, ha, b"big answer please", (WAN_HOST, 6000));
         let mut t = 0;
         while n
             .wan_host
@@ -1884,15 +1863,8 @@ mod tests {
     fn unsolicited_wan_to_lan_traffic_is_not_forwarded_under_the_default_firewall() {
         let mut n = net();
         let (ha, hb) = n.udp_pair();
-        n.wan_host
-            .sockets
-            .get_mut::<udp::Socket>(hb)
-            .send_slice(b"knock knock", (IpAddress::v4(192, 168, 1, 100), 5000))
-            .unwrap();
-        let got = recv_within(&mut n, 0, 200, |n| {
-            let s = n.lan_host.sockets.get_mut::<udp::Socket>(ha);
-            s.recv().ok().map(|(d, _)| d.to_vec())
-        });
+        udp_send(&mut n.wan_host, hb, b"knock knock", (LAN_HOST, 5000));
+        let got = recv_within(&mut n, 0, 200, |n| udp_recv(&mut n.lan_host, ha));
         assert_eq!(got, None, "the datagram must not reach the LAN host");
         let st = n.gw.router.stats();
         assert_eq!(st.iface(IfId(1)).rx_packets, 0, "nothing forwarded: {st:?}");
@@ -2007,47 +1979,19 @@ mod tests {
         let hw = n.wan_host.sockets.add(w);
         let hl = n.lan_host.sockets.add(l);
         // from the WAN: the router's input chain rejects it before smoltcp sees it
-        n.wan_host
-            .sockets
-            .get_mut::<udp::Socket>(hw)
-            .send_slice(b"from wan", (IpAddress::v4(10, 0, 0, 2), 9999))
-            .unwrap();
-        let got = recv_within(&mut n, 0, 100, |n| {
-            let s = n.router[1].sockets.get_mut::<udp::Socket>(hs);
-            s.recv().ok().map(|(d, _)| d.to_vec())
-        });
+        udp_send(&mut n.wan_host, hw, b"from wan", (ROUTER_WAN, 9999));
+        let got = recv_within(&mut n, 0, 100, |n| udp_recv(&mut n.router[1], hs));
         assert_eq!(got, None);
         // from the LAN: accepted
-        n.lan_host
-            .sockets
-            .get_mut::<udp::Socket>(hl)
-            .send_slice(b"from lan", (IpAddress::v4(192, 168, 1, 1), 9999))
-            .unwrap();
-        let got = recv_within(&mut n, 100, 100, |n| {
-            let s = n.router[0].sockets.get_mut::<udp::Socket>(hs0);
-            s.recv().ok().map(|(d, _)| d.to_vec())
-        });
+        udp_send(&mut n.lan_host, hl, b"from lan", (ROUTER_LAN, 9999));
+        let got = recv_within(&mut n, 100, 100, |n| udp_recv(&mut n.router[0], hs0));
         assert_eq!(got.as_deref(), Some(&b"from lan"[..]));
         // the router's own datagram to the WAN host, and its reply
-        n.router[1]
-            .sockets
-            .get_mut::<udp::Socket>(hs)
-            .send_slice(b"out", (IpAddress::v4(10, 0, 0, 1), 7000))
-            .unwrap();
-        let got = recv_within(&mut n, 200, 100, |n| {
-            let s = n.wan_host.sockets.get_mut::<udp::Socket>(hw);
-            s.recv().ok().map(|(d, _)| d.to_vec())
-        });
+        udp_send(&mut n.router[1], hs, b"out", (WAN_HOST, 7000));
+        let got = recv_within(&mut n, 200, 100, |n| udp_recv(&mut n.wan_host, hw));
         assert_eq!(got.as_deref(), Some(&b"out"[..]));
-        n.wan_host
-            .sockets
-            .get_mut::<udp::Socket>(hw)
-            .send_slice(b"back", (IpAddress::v4(10, 0, 0, 2), 9999))
-            .unwrap();
-        let got = recv_within(&mut n, 300, 100, |n| {
-            let s = n.router[1].sockets.get_mut::<udp::Socket>(hs);
-            s.recv().ok().map(|(d, _)| d.to_vec())
-        });
+        udp_send(&mut n.wan_host, hw, b"back", (ROUTER_WAN, 9999));
+        let got = recv_within(&mut n, 300, 100, |n| udp_recv(&mut n.router[1], hs));
         assert_eq!(
             got.as_deref(),
             Some(&b"back"[..]),
@@ -2088,11 +2032,7 @@ mod tests {
         let ha = n.lan_host.sockets.add(a);
         let mut now = 0;
         for i in 0..40u16 {
-            n.lan_host
-                .sockets
-                .get_mut::<udp::Socket>(ha)
-                .send_slice(b"x", (IpAddress::v4(10, 0, 0, 1), 6000 + i))
-                .unwrap();
+            udp_send(&mut n.lan_host, ha, b"x", (WAN_HOST, 6000 + i));
             for _ in 0..3 {
                 now += 10;
                 n.step(now);

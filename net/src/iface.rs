@@ -791,6 +791,18 @@ pub(crate) mod tests {
         s.parse().unwrap()
     }
 
+    /// The unsolicited neighbour advertisement (no Router flag) that `mac` sends for
+    /// `addr`.
+    fn na(mac: [u8; 6], addr: &str) -> Vec<u8> {
+        crate::garp::neighbour_advertisement(mac, v6(addr), false)
+    }
+
+    /// The node `b` defends `addr` as its own: it advertises it.
+    fn defend(b: &mut NetIf<Pipe>, addr: &str) {
+        let na = na(b.link.mac(), addr);
+        b.link.send(&na).unwrap();
+    }
+
     #[test]
     fn an_ipv6_address_is_probed_then_advertised_the_link_local_one_is_not() {
         // the configured ULA at boot and one added later (as wan6 adds the
@@ -817,22 +829,13 @@ pub(crate) mod tests {
         );
         assert!(a.poll_at(1).is_some_and(|t| t <= 1_000));
         a.poll(999);
-        assert!(!wire
-            .borrow()
-            .contains(&crate::garp::neighbour_advertisement(
-                mac,
-                v6("fd00::1"),
-                false
-            )));
+        assert!(!wire.borrow().contains(&na(mac, "fd00::1")));
         // a second later nobody objected: each is advertised (no Router flag: this
         // link does not route) and kept
         a.poll(1_000);
         let sent: Vec<Vec<u8>> = wire.borrow_mut().drain(..).collect();
         for t in ["fd00::1", "2001:db8:1::1"] {
-            assert!(
-                sent.contains(&crate::garp::neighbour_advertisement(mac, v6(t), false)),
-                "advertisement of {t}"
-            );
+            assert!(sent.contains(&na(mac, t)), "advertisement of {t}");
             assert!(a
                 .addrs()
                 .iter()
@@ -854,14 +857,7 @@ pub(crate) mod tests {
         a.add_addr(ok).unwrap();
         a.poll(0);
         // the node on the other end has 2001:db8:1::1 and defends it
-        let theirs = b.link.mac();
-        b.link
-            .send(&crate::garp::neighbour_advertisement(
-                theirs,
-                v6("2001:db8:1::1"),
-                false,
-            ))
-            .unwrap();
+        defend(&mut b, "2001:db8:1::1");
         a.poll(10);
         assert!(!a.addrs().iter().any(|(c, _)| *c == dup), "removed");
         assert_eq!(
@@ -871,17 +867,9 @@ pub(crate) mod tests {
         wire.borrow_mut().clear();
         a.poll(1_000);
         let sent: Vec<Vec<u8>> = wire.borrow_mut().drain(..).collect();
-        assert!(sent.contains(&crate::garp::neighbour_advertisement(
-            mac,
-            v6("2001:db8:1::2"),
-            false
-        )));
+        assert!(sent.contains(&na(mac, "2001:db8:1::2")));
         assert!(
-            !sent.contains(&crate::garp::neighbour_advertisement(
-                mac,
-                v6("2001:db8:1::1"),
-                false
-            )),
+            !sent.contains(&na(mac, "2001:db8:1::1")),
             "the duplicate is never advertised"
         );
         assert!(
@@ -915,14 +903,7 @@ pub(crate) mod tests {
         let sent: Vec<Vec<u8>> = wire.borrow_mut().drain(..).collect();
         assert!(sent.contains(&crate::dad::probe(mac, v6("2001:db8:1::10"))));
         // the other node defends ::11
-        let theirs = b.link.mac();
-        b.link
-            .send(&crate::garp::neighbour_advertisement(
-                theirs,
-                v6("2001:db8:1::11"),
-                false,
-            ))
-            .unwrap();
+        defend(&mut b, "2001:db8:1::11");
         a.poll(10);
         assert_eq!(a.take_dad_failures(), [dup]);
         assert!(!a.is_tentative(dup) && !a.iface.ip_addrs().contains(&dup));

@@ -29,6 +29,7 @@ pub mod icmplimit;
 pub mod iface;
 pub mod ip;
 pub mod iperf3;
+mod kept;
 pub mod lanconfig;
 pub mod lanservices;
 pub mod link;

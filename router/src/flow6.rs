@@ -138,7 +138,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
     use super::*;
-    use crate::testutil::{icmp6, ipv6 as packet, tcp6, udp6};
+    use crate::testutil::{icmp6, ipv6 as packet, tcp, udp};
 
     const A: &str = "2001:db8:1::10";
     const B: &str = "2001:db8:2::20";
@@ -159,14 +159,14 @@ mod tests {
             B,
             6,
             64,
-            &tcp6(A, B, 1000, 80, 7, 0x02, &[3, 3, 7, 1], b"x"),
+            &tcp(A, B, 1000, 80, 7, 0x02, &[3, 3, 7, 1], b"x"),
         );
         let Kind6::Flow(t, Some(i)) = kind(&p).unwrap() else {
             panic!()
         };
         assert_eq!((t.src, t.dst, t.sport, t.dport), (o(A), o(B), 1000, 80));
         assert_eq!((i.seq, i.flags, i.wscale, i.payload), (7, 0x02, Some(7), 1));
-        let p = packet(A, B, 17, 64, &udp6(A, B, 5, 53, &[]));
+        let p = packet(A, B, 17, 64, &udp(A, B, 5, 53, &[]));
         assert!(matches!(kind(&p), Ok(Kind6::Flow(t, None)) if t.proto == Proto::Udp));
         let p = packet(A, B, 58, 64, &icmp6(A, B, 128, 0, &[0, 9, 0, 1]));
         let Kind6::Flow(t, None) = kind(&p).unwrap() else {
@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn an_error_gives_the_quoted_tuple_even_cut_short() {
-        let inner = packet(B, A, 6, 64, &tcp6(B, A, 80, 1000, 7, 0x12, &[], &[]));
+        let inner = packet(B, A, 6, 64, &tcp(B, A, 80, 1000, 7, 0x12, &[], &[]));
         let err = icmp6(A, B, 1, 4, &[&[0u8; 4][..], &inner[..48]].concat());
         let p = packet(A, B, 58, 64, &err);
         let Kind6::IcmpError(q) = kind(&p).unwrap() else {

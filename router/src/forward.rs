@@ -46,7 +46,7 @@ use crate::route::{Ipv4Net, Route, RouteError, RouteLine, RouteProto, RouteTable
 use crate::route6::{Addrs6, Route6Table};
 use crate::stats::Stats;
 use crate::{frag, gso, mss};
-use crate::{DropReason, HookVerdict, IfId, L4Hook, Meta, Millis};
+use crate::{DropReason, IfId, L4Hook, Meta, Millis};
 
 pub use crate::link::{Output, RxMeta, TxFull, TxMeta};
 
@@ -390,11 +390,10 @@ impl Router {
             EthernetProtocol::Ipv4 => {}
             EthernetProtocol::Ipv6 => return self.forward6(ifc, frame, rx, meta, hook, out),
             other => {
-                return match hook.input_other(u16::from(other), &meta) {
-                    HookVerdict::Accept => Ok(Disposition::Local),
-                    HookVerdict::Drop(r) => Err(r),
-                    HookVerdict::Reject => Err(DropReason::Filtered),
-                };
+                return hook
+                    .input_other(u16::from(other), &meta)
+                    .result()
+                    .map(|()| Disposition::Local);
             }
         }
         let dst_mac = EthernetAddress(dst_mac);
@@ -446,11 +445,7 @@ impl Router {
         {
             // the input chain; never an answer to a broadcast (RFC 1122 §3.2.2)
             let ip = ip_all.get(..ip_len).ok_or(DropReason::Malformed)?;
-            return match hook.input(ip, &meta) {
-                HookVerdict::Accept => Ok(Disposition::Local),
-                HookVerdict::Drop(r) => Err(r),
-                HookVerdict::Reject => Err(DropReason::Filtered),
-            };
+            return hook.input(ip, &meta).result().map(|()| Disposition::Local);
         }
         // the original header + 8 bytes, for ICMP errors about this packet
         let mut snap = [0u8; SNAPSHOT_LEN];
@@ -471,14 +466,8 @@ impl Router {
         // 3. prerouting, then local delivery (the input chain)
         {
             let ip = frame.get_mut(ETH_LEN..).ok_or(DropReason::Malformed)?;
-            match hook.prerouting(ip, &meta) {
-                HookVerdict::Accept => {}
-                HookVerdict::Drop(r) => return Err(r),
-                HookVerdict::Reject => {
-                    self.send_reject(ifc, peer_mac, head, ip, now, out);
-                    return Err(DropReason::Filtered);
-                }
-            }
+            hook.prerouting(ip, &meta)
+                .or_reject(|| self.send_reject(ifc, peer_mac, head, ip, now, out))?;
         }
         let ip = frame.get(ETH_LEN..).ok_or(DropReason::Malformed)?;
         let (src, dst) = (ipv4::src(ip), ipv4::dst(ip));
@@ -493,14 +482,10 @@ impl Router {
             return Err(DropReason::Martian);
         }
         if self.ifaces.is_local_addr(dst) {
-            return match hook.input(ip, &meta) {
-                HookVerdict::Accept => Ok(Disposition::Local),
-                HookVerdict::Drop(r) => Err(r),
-                HookVerdict::Reject => {
-                    self.send_reject(ifc, peer_mac, head, ip, now, out);
-                    Err(DropReason::Filtered)
-                }
-            };
+            return hook
+                .input(ip, &meta)
+                .or_reject(|| self.send_reject(ifc, peer_mac, head, ip, now, out))
+                .map(|()| Disposition::Local);
         }
 
         // 4b. martian destinations (forwarding only)
@@ -531,25 +516,15 @@ impl Router {
 
         // 6. the forward chain, MSS clamp, postrouting
         meta.output = Some(out_ifc);
-        match hook.forward(ip, &meta) {
-            HookVerdict::Accept => {}
-            HookVerdict::Drop(r) => return Err(r),
-            HookVerdict::Reject => {
-                self.send_reject_forwarded(ifc, peer_mac, snap, snap_len, ip, now, out);
-                return Err(DropReason::Filtered);
-            }
-        }
+        hook.forward(ip, &meta).or_reject(|| {
+            self.send_reject_forwarded(ifc, peer_mac, snap, snap_len, ip, now, out);
+        })?;
         if is_clamped {
             mss::clamp(ip, mss::mss_for_mtu(mtu), csum_partial);
         }
-        match hook.postrouting(ip, &meta) {
-            HookVerdict::Accept => {}
-            HookVerdict::Drop(r) => return Err(r),
-            HookVerdict::Reject => {
-                self.send_reject_forwarded(ifc, peer_mac, snap, snap_len, ip, now, out);
-                return Err(DropReason::Filtered);
-            }
-        }
+        hook.postrouting(ip, &meta).or_reject(|| {
+            self.send_reject_forwarded(ifc, peer_mac, snap, snap_len, ip, now, out);
+        })?;
 
         // 7, 8. MTU and out (what waits for ARP keeps the packet's start as it came)
         self.neigh.begin_packet();
@@ -636,7 +611,7 @@ impl Router {
                 return Err(DropReason::TooBig);
             }
             let mut acc = None;
-            let (mut eg, scratch) = self.egress_and_scratch(input, now, out);
+            let (mut eg, scratch, _) = self.egress_and_buffers(input, now, out);
             gso::segment(frame, mss, scratch, |seg| {
                 acc = merge(acc, eg.send(out_ifc, next_hop, seg, TxMeta::default())?);
                 Ok(())
@@ -654,7 +629,7 @@ impl Router {
             ipv4::complete_partial_checksum(ip);
         }
         let mut acc = None;
-        let (mut eg, scratch) = self.egress_and_scratch(input, now, out);
+        let (mut eg, scratch, _) = self.egress_and_buffers(input, now, out);
         frag::fragment(frame, mtu, scratch, |f| {
             acc = merge(acc, eg.send(out_ifc, next_hop, f, TxMeta::default())?);
             Ok(())
@@ -668,29 +643,24 @@ impl Router {
         now: Millis,
         out: &'a mut O,
     ) -> Egress<'a, O> {
-        Egress {
-            ifaces: &self.ifaces,
-            neigh: &mut self.neigh,
-            stats: &mut self.stats,
-            out,
-            input,
-            now,
-        }
+        self.egress_and_buffers(input, now, out).0
     }
 
-    /// [`Router::egress`] and the scratch buffer at once (segments and fragments are
-    /// built in the one and sent through the other).
-    fn egress_and_scratch<'a, O: Output>(
+    /// [`Router::egress`] with the scratch buffer and the ICMP buffer at once
+    /// (segments, fragments and errors are built in a buffer and sent through the
+    /// egress).
+    fn egress_and_buffers<'a, O: Output>(
         &'a mut self,
         input: IfId,
         now: Millis,
         out: &'a mut O,
-    ) -> (Egress<'a, O>, &'a mut Vec<u8>) {
+    ) -> (Egress<'a, O>, &'a mut Vec<u8>, &'a mut Vec<u8>) {
         let Router {
             ifaces,
             neigh,
             stats,
             scratch,
+            icmp_buf,
             ..
         } = self;
         let eg = Egress {
@@ -701,7 +671,7 @@ impl Router {
             input,
             now,
         };
-        (eg, scratch)
+        (eg, scratch, icmp_buf)
     }
 
     fn send_frag_needed<O: Output>(
@@ -837,23 +807,9 @@ impl Router {
         ) else {
             return;
         };
-        let Router {
-            ifaces,
-            neigh,
-            stats,
-            icmp_buf,
-            ..
-        } = self;
+        let (mut eg, _, icmp_buf) = self.egress_and_buffers(input, now, out);
         let Some(frame) = icmp_buf.get_mut(..n) else {
             return;
-        };
-        let mut eg = Egress {
-            ifaces,
-            neigh,
-            stats,
-            out,
-            input,
-            now,
         };
         let next_hop = route.gateway.unwrap_or(to);
         if eg

@@ -102,7 +102,7 @@ mod tests {
     #[test]
     fn segments_are_correct_tcp_over_ipv6() {
         let payload: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
-        let t = tcp6(
+        let t = tcp(
             A,
             B,
             443,
@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn a_partial_checksum_is_completed() {
-        let mut p = ipv6(A, B, 17, 64, &udp6(A, B, 1, 2, b"data"));
+        let mut p = ipv6(A, B, 17, 64, &udp(A, B, 1, 2, b"data"));
         let u = exthdr::walk(&p, 17).unwrap();
         // the field as a csum_blank sender leaves it: the pseudo-header sum
         let s = ipv6::pseudo_header_sum(A.parse().unwrap(), B.parse().unwrap(), 17, 12);

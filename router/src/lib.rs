@@ -100,6 +100,26 @@ pub enum HookVerdict {
     Reject,
 }
 
+impl HookVerdict {
+    /// Go on (`Ok`), or why the packet is dropped: a Drop's own reason,
+    /// [`DropReason::Filtered`] for a Reject (where no answer is sent).
+    pub fn result(self) -> Result<(), DropReason> {
+        match self {
+            HookVerdict::Accept => Ok(()),
+            HookVerdict::Drop(r) => Err(r),
+            HookVerdict::Reject => Err(DropReason::Filtered),
+        }
+    }
+
+    /// [`HookVerdict::result`], a Reject answered first by `reject`.
+    pub fn or_reject(self, reject: impl FnOnce()) -> Result<(), DropReason> {
+        if self == HookVerdict::Reject {
+            reject();
+        }
+        self.result()
+    }
+}
+
 /// Why a packet was dropped: every drop is counted under one of these.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DropReason {

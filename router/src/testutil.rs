@@ -69,67 +69,41 @@ pub fn ipv6(src: &str, dst: &str, next_header: u8, hop_limit: u8, payload: &[u8]
     p
 }
 
-/// A UDP datagram over IPv6 with a full checksum.
-pub fn udp6(src: &str, dst: &str, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-    let pseudo =
-        |len| crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), 17, len);
-    udp_with(pseudo, sport, dport, payload)
-}
-
-/// A TCP segment over IPv6 with a full checksum (ack 0x10000000, window 65535).
-#[allow(clippy::too_many_arguments)]
-pub fn tcp6(
-    src: &str,
-    dst: &str,
-    sport: u16,
-    dport: u16,
-    seq: u32,
-    flags: u8,
-    options: &[u8],
-    payload: &[u8],
-) -> Vec<u8> {
-    let pseudo =
-        |len| crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), 6, len);
-    tcp_with(pseudo, sport, dport, seq, flags, options, payload)
-}
-
 /// An ICMPv6 message (`body` after type, code, checksum) with a valid checksum.
 pub fn icmp6(src: &str, dst: &str, ty: u8, code: u8, body: &[u8]) -> Vec<u8> {
     let mut m = alloc::vec![ty, code, 0, 0];
     m.extend_from_slice(body);
-    let s = crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), 58, m.len());
+    let s = Addr::pseudo_header_sum(src, dst, 58, m.len());
     let c = !checksum::fold(checksum::sum(s, &m));
     m[2..4].copy_from_slice(&c.to_be_bytes());
     m
 }
 
-/// A TCP segment (header with `options` padded by the caller to 4 bytes) with a full
-/// checksum for `src` → `dst`.
+/// An address as the packet builders take it: `[a, b, c, d]` for IPv4, text
+/// (`"fd00::1"`) for IPv6.
+pub trait Addr: Copy {
+    /// The pseudo-header sum of a `proto` message of `len` bytes from `src` to `dst`.
+    fn pseudo_header_sum(src: Self, dst: Self, proto: u8, len: usize) -> u32;
+}
+
+impl Addr for [u8; 4] {
+    fn pseudo_header_sum(src: Self, dst: Self, proto: u8, len: usize) -> u32 {
+        ipv4::pseudo_header_sum(src.into(), dst.into(), proto, len)
+    }
+}
+
+impl Addr for &str {
+    fn pseudo_header_sum(src: Self, dst: Self, proto: u8, len: usize) -> u32 {
+        crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), proto, len)
+    }
+}
+
+/// A TCP segment (header with `options` padded by the caller to 4 bytes; ack
+/// 0x10000000, window 65535) with a full checksum for `src` → `dst` of either family.
 #[allow(clippy::too_many_arguments)]
-pub fn tcp(
-    src: [u8; 4],
-    dst: [u8; 4],
-    sport: u16,
-    dport: u16,
-    seq: u32,
-    flags: u8,
-    options: &[u8],
-    payload: &[u8],
-) -> Vec<u8> {
-    let pseudo = |len| ipv4::pseudo_header_sum(src.into(), dst.into(), 6, len);
-    tcp_with(pseudo, sport, dport, seq, flags, options, payload)
-}
-
-/// A UDP datagram with a full checksum.
-pub fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-    let pseudo = |len| ipv4::pseudo_header_sum(src.into(), dst.into(), 17, len);
-    udp_with(pseudo, sport, dport, payload)
-}
-
-/// A TCP segment (ack 0x10000000, window 65535) whose checksum starts from
-/// `pseudo(length)`, the pseudo-header sum of either family.
-fn tcp_with(
-    pseudo: impl Fn(usize) -> u32,
+pub fn tcp<A: Addr>(
+    src: A,
+    dst: A,
     sport: u16,
     dport: u16,
     seq: u32,
@@ -150,21 +124,27 @@ fn tcp_with(
     t.extend_from_slice(&[0, 0, 0, 0]);
     t.extend_from_slice(options);
     t.extend_from_slice(payload);
-    let c = !checksum::fold(checksum::sum(pseudo(t.len()), &t));
+    let c = !checksum::fold(checksum::sum(
+        A::pseudo_header_sum(src, dst, 6, t.len()),
+        &t,
+    ));
     t[16..18].copy_from_slice(&c.to_be_bytes());
     t
 }
 
-/// A UDP datagram whose checksum starts from `pseudo(length)`, the pseudo-header sum
-/// of either family (a computed 0 is sent as 0xffff).
-fn udp_with(pseudo: impl Fn(usize) -> u32, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+/// A UDP datagram with a full checksum for `src` → `dst` of either family (a computed
+/// 0 is sent as 0xffff).
+pub fn udp<A: Addr>(src: A, dst: A, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
     let mut u = Vec::new();
     u.extend_from_slice(&sport.to_be_bytes());
     u.extend_from_slice(&dport.to_be_bytes());
     u.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
     u.extend_from_slice(&[0, 0]);
     u.extend_from_slice(payload);
-    let mut c = !checksum::fold(checksum::sum(pseudo(u.len()), &u));
+    let mut c = !checksum::fold(checksum::sum(
+        A::pseudo_header_sum(src, dst, 17, u.len()),
+        &u,
+    ));
     if c == 0 {
         c = 0xffff;
     }

@@ -20,6 +20,8 @@ use alloc::vec::Vec;
 use xenlet_drivers::blkfront::{BlockDevice, BlockError, BlockOp, BlockRequest, Completion, IoBuf};
 use xenlet_xen::shared::PAGE_BYTES;
 
+use crate::dd::{self, DdArgs, Status};
+
 /// What the engine needs from its surroundings.
 pub trait DdHost {
     /// The disks' type.
@@ -68,7 +70,7 @@ pub enum Sink {
     Disk(String),
 }
 
-/// A resolved transfer.
+/// A resolved copy between devices.
 #[derive(Clone, Debug)]
 pub struct Plan {
     /// Input.
@@ -77,20 +79,46 @@ pub struct Plan {
     pub sink: Sink,
     /// Output block size (bytes), for `oflag=direct`/`dsync` granularity.
     pub obs: u64,
+    /// `oflag=direct`.
+    pub direct: bool,
+    /// Offsets, byte count, syncs and progress.
+    pub transfer: Transfer,
+}
+
+/// What every dd engine (this one over disks, the kernel's over files) takes the
+/// same way from the operands and GNU's plan: where each side starts, how much is
+/// copied, how the output is synced, whether progress is shown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Transfer {
     /// Input offset in bytes.
     pub skip_bytes: u64,
     /// Output offset in bytes.
     pub seek_bytes: u64,
     /// Bytes to copy; `None` = until an end (input or output).
     pub count_bytes: Option<u64>,
-    /// `oflag=direct`.
-    pub direct: bool,
     /// `oflag=dsync` / `oflag=sync`.
     pub dsync: bool,
     /// `conv=fsync` / `conv=fdatasync`.
     pub fsync: bool,
     /// `status=progress`.
     pub progress: bool,
+}
+
+impl Transfer {
+    /// The transfer of operands `a` where GNU's plan `gp` over them puts it: the
+    /// bytes `count=` lets through are its whole records of `ibs` plus the tail.
+    pub fn new(a: &DdArgs, gp: &dd::Plan) -> Transfer {
+        Transfer {
+            skip_bytes: gp.in_offset,
+            seek_bytes: gp.out_offset,
+            count_bytes: gp
+                .max_records
+                .map(|r| r.saturating_mul(a.ibs).saturating_add(gp.max_bytes)),
+            dsync: a.oflag.dsync || a.oflag.sync,
+            fsync: a.conv.fsync || a.conv.fdatasync,
+            progress: a.status == Status::Progress,
+        }
+    }
 }
 
 /// What happened.
@@ -206,7 +234,7 @@ pub fn run<H: DdHost>(plan: &Plan, host: &mut H) -> Outcome {
     let start = host.now_ns();
     let mut out = Outcome::default();
     let mut progress = Progress {
-        on: plan.progress,
+        on: plan.transfer.progress,
         start_ns: start,
         gnu: crate::dd::Progress::new(),
     };
@@ -219,8 +247,8 @@ pub fn run<H: DdHost>(plan: &Plan, host: &mut H) -> Outcome {
         }
         (_, Sink::Null) => {
             // Generated data to nowhere: account it, as dd does.
-            let n = plan.count_bytes.unwrap_or(0);
-            if plan.count_bytes.is_none() {
+            let n = plan.transfer.count_bytes.unwrap_or(0);
+            if plan.transfer.count_bytes.is_none() {
                 Err(String::from(
                     "copying /dev/zero or /dev/urandom to /dev/null needs count=",
                 ))
@@ -364,7 +392,10 @@ impl Copy {
     ) -> Result<Copy, String> {
         let in_size = src.map(|i| disks[i].info().bytes());
         let out_size = dst.map(|i| disks[i].info().bytes());
-        for (v, what) in [(plan.skip_bytes, "skip"), (plan.seek_bytes, "seek")] {
+        for (v, what) in [
+            (plan.transfer.skip_bytes, "skip"),
+            (plan.transfer.seek_bytes, "seek"),
+        ] {
             if v % 512 != 0 {
                 return Err(format!("{what} offset {v} is not a multiple of 512 bytes"));
             }
@@ -375,19 +406,19 @@ impl Copy {
             ));
         }
         if let Some(sz) = in_size {
-            if plan.skip_bytes > sz {
+            if plan.transfer.skip_bytes > sz {
                 return Err(String::from("'/dev/input': cannot skip: Invalid argument"));
             }
         }
         // How much to move: count, else to the end of the input disk, else to the end
         // of the output disk (where GNU dd stops with "No space left on device").
-        let mut total = match (plan.count_bytes, in_size) {
+        let mut total = match (plan.transfer.count_bytes, in_size) {
             (Some(c), _) => c,
-            (None, Some(sz)) => sz - plan.skip_bytes,
+            (None, Some(sz)) => sz - plan.transfer.skip_bytes,
             (None, None) => u64::MAX,
         };
         if let Some(sz) = in_size {
-            total = total.min(sz - plan.skip_bytes); // reads stop at the end of the input
+            total = total.min(sz - plan.transfer.skip_bytes); // reads stop at the end of the input
         }
         if total % 512 != 0 {
             return Err(String::from(
@@ -401,10 +432,10 @@ impl Copy {
             (None, Some(d)) => max_pages(d),
             (None, None) => 1,
         };
-        if plan.direct || plan.dsync {
+        if plan.direct || plan.transfer.dsync {
             req_pages = req_pages.min(((plan.obs as usize).div_ceil(PAGE_BYTES)).max(1));
         }
-        let depth = if plan.direct || plan.dsync {
+        let depth = if plan.direct || plan.transfer.dsync {
             1
         } else {
             usize::MAX
@@ -469,7 +500,7 @@ impl Copy {
             let issued = self.issued;
             let mut bytes = (total - issued).min((self.req_pages * PAGE_BYTES) as u64);
             if let (Some(sz), Some(_)) = (self.out_size, dst) {
-                let room = sz.saturating_sub(plan.seek_bytes + issued);
+                let room = sz.saturating_sub(plan.transfer.seek_bytes + issued);
                 if room == 0 {
                     if self.in_flight.is_empty() {
                         self.error = Some(disk_err(
@@ -503,7 +534,7 @@ impl Copy {
                 (Some(_), _) => BlockRequest {
                     tag,
                     op: BlockOp::Read,
-                    sector: (plan.skip_bytes + issued) / 512,
+                    sector: (plan.transfer.skip_bytes + issued) / 512,
                     bytes: bytes as usize,
                     bufs,
                 },
@@ -521,14 +552,14 @@ impl Copy {
                     BlockRequest {
                         tag,
                         op: BlockOp::Write,
-                        sector: (plan.seek_bytes + issued) / 512,
+                        sector: (plan.transfer.seek_bytes + issued) / 512,
                         bytes: bytes as usize,
                         bufs,
                     }
                 }
             };
             let read_for_write_at = match (src, dst) {
-                (Some(_), Some(_)) => Some(plan.seek_bytes + issued),
+                (Some(_), Some(_)) => Some(plan.transfer.seek_bytes + issued),
                 _ => None,
             };
             match disks[first].submit(req) {
@@ -620,7 +651,10 @@ impl Copy {
         host: &mut H,
         disks: &mut [H::Disk],
     ) -> Result<(), String> {
-        if self.error.is_none() && (plan.fsync || plan.dsync) && self.since_flush > 0 {
+        if self.error.is_none()
+            && (plan.transfer.fsync || plan.transfer.dsync)
+            && self.since_flush > 0
+        {
             if let Some(d) = self.dst {
                 if let Err(e) = flush_wait(host, &mut disks[d]) {
                     self.error = Some(format!(
@@ -730,7 +764,7 @@ fn handle<H: DdHost>(
         if src.is_none() {
             out.bytes_in += p.bytes as u64;
         }
-        if plan.dsync {
+        if plan.transfer.dsync {
             if let Err(e) = flush_wait(host, &mut disks[from]) {
                 *error = Some(format!(
                     "error writing '/dev/{}': flush: {e}",
@@ -834,13 +868,8 @@ mod tests {
             source,
             sink,
             obs: 512,
-            skip_bytes: 0,
-            seek_bytes: 0,
-            count_bytes: None,
             direct: false,
-            dsync: false,
-            fsync: false,
-            progress: false,
+            transfer: Transfer::default(),
         }
     }
 
@@ -858,9 +887,9 @@ mod tests {
         let b = MemDisk::new("xvdb", vec![0xee; 64 << 10], 4);
         let mut h = Host::new(vec![a, b]);
         let mut p = plan(disk("/dev/xvda"), Sink::Disk("xvdb".into()));
-        p.skip_bytes = 1024;
-        p.seek_bytes = 4096;
-        p.count_bytes = Some(40 << 10);
+        p.transfer.skip_bytes = 1024;
+        p.transfer.seek_bytes = 4096;
+        p.transfer.count_bytes = Some(40 << 10);
         let o = run(&p, &mut h);
         assert_eq!(o.error, None);
         assert_eq!((o.bytes_in, o.bytes_out), (40 << 10, 40 << 10));
@@ -918,7 +947,7 @@ mod tests {
             false
         };
         let mut p = plan(Source::Zero, Sink::Disk("xvdb".into()));
-        p.count_bytes = Some(64 << 10);
+        p.transfer.count_bytes = Some(64 << 10);
         let o = run(&p, &mut h);
         assert_eq!(
             o.error.as_deref(),
@@ -932,8 +961,8 @@ mod tests {
         let d = MemDisk::new("xvdb", vec![0xaa; 20 << 10], 11);
         let mut h = Host::new(vec![d]);
         let mut p = plan(Source::Zero, Sink::Disk("xvdb".into()));
-        p.seek_bytes = 8192;
-        p.count_bytes = Some(16 << 10);
+        p.transfer.seek_bytes = 8192;
+        p.transfer.count_bytes = Some(16 << 10);
         let o = run(&p, &mut h);
         assert_eq!(
             o.error.as_deref(),
@@ -949,7 +978,7 @@ mod tests {
         let d = MemDisk::new("xvdb", vec![0; 16 << 10], 11);
         let mut h = Host::new(vec![d]);
         let mut p = plan(Source::Urandom, Sink::Disk("xvdb".into()));
-        p.count_bytes = Some(8 << 10);
+        p.transfer.count_bytes = Some(8 << 10);
         assert_eq!(run(&p, &mut h).error, None);
         let written = &h.disks[0].data[..8 << 10];
         assert!(written.iter().filter(|&&b| b == 0).count() < 200);
@@ -965,9 +994,9 @@ mod tests {
     #[test]
     fn dsync_flushes_every_block_and_fsync_once() {
         let mut p = plan(Source::Zero, Sink::Disk("xvdb".into()));
-        p.count_bytes = Some(16384);
+        p.transfer.count_bytes = Some(16384);
         p.obs = 4096;
-        p.dsync = true;
+        p.transfer.dsync = true;
         let mut h = Host::new(vec![MemDisk::new("xvdb", vec![1; 16384], 11)]);
         assert_eq!(run(&p, &mut h).error, None);
         assert_eq!(h.disks[0].flushes(), 4);
@@ -976,8 +1005,8 @@ mod tests {
             .iter()
             .all(|r| r.0 == BlockOp::Flush || r.2 == 4096));
 
-        p.dsync = false;
-        p.fsync = true;
+        p.transfer.dsync = false;
+        p.transfer.fsync = true;
         let mut h = Host::new(vec![MemDisk::new("xvdb", vec![1; 16384], 11)]);
         assert_eq!(run(&p, &mut h).error, None);
         assert_eq!(h.disks[0].flushes(), 1);
@@ -1004,7 +1033,7 @@ mod tests {
             Some("copying /dev/zero or /dev/urandom to /dev/null needs count=")
         );
         let mut p = plan(disk("xvda"), Sink::Null);
-        p.skip_bytes = 100;
+        p.transfer.skip_bytes = 100;
         assert_eq!(
             run(&p, &mut h).error.as_deref(),
             Some("skip offset 100 is not a multiple of 512 bytes")
@@ -1035,7 +1064,7 @@ mod tests {
         let mut h = Host::new(vec![d]);
         h.step_ns = 100_000_000;
         let mut p = plan(Source::Zero, Sink::Disk("xvdb".into()));
-        p.count_bytes = Some(1 << 20);
+        p.transfer.count_bytes = Some(1 << 20);
         let o = run(&p, &mut h);
         assert_eq!(
             o.error.as_deref(),
@@ -1052,8 +1081,8 @@ mod tests {
         h.interrupt_at = Some(10);
         h.step_ns = 300_000_000;
         let mut p = plan(Source::Zero, Sink::Disk("xvdb".into()));
-        p.count_bytes = Some(1 << 20);
-        p.progress = true;
+        p.transfer.count_bytes = Some(1 << 20);
+        p.transfer.progress = true;
         let o = run(&p, &mut h);
         assert_eq!(o.error, None);
         assert!(o.bytes_out > 0 && o.bytes_out < 1 << 20, "{}", o.bytes_out);
@@ -1091,19 +1120,19 @@ mod tests {
                 _ => Sink::Disk("xvdb".into()),
             };
             let mut p = plan(source, sink);
-            p.skip_bytes = next() % 24_000;
-            p.seek_bytes = next() % 24_000;
+            p.transfer.skip_bytes = next() % 24_000;
+            p.transfer.seek_bytes = next() % 24_000;
             p.obs = next() % 5000;
-            p.count_bytes = (next() % 2 == 0).then(|| next() % 30_000);
+            p.transfer.count_bytes = (next() % 2 == 0).then(|| next() % 30_000);
             p.direct = next() % 4 == 0;
-            p.dsync = next() % 4 == 0;
-            p.fsync = next() % 4 == 0;
+            p.transfer.dsync = next() % 4 == 0;
+            p.transfer.fsync = next() % 4 == 0;
             let mut h = Host::new(vec![a, b]);
             if next() % 8 == 0 {
                 h.interrupt_at = Some((next() % 20) as u32);
             }
             let o = run(&p, &mut h);
-            if let Some(c) = p.count_bytes {
+            if let Some(c) = p.transfer.count_bytes {
                 assert!(o.bytes_in <= c && o.bytes_out <= c, "{p:?} {o:?}");
             }
             assert!(o.bytes_out <= o.bytes_in.max(out_len as u64), "{p:?} {o:?}");

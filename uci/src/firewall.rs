@@ -27,7 +27,11 @@ use core::str::FromStr;
 
 pub mod time;
 
-pub use time::{DaySet, TimeMatch};
+/// Port ranges (`1000-2000`; one port is `min == max`) and ICMP types with a code
+/// range, as the router matches them.
+pub use xenlet_router::firewall::ruleset::{IcmpMatch, PortRange};
+/// A rule's time options (see [`time`]), as the router matches them.
+pub use xenlet_router::firewall::timematch::{DaySet, TimeMatch};
 
 use crate::model::Package;
 use crate::validate::{parse_uint, Checked, ConfigError, Diagnostic, SectionReader};
@@ -169,15 +173,6 @@ pub const UDP: Protocol = Protocol::Number(17);
 /// ICMP's protocol number.
 pub const ICMP: Protocol = Protocol::Number(1);
 
-/// An inclusive port range (`1000-2000`; one port is `min == max`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PortRange {
-    /// First port.
-    pub min: u16,
-    /// Last port.
-    pub max: u16,
-}
-
 /// An address or prefix, IPv4 or IPv6.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IpNet {
@@ -185,17 +180,6 @@ pub struct IpNet {
     pub addr: IpAddr,
     /// Prefix length (32/128 for a host).
     pub prefix_len: u8,
-}
-
-/// An ICMP type with a code range.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IcmpMatch {
-    /// Type.
-    pub ty: u8,
-    /// Lowest code.
-    pub code_min: u8,
-    /// Highest code.
-    pub code_max: u8,
 }
 
 /// An `icmp_type` value resolved for each family (a name may exist in one or both).

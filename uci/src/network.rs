@@ -29,6 +29,10 @@ use crate::model::Package;
 use crate::ula::{parse_hint, parse_ula, UlaPrefix};
 use crate::validate::{parse_uint, Checked, ConfigError, Diagnostic, SectionReader};
 
+/// `reqaddress` and `reqprefix` of a `proto dhcpv6` interface: the DHCPv6 client's own
+/// types.
+pub use xenlet_router::dhcp6c::{ReqAddress, ReqPrefix};
+
 /// An IPv4 address with its prefix length (`192.168.1.1/24`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Ipv4Cidr {
@@ -100,50 +104,6 @@ pub enum Proto {
     /// DHCPv6 client and router discovery (`wan6`, odhcp6c): an IPv6 interface on
     /// the device of another (the WAN's), no IPv4.
     Dhcpv6,
-}
-
-/// `reqaddress` of a `proto dhcpv6` interface.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReqAddress {
-    /// Ask for an address; a server without one will do (the default).
-    Try,
-    /// Only a server that gives an address will do.
-    Force,
-    /// No address (IA_NA) asked.
-    None,
-}
-
-/// `reqprefix` of a `proto dhcpv6` interface.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReqPrefix {
-    /// Ask for a prefix of any length (`auto`, the default).
-    Auto,
-    /// No prefix (`no`).
-    No,
-    /// Ask for a prefix of this length (a hint).
-    Len(u8),
-}
-
-/// As the file spells it (`try`, `force`, `none`).
-impl fmt::Display for ReqAddress {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ReqAddress::Try => "try",
-            ReqAddress::Force => "force",
-            ReqAddress::None => "none",
-        })
-    }
-}
-
-/// As the file spells it (`auto`, `no`, a length).
-impl fmt::Display for ReqPrefix {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReqPrefix::Auto => f.write_str("auto"),
-            ReqPrefix::No => f.write_str("no"),
-            ReqPrefix::Len(n) => write!(f, "{n}"),
-        }
-    }
 }
 
 /// A logical interface (`config interface 'lan'`).

@@ -8,7 +8,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use xenlet_drivers::blkfront::{BlockDevice, BlockError, BlockOp};
 use xenlet_shell::ddcopy::DdHost;
-pub use xenlet_shell::ddcopy::{Outcome, Plan, Sink, Source, Xoshiro};
+pub use xenlet_shell::ddcopy::{Outcome, Plan, Sink, Source, Transfer, Xoshiro};
 
 /// The kernel as the dd engine's host.
 struct Kernel;

@@ -9,7 +9,7 @@
 //! Ctrl-C stops it between chunks with the statistics so far.
 
 use crate::fs::vfs::FsWait;
-use crate::shell::dd::{Outcome, Progress, Xoshiro};
+use crate::shell::dd::{Outcome, Progress, Transfer, Xoshiro};
 use crate::{dev::frontends, fs::vfs, io::console, time::clock};
 use alloc::format;
 use alloc::string::String;
@@ -51,20 +51,10 @@ pub struct FilePlan {
     pub dst: End,
     /// Input block size (chunks are whole input blocks).
     pub ibs: u64,
-    /// Input offset in bytes.
-    pub skip_bytes: u64,
-    /// Output offset in bytes.
-    pub seek_bytes: u64,
-    /// Bytes to copy; None = to the end of the input.
-    pub count_bytes: Option<u64>,
     /// `conv=notrunc`.
     pub notrunc: bool,
-    /// `conv=fsync`/`fdatasync`.
-    pub fsync: bool,
-    /// `oflag=dsync`/`sync`.
-    pub dsync: bool,
-    /// `status=progress`.
-    pub progress: bool,
+    /// Offsets, byte count (`None`: to the end of the input), syncs and progress.
+    pub transfer: Transfer,
 }
 
 fn fs_err(e: FsError) -> String {
@@ -95,7 +85,7 @@ fn open_out(plan: &FilePlan) -> Result<Option<Handle>, String> {
         let h = v.open_write(p, false)?;
         if !plan.notrunc {
             // GNU: ftruncate(seek offset), growing or shrinking to it.
-            v.truncate(h, plan.seek_bytes)?;
+            v.truncate(h, plan.transfer.seek_bytes)?;
         }
         Ok(h)
     })
@@ -111,7 +101,7 @@ pub fn run(plan: &FilePlan) -> Result<Outcome, String> {
     let start = clock::now().as_nanos();
     let mut out = Outcome::default();
     let mut progress = Progress {
-        on: plan.progress,
+        on: plan.transfer.progress,
         start_ns: start,
         gnu: xenlet_shell::dd::Progress::new(),
     };
@@ -163,14 +153,14 @@ fn copy(
         if console::take_interrupt() {
             return Err(String::from("Interrupted"));
         }
-        let want = match plan.count_bytes {
+        let want = match plan.transfer.count_bytes {
             Some(c) => (c - out.bytes_in).min(chunk),
             None => chunk,
         } as usize;
         if want == 0 {
             break;
         }
-        let pos_in = plan.skip_bytes + out.bytes_in;
+        let pos_in = plan.transfer.skip_bytes + out.bytes_in;
         let got = match &plan.src {
             End::Zero => {
                 if !zeroed {
@@ -224,7 +214,7 @@ fn copy(
             break;
         }
         out.bytes_in += got as u64;
-        let pos_out = plan.seek_bytes + out.bytes_out;
+        let pos_out = plan.transfer.seek_bytes + out.bytes_out;
         match &plan.dst {
             End::Null => out.bytes_out += got as u64,
             End::Disk(d) => {
@@ -256,7 +246,7 @@ fn copy(
                     }
                 }
                 out.bytes_out += got as u64;
-                if plan.dsync {
+                if plan.transfer.dsync {
                     vfs::with(|v| v.fsync(h))
                         .ok_or("no file tree")?
                         .map_err(|e| format!("fsync failed for '{out_name}': {e}"))?;
@@ -269,7 +259,7 @@ fn copy(
             break; // end of the input
         }
     }
-    if plan.fsync {
+    if plan.transfer.fsync {
         match (&plan.dst, hout) {
             (End::File(_), Some(h)) => vfs::with(|v| v.fsync(h))
                 .ok_or("no file tree")?

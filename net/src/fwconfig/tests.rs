@@ -219,15 +219,18 @@ impl Box4 {
         (d, w)
     }
 
-    /// Sends an IPv4 packet in on `ifc` from the usual neighbour there.
+    /// Sends an IPv4 or IPv6 packet (by its version) in on `ifc` from the usual
+    /// neighbour there (on the LAN: HOST2 for its IPv4 address, else HOST).
     fn send(&mut self, ifc: IfId, ip: Vec<u8>) -> (Disposition, Wire) {
+        let v6 = ip.first().is_some_and(|b| b >> 4 == 6);
         let (dst, src) = if ifc == WAN {
             (MAC_WAN, GW_MAC)
         } else {
-            let from2 = ip.get(12..16) == Some(&HOST2[..]);
+            let from2 = !v6 && ip.get(12..16) == Some(&HOST2[..]);
             (MAC_LAN, if from2 { HOST2_MAC } else { HOST_MAC })
         };
-        self.send_frame(ifc, eth(dst, src, 0x0800, &ip))
+        let ethertype = if v6 { 0x86dd } else { 0x0800 };
+        self.send_frame(ifc, eth(dst, src, ethertype, &ip))
     }
 
     fn reload(&mut self, text: &str) {
@@ -1164,48 +1167,29 @@ fn ipv6_is_forwarded_and_filtered_by_the_image_firewall() {
     );
     assert_eq!(b.send_frame(LAN, ns6(H6, HOST_MAC)).0, Disposition::Local);
     // LAN -> internet and back
-    let (d, w) = b.send_frame(
-        LAN,
-        eth(MAC_LAN, HOST_MAC, 0x86dd, &udp6(H6, FAR6, 5000, 53)),
-    );
+    let (d, w) = b.send(LAN, udp6(H6, FAR6, 5000, 53));
     assert_eq!(d, Disposition::Forwarded);
     assert_eq!((w.sent[0].0, &w.sent[0].1[..6]), (WAN, &GW_MAC[..]));
     assert_eq!(w.ip(0)[7], 63);
-    let (d, w) = b.send_frame(WAN, eth(MAC_WAN, GW_MAC, 0x86dd, &udp6(FAR6, H6, 53, 5000)));
+    let (d, w) = b.send(WAN, udp6(FAR6, H6, 53, 5000));
     assert_eq!(d, Disposition::Forwarded);
     assert_eq!((w.sent[0].0, &w.sent[0].1[..6]), (LAN, &HOST_MAC[..]));
     assert_eq!(b.nf.count6(), 1);
     assert_eq!(b.nf.count(), 0, "no IPv4 entry for it");
     // a new flow from the WAN: the zone's REJECT, answered with port-unreachable
-    let (d, w) = b.send_frame(WAN, eth(MAC_WAN, GW_MAC, 0x86dd, &udp6(FAR6, H6, 53, 5001)));
+    let (d, w) = b.send(WAN, udp6(FAR6, H6, 53, 5001));
     assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
     assert_eq!(w.sent.len(), 1);
     assert_eq!((w.ip(0)[6], w.ip(0)[40], w.ip(0)[41]), (58, 1, 4));
     // an echo request from the WAN: Allow-ICMPv6-Forward
     let ping = icmp6(FAR6, H6, 128, 64, &[0, 1, 0, 1]);
-    let (d, _) = b.send_frame(WAN, eth(MAC_WAN, GW_MAC, 0x86dd, &ping));
+    let (d, _) = b.send(WAN, ping);
     assert_eq!(d, Disposition::Forwarded);
     // UDP to the router itself from the WAN: the input chain's REJECT
-    let (d, _) = b.send_frame(
-        WAN,
-        eth(
-            MAC_WAN,
-            GW_MAC,
-            0x86dd,
-            &udp6(FAR6, "2001:db8:ff::2", 1, 22),
-        ),
-    );
+    let (d, _) = b.send(WAN, udp6(FAR6, "2001:db8:ff::2", 1, 22));
     assert_eq!(d, Disposition::Dropped(DropReason::Filtered));
     // DHCPv6 replies to the router's link-local address: Allow-DHCPv6
-    let (d, _) = b.send_frame(
-        WAN,
-        eth(
-            MAC_WAN,
-            GW_MAC,
-            0x86dd,
-            &udp6("fe80::1", "fe80::a1", 547, 546),
-        ),
-    );
+    let (d, _) = b.send(WAN, udp6("fe80::1", "fe80::a1", 547, 546));
     assert_eq!(d, Disposition::Local);
 }
 
@@ -1244,12 +1228,8 @@ fn a_v6_rule_from_the_wan_opens_one_port_of_one_lan_host_and_nothing_else() {
     b.send_frame(WAN, ns6("fe80::1", GW_MAC));
     b.send_frame(LAN, ns6(H6, HOST_MAC));
     b.send_frame(LAN, ns6(H6B, HOST2_MAC));
-    let from_wan = |b: &mut Box4, dst: &str, port: u16| {
-        b.send_frame(
-            WAN,
-            eth(MAC_WAN, GW_MAC, 0x86dd, &tcp6_syn(FAR6, dst, 40000, port)),
-        )
-    };
+    let from_wan =
+        |b: &mut Box4, dst: &str, port: u16| b.send(WAN, tcp6_syn(FAR6, dst, 40000, port));
     // the rule's host and port: through to the LAN host
     let (d, w) = from_wan(&mut b, H6, 80);
     assert_eq!(d, Disposition::Forwarded);

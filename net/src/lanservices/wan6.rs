@@ -35,7 +35,6 @@ use xenlet_router::dns::Rng;
 use xenlet_router::ipv6;
 use xenlet_router::ra::Upstream;
 use xenlet_router::Millis;
-use xenlet_uci::network::{ReqAddress, ReqPrefix};
 
 /// DHCPv6 client port.
 pub const CLIENT_PORT: u16 = 546;
@@ -115,16 +114,8 @@ pub struct Wan6 {
 fn client_config(p: &Wan6Plan, mac: [u8; 6]) -> ClientConfig {
     ClientConfig {
         mac,
-        reqaddress: match p.reqaddress {
-            ReqAddress::Try => dhcp6c::ReqAddress::Try,
-            ReqAddress::Force => dhcp6c::ReqAddress::Force,
-            ReqAddress::None => dhcp6c::ReqAddress::None,
-        },
-        reqprefix: match p.reqprefix {
-            ReqPrefix::Auto => dhcp6c::ReqPrefix::Auto,
-            ReqPrefix::No => dhcp6c::ReqPrefix::No,
-            ReqPrefix::Len(l) => dhcp6c::ReqPrefix::Len(l),
-        },
+        reqaddress: p.reqaddress,
+        reqprefix: p.reqprefix,
         rapid_commit: false,
     }
 }

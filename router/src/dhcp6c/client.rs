@@ -23,6 +23,7 @@
 //! ±10 % randomness, so a silent server costs a bounded trickle of messages.
 
 use alloc::vec::Vec;
+use core::fmt;
 use core::net::Ipv6Addr;
 
 use alloc::string::String;
@@ -77,26 +78,48 @@ impl Params {
     }
 }
 
-/// `reqaddress`.
+/// `reqaddress` (of a `proto dhcpv6` interface in /etc/config/network).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReqAddress {
-    /// Ask for an address, take a binding without one (the default).
+    /// Ask for an address, take a binding without one (`try`, the default).
     Try,
-    /// Only a server that gives an address will do.
+    /// Only a server that gives an address will do (`force`).
     Force,
-    /// No IA_NA.
+    /// No address (IA_NA) asked (`none`).
     None,
 }
 
-/// `reqprefix`.
+/// `reqprefix` (of a `proto dhcpv6` interface in /etc/config/network).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReqPrefix {
-    /// Ask for a prefix of any length (the default).
+    /// Ask for a prefix of any length (`auto`, the default).
     Auto,
-    /// No IA_PD.
+    /// No prefix (IA_PD) asked (`no`).
     No,
     /// Ask for a prefix of this length (a hint; the server decides).
     Len(u8),
+}
+
+/// As the file spells it (`try`, `force`, `none`).
+impl fmt::Display for ReqAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReqAddress::Try => "try",
+            ReqAddress::Force => "force",
+            ReqAddress::None => "none",
+        })
+    }
+}
+
+/// As the file spells it (`auto`, `no`, a length).
+impl fmt::Display for ReqPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReqPrefix::Auto => f.write_str("auto"),
+            ReqPrefix::No => f.write_str("no"),
+            ReqPrefix::Len(n) => write!(f, "{n}"),
+        }
+    }
 }
 
 /// What the client asks for.

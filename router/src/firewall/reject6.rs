@@ -89,7 +89,7 @@ mod tests {
 
     use super::*;
     use crate::exthdr;
-    use crate::testutil::{ipv6 as packet, tcp6};
+    use crate::testutil::{ipv6 as packet, tcp};
 
     const A: &str = "2001:db8:2::20";
     const B: &str = "2001:db8:1::10";
@@ -105,7 +105,7 @@ mod tests {
 
     #[test]
     fn a_syn_gets_rst_ack_for_its_sequence_plus_one() {
-        let p = packet(A, B, 6, 64, &tcp6(A, B, 40000, 22, 1000, 0x02, &[], &[]));
+        let p = packet(A, B, 6, 64, &tcp(A, B, 40000, 22, 1000, 0x02, &[], &[]));
         let f = reset(&p).unwrap();
         let ip = &f[14..];
         assert_eq!(&f[..6], &[2, 0, 0, 0, 0, 2]);
@@ -118,19 +118,19 @@ mod tests {
         assert_eq!(t[13], tcp_flag::RST | tcp_flag::ACK);
         assert!(ipv6::l4_checksum_ok(ipv6::src(ip), ipv6::dst(ip), 6, t));
         // with ACK: SEQ = SEG.ACK (the helper acks 0x10000000)
-        let p = packet(A, B, 6, 64, &tcp6(A, B, 40000, 22, 1000, 0x10, &[], b"ab"));
+        let p = packet(A, B, 6, 64, &tcp(A, B, 40000, 22, 1000, 0x10, &[], b"ab"));
         let f = reset(&p).unwrap();
         assert_eq!(be32(&f[54..], 4), Some(0x1000_0000));
         assert_eq!(f[54 + 13], tcp_flag::RST);
         // never for a reset, nor to a multicast address
-        let p = packet(A, B, 6, 64, &tcp6(A, B, 40000, 22, 1000, 0x04, &[], &[]));
+        let p = packet(A, B, 6, 64, &tcp(A, B, 40000, 22, 1000, 0x04, &[], &[]));
         assert!(reset(&p).is_none());
         let p = packet(
             A,
             "ff02::1",
             6,
             64,
-            &tcp6(A, "ff02::1", 1, 2, 3, 0x02, &[], &[]),
+            &tcp(A, "ff02::1", 1, 2, 3, 0x02, &[], &[]),
         );
         assert!(reset(&p).is_none());
     }

@@ -46,7 +46,7 @@ pub struct DaySet {
     /// Bit `n` set: day `n` is in the set (weekdays: 0 Monday .. 6 Sunday; month
     /// days: 1..=31).
     pub days: u32,
-    /// Negated.
+    /// Negated (`!`: any day but these).
     pub invert: bool,
 }
 
@@ -57,22 +57,23 @@ impl DaySet {
     }
 }
 
-/// A rule's time conditions (all that are present must hold).
+/// A rule's time conditions (all that are present must hold), one field an option.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TimeMatch {
-    /// Judge in UTC rather than local time.
+    /// `utc_time`: judge in UTC rather than local time.
     pub utc: bool,
-    /// From this civil time (seconds since 1970-01-01 00:00:00 of the clock used).
+    /// `start_date`: from this civil time (seconds since 1970-01-01 00:00:00 of the
+    /// clock used).
     pub start_date: Option<i64>,
-    /// Until this civil time (inclusive).
+    /// `stop_date`: until this civil time (inclusive).
     pub stop_date: Option<i64>,
-    /// From this second of the day (0..86400).
+    /// `start_time`: from this second of the day (0..86400).
     pub start_time: Option<u32>,
-    /// Until this second of the day (inclusive).
+    /// `stop_time`: until this second of the day (inclusive).
     pub stop_time: Option<u32>,
-    /// Days of the week.
+    /// `weekdays`: days of the week.
     pub weekdays: Option<DaySet>,
-    /// Days of the month.
+    /// `monthdays`: days of the month.
     pub monthdays: Option<DaySet>,
 }
 

@@ -77,6 +77,15 @@ fn learnt() -> Router {
     r
 }
 
+/// A router that knows its neighbours ([`learnt`]) and what it did with `frame`
+/// arriving on the LAN at `now`: its disposition and the frames it sent.
+fn learnt_then_from_lan(frame: &[u8], now: Millis) -> (Router, Disposition, Recorder) {
+    let mut r = learnt();
+    let mut o = Recorder::default();
+    let d = run(&mut r, LAN, &mut frame.to_vec(), now, &mut o);
+    (r, d, o)
+}
+
 fn udp_frame(
     to_mac: [u8; 6],
     src: [u8; 4],
@@ -101,11 +110,9 @@ fn udp_frame(
 
 #[test]
 fn forwards_with_ttl_minus_one_and_valid_checksum() {
-    let mut r = learnt();
     let orig = udp_frame(MAC0, HOST, NET, 64, true, 100);
-    let mut f = orig.clone();
-    let mut o = Recorder::default();
-    assert_eq!(run(&mut r, LAN, &mut f, 5, &mut o), Disposition::Forwarded);
+    let (mut r, d, mut o) = learnt_then_from_lan(&orig, 5);
+    assert_eq!(d, Disposition::Forwarded);
     assert_eq!(o.sent.len(), 1);
     let (ifc, out, tx) = &o.sent[0];
     assert_eq!((*ifc, *tx), (WAN, TxMeta::default()));
@@ -288,23 +295,21 @@ fn gratuitous_arp_updates_and_requests_to_us_create() {
         r.neighbours().lookup(WAN, ip(GW)).unwrap().1,
         EthernetAddress(new_mac)
     );
-    // a request for someone else from an unknown host creates nothing
-    let mut q = eth(
-        [0xff; 6],
-        [2, 9, 9, 9, 9, 9],
-        0x0806,
-        &arp(1, [2, 9, 9, 9, 9, 9], [10, 0, 0, 9], [0; 6], [10, 0, 0, 8]),
-    );
-    run(&mut r, WAN, &mut q, 10, &mut o);
+    // an ARP request for `target` from an unknown host, 10.0.0.9
+    let stranger = [2, 9, 9, 9, 9, 9];
+    let request_for = |target| {
+        eth(
+            [0xff; 6],
+            stranger,
+            0x0806,
+            &arp(1, stranger, [10, 0, 0, 9], [0; 6], target),
+        )
+    };
+    // a request for someone else creates nothing
+    run(&mut r, WAN, &mut request_for([10, 0, 0, 8]), 10, &mut o);
     assert!(r.neighbours().lookup(WAN, ip([10, 0, 0, 9])).is_none());
     // a request for us does (STALE)
-    let mut q = eth(
-        [0xff; 6],
-        [2, 9, 9, 9, 9, 9],
-        0x0806,
-        &arp(1, [2, 9, 9, 9, 9, 9], [10, 0, 0, 9], [0; 6], [10, 0, 0, 2]),
-    );
-    run(&mut r, WAN, &mut q, 10, &mut o);
+    run(&mut r, WAN, &mut request_for([10, 0, 0, 2]), 10, &mut o);
     assert_eq!(
         r.neighbours().lookup(WAN, ip([10, 0, 0, 9])).unwrap().0,
         crate::neigh::NeighState::Stale
@@ -395,14 +400,9 @@ fn check_icmp(f: &[u8], to_mac: [u8; 6], from: [u8; 4], ty: u8, code: u8) -> &[u
 
 #[test]
 fn ttl_expiry_sends_time_exceeded_quoting_the_original() {
-    let mut r = learnt();
     let orig = udp_frame(MAC0, HOST, NET, 1, false, 700);
-    let mut f = orig.clone();
-    let mut o = Recorder::default();
-    assert_eq!(
-        run(&mut r, LAN, &mut f, 0, &mut o),
-        Disposition::Dropped(DropReason::TtlExpired)
-    );
+    let (mut r, d, mut o) = learnt_then_from_lan(&orig, 0);
+    assert_eq!(d, Disposition::Dropped(DropReason::TtlExpired));
     assert_eq!(o.sent.len(), 1);
     let (ifc, e, _) = &o.sent[0];
     assert_eq!(*ifc, LAN);
@@ -448,15 +448,10 @@ fn no_icmp_about_icmp_errors() {
 
 #[test]
 fn df_oversize_gets_frag_needed_with_next_hop_mtu() {
-    let mut r = learnt();
     let orig = udp_frame(MAC0, HOST, SMALL, 64, true, 1472 - 8);
     assert_eq!(orig.len(), 14 + 1492);
-    let mut f = orig.clone();
-    let mut o = Recorder::default();
-    assert_eq!(
-        run(&mut r, LAN, &mut f, 0, &mut o),
-        Disposition::Dropped(DropReason::TooBig)
-    );
+    let (mut r, d, mut o) = learnt_then_from_lan(&orig, 0);
+    assert_eq!(d, Disposition::Dropped(DropReason::TooBig));
     assert_eq!(o.sent.len(), 1);
     let quote = check_icmp(&o.sent[0].1, HOST_MAC, [192, 168, 1, 1], 3, 4);
     let icmp = &o.sent[0].1[14 + 20..];
@@ -479,6 +474,12 @@ fn df_oversize_gets_frag_needed_with_next_hop_mtu() {
     assert_eq!(run(&mut r, LAN, &mut f, 0, &mut o), Disposition::Forwarded);
 }
 
+/// Whether the UDP datagram `data` (header and payload, as reassembled) has a
+/// checksum right for `src` → SMALL.
+fn udp_checksum_ok(src: [u8; 4], data: &[u8]) -> bool {
+    ipv4::l4_checksum_ok(&ipv4(src, SMALL, 17, 63, 0, false, &[], data))
+}
+
 /// Reassembles IPv4 fragments sent on `ifc`, checking each.
 fn reassemble(frames: &[&(IfId, Vec<u8>, TxMeta)], mtu: usize) -> (Vec<u8>, Vec<u8>) {
     let mut data = Vec::new();
@@ -499,11 +500,9 @@ fn reassemble(frames: &[&(IfId, Vec<u8>, TxMeta)], mtu: usize) -> (Vec<u8>, Vec<
 
 #[test]
 fn non_df_oversize_is_fragmented_and_reassembles() {
-    let mut r = learnt();
     let orig = udp_frame(MAC0, HOST, SMALL, 64, false, 3000);
-    let mut f = orig.clone();
-    let mut o = Recorder::default();
-    assert_eq!(run(&mut r, LAN, &mut f, 0, &mut o), Disposition::Forwarded);
+    let (r, d, o) = learnt_then_from_lan(&orig, 0);
+    assert_eq!(d, Disposition::Forwarded);
     let frags = o.of_type(0x0800);
     assert_eq!(frags.len(), 3);
     assert!(frags
@@ -511,8 +510,7 @@ fn non_df_oversize_is_fragmented_and_reassembles() {
         .all(|(i, f, _)| *i == WAN && f[0..6] == GW_MAC && f[14 + 8] == 63));
     let (_, data) = reassemble(&frags, 1400);
     assert_eq!(data, &orig[34..], "the original payload");
-    let whole = ipv4(HOST, SMALL, 17, 63, 0x4242, false, &[], &data);
-    assert!(ipv4::l4_checksum_ok(&whole));
+    assert!(udp_checksum_ok(HOST, &data));
     assert_eq!(r.stats().iface(WAN).tx_packets, 3);
     assert_eq!(r.stats().iface(LAN).rx_packets, 1);
 }
@@ -536,16 +534,7 @@ fn partial_checksum_completed_before_fragmenting() {
     let frags = o.of_type(0x0800);
     assert!(frags.iter().all(|(_, _, tx)| *tx == TxMeta::default()));
     let (_, data) = reassemble(&frags, 1400);
-    assert!(ipv4::l4_checksum_ok(&ipv4(
-        HOST,
-        SMALL,
-        17,
-        63,
-        0,
-        false,
-        &[],
-        &data
-    )));
+    assert!(udp_checksum_ok(HOST, &data));
 }
 
 fn syn_frame(src: [u8; 4], dst: [u8; 4], flags: u8, mss: u16) -> Vec<u8> {
@@ -1095,16 +1084,7 @@ fn hook_runs_after_routing_and_before_the_mtu_check() {
         assert_eq!(ipv4::src(&fr[14..]), ip([10, 0, 0, 2]));
     }
     let (_, data) = reassemble(&frags, 1400);
-    assert!(ipv4::l4_checksum_ok(&ipv4(
-        [10, 0, 0, 2],
-        SMALL,
-        17,
-        63,
-        0,
-        false,
-        &[],
-        &data
-    )));
+    assert!(udp_checksum_ok([10, 0, 0, 2], &data));
 
     // DF: the frag-needed goes to the real source and quotes the packet as sent
     let orig = udp_frame(MAC0, HOST, SMALL, 64, true, 1450);

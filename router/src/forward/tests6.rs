@@ -103,7 +103,7 @@ fn learnt() -> Router {
 
 fn udp_frame(to_mac: [u8; 6], src: &str, dst: &str, hop: u8, len: usize) -> Vec<u8> {
     let payload: Vec<u8> = (0..len).map(|i| (i * 13 + 1) as u8).collect();
-    let p = ipv6(src, dst, 17, hop, &udp6(src, dst, 33000, 53, &payload));
+    let p = ipv6(src, dst, 17, hop, &udp(src, dst, 33000, 53, &payload));
     eth(to_mac, HOST_MAC, 0x86dd, &p)
 }
 
@@ -441,7 +441,7 @@ fn a_broken_extension_header_chain_is_dropped_and_counted() {
     assert!(o.sent.is_empty());
     // an unknown hop-by-hop option with action 10: a parameter problem pointing at it
     let mut rest = vec![17, 0, 1, 0, 0x9e, 2, 0, 0];
-    rest.extend_from_slice(&udp6(HOST, NET, 1, 2, &[0; 4]));
+    rest.extend_from_slice(&udp(HOST, NET, 1, 2, &[0; 4]));
     let p = ipv6(HOST, NET, 0, 64, &rest);
     let mut f = eth(MAC0, HOST_MAC, 0x86dd, &p);
     assert_eq!(
@@ -454,14 +454,14 @@ fn a_broken_extension_header_chain_is_dropped_and_counted() {
     assert_eq!((ip[40], ip[41], &ip[44..48]), (4, 2, &[0u8, 0, 0, 44][..]));
     // action 01: dropped without a word
     let mut rest = vec![17, 0, 1, 0, 0x5e, 2, 0, 0];
-    rest.extend_from_slice(&udp6(HOST, NET, 1, 2, &[0; 4]));
+    rest.extend_from_slice(&udp(HOST, NET, 1, 2, &[0; 4]));
     let mut f = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 0, 64, &rest));
     let mut o = Recorder::default();
     run(&mut r, LAN, &mut f, 0, &mut o);
     assert!(o.sent.is_empty());
     // a well-formed chain goes through
     let mut rest = vec![17, 0, 1, 4, 0, 0, 0, 0];
-    rest.extend_from_slice(&udp6(HOST, NET, 1, 2, &[0; 4]));
+    rest.extend_from_slice(&udp(HOST, NET, 1, 2, &[0; 4]));
     let p = ipv6(HOST, NET, 60, 64, &rest);
     let mut f = eth(MAC0, HOST_MAC, 0x86dd, &p);
     assert_eq!(run(&mut r, LAN, &mut f, 0, &mut o), Disposition::Forwarded);
@@ -549,7 +549,7 @@ fn the_forward_hook_sees_the_routed_packet_and_a_reject_answers_port_unreachable
         "quoted with its hop limit decremented, as Linux's forward hook sees it"
     );
     // TCP gets a reset, straight back to the sender
-    let seg = tcp6(HOST, NET, 40000, 443, 77, SYN, &[], &[]);
+    let seg = tcp(HOST, NET, 40000, 443, 77, SYN, &[], &[]);
     let mut f = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 6, 64, &seg));
     let mut o = Recorder::default();
     assert_eq!(
@@ -609,7 +609,7 @@ fn an_ipv6_gso_packet_leaves_cut_to_the_mtu_or_gets_packet_too_big() {
     let mut r = learnt();
     let mut o = Recorder::default();
     let payload: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
-    let seg = tcp6(HOST, NET, 40000, 443, 1, ACK | PSH, &[], &payload);
+    let seg = tcp(HOST, NET, 40000, 443, 1, ACK | PSH, &[], &payload);
     let mut f = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 6, 64, &seg));
     let rx = RxMeta {
         csum_partial: true,
@@ -631,7 +631,7 @@ fn an_ipv6_gso_packet_leaves_cut_to_the_mtu_or_gets_packet_too_big() {
     }
     assert_eq!(data, payload);
     // segments of 1300 bytes do not fit the DMZ's 1280
-    let seg = tcp6(HOST, DMZ_HOST, 40000, 443, 1, ACK, &[], &payload);
+    let seg = tcp(HOST, DMZ_HOST, 40000, 443, 1, ACK, &[], &payload);
     let mut f = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, DMZ_HOST, 6, 64, &seg));
     let rx = RxMeta {
         csum_partial: true,
@@ -654,7 +654,7 @@ fn an_ipv6_gso_packet_leaves_whole_to_a_link_that_takes_tcpv6_gso() {
     let mut r = setup_gso(true);
     learn_all(&mut r);
     let payload: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
-    let seg = tcp6(HOST, NET, 40000, 443, 1, ACK | PSH, &[], &payload);
+    let seg = tcp(HOST, NET, 40000, 443, 1, ACK | PSH, &[], &payload);
     let frame = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 6, 64, &seg));
     let mut f = frame.clone();
     let rx = RxMeta {
@@ -803,7 +803,7 @@ fn a_later_fragment_waits_for_its_first_and_a_lone_one_is_dropped_after_60_s() {
     let mut r = learnt();
     let mut h = Hook6::default();
     let mut o = Recorder::default();
-    let first_payload = udp6(HOST, NET, 33000, 53, &[7; 40])[..24].to_vec();
+    let first_payload = udp(HOST, NET, 33000, 53, &[7; 40])[..24].to_vec();
     // the later fragment first (out of order): held, nothing sent, nothing judged
     let mut later = frag_frame(9, 3, false, &[1; 24]);
     assert_eq!(

@@ -165,11 +165,10 @@ impl Router {
         if self.routes6.is_empty() {
             // not routing IPv6: as before, the local stack's (fails closed)
             let ip = frame.get(ETH_LEN..).unwrap_or(&[]);
-            return match hook.input6(ip, None, &meta) {
-                HookVerdict::Accept => Ok(Disposition::Local),
-                HookVerdict::Drop(r) => Err(r),
-                HookVerdict::Reject => Err(DropReason::Filtered),
-            };
+            return hook
+                .input6(ip, None, &meta)
+                .result()
+                .map(|()| Disposition::Local);
         }
         let now = meta.now;
         let iface = self.ifaces.get(ifc).ok_or(DropReason::Unsupported)?;
@@ -217,17 +216,15 @@ impl Router {
             || ipv6::is_link_local(h.dst)
             || self.addrs6.contains(h.dst)
         {
-            return match hook.input6(ip, Some(&upper), &meta) {
-                HookVerdict::Accept => Ok(Disposition::Local),
-                HookVerdict::Drop(r) => Err(r),
-                HookVerdict::Reject => {
+            return hook
+                .input6(ip, Some(&upper), &meta)
+                .or_reject(|| {
                     // never an answer to a multicast (RFC 4443 §2.4 (e), RFC 9293)
                     if to_our_mac && !h.dst.is_multicast() {
                         self.send_reject6(ifc, peer_mac, ip, &upper, now, out);
                     }
-                    Err(DropReason::Filtered)
-                }
-            };
+                })
+                .map(|()| Disposition::Local);
         }
 
         // 5. sources no router forwards from

@@ -14,7 +14,7 @@ use crate::firewall::ruleset::{
     Defaults, Except, Forwarding, IcmpMatch, Net6, Rule, RuleFamily, Ruleset, Verdict, ZoneSel,
 };
 use crate::flow::tcp_flag::{ACK, SYN};
-use crate::testutil::{icmp6, ipv6, meta, tcp6, udp6, zone};
+use crate::testutil::{self, icmp6, ipv6, meta, zone};
 
 const LAN: IfId = IfId(0);
 const WAN: IfId = IfId(1);
@@ -131,13 +131,13 @@ fn tcp(src: &str, dst: &str, sp: u16, dp: u16, seq: u32, flags: u8) -> Vec<u8> {
         dst,
         6,
         64,
-        &tcp6(src, dst, sp, dp, seq, flags, &[], &[]),
+        &testutil::tcp(src, dst, sp, dp, seq, flags, &[], &[]),
     )
 }
 
 /// [`tcp`] with its acknowledgement number.
 fn tcp_ack(src: &str, dst: &str, sp: u16, dp: u16, seq: u32, ack: u32, flags: u8) -> Vec<u8> {
-    let mut t = tcp6(src, dst, sp, dp, seq, flags, &[], &[]);
+    let mut t = testutil::tcp(src, dst, sp, dp, seq, flags, &[], &[]);
     t[8..12].copy_from_slice(&ack.to_be_bytes());
     t[16..18].copy_from_slice(&[0, 0]);
     let s = crate::ipv6::pseudo_header_sum(src.parse().unwrap(), dst.parse().unwrap(), 6, t.len());
@@ -147,7 +147,7 @@ fn tcp_ack(src: &str, dst: &str, sp: u16, dp: u16, seq: u32, ack: u32, flags: u8
 }
 
 fn udp(src: &str, dst: &str, sp: u16, dp: u16) -> Vec<u8> {
-    ipv6(src, dst, 17, 64, &udp6(src, dst, sp, dp, b"hello"))
+    ipv6(src, dst, 17, 64, &testutil::udp(src, dst, sp, dp, b"hello"))
 }
 
 fn icmp(src: &str, dst: &str, ty: u8, body: &[u8]) -> Vec<u8> {
@@ -304,7 +304,7 @@ fn the_input_chain_takes_dhcpv6_to_a_link_local_address_from_the_wan() {
 fn later_fragments_follow_their_accepted_first_fragment() {
     // a DNS query out, then a reply in two fragments
     let mut n = nf_after_dns_query();
-    let reply = udp6(FAR, HOST, 53, 5353, &[7; 1400]);
+    let reply = testutil::udp(FAR, HOST, 53, 5353, &[7; 1400]);
     let frag = |offset: u16, more: bool, id: u32, data: &[u8]| {
         let mut rest = vec![17, 0];
         rest.extend_from_slice(&((offset << 3) | u16::from(more)).to_be_bytes());

@@ -14,34 +14,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use crate::validate::{parse_uint, ConfigError, SectionReader};
-
-/// A set of days, negated or not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DaySet {
-    /// Bit `n`: day `n` (weekdays 0 Monday .. 6 Sunday; month days 1..=31).
-    pub days: u32,
-    /// `!`: any day but these.
-    pub invert: bool,
-}
-
-/// A rule's time conditions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TimeMatch {
-    /// `utc_time`: judge in UTC rather than local time.
-    pub utc: bool,
-    /// `start_date`, as civil seconds since 1970-01-01 00:00:00.
-    pub start_date: Option<i64>,
-    /// `stop_date`, the same.
-    pub stop_date: Option<i64>,
-    /// `start_time`, seconds since midnight.
-    pub start_time: Option<u32>,
-    /// `stop_time`, the same.
-    pub stop_time: Option<u32>,
-    /// `weekdays`.
-    pub weekdays: Option<DaySet>,
-    /// `monthdays`.
-    pub monthdays: Option<DaySet>,
-}
+use xenlet_router::firewall::timematch::{DaySet, TimeMatch};
 
 /// Days since 1970-01-01 of a civil date (Howard Hinnant's `days_from_civil`).
 fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {

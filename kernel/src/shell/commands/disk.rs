@@ -13,7 +13,7 @@ use xenlet_shell::commands::disk::{
 use xenlet_shell::{no_args, CmdError, CmdResult};
 
 pub(super) fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
-    use crate::shell::dd::{Plan, Sink, Source};
+    use crate::shell::dd::{Plan, Sink, Source, Transfer};
     use xenlet_shell::dd::{parse, Status};
     let a = match parse(args) {
         Ok(a) => a,
@@ -80,13 +80,8 @@ pub(super) fn dd(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
         source,
         sink,
         obs: a.obs,
-        skip_bytes: gp.in_offset,
-        seek_bytes: gp.out_offset,
-        count_bytes: count_bytes(&gp, a.ibs),
         direct: a.oflag.direct,
-        dsync: a.oflag.dsync || a.oflag.sync,
-        fsync: a.conv.fsync || a.conv.fdatasync,
-        progress: a.status == Status::Progress,
+        transfer: Transfer::new(&a, &gp),
     };
     dd_report(&a, &crate::shell::dd::run(&plan), out)
 }
@@ -116,12 +111,6 @@ fn dd_plan(
     }
 }
 
-/// The bytes `count=` lets through (`None`: no count), as a byte total.
-fn count_bytes(gp: &xenlet_shell::dd::Plan, ibs: u64) -> Option<u64> {
-    gp.max_records
-        .map(|r| r.saturating_mul(ibs).saturating_add(gp.max_bytes))
-}
-
 /// Prints a dd outcome as GNU does: the error, then the statistics. Every read and
 /// write of the engines is full except the last one of a stream, so the records
 /// follow from the byte totals (GNU counts the same way then).
@@ -148,8 +137,8 @@ fn dd_report(
 
 /// `dd` with a file on one side or both (see `ddfile`).
 fn dd_file(a: &xenlet_shell::dd::DdArgs, out: &mut dyn Write) -> CmdResult {
+    use crate::shell::dd::Transfer;
     use crate::shell::ddfile::{End, FilePlan};
-    use xenlet_shell::dd::Status;
     let end = |p: &str, input: bool| -> Result<End, String> {
         Ok(match p {
             "/dev/zero" if input => End::Zero,
@@ -191,13 +180,8 @@ fn dd_file(a: &xenlet_shell::dd::DdArgs, out: &mut dyn Write) -> CmdResult {
         src,
         dst,
         ibs: a.ibs,
-        skip_bytes: gp.in_offset,
-        seek_bytes: gp.out_offset,
-        count_bytes: count_bytes(&gp, a.ibs),
         notrunc: a.conv.notrunc,
-        fsync: a.conv.fsync || a.conv.fdatasync,
-        dsync: a.oflag.dsync || a.oflag.sync,
-        progress: a.status == Status::Progress,
+        transfer: Transfer::new(a, &gp),
     };
     match crate::shell::ddfile::run(&plan) {
         Ok(o) => dd_report(a, &o, out),

@@ -165,6 +165,7 @@ fn runtime_error_messages() {
         file: file.into(),
         errno,
     };
+    let no_memory = |input, size| DdError::NoMemory { input, size };
     let cases = [
         // Compared with GNU dd 9.1.
         (
@@ -188,17 +189,11 @@ fn runtime_error_messages() {
             "dd: writing to '/dev/loop0': No space left on device",
         ),
         (
-            DdError::NoMemory {
-                input: true,
-                size: 1 << 60,
-            },
+            no_memory(true, 1 << 60),
             "dd: memory exhausted by input buffer of size 1152921504606846976 bytes (1.0 EiB)",
         ),
         (
-            DdError::NoMemory {
-                input: true,
-                size: 1_000_000_000_000,
-            },
+            no_memory(true, 1_000_000_000_000),
             "dd: memory exhausted by input buffer of size 1000000000000 bytes (931 GiB)",
         ),
         // GNU's wording for these steps.
@@ -215,10 +210,7 @@ fn runtime_error_messages() {
             "dd: fdatasync failed for 'xvdb': Invalid argument",
         ),
         (
-            DdError::NoMemory {
-                input: false,
-                size: 1 << 30,
-            },
+            no_memory(false, 1 << 30),
             "dd: memory exhausted by output buffer of size 1073741824 bytes (1.0 GiB)",
         ),
     ];
