@@ -217,7 +217,8 @@ static SERIAL_POLLED_NS: AtomicU64 = AtomicU64::new(0);
 const SERIAL_BACKSTOP_NS: u64 = 100_000_000;
 
 /// The shell loop's look at the UART: every turn while its interrupt is not routed,
-/// else every [`SERIAL_BACKSTOP_NS`]. Under HVM every read of the line status is a
+/// else at most once per [`SERIAL_BACKSTOP_NS`] of turns (no timer of its own: a
+/// lost interrupt's bytes are taken at the first turn after that). Under HVM every read of the line status is a
 /// trap to the device model in dom0 (QEMU): read at each of the loop's turns, that
 /// was 56-63 % of dom0's CPU samples while `bench net` moved a GB/s through the
 /// guest (the turns follow the vif's events).
