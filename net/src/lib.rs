@@ -27,6 +27,7 @@ pub mod gateway;
 pub mod headers;
 pub mod icmplimit;
 pub mod iface;
+pub mod ifreload;
 pub mod ip;
 pub mod iperf3;
 mod kept;

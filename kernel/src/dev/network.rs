@@ -23,6 +23,7 @@ use xenlet_drivers::netback::BackState;
 use xenlet_net::bridge::Bridge;
 use xenlet_net::gateway::{Gateway, Routed};
 use xenlet_net::iface::NetIf;
+use xenlet_net::ifreload::{self, Ipv4Files};
 use xenlet_net::lanconfig::ServicesSpec;
 use xenlet_net::lanservices::{LanServices, LeaseStore};
 use xenlet_net::netplan::Plan;
@@ -59,6 +60,11 @@ pub static SERVICES: Mutex<Option<LanServices>> = Mutex::new(None);
 /// The configuration files' plan (per-vif addressing), for vifs attached later too.
 static PLAN: Once<Option<Plan>> = Once::new();
 
+/// The IPv4 settings each interface runs with and where they came from (the files,
+/// the command line, XenStore, the default), for `reload` ([`reload_ipv4`]), which
+/// changes only those from the files. Locked after [`NET`].
+static IPV4_IN_FORCE: Mutex<Vec<(String, &'static str, Ipv4Files)>> = Mutex::new(Vec::new());
+
 /// Milliseconds since boot (smoltcp's clock).
 pub fn now_ms() -> i64 {
     (clock::now().as_micros() / 1000) as i64
@@ -68,6 +74,9 @@ pub fn now_ms() -> i64 {
 pub fn now_us() -> u64 {
     clock::now().as_micros()
 }
+
+/// Where [`config_for`] found a configuration in the files.
+const FILES: &str = "/etc/config/network";
 
 fn config_for(name: &str, cmdline: &str) -> Result<(config::IfConfig, &'static str), String> {
     let (text, source) = if let Some(c) = config::from_cmdline(cmdline, name) {
@@ -79,7 +88,7 @@ fn config_for(name: &str, cmdline: &str) -> Result<(config::IfConfig, &'static s
         .and_then(Option::as_ref)
         .and_then(|p| p.config_of(name))
     {
-        return Ok((c.clone(), "/etc/config/network"));
+        return Ok((c.clone(), FILES));
     } else {
         (String::from("dhcp"), "default")
     };
@@ -161,6 +170,10 @@ fn push_interface(
         Ok((c, source)) => (c, source, String::new()),
         Err(note) => (by_default, "default", note),
     };
+    let mut in_force = IPV4_IN_FORCE.lock();
+    in_force.retain(|(n, _, _)| n != name);
+    in_force.push((String::from(name), source, Ipv4Files::of(&cfg)));
+    drop(in_force);
     let n: NetIf<Link> = NetIf::new(
         name,
         Routed::new(bridge),
@@ -432,6 +445,38 @@ fn poll_clients(stack: &mut NetStack<Link>, quiet: bool) -> bool {
     });
     CLIENTS_DUE_MS.store(ms, Ordering::SeqCst);
     busy
+}
+
+/// `reload` of the interfaces' IPv4 settings from `plan` (the files read again):
+/// each interface the files configured takes their new static addresses and gateway
+/// ([`ifreload::reload_ipv4`]); the router and the LAN services follow. A line for
+/// each change, and one for each interface whose settings in the files differ from
+/// those it runs with from elsewhere (the command line, XenStore), which win.
+pub fn reload_ipv4(plan: &Plan, stack: &mut NetStack<Link>) -> Vec<String> {
+    let mut said = Vec::new();
+    let mut in_force = IPV4_IN_FORCE.lock();
+    for (name, _, cfg) in &plan.ifaces {
+        let new = Ipv4Files::of(cfg);
+        let (Some(n), Some((_, source, old))) = (
+            stack.by_name(name),
+            in_force.iter_mut().find(|(n, _, _)| n == name),
+        ) else {
+            continue;
+        };
+        if *old == new {
+            continue;
+        }
+        if *source != FILES {
+            said.push(format!(
+                "{name}: configured by the {source}, which wins; the files' IPv4 settings not applied"
+            ));
+            continue;
+        }
+        let (now, lines) = ifreload::reload_ipv4(n, old, &new);
+        *old = now;
+        said.extend(lines);
+    }
+    said
 }
 
 /// In a new domain (restored or migrated): every vif goes through the handshake

@@ -184,6 +184,12 @@ pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     for line in g.set_mtus(spec, &stack.ifs) {
         writeln!(out, "reload: {line}")?;
     }
+    // the interfaces' static IPv4 settings; the router takes them at its next poll,
+    // the LAN services below
+    let mut stack = stack;
+    for line in crate::dev::network::reload_ipv4(&plan, &mut stack) {
+        writeln!(out, "reload: {line}")?;
+    }
     let tz = crate::router::time_zone();
     g.set_wall_clock(crate::dev::network::wall_clock(tz.utc_offset_secs));
     for w in plan.warnings.iter().chain(tz.note.iter()) {
@@ -191,7 +197,7 @@ pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     }
     writeln!(
         out,
-        "reload: firewall rules replaced (established flows kept; IPv4 address changes need a reboot)"
+        "reload: firewall rules replaced (established flows kept)"
     )?;
     // /etc/config/dhcp's services (DHCPv4, DNS, router advertisements, DHCPv6) and
     // the files' IPv6 addresses (ip6assign); a bad file leaves them as they run
@@ -202,7 +208,6 @@ pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
                 for w in &spec.warnings {
                     writeln!(out, "reload: dhcp: {w}")?;
                 }
-                let mut stack = stack;
                 for line in sv.reload(&spec, &mut stack, now_ms()) {
                     writeln!(out, "reload: {line}")?;
                 }

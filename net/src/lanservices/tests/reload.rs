@@ -4,6 +4,7 @@
 //! the LAN's addresses); the DHCPv4 pools and the DNS forwarder's settings.
 
 use super::*;
+use crate::ifreload::{reload_ipv4, Ipv4Files};
 use smoltcp::wire::{IpCidr, Ipv6Address, Ipv6Packet};
 
 /// The Router Advertisements that reached the LAN host since the last call
@@ -293,7 +294,7 @@ fn a_changed_dhcpv4_pool_runs_at_once_with_the_leases_that_fit_it() {
     let mut text = String::new();
     assert_eq!(n.services.write_leases(&mut text, n.now), Ok(1));
     assert!(
-        text.contains(&ip.to_string()) && text.contains(" 2h "),
+        text.contains(&ip.to_string()) && text.contains(" 2h0m0s "),
         "the same address, for the new lease time: {text}"
     );
     // `ignore '1'`: the server stops, its leases dropped, and DNS with it (the
@@ -348,5 +349,97 @@ fn changed_dns_settings_take_a_new_forwarder() {
         a_records(&r),
         [ip.octets()],
         "the lease under the new domain"
+    );
+}
+
+/// The shell's `reload` after `/etc/config/network` changed from `old` to `network`:
+/// each interface's IPv4 settings ([`crate::ifreload`]), then the services.
+fn reload_network(n: &mut Net, old: &str, network: &str) -> Vec<String> {
+    let was = netplan::plan(old, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
+    let plan = netplan::plan(network, Some(FIREWALL), &["eth0", "eth1"], 64, 5).unwrap();
+    let mut said = Vec::new();
+    for (vif, _, c) in &plan.ifaces {
+        let before = Ipv4Files::of(was.config_of(vif).unwrap());
+        let netif = n.stack.by_name(vif).unwrap();
+        said.extend(reload_ipv4(netif, &before, &Ipv4Files::of(c)).1);
+    }
+    let spec = spec_from_files(DHCP, network, &plan).unwrap();
+    said.extend(n.services.reload(&spec, &mut n.stack, n.now));
+    said
+}
+
+#[test]
+fn a_new_lan_address_moves_the_router_its_pool_and_its_dns() {
+    let mut n = net("", None);
+    let old = lease(&mut n);
+    assert_eq!(&old.octets()[..3], &[192, 168, 1]);
+    let network = wan_static_network().replace("'192.168.1.1'", "'192.168.7.1'");
+    assert_ne!(network, wan_static_network());
+    let said = reload_network(&mut n, &wan_static_network(), &network);
+    for line in [
+        "eth0: 192.168.1.1/24 removed",
+        "eth0: 192.168.7.1/24 added",
+        "dhcpd: eth0 now 192.168.7.100-249, lease 12h (0 leases kept, 1 dropped)",
+        "dns: new settings (cache emptied)",
+    ] {
+        assert!(said.iter().any(|l| l == line), "{line}: {said:?}");
+    }
+    assert!(
+        !said.iter().any(|l| l.starts_with("eth1")),
+        "the WAN unchanged: {said:?}"
+    );
+    assert!(
+        n.services
+            .summary()
+            .contains("dns: OpenWrt.lan on 192.168.7.1 "),
+        "{}",
+        n.services.summary()
+    );
+    // the client starting over (as after the new server's NAK at its renewal)
+    for (_, s) in n.lan_host.sockets.iter_mut() {
+        if let Some(d) = dhcpv4::Socket::downcast_mut(s) {
+            d.reset();
+        }
+    }
+    let ip = n
+        .until(3000, |n| {
+            n.lan_host
+                .ipv4()
+                .filter(|a| a.octets()[..3] == [192, 168, 7])
+        })
+        .expect("a lease in the new subnet");
+    assert!((100..=249).contains(&ip.octets()[3]), "{ip}");
+    assert_eq!(
+        n.lan_host.default_gw4(),
+        Some(Ipv4Address::new(192, 168, 7, 1)),
+        "the router at its new address"
+    );
+    // the forwarder answers at the new address, with it as the router's name
+    let mut c = udp_socket();
+    c.bind(40002).unwrap();
+    let hc = n.lan_host.sockets.add(c);
+    n.lan_host
+        .sockets
+        .get_mut::<udp::Socket>(hc)
+        .send_slice(
+            &query(9, "OpenWrt.lan", 1),
+            (IpAddress::v4(192, 168, 7, 1), 53),
+        )
+        .unwrap();
+    let (r, m) = datagram(&mut n, lan, hc).expect("answered");
+    assert_eq!(
+        m.endpoint,
+        IpEndpoint::new(IpAddress::v4(192, 168, 7, 1), 53)
+    );
+    assert_eq!(a_records(&r), [[192, 168, 7, 1]]);
+    // and the router itself took it: its address on the LAN port
+    let lan_port = n.gw.port_of(0).unwrap();
+    assert_eq!(
+        n.gw.router
+            .interfaces()
+            .get(lan_port)
+            .unwrap()
+            .primary_addr(),
+        Some(core::net::Ipv4Addr::new(192, 168, 7, 1))
     );
 }

@@ -1,0 +1,197 @@
+//! `reload` of an interface's IPv4 settings from `/etc/config/network`: the
+//! `ipaddr`/`netmask` and `gateway` of a `proto static` interface, applied to the
+//! running interface as netifd applies an interface whose options changed after
+//! `reload_config`: an address the files no longer give is taken off, a new one put
+//! on, the static default route replaced. The rest follows from the interface:
+//! the router takes the new address at its next poll ([`crate::gateway`]: its own
+//! address and NAT's masquerading address, whose flows go with the old one), and the
+//! LAN services' reload builds the DHCP pool and the DNS listener on the new subnet
+//! ([`crate::lanservices::LanServices::reload`]).
+//!
+//! A change of `proto` to or from `dhcp` is not applied (netifd restarts the
+//! interface with its new protocol; here that still takes a reboot), and says so.
+//! Only what the files configured is touched: an address added by hand (`ip addr
+//! add`) or by DHCP stays.
+
+use crate::config::IfConfig;
+use crate::iface::NetIf;
+use crate::link::Link;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use smoltcp::wire::{IpAddress, IpCidr, Ipv4Address, Ipv4Cidr};
+
+/// An interface's IPv4 settings as the files give them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ipv4Files {
+    /// `proto dhcp`.
+    pub dhcp: bool,
+    /// The static addresses (`ipaddr`/`netmask`), in the files' order.
+    pub addrs: Vec<Ipv4Cidr>,
+    /// The static default route (`gateway`).
+    pub gateway: Option<Ipv4Address>,
+}
+
+impl Ipv4Files {
+    /// The IPv4 part of an interface's configuration.
+    pub fn of(c: &IfConfig) -> Self {
+        Ipv4Files {
+            dhcp: c.dhcp,
+            addrs: c
+                .addrs
+                .iter()
+                .filter_map(|a| match a {
+                    IpCidr::Ipv4(a) => Some(*a),
+                    IpCidr::Ipv6(_) => None,
+                })
+                .collect(),
+            gateway: c.gw4,
+        }
+    }
+
+    fn proto(&self) -> &'static str {
+        if self.dhcp {
+            "dhcp"
+        } else {
+            "static"
+        }
+    }
+}
+
+/// Applies `new` over `old` (what the files gave when the interface was last
+/// configured) to `n`; a line for each change (`eth0: 192.168.1.1/24 removed`,
+/// `eth0: 192.168.7.1/24 added`, `eth1: gateway 10.0.0.254`), none when nothing
+/// changed. Returns the settings now in force: `old` when the protocol changed (not
+/// applied).
+pub fn reload_ipv4<L: Link>(
+    n: &mut NetIf<L>,
+    old: &Ipv4Files,
+    new: &Ipv4Files,
+) -> (Ipv4Files, Vec<String>) {
+    let mut said = Vec::new();
+    if old.dhcp != new.dhcp {
+        said.push(format!(
+            "{}: proto {} -> {}: not applied (reboot to apply)",
+            n.name,
+            old.proto(),
+            new.proto()
+        ));
+        return (old.clone(), said);
+    }
+    // off first: a new address in the old one's subnet then becomes the first
+    // (the router's and the DHCP pool's)
+    for a in old.addrs.iter().filter(|a| !new.addrs.contains(a)) {
+        if n.del_addr(IpCidr::Ipv4(*a)).is_ok() {
+            said.push(format!("{}: {a} removed", n.name));
+        }
+    }
+    let mut now = new.clone();
+    for a in new.addrs.iter().filter(|a| !old.addrs.contains(a)) {
+        match n.add_addr(IpCidr::Ipv4(*a)) {
+            Ok(()) => said.push(format!("{}: {a} added", n.name)),
+            Err(e) => {
+                said.push(format!("{}: {a} not added ({e})", n.name));
+                now.addrs.retain(|x| x != a);
+            }
+        }
+    }
+    if old.gateway != new.gateway {
+        match new.gateway {
+            Some(g) => {
+                n.set_gateway(IpAddress::Ipv4(g));
+                said.push(format!("{}: gateway {g}", n.name));
+            }
+            None => {
+                n.del_gateway(false);
+                said.push(format!("{}: gateway removed", n.name));
+            }
+        }
+    }
+    (now, said)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config;
+    use crate::iface::NetIf;
+    use crate::link::tests::{cable, Pipe};
+
+    fn files(s: &str) -> Ipv4Files {
+        Ipv4Files::of(&config::parse(s).unwrap())
+    }
+
+    /// An interface `name` configured by `cfg` (as at boot).
+    fn netif(name: &str, cfg: &str) -> NetIf<Pipe> {
+        NetIf::new(name, cable().0, &config::parse(cfg).unwrap(), 0, 1)
+    }
+
+    fn v4(n: &NetIf<Pipe>) -> Vec<String> {
+        n.addrs()
+            .iter()
+            .filter(|(c, _)| matches!(c, IpCidr::Ipv4(_)))
+            .map(|(c, _)| format!("{c}"))
+            .collect()
+    }
+
+    #[test]
+    fn a_new_address_replaces_the_old_and_an_added_one_stays() {
+        let old = files("192.168.1.1/24");
+        let mut n = netif("eth0", "192.168.1.1/24");
+        n.add_addr("10.9.0.1/16".parse().unwrap()).unwrap(); // `ip addr add`
+        let new = files("192.168.7.1/24");
+        let (now, said) = reload_ipv4(&mut n, &old, &new);
+        assert_eq!(
+            said,
+            ["eth0: 192.168.1.1/24 removed", "eth0: 192.168.7.1/24 added"]
+        );
+        assert_eq!(now, new);
+        assert_eq!(v4(&n), ["10.9.0.1/16", "192.168.7.1/24"]);
+        // the same again: nothing
+        let (_, said) = reload_ipv4(&mut n, &now, &new);
+        assert!(said.is_empty(), "{said:?}");
+    }
+
+    #[test]
+    fn the_static_gateway_is_replaced_and_removed() {
+        let old = files("10.0.0.2/24 gw=10.0.0.1");
+        let mut n = netif("eth1", "10.0.0.2/24 gw=10.0.0.1");
+        let (now, said) = reload_ipv4(&mut n, &old, &files("10.0.0.2/24 gw=10.0.0.254"));
+        assert_eq!(said, ["eth1: gateway 10.0.0.254"]);
+        assert_eq!(n.default_gw4(), Some(Ipv4Address::new(10, 0, 0, 254)));
+        let (_, said) = reload_ipv4(&mut n, &now, &files("10.0.0.2/24"));
+        assert_eq!(said, ["eth1: gateway removed"]);
+        assert_eq!(n.default_gw4(), None);
+    }
+
+    #[test]
+    fn a_change_of_protocol_is_said_and_not_applied() {
+        let old = files("192.168.1.1/24");
+        let mut n = netif("eth0", "192.168.1.1/24");
+        let (now, said) = reload_ipv4(&mut n, &old, &files("dhcp"));
+        assert_eq!(
+            said,
+            ["eth0: proto static -> dhcp: not applied (reboot to apply)"]
+        );
+        assert_eq!(now, old, "what runs is still the old");
+        assert_eq!(v4(&n), ["192.168.1.1/24"]);
+        assert!(!n.dhcp_running());
+    }
+
+    #[test]
+    fn an_address_that_does_not_fit_is_said_and_not_counted_as_in_force() {
+        let old = files("192.168.1.1/24");
+        let mut n = netif("eth0", "192.168.1.1/24");
+        // already there by hand: the files' new one cannot be added again
+        n.add_addr("192.168.9.1/24".parse().unwrap()).unwrap();
+        let (now, said) = reload_ipv4(&mut n, &old, &files("192.168.9.1/24"));
+        assert_eq!(
+            said,
+            [
+                "eth0: 192.168.1.1/24 removed",
+                "eth0: 192.168.9.1/24 not added (address 192.168.9.1/24 already assigned)"
+            ]
+        );
+        assert!(now.addrs.is_empty());
+    }
+}
