@@ -780,49 +780,37 @@ impl LanServices {
     ) -> Result<usize, core::fmt::Error> {
         let now = ms(now_ms);
         let w = self.lease_iface_width();
+        let left = |expires: Option<Millis>| {
+            expires.map_or(String::from("never"), |e| {
+                time_left(u32::try_from(e.saturating_sub(now) / 1000).unwrap_or(u32::MAX))
+            })
+        };
         let mut n = 0;
         for p in &self.dhcp {
             for l in p.server.leases(now) {
-                let left = l.expires.map_or(String::from("never"), |e| {
-                    lease_time(u32::try_from(e.saturating_sub(now) / 1000).unwrap_or(u32::MAX))
-                });
-                write!(out, "{:<w$} {:<15} ", p.vif, l.ip)?;
-                let hw = l.hw.as_bytes();
-                for (i, b) in hw.iter().enumerate() {
-                    if i > 0 {
-                        out.write_char(':')?;
-                    }
-                    write!(out, "{b:02x}")?;
-                }
-                // `{:<17}` of the MAC: 3 characters a byte, less one.
-                for _ in (hw.len() * 3).saturating_sub(1)..17 {
-                    out.write_char(' ')?;
-                }
-                writeln!(out, " {:<8} {}", left, l.hostname.as_deref().unwrap_or("*"))?;
+                let row = LeaseRow {
+                    addr: &l.ip,
+                    hw: l.hw.as_bytes(),
+                    hw_width: 17,
+                    left: left(l.expires),
+                    hostname: l.hostname.as_deref(),
+                };
+                row.write(out, &p.vif, w)?;
                 n += 1;
             }
         }
         // DHCPv6: the MAC the client's DUID carries, else the DUID itself.
         for p in &self.dhcp6.ports {
             for l in p.server.leases(now) {
-                let left = l.expires.map_or(String::from("never"), |e| {
-                    lease_time(u32::try_from(e.saturating_sub(now) / 1000).unwrap_or(u32::MAX))
-                });
-                write!(out, "{:<w$} {:<15} ", p.vif, l.addr)?;
-                let (bytes, width) = match xenlet_router::dhcp6d::server::duid_mac(&l.duid) {
-                    Some(mac) => (mac.to_vec(), 17),
-                    None => (l.duid.clone(), 0),
+                let mac = xenlet_router::dhcp6d::server::duid_mac(&l.duid);
+                let row = LeaseRow {
+                    addr: &l.addr,
+                    hw: mac.as_ref().map_or(&l.duid[..], |m| &m[..]),
+                    hw_width: if mac.is_some() { 17 } else { 0 },
+                    left: left(l.expires),
+                    hostname: l.hostname.as_deref(),
                 };
-                for (i, b) in bytes.iter().enumerate() {
-                    if i > 0 {
-                        out.write_char(':')?;
-                    }
-                    write!(out, "{b:02x}")?;
-                }
-                for _ in (bytes.len() * 3).saturating_sub(1)..width {
-                    out.write_char(' ')?;
-                }
-                writeln!(out, " {:<8} {}", left, l.hostname.as_deref().unwrap_or("*"))?;
+                row.write(out, &p.vif, w)?;
                 n += 1;
             }
         }
@@ -1343,6 +1331,54 @@ fn pool_summary(c: &PoolConfig) -> String {
 /// A text column's width: its longest entry's, and at least `min`.
 fn column_width<'a>(entries: impl Iterator<Item = &'a str>, min: usize) -> usize {
     entries.map(str::len).fold(min, usize::max)
+}
+
+/// One row of `leases`.
+struct LeaseRow<'a> {
+    addr: &'a dyn core::fmt::Display,
+    /// The MAC (or a DUID), written as `xx:xx:...`.
+    hw: &'a [u8],
+    /// The column's width for it (17 for a MAC, 0 for a DUID: as long as it is).
+    hw_width: usize,
+    left: String,
+    hostname: Option<&'a str>,
+}
+
+impl LeaseRow<'_> {
+    /// Writes the row, its interface `vif` in a column `w` wide.
+    fn write(&self, out: &mut dyn core::fmt::Write, vif: &str, w: usize) -> core::fmt::Result {
+        write!(
+            out,
+            "{vif:<w$} {:<15} ",
+            alloc::string::ToString::to_string(self.addr)
+        )?;
+        for (i, b) in self.hw.iter().enumerate() {
+            if i > 0 {
+                out.write_char(':')?;
+            }
+            write!(out, "{b:02x}")?;
+        }
+        // padded to the column: 3 characters a byte, less one
+        for _ in (self.hw.len() * 3).saturating_sub(1)..self.hw_width {
+            out.write_char(' ')?;
+        }
+        writeln!(out, " {:<9} {}", self.left, self.hostname.unwrap_or("*"))
+    }
+}
+
+/// A lease's time left as LuCI shows it, without its spaces (a column of
+/// `leases`): `11h59m42s`, `1d2h0m5s`, `42s`; `infinite` for 0xffffffff.
+pub fn time_left(secs: u32) -> String {
+    if secs == u32::MAX {
+        return String::from("infinite");
+    }
+    let (d, h, m, s) = (secs / 86400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) => format!("{m}m{s}s"),
+        (0, _, _) => format!("{h}h{m}m{s}s"),
+        _ => format!("{d}d{h}h{m}m{s}s"),
+    }
 }
 
 /// `12h`, `90m`, `45s`, `2d`, as OpenWrt writes lease times; `infinite` for

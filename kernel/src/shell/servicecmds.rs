@@ -25,7 +25,7 @@ pub fn leases(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let w = sv.lease_iface_width();
     writeln!(
         out,
-        "{:<w$} {:<15} {:<17} {:<8} HOSTNAME",
+        "{:<w$} {:<15} {:<17} {:<9} HOSTNAME",
         "IFACE", "ADDRESS", "MAC", "EXPIRES"
     )?;
     // Each lease is printed as it is read: the table is not copied.

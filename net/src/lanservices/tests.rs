@@ -695,6 +695,13 @@ fn lease_times_read_as_openwrt_writes_them() {
     assert_eq!(lease_time(120), "2m");
     assert_eq!(lease_time(61), "61s");
     assert_eq!(lease_time(u32::MAX), "infinite");
+    // the time left, as `leases` shows it
+    assert_eq!(time_left(43182), "11h59m42s");
+    assert_eq!(time_left(3600), "1h0m0s");
+    assert_eq!(time_left(90), "1m30s");
+    assert_eq!(time_left(7), "7s");
+    assert_eq!(time_left(86400 + 5), "1d0h0m5s");
+    assert_eq!(time_left(u32::MAX), "infinite");
 }
 
 /// A query like [`query`] with an EDNS OPT record offering `udp` bytes.
@@ -833,7 +840,7 @@ fn the_lease_listing_is_written_line_by_line_not_gathered() {
     assert_eq!(
         first,
         format!(
-            "eth0   192.168.1.100   52:54:00:00:00:00 never    h000-{}",
+            "eth0   192.168.1.100   52:54:00:00:00:00 never     h000-{}",
             "x".repeat(58)
         )
     );

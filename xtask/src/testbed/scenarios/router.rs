@@ -117,7 +117,7 @@ pub const ROUTER_XENLET: Scenario = Scenario {
 
 pub const ROUTER_IPV6: Scenario = Scenario {
     name: "router-ipv6",
-    about: "router topology, Xenlet router, IPv6 on the WAN as OpenWrt's wan6: RA and DHCPv6 with prefix delegation from `wan`, the LAN's /64 of the delegation by SLAAC, lan1 <-> wan over IPv6 through the router, the WAN kept out but for a v6 rule added with uci, a renumbering by the WAN deprecating the LAN's old /64, `reload` of the RA, DHCPv4 and wan6 settings changed with uci",
+    about: "router topology, Xenlet router, IPv6 on the WAN as OpenWrt's wan6: RA and DHCPv6 with prefix delegation from `wan`, the LAN's /64 of the delegation by SLAAC, lan1 <-> wan over IPv6 through the router, the WAN kept out but for a v6 rule added with uci, a renumbering by the WAN deprecating the LAN's old /64, `reload` of the RA, DHCPv4, wan6 and LAN IPv4 address settings changed with uci",
     boot_expect: XENLET_ROUTER_UP,
     steps: ROUTER_IPV6_STEPS,
     budget_s: 900,
@@ -946,7 +946,7 @@ const ROUTER_ZONES_STEPS: &[Step] = steps![
     cmd(
         "leases",
         &[
-            r"^IFACE    ADDRESS         MAC               EXPIRES  HOSTNAME$",
+            r"^IFACE    ADDRESS         MAC               EXPIRES   HOSTNAME$",
             r"^eth0     192\.168\.1\.\d+ +00:16:3e:0c:00:01 ",
             r"^br-guest 192\.168\.2\.\d+ +00:16:3e:0c:00:02 ",
         ],
@@ -1414,6 +1414,47 @@ const DHCP4_RELOAD: &[Step] = &[
     ),
 ];
 
+/// `reload` applies a new LAN address (the most common OpenWrt change, `uci set
+/// network.lan.ipaddr`): the router takes 192.168.7.1/24 off 192.168.1.1/24 at once,
+/// its DHCP pool moves to the new subnet (the old leases dropped: they do not fit
+/// it), lan1 asking again gets a lease there with the router as gateway and DNS, and
+/// reaches the WAN through NAT; the router's own name resolves to its new address.
+const LAN4_RELOAD: &[Step] = &[
+    cmd("uci set network.lan.ipaddr=192.168.7.1", &[], 30),
+    cmd("uci commit network", &[], 30),
+    cmd(
+        "reload",
+        &[
+            r"^reload: eth0: 192\.168\.1\.1/24 removed$",
+            r"^reload: eth0: 192\.168\.7\.1/24 added$",
+            r"^reload: dhcpd: eth0 now 192\.168\.7\.100-249, lease 2h \(0 leases kept, \d+ dropped\)$",
+            r"^reload: firewall rules replaced \(established flows kept\)$",
+        ],
+        30,
+    ),
+    cmd("ip addr show eth0", &[r"inet 192\.168\.7\.1/24"], 30),
+    dom0(
+        "$NET/router.sh dhcp lan1",
+        &[
+            r"^netns lan1: 192\.168\.7\.\d+/24 route: default via 192\.168\.7\.1 dev eth0 .*dns: 192\.168\.7\.1",
+        ],
+        90,
+    ),
+    ns(
+        "lan1",
+        "ping -c 3 -W 5 10.77.0.10",
+        &[r"^3 packets transmitted, 3 received"],
+        60,
+    ),
+    ns(
+        "lan1",
+        "busybox nslookup OpenWrt.lan 192.168.7.1",
+        &[r"Address:\s+192\.168\.7\.1$"],
+        30,
+    ),
+    cmd("leases", &[r"^eth0 +192\.168\.7\.\d+ "], 30),
+];
+
 /// `reload` applies `wan6`'s own options, as netifd restarts an interface whose
 /// options changed: `reqprefix no` set with uci, committed and reloaded; the router
 /// releases its lease (wan's dhcpd6 logs the Release) and is bound again with an
@@ -1574,6 +1615,7 @@ const ROUTER_IPV6_STEPS: &[Step] = steps![
     ..RA_RELOAD,
     ..DHCP4_RELOAD,
     ..WAN6_RELOAD,
+    ..LAN4_RELOAD,
     last("poweroff"),
 ];
 
