@@ -181,6 +181,24 @@ impl<L: Link> NetIf<L> {
         }
     }
 
+    /// Stops the DHCPv4 client (if running): its lease's address and default route
+    /// taken off, its DNS servers forgotten (as netifd's `ifdown` of a `proto dhcp`
+    /// interface; no DHCPRELEASE, as OpenWrt's udhcpc sends none unless asked to).
+    /// The address it held, if any.
+    pub fn stop_dhcp(&mut self) -> Option<Ipv4Cidr> {
+        let h = self.dhcp.take()?;
+        self.sockets.remove(h);
+        self.dhcp_dns.clear();
+        let held = self.dhcp_addr;
+        if let Some(a) = held {
+            let _ = self.del_addr(IpCidr::Ipv4(a));
+        }
+        if self.dhcp_gw {
+            self.del_gateway(false);
+        }
+        held
+    }
+
     /// Whether DHCPv4 runs.
     pub fn dhcp_running(&self) -> bool {
         self.dhcp.is_some()

@@ -8,10 +8,11 @@
 //! LAN services' reload builds the DHCP pool and the DNS listener on the new subnet
 //! ([`crate::lanservices::LanServices::reload`]).
 //!
-//! A change of `proto` to or from `dhcp` is not applied (netifd restarts the
-//! interface with its new protocol; here that still takes a reboot), and says so.
-//! Only what the files configured is touched: an address added by hand (`ip addr
-//! add`) or by DHCP stays.
+//! A change of `proto` between `static` and `dhcp` restarts the interface's IPv4
+//! with the new protocol, as netifd does: the static addresses and gateway off and
+//! the DHCPv4 client started, or the client stopped (its lease's address and route
+//! off) and the static settings on. Only what the files configured is touched: an
+//! address added by hand (`ip addr add`) stays.
 
 use crate::config::IfConfig;
 use crate::iface::NetIf;
@@ -33,10 +34,11 @@ pub struct Ipv4Files {
 }
 
 impl Ipv4Files {
-    /// The IPv4 part of an interface's configuration.
+    /// The IPv4 part of an interface's configuration (DHCP when it gives no
+    /// address, as [`NetIf::apply`] takes it).
     pub fn of(c: &IfConfig) -> Self {
         Ipv4Files {
-            dhcp: c.dhcp,
+            dhcp: c.dhcp || (c.addrs.is_empty() && c.gw4.is_none()),
             addrs: c
                 .addrs
                 .iter()
@@ -48,35 +50,31 @@ impl Ipv4Files {
             gateway: c.gw4,
         }
     }
-
-    fn proto(&self) -> &'static str {
-        if self.dhcp {
-            "dhcp"
-        } else {
-            "static"
-        }
-    }
 }
 
 /// Applies `new` over `old` (what the files gave when the interface was last
 /// configured) to `n`; a line for each change (`eth0: 192.168.1.1/24 removed`,
 /// `eth0: 192.168.7.1/24 added`, `eth1: gateway 10.0.0.254`), none when nothing
-/// changed. Returns the settings now in force: `old` when the protocol changed (not
-/// applied).
+/// changed. Returns the settings now in force (less an address that could not be
+/// added).
 pub fn reload_ipv4<L: Link>(
     n: &mut NetIf<L>,
     old: &Ipv4Files,
     new: &Ipv4Files,
 ) -> (Ipv4Files, Vec<String>) {
     let mut said = Vec::new();
-    if old.dhcp != new.dhcp {
-        said.push(format!(
-            "{}: proto {} -> {}: not applied (reboot to apply)",
-            n.name,
-            old.proto(),
-            new.proto()
-        ));
-        return (old.clone(), said);
+    if new.dhcp && !old.dhcp {
+        // the static settings go first, below; then the client starts
+        said.push(format!("{}: proto static -> dhcp", n.name));
+    }
+    if old.dhcp && !new.dhcp {
+        said.push(match n.stop_dhcp() {
+            Some(a) => format!(
+                "{}: proto dhcp -> static: DHCPv4 stopped, lease {a} dropped",
+                n.name
+            ),
+            None => format!("{}: proto dhcp -> static: DHCPv4 stopped", n.name),
+        });
     }
     // off first: a new address in the old one's subnet then becomes the first
     // (the router's and the DHCP pool's)
@@ -106,6 +104,10 @@ pub fn reload_ipv4<L: Link>(
                 said.push(format!("{}: gateway removed", n.name));
             }
         }
+    }
+    if new.dhcp && !old.dhcp {
+        n.start_dhcp();
+        said.push(format!("{}: DHCPv4 started", n.name));
     }
     (now, said)
 }
@@ -165,17 +167,35 @@ mod tests {
     }
 
     #[test]
-    fn a_change_of_protocol_is_said_and_not_applied() {
-        let old = files("192.168.1.1/24");
-        let mut n = netif("eth0", "192.168.1.1/24");
+    fn static_to_dhcp_and_back_restarts_the_interfaces_ipv4() {
+        let old = files("10.0.0.2/24 gw=10.0.0.1");
+        let mut n = netif("eth1", "10.0.0.2/24 gw=10.0.0.1");
         let (now, said) = reload_ipv4(&mut n, &old, &files("dhcp"));
         assert_eq!(
             said,
-            ["eth0: proto static -> dhcp: not applied (reboot to apply)"]
+            [
+                "eth1: proto static -> dhcp",
+                "eth1: 10.0.0.2/24 removed",
+                "eth1: gateway removed",
+                "eth1: DHCPv4 started"
+            ]
         );
-        assert_eq!(now, old, "what runs is still the old");
-        assert_eq!(v4(&n), ["192.168.1.1/24"]);
+        assert_eq!(now, files("dhcp"));
+        assert!(v4(&n).is_empty() && n.dhcp_running());
+        assert_eq!(n.default_gw4(), None);
+        let (now, said) = reload_ipv4(&mut n, &now, &old);
+        assert_eq!(
+            said,
+            [
+                "eth1: proto dhcp -> static: DHCPv4 stopped",
+                "eth1: 10.0.0.2/24 added",
+                "eth1: gateway 10.0.0.1"
+            ]
+        );
+        assert_eq!(now, old);
         assert!(!n.dhcp_running());
+        assert_eq!(v4(&n), ["10.0.0.2/24"]);
+        assert_eq!(n.default_gw4(), Some(Ipv4Address::new(10, 0, 0, 1)));
     }
 
     #[test]
