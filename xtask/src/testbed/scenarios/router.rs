@@ -1440,12 +1440,7 @@ const LAN4_RELOAD: &[Step] = &[
         ],
         90,
     ),
-    ns(
-        "lan1",
-        "ping -c 3 -W 5 10.77.0.10",
-        &[r"^3 packets transmitted, 3 received"],
-        60,
-    ),
+    LAN1_PINGS_WAN,
     ns(
         "lan1",
         "busybox nslookup OpenWrt.lan 192.168.7.1",
