@@ -63,17 +63,40 @@ pub fn reload_ipv4<L: Link>(
     new: &Ipv4Files,
 ) -> (Ipv4Files, Vec<String>) {
     let mut said = Vec::new();
-    if new.dhcp && !old.dhcp {
-        // the static settings go first, below; then the client starts
-        said.push(format!("{}: proto static -> dhcp", n.name));
+    if old.dhcp != new.dhcp {
+        let proto = |f: &Ipv4Files| if f.dhcp { "dhcp" } else { "static" };
+        said.push(format!(
+            "{}: proto {} -> {}",
+            n.name,
+            proto(old),
+            proto(new)
+        ));
     }
+    let (now, lines) = apply(n, old, new);
+    said.extend(lines);
+    (now, said)
+}
+
+/// OpenWrt's `ifdown` of the interface's IPv4: what `now` (the settings in force)
+/// put on taken off, the DHCPv4 client stopped. What changed, a line each.
+pub fn down<L: Link>(n: &mut NetIf<L>, now: &Ipv4Files) -> Vec<String> {
+    apply(n, now, &Ipv4Files::default()).1
+}
+
+/// OpenWrt's `ifup` of an interface that is down: `files` put on (the DHCPv4 client
+/// started afresh for `proto dhcp`). The settings now in force, and what changed.
+pub fn up<L: Link>(n: &mut NetIf<L>, files: &Ipv4Files) -> (Ipv4Files, Vec<String>) {
+    apply(n, &Ipv4Files::default(), files)
+}
+
+/// `new` over `old`: the client stopped, the addresses and gateway that differ
+/// taken off and put on, the client started.
+fn apply<L: Link>(n: &mut NetIf<L>, old: &Ipv4Files, new: &Ipv4Files) -> (Ipv4Files, Vec<String>) {
+    let mut said = Vec::new();
     if old.dhcp && !new.dhcp {
         said.push(match n.stop_dhcp() {
-            Some(a) => format!(
-                "{}: proto dhcp -> static: DHCPv4 stopped, lease {a} dropped",
-                n.name
-            ),
-            None => format!("{}: proto dhcp -> static: DHCPv4 stopped", n.name),
+            Some(a) => format!("{}: DHCPv4 stopped, lease {a} dropped", n.name),
+            None => format!("{}: DHCPv4 stopped", n.name),
         });
     }
     // off first: a new address in the old one's subnet then becomes the first
@@ -187,7 +210,8 @@ mod tests {
         assert_eq!(
             said,
             [
-                "eth1: proto dhcp -> static: DHCPv4 stopped",
+                "eth1: proto dhcp -> static",
+                "eth1: DHCPv4 stopped",
                 "eth1: 10.0.0.2/24 added",
                 "eth1: gateway 10.0.0.1"
             ]
@@ -213,5 +237,29 @@ mod tests {
             ]
         );
         assert!(now.addrs.is_empty());
+    }
+
+    #[test]
+    fn down_takes_off_what_the_files_put_on_and_up_puts_it_back() {
+        let files4 = files("10.0.0.2/24 gw=10.0.0.1");
+        let mut n = netif("eth1", "10.0.0.2/24 gw=10.0.0.1");
+        n.add_addr("10.9.0.1/16".parse().unwrap()).unwrap(); // `ip addr add`
+        assert_eq!(
+            down(&mut n, &files4),
+            ["eth1: 10.0.0.2/24 removed", "eth1: gateway removed"]
+        );
+        assert_eq!(v4(&n), ["10.9.0.1/16"], "the hand-added one stays");
+        assert_eq!(n.default_gw4(), None);
+        let (now, said) = up(&mut n, &files4);
+        assert_eq!(said, ["eth1: 10.0.0.2/24 added", "eth1: gateway 10.0.0.1"]);
+        assert_eq!(now, files4);
+        assert_eq!(n.default_gw4(), Some(Ipv4Address::new(10, 0, 0, 1)));
+        // DHCP: down stops the client, up starts a new one
+        let dhcp = files("dhcp");
+        let mut n = netif("eth1", "dhcp");
+        assert_eq!(down(&mut n, &dhcp), ["eth1: DHCPv4 stopped"]);
+        assert!(!n.dhcp_running());
+        assert_eq!(up(&mut n, &dhcp).1, ["eth1: DHCPv4 started"]);
+        assert!(n.dhcp_running());
     }
 }

@@ -63,7 +63,18 @@ static PLAN: Once<Option<Plan>> = Once::new();
 /// The IPv4 settings each interface runs with and where they came from (the files,
 /// the command line, XenStore, the default), for `reload` ([`reload_ipv4`]), which
 /// changes only those from the files. Locked after [`NET`].
-static IPV4_IN_FORCE: Mutex<Vec<(String, &'static str, Ipv4Files)>> = Mutex::new(Vec::new());
+static IPV4_IN_FORCE: Mutex<Vec<InForce>> = Mutex::new(Vec::new());
+
+/// An interface's IPv4 settings in force.
+struct InForce {
+    name: String,
+    /// Where they came from ([`config_for`]'s source).
+    source: &'static str,
+    /// The settings (what the files or the source gave, less what could not be put on).
+    ipv4: Ipv4Files,
+    /// Not taken down by `ifdown`.
+    up: bool,
+}
 
 /// Milliseconds since boot (smoltcp's clock).
 pub fn now_ms() -> i64 {
@@ -171,8 +182,13 @@ fn push_interface(
         Err(note) => (by_default, "default", note),
     };
     let mut in_force = IPV4_IN_FORCE.lock();
-    in_force.retain(|(n, _, _)| n != name);
-    in_force.push((String::from(name), source, Ipv4Files::of(&cfg)));
+    in_force.retain(|f| f.name != name);
+    in_force.push(InForce {
+        name: String::from(name),
+        source,
+        ipv4: Ipv4Files::of(&cfg),
+        up: true,
+    });
     drop(in_force);
     let n: NetIf<Link> = NetIf::new(
         name,
@@ -457,26 +473,74 @@ pub fn reload_ipv4(plan: &Plan, stack: &mut NetStack<Link>) -> Vec<String> {
     let mut in_force = IPV4_IN_FORCE.lock();
     for (name, _, cfg) in &plan.ifaces {
         let new = Ipv4Files::of(cfg);
-        let (Some(n), Some((_, source, old))) = (
+        let (Some(n), Some(f)) = (
             stack.by_name(name),
-            in_force.iter_mut().find(|(n, _, _)| n == name),
+            in_force.iter_mut().find(|f| f.name == *name),
         ) else {
             continue;
         };
-        if *old == new {
+        // one taken down stays down (netifd's reload leaves it): `ifup` reads the files
+        if f.ipv4 == new || !f.up {
             continue;
         }
-        if *source != FILES {
+        if f.source != FILES {
             said.push(format!(
-                "{name}: configured by the {source}, which wins; the files' IPv4 settings not applied"
+                "{name}: configured by the {}, which wins; the files' IPv4 settings not applied",
+                f.source
             ));
             continue;
         }
-        let (now, lines) = ifreload::reload_ipv4(n, old, &new);
-        *old = now;
+        let (now, lines) = ifreload::reload_ipv4(n, &f.ipv4, &new);
+        f.ipv4 = now;
         said.extend(lines);
     }
     said
+}
+
+/// OpenWrt's `ifdown` (`up` false) and `ifup` of the interface the files call
+/// `network` (`wan`), for its IPv4 ([`ifreload::down`], [`ifreload::up`]): down
+/// takes off what its settings put on and stops its DHCPv4 client; up takes it down
+/// if it is up, then puts on what the files (read again into `plan`) give now, a
+/// `proto dhcp` one asking for a lease afresh. Its IPv6 (`wan6`, the ULA) is another
+/// interface's, as in OpenWrt, and stays. What changed, a line each, or why not.
+pub fn ifupdown(
+    plan: &Plan,
+    network: &str,
+    up: bool,
+    stack: &mut NetStack<Link>,
+) -> Result<Vec<String>, String> {
+    let (name, _, cfg) = plan
+        .ifaces
+        .iter()
+        .find(|(_, uci, _)| uci == network)
+        .ok_or_else(|| format!("interface '{network}' not found (not in /etc/config/network on a vif of this domain)"))?;
+    let n = stack
+        .by_name(name)
+        .ok_or_else(|| format!("{network}: no interface {name}"))?;
+    let mut in_force = IPV4_IN_FORCE.lock();
+    let f = in_force
+        .iter_mut()
+        .find(|f| f.name == *name)
+        .ok_or_else(|| format!("{network}: {name} has no settings in force"))?;
+    if f.source != FILES {
+        return Err(format!(
+            "{network}: {name} is configured by the {}, not by the files",
+            f.source
+        ));
+    }
+    let mut said = Vec::new();
+    if f.up {
+        said = ifreload::down(n, &f.ipv4);
+        f.ipv4 = Ipv4Files::default();
+        f.up = false;
+    }
+    if up {
+        let (now, lines) = ifreload::up(n, &Ipv4Files::of(cfg));
+        f.ipv4 = now;
+        f.up = true;
+        said.extend(lines);
+    }
+    Ok(said)
 }
 
 /// In a new domain (restored or migrated): every vif goes through the handshake

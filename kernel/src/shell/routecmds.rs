@@ -221,6 +221,37 @@ pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     Ok(())
 }
 
+/// `ifup NAME` / `ifdown NAME`: OpenWrt's, for an interface of `/etc/config/network`
+/// (`wan`, `lan`): its IPv4 taken down, and for `ifup` brought up again from the
+/// files as they are now (a DHCP one asks for a new lease: `ifup wan` renews it).
+/// A line for each change ([`crate::dev::network::ifupdown`]).
+fn ifupdown(cmd: &str, up: bool, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    let [network] = args else {
+        return Err(CmdError::usage(cmd));
+    };
+    let mut stack = NET.lock(); // the lock order: NET first
+    let names: alloc::vec::Vec<String> = stack.ifs.iter().map(|n| n.name.clone()).collect();
+    let names: alloc::vec::Vec<&str> = names.iter().map(String::as_str).collect();
+    let plan = crate::router::replan(&names)
+        .map_err(|e| CmdError::failed(alloc::format!("{cmd}: {e}")))?;
+    let said = crate::dev::network::ifupdown(&plan, network, up, &mut stack)
+        .map_err(|e| CmdError::failed(alloc::format!("{cmd}: {e}")))?;
+    for line in said {
+        writeln!(out, "{cmd}: {line}")?;
+    }
+    Ok(())
+}
+
+/// `ifup NAME`.
+pub fn ifup(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    ifupdown("ifup", true, args, out)
+}
+
+/// `ifdown NAME`.
+pub fn ifdown(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    ifupdown("ifdown", false, args, out)
+}
+
 /// `logread`: the firewall's log of rejected and dropped packets (rate limited).
 pub fn logread(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     xenlet_shell::no_args(args)?;

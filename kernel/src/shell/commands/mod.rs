@@ -103,8 +103,20 @@ pub static COMMANDS: &[Command<Host>] = &[
     Command {
         name: "reload",
         usage: "",
-        help: "apply /etc/config/firewall again (atomically; established flows stay)",
+        help: "apply /etc/config again: the firewall (atomically; established flows stay), interface addresses, DHCP, DNS, RA",
         run: crate::shell::routecmds::reload,
+    },
+    Command {
+        name: "ifup",
+        usage: "NAME",
+        help: "bring up interface NAME of /etc/config/network (wan, lan) from the files; a DHCP one asks for a new lease",
+        run: crate::shell::routecmds::ifup,
+    },
+    Command {
+        name: "ifdown",
+        usage: "NAME",
+        help: "take interface NAME of /etc/config/network down: its IPv4 addresses, gateway and DHCP client",
+        run: crate::shell::routecmds::ifdown,
     },
     Command {
         name: "logread",

@@ -117,7 +117,7 @@ pub const ROUTER_XENLET: Scenario = Scenario {
 
 pub const ROUTER_IPV6: Scenario = Scenario {
     name: "router-ipv6",
-    about: "router topology, Xenlet router, IPv6 on the WAN as OpenWrt's wan6: RA and DHCPv6 with prefix delegation from `wan`, the LAN's /64 of the delegation by SLAAC, lan1 <-> wan over IPv6 through the router, the WAN kept out but for a v6 rule added with uci, a renumbering by the WAN deprecating the LAN's old /64, `reload` of the RA, DHCPv4, wan6 and LAN IPv4 address settings changed with uci",
+    about: "router topology, Xenlet router, IPv6 on the WAN as OpenWrt's wan6: RA and DHCPv6 with prefix delegation from `wan`, the LAN's /64 of the delegation by SLAAC, lan1 <-> wan over IPv6 through the router, the WAN kept out but for a v6 rule added with uci, a renumbering by the WAN deprecating the LAN's old /64, `reload` of the RA, DHCPv4, wan6 and LAN IPv4 address settings changed with uci, `ifdown wan` and `ifup wan`",
     boot_expect: XENLET_ROUTER_UP,
     steps: ROUTER_IPV6_STEPS,
     budget_s: 900,
@@ -1450,6 +1450,31 @@ const LAN4_RELOAD: &[Step] = &[
     cmd("leases", &[r"^eth0 +192\.168\.7\.\d+ "], 30),
 ];
 
+/// OpenWrt's `ifdown wan` / `ifup wan`: down stops the WAN's DHCPv4 client and drops
+/// its lease (lan1 no longer reaches wan), up asks for a lease afresh (the router
+/// says it on its console) and lan1 reaches wan again through NAT.
+const WAN_IFUPDOWN: &[Step] = &[
+    cmd(
+        "ifdown wan",
+        &[r"^ifdown: eth1: DHCPv4 stopped, lease 10\.77\.0\.\d+/24 dropped$"],
+        30,
+    ),
+    ns(
+        "lan1",
+        "ping -c 2 -W 2 10.77.0.10; true",
+        &[r"^2 packets transmitted, 0 received"],
+        30,
+    ),
+    cmd("ifup wan", &[r"^ifup: eth1: DHCPv4 started$"], 30),
+    wait_output(r"eth1: DHCP lease 10\.77\.0\.\d+/24 via 10\.77\.0\.10", 40),
+    LAN1_PINGS_WAN,
+    cmd(
+        "ifup nosuch",
+        &[r"^ifup: interface 'nosuch' not found "],
+        30,
+    ),
+];
+
 /// `reload` applies `wan6`'s own options, as netifd restarts an interface whose
 /// options changed: `reqprefix no` set with uci, committed and reloaded; the router
 /// releases its lease (wan's dhcpd6 logs the Release) and is bound again with an
@@ -1611,6 +1636,7 @@ const ROUTER_IPV6_STEPS: &[Step] = steps![
     ..DHCP4_RELOAD,
     ..WAN6_RELOAD,
     ..LAN4_RELOAD,
+    ..WAN_IFUPDOWN,
     last("poweroff"),
 ];
 
