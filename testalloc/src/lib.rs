@@ -143,6 +143,23 @@ pub fn headroom() -> isize {
     LIMIT.with(Cell::get).saturating_sub(live())
 }
 
+/// Refuses, on this thread, any allocation that would take its live heap more than
+/// `bytes` past what it holds now, until [`lift_limit`]; starts a new high-water
+/// mark there. Returns the live bytes now (the base to read [`peak`] against).
+/// [`limited`] is the same for the length of one call.
+pub fn set_limit(bytes: usize) -> isize {
+    let base = live();
+    LIMIT.with(|m| m.set(base.saturating_add(signed(bytes))));
+    reset_peak();
+    base
+}
+
+/// Lifts this thread's bound (see [`set_limit`]); does nothing on a thread being
+/// torn down (a panic hook may call it).
+pub fn lift_limit() {
+    let _ = LIMIT.try_with(|m| m.set(isize::MAX));
+}
+
 /// Runs `f`; returns its result and how far this thread's heap rose above where it
 /// was when `f` started (bytes, at the highest point).
 pub fn peak_during<R>(f: impl FnOnce() -> R) -> (R, usize) {
