@@ -7,6 +7,24 @@
 use super::builders::*;
 use super::model::{Disk, Need, Scenario, Step, Topology};
 
+/// The xl config of the Linux router domU (see [`LINUX_ROUTER`]) with the kernel
+/// command line `$extra` and the disks given (`disk: [..]`), or none.
+macro_rules! linux_router_config {
+    ($extra:tt $(, disk: $disk:tt)?) => {
+        xl_config!(pvh {
+            memory: 256,
+            kernel: "@LINUX@",
+            ramdisk: "@LINUX_INITRD_ROUTER@",
+            extra: $extra,
+            $(disk: $disk,)?
+            vif: [
+                "bridge=brlan,mac=00:16:3e:01:00:01",
+                "bridge=brwan,mac=00:16:3e:77:00:01"
+            ],
+        })
+    };
+}
+
 /// The Linux router domU of `router-linux` (and the peer of `bench router`): Debian's
 /// kernel as a PVH guest (the fastest Linux boot on the bed) with the busybox initramfs
 /// plus nft, conntrack and the netfilter modules (`@LINUX_INITRD_ROUTER@`, made by
@@ -14,16 +32,7 @@ use super::model::{Disk, Need, Scenario, Step, Topology};
 /// The MACs are fixed so the leases and captures read the same in every run.
 pub const LINUX_ROUTER: Scenario = Scenario {
     needs: &[],
-    config: xl_config!(pvh {
-        memory: 256,
-        kernel: "@LINUX@",
-        ramdisk: "@LINUX_INITRD_ROUTER@",
-        extra: "console=hvc0 loglevel=4",
-        vif: [
-            "bridge=brlan,mac=00:16:3e:01:00:01",
-            "bridge=brwan,mac=00:16:3e:77:00:01"
-        ],
-    }),
+    config: linux_router_config!("console=hvc0 loglevel=4"),
     // the prompt of `xtask/testbed/net/linux-router/init`
     prompt: "router# ",
     boot_timeout_s: 300,
@@ -44,16 +53,7 @@ pub const LINUX_ROUTER: Scenario = Scenario {
 /// udhcpd and fw4's lan zone on br-lan. Clients name it in their vif:
 /// `backend=$NAME,bridge=br-lan`.
 pub const LINUX_ROUTER_DRIVER_DOMAIN: Scenario = Scenario {
-    config: xl_config!(pvh {
-        memory: 256,
-        kernel: "@LINUX@",
-        ramdisk: "@LINUX_INITRD_ROUTER@",
-        extra: "console=hvc0 loglevel=4 driver_domain",
-        vif: [
-            "bridge=brlan,mac=00:16:3e:01:00:01",
-            "bridge=brwan,mac=00:16:3e:77:00:01"
-        ],
-    }),
+    config: linux_router_config!("console=hvc0 loglevel=4 driver_domain"),
     boot_expect: &[
         r"^ROUTER: up .*net: eth0 eth1 ",
         r"^ROUTER: driver domain \d+: br-lan ports eth0 xen_netback loaded, devd \d+$",
@@ -263,17 +263,10 @@ pub const SUSPEND_ROUTER_LINUX: Scenario = Scenario {
     // the Xenlet router's two disks too (unused by Linux, which runs from its
     // initramfs): the toolstack then saves, restores and moves the same devices,
     // QEMU's qdisk backend included
-    config: xl_config!(pvh {
-        memory: 256,
-        kernel: "@LINUX@",
-        ramdisk: "@LINUX_INITRD_ROUTER@",
-        extra: "console=hvc0 loglevel=4",
-        disk: ["@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w"],
-        vif: [
-            "bridge=brlan,mac=00:16:3e:01:00:01",
-            "bridge=brwan,mac=00:16:3e:77:00:01"
-        ],
-    }),
+    config: linux_router_config!(
+        "console=hvc0 loglevel=4",
+        disk: ["@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w"]
+    ),
     needs: &[Need::XenletImage],
     disks: &[IMAGE_COPY, DATA_FILE],
     steps: SUSPEND_ROUTER_LINUX_STEPS,
