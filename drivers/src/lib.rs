@@ -11,8 +11,7 @@ extern crate alloc;
 
 // Host tests count their heap (blkfront's slot table).
 #[cfg(test)]
-#[global_allocator]
-static TEST_ALLOC: xenlet_testalloc::Counting = xenlet_testalloc::Counting;
+xenlet_testalloc::count_test_heap!();
 
 pub mod blkfront;
 pub mod blkif;

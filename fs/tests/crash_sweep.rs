@@ -643,12 +643,7 @@ fn sweep_mkfs(
         failures.is_empty(),
         "{kind}/{bs}: {} of {checked} crash points failed; first ones:\n{}",
         failures.len(),
-        failures
-            .iter()
-            .take(5)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        failures[..failures.len().min(5)].join("\n")
     );
 }
 
@@ -919,12 +914,7 @@ fn fault_sweep_with(
         failures.is_empty(),
         "{kind}/{bs} {fault:?}: {} of {checked} fault points failed; first ones:\n{}",
         failures.len(),
-        failures
-            .iter()
-            .take(4)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        failures[..failures.len().min(4)].join("\n")
     );
 }
 

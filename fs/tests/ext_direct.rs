@@ -11,8 +11,7 @@ use common::*;
 use std::path::{Path, PathBuf};
 use xenlet_fs::{Ext, FileSystem, FsError, Ino};
 
-#[global_allocator]
-static A: xenlet_testalloc::Counting = xenlet_testalloc::Counting;
+xenlet_testalloc::count_test_heap!();
 
 type Fs = Ext<Counting<FileDisk>>;
 

@@ -13,99 +13,17 @@
 mod common;
 
 use common::*;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use xenlet_fs::journal::ReplayStats;
 use xenlet_fs::{Ext, FileSystem, FsError};
 
-/// The system allocator, counting live bytes and their high-water mark, and refusing
-/// (a null pointer, as a full kernel heap does) what would take the live bytes past
-/// [`Heap::limit`]. The counters are the thread's own: a test's setup on another
-/// thread (an image's data, a child process's output) neither counts against the
-/// limit of the test under it nor is refused by it.
-struct Limiting;
-
-thread_local! {
-    static LIVE: Cell<isize> = const { Cell::new(0) };
-    static PEAK: Cell<isize> = const { Cell::new(0) };
-    static LIMIT: Cell<isize> = const { Cell::new(isize::MAX) };
-    static COUNT: Cell<u64> = const { Cell::new(0) };
-}
-
-fn signed(n: usize) -> isize {
-    isize::try_from(n).unwrap_or(isize::MAX)
-}
-
-impl Limiting {
-    fn admit(n: usize) -> bool {
-        // `try_with`: a thread being torn down has no counters; let it through.
-        LIVE.try_with(|l| {
-            LIMIT
-                .try_with(|m| l.get().saturating_add(signed(n)) <= m.get())
-                .unwrap_or(true)
-        })
-        .unwrap_or(true)
-    }
-    fn add(n: isize) {
-        if n > 0 {
-            let _ = COUNT.try_with(|c| c.set(c.get() + 1));
-        }
-        let _ = LIVE.try_with(|l| {
-            let now = l.get().saturating_add(n);
-            l.set(now);
-            let _ = PEAK.try_with(|p| p.set(p.get().max(now)));
-        });
-    }
-}
-
-// SAFETY: every call goes to `System` unchanged, or is refused with a null pointer
-// (which `GlobalAlloc` allows); the counters are `const`-initialised thread-locals
-// of plain integers, which never allocate.
-unsafe impl GlobalAlloc for Limiting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if !Self::admit(l.size()) {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: the caller's layout, passed on.
-        let p = unsafe { System.alloc(l) };
-        if !p.is_null() {
-            Self::add(signed(l.size()));
-        }
-        p
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        if !Self::admit(l.size()) {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: as for `alloc`.
-        let p = unsafe { System.alloc_zeroed(l) };
-        if !p.is_null() {
-            Self::add(signed(l.size()));
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: `p` came from System with layout `l`.
-        unsafe { System.dealloc(p, l) };
-        Self::add(-signed(l.size()));
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        if new > l.size() && !Self::admit(new - l.size()) {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: `p` came from System with layout `l`; `new` is the caller's valid size.
-        let q = unsafe { System.realloc(p, l, new) };
-        if !q.is_null() {
-            Self::add(signed(new) - signed(l.size()));
-        }
-        q
-    }
-}
-
-#[global_allocator]
-static ALLOC: Limiting = Limiting;
+// `xenlet_testalloc`'s allocator: the system allocator, counting live bytes and their
+// high-water mark, and refusing (a null pointer, as a full kernel heap does) what
+// would take the live bytes past [`Heap::limit`]. The counters are the thread's own: a test's setup on another
+// thread (an image's data, a child process's output) neither counts against the
+// limit of the test under it nor is refused by it.
+xenlet_testalloc::count_test_heap!();
 
 /// One test at a time (the counters are global); lifts any limit when dropped.
 struct Heap {
@@ -121,35 +39,32 @@ impl Heap {
         HOOK.call_once(|| {
             let print = std::panic::take_hook();
             std::panic::set_hook(Box::new(move |info| {
-                let _ = LIMIT.try_with(|m| m.set(isize::MAX));
+                xenlet_testalloc::lift_limit();
                 print(info)
             }));
         });
         let g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        LIMIT.with(|m| m.set(isize::MAX));
+        xenlet_testalloc::lift_limit();
         Heap { _lock: g }
     }
     /// Live bytes now.
     fn live(&self) -> isize {
-        LIVE.with(Cell::get)
+        xenlet_testalloc::live()
     }
     /// Refuses allocations past `bytes` more than are live now; starts a new peak.
     fn limit(&self, bytes: usize) -> isize {
-        let base = self.live();
-        LIMIT.with(|m| m.set(base.saturating_add(signed(bytes))));
-        PEAK.with(|p| p.set(base));
-        base
+        xenlet_testalloc::set_limit(bytes)
     }
     /// The high-water mark since [`Heap::limit`], above `base`.
     fn peak_above(&self, base: isize) -> usize {
-        usize::try_from(PEAK.with(Cell::get).saturating_sub(base)).unwrap_or(0)
+        usize::try_from(xenlet_testalloc::peak().saturating_sub(base)).unwrap_or(0)
     }
-    /// Allocations (and reallocations that grew) so far on this thread.
+    /// Allocations and reallocations asked for so far on this thread.
     fn count(&self) -> u64 {
-        COUNT.with(Cell::get)
+        xenlet_testalloc::allocations() as u64
     }
     fn unlimit(&self) {
-        LIMIT.with(|m| m.set(isize::MAX));
+        xenlet_testalloc::lift_limit();
     }
     /// Runs `f` with 512 KiB of heap to spare, which it must stay well inside: its
     /// peak is under 256 KiB (the small budget's size).
@@ -165,7 +80,7 @@ impl Heap {
 
 impl Drop for Heap {
     fn drop(&mut self) {
-        LIMIT.with(|m| m.set(isize::MAX));
+        xenlet_testalloc::lift_limit();
     }
 }
 

@@ -403,10 +403,7 @@ mod tests {
     fn gso_and_checksum_metadata_wait_with_their_frame() {
         let mut link = RingLink::new(0);
         let mut b = Backlog::default();
-        let gso = TxMeta {
-            csum_partial: true,
-            gso_size: Some(1448),
-        };
+        let gso = TxMeta::gso(1448);
         let blank = TxMeta {
             csum_partial: true,
             gso_size: None,

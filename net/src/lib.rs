@@ -11,10 +11,9 @@
 
 extern crate alloc;
 
-/// Host tests measure their heap: each thread's live bytes and high-water mark.
+// Host tests measure their heap: each thread's live bytes and high-water mark.
 #[cfg(test)]
-#[global_allocator]
-static TEST_ALLOC: xenlet_testalloc::Counting = xenlet_testalloc::Counting;
+xenlet_testalloc::count_test_heap!();
 
 pub mod backlog;
 pub mod bridge;

@@ -590,10 +590,7 @@ impl Router {
             let headers = gso::tcp_headers_len(ip).ok_or(DropReason::Unsupported)?;
             let seg_len = headers + usize::from(gso_size);
             if seg_len <= mtu_len && has_gso && has_csum {
-                let tx = TxMeta {
-                    csum_partial: true,
-                    gso_size: Some(gso_size),
-                };
+                let tx = TxMeta::gso(gso_size);
                 let mut eg = self.egress(input, now, out);
                 return eg.send(out_ifc, next_hop, frame, tx);
             }

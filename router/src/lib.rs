@@ -21,10 +21,9 @@
 
 extern crate alloc;
 
-/// Host tests measure their heap: each thread's live bytes and high-water mark.
+// Host tests measure their heap: each thread's live bytes and high-water mark.
 #[cfg(test)]
-#[global_allocator]
-static TEST_ALLOC: xenlet_testalloc::Counting = xenlet_testalloc::Counting;
+xenlet_testalloc::count_test_heap!();
 
 /// Declares the modules that parse what other hosts send (the DHCP, DHCPv6, DNS and
 /// RA servers and clients): outside tests they may not index, unwrap, expect or

@@ -28,5 +28,16 @@ pub struct TxMeta {
     pub gso_size: Option<u16>,
 }
 
+impl TxMeta {
+    /// A TCP packet to be cut into segments of `size` payload bytes, its checksum
+    /// partial (as GSO implies).
+    pub const fn gso(size: u16) -> Self {
+        TxMeta {
+            csum_partial: true,
+            gso_size: Some(size),
+        }
+    }
+}
+
 /// The same metadata for a received frame.
 pub type RxMeta = TxMeta;

@@ -17,10 +17,9 @@ use std::process::Command;
 use xenlet_fs::memfs::MemFs;
 use xenlet_fs::vfs::Vfs;
 use xenlet_shell::files;
-use xenlet_testalloc::{live, peak, reset_peak, Counting};
+use xenlet_testalloc::{live, peak, reset_peak};
 
-#[global_allocator]
-static ALLOC: Counting = Counting;
+xenlet_testalloc::count_test_heap!();
 
 /// What the kernel's heap is in a 32 MiB guest, and what it gives each ext mount
 /// for its caches (`kmain`: a quarter of the heap).

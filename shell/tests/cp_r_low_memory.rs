@@ -24,10 +24,9 @@ use xenlet_fs::memfs::MemFs;
 use xenlet_fs::vfs::{BoxedFs, Vfs};
 use xenlet_fs::{Ext, MountOptions};
 use xenlet_shell::files;
-use xenlet_testalloc::{headroom, limited, Counting};
+use xenlet_testalloc::{headroom, limited};
 
-#[global_allocator]
-static ALLOC: Counting = Counting;
+xenlet_testalloc::count_test_heap!();
 
 /// Each mount's caches in a memory = 8 guest (a quarter of its 1.25 MiB heap).
 const MOUNT_CACHE: usize = 320 << 10;

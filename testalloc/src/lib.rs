@@ -4,8 +4,8 @@
 //! [`limited`]. The test harness runs each test on its own thread, so tests of one
 //! binary measure themselves without seeing each other.
 //!
-//! A test binary installs it with
-//! `#[global_allocator] static A: xenlet_testalloc::Counting = xenlet_testalloc::Counting;`
+//! A test binary installs it with [`count_test_heap!`] (at a crate root that takes
+//! this crate as a dev-dependency: `#[cfg(test)] xenlet_testalloc::count_test_heap!();`)
 //! and measures with [`peak_during`] or [`limited`].
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -13,6 +13,17 @@ use std::cell::Cell;
 
 /// The counting allocator (see the crate's documentation).
 pub struct Counting;
+
+/// Installs [`Counting`] as the global allocator of the binary it is expanded in,
+/// as a `static TEST_ALLOC`: one line at the root of each crate whose host tests
+/// measure their heap.
+#[macro_export]
+macro_rules! count_test_heap {
+    () => {
+        #[global_allocator]
+        static TEST_ALLOC: $crate::Counting = $crate::Counting;
+    };
+}
 
 thread_local! {
     /// Bytes this thread allocated minus the bytes it freed (memory freed by another
@@ -132,6 +143,23 @@ pub fn headroom() -> isize {
     LIMIT.with(Cell::get).saturating_sub(live())
 }
 
+/// Refuses, on this thread, any allocation that would take its live heap more than
+/// `bytes` past what it holds now, until [`lift_limit`]; starts a new high-water
+/// mark there. Returns the live bytes now (the base to read [`peak`] against).
+/// [`limited`] is the same for the length of one call.
+pub fn set_limit(bytes: usize) -> isize {
+    let base = live();
+    LIMIT.with(|m| m.set(base.saturating_add(signed(bytes))));
+    reset_peak();
+    base
+}
+
+/// Lifts this thread's bound (see [`set_limit`]); does nothing on a thread being
+/// torn down (a panic hook may call it).
+pub fn lift_limit() {
+    let _ = LIMIT.try_with(|m| m.set(isize::MAX));
+}
+
 /// Runs `f`; returns its result and how far this thread's heap rose above where it
 /// was when `f` started (bytes, at the highest point).
 pub fn peak_during<R>(f: impl FnOnce() -> R) -> (R, usize) {
@@ -158,8 +186,7 @@ pub fn limited<R>(bytes: usize, f: impl FnOnce() -> R) -> (R, usize) {
 mod tests {
     use super::*;
 
-    #[global_allocator]
-    static A: Counting = Counting;
+    crate::count_test_heap!();
 
     #[test]
     fn counts_this_threads_peak_and_refuses_past_the_limit() {

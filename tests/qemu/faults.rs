@@ -13,6 +13,15 @@ fn crash(kind: &str) -> String {
     g.transcript()
 }
 
+/// [`crash`], checking that the transcript says each of `says`; the transcript.
+fn crash_says(kind: &str, says: &[&str]) -> String {
+    let out = crash(kind);
+    for want in says {
+        assert!(out.contains(want), "crash {kind}: no {want:?} in\n{out}");
+    }
+    out
+}
+
 fn field(out: &str, name: &str) -> u64 {
     let at = out
         .find(&format!("{name} 0x"))
@@ -26,10 +35,9 @@ fn field(out: &str, name: &str) -> u64 {
 
 #[test]
 fn page_fault_report_has_vector_error_rip_cr2_rsp() {
-    let out = crash("pf");
-    assert!(
-        out.contains("*** XENLET FAULT: page fault (#PF) (vector 14), error code 0x0"),
-        "{out}"
+    let out = crash_says(
+        "pf",
+        &["*** XENLET FAULT: page fault (#PF) (vector 14), error code 0x0"],
     );
     assert_eq!(field(&out, "cr2"), 0x1000_0000_0000);
     let rip = field(&out, "rip");
@@ -42,57 +50,55 @@ fn page_fault_report_has_vector_error_rip_cr2_rsp() {
 
 #[test]
 fn a_null_pointer_faults_page_0_is_not_mapped() {
-    let out = crash("null");
-    assert!(
-        out.contains("page fault (#PF) (vector 14), error code 0x0"),
-        "{out}"
+    let out = crash_says(
+        "null",
+        &[
+            "page fault (#PF) (vector 14), error code 0x0",
+            "***   a null pointer dereference",
+        ],
     );
     assert_eq!(field(&out, "cr2"), 0);
-    assert!(out.contains("***   a null pointer dereference"), "{out}");
 }
 
 #[test]
 fn code_is_not_writable_and_data_not_executable() {
     // W^X: a write to the kernel's code faults (present, write)...
-    let out = crash("wx");
-    assert!(
-        out.contains("page fault (#PF) (vector 14), error code 0x3"),
-        "{out}"
+    let out = crash_says(
+        "wx",
+        &[
+            "page fault (#PF) (vector 14), error code 0x3",
+            "a write to read-only memory",
+        ],
     );
     assert!((0x200000..0x400000).contains(&field(&out, "cr2")), "{out}");
-    assert!(out.contains("a write to read-only memory"), "{out}");
     // ...and a jump into data faults on the fetch (present, instruction fetch)
-    let out = crash("nx");
-    assert!(
-        out.contains("page fault (#PF) (vector 14), error code 0x11"),
-        "{out}"
+    let out = crash_says(
+        "nx",
+        &[
+            "page fault (#PF) (vector 14), error code 0x11",
+            "code fetched from no-execute memory",
+        ],
     );
     assert_eq!(field(&out, "cr2"), field(&out, "rip"), "{out}");
-    assert!(out.contains("code fetched from no-execute memory"), "{out}");
 }
 
 #[test]
 fn invalid_opcode_divide_error_and_gp_are_reported() {
-    let out = crash("ud");
-    assert!(out.contains("invalid opcode (#UD) (vector 6)"), "{out}");
-    let out = crash("de");
-    assert!(out.contains("divide error (#DE) (vector 0)"), "{out}");
-    let out = crash("gp");
-    assert!(
-        out.contains("general protection (#GP) (vector 13)"),
-        "{out}"
-    );
+    crash_says("ud", &["invalid opcode (#UD) (vector 6)"]);
+    crash_says("de", &["divide error (#DE) (vector 0)"]);
+    crash_says("gp", &["general protection (#GP) (vector 13)"]);
 }
 
 #[test]
 fn a_stack_overflow_hits_the_guard_page_and_is_reported() {
     // Without the guard page the recursion wrote through the page tables below the
     // boot stack and the machine triple-faulted (QEMU reset) without a word.
-    let out = crash("stack");
-    assert!(out.contains("double fault (#DF) (vector 8)"), "{out}");
-    assert!(
-        out.contains("***   the kernel stack overflowed: 64 KiB at 0x"),
-        "{out}"
+    crash_says(
+        "stack",
+        &[
+            "double fault (#DF) (vector 8)",
+            "***   the kernel stack overflowed: 64 KiB at 0x",
+        ],
     );
 }
 
@@ -100,19 +106,16 @@ fn a_stack_overflow_hits_the_guard_page_and_is_reported() {
 fn a_panic_during_a_console_write_is_reported_and_stops() {
     // The console locks are held: the report goes out through a fresh UART handle
     // and the machine still stops (on Xen: SHUTDOWN_crash, the crash-pvh scenario).
-    let out = crash("console");
-    assert!(
-        out.contains(": deliberate panic during a console write"),
-        "{out}"
-    );
+    crash_says("console", &[": deliberate panic during a console write"]);
 }
 
 #[test]
 fn panic_prints_message_and_location() {
-    let out = crash("panic");
-    assert!(
-        out.contains("*** XENLET PANIC at kernel/src/sys/fault.rs:"),
-        "{out}"
+    crash_says(
+        "panic",
+        &[
+            "*** XENLET PANIC at kernel/src/sys/fault.rs:",
+            ": deliberate panic from the shell",
+        ],
     );
-    assert!(out.contains(": deliberate panic from the shell"), "{out}");
 }

@@ -881,11 +881,14 @@ fn tcp(sport: u16, dport: u16, seq: u32, flags: u8, payload: usize) -> Vec<u8> {
     t
 }
 
+/// [`ipv4`] from 10.0.0.2 to 10.0.0.1.
+fn ipv4_2_to_1(proto: u8, frag: u16, ttl: u8, l4: &[u8]) -> Vec<u8> {
+    ipv4([10, 0, 0, 2], [10, 0, 0, 1], proto, frag, ttl, l4)
+}
+
 /// A TCP/IPv4 frame from 10.0.0.2:`sport` to 10.0.0.1:`dport`.
 fn tcp4(sport: u16, dport: u16, seq: u32, payload: usize) -> Vec<u8> {
-    ipv4(
-        [10, 0, 0, 2],
-        [10, 0, 0, 1],
+    ipv4_2_to_1(
         IPPROTO_TCP,
         0x4000, // don't fragment
         64,
@@ -911,14 +914,7 @@ fn one_flow_hashes_alike_whatever_else_changes() {
     let h = flow_hash(&tcp4(40000, 80, 1, 0)).unwrap();
     // payload, length, sequence number, flags, TTL: none of them count
     assert_eq!(flow_hash(&tcp4(40000, 80, 99_999, 1400)), Some(h));
-    let other_flags = ipv4(
-        [10, 0, 0, 2],
-        [10, 0, 0, 1],
-        IPPROTO_TCP,
-        0,
-        3,
-        &tcp(40000, 80, 7, 0x11, 5),
-    );
+    let other_flags = ipv4_2_to_1(IPPROTO_TCP, 0, 3, &tcp(40000, 80, 7, 0x11, 5));
     assert_eq!(flow_hash(&other_flags), Some(h));
     // a 64 KiB GSO packet of the flow goes the same way as its small segments
     assert_eq!(flow_hash(&tcp4(40000, 80, 5, 65_000)), Some(h));
@@ -938,49 +934,21 @@ fn one_flow_hashes_alike_whatever_else_changes() {
         &tcp(40000, 80, 1, 0x18, 0),
     );
     assert_ne!(flow_hash(&other_host), Some(h), "source address");
-    let udp = ipv4(
-        [10, 0, 0, 2],
-        [10, 0, 0, 1],
-        IPPROTO_UDP,
-        0,
-        64,
-        &tcp(40000, 80, 1, 0, 0)[..8],
-    );
+    let udp = ipv4_2_to_1(IPPROTO_UDP, 0, 64, &tcp(40000, 80, 1, 0, 0)[..8]);
     assert_ne!(flow_hash(&udp), Some(h), "protocol");
-    let udp2 = ipv4(
-        [10, 0, 0, 2],
-        [10, 0, 0, 1],
-        IPPROTO_UDP,
-        0,
-        64,
-        &tcp(40000, 53, 1, 0, 0)[..8],
-    );
+    let udp2 = ipv4_2_to_1(IPPROTO_UDP, 0, 64, &tcp(40000, 53, 1, 0, 0)[..8]);
     assert_ne!(flow_hash(&udp2), flow_hash(&udp), "UDP ports count");
 }
 
 #[test]
 fn pieces_of_a_datagram_and_portless_protocols_hash_by_address() {
     let dgram = tcp(5353, 5353, 0, 0, 3000);
-    let first = ipv4(
-        [10, 0, 0, 2],
-        [10, 0, 0, 1],
-        IPPROTO_UDP,
-        0x2000,
-        64,
-        &dgram[..1480],
-    );
-    let last = ipv4(
-        [10, 0, 0, 2],
-        [10, 0, 0, 1],
-        IPPROTO_UDP,
-        185,
-        64,
-        &dgram[1480..],
-    );
+    let first = ipv4_2_to_1(IPPROTO_UDP, 0x2000, 64, &dgram[..1480]);
+    let last = ipv4_2_to_1(IPPROTO_UDP, 185, 64, &dgram[1480..]);
     assert_eq!(flow_hash(&first), flow_hash(&last));
     assert!(flow_hash(&first).is_some());
     // ICMP: the bytes after the IP header do not count
-    let ping = |id: u8| ipv4([10, 0, 0, 2], [10, 0, 0, 1], 1, 0, 64, &[8, 0, 0, 0, id, 1]);
+    let ping = |id: u8| ipv4_2_to_1(1, 0, 64, &[8, 0, 0, 0, id, 1]);
     assert_eq!(flow_hash(&ping(1)), flow_hash(&ping(2)));
 }
 

@@ -67,6 +67,18 @@ fn wan_static_network() -> String {
     )
 }
 
+/// Checks that `said` (what a `reload` said) has the line `line`.
+#[track_caller]
+fn assert_said(said: &[String], line: &str) {
+    assert!(said.iter().any(|l| l == line), "{said:?}");
+}
+
+/// Checks that `said` (what a `reload` said) has a line starting with `start`.
+#[track_caller]
+fn assert_said_start(said: &[String], start: &str) {
+    assert!(said.iter().any(|l| l.starts_with(start)), "{said:?}");
+}
+
 /// The router's stack as `plan` configures it: eth0 over `lan`, eth1 over `wan`.
 fn routed_stack(plan: &netplan::Plan, lan: Pipe, wan: Pipe) -> NetStack<Routed<Pipe>> {
     let mut stack = NetStack::new();

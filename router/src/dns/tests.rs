@@ -79,6 +79,19 @@ fn forwarder() -> DnsForwarder {
     DnsForwarder::new(config())
 }
 
+/// What `f` does with `query(id, name, qtype)` from [`CLIENT`] at `now`, with no
+/// host table.
+fn ask(
+    f: &mut DnsForwarder,
+    id: u16,
+    name: &str,
+    qtype: u16,
+    now: Millis,
+    rng: &mut SeqRng,
+) -> Vec<DnsAction> {
+    f.handle_query(&query(id, name, qtype), CLIENT, now, rng, &())
+}
+
 fn upstream(actions: &[DnsAction]) -> (SocketAddr, u16, Vec<u8>) {
     match actions {
         [DnsAction::ToUpstream {
@@ -165,48 +178,30 @@ fn local_names_are_answered_without_forwarding() {
         ("openwrt.lan", LAN),
         ("localhost", Ipv4Addr::LOCALHOST),
     ] {
-        let out = f.handle_query(&query(5, name, rtype::A), CLIENT, 0, &mut rng, &());
+        let out = ask(&mut f, 5, name, rtype::A, 0, &mut rng);
         let r = to_client(&out);
         let m = Message::parse(&r).unwrap();
         assert_eq!(m.header.rcode(), rcode::NOERROR, "{name}");
         assert_eq!(&r[m.records[0].rdata.clone()], &addr.octets(), "{name}");
     }
     // domain-needed: a plain name is not forwarded (NXDOMAIN, as dnsmasq).
-    let r = to_client(&f.handle_query(&query(6, "printer", rtype::A), CLIENT, 0, &mut rng, &()));
+    let r = to_client(&ask(&mut f, 6, "printer", rtype::A, 0, &mut rng));
     assert_eq!(r[3] & 0xf, rcode::NXDOMAIN);
     // local=/lan/: an unknown name under .lan is not forwarded.
-    let r = to_client(&f.handle_query(&query(7, "nobody.lan", rtype::A), CLIENT, 0, &mut rng, &()));
+    let r = to_client(&ask(&mut f, 7, "nobody.lan", rtype::A, 0, &mut rng));
     assert_eq!(r[3] & 0xf, rcode::NXDOMAIN);
     // boguspriv: reverse lookups of private space stay here.
-    let r = to_client(&f.handle_query(
-        &query(8, "5.0.16.172.in-addr.arpa", rtype::PTR),
-        CLIENT,
-        0,
-        &mut rng,
-        &(),
-    ));
+    let r = to_client(&ask(&mut f, 8, "5.0.16.172.in-addr.arpa", rtype::PTR, 0, &mut rng));
     assert_eq!(r[3] & 0xf, rcode::NXDOMAIN);
     // The router's own address has a PTR.
-    let r = to_client(&f.handle_query(
-        &query(9, "1.1.168.192.in-addr.arpa", rtype::PTR),
-        CLIENT,
-        0,
-        &mut rng,
-        &(),
-    ));
+    let r = to_client(&ask(&mut f, 9, "1.1.168.192.in-addr.arpa", rtype::PTR, 0, &mut rng));
     let m = Message::parse(&r).unwrap();
     let (n, _) = name::Name::parse(&r, m.records[0].rdata.start).unwrap();
     assert_eq!(n.to_dotted(), "openwrt.lan");
     assert_eq!(f.counters().forwarded, 0);
     assert_eq!(f.counters().local_answers, 8);
     // A public reverse lookup is forwarded.
-    upstream(&f.handle_query(
-        &query(10, "8.8.8.8.in-addr.arpa", rtype::PTR),
-        CLIENT,
-        0,
-        &mut rng,
-        &(),
-    ));
+    upstream(&ask(&mut f, 10, "8.8.8.8.in-addr.arpa", rtype::PTR, 0, &mut rng));
 }
 
 #[test]
@@ -225,13 +220,7 @@ fn rebinding_answer_is_dropped_and_counted() {
     assert_eq!(f.cache_len(), 0, "nor cached");
     assert_eq!(out.last(), Some(&DnsAction::ClosePort(port)));
     // 127.0.0.0/8 is allowed (OpenWrt rebind_localhost).
-    let (_, port, sent) = upstream(&f.handle_query(
-        &query(2, "rbl.example", rtype::A),
-        CLIENT,
-        20,
-        &mut rng,
-        &(),
-    ));
+    let (_, port, sent) = upstream(&ask(&mut f, 2, "rbl.example", rtype::A, 20, &mut rng));
     let back = to_client(&f.handle_upstream(&reply_a(&sent, &[[127, 0, 0, 2]], 60), UP1, port, 30));
     assert_eq!(Message::parse(&back).unwrap().header.ancount, 1);
 }
@@ -256,13 +245,7 @@ fn mismatched_replies_are_ignored() {
         .handle_upstream(&good, UP1, port.wrapping_add(1), 1)
         .is_empty());
     // Wrong question (same id, port, server).
-    let (_, _, other) = upstream(&f.handle_query(
-        &query(9, "example.net", rtype::A),
-        CLIENT,
-        0,
-        &mut SeqRng(99),
-        &(),
-    ));
+    let (_, _, other) = upstream(&ask(&mut f, 9, "example.net", rtype::A, 0, &mut SeqRng(99)));
     let mut wrong_q = reply_a(&other, &[[1, 1, 1, 1]], 60);
     wrong_q[..2].copy_from_slice(&sent[..2]);
     assert!(f.handle_upstream(&wrong_q, UP1, port, 1).is_empty());
@@ -282,13 +265,7 @@ fn mismatched_replies_are_ignored() {
 fn timeout_tries_the_next_server_then_fails() {
     let mut f = forwarder();
     let mut rng = SeqRng(5);
-    let (_, port, sent) = upstream(&f.handle_query(
-        &query(3, "slow.example", rtype::A),
-        CLIENT,
-        0,
-        &mut rng,
-        &(),
-    ));
+    let (_, port, sent) = upstream(&ask(&mut f, 3, "slow.example", rtype::A, 0, &mut rng));
     assert_eq!(f.poll_at(), Some(2000));
     assert!(f.poll(1999).is_empty());
     let (server, port2, resent) = upstream(&f.poll(2000));
@@ -298,13 +275,7 @@ fn timeout_tries_the_next_server_then_fails() {
     let out = f.handle_upstream(&reply_a(&sent, &[[5, 6, 7, 8]], 60), UP1, port, 2500);
     assert_eq!(&to_client(&out)[..2], &[0, 3]);
 
-    let (_, port, _) = upstream(&f.handle_query(
-        &query(4, "dead.example", rtype::A),
-        CLIENT,
-        10_000,
-        &mut rng,
-        &(),
-    ));
+    let (_, port, _) = upstream(&ask(&mut f, 4, "dead.example", rtype::A, 10_000, &mut rng));
     upstream(&f.poll(12_000));
     let out = f.poll(14_000);
     let r = to_client(&out);
@@ -319,14 +290,13 @@ fn timeout_tries_the_next_server_then_fails() {
 fn servfail_moves_to_the_next_server_and_no_servers_means_servfail() {
     let mut f = forwarder();
     let mut rng = SeqRng(5);
-    let (_, port, sent) =
-        upstream(&f.handle_query(&query(3, "x.example", rtype::A), CLIENT, 0, &mut rng, &()));
+    let (_, port, sent) = upstream(&ask(&mut f, 3, "x.example", rtype::A, 0, &mut rng));
     let mut fail = reply_a(&sent, &[], 0);
     fail[3] = 0x82;
     let (server, _, _) = upstream(&f.handle_upstream(&fail, UP1, port, 10));
     assert_eq!(server, UP2);
     f.set_upstreams(&[]);
-    let r = to_client(&f.handle_query(&query(4, "y.example", rtype::A), CLIENT, 0, &mut rng, &()));
+    let r = to_client(&ask(&mut f, 4, "y.example", rtype::A, 0, &mut rng));
     assert_eq!(r[3] & 0xf, rcode::SERVFAIL);
 }
 
@@ -334,8 +304,7 @@ fn servfail_moves_to_the_next_server_and_no_servers_means_servfail() {
 fn negative_answers_are_cached_per_soa_minimum() {
     let mut f = forwarder();
     let mut rng = SeqRng(5);
-    let (_, port, sent) =
-        upstream(&f.handle_query(&query(3, "nope.com", rtype::A), CLIENT, 0, &mut rng, &()));
+    let (_, port, sent) = upstream(&ask(&mut f, 3, "nope.com", rtype::A, 0, &mut rng));
     let m = Message::parse(&sent).unwrap();
     let mut r = sent[..m.question_end].to_vec();
     r[2] = 0x81;
@@ -347,22 +316,10 @@ fn negative_answers_are_cached_per_soa_minimum() {
     r.extend_from_slice(&u16::try_from(rdata.len()).unwrap().to_be_bytes());
     r.extend_from_slice(rdata);
     f.handle_upstream(&r, UP1, port, 0);
-    let hit = f.handle_query(
-        &query(8, "nope.com", rtype::A),
-        CLIENT,
-        299_000,
-        &mut rng,
-        &(),
-    );
+    let hit = ask(&mut f, 8, "nope.com", rtype::A, 299_000, &mut rng);
     assert_eq!(to_client(&hit)[3] & 0xf, rcode::NXDOMAIN);
     // SOA minimum is 300 s.
-    upstream(&f.handle_query(
-        &query(9, "nope.com", rtype::A),
-        CLIENT,
-        300_000,
-        &mut rng,
-        &(),
-    ));
+    upstream(&ask(&mut f, 9, "nope.com", rtype::A, 300_000, &mut rng));
 }
 
 /// The one upstream send over TCP in `actions`.
@@ -492,13 +449,7 @@ fn identical_queries_in_flight_share_one_upstream_query() {
     // upstream queries, and a forged answer matching any one was cached for all.
     let mut f = forwarder();
     let mut rng = SeqRng(11);
-    let (_, port, sent) = upstream(&f.handle_query(
-        &query(1, "bank.example", rtype::A),
-        CLIENT,
-        0,
-        &mut rng,
-        &(),
-    ));
+    let (_, port, sent) = upstream(&ask(&mut f, 1, "bank.example", rtype::A, 0, &mut rng));
     let others: Vec<SocketAddrV4> = (0..20u16)
         .map(|i| SocketAddrV4::new(Ipv4Addr::new(192, 168, 1, 101), 40000 + i))
         .collect();
@@ -551,13 +502,7 @@ fn identical_queries_in_flight_share_one_upstream_query() {
         assert_eq!(replies[i + 1], ((*c).into(), 100 + i as u16));
     }
     // a different type is a different question
-    let a = f.handle_query(
-        &query(2, "bank.example", rtype::AAAA),
-        CLIENT,
-        5,
-        &mut rng,
-        &(),
-    );
+    let a = ask(&mut f, 2, "bank.example", rtype::AAAA, 5, &mut rng);
     assert_eq!(upstream(&a).0, UP1);
 }
 
@@ -569,13 +514,7 @@ fn pending_table_is_bounded() {
     let mut f = DnsForwarder::new(cfg);
     let mut rng = SeqRng(5);
     for i in 0..5u16 {
-        f.handle_query(
-            &query(i, &alloc::format!("h{i}.example"), rtype::A),
-            CLIENT,
-            0,
-            &mut rng,
-            &(),
-        );
+        ask(&mut f, i, &alloc::format!("h{i}.example"), rtype::A, 0, &mut rng);
     }
     assert_eq!(f.pending_len(), 3);
     assert_eq!(f.counters().dropped_pending_full, 2);

@@ -53,6 +53,11 @@ fn rule(name: &str, src: ZoneSel, dest: Option<ZoneSel>, target: Verdict) -> Rul
     }
 }
 
+/// A rule from lan (zone 0) to wan (zone 1).
+fn lan_to_wan(name: &str, target: Verdict) -> Rule {
+    rule(name, ZoneSel::Zone(0), Some(ZoneSel::Zone(1)), target)
+}
+
 fn ruleset() -> Ruleset {
     Ruleset {
         defaults: Defaults {
@@ -77,6 +82,11 @@ fn pkt(ip: &[u8]) -> Packet {
     Packet::parse(ip).unwrap()
 }
 
+/// `fw`'s verdict on `p` opening a new flow from lan to wan at `now`.
+fn new_lan_to_wan(fw: &mut Firewall, p: &Packet, now: Millis) -> Verdict {
+    fw.forward(p, LAN, WAN, CtState::New, now)
+}
+
 const H: [u8; 4] = [192, 168, 1, 10];
 const R: [u8; 4] = [10, 0, 0, 2];
 const X: [u8; 4] = [8, 8, 8, 8];
@@ -92,7 +102,7 @@ fn zone_forward_policy_covers_only_traffic_back_into_the_zone() {
     // wan -> wan (eth1 -> eth2 of the same zone): the zone's forward policy
     assert_eq!(fw.forward(&p, WAN, DMZ, CtState::New, 0), Verdict::Reject);
     // lan -> wan: the forwarding
-    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Accept);
+    assert_eq!(new_lan_to_wan(&mut fw, &p, 0), Verdict::Accept);
     // a DNATed flow from wan: `ct status dnat accept` only with a redirect from wan
     assert_eq!(fw.forward(&p, WAN, LAN, CtState::Dnat, 0), Verdict::Drop);
     // established: accepted whatever the zones
@@ -106,45 +116,48 @@ fn zone_forward_policy_covers_only_traffic_back_into_the_zone() {
     assert_eq!(fw.stats().default_forward.packets, 2);
 }
 
+/// Checks `fw`'s verdict on a new lan-to-wan flow from each frame source of `cases`
+/// (`None`: the frame's source not known).
+fn verdicts_by_src_mac(fw: &mut Firewall, cases: &[(Option<[u8; 6]>, Verdict)]) {
+    let mut p = pkt(&udp(H, X, 40000, 443, b"x"));
+    for &(mac, want) in cases {
+        p.src_mac = mac;
+        assert_eq!(new_lan_to_wan(fw, &p, 0), want, "{mac:02x?}");
+    }
+}
+
 #[test]
 fn a_src_mac_rule_matches_by_the_frames_source() {
     // OpenWrt's "block this device": a DROP rule from lan to wan with src_mac.
     let mut rs = ruleset();
-    let mut r = rule(
-        "kid-tablet",
-        ZoneSel::Zone(0),
-        Some(ZoneSel::Zone(1)),
-        Verdict::Drop,
-    );
+    let mut r = lan_to_wan("kid-tablet", Verdict::Drop);
     r.src_mac = vec![[0x02, 0, 0, 0, 0, 0x42]];
     rs.rules = vec![r];
     let mut fw = Firewall::new(rs).unwrap();
-    let mut p = pkt(&udp(H, X, 40000, 443, b"x"));
-    p.src_mac = Some([0x02, 0, 0, 0, 0, 0x42]);
-    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Drop);
-    p.src_mac = Some([0x02, 0, 0, 0, 0, 0x43]);
-    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Accept);
     // a packet whose link source is not known never matches a src_mac rule
-    p.src_mac = None;
-    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Accept);
+    verdicts_by_src_mac(
+        &mut fw,
+        &[
+            (Some([0x02, 0, 0, 0, 0, 0x42]), Verdict::Drop),
+            (Some([0x02, 0, 0, 0, 0, 0x43]), Verdict::Accept),
+            (None, Verdict::Accept),
+        ],
+    );
     assert_eq!(fw.rule_counter(0).unwrap().packets, 1);
     // negated (`src_mac '!...'`, fw4's `ether saddr !=`): every device but that one
     let mut rs = ruleset();
-    let mut r = rule(
-        "only-the-admin",
-        ZoneSel::Zone(0),
-        Some(ZoneSel::Zone(1)),
-        Verdict::Drop,
-    );
+    let mut r = lan_to_wan("only-the-admin", Verdict::Drop);
     r.except.src_mac = vec![[0x02, 0, 0, 0, 0, 0x01]];
     rs.rules = vec![r];
     let mut fw = Firewall::new(rs).unwrap();
-    p.src_mac = Some([0x02, 0, 0, 0, 0, 0x01]);
-    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Accept);
-    p.src_mac = Some([0x02, 0, 0, 0, 0, 0x42]);
-    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Drop);
-    p.src_mac = None;
-    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Accept);
+    verdicts_by_src_mac(
+        &mut fw,
+        &[
+            (Some([0x02, 0, 0, 0, 0, 0x01]), Verdict::Accept),
+            (Some([0x02, 0, 0, 0, 0, 0x42]), Verdict::Drop),
+            (None, Verdict::Accept),
+        ],
+    );
 }
 
 #[test]
@@ -153,12 +166,7 @@ fn a_time_rule_matches_only_in_its_hours_by_the_wall_clock() {
     // wan 22:00-06:00, Monday to Friday (local time, UTC+2)
     use super::timematch::{DaySet, TimeMatch, WallClock};
     let mut rs = ruleset();
-    let mut r = rule(
-        "bedtime",
-        ZoneSel::Zone(0),
-        Some(ZoneSel::Zone(1)),
-        Verdict::Drop,
-    );
+    let mut r = lan_to_wan("bedtime", Verdict::Drop);
     r.time = Some(TimeMatch {
         start_time: Some(22 * 3600),
         stop_time: Some(6 * 3600),
@@ -172,44 +180,30 @@ fn a_time_rule_matches_only_in_its_hours_by_the_wall_clock() {
     let mut fw = Firewall::new(rs.clone()).unwrap();
     let p = pkt(&udp(H, X, 40000, 443, b"x"));
     // the clock is unknown: a DROP rule with a time match fails closed
-    assert_eq!(fw.forward(&p, LAN, WAN, CtState::New, 0), Verdict::Drop);
+    assert_eq!(new_lan_to_wan(&mut fw, &p, 0), Verdict::Drop);
     // Monday 2025-06-02 00:00 UTC at our clock's 0; local time is UTC+2
     let monday = 1_748_822_400_i64;
-    fw.set_wall_clock(Some(WallClock {
+    let clock = WallClock {
         unix_ms_at_zero: monday * 1000,
         utc_offset_secs: 7200,
-    }));
+    };
+    fw.set_wall_clock(Some(clock));
     let at = |h: u64, m: u64| ((h * 60 + m) * 60) * 1000; // ms since Monday 00:00 UTC
                                                           // 12:00 local (10:00 UTC): allowed
-    assert_eq!(
-        fw.forward(&p, LAN, WAN, CtState::New, at(10, 0)),
-        Verdict::Accept
-    );
+    assert_eq!(new_lan_to_wan(&mut fw, &p, at(10, 0)), Verdict::Accept);
     // 22:30 local Monday (20:30 UTC): dropped; 05:59 local Tuesday too (06:00:00 is
     // the inclusive end; 06:01 is past it)
-    assert_eq!(
-        fw.forward(&p, LAN, WAN, CtState::New, at(20, 30)),
-        Verdict::Drop
-    );
-    assert_eq!(
-        fw.forward(&p, LAN, WAN, CtState::New, at(27, 59)),
-        Verdict::Drop
-    );
-    assert_eq!(
-        fw.forward(&p, LAN, WAN, CtState::New, at(28, 1)),
-        Verdict::Accept
-    );
+    assert_eq!(new_lan_to_wan(&mut fw, &p, at(20, 30)), Verdict::Drop);
+    assert_eq!(new_lan_to_wan(&mut fw, &p, at(27, 59)), Verdict::Drop);
+    assert_eq!(new_lan_to_wan(&mut fw, &p, at(28, 1)), Verdict::Accept);
     // Saturday 23:00 local: not a school day
     assert_eq!(
-        fw.forward(&p, LAN, WAN, CtState::New, at(5 * 24 + 21, 0)),
+        new_lan_to_wan(&mut fw, &p, at(5 * 24 + 21, 0)),
         Verdict::Accept
     );
     // a reload keeps the clock
     fw.replace(rs).unwrap();
-    assert_eq!(
-        fw.forward(&p, LAN, WAN, CtState::New, at(10, 0)),
-        Verdict::Accept
-    );
+    assert_eq!(new_lan_to_wan(&mut fw, &p, at(10, 0)), Verdict::Accept);
     // an ACCEPT rule with a time match never matches while the clock is unknown
     r.target = Verdict::Accept;
     let mut rs = ruleset();
@@ -217,18 +211,9 @@ fn a_time_rule_matches_only_in_its_hours_by_the_wall_clock() {
     rs.forwardings.clear();
     rs.rules = vec![r];
     let mut fw = Firewall::new(rs).unwrap();
-    assert_eq!(
-        fw.forward(&p, LAN, WAN, CtState::New, at(20, 30)),
-        Verdict::Drop
-    );
-    fw.set_wall_clock(Some(WallClock {
-        unix_ms_at_zero: monday * 1000,
-        utc_offset_secs: 7200,
-    }));
-    assert_eq!(
-        fw.forward(&p, LAN, WAN, CtState::New, at(20, 30)),
-        Verdict::Accept
-    );
+    assert_eq!(new_lan_to_wan(&mut fw, &p, at(20, 30)), Verdict::Drop);
+    fw.set_wall_clock(Some(clock));
+    assert_eq!(new_lan_to_wan(&mut fw, &p, at(20, 30)), Verdict::Accept);
 }
 
 #[test]
@@ -236,12 +221,7 @@ fn negated_matches_take_anything_but_their_list() {
     // "lan may reach the WAN only on the web ports": REJECT anything but 80/443,
     // except from the admin's host
     let mut rs = ruleset();
-    let mut r = rule(
-        "web-only",
-        ZoneSel::Zone(0),
-        Some(ZoneSel::Zone(1)),
-        Verdict::Reject,
-    );
+    let mut r = lan_to_wan("web-only", Verdict::Reject);
     r.except.dest_port = vec![
         PortRange { min: 80, max: 80 },
         PortRange { min: 443, max: 443 },
@@ -270,10 +250,7 @@ fn negated_matches_take_anything_but_their_list() {
     );
     // a negated port match still needs ports: ICMP is not "a port but 80/443"
     let ping = pkt(&ipv4(H, X, 1, &[8, 0, 0, 0, 0, 1, 0, 1]));
-    assert_eq!(
-        fw.forward(&ping, LAN, WAN, CtState::New, 0),
-        Verdict::Accept
-    );
+    assert_eq!(new_lan_to_wan(&mut fw, &ping, 0), Verdict::Accept);
 }
 
 #[test]

@@ -610,10 +610,7 @@ fn gso_to_non_gso_output_is_segmented_with_full_checksums() {
     let mut r = learnt();
     let mut o = Recorder::default();
     let (mut f, payload) = gso_frame(MAC1, NET, HOST, 5000);
-    let rx = RxMeta {
-        csum_partial: true,
-        gso_size: Some(1448),
-    };
+    let rx = RxMeta::gso(1448);
     assert_eq!(
         r.input(WAN, &mut f, rx, 0, &mut NoHook, &mut o),
         Disposition::Forwarded
@@ -647,10 +644,7 @@ fn gso_leaves_whole_when_the_output_can_and_frag_needed_when_df_too_big() {
     let mut o = Recorder::default();
     let (mut f, _) = gso_frame(MAC0, HOST, NET, 5000);
     let orig_tcp = f[34..].to_vec();
-    let rx = RxMeta {
-        csum_partial: true,
-        gso_size: Some(1448),
-    };
+    let rx = RxMeta::gso(1448);
     assert_eq!(
         r.input(LAN, &mut f, rx, 0, &mut NoHook, &mut o),
         Disposition::Forwarded
@@ -670,10 +664,7 @@ fn gso_leaves_whole_when_the_output_can_and_frag_needed_when_df_too_big() {
     assert_eq!(u16::from_be_bytes([icmp[6], icmp[7]]), 1280);
     // GSO of UDP is not something we cut
     let mut u = udp_frame(MAC0, HOST, DMZ_HOST, 64, false, 3000);
-    let rx = RxMeta {
-        csum_partial: true,
-        gso_size: Some(1000),
-    };
+    let rx = RxMeta::gso(1000);
     assert_eq!(
         r.input(LAN, &mut u, rx, 0, &mut NoHook, &mut o),
         Disposition::Dropped(DropReason::Unsupported)

@@ -611,10 +611,7 @@ fn an_ipv6_gso_packet_leaves_cut_to_the_mtu_or_gets_packet_too_big() {
     let payload: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
     let seg = tcp(HOST, NET, 40000, 443, 1, ACK | PSH, &[], &payload);
     let mut f = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 6, 64, &seg));
-    let rx = RxMeta {
-        csum_partial: true,
-        gso_size: Some(1440),
-    };
+    let rx = RxMeta::gso(1440);
     assert_eq!(
         r.input(LAN, &mut f, rx, 0, &mut NoHook, &mut o),
         Disposition::Forwarded
@@ -633,10 +630,7 @@ fn an_ipv6_gso_packet_leaves_cut_to_the_mtu_or_gets_packet_too_big() {
     // segments of 1300 bytes do not fit the DMZ's 1280
     let seg = tcp(HOST, DMZ_HOST, 40000, 443, 1, ACK, &[], &payload);
     let mut f = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, DMZ_HOST, 6, 64, &seg));
-    let rx = RxMeta {
-        csum_partial: true,
-        gso_size: Some(1240),
-    };
+    let rx = RxMeta::gso(1240);
     let mut o = Recorder::default();
     assert_eq!(
         r.input(LAN, &mut f, rx, 0, &mut NoHook, &mut o),
@@ -657,10 +651,7 @@ fn an_ipv6_gso_packet_leaves_whole_to_a_link_that_takes_tcpv6_gso() {
     let seg = tcp(HOST, NET, 40000, 443, 1, ACK | PSH, &[], &payload);
     let frame = eth(MAC0, HOST_MAC, 0x86dd, &ipv6(HOST, NET, 6, 64, &seg));
     let mut f = frame.clone();
-    let rx = RxMeta {
-        csum_partial: true,
-        gso_size: Some(1440),
-    };
+    let rx = RxMeta::gso(1440);
     let mut o = Recorder::default();
     assert_eq!(
         r.input(LAN, &mut f, rx, 0, &mut NoHook, &mut o),
@@ -670,10 +661,7 @@ fn an_ipv6_gso_packet_leaves_whole_to_a_link_that_takes_tcpv6_gso() {
     let (ifc, s, tx) = &o.sent[0];
     let h = crate::ipv6::parse(&s[14..]).unwrap();
     assert_eq!((*ifc, &s[0..6], h.hop_limit), (WAN, &GW_MAC[..], 63));
-    let whole = TxMeta {
-        csum_partial: true,
-        gso_size: Some(1440),
-    };
+    let whole = TxMeta::gso(1440);
     assert_eq!(
         (*tx, s.len(), &s[14 + 60..]),
         (whole, frame.len(), &payload[..])

@@ -319,10 +319,7 @@ impl Router {
                 .resolve6(out_ifc, next_hop, now, out, None)?
                 .ok_or(DropReason::NoNeighbour)?;
             fill_eth(frame, mac, out_mac);
-            let tx = TxMeta {
-                csum_partial: true,
-                gso_size: Some(g),
-            };
+            let tx = TxMeta::gso(g);
             if out.send(out_ifc, frame, tx).is_err() {
                 self.stats.tx_full(out_ifc);
                 return Err(DropReason::TxFull);

@@ -33,13 +33,18 @@ fn to_server(sport: u16, dport: u16, proto: Proto) -> Tuple {
     }
 }
 
+/// Masquerading out of the WAN as WAN_ADDR.
+fn wan_masquerade() -> Vec<Masquerade> {
+    vec![Masquerade {
+        iface: WAN,
+        addr: Some(WAN_ADDR),
+    }]
+}
+
 fn netfilter(capacity: usize) -> Netfilter {
     Netfilter::new(Config {
         capacity,
-        masquerade: vec![Masquerade {
-            iface: WAN,
-            addr: Some(WAN_ADDR),
-        }],
+        masquerade: wan_masquerade(),
         hash_seed: 0x5eed,
         ..Config::default()
     })
@@ -51,10 +56,7 @@ fn netfilter(capacity: usize) -> Netfilter {
 fn port_forwarding_netfilter(input: IfId, snat: Option<[u8; 4]>) -> Netfilter {
     Netfilter::new(Config {
         capacity: 16,
-        masquerade: vec![Masquerade {
-            iface: WAN,
-            addr: Some(WAN_ADDR),
-        }],
+        masquerade: wan_masquerade(),
         dnat: vec![Dnat {
             input,
             proto: Proto::Tcp,
@@ -1214,10 +1216,7 @@ fn a_port_forward_to_the_router_itself_is_delivered_and_its_replies_translated()
     for dest_ip in [[192, 168, 1, 1], [0, 0, 0, 0]] {
         let mut nf = Netfilter::new(Config {
             capacity: 16,
-            masquerade: vec![Masquerade {
-                iface: WAN,
-                addr: Some(WAN_ADDR),
-            }],
+            masquerade: wan_masquerade(),
             ..Config::default()
         });
         nf.set_firewall(Some(firewall_forwarding_8022_to(dest_ip)));

@@ -94,15 +94,8 @@ fn new_ra_flags_and_ra_slaac_go_out_at_once_and_dhcpv6_stops() {
         .replace("option ra_slaac '1'", "option ra_slaac '0'")
         .replace("option dhcpv6 'server'", "option dhcpv6 'disabled'");
     let said = reload(&mut n, &dhcp, &wan_static_network());
-    assert!(
-        said.iter().any(|l| l.starts_with("ra: eth0 now")),
-        "{said:?}"
-    );
-    assert!(
-        said.iter()
-            .any(|l| l == "dhcpv6: eth0 stopped (0 leases dropped)"),
-        "{said:?}"
-    );
+    assert_said_start(&said, "ra: eth0 now");
+    assert_said(&said, "dhcpv6: eth0 stopped (0 leases dropped)");
     assert!(
         !n.services.summary().contains("dhcpv6:"),
         "{}",
@@ -127,7 +120,7 @@ fn new_ra_flags_and_ra_slaac_go_out_at_once_and_dhcpv6_stops() {
     assert!(!more.is_empty());
     // and back: DHCPv6 starts again, M and O return
     let said = reload(&mut n, DHCP, &wan_static_network());
-    assert!(said.iter().any(|l| l == "dhcpv6: eth0 started"), "{said:?}");
+    assert_said(&said, "dhcpv6: eth0 started");
     let got = run(&mut n, 400);
     assert_eq!(flags(got.last().unwrap()), (true, true));
 }
@@ -148,21 +141,9 @@ fn a_new_ip6hint_moves_the_lan_and_the_old_prefix_goes_with_lifetimes_0() {
         "option ip6assign '60'\n\toption ip6hint '10'", // the /60 at 0x10: :100::
     );
     let said = reload(&mut n, DHCP, &network);
-    assert!(
-        said.iter()
-            .any(|l| l == "eth0: fd12:3456:789a::1/64 removed"),
-        "{said:?}"
-    );
-    assert!(
-        said.iter()
-            .any(|l| l == "eth0: fd12:3456:789a:100::1/64 added"),
-        "{said:?}"
-    );
-    assert!(
-        said.iter()
-            .any(|l| l.starts_with("dhcpv6: eth0 now fd12:3456:789a:100::/64")),
-        "{said:?}"
-    );
+    assert_said(&said, "eth0: fd12:3456:789a::1/64 removed");
+    assert_said(&said, "eth0: fd12:3456:789a:100::1/64 added");
+    assert_said_start(&said, "dhcpv6: eth0 now fd12:3456:789a:100::/64");
     assert!(!has(&n, "fd12:3456:789a::1") && has(&n, "fd12:3456:789a:100::1"));
     let got = run(&mut n, 400);
     let p = prefixes(got.last().expect("an advertisement at once"));
@@ -189,11 +170,7 @@ fn ra_off_sends_a_final_advertisement_then_nothing() {
     let _ = run(&mut n, 100);
     let dhcp = DHCP.replace("option ra 'server'", "option ra 'disabled'");
     let said = reload(&mut n, &dhcp, &wan_static_network());
-    assert!(
-        said.iter()
-            .any(|l| l == "ra: eth0 stopped (final advertisement sent)"),
-        "{said:?}"
-    );
+    assert_said(&said, "ra: eth0 stopped (final advertisement sent)");
     // sent by the reload itself (the interface stops)
     let got = take_ras(&mut n);
     assert_eq!(got.len(), 1);
@@ -257,10 +234,9 @@ fn a_changed_dhcpv4_pool_runs_at_once_with_the_leases_that_fit_it() {
     );
     let dhcp = DHCP.replace("option leasetime '12h'", "option leasetime '2h'");
     let said = reload(&mut n, &dhcp, &wan_static_network());
-    assert!(
-        said.iter()
-            .any(|l| l == "dhcpd: eth0 now 192.168.1.100-249, lease 2h (1 leases kept, 0 dropped)"),
-        "{said:?}"
+    assert_said(
+        &said,
+        "dhcpd: eth0 now 192.168.1.100-249, lease 2h (1 leases kept, 0 dropped)",
     );
     assert!(n
         .services
@@ -305,10 +281,7 @@ fn a_changed_dhcpv4_pool_runs_at_once_with_the_leases_that_fit_it() {
     );
     assert_ne!(off, dhcp);
     let said = reload(&mut n, &off, &wan_static_network());
-    assert!(
-        said.iter().any(|l| l.starts_with("dhcpd: eth0 stopped (")),
-        "{said:?}"
-    );
+    assert_said_start(&said, "dhcpd: eth0 stopped (");
     assert!(
         !n.services.summary().contains("dhcpd:"),
         "{}",
@@ -316,11 +289,7 @@ fn a_changed_dhcpv4_pool_runs_at_once_with_the_leases_that_fit_it() {
     );
     // and back
     let said = reload(&mut n, DHCP, &wan_static_network());
-    assert!(
-        said.iter()
-            .any(|l| l == "dhcpd: eth0 started, 192.168.1.100-249, lease 12h"),
-        "{said:?}"
-    );
+    assert_said(&said, "dhcpd: eth0 started, 192.168.1.100-249, lease 12h");
     let _ = lease(&mut n);
 }
 
@@ -330,11 +299,7 @@ fn changed_dns_settings_take_a_new_forwarder() {
     let ip = lease(&mut n);
     let dhcp = DHCP.replace("option domain 'lan'", "option domain 'home'");
     let said = reload(&mut n, &dhcp, &wan_static_network());
-    assert!(
-        said.iter()
-            .any(|l| l == "dns: new settings (cache emptied)"),
-        "{said:?}"
-    );
+    assert_said(&said, "dns: new settings (cache emptied)");
     assert!(
         n.services.summary().contains("dns: OpenWrt.home"),
         "{}",

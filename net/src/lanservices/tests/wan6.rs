@@ -876,8 +876,7 @@ fn reload(n: &mut Net, network: &str) -> Vec<String> {
 /// [`reload`], which must say `line`.
 #[track_caller]
 fn reload_saying(n: &mut Net, network: &str, line: &str) {
-    let said = reload(n, network);
-    assert!(said.iter().any(|l| l == line), "{said:?}");
+    assert_said(&reload(n, network), line);
 }
 
 /// The DHCPv6 messages the router sent since the last run (taken).

@@ -97,9 +97,7 @@ fn identical_queries_from_ipv4_and_ipv6_clients_share_one_upstream_query() {
     let mut rng = SeqRng(12);
     let q = query(1, "example.com", rtype::A);
     let (_, port, sent) = upstream(&f.handle_query(&q, CLIENT6, 0, &mut rng, &()));
-    assert!(f
-        .handle_query(&query(2, "example.com", rtype::A), CLIENT, 1, &mut rng, &())
-        .is_empty());
+    assert!(ask(&mut f, 2, "example.com", rtype::A, 1, &mut rng).is_empty());
     assert!(f
         .handle_tcp_query(
             &query(3, "example.com", rtype::A),
@@ -250,8 +248,7 @@ fn an_ipv6_upstream_is_asked_and_only_its_own_address_is_believed() {
     cfg.upstreams = alloc::vec![v6, UP1];
     let mut f = DnsForwarder::new(cfg);
     let mut rng = SeqRng(17);
-    let (server, port, sent) =
-        upstream(&f.handle_query(&query(5, "example.com", rtype::A), CLIENT, 0, &mut rng, &()));
+    let (server, port, sent) = upstream(&ask(&mut f, 5, "example.com", rtype::A, 0, &mut rng));
     assert_eq!(server, v6);
     let r = reply_a(&sent, &[[93, 184, 216, 34]], 300);
     // the same bytes from the IPv4 server, or from another IPv6 address: no match

@@ -136,13 +136,15 @@ fn our_error_messages() {
     for c in CONV_UNSUPPORTED {
         assert_eq!(
             err(&format!("if=a of=b conv={c}")),
-            format!("dd: unsupported conversion: '{c}'")
+            format!("dd: unsupported conversion: '{c}'"),
+            "conv={c}"
         );
     }
     for f in FLAG_UNSUPPORTED {
         assert_eq!(
             err(&format!("if=a of=b iflag={f}")),
-            format!("dd: unsupported input flag: '{f}'")
+            format!("dd: unsupported input flag: '{f}'"),
+            "iflag={f}"
         );
     }
 }
@@ -215,6 +217,6 @@ fn runtime_error_messages() {
         ),
     ];
     for (e, want) in cases {
-        assert_eq!(e.to_string(), want);
+        assert_eq!(e.to_string(), want, "{e:?}");
     }
 }

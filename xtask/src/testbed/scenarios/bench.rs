@@ -137,19 +137,27 @@ macro_rules! fs_cpu_since {
 /// `time sync`, timed by Xenlet's shell.
 const TIMED_SYNC: Step = cmd_cap("time sync", &[], &[("SYNC_REAL", TIME_REAL)], 600);
 
+/// Xenlet's `dd` (of `${COUNT}` blocks) and then `time sync`, each timed by the shell's
+/// `time`, with the CPU seconds dom0 and the guest used meanwhile.
+const fn timed_dd_and_sync(dd: &'static str) -> [Step; 4] {
+    [
+        FS_CPU_MARK,
+        cmd_cap(
+            dd,
+            &[r"^${COUNT}\+0 records out"],
+            &[("DD", DD_SUMMARY), ("DD_REAL", TIME_REAL)],
+            1800,
+        ),
+        TIMED_SYNC,
+        fs_cpu_since!("DOM0_CPU", "GUEST_CPU"),
+    ]
+}
+
 /// Xenlet: the report's commands, each timed by the shell's `time`, on the disk dom0
 /// formatted.
-const BENCH_FS_XENLET_RUN: &[Step] = &[
+const BENCH_FS_XENLET_RUN: &[Step] = steps![
     cmd("mount /dev/xvdb /mnt", &[], 60),
-    FS_CPU_MARK,
-    cmd_cap(
-        "time dd bs=16k count=${COUNT} if=/dev/zero of=/mnt/test",
-        &[r"^${COUNT}\+0 records out"],
-        &[("DD", DD_SUMMARY), ("DD_REAL", TIME_REAL)],
-        1800,
-    ),
-    TIMED_SYNC,
-    fs_cpu_since!("DOM0_CPU", "GUEST_CPU"),
+    ..&timed_dd_and_sync("time dd bs=16k count=${COUNT} if=/dev/zero of=/mnt/test"),
     cmd("umount /mnt", &[], 120),
     bench_fs_check!("FSCK", "SIZE"),
     last("poweroff"),
@@ -157,17 +165,9 @@ const BENCH_FS_XENLET_RUN: &[Step] = &[
 
 /// Xenlet to the raw disk: the same dd to /dev/xvdb, then `time sync` (filesystems
 /// and a flush of every disk).
-const BENCH_FS_RAW_STEPS: &[Step] = &[
+const BENCH_FS_RAW_STEPS: &[Step] = steps![
     BENCH_FS_COUNT,
-    FS_CPU_MARK,
-    cmd_cap(
-        "time dd bs=16k count=${COUNT} if=/dev/zero of=/dev/xvdb",
-        &[r"^${COUNT}\+0 records out"],
-        &[("DD", DD_SUMMARY), ("DD_REAL", TIME_REAL)],
-        1800,
-    ),
-    TIMED_SYNC,
-    fs_cpu_since!("DOM0_CPU", "GUEST_CPU"),
+    ..&timed_dd_and_sync("time dd bs=16k count=${COUNT} if=/dev/zero of=/dev/xvdb"),
     last("poweroff"),
 ];
 

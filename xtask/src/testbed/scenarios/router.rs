@@ -7,6 +7,24 @@
 use super::builders::*;
 use super::model::{Disk, Need, Scenario, Step, Topology};
 
+/// The xl config of the Linux router domU (see [`LINUX_ROUTER`]) with the kernel
+/// command line `$extra` and the disks given (`disk: [..]`), or none.
+macro_rules! linux_router_config {
+    ($extra:tt $(, disk: $disk:tt)?) => {
+        xl_config!(pvh {
+            memory: 256,
+            kernel: "@LINUX@",
+            ramdisk: "@LINUX_INITRD_ROUTER@",
+            extra: $extra,
+            $(disk: $disk,)?
+            vif: [
+                "bridge=brlan,mac=00:16:3e:01:00:01",
+                "bridge=brwan,mac=00:16:3e:77:00:01"
+            ],
+        })
+    };
+}
+
 /// The Linux router domU of `router-linux` (and the peer of `bench router`): Debian's
 /// kernel as a PVH guest (the fastest Linux boot on the bed) with the busybox initramfs
 /// plus nft, conntrack and the netfilter modules (`@LINUX_INITRD_ROUTER@`, made by
@@ -14,16 +32,7 @@ use super::model::{Disk, Need, Scenario, Step, Topology};
 /// The MACs are fixed so the leases and captures read the same in every run.
 pub const LINUX_ROUTER: Scenario = Scenario {
     needs: &[],
-    config: xl_config!(pvh {
-        memory: 256,
-        kernel: "@LINUX@",
-        ramdisk: "@LINUX_INITRD_ROUTER@",
-        extra: "console=hvc0 loglevel=4",
-        vif: [
-            "bridge=brlan,mac=00:16:3e:01:00:01",
-            "bridge=brwan,mac=00:16:3e:77:00:01"
-        ],
-    }),
+    config: linux_router_config!("console=hvc0 loglevel=4"),
     // the prompt of `xtask/testbed/net/linux-router/init`
     prompt: "router# ",
     boot_timeout_s: 300,
@@ -44,16 +53,7 @@ pub const LINUX_ROUTER: Scenario = Scenario {
 /// udhcpd and fw4's lan zone on br-lan. Clients name it in their vif:
 /// `backend=$NAME,bridge=br-lan`.
 pub const LINUX_ROUTER_DRIVER_DOMAIN: Scenario = Scenario {
-    config: xl_config!(pvh {
-        memory: 256,
-        kernel: "@LINUX@",
-        ramdisk: "@LINUX_INITRD_ROUTER@",
-        extra: "console=hvc0 loglevel=4 driver_domain",
-        vif: [
-            "bridge=brlan,mac=00:16:3e:01:00:01",
-            "bridge=brwan,mac=00:16:3e:77:00:01"
-        ],
-    }),
+    config: linux_router_config!("console=hvc0 loglevel=4 driver_domain"),
     boot_expect: &[
         r"^ROUTER: up .*net: eth0 eth1 ",
         r"^ROUTER: driver domain \d+: br-lan ports eth0 xen_netback loaded, devd \d+$",
@@ -263,17 +263,10 @@ pub const SUSPEND_ROUTER_LINUX: Scenario = Scenario {
     // the Xenlet router's two disks too (unused by Linux, which runs from its
     // initramfs): the toolstack then saves, restores and moves the same devices,
     // QEMU's qdisk backend included
-    config: xl_config!(pvh {
-        memory: 256,
-        kernel: "@LINUX@",
-        ramdisk: "@LINUX_INITRD_ROUTER@",
-        extra: "console=hvc0 loglevel=4",
-        disk: ["@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w"],
-        vif: [
-            "bridge=brlan,mac=00:16:3e:01:00:01",
-            "bridge=brwan,mac=00:16:3e:77:00:01"
-        ],
-    }),
+    config: linux_router_config!(
+        "console=hvc0 loglevel=4",
+        disk: ["@DISK@,raw,xvda,w", "@DATA@,raw,xvdb,w"]
+    ),
     needs: &[Need::XenletImage],
     disks: &[IMAGE_COPY, DATA_FILE],
     steps: SUSPEND_ROUTER_LINUX_STEPS,
@@ -1993,6 +1986,19 @@ const MOVE_DONE: Step = dom0(
     240,
 );
 
+/// A move armed in the background by the dom0 command `arm` (which writes `move
+/// rc=N` to `/tmp/move.log`), while the console runs `during` (the move must find it
+/// still running); then [`MOVE_DONE`] and the domain found again. The prompt comes
+/// back when `during` has ended, in the new domain.
+const fn move_during(arm: &'static str, during: &'static str) -> [Step; 4] {
+    [
+        dom0(arm, &[], 30),
+        until_moved(during, 120),
+        MOVE_DONE,
+        reattach(180),
+    ]
+}
+
 /// lan1 listens for the router's neighbour advertisements (`$TOPO/na.log`) while it
 /// moves.
 const NA_LISTEN: Step = ns(
@@ -2029,21 +2035,14 @@ const DD_LOGGED_2048: Step = dom0(
 /// the copy pauses at its check-point, the same domain goes on (suspended for the
 /// save meanwhile: the runner sees it go, finds it again, the same domid), the copy
 /// ends.
-const CHECKPOINT_DURING_DD: &[Step] = &[
-    dom0(
+const CHECKPOINT_DURING_DD: &[Step] = steps![
+    ..&move_during(
         concat!(
             "(sleep 3; xl save -c $NAME /var/tmp/$NAME.ckpt; echo \"move rc=$?\"; ",
             "rm -f /var/tmp/$NAME.ckpt) > /tmp/move.log 2>&1 </dev/null &"
         ),
-        &[],
-        30,
-    ),
-    until_moved(
         "dd if=/dev/urandom of=/dev/xvdb bs=4k count=2048 seek=2048 oflag=dsync",
-        120,
     ),
-    MOVE_DONE,
-    reattach(180),
     DD_LOGGED_2048,
     no_zero_sectors!("8", "8", r"^zero sectors 0 of 16384$"),
 ];
@@ -2053,23 +2052,15 @@ const CHECKPOINT_DURING_DD: &[Step] = &[
 /// with lan1 listening for the router's neighbour advertisements meanwhile: the save
 /// does not wait for the command, which goes on in the new domain (its requests in
 /// flight answered before the suspend or sent again after it).
-const SAVE_RESTORE_DURING_DD: &[Step] = &[
+const SAVE_RESTORE_DURING_DD: &[Step] = steps![
     NA_LISTEN,
-    dom0(
+    ..&move_during(
         concat!(
             "(sleep 3; xl save $NAME /var/tmp/$NAME.save && xl restore /var/tmp/$NAME.save; ",
             "echo \"move rc=$?\"; rm -f /var/tmp/$NAME.save) > /tmp/move.log 2>&1 </dev/null &"
         ),
-        &[],
-        30,
-    ),
-    until_moved(
         "dd if=/dev/urandom of=/dev/xvdb bs=16k count=2048 seek=1024 oflag=dsync",
-        120,
     ),
-    MOVE_DONE,
-    // the prompt comes back when the dd has ended, in the new domain
-    reattach(180),
 ];
 
 /// After the save and restore: the dd's end, its sectors on dom0's file, lan1's
@@ -2082,21 +2073,14 @@ const DD_ACROSS_THE_SAVE: &[Step] = &[
 
 /// `xl migrate` to this host while the console runs a `dd` of 8 MiB to the data
 /// disk (its 48-56 MiB, a flush per 4 KiB): the copy ends in the new domain.
-const MIGRATE_DURING_DD: &[Step] = &[
-    dom0(
+const MIGRATE_DURING_DD: &[Step] = steps![
+    ..&move_during(
         concat!(
             "(sleep 3; xl migrate -s '' $NAME 'xl migrate-receive'; echo \"move rc=$?\") ",
             "> /tmp/move.log 2>&1 </dev/null &"
         ),
-        &[],
-        30,
-    ),
-    until_moved(
         "dd if=/dev/urandom of=/dev/xvdb bs=4k count=2048 seek=12288 oflag=dsync",
-        120,
     ),
-    MOVE_DONE,
-    reattach(180),
     DD_LOGGED_2048,
     no_zero_sectors!("48", "8", r"^zero sectors 0 of 16384$"),
 ];
