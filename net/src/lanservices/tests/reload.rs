@@ -347,7 +347,7 @@ fn a_new_lan_address_moves_the_router_its_pool_and_its_dns() {
         "dhcpd: eth0 now 192.168.7.100-249, lease 12h (0 leases kept, 1 dropped)",
         "dns: new settings (cache emptied)",
     ] {
-        assert!(said.iter().any(|l| l == line), "{line}: {said:?}");
+        assert_said(&said, line);
     }
     assert!(
         !said.iter().any(|l| l.starts_with("eth1")),
