@@ -15,7 +15,7 @@ pub fn conntrack(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult 
     let mut gw = GATEWAY.lock();
     let Some(gw) = gw.as_mut() else {
         return Err(CmdError::failed(
-            "conntrack: not routing (one vif, or xenlet.router=0, or no /etc/config/network)",
+            "not routing (one vif, or xenlet.router=0, or no /etc/config/network)",
         ));
     };
     match args {
@@ -133,11 +133,14 @@ pub fn uci(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
         out.write_str(&o.stderr)?;
         Ok(())
     } else {
-        let mut e = String::from(o.stderr.trim_end());
-        if e.is_empty() {
-            e = alloc::format!("uci: exit status {}", o.code);
-        }
-        Err(CmdError::failed(e))
+        // uci's own message says `uci: ...`; the shell puts the command's name first
+        let e = o.stderr.trim_end();
+        let e = e.strip_prefix("uci: ").unwrap_or(e);
+        Err(CmdError::failed(if e.is_empty() {
+            alloc::format!("exit status {}", o.code)
+        } else {
+            String::from(e)
+        }))
     }
 }
 
@@ -150,9 +153,7 @@ pub fn fw(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let listing = gw
         .as_ref()
         .and_then(|g| g.firewall_listing())
-        .ok_or_else(|| {
-            CmdError::failed("fw: no firewall (not routing, or no /etc/config/firewall)")
-        })?;
+        .ok_or_else(|| CmdError::failed("no firewall (not routing, or no /etc/config/firewall)"))?;
     out.write_str(&listing)?;
     Ok(())
 }
@@ -171,15 +172,16 @@ pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let mut plan = crate::router::replan(&names).map_err(CmdError::failed)?;
     let mut gw = GATEWAY.lock();
     let Some(g) = gw.as_mut() else {
-        return Err(CmdError::failed("reload: not routing"));
+        return Err(CmdError::failed("not routing"));
     };
-    let spec = plan.gateway.as_mut().ok_or_else(|| {
-        CmdError::failed("reload: the files no longer route two vifs; reboot to apply")
-    })?;
+    let spec = plan
+        .gateway
+        .as_mut()
+        .ok_or_else(|| CmdError::failed("the files no longer route two vifs; reboot to apply"))?;
     let rules = spec
         .firewall
         .take()
-        .ok_or_else(|| CmdError::failed("reload: no /etc/config/firewall"))?;
+        .ok_or_else(|| CmdError::failed("no /etc/config/firewall"))?;
     g.reload_firewall(rules).map_err(CmdError::failed)?;
     for line in g.set_mtus(spec, &stack.ifs) {
         writeln!(out, "reload: {line}")?;
@@ -232,10 +234,9 @@ fn ifupdown(cmd: &str, up: bool, args: &[&str], out: &mut dyn Write) -> CmdResul
     let mut stack = NET.lock(); // the lock order: NET first
     let names: alloc::vec::Vec<String> = stack.ifs.iter().map(|n| n.name.clone()).collect();
     let names: alloc::vec::Vec<&str> = names.iter().map(String::as_str).collect();
-    let plan = crate::router::replan(&names)
-        .map_err(|e| CmdError::failed(alloc::format!("{cmd}: {e}")))?;
-    let said = crate::dev::network::ifupdown(&plan, network, up, &mut stack)
-        .map_err(|e| CmdError::failed(alloc::format!("{cmd}: {e}")))?;
+    let plan = crate::router::replan(&names).map_err(CmdError::failed)?;
+    let said =
+        crate::dev::network::ifupdown(&plan, network, up, &mut stack).map_err(CmdError::failed)?;
     for line in said {
         writeln!(out, "{cmd}: {line}")?;
     }

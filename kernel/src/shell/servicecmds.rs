@@ -20,7 +20,7 @@ pub fn leases(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let _stack = NET.lock(); // the lock order: NET, GATEWAY, SERVICES
     let sv = SERVICES.lock();
     let Some(sv) = sv.as_ref() else {
-        return Err(CmdError::failed(alloc::format!("leases: {NOT_RUNNING}")));
+        return Err(CmdError::failed(NOT_RUNNING));
     };
     let w = sv.lease_iface_width();
     writeln!(
@@ -45,14 +45,18 @@ pub fn ifstatus(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let sv = SERVICES.lock();
     let lines = sv.as_ref().and_then(|sv| sv.wan6_lines(now_ms()));
     match lines {
-        Some(lines) if lines.first().is_some_and(|l| l.starts_with(&alloc::format!("{name}: "))) => {
+        Some(lines)
+            if lines
+                .first()
+                .is_some_and(|l| l.starts_with(&alloc::format!("{name}: "))) =>
+        {
             for l in lines {
                 writeln!(out, "{l}")?;
             }
             Ok(())
         }
         _ => Err(CmdError::failed(alloc::format!(
-            "ifstatus: {name}: no such interface (only a proto 'dhcpv6' interface has a status here)"
+            "{name}: no such interface (only a proto 'dhcpv6' interface has a status here)"
         ))),
     }
 }
@@ -65,7 +69,7 @@ pub fn dnsmasq(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let _stack = NET.lock();
     let sv = SERVICES.lock();
     let Some(sv) = sv.as_ref() else {
-        return Err(CmdError::failed(alloc::format!("dnsmasq: {NOT_RUNNING}")));
+        return Err(CmdError::failed(NOT_RUNNING));
     };
     writeln!(out, "{}", sv.summary())?;
     for (vif, c) in sv.dhcp_counters() {

@@ -1461,11 +1461,14 @@ const WAN_IFUPDOWN: &[Step] = &[
     cmd("ifup wan", &[r"^ifup: eth1: DHCPv4 started$"], 30),
     wait_output(r"eth1: DHCP lease 10\.77\.0\.\d+/24 via 10\.77\.0\.10", 40),
     LAN1_PINGS_WAN,
-    cmd(
-        "ifup nosuch",
-        &[r"^ifup: interface 'nosuch' not found "],
-        30,
-    ),
+];
+
+/// The router's commands refuse what does not exist with one line each, named once
+/// by the command (as OpenWrt's tools say it).
+const ROUTER_CMD_ERRORS: &[Step] = &[
+    cmd("ifup nosuch", &[r"^ifup: interface 'nosuch' not found "], 30),
+    cmd("uci get network.nosuch.ipaddr", &[r"^uci: Entry not found$"], 30),
+    cmd("ifstatus lan", &[r"^ifstatus: lan: no such interface "], 30),
 ];
 
 /// `reload` applies `wan6`'s own options, as netifd restarts an interface whose
@@ -1630,6 +1633,7 @@ const ROUTER_IPV6_STEPS: &[Step] = steps![
     ..WAN6_RELOAD,
     ..LAN4_RELOAD,
     ..WAN_IFUPDOWN,
+    ..ROUTER_CMD_ERRORS,
     last("poweroff"),
 ];
 
