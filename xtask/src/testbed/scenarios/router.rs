@@ -1466,8 +1466,16 @@ const WAN_IFUPDOWN: &[Step] = &[
 /// The router's commands refuse what does not exist with one line each, named once
 /// by the command (as OpenWrt's tools say it).
 const ROUTER_CMD_ERRORS: &[Step] = &[
-    cmd("ifup nosuch", &[r"^ifup: interface 'nosuch' not found "], 30),
-    cmd("uci get network.nosuch.ipaddr", &[r"^uci: Entry not found$"], 30),
+    cmd(
+        "ifup nosuch",
+        &[r"^ifup: interface 'nosuch' not found "],
+        30,
+    ),
+    cmd(
+        "uci get network.nosuch.ipaddr",
+        &[r"^uci: Entry not found$"],
+        30,
+    ),
     cmd("ifstatus lan", &[r"^ifstatus: lan: no such interface "], 30),
 ];
 
