@@ -117,7 +117,7 @@ pub const ROUTER_XENLET: Scenario = Scenario {
 
 pub const ROUTER_IPV6: Scenario = Scenario {
     name: "router-ipv6",
-    about: "router topology, Xenlet router, IPv6 on the WAN as OpenWrt's wan6: RA and DHCPv6 with prefix delegation from `wan`, the LAN's /64 of the delegation by SLAAC, lan1 <-> wan over IPv6 through the router, the WAN kept out but for a v6 rule added with uci, a renumbering by the WAN deprecating the LAN's old /64, `reload` of the RA, DHCPv4, wan6 and LAN IPv4 address settings changed with uci, `ifdown wan` and `ifup wan`",
+    about: "router topology, Xenlet router, IPv6 on the WAN as OpenWrt's wan6: RA and DHCPv6 with prefix delegation from `wan`, the LAN's /64 of the delegation by SLAAC, lan1 <-> wan over IPv6 through the router, the WAN kept out but for a v6 rule added with uci, a renumbering by the WAN deprecating the LAN's old /64, `reload` of the RA, DHCPv4, wan6 and LAN IPv4 address settings changed with uci, `ifdown wan` and `ifup wan`, the WAN switched to static and back to DHCP with uci",
     boot_expect: XENLET_ROUTER_UP,
     steps: ROUTER_IPV6_STEPS,
     budget_s: 900,
@@ -1463,6 +1463,51 @@ const WAN_IFUPDOWN: &[Step] = &[
     LAN1_PINGS_WAN,
 ];
 
+/// The WAN switched from DHCP to static with uci and `reload`, as netifd restarts an
+/// interface whose `proto` changed: its lease dropped, 10.77.0.50/24 via 10.77.0.10
+/// put on, and lan1's TCP to wan comes from the new address (NAT's masquerading
+/// address followed it); switched back, it asks for a lease and lan1 reaches wan.
+const WAN_PROTO_RELOAD: &[Step] = &[
+    cmd("uci set network.wan.proto=static", &[], 30),
+    cmd("uci set network.wan.ipaddr=10.77.0.50", &[], 30),
+    cmd("uci set network.wan.netmask=255.255.255.0", &[], 30),
+    cmd("uci set network.wan.gateway=10.77.0.10", &[], 30),
+    cmd("uci commit network", &[], 30),
+    cmd(
+        "reload",
+        &[
+            r"^reload: eth1: proto dhcp -> static$",
+            r"^reload: eth1: DHCPv4 stopped, lease 10\.77\.0\.\d+/24 dropped$",
+            r"^reload: eth1: 10\.77\.0\.50/24 added$",
+            r"^reload: eth1: gateway 10\.77\.0\.10$",
+        ],
+        30,
+    ),
+    ns(
+        "lan1",
+        "socat -t 10 -T 10 - TCP:10.77.0.10:7777,connect-timeout=10 </dev/null",
+        &[r"^you are 10\.77\.0\.50:\d+$"],
+        30,
+    ),
+    cmd("uci set network.wan.proto=dhcp", &[], 30),
+    cmd("uci delete network.wan.ipaddr", &[], 30),
+    cmd("uci delete network.wan.netmask", &[], 30),
+    cmd("uci delete network.wan.gateway", &[], 30),
+    cmd("uci commit network", &[], 30),
+    cmd(
+        "reload",
+        &[
+            r"^reload: eth1: proto static -> dhcp$",
+            r"^reload: eth1: 10\.77\.0\.50/24 removed$",
+            r"^reload: eth1: gateway removed$",
+            r"^reload: eth1: DHCPv4 started$",
+        ],
+        30,
+    ),
+    wait_output(r"eth1: DHCP lease 10\.77\.0\.\d+/24 via 10\.77\.0\.10", 40),
+    LAN1_PINGS_WAN,
+];
+
 /// The router's commands refuse what does not exist with one line each, named once
 /// by the command (as OpenWrt's tools say it).
 const ROUTER_CMD_ERRORS: &[Step] = &[
@@ -1641,6 +1686,7 @@ const ROUTER_IPV6_STEPS: &[Step] = steps![
     ..WAN6_RELOAD,
     ..LAN4_RELOAD,
     ..WAN_IFUPDOWN,
+    ..WAN_PROTO_RELOAD,
     ..ROUTER_CMD_ERRORS,
     last("poweroff"),
 ];
