@@ -221,7 +221,18 @@ impl<H: ?Sized + 'static> Shell<H> {
     /// Runs one command; returns the error line to print, if any.
     fn dispatch(&self, host: &mut H, words: &[String], out: &mut dyn Write) -> Option<String> {
         let (name, rest) = words.split_first()?;
-        let args: Vec<&str> = rest.iter().map(String::as_str).collect();
+        let mut args: Vec<&str> = rest.iter().map(String::as_str).collect();
+        // OpenWrt's init scripts: `/etc/init.d/NAME ACTION` is `service NAME ACTION`
+        let init = name
+            .strip_prefix("/etc/init.d/")
+            .filter(|s| !s.is_empty() && !s.contains('/'));
+        let name = match init {
+            Some(service) if self.commands.iter().any(|c| c.name == "service") => {
+                args.insert(0, service);
+                "service"
+            }
+            _ => name.as_str(),
+        };
         if name == "help" {
             let _ = self.help(&args, out);
             return None;
@@ -370,6 +381,12 @@ mod tests {
             help: "always fails",
             run: fails,
         },
+        Command {
+            name: "service",
+            usage: "NAME ACTION",
+            help: "init scripts",
+            run: echo,
+        },
     ];
 
     fn type_in(sh: &mut Shell<Host>, host: &mut Host, input: &[u8]) -> String {
@@ -396,6 +413,27 @@ mod tests {
         },
         times: || (2_000_000_000, 1_000_000),
     };
+
+    #[test]
+    fn an_init_script_path_runs_the_service_command() {
+        let sh = Shell::new(COMMANDS);
+        let mut h = Host::default();
+        let mut out = String::new();
+        sh.run_line(&mut h, "/etc/init.d/network reload", &mut out);
+        assert_eq!(out, "network reload\n");
+        out.clear();
+        sh.run_line(&mut h, "/etc/init.d/", &mut out);
+        assert_eq!(
+            out,
+            "xenlet: /etc/init.d/: command not found (try 'help')\n"
+        );
+        out.clear();
+        sh.run_line(&mut h, "/etc/init.d/a/b x", &mut out);
+        assert_eq!(
+            out,
+            "xenlet: /etc/init.d/a/b: command not found (try 'help')\n"
+        );
+    }
 
     #[test]
     fn pipes_redirections_and_time() {

@@ -223,6 +223,49 @@ pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     Ok(())
 }
 
+/// The router's services as OpenWrt's init scripts name them.
+const INIT_SCRIPTS: &[&str] = &["network", "firewall", "dnsmasq", "odhcpd"];
+
+/// `service NAME ACTION`, also typed as `/etc/init.d/NAME ACTION` (the shell maps
+/// it), and `service` alone to list them: OpenWrt's init scripts of the router's
+/// services. `reload`, `restart` and `start` of any of them apply `/etc/config` again
+/// as [`reload`] does, all of it: Xenlet has one reload for its services, which
+/// keeps what did not change running (a `restart` does not bounce the interfaces,
+/// and says so).
+pub fn service(h: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    match args {
+        [] => {
+            for s in INIT_SCRIPTS {
+                writeln!(out, "{s}")?;
+            }
+            Ok(())
+        }
+        [name, action] if INIT_SCRIPTS.contains(name) => match *action {
+            "reload" | "start" => reload(h, &[], out),
+            "restart" => {
+                writeln!(
+                    out,
+                    "{name}: restart applied as reload: what changed in /etc/config (interfaces are not bounced)"
+                )?;
+                reload(h, &[], out)
+            }
+            "stop" | "enable" | "disable" => Err(CmdError::failed(alloc::format!(
+                "{name}: {action}: not supported (the router's services run while it routes; reload applies /etc/config)"
+            ))),
+            _ => Err(CmdError::usage(alloc::format!("{name}: unknown action '{action}'"))),
+        },
+        [name, ..] if !INIT_SCRIPTS.contains(name) => {
+            Err(CmdError::failed(alloc::format!("{name}: no such service")))
+        }
+        _ => Err(CmdError::usage("service")),
+    }
+}
+
+/// `reload_config`: OpenWrt's, what `reload` does.
+pub fn reload_config(h: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
+    reload(h, args, out)
+}
+
 /// `ifup NAME` / `ifdown NAME`: OpenWrt's, for an interface of `/etc/config/network`
 /// (`wan`, `lan`): its IPv4 taken down, and for `ifup` brought up again from the
 /// files as they are now (a DHCP one asks for a new lease: `ifup wan` renews it).

@@ -107,6 +107,18 @@ pub static COMMANDS: &[Command<Host>] = &[
         run: crate::shell::routecmds::reload,
     },
     Command {
+        name: "reload_config",
+        usage: "",
+        help: "OpenWrt's: the same as reload",
+        run: crate::shell::routecmds::reload_config,
+    },
+    Command {
+        name: "service",
+        usage: "[NAME reload|restart|start]",
+        help: "OpenWrt's init scripts (network, firewall, dnsmasq, odhcpd; also /etc/init.d/NAME ACTION): reload, restart and start apply /etc/config as reload does",
+        run: crate::shell::routecmds::service,
+    },
+    Command {
         name: "ifup",
         usage: "NAME",
         help: "bring up interface NAME of /etc/config/network (wan, lan) from the files; a DHCP one asks for a new lease",

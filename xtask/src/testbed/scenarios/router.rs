@@ -1522,6 +1522,31 @@ const ROUTER_CMD_ERRORS: &[Step] = &[
         30,
     ),
     cmd("ifstatus lan", &[r"^ifstatus: lan: no such interface "], 30),
+    cmd(
+        "service nosuch reload",
+        &[r"^service: nosuch: no such service$"],
+        30,
+    ),
+];
+
+/// OpenWrt's habits for applying `/etc/config`: `/etc/init.d/network reload`,
+/// `service firewall restart` (said to be applied as a reload) and `reload_config`
+/// each do what `reload` does.
+const INIT_SCRIPTS: &[Step] = &[
+    cmd(
+        "/etc/init.d/network reload",
+        &[r"^reload: firewall rules replaced \(established flows kept\)$"],
+        30,
+    ),
+    cmd(
+        "service firewall restart",
+        &[
+            r"^firewall: restart applied as reload: ",
+            r"^reload: firewall rules replaced ",
+        ],
+        30,
+    ),
+    cmd("reload_config", &[r"^reload: firewall rules replaced "], 30),
 ];
 
 /// `reload` applies `wan6`'s own options, as netifd restarts an interface whose
@@ -1688,6 +1713,7 @@ const ROUTER_IPV6_STEPS: &[Step] = steps![
     ..WAN_IFUPDOWN,
     ..WAN_PROTO_RELOAD,
     ..ROUTER_CMD_ERRORS,
+    ..INIT_SCRIPTS,
     last("poweroff"),
 ];
 
