@@ -89,6 +89,45 @@ pub fn up<L: Link>(n: &mut NetIf<L>, files: &Ipv4Files) -> (Ipv4Files, Vec<Strin
     apply(n, &Ipv4Files::default(), files)
 }
 
+/// `ifstatus NAME` of an interface's IPv4 (netifd says it in JSON; one line here):
+/// `wan: eth1 up, proto dhcp, address 10.77.0.161/24, gateway 10.77.0.10, dns
+/// 10.77.0.1`; `proto dhcp` with no lease yet says so; one taken down (`ifdown`)
+/// is `down`.
+pub fn status<L: Link>(network: &str, n: &mut NetIf<L>, files: &Ipv4Files, up: bool) -> String {
+    let proto = if files.dhcp { "dhcp" } else { "static" };
+    if !up {
+        return format!("{network}: {} down, proto {proto}", n.name);
+    }
+    let mut s = format!("{network}: {} up, proto {proto}", n.name);
+    let addrs: Vec<String> = n
+        .addrs()
+        .iter()
+        .filter(|(c, _)| matches!(c, IpCidr::Ipv4(_)))
+        .map(|(c, _)| format!("{c}"))
+        .collect();
+    if addrs.is_empty() {
+        s.push_str(if files.dhcp {
+            ", no lease yet"
+        } else {
+            ", no address"
+        });
+    } else {
+        s.push_str(&format!(", address {}", addrs.join(" ")));
+    }
+    if let Some(g) = n.default_gw4() {
+        s.push_str(&format!(", gateway {g}"));
+    }
+    let dns: Vec<String> = n
+        .dhcp_dns_servers()
+        .iter()
+        .map(|d| format!("{d}"))
+        .collect();
+    if !dns.is_empty() {
+        s.push_str(&format!(", dns {}", dns.join(" ")));
+    }
+    s
+}
+
 /// `new` over `old`: the client stopped, the addresses and gateway that differ
 /// taken off and put on, the client started.
 fn apply<L: Link>(n: &mut NetIf<L>, old: &Ipv4Files, new: &Ipv4Files) -> (Ipv4Files, Vec<String>) {
@@ -261,5 +300,26 @@ mod tests {
         assert!(!n.dhcp_running());
         assert_eq!(up(&mut n, &dhcp).1, ["eth1: DHCPv4 started"]);
         assert!(n.dhcp_running());
+    }
+
+    #[test]
+    fn the_status_line_says_up_or_down_the_protocol_and_what_is_on() {
+        let f = files("10.0.0.2/24 gw=10.0.0.1");
+        let mut n = netif("eth1", "10.0.0.2/24 gw=10.0.0.1");
+        assert_eq!(
+            status("wan", &mut n, &f, true),
+            "wan: eth1 up, proto static, address 10.0.0.2/24, gateway 10.0.0.1"
+        );
+        let _ = down(&mut n, &f);
+        assert_eq!(
+            status("wan", &mut n, &f, false),
+            "wan: eth1 down, proto static"
+        );
+        let dhcp = files("dhcp");
+        let mut n = netif("eth1", "dhcp");
+        assert_eq!(
+            status("wan", &mut n, &dhcp, true),
+            "wan: eth1 up, proto dhcp, no lease yet"
+        );
     }
 }

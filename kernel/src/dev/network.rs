@@ -70,10 +70,13 @@ struct InForce {
     name: String,
     /// Where they came from ([`config_for`]'s source).
     source: &'static str,
-    /// The settings (what the files or the source gave, less what could not be put on).
+    /// The settings (what the files or the source gave, less what could not be put
+    /// on); while down, those it had.
     ipv4: Ipv4Files,
     /// Not taken down by `ifdown`.
     up: bool,
+    /// The interface of `/etc/config/network` it carries (`wan`), if the files name one.
+    network: Option<String>,
 }
 
 /// Milliseconds since boot (smoltcp's clock).
@@ -183,11 +186,17 @@ fn push_interface(
     };
     let mut in_force = IPV4_IN_FORCE.lock();
     in_force.retain(|f| f.name != name);
+    let network = PLAN
+        .get()
+        .and_then(Option::as_ref)
+        .and_then(|p| p.ifaces.iter().find(|(v, _, _)| v == name))
+        .map(|(_, uci, _)| uci.clone());
     in_force.push(InForce {
         name: String::from(name),
         source,
         ipv4: Ipv4Files::of(&cfg),
         up: true,
+        network,
     });
     drop(in_force);
     let n: NetIf<Link> = NetIf::new(
@@ -497,6 +506,18 @@ pub fn reload_ipv4(plan: &Plan, stack: &mut NetStack<Link>) -> Vec<String> {
     said
 }
 
+/// `ifstatus NAME` of the interface of `/etc/config/network` called `network`
+/// (`wan`, `lan`), for its IPv4 ([`ifreload::status`]); `None` if no interface
+/// carries it.
+pub fn ipv4_status(network: &str, stack: &mut NetStack<Link>) -> Option<String> {
+    let in_force = IPV4_IN_FORCE.lock();
+    let f = in_force
+        .iter()
+        .find(|f| f.network.as_deref() == Some(network))?;
+    let n = stack.by_name(&f.name)?;
+    Some(ifreload::status(network, n, &f.ipv4, f.up))
+}
+
 /// OpenWrt's `ifdown` (`up` false) and `ifup` of the interface the files call
 /// `network` (`wan`), for its IPv4 ([`ifreload::down`], [`ifreload::up`]): down
 /// takes off what its settings put on and stops its DHCPv4 client; up takes it down
@@ -531,8 +552,7 @@ pub fn ifupdown(
     let mut said = Vec::new();
     if f.up {
         said = ifreload::down(n, &f.ipv4);
-        f.ipv4 = Ipv4Files::default();
-        f.up = false;
+        f.up = false; // its settings kept: `ifstatus` says its protocol
     }
     if up {
         let (now, lines) = ifreload::up(n, &Ipv4Files::of(cfg));

@@ -34,14 +34,16 @@ pub fn leases(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     Ok(())
 }
 
-/// `ifstatus wan6`: the DHCPv6 client's state, address and delegated prefix with
-/// their lifetimes left, the LAN's /64s of it, the default router, the DNS servers
-/// and the counters (netifd's `ifstatus` says it in JSON; a few lines here).
+/// `ifstatus NAME`: for `wan6` the DHCPv6 client's state, address and delegated
+/// prefix with their lifetimes left, the LAN's /64s of it, the default router, the
+/// DNS servers and the counters; for an IPv4 interface (`wan`, `lan`) up or down,
+/// its protocol, addresses, gateway and DNS servers (netifd's `ifstatus` says it
+/// in JSON; a line or a few here).
 pub fn ifstatus(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     let [name] = args else {
         return Err(CmdError::usage("ifstatus"));
     };
-    let _stack = NET.lock();
+    let mut stack = NET.lock();
     let sv = SERVICES.lock();
     let lines = sv.as_ref().and_then(|sv| sv.wan6_lines(now_ms()));
     match lines {
@@ -55,9 +57,18 @@ pub fn ifstatus(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
             }
             Ok(())
         }
-        _ => Err(CmdError::failed(alloc::format!(
-            "{name}: no such interface (only a proto 'dhcpv6' interface has a status here)"
-        ))),
+        _ => {
+            drop(sv);
+            match crate::dev::network::ipv4_status(name, &mut stack) {
+                Some(l) => {
+                    writeln!(out, "{l}")?;
+                    Ok(())
+                }
+                None => Err(CmdError::failed(alloc::format!(
+                    "{name}: no such interface (not in /etc/config/network on a vif of this domain)"
+                ))),
+            }
+        }
     }
 }
 

@@ -150,8 +150,8 @@ pub static COMMANDS: &[Command<Host>] = &[
     },
     Command {
         name: "ifstatus",
-        usage: "wan6",
-        help: "the WAN's IPv6 (proto dhcpv6): address, delegated prefix, lifetimes, router, DNS",
+        usage: "NAME",
+        help: "an interface of /etc/config/network: wan6's IPv6 (address, delegated prefix, lifetimes, router, DNS); wan's or lan's IPv4 (up or down, protocol, address, gateway, DNS)",
         run: crate::shell::servicecmds::ifstatus,
     },
     Command {

@@ -1452,6 +1452,7 @@ const WAN_IFUPDOWN: &[Step] = &[
         &[r"^ifdown: eth1: DHCPv4 stopped, lease 10\.77\.0\.\d+/24 dropped$"],
         30,
     ),
+    cmd("ifstatus wan", &[r"^wan: eth1 down, proto dhcp$"], 30),
     ns(
         "lan1",
         "ping -c 2 -W 2 10.77.0.10; true",
@@ -1461,6 +1462,13 @@ const WAN_IFUPDOWN: &[Step] = &[
     cmd("ifup wan", &[r"^ifup: eth1: DHCPv4 started$"], 30),
     wait_output(r"eth1: DHCP lease 10\.77\.0\.\d+/24 via 10\.77\.0\.10", 40),
     LAN1_PINGS_WAN,
+    cmd(
+        "ifstatus wan",
+        &[
+            r"^wan: eth1 up, proto dhcp, address 10\.77\.0\.\d+/24, gateway 10\.77\.0\.10, dns 10\.77\.0\.1$",
+        ],
+        30,
+    ),
 ];
 
 /// The WAN switched from DHCP to static with uci and `reload`, as netifd restarts an
@@ -1521,7 +1529,16 @@ const ROUTER_CMD_ERRORS: &[Step] = &[
         &[r"^uci: Entry not found$"],
         30,
     ),
-    cmd("ifstatus lan", &[r"^ifstatus: lan: no such interface "], 30),
+    cmd(
+        "ifstatus nosuch",
+        &[r"^ifstatus: nosuch: no such interface "],
+        30,
+    ),
+    cmd(
+        "ifstatus lan",
+        &[r"^lan: eth0 up, proto static, address 192\.168\.7\.1/24$"],
+        30,
+    ),
     cmd(
         "service nosuch reload",
         &[r"^service: nosuch: no such service$"],
