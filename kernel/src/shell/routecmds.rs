@@ -158,6 +158,11 @@ pub fn fw(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     Ok(())
 }
 
+/// The stack's interface names (the lock taken only to copy them).
+fn if_names() -> alloc::vec::Vec<String> {
+    NET.lock().ifs.iter().map(|n| n.name.clone()).collect()
+}
+
 /// `reload`: reads `/etc/config/network` and `/etc/config/firewall` again and swaps
 /// the new ruleset in atomically (established flows stay); a bad file changes nothing.
 /// `/etc/config/system`'s time zone is read again too (for time matches), and
@@ -166,10 +171,14 @@ pub fn fw(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
 /// ([`xenlet_net::lanservices::LanServices::reload`]).
 pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     xenlet_shell::no_args(args)?;
-    let stack = NET.lock(); // held: the lock order is NET, then GATEWAY
-    let names: alloc::vec::Vec<String> = stack.ifs.iter().map(|n| n.name.clone()).collect();
+    // The files are read before any lock is taken: the data plane serves on while
+    // the disk is read (it only tries the stack's lock).
+    let names = if_names();
     let names: alloc::vec::Vec<&str> = names.iter().map(String::as_str).collect();
     let mut plan = crate::router::replan(&names).map_err(CmdError::failed)?;
+    let services = crate::router::services_for_reload(&plan);
+    let tz = crate::router::time_zone();
+    let mut stack = NET.lock(); // the lock order: NET, GATEWAY, SERVICES
     let mut gw = GATEWAY.lock();
     let Some(g) = gw.as_mut() else {
         return Err(CmdError::failed("not routing"));
@@ -188,11 +197,9 @@ pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     }
     // the interfaces' static IPv4 settings; the router takes them at its next poll,
     // the LAN services below
-    let mut stack = stack;
     for line in crate::dev::network::reload_ipv4(&plan, &mut stack) {
         writeln!(out, "reload: {line}")?;
     }
-    let tz = crate::router::time_zone();
     g.set_wall_clock(crate::dev::network::wall_clock(tz.utc_offset_secs));
     for w in plan.warnings.iter().chain(tz.note.iter()) {
         writeln!(out, "reload: {w}")?;
@@ -205,7 +212,7 @@ pub fn reload(_: &mut Host, args: &[&str], out: &mut dyn Write) -> CmdResult {
     // the files' IPv6 addresses (ip6assign); a bad file leaves them as they run
     let mut sv = SERVICES.lock();
     if let Some(sv) = sv.as_mut() {
-        match crate::router::services_for_reload(&plan) {
+        match services {
             Ok(spec) => {
                 for w in &spec.warnings {
                     writeln!(out, "reload: dhcp: {w}")?;
@@ -274,10 +281,11 @@ fn ifupdown(cmd: &str, up: bool, args: &[&str], out: &mut dyn Write) -> CmdResul
     let [network] = args else {
         return Err(CmdError::usage(cmd));
     };
-    let mut stack = NET.lock(); // the lock order: NET first
-    let names: alloc::vec::Vec<String> = stack.ifs.iter().map(|n| n.name.clone()).collect();
+    // the files read with no lock held, as `reload` reads them
+    let names = if_names();
     let names: alloc::vec::Vec<&str> = names.iter().map(String::as_str).collect();
     let plan = crate::router::replan(&names).map_err(CmdError::failed)?;
+    let mut stack = NET.lock();
     let said =
         crate::dev::network::ifupdown(&plan, network, up, &mut stack).map_err(CmdError::failed)?;
     for line in said {
