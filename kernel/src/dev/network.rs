@@ -472,6 +472,18 @@ fn poll_clients(stack: &mut NetStack<Link>, quiet: bool) -> bool {
     busy
 }
 
+/// Who configured an interface in place of the files, if someone did: the kernel
+/// command line and XenStore win over `/etc/config/network` ([`config_for`]); an
+/// interface that took DHCP by default (the files did not name it at boot) takes the
+/// files' settings.
+fn overridden(source: &str) -> Option<&'static str> {
+    match source {
+        "command line" => Some("the kernel command line"),
+        "xenstore" => Some("XenStore"),
+        _ => None,
+    }
+}
+
 /// `reload` of the interfaces' IPv4 settings from `plan` (the files read again):
 /// each interface the files configured takes their new static addresses and gateway
 /// ([`ifreload::reload_ipv4`]); the router and the LAN services follow. A line for
@@ -492,15 +504,15 @@ pub fn reload_ipv4(plan: &Plan, stack: &mut NetStack<Link>) -> Vec<String> {
         if f.ipv4 == new || !f.up {
             continue;
         }
-        if f.source != FILES {
+        if let Some(by) = overridden(f.source) {
             said.push(format!(
-                "{name}: configured by the {}, which wins; the files' IPv4 settings not applied",
-                f.source
+                "{name}: configured by {by}, which wins over the files; their IPv4 settings not applied"
             ));
             continue;
         }
         let (now, lines) = ifreload::reload_ipv4(n, &f.ipv4, &new);
         f.ipv4 = now;
+        f.source = FILES;
         said.extend(lines);
     }
     said
@@ -543,12 +555,12 @@ pub fn ifupdown(
         .iter_mut()
         .find(|f| f.name == *name)
         .ok_or_else(|| format!("{network}: {name} has no settings in force"))?;
-    if f.source != FILES {
+    if let Some(by) = overridden(f.source) {
         return Err(format!(
-            "{network}: {name} is configured by the {}, not by the files",
-            f.source
+            "{network}: {name} is configured by {by}, which wins over the files"
         ));
     }
+    f.source = FILES;
     let mut said = Vec::new();
     if f.up {
         said = ifreload::down(n, &f.ipv4);
