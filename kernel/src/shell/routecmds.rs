@@ -165,7 +165,9 @@ fn if_names() -> alloc::vec::Vec<String> {
 
 /// `reload`: reads `/etc/config/network` and `/etc/config/firewall` again and swaps
 /// the new ruleset in atomically (established flows stay); a bad file changes nothing.
-/// `/etc/config/system`'s time zone is read again too (for time matches), and
+/// The interfaces' static IPv4 addresses, gateways and `proto` follow the files
+/// ([`crate::dev::network::reload_ipv4`]); `/etc/config/system`'s time zone is read
+/// again too (for time matches), and
 /// `/etc/config/dhcp`'s services (DHCPv4 pools, DNS, router advertisements, DHCPv6)
 /// with the files' IPv6 addresses and `wan6`'s options
 /// ([`xenlet_net::lanservices::LanServices::reload`]).
